@@ -1,0 +1,3 @@
+from sizer.cli import main
+
+main()

@@ -1,0 +1,164 @@
+"""The roofline step-time model: seconds for one engine step from FLOPs, bytes and the profile.
+
+A step runs, on each GPU of the busiest pipeline stage, one after another:
+  GEMMs      max(2 x active params x tokens / (peak x eff), weight bytes read / (bw x eff))
+  attention  max(4 x query-key pairs x heads x head dim / (peak x eff), KV bytes read+written / (bw x eff))
+  lm_head    for one sampled token per sequence
+  collectives  TP all-reduce / EP all-to-all bytes / link bandwidth + a fixed latency each
+  overhead   a fixed per-step cost (scheduling, sampling, launches)
+With pipeline parallelism a step's latency is the sum over its stages (no micro-batching).
+The efficiencies come from the hardware profile and are printed with every plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sizer.hardware import HardwareSpec
+from sizer.memory import KVLayout, WeightMemory
+from sizer.model_spec import ModelSpec
+from sizer.parallel import ParallelConfig, comm_per_step, layers_per_stage, shard_fraction
+from sizer.step_batch import StepBatch
+from sizer.weights import EXPERT, LM_HEAD, WeightFormat, base_dtype_bytes, is_converted, linear_groups, parameter_count, scale_bytes
+
+# Assumptions (replace with a calibrated profile): printed by the plan.
+STEP_OVERHEAD_S = 0.5e-3          # scheduler, sampler and kernel launches per step (CUDA graphs on)
+COLLECTIVE_LATENCY_S = 8e-6       # fixed cost of one NVLink all-reduce / all-to-all
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """The parts of one step's time, in seconds."""
+    gemm_s: float
+    attention_s: float
+    lm_head_s: float
+    comm_s: float
+    overhead_s: float
+    gemm_compute_bound: bool
+
+    @property
+    def total_s(self) -> float:
+        return self.gemm_s + self.attention_s + self.lm_head_s + self.comm_s + self.overhead_s
+
+
+class RooflineStepTimeModel:
+    """`step_time(batch)` from the architecture, the split and the hardware profile."""
+
+    def __init__(self, model: ModelSpec, hardware: HardwareSpec, weights_format: WeightFormat, weights: WeightMemory,
+                 kv: KVLayout, parallel: ParallelConfig, group_size: int = 128,
+                 step_overhead_s: float = STEP_OVERHEAD_S):
+        self.model, self.hardware, self.parallel, self.kv = model, hardware, parallel, kv
+        self.name = f"roofline on {hardware.name} (efficiency: compute {hardware.compute_efficiency:.0%}, bandwidth {hardware.bandwidth_efficiency:.0%})"
+        self.step_overhead_s = step_overhead_s
+        compute_fmt = weights_format.compute if hardware.supports(weights_format.compute) else "bf16"
+        self.compute_format = compute_fmt
+        self.gemm_flops_per_s = hardware.peak_flops(compute_fmt) * hardware.compute_efficiency
+        self.attn_flops_per_s = hardware.peak_flops("bf16") * hardware.compute_efficiency
+        self.bytes_per_s = hardware.memory_bandwidth_bytes_per_s * hardware.bandwidth_efficiency
+        link = hardware.interconnect_bytes_per_s_per_direction or hardware.pcie_bytes_per_s_per_direction or 1e10
+        self.link_bytes_per_s = float(link)
+        self.comm = comm_per_step(model, parallel)
+        self._shares(weights_format, weights, group_size)
+
+    def _shares(self, fmt: WeightFormat, weights: WeightMemory, group_size: int) -> None:
+        """Per-GPU parameters and bytes of the dense part, the experts and the lm_head."""
+        m, p = self.model, self.parallel
+        scale = weights.parameters / parameter_count(m).total     # 1.0 unless a parameter count was stated
+        base = base_dtype_bytes(m)
+        dense_params = dense_bytes = expert_params = expert_bytes = lm_params = lm_bytes = 0.0
+        for g in linear_groups(m):
+            share = shard_fraction(g, m, p) * scale
+            nbytes = g.params * fmt.bits / 8 + scale_bytes(g, fmt, group_size, m) if is_converted(g, fmt, m) else \
+                g.params * (fmt.bits / 8 if fmt.bits >= 16 else base)
+            if g.kind == EXPERT:
+                expert_params += g.params * share
+                expert_bytes += nbytes * share
+            elif g.kind == LM_HEAD:
+                lm_params += g.params * share
+                lm_bytes += nbytes * share
+            else:
+                dense_params += g.params * share
+                dense_bytes += nbytes * share
+        if m.tie_word_embeddings:   # the embedding matrix doubles as the lm_head
+            lm_params = m.vocab_size * m.hidden_size / p.tp * scale
+            lm_bytes = lm_params * (fmt.bits / 8 if fmt.bits >= 16 else base)
+        self.dense_params, self.dense_bytes = dense_params, dense_bytes
+        self.expert_params, self.expert_bytes = expert_params, expert_bytes
+        self.lm_params, self.lm_bytes = lm_params, lm_bytes
+        self.weight_bytes_per_gpu = dense_bytes + expert_bytes + lm_bytes
+
+    def _experts_touched(self, tokens: int) -> float:
+        """Expected share of a GPU's experts that at least one of `tokens` routes to."""
+        m = self.model
+        if not m.is_moe:
+            return 0.0
+        return 1.0 - (1.0 - m.num_experts_per_tok / m.num_experts) ** tokens
+
+    def cost(self, batch: StepBatch) -> StepCost:
+        m, p = self.model, self.parallel
+        tokens = batch.new_tokens
+        if tokens == 0:
+            return StepCost(0, 0, 0, 0, 0, False)
+        # GEMMs: every dense weight once, the experts that are routed to, 2 FLOPs per MAC.
+        expert_active = self.expert_params * m.num_experts_per_tok / m.num_experts if m.is_moe else 0.0
+        gemm_flops = 2.0 * tokens * (self.dense_params + expert_active)
+        gemm_bytes = self.dense_bytes + self.expert_bytes * self._experts_touched(tokens)
+        gemm_compute_s = gemm_flops / self.gemm_flops_per_s
+        gemm_memory_s = gemm_bytes / self.bytes_per_s
+        # Attention over the cached context; sliding layers see at most a window per sequence.
+        heads = m.num_attention_heads / p.tp
+        if m.is_mla:
+            flops_per_pair_layer = 2 * heads * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
+        else:
+            flops_per_pair_layer = 4 * heads * m.head_dim
+        layers = layers_per_stage(m, p)
+        sliding_share = m.num_sliding_layers / m.num_layers
+        window_cap = 1.0
+        if m.sliding_window and batch.context_tokens:
+            window_cap = min(1.0, batch.num_seqs * m.sliding_window / batch.context_tokens)
+        layer_factor = layers * ((1 - sliding_share) + sliding_share * window_cap)
+        attn_flops = flops_per_pair_layer * batch.attention_pairs * layer_factor
+        kv_bytes = self.kv.bytes_per_token_per_gpu * ((batch.context_tokens * ((1 - sliding_share) + sliding_share * window_cap)) + 2 * tokens)
+        attention_s = max(attn_flops / self.attn_flops_per_s, kv_bytes / self.bytes_per_s)
+        # lm_head for one sampled token per sequence.
+        lm_head_s = max(2.0 * batch.num_seqs * self.lm_params / self.gemm_flops_per_s, self.lm_bytes / self.bytes_per_s)
+        comm_bytes = self.comm.bytes_for(tokens)
+        collectives = self.comm.allreduces_per_step + (2 * m.num_moe_layers if p.expert_parallel and p.ep > 1 else 0)
+        comm_s = comm_bytes / self.link_bytes_per_s + collectives * COLLECTIVE_LATENCY_S
+        stages = p.pp
+        return StepCost(max(gemm_compute_s, gemm_memory_s) * stages, attention_s * stages, lm_head_s, comm_s * stages,
+                        self.step_overhead_s, gemm_compute_s >= gemm_memory_s)
+
+    def step_time(self, batch: StepBatch) -> float:
+        return self.cost(batch).total_s
+
+
+def prefill_time_s(model: RooflineStepTimeModel, prompt_tokens: int, chunk_tokens: int | None) -> float:
+    """A prompt alone, processed in chunks of at most `chunk_tokens` (one step each)."""
+    total, done = 0.0, 0
+    chunk = chunk_tokens or prompt_tokens
+    while done < prompt_tokens:
+        n = min(chunk, prompt_tokens - done)
+        total += model.step_time(StepBatch.from_seqs([(n, done)], prefill=[True]))
+        done += n
+    return total
+
+
+def decode_batch(batch_size: int, context_tokens: int) -> StepBatch:
+    """`batch_size` sequences each decoding one token on `context_tokens` of context."""
+    return StepBatch(num_seqs=batch_size, new_tokens=batch_size, context_tokens=batch_size * context_tokens,
+                     attention_pairs=batch_size * (context_tokens + 1))
+
+
+def compute_bound_batch(model: RooflineStepTimeModel, context_tokens: int, limit: int = 1 << 16) -> int | None:
+    """Smallest decode batch whose GEMMs are compute-bound (None if none up to `limit`)."""
+    lo, hi = 1, limit
+    if not model.cost(decode_batch(hi, context_tokens)).gemm_compute_bound:
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if model.cost(decode_batch(mid, context_tokens)).gemm_compute_bound:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo

@@ -1,0 +1,52 @@
+"""The shape of one engine step, as every step-time model sees it.
+
+A step is a list of sequences, each contributing `new_tokens` (a prefill chunk, one decode
+token, or 1 + gamma speculative-verification tokens) on top of `context_tokens` already in
+its KV cache. Step time depends on the batch only through these sums, so the simulator
+builds a `StepBatch` incrementally (no per-token objects) and the engine builds the same one
+from the step it actually ran.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class StepBatch:
+    num_seqs: int = 0
+    new_tokens: int = 0            # tokens through the GEMMs this step, all sequences
+    context_tokens: int = 0        # KV tokens already cached, read by attention, all sequences
+    attention_pairs: int = 0       # query-key pairs: sum of n*c + n*(n+1)/2 per sequence
+    prefill_seqs: int = 0          # sequences with more than one new token that are prefilling
+    prefill_tokens: int = 0        # new tokens of those sequences
+    draft_tokens: int = 0          # speculative tokens proposed this step (priced by the proposer)
+
+    @staticmethod
+    def from_seqs(seqs: Iterable[tuple[int, int]], prefill: Iterable[bool] | None = None) -> "StepBatch":
+        """Build from (new_tokens, context_tokens) pairs; `prefill` marks prefill chunks.
+
+        Without `prefill`, a sequence with more than one new token counts as prefill.
+        """
+        seqs = list(seqs)
+        flags = list(prefill) if prefill is not None else [n > 1 for n, _ in seqs]
+        num = len(seqs)
+        new = sum(n for n, _ in seqs)
+        ctx = sum(c for _, c in seqs)
+        pairs = sum(n * c + n * (n + 1) // 2 for n, c in seqs)
+        pf_seqs = sum(1 for f in flags if f)
+        pf_tokens = sum(n for (n, _), f in zip(seqs, flags) if f)
+        return StepBatch(num, new, ctx, pairs, pf_seqs, pf_tokens)
+
+    @property
+    def decode_seqs(self) -> int:
+        return self.num_seqs - self.prefill_seqs
+
+
+class StepTimeModel(Protocol):
+    """Seconds for one engine step of a given batch (roofline or calibrated)."""
+
+    name: str
+
+    def step_time(self, batch: StepBatch) -> float: ...
