@@ -94,7 +94,7 @@ def models() -> None:
 
     table = Table(title="Model catalog (any Hugging Face config.json path works too)")
     for col in ("name", "architecture", "parameters (B)", "active (B)", "layers", "attention heads / KV heads", "max context"):
-        table.add_column(col)
+        table.add_column(col, no_wrap=col == "name")
     for name in catalog_names():
         m = load_model(name)
         counts = parameter_count(m)
@@ -115,7 +115,7 @@ def gpus() -> None:
 
     table = Table(title="Accelerator profiles (hardware_profiles/)")
     for col in ("id", "name", "memory GB / GiB", "bandwidth TB/s", "bf16 dense TFLOP/s", "fp8 TFLOP/s", "$/GPU-hour", "aliases"):
-        table.add_column(col)
+        table.add_column(col, no_wrap=col == "id")
     for spec in all_profiles().values():
         fp8 = spec.peak_flops_per_s.get("fp8")
         price = f"{spec.price_usd_per_gpu_hour:.2f}" if spec.price_usd_per_gpu_hour is not None else "-"

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 
 from sizer.model_spec import ModelSpec
 from sizer.parallel import ParallelConfig, kv_heads_per_gpu, layers_per_stage, shard_fraction
-from sizer.weights import (WeightFormat, base_dtype_bytes, is_converted, linear_groups,
-                           parameter_count, scale_bytes)
+from sizer.weights import LM_HEAD, WeightFormat, base_dtype_bytes, group_bytes, linear_groups, parameter_count
 
 GiB = 2**30
 GB = 10**9
@@ -51,24 +50,27 @@ def weight_memory(m: ModelSpec, fmt: WeightFormat, p: ParallelConfig, group_size
     """
     base = base_dtype_bytes(m)
     counts = parameter_count(m)
-    converted = scales = unconverted = per_gpu = 0.0
+    converted = scales = unconverted = layers_gpu = lm_head_gpu = 0.0
     for g in linear_groups(m):
         share = shard_fraction(g, m, p)
-        if is_converted(g, fmt, m):
-            values = g.params * fmt.bits / 8
-            extra = scale_bytes(g, fmt, group_size, m)
+        values, extra, is_quantised = group_bytes(g, fmt, group_size, m)
+        if is_quantised:
             converted += values
             scales += extra
-            per_gpu += (values + extra) * share
         else:
-            nbytes = g.params * (fmt.bits / 8 if fmt.bits >= 16 else base)
-            unconverted += nbytes
-            per_gpu += nbytes * share
+            unconverted += values
+        nbytes = values + extra
+        if g.kind == LM_HEAD:
+            lm_head_gpu += nbytes * share
+        else:
+            layers_gpu += nbytes * share
     embed_bytes = counts.embedding * (fmt.bits / 8 if fmt.bits >= 16 else base)
     other_bytes = counts.norms_and_biases * (fmt.bits / 8 if fmt.bits >= 16 else base)
     unconverted += embed_bytes + other_bytes
     stage = layers_per_stage(m, p) / m.num_layers
-    per_gpu += embed_bytes / p.tp + other_bytes * stage
+    # One stage holds the embedding, the last the lm_head: with PP the busiest holds the larger one.
+    ends = embed_bytes / p.tp + lm_head_gpu if p.pp == 1 else max(embed_bytes / p.tp, lm_head_gpu)
+    per_gpu = layers_gpu + ends + other_bytes * stage
     total = converted + scales + unconverted
     ideal = counts.total * fmt.bits / 8
     params, active, source = counts.total, counts.active, "architecture"

@@ -19,7 +19,7 @@ from sizer.memory import KVLayout, WeightMemory
 from sizer.model_spec import ModelSpec
 from sizer.parallel import ParallelConfig, comm_per_step, layers_per_stage, shard_fraction
 from sizer.step_batch import StepBatch
-from sizer.weights import EXPERT, LM_HEAD, WeightFormat, base_dtype_bytes, is_converted, linear_groups, parameter_count, scale_bytes
+from sizer.weights import EXPERT, LM_HEAD, WeightFormat, base_dtype_bytes, group_bytes, linear_groups, parameter_count
 
 # Assumptions (replace with a calibrated profile): printed by the plan.
 STEP_OVERHEAD_S = 0.5e-3          # scheduler, sampler and kernel launches per step (CUDA graphs on)
@@ -68,8 +68,8 @@ class RooflineStepTimeModel:
         dense_params = dense_bytes = expert_params = expert_bytes = lm_params = lm_bytes = 0.0
         for g in linear_groups(m):
             share = shard_fraction(g, m, p) * scale
-            nbytes = g.params * fmt.bits / 8 + scale_bytes(g, fmt, group_size, m) if is_converted(g, fmt, m) else \
-                g.params * (fmt.bits / 8 if fmt.bits >= 16 else base)
+            values, extra, _ = group_bytes(g, fmt, group_size, m)
+            nbytes = values + extra
             if g.kind == EXPERT:
                 expert_params += g.params * share
                 expert_bytes += nbytes * share
@@ -87,7 +87,7 @@ class RooflineStepTimeModel:
         self.lm_params, self.lm_bytes = lm_params, lm_bytes
         self.weight_bytes_per_gpu = dense_bytes + expert_bytes + lm_bytes
 
-    def _experts_touched(self, tokens: int) -> float:
+    def experts_touched(self, tokens: int) -> float:
         """Expected share of a GPU's experts that at least one of `tokens` routes to."""
         m = self.model
         if not m.is_moe:
@@ -102,7 +102,7 @@ class RooflineStepTimeModel:
         # GEMMs: every dense weight once, the experts that are routed to, 2 FLOPs per MAC.
         expert_active = self.expert_params * m.num_experts_per_tok / m.num_experts if m.is_moe else 0.0
         gemm_flops = 2.0 * tokens * (self.dense_params + expert_active)
-        gemm_bytes = self.dense_bytes + self.expert_bytes * self._experts_touched(tokens)
+        gemm_bytes = self.dense_bytes + self.expert_bytes * self.experts_touched(tokens)
         gemm_compute_s = gemm_flops / self.gemm_flops_per_s
         gemm_memory_s = gemm_bytes / self.bytes_per_s
         # Attention over the cached context; sliding layers see at most a window per sequence.

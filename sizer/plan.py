@@ -161,7 +161,9 @@ def _step_times(r: Resolved, step: RooflineStepTimeModel, weights: WeightMemory,
     context = int(prompt_mean + output_mean / 2)
     chunk = e.max_num_batched_tokens if e.enable_chunked_prefill else None
     prefill_s = prefill_time_s(step, int(round(prompt_mean)), chunk)
-    bound_s = weights.per_gpu_bytes / r.hardware.memory_bandwidth_bytes_per_s
+    # The seeds' bound: every weight read once per token (for MoE, only the experts one token routes to).
+    untouched_expert_bytes = step.expert_bytes * (1 - step.experts_touched(1))
+    bound_s = (weights.per_gpu_bytes - untouched_expert_bytes) / r.hardware.memory_bandwidth_bytes_per_s
     b1_s = step.step_time(decode_batch(1, context))
     seq_bytes = step.kv.sequence_bytes(int(prompt_mean + output_mean), budget.block_size)
     mem_batch = max(1, min(e.max_num_seqs, int(budget.kv_cache_bytes // seq_bytes)))

@@ -7,6 +7,7 @@ field and is generated from these dataclasses (`python -m sizer.scenario_docs`).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -140,7 +141,7 @@ class Scenario:
     workload: WorkloadSection = field(default_factory=WorkloadSection, doc="the traffic")
     slo: SLOSection = field(default_factory=SLOSection, doc="latency targets")
     cost: CostSection = field(default_factory=CostSection, doc="prices")
-    file: str | None = None  # where it was loaded from (not a YAML key)
+    file: str | None = dataclasses.field(default=None, metadata={"internal": True})  # where it was loaded from
 
 
 def load_scenario(path: str | Path, overrides: dict | None = None) -> Scenario:
@@ -165,8 +166,6 @@ def scenario_from_dict(data: object, file: str | None, overrides: dict | None = 
                        default_name: str = "scenario") -> Scenario:
     if not isinstance(data, dict):
         raise InputError(file, "(top level)", f"expected a mapping of sections, got {type(data).__name__}")
-    if "file" in data:
-        raise InputError(file, "file", "unknown key")
     data = {**data}
     for key, inner in (("model", "name"), ("hardware", "gpu")):   # shorthands: `model: llama-3.1-8b`
         if isinstance(data.get(key), str):

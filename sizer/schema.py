@@ -31,9 +31,7 @@ def _type_name(tp: Any) -> str:
         return " or ".join(_type_name(a) for a in typing.get_args(tp) if a is not type(None))
     if origin in (list, tuple):
         return "a list"
-    if origin is dict:
-        return "a mapping"
-    if dataclasses.is_dataclass(tp):
+    if origin is dict or tp is dict or dataclasses.is_dataclass(tp):
         return "a mapping"
     return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}.get(tp, str(tp))
 
@@ -45,6 +43,9 @@ def convert(tp: Any, value: Any, path: str, file: str | None) -> Any:
         args = typing.get_args(tp)
         if value is None and type(None) in args:
             return None
+        real = [a for a in args if a is not type(None)]
+        if len(real) == 1:  # Optional[X]: X's own error is the useful one
+            return convert(real[0], value, path, file)
         for arg in args:
             if arg is type(None):
                 continue
@@ -63,7 +64,7 @@ def convert(tp: Any, value: Any, path: str, file: str | None) -> Any:
         (item_tp, *_) = typing.get_args(tp) or (Any,)
         items = [convert(item_tp, v, f"{path}[{i}]", file) for i, v in enumerate(value)]
         return tuple(items) if origin is tuple else items
-    if origin is dict:
+    if origin is dict or tp is dict:
         if not isinstance(value, dict):
             raise InputError(file, path, f"expected a mapping, got {value!r}")
         return dict(value)
@@ -116,7 +117,7 @@ def build(cls: type, data: Any, path: str, file: str | None) -> Any:
     if not isinstance(data, dict):
         raise InputError(file, path or "(top level)", f"expected a mapping, got {data!r}")
     hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    fields = {f.name: f for f in dataclasses.fields(cls) if not f.metadata.get("internal")}
     for key in data:
         if key not in fields:
             known = ", ".join(fields)
@@ -142,6 +143,8 @@ def describe(cls: type, prefix: str = "") -> list[tuple[str, str, str, str]]:
     rows = []
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
+        if f.metadata.get("internal"):
+            continue
         tp = hints[f.name]
         path = _join(prefix, f.name)
         inner = [a for a in typing.get_args(tp) if a is not type(None)] if typing.get_origin(tp) in (typing.Union, types.UnionType) else [tp]

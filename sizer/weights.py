@@ -175,3 +175,10 @@ def scale_bytes(g: LinearGroup, fmt: WeightFormat, group_size: int, m: ModelSpec
     if fmt.name == "mxfp4":
         return (k * n / 32) * 1 * c
     return 0.0
+
+
+def group_bytes(g: LinearGroup, fmt: WeightFormat, group_size: int, m: ModelSpec) -> tuple[float, float, bool]:
+    """(value bytes, scale bytes, converted?) of group `g` stored in `fmt`."""
+    if is_converted(g, fmt, m):
+        return g.params * fmt.bits / 8, scale_bytes(g, fmt, group_size, m), True
+    return g.params * (fmt.bits / 8 if fmt.bits >= 16 else base_dtype_bytes(m)), 0.0, False

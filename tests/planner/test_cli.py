@@ -1,0 +1,56 @@
+"""The CLI: flags-only plans, catalog listings, and a start-up path free of torch."""
+
+import json
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+from sizer.cli import app
+
+runner = CliRunner()
+
+
+def test_plan_from_flags_alone():
+    result = runner.invoke(app, ["plan", "--model", "llama-3.1-70b", "--gpu", "h200", "--tp", "2", "--weights", "fp8",
+                                 "--max-model-len", "32768", "--json"])
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    assert plan["parallel"]["tensor_parallel_size"] == 2
+    assert plan["weights"]["format"] == "fp8"
+    assert plan["memory"]["max_model_len"] == 32768
+    # fp8 halves the 16-bit weights, so each of 2 GPUs holds about 70.55e9 / 2 bytes (+ 16-bit embeddings)
+    assert 35e9 < plan["memory"]["weights_bytes"] < 37e9
+
+
+def test_flags_override_the_scenario_file():
+    base = json.loads(runner.invoke(app, ["plan", "scenarios/llama-3.1-8b-chat-h100.yaml", "--json"]).stdout)
+    tp2 = json.loads(runner.invoke(app, ["plan", "scenarios/llama-3.1-8b-chat-h100.yaml", "--json", "--tp", "2"]).stdout)
+    assert base["parallel"]["tensor_parallel_size"] == 1 and tp2["parallel"]["tensor_parallel_size"] == 2
+    # TP 2 halves the sliced weights per GPU (norms and nothing else stay whole)
+    assert tp2["memory"]["weights_bytes"] < 0.51 * base["memory"]["weights_bytes"]
+
+
+def test_flags_without_model_or_gpu_is_an_input_error():
+    result = runner.invoke(app, ["plan", "--model", "llama-3.1-8b"])
+    assert result.exit_code == 2
+    assert "--model/--gpu" in result.stderr
+
+
+def test_models_and_gpus_list_the_catalogs():
+    models = runner.invoke(app, ["models"])
+    assert models.exit_code == 0 and "deepseek-v3" in models.stdout and "mixtral-8x7b" in models.stdout
+    gpus = runner.invoke(app, ["gpus"])
+    assert gpus.exit_code == 0
+    for gpu in ("h100-sxm", "h100-pcie", "h200", "a100-40gb", "a100-80gb", "l40s", "l4", "b200", "mi300x"):
+        assert gpu in gpus.stdout
+
+
+def test_plan_does_not_import_torch():
+    code = ("import sys; from typer.testing import CliRunner; from sizer.cli import app; "
+            "r = CliRunner().invoke(app, ['plan', 'scenarios/llama-3.1-8b-chat-h100.yaml', '--json']); "
+            "assert r.exit_code == 0, r.output; "
+            "heavy = [m for m in ('torch', 'triton') if m in sys.modules]; print(heavy)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
