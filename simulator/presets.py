@@ -1,56 +1,74 @@
-"""Engine presets: each serving engine's documented scheduling defaults.
+"""Engine presets: each engine's documented scheduling defaults, as data with their sources.
 
-API used by `sizer/resolve.py` (keep it): `engine_defaults(engine, gpu_memory_gib, gpu_name)
--> EngineDefaults`, whose fields are the scenario's deployment field names plus
-`prefix_cache_kind`, and `source(field)` says where a default comes from. Every value is
-cited in docs/engines.md.
+`deployment.engine` picks one; explicit scenario fields override it. docs/engines.md lists
+every value with its source; a value whose source says "not confirmed" is this project's
+assumption, kept until someone checks it against the engine.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
-class EngineDefaults:
+class EnginePreset:
     engine: str
-    block_size: int
-    max_num_seqs: int
-    max_num_batched_tokens: int
+    block_size: int                     # KV block (page) tokens as simulated
+    max_num_batched_tokens: int         # token budget per step
+    max_num_seqs: int                   # running sequences cap
     enable_chunked_prefill: bool
     enable_prefix_caching: bool
-    preemption_mode: str
-    prefix_cache_kind: str                      # "hashed-blocks" or "radix-tree"
-    sources: dict[str, str] = field(default_factory=dict)
+    prefix_cache_kind: str              # 'hashed-blocks' | 'radix-tree' (simulated alike, per block)
+    preemption_mode: str                # 'recompute' | 'swap'
+    reserve_full_kv: bool = False       # admit only with blocks for the whole output (never preempt)
+    sources: tuple[tuple[str, str], ...] = ()
 
     def source(self, name: str) -> str:
-        return self.sources.get(name, self.sources.get("*", "engine documentation"))
+        """Where the default for `name` comes from (docs/engines.md has the full citations)."""
+        return dict(self.sources).get(name, "not confirmed")
 
 
-def _vllm(gpu_memory_gib: float, gpu_name: str) -> EngineDefaults:
-    # vllm/engine/arg_utils.py EngineArgs.get_batch_defaults: GPUs with >= 70 GiB that are
-    # not A100s get the larger OpenAI-API-server defaults (8192 tokens, 1024 sequences).
-    large = gpu_memory_gib >= 70 and "a100" not in gpu_name.lower()
-    rule = "vllm EngineArgs.get_batch_defaults, OpenAI API server, " + (">= 70 GiB non-A100 GPU" if large else "other GPUs")
-    return EngineDefaults(
-        engine="vllm",
-        block_size=16,
-        max_num_seqs=1024 if large else 256,
-        max_num_batched_tokens=8192 if large else 2048,
-        enable_chunked_prefill=True,
-        enable_prefix_caching=True,
-        preemption_mode="recompute",
-        prefix_cache_kind="hashed-blocks",
-        sources={"max_num_seqs": rule, "max_num_batched_tokens": rule,
-                 "block_size": "vllm CacheConfig block_size 16 on CUDA",
-                 "enable_chunked_prefill": "vllm V1 enables chunked prefill by default",
-                 "enable_prefix_caching": "vllm V1 enables prefix caching by default",
-                 "preemption_mode": "vllm V1 preempts by recompute"},
-    )
+_VLLM_SRC = (("block_size", "vLLM CacheConfig.DEFAULT_BLOCK_SIZE"),
+             ("max_num_batched_tokens", "vllm/engine/arg_utils.py, API server on a GPU under 70 GiB or an A100"),
+             ("max_num_seqs", "vllm/engine/arg_utils.py, API server on a GPU under 70 GiB or an A100"),
+             ("enable_chunked_prefill", "vLLM V1: chunked prefill always on"),
+             ("enable_prefix_caching", "vLLM V1: prefix caching on by default"),
+             ("preemption_mode", "vLLM optimization guide: preempted requests are recomputed"))
+
+PRESETS: dict[str, EnginePreset] = {p.engine: p for p in (
+    EnginePreset("vllm", 16, 2048, 256, True, True, "hashed-blocks", "recompute", sources=_VLLM_SRC),
+    # SGLang pages are 1 token; simulated at 16-token blocks (docs/engines.md says why).
+    EnginePreset("sglang", 16, 8192, 256, True, True, "radix-tree", "recompute",
+                 sources=(("max_num_batched_tokens", "SGLang chunked_prefill_size 8192 (not confirmed in SGLang's own docs)"),
+                          ("enable_prefix_caching", "SGLang RadixAttention, on unless disabled"))),
+    EnginePreset("tensorrt-llm", 32, 8192, 2048, False, True, "radix-tree", "recompute", reserve_full_kv=True,
+                 sources=(("block_size", "TensorRT-LLM KvCacheConfig.tokens_per_block = 32"),
+                          ("enable_prefix_caching", "TensorRT-LLM KvCacheConfig.enable_block_reuse = True"),
+                          ("preemption_mode", "TensorRT-LLM GUARANTEED_NO_EVICT scheduler: never paused"))),
+    EnginePreset("lmdeploy", 128, 8192, 64, True, False, "hashed-blocks", "recompute",
+                 sources=(("block_size", "LMDeploy TurboMind config doc example: cache_block_seq_len = 128"),
+                          ("max_num_seqs", "LMDeploy TurboMind config doc example: max_batch_size = 64"))),
+    EnginePreset("tgi", 16, 4096, 128, True, True, "radix-tree", "recompute",
+                 sources=(("enable_prefix_caching", "TGI v3: prefix caching and chunking on by default"),
+                          ("enable_chunked_prefill", "TGI v3: prefix caching and chunking on by default"))),
+)}
 
 
-PRESETS = {"vllm": _vllm}
+def preset(engine: str) -> EnginePreset:
+    """The device-independent preset for `engine`; ValueError naming the known engines."""
+    try:
+        return PRESETS[engine]
+    except KeyError:
+        raise ValueError(f"unknown engine {engine!r}; known: {', '.join(PRESETS)}") from None
 
 
-def engine_defaults(engine: str, gpu_memory_gib: float, gpu_name: str) -> EngineDefaults:
-    return PRESETS[engine](gpu_memory_gib, gpu_name)
+def engine_defaults(engine: str, gpu_memory_gib: float, gpu_name: str) -> EnginePreset:
+    """The preset with any device-dependent defaults applied. vLLM's API server doubles its
+    token budget to 8192 and lifts max_num_seqs to 1024 on GPUs of 70 GiB or more that are
+    not A100s (vllm/engine/arg_utils.py)."""
+    p = preset(engine)
+    if engine == "vllm" and gpu_memory_gib >= 70 and "a100" not in gpu_name.lower():
+        rule = "vllm/engine/arg_utils.py, API server on a GPU of 70 GiB or more, not an A100"
+        sources = dict(p.sources, max_num_batched_tokens=rule, max_num_seqs=rule)
+        return replace(p, max_num_batched_tokens=8192, max_num_seqs=1024, sources=tuple(sources.items()))
+    return p

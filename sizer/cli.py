@@ -71,7 +71,7 @@ def plan(
         resolved = resolve(build_scenario(scenario, overrides))
         result = make_plan(resolved)
         if simulate:
-            from sizer.simulate import add_simulation
+            from sizer.plan_sim import add_simulation
             result = add_simulation(result, resolved)
         if as_json:
             typer.echo(json.dumps(result.to_dict(), indent=2))
@@ -123,6 +123,17 @@ def gpus() -> None:
                       f"{spec.memory_bandwidth_bytes_per_s / 1e12:.2f}", f"{spec.peak_flops('bf16') / 1e12:,.0f}",
                       f"{fp8 / 1e12:,.0f}" if fp8 else "-", price, ", ".join(spec.aliases))
     Console().print(table)
+
+
+# Commands that live in their own modules (each imports its heavy dependencies lazily).
+from sizer.commands import calibrate, check, report, search, simulate as simulate_cmd, validate  # noqa: E402
+
+app.command("simulate")(simulate_cmd.command)
+app.command("search")(search.command)
+app.command("report")(report.command)
+app.command("check")(check.command)
+app.command("calibrate")(calibrate.command)
+app.command("validate")(validate.command)
 
 
 def main() -> None:  # pragma: no cover - `python -m sizer`

@@ -59,6 +59,7 @@ class RooflineStepTimeModel:
         self.link_bytes_per_s = float(link)
         self.comm = comm_per_step(model, parallel)
         self._shares(weights_format, weights, group_size)
+        self._coefficients()
 
     def _shares(self, fmt: WeightFormat, weights: WeightMemory, group_size: int) -> None:
         """Per-GPU parameters and bytes of the dense part, the experts and the lm_head."""
@@ -94,43 +95,59 @@ class RooflineStepTimeModel:
             return 0.0
         return 1.0 - (1.0 - m.num_experts_per_tok / m.num_experts) ** tokens
 
-    def cost(self, batch: StepBatch) -> StepCost:
+    def _coefficients(self) -> None:
+        """Seconds per unit of work, computed once: step_time is called once per simulated step."""
         m, p = self.model, self.parallel
-        tokens = batch.new_tokens
-        if tokens == 0:
-            return StepCost(0, 0, 0, 0, 0, False)
-        # GEMMs: every dense weight once, the experts that are routed to, 2 FLOPs per MAC.
         expert_active = self.expert_params * m.num_experts_per_tok / m.num_experts if m.is_moe else 0.0
-        gemm_flops = 2.0 * tokens * (self.dense_params + expert_active)
-        gemm_bytes = self.dense_bytes + self.expert_bytes * self.experts_touched(tokens)
-        gemm_compute_s = gemm_flops / self.gemm_flops_per_s
-        gemm_memory_s = gemm_bytes / self.bytes_per_s
-        # Attention over the cached context; sliding layers see at most a window per sequence.
+        self._gemm_s_per_token = 2.0 * (self.dense_params + expert_active) / self.gemm_flops_per_s
+        self._dense_read_s = self.dense_bytes / self.bytes_per_s
+        self._expert_read_s = self.expert_bytes / self.bytes_per_s
+        self._expert_miss = 1.0 - m.num_experts_per_tok / m.num_experts if m.is_moe else 1.0
         heads = m.num_attention_heads / p.tp
-        if m.is_mla:
+        if m.is_mla:   # absorbed MLA: scores over the latent + rope part, values over the latent
             flops_per_pair_layer = 2 * heads * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
-        else:
+        else:          # QK^T and PV: 2 x 2 x head_dim FLOPs per head per query-key pair
             flops_per_pair_layer = 4 * heads * m.head_dim
-        layers = layers_per_stage(m, p)
-        sliding_share = m.num_sliding_layers / m.num_layers
-        window_cap = 1.0
-        if m.sliding_window and batch.context_tokens:
-            window_cap = min(1.0, batch.num_seqs * m.sliding_window / batch.context_tokens)
-        layer_factor = layers * ((1 - sliding_share) + sliding_share * window_cap)
-        attn_flops = flops_per_pair_layer * batch.attention_pairs * layer_factor
-        kv_bytes = self.kv.bytes_per_token_per_gpu * ((batch.context_tokens * ((1 - sliding_share) + sliding_share * window_cap)) + 2 * tokens)
-        attention_s = max(attn_flops / self.attn_flops_per_s, kv_bytes / self.bytes_per_s)
-        # lm_head for one sampled token per sequence.
-        lm_head_s = max(2.0 * batch.num_seqs * self.lm_params / self.gemm_flops_per_s, self.lm_bytes / self.bytes_per_s)
-        comm_bytes = self.comm.bytes_for(tokens)
-        collectives = self.comm.allreduces_per_step + (2 * m.num_moe_layers if p.expert_parallel and p.ep > 1 else 0)
-        comm_s = comm_bytes / self.link_bytes_per_s + collectives * COLLECTIVE_LATENCY_S
-        stages = p.pp
-        return StepCost(max(gemm_compute_s, gemm_memory_s) * stages, attention_s * stages, lm_head_s, comm_s * stages,
-                        self.step_overhead_s, gemm_compute_s >= gemm_memory_s)
+        self._attn_s_per_pair = flops_per_pair_layer * layers_per_stage(m, p) / self.attn_flops_per_s
+        self._kv_s_per_token = self.kv.bytes_per_token_per_gpu / self.bytes_per_s
+        self._sliding_share = m.num_sliding_layers / m.num_layers
+        self._lm_s_per_seq = 2.0 * self.lm_params / self.gemm_flops_per_s
+        self._lm_read_s = self.lm_bytes / self.bytes_per_s
+        c = self.comm
+        self._comm_s_per_token = (c.tp_allreduce_bytes_per_token + c.pp_send_bytes_per_token + c.ep_alltoall_bytes_per_token) / self.link_bytes_per_s
+        collectives = c.allreduces_per_step + (2 * m.num_moe_layers if p.expert_parallel and p.ep > 1 else 0)
+        self._comm_fixed_s = collectives * COLLECTIVE_LATENCY_S
+
+    def _parts(self, batch: StepBatch) -> tuple[float, float, float, float, float]:
+        """(GEMM compute s, GEMM memory s, attention s, lm_head s, collectives s) for one stage."""
+        tokens = batch.new_tokens
+        gemm_compute = tokens * self._gemm_s_per_token
+        gemm_memory = self._dense_read_s + (self._expert_read_s * (1.0 - self._expert_miss ** tokens) if self._expert_read_s else 0.0)
+        # Sliding layers attend to at most a window per sequence.
+        attended = 1.0
+        if self._sliding_share and batch.context_tokens:
+            cap = min(1.0, batch.num_seqs * self.model.sliding_window / batch.context_tokens)
+            attended = 1.0 - self._sliding_share + self._sliding_share * cap
+        attention = max(batch.attention_pairs * attended * self._attn_s_per_pair,
+                        (batch.context_tokens * attended + 2 * tokens) * self._kv_s_per_token)
+        lm_head = max(batch.num_seqs * self._lm_s_per_seq, self._lm_read_s)
+        comm = tokens * self._comm_s_per_token + self._comm_fixed_s
+        return gemm_compute, gemm_memory, attention, lm_head, comm
+
+    def cost(self, batch: StepBatch) -> StepCost:
+        if batch.new_tokens == 0:
+            return StepCost(0, 0, 0, 0, 0, False)
+        gemm_compute, gemm_memory, attention, lm_head, comm = self._parts(batch)
+        stages = self.parallel.pp
+        return StepCost(max(gemm_compute, gemm_memory) * stages, attention * stages, lm_head, comm * stages,
+                        self.step_overhead_s, gemm_compute >= gemm_memory)
 
     def step_time(self, batch: StepBatch) -> float:
-        return self.cost(batch).total_s
+        if batch.new_tokens == 0:
+            return 0.0
+        gemm_compute, gemm_memory, attention, lm_head, comm = self._parts(batch)
+        return ((gemm_compute if gemm_compute > gemm_memory else gemm_memory) + attention + comm) * self.parallel.pp \
+            + lm_head + self.step_overhead_s
 
 
 def prefill_time_s(model: RooflineStepTimeModel, prompt_tokens: int, chunk_tokens: int | None) -> float:

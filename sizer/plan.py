@@ -198,7 +198,7 @@ def make_plan(r: Resolved) -> Plan:
         prompt_mean, output_mean = mean_length(w.prompt_tokens), mean_length(w.output_tokens)
         rate = w.arrival.rate_per_s
     else:
-        from simulator.workload import trace_summary
+        from sizer.simulate import trace_summary
         summary = trace_summary(s)
         prompt_mean, output_mean, rate = summary.prompt_tokens_mean, summary.output_tokens_mean, summary.rate_per_s
     times = _step_times(r, step, weights, budget, prompt_mean, output_mean)

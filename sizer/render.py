@@ -121,14 +121,21 @@ def render_plan(plan: Plan, console: Console) -> None:
 
 
 def render_simulation(sim: dict, console: Console) -> None:
-    """The simulated section: latency percentiles at the scenario's rate and the goodput rate."""
-    t = Table(title="Simulated latency", title_justify="left")
-    t.add_column("rate")
-    for name in ("TTFT p50/p95/p99 ms", "ITL p50/p95/p99 ms", "E2E p50/p95/p99 ms", "SLO met", "output tok/s"):
-        t.add_column(name, justify="right")
-    for row in sim.get("rows", []):
-        t.add_row(row["label"], row["ttft"], row["itl"], row["e2e"], row["slo_met"], row["output_tokens_per_s"])
+    """The simulated section: latency percentiles at the scenario's rate, goodput, replicas."""
+    m = sim["at_scenario_rate"]
+    t = Table(title=f"Simulated at the scenario's rate: {sim['requests']:,} requests on {sim['replicas']} replica(s)",
+              title_justify="left")
+    for col in ("ms", "p50", "p95", "p99"):
+        t.add_column(col, justify="right" if col != "ms" else "left")
+    for name in ("ttft", "itl", "tpot", "e2e", "queue"):
+        lat = m[name]
+        t.add_row(name.upper(), f"{lat['p50_ms']:,.1f}", f"{lat['p95_ms']:,.1f}", f"{lat['p99_ms']:,.1f}")
     console.print(t)
+    if m.get("slo_share") is not None:
+        style = "green" if m["slo_met"] else "red"
+        console.print(f"SLO: [{style}]{m['slo_share']:.1%} of requests meet every target[/]")
+    console.print(f"throughput: {m['request_throughput_per_s']:,.2f} req/s, {m['output_tokens_per_s']:,.0f} output tokens/s, "
+                  f"{m['total_tokens_per_s']:,.0f} total tokens/s")
     for line in sim.get("notes", []):
         console.print(f"  {line}", highlight=False)
     console.print()

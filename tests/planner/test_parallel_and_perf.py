@@ -87,3 +87,15 @@ def test_chunked_prefill_sums_its_chunks():
     # four steps each pay the overhead and re-read the weights: slower than one step
     assert chunked > whole
     assert chunked == pytest.approx(sum(r.step_time(StepBatch.from_seqs([(1024, 1024 * i)], prefill=[True])) for i in range(4)))
+
+
+def test_fast_step_time_equals_the_itemised_cost():
+    import random
+    rng = random.Random(7)
+    for name, p in (("llama-3.1-8b", ParallelConfig()), ("mixtral-8x7b", ParallelConfig(tp=2, pp=2)),
+                    ("gemma-2-9b", ParallelConfig()), ("deepseek-v3", ParallelConfig(tp=8, expert_parallel=True))):
+        r = roofline(name, "h200", "bf16", p)
+        for _ in range(50):
+            seqs = [(rng.choice([1, 1, 1, rng.randint(2, 2048)]), rng.randint(0, 8000)) for _ in range(rng.randint(1, 64))]
+            batch = StepBatch.from_seqs(seqs)
+            assert r.step_time(batch) == pytest.approx(r.cost(batch).total_s, rel=1e-12)

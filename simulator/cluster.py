@@ -1,0 +1,138 @@
+"""Replicas behind a router, optionally split into prefill and decode pools.
+
+Routers: round robin; least outstanding requests; prefix-aware (the replica whose cache
+already holds the longest prefix of the request, among replicas within `balance_slack`
+requests of the least loaded). With disaggregation, a prefill-pool replica finishes a
+request at its first token; its KV then travels to a decode-pool replica in
+`latency + prompt tokens x bytes per token / bandwidth` seconds.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, replace
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+import simpy
+
+from simulator.records import Recorder
+from simulator.replica import Replica, ReplicaConfig, StepTimes
+from simulator.request import Request, Status
+from sizer.step_batch import StepTimeModel
+
+ROUTERS = ("round_robin", "least_outstanding", "prefix_aware")
+
+
+@dataclass(frozen=True)
+class DisaggregationConfig:
+    num_prefill_replicas: int
+    num_decode_replicas: int
+    kv_bytes_per_token: float
+    interconnect_bytes_per_s: float
+    transfer_latency_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.num_prefill_replicas < 1 or self.num_decode_replicas < 1:
+            raise ValueError("disaggregation needs at least one prefill and one decode replica")
+        if self.kv_bytes_per_token <= 0 or self.interconnect_bytes_per_s <= 0:
+            raise ValueError("kv_bytes_per_token and interconnect_bytes_per_s must be > 0")
+
+    def transfer_s(self, prompt_tokens: int) -> float:
+        return self.transfer_latency_s + prompt_tokens * self.kv_bytes_per_token / self.interconnect_bytes_per_s
+
+
+class Router:
+    def __init__(self, kind: str, balance_slack: int = 8):
+        if kind not in ROUTERS:
+            raise ValueError(f"router must be one of {ROUTERS}, not {kind!r}")
+        self.kind, self.balance_slack, self._next = kind, balance_slack, 0
+
+    def choose(self, pool: Sequence[Replica], req: Request) -> Replica:
+        if len(pool) == 1:
+            return pool[0]
+        if self.kind == "round_robin":
+            self._next = (self._next + 1) % len(pool)
+            return pool[self._next - 1]
+        loads = [r.outstanding for r in pool]
+        if self.kind == "least_outstanding" or not req.prefix_segments:
+            return pool[loads.index(min(loads))]
+        ceiling = min(loads) + self.balance_slack
+        best, best_key = pool[0], None
+        for r, load in zip(pool, loads):
+            if load <= ceiling:
+                key = (r.kv.count_computed_blocks(req)[0], -load)
+                if best_key is None or key > best_key:
+                    best, best_key = r, key
+        return best
+
+
+class Cluster:
+    """Feeds arrivals to the router and keeps the replicas' shared view of what comes next."""
+
+    def __init__(self, env: simpy.Environment, replica: ReplicaConfig, num_replicas: int, router: Router,
+                 step_model: StepTimeModel, recorder: Recorder, seed: int, requests: Iterable[Request],
+                 disaggregation: DisaggregationConfig | None = None, fast_forward: bool = True,
+                 check_invariants: bool = False, on_request_done: Callable[[int], None] | None = None):
+        self.env, self.router, self.recorder = env, router, recorder
+        self.disaggregation, self.on_request_done = disaggregation, on_request_done
+        self._next_arrival_s = 0.0
+        self._transfers: list[float] = []
+        d = disaggregation
+        pools = [(replace(replica, scheduler=replace(replica.scheduler, prefill_only=True)), d.num_prefill_replicas),
+                 (replica, d.num_decode_replicas)] if d else [(replica, num_replicas)]
+        rngs = [np.random.Generator(np.random.PCG64(s))
+                for s in np.random.SeedSequence([seed, 1]).spawn(sum(n for _, n in pools))]
+        self.replicas: list[Replica] = []
+        step_times = StepTimes(step_model)
+        for cfg, n in pools:
+            for _ in range(n):
+                i = len(self.replicas)
+                horizon = self._decode_horizon_s if d and cfg is replica else self.next_event_s
+                self.replicas.append(Replica(env, i, cfg, step_times, recorder, rngs[i], horizon,
+                                             self._done, fast_forward, check_invariants))
+        self.entry_pool = self.replicas[:d.num_prefill_replicas] if d else self.replicas
+        self.decode_pool = self.replicas[d.num_prefill_replicas:] if d else self.replicas
+        self._decode_router = Router("least_outstanding")
+        env.process(self._arrivals(requests))
+
+    @property
+    def num_preemptions(self) -> int:
+        return sum(r.scheduler.num_preemptions for r in self.replicas)
+
+    def next_event_s(self) -> float:
+        """Earliest time a request can next reach any replica (an arrival or a KV transfer)."""
+        return min(self._next_arrival_s, self._transfers[0]) if self._transfers else self._next_arrival_s
+
+    def _decode_horizon_s(self) -> float:
+        """For a decode-pool replica: also the next wake of any prefill replica, which may
+        start a transfer then that lands before an unbounded run would end."""
+        return min(self.next_event_s(), min(r.wake_s for r in self.entry_pool))
+
+    def _arrivals(self, requests: Iterable[Request]):
+        env = self.env
+        for req in requests:
+            self._next_arrival_s = req.arrival_s
+            if req.arrival_s > env.now:
+                yield env.timeout(req.arrival_s - env.now)
+            self.router.choose(self.entry_pool, req).submit(req)
+        self._next_arrival_s = math.inf
+
+    def _done(self, replica: Replica, req: Request) -> None:
+        if req.status is Status.FINISHED and replica.scheduler.config.prefill_only:
+            self._start_transfer(req)
+            return
+        self.recorder.request_done(req, replica.index)
+        if self.on_request_done is not None:
+            self.on_request_done(self.recorder.num_done)
+
+    def _start_transfer(self, req: Request) -> None:
+        t = req.finished_s + self.disaggregation.transfer_s(req.prompt_tokens)
+        heapq.heappush(self._transfers, t)
+        self.env.timeout(max(0.0, t - self.env.now)).callbacks.append(lambda _e: self._arrive_decode(req))
+
+    def _arrive_decode(self, req: Request) -> None:
+        heapq.heappop(self._transfers)
+        req.status, req.finished_s = Status.WAITING, -1.0
+        self._decode_router.choose(self.decode_pool, req).submit(req)

@@ -1,0 +1,82 @@
+"""The running requests in steady decode, advanced together at O(1) cost per step.
+
+Every member decodes one token each step, so instead of touching every member the group
+counts steps (`tick`): a member that joined at tick g0 with c0 computed and o0 sampled tokens
+has c0 + (tick - g0) and o0 + (tick - g0) now. A step touches only the members that cross a
+block boundary (indexed by their phase within a block) or finish (indexed by tick). `sync`
+writes a member's counters back to its Request; the scheduler does so before anyone else
+reads them.
+"""
+
+from __future__ import annotations
+
+from simulator.request import Request
+
+
+class DecodeGroup:
+    def __init__(self, block_size: int):
+        self.block_size = block_size
+        self.tick = 0
+        self.last_tick_s = float("-inf")
+        self.context_tokens = 0                       # sum over members, at the current tick
+        self.members: dict[Request, None] = {}        # in running order
+        self._phase: list[dict[Request, None]] = [{} for _ in range(block_size)]
+        self._finish_at: dict[int, list[Request]] = {}
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+    def join(self, req: Request) -> None:
+        """Add a request whose fields are current and that decodes from the next step on."""
+        req.group_tick = self.tick
+        self.members[req] = None
+        self._phase[(req.num_computed_tokens - self.tick) % self.block_size][req] = None
+        self._finish_at.setdefault(self.tick + req.output_tokens - req.num_output_tokens, []).append(req)
+        self.context_tokens += req.num_computed_tokens
+
+    def sync(self, req: Request) -> None:
+        """Bring a member's Request fields up to the current tick."""
+        d = self.tick - req.group_tick
+        if d:
+            req.num_computed_tokens += d
+            req.num_output_tokens += d
+            req.last_token_s = self.last_tick_s
+            req.group_tick = self.tick
+
+    def sync_all(self) -> None:
+        for req in self.members:
+            self.sync(req)
+
+    def needing_block(self, steps_ahead: int = 0) -> dict[Request, None]:
+        """Members whose cache is exactly full before step `tick + steps_ahead + 1` (blocks
+        fit the computed tokens exactly, so that is when the next token needs a new block)."""
+        return self._phase[-(self.tick + steps_ahead) % self.block_size]
+
+    def steps_to_first_finish(self) -> int:
+        return min(self._finish_at) - self.tick
+
+    def advance(self, steps: int, now_s: float) -> list[Request]:
+        """Count `steps` decode steps ending at `now_s`; remove and return the members that
+        finished (all at the last step: a caller never advances past a finish)."""
+        self.tick += steps
+        self.context_tokens += len(self.members) * steps
+        self.last_tick_s = now_s
+        done = self._finish_at.pop(self.tick, [])
+        for req in done:
+            self._remove(req)
+        return done
+
+    def dissolve(self) -> list[Request]:
+        """Sync and release every member, in running order."""
+        out = list(self.members)
+        for req in out:
+            self._remove(req)
+        self._finish_at.clear()
+        return out
+
+    def _remove(self, req: Request) -> None:
+        self.sync(req)
+        del self.members[req]
+        del self._phase[(req.num_computed_tokens - self.tick) % self.block_size][req]
+        self.context_tokens -= req.num_computed_tokens
+        req.group_tick = -1

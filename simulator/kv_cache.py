@@ -1,0 +1,267 @@
+"""Paged KV cache: a pool of fixed-size blocks, ref-counted, with a prefix cache.
+
+Follows vLLM v1's KVCacheManager. A full prompt block is keyed by a chained hash over the
+prompt content (parent key, the content ids covering its tokens, and the tenant when caches
+are isolated), so two requests share block k only if they share everything before it. Only
+keyed blocks can be shared, so only they carry reference counts. A freed keyed block keeps
+its key in an LRU queue of cached blocks; a freed unkeyed block goes to a plain free list.
+Allocation takes plain blocks first and evicts the least recently used cached block only
+when none is left (as SGLang's radix cache does; vLLM keeps one LRU queue for both, which
+can evict a cached block while plain ones wait). Physical block ids are 0..num_blocks-1, so
+a real engine can index its KV tensors with them.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Iterable, Sequence
+
+from simulator.request import Request
+
+
+def prompt_block_hashes(req: Request, block_size: int, tenant_scoped: bool) -> list[int]:
+    """Keys of the prompt's full blocks that lie inside its content segments.
+
+    Keys are Python hashes of int tuples: deterministic across runs. When a segment spans a
+    whole number of blocks, block keys are derived from one hash per segment (key*per+offset,
+    unique because 0 <= offset < per), which keeps long traced prompts cheap.
+    """
+    seg, segs = req.segment_tokens, req.prefix_segments
+    num = min(req.prompt_tokens, len(segs) * seg) // block_size
+    if num == 0:
+        return []
+    parent = hash((seg, block_size, req.tenant if tenant_scoped else -1))
+    if seg % block_size == 0:
+        per = seg // block_size
+        keys: list[int] = []
+        for s in segs[: -(-num // per)]:
+            parent = hash((parent, s))
+            base = parent * per
+            keys.extend(range(base, base + per))
+        del keys[num:]
+        return keys
+    keys = []
+    for j in range(num):
+        first, last = j * block_size // seg, ((j + 1) * block_size - 1) // seg
+        parent = hash((parent, segs[first:last + 1], j * block_size % seg))
+        keys.append(parent)
+    return keys
+
+
+class KVCacheManager:
+    """Block pool + prefix cache. Conservation: free_plain + used + cached_free == num_blocks."""
+
+    def __init__(self, num_blocks: int, block_size: int, enable_prefix_caching: bool = True,
+                 tenant_isolation: bool = False):
+        if num_blocks < 1 or block_size < 1:
+            raise ValueError(f"num_blocks ({num_blocks}) and block_size ({block_size}) must be >= 1")
+        self.num_blocks = num_blocks
+        self.block_size = block_size
+        self.enable_prefix_caching = enable_prefix_caching
+        self.tenant_isolation = tenant_isolation
+        self._plain = list(range(num_blocks - 1, -1, -1))   # free, unkeyed; pop() gives block 0 first
+        self._lru: OrderedDict[int, None] = OrderedDict()    # free, keyed; head = evict first
+        self._ref = [0] * num_blocks                          # holders of each keyed block
+        self._key_of: list[int | None] = [None] * num_blocks
+        self._cached: dict[int, int] = {}                     # prefix key -> block id
+        # Keys of a segment spanning whole blocks form a span (key // blocks per segment);
+        # counting each span's cached and cached-free blocks lets a lookup skip whole segments.
+        self._span_of: list[int | None] = [None] * num_blocks
+        self._span_cached: dict[int, int] = {}
+        self._span_free: dict[int, int] = {}
+
+    # -- counts --
+    @property
+    def num_free_blocks(self) -> int:
+        """Blocks an allocation can take: plain free ones and cached unreferenced (evictable) ones."""
+        return len(self._plain) + len(self._lru)
+
+    @property
+    def num_used_blocks(self) -> int:
+        return self.num_blocks - len(self._plain) - len(self._lru)
+
+    @property
+    def num_cached_free_blocks(self) -> int:
+        return len(self._lru)
+
+    @property
+    def usage(self) -> float:
+        return self.num_used_blocks / self.num_blocks
+
+    def blocks_for(self, num_tokens: int) -> int:
+        return -(-num_tokens // self.block_size)
+
+    # -- prefix cache --
+    def _keys(self, req: Request) -> list[int]:
+        if req.block_hashes is None:
+            req.block_hashes = prompt_block_hashes(req, self.block_size, self.tenant_isolation)
+        return req.block_hashes
+
+    def count_computed_blocks(self, req: Request) -> tuple[int, int]:
+        """(blocks, of which unreferenced) that `get_computed_blocks` would return, cheaply:
+        a segment whose blocks are all cached counts whole without a lookup per block."""
+        if not self.enable_prefix_caching or not req.prefix_segments:
+            return 0, 0
+        keys, bs = self._keys(req), self.block_size
+        limit = min(len(keys), (req.num_tokens - 1) // bs)
+        per = req.segment_tokens // bs if req.segment_tokens % bs == 0 else 1
+        cached, ref, span_cached, span_free = self._cached, self._ref, self._span_cached, self._span_free
+        j = free = 0
+        while j < limit:
+            end = min(j + per, limit)
+            if per > 1 and end - j == per and span_cached.get(keys[j] // per, 0) == per:
+                free += span_free.get(keys[j] // per, 0)
+                j = end
+                continue
+            while j < end:
+                b = cached.get(keys[j])
+                if b is None:
+                    return j, free
+                free += ref[b] == 0
+                j += 1
+        return j, free
+
+    def get_computed_blocks(self, req: Request) -> tuple[list[int], int]:
+        """Longest cached prefix of the request (blocks, tokens), leaving >= 1 token to compute."""
+        if not self.enable_prefix_caching or not req.prefix_segments:
+            return [], 0
+        keys = self._keys(req)
+        limit = min(len(keys), (req.num_tokens - 1) // self.block_size)
+        blocks: list[int] = []
+        cached = self._cached
+        for j in range(limit):
+            b = cached.get(keys[j])
+            if b is None:
+                break
+            blocks.append(b)
+        return blocks, len(blocks) * self.block_size
+
+    def cache_full_blocks(self, req: Request) -> None:
+        """Register the request's newly completed prompt blocks under their prefix keys."""
+        if not self.enable_prefix_caching or not req.prefix_segments:
+            return
+        keys = self._keys(req)
+        full = min(req.num_computed_tokens // self.block_size, len(keys), len(req.block_ids))
+        key_of, cached, ref, ids = self._key_of, self._cached, self._ref, req.block_ids
+        per = req.segment_tokens // self.block_size if req.segment_tokens % self.block_size == 0 else 1
+        for j in range(req.num_hashed_blocks, full):
+            b, k = ids[j], keys[j]
+            if key_of[b] is None and k not in cached:
+                cached[k] = b
+                key_of[b] = k
+                ref[b] = 1
+                if per > 1:
+                    span = self._span_of[b] = k // per
+                    self._span_cached[span] = self._span_cached.get(span, 0) + 1
+        if full > req.num_hashed_blocks:
+            req.num_hashed_blocks = full
+
+    # -- allocation --
+    def allocate_slots(self, req: Request, num_new_tokens: int,
+                       computed_blocks: Sequence[int] = ()) -> bool:
+        """Give `req` blocks for its computed tokens, any cache hits, and `num_new_tokens` more.
+
+        All or nothing: returns False, changing nothing, when the pool is short. The caller
+        adds the hits to `req.num_computed_tokens` after a successful call.
+        """
+        num_hit = len(computed_blocks)
+        total = req.num_computed_tokens + num_hit * self.block_size + num_new_tokens
+        need = -(-total // self.block_size) - len(req.block_ids) - num_hit
+        free = len(self._plain) + len(self._lru)
+        if num_hit:
+            ref, lru = self._ref, self._lru
+            if need > free - sum(1 for b in computed_blocks if ref[b] == 0):
+                return False
+            for b in computed_blocks:
+                if ref[b] == 0:
+                    del lru[b]
+                    if self._span_of[b] is not None:
+                        self._span_free[self._span_of[b]] -= 1
+                ref[b] += 1
+            req.block_ids.extend(computed_blocks)
+            req.num_hashed_blocks = num_hit
+        elif need > free:
+            return False
+        if need > 0:
+            self._take(req.block_ids, need)
+        return True
+
+    def append_blocks(self, req: Request, n: int) -> None:
+        """Take `n` more blocks for `req`; the caller has checked that the pool holds them."""
+        self._take(req.block_ids, n)
+
+    def _take(self, out: list[int], n: int) -> None:
+        plain = self._plain
+        if n <= len(plain):
+            out.extend(plain[:-n - 1:-1])
+            del plain[-n:]
+            return
+        out.extend(reversed(plain))
+        n -= len(plain)
+        plain.clear()
+        key_of, popitem = self._key_of, self._lru.popitem
+        for _ in range(n):                     # evict least recently used cached blocks
+            b = popitem(last=False)[0]
+            del self._cached[key_of[b]]
+            key_of[b] = None
+            span = self._span_of[b]
+            if span is not None:
+                self._span_of[b] = None
+                self._span_cached[span] -= 1
+                self._span_free[span] -= 1
+            out.append(b)
+
+    def free(self, req: Request) -> None:
+        """Release the request's blocks, tail first, so its tail is reused or evicted first."""
+        ids, h = req.block_ids, req.num_hashed_blocks
+        self._plain.extend(ids[:h - 1:-1] if h else ids[::-1])   # past the keyed head: never shared
+        if h:
+            ref, key_of, lru, plain = self._ref, self._key_of, self._lru, self._plain
+            for b in reversed(ids[:h]):
+                if key_of[b] is None:
+                    plain.append(b)
+                else:
+                    ref[b] -= 1
+                    if ref[b] == 0:
+                        lru[b] = None
+                        span = self._span_of[b]
+                        if span is not None:
+                            self._span_free[span] = self._span_free.get(span, 0) + 1
+        req.block_ids = []
+        req.num_hashed_blocks = 0
+
+    # -- checks --
+    def check_invariants(self, holders: Iterable[Request] | None = None) -> None:
+        """Raise AssertionError unless blocks are conserved: every block is exactly one of
+        plain-free, cached-free or used. Given the requests holding blocks, also check that each
+        used block is held (once, unless keyed and shared) and each keyed ref count is right."""
+        plain, lru, key_of = self._plain, self._lru, self._key_of
+        assert len(set(plain)) == len(plain), "a block is in the plain free list twice"
+        assert not set(plain) & set(lru), "a block is both plain-free and cached-free"
+        assert all(key_of[b] is None for b in plain), "a keyed block in the plain free list"
+        assert all(key_of[b] is not None and self._ref[b] == 0 for b in lru), "a bad block in the LRU queue"
+        assert self.num_used_blocks >= 0 and len(plain) + len(lru) + self.num_used_blocks == self.num_blocks
+        for k, b in self._cached.items():
+            assert key_of[b] == k, "cache map and block keys disagree"
+        spans: dict[int, list[int]] = {}
+        for b, span in enumerate(self._span_of):
+            if span is not None:
+                assert key_of[b] is not None, "a span on an unkeyed block"
+                spans.setdefault(span, []).append(b)
+        for span, blocks in spans.items():
+            assert self._span_cached.get(span, 0) == len(blocks), "span count drifted"
+            assert self._span_free.get(span, 0) == sum(self._ref[b] == 0 for b in blocks), "span free count drifted"
+        if holders is None:
+            return
+        count = [0] * self.num_blocks
+        for req in holders:
+            for b in req.block_ids:
+                count[b] += 1
+        free = set(plain) | set(lru)
+        for b in range(self.num_blocks):
+            if b in free:
+                assert count[b] == 0, f"free block {b} is held"
+            elif key_of[b] is None:
+                assert count[b] == 1, f"unkeyed used block {b} held {count[b]} times"
+            else:
+                assert count[b] == self._ref[b] >= 1, f"keyed block {b}: ref {self._ref[b]}, held {count[b]}"

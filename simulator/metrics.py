@@ -1,0 +1,190 @@
+"""Latency percentiles, throughput, SLO attainment and goodput from a simulation result.
+
+ITL is the time between consecutive tokens of a sequence. A sequence that decodes in
+consecutive steps gets one token per step, so the ITL distribution is the step durations
+weighted by how many sequences produced a token one step after their previous one, plus the
+few longer gaps (after a preemption or a KV transfer) recorded on their own. Per request,
+the SLO's ITL target is checked against the request's TPOT (its mean time between tokens).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from simulator.records import SimulationResult
+
+
+@dataclass(frozen=True)
+class SLO:
+    ttft_ms: float | None = None
+    itl_ms: float | None = None        # per request: its TPOT; in percentiles: the token ITL
+    e2e_ms: float | None = None
+    percentile: float = 99.0           # the percentile each target is read at
+    required_share: float = 0.95       # goodput: share of requests that must meet every target
+
+    def __post_init__(self) -> None:
+        if not 0 < self.percentile <= 100 or not 0 < self.required_share <= 1:
+            raise ValueError("SLO percentile must be in (0, 100] and required_share in (0, 1]")
+
+    @property
+    def has_targets(self) -> bool:
+        return any(t is not None for t in (self.ttft_ms, self.itl_ms, self.e2e_ms))
+
+
+@dataclass(frozen=True)
+class Latency:
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+    mean_ms: float
+
+    def at(self, percentile: float) -> float:
+        return {50.0: self.p50_ms, 95.0: self.p95_ms, 99.0: self.p99_ms}[float(percentile)]
+
+
+@dataclass(frozen=True)
+class MetricsSummary:
+    num_requests: int
+    num_finished: int
+    num_rejected: int
+    duration_s: float                   # first arrival to last finish
+    ttft: Latency
+    itl: Latency
+    tpot: Latency
+    e2e: Latency
+    queue: Latency                      # arrival to first scheduled
+    request_throughput_per_s: float
+    input_tokens_per_s: float
+    output_tokens_per_s: float
+    total_tokens_per_s: float
+    prefix_cache_hit_rate: float        # prompt tokens served from cache / prompt tokens
+    num_preemptions: int
+    mean_batch_size: float              # sequences per step, averaged over time
+    mean_kv_usage: float                # fraction of KV blocks in use, averaged over time
+    peak_kv_usage: float
+    slo: SLO | None = None
+    slo_share: float | None = None      # share of all requests meeting every target
+    slo_met: bool | None = None         # slo_share >= slo.required_share
+    slo_percentiles_met: bool | None = None   # each metric's SLO percentile within its target
+    goodput_requests_per_s: float | None = None   # requests meeting every target, per second
+
+
+def weighted_percentiles(values: np.ndarray, weights: np.ndarray, qs: tuple[float, ...]) -> list[float]:
+    """Smallest value whose cumulative weight reaches q% of the total (inverted CDF)."""
+    keep = weights > 0
+    values, weights = values[keep], weights[keep]
+    if len(values) == 0:
+        return [math.nan] * len(qs)
+    order = np.argsort(values, kind="stable")
+    cum = np.cumsum(weights[order])
+    idx = np.searchsorted(cum, np.asarray(qs) / 100.0 * cum[-1], side="left")
+    return values[order][np.minimum(idx, len(values) - 1)].tolist()
+
+
+def _latency(values_ms: np.ndarray, weights: np.ndarray | None = None) -> Latency:
+    v = values_ms[~np.isnan(values_ms)] if weights is None else values_ms
+    w = np.ones(len(v)) if weights is None else weights
+    p50, p95, p99 = weighted_percentiles(v, w, (50.0, 95.0, 99.0))
+    mean = float(np.sum(v * w) / np.sum(w)) if np.sum(w) > 0 else math.nan
+    return Latency(p50, p95, p99, mean)
+
+
+def itl_latency(result: SimulationResult) -> Latency:
+    tl = result.timeline
+    values = np.concatenate([tl.step_s, result.itl_gaps_s]) * 1000.0
+    weights = np.concatenate([tl.itl_seqs, np.ones(len(result.itl_gaps_s))]).astype(float)
+    return _latency(values, weights)
+
+
+def slo_attainment(result: SimulationResult, slo: SLO) -> np.ndarray:
+    """Per request: did it meet every target? Rejected requests did not."""
+    c = result.columns
+    ok = ~c["rejected"]
+    with np.errstate(invalid="ignore"):
+        if slo.ttft_ms is not None:
+            ok &= c["ttft_ms"] <= slo.ttft_ms
+        if slo.itl_ms is not None:
+            ok &= np.isnan(c["tpot_ms"]) | (c["tpot_ms"] <= slo.itl_ms)
+        if slo.e2e_ms is not None:
+            ok &= c["e2e_ms"] <= slo.e2e_ms
+    return ok
+
+
+def summarise(result: SimulationResult, slo: SLO | None = None) -> MetricsSummary:
+    c, tl = result.columns, result.timeline
+    done = ~c["rejected"]
+    n, n_done = len(done), int(done.sum())
+    duration = float(c["finished_s"][done].max() - c["arrival_s"].min()) if n_done else 0.0
+    per_s = (lambda x: x / duration) if duration > 0 else (lambda x: 0.0)
+    tokens_in = float(c["prompt_tokens"][done].sum())
+    tokens_out = float(c["output_tokens"][done].sum())
+    busy = float(tl.step_s.sum())
+    ttft, itl = _latency(c["ttft_ms"]), itl_latency(result)
+    e2e, tpot, queue = _latency(c["e2e_ms"]), _latency(c["tpot_ms"]), _latency(c["queue_ms"])
+    out = dict(
+        num_requests=n, num_finished=n_done, num_rejected=n - n_done, duration_s=duration,
+        ttft=ttft, itl=itl, tpot=tpot, e2e=e2e, queue=queue,
+        request_throughput_per_s=per_s(n_done), input_tokens_per_s=per_s(tokens_in),
+        output_tokens_per_s=per_s(tokens_out), total_tokens_per_s=per_s(tokens_in + tokens_out),
+        prefix_cache_hit_rate=float(c["cached_prompt_tokens"][done].sum() / tokens_in) if tokens_in else 0.0,
+        num_preemptions=result.num_preemptions,
+        mean_batch_size=float(np.sum(tl.num_seqs * tl.step_s) / busy) if busy else 0.0,
+        mean_kv_usage=float(np.sum(tl.kv_usage * tl.step_s) / busy) if busy else 0.0,
+        peak_kv_usage=float(tl.kv_usage.max()) if len(tl.kv_usage) else 0.0,
+    )
+    if slo is not None and slo.has_targets:
+        met = slo_attainment(result, slo)
+        share = float(met.mean()) if n else 0.0
+        checks = [(slo.ttft_ms, ttft), (slo.itl_ms, itl), (slo.e2e_ms, e2e)]
+        pct = all(_at(lat, slo.percentile, target) for target, lat in checks if target is not None)
+        out.update(slo=slo, slo_share=share, slo_met=share >= slo.required_share, slo_percentiles_met=pct,
+                   goodput_requests_per_s=per_s(float(met.sum())))
+    return MetricsSummary(**out)
+
+
+def _at(lat: Latency, percentile: float, target_ms: float) -> bool:
+    if float(percentile) in (50.0, 95.0, 99.0):
+        return lat.at(percentile) <= target_ms
+    raise ValueError("SLO percentile must be 50, 95 or 99")
+
+
+@dataclass(frozen=True)
+class GoodputSearch:
+    rate_per_s: float                   # highest rate found meeting the SLO share (0 if none)
+    share_at_rate: float
+    points: list[tuple[float, float]] = field(default_factory=list)   # (rate, share) evaluated
+
+
+def goodput_rate(simulate_at: Callable[[float], SimulationResult], slo: SLO, max_rate_per_s: float,
+                 min_rate_per_s: float | None = None, rel_tol: float = 0.02) -> GoodputSearch:
+    """Highest request rate whose simulation still has `slo.required_share` of requests
+    meeting every target: geometric bisection between min and max rate, to `rel_tol`.
+    Assumes attainment falls as the rate rises."""
+    if not slo.has_targets:
+        raise ValueError("goodput needs at least one SLO target")
+    points: list[tuple[float, float]] = []
+
+    def share(rate: float) -> float:
+        s = float(slo_attainment(simulate_at(rate), slo).mean())
+        points.append((rate, s))
+        return s
+
+    hi, lo = max_rate_per_s, min_rate_per_s or max_rate_per_s / 64.0
+    s_hi = share(hi)
+    if s_hi >= slo.required_share:
+        return GoodputSearch(hi, s_hi, points)
+    s_lo = share(lo)
+    if s_lo < slo.required_share:
+        return GoodputSearch(0.0, s_lo, points)
+    while hi / lo > 1.0 + rel_tol:
+        mid = math.sqrt(lo * hi)
+        s_mid = share(mid)
+        if s_mid >= slo.required_share:
+            lo, s_lo = mid, s_mid
+        else:
+            hi = mid
+    return GoodputSearch(lo, s_lo, points)

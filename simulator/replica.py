@@ -1,0 +1,181 @@
+"""One serving replica as a simpy process: schedule, take the step's time, apply the step.
+
+Stepping is one simpy event per engine step. With `fast_forward`, two shortcuts give the
+same step times, records and state as stepping, with fewer events and less work:
+- steps that end before the next moment anything can reach this replica (an arrival, a KV
+  transfer: `next_event_s`) are applied without waiting for simpy, since nobody can observe
+  them earlier; the step that crosses that moment is waited for as usual;
+- a run of decode steps of the scheduler's decode group is priced step by step but scheduled
+  and applied in one go (`Scheduler.decode_run` and friends); its first step may also finish
+  the prompt of the newest request.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import simpy
+
+from simulator.kv_cache import KVCacheManager
+from simulator.records import Recorder
+from simulator.request import Request
+from simulator.scheduler import Scheduler, SchedulerConfig
+from simulator.step import DecodeRun, ScheduledStep
+from simulator.speculative import Proposer
+from sizer.step_batch import StepBatch, StepTimeModel
+
+
+class StepTimes:
+    """Memoised step times: a step-time model is a pure function of the batch, and runs of
+    similar traffic repeat batch shapes often (more than half the steps of the standard
+    benchmark). Bounded."""
+
+    def __init__(self, model: StepTimeModel, max_entries: int = 1 << 16):
+        self.model, self._memo, self._max = model, {}, max_entries
+
+    def __call__(self, batch: StepBatch) -> float:
+        t = self._memo.get(batch)
+        if t is None:
+            t = self.model.step_time(batch)
+            if not t > 0.0:
+                raise ValueError(f"step-time model returned {t!r} s; a step must take a positive time")
+            if len(self._memo) >= self._max:
+                self._memo.clear()
+            self._memo[batch] = t
+        return t
+
+
+@dataclass(frozen=True)
+class ReplicaConfig:
+    scheduler: SchedulerConfig
+    num_blocks: int
+    block_size: int = 16
+    enable_prefix_caching: bool = True
+    tenant_isolation: bool = False
+    kv_bytes_per_token: float = 0.0        # prices swap traffic
+    swap_bytes_per_s: float = 32e9         # host link for swap (PCIe 4.0 x16 is about 32 GB/s)
+
+
+class Replica:
+    def __init__(self, env: simpy.Environment, index: int, config: ReplicaConfig,
+                 step_times: StepTimes, recorder: Recorder, rng: np.random.Generator,
+                 next_event_s: Callable[[], float], on_done: Callable[["Replica", Request], None],
+                 fast_forward: bool = True, check_invariants: bool = False):
+        self.env, self.index, self.config = env, index, config
+        self.kv = KVCacheManager(config.num_blocks, config.block_size, config.enable_prefix_caching,
+                                 config.tenant_isolation)
+        self.scheduler = Scheduler(config.scheduler, self.kv)
+        spec = config.scheduler.speculative
+        self.proposer = Proposer(spec, rng) if spec else None
+        self.step_times, self.recorder = step_times, recorder
+        self.next_event_s, self.on_done = next_event_s, on_done
+        self.fast_forward, self.check = fast_forward, check_invariants
+        self.inbox: list[Request] = []
+        self._wake: simpy.Event | None = None
+        self._t = 0.0                        # this replica's clock: end of its last step
+        self.wake_s = math.inf               # when its process next wakes (inf: idle)
+        self.process = env.process(self._run())
+
+    @property
+    def outstanding(self) -> int:
+        return len(self.inbox) + self.scheduler.num_unfinished
+
+    def submit(self, req: Request) -> None:
+        self.inbox.append(req)
+        if self._wake is not None and not self._wake.triggered:
+            self._wake.succeed()
+
+    def _run(self):
+        env, sched = self.env, self.scheduler
+        while True:
+            if self.inbox:
+                for req in self.inbox:
+                    if not sched.add_request(req):
+                        self.on_done(self, req)
+                self.inbox.clear()
+            if not sched.has_unfinished():
+                self.wake_s = math.inf
+                self._wake = env.event()
+                yield self._wake
+                self._wake = None
+                self._t = env.now
+                continue
+            horizon = self.next_event_s() if self.fast_forward else -math.inf
+            while sched.has_unfinished():
+                run = sched.decode_run() if self.fast_forward else None
+                end_s, apply = self._plan_decode_run(run, horizon) if run and run.max_steps > 1 else self._plan_step()
+                if end_s >= horizon:
+                    self.wake_s = end_s
+                    yield env.timeout(max(0.0, end_s - env.now))
+                    apply()
+                    break
+                apply()
+            if self.check:
+                self.kv.check_invariants(sched.running)
+
+    def _plan_step(self):
+        """Schedule one step; return its end time and how to apply it."""
+        step = self.scheduler.schedule(self._t)
+        if step.is_empty:
+            raise RuntimeError(f"replica {self.index}: nothing schedulable with work pending")
+        dt = self._step_time(step)
+        t, used = self._t + dt, self.kv.num_used_blocks
+
+        def apply():
+            accepted = self._draw_accepted(step) if step.spec_seqs else None
+            finished = self.scheduler.update(step, t, accepted)
+            self.recorder.step(self.index, t, dt, step.batch, step.num_itl_seqs, used)
+            self._t = t
+            for req in finished:
+                self.on_done(self, req)
+        return t, apply
+
+    def _plan_decode_run(self, run: DecodeRun, horizon: float):
+        """Price the run's steps, stopping at the first that ends at or after `horizon`, and
+        allocate their blocks; return the last end time and how to apply them."""
+        t, ends, durations, step_times = self._t, [], [], self.step_times
+        for _, batch in zip(range(run.max_steps), run.batches()):
+            dt = step_times(batch)
+            t += dt
+            ends.append(t)
+            durations.append(dt)
+            if t >= horizon:
+                break
+        first = next(run.batches())
+        k, used = self.scheduler.allocate_decode_run(run, ends)
+        if k == 0:
+            return self._plan_step()          # nothing gained, or the pool is short: step normally
+        del ends[k:], durations[k:], used[k:]
+        t = ends[-1]
+
+        def apply():
+            finished = self.scheduler.finish_decode_run(run, k, t)
+            rec, start = self.recorder, 0
+            if run.tail is not None:
+                rec.step(self.index, ends[0], durations[0], first, run.num_seqs, used[0])
+                start = 1
+            n = run.num_seqs + (run.tail is not None)
+            rec.decode_run(self.index, ends[start:], durations[start:], n, used[start:])
+            self._t = t
+            for req in finished:
+                self.on_done(self, req)
+        return t, apply
+
+    def _step_time(self, step: ScheduledStep) -> float:
+        dt = self.step_times(step.batch)
+        if step.spec_seqs:
+            dt += self.proposer.draft_time_s(step.spec_seqs, step.spec_context_tokens, self.step_times.model)
+        swapped = step.swap_out_blocks + step.swap_in_blocks
+        if swapped:
+            cfg = self.config
+            dt += swapped * cfg.block_size * cfg.kv_bytes_per_token / cfg.swap_bytes_per_s
+        return dt
+
+    def _draw_accepted(self, step: ScheduledStep) -> dict[int, int]:
+        seqs = [s for s in step.seqs if s.num_spec_tokens]
+        draws = self.proposer.draw_accepted([s.num_spec_tokens for s in seqs])
+        return {s.request.request_id: a for s, a in zip(seqs, draws)}
+

@@ -1,0 +1,387 @@
+"""Continuous-batching scheduler (vLLM v1 style), shared by the simulator and the real engine.
+
+Each `schedule()` picks the next step under a token budget and a sequence cap; `update()`
+applies what the step produced. With chunked prefill, running requests go first (decodes and
+unfinished prefill chunks), then waiting requests fill what is left of the budget. Without
+it, a step is either all whole-prompt prefills or all decodes (prefill first). When blocks
+run out the newest running request is preempted: recompute (free, requeue at the front) or
+swap (its blocks are copied to host and back, priced by the caller). Nothing here knows
+whether a step is simulated or run; `decode_run`, `allocate_decode_run` and `finish_decode_run`
+let a caller apply several decode steps at once with the same outcome as stepping.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from simulator.decode_group import DecodeGroup
+from simulator.kv_cache import KVCacheManager
+from simulator.request import Request, Status
+from simulator.speculative import SpeculativeConfig
+from simulator.step import DecodeRun, ScheduledSeq, ScheduledStep, StepBuilder
+
+__all__ = ["Scheduler", "SchedulerConfig", "ScheduledSeq", "ScheduledStep"]   # the engine's contract
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    max_num_seqs: int = 256
+    max_num_batched_tokens: int = 8192
+    enable_chunked_prefill: bool = True
+    preemption_mode: str = "recompute"            # 'recompute' | 'swap'
+    long_prefill_token_threshold: int = 0         # cap on one prefill chunk; 0 = none
+    speculative: SpeculativeConfig | None = None
+    max_model_len: int | None = None              # prompt + output cap; longer requests are rejected
+    prefill_only: bool = False                    # disaggregated prefill worker: done at first token
+    reserve_full_kv: bool = False                 # admit only with blocks for the whole output, so
+                                                  # nothing is ever preempted (TensorRT-LLM's default)
+
+    def __post_init__(self) -> None:
+        if self.max_num_seqs < 1 or self.max_num_batched_tokens < self.max_num_seqs:
+            raise ValueError("need 1 <= max_num_seqs <= max_num_batched_tokens, got "
+                             f"{self.max_num_seqs} and {self.max_num_batched_tokens}")
+        if self.preemption_mode not in ("recompute", "swap"):
+            raise ValueError(f"preemption_mode must be 'recompute' or 'swap', not {self.preemption_mode!r}")
+        if self.long_prefill_token_threshold < 0:
+            raise ValueError("long_prefill_token_threshold must be >= 0")
+
+    @property
+    def num_speculative_tokens(self) -> int:
+        return self.speculative.num_speculative_tokens if self.speculative else 0
+
+
+class Scheduler:
+    def __init__(self, config: SchedulerConfig, kv: KVCacheManager):
+        self.config = config
+        self.kv = kv
+        self.waiting: deque[Request] = deque()
+        self._explicit: list[Request] = []       # running requests outside the decode group, in order
+        # Steady decodes advance as a group (a prefix of the running order) when every step
+        # schedules all of them: chunked prefill on, no drafts (see decode_group.py).
+        self._group = DecodeGroup(kv.block_size)
+        self._use_group = config.enable_chunked_prefill and not config.num_speculative_tokens
+        self.num_preemptions = 0
+        self._last_update_s = float("-inf")
+        self._reserved_blocks = 0        # reserve_full_kv: final blocks of the running requests
+
+    # -- queue --
+    def add_request(self, req: Request) -> bool:
+        """Queue the request, or mark it REJECTED (with why) if it could never be served."""
+        reason = self._reject_reason(req)
+        if reason:
+            req.status = Status.REJECTED
+            req.reject_reason = reason
+            return False
+        req.status = Status.WAITING
+        self.waiting.append(req)
+        return True
+
+    def _reject_reason(self, req: Request) -> str:
+        cfg, kv = self.config, self.kv
+        total = req.prompt_tokens + req.output_tokens
+        if req.prompt_tokens < 1 or req.output_tokens < 1:
+            return "prompt and output must each be at least one token"
+        if cfg.max_model_len and total > cfg.max_model_len:
+            return f"prompt + output = {total} tokens > max_model_len {cfg.max_model_len}"
+        need = kv.blocks_for(total - 1)
+        if need > kv.num_blocks:
+            return f"needs {need} KV blocks, the cache holds {kv.num_blocks}"
+        if not cfg.enable_chunked_prefill and total - 1 > cfg.max_num_batched_tokens:
+            return (f"prompt + output = {total} tokens > max_num_batched_tokens "
+                    f"{cfg.max_num_batched_tokens} with chunked prefill off")
+        return ""
+
+    @property
+    def running(self) -> list[Request]:
+        """Running requests in order, their fields up to date."""
+        self._group.sync_all()
+        return list(self._group.members) + self._explicit
+
+    def has_unfinished(self) -> bool:
+        return bool(self.waiting or self._group.members or self._explicit)
+
+    @property
+    def num_unfinished(self) -> int:
+        return len(self.waiting) + len(self._group.members) + len(self._explicit)
+
+    # -- scheduling --
+    def schedule(self, now_s: float | None = None) -> ScheduledStep:
+        """Choose the next step. `now_s` (its start) stamps requests scheduled for the first time."""
+        now = self._last_update_s if now_s is None else now_s
+        step = StepBuilder(self.config.max_num_batched_tokens, self._last_update_s)
+        if self.config.enable_chunked_prefill:
+            if self._group.members:
+                self._schedule_group(step)
+            self._schedule_running(step)
+            if not step.preempted:
+                self._schedule_waiting(step, now)
+        else:
+            self._schedule_waiting(step, now)
+            if not step.others and not step.decodes:
+                self._schedule_running(step)
+        return step.build()
+
+    def _schedule_group(self, step: StepBuilder) -> None:
+        """The group decodes one token each; a shortage of blocks dissolves it into explicit
+        requests, so that the per-request path below preempts exactly as it always does."""
+        g, kv = self._group, self.kv
+        need = g.needing_block()
+        if len(need) > kv.num_free_blocks:
+            self._explicit[:0] = g.dissolve()
+            return
+        for req in need:
+            kv.append_blocks(req, 1)
+        n = len(g.members)
+        step.group, step.group_tick = list(g.members), g.tick
+        step.budget -= n
+        step.ctx += g.context_tokens
+        step.pairs += g.context_tokens + n
+        step.itl += n
+
+    def _schedule_running(self, step: StepBuilder) -> None:
+        running, bs = self._explicit, self.kv.block_size
+        gamma, cap = self.config.num_speculative_tokens, self.config.long_prefill_token_threshold
+        decodes, contexts, prev, budget = step.decodes, step.decode_context, step.prev_s, step.budget
+        plain_ctx = itl = 0                  # plain decodes (one token, no drafts), summed at the end
+        i, n_running = 0, len(running)
+        while i < n_running and budget > 0:
+            req = running[i]
+            c = req.num_computed_tokens
+            out = req.num_output_tokens
+            n = req.prompt_tokens + out - c
+            if n == 1 and out and not gamma:
+                if c >= len(req.block_ids) * bs:
+                    if not self._make_room(req, 1, step):
+                        break
+                    n_running = len(running)
+                decodes.append(req)
+                contexts.append(c)
+                plain_ctx += c
+                if req.last_token_s == prev:
+                    itl += 1
+                budget -= 1
+            else:
+                decode = n == 1 and out > 0
+                spec = min(gamma, req.output_tokens - out - 1, budget - 1) if decode else 0
+                n = n + spec if decode else min(n, cap or n, budget)
+                if not self._make_room(req, n, step):
+                    break
+                n_running = len(running)
+                step.add(req, n, decode, spec)
+                budget -= n
+            i += 1
+        step.budget = budget
+        step.ctx += plain_ctx
+        step.pairs += plain_ctx
+        step.itl += itl
+
+    def _make_room(self, req: Request, n: int, step: StepBuilder) -> bool:
+        """Allocate for `req`, preempting from the tail of `running`; False if `req` itself went."""
+        while not self.kv.allocate_slots(req, n):
+            victim = self._explicit.pop()
+            self._preempt(victim, step)
+            if victim is req:
+                return False
+        return True
+
+    def _schedule_waiting(self, step: StepBuilder, now: float) -> None:
+        cfg, kv, waiting, running = self.config, self.kv, self.waiting, self._explicit
+        gamma, cap = cfg.num_speculative_tokens, cfg.long_prefill_token_threshold
+        while waiting and step.budget > 0 and len(running) + len(self._group.members) < cfg.max_num_seqs:
+            req = waiting[0]
+            hit_blocks, hit_free = kv.count_computed_blocks(req) if req.num_computed_tokens == 0 else (0, 0)
+            num_hit = hit_blocks * kv.block_size
+            computed = req.num_computed_tokens + num_hit
+            n = req.num_tokens - computed
+            decode = n == 1 and req.num_output_tokens > 0       # KV arrived from a prefill worker
+            if not cfg.enable_chunked_prefill and n > step.budget:
+                return
+            spec = min(gamma, req.remaining_output_tokens - 1, step.budget - 1) if decode and gamma else 0
+            n = n + spec if decode else min(n, cap or n, step.budget)
+            swapped = req.status is Status.SWAPPED
+            final = kv.blocks_for(req.prompt_tokens + req.output_tokens - 1) if cfg.reserve_full_kv else 0
+            if final and final > kv.num_free_blocks - max(0, self._reserved_blocks - kv.num_used_blocks):
+                return
+            if kv.blocks_for(computed + n) - len(req.block_ids) - hit_blocks > kv.num_free_blocks - hit_free:
+                return                              # short of blocks: skip building the hit list
+            if not kv.allocate_slots(req, n, kv.get_computed_blocks(req)[0] if hit_blocks else ()):
+                return
+            self._reserved_blocks += final
+            waiting.popleft()
+            running.append(req)
+            req.status = Status.RUNNING
+            req.num_computed_tokens = computed
+            if swapped:
+                step.swap_in_blocks += kv.blocks_for(computed)
+            if req.scheduled_s < 0:
+                req.scheduled_s = now
+                req.num_cached_prompt_tokens = num_hit
+            step.add(req, n, decode, spec)
+            step.budget -= n
+
+    def _release(self, req: Request) -> None:
+        self.kv.free(req)
+        if self.config.reserve_full_kv:
+            self._reserved_blocks -= self.kv.blocks_for(req.prompt_tokens + req.output_tokens - 1)
+
+    def _preempt(self, req: Request, step: StepBuilder) -> None:
+        if self.config.preemption_mode == "swap":
+            step.swap_out_blocks += len(req.block_ids)
+            req.status = Status.SWAPPED
+        else:
+            req.num_computed_tokens = 0
+            req.status = Status.PREEMPTED
+        self._release(req)
+        req.num_preemptions += 1
+        self.num_preemptions += 1
+        self.waiting.appendleft(req)
+        step.preempted.append(req)
+
+    # -- applying results --
+    def update(self, step: ScheduledStep, now_s: float,
+               tokens_accepted: dict[int, int] | None = None) -> list[Request]:
+        """Apply a finished step at time `now_s`; `tokens_accepted` maps request_id to accepted
+        draft tokens. Returns the requests that finished (their blocks already freed)."""
+        kv, prev, finished = self.kv, self._last_update_s, []
+        prefill_only = self.config.prefill_only
+        if step.group:
+            for req in self._group.advance(1, now_s):
+                self._finish(req, now_s)
+                finished.append(req)
+        for req in step.decodes:
+            req.num_computed_tokens += 1
+            if req.last_token_s != prev:
+                self._gap(req, now_s)
+            req.last_token_s = now_s
+            req.num_output_tokens += 1
+            if req.num_output_tokens >= req.output_tokens or prefill_only:
+                self._finish(req, now_s)
+                finished.append(req)
+        for seq in step.others:
+            req = seq.request
+            spec = seq.num_spec_tokens
+            accepted = min(tokens_accepted.get(req.request_id, 0), spec) if spec and tokens_accepted else 0
+            req.num_computed_tokens += seq.num_new_tokens - spec + accepted
+            if seq.is_prefill:
+                kv.cache_full_blocks(req)
+            if not seq.samples_token:
+                continue
+            if req.num_output_tokens == 0:
+                req.first_token_s = now_s
+            elif req.last_token_s != prev:
+                self._gap(req, now_s)
+            req.num_output_tokens += 1 + accepted
+            req.last_token_s = now_s
+            if req.num_output_tokens >= req.output_tokens or prefill_only:
+                self._finish(req, now_s)
+                finished.append(req)
+        if finished:
+            self._explicit = [r for r in self._explicit if r.status is Status.RUNNING]
+        self._last_update_s = now_s
+        self._join_group(now_s)
+        return finished
+
+    def _join_group(self, now_s: float) -> None:
+        """Move steady decodes at the head of the explicit list into the group."""
+        explicit, kv = self._explicit, self.kv
+        while self._use_group and explicit:
+            req = explicit[0]
+            c = req.num_computed_tokens
+            if not (c + 1 == req.num_tokens and req.num_output_tokens and req.last_token_s == now_s
+                    and len(req.block_ids) == kv.blocks_for(c)):
+                return
+            self._group.join(explicit.pop(0))
+
+    @staticmethod
+    def _gap(req: Request, now_s: float) -> None:
+        """A token that does not follow its previous one by exactly one step (see metrics)."""
+        if req.itl_gaps_s is None:
+            req.itl_gaps_s = []
+        req.itl_gaps_s.append(now_s - req.last_token_s)
+
+    def _finish(self, req: Request, now_s: float) -> None:
+        self._release(req)
+        req.status = Status.FINISHED
+        req.finished_s = now_s
+        req.block_hashes = None
+
+    # -- several decode steps at once --
+    def decode_run(self) -> DecodeRun | None:
+        """The next steps as a `DecodeRun` if they are decodes of the decode group, ending with
+        its first finish, the first step possibly also finishing the prompt of the one other
+        running request: no waiting work, no drafts. None when the next step must be
+        scheduled normally."""
+        cfg, g, explicit = self.config, self._group, self._explicit
+        if self.waiting or not self._use_group or cfg.prefill_only or len(explicit) > 1:
+            return None
+        limit = g.steps_to_first_finish() if g.members else 1 << 62
+        tail, tail_tokens = None, 0
+        if explicit:
+            tail = explicit[0]
+            tail_tokens = tail.prompt_tokens - tail.num_computed_tokens
+            cap = cfg.long_prefill_token_threshold
+            if (tail.num_output_tokens or len(g) + tail_tokens > cfg.max_num_batched_tokens
+                    or (cap and tail_tokens > cap)):
+                return None
+            limit = min(limit, tail.output_tokens)
+        if not g.members and tail is None:
+            return None
+        return DecodeRun(limit, len(g), g.context_tokens, tail, tail_tokens)
+
+    def allocate_decode_run(self, run: DecodeRun, step_end_s: list[float]) -> tuple[int, list[int]]:
+        """Allocate the blocks of the run's steps ending at `step_end_s` in stepping order,
+        stopping before the first step the pool cannot serve, and apply the tail's prompt
+        step. Returns (steps allocated, used blocks after each); 0 steps (nothing changed)
+        when the run would not get past what a normal step does."""
+        kv, g, bs, tail = self.kv, self._group, self.kv.block_size, run.tail
+        k = len(step_end_s)
+        boundary = [g.needing_block(j) for j in range(k)]
+        counts = [len(b) for b in boundary]
+        tail_blocks = [0] * k
+        if tail is not None:
+            full = kv.blocks_for(tail.prompt_tokens)
+            tail_blocks[0] = full - len(tail.block_ids)
+            for j in range(full * bs - tail.prompt_tokens + 1, k, bs):    # its decodes, steps 2..k
+                tail_blocks[j] = 1
+            counts = [c + t for c, t in zip(counts, tail_blocks)]
+        used, free, per_step = kv.num_used_blocks, kv.num_free_blocks, []
+        for c in counts:
+            if c > free:
+                break
+            free -= c
+            used += c
+            per_step.append(used)
+        k = len(per_step)
+        if k < (2 if tail is not None else 1):
+            return 0, []
+        for j in range(k):
+            for req in boundary[j]:
+                kv.append_blocks(req, 1)
+            if tail_blocks[j]:
+                kv.append_blocks(tail, tail_blocks[j])
+        if tail is not None:                       # its first token, at the end of step 1
+            tail.num_computed_tokens = tail.prompt_tokens
+            kv.cache_full_blocks(tail)
+            tail.num_output_tokens = 1
+            tail.first_token_s = tail.last_token_s = step_end_s[0]
+        return k, per_step
+
+    def finish_decode_run(self, run: DecodeRun, k: int, now_s: float) -> list[Request]:
+        """Apply k allocated steps of `run`, the last ending at `now_s`; returns the finished."""
+        finished = []
+        for req in self._group.advance(k, now_s):
+            self._finish(req, now_s)
+            finished.append(req)
+        tail = run.tail
+        if tail is not None:
+            tail.num_computed_tokens += k - 1
+            tail.num_output_tokens += k - 1
+            tail.last_token_s = now_s
+            if tail.num_output_tokens >= tail.output_tokens:
+                self._finish(tail, now_s)
+                finished.append(tail)
+                self._explicit.remove(tail)
+        self._last_update_s = now_s
+        self._join_group(now_s)
+        return finished

@@ -1,0 +1,126 @@
+"""What one engine step is: the sequences it runs and the batch shape a step model prices.
+
+`StepBuilder` accumulates a step (the scheduler fills it); `DecodeRun` describes several
+decode steps that the simulator may apply at once (see `Scheduler.decode_run`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from simulator.request import Request
+from sizer.step_batch import StepBatch
+
+
+@dataclass(slots=True)
+class ScheduledSeq:
+    request: Request
+    num_new_tokens: int        # tokens through the model this step (incl. speculative ones)
+    context_tokens: int        # tokens already in the KV cache before this step
+    is_prefill: bool
+    samples_token: bool        # this step ends the prompt (or recompute) or is a decode
+    num_spec_tokens: int = 0   # draft tokens verified this step
+
+
+@dataclass(slots=True)
+class ScheduledStep:
+    """One step. Steady decodes come as the decode group's members (`group`, contexts derived
+    from `group_tick`) and other plain decodes as two flat lists: the hot paths. `seqs` gives
+    every sequence as a ScheduledSeq, decodes first; read it before `update(step)`."""
+    group: list[Request]
+    group_tick: int
+    decodes: list[Request]
+    decode_context_tokens: list[int]
+    others: list[ScheduledSeq]           # prefill chunks and speculative verifications
+    batch: StepBatch
+    preempted: list[Request] = field(default_factory=list)
+    swap_out_blocks: int = 0
+    swap_in_blocks: int = 0
+    num_itl_seqs: int = 0        # seqs whose token this step comes one step after their last
+    spec_seqs: int = 0           # seqs verifying draft tokens, and their context (for pricing drafts)
+    spec_context_tokens: int = 0
+    _seqs: list[ScheduledSeq] | None = None
+
+    @property
+    def seqs(self) -> list[ScheduledSeq]:
+        if self._seqs is None:
+            t = self.group_tick
+            self._seqs = [ScheduledSeq(r, 1, r.num_computed_tokens + t - r.group_tick, False, True) for r in self.group] \
+                + [ScheduledSeq(r, 1, c, False, True) for r, c in zip(self.decodes, self.decode_context_tokens)] \
+                + self.others
+        return self._seqs
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.group and not self.decodes and not self.others
+
+
+@dataclass(slots=True)
+class DecodeRun:
+    """Up to `max_steps` steps of `num_seqs` plain decodes (`context_tokens` at the first step);
+    the first step may also run the last `tail_tokens` of the newest request's prompt, which
+    then decodes with the others."""
+    max_steps: int
+    num_seqs: int
+    context_tokens: int
+    tail: Request | None = None
+    tail_tokens: int = 0
+
+    def batches(self):
+        """The StepBatch of each step, as stepping would build it."""
+        n, ctx = self.num_seqs, self.context_tokens
+        if self.tail is not None:
+            m, c = self.tail_tokens, self.tail.num_computed_tokens
+            yield StepBatch(n + 1, n + m, ctx + c, ctx + n + m * c + m * (m + 1) // 2, 1, m)
+            ctx, n = ctx + n + c + m, n + 1
+        while True:
+            yield StepBatch(n, n, ctx, ctx + n)
+            ctx += n
+
+
+class StepBuilder:
+    """Accumulates a step's sequences and its StepBatch sums without per-token work."""
+
+    __slots__ = ("budget", "prev_s", "group", "group_tick", "decodes", "decode_context", "others", "preempted",
+                 "swap_out_blocks",
+                 "swap_in_blocks", "new", "ctx", "pairs", "pf_seqs", "pf_tokens", "draft", "itl", "spec_seqs",
+                 "spec_ctx")
+
+    def __init__(self, budget: int, prev_s: float):
+        self.budget, self.prev_s = budget, prev_s
+        self.group: list[Request] = []
+        self.group_tick = 0
+        self.decodes: list[Request] = []
+        self.decode_context: list[int] = []
+        self.others: list[ScheduledSeq] = []
+        self.preempted: list[Request] = []
+        self.swap_out_blocks = self.swap_in_blocks = 0
+        self.new = self.ctx = self.pairs = self.pf_seqs = self.pf_tokens = 0
+        self.draft = self.itl = self.spec_seqs = self.spec_ctx = 0
+
+    def add(self, req: Request, n: int, decode: bool, spec: int) -> None:
+        """Add a prefill chunk or a speculative verification (the caller takes `n` off the budget)."""
+        c = req.num_computed_tokens
+        samples = decode or c + n == req.num_tokens
+        self.others.append(ScheduledSeq(req, n, c, not decode, samples, spec))
+        self.new += n
+        self.ctx += c
+        self.pairs += n * c + n * (n + 1) // 2
+        if decode:
+            if req.last_token_s == self.prev_s:
+                self.itl += 1
+            if spec:
+                self.draft += spec
+                self.spec_seqs += 1
+                self.spec_ctx += c
+        else:
+            self.pf_seqs += 1
+            self.pf_tokens += n
+
+    def build(self) -> ScheduledStep:
+        d = len(self.decodes) + len(self.group)
+        batch = StepBatch(d + len(self.others), self.new + d, self.ctx, self.pairs + len(self.decodes), self.pf_seqs,
+                          self.pf_tokens, self.draft)
+        return ScheduledStep(self.group, self.group_tick, self.decodes, self.decode_context, self.others, batch,
+                             self.preempted,
+                             self.swap_out_blocks, self.swap_in_blocks, self.itl, self.spec_seqs, self.spec_ctx)

@@ -1,0 +1,109 @@
+import pytest
+
+from simulator.kv_cache import KVCacheManager, prompt_block_hashes
+from simulator.request import Request
+
+
+def req(i, prompt, segments=(), seg=1, tenant=0, output=10):
+    return Request(i, 0.0, prompt, output, tuple(segments), seg, tenant)
+
+
+def test_allocation_is_all_or_nothing_and_conserves_blocks():
+    kv = KVCacheManager(num_blocks=10, block_size=16, enable_prefix_caching=False)
+    a, b = req(0, 100), req(1, 100)
+    assert kv.allocate_slots(a, 100)            # ceil(100/16) = 7 blocks
+    assert len(a.block_ids) == 7 and kv.num_free_blocks == 3
+    assert not kv.allocate_slots(b, 100)        # needs 7, 3 free: refused, nothing taken
+    assert b.block_ids == [] and kv.num_free_blocks == 3
+    a.num_computed_tokens = 100
+    assert kv.allocate_slots(a, 12)             # 112 tokens fit the 7 blocks: no new block
+    assert len(a.block_ids) == 7
+    assert kv.allocate_slots(a, 13)             # 113 tokens need an 8th block
+    assert len(a.block_ids) == 8
+    kv.check_invariants([a])
+    kv.free(a)
+    assert kv.num_free_blocks == 10 and a.block_ids == []
+    kv.check_invariants([])
+
+
+def test_shared_prefix_hits_chain_and_last_token_is_always_computed():
+    kv = KVCacheManager(64, 16)
+    # two 32-token segments cover 64 tokens = 4 keyed blocks; the other 36 tokens are the request's own
+    first = req(0, 100, segments=(7, 8), seg=32)
+    assert len(prompt_block_hashes(first, 16, False)) == 4
+    assert kv.allocate_slots(first, 100)
+    first.num_computed_tokens = 100
+    kv.cache_full_blocks(first)
+    same_start = req(1, 80, segments=(7, 9), seg=32)  # shares segment 7 (32 tokens = 2 blocks) only
+    blocks, tokens = kv.get_computed_blocks(same_start)
+    assert blocks == first.block_ids[:2] and tokens == 32
+    exact = req(2, 64, segments=(7, 8), seg=32)       # whole prompt cached: the last block is recomputed
+    blocks, tokens = kv.get_computed_blocks(exact)    # (64 - 1) // 16 = 3 blocks may hit
+    assert tokens == 48
+    other = req(3, 100, segments=(8, 7), seg=32)      # same ids, other order: chained keys differ
+    assert kv.get_computed_blocks(other) == ([], 0)
+
+
+def test_shared_blocks_are_ref_counted_and_freed_once():
+    kv = KVCacheManager(20, 16)
+    a, b = req(0, 64, (1,), seg=64), req(1, 64, (1,), seg=64)
+    assert kv.allocate_slots(a, 64)
+    a.num_computed_tokens = 64
+    kv.cache_full_blocks(a)
+    hits, n = kv.get_computed_blocks(b)               # (64-1)//16 = 3 of the 4 keyed blocks
+    assert n == 48
+    assert kv.allocate_slots(b, 16, hits)             # 3 shared + 1 new
+    b.num_computed_tokens = 48
+    assert kv.num_used_blocks == 5                    # 4 of a + 1 of b
+    kv.check_invariants([a, b])
+    kv.free(a)                                        # the 3 shared blocks stay held by b
+    assert kv.num_used_blocks == 4 and kv.num_cached_free_blocks == 1
+    kv.check_invariants([b])
+    kv.free(b)
+    assert kv.num_used_blocks == 0 and kv.num_cached_free_blocks == 4
+    kv.check_invariants([])
+
+
+def test_eviction_takes_plain_blocks_first_then_least_recently_freed_cached():
+    kv = KVCacheManager(6, 16)
+    old, new = req(0, 32, (1,), seg=32), req(1, 32, (2,), seg=32)
+    for r in (old, new):
+        assert kv.allocate_slots(r, 32)
+        r.num_computed_tokens = 32
+        kv.cache_full_blocks(r)
+    kv.free(old)
+    kv.free(new)                                      # cached-free: old's 2 blocks, then new's 2
+    filler = req(2, 48)
+    assert kv.allocate_slots(filler, 48)              # 3 blocks: 2 plain, then 1 evicted from `old`
+    assert kv.get_computed_blocks(req(3, 40, (1,), seg=32))[1] == 16   # old lost its tail block only
+    assert kv.get_computed_blocks(req(4, 40, (2,), seg=32))[1] == 32   # new is intact
+    kv.check_invariants([filler])
+
+
+def test_tenant_isolation_scopes_the_prefix_cache():
+    shared = KVCacheManager(20, 16, tenant_isolation=False)
+    isolated = KVCacheManager(20, 16, tenant_isolation=True)
+    for kv in (shared, isolated):
+        a = req(0, 64, (5,), seg=64, tenant=1)
+        assert kv.allocate_slots(a, 64)
+        a.num_computed_tokens = 64
+        kv.cache_full_blocks(a)
+    other_tenant = req(1, 64, (5,), seg=64, tenant=2)
+    assert shared.get_computed_blocks(other_tenant)[1] == 48
+    other_tenant.block_hashes = None
+    assert isolated.get_computed_blocks(other_tenant)[1] == 0
+
+
+def test_segment_wide_and_per_block_keys_agree_on_sharing():
+    # 512-token Mooncake segments with 16-token blocks take the one-hash-per-segment path;
+    # sharing the first k segments must share exactly the first 32k blocks
+    a = req(0, 2000, (1, 2, 3, 4), seg=512)
+    b = req(1, 2000, (1, 2, 9, 4), seg=512)
+    ka, kb = prompt_block_hashes(a, 16, False), prompt_block_hashes(b, 16, False)
+    assert len(ka) == 2000 // 16 == 125
+    assert ka[:64] == kb[:64] and all(x != y for x, y in zip(ka[64:], kb[64:]))
+
+
+def test_rejects_bad_sizes():
+    with pytest.raises(ValueError):
+        KVCacheManager(0, 16)

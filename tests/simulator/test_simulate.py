@@ -1,0 +1,155 @@
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from simhelp import DATA, LinearStepModel, sim_config
+from simulator.cluster import DisaggregationConfig
+from simulator.metrics import summarise
+from simulator.request import Request
+from simulator.run import simulate
+from simulator.traces import read_mooncake
+from simulator.workload import Arrivals, Lengths, SharedPrefix, WorkloadSpec
+from sizer.step_batch import StepBatch
+
+
+def spec(n=200, rate=5.0, prompt=Lengths("fixed", 300), output=Lengths("fixed", 50), **kw):
+    return WorkloadSpec(n, Arrivals("poisson", rate), prompt, output, **kw)
+
+
+def same(a, b):
+    cols = all(np.array_equal(a.columns[k], b.columns[k], equal_nan=True) for k in a.columns)
+    steps = all(np.array_equal(getattr(a.timeline, f.name), getattr(b.timeline, f.name))
+                for f in dataclasses.fields(a.timeline))
+    return cols and steps and np.array_equal(a.itl_gaps_s, b.itl_gaps_s)
+
+
+def test_low_load_ttft_and_itl_are_the_step_times(linear):
+    # one request at a time (0.01/s, ~0.5 s each): TTFT is the prefill step, each later token one
+    # decode step at its context: a + b x 1 + c x (P + k - 1) for the k-th decode
+    r = simulate(sim_config(max_num_batched_tokens=1024), linear, spec(20, rate=0.01, prompt=Lengths("fixed", 800)), seed=2)
+    c = r.columns
+    a, b, k = linear.base_s, linear.per_token_s, linear.per_context_s
+    assert np.allclose(c["ttft_ms"], (a + b * 800) * 1000)                 # 45 ms
+    decode = [(a + b + k * (800 + i)) * 1000 for i in range(49)]
+    assert np.allclose(c["tpot_ms"], np.mean(decode))
+    assert np.allclose(c["queue_ms"], 0.0)
+    s = summarise(r)
+    assert s.itl.p50_ms == pytest.approx(np.median(decode), rel=1e-3)
+
+
+def test_every_request_finishes_or_is_rejected_with_a_reason_and_gets_all_its_tokens(linear):
+    w = spec(300, rate=20.0, prompt=Lengths("uniform", min_tokens=10, max_tokens=3000),
+             output=Lengths("uniform", min_tokens=1, max_tokens=200))
+    cfg = sim_config(num_blocks=150, max_model_len=3000, check_invariants=True)
+    r = simulate(cfg, linear, w, seed=4)
+    c = r.columns
+    assert sorted(c["request_id"].tolist()) == list(range(300))
+    rejected = c["rejected"]
+    # 150 blocks x 16 = 2400 tokens; prompt + output above 3000 or needing > 150 blocks is rejected
+    too_big = (c["prompt_tokens"] + c["output_tokens"] > 3000) | \
+              (np.ceil((c["prompt_tokens"] + c["output_tokens"] - 1) / 16) > 150)
+    assert np.array_equal(rejected, too_big) and rejected.any()
+    assert all(r.requests.loc[rejected, "reject_reason"].str.len() > 0)
+    assert np.array_equal(c["generated_tokens"][~rejected], c["output_tokens"][~rejected])
+    assert r.num_preemptions > 0                      # the small cache forced some
+
+
+def test_same_seed_same_result_to_the_bit(linear):
+    w = spec(150, rate=30.0, prompt=Lengths("lognormal", 500, 300), shared_prefix=SharedPrefix(0.5, 200, 3))
+    a, b = (simulate(sim_config(num_blocks=300), linear, w, seed=9) for _ in range(2))
+    assert same(a, b)
+    assert not np.array_equal(a.columns["arrival_s"], simulate(sim_config(num_blocks=300), linear, w, seed=10).columns["arrival_s"])
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), rate=st.floats(1.0, 60.0), blocks=st.integers(120, 800),
+       chunked=st.booleans(), swap=st.booleans(), replicas=st.integers(1, 3),
+       router=st.sampled_from(["round_robin", "least_outstanding", "prefix_aware"]), share=st.floats(0.0, 1.0))
+def test_fast_forward_is_identical_to_stepping_and_conserves_blocks(seed, rate, blocks, chunked, swap, replicas, router, share):
+    w = spec(60, rate=rate, prompt=Lengths("lognormal", 400, 300, max_tokens=1500),
+             output=Lengths("uniform", min_tokens=1, max_tokens=120), shared_prefix=SharedPrefix(share, 128, 2, 2))
+    kw = dict(num_blocks=blocks, max_num_batched_tokens=512 if chunked else 2048, enable_chunked_prefill=chunked,
+              preemption_mode="swap" if swap else "recompute", kv_bytes_per_token=1e5, num_replicas=replicas,
+              router=router, check_invariants=True)
+    model = LinearStepModel()
+    stepped = simulate(sim_config(fast_forward=False, **kw), model, w, seed=seed)
+    fast = simulate(sim_config(fast_forward=True, **kw), model, w, seed=seed)
+    assert same(stepped, fast)
+    assert stepped.timeline.kv_usage.max() <= 1.0
+
+
+def test_speculative_tokens_per_verification_match_the_formula_at_batch_one():
+    from simulator.speculative import SpeculativeConfig, expected_tokens_per_step
+    spec_cfg = SpeculativeConfig("ngram", num_speculative_tokens=4, acceptance_rate=0.7)
+    assert expected_tokens_per_step(0.7, 4) == pytest.approx((1 - 0.7 ** 5) / 0.3)   # 2.7731
+    one = [Request(0, 0.0, 100, 20001)]
+    r = simulate(sim_config(num_blocks=2000, speculative=spec_cfg), LinearStepModel(), one, seed=1)
+    steps = len(r.timeline.end_s) - 1                        # all but the prefill step verify drafts
+    assert 20000 / steps == pytest.approx(2.7731, rel=0.02)
+    assert r.timeline.new_tokens[1] == 5                     # 1 + gamma tokens through the model
+
+
+def test_speculative_speed_up_falls_as_the_rate_rises():
+    from simulator.speculative import SpeculativeConfig
+    spec_cfg = SpeculativeConfig("eagle", num_speculative_tokens=4, acceptance_rate=0.7)
+    model = LinearStepModel(base_s=5e-3, per_token_s=1e-4, per_context_s=1e-7)
+    speedups = []
+    for rate in (0.2, 4.0, 16.0):
+        w = spec(150, rate=rate, prompt=Lengths("fixed", 200), output=Lengths("fixed", 200))
+        plain = simulate(sim_config(max_num_seqs=128, max_num_batched_tokens=2048), model, w, seed=3)
+        fast = simulate(sim_config(max_num_seqs=128, max_num_batched_tokens=2048, speculative=spec_cfg), model, w, seed=3)
+        speedups.append(np.mean(plain.columns["e2e_ms"]) / np.mean(fast.columns["e2e_ms"]))
+    assert speedups[0] > 1.8 and speedups[0] > speedups[1] > speedups[2]
+
+
+def test_disaggregated_transfer_is_priced_at_the_interconnect(linear):
+    # one request: prefill step (a + b x 1000), then 1000 tokens x 1e6 B / 1e11 B/s = 10 ms, then decodes
+    d = DisaggregationConfig(1, 1, kv_bytes_per_token=1e6, interconnect_bytes_per_s=1e11, transfer_latency_s=1e-3)
+    r = simulate(sim_config(num_blocks=400, max_num_batched_tokens=1024, disaggregation=d), linear,
+                 [Request(0, 0.0, 1000, 3)], seed=0)
+    a, b, k = linear.base_s, linear.per_token_s, linear.per_context_s
+    prefill, transfer = a + b * 1000, 1e-3 + 1000 * 1e6 / 1e11
+    decodes = (a + b + k * 1000) + (a + b + k * 1001)
+    assert r.columns["ttft_ms"][0] == pytest.approx(prefill * 1000)
+    assert r.columns["e2e_ms"][0] == pytest.approx((prefill + transfer + decodes) * 1000)
+    assert r.columns["replica"][0] == 1                      # finished on the decode replica
+    assert r.itl_gaps_s[0] == pytest.approx(transfer + a + b + k * 1000)   # first decode token waits the transfer
+
+
+def test_mooncake_slice_hit_rate_is_higher_with_the_prefix_aware_router():
+    # Llama-3.1-8B on one H100 per replica: (0.9 x 80 GB - 16 GB weights) / 128 KiB a token
+    # = 427k tokens = 26,700 blocks of 16; prefill ~33k tokens/s. The slice's ideal hit rate (an
+    # infinite cache) is 16.4%; a real cache keeps only the last few dozen 12k-token prompts.
+    w = read_mooncake(DATA / "mooncake_conversation_head500.jsonl")
+    model = LinearStepModel(base_s=8e-3, per_token_s=3e-5, per_context_s=1.5e-7)
+    rates = {}
+    for router in ("round_robin", "prefix_aware"):
+        cfg = sim_config(num_blocks=26_700, max_num_seqs=128, max_num_batched_tokens=8192, num_replicas=4, router=router)
+        rates[router] = summarise(simulate(cfg, model, w, seed=0)).prefix_cache_hit_rate
+    assert 0.03 < rates["round_robin"] < 0.164
+    assert rates["round_robin"] * 1.2 < rates["prefix_aware"] < 0.164
+
+
+def test_reserve_full_kv_never_preempts(linear):
+    w = spec(100, rate=50.0, prompt=Lengths("fixed", 500), output=Lengths("fixed", 300))
+    greedy = simulate(sim_config(num_blocks=200), linear, w, seed=1)
+    reserved = simulate(sim_config(num_blocks=200, reserve_full_kv=True), linear, w, seed=1)
+    assert greedy.num_preemptions > 0 and reserved.num_preemptions == 0
+    assert not reserved.columns["rejected"].any()
+
+
+def test_step_batch_from_the_scheduler_matches_from_seqs(linear):
+    # the batch sums the scheduler builds equal StepBatch.from_seqs over the same sequences
+    from simulator.kv_cache import KVCacheManager
+    from simulator.scheduler import Scheduler, SchedulerConfig
+    s = Scheduler(SchedulerConfig(8, 100), KVCacheManager(100, 16, False))
+    for i, p in enumerate((30, 50, 70)):
+        s.add_request(Request(i, 0.0, p, 5))
+    step = s.schedule(0.0)
+    s.update(step, 1.0)
+    step = s.schedule(1.0)
+    expected = StepBatch.from_seqs([(q.num_new_tokens, q.context_tokens) for q in step.seqs],
+                                   [q.is_prefill for q in step.seqs])
+    assert step.batch == expected
