@@ -33,9 +33,6 @@ from sizer.model_spec import CATALOG_DIR, catalog_names
 from sizer.scenario import SLOSection, WorkloadSection, scenario_from_dict
 from sizer.schema import build, field
 
-RULES = ("memory", "max_model_len", "slo", "cost")
-
-
 @dataclass(frozen=True)
 class RuleResult:
     name: str
@@ -87,7 +84,10 @@ def evaluate(inp: CheckInput) -> CheckResult:
         slo, replicas_needed = slo_rule(inp, resolved)
     else:
         slo, replicas_needed = RuleResult("slo", "skip", "not simulated: the model does not fit in memory"), None
-    rules += [slo, cost_rule(inp, plan, replicas_needed)]
+    cost = cost_rule(inp, plan, replicas_needed)
+    if cost.status == "fail" and slo.status == "pass":      # fewer replicas may still meet the SLO
+        cost = cost_rule(inp, plan, replicas_for_slo(resolved)[0])
+    rules += [slo, cost]
     p = plan.parallel
     summary = (f"{plan.model.name} on {inp.replicas} x {inp.gpus_per_replica} {plan.gpu} "
                f"(TP {p.tensor_parallel_size}, PP {p.pipeline_parallel_size}, {plan.weights.format} weights, "
@@ -96,8 +96,8 @@ def evaluate(inp: CheckInput) -> CheckResult:
 
 
 def _model_limit(data: dict, file: str) -> int | None:
-    from sizer.resolve import _model
-    return _model(scenario_from_dict(data, file)).max_position_embeddings or None
+    from sizer.resolve import model_of
+    return model_of(scenario_from_dict(data, file)).max_position_embeddings or None
 
 
 def _plan_with(inp: CheckInput, overrides: dict) -> Plan | None:
@@ -149,7 +149,8 @@ def read_check_input(path: str, kv_share: float | None = None, budget_usd_per_ho
         raise InputError(file, None, "file not found") from None
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise InputError(file, None, f"not readable YAML ({exc.__class__.__name__})") from None
-    if len(docs) == 1 and isinstance(docs[0], dict) and "model" in docs[0] and "hardware" in docs[0]:
+    vllm = [c for doc in docs for c in _containers(doc) if _is_vllm(_tokens(c))]
+    if not vllm and len(docs) == 1 and isinstance(docs[0], dict) and "sizer" not in docs[0] and "kind" not in docs[0]:
         data = docs[0]
         scenario = scenario_from_dict(data, file, default_name=Path(path).stem)
         d = scenario.deployment
@@ -369,8 +370,8 @@ def _int_value(value, file: str, where: str) -> int:
 def catalog_name_for(model_ref: str, file: str) -> str:
     """An HF repo id (or catalog name, or config path) -> what `model.name` accepts.
 
-    Exact `_sizer.hf_repo` match first; then the same repo with -Instruct/-Chat/-it and a
-    leading Meta- removed (same architecture as the base model).
+    Exact `_sizer.hf_repo` match first; then the same repo without -Instruct/-Chat/-it/-hf
+    words and a leading Meta- (a fine-tune has its base model's architecture).
     """
     names = catalog_names()
     if model_ref.lower() in names or Path(model_ref).exists():
@@ -391,10 +392,10 @@ def catalog_name_for(model_ref: str, file: str) -> str:
 
 
 def _base_repo(repo: str) -> str:
+    """`meta-llama/Meta-Llama-3.1-8B-Instruct` -> `meta-llama/llama-3.1-8b`: fine-tunes share the base's shapes."""
     org, _, name = repo.lower().partition("/")
-    name = re.sub(r"^meta-", "", name)
-    name = re.sub(r"-(instruct|chat|it)(-\d+)?$", "", name)
-    return f"{org}/{name}"
+    words = [w for w in re.sub(r"^meta-", "", name).split("-") if w not in ("instruct", "chat", "it", "hf")]
+    return f"{org}/{'-'.join(words)}"
 
 
 GPU_LABELS = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator", "karpenter.k8s.aws/instance-gpu-name")
@@ -466,19 +467,20 @@ def memory_rule(inp: CheckInput, plan: Plan) -> RuleResult:
     return RuleResult("memory", "fail", what, _fixes(inp, plan, lambda p: p.memory.fits))
 
 
-def _fixes(inp: CheckInput, plan: Plan, ok) -> tuple[str, ...]:
-    """Single changes that make `ok(plan)` true, GPU count kept first, then more GPUs."""
+def _fixes(inp: CheckInput, plan: Plan, ok, sequences: int = 1) -> tuple[str, ...]:
+    """Single changes that make `ok(plan)` true: those that keep the GPU count first, then more GPUs.
+
+    A lower max_model_len is offered only down to the workload's longest request: the largest
+    length (a multiple of 1,024) at which the KV cache holds `sequences` sequences.
+    """
     d = inp.scenario_data.get("deployment") or {}
     found = []
     if not plan.kv.dtype.startswith("fp8") and (p := _plan_with(inp, {"deployment.kv_cache_dtype": "fp8"})) and ok(p):
         found.append("FP8 KV cache (--kv-cache-dtype fp8)")
-    longest = longest_request_tokens(inp.scenario_data)
-    length = plan.memory.max_model_len // 2
-    while length >= max(1024, longest or 0):
+    length = int(plan.memory.kv_cache_bytes / (sequences * plan.kv.bytes_per_token_per_gpu)) // 1024 * 1024
+    if max(1024, longest_request_tokens(inp.scenario_data) or 0) <= length < plan.memory.max_model_len:
         if (p := _plan_with(inp, {"deployment.max_model_len": length})) and ok(p):
-            found.append(f"--max-model-len {length} (from {plan.memory.max_model_len})")
-            break
-        length //= 2
+            found.append(f"--max-model-len {length} (from {plan.memory.max_model_len}; the workload's longest request fits)")
     if plan.weights.format in ("bf16", "fp16", "fp32"):
         if (p := _plan_with(inp, {"deployment.quantization": "fp8"})) and ok(p):
             found.append("FP8 weights (--quantization fp8; evaluate accuracy first)")
@@ -536,7 +538,8 @@ def max_model_len_rule(inp: CheckInput, plan: Plan, stated_len: int | None, mode
             f"required {need:,} (ceil({inp.kv_share:g} x max_num_seqs {max_seqs:,}), at least 1)")
     if have >= need:
         return RuleResult("max_model_len", "pass", what)
-    fixes = list(_fixes(inp, plan, lambda p: p.memory.max_seqs_at_max_model_len * p.parallel.data_parallel_size >= need))
+    fixes = list(_fixes(inp, plan, lambda p: p.memory.max_seqs_at_max_model_len * p.parallel.data_parallel_size >= need,
+                        math.ceil(need / plan.parallel.data_parallel_size)))
     if inp.kv_share > 0 and have >= 1:
         fixes.append(f"--max-num-seqs {int(have / inp.kv_share)} (from {max_seqs:,}; fewer sequences per step)")
     return RuleResult("max_model_len", "fail", what + f"; short by {need - have:,} sequences", tuple(fixes))
@@ -548,35 +551,47 @@ def max_model_len_rule(inp: CheckInput, plan: Plan, stated_len: int | None, mode
 def slo_rule(inp: CheckInput, resolved: Resolved) -> tuple[RuleResult, int | None]:
     """Simulate one replica at rate / replicas (random routing of Poisson traffic stays Poisson).
 
-    Returns the rule and the replicas the SLO needs (from the goodput rate) when it was searched.
+    Returns the rule and, when it fails, the replicas the SLO needs (from a coarse goodput search).
     """
-    from sizer.simulate import goodput_rate, simulate_slo
+    from sizer.search import probe_slo
 
     s = resolved.scenario
     if s.slo.ttft_ms is None and s.slo.itl_ms is None and s.slo.e2e_ms is None:
-        return RuleResult("slo", "skip", "no SLO targets stated (sizer.slo)"), None
+        return RuleResult("slo", "skip", "no SLO targets stated"), None
     rate = s.workload.arrival.rate_per_s
     if rate is None:
         return RuleResult("slo", "skip", "trace replay: no arrival rate to split across replicas"), None
     per_replica = rate / inp.replicas
-    outcome = simulate_slo(resolved, per_replica)
-    what = (f"{outcome.share_met:.1%} of requests meet every target at {per_replica:.3g} req/s per replica "
-            f"({rate:g} req/s over {inp.replicas} replica(s)); required {s.slo.required_share:.0%}; "
-            + ", ".join(outcome.percentile_lines))
-    goodput = goodput_rate(resolved)
-    needed = math.ceil(rate / goodput - 1e-9) if goodput > 0 else None
-    if outcome.share_met >= s.slo.required_share:
-        return RuleResult("slo", "pass", what), needed
-    by = f"; short by {s.slo.required_share - outcome.share_met:.1%} of requests (binding: {outcome.binding})"
-    fixes = []
+    probe = probe_slo(resolved, per_replica, s.workload.num_requests)
+    p = probe.percentiles_ms
+    what = (f"{probe.share_met:.1%} of requests meet every target at {per_replica:.3g} req/s per replica "
+            f"({rate:g} req/s over {inp.replicas} replica(s)), {s.slo.required_share:.0%} required; p95 TTFT "
+            f"{p['ttft'][1]:,.0f} ms, TPOT {p['tpot'][1]:,.1f} ms, E2E {p['e2e'][1]:,.0f} ms ("
+            + ", ".join(f"{k} <= {v:g} ms" for k, v in (("TTFT", s.slo.ttft_ms), ("ITL", s.slo.itl_ms), ("E2E", s.slo.e2e_ms))
+                        if v is not None) + ")")
+    if probe.share_met >= s.slo.required_share:
+        return RuleResult("slo", "pass", what), None
+    needed, goodput = replicas_for_slo(resolved)
+    by = f"; short by {s.slo.required_share - probe.share_met:.1%} of requests (binding: {probe.binding})"
     if needed:
-        extra = (needed - inp.replicas) * inp.gpus_per_replica
-        fixes.append(f"{needed} replicas (+{needed - inp.replicas} replicas, +{extra} GPUs): one replica meets the SLO "
-                     f"up to {goodput:.3g} req/s")
-    else:
-        fixes.append(f"no replica count helps: the {outcome.binding} target is missed even at low load; "
-                     "use faster GPUs or more tensor parallelism (`sizer search`)")
-    return RuleResult("slo", "fail", what + by, tuple(fixes)), needed
+        price = resolved.price_usd_per_gpu_hour
+        cost = f", ${needed * inp.gpus_requested * price:,.2f}/hour" if price is not None else ""
+        fixes = (f"{needed} replicas (+{needed - inp.replicas}, +{(needed - inp.replicas) * inp.gpus_requested} GPUs{cost}): "
+                 f"one replica meets the SLO up to about {goodput:.3g} req/s",)
+        return RuleResult("slo", "fail", what + by, fixes), needed
+    fixes = (f"more replicas do not help: the {probe.binding} target is missed even at low load; "
+             "use faster GPUs or more tensor parallelism (`sizer search`)",)
+    return RuleResult("slo", "fail", what + by, fixes), None
+
+
+def replicas_for_slo(resolved: Resolved) -> tuple[int | None, float]:
+    """Replicas the scenario's rate needs from a coarse goodput search (None: the SLO is missed at any rate)."""
+    from sizer.search import SearchSettings, goodput_rate, rate_bound_per_s
+
+    goodput, _ = goodput_rate(resolved, rate_bound_per_s(make_plan(resolved)), SearchSettings())
+    if goodput <= 0:
+        return None, 0.0
+    return math.ceil(resolved.scenario.workload.arrival.rate_per_s / goodput - 1e-9), goodput
 
 
 # ---- cost --------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ class Resolved:
     price_source: str
 
 
-def _model(s: Scenario) -> ModelSpec:
+def model_of(s: Scenario) -> ModelSpec:
     """Catalog name or config path (relative to the scenario file), with any key overrides applied."""
     name = s.model.name
     local = scenario_dir(s) / name
@@ -57,7 +57,7 @@ def resolve(s: Scenario) -> Resolved:
     """Everything the planner needs, with engine defaults filled in; raises InputError."""
     from simulator.presets import engine_defaults
 
-    model = _model(s)
+    model = model_of(s)
     hardware = load_hardware(s.hardware.gpu, s.file, "hardware.gpu")
     d = s.deployment
     parallel = ParallelConfig(d.tensor_parallel_size, d.pipeline_parallel_size, d.data_parallel_size, d.enable_expert_parallel)

@@ -65,15 +65,15 @@ def summary(result) -> str:
     return "\n".join(lines)
 
 
-def _suite(file: str, tests: int, failures: int, errors: int, skipped: int) -> ET.Element:
+def _suite(file: str, tests: int, failures: int, errors: int, skipped: int) -> tuple[ET.Element, ET.Element]:
     root = ET.Element("testsuites")
-    return ET.SubElement(root, "testsuite", name=f"sizer check {file}", tests=str(tests), failures=str(failures),
+    return root, ET.SubElement(root, "testsuite", name=f"sizer check {file}", tests=str(tests), failures=str(failures),
                          errors=str(errors), skipped=str(skipped))
 
 
 def write_junit(path: Path, result) -> None:
     """One testcase per rule: <failure> with the fixes as text, <skipped> with the reason."""
-    suite = _suite(result.file, len(result.rules), sum(r.status == "fail" for r in result.rules), 0,
+    root, suite = _suite(result.file, len(result.rules), sum(r.status == "fail" for r in result.rules), 0,
                    sum(r.status == "skip" for r in result.rules))
     for r in result.rules:
         case = ET.SubElement(suite, "testcase", classname=f"sizer.check.{Path(result.file).stem}", name=r.name)
@@ -84,12 +84,12 @@ def write_junit(path: Path, result) -> None:
             ET.SubElement(case, "skipped", message=r.message)
         else:
             ET.SubElement(case, "system-out").text = r.message
-    ET.ElementTree(suite.getroottree().getroot() if False else _root(suite)).write(path, encoding="utf-8", xml_declaration=True)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
 
 
 def write_junit_error(path: Path, file: str, error: InputError) -> None:
     """Bad input: one testcase `input` with an <error>, so CI shows why nothing was checked."""
-    suite = _suite(file, 1, 0, 1, 0)
+    root, suite = _suite(file, 1, 0, 1, 0)
     case = ET.SubElement(suite, "testcase", classname=f"sizer.check.{Path(file).stem}", name="input")
     ET.SubElement(case, "error", message=error.one_line(), type="InputError")
-    ET.ElementTree(_root(suite)).write(path, encoding="utf-8", xml_declaration=True)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)

@@ -1,0 +1,126 @@
+"""Report charts: matplotlib (Agg) figures returned as inline SVG text, ids made unique per chart.
+
+Text stays text (`svg.fonttype: none`) so it is selectable in the HTML and the PDF; output is
+deterministic (fixed hash salt, no date) so a committed report only changes when its numbers do.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+
+GiB = 2**30
+STYLE = {"svg.fonttype": "none", "svg.hashsalt": "sizer", "font.family": "DejaVu Sans", "font.size": 9,
+         "axes.spines.top": False, "axes.spines.right": False}
+COLORS = {"weights": "#4c72b0", "kv_used": "#dd8452", "kv_free": "#f3c9a8", "activations": "#55a868",
+          "context": "#8172b3", "reserved": "#c8c8c8"}
+PERCENTILE_STYLES = (("p50", "-", "#4c72b0"), ("p95", "--", "#dd8452"), ("p99", ":", "#c44e52"))
+
+
+def to_svg(fig, chart_id: str) -> str:
+    """The figure as an <svg> element whose ids (clip paths, glyphs) cannot clash with another chart's."""
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    plt.close(fig)
+    svg = buffer.getvalue()
+    svg = svg[svg.index("<svg"):]
+    svg = re.sub(r'id="([^"]+)"', rf'id="{chart_id}-\1"', svg)
+    svg = re.sub(r"url\(#([^)]+)\)", rf"url(#{chart_id}-\1)", svg)
+    svg = re.sub(r'href="#([^"]+)"', rf'href="#{chart_id}-\1"', svg)
+    return svg
+
+
+@dataclass(frozen=True)
+class MemoryBar:
+    """One GPU of one configuration, in bytes; the parts add up to the GPU's memory when it fits."""
+    label: str
+    gpu_memory_bytes: float
+    weights_bytes: float
+    kv_used_bytes: float          # KV the simulated workload held at its p95 (all KV when not simulated)
+    kv_free_bytes: float
+    activation_bytes: float
+    context_bytes: float          # CUDA context, workspaces, NCCL buffers
+    reserved_bytes: float         # outside gpu_memory_utilization
+
+
+def memory_chart(bars: list[MemoryBar], chart_id: str = "memory") -> str:
+    """Horizontal stacked bars per configuration, GiB, with each GPU's capacity marked."""
+    parts = (("weights", "weights_bytes", "weights"), ("KV cache in use (p95)", "kv_used_bytes", "kv_used"),
+             ("KV cache free", "kv_free_bytes", "kv_free"), ("activations", "activation_bytes", "activations"),
+             ("CUDA context, buffers", "context_bytes", "context"),
+             ("headroom (1 - gpu_memory_utilization)", "reserved_bytes", "reserved"))
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(7.2, 0.55 * len(bars) + 1.3))
+        y = range(len(bars))
+        left = [0.0] * len(bars)
+        for name, attr, color in parts:
+            widths = [getattr(b, attr) / GiB for b in bars]
+            ax.barh(list(y), widths, left=left, color=COLORS[color], label=name, height=0.6)
+            left = [a + w for a, w in zip(left, widths)]
+        for i, b in enumerate(bars):
+            ax.plot([b.gpu_memory_bytes / GiB] * 2, [i - 0.4, i + 0.4], color="black", linewidth=1.2)
+        ax.set_yticks(list(y), [b.label for b in bars])
+        ax.invert_yaxis()
+        ax.set_xlabel("GiB per GPU (black tick: GPU memory)")
+        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.02), ncol=3, frameon=False)
+        return to_svg(fig, chart_id)
+
+
+@dataclass(frozen=True)
+class RatePoint:
+    rate_per_s: float
+    ttft_ms: tuple[float, float, float]     # p50, p95, p99
+    tpot_ms: tuple[float, float, float]     # per request: mean time per output token (the SLO's ITL)
+    e2e_ms: tuple[float, float, float]
+    share_met: float
+
+
+def latency_chart(points: list[RatePoint], slo_ms: dict[str, float | None], goodput_rate_per_s: float | None,
+                  chart_id: str = "latency") -> str:
+    """p50/p95/p99 TTFT, TPOT and E2E against request rate, SLO targets dashed, the goodput rate marked.
+
+    TTFT and E2E on a log scale: past the goodput rate the queue grows them by orders of magnitude."""
+    panels = (("TTFT", "ttft_ms"), ("TPOT (the SLO's ITL)", "tpot_ms"), ("end-to-end", "e2e_ms"))
+    rates = [p.rate_per_s for p in points]
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 3, figsize=(7.4, 2.6))
+        for ax, (title, attr) in zip(axes, panels):
+            for i, (name, line, color) in enumerate(PERCENTILE_STYLES):
+                ax.plot(rates, [getattr(p, attr)[i] for p in points], line, color=color, marker="o", markersize=3, label=name)
+            target = slo_ms.get(attr)
+            if target is not None:
+                ax.axhline(target, color="black", linestyle=(0, (4, 2)), linewidth=1, label="SLO target")
+            if goodput_rate_per_s:
+                ax.axvline(goodput_rate_per_s, color="#2ca02c", linewidth=1, label="goodput rate")
+            ax.set_title(title)
+            ax.set_xlabel("requests/s per replica")
+            ax.set_ylabel("ms" + (" (log scale)" if attr != "tpot_ms" else ""))
+            if attr == "tpot_ms":
+                ax.set_ylim(bottom=0)
+            else:                        # queueing past the goodput rate spans orders of magnitude
+                ax.set_yscale("log")
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=5, frameon=False, bbox_to_anchor=(0.5, -0.08))
+        fig.tight_layout(rect=(0, 0.06, 1, 1))
+        return to_svg(fig, chart_id)
+
+
+def timeline_chart(time_s, kv_usage, batch_size, chart_id: str = "timeline") -> str:
+    """KV cache utilisation and batch size over simulated time, one replica."""
+    with plt.rc_context(STYLE):
+        fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.2, 3.2), sharex=True)
+        top.plot(time_s, [100 * u for u in kv_usage], color=COLORS["kv_used"], linewidth=0.8)
+        top.set_ylabel("KV blocks in use (%)")
+        top.set_ylim(0, 100)
+        bottom.plot(time_s, batch_size, color=COLORS["weights"], linewidth=0.8)
+        bottom.set_ylabel("sequences per step")
+        bottom.set_xlabel("simulated time (s)")
+        bottom.set_ylim(bottom=0)
+        fig.tight_layout()
+        return to_svg(fig, chart_id)
