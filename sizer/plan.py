@@ -277,6 +277,6 @@ def assumptions(r: Resolved, step: RooflineStepTimeModel) -> list[str]:
         "activation peak: an estimate of vLLM's profiled forward pass at max_num_batched_tokens (residual, q/k/v, MLP intermediate, fp32 logits)",
         f"step overhead {step.step_overhead_s * 1e3:.2f} ms per step and {COLLECTIVE_LATENCY_S * 1e6:.0f} us per collective (assumption)",
         "pipeline parallelism: a step's latency is the sum of its stages (no micro-batch overlap)",
-        f"engine settings: " + ", ".join(f"{k} from {v}" for k, v in r.engine.sources.items()),
+        "engine settings: " + ", ".join(f"{k} from {v}" for k, v in r.engine.sources.items()),
         f"price: {r.price_source}",
     ]

@@ -15,13 +15,7 @@ from sizer.plan import Plan, cost_summary
 from sizer.resolve import Resolved
 
 GOODPUT_REQUESTS = 600          # requests per simulation inside the goodput search
-
-
-def slo_of(r: Resolved):
-    from simulator.metrics import SLO
-
-    s = r.scenario.slo
-    return SLO(s.ttft_ms, s.itl_ms, s.e2e_ms, required_share=s.required_share)
+GOODPUT_TOLERANCE = 0.05        # the search stops when its bracket is within 5%
 
 
 def _summary_dict(m) -> dict:
@@ -30,43 +24,40 @@ def _summary_dict(m) -> dict:
     return out
 
 
-def goodput_per_replica(r: Resolved, plan: Plan, num_requests: int = GOODPUT_REQUESTS):
-    """Search rates on one replica; the upper end is what decoding at the memory-limited batch sustains."""
-    from simulator.metrics import goodput_rate
-    from sizer.simulate import simulate_replica
+def goodput_per_replica(r: Resolved, plan: Plan) -> tuple[float, str] | None:
+    """(requests/s one replica serves within the SLO share, the target that binds above it); None without targets."""
+    from sizer.search import SearchSettings, goodput_rate, rate_bound_per_s, slo_of
 
-    slo = slo_of(r)
-    if not slo.has_targets:
+    if not slo_of(r.scenario).has_targets:
         return None
-    times = plan.step_times
-    max_rate = 1.5 * times.decode_memory_limited_tokens_per_s / max(1.0, times.output_tokens_mean)
-    return goodput_rate(lambda rate: simulate_replica(r, rate, num_requests), slo, max_rate)
+    settings = SearchSettings(num_requests=GOODPUT_REQUESTS, rate_tolerance=GOODPUT_TOLERANCE)
+    return goodput_rate(r, rate_bound_per_s(plan), settings)
 
 
 def add_simulation(plan: Plan, r: Resolved, num_requests: int | None = None) -> Plan:
     """A copy of `plan` with the simulated section filled in and replicas and cost refined."""
     from simulator.metrics import summarise
+    from sizer.search import slo_of
     from sizer.simulate import simulate_scenario
 
     s = r.scenario
     rate = plan.capacity.arrival_rate_per_s
-    search = goodput_per_replica(r, plan)
+    goodput = goodput_per_replica(r, plan)
     notes = []
     if s.deployment.replicas:
         replicas, source = s.deployment.replicas, "scenario"
-    elif search is not None and search.rate_per_s > 0:
-        replicas = max(1, math.ceil(rate / search.rate_per_s))
-        source = f"goodput {search.rate_per_s:.2f} req/s per replica at the SLO (simulated)"
-    elif search is not None:
-        raise InputError(s.file, "slo", "no request rate meets the SLO on one replica of this deployment "
-                         f"(share at the lowest rate tried: {search.share_at_rate:.1%})")
+    elif goodput is not None and goodput[0] > 0:
+        replicas = max(1, math.ceil(rate / goodput[0]))
+        source = f"goodput {goodput[0]:.2f} req/s per replica at the SLO (simulated)"
+    elif goodput is not None:
+        raise InputError(s.file, "slo", f"no request rate meets the SLO on one replica of this deployment ({goodput[1]} binds)")
     else:
         replicas, source = plan.cost.replicas, plan.cost.replicas_source
     result = simulate_scenario(r, num_requests, replicas)
-    at_rate = summarise(result, slo_of(r))
-    if search is not None:
-        notes.append(f"goodput: {search.rate_per_s:.2f} req/s per replica meet every target for "
-                     f"{s.slo.required_share:.0%} of requests ({len(search.points)} simulations of {GOODPUT_REQUESTS} requests)")
+    at_rate = summarise(result, slo_of(s))
+    if goodput is not None:
+        notes.append(f"goodput: {goodput[0]:.2f} req/s per replica meet every target for {s.slo.required_share:.0%} of "
+                     f"requests (simulations of {GOODPUT_REQUESTS} requests, to {GOODPUT_TOLERANCE:.0%}); above it {goodput[1]} binds")
     notes.append(f"prefix-cache hit rate {at_rate.prefix_cache_hit_rate:.1%}, preemptions {at_rate.num_preemptions}, "
                  f"mean batch {at_rate.mean_batch_size:.1f}, mean KV use {at_rate.mean_kv_usage:.1%} (peak {at_rate.peak_kv_usage:.1%})")
     notes.append(f"step times: {plan.step_times.model}")
@@ -74,8 +65,8 @@ def add_simulation(plan: Plan, r: Resolved, num_requests: int | None = None) -> 
         "requests": at_rate.num_requests,
         "replicas": replicas,
         "at_scenario_rate": _summary_dict(at_rate),
-        "goodput_per_replica_per_s": search.rate_per_s if search else None,
-        "goodput_search_points": [list(p) for p in search.points] if search else [],
+        "goodput_per_replica_per_s": goodput[0] if goodput else None,
+        "goodput_binding_target": goodput[1] if goodput else None,
         "notes": notes,
     }
     cost = cost_summary(r, replicas, source, at_rate.output_tokens_per_s, "simulated output tokens/s at the scenario's rate")

@@ -10,8 +10,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from sizer.check import (catalog_name_for, check_file, gpu_for_label, max_model_len_rule, memory_rule,
-                         parse_vllm_args, read_check_input, sequences_required)
+from sizer.check import check_file, max_model_len_rule, memory_rule, sequences_required
+from sizer.manifest import catalog_name_for, gpu_for_label, parse_vllm_args, read_check_input
 from sizer.commands import check as check_cmd
 from sizer.errors import InputError
 from sizer.plan import make_plan

@@ -5,9 +5,10 @@ import math
 import pytest
 
 from sizer.plan import make_plan
-from sizer.plan_sim import GOODPUT_REQUESTS, add_simulation, slo_of
+from sizer.plan_sim import GOODPUT_REQUESTS, GOODPUT_TOLERANCE, add_simulation
 from sizer.resolve import resolve
 from sizer.scenario import load_scenario
+from sizer.search import slo_of
 from sizer.simulate import simulate_replica
 
 
@@ -24,9 +25,9 @@ def test_goodput_is_the_knee_of_slo_attainment(goodput_plan):
     r, plan = goodput_plan
     rate = plan.simulation["goodput_per_replica_per_s"]
     assert rate > 0
-    slo = slo_of(r)
+    slo = slo_of(r.scenario)
     share_at = slo_attainment(simulate_replica(r, rate, GOODPUT_REQUESTS), slo).mean()
-    share_above = slo_attainment(simulate_replica(r, rate * 1.25, GOODPUT_REQUESTS), slo).mean()
+    share_above = slo_attainment(simulate_replica(r, rate * (1 + GOODPUT_TOLERANCE) ** 2, GOODPUT_REQUESTS), slo).mean()
     assert share_at >= 0.95
     assert share_above < 0.95
 
