@@ -12,7 +12,10 @@ CSV tables beside it. `step_time(batch)` sums, for the engine step that `batch` 
                  table by (chunk tokens, context) for one sequence, times the prefill
                  sequences; both times the layer count
   all-reduce     by message bytes, when TP > 1
-  overhead       fixed + per-sequence, fitted to whole engine steps the runner timed
+  overhead       fixed + per-sequence, fitted to whole engine steps the runner timed,
+                 together with `kernel_factor`: how much slower the kernels run inside a
+                 whole step than alone (caches, launches between them); the sum of the
+                 rows above is multiplied by it
 
 Tables are interpolated linearly between measured points. Outside the measured range a step
 is priced by the `fallback` model when one is given (the roofline), else by extending the
@@ -186,7 +189,8 @@ class CalibratedStepTimeModel:
         self._layers = self.profile.engine_num_layers * self._layer_factor
 
     def breakdown(self, batch: StepBatch) -> tuple[dict[str, float], bool]:
-        """Seconds per component, and whether every lookup was inside the measured range."""
+        """Seconds per component (kernel factor applied), and whether every lookup was
+        inside the measured range."""
         p, h = self.profile, self.profile.header
         parts: dict[str, float] = {}
         ok = True
@@ -215,6 +219,8 @@ class CalibratedStepTimeModel:
             parts["allreduce"] = h["allreduce_calls_per_layer"] * self._layers * t
             ok &= inside
         o = h["overhead"]
+        factor = float(o.get("kernel_factor", 1.0))
+        parts = {name: factor * t for name, t in parts.items()}
         parts["overhead"] = o["fixed_s"] + o["per_seq_s"] * batch.num_seqs
         return parts, ok
 

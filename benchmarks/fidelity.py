@@ -1,0 +1,68 @@
+"""How close the simulator's prediction comes to the bundled engine's measurement.
+
+    python3 benchmarks/fidelity.py                       # calibrate tiny on this CPU, then validate 3 times
+    python3 benchmarks/fidelity.py --profile DIR --runs 5 [--scenario engine/scenarios/tiny-cpu.yaml]
+
+Calibrates (unless --profile names a profile), replays the scenario through the engine and
+the simulator `--runs` times, and prints each metric's relative error per run and its
+median. The target: under 10% for TTFT, ITL and E2E at p50 (the CI test asserts 25%).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", default=str(REPO / "engine" / "scenarios" / "tiny-cpu.yaml"))
+    parser.add_argument("--profile", help="a calibrated profile folder; default: calibrate tiny on this CPU first")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+
+    from engine.calibrate import CalibrationRequest, calibrate
+    from engine.config import engine_config
+    from engine.device import cpu_device
+    from engine.kernels import select
+    from engine.microbench import Limits
+    from sizer.commands.validate import run_validation
+    from sizer.model_spec import load_model
+
+    with tempfile.TemporaryDirectory() as tmp:
+        profile = Path(args.profile) if args.profile else None
+        if profile is None:
+            start = time.perf_counter()
+            req = CalibrationRequest(engine_config(load_model("tiny")), cpu_device(), select("torch"), Limits(256, 64, 2048), "cpu")
+            profile = calibrate(req, Path(tmp))
+            print(f"calibrated {profile.name} in {time.perf_counter() - start:.0f} s")
+        reports = []
+        for i in range(args.runs):
+            start = time.perf_counter()
+            reports.append(run_validation(Path(args.scenario), profile, None, None))
+            print(f"run {i + 1}: validate took {time.perf_counter() - start:.0f} s")
+
+    first = reports[0]
+    print(f"\n{first.model} on {first.device}: {first.num_requests} requests, {first.cached_prompt_tokens} cached prompt "
+          f"tokens, {first.mixed_steps} mixed steps, {first.out_of_range_steps} steps outside the profile")
+    print("relative error (predicted - measured) / measured per run, its median, and the spread of the engine's own")
+    print("measurement across runs ((max - min) / median): the noise floor of this machine")
+    print(f"{'metric':22} {'measured':>10} {'predicted':>10}  " + "  ".join(f"{'run ' + str(i + 1):>7}" for i in range(len(reports)))
+          + f"  {'median':>7}  {'spread':>7}")
+    for k, row in enumerate(first.rows):
+        errors = [r.rows[k].relative_error for r in reports]
+        measured = [r.rows[k].measured for r in reports]
+        spread = (max(measured) - min(measured)) / statistics.median(measured)
+        print(f"{row.metric:22} {row.measured:10.2f} {row.predicted:10.2f}  " + "  ".join(f"{e:+7.1%}" for e in errors)
+              + f"  {statistics.median(errors):+7.1%}  {spread:7.1%}")
+
+
+if __name__ == "__main__":
+    main()

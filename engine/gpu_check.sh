@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The one device check of the bundled engine, for a session whose task is lent the H200
+# (device tool `run`; 15 minutes of device time in all, machine start included). Not run by
+# CI. It runs, from the repository root:
+#   1. the kernel correctness tests natively on the GPU (Triton vs torch, fp32/fp16/bf16);
+#   2. `sizer calibrate --gpu h200 --model llama-3.1-8b` (about 2 minutes);
+#   3. `sizer validate engine/scenarios/llama-3.1-8b-h200.yaml` (200 requests, about 1 minute);
+# and leaves under $OUT: run.log (everything printed), validate.json (the fidelity table) and
+# h200-llama-3.1-8b-tp1.tgz (the calibrated profile folder, to unpack into
+# hardware_profiles/calibrated/ and commit with the table, its date and device).
+#
+# simpy is missing from the device image. Before the call, here (it is pure Python):
+#   echo /.whl/ >> .git/info/exclude
+#   python3 -m pip download --no-deps --only-binary=:all: -d .whl simpy==4.1.2
+# then:  run(command="bash engine/gpu_check.sh", carry=[".whl"], timeout_s=540)
+# The achieved HBM bandwidth of the decode attention kernel against the measured copy
+# bandwidth is printed by calibrate and kept in profile.yaml (achieved:).
+set -uo pipefail
+
+OUT=${OUT:-out/gpu-check}
+mkdir -p "$OUT/profile"
+LOG="$OUT/run.log"
+export PYTHONUNBUFFERED=1
+if ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+        && export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+
+step() { echo; echo "== $1 ($(date -u +%H:%M:%S))" | tee -a "$LOG"; }
+
+step "device"
+{ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv
+  python3 -c "import torch, triton, simpy; print('torch', torch.__version__, 'triton', triton.__version__, 'simpy', simpy.__version__)"
+} 2>&1 | tee -a "$LOG"
+
+step "1. kernel correctness on the GPU"
+timeout 120 python3 -m pytest tests/engine/test_engine_kernels.py -q -p no:cacheprovider 2>&1 | tail -n 25 | tee -a "$LOG"
+kernels=${PIPESTATUS[0]}
+
+step "2. calibrate"
+timeout 240 python3 -m sizer calibrate --gpu h200 --model llama-3.1-8b --out "$OUT/profile" 2>&1 | tee -a "$LOG"
+calibrated=${PIPESTATUS[0]}
+PROFILE="$OUT/profile/h200-llama-3.1-8b-tp1"
+if [ -d "$PROFILE" ]; then
+    tar czf "$OUT/h200-llama-3.1-8b-tp1.tgz" -C "$OUT/profile" h200-llama-3.1-8b-tp1
+    sed -n '/^achieved:/,$p' "$PROFILE/profile.yaml" | tee -a "$LOG"
+fi
+
+step "3. validate"
+validated=1
+if [ "$calibrated" -eq 0 ]; then
+    timeout 180 python3 -m sizer validate engine/scenarios/llama-3.1-8b-h200.yaml --profile "$PROFILE" --json \
+        > "$OUT/validate.json" 2>> "$LOG"
+    validated=$?
+    python3 - "$OUT/validate.json" <<'EOF' 2>&1 | tee -a "$LOG"
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"{r['model']} on {r['device']}: {r['num_requests']} requests, engine time {r['engine_time_s']:.1f} s, "
+      f"{r['cached_prompt_tokens']} cached prompt tokens, {r['out_of_range_steps']} of {r['steps_predicted']} steps out of range")
+print(f"{'metric':22} {'measured':>11} {'predicted':>11} {'error':>8}")
+for row in r["rows"]:
+    print(f"{row['metric']:22} {row['measured']:11.2f} {row['predicted']:11.2f} {row['relative_error']:+8.1%}")
+EOF
+fi
+rm -rf "$OUT/profile"
+echo "kernels=$kernels calibrate=$calibrated validate=$validated" | tee -a "$LOG"
+[ "$kernels" -eq 0 ] && [ "$calibrated" -eq 0 ] && [ "$validated" -eq 0 ]

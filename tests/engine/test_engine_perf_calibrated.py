@@ -1,0 +1,120 @@
+"""The calibrated step-time model on a hand-made profile whose tables are exact linear or
+bilinear functions, so every prediction can be derived by hand."""
+
+import csv
+
+import pytest
+import yaml
+
+from sizer.errors import InputError
+from sizer.perf_calibrated import CalibratedStepTimeModel, load_profile, split_attention
+from sizer.step_batch import StepBatch
+
+
+def write(path, rows):
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+@pytest.fixture
+def profile(tmp_path):
+    # qkv: 1e-4 + 1e-5 (t - 1) s per call; embed 1e-5 flat; lm_head 1e-4 + 1e-5 (s - 1); sampling 1e-5;
+    # decode attention 1e-5 + 1e-6 s + 1e-8 s c; prefill attention 2e-5 + 1e-7 n + 1e-9 n c (bilinear: exact).
+    write(tmp_path / "token_ops.csv", [{"tokens": t, "qkv_s": 1e-4 + 1e-5 * (t - 1), "embed_s": 1e-5} for t in (1, 101)])
+    write(tmp_path / "seq_ops.csv", [{"seqs": s, "lm_head_s": 1e-4 + 1e-5 * (s - 1), "sampling_s": 1e-5} for s in (1, 65)])
+    write(tmp_path / "decode_attention.csv", [{"seqs": s, "context_tokens": c, "time_s": 1e-5 + 1e-6 * s + 1e-8 * s * c}
+                                              for s in (1, 64) for c in (0, 1000)])
+    write(tmp_path / "prefill_attention.csv", [{"chunk_tokens": n, "context_tokens": c, "time_s": 2e-5 + 1e-7 * n + 1e-9 * n * c}
+                                               for n in (2, 256) for c in (0, 1000)])
+    header = {"schema_version": 1, "device": {"kind": "cpu", "id": "cpu", "name": "test CPU"}, "dtype": "float32",
+              "dtype_bytes": 4, "model": {"name": "tiny", "tp": 1, "hidden_size": 256, "engine_num_layers": 2,
+                                          "model_num_layers": 2, "scale": 1.0},
+              "calls_per_step": {"embed": 1, "qkv": 2}, "per_layer_ops": ["qkv"], "allreduce_calls_per_layer": 0,
+              "overhead": {"fixed_s": 1e-3, "per_seq_s": 1e-4}}
+    (tmp_path / "profile.yaml").write_text(yaml.safe_dump(header))
+    return load_profile(tmp_path)
+
+
+# Three decodes on 100, 200 and 300 cached tokens and a 50-token chunk on 40 cached ones.
+BATCH = StepBatch.from_seqs([(1, 100), (1, 200), (1, 300), (50, 40)])
+
+
+def test_split_attention_recovers_the_prefill_chunk():
+    decode, decode_ctx, prefill, n, c = split_attention(BATCH)
+    assert (decode, decode_ctx, prefill, n, c) == (3, 200.0, 1, 50.0, 40.0)
+
+
+def test_split_attention_equal_chunks_and_one_token_chunks():
+    # two 10-token chunks on 30 cached tokens each and one decode on 7: exact (equal chunks)
+    assert split_attention(StepBatch.from_seqs([(10, 30), (10, 30), (1, 7)])) == (1, 7.0, 2, 10.0, 30.0)
+    # a 1-token prefill chunk costs what a decode costs: it is counted as one
+    one = StepBatch.from_seqs([(1, 9), (1, 5)], prefill=[True, False])
+    assert split_attention(one) == (2, 7.0, 0, 0.0, 0.0)
+
+
+def test_step_time_is_the_sum_of_the_tables(profile):
+    model = CalibratedStepTimeModel(profile)
+    # 53 new tokens: qkv 2 x (1e-4 + 52e-5) = 1.24e-3; embed 1e-5; 4 seqs: lm_head 1.3e-4,
+    # sampling 1e-5; decode 2 layers x (1e-5 + 3e-6 + 1e-8 x 3 x 200) = 3.8e-5; prefill 2 x
+    # (2e-5 + 5e-6 + 2e-6) = 5.4e-5; overhead 1e-3 + 4 x 1e-4 = 1.4e-3. Total 2.882e-3 s.
+    parts, inside = model.breakdown(BATCH)
+    assert inside
+    assert parts["qkv"] == pytest.approx(1.24e-3)
+    assert parts["decode_attention"] == pytest.approx(3.8e-5)
+    assert parts["prefill_attention"] == pytest.approx(5.4e-5)
+    assert model.step_time(BATCH) == pytest.approx(2.882e-3)
+    assert model.out_of_range_steps == 0 and model.steps == 1
+    assert "test CPU" in model.name
+
+
+def test_more_layers_scale_the_per_layer_parts(profile):
+    # 4 layers instead of 2 double qkv (+1.24e-3), decode (+3.8e-5) and prefill (+5.4e-5)
+    four = CalibratedStepTimeModel(profile, num_layers=4)
+    assert four.step_time(BATCH) == pytest.approx(2.882e-3 + 1.24e-3 + 3.8e-5 + 5.4e-5)
+
+
+def test_outside_the_tables_is_counted_and_extrapolated_or_handed_to_the_fallback(profile):
+    big = StepBatch.from_seqs([(201, 0)])                    # 201 tokens > the 101 measured
+    model = CalibratedStepTimeModel(profile)
+    parts, inside = model.breakdown(big)
+    assert not inside
+    assert parts["qkv"] == pytest.approx(2 * (1e-4 + 200e-5))  # the last segment, extended
+    model.step_time(big)
+    assert model.out_of_range_steps == 1
+
+    class Fallback:
+        name = "roofline"
+
+        def step_time(self, batch):
+            return 0.5
+
+    with_fallback = CalibratedStepTimeModel(profile, fallback=Fallback())
+    assert with_fallback.step_time(big) == 0.5 and with_fallback.out_of_range_steps == 1
+    assert with_fallback.step_time(BATCH) == pytest.approx(2.882e-3)
+
+
+def test_bad_profiles_are_one_line_input_errors(tmp_path, profile):
+    with pytest.raises(InputError, match="no profile.yaml"):
+        load_profile(tmp_path / "missing")
+    (profile.path / "profile.yaml").write_text(yaml.safe_dump({"schema_version": 99}))
+    with pytest.raises(InputError, match="schema_version"):
+        load_profile(profile.path)
+
+
+def test_kernel_factor_scales_the_tables_not_the_overhead(profile):
+    # Doubling the kernels: 2 x (2.882e-3 - 1.4e-3) + 1.4e-3 = 4.364e-3 s.
+    profile.header["overhead"]["kernel_factor"] = 2.0
+    assert CalibratedStepTimeModel(profile).step_time(BATCH) == pytest.approx(4.364e-3)
+
+
+def test_tp_profiles_add_the_all_reduce(profile):
+    # TP 2, hidden 256 in float32: 53 tokens x 256 x 4 bytes = 54,272 bytes per all-reduce;
+    # the table 10 us + 1 ns per byte gives 64.272 us, x 2 per layer x 2 layers = 257.088 us.
+    write(profile.path / "allreduce.csv", [{"bytes": b, "time_s": 1e-5 + 1e-9 * b} for b in (4096, 131072)])
+    header = dict(profile.header, allreduce_calls_per_layer=2)
+    header["model"] = dict(header["model"], tp=2)
+    (profile.path / "profile.yaml").write_text(yaml.safe_dump(header))
+    parts, inside = CalibratedStepTimeModel(load_profile(profile.path)).breakdown(BATCH)
+    assert inside and parts["allreduce"] == pytest.approx(257.088e-6)
