@@ -56,13 +56,15 @@ def plan(
     kv_cache_dtype: Optional[str] = typer.Option(None, help="auto, bf16, fp16, fp8"),
     max_model_len: Optional[int] = typer.Option(None, help="longest context per sequence"),
     rate: Optional[float] = typer.Option(None, help="arrival rate, requests per second"),
+    profile: Optional[Path] = typer.Option(None, "--profile", help="calibrated profile folder (sizer calibrate): measured step times"),
     simulate: bool = typer.Option(False, "--simulate", help="add simulated latency at the scenario's rate and the goodput rate"),
 ) -> None:
     """Memory, parallel split, Little's-law capacity, step times and cost for a scenario."""
     overrides = {"model.name": model, "hardware.gpu": gpu, "deployment.tensor_parallel_size": tp,
                  "deployment.pipeline_parallel_size": pp, "deployment.quantization": weights,
                  "deployment.kv_cache_dtype": kv_cache_dtype, "deployment.max_model_len": max_model_len,
-                 "workload.arrival.rate_per_s": rate}
+                 "workload.arrival.rate_per_s": rate,
+                 "hardware.calibrated_profile": str(profile.resolve()) if profile else None}
 
     def go():
         from sizer.plan import make_plan

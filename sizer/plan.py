@@ -131,13 +131,23 @@ class Plan:
         return dataclasses.asdict(self)
 
 
-def step_model_for(r: Resolved) -> RooflineStepTimeModel:
-    """The roofline step-time model of a resolved scenario (the simulator's default)."""
+def roofline_for(r: Resolved) -> RooflineStepTimeModel:
+    """The roofline step-time model of a resolved scenario."""
     weights = weight_memory(r.model, r.weight_format, r.parallel, r.scenario.deployment.quantization_group_size,
                             r.scenario.model.num_parameters)
     kv = kv_layout(r.model, r.kv_cache_dtype, r.parallel)
     return RooflineStepTimeModel(r.model, r.hardware, r.weight_format, weights, kv, r.parallel,
                                  r.scenario.deployment.quantization_group_size)
+
+
+def step_model_for(r: Resolved):
+    """What prices a step: the calibrated profile when the scenario names one (roofline outside
+    its measured range), else the roofline."""
+    roofline = roofline_for(r)
+    if r.calibrated_profile is None:
+        return roofline
+    from sizer.perf_calibrated import CalibratedStepTimeModel
+    return CalibratedStepTimeModel(r.calibrated_profile, num_layers=r.model.num_layers, fallback=roofline)
 
 
 def _attention_kind(m) -> str:
@@ -155,22 +165,24 @@ def expected_tokens_per_step(alpha: float, gamma: int) -> float:
     return (1 - alpha ** (gamma + 1)) / (1 - alpha)
 
 
-def _step_times(r: Resolved, step: RooflineStepTimeModel, weights: WeightMemory, budget: MemoryBudget,
+def _step_times(r: Resolved, step, roofline: RooflineStepTimeModel, weights: WeightMemory, budget: MemoryBudget,
                 prompt_mean: float, output_mean: float) -> StepTimes:
+    """Step times from `step` (calibrated or roofline); the bandwidth bound and the compute-bound
+    batch are roofline properties."""
     e = r.engine
     context = int(prompt_mean + output_mean / 2)
     chunk = e.max_num_batched_tokens if e.enable_chunked_prefill else None
     prefill_s = prefill_time_s(step, int(round(prompt_mean)), chunk)
     # The seeds' bound: every weight read once per token (for MoE, only the experts one token routes to).
-    untouched_expert_bytes = step.expert_bytes * (1 - step.experts_touched(1))
+    untouched_expert_bytes = roofline.expert_bytes * (1 - roofline.experts_touched(1))
     bound_s = (weights.per_gpu_bytes - untouched_expert_bytes) / r.hardware.memory_bandwidth_bytes_per_s
     b1_s = step.step_time(decode_batch(1, context))
-    seq_bytes = step.kv.sequence_bytes(int(prompt_mean + output_mean), budget.block_size)
+    seq_bytes = roofline.kv.sequence_bytes(int(prompt_mean + output_mean), budget.block_size)
     mem_batch = max(1, min(e.max_num_seqs, int(budget.kv_cache_bytes // seq_bytes)))
     mem_s = step.step_time(decode_batch(mem_batch, context))
     return StepTimes(step.name, prompt_mean, output_mean, prefill_s * 1e3, bound_s * 1e3, 1 / bound_s if bound_s else math.inf,
                      b1_s * 1e3, 1 / b1_s, mem_batch, mem_s * 1e3, mem_batch / mem_s,
-                     compute_bound_batch(step, context), step.compute_format)
+                     compute_bound_batch(roofline, context), roofline.compute_format)
 
 
 def _time_in_system_s(step: RooflineStepTimeModel, rate: float, prefill_s: float, output_mean: float, context: int,
@@ -193,6 +205,7 @@ def make_plan(r: Resolved) -> Plan:
     kv = kv_layout(m, r.kv_cache_dtype, p)
     budget = memory_budget(m, hw.memory_bytes, weights, kv, p, d.gpu_memory_utilization, e.block_size,
                            e.max_model_len, e.max_num_batched_tokens, e.max_num_seqs)
+    roofline = roofline_for(r)
     step = step_model_for(r)
     if w.trace is None:
         prompt_mean, output_mean = mean_length(w.prompt_tokens), mean_length(w.output_tokens)
@@ -201,7 +214,7 @@ def make_plan(r: Resolved) -> Plan:
         from sizer.simulate import trace_summary
         summary = trace_summary(s)
         prompt_mean, output_mean, rate = summary.prompt_tokens_mean, summary.output_tokens_mean, summary.rate_per_s
-    times = _step_times(r, step, weights, budget, prompt_mean, output_mean)
+    times = _step_times(r, step, roofline, weights, budget, prompt_mean, output_mean)
 
     # Little's law.
     if w.time_in_system_s is not None:
@@ -248,7 +261,7 @@ def make_plan(r: Resolved) -> Plan:
         engine=dataclasses.asdict(e), model=model, weights=weights, kv=kv,
         kv_bytes_per_sequence_at_max_model_len=kv.sequence_bytes(e.max_model_len, e.block_size, per_gpu=False),
         kv_demand=demand, memory=budget, parallel=parallel, capacity=capacity, step_times=times, speculative=spec,
-        cost=cost, fits=fits, verdict=verdict, assumptions=assumptions(r, step))
+        cost=cost, fits=fits, verdict=verdict, assumptions=assumptions(r, roofline))
 
 
 def kv_heads_per_gpu_of(m, p) -> int:
@@ -279,4 +292,10 @@ def assumptions(r: Resolved, step: RooflineStepTimeModel) -> list[str]:
         "pipeline parallelism: a step's latency is the sum of its stages (no micro-batch overlap)",
         "engine settings: " + ", ".join(f"{k} from {v}" for k, v in r.engine.sources.items()),
         f"price: {r.price_source}",
-    ]
+    ] + ([calibration_note(r)] if r.calibrated_profile else [])
+
+
+def calibration_note(r: Resolved) -> str:
+    h = r.calibrated_profile.header
+    return (f"step times: calibrated profile {r.calibrated_profile.path} measured on {h['device']['name']} on {h['date']} "
+            f"(torch {h['versions']['torch']}, {h['dtype']}); the roofline prices steps outside its measured range")

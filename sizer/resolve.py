@@ -39,6 +39,7 @@ class Resolved:
     engine: EngineSettings
     price_usd_per_gpu_hour: float | None
     price_source: str
+    calibrated_profile: object | None = None     # sizer.perf_calibrated.CalibrationProfile
 
 
 def model_of(s: Scenario) -> ModelSpec:
@@ -101,4 +102,21 @@ def resolve(s: Scenario) -> Resolved:
         price, price_source = s.cost.price_usd_per_gpu_hour, "scenario"
     else:
         price, price_source = hardware.price_usd_per_gpu_hour, f"hardware profile {hardware.id} ({hardware.price_rule})"
-    return Resolved(s, model, hardware, parallel, fmt, kv_dtype, engine, price, price_source)
+    profile = _calibrated_profile(s, model, parallel) if s.hardware.calibrated_profile else None
+    return Resolved(s, model, hardware, parallel, fmt, kv_dtype, engine, price, price_source, profile)
+
+
+def _calibrated_profile(s: Scenario, model: ModelSpec, parallel: ParallelConfig):
+    """The scenario's calibrated profile, checked against its model and tensor-parallel size."""
+    from sizer.perf_calibrated import load_profile
+
+    field_path = "hardware.calibrated_profile"
+    folder = scenario_dir(s) / s.hardware.calibrated_profile
+    if not folder.exists():
+        raise InputError(s.file, field_path, f"profile folder {str(folder)!r} not found")
+    profile = load_profile(folder)
+    measured = profile.header["model"]
+    if measured["name"] != model.name or int(measured["tp"]) != parallel.tp:
+        raise InputError(s.file, field_path, f"measured for {measured['name']} at TP{measured['tp']}; "
+                         f"the scenario serves {model.name} at TP{parallel.tp}")
+    return profile

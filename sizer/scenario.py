@@ -32,6 +32,7 @@ class ModelSection:
 @dataclass(frozen=True)
 class HardwareSection:
     gpu: str = field(doc="accelerator profile id or alias (`sizer gpus`)")
+    calibrated_profile: str | None = field(None, doc="folder written by `sizer calibrate` (relative to the scenario file): step times from kernels measured on the device instead of the roofline")
 
 
 @dataclass(frozen=True)
