@@ -52,6 +52,13 @@ class DecodeGroup:
         fit the computed tokens exactly, so that is when the next token needs a new block)."""
         return self._phase[-(self.tick + steps_ahead) % self.block_size]
 
+    def needing_blocks(self, steps: int) -> list[dict[Request, None]]:
+        """`needing_block(j)` for each of the next `steps` steps: the phases in reverse cyclic
+        order from the current one, repeated."""
+        p = -self.tick % self.block_size
+        cycle = self._phase[p::-1] + self._phase[:p:-1]
+        return (cycle * -(-steps // self.block_size))[:steps]
+
     def steps_to_first_finish(self) -> int:
         return min(self._finish_at) - self.tick
 
@@ -61,7 +68,9 @@ class DecodeGroup:
         self.tick += steps
         self.context_tokens += len(self.members) * steps
         self.last_tick_s = now_s
-        done = self._finish_at.pop(self.tick, [])
+        done = self._finish_at.pop(self.tick, None)
+        if done is None:
+            return []
         for req in done:
             self._remove(req)
         return done

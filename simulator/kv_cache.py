@@ -190,6 +190,16 @@ class KVCacheManager:
         """Take `n` more blocks for `req`; the caller has checked that the pool holds them."""
         self._take(req.block_ids, n)
 
+    def append_block_each(self, reqs: Iterable[Request]) -> None:
+        """Give each request one more block, in order, as `append_blocks(req, 1)` would; the
+        caller has checked that the pool holds them."""
+        plain = self._plain
+        for req in reqs:
+            if plain:
+                req.block_ids.append(plain.pop())
+            else:
+                self._take(req.block_ids, 1)
+
     def _take(self, out: list[int], n: int) -> None:
         plain = self._plain
         if n <= len(plain):

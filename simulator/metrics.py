@@ -10,8 +10,7 @@ the SLO's ITL target is checked against the request's TPOT (its mean time betwee
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -150,41 +149,3 @@ def _at(lat: Latency, percentile: float, target_ms: float) -> bool:
     if float(percentile) in (50.0, 95.0, 99.0):
         return lat.at(percentile) <= target_ms
     raise ValueError("SLO percentile must be 50, 95 or 99")
-
-
-@dataclass(frozen=True)
-class GoodputSearch:
-    rate_per_s: float                   # highest rate found meeting the SLO share (0 if none)
-    share_at_rate: float
-    points: list[tuple[float, float]] = field(default_factory=list)   # (rate, share) evaluated
-
-
-def goodput_rate(simulate_at: Callable[[float], SimulationResult], slo: SLO, max_rate_per_s: float,
-                 min_rate_per_s: float | None = None, rel_tol: float = 0.02) -> GoodputSearch:
-    """Highest request rate whose simulation still has `slo.required_share` of requests
-    meeting every target: geometric bisection between min and max rate, to `rel_tol`.
-    Assumes attainment falls as the rate rises."""
-    if not slo.has_targets:
-        raise ValueError("goodput needs at least one SLO target")
-    points: list[tuple[float, float]] = []
-
-    def share(rate: float) -> float:
-        s = float(slo_attainment(simulate_at(rate), slo).mean())
-        points.append((rate, s))
-        return s
-
-    hi, lo = max_rate_per_s, min_rate_per_s or max_rate_per_s / 64.0
-    s_hi = share(hi)
-    if s_hi >= slo.required_share:
-        return GoodputSearch(hi, s_hi, points)
-    s_lo = share(lo)
-    if s_lo < slo.required_share:
-        return GoodputSearch(0.0, s_lo, points)
-    while hi / lo > 1.0 + rel_tol:
-        mid = math.sqrt(lo * hi)
-        s_mid = share(mid)
-        if s_mid >= slo.required_share:
-            lo, s_lo = mid, s_mid
-        else:
-            hi = mid
-    return GoodputSearch(lo, s_lo, points)

@@ -14,13 +14,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from simulator.request import Request, Status
-from sizer.step_batch import StepBatch
 
-_REQUEST_COLUMNS = {
-    "request_id": "q", "replica": "q", "tenant": "q", "arrival_s": "d", "prompt_tokens": "q",
-    "output_tokens": "q", "generated_tokens": "q", "cached_prompt_tokens": "q", "scheduled_s": "d", "first_token_s": "d",
-    "finished_s": "d", "preemptions": "q", "rejected": "b",
-}
+# Per request: integer and float values, one row each in two flat arrays (one `fromlist` call
+# per request), split into columns in this order at the end.
+_REQUEST_COLUMNS = ("request_id", "replica", "tenant", "arrival_s", "prompt_tokens", "output_tokens",
+                    "generated_tokens", "cached_prompt_tokens", "scheduled_s", "first_token_s", "finished_s",
+                    "preemptions", "rejected")
+_REQUEST_INTS = ("request_id", "replica", "tenant", "prompt_tokens", "output_tokens", "generated_tokens",
+                 "cached_prompt_tokens", "preemptions", "rejected")
+_REQUEST_FLOATS = ("arrival_s", "scheduled_s", "first_token_s", "finished_s")
 _STEP_COLUMNS = {"replica": "q", "end_s": "d", "step_s": "d", "num_seqs": "q", "new_tokens": "q",
                  "itl_seqs": "q", "kv_used_blocks": "q"}
 
@@ -61,60 +63,55 @@ class SimulationResult:
 
 class Recorder:
     def __init__(self) -> None:
-        self._req = {k: array(t) for k, t in _REQUEST_COLUMNS.items()}
+        self._req_ints, self._req_floats = array("q"), array("d")
         self._step = {k: array(t) for k, t in _STEP_COLUMNS.items()}
+        self._step_columns = tuple(self._step.values())      # in _STEP_COLUMNS order, for the hot paths
         self._reasons: dict[int, str] = {}
         self._gaps = array("d")
         self.num_done = 0
 
     def request_done(self, req: Request, replica: int) -> None:
         """Record a request that finished or was rejected."""
-        c = self._req
         rejected = req.status is Status.REJECTED
-        c["request_id"].append(req.request_id)
-        c["replica"].append(replica)
-        c["tenant"].append(req.tenant)
-        c["arrival_s"].append(req.arrival_s)
-        c["prompt_tokens"].append(req.prompt_tokens)
-        c["output_tokens"].append(req.output_tokens)
-        c["generated_tokens"].append(req.num_output_tokens)
-        c["cached_prompt_tokens"].append(req.num_cached_prompt_tokens)
-        c["scheduled_s"].append(req.scheduled_s)
-        c["first_token_s"].append(req.first_token_s)
-        c["finished_s"].append(req.finished_s)
-        c["preemptions"].append(req.num_preemptions)
-        c["rejected"].append(rejected)
+        self._req_ints.fromlist([req.request_id, replica, req.tenant, req.prompt_tokens, req.output_tokens,
+                                 req.num_output_tokens, req.num_cached_prompt_tokens, req.num_preemptions, rejected])
+        self._req_floats.fromlist([req.arrival_s, req.scheduled_s, req.first_token_s, req.finished_s])
         if rejected:
             self._reasons[req.request_id] = req.reject_reason
         if req.itl_gaps_s:
             self._gaps.extend(req.itl_gaps_s)
         self.num_done += 1
 
-    def step(self, replica: int, end_s: float, step_s: float, batch: StepBatch, itl_seqs: int,
+    def step(self, replica: int, end_s: float, step_s: float, num_seqs: int, new_tokens: int, itl_seqs: int,
              kv_used_blocks: int) -> None:
-        s = self._step
-        s["replica"].append(replica)
-        s["end_s"].append(end_s)
-        s["step_s"].append(step_s)
-        s["num_seqs"].append(batch.num_seqs)
-        s["new_tokens"].append(batch.new_tokens)
-        s["itl_seqs"].append(itl_seqs)
-        s["kv_used_blocks"].append(kv_used_blocks)
+        replicas, ends, durations, seqs, tokens, itl, used = self._step_columns
+        replicas.append(replica)
+        ends.append(end_s)
+        durations.append(step_s)
+        seqs.append(num_seqs)
+        tokens.append(new_tokens)
+        itl.append(itl_seqs)
+        used.append(kv_used_blocks)
 
     def decode_run(self, replica: int, end_s: list[float], step_s: list[float], num_seqs: int,
                    kv_used_blocks: list[int]) -> None:
-        """Record k pure-decode steps of `num_seqs` sequences at once."""
-        s, k = self._step, len(end_s)
-        s["replica"].extend([replica] * k)
-        s["end_s"].extend(end_s)
-        s["step_s"].extend(step_s)
-        s["num_seqs"].extend([num_seqs] * k)
-        s["new_tokens"].extend([num_seqs] * k)
-        s["itl_seqs"].extend([num_seqs] * k)
-        s["kv_used_blocks"].extend(kv_used_blocks)
+        """Record k pure-decode steps of `num_seqs` sequences at once (`fromlist`: extend's fast path for lists)."""
+        replicas, ends, durations, seqs, tokens, itl, used = self._step_columns
+        k = len(end_s)
+        replicas.fromlist([replica] * k)
+        ends.fromlist(end_s)
+        durations.fromlist(step_s)
+        same = [num_seqs] * k
+        seqs.fromlist(same)
+        tokens.fromlist(same)
+        itl.fromlist(same)
+        used.fromlist(kv_used_blocks)
 
     def result(self, num_blocks: int, num_replicas: int, num_preemptions: int) -> SimulationResult:
-        c = {k: np.array(v) for k, v in self._req.items()}
+        ints = np.array(self._req_ints).reshape(-1, len(_REQUEST_INTS))
+        floats = np.array(self._req_floats).reshape(-1, len(_REQUEST_FLOATS))
+        split = {k: ints[:, i] for i, k in enumerate(_REQUEST_INTS)} | {k: floats[:, i] for i, k in enumerate(_REQUEST_FLOATS)}
+        c = {k: split[k] for k in _REQUEST_COLUMNS}
         order = np.argsort(c["request_id"], kind="stable")
         c = {k: v[order] for k, v in c.items()}
         c["rejected"] = c["rejected"].astype(bool)
@@ -126,8 +123,9 @@ class Recorder:
             c["tpot_ms"] = np.where(done & (c["output_tokens"] > 1), (c["finished_s"] - c["first_token_s"]) * ms
                                     / np.maximum(c["output_tokens"] - 1, 1), np.nan)
         st = {k: np.array(v) for k, v in self._step.items()}
-        order = np.lexsort((st["replica"], st["end_s"]))     # by time, then replica
-        st = {k: v[order] for k, v in st.items()}
+        if not np.all(np.diff(st["end_s"]) > 0):            # one replica's steps are in order already
+            order = np.lexsort((st["replica"], st["end_s"]))     # by time, then replica
+            st = {k: v[order] for k, v in st.items()}
         timeline = Timeline(st["replica"], st["end_s"], st["step_s"], st["num_seqs"], st["new_tokens"],
                             st["itl_seqs"], st["kv_used_blocks"] / num_blocks)
         return SimulationResult(c, dict(self._reasons), timeline, np.sort(np.array(self._gaps)), num_replicas,

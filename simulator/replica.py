@@ -31,20 +31,47 @@ from sizer.step_batch import StepBatch, StepTimeModel
 class StepTimes:
     """Memoised step times: a step-time model is a pure function of the batch, and runs of
     similar traffic repeat batch shapes often (more than half the steps of the standard
-    benchmark). Bounded."""
+    benchmark). Keys are plain tuples of the batch's fields: hashing a frozen dataclass goes
+    through its generated Python `__hash__` and `__eq__`, which cost more than the lookup.
+    Bounded."""
 
     def __init__(self, model: StepTimeModel, max_entries: int = 1 << 16):
-        self.model, self._memo, self._max = model, {}, max_entries
+        self.model, self._max = model, max_entries
+        self._memo: dict[tuple[int, ...], float] = {}
+        self.decodes: dict[tuple[int, int], float] = {}     # plain decode steps: (seqs, context) -> s
 
     def __call__(self, batch: StepBatch) -> float:
-        t = self._memo.get(batch)
+        key = (batch.num_seqs, batch.new_tokens, batch.context_tokens, batch.attention_pairs, batch.prefill_seqs,
+               batch.prefill_tokens, batch.draft_tokens)
+        t = self._memo.get(key)
         if t is None:
-            t = self.model.step_time(batch)
-            if not t > 0.0:
-                raise ValueError(f"step-time model returned {t!r} s; a step must take a positive time")
-            if len(self._memo) >= self._max:
-                self._memo.clear()
-            self._memo[batch] = t
+            t = self._store(self._memo, key, batch)
+        return t
+
+    def shape(self, key: tuple[int, int, int, int, int, int, int]) -> float:
+        """The time of the batch with these field values (StepBatch order); the StepBatch is
+        built only when the time is not memoised."""
+        t = self._memo.get(key)
+        if t is None:
+            t = self._store(self._memo, key, StepBatch(*key))
+        return t
+
+    def decode(self, num_seqs: int, context_tokens: int) -> float:
+        """A step of `num_seqs` one-token decodes on `context_tokens` in all; the StepBatch is
+        built only when the time is not memoised."""
+        t = self.decodes.get((num_seqs, context_tokens))
+        if t is None:
+            t = self._store(self.decodes, (num_seqs, context_tokens),
+                            StepBatch(num_seqs, num_seqs, context_tokens, context_tokens + num_seqs))
+        return t
+
+    def _store(self, memo: dict, key: tuple[int, ...], batch: StepBatch) -> float:
+        t = self.model.step_time(batch)
+        if not t > 0.0:
+            raise ValueError(f"step-time model returned {t!r} s; a step must take a positive time")
+        if len(memo) >= self._max:
+            memo.clear()
+        memo[key] = t
         return t
 
 
@@ -127,7 +154,7 @@ class Replica:
         def apply():
             accepted = self._draw_accepted(step) if step.spec_seqs else None
             finished = self.scheduler.update(step, t, accepted)
-            self.recorder.step(self.index, t, dt, step.batch, step.num_itl_seqs, used)
+            self.recorder.step(self.index, t, dt, step.batch.num_seqs, step.batch.new_tokens, step.num_itl_seqs, used)
             self._t = t
             for req in finished:
                 self.on_done(self, req)
@@ -137,14 +164,23 @@ class Replica:
         """Price the run's steps, stopping at the first that ends at or after `horizon`, and
         allocate their blocks; return the last end time and how to apply them."""
         t, ends, durations, step_times = self._t, [], [], self.step_times
-        for _, batch in zip(range(run.max_steps), run.batches()):
-            dt = step_times(batch)
+        steps = run.max_steps
+        if run.tail is not None:
+            dt = step_times.shape(run.tail_shape())
+            t += dt
+            ends.append(t)
+            durations.append(dt)
+            steps -= 1
+        n, ctx = run.decode_start()
+        memo, decode = step_times.decodes, step_times.decode
+        for _ in range(steps if t < horizon else 0):
+            dt = memo.get((n, ctx)) or decode(n, ctx)     # a hit without a call (times are > 0)
+            ctx += n
             t += dt
             ends.append(t)
             durations.append(dt)
             if t >= horizon:
                 break
-        first = next(run.batches())
         k, used = self.scheduler.allocate_decode_run(run, ends)
         if k == 0:
             return self._plan_step()          # nothing gained, or the pool is short: step normally
@@ -155,7 +191,8 @@ class Replica:
             finished = self.scheduler.finish_decode_run(run, k, t)
             rec, start = self.recorder, 0
             if run.tail is not None:
-                rec.step(self.index, ends[0], durations[0], first, run.num_seqs, used[0])
+                rec.step(self.index, ends[0], durations[0], run.num_seqs + 1, run.num_seqs + run.tail_tokens,
+                         run.num_seqs, used[0])
                 start = 1
             n = run.num_seqs + (run.tail is not None)
             rec.decode_run(self.index, ends[start:], durations[start:], n, used[start:])

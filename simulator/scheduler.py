@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from itertools import accumulate
 
 from simulator.decode_group import DecodeGroup
 from simulator.kv_cache import KVCacheManager
@@ -113,12 +114,14 @@ class Scheduler:
         if self.config.enable_chunked_prefill:
             if self._group.members:
                 self._schedule_group(step)
-            self._schedule_running(step)
-            if not step.preempted:
+            if self._explicit:
+                self._schedule_running(step)
+            if self.waiting and not step.preempted:
                 self._schedule_waiting(step, now)
         else:
-            self._schedule_waiting(step, now)
-            if not step.others and not step.decodes:
+            if self.waiting:
+                self._schedule_waiting(step, now)
+            if not step.others and not step.decodes and self._explicit:
                 self._schedule_running(step)
         return step.build()
 
@@ -130,8 +133,7 @@ class Scheduler:
         if len(need) > kv.num_free_blocks:
             self._explicit[:0] = g.dissolve()
             return
-        for req in need:
-            kv.append_blocks(req, 1)
+        kv.append_block_each(need)
         n = len(g.members)
         step.group, step.group_tick = list(g.members), g.tick
         step.budget -= n
@@ -321,44 +323,48 @@ class Scheduler:
             tail = explicit[0]
             tail_tokens = tail.prompt_tokens - tail.num_computed_tokens
             cap = cfg.long_prefill_token_threshold
-            if (tail.num_output_tokens or len(g) + tail_tokens > cfg.max_num_batched_tokens
+            if (tail.num_output_tokens or len(g.members) + tail_tokens > cfg.max_num_batched_tokens
                     or (cap and tail_tokens > cap)):
                 return None
             limit = min(limit, tail.output_tokens)
         if not g.members and tail is None:
             return None
-        return DecodeRun(limit, len(g), g.context_tokens, tail, tail_tokens)
+        return DecodeRun(limit, len(g.members), g.context_tokens, tail, tail_tokens)
 
     def allocate_decode_run(self, run: DecodeRun, step_end_s: list[float]) -> tuple[int, list[int]]:
         """Allocate the blocks of the run's steps ending at `step_end_s` in stepping order,
         stopping before the first step the pool cannot serve, and apply the tail's prompt
         step. Returns (steps allocated, used blocks after each); 0 steps (nothing changed)
         when the run would not get past what a normal step does."""
-        kv, g, bs, tail = self.kv, self._group, self.kv.block_size, run.tail
-        k = len(step_end_s)
-        boundary = [g.needing_block(j) for j in range(k)]
-        counts = [len(b) for b in boundary]
-        tail_blocks = [0] * k
+        kv, bs, tail = self.kv, self.kv.block_size, run.tail
+        boundary = self._group.needing_blocks(len(step_end_s))
+        counts = list(map(len, boundary))
+        tail_blocks = None
         if tail is not None:
+            tail_blocks = [0] * len(counts)
             full = kv.blocks_for(tail.prompt_tokens)
             tail_blocks[0] = full - len(tail.block_ids)
-            for j in range(full * bs - tail.prompt_tokens + 1, k, bs):    # its decodes, steps 2..k
+            for j in range(full * bs - tail.prompt_tokens + 1, len(counts), bs):    # its decodes, steps 2..k
                 tail_blocks[j] = 1
             counts = [c + t for c, t in zip(counts, tail_blocks)]
-        used, free, per_step = kv.num_used_blocks, kv.num_free_blocks, []
-        for c in counts:
-            if c > free:
-                break
-            free -= c
-            used += c
-            per_step.append(used)
+        used, free = kv.num_used_blocks, kv.num_free_blocks
+        if sum(counts) <= free:                   # the usual case: the pool serves every step
+            per_step = list(accumulate(counts, initial=used))[1:]
+        else:
+            per_step = []
+            for c in counts:
+                if c > free:
+                    break
+                free -= c
+                used += c
+                per_step.append(used)
         k = len(per_step)
         if k < (2 if tail is not None else 1):
             return 0, []
         for j in range(k):
-            for req in boundary[j]:
-                kv.append_blocks(req, 1)
-            if tail_blocks[j]:
+            if boundary[j]:
+                kv.append_block_each(boundary[j])
+            if tail_blocks and tail_blocks[j]:
                 kv.append_blocks(tail, tail_blocks[j])
         if tail is not None:                       # its first token, at the end of step 1
             tail.num_computed_tokens = tail.prompt_tokens

@@ -66,13 +66,23 @@ class DecodeRun:
     tail: Request | None = None
     tail_tokens: int = 0
 
+    def tail_shape(self) -> tuple[int, int, int, int, int, int, int]:
+        """The first step's StepBatch fields when it also runs the tail's last prompt tokens."""
+        n, ctx, m, c = self.num_seqs, self.context_tokens, self.tail_tokens, self.tail.num_computed_tokens
+        return n + 1, n + m, ctx + c, ctx + n + m * c + m * (m + 1) // 2, 1, m, 0
+
+    def decode_start(self) -> tuple[int, int]:
+        """(sequences, context tokens) of the first plain decode step, after any tail step;
+        each later step has the same sequences and `sequences` more context."""
+        if self.tail is None:
+            return self.num_seqs, self.context_tokens
+        return self.num_seqs + 1, self.context_tokens + self.num_seqs + self.tail.num_computed_tokens + self.tail_tokens
+
     def batches(self):
         """The StepBatch of each step, as stepping would build it."""
-        n, ctx = self.num_seqs, self.context_tokens
         if self.tail is not None:
-            m, c = self.tail_tokens, self.tail.num_computed_tokens
-            yield StepBatch(n + 1, n + m, ctx + c, ctx + n + m * c + m * (m + 1) // 2, 1, m)
-            ctx, n = ctx + n + c + m, n + 1
+            yield StepBatch(*self.tail_shape())
+        n, ctx = self.decode_start()
         while True:
             yield StepBatch(n, n, ctx, ctx + n)
             ctx += n

@@ -11,6 +11,8 @@ import yaml
 from sizer.errors import InputError
 
 PROFILES_DIR = Path(__file__).resolve().parent.parent / "hardware_profiles"
+# libyaml's loader reads the ~20 profiles about 5x faster than the pure-Python one (every command pays it).
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ def _from_yaml(data: dict, path: Path) -> HardwareSpec:
 def all_profiles() -> dict[str, HardwareSpec]:
     profiles = {}
     for path in sorted(PROFILES_DIR.glob("*.yaml")):
-        spec = _from_yaml(yaml.safe_load(path.read_text()), path)
+        spec = _from_yaml(yaml.load(path.read_text(), Loader=_LOADER), path)
         profiles[spec.id] = spec
     return profiles
 

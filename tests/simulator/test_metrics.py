@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from simhelp import LinearStepModel, sim_config
-from simulator.metrics import SLO, goodput_rate, slo_attainment, summarise, weighted_percentiles
+from simulator.metrics import SLO, slo_attainment, summarise, weighted_percentiles
 from simulator.run import simulate
 from simulator.workload import Arrivals, Lengths, WorkloadSpec
 
@@ -40,18 +40,3 @@ def test_rejected_requests_miss_the_slo():
     r = simulate(sim_config(num_blocks=100), model, w, seed=1)    # 9000 tokens need > 100 blocks
     met = slo_attainment(r, SLO(e2e_ms=1e9))
     assert np.array_equal(met, ~r.columns["rejected"]) and r.columns["rejected"].any()
-
-
-def test_goodput_rate_search_brackets_the_knee():
-    model = LinearStepModel(base_s=5e-3, per_token_s=1e-4, per_context_s=1e-7)
-    slo = SLO(ttft_ms=200.0, required_share=0.9)
-
-    def at(rate):
-        w = WorkloadSpec(150, Arrivals("poisson", rate), Lengths("fixed", 400), Lengths("fixed", 50))
-        return simulate(sim_config(max_num_batched_tokens=1024), model, w, seed=5)
-
-    g = goodput_rate(at, slo, max_rate_per_s=200.0, rel_tol=0.05)
-    assert 0 < g.rate_per_s < 200.0 and g.share_at_rate >= 0.9
-    failing = [r for r, share in g.points if share < 0.9]
-    assert failing and min(failing) <= g.rate_per_s * 1.05 + 1e-9     # the knee is bracketed to 5%
-    assert len(g.points) < 12
