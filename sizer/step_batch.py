@@ -9,12 +9,12 @@ from the step it actually ran.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterable, Protocol
+from typing import Iterable, NamedTuple, Protocol
 
 
-@dataclass(frozen=True, slots=True)
-class StepBatch:
+class StepBatch(NamedTuple):
+    """Immutable sums over a step's sequences (a NamedTuple: built once per simulated step, so cheap to build)."""
+
     num_seqs: int = 0
     new_tokens: int = 0            # tokens through the GEMMs this step, all sequences
     context_tokens: int = 0        # KV tokens already cached, read by attention, all sequences
