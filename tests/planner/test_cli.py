@@ -54,3 +54,20 @@ def test_plan_does_not_import_torch():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_plan_from_a_config_json_path_with_quantization(tmp_path):
+    # a Qwen2-style config with an AWQ quantization_config, as a checkpoint folder would hold it
+    config = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944,
+              "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064,
+              "max_position_embeddings": 32768, "tie_word_embeddings": False, "torch_dtype": "float16",
+              "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128}}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    result = runner.invoke(app, ["plan", "--model", str(tmp_path), "--gpu", "l40s", "--max-model-len", "8192", "--json"])
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    assert plan["weights"]["format"] == "awq"               # taken from quantization_config
+    # Qwen2 has q/k/v biases; 28 layers x (28 + 2 x 4) x 128 = 129,024 of them, counted unconverted
+    assert plan["model"]["parameters_derived"] == 7_615_616_512
+    # 2 x 28 layers x 4 KV heads x 128 x 2 bytes (fp16) = 57,344 B per token
+    assert plan["kv"]["bytes_per_token"] == 57_344
