@@ -21,18 +21,20 @@ class Capacity:
     kv_tokens_per_request_source: str
     kv_tokens_needed: float
     kv_bytes_needed: float               # whole model (all GPUs of a replica), at the KV dtype
-    kv_capacity_tokens: int              # one replica
-    replicas_for_memory: int             # replicas whose KV caches hold the in-flight requests
+    kv_capacity_tokens: int              # one replica, in whole blocks
+    requests_held_per_replica: int       # requests of kv_tokens_per_request whose KV one replica holds
+    replicas_for_memory: int             # replicas whose KV caches hold the requests in flight
     max_arrival_rate_for_memory_per_s: float   # per replica
 
 
 def littles_law(arrival_rate_per_s: float, time_in_system_s: float, time_source: str,
                 kv_tokens_per_request: int, tokens_source: str, kv_bytes_per_token: int,
-                kv_capacity_tokens: int) -> Capacity:
+                kv_capacity_tokens: int, requests_held_per_replica: int) -> Capacity:
+    """`requests_held_per_replica` comes from bytes per request (sliding windows and blocks counted)."""
     in_flight = arrival_rate_per_s * time_in_system_s
     tokens = in_flight * kv_tokens_per_request
-    per_request_s = kv_tokens_per_request * time_in_system_s
-    max_rate = kv_capacity_tokens / per_request_s if per_request_s else math.inf
-    replicas = max(1, math.ceil(tokens / kv_capacity_tokens)) if kv_capacity_tokens else 0
+    held = requests_held_per_replica
+    max_rate = held / time_in_system_s
+    replicas = max(1, math.ceil(math.ceil(in_flight) / held)) if held else 0
     return Capacity(arrival_rate_per_s, time_in_system_s, time_source, in_flight, kv_tokens_per_request, tokens_source,
-                    tokens, tokens * kv_bytes_per_token, kv_capacity_tokens, replicas, max_rate)
+                    tokens, tokens * kv_bytes_per_token, kv_capacity_tokens, held, replicas, max_rate)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from sizer.model_spec import ModelSpec
 from sizer.parallel import ParallelConfig, kv_heads_per_gpu, layers_per_stage, shard_fraction
-from sizer.weights import LM_HEAD, WeightFormat, base_dtype_bytes, group_bytes, linear_groups, parameter_count
+from sizer.weights import LM_HEAD, WeightFormat, group_bytes, linear_groups, parameter_count, plain_bytes_per_value
 
 GiB = 2**30
 GB = 10**9
@@ -48,7 +48,6 @@ def weight_memory(m: ModelSpec, fmt: WeightFormat, p: ParallelConfig, group_size
     With `stated_parameters` (a hypothetical model known only by its size) every byte figure
     is scaled by stated / derived, so the ideal figure is exactly stated x bits / 8.
     """
-    base = base_dtype_bytes(m)
     counts = parameter_count(m)
     converted = scales = unconverted = layers_gpu = lm_head_gpu = 0.0
     for g in linear_groups(m):
@@ -64,8 +63,8 @@ def weight_memory(m: ModelSpec, fmt: WeightFormat, p: ParallelConfig, group_size
             lm_head_gpu += nbytes * share
         else:
             layers_gpu += nbytes * share
-    embed_bytes = counts.embedding * (fmt.bits / 8 if fmt.bits >= 16 else base)
-    other_bytes = counts.norms_and_biases * (fmt.bits / 8 if fmt.bits >= 16 else base)
+    embed_bytes = counts.embedding * plain_bytes_per_value(fmt)
+    other_bytes = counts.norms_and_biases * plain_bytes_per_value(fmt)
     unconverted += embed_bytes + other_bytes
     stage = layers_per_stage(m, p) / m.num_layers
     # One stage holds the embedding, the last the lm_head: with PP the busiest holds the larger one.

@@ -112,12 +112,19 @@ def load_model(name_or_path: str, file: str | None = None, field_path: str = "mo
     return from_hf_config(config, name=name, file=where)
 
 
-def _int(config: dict, key: str, file: str | None, default: int | None = None) -> int:
+def _int(config: dict, key: str, file: str | None, default: int | None = None, positive: bool = False) -> int:
     value = config.get(key, default)
     if value is None:
         raise InputError(file, key, "missing; expected a positive integer")
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InputError(file, key, f"expected a non-negative integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or value < (1 if positive else 0):
+        raise InputError(file, key, f"expected a {'positive' if positive else 'non-negative'} integer, got {value!r}")
+    return value
+
+
+def _mapping(config: dict, key: str, file: str | None) -> dict | None:
+    value = config.get(key)
+    if value is not None and not isinstance(value, dict):
+        raise InputError(file, key, f"expected a JSON object, got {value!r}")
     return value
 
 
@@ -148,30 +155,40 @@ def _layer_pattern(config: dict, num_layers: int, file: str | None) -> tuple[tup
 
 
 def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -> ModelSpec:
-    """Build a ModelSpec from the keys of a Hugging Face config.json."""
+    """Build a ModelSpec from the keys of a Hugging Face config.json; bad values raise InputError."""
     if "text_config" in config and "hidden_size" not in config:
-        config = {**config["text_config"], "_sizer": config.get("_sizer", {})}
+        config = {**(_mapping(config, "text_config", file) or {}), "_sizer": config.get("_sizer", {})}
     meta = config.get("_sizer", {})
-    hidden = _int(config, "hidden_size", file)
-    heads = _int(config, "num_attention_heads", file)
-    layers = _int(config, "num_hidden_layers", file)
-    if hidden == 0 or heads == 0 or layers == 0:
-        raise InputError(file, "hidden_size/num_attention_heads/num_hidden_layers", "expected positive integers")
-    kv_heads = _int(config, "num_key_value_heads", file, default=config.get("multi_query") and 1 or heads)
-    head_dim = config.get("head_dim") or hidden // heads
+    hidden = _int(config, "hidden_size", file, positive=True)
+    heads = _int(config, "num_attention_heads", file, positive=True)
+    layers = _int(config, "num_hidden_layers", file, positive=True)
+    kv_heads = _int(config, "num_key_value_heads", file, default=1 if config.get("multi_query") else heads, positive=True)
+    if heads % kv_heads:
+        raise InputError(file, "num_key_value_heads", f"{kv_heads} does not divide the {heads} attention heads")
+    head_dim = _int(config, "head_dim", file, positive=True) if config.get("head_dim") is not None else hidden // heads
+    if head_dim < 1:
+        raise InputError(file, "hidden_size", f"{hidden} / {heads} heads leaves no head dimension")
     num_experts = config.get("num_local_experts") or config.get("n_routed_experts") or config.get("num_experts") or 0
+    if num_experts:
+        _int(config, "num_experts_per_tok", file, default=config.get("experts_per_token"), positive=True)
+    window = config.get("sliding_window")
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int)):
+        raise InputError(file, "sliding_window", f"expected an integer or null, got {window!r}")
+    block = (_mapping(config, "quantization_config", file) or {}).get("weight_block_size")
+    if block is not None and not (isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) and b > 0 for b in block)):
+        raise InputError(file, "quantization_config.weight_block_size", f"expected two positive integers, got {block!r}")
     kinds, window = _layer_pattern(config, layers, file)
     architectures = config.get("architectures") or [config.get("model_type", "unknown")]
     return ModelSpec(
         name=name,
         architecture=architectures[0],
         hidden_size=hidden,
-        intermediate_size=_int(config, "intermediate_size", file, default=4 * hidden),
+        intermediate_size=_int(config, "intermediate_size", file, default=4 * hidden, positive=True),
         num_layers=layers,
         num_attention_heads=heads,
         num_kv_heads=kv_heads,
-        head_dim=int(head_dim),
-        vocab_size=_int(config, "vocab_size", file),
+        head_dim=head_dim,
+        vocab_size=_int(config, "vocab_size", file, positive=True),
         max_position_embeddings=_int(config, "max_position_embeddings", file, default=0),
         tie_word_embeddings=bool(config.get("tie_word_embeddings", str(config.get("model_type", "")).startswith("gemma"))),
         rms_norm_eps=float(config.get("rms_norm_eps", 1e-5)),

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from sizer.errors import InputError
 from sizer.model_spec import ModelSpec
-from sizer.weights import ATTENTION, EXPERT, LM_HEAD, MLP, ROUTER, SHARED_EXPERT, LinearGroup
+from sizer.weights import ATTENTION, EXPERT, LM_HEAD, MLP, REPLICATED, ROUTER, SHARED_EXPERT, LinearGroup
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def shard_fraction(g: LinearGroup, m: ModelSpec, p: ParallelConfig) -> float:
         return stage / (p.ep if p.expert_parallel else p.tp)
     if g.kind == LM_HEAD:
         return 1.0 / p.tp
-    if g.kind == ROUTER:
+    if g.kind in (ROUTER, REPLICATED):
         return stage
     raise ValueError(g.kind)
 

@@ -19,7 +19,7 @@ from sizer.memory import KVLayout, WeightMemory
 from sizer.model_spec import ModelSpec
 from sizer.parallel import ParallelConfig, comm_per_step, layers_per_stage, shard_fraction
 from sizer.step_batch import StepBatch
-from sizer.weights import EXPERT, LM_HEAD, WeightFormat, base_dtype_bytes, group_bytes, linear_groups, parameter_count
+from sizer.weights import EXPERT, LM_HEAD, WeightFormat, group_bytes, linear_groups, parameter_count, plain_bytes_per_value
 
 # Assumptions (replace with a calibrated profile): printed by the plan.
 STEP_OVERHEAD_S = 0.5e-3          # scheduler, sampler and kernel launches per step (CUDA graphs on)
@@ -65,7 +65,6 @@ class RooflineStepTimeModel:
         """Per-GPU parameters and bytes of the dense part, the experts and the lm_head."""
         m, p = self.model, self.parallel
         scale = weights.parameters / parameter_count(m).total     # 1.0 unless a parameter count was stated
-        base = base_dtype_bytes(m)
         dense_params = dense_bytes = expert_params = expert_bytes = lm_params = lm_bytes = 0.0
         for g in linear_groups(m):
             share = shard_fraction(g, m, p) * scale
@@ -82,7 +81,7 @@ class RooflineStepTimeModel:
                 dense_bytes += nbytes * share
         if m.tie_word_embeddings:   # the embedding matrix doubles as the lm_head
             lm_params = m.vocab_size * m.hidden_size / p.tp * scale
-            lm_bytes = lm_params * (fmt.bits / 8 if fmt.bits >= 16 else base)
+            lm_bytes = lm_params * plain_bytes_per_value(fmt)
         self.dense_params, self.dense_bytes = dense_params, dense_bytes
         self.expert_params, self.expert_bytes = expert_params, expert_bytes
         self.lm_params, self.lm_bytes = lm_params, lm_bytes

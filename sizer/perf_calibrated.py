@@ -219,9 +219,10 @@ class CalibratedStepTimeModel:
             parts["allreduce"] = h["allreduce_calls_per_layer"] * self._layers * t
             ok &= inside
         o = h["overhead"]
-        factor = float(o.get("kernel_factor", 1.0))
+        decode_only = batch.prefill_seqs == 0 and "decode_kernel_factor" in o   # fitted apart when measured
+        factor = float(o["decode_kernel_factor"] if decode_only else o.get("kernel_factor", 1.0))
         parts = {name: factor * t for name, t in parts.items()}
-        parts["overhead"] = o["fixed_s"] + o["per_seq_s"] * batch.num_seqs
+        parts["overhead"] = (o["decode_fixed_s"] if decode_only else o["fixed_s"]) + o["per_seq_s"] * batch.num_seqs
         return parts, ok
 
     def step_time(self, batch: StepBatch) -> float:

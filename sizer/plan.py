@@ -68,7 +68,7 @@ class StepTimes:
     prompt_tokens_mean: float
     output_tokens_mean: float
     prefill_ms: float                   # the mean prompt alone, in budget-sized chunks
-    decode_bandwidth_bound_ms: float    # weights per GPU / peak bandwidth: the seeds' lower bound
+    decode_bandwidth_bound_ms: float    # weights per GPU x stages / peak bandwidth: the seeds' lower bound
     decode_bandwidth_bound_tokens_per_s: float
     decode_batch1_ms: float             # roofline, batch 1, mean context
     decode_batch1_tokens_per_s: float
@@ -133,11 +133,11 @@ class Plan:
 
 def roofline_for(r: Resolved) -> RooflineStepTimeModel:
     """The roofline step-time model of a resolved scenario."""
-    weights = weight_memory(r.model, r.weight_format, r.parallel, r.scenario.deployment.quantization_group_size,
+    weights = weight_memory(r.model, r.weight_format, r.parallel, r.group_size,
                             r.scenario.model.num_parameters)
     kv = kv_layout(r.model, r.kv_cache_dtype, r.parallel)
     return RooflineStepTimeModel(r.model, r.hardware, r.weight_format, weights, kv, r.parallel,
-                                 r.scenario.deployment.quantization_group_size)
+                                 r.group_size)
 
 
 def step_model_for(r: Resolved):
@@ -175,7 +175,7 @@ def _step_times(r: Resolved, step, roofline: RooflineStepTimeModel, weights: Wei
     prefill_s = prefill_time_s(step, int(round(prompt_mean)), chunk)
     # The seeds' bound: every weight read once per token (for MoE, only the experts one token routes to).
     untouched_expert_bytes = roofline.expert_bytes * (1 - roofline.experts_touched(1))
-    bound_s = (weights.per_gpu_bytes - untouched_expert_bytes) / r.hardware.memory_bandwidth_bytes_per_s
+    bound_s = (weights.per_gpu_bytes - untouched_expert_bytes) * r.parallel.pp / r.hardware.memory_bandwidth_bytes_per_s
     b1_s = step.step_time(decode_batch(1, context))
     seq_bytes = roofline.kv.sequence_bytes(int(prompt_mean + output_mean), budget.block_size)
     mem_batch = max(1, min(e.max_num_seqs, int(budget.kv_cache_bytes // seq_bytes)))
@@ -201,7 +201,7 @@ def _time_in_system_s(step: RooflineStepTimeModel, rate: float, prefill_s: float
 def make_plan(r: Resolved) -> Plan:
     s, m, hw, p, e = r.scenario, r.model, r.hardware, r.parallel, r.engine
     d, w = s.deployment, s.workload
-    weights = weight_memory(m, r.weight_format, p, d.quantization_group_size, s.model.num_parameters)
+    weights = weight_memory(m, r.weight_format, p, r.group_size, s.model.num_parameters)
     kv = kv_layout(m, r.kv_cache_dtype, p)
     budget = memory_budget(m, hw.memory_bytes, weights, kv, p, d.gpu_memory_utilization, e.block_size,
                            e.max_model_len, e.max_num_batched_tokens, e.max_num_seqs)
@@ -223,10 +223,14 @@ def make_plan(r: Resolved) -> Plan:
         t_sys = _time_in_system_s(step, rate, times.prefill_ms / 1e3, output_mean, int(prompt_mean + output_mean / 2),
                                   times.memory_limited_batch)
         t_source = "estimated: prefill + outputs x roofline decode step at the Little's-law batch"
-    tokens_per_req = w.kv_tokens_per_request or e.max_model_len
-    tokens_source = "scenario" if w.kv_tokens_per_request else "max_model_len (worst case)"
+    if w.kv_tokens_per_request:
+        tokens_per_req, tokens_source = w.kv_tokens_per_request, "scenario"
+    else:
+        tokens_per_req = min(e.max_model_len, int(round(prompt_mean + output_mean)))
+        tokens_source = "mean prompt + mean output (a request at its end)"
+    held = p.dp * int(budget.kv_cache_bytes // kv.sequence_bytes(tokens_per_req, e.block_size))
     capacity = littles_law(rate, t_sys, t_source, tokens_per_req, tokens_source, kv.bytes_per_token,
-                           budget.kv_tokens * p.dp)
+                           budget.kv_tokens * p.dp, held)
 
     sequences = w.concurrent_sequences or max(1, math.ceil(capacity.requests_in_flight))
     demand_bytes = sequences * kv.sequence_bytes(tokens_per_req, e.block_size, per_gpu=False)
@@ -252,9 +256,9 @@ def make_plan(r: Resolved) -> Plan:
     cost = cost_summary(r, replicas, replicas_source, None, "")
     fits = budget.fits
     verdict = ("fits" if fits else "does not fit: " + "; ".join(budget.reasons))
-    if fits and demand.tokens > capacity.kv_capacity_tokens * replicas:
+    if fits and demand.sequences > capacity.requests_held_per_replica * replicas:
         verdict += (f"; but {demand.sequences} sequences x {demand.tokens_per_sequence} tokens exceed the KV cache of "
-                    f"{replicas} replica(s) ({capacity.kv_capacity_tokens} tokens each)")
+                    f"{replicas} replica(s) ({capacity.requests_held_per_replica} such sequences each)")
     return Plan(
         schema_version=SCHEMA_VERSION, scenario=s.name, scenario_file=s.file, gpu=hw.name,
         gpu_memory_bytes=hw.memory_bytes, gpu_memory_gib=hw.memory_bytes / GiB, gpu_memory_gb=hw.memory_bytes / GB,

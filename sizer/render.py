@@ -80,8 +80,8 @@ def render_plan(plan: Plan, console: Console) -> None:
               f"(time in system: {c.time_in_system_source})")
     t.add_row("KV needed", f"{c.kv_tokens_needed:,.0f} tokens = {gb_gib(c.kv_bytes_needed)} "
               f"({c.kv_tokens_per_request:,} tokens per request: {c.kv_tokens_per_request_source})")
-    t.add_row("KV capacity", f"{c.kv_capacity_tokens:,} tokens per replica; memory alone allows "
-              f"{c.max_arrival_rate_for_memory_per_s:,.2f} req/s per replica; replicas for memory: {c.replicas_for_memory}")
+    t.add_row("KV capacity", f"{c.kv_capacity_tokens:,} tokens per replica, {c.requests_held_per_replica:,} such requests; "
+              f"memory alone allows {c.max_arrival_rate_for_memory_per_s:,.2f} req/s per replica; replicas for memory: {c.replicas_for_memory}")
     console.print(t)
     console.print()
 
@@ -89,7 +89,7 @@ def render_plan(plan: Plan, console: Console) -> None:
     t = _table(f"Step times ({s.model})")
     t.add_row("prefill", f"{s.prefill_ms:,.1f} ms for a {s.prompt_tokens_mean:,.0f}-token prompt")
     t.add_row("decode bound", f">= {s.decode_bandwidth_bound_ms:.2f} ms per step (<= {s.decode_bandwidth_bound_tokens_per_s:,.0f} tokens/s): "
-              "weights per GPU / peak bandwidth")
+              "weights per GPU x stages / peak bandwidth")
     t.add_row("decode, batch 1", f"{s.decode_batch1_ms:.2f} ms per step, {s.decode_batch1_tokens_per_s:,.0f} tokens/s")
     t.add_row(f"decode, batch {s.memory_limited_batch}", f"{s.decode_memory_limited_batch_ms:.2f} ms per step, "
               f"{s.decode_memory_limited_tokens_per_s:,.0f} tokens/s (largest batch KV and max_num_seqs allow)")

@@ -10,7 +10,7 @@ from sizer.memory import GiB
 from sizer.model_spec import ModelSpec, from_hf_config, load_config
 from sizer.parallel import ParallelConfig, validate_split
 from sizer.scenario import Scenario, scenario_dir
-from sizer.weights import FORMATS, WeightFormat, checkpoint_format
+from sizer.weights import WeightFormat, weight_format
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,7 @@ class Resolved:
     hardware: HardwareSpec
     parallel: ParallelConfig
     weight_format: WeightFormat
+    group_size: int                  # AWQ/GPTQ scale group: the checkpoint's, else the scenario's
     kv_cache_dtype: str
     engine: EngineSettings
     price_usd_per_gpu_hour: float | None
@@ -63,10 +64,11 @@ def resolve(s: Scenario) -> Resolved:
     d = s.deployment
     parallel = ParallelConfig(d.tensor_parallel_size, d.pipeline_parallel_size, d.data_parallel_size, d.enable_expert_parallel)
     validate_split(model, parallel, s.file)
-    fmt = FORMATS[checkpoint_format(model) if d.quantization == "auto" else d.quantization]
+    fmt, group_size = weight_format(model, d.quantization, d.quantization_group_size, s.file)
     kv_dtype = d.kv_cache_dtype
     if kv_dtype == "auto":
-        kv_dtype = {"float32": "fp32", "float16": "fp16"}.get(model.torch_dtype, "bf16")
+        # vLLM caches KV in the serving dtype: the plain format's, else the checkpoint's 16-bit type
+        kv_dtype = fmt.name if fmt.name in ("bf16", "fp16", "fp32") else "bf16" if model.torch_dtype == "bfloat16" else "fp16"
     max_len = d.max_model_len or model.max_position_embeddings
     if not max_len:
         raise InputError(s.file, "deployment.max_model_len", "missing and the model states no max_position_embeddings")
@@ -103,7 +105,7 @@ def resolve(s: Scenario) -> Resolved:
     else:
         price, price_source = hardware.price_usd_per_gpu_hour, f"hardware profile {hardware.id} ({hardware.price_rule})"
     profile = _calibrated_profile(s, model, parallel) if s.hardware.calibrated_profile else None
-    return Resolved(s, model, hardware, parallel, fmt, kv_dtype, engine, price, price_source, profile)
+    return Resolved(s, model, hardware, parallel, fmt, group_size, kv_dtype, engine, price, price_source, profile)
 
 
 def _calibrated_profile(s: Scenario, model: ModelSpec, parallel: ParallelConfig):

@@ -17,7 +17,7 @@ import yaml
 from sizer.errors import InputError
 from sizer.schema import build, field
 
-WeightFormat = Literal["auto", "bf16", "fp16", "fp8", "int8", "awq", "gptq", "nvfp4", "mxfp4"]
+WeightFormat = Literal["auto", "bf16", "fp16", "fp32", "fp8", "int8", "awq", "gptq", "nvfp4", "mxfp4"]
 KVCacheDtype = Literal["auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2"]
 Engine = Literal["vllm", "sglang", "tensorrt-llm", "lmdeploy", "tgi"]
 

@@ -7,6 +7,7 @@ types and values outside a field's `metadata` bounds raise `InputError(file, "a.
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from typing import Any, Literal
@@ -85,11 +86,11 @@ def convert(tp: Any, value: Any, path: str, file: str | None) -> Any:
     if tp is float:
         if isinstance(value, str):  # YAML 1.1 reads `8e9` (no dot) as a string
             try:
-                return float(value)
+                value = float(value)
             except ValueError:
                 pass
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise InputError(file, path, f"expected a number, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise InputError(file, path, f"expected a finite number, got {value!r}")
         return float(value)
     if tp is str:
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):

@@ -68,13 +68,13 @@ def _speculative(r: Resolved):
         from sizer.memory import kv_layout, weight_memory
         from sizer.model_spec import load_model
         from sizer.perf import RooflineStepTimeModel
-        from sizer.weights import FORMATS, checkpoint_format
+        from sizer.weights import weight_format
 
         m = load_model(str(scenario_dir(r.scenario) / sc.model) if (scenario_dir(r.scenario) / sc.model).exists()
                        else sc.model, r.scenario.file, "deployment.speculative_config.model")
-        fmt = FORMATS[checkpoint_format(m)]
-        draft = RooflineStepTimeModel(m, r.hardware, fmt, weight_memory(m, fmt, r.parallel),
-                                      kv_layout(m, r.kv_cache_dtype, r.parallel), r.parallel)
+        fmt, group_size = weight_format(m, "auto", r.group_size, r.scenario.file)
+        draft = RooflineStepTimeModel(m, r.hardware, fmt, weight_memory(m, fmt, r.parallel, group_size),
+                                      kv_layout(m, r.kv_cache_dtype, r.parallel), r.parallel, group_size)
     return SpeculativeConfig(sc.method, sc.num_speculative_tokens, sc.acceptance_rate, sc.proposer_cost_fraction, draft)
 
 
@@ -91,7 +91,7 @@ def simulation_config(r: Resolved, replicas: int | None = None, router: str = DE
 
     s, e, hw, p = r.scenario, r.engine, r.hardware, r.parallel
     d = s.deployment
-    weights = weight_memory(r.model, r.weight_format, p, d.quantization_group_size, s.model.num_parameters)
+    weights = weight_memory(r.model, r.weight_format, p, r.group_size, s.model.num_parameters)
     kv = kv_layout(r.model, r.kv_cache_dtype, p)
     budget = memory_budget(r.model, hw.memory_bytes, weights, kv, p, d.gpu_memory_utilization, e.block_size,
                            e.max_model_len, e.max_num_batched_tokens, e.max_num_seqs)

@@ -8,12 +8,14 @@ norms, routers, biases) are counted at the model's own precision.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from sizer.errors import InputError
 from sizer.model_spec import ModelSpec
 
 # What a linear layer is, for sharding (see shard_fraction) and for quantisation.
 ATTENTION, MLP, EXPERT, SHARED_EXPERT, ROUTER, LM_HEAD = "attention", "mlp", "expert", "shared_expert", "router", "lm_head"
+REPLICATED = "replicated"   # whole on every TP rank (MLA's down-projections, as vLLM's ReplicatedLinear)
 
 
 @dataclass(frozen=True)
@@ -48,11 +50,11 @@ def linear_groups(m: ModelSpec) -> list[LinearGroup]:
     if m.is_mla:
         qk_dim = m.qk_nope_head_dim + m.qk_rope_head_dim
         if m.q_lora_rank:
-            groups += [LinearGroup("q_a_proj", ATTENTION, h, m.q_lora_rank, L),
+            groups += [LinearGroup("q_a_proj", REPLICATED, h, m.q_lora_rank, L),
                        LinearGroup("q_b_proj", ATTENTION, m.q_lora_rank, H * qk_dim, L)]
         else:
             groups.append(LinearGroup("q_proj", ATTENTION, h, H * qk_dim, L))
-        groups += [LinearGroup("kv_a_proj_with_mqa", ATTENTION, h, m.kv_lora_rank + m.qk_rope_head_dim, L),
+        groups += [LinearGroup("kv_a_proj_with_mqa", REPLICATED, h, m.kv_lora_rank + m.qk_rope_head_dim, L),
                    LinearGroup("kv_b_proj", ATTENTION, m.kv_lora_rank, H * (m.qk_nope_head_dim + m.v_head_dim), L),
                    LinearGroup("o_proj", ATTENTION, H * m.v_head_dim, h, L)]
     else:
@@ -126,25 +128,64 @@ FORMATS = {
     "mxfp4": WeightFormat("mxfp4", 4, "fp4", "MXFP4: 4-bit floats in blocks of 32 with a power-of-two (E8M0, 1 byte) scale each"),
 }
 
-DTYPE_FORMATS = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "half": "fp16"}
+# vLLM's dtype=auto serves float32 checkpoints in float16, bfloat16 ones in bfloat16.
+DTYPE_FORMATS = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp16", "half": "fp16"}
 UNCONVERTED_KINDS = {ROUTER, LM_HEAD}   # kept at model precision by every format here
 
 
+def _compressed_tensors_format(q: dict) -> tuple[str, int | None]:
+    """llm-compressor's config: the first config group's weight scheme."""
+    groups = q.get("config_groups") or {}
+    weights = next(iter(groups.values()), {}).get("weights") or {} if isinstance(groups, dict) else {}
+    bits, kind = weights.get("num_bits"), str(weights.get("type", "int"))
+    if bits == 4:
+        return ("nvfp4" if kind == "float" else "gptq"), weights.get("group_size")
+    if bits == 8:
+        return ("fp8" if kind == "float" else "int8"), None
+    return "", None
+
+
 def checkpoint_format(m: ModelSpec) -> str:
-    """The format the checkpoint ships in: its quantization_config, else its torch_dtype."""
-    q = m.quantization or {}
-    method = str(q.get("quant_method", "")).lower()
+    """The format the checkpoint ships in: its quantization_config, else its torch_dtype ("" if not modelled)."""
+    return _checkpoint(m)[0]
+
+
+def _checkpoint(m: ModelSpec) -> tuple[str, int | None, int | None]:
+    """(format name, bits, group size) of the checkpoint's quantization_config; name "" if not modelled."""
+    q = m.quantization
+    if not q:
+        return DTYPE_FORMATS.get(m.torch_dtype, "bf16"), None, None
+    method = str(q.get("quant_method", "")).lower().removesuffix("_marlin")
     if method in FORMATS:
-        return method
-    if method == "compressed-tensors" or method == "modelopt":
-        algo = str(q.get("quant_algo", "")).lower()
-        return "nvfp4" if "fp4" in algo else "fp8"
-    return DTYPE_FORMATS.get(m.torch_dtype, "bf16")
+        return method, q.get("bits") or q.get("w_bit"), q.get("group_size") or q.get("q_group_size")
+    if method == "compressed-tensors":
+        name, group = _compressed_tensors_format(q)
+        return name, None, group
+    if method == "modelopt":
+        return ("nvfp4" if "fp4" in str(q.get("quant_algo", "")).lower() else "fp8"), None, None
+    return "", None, None
 
 
-def base_dtype_bytes(m: ModelSpec) -> int:
-    """Bytes per value of the modules no format converts (embeddings, norms, lm_head)."""
-    return 4 if m.torch_dtype == "float32" else 2
+def weight_format(m: ModelSpec, requested: str, group_size: int, file: str | None = None) -> tuple[WeightFormat, int]:
+    """The format to size and its group size: the requested one, or for `auto` the checkpoint's
+    own (its bits and group size from quantization_config)."""
+    if requested != "auto":
+        return FORMATS[requested], group_size
+    name, bits, group = _checkpoint(m)
+    if not name:
+        method = (m.quantization or {}).get("quant_method")
+        raise InputError(file, "deployment.quantization", f"the checkpoint's quant_method {method!r} is not modelled; "
+                         "name a format (bf16, fp8, int8, awq, gptq, nvfp4, mxfp4)")
+    fmt = FORMATS[name]
+    if bits and int(bits) != fmt.bits:
+        fmt = replace(fmt, bits=int(bits), description=fmt.description.replace("4-bit", f"{int(bits)}-bit"))
+    return fmt, int(group or group_size)
+
+
+def plain_bytes_per_value(fmt: WeightFormat) -> float:
+    """Bytes per value of what `fmt` leaves unconverted (embeddings, norms, lm_head, routers):
+    the format's own width when it is a plain float format, else 16-bit as quantised checkpoints keep them."""
+    return fmt.bits / 8 if fmt.bits >= 16 else 2
 
 
 def is_converted(g: LinearGroup, fmt: WeightFormat, m: ModelSpec) -> bool:
@@ -152,7 +193,8 @@ def is_converted(g: LinearGroup, fmt: WeightFormat, m: ModelSpec) -> bool:
         return False
     keep = [str(x) for x in (m.quantization or {}).get("modules_to_not_convert") or []]
     if keep and checkpoint_format(m) == fmt.name:
-        kind_words = {ATTENTION: ("attn", "attention"), MLP: ("mlp",), EXPERT: ("experts",), SHARED_EXPERT: ("shared",)}
+        kind_words = {ATTENTION: ("attn", "attention"), REPLICATED: ("attn", "attention"), MLP: ("mlp",),
+                      EXPERT: ("experts",), SHARED_EXPERT: ("shared",)}
         return not any(word in k for k in keep for word in kind_words.get(g.kind, ()))
     return True
 
@@ -181,4 +223,4 @@ def group_bytes(g: LinearGroup, fmt: WeightFormat, group_size: int, m: ModelSpec
     """(value bytes, scale bytes, converted?) of group `g` stored in `fmt`."""
     if is_converted(g, fmt, m):
         return g.params * fmt.bits / 8, scale_bytes(g, fmt, group_size, m), True
-    return g.params * (fmt.bits / 8 if fmt.bits >= 16 else base_dtype_bytes(m)), 0.0, False
+    return g.params * plain_bytes_per_value(fmt), 0.0, False

@@ -118,3 +118,25 @@ def test_tp_profiles_add_the_all_reduce(profile):
     (profile.path / "profile.yaml").write_text(yaml.safe_dump(header))
     parts, inside = CalibratedStepTimeModel(load_profile(profile.path)).breakdown(BATCH)
     assert inside and parts["allreduce"] == pytest.approx(257.088e-6)
+
+
+def test_decode_only_steps_use_their_own_fitted_line():
+    import copy
+    from pathlib import Path
+    from sizer.perf import decode_batch
+    from sizer.perf_calibrated import CalibratedStepTimeModel, load_profile
+    from sizer.step_batch import StepBatch
+
+    profile = load_profile(Path(__file__).resolve().parents[2] / "hardware_profiles" / "calibrated" / "cpu-tiny-tp1")
+    o = profile.header["overhead"]
+    assert "decode_kernel_factor" in o and "decode_fixed_s" in o
+    doubled = copy.deepcopy(profile)
+    doubled.header["overhead"]["decode_kernel_factor"] = 2 * o["decode_kernel_factor"]
+    base, twice = CalibratedStepTimeModel(profile), CalibratedStepTimeModel(doubled)
+    decode = decode_batch(4, 300)
+    kernels = base.step_time(decode) - o["decode_fixed_s"] - o["per_seq_s"] * 4
+    # doubling the decode factor doubles the kernel part of a decode-only step ...
+    assert twice.step_time(decode) - base.step_time(decode) == pytest.approx(kernels)
+    # ... and leaves a step with a prefill chunk alone
+    mixed = StepBatch.from_seqs([(1, 300), (1, 200), (64, 0)], prefill=[False, False, True])
+    assert twice.step_time(mixed) == base.step_time(mixed)

@@ -71,3 +71,15 @@ def test_plan_from_a_config_json_path_with_quantization(tmp_path):
     assert plan["model"]["parameters_derived"] == 7_615_616_512
     # 2 x 28 layers x 4 KV heads x 128 x 2 bytes (fp16) = 57,344 B per token
     assert plan["kv"]["bytes_per_token"] == 57_344
+
+
+def test_littles_law_counts_the_tokens_requests_really_hold():
+    # flags-only workload: 1,024-token prompts and 256-token outputs -> 1,280 KV tokens per request at its end
+    plan = json.loads(runner.invoke(app, ["plan", "--model", "gemma-3-27b", "--gpu", "h200", "--max-model-len", "32768",
+                                          "--rate", "2", "--json"]).stdout)
+    cap = plan["capacity"]
+    assert cap["kv_tokens_per_request"] == 1280
+    # Gemma 3 slides a 1,024-token window on 52 of 62 layers: a 1,280-token request needs 1,280 tokens on the
+    # global layers but only 1,024 + 16 on the sliding ones, so more requests fit than tokens / 1,280 suggests
+    assert cap["requests_held_per_replica"] > cap["kv_capacity_tokens"] / 1280
+    assert cap["replicas_for_memory"] == 1 and plan["verdict"] == "fits"

@@ -105,3 +105,45 @@ def test_does_not_fit_names_the_reason():
     budget = memory_budget(m, 80 * 2**30, w, kv_layout(m, "bf16", ParallelConfig()), ParallelConfig(), 0.9, 16, 8192, 8192, 256)
     # 141 GB of weights cannot fit 72 GiB usable
     assert not budget.fits and "weights need" in budget.reasons[0]
+
+
+def test_checkpoint_bits_and_group_size_are_read():
+    from sizer.weights import weight_format
+    gptq8 = from_hf_config({**CONFIG, "quantization_config": {"quant_method": "gptq", "bits": 8, "group_size": 32}}, "g8")
+    fmt, group = weight_format(gptq8, "auto", 128)
+    assert (fmt.name, fmt.bits, group) == ("gptq", 8, 32)
+    w = weight_memory(gptq8, fmt, ParallelConfig(), group)
+    assert w.converted_value_bytes == LINEAR                 # 8 bits = 1 byte per value
+    assert w.scale_bytes == LINEAR / 32 * 2.5                # groups of 32, not the default 128
+    # an llm-compressor W4A16 checkpoint is 4-bit integer weights with group scales
+    ct = from_hf_config({**CONFIG, "quantization_config": {"quant_method": "compressed-tensors", "config_groups": {
+        "group_0": {"weights": {"num_bits": 4, "type": "int", "group_size": 64}}}}}, "w4a16")
+    fmt, group = weight_format(ct, "auto", 128)
+    assert (fmt.bits, group) == (4, 64)
+    # an explicit format wins over the checkpoint's
+    assert weight_format(gptq8, "bf16", 128)[0].name == "bf16"
+
+
+def test_unmodelled_checkpoint_quantization_is_an_input_error():
+    from sizer.errors import InputError
+    from sizer.weights import weight_format
+    bnb = from_hf_config({**CONFIG, "quantization_config": {"quant_method": "bitsandbytes"}}, "bnb")
+    with pytest.raises(InputError, match="deployment.quantization"):
+        weight_format(bnb, "auto", 128)
+
+
+def test_float32_checkpoints_are_served_in_16_bit():
+    from sizer.weights import weight_format
+    m = from_hf_config({**CONFIG, "torch_dtype": "float32"}, "f32")
+    # vLLM's dtype=auto serves float32 checkpoints in float16
+    assert weight_format(m, "auto", 128)[0].name == "fp16"
+
+
+def test_mla_down_projections_are_replicated_across_tp():
+    from sizer.model_spec import load_model
+    from sizer.parallel import shard_fraction
+    from sizer.weights import linear_groups
+    m = load_model("deepseek-v3")
+    shares = {g.name: shard_fraction(g, m, ParallelConfig(tp=8)) for g in linear_groups(m)}
+    assert shares["q_a_proj"] == shares["kv_a_proj_with_mqa"] == 1.0     # vLLM's ReplicatedLinear
+    assert shares["q_b_proj"] == 1 / 8
