@@ -66,7 +66,8 @@ def calls_per_step(cfg: EngineConfig, ops: list[str]) -> dict[str, int]:
     return {op: per_op[op] for op in ops}
 
 
-SWEEP_WAVES = (1, 4, 16, 64, 128)   # requests at once in the whole-step sweep (up to max_num_seqs)
+SWEEP_WAVES = (1, 2, 3, 4, 6, 8, 16, 64, 128)   # requests at once in the whole-step sweep (up to max_num_seqs);
+# the small waves give the fit the small batches a trickle of traffic runs (Poisson arrivals)
 MIN_DECODE_STEPS_FOR_FIT = 20       # decode-only steps needed for their own overhead line
 SWEEP_OUTPUT_TOKENS = (8, 48)
 
