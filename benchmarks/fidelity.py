@@ -52,18 +52,16 @@ def main() -> None:
     first = reports[0]
     print(f"\n{first.model} on {first.device}: {first.num_requests} requests, {first.cached_prompt_tokens} cached prompt "
           f"tokens, {first.mixed_steps} mixed steps, {first.out_of_range_steps} steps outside the profile")
-    print("relative error (predicted - measured) / measured per run with the speed-drift correction, its median, the")
-    print("median without the correction, and the spread of the engine's own measurement across runs ((max - min) / median)")
-    print("speed drift since calibration per run (> 1: slower now): " + ", ".join(f"x{r.speed_drift:.3f}" for r in reports))
+    print("relative error (predicted - measured) / measured per run, its median, and the spread of the engine's own")
+    print("measurement across runs ((max - min) / median): the noise floor of this machine")
     print(f"{'metric':22} {'measured':>10} {'predicted':>10}  " + "  ".join(f"{'run ' + str(i + 1):>7}" for i in range(len(reports)))
-          + f"  {'median':>7}  {'uncorr.':>7}  {'spread':>7}")
+          + f"  {'median':>7}  {'spread':>7}")
     for k, row in enumerate(first.rows):
         errors = [r.rows[k].relative_error for r in reports]
-        raw = [r.rows[k].relative_error_uncorrected for r in reports]
         measured = [r.rows[k].measured for r in reports]
         spread = (max(measured) - min(measured)) / statistics.median(measured)
         print(f"{row.metric:22} {row.measured:10.2f} {row.predicted:10.2f}  " + "  ".join(f"{e:+7.1%}" for e in errors)
-              + f"  {statistics.median(errors):+7.1%}  {statistics.median(raw):+7.1%}  {spread:7.1%}")
+              + f"  {statistics.median(errors):+7.1%}  {spread:7.1%}")
 
 
 if __name__ == "__main__":

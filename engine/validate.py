@@ -4,12 +4,6 @@ Both executors get the same requests (arrivals, lengths, prompt content) and the
 scheduler settings and block pool; the simulator prices steps with the calibrated profile.
 The report is TTFT, ITL and E2E at p50/p95/p99 and output throughput: measured, predicted,
 and the relative error (predicted - measured) / measured.
-
-A shared machine's speed drifts between calibration and validation (on this project's
-2-core CPUs by 10-30% within minutes; on a dedicated GPU hardly at all). So the profile's
-own token ops are re-timed just before and after the engine run, and their median ratio to
-the profile (`speed_drift`, > 1: slower now) scales the prediction. The report gives the
-error with and without that correction, so drift and model error stay apart.
 """
 
 from __future__ import annotations
@@ -24,7 +18,6 @@ import torch
 from engine.config import EngineConfig, engine_config
 from engine.device import Device
 from engine.kernels import select
-from engine import microbench as mb
 from engine.kv_cache import PagedKVCache
 from engine.model import Transformer
 from engine.runner import EngineRunner, RunResult
@@ -57,46 +50,11 @@ class Metrics:
 class Row:
     metric: str
     measured: float
-    predicted: float                 # with the speed-drift correction
-    predicted_uncorrected: float     # straight from the profile
+    predicted: float
 
     @property
     def relative_error(self) -> float:
         return (self.predicted - self.measured) / self.measured if self.measured else float("nan")
-
-    @property
-    def relative_error_uncorrected(self) -> float:
-        return (self.predicted_uncorrected - self.measured) / self.measured if self.measured else float("nan")
-
-
-@dataclass(frozen=True)
-class DriftScaled:
-    """A step-time model whose every step is `factor` times slower (the machine's drift)."""
-    model: CalibratedStepTimeModel
-    factor: float
-
-    @property
-    def name(self) -> str:
-        return f"{self.model.name} x {self.factor:.3f} (speed drift)"
-
-    def step_time(self, batch) -> float:
-        return self.model.step_time(batch) * self.factor
-
-
-DRIFT_TOKENS = (1, 16, 64)      # token counts the drift probe re-times (within every profile's grid)
-
-
-def speed_drift(model: Transformer, device: Device, profile: CalibrationProfile) -> float:
-    """Median over the profile's per-layer token ops at a few token counts of (time now / time in the profile)."""
-    cfg = model.cfg
-    kv = PagedKVCache(cfg.num_layers, 64, 16, cfg.num_kv_heads, cfg.head_dim, device.dtype, device.torch_device)
-    ratios = []
-    for row in mb.token_ops(model, kv, device, [t for t in DRIFT_TOKENS if t <= profile.token_ops.x[-1]]):
-        for op in profile.header["per_layer_ops"]:
-            then, _ = profile.token_ops.at(f"{op}_s", row["tokens"])
-            if f"{op}_s" in row and then > 0:
-                ratios.append(row[f"{op}_s"] / then)
-    return float(np.median(ratios)) if ratios else 1.0
 
 
 @dataclass(frozen=True)
@@ -106,7 +64,6 @@ class ValidationReport:
     profile: str
     num_requests: int
     num_blocks: int
-    speed_drift: float              # the machine now vs at calibration (> 1: slower now)
     rows: list[Row]
     out_of_range_steps: int
     steps_predicted: int
@@ -121,13 +78,11 @@ class ValidationReport:
     def to_dict(self) -> dict:
         return {"device": self.device, "model": self.model, "profile": self.profile,
                 "num_requests": self.num_requests, "num_blocks": self.num_blocks, "engine_time_s": self.engine_time_s,
-                "speed_drift": self.speed_drift,
                 "out_of_range_steps": self.out_of_range_steps, "steps_predicted": self.steps_predicted,
                 "cached_prompt_tokens": self.cached_prompt_tokens, "preemptions": self.preemptions,
                 "mixed_steps": self.mixed_steps,
                 "rows": [{"metric": r.metric, "measured": r.measured, "predicted": r.predicted,
-                          "relative_error": r.relative_error, "predicted_uncorrected": r.predicted_uncorrected,
-                          "relative_error_uncorrected": r.relative_error_uncorrected} for r in self.rows]}
+                          "relative_error": r.relative_error} for r in self.rows]}
 
 
 def _pct(values_ms: np.ndarray) -> tuple[float, ...]:
@@ -153,14 +108,12 @@ def simulator_metrics(result: SimulationResult) -> Metrics:
     return Metrics(*((lat.p50_ms, lat.p95_ms, lat.p99_ms) for lat in (m.ttft, m.itl, m.e2e)), m.output_tokens_per_s)
 
 
-def compare(measured: Metrics, predicted: Metrics, uncorrected: Metrics) -> list[Row]:
+def compare(measured: Metrics, predicted: Metrics) -> list[Row]:
     rows = []
     for name in ("ttft", "itl", "e2e"):
-        for p, m, q, u in zip(PERCENTILES, getattr(measured, f"{name}_ms"), getattr(predicted, f"{name}_ms"),
-                              getattr(uncorrected, f"{name}_ms")):
-            rows.append(Row(f"{name}_p{p}_ms", m, q, u))
-    rows.append(Row("output_tokens_per_s", measured.output_tokens_per_s, predicted.output_tokens_per_s,
-                    uncorrected.output_tokens_per_s))
+        for p, m, q in zip(PERCENTILES, getattr(measured, f"{name}_ms"), getattr(predicted, f"{name}_ms")):
+            rows.append(Row(f"{name}_p{p}_ms", m, q))
+    rows.append(Row("output_tokens_per_s", measured.output_tokens_per_s, predicted.output_tokens_per_s))
     return rows
 
 
@@ -193,19 +146,15 @@ def validate(spec: ModelSpec, profile: CalibrationProfile, device: Device, sched
     num_blocks = num_blocks or default_num_blocks(cfg, device, scheduler, block_size)
     runner = EngineRunner(model, device, scheduler, num_blocks, block_size, enable_prefix_caching)
     runner.warm_up()
-    drift_before = speed_drift(model, device, profile)
     run = runner.run(copy.deepcopy(requests))
-    drift = (drift_before + speed_drift(model, device, profile)) / 2
 
     step_model = CalibratedStepTimeModel(profile)
     replica = ReplicaConfig(scheduler, num_blocks, block_size, enable_prefix_caching)
-    uncorrected = simulate(SimulationConfig(replica), step_model, copy.deepcopy(requests), seed)
-    corrected = simulate(SimulationConfig(replica), DriftScaled(step_model, drift), copy.deepcopy(requests), seed)
+    sim = simulate(SimulationConfig(replica), step_model, copy.deepcopy(requests), seed)
 
     return ValidationReport(
         device=device.name, model=spec.name, profile=str(profile.path), num_requests=len(requests),
-        num_blocks=num_blocks, speed_drift=drift,
-        rows=compare(engine_metrics(run), simulator_metrics(corrected), simulator_metrics(uncorrected)),
+        num_blocks=num_blocks, rows=compare(engine_metrics(run), simulator_metrics(sim)),
         out_of_range_steps=step_model.out_of_range_steps, steps_predicted=step_model.steps,
         engine_time_s=run.duration_s,
         cached_prompt_tokens=sum(r.num_cached_prompt_tokens for r in run.requests),

@@ -95,14 +95,11 @@ def render(report, console) -> None:
     from rich.table import Table
 
     table = Table(title=f"sizer validate: {report.model} on {report.device}, {report.num_requests} requests")
-    for col in ("metric", "measured (engine)", "predicted (simulator)", "relative error", "error without drift correction"):
+    for col in ("metric", "measured (engine)", "predicted (simulator)", "relative error"):
         table.add_column(col, justify="left" if col == "metric" else "right")
     for r in report.rows:
-        table.add_row(r.metric, f"{r.measured:,.2f}", f"{r.predicted:,.2f}", f"{r.relative_error:+.1%}",
-                      f"{r.relative_error_uncorrected:+.1%}")
+        table.add_row(r.metric, f"{r.measured:,.2f}", f"{r.predicted:,.2f}", f"{r.relative_error:+.1%}")
     console.print(table)
-    console.print(f"speed drift since calibration: x{report.speed_drift:.3f} (the profile's token ops re-timed before "
-                  "and after the run; predictions are scaled by it)")
     console.print(f"profile {report.profile}; engine time {report.engine_time_s:.1f} s (device clock); "
                   f"{report.cached_prompt_tokens:,} prompt tokens from the prefix cache; "
                   f"{report.mixed_steps} steps mixed prefill chunks with decodes; {report.preemptions} preemptions")

@@ -1,7 +1,7 @@
 """`sizer calibrate` and `sizer validate` end to end on the CPU: calibrate the tiny model,
 replay the bundled CPU scenario (64 Poisson requests with batching, chunked prefill and
 prefix reuse) through the engine and the simulator, and check the prediction's error
-(the median over five replays under 25% at p50, after the speed-drift correction; benchmarks/fidelity.py reports figures)."""
+(the median over three calibrate-then-validate pairs under 25% at p50; benchmarks/fidelity.py reports figures)."""
 
 import json
 import statistics
@@ -39,40 +39,41 @@ def test_calibrate_bad_input_is_one_line(args, words, tmp_path):
     assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1 and words in result.stderr
 
 
+PAIRS = 3     # calibrate-then-validate pairs: on a shared CPU a calibration itself lands 10-30% fast or slow
+
+
 @pytest.mark.slow
 def test_calibrate_then_validate_on_the_cpu(tmp_path):
-    start = time.perf_counter()
-    result = cli.invoke(app, ["calibrate", "--device", "cpu", "--model", "tiny", "--out", str(tmp_path)])
-    assert result.exit_code == 0, result.output
-    folder = tmp_path / "cpu-tiny-tp1"
-    header = yaml.safe_load((folder / "profile.yaml").read_text())
-    assert header["device"]["kind"] == "cpu" and header["dtype"] == "float32" and header["device"]["threads"] == 1
-    assert header["calls_per_step"]["qkv"] == 4 and header["calls_per_step"]["rmsnorm"] == 9   # 4 layers; 2 x 4 + 1 norms
-    assert 0 < header["overhead"]["fixed_s"] < 0.05
-    for table in ("token_ops", "seq_ops", "decode_attention", "prefill_attention", "steps"):
-        assert (folder / f"{table}.csv").stat().st_size > 0
-
-    # Five replays: the engine's own speed on a shared CPU moves between runs, so the median
-    # of the five relative errors is what is held to 25%. Each error is after the speed-drift
-    # correction (the profile's token ops re-timed around the run; engine/validate.py).
-    reports = []
-    for _ in range(5):
+    """Each pair calibrates into a fresh folder and validates at once (what a user runs); the
+    median over the pairs' relative errors is held to 25%, so one calibration that caught the
+    machine in a fast or slow moment does not decide the result."""
+    reports, pair_seconds = [], []
+    for pair in range(PAIRS):
+        start = time.perf_counter()
+        out = tmp_path / f"pair{pair}"
+        result = cli.invoke(app, ["calibrate", "--device", "cpu", "--model", "tiny", "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        folder = out / "cpu-tiny-tp1"
+        header = yaml.safe_load((folder / "profile.yaml").read_text())
+        assert header["device"]["kind"] == "cpu" and header["dtype"] == "float32" and header["device"]["threads"] == 1
+        assert header["calls_per_step"]["qkv"] == 4 and header["calls_per_step"]["rmsnorm"] == 9   # 4 layers; 2 x 4 + 1 norms
+        assert 0 < header["overhead"]["fixed_s"] < 0.05
+        for table in ("token_ops", "seq_ops", "decode_attention", "prefill_attention", "steps"):
+            assert (folder / f"{table}.csv").stat().st_size > 0
         result = cli.invoke(app, ["validate", SCENARIO, "--profile", str(folder), "--json"])
         assert result.exit_code == 0, result.output
         reports.append(json.loads(result.stdout))
-    elapsed = time.perf_counter() - start
+        pair_seconds.append(time.perf_counter() - start)
     report = reports[0]
     # The workload exercised what it should: 64 requests, prefix-cache hits, chunks mixed with decodes.
     assert report["num_requests"] == 64
     assert report["cached_prompt_tokens"] > 0 and report["mixed_steps"] > 0
     assert report["out_of_range_steps"] == 0
-    drifts = [rep["speed_drift"] for rep in reports]
-    assert all(0.2 < d < 5 for d in drifts), drifts
     for metric in ("ttft_p50_ms", "itl_p50_ms", "e2e_p50_ms"):
-        rows = [next(r for r in rep["rows"] if r["metric"] == metric) for rep in reports]
-        errors = [r["relative_error"] for r in rows]
-        assert abs(statistics.median(errors)) < 0.25, (metric, errors, [r["relative_error_uncorrected"] for r in rows], drifts)
-    assert elapsed < 180
+        errors = [next(r["relative_error"] for r in rep["rows"] if r["metric"] == metric) for rep in reports]
+        assert abs(statistics.median(errors)) < 0.25, (metric, errors)
+    # calibrate then validate, as the issue asks, in under 3 minutes
+    assert max(pair_seconds) < 180, pair_seconds
 
 
 def test_validate_refuses_a_profile_of_another_model(tmp_path):
