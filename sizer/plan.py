@@ -131,13 +131,26 @@ class Plan:
         return dataclasses.asdict(self)
 
 
+def weights_and_kv(r: Resolved) -> tuple[WeightMemory, KVLayout]:
+    """The weights in their format and the KV layout, after the split."""
+    weights = weight_memory(r.model, r.weight_format, r.parallel, r.group_size, r.scenario.model.num_parameters)
+    return weights, kv_layout(r.model, r.kv_cache_dtype, r.parallel)
+
+
+def memory_of(r: Resolved) -> tuple[WeightMemory, KVLayout, MemoryBudget]:
+    """Weights, KV layout and the per-GPU memory budget of a resolved scenario."""
+    weights, kv = weights_and_kv(r)
+    e = r.engine
+    budget = memory_budget(r.model, r.hardware.memory_bytes, weights, kv, r.parallel,
+                           r.scenario.deployment.gpu_memory_utilization, e.block_size, e.max_model_len,
+                           e.max_num_batched_tokens, e.max_num_seqs)
+    return weights, kv, budget
+
+
 def roofline_for(r: Resolved) -> RooflineStepTimeModel:
     """The roofline step-time model of a resolved scenario."""
-    weights = weight_memory(r.model, r.weight_format, r.parallel, r.group_size,
-                            r.scenario.model.num_parameters)
-    kv = kv_layout(r.model, r.kv_cache_dtype, r.parallel)
-    return RooflineStepTimeModel(r.model, r.hardware, r.weight_format, weights, kv, r.parallel,
-                                 r.group_size)
+    weights, kv = weights_and_kv(r)
+    return RooflineStepTimeModel(r.model, r.hardware, r.weight_format, weights, kv, r.parallel, r.group_size)
 
 
 def step_model_for(r: Resolved):
@@ -201,10 +214,7 @@ def _time_in_system_s(step: RooflineStepTimeModel, rate: float, prefill_s: float
 def make_plan(r: Resolved) -> Plan:
     s, m, hw, p, e = r.scenario, r.model, r.hardware, r.parallel, r.engine
     d, w = s.deployment, s.workload
-    weights = weight_memory(m, r.weight_format, p, r.group_size, s.model.num_parameters)
-    kv = kv_layout(m, r.kv_cache_dtype, p)
-    budget = memory_budget(m, hw.memory_bytes, weights, kv, p, d.gpu_memory_utilization, e.block_size,
-                           e.max_model_len, e.max_num_batched_tokens, e.max_num_seqs)
+    weights, kv, budget = memory_of(r)
     roofline = roofline_for(r)
     step = step_model_for(r)
     if w.trace is None:

@@ -87,14 +87,11 @@ def simulation_config(r: Resolved, replicas: int | None = None, router: str = DE
     from simulator.replica import ReplicaConfig
     from simulator.run import SimulationConfig
     from simulator.scheduler import SchedulerConfig
-    from sizer.memory import kv_layout, memory_budget, weight_memory
+    from sizer.plan import memory_of
 
-    s, e, hw, p = r.scenario, r.engine, r.hardware, r.parallel
+    s, e, hw = r.scenario, r.engine, r.hardware
     d = s.deployment
-    weights = weight_memory(r.model, r.weight_format, p, r.group_size, s.model.num_parameters)
-    kv = kv_layout(r.model, r.kv_cache_dtype, p)
-    budget = memory_budget(r.model, hw.memory_bytes, weights, kv, p, d.gpu_memory_utilization, e.block_size,
-                           e.max_model_len, e.max_num_batched_tokens, e.max_num_seqs)
+    _, kv, budget = memory_of(r)
     if budget.kv_blocks < 1:
         raise InputError(s.file, "deployment", f"no room for a KV cache on {hw.name}: " + "; ".join(budget.reasons))
     try:
