@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from pathlib import Path
@@ -15,18 +16,16 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Capacity planner for LLM inference: memory, parallelism, simulated latency, goodput and cost.")
 
 
-def fail(error: InputError) -> None:
-    """Bad input: one line on stderr, exit code 2."""
-    typer.echo(f"error: {error.one_line()}", err=True)
-    raise typer.Exit(2)
-
-
-def run_guarded(fn):
-    """Call fn(); turn InputError into the one-line exit-2 error."""
-    try:
-        return fn()
-    except InputError as error:
-        fail(error)
+def input_errors_exit_2(command):
+    """Wrap a command so that bad input (InputError) is one line on stderr and exit code 2."""
+    @functools.wraps(command)
+    def guarded(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except InputError as error:
+            typer.echo(f"error: {error.one_line()}", err=True)
+            raise typer.Exit(2) from None
+    return guarded
 
 
 def build_scenario(scenario: Optional[Path], overrides: dict):
@@ -45,6 +44,7 @@ def build_scenario(scenario: Optional[Path], overrides: dict):
 
 
 @app.command()
+@input_errors_exit_2
 def plan(
     scenario: Optional[Path] = typer.Argument(None, help="scenario YAML (see docs/scenario.md)"),
     as_json: bool = typer.Option(False, "--json", help="print the plan as JSON"),
@@ -66,23 +66,20 @@ def plan(
                  "workload.arrival.rate_per_s": rate,
                  "hardware.calibrated_profile": str(profile.resolve()) if profile else None}
 
-    def go():
-        from sizer.plan import make_plan
-        from sizer.resolve import resolve
+    from sizer.plan import make_plan
+    from sizer.resolve import resolve
 
-        resolved = resolve(build_scenario(scenario, overrides))
-        result = make_plan(resolved)
-        if simulate:
-            from sizer.plan_sim import add_simulation
-            result = add_simulation(result, resolved)
-        if as_json:
-            typer.echo(json.dumps(result.to_dict(), indent=2))
-        else:
-            from rich.console import Console
-            from sizer.render import render_plan
-            render_plan(result, Console())
-
-    run_guarded(go)
+    resolved = resolve(build_scenario(scenario, overrides))
+    result = make_plan(resolved)
+    if simulate:
+        from sizer.plan_sim import add_simulation
+        result = add_simulation(result, resolved)
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        from rich.console import Console
+        from sizer.render import render_plan
+        render_plan(result, Console())
 
 
 @app.command()
@@ -130,12 +127,12 @@ def gpus() -> None:
 # Commands that live in their own modules (each imports its heavy dependencies lazily).
 from sizer.commands import calibrate, check, report, search, simulate as simulate_cmd, validate  # noqa: E402
 
-app.command("simulate")(simulate_cmd.command)
-app.command("search")(search.command)
-app.command("report")(report.command)
-app.command("check")(check.command)
-app.command("calibrate")(calibrate.command)
-app.command("validate")(validate.command)
+app.command("simulate")(input_errors_exit_2(simulate_cmd.command))
+app.command("search")(input_errors_exit_2(search.command))
+app.command("report")(input_errors_exit_2(report.command))
+app.command("check")(input_errors_exit_2(check.command))
+app.command("calibrate")(input_errors_exit_2(calibrate.command))
+app.command("validate")(input_errors_exit_2(validate.command))
 
 
 def main() -> None:  # pragma: no cover - `python -m sizer`

@@ -7,12 +7,11 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
 from sizer.check import check_file, max_model_len_rule, memory_rule, sequences_required
 from sizer.manifest import catalog_name_for, gpu_for_label, parse_vllm_args, read_check_input
-from sizer.commands import check as check_cmd
+from sizer.cli import app
 from sizer.errors import InputError
 from sizer.plan import make_plan
 from sizer.resolve import resolve
@@ -24,16 +23,8 @@ PASS = DEPLOY / "pass-llama-8b-h100.yaml"
 MEMORY = DEPLOY / "fail-memory-llama-70b-h100.yaml"
 LATENCY = DEPLOY / "fail-latency-llama-70b-h100.yaml"
 
-app = typer.Typer()
-app.command()(check_cmd.command)
-
-
-def _simulator_ready() -> bool:
-    return (ROOT / "sizer" / "simulate.py").exists()
-
-
 def run(*args: str):
-    return CliRunner().invoke(app, [str(a) for a in args])
+    return CliRunner().invoke(app, ["check", *(str(a) for a in args)])
 
 
 def plan_of(inp):
@@ -195,7 +186,6 @@ def test_kv_share_rule_counts_full_length_sequences():
     assert max_model_len_rule(read_check_input(str(PASS)), plan, 8192, 131072).status == "pass"   # 0.25 x 128 = 32 <= 55
 
 
-@pytest.mark.skipif(not _simulator_ready(), reason="needs sizer/simulate.py (issue 3)")
 def test_max_model_len_beyond_the_model_fails_the_rule_not_the_input(tmp_path):
     text = PASS.read_text().replace("--max-model-len=8192", "--max-model-len=200000")
     result = check_file(_write(tmp_path, text.replace("rate_per_s: 8", "rate_per_s: 0.5")))
@@ -233,7 +223,6 @@ def test_exit_1_on_memory_with_junit_and_json(tmp_path):
     assert data["exit_code"] == 1 and [r["status"] for r in data["rules"]] == ["fail", "skip", "skip", "pass"]
 
 
-@pytest.mark.skipif(not _simulator_ready(), reason="needs sizer/simulate.py (issue 3)")
 def test_exit_0_when_every_rule_passes(tmp_path):
     junit = tmp_path / "out.xml"
     result = run(PASS, "--junit", junit)
@@ -242,7 +231,6 @@ def test_exit_0_when_every_rule_passes(tmp_path):
     assert ET.parse(junit).getroot().find("testsuite").get("failures") == "0"
 
 
-@pytest.mark.skipif(not _simulator_ready(), reason="needs sizer/simulate.py (issue 3)")
 def test_exit_1_on_latency_with_replica_fix():
     result = run(LATENCY)
     assert result.exit_code == 1, result.output

@@ -30,12 +30,8 @@ def command(
     seed: int = typer.Option(0, help="random seed for weights and inputs"),
 ) -> None:
     """Measure the engine's kernels here and write `<device>-<model>-tp<N>/profile.yaml` + CSV tables."""
-    try:
-        folder, header = _calibrate(model, gpu, device, tp, scale, out, max_num_batched_tokens, max_num_seqs,
-                                    max_model_len, block_size, kernels, seed)
-    except InputError as error:
-        typer.echo(f"error: {error.one_line()}", err=True)
-        raise typer.Exit(2)
+    folder, header = _calibrate(model, gpu, device, tp, scale, out, max_num_batched_tokens, max_num_seqs,
+                                max_model_len, block_size, kernels, seed)
     a, o = header["achieved"], header["overhead"]
     typer.echo(f"wrote {folder}")
     typer.echo(f"  device {header['device']['name']}, {header['dtype']}, kernels {header['kernels']}, "

@@ -30,8 +30,7 @@ def command(
     except InputError as error:
         if junit:
             write_junit_error(junit, str(file), error)
-        typer.echo(f"error: {error.one_line()}", err=True)
-        raise typer.Exit(2)
+        raise                       # the CLI prints it as one line, exit 2
     if junit:
         write_junit(junit, result)
     if as_json:

@@ -9,7 +9,6 @@ from typing import Optional
 
 import typer
 
-from sizer.errors import InputError
 
 
 def command(
@@ -31,23 +30,19 @@ def command(
     from sizer.commands.search import read_scenario_data, space_from_options
     from sizer.report import build_report, render_html, write_pdf
 
-    try:
-        data = read_scenario_data(scenario)
-        space = None if no_search else space_from_options(gpus, tp, None, weights, kv_cache_dtype, False)
-        # No refresh thread (auto_refresh=False): the search forks its worker processes.
-        with Progress(TextColumn("searching"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=Console(stderr=True), transient=True, auto_refresh=False) as bar:
-            task = bar.add_task("search", total=None)
-            report = build_report(data, str(scenario), space, workers,
-                                  progress=lambda done, total: bar.update(task, completed=done, total=total, refresh=True))
-        html = render_html(report, date or datetime.date.today().isoformat())
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(html)
-        typer.echo(f"wrote {output}")
-        if pdf:
-            pdf_path = output.with_suffix(".pdf")
-            write_pdf(html, pdf_path)
-            typer.echo(f"wrote {pdf_path}")
-    except InputError as error:
-        typer.echo(f"error: {error.one_line()}", err=True)
-        raise typer.Exit(2)
+    data = read_scenario_data(scenario)
+    space = None if no_search else space_from_options(gpus, tp, None, weights, kv_cache_dtype, False)
+    # No refresh thread (auto_refresh=False): the search forks its worker processes.
+    with Progress(TextColumn("searching"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True, auto_refresh=False) as bar:
+        task = bar.add_task("search", total=None)
+        report = build_report(data, str(scenario), space, workers,
+                              progress=lambda done, total: bar.update(task, completed=done, total=total, refresh=True))
+    html = render_html(report, date or datetime.date.today().isoformat())
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(html)
+    typer.echo(f"wrote {output}")
+    if pdf:
+        pdf_path = output.with_suffix(".pdf")
+        write_pdf(html, pdf_path)
+        typer.echo(f"wrote {pdf_path}")

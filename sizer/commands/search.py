@@ -74,19 +74,15 @@ def command(
 
     from sizer.search import SearchSettings, search
 
-    try:
-        data = read_scenario_data(scenario)
-        space = space_from_options(gpus, tp, pp, weights, kv_cache_dtype, speculative)
-        err = Console(stderr=True)
-        # No refresh thread (auto_refresh=False): the search forks its worker processes.
-        with Progress(TextColumn("searching"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=err, transient=True, auto_refresh=False) as bar:
-            task = bar.add_task("search", total=None)
-            result = search(data, str(scenario), space, SearchSettings(num_requests=requests, max_replicas=max_replicas), workers,
-                            lambda done, total: bar.update(task, completed=done, total=total, refresh=True))
-    except InputError as error:
-        typer.echo(f"error: {error.one_line()}", err=True)
-        raise typer.Exit(2)
+    data = read_scenario_data(scenario)
+    space = space_from_options(gpus, tp, pp, weights, kv_cache_dtype, speculative)
+    err = Console(stderr=True)
+    # No refresh thread (auto_refresh=False): the search forks its worker processes.
+    with Progress(TextColumn("searching"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True, auto_refresh=False) as bar:
+        task = bar.add_task("search", total=None)
+        result = search(data, str(scenario), space, SearchSettings(num_requests=requests, max_replicas=max_replicas), workers,
+                        lambda done, total: bar.update(task, completed=done, total=total, refresh=True))
     if csv:
         write_csv(result, csv)
     if as_json:

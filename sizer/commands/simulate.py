@@ -25,11 +25,7 @@ def command(
     router: str = typer.Option("least_outstanding", "--router", help="round_robin, least_outstanding or prefix_aware"),
 ) -> None:
     """Simulated TTFT, ITL, TPOT, E2E (p50/p95/p99), throughput, goodput and prefix-cache hits."""
-    try:
-        scenario_obj, result, summary = run(scenario, num_requests, replicas, router, show_progress=not as_json)
-    except InputError as error:
-        typer.echo(f"error: {error.one_line()}", err=True)
-        raise typer.Exit(2)
+    scenario_obj, result, summary = run(scenario, num_requests, replicas, router, show_progress=not as_json)
     if requests_csv is not None:
         result.requests.to_csv(requests_csv, index=False)
     if as_json:

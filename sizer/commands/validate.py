@@ -25,11 +25,7 @@ def command(
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
 ) -> None:
     """Measured vs predicted TTFT, ITL, E2E (p50/p95/p99) and throughput for one workload."""
-    try:
-        report = run_validation(scenario, profile, num_requests, num_blocks, weights)
-    except InputError as error:
-        typer.echo(f"error: {error.one_line()}", err=True)
-        raise typer.Exit(2)
+    report = run_validation(scenario, profile, num_requests, num_blocks, weights)
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
         return

@@ -5,12 +5,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import typer
 from typer.testing import CliRunner
 
 from simulator.metrics import summarise
 from simulator.presets import PRESETS, engine_defaults, preset
-from sizer.commands.simulate import command
+from sizer.cli import app
 from sizer.perf import prefill_time_s
 from sizer.plan import step_model_for
 from sizer.resolve import resolve
@@ -72,15 +71,13 @@ def test_kv_blocks_come_from_the_memory_budget():
     assert cfg.replica.scheduler.max_num_batched_tokens == 8192
 
 
-def app():
-    a = typer.Typer()
-    a.command()(command)
-    return a
+def simulate_cli(*args: str):
+    return CliRunner().invoke(app, ["simulate", *args])
 
 
 def test_simulate_command_json_and_csv(tmp_path):
     csv = tmp_path / "requests.csv"
-    out = CliRunner().invoke(app(), [str(CHAT), "--num-requests", "200", "--json", "--requests-csv", str(csv)])
+    out = simulate_cli(str(CHAT), "--num-requests", "200", "--json", "--requests-csv", str(csv))
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
     assert data["num_finished"] == 200 and data["ttft"]["p99_ms"] >= data["ttft"]["p50_ms"] > 0
@@ -89,7 +86,7 @@ def test_simulate_command_json_and_csv(tmp_path):
 
 
 def test_simulate_command_tables_and_bad_input():
-    out = CliRunner().invoke(app(), [str(CHAT), "--num-requests", "50"])
+    out = simulate_cli(str(CHAT), "--num-requests", "50")
     assert out.exit_code == 0 and "TTFT" in out.stdout and "goodput" in out.stdout
-    bad = CliRunner().invoke(app(), [str(CHAT), "--router", "random"])
+    bad = simulate_cli(str(CHAT), "--router", "random")
     assert bad.exit_code == 2 and "--router" in bad.output
