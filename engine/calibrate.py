@@ -152,7 +152,7 @@ def _robust_line(x: np.ndarray, y: np.ndarray, weight: np.ndarray, floor: float)
 def _achieved(cfg: EngineConfig, device: Device, tokens: list[dict], decode: list[dict], ceilings: dict,
               hardware: HardwareSpec | None) -> dict:
     """Achieved rates on the engine's own ops against the measured ceilings and the datasheet."""
-    elem = torch.empty((), dtype=device.dtype).element_size()
+    elem = device.dtype.itemsize
     h, q = cfg.hidden_size, cfg.num_heads * cfg.head_dim
     weights = h * cfg.qkv_size + q * h
     ops = ["qkv_s", "o_s"]
@@ -195,7 +195,7 @@ def _header(req: CalibrationRequest, tokens: list[dict], decode: list[dict], cei
         "versions": versions(),
         "date": dt.date.today().isoformat(),
         "dtype": str(dev.dtype).removeprefix("torch."),
-        "dtype_bytes": torch.empty((), dtype=dev.dtype).element_size(),
+        "dtype_bytes": dev.dtype.itemsize,
         "kernels": req.kernels.name,
         "model": {"name": cfg.name, "tp": cfg.tp, "hidden_size": cfg.hidden_size, "engine_num_layers": cfg.num_layers,
                   "model_num_layers": cfg.model_num_layers, "scale": req.scale,
@@ -248,10 +248,10 @@ def calibrate(req: CalibrationRequest, out_dir: Path, log: Callable[[str], None]
     log("whole steps through the runner (fixed overhead)")
     model = Transformer(cfg, dev.dtype, dev.torch_device, req.kernels, lim.max_model_len, req.seed)
     records = step_sweep(model, dev, lim, req.seed)
-    tables = pc.CalibratedStepTimeModel(pc.load_profile(folder))
-    components = [tables.step_time(r.batch) for r in records]
+    profile = pc.load_profile(folder)
+    components = [pc.CalibratedStepTimeModel(profile).step_time(r.batch) for r in records]
     header["overhead"] = fit_overhead(records, components)
-    header["overhead"]["step_error_p50"] = _step_error(records, components, header["overhead"])
+    header["overhead"]["step_error_p50"] = _step_error(records, replace(profile, header=header))
     _write_csv(folder / pc.STEPS_FILE, [{"num_seqs": r.batch.num_seqs, "new_tokens": r.batch.new_tokens,
                                          "context_tokens": r.batch.context_tokens,
                                          "attention_pairs": r.batch.attention_pairs,
@@ -262,9 +262,9 @@ def calibrate(req: CalibrationRequest, out_dir: Path, log: Callable[[str], None]
     return folder
 
 
-def _step_error(records: list[StepRecord], components: list[float], overhead: dict) -> float:
-    """Median relative error of the fitted model over the sweep's steps."""
-    seqs = np.array([r.batch.num_seqs for r in records])
-    pred = overhead["kernel_factor"] * np.array(components) + overhead["fixed_s"] + overhead["per_seq_s"] * seqs
+def _step_error(records: list[StepRecord], fitted: pc.CalibrationProfile) -> float:
+    """Median relative error over the sweep's steps of the model the fitted profile gives."""
+    model = pc.CalibratedStepTimeModel(fitted)
+    pred = np.array([model.step_time(r.batch) for r in records])
     meas = np.array([r.duration_s for r in records])
     return float(np.median(np.abs(pred - meas) / meas))

@@ -42,7 +42,7 @@ def _worker(rank: int, world: int, port: int, kind: str, dtype: torch.dtype, siz
         torch.set_num_threads(1)
     dist.init_process_group("nccl" if gpu else "gloo", rank=rank, world_size=world)
     device = torch.device("cuda", rank) if gpu else torch.device("cpu")
-    elem = torch.empty((), dtype=dtype).element_size()
+    elem = dtype.itemsize
     rows = []
     for size in sizes:
         x = torch.randn(max(1, size // elem), device=device).to(dtype)

@@ -33,7 +33,7 @@ class PagedKVCache:
     @staticmethod
     def bytes_per_block(num_layers: int, block_size: int, num_kv_heads: int, head_dim: int, dtype: torch.dtype) -> int:
         # K and V, every layer: 2 x layers x block_size x kv_heads x head_dim x element size
-        return 2 * num_layers * block_size * num_kv_heads * head_dim * torch.empty((), dtype=dtype).element_size()
+        return 2 * num_layers * block_size * num_kv_heads * head_dim * dtype.itemsize
 
 
 def slots_for(block_ids: list[int], start: int, count: int, block_size: int) -> list[int]:

@@ -72,9 +72,6 @@ class ValidationReport:
     preemptions: int
     mixed_steps: int
 
-    def row(self, metric: str) -> Row:
-        return next(r for r in self.rows if r.metric == metric)
-
     def to_dict(self) -> dict:
         return {"device": self.device, "model": self.model, "profile": self.profile,
                 "num_requests": self.num_requests, "num_blocks": self.num_blocks, "engine_time_s": self.engine_time_s,

@@ -85,10 +85,9 @@ def load_weights(model: Transformer, folder: str | Path) -> None:
             continue
         if p + "block_sparse_moe.gate.weight" in t:        # Mixtral: w1 gate, w3 up, w2 down
             moe, gate, up, down = p + "block_sparse_moe.", "w1", "w3", "w2"
-            w.router = take(moe + "gate.weight")
         else:                                               # Qwen-MoE
             moe, gate, up, down = p + "mlp.", "gate_proj", "up_proj", "down_proj"
-            w.router = take(moe + "gate.weight")
+        w.router = take(moe + "gate.weight")
         if any(name.startswith(moe + "shared_expert") for name in t):
             raise InputError(str(folder), moe + "shared_expert", "gated shared experts are not supported by the engine yet")
         experts = range(model.cfg.num_experts)

@@ -117,10 +117,6 @@ class CalibrationProfile:
     allreduce: Table1D | None
 
     @property
-    def device_name(self) -> str:
-        return str(self.header["device"]["name"])
-
-    @property
     def engine_num_layers(self) -> int:
         return int(self.header["model"]["engine_num_layers"])
 

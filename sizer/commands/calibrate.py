@@ -80,7 +80,7 @@ def _calibrate(model_name, gpu, device_kind, tp, scale, out, max_tokens, max_seq
 
         if dev.kind == "cuda" and torch.cuda.device_count() < tp:
             raise InputError(None, "--tp", f"timing the all-reduce of TP {tp} needs {tp} GPUs; {torch.cuda.device_count()} present")
-        max_bytes = limits.max_num_batched_tokens * cfg.hidden_size * torch.empty((), dtype=dev.dtype).element_size()
+        max_bytes = limits.max_num_batched_tokens * cfg.hidden_size * dev.dtype.itemsize
         allreduce = allreduce_table(tp, dev.kind, dev.dtype, max_bytes)
     req = CalibrationRequest(cfg, dev, select(kernels_name), limits, hardware.id if hardware else "cpu", hardware, scale, seed)
     folder = calibrate(req, out, log=lambda msg: typer.echo(f"  measuring {msg}", err=True), allreduce_rows=allreduce)
