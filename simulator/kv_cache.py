@@ -84,10 +84,6 @@ class KVCacheManager:
     def num_cached_free_blocks(self) -> int:
         return len(self._lru)
 
-    @property
-    def usage(self) -> float:
-        return self.num_used_blocks / self.num_blocks
-
     def blocks_for(self, num_tokens: int) -> int:
         return -(-num_tokens // self.block_size)
 

@@ -31,9 +31,8 @@ from sizer.step_batch import StepBatch, StepTimeModel
 class StepTimes:
     """Memoised step times: a step-time model is a pure function of the batch, and runs of
     similar traffic repeat batch shapes often (more than half the steps of the standard
-    benchmark). Keys are plain tuples of the batch's fields: hashing a frozen dataclass goes
-    through its generated Python `__hash__` and `__eq__`, which cost more than the lookup.
-    Bounded."""
+    benchmark). Keys are tuples of the batch's fields; a StepBatch is itself such a tuple
+    (a NamedTuple), so it is its own key. Bounded."""
 
     def __init__(self, model: StepTimeModel, max_entries: int = 1 << 16):
         self.model, self._max = model, max_entries
@@ -41,11 +40,9 @@ class StepTimes:
         self.decodes: dict[tuple[int, int], float] = {}     # plain decode steps: (seqs, context) -> s
 
     def __call__(self, batch: StepBatch) -> float:
-        key = (batch.num_seqs, batch.new_tokens, batch.context_tokens, batch.attention_pairs, batch.prefill_seqs,
-               batch.prefill_tokens, batch.draft_tokens)
-        t = self._memo.get(key)
+        t = self._memo.get(batch)
         if t is None:
-            t = self._store(self._memo, key, batch)
+            t = self._store(self._memo, batch, batch)
         return t
 
     def shape(self, key: tuple[int, int, int, int, int, int, int]) -> float:

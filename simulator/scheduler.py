@@ -202,7 +202,7 @@ class Scheduler:
             spec = min(gamma, req.remaining_output_tokens - 1, step.budget - 1) if decode and gamma else 0
             n = n + spec if decode else min(n, cap or n, step.budget)
             swapped = req.status is Status.SWAPPED
-            final = kv.blocks_for(req.prompt_tokens + req.output_tokens - 1) if cfg.reserve_full_kv else 0
+            final = self._final_blocks(req) if cfg.reserve_full_kv else 0
             if final and final > kv.num_free_blocks - max(0, self._reserved_blocks - kv.num_used_blocks):
                 return
             if kv.blocks_for(computed + n) - len(req.block_ids) - hit_blocks > kv.num_free_blocks - hit_free:
@@ -222,10 +222,14 @@ class Scheduler:
             step.add(req, n, decode, spec)
             step.budget -= n
 
+    def _final_blocks(self, req: Request) -> int:
+        """Blocks a request holds at its end (the last token's KV is never written)."""
+        return self.kv.blocks_for(req.prompt_tokens + req.output_tokens - 1)
+
     def _release(self, req: Request) -> None:
         self.kv.free(req)
         if self.config.reserve_full_kv:
-            self._reserved_blocks -= self.kv.blocks_for(req.prompt_tokens + req.output_tokens - 1)
+            self._reserved_blocks -= self._final_blocks(req)
 
     def _preempt(self, req: Request, step: StepBuilder) -> None:
         if self.config.preemption_mode == "swap":

@@ -35,8 +35,6 @@ def read_mooncake(path: str | Path, limit: int | None = None) -> Workload:
                 segments.append(tuple(int(h) for h in rec.get("hash_ids", ())))
             except (ValueError, KeyError, TypeError) as e:
                 raise InputError(str(path), f"line {lineno}", f"not a Mooncake trace record ({e})") from None
-    if not arrival:
-        raise InputError(str(path), None, "trace has no requests")
     return _workload(str(path), arrival, prompt, output, segments, MOONCAKE_BLOCK_TOKENS)
 
 

@@ -7,7 +7,7 @@ seed, so changing, say, the output lengths leaves the arrival times bit-identica
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -103,9 +103,6 @@ class WorkloadSpec:
     output: Lengths
     shared_prefix: SharedPrefix | None = None
 
-    def with_rate(self, rate_per_s: float) -> "WorkloadSpec":
-        return replace(self, arrivals=replace(self.arrivals, rate_per_s=rate_per_s))
-
 
 @dataclass(frozen=True)
 class WorkloadSummary:
@@ -143,10 +140,6 @@ class Workload:
         span = float(self.arrival_s[-1] - self.arrival_s[0]) if n > 1 else 0.0
         return WorkloadSummary(n, span, (n - 1) / span if span > 0 else 0.0,
                                float(self.prompt_tokens.mean()), float(self.output_tokens.mean()))
-
-    def head(self, n: int) -> "Workload":
-        return Workload(self.arrival_s[:n], self.prompt_tokens[:n], self.output_tokens[:n],
-                        self.tenant[:n], self.segments[:n], self.segment_tokens)
 
     def time_scaled(self, rate_factor: float) -> "Workload":
         """The same requests arriving `rate_factor` times as fast (for rate sweeps of a trace)."""

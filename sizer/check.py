@@ -204,10 +204,10 @@ def slo_rule(inp: CheckInput, resolved: Resolved) -> tuple[RuleResult, int | Non
 
     Returns the rule and, when it fails, the replicas the SLO needs (from a coarse goodput search).
     """
-    from sizer.search import probe_slo
+    from sizer.search import probe_slo, slo_of
 
     s = resolved.scenario
-    if s.slo.ttft_ms is None and s.slo.itl_ms is None and s.slo.e2e_ms is None:
+    if not slo_of(s).has_targets:
         return RuleResult("slo", "skip", "no SLO targets stated"), None
     rate = s.workload.arrival.rate_per_s
     if rate is None:

@@ -11,6 +11,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from simulator.speculative import expected_tokens_per_step
 from sizer.capacity import Capacity, littles_law
 from sizer.memory import (CUDA_CONTEXT_BYTES, GB, NCCL_BUFFER_BYTES, GiB, KVLayout, MemoryBudget, WeightMemory,
                           kv_layout, memory_budget, weight_memory)
@@ -147,16 +148,17 @@ def memory_of(r: Resolved) -> tuple[WeightMemory, KVLayout, MemoryBudget]:
     return weights, kv, budget
 
 
-def roofline_for(r: Resolved) -> RooflineStepTimeModel:
-    """The roofline step-time model of a resolved scenario."""
-    weights, kv = weights_and_kv(r)
+def roofline_for(r: Resolved, weights: WeightMemory | None = None, kv: KVLayout | None = None) -> RooflineStepTimeModel:
+    """The roofline step-time model of a resolved scenario (pass weights and KV when at hand)."""
+    if weights is None or kv is None:
+        weights, kv = weights_and_kv(r)
     return RooflineStepTimeModel(r.model, r.hardware, r.weight_format, weights, kv, r.parallel, r.group_size)
 
 
-def step_model_for(r: Resolved):
+def step_model_for(r: Resolved, roofline: RooflineStepTimeModel | None = None):
     """What prices a step: the calibrated profile when the scenario names one (roofline outside
     its measured range), else the roofline."""
-    roofline = roofline_for(r)
+    roofline = roofline or roofline_for(r)
     if r.calibrated_profile is None:
         return roofline
     from sizer.perf_calibrated import CalibratedStepTimeModel
@@ -171,11 +173,6 @@ def _attention_kind(m) -> str:
     if m.num_sliding_layers:
         text += f", {m.num_sliding_layers} of {m.num_layers} layers sliding (window {m.sliding_window})"
     return text
-
-
-def expected_tokens_per_step(alpha: float, gamma: int) -> float:
-    """Leviathan et al. (2023): expected tokens per verification step."""
-    return (1 - alpha ** (gamma + 1)) / (1 - alpha)
 
 
 def _step_times(r: Resolved, step, roofline: RooflineStepTimeModel, weights: WeightMemory, budget: MemoryBudget,
@@ -215,8 +212,8 @@ def make_plan(r: Resolved) -> Plan:
     s, m, hw, p, e = r.scenario, r.model, r.hardware, r.parallel, r.engine
     d, w = s.deployment, s.workload
     weights, kv, budget = memory_of(r)
-    roofline = roofline_for(r)
-    step = step_model_for(r)
+    roofline = roofline_for(r, weights, kv)
+    step = step_model_for(r, roofline)
     if w.trace is None:
         prompt_mean, output_mean = mean_length(w.prompt_tokens), mean_length(w.output_tokens)
         rate = w.arrival.rate_per_s

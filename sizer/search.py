@@ -185,7 +185,7 @@ def search(data: dict, file: str | None, space: SearchSpace, settings: SearchSet
         raise InputError(file, "deployment.speculative_config", "missing; sweeping speculative decoding needs its settings")
     if base.workload.trace is not None:
         raise InputError(file, "workload.trace", "search needs a synthetic workload (arrival rate and length distributions)")
-    if base.slo.ttft_ms is None and base.slo.itl_ms is None and base.slo.e2e_ms is None:
+    if not slo_of(base).has_targets:
         raise InputError(file, "slo", "search needs at least one target (ttft_ms, itl_ms or e2e_ms)")
     todo = [(c, data, file, settings) for c in candidates(space)]
     outcomes = []

@@ -4,7 +4,7 @@ KV block count from the memory budget, the roofline step model, and the run itse
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+
 from typing import Callable
 
 from sizer.errors import InputError
@@ -117,19 +117,16 @@ def simulation_config(r: Resolved, replicas: int | None = None, router: str = DE
 
 
 def simulate_scenario(r: Resolved, num_requests: int | None = None, replicas: int | None = None,
-                      router: str = DEFAULT_ROUTER, progress: Callable[[int], None] | None = None):
-    """Simulate the scenario's workload on its deployment with the roofline step model."""
+                      router: str = DEFAULT_ROUTER, progress: Callable[[int], None] | None = None,
+                      rate_per_s: float | None = None):
+    """Simulate the scenario's workload (at `rate_per_s` if given) on its deployment with its step model."""
     from simulator.run import simulate
     from sizer.plan import step_model_for
 
-    return simulate(simulation_config(r, replicas, router), step_model_for(r), workload_of(r.scenario, num_requests),
-                    r.scenario.workload.seed, progress)
+    return simulate(simulation_config(r, replicas, router), step_model_for(r),
+                    workload_of(r.scenario, num_requests, rate_per_s), r.scenario.workload.seed, progress)
 
 
 def simulate_replica(r: Resolved, rate_per_s: float, num_requests: int):
     """One replica (or one disaggregated pair of pools) at `rate_per_s`: for goodput searches."""
-    from simulator.run import simulate
-    from sizer.plan import step_model_for
-
-    config = replace(simulation_config(r), num_replicas=1)
-    return simulate(config, step_model_for(r), workload_of(r.scenario, num_requests, rate_per_s), r.scenario.workload.seed)
+    return simulate_scenario(r, num_requests, replicas=1, rate_per_s=rate_per_s)

@@ -38,7 +38,8 @@ def command(
 
 def run(path: Path, num_requests: int | None, replicas: int | None, router: str, show_progress: bool):
     from simulator.cluster import ROUTERS
-    from simulator.metrics import SLO, summarise
+    from simulator.metrics import summarise
+    from sizer.search import slo_of
     from sizer.resolve import resolve
     from sizer.scenario import load_scenario
     from sizer.simulate import simulate_scenario
@@ -57,8 +58,7 @@ def run(path: Path, num_requests: int | None, replicas: int | None, router: str,
             result = simulate_scenario(r, num_requests, replicas, router, lambda done: bar.update(task, completed=done))
     else:
         result = simulate_scenario(r, num_requests, replicas, router)
-    slo = SLO(s.slo.ttft_ms, s.slo.itl_ms, s.slo.e2e_ms, required_share=s.slo.required_share)
-    return s, result, summarise(result, slo if slo.has_targets else None)
+    return s, result, summarise(result, slo_of(s))
 
 
 def to_dict(name: str, summary) -> dict:
