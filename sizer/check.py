@@ -73,12 +73,12 @@ def evaluate(inp: CheckInput) -> CheckResult:
     plan = make_plan(resolved)
     rules = [memory_rule(inp, plan), max_model_len_rule(inp, plan, stated_len, model_limit)]
     if plan.fits:
-        slo, replicas_needed = slo_rule(inp, resolved)
+        slo, replicas_needed = slo_rule(inp, resolved, plan)
     else:
         slo, replicas_needed = RuleResult("slo", "skip", "not simulated: the model does not fit in memory"), None
     cost = cost_rule(inp, plan, replicas_needed)
     if cost.status == "fail" and slo.status == "pass":      # fewer replicas may still meet the SLO
-        cost = cost_rule(inp, plan, replicas_for_slo(resolved)[0])
+        cost = cost_rule(inp, plan, replicas_for_slo(resolved, plan)[0])
     rules += [slo, cost]
     p = plan.parallel
     summary = (f"{plan.model.name} on {inp.replicas} x {inp.gpus_per_replica} {plan.gpu} "
@@ -199,7 +199,7 @@ def max_model_len_rule(inp: CheckInput, plan: Plan, stated_len: int | None, mode
 # ---- SLO ---------------------------------------------------------------------------------
 
 
-def slo_rule(inp: CheckInput, resolved: Resolved) -> tuple[RuleResult, int | None]:
+def slo_rule(inp: CheckInput, resolved: Resolved, plan: Plan) -> tuple[RuleResult, int | None]:
     """Simulate one replica at rate / replicas (random routing of Poisson traffic stays Poisson).
 
     Returns the rule and, when it fails, the replicas the SLO needs (from a coarse goodput search).
@@ -222,7 +222,7 @@ def slo_rule(inp: CheckInput, resolved: Resolved) -> tuple[RuleResult, int | Non
                         if v is not None) + ")")
     if probe.share_met >= s.slo.required_share:
         return RuleResult("slo", "pass", what), None
-    needed, goodput = replicas_for_slo(resolved)
+    needed, goodput = replicas_for_slo(resolved, plan)
     by = f"; short by {s.slo.required_share - probe.share_met:.1%} of requests (binding: {probe.binding})"
     if needed:
         price = resolved.price_usd_per_gpu_hour
@@ -235,14 +235,14 @@ def slo_rule(inp: CheckInput, resolved: Resolved) -> tuple[RuleResult, int | Non
     return RuleResult("slo", "fail", what + by, fixes), None
 
 
-def replicas_for_slo(resolved: Resolved) -> tuple[int | None, float]:
+def replicas_for_slo(resolved: Resolved, plan: Plan) -> tuple[int | None, float]:
     """Replicas the scenario's rate needs from a coarse goodput search (None: the SLO is missed at any rate)."""
-    from sizer.search import SearchSettings, goodput_rate, rate_bound_per_s
+    from sizer.search import SearchSettings, goodput_rate, rate_bound_per_s, replicas_for
 
-    goodput, _ = goodput_rate(resolved, rate_bound_per_s(make_plan(resolved)), SearchSettings())
+    goodput, _ = goodput_rate(resolved, rate_bound_per_s(plan), SearchSettings())
     if goodput <= 0:
         return None, 0.0
-    return math.ceil(resolved.scenario.workload.arrival.rate_per_s / goodput - 1e-9), goodput
+    return replicas_for(resolved.scenario.workload.arrival.rate_per_s, goodput), goodput
 
 
 # ---- cost --------------------------------------------------------------------------------

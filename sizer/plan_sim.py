@@ -8,7 +8,6 @@ latency users see at the scenario's rate on that many replicas.
 from __future__ import annotations
 
 import dataclasses
-import math
 
 from sizer.errors import InputError
 from sizer.plan import Plan, cost_summary
@@ -37,7 +36,7 @@ def goodput_per_replica(r: Resolved, plan: Plan) -> tuple[float, str] | None:
 def add_simulation(plan: Plan, r: Resolved, num_requests: int | None = None) -> Plan:
     """A copy of `plan` with the simulated section filled in and replicas and cost refined."""
     from simulator.metrics import summarise
-    from sizer.search import slo_of
+    from sizer.search import replicas_for, slo_of
     from sizer.simulate import simulate_scenario
 
     s = r.scenario
@@ -47,7 +46,7 @@ def add_simulation(plan: Plan, r: Resolved, num_requests: int | None = None) -> 
     if s.deployment.replicas:
         replicas, source = s.deployment.replicas, "scenario"
     elif goodput is not None and goodput[0] > 0:
-        replicas = max(1, math.ceil(rate / goodput[0]))
+        replicas = replicas_for(rate, goodput[0])
         source = f"goodput {goodput[0]:.2f} req/s per replica at the SLO (simulated)"
     elif goodput is not None:
         raise InputError(s.file, "slo", f"no request rate meets the SLO on one replica of this deployment ({goodput[1]} binds)")

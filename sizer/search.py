@@ -21,7 +21,7 @@ from typing import Callable
 from sizer.errors import InputError
 from sizer.hardware import load_hardware
 from sizer.memory import GiB
-from sizer.plan import make_plan
+from sizer.plan import cost_summary, make_plan
 from sizer.resolve import Resolved, resolve
 from sizer.scenario import Scenario, mean_length, scenario_from_dict
 
@@ -267,15 +267,19 @@ def evaluate(c: Candidate, data: dict, file: str | None, settings: SearchSetting
                if floor > upper * settings.low_rate_fraction else
                f"the {binding} target is missed even at {upper * settings.low_rate_fraction:.3g} req/s per replica")
         return Outcome(c, "rejected", binding, why, gpus_per_replica, kv_gib, 0.0)
-    replicas = max(1, math.ceil(target / goodput - 1e-9))
+    replicas = replicas_for(target, goodput)
     at = probe_slo(resolved, target / replicas, settings.num_requests)
-    price = resolved.price_usd_per_gpu_hour
-    gpus = replicas * gpus_per_replica
-    per_hour = gpus * price if price is not None else None
-    per_million = per_hour / (target * output_mean * 3600) * 1e6 if per_hour is not None else None
+    cost = cost_summary(resolved, replicas, "goodput", target * output_mean, "target rate x mean output")
     return Outcome(c, "ok", binding, f"{replicas} replica(s) at {target / replicas:.3g} req/s each; one meets the SLO up to "
-                   f"{goodput:.3g} req/s", gpus_per_replica, kv_gib, goodput, replicas, gpus, price, per_hour, per_million,
+                   f"{goodput:.3g} req/s", gpus_per_replica, kv_gib, goodput, replicas, cost.gpus,
+                   cost.price_usd_per_gpu_hour, cost.usd_per_hour, cost.usd_per_million_output_tokens,
                    target / replicas, at.share_met, at.p95_ms("ttft"), at.p95_ms("tpot"), at.p95_ms("e2e"))
+
+
+def replicas_for(target_per_s: float, goodput_per_s: float) -> int:
+    """Replicas a target rate needs at a goodput per replica: ceil(target / goodput), at least 1
+    (the epsilon keeps an exact multiple from rounding up through float error)."""
+    return max(1, math.ceil(target_per_s / goodput_per_s - 1e-9))
 
 
 def rate_bound_per_s(plan) -> float:

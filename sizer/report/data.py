@@ -9,15 +9,14 @@ latency against rate, KV and batch timelines, the search table and every assumpt
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 
-from sizer.plan import Plan, make_plan
+from sizer.plan import Plan, cost_summary, make_plan
 from sizer.report.charts import MemoryBar, RatePoint, latency_chart, memory_chart, timeline_chart
 from sizer.resolve import Resolved, resolve
 from sizer.scenario import mean_length, scenario_from_dict
-from sizer.search import (SearchResult, SearchSettings, SearchSpace, goodput_rate, probe_slo, rate_bound_per_s, score,
-                          search, simulate_at, slo_of)
+from sizer.search import (SearchResult, SearchSettings, SearchSpace, goodput_rate, probe_slo, rate_bound_per_s,
+                          replicas_for, score, search, simulate_at, slo_of)
 
 RATE_FACTORS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)     # latency sweep, as multiples of the goodput rate
 REPORT_REQUESTS = 1000                               # per simulation of the latency sweep
@@ -126,14 +125,13 @@ def _answer(r: Resolved, source: str, settings: SearchSettings, goodput: float |
     binding = None
     if goodput is None:
         goodput, binding = goodput_rate(r, rate_bound_per_s(plan), settings)
-    replicas = replicas or d.replicas or (max(1, math.ceil(rate / goodput - 1e-9)) if goodput > 0 else 1)
+    replicas = replicas or d.replicas or (replicas_for(rate, goodput) if goodput > 0 else 1)
     sim = simulate_at(r, rate / replicas, s.workload.num_requests)
     probe = score(sim, slo_of(s), rate / replicas)
-    gpus = replicas * plan.parallel.gpus_per_replica
-    per_hour = gpus * r.price_usd_per_gpu_hour if r.price_usd_per_gpu_hour is not None else None
-    per_million = per_hour / (rate * mean_length(s.workload.output_tokens) * 3600) * 1e6 if per_hour is not None else None
+    cost = cost_summary(r, replicas, "goodput", rate * mean_length(s.workload.output_tokens), "scenario rate x mean output")
     met = probe.share_met >= s.slo.required_share
-    answer = Answer(**common, replicas=replicas, gpus=gpus, usd_per_hour=per_hour, usd_per_million_output_tokens=per_million,
+    answer = Answer(**common, replicas=replicas, gpus=cost.gpus, usd_per_hour=cost.usd_per_hour,
+                    usd_per_million_output_tokens=cost.usd_per_million_output_tokens,
                     goodput_rate_per_s=goodput, operating_rate_per_s=rate / replicas, share_met=probe.share_met,
                     slo_met=met, fits=True, binding=binding or probe.binding, percentiles_ms=probe.percentiles_ms)
     t = sim.timeline
