@@ -164,7 +164,8 @@ def load_scenario(path: str | Path, overrides: dict | None = None) -> Scenario:
 
 
 def scenario_from_dict(data: object, file: str | None, overrides: dict | None = None,
-                       default_name: str = "scenario") -> Scenario:
+                       default_name: str | None = None) -> Scenario:
+    """A validated Scenario from a mapping; unnamed, it is named after its file (else "scenario")."""
     if not isinstance(data, dict):
         raise InputError(file, "(top level)", f"expected a mapping of sections, got {type(data).__name__}")
     data = {**data}
@@ -174,6 +175,7 @@ def scenario_from_dict(data: object, file: str | None, overrides: dict | None = 
     for dotted, value in (overrides or {}).items():
         data = _set_dotted(data, dotted.split("."), value)
     scenario = build(Scenario, data, "", file)
+    default_name = default_name or (Path(file).stem if file else "scenario")
     scenario = replace(scenario, file=file, name=scenario.name or default_name)
     check_scenario(scenario)
     return scenario

@@ -83,3 +83,12 @@ def test_littles_law_counts_the_tokens_requests_really_hold():
     # global layers but only 1,024 + 16 on the sliding ones, so more requests fit than tokens / 1,280 suggests
     assert cap["requests_held_per_replica"] > cap["kv_capacity_tokens"] / 1280
     assert cap["replicas_for_memory"] == 1 and plan["verdict"] == "fits"
+
+
+def test_an_unnamed_scenario_is_named_after_its_file():
+    # search and report build scenarios from mappings; they must title them as plan does
+    from sizer.scenario import scenario_from_dict
+    data = {"model": "llama-3.1-8b", "hardware": "h100", "workload": {"arrival": {"rate_per_s": 1},
+            "prompt_tokens": {"distribution": "fixed", "value": 64}, "output_tokens": {"distribution": "fixed", "value": 8}}}
+    assert scenario_from_dict(data, "scenarios/my-chat.yaml").name == "my-chat"
+    assert scenario_from_dict(data, None).name == "scenario"
