@@ -33,8 +33,8 @@ def main() -> None:
     from engine.device import cpu_device
     from engine.kernels import select
     from engine.microbench import Limits
-    from sizer.commands.validate import run_validation
-    from sizer.model_spec import load_model
+    from sizer.cli.validate import run_validation
+    from sizer.inputs.model_spec import load_model
 
     with tempfile.TemporaryDirectory() as tmp:
         profile = Path(args.profile) if args.profile else None

@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
-from sizer.search import SearchSettings, SearchSpace, search  # noqa: E402
+from sizer.sizing.search import SearchSettings, SearchSpace, search  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "llama-3.1-70b-h200.yaml"
 SPACE = SearchSpace(gpus=("h100-sxm", "h100-pcie", "h200", "a100-80gb", "b200", "l40s"),

@@ -26,9 +26,9 @@ MOONCAKE = REPO.parent / "shared" / "traces" / "mooncake_conversation_trace.json
 CHILD = r"""
 import json, sys, time
 t0 = time.perf_counter()
-from sizer.scenario import scenario_from_dict
-from sizer.resolve import resolve
-from sizer.simulate import simulate_scenario
+from sizer.inputs.scenario import scenario_from_dict
+from sizer.sizing.resolve import resolve
+from sizer.sizing.simulate import simulate_scenario
 from simulator.metrics import summarise
 kind, n, trace = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 if kind == "standard":

@@ -22,15 +22,14 @@ import yaml
 
 from engine import microbench as mb
 from engine.config import EngineConfig
-from engine.device import Device, versions
+from engine.device import Device, GPUProfile, versions
 from engine.kernels import Kernels
 from engine.kv_cache import PagedKVCache
 from engine.model import Transformer
 from engine.runner import EngineRunner, StepRecord
 from simulator.request import Request
 from simulator.scheduler import SchedulerConfig
-from sizer import perf_calibrated as pc
-from sizer.hardware import HardwareSpec
+from engine import profile as pc
 
 ROTATE_LAYERS = 4     # weights cycled by the token-op benchmarks
 
@@ -42,7 +41,7 @@ class CalibrationRequest:
     kernels: Kernels
     limits: mb.Limits
     device_id: str                     # 'cpu' or the hardware profile id ('h200')
-    hardware: HardwareSpec | None = None
+    hardware: GPUProfile | None = None
     scale: float = 1.0
     seed: int = 0
 
@@ -150,7 +149,7 @@ def _robust_line(x: np.ndarray, y: np.ndarray, weight: np.ndarray, floor: float)
 
 
 def _achieved(cfg: EngineConfig, device: Device, tokens: list[dict], decode: list[dict], ceilings: dict,
-              hardware: HardwareSpec | None) -> dict:
+              hardware: GPUProfile | None) -> dict:
     """Achieved rates on the engine's own ops against the measured ceilings and the datasheet."""
     elem = device.dtype.itemsize
     h, q = cfg.hidden_size, cfg.num_heads * cfg.head_dim

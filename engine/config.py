@@ -8,9 +8,32 @@ and the KV layout, so they are refused with a clear message rather than run wron
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
-from sizer.errors import InputError
-from sizer.model_spec import ModelSpec
+from simulator.errors import FieldError
+
+
+class ModelShape(Protocol):
+    """What the engine reads of a model description (sizer's ModelSpec has these fields)."""
+    name: str
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    rms_norm_eps: float
+    rope_theta: float
+    attention_bias: bool
+    num_experts: int
+    num_experts_per_tok: int
+    moe_intermediate_size: int
+    num_shared_experts: int
+    num_dense_layers: int
+    is_mla: bool
+    is_moe: bool
+    num_sliding_layers: int
 
 
 @dataclass(frozen=True)
@@ -50,21 +73,21 @@ class EngineConfig:
         return (self.num_heads + 2 * self.num_kv_heads) * self.head_dim
 
 
-def engine_config(spec: ModelSpec, tp: int = 1, scale: float = 1.0, file: str | None = None) -> EngineConfig:
+def engine_config(spec: ModelShape, tp: int = 1, scale: float = 1.0, file: str | None = None) -> EngineConfig:
     """Shapes for one of `tp` devices; `scale` in (0, 1] keeps that share of the layers."""
     if spec.is_mla:
-        raise InputError(file, "model", f"{spec.name} uses multi-head latent attention; the bundled engine does not support MLA yet")
+        raise FieldError(file, "model", f"{spec.name} uses multi-head latent attention; the bundled engine does not support MLA yet")
     if spec.num_sliding_layers:
-        raise InputError(file, "model", f"{spec.name} has sliding-window layers; the bundled engine does not support sliding-window attention yet")
+        raise FieldError(file, "model", f"{spec.name} has sliding-window layers; the bundled engine does not support sliding-window attention yet")
     if tp < 1 or spec.num_attention_heads % tp:
-        raise InputError(file, "tp", f"TP {tp} must divide the {spec.num_attention_heads} attention heads")
+        raise FieldError(file, "tp", f"TP {tp} must divide the {spec.num_attention_heads} attention heads")
     if spec.num_kv_heads >= tp and spec.num_kv_heads % tp:
-        raise InputError(file, "tp", f"TP {tp} must divide the {spec.num_kv_heads} KV heads")
+        raise FieldError(file, "tp", f"TP {tp} must divide the {spec.num_kv_heads} KV heads")
     if not 0 < scale <= 1:
-        raise InputError(file, "scale", f"expected a share of the layers in (0, 1], got {scale}")
+        raise FieldError(file, "scale", f"expected a share of the layers in (0, 1], got {scale}")
     widths = [spec.intermediate_size] + ([spec.moe_intermediate_size] if spec.is_moe else [])
     if any(w % tp for w in widths) or spec.vocab_size % tp:
-        raise InputError(file, "tp", f"TP {tp} must divide the MLP widths {widths} and the vocabulary {spec.vocab_size}")
+        raise FieldError(file, "tp", f"TP {tp} must divide the MLP widths {widths} and the vocabulary {spec.vocab_size}")
     return EngineConfig(
         name=spec.name,
         hidden_size=spec.hidden_size,

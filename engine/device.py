@@ -17,14 +17,22 @@ import statistics
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import Callable, Hashable
+from typing import Callable, Hashable, Protocol
 
 import torch
 
-from sizer.errors import InputError
-from sizer.hardware import HardwareSpec
+from simulator.errors import FieldError
 
 CPU_THREADS = 1   # one thread: stable timings on a shared machine, and what the CPU profile assumes
+
+
+class GPUProfile(Protocol):
+    """What the engine reads of an accelerator profile (sizer's GPUProfile has these)."""
+    id: str
+    name: str
+    memory_bandwidth_bytes_per_s: float
+
+    def peak_flops(self, fmt: str) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -112,7 +120,7 @@ def cpu_device(threads: int = CPU_THREADS) -> Device:
     return Device("cpu", cpu_name(), torch.device("cpu"), torch.float32)
 
 
-def gpu_matches(spec: HardwareSpec, device_name: str) -> bool:
+def gpu_matches(spec: GPUProfile, device_name: str) -> bool:
     """Whether a reported GPU name ('NVIDIA H100 80GB HBM3') is the profile's accelerator."""
     tokens = set(re.split(r"[^a-z0-9]+", device_name.lower()))
     family = spec.id.split("-")[0]
@@ -125,13 +133,13 @@ def gpu_matches(spec: HardwareSpec, device_name: str) -> bool:
     return not (sizes and spec_sizes and not sizes & spec_sizes)
 
 
-def gpu_device(spec: HardwareSpec) -> Device:
-    """The local GPU, refusing (InputError) when there is none or it is not `spec`."""
+def gpu_device(spec: GPUProfile) -> Device:
+    """The local GPU, refusing (FieldError) when there is none or it is not `spec`."""
     if not torch.cuda.is_available():
-        raise InputError(None, "gpu", f"no CUDA GPU is present here; run this on a machine with an {spec.name}, or use `--device cpu`")
+        raise FieldError(None, "gpu", f"no CUDA GPU is present here; run this on a machine with an {spec.name}, or use `--device cpu`")
     name = torch.cuda.get_device_name()
     if not gpu_matches(spec, name):
-        raise InputError(None, "gpu", f"the GPU here is {name!r}, not {spec.name!r}; name the GPU that is present")
+        raise FieldError(None, "gpu", f"the GPU here is {name!r}, not {spec.name!r}; name the GPU that is present")
     return Device("cuda", name, torch.device("cuda"), torch.bfloat16)
 
 

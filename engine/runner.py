@@ -28,7 +28,7 @@ from engine.model import Transformer, sample
 from simulator.kv_cache import KVCacheManager
 from simulator.request import Request
 from simulator.scheduler import Scheduler, SchedulerConfig
-from sizer.step_batch import StepBatch
+from simulator.step_batch import StepBatch
 
 
 @dataclass(frozen=True)

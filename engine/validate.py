@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from engine.config import EngineConfig, engine_config
+from engine.config import EngineConfig, ModelShape, engine_config
 from engine.device import Device
 from engine.kernels import select
 from engine.kv_cache import PagedKVCache
@@ -28,8 +28,7 @@ from simulator.replica import ReplicaConfig
 from simulator.request import Request
 from simulator.run import SimulationConfig, simulate
 from simulator.scheduler import SchedulerConfig
-from sizer.model_spec import ModelSpec
-from sizer.perf_calibrated import CalibratedStepTimeModel, CalibrationProfile
+from engine.profile import CalibratedStepTimeModel, CalibrationProfile
 
 PERCENTILES = (50, 95, 99)
 CPU_KV_BYTES = 2 << 30          # KV cache a CPU run may take
@@ -126,7 +125,7 @@ def default_num_blocks(cfg: EngineConfig, device: Device, scheduler: SchedulerCo
     return max(1, min(want, int(budget // per_block)))
 
 
-def validate(spec: ModelSpec, profile: CalibrationProfile, device: Device, scheduler: SchedulerConfig,
+def validate(spec: ModelShape, profile: CalibrationProfile, device: Device, scheduler: SchedulerConfig,
              num_blocks: int | None, block_size: int, enable_prefix_caching: bool, requests: list[Request],
              seed: int = 0, weights: Path | None = None) -> ValidationReport:
     """Run `requests` through the engine and the simulator; compare their latencies.

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from engine.model import Transformer
-from sizer.errors import InputError
+from simulator.errors import FieldError
 
 DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "F64": torch.float64,
           "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8}
@@ -34,7 +34,7 @@ def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
             if name == "__metadata__":
                 continue
             if meta["dtype"] not in DTYPES:
-                raise InputError(str(path), name, f"unsupported dtype {meta['dtype']}")
+                raise FieldError(str(path), name, f"unsupported dtype {meta['dtype']}")
             start, end = meta["data_offsets"]
             raw = bytearray(mm[base + start:base + end])
             tensor = torch.frombuffer(raw, dtype=DTYPES[meta["dtype"]]) if raw else torch.empty(0, dtype=DTYPES[meta["dtype"]])
@@ -45,7 +45,7 @@ def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
 def read_checkpoint(folder: Path) -> dict[str, torch.Tensor]:
     files = sorted(folder.glob("*.safetensors"))
     if not files:
-        raise InputError(str(folder), None, "no *.safetensors files in this folder")
+        raise FieldError(str(folder), None, "no *.safetensors files in this folder")
     tensors: dict[str, torch.Tensor] = {}
     for f in files:
         tensors.update(read_safetensors(f))
@@ -56,14 +56,14 @@ def load_weights(model: Transformer, folder: str | Path) -> None:
     """Replace the model's random weights with the checkpoint's (names as Hugging Face writes them)."""
     folder = Path(folder)
     if model.cfg.tp != 1:
-        raise InputError(str(folder), None, "loading a checkpoint is supported for TP 1 only")
+        raise FieldError(str(folder), None, "loading a checkpoint is supported for TP 1 only")
     t = read_checkpoint(folder)
 
     def take(*names: str) -> torch.Tensor:
         for name in names:
             if name in t:
                 return t[name].to(model.dtype).to(model.device)
-        raise InputError(str(folder), names[0], "missing from the checkpoint")
+        raise FieldError(str(folder), names[0], "missing from the checkpoint")
 
     def cat(*names: str) -> torch.Tensor:
         return torch.cat([take(n) for n in names])
@@ -89,7 +89,7 @@ def load_weights(model: Transformer, folder: str | Path) -> None:
             moe, gate, up, down = p + "mlp.", "gate_proj", "up_proj", "down_proj"
         w.router = take(moe + "gate.weight")
         if any(name.startswith(moe + "shared_expert") for name in t):
-            raise InputError(str(folder), moe + "shared_expert", "gated shared experts are not supported by the engine yet")
+            raise FieldError(str(folder), moe + "shared_expert", "gated shared experts are not supported by the engine yet")
         experts = range(model.cfg.num_experts)
         w.experts_gate_up = torch.stack([cat(f"{moe}experts.{e}.{gate}.weight", f"{moe}experts.{e}.{up}.weight") for e in experts])
         w.experts_down = torch.stack([take(f"{moe}experts.{e}.{down}.weight") for e in experts])

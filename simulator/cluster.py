@@ -20,7 +20,7 @@ import simpy
 from simulator.records import Recorder
 from simulator.replica import Replica, ReplicaConfig, StepTimes
 from simulator.request import Request, Status
-from sizer.step_batch import StepTimeModel
+from simulator.step_batch import StepTimeModel
 
 ROUTERS = ("round_robin", "least_outstanding", "prefix_aware")
 

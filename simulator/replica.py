@@ -25,7 +25,7 @@ from simulator.request import Request
 from simulator.scheduler import Scheduler, SchedulerConfig
 from simulator.step import DecodeRun, ScheduledStep
 from simulator.speculative import Proposer
-from sizer.step_batch import StepBatch, StepTimeModel
+from simulator.step_batch import StepBatch, StepTimeModel
 
 
 class StepTimes:

@@ -13,7 +13,7 @@ from simulator.records import Recorder, SimulationResult
 from simulator.replica import ReplicaConfig
 from simulator.request import Request
 from simulator.workload import Workload, WorkloadSpec, generate
-from sizer.step_batch import StepTimeModel
+from simulator.step_batch import StepTimeModel
 
 
 @dataclass(frozen=True)

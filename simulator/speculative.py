@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sizer.step_batch import StepBatch, StepTimeModel
+from simulator.step_batch import StepBatch, StepTimeModel
 
 # Cost of proposing one token, as a fraction of one target decode step at the same batch.
 # These are modelling assumptions, not measurements: n-gram lookup is a table search on the

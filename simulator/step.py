@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from simulator.request import Request
-from sizer.step_batch import StepBatch
+from simulator.step_batch import StepBatch
 
 
 @dataclass(slots=True)

@@ -1,7 +1,7 @@
 """Trace readers: Mooncake JSONL (with 512-token prefix-block hashes) and Azure-style CSV.
 
 Both give a `Workload` with arrivals in seconds from the first request. Bad files raise
-`InputError(file, field, message)`.
+`FieldError(file, field, message)`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from simulator.workload import Workload
-from sizer.errors import InputError
+from simulator.errors import FieldError
 
 MOONCAKE_BLOCK_TOKENS = 512
 CSV_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
@@ -34,7 +34,7 @@ def read_mooncake(path: str | Path, limit: int | None = None) -> Workload:
                 output.append(int(rec["output_length"]))
                 segments.append(tuple(int(h) for h in rec.get("hash_ids", ())))
             except (ValueError, KeyError, TypeError) as e:
-                raise InputError(str(path), f"line {lineno}", f"not a Mooncake trace record ({e})") from None
+                raise FieldError(str(path), f"line {lineno}", f"not a Mooncake trace record ({e})") from None
     return _workload(str(path), arrival, prompt, output, segments, MOONCAKE_BLOCK_TOKENS)
 
 
@@ -46,10 +46,10 @@ def read_csv_trace(path: str | Path, limit: int | None = None) -> Workload:
     try:
         df = pd.read_csv(path, nrows=limit)
     except (OSError, ValueError) as e:
-        raise InputError(str(path), None, f"cannot read CSV trace ({e})") from None
+        raise FieldError(str(path), None, f"cannot read CSV trace ({e})") from None
     missing = [c for c in CSV_COLUMNS if c not in df.columns]
     if missing:
-        raise InputError(str(path), "header", f"missing column(s) {', '.join(missing)}; expected {','.join(CSV_COLUMNS)}")
+        raise FieldError(str(path), "header", f"missing column(s) {', '.join(missing)}; expected {','.join(CSV_COLUMNS)}")
     ts = df["TIMESTAMP"]
     try:
         if pd.api.types.is_numeric_dtype(ts):
@@ -58,7 +58,7 @@ def read_csv_trace(path: str | Path, limit: int | None = None) -> Workload:
             dt = pd.to_datetime(ts, format="ISO8601")
             t = (dt - dt.iloc[0]).dt.total_seconds().to_numpy()
     except (ValueError, TypeError) as e:
-        raise InputError(str(path), "TIMESTAMP", f"not a date-time or a number of seconds ({e})") from None
+        raise FieldError(str(path), "TIMESTAMP", f"not a date-time or a number of seconds ({e})") from None
     n = len(df)
     return _workload(str(path), t.tolist(), df["ContextTokens"].tolist(), df["GeneratedTokens"].tolist(),
                      [()] * n, 1)
@@ -67,7 +67,7 @@ def read_csv_trace(path: str | Path, limit: int | None = None) -> Workload:
 def _workload(path: str, arrival, prompt, output, segments, segment_tokens: int) -> Workload:
     arrival_s = np.asarray(arrival, float)
     if len(arrival_s) == 0:
-        raise InputError(path, None, "trace has no requests")
+        raise FieldError(path, None, "trace has no requests")
     order = np.argsort(arrival_s, kind="stable")
     arrival_s = arrival_s[order] - arrival_s[order[0]]
     segs = [segments[i] for i in order.tolist()]

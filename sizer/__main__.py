@@ -1,3 +1,3 @@
-from sizer.cli import main
+from sizer.cli.app import main
 
 main()

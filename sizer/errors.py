@@ -1,21 +1,15 @@
 """The one error type user input can raise: it names the file, the field and what was expected.
 
-The CLI turns it into a single line on stderr and exit code 2; nothing else reaches the user
-as a traceback for bad input.
+`InputError` is the simulator's `FieldError` under sizer's name, so a bad trace (raised in
+simulator/) and a bad scenario (raised here) reach the user the same way: the CLI turns any
+`FieldError` into a single line on stderr and exit code 2. Nothing else is caught, so a bug
+still shows its traceback.
 """
 
 from __future__ import annotations
 
+from simulator.errors import FieldError
 
-class InputError(ValueError):
+
+class InputError(FieldError):
     """Bad user input: `file: field: message`."""
-
-    def __init__(self, file: str | None, field: str | None, message: str):
-        self.file = file
-        self.field = field
-        self.message = message
-        super().__init__(self.one_line())
-
-    def one_line(self) -> str:
-        parts = [p for p in (self.file, self.field) if p]
-        return ": ".join(parts + [self.message])

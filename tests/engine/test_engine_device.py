@@ -3,7 +3,7 @@
 import pytest
 
 from engine.device import gpu_matches
-from sizer.hardware import load_hardware
+from sizer.inputs.hardware import load_hardware
 
 
 @pytest.mark.parametrize("profile,reported,expected", [

@@ -12,8 +12,8 @@ from engine.config import engine_config
 from engine.kernels import TORCH, TRITON
 from engine.kv_cache import PagedKVCache
 from engine.model import LayerWeights, Transformer, dense_mlp, moe_mlp
-from sizer.errors import InputError
-from sizer.model_spec import load_model
+from simulator.errors import FieldError
+from sizer.inputs.model_spec import load_model
 
 TINY = engine_config(load_model("tiny"))
 
@@ -118,10 +118,10 @@ def test_engine_config_splits_for_tp_and_scales_layers():
 
 @pytest.mark.parametrize("name,words", [("deepseek-v3", "latent attention"), ("gemma-2-9b", "sliding-window")])
 def test_unsupported_attention_is_refused(name, words):
-    with pytest.raises(InputError, match=words):
+    with pytest.raises(FieldError, match=words):
         engine_config(load_model(name))
 
 
 def test_tp_must_divide_the_heads():
-    with pytest.raises(InputError, match="divide"):
+    with pytest.raises(FieldError, match="divide"):
         engine_config(load_model("tiny"), tp=3)

@@ -6,9 +6,9 @@ import csv
 import pytest
 import yaml
 
-from sizer.errors import InputError
-from sizer.perf_calibrated import CalibratedStepTimeModel, load_profile, split_attention
-from sizer.step_batch import StepBatch
+from simulator.errors import FieldError
+from engine.profile import CalibratedStepTimeModel, load_profile, split_attention
+from simulator.step_batch import StepBatch
 
 
 def write(path, rows):
@@ -96,10 +96,10 @@ def test_outside_the_tables_is_counted_and_extrapolated_or_handed_to_the_fallbac
 
 
 def test_bad_profiles_are_one_line_input_errors(tmp_path, profile):
-    with pytest.raises(InputError, match="no profile.yaml"):
+    with pytest.raises(FieldError, match="no profile.yaml"):
         load_profile(tmp_path / "missing")
     (profile.path / "profile.yaml").write_text(yaml.safe_dump({"schema_version": 99}))
-    with pytest.raises(InputError, match="schema_version"):
+    with pytest.raises(FieldError, match="schema_version"):
         load_profile(profile.path)
 
 
@@ -123,9 +123,9 @@ def test_tp_profiles_add_the_all_reduce(profile):
 def test_decode_only_steps_use_their_own_fitted_line():
     import copy
     from pathlib import Path
-    from sizer.perf import decode_batch
-    from sizer.perf_calibrated import CalibratedStepTimeModel, load_profile
-    from sizer.step_batch import StepBatch
+    from sizer.analytic.roofline import decode_batch
+    from engine.profile import CalibratedStepTimeModel, load_profile
+    from simulator.step_batch import StepBatch
 
     profile = load_profile(Path(__file__).resolve().parents[2] / "hardware_profiles" / "calibrated" / "cpu-tiny-tp1")
     o = profile.header["overhead"]

@@ -11,7 +11,7 @@ from engine.model import Transformer
 from engine.runner import EngineRunner, prompt_token_ids
 from simulator.request import Request
 from simulator.scheduler import SchedulerConfig
-from sizer.model_spec import load_model
+from sizer.inputs.model_spec import load_model
 
 DEVICE = cpu_device()
 CFG = engine_config(load_model("tiny"))

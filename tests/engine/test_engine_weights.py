@@ -12,8 +12,8 @@ from engine.kernels import TORCH
 from engine.kv_cache import PagedKVCache
 from engine.model import Transformer
 from engine.weights import load_weights, read_safetensors
-from sizer.errors import InputError
-from sizer.model_spec import load_model
+from simulator.errors import FieldError
+from sizer.inputs.model_spec import load_model
 
 CFG = engine_config(load_model("tiny"))
 
@@ -80,5 +80,5 @@ def test_tied_embeddings_and_missing_tensors(tmp_path):
     assert torch.equal(target.lm_head, source.embed)
     del names["model.layers.3.mlp.down_proj.weight"]
     write_safetensors(tmp_path / "model.safetensors", names)
-    with pytest.raises(InputError, match="model.layers.3.mlp.down_proj.weight: missing"):
+    with pytest.raises(FieldError, match="model.layers.3.mlp.down_proj.weight: missing"):
         load_weights(target, tmp_path)

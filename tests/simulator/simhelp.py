@@ -8,7 +8,7 @@ from pathlib import Path
 from simulator.replica import ReplicaConfig
 from simulator.run import SimulationConfig
 from simulator.scheduler import SchedulerConfig
-from sizer.step_batch import StepBatch
+from simulator.step_batch import StepBatch
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "traces"
 

@@ -11,7 +11,7 @@ from simulator.request import Request
 from simulator.run import simulate
 from simulator.traces import read_mooncake
 from simulator.workload import Arrivals, Lengths, SharedPrefix, WorkloadSpec
-from sizer.step_batch import StepBatch
+from simulator.step_batch import StepBatch
 
 
 def spec(n=200, rate=5.0, prompt=Lengths("fixed", 300), output=Lengths("fixed", 50), **kw):

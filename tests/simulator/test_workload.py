@@ -4,7 +4,7 @@ import pytest
 from simhelp import DATA
 from simulator.traces import read_csv_trace, read_mooncake
 from simulator.workload import Arrivals, Lengths, SharedPrefix, WorkloadSpec, generate
-from sizer.errors import InputError
+from simulator.errors import FieldError
 
 
 def spec(n=20000, **kw):
@@ -75,9 +75,9 @@ def test_azure_csv_slice():
 def test_bad_trace_files_raise_input_errors(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"timestamp": 0, "input_length": 5}\n')
-    with pytest.raises(InputError, match="line 1"):
+    with pytest.raises(FieldError, match="line 1"):
         read_mooncake(bad)
     csv = tmp_path / "bad.csv"
     csv.write_text("time,in,out\n1,2,3\n")
-    with pytest.raises(InputError, match="missing column"):
+    with pytest.raises(FieldError, match="missing column"):
         read_csv_trace(csv)

@@ -1,0 +1,180 @@
+"""The roofline step-time model: seconds for one engine step from FLOPs, bytes and the profile.
+
+A step runs, on each GPU of the busiest pipeline stage, one after another:
+  GEMMs      max(2 x active params x tokens / (peak x eff), weight bytes read / (bw x eff))
+  attention  max(4 x query-key pairs x heads x head dim / (peak x eff), KV bytes read+written / (bw x eff))
+  lm_head    for one sampled token per sequence
+  collectives  TP all-reduce / EP all-to-all bytes / link bandwidth + a fixed latency each
+  overhead   a fixed per-step cost (scheduling, sampling, launches)
+With pipeline parallelism a step's latency is the sum over its stages (no micro-batching).
+The efficiencies come from the hardware profile and are printed with every plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sizer.inputs.hardware import HardwareSpec
+from sizer.analytic.memory import KVLayout, WeightMemory
+from sizer.inputs.model_spec import ModelSpec
+from sizer.analytic.parallel import ParallelConfig, comm_per_step, layers_per_stage, shard_fraction
+from simulator.step_batch import StepBatch
+from sizer.analytic.weights import EXPERT, LM_HEAD, WeightFormat, group_bytes, linear_groups, parameter_count, plain_bytes_per_value
+
+# Assumptions (replace with a calibrated profile): printed by the plan.
+STEP_OVERHEAD_S = 0.5e-3          # scheduler, sampler and kernel launches per step (CUDA graphs on)
+COLLECTIVE_LATENCY_S = 8e-6       # fixed cost of one NVLink all-reduce / all-to-all
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """The parts of one step's time, in seconds."""
+    gemm_s: float
+    attention_s: float
+    lm_head_s: float
+    comm_s: float
+    overhead_s: float
+    gemm_compute_bound: bool
+
+    @property
+    def total_s(self) -> float:
+        return self.gemm_s + self.attention_s + self.lm_head_s + self.comm_s + self.overhead_s
+
+
+class RooflineStepTimeModel:
+    """`step_time(batch)` from the architecture, the split and the hardware profile."""
+
+    def __init__(self, model: ModelSpec, hardware: HardwareSpec, weights_format: WeightFormat, weights: WeightMemory,
+                 kv: KVLayout, parallel: ParallelConfig, group_size: int = 128,
+                 step_overhead_s: float = STEP_OVERHEAD_S):
+        self.model, self.hardware, self.parallel, self.kv = model, hardware, parallel, kv
+        self.name = f"roofline on {hardware.name} (efficiency: compute {hardware.compute_efficiency:.0%}, bandwidth {hardware.bandwidth_efficiency:.0%})"
+        self.step_overhead_s = step_overhead_s
+        compute_fmt = weights_format.compute if hardware.supports(weights_format.compute) else "bf16"
+        self.compute_format = compute_fmt
+        self.gemm_flops_per_s = hardware.peak_flops(compute_fmt) * hardware.compute_efficiency
+        self.attn_flops_per_s = hardware.peak_flops("bf16") * hardware.compute_efficiency
+        self.bytes_per_s = hardware.memory_bandwidth_bytes_per_s * hardware.bandwidth_efficiency
+        link = hardware.interconnect_bytes_per_s_per_direction or hardware.pcie_bytes_per_s_per_direction or 1e10
+        self.link_bytes_per_s = float(link)
+        self.comm = comm_per_step(model, parallel)
+        self._shares(weights_format, weights, group_size)
+        self._coefficients()
+
+    def _shares(self, fmt: WeightFormat, weights: WeightMemory, group_size: int) -> None:
+        """Per-GPU parameters and bytes of the dense part, the experts and the lm_head."""
+        m, p = self.model, self.parallel
+        scale = weights.parameters / parameter_count(m).total     # 1.0 unless a parameter count was stated
+        dense_params = dense_bytes = expert_params = expert_bytes = lm_params = lm_bytes = 0.0
+        for g in linear_groups(m):
+            share = shard_fraction(g, m, p) * scale
+            values, extra, _ = group_bytes(g, fmt, group_size, m)
+            nbytes = values + extra
+            if g.kind == EXPERT:
+                expert_params += g.params * share
+                expert_bytes += nbytes * share
+            elif g.kind == LM_HEAD:
+                lm_params += g.params * share
+                lm_bytes += nbytes * share
+            else:
+                dense_params += g.params * share
+                dense_bytes += nbytes * share
+        if m.tie_word_embeddings:   # the embedding matrix doubles as the lm_head
+            lm_params = m.vocab_size * m.hidden_size / p.tp * scale
+            lm_bytes = lm_params * plain_bytes_per_value(fmt)
+        self.dense_params, self.dense_bytes = dense_params, dense_bytes
+        self.expert_params, self.expert_bytes = expert_params, expert_bytes
+        self.lm_params, self.lm_bytes = lm_params, lm_bytes
+        self.weight_bytes_per_gpu = dense_bytes + expert_bytes + lm_bytes
+
+    def experts_touched(self, tokens: int) -> float:
+        """Expected share of a GPU's experts that at least one of `tokens` routes to."""
+        m = self.model
+        if not m.is_moe:
+            return 0.0
+        return 1.0 - (1.0 - m.num_experts_per_tok / m.num_experts) ** tokens
+
+    def _coefficients(self) -> None:
+        """Seconds per unit of work, computed once: step_time is called once per simulated step."""
+        m, p = self.model, self.parallel
+        expert_active = self.expert_params * m.num_experts_per_tok / m.num_experts if m.is_moe else 0.0
+        self._gemm_s_per_token = 2.0 * (self.dense_params + expert_active) / self.gemm_flops_per_s
+        self._dense_read_s = self.dense_bytes / self.bytes_per_s
+        self._expert_read_s = self.expert_bytes / self.bytes_per_s
+        self._expert_miss = 1.0 - m.num_experts_per_tok / m.num_experts if m.is_moe else 1.0
+        heads = m.num_attention_heads / p.tp
+        if m.is_mla:   # absorbed MLA: scores over the latent + rope part, values over the latent
+            flops_per_pair_layer = 2 * heads * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
+        else:          # QK^T and PV: 2 x 2 x head_dim FLOPs per head per query-key pair
+            flops_per_pair_layer = 4 * heads * m.head_dim
+        self._attn_s_per_pair = flops_per_pair_layer * layers_per_stage(m, p) / self.attn_flops_per_s
+        self._kv_s_per_token = self.kv.bytes_per_token_per_gpu / self.bytes_per_s
+        self._sliding_share = m.num_sliding_layers / m.num_layers
+        self._lm_s_per_seq = 2.0 * self.lm_params / self.gemm_flops_per_s
+        self._lm_read_s = self.lm_bytes / self.bytes_per_s
+        c = self.comm
+        self._comm_s_per_token = (c.tp_allreduce_bytes_per_token + c.pp_send_bytes_per_token + c.ep_alltoall_bytes_per_token) / self.link_bytes_per_s
+        collectives = c.allreduces_per_step + (2 * m.num_moe_layers if p.expert_parallel and p.ep > 1 else 0)
+        self._comm_fixed_s = collectives * COLLECTIVE_LATENCY_S
+
+    def _parts(self, batch: StepBatch) -> tuple[float, float, float, float, float]:
+        """(GEMM compute s, GEMM memory s, attention s, lm_head s, collectives s) for one stage."""
+        tokens = batch.new_tokens
+        gemm_compute = tokens * self._gemm_s_per_token
+        gemm_memory = self._dense_read_s + (self._expert_read_s * (1.0 - self._expert_miss ** tokens) if self._expert_read_s else 0.0)
+        # Sliding layers attend to at most a window per sequence.
+        attended = 1.0
+        if self._sliding_share and batch.context_tokens:
+            cap = min(1.0, batch.num_seqs * self.model.sliding_window / batch.context_tokens)
+            attended = 1.0 - self._sliding_share + self._sliding_share * cap
+        attention = max(batch.attention_pairs * attended * self._attn_s_per_pair,
+                        (batch.context_tokens * attended + 2 * tokens) * self._kv_s_per_token)
+        lm_head = max(batch.num_seqs * self._lm_s_per_seq, self._lm_read_s)
+        comm = tokens * self._comm_s_per_token + self._comm_fixed_s
+        return gemm_compute, gemm_memory, attention, lm_head, comm
+
+    def cost(self, batch: StepBatch) -> StepCost:
+        if batch.new_tokens == 0:
+            return StepCost(0, 0, 0, 0, 0, False)
+        gemm_compute, gemm_memory, attention, lm_head, comm = self._parts(batch)
+        stages = self.parallel.pp
+        return StepCost(max(gemm_compute, gemm_memory) * stages, attention * stages, lm_head, comm * stages,
+                        self.step_overhead_s, gemm_compute >= gemm_memory)
+
+    def step_time(self, batch: StepBatch) -> float:
+        if batch.new_tokens == 0:
+            return 0.0
+        gemm_compute, gemm_memory, attention, lm_head, comm = self._parts(batch)
+        return ((gemm_compute if gemm_compute > gemm_memory else gemm_memory) + attention + comm) * self.parallel.pp \
+            + lm_head + self.step_overhead_s
+
+
+def prefill_time_s(model: RooflineStepTimeModel, prompt_tokens: int, chunk_tokens: int | None) -> float:
+    """A prompt alone, processed in chunks of at most `chunk_tokens` (one step each)."""
+    total, done = 0.0, 0
+    chunk = chunk_tokens or prompt_tokens
+    while done < prompt_tokens:
+        n = min(chunk, prompt_tokens - done)
+        total += model.step_time(StepBatch.from_seqs([(n, done)], prefill=[True]))
+        done += n
+    return total
+
+
+def decode_batch(batch_size: int, context_tokens: int) -> StepBatch:
+    """`batch_size` sequences each decoding one token on `context_tokens` of context."""
+    return StepBatch(num_seqs=batch_size, new_tokens=batch_size, context_tokens=batch_size * context_tokens,
+                     attention_pairs=batch_size * (context_tokens + 1))
+
+
+def compute_bound_batch(model: RooflineStepTimeModel, context_tokens: int, limit: int = 1 << 16) -> int | None:
+    """Smallest decode batch whose GEMMs are compute-bound (None if none up to `limit`)."""
+    lo, hi = 1, limit
+    if not model.cost(decode_batch(hi, context_tokens)).gemm_compute_bound:
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if model.cost(decode_batch(mid, context_tokens)).gemm_compute_bound:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo

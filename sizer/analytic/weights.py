@@ -1,0 +1,226 @@
+"""Parameters by module, derived from the architecture, and their bytes in each weight format.
+
+Every linear layer is listed with its shape, so a format's scales and zeros are counted per
+matrix and per group exactly, and modules a format leaves unconverted (embeddings, lm_head,
+norms, routers, biases) are counted at the model's own precision.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from sizer.errors import InputError
+from sizer.inputs.model_spec import ModelSpec
+
+# What a linear layer is, for sharding (see shard_fraction) and for quantisation.
+ATTENTION, MLP, EXPERT, SHARED_EXPERT, ROUTER, LM_HEAD = "attention", "mlp", "expert", "shared_expert", "router", "lm_head"
+REPLICATED = "replicated"   # whole on every TP rank (MLA's down-projections, as vLLM's ReplicatedLinear)
+
+
+@dataclass(frozen=True)
+class LinearGroup:
+    """`count` matrices of shape in_features x out_features (per model, all layers)."""
+    name: str
+    kind: str
+    in_features: int
+    out_features: int
+    count: int
+    kv_heads: int = 0     # k/v projections: KV heads they produce (replicated when TP exceeds them)
+
+    @property
+    def params(self) -> int:
+        return self.in_features * self.out_features * self.count
+
+
+@dataclass(frozen=True)
+class ParamCount:
+    total: int
+    active: int                  # per token: MoE counts only the routed top-k experts
+    embedding: int
+    lm_head: int
+    linear: int                  # all linear layers except lm_head (experts included)
+    norms_and_biases: int
+
+
+def linear_groups(m: ModelSpec) -> list[LinearGroup]:
+    h, L = m.hidden_size, m.num_layers
+    H, d = m.num_attention_heads, m.head_dim
+    groups: list[LinearGroup] = []
+    if m.is_mla:
+        qk_dim = m.qk_nope_head_dim + m.qk_rope_head_dim
+        if m.q_lora_rank:
+            groups += [LinearGroup("q_a_proj", REPLICATED, h, m.q_lora_rank, L),
+                       LinearGroup("q_b_proj", ATTENTION, m.q_lora_rank, H * qk_dim, L)]
+        else:
+            groups.append(LinearGroup("q_proj", ATTENTION, h, H * qk_dim, L))
+        groups += [LinearGroup("kv_a_proj_with_mqa", REPLICATED, h, m.kv_lora_rank + m.qk_rope_head_dim, L),
+                   LinearGroup("kv_b_proj", ATTENTION, m.kv_lora_rank, H * (m.qk_nope_head_dim + m.v_head_dim), L),
+                   LinearGroup("o_proj", ATTENTION, H * m.v_head_dim, h, L)]
+    else:
+        groups += [LinearGroup("q_proj", ATTENTION, h, H * d, L),
+                   LinearGroup("k_proj", ATTENTION, h, m.num_kv_heads * d, L, kv_heads=m.num_kv_heads),
+                   LinearGroup("v_proj", ATTENTION, h, m.num_kv_heads * d, L, kv_heads=m.num_kv_heads),
+                   LinearGroup("o_proj", ATTENTION, H * d, h, L)]
+    dense_layers = m.num_dense_layers if m.is_moe else L
+    if dense_layers:
+        groups += [LinearGroup("gate_up_proj", MLP, h, 2 * m.intermediate_size, dense_layers),
+                   LinearGroup("down_proj", MLP, m.intermediate_size, h, dense_layers)]
+    if m.is_moe:
+        moe_layers, E, I = m.num_moe_layers, m.num_experts, m.moe_intermediate_size
+        groups += [LinearGroup("experts.gate_up_proj", EXPERT, h, 2 * I, moe_layers * E),
+                   LinearGroup("experts.down_proj", EXPERT, I, h, moe_layers * E),
+                   LinearGroup("router", ROUTER, h, E, moe_layers)]
+        if m.num_shared_experts:
+            S = m.num_shared_experts
+            groups += [LinearGroup("shared_experts.gate_up_proj", SHARED_EXPERT, h, 2 * I * S, moe_layers),
+                       LinearGroup("shared_experts.down_proj", SHARED_EXPERT, I * S, h, moe_layers)]
+    if not m.tie_word_embeddings:
+        groups.append(LinearGroup("lm_head", LM_HEAD, h, m.vocab_size, 1))
+    return groups
+
+
+def _norms_and_biases(m: ModelSpec) -> int:
+    h, L = m.hidden_size, m.num_layers
+    norms = (2 * L + 1) * h
+    if m.is_mla:
+        norms += L * (m.kv_lora_rank + m.q_lora_rank)
+    biases = 0
+    if m.attention_bias and not m.is_mla:
+        biases = L * (m.num_attention_heads + 2 * m.num_kv_heads) * m.head_dim
+    return norms + biases
+
+
+def parameter_count(m: ModelSpec) -> ParamCount:
+    groups = linear_groups(m)
+    embedding = m.vocab_size * m.hidden_size
+    lm_head = sum(g.params for g in groups if g.kind == LM_HEAD)
+    linear = sum(g.params for g in groups if g.kind != LM_HEAD)
+    other = _norms_and_biases(m)
+    total = embedding + lm_head + linear + other
+    active = total
+    if m.is_moe:
+        experts = sum(g.params for g in groups if g.kind == EXPERT)
+        active = total - experts + experts * m.num_experts_per_tok // m.num_experts
+    return ParamCount(total, active, embedding, lm_head, linear, other)
+
+
+# ---- weight formats -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    name: str
+    bits: int                    # bits per stored value of a converted matrix
+    compute: str                 # which peak FLOP/s the GEMMs run at (when the GPU has it)
+    description: str
+
+
+FORMATS = {
+    "bf16": WeightFormat("bf16", 16, "bf16", "bfloat16, 2 bytes per value"),
+    "fp16": WeightFormat("fp16", 16, "fp16", "float16, 2 bytes per value"),
+    "fp32": WeightFormat("fp32", 32, "fp32", "float32, 4 bytes per value"),
+    "fp8": WeightFormat("fp8", 8, "fp8", "FP8 E4M3 weights and activations; fp32 scale per tensor (or per 128x128 block when the checkpoint says so)"),
+    "int8": WeightFormat("int8", 8, "int8", "INT8 weights and activations (W8A8); fp32 scale per output channel"),
+    "awq": WeightFormat("awq", 4, "bf16", "AWQ 4-bit weights; fp16 scale and 4-bit zero per group along the input; activations 16-bit"),
+    "gptq": WeightFormat("gptq", 4, "bf16", "GPTQ 4-bit weights; fp16 scale and 4-bit zero per group along the input; activations 16-bit"),
+    "nvfp4": WeightFormat("nvfp4", 4, "fp4", "NVFP4: 4-bit floats in blocks of 16 with an FP8 (E4M3) scale each, plus fp32 per-tensor scales"),
+    "mxfp4": WeightFormat("mxfp4", 4, "fp4", "MXFP4: 4-bit floats in blocks of 32 with a power-of-two (E8M0, 1 byte) scale each"),
+}
+
+# vLLM's dtype=auto serves float32 checkpoints in float16, bfloat16 ones in bfloat16.
+DTYPE_FORMATS = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp16", "half": "fp16"}
+UNCONVERTED_KINDS = {ROUTER, LM_HEAD}   # kept at model precision by every format here
+
+
+def _compressed_tensors_format(q: dict) -> tuple[str, int | None]:
+    """llm-compressor's config: the first config group's weight scheme."""
+    groups = q.get("config_groups") or {}
+    weights = next(iter(groups.values()), {}).get("weights") or {} if isinstance(groups, dict) else {}
+    bits, kind = weights.get("num_bits"), str(weights.get("type", "int"))
+    if bits == 4:
+        return ("nvfp4" if kind == "float" else "gptq"), weights.get("group_size")
+    if bits == 8:
+        return ("fp8" if kind == "float" else "int8"), None
+    return "", None
+
+
+def checkpoint_format(m: ModelSpec) -> str:
+    """The format the checkpoint ships in: its quantization_config, else its torch_dtype ("" if not modelled)."""
+    return _checkpoint(m)[0]
+
+
+def _checkpoint(m: ModelSpec) -> tuple[str, int | None, int | None]:
+    """(format name, bits, group size) of the checkpoint's quantization_config; name "" if not modelled."""
+    q = m.quantization
+    if not q:
+        return DTYPE_FORMATS.get(m.torch_dtype, "bf16"), None, None
+    method = str(q.get("quant_method", "")).lower().removesuffix("_marlin")
+    if method in FORMATS:
+        return method, q.get("bits") or q.get("w_bit"), q.get("group_size") or q.get("q_group_size")
+    if method == "compressed-tensors":
+        name, group = _compressed_tensors_format(q)
+        return name, None, group
+    if method == "modelopt":
+        return ("nvfp4" if "fp4" in str(q.get("quant_algo", "")).lower() else "fp8"), None, None
+    return "", None, None
+
+
+def weight_format(m: ModelSpec, requested: str, group_size: int, file: str | None = None) -> tuple[WeightFormat, int]:
+    """The format to size and its group size: the requested one, or for `auto` the checkpoint's
+    own (its bits and group size from quantization_config)."""
+    if requested != "auto":
+        return FORMATS[requested], group_size
+    name, bits, group = _checkpoint(m)
+    if not name:
+        method = (m.quantization or {}).get("quant_method")
+        raise InputError(file, "deployment.quantization", f"the checkpoint's quant_method {method!r} is not modelled; "
+                         "name a format (bf16, fp8, int8, awq, gptq, nvfp4, mxfp4)")
+    fmt = FORMATS[name]
+    if bits and int(bits) != fmt.bits:
+        fmt = replace(fmt, bits=int(bits), description=fmt.description.replace("4-bit", f"{int(bits)}-bit"))
+    return fmt, int(group or group_size)
+
+
+def plain_bytes_per_value(fmt: WeightFormat) -> float:
+    """Bytes per value of what `fmt` leaves unconverted (embeddings, norms, lm_head, routers):
+    the format's own width when it is a plain float format, else 16-bit as quantised checkpoints keep them."""
+    return fmt.bits / 8 if fmt.bits >= 16 else 2
+
+
+def is_converted(g: LinearGroup, fmt: WeightFormat, m: ModelSpec) -> bool:
+    if fmt.bits >= 16 or g.kind in UNCONVERTED_KINDS:
+        return False
+    keep = [str(x) for x in (m.quantization or {}).get("modules_to_not_convert") or []]
+    if keep and checkpoint_format(m) == fmt.name:
+        kind_words = {ATTENTION: ("attn", "attention"), REPLICATED: ("attn", "attention"), MLP: ("mlp",),
+                      EXPERT: ("experts",), SHARED_EXPERT: ("shared",)}
+        return not any(word in k for k in keep for word in kind_words.get(g.kind, ()))
+    return True
+
+
+def scale_bytes(g: LinearGroup, fmt: WeightFormat, group_size: int, m: ModelSpec) -> float:
+    """Bytes of scales and zeros the format stores for `g`, all `count` matrices."""
+    k, n, c = g.in_features, g.out_features, g.count
+    if fmt.name == "fp8":
+        block = (m.quantization or {}).get("weight_block_size") if checkpoint_format(m) == "fp8" else None
+        if block:
+            return math.ceil(k / block[0]) * math.ceil(n / block[1]) * 4 * c
+        return 2 * 4 * c                       # weight and input scale, fp32, per tensor
+    if fmt.name == "int8":
+        return n * 4 * c
+    if fmt.name in ("awq", "gptq"):
+        groups = math.ceil(k / group_size) * n
+        return groups * (2 + 0.5) * c          # fp16 scale + packed 4-bit zero
+    if fmt.name == "nvfp4":
+        return (k * n / 16) * 1 * c + 2 * 4 * c
+    if fmt.name == "mxfp4":
+        return (k * n / 32) * 1 * c
+    return 0.0
+
+
+def group_bytes(g: LinearGroup, fmt: WeightFormat, group_size: int, m: ModelSpec) -> tuple[float, float, bool]:
+    """(value bytes, scale bytes, converted?) of group `g` stored in `fmt`."""
+    if is_converted(g, fmt, m):
+        return g.params * fmt.bits / 8, scale_bytes(g, fmt, group_size, m), True
+    return g.params * plain_bytes_per_value(fmt), 0.0, False

@@ -1,0 +1,89 @@
+"""`sizer calibrate`: microbenchmark the bundled engine on this machine's GPU (or CPU) and
+write a calibrated profile under hardware_profiles/calibrated/ (see docs/engine.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from sizer.errors import InputError
+
+DEFAULT_OUT = Path(__file__).resolve().parents[2] / "hardware_profiles" / "calibrated"
+# Largest step covered: (max_num_batched_tokens, max_num_seqs, max_model_len) by device kind.
+DEFAULT_LIMITS = {"cuda": (2048, 256, 8192), "cpu": (256, 64, 2048)}
+
+
+def command(
+    model: str = typer.Option(..., help="catalog name or config.json path"),
+    gpu: Optional[str] = typer.Option(None, help="the GPU in this machine, by profile id or alias (h100, h200); refuses if it is absent or another"),
+    device: Optional[str] = typer.Option(None, help="'cpu' to calibrate on the CPU instead of a GPU"),
+    tp: int = typer.Option(1, "--tp", min=1, help="tensor_parallel_size: shapes are one GPU's shard; all-reduce is timed across tp devices"),
+    scale: float = typer.Option(1.0, help="share of the model's layers to build (0-1], for CPU runs of big models; the profile records it"),
+    out: Path = typer.Option(DEFAULT_OUT, "--out", help="folder the profile folder is written into"),
+    max_num_batched_tokens: Optional[int] = typer.Option(None, min=1, help="largest step in tokens to measure (GPU 2048, CPU 256)"),
+    max_num_seqs: Optional[int] = typer.Option(None, min=1, help="most sequences per step to measure (GPU 256, CPU 64)"),
+    max_model_len: Optional[int] = typer.Option(None, min=2, help="longest context to measure (GPU 8192, CPU 2048)"),
+    block_size: int = typer.Option(16, min=1, help="KV block size"),
+    kernels: str = typer.Option("auto", help="auto (Triton on a GPU, torch on a CPU), triton or torch"),
+    seed: int = typer.Option(0, help="random seed for weights and inputs"),
+) -> None:
+    """Measure the engine's kernels here and write `<device>-<model>-tp<N>/profile.yaml` + CSV tables."""
+    folder, header = _calibrate(model, gpu, device, tp, scale, out, max_num_batched_tokens, max_num_seqs,
+                                max_model_len, block_size, kernels, seed)
+    a, o = header["achieved"], header["overhead"]
+    typer.echo(f"wrote {folder}")
+    typer.echo(f"  device {header['device']['name']}, {header['dtype']}, kernels {header['kernels']}, "
+               f"{header['model']['engine_num_layers']} of {header['model']['model_num_layers']} layers")
+    typer.echo(f"  GEMMs {a['gemm_flops_per_s'] / 1e12:.3g} TFLOP/s at {a['gemm_at_tokens']} tokens "
+               f"({a['gemm_fraction_of_measured_matmul']:.0%} of the measured matrix rate)")
+    typer.echo(f"  decode attention {a['decode_attention_bytes_per_s'] / 1e9:.3g} GB/s "
+               f"({a['decode_attention_fraction_of_copy']:.0%} of the measured copy bandwidth "
+               f"{a['copy_bytes_per_s'] / 1e9:.3g} GB/s)")
+    if "compute_fraction_of_peak" in a:
+        typer.echo(f"  of datasheet peak: compute {a['compute_fraction_of_peak']:.0%}, "
+                   f"weight streaming {a['bandwidth_fraction_of_peak']:.0%}")
+    typer.echo(f"  step overhead {o['fixed_s'] * 1e3:.3g} ms + {o['per_seq_s'] * 1e3:.3g} ms per sequence; "
+               f"whole-step median error {o['step_error_p50']:.1%} over {o['fit_steps']} steps")
+
+
+def _calibrate(model_name, gpu, device_kind, tp, scale, out, max_tokens, max_seqs, max_len, block_size, kernels_name, seed):
+    from sizer.inputs.hardware import load_hardware
+    from sizer.inputs.model_spec import load_model
+
+    if (gpu is None) == (device_kind is None):
+        raise InputError(None, "--gpu/--device", "give either --gpu NAME (the GPU here) or --device cpu")
+    if device_kind is not None and device_kind != "cpu":
+        raise InputError(None, "--device", f"expected 'cpu', got {device_kind!r} (name a GPU with --gpu)")
+    if kernels_name not in ("auto", "triton", "torch"):
+        raise InputError(None, "--kernels", f"expected auto, triton or torch, got {kernels_name!r}")
+    spec = load_model(model_name, None, "--model")
+    hardware = load_hardware(gpu, None, "--gpu") if gpu else None
+
+    from engine.calibrate import CalibrationRequest, calibrate
+    from engine.config import engine_config
+    from engine.device import cpu_device, gpu_device
+    from engine.kernels import select
+    from engine.microbench import Limits
+
+    cfg = engine_config(spec, tp, scale)
+    dev = gpu_device(hardware) if hardware else cpu_device()
+    d_tokens, d_seqs, d_len = DEFAULT_LIMITS[dev.kind]
+    length = min(max_len or d_len, spec.max_position_embeddings or d_len)
+    limits = Limits(max_tokens or d_tokens, min(max_seqs or d_seqs, max_tokens or d_tokens), length, block_size)
+    allreduce = None
+    if tp > 1:
+        import torch
+
+        from engine.collectives import allreduce_table
+
+        if dev.kind == "cuda" and torch.cuda.device_count() < tp:
+            raise InputError(None, "--tp", f"timing the all-reduce of TP {tp} needs {tp} GPUs; {torch.cuda.device_count()} present")
+        max_bytes = limits.max_num_batched_tokens * cfg.hidden_size * dev.dtype.itemsize
+        allreduce = allreduce_table(tp, dev.kind, dev.dtype, max_bytes)
+    req = CalibrationRequest(cfg, dev, select(kernels_name), limits, hardware.id if hardware else "cpu", hardware, scale, seed)
+    folder = calibrate(req, out, log=lambda msg: typer.echo(f"  measuring {msg}", err=True), allreduce_rows=allreduce)
+    import yaml
+
+    return folder, yaml.safe_load((folder / "profile.yaml").read_text())

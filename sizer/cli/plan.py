@@ -1,0 +1,64 @@
+"""`sizer plan`: memory, split, Little's-law capacity, step times and cost; with --simulate, the sizing pipeline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from sizer.errors import InputError
+
+def build_scenario(scenario: Optional[Path], overrides: dict):
+    """A scenario from a file (with flag overrides) or from flags alone."""
+    from sizer.inputs.scenario import load_scenario, scenario_from_dict
+
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    if scenario is not None:
+        return load_scenario(scenario, overrides)
+    if "model.name" not in overrides or "hardware.gpu" not in overrides:
+        raise InputError(None, "--model/--gpu", "give a scenario file, or both --model and --gpu")
+    defaults = {"workload.arrival.rate_per_s": 1.0,
+                "workload.prompt_tokens": {"distribution": "fixed", "value": 1024},
+                "workload.output_tokens": {"distribution": "fixed", "value": 256}}
+    return scenario_from_dict({}, None, {**defaults, **overrides}, default_name="command-line")
+
+
+def command(
+    scenario: Optional[Path] = typer.Argument(None, help="scenario YAML (see docs/scenario.md)"),
+    as_json: bool = typer.Option(False, "--json", help="print the plan as JSON"),
+    model: Optional[str] = typer.Option(None, help="catalog name or config.json path"),
+    gpu: Optional[str] = typer.Option(None, help="accelerator profile (`sizer gpus`)"),
+    tp: Optional[int] = typer.Option(None, "--tp", help="tensor_parallel_size"),
+    pp: Optional[int] = typer.Option(None, "--pp", help="pipeline_parallel_size"),
+    weights: Optional[str] = typer.Option(None, help="weight format: bf16, fp16, fp8, int8, awq, gptq, nvfp4, mxfp4"),
+    kv_cache_dtype: Optional[str] = typer.Option(None, help="auto, bf16, fp16, fp8"),
+    max_model_len: Optional[int] = typer.Option(None, help="longest context per sequence"),
+    rate: Optional[float] = typer.Option(None, help="arrival rate, requests per second"),
+    profile: Optional[Path] = typer.Option(None, "--profile", help="calibrated profile folder (sizer calibrate): measured step times"),
+    simulate: bool = typer.Option(False, "--simulate", help="add simulated latency at the scenario's rate and the goodput rate"),
+) -> None:
+    """Memory, parallel split, Little's-law capacity, step times and cost for a scenario."""
+    overrides = {"model.name": model, "hardware.gpu": gpu, "deployment.tensor_parallel_size": tp,
+                 "deployment.pipeline_parallel_size": pp, "deployment.quantization": weights,
+                 "deployment.kv_cache_dtype": kv_cache_dtype, "deployment.max_model_len": max_model_len,
+                 "workload.arrival.rate_per_s": rate,
+                 "hardware.calibrated_profile": str(profile.resolve()) if profile else None}
+
+    from sizer.sizing.plan import make_plan
+    from sizer.sizing.resolve import resolve
+
+    resolved = resolve(build_scenario(scenario, overrides))
+    result = make_plan(resolved)
+    if simulate:
+        from sizer.sizing.pipeline import add_simulation
+        result = add_simulation(result, resolved)
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        from rich.console import Console
+        from sizer.cli.render import render_plan
+        render_plan(result, Console())
+
+

@@ -1,0 +1,141 @@
+"""Terminal rendering of a Plan with rich tables: GB and GiB side by side, units everywhere."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from sizer.analytic.memory import GB, GiB
+from sizer.sizing.plan import Plan
+
+
+def gb_gib(nbytes: float) -> str:
+    return f"{nbytes / GB:,.2f} GB  ({nbytes / GiB:,.2f} GiB)"
+
+
+def _table(title: str) -> Table:
+    table = Table(title=title, title_justify="left", show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold cyan", no_wrap=True)
+    table.add_column()
+    return table
+
+
+def render_plan(plan: Plan, console: Console) -> None:
+    style = "bold green" if plan.fits else "bold red"
+    console.print(f"[bold]{plan.scenario}[/]: {plan.model.name} on {plan.parallel.gpus_per_replica} x {plan.gpu} "
+                  f"— [{style}]{plan.verdict}[/]")
+    console.print()
+
+    m = plan.model
+    t = _table("Model")
+    t.add_row("parameters", f"{m.parameters_used / 1e9:,.3f} B ({m.parameters_source}); derived from the architecture "
+              f"{m.parameters_derived / 1e9:,.3f} B, active per token {m.parameters_active_derived / 1e9:,.3f} B"
+              + (f"; official {m.parameters_official / 1e9:,.3g} B" if m.parameters_official else ""))
+    t.add_row("attention", f"{m.attention}, {m.layers} layers")
+    w = plan.weights
+    t.add_row("weights", f"{w.format}: {gb_gib(w.total_bytes)} total; ideal (parameters x bits) {gb_gib(w.ideal_bytes)}")
+    if w.scale_bytes or w.converted_value_bytes:
+        t.add_row("", f"quantised values {gb_gib(w.converted_value_bytes)}, scales/zeros {gb_gib(w.scale_bytes)}, "
+                  f"unconverted modules {gb_gib(w.unconverted_bytes)}")
+    kv = plan.kv
+    t.add_row("KV per token", f"{kv.bytes_per_token:,} B ({kv.bytes_per_token / 1024:,.1f} KiB) = {kv.formula}")
+    t.add_row("KV per sequence", f"{gb_gib(plan.kv_bytes_per_sequence_at_max_model_len)} at max_model_len {plan.memory.max_model_len:,}")
+    console.print(t)
+    console.print()
+
+    mem = plan.memory
+    t = Table(title=f"Memory per GPU ({plan.gpu}, {gb_gib(mem.gpu_memory_bytes)})", title_justify="left")
+    t.add_column("part")
+    t.add_column("GB", justify="right")
+    t.add_column("GiB", justify="right")
+    for name, value in [("usable at gpu_memory_utilization " + str(mem.gpu_memory_utilization), mem.usable_bytes),
+                        ("weights (this GPU's shard)", mem.weights_bytes),
+                        ("activation peak (estimate)", mem.activation_bytes),
+                        ("CUDA context, workspaces (assumption)", mem.non_torch_bytes),
+                        ("KV cache", mem.kv_cache_bytes)]:
+        t.add_row(name, f"{value / GB:,.2f}", f"{value / GiB:,.2f}")
+    console.print(t)
+    console.print(f"KV cache: {mem.kv_blocks:,} blocks x {mem.block_size} tokens = {mem.kv_tokens:,} tokens per GPU; "
+                  f"{mem.max_seqs_at_max_model_len:,} sequences at max_model_len {mem.max_model_len:,}")
+    d = plan.kv_demand
+    console.print(f"KV demand: {d.sequences} sequences x {d.tokens_per_sequence:,} tokens = {d.tokens:,} tokens = "
+                  f"{gb_gib(d.bytes)} ({d.sequences_source})")
+    for reason in mem.reasons:
+        console.print(f"[red]✗ {reason}[/]")
+    console.print()
+
+    p = plan.parallel
+    t = _table("Parallel split")
+    t.add_row("TP x PP x DP", f"{p.tensor_parallel_size} x {p.pipeline_parallel_size} x {p.data_parallel_size} = "
+              f"{p.gpus_per_replica} GPUs per replica; EP {p.expert_parallel_size}; {p.kv_heads_per_gpu} KV heads per GPU")
+    if p.tp_allreduce_bytes_per_token or p.pp_send_bytes_per_token or p.ep_alltoall_bytes_per_token:
+        t.add_row("communication", f"per token per GPU: TP all-reduce {p.tp_allreduce_bytes_per_token:,.0f} B, "
+                  f"PP send {p.pp_send_bytes_per_token:,.0f} B, EP all-to-all {p.ep_alltoall_bytes_per_token:,.0f} B")
+    console.print(t)
+    console.print()
+
+    c = plan.capacity
+    t = _table("Capacity (Little's law)")
+    t.add_row("in flight", f"{c.arrival_rate_per_s:g} req/s x {c.time_in_system_s:.3g} s = {c.requests_in_flight:,.1f} requests "
+              f"(time in system: {c.time_in_system_source})")
+    t.add_row("KV needed", f"{c.kv_tokens_needed:,.0f} tokens = {gb_gib(c.kv_bytes_needed)} "
+              f"({c.kv_tokens_per_request:,} tokens per request: {c.kv_tokens_per_request_source})")
+    t.add_row("KV capacity", f"{c.kv_capacity_tokens:,} tokens per replica, {c.requests_held_per_replica:,} such requests; "
+              f"memory alone allows {c.max_arrival_rate_for_memory_per_s:,.2f} req/s per replica; replicas for memory: {c.replicas_for_memory}")
+    console.print(t)
+    console.print()
+
+    s = plan.step_times
+    t = _table(f"Step times ({s.model})")
+    t.add_row("prefill", f"{s.prefill_ms:,.1f} ms for a {s.prompt_tokens_mean:,.0f}-token prompt")
+    t.add_row("decode bound", f">= {s.decode_bandwidth_bound_ms:.2f} ms per step (<= {s.decode_bandwidth_bound_tokens_per_s:,.0f} tokens/s): "
+              "weights per GPU x stages / peak bandwidth")
+    t.add_row("decode, batch 1", f"{s.decode_batch1_ms:.2f} ms per step, {s.decode_batch1_tokens_per_s:,.0f} tokens/s")
+    t.add_row(f"decode, batch {s.memory_limited_batch}", f"{s.decode_memory_limited_batch_ms:.2f} ms per step, "
+              f"{s.decode_memory_limited_tokens_per_s:,.0f} tokens/s (largest batch KV and max_num_seqs allow)")
+    t.add_row("compute-bound from", f"batch {s.compute_bound_batch}" if s.compute_bound_batch else "never (bandwidth-bound throughout)")
+    console.print(t)
+    console.print()
+
+    if plan.speculative:
+        sp = plan.speculative
+        console.print(f"[bold]Speculative decoding[/] ({sp.method}): gamma {sp.num_speculative_tokens}, alpha {sp.acceptance_rate} -> "
+                      f"{sp.expected_tokens_per_step:.2f} tokens per verification step = {sp.formula}")
+        console.print()
+
+    if plan.simulation:
+        render_simulation(plan.simulation, console)
+
+    co = plan.cost
+    price = f"${co.price_usd_per_gpu_hour:.2f}/GPU-hour ({co.price_source})" if co.price_usd_per_gpu_hour is not None else "no price known"
+    line = f"[bold]Cost[/]: {co.replicas} replica(s) x {plan.parallel.gpus_per_replica} GPUs = {co.gpus} GPUs at {price}"
+    if co.usd_per_hour is not None:
+        line += f" = ${co.usd_per_hour:,.2f}/hour"
+    if co.usd_per_million_output_tokens is not None:
+        line += f"; ${co.usd_per_million_output_tokens:,.3f} per million output tokens ({co.throughput_source})"
+    console.print(line)
+    console.print()
+    console.print("[bold]Assumptions[/]")
+    for a in plan.assumptions:
+        console.print(f"  • {a}", highlight=False)
+
+
+def render_simulation(sim: dict, console: Console) -> None:
+    """The simulated section: latency percentiles at the scenario's rate, goodput, replicas."""
+    m = sim["at_scenario_rate"]
+    t = Table(title=f"Simulated at the scenario's rate: {sim['requests']:,} requests on {sim['replicas']} replica(s)",
+              title_justify="left")
+    for col in ("ms", "p50", "p95", "p99"):
+        t.add_column(col, justify="right" if col != "ms" else "left")
+    for name in ("ttft", "itl", "tpot", "e2e", "queue"):
+        lat = m[name]
+        t.add_row(name.upper(), f"{lat['p50_ms']:,.1f}", f"{lat['p95_ms']:,.1f}", f"{lat['p99_ms']:,.1f}")
+    console.print(t)
+    if m.get("slo_share") is not None:
+        style = "green" if m["slo_met"] else "red"
+        console.print(f"SLO: [{style}]{m['slo_share']:.1%} of requests meet every target[/]")
+    console.print(f"throughput: {m['request_throughput_per_s']:,.2f} req/s, {m['output_tokens_per_s']:,.0f} output tokens/s, "
+                  f"{m['total_tokens_per_s']:,.0f} total tokens/s")
+    for line in sim.get("notes", []):
+        console.print(f"  {line}", highlight=False)
+    console.print()

@@ -1,0 +1,48 @@
+"""`sizer report SCENARIO -o reports/NAME.html [--pdf]`: a self-contained HTML (and PDF) sizing report."""
+
+from __future__ import annotations
+
+import datetime
+import os
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+
+def command(
+    scenario: Path = typer.Argument(..., help="scenario YAML"),
+    output: Path = typer.Option(..., "-o", "--output", help="HTML file to write (reports/NAME.html)"),
+    pdf: bool = typer.Option(False, "--pdf", help="also write the same document as PDF beside it (weasyprint)"),
+    no_search: bool = typer.Option(False, "--no-search", help="report on the scenario's configuration only"),
+    gpus: Optional[str] = typer.Option(None, help="profiles the search tries (default: all)"),
+    tp: Optional[str] = typer.Option(None, "--tp", help="tensor parallel sizes, default 1,2,4,8"),
+    weights: Optional[str] = typer.Option(None, help="weight formats, default bf16,fp8"),
+    kv_cache_dtype: Optional[str] = typer.Option(None, "--kv-cache-dtype", help="KV formats, default auto,fp8"),
+    workers: int = typer.Option(os.cpu_count() or 1, min=1, help="parallel processes for the search"),
+    date: Optional[str] = typer.Option(None, help="date printed in the header (default today)"),
+) -> None:
+    """Write a sizing report: question, answer, memory, latency against rate, timelines, search, assumptions."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from sizer.cli.search import read_scenario_data, space_from_options
+    from sizer.outputs.report import build_report, render_html, write_pdf
+
+    data = read_scenario_data(scenario)
+    space = None if no_search else space_from_options(gpus, tp, None, weights, kv_cache_dtype, False)
+    # No refresh thread (auto_refresh=False): the search forks its worker processes.
+    with Progress(TextColumn("searching"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True, auto_refresh=False) as bar:
+        task = bar.add_task("search", total=None)
+        report = build_report(data, str(scenario), space, workers,
+                              progress=lambda done, total: bar.update(task, completed=done, total=total, refresh=True))
+    html = render_html(report, date or datetime.date.today().isoformat())
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(html)
+    typer.echo(f"wrote {output}")
+    if pdf:
+        pdf_path = output.with_suffix(".pdf")
+        write_pdf(html, pdf_path)
+        typer.echo(f"wrote {pdf_path}")

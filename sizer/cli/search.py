@@ -1,0 +1,154 @@
+"""`sizer search SCENARIO`: rank GPU x split x format configurations by cost for the scenario's SLO."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from sizer.errors import InputError
+
+
+def parse_list(text: str | None, cast, flag: str) -> tuple | None:
+    """`1,2,4` -> (1, 2, 4); None stays None (the default applies)."""
+    if text is None:
+        return None
+    try:
+        items = tuple(cast(x.strip()) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise InputError(None, flag, f"expected a comma-separated list, got {text!r}") from None
+    if not items:
+        raise InputError(None, flag, "expected at least one value")
+    return items
+
+
+def space_from_options(gpus: str | None, tp: str | None, pp: str | None, weights: str | None, kv: str | None,
+                       speculative: bool):
+    """The sweep the flags ask for; GPUs by id or alias, default every profile."""
+    from sizer.inputs.hardware import all_profiles, load_hardware
+    from sizer.sizing.search import SearchSpace
+
+    gpu_ids = tuple(dict.fromkeys(load_hardware(g, None, "--gpus").id for g in parse_list(gpus, str, "--gpus") or ()))
+    defaults = SearchSpace(gpus=gpu_ids or tuple(all_profiles()))
+    return dataclasses.replace(
+        defaults,
+        tensor_parallel_sizes=parse_list(tp, int, "--tp") or defaults.tensor_parallel_sizes,
+        pipeline_parallel_sizes=parse_list(pp, int, "--pp") or defaults.pipeline_parallel_sizes,
+        weight_formats=parse_list(weights, str, "--weights") or defaults.weight_formats,
+        kv_cache_dtypes=parse_list(kv, str, "--kv-cache-dtype") or defaults.kv_cache_dtypes,
+        speculative=(True, False) if speculative else (False,))
+
+
+def read_scenario_data(path: Path) -> dict:
+    """The scenario as a mapping (sweeps apply overrides to it); validated by the first load."""
+    import yaml
+
+    from sizer.inputs.scenario import load_scenario
+
+    load_scenario(path)
+    return yaml.safe_load(path.read_text())
+
+
+def command(
+    scenario: Path = typer.Argument(..., help="scenario YAML: model, workload and SLO (its deployment is the starting point)"),
+    gpus: Optional[str] = typer.Option(None, help="comma-separated profiles to try (default: all, `sizer gpus`)"),
+    tp: Optional[str] = typer.Option(None, "--tp", help="tensor parallel sizes, default 1,2,4,8"),
+    pp: Optional[str] = typer.Option(None, "--pp", help="pipeline parallel sizes, default 1"),
+    weights: Optional[str] = typer.Option(None, help="weight formats, default bf16,fp8"),
+    kv_cache_dtype: Optional[str] = typer.Option(None, "--kv-cache-dtype", help="KV formats, default auto,fp8"),
+    speculative: bool = typer.Option(False, "--speculative", help="also try the scenario's speculative_config on and off"),
+    workers: int = typer.Option(os.cpu_count() or 1, min=1, help="parallel processes"),
+    requests: int = typer.Option(300, min=50, help="simulated requests per rate in the goodput search"),
+    max_replicas: int = typer.Option(32, min=1, help="reject configurations that would need more replicas than this"),
+    as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+    csv: Optional[Path] = typer.Option(None, "--csv", help="also write one row per configuration here"),
+    show_rejected: bool = typer.Option(False, "--all", help="list every rejected configuration too"),
+) -> None:
+    """Find the cheapest deployment that meets the SLO: sweep GPUs, TP/PP, weight and KV formats."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from sizer.sizing.search import SearchSettings, search
+
+    data = read_scenario_data(scenario)
+    space = space_from_options(gpus, tp, pp, weights, kv_cache_dtype, speculative)
+    err = Console(stderr=True)
+    # No refresh thread (auto_refresh=False): the search forks its worker processes.
+    with Progress(TextColumn("searching"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True, auto_refresh=False) as bar:
+        task = bar.add_task("search", total=None)
+        result = search(data, str(scenario), space, SearchSettings(num_requests=requests, max_replicas=max_replicas), workers,
+                        lambda done, total: bar.update(task, completed=done, total=total, refresh=True))
+    if csv:
+        write_csv(result, csv)
+    if as_json:
+        typer.echo(json.dumps(to_dict(result), indent=2))
+    else:
+        render(result, str(scenario), Console(), show_rejected)
+
+
+def rows(result) -> list[dict]:
+    """One flat record per configuration, in rank order."""
+    out = []
+    for rank, o in enumerate(result.outcomes, 1):
+        row = {"rank": rank, **dataclasses.asdict(o.candidate), "label": o.candidate.label}
+        row.update({k: v for k, v in dataclasses.asdict(o).items() if k != "candidate"})
+        out.append(row)
+    return out
+
+
+def to_dict(result) -> dict:
+    best = result.recommended
+    return {"scenario": result.scenario, "target_rate_per_s": result.target_rate_per_s,
+            "required_share": result.required_share, "settings": dataclasses.asdict(result.settings),
+            "recommended": rows(result)[0] if best else None, "notes": list(result.notes), "configurations": rows(result)}
+
+
+def write_csv(result, path: Path) -> None:
+    import pandas as pd
+
+    pd.DataFrame(rows(result)).to_csv(path, index=False)
+
+
+def render(result, scenario_path: str, console, show_rejected: bool) -> None:
+    from collections import Counter
+
+    from rich.table import Table
+
+    ok = [o for o in result.outcomes if o.status == "ok"]
+    rejected = [o for o in result.outcomes if o.status != "ok"]
+    table = Table(title=f"{result.scenario}: {len(result.outcomes)} configurations for {result.target_rate_per_s:g} req/s, "
+                        f"{result.required_share:.0%} of requests within the SLO", title_justify="left",
+                  caption="goodput: req/s per replica; TTFT, TPOT, E2E: p95 ms at the operating point; ◆ Pareto front "
+                          "of cost per hour against p95 E2E", caption_justify="left")
+    money = lambda v: "-" if v is None else f"{v:,.2f}"  # noqa: E731
+    columns = [("#", lambda i, o: str(i), True), ("configuration", lambda i, o: ("◆ " if o.pareto else "  ") + o.candidate.label, True),
+               ("GPU/rep", lambda i, o: str(o.gpus_per_replica), False), ("goodput", lambda i, o: ("≥ " if o.binding == "none" else "") + f"{o.goodput_rate_per_s:.2f}", True),
+               ("rep", lambda i, o: str(o.replicas), False), ("GPUs", lambda i, o: str(o.gpus), True),
+               ("$/hour", lambda i, o: money(o.usd_per_hour), True), ("$/Mtok", lambda i, o: money(o.usd_per_million_output_tokens), False),
+               ("TTFT", lambda i, o: f"{o.ttft_p95_ms:,.0f}", True), ("TPOT", lambda i, o: f"{o.tpot_p95_ms:.1f}", True),
+               ("E2E", lambda i, o: f"{o.e2e_p95_ms:,.0f}", False), ("binds", lambda i, o: o.binding, True)]
+    columns = [c for c in columns if c[2] or console.width >= 120]      # narrow terminals: the essentials
+    for name, _, _ in columns:
+        table.add_column(name, justify="left" if name in ("configuration", "binds") else "right")
+    for i, o in enumerate(ok, 1):
+        table.add_row(*(cell(i, o) for _, cell, _ in columns))
+    console.print(table)
+    counts = Counter(o.binding for o in rejected)
+    console.print(f"rejected: {len(rejected)} ({', '.join(f'{k} {v}' for k, v in counts.most_common()) or 'none'})")
+    if show_rejected:
+        for o in rejected:
+            console.print(f"  ✗ {o.candidate.label}: {o.binding}: {o.reason}")
+    best = result.recommended
+    if best:
+        console.print(f"[bold green]recommended[/]: {best.replicas} x {best.candidate.label} = {best.gpus} GPUs, "
+                      f"${best.usd_per_hour:,.2f}/hour; binds on {best.binding}")
+        console.print(f"re-check: sizer plan {scenario_path} {best.candidate.plan_flags()} --simulate")
+    else:
+        console.print("[bold red]no priced configuration meets the SLO in a full-length simulation[/]")
+    for note in result.notes:
+        console.print(f"[dim]note: {note}[/]")

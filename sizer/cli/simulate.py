@@ -1,0 +1,100 @@
+"""`sizer simulate`: run the scenario's workload through the discrete-event simulator (roofline
+step times) and print latency percentiles, throughput, SLO attainment and cache figures."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from sizer.errors import InputError
+
+PROGRESS_FROM_REQUESTS = 5000       # show a progress bar for runs at least this long
+
+
+def command(
+    scenario: Path = typer.Argument(..., help="scenario YAML (see docs/scenario.md)"),
+    as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
+    requests_csv: Optional[Path] = typer.Option(None, "--requests-csv", help="write one row per request to this CSV"),
+    num_requests: Optional[int] = typer.Option(None, "--num-requests", min=1, help="simulate N requests (default: the scenario's)"),
+    replicas: Optional[int] = typer.Option(None, "--replicas", min=1, help="replicas behind the router (default: deployment.replicas, else 1)"),
+    router: str = typer.Option("least_outstanding", "--router", help="round_robin, least_outstanding or prefix_aware"),
+) -> None:
+    """Simulated TTFT, ITL, TPOT, E2E (p50/p95/p99), throughput, goodput and prefix-cache hits."""
+    scenario_obj, result, summary = run(scenario, num_requests, replicas, router, show_progress=not as_json)
+    if requests_csv is not None:
+        result.requests.to_csv(requests_csv, index=False)
+    if as_json:
+        typer.echo(json.dumps(to_dict(scenario_obj.name, summary), indent=2))
+        return
+    from rich.console import Console
+
+    render(scenario_obj.name, summary, Console(), requests_csv)
+
+
+def run(path: Path, num_requests: int | None, replicas: int | None, router: str, show_progress: bool):
+    from simulator.cluster import ROUTERS
+    from simulator.metrics import summarise
+    from sizer.sizing.search import slo_of
+    from sizer.sizing.resolve import resolve
+    from sizer.inputs.scenario import load_scenario
+    from sizer.sizing.simulate import simulate_scenario
+
+    if router not in ROUTERS:
+        raise InputError(None, "--router", f"{router!r}; expected one of {', '.join(ROUTERS)}")
+    s = load_scenario(path)
+    r = resolve(s)
+    total = min(num_requests or s.workload.num_requests, (s.workload.trace.max_requests or 1 << 62)
+                if s.workload.trace else 1 << 62)
+    if show_progress and total >= PROGRESS_FROM_REQUESTS:
+        from rich.progress import Progress
+
+        with Progress(transient=True) as bar:
+            task = bar.add_task("simulating", total=total)
+            result = simulate_scenario(r, num_requests, replicas, router, lambda done: bar.update(task, completed=done))
+    else:
+        result = simulate_scenario(r, num_requests, replicas, router)
+    return s, result, summarise(result, slo_of(s))
+
+
+def to_dict(name: str, summary) -> dict:
+    def clean(x):
+        if isinstance(x, float) and not math.isfinite(x):
+            return None
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        return x
+    return {"scenario": name, **clean(dataclasses.asdict(summary))}
+
+
+def render(name: str, m, console, requests_csv: Path | None) -> None:
+    from rich.table import Table
+
+    lat = Table(title=f"sizer simulate: {name} ({m.num_finished:,} finished, {m.num_rejected:,} rejected)")
+    for col in ("latency", "p50 ms", "p95 ms", "p99 ms", "mean ms"):
+        lat.add_column(col, justify="left" if col == "latency" else "right")
+    for label, l in (("TTFT", m.ttft), ("ITL", m.itl), ("TPOT", m.tpot), ("E2E", m.e2e), ("queueing", m.queue)):
+        lat.add_row(label, *(f"{v:,.1f}" if math.isfinite(v) else "-" for v in (l.p50_ms, l.p95_ms, l.p99_ms, l.mean_ms)))
+    console.print(lat)
+    tp = Table(title="throughput and resources")
+    tp.add_column("measure")
+    tp.add_column("value", justify="right")
+    rows = [("requests / s", f"{m.request_throughput_per_s:,.2f}"), ("input tokens / s", f"{m.input_tokens_per_s:,.0f}"),
+            ("output tokens / s", f"{m.output_tokens_per_s:,.0f}"), ("total tokens / s", f"{m.total_tokens_per_s:,.0f}"),
+            ("prefix-cache hit rate", f"{m.prefix_cache_hit_rate:.1%}"), ("preemptions", f"{m.num_preemptions:,}"),
+            ("mean batch size", f"{m.mean_batch_size:.1f}"),
+            ("KV cache in use, mean / peak", f"{m.mean_kv_usage:.0%} / {m.peak_kv_usage:.0%}"),
+            ("simulated span", f"{m.duration_s:,.1f} s")]
+    if m.slo is not None:
+        rows += [("requests meeting every SLO target", f"{m.slo_share:.1%} (need {m.slo.required_share:.0%}): "
+                  + ("met" if m.slo_met else "NOT met")),
+                 ("goodput", f"{m.goodput_requests_per_s:,.2f} requests / s")]
+    for row in rows:
+        tp.add_row(*row)
+    console.print(tp)
+    if requests_csv is not None:
+        console.print(f"per-request records: {requests_csv}")

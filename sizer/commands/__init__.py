@@ -1,1 +1,0 @@
-"""One module per CLI command with a `command(...)` function; sizer/cli.py registers them."""

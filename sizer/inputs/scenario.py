@@ -1,0 +1,254 @@
+"""The scenario: what a user asks sizer about, loaded and validated from YAML.
+
+Deployment fields use vLLM's engine-argument names so a deployment can be copied in. Fields
+left out take the engine's documented defaults (see `resolve`); docs/scenario.md lists every
+field and is generated from these dataclasses (`python -m sizer.inputs.scenario_docs`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal
+
+import yaml
+
+from sizer.errors import InputError
+from sizer.inputs.schema import build, field
+
+WeightFormat = Literal["auto", "bf16", "fp16", "fp32", "fp8", "int8", "awq", "gptq", "nvfp4", "mxfp4"]
+KVCacheDtype = Literal["auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2"]
+Engine = Literal["vllm", "sglang", "tensorrt-llm", "lmdeploy", "tgi"]
+
+
+@dataclass(frozen=True)
+class ModelSection:
+    name: str = field(doc="catalog name (`sizer models`) or a path to a Hugging Face config.json, relative to the scenario file")
+    num_parameters: float | None = field(None, gt=0, doc="stated parameter count; overrides the count derived from the architecture (e.g. a hypothetical 7e9-parameter model)")
+    overrides: dict | None = field(None, doc="config.json keys to override (e.g. num_hidden_layers) for what-if questions")
+
+
+@dataclass(frozen=True)
+class HardwareSection:
+    gpu: str = field(doc="accelerator profile id or alias (`sizer gpus`)")
+    calibrated_profile: str | None = field(None, doc="folder written by `sizer calibrate` (relative to the scenario file): step times from kernels measured on the device instead of the roofline")
+
+
+@dataclass(frozen=True)
+class SpeculativeSection:
+    method: Literal["draft_model", "ngram", "eagle", "eagle3", "medusa", "mtp"] = field(doc="proposer kind")
+    num_speculative_tokens: int = field(ge=1, le=16, doc="gamma: tokens proposed per step")
+    acceptance_rate: float = field(ge=0.0, le=0.999, doc="alpha: probability each proposed token is accepted")
+    model: str | None = field(None, doc="draft model (catalog name or config.json) for method draft_model")
+    proposer_cost_fraction: float | None = field(None, ge=0.0, le=1.0, doc="proposer cost per proposed token as a fraction of a target decode step; default by method")
+
+
+@dataclass(frozen=True)
+class DeploymentSection:
+    engine: Engine = field("vllm", doc="serving engine whose scheduling defaults apply to fields left out")
+    tensor_parallel_size: int = field(1, ge=1, doc="GPUs each layer's matrices are split across")
+    pipeline_parallel_size: int = field(1, ge=1, doc="pipeline stages (layers split across GPUs)")
+    data_parallel_size: int = field(1, ge=1, doc="engine-level data-parallel ranks inside one replica")
+    enable_expert_parallel: bool = field(False, doc="shard MoE experts whole across TP x DP ranks instead of slicing each")
+    replicas: int | None = field(None, ge=1, doc="independent replicas; default: as many as the arrival rate needs (from goodput), else 1")
+    quantization: WeightFormat = field("auto", doc="weight format; auto = the checkpoint's (quantization_config, else torch_dtype)")
+    quantization_group_size: int = field(128, ge=1, doc="group size of AWQ/GPTQ scales and zeros")
+    kv_cache_dtype: KVCacheDtype = field("auto", doc="KV cache element type; auto = the model dtype")
+    max_model_len: int | None = field(None, ge=1, doc="longest context (prompt + output) per sequence; default the model's max_position_embeddings")
+    gpu_memory_utilization: float = field(0.9, gt=0.0, le=1.0, doc="share of GPU memory the engine may use (vLLM default 0.9)")
+    block_size: int | None = field(None, ge=1, doc="KV tokens per paged block (vLLM 16)")
+    max_num_seqs: int | None = field(None, ge=1, doc="sequences per step at most")
+    max_num_batched_tokens: int | None = field(None, ge=1, doc="token budget per step")
+    enable_chunked_prefill: bool | None = field(None, doc="split long prompts into chunks mixed with decodes")
+    enable_prefix_caching: bool | None = field(None, doc="reuse KV blocks of shared prompt prefixes")
+    prefix_cache_tenant_isolation: bool = field(False, doc="scope the prefix cache per tenant")
+    preemption_mode: Literal["recompute", "swap"] | None = field(None, doc="what happens to a sequence when KV blocks run out")
+    swap_space_gib: float = field(4.0, ge=0.0, doc="host memory per GPU for swapped-out KV (GiB)")
+    speculative_config: SpeculativeSection | None = field(None, doc="speculative decoding")
+    disaggregated: dict | None = field(None, doc="prefill/decode pools: {prefill_replicas: N, decode_replicas: M}")
+
+
+@dataclass(frozen=True)
+class Distribution:
+    distribution: Literal["fixed", "uniform", "normal", "lognormal", "empirical"] = field(doc="length distribution")
+    value: float | None = field(None, ge=1, doc="fixed: the length")
+    min: float | None = field(None, ge=1, doc="uniform: lower bound; any: clip")
+    max: float | None = field(None, ge=1, doc="uniform: upper bound; any: clip")
+    mean: float | None = field(None, gt=0, doc="normal/lognormal: mean length")
+    std: float | None = field(None, ge=0, doc="normal: standard deviation")
+    sigma: float | None = field(None, gt=0, doc="lognormal: sigma of log length")
+    values: list[float] | None = field(None, doc="empirical: observed lengths")
+    weights: list[float] | None = field(None, doc="empirical: weights of `values` (default equal)")
+
+
+@dataclass(frozen=True)
+class ArrivalSection:
+    process: Literal["poisson", "gamma", "constant", "trace"] = field("poisson", doc="arrival process")
+    rate_per_s: float | None = field(None, gt=0, doc="mean requests per second (not for trace)")
+    cv: float | None = field(None, gt=0, doc="gamma: coefficient of variation of inter-arrival times (burstiness)")
+
+
+@dataclass(frozen=True)
+class SharedPrefixSection:
+    share: float = field(ge=0.0, le=1.0, doc="share of requests that start with a shared prefix")
+    tokens: int = field(ge=1, doc="prefix length in tokens")
+    num_prefixes: int = field(1, ge=1, doc="distinct prefixes (e.g. system prompts)")
+    num_tenants: int = field(1, ge=1, doc="tenants requests are spread over")
+
+
+@dataclass(frozen=True)
+class TraceSection:
+    path: str = field(doc="trace file, relative to the scenario file")
+    format: Literal["mooncake", "csv"] = field(doc="mooncake JSONL (hash_ids of 512-token blocks) or CSV (timestamp, input, output tokens)")
+    time_scale: float = field(1.0, gt=0, doc="multiply inter-arrival times (0.5 = twice the rate)")
+    max_requests: int | None = field(None, ge=1, doc="replay only the first N requests")
+
+
+@dataclass(frozen=True)
+class WorkloadSection:
+    arrival: ArrivalSection = field(default_factory=ArrivalSection, doc="arrival process")
+    prompt_tokens: Distribution | None = field(None, doc="prompt length distribution")
+    output_tokens: Distribution | None = field(None, doc="output length distribution")
+    shared_prefix: SharedPrefixSection | None = field(None, doc="shared prompt prefixes")
+    trace: TraceSection | None = field(None, doc="replay a request trace instead of synthetic arrivals and lengths")
+    num_requests: int = field(2000, ge=1, doc="requests to simulate")
+    time_in_system_s: float | None = field(None, gt=0, doc="Little's law: seconds a request spends in the system; default estimated from step times")
+    kv_tokens_per_request: int | None = field(None, ge=1, doc="Little's law: KV tokens each request may hold; default max_model_len")
+    concurrent_sequences: int | None = field(None, ge=1, doc="sequences to hold in KV at once for the memory check; default from Little's law")
+    seed: int = field(0, ge=0, doc="random seed")
+
+
+@dataclass(frozen=True)
+class SLOSection:
+    ttft_ms: float | None = field(None, gt=0, doc="time to first token target per request")
+    itl_ms: float | None = field(None, gt=0, doc="inter-token latency target (a request's mean time per output token)")
+    e2e_ms: float | None = field(None, gt=0, doc="end-to-end latency target per request")
+    required_share: float = field(0.95, gt=0.0, le=1.0, doc="share of requests that must meet every target (goodput)")
+
+
+@dataclass(frozen=True)
+class CostSection:
+    price_usd_per_gpu_hour: float | None = field(None, ge=0, doc="default: the hardware profile's price")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    model: ModelSection = field(doc="the model")
+    hardware: HardwareSection = field(doc="the accelerator")
+    name: str | None = field(None, doc="a title for reports; default the file name")
+    description: str | None = field(None, doc="free text")
+    deployment: DeploymentSection = field(default_factory=DeploymentSection, doc="how the model is served")
+    workload: WorkloadSection = field(default_factory=WorkloadSection, doc="the traffic")
+    slo: SLOSection = field(default_factory=SLOSection, doc="latency targets")
+    cost: CostSection = field(default_factory=CostSection, doc="prices")
+    file: str | None = dataclasses.field(default=None, metadata={"internal": True})  # where it was loaded from
+
+
+def load_scenario(path: str | Path, overrides: dict | None = None) -> Scenario:
+    """Read, type-check and sanity-check a scenario YAML file; `overrides` are dotted keys
+    (`deployment.tensor_parallel_size`) applied before validation (CLI flags, search sweeps)."""
+    path = Path(path)
+    file = str(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise InputError(file, None, "file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(file, None, f"cannot read: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else None
+        raise InputError(file, where, f"not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    return scenario_from_dict(data, file, overrides, default_name=path.stem)
+
+
+def scenario_from_dict(data: object, file: str | None, overrides: dict | None = None,
+                       default_name: str | None = None) -> Scenario:
+    """A validated Scenario from a mapping; unnamed, it is named after its file (else "scenario")."""
+    if not isinstance(data, dict):
+        raise InputError(file, "(top level)", f"expected a mapping of sections, got {type(data).__name__}")
+    data = {**data}
+    for key, inner in (("model", "name"), ("hardware", "gpu")):   # shorthands: `model: llama-3.1-8b`
+        if isinstance(data.get(key), str):
+            data[key] = {inner: data[key]}
+    for dotted, value in (overrides or {}).items():
+        data = _set_dotted(data, dotted.split("."), value)
+    scenario = build(Scenario, data, "", file)
+    default_name = default_name or (Path(file).stem if file else "scenario")
+    scenario = replace(scenario, file=file, name=scenario.name or default_name)
+    check_scenario(scenario)
+    return scenario
+
+
+def _set_dotted(data: dict, keys: list[str], value: object) -> dict:
+    """A copy of `data` with data[k0][k1]... = value, creating sections as needed."""
+    head, *rest = keys
+    inner = data.get(head)
+    return {**data, head: _set_dotted(inner if isinstance(inner, dict) else {}, rest, value) if rest else value}
+
+
+def scenario_dir(scenario: Scenario) -> Path:
+    return Path(scenario.file).parent if scenario.file else Path.cwd()
+
+
+def check_scenario(s: Scenario) -> None:
+    """Cross-field rules the types cannot express."""
+    f = s.file
+    w = s.workload
+    if w.trace is None:
+        if w.prompt_tokens is None:
+            raise InputError(f, "workload.prompt_tokens", "missing; expected a length distribution (or workload.trace)")
+        if w.output_tokens is None:
+            raise InputError(f, "workload.output_tokens", "missing; expected a length distribution (or workload.trace)")
+        if w.arrival.process == "trace":
+            raise InputError(f, "workload.arrival.process", "'trace' needs workload.trace")
+        if w.arrival.rate_per_s is None:
+            raise InputError(f, "workload.arrival.rate_per_s", "missing; expected requests per second > 0")
+        for name in ("prompt_tokens", "output_tokens"):
+            _check_distribution(getattr(w, name), f"workload.{name}", f)
+        if w.arrival.process == "gamma" and w.arrival.cv is None:
+            raise InputError(f, "workload.arrival.cv", "missing; gamma arrivals need a coefficient of variation > 0")
+    else:
+        trace_path = scenario_dir(s) / w.trace.path
+        if not trace_path.is_file():
+            raise InputError(f, "workload.trace.path", f"trace file {str(trace_path)!r} not found")
+    if w.shared_prefix and w.prompt_tokens and w.prompt_tokens.distribution == "fixed" and w.shared_prefix.tokens > (w.prompt_tokens.value or 0):
+        raise InputError(f, "workload.shared_prefix.tokens", "longer than the fixed prompt length")
+    d = s.deployment
+    spec = d.speculative_config
+    if spec and spec.method == "draft_model" and not spec.model:
+        raise InputError(f, "deployment.speculative_config.model", "missing; method draft_model needs a draft model")
+    if d.disaggregated is not None:
+        for key, value in d.disaggregated.items():
+            if key not in ("prefill_replicas", "decode_replicas"):
+                raise InputError(f, f"deployment.disaggregated.{key}", "unknown key; expected prefill_replicas, decode_replicas")
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InputError(f, f"deployment.disaggregated.{key}", f"expected an integer >= 1, got {value!r}")
+
+
+def _check_distribution(d: Distribution, path: str, f: str | None) -> None:
+    needs = {"fixed": ("value",), "uniform": ("min", "max"), "normal": ("mean", "std"),
+             "lognormal": ("mean", "sigma"), "empirical": ("values",)}[d.distribution]
+    for key in needs:
+        if getattr(d, key) is None:
+            raise InputError(f, f"{path}.{key}", f"missing; a {d.distribution} distribution needs {', '.join(needs)}")
+    if d.distribution == "uniform" and d.min > d.max:
+        raise InputError(f, f"{path}.min", f"expected min <= max, got {d.min} > {d.max}")
+    if d.distribution == "empirical":
+        if not d.values or any(v < 1 for v in d.values):
+            raise InputError(f, f"{path}.values", "expected a non-empty list of lengths >= 1")
+        if d.weights is not None and (len(d.weights) != len(d.values) or any(x < 0 for x in d.weights) or sum(d.weights) <= 0):
+            raise InputError(f, f"{path}.weights", "expected one non-negative weight per value, not all zero")
+
+
+def mean_length(d: Distribution) -> float:
+    """Expected length of a distribution (before clipping), for the analytic plan."""
+    if d.distribution == "fixed":
+        return float(d.value)
+    if d.distribution == "uniform":
+        return (d.min + d.max) / 2
+    if d.distribution in ("normal", "lognormal"):
+        return float(d.mean)
+    weights = d.weights or [1.0] * len(d.values)
+    return sum(v * w for v, w in zip(d.values, weights)) / sum(weights)

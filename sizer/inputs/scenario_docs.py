@@ -1,0 +1,42 @@
+"""Generate docs/scenario.md from the scenario dataclasses: `python -m sizer.inputs.scenario_docs > docs/scenario.md`.
+
+A test checks the committed page equals this output, so the reference never drifts from the code.
+"""
+
+from __future__ import annotations
+
+from sizer.inputs.scenario import Scenario
+from sizer.inputs.schema import describe
+
+HEADER = """# Scenario reference
+
+A scenario is a YAML file with the sections below. Fields left out take the defaults shown;
+deployment fields shown as `None` take the chosen engine's documented default (vLLM's unless
+`deployment.engine` says otherwise; see docs/engines.md), and `sizer plan` prints where each
+value came from. Names follow vLLM's engine arguments where one exists. Shorthands:
+`model: llama-3.1-8b` means `model: {name: llama-3.1-8b}`, `hardware: h100` means
+`hardware: {gpu: h100}`. Numbers like `8e9` are read as numbers.
+
+Bad input (unknown keys, wrong types, values out of range, unknown model or GPU, a split that
+does not divide the model, a missing trace file) stops with one line naming the file, the
+field and what was expected, and exit code 2.
+
+This page is generated: `python -m sizer.inputs.scenario_docs > docs/scenario.md`.
+
+| field | type | default | meaning |
+| --- | --- | --- | --- |
+"""
+
+
+def render() -> str:
+    rows = []
+    for path, type_name, default, doc in describe(Scenario):
+        if type_name == "section":
+            rows.append(f"| **{path}** | section | | {doc} |")
+        else:
+            rows.append(f"| `{path}` | {type_name} | {default} | {doc} |")
+    return HEADER + "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    print(render(), end="")

@@ -1,6 +1,0 @@
-"""Sizing reports: `build_report` gathers the numbers, `render_html` and `write_pdf` print them."""
-
-from sizer.report.data import Answer, Report, build_report
-from sizer.report.render import render_html, write_pdf
-
-__all__ = ["Answer", "Report", "build_report", "render_html", "write_pdf"]

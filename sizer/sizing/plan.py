@@ -1,0 +1,312 @@
+"""The plan: every analytic answer for a scenario, in one JSON-serialisable dataclass.
+
+`make_plan(resolved)` computes memory, the parallel split, Little's-law capacity, roofline
+step times, speculative-decoding expectations and cost; the simulated section is added by
+`sizer.sizing.simulate` when asked. Field names carry their units.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from simulator.speculative import expected_tokens_per_step
+from sizer.analytic.capacity import Capacity, littles_law
+from sizer.analytic.memory import (CUDA_CONTEXT_BYTES, GB, NCCL_BUFFER_BYTES, GiB, KVLayout, MemoryBudget, WeightMemory,
+                          kv_layout, memory_budget, weight_memory)
+from sizer.analytic.parallel import comm_per_step, kv_heads_per_gpu
+from sizer.analytic.roofline import (COLLECTIVE_LATENCY_S, RooflineStepTimeModel, compute_bound_batch, decode_batch,
+                        prefill_time_s)
+from sizer.sizing.resolve import Resolved
+from sizer.inputs.scenario import mean_length
+from sizer.analytic.weights import parameter_count
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ModelSummary:
+    name: str
+    architecture: str
+    parameters_derived: int
+    parameters_active_derived: int
+    parameters_official: float | None
+    parameters_used: int
+    parameters_source: str
+    layers: int
+    attention: str                     # "GQA 32 query / 8 KV heads", "MLA", ...
+    max_position_embeddings: int
+
+
+@dataclass(frozen=True)
+class ParallelSummary:
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    data_parallel_size: int
+    expert_parallel_size: int
+    gpus_per_replica: int
+    kv_heads_per_gpu: int
+    tp_allreduce_bytes_per_token: float
+    pp_send_bytes_per_token: float
+    ep_alltoall_bytes_per_token: float
+
+
+@dataclass(frozen=True)
+class KVDemand:
+    """KV the scenario's concurrent sequences need (whole model), at the KV dtype."""
+    sequences: int
+    tokens_per_sequence: int
+    tokens: int
+    bytes: float
+    gib: float
+    sequences_source: str
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    model: str                          # which step-time model produced these
+    prompt_tokens_mean: float
+    output_tokens_mean: float
+    prefill_ms: float                   # the mean prompt alone, in budget-sized chunks
+    decode_bandwidth_bound_ms: float    # weights per GPU x stages / peak bandwidth: the seeds' lower bound
+    decode_bandwidth_bound_tokens_per_s: float
+    decode_batch1_ms: float             # roofline, batch 1, mean context
+    decode_batch1_tokens_per_s: float
+    memory_limited_batch: int           # sequences at mean context that KV and max_num_seqs allow
+    decode_memory_limited_batch_ms: float
+    decode_memory_limited_tokens_per_s: float
+    compute_bound_batch: int | None     # smallest decode batch whose GEMMs are compute-bound
+    gemm_compute_format: str
+
+
+@dataclass(frozen=True)
+class SpeculativeSummary:
+    method: str
+    num_speculative_tokens: int
+    acceptance_rate: float
+    expected_tokens_per_step: float     # (1 - alpha^(gamma+1)) / (1 - alpha)
+    formula: str
+
+
+@dataclass(frozen=True)
+class CostSummary:
+    price_usd_per_gpu_hour: float | None
+    price_source: str
+    replicas: int
+    replicas_source: str
+    gpus: int
+    usd_per_hour: float | None
+    output_tokens_per_s: float | None
+    usd_per_million_output_tokens: float | None
+    throughput_source: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    schema_version: int
+    scenario: str
+    scenario_file: str | None
+    gpu: str
+    gpu_memory_bytes: int
+    gpu_memory_gib: float
+    gpu_memory_gb: float
+    engine: dict
+    model: ModelSummary
+    weights: WeightMemory
+    kv: KVLayout
+    kv_bytes_per_sequence_at_max_model_len: float
+    kv_demand: KVDemand
+    memory: MemoryBudget
+    parallel: ParallelSummary
+    capacity: Capacity
+    step_times: StepTimes
+    speculative: SpeculativeSummary | None
+    cost: CostSummary
+    fits: bool
+    verdict: str
+    assumptions: list[str]
+    simulation: dict | None = None
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def weights_and_kv(r: Resolved) -> tuple[WeightMemory, KVLayout]:
+    """The weights in their format and the KV layout, after the split."""
+    weights = weight_memory(r.model, r.weight_format, r.parallel, r.group_size, r.scenario.model.num_parameters)
+    return weights, kv_layout(r.model, r.kv_cache_dtype, r.parallel)
+
+
+def memory_of(r: Resolved) -> tuple[WeightMemory, KVLayout, MemoryBudget]:
+    """Weights, KV layout and the per-GPU memory budget of a resolved scenario."""
+    weights, kv = weights_and_kv(r)
+    e = r.engine
+    budget = memory_budget(r.model, r.hardware.memory_bytes, weights, kv, r.parallel,
+                           r.scenario.deployment.gpu_memory_utilization, e.block_size, e.max_model_len,
+                           e.max_num_batched_tokens, e.max_num_seqs)
+    return weights, kv, budget
+
+
+def roofline_for(r: Resolved, weights: WeightMemory | None = None, kv: KVLayout | None = None) -> RooflineStepTimeModel:
+    """The roofline step-time model of a resolved scenario (pass weights and KV when at hand)."""
+    if weights is None or kv is None:
+        weights, kv = weights_and_kv(r)
+    return RooflineStepTimeModel(r.model, r.hardware, r.weight_format, weights, kv, r.parallel, r.group_size)
+
+
+def step_model_for(r: Resolved, roofline: RooflineStepTimeModel | None = None):
+    """What prices a step: the calibrated profile when the scenario names one (roofline outside
+    its measured range), else the roofline."""
+    roofline = roofline or roofline_for(r)
+    if r.calibrated_profile is None:
+        return roofline
+    from engine.profile import CalibratedStepTimeModel
+    return CalibratedStepTimeModel(r.calibrated_profile, num_layers=r.model.num_layers, fallback=roofline)
+
+
+def _attention_kind(m) -> str:
+    if m.is_mla:
+        return f"MLA ({m.num_attention_heads} heads, latent {m.kv_lora_rank} + rope {m.qk_rope_head_dim})"
+    kind = "MHA" if m.num_kv_heads == m.num_attention_heads else "MQA" if m.num_kv_heads == 1 else "GQA"
+    text = f"{kind} {m.num_attention_heads} query / {m.num_kv_heads} KV heads x {m.head_dim}"
+    if m.num_sliding_layers:
+        text += f", {m.num_sliding_layers} of {m.num_layers} layers sliding (window {m.sliding_window})"
+    return text
+
+
+def _step_times(r: Resolved, step, roofline: RooflineStepTimeModel, weights: WeightMemory, budget: MemoryBudget,
+                prompt_mean: float, output_mean: float) -> StepTimes:
+    """Step times from `step` (calibrated or roofline); the bandwidth bound and the compute-bound
+    batch are roofline properties."""
+    e = r.engine
+    context = int(prompt_mean + output_mean / 2)
+    chunk = e.max_num_batched_tokens if e.enable_chunked_prefill else None
+    prefill_s = prefill_time_s(step, int(round(prompt_mean)), chunk)
+    # The seeds' bound: every weight read once per token (for MoE, only the experts one token routes to).
+    untouched_expert_bytes = roofline.expert_bytes * (1 - roofline.experts_touched(1))
+    bound_s = (weights.per_gpu_bytes - untouched_expert_bytes) * r.parallel.pp / r.hardware.memory_bandwidth_bytes_per_s
+    b1_s = step.step_time(decode_batch(1, context))
+    seq_bytes = roofline.kv.sequence_bytes(int(prompt_mean + output_mean), budget.block_size)
+    mem_batch = max(1, min(e.max_num_seqs, int(budget.kv_cache_bytes // seq_bytes)))
+    mem_s = step.step_time(decode_batch(mem_batch, context))
+    return StepTimes(step.name, prompt_mean, output_mean, prefill_s * 1e3, bound_s * 1e3, 1 / bound_s if bound_s else math.inf,
+                     b1_s * 1e3, 1 / b1_s, mem_batch, mem_s * 1e3, mem_batch / mem_s,
+                     compute_bound_batch(roofline, context), roofline.compute_format)
+
+
+def _time_in_system_s(step: RooflineStepTimeModel, rate: float, prefill_s: float, output_mean: float, context: int,
+                      max_batch: int) -> float:
+    """Fixed point of T = prefill + outputs x step(batch = rate x T), batch capped by what fits."""
+    t = prefill_s + output_mean * step.step_time(decode_batch(1, context))
+    for _ in range(50):
+        batch = max(1, min(max_batch, round(rate * t)))
+        t_next = prefill_s + output_mean * step.step_time(decode_batch(batch, context))
+        if abs(t_next - t) < 1e-6:
+            break
+        t = t_next
+    return t
+
+
+def make_plan(r: Resolved) -> Plan:
+    s, m, hw, p, e = r.scenario, r.model, r.hardware, r.parallel, r.engine
+    d, w = s.deployment, s.workload
+    weights, kv, budget = memory_of(r)
+    roofline = roofline_for(r, weights, kv)
+    step = step_model_for(r, roofline)
+    if w.trace is None:
+        prompt_mean, output_mean = mean_length(w.prompt_tokens), mean_length(w.output_tokens)
+        rate = w.arrival.rate_per_s
+    else:
+        from sizer.sizing.simulate import trace_summary
+        summary = trace_summary(s)
+        prompt_mean, output_mean, rate = summary.prompt_tokens_mean, summary.output_tokens_mean, summary.rate_per_s
+    times = _step_times(r, step, roofline, weights, budget, prompt_mean, output_mean)
+
+    # Little's law.
+    if w.time_in_system_s is not None:
+        t_sys, t_source = w.time_in_system_s, "scenario"
+    else:
+        t_sys = _time_in_system_s(step, rate, times.prefill_ms / 1e3, output_mean, int(prompt_mean + output_mean / 2),
+                                  times.memory_limited_batch)
+        t_source = "estimated: prefill + outputs x roofline decode step at the Little's-law batch"
+    if w.kv_tokens_per_request:
+        tokens_per_req, tokens_source = w.kv_tokens_per_request, "scenario"
+    else:
+        tokens_per_req = min(e.max_model_len, int(round(prompt_mean + output_mean)))
+        tokens_source = "mean prompt + mean output (a request at its end)"
+    held = p.dp * int(budget.kv_cache_bytes // kv.sequence_bytes(tokens_per_req, e.block_size))
+    capacity = littles_law(rate, t_sys, t_source, tokens_per_req, tokens_source, kv.bytes_per_token,
+                           budget.kv_tokens * p.dp, held)
+
+    sequences = w.concurrent_sequences or max(1, math.ceil(capacity.requests_in_flight))
+    demand_bytes = sequences * kv.sequence_bytes(tokens_per_req, e.block_size, per_gpu=False)
+    demand = KVDemand(sequences, tokens_per_req, sequences * tokens_per_req, demand_bytes, demand_bytes / GiB,
+                      "scenario" if w.concurrent_sequences else "Little's law (requests in flight, rounded up)")
+
+    spec = None
+    if d.speculative_config:
+        sc = d.speculative_config
+        spec = SpeculativeSummary(sc.method, sc.num_speculative_tokens, sc.acceptance_rate,
+                                  expected_tokens_per_step(sc.acceptance_rate, sc.num_speculative_tokens),
+                                  "(1 - alpha^(gamma+1)) / (1 - alpha)")
+
+    comm = comm_per_step(m, p)
+    parallel = ParallelSummary(p.tp, p.pp, p.dp, p.ep, p.gpus_per_replica, kv_heads_per_gpu_of(m, p),
+                               comm.tp_allreduce_bytes_per_token, comm.pp_send_bytes_per_token, comm.ep_alltoall_bytes_per_token)
+    counts = parameter_count(m)
+    model = ModelSummary(m.name, m.architecture, counts.total, counts.active, m.params_official_total, weights.parameters,
+                         weights.parameters_source, m.num_layers, _attention_kind(m), m.max_position_embeddings)
+
+    replicas = d.replicas or capacity.replicas_for_memory or 1
+    replicas_source = "scenario" if d.replicas else "enough KV cache for Little's-law requests in flight (the simulator refines this)"
+    cost = cost_summary(r, replicas, replicas_source, None, "")
+    fits = budget.fits
+    verdict = ("fits" if fits else "does not fit: " + "; ".join(budget.reasons))
+    if fits and demand.sequences > capacity.requests_held_per_replica * replicas:
+        verdict += (f"; but {demand.sequences} sequences x {demand.tokens_per_sequence} tokens exceed the KV cache of "
+                    f"{replicas} replica(s) ({capacity.requests_held_per_replica} such sequences each)")
+    return Plan(
+        schema_version=SCHEMA_VERSION, scenario=s.name, scenario_file=s.file, gpu=hw.name,
+        gpu_memory_bytes=hw.memory_bytes, gpu_memory_gib=hw.memory_bytes / GiB, gpu_memory_gb=hw.memory_bytes / GB,
+        engine=dataclasses.asdict(e), model=model, weights=weights, kv=kv,
+        kv_bytes_per_sequence_at_max_model_len=kv.sequence_bytes(e.max_model_len, e.block_size, per_gpu=False),
+        kv_demand=demand, memory=budget, parallel=parallel, capacity=capacity, step_times=times, speculative=spec,
+        cost=cost, fits=fits, verdict=verdict, assumptions=assumptions(r, roofline))
+
+
+def kv_heads_per_gpu_of(m, p) -> int:
+    return 1 if m.is_mla else kv_heads_per_gpu(m, p)
+
+
+def cost_summary(r: Resolved, replicas: int, replicas_source: str, output_tokens_per_s: float | None,
+                 throughput_source: str) -> CostSummary:
+    gpus = replicas * r.parallel.gpus_per_replica
+    price = r.price_usd_per_gpu_hour
+    per_hour = gpus * price if price is not None else None
+    per_million = None
+    if per_hour is not None and output_tokens_per_s:
+        per_million = per_hour / (output_tokens_per_s * 3600) * 1e6
+    return CostSummary(price, r.price_source, replicas, replicas_source, gpus, per_hour, output_tokens_per_s, per_million,
+                       throughput_source)
+
+
+def assumptions(r: Resolved, step: RooflineStepTimeModel) -> list[str]:
+    hw = r.hardware
+    return [
+        f"GPU memory {hw.memory_bytes / GiB:.2f} GiB ({hw.memory_bytes / GB:.2f} GB): {hw.memory_source}",
+        f"peak bandwidth {hw.memory_bandwidth_bytes_per_s / 1e12:.3g} TB/s x efficiency {hw.bandwidth_efficiency} ({hw.bandwidth_efficiency_source})",
+        f"peak {step.compute_format} {hw.peak_flops(step.compute_format) / 1e12:.4g} TFLOP/s dense x efficiency {hw.compute_efficiency} ({hw.compute_efficiency_source})",
+        f"CUDA context, workspaces and CUDA graphs: {CUDA_CONTEXT_BYTES / GiB:.2f} GiB per GPU; NCCL buffers {NCCL_BUFFER_BYTES / GiB:.2f} GiB when TP or PP > 1 (assumption)",
+        "activation peak: an estimate of vLLM's profiled forward pass at max_num_batched_tokens (residual, q/k/v, MLP intermediate, fp32 logits)",
+        f"step overhead {step.step_overhead_s * 1e3:.2f} ms per step and {COLLECTIVE_LATENCY_S * 1e6:.0f} us per collective (assumption)",
+        "pipeline parallelism: a step's latency is the sum of its stages (no micro-batch overlap)",
+        "engine settings: " + ", ".join(f"{k} from {v}" for k, v in r.engine.sources.items()),
+        f"price: {r.price_source}",
+    ] + ([calibration_note(r)] if r.calibrated_profile else [])
+
+
+def calibration_note(r: Resolved) -> str:
+    h = r.calibrated_profile.header
+    return (f"step times: calibrated profile {r.calibrated_profile.path} measured on {h['device']['name']} on {h['date']} "
+            f"(torch {h['versions']['torch']}, {h['dtype']}); the roofline prices steps outside its measured range")

@@ -1,0 +1,94 @@
+"""The CLI: flags-only plans, catalog listings, and a start-up path free of torch."""
+
+import json
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+from sizer.cli import app
+
+runner = CliRunner()
+
+
+def test_plan_from_flags_alone():
+    result = runner.invoke(app, ["plan", "--model", "llama-3.1-70b", "--gpu", "h200", "--tp", "2", "--weights", "fp8",
+                                 "--max-model-len", "32768", "--json"])
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    assert plan["parallel"]["tensor_parallel_size"] == 2
+    assert plan["weights"]["format"] == "fp8"
+    assert plan["memory"]["max_model_len"] == 32768
+    # fp8 halves the 16-bit weights, so each of 2 GPUs holds about 70.55e9 / 2 bytes (+ 16-bit embeddings)
+    assert 35e9 < plan["memory"]["weights_bytes"] < 37e9
+
+
+def test_flags_override_the_scenario_file():
+    base = json.loads(runner.invoke(app, ["plan", "scenarios/llama-3.1-8b-chat-h100.yaml", "--json"]).stdout)
+    tp2 = json.loads(runner.invoke(app, ["plan", "scenarios/llama-3.1-8b-chat-h100.yaml", "--json", "--tp", "2"]).stdout)
+    assert base["parallel"]["tensor_parallel_size"] == 1 and tp2["parallel"]["tensor_parallel_size"] == 2
+    # TP 2 halves the sliced weights per GPU (norms and nothing else stay whole)
+    assert tp2["memory"]["weights_bytes"] < 0.51 * base["memory"]["weights_bytes"]
+
+
+def test_flags_without_model_or_gpu_is_an_input_error():
+    result = runner.invoke(app, ["plan", "--model", "llama-3.1-8b"])
+    assert result.exit_code == 2
+    assert "--model/--gpu" in result.stderr
+
+
+def test_models_and_gpus_list_the_catalogs():
+    models = runner.invoke(app, ["models"])
+    assert models.exit_code == 0 and "deepseek-v3" in models.stdout and "mixtral-8x7b" in models.stdout
+    gpus = runner.invoke(app, ["gpus"])
+    assert gpus.exit_code == 0
+    for gpu in ("h100-sxm", "h100-pcie", "h200", "a100-40gb", "a100-80gb", "l40s", "l4", "b200", "mi300x"):
+        assert gpu in gpus.stdout
+
+
+def test_plan_does_not_import_torch():
+    code = ("import sys; from typer.testing import CliRunner; from sizer.cli import app; "
+            "r = CliRunner().invoke(app, ['plan', 'scenarios/llama-3.1-8b-chat-h100.yaml', '--json']); "
+            "assert r.exit_code == 0, r.output; "
+            "heavy = [m for m in ('torch', 'triton') if m in sys.modules]; print(heavy)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+def test_plan_from_a_config_json_path_with_quantization(tmp_path):
+    # a Qwen2-style config with an AWQ quantization_config, as a checkpoint folder would hold it
+    config = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944,
+              "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064,
+              "max_position_embeddings": 32768, "tie_word_embeddings": False, "torch_dtype": "float16",
+              "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128}}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    result = runner.invoke(app, ["plan", "--model", str(tmp_path), "--gpu", "l40s", "--max-model-len", "8192", "--json"])
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    assert plan["weights"]["format"] == "awq"               # taken from quantization_config
+    # Qwen2 has q/k/v biases; 28 layers x (28 + 2 x 4) x 128 = 129,024 of them, counted unconverted
+    assert plan["model"]["parameters_derived"] == 7_615_616_512
+    # 2 x 28 layers x 4 KV heads x 128 x 2 bytes (fp16) = 57,344 B per token
+    assert plan["kv"]["bytes_per_token"] == 57_344
+
+
+def test_littles_law_counts_the_tokens_requests_really_hold():
+    # flags-only workload: 1,024-token prompts and 256-token outputs -> 1,280 KV tokens per request at its end
+    plan = json.loads(runner.invoke(app, ["plan", "--model", "gemma-3-27b", "--gpu", "h200", "--max-model-len", "32768",
+                                          "--rate", "2", "--json"]).stdout)
+    cap = plan["capacity"]
+    assert cap["kv_tokens_per_request"] == 1280
+    # Gemma 3 slides a 1,024-token window on 52 of 62 layers: a 1,280-token request needs 1,280 tokens on the
+    # global layers but only 1,024 + 16 on the sliding ones, so more requests fit than tokens / 1,280 suggests
+    assert cap["requests_held_per_replica"] > cap["kv_capacity_tokens"] / 1280
+    assert cap["replicas_for_memory"] == 1 and plan["verdict"] == "fits"
+
+
+def test_an_unnamed_scenario_is_named_after_its_file():
+    # search and report build scenarios from mappings; they must title them as plan does
+    from sizer.inputs.scenario import scenario_from_dict
+    data = {"model": "llama-3.1-8b", "hardware": "h100", "workload": {"arrival": {"rate_per_s": 1},
+            "prompt_tokens": {"distribution": "fixed", "value": 64}, "output_tokens": {"distribution": "fixed", "value": 8}}}
+    assert scenario_from_dict(data, "scenarios/my-chat.yaml").name == "my-chat"
+    assert scenario_from_dict(data, None).name == "scenario"

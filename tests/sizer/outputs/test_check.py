@@ -1,0 +1,265 @@
+"""`sizer check`: manifest reading, vLLM flag mapping, the rules, exit codes and JUnit output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+from typer.testing import CliRunner
+
+from sizer.outputs.check import check_file, max_model_len_rule, memory_rule, sequences_required
+from sizer.inputs.manifest import catalog_name_for, gpu_for_label, parse_vllm_args, read_check_input
+from sizer.cli import app
+from sizer.errors import InputError
+from sizer.sizing.plan import make_plan
+from sizer.sizing.resolve import resolve
+from sizer.inputs.scenario import scenario_from_dict
+
+ROOT = Path(__file__).resolve().parents[3]
+DEPLOY = ROOT / "scenarios" / "deploy"
+PASS = DEPLOY / "pass-llama-8b-h100.yaml"
+MEMORY = DEPLOY / "fail-memory-llama-70b-h100.yaml"
+LATENCY = DEPLOY / "fail-latency-llama-70b-h100.yaml"
+
+def run(*args: str):
+    return CliRunner().invoke(app, ["check", *(str(a) for a in args)])
+
+
+def plan_of(inp):
+    return make_plan(resolve(scenario_from_dict(inp.scenario_data, inp.file)))
+
+
+# ---- flags, models, GPUs -------------------------------------------------------------------
+
+
+def test_vllm_flags_map_to_deployment_fields():
+    argv = ["vllm", "serve", "meta-llama/Llama-3.1-70B-Instruct", "-tp", "4", "--quantization=fp8",
+            "--max-model-len", "32K", "--max_num_seqs", "64", "--max-num-batched-tokens", "16k",
+            "--kv-cache-dtype", "fp8", "--no-enable-prefix-caching", "--gpu-memory-utilization", "0.85",
+            "--port", "8000", "--trust-remote-code"]
+    fields, model, notes = parse_vllm_args(argv, "f.yaml")
+    assert model == "meta-llama/Llama-3.1-70B-Instruct"
+    # 32K is binary (32 x 1024 = 32768), 16k decimal (16 x 1000 = 16000), as vLLM reads them.
+    assert fields == {"tensor_parallel_size": 4, "quantization": "fp8", "max_model_len": 32768, "max_num_seqs": 64,
+                      "max_num_batched_tokens": 16000, "kv_cache_dtype": "fp8", "enable_prefix_caching": False,
+                      "gpu_memory_utilization": 0.85}
+    assert notes == ["vLLM flags not modelled: --port --trust-remote-code"]
+
+
+def test_module_entrypoint_and_dtype_and_marlin_names():
+    argv = ["python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "Qwen/Qwen2.5-7B-Instruct",
+            "--dtype", "float16", "--quantization", "awq_marlin"]
+    fields, model, _ = parse_vllm_args(argv, "f.yaml")
+    assert model == "Qwen/Qwen2.5-7B-Instruct"
+    assert fields == {"quantization": "awq"}           # an explicit --quantization wins over --dtype
+    fields, _, _ = parse_vllm_args(["vllm", "serve", "m", "--dtype", "half"], "f.yaml")
+    assert fields == {"quantization": "fp16"}
+
+
+@pytest.mark.parametrize("argv, field", [
+    (["vllm", "serve", "m", "--tensor-parallel-size", "two"], "--tensor-parallel-size"),
+    (["vllm", "serve", "m", "--quantization", "bitsandbytes"], "--quantization"),
+    (["vllm", "serve", "m", "--max-model-len"], "--max-model-len"),
+    (["vllm", "serve", "--port", "8000"], "vllm serve"),
+])
+def test_bad_flags_name_the_flag(argv, field):
+    with pytest.raises(InputError) as err:
+        parse_vllm_args(argv, "f.yaml")
+    assert err.value.field == field
+
+
+def test_hf_repo_ids_map_to_the_catalog():
+    assert catalog_name_for("meta-llama/Llama-3.1-70B", "f") == "llama-3.1-70b"              # exact _sizer.hf_repo
+    assert catalog_name_for("meta-llama/Llama-3.1-70B-Instruct", "f") == "llama-3.1-70b"     # instruct = base shapes
+    assert catalog_name_for("meta-llama/Meta-Llama-3.1-8B-Instruct", "f") == "llama-3.1-8b"  # older Meta- prefix
+    assert catalog_name_for("mistralai/Mistral-7B-Instruct-v0.3", "f") == "mistral-7b-v0.3"   # -Instruct mid-name
+    assert catalog_name_for("meta-llama/Llama-2-7b-chat-hf", "f") == "llama-2-7b"
+    assert catalog_name_for("llama-3.1-8b", "f") == "llama-3.1-8b"                          # a catalog name as is
+    with pytest.raises(InputError, match="not in the catalog"):
+        catalog_name_for("someone/unknown-model", "f")
+
+
+@pytest.mark.parametrize("label, gpu", [
+    ("NVIDIA-H100-80GB-HBM3", "h100-sxm"), ("NVIDIA-H100-PCIe", "h100-pcie"), ("NVIDIA-H200", "h200"),
+    ("NVIDIA-A100-SXM4-40GB", "a100-40gb"), ("NVIDIA-A100-SXM4-80GB", "a100-80gb"), ("NVIDIA-A100-PCIE-80GB", "a100-pcie-80gb"),
+    ("NVIDIA-L40S", "l40s"), ("nvidia-l4", "l4"), ("nvidia-h100-80gb", "h100-sxm"), ("NVIDIA-B200", "b200"),
+    ("NVIDIA-GH200-480GB", None), ("Tesla-T4", None),
+])
+def test_gpu_labels(label, gpu):
+    assert gpu_for_label(label) == gpu
+
+
+# ---- reading the example manifests ------------------------------------------------------------
+
+
+def test_reads_kubernetes_deployment_with_annotation():
+    inp = read_check_input(str(PASS))
+    assert (inp.kind, inp.name, inp.replicas, inp.gpus_per_replica, inp.gpus_requested) == \
+        ("kubernetes manifest", "chat-llama-8b", 2, 1, 1)
+    assert inp.scenario_data["model"] == {"name": "llama-3.1-8b"}
+    assert inp.scenario_data["hardware"] == {"gpu": "h100-sxm"}                 # from the nodeSelector label
+    assert inp.scenario_data["deployment"]["max_model_len"] == 8192
+    assert (inp.kv_share, inp.budget_usd_per_hour) == (0.25, 10.0)
+
+
+def test_reads_helm_values_with_shell_command_and_node_affinity():
+    helm = read_check_input(str(MEMORY))
+    assert helm.kind == "helm values"
+    assert helm.scenario_data["deployment"]["tensor_parallel_size"] == 2         # from `sh -c "vllm serve ..."`
+    assert helm.scenario_data["model"] == {"name": "llama-3.1-70b"}
+    k8s = read_check_input(str(LATENCY))
+    assert k8s.scenario_data["hardware"] == {"gpu": "h100-sxm"}                 # from nodeAffinity matchExpressions
+    assert k8s.scenario_data["deployment"]["max_model_len"] == 32768            # "32K"
+
+
+def test_command_line_thresholds_override_the_block():
+    inp = read_check_input(str(PASS), kv_share=1.0, budget_usd_per_hour=5.0)
+    assert (inp.kv_share, inp.budget_usd_per_hour) == (1.0, 5.0)
+
+
+def _write(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "deploy.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_gpu_limit_below_the_split_is_bad_input(tmp_path):
+    text = PASS.read_text().replace("nvidia.com/gpu: 1", "nvidia.com/gpu: 0").replace(
+        '"meta-llama/Llama-3.1-8B-Instruct"]', '"meta-llama/Llama-3.1-8B-Instruct", "-tp", "2"]')
+    with pytest.raises(InputError, match="needs 2"):
+        read_check_input(_write(tmp_path, text))
+
+
+def test_extra_gpus_are_noted_and_billed(tmp_path):
+    inp = read_check_input(_write(tmp_path, PASS.read_text().replace("nvidia.com/gpu: 1", "nvidia.com/gpu: 2")))
+    assert (inp.gpus_per_replica, inp.gpus_requested) == (1, 2)
+    assert any("requests 2 GPUs but vLLM uses 1" in n for n in inp.notes)
+
+
+@pytest.mark.parametrize("mutate, field", [
+    (lambda t: t.replace("    sizer.dev/check: |", "    other: |"), "sizer"),
+    (lambda t: t.replace("vllm", "sglang"), None),
+    (lambda t: t.replace("rate_per_s: 8", "rate_per_s: -8"), "sizer.workload.arrival.rate_per_s"),
+    (lambda t: t.replace("nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.product: Tesla-T4"),
+     "nodeSelector.nvidia.com/gpu.product"),
+    (lambda t: t.replace("          resources:\n            limits:\n              nvidia.com/gpu: 1\n", ""),
+     "resources.limits.nvidia.com/gpu"),
+])
+def test_bad_manifests_name_the_field(tmp_path, mutate, field):
+    with pytest.raises(InputError) as err:
+        read_check_input(_write(tmp_path, mutate(PASS.read_text())))
+    assert err.value.field == field
+
+
+# ---- rules without simulation ----------------------------------------------------------------
+
+
+def test_memory_rule_says_by_how_much_and_how_to_fix():
+    inp = read_check_input(str(MEMORY))
+    rule = memory_rule(inp, plan_of(inp))
+    assert rule.status == "fail"
+    # One sequence of 131,072 tokens: 2 x 80 layers x 8 KV heads x 128 x 2 B = 327,680 B per token,
+    # half per GPU at TP 2 = 163,840 B x 131,072 = 20.0 GiB; bf16 weights 70.55e9 x 2 B / 2 = 65.7 GiB.
+    assert "one sequence of max_model_len 20.0 GiB" in rule.message
+    assert "weights 65.7 GiB" in rule.message
+    # FP8 KV halves the sequence to 10 GiB, still more than the 3.66 GiB left: not offered. The KV
+    # left holds 3.66 GiB / 160 KiB = 23,986 tokens -> 23,552 (a multiple of 1,024), above the
+    # workload's longest request (16,000 + 2,000 tokens).
+    assert rule.fixes == ("--max-model-len 23552 (from 131072; the workload's longest request fits)",
+                          "FP8 weights (--quantization fp8; evaluate accuracy first)",
+                          "more GPUs: --tensor-parallel-size 4 (+2 GPUs per replica)")
+
+
+def test_kv_share_rule_counts_full_length_sequences():
+    assert sequences_required(128, 0.25) == 32
+    assert sequences_required(1024, 0.0) == 1        # at least one
+    assert sequences_required(100, 0.333) == 34      # ceil(33.3)
+    inp = read_check_input(str(PASS), kv_share=1.0)
+    plan = plan_of(inp)
+    rule = max_model_len_rule(inp, plan, 8192, 131072)
+    # 55.3 GiB of KV per H100 / (8,192 tokens x 128 KiB) = 55 sequences; 1.0 x 128 are required.
+    assert rule.status == "fail"
+    assert "holds 55 sequences" in rule.message and "required 128" in rule.message and "short by 73" in rule.message
+    assert rule.fixes[-1].startswith("--max-num-seqs 55 ")
+    assert max_model_len_rule(read_check_input(str(PASS)), plan, 8192, 131072).status == "pass"   # 0.25 x 128 = 32 <= 55
+
+
+def test_max_model_len_beyond_the_model_fails_the_rule_not_the_input(tmp_path):
+    text = PASS.read_text().replace("--max-model-len=8192", "--max-model-len=200000")
+    result = check_file(_write(tmp_path, text.replace("rate_per_s: 8", "rate_per_s: 0.5")))
+    rule = {r.name: r for r in result.rules}["max_model_len"]
+    assert rule.status == "fail"
+    assert "exceeds the model's max_position_embeddings 131,072 (by 68,928 tokens)" in rule.message
+    assert rule.fixes == ("--max-model-len 131072",)
+
+
+# ---- exit codes and outputs ------------------------------------------------------------------
+
+
+def test_exit_2_on_bad_input_with_one_line_and_junit_error(tmp_path):
+    missing = run(tmp_path / "nope.yaml")
+    assert missing.exit_code == 2 and "file not found" in missing.output
+    junit = tmp_path / "out.xml"
+    bad = run(_write(tmp_path, "kind: Deployment\nspec: {}\n"), "--junit", junit)
+    assert bad.exit_code == 2 and "Traceback" not in bad.output
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite.get("errors") == "1" and suite.find("testcase/error") is not None
+
+
+def test_exit_1_on_memory_with_junit_and_json(tmp_path):
+    junit = tmp_path / "out.xml"
+    result = run(MEMORY, "--junit", junit)
+    assert result.exit_code == 1
+    assert "✗ memory" in result.output and "fix: --max-model-len 23552" in result.output and "FAIL: memory" in result.output
+    suite = ET.parse(junit).getroot().find("testsuite")
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    assert list(cases) == ["memory", "max_model_len", "slo", "cost"]
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("4", "1", "2")
+    assert "more GPUs" in cases["memory"].find("failure").text
+    assert cases["slo"].find("skipped") is not None and cases["cost"].find("system-out") is not None
+    data = json.loads(run(MEMORY, "--json").output)
+    assert data["exit_code"] == 1 and [r["status"] for r in data["rules"]] == ["fail", "skip", "skip", "pass"]
+
+
+def test_exit_0_when_every_rule_passes(tmp_path):
+    junit = tmp_path / "out.xml"
+    result = run(PASS, "--junit", junit)
+    assert result.exit_code == 0, result.output
+    assert "PASS: 4 rules passed" in result.output
+    assert ET.parse(junit).getroot().find("testsuite").get("failures") == "0"
+
+
+def test_exit_1_on_latency_with_replica_fix():
+    result = run(LATENCY)
+    assert result.exit_code == 1, result.output
+    assert "✓ memory" in result.output and "✗ slo" in result.output
+    assert "binding: TTFT" in result.output and "replicas (+" in result.output
+
+
+def test_a_scenario_file_is_read_as_is():
+    inp = read_check_input(str(ROOT / "scenarios" / "seed-weights-7b-bf16.yaml"))
+    assert inp.kind == "scenario" and inp.kv_share == 0.0 and inp.budget_usd_per_hour is None
+
+
+def test_a_scenario_missing_a_section_gets_the_scenario_error(tmp_path):
+    with pytest.raises(InputError) as err:
+        read_check_input(_write(tmp_path, "model: llama-3.1-8b\n"))
+    assert err.value.field == "hardware"
+
+
+def test_check_search_and_report_never_import_torch():
+    """`import torch` costs seconds; check, search and report (and their charts) must not pull it in."""
+    import subprocess
+    import sys
+    code = ("import sys\n"
+            "from sizer.outputs.check import check_file\n"
+            f"check_file({str(MEMORY)!r})\n"
+            "import sizer.sizing.search, sizer.outputs.report, sizer.cli.search, sizer.cli.report, sizer.cli.check\n"
+            "from sizer.outputs.report.charts import timeline_chart\n"
+            "timeline_chart([0, 1], [0.1, 0.2], [1, 2])\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'triton')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

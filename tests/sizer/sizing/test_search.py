@@ -1,0 +1,199 @@
+"""`sizer search`: sweep enumeration, memory filter, goodput bisection, SLO scoring, Pareto front, ranking."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+import sizer.sizing.search as search_mod
+from sizer.inputs.scenario import SLOSection
+from sizer.sizing.search import (Candidate, Outcome, SearchSettings, SearchSpace, candidates, evaluate, goodput_rate,
+                          mark_pareto, rank, score)
+
+ROOT = Path(__file__).resolve().parents[3]
+SCENARIO = ROOT / "scenarios" / "llama-3.1-70b-h200.yaml"
+
+
+def data():
+    return yaml.safe_load(SCENARIO.read_text())
+
+
+def test_candidates_are_the_full_product():
+    space = SearchSpace(gpus=("h100-sxm", "h200", "a100-80gb"), tensor_parallel_sizes=(2, 4, 8),
+                        weight_formats=("bf16", "fp8"), kv_cache_dtypes=("auto",), speculative=(True, False))
+    got = candidates(space)
+    assert len(got) == 3 * 3 * 2 * 1 * 2                      # 36
+    assert len(set(got)) == 36
+    assert got[0] == Candidate("h100-sxm", 2, 1, "bf16", "auto", True)
+
+
+def test_stated_price_applies_only_to_the_scenario_gpu():
+    from sizer.inputs.scenario import scenario_from_dict
+    base = scenario_from_dict({**data(), "cost": {"price_usd_per_gpu_hour": 2.0}}, str(SCENARIO))
+    same = Candidate("h200-sxm", 4, 1, "fp8", "auto", False).overrides(base)          # an alias of h200
+    other = Candidate("h100-sxm", 4, 1, "fp8", "auto", False).overrides(base)
+    assert "cost.price_usd_per_gpu_hour" not in same
+    assert other["cost.price_usd_per_gpu_hour"] is None
+    assert other["deployment.speculative_config"] is None and other["deployment.replicas"] is None
+
+
+def test_invalid_split_and_memory_are_rejected_without_simulating(monkeypatch):
+    monkeypatch.setattr(search_mod, "simulate_at", lambda *a: pytest.fail("simulated a configuration that cannot run"))
+    settings = SearchSettings()
+    split = evaluate(Candidate("h200", 3, 1, "bf16", "auto", False), data(), str(SCENARIO), settings)
+    assert (split.status, split.binding) == ("invalid", "split")
+    assert "does not divide the 64 attention heads" in split.reason
+    # 70.55e9 parameters x 2 B = 131.4 GiB of bf16 weights on one 24 GB L4 (21.6 GiB usable at 0.9).
+    memory = evaluate(Candidate("l4", 1, 1, "bf16", "auto", False), data(), str(SCENARIO), settings)
+    assert (memory.status, memory.binding) == ("rejected", "memory")
+    assert "131.42 GiB" in memory.reason
+
+
+def fake_result(ttft_ms, tpot_ms, rejected=None):
+    """A SimulationResult with the per-request columns the SLO scoring reads (one step of timeline)."""
+    from simulator.records import SimulationResult, Timeline
+    n = len(ttft_ms)
+    rejected = np.array(rejected if rejected is not None else [False] * n)
+    ttft, tpot = np.array(ttft_ms, float), np.array(tpot_ms, float)
+    columns = {"request_id": np.arange(n), "rejected": rejected, "arrival_s": np.zeros(n),
+               "finished_s": np.where(rejected, np.nan, 1.0), "prompt_tokens": np.full(n, 100),
+               "output_tokens": np.full(n, 11), "cached_prompt_tokens": np.zeros(n, int),
+               "ttft_ms": ttft, "tpot_ms": tpot, "e2e_ms": ttft + 10 * tpot, "queue_ms": np.zeros(n)}
+    one = np.ones(1)
+    return SimulationResult(columns, {}, Timeline(np.zeros(1, int), one, one, one, one, one, one * 0.5),
+                            np.array([]), 1, 0)
+
+
+def resolved_with(slo: SLOSection):
+    return type("R", (), {"scenario": type("S", (), {"slo": slo})()})()
+
+
+def knee_at(knee: float, calls: list):
+    """A fake replica whose TPOT jumps past a 50 ms target above `knee` req/s."""
+    def fake(resolved, rate, n):
+        calls.append(rate)
+        return fake_result([100.0] * 20, [20.0] * 20 if rate <= knee else [80.0] * 20)
+    return fake
+
+
+@pytest.mark.parametrize("knee, probes", [
+    # Bound 10: probe 10 (misses), 2.5 (meets); bracket ratio 4 halves in log space 4 -> 2 -> 1.41
+    # -> 1.19 -> 1.09 <= 1.1: four more probes.
+    (3.0, 2 + 4),
+    # Knee below 2.5: extend down by 4 (0.625 misses, 0.156 meets), then the same four halvings.
+    (0.5, 4 + 4),
+])
+def test_goodput_bisection_brackets_the_knee(monkeypatch, knee, probes):
+    calls = []
+    monkeypatch.setattr(search_mod, "simulate_at", knee_at(knee, calls))
+    rate, binding = goodput_rate(resolved_with(SLOSection(ttft_ms=500, itl_ms=50)), 10.0,
+                                 SearchSettings(rate_tolerance=0.1, low_rate_fraction=1 / 64))
+    assert knee / 1.1 <= rate <= knee
+    assert binding == "ITL"                          # TTFT always met; TPOT 80 ms > 50 ms above the knee
+    assert len(calls) == probes and min(calls) >= 10.0 / 64
+
+
+def test_goodput_at_the_bound_and_zero_below_the_floor(monkeypatch):
+    calls = []
+    monkeypatch.setattr(search_mod, "simulate_at", knee_at(100.0, calls))
+    assert goodput_rate(resolved_with(SLOSection(itl_ms=50)), 10.0, SearchSettings())[0] == 10.0
+    assert calls == [10.0]                           # met at the bound: one simulation
+    calls.clear()
+    monkeypatch.setattr(search_mod, "simulate_at", lambda r, rate, n: calls.append(rate) or fake_result([900.0] * 5, [10.0] * 5))
+    assert goodput_rate(resolved_with(SLOSection(ttft_ms=500)), 8.0, SearchSettings()) == (0.0, "TTFT")
+    assert calls == [8.0, 2.0, 0.5, 0.125]           # down to 8 / 64, then give up
+    calls.clear()
+    assert goodput_rate(resolved_with(SLOSection(ttft_ms=500)), 8.0, SearchSettings(), floor_per_s=0.3) == (0.0, "TTFT")
+    assert calls == [8.0, 2.0, 0.5]                  # 0.125 is below the floor (target / max_replicas)
+
+
+def test_score_counts_every_target_and_rejections():
+    from simulator.metrics import SLO
+    result = fake_result([100.0, 200.0, 300.0, np.nan], [10.0, 60.0, 70.0, np.nan], [False, False, False, True])
+    probe = score(result, SLO(ttft_ms=250, itl_ms=50), 2.0)
+    # TTFT <= 250: requests 0, 1 -> 2/4; TPOT <= 50: request 0 -> 1/4; the rejected one meets nothing.
+    assert probe.share_by_target == {"TTFT": 0.5, "ITL": 0.25}
+    assert probe.share_met == 0.25 and probe.binding == "ITL"
+    # Percentiles over the three served requests (inverted CDF): p50 of (100, 200, 300) = 200, p95 = 300.
+    assert probe.percentiles_ms["ttft"][:2] == (200.0, 300.0)
+
+
+def _ok(gpu: str, usd: float | None, e2e: float) -> Outcome:
+    c = Candidate(gpu, 4, 1, "fp8", "auto", False)
+    return Outcome(c, "ok", "ITL", "", 4, 10.0, 5.0, 2, 8, None if usd is None else usd / 8, usd, 1.0, 5.0, 0.97,
+                   100.0, 20.0, e2e)
+
+
+def test_pareto_front_and_ranking():
+    a, b, c = _ok("h100-sxm", 10.0, 900.0), _ok("h200", 12.0, 700.0), _ok("b200", 12.0, 800.0)
+    d = _ok("mi300x", None, 100.0)                            # no price: off the front, after the priced ones
+    e = Outcome(Candidate("l4", 1, 1, "bf16", "auto", False), "rejected", "memory", "too big")
+    f = Outcome(Candidate("h200", 3, 1, "bf16", "auto", False), "invalid", "split", "3 heads")
+    marked = mark_pareto([c, e, a, d, f, b])
+    # a is cheapest; b is dearer but faster; c costs as much as b and is slower: dominated.
+    assert {o.candidate.gpu for o in marked if o.pareto} == {"h100-sxm", "h200"}
+    ranked = rank(marked)
+    assert [o.candidate.gpu for o in ranked] == ["h100-sxm", "h200", "b200", "mi300x", "l4", "h200"]
+    assert ranked[-1].status == "invalid"
+
+
+def test_search_on_the_70b_scenario_ranks_four_gpus_and_recommends():
+    from sizer.sizing.search import search
+    space = SearchSpace(gpus=("h100-sxm", "h200", "a100-80gb", "b200"), tensor_parallel_sizes=(2, 4, 8),
+                        weight_formats=("bf16", "fp8"), kv_cache_dtypes=("auto",))
+    result = search(data(), str(SCENARIO), space, SearchSettings(num_requests=200), workers=2)
+    assert len(result.outcomes) == 4 * 3 * 2
+    ok = [o for o in result.outcomes if o.status == "ok"]
+    assert len({o.candidate.gpu for o in ok}) >= 3
+    best = result.recommended
+    assert best is not None and best is result.outcomes[0] and best.pareto
+    assert all(o.usd_per_hour >= best.usd_per_hour for o in ok if o.priced)
+    # Replicas cover the target at the coarse goodput (replicas x goodput >= 10 req/s), plus any the
+    # full-length verification added; the verified operating point meets the SLO.
+    assert best.verified and best.replicas * best.goodput_rate_per_s >= 10.0
+    assert best.share_met >= 0.95
+
+
+def test_verification_adds_replicas_until_the_full_run_meets_the_slo(monkeypatch):
+    """The cheapest misses at 1 replica in the long run, meets at 2: it then costs 2x and may lose first place."""
+    full = 1500     # the scenario's num_requests
+
+    def fake(resolved, rate, n):
+        knee = 5.0 if resolved.hardware.id == "b200" else 10.0   # what a long run shows; short runs look fine
+        meets = rate <= knee if n == full else True
+        return fake_result([100.0] * 10, [20.0 if meets else 80.0] * 10)
+
+    monkeypatch.setattr(search_mod, "simulate_at", fake)
+    cheap, dear = _ok("b200", 10.0, 900.0), _ok("h200", 15.0, 700.0)
+    cheap = Outcome(cheap.candidate, "ok", "ITL", "", 1, 10.0, 10.5, 1, 1, 10.0, 10.0, 1.0, 10.0)
+    dear = Outcome(dear.candidate, "ok", "ITL", "", 4, 10.0, 12.0, 1, 4, 3.75, 15.0, 1.5, 10.0)
+    out = search_mod.verify([cheap, dear], data(), str(SCENARIO), SearchSettings())
+    by_gpu = {o.candidate.gpu: o for o in out}
+    # b200 at 10 req/s on 1 replica misses; on 2 (5 req/s each) it meets: $20/hour, now dearer than h200's $15,
+    # which the next try verifies.
+    assert (by_gpu["b200"].replicas, by_gpu["b200"].usd_per_hour, by_gpu["b200"].verified) == (2, 20.0, False)
+    assert by_gpu["h200"].verified and by_gpu["h200"].replicas == 1
+    assert rank(out)[0].candidate.gpu == "h200"
+
+
+TINY = SearchSpace(gpus=("l4",), tensor_parallel_sizes=(1,), weight_formats=("bf16",), kv_cache_dtypes=("auto",))
+
+
+def test_search_needs_an_slo_target():
+    from sizer.errors import InputError
+    from sizer.sizing.search import search
+    with pytest.raises(InputError) as err:
+        search({**data(), "slo": {"required_share": 0.9}}, str(SCENARIO), TINY)
+    assert err.value.field == "slo"
+
+
+def test_speculative_sweep_needs_the_scenarios_settings():
+    from dataclasses import replace as with_
+    from sizer.errors import InputError
+    from sizer.sizing.search import search
+    with pytest.raises(InputError) as err:
+        search(data(), str(SCENARIO), with_(TINY, speculative=(True, False)))
+    assert err.value.field == "deployment.speculative_config"

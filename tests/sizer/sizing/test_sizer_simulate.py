@@ -1,0 +1,92 @@
+"""The simulator behind `sizer simulate`: presets, the scenario adapter, the command."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from simulator.metrics import summarise
+from sizer.sizing.presets import PRESETS, engine_defaults, preset
+from sizer.cli import app
+from sizer.analytic.roofline import prefill_time_s
+from sizer.sizing.plan import step_model_for
+from sizer.sizing.resolve import resolve
+from sizer.inputs.scenario import scenario_from_dict
+from sizer.sizing.simulate import simulate_scenario, simulation_config
+from simulator.step_batch import StepBatch
+
+REPO = Path(__file__).resolve().parents[3]
+CHAT = REPO / "scenarios" / "llama-3.1-8b-chat-h100.yaml"
+
+
+def test_vllm_defaults_follow_its_device_rule():
+    # vllm/engine/arg_utils.py: >= 70 GiB and not an A100 -> 8192 tokens, 1024 seqs; else 2048, 256
+    assert (engine_defaults("vllm", 79.6, "NVIDIA H100 SXM").max_num_batched_tokens,
+            engine_defaults("vllm", 79.6, "NVIDIA H100 SXM").max_num_seqs) == (8192, 1024)
+    a100 = engine_defaults("vllm", 79.2, "NVIDIA A100-SXM4-80GB")
+    assert (a100.max_num_batched_tokens, a100.max_num_seqs) == (2048, 256)
+    assert "70 GiB" in engine_defaults("vllm", 141, "H200").source("max_num_seqs")
+    with pytest.raises(ValueError, match="known: vllm"):
+        preset("nope")
+
+
+def test_every_preset_is_runnable_and_says_where_each_value_comes_from():
+    for p in PRESETS.values():
+        assert p.prefix_cache_kind in ("hashed-blocks", "radix-tree")
+        assert p.max_num_seqs <= p.max_num_batched_tokens
+        for name in ("block_size", "max_num_batched_tokens", "enable_chunked_prefill", "preemption_mode"):
+            assert p.source(name)          # a citation, or "not confirmed"
+    assert preset("tensorrt-llm").reserve_full_kv and not preset("vllm").reserve_full_kv
+
+
+def low_load(engine="vllm"):
+    return scenario_from_dict({
+        "name": "low-load", "model": "llama-3.1-8b", "hardware": "h100-sxm",
+        "deployment": {"engine": engine, "max_model_len": 8192},
+        "workload": {"arrival": {"process": "constant", "rate_per_s": 0.05},
+                     "prompt_tokens": {"distribution": "fixed", "value": 1000},
+                     "output_tokens": {"distribution": "fixed", "value": 101}, "num_requests": 20}}, None)
+
+
+def test_at_low_load_the_simulator_agrees_with_the_roofline_plan():
+    r = resolve(low_load())
+    model = step_model_for(r)
+    result = simulate_scenario(r)
+    s = summarise(result)
+    # one request at a time: TTFT is the roofline prefill of 1000 tokens (one 8192-token step);
+    # each later token one roofline decode step at its context (1000 .. 1099)
+    assert s.ttft.p50_ms == pytest.approx(prefill_time_s(model, 1000, 8192) * 1000, rel=0.01)
+    decode = [model.step_time(StepBatch(1, 1, c, c + 1)) * 1000 for c in range(1000, 1100)]
+    assert s.tpot.p50_ms == pytest.approx(np.mean(decode), rel=0.01)
+    assert s.itl.p50_ms == pytest.approx(np.median(decode), rel=0.01)
+    assert s.queue.p99_ms == 0.0 and s.num_preemptions == 0
+
+
+def test_kv_blocks_come_from_the_memory_budget():
+    cfg = simulation_config(resolve(low_load()))
+    # H100 80 GB x 0.9 minus weights and activations, in 128 KiB tokens of 16-token blocks: tens of thousands
+    assert 20_000 < cfg.replica.num_blocks < 30_000 and cfg.replica.block_size == 16
+    assert cfg.replica.scheduler.max_num_batched_tokens == 8192
+
+
+def simulate_cli(*args: str):
+    return CliRunner().invoke(app, ["simulate", *args])
+
+
+def test_simulate_command_json_and_csv(tmp_path):
+    csv = tmp_path / "requests.csv"
+    out = simulate_cli(str(CHAT), "--num-requests", "200", "--json", "--requests-csv", str(csv))
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert data["num_finished"] == 200 and data["ttft"]["p99_ms"] >= data["ttft"]["p50_ms"] > 0
+    assert data["slo"]["ttft_ms"] == 500 and 0 <= data["slo_share"] <= 1
+    assert len(csv.read_text().strip().splitlines()) == 201
+
+
+def test_simulate_command_tables_and_bad_input():
+    out = simulate_cli(str(CHAT), "--num-requests", "50")
+    assert out.exit_code == 0 and "TTFT" in out.stdout and "goodput" in out.stdout
+    bad = simulate_cli(str(CHAT), "--router", "random")
+    assert bad.exit_code == 2 and "--router" in bad.output
