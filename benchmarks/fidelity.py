@@ -32,7 +32,7 @@ def main() -> None:
     from engine.config import engine_config
     from engine.device import cpu_device
     from engine.kernels import select
-    from engine.microbench import Limits
+    from engine.profile import Limits
     from sizer.cli.validate import run_validation
     from sizer.inputs.model_spec import load_model
 
@@ -40,7 +40,7 @@ def main() -> None:
         profile = Path(args.profile) if args.profile else None
         if profile is None:
             start = time.perf_counter()
-            req = CalibrationRequest(engine_config(load_model("tiny")), cpu_device(), select("torch"), Limits(256, 64, 2048), "cpu")
+            req = CalibrationRequest(engine_config(load_model("tiny")), cpu_device(), select("torch"), Limits(256, 64, 2048, 16), "cpu")
             profile = calibrate(req, Path(tmp))
             print(f"calibrated {profile.name} in {time.perf_counter() - start:.0f} s")
         reports = []

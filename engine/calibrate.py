@@ -1,6 +1,6 @@
 """`sizer calibrate`: microbenchmark the engine on this device and write a calibrated profile.
 
-The profile folder (format: sizer/perf_calibrated.py) holds the kernel tables, the fixed
+The profile folder (format: engine/profile.py) holds the kernel tables, the fixed
 per-step overhead and what was achieved against the device's ceilings. The overhead is
 fitted, not guessed: a few waves of requests run through the real runner, and the part of
 each whole step that the kernel tables do not explain (scheduling, batch layout, launches,
@@ -21,6 +21,7 @@ import torch
 import yaml
 
 from engine import microbench as mb
+from engine import profile as pc
 from engine.config import EngineConfig
 from engine.device import Device, GPUProfile, versions
 from engine.kernels import Kernels
@@ -29,7 +30,6 @@ from engine.model import Transformer
 from engine.runner import EngineRunner, StepRecord
 from simulator.request import Request
 from simulator.scheduler import SchedulerConfig
-from engine import profile as pc
 
 ROTATE_LAYERS = 4     # weights cycled by the token-op benchmarks
 
@@ -39,7 +39,7 @@ class CalibrationRequest:
     cfg: EngineConfig
     device: Device
     kernels: Kernels
-    limits: mb.Limits
+    limits: pc.Limits
     device_id: str                     # 'cpu' or the hardware profile id ('h200')
     hardware: GPUProfile | None = None
     scale: float = 1.0
@@ -81,7 +81,7 @@ def _sweep_requests(count: int, longest: int, rng: random.Random, first_id: int)
             for i in range(count)]
 
 
-def step_sweep(model: Transformer, device: Device, limits: mb.Limits, seed: int) -> list[StepRecord]:
+def step_sweep(model: Transformer, device: Device, limits: pc.Limits, seed: int) -> list[StepRecord]:
     """Whole steps timed by the runner, over waves of 1, 4, 16, ... requests."""
     rng = random.Random(seed)
     longest = max(8, min(limits.max_model_len // 2, 4 * limits.max_num_batched_tokens, 2048))
@@ -98,7 +98,7 @@ def step_sweep(model: Transformer, device: Device, limits: mb.Limits, seed: int)
     return records
 
 
-def fit_overhead(records: list[StepRecord], tables_s: list[float]) -> dict[str, float]:
+def fit_overhead(records: list[StepRecord], tables_s: list[float]) -> pc.Overhead:
     """Split each measured step into the host's work and the forward pass, and fit both.
 
     Host (scheduling, batch layout, bookkeeping): `host_fixed + per_seq x sequences`.
@@ -109,7 +109,8 @@ def fit_overhead(records: list[StepRecord], tables_s: list[float]) -> dict[str, 
     Both are least squares refitted without steps more than 3 sigma off (a shared machine's
     hiccups; sigma from the median deviation, at least 20 us for the host and 1% for the
     forward pass); a negative slope is pinned to 0 and the intercept refitted.
-    The model's fixed overhead is host_fixed + forward_fixed.
+    The model's fixed overhead is host_fixed + forward_fixed; `step_error_p50` is left to
+    the caller (it needs the fitted profile).
     """
     seqs = np.array([r.batch.num_seqs for r in records], dtype=float)
     forward = np.array([r.forward_s for r in records])
@@ -117,15 +118,16 @@ def fit_overhead(records: list[StepRecord], tables_s: list[float]) -> dict[str, 
     host_fixed, per_seq, host_kept = _robust_line(seqs, host, np.ones_like(host), floor=20e-6)
     tables = np.array(tables_s)
     forward_fixed, factor, forward_kept = _robust_line(tables, forward, 1.0 / forward, floor=0.01)
-    fit = {"fixed_s": host_fixed + forward_fixed, "per_seq_s": per_seq, "kernel_factor": factor,
-           "host_fixed_s": host_fixed, "forward_fixed_s": forward_fixed,
-           "fit_steps": int((host_kept & forward_kept).sum()), "dropped_steps": int((~(host_kept & forward_kept)).sum())}
+    kept = host_kept & forward_kept
+    fit = pc.Overhead(fixed_s=host_fixed + forward_fixed, per_seq_s=per_seq, kernel_factor=factor,
+                      host_fixed_s=host_fixed, forward_fixed_s=forward_fixed,
+                      fit_steps=int(kept.sum()), dropped_steps=int((~kept).sum()))
     # Decode-only steps get their own forward line when the sweep has enough of them: their
     # kernels run on a few rows each, and the mixed steps' fit misprices them by 10-25% on a CPU.
     decode = np.array([r.batch.prefill_seqs == 0 for r in records])
     if decode.sum() >= MIN_DECODE_STEPS_FOR_FIT:
         d_fixed, d_factor, _ = _robust_line(tables[decode], forward[decode], 1.0 / forward[decode], floor=0.01)
-        fit.update(decode_fixed_s=host_fixed + d_fixed, decode_kernel_factor=d_factor)
+        fit = replace(fit, decode_fixed_s=host_fixed + d_fixed, decode_kernel_factor=d_factor)
     return fit
 
 
@@ -149,7 +151,7 @@ def _robust_line(x: np.ndarray, y: np.ndarray, weight: np.ndarray, floor: float)
 
 
 def _achieved(cfg: EngineConfig, device: Device, tokens: list[dict], decode: list[dict], ceilings: dict,
-              hardware: GPUProfile | None) -> dict:
+              hardware: GPUProfile | None) -> pc.Achieved:
     """Achieved rates on the engine's own ops against the measured ceilings and the datasheet."""
     elem = device.dtype.itemsize
     h, q = cfg.hidden_size, cfg.num_heads * cfg.head_dim
@@ -163,51 +165,52 @@ def _achieved(cfg: EngineConfig, device: Device, tokens: list[dict], decode: lis
     stream_bytes = weights * elem / sum(first[o] for o in ops)      # first row: one token
     big = max(decode, key=lambda r: (r["seqs"] * (r["context_tokens"] + 1), r["seqs"]))
     kv_bytes = big["seqs"] * (big["context_tokens"] + 1) * cfg.num_kv_heads * cfg.head_dim * 2 * elem
-    out = {
-        "gemm_flops_per_s": gemm_flops, "gemm_at_tokens": last["tokens"],
-        "weight_stream_bytes_per_s": stream_bytes,
-        "decode_attention_bytes_per_s": kv_bytes / big["time_s"],
-        "decode_attention_at": {"seqs": big["seqs"], "context_tokens": big["context_tokens"]},
-        **ceilings,
-        "decode_attention_fraction_of_copy": kv_bytes / big["time_s"] / ceilings["copy_bytes_per_s"],
-        "gemm_fraction_of_measured_matmul": gemm_flops / ceilings["matmul_flops_per_s"],
-    }
+    kv_rate, copy, matmul = kv_bytes / big["time_s"], ceilings["copy_bytes_per_s"], ceilings["matmul_flops_per_s"]
+    out = pc.Achieved(
+        gemm_flops_per_s=gemm_flops, gemm_at_tokens=last["tokens"], weight_stream_bytes_per_s=stream_bytes,
+        decode_attention_bytes_per_s=kv_rate,
+        decode_attention_at=pc.DecodePoint(seqs=big["seqs"], context_tokens=big["context_tokens"]),
+        copy_bytes_per_s=copy, matmul_flops_per_s=matmul,
+        decode_attention_fraction_of_copy=kv_rate / copy, gemm_fraction_of_measured_matmul=gemm_flops / matmul,
+    )
     if hardware is not None:
         peak = hardware.peak_flops("bf16" if device.dtype == torch.bfloat16 else "fp32")
         bw = hardware.memory_bandwidth_bytes_per_s
-        out.update({"peak_source": f"hardware_profiles/{hardware.id}.yaml", "peak_flops_per_s": peak,
-                    "peak_bandwidth_bytes_per_s": bw, "compute_fraction_of_peak": gemm_flops / peak,
-                    "bandwidth_fraction_of_peak": stream_bytes / bw,
-                    "decode_attention_fraction_of_peak": kv_bytes / big["time_s"] / bw,
-                    "copy_fraction_of_peak": ceilings["copy_bytes_per_s"] / bw})
+        out = replace(out, peak_source=f"hardware_profiles/{hardware.id}.yaml", peak_flops_per_s=peak,
+                      peak_bandwidth_bytes_per_s=bw, compute_fraction_of_peak=gemm_flops / peak,
+                      bandwidth_fraction_of_peak=stream_bytes / bw, decode_attention_fraction_of_peak=kv_rate / bw,
+                      copy_fraction_of_peak=copy / bw)
     return out
 
 
-def _header(req: CalibrationRequest, tokens: list[dict], decode: list[dict], ceilings: dict) -> dict:
-    """profile.yaml before the overhead fit (no overhead, kernel factor 1)."""
-    cfg, dev, lim = req.cfg, req.device, req.limits
+def _header(req: CalibrationRequest, tokens: list[dict], decode: list[dict], ceilings: dict) -> pc.ProfileHeader:
+    """profile.yaml before the overhead fit (the tables alone)."""
+    cfg, dev = req.cfg, req.device
     ops = [k[:-2] for k in tokens[0] if k.endswith("_s")]
-    return {
-        "schema_version": pc.SCHEMA_VERSION,
-        "device": {"kind": dev.kind, "id": req.device_id, "name": dev.name,
-                   "threads": torch.get_num_threads() if dev.kind == "cpu" else None},
-        "versions": versions(),
-        "date": dt.date.today().isoformat(),
-        "dtype": str(dev.dtype).removeprefix("torch."),
-        "dtype_bytes": dev.dtype.itemsize,
-        "kernels": req.kernels.name,
-        "model": {"name": cfg.name, "tp": cfg.tp, "hidden_size": cfg.hidden_size, "engine_num_layers": cfg.num_layers,
-                  "model_num_layers": cfg.model_num_layers, "scale": req.scale,
-                  "note": None if cfg.num_layers == cfg.model_num_layers else
-                  f"measured on {cfg.num_layers} of {cfg.model_num_layers} layers (--scale {req.scale})"},
-        "limits": {"max_num_batched_tokens": lim.max_num_batched_tokens, "max_num_seqs": lim.max_num_seqs,
-                   "max_model_len": lim.max_model_len, "block_size": lim.block_size},
-        "calls_per_step": calls_per_step(cfg, ops),
-        "per_layer_ops": [op for op in ops if op != "embed"],
-        "allreduce_calls_per_layer": 2 if cfg.tp > 1 else 0,
-        "overhead": {"fixed_s": 0.0, "per_seq_s": 0.0, "kernel_factor": 1.0},
-        "achieved": _achieved(cfg, dev, tokens, decode, ceilings, req.hardware),
-    }
+    return pc.ProfileHeader(
+        schema_version=pc.SCHEMA_VERSION,
+        device=pc.DeviceInfo(kind=dev.kind, id=req.device_id, name=dev.name,
+                             threads=torch.get_num_threads() if dev.kind == "cpu" else None),
+        versions=versions(),
+        date=dt.date.today().isoformat(),
+        dtype=str(dev.dtype).removeprefix("torch."),
+        dtype_bytes=dev.dtype.itemsize,
+        kernels=req.kernels.name,
+        model=pc.ModelInfo(name=cfg.name, tp=cfg.tp, hidden_size=cfg.hidden_size, engine_num_layers=cfg.num_layers,
+                           model_num_layers=cfg.model_num_layers, scale=req.scale,
+                           note=None if cfg.num_layers == cfg.model_num_layers else
+                           f"measured on {cfg.num_layers} of {cfg.model_num_layers} layers (--scale {req.scale})"),
+        limits=req.limits,
+        calls_per_step=calls_per_step(cfg, ops),
+        per_layer_ops=tuple(op for op in ops if op != "embed"),
+        allreduce_calls_per_layer=2 if cfg.tp > 1 else 0,
+        overhead=pc.TABLES_ONLY,
+        achieved=_achieved(cfg, dev, tokens, decode, ceilings, req.hardware),
+    )
+
+
+def _write_header(folder: Path, header: pc.ProfileHeader) -> None:
+    (folder / pc.PROFILE_FILE).write_text(yaml.safe_dump(header.to_dict(), sort_keys=False))
 
 
 def calibrate(req: CalibrationRequest, out_dir: Path, log: Callable[[str], None] = lambda _: None,
@@ -242,22 +245,23 @@ def calibrate(req: CalibrationRequest, out_dir: Path, log: Callable[[str], None]
     if allreduce_rows:
         _write_csv(folder / pc.ALLREDUCE_FILE, allreduce_rows)
     header = _header(req, tokens, decode, ceilings)
-    (folder / pc.PROFILE_FILE).write_text(yaml.safe_dump(header, sort_keys=False))
+    _write_header(folder, header)
 
     log("whole steps through the runner (fixed overhead)")
     model = Transformer(cfg, dev.dtype, dev.torch_device, req.kernels, lim.max_model_len, req.seed)
     records = step_sweep(model, dev, lim, req.seed)
     profile = pc.load_profile(folder)
     components = [pc.CalibratedStepTimeModel(profile).step_time(r.batch) for r in records]
-    header["overhead"] = fit_overhead(records, components)
-    header["overhead"]["step_error_p50"] = _step_error(records, replace(profile, header=header))
+    fit = fit_overhead(records, components)
+    fitted = replace(header, overhead=fit)
+    header = replace(fitted, overhead=replace(fit, step_error_p50=_step_error(records, replace(profile, header=fitted))))
     _write_csv(folder / pc.STEPS_FILE, [{"num_seqs": r.batch.num_seqs, "new_tokens": r.batch.new_tokens,
                                          "context_tokens": r.batch.context_tokens,
                                          "attention_pairs": r.batch.attention_pairs,
                                          "prefill_seqs": r.batch.prefill_seqs, "prefill_tokens": r.batch.prefill_tokens,
                                          "measured_s": r.duration_s, "forward_s": r.forward_s, "tables_s": c}
                                         for r, c in zip(records, components)])
-    (folder / pc.PROFILE_FILE).write_text(yaml.safe_dump(header, sort_keys=False))
+    _write_header(folder, header)
     return folder
 
 

@@ -10,7 +10,6 @@ table's entries are timed interleaved, round after round (engine/device.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 import torch
@@ -21,16 +20,6 @@ from engine.device import Device, median_time_s, median_times_s
 from engine.kernels import Kernels
 from engine.kv_cache import PagedKVCache
 from engine.model import Transformer, apply_rope, moe_mlp, sample, swiglu
-
-
-@dataclass(frozen=True)
-class Limits:
-    """The largest step the profile must cover (the deployment's scheduler limits)."""
-
-    max_num_batched_tokens: int
-    max_num_seqs: int
-    max_model_len: int
-    block_size: int = 16
 
 
 def _grid(points: list[int], top: int) -> list[int]:

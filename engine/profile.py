@@ -1,9 +1,9 @@
 """The calibrated step-time model: a step's time as the sum of kernel times measured on the device.
 
 `sizer calibrate` (engine/calibrate.py) writes a profile folder,
-`hardware_profiles/calibrated/<device>-<model>-tp<N>/`: `profile.yaml` (device, versions,
-date, dtype, model shapes, calls per step, fixed overhead, achieved fractions of peak) and
-CSV tables beside it. `step_time(batch)` sums, for the engine step that `batch` describes:
+`<device>-<model>-tp<N>/`: `profile.yaml` (`ProfileHeader`: device, versions, date, dtype,
+model shapes, calls per step, fitted overhead, achieved fractions of peak) and CSV tables
+beside it. `step_time(batch)` sums, for the engine step that `batch` describes:
 
   token ops      per-layer GEMMs, norms, RoPE + KV write, activation: tables by new tokens,
                  times the calls per step (layers x calls per layer)
@@ -27,8 +27,10 @@ The split of a batch's totals into decode and prefill sequences assumes equal pr
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass, field
+import types
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from pathlib import Path
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import numpy as np
 import yaml
@@ -44,6 +46,170 @@ PREFILL_FILE = "prefill_attention.csv"     # chunk_tokens, context_tokens, time_
 ALLREDUCE_FILE = "allreduce.csv"           # bytes, time_s
 STEPS_FILE = "steps.csv"                   # whole steps the overhead was fitted to
 SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    kind: str                       # 'cpu' or 'cuda'
+    id: str                         # 'cpu' or the hardware profile id ('h200')
+    name: str                       # as the system reports it
+    threads: int | None             # torch threads on a CPU; None on a GPU
+
+
+@dataclass(frozen=True)
+class Versions:
+    torch: str
+    triton: str
+    cuda: str | None
+    driver: str | None
+    python: str
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    tp: int
+    hidden_size: int
+    engine_num_layers: int          # layers the engine ran
+    model_num_layers: int           # layers of the model (more when calibrated with --scale)
+    scale: float
+    note: str | None
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The largest step the profile covers (the deployment's scheduler limits)."""
+
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    max_model_len: int
+    block_size: int
+
+
+@dataclass(frozen=True)
+class Overhead:
+    """What whole steps cost beyond the kernel tables (engine/calibrate.py `fit_overhead`).
+    The fit's statistics are None before the fit; the decode-only line is None when the
+    sweep had too few decode-only steps for it."""
+
+    fixed_s: float
+    per_seq_s: float
+    kernel_factor: float
+    host_fixed_s: float | None = None
+    forward_fixed_s: float | None = None
+    fit_steps: int | None = None
+    dropped_steps: int | None = None
+    decode_fixed_s: float | None = None
+    decode_kernel_factor: float | None = None
+    step_error_p50: float | None = None
+
+
+TABLES_ONLY = Overhead(fixed_s=0.0, per_seq_s=0.0, kernel_factor=1.0)   # before the fit: the tables alone
+
+
+@dataclass(frozen=True)
+class DecodePoint:
+    seqs: int
+    context_tokens: int
+
+
+@dataclass(frozen=True)
+class Achieved:
+    """Rates the engine's own ops reached, against the measured ceilings and, when a
+    datasheet profile names the device, its peaks (None otherwise)."""
+
+    gemm_flops_per_s: float
+    gemm_at_tokens: int
+    weight_stream_bytes_per_s: float
+    decode_attention_bytes_per_s: float
+    decode_attention_at: DecodePoint
+    copy_bytes_per_s: float
+    matmul_flops_per_s: float
+    decode_attention_fraction_of_copy: float
+    gemm_fraction_of_measured_matmul: float
+    peak_source: str | None = None
+    peak_flops_per_s: float | None = None
+    peak_bandwidth_bytes_per_s: float | None = None
+    compute_fraction_of_peak: float | None = None
+    bandwidth_fraction_of_peak: float | None = None
+    decode_attention_fraction_of_peak: float | None = None
+    copy_fraction_of_peak: float | None = None
+
+
+@dataclass(frozen=True)
+class ProfileHeader:
+    """`profile.yaml`: what was measured where, and the fitted overhead (field order is the file's)."""
+
+    schema_version: int
+    device: DeviceInfo
+    versions: Versions
+    date: str                       # ISO date of the calibration
+    dtype: str                      # torch dtype name: 'bfloat16', 'float32'
+    dtype_bytes: int
+    kernels: str                    # 'triton' or 'torch'
+    model: ModelInfo
+    limits: Limits
+    calls_per_step: dict[str, int]  # token op -> calls in one step of the layers the engine ran
+    per_layer_ops: tuple[str, ...]  # the token ops that scale with the layer count
+    allreduce_calls_per_layer: int
+    overhead: Overhead
+    achieved: Achieved
+
+    def to_dict(self) -> dict:
+        """Plain YAML-safe data, keys in field order; an optional field (default None) is
+        written only when set."""
+        return _plain(self)
+
+    @classmethod
+    def from_dict(cls, data: Any, file: str) -> ProfileHeader:
+        """Read and check a header; a missing key or a value of the wrong type is a
+        FieldError naming `file` and the dotted key."""
+        if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+            raise FieldError(file, "schema_version", f"expected {SCHEMA_VERSION}")
+        return _read(cls, data, "", file)
+
+
+def _plain(value: Any) -> Any:
+    if is_dataclass(value):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)
+                if not (f.default is None and getattr(value, f.name) is None)}
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _read(cls: type, data: Any, where: str, file: str) -> Any:
+    """A dataclass from a mapping: every field without a default must be there."""
+    if not isinstance(data, dict):
+        raise FieldError(file, where or None, "expected a mapping")
+    hints = get_type_hints(cls)
+    values = {}
+    for f in fields(cls):
+        key = f"{where}.{f.name}" if where else f.name
+        if f.name in data:
+            values[f.name] = _value(hints[f.name], data[f.name], key, file)
+        elif f.default is MISSING:
+            raise FieldError(file, key, "missing")
+    return cls(**values)
+
+
+def _value(kind: Any, value: Any, key: str, file: str) -> Any:
+    origin, args = get_origin(kind), get_args(kind)
+    if origin in (Union, types.UnionType):                       # X | None
+        return None if value is None else _value(next(a for a in args if a is not type(None)), value, key, file)
+    if is_dataclass(kind):
+        return _read(kind, value, key, file)
+    if origin is dict and isinstance(value, dict):
+        return {str(k): _value(args[1], v, f"{key}.{k}", file) for k, v in value.items()}
+    if origin is tuple and isinstance(value, list):
+        return tuple(_value(args[0], v, f"{key}[{i}]", file) for i, v in enumerate(value))
+    if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if kind in (int, str) and type(value) is kind:
+        return value
+    raise FieldError(file, key, f"expected {getattr(kind, '__name__', kind)}, got {value!r}")
 
 
 def _segment(xs: np.ndarray, ys: np.ndarray, x: float) -> tuple[float, bool]:
@@ -109,16 +275,20 @@ def _table_2d(path: Path, xkey: str, ykey: str) -> Table2D:
 @dataclass(frozen=True)
 class CalibrationProfile:
     path: Path
-    header: dict
+    header: ProfileHeader
     token_ops: Table1D
     seq_ops: Table1D
     decode_attention: Table2D
     prefill_attention: Table2D
     allreduce: Table1D | None
 
-    @property
-    def engine_num_layers(self) -> int:
-        return int(self.header["model"]["engine_num_layers"])
+
+def read_header(folder: Path) -> ProfileHeader:
+    """The `profile.yaml` of a calibrated profile folder."""
+    path = folder / PROFILE_FILE
+    if not path.exists():
+        raise FieldError(str(folder), None, f"not a calibrated profile: no {PROFILE_FILE} (run `sizer calibrate` first)")
+    return ProfileHeader.from_dict(yaml.safe_load(path.read_text()), str(path))
 
 
 def load_profile(path: str | Path) -> CalibrationProfile:
@@ -126,13 +296,7 @@ def load_profile(path: str | Path) -> CalibrationProfile:
     folder = Path(path)
     if folder.name == PROFILE_FILE:
         folder = folder.parent
-    header_path = folder / PROFILE_FILE
-    if not header_path.exists():
-        raise FieldError(str(folder), None, f"not a calibrated profile: no {PROFILE_FILE} (run `sizer calibrate` first)")
-    header = yaml.safe_load(header_path.read_text())
-    if not isinstance(header, dict) or header.get("schema_version") != SCHEMA_VERSION:
-        raise FieldError(str(header_path), "schema_version", f"expected {SCHEMA_VERSION}")
-    tp = int(header["model"]["tp"])
+    header = read_header(folder)
     return CalibrationProfile(
         path=folder,
         header=header,
@@ -140,7 +304,7 @@ def load_profile(path: str | Path) -> CalibrationProfile:
         seq_ops=_table_1d(folder / SEQ_OPS_FILE, "seqs"),
         decode_attention=_table_2d(folder / DECODE_FILE, "seqs", "context_tokens"),
         prefill_attention=_table_2d(folder / PREFILL_FILE, "chunk_tokens", "context_tokens"),
-        allreduce=_table_1d(folder / ALLREDUCE_FILE, "bytes") if tp > 1 else None,
+        allreduce=_table_1d(folder / ALLREDUCE_FILE, "bytes") if header.model.tp > 1 else None,
     )
 
 
@@ -180,9 +344,10 @@ class CalibratedStepTimeModel:
 
     def __post_init__(self):
         h = self.profile.header
-        self.name = f"calibrated on {h['device']['name']} ({h['model']['name']}, TP{h['model']['tp']}, {h['dtype']})"
-        self._layer_factor = (self.num_layers or self.profile.engine_num_layers) / self.profile.engine_num_layers
-        self._layers = self.profile.engine_num_layers * self._layer_factor
+        self.name = f"calibrated on {h.device.name} ({h.model.name}, TP{h.model.tp}, {h.dtype})"
+        measured = h.model.engine_num_layers
+        self._layer_factor = (self.num_layers or measured) / measured
+        self._layers = measured * self._layer_factor
 
     def breakdown(self, batch: StepBatch) -> tuple[dict[str, float], bool]:
         """Seconds per component (kernel factor applied), and whether every lookup was
@@ -190,9 +355,9 @@ class CalibratedStepTimeModel:
         p, h = self.profile, self.profile.header
         parts: dict[str, float] = {}
         ok = True
-        for op, calls in h["calls_per_step"].items():
+        for op, calls in h.calls_per_step.items():
             t, inside = p.token_ops.at(f"{op}_s", batch.new_tokens)
-            factor = self._layer_factor if op in h["per_layer_ops"] else 1.0
+            factor = self._layer_factor if op in h.per_layer_ops else 1.0
             parts[op] = calls * factor * t
             ok &= inside
         for op in ("lm_head", "sampling"):
@@ -210,15 +375,15 @@ class CalibratedStepTimeModel:
             parts["prefill_attention"] = self._layers * prefill * t
             ok &= inside
         if p.allreduce is not None:
-            nbytes = batch.new_tokens * h["model"]["hidden_size"] * h["dtype_bytes"]
+            nbytes = batch.new_tokens * h.model.hidden_size * h.dtype_bytes
             t, inside = p.allreduce.at("time_s", nbytes)
-            parts["allreduce"] = h["allreduce_calls_per_layer"] * self._layers * t
+            parts["allreduce"] = h.allreduce_calls_per_layer * self._layers * t
             ok &= inside
-        o = h["overhead"]
-        decode_only = batch.prefill_seqs == 0 and "decode_kernel_factor" in o   # fitted apart when measured
-        factor = float(o["decode_kernel_factor"] if decode_only else o.get("kernel_factor", 1.0))
+        o = h.overhead
+        decode_only = batch.prefill_seqs == 0 and o.decode_kernel_factor is not None   # fitted apart when measured
+        factor = o.decode_kernel_factor if decode_only else o.kernel_factor
         parts = {name: factor * t for name, t in parts.items()}
-        parts["overhead"] = (o["decode_fixed_s"] if decode_only else o["fixed_s"]) + o["per_seq_s"] * batch.num_seqs
+        parts["overhead"] = (o.decode_fixed_s if decode_only else o.fixed_s) + o.per_seq_s * batch.num_seqs
         return parts, ok
 
     def step_time(self, batch: StepBatch) -> float:

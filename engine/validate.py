@@ -134,8 +134,8 @@ def validate(spec: ModelShape, profile: CalibrationProfile, device: Device, sche
     `default_num_blocks`; `weights` is a local safetensors checkpoint (random weights without).
     """
     header = profile.header
-    cfg = engine_config(spec, tp=int(header["model"]["tp"]), scale=float(header["model"]["scale"]))
-    kernels = select(header["kernels"])
+    cfg = engine_config(spec, tp=header.model.tp, scale=header.model.scale)
+    kernels = select(header.kernels)
     model = Transformer(cfg, device.dtype, device.torch_device, kernels, scheduler.max_model_len, seed)
     if weights is not None:
         load_weights(model, weights)

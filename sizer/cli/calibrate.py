@@ -8,7 +8,10 @@ from typing import Optional
 
 import typer
 
+from engine.profile import Limits, ProfileHeader, read_header
 from sizer.errors import InputError
+from sizer.inputs.hardware import load_hardware
+from sizer.inputs.model_spec import load_model
 
 DEFAULT_OUT = Path(__file__).resolve().parents[2] / "hardware_profiles" / "calibrated"
 # Largest step covered: (max_num_batched_tokens, max_num_seqs, max_model_len) by device kind.
@@ -30,28 +33,26 @@ def command(
     seed: int = typer.Option(0, help="random seed for weights and inputs"),
 ) -> None:
     """Measure the engine's kernels here and write `<device>-<model>-tp<N>/profile.yaml` + CSV tables."""
-    folder, header = _calibrate(model, gpu, device, tp, scale, out, max_num_batched_tokens, max_num_seqs,
-                                max_model_len, block_size, kernels, seed)
-    a, o = header["achieved"], header["overhead"]
+    folder, header = _calibrate(model, gpu, device, tp, scale, out, max_num_batched_tokens,
+                                max_num_seqs, max_model_len, block_size, kernels, seed)
+    a, o = header.achieved, header.overhead
     typer.echo(f"wrote {folder}")
-    typer.echo(f"  device {header['device']['name']}, {header['dtype']}, kernels {header['kernels']}, "
-               f"{header['model']['engine_num_layers']} of {header['model']['model_num_layers']} layers")
-    typer.echo(f"  GEMMs {a['gemm_flops_per_s'] / 1e12:.3g} TFLOP/s at {a['gemm_at_tokens']} tokens "
-               f"({a['gemm_fraction_of_measured_matmul']:.0%} of the measured matrix rate)")
-    typer.echo(f"  decode attention {a['decode_attention_bytes_per_s'] / 1e9:.3g} GB/s "
-               f"({a['decode_attention_fraction_of_copy']:.0%} of the measured copy bandwidth "
-               f"{a['copy_bytes_per_s'] / 1e9:.3g} GB/s)")
-    if "compute_fraction_of_peak" in a:
-        typer.echo(f"  of datasheet peak: compute {a['compute_fraction_of_peak']:.0%}, "
-                   f"weight streaming {a['bandwidth_fraction_of_peak']:.0%}")
-    typer.echo(f"  step overhead {o['fixed_s'] * 1e3:.3g} ms + {o['per_seq_s'] * 1e3:.3g} ms per sequence; "
-               f"whole-step median error {o['step_error_p50']:.1%} over {o['fit_steps']} steps")
+    typer.echo(f"  device {header.device.name}, {header.dtype}, kernels {header.kernels}, "
+               f"{header.model.engine_num_layers} of {header.model.model_num_layers} layers")
+    typer.echo(f"  GEMMs {a.gemm_flops_per_s / 1e12:.3g} TFLOP/s at {a.gemm_at_tokens} tokens "
+               f"({a.gemm_fraction_of_measured_matmul:.0%} of the measured matrix rate)")
+    typer.echo(f"  decode attention {a.decode_attention_bytes_per_s / 1e9:.3g} GB/s "
+               f"({a.decode_attention_fraction_of_copy:.0%} of the measured copy bandwidth "
+               f"{a.copy_bytes_per_s / 1e9:.3g} GB/s)")
+    if a.compute_fraction_of_peak is not None:
+        typer.echo(f"  of datasheet peak: compute {a.compute_fraction_of_peak:.0%}, "
+                   f"weight streaming {a.bandwidth_fraction_of_peak:.0%}")
+    typer.echo(f"  step overhead {o.fixed_s * 1e3:.3g} ms + {o.per_seq_s * 1e3:.3g} ms per sequence; "
+               f"whole-step median error {o.step_error_p50:.1%} over {o.fit_steps} steps")
 
 
-def _calibrate(model_name, gpu, device_kind, tp, scale, out, max_tokens, max_seqs, max_len, block_size, kernels_name, seed):
-    from sizer.inputs.hardware import load_hardware
-    from sizer.inputs.model_spec import load_model
-
+def _calibrate(model_name, gpu, device_kind, tp, scale, out: Path, max_tokens, max_seqs, max_len, block_size,
+               kernels_name, seed) -> tuple[Path, ProfileHeader]:
     if (gpu is None) == (device_kind is None):
         raise InputError(None, "--gpu/--device", "give either --gpu NAME (the GPU here) or --device cpu")
     if device_kind is not None and device_kind != "cpu":
@@ -65,7 +66,6 @@ def _calibrate(model_name, gpu, device_kind, tp, scale, out, max_tokens, max_seq
     from engine.config import engine_config
     from engine.device import cpu_device, gpu_device
     from engine.kernels import select
-    from engine.microbench import Limits
 
     cfg = engine_config(spec, tp, scale)
     dev = gpu_device(hardware) if hardware else cpu_device()
@@ -84,6 +84,4 @@ def _calibrate(model_name, gpu, device_kind, tp, scale, out, max_tokens, max_seq
         allreduce = allreduce_table(tp, dev.kind, dev.dtype, max_bytes)
     req = CalibrationRequest(cfg, dev, select(kernels_name), limits, hardware.id if hardware else "cpu", hardware, scale, seed)
     folder = calibrate(req, out, log=lambda msg: typer.echo(f"  measuring {msg}", err=True), allreduce_rows=allreduce)
-    import yaml
-
-    return folder, yaml.safe_load((folder / "profile.yaml").read_text())
+    return folder, read_header(folder)

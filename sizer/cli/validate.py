@@ -44,10 +44,10 @@ def run_validation(scenario_path: Path, profile_path: Path, num_requests: int | 
     prof = load_profile(profile_path)
     spec = model_of(s)
     header, f = prof.header, s.file
-    if spec.name != header["model"]["name"]:
-        raise InputError(f, "model.name", f"{spec.name!r}, but the profile was calibrated for {header['model']['name']!r}")
+    if spec.name != header.model.name:
+        raise InputError(f, "model.name", f"{spec.name!r}, but the profile was calibrated for {header.model.name!r}")
     tp = s.deployment.tensor_parallel_size
-    if tp != 1 or s.deployment.pipeline_parallel_size != 1 or int(header["model"]["tp"]) != 1:
+    if tp != 1 or s.deployment.pipeline_parallel_size != 1 or header.model.tp != 1:
         raise InputError(f, "deployment.tensor_parallel_size", "the bundled engine validates on one device (TP 1, PP 1) only")
     if s.deployment.speculative_config is not None or s.deployment.disaggregated is not None:
         raise InputError(f, "deployment", "the bundled engine runs neither speculative decoding nor disaggregated pools")
@@ -56,12 +56,12 @@ def run_validation(scenario_path: Path, profile_path: Path, num_requests: int | 
     from engine.validate import validate
     from simulator.scheduler import SchedulerConfig
 
-    if header["device"]["kind"] == "cuda":
+    if header.device.kind == "cuda":
         from sizer.inputs.hardware import load_hardware
 
-        device = gpu_device(load_hardware(header["device"]["id"], str(profile_path), "device.id"))
+        device = gpu_device(load_hardware(header.device.id, str(profile_path), "device.id"))
     else:
-        device = cpu_device(int(header["device"].get("threads") or 1))
+        device = cpu_device(header.device.threads or 1)
     settings = _settings(s, spec)
     scheduler = SchedulerConfig(max_num_seqs=settings["max_num_seqs"], max_num_batched_tokens=settings["max_num_batched_tokens"],
                                 enable_chunked_prefill=settings["enable_chunked_prefill"],

@@ -308,5 +308,5 @@ def assumptions(r: Resolved, step: RooflineStepTimeModel) -> list[str]:
 
 def calibration_note(r: Resolved) -> str:
     h = r.calibrated_profile.header
-    return (f"step times: calibrated profile {r.calibrated_profile.path} measured on {h['device']['name']} on {h['date']} "
-            f"(torch {h['versions']['torch']}, {h['dtype']}); the roofline prices steps outside its measured range")
+    return (f"step times: calibrated profile {r.calibrated_profile.path} measured on {h.device.name} on {h.date} "
+            f"(torch {h.versions.torch}, {h.dtype}); the roofline prices steps outside its measured range")

@@ -117,8 +117,8 @@ def _calibrated_profile(s: Scenario, model: ModelSpec, parallel: ParallelConfig)
     if not folder.exists():
         raise InputError(s.file, field_path, f"profile folder {str(folder)!r} not found")
     profile = load_profile(folder)
-    measured = profile.header["model"]
-    if measured["name"] != model.name or int(measured["tp"]) != parallel.tp:
-        raise InputError(s.file, field_path, f"measured for {measured['name']} at TP{measured['tp']}; "
+    measured = profile.header.model
+    if measured.name != model.name or measured.tp != parallel.tp:
+        raise InputError(s.file, field_path, f"measured for {measured.name} at TP{measured.tp}; "
                          f"the scenario serves {model.name} at TP{parallel.tp}")
     return profile

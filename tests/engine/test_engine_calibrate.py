@@ -43,12 +43,12 @@ def test_fit_overhead_recovers_known_coefficients_despite_outliers():
         records.append(record(seqs, host, (0.5e-3 + 1.1 * t) * (5 if i in (3, 40) else 1)))
         tables.append(t)
     fit = fit_overhead(records, tables)
-    assert fit["kernel_factor"] == pytest.approx(1.1, rel=1e-6)
-    assert fit["forward_fixed_s"] == pytest.approx(0.5e-3, rel=1e-6)
-    assert fit["host_fixed_s"] == pytest.approx(1e-3, rel=1e-6)
-    assert fit["per_seq_s"] == pytest.approx(0.2e-3, rel=1e-6)
-    assert fit["fixed_s"] == pytest.approx(1.5e-3, rel=1e-6)
-    assert fit["dropped_steps"] == 4
+    assert fit.kernel_factor == pytest.approx(1.1, rel=1e-6)
+    assert fit.forward_fixed_s == pytest.approx(0.5e-3, rel=1e-6)
+    assert fit.host_fixed_s == pytest.approx(1e-3, rel=1e-6)
+    assert fit.per_seq_s == pytest.approx(0.2e-3, rel=1e-6)
+    assert fit.fixed_s == pytest.approx(1.5e-3, rel=1e-6)
+    assert fit.dropped_steps == 4
 
 
 def test_fit_overhead_pins_a_negative_slope():
@@ -58,5 +58,5 @@ def test_fit_overhead_pins_a_negative_slope():
     tables = [1e-3 * s for s in range(1, 22)]
     records = [record(s, 3e-3 - 0.1e-3 * s, 2 * t) for s, t in zip(range(1, 22), tables)]
     fit = fit_overhead(records, tables)
-    assert fit["per_seq_s"] == 0.0 and fit["host_fixed_s"] == pytest.approx(1.9e-3)
-    assert fit["kernel_factor"] == pytest.approx(2.0) and fit["forward_fixed_s"] == pytest.approx(0.0, abs=1e-12)
+    assert fit.per_seq_s == 0.0 and fit.host_fixed_s == pytest.approx(1.9e-3)
+    assert fit.kernel_factor == pytest.approx(2.0) and fit.forward_fixed_s == pytest.approx(0.0, abs=1e-12)

@@ -4,14 +4,19 @@ prefix reuse) through the engine and the simulator, and check the prediction's e
 (the median over three calibrate-then-validate pairs under 25% at p50; benchmarks/fidelity.py reports figures)."""
 
 import json
+import shutil
 import statistics
 import time
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
 import yaml
 from typer.testing import CliRunner
 
+from engine.profile import load_profile, read_header
+from hardware_profiles import CALIBRATED_DIR
 from sizer.cli import app
 
 cli = CliRunner()
@@ -54,10 +59,10 @@ def test_calibrate_then_validate_on_the_cpu(tmp_path):
         result = cli.invoke(app, ["calibrate", "--device", "cpu", "--model", "tiny", "--out", str(out)])
         assert result.exit_code == 0, result.output
         folder = out / "cpu-tiny-tp1"
-        header = yaml.safe_load((folder / "profile.yaml").read_text())
-        assert header["device"]["kind"] == "cpu" and header["dtype"] == "float32" and header["device"]["threads"] == 1
-        assert header["calls_per_step"]["qkv"] == 4 and header["calls_per_step"]["rmsnorm"] == 9   # 4 layers; 2 x 4 + 1 norms
-        assert 0 < header["overhead"]["fixed_s"] < 0.05
+        header = read_header(folder)
+        assert header.device.kind == "cpu" and header.dtype == "float32" and header.device.threads == 1
+        assert header.calls_per_step["qkv"] == 4 and header.calls_per_step["rmsnorm"] == 9   # 4 layers; 2 x 4 + 1 norms
+        assert 0 < header.overhead.fixed_s < 0.05
         for table in ("token_ops", "seq_ops", "decode_attention", "prefill_attention", "steps"):
             assert (folder / f"{table}.csv").stat().st_size > 0
         result = cli.invoke(app, ["validate", SCENARIO, "--profile", str(folder), "--json"])
@@ -77,12 +82,10 @@ def test_calibrate_then_validate_on_the_cpu(tmp_path):
 
 
 def test_validate_refuses_a_profile_of_another_model(tmp_path):
-    (tmp_path / "profile.yaml").write_text(yaml.safe_dump({
-        "schema_version": 1, "model": {"name": "llama-3.1-8b", "tp": 1}, "device": {"kind": "cpu"}}))
-    for name in ("token_ops", "seq_ops"):
-        (tmp_path / f"{name}.csv").write_text("tokens,seqs,x_s\n1,1,1e-3\n")
-    (tmp_path / "decode_attention.csv").write_text("seqs,context_tokens,time_s\n1,0,1e-3\n")
-    (tmp_path / "prefill_attention.csv").write_text("chunk_tokens,context_tokens,time_s\n2,0,1e-3\n")
-    result = cli.invoke(app, ["validate", SCENARIO, "--profile", str(tmp_path)])
+    folder = Path(shutil.copytree(CALIBRATED_DIR / "cpu-tiny-tp1", tmp_path / "profile"))
+    header = load_profile(folder).header
+    other = replace(header, model=replace(header.model, name="llama-3.1-8b"))
+    (folder / "profile.yaml").write_text(yaml.safe_dump(other.to_dict()))
+    result = cli.invoke(app, ["validate", SCENARIO, "--profile", str(folder)])
     assert result.exit_code == 2
     assert "model.name: 'tiny', but the profile was calibrated for 'llama-3.1-8b'" in result.stderr

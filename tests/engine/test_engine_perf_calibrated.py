@@ -1,14 +1,21 @@
 """The calibrated step-time model on a hand-made profile whose tables are exact linear or
 bilinear functions, so every prediction can be derived by hand."""
 
+import copy
 import csv
+from dataclasses import replace
 
 import pytest
 import yaml
 
+from engine.profile import (CalibratedStepTimeModel, DeviceInfo, ModelInfo, Overhead, ProfileHeader, load_profile,
+                            split_attention)
+from hardware_profiles import CALIBRATED_DIR
 from simulator.errors import FieldError
-from engine.profile import CalibratedStepTimeModel, load_profile, split_attention
 from simulator.step_batch import StepBatch
+from sizer.analytic.roofline import decode_batch
+
+CPU_TINY = CALIBRATED_DIR / "cpu-tiny-tp1"
 
 
 def write(path, rows):
@@ -28,13 +35,17 @@ def profile(tmp_path):
                                               for s in (1, 64) for c in (0, 1000)])
     write(tmp_path / "prefill_attention.csv", [{"chunk_tokens": n, "context_tokens": c, "time_s": 2e-5 + 1e-7 * n + 1e-9 * n * c}
                                                for n in (2, 256) for c in (0, 1000)])
-    header = {"schema_version": 1, "device": {"kind": "cpu", "id": "cpu", "name": "test CPU"}, "dtype": "float32",
-              "dtype_bytes": 4, "model": {"name": "tiny", "tp": 1, "hidden_size": 256, "engine_num_layers": 2,
-                                          "model_num_layers": 2, "scale": 1.0},
-              "calls_per_step": {"embed": 1, "qkv": 2}, "per_layer_ops": ["qkv"], "allreduce_calls_per_layer": 0,
-              "overhead": {"fixed_s": 1e-3, "per_seq_s": 1e-4}}
-    (tmp_path / "profile.yaml").write_text(yaml.safe_dump(header))
+    # The committed CPU profile's header (versions, limits, achieved) with this test's model and overhead.
+    header = replace(load_profile(CPU_TINY).header, device=DeviceInfo("cpu", "cpu", "test CPU", 1), dtype="float32",
+                     dtype_bytes=4, model=ModelInfo("tiny", 1, 256, 2, 2, 1.0, None),
+                     calls_per_step={"embed": 1, "qkv": 2}, per_layer_ops=("qkv",), allreduce_calls_per_layer=0,
+                     overhead=Overhead(fixed_s=1e-3, per_seq_s=1e-4, kernel_factor=1.0))
+    (tmp_path / "profile.yaml").write_text(yaml.safe_dump(header.to_dict()))
     return load_profile(tmp_path)
+
+
+def with_overhead(profile, **changes):
+    return replace(profile, header=replace(profile.header, overhead=replace(profile.header.overhead, **changes)))
 
 
 # Three decodes on 100, 200 and 300 cached tokens and a 50-token chunk on 40 cached ones.
@@ -98,43 +109,56 @@ def test_outside_the_tables_is_counted_and_extrapolated_or_handed_to_the_fallbac
 def test_bad_profiles_are_one_line_input_errors(tmp_path, profile):
     with pytest.raises(FieldError, match="no profile.yaml"):
         load_profile(tmp_path / "missing")
-    (profile.path / "profile.yaml").write_text(yaml.safe_dump({"schema_version": 99}))
+    path = profile.path / "profile.yaml"
+    good = profile.header.to_dict()
+    path.write_text(yaml.safe_dump({"schema_version": 99}))
     with pytest.raises(FieldError, match="schema_version"):
         load_profile(profile.path)
+    # a missing key or a wrong type names the file and the dotted key, never a KeyError
+    broken = copy.deepcopy(good)
+    del broken["overhead"]["per_seq_s"]
+    path.write_text(yaml.safe_dump(broken))
+    with pytest.raises(FieldError) as missing:
+        load_profile(profile.path)
+    assert str(missing.value) == f"{path}: overhead.per_seq_s: missing"
+    broken = copy.deepcopy(good)
+    broken["model"]["tp"] = "two"
+    path.write_text(yaml.safe_dump(broken))
+    with pytest.raises(FieldError, match=r"profile.yaml: model.tp: expected int, got 'two'"):
+        load_profile(profile.path)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in CALIBRATED_DIR.iterdir() if p.is_dir()))
+def test_committed_profiles_read_and_write_back_unchanged(name):
+    profile = load_profile(CALIBRATED_DIR / name)
+    raw = yaml.safe_load((CALIBRATED_DIR / name / "profile.yaml").read_text())
+    assert ProfileHeader.from_dict(profile.header.to_dict(), "") == profile.header
+    assert profile.header.to_dict() == raw
 
 
 def test_kernel_factor_scales_the_tables_not_the_overhead(profile):
     # Doubling the kernels: 2 x (2.882e-3 - 1.4e-3) + 1.4e-3 = 4.364e-3 s.
-    profile.header["overhead"]["kernel_factor"] = 2.0
-    assert CalibratedStepTimeModel(profile).step_time(BATCH) == pytest.approx(4.364e-3)
+    assert CalibratedStepTimeModel(with_overhead(profile, kernel_factor=2.0)).step_time(BATCH) == pytest.approx(4.364e-3)
 
 
 def test_tp_profiles_add_the_all_reduce(profile):
     # TP 2, hidden 256 in float32: 53 tokens x 256 x 4 bytes = 54,272 bytes per all-reduce;
     # the table 10 us + 1 ns per byte gives 64.272 us, x 2 per layer x 2 layers = 257.088 us.
     write(profile.path / "allreduce.csv", [{"bytes": b, "time_s": 1e-5 + 1e-9 * b} for b in (4096, 131072)])
-    header = dict(profile.header, allreduce_calls_per_layer=2)
-    header["model"] = dict(header["model"], tp=2)
-    (profile.path / "profile.yaml").write_text(yaml.safe_dump(header))
+    header = replace(profile.header, allreduce_calls_per_layer=2, model=replace(profile.header.model, tp=2))
+    (profile.path / "profile.yaml").write_text(yaml.safe_dump(header.to_dict()))
     parts, inside = CalibratedStepTimeModel(load_profile(profile.path)).breakdown(BATCH)
     assert inside and parts["allreduce"] == pytest.approx(257.088e-6)
 
 
 def test_decode_only_steps_use_their_own_fitted_line():
-    import copy
-    from pathlib import Path
-    from sizer.analytic.roofline import decode_batch
-    from engine.profile import CalibratedStepTimeModel, load_profile
-    from simulator.step_batch import StepBatch
-
-    profile = load_profile(Path(__file__).resolve().parents[2] / "hardware_profiles" / "calibrated" / "cpu-tiny-tp1")
-    o = profile.header["overhead"]
-    assert "decode_kernel_factor" in o and "decode_fixed_s" in o
-    doubled = copy.deepcopy(profile)
-    doubled.header["overhead"]["decode_kernel_factor"] = 2 * o["decode_kernel_factor"]
+    profile = load_profile(CPU_TINY)
+    o = profile.header.overhead
+    assert o.decode_kernel_factor is not None and o.decode_fixed_s is not None
+    doubled = with_overhead(profile, decode_kernel_factor=2 * o.decode_kernel_factor)
     base, twice = CalibratedStepTimeModel(profile), CalibratedStepTimeModel(doubled)
     decode = decode_batch(4, 300)
-    kernels = base.step_time(decode) - o["decode_fixed_s"] - o["per_seq_s"] * 4
+    kernels = base.step_time(decode) - o.decode_fixed_s - o.per_seq_s * 4
     # doubling the decode factor doubles the kernel part of a decode-only step ...
     assert twice.step_time(decode) - base.step_time(decode) == pytest.approx(kernels)
     # ... and leaves a step with a prefill chunk alone
