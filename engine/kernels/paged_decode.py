@@ -20,6 +20,13 @@ PARTITION_TOKENS = 512
 BLOCK_N = 32
 
 
+def dot_precision(dtype: torch.dtype) -> str | None:
+    """`tl.dot`'s input precision: float32 operands are multiplied in IEEE float32, not in
+    TF32 (Triton's default for float32 on NVIDIA GPUs: 10-bit mantissas, errors about 1e-3),
+    so a float32 run means float32 arithmetic; half-precision operands keep Triton's default."""
+    return "ieee" if dtype == torch.float32 else None
+
+
 @triton.jit(do_not_specialize=["num_parts"])   # one compiled variant whatever the context length
 def _decode_partition_kernel(
     q_ptr, k_ptr, v_ptr, block_tables_ptr, seq_lens_ptr,
@@ -32,6 +39,7 @@ def _decode_partition_kernel(
     num_parts,
     GROUP: tl.constexpr, GROUP_PAD: tl.constexpr, HEAD_DIM: tl.constexpr,
     BLOCK_SIZE: tl.constexpr, BLOCK_N: tl.constexpr, PARTITION: tl.constexpr, DIRECT: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,
 ):
     seq = tl.program_id(0)
     kv_head = tl.program_id(1)
@@ -56,13 +64,13 @@ def _decode_partition_kernel(
         offs = block.to(tl.int64) * stride_kb + (tok % BLOCK_SIZE) * stride_kt + kv_head * stride_kh
         k = tl.load(k_ptr + offs[:, None] + d[None, :], mask=tmask[:, None], other=0.0)
         v = tl.load(v_ptr + offs[:, None] + d[None, :], mask=tmask[:, None], other=0.0)
-        s = tl.dot(q, tl.trans(k)) * scale
+        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * scale
         s = tl.where(tmask[None, :], s, float("-inf"))
         m_new = tl.maximum(m, tl.max(s, 1))
         p = tl.exp(s - m_new[:, None])
         alpha = tl.exp(m - m_new)
         l = l * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
         m = m_new
 
     if DIRECT:
@@ -131,6 +139,7 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
         num_parts,
         GROUP=group, GROUP_PAD=max(16, triton.next_power_of_2(group)), HEAD_DIM=head_dim,
         BLOCK_SIZE=block_size, BLOCK_N=BLOCK_N, PARTITION=partition_tokens, DIRECT=direct,
+        DOT_PRECISION=dot_precision(q.dtype),
     )
     if not direct:
         _decode_reduce_kernel[(num_seqs, num_heads)](
