@@ -35,7 +35,9 @@ step "device"
 } 2>&1 | tee -a "$LOG"
 
 step "1. kernel correctness on the GPU"
-timeout 120 python3 -m pytest tests/engine/test_engine_kernels.py -q -p no:cacheprovider 2>&1 | tail -n 25 | tee -a "$LOG"
+# The whole pytest output goes to the log: every failure in full and the closing count line
+# (the project's addopts already give -q -ra; a second -q would drop that line).
+timeout 120 python3 -m pytest tests/engine/test_engine_kernels.py -p no:cacheprovider 2>&1 | tee -a "$LOG"
 kernels=${PIPESTATUS[0]}
 
 step "2. calibrate"
