@@ -1,8 +1,10 @@
 """`sizer calibrate`: microbenchmark the bundled engine on this machine's GPU (or CPU) and
-write a calibrated profile under hardware_profiles/calibrated/ (see docs/engine.md)."""
+write a calibrated profile into a user directory, never into the installed package (see
+docs/engine.md)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -13,7 +15,17 @@ from sizer.errors import InputError
 from sizer.inputs.hardware import load_hardware
 from sizer.inputs.model_spec import load_model
 
-DEFAULT_OUT = Path(__file__).resolve().parents[2] / "hardware_profiles" / "calibrated"
+
+
+def user_calibrated_dir() -> Path:
+    """Where `sizer calibrate` writes without `--out`: `$SIZER_HOME/calibrated`, else
+    `$XDG_DATA_HOME/sizer/calibrated`, else `~/.local/share/sizer/calibrated`."""
+    if os.environ.get("SIZER_HOME"):
+        return Path(os.environ["SIZER_HOME"]) / "calibrated"
+    data = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(data) / "sizer" / "calibrated"
+
+
 # Largest step covered: (max_num_batched_tokens, max_num_seqs, max_model_len) by device kind.
 DEFAULT_LIMITS = {"cuda": (2048, 256, 8192), "cpu": (256, 64, 2048)}
 
@@ -24,7 +36,9 @@ def command(
     device: Optional[str] = typer.Option(None, help="'cpu' to calibrate on the CPU instead of a GPU"),
     tp: int = typer.Option(1, "--tp", min=1, help="tensor_parallel_size: shapes are one GPU's shard; all-reduce is timed across tp devices"),
     scale: float = typer.Option(1.0, help="share of the model's layers to build (0-1], for CPU runs of big models; the profile records it"),
-    out: Path = typer.Option(DEFAULT_OUT, "--out", help="folder the profile folder is written into"),
+    out: Optional[Path] = typer.Option(None, "--out", help="folder the profile folder is written into "
+                                       "(default $SIZER_HOME/calibrated, else $XDG_DATA_HOME/sizer/calibrated, "
+                                       "else ~/.local/share/sizer/calibrated)"),
     max_num_batched_tokens: Optional[int] = typer.Option(None, min=1, help="largest step in tokens to measure (GPU 2048, CPU 256)"),
     max_num_seqs: Optional[int] = typer.Option(None, min=1, help="most sequences per step to measure (GPU 256, CPU 64)"),
     max_model_len: Optional[int] = typer.Option(None, min=2, help="longest context to measure (GPU 8192, CPU 2048)"),
@@ -33,7 +47,7 @@ def command(
     seed: int = typer.Option(0, help="random seed for weights and inputs"),
 ) -> None:
     """Measure the engine's kernels here and write `<device>-<model>-tp<N>/profile.yaml` + CSV tables."""
-    folder, header = _calibrate(model, gpu, device, tp, scale, out, max_num_batched_tokens,
+    folder, header = _calibrate(model, gpu, device, tp, scale, out or user_calibrated_dir(), max_num_batched_tokens,
                                 max_num_seqs, max_model_len, block_size, kernels, seed)
     a, o = header.achieved, header.overhead
     typer.echo(f"wrote {folder}")

@@ -15,12 +15,15 @@ import torch
 import yaml
 from typer.testing import CliRunner
 
+import engine.calibrate
 from engine.profile import load_profile, read_header
 from hardware_profiles import CALIBRATED_DIR
 from sizer.cli import app
+from sizer.cli.calibrate import user_calibrated_dir
 
 cli = CliRunner()
 SCENARIO = "engine/scenarios/tiny-cpu.yaml"
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without a GPU")
@@ -47,18 +50,50 @@ def test_calibrate_bad_input_is_one_line(args, words, tmp_path):
 PAIRS = 3     # calibrate-then-validate pairs: on a shared CPU a calibration itself lands 10-30% fast or slow
 
 
+@pytest.mark.parametrize("env,where", [
+    ({"SIZER_HOME": "home", "XDG_DATA_HOME": "xdg"}, "home/calibrated"),
+    ({"XDG_DATA_HOME": "xdg"}, "xdg/sizer/calibrated"),
+    ({}, "user/.local/share/sizer/calibrated"),
+])
+def test_calibrate_writes_to_a_user_directory_by_default(env, where, tmp_path, monkeypatch):
+    """Without --out the profile goes to $SIZER_HOME/calibrated, else $XDG_DATA_HOME/sizer/calibrated,
+    else ~/.local/share/sizer/calibrated: never into the repository or the installed package.
+    The measurement is stubbed (a copy of the committed profile): only the destination is tested."""
+    for name in ("SIZER_HOME", "XDG_DATA_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, str(tmp_path / value))
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    destinations = []
+
+    def measured(req, out_dir, log, allreduce_rows):
+        destinations.append(out_dir)
+        return Path(shutil.copytree(CALIBRATED_DIR / "cpu-tiny-tp1", out_dir / "cpu-tiny-tp1"))
+
+    monkeypatch.setattr(engine.calibrate, "calibrate", measured)
+    assert user_calibrated_dir() == tmp_path / where
+    assert not user_calibrated_dir().is_relative_to(REPO)
+    result = cli.invoke(app, ["calibrate", "--device", "cpu", "--model", "tiny"])
+    assert result.exit_code == 0, result.output
+    assert destinations == [tmp_path / where]
+    assert f"wrote {tmp_path / where / 'cpu-tiny-tp1'}" in result.stdout
+    result = cli.invoke(app, ["calibrate", "--device", "cpu", "--model", "tiny", "--out", str(tmp_path / "chosen")])
+    assert result.exit_code == 0 and destinations[-1] == tmp_path / "chosen"
+
+
 @pytest.mark.slow
-def test_calibrate_then_validate_on_the_cpu(tmp_path):
+def test_calibrate_then_validate_on_the_cpu(tmp_path, monkeypatch):
     """Each pair calibrates into a fresh folder and validates at once (what a user runs); the
     median over the pairs' relative errors is held to 25%, so one calibration that caught the
-    machine in a fast or slow moment does not decide the result."""
+    machine in a fast or slow moment does not decide the result. Calibrate writes to the
+    default destination, a fresh $SIZER_HOME per pair."""
     reports, pair_seconds = [], []
     for pair in range(PAIRS):
         start = time.perf_counter()
-        out = tmp_path / f"pair{pair}"
-        result = cli.invoke(app, ["calibrate", "--device", "cpu", "--model", "tiny", "--out", str(out)])
+        monkeypatch.setenv("SIZER_HOME", str(tmp_path / f"pair{pair}"))
+        result = cli.invoke(app, ["calibrate", "--device", "cpu", "--model", "tiny"])
         assert result.exit_code == 0, result.output
-        folder = out / "cpu-tiny-tp1"
+        folder = tmp_path / f"pair{pair}" / "calibrated" / "cpu-tiny-tp1"
         header = read_header(folder)
         assert header.device.kind == "cpu" and header.dtype == "float32" and header.device.threads == 1
         assert header.calls_per_step["qkv"] == 4 and header.calls_per_step["rmsnorm"] == 9   # 4 layers; 2 x 4 + 1 norms
