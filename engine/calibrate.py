@@ -254,7 +254,8 @@ def calibrate(req: CalibrationRequest, out_dir: Path, log: Callable[[str], None]
     components = [pc.CalibratedStepTimeModel(profile).step_time(r.batch) for r in records]
     fit = fit_overhead(records, components)
     fitted = replace(header, overhead=fit)
-    header = replace(fitted, overhead=replace(fit, step_error_p50=_step_error(records, replace(profile, header=fitted))))
+    error = _step_error(records, replace(profile, header=fitted))
+    header = replace(fitted, overhead=replace(fit, step_error_p50=error))
     _write_csv(folder / pc.STEPS_FILE, [{"num_seqs": r.batch.num_seqs, "new_tokens": r.batch.new_tokens,
                                          "context_tokens": r.batch.context_tokens,
                                          "attention_pairs": r.batch.attention_pairs,

@@ -287,7 +287,8 @@ def read_header(folder: Path) -> ProfileHeader:
     """The `profile.yaml` of a calibrated profile folder."""
     path = folder / PROFILE_FILE
     if not path.exists():
-        raise FieldError(str(folder), None, f"not a calibrated profile: no {PROFILE_FILE} (run `sizer calibrate` first)")
+        raise FieldError(str(folder), None,
+                         f"not a calibrated profile: no {PROFILE_FILE} (run `sizer calibrate` first)")
     return ProfileHeader.from_dict(yaml.safe_load(path.read_text()), str(path))
 
 

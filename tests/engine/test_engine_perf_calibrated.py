@@ -8,8 +8,15 @@ from dataclasses import replace
 import pytest
 import yaml
 
-from engine.profile import (CalibratedStepTimeModel, DeviceInfo, ModelInfo, Overhead, ProfileHeader, load_profile,
-                            split_attention)
+from engine.profile import (
+    CalibratedStepTimeModel,
+    DeviceInfo,
+    ModelInfo,
+    Overhead,
+    ProfileHeader,
+    load_profile,
+    split_attention,
+)
 from hardware_profiles import CALIBRATED_DIR
 from simulator.errors import FieldError
 from simulator.step_batch import StepBatch
@@ -36,10 +43,10 @@ def profile(tmp_path):
     write(tmp_path / "prefill_attention.csv", [{"chunk_tokens": n, "context_tokens": c, "time_s": 2e-5 + 1e-7 * n + 1e-9 * n * c}
                                                for n in (2, 256) for c in (0, 1000)])
     # The committed CPU profile's header (versions, limits, achieved) with this test's model and overhead.
-    header = replace(load_profile(CPU_TINY).header, device=DeviceInfo("cpu", "cpu", "test CPU", 1), dtype="float32",
-                     dtype_bytes=4, model=ModelInfo("tiny", 1, 256, 2, 2, 1.0, None),
-                     calls_per_step={"embed": 1, "qkv": 2}, per_layer_ops=("qkv",), allreduce_calls_per_layer=0,
-                     overhead=Overhead(fixed_s=1e-3, per_seq_s=1e-4, kernel_factor=1.0))
+    header = replace(load_profile(CPU_TINY).header, device=DeviceInfo("cpu", "cpu", "test CPU", 1),
+                     dtype="float32", dtype_bytes=4, model=ModelInfo("tiny", 1, 256, 2, 2, 1.0, None),
+                     calls_per_step={"embed": 1, "qkv": 2}, per_layer_ops=("qkv",),
+                     allreduce_calls_per_layer=0, overhead=Overhead(fixed_s=1e-3, per_seq_s=1e-4, kernel_factor=1.0))
     (tmp_path / "profile.yaml").write_text(yaml.safe_dump(header.to_dict()))
     return load_profile(tmp_path)
 
@@ -138,7 +145,8 @@ def test_committed_profiles_read_and_write_back_unchanged(name):
 
 def test_kernel_factor_scales_the_tables_not_the_overhead(profile):
     # Doubling the kernels: 2 x (2.882e-3 - 1.4e-3) + 1.4e-3 = 4.364e-3 s.
-    assert CalibratedStepTimeModel(with_overhead(profile, kernel_factor=2.0)).step_time(BATCH) == pytest.approx(4.364e-3)
+    doubled = CalibratedStepTimeModel(with_overhead(profile, kernel_factor=2.0))
+    assert doubled.step_time(BATCH) == pytest.approx(4.364e-3)
 
 
 def test_tp_profiles_add_the_all_reduce(profile):
