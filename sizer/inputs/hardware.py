@@ -145,7 +145,8 @@ def host_link(hw: HardwareSpec) -> Link:
     if hw.pcie_bytes_per_s_per_direction:
         return Link(float(hw.pcie_bytes_per_s_per_direction), f"PCIe Gen {hw.pcie_gen} x16 ({hw.id} profile)", False)
     gen = hw.pcie_gen if hw.pcie_gen in PCIE_X16_BYTES_PER_S_PER_DIRECTION else PCIE_GEN_ASSUMED
-    why = "the profile gives its PCIe generation but no figure" if gen == hw.pcie_gen else "the profile gives no PCIe figure"
+    why = ("the profile gives its PCIe generation but no figure" if gen == hw.pcie_gen
+           else "the profile gives no PCIe figure")
     bw = PCIE_X16_BYTES_PER_S_PER_DIRECTION[gen]
     return Link(bw, f"PCIe Gen {gen} x16, {bw / 1e9:.0f} GB/s per direction per PCI-SIG ({why})", True)
 
@@ -154,7 +155,9 @@ def scale_up_link(hw: HardwareSpec) -> Link:
     """The link between the GPUs of one replica (collectives, KV transfer): the profile's
     interconnect, else its host link (PCIe)."""
     if hw.interconnect_bytes_per_s_per_direction:
-        return Link(float(hw.interconnect_bytes_per_s_per_direction), f"{hw.interconnect_type} ({hw.id} profile)", False)
+        return Link(float(hw.interconnect_bytes_per_s_per_direction), f"{hw.interconnect_type} ({hw.id} profile)",
+                    False)
     host = host_link(hw)
     return Link(host.bytes_per_s_per_direction,
-                f"no interconnect figure in the {hw.id} profile ({hw.interconnect_type}); its host link: {host.source}", True)
+                f"no interconnect figure in the {hw.id} profile ({hw.interconnect_type}); its host link: {host.source}",
+                True)

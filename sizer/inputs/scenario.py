@@ -48,7 +48,8 @@ class SpeculativeSection:
 class DisaggregatedSection:
     prefill_replicas: int = field(ge=1, doc="replicas that only prefill: a request leaves them at its first token")
     decode_replicas: int = field(ge=1, doc="replicas that decode, each request's KV sent over from a prefill replica")
-    kv_transfer_bytes_per_s: float | None = field(None, gt=0, doc="KV transfer bandwidth per GPU, one direction; default the GPU's interconnect (else its PCIe link), as the plan states")
+    kv_transfer_bytes_per_s: float | None = field(None, gt=0, doc="KV transfer bandwidth per GPU, one direction; "
+                                                  "default the GPU's interconnect (else its PCIe link), as the plan states")
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,8 @@ _VLLM_SRC = (("block_size", "vLLM CacheConfig.DEFAULT_BLOCK_SIZE"),
              ("enable_chunked_prefill", "vLLM V1: chunked prefill always on"),
              ("enable_prefix_caching", "vLLM V1: prefix caching on by default"),
              ("preemption_mode", "vLLM optimization guide: preempted requests are recomputed"),
-             ("reserve_full_kv", "vLLM V1 scheduler: blocks are allocated as tokens come, preempting when they run out"))
+             ("reserve_full_kv", "vLLM V1 scheduler: blocks are allocated as tokens come, "
+                                 "preempting when they run out"))
 
 PRESETS: dict[str, EnginePreset] = {p.engine: p for p in (
     EnginePreset("vllm", 16, 2048, 256, True, True, "hashed-blocks", "recompute", sources=_VLLM_SRC),

@@ -87,13 +87,15 @@ def resolve(s: Scenario) -> Resolved:
     model = model_of(s)
     hardware = scenario_hardware(s.hardware.gpu, s.file, "hardware.gpu")
     d = s.deployment
-    parallel = ParallelConfig(d.tensor_parallel_size, d.pipeline_parallel_size, d.data_parallel_size, d.enable_expert_parallel)
+    parallel = ParallelConfig(d.tensor_parallel_size, d.pipeline_parallel_size, d.data_parallel_size,
+                              d.enable_expert_parallel)
     validate_split(model, parallel, s.file)
     fmt, group_size = weight_format(model, d.quantization, d.quantization_group_size, s.file)
     kv_dtype = d.kv_cache_dtype
     if kv_dtype == "auto":
         # vLLM caches KV in the serving dtype: the plain format's, else the checkpoint's 16-bit type
-        kv_dtype = fmt.name if fmt.name in ("bf16", "fp16", "fp32") else "bf16" if model.torch_dtype == "bfloat16" else "fp16"
+        kv_dtype = (fmt.name if fmt.name in ("bf16", "fp16", "fp32")
+                    else "bf16" if model.torch_dtype == "bfloat16" else "fp16")
     engine = engine_settings(s, model, hardware)
     weights = weight_memory(model, fmt, parallel, group_size, s.model.num_parameters)
     kv = kv_layout(model, kv_dtype, parallel)
@@ -106,16 +108,17 @@ def resolve(s: Scenario) -> Resolved:
                                     engine.max_model_len, prefill_only=False, reserve_full_kv=engine.reserve_full_kv)
     except ValueError as exc:
         raise InputError(s.file, "deployment", str(exc)) from None
-    swap = SwapLink(kv.bytes_per_token_per_gpu, host.bytes_per_s_per_direction) if engine.preemption_mode == "swap" else None
+    swap = (SwapLink(kv.bytes_per_token_per_gpu, host.bytes_per_s_per_direction)
+            if engine.preemption_mode == "swap" else None)
     replica = ReplicaConfig(scheduler, budget.kv_blocks, engine.block_size, engine.enable_prefix_caching,
                             d.prefix_cache_tenant_isolation, swap)
-    disagg = None
-    if d.disaggregated:
-        g = d.disaggregated
+    disagg, g = None, d.disaggregated
+    if g:
         disagg = DisaggregationConfig(g.prefill_replicas, g.decode_replicas, kv.bytes_per_token_per_gpu,
-                                      g.kv_transfer_bytes_per_s or scale_up.bytes_per_s_per_direction, KV_TRANSFER_LATENCY_S)
+                                      g.kv_transfer_bytes_per_s or scale_up.bytes_per_s_per_direction,
+                                      KV_TRANSFER_LATENCY_S)
     notes = []
-    if scale_up.assumed and (parallel.gpus_per_replica > 1 or (d.disaggregated and not d.disaggregated.kv_transfer_bytes_per_s)):
+    if scale_up.assumed and (parallel.gpus_per_replica > 1 or (g and not g.kv_transfer_bytes_per_s)):
         notes.append(_link_note("link between GPUs (collectives, KV transfer)", scale_up))
     if host.assumed and swap is not None:
         notes.append(_link_note("host link (swap)", host))
@@ -124,8 +127,8 @@ def resolve(s: Scenario) -> Resolved:
     else:
         price, price_source = hardware.price_usd_per_gpu_hour, f"hardware profile {hardware.id} ({hardware.price_rule})"
     profile = _calibrated_profile(s, model, parallel) if s.hardware.calibrated_profile else None
-    return Resolved(s, model, hardware, parallel, fmt, group_size, kv_dtype, engine, weights, kv, budget, replica, disagg,
-                    tuple(notes), price, price_source, profile)
+    return Resolved(s, model, hardware, parallel, fmt, group_size, kv_dtype, engine, weights, kv, budget, replica,
+                    disagg, tuple(notes), price, price_source, profile)
 
 
 def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> EngineSettings:
@@ -135,7 +138,8 @@ def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> En
     if not max_len:
         raise InputError(s.file, "deployment.max_model_len", "missing and the model states no max_position_embeddings")
     if model.max_position_embeddings and max_len > model.max_position_embeddings:
-        raise InputError(s.file, "deployment.max_model_len", f"{max_len} exceeds the model's max_position_embeddings {model.max_position_embeddings}")
+        raise InputError(s.file, "deployment.max_model_len",
+                         f"{max_len} exceeds the model's max_position_embeddings {model.max_position_embeddings}")
     # The engines' device rules are about GPUs; the host CPU (validate) takes the plain preset.
     defaults = engine_defaults(d.engine, hardware.memory_bytes / GiB, hardware.name) if hardware.has_datasheet \
         else preset(d.engine)
@@ -153,7 +157,8 @@ def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> En
     max_num_batched_tokens, chunked = pick("max_num_batched_tokens"), pick("enable_chunked_prefill")
     prefix_caching, preemption = pick("enable_prefix_caching"), pick("preemption_mode")
     if d.preemption_mode is None:       # an engine that never preempts, unless told how to
-        reserve, sources["reserve_full_kv"] = defaults.reserve_full_kv, f"{d.engine} default ({defaults.source('reserve_full_kv')})"
+        reserve = defaults.reserve_full_kv
+        sources["reserve_full_kv"] = f"{d.engine} default ({defaults.source('reserve_full_kv')})"
     else:
         reserve, sources["reserve_full_kv"] = False, "scenario (preemption_mode given: the engine preempts)"
     sources["max_model_len"] = "scenario" if d.max_model_len else "model (max_position_embeddings)"
@@ -161,7 +166,8 @@ def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> En
                             defaults.prefix_cache_kind, preemption, reserve, max_len, sources)
     if not engine.enable_chunked_prefill and engine.max_num_batched_tokens < max_len:
         raise InputError(s.file, "deployment.max_num_batched_tokens",
-                         f"{engine.max_num_batched_tokens} is below max_model_len {max_len}; without chunked prefill a whole prompt must fit one step")
+                         f"{engine.max_num_batched_tokens} is below max_model_len {max_len}; "
+                         "without chunked prefill a whole prompt must fit one step")
     return engine
 
 
@@ -187,7 +193,7 @@ def _speculative(s: Scenario, hardware: HardwareSpec, parallel: ParallelConfig, 
 
 def _calibrated_profile(s: Scenario, model: ModelSpec, parallel: ParallelConfig):
     """The scenario's calibrated profile, checked against its model and tensor-parallel size."""
-    from engine.profile import load_profile     # the engine (torch) only when a profile is named
+    from engine.profile import load_profile     # sizer reaches the engine only lazily (docs: DESIGN)
 
     field_path = "hardware.calibrated_profile"
     folder = scenario_dir(s) / s.hardware.calibrated_profile

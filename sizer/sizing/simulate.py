@@ -15,7 +15,7 @@ from sizer.sizing.plan import step_model_for
 from sizer.sizing.resolve import Resolved
 
 DEFAULT_ROUTER = "least_outstanding"     # the router every command uses unless told otherwise
-PREFIX_BALANCE_SLACK = 8                 # prefix_aware: extra outstanding requests tolerated for a cache hit (assumption)
+PREFIX_BALANCE_SLACK = 8                 # prefix_aware: extra requests tolerated for a cache hit (assumption)
 
 
 def _lengths(d: Distribution) -> Lengths:

@@ -16,7 +16,8 @@ from sizer.sizing.simulate import simulation_config, workload_of
 DEFAULT_MAX_REQUESTS = 200          # requests replayed unless asked for more
 
 
-def validation_config(s: Scenario, profile_header: dict, num_blocks: int | None = None) -> tuple[Resolved, SimulationConfig]:
+def validation_config(s: Scenario, profile_header: dict,
+                      num_blocks: int | None = None) -> tuple[Resolved, SimulationConfig]:
     """The resolved scenario and the one-replica configuration both executors run; the KV pool
     is resolve's (from the memory budget) unless `num_blocks` is given. InputError when the
     bundled engine cannot run the scenario or the profile was measured for something else."""
@@ -27,9 +28,11 @@ def validation_config(s: Scenario, profile_header: dict, num_blocks: int | None 
     if device["id"] != r.hardware.id:
         raise InputError(f, "hardware.gpu", f"{r.hardware.id!r}, but the profile was measured on {device['id']!r}")
     if r.parallel.tp != 1 or r.parallel.pp != 1 or int(measured["tp"]) != 1:
-        raise InputError(f, "deployment.tensor_parallel_size", "the bundled engine validates on one device (TP 1, PP 1) only")
+        raise InputError(f, "deployment.tensor_parallel_size",
+                         "the bundled engine validates on one device (TP 1, PP 1) only")
     if d.speculative_config is not None or d.disaggregated is not None:
-        raise InputError(f, "deployment", "the bundled engine runs neither speculative decoding nor disaggregated pools")
+        raise InputError(f, "deployment",
+                         "the bundled engine runs neither speculative decoding nor disaggregated pools")
     if r.engine.preemption_mode != "recompute":
         raise InputError(f, "deployment.preemption_mode", "the bundled engine preempts by recompute only")
     config = simulation_config(r, replicas=1)
@@ -41,7 +44,7 @@ def validation_config(s: Scenario, profile_header: dict, num_blocks: int | None 
 def run_validation(scenario_path: Path, profile_path: Path, num_requests: int | None, num_blocks: int | None,
                    weights: Path | None = None):
     """Calibrated simulator vs bundled engine on the scenario's first requests: a ValidationReport."""
-    from engine.device import cpu_device, gpu_device       # the engine (torch) only when validating
+    from engine.device import cpu_device, gpu_device       # the engine (torch), lazily: only validate needs it
     from engine.profile import load_profile
     from engine.validate import validate
 

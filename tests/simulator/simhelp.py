@@ -41,4 +41,5 @@ def sim_config(num_blocks: int = 4000, block_size: int = 16, max_num_seqs: int =
     sched_kw = {k: kw.pop(k) for k in list(kw) if k in SchedulerConfig.__dataclass_fields__}
     rep_kw = {k: kw.pop(k) for k in list(kw) if k in ReplicaConfig.__dataclass_fields__}
     sched = scheduler_config(max_num_seqs, max_num_batched_tokens, **sched_kw)
-    return SimulationConfig(ReplicaConfig(sched, num_blocks, block_size, **{**REPLICA, **rep_kw}), **{**SIMULATION, **kw})
+    replica = ReplicaConfig(sched, num_blocks, block_size, **{**REPLICA, **rep_kw})
+    return SimulationConfig(replica, **{**SIMULATION, **kw})

@@ -24,7 +24,8 @@ def test_disaggregated_pools_transfer_at_the_interconnect_unless_stated():
     # Llama-3.1-8B at bf16: 2 x 32 layers x 8 KV heads x 128 x 2 B = 131,072 B per token; H100 NVLink 450 GB/s
     assert (d.num_prefill_replicas, d.num_decode_replicas) == (2, 3)
     assert (d.kv_bytes_per_token, d.interconnect_bytes_per_s, d.transfer_latency_s) == (131_072, 450e9, 0.0)
-    stated = resolve(scenario(disaggregated={"prefill_replicas": 1, "decode_replicas": 1, "kv_transfer_bytes_per_s": 5e10}))
+    stated = resolve(scenario(disaggregated={"prefill_replicas": 1, "decode_replicas": 1,
+                                             "kv_transfer_bytes_per_s": 5e10}))
     assert stated.disaggregation.interconnect_bytes_per_s == 5e10
 
 
