@@ -33,7 +33,7 @@ def main() -> None:
     from engine.device import cpu_device
     from engine.kernels import select
     from engine.profile import Limits
-    from sizer.cli.validate import run_validation
+    from sizer.sizing.validate import run_validation
     from sizer.inputs.model_spec import load_model
 
     with tempfile.TemporaryDirectory() as tmp:

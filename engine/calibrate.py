@@ -28,6 +28,7 @@ from engine.kernels import Kernels
 from engine.kv_cache import PagedKVCache
 from engine.model import Transformer
 from engine.runner import EngineRunner, StepRecord
+from simulator.replica import ReplicaConfig
 from simulator.request import Request
 from simulator.scheduler import SchedulerConfig
 
@@ -85,13 +86,17 @@ def step_sweep(model: Transformer, device: Device, limits: pc.Limits, seed: int)
     """Whole steps timed by the runner, over waves of 1, 4, 16, ... requests."""
     rng = random.Random(seed)
     longest = max(8, min(limits.max_model_len // 2, 4 * limits.max_num_batched_tokens, 2048))
+    # the settings the profile's steps are measured under: chunked prefill, recompute, no drafts
     config = SchedulerConfig(max_num_seqs=limits.max_num_seqs, max_num_batched_tokens=limits.max_num_batched_tokens,
-                             max_model_len=limits.max_model_len)
+                             enable_chunked_prefill=True, preemption_mode="recompute", speculative=None,
+                             max_model_len=limits.max_model_len, prefill_only=False, reserve_full_kv=False)
     records: list[StepRecord] = []
     first_id = 0
     for count in sorted({min(w, limits.max_num_seqs) for w in SWEEP_WAVES}):
         blocks = count * -(-(longest + SWEEP_OUTPUT_TOKENS[1]) // limits.block_size) + 1    # no preemption
-        runner = EngineRunner(model, device, config, blocks, limits.block_size)
+        replica = ReplicaConfig(config, blocks, limits.block_size, enable_prefix_caching=True, tenant_isolation=False,
+                                swap=None)
+        runner = EngineRunner(model, device, replica)
         runner.warm_up()
         records += runner.run(_sweep_requests(count, longest, rng, first_id)).steps[1:]   # step 1 waits on set-up
         first_id += count

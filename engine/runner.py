@@ -27,7 +27,8 @@ from engine.kv_cache import PagedKVCache
 from engine.model import Transformer, sample
 from simulator.kv_cache import KVCacheManager
 from simulator.request import Request
-from simulator.scheduler import Scheduler, SchedulerConfig
+from simulator.replica import ReplicaConfig
+from simulator.scheduler import Scheduler
 from simulator.step_batch import StepBatch
 
 
@@ -71,15 +72,19 @@ def prompt_token_ids(req: Request, vocab_size: int) -> list[int]:
 
 
 class EngineRunner:
-    def __init__(self, model: Transformer, device: Device, config: SchedulerConfig, num_blocks: int,
-                 block_size: int, enable_prefix_caching: bool = True):
+    def __init__(self, model: Transformer, device: Device, replica: ReplicaConfig):
+        """Serve as `replica` says (scheduler settings, block pool): the configuration the
+        simulator runs too. The engine preempts by recompute only."""
+        if replica.scheduler.preemption_mode != "recompute":
+            raise ValueError("the bundled engine preempts by recompute only")
         self.model, self.device = model, device
         cfg = model.cfg
-        self.kv = PagedKVCache(cfg.num_layers, num_blocks, block_size, cfg.num_kv_heads, cfg.head_dim,
+        self.kv = PagedKVCache(cfg.num_layers, replica.num_blocks, replica.block_size, cfg.num_kv_heads, cfg.head_dim,
                                device.dtype, device.torch_device)
-        self.block_manager = KVCacheManager(num_blocks, block_size, enable_prefix_caching)
-        self.scheduler = Scheduler(config, self.block_manager)
-        self.block_size = block_size
+        self.block_manager = KVCacheManager(replica.num_blocks, replica.block_size, replica.enable_prefix_caching,
+                                            replica.tenant_isolation)
+        self.scheduler = Scheduler(replica.scheduler, self.block_manager)
+        self.block_size = replica.block_size
 
     def warm_up(self) -> None:
         """A full-budget prefill, a long decode beside a chunk, and a short decode, so that

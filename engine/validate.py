@@ -1,7 +1,9 @@
 """`sizer validate`: one workload through the real engine and through the simulator, compared.
 
 Both executors get the same requests (arrivals, lengths, prompt content) and the same
-scheduler settings and block pool; the simulator prices steps with the calibrated profile.
+replica configuration (scheduler settings and block pool, as sizer resolves them); the
+simulator prices steps with the calibrated profile. The pool is the caller's, capped by what
+the device holds now (the report says when it is).
 The report is TTFT, ITL and E2E at p50/p95/p99 and output throughput: measured, predicted,
 and the relative error (predicted - measured) / measured.
 """
@@ -9,6 +11,7 @@ and the relative error (predicted - measured) / measured.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,15 +27,14 @@ from engine.runner import EngineRunner, RunResult
 from engine.weights import load_weights
 from simulator.metrics import summarise, weighted_percentiles
 from simulator.records import SimulationResult
-from simulator.replica import ReplicaConfig
 from simulator.request import Request
 from simulator.run import SimulationConfig, simulate
-from simulator.scheduler import SchedulerConfig
 from engine.profile import CalibratedStepTimeModel, CalibrationProfile
 
 PERCENTILES = (50, 95, 99)
-CPU_KV_BYTES = 2 << 30          # KV cache a CPU run may take
-GPU_KV_SHARE = 0.5              # share of the GPU memory left free after the weights
+# KV cache a CPU run may take: a host's RAM is no pool size (the caller's budget from it would
+# be tens of GiB, every page touched up front); 256 MiB holds 8,192 blocks of the tiny model.
+CPU_KV_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,9 @@ class ValidationReport:
     model: str
     profile: str
     num_requests: int
-    num_blocks: int
+    num_blocks: int                 # the pool both runs used
+    num_blocks_requested: int       # the caller's (sizer's memory budget, or --num-blocks)
+    num_blocks_limit: str           # why fewer were used; "" when none were cut
     rows: list[Row]
     out_of_range_steps: int
     steps_predicted: int
@@ -73,7 +77,9 @@ class ValidationReport:
 
     def to_dict(self) -> dict:
         return {"device": self.device, "model": self.model, "profile": self.profile,
-                "num_requests": self.num_requests, "num_blocks": self.num_blocks, "engine_time_s": self.engine_time_s,
+                "num_requests": self.num_requests, "num_blocks": self.num_blocks,
+                "num_blocks_requested": self.num_blocks_requested, "num_blocks_limit": self.num_blocks_limit,
+                "engine_time_s": self.engine_time_s,
                 "out_of_range_steps": self.out_of_range_steps, "steps_predicted": self.steps_predicted,
                 "cached_prompt_tokens": self.cached_prompt_tokens, "preemptions": self.preemptions,
                 "mixed_steps": self.mixed_steps,
@@ -113,44 +119,48 @@ def compare(measured: Metrics, predicted: Metrics) -> list[Row]:
     return rows
 
 
-def default_num_blocks(cfg: EngineConfig, device: Device, scheduler: SchedulerConfig, block_size: int) -> int:
-    """Room for max_num_seqs sequences at max_model_len, capped by the memory at hand
-    (call after the weights are on the device)."""
+def device_block_limit(cfg: EngineConfig, device: Device, block_size: int, reserve_bytes: float) -> tuple[int, str]:
+    """KV blocks the device holds now (call after the weights are on it), and the rule: the
+    free GPU memory less `reserve_bytes` for the forward pass, or CPU_KV_BYTES on a CPU."""
     per_block = PagedKVCache.bytes_per_block(cfg.num_layers, block_size, cfg.num_kv_heads, cfg.head_dim, device.dtype)
-    want = scheduler.max_num_seqs * -(-(scheduler.max_model_len or 0) // block_size)
     if device.kind == "cuda":
-        budget = torch.cuda.mem_get_info()[0] * GPU_KV_SHARE
-    else:
-        budget = CPU_KV_BYTES
-    return max(1, min(want, int(budget // per_block)))
+        free = torch.cuda.mem_get_info()[0]
+        return (max(1, int((free - reserve_bytes) // per_block)),
+                f"free device memory {free / 2**30:.1f} GiB less {reserve_bytes / 2**30:.1f} GiB for the forward pass")
+    return CPU_KV_BYTES // per_block, f"the engine's CPU allowance of {CPU_KV_BYTES / 2**20:.0f} MiB"
 
 
-def validate(spec: ModelShape, profile: CalibrationProfile, device: Device, scheduler: SchedulerConfig,
-             num_blocks: int | None, block_size: int, enable_prefix_caching: bool, requests: list[Request],
-             seed: int = 0, weights: Path | None = None) -> ValidationReport:
-    """Run `requests` through the engine and the simulator; compare their latencies.
+def validate(spec: ModelShape, profile: CalibrationProfile, device: Device, config: SimulationConfig,
+             requests: list[Request], seed: int, weights: Path | None, reserve_bytes: float) -> ValidationReport:
+    """Run `requests` through the engine and the simulator, both as `config` says (one replica,
+    its scheduler and block pool; `scheduler.max_model_len` set); compare their latencies.
 
-    `scheduler.max_model_len` must be set; `num_blocks` None sizes the pool by
-    `default_num_blocks`; `weights` is a local safetensors checkpoint (random weights without).
+    The pool is capped by `device_block_limit` (`reserve_bytes`: what the forward pass needs
+    beside it on a GPU); `weights` is a local safetensors checkpoint (random weights without).
     """
+    if config.num_replicas != 1 or config.disaggregation is not None:
+        raise ValueError("the bundled engine runs one replica")
     header = profile.header
     cfg = engine_config(spec, tp=header.model.tp, scale=header.model.scale)
     kernels = select(header.kernels)
-    model = Transformer(cfg, device.dtype, device.torch_device, kernels, scheduler.max_model_len, seed)
+    model = Transformer(cfg, device.dtype, device.torch_device, kernels, config.replica.scheduler.max_model_len, seed)
     if weights is not None:
         load_weights(model, weights)
-    num_blocks = num_blocks or default_num_blocks(cfg, device, scheduler, block_size)
-    runner = EngineRunner(model, device, scheduler, num_blocks, block_size, enable_prefix_caching)
+    requested = config.replica.num_blocks
+    limit, rule = device_block_limit(cfg, device, config.replica.block_size, reserve_bytes)
+    replica = dataclasses.replace(config.replica, num_blocks=min(requested, limit))
+    runner = EngineRunner(model, device, replica)
     runner.warm_up()
     run = runner.run(copy.deepcopy(requests))
 
     step_model = CalibratedStepTimeModel(profile)
-    replica = ReplicaConfig(scheduler, num_blocks, block_size, enable_prefix_caching)
-    sim = simulate(SimulationConfig(replica), step_model, copy.deepcopy(requests), seed)
+    sim = simulate(dataclasses.replace(config, replica=replica), step_model, copy.deepcopy(requests), seed)
 
     return ValidationReport(
         device=device.name, model=spec.name, profile=str(profile.path), num_requests=len(requests),
-        num_blocks=num_blocks, rows=compare(engine_metrics(run), simulator_metrics(sim)),
+        num_blocks=replica.num_blocks, num_blocks_requested=requested,
+        num_blocks_limit=f"capped by {rule}" if limit < requested else "",
+        rows=compare(engine_metrics(run), simulator_metrics(sim)),
         out_of_range_steps=step_model.out_of_range_steps, steps_predicted=step_model.steps,
         engine_time_s=run.duration_s,
         cached_prompt_tokens=sum(r.num_cached_prompt_tokens for r in run.requests),

@@ -31,7 +31,7 @@ class DisaggregationConfig:
     num_decode_replicas: int
     kv_bytes_per_token: float
     interconnect_bytes_per_s: float
-    transfer_latency_s: float = 0.0
+    transfer_latency_s: float
 
     def __post_init__(self) -> None:
         if self.num_prefill_replicas < 1 or self.num_decode_replicas < 1:
@@ -44,7 +44,7 @@ class DisaggregationConfig:
 
 
 class Router:
-    def __init__(self, kind: str, balance_slack: int = 8):
+    def __init__(self, kind: str, balance_slack: int):
         if kind not in ROUTERS:
             raise ValueError(f"router must be one of {ROUTERS}, not {kind!r}")
         self.kind, self.balance_slack, self._next = kind, balance_slack, 0
@@ -94,7 +94,7 @@ class Cluster:
                                              self._done, fast_forward, check_invariants))
         self.entry_pool = self.replicas[:d.num_prefill_replicas] if d else self.replicas
         self.decode_pool = self.replicas[d.num_prefill_replicas:] if d else self.replicas
-        self._decode_router = Router("least_outstanding")
+        self._decode_router = Router("least_outstanding", router.balance_slack)   # KV lands on the least busy
         env.process(self._arrivals(requests))
 
     @property

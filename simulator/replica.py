@@ -73,14 +73,26 @@ class StepTimes:
 
 
 @dataclass(frozen=True)
+class SwapLink:
+    """What a swap preemption moves and how fast: KV bytes per token over the host link."""
+    kv_bytes_per_token: float
+    bytes_per_s: float
+
+
+@dataclass(frozen=True)
 class ReplicaConfig:
+    """One replica's engine: its scheduler, its KV block pool, and (for swap preemption) the
+    host link. Every field is given by the caller; nothing here defaults."""
     scheduler: SchedulerConfig
     num_blocks: int
-    block_size: int = 16
-    enable_prefix_caching: bool = True
-    tenant_isolation: bool = False
-    kv_bytes_per_token: float = 0.0        # prices swap traffic
-    swap_bytes_per_s: float = 32e9         # host link for swap (PCIe 4.0 x16 is about 32 GB/s)
+    block_size: int
+    enable_prefix_caching: bool
+    tenant_isolation: bool
+    swap: SwapLink | None                  # required when the scheduler preempts by swap
+
+    def __post_init__(self) -> None:
+        if self.scheduler.preemption_mode == "swap" and self.swap is None:
+            raise ValueError("preemption by swap needs a swap link (KV bytes per token, host bandwidth)")
 
 
 class Replica:
@@ -205,7 +217,7 @@ class Replica:
         swapped = step.swap_out_blocks + step.swap_in_blocks
         if swapped:
             cfg = self.config
-            dt += swapped * cfg.block_size * cfg.kv_bytes_per_token / cfg.swap_bytes_per_s
+            dt += swapped * cfg.block_size * cfg.swap.kv_bytes_per_token / cfg.swap.bytes_per_s
         return dt
 
     def _draw_accepted(self, step: ScheduledStep) -> dict[int, int]:

@@ -19,10 +19,10 @@ from simulator.step_batch import StepTimeModel
 @dataclass(frozen=True)
 class SimulationConfig:
     replica: ReplicaConfig
-    num_replicas: int = 1
-    router: str = "round_robin"             # round_robin | least_outstanding | prefix_aware
-    prefix_balance_slack: int = 8           # prefix_aware: max extra outstanding requests tolerated
-    disaggregation: DisaggregationConfig | None = None   # replaces num_replicas with two pools
+    num_replicas: int
+    router: str                             # round_robin | least_outstanding | prefix_aware
+    prefix_balance_slack: int               # prefix_aware: max extra outstanding requests tolerated
+    disaggregation: DisaggregationConfig | None          # replaces num_replicas with two pools
     fast_forward: bool = True               # apply runs of identical decode steps in one event
     check_invariants: bool = False          # verify KV block conservation after every event (slow)
 

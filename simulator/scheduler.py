@@ -27,15 +27,16 @@ __all__ = ["Scheduler", "SchedulerConfig", "ScheduledSeq", "ScheduledStep"]   # 
 
 @dataclass(frozen=True)
 class SchedulerConfig:
-    max_num_seqs: int = 256
-    max_num_batched_tokens: int = 8192
-    enable_chunked_prefill: bool = True
-    preemption_mode: str = "recompute"            # 'recompute' | 'swap'
-    long_prefill_token_threshold: int = 0         # cap on one prefill chunk; 0 = none
-    speculative: SpeculativeConfig | None = None
-    max_model_len: int | None = None              # prompt + output cap; longer requests are rejected
-    prefill_only: bool = False                    # disaggregated prefill worker: done at first token
-    reserve_full_kv: bool = False                 # admit only with blocks for the whole output, so
+    """Every field is given by the caller (sizer's resolve, or the engine's calibration sweep):
+    the scheduler has no defaults of its own."""
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    enable_chunked_prefill: bool
+    preemption_mode: str                          # 'recompute' | 'swap'
+    speculative: SpeculativeConfig | None
+    max_model_len: int | None                     # prompt + output cap; longer requests are rejected
+    prefill_only: bool                            # disaggregated prefill worker: done at first token
+    reserve_full_kv: bool                         # admit only with blocks for the whole output, so
                                                   # nothing is ever preempted (TensorRT-LLM's default)
 
     def __post_init__(self) -> None:
@@ -44,8 +45,6 @@ class SchedulerConfig:
                              f"{self.max_num_seqs} and {self.max_num_batched_tokens}")
         if self.preemption_mode not in ("recompute", "swap"):
             raise ValueError(f"preemption_mode must be 'recompute' or 'swap', not {self.preemption_mode!r}")
-        if self.long_prefill_token_threshold < 0:
-            raise ValueError("long_prefill_token_threshold must be >= 0")
 
     @property
     def num_speculative_tokens(self) -> int:
@@ -138,12 +137,12 @@ class Scheduler:
         step.group, step.group_tick = list(g.members), g.tick
         step.budget -= n
         step.ctx += g.context_tokens
-        step.pairs += g.context_tokens + n
+        step.pairs += g.context_tokens + n          # attention_pairs(1, c) = c + 1 per decode
         step.itl += n
 
     def _schedule_running(self, step: StepBuilder) -> None:
         running, bs = self._explicit, self.kv.block_size
-        gamma, cap = self.config.num_speculative_tokens, self.config.long_prefill_token_threshold
+        gamma = self.config.num_speculative_tokens
         decodes, contexts, prev, budget = step.decodes, step.decode_context, step.prev_s, step.budget
         plain_ctx = itl = 0                  # plain decodes (one token, no drafts), summed at the end
         i, n_running = 0, len(running)
@@ -166,7 +165,7 @@ class Scheduler:
             else:
                 decode = n == 1 and out > 0
                 spec = min(gamma, req.output_tokens - out - 1, budget - 1) if decode else 0
-                n = n + spec if decode else min(n, cap or n, budget)
+                n = n + spec if decode else min(n, budget)
                 if not self._make_room(req, n, step):
                     break
                 n_running = len(running)
@@ -175,7 +174,7 @@ class Scheduler:
             i += 1
         step.budget = budget
         step.ctx += plain_ctx
-        step.pairs += plain_ctx
+        step.pairs += plain_ctx                     # their + 1 each: StepBuilder.build
         step.itl += itl
 
     def _make_room(self, req: Request, n: int, step: StepBuilder) -> bool:
@@ -189,7 +188,7 @@ class Scheduler:
 
     def _schedule_waiting(self, step: StepBuilder, now: float) -> None:
         cfg, kv, waiting, running = self.config, self.kv, self.waiting, self._explicit
-        gamma, cap = cfg.num_speculative_tokens, cfg.long_prefill_token_threshold
+        gamma = cfg.num_speculative_tokens
         while waiting and step.budget > 0 and len(running) + len(self._group.members) < cfg.max_num_seqs:
             req = waiting[0]
             hit_blocks, hit_free = kv.count_computed_blocks(req) if req.num_computed_tokens == 0 else (0, 0)
@@ -200,7 +199,7 @@ class Scheduler:
             if not cfg.enable_chunked_prefill and n > step.budget:
                 return
             spec = min(gamma, req.remaining_output_tokens - 1, step.budget - 1) if decode and gamma else 0
-            n = n + spec if decode else min(n, cap or n, step.budget)
+            n = n + spec if decode else min(n, step.budget)
             swapped = req.status is Status.SWAPPED
             final = self._final_blocks(req) if cfg.reserve_full_kv else 0
             if final and final > kv.num_free_blocks - max(0, self._reserved_blocks - kv.num_used_blocks):
@@ -326,9 +325,7 @@ class Scheduler:
         if explicit:
             tail = explicit[0]
             tail_tokens = tail.prompt_tokens - tail.num_computed_tokens
-            cap = cfg.long_prefill_token_threshold
-            if (tail.num_output_tokens or len(g.members) + tail_tokens > cfg.max_num_batched_tokens
-                    or (cap and tail_tokens > cap)):
+            if tail.num_output_tokens or len(g.members) + tail_tokens > cfg.max_num_batched_tokens:
                 return None
             limit = min(limit, tail.output_tokens)
         if not g.members and tail is None:

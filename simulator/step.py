@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from simulator.request import Request
-from simulator.step_batch import StepBatch
+from simulator.step_batch import StepBatch, attention_pairs
 
 
 @dataclass(slots=True)
@@ -69,7 +69,7 @@ class DecodeRun:
     def tail_shape(self) -> tuple[int, int, int, int, int, int, int]:
         """The first step's StepBatch fields when it also runs the tail's last prompt tokens."""
         n, ctx, m, c = self.num_seqs, self.context_tokens, self.tail_tokens, self.tail.num_computed_tokens
-        return n + 1, n + m, ctx + c, ctx + n + m * c + m * (m + 1) // 2, 1, m, 0
+        return n + 1, n + m, ctx + c, ctx + n + attention_pairs(m, c), 1, m, 0      # n decodes: ctx + n pairs
 
     def decode_start(self) -> tuple[int, int]:
         """(sequences, context tokens) of the first plain decode step, after any tail step;
@@ -84,7 +84,7 @@ class DecodeRun:
             yield StepBatch(*self.tail_shape())
         n, ctx = self.decode_start()
         while True:
-            yield StepBatch(n, n, ctx, ctx + n)
+            yield StepBatch(n, n, ctx, ctx + n)        # n decodes: attention_pairs(1, c) = c + 1 each
             ctx += n
 
 
@@ -115,7 +115,7 @@ class StepBuilder:
         self.others.append(ScheduledSeq(req, n, c, not decode, samples, spec))
         self.new += n
         self.ctx += c
-        self.pairs += n * c + n * (n + 1) // 2
+        self.pairs += attention_pairs(n, c)
         if decode:
             if req.last_token_s == self.prev_s:
                 self.itl += 1

@@ -12,13 +12,19 @@ from __future__ import annotations
 from typing import Iterable, NamedTuple, Protocol
 
 
+def attention_pairs(new_tokens: int, context_tokens: int) -> int:
+    """Query-key pairs of one sequence in one step: each of its n new tokens attends to the c
+    cached ones and to the new ones up to itself, n c + n (n + 1) / 2 (a decode: c + 1)."""
+    return new_tokens * context_tokens + new_tokens * (new_tokens + 1) // 2
+
+
 class StepBatch(NamedTuple):
     """Immutable sums over a step's sequences (a NamedTuple: built once per simulated step, so cheap to build)."""
 
     num_seqs: int = 0
     new_tokens: int = 0            # tokens through the GEMMs this step, all sequences
     context_tokens: int = 0        # KV tokens already cached, read by attention, all sequences
-    attention_pairs: int = 0       # query-key pairs: sum of n*c + n*(n+1)/2 per sequence
+    attention_pairs: int = 0       # query-key pairs: sum of attention_pairs(n, c) per sequence
     prefill_seqs: int = 0          # sequences with more than one new token that are prefilling
     prefill_tokens: int = 0        # new tokens of those sequences
     draft_tokens: int = 0          # speculative tokens proposed this step (priced by the proposer)
@@ -34,7 +40,7 @@ class StepBatch(NamedTuple):
         num = len(seqs)
         new = sum(n for n, _ in seqs)
         ctx = sum(c for _, c in seqs)
-        pairs = sum(n * c + n * (n + 1) // 2 for n, c in seqs)
+        pairs = sum(attention_pairs(n, c) for n, c in seqs)
         pf_seqs = sum(1 for f in flags if f)
         pf_tokens = sum(n for (n, _), f in zip(seqs, flags) if f)
         return StepBatch(num, new, ctx, pairs, pf_seqs, pf_tokens)

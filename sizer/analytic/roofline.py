@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sizer.inputs.hardware import HardwareSpec
+from sizer.errors import InputError
+from sizer.inputs.hardware import HardwareSpec, scale_up_link
 from sizer.analytic.memory import KVLayout, WeightMemory
 from sizer.inputs.model_spec import ModelSpec
 from sizer.analytic.parallel import ParallelConfig, comm_per_step, layers_per_stage, shard_fraction
-from simulator.step_batch import StepBatch
+from simulator.step_batch import StepBatch, attention_pairs
 from sizer.analytic.weights import EXPERT, LM_HEAD, WeightFormat, group_bytes, linear_groups, parameter_count, plain_bytes_per_value
 
 # Assumptions (replace with a calibrated profile): printed by the plan.
@@ -47,6 +48,9 @@ class RooflineStepTimeModel:
     def __init__(self, model: ModelSpec, hardware: HardwareSpec, weights_format: WeightFormat, weights: WeightMemory,
                  kv: KVLayout, parallel: ParallelConfig, group_size: int = 128,
                  step_overhead_s: float = STEP_OVERHEAD_S):
+        if not hardware.has_datasheet:
+            raise InputError(None, "hardware.gpu", f"{hardware.name} has no datasheet figures to price steps with; "
+                             "steps on it are measured (sizer calibrate, then sizer validate)")
         self.model, self.hardware, self.parallel, self.kv = model, hardware, parallel, kv
         self.name = f"roofline on {hardware.name} (efficiency: compute {hardware.compute_efficiency:.0%}, bandwidth {hardware.bandwidth_efficiency:.0%})"
         self.step_overhead_s = step_overhead_s
@@ -55,8 +59,7 @@ class RooflineStepTimeModel:
         self.gemm_flops_per_s = hardware.peak_flops(compute_fmt) * hardware.compute_efficiency
         self.attn_flops_per_s = hardware.peak_flops("bf16") * hardware.compute_efficiency
         self.bytes_per_s = hardware.memory_bandwidth_bytes_per_s * hardware.bandwidth_efficiency
-        link = hardware.interconnect_bytes_per_s_per_direction or hardware.pcie_bytes_per_s_per_direction or 1e10
-        self.link_bytes_per_s = float(link)
+        self.link_bytes_per_s = scale_up_link(hardware).bytes_per_s_per_direction
         self.comm = comm_per_step(model, parallel)
         self._shares(weights_format, weights, group_size)
         self._coefficients()
@@ -163,7 +166,7 @@ def prefill_time_s(model: RooflineStepTimeModel, prompt_tokens: int, chunk_token
 def decode_batch(batch_size: int, context_tokens: int) -> StepBatch:
     """`batch_size` sequences each decoding one token on `context_tokens` of context."""
     return StepBatch(num_seqs=batch_size, new_tokens=batch_size, context_tokens=batch_size * context_tokens,
-                     attention_pairs=batch_size * (context_tokens + 1))
+                     attention_pairs=batch_size * attention_pairs(1, context_tokens))
 
 
 def compute_bound_batch(model: RooflineStepTimeModel, context_tokens: int, limit: int = 1 << 16) -> int | None:

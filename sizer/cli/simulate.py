@@ -10,8 +10,17 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
 
+from simulator.cluster import ROUTERS
+from simulator.metrics import summarise
 from sizer.errors import InputError
+from sizer.inputs.scenario import load_scenario
+from sizer.sizing.resolve import resolve
+from sizer.sizing.search import slo_of
+from sizer.sizing.simulate import DEFAULT_ROUTER, simulate_scenario
 
 PROGRESS_FROM_REQUESTS = 5000       # show a progress bar for runs at least this long
 
@@ -22,7 +31,7 @@ def command(
     requests_csv: Optional[Path] = typer.Option(None, "--requests-csv", help="write one row per request to this CSV"),
     num_requests: Optional[int] = typer.Option(None, "--num-requests", min=1, help="simulate N requests (default: the scenario's)"),
     replicas: Optional[int] = typer.Option(None, "--replicas", min=1, help="replicas behind the router (default: deployment.replicas, else 1)"),
-    router: str = typer.Option("least_outstanding", "--router", help="round_robin, least_outstanding or prefix_aware"),
+    router: str = typer.Option(DEFAULT_ROUTER, "--router", help="round_robin, least_outstanding or prefix_aware"),
 ) -> None:
     """Simulated TTFT, ITL, TPOT, E2E (p50/p95/p99), throughput, goodput and prefix-cache hits."""
     scenario_obj, result, summary = run(scenario, num_requests, replicas, router, show_progress=not as_json)
@@ -31,19 +40,10 @@ def command(
     if as_json:
         typer.echo(json.dumps(to_dict(scenario_obj.name, summary), indent=2))
         return
-    from rich.console import Console
-
     render(scenario_obj.name, summary, Console(), requests_csv)
 
 
 def run(path: Path, num_requests: int | None, replicas: int | None, router: str, show_progress: bool):
-    from simulator.cluster import ROUTERS
-    from simulator.metrics import summarise
-    from sizer.sizing.search import slo_of
-    from sizer.sizing.resolve import resolve
-    from sizer.inputs.scenario import load_scenario
-    from sizer.sizing.simulate import simulate_scenario
-
     if router not in ROUTERS:
         raise InputError(None, "--router", f"{router!r}; expected one of {', '.join(ROUTERS)}")
     s = load_scenario(path)
@@ -51,8 +51,6 @@ def run(path: Path, num_requests: int | None, replicas: int | None, router: str,
     total = min(num_requests or s.workload.num_requests, (s.workload.trace.max_requests or 1 << 62)
                 if s.workload.trace else 1 << 62)
     if show_progress and total >= PROGRESS_FROM_REQUESTS:
-        from rich.progress import Progress
-
         with Progress(transient=True) as bar:
             task = bar.add_task("simulating", total=total)
             result = simulate_scenario(r, num_requests, replicas, router, lambda done: bar.update(task, completed=done))
@@ -72,8 +70,6 @@ def to_dict(name: str, summary) -> dict:
 
 
 def render(name: str, m, console, requests_csv: Path | None) -> None:
-    from rich.table import Table
-
     lat = Table(title=f"sizer simulate: {name} ({m.num_finished:,} finished, {m.num_rejected:,} rejected)")
     for col in ("latency", "p50 ms", "p95 ms", "p99 ms", "mean ms"):
         lat.add_column(col, justify="left" if col == "latency" else "right")

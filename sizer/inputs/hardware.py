@@ -1,7 +1,10 @@
-"""Accelerator profiles: datasheet figures with their sources, from `hardware_profiles/*.yaml`."""
+"""Accelerator profiles: datasheet figures with their sources, from `hardware_profiles/*.yaml`;
+the links between GPUs and to the host, with the one fallback for a profile that lacks a figure;
+and the host CPU the bundled engine runs on (`hardware: cpu`)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -10,6 +13,14 @@ import yaml
 
 from hardware_profiles import PROFILES_DIR
 from sizer.errors import InputError
+
+# PCIe x16, bytes per second in one direction, by generation: PCI-SIG's x16 figures are 64, 128 and
+# 256 GB/s bidirectional for PCIe 4.0 (16 GT/s per lane), 5.0 (32 GT/s) and 6.0 (64 GT/s), halved here
+# (https://pcisig.com/specifications, "PCI Express Base Specification" bandwidth table).
+PCIE_X16_BYTES_PER_S_PER_DIRECTION = {4: 32e9, 5: 64e9, 6: 128e9}
+# A profile with no PCIe generation at all is assumed to be the slowest on current accelerators.
+PCIE_GEN_ASSUMED = 4
+HOST_CPU = "cpu"        # `hardware: cpu`: the machine the bundled engine runs on, not a datasheet profile
 
 # libyaml's loader reads the ~20 profiles about 5x faster than the pure-Python one (every command pays it).
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -32,10 +43,12 @@ class HardwareSpec:
     bandwidth_efficiency_source: str
     interconnect_type: str
     interconnect_bytes_per_s_per_direction: float | None
+    pcie_gen: int | None
     pcie_bytes_per_s_per_direction: float | None
     price_usd_per_gpu_hour: float | None
     price_rule: str
     sources: tuple[str, ...]
+    has_datasheet: bool = True                     # False for the host CPU: no figures a roofline could use
 
     def peak_flops(self, fmt: str) -> float:
         """Dense peak for a compute format, falling back to bf16 when the format has no datapath."""
@@ -70,6 +83,7 @@ def _from_yaml(data: dict, path: Path) -> HardwareSpec:
             bandwidth_efficiency_source=str(eff.get("memory_bandwidth_source", "")),
             interconnect_type=str(link.get("type", "none")),
             interconnect_bytes_per_s_per_direction=link.get("bytes_per_s_per_direction"),
+            pcie_gen=pcie.get("gen"),
             pcie_bytes_per_s_per_direction=pcie.get("bytes_per_s_per_direction"),
             price_usd_per_gpu_hour=price.get("usd_per_gpu_hour"),
             price_rule=str(price.get("rule", "")),
@@ -96,3 +110,54 @@ def load_hardware(name: str, file: str | None = None, field_path: str = "hardwar
             return spec
     known = ", ".join(sorted(all_profiles()))
     raise InputError(file, field_path, f"unknown GPU {name!r}; expected one of: {known}")
+
+
+def host_cpu() -> HardwareSpec:
+    """The host CPU (`hardware: cpu`), where the bundled engine runs for `sizer validate`: its
+    memory is the machine's RAM as the OS reports it; it has no datasheet figures, so its steps
+    are priced only by a calibrated profile."""
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return HardwareSpec(
+        id=HOST_CPU, name="host CPU", aliases=(), memory_bytes=ram, memory_as_printed=f"{ram / 2**30:.1f} GiB",
+        memory_source="physical memory as the OS reports it", memory_bandwidth_bytes_per_s=0.0, peak_flops_per_s={},
+        supported_formats=(), compute_efficiency=1.0, compute_efficiency_source="", bandwidth_efficiency=1.0,
+        bandwidth_efficiency_source="", interconnect_type="none", interconnect_bytes_per_s_per_direction=None,
+        pcie_gen=None, pcie_bytes_per_s_per_direction=None, price_usd_per_gpu_hour=None, price_rule="", sources=(),
+        has_datasheet=False)
+
+
+def scenario_hardware(name: str, file: str | None, field_path: str = "hardware.gpu") -> HardwareSpec:
+    """A scenario's `hardware.gpu`: a profile by id or alias, or `cpu` for the host CPU."""
+    return host_cpu() if str(name).lower() == HOST_CPU else load_hardware(name, file, field_path)
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link's bandwidth in one direction and where the figure comes from."""
+    bytes_per_s_per_direction: float
+    source: str
+    assumed: bool          # the profile lacks the figure: a fallback stands in (the plan states it)
+
+
+def host_link(hw: HardwareSpec) -> Link:
+    """The GPU's link to the host (x16, one direction): the profile's figure, else PCI-SIG's for
+    the profile's PCIe generation, else for PCIe Gen 4."""
+    if hw.pcie_bytes_per_s_per_direction:
+        return Link(float(hw.pcie_bytes_per_s_per_direction), f"PCIe Gen {hw.pcie_gen} x16 ({hw.id} profile)", False)
+    gen = hw.pcie_gen if hw.pcie_gen in PCIE_X16_BYTES_PER_S_PER_DIRECTION else PCIE_GEN_ASSUMED
+    why = ("the profile gives its PCIe generation but no figure" if gen == hw.pcie_gen
+           else "the profile gives no PCIe figure")
+    bw = PCIE_X16_BYTES_PER_S_PER_DIRECTION[gen]
+    return Link(bw, f"PCIe Gen {gen} x16, {bw / 1e9:.0f} GB/s per direction per PCI-SIG ({why})", True)
+
+
+def scale_up_link(hw: HardwareSpec) -> Link:
+    """The link between the GPUs of one replica (collectives, KV transfer): the profile's
+    interconnect, else its host link (PCIe)."""
+    if hw.interconnect_bytes_per_s_per_direction:
+        return Link(float(hw.interconnect_bytes_per_s_per_direction), f"{hw.interconnect_type} ({hw.id} profile)",
+                    False)
+    host = host_link(hw)
+    return Link(host.bytes_per_s_per_direction,
+                f"no interconnect figure in the {hw.id} profile ({hw.interconnect_type}); its host link: {host.source}",
+                True)

@@ -177,7 +177,7 @@ VALUE_FLAGS = {
     "--data-parallel-size": ("data_parallel_size", _INT), "-dp": ("data_parallel_size", _INT),
     "--max-model-len": ("max_model_len", _INT), "--max-num-seqs": ("max_num_seqs", _INT),
     "--max-num-batched-tokens": ("max_num_batched_tokens", _INT), "--block-size": ("block_size", _INT),
-    "--gpu-memory-utilization": ("gpu_memory_utilization", _FLOAT), "--swap-space": ("swap_space_gib", _FLOAT),
+    "--gpu-memory-utilization": ("gpu_memory_utilization", _FLOAT),
     "--quantization": ("quantization", "quantization"), "-q": ("quantization", "quantization"),
     "--kv-cache-dtype": ("kv_cache_dtype", "kv"), "--dtype": ("dtype", "dtype"),
     "--speculative-config": ("speculative_config", "json"), "--model": ("model", "str"),

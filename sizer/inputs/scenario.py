@@ -45,6 +45,14 @@ class SpeculativeSection:
 
 
 @dataclass(frozen=True)
+class DisaggregatedSection:
+    prefill_replicas: int = field(ge=1, doc="replicas that only prefill: a request leaves them at its first token")
+    decode_replicas: int = field(ge=1, doc="replicas that decode, each request's KV sent over from a prefill replica")
+    kv_transfer_bytes_per_s: float | None = field(None, gt=0, doc="KV transfer bandwidth per GPU, one direction; "
+                                                  "default the GPU's interconnect (else its PCIe link), as the plan states")
+
+
+@dataclass(frozen=True)
 class DeploymentSection:
     engine: Engine = field("vllm", doc="serving engine whose scheduling defaults apply to fields left out")
     tensor_parallel_size: int = field(1, ge=1, doc="GPUs each layer's matrices are split across")
@@ -64,9 +72,8 @@ class DeploymentSection:
     enable_prefix_caching: bool | None = field(None, doc="reuse KV blocks of shared prompt prefixes")
     prefix_cache_tenant_isolation: bool = field(False, doc="scope the prefix cache per tenant")
     preemption_mode: Literal["recompute", "swap"] | None = field(None, doc="what happens to a sequence when KV blocks run out")
-    swap_space_gib: float = field(4.0, ge=0.0, doc="host memory per GPU for swapped-out KV (GiB)")
     speculative_config: SpeculativeSection | None = field(None, doc="speculative decoding")
-    disaggregated: dict | None = field(None, doc="prefill/decode pools: {prefill_replicas: N, decode_replicas: M}")
+    disaggregated: DisaggregatedSection | None = field(None, doc="separate prefill and decode pools (replaces replicas)")
 
 
 @dataclass(frozen=True)
@@ -219,12 +226,6 @@ def check_scenario(s: Scenario) -> None:
     spec = d.speculative_config
     if spec and spec.method == "draft_model" and not spec.model:
         raise InputError(f, "deployment.speculative_config.model", "missing; method draft_model needs a draft model")
-    if d.disaggregated is not None:
-        for key, value in d.disaggregated.items():
-            if key not in ("prefill_replicas", "decode_replicas"):
-                raise InputError(f, f"deployment.disaggregated.{key}", "unknown key; expected prefill_replicas, decode_replicas")
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(f, f"deployment.disaggregated.{key}", f"expected an integer >= 1, got {value!r}")
 
 
 def _check_distribution(d: Distribution, path: str, f: str | None) -> None:

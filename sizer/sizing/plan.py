@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 from simulator.speculative import expected_tokens_per_step
 from sizer.analytic.capacity import Capacity, littles_law
-from sizer.analytic.memory import (CUDA_CONTEXT_BYTES, GB, NCCL_BUFFER_BYTES, GiB, KVLayout, MemoryBudget, WeightMemory,
-                          kv_layout, memory_budget, weight_memory)
+from sizer.analytic.memory import CUDA_CONTEXT_BYTES, GB, NCCL_BUFFER_BYTES, GiB, KVLayout, MemoryBudget, WeightMemory
 from sizer.analytic.parallel import comm_per_step, kv_heads_per_gpu
 from sizer.analytic.roofline import (COLLECTIVE_LATENCY_S, RooflineStepTimeModel, compute_bound_batch, decode_batch,
                         prefill_time_s)
@@ -132,27 +131,14 @@ class Plan:
         return dataclasses.asdict(self)
 
 
-def weights_and_kv(r: Resolved) -> tuple[WeightMemory, KVLayout]:
-    """The weights in their format and the KV layout, after the split."""
-    weights = weight_memory(r.model, r.weight_format, r.parallel, r.group_size, r.scenario.model.num_parameters)
-    return weights, kv_layout(r.model, r.kv_cache_dtype, r.parallel)
-
-
 def memory_of(r: Resolved) -> tuple[WeightMemory, KVLayout, MemoryBudget]:
-    """Weights, KV layout and the per-GPU memory budget of a resolved scenario."""
-    weights, kv = weights_and_kv(r)
-    e = r.engine
-    budget = memory_budget(r.model, r.hardware.memory_bytes, weights, kv, r.parallel,
-                           r.scenario.deployment.gpu_memory_utilization, e.block_size, e.max_model_len,
-                           e.max_num_batched_tokens, e.max_num_seqs)
-    return weights, kv, budget
+    """Weights, KV layout and the per-GPU memory budget of a resolved scenario (resolve computes them)."""
+    return r.weights, r.kv, r.memory
 
 
-def roofline_for(r: Resolved, weights: WeightMemory | None = None, kv: KVLayout | None = None) -> RooflineStepTimeModel:
-    """The roofline step-time model of a resolved scenario (pass weights and KV when at hand)."""
-    if weights is None or kv is None:
-        weights, kv = weights_and_kv(r)
-    return RooflineStepTimeModel(r.model, r.hardware, r.weight_format, weights, kv, r.parallel, r.group_size)
+def roofline_for(r: Resolved) -> RooflineStepTimeModel:
+    """The roofline step-time model of a resolved scenario."""
+    return RooflineStepTimeModel(r.model, r.hardware, r.weight_format, r.weights, r.kv, r.parallel, r.group_size)
 
 
 def step_model_for(r: Resolved, roofline: RooflineStepTimeModel | None = None):
@@ -212,7 +198,7 @@ def make_plan(r: Resolved) -> Plan:
     s, m, hw, p, e = r.scenario, r.model, r.hardware, r.parallel, r.engine
     d, w = s.deployment, s.workload
     weights, kv, budget = memory_of(r)
-    roofline = roofline_for(r, weights, kv)
+    roofline = roofline_for(r)
     step = step_model_for(r, roofline)
     if w.trace is None:
         prompt_mean, output_mean = mean_length(w.prompt_tokens), mean_length(w.output_tokens)
@@ -303,7 +289,7 @@ def assumptions(r: Resolved, step: RooflineStepTimeModel) -> list[str]:
         "pipeline parallelism: a step's latency is the sum of its stages (no micro-batch overlap)",
         "engine settings: " + ", ".join(f"{k} from {v}" for k, v in r.engine.sources.items()),
         f"price: {r.price_source}",
-    ] + ([calibration_note(r)] if r.calibrated_profile else [])
+    ] + list(r.link_notes) + ([calibration_note(r)] if r.calibrated_profile else [])
 
 
 def calibration_note(r: Resolved) -> str:

@@ -33,7 +33,9 @@ _VLLM_SRC = (("block_size", "vLLM CacheConfig.DEFAULT_BLOCK_SIZE"),
              ("max_num_seqs", "vllm/engine/arg_utils.py, API server on a GPU under 70 GiB or an A100"),
              ("enable_chunked_prefill", "vLLM V1: chunked prefill always on"),
              ("enable_prefix_caching", "vLLM V1: prefix caching on by default"),
-             ("preemption_mode", "vLLM optimization guide: preempted requests are recomputed"))
+             ("preemption_mode", "vLLM optimization guide: preempted requests are recomputed"),
+             ("reserve_full_kv", "vLLM V1 scheduler: blocks are allocated as tokens come, "
+                                 "preempting when they run out"))
 
 PRESETS: dict[str, EnginePreset] = {p.engine: p for p in (
     EnginePreset("vllm", 16, 2048, 256, True, True, "hashed-blocks", "recompute", sources=_VLLM_SRC),
@@ -44,7 +46,9 @@ PRESETS: dict[str, EnginePreset] = {p.engine: p for p in (
     EnginePreset("tensorrt-llm", 32, 8192, 2048, False, True, "radix-tree", "recompute", reserve_full_kv=True,
                  sources=(("block_size", "TensorRT-LLM KvCacheConfig.tokens_per_block = 32"),
                           ("enable_prefix_caching", "TensorRT-LLM KvCacheConfig.enable_block_reuse = True"),
-                          ("preemption_mode", "TensorRT-LLM GUARANTEED_NO_EVICT scheduler: never paused"))),
+                          ("preemption_mode", "TensorRT-LLM GUARANTEED_NO_EVICT scheduler: never paused"),
+                          ("reserve_full_kv", "TensorRT-LLM GUARANTEED_NO_EVICT scheduler: admits a request only "
+                                              "with KV for its whole output"))),
     EnginePreset("lmdeploy", 128, 8192, 64, True, False, "hashed-blocks", "recompute",
                  sources=(("block_size", "LMDeploy TurboMind config doc example: cache_block_seq_len = 128"),
                           ("max_num_seqs", "LMDeploy TurboMind config doc example: max_batch_size = 64"))),

@@ -1,16 +1,32 @@
-"""Turn a validated Scenario into concrete specs: model, hardware, split, formats, engine defaults."""
+"""Turn a validated Scenario into concrete specs: model, hardware, split, formats, engine
+settings with where each came from, the memory budget, and the executors' configuration.
+
+`resolve` is the one place engine defaults are applied: the `SchedulerConfig` and
+`ReplicaConfig` it emits (KV blocks from the memory budget, `reserve_full_kv`, the swap link)
+are what the simulator and the bundled engine both run, so `sizer simulate`, `sizer plan`
+and `sizer validate` cannot disagree on them.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sizer.errors import InputError
-from sizer.inputs.hardware import HardwareSpec, load_hardware
-from sizer.analytic.memory import GiB
-from sizer.inputs.model_spec import ModelSpec, from_hf_config, load_config
+from simulator.cluster import DisaggregationConfig
+from simulator.replica import ReplicaConfig, SwapLink
+from simulator.scheduler import SchedulerConfig
+from simulator.speculative import SpeculativeConfig
+from sizer.analytic.memory import GiB, KVLayout, MemoryBudget, WeightMemory, kv_layout, memory_budget, weight_memory
 from sizer.analytic.parallel import ParallelConfig, validate_split
-from sizer.inputs.scenario import Scenario, scenario_dir
+from sizer.analytic.roofline import RooflineStepTimeModel
 from sizer.analytic.weights import WeightFormat, weight_format
+from sizer.errors import InputError
+from sizer.inputs.hardware import HardwareSpec, Link, host_link, scale_up_link, scenario_hardware
+from sizer.inputs.model_spec import ModelSpec, from_hf_config, load_config, load_model
+from sizer.inputs.scenario import Scenario, scenario_dir
+from sizer.sizing.presets import engine_defaults, preset
+
+# Assumption: a disaggregated KV transfer costs its bytes over the link and nothing more.
+KV_TRANSFER_LATENCY_S = 0.0
 
 
 @dataclass(frozen=True)
@@ -24,6 +40,7 @@ class EngineSettings:
     enable_prefix_caching: bool
     prefix_cache_kind: str               # "hashed-blocks" (vLLM) or "radix-tree" (SGLang)
     preemption_mode: str
+    reserve_full_kv: bool                # admit only with KV for the whole output (never preempt)
     max_model_len: int
     sources: dict[str, str]
 
@@ -38,9 +55,19 @@ class Resolved:
     group_size: int                  # AWQ/GPTQ scale group: the checkpoint's, else the scenario's
     kv_cache_dtype: str
     engine: EngineSettings
+    weights: WeightMemory
+    kv: KVLayout
+    memory: MemoryBudget             # one GPU of one replica; its kv_blocks size the pool
+    replica: ReplicaConfig           # what the simulator and the engine run (num_blocks 0 if nothing fits)
+    disaggregation: DisaggregationConfig | None
+    link_notes: tuple[str, ...]      # fallbacks for link figures the hardware profile lacks
     price_usd_per_gpu_hour: float | None
     price_source: str
     calibrated_profile: object | None = None     # engine.profile.CalibrationProfile
+
+    @property
+    def scheduler(self) -> SchedulerConfig:
+        return self.replica.scheduler
 
 
 def model_of(s: Scenario) -> ModelSpec:
@@ -56,25 +83,66 @@ def model_of(s: Scenario) -> ModelSpec:
 
 
 def resolve(s: Scenario) -> Resolved:
-    """Everything the planner needs, with engine defaults filled in; raises InputError."""
-    from sizer.sizing.presets import engine_defaults
-
+    """Everything the planner and the executors need, with engine defaults filled in; raises InputError."""
     model = model_of(s)
-    hardware = load_hardware(s.hardware.gpu, s.file, "hardware.gpu")
+    hardware = scenario_hardware(s.hardware.gpu, s.file, "hardware.gpu")
     d = s.deployment
-    parallel = ParallelConfig(d.tensor_parallel_size, d.pipeline_parallel_size, d.data_parallel_size, d.enable_expert_parallel)
+    parallel = ParallelConfig(d.tensor_parallel_size, d.pipeline_parallel_size, d.data_parallel_size,
+                              d.enable_expert_parallel)
     validate_split(model, parallel, s.file)
     fmt, group_size = weight_format(model, d.quantization, d.quantization_group_size, s.file)
     kv_dtype = d.kv_cache_dtype
     if kv_dtype == "auto":
         # vLLM caches KV in the serving dtype: the plain format's, else the checkpoint's 16-bit type
-        kv_dtype = fmt.name if fmt.name in ("bf16", "fp16", "fp32") else "bf16" if model.torch_dtype == "bfloat16" else "fp16"
+        kv_dtype = (fmt.name if fmt.name in ("bf16", "fp16", "fp32")
+                    else "bf16" if model.torch_dtype == "bfloat16" else "fp16")
+    engine = engine_settings(s, model, hardware)
+    weights = weight_memory(model, fmt, parallel, group_size, s.model.num_parameters)
+    kv = kv_layout(model, kv_dtype, parallel)
+    budget = memory_budget(model, hardware.memory_bytes, weights, kv, parallel, d.gpu_memory_utilization,
+                           engine.block_size, engine.max_model_len, engine.max_num_batched_tokens, engine.max_num_seqs)
+    scale_up, host = scale_up_link(hardware), host_link(hardware)
+    try:
+        scheduler = SchedulerConfig(engine.max_num_seqs, engine.max_num_batched_tokens, engine.enable_chunked_prefill,
+                                    engine.preemption_mode, _speculative(s, hardware, parallel, group_size, kv_dtype),
+                                    engine.max_model_len, prefill_only=False, reserve_full_kv=engine.reserve_full_kv)
+    except ValueError as exc:
+        raise InputError(s.file, "deployment", str(exc)) from None
+    swap = (SwapLink(kv.bytes_per_token_per_gpu, host.bytes_per_s_per_direction)
+            if engine.preemption_mode == "swap" else None)
+    replica = ReplicaConfig(scheduler, budget.kv_blocks, engine.block_size, engine.enable_prefix_caching,
+                            d.prefix_cache_tenant_isolation, swap)
+    disagg, g = None, d.disaggregated
+    if g:
+        disagg = DisaggregationConfig(g.prefill_replicas, g.decode_replicas, kv.bytes_per_token_per_gpu,
+                                      g.kv_transfer_bytes_per_s or scale_up.bytes_per_s_per_direction,
+                                      KV_TRANSFER_LATENCY_S)
+    notes = []
+    if scale_up.assumed and (parallel.gpus_per_replica > 1 or (g and not g.kv_transfer_bytes_per_s)):
+        notes.append(_link_note("link between GPUs (collectives, KV transfer)", scale_up))
+    if host.assumed and swap is not None:
+        notes.append(_link_note("host link (swap)", host))
+    if s.cost.price_usd_per_gpu_hour is not None:
+        price, price_source = s.cost.price_usd_per_gpu_hour, "scenario"
+    else:
+        price, price_source = hardware.price_usd_per_gpu_hour, f"hardware profile {hardware.id} ({hardware.price_rule})"
+    profile = _calibrated_profile(s, model, parallel) if s.hardware.calibrated_profile else None
+    return Resolved(s, model, hardware, parallel, fmt, group_size, kv_dtype, engine, weights, kv, budget, replica,
+                    disagg, tuple(notes), price, price_source, profile)
+
+
+def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> EngineSettings:
+    """The scenario's scheduling fields, else its engine's defaults on this hardware, each with its source."""
+    d = s.deployment
     max_len = d.max_model_len or model.max_position_embeddings
     if not max_len:
         raise InputError(s.file, "deployment.max_model_len", "missing and the model states no max_position_embeddings")
     if model.max_position_embeddings and max_len > model.max_position_embeddings:
-        raise InputError(s.file, "deployment.max_model_len", f"{max_len} exceeds the model's max_position_embeddings {model.max_position_embeddings}")
-    defaults = engine_defaults(d.engine, hardware.memory_bytes / GiB, hardware.name)
+        raise InputError(s.file, "deployment.max_model_len",
+                         f"{max_len} exceeds the model's max_position_embeddings {model.max_position_embeddings}")
+    # The engines' device rules are about GPUs; the host CPU (validate) takes the plain preset.
+    defaults = engine_defaults(d.engine, hardware.memory_bytes / GiB, hardware.name) if hardware.has_datasheet \
+        else preset(d.engine)
     sources = {}
 
     def pick(name: str):
@@ -85,32 +153,47 @@ def resolve(s: Scenario) -> Resolved:
         sources[name] = f"{d.engine} default ({defaults.source(name)})"
         return getattr(defaults, name)
 
-    engine = EngineSettings(
-        engine=d.engine,
-        block_size=pick("block_size"),
-        max_num_seqs=pick("max_num_seqs"),
-        max_num_batched_tokens=pick("max_num_batched_tokens"),
-        enable_chunked_prefill=pick("enable_chunked_prefill"),
-        enable_prefix_caching=pick("enable_prefix_caching"),
-        prefix_cache_kind=defaults.prefix_cache_kind,
-        preemption_mode=pick("preemption_mode"),
-        max_model_len=max_len,
-        sources=sources,
-    )
+    block_size, max_num_seqs = pick("block_size"), pick("max_num_seqs")
+    max_num_batched_tokens, chunked = pick("max_num_batched_tokens"), pick("enable_chunked_prefill")
+    prefix_caching, preemption = pick("enable_prefix_caching"), pick("preemption_mode")
+    if d.preemption_mode is None:       # an engine that never preempts, unless told how to
+        reserve = defaults.reserve_full_kv
+        sources["reserve_full_kv"] = f"{d.engine} default ({defaults.source('reserve_full_kv')})"
+    else:
+        reserve, sources["reserve_full_kv"] = False, "scenario (preemption_mode given: the engine preempts)"
+    sources["max_model_len"] = "scenario" if d.max_model_len else "model (max_position_embeddings)"
+    engine = EngineSettings(d.engine, block_size, max_num_seqs, max_num_batched_tokens, chunked, prefix_caching,
+                            defaults.prefix_cache_kind, preemption, reserve, max_len, sources)
     if not engine.enable_chunked_prefill and engine.max_num_batched_tokens < max_len:
         raise InputError(s.file, "deployment.max_num_batched_tokens",
-                         f"{engine.max_num_batched_tokens} is below max_model_len {max_len}; without chunked prefill a whole prompt must fit one step")
-    if s.cost.price_usd_per_gpu_hour is not None:
-        price, price_source = s.cost.price_usd_per_gpu_hour, "scenario"
-    else:
-        price, price_source = hardware.price_usd_per_gpu_hour, f"hardware profile {hardware.id} ({hardware.price_rule})"
-    profile = _calibrated_profile(s, model, parallel) if s.hardware.calibrated_profile else None
-    return Resolved(s, model, hardware, parallel, fmt, group_size, kv_dtype, engine, price, price_source, profile)
+                         f"{engine.max_num_batched_tokens} is below max_model_len {max_len}; "
+                         "without chunked prefill a whole prompt must fit one step")
+    return engine
+
+
+def _link_note(use: str, link: Link) -> str:
+    return f"{use}: {link.bytes_per_s_per_direction / 1e9:.0f} GB/s per direction, {link.source}"
+
+
+def _speculative(s: Scenario, hardware: HardwareSpec, parallel: ParallelConfig, group_size: int,
+                 kv_dtype: str) -> SpeculativeConfig | None:
+    """The scenario's speculative decoding; a draft model without a stated cost is priced by its own roofline."""
+    sc = s.deployment.speculative_config
+    if sc is None:
+        return None
+    draft = None
+    if sc.method == "draft_model" and sc.model and sc.proposer_cost_fraction is None:
+        local = scenario_dir(s) / sc.model
+        m = load_model(str(local) if local.exists() else sc.model, s.file, "deployment.speculative_config.model")
+        fmt, draft_group = weight_format(m, "auto", group_size, s.file)
+        draft = RooflineStepTimeModel(m, hardware, fmt, weight_memory(m, fmt, parallel, draft_group),
+                                      kv_layout(m, kv_dtype, parallel), parallel, draft_group)
+    return SpeculativeConfig(sc.method, sc.num_speculative_tokens, sc.acceptance_rate, sc.proposer_cost_fraction, draft)
 
 
 def _calibrated_profile(s: Scenario, model: ModelSpec, parallel: ParallelConfig):
     """The scenario's calibrated profile, checked against its model and tensor-parallel size."""
-    from engine.profile import load_profile
+    from engine.profile import load_profile     # sizer reaches the engine only lazily (docs: DESIGN)
 
     field_path = "hardware.calibrated_profile"
     folder = scenario_dir(s) / s.hardware.calibrated_profile

@@ -109,6 +109,10 @@ def test_calibrate_then_validate_on_the_cpu(tmp_path, monkeypatch):
     assert report["num_requests"] == 64
     assert report["cached_prompt_tokens"] > 0 and report["mixed_steps"] > 0
     assert report["out_of_range_steps"] == 0
+    # The pool is resolve's memory budget (the host's RAM), cut to the engine's 256 MiB on a CPU:
+    # 256 MiB / (K and V x 4 layers x 16 tokens x 2 KV heads x 32 dims x 4 B = 32 KiB) = 8,192 blocks.
+    assert report["num_blocks"] == 8192 < report["num_blocks_requested"]
+    assert "CPU allowance of 256 MiB" in report["num_blocks_limit"]
     for metric in ("ttft_p50_ms", "itl_p50_ms", "e2e_p50_ms"):
         errors = [next(r["relative_error"] for r in rep["rows"] if r["metric"] == metric) for rep in reports]
         assert abs(statistics.median(errors)) < 0.25, (metric, errors)

@@ -10,6 +10,7 @@ from engine.kernels import TORCH
 from engine.model import Transformer
 from engine.runner import EngineRunner, prompt_token_ids
 from simulator.request import Request
+from simulator.replica import ReplicaConfig
 from simulator.scheduler import SchedulerConfig
 from sizer.inputs.model_spec import load_model
 
@@ -25,8 +26,11 @@ def workload():
 
 def run(num_blocks, prefix_caching):
     model = Transformer(CFG, DEVICE.dtype, DEVICE.torch_device, TORCH, 512, seed=1)
-    config = SchedulerConfig(max_num_seqs=8, max_num_batched_tokens=64, max_model_len=512)
-    return EngineRunner(model, DEVICE, config, num_blocks, 16, prefix_caching).run(workload())
+    config = SchedulerConfig(max_num_seqs=8, max_num_batched_tokens=64, enable_chunked_prefill=True,
+                             preemption_mode="recompute", speculative=None, max_model_len=512, prefill_only=False,
+                             reserve_full_kv=False)
+    replica = ReplicaConfig(config, num_blocks, 16, prefix_caching, tenant_isolation=False, swap=None)
+    return EngineRunner(model, DEVICE, replica).run(workload())
 
 
 @pytest.fixture(scope="module")

@@ -25,9 +25,21 @@ class LinearStepModel:
         return self.base_s + self.per_token_s * batch.new_tokens + self.per_context_s * batch.context_tokens
 
 
+# The tests' own settings for what they leave out (the simulator has no defaults; sizer resolves them).
+SCHEDULER = dict(enable_chunked_prefill=True, preemption_mode="recompute", speculative=None, max_model_len=None,
+                 prefill_only=False, reserve_full_kv=False)
+REPLICA = dict(enable_prefix_caching=True, tenant_isolation=False, swap=None)
+SIMULATION = dict(num_replicas=1, router="round_robin", prefix_balance_slack=8, disaggregation=None)
+
+
+def scheduler_config(max_num_seqs: int, max_num_batched_tokens: int, **kw) -> SchedulerConfig:
+    return SchedulerConfig(max_num_seqs, max_num_batched_tokens, **{**SCHEDULER, **kw})
+
+
 def sim_config(num_blocks: int = 4000, block_size: int = 16, max_num_seqs: int = 64,
                max_num_batched_tokens: int = 512, **kw) -> SimulationConfig:
     sched_kw = {k: kw.pop(k) for k in list(kw) if k in SchedulerConfig.__dataclass_fields__}
     rep_kw = {k: kw.pop(k) for k in list(kw) if k in ReplicaConfig.__dataclass_fields__}
-    sched = SchedulerConfig(max_num_seqs, max_num_batched_tokens, **sched_kw)
-    return SimulationConfig(ReplicaConfig(sched, num_blocks, block_size, **rep_kw), **kw)
+    sched = scheduler_config(max_num_seqs, max_num_batched_tokens, **sched_kw)
+    replica = ReplicaConfig(sched, num_blocks, block_size, **{**REPLICA, **rep_kw})
+    return SimulationConfig(replica, **{**SIMULATION, **kw})

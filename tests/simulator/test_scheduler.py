@@ -1,13 +1,14 @@
 from simulator.kv_cache import KVCacheManager
 from simulator.request import Request, Status
-from simulator.scheduler import Scheduler, SchedulerConfig
+from simhelp import scheduler_config
+from simulator.scheduler import Scheduler
 from simulator.speculative import SpeculativeConfig
 
 
 def make(num_blocks=100, block_size=16, **cfg):
     cfg.setdefault("max_num_seqs", 8)
     cfg.setdefault("max_num_batched_tokens", 64)
-    return Scheduler(SchedulerConfig(**cfg), KVCacheManager(num_blocks, block_size, enable_prefix_caching=False))
+    return Scheduler(scheduler_config(**cfg), KVCacheManager(num_blocks, block_size, enable_prefix_caching=False))
 
 
 def run_step(s, now):
@@ -176,7 +177,7 @@ def test_a_prefix_hit_is_admitted_when_just_enough_blocks_are_free():
     # cached; C holds 3 plain blocks (11 tokens, its next token fits); B shares A's segment:
     # 2 hit blocks + 4 own tokens = 1 new block, and exactly 1 block is free besides B's own
     # hits (6 - 3 held - 2 hits)
-    s = Scheduler(SchedulerConfig(8, 64), KVCacheManager(6, 4, enable_prefix_caching=True))
+    s = Scheduler(scheduler_config(8, 64), KVCacheManager(6, 4, enable_prefix_caching=True))
     a = Request(0, 0, 8, 1, prefix_segments=(7,), segment_tokens=8)
     s.add_request(a)
     run_step(s, 0.0)                      # prefill + first token: a is done, its blocks cached

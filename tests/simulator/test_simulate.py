@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from simhelp import DATA, LinearStepModel, sim_config
+from simhelp import DATA, LinearStepModel, scheduler_config, sim_config
 from simulator.cluster import DisaggregationConfig
 from simulator.metrics import summarise
+from simulator.replica import SwapLink
 from simulator.request import Request
 from simulator.run import simulate
 from simulator.traces import read_mooncake
@@ -71,7 +72,8 @@ def test_fast_forward_is_identical_to_stepping_and_conserves_blocks(seed, rate, 
     w = spec(60, rate=rate, prompt=Lengths("lognormal", 400, 300, max_tokens=1500),
              output=Lengths("uniform", min_tokens=1, max_tokens=120), shared_prefix=SharedPrefix(share, 128, 2, 2))
     kw = dict(num_blocks=blocks, max_num_batched_tokens=512 if chunked else 2048, enable_chunked_prefill=chunked,
-              preemption_mode="swap" if swap else "recompute", kv_bytes_per_token=1e5, num_replicas=replicas,
+              preemption_mode="swap" if swap else "recompute", swap=SwapLink(1e5, 32e9) if swap else None,
+              num_replicas=replicas,
               router=router, check_invariants=True)
     model = LinearStepModel()
     stepped = simulate(sim_config(fast_forward=False, **kw), model, w, seed=seed)
@@ -143,8 +145,8 @@ def test_reserve_full_kv_never_preempts(linear):
 def test_step_batch_from_the_scheduler_matches_from_seqs(linear):
     # the batch sums the scheduler builds equal StepBatch.from_seqs over the same sequences
     from simulator.kv_cache import KVCacheManager
-    from simulator.scheduler import Scheduler, SchedulerConfig
-    s = Scheduler(SchedulerConfig(8, 100), KVCacheManager(100, 16, False))
+    from simulator.scheduler import Scheduler
+    s = Scheduler(scheduler_config(8, 100), KVCacheManager(100, 16, False))
     for i, p in enumerate((30, 50, 70)):
         s.add_request(Request(i, 0.0, p, 5))
     step = s.schedule(0.0)

@@ -1,0 +1,66 @@
+"""resolve(): the executors' configuration (disaggregated pools, swap and transfer links) and
+the assumptions a plan states when a hardware profile lacks a link figure."""
+
+import pytest
+
+from sizer.analytic.roofline import RooflineStepTimeModel
+from sizer.inputs.hardware import host_link, load_hardware, scale_up_link
+from sizer.inputs.scenario import scenario_from_dict
+from sizer.sizing.plan import make_plan, roofline_for
+from sizer.sizing.resolve import resolve
+from sizer.sizing.simulate import simulation_config
+
+
+def scenario(gpu="h100-sxm", **deployment):
+    return scenario_from_dict({
+        "model": "llama-3.1-8b", "hardware": gpu, "deployment": {"max_model_len": 8192, **deployment},
+        "workload": {"arrival": {"rate_per_s": 1}, "prompt_tokens": {"distribution": "fixed", "value": 1000},
+                     "output_tokens": {"distribution": "fixed", "value": 100}}}, None)
+
+
+def test_disaggregated_pools_transfer_at_the_interconnect_unless_stated():
+    r = resolve(scenario(disaggregated={"prefill_replicas": 2, "decode_replicas": 3}))
+    d = simulation_config(r).disaggregation
+    # Llama-3.1-8B at bf16: 2 x 32 layers x 8 KV heads x 128 x 2 B = 131,072 B per token; H100 NVLink 450 GB/s
+    assert (d.num_prefill_replicas, d.num_decode_replicas) == (2, 3)
+    assert (d.kv_bytes_per_token, d.interconnect_bytes_per_s, d.transfer_latency_s) == (131_072, 450e9, 0.0)
+    stated = resolve(scenario(disaggregated={"prefill_replicas": 1, "decode_replicas": 1,
+                                             "kv_transfer_bytes_per_s": 5e10}))
+    assert stated.disaggregation.interconnect_bytes_per_s == 5e10
+
+
+def test_link_fallbacks_are_sourced_and_stated_in_the_plan():
+    # L4 has no NVLink: TP collectives go over its PCIe Gen 4 x16 (32 GB/s per direction, its profile)
+    l4 = load_hardware("l4")
+    assert scale_up_link(l4).bytes_per_s_per_direction == 32e9 and scale_up_link(l4).assumed
+    plan = make_plan(resolve(scenario("l4", tensor_parallel_size=2, max_model_len=2048)))
+    assert any(a.startswith("link between GPUs (collectives, KV transfer): 32 GB/s") for a in plan.assumptions)
+    # H100 SXM has both figures: nothing assumed, nothing stated
+    assert not resolve(scenario(tensor_parallel_size=2, preemption_mode="swap")).link_notes
+    # MI300X gives PCIe Gen 5 but no figure: PCI-SIG's x16 Gen 5, 64 GB/s per direction, prices swap
+    r = resolve(scenario("mi300x", preemption_mode="swap"))
+    assert r.replica.swap.bytes_per_s == 64e9 == host_link(r.hardware).bytes_per_s_per_direction
+    assert r.link_notes == ("host link (swap): 64 GB/s per direction, PCIe Gen 5 x16, 64 GB/s per direction per "
+                            "PCI-SIG (the profile gives its PCIe generation but no figure)",)
+    # H20 gives no PCIe generation either: Gen 4, 32 GB/s, stated
+    assert resolve(scenario("h20", preemption_mode="swap")).replica.swap.bytes_per_s == 32e9
+
+
+def test_mi325x_collectives_run_at_its_infinity_fabric_like_mi300x():
+    # 7 x 64 GB/s peer links, 448 GB/s per direction: the same as MI300X (its profile has no figure before)
+    mi325x, mi300x = (roofline_for(resolve(scenario(g, tensor_parallel_size=8))) for g in ("mi325x", "mi300x"))
+    assert mi325x.link_bytes_per_s == mi300x.link_bytes_per_s == 448e9
+    assert not resolve(scenario("mi325x", tensor_parallel_size=8)).link_notes
+
+
+def test_recompute_needs_no_swap_link_and_the_host_cpu_has_no_roofline():
+    assert resolve(scenario()).replica.swap is None
+    r = resolve(scenario_from_dict({"model": "tiny", "hardware": "cpu", "deployment": {"max_model_len": 2048},
+                                    "workload": {"arrival": {"rate_per_s": 1},
+                                                 "prompt_tokens": {"distribution": "fixed", "value": 100},
+                                                 "output_tokens": {"distribution": "fixed", "value": 10}}}, None))
+    assert r.hardware.id == "cpu" and r.replica.num_blocks > 0
+    # the host is not a GPU: vLLM's plain preset, not its >= 70 GiB GPU rule
+    assert (r.engine.max_num_batched_tokens, r.engine.max_num_seqs) == (2048, 256)
+    with pytest.raises(ValueError, match="no datasheet figures"):
+        RooflineStepTimeModel(r.model, r.hardware, r.weight_format, r.weights, r.kv, r.parallel)

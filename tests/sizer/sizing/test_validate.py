@@ -1,0 +1,60 @@
+"""`sizer validate` resolves the scenario exactly as `sizer simulate` does: the same
+SchedulerConfig and ReplicaConfig objects (engine defaults, KV blocks, reserve_full_kv)."""
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from engine.profile import ProfileHeader, read_header
+from hardware_profiles import CALIBRATED_DIR
+from sizer.errors import InputError
+from sizer.inputs.scenario import load_scenario
+from sizer.sizing.resolve import resolve
+from sizer.sizing.simulate import simulation_config
+from sizer.sizing.validate import validation_config
+
+REPO = Path(__file__).resolve().parents[3]
+TINY_CPU = REPO / "engine" / "scenarios" / "tiny-cpu.yaml"
+H200 = REPO / "engine" / "scenarios" / "llama-3.1-8b-h200.yaml"
+# the committed calibrated profiles' headers (measured on this repo's CPU and on an H200)
+TINY_ON_CPU = read_header(CALIBRATED_DIR / "cpu-tiny-tp1")
+LLAMA_ON_H200 = read_header(CALIBRATED_DIR / "h200-llama-3.1-8b-tp1")
+# the scheduling fields the H200 scenario states, left out so that the engine's defaults apply
+UNSET = {f"deployment.{k}": None for k in ("block_size", "max_num_seqs", "max_num_batched_tokens",
+                                           "enable_chunked_prefill", "enable_prefix_caching", "preemption_mode")}
+
+
+def both(path: Path, header: ProfileHeader, overrides: dict | None = None):
+    """(validate's replica configuration, simulate's) for the same scenario file."""
+    _, validated = validation_config(load_scenario(path, overrides), header)
+    simulated = simulation_config(resolve(load_scenario(path, overrides)))
+    return validated.replica, simulated.replica
+
+
+def test_tiny_cpu_resolves_the_same_for_validate_and_simulate():
+    validated, simulated = both(TINY_CPU, TINY_ON_CPU)
+    assert validated == simulated and validated.scheduler == simulated.scheduler
+    # the scenario's own settings; the pool from the memory budget of the host's RAM
+    s = validated.scheduler
+    assert (s.max_num_seqs, s.max_num_batched_tokens, s.max_model_len, validated.block_size) == (16, 256, 2048, 16)
+    assert validated.num_blocks == resolve(load_scenario(TINY_CPU)).memory.kv_blocks > 0
+
+
+def test_h200_without_a_token_budget_takes_vllms_device_rule_in_both():
+    validated, simulated = both(H200, LLAMA_ON_H200, UNSET)
+    assert validated == simulated
+    # vllm/engine/arg_utils.py: a GPU of 70 GiB or more, not an A100 -> 8192 tokens, 1024 sequences
+    # (validate once built its own settings from the plain preset: 2048 and 256)
+    assert (validated.scheduler.max_num_batched_tokens, validated.scheduler.max_num_seqs) == (8192, 1024)
+    assert validated.num_blocks > 10_000        # ~100 GiB of 2 MiB blocks (16 tokens x 128 KiB), not a fixed share
+
+
+def test_validate_keeps_reserve_full_kv():
+    validated, simulated = both(H200, LLAMA_ON_H200, {**UNSET, "deployment.engine": "tensorrt-llm"})
+    assert validated == simulated and validated.scheduler.reserve_full_kv
+
+
+def test_validate_refuses_a_profile_measured_on_another_device():
+    with pytest.raises(InputError, match="hardware.gpu: 'h200', but the profile was measured on 'cpu'"):
+        validation_config(load_scenario(H200), dataclasses.replace(LLAMA_ON_H200, device=TINY_ON_CPU.device))
