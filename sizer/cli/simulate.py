@@ -3,15 +3,20 @@ step times) and print latency percentiles, throughput, SLO attainment and cache 
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
 from pathlib import Path
 from typing import Optional
 
 import typer
 
+from simulator.cluster import ROUTERS
+from simulator.metrics import summarise
 from sizer.errors import InputError
+from sizer.inputs.scenario import load_scenario
+from sizer.outputs.serialise import to_json
+from sizer.sizing.goodput import slo_of
+from sizer.sizing.resolve import resolve
+from sizer.sizing.simulate import simulate_scenario
 
 PROGRESS_FROM_REQUESTS = 5000       # show a progress bar for runs at least this long
 
@@ -29,7 +34,7 @@ def command(
     if requests_csv is not None:
         result.requests.to_csv(requests_csv, index=False)
     if as_json:
-        typer.echo(json.dumps(to_dict(scenario_obj.name, summary), indent=2))
+        typer.echo(to_json({"scenario": scenario_obj.name, **vars(summary)}))
         return
     from rich.console import Console
 
@@ -37,13 +42,6 @@ def command(
 
 
 def run(path: Path, num_requests: int | None, replicas: int | None, router: str, show_progress: bool):
-    from simulator.cluster import ROUTERS
-    from simulator.metrics import summarise
-    from sizer.sizing.search import slo_of
-    from sizer.sizing.resolve import resolve
-    from sizer.inputs.scenario import load_scenario
-    from sizer.sizing.simulate import simulate_scenario
-
     if router not in ROUTERS:
         raise InputError(None, "--router", f"{router!r}; expected one of {', '.join(ROUTERS)}")
     s = load_scenario(path)
@@ -59,16 +57,6 @@ def run(path: Path, num_requests: int | None, replicas: int | None, router: str,
     else:
         result = simulate_scenario(r, num_requests, replicas, router)
     return s, result, summarise(result, slo_of(s))
-
-
-def to_dict(name: str, summary) -> dict:
-    def clean(x):
-        if isinstance(x, float) and not math.isfinite(x):
-            return None
-        if isinstance(x, dict):
-            return {k: clean(v) for k, v in x.items()}
-        return x
-    return {"scenario": name, **clean(dataclasses.asdict(summary))}
 
 
 def render(name: str, m, console, requests_csv: Path | None) -> None:
