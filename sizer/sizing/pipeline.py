@@ -130,11 +130,10 @@ def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = Goodput
                       replicas_for_slo=None, usd_per_hour_for_slo=None, operating_point=None, notes=())
     at = _OperatingPoints(r, rate)
     goodput = needed = None
-    replicas, source = (stated, "scenario") if stated else (None, None)
-    if not slo.has_targets:
-        replicas, source = replicas or plan.cost.replicas, source or plan.cost.replicas_source
-        status = SizingStatus.NO_SLO
+    if not slo.has_targets:                  # the stated replicas, else enough KV for Little's law (the plan's)
+        replicas, source, status = plan.cost.replicas, plan.cost.replicas_source, SizingStatus.NO_SLO
     else:
+        replicas, source = (stated, "scenario") if stated else (None, None)
         upper = rate_bound_per_s(plan)
         floor = rate / max_replicas if max_replicas else 0.0
         goodput = goodput_rate(r, upper, settings, floor)
