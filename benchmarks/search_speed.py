@@ -37,7 +37,8 @@ def main() -> None:
     args = parser.parse_args()
     data = yaml.safe_load(SCENARIO.read_text())
     start, load = time.perf_counter(), os.getloadavg()[0]
-    result = search(data, str(SCENARIO), SPACE, SearchSettings(GoodputSettings(num_requests=args.requests)), args.workers)
+    settings = SearchSettings(GoodputSettings(num_requests=args.requests))
+    result = search(data, str(SCENARIO), SPACE, settings, args.workers)
     wall = time.perf_counter() - start
     cpu = sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
               for f in ("ru_utime", "ru_stime"))

@@ -136,8 +136,8 @@ def render_simulation(sim: Sizing, console: Console) -> None:
             lat = getattr(m, name)
             t.add_row(name.upper(), f"{lat.p50_ms:,.1f}", f"{lat.p95_ms:,.1f}", f"{lat.p99_ms:,.1f}")
         console.print(t)
-        console.print(f"throughput per replica: {m.request_throughput_per_s:,.2f} req/s, {m.output_tokens_per_s:,.0f} output "
-                      f"tokens/s, {m.total_tokens_per_s:,.0f} total tokens/s")
+        console.print(f"throughput per replica: {m.request_throughput_per_s:,.2f} req/s, "
+                      f"{m.output_tokens_per_s:,.0f} output tokens/s, {m.total_tokens_per_s:,.0f} total tokens/s")
     for line in sim.notes:
         console.print(f"  {line}", highlight=False)
     console.print()

@@ -65,7 +65,7 @@ def command(
     speculative: bool = typer.Option(False, "--speculative", help="also try the scenario's speculative_config on and off"),
     workers: int = typer.Option(os.cpu_count() or 1, min=1, help="parallel processes"),
     requests: int = typer.Option(GoodputSettings.num_requests, min=50,
-                                 help="simulated requests per rate in the goodput search (plan and check: the default)"),
+                                 help="simulated requests per rate in the goodput search (plan, check: the default)"),
     max_replicas: int = typer.Option(32, min=1, help="reject configurations that would need more replicas than this"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
     csv: Optional[Path] = typer.Option(None, "--csv", help="also write one row per configuration here"),
@@ -90,9 +90,9 @@ def command(
         render(result, str(scenario), Console(), show_rejected)
 
 
-ROW_FIELDS = ("status", "binding", "reason", "gpus_per_replica", "kv_cache_gib_per_gpu", "goodput_rate_per_s", "replicas",
-              "gpus", "usd_per_hour", "usd_per_million_output_tokens", "operating_rate_per_s", "share_met", "ttft_p95_ms",
-              "tpot_p95_ms", "e2e_p95_ms", "pareto")
+ROW_FIELDS = ("status", "binding", "reason", "gpus_per_replica", "kv_cache_gib_per_gpu", "goodput_rate_per_s",
+              "replicas", "gpus", "usd_per_hour", "usd_per_million_output_tokens", "operating_rate_per_s", "share_met",
+              "ttft_p95_ms", "tpot_p95_ms", "e2e_p95_ms", "pareto")
 
 
 def rows(result: SearchResult) -> list[dict]:

@@ -38,7 +38,8 @@ def usd_per_hour(replicas: int, gpus_per_replica: int, price_usd_per_gpu_hour: f
     return None if price_usd_per_gpu_hour is None else replicas * gpus_per_replica * price_usd_per_gpu_hour
 
 
-def cost_summary(r: Resolved, replicas: int, replicas_source: str, rate_per_s: float, output_tokens_mean: float) -> CostSummary:
+def cost_summary(r: Resolved, replicas: int, replicas_source: str, rate_per_s: float,
+                 output_tokens_mean: float) -> CostSummary:
     """Cost of `replicas` replicas of `r` serving `rate_per_s` requests of `output_tokens_mean` output tokens."""
     per_hour = usd_per_hour(replicas, r.parallel.gpus_per_replica, r.price_usd_per_gpu_hour)
     tokens_per_s = rate_per_s * output_tokens_mean

@@ -57,7 +57,8 @@ def rate_bound_per_s(plan) -> float:
     return 1.5 / (st.prefill_ms / 1e3 + st.output_tokens_mean / st.decode_memory_limited_tokens_per_s)
 
 
-def goodput_rate(resolved: Resolved, upper_per_s: float, settings: GoodputSettings, floor_per_s: float = 0.0) -> Goodput:
+def goodput_rate(resolved: Resolved, upper_per_s: float, settings: GoodputSettings,
+                 floor_per_s: float = 0.0) -> Goodput:
     """Highest rate per replica with the SLO share met, the lowest that misses, and the target that binds there.
 
     Bisects in log space from the top: [upper / 4, upper] first, extended down by factors of 4

@@ -30,8 +30,8 @@ def method_notes(settings: GoodputSettings, num_requests: int) -> tuple[str, ...
     return (f"goodput: bisection over simulations of {settings.num_requests} requests per rate, to "
             f"{settings.rate_tolerance:.0%}",
             f"replicas: the fewest whose operating point meets the SLO (one replica at target rate / replicas, the "
-            f"scenario's {num_requests:,} requests; Poisson traffic split at random stays Poisson), from ceil(target rate "
-            f"/ goodput); at most {settings.max_extra_replicas} more",
+            f"scenario's {num_requests:,} requests; Poisson traffic split at random stays Poisson), from "
+            f"ceil(target rate / goodput); at most {settings.max_extra_replicas} more",
             "cost per million output tokens at the target rate x mean output tokens")
 
 
@@ -80,18 +80,20 @@ def _verdict(status: SizingStatus, replicas: int | None, point: SLOProbe | None,
     share = f"{point.share_met:.1%} of requests meet every target {where}"
     if status is SizingStatus.MET:
         return f"SLO met: {share}"
-    return f"SLO missed: {share}; " + (f"{needed} replicas meet it" if needed else "more replicas than tried are needed")
+    return f"SLO missed: {share}; " + (f"{needed} replicas meet it" if needed else "more replicas than tried needed")
 
 
 def _source(rate_per_s: float, goodput: Goodput, replicas: int, met: bool) -> str:
     """Where an automatic replica count came from."""
     first = replicas_for(rate_per_s, goodput.rate_per_s)
-    text = f"goodput {goodput.rate_per_s:.2f} req/s per replica: ceil({rate_per_s:g} / {goodput.rate_per_s:.2f}) = {first}"
+    text = (f"goodput {goodput.rate_per_s:.2f} req/s per replica: ceil({rate_per_s:g} / {goodput.rate_per_s:.2f}) = "
+            f"{first}")
     if replicas == first:
         return text + (", confirmed at the operating point" if met else ", missing the SLO at the operating point")
     if not met:
         return text + f"; {replicas} still miss the SLO at the operating point"
-    return text + f"; {replicas} at the operating point ({'fewer also meet' if replicas < first else 'fewer miss'} the SLO)"
+    why = "fewer also meet the SLO" if replicas < first else "fewer miss the SLO"
+    return text + f"; {replicas} at the operating point ({why})"
 
 
 def _notes(goodput: Goodput | None, source: str | None, point: SLOProbe | None, settings: GoodputSettings,
@@ -106,9 +108,9 @@ def _notes(goodput: Goodput | None, source: str | None, point: SLOProbe | None, 
         notes.append(f"replicas: {source}")
     if point is not None:
         m = point.metrics
-        notes.append(f"operating point: {m.num_requests:,} requests; prefix-cache hit rate {m.prefix_cache_hit_rate:.1%}, "
-                     f"preemptions {m.num_preemptions}, mean batch {m.mean_batch_size:.1f}, mean KV use "
-                     f"{m.mean_kv_usage:.1%} (peak {m.peak_kv_usage:.1%})")
+        notes.append(f"operating point: {m.num_requests:,} requests; prefix-cache hit rate "
+                     f"{m.prefix_cache_hit_rate:.1%}, preemptions {m.num_preemptions}, mean batch "
+                     f"{m.mean_batch_size:.1f}, mean KV use {m.mean_kv_usage:.1%} (peak {m.peak_kv_usage:.1%})")
     notes.append(f"step times: {plan.step_times.model}")
     return tuple(notes)
 

@@ -131,8 +131,8 @@ def _latency_points(r: Resolved, goodput: float, num_requests: int) -> list[Rate
     points = []
     for factor in RATE_FACTORS:
         m = probe_slo(r, goodput * factor, num_requests).metrics
-        points.append(RatePoint(goodput * factor, *((lat.p50_ms, lat.p95_ms, lat.p99_ms) for lat in (m.ttft, m.tpot, m.e2e)),
-                                m.slo_share))
+        ttft, tpot, e2e = ((lat.p50_ms, lat.p95_ms, lat.p99_ms) for lat in (m.ttft, m.tpot, m.e2e))
+        points.append(RatePoint(goodput * factor, ttft, tpot, e2e, m.slo_share))
     return points
 
 
@@ -185,5 +185,6 @@ def formula_rows(plan: Plan) -> list[tuple[str, str]]:
         ("goodput = highest rate at which the required share of requests meets every SLO target", "DistServe (Zhong et al., 2024)"),
         ("replicas = ceil(target rate / goodput per replica), + 1 while the operating point misses the SLO",
          "sizer/sizing/pipeline.py"),
-        ("cost = replicas x GPUs x price; per million output tokens at target rate x mean output", "sizer/sizing/cost.py"),
+        ("cost = replicas x GPUs x price; per million output tokens at target rate x mean output",
+         "sizer/sizing/cost.py"),
     ]

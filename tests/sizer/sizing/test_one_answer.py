@@ -69,7 +69,8 @@ def test_plan_check_and_search_give_the_same_replicas_and_dollars(path, tmp_path
     sim, sizing = plan["simulation"], check["sizing"]
     [row] = found["configurations"]
     # the same settings object, by value, in all three
-    assert sim["settings"] == sizing["settings"] == found["settings"]["goodput"] == json.loads(json.dumps(vars(SETTINGS)))
+    expected = json.loads(json.dumps(vars(SETTINGS)))
+    assert sim["settings"] == sizing["settings"] == found["settings"]["goodput"] == expected
     assert plan_exit == 0                            # plan prints its verdict whatever it is
     assert check_exit == (0 if sizing["slo_met"] and check["passed"] else 1)
     if sim["status"] == "does_not_fit":
@@ -99,8 +100,8 @@ def test_no_rate_meeting_the_slo_is_said_the_same_way_by_every_command(tmp_path)
     path.write_text(yaml.safe_dump(data))
     plan_exit, plan = invoke("plan", path, "--simulate", "--json")
     check_exit, check = invoke("check", path, "--json")
-    _, found = invoke("search", path, "--json", "--workers", "1", "--gpus", "h100-sxm", "--tp", "1", "--weights", "bf16",
-                      "--kv-cache-dtype", "auto")
+    _, found = invoke("search", path, "--json", "--workers", "1", "--gpus", "h100-sxm", "--tp", "1",
+                      "--weights", "bf16", "--kv-cache-dtype", "auto")
     sim, sizing, [row] = plan["simulation"], check["sizing"], found["configurations"]
     # plan: exit 0, the whole plan still there, the status and verdict in the simulated section and the verdict line
     assert plan_exit == 0 and plan["fits"] and plan["memory"]["kv_cache_bytes"] > 0
@@ -110,7 +111,8 @@ def test_no_rate_meeting_the_slo_is_said_the_same_way_by_every_command(tmp_path)
     # check: exit 1 on the slo rule, in the same words, with the fix that more replicas do not help
     slo_rule = {r["name"]: r for r in check["rules"]}["slo"]
     assert check_exit == 1 and slo_rule["status"] == "fail" and sizing["verdict"] == sim["verdict"]
-    assert slo_rule["message"].startswith(sim["verdict"]) and slo_rule["fixes"][0].startswith("more replicas do not help")
+    assert slo_rule["message"].startswith(sim["verdict"])
+    assert slo_rule["fixes"][0].startswith("more replicas do not help")
     # search: the configuration is rejected on TTFT with the same verdict as its reason
     assert (row["status"], row["binding"], row["reason"]) == ("rejected", "TTFT", sim["verdict"])
     assert found["recommended"] is None

@@ -33,7 +33,8 @@ def result_with_tpot(tpot_ms: float, n: int = 20) -> SimulationResult:
                "cached_prompt_tokens": np.zeros(n, int), "ttft_ms": ttft, "tpot_ms": tpot, "e2e_ms": ttft + 10 * tpot,
                "queue_ms": np.zeros(n)}
     one = np.ones(1)
-    return SimulationResult(columns, {}, Timeline(np.zeros(1, int), one, one, one, one, one, one * 0.5), np.array([]), 1, 0)
+    timeline = Timeline(np.zeros(1, int), one, one, one, one, one, one * 0.5)
+    return SimulationResult(columns, {}, timeline, np.array([]), 1, 0)
 
 
 def fake_replica(short_knee: float, full_knee: float, calls: list):
@@ -81,7 +82,8 @@ def test_fewer_replicas_while_the_full_run_still_meets(monkeypatch):
 def test_missed_when_no_count_within_the_extra_replicas_meets(monkeypatch):
     sizing, _ = sized(monkeypatch, 3.0, 1.0)
     # 4 ... 4 + max_extra_replicas = 9 replicas all run above 1 req/s: the last tried (9) is reported, missing
-    assert (sizing.status, sizing.replicas, sizing.replicas_for_slo, sizing.slo_met) == (SizingStatus.MISSED, 9, None, False)
+    assert (sizing.status, sizing.replicas, sizing.replicas_for_slo) == (SizingStatus.MISSED, 9, None)
+    assert sizing.slo_met is False
     assert sizing.verdict.startswith("SLO missed") and "more replicas than tried are needed" in sizing.verdict
 
 
@@ -96,8 +98,8 @@ def test_stated_replicas_are_kept_and_the_needed_count_is_given(monkeypatch):
 
 def test_no_rate_meets_the_slo_is_a_status_not_an_error(monkeypatch):
     sizing, calls = sized(monkeypatch, 0.0, 0.0)
-    assert (sizing.status, sizing.goodput_per_replica_per_s, sizing.replicas, sizing.cost) == (SizingStatus.NO_RATE, 0.0,
-                                                                                               None, None)
+    assert (sizing.status, sizing.goodput_per_replica_per_s) == (SizingStatus.NO_RATE, 0.0)
+    assert sizing.replicas is sizing.cost is sizing.replicas_for_slo is None
     # the bisection went down to the analytic bound / 64 and simulated no operating point
     lowest = min(rate for rate, _ in calls)
     assert all(n == 600 for _, n in calls) and sizing.operating_point is None
@@ -117,8 +119,8 @@ def test_too_many_replicas_is_search_s_floor(monkeypatch):
 def test_no_slo_and_no_fit_are_statuses_too(monkeypatch):
     sizing, calls = sized(monkeypatch, 3.0, 3.0, {"slo": {"required_share": 0.95}})
     # no targets: no bisection; the plan's replicas (enough KV for Little's law: 1 here) simulated at the rate
-    assert (sizing.status, sizing.slo_met, sizing.goodput_per_replica_per_s, sizing.replicas) == (SizingStatus.NO_SLO, None,
-                                                                                                  None, 1)
+    assert (sizing.status, sizing.replicas) == (SizingStatus.NO_SLO, 1)
+    assert sizing.slo_met is sizing.goodput_per_replica_per_s is None
     assert calls == [(10.0, 1500)]
     big = resolve(load_scenario(SCENARIO, {"deployment.tensor_parallel_size": 1, "deployment.quantization": "bf16"}))
     plan = make_plan(big)                  # 70.6e9 x 2 B = 131 GiB of weights on one 141 GB H200
