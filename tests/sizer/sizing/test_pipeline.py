@@ -84,7 +84,7 @@ def test_missed_when_no_count_within_the_extra_replicas_meets(monkeypatch):
     # 4 ... 4 + max_extra_replicas = 9 replicas all run above 1 req/s: the last tried (9) is reported, missing
     assert (sizing.status, sizing.replicas, sizing.replicas_for_slo) == (SizingStatus.MISSED, 9, None)
     assert sizing.slo_met is False
-    assert sizing.verdict.startswith("SLO missed") and "more replicas than tried are needed" in sizing.verdict
+    assert sizing.verdict.startswith("SLO missed") and "more replicas than tried needed" in sizing.verdict
 
 
 def test_stated_replicas_are_kept_and_the_needed_count_is_given(monkeypatch):
