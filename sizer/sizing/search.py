@@ -3,7 +3,7 @@
 Every candidate (GPU x TP x PP x weight format x KV format x speculative on/off) is planned;
 those that do not fit are rejected on memory. The rest go through the sizing pipeline
 (`sizer.sizing.pipeline.size_deployment`, as `plan --simulate`, `check` and `report` do):
-goodput, replicas confirmed at the operating point with the scenario's request count, cost.
+goodput, the fewest replicas whose operating point (the scenario's request count) meets the SLO, cost.
 Candidates run in parallel processes. Ranked by cost per hour, then p95 end-to-end latency at
 the operating point, with the Pareto front of cost vs. that latency marked.
 """
