@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
+from sizer.sizing.result import GoodputSettings  # noqa: E402
 from sizer.sizing.search import SearchSettings, SearchSpace, search  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "llama-3.1-70b-h200.yaml"
@@ -32,11 +33,12 @@ SPACE = SearchSpace(gpus=("h100-sxm", "h100-pcie", "h200", "a100-80gb", "b200", 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--requests", type=int, default=SearchSettings().num_requests)
+    parser.add_argument("--requests", type=int, default=GoodputSettings().num_requests)
     args = parser.parse_args()
     data = yaml.safe_load(SCENARIO.read_text())
     start, load = time.perf_counter(), os.getloadavg()[0]
-    result = search(data, str(SCENARIO), SPACE, SearchSettings(num_requests=args.requests), args.workers)
+    settings = SearchSettings(GoodputSettings(num_requests=args.requests))
+    result = search(data, str(SCENARIO), SPACE, settings, args.workers)
     wall = time.perf_counter() - start
     cpu = sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
               for f in ("ru_utime", "ru_stime"))

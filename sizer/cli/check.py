@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 from xml.etree import ElementTree as ET
@@ -10,6 +9,8 @@ from xml.etree import ElementTree as ET
 import typer
 
 from sizer.errors import InputError
+from sizer.outputs.check import CheckResult, check_file
+from sizer.outputs.serialise import to_json
 
 MARKS = {"pass": "✓", "fail": "✗", "skip": "-"}
 
@@ -23,8 +24,6 @@ def command(
     budget: Optional[float] = typer.Option(None, "--budget", min=0.0, help="most the deployment may cost, USD per hour"),
 ) -> None:
     """Check a deployment against memory, max_model_len, SLO and cost rules (for CI pipelines)."""
-    from sizer.outputs.check import check_file
-
     try:
         result = check_file(str(file), kv_share, budget)
     except InputError as error:
@@ -34,17 +33,16 @@ def command(
     if junit:
         write_junit(junit, result)
     if as_json:
-        typer.echo(json.dumps(to_dict(result), indent=2))
+        typer.echo(to_json(to_dict(result)))
     else:
         typer.echo(summary(result))
     raise typer.Exit(result.exit_code)
 
 
-def to_dict(result) -> dict:
+def to_dict(result: CheckResult) -> dict:
+    """The result with its verdict (passed, exit_code) and the sizing pipeline's answer (replicas, cost)."""
     return {"file": result.file, "kind": result.kind, "summary": result.summary, "passed": result.passed,
-            "exit_code": result.exit_code, "notes": list(result.notes),
-            "rules": [{"name": r.name, "status": r.status, "message": r.message, "fixes": list(r.fixes)}
-                      for r in result.rules]}
+            "exit_code": result.exit_code, "notes": result.notes, "rules": result.rules, "sizing": result.sizing}
 
 
 def summary(result) -> str:

@@ -1,19 +1,28 @@
-"""`sizer plan`: memory, split, Little's-law capacity, step times and cost; with --simulate, the sizing pipeline."""
+"""`sizer plan`: memory, split, Little's-law capacity, step times and cost; with --simulate, the sizing pipeline.
+
+Exit 0 whenever a plan is printed, with --simulate too: a deployment that misses the SLO, or one
+where no request rate meets it, is a verdict in the plan (`sizer check` is the gate that exits 1).
+"""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.console import Console
 
+from sizer.cli.render import render_plan
 from sizer.errors import InputError
+from sizer.inputs.scenario import load_scenario, scenario_from_dict
+from sizer.outputs.serialise import to_json
+from sizer.sizing.pipeline import add_simulation
+from sizer.sizing.plan import make_plan
+from sizer.sizing.resolve import resolve
+
 
 def build_scenario(scenario: Optional[Path], overrides: dict):
     """A scenario from a file (with flag overrides) or from flags alone."""
-    from sizer.inputs.scenario import load_scenario, scenario_from_dict
-
     overrides = {k: v for k, v in overrides.items() if v is not None}
     if scenario is not None:
         return load_scenario(scenario, overrides)
@@ -45,20 +54,13 @@ def command(
                  "deployment.kv_cache_dtype": kv_cache_dtype, "deployment.max_model_len": max_model_len,
                  "workload.arrival.rate_per_s": rate,
                  "hardware.calibrated_profile": str(profile.resolve()) if profile else None}
-
-    from sizer.sizing.plan import make_plan
-    from sizer.sizing.resolve import resolve
-
     resolved = resolve(build_scenario(scenario, overrides))
     result = make_plan(resolved)
     if simulate:
-        from sizer.sizing.pipeline import add_simulation
         result = add_simulation(result, resolved)
     if as_json:
-        typer.echo(json.dumps(result.to_dict(), indent=2))
+        typer.echo(to_json(result))
     else:
-        from rich.console import Console
-        from sizer.cli.render import render_plan
         render_plan(result, Console())
 
 

@@ -7,6 +7,7 @@ from rich.table import Table
 
 from sizer.analytic.memory import GB, GiB
 from sizer.sizing.plan import Plan
+from sizer.sizing.result import Sizing
 
 
 def gb_gib(nbytes: float) -> str:
@@ -120,22 +121,23 @@ def render_plan(plan: Plan, console: Console) -> None:
         console.print(f"  • {a}", highlight=False)
 
 
-def render_simulation(sim: dict, console: Console) -> None:
-    """The simulated section: latency percentiles at the scenario's rate, goodput, replicas."""
-    m = sim["at_scenario_rate"]
-    t = Table(title=f"Simulated at the scenario's rate: {sim['requests']:,} requests on {sim['replicas']} replica(s)",
-              title_justify="left")
-    for col in ("ms", "p50", "p95", "p99"):
-        t.add_column(col, justify="right" if col != "ms" else "left")
-    for name in ("ttft", "itl", "tpot", "e2e", "queue"):
-        lat = m[name]
-        t.add_row(name.upper(), f"{lat['p50_ms']:,.1f}", f"{lat['p95_ms']:,.1f}", f"{lat['p99_ms']:,.1f}")
-    console.print(t)
-    if m.get("slo_share") is not None:
-        style = "green" if m["slo_met"] else "red"
-        console.print(f"SLO: [{style}]{m['slo_share']:.1%} of requests meet every target[/]")
-    console.print(f"throughput: {m['request_throughput_per_s']:,.2f} req/s, {m['output_tokens_per_s']:,.0f} output tokens/s, "
-                  f"{m['total_tokens_per_s']:,.0f} total tokens/s")
-    for line in sim.get("notes", []):
+def render_simulation(sim: Sizing, console: Console) -> None:
+    """The sizing pipeline's answer: verdict, latency percentiles at the operating point, notes."""
+    style = "bold" if sim.slo_met is None else "bold green" if sim.slo_met else "bold red"
+    console.print(f"[bold]Sizing[/]: [{style}]{sim.verdict}[/]", highlight=False)
+    point = sim.operating_point
+    if point is not None:
+        m = point.metrics
+        t = Table(title=f"Simulated: one replica at {point.rate_per_s:.3g} req/s ({sim.target_rate_per_s:g} req/s over "
+                        f"{sim.replicas} replica(s)), {m.num_requests:,} requests", title_justify="left")
+        for col in ("ms", "p50", "p95", "p99"):
+            t.add_column(col, justify="right" if col != "ms" else "left")
+        for name in ("ttft", "itl", "tpot", "e2e", "queue"):
+            lat = getattr(m, name)
+            t.add_row(name.upper(), f"{lat.p50_ms:,.1f}", f"{lat.p95_ms:,.1f}", f"{lat.p99_ms:,.1f}")
+        console.print(t)
+        console.print(f"throughput per replica: {m.request_throughput_per_s:,.2f} req/s, "
+                      f"{m.output_tokens_per_s:,.0f} output tokens/s, {m.total_tokens_per_s:,.0f} total tokens/s")
+    for line in sim.notes:
         console.print(f"  {line}", highlight=False)
     console.print()

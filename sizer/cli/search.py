@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Optional
 
 import typer
+import yaml
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 from sizer.errors import InputError
+from sizer.inputs.hardware import all_profiles, load_hardware
+from sizer.inputs.scenario import load_scenario
+from sizer.outputs.serialise import to_json
+from sizer.sizing.result import GoodputSettings
+from sizer.sizing.search import SearchResult, SearchSettings, SearchSpace, search
 
 
 def parse_list(text: str | None, cast, flag: str) -> tuple | None:
@@ -29,9 +38,6 @@ def parse_list(text: str | None, cast, flag: str) -> tuple | None:
 def space_from_options(gpus: str | None, tp: str | None, pp: str | None, weights: str | None, kv: str | None,
                        speculative: bool):
     """The sweep the flags ask for; GPUs by id or alias, default every profile."""
-    from sizer.inputs.hardware import all_profiles, load_hardware
-    from sizer.sizing.search import SearchSpace
-
     gpu_ids = tuple(dict.fromkeys(load_hardware(g, None, "--gpus").id for g in parse_list(gpus, str, "--gpus") or ()))
     defaults = SearchSpace(gpus=gpu_ids or tuple(all_profiles()))
     return dataclasses.replace(
@@ -45,10 +51,6 @@ def space_from_options(gpus: str | None, tp: str | None, pp: str | None, weights
 
 def read_scenario_data(path: Path) -> dict:
     """The scenario as a mapping (sweeps apply overrides to it); validated by the first load."""
-    import yaml
-
-    from sizer.inputs.scenario import load_scenario
-
     load_scenario(path)
     return yaml.safe_load(path.read_text())
 
@@ -62,18 +64,14 @@ def command(
     kv_cache_dtype: Optional[str] = typer.Option(None, "--kv-cache-dtype", help="KV formats, default auto,fp8"),
     speculative: bool = typer.Option(False, "--speculative", help="also try the scenario's speculative_config on and off"),
     workers: int = typer.Option(os.cpu_count() or 1, min=1, help="parallel processes"),
-    requests: int = typer.Option(300, min=50, help="simulated requests per rate in the goodput search"),
+    requests: int = typer.Option(GoodputSettings.num_requests, min=50,
+                                 help="simulated requests per rate in the goodput search (plan, check: the default)"),
     max_replicas: int = typer.Option(32, min=1, help="reject configurations that would need more replicas than this"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
     csv: Optional[Path] = typer.Option(None, "--csv", help="also write one row per configuration here"),
     show_rejected: bool = typer.Option(False, "--all", help="list every rejected configuration too"),
 ) -> None:
     """Find the cheapest deployment that meets the SLO: sweep GPUs, TP/PP, weight and KV formats."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from sizer.sizing.search import SearchSettings, search
-
     data = read_scenario_data(scenario)
     space = space_from_options(gpus, tp, pp, weights, kv_cache_dtype, speculative)
     err = Console(stderr=True)
@@ -81,31 +79,35 @@ def command(
     with Progress(TextColumn("searching"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True, auto_refresh=False) as bar:
         task = bar.add_task("search", total=None)
-        result = search(data, str(scenario), space, SearchSettings(num_requests=requests, max_replicas=max_replicas), workers,
+        settings = SearchSettings(GoodputSettings(num_requests=requests), max_replicas)
+        result = search(data, str(scenario), space, settings, workers,
                         lambda done, total: bar.update(task, completed=done, total=total, refresh=True))
     if csv:
         write_csv(result, csv)
     if as_json:
-        typer.echo(json.dumps(to_dict(result), indent=2))
+        typer.echo(to_json(to_dict(result)))
     else:
         render(result, str(scenario), Console(), show_rejected)
 
 
-def rows(result) -> list[dict]:
-    """One flat record per configuration, in rank order."""
-    out = []
-    for rank, o in enumerate(result.outcomes, 1):
-        row = {"rank": rank, **dataclasses.asdict(o.candidate), "label": o.candidate.label}
-        row.update({k: v for k, v in dataclasses.asdict(o).items() if k != "candidate"})
-        out.append(row)
-    return out
+ROW_FIELDS = ("status", "binding", "reason", "gpus_per_replica", "kv_cache_gib_per_gpu", "goodput_rate_per_s",
+              "replicas", "gpus", "usd_per_hour", "usd_per_million_output_tokens", "operating_rate_per_s", "share_met",
+              "ttft_p95_ms", "tpot_p95_ms", "e2e_p95_ms", "pareto")
 
 
-def to_dict(result) -> dict:
-    best = result.recommended
+def rows(result: SearchResult) -> list[dict]:
+    """One flat record per configuration, in rank order (the sizing pipeline's figures, for CSV and JSON)."""
+    return [{"rank": rank, **dataclasses.asdict(o.candidate), "label": o.candidate.label,
+             **{name: getattr(o, name) for name in ROW_FIELDS},
+             "sizing_status": o.sizing.status.value if o.sizing else None}
+            for rank, o in enumerate(result.outcomes, 1)]
+
+
+def to_dict(result: SearchResult) -> dict:
+    ranked = rows(result)
     return {"scenario": result.scenario, "target_rate_per_s": result.target_rate_per_s,
-            "required_share": result.required_share, "settings": dataclasses.asdict(result.settings),
-            "recommended": rows(result)[0] if best else None, "notes": list(result.notes), "configurations": rows(result)}
+            "required_share": result.required_share, "settings": result.settings,
+            "recommended": ranked[0] if result.recommended else None, "notes": result.notes, "configurations": ranked}
 
 
 def write_csv(result, path: Path) -> None:
@@ -115,10 +117,6 @@ def write_csv(result, path: Path) -> None:
 
 
 def render(result, scenario_path: str, console, show_rejected: bool) -> None:
-    from collections import Counter
-
-    from rich.table import Table
-
     ok = [o for o in result.outcomes if o.status == "ok"]
     rejected = [o for o in result.outcomes if o.status != "ok"]
     table = Table(title=f"{result.scenario}: {len(result.outcomes)} configurations for {result.target_rate_per_s:g} req/s, "
@@ -149,6 +147,6 @@ def render(result, scenario_path: str, console, show_rejected: bool) -> None:
                       f"${best.usd_per_hour:,.2f}/hour; binds on {best.binding}")
         console.print(f"re-check: sizer plan {scenario_path} {best.candidate.plan_flags()} --simulate")
     else:
-        console.print("[bold red]no priced configuration meets the SLO in a full-length simulation[/]")
+        console.print("[bold red]no priced configuration meets the SLO[/]")
     for note in result.notes:
         console.print(f"[dim]note: {note}[/]")

@@ -3,8 +3,6 @@ step times) and print latency percentiles, throughput, SLO attainment and cache 
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
 from pathlib import Path
 from typing import Optional
@@ -18,8 +16,9 @@ from simulator.cluster import ROUTERS
 from simulator.metrics import summarise
 from sizer.errors import InputError
 from sizer.inputs.scenario import load_scenario
+from sizer.outputs.serialise import to_json
+from sizer.sizing.goodput import slo_of
 from sizer.sizing.resolve import resolve
-from sizer.sizing.search import slo_of
 from sizer.sizing.simulate import DEFAULT_ROUTER, simulate_scenario
 
 PROGRESS_FROM_REQUESTS = 5000       # show a progress bar for runs at least this long
@@ -38,7 +37,7 @@ def command(
     if requests_csv is not None:
         result.requests.to_csv(requests_csv, index=False)
     if as_json:
-        typer.echo(json.dumps(to_dict(scenario_obj.name, summary), indent=2))
+        typer.echo(to_json({"scenario": scenario_obj.name, **vars(summary)}))
         return
     render(scenario_obj.name, summary, Console(), requests_csv)
 
@@ -57,16 +56,6 @@ def run(path: Path, num_requests: int | None, replicas: int | None, router: str,
     else:
         result = simulate_scenario(r, num_requests, replicas, router)
     return s, result, summarise(result, slo_of(s))
-
-
-def to_dict(name: str, summary) -> dict:
-    def clean(x):
-        if isinstance(x, float) and not math.isfinite(x):
-            return None
-        if isinstance(x, dict):
-            return {k: clean(v) for k, v in x.items()}
-        return x
-    return {"scenario": name, **clean(dataclasses.asdict(summary))}
 
 
 def render(name: str, m, console, requests_csv: Path | None) -> None:

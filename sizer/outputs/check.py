@@ -9,8 +9,12 @@ fail or skip, with by how much and the smallest changes that fix it):
   memory         weights, activations and context fit at gpu_memory_utilization
   max_model_len  within the model's limit, and the KV cache holds ceil(kv_share x max_num_seqs)
                  sequences of max_model_len (at least one)
-  slo            the stated share of requests meets every SLO target at the stated rate (simulated)
-  cost           replicas x GPUs x price within the stated budget
+  slo            the stated share of requests meets every SLO target at the stated rate, on the
+                 stated replicas (a scenario without them: as many as the sizing pipeline finds)
+  cost           replicas x GPUs requested x price within the stated budget
+
+The slo and cost rules read one `Sizing` from `sizer.sizing.pipeline.size_deployment`, the
+answer `plan --simulate`, `search` and `report` give for the same deployment.
 """
 
 from __future__ import annotations
@@ -18,12 +22,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from sizer.analytic.memory import GiB
 from sizer.errors import InputError
 from sizer.inputs.manifest import CheckInput, read_check_input
-from sizer.analytic.memory import GiB
+from sizer.inputs.scenario import SLOSection, scenario_from_dict
+from sizer.sizing.cost import usd_per_hour
+from sizer.sizing.pipeline import size_deployment
 from sizer.sizing.plan import Plan, make_plan
-from sizer.sizing.resolve import Resolved, resolve
-from sizer.inputs.scenario import scenario_from_dict
+from sizer.sizing.resolve import model_of, resolve
+from sizer.sizing.result import GoodputSettings, Sizing, SizingStatus
+
 
 @dataclass(frozen=True)
 class RuleResult:
@@ -44,6 +52,7 @@ class CheckResult:
     summary: str                # what was checked, in one line
     rules: tuple[RuleResult, ...]
     notes: tuple[str, ...]      # flags not modelled, GPUs requested but unused, ...
+    sizing: Sizing              # the sizing pipeline's answer (status does_not_fit: not simulated)
 
     @property
     def passed(self) -> bool:
@@ -54,13 +63,14 @@ class CheckResult:
         return 0 if self.passed else 1
 
 
-def check_file(path: str, kv_share: float | None = None, budget_usd_per_hour: float | None = None) -> CheckResult:
+def check_file(path: str, kv_share: float | None = None, budget_usd_per_hour: float | None = None,
+               settings: GoodputSettings = GoodputSettings()) -> CheckResult:
     """Read `path` (scenario or manifest) and evaluate every rule; raises InputError on bad input."""
     inp = read_check_input(path, kv_share, budget_usd_per_hour)
-    return evaluate(inp)
+    return evaluate(inp, settings)
 
 
-def evaluate(inp: CheckInput) -> CheckResult:
+def evaluate(inp: CheckInput, settings: GoodputSettings = GoodputSettings()) -> CheckResult:
     notes = list(inp.notes)
     data = inp.scenario_data
     model_limit = _model_limit(data, inp.file)
@@ -71,24 +81,18 @@ def evaluate(inp: CheckInput) -> CheckResult:
         notes.append(f"max_model_len {stated_len} exceeds the model's {model_limit}; the other rules use {model_limit}")
     resolved = resolve(scenario_from_dict(data, inp.file, len_overrides, default_name=inp.name))
     plan = make_plan(resolved)
-    rules = [memory_rule(inp, plan), max_model_len_rule(inp, plan, stated_len, model_limit)]
-    if plan.fits:
-        slo, replicas_needed = slo_rule(inp, resolved, plan)
-    else:
-        slo, replicas_needed = RuleResult("slo", "skip", "not simulated: the model does not fit in memory"), None
-    cost = cost_rule(inp, plan, replicas_needed)
-    if cost.status == "fail" and slo.status == "pass":      # fewer replicas may still meet the SLO
-        cost = cost_rule(inp, plan, replicas_for_slo(resolved, plan)[0])
-    rules += [slo, cost]
+    sizing = size_deployment(resolved, plan, settings)
+    replicas = sizing.replicas or inp.replicas
+    rules = [memory_rule(inp, plan), max_model_len_rule(inp, plan, stated_len, model_limit),
+             slo_rule(inp, sizing, resolved.scenario.slo), cost_rule(inp, plan, sizing, replicas)]
     p = plan.parallel
-    summary = (f"{plan.model.name} on {inp.replicas} x {inp.gpus_per_replica} {plan.gpu} "
+    summary = (f"{plan.model.name} on {replicas} x {inp.gpus_per_replica} {plan.gpu} "
                f"(TP {p.tensor_parallel_size}, PP {p.pipeline_parallel_size}, {plan.weights.format} weights, "
                f"{plan.kv.dtype} KV, max_model_len {plan.memory.max_model_len:,})")
-    return CheckResult(inp.file, inp.kind, summary, tuple(rules), tuple(notes))
+    return CheckResult(inp.file, inp.kind, summary, tuple(rules), tuple(notes), sizing)
 
 
 def _model_limit(data: dict, file: str) -> int | None:
-    from sizer.sizing.resolve import model_of
     return model_of(scenario_from_dict(data, file)).max_position_embeddings or None
 
 
@@ -199,74 +203,69 @@ def max_model_len_rule(inp: CheckInput, plan: Plan, stated_len: int | None, mode
 # ---- SLO ---------------------------------------------------------------------------------
 
 
-def slo_rule(inp: CheckInput, resolved: Resolved, plan: Plan) -> tuple[RuleResult, int | None]:
-    """Simulate one replica at rate / replicas (random routing of Poisson traffic stays Poisson).
-
-    Returns the rule and, when it fails, the replicas the SLO needs (from a coarse goodput search).
-    """
-    from sizer.sizing.search import probe_slo, slo_of
-
-    s = resolved.scenario
-    if not slo_of(s).has_targets:
-        return RuleResult("slo", "skip", "no SLO targets stated"), None
-    rate = s.workload.arrival.rate_per_s
-    if rate is None:
-        return RuleResult("slo", "skip", "trace replay: no arrival rate to split across replicas"), None
-    per_replica = rate / inp.replicas
-    probe = probe_slo(resolved, per_replica, s.workload.num_requests)
-    p = probe.percentiles_ms
-    what = (f"{probe.share_met:.1%} of requests meet every target at {per_replica:.3g} req/s per replica "
-            f"({rate:g} req/s over {inp.replicas} replica(s)), {s.slo.required_share:.0%} required; p95 TTFT "
-            f"{p['ttft'][1]:,.0f} ms, TPOT {p['tpot'][1]:,.1f} ms, E2E {p['e2e'][1]:,.0f} ms ("
-            + ", ".join(f"{k} <= {v:g} ms" for k, v in (("TTFT", s.slo.ttft_ms), ("ITL", s.slo.itl_ms), ("E2E", s.slo.e2e_ms))
-                        if v is not None) + ")")
-    if probe.share_met >= s.slo.required_share:
-        return RuleResult("slo", "pass", what), None
-    needed, goodput = replicas_for_slo(resolved, plan)
-    by = f"; short by {s.slo.required_share - probe.share_met:.1%} of requests (binding: {probe.binding})"
+def slo_rule(inp: CheckInput, sizing: Sizing, slo: SLOSection) -> RuleResult:
+    """The sizing pipeline's verdict: one replica simulated at rate / replicas (Poisson traffic split at
+    random stays Poisson), with the replicas the SLO needs as the fix."""
+    if sizing.status is SizingStatus.DOES_NOT_FIT:
+        return RuleResult("slo", "skip", sizing.verdict)
+    if sizing.status is SizingStatus.NO_SLO:
+        return RuleResult("slo", "skip", "no SLO targets stated")
+    point = sizing.operating_point
+    if point is None:
+        what = f"{sizing.verdict} ({_targets(slo)})"
+    else:
+        m = point.metrics
+        what = (f"{point.share_met:.1%} of requests meet every target at {point.rate_per_s:.3g} req/s per replica "
+                f"({sizing.target_rate_per_s:g} req/s over {sizing.replicas} replica(s)), {sizing.required_share:.0%} "
+                f"required; p95 TTFT {m.ttft.p95_ms:,.0f} ms, TPOT {m.tpot.p95_ms:,.1f} ms, E2E {m.e2e.p95_ms:,.0f} ms "
+                f"({_targets(slo)})")
+    if sizing.status is SizingStatus.MET:
+        return RuleResult("slo", "pass", what)
+    if point is not None:
+        what += f"; short by {sizing.required_share - point.share_met:.1%} of requests (binding: {point.binding})"
+    needed = sizing.replicas_for_slo
     if needed:
-        price = resolved.price_usd_per_gpu_hour
-        cost = f", ${needed * inp.gpus_requested * price:,.2f}/hour" if price is not None else ""
-        fixes = (f"{needed} replicas (+{needed - inp.replicas}, +{(needed - inp.replicas) * inp.gpus_requested} GPUs{cost}): "
-                 f"one replica meets the SLO up to about {goodput:.3g} req/s",)
-        return RuleResult("slo", "fail", what + by, fixes), needed
-    fixes = (f"more replicas do not help: the {probe.binding} target is missed even at low load; "
-             "use faster GPUs or more tensor parallelism (`sizer search`)",)
-    return RuleResult("slo", "fail", what + by, fixes), None
+        more = needed - sizing.replicas
+        cost = usd_per_hour(needed, inp.gpus_requested, sizing.cost.price_usd_per_gpu_hour)
+        fixes = (f"{needed} replicas (+{more}, +{more * inp.gpus_requested} GPUs"
+                 + (f", ${cost:,.2f}/hour" if cost is not None else "")
+                 + f"): one replica meets the SLO up to about {sizing.goodput_per_replica_per_s:.3g} req/s",)
+    elif sizing.status is SizingStatus.MISSED:
+        fixes = (f"{sizing.verdict}; `sizer search` finds faster configurations",)
+    else:
+        fixes = (f"more replicas do not help: the {sizing.binding_target} target is missed even at low load; "
+                 "use faster GPUs or more tensor parallelism (`sizer search`)",)
+    return RuleResult("slo", "fail", what, fixes)
 
 
-def replicas_for_slo(resolved: Resolved, plan: Plan) -> tuple[int | None, float]:
-    """Replicas the scenario's rate needs from a coarse goodput search (None: the SLO is missed at any rate)."""
-    from sizer.sizing.search import SearchSettings, goodput_rate, rate_bound_per_s, replicas_for
-
-    goodput, _ = goodput_rate(resolved, rate_bound_per_s(plan), SearchSettings())
-    if goodput <= 0:
-        return None, 0.0
-    return replicas_for(resolved.scenario.workload.arrival.rate_per_s, goodput), goodput
+def _targets(slo: SLOSection) -> str:
+    """The stated targets, as "TTFT <= 500 ms, ITL <= 50 ms"."""
+    return ", ".join(f"{name} <= {target:g} ms" for name, target in (("TTFT", slo.ttft_ms), ("ITL", slo.itl_ms),
+                                                                   ("E2E", slo.e2e_ms)) if target is not None)
 
 
 # ---- cost --------------------------------------------------------------------------------
 
 
-def cost_rule(inp: CheckInput, plan: Plan, replicas_needed: int | None) -> RuleResult:
+def cost_rule(inp: CheckInput, plan: Plan, sizing: Sizing, replicas: int) -> RuleResult:
+    """Replicas x GPUs each pod requests x price against the budget (the GPUs billed, used or not)."""
     if inp.budget_usd_per_hour is None:
         return RuleResult("cost", "skip", "no budget stated (sizer.budget_usd_per_hour or --budget)")
     price = plan.cost.price_usd_per_gpu_hour
     if price is None:
         return RuleResult("cost", "fail", f"no price for {plan.gpu}; state sizer.price_usd_per_gpu_hour",
                           ("sizer.price_usd_per_gpu_hour: <USD per GPU-hour>",))
-    gpus = inp.replicas * inp.gpus_requested
-    per_hour = gpus * price
-    what = (f"{inp.replicas} replica(s) x {inp.gpus_requested} GPUs x ${price:.2f}/GPU-hour = ${per_hour:,.2f}/hour; "
+    per_hour = usd_per_hour(replicas, inp.gpus_requested, price)
+    what = (f"{replicas} replica(s) x {inp.gpus_requested} GPUs x ${price:.2f}/GPU-hour = ${per_hour:,.2f}/hour; "
             f"budget ${inp.budget_usd_per_hour:,.2f}/hour")
     if per_hour <= inp.budget_usd_per_hour + 1e-9:
         return RuleResult("cost", "pass", what)
     fixes = []
     affordable = int(inp.budget_usd_per_hour // (inp.gpus_requested * price))
-    if replicas_needed and replicas_needed < inp.replicas:
-        fixes.append(f"{replicas_needed} replicas meet the SLO (${replicas_needed * inp.gpus_requested * price:,.2f}/hour)")
+    needed = sizing.replicas_for_slo
+    if needed and needed < replicas:
+        fixes.append(f"{needed} replicas meet the SLO (${usd_per_hour(needed, inp.gpus_requested, price):,.2f}/hour)")
     if inp.gpus_requested > inp.gpus_per_replica:
         fixes.append(f"request {inp.gpus_per_replica} GPUs per pod (the engine uses {inp.gpus_per_replica})")
     fixes.append(f"the budget pays for {affordable} replica(s); `sizer search` finds cheaper GPUs")
     return RuleResult("cost", "fail", what + f"; ${per_hour - inp.budget_usd_per_hour:,.2f}/hour over", tuple(fixes))
-

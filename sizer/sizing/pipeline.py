@@ -1,75 +1,171 @@
-"""The plan's simulated section: goodput per replica, replicas for the target rate, and the
-latency users see at the scenario's rate on that many replicas.
+"""The sizing pipeline: one function sizes a resolved deployment for every command.
 
-    goodput per replica  = highest rate at which `slo.required_share` of requests meet every target
-    replicas             = ceil(scenario rate / goodput per replica)   (unless the scenario fixes it)
+    goodput per replica  highest rate at which `slo.required_share` of requests meet every target
+                         (`sizer.sizing.goodput`: bisection over short simulations)
+    operating point      one replica at target rate / replicas with the scenario's own
+                         `workload.num_requests` (Poisson traffic split at random stays Poisson)
+    replicas             the scenario's; else the fewest whose operating point meets the SLO,
+                         searched from ceil(target rate / goodput): fewer while they still meet it,
+                         more while they miss
+    cost                 `sizer.sizing.cost` (cost per token at target rate x mean output tokens)
+    status and verdict   met, missed, no rate meets the SLO, too many replicas, no SLO, does not fit
+
+`plan --simulate`, `search`, `check` and `report` call `size_deployment` with the same
+`GoodputSettings`, so the same scenario gets the same replicas and dollars from each.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from sizer.errors import InputError
-from sizer.sizing.plan import Plan, cost_summary
+from sizer.sizing.cost import cost_summary, usd_per_hour
+from sizer.sizing.goodput import Goodput, goodput_rate, probe_slo, rate_bound_per_s, replicas_for, slo_of
+from sizer.sizing.plan import Plan
 from sizer.sizing.resolve import Resolved
-
-GOODPUT_REQUESTS = 600          # requests per simulation inside the goodput search
-GOODPUT_TOLERANCE = 0.05        # the search stops when its bracket is within 5%
+from sizer.sizing.result import GoodputSettings, Sizing, SizingStatus, SLOProbe
 
 
-def _summary_dict(m) -> dict:
-    out = dataclasses.asdict(m)
-    out.pop("slo", None)
-    return out
+def method_notes(settings: GoodputSettings, num_requests: int) -> tuple[str, ...]:
+    """How every command sizes, in the words each prints."""
+    return (f"goodput: bisection over simulations of {settings.num_requests} requests per rate, to "
+            f"{settings.rate_tolerance:.0%}",
+            f"replicas: the fewest whose operating point meets the SLO (one replica at target rate / replicas, the "
+            f"scenario's {num_requests:,} requests; Poisson traffic split at random stays Poisson), from "
+            f"ceil(target rate / goodput); at most {settings.max_extra_replicas} more",
+            "cost per million output tokens at the target rate x mean output tokens")
 
 
-def goodput_per_replica(r: Resolved, plan: Plan) -> tuple[float, str] | None:
-    """(requests/s one replica serves within the SLO share, the target that binds above it); None without targets."""
-    from sizer.sizing.search import SearchSettings, goodput_rate, rate_bound_per_s, slo_of
+class _OperatingPoints:
+    """One replica at target rate / replicas with the scenario's request count, each count simulated once."""
 
-    if not slo_of(r.scenario).has_targets:
-        return None
-    settings = SearchSettings(num_requests=GOODPUT_REQUESTS, rate_tolerance=GOODPUT_TOLERANCE)
-    return goodput_rate(r, rate_bound_per_s(plan), settings)
+    def __init__(self, r: Resolved, rate_per_s: float):
+        self.r, self.rate_per_s, self.seen = r, rate_per_s, {}
+
+    def __call__(self, replicas: int) -> SLOProbe:
+        if replicas not in self.seen:
+            self.seen[replicas] = probe_slo(self.r, self.rate_per_s / replicas, self.r.scenario.workload.num_requests)
+        return self.seen[replicas]
 
 
-def add_simulation(plan: Plan, r: Resolved, num_requests: int | None = None) -> Plan:
-    """A copy of `plan` with the simulated section filled in and replicas and cost refined."""
-    from simulator.metrics import summarise
-    from sizer.sizing.search import replicas_for, slo_of
-    from sizer.sizing.simulate import simulate_scenario
+def _fewest_replicas(at: _OperatingPoints, goodput: Goodput, settings: GoodputSettings) -> int:
+    """The fewest replicas whose operating point meets the SLO, searched from ceil(target / goodput): one fewer
+    while that still meets, one more while it misses (at most `settings.max_extra_replicas` more; the last tried
+    then). The short probes only choose where to start, so the count does not depend on their settings."""
+    replicas = replicas_for(at.rate_per_s, goodput.rate_per_s)
+    if at(replicas).met:
+        while replicas > 1 and at(replicas - 1).met:
+            replicas -= 1
+    else:
+        for _ in range(settings.max_extra_replicas):
+            replicas += 1
+            if at(replicas).met:
+                break
+    return replicas
 
+
+def _verdict(status: SizingStatus, replicas: int | None, point: SLOProbe | None, needed: int | None,
+             goodput: Goodput | None, max_replicas: int | None) -> str:
+    """One line, printed by every command."""
+    if status is SizingStatus.DOES_NOT_FIT:
+        return "not simulated: the model does not fit in memory"
+    if status is SizingStatus.NO_RATE:
+        return (f"no request rate meets the SLO on one replica: {goodput.binding} is missed even at "
+                f"{goodput.ceiling_per_s:.3g} req/s")
+    if status is SizingStatus.TOO_MANY_REPLICAS:
+        return (f"the SLO needs more than {max_replicas} replicas: {goodput.binding} is missed at "
+                f"{goodput.ceiling_per_s:.3g} req/s per replica")
+    where = f"at {point.rate_per_s:.3g} req/s per replica on {replicas} replica(s)"
+    if status is SizingStatus.NO_SLO:
+        return f"no SLO targets; simulated {where}"
+    share = f"{point.share_met:.1%} of requests meet every target {where}"
+    if status is SizingStatus.MET:
+        return f"SLO met: {share}"
+    return f"SLO missed: {share}; " + (f"{needed} replicas meet it" if needed else "more replicas than tried needed")
+
+
+def _source(rate_per_s: float, goodput: Goodput, replicas: int, met: bool) -> str:
+    """Where an automatic replica count came from."""
+    first = replicas_for(rate_per_s, goodput.rate_per_s)
+    text = (f"goodput {goodput.rate_per_s:.2f} req/s per replica: ceil({rate_per_s:g} / {goodput.rate_per_s:.2f}) = "
+            f"{first}")
+    if replicas == first:
+        return text + (", confirmed at the operating point" if met else ", missing the SLO at the operating point")
+    if not met:
+        return text + f"; {replicas} still miss the SLO at the operating point"
+    why = "fewer also meet the SLO" if replicas < first else "fewer miss the SLO"
+    return text + f"; {replicas} at the operating point ({why})"
+
+
+def _notes(goodput: Goodput | None, source: str | None, point: SLOProbe | None, settings: GoodputSettings,
+           plan: Plan) -> tuple[str, ...]:
+    notes = []
+    if goodput and goodput.rate_per_s:
+        above = ("the analytic bound itself meets it" if goodput.binding == "none"
+                 else f"at {goodput.ceiling_per_s:.2f} req/s {goodput.binding} binds")
+        notes.append(f"goodput: {goodput.rate_per_s:.2f} req/s per replica (simulations of {settings.num_requests} "
+                     f"requests, to {settings.rate_tolerance:.0%}); {above}")
+    if source:
+        notes.append(f"replicas: {source}")
+    if point is not None:
+        m = point.metrics
+        notes.append(f"operating point: {m.num_requests:,} requests; prefix-cache hit rate "
+                     f"{m.prefix_cache_hit_rate:.1%}, preemptions {m.num_preemptions}, mean batch "
+                     f"{m.mean_batch_size:.1f}, mean KV use {m.mean_kv_usage:.1%} (peak {m.peak_kv_usage:.1%})")
+    notes.append(f"step times: {plan.step_times.model}")
+    return tuple(notes)
+
+
+def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSettings(),
+                    max_replicas: int | None = None) -> Sizing:
+    """Goodput, replicas, cost and verdict of `plan`'s deployment at the scenario's rate.
+
+    `max_replicas` (search): rates below target / max_replicas are not tried, and a deployment
+    that would need more replicas is TOO_MANY_REPLICAS. It never changes a goodput that is found.
+    """
     s = r.scenario
     rate = plan.capacity.arrival_rate_per_s
-    goodput = goodput_per_replica(r, plan)
-    notes = []
-    if s.deployment.replicas:
-        replicas, source = s.deployment.replicas, "scenario"
-    elif goodput is not None and goodput[0] > 0:
-        replicas = replicas_for(rate, goodput[0])
-        source = f"goodput {goodput[0]:.2f} req/s per replica at the SLO (simulated)"
-    elif goodput is not None:
-        raise InputError(s.file, "slo", f"no request rate meets the SLO on one replica of this deployment ({goodput[1]} binds)")
+    slo, stated = slo_of(s), s.deployment.replicas
+    common = dict(settings=settings, target_rate_per_s=rate, required_share=slo.required_share)
+    if not plan.fits:
+        return Sizing(SizingStatus.DOES_NOT_FIT, _verdict(SizingStatus.DOES_NOT_FIT, None, None, None, None, None),
+                      None, **common, goodput_per_replica_per_s=None, binding_target=None, replicas=None, cost=None,
+                      replicas_for_slo=None, usd_per_hour_for_slo=None, operating_point=None, notes=())
+    at = _OperatingPoints(r, rate)
+    goodput = needed = None
+    if not slo.has_targets:                  # the stated replicas, else enough KV for Little's law (the plan's)
+        replicas, source, status = plan.cost.replicas, plan.cost.replicas_source, SizingStatus.NO_SLO
     else:
-        replicas, source = plan.cost.replicas, plan.cost.replicas_source
-    result = simulate_scenario(r, num_requests, replicas)
-    at_rate = summarise(result, slo_of(s))
-    if goodput is not None:
-        notes.append(f"goodput: {goodput[0]:.2f} req/s per replica meet every target for {s.slo.required_share:.0%} of "
-                     f"requests (simulations of {GOODPUT_REQUESTS} requests, to {GOODPUT_TOLERANCE:.0%}); above it {goodput[1]} binds")
-    notes.append(f"prefix-cache hit rate {at_rate.prefix_cache_hit_rate:.1%}, preemptions {at_rate.num_preemptions}, "
-                 f"mean batch {at_rate.mean_batch_size:.1f}, mean KV use {at_rate.mean_kv_usage:.1%} (peak {at_rate.peak_kv_usage:.1%})")
-    notes.append(f"step times: {plan.step_times.model}")
-    simulation = {
-        "requests": at_rate.num_requests,
-        "replicas": replicas,
-        "at_scenario_rate": _summary_dict(at_rate),
-        "goodput_per_replica_per_s": goodput[0] if goodput else None,
-        "goodput_binding_target": goodput[1] if goodput else None,
-        "notes": notes,
-    }
-    cost = cost_summary(r, replicas, source, at_rate.output_tokens_per_s, "simulated output tokens/s at the scenario's rate")
-    verdict = plan.verdict
-    if plan.fits and at_rate.slo_met is not None:
-        verdict += "; SLO met" if at_rate.slo_met else f"; SLO missed ({at_rate.slo_share:.1%} of requests meet it)"
-    return dataclasses.replace(plan, simulation=simulation, cost=cost, verdict=verdict)
+        replicas, source = (stated, "scenario") if stated else (None, None)
+        upper = rate_bound_per_s(plan)
+        floor = rate / max_replicas if max_replicas else 0.0
+        goodput = goodput_rate(r, upper, settings, floor)
+        if goodput.rate_per_s > 0:
+            tried = _fewest_replicas(at, goodput, settings)
+            needed = tried if at(tried).met else None
+            if not stated:
+                replicas, source = tried, _source(rate, goodput, tried, needed is not None)
+        if replicas and at(replicas).met:
+            status = SizingStatus.MET
+        elif goodput.rate_per_s > 0:
+            status = SizingStatus.MISSED
+        elif floor > upper * settings.low_rate_fraction:
+            status = SizingStatus.TOO_MANY_REPLICAS
+        else:
+            status = SizingStatus.NO_RATE
+    point = at(replicas) if replicas else None
+    price, per_replica = r.price_usd_per_gpu_hour, r.parallel.gpus_per_replica
+    return Sizing(
+        status, _verdict(status, replicas, point, needed, goodput, max_replicas),
+        None if status is SizingStatus.NO_SLO else status is SizingStatus.MET, **common,
+        goodput_per_replica_per_s=goodput.rate_per_s if goodput else None,
+        binding_target=goodput.binding if goodput else None, replicas=replicas,
+        cost=cost_summary(r, replicas, source, rate, plan.step_times.output_tokens_mean) if replicas else None,
+        replicas_for_slo=needed, usd_per_hour_for_slo=usd_per_hour(needed, per_replica, price) if needed else None,
+        operating_point=point, notes=_notes(goodput, source, point, settings, plan))
+
+
+def add_simulation(plan: Plan, r: Resolved, settings: GoodputSettings = GoodputSettings()) -> Plan:
+    """`plan` with its simulated section (`Plan.simulation`), the sized replicas and their cost, and the verdict."""
+    sizing = size_deployment(r, plan, settings)
+    return dataclasses.replace(plan, simulation=sizing, cost=sizing.cost or plan.cost,
+                               verdict=f"{plan.verdict}; {sizing.verdict}")

@@ -1,8 +1,9 @@
 """The plan: every analytic answer for a scenario, in one JSON-serialisable dataclass.
 
 `make_plan(resolved)` computes memory, the parallel split, Little's-law capacity, roofline
-step times, speculative-decoding expectations and cost; the simulated section is added by
-`sizer.sizing.simulate` when asked. Field names carry their units.
+step times, speculative-decoding expectations and cost; the simulated section (goodput,
+replicas, cost, verdict) is added by `sizer.sizing.pipeline.add_simulation` when asked.
+Field names carry their units.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from sizer.analytic.capacity import Capacity, littles_law
 from sizer.analytic.memory import CUDA_CONTEXT_BYTES, GB, NCCL_BUFFER_BYTES, GiB, KVLayout, MemoryBudget, WeightMemory
 from sizer.analytic.parallel import comm_per_step, kv_heads_per_gpu
 from sizer.analytic.roofline import (COLLECTIVE_LATENCY_S, RooflineStepTimeModel, compute_bound_batch, decode_batch,
-                        prefill_time_s)
-from sizer.sizing.resolve import Resolved
-from sizer.inputs.scenario import mean_length
+                                     prefill_time_s)
 from sizer.analytic.weights import parameter_count
+from sizer.inputs.scenario import mean_length
+from sizer.sizing.cost import CostSummary, cost_summary
+from sizer.sizing.resolve import Resolved
+from sizer.sizing.result import Sizing
 
 SCHEMA_VERSION = 1
 
@@ -89,19 +92,6 @@ class SpeculativeSummary:
 
 
 @dataclass(frozen=True)
-class CostSummary:
-    price_usd_per_gpu_hour: float | None
-    price_source: str
-    replicas: int
-    replicas_source: str
-    gpus: int
-    usd_per_hour: float | None
-    output_tokens_per_s: float | None
-    usd_per_million_output_tokens: float | None
-    throughput_source: str
-
-
-@dataclass(frozen=True)
 class Plan:
     schema_version: int
     scenario: str
@@ -125,10 +115,7 @@ class Plan:
     fits: bool
     verdict: str
     assumptions: list[str]
-    simulation: dict | None = None
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+    simulation: Sizing | None = None     # `plan --simulate`: sizer.sizing.pipeline.add_simulation
 
 
 def memory_of(r: Resolved) -> tuple[WeightMemory, KVLayout, MemoryBudget]:
@@ -246,7 +233,7 @@ def make_plan(r: Resolved) -> Plan:
 
     replicas = d.replicas or capacity.replicas_for_memory or 1
     replicas_source = "scenario" if d.replicas else "enough KV cache for Little's-law requests in flight (the simulator refines this)"
-    cost = cost_summary(r, replicas, replicas_source, None, "")
+    cost = cost_summary(r, replicas, replicas_source, rate, output_mean)
     fits = budget.fits
     verdict = ("fits" if fits else "does not fit: " + "; ".join(budget.reasons))
     if fits and demand.sequences > capacity.requests_held_per_replica * replicas:
@@ -263,18 +250,6 @@ def make_plan(r: Resolved) -> Plan:
 
 def kv_heads_per_gpu_of(m, p) -> int:
     return 1 if m.is_mla else kv_heads_per_gpu(m, p)
-
-
-def cost_summary(r: Resolved, replicas: int, replicas_source: str, output_tokens_per_s: float | None,
-                 throughput_source: str) -> CostSummary:
-    gpus = replicas * r.parallel.gpus_per_replica
-    price = r.price_usd_per_gpu_hour
-    per_hour = gpus * price if price is not None else None
-    per_million = None
-    if per_hour is not None and output_tokens_per_s:
-        per_million = per_hour / (output_tokens_per_s * 3600) * 1e6
-    return CostSummary(price, r.price_source, replicas, replicas_source, gpus, per_hour, output_tokens_per_s, per_million,
-                       throughput_source)
 
 
 def assumptions(r: Resolved, step: RooflineStepTimeModel) -> list[str]:

@@ -1,9 +1,9 @@
 """Everything a sizing report shows, gathered into one dataclass the template renders.
 
 The answer comes first: the cheapest configuration of the search that meets the SLO (or the
-scenario's own configuration when no search is run or nothing passes), simulated at its
-operating point with the scenario's request count. Around it: the question, memory per GPU,
-latency against rate, KV and batch timelines, the search table and every assumption.
+scenario's own configuration when no search is run or nothing passes), sized by the pipeline
+every command uses (`sizer.sizing.pipeline.size_deployment`). Around it: the question, memory
+per GPU, latency against rate, KV and batch timelines, the search table and every assumption.
 """
 
 from __future__ import annotations
@@ -11,34 +11,26 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from sizer.sizing.plan import Plan, cost_summary, make_plan
-from sizer.outputs.report.charts import MemoryBar, RatePoint, latency_chart, memory_chart, timeline_chart
-from sizer.sizing.resolve import Resolved, resolve
+import numpy as np
+
 from sizer.inputs.scenario import mean_length, scenario_from_dict
-from sizer.sizing.search import (SearchResult, SearchSettings, SearchSpace, goodput_rate, probe_slo, rate_bound_per_s,
-                          replicas_for, score, search, simulate_at, slo_of)
+from sizer.outputs.report.charts import MemoryBar, RatePoint, latency_chart, memory_chart, timeline_chart
+from sizer.sizing.goodput import probe_slo, simulate_at
+from sizer.sizing.pipeline import method_notes, size_deployment
+from sizer.sizing.plan import Plan, make_plan
+from sizer.sizing.resolve import Resolved, resolve
+from sizer.sizing.result import Sizing
+from sizer.sizing.search import SearchResult, SearchSettings, SearchSpace, search
 
 RATE_FACTORS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)     # latency sweep, as multiples of the goodput rate
-REPORT_REQUESTS = 1000                               # per simulation of the latency sweep
 
 
 @dataclass(frozen=True)
 class Answer:
     source: str                    # "the cheapest configuration of the search" or "the scenario's configuration"
     configuration: str
-    replicas: int
-    gpus: int
-    usd_per_hour: float | None
-    usd_per_million_output_tokens: float | None
-    goodput_rate_per_s: float
-    operating_rate_per_s: float
-    share_met: float
-    required_share: float
-    slo_met: bool
-    fits: bool
-    binding: str                   # what limits: memory, or the SLO target that binds
-    percentiles_ms: dict[str, tuple[float, float, float]]
     plan_command: str
+    sizing: Sizing                 # the pipeline's answer: status, verdict, replicas, cost, operating point
 
 
 @dataclass(frozen=True)
@@ -70,36 +62,35 @@ def build_report(data: dict, file: str | None, space: SearchSpace | None, worker
     best = result.recommended if result else None
     if best is not None:
         chosen = resolve(scenario_from_dict(data, file, best.candidate.overrides(scenario)))
-        source = "the cheapest configuration of the search that meets the SLO (verified by a full-length simulation)"
+        source = "the cheapest configuration of the search that meets the SLO"
     else:
         chosen, source = own_resolved, "the scenario's configuration" + (" (no searched configuration met the SLO)" if result else "")
-    answer, chosen_timeline = _answer(chosen, source, settings, best.goodput_rate_per_s if best else None,
-                                      best.replicas if best else None)
+    answer, chosen_timeline = _answer(chosen, source, settings, best.sizing if best else None)
     bars = [_memory_bar(("recommended: " if best else "") + answer.configuration, chosen, chosen_timeline)]
     own = None
     if best is not None and _shape(chosen) != _shape(own_resolved):
-        own, own_timeline = _answer(own_resolved, "the scenario's configuration", settings, None)
+        own, own_timeline = _answer(own_resolved, "the scenario's configuration", settings)
         bars.append(_memory_bar("scenario: " + own.configuration, own_resolved, own_timeline))
-    points = _latency_points(chosen, answer.goodput_rate_per_s) if answer.goodput_rate_per_s > 0 else []
+    goodput = answer.sizing.goodput_per_replica_per_s
+    points = _latency_points(chosen, goodput, settings.goodput.num_requests) if goodput else []
     slo = scenario.slo
     plan = make_plan(chosen)
+    method = method_notes(settings.goodput, scenario.workload.num_requests)
     return Report(
         title=scenario.name, scenario_file=file, question=question_rows(scenario, own_resolved), answer=answer, own=own,
         memory_svg=memory_chart(bars), memory_bars=bars,
         latency_svg=latency_chart(points, {"ttft_ms": slo.ttft_ms, "tpot_ms": slo.itl_ms, "e2e_ms": slo.e2e_ms},
-                                  answer.goodput_rate_per_s) if points else None,
+                                  goodput) if points else None,
         latency_points=points,
         timeline_svg=timeline_chart(*chosen_timeline) if chosen_timeline else None,
         search=result, inputs=input_rows(scenario, own_resolved), formulas=formula_rows(plan),
         assumptions=plan.assumptions, step_model=plan.step_times.model,
         simulation_notes=[
-            f"operating point: one replica simulated at the scenario's rate / replicas with {scenario.workload.num_requests:,} "
-            f"requests (seed {scenario.workload.seed}); Poisson traffic split at random stays Poisson",
-            f"latency against rate: {REPORT_REQUESTS:,} requests per rate at {', '.join(f'{f:g}' for f in RATE_FACTORS)} x the goodput rate",
-            f"goodput: highest rate per replica with {slo.required_share:.0%} of requests meeting every target, found by "
-            f"bisection with {settings.num_requests} requests per rate to {settings.rate_tolerance:.0%}",
+            *method,
+            f"latency against rate: {settings.goodput.num_requests:,} requests per rate (as each goodput probe) at "
+            f"{', '.join(f'{f:g}' for f in RATE_FACTORS)} x the goodput rate; seed {scenario.workload.seed}",
             "the SLO's ITL target is checked per request against its TPOT: mean time per output token after the first",
-        ] + [n for n in (result.notes if result else ()) if not n.startswith("goodput")])
+        ] + [n for n in (result.notes if result else ()) if n not in method])
 
 
 def _shape(r: Resolved) -> tuple:
@@ -107,8 +98,9 @@ def _shape(r: Resolved) -> tuple:
     return r.hardware.id, r.parallel, r.weight_format.name, r.kv_cache_dtype
 
 
-def _answer(r: Resolved, source: str, settings: SearchSettings, goodput: float | None, replicas: int | None = None):
-    """The verdict for one configuration: goodput, replicas, cost, and a full simulation at its operating point."""
+def _answer(r: Resolved, source: str, settings: SearchSettings, sizing: Sizing | None = None):
+    """The pipeline's verdict for one configuration (sized here unless the search already did), and the KV and
+    batch timeline of its operating point (the same seeded simulation again)."""
     plan = make_plan(r)
     s, d = r.scenario, r.scenario.deployment
     config = (f"{plan.parallel.gpus_per_replica} x {r.hardware.name}, TP {d.tensor_parallel_size}"
@@ -116,45 +108,31 @@ def _answer(r: Resolved, source: str, settings: SearchSettings, goodput: float |
               + f", {r.weight_format.name} weights, {r.kv_cache_dtype} KV")
     command = (f"sizer plan {s.file or 'scenario.yaml'} --gpu {r.hardware.id} --tp {d.tensor_parallel_size} "
                f"--pp {d.pipeline_parallel_size} --weights {r.weight_format.name} --kv-cache-dtype {r.kv_cache_dtype} --simulate")
-    rate = s.workload.arrival.rate_per_s
-    common = dict(source=source, configuration=config, required_share=s.slo.required_share, plan_command=command)
-    if not plan.fits:
-        return Answer(**common, replicas=0, gpus=0, usd_per_hour=None, usd_per_million_output_tokens=None,
-                      goodput_rate_per_s=0.0, operating_rate_per_s=0.0, share_met=0.0, slo_met=False, fits=False,
-                      binding="memory", percentiles_ms={}), None
-    binding = None
-    if goodput is None:
-        goodput, binding = goodput_rate(r, rate_bound_per_s(plan), settings)
-    replicas = replicas or d.replicas or (replicas_for(rate, goodput) if goodput > 0 else 1)
-    sim = simulate_at(r, rate / replicas, s.workload.num_requests)
-    probe = score(sim, slo_of(s), rate / replicas)
-    cost = cost_summary(r, replicas, "goodput", rate * mean_length(s.workload.output_tokens), "scenario rate x mean output")
-    met = probe.share_met >= s.slo.required_share
-    answer = Answer(**common, replicas=replicas, gpus=cost.gpus, usd_per_hour=cost.usd_per_hour,
-                    usd_per_million_output_tokens=cost.usd_per_million_output_tokens,
-                    goodput_rate_per_s=goodput, operating_rate_per_s=rate / replicas, share_met=probe.share_met,
-                    slo_met=met, fits=True, binding=binding or probe.binding, percentiles_ms=probe.percentiles_ms)
-    t = sim.timeline
+    sizing = sizing or size_deployment(r, plan, settings.goodput)
+    answer = Answer(source, config, command, sizing)
+    point = sizing.operating_point
+    if point is None:
+        return answer, None
+    t = simulate_at(r, point.rate_per_s, s.workload.num_requests).timeline
     first = t.replica == 0
     return answer, (t.end_s[first], t.kv_usage[first], t.num_seqs[first])
 
 
 def _memory_bar(label: str, r: Resolved, timeline) -> MemoryBar:
     """One GPU's memory; the KV cache split at the p95 of simulated block usage (all free when not simulated)."""
-    import numpy as np
-
     m = make_plan(r).memory
     used = m.kv_cache_bytes * float(np.percentile(timeline[1], 95)) if timeline is not None and len(timeline[1]) else 0.0
     return MemoryBar(label, m.gpu_memory_bytes, m.weights_bytes, used, m.kv_cache_bytes - used, m.activation_bytes,
                      m.non_torch_bytes, m.gpu_memory_bytes - m.usable_bytes)
 
 
-def _latency_points(r: Resolved, goodput: float) -> list[RatePoint]:
+def _latency_points(r: Resolved, goodput: float, num_requests: int) -> list[RatePoint]:
+    """p50/p95/p99 around the goodput rate; at 1 x goodput the very simulation the bisection accepted."""
     points = []
     for factor in RATE_FACTORS:
-        p = probe_slo(r, goodput * factor, REPORT_REQUESTS)
-        points.append(RatePoint(goodput * factor, p.percentiles_ms["ttft"], p.percentiles_ms["tpot"],
-                                p.percentiles_ms["e2e"], p.share_met))
+        m = probe_slo(r, goodput * factor, num_requests).metrics
+        ttft, tpot, e2e = ((lat.p50_ms, lat.p95_ms, lat.p99_ms) for lat in (m.ttft, m.tpot, m.e2e))
+        points.append(RatePoint(goodput * factor, ttft, tpot, e2e, m.slo_share))
     return points
 
 
@@ -205,5 +183,8 @@ def formula_rows(plan: Plan) -> list[tuple[str, str]]:
         ("step time = GEMMs + attention + lm_head + collectives + overhead, each max(FLOPs / compute, bytes / bandwidth)", "roofline model; sizer/perf.py"),
         ("speculative tokens per step = (1 - alpha^(gamma+1)) / (1 - alpha)", "Leviathan et al. (2023)"),
         ("goodput = highest rate at which the required share of requests meets every SLO target", "DistServe (Zhong et al., 2024)"),
-        ("replicas = ceil(target rate / goodput per replica); cost = replicas x GPUs x price", "sizer/search.py"),
+        ("replicas = ceil(target rate / goodput per replica), + 1 while the operating point misses the SLO",
+         "sizer/sizing/pipeline.py"),
+        ("cost = replicas x GPUs x price; per million output tokens at target rate x mean output",
+         "sizer/sizing/cost.py"),
     ]

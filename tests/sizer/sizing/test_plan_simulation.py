@@ -1,56 +1,69 @@
-"""`sizer plan --simulate`: goodput per replica, replicas for the rate, latency at the rate."""
-
-import math
+"""`sizer plan --simulate`: goodput per replica, replicas for the rate, latency at the rate, cost."""
 
 import pytest
 
-from sizer.sizing.plan import make_plan
-from sizer.sizing.pipeline import GOODPUT_REQUESTS, GOODPUT_TOLERANCE, add_simulation
-from sizer.sizing.resolve import resolve
+from simulator.metrics import slo_attainment
 from sizer.inputs.scenario import load_scenario
-from sizer.sizing.search import slo_of
+from sizer.sizing.goodput import probe_slo, slo_of
+from sizer.sizing.pipeline import add_simulation
+from sizer.sizing.plan import make_plan
+from sizer.sizing.resolve import resolve
+from sizer.sizing.result import GoodputSettings, SizingStatus
 from sizer.sizing.simulate import simulate_replica
+
+SETTINGS = GoodputSettings()
+OVERRIDES = {"workload.arrival.rate_per_s": 60, "workload.num_requests": 800}
 
 
 @pytest.fixture(scope="module")
 def goodput_plan():
-    # the seed's goodput example: TTFT < 1 s and ITL < 50 ms for 95% of requests, at 4x its rate
-    r = resolve(load_scenario("scenarios/seed-goodput.yaml", {"workload.arrival.rate_per_s": 60,
-                                                             "workload.num_requests": 800}))
+    # the seed's goodput example: TTFT < 1 s and ITL < 50 ms for 95% of requests, at 15x its rate
+    r = resolve(load_scenario("scenarios/seed-goodput.yaml", OVERRIDES))
     return r, add_simulation(make_plan(r), r)
 
 
 def test_goodput_is_the_knee_of_slo_attainment(goodput_plan):
-    from simulator.metrics import slo_attainment
     r, plan = goodput_plan
-    rate = plan.simulation["goodput_per_replica_per_s"]
+    rate = plan.simulation.goodput_per_replica_per_s
     assert rate > 0
     slo = slo_of(r.scenario)
-    share_at = slo_attainment(simulate_replica(r, rate, GOODPUT_REQUESTS), slo).mean()
-    share_above = slo_attainment(simulate_replica(r, rate * (1 + GOODPUT_TOLERANCE) ** 2, GOODPUT_REQUESTS), slo).mean()
+    # the bisection accepted `rate` and rejected a rate within 1 + tolerance above it (same request count)
+    share_at = slo_attainment(simulate_replica(r, rate, SETTINGS.num_requests), slo).mean()
+    share_above = slo_attainment(simulate_replica(r, rate * (1 + SETTINGS.rate_tolerance) ** 2, SETTINGS.num_requests),
+                                 slo).mean()
     assert share_at >= 0.95
     assert share_above < 0.95
 
 
-def test_replicas_cover_the_rate_and_cost_follows(goodput_plan):
+def test_replicas_are_the_fewest_that_meet_the_slo_and_cost_follows(goodput_plan):
     r, plan = goodput_plan
     sim = plan.simulation
-    # replicas = ceil(60 req/s / goodput per replica)
-    assert sim["replicas"] == math.ceil(60 / sim["goodput_per_replica_per_s"])
-    assert plan.cost.replicas == sim["replicas"] and plan.cost.gpus == sim["replicas"]
-    assert plan.cost.usd_per_hour == pytest.approx(sim["replicas"] * r.price_usd_per_gpu_hour)
-    # $/M output tokens = $/h / (output tokens/s x 3600) x 1e6
-    out_per_s = sim["at_scenario_rate"]["output_tokens_per_s"]
+    assert sim.status is SizingStatus.MET and sim.slo_met and "SLO met" in plan.verdict
+    n = sim.replicas
+    # the operating point: one replica at 60 / n req/s with the scenario's 800 requests, meeting the 95% share
+    assert sim.operating_point.rate_per_s == pytest.approx(60 / n)
+    assert sim.operating_point.metrics.num_requests == 800 and sim.operating_point.share_met >= 0.95
+    # one replica fewer misses it (the pipeline searched down from ceil(60 / goodput))
+    assert n > 1 and probe_slo(r, 60 / (n - 1), 800).share_met < 0.95
+    assert sim.replicas_for_slo == n
+    # cost = replicas x 1 GPU x the H100's price; the plan's cost section is the sizing's
+    assert plan.cost is sim.cost and plan.cost.gpus == n
+    assert plan.cost.usd_per_hour == pytest.approx(n * r.price_usd_per_gpu_hour) == sim.usd_per_hour_for_slo
+    # $/M output tokens = $/h / (60 req/s x mean output x 3600) x 1e6; the seed's lognormal output has mean 200 tokens
+    # before clipping to [4, 1500], which the plan's mean (the basis) reports
+    out_per_s = 60 * plan.step_times.output_tokens_mean
+    assert 190 * 60 < out_per_s < 210 * 60
     assert plan.cost.usd_per_million_output_tokens == pytest.approx(plan.cost.usd_per_hour / (out_per_s * 3600) * 1e6)
-    # on that many replicas, the scenario's rate meets the SLO share
-    assert sim["at_scenario_rate"]["slo_share"] >= 0.95
-    assert "SLO met" in plan.verdict
 
 
-def test_fixed_replicas_that_are_too_few_miss_the_slo():
-    r = resolve(load_scenario("scenarios/seed-goodput.yaml", {"workload.arrival.rate_per_s": 60,
-                                                             "workload.num_requests": 800, "deployment.replicas": 1}))
+def test_stated_replicas_that_are_too_few_miss_the_slo_and_say_how_many_meet_it(goodput_plan):
+    r = resolve(load_scenario("scenarios/seed-goodput.yaml", {**OVERRIDES, "deployment.replicas": 1}))
     plan = add_simulation(make_plan(r), r)
-    assert plan.simulation["replicas"] == 1
-    assert plan.simulation["at_scenario_rate"]["slo_share"] < 0.95
-    assert "SLO missed" in plan.verdict
+    sim = plan.simulation
+    assert (sim.status, sim.replicas, sim.slo_met) == (SizingStatus.MISSED, 1, False)
+    assert sim.operating_point.share_met < 0.95 and "SLO missed" in plan.verdict
+    # the count that meets it is the one the scenario gets without stated replicas (the fixture's plan)
+    auto = goodput_plan[1].simulation
+    assert sim.replicas_for_slo == auto.replicas > 1
+    assert f"{auto.replicas} replicas meet it" in sim.verdict
+    assert sim.cost.replicas == 1 and sim.usd_per_hour_for_slo == pytest.approx(auto.cost.usd_per_hour)

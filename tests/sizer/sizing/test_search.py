@@ -1,4 +1,5 @@
-"""`sizer search`: sweep enumeration, memory filter, goodput bisection, SLO scoring, Pareto front, ranking."""
+"""`sizer search` and its goodput bisection: sweep enumeration, memory filter, bisection, SLO scoring, Pareto
+front, ranking."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ import numpy as np
 import pytest
 import yaml
 
-import sizer.sizing.search as search_mod
+import sizer.sizing.goodput as goodput_mod
+from simulator.metrics import SLO
 from sizer.inputs.scenario import SLOSection
-from sizer.sizing.search import (Candidate, Outcome, SearchSettings, SearchSpace, candidates, evaluate, goodput_rate,
-                          mark_pareto, rank, score)
+from sizer.sizing.cost import CostSummary
+from sizer.sizing.goodput import Goodput, goodput_rate, score
+from sizer.sizing.result import GoodputSettings, Sizing, SizingStatus
+from sizer.sizing.search import Candidate, Outcome, SearchSettings, SearchSpace, candidates, evaluate, mark_pareto, rank
 
 ROOT = Path(__file__).resolve().parents[3]
 SCENARIO = ROOT / "scenarios" / "llama-3.1-70b-h200.yaml"
@@ -41,7 +45,7 @@ def test_stated_price_applies_only_to_the_scenario_gpu():
 
 
 def test_invalid_split_and_memory_are_rejected_without_simulating(monkeypatch):
-    monkeypatch.setattr(search_mod, "simulate_at", lambda *a: pytest.fail("simulated a configuration that cannot run"))
+    monkeypatch.setattr(goodput_mod, "simulate_at", lambda *a: pytest.fail("simulated a configuration that cannot run"))
     settings = SearchSettings()
     split = evaluate(Candidate("h200", 3, 1, "bf16", "auto", False), data(), str(SCENARIO), settings)
     assert (split.status, split.binding) == ("invalid", "split")
@@ -88,43 +92,49 @@ def knee_at(knee: float, calls: list):
 ])
 def test_goodput_bisection_brackets_the_knee(monkeypatch, knee, probes):
     calls = []
-    monkeypatch.setattr(search_mod, "simulate_at", knee_at(knee, calls))
-    rate, binding = goodput_rate(resolved_with(SLOSection(ttft_ms=500, itl_ms=50)), 10.0,
-                                 SearchSettings(rate_tolerance=0.1, low_rate_fraction=1 / 64))
-    assert knee / 1.1 <= rate <= knee
-    assert binding == "ITL"                          # TTFT always met; TPOT 80 ms > 50 ms above the knee
+    monkeypatch.setattr(goodput_mod, "simulate_at", knee_at(knee, calls))
+    g = goodput_rate(resolved_with(SLOSection(ttft_ms=500, itl_ms=50)), 10.0,
+                     GoodputSettings(rate_tolerance=0.1, low_rate_fraction=1 / 64))
+    assert knee / 1.1 <= g.rate_per_s <= knee < g.ceiling_per_s <= g.rate_per_s * 1.1
+    assert g.binding == "ITL"                        # TTFT always met; TPOT 80 ms > 50 ms above the knee
     assert len(calls) == probes and min(calls) >= 10.0 / 64
 
 
 def test_goodput_at_the_bound_and_zero_below_the_floor(monkeypatch):
     calls = []
-    monkeypatch.setattr(search_mod, "simulate_at", knee_at(100.0, calls))
-    assert goodput_rate(resolved_with(SLOSection(itl_ms=50)), 10.0, SearchSettings())[0] == 10.0
+    monkeypatch.setattr(goodput_mod, "simulate_at", knee_at(100.0, calls))
+    assert goodput_rate(resolved_with(SLOSection(itl_ms=50)), 10.0, GoodputSettings()) == Goodput(10.0, 10.0, "none")
     assert calls == [10.0]                           # met at the bound: one simulation
     calls.clear()
-    monkeypatch.setattr(search_mod, "simulate_at", lambda r, rate, n: calls.append(rate) or fake_result([900.0] * 5, [10.0] * 5))
-    assert goodput_rate(resolved_with(SLOSection(ttft_ms=500)), 8.0, SearchSettings()) == (0.0, "TTFT")
-    assert calls == [8.0, 2.0, 0.5, 0.125]           # down to 8 / 64, then give up
+    monkeypatch.setattr(goodput_mod, "simulate_at",
+                        lambda r, rate, n: calls.append(rate) or fake_result([900.0] * 5, [10.0] * 5))
+    # down to 8 / 64, then give up; the ceiling is the lowest rate tried
+    assert goodput_rate(resolved_with(SLOSection(ttft_ms=500)), 8.0, GoodputSettings()) == Goodput(0.0, 0.125, "TTFT")
+    assert calls == [8.0, 2.0, 0.5, 0.125]
     calls.clear()
-    assert goodput_rate(resolved_with(SLOSection(ttft_ms=500)), 8.0, SearchSettings(), floor_per_s=0.3) == (0.0, "TTFT")
+    assert goodput_rate(resolved_with(SLOSection(ttft_ms=500)), 8.0, GoodputSettings(),
+                        floor_per_s=0.3) == Goodput(0.0, 0.5, "TTFT")
     assert calls == [8.0, 2.0, 0.5]                  # 0.125 is below the floor (target / max_replicas)
 
 
 def test_score_counts_every_target_and_rejections():
-    from simulator.metrics import SLO
     result = fake_result([100.0, 200.0, 300.0, np.nan], [10.0, 60.0, 70.0, np.nan], [False, False, False, True])
     probe = score(result, SLO(ttft_ms=250, itl_ms=50), 2.0)
     # TTFT <= 250: requests 0, 1 -> 2/4; TPOT <= 50: request 0 -> 1/4; the rejected one meets nothing.
     assert probe.share_by_target == {"TTFT": 0.5, "ITL": 0.25}
-    assert probe.share_met == 0.25 and probe.binding == "ITL"
+    assert probe.share_met == 0.25 and probe.binding == "ITL" and probe.met is False
     # Percentiles over the three served requests (inverted CDF): p50 of (100, 200, 300) = 200, p95 = 300.
-    assert probe.percentiles_ms["ttft"][:2] == (200.0, 300.0)
+    assert (probe.metrics.ttft.p50_ms, probe.p95_ms("ttft")) == (200.0, 300.0)
 
 
 def _ok(gpu: str, usd: float | None, e2e: float) -> Outcome:
+    """A passing outcome on 2 replicas x 4 GPUs whose operating point has p95 E2E `e2e` ms (one request)."""
     c = Candidate(gpu, 4, 1, "fp8", "auto", False)
-    return Outcome(c, "ok", "ITL", "", 4, 10.0, 5.0, 2, 8, None if usd is None else usd / 8, usd, 1.0, 5.0, 0.97,
-                   100.0, 20.0, e2e)
+    cost = CostSummary(None if usd is None else usd / 8, "test", 2, "test", 8, usd, 100.0, None, "test")
+    point = score(fake_result([e2e], [0.0]), SLO(e2e_ms=1e9), 5.0)        # e2e = TTFT + 10 x TPOT = e2e
+    sizing = Sizing(SizingStatus.MET, "SLO met", True, GoodputSettings(), 10.0, 0.95, 5.0, "ITL", 2, cost, 2, usd,
+                    point, ())
+    return Outcome(c, "ok", "ITL", "", 4, 10.0, sizing)
 
 
 def test_pareto_front_and_ranking():
@@ -144,39 +154,22 @@ def test_search_on_the_70b_scenario_ranks_four_gpus_and_recommends():
     from sizer.sizing.search import search
     space = SearchSpace(gpus=("h100-sxm", "h200", "a100-80gb", "b200"), tensor_parallel_sizes=(2, 4, 8),
                         weight_formats=("bf16", "fp8"), kv_cache_dtypes=("auto",))
-    result = search(data(), str(SCENARIO), space, SearchSettings(num_requests=200), workers=2)
+    result = search(data(), str(SCENARIO), space, SearchSettings(GoodputSettings(num_requests=200)), workers=2)
     assert len(result.outcomes) == 4 * 3 * 2
     ok = [o for o in result.outcomes if o.status == "ok"]
     assert len({o.candidate.gpu for o in ok}) >= 3
     best = result.recommended
     assert best is not None and best is result.outcomes[0] and best.pareto
     assert all(o.usd_per_hour >= best.usd_per_hour for o in ok if o.priced)
-    # Replicas cover the target at the coarse goodput (replicas x goodput >= 10 req/s), plus any the
-    # full-length verification added; the verified operating point meets the SLO.
-    assert best.verified and best.replicas * best.goodput_rate_per_s >= 10.0
-    assert best.share_met >= 0.95
-
-
-def test_verification_adds_replicas_until_the_full_run_meets_the_slo(monkeypatch):
-    """The cheapest misses at 1 replica in the long run, meets at 2: it then costs 2x and may lose first place."""
-    full = 1500     # the scenario's num_requests
-
-    def fake(resolved, rate, n):
-        knee = 5.0 if resolved.hardware.id == "b200" else 10.0   # what a long run shows; short runs look fine
-        meets = rate <= knee if n == full else True
-        return fake_result([100.0] * 10, [20.0 if meets else 80.0] * 10)
-
-    monkeypatch.setattr(search_mod, "simulate_at", fake)
-    cheap, dear = _ok("b200", 10.0, 900.0), _ok("h200", 15.0, 700.0)
-    cheap = Outcome(cheap.candidate, "ok", "ITL", "", 1, 10.0, 10.5, 1, 1, 10.0, 10.0, 1.0, 10.0)
-    dear = Outcome(dear.candidate, "ok", "ITL", "", 4, 10.0, 12.0, 1, 4, 3.75, 15.0, 1.5, 10.0)
-    out = search_mod.verify([cheap, dear], data(), str(SCENARIO), SearchSettings())
-    by_gpu = {o.candidate.gpu: o for o in out}
-    # b200 at 10 req/s on 1 replica misses; on 2 (5 req/s each) it meets: $20/hour, now dearer than h200's $15,
-    # which the next try verifies.
-    assert (by_gpu["b200"].replicas, by_gpu["b200"].usd_per_hour, by_gpu["b200"].verified) == (2, 20.0, False)
-    assert by_gpu["h200"].verified and by_gpu["h200"].replicas == 1
-    assert rank(out)[0].candidate.gpu == "h200"
+    # Every passing configuration went through the sizing pipeline: its operating point (one replica at
+    # 10 req/s / replicas, the scenario's 1,500 requests) meets the 95% share, and cost = replicas x GPUs x price.
+    for o in ok:
+        assert o.sizing.status is SizingStatus.MET and o.share_met >= 0.95
+        assert o.operating_rate_per_s == pytest.approx(10.0 / o.replicas)
+        assert o.sizing.operating_point.metrics.num_requests == 1500
+        assert o.gpus == o.replicas * o.gpus_per_replica
+    rejected = [o for o in result.outcomes if o.status == "rejected" and o.binding != "memory"]
+    assert all(o.sizing.status is not SizingStatus.MET and o.reason == o.sizing.verdict for o in rejected)
 
 
 TINY = SearchSpace(gpus=("l4",), tensor_parallel_sizes=(1,), weight_formats=("bf16",), kv_cache_dtypes=("auto",))
@@ -192,6 +185,7 @@ def test_search_needs_an_slo_target():
 
 def test_speculative_sweep_needs_the_scenarios_settings():
     from dataclasses import replace as with_
+
     from sizer.errors import InputError
     from sizer.sizing.search import search
     with pytest.raises(InputError) as err:

@@ -42,13 +42,14 @@ def ink(png: bytes) -> float:
 def report(tmp_path_factory):
     """A report for the bundled 70B scenario with a small search (4 configurations, short simulations)."""
     from sizer.outputs.report import build_report, render_html, write_pdf
+    from sizer.sizing.result import GoodputSettings
     from sizer.sizing.search import SearchSettings, SearchSpace
 
     out = tmp_path_factory.mktemp("report")
     space = SearchSpace(gpus=("h200", "h100-sxm"), tensor_parallel_sizes=(4, 8), weight_formats=("fp8",),
                         kv_cache_dtypes=("auto",))
     built = build_report(yaml.safe_load(SCENARIO.read_text()), str(SCENARIO), space, workers=1,
-                         settings=SearchSettings(num_requests=150))
+                         settings=SearchSettings(GoodputSettings(num_requests=150)))
     html = render_html(built, "2026-01-01")
     (out / "report.html").write_text(html)
     write_pdf(html, out / "report.pdf")
@@ -61,7 +62,11 @@ def test_html_is_self_contained_and_has_every_section(report):
     assert not re.search(r"<script|<link|<img|<iframe|@import|\bsrc=|url\(\s*['\"]?https?:", html)
     assert [h for h in re.findall(r"<h2>(.*?)</h2>", html)] == list(SECTIONS)
     assert html.count("<svg") == 3                                      # memory, latency, timeline
-    assert built.answer.slo_met and built.search and built.search.recommended is not None
+    assert built.answer.sizing.slo_met and built.search and built.search.recommended is not None
+    # the answer is the search's recommendation as the sizing pipeline sized it: the same replicas and dollars
+    best = built.search.recommended
+    assert built.answer.sizing is best.sizing
+    assert f"{best.sizing.replicas} replicas of" in html and f"${best.usd_per_hour:,.2f}/hour" in html
     assert built.answer.plan_command in html.replace("&#39;", "'")
 
 

@@ -1,0 +1,102 @@
+"""Goodput of one replica: the highest request rate at which the SLO's required share of requests
+meets every target (DistServe's goodput), found by bisecting over short simulations.
+
+    probe(rate)  one replica at `rate`, `GoodputSettings.num_requests` requests, scored per request
+    goodput      the highest probed rate that meets the share (the bracket above it is within 1 + tolerance)
+    replicas     ceil(target rate / goodput)
+
+One replica at rate / replicas stands for a deployment of `replicas`: Poisson traffic split at
+random over replicas stays Poisson.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from simulator.metrics import SLO, slo_attainment, summarise
+from sizer.inputs.scenario import Scenario
+from sizer.sizing.resolve import Resolved
+from sizer.sizing.result import GoodputSettings, SLOProbe
+from sizer.sizing.simulate import simulate_replica
+
+
+@dataclass(frozen=True)
+class Goodput:
+    rate_per_s: float         # the highest probed rate that meets the SLO share; 0 when none does
+    ceiling_per_s: float      # the lowest probed rate that misses it (the bound, when the bound meets it)
+    binding: str              # the target that binds at the ceiling; "none" when the bound meets the SLO
+
+
+def slo_of(scenario: Scenario) -> SLO:
+    s = scenario.slo
+    return SLO(ttft_ms=s.ttft_ms, itl_ms=s.itl_ms, e2e_ms=s.e2e_ms, required_share=s.required_share)
+
+
+def score(result, slo: SLO, rate_per_s: float) -> SLOProbe:
+    """Metrics and the share meeting each target alone (simulator.metrics semantics)."""
+    shares = {name: float(slo_attainment(result, SLO(**{key: target})).mean())
+              for name, key, target in (("TTFT", "ttft_ms", slo.ttft_ms), ("ITL", "itl_ms", slo.itl_ms),
+                                        ("E2E", "e2e_ms", slo.e2e_ms)) if target is not None}
+    return SLOProbe(rate_per_s, summarise(result, slo), shares)
+
+
+def simulate_at(resolved: Resolved, rate_per_s: float, num_requests: int):
+    """One replica of `resolved` at `rate_per_s`, `num_requests` requests (the scenario's seed)."""
+    return simulate_replica(resolved, rate_per_s, num_requests)
+
+
+def probe_slo(resolved: Resolved, rate_per_s: float, num_requests: int) -> SLOProbe:
+    return score(simulate_at(resolved, rate_per_s, num_requests), slo_of(resolved.scenario), rate_per_s)
+
+
+def rate_bound_per_s(plan) -> float:
+    """An optimistic rate one replica can sustain: 1.5 / (mean prefill + mean output / decode tokens/s at the
+    largest batch the KV cache holds). 1.5: chunked prefill overlaps prefill with decodes in a step."""
+    st = plan.step_times
+    return 1.5 / (st.prefill_ms / 1e3 + st.output_tokens_mean / st.decode_memory_limited_tokens_per_s)
+
+
+def goodput_rate(resolved: Resolved, upper_per_s: float, settings: GoodputSettings,
+                 floor_per_s: float = 0.0) -> Goodput:
+    """Highest rate per replica with the SLO share met, the lowest that misses, and the target that binds there.
+
+    Bisects in log space from the top: [upper / 4, upper] first, extended down by factors of 4
+    while its low end misses, to upper x low_rate_fraction (and not below `floor_per_s`); then
+    halves the bracket's log-ratio until it is within 1 + rate_tolerance. Low rates are the
+    slow ones to simulate (steps grow as 1 / rate), so they are tried only when needed.
+    Goodput(upper, upper, "none") when the bound itself meets the SLO; rate 0 when even the lowest
+    rate tried misses.
+    """
+    slo = slo_of(resolved.scenario)
+
+    def meets(rate: float) -> tuple[bool, SLOProbe]:
+        p = score(simulate_at(resolved, rate, settings.num_requests), slo, rate)
+        return p.share_met >= slo.required_share, p
+
+    ok, failing = meets(upper_per_s)
+    if ok:
+        return Goodput(upper_per_s, upper_per_s, "none")      # met at the bound: the goodput is at least this
+    hi = upper_per_s
+    while True:
+        lo = hi / 4
+        if lo < max(upper_per_s * settings.low_rate_fraction * (1 - 1e-9), floor_per_s):
+            return Goodput(0.0, hi, failing.binding)
+        ok, p = meets(lo)
+        if ok:
+            break
+        hi, failing = lo, p
+    while hi / lo > 1 + settings.rate_tolerance:
+        mid = math.sqrt(lo * hi)
+        ok, p = meets(mid)
+        if ok:
+            lo = mid
+        else:
+            hi, failing = mid, p
+    return Goodput(lo, hi, failing.binding)
+
+
+def replicas_for(target_per_s: float, goodput_per_s: float) -> int:
+    """Replicas a target rate needs at a goodput per replica: ceil(target / goodput), at least 1
+    (the epsilon keeps an exact multiple from rounding up through float error)."""
+    return max(1, math.ceil(target_per_s / goodput_per_s - 1e-9))

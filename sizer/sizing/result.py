@@ -1,0 +1,83 @@
+"""What the sizing pipeline (`sizer.sizing.pipeline.size_deployment`) answers, as typed values.
+
+`plan --simulate` (as `Plan.simulation`), `search` (one per configuration), `check` (the slo and
+cost rules) and `report` (the answer) all show a `Sizing`, so a scenario gets the same replicas
+and dollars from every command. Field names carry their units.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from simulator.metrics import MetricsSummary
+from sizer.sizing.cost import CostSummary
+
+
+@dataclass(frozen=True)
+class GoodputSettings:
+    """How goodput is found and replicas searched: one object, the same defaults for every command.
+
+    The replica count is decided by simulations of the scenario's own request count at the
+    operating point; these settings give the goodput shown and the count the search starts from.
+    600 requests and a 5% bracket: 300-request probes put deepseek-v3-h200-tp8's goodput 19%
+    above 600-request ones (6.9 vs 5.8 req/s), and a 96-configuration search still runs in under
+    a minute on 2 cores (benchmarks/search_speed.py).
+    """
+    num_requests: int = 600            # simulated requests per probed rate
+    rate_tolerance: float = 0.05       # bisection stops when the bracket's ratio is within 1 + this
+    low_rate_fraction: float = 1 / 64  # the lowest rate tried, as a share of the analytic bound
+    max_extra_replicas: int = 5        # most replicas added above ceil(target / goodput) while the SLO is missed
+
+
+@dataclass(frozen=True)
+class SLOProbe:
+    """One replica simulated at one rate, scored against the SLO (a request's ITL is its TPOT)."""
+    rate_per_s: float
+    metrics: MetricsSummary            # percentiles, throughput, slo_share (a rejected request meets no target)
+    share_by_target: dict[str, float]  # "TTFT"/"ITL"/"E2E" -> share meeting that target alone
+
+    @property
+    def share_met(self) -> float | None:
+        """Share of requests meeting every target; None without targets."""
+        return self.metrics.slo_share
+
+    @property
+    def met(self) -> bool | None:
+        return self.metrics.slo_met
+
+    @property
+    def binding(self) -> str:
+        """The stated target the fewest requests meet."""
+        return min(self.share_by_target, key=self.share_by_target.get) if self.share_by_target else "none"
+
+    def p95_ms(self, metric: str) -> float:
+        """p95 of "ttft", "tpot", "e2e", "itl" or "queue"."""
+        return getattr(self.metrics, metric).p95_ms
+
+
+class SizingStatus(str, enum.Enum):
+    MET = "met"                                # the deployment meets the SLO at the target rate
+    MISSED = "missed"                          # its replicas (stated, or the most tried) miss the SLO
+    NO_RATE = "no_rate"                        # no rate meets the SLO on one replica: more replicas do not help
+    TOO_MANY_REPLICAS = "too_many_replicas"    # only more replicas than allowed (search --max-replicas) would
+    NO_SLO = "no_slo"                          # no targets: the stated or memory-sized replicas, simulated
+    DOES_NOT_FIT = "does_not_fit"              # not simulated: the model does not fit in memory
+
+
+@dataclass(frozen=True)
+class Sizing:
+    status: SizingStatus
+    verdict: str                               # one line; every command prints these words
+    slo_met: bool | None                       # None without targets or when not simulated
+    settings: GoodputSettings
+    target_rate_per_s: float                   # the whole deployment's arrival rate
+    required_share: float
+    goodput_per_replica_per_s: float | None    # None: no targets or not simulated; 0: no rate meets the SLO
+    binding_target: str | None                 # what binds above goodput: TTFT, ITL, E2E; "none": met at the bound
+    replicas: int | None                       # as deployed: the stated count, else the fewest that meet the SLO
+    cost: CostSummary | None                   # of `replicas`
+    replicas_for_slo: int | None               # the fewest replicas whose operating point meets the SLO
+    usd_per_hour_for_slo: float | None         # their cost per hour
+    operating_point: SLOProbe | None           # one replica at target rate / replicas, the scenario's request count
+    notes: tuple[str, ...]
