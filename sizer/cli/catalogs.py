@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from rich.console import Console
+from rich.table import Table
+
+from sizer.analytic.memory import GB, GiB
+from sizer.analytic.weights import parameter_count
+from sizer.inputs.hardware import all_profiles
+from sizer.inputs.model_spec import catalog_names, load_model
+
+
 def models() -> None:
     """List the model catalog."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from sizer.inputs.model_spec import catalog_names, load_model
-    from sizer.analytic.weights import parameter_count
-
     table = Table(title="Model catalog (any Hugging Face config.json path works too)")
     for col in ("name", "architecture", "parameters (B)", "active (B)", "layers", "attention heads / KV heads", "max context"):
         table.add_column(col, no_wrap=col == "name")
@@ -24,12 +27,6 @@ def models() -> None:
 
 def gpus() -> None:
     """List the accelerator profiles."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from sizer.inputs.hardware import all_profiles
-    from sizer.analytic.memory import GB, GiB
-
     table = Table(title="Accelerator profiles (hardware_profiles/)")
     for col in ("id", "name", "memory GB / GiB", "bandwidth TB/s", "bf16 dense TFLOP/s", "fp8 TFLOP/s", "$/GPU-hour", "aliases"):
         table.add_column(col, no_wrap=col == "id")

@@ -8,7 +8,11 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from sizer.cli.options import read_scenario_data, space_from_options
+from sizer.outputs.report import build_report, render_html, write_pdf
 
 
 def command(
@@ -24,12 +28,6 @@ def command(
     date: Optional[str] = typer.Option(None, help="date printed in the header (default today)"),
 ) -> None:
     """Write a sizing report: question, answer, memory, latency against rate, timelines, search, assumptions."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from sizer.cli.search import read_scenario_data, space_from_options
-    from sizer.outputs.report import build_report, render_html, write_pdf
-
     data = read_scenario_data(scenario)
     space = None if no_search else space_from_options(gpus, tp, None, weights, kv_cache_dtype, False)
     # No refresh thread (auto_refresh=False): the search forks its worker processes.

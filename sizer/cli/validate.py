@@ -4,7 +4,6 @@ measurement (see docs/engine.md)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
@@ -12,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from sizer.outputs.serialise import to_json
 from sizer.sizing.validate import DEFAULT_MAX_REQUESTS, run_validation
 
 
@@ -27,7 +27,7 @@ def command(
     """Measured vs predicted TTFT, ITL, E2E (p50/p95/p99) and throughput for one workload."""
     report = run_validation(scenario, profile, num_requests, num_blocks, weights)
     if as_json:
-        typer.echo(json.dumps(report.to_dict(), indent=2))
+        typer.echo(to_json(report.to_dict()))
         return
     render(report, Console())
 

@@ -59,7 +59,7 @@ class DeploymentSection:
     pipeline_parallel_size: int = field(1, ge=1, doc="pipeline stages (layers split across GPUs)")
     data_parallel_size: int = field(1, ge=1, doc="engine-level data-parallel ranks inside one replica")
     enable_expert_parallel: bool = field(False, doc="shard MoE experts whole across TP x DP ranks instead of slicing each")
-    replicas: int | None = field(None, ge=1, doc="independent replicas; default: as many as the arrival rate needs (from goodput), else 1")
+    replicas: int | None = field(None, ge=1, doc="independent replicas; default: the fewest whose simulated operating point meets the SLO; without targets, enough KV for the Little's-law requests in flight")
     quantization: WeightFormat = field("auto", doc="weight format; auto = the checkpoint's (quantization_config, else torch_dtype)")
     quantization_group_size: int = field(128, ge=1, doc="group size of AWQ/GPTQ scales and zeros")
     kv_cache_dtype: KVCacheDtype = field("auto", doc="KV cache element type; auto = the model dtype")

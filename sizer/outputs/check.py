@@ -186,7 +186,7 @@ def max_model_len_rule(inp: CheckInput, plan: Plan, stated_len: int | None, mode
     if not plan.memory.fits:
         return RuleResult("max_model_len", "skip", f"max_model_len {mem.max_model_len:,} is within the model's limit; "
                           "the KV share is not checked until the memory rule passes")
-    max_seqs = plan.engine["max_num_seqs"]
+    max_seqs = plan.engine.max_num_seqs
     need = sequences_required(max_seqs, inp.kv_share)
     have = mem.max_seqs_at_max_model_len * plan.parallel.data_parallel_size
     what = (f"KV cache holds {have:,} sequences of max_model_len {mem.max_model_len:,} per replica; "

@@ -21,8 +21,10 @@ from sizer.analytic.roofline import (COLLECTIVE_LATENCY_S, RooflineStepTimeModel
 from sizer.analytic.weights import parameter_count
 from sizer.inputs.scenario import mean_length
 from sizer.sizing.cost import CostSummary, cost_summary
-from sizer.sizing.resolve import Resolved
+from sizer.sizing.resolve import EngineSettings, Resolved
 from sizer.sizing.result import Sizing
+from sizer.sizing.step_model import roofline_for, step_model_for
+from sizer.sizing.workload import trace_summary
 
 SCHEMA_VERSION = 1
 
@@ -100,7 +102,7 @@ class Plan:
     gpu_memory_bytes: int
     gpu_memory_gib: float
     gpu_memory_gb: float
-    engine: dict
+    engine: EngineSettings               # scheduling settings with their sources
     model: ModelSummary
     weights: WeightMemory
     kv: KVLayout
@@ -116,26 +118,6 @@ class Plan:
     verdict: str
     assumptions: list[str]
     simulation: Sizing | None = None     # `plan --simulate`: sizer.sizing.pipeline.add_simulation
-
-
-def memory_of(r: Resolved) -> tuple[WeightMemory, KVLayout, MemoryBudget]:
-    """Weights, KV layout and the per-GPU memory budget of a resolved scenario (resolve computes them)."""
-    return r.weights, r.kv, r.memory
-
-
-def roofline_for(r: Resolved) -> RooflineStepTimeModel:
-    """The roofline step-time model of a resolved scenario."""
-    return RooflineStepTimeModel(r.model, r.hardware, r.weight_format, r.weights, r.kv, r.parallel, r.group_size)
-
-
-def step_model_for(r: Resolved, roofline: RooflineStepTimeModel | None = None):
-    """What prices a step: the calibrated profile when the scenario names one (roofline outside
-    its measured range), else the roofline."""
-    roofline = roofline or roofline_for(r)
-    if r.calibrated_profile is None:
-        return roofline
-    from engine.profile import CalibratedStepTimeModel
-    return CalibratedStepTimeModel(r.calibrated_profile, num_layers=r.model.num_layers, fallback=roofline)
 
 
 def _attention_kind(m) -> str:
@@ -184,14 +166,13 @@ def _time_in_system_s(step: RooflineStepTimeModel, rate: float, prefill_s: float
 def make_plan(r: Resolved) -> Plan:
     s, m, hw, p, e = r.scenario, r.model, r.hardware, r.parallel, r.engine
     d, w = s.deployment, s.workload
-    weights, kv, budget = memory_of(r)
+    weights, kv, budget = r.weights, r.kv, r.memory
     roofline = roofline_for(r)
     step = step_model_for(r, roofline)
     if w.trace is None:
         prompt_mean, output_mean = mean_length(w.prompt_tokens), mean_length(w.output_tokens)
         rate = w.arrival.rate_per_s
     else:
-        from sizer.sizing.simulate import trace_summary
         summary = trace_summary(s)
         prompt_mean, output_mean, rate = summary.prompt_tokens_mean, summary.output_tokens_mean, summary.rate_per_s
     times = _step_times(r, step, roofline, weights, budget, prompt_mean, output_mean)
@@ -242,7 +223,7 @@ def make_plan(r: Resolved) -> Plan:
     return Plan(
         schema_version=SCHEMA_VERSION, scenario=s.name, scenario_file=s.file, gpu=hw.name,
         gpu_memory_bytes=hw.memory_bytes, gpu_memory_gib=hw.memory_bytes / GiB, gpu_memory_gb=hw.memory_bytes / GB,
-        engine=dataclasses.asdict(e), model=model, weights=weights, kv=kv,
+        engine=e, model=model, weights=weights, kv=kv,
         kv_bytes_per_sequence_at_max_model_len=kv.sequence_bytes(e.max_model_len, e.block_size, per_gpu=False),
         kv_demand=demand, memory=budget, parallel=parallel, capacity=capacity, step_times=times, speculative=spec,
         cost=cost, fits=fits, verdict=verdict, assumptions=assumptions(r, roofline))

@@ -12,7 +12,8 @@ from simulator.run import SimulationConfig
 from sizer.errors import InputError
 from sizer.inputs.scenario import Scenario, load_scenario
 from sizer.sizing.resolve import Resolved, resolve
-from sizer.sizing.simulate import simulation_config, workload_of
+from sizer.sizing.simulate import simulation_config
+from sizer.sizing.workload import workload_of
 
 DEFAULT_MAX_REQUESTS = 200          # requests replayed unless asked for more
 

@@ -10,10 +10,6 @@ import io
 import re
 from dataclasses import dataclass
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
 GiB = 2**30
 STYLE = {"svg.fonttype": "none", "svg.hashsalt": "sizer", "font.family": "DejaVu Sans", "font.size": 9,
@@ -23,11 +19,22 @@ COLORS = {"weights": "#4c72b0", "kv_used": "#dd8452", "kv_free": "#f3c9a8", "act
 PERCENTILE_STYLES = (("p50", "-", "#4c72b0"), ("p95", "--", "#dd8452"), ("p99", ":", "#c44e52"))
 
 
+def _pyplot():
+    """pyplot on the Agg backend, imported on first use: matplotlib would cost every `sizer`
+    command about a second of start-up."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def to_svg(fig, chart_id: str) -> str:
     """The figure as an <svg> element whose ids (clip paths, glyphs) cannot clash with another chart's."""
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
-    plt.close(fig)
+    _pyplot().close(fig)
     svg = buffer.getvalue()
     svg = svg[svg.index("<svg"):]
     svg = re.sub(r'id="([^"]+)"', rf'id="{chart_id}-\1"', svg)
@@ -55,6 +62,7 @@ def memory_chart(bars: list[MemoryBar], chart_id: str = "memory") -> str:
              ("KV cache free", "kv_free_bytes", "kv_free"), ("activations", "activation_bytes", "activations"),
              ("CUDA context, buffers", "context_bytes", "context"),
              ("headroom (1 - gpu_memory_utilization)", "reserved_bytes", "reserved"))
+    plt = _pyplot()
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(7.2, 0.55 * len(bars) + 1.3))
         y = range(len(bars))
@@ -88,6 +96,7 @@ def latency_chart(points: list[RatePoint], slo_ms: dict[str, float | None], good
     TTFT and E2E on a log scale: past the goodput rate the queue grows them by orders of magnitude."""
     panels = (("TTFT", "ttft_ms"), ("TPOT (the SLO's ITL)", "tpot_ms"), ("end-to-end", "e2e_ms"))
     rates = [p.rate_per_s for p in points]
+    plt = _pyplot()
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, 3, figsize=(7.4, 2.6))
         for ax, (title, attr) in zip(axes, panels):
@@ -113,6 +122,7 @@ def latency_chart(points: list[RatePoint], slo_ms: dict[str, float | None], good
 
 def timeline_chart(time_s, kv_usage, batch_size, chart_id: str = "timeline") -> str:
     """KV cache utilisation and batch size over simulated time, one replica."""
+    plt = _pyplot()
     with plt.rc_context(STYLE):
         fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.2, 3.2), sharex=True)
         top.plot(time_s, [100 * u for u in kv_usage], color=COLORS["kv_used"], linewidth=0.8)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import jinja2
 
+from sizer.errors import InputError
 from sizer.outputs.report.data import Report
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -42,6 +43,5 @@ def write_pdf(html: str, path: str | Path) -> None:
     try:
         from weasyprint import HTML
     except ImportError as exc:   # pragma: no cover - depends on the install
-        from sizer.errors import InputError
         raise InputError(None, "--pdf", f"weasyprint is not installed ({exc}); pip install 'sizer[pdf]'") from None
     HTML(string=html, base_url=str(TEMPLATES)).write_pdf(str(path))

@@ -11,7 +11,7 @@ from simulator.metrics import summarise
 from sizer.sizing.presets import PRESETS, engine_defaults, preset
 from sizer.cli import app
 from sizer.analytic.roofline import prefill_time_s
-from sizer.sizing.plan import step_model_for
+from sizer.sizing.step_model import step_model_for
 from sizer.sizing.resolve import resolve
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.sizing.simulate import simulate_scenario, simulation_config

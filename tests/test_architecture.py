@@ -1,0 +1,121 @@
+"""The layout's rules (docs/architecture.md), checked on the source: imports point one way.
+
+    simulator            imports numpy, simpy and itself only (a leaf)
+    engine               imports simulator (and torch, triton), never sizer
+    sizer.inputs    ->   sizer.analytic -> sizer.sizing -> sizer.outputs -> sizer.cli
+                         each stage imports only the stages before it (and sizer.errors)
+
+Imports sit at module top, except the deliberate lazy path: torch, triton and the engine
+modules that import them (calibrate, validate), and pandas, matplotlib and weasyprint, which
+would otherwise cost every `sizer plan` a second of start-up.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("sizer", "simulator", "engine", "hardware_profiles")
+STAGES = ("sizer.inputs", "sizer.analytic", "sizer.sizing", "sizer.outputs", "sizer.cli")
+LAZY_ALLOWED = ("torch", "triton", "pandas", "matplotlib", "weasyprint", "engine")
+ENGINE_TORCH_FREE = ("engine.profile", "engine.config")     # sizer may import these at module top
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def sources() -> dict[str, Path]:
+    return {module_name(p): p for pkg in PACKAGES for p in sorted((REPO / pkg).rglob("*.py"))}
+
+
+def imports(path: Path) -> list[tuple[str, bool]]:
+    """(imported module, at module top?) for every import statement in the file."""
+    tree = ast.parse(path.read_text())
+    top = set(map(id, tree.body))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, id(node) in top) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out += [(node.module, id(node) in top)]
+    return out
+
+
+def first_party(name: str) -> bool:
+    return name.split(".")[0] in PACKAGES
+
+
+def within(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def test_the_simulator_is_a_leaf():
+    found = [(m, i) for m, p in sources().items() if within(m, "simulator")
+             for i, _ in imports(p) if first_party(i) and not within(i, "simulator")]
+    assert found == []
+
+
+def test_the_engine_never_imports_sizer():
+    found = [(m, i) for m, p in sources().items() if within(m, "engine")
+             for i, _ in imports(p) if within(i, "sizer") or within(i, "hardware_profiles")]
+    assert found == []
+
+
+def test_sizer_stages_import_only_earlier_stages():
+    rank = {stage: n for n, stage in enumerate(STAGES)}
+
+    def stage_of(name: str) -> str | None:
+        return next((s for s in STAGES if within(name, s)), None)
+
+    found = []
+    for m, p in sources().items():
+        here = stage_of(m)
+        if here is None:
+            continue
+        for i, _ in imports(p):
+            there = stage_of(i)
+            if there is not None and rank[there] > rank[here]:
+                found.append((m, i))
+    assert found == []
+
+
+def test_imports_sit_at_module_top_except_the_lazy_heavy_path():
+    found = [(m, i) for m, p in sources().items() for i, at_top in imports(p)
+             if not at_top and not any(within(i, lazy) for lazy in LAZY_ALLOWED)]
+    assert found == []
+    # and sizer reaches the torch engine only lazily
+    eager = [(m, i) for m, p in sources().items() if within(m, "sizer") for i, at_top in imports(p)
+             if at_top and within(i, "engine") and not any(within(i, free) for free in ENGINE_TORCH_FREE)]
+    assert eager == []
+
+
+def test_no_import_cycles():
+    src = sources()
+    graph = {m: {i for i, at_top in imports(p) if at_top and i in src and i != m} for m, p in src.items()}
+    # `from package import module` names the package; count the modules it reaches as edges too
+    for m, p in src.items():
+        for node in ast.parse(p.read_text()).body:
+            if isinstance(node, ast.ImportFrom) and node.module in src:
+                graph[m] |= {f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in src}
+    done, stack, cycles = set(), [], []
+
+    def visit(m: str) -> None:
+        if m in stack:
+            cycles.append(stack[stack.index(m):] + [m])
+            return
+        if m in done:
+            return
+        stack.append(m)
+        for n in sorted(graph[m]):
+            # a package's __init__ importing its own submodules is not a cycle of the layout
+            if not within(n, m):
+                visit(n)
+        stack.pop()
+        done.add(m)
+
+    for m in sorted(graph):
+        visit(m)
+    assert cycles == []
