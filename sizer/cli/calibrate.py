@@ -16,7 +16,6 @@ from sizer.inputs.hardware import load_hardware
 from sizer.inputs.model_spec import load_model
 
 
-
 def user_calibrated_dir() -> Path:
     """Where `sizer calibrate` writes without `--out`: `$SIZER_HOME/calibrated`, else
     `$XDG_DATA_HOME/sizer/calibrated`, else `~/.local/share/sizer/calibrated`."""

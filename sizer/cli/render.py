@@ -1,13 +1,22 @@
-"""Terminal rendering of a Plan with rich tables: GB and GiB side by side, units everywhere."""
+"""Terminal rendering for every command (rich tables): GB and GiB side by side, units everywhere."""
 
 from __future__ import annotations
+
+import math
+from collections import Counter
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
+from simulator.metrics import MetricsSummary
 from sizer.analytic.memory import GB, GiB
+from sizer.outputs.check import CheckResult
 from sizer.sizing.plan import Plan
 from sizer.sizing.result import Sizing
+from sizer.sizing.search import SearchResult
+
+MARKS = {"pass": "✓", "fail": "✗", "skip": "-"}      # check rule statuses
 
 
 def gb_gib(nbytes: float) -> str:
@@ -141,3 +150,104 @@ def render_simulation(sim: Sizing, console: Console) -> None:
     for line in sim.notes:
         console.print(f"  {line}", highlight=False)
     console.print()
+
+
+def render_simulation_metrics(name: str, m: MetricsSummary, console: Console, requests_csv: Path | None) -> None:
+    """`sizer simulate`: latency percentiles, then throughput, resources and the SLO."""
+    lat = Table(title=f"sizer simulate: {name} ({m.num_finished:,} finished, {m.num_rejected:,} rejected)")
+    for col in ("latency", "p50 ms", "p95 ms", "p99 ms", "mean ms"):
+        lat.add_column(col, justify="left" if col == "latency" else "right")
+    for label, l in (("TTFT", m.ttft), ("ITL", m.itl), ("TPOT", m.tpot), ("E2E", m.e2e), ("queueing", m.queue)):
+        lat.add_row(label, *(f"{v:,.1f}" if math.isfinite(v) else "-" for v in (l.p50_ms, l.p95_ms, l.p99_ms, l.mean_ms)))
+    console.print(lat)
+    tp = Table(title="throughput and resources")
+    tp.add_column("measure")
+    tp.add_column("value", justify="right")
+    rows = [("requests / s", f"{m.request_throughput_per_s:,.2f}"), ("input tokens / s", f"{m.input_tokens_per_s:,.0f}"),
+            ("output tokens / s", f"{m.output_tokens_per_s:,.0f}"), ("total tokens / s", f"{m.total_tokens_per_s:,.0f}"),
+            ("prefix-cache hit rate", f"{m.prefix_cache_hit_rate:.1%}"), ("preemptions", f"{m.num_preemptions:,}"),
+            ("mean batch size", f"{m.mean_batch_size:.1f}"),
+            ("KV cache in use, mean / peak", f"{m.mean_kv_usage:.0%} / {m.peak_kv_usage:.0%}"),
+            ("simulated span", f"{m.duration_s:,.1f} s")]
+    if m.slo is not None:
+        rows += [("requests meeting every SLO target", f"{m.slo_share:.1%} (need {m.slo.required_share:.0%}): "
+                  + ("met" if m.slo_met else "NOT met")),
+                 ("goodput", f"{m.goodput_requests_per_s:,.2f} requests / s")]
+    for row in rows:
+        tp.add_row(*row)
+    console.print(tp)
+    if requests_csv is not None:
+        console.print(f"per-request records: {requests_csv}")
+
+
+def render_search(result: SearchResult, scenario_path: str, console: Console, show_rejected: bool) -> None:
+    """`sizer search`: the ranked configurations, the rejected, the recommendation."""
+    ok = [o for o in result.outcomes if o.status == "ok"]
+    rejected = [o for o in result.outcomes if o.status != "ok"]
+    table = Table(title=f"{result.scenario}: {len(result.outcomes)} configurations for {result.target_rate_per_s:g} req/s, "
+                        f"{result.required_share:.0%} of requests within the SLO", title_justify="left",
+                  caption="goodput: req/s per replica; TTFT, TPOT, E2E: p95 ms at the operating point; ◆ Pareto front "
+                          "of cost per hour against p95 E2E", caption_justify="left")
+    money = lambda v: "-" if v is None else f"{v:,.2f}"  # noqa: E731
+    columns = [("#", lambda i, o: str(i), True), ("configuration", lambda i, o: ("◆ " if o.pareto else "  ") + o.candidate.label, True),
+               ("GPU/rep", lambda i, o: str(o.gpus_per_replica), False), ("goodput", lambda i, o: ("≥ " if o.binding == "none" else "") + f"{o.goodput_rate_per_s:.2f}", True),
+               ("rep", lambda i, o: str(o.replicas), False), ("GPUs", lambda i, o: str(o.gpus), True),
+               ("$/hour", lambda i, o: money(o.usd_per_hour), True), ("$/Mtok", lambda i, o: money(o.usd_per_million_output_tokens), False),
+               ("TTFT", lambda i, o: f"{o.ttft_p95_ms:,.0f}", True), ("TPOT", lambda i, o: f"{o.tpot_p95_ms:.1f}", True),
+               ("E2E", lambda i, o: f"{o.e2e_p95_ms:,.0f}", False), ("binds", lambda i, o: o.binding, True)]
+    columns = [c for c in columns if c[2] or console.width >= 120]      # narrow terminals: the essentials
+    for name, _, _ in columns:
+        table.add_column(name, justify="left" if name in ("configuration", "binds") else "right")
+    for i, o in enumerate(ok, 1):
+        table.add_row(*(cell(i, o) for _, cell, _ in columns))
+    console.print(table)
+    counts = Counter(o.binding for o in rejected)
+    console.print(f"rejected: {len(rejected)} ({', '.join(f'{k} {v}' for k, v in counts.most_common()) or 'none'})")
+    if show_rejected:
+        for o in rejected:
+            console.print(f"  ✗ {o.candidate.label}: {o.binding}: {o.reason}")
+    best = result.recommended
+    if best:
+        console.print(f"[bold green]recommended[/]: {best.replicas} x {best.candidate.label} = {best.gpus} GPUs, "
+                      f"${best.usd_per_hour:,.2f}/hour; binds on {best.binding}")
+        console.print(f"re-check: sizer plan {scenario_path} {best.candidate.plan_flags()} --simulate")
+    else:
+        console.print("[bold red]no priced configuration meets the SLO[/]")
+    for note in result.notes:
+        console.print(f"[dim]note: {note}[/]")
+
+
+def render_validation(report, console: Console) -> None:
+    """`sizer validate`: measured against predicted (`report` is engine.validate's ValidationReport)."""
+    table = Table(title=f"sizer validate: {report.model} on {report.device}, {report.num_requests} requests")
+    for col in ("metric", "measured (engine)", "predicted (simulator)", "relative error"):
+        table.add_column(col, justify="left" if col == "metric" else "right")
+    for r in report.rows:
+        table.add_row(r.metric, f"{r.measured:,.2f}", f"{r.predicted:,.2f}", f"{r.relative_error:+.1%}")
+    console.print(table)
+    pool = f"KV pool {report.num_blocks:,} blocks"
+    if report.num_blocks_limit:
+        pool += f" ({report.num_blocks_requested:,} from the memory budget or --num-blocks, {report.num_blocks_limit})"
+    console.print(f"{pool}; profile {report.profile}; engine time {report.engine_time_s:.1f} s (device clock); "
+                  f"{report.cached_prompt_tokens:,} prompt tokens from the prefix cache; "
+                  f"{report.mixed_steps} steps mixed prefill chunks with decodes; {report.preemptions} preemptions")
+    if report.out_of_range_steps:
+        console.print(f"[yellow]warning: {report.out_of_range_steps} of {report.steps_predicted} predicted steps fell "
+                      f"outside the profile's measured range and were extrapolated[/yellow]")
+
+
+def check_summary(result: CheckResult) -> str:
+    """What was checked, each rule's verdict, the fixes of failing rules, one closing line."""
+    lines = [f"sizer check {result.file} ({result.kind}): {result.summary}"]
+    width = max(len(r.name) for r in result.rules)
+    for r in result.rules:
+        lines.append(f"  {MARKS[r.status]} {r.name:<{width}}  {'skipped: ' if r.status == 'skip' else ''}{r.message}")
+        if r.fixes:
+            lines.append(f"    {' ' * width}  fix: {r.fixes[0]}")
+            lines += [f"    {' ' * width}   or: {fix}" for fix in r.fixes[1:]]
+    lines += [f"  note: {note}" for note in result.notes]
+    failed = [r.name for r in result.rules if r.status == "fail"]
+    lines.append(f"FAIL: {', '.join(failed)} ({len(failed)} of {len(result.rules)} rules)" if failed
+                 else f"PASS: {sum(r.status == 'pass' for r in result.rules)} rules passed, "
+                      f"{sum(r.status == 'skip' for r in result.rules)} skipped")
+    return "\n".join(lines)

@@ -3,17 +3,16 @@ step times) and print latency percentiles, throughput, SLO attainment and cache 
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Optional
 
 import typer
 from rich.console import Console
 from rich.progress import Progress
-from rich.table import Table
 
 from simulator.cluster import ROUTERS
 from simulator.metrics import summarise
+from sizer.cli.render import render_simulation_metrics
 from sizer.errors import InputError
 from sizer.inputs.scenario import load_scenario
 from sizer.outputs.serialise import to_json
@@ -39,7 +38,7 @@ def command(
     if as_json:
         typer.echo(to_json({"scenario": scenario_obj.name, **vars(summary)}))
         return
-    render(scenario_obj.name, summary, Console(), requests_csv)
+    render_simulation_metrics(scenario_obj.name, summary, Console(), requests_csv)
 
 
 def run(path: Path, num_requests: int | None, replicas: int | None, router: str, show_progress: bool):
@@ -56,30 +55,3 @@ def run(path: Path, num_requests: int | None, replicas: int | None, router: str,
     else:
         result = simulate_scenario(r, num_requests, replicas, router)
     return s, result, summarise(result, slo_of(s))
-
-
-def render(name: str, m, console, requests_csv: Path | None) -> None:
-    lat = Table(title=f"sizer simulate: {name} ({m.num_finished:,} finished, {m.num_rejected:,} rejected)")
-    for col in ("latency", "p50 ms", "p95 ms", "p99 ms", "mean ms"):
-        lat.add_column(col, justify="left" if col == "latency" else "right")
-    for label, l in (("TTFT", m.ttft), ("ITL", m.itl), ("TPOT", m.tpot), ("E2E", m.e2e), ("queueing", m.queue)):
-        lat.add_row(label, *(f"{v:,.1f}" if math.isfinite(v) else "-" for v in (l.p50_ms, l.p95_ms, l.p99_ms, l.mean_ms)))
-    console.print(lat)
-    tp = Table(title="throughput and resources")
-    tp.add_column("measure")
-    tp.add_column("value", justify="right")
-    rows = [("requests / s", f"{m.request_throughput_per_s:,.2f}"), ("input tokens / s", f"{m.input_tokens_per_s:,.0f}"),
-            ("output tokens / s", f"{m.output_tokens_per_s:,.0f}"), ("total tokens / s", f"{m.total_tokens_per_s:,.0f}"),
-            ("prefix-cache hit rate", f"{m.prefix_cache_hit_rate:.1%}"), ("preemptions", f"{m.num_preemptions:,}"),
-            ("mean batch size", f"{m.mean_batch_size:.1f}"),
-            ("KV cache in use, mean / peak", f"{m.mean_kv_usage:.0%} / {m.peak_kv_usage:.0%}"),
-            ("simulated span", f"{m.duration_s:,.1f} s")]
-    if m.slo is not None:
-        rows += [("requests meeting every SLO target", f"{m.slo_share:.1%} (need {m.slo.required_share:.0%}): "
-                  + ("met" if m.slo_met else "NOT met")),
-                 ("goodput", f"{m.goodput_requests_per_s:,.2f} requests / s")]
-    for row in rows:
-        tp.add_row(*row)
-    console.print(tp)
-    if requests_csv is not None:
-        console.print(f"per-request records: {requests_csv}")

@@ -9,8 +9,8 @@ from typing import Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
+from sizer.cli.render import render_validation
 from sizer.outputs.serialise import to_json
 from sizer.sizing.validate import DEFAULT_MAX_REQUESTS, run_validation
 
@@ -29,22 +29,4 @@ def command(
     if as_json:
         typer.echo(to_json(report.to_dict()))
         return
-    render(report, Console())
-
-
-def render(report, console) -> None:
-    table = Table(title=f"sizer validate: {report.model} on {report.device}, {report.num_requests} requests")
-    for col in ("metric", "measured (engine)", "predicted (simulator)", "relative error"):
-        table.add_column(col, justify="left" if col == "metric" else "right")
-    for r in report.rows:
-        table.add_row(r.metric, f"{r.measured:,.2f}", f"{r.predicted:,.2f}", f"{r.relative_error:+.1%}")
-    console.print(table)
-    pool = f"KV pool {report.num_blocks:,} blocks"
-    if report.num_blocks_limit:
-        pool += f" ({report.num_blocks_requested:,} from the memory budget or --num-blocks, {report.num_blocks_limit})"
-    console.print(f"{pool}; profile {report.profile}; engine time {report.engine_time_s:.1f} s (device clock); "
-                  f"{report.cached_prompt_tokens:,} prompt tokens from the prefix cache; "
-                  f"{report.mixed_steps} steps mixed prefill chunks with decodes; {report.preemptions} preemptions")
-    if report.out_of_range_steps:
-        console.print(f"[yellow]warning: {report.out_of_range_steps} of {report.steps_predicted} predicted steps fell "
-                      f"outside the profile's measured range and were extrapolated[/yellow]")
+    render_validation(report, Console())

@@ -1,0 +1,39 @@
+"""`sizer check --junit`: the rules as JUnit XML, one testcase per rule, for CI dashboards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+from sizer.errors import InputError
+from sizer.outputs.check import CheckResult
+
+
+def _suite(file: str, tests: int, failures: int, errors: int, skipped: int) -> tuple[ET.Element, ET.Element]:
+    root = ET.Element("testsuites")
+    return root, ET.SubElement(root, "testsuite", name=f"sizer check {file}", tests=str(tests), failures=str(failures),
+                         errors=str(errors), skipped=str(skipped))
+
+
+def write_junit(path: Path, result: CheckResult) -> None:
+    """One testcase per rule: <failure> with the fixes as text, <skipped> with the reason."""
+    root, suite = _suite(result.file, len(result.rules), sum(r.status == "fail" for r in result.rules), 0,
+                   sum(r.status == "skip" for r in result.rules))
+    for r in result.rules:
+        case = ET.SubElement(suite, "testcase", classname=f"sizer.outputs.check.{Path(result.file).stem}", name=r.name)
+        if r.status == "fail":
+            failure = ET.SubElement(case, "failure", message=r.message, type="RuleFailed")
+            failure.text = "\n".join(["fix: " + f for f in r.fixes])
+        elif r.status == "skip":
+            ET.SubElement(case, "skipped", message=r.message)
+        else:
+            ET.SubElement(case, "system-out").text = r.message
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def write_junit_error(path: Path, file: str, error: InputError) -> None:
+    """Bad input: one testcase `input` with an <error>, so CI shows why nothing was checked."""
+    root, suite = _suite(file, 1, 0, 1, 0)
+    case = ET.SubElement(suite, "testcase", classname=f"sizer.outputs.check.{Path(file).stem}", name="input")
+    ET.SubElement(case, "error", message=error.one_line(), type="InputError")
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
