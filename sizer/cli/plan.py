@@ -14,24 +14,27 @@ from rich.console import Console
 
 from sizer.cli.render import render_plan
 from sizer.errors import InputError
-from sizer.inputs.scenario import load_scenario, scenario_from_dict
+from sizer.inputs.scenario import Scenario, load_scenario, scenario_from_dict
+from sizer.inputs.variant import Variant
 from sizer.outputs.serialise import to_json
 from sizer.sizing.pipeline import add_simulation
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
 
+# A plan from flags alone (no scenario file) asks about this workload: 1 request/s of 1,024
+# prompt and 256 output tokens. The plan's assumptions show it like any scenario's.
+FLAGS_ONLY_WORKLOAD = {"workload": {"arrival": {"rate_per_s": 1.0},
+                                    "prompt_tokens": {"distribution": "fixed", "value": 1024},
+                                    "output_tokens": {"distribution": "fixed", "value": 256}}}
 
-def build_scenario(scenario: Optional[Path], overrides: dict):
-    """A scenario from a file (with flag overrides) or from flags alone."""
-    overrides = {k: v for k, v in overrides.items() if v is not None}
+
+def build_scenario(scenario: Path | None, variant: Variant) -> Scenario:
+    """A scenario from a file (with the flags' changes) or from flags alone."""
     if scenario is not None:
-        return load_scenario(scenario, overrides)
-    if "model.name" not in overrides or "hardware.gpu" not in overrides:
+        return load_scenario(scenario, variant)
+    if variant.model is None or variant.gpu is None:
         raise InputError(None, "--model/--gpu", "give a scenario file, or both --model and --gpu")
-    defaults = {"workload.arrival.rate_per_s": 1.0,
-                "workload.prompt_tokens": {"distribution": "fixed", "value": 1024},
-                "workload.output_tokens": {"distribution": "fixed", "value": 256}}
-    return scenario_from_dict({}, None, {**defaults, **overrides}, default_name="command-line")
+    return scenario_from_dict(FLAGS_ONLY_WORKLOAD, None, variant, default_name="command-line")
 
 
 def command(
@@ -49,12 +52,10 @@ def command(
     simulate: bool = typer.Option(False, "--simulate", help="add simulated latency at the scenario's rate and the goodput rate"),
 ) -> None:
     """Memory, parallel split, Little's-law capacity, step times and cost for a scenario."""
-    overrides = {"model.name": model, "hardware.gpu": gpu, "deployment.tensor_parallel_size": tp,
-                 "deployment.pipeline_parallel_size": pp, "deployment.quantization": weights,
-                 "deployment.kv_cache_dtype": kv_cache_dtype, "deployment.max_model_len": max_model_len,
-                 "workload.arrival.rate_per_s": rate,
-                 "hardware.calibrated_profile": str(profile.resolve()) if profile else None}
-    resolved = resolve(build_scenario(scenario, overrides))
+    variant = Variant(model=model, gpu=gpu, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=weights,
+                      kv_cache_dtype=kv_cache_dtype, max_model_len=max_model_len, rate_per_s=rate,
+                      calibrated_profile=str(profile.resolve()) if profile else None)
+    resolved = resolve(build_scenario(scenario, variant))
     result = make_plan(resolved)
     if simulate:
         result = add_simulation(result, resolved)

@@ -16,6 +16,7 @@ import yaml
 
 from sizer.errors import InputError
 from sizer.inputs.schema import build, field
+from sizer.inputs.variant import Variant
 
 WeightFormat = Literal["auto", "bf16", "fp16", "fp32", "fp8", "int8", "awq", "gptq", "nvfp4", "mxfp4"]
 KVCacheDtype = Literal["auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2"]
@@ -152,9 +153,9 @@ class Scenario:
     file: str | None = dataclasses.field(default=None, metadata={"internal": True})  # where it was loaded from
 
 
-def load_scenario(path: str | Path, overrides: dict | None = None) -> Scenario:
-    """Read, type-check and sanity-check a scenario YAML file; `overrides` are dotted keys
-    (`deployment.tensor_parallel_size`) applied before validation (CLI flags, search sweeps)."""
+def load_scenario(path: str | Path, variant: Variant | None = None) -> Scenario:
+    """Read, type-check and sanity-check a scenario YAML file; `variant`'s changes (CLI flags,
+    search candidates) are made before validation."""
     path = Path(path)
     file = str(path)
     try:
@@ -167,10 +168,10 @@ def load_scenario(path: str | Path, overrides: dict | None = None) -> Scenario:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else None
         raise InputError(file, where, f"not valid YAML ({getattr(exc, 'problem', exc)})") from None
-    return scenario_from_dict(data, file, overrides, default_name=path.stem)
+    return scenario_from_dict(data, file, variant, default_name=path.stem)
 
 
-def scenario_from_dict(data: object, file: str | None, overrides: dict | None = None,
+def scenario_from_dict(data: object, file: str | None, variant: Variant | None = None,
                        default_name: str | None = None) -> Scenario:
     """A validated Scenario from a mapping; unnamed, it is named after its file (else "scenario")."""
     if not isinstance(data, dict):
@@ -179,20 +180,13 @@ def scenario_from_dict(data: object, file: str | None, overrides: dict | None = 
     for key, inner in (("model", "name"), ("hardware", "gpu")):   # shorthands: `model: llama-3.1-8b`
         if isinstance(data.get(key), str):
             data[key] = {inner: data[key]}
-    for dotted, value in (overrides or {}).items():
-        data = _set_dotted(data, dotted.split("."), value)
+    if variant is not None:
+        data = variant.apply(data)
     scenario = build(Scenario, data, "", file)
     default_name = default_name or (Path(file).stem if file else "scenario")
     scenario = replace(scenario, file=file, name=scenario.name or default_name)
     check_scenario(scenario)
     return scenario
-
-
-def _set_dotted(data: dict, keys: list[str], value: object) -> dict:
-    """A copy of `data` with data[k0][k1]... = value, creating sections as needed."""
-    head, *rest = keys
-    inner = data.get(head)
-    return {**data, head: _set_dotted(inner if isinstance(inner, dict) else {}, rest, value) if rest else value}
 
 
 def scenario_dir(scenario: Scenario) -> Path:

@@ -26,6 +26,7 @@ from sizer.analytic.memory import GiB
 from sizer.errors import InputError
 from sizer.inputs.manifest import CheckInput, read_check_input
 from sizer.inputs.scenario import SLOSection, scenario_from_dict
+from sizer.inputs.variant import Variant
 from sizer.sizing.cost import usd_per_hour
 from sizer.sizing.pipeline import size_deployment
 from sizer.sizing.plan import Plan, make_plan
@@ -75,11 +76,11 @@ def evaluate(inp: CheckInput, settings: GoodputSettings = GoodputSettings()) -> 
     data = inp.scenario_data
     model_limit = _model_limit(data, inp.file)
     stated_len = (data.get("deployment") or {}).get("max_model_len")
-    len_overrides = {}
+    within_limit = None
     if model_limit and stated_len and stated_len > model_limit:
-        len_overrides = {"deployment.max_model_len": model_limit}
+        within_limit = Variant(max_model_len=model_limit)
         notes.append(f"max_model_len {stated_len} exceeds the model's {model_limit}; the other rules use {model_limit}")
-    resolved = resolve(scenario_from_dict(data, inp.file, len_overrides, default_name=inp.name))
+    resolved = resolve(scenario_from_dict(data, inp.file, within_limit, default_name=inp.name))
     plan = make_plan(resolved)
     sizing = size_deployment(resolved, plan, settings)
     replicas = sizing.replicas or inp.replicas
@@ -96,10 +97,10 @@ def _model_limit(data: dict, file: str) -> int | None:
     return model_of(scenario_from_dict(data, file)).max_position_embeddings or None
 
 
-def _plan_with(inp: CheckInput, overrides: dict) -> Plan | None:
-    """The plan with `overrides`, or None when that variant is not a valid deployment."""
+def _plan_with(inp: CheckInput, variant: Variant) -> Plan | None:
+    """The plan of `variant`, or None when it is not a valid deployment."""
     try:
-        return make_plan(resolve(scenario_from_dict(inp.scenario_data, inp.file, overrides, default_name=inp.name)))
+        return make_plan(resolve(scenario_from_dict(inp.scenario_data, inp.file, variant, default_name=inp.name)))
     except InputError:
         return None
 
@@ -130,21 +131,21 @@ def _fixes(inp: CheckInput, plan: Plan, ok, sequences: int = 1) -> tuple[str, ..
     """
     d = inp.scenario_data.get("deployment") or {}
     found = []
-    if not plan.kv.dtype.startswith("fp8") and (p := _plan_with(inp, {"deployment.kv_cache_dtype": "fp8"})) and ok(p):
+    if not plan.kv.dtype.startswith("fp8") and (p := _plan_with(inp, Variant(kv_cache_dtype="fp8"))) and ok(p):
         found.append("FP8 KV cache (--kv-cache-dtype fp8)")
     length = int(plan.memory.kv_cache_bytes / (sequences * plan.kv.bytes_per_token_per_gpu)) // 1024 * 1024
     if max(1024, longest_request_tokens(inp.scenario_data) or 0) <= length < plan.memory.max_model_len:
-        if (p := _plan_with(inp, {"deployment.max_model_len": length})) and ok(p):
+        if (p := _plan_with(inp, Variant(max_model_len=length))) and ok(p):
             found.append(f"--max-model-len {length} (from {plan.memory.max_model_len}; the workload's longest request fits)")
     if plan.weights.format in ("bf16", "fp16", "fp32"):
-        if (p := _plan_with(inp, {"deployment.quantization": "fp8"})) and ok(p):
+        if (p := _plan_with(inp, Variant(quantization="fp8"))) and ok(p):
             found.append("FP8 weights (--quantization fp8; evaluate accuracy first)")
     tp, pp = d.get("tensor_parallel_size", 1), d.get("pipeline_parallel_size", 1)
-    bigger = [("tensor_parallel_size", t, pp) for t in (2 * tp, 4 * tp) if t <= 8] or [("pipeline_parallel_size", tp, 2 * pp)]
-    for key, t, p_size in bigger:
-        if (p := _plan_with(inp, {f"deployment.{key}": t if key == "tensor_parallel_size" else p_size})) and ok(p):
+    bigger = [(t, pp, f"--tensor-parallel-size {t}") for t in (2 * tp, 4 * tp) if t <= 8] \
+        or [(tp, 2 * pp, f"--pipeline-parallel-size {2 * pp}")]
+    for t, p_size, flag in bigger:
+        if (p := _plan_with(inp, Variant(tensor_parallel_size=t, pipeline_parallel_size=p_size))) and ok(p):
             extra = (t * p_size - tp * pp) * d.get("data_parallel_size", 1)
-            flag = f"--tensor-parallel-size {t}" if key == "tensor_parallel_size" else f"--pipeline-parallel-size {p_size}"
             found.append(f"more GPUs: {flag} (+{extra} GPUs per replica)")
             break
     return tuple(found)

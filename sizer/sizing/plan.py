@@ -8,7 +8,6 @@ Field names carry their units.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 

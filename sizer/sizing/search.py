@@ -20,6 +20,7 @@ from sizer.analytic.memory import GiB
 from sizer.errors import InputError
 from sizer.inputs.hardware import load_hardware
 from sizer.inputs.scenario import Scenario, mean_length, scenario_from_dict
+from sizer.inputs.variant import Variant
 from sizer.sizing.goodput import slo_of
 from sizer.sizing.pipeline import method_notes, size_deployment
 from sizer.sizing.plan import make_plan
@@ -53,16 +54,13 @@ class Candidate:
     kv_cache_dtype: str
     speculative: bool
 
-    def overrides(self, scenario: Scenario) -> dict:
-        out = {"hardware.gpu": self.gpu, "deployment.tensor_parallel_size": self.tensor_parallel_size,
-               "deployment.pipeline_parallel_size": self.pipeline_parallel_size,
-               "deployment.quantization": self.quantization, "deployment.kv_cache_dtype": self.kv_cache_dtype,
-               "deployment.replicas": None}
-        if load_hardware(self.gpu).id != load_hardware(scenario.hardware.gpu).id:
-            out["cost.price_usd_per_gpu_hour"] = None     # a stated price is the scenario GPU's price
-        if not self.speculative:
-            out["deployment.speculative_config"] = None
-        return out
+    def variant(self, scenario: Scenario) -> Variant:
+        """The scenario with this configuration; replicas left to the sizing pipeline."""
+        return Variant(gpu=self.gpu, tensor_parallel_size=self.tensor_parallel_size,
+                       pipeline_parallel_size=self.pipeline_parallel_size, quantization=self.quantization,
+                       kv_cache_dtype=self.kv_cache_dtype, clear_replicas=True, clear_speculative=not self.speculative,
+                       # a stated price is the scenario GPU's price
+                       clear_price=load_hardware(self.gpu).id != load_hardware(scenario.hardware.gpu).id)
 
     @property
     def label(self) -> str:
@@ -198,7 +196,7 @@ def evaluate(c: Candidate, data: dict, file: str | None, settings: SearchSetting
     """One candidate: plan, memory filter, then the sizing pipeline. Never raises InputError."""
     try:
         base = scenario_from_dict(data, file)
-        resolved = resolve(scenario_from_dict(data, file, c.overrides(base)))
+        resolved = resolve(scenario_from_dict(data, file, c.variant(base)))
     except InputError as error:
         return Outcome(c, "invalid", "split" if "parallel" in (error.field or "") else "input", error.message)
     plan = make_plan(resolved)

@@ -61,7 +61,7 @@ def build_report(data: dict, file: str | None, space: SearchSpace | None, worker
     result = search(data, file, space, settings, workers, progress) if space else None
     best = result.recommended if result else None
     if best is not None:
-        chosen = resolve(scenario_from_dict(data, file, best.candidate.overrides(scenario)))
+        chosen = resolve(scenario_from_dict(data, file, best.candidate.variant(scenario)))
         source = "the cheapest configuration of the search that meets the SLO"
     else:
         chosen, source = own_resolved, "the scenario's configuration" + (" (no searched configuration met the SLO)" if result else "")

@@ -11,10 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 import sizer.sizing.goodput as goodput_mod
 from simulator.records import SimulationResult, Timeline
-from sizer.inputs.scenario import load_scenario
+from sizer.inputs.scenario import Scenario, load_scenario, scenario_from_dict
+from sizer.inputs.variant import Variant
 from sizer.sizing.pipeline import size_deployment
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
@@ -46,10 +48,10 @@ def fake_replica(short_knee: float, full_knee: float, calls: list):
     return simulate
 
 
-def sized(monkeypatch, short_knee: float, full_knee: float, overrides: dict | None = None, **kwargs):
+def sized(monkeypatch, short_knee: float, full_knee: float, scenario: Scenario | None = None, **kwargs):
     calls = []
     monkeypatch.setattr(goodput_mod, "simulate_at", fake_replica(short_knee, full_knee, calls))
-    r = resolve(load_scenario(SCENARIO, overrides or {}))
+    r = resolve(scenario or load_scenario(SCENARIO))
     return size_deployment(r, make_plan(r), SETTINGS, **kwargs), calls
 
 
@@ -88,7 +90,7 @@ def test_missed_when_no_count_within_the_extra_replicas_meets(monkeypatch):
 
 
 def test_stated_replicas_are_kept_and_the_needed_count_is_given(monkeypatch):
-    sizing, _ = sized(monkeypatch, 3.0, 3.0, {"deployment.replicas": 2})
+    sizing, _ = sized(monkeypatch, 3.0, 3.0, load_scenario(SCENARIO, Variant(replicas=2)))
     # 2 stated replicas at 5 req/s miss; 4 meet (as without stated replicas): the fix, priced at 4 x 4 x $4.50
     assert (sizing.status, sizing.replicas, sizing.replicas_for_slo) == (SizingStatus.MISSED, 2, 4)
     assert sizing.cost.replicas == 2 and sizing.cost.usd_per_hour == pytest.approx(36.0)
@@ -117,12 +119,14 @@ def test_too_many_replicas_is_search_s_floor(monkeypatch):
 
 
 def test_no_slo_and_no_fit_are_statuses_too(monkeypatch):
-    sizing, calls = sized(monkeypatch, 3.0, 3.0, {"slo": {"required_share": 0.95}})
+    without_targets = scenario_from_dict({**yaml.safe_load(SCENARIO.read_text()), "slo": {"required_share": 0.95}},
+                                         str(SCENARIO))
+    sizing, calls = sized(monkeypatch, 3.0, 3.0, without_targets)
     # no targets: no bisection; the plan's replicas (enough KV for Little's law: 1 here) simulated at the rate
     assert (sizing.status, sizing.replicas) == (SizingStatus.NO_SLO, 1)
     assert sizing.slo_met is sizing.goodput_per_replica_per_s is None
     assert calls == [(10.0, 1500)]
-    big = resolve(load_scenario(SCENARIO, {"deployment.tensor_parallel_size": 1, "deployment.quantization": "bf16"}))
+    big = resolve(load_scenario(SCENARIO, Variant(tensor_parallel_size=1, quantization="bf16")))
     plan = make_plan(big)                  # 70.6e9 x 2 B = 131 GiB of weights on one 141 GB H200
     assert not plan.fits
     nofit = size_deployment(big, plan, SETTINGS)

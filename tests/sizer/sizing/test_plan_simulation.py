@@ -1,9 +1,12 @@
 """`sizer plan --simulate`: goodput per replica, replicas for the rate, latency at the rate, cost."""
 
+import dataclasses
+
 import pytest
 
 from simulator.metrics import slo_attainment
 from sizer.inputs.scenario import load_scenario
+from sizer.inputs.variant import Variant
 from sizer.sizing.goodput import probe_slo, slo_of
 from sizer.sizing.pipeline import add_simulation
 from sizer.sizing.plan import make_plan
@@ -12,13 +15,13 @@ from sizer.sizing.result import GoodputSettings, SizingStatus
 from sizer.sizing.simulate import simulate_replica
 
 SETTINGS = GoodputSettings()
-OVERRIDES = {"workload.arrival.rate_per_s": 60, "workload.num_requests": 800}
+FASTER = Variant(rate_per_s=60, num_requests=800)
 
 
 @pytest.fixture(scope="module")
 def goodput_plan():
     # the seed's goodput example: TTFT < 1 s and ITL < 50 ms for 95% of requests, at 15x its rate
-    r = resolve(load_scenario("scenarios/seed-goodput.yaml", OVERRIDES))
+    r = resolve(load_scenario("scenarios/seed-goodput.yaml", FASTER))
     return r, add_simulation(make_plan(r), r)
 
 
@@ -57,7 +60,7 @@ def test_replicas_are_the_fewest_that_meet_the_slo_and_cost_follows(goodput_plan
 
 
 def test_stated_replicas_that_are_too_few_miss_the_slo_and_say_how_many_meet_it(goodput_plan):
-    r = resolve(load_scenario("scenarios/seed-goodput.yaml", {**OVERRIDES, "deployment.replicas": 1}))
+    r = resolve(load_scenario("scenarios/seed-goodput.yaml", dataclasses.replace(FASTER, replicas=1)))
     plan = add_simulation(make_plan(r), r)
     sim = plan.simulation
     assert (sim.status, sim.replicas, sim.slo_met) == (SizingStatus.MISSED, 1, False)

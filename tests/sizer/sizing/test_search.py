@@ -36,12 +36,14 @@ def test_candidates_are_the_full_product():
 
 def test_stated_price_applies_only_to_the_scenario_gpu():
     from sizer.inputs.scenario import scenario_from_dict
-    base = scenario_from_dict({**data(), "cost": {"price_usd_per_gpu_hour": 2.0}}, str(SCENARIO))
-    same = Candidate("h200-sxm", 4, 1, "fp8", "auto", False).overrides(base)          # an alias of h200
-    other = Candidate("h100-sxm", 4, 1, "fp8", "auto", False).overrides(base)
-    assert "cost.price_usd_per_gpu_hour" not in same
-    assert other["cost.price_usd_per_gpu_hour"] is None
-    assert other["deployment.speculative_config"] is None and other["deployment.replicas"] is None
+    base_data = {**data(), "cost": {"price_usd_per_gpu_hour": 2.0}}
+    base = scenario_from_dict(base_data, str(SCENARIO))
+    same = Candidate("h200-sxm", 4, 1, "fp8", "auto", False).variant(base)          # an alias of h200
+    other = Candidate("h100-sxm", 4, 1, "fp8", "auto", False).variant(base)
+    assert not same.clear_price and other.clear_price
+    assert other.clear_speculative and other.clear_replicas
+    assert scenario_from_dict(base_data, str(SCENARIO), same).cost.price_usd_per_gpu_hour == 2.0
+    assert scenario_from_dict(base_data, str(SCENARIO), other).cost.price_usd_per_gpu_hour is None
 
 
 def test_invalid_split_and_memory_are_rejected_without_simulating(monkeypatch):

@@ -5,11 +5,12 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+import yaml
 
 from engine.profile import ProfileHeader, read_header
 from hardware_profiles import CALIBRATED_DIR
 from sizer.errors import InputError
-from sizer.inputs.scenario import load_scenario
+from sizer.inputs.scenario import Scenario, load_scenario, scenario_from_dict
 from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulation_config
 from sizer.sizing.validate import validation_config
@@ -21,19 +22,26 @@ H200 = REPO / "engine" / "scenarios" / "llama-3.1-8b-h200.yaml"
 TINY_ON_CPU = read_header(CALIBRATED_DIR / "cpu-tiny-tp1")
 LLAMA_ON_H200 = read_header(CALIBRATED_DIR / "h200-llama-3.1-8b-tp1")
 # the scheduling fields the H200 scenario states, left out so that the engine's defaults apply
-UNSET = {f"deployment.{k}": None for k in ("block_size", "max_num_seqs", "max_num_batched_tokens",
-                                           "enable_chunked_prefill", "enable_prefix_caching", "preemption_mode")}
+SCHEDULING = ("block_size", "max_num_seqs", "max_num_batched_tokens", "enable_chunked_prefill",
+              "enable_prefix_caching", "preemption_mode")
 
 
-def both(path: Path, header: ProfileHeader, overrides: dict | None = None):
+def defaults_apply(path: Path, engine: str | None = None) -> Scenario:
+    """The scenario without its scheduling fields (and on `engine`), so that the engine's defaults apply."""
+    data = yaml.safe_load(path.read_text())
+    deployment = {k: v for k, v in data["deployment"].items() if k not in SCHEDULING}
+    return scenario_from_dict({**data, "deployment": {**deployment, **({"engine": engine} if engine else {})}}, str(path))
+
+
+def both(scenario: Scenario, header: ProfileHeader):
     """(validate's replica configuration, simulate's) for the same scenario file."""
-    _, validated = validation_config(load_scenario(path, overrides), header)
-    simulated = simulation_config(resolve(load_scenario(path, overrides)))
+    _, validated = validation_config(scenario, header)
+    simulated = simulation_config(resolve(scenario))
     return validated.replica, simulated.replica
 
 
 def test_tiny_cpu_resolves_the_same_for_validate_and_simulate():
-    validated, simulated = both(TINY_CPU, TINY_ON_CPU)
+    validated, simulated = both(load_scenario(TINY_CPU), TINY_ON_CPU)
     assert validated == simulated and validated.scheduler == simulated.scheduler
     # the scenario's own settings; the pool from the memory budget of the host's RAM
     s = validated.scheduler
@@ -42,7 +50,7 @@ def test_tiny_cpu_resolves_the_same_for_validate_and_simulate():
 
 
 def test_h200_without_a_token_budget_takes_vllms_device_rule_in_both():
-    validated, simulated = both(H200, LLAMA_ON_H200, UNSET)
+    validated, simulated = both(defaults_apply(H200), LLAMA_ON_H200)
     assert validated == simulated
     # vllm/engine/arg_utils.py: a GPU of 70 GiB or more, not an A100 -> 8192 tokens, 1024 sequences
     # (validate once built its own settings from the plain preset: 2048 and 256)
@@ -51,7 +59,7 @@ def test_h200_without_a_token_budget_takes_vllms_device_rule_in_both():
 
 
 def test_validate_keeps_reserve_full_kv():
-    validated, simulated = both(H200, LLAMA_ON_H200, {**UNSET, "deployment.engine": "tensorrt-llm"})
+    validated, simulated = both(defaults_apply(H200, "tensorrt-llm"), LLAMA_ON_H200)
     assert validated == simulated and validated.scheduler.reserve_full_kv
 
 

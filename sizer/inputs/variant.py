@@ -1,0 +1,68 @@
+"""A variant of a scenario: the typed changes that CLI flags, search candidates and check's
+fixes make to a scenario before it is validated. This module is the one place that knows
+where each change goes in the scenario's YAML mapping.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Variant field -> where it goes in the scenario mapping.
+_PATHS = {
+    "model": ("model", "name"),
+    "gpu": ("hardware", "gpu"),
+    "calibrated_profile": ("hardware", "calibrated_profile"),
+    "engine": ("deployment", "engine"),
+    "tensor_parallel_size": ("deployment", "tensor_parallel_size"),
+    "pipeline_parallel_size": ("deployment", "pipeline_parallel_size"),
+    "quantization": ("deployment", "quantization"),
+    "kv_cache_dtype": ("deployment", "kv_cache_dtype"),
+    "max_model_len": ("deployment", "max_model_len"),
+    "replicas": ("deployment", "replicas"),
+    "rate_per_s": ("workload", "arrival", "rate_per_s"),
+    "num_requests": ("workload", "num_requests"),
+}
+# Flags that remove a stated value, so that its default applies again.
+_CLEARS = {
+    "clear_replicas": ("deployment", "replicas"),                 # the sizing pipeline chooses replicas
+    "clear_speculative": ("deployment", "speculative_config"),    # speculative decoding off
+    "clear_price": ("cost", "price_usd_per_gpu_hour"),            # a stated price is its own GPU's
+}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Changes to a scenario; None keeps the scenario's value."""
+    model: str | None = None
+    gpu: str | None = None
+    calibrated_profile: str | None = None
+    engine: str | None = None
+    tensor_parallel_size: int | None = None
+    pipeline_parallel_size: int | None = None
+    quantization: str | None = None
+    kv_cache_dtype: str | None = None
+    max_model_len: int | None = None
+    replicas: int | None = None
+    rate_per_s: float | None = None
+    num_requests: int | None = None
+    clear_replicas: bool = False
+    clear_speculative: bool = False
+    clear_price: bool = False
+
+    def apply(self, data: dict) -> dict:
+        """A copy of the scenario mapping `data` with these changes made."""
+        for name, path in _PATHS.items():
+            value = getattr(self, name)
+            if value is not None:
+                data = _set(data, path, value)
+        for name, path in _CLEARS.items():
+            if getattr(self, name):
+                data = _set(data, path, None)
+        return data
+
+
+def _set(data: dict, path: tuple[str, ...], value: object) -> dict:
+    """A copy of `data` with data[k0][k1]... = value, creating sections as needed."""
+    head, *rest = path
+    inner = data.get(head)
+    return {**data, head: _set(inner if isinstance(inner, dict) else {}, tuple(rest), value) if rest else value}
