@@ -33,8 +33,8 @@ def main() -> None:
     from engine.device import cpu_device
     from engine.kernels import select
     from engine.profile import Limits
-    from sizer.sizing.validate import run_validation
     from sizer.inputs.model_spec import load_model
+    from sizer.sizing.validate import run_validation
 
     with tempfile.TemporaryDirectory() as tmp:
         profile = Path(args.profile) if args.profile else None

@@ -26,9 +26,9 @@ def median_wall_s(cmd: list[str], runs: int = 5) -> float:
 
 
 def in_process_plan_s(scenario: Path, runs: int = 5) -> float:
+    from sizer.inputs.scenario import load_scenario
     from sizer.sizing.plan import make_plan
     from sizer.sizing.resolve import resolve
-    from sizer.inputs.scenario import load_scenario
 
     make_plan(resolve(load_scenario(scenario)))  # warm imports
     times = []

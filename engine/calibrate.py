@@ -12,9 +12,9 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch

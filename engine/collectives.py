@@ -33,7 +33,7 @@ def _free_port() -> int:
 
 
 def _worker(rank: int, world: int, port: int, kind: str, dtype: torch.dtype, sizes: list[int], repeats: int,
-            results: "mp.Queue") -> None:
+            results: mp.Queue) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     gpu = kind == "cuda"
     if gpu:

@@ -16,8 +16,9 @@ import shutil
 import statistics
 import subprocess
 import time
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Callable, Hashable, Protocol
+from typing import Protocol
 
 import torch
 
@@ -47,7 +48,7 @@ class Device:
         if self.kind == "cuda":
             torch.cuda.synchronize()
 
-    def clock(self) -> "Clock":
+    def clock(self) -> Clock:
         return WallClock(self) if self.kind == "cuda" else ThreadClock()
 
 

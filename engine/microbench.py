@@ -10,7 +10,7 @@ table's entries are timed interleaved, round after round (engine/device.py).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F

@@ -26,8 +26,8 @@ from engine.device import Device
 from engine.kv_cache import PagedKVCache
 from engine.model import Transformer, sample
 from simulator.kv_cache import KVCacheManager
-from simulator.request import Request
 from simulator.replica import ReplicaConfig
+from simulator.request import Request
 from simulator.scheduler import Scheduler
 from simulator.step_batch import StepBatch
 

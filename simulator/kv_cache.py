@@ -14,7 +14,7 @@ a real engine can index its KV tensors with them.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from simulator.request import Request
 

@@ -13,8 +13,8 @@ same step times, records and state as stepping, with fewer events and less work:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import simpy
@@ -23,8 +23,8 @@ from simulator.kv_cache import KVCacheManager
 from simulator.records import Recorder
 from simulator.request import Request
 from simulator.scheduler import Scheduler, SchedulerConfig
-from simulator.step import DecodeRun, ScheduledStep
 from simulator.speculative import Proposer
+from simulator.step import DecodeRun, ScheduledStep
 from simulator.step_batch import StepBatch, StepTimeModel
 
 
@@ -98,7 +98,7 @@ class ReplicaConfig:
 class Replica:
     def __init__(self, env: simpy.Environment, index: int, config: ReplicaConfig,
                  step_times: StepTimes, recorder: Recorder, rng: np.random.Generator,
-                 next_event_s: Callable[[], float], on_done: Callable[["Replica", Request], None],
+                 next_event_s: Callable[[], float], on_done: Callable[[Replica, Request], None],
                  fast_forward: bool = True, check_invariants: bool = False):
         self.env, self.index, self.config = env, index, config
         self.kv = KVCacheManager(config.num_blocks, config.block_size, config.enable_prefix_caching,

@@ -3,8 +3,8 @@ per-request records and per-step timelines out."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 import simpy
 
@@ -12,8 +12,8 @@ from simulator.cluster import Cluster, DisaggregationConfig, Router
 from simulator.records import Recorder, SimulationResult
 from simulator.replica import ReplicaConfig
 from simulator.request import Request
-from simulator.workload import Workload, WorkloadSpec, generate
 from simulator.step_batch import StepTimeModel
+from simulator.workload import Workload, WorkloadSpec, generate
 
 
 @dataclass(frozen=True)

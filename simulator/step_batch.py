@@ -9,7 +9,8 @@ from the step it actually ran.
 
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple, Protocol
+from collections.abc import Iterable
+from typing import NamedTuple, Protocol
 
 
 def attention_pairs(new_tokens: int, context_tokens: int) -> int:
@@ -30,7 +31,7 @@ class StepBatch(NamedTuple):
     draft_tokens: int = 0          # speculative tokens proposed this step (priced by the proposer)
 
     @staticmethod
-    def from_seqs(seqs: Iterable[tuple[int, int]], prefill: Iterable[bool] | None = None) -> "StepBatch":
+    def from_seqs(seqs: Iterable[tuple[int, int]], prefill: Iterable[bool] | None = None) -> StepBatch:
         """Build from (new_tokens, context_tokens) pairs; `prefill` marks prefill chunks.
 
         Without `prefill`, a sequence with more than one new token counts as prefill.

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from simulator.workload import Workload
 from simulator.errors import FieldError
+from simulator.workload import Workload
 
 MOONCAKE_BLOCK_TOKENS = 512
 CSV_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")

@@ -7,8 +7,8 @@ seed, so changing, say, the output lengths leaves the arrival times bit-identica
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -135,13 +135,13 @@ class Workload:
         for i, (a, p, o, s, t) in enumerate(cols):
             yield Request(i, a, p, o, s, seg, t)
 
-    def summary(self) -> "WorkloadSummary":
+    def summary(self) -> WorkloadSummary:
         n = len(self)
         span = float(self.arrival_s[-1] - self.arrival_s[0]) if n > 1 else 0.0
         return WorkloadSummary(n, span, (n - 1) / span if span > 0 else 0.0,
                                float(self.prompt_tokens.mean()), float(self.output_tokens.mean()))
 
-    def time_scaled(self, rate_factor: float) -> "Workload":
+    def time_scaled(self, rate_factor: float) -> Workload:
         """The same requests arriving `rate_factor` times as fast (for rate sweeps of a trace)."""
         return Workload(self.arrival_s / rate_factor, self.prompt_tokens, self.output_tokens,
                         self.tenant, self.segments, self.segment_tokens)

@@ -13,9 +13,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from sizer.inputs.model_spec import ModelSpec
 from sizer.analytic.parallel import ParallelConfig, kv_heads_per_gpu, layers_per_stage, shard_fraction
-from sizer.analytic.weights import LM_HEAD, WeightFormat, group_bytes, linear_groups, parameter_count, plain_bytes_per_value
+from sizer.analytic.weights import (
+    LM_HEAD,
+    WeightFormat,
+    group_bytes,
+    linear_groups,
+    parameter_count,
+    plain_bytes_per_value,
+)
+from sizer.inputs.model_spec import ModelSpec
 
 GiB = 2**30
 GB = 10**9

@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from sizer.analytic.weights import ATTENTION, EXPERT, LM_HEAD, MLP, REPLICATED, ROUTER, SHARED_EXPERT, LinearGroup
 from sizer.errors import InputError
 from sizer.inputs.model_spec import ModelSpec
-from sizer.analytic.weights import ATTENTION, EXPERT, LM_HEAD, MLP, REPLICATED, ROUTER, SHARED_EXPERT, LinearGroup
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simulator.step_batch import StepBatch, attention_pairs
+from sizer.analytic.memory import KVLayout, WeightMemory
+from sizer.analytic.parallel import ParallelConfig, comm_per_step, layers_per_stage, shard_fraction
+from sizer.analytic.weights import (
+    EXPERT,
+    LM_HEAD,
+    WeightFormat,
+    group_bytes,
+    linear_groups,
+    parameter_count,
+    plain_bytes_per_value,
+)
 from sizer.errors import InputError
 from sizer.inputs.hardware import HardwareSpec, scale_up_link
-from sizer.analytic.memory import KVLayout, WeightMemory
 from sizer.inputs.model_spec import ModelSpec
-from sizer.analytic.parallel import ParallelConfig, comm_per_step, layers_per_stage, shard_fraction
-from simulator.step_batch import StepBatch, attention_pairs
-from sizer.analytic.weights import EXPERT, LM_HEAD, WeightFormat, group_bytes, linear_groups, parameter_count, plain_bytes_per_value
 
 # Assumptions (replace with a calibrated profile): printed by the plan.
 STEP_OVERHEAD_S = 0.5e-3          # scheduler, sampler and kernel launches per step (CUDA graphs on)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -31,16 +30,16 @@ DEFAULT_LIMITS = {"cuda": (2048, 256, 8192), "cpu": (256, 64, 2048)}
 
 def command(
     model: str = typer.Option(..., help="catalog name or config.json path"),
-    gpu: Optional[str] = typer.Option(None, help="the GPU in this machine, by profile id or alias (h100, h200); refuses if it is absent or another"),
-    device: Optional[str] = typer.Option(None, help="'cpu' to calibrate on the CPU instead of a GPU"),
+    gpu: str | None = typer.Option(None, help="the GPU in this machine, by profile id or alias (h100, h200); refuses if it is absent or another"),
+    device: str | None = typer.Option(None, help="'cpu' to calibrate on the CPU instead of a GPU"),
     tp: int = typer.Option(1, "--tp", min=1, help="tensor_parallel_size: shapes are one GPU's shard; all-reduce is timed across tp devices"),
     scale: float = typer.Option(1.0, help="share of the model's layers to build (0-1], for CPU runs of big models; the profile records it"),
-    out: Optional[Path] = typer.Option(None, "--out", help="folder the profile folder is written into "
+    out: Path | None = typer.Option(None, "--out", help="folder the profile folder is written into "
                                        "(default $SIZER_HOME/calibrated, else $XDG_DATA_HOME/sizer/calibrated, "
                                        "else ~/.local/share/sizer/calibrated)"),
-    max_num_batched_tokens: Optional[int] = typer.Option(None, min=1, help="largest step in tokens to measure (GPU 2048, CPU 256)"),
-    max_num_seqs: Optional[int] = typer.Option(None, min=1, help="most sequences per step to measure (GPU 256, CPU 64)"),
-    max_model_len: Optional[int] = typer.Option(None, min=2, help="longest context to measure (GPU 8192, CPU 2048)"),
+    max_num_batched_tokens: int | None = typer.Option(None, min=1, help="largest step in tokens to measure (GPU 2048, CPU 256)"),
+    max_num_seqs: int | None = typer.Option(None, min=1, help="most sequences per step to measure (GPU 256, CPU 64)"),
+    max_model_len: int | None = typer.Option(None, min=2, help="longest context to measure (GPU 8192, CPU 2048)"),
     block_size: int = typer.Option(16, min=1, help="KV block size"),
     kernels: str = typer.Option("auto", help="auto (Triton on a GPU, torch on a CPU), triton or torch"),
     seed: int = typer.Option(0, help="random seed for weights and inputs"),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -16,11 +15,11 @@ from sizer.outputs.serialise import to_json
 
 def command(
     file: Path = typer.Argument(..., help="scenario YAML, or a Kubernetes Deployment / Helm values file running `vllm serve`"),
-    junit: Optional[Path] = typer.Option(None, "--junit", help="write JUnit XML here (one testcase per rule)"),
+    junit: Path | None = typer.Option(None, "--junit", help="write JUnit XML here (one testcase per rule)"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON instead of the summary"),
-    kv_share: Optional[float] = typer.Option(None, "--kv-share", min=0.0, max=1.0,
+    kv_share: float | None = typer.Option(None, "--kv-share", min=0.0, max=1.0,
                                              help="share of max_num_seqs the KV cache must hold at max_model_len"),
-    budget: Optional[float] = typer.Option(None, "--budget", min=0.0, help="most the deployment may cost, USD per hour"),
+    budget: float | None = typer.Option(None, "--budget", min=0.0, help="most the deployment may cost, USD per hour"),
 ) -> None:
     """Check a deployment against memory, max_model_len, SLO and cost rules (for CI pipelines)."""
     try:

@@ -7,7 +7,6 @@ where no request rate meets it, is a verdict in the plan (`sizer check` is the g
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -38,17 +37,17 @@ def build_scenario(scenario: Path | None, variant: Variant) -> Scenario:
 
 
 def command(
-    scenario: Optional[Path] = typer.Argument(None, help="scenario YAML (see docs/scenario.md)"),
+    scenario: Path | None = typer.Argument(None, help="scenario YAML (see docs/scenario.md)"),
     as_json: bool = typer.Option(False, "--json", help="print the plan as JSON"),
-    model: Optional[str] = typer.Option(None, help="catalog name or config.json path"),
-    gpu: Optional[str] = typer.Option(None, help="accelerator profile (`sizer gpus`)"),
-    tp: Optional[int] = typer.Option(None, "--tp", help="tensor_parallel_size"),
-    pp: Optional[int] = typer.Option(None, "--pp", help="pipeline_parallel_size"),
-    weights: Optional[str] = typer.Option(None, help="weight format: bf16, fp16, fp8, int8, awq, gptq, nvfp4, mxfp4"),
-    kv_cache_dtype: Optional[str] = typer.Option(None, help="auto, bf16, fp16, fp8"),
-    max_model_len: Optional[int] = typer.Option(None, help="longest context per sequence"),
-    rate: Optional[float] = typer.Option(None, help="arrival rate, requests per second"),
-    profile: Optional[Path] = typer.Option(None, "--profile", help="calibrated profile folder (sizer calibrate): measured step times"),
+    model: str | None = typer.Option(None, help="catalog name or config.json path"),
+    gpu: str | None = typer.Option(None, help="accelerator profile (`sizer gpus`)"),
+    tp: int | None = typer.Option(None, "--tp", help="tensor_parallel_size"),
+    pp: int | None = typer.Option(None, "--pp", help="pipeline_parallel_size"),
+    weights: str | None = typer.Option(None, help="weight format: bf16, fp16, fp8, int8, awq, gptq, nvfp4, mxfp4"),
+    kv_cache_dtype: str | None = typer.Option(None, help="auto, bf16, fp16, fp8"),
+    max_model_len: int | None = typer.Option(None, help="longest context per sequence"),
+    rate: float | None = typer.Option(None, help="arrival rate, requests per second"),
+    profile: Path | None = typer.Option(None, "--profile", help="calibrated profile folder (sizer calibrate): measured step times"),
     simulate: bool = typer.Option(False, "--simulate", help="add simulated latency at the scenario's rate and the goodput rate"),
 ) -> None:
     """Memory, parallel split, Little's-law capacity, step times and cost for a scenario."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime
 import os
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -20,12 +19,12 @@ def command(
     output: Path = typer.Option(..., "-o", "--output", help="HTML file to write (reports/NAME.html)"),
     pdf: bool = typer.Option(False, "--pdf", help="also write the same document as PDF beside it (weasyprint)"),
     no_search: bool = typer.Option(False, "--no-search", help="report on the scenario's configuration only"),
-    gpus: Optional[str] = typer.Option(None, help="profiles the search tries (default: all)"),
-    tp: Optional[str] = typer.Option(None, "--tp", help="tensor parallel sizes, default 1,2,4,8"),
-    weights: Optional[str] = typer.Option(None, help="weight formats, default bf16,fp8"),
-    kv_cache_dtype: Optional[str] = typer.Option(None, "--kv-cache-dtype", help="KV formats, default auto,fp8"),
+    gpus: str | None = typer.Option(None, help="profiles the search tries (default: all)"),
+    tp: str | None = typer.Option(None, "--tp", help="tensor parallel sizes, default 1,2,4,8"),
+    weights: str | None = typer.Option(None, help="weight formats, default bf16,fp8"),
+    kv_cache_dtype: str | None = typer.Option(None, "--kv-cache-dtype", help="KV formats, default auto,fp8"),
     workers: int = typer.Option(os.cpu_count() or 1, min=1, help="parallel processes for the search"),
-    date: Optional[str] = typer.Option(None, help="date printed in the header (default today)"),
+    date: str | None = typer.Option(None, help="date printed in the header (default today)"),
 ) -> None:
     """Write a sizing report: question, answer, memory, latency against rate, timelines, search, assumptions."""
     data = read_scenario_data(scenario)

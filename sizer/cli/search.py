@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -20,18 +19,18 @@ from sizer.sizing.search import SearchResult, SearchSettings, search
 
 def command(
     scenario: Path = typer.Argument(..., help="scenario YAML: model, workload and SLO (its deployment is the starting point)"),
-    gpus: Optional[str] = typer.Option(None, help="comma-separated profiles to try (default: all, `sizer gpus`)"),
-    tp: Optional[str] = typer.Option(None, "--tp", help="tensor parallel sizes, default 1,2,4,8"),
-    pp: Optional[str] = typer.Option(None, "--pp", help="pipeline parallel sizes, default 1"),
-    weights: Optional[str] = typer.Option(None, help="weight formats, default bf16,fp8"),
-    kv_cache_dtype: Optional[str] = typer.Option(None, "--kv-cache-dtype", help="KV formats, default auto,fp8"),
+    gpus: str | None = typer.Option(None, help="comma-separated profiles to try (default: all, `sizer gpus`)"),
+    tp: str | None = typer.Option(None, "--tp", help="tensor parallel sizes, default 1,2,4,8"),
+    pp: str | None = typer.Option(None, "--pp", help="pipeline parallel sizes, default 1"),
+    weights: str | None = typer.Option(None, help="weight formats, default bf16,fp8"),
+    kv_cache_dtype: str | None = typer.Option(None, "--kv-cache-dtype", help="KV formats, default auto,fp8"),
     speculative: bool = typer.Option(False, "--speculative", help="also try the scenario's speculative_config on and off"),
     workers: int = typer.Option(os.cpu_count() or 1, min=1, help="parallel processes"),
     requests: int = typer.Option(GoodputSettings.num_requests, min=50,
                                  help="simulated requests per rate in the goodput search (plan, check: the default)"),
     max_replicas: int = typer.Option(32, min=1, help="reject configurations that would need more replicas than this"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
-    csv: Optional[Path] = typer.Option(None, "--csv", help="also write one row per configuration here"),
+    csv: Path | None = typer.Option(None, "--csv", help="also write one row per configuration here"),
     show_rejected: bool = typer.Option(False, "--all", help="list every rejected configuration too"),
 ) -> None:
     """Find the cheapest deployment that meets the SLO: sweep GPUs, TP/PP, weight and KV formats."""

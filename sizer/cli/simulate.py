@@ -4,7 +4,6 @@ step times) and print latency percentiles, throughput, SLO attainment and cache 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -26,9 +25,9 @@ PROGRESS_FROM_REQUESTS = 5000       # show a progress bar for runs at least this
 def command(
     scenario: Path = typer.Argument(..., help="scenario YAML (see docs/scenario.md)"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
-    requests_csv: Optional[Path] = typer.Option(None, "--requests-csv", help="write one row per request to this CSV"),
-    num_requests: Optional[int] = typer.Option(None, "--num-requests", min=1, help="simulate N requests (default: the scenario's)"),
-    replicas: Optional[int] = typer.Option(None, "--replicas", min=1, help="replicas behind the router (default: deployment.replicas, else 1)"),
+    requests_csv: Path | None = typer.Option(None, "--requests-csv", help="write one row per request to this CSV"),
+    num_requests: int | None = typer.Option(None, "--num-requests", min=1, help="simulate N requests (default: the scenario's)"),
+    replicas: int | None = typer.Option(None, "--replicas", min=1, help="replicas behind the router (default: deployment.replicas, else 1)"),
     router: str = typer.Option(DEFAULT_ROUTER, "--router", help="round_robin, least_outstanding or prefix_aware"),
 ) -> None:
     """Simulated TTFT, ITL, TPOT, E2E (p50/p95/p99), throughput, goodput and prefix-cache hits."""

@@ -15,8 +15,13 @@ from simulator.speculative import expected_tokens_per_step
 from sizer.analytic.capacity import Capacity, littles_law
 from sizer.analytic.memory import CUDA_CONTEXT_BYTES, GB, NCCL_BUFFER_BYTES, GiB, KVLayout, MemoryBudget, WeightMemory
 from sizer.analytic.parallel import comm_per_step, kv_heads_per_gpu
-from sizer.analytic.roofline import (COLLECTIVE_LATENCY_S, RooflineStepTimeModel, compute_bound_batch, decode_batch,
-                                     prefill_time_s)
+from sizer.analytic.roofline import (
+    COLLECTIVE_LATENCY_S,
+    RooflineStepTimeModel,
+    compute_bound_batch,
+    decode_batch,
+    prefill_time_s,
+)
 from sizer.analytic.weights import parameter_count
 from sizer.inputs.scenario import mean_length
 from sizer.sizing.cost import CostSummary, cost_summary

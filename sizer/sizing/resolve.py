@@ -193,7 +193,7 @@ def _speculative(s: Scenario, hardware: HardwareSpec, parallel: ParallelConfig, 
 
 def _calibrated_profile(s: Scenario, model: ModelSpec, parallel: ParallelConfig):
     """The scenario's calibrated profile, checked against its model and tensor-parallel size."""
-    from engine.profile import load_profile     # sizer reaches the engine only lazily (docs: DESIGN)
+    from engine.profile import load_profile  # sizer reaches the engine only lazily (docs: DESIGN)
 
     field_path = "hardware.calibrated_profile"
     folder = scenario_dir(s) / s.hardware.calibrated_profile

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
 from sizer.analytic.memory import GiB
 from sizer.errors import InputError

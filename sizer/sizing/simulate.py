@@ -3,7 +3,7 @@ replica (router, replicas), the step model, and the run itself."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from simulator.run import SimulationConfig, simulate
 from sizer.errors import InputError

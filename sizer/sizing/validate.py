@@ -46,7 +46,7 @@ def validation_config(s: Scenario, profile_header: ProfileHeader,
 def run_validation(scenario_path: Path, profile_path: Path, num_requests: int | None, num_blocks: int | None,
                    weights: Path | None = None):
     """Calibrated simulator vs bundled engine on the scenario's first requests: a ValidationReport."""
-    from engine.device import cpu_device, gpu_device       # the engine (torch), lazily: only validate needs it
+    from engine.device import cpu_device, gpu_device  # the engine (torch), lazily: only validate needs it
     from engine.validate import validate
 
     s = load_scenario(scenario_path)

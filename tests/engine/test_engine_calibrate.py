@@ -7,8 +7,8 @@ from engine.calibrate import calls_per_step, fit_overhead
 from engine.config import engine_config
 from engine.microbench import chunk_grid, context_grid, seq_grid, token_grid
 from engine.runner import StepRecord
-from sizer.inputs.model_spec import load_model
 from simulator.step_batch import StepBatch
+from sizer.inputs.model_spec import load_model
 
 
 def test_grids_cover_their_limits():

@@ -9,8 +9,8 @@ from engine.device import cpu_device
 from engine.kernels import TORCH
 from engine.model import Transformer
 from engine.runner import EngineRunner, prompt_token_ids
-from simulator.request import Request
 from simulator.replica import ReplicaConfig
+from simulator.request import Request
 from simulator.scheduler import SchedulerConfig
 from sizer.inputs.model_spec import load_model
 

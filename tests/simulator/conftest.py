@@ -1,7 +1,6 @@
 """Fixtures for the simulator tests (helpers live in simhelp.py)."""
 
 import pytest
-
 from simhelp import LinearStepModel
 
 

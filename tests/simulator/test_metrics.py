@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
-
 from simhelp import LinearStepModel, sim_config
+
 from simulator.metrics import SLO, slo_attainment, summarise, weighted_percentiles
 from simulator.run import simulate
 from simulator.workload import Arrivals, Lengths, WorkloadSpec

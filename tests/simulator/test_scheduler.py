@@ -1,6 +1,7 @@
+from simhelp import scheduler_config
+
 from simulator.kv_cache import KVCacheManager
 from simulator.request import Request, Status
-from simhelp import scheduler_config
 from simulator.scheduler import Scheduler
 from simulator.speculative import SpeculativeConfig
 

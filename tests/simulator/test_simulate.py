@@ -2,17 +2,18 @@ import dataclasses
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from simhelp import DATA, LinearStepModel, scheduler_config, sim_config
+
 from simulator.cluster import DisaggregationConfig
 from simulator.metrics import summarise
 from simulator.replica import SwapLink
 from simulator.request import Request
 from simulator.run import simulate
+from simulator.step_batch import StepBatch
 from simulator.traces import read_mooncake
 from simulator.workload import Arrivals, Lengths, SharedPrefix, WorkloadSpec
-from simulator.step_batch import StepBatch
 
 
 def spec(n=200, rate=5.0, prompt=Lengths("fixed", 300), output=Lengths("fixed", 50), **kw):

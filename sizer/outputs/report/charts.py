@@ -10,7 +10,6 @@ import io
 import re
 from dataclasses import dataclass
 
-
 GiB = 2**30
 STYLE = {"svg.fonttype": "none", "svg.hashsalt": "sizer", "font.family": "DejaVu Sans", "font.size": 9,
          "axes.spines.top": False, "axes.spines.right": False}

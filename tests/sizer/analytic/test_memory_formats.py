@@ -9,9 +9,9 @@ lm_head 1,024,000; embedding 1,024,000; norms (2 x 2 + 1) x 1024 = 5,120.
 import pytest
 
 from sizer.analytic.memory import KV_DTYPE_BYTES, kv_layout, memory_budget, weight_memory
-from sizer.inputs.model_spec import from_hf_config
 from sizer.analytic.parallel import ParallelConfig
 from sizer.analytic.weights import FORMATS, parameter_count
+from sizer.inputs.model_spec import from_hf_config
 
 CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 1024, "intermediate_size": 4096,
           "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 1000,
@@ -125,8 +125,8 @@ def test_checkpoint_bits_and_group_size_are_read():
 
 
 def test_unmodelled_checkpoint_quantization_is_an_input_error():
-    from sizer.errors import InputError
     from sizer.analytic.weights import weight_format
+    from sizer.errors import InputError
     bnb = from_hf_config({**CONFIG, "quantization_config": {"quant_method": "bitsandbytes"}}, "bnb")
     with pytest.raises(InputError, match="deployment.quantization"):
         weight_format(bnb, "auto", 128)
@@ -140,9 +140,9 @@ def test_float32_checkpoints_are_served_in_16_bit():
 
 
 def test_mla_down_projections_are_replicated_across_tp():
-    from sizer.inputs.model_spec import load_model
     from sizer.analytic.parallel import shard_fraction
     from sizer.analytic.weights import linear_groups
+    from sizer.inputs.model_spec import load_model
     m = load_model("deepseek-v3")
     shares = {g.name: shard_fraction(g, m, ParallelConfig(tp=8)) for g in linear_groups(m)}
     assert shares["q_a_proj"] == shares["kv_a_proj_with_mqa"] == 1.0     # vLLM's ReplicatedLinear

@@ -3,9 +3,9 @@
 import pytest
 
 from sizer.analytic.memory import kv_layout
-from sizer.inputs.model_spec import load_model
 from sizer.analytic.parallel import ParallelConfig
 from sizer.analytic.weights import parameter_count
+from sizer.inputs.model_spec import load_model
 
 # Official totals (model cards): Llama 3.1 8B/70B/405B (Meta llama-models MODEL_CARD.md),
 # Mixtral-8x7B 46.7B total / 12.9B active (Mistral), Qwen2.5-72B 72.7B (Qwen2.5-72B model card,

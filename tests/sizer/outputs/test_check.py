@@ -9,13 +9,13 @@ from xml.etree import ElementTree as ET
 import pytest
 from typer.testing import CliRunner
 
-from sizer.outputs.check import check_file, max_model_len_rule, memory_rule, sequences_required
-from sizer.inputs.manifest import catalog_name_for, gpu_for_label, parse_vllm_args, read_check_input
 from sizer.cli import app
 from sizer.errors import InputError
+from sizer.inputs.manifest import catalog_name_for, gpu_for_label, parse_vllm_args, read_check_input
+from sizer.inputs.scenario import scenario_from_dict
+from sizer.outputs.check import check_file, max_model_len_rule, memory_rule, sequences_required
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
-from sizer.inputs.scenario import scenario_from_dict
 
 ROOT = Path(__file__).resolve().parents[3]
 DEPLOY = ROOT / "scenarios" / "deploy"

@@ -5,9 +5,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from sizer.cli import app
-from sizer.analytic.roofline import decode_batch
 from engine.profile import CalibratedStepTimeModel, load_profile
+from sizer.analytic.roofline import decode_batch
+from sizer.cli import app
 
 REPO = Path(__file__).resolve().parents[3]
 PROFILE = REPO / "hardware_profiles" / "calibrated" / "cpu-tiny-tp1"

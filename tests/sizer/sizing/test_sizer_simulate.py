@@ -8,14 +8,14 @@ import pytest
 from typer.testing import CliRunner
 
 from simulator.metrics import summarise
-from sizer.sizing.presets import PRESETS, engine_defaults, preset
-from sizer.cli import app
-from sizer.analytic.roofline import prefill_time_s
-from sizer.sizing.step_model import step_model_for
-from sizer.sizing.resolve import resolve
-from sizer.inputs.scenario import scenario_from_dict
-from sizer.sizing.simulate import simulate_scenario, simulation_config
 from simulator.step_batch import StepBatch
+from sizer.analytic.roofline import prefill_time_s
+from sizer.cli import app
+from sizer.inputs.scenario import scenario_from_dict
+from sizer.sizing.presets import PRESETS, engine_defaults, preset
+from sizer.sizing.resolve import resolve
+from sizer.sizing.simulate import simulate_scenario, simulation_config
+from sizer.sizing.step_model import step_model_for
 
 REPO = Path(__file__).resolve().parents[3]
 CHAT = REPO / "scenarios" / "llama-3.1-8b-chat-h100.yaml"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import yaml
 
+from sizer.inputs.scenario import scenario_from_dict
 from sizer.outputs.report.charts import MemoryBar, RatePoint, latency_chart, memory_chart, timeline_chart
 from sizer.outputs.report.data import _memory_bar
 from sizer.sizing.resolve import resolve
-from sizer.inputs.scenario import scenario_from_dict
 
 ROOT = Path(__file__).resolve().parents[4]
 GiB = 2**30

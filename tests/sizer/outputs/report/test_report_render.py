@@ -7,8 +7,8 @@ the simulator entry point (sizer/simulate.py, issue 3) is not there yet.
 from __future__ import annotations
 
 import io
-import re
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
