@@ -40,7 +40,8 @@ def main() -> None:
         profile = Path(args.profile) if args.profile else None
         if profile is None:
             start = time.perf_counter()
-            req = CalibrationRequest(engine_config(load_model("tiny")), cpu_device(), select("torch"), Limits(256, 64, 2048, 16), "cpu")
+            req = CalibrationRequest(engine_config(load_model("tiny")), cpu_device(), select("torch"),
+                                     Limits(256, 64, 2048, 16), "cpu")
             profile = calibrate(req, Path(tmp))
             print(f"calibrated {profile.name} in {time.perf_counter() - start:.0f} s")
         reports = []
@@ -50,11 +51,13 @@ def main() -> None:
             print(f"run {i + 1}: validate took {time.perf_counter() - start:.0f} s")
 
     first = reports[0]
-    print(f"\n{first.model} on {first.device}: {first.num_requests} requests, {first.cached_prompt_tokens} cached prompt "
-          f"tokens, {first.mixed_steps} mixed steps, {first.out_of_range_steps} steps outside the profile")
+    print(f"\n{first.model} on {first.device}: {first.num_requests} requests, "
+          f"{first.cached_prompt_tokens} cached prompt tokens, {first.mixed_steps} mixed steps, "
+          f"{first.out_of_range_steps} steps outside the profile")
     print("relative error (predicted - measured) / measured per run, its median, and the spread of the engine's own")
     print("measurement across runs ((max - min) / median): the noise floor of this machine")
-    print(f"{'metric':22} {'measured':>10} {'predicted':>10}  " + "  ".join(f"{'run ' + str(i + 1):>7}" for i in range(len(reports)))
+    print(f"{'metric':22} {'measured':>10} {'predicted':>10}  "
+          + "  ".join(f"{'run ' + str(i + 1):>7}" for i in range(len(reports)))
           + f"  {'median':>7}  {'spread':>7}")
     for k, row in enumerate(first.rows):
         errors = [r.rows[k].relative_error for r in reports]

@@ -47,11 +47,12 @@ def main() -> None:
           f"{wall:.1f} s wall, {cpu:.1f} s CPU ({cpu / len(result.outcomes):.2f} s per configuration; "
           f"load average {load:.1f} at the start)")
     print(f"  meet the SLO: {statuses['ok']}, rejected: {statuses['rejected']} "
-          f"({dict(Counter(o.binding for o in result.outcomes if o.status == 'rejected'))}), invalid: {statuses['invalid']}")
+          f"({dict(Counter(o.binding for o in result.outcomes if o.status == 'rejected'))}), "
+          f"invalid: {statuses['invalid']}")
     best = result.recommended
     if best:
-        print(f"  recommended: {best.replicas} x {best.candidate.label} = {best.gpus} GPUs, ${best.usd_per_hour:,.2f}/hour, "
-              f"goodput {best.goodput_rate_per_s:.2f} req/s per replica")
+        print(f"  recommended: {best.replicas} x {best.candidate.label} = {best.gpus} GPUs, "
+              f"${best.usd_per_hour:,.2f}/hour, goodput {best.goodput_rate_per_s:.2f} req/s per replica")
     print("  target: under 60 s on 2 cores:", "met" if wall < 60 else "MISSED")
 
 

@@ -53,7 +53,8 @@ def _block_table(rows: list[list[int]], device) -> torch.Tensor:
 
 def build_step(seqs: list[SeqWork], block_size: int, device: torch.device | str) -> StepInputs:
     """Lay out the step's sequences, decodes first, as the tensors the model reads."""
-    order = [i for i, s in enumerate(seqs) if len(s.token_ids) == 1] + [i for i, s in enumerate(seqs) if len(s.token_ids) > 1]
+    order = ([i for i, s in enumerate(seqs) if len(s.token_ids) == 1]
+             + [i for i, s in enumerate(seqs) if len(s.token_ids) > 1])
     tokens, positions, slots, last = [], [], [], []
     decode_tables, decode_lens, prefill_tables, cu_q, ctx_lens = [], [], [], [0], []
     for i in order:
@@ -85,6 +86,7 @@ def build_step(seqs: list[SeqWork], block_size: int, device: torch.device | str)
         decode_max_len=max(decode_lens, default=0),
         prefill_block_tables=_block_table(prefill_tables, device), prefill_cu_q=int32(cu_q),
         prefill_ctx_lens=int32(ctx_lens),
-        prefill_max_q=max((b - a for a, b in zip(cu_q, cu_q[1:])), default=0),
+        # pairwise differences: cu_q[1:] is one shorter than cu_q
+        prefill_max_q=max((b - a for a, b in zip(cu_q, cu_q[1:], strict=False)), default=0),
         logits_indices=long(last), order=order,
     )

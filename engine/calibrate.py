@@ -232,8 +232,8 @@ def calibrate(req: CalibrationRequest, out_dir: Path, log: Callable[[str], None]
     log("lm_head and sampling by sequences")
     seqs = mb.seq_ops(bench_model, dev, mb.seq_grid(lim.max_num_seqs))
     log("decode attention by (sequences, context)")
-    decode = mb.decode_attention(cfg, req.kernels, dev, mb.seq_grid(lim.max_num_seqs), mb.context_grid(lim.max_model_len),
-                                 lim.block_size)
+    decode = mb.decode_attention(cfg, req.kernels, dev, mb.seq_grid(lim.max_num_seqs),
+                                 mb.context_grid(lim.max_model_len), lim.block_size)
     log("prefill attention by (chunk, context)")
     prefill = mb.prefill_attention(cfg, req.kernels, dev, mb.chunk_grid(lim.max_num_batched_tokens),
                                    mb.context_grid(lim.max_model_len), lim.block_size)
@@ -266,7 +266,7 @@ def calibrate(req: CalibrationRequest, out_dir: Path, log: Callable[[str], None]
                                          "attention_pairs": r.batch.attention_pairs,
                                          "prefill_seqs": r.batch.prefill_seqs, "prefill_tokens": r.batch.prefill_tokens,
                                          "measured_s": r.duration_s, "forward_s": r.forward_s, "tables_s": c}
-                                        for r, c in zip(records, components)])
+                                        for r, c in zip(records, components, strict=True)])
     _write_header(folder, header)
     return folder
 

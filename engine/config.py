@@ -76,9 +76,11 @@ class EngineConfig:
 def engine_config(spec: ModelShape, tp: int = 1, scale: float = 1.0, file: str | None = None) -> EngineConfig:
     """Shapes for one of `tp` devices; `scale` in (0, 1] keeps that share of the layers."""
     if spec.is_mla:
-        raise FieldError(file, "model", f"{spec.name} uses multi-head latent attention; the bundled engine does not support MLA yet")
+        raise FieldError(file, "model", f"{spec.name} uses multi-head latent attention; "
+                                        "the bundled engine does not support MLA yet")
     if spec.num_sliding_layers:
-        raise FieldError(file, "model", f"{spec.name} has sliding-window layers; the bundled engine does not support sliding-window attention yet")
+        raise FieldError(file, "model", f"{spec.name} has sliding-window layers; "
+                                        "the bundled engine does not support sliding-window attention yet")
     if tp < 1 or spec.num_attention_heads % tp:
         raise FieldError(file, "tp", f"TP {tp} must divide the {spec.num_attention_heads} attention heads")
     if spec.num_kv_heads >= tp and spec.num_kv_heads % tp:
@@ -87,7 +89,8 @@ def engine_config(spec: ModelShape, tp: int = 1, scale: float = 1.0, file: str |
         raise FieldError(file, "scale", f"expected a share of the layers in (0, 1], got {scale}")
     widths = [spec.intermediate_size] + ([spec.moe_intermediate_size] if spec.is_moe else [])
     if any(w % tp for w in widths) or spec.vocab_size % tp:
-        raise FieldError(file, "tp", f"TP {tp} must divide the MLP widths {widths} and the vocabulary {spec.vocab_size}")
+        raise FieldError(file, "tp",
+                         f"TP {tp} must divide the MLP widths {widths} and the vocabulary {spec.vocab_size}")
     return EngineConfig(
         name=spec.name,
         hidden_size=spec.hidden_size,

@@ -138,7 +138,8 @@ def gpu_matches(spec: GPUProfile, device_name: str) -> bool:
 def gpu_device(spec: GPUProfile) -> Device:
     """The local GPU, refusing (FieldError) when there is none or it is not `spec`."""
     if not torch.cuda.is_available():
-        raise FieldError(None, "gpu", f"no CUDA GPU is present here; run this on a machine with an {spec.name}, or use `--device cpu`")
+        raise FieldError(None, "gpu", "no CUDA GPU is present here; "
+                                      f"run this on a machine with an {spec.name}, or use `--device cpu`")
     name = torch.cuda.get_device_name()
     if not gpu_matches(spec, name):
         raise FieldError(None, "gpu", f"the GPU here is {name!r}, not {spec.name!r}; name the GPU that is present")

@@ -113,7 +113,8 @@ class Transformer:
         gen = torch.Generator(device=self.device).manual_seed(seed)
 
         def rand(*shape: int) -> torch.Tensor:
-            return (torch.randn(*shape, generator=gen, device=self.device, dtype=torch.float32) * shape[-1] ** -0.5).to(dtype)
+            x = torch.randn(*shape, generator=gen, device=self.device, dtype=torch.float32)
+            return (x * shape[-1] ** -0.5).to(dtype)
 
         def norm() -> torch.Tensor:
             return (1.0 + 0.1 * torch.randn(cfg.hidden_size, generator=gen, device=self.device)).to(dtype)

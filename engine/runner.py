@@ -123,7 +123,8 @@ class EngineRunner:
                 if step.preempted:
                     continue
                 if not pending:
-                    raise RuntimeError("the scheduler can make no progress: KV cache too small for the running requests")
+                    raise RuntimeError("the scheduler can make no progress: "
+                                       "KV cache too small for the running requests")
                 clock.wait_until(pending[0].arrival_s)
                 step_start = clock.now_s()
                 continue

@@ -113,7 +113,7 @@ def simulator_metrics(result: SimulationResult) -> Metrics:
 def compare(measured: Metrics, predicted: Metrics) -> list[Row]:
     rows = []
     for name in ("ttft", "itl", "e2e"):
-        for p, m, q in zip(PERCENTILES, getattr(measured, f"{name}_ms"), getattr(predicted, f"{name}_ms")):
+        for p, m, q in zip(PERCENTILES, getattr(measured, f"{name}_ms"), getattr(predicted, f"{name}_ms"), strict=True):
             rows.append(Row(f"{name}_p{p}_ms", m, q))
     rows.append(Row("output_tokens_per_s", measured.output_tokens_per_s, predicted.output_tokens_per_s))
     return rows

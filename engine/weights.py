@@ -37,7 +37,8 @@ def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
                 raise FieldError(str(path), name, f"unsupported dtype {meta['dtype']}")
             start, end = meta["data_offsets"]
             raw = bytearray(mm[base + start:base + end])
-            tensor = torch.frombuffer(raw, dtype=DTYPES[meta["dtype"]]) if raw else torch.empty(0, dtype=DTYPES[meta["dtype"]])
+            dtype = DTYPES[meta["dtype"]]
+            tensor = torch.frombuffer(raw, dtype=dtype) if raw else torch.empty(0, dtype=dtype)
             out[name] = tensor.reshape(meta["shape"])
     return out
 
@@ -89,7 +90,9 @@ def load_weights(model: Transformer, folder: str | Path) -> None:
             moe, gate, up, down = p + "mlp.", "gate_proj", "up_proj", "down_proj"
         w.router = take(moe + "gate.weight")
         if any(name.startswith(moe + "shared_expert") for name in t):
-            raise FieldError(str(folder), moe + "shared_expert", "gated shared experts are not supported by the engine yet")
+            raise FieldError(str(folder), moe + "shared_expert",
+                             "gated shared experts are not supported by the engine yet")
         experts = range(model.cfg.num_experts)
-        w.experts_gate_up = torch.stack([cat(f"{moe}experts.{e}.{gate}.weight", f"{moe}experts.{e}.{up}.weight") for e in experts])
+        w.experts_gate_up = torch.stack([cat(f"{moe}experts.{e}.{gate}.weight", f"{moe}experts.{e}.{up}.weight")
+                                         for e in experts])
         w.experts_down = torch.stack([take(f"{moe}experts.{e}.{down}.weight") for e in experts])

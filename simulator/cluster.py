@@ -60,7 +60,7 @@ class Router:
             return pool[loads.index(min(loads))]
         ceiling = min(loads) + self.balance_slack
         best, best_key = pool[0], None
-        for r, load in zip(pool, loads):
+        for r, load in zip(pool, loads, strict=True):
             if load <= ceiling:
                 key = (r.kv.count_computed_blocks(req)[0], -load)
                 if best_key is None or key > best_key:

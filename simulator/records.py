@@ -110,7 +110,8 @@ class Recorder:
     def result(self, num_blocks: int, num_replicas: int, num_preemptions: int) -> SimulationResult:
         ints = np.array(self._req_ints).reshape(-1, len(_REQUEST_INTS))
         floats = np.array(self._req_floats).reshape(-1, len(_REQUEST_FLOATS))
-        split = {k: ints[:, i] for i, k in enumerate(_REQUEST_INTS)} | {k: floats[:, i] for i, k in enumerate(_REQUEST_FLOATS)}
+        split = ({k: ints[:, i] for i, k in enumerate(_REQUEST_INTS)}
+                 | {k: floats[:, i] for i, k in enumerate(_REQUEST_FLOATS)})
         c = {k: split[k] for k in _REQUEST_COLUMNS}
         order = np.argsort(c["request_id"], kind="stable")
         c = {k: v[order] for k, v in c.items()}

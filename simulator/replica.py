@@ -223,5 +223,5 @@ class Replica:
     def _draw_accepted(self, step: ScheduledStep) -> dict[int, int]:
         seqs = [s for s in step.seqs if s.num_spec_tokens]
         draws = self.proposer.draw_accepted([s.num_spec_tokens for s in seqs])
-        return {s.request.request_id: a for s, a in zip(seqs, draws)}
+        return {s.request.request_id: a for s, a in zip(seqs, draws, strict=True)}
 

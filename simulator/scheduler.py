@@ -347,7 +347,7 @@ class Scheduler:
             tail_blocks[0] = full - len(tail.block_ids)
             for j in range(full * bs - tail.prompt_tokens + 1, len(counts), bs):    # its decodes, steps 2..k
                 tail_blocks[j] = 1
-            counts = [c + t for c, t in zip(counts, tail_blocks)]
+            counts = [c + t for c, t in zip(counts, tail_blocks, strict=True)]
         used, free = kv.num_used_blocks, kv.num_free_blocks
         if sum(counts) <= free:                   # the usual case: the pool serves every step
             per_step = list(accumulate(counts, initial=used))[1:]

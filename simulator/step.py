@@ -45,9 +45,11 @@ class ScheduledStep:
     def seqs(self) -> list[ScheduledSeq]:
         if self._seqs is None:
             t = self.group_tick
-            self._seqs = [ScheduledSeq(r, 1, r.num_computed_tokens + t - r.group_tick, False, True) for r in self.group] \
-                + [ScheduledSeq(r, 1, c, False, True) for r, c in zip(self.decodes, self.decode_context_tokens)] \
-                + self.others
+            self._seqs = ([ScheduledSeq(r, 1, r.num_computed_tokens + t - r.group_tick, False, True)
+                           for r in self.group]
+                          + [ScheduledSeq(r, 1, c, False, True)
+                             for r, c in zip(self.decodes, self.decode_context_tokens, strict=True)]
+                          + self.others)
         return self._seqs
 
     @property

@@ -43,7 +43,7 @@ class StepBatch(NamedTuple):
         ctx = sum(c for _, c in seqs)
         pairs = sum(attention_pairs(n, c) for n, c in seqs)
         pf_seqs = sum(1 for f in flags if f)
-        pf_tokens = sum(n for (n, _), f in zip(seqs, flags) if f)
+        pf_tokens = sum(n for (n, _), f in zip(seqs, flags, strict=True) if f)
         return StepBatch(num, new, ctx, pairs, pf_seqs, pf_tokens)
 
     @property

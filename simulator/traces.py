@@ -49,7 +49,8 @@ def read_csv_trace(path: str | Path, limit: int | None = None) -> Workload:
         raise FieldError(str(path), None, f"cannot read CSV trace ({e})") from None
     missing = [c for c in CSV_COLUMNS if c not in df.columns]
     if missing:
-        raise FieldError(str(path), "header", f"missing column(s) {', '.join(missing)}; expected {','.join(CSV_COLUMNS)}")
+        raise FieldError(str(path), "header",
+                         f"missing column(s) {', '.join(missing)}; expected {','.join(CSV_COLUMNS)}")
     ts = df["TIMESTAMP"]
     try:
         if pd.api.types.is_numeric_dtype(ts):

@@ -130,7 +130,7 @@ class Workload:
     def requests(self) -> Iterator[Request]:
         """Make each request when asked, ids 0..n-1 in arrival order."""
         cols = zip(self.arrival_s.tolist(), self.prompt_tokens.tolist(), self.output_tokens.tolist(),
-                   self.segments, self.tenant.tolist())
+                   self.segments, self.tenant.tolist(), strict=True)
         seg = self.segment_tokens
         for i, (a, p, o, s, t) in enumerate(cols):
             yield Request(i, a, p, o, s, seg, t)
@@ -163,5 +163,5 @@ def generate(spec: WorkloadSpec, seed: int) -> Workload:
     has = prefix_rng.random(n) < sp.share
     which = prefix_rng.integers(0, sp.num_prefixes, n)
     tenant = prefix_rng.integers(0, sp.num_tenants, n)
-    segments = [(w,) if h else () for h, w in zip(has.tolist(), which.tolist())]
+    segments = [(w,) if h else () for h, w in zip(has.tolist(), which.tolist(), strict=True)]
     return Workload(arrival_s, prompt, output, tenant, segments, sp.prefix_tokens)

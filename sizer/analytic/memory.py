@@ -82,10 +82,12 @@ def weight_memory(m: ModelSpec, fmt: WeightFormat, p: ParallelConfig, group_size
     params, active, source = counts.total, counts.active, "architecture"
     if stated_parameters:
         ratio = stated_parameters / counts.total
-        converted, scales, unconverted, total, per_gpu = (x * ratio for x in (converted, scales, unconverted, total, per_gpu))
+        converted, scales, unconverted, total, per_gpu = (
+            x * ratio for x in (converted, scales, unconverted, total, per_gpu))
         ideal = stated_parameters * fmt.bits / 8
         params, active, source = int(stated_parameters), int(active * ratio), "stated"
-    return WeightMemory(fmt.name, fmt.description, params, active, ideal, total, converted, scales, unconverted, per_gpu, source)
+    return WeightMemory(fmt.name, fmt.description, params, active, ideal, total, converted, scales, unconverted,
+                        per_gpu, source)
 
 
 @dataclass(frozen=True)
@@ -119,7 +121,8 @@ def kv_layout(m: ModelSpec, kv_dtype: str, p: ParallelConfig) -> KVLayout:
         latent = m.kv_lora_rank + m.qk_rope_head_dim
         per_token = latent * m.num_layers * nbytes
         per_gpu = latent * stage_layers * nbytes          # the latent is replicated on every TP rank
-        formula = f"(kv_lora_rank {m.kv_lora_rank} + qk_rope_head_dim {m.qk_rope_head_dim}) x {m.num_layers} layers x {nbytes} B"
+        formula = (f"(kv_lora_rank {m.kv_lora_rank} + qk_rope_head_dim {m.qk_rope_head_dim}) "
+                   f"x {m.num_layers} layers x {nbytes} B")
     else:
         per_token = 2 * m.num_layers * m.num_kv_heads * m.head_dim * nbytes
         per_gpu = 2 * stage_layers * kv_heads_per_gpu(m, p) * m.head_dim * nbytes

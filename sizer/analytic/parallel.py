@@ -42,7 +42,8 @@ def validate_split(m: ModelSpec, p: ParallelConfig, file: str | None = None) -> 
     if m.num_attention_heads % p.tp:
         raise InputError(file, field, f"{p.tp} does not divide the {m.num_attention_heads} attention heads of {m.name}")
     if not m.is_mla and m.num_kv_heads % p.tp and p.tp % m.num_kv_heads:
-        raise InputError(file, field, f"{p.tp} neither divides nor is a multiple of the {m.num_kv_heads} KV heads of {m.name}")
+        raise InputError(file, field,
+                         f"{p.tp} neither divides nor is a multiple of the {m.num_kv_heads} KV heads of {m.name}")
     sizes = [m.intermediate_size] if not m.is_moe or m.num_dense_layers else []
     if m.is_moe and not p.expert_parallel:
         sizes.append(m.moe_intermediate_size)
@@ -50,12 +51,14 @@ def validate_split(m: ModelSpec, p: ParallelConfig, file: str | None = None) -> 
         if size % p.tp:
             raise InputError(file, field, f"{p.tp} does not divide the intermediate size {size} of {m.name}")
     if p.pp > m.num_layers:
-        raise InputError(file, "deployment.pipeline_parallel_size", f"{p.pp} stages for {m.num_layers} layers; expected at most one stage per layer")
+        raise InputError(file, "deployment.pipeline_parallel_size",
+                         f"{p.pp} stages for {m.num_layers} layers; expected at most one stage per layer")
     if p.expert_parallel:
         if not m.is_moe:
             raise InputError(file, "deployment.enable_expert_parallel", f"{m.name} has no experts")
         if m.num_experts % p.ep:
-            raise InputError(file, "deployment.enable_expert_parallel", f"EP size {p.ep} (TP x DP) does not divide the {m.num_experts} experts")
+            raise InputError(file, "deployment.enable_expert_parallel",
+                             f"EP size {p.ep} (TP x DP) does not divide the {m.num_experts} experts")
 
 
 def layers_per_stage(m: ModelSpec, p: ParallelConfig) -> int:
@@ -91,7 +94,8 @@ class CommPerStep:
     allreduces_per_step: int
 
     def bytes_for(self, tokens: int) -> float:
-        return tokens * (self.tp_allreduce_bytes_per_token + self.pp_send_bytes_per_token + self.ep_alltoall_bytes_per_token)
+        return tokens * (self.tp_allreduce_bytes_per_token + self.pp_send_bytes_per_token
+                         + self.ep_alltoall_bytes_per_token)
 
 
 def comm_per_step(m: ModelSpec, p: ParallelConfig, activation_bytes: int = 2) -> CommPerStep:

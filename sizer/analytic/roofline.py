@@ -60,7 +60,8 @@ class RooflineStepTimeModel:
             raise InputError(None, "hardware.gpu", f"{hardware.name} has no datasheet figures to price steps with; "
                              "steps on it are measured (sizer calibrate, then sizer validate)")
         self.model, self.hardware, self.parallel, self.kv = model, hardware, parallel, kv
-        self.name = f"roofline on {hardware.name} (efficiency: compute {hardware.compute_efficiency:.0%}, bandwidth {hardware.bandwidth_efficiency:.0%})"
+        self.name = (f"roofline on {hardware.name} (efficiency: compute {hardware.compute_efficiency:.0%}, "
+                     f"bandwidth {hardware.bandwidth_efficiency:.0%})")
         self.step_overhead_s = step_overhead_s
         compute_fmt = weights_format.compute if hardware.supports(weights_format.compute) else "bf16"
         self.compute_format = compute_fmt
@@ -124,7 +125,8 @@ class RooflineStepTimeModel:
         self._lm_s_per_seq = 2.0 * self.lm_params / self.gemm_flops_per_s
         self._lm_read_s = self.lm_bytes / self.bytes_per_s
         c = self.comm
-        self._comm_s_per_token = (c.tp_allreduce_bytes_per_token + c.pp_send_bytes_per_token + c.ep_alltoall_bytes_per_token) / self.link_bytes_per_s
+        self._comm_s_per_token = (c.tp_allreduce_bytes_per_token + c.pp_send_bytes_per_token
+                                  + c.ep_alltoall_bytes_per_token) / self.link_bytes_per_s
         collectives = c.allreduces_per_step + (2 * m.num_moe_layers if p.expert_parallel and p.ep > 1 else 0)
         self._comm_fixed_s = collectives * COLLECTIVE_LATENCY_S
 
@@ -132,7 +134,8 @@ class RooflineStepTimeModel:
         """(GEMM compute s, GEMM memory s, attention s, lm_head s, collectives s) for one stage."""
         tokens = batch.new_tokens
         gemm_compute = tokens * self._gemm_s_per_token
-        gemm_memory = self._dense_read_s + (self._expert_read_s * (1.0 - self._expert_miss ** tokens) if self._expert_read_s else 0.0)
+        gemm_memory = self._dense_read_s + (self._expert_read_s * (1.0 - self._expert_miss ** tokens)
+                                            if self._expert_read_s else 0.0)
         # Sliding layers attend to at most a window per sequence.
         attended = 1.0
         if self._sliding_share and batch.context_tokens:

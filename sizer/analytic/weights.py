@@ -14,7 +14,8 @@ from sizer.errors import InputError
 from sizer.inputs.model_spec import ModelSpec
 
 # What a linear layer is, for sharding (see shard_fraction) and for quantisation.
-ATTENTION, MLP, EXPERT, SHARED_EXPERT, ROUTER, LM_HEAD = "attention", "mlp", "expert", "shared_expert", "router", "lm_head"
+ATTENTION, MLP, EXPERT, SHARED_EXPERT, ROUTER, LM_HEAD = (
+    "attention", "mlp", "expert", "shared_expert", "router", "lm_head")
 REPLICATED = "replicated"   # whole on every TP rank (MLA's down-projections, as vLLM's ReplicatedLinear)
 
 
@@ -67,14 +68,14 @@ def linear_groups(m: ModelSpec) -> list[LinearGroup]:
         groups += [LinearGroup("gate_up_proj", MLP, h, 2 * m.intermediate_size, dense_layers),
                    LinearGroup("down_proj", MLP, m.intermediate_size, h, dense_layers)]
     if m.is_moe:
-        moe_layers, E, I = m.num_moe_layers, m.num_experts, m.moe_intermediate_size
-        groups += [LinearGroup("experts.gate_up_proj", EXPERT, h, 2 * I, moe_layers * E),
-                   LinearGroup("experts.down_proj", EXPERT, I, h, moe_layers * E),
+        moe_layers, E, moe_ffn = m.num_moe_layers, m.num_experts, m.moe_intermediate_size
+        groups += [LinearGroup("experts.gate_up_proj", EXPERT, h, 2 * moe_ffn, moe_layers * E),
+                   LinearGroup("experts.down_proj", EXPERT, moe_ffn, h, moe_layers * E),
                    LinearGroup("router", ROUTER, h, E, moe_layers)]
         if m.num_shared_experts:
             S = m.num_shared_experts
-            groups += [LinearGroup("shared_experts.gate_up_proj", SHARED_EXPERT, h, 2 * I * S, moe_layers),
-                       LinearGroup("shared_experts.down_proj", SHARED_EXPERT, I * S, h, moe_layers)]
+            groups += [LinearGroup("shared_experts.gate_up_proj", SHARED_EXPERT, h, 2 * moe_ffn * S, moe_layers),
+                       LinearGroup("shared_experts.down_proj", SHARED_EXPERT, moe_ffn * S, h, moe_layers)]
     if not m.tie_word_embeddings:
         groups.append(LinearGroup("lm_head", LM_HEAD, h, m.vocab_size, 1))
     return groups
@@ -120,12 +121,17 @@ FORMATS = {
     "bf16": WeightFormat("bf16", 16, "bf16", "bfloat16, 2 bytes per value"),
     "fp16": WeightFormat("fp16", 16, "fp16", "float16, 2 bytes per value"),
     "fp32": WeightFormat("fp32", 32, "fp32", "float32, 4 bytes per value"),
-    "fp8": WeightFormat("fp8", 8, "fp8", "FP8 E4M3 weights and activations; fp32 scale per tensor (or per 128x128 block when the checkpoint says so)"),
+    "fp8": WeightFormat("fp8", 8, "fp8", "FP8 E4M3 weights and activations; "
+                        "fp32 scale per tensor (or per 128x128 block when the checkpoint says so)"),
     "int8": WeightFormat("int8", 8, "int8", "INT8 weights and activations (W8A8); fp32 scale per output channel"),
-    "awq": WeightFormat("awq", 4, "bf16", "AWQ 4-bit weights; fp16 scale and 4-bit zero per group along the input; activations 16-bit"),
-    "gptq": WeightFormat("gptq", 4, "bf16", "GPTQ 4-bit weights; fp16 scale and 4-bit zero per group along the input; activations 16-bit"),
-    "nvfp4": WeightFormat("nvfp4", 4, "fp4", "NVFP4: 4-bit floats in blocks of 16 with an FP8 (E4M3) scale each, plus fp32 per-tensor scales"),
-    "mxfp4": WeightFormat("mxfp4", 4, "fp4", "MXFP4: 4-bit floats in blocks of 32 with a power-of-two (E8M0, 1 byte) scale each"),
+    "awq": WeightFormat("awq", 4, "bf16", "AWQ 4-bit weights; fp16 scale and 4-bit zero per group along the input; "
+                        "activations 16-bit"),
+    "gptq": WeightFormat("gptq", 4, "bf16", "GPTQ 4-bit weights; fp16 scale and 4-bit zero per group along the input; "
+                         "activations 16-bit"),
+    "nvfp4": WeightFormat("nvfp4", 4, "fp4", "NVFP4: 4-bit floats in blocks of 16 with an FP8 (E4M3) scale each, "
+                          "plus fp32 per-tensor scales"),
+    "mxfp4": WeightFormat("mxfp4", 4, "fp4",
+                          "MXFP4: 4-bit floats in blocks of 32 with a power-of-two (E8M0, 1 byte) scale each"),
 }
 
 # vLLM's dtype=auto serves float32 checkpoints in float16, bfloat16 ones in bfloat16.

@@ -30,14 +30,18 @@ DEFAULT_LIMITS = {"cuda": (2048, 256, 8192), "cpu": (256, 64, 2048)}
 
 def command(
     model: str = typer.Option(..., help="catalog name or config.json path"),
-    gpu: str | None = typer.Option(None, help="the GPU in this machine, by profile id or alias (h100, h200); refuses if it is absent or another"),
+    gpu: str | None = typer.Option(None, help="the GPU in this machine, by profile id or alias (h100, h200); "
+                                              "refuses if it is absent or another"),
     device: str | None = typer.Option(None, help="'cpu' to calibrate on the CPU instead of a GPU"),
-    tp: int = typer.Option(1, "--tp", min=1, help="tensor_parallel_size: shapes are one GPU's shard; all-reduce is timed across tp devices"),
-    scale: float = typer.Option(1.0, help="share of the model's layers to build (0-1], for CPU runs of big models; the profile records it"),
+    tp: int = typer.Option(1, "--tp", min=1, help="tensor_parallel_size: shapes are one GPU's shard; "
+                                                  "all-reduce is timed across tp devices"),
+    scale: float = typer.Option(1.0, help="share of the model's layers to build (0-1], for CPU runs of big models; "
+                                          "the profile records it"),
     out: Path | None = typer.Option(None, "--out", help="folder the profile folder is written into "
                                        "(default $SIZER_HOME/calibrated, else $XDG_DATA_HOME/sizer/calibrated, "
                                        "else ~/.local/share/sizer/calibrated)"),
-    max_num_batched_tokens: int | None = typer.Option(None, min=1, help="largest step in tokens to measure (GPU 2048, CPU 256)"),
+    max_num_batched_tokens: int | None = typer.Option(None, min=1,
+                                                      help="largest step in tokens to measure (GPU 2048, CPU 256)"),
     max_num_seqs: int | None = typer.Option(None, min=1, help="most sequences per step to measure (GPU 256, CPU 64)"),
     max_model_len: int | None = typer.Option(None, min=2, help="longest context to measure (GPU 8192, CPU 2048)"),
     block_size: int = typer.Option(16, min=1, help="KV block size"),
@@ -91,9 +95,11 @@ def _calibrate(model_name, gpu, device_kind, tp, scale, out: Path, max_tokens, m
         from engine.collectives import allreduce_table
 
         if dev.kind == "cuda" and torch.cuda.device_count() < tp:
-            raise InputError(None, "--tp", f"timing the all-reduce of TP {tp} needs {tp} GPUs; {torch.cuda.device_count()} present")
+            raise InputError(None, "--tp", f"timing the all-reduce of TP {tp} needs {tp} GPUs; "
+                                           f"{torch.cuda.device_count()} present")
         max_bytes = limits.max_num_batched_tokens * cfg.hidden_size * dev.dtype.itemsize
         allreduce = allreduce_table(tp, dev.kind, dev.dtype, max_bytes)
-    req = CalibrationRequest(cfg, dev, select(kernels_name), limits, hardware.id if hardware else "cpu", hardware, scale, seed)
+    req = CalibrationRequest(cfg, dev, select(kernels_name), limits, hardware.id if hardware else "cpu", hardware,
+                             scale, seed)
     folder = calibrate(req, out, log=lambda msg: typer.echo(f"  measuring {msg}", err=True), allreduce_rows=allreduce)
     return folder, read_header(folder)

@@ -14,21 +14,23 @@ from sizer.inputs.model_spec import catalog_names, load_model
 def models() -> None:
     """List the model catalog."""
     table = Table(title="Model catalog (any Hugging Face config.json path works too)")
-    for col in ("name", "architecture", "parameters (B)", "active (B)", "layers", "attention heads / KV heads", "max context"):
+    for col in ("name", "architecture", "parameters (B)", "active (B)", "layers", "attention heads / KV heads",
+                "max context"):
         table.add_column(col, no_wrap=col == "name")
     for name in catalog_names():
         m = load_model(name)
         counts = parameter_count(m)
         heads = "MLA" if m.is_mla else f"{m.num_attention_heads} / {m.num_kv_heads}"
-        table.add_row(name, m.architecture, f"{counts.total / 1e9:.2f}", f"{counts.active / 1e9:.2f}", str(m.num_layers),
-                      heads, f"{m.max_position_embeddings:,}")
+        table.add_row(name, m.architecture, f"{counts.total / 1e9:.2f}", f"{counts.active / 1e9:.2f}",
+                      str(m.num_layers), heads, f"{m.max_position_embeddings:,}")
     Console().print(table)
 
 
 def gpus() -> None:
     """List the accelerator profiles."""
     table = Table(title="Accelerator profiles (hardware_profiles/)")
-    for col in ("id", "name", "memory GB / GiB", "bandwidth TB/s", "bf16 dense TFLOP/s", "fp8 TFLOP/s", "$/GPU-hour", "aliases"):
+    for col in ("id", "name", "memory GB / GiB", "bandwidth TB/s", "bf16 dense TFLOP/s", "fp8 TFLOP/s", "$/GPU-hour",
+                "aliases"):
         table.add_column(col, no_wrap=col == "id")
     for spec in all_profiles().values():
         fp8 = spec.peak_flops_per_s.get("fp8")

@@ -47,8 +47,10 @@ def command(
     kv_cache_dtype: str | None = typer.Option(None, help="auto, bf16, fp16, fp8"),
     max_model_len: int | None = typer.Option(None, help="longest context per sequence"),
     rate: float | None = typer.Option(None, help="arrival rate, requests per second"),
-    profile: Path | None = typer.Option(None, "--profile", help="calibrated profile folder (sizer calibrate): measured step times"),
-    simulate: bool = typer.Option(False, "--simulate", help="add simulated latency at the scenario's rate and the goodput rate"),
+    profile: Path | None = typer.Option(None, "--profile",
+                                        help="calibrated profile folder (sizer calibrate): measured step times"),
+    simulate: bool = typer.Option(False, "--simulate",
+                                  help="add simulated latency at the scenario's rate and the goodput rate"),
 ) -> None:
     """Memory, parallel split, Little's-law capacity, step times and cost for a scenario."""
     variant = Variant(model=model, gpu=gpu, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=weights,

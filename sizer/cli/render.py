@@ -43,13 +43,15 @@ def render_plan(plan: Plan, console: Console) -> None:
               + (f"; official {m.parameters_official / 1e9:,.3g} B" if m.parameters_official else ""))
     t.add_row("attention", f"{m.attention}, {m.layers} layers")
     w = plan.weights
-    t.add_row("weights", f"{w.format}: {gb_gib(w.total_bytes)} total; ideal (parameters x bits) {gb_gib(w.ideal_bytes)}")
+    t.add_row("weights", f"{w.format}: {gb_gib(w.total_bytes)} total; "
+              f"ideal (parameters x bits) {gb_gib(w.ideal_bytes)}")
     if w.scale_bytes or w.converted_value_bytes:
         t.add_row("", f"quantised values {gb_gib(w.converted_value_bytes)}, scales/zeros {gb_gib(w.scale_bytes)}, "
                   f"unconverted modules {gb_gib(w.unconverted_bytes)}")
     kv = plan.kv
     t.add_row("KV per token", f"{kv.bytes_per_token:,} B ({kv.bytes_per_token / 1024:,.1f} KiB) = {kv.formula}")
-    t.add_row("KV per sequence", f"{gb_gib(plan.kv_bytes_per_sequence_at_max_model_len)} at max_model_len {plan.memory.max_model_len:,}")
+    t.add_row("KV per sequence", f"{gb_gib(plan.kv_bytes_per_sequence_at_max_model_len)} "
+              f"at max_model_len {plan.memory.max_model_len:,}")
     console.print(t)
     console.print()
 
@@ -77,7 +79,8 @@ def render_plan(plan: Plan, console: Console) -> None:
     p = plan.parallel
     t = _table("Parallel split")
     t.add_row("TP x PP x DP", f"{p.tensor_parallel_size} x {p.pipeline_parallel_size} x {p.data_parallel_size} = "
-              f"{p.gpus_per_replica} GPUs per replica; EP {p.expert_parallel_size}; {p.kv_heads_per_gpu} KV heads per GPU")
+              f"{p.gpus_per_replica} GPUs per replica; EP {p.expert_parallel_size}; "
+              f"{p.kv_heads_per_gpu} KV heads per GPU")
     if p.tp_allreduce_bytes_per_token or p.pp_send_bytes_per_token or p.ep_alltoall_bytes_per_token:
         t.add_row("communication", f"per token per GPU: TP all-reduce {p.tp_allreduce_bytes_per_token:,.0f} B, "
                   f"PP send {p.pp_send_bytes_per_token:,.0f} B, EP all-to-all {p.ep_alltoall_bytes_per_token:,.0f} B")
@@ -86,30 +89,34 @@ def render_plan(plan: Plan, console: Console) -> None:
 
     c = plan.capacity
     t = _table("Capacity (Little's law)")
-    t.add_row("in flight", f"{c.arrival_rate_per_s:g} req/s x {c.time_in_system_s:.3g} s = {c.requests_in_flight:,.1f} requests "
-              f"(time in system: {c.time_in_system_source})")
+    t.add_row("in flight", f"{c.arrival_rate_per_s:g} req/s x {c.time_in_system_s:.3g} s = "
+              f"{c.requests_in_flight:,.1f} requests (time in system: {c.time_in_system_source})")
     t.add_row("KV needed", f"{c.kv_tokens_needed:,.0f} tokens = {gb_gib(c.kv_bytes_needed)} "
               f"({c.kv_tokens_per_request:,} tokens per request: {c.kv_tokens_per_request_source})")
-    t.add_row("KV capacity", f"{c.kv_capacity_tokens:,} tokens per replica, {c.requests_held_per_replica:,} such requests; "
-              f"memory alone allows {c.max_arrival_rate_for_memory_per_s:,.2f} req/s per replica; replicas for memory: {c.replicas_for_memory}")
+    t.add_row("KV capacity", f"{c.kv_capacity_tokens:,} tokens per replica, "
+              f"{c.requests_held_per_replica:,} such requests; "
+              f"memory alone allows {c.max_arrival_rate_for_memory_per_s:,.2f} req/s per replica; "
+              f"replicas for memory: {c.replicas_for_memory}")
     console.print(t)
     console.print()
 
     s = plan.step_times
     t = _table(f"Step times ({s.model})")
     t.add_row("prefill", f"{s.prefill_ms:,.1f} ms for a {s.prompt_tokens_mean:,.0f}-token prompt")
-    t.add_row("decode bound", f">= {s.decode_bandwidth_bound_ms:.2f} ms per step (<= {s.decode_bandwidth_bound_tokens_per_s:,.0f} tokens/s): "
-              "weights per GPU x stages / peak bandwidth")
+    t.add_row("decode bound", f">= {s.decode_bandwidth_bound_ms:.2f} ms per step "
+              f"(<= {s.decode_bandwidth_bound_tokens_per_s:,.0f} tokens/s): weights per GPU x stages / peak bandwidth")
     t.add_row("decode, batch 1", f"{s.decode_batch1_ms:.2f} ms per step, {s.decode_batch1_tokens_per_s:,.0f} tokens/s")
     t.add_row(f"decode, batch {s.memory_limited_batch}", f"{s.decode_memory_limited_batch_ms:.2f} ms per step, "
               f"{s.decode_memory_limited_tokens_per_s:,.0f} tokens/s (largest batch KV and max_num_seqs allow)")
-    t.add_row("compute-bound from", f"batch {s.compute_bound_batch}" if s.compute_bound_batch else "never (bandwidth-bound throughout)")
+    t.add_row("compute-bound from",
+              f"batch {s.compute_bound_batch}" if s.compute_bound_batch else "never (bandwidth-bound throughout)")
     console.print(t)
     console.print()
 
     if plan.speculative:
         sp = plan.speculative
-        console.print(f"[bold]Speculative decoding[/] ({sp.method}): gamma {sp.num_speculative_tokens}, alpha {sp.acceptance_rate} -> "
+        console.print(f"[bold]Speculative decoding[/] ({sp.method}): gamma {sp.num_speculative_tokens}, "
+                      f"alpha {sp.acceptance_rate} -> "
                       f"{sp.expected_tokens_per_step:.2f} tokens per verification step = {sp.formula}")
         console.print()
 
@@ -117,8 +124,10 @@ def render_plan(plan: Plan, console: Console) -> None:
         render_simulation(plan.simulation, console)
 
     co = plan.cost
-    price = f"${co.price_usd_per_gpu_hour:.2f}/GPU-hour ({co.price_source})" if co.price_usd_per_gpu_hour is not None else "no price known"
-    line = f"[bold]Cost[/]: {co.replicas} replica(s) x {plan.parallel.gpus_per_replica} GPUs = {co.gpus} GPUs at {price}"
+    price = (f"${co.price_usd_per_gpu_hour:.2f}/GPU-hour ({co.price_source})"
+             if co.price_usd_per_gpu_hour is not None else "no price known")
+    line = (f"[bold]Cost[/]: {co.replicas} replica(s) x {plan.parallel.gpus_per_replica} GPUs = "
+            f"{co.gpus} GPUs at {price}")
     if co.usd_per_hour is not None:
         line += f" = ${co.usd_per_hour:,.2f}/hour"
     if co.usd_per_million_output_tokens is not None:
@@ -157,14 +166,17 @@ def render_simulation_metrics(name: str, m: MetricsSummary, console: Console, re
     lat = Table(title=f"sizer simulate: {name} ({m.num_finished:,} finished, {m.num_rejected:,} rejected)")
     for col in ("latency", "p50 ms", "p95 ms", "p99 ms", "mean ms"):
         lat.add_column(col, justify="left" if col == "latency" else "right")
-    for label, l in (("TTFT", m.ttft), ("ITL", m.itl), ("TPOT", m.tpot), ("E2E", m.e2e), ("queueing", m.queue)):
-        lat.add_row(label, *(f"{v:,.1f}" if math.isfinite(v) else "-" for v in (l.p50_ms, l.p95_ms, l.p99_ms, l.mean_ms)))
+    for label, lat_pct in (("TTFT", m.ttft), ("ITL", m.itl), ("TPOT", m.tpot), ("E2E", m.e2e), ("queueing", m.queue)):
+        values = (lat_pct.p50_ms, lat_pct.p95_ms, lat_pct.p99_ms, lat_pct.mean_ms)
+        lat.add_row(label, *(f"{v:,.1f}" if math.isfinite(v) else "-" for v in values))
     console.print(lat)
     tp = Table(title="throughput and resources")
     tp.add_column("measure")
     tp.add_column("value", justify="right")
-    rows = [("requests / s", f"{m.request_throughput_per_s:,.2f}"), ("input tokens / s", f"{m.input_tokens_per_s:,.0f}"),
-            ("output tokens / s", f"{m.output_tokens_per_s:,.0f}"), ("total tokens / s", f"{m.total_tokens_per_s:,.0f}"),
+    rows = [("requests / s", f"{m.request_throughput_per_s:,.2f}"),
+            ("input tokens / s", f"{m.input_tokens_per_s:,.0f}"),
+            ("output tokens / s", f"{m.output_tokens_per_s:,.0f}"),
+            ("total tokens / s", f"{m.total_tokens_per_s:,.0f}"),
             ("prefix-cache hit rate", f"{m.prefix_cache_hit_rate:.1%}"), ("preemptions", f"{m.num_preemptions:,}"),
             ("mean batch size", f"{m.mean_batch_size:.1f}"),
             ("KV cache in use, mean / peak", f"{m.mean_kv_usage:.0%} / {m.peak_kv_usage:.0%}"),
@@ -184,16 +196,21 @@ def render_search(result: SearchResult, scenario_path: str, console: Console, sh
     """`sizer search`: the ranked configurations, the rejected, the recommendation."""
     ok = [o for o in result.outcomes if o.status == "ok"]
     rejected = [o for o in result.outcomes if o.status != "ok"]
-    table = Table(title=f"{result.scenario}: {len(result.outcomes)} configurations for {result.target_rate_per_s:g} req/s, "
+    table = Table(title=f"{result.scenario}: {len(result.outcomes)} configurations for "
+                        f"{result.target_rate_per_s:g} req/s, "
                         f"{result.required_share:.0%} of requests within the SLO", title_justify="left",
                   caption="goodput: req/s per replica; TTFT, TPOT, E2E: p95 ms at the operating point; ◆ Pareto front "
                           "of cost per hour against p95 E2E", caption_justify="left")
     money = lambda v: "-" if v is None else f"{v:,.2f}"  # noqa: E731
-    columns = [("#", lambda i, o: str(i), True), ("configuration", lambda i, o: ("◆ " if o.pareto else "  ") + o.candidate.label, True),
-               ("GPU/rep", lambda i, o: str(o.gpus_per_replica), False), ("goodput", lambda i, o: ("≥ " if o.binding == "none" else "") + f"{o.goodput_rate_per_s:.2f}", True),
+    columns = [("#", lambda i, o: str(i), True),
+               ("configuration", lambda i, o: ("◆ " if o.pareto else "  ") + o.candidate.label, True),
+               ("GPU/rep", lambda i, o: str(o.gpus_per_replica), False),
+               ("goodput", lambda i, o: ("≥ " if o.binding == "none" else "") + f"{o.goodput_rate_per_s:.2f}", True),
                ("rep", lambda i, o: str(o.replicas), False), ("GPUs", lambda i, o: str(o.gpus), True),
-               ("$/hour", lambda i, o: money(o.usd_per_hour), True), ("$/Mtok", lambda i, o: money(o.usd_per_million_output_tokens), False),
-               ("TTFT", lambda i, o: f"{o.ttft_p95_ms:,.0f}", True), ("TPOT", lambda i, o: f"{o.tpot_p95_ms:.1f}", True),
+               ("$/hour", lambda i, o: money(o.usd_per_hour), True),
+               ("$/Mtok", lambda i, o: money(o.usd_per_million_output_tokens), False),
+               ("TTFT", lambda i, o: f"{o.ttft_p95_ms:,.0f}", True),
+               ("TPOT", lambda i, o: f"{o.tpot_p95_ms:.1f}", True),
                ("E2E", lambda i, o: f"{o.e2e_p95_ms:,.0f}", False), ("binds", lambda i, o: o.binding, True)]
     columns = [c for c in columns if c[2] or console.width >= 120]      # narrow terminals: the essentials
     for name, _, _ in columns:

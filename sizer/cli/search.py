@@ -18,13 +18,15 @@ from sizer.sizing.search import SearchResult, SearchSettings, search
 
 
 def command(
-    scenario: Path = typer.Argument(..., help="scenario YAML: model, workload and SLO (its deployment is the starting point)"),
+    scenario: Path = typer.Argument(..., help="scenario YAML: model, workload and SLO "
+                                              "(its deployment is the starting point)"),
     gpus: str | None = typer.Option(None, help="comma-separated profiles to try (default: all, `sizer gpus`)"),
     tp: str | None = typer.Option(None, "--tp", help="tensor parallel sizes, default 1,2,4,8"),
     pp: str | None = typer.Option(None, "--pp", help="pipeline parallel sizes, default 1"),
     weights: str | None = typer.Option(None, help="weight formats, default bf16,fp8"),
     kv_cache_dtype: str | None = typer.Option(None, "--kv-cache-dtype", help="KV formats, default auto,fp8"),
-    speculative: bool = typer.Option(False, "--speculative", help="also try the scenario's speculative_config on and off"),
+    speculative: bool = typer.Option(False, "--speculative",
+                                     help="also try the scenario's speculative_config on and off"),
     workers: int = typer.Option(os.cpu_count() or 1, min=1, help="parallel processes"),
     requests: int = typer.Option(GoodputSettings.num_requests, min=50,
                                  help="simulated requests per rate in the goodput search (plan, check: the default)"),

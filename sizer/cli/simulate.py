@@ -26,8 +26,10 @@ def command(
     scenario: Path = typer.Argument(..., help="scenario YAML (see docs/scenario.md)"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
     requests_csv: Path | None = typer.Option(None, "--requests-csv", help="write one row per request to this CSV"),
-    num_requests: int | None = typer.Option(None, "--num-requests", min=1, help="simulate N requests (default: the scenario's)"),
-    replicas: int | None = typer.Option(None, "--replicas", min=1, help="replicas behind the router (default: deployment.replicas, else 1)"),
+    num_requests: int | None = typer.Option(None, "--num-requests", min=1,
+                                            help="simulate N requests (default: the scenario's)"),
+    replicas: int | None = typer.Option(None, "--replicas", min=1,
+                                        help="replicas behind the router (default: deployment.replicas, else 1)"),
     router: str = typer.Option(DEFAULT_ROUTER, "--router", help="round_robin, least_outstanding or prefix_aware"),
 ) -> None:
     """Simulated TTFT, ITL, TPOT, E2E (p50/p95/p99), throughput, goodput and prefix-cache hits."""

@@ -18,9 +18,13 @@ def command(
     scenario: Path = typer.Argument(..., help="scenario YAML whose model, deployment and workload are replayed"),
     profile: Path = typer.Option(..., "--profile", help="calibrated profile folder (from `sizer calibrate`)"),
     num_requests: int | None = typer.Option(None, "--num-requests", min=1,
-                                               help=f"replay the first N requests (default: the scenario's, at most {DEFAULT_MAX_REQUESTS})"),
-    num_blocks: int | None = typer.Option(None, "--num-blocks", min=1, help="KV blocks for both runs (default: the memory budget's, as sizer plan and simulate use; capped by what the device holds)"),
-    weights: Path | None = typer.Option(None, "--weights", help="folder of a local safetensors checkpoint (default: random weights)"),
+                                            help="replay the first N requests (default: the scenario's, "
+                                                 f"at most {DEFAULT_MAX_REQUESTS})"),
+    num_blocks: int | None = typer.Option(None, "--num-blocks", min=1,
+                                          help="KV blocks for both runs (default: the memory budget's, "
+                                               "as sizer plan and simulate use; capped by what the device holds)"),
+    weights: Path | None = typer.Option(None, "--weights",
+                                        help="folder of a local safetensors checkpoint (default: random weights)"),
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
 ) -> None:
     """Measured vs predicted TTFT, ITL, E2E (p50/p95/p99) and throughput for one workload."""

@@ -75,7 +75,8 @@ def _from_yaml(data: dict, path: Path) -> HardwareSpec:
             memory_as_printed=str(data["memory"].get("as_printed", "")),
             memory_source=str(data["memory"].get("bytes_source", "")),
             memory_bandwidth_bytes_per_s=float(data["memory_bandwidth_bytes_per_s"]),
-            peak_flops_per_s={k: (float(v) if v is not None else None) for k, v in data["peak_dense_flops_per_s"].items()},
+            peak_flops_per_s={k: (float(v) if v is not None else None)
+                              for k, v in data["peak_dense_flops_per_s"].items()},
             supported_formats=tuple(data.get("supported_formats", [])),
             compute_efficiency=float(eff["compute"]),
             compute_efficiency_source=str(eff.get("compute_source", "")),

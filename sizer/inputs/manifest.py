@@ -73,7 +73,8 @@ def read_check_input(path: str, kv_share: float | None = None, budget_usd_per_ho
 def _from_manifest(docs: list, file: str, stem: str, kv_share: float | None, budget: float | None) -> CheckInput:
     found = [(doc, c) for doc in docs for c in _containers(doc) if _is_vllm(_tokens(c))]
     if not found:
-        raise InputError(file, None, "neither a scenario (model, hardware) nor a manifest with a container that runs `vllm serve`")
+        raise InputError(file, None, "neither a scenario (model, hardware) "
+                                     "nor a manifest with a container that runs `vllm serve`")
     if len(found) > 1:
         raise InputError(file, None, f"{len(found)} containers run vLLM; sizer check takes one deployment per file")
     doc, container = found[0]
@@ -81,12 +82,14 @@ def _from_manifest(docs: list, file: str, stem: str, kv_share: float | None, bud
     engine, model_ref, notes = parse_vllm_args(_tokens(container), file)
     model = block.model or catalog_name_for(model_ref, file)
     gpu = block.gpu or _gpu_from_labels(doc, file)
-    limits = {**((container.get("resources") or {}).get("requests") or {}), **((container.get("resources") or {}).get("limits") or {})}
+    limits = {**((container.get("resources") or {}).get("requests") or {}),
+              **((container.get("resources") or {}).get("limits") or {})}
     requested = limits.get("nvidia.com/gpu", limits.get("amd.com/gpu"))
     if requested is None:
         raise InputError(file, "resources.limits.nvidia.com/gpu", "missing; a vLLM pod needs its GPU count")
     requested = _int_value(requested, file, "resources.limits.nvidia.com/gpu")
-    used = engine.get("tensor_parallel_size", 1) * engine.get("pipeline_parallel_size", 1) * engine.get("data_parallel_size", 1)
+    used = (engine.get("tensor_parallel_size", 1) * engine.get("pipeline_parallel_size", 1)
+            * engine.get("data_parallel_size", 1))
     if requested < used:
         raise InputError(file, "resources.limits.nvidia.com/gpu", f"{requested} GPUs, but tensor x pipeline x data "
                          f"parallel size needs {used}")
@@ -95,7 +98,8 @@ def _from_manifest(docs: list, file: str, stem: str, kv_share: float | None, bud
     spec = engine.pop("speculative_config", None)
     if spec is not None:
         if block.speculative_acceptance_rate is None:
-            raise InputError(file, "sizer.speculative_acceptance_rate", "missing; --speculative-config needs an acceptance rate")
+            raise InputError(file, "sizer.speculative_acceptance_rate",
+                             "missing; --speculative-config needs an acceptance rate")
         engine["speculative_config"] = {**spec, "acceptance_rate": block.speculative_acceptance_rate}
     replicas = block.replicas or _replicas(doc)
     name = ((doc.get("metadata") or {}).get("name") if doc.get("kind") else None) or stem
@@ -256,7 +260,8 @@ def _flag_value(flag: str, value: str, kind: str, file: str):
             raise InputError(file, flag, "expected a JSON object") from None
         method = SPEC_METHODS.get(str(spec.get("method", "draft_model" if spec.get("model") else "")).lower())
         if method is None or "num_speculative_tokens" not in spec:
-            raise InputError(file, flag, f"expected method (one of {', '.join(SPEC_METHODS)}) and num_speculative_tokens")
+            raise InputError(file, flag,
+                             f"expected method (one of {', '.join(SPEC_METHODS)}) and num_speculative_tokens")
         out = {"method": method, "num_speculative_tokens": spec["num_speculative_tokens"]}
         if method == "draft_model":
             out["model"] = catalog_name_for(str(spec.get("model")), file)
@@ -330,7 +335,8 @@ def _gpu_from_labels(doc: dict, file: str) -> str:
         if key in GPU_LABELS:
             gpu = gpu_for_label(str(value))
             if gpu is None:
-                raise InputError(file, f"nodeSelector.{key}", f"no hardware profile for {value!r}; set sizer.gpu (`sizer gpus`)")
+                raise InputError(file, f"nodeSelector.{key}",
+                                 f"no hardware profile for {value!r}; set sizer.gpu (`sizer gpus`)")
             return gpu
     raise InputError(file, "sizer.gpu", f"missing, and no node selector names the GPU ({', '.join(GPU_LABELS)})")
 

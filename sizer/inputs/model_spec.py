@@ -81,7 +81,8 @@ def catalog_names() -> list[str]:
     return sorted(p.stem for p in CATALOG_DIR.glob("*.json"))
 
 
-def load_config(name_or_path: str, file: str | None = None, field_path: str = "model") -> tuple[dict[str, Any], str, str]:
+def load_config(name_or_path: str, file: str | None = None,
+                field_path: str = "model") -> tuple[dict[str, Any], str, str]:
     """The config.json of a catalog name (`llama-3.1-8b`) or a path (a file or a folder holding one).
 
     Returns (config, model name, where it was read from).
@@ -93,7 +94,8 @@ def load_config(name_or_path: str, file: str | None = None, field_path: str = "m
         path = CATALOG_DIR / f"{str(name_or_path).lower()}.json"
         if not path.exists():
             known = ", ".join(catalog_names())
-            raise InputError(file, field_path, f"unknown model {name_or_path!r}; expected a catalog name ({known}) or a path to a config.json")
+            raise InputError(file, field_path, f"unknown model {name_or_path!r}; "
+                                               f"expected a catalog name ({known}) or a path to a config.json")
     if not path.exists():
         raise InputError(file, field_path, f"config file {str(path)!r} does not exist")
     try:
@@ -162,7 +164,8 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
     hidden = _int(config, "hidden_size", file, positive=True)
     heads = _int(config, "num_attention_heads", file, positive=True)
     layers = _int(config, "num_hidden_layers", file, positive=True)
-    kv_heads = _int(config, "num_key_value_heads", file, default=1 if config.get("multi_query") else heads, positive=True)
+    kv_heads = _int(config, "num_key_value_heads", file, default=1 if config.get("multi_query") else heads,
+                    positive=True)
     if heads % kv_heads:
         raise InputError(file, "num_key_value_heads", f"{kv_heads} does not divide the {heads} attention heads")
     head_dim = _int(config, "head_dim", file, positive=True) if config.get("head_dim") is not None else hidden // heads
@@ -175,8 +178,10 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
     if window is not None and (isinstance(window, bool) or not isinstance(window, int)):
         raise InputError(file, "sliding_window", f"expected an integer or null, got {window!r}")
     block = (_mapping(config, "quantization_config", file) or {}).get("weight_block_size")
-    if block is not None and not (isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) and b > 0 for b in block)):
-        raise InputError(file, "quantization_config.weight_block_size", f"expected two positive integers, got {block!r}")
+    if block is not None and not (isinstance(block, list) and len(block) == 2
+                                  and all(isinstance(b, int) and b > 0 for b in block)):
+        raise InputError(file, "quantization_config.weight_block_size",
+                         f"expected two positive integers, got {block!r}")
     kinds, window = _layer_pattern(config, layers, file)
     architectures = config.get("architectures") or [config.get("model_type", "unknown")]
     return ModelSpec(
@@ -190,14 +195,16 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
         head_dim=head_dim,
         vocab_size=_int(config, "vocab_size", file, positive=True),
         max_position_embeddings=_int(config, "max_position_embeddings", file, default=0),
-        tie_word_embeddings=bool(config.get("tie_word_embeddings", str(config.get("model_type", "")).startswith("gemma"))),
+        tie_word_embeddings=bool(config.get("tie_word_embeddings",
+                                            str(config.get("model_type", "")).startswith("gemma"))),
         rms_norm_eps=float(config.get("rms_norm_eps", 1e-5)),
         rope_theta=float(config.get("rope_theta", 10000.0)),
         torch_dtype=str(config.get("torch_dtype") or config.get("dtype") or "bfloat16"),
         attention_bias=bool(config.get("attention_bias", config.get("model_type") == "qwen2")),
         num_experts=int(num_experts),
         num_experts_per_tok=int(config.get("num_experts_per_tok") or config.get("experts_per_token") or 0),
-        moe_intermediate_size=int(config.get("moe_intermediate_size") or (config.get("intermediate_size", 0) if num_experts else 0)),
+        moe_intermediate_size=int(config.get("moe_intermediate_size")
+                                  or (config.get("intermediate_size", 0) if num_experts else 0)),
         num_shared_experts=int(config.get("n_shared_experts") or 0),
         num_dense_layers=int(config.get("first_k_dense_replace") or 0),
         kv_lora_rank=int(config.get("kv_lora_rank") or 0),
@@ -211,5 +218,6 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
         params_official_total=meta.get("params_official_total"),
         params_official_active=meta.get("params_official_active"),
         source=str(meta.get("source", file or "")),
-        notes=tuple(meta.get("notes", []) if isinstance(meta.get("notes"), list) else [meta["notes"]] if meta.get("notes") else []),
+        notes=tuple(meta.get("notes", []) if isinstance(meta.get("notes"), list)
+                    else [meta["notes"]] if meta.get("notes") else []),
     )

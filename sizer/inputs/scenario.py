@@ -25,15 +25,20 @@ Engine = Literal["vllm", "sglang", "tensorrt-llm", "lmdeploy", "tgi"]
 
 @dataclass(frozen=True)
 class ModelSection:
-    name: str = field(doc="catalog name (`sizer models`) or a path to a Hugging Face config.json, relative to the scenario file")
-    num_parameters: float | None = field(None, gt=0, doc="stated parameter count; overrides the count derived from the architecture (e.g. a hypothetical 7e9-parameter model)")
-    overrides: dict | None = field(None, doc="config.json keys to override (e.g. num_hidden_layers) for what-if questions")
+    name: str = field(doc="catalog name (`sizer models`) or a path to a Hugging Face config.json, "
+                          "relative to the scenario file")
+    num_parameters: float | None = field(None, gt=0, doc="stated parameter count; overrides the count derived from "
+                                                         "the architecture (e.g. a hypothetical 7e9-parameter model)")
+    overrides: dict | None = field(None, doc="config.json keys to override (e.g. num_hidden_layers) "
+                                             "for what-if questions")
 
 
 @dataclass(frozen=True)
 class HardwareSection:
     gpu: str = field(doc="accelerator profile id or alias (`sizer gpus`)")
-    calibrated_profile: str | None = field(None, doc="folder written by `sizer calibrate` (relative to the scenario file): step times from kernels measured on the device instead of the roofline")
+    calibrated_profile: str | None = field(None, doc="folder written by `sizer calibrate` (relative to the scenario "
+                                                     "file): step times from kernels measured on the device "
+                                                     "instead of the roofline")
 
 
 @dataclass(frozen=True)
@@ -42,7 +47,9 @@ class SpeculativeSection:
     num_speculative_tokens: int = field(ge=1, le=16, doc="gamma: tokens proposed per step")
     acceptance_rate: float = field(ge=0.0, le=0.999, doc="alpha: probability each proposed token is accepted")
     model: str | None = field(None, doc="draft model (catalog name or config.json) for method draft_model")
-    proposer_cost_fraction: float | None = field(None, ge=0.0, le=1.0, doc="proposer cost per proposed token as a fraction of a target decode step; default by method")
+    proposer_cost_fraction: float | None = field(None, ge=0.0, le=1.0,
+                                                 doc="proposer cost per proposed token as a fraction of a target "
+                                                     "decode step; default by method")
 
 
 @dataclass(frozen=True)
@@ -50,7 +57,8 @@ class DisaggregatedSection:
     prefill_replicas: int = field(ge=1, doc="replicas that only prefill: a request leaves them at its first token")
     decode_replicas: int = field(ge=1, doc="replicas that decode, each request's KV sent over from a prefill replica")
     kv_transfer_bytes_per_s: float | None = field(None, gt=0, doc="KV transfer bandwidth per GPU, one direction; "
-                                                  "default the GPU's interconnect (else its PCIe link), as the plan states")
+                                                  "default the GPU's interconnect (else its PCIe link), "
+                                                  "as the plan states")
 
 
 @dataclass(frozen=True)
@@ -59,22 +67,30 @@ class DeploymentSection:
     tensor_parallel_size: int = field(1, ge=1, doc="GPUs each layer's matrices are split across")
     pipeline_parallel_size: int = field(1, ge=1, doc="pipeline stages (layers split across GPUs)")
     data_parallel_size: int = field(1, ge=1, doc="engine-level data-parallel ranks inside one replica")
-    enable_expert_parallel: bool = field(False, doc="shard MoE experts whole across TP x DP ranks instead of slicing each")
-    replicas: int | None = field(None, ge=1, doc="independent replicas; default: the fewest whose simulated operating point meets the SLO; without targets, enough KV for the Little's-law requests in flight")
-    quantization: WeightFormat = field("auto", doc="weight format; auto = the checkpoint's (quantization_config, else torch_dtype)")
+    enable_expert_parallel: bool = field(False, doc="shard MoE experts whole across TP x DP ranks "
+                                                    "instead of slicing each")
+    replicas: int | None = field(None, ge=1, doc="independent replicas; default: the fewest whose simulated operating "
+                                                 "point meets the SLO; without targets, enough KV for the "
+                                                 "Little's-law requests in flight")
+    quantization: WeightFormat = field("auto", doc="weight format; auto = the checkpoint's "
+                                                   "(quantization_config, else torch_dtype)")
     quantization_group_size: int = field(128, ge=1, doc="group size of AWQ/GPTQ scales and zeros")
     kv_cache_dtype: KVCacheDtype = field("auto", doc="KV cache element type; auto = the model dtype")
-    max_model_len: int | None = field(None, ge=1, doc="longest context (prompt + output) per sequence; default the model's max_position_embeddings")
-    gpu_memory_utilization: float = field(0.9, gt=0.0, le=1.0, doc="share of GPU memory the engine may use (vLLM default 0.9)")
+    max_model_len: int | None = field(None, ge=1, doc="longest context (prompt + output) per sequence; "
+                                                      "default the model's max_position_embeddings")
+    gpu_memory_utilization: float = field(0.9, gt=0.0, le=1.0,
+                                          doc="share of GPU memory the engine may use (vLLM default 0.9)")
     block_size: int | None = field(None, ge=1, doc="KV tokens per paged block (vLLM 16)")
     max_num_seqs: int | None = field(None, ge=1, doc="sequences per step at most")
     max_num_batched_tokens: int | None = field(None, ge=1, doc="token budget per step")
     enable_chunked_prefill: bool | None = field(None, doc="split long prompts into chunks mixed with decodes")
     enable_prefix_caching: bool | None = field(None, doc="reuse KV blocks of shared prompt prefixes")
     prefix_cache_tenant_isolation: bool = field(False, doc="scope the prefix cache per tenant")
-    preemption_mode: Literal["recompute", "swap"] | None = field(None, doc="what happens to a sequence when KV blocks run out")
+    preemption_mode: Literal["recompute", "swap"] | None = field(None, doc="what happens to a sequence "
+                                                                       "when KV blocks run out")
     speculative_config: SpeculativeSection | None = field(None, doc="speculative decoding")
-    disaggregated: DisaggregatedSection | None = field(None, doc="separate prefill and decode pools (replaces replicas)")
+    disaggregated: DisaggregatedSection | None = field(None,
+                                                       doc="separate prefill and decode pools (replaces replicas)")
 
 
 @dataclass(frozen=True)
@@ -108,7 +124,8 @@ class SharedPrefixSection:
 @dataclass(frozen=True)
 class TraceSection:
     path: str = field(doc="trace file, relative to the scenario file")
-    format: Literal["mooncake", "csv"] = field(doc="mooncake JSONL (hash_ids of 512-token blocks) or CSV (timestamp, input, output tokens)")
+    format: Literal["mooncake", "csv"] = field(doc="mooncake JSONL (hash_ids of 512-token blocks) "
+                                                   "or CSV (timestamp, input, output tokens)")
     time_scale: float = field(1.0, gt=0, doc="multiply inter-arrival times (0.5 = twice the rate)")
     max_requests: int | None = field(None, ge=1, doc="replay only the first N requests")
 
@@ -121,9 +138,12 @@ class WorkloadSection:
     shared_prefix: SharedPrefixSection | None = field(None, doc="shared prompt prefixes")
     trace: TraceSection | None = field(None, doc="replay a request trace instead of synthetic arrivals and lengths")
     num_requests: int = field(2000, ge=1, doc="requests to simulate")
-    time_in_system_s: float | None = field(None, gt=0, doc="Little's law: seconds a request spends in the system; default estimated from step times")
-    kv_tokens_per_request: int | None = field(None, ge=1, doc="Little's law: KV tokens each request may hold; default max_model_len")
-    concurrent_sequences: int | None = field(None, ge=1, doc="sequences to hold in KV at once for the memory check; default from Little's law")
+    time_in_system_s: float | None = field(None, gt=0, doc="Little's law: seconds a request spends in the system; "
+                                                           "default estimated from step times")
+    kv_tokens_per_request: int | None = field(None, ge=1, doc="Little's law: KV tokens each request may hold; "
+                                                              "default max_model_len")
+    concurrent_sequences: int | None = field(None, ge=1, doc="sequences to hold in KV at once for the memory check; "
+                                                             "default from Little's law")
     seed: int = field(0, ge=0, doc="random seed")
 
 
@@ -214,7 +234,8 @@ def check_scenario(s: Scenario) -> None:
         trace_path = scenario_dir(s) / w.trace.path
         if not trace_path.is_file():
             raise InputError(f, "workload.trace.path", f"trace file {str(trace_path)!r} not found")
-    if w.shared_prefix and w.prompt_tokens and w.prompt_tokens.distribution == "fixed" and w.shared_prefix.tokens > (w.prompt_tokens.value or 0):
+    if (w.shared_prefix and w.prompt_tokens and w.prompt_tokens.distribution == "fixed"
+            and w.shared_prefix.tokens > (w.prompt_tokens.value or 0)):
         raise InputError(f, "workload.shared_prefix.tokens", "longer than the fixed prompt length")
     d = s.deployment
     spec = d.speculative_config
@@ -233,7 +254,8 @@ def _check_distribution(d: Distribution, path: str, f: str | None) -> None:
     if d.distribution == "empirical":
         if not d.values or any(v < 1 for v in d.values):
             raise InputError(f, f"{path}.values", "expected a non-empty list of lengths >= 1")
-        if d.weights is not None and (len(d.weights) != len(d.values) or any(x < 0 for x in d.weights) or sum(d.weights) <= 0):
+        if d.weights is not None and (len(d.weights) != len(d.values) or any(x < 0 for x in d.weights)
+                                      or sum(d.weights) <= 0):
             raise InputError(f, f"{path}.weights", "expected one non-negative weight per value, not all zero")
 
 
@@ -246,4 +268,4 @@ def mean_length(d: Distribution) -> float:
     if d.distribution in ("normal", "lognormal"):
         return float(d.mean)
     weights = d.weights or [1.0] * len(d.values)
-    return sum(v * w for v, w in zip(d.values, weights)) / sum(weights)
+    return sum(v * w for v, w in zip(d.values, weights, strict=True)) / sum(weights)

@@ -148,7 +148,8 @@ def describe(cls: type, prefix: str = "") -> list[tuple[str, str, str, str]]:
             continue
         tp = hints[f.name]
         path = _join(prefix, f.name)
-        inner = [a for a in typing.get_args(tp) if a is not type(None)] if typing.get_origin(tp) in (typing.Union, types.UnionType) else [tp]
+        is_union = typing.get_origin(tp) in (typing.Union, types.UnionType)
+        inner = [a for a in typing.get_args(tp) if a is not type(None)] if is_union else [tp]
         if len(inner) == 1 and dataclasses.is_dataclass(inner[0]):
             rows.append((path, "section", "", f.metadata.get("doc", "")))
             rows.extend(describe(inner[0], path))

@@ -136,7 +136,8 @@ def _fixes(inp: CheckInput, plan: Plan, ok, sequences: int = 1) -> tuple[str, ..
     length = int(plan.memory.kv_cache_bytes / (sequences * plan.kv.bytes_per_token_per_gpu)) // 1024 * 1024
     if max(1024, longest_request_tokens(inp.scenario_data) or 0) <= length < plan.memory.max_model_len:
         if (p := _plan_with(inp, Variant(max_model_len=length))) and ok(p):
-            found.append(f"--max-model-len {length} (from {plan.memory.max_model_len}; the workload's longest request fits)")
+            found.append(f"--max-model-len {length} (from {plan.memory.max_model_len}; "
+                         "the workload's longest request fits)")
     if plan.weights.format in ("bf16", "fp16", "fp32"):
         if (p := _plan_with(inp, Variant(quantization="fp8"))) and ok(p):
             found.append("FP8 weights (--quantization fp8; evaluate accuracy first)")

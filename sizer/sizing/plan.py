@@ -149,7 +149,8 @@ def _step_times(r: Resolved, step, roofline: RooflineStepTimeModel, weights: Wei
     seq_bytes = roofline.kv.sequence_bytes(int(prompt_mean + output_mean), budget.block_size)
     mem_batch = max(1, min(e.max_num_seqs, int(budget.kv_cache_bytes // seq_bytes)))
     mem_s = step.step_time(decode_batch(mem_batch, context))
-    return StepTimes(step.name, prompt_mean, output_mean, prefill_s * 1e3, bound_s * 1e3, 1 / bound_s if bound_s else math.inf,
+    return StepTimes(step.name, prompt_mean, output_mean, prefill_s * 1e3,
+                     bound_s * 1e3, 1 / bound_s if bound_s else math.inf,
                      b1_s * 1e3, 1 / b1_s, mem_batch, mem_s * 1e3, mem_batch / mem_s,
                      compute_bound_batch(roofline, context), roofline.compute_format)
 
@@ -211,13 +212,16 @@ def make_plan(r: Resolved) -> Plan:
 
     comm = comm_per_step(m, p)
     parallel = ParallelSummary(p.tp, p.pp, p.dp, p.ep, p.gpus_per_replica, kv_heads_per_gpu_of(m, p),
-                               comm.tp_allreduce_bytes_per_token, comm.pp_send_bytes_per_token, comm.ep_alltoall_bytes_per_token)
+                               comm.tp_allreduce_bytes_per_token, comm.pp_send_bytes_per_token,
+                               comm.ep_alltoall_bytes_per_token)
     counts = parameter_count(m)
-    model = ModelSummary(m.name, m.architecture, counts.total, counts.active, m.params_official_total, weights.parameters,
-                         weights.parameters_source, m.num_layers, _attention_kind(m), m.max_position_embeddings)
+    model = ModelSummary(m.name, m.architecture, counts.total, counts.active, m.params_official_total,
+                         weights.parameters, weights.parameters_source, m.num_layers, _attention_kind(m),
+                         m.max_position_embeddings)
 
     replicas = d.replicas or capacity.replicas_for_memory or 1
-    replicas_source = "scenario" if d.replicas else "enough KV cache for Little's-law requests in flight (the simulator refines this)"
+    replicas_source = ("scenario" if d.replicas
+                       else "enough KV cache for Little's-law requests in flight (the simulator refines this)")
     cost = cost_summary(r, replicas, replicas_source, rate, output_mean)
     fits = budget.fits
     verdict = ("fits" if fits else "does not fit: " + "; ".join(budget.reasons))
@@ -241,11 +245,16 @@ def assumptions(r: Resolved, step: RooflineStepTimeModel) -> list[str]:
     hw = r.hardware
     return [
         f"GPU memory {hw.memory_bytes / GiB:.2f} GiB ({hw.memory_bytes / GB:.2f} GB): {hw.memory_source}",
-        f"peak bandwidth {hw.memory_bandwidth_bytes_per_s / 1e12:.3g} TB/s x efficiency {hw.bandwidth_efficiency} ({hw.bandwidth_efficiency_source})",
-        f"peak {step.compute_format} {hw.peak_flops(step.compute_format) / 1e12:.4g} TFLOP/s dense x efficiency {hw.compute_efficiency} ({hw.compute_efficiency_source})",
-        f"CUDA context, workspaces and CUDA graphs: {CUDA_CONTEXT_BYTES / GiB:.2f} GiB per GPU; NCCL buffers {NCCL_BUFFER_BYTES / GiB:.2f} GiB when TP or PP > 1 (assumption)",
-        "activation peak: an estimate of vLLM's profiled forward pass at max_num_batched_tokens (residual, q/k/v, MLP intermediate, fp32 logits)",
-        f"step overhead {step.step_overhead_s * 1e3:.2f} ms per step and {COLLECTIVE_LATENCY_S * 1e6:.0f} us per collective (assumption)",
+        f"peak bandwidth {hw.memory_bandwidth_bytes_per_s / 1e12:.3g} TB/s x efficiency {hw.bandwidth_efficiency} "
+        f"({hw.bandwidth_efficiency_source})",
+        f"peak {step.compute_format} {hw.peak_flops(step.compute_format) / 1e12:.4g} TFLOP/s dense "
+        f"x efficiency {hw.compute_efficiency} ({hw.compute_efficiency_source})",
+        f"CUDA context, workspaces and CUDA graphs: {CUDA_CONTEXT_BYTES / GiB:.2f} GiB per GPU; "
+        f"NCCL buffers {NCCL_BUFFER_BYTES / GiB:.2f} GiB when TP or PP > 1 (assumption)",
+        "activation peak: an estimate of vLLM's profiled forward pass at max_num_batched_tokens "
+        "(residual, q/k/v, MLP intermediate, fp32 logits)",
+        f"step overhead {step.step_overhead_s * 1e3:.2f} ms per step and {COLLECTIVE_LATENCY_S * 1e6:.0f} us "
+        "per collective (assumption)",
         "pipeline parallelism: a step's latency is the sum of its stages (no micro-batch overlap)",
         "engine settings: " + ", ".join(f"{k} from {v}" for k, v in r.engine.sources.items()),
         f"price: {r.price_source}",

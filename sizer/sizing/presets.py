@@ -41,7 +41,8 @@ PRESETS: dict[str, EnginePreset] = {p.engine: p for p in (
     EnginePreset("vllm", 16, 2048, 256, True, True, "hashed-blocks", "recompute", sources=_VLLM_SRC),
     # SGLang pages are 1 token; simulated at 16-token blocks (docs/engines.md says why).
     EnginePreset("sglang", 16, 8192, 256, True, True, "radix-tree", "recompute",
-                 sources=(("max_num_batched_tokens", "SGLang chunked_prefill_size 8192 (not confirmed in SGLang's own docs)"),
+                 sources=(("max_num_batched_tokens",
+                           "SGLang chunked_prefill_size 8192 (not confirmed in SGLang's own docs)"),
                           ("enable_prefix_caching", "SGLang RadixAttention, on unless disabled"))),
     EnginePreset("tensorrt-llm", 32, 8192, 2048, False, True, "radix-tree", "recompute", reserve_full_kv=True,
                  sources=(("block_size", "TensorRT-LLM KvCacheConfig.tokens_per_block = 32"),

@@ -161,12 +161,15 @@ def candidates(space: SearchSpace) -> list[Candidate]:
 
 def search(data: dict, file: str | None, space: SearchSpace, settings: SearchSettings = SearchSettings(),
            workers: int = 1, progress: Callable[[int, int], None] | None = None) -> SearchResult:
-    """Evaluate every candidate of `space` for the scenario mapping `data`; raises InputError for the scenario itself."""
+    """Evaluate every candidate of `space` for the scenario mapping `data`; raises InputError for the scenario
+    itself."""
     base = scenario_from_dict(data, file)
     if any(space.speculative) and base.deployment.speculative_config is None:
-        raise InputError(file, "deployment.speculative_config", "missing; sweeping speculative decoding needs its settings")
+        raise InputError(file, "deployment.speculative_config",
+                         "missing; sweeping speculative decoding needs its settings")
     if base.workload.trace is not None:
-        raise InputError(file, "workload.trace", "search needs a synthetic workload (arrival rate and length distributions)")
+        raise InputError(file, "workload.trace",
+                         "search needs a synthetic workload (arrival rate and length distributions)")
     if not slo_of(base).has_targets:
         raise InputError(file, "slo", "search needs at least one target (ttft_ms, itl_ms or e2e_ms)")
     todo = [(c, data, file, settings) for c in candidates(space)]

@@ -22,7 +22,8 @@ def test_grids_cover_their_limits():
 def test_calls_per_step_count_layers():
     dense = engine_config(load_model("tiny"))
     # 4 layers: two norms each plus the final one = 9; one of each projection per layer
-    assert calls_per_step(dense, ["embed", "rmsnorm", "qkv", "gate_up"]) == {"embed": 1, "rmsnorm": 9, "qkv": 4, "gate_up": 4}
+    assert calls_per_step(dense, ["embed", "rmsnorm", "qkv", "gate_up"]) == {"embed": 1, "rmsnorm": 9, "qkv": 4,
+                                                                             "gate_up": 4}
     moe = engine_config(load_model("mixtral-8x7b"))
     assert calls_per_step(moe, ["moe", "qkv"]) == {"moe": 32, "qkv": 32}
 
@@ -56,7 +57,7 @@ def test_fit_overhead_pins_a_negative_slope():
     # to 0 and `host_fixed` is the median host time, 3 ms - 0.1 ms x the median of 1..21 (11)
     # = 1.9 ms. The forward passes are exactly 2 x the tables: no intercept.
     tables = [1e-3 * s for s in range(1, 22)]
-    records = [record(s, 3e-3 - 0.1e-3 * s, 2 * t) for s, t in zip(range(1, 22), tables)]
+    records = [record(s, 3e-3 - 0.1e-3 * s, 2 * t) for s, t in zip(range(1, 22), tables, strict=True)]
     fit = fit_overhead(records, tables)
     assert fit.per_seq_s == 0.0 and fit.host_fixed_s == pytest.approx(1.9e-3)
     assert fit.kernel_factor == pytest.approx(2.0) and fit.forward_fixed_s == pytest.approx(0.0, abs=1e-12)

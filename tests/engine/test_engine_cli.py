@@ -31,7 +31,8 @@ def test_calibrate_refuses_a_gpu_that_is_not_here(tmp_path):
     result = cli.invoke(app, ["calibrate", "--gpu", "h100", "--model", "tiny", "--out", str(tmp_path)])
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [
-        "error: gpu: no CUDA GPU is present here; run this on a machine with an NVIDIA H100 SXM5 80GB, or use `--device cpu`"]
+        "error: gpu: no CUDA GPU is present here; "
+        "run this on a machine with an NVIDIA H100 SXM5 80GB, or use `--device cpu`"]
     assert not any(tmp_path.iterdir())
 
 

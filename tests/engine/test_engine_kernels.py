@@ -16,7 +16,8 @@ from engine.kernels import rmsnorm as rms
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 # float32 dots run in IEEE float32 on a GPU too (dot_precision; Triton's TF32 default gave 1.3e-3).
 BOUND = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1e-2}
-DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if DEVICE == "cuda" else [])  # the interpreter gets bf16 wrong
+# the interpreter gets bf16 wrong
+DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if DEVICE == "cuda" else [])
 
 
 def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
@@ -89,7 +90,8 @@ def test_decode_triton_matches_reference(dtype, heads, kv_heads, head_dim, block
 
 # (heads, kv heads, head dim, block size, [(cached tokens, chunk tokens)]): chunks on empty and
 # on cached context, chunks longer than one 32-row tile, one-token chunks.
-PREFILL_SHAPES = [(8, 2, 32, 16, [(0, 20), (35, 7), (16, 50)]), (4, 4, 64, 8, [(90, 40)]), (4, 1, 16, 16, [(0, 1), (3, 2)])]
+PREFILL_SHAPES = [(8, 2, 32, 16, [(0, 20), (35, 7), (16, 50)]), (4, 4, 64, 8, [(90, 40)]),
+                  (4, 1, 16, 16, [(0, 1), (3, 2)])]
 
 
 @pytest.mark.parametrize("heads,kv_heads,head_dim,block_size,chunks", PREFILL_SHAPES)
@@ -154,5 +156,6 @@ def test_rmsnorm_triton_matches_reference(dtype, rows, hidden, with_residual):
 def test_rmsnorm_reference_by_hand():
     # x = [3, 4]: mean square (9 + 16) / 2 = 12.5, rms = sqrt(12.5 + eps); with weight [1, 2]
     # the output is [3, 8] / sqrt(12.5) = [0.848528, 2.262742].
-    out, _ = rms.rms_norm_ref(torch.tensor([[3.0, 4.0]], dtype=torch.float64), torch.tensor([1.0, 2.0], dtype=torch.float64), 0.0)
+    out, _ = rms.rms_norm_ref(torch.tensor([[3.0, 4.0]], dtype=torch.float64),
+                              torch.tensor([1.0, 2.0], dtype=torch.float64), 0.0)
     assert out[0].tolist() == pytest.approx([3 / math.sqrt(12.5), 8 / math.sqrt(12.5)], rel=1e-12)

@@ -75,7 +75,8 @@ def test_triton_and_torch_kernels_give_the_same_logits():
     for kernels in (TORCH, TRITON):
         model, kv = make(kernels, cfg)
         model.forward(build_step([SeqWork(prompt(20, 4), 0, [0, 1]), SeqWork(prompt(24, 5), 0, [2, 3])], 16, "cpu"), kv)
-        logits.append(model.forward(build_step([SeqWork([7], 20, [0, 1]), SeqWork(prompt(6, 6), 24, [2, 3])], 16, "cpu"), kv))
+        logits.append(model.forward(build_step([SeqWork([7], 20, [0, 1]), SeqWork(prompt(6, 6), 24, [2, 3])],
+                                               16, "cpu"), kv))
     torch.testing.assert_close(logits[1], logits[0], rtol=1e-4, atol=1e-4)
 
 
@@ -93,7 +94,7 @@ def test_moe_mlp_equals_a_per_token_loop():
         top = probs.topk(k)
         weights = top.values / top.values.sum()
         ref = sum(wt * dense_mlp(x[t:t + 1], w.experts_gate_up[e], w.experts_down[e])[0]
-                  for wt, e in zip(weights, top.indices))
+                  for wt, e in zip(weights, top.indices, strict=True))
         torch.testing.assert_close(out[t], ref, rtol=1e-5, atol=1e-5)
 
 
@@ -110,7 +111,8 @@ def test_moe_model_runs_a_step():
 def test_engine_config_splits_for_tp_and_scales_layers():
     cfg = engine_config(load_model("llama-3.1-8b"), tp=4, scale=0.25)
     # 32 heads / 4 = 8; 8 KV heads / 4 = 2; 14336 / 4 = 3584; 128256 / 4 = 32064; 32 x 0.25 = 8 layers
-    assert (cfg.num_heads, cfg.num_kv_heads, cfg.intermediate_size, cfg.vocab_size, cfg.num_layers) == (8, 2, 3584, 32064, 8)
+    assert ((cfg.num_heads, cfg.num_kv_heads, cfg.intermediate_size, cfg.vocab_size, cfg.num_layers)
+            == (8, 2, 3584, 32064, 8))
     assert cfg.qkv_size == (8 + 2 * 2) * 128
     # TP 16 > 8 KV heads: each KV head is replicated, one per device
     assert engine_config(load_model("llama-3.1-8b"), tp=16).num_kv_heads == 1

@@ -36,11 +36,15 @@ def write(path, rows):
 def profile(tmp_path):
     # qkv: 1e-4 + 1e-5 (t - 1) s per call; embed 1e-5 flat; lm_head 1e-4 + 1e-5 (s - 1); sampling 1e-5;
     # decode attention 1e-5 + 1e-6 s + 1e-8 s c; prefill attention 2e-5 + 1e-7 n + 1e-9 n c (bilinear: exact).
-    write(tmp_path / "token_ops.csv", [{"tokens": t, "qkv_s": 1e-4 + 1e-5 * (t - 1), "embed_s": 1e-5} for t in (1, 101)])
-    write(tmp_path / "seq_ops.csv", [{"seqs": s, "lm_head_s": 1e-4 + 1e-5 * (s - 1), "sampling_s": 1e-5} for s in (1, 65)])
-    write(tmp_path / "decode_attention.csv", [{"seqs": s, "context_tokens": c, "time_s": 1e-5 + 1e-6 * s + 1e-8 * s * c}
+    write(tmp_path / "token_ops.csv", [{"tokens": t, "qkv_s": 1e-4 + 1e-5 * (t - 1), "embed_s": 1e-5}
+                                       for t in (1, 101)])
+    write(tmp_path / "seq_ops.csv", [{"seqs": s, "lm_head_s": 1e-4 + 1e-5 * (s - 1), "sampling_s": 1e-5}
+                                     for s in (1, 65)])
+    write(tmp_path / "decode_attention.csv", [{"seqs": s, "context_tokens": c,
+                                               "time_s": 1e-5 + 1e-6 * s + 1e-8 * s * c}
                                               for s in (1, 64) for c in (0, 1000)])
-    write(tmp_path / "prefill_attention.csv", [{"chunk_tokens": n, "context_tokens": c, "time_s": 2e-5 + 1e-7 * n + 1e-9 * n * c}
+    write(tmp_path / "prefill_attention.csv", [{"chunk_tokens": n, "context_tokens": c,
+                                                "time_s": 2e-5 + 1e-7 * n + 1e-9 * n * c}
                                                for n in (2, 256) for c in (0, 1000)])
     # The committed CPU profile's header (versions, limits, achieved) with this test's model and overhead.
     header = replace(load_profile(CPU_TINY).header, device=DeviceInfo("cpu", "cpu", "test CPU", 1),

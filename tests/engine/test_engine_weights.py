@@ -34,13 +34,15 @@ def write_safetensors(path, tensors):
 def hf_names(model):
     """The model's weights under the names a Llama checkpoint uses (q/k/v and gate/up unfused)."""
     q, kv = CFG.num_heads * CFG.head_dim, CFG.num_kv_heads * CFG.head_dim
-    out = {"model.embed_tokens.weight": model.embed, "model.norm.weight": model.final_norm, "lm_head.weight": model.lm_head}
+    out = {"model.embed_tokens.weight": model.embed, "model.norm.weight": model.final_norm,
+           "lm_head.weight": model.lm_head}
     for i, w in enumerate(model.layers):
         p = f"model.layers.{i}."
         qw, kw, vw = w.qkv.split([q, kv, kv])
         gate, up = w.gate_up.chunk(2)
         out.update({p + "input_layernorm.weight": w.input_norm, p + "post_attention_layernorm.weight": w.post_norm,
-                    p + "self_attn.q_proj.weight": qw, p + "self_attn.k_proj.weight": kw, p + "self_attn.v_proj.weight": vw,
+                    p + "self_attn.q_proj.weight": qw, p + "self_attn.k_proj.weight": kw,
+                    p + "self_attn.v_proj.weight": vw,
                     p + "self_attn.o_proj.weight": w.o, p + "mlp.gate_proj.weight": gate, p + "mlp.up_proj.weight": up,
                     p + "mlp.down_proj.weight": w.down})
     return out

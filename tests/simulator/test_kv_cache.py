@@ -101,7 +101,7 @@ def test_segment_wide_and_per_block_keys_agree_on_sharing():
     b = req(1, 2000, (1, 2, 9, 4), seg=512)
     ka, kb = prompt_block_hashes(a, 16, False), prompt_block_hashes(b, 16, False)
     assert len(ka) == 2000 // 16 == 125
-    assert ka[:64] == kb[:64] and all(x != y for x, y in zip(ka[64:], kb[64:]))
+    assert ka[:64] == kb[:64] and all(x != y for x, y in zip(ka[64:], kb[64:], strict=True))
 
 
 def test_rejects_bad_sizes():

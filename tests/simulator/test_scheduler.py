@@ -135,12 +135,13 @@ def _compare_run_with_stepping(fresh, expect_tail):
         step, done = run_step(stepped, 1.0 + j)
         batches.append(step.batch)
         finished += done
-    assert [b for _, b in zip(range(k), run.batches())] == batches      # the same step shapes
+    # the same step shapes (batches() never ends: the first k)
+    assert [b for _, b in zip(range(k), run.batches(), strict=False)] == batches
     done_k, used = fast.allocate_decode_run(run, [2.0 + j for j in range(k)])
     assert done_k == k and len(used) == k
     fast_finished = fast.finish_decode_run(run, k, 1.0 + k)
     assert [(r.request_id, r.finished_s) for r in fast_finished] == [(r.request_id, r.finished_s) for r in finished]
-    for x, y in zip(stepped.running + finished, fast.running + fast_finished):
+    for x, y in zip(stepped.running + finished, fast.running + fast_finished, strict=True):
         assert (x.num_computed_tokens, x.num_output_tokens, x.block_ids, x.first_token_s, x.last_token_s) == \
                (y.num_computed_tokens, y.num_output_tokens, y.block_ids, y.first_token_s, y.last_token_s)
     assert stepped.kv.num_used_blocks == fast.kv.num_used_blocks

@@ -30,7 +30,8 @@ def same(a, b):
 def test_low_load_ttft_and_itl_are_the_step_times(linear):
     # one request at a time (0.01/s, ~0.5 s each): TTFT is the prefill step, each later token one
     # decode step at its context: a + b x 1 + c x (P + k - 1) for the k-th decode
-    r = simulate(sim_config(max_num_batched_tokens=1024), linear, spec(20, rate=0.01, prompt=Lengths("fixed", 800)), seed=2)
+    r = simulate(sim_config(max_num_batched_tokens=1024), linear, spec(20, rate=0.01, prompt=Lengths("fixed", 800)),
+                 seed=2)
     c = r.columns
     a, b, k = linear.base_s, linear.per_token_s, linear.per_context_s
     assert np.allclose(c["ttft_ms"], (a + b * 800) * 1000)                 # 45 ms
@@ -62,14 +63,16 @@ def test_same_seed_same_result_to_the_bit(linear):
     w = spec(150, rate=30.0, prompt=Lengths("lognormal", 500, 300), shared_prefix=SharedPrefix(0.5, 200, 3))
     a, b = (simulate(sim_config(num_blocks=300), linear, w, seed=9) for _ in range(2))
     assert same(a, b)
-    assert not np.array_equal(a.columns["arrival_s"], simulate(sim_config(num_blocks=300), linear, w, seed=10).columns["arrival_s"])
+    other = simulate(sim_config(num_blocks=300), linear, w, seed=10)
+    assert not np.array_equal(a.columns["arrival_s"], other.columns["arrival_s"])
 
 
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 10_000), rate=st.floats(1.0, 60.0), blocks=st.integers(120, 800),
        chunked=st.booleans(), swap=st.booleans(), replicas=st.integers(1, 3),
        router=st.sampled_from(["round_robin", "least_outstanding", "prefix_aware"]), share=st.floats(0.0, 1.0))
-def test_fast_forward_is_identical_to_stepping_and_conserves_blocks(seed, rate, blocks, chunked, swap, replicas, router, share):
+def test_fast_forward_is_identical_to_stepping_and_conserves_blocks(seed, rate, blocks, chunked, swap, replicas, router,
+                                                                    share):
     w = spec(60, rate=rate, prompt=Lengths("lognormal", 400, 300, max_tokens=1500),
              output=Lengths("uniform", min_tokens=1, max_tokens=120), shared_prefix=SharedPrefix(share, 128, 2, 2))
     kw = dict(num_blocks=blocks, max_num_batched_tokens=512 if chunked else 2048, enable_chunked_prefill=chunked,
@@ -102,7 +105,8 @@ def test_speculative_speed_up_falls_as_the_rate_rises():
     for rate in (0.2, 4.0, 16.0):
         w = spec(150, rate=rate, prompt=Lengths("fixed", 200), output=Lengths("fixed", 200))
         plain = simulate(sim_config(max_num_seqs=128, max_num_batched_tokens=2048), model, w, seed=3)
-        fast = simulate(sim_config(max_num_seqs=128, max_num_batched_tokens=2048, speculative=spec_cfg), model, w, seed=3)
+        fast = simulate(sim_config(max_num_seqs=128, max_num_batched_tokens=2048, speculative=spec_cfg), model, w,
+                        seed=3)
         speedups.append(np.mean(plain.columns["e2e_ms"]) / np.mean(fast.columns["e2e_ms"]))
     assert speedups[0] > 1.8 and speedups[0] > speedups[1] > speedups[2]
 
@@ -129,7 +133,8 @@ def test_mooncake_slice_hit_rate_is_higher_with_the_prefix_aware_router():
     model = LinearStepModel(base_s=8e-3, per_token_s=3e-5, per_context_s=1.5e-7)
     rates = {}
     for router in ("round_robin", "prefix_aware"):
-        cfg = sim_config(num_blocks=26_700, max_num_seqs=128, max_num_batched_tokens=8192, num_replicas=4, router=router)
+        cfg = sim_config(num_blocks=26_700, max_num_seqs=128, max_num_batched_tokens=8192, num_replicas=4,
+                         router=router)
         rates[router] = summarise(simulate(cfg, model, w, seed=0)).prefix_cache_hit_rate
     assert 0.03 < rates["round_robin"] < 0.164
     assert rates["round_robin"] * 1.2 < rates["prefix_aware"] < 0.164

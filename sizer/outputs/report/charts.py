@@ -69,7 +69,7 @@ def memory_chart(bars: list[MemoryBar], chart_id: str = "memory") -> str:
         for name, attr, color in parts:
             widths = [getattr(b, attr) / GiB for b in bars]
             ax.barh(list(y), widths, left=left, color=COLORS[color], label=name, height=0.6)
-            left = [a + w for a, w in zip(left, widths)]
+            left = [a + w for a, w in zip(left, widths, strict=True)]
         for i, b in enumerate(bars):
             ax.plot([b.gpu_memory_bytes / GiB] * 2, [i - 0.4, i + 0.4], color="black", linewidth=1.2)
         ax.set_yticks(list(y), [b.label for b in bars])
@@ -98,9 +98,10 @@ def latency_chart(points: list[RatePoint], slo_ms: dict[str, float | None], good
     plt = _pyplot()
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, 3, figsize=(7.4, 2.6))
-        for ax, (title, attr) in zip(axes, panels):
+        for ax, (title, attr) in zip(axes, panels, strict=True):
             for i, (name, line, color) in enumerate(PERCENTILE_STYLES):
-                ax.plot(rates, [getattr(p, attr)[i] for p in points], line, color=color, marker="o", markersize=3, label=name)
+                ax.plot(rates, [getattr(p, attr)[i] for p in points], line, color=color, marker="o", markersize=3,
+                        label=name)
             target = slo_ms.get(attr)
             if target is not None:
                 ax.axhline(target, color="black", linestyle=(0, (4, 2)), linewidth=1, label="SLO target")

@@ -64,7 +64,8 @@ def build_report(data: dict, file: str | None, space: SearchSpace | None, worker
         chosen = resolve(scenario_from_dict(data, file, best.candidate.variant(scenario)))
         source = "the cheapest configuration of the search that meets the SLO"
     else:
-        chosen, source = own_resolved, "the scenario's configuration" + (" (no searched configuration met the SLO)" if result else "")
+        chosen = own_resolved
+        source = "the scenario's configuration" + (" (no searched configuration met the SLO)" if result else "")
     answer, chosen_timeline = _answer(chosen, source, settings, best.sizing if best else None)
     bars = [_memory_bar(("recommended: " if best else "") + answer.configuration, chosen, chosen_timeline)]
     own = None
@@ -107,7 +108,8 @@ def _answer(r: Resolved, source: str, settings: SearchSettings, sizing: Sizing |
               + (f" PP {d.pipeline_parallel_size}" if d.pipeline_parallel_size > 1 else "")
               + f", {r.weight_format.name} weights, {r.kv_cache_dtype} KV")
     command = (f"sizer plan {s.file or 'scenario.yaml'} --gpu {r.hardware.id} --tp {d.tensor_parallel_size} "
-               f"--pp {d.pipeline_parallel_size} --weights {r.weight_format.name} --kv-cache-dtype {r.kv_cache_dtype} --simulate")
+               f"--pp {d.pipeline_parallel_size} --weights {r.weight_format.name} "
+               f"--kv-cache-dtype {r.kv_cache_dtype} --simulate")
     sizing = sizing or size_deployment(r, plan, settings.goodput)
     answer = Answer(source, config, command, sizing)
     point = sizing.operating_point
@@ -121,7 +123,8 @@ def _answer(r: Resolved, source: str, settings: SearchSettings, sizing: Sizing |
 def _memory_bar(label: str, r: Resolved, timeline) -> MemoryBar:
     """One GPU's memory; the KV cache split at the p95 of simulated block usage (all free when not simulated)."""
     m = make_plan(r).memory
-    used = m.kv_cache_bytes * float(np.percentile(timeline[1], 95)) if timeline is not None and len(timeline[1]) else 0.0
+    used = (m.kv_cache_bytes * float(np.percentile(timeline[1], 95))
+            if timeline is not None and len(timeline[1]) else 0.0)
     return MemoryBar(label, m.gpu_memory_bytes, m.weights_bytes, used, m.kv_cache_bytes - used, m.activation_bytes,
                      m.non_torch_bytes, m.gpu_memory_bytes - m.usable_bytes)
 
@@ -138,13 +141,14 @@ def _latency_points(r: Resolved, goodput: float, num_requests: int) -> list[Rate
 
 def question_rows(s, r: Resolved) -> list[tuple[str, str]]:
     w, d, slo = s.workload, s.deployment, s.slo
-    targets = ", ".join(f"{k} <= {v:g} ms" for k, v in (("TTFT", slo.ttft_ms), ("ITL", slo.itl_ms), ("E2E", slo.e2e_ms)) if v)
+    targets = ", ".join(f"{k} <= {v:g} ms"
+                        for k, v in (("TTFT", slo.ttft_ms), ("ITL", slo.itl_ms), ("E2E", slo.e2e_ms)) if v)
     return [
         ("model", f"{r.model.name} ({r.model.architecture})"),
         ("scenario's hardware", f"{r.hardware.name}, TP {d.tensor_parallel_size} x PP {d.pipeline_parallel_size}, "
                                 f"{r.weight_format.name} weights, {r.kv_cache_dtype} KV, engine {d.engine}"),
-        ("traffic", f"{w.arrival.process} arrivals at {w.arrival.rate_per_s:g} requests/s; prompts {_dist(w.prompt_tokens)}; "
-                    f"outputs {_dist(w.output_tokens)}"),
+        ("traffic", f"{w.arrival.process} arrivals at {w.arrival.rate_per_s:g} requests/s; "
+                    f"prompts {_dist(w.prompt_tokens)}; outputs {_dist(w.output_tokens)}"),
         ("context", f"max_model_len {r.engine.max_model_len:,} tokens"),
         ("latency targets", f"{targets or 'none'}, met by {slo.required_share:.0%} of requests"),
     ]
@@ -176,13 +180,19 @@ def input_rows(s, r: Resolved) -> list[tuple[str, str]]:
 
 def formula_rows(plan: Plan) -> list[tuple[str, str]]:
     return [
-        ("weight memory = parameters x bytes per parameter (+ scales, + unconverted modules)", "the seeds' sizing section; sizer/weights.py"),
-        (f"KV cache per token = {plan.kv.formula} = {plan.kv.bytes_per_token:,} B", "the seeds' sizing section; sizer/memory.py"),
-        ("KV cache = usable memory - weights - activation peak - CUDA context, in whole blocks", "vLLM's memory profiling; sizer/memory.py"),
+        ("weight memory = parameters x bytes per parameter (+ scales, + unconverted modules)",
+         "the seeds' sizing section; sizer/weights.py"),
+        (f"KV cache per token = {plan.kv.formula} = {plan.kv.bytes_per_token:,} B",
+         "the seeds' sizing section; sizer/memory.py"),
+        ("KV cache = usable memory - weights - activation peak - CUDA context, in whole blocks",
+         "vLLM's memory profiling; sizer/memory.py"),
         ("requests in flight = arrival rate x time in system", "Little's law (Little, 1961); sizer/capacity.py"),
-        ("step time = GEMMs + attention + lm_head + collectives + overhead, each max(FLOPs / compute, bytes / bandwidth)", "roofline model; sizer/perf.py"),
+        ("step time = GEMMs + attention + lm_head + collectives + overhead, "
+         "each max(FLOPs / compute, bytes / bandwidth)",
+         "roofline model; sizer/perf.py"),
         ("speculative tokens per step = (1 - alpha^(gamma+1)) / (1 - alpha)", "Leviathan et al. (2023)"),
-        ("goodput = highest rate at which the required share of requests meets every SLO target", "DistServe (Zhong et al., 2024)"),
+        ("goodput = highest rate at which the required share of requests meets every SLO target",
+         "DistServe (Zhong et al., 2024)"),
         ("replicas = ceil(target rate / goodput per replica), + 1 while the operating point misses the SLO",
          "sizer/sizing/pipeline.py"),
         ("cost = replicas x GPUs x price; per million output tokens at target rate x mean output",

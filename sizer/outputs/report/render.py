@@ -29,7 +29,8 @@ def _num(value: float | None, digits: int = 0) -> str:
 
 def render_html(report: Report, generated: str) -> str:
     """The report as HTML; `generated` (a date) is printed in the header."""
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=jinja2.select_autoescape(["j2", "html"]),
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
+                             autoescape=jinja2.select_autoescape(["j2", "html"]),
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["money"] = _money
     env.filters["num"] = _num

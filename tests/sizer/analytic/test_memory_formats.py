@@ -102,14 +102,16 @@ def test_does_not_fit_names_the_reason():
     from sizer.inputs.model_spec import load_model
     m = load_model("llama-3.1-70b")
     w = weight_memory(m, FORMATS["bf16"], ParallelConfig())
-    budget = memory_budget(m, 80 * 2**30, w, kv_layout(m, "bf16", ParallelConfig()), ParallelConfig(), 0.9, 16, 8192, 8192, 256)
+    budget = memory_budget(m, 80 * 2**30, w, kv_layout(m, "bf16", ParallelConfig()), ParallelConfig(), 0.9, 16, 8192,
+                           8192, 256)
     # 141 GB of weights cannot fit 72 GiB usable
     assert not budget.fits and "weights need" in budget.reasons[0]
 
 
 def test_checkpoint_bits_and_group_size_are_read():
     from sizer.analytic.weights import weight_format
-    gptq8 = from_hf_config({**CONFIG, "quantization_config": {"quant_method": "gptq", "bits": 8, "group_size": 32}}, "g8")
+    gptq8 = from_hf_config({**CONFIG, "quantization_config": {"quant_method": "gptq", "bits": 8, "group_size": 32}},
+                           "g8")
     fmt, group = weight_format(gptq8, "auto", 128)
     assert (fmt.name, fmt.bits, group) == ("gptq", 8, 32)
     w = weight_memory(gptq8, fmt, ParallelConfig(), group)

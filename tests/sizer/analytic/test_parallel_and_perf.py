@@ -86,7 +86,8 @@ def test_chunked_prefill_sums_its_chunks():
     chunked = prefill_time_s(r, 4096, 1024)
     # four steps each pay the overhead and re-read the weights: slower than one step
     assert chunked > whole
-    assert chunked == pytest.approx(sum(r.step_time(StepBatch.from_seqs([(1024, 1024 * i)], prefill=[True])) for i in range(4)))
+    assert chunked == pytest.approx(sum(r.step_time(StepBatch.from_seqs([(1024, 1024 * i)], prefill=[True]))
+                                        for i in range(4)))
 
 
 def test_fast_step_time_equals_the_itemised_cost():
@@ -96,6 +97,7 @@ def test_fast_step_time_equals_the_itemised_cost():
                     ("gemma-2-9b", ParallelConfig()), ("deepseek-v3", ParallelConfig(tp=8, expert_parallel=True))):
         r = roofline(name, "h200", "bf16", p)
         for _ in range(50):
-            seqs = [(rng.choice([1, 1, 1, rng.randint(2, 2048)]), rng.randint(0, 8000)) for _ in range(rng.randint(1, 64))]
+            seqs = [(rng.choice([1, 1, 1, rng.randint(2, 2048)]), rng.randint(0, 8000))
+                    for _ in range(rng.randint(1, 64))]
             batch = StepBatch.from_seqs(seqs)
             assert r.step_time(batch) == pytest.approx(r.cost(batch).total_s, rel=1e-12)

@@ -25,7 +25,8 @@ def test_plan_from_flags_alone():
 
 def test_flags_override_the_scenario_file():
     base = json.loads(runner.invoke(app, ["plan", "scenarios/llama-3.1-8b-chat-h100.yaml", "--json"]).stdout)
-    tp2 = json.loads(runner.invoke(app, ["plan", "scenarios/llama-3.1-8b-chat-h100.yaml", "--json", "--tp", "2"]).stdout)
+    tp2 = json.loads(runner.invoke(app, ["plan", "scenarios/llama-3.1-8b-chat-h100.yaml", "--json",
+                                         "--tp", "2"]).stdout)
     assert base["parallel"]["tensor_parallel_size"] == 1 and tp2["parallel"]["tensor_parallel_size"] == 2
     # TP 2 halves the sliced weights per GPU (norms and nothing else stay whole)
     assert tp2["memory"]["weights_bytes"] < 0.51 * base["memory"]["weights_bytes"]
@@ -58,12 +59,14 @@ def test_plan_does_not_import_torch():
 
 def test_plan_from_a_config_json_path_with_quantization(tmp_path):
     # a Qwen2-style config with an AWQ quantization_config, as a checkpoint folder would hold it
-    config = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944,
+    config = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584,
+              "intermediate_size": 18944,
               "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064,
               "max_position_embeddings": 32768, "tie_word_embeddings": False, "torch_dtype": "float16",
               "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128}}
     (tmp_path / "config.json").write_text(json.dumps(config))
-    result = runner.invoke(app, ["plan", "--model", str(tmp_path), "--gpu", "l40s", "--max-model-len", "8192", "--json"])
+    result = runner.invoke(app, ["plan", "--model", str(tmp_path), "--gpu", "l40s", "--max-model-len", "8192",
+                                 "--json"])
     assert result.exit_code == 0, result.output
     plan = json.loads(result.stdout)
     assert plan["weights"]["format"] == "awq"               # taken from quantization_config
@@ -89,6 +92,7 @@ def test_an_unnamed_scenario_is_named_after_its_file():
     # search and report build scenarios from mappings; they must title them as plan does
     from sizer.inputs.scenario import scenario_from_dict
     data = {"model": "llama-3.1-8b", "hardware": "h100", "workload": {"arrival": {"rate_per_s": 1},
-            "prompt_tokens": {"distribution": "fixed", "value": 64}, "output_tokens": {"distribution": "fixed", "value": 8}}}
+            "prompt_tokens": {"distribution": "fixed", "value": 64},
+            "output_tokens": {"distribution": "fixed", "value": 8}}}
     assert scenario_from_dict(data, "scenarios/my-chat.yaml").name == "my-chat"
     assert scenario_from_dict(data, None).name == "scenario"

@@ -22,7 +22,8 @@ BAD = [
     ({"head_dim": "abc"}, "head_dim"),
     ({"sliding_window": "x"}, "sliding_window"),
     ({"quantization_config": "fp8"}, "quantization_config"),
-    ({"quantization_config": {"quant_method": "fp8", "weight_block_size": 128}}, "quantization_config.weight_block_size"),
+    ({"quantization_config": {"quant_method": "fp8", "weight_block_size": 128}},
+     "quantization_config.weight_block_size"),
     ({"num_local_experts": 8}, "num_experts_per_tok"),         # MoE without top-k
     ({"layer_types": ["full_attention"]}, "layer_types"),      # 1 entry for 4 layers
 ]

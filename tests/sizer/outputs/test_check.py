@@ -83,7 +83,8 @@ def test_hf_repo_ids_map_to_the_catalog():
 
 @pytest.mark.parametrize("label, gpu", [
     ("NVIDIA-H100-80GB-HBM3", "h100-sxm"), ("NVIDIA-H100-PCIe", "h100-pcie"), ("NVIDIA-H200", "h200"),
-    ("NVIDIA-A100-SXM4-40GB", "a100-40gb"), ("NVIDIA-A100-SXM4-80GB", "a100-80gb"), ("NVIDIA-A100-PCIE-80GB", "a100-pcie-80gb"),
+    ("NVIDIA-A100-SXM4-40GB", "a100-40gb"), ("NVIDIA-A100-SXM4-80GB", "a100-80gb"),
+    ("NVIDIA-A100-PCIE-80GB", "a100-pcie-80gb"),
     ("NVIDIA-L40S", "l40s"), ("nvidia-l4", "l4"), ("nvidia-h100-80gb", "h100-sxm"), ("NVIDIA-B200", "b200"),
     ("NVIDIA-GH200-480GB", None), ("Tesla-T4", None),
 ])
@@ -183,7 +184,8 @@ def test_kv_share_rule_counts_full_length_sequences():
     assert rule.status == "fail"
     assert "holds 55 sequences" in rule.message and "required 128" in rule.message and "short by 73" in rule.message
     assert rule.fixes[-1].startswith("--max-num-seqs 55 ")
-    assert max_model_len_rule(read_check_input(str(PASS)), plan, 8192, 131072).status == "pass"   # 0.25 x 128 = 32 <= 55
+    # 0.25 x 128 = 32 <= 55
+    assert max_model_len_rule(read_check_input(str(PASS)), plan, 8192, 131072).status == "pass"
 
 
 def test_max_model_len_beyond_the_model_fails_the_rule_not_the_input(tmp_path):
@@ -212,7 +214,8 @@ def test_exit_1_on_memory_with_junit_and_json(tmp_path):
     junit = tmp_path / "out.xml"
     result = run(MEMORY, "--junit", junit)
     assert result.exit_code == 1
-    assert "✗ memory" in result.output and "fix: --max-model-len 23552" in result.output and "FAIL: memory" in result.output
+    assert ("✗ memory" in result.output and "fix: --max-model-len 23552" in result.output
+            and "FAIL: memory" in result.output)
     suite = ET.parse(junit).getroot().find("testsuite")
     cases = {c.get("name"): c for c in suite.findall("testcase")}
     assert list(cases) == ["memory", "max_model_len", "slo", "cost"]

@@ -15,7 +15,8 @@ runner = CliRunner()
 
 
 def plan(*flags):
-    result = runner.invoke(app, ["plan", "--model", "tiny", "--gpu", "h100", "--max-model-len", "2048", "--json", *flags])
+    result = runner.invoke(app, ["plan", "--model", "tiny", "--gpu", "h100", "--max-model-len", "2048", "--json",
+                                 *flags])
     return result
 
 

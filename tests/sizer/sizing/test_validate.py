@@ -30,7 +30,8 @@ def defaults_apply(path: Path, engine: str | None = None) -> Scenario:
     """The scenario without its scheduling fields (and on `engine`), so that the engine's defaults apply."""
     data = yaml.safe_load(path.read_text())
     deployment = {k: v for k, v in data["deployment"].items() if k not in SCHEDULING}
-    return scenario_from_dict({**data, "deployment": {**deployment, **({"engine": engine} if engine else {})}}, str(path))
+    return scenario_from_dict({**data, "deployment": {**deployment, **({"engine": engine} if engine else {})}},
+                              str(path))
 
 
 def both(scenario: Scenario, header: ProfileHeader):

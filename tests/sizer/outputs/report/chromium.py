@@ -124,8 +124,8 @@ def _run(pipe: _Pipe, url: str, width: int, height: int) -> PageRun:
     pipe.wait_for("Page.loadEventFired")
     metrics = pipe.send("Page.getLayoutMetrics", session=session)
     full_height = int(metrics.get("cssContentSize", metrics.get("contentSize", {})).get("height", height))
-    shot = pipe.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True,
-                                                "clip": {"x": 0, "y": 0, "width": width, "height": full_height, "scale": 1}},
+    clip = {"x": 0, "y": 0, "width": width, "height": full_height, "scale": 1}
+    shot = pipe.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": clip},
                      session=session)
     run = PageRun(base64.b64decode(shot["data"]))
     for event in pipe.events:

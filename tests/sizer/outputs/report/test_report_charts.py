@@ -52,7 +52,8 @@ def test_memory_bar_adds_up_to_the_gpu():
     r = resolve(scenario_from_dict(data, str(ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml")))
     timeline = ([0.0, 1.0, 2.0, 3.0], [0.2, 0.4, 0.6, 0.8], [1, 2, 3, 4])
     b = _memory_bar("x", r, timeline)
-    parts = b.weights_bytes + b.kv_used_bytes + b.kv_free_bytes + b.activation_bytes + b.context_bytes + b.reserved_bytes
+    parts = (b.weights_bytes + b.kv_used_bytes + b.kv_free_bytes + b.activation_bytes + b.context_bytes
+             + b.reserved_bytes)
     assert abs(parts - b.gpu_memory_bytes) < 1
     # Headroom = 10% of 80 GiB at gpu_memory_utilization 0.9; the p95 of (0.2, 0.4, 0.6, 0.8) is 0.77
     # (linear interpolation), so 77% of the KV cache is drawn as in use.

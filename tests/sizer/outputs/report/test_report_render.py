@@ -23,9 +23,11 @@ SECTIONS = ("The question", "The answer", "Memory per GPU", "Latency against req
 
 # Outside CI a missing tool skips; in CI (.ci/run installs both) it fails.
 IN_CI = bool(os.environ.get("CI"))
-needs_chromium = pytest.mark.skipif(not IN_CI and shutil.which("chromium") is None and shutil.which("chromium-browser") is None,
+needs_chromium = pytest.mark.skipif(not IN_CI and shutil.which("chromium") is None
+                                    and shutil.which("chromium-browser") is None,
                                     reason="chromium is not installed (CI installs Debian's chromium)")
-needs_poppler = pytest.mark.skipif(not IN_CI and (shutil.which("pdftoppm") is None or shutil.which("pdftotext") is None),
+needs_poppler = pytest.mark.skipif(not IN_CI and (shutil.which("pdftoppm") is None
+                                                  or shutil.which("pdftotext") is None),
                                    reason="pdftoppm/pdftotext are not installed (CI installs poppler-utils)")
 
 
@@ -103,6 +105,7 @@ def test_pdf_has_the_same_sections_on_non_blank_pages(report, tmp_path):
     pages = sorted(tmp_path.glob("page-*.png"))
     assert 3 <= len(pages) <= 20
     assert all(ink(p.read_bytes()) > 0.005 for p in pages)
-    text = subprocess.run(["pdftotext", "-layout", str(pdf_path), "-"], check=True, capture_output=True, text=True).stdout
+    text = subprocess.run(["pdftotext", "-layout", str(pdf_path), "-"], check=True, capture_output=True,
+                          text=True).stdout
     positions = [text.find(s) for s in SECTIONS]
     assert -1 not in positions and positions == sorted(positions)       # every section, in the same order
