@@ -15,12 +15,7 @@ import numpy as np
 
 from simulator.step_batch import StepBatch, StepTimeModel
 
-# Cost of proposing one token, as a fraction of one target decode step at the same batch.
-# These are modelling assumptions, not measurements: n-gram lookup is a table search on the
-# CPU; EAGLE/Medusa/MTP heads are one small layer on the target's hidden state; a draft model
-# is a separate small model (about a tenth of the target's weights is typical).
-DEFAULT_COST_FRACTION = {"ngram": 0.0, "medusa": 0.03, "eagle": 0.05, "eagle3": 0.05, "mtp": 0.05,
-                         "draft_model": 0.1}
+METHODS = ("ngram", "medusa", "eagle", "eagle3", "mtp", "draft_model")
 
 
 def expected_tokens_per_step(acceptance_rate: float, num_speculative_tokens: int) -> float:
@@ -34,21 +29,16 @@ class SpeculativeConfig:
     method: str                     # 'ngram' | 'medusa' | 'eagle' | 'eagle3' | 'mtp' | 'draft_model'
     num_speculative_tokens: int     # γ
     acceptance_rate: float          # α, per draft token
-    draft_cost_fraction: float | None = None      # per proposed token; None = method default
+    draft_cost_fraction: float      # cost of proposing one token, as a share of one target decode step
     draft_step_model: StepTimeModel | None = None  # prices a draft model's own steps instead
 
     def __post_init__(self) -> None:
-        if self.method not in DEFAULT_COST_FRACTION:
-            raise ValueError(f"speculative method must be one of {sorted(DEFAULT_COST_FRACTION)}, not {self.method!r}")
+        if self.method not in METHODS:
+            raise ValueError(f"speculative method must be one of {sorted(METHODS)}, not {self.method!r}")
         if self.num_speculative_tokens < 1:
             raise ValueError("num_speculative_tokens must be >= 1")
         if not 0.0 <= self.acceptance_rate <= 1.0:
             raise ValueError("acceptance_rate must be in [0, 1]")
-
-    @property
-    def cost_fraction(self) -> float:
-        f = self.draft_cost_fraction
-        return DEFAULT_COST_FRACTION[self.method] if f is None else f
 
 
 class Proposer:
@@ -66,9 +56,9 @@ class Proposer:
         one = StepBatch(spec_seqs, spec_seqs, spec_context_tokens, spec_context_tokens + spec_seqs)
         if cfg.draft_step_model is not None:
             return cfg.num_speculative_tokens * cfg.draft_step_model.step_time(one)
-        if cfg.cost_fraction == 0.0:
+        if cfg.draft_cost_fraction == 0.0:
             return 0.0
-        return cfg.num_speculative_tokens * cfg.cost_fraction * target.step_time(one)
+        return cfg.num_speculative_tokens * cfg.draft_cost_fraction * target.step_time(one)
 
     def draw_accepted(self, caps: list[int]) -> list[int]:
         """Accepted drafts per sequence: leading successes of Bernoulli(α) trials, capped."""

@@ -118,6 +118,7 @@ def render_plan(plan: Plan, console: Console) -> None:
         console.print(f"[bold]Speculative decoding[/] ({sp.method}): gamma {sp.num_speculative_tokens}, "
                       f"alpha {sp.acceptance_rate} -> "
                       f"{sp.expected_tokens_per_step:.2f} tokens per verification step = {sp.formula}")
+        console.print(f"  drafting priced as {sp.proposer_cost}", highlight=False)
         console.print()
 
     if plan.simulation:

@@ -95,6 +95,7 @@ class SpeculativeSummary:
     acceptance_rate: float
     expected_tokens_per_step: float     # (1 - alpha^(gamma+1)) / (1 - alpha)
     formula: str
+    proposer_cost: str                  # how drafting is priced, and where that figure comes from
 
 
 @dataclass(frozen=True)
@@ -206,9 +207,14 @@ def make_plan(r: Resolved) -> Plan:
     spec = None
     if d.speculative_config:
         sc = d.speculative_config
+        resolved_spec = r.scheduler.speculative
+        proposer = ("the draft model's own roofline step time" if resolved_spec.draft_step_model is not None else
+                    f"{resolved_spec.draft_cost_fraction:g} x a target decode step per proposed token ("
+                    + ("scenario" if sc.proposer_cost_fraction is not None else
+                       f"assumption for {sc.method}, sizer/sizing/presets.py") + ")")
         spec = SpeculativeSummary(sc.method, sc.num_speculative_tokens, sc.acceptance_rate,
                                   expected_tokens_per_step(sc.acceptance_rate, sc.num_speculative_tokens),
-                                  "(1 - alpha^(gamma+1)) / (1 - alpha)")
+                                  "(1 - alpha^(gamma+1)) / (1 - alpha)", proposer)
 
     comm = comm_per_step(m, p)
     parallel = ParallelSummary(p.tp, p.pp, p.dp, p.ep, p.gpus_per_replica, kv_heads_per_gpu_of(m, p),

@@ -59,6 +59,15 @@ PRESETS: dict[str, EnginePreset] = {p.engine: p for p in (
 )}
 
 
+# Cost of proposing one speculative token, as a fraction of one target decode step at the same
+# batch, when the scenario states none (`speculative_config.proposer_cost_fraction`). Modelling
+# assumptions, not measurements: n-gram lookup is a table search on the CPU; EAGLE/Medusa/MTP
+# heads are one small layer on the target's hidden state; a draft model is a separate small model
+# (about a tenth of the target's weights is typical; a named draft model is priced by its own roofline).
+PROPOSER_COST_FRACTION = {"ngram": 0.0, "medusa": 0.03, "eagle": 0.05, "eagle3": 0.05, "mtp": 0.05,
+                          "draft_model": 0.1}
+
+
 def preset(engine: str) -> EnginePreset:
     """The device-independent preset for `engine`; ValueError naming the known engines."""
     try:

@@ -23,7 +23,7 @@ from sizer.errors import InputError
 from sizer.inputs.hardware import HardwareSpec, Link, host_link, scale_up_link, scenario_hardware
 from sizer.inputs.model_spec import ModelSpec, from_hf_config, load_config, load_model
 from sizer.inputs.scenario import Scenario, scenario_dir
-from sizer.sizing.presets import engine_defaults, preset
+from sizer.sizing.presets import PROPOSER_COST_FRACTION, engine_defaults, preset
 
 # Assumption: a disaggregated KV transfer costs its bytes over the link and nothing more.
 KV_TRANSFER_LATENCY_S = 0.0
@@ -188,7 +188,8 @@ def _speculative(s: Scenario, hardware: HardwareSpec, parallel: ParallelConfig, 
         fmt, draft_group = weight_format(m, "auto", group_size, s.file)
         draft = RooflineStepTimeModel(m, hardware, fmt, weight_memory(m, fmt, parallel, draft_group),
                                       kv_layout(m, kv_dtype, parallel), parallel, draft_group)
-    return SpeculativeConfig(sc.method, sc.num_speculative_tokens, sc.acceptance_rate, sc.proposer_cost_fraction, draft)
+    fraction = PROPOSER_COST_FRACTION[sc.method] if sc.proposer_cost_fraction is None else sc.proposer_cost_fraction
+    return SpeculativeConfig(sc.method, sc.num_speculative_tokens, sc.acceptance_rate, fraction, draft)
 
 
 def _calibrated_profile(s: Scenario, model: ModelSpec, parallel: ParallelConfig):

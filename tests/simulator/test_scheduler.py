@@ -95,7 +95,7 @@ def test_requests_that_can_never_run_are_rejected_with_a_reason():
 
 
 def test_speculative_decode_verifies_gamma_tokens_capped_by_the_output_left():
-    spec = SpeculativeConfig("ngram", num_speculative_tokens=3, acceptance_rate=0.5)
+    spec = SpeculativeConfig("ngram", num_speculative_tokens=3, acceptance_rate=0.5, draft_cost_fraction=0.0)
     s = make(speculative=spec)
     r = Request(0, 0, 10, 4)
     s.add_request(r)

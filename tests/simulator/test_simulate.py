@@ -88,7 +88,7 @@ def test_fast_forward_is_identical_to_stepping_and_conserves_blocks(seed, rate, 
 
 def test_speculative_tokens_per_verification_match_the_formula_at_batch_one():
     from simulator.speculative import SpeculativeConfig, expected_tokens_per_step
-    spec_cfg = SpeculativeConfig("ngram", num_speculative_tokens=4, acceptance_rate=0.7)
+    spec_cfg = SpeculativeConfig("ngram", num_speculative_tokens=4, acceptance_rate=0.7, draft_cost_fraction=0.0)
     assert expected_tokens_per_step(0.7, 4) == pytest.approx((1 - 0.7 ** 5) / 0.3)   # 2.7731
     one = [Request(0, 0.0, 100, 20001)]
     r = simulate(sim_config(num_blocks=2000, speculative=spec_cfg), LinearStepModel(), one, seed=1)
@@ -99,7 +99,7 @@ def test_speculative_tokens_per_verification_match_the_formula_at_batch_one():
 
 def test_speculative_speed_up_falls_as_the_rate_rises():
     from simulator.speculative import SpeculativeConfig
-    spec_cfg = SpeculativeConfig("eagle", num_speculative_tokens=4, acceptance_rate=0.7)
+    spec_cfg = SpeculativeConfig("eagle", num_speculative_tokens=4, acceptance_rate=0.7, draft_cost_fraction=0.05)
     model = LinearStepModel(base_s=5e-3, per_token_s=1e-4, per_context_s=1e-7)
     speedups = []
     for rate in (0.2, 4.0, 16.0):
