@@ -46,10 +46,6 @@ class StepBatch(NamedTuple):
         pf_tokens = sum(n for (n, _), f in zip(seqs, flags, strict=True) if f)
         return StepBatch(num, new, ctx, pairs, pf_seqs, pf_tokens)
 
-    @property
-    def decode_seqs(self) -> int:
-        return self.num_seqs - self.prefill_seqs
-
 
 class StepTimeModel(Protocol):
     """Seconds for one engine step of a given batch (roofline or calibrated)."""

@@ -93,10 +93,6 @@ class CommPerStep:
     ep_alltoall_bytes_per_token: float      # dispatch + combine of the routed tokens
     allreduces_per_step: int
 
-    def bytes_for(self, tokens: int) -> float:
-        return tokens * (self.tp_allreduce_bytes_per_token + self.pp_send_bytes_per_token
-                         + self.ep_alltoall_bytes_per_token)
-
 
 def comm_per_step(m: ModelSpec, p: ParallelConfig, activation_bytes: int = 2) -> CommPerStep:
     """Ring all-reduce moves 2 (N-1)/N of the message per GPU; all-to-all (N-1)/N of it."""

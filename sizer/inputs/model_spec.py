@@ -69,10 +69,6 @@ class ModelSpec:
         return sum(1 for kind in self.layer_attention if kind == "sliding")
 
     @property
-    def num_full_layers(self) -> int:
-        return self.num_layers - self.num_sliding_layers
-
-    @property
     def num_moe_layers(self) -> int:
         return self.num_layers - self.num_dense_layers if self.is_moe else 0
 

@@ -34,7 +34,10 @@ def test_tp_allreduce_bytes():
     c = comm_per_step(m, ParallelConfig(tp=4))
     # 2 all-reduces x 32 layers x 4096 x 2 bytes x ring factor 2 x 3/4 = 786,432 B per token
     assert c.tp_allreduce_bytes_per_token == 2 * 32 * 4096 * 2 * 2 * 3 / 4
-    assert comm_per_step(m, ParallelConfig()).bytes_for(100) == 0
+    # one GPU sends nothing
+    single = comm_per_step(m, ParallelConfig())
+    assert (single.tp_allreduce_bytes_per_token, single.pp_send_bytes_per_token,
+            single.ep_alltoall_bytes_per_token) == (0, 0, 0)
 
 
 def test_decode_at_batch_1_is_weight_bandwidth_plus_overhead():
