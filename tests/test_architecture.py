@@ -32,9 +32,13 @@ def sources() -> dict[str, Path]:
 
 
 def imports(path: Path) -> list[tuple[str, bool]]:
-    """(imported module, at module top?) for every import statement in the file."""
+    """(imported module, at module top?) for every import statement in the file; the imports of a
+    module-level `if TYPE_CHECKING:` block (annotations only, never run) count as at the top."""
     tree = ast.parse(path.read_text())
     top = set(map(id, tree.body))
+    for node in tree.body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            top |= set(map(id, node.body))
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

@@ -5,16 +5,19 @@ from __future__ import annotations
 import math
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
 from simulator.metrics import MetricsSummary
 from sizer.analytic.memory import GB, GiB
-from sizer.outputs.check import CheckResult
 from sizer.sizing.plan import Plan
 from sizer.sizing.result import Sizing
-from sizer.sizing.search import SearchResult
+
+if TYPE_CHECKING:      # for annotations only: `sizer plan` need not import check and search
+    from sizer.outputs.check import CheckResult
+    from sizer.sizing.search import SearchResult
 
 MARKS = {"pass": "✓", "fail": "✗", "skip": "-"}      # check rule statuses
 
