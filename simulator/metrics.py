@@ -17,13 +17,13 @@ import numpy as np
 from simulator.records import SimulationResult
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SLO:
-    ttft_ms: float | None = None
+    ttft_ms: float | None = None       # targets; None: not a target
     itl_ms: float | None = None        # per request: its TPOT; in percentiles: the token ITL
     e2e_ms: float | None = None
-    percentile: float = 99.0           # the percentile each target is read at
-    required_share: float = 0.95       # goodput: share of requests that must meet every target
+    percentile: float                  # the percentile each target is also read at (slo_percentiles_met)
+    required_share: float              # goodput: share of requests that must meet every target
 
     def __post_init__(self) -> None:
         if not 0 < self.percentile <= 100 or not 0 < self.required_share <= 1:

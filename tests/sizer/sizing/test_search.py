@@ -121,7 +121,7 @@ def test_goodput_at_the_bound_and_zero_below_the_floor(monkeypatch):
 
 def test_score_counts_every_target_and_rejections():
     result = fake_result([100.0, 200.0, 300.0, np.nan], [10.0, 60.0, 70.0, np.nan], [False, False, False, True])
-    probe = score(result, SLO(ttft_ms=250, itl_ms=50), 2.0)
+    probe = score(result, SLO(ttft_ms=250, itl_ms=50, percentile=99.0, required_share=0.95), 2.0)
     # TTFT <= 250: requests 0, 1 -> 2/4; TPOT <= 50: request 0 -> 1/4; the rejected one meets nothing.
     assert probe.share_by_target == {"TTFT": 0.5, "ITL": 0.25}
     assert probe.share_met == 0.25 and probe.binding == "ITL" and probe.met is False
@@ -133,7 +133,8 @@ def _ok(gpu: str, usd: float | None, e2e: float) -> Outcome:
     """A passing outcome on 2 replicas x 4 GPUs whose operating point has p95 E2E `e2e` ms (one request)."""
     c = Candidate(gpu, 4, 1, "fp8", "auto", False)
     cost = CostSummary(None if usd is None else usd / 8, "test", 2, "test", 8, usd, 100.0, None, "test")
-    point = score(fake_result([e2e], [0.0]), SLO(e2e_ms=1e9), 5.0)        # e2e = TTFT + 10 x TPOT = e2e
+    # e2e = TTFT + 10 x TPOT = e2e
+    point = score(fake_result([e2e], [0.0]), SLO(e2e_ms=1e9, percentile=99.0, required_share=0.95), 5.0)
     sizing = Sizing(SizingStatus.MET, "SLO met", True, GoodputSettings(), 10.0, 0.95, 5.0, "ITL", 2, cost, 2, usd,
                     point, ())
     return Outcome(c, "ok", "ITL", "", 4, 10.0, sizing)
