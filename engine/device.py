@@ -29,7 +29,7 @@ CPU_THREADS = 1   # one thread: stable timings on a shared machine, and what the
 
 
 class GPUProfile(Protocol):
-    """What the engine reads of an accelerator profile (sizer's GPUProfile has these)."""
+    """What the engine reads of an accelerator profile (sizer's HardwareSpec has these)."""
     id: str
     name: str
     memory_bandwidth_bytes_per_s: float

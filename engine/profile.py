@@ -251,9 +251,26 @@ def _read_csv(path: Path) -> dict[str, np.ndarray]:
             rows = list(csv.DictReader(f))
     except OSError as exc:
         raise FieldError(str(path), None, f"calibration table missing or unreadable: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise FieldError(str(path), None, "calibration table is not text (expected CSV)") from None
     if not rows:
         raise FieldError(str(path), None, "calibration table is empty")
-    return {k: np.array([float(r[k]) for r in rows]) for k in rows[0]}
+    columns = {}
+    for k in rows[0]:
+        try:
+            columns[k] = np.array([float(r[k]) for r in rows])
+        except (TypeError, ValueError):
+            bad = next(i for i, r in enumerate(rows, 2) if not _is_number(r[k]))
+            raise FieldError(str(path), f"line {bad}, column {k}", "expected a number") from None
+    return columns
+
+
+def _is_number(text: str | None) -> bool:
+    try:
+        float(text)
+        return True
+    except (TypeError, ValueError):
+        return False
 
 
 def _table_1d(path: Path, key: str) -> Table1D:
@@ -289,7 +306,11 @@ def read_header(folder: Path) -> ProfileHeader:
     if not path.exists():
         raise FieldError(str(folder), None,
                          f"not a calibrated profile: no {PROFILE_FILE} (run `sizer calibrate` first)")
-    return ProfileHeader.from_dict(yaml.safe_load(path.read_text()), str(path))
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise FieldError(str(path), None, f"not valid YAML ({type(exc).__name__})") from None
+    return ProfileHeader.from_dict(data, str(path))
 
 
 def load_profile(path: str | Path) -> CalibrationProfile:

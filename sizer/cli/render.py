@@ -128,15 +128,18 @@ def render_plan(plan: Plan, console: Console) -> None:
         render_simulation(plan.simulation, console)
 
     co = plan.cost
-    price = (f"${co.price_usd_per_gpu_hour:.2f}/GPU-hour ({co.price_source})"
-             if co.price_usd_per_gpu_hour is not None else "no price known")
-    line = (f"[bold]Cost[/]: {co.replicas} replica(s) x {plan.parallel.gpus_per_replica} GPUs = "
-            f"{co.gpus} GPUs at {price}")
-    if co.usd_per_hour is not None:
-        line += f" = ${co.usd_per_hour:,.2f}/hour"
-    if co.usd_per_million_output_tokens is not None:
-        line += f"; ${co.usd_per_million_output_tokens:,.3f} per million output tokens ({co.throughput_source})"
-    console.print(line)
+    if co is None:
+        console.print("[bold]Cost[/]: none: no replica count was sized (see the sizing verdict)")
+    else:
+        price = (f"${co.price_usd_per_gpu_hour:.2f}/GPU-hour ({co.price_source})"
+                 if co.price_usd_per_gpu_hour is not None else "no price known")
+        line = (f"[bold]Cost[/]: {co.replicas} replica(s) x {co.gpus // co.replicas} GPUs = "
+                f"{co.gpus} GPUs at {price}")
+        if co.usd_per_hour is not None:
+            line += f" = ${co.usd_per_hour:,.2f}/hour"
+        if co.usd_per_million_output_tokens is not None:
+            line += f"; ${co.usd_per_million_output_tokens:,.3f} per million output tokens ({co.throughput_source})"
+        console.print(line)
     console.print()
     console.print("[bold]Assumptions[/]")
     for a in plan.assumptions:

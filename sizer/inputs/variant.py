@@ -12,7 +12,6 @@ _PATHS = {
     "model": ("model", "name"),
     "gpu": ("hardware", "gpu"),
     "calibrated_profile": ("hardware", "calibrated_profile"),
-    "engine": ("deployment", "engine"),
     "tensor_parallel_size": ("deployment", "tensor_parallel_size"),
     "pipeline_parallel_size": ("deployment", "pipeline_parallel_size"),
     "quantization": ("deployment", "quantization"),
@@ -27,6 +26,7 @@ _CLEARS = {
     "clear_replicas": ("deployment", "replicas"),                 # the sizing pipeline chooses replicas
     "clear_speculative": ("deployment", "speculative_config"),    # speculative decoding off
     "clear_price": ("cost", "price_usd_per_gpu_hour"),            # a stated price is its own GPU's
+    "clear_calibrated_profile": ("hardware", "calibrated_profile"),  # a profile prices its own GPU only
 }
 
 
@@ -36,7 +36,6 @@ class Variant:
     model: str | None = None
     gpu: str | None = None
     calibrated_profile: str | None = None
-    engine: str | None = None
     tensor_parallel_size: int | None = None
     pipeline_parallel_size: int | None = None
     quantization: str | None = None
@@ -48,6 +47,7 @@ class Variant:
     clear_replicas: bool = False
     clear_speculative: bool = False
     clear_price: bool = False
+    clear_calibrated_profile: bool = False
 
     def apply(self, data: dict) -> dict:
         """A copy of the scenario mapping `data` with these changes made."""

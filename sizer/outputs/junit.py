@@ -20,7 +20,7 @@ def write_junit(path: Path, result: CheckResult) -> None:
     root, suite = _suite(result.file, len(result.rules), sum(r.status == "fail" for r in result.rules), 0,
                    sum(r.status == "skip" for r in result.rules))
     for r in result.rules:
-        case = ET.SubElement(suite, "testcase", classname=f"sizer.outputs.check.{Path(result.file).stem}", name=r.name)
+        case = ET.SubElement(suite, "testcase", classname=f"sizer.check.{Path(result.file).stem}", name=r.name)
         if r.status == "fail":
             failure = ET.SubElement(case, "failure", message=r.message, type="RuleFailed")
             failure.text = "\n".join(["fix: " + f for f in r.fixes])
@@ -34,6 +34,6 @@ def write_junit(path: Path, result: CheckResult) -> None:
 def write_junit_error(path: Path, file: str, error: InputError) -> None:
     """Bad input: one testcase `input` with an <error>, so CI shows why nothing was checked."""
     root, suite = _suite(file, 1, 0, 1, 0)
-    case = ET.SubElement(suite, "testcase", classname=f"sizer.outputs.check.{Path(file).stem}", name="input")
+    case = ET.SubElement(suite, "testcase", classname=f"sizer.check.{Path(file).stem}", name="input")
     ET.SubElement(case, "error", message=error.one_line(), type="InputError")
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)

@@ -33,6 +33,13 @@ class CostSummary:
     throughput_source: str
 
 
+def gpus_per_replica(r: Resolved) -> int:
+    """GPUs one replica occupies; a disaggregated replica is its prefill and decode pools together
+    (the simulator's unit: one pair of pools behind the router)."""
+    d = r.disaggregation
+    return r.parallel.gpus_per_replica * ((d.num_prefill_replicas + d.num_decode_replicas) if d else 1)
+
+
 def usd_per_hour(replicas: int, gpus_per_replica: int, price_usd_per_gpu_hour: float | None) -> float | None:
     """replicas x GPUs per replica x price per GPU-hour; None without a price."""
     return None if price_usd_per_gpu_hour is None else replicas * gpus_per_replica * price_usd_per_gpu_hour
@@ -41,8 +48,8 @@ def usd_per_hour(replicas: int, gpus_per_replica: int, price_usd_per_gpu_hour: f
 def cost_summary(r: Resolved, replicas: int, replicas_source: str, rate_per_s: float,
                  output_tokens_mean: float) -> CostSummary:
     """Cost of `replicas` replicas of `r` serving `rate_per_s` requests of `output_tokens_mean` output tokens."""
-    per_hour = usd_per_hour(replicas, r.parallel.gpus_per_replica, r.price_usd_per_gpu_hour)
+    per_hour = usd_per_hour(replicas, gpus_per_replica(r), r.price_usd_per_gpu_hour)
     tokens_per_s = rate_per_s * output_tokens_mean
     per_million = per_hour / (tokens_per_s * 3600) * 1e6 if per_hour is not None and tokens_per_s > 0 else None
     return CostSummary(r.price_usd_per_gpu_hour, r.price_source, replicas, replicas_source,
-                       replicas * r.parallel.gpus_per_replica, per_hour, tokens_per_s, per_million, THROUGHPUT_BASIS)
+                       replicas * gpus_per_replica(r), per_hour, tokens_per_s, per_million, THROUGHPUT_BASIS)

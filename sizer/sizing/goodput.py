@@ -84,11 +84,17 @@ def goodput_rate(resolved: Resolved, upper_per_s: float, settings: GoodputSettin
     ok, failing = meets(upper_per_s)
     if ok:
         return Goodput(upper_per_s, upper_per_s, "none")      # met at the bound: the goodput is at least this
-    hi = upper_per_s
+    hi, lowest = upper_per_s, upper_per_s * settings.low_rate_fraction * (1 - 1e-9)
     while True:
         lo = hi / 4
-        if lo < max(upper_per_s * settings.low_rate_fraction * (1 - 1e-9), floor_per_s):
-            return Goodput(0.0, hi, failing.binding)
+        if lo < max(lowest, floor_per_s):
+            if not lowest <= floor_per_s < hi:
+                return Goodput(0.0, hi, failing.binding)
+            ok, p = meets(floor_per_s)             # the floor lies in the bracket: the last rate worth trying
+            if not ok:
+                return Goodput(0.0, floor_per_s, p.binding)
+            lo = floor_per_s
+            break
         ok, p = meets(lo)
         if ok:
             break

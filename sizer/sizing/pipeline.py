@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from sizer.sizing.cost import cost_summary, usd_per_hour
+from sizer.sizing.cost import cost_summary, gpus_per_replica, usd_per_hour
 from sizer.sizing.goodput import Goodput, goodput_rate, probe_slo, rate_bound_per_s, replicas_for, slo_of
 from sizer.sizing.plan import Plan
 from sizer.sizing.resolve import Resolved
@@ -71,6 +71,9 @@ def _verdict(status: SizingStatus, replicas: int | None, point: SLOProbe | None,
     if status is SizingStatus.NO_RATE:
         return (f"no request rate meets the SLO on one replica: {goodput.binding} is missed even at "
                 f"{goodput.ceiling_per_s:.3g} req/s")
+    if status is SizingStatus.TOO_MANY_REPLICAS and goodput.rate_per_s > 0:
+        return (f"the SLO needs more than {max_replicas} replicas: one replica meets it up to "
+                f"{goodput.rate_per_s:.3g} req/s")
     if status is SizingStatus.TOO_MANY_REPLICAS:
         return (f"the SLO needs more than {max_replicas} replicas: {goodput.binding} is missed at "
                 f"{goodput.ceiling_per_s:.3g} req/s per replica")
@@ -144,7 +147,9 @@ def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = Goodput
             needed = tried if at(tried).met else None
             if not stated:
                 replicas, source = tried, _source(rate, goodput, tried, needed is not None)
-        if replicas and at(replicas).met:
+        if max_replicas and not stated and (replicas or 0) > max_replicas:
+            status, replicas, source = SizingStatus.TOO_MANY_REPLICAS, None, None
+        elif replicas and at(replicas).met:
             status = SizingStatus.MET
         elif goodput.rate_per_s > 0:
             status = SizingStatus.MISSED
@@ -153,7 +158,7 @@ def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = Goodput
         else:
             status = SizingStatus.NO_RATE
     point = at(replicas) if replicas else None
-    price, per_replica = r.price_usd_per_gpu_hour, r.parallel.gpus_per_replica
+    price, per_replica = r.price_usd_per_gpu_hour, gpus_per_replica(r)
     return Sizing(
         status, _verdict(status, replicas, point, needed, goodput, max_replicas),
         None if status is SizingStatus.NO_SLO else status is SizingStatus.MET, **common,
@@ -167,5 +172,5 @@ def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = Goodput
 def add_simulation(plan: Plan, r: Resolved, settings: GoodputSettings = GoodputSettings()) -> Plan:
     """`plan` with its simulated section (`Plan.simulation`), the sized replicas and their cost, and the verdict."""
     sizing = size_deployment(r, plan, settings)
-    return dataclasses.replace(plan, simulation=sizing, cost=sizing.cost or plan.cost,
+    return dataclasses.replace(plan, simulation=sizing, cost=sizing.cost,
                                verdict=f"{plan.verdict}; {sizing.verdict}")

@@ -118,7 +118,7 @@ class Plan:
     capacity: Capacity
     step_times: StepTimes
     speculative: SpeculativeSummary | None
-    cost: CostSummary
+    cost: CostSummary | None            # None after `plan --simulate` when no replica count was sized
     fits: bool
     verdict: str
     assumptions: list[str]
@@ -189,7 +189,7 @@ def make_plan(r: Resolved) -> Plan:
     else:
         t_sys = _time_in_system_s(step, rate, times.prefill_ms / 1e3, output_mean, int(prompt_mean + output_mean / 2),
                                   times.memory_limited_batch)
-        t_source = "estimated: prefill + outputs x roofline decode step at the Little's-law batch"
+        t_source = "estimated: prefill + outputs x decode step (the plan's step model) at the Little's-law batch"
     if w.kv_tokens_per_request:
         tokens_per_req, tokens_source = w.kv_tokens_per_request, "scenario"
     else:

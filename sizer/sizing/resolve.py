@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.profile import CalibrationProfile, load_profile
 from simulator.cluster import DisaggregationConfig
 from simulator.replica import ReplicaConfig, SwapLink
 from simulator.scheduler import SchedulerConfig
@@ -63,7 +64,7 @@ class Resolved:
     link_notes: tuple[str, ...]      # fallbacks for link figures the hardware profile lacks
     price_usd_per_gpu_hour: float | None
     price_source: str
-    calibrated_profile: object | None = None     # engine.profile.CalibrationProfile
+    calibrated_profile: CalibrationProfile | None = None
 
     @property
     def scheduler(self) -> SchedulerConfig:
@@ -126,7 +127,7 @@ def resolve(s: Scenario) -> Resolved:
         price, price_source = s.cost.price_usd_per_gpu_hour, "scenario"
     else:
         price, price_source = hardware.price_usd_per_gpu_hour, f"hardware profile {hardware.id} ({hardware.price_rule})"
-    profile = _calibrated_profile(s, model, parallel) if s.hardware.calibrated_profile else None
+    profile = _calibrated_profile(s, model, hardware, parallel) if s.hardware.calibrated_profile else None
     return Resolved(s, model, hardware, parallel, fmt, group_size, kv_dtype, engine, weights, kv, budget, replica,
                     disagg, tuple(notes), price, price_source, profile)
 
@@ -192,10 +193,9 @@ def _speculative(s: Scenario, hardware: HardwareSpec, parallel: ParallelConfig, 
     return SpeculativeConfig(sc.method, sc.num_speculative_tokens, sc.acceptance_rate, fraction, draft)
 
 
-def _calibrated_profile(s: Scenario, model: ModelSpec, parallel: ParallelConfig):
-    """The scenario's calibrated profile, checked against its model and tensor-parallel size."""
-    from engine.profile import load_profile  # sizer reaches the engine only lazily (docs: DESIGN)
-
+def _calibrated_profile(s: Scenario, model: ModelSpec, hardware: HardwareSpec,
+                        parallel: ParallelConfig) -> CalibrationProfile:
+    """The scenario's calibrated profile, checked against its model, GPU and tensor-parallel size."""
     field_path = "hardware.calibrated_profile"
     folder = scenario_dir(s) / s.hardware.calibrated_profile
     if not folder.exists():
@@ -205,4 +205,7 @@ def _calibrated_profile(s: Scenario, model: ModelSpec, parallel: ParallelConfig)
     if measured.name != model.name or measured.tp != parallel.tp:
         raise InputError(s.file, field_path, f"measured for {measured.name} at TP{measured.tp}; "
                          f"the scenario serves {model.name} at TP{parallel.tp}")
+    if profile.header.device.id != hardware.id:
+        raise InputError(s.file, field_path, f"measured on {profile.header.device.id}; the scenario runs on "
+                         f"{hardware.id} (a profile prices only the device it was measured on)")
     return profile

@@ -56,11 +56,12 @@ class Candidate:
 
     def variant(self, scenario: Scenario) -> Variant:
         """The scenario with this configuration; replicas left to the sizing pipeline."""
+        other_gpu = load_hardware(self.gpu).id != load_hardware(scenario.hardware.gpu).id
         return Variant(gpu=self.gpu, tensor_parallel_size=self.tensor_parallel_size,
                        pipeline_parallel_size=self.pipeline_parallel_size, quantization=self.quantization,
                        kv_cache_dtype=self.kv_cache_dtype, clear_replicas=True, clear_speculative=not self.speculative,
-                       # a stated price is the scenario GPU's price
-                       clear_price=load_hardware(self.gpu).id != load_hardware(scenario.hardware.gpu).id)
+                       # a stated price and a calibrated profile are the scenario GPU's
+                       clear_price=other_gpu, clear_calibrated_profile=other_gpu)
 
     @property
     def label(self) -> str:

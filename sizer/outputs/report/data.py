@@ -181,19 +181,21 @@ def input_rows(s, r: Resolved) -> list[tuple[str, str]]:
 def formula_rows(plan: Plan) -> list[tuple[str, str]]:
     return [
         ("weight memory = parameters x bytes per parameter (+ scales, + unconverted modules)",
-         "the seeds' sizing section; sizer/weights.py"),
+         "the seeds' sizing section; sizer/analytic/weights.py"),
         (f"KV cache per token = {plan.kv.formula} = {plan.kv.bytes_per_token:,} B",
-         "the seeds' sizing section; sizer/memory.py"),
+         "the seeds' sizing section; sizer/analytic/memory.py"),
         ("KV cache = usable memory - weights - activation peak - CUDA context, in whole blocks",
-         "vLLM's memory profiling; sizer/memory.py"),
-        ("requests in flight = arrival rate x time in system", "Little's law (Little, 1961); sizer/capacity.py"),
+         "vLLM's memory profiling; sizer/analytic/memory.py"),
+        ("requests in flight = arrival rate x time in system",
+         "Little's law (Little, 1961); sizer/analytic/capacity.py"),
         ("step time = GEMMs + attention + lm_head + collectives + overhead, "
          "each max(FLOPs / compute, bytes / bandwidth)",
-         "roofline model; sizer/perf.py"),
+         "roofline model; sizer/analytic/roofline.py"),
         ("speculative tokens per step = (1 - alpha^(gamma+1)) / (1 - alpha)", "Leviathan et al. (2023)"),
         ("goodput = highest rate at which the required share of requests meets every SLO target",
          "DistServe (Zhong et al., 2024)"),
-        ("replicas = ceil(target rate / goodput per replica), + 1 while the operating point misses the SLO",
+        ("replicas = the fewest whose operating point (target rate / replicas) meets the SLO, searched from "
+         "ceil(target rate / goodput per replica)",
          "sizer/sizing/pipeline.py"),
         ("cost = replicas x GPUs x price; per million output tokens at target rate x mean output",
          "sizer/sizing/cost.py"),

@@ -14,13 +14,13 @@ BASE = {"model": "llama-3.1-8b", "hardware": "h100",
 def test_each_change_lands_in_its_field():
     v = Variant(model="llama-3.1-70b", gpu="h200", tensor_parallel_size=4, pipeline_parallel_size=2,
                 quantization="fp8", kv_cache_dtype="fp8", max_model_len=4096, replicas=5, rate_per_s=7.5,
-                num_requests=123, engine="sglang")
+                num_requests=123)
     s = scenario_from_dict(BASE, None, v)
     d = s.deployment
     assert (s.model.name, s.hardware.gpu, s.workload.arrival.rate_per_s, s.workload.num_requests) == \
         ("llama-3.1-70b", "h200", 7.5, 123)
     assert (d.tensor_parallel_size, d.pipeline_parallel_size, d.quantization, d.kv_cache_dtype, d.max_model_len,
-            d.replicas, d.engine) == (4, 2, "fp8", "fp8", 4096, 5, "sglang")
+            d.replicas) == (4, 2, "fp8", "fp8", 4096, 5)
     # what the variant does not name stays the scenario's
     assert s.cost.price_usd_per_gpu_hour == 2.5 and d.speculative_config is not None
 

@@ -1,8 +1,10 @@
 """A scenario that names a calibrated profile gets its step times from the measured tables."""
 
 import json
+import shutil
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from engine.profile import CalibratedStepTimeModel, load_profile
@@ -10,29 +12,54 @@ from sizer.analytic.roofline import decode_batch
 from sizer.cli import app
 
 REPO = Path(__file__).resolve().parents[3]
-PROFILE = REPO / "hardware_profiles" / "calibrated" / "cpu-tiny-tp1"
+CALIBRATED = REPO / "hardware_profiles" / "calibrated"
+H200 = CALIBRATED / "h200-llama-3.1-8b-tp1"     # measured on an H200 on 2026-11-30 (docs/fidelity-h200.md)
+TINY_CPU = CALIBRATED / "cpu-tiny-tp1"
 runner = CliRunner()
 
 
 def plan(*flags):
-    result = runner.invoke(app, ["plan", "--model", "tiny", "--gpu", "h100", "--max-model-len", "2048", "--json",
-                                 *flags])
+    result = runner.invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "h200", "--max-model-len", "8192",
+                                 "--json", *flags])
     return result
 
 
 def test_profile_prices_the_steps():
     roofline = json.loads(plan().stdout)
-    calibrated = json.loads(plan("--profile", str(PROFILE)).stdout)
-    assert calibrated["step_times"]["model"].startswith("calibrated on")
+    calibrated = json.loads(plan("--profile", str(H200)).stdout)
+    assert calibrated["step_times"]["model"].startswith("calibrated on NVIDIA H200")
     # decode at batch 1 on the mean context (1024 prompt + 256/2 output) is what the tables say
-    model = CalibratedStepTimeModel(load_profile(PROFILE), num_layers=4)
+    model = CalibratedStepTimeModel(load_profile(H200), num_layers=32)
     assert calibrated["step_times"]["decode_batch1_ms"] == model.step_time(decode_batch(1, 1024 + 128)) * 1e3
-    # a float32 CPU is far slower than an H100's roofline, and the plan says where the numbers came from
-    assert calibrated["step_times"]["decode_batch1_ms"] > 10 * roofline["step_times"]["decode_batch1_ms"]
+    # the measured step (with its fixed overhead of several ms, profile.yaml) is slower than the
+    # roofline's bandwidth-bound 3.35 ms + 0.5 ms, and the plan says where the numbers came from
+    assert calibrated["step_times"]["decode_batch1_ms"] > roofline["step_times"]["decode_batch1_ms"]
     assert any("calibrated profile" in a for a in calibrated["assumptions"])
 
 
 def test_profile_for_another_model_is_refused():
-    result = runner.invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "h100", "--profile", str(PROFILE)])
+    result = runner.invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "h100", "--profile", str(TINY_CPU)])
     assert result.exit_code == 2
     assert "hardware.calibrated_profile: measured for tiny at TP1" in result.stderr
+
+
+def test_profile_for_another_device_is_refused():
+    # the H200's measurements would price an L4 (a quarter of its bandwidth) three times too fast
+    result = runner.invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "l4", "--profile", str(H200)])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == ("error: hardware.calibrated_profile: measured on h200; the scenario runs on l4 "
+                                     "(a profile prices only the device it was measured on)")
+
+
+@pytest.mark.parametrize("file, text, expected", [
+    ("profile.yaml", "model: [unclosed\n", "profile.yaml: not valid YAML (ParserError)"),
+    ("decode_attention.csv", "seqs,context_tokens,time_s\n1,abc,0.001\n",
+     "decode_attention.csv: line 2, column context_tokens: expected a number"),
+])
+def test_a_damaged_profile_is_one_line_not_a_traceback(tmp_path, file, text, expected):
+    damaged = tmp_path / "h200-llama-3.1-8b-tp1"
+    shutil.copytree(H200, damaged)
+    (damaged / file).write_text(text)
+    result = plan("--profile", str(damaged))
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"error: {damaged / expected.split(':')[0]}:{expected.split(':', 1)[1]}"

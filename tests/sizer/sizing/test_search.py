@@ -115,8 +115,19 @@ def test_goodput_at_the_bound_and_zero_below_the_floor(monkeypatch):
     assert calls == [8.0, 2.0, 0.5, 0.125]
     calls.clear()
     assert goodput_rate(resolved_with(SLOSection(ttft_ms=500)), 8.0, GoodputSettings(),
-                        floor_per_s=0.3) == Goodput(0.0, 0.5, "TTFT")
-    assert calls == [8.0, 2.0, 0.5]                  # 0.125 is below the floor (target / max_replicas)
+                        floor_per_s=0.3) == Goodput(0.0, 0.3, "TTFT")
+    # 0.125 is below the floor (target / max_replicas): the floor itself is the last rate tried
+    assert calls == [8.0, 2.0, 0.5, 0.3]
+
+
+def test_goodput_between_the_floor_and_the_next_probe_is_found(monkeypatch):
+    calls = []
+    monkeypatch.setattr(goodput_mod, "simulate_at", knee_at(0.4, calls))
+    # a knee at 0.4 req/s: 0.5 misses and the next quarter (0.125) lies below the floor 0.3, but the
+    # floor meets the SLO, so the bisection runs in [0.3, 0.5] instead of giving up
+    g = goodput_rate(resolved_with(SLOSection(ttft_ms=500, itl_ms=50)), 8.0,
+                     GoodputSettings(rate_tolerance=0.1), floor_per_s=0.3)
+    assert 0.3 <= g.rate_per_s <= 0.4 < g.ceiling_per_s <= g.rate_per_s * 1.1 and calls[:4] == [8.0, 2.0, 0.5, 0.3]
 
 
 def test_score_counts_every_target_and_rejections():

@@ -1,7 +1,6 @@
 """A real report: rendered, opened in headless Chromium, printed to PDF and rasterised page by page.
 
-Skips only where the binaries are missing (CI installs chromium and poppler-utils), or while
-the simulator entry point (sizer/simulate.py, issue 3) is not there yet.
+Skips only outside CI where the binaries are missing (CI installs chromium and poppler-utils).
 """
 
 from __future__ import annotations
