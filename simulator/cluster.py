@@ -3,8 +3,9 @@
 Routers: round robin; least outstanding requests; prefix-aware (the replica whose cache
 already holds the longest prefix of the request, among replicas within `balance_slack`
 requests of the least loaded). With disaggregation, a prefill-pool replica finishes a
-request at its first token; its KV then travels to a decode-pool replica in
-`latency + prompt tokens x bytes per token / bandwidth` seconds.
+request at its first token. A request asking for one token is then done, there; any other's
+KV travels to a decode-pool replica in `latency + prompt tokens x bytes per token / bandwidth`
+seconds.
 """
 
 from __future__ import annotations
@@ -120,7 +121,8 @@ class Cluster:
         self._next_arrival_s = math.inf
 
     def _done(self, replica: Replica, req: Request) -> None:
-        if req.status is Status.FINISHED and replica.scheduler.config.prefill_only:
+        if (req.status is Status.FINISHED and replica.scheduler.config.prefill_only
+                and req.num_output_tokens < req.output_tokens):      # its first token was not its last
             self._start_transfer(req)
             return
         self.recorder.request_done(req, replica.index)

@@ -67,7 +67,13 @@ class Scheduler:
 
     # -- queue --
     def add_request(self, req: Request) -> bool:
-        """Queue the request, or mark it REJECTED (with why) if it could never be served."""
+        """Queue the request, or mark it REJECTED (with why) if it could never be served. A request
+        must have output left to produce (a KV transfer's request has produced its first token):
+        every step of it samples one, so a finished one would over-generate, and with drafts the
+        cap below (output left - 1) would go negative."""
+        if req.num_output_tokens >= req.output_tokens > 0:
+            raise ValueError(f"request {req.request_id} has already produced its {req.output_tokens} output "
+                             "tokens; there is nothing left to schedule")
         reason = self._reject_reason(req)
         if reason:
             req.status = Status.REJECTED
@@ -164,6 +170,9 @@ class Scheduler:
                 budget -= 1
             else:
                 decode = n == 1 and out > 0
+                # Drafts: at most the output left less the token the verification itself yields
+                # (vLLM caps a step at prompt + max_tokens - 1 - computed), so >= 0: a queued
+                # request has output left (add_request) and finishes when it has none.
                 spec = min(gamma, req.output_tokens - out - 1, budget - 1) if decode else 0
                 n = n + spec if decode else min(n, budget)
                 if not self._make_room(req, n, step):
@@ -198,7 +207,7 @@ class Scheduler:
             decode = n == 1 and req.num_output_tokens > 0       # KV arrived from a prefill worker
             if not cfg.enable_chunked_prefill and n > step.budget:
                 return
-            spec = min(gamma, req.remaining_output_tokens - 1, step.budget - 1) if decode and gamma else 0
+            spec = min(gamma, req.remaining_output_tokens - 1, step.budget - 1) if decode and gamma else 0  # >= 0
             n = n + spec if decode else min(n, step.budget)
             swapped = req.status is Status.SWAPPED
             final = self._final_blocks(req) if cfg.reserve_full_kv else 0
