@@ -1,12 +1,21 @@
 """Trace readers: Mooncake JSONL (with 512-token prefix-block hashes) and Azure-style CSV.
 
-Both give a `Workload` with arrivals in seconds from the first request. Bad files raise
-`FieldError(file, field, message)`.
+Both give a `Workload` with arrivals in seconds from the first request, in arrival order
+(a file out of order is sorted; with `limit`, the first `limit` requests of the file are
+taken, then sorted). Every row is checked as it is read, against the bounds below, before
+anything is kept; a bad file raises `FieldError(file, "line N, field", expectation)` quoting
+at most a short excerpt of the bad value.
 """
 
 from __future__ import annotations
 
+import csv
+import itertools
 import json
+import os
+import reprlib
+import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -17,58 +26,347 @@ from simulator.workload import Workload
 MOONCAKE_BLOCK_TOKENS = 512
 CSV_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 
+# -- Bounds on what a trace may hold, and why. Checked row by row while reading, so nothing
+# -- larger is ever allocated and no loop runs longer than these allow.
+#
+# Tokens of one request, prompt and output together (they share one context window):
+# 10 x 2^20 = 10,485,760, the longest context any released model advertises (Llama 4 Scout's
+# 10M), 64x the longest in sizer's catalog (DeepSeek-V3, 163,840). No deployment can serve a
+# longer request, and it bounds the KV blocks one request asks of the simulator (655,360
+# blocks of 16 tokens) and its prefix-block hashes (20,480 of 512 tokens).
+MAX_REQUEST_TOKENS = 10 * 2 ** 20
+# Requests in one trace: 1,000,000. Reading a Mooncake trace keeps ~1.5 kB of Python
+# objects a request (measured on the one-hour Mooncake trace, 24 block hashes a request), so
+# 1.5 GB at the bound; and the simulator replays a few hundred such requests a second
+# (measured: that trace's 12,031 requests on four H100 replicas of Llama 3.1 8B take a
+# minute), so a million is an hour or more. The public traces this project replays (at most
+# 19,366 requests, an hour of Azure conversation traffic) fit 50 times over; a longer one is
+# replayed in slices (`limit`; a scenario's workload.trace.max_requests).
+MAX_TRACE_REQUESTS = 1_000_000
+# Lines in one file: the requests, a CSV header and as many blank lines again (blank lines
+# are skipped, but reading them is a loop too).
+MAX_TRACE_LINES = 2 * MAX_TRACE_REQUESTS + 1
+# Bytes in one line: 1 MiB holds a Mooncake record of the longest request (20,480 hashes of
+# up to 19 digits, ~430 kB) twice over.
+MAX_LINE_BYTES = 2 ** 20
+# Prefix-block hashes in one trace, all requests together: 50,000,000, about 2 GB as Python
+# ints in tuples (~40 bytes each); 170x the one-hour Mooncake trace's 290,000.
+MAX_TRACE_HASH_IDS = 50_000_000
+# Block hashes are 64-bit: 0 <= id < 2^63.
+MAX_HASH_ID = 2 ** 63 - 1
+# Timestamps, in seconds, within +-1e11 s (3,000 years: Unix time in seconds or milliseconds
+# fits) so that float64 seconds keep every arrival to 15 microseconds or better; finite.
+MAX_TIMESTAMP_S = 1e11
+# A bad value is quoted in an error message to at most this many characters.
+EXCERPT_CHARS = 60
+
+_repr = reprlib.Repr()
+_repr.maxstring = _repr.maxother = EXCERPT_CHARS
+_repr.maxlist = _repr.maxdict = 6
+_repr.maxlevel = 3
+
+
+def _excerpt(value) -> str:
+    """A short, one-line quotation of `value` (at most EXCERPT_CHARS + 3 characters)."""
+    text = repr(value) if isinstance(value, str) else _repr.repr(value)
+    return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + "..."
+
+
+def _lines(path: str, f) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each line of a binary file, each at most MAX_LINE_BYTES and
+    UTF-8 (a leading byte-order mark dropped), at most MAX_TRACE_LINES of them."""
+    for lineno in itertools.count(1):
+        raw = f.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        if lineno > MAX_TRACE_LINES:
+            raise FieldError(path, f"line {lineno:,}", f"more than {MAX_TRACE_LINES:,} lines; a trace holds at most "
+                             f"{MAX_TRACE_REQUESTS:,} requests (replay a slice of a longer one)")
+        if len(raw) > MAX_LINE_BYTES:
+            raise FieldError(path, f"line {lineno:,}", f"longer than {MAX_LINE_BYTES:,} bytes; expected one request "
+                             f"a line: {_excerpt(raw[:EXCERPT_CHARS].decode('utf-8', 'replace'))}")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise FieldError(path, f"line {lineno:,}", f"not UTF-8 text (byte 0x{raw[e.start]:02x} at byte "
+                             f"{e.start + 1} of the line); expected a text trace") from None
+        if lineno == 1 and text.startswith("\ufeff"):
+            text = text[1:]
+        yield lineno, text
+
+
+def _open(path: str):
+    """The trace file, opened for reading in binary; only a regular file (a FIFO or a device
+    could block or never end)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise FieldError(path, None, "not a regular file (a directory, FIFO or device); expected a trace file")
+        return open(path, "rb")
+    except OSError as e:
+        raise FieldError(path, None, f"cannot read the trace ({e.strerror or e})") from None
+
+
+# -- One declared check per kind of value; each returns the value or raises ValueError(expectation).
+
+def _seconds(value, unit_s: float, unit: str) -> float:
+    """A finite timestamp in `unit`, within +-MAX_TIMESTAMP_S, as seconds."""
+    expected = f"a finite number of {unit} within +-{MAX_TIMESTAMP_S / unit_s:.0e}"
+    if type(value) not in (int, float):
+        raise ValueError(f"expected {expected}, not {_excerpt(value)}")
+    if not abs(value) <= MAX_TIMESTAMP_S / unit_s:          # also NaN, inf and huge ints (no float overflow)
+        raise ValueError(f"expected {expected}, not {_excerpt(value)}")
+    return value * unit_s
+
+
+def _tokens(value, least: int = 1) -> int:
+    """A whole number of tokens from `least` to MAX_REQUEST_TOKENS (an integral float is taken)."""
+    expected = f"a whole number of tokens from {least} to {MAX_REQUEST_TOKENS:,}"
+    if type(value) is float and value.is_integer() and abs(value) <= 2 ** 53:
+        value = int(value)
+    if type(value) is not int:
+        raise ValueError(f"expected {expected}, not {_excerpt(value)}")
+    if not least <= value <= MAX_REQUEST_TOKENS:
+        raise ValueError(f"expected {expected}, not {_excerpt(value)}")
+    return value
+
+
+def _request_tokens(prompt: int, output: int, prompt_name: str, output_name: str) -> None:
+    if prompt + output > MAX_REQUEST_TOKENS:
+        raise ValueError(f"{prompt_name} + {output_name} = {prompt + output:,}; a request's prompt and output share "
+                         f"one context, expected at most {MAX_REQUEST_TOKENS:,} tokens")
+
+
+_INT = {int}
+
+
+def _hash_ids(value, prompt_tokens: int) -> tuple[int, ...]:
+    """Prefix-block hashes: a list of at most ceil(prompt / 512) ints in [0, 2^63)."""
+    if value is None:
+        return ()
+    if type(value) is not list:
+        raise ValueError(f"expected a list of block hashes, not {_excerpt(value)}")
+    blocks = -(-prompt_tokens // MOONCAKE_BLOCK_TOKENS)
+    if len(value) > blocks:
+        raise ValueError(f"{len(value):,} block hashes for a {prompt_tokens:,}-token prompt; expected at most "
+                         f"{blocks:,} (one a {MOONCAKE_BLOCK_TOKENS}-token block)")
+    ids = tuple(value)
+    if ids and (set(map(type, ids)) != _INT or min(ids) < 0 or max(ids) > MAX_HASH_ID):
+        bad = next(h for h in ids if type(h) is not int or not 0 <= h <= MAX_HASH_ID)
+        raise ValueError(f"expected block hashes as whole numbers from 0 to 2^63 - 1, not {_excerpt(bad)}")
+    return ids
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
+    record = dict(pairs)
+    if len(record) != len(pairs):
+        seen: set[str] = set()
+        key = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"key {_excerpt(key)} given twice")
+    return record
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
+_MOONCAKE_KEYS = ("timestamp", "input_length", "output_length")
+
 
 def read_mooncake(path: str | Path, limit: int | None = None) -> Workload:
-    """One JSON object a line: timestamp (ms), input_length, output_length, hash_ids."""
+    """One JSON object a line: timestamp (ms), input_length, output_length, hash_ids (optional)."""
+    path = str(path)
+    cap = MAX_TRACE_REQUESTS if limit is None else min(limit, MAX_TRACE_REQUESTS)
     arrival, prompt, output, segments = [], [], [], []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if limit is not None and len(arrival) >= limit:
-                break
-            if not line.strip():
+    num_hash_ids = 0
+    with _open(path) as f:
+        for lineno, text in _lines(path, f):
+            if not text.strip():
                 continue
-            try:
-                rec = json.loads(line)
-                arrival.append(float(rec["timestamp"]) / 1000.0)
-                prompt.append(int(rec["input_length"]))
-                output.append(int(rec["output_length"]))
-                segments.append(tuple(int(h) for h in rec.get("hash_ids", ())))
-            except (ValueError, KeyError, TypeError) as e:
-                raise FieldError(str(path), f"line {lineno}", f"not a Mooncake trace record ({e})") from None
-    return _workload(str(path), arrival, prompt, output, segments, MOONCAKE_BLOCK_TOKENS)
+            if len(arrival) >= cap:
+                if limit is None or limit > MAX_TRACE_REQUESTS:
+                    raise FieldError(path, f"line {lineno:,}", f"more than {MAX_TRACE_REQUESTS:,} requests; a trace "
+                                     f"holds at most that many (replay a slice of a longer one)")
+                break
+            rec = _json(path, lineno, text)
+            # The common record, checked inline (the same rules as _mooncake_record, which any other
+            # record goes through: it refuses what breaks them and normalises what it accepts).
+            if type(rec) is dict:
+                t, p, o = rec.get("timestamp"), rec.get("input_length"), rec.get("output_length")
+                h = rec.get("hash_ids")
+                if (type(p) is int and type(o) is int and 0 < p and 0 < o and p + o <= MAX_REQUEST_TOKENS
+                        and type(t) in _NUMBER and -_MAX_TIMESTAMP_MS <= t <= _MAX_TIMESTAMP_MS
+                        and type(h) is list and len(h) <= -(-p // MOONCAKE_BLOCK_TOKENS)
+                        and (not h or (set(map(type, h)) == _INT and min(h) >= 0 and max(h) <= MAX_HASH_ID))):
+                    t, h = t * 1e-3, tuple(h)
+                else:
+                    t, p, o, h = _mooncake_record(path, lineno, rec)
+            else:
+                t, p, o, h = _mooncake_record(path, lineno, rec)
+            num_hash_ids += len(h)
+            if num_hash_ids > MAX_TRACE_HASH_IDS:
+                raise FieldError(path, f"line {lineno:,}, hash_ids", f"more than {MAX_TRACE_HASH_IDS:,} block hashes "
+                                 f"in the trace up to here; expected at most that many (replay a slice of it)")
+            arrival.append(t)
+            prompt.append(p)
+            output.append(o)
+            segments.append(h)
+    return _workload(path, arrival, prompt, output, segments, MOONCAKE_BLOCK_TOKENS)
+
+
+_NUMBER = (int, float)
+_MAX_TIMESTAMP_MS = MAX_TIMESTAMP_S / 1e-3        # as _seconds computes it
+
+
+def _json(path: str, lineno: int, text: str):
+    try:
+        return _DECODER.decode(text)
+    except RecursionError:
+        raise FieldError(path, f"line {lineno:,}", "not a JSON object: nested too deeply") from None
+    except ValueError as e:
+        why = (f"{e.msg} at column {e.colno}" if isinstance(e, json.JSONDecodeError)
+               else str(e).split(":")[0][:2 * EXCERPT_CHARS])        # a duplicate key; a number too long
+        raise FieldError(path, f"line {lineno:,}", f"not JSON ({why}): {_excerpt(text.rstrip())}") from None
+
+
+def _mooncake_record(path: str, lineno: int, rec) -> tuple[float, int, int, tuple[int, ...]]:
+    """(arrival s, prompt, output, hashes) of one record, or a FieldError naming its line and key."""
+    where = f"line {lineno:,}"
+    if type(rec) is not dict:
+        raise FieldError(path, where, f"expected a JSON object with {', '.join(_MOONCAKE_KEYS)} and "
+                         f"hash_ids, not {_excerpt(rec)}")
+    for key in _MOONCAKE_KEYS:
+        if key not in rec:
+            raise FieldError(path, f"{where}, {key}", f"missing; expected a Mooncake record with "
+                             f"{', '.join(_MOONCAKE_KEYS)} and hash_ids")
+    key = "timestamp"
+    try:
+        t = _seconds(rec[key], 1e-3, "milliseconds")
+        key = "input_length"
+        p = _tokens(rec[key])
+        key = "output_length"
+        o = _tokens(rec[key])
+        _request_tokens(p, o, "input_length", key)
+        key = "hash_ids"
+        return t, p, o, _hash_ids(rec.get(key), p)
+    except ValueError as e:
+        raise FieldError(path, f"{where}, {key}", str(e)) from None
+
+
+def _number(cell: str):
+    """A CSV cell as an int, else a float; the cell itself when it is neither."""
+    try:
+        return int(cell)
+    except ValueError:
+        pass
+    try:
+        return float(cell)
+    except ValueError:
+        return cell
 
 
 def read_csv_trace(path: str | Path, limit: int | None = None) -> Workload:
-    """Header TIMESTAMP,ContextTokens,GeneratedTokens; timestamps as date-times (Azure:
-    `2023-11-16 18:17:03.9799600`) or as seconds. No prompt content, so no prefix sharing."""
+    """Header TIMESTAMP,ContextTokens,GeneratedTokens (other columns are ignored); timestamps as
+    date-times (Azure: `2023-11-16 18:17:03.9799600`) or, when the first row's is a number, as
+    seconds. No prompt content, so no prefix sharing."""
+    path = str(path)
+    cap = MAX_TRACE_REQUESTS if limit is None else min(limit, MAX_TRACE_REQUESTS)
+    stamps, prompt, output, lines_of = [], [], [], []
+    numeric = None
+    with _open(path) as f:
+        lines = _lines(path, f)
+        reader = csv.reader(text for _, text in lines)
+        try:
+            header = next((row for row in reader if row), None)
+            if header is None:
+                raise FieldError(path, "line 1", f"empty; expected a header {','.join(CSV_COLUMNS)} and one row a "
+                                 f"request")
+            names = [name.strip() for name in header]
+            missing = [c for c in CSV_COLUMNS if c not in names]
+            if missing:
+                raise FieldError(path, f"line {reader.line_num}",
+                                 f"missing column(s) {', '.join(missing)}; expected a header "
+                                 f"{','.join(CSV_COLUMNS)}, not {_excerpt(','.join(header))}")
+            twice = next((c for c in CSV_COLUMNS if names.count(c) > 1), None)
+            if twice:
+                raise FieldError(path, f"line {reader.line_num}", f"column {twice} given twice")
+            at = tuple(names.index(c) for c in CSV_COLUMNS)
+            ti, pi, oi = at
+            for row in reader:
+                if not row:
+                    continue
+                lineno = reader.line_num
+                if len(prompt) >= cap:
+                    if limit is None or limit > MAX_TRACE_REQUESTS:
+                        raise FieldError(path, f"line {lineno:,}", f"more than {MAX_TRACE_REQUESTS:,} requests; a "
+                                         f"trace holds at most that many (replay a slice of a longer one)")
+                    break
+                if len(row) != len(names):
+                    raise FieldError(path, f"line {lineno:,}", f"{len(row)} cell(s); expected {len(names)}, one for "
+                                     f"each column of the header")
+                if numeric is None:
+                    numeric = not isinstance(_number(row[ti].strip()), str)
+                # The common row, checked inline (the same rules as _csv_row, which any other row goes through).
+                stamp = row[ti].strip()
+                try:
+                    p, o = int(row[pi]), int(row[oi])
+                    t = float(stamp) if numeric else stamp
+                except ValueError:
+                    p = o = 0
+                if not (0 < p and 0 < o and p + o <= MAX_REQUEST_TOKENS
+                        and (-MAX_TIMESTAMP_S <= t <= MAX_TIMESTAMP_S if numeric else t)):
+                    t, p, o = _csv_row(path, lineno, row, at, numeric)
+                stamps.append(t)
+                prompt.append(p)
+                output.append(o)
+                lines_of.append(lineno)
+        except csv.Error as e:
+            raise FieldError(path, f"line {reader.line_num:,}", f"not CSV ({e})") from None
+    if not prompt:
+        raise FieldError(path, f"line {reader.line_num + 1:,}", f"no requests after the header; expected one row a "
+                         f"request ({','.join(CSV_COLUMNS)})")
+    t = stamps if numeric else _datetimes_s(path, stamps, lines_of)
+    return _workload(path, t, prompt, output, [()] * len(prompt), 1)
+
+
+def _csv_row(path: str, lineno: int, row: list[str], at: tuple[int, int, int], numeric: bool):
+    """(timestamp, prompt, output) of one row, or a FieldError naming its line and column."""
+    ti, pi, oi = at
+    column = CSV_COLUMNS[0]
+    try:
+        cell = row[ti].strip()
+        if numeric:
+            t = _seconds(_number(cell), 1.0, "seconds (as on the first row)")
+        elif not cell:
+            raise ValueError("empty; expected a date-time (as on the first row)")
+        else:
+            t = cell
+        column = CSV_COLUMNS[1]
+        p = _tokens(_number(row[pi].strip()))
+        column = CSV_COLUMNS[2]
+        o = _tokens(_number(row[oi].strip()))
+        _request_tokens(p, o, CSV_COLUMNS[1], column)
+    except ValueError as e:
+        raise FieldError(path, f"line {lineno:,}, {column}", str(e)) from None
+    return t, p, o
+
+
+def _datetimes_s(path: str, stamps: list[str], lines_of: list[int]) -> np.ndarray:
+    """Date-times as seconds from the first; naive ones are taken as UTC, like offset ones."""
     import pandas as pd
 
     try:
-        df = pd.read_csv(path, nrows=limit)
-    except (OSError, ValueError) as e:
-        raise FieldError(str(path), None, f"cannot read CSV trace ({e})") from None
-    missing = [c for c in CSV_COLUMNS if c not in df.columns]
-    if missing:
-        raise FieldError(str(path), "header",
-                         f"missing column(s) {', '.join(missing)}; expected {','.join(CSV_COLUMNS)}")
-    ts = df["TIMESTAMP"]
-    try:
-        if pd.api.types.is_numeric_dtype(ts):
-            t = ts.to_numpy(float)
-        else:
-            dt = pd.to_datetime(ts, format="ISO8601")
-            t = (dt - dt.iloc[0]).dt.total_seconds().to_numpy()
-    except (ValueError, TypeError) as e:
-        raise FieldError(str(path), "TIMESTAMP", f"not a date-time or a number of seconds ({e})") from None
-    n = len(df)
-    return _workload(str(path), t.tolist(), df["ContextTokens"].tolist(), df["GeneratedTokens"].tolist(),
-                     [()] * n, 1)
+        dt = pd.to_datetime(pd.Series(stamps, dtype=object), format="ISO8601", errors="coerce", utc=True)
+    except (ValueError, TypeError) as e:        # coerce leaves few: a format pandas cannot even try
+        raise FieldError(path, CSV_COLUMNS[0], f"expected ISO 8601 date-times ({str(e)[:EXCERPT_CHARS]})") from None
+    bad = np.flatnonzero(dt.isna().to_numpy())
+    if bad.size:
+        i = int(bad[0])
+        raise FieldError(path, f"line {lines_of[i]:,}, {CSV_COLUMNS[0]}", f"expected an ISO 8601 date-time like "
+                         f"2023-11-16 18:15:46.6805900 (as on the first row), not {_excerpt(stamps[i])}")
+    return (dt - dt.iloc[0]).dt.total_seconds().to_numpy()
 
 
 def _workload(path: str, arrival, prompt, output, segments, segment_tokens: int) -> Workload:
     arrival_s = np.asarray(arrival, float)
     if len(arrival_s) == 0:
-        raise FieldError(path, None, "trace has no requests")
+        raise FieldError(path, "line 1", "no requests; expected one JSON object a line")
     order = np.argsort(arrival_s, kind="stable")
     arrival_s = arrival_s[order] - arrival_s[order[0]]
     segs = [segments[i] for i in order.tolist()]

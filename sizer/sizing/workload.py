@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 
-from simulator.traces import read_csv_trace, read_mooncake
+from simulator.traces import MAX_TIMESTAMP_S, read_csv_trace, read_mooncake
 from simulator.workload import Arrivals, Lengths, SharedPrefix, Workload, WorkloadSpec, generate
+from sizer.errors import InputError
 from sizer.inputs.scenario import Distribution, Scenario, scenario_dir
 
 
@@ -28,11 +29,9 @@ def workload_of(s: Scenario, num_requests: int | None = None, rate_per_s: float 
     w = s.workload
     n = num_requests or w.num_requests
     if w.trace is not None:
-        reader = read_mooncake if w.trace.format == "mooncake" else read_csv_trace
-        limit = min(n, w.trace.max_requests or n)
-        trace = reader(scenario_dir(s) / w.trace.path, limit).time_scaled(1.0 / w.trace.time_scale)
+        trace = _trace(s, n)
         if rate_per_s is not None:
-            trace = trace.time_scaled(rate_per_s / trace.summary().rate_per_s)
+            trace = trace.time_scaled(rate_per_s / _trace_rate_per_s(s, trace, n))
         return trace
     sp = w.shared_prefix
     spec = WorkloadSpec(n, Arrivals(w.arrival.process, rate_per_s or w.arrival.rate_per_s, w.arrival.cv or 1.0),
@@ -41,6 +40,52 @@ def workload_of(s: Scenario, num_requests: int | None = None, rate_per_s: float 
     return generate(spec, w.seed)
 
 
+# A time-scaled trace spans at least a nanosecond (when it spans any time at all), so that its
+# rate, (requests - 1) / span, stays a finite float; at most simulator.traces.MAX_TIMESTAMP_S.
+MIN_SPAN_S = 1e-9
+
+
+def _trace_path(s: Scenario) -> str:
+    return str(scenario_dir(s) / s.workload.trace.path)
+
+
+def _trace(s: Scenario, n: int) -> Workload:
+    """The first `n` requests of the scenario's trace (at most trace.max_requests), time_scale applied."""
+    t = s.workload.trace
+    reader = read_mooncake if t.format == "mooncake" else read_csv_trace
+    raw = reader(_trace_path(s), min(n, t.max_requests or n))
+    trace = raw.time_scaled(1.0 / t.time_scale)
+    raw_s, span_s = float(raw.arrival_s[-1]), float(trace.arrival_s[-1])
+    if raw_s > 0 and not MIN_SPAN_S <= span_s <= MAX_TIMESTAMP_S:
+        raise InputError(s.file, "workload.trace.time_scale",
+                         f"{t.time_scale:g} turns the trace's {raw_s:g} s into {span_s:g} s; expected a time_scale "
+                         f"that keeps its span from {MIN_SPAN_S:g} s to {MAX_TIMESTAMP_S:g} s")
+    return trace
+
+
+def _trace_rate_per_s(s: Scenario, trace: Workload, n: int) -> float:
+    """A trace's arrival rate: (requests - 1) / (last - first arrival), the mean rate between its
+    first and last arrivals. One request, or requests all at one instant, have none (0 / 0, or
+    n / 0): refused, naming the trace's timestamps, since a plan sizes for a rate."""
+    rate = trace.summary().rate_per_s
+    if rate > 0 and math.isfinite(rate):
+        return rate
+    t = s.workload.trace
+    field = "timestamp" if t.format == "mooncake" else "TIMESTAMP"
+    k = len(trace)
+    replayed = (f" (workload.num_requests and workload.trace.max_requests replay at most the first {k:,})"
+                if k == min(n, t.max_requests or n) else "")
+    what = "1 request: a single arrival" if k == 1 else f"{k:,} requests, all at one timestamp: a burst"
+    raise InputError(_trace_path(s), field,
+                     f"{what} has no arrival rate{replayed}; a plan sizes for the trace's rate, (requests - 1) / "
+                     f"(last - first arrival), so it needs at least two distinct timestamps "
+                     f"(`sizer simulate` replays the trace as it is)")
+
+
 def trace_summary(s: Scenario):
-    """Requests, span, rate and mean lengths of the scenario's trace (as replayed)."""
-    return workload_of(s).summary()
+    """Requests, span, rate and mean lengths of the scenario's trace (as replayed); refused when
+    the trace has no arrival rate (one request, or all at one timestamp)."""
+    n = s.workload.num_requests
+    trace = _trace(s, n)
+    _trace_rate_per_s(s, trace, n)
+    return trace.summary()
