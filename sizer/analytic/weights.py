@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 
 from sizer.errors import InputError
 from sizer.inputs.model_spec import ModelSpec
+from sizer.inputs.safe_load import excerpt
 
 # What a linear layer is, for sharding (see shard_fraction) and for quantisation.
 ATTENTION, MLP, EXPERT, SHARED_EXPERT, ROUTER, LM_HEAD = (
@@ -180,7 +181,8 @@ def weight_format(m: ModelSpec, requested: str, group_size: int, file: str | Non
     name, bits, group = _checkpoint(m)
     if not name:
         method = (m.quantization or {}).get("quant_method")
-        raise InputError(file, "deployment.quantization", f"the checkpoint's quant_method {method!r} is not modelled; "
+        raise InputError(file, "deployment.quantization",
+                         f"the checkpoint's quant_method {excerpt(method)} is not modelled; "
                          "name a format (bf16, fp8, int8, awq, gptq, nvfp4, mxfp4)")
     fmt = FORMATS[name]
     if bits and int(bits) != fmt.bits:

@@ -13,6 +13,7 @@ from engine.profile import Limits, ProfileHeader, read_header
 from sizer.errors import InputError
 from sizer.inputs.hardware import load_hardware
 from sizer.inputs.model_spec import load_model
+from sizer.inputs.safe_load import excerpt
 
 
 def user_calibrated_dir() -> Path:
@@ -72,9 +73,9 @@ def _calibrate(model_name, gpu, device_kind, tp, scale, out: Path, max_tokens, m
     if (gpu is None) == (device_kind is None):
         raise InputError(None, "--gpu/--device", "give either --gpu NAME (the GPU here) or --device cpu")
     if device_kind is not None and device_kind != "cpu":
-        raise InputError(None, "--device", f"expected 'cpu', got {device_kind!r} (name a GPU with --gpu)")
+        raise InputError(None, "--device", f"expected 'cpu', got {excerpt(device_kind)} (name a GPU with --gpu)")
     if kernels_name not in ("auto", "triton", "torch"):
-        raise InputError(None, "--kernels", f"expected auto, triton or torch, got {kernels_name!r}")
+        raise InputError(None, "--kernels", f"expected auto, triton or torch, got {excerpt(kernels_name)}")
     spec = load_model(model_name, None, "--model")
     hardware = load_hardware(gpu, None, "--gpu") if gpu else None
 

@@ -9,6 +9,7 @@ import typer
 from sizer.cli.render import check_summary
 from sizer.errors import InputError
 from sizer.outputs.check import CheckResult, check_file
+from sizer.outputs.destination import check_destination
 from sizer.outputs.junit import write_junit, write_junit_error
 from sizer.outputs.serialise import to_json
 
@@ -23,18 +24,25 @@ def command(
     budget: float | None = typer.Option(None, "--budget", min=0.0, help="most the deployment may cost, USD per hour"),
 ) -> None:
     """Check a deployment against memory, max_model_len, SLO and cost rules (for CI pipelines)."""
+    if junit:
+        # first: a JUnit path that cannot be written is exit 2 before anything is checked, so a
+        # failure to write it can never stand in for the verdict or for the input's own error
+        check_destination(junit, "--junit")
     try:
         result = check_file(str(file), kv_share, budget)
     except InputError as error:
         if junit:
-            write_junit_error(junit, str(file), error)
-        raise                       # the CLI prints it as one line, exit 2
-    if junit:
-        write_junit(junit, result)
+            try:
+                write_junit_error(junit, str(file), error)
+            except InputError:
+                pass                # the disk filled since the check: the input's own error is the one to show
+        raise error                 # the CLI prints it as one line, exit 2
     if as_json:
         typer.echo(to_json(to_dict(result)))
     else:
         typer.echo(check_summary(result))
+    if junit:
+        write_junit(junit, result)  # after the verdict is printed: a full disk cannot hide it
     raise typer.Exit(result.exit_code)
 
 

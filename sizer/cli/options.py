@@ -5,10 +5,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import yaml
-
 from sizer.errors import InputError
 from sizer.inputs.hardware import all_profiles, load_hardware
+from sizer.inputs.safe_load import excerpt, load_yaml
 from sizer.inputs.scenario import load_scenario
 from sizer.sizing.search import SearchSpace
 
@@ -20,7 +19,7 @@ def parse_list(text: str | None, cast, flag: str) -> tuple | None:
     try:
         items = tuple(cast(x.strip()) for x in text.split(",") if x.strip())
     except ValueError:
-        raise InputError(None, flag, f"expected a comma-separated list, got {text!r}") from None
+        raise InputError(None, flag, f"expected a comma-separated list, got {excerpt(text)}") from None
     if not items:
         raise InputError(None, flag, "expected at least one value")
     return items
@@ -43,4 +42,4 @@ def space_from_options(gpus: str | None, tp: str | None, pp: str | None, weights
 def read_scenario_data(path: Path) -> dict:
     """The scenario as a mapping (sweeps apply overrides to it); validated by the first load."""
     load_scenario(path)
-    return yaml.safe_load(path.read_text())
+    return load_yaml(path)

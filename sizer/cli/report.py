@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sizer.cli.options import read_scenario_data, space_from_options
+from sizer.errors import InputError
+from sizer.outputs.destination import check_destination, write_text
 from sizer.outputs.report import build_report, render_html, write_pdf
 
 
@@ -27,6 +29,13 @@ def command(
     date: str | None = typer.Option(None, help="date printed in the header (default today)"),
 ) -> None:
     """Write a sizing report: question, answer, memory, latency against rate, timelines, search, assumptions."""
+    check_destination(output, "--output")
+    pdf_path = output.with_suffix(".pdf")
+    if pdf:
+        if pdf_path == output:
+            raise InputError(str(output), "--output", "with --pdf the PDF is written beside the HTML under the same "
+                                                      "name with .pdf; name the HTML .html")
+        check_destination(pdf_path, "--pdf")
     data = read_scenario_data(scenario)
     space = None if no_search else space_from_options(gpus, tp, None, weights, kv_cache_dtype, False)
     # No refresh thread (auto_refresh=False): the search forks its worker processes.
@@ -36,10 +45,8 @@ def command(
         report = build_report(data, str(scenario), space, workers,
                               progress=lambda done, total: bar.update(task, completed=done, total=total, refresh=True))
     html = render_html(report, date or datetime.date.today().isoformat())
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(html)
+    write_text(output, "--output", html)
     typer.echo(f"wrote {output}")
     if pdf:
-        pdf_path = output.with_suffix(".pdf")
-        write_pdf(html, pdf_path)
+        write_pdf(html, pdf_path, "--pdf")
         typer.echo(f"wrote {pdf_path}")

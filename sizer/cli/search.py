@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from sizer.cli.options import read_scenario_data, space_from_options
 from sizer.cli.render import render_search
+from sizer.outputs.destination import check_destination, write_with
 from sizer.outputs.serialise import to_json
 from sizer.sizing.result import GoodputSettings
 from sizer.sizing.search import SearchResult, SearchSettings, search
@@ -37,6 +38,8 @@ def command(
     show_rejected: bool = typer.Option(False, "--all", help="list every rejected configuration too"),
 ) -> None:
     """Find the cheapest deployment that meets the SLO: sweep GPUs, TP/PP, weight and KV formats."""
+    if csv:
+        check_destination(csv, "--csv")
     data = read_scenario_data(scenario)
     space = space_from_options(gpus, tp, pp, weights, kv_cache_dtype, speculative)
     err = Console(stderr=True)
@@ -78,4 +81,4 @@ def to_dict(result: SearchResult) -> dict:
 def write_csv(result, path: Path) -> None:
     import pandas as pd
 
-    pd.DataFrame(rows(result)).to_csv(path, index=False)
+    write_with(path, "--csv", lambda f: pd.DataFrame(rows(result)).to_csv(f, index=False))

@@ -13,7 +13,9 @@ from simulator.cluster import ROUTERS
 from simulator.metrics import summarise
 from sizer.cli.render import render_simulation_metrics
 from sizer.errors import InputError
+from sizer.inputs.safe_load import excerpt
 from sizer.inputs.scenario import load_scenario
+from sizer.outputs.destination import check_destination, write_with
 from sizer.outputs.serialise import to_json
 from sizer.sizing.goodput import slo_of
 from sizer.sizing.resolve import resolve
@@ -33,9 +35,11 @@ def command(
     router: str = typer.Option(DEFAULT_ROUTER, "--router", help="round_robin, least_outstanding or prefix_aware"),
 ) -> None:
     """Simulated TTFT, ITL, TPOT, E2E (p50/p95/p99), throughput, goodput and prefix-cache hits."""
+    if requests_csv is not None:
+        check_destination(requests_csv, "--requests-csv")
     scenario_obj, result, summary = run(scenario, num_requests, replicas, router, show_progress=not as_json)
     if requests_csv is not None:
-        result.requests.to_csv(requests_csv, index=False)
+        write_with(requests_csv, "--requests-csv", lambda f: result.requests.to_csv(f, index=False))
     if as_json:
         typer.echo(to_json({"scenario": scenario_obj.name, **vars(summary)}))
         return
@@ -44,7 +48,7 @@ def command(
 
 def run(path: Path, num_requests: int | None, replicas: int | None, router: str, show_progress: bool):
     if router not in ROUTERS:
-        raise InputError(None, "--router", f"{router!r}; expected one of {', '.join(ROUTERS)}")
+        raise InputError(None, "--router", f"{excerpt(router)}; expected one of {', '.join(ROUTERS)}")
     s = load_scenario(path)
     r = resolve(s)
     total = min(num_requests or s.workload.num_requests, (s.workload.trace.max_requests or 1 << 62)

@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
 from hardware_profiles import PROFILES_DIR
 from sizer.errors import InputError
+from sizer.inputs.safe_load import excerpt, load_yaml
 
 # PCIe x16, bytes per second in one direction, by generation: PCI-SIG's x16 figures are 64, 128 and
 # 256 GB/s bidirectional for PCIe 4.0 (16 GT/s per lane), 5.0 (32 GT/s) and 6.0 (64 GT/s), halved here
@@ -21,9 +20,6 @@ PCIE_X16_BYTES_PER_S_PER_DIRECTION = {4: 32e9, 5: 64e9, 6: 128e9}
 # A profile with no PCIe generation at all is assumed to be the slowest on current accelerators.
 PCIE_GEN_ASSUMED = 4
 HOST_CPU = "cpu"        # `hardware: cpu`: the machine the bundled engine runs on, not a datasheet profile
-
-# libyaml's loader reads the ~20 profiles about 5x faster than the pure-Python one (every command pays it).
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -91,14 +87,14 @@ def _from_yaml(data: dict, path: Path) -> HardwareSpec:
             sources=tuple(str(s) for s in data.get("sources", [])),
         )
     except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(str(path), None, f"malformed hardware profile ({exc!r})") from None
+        raise InputError(str(path), None, f"malformed hardware profile ({excerpt(exc)})") from None
 
 
 @lru_cache(maxsize=1)
 def all_profiles() -> dict[str, HardwareSpec]:
     profiles = {}
     for path in sorted(PROFILES_DIR.glob("*.yaml")):
-        spec = _from_yaml(yaml.load(path.read_text(), Loader=_LOADER), path)
+        spec = _from_yaml(load_yaml(path), path)
         profiles[spec.id] = spec
     return profiles
 
@@ -110,7 +106,7 @@ def load_hardware(name: str, file: str | None = None, field_path: str = "hardwar
         if key == spec.id or key in spec.aliases:
             return spec
     known = ", ".join(sorted(all_profiles()))
-    raise InputError(file, field_path, f"unknown GPU {name!r}; expected one of: {known}")
+    raise InputError(file, field_path, f"unknown GPU {excerpt(name)}; expected one of: {known}")
 
 
 def host_cpu() -> HardwareSpec:

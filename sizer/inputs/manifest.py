@@ -7,16 +7,14 @@ manifest cannot say. vLLM flags map to scenario fields; the HF repo id maps to t
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from sizer.errors import InputError
 from sizer.inputs.model_spec import CATALOG_DIR, catalog_names
+from sizer.inputs.safe_load import excerpt, load_json, load_yaml_all, loads_json, loads_yaml
 from sizer.inputs.scenario import SLOSection, WorkloadSection, scenario_from_dict
 from sizer.inputs.schema import build, field
 
@@ -53,12 +51,7 @@ class SizerBlock:
 def read_check_input(path: str, kv_share: float | None = None, budget_usd_per_hour: float | None = None) -> CheckInput:
     """A scenario YAML, or a Kubernetes/Helm YAML with a `vllm serve` container and a `sizer:` block."""
     file = str(path)
-    try:
-        docs = [d for d in yaml.safe_load_all(Path(path).read_text()) if d is not None]
-    except FileNotFoundError:
-        raise InputError(file, None, "file not found") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise InputError(file, None, f"not readable YAML ({exc.__class__.__name__})") from None
+    docs = [d for d in load_yaml_all(path) if d is not None]
     vllm = [c for doc in docs for c in _containers(doc) if _is_vllm(_tokens(c))]
     if not vllm and len(docs) == 1 and isinstance(docs[0], dict) and "sizer" not in docs[0] and "kind" not in docs[0]:
         data = docs[0]
@@ -159,10 +152,9 @@ def _sizer_block(docs: list, doc: dict, file: str) -> SizerBlock:
     if raw is None:
         annotation = ((doc.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
         if annotation is not None:
-            try:
-                raw = yaml.safe_load(annotation)
-            except yaml.YAMLError:
-                raise InputError(file, f"metadata.annotations.{ANNOTATION}", "not valid YAML") from None
+            # an annotation's value is a string of YAML; anything else is left for the schema to refuse
+            where = f"metadata.annotations.{ANNOTATION}"
+            raw = loads_yaml(annotation, file, where) if isinstance(annotation, str) else annotation
     if raw is None:
         raw = next((d["sizer"] for d in docs if isinstance(d, dict) and "sizer" in d), None)
     if raw is None:
@@ -247,17 +239,16 @@ def _flag_value(flag: str, value: str, kind: str, file: str):
         try:
             return float(value)
         except ValueError:
-            raise InputError(file, flag, f"expected a number, got {value!r}") from None
+            raise InputError(file, flag, f"expected a number, got {excerpt(value)}") from None
     table = {"quantization": QUANTIZATION, "kv": KV_DTYPES, "dtype": DTYPES}.get(kind)
     if table is not None:
         if value.lower() not in table:
-            raise InputError(file, flag, f"{value!r} is not modelled; expected one of: {', '.join(table)}")
+            raise InputError(file, flag, f"{excerpt(value)} is not modelled; expected one of: {', '.join(table)}")
         return table[value.lower()]
     if kind == "json":
-        try:
-            spec = json.loads(value)
-        except json.JSONDecodeError:
-            raise InputError(file, flag, "expected a JSON object") from None
+        spec = loads_json(value, file, flag)
+        if not isinstance(spec, dict):
+            raise InputError(file, flag, f"expected a JSON object, got {excerpt(spec)}")
         method = SPEC_METHODS.get(str(spec.get("method", "draft_model" if spec.get("model") else "")).lower())
         if method is None or "num_speculative_tokens" not in spec:
             raise InputError(file, flag,
@@ -276,9 +267,9 @@ def _int_value(value, file: str, where: str) -> int:
     try:
         number = float(text[:-1] if scale > 1 else text)
     except ValueError:
-        raise InputError(file, where, f"expected an integer, got {value!r}") from None
+        raise InputError(file, where, f"expected an integer, got {excerpt(value)}") from None
     if number * scale != int(number * scale):
-        raise InputError(file, where, f"expected an integer, got {value!r}")
+        raise InputError(file, where, f"expected an integer, got {excerpt(value)}")
     return int(number * scale)
 
 
@@ -293,7 +284,7 @@ def catalog_name_for(model_ref: str, file: str) -> str:
         return model_ref
     repos = {}
     for name in names:
-        repo = json.loads((CATALOG_DIR / f"{name}.json").read_text()).get("_sizer", {}).get("hf_repo")
+        repo = load_json(CATALOG_DIR / f"{name}.json").get("_sizer", {}).get("hf_repo")
         if repo:
             repos[repo.lower()] = name
             repos[_base_repo(repo)] = repos.get(_base_repo(repo), name)
@@ -302,7 +293,7 @@ def catalog_name_for(model_ref: str, file: str) -> str:
         return repos[key]
     if _base_repo(model_ref) in repos:
         return repos[_base_repo(model_ref)]
-    raise InputError(file, "vllm serve", f"model {model_ref!r} is not in the catalog (`sizer models`); "
+    raise InputError(file, "vllm serve", f"model {excerpt(model_ref)} is not in the catalog (`sizer models`); "
                      "set sizer.model to a catalog name or a config.json path")
 
 
@@ -335,8 +326,8 @@ def _gpu_from_labels(doc: dict, file: str) -> str:
         if key in GPU_LABELS:
             gpu = gpu_for_label(str(value))
             if gpu is None:
-                raise InputError(file, f"nodeSelector.{key}",
-                                 f"no hardware profile for {value!r}; set sizer.gpu (`sizer gpus`)")
+                raise InputError(file, f"nodeSelector.{excerpt(key, quote=False)}",
+                                 f"no hardware profile for {excerpt(value)}; set sizer.gpu (`sizer gpus`)")
             return gpu
     raise InputError(file, "sizer.gpu", f"missing, and no node selector names the GPU ({', '.join(GPU_LABELS)})")
 

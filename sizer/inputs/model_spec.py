@@ -8,12 +8,12 @@ DeepSeek/gpt-oss style keys are understood: GQA and MQA (`num_key_value_heads`),
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sizer.errors import InputError
+from sizer.inputs.safe_load import excerpt, load_json
 
 CATALOG_DIR = Path(__file__).parent / "catalog" / "models"
 
@@ -90,14 +90,11 @@ def load_config(name_or_path: str, file: str | None = None,
         path = CATALOG_DIR / f"{str(name_or_path).lower()}.json"
         if not path.exists():
             known = ", ".join(catalog_names())
-            raise InputError(file, field_path, f"unknown model {name_or_path!r}; "
+            raise InputError(file, field_path, f"unknown model {excerpt(name_or_path)}; "
                                                f"expected a catalog name ({known}) or a path to a config.json")
     if not path.exists():
-        raise InputError(file, field_path, f"config file {str(path)!r} does not exist")
-    try:
-        config = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(str(path), None, f"not a readable JSON config: {exc}") from None
+        raise InputError(file, field_path, f"config file {excerpt(str(path))} does not exist")
+    config = load_json(path)
     if not isinstance(config, dict):
         raise InputError(str(path), None, "expected a JSON object")
     meta = config.get("_sizer", {})
@@ -115,14 +112,15 @@ def _int(config: dict, key: str, file: str | None, default: int | None = None, p
     if value is None:
         raise InputError(file, key, "missing; expected a positive integer")
     if isinstance(value, bool) or not isinstance(value, int) or value < (1 if positive else 0):
-        raise InputError(file, key, f"expected a {'positive' if positive else 'non-negative'} integer, got {value!r}")
+        kind = "positive" if positive else "non-negative"
+        raise InputError(file, key, f"expected a {kind} integer, got {excerpt(value)}")
     return value
 
 
 def _mapping(config: dict, key: str, file: str | None) -> dict | None:
     value = config.get(key)
     if value is not None and not isinstance(value, dict):
-        raise InputError(file, key, f"expected a JSON object, got {value!r}")
+        raise InputError(file, key, f"expected a JSON object, got {excerpt(value)}")
     return value
 
 
@@ -172,12 +170,12 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
         _int(config, "num_experts_per_tok", file, default=config.get("experts_per_token"), positive=True)
     window = config.get("sliding_window")
     if window is not None and (isinstance(window, bool) or not isinstance(window, int)):
-        raise InputError(file, "sliding_window", f"expected an integer or null, got {window!r}")
+        raise InputError(file, "sliding_window", f"expected an integer or null, got {excerpt(window)}")
     block = (_mapping(config, "quantization_config", file) or {}).get("weight_block_size")
     if block is not None and not (isinstance(block, list) and len(block) == 2
                                   and all(isinstance(b, int) and b > 0 for b in block)):
         raise InputError(file, "quantization_config.weight_block_size",
-                         f"expected two positive integers, got {block!r}")
+                         f"expected two positive integers, got {excerpt(block)}")
     kinds, window = _layer_pattern(config, layers, file)
     architectures = config.get("architectures") or [config.get("model_type", "unknown")]
     return ModelSpec(

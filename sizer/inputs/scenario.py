@@ -12,9 +12,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-import yaml
-
 from sizer.errors import InputError
+from sizer.inputs.safe_load import excerpt, load_yaml
 from sizer.inputs.schema import build, field
 from sizer.inputs.variant import Variant
 
@@ -177,18 +176,7 @@ def load_scenario(path: str | Path, variant: Variant | None = None) -> Scenario:
     """Read, type-check and sanity-check a scenario YAML file; `variant`'s changes (CLI flags,
     search candidates) are made before validation."""
     path = Path(path)
-    file = str(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise InputError(file, None, "file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(file, None, f"cannot read: {exc}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else None
-        raise InputError(file, where, f"not valid YAML ({getattr(exc, 'problem', exc)})") from None
-    return scenario_from_dict(data, file, variant, default_name=path.stem)
+    return scenario_from_dict(load_yaml(path), str(path), variant, default_name=path.stem)
 
 
 def scenario_from_dict(data: object, file: str | None, variant: Variant | None = None,
@@ -233,7 +221,7 @@ def check_scenario(s: Scenario) -> None:
     else:
         trace_path = scenario_dir(s) / w.trace.path
         if not trace_path.is_file():
-            raise InputError(f, "workload.trace.path", f"trace file {str(trace_path)!r} not found")
+            raise InputError(f, "workload.trace.path", f"trace file {excerpt(str(trace_path))} not found")
     if (w.shared_prefix and w.prompt_tokens and w.prompt_tokens.distribution == "fixed"
             and w.shared_prefix.tokens > (w.prompt_tokens.value or 0)):
         raise InputError(f, "workload.shared_prefix.tokens", "longer than the fixed prompt length")

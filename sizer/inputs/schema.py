@@ -13,6 +13,7 @@ import typing
 from typing import Any, Literal
 
 from sizer.errors import InputError
+from sizer.inputs.safe_load import excerpt
 
 
 def field(default: Any = dataclasses.MISSING, *, ge: float | None = None, gt: float | None = None,
@@ -54,20 +55,20 @@ def convert(tp: Any, value: Any, path: str, file: str | None) -> Any:
                 return convert(arg, value, path, file)
             except InputError:
                 continue
-        raise InputError(file, path, f"expected {_type_name(tp)}, got {value!r}")
+        raise InputError(file, path, f"expected {_type_name(tp)}, got {excerpt(value)}")
     if origin is Literal:
         if value not in typing.get_args(tp):
-            raise InputError(file, path, f"expected {_type_name(tp)}, got {value!r}")
+            raise InputError(file, path, f"expected {_type_name(tp)}, got {excerpt(value)}")
         return value
     if origin in (list, tuple):
         if not isinstance(value, list):
-            raise InputError(file, path, f"expected a list, got {value!r}")
+            raise InputError(file, path, f"expected a list, got {excerpt(value)}")
         (item_tp, *_) = typing.get_args(tp) or (Any,)
         items = [convert(item_tp, v, f"{path}[{i}]", file) for i, v in enumerate(value)]
         return tuple(items) if origin is tuple else items
     if origin is dict or tp is dict:
         if not isinstance(value, dict):
-            raise InputError(file, path, f"expected a mapping, got {value!r}")
+            raise InputError(file, path, f"expected a mapping, got {excerpt(value)}")
         return dict(value)
     if dataclasses.is_dataclass(tp):
         return build(tp, value, path, file)
@@ -75,13 +76,13 @@ def convert(tp: Any, value: Any, path: str, file: str | None) -> Any:
         return value
     if tp is bool:
         if not isinstance(value, bool):
-            raise InputError(file, path, f"expected true or false, got {value!r}")
+            raise InputError(file, path, f"expected true or false, got {excerpt(value)}")
         return value
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             if isinstance(value, float) and value.is_integer():
                 return int(value)
-            raise InputError(file, path, f"expected an integer, got {value!r}")
+            raise InputError(file, path, f"expected an integer, got {excerpt(value)}")
         return value
     if tp is float:
         if isinstance(value, str):  # YAML 1.1 reads `8e9` (no dot) as a string
@@ -90,11 +91,11 @@ def convert(tp: Any, value: Any, path: str, file: str | None) -> Any:
             except ValueError:
                 pass
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise InputError(file, path, f"expected a finite number, got {value!r}")
+            raise InputError(file, path, f"expected a finite number, got {excerpt(value)}")
         return float(value)
     if tp is str:
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-            raise InputError(file, path, f"expected a string, got {value!r}")
+            raise InputError(file, path, f"expected a string, got {excerpt(value)}")
         return str(value)
     raise TypeError(f"unsupported schema type {tp!r}")
 
@@ -104,11 +105,11 @@ def _check_bounds(f: dataclasses.Field, value: Any, path: str, file: str | None)
         return
     ge, gt, le = f.metadata.get("ge"), f.metadata.get("gt"), f.metadata.get("le")
     if ge is not None and value < ge:
-        raise InputError(file, path, f"expected a value >= {ge}, got {value!r}")
+        raise InputError(file, path, f"expected a value >= {ge}, got {excerpt(value)}")
     if gt is not None and value <= gt:
-        raise InputError(file, path, f"expected a value > {gt}, got {value!r}")
+        raise InputError(file, path, f"expected a value > {gt}, got {excerpt(value)}")
     if le is not None and value > le:
-        raise InputError(file, path, f"expected a value <= {le}, got {value!r}")
+        raise InputError(file, path, f"expected a value <= {le}, got {excerpt(value)}")
 
 
 def build(cls: type, data: Any, path: str, file: str | None) -> Any:
@@ -116,13 +117,13 @@ def build(cls: type, data: Any, path: str, file: str | None) -> Any:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise InputError(file, path or "(top level)", f"expected a mapping, got {data!r}")
+        raise InputError(file, path or "(top level)", f"expected a mapping, got {excerpt(data)}")
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if not f.metadata.get("internal")}
     for key in data:
         if key not in fields:
             known = ", ".join(fields)
-            raise InputError(file, _join(path, str(key)), f"unknown key; expected one of: {known}")
+            raise InputError(file, _join(path, excerpt(key, quote=False)), f"unknown key; expected one of: {known}")
     kwargs = {}
     for name, f in fields.items():
         sub = _join(path, name)

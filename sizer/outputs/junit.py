@@ -7,6 +7,7 @@ from xml.etree import ElementTree as ET
 
 from sizer.errors import InputError
 from sizer.outputs.check import CheckResult
+from sizer.outputs.destination import write_with
 
 
 def _suite(file: str, tests: int, failures: int, errors: int, skipped: int) -> tuple[ET.Element, ET.Element]:
@@ -28,7 +29,7 @@ def write_junit(path: Path, result: CheckResult) -> None:
             ET.SubElement(case, "skipped", message=r.message)
         else:
             ET.SubElement(case, "system-out").text = r.message
-    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+    _write(path, root)
 
 
 def write_junit_error(path: Path, file: str, error: InputError) -> None:
@@ -36,4 +37,9 @@ def write_junit_error(path: Path, file: str, error: InputError) -> None:
     root, suite = _suite(file, 1, 0, 1, 0)
     case = ET.SubElement(suite, "testcase", classname=f"sizer.check.{Path(file).stem}", name="input")
     ET.SubElement(case, "error", message=error.one_line(), type="InputError")
-    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+    _write(path, root)
+
+
+def _write(path: Path, root: ET.Element) -> None:
+    write_with(path, "--junit", lambda f: ET.ElementTree(root).write(f, encoding="utf-8", xml_declaration=True),
+               binary=True)

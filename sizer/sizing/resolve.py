@@ -23,6 +23,7 @@ from sizer.analytic.weights import WeightFormat, weight_format
 from sizer.errors import InputError
 from sizer.inputs.hardware import HardwareSpec, Link, host_link, scale_up_link, scenario_hardware
 from sizer.inputs.model_spec import ModelSpec, from_hf_config, load_config, load_model
+from sizer.inputs.safe_load import excerpt
 from sizer.inputs.scenario import Scenario, scenario_dir
 from sizer.sizing.presets import PROPOSER_COST_FRACTION, engine_defaults, preset
 
@@ -199,7 +200,7 @@ def _calibrated_profile(s: Scenario, model: ModelSpec, hardware: HardwareSpec,
     field_path = "hardware.calibrated_profile"
     folder = scenario_dir(s) / s.hardware.calibrated_profile
     if not folder.exists():
-        raise InputError(s.file, field_path, f"profile folder {str(folder)!r} not found")
+        raise InputError(s.file, field_path, f"profile folder {excerpt(str(folder))} not found")
     profile = load_profile(folder)
     measured = profile.header.model
     if measured.name != model.name or measured.tp != parallel.tp:

@@ -10,6 +10,7 @@ from pathlib import Path
 from engine.profile import ProfileHeader, load_profile
 from simulator.run import SimulationConfig
 from sizer.errors import InputError
+from sizer.inputs.safe_load import excerpt
 from sizer.inputs.scenario import Scenario, load_scenario
 from sizer.sizing.resolve import Resolved, resolve
 from sizer.sizing.simulate import simulation_config
@@ -26,9 +27,11 @@ def validation_config(s: Scenario, profile_header: ProfileHeader,
     r = resolve(s)
     f, d, measured, device = s.file, s.deployment, profile_header.model, profile_header.device
     if r.model.name != measured.name:
-        raise InputError(f, "model.name", f"{r.model.name!r}, but the profile was calibrated for {measured.name!r}")
+        raise InputError(f, "model.name",
+                         f"{excerpt(r.model.name)}, but the profile was calibrated for {excerpt(measured.name)}")
     if device.id != r.hardware.id:
-        raise InputError(f, "hardware.gpu", f"{r.hardware.id!r}, but the profile was measured on {device.id!r}")
+        raise InputError(f, "hardware.gpu",
+                         f"{excerpt(r.hardware.id)}, but the profile was measured on {excerpt(device.id)}")
     if r.parallel.tp != 1 or r.parallel.pp != 1 or measured.tp != 1:
         raise InputError(f, "deployment.tensor_parallel_size",
                          "the bundled engine validates on one device (TP 1, PP 1) only")

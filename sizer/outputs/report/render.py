@@ -12,6 +12,7 @@ from pathlib import Path
 import jinja2
 
 from sizer.errors import InputError
+from sizer.outputs.destination import write_bytes
 from sizer.outputs.report.data import Report
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -39,10 +40,10 @@ def render_html(report: Report, generated: str) -> str:
     return env.get_template("report.html.j2").render(r=report, generated=generated)
 
 
-def write_pdf(html: str, path: str | Path) -> None:
+def write_pdf(html: str, path: str | Path, flag: str = "--pdf") -> None:
     """The same document through weasyprint (imported here: it is an optional dependency)."""
     try:
         from weasyprint import HTML
     except ImportError as exc:   # pragma: no cover - depends on the install
         raise InputError(None, "--pdf", f"weasyprint is not installed ({exc}); pip install 'sizer[pdf]'") from None
-    HTML(string=html, base_url=str(TEMPLATES)).write_pdf(str(path))
+    write_bytes(path, flag, HTML(string=html, base_url=str(TEMPLATES)).write_pdf())

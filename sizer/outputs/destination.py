@@ -1,0 +1,76 @@
+"""Every file a command writes goes through here: `simulate --requests-csv`, `search --csv`,
+`report -o` (and its `--pdf` sibling) and `check --junit`.
+
+`check_destination` is called before the command does its work, so a path that cannot be
+written (its folder missing, the path a directory, under a regular file, a folder without write
+permission) is an `InputError` naming the flag and the path, exit 2, before minutes of search,
+and before `check` decides a verdict that a bad `--junit` path would otherwise hide. The
+writers turn an `OSError` while writing (a full disk, permissions changed meanwhile) into the
+same one-line error.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+from sizer.errors import InputError
+
+
+def check_destination(path: str | Path, flag: str) -> Path:
+    """`path` if a file can be written there; otherwise an InputError(path, flag, why)."""
+    path = Path(path)
+    file = str(path)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        info = None
+    except NotADirectoryError:          # some folder on the way is a file
+        info = None
+    except OSError as exc:
+        raise InputError(file, flag, f"cannot write here: {exc.strerror or exc}") from None
+    if info is not None:
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError(file, flag, "is a directory; expected a file name")
+        if not os.access(path, os.W_OK):
+            raise InputError(file, flag, "exists and is not writable")
+        return path          # an existing file (or a device such as /dev/null) is overwritten
+    parent = path.parent
+    if not parent.is_dir():
+        above = next((p for p in (parent, *parent.parents) if p.exists()), None)
+        if above is not None and not above.is_dir():
+            raise InputError(file, flag, f"{above} is a file, not a folder")
+        raise InputError(file, flag, f"folder {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(file, flag, f"folder {parent} is not writable")
+    return path
+
+
+@contextmanager
+def opened(path: str | Path, flag: str, binary: bool = False) -> Iterator[IO]:
+    """`path` open for writing; an OSError while opening or writing becomes an InputError."""
+    try:
+        with open(path, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8", "newline": ""})) as f:
+            yield f
+    except OSError as exc:
+        raise InputError(str(path), flag, f"cannot write: {exc.strerror or exc}") from None
+
+
+def write_text(path: str | Path, flag: str, text: str) -> None:
+    with opened(path, flag) as f:
+        f.write(text)
+
+
+def write_bytes(path: str | Path, flag: str, data: bytes) -> None:
+    with opened(path, flag, binary=True) as f:
+        f.write(data)
+
+
+def write_with(path: str | Path, flag: str, writer: Callable[[IO], object], binary: bool = False) -> None:
+    """`writer(file object)`: for writers that take a file (pandas' to_csv, ElementTree.write)."""
+    with opened(path, flag, binary) as f:
+        writer(f)

@@ -1,0 +1,145 @@
+"""Output files (issue 9, item 4): every file a command writes is checked before the command does
+its work, and a failure to write is one line naming the flag and the path, exit 2."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+from typer.testing import CliRunner
+
+from sizer.cli import app
+from sizer.errors import InputError
+from sizer.outputs.destination import check_destination, write_text
+
+ROOT = Path(__file__).resolve().parents[3]
+CHAT = ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml"
+PASS = ROOT / "scenarios" / "deploy" / "pass-llama-8b-h100.yaml"
+MEMORY = ROOT / "scenarios" / "deploy" / "fail-memory-llama-70b-h100.yaml"
+runner = CliRunner()
+
+# command line with OUT where the output path goes (the flag just before it)
+COMMANDS = {
+    "simulate --requests-csv": ["simulate", str(CHAT), "--num-requests", "50", "--requests-csv", "OUT"],
+    "search --csv": ["search", str(CHAT), "--gpus", "h100", "--tp", "1", "--weights", "bf16", "--kv-cache-dtype",
+                     "auto", "--requests", "50", "--workers", "1", "--csv", "OUT"],
+    "report -o": ["report", str(CHAT), "--no-search", "-o", "OUT"],
+    "check --junit": ["check", str(PASS), "--junit", "OUT"],
+}
+FLAG = {"simulate --requests-csv": "--requests-csv", "search --csv": "--csv", "report -o": "--output",
+        "check --junit": "--junit"}
+
+
+def invoke(args: list[str], out: Path, scenario: str | None = None):
+    args = [str(out) if a == "OUT" else a for a in args]
+    if scenario is not None:
+        args[1] = scenario
+    return runner.invoke(app, args)
+
+
+def one_line_exit_2(result) -> str:
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.output, result.output
+    return lines[0]
+
+
+def bad_destinations(tmp_path: Path) -> dict[str, tuple[Path, str]]:
+    (tmp_path / "a-file").write_text("x")
+    return {
+        "missing folder": (tmp_path / "missing" / "out.x", f"folder {tmp_path / 'missing'} does not exist"),
+        "a directory": (tmp_path, "is a directory; expected a file name"),
+        "under a regular file": (tmp_path / "a-file" / "out.x", f"{tmp_path / 'a-file'} is a file, not a folder"),
+    }
+
+
+@pytest.mark.parametrize("case", ["missing folder", "a directory", "under a regular file"])
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_bad_destination_is_exit_2_before_any_work(tmp_path, command, case):
+    out, why = bad_destinations(tmp_path)[case]
+    # a scenario that does not exist: the destination is checked first, so its error is the one reported
+    result = invoke(COMMANDS[command], out, scenario=str(tmp_path / "no-such-scenario.yaml"))
+    assert one_line_exit_2(result) == f"error: {out}: {FLAG[command]}: {why}"
+    # and with a real scenario too
+    result = invoke(COMMANDS[command], out)
+    assert one_line_exit_2(result) == f"error: {out}: {FLAG[command]}: {why}"
+
+
+def test_report_pdf_sibling_is_checked_first(tmp_path):
+    (tmp_path / "r.pdf").mkdir()
+    result = runner.invoke(app, ["report", str(CHAT), "--no-search", "-o", str(tmp_path / "r.html"), "--pdf"])
+    assert one_line_exit_2(result) == f"error: {tmp_path / 'r.pdf'}: --pdf: is a directory; expected a file name"
+    assert not (tmp_path / "r.html").exists()
+    result = runner.invoke(app, ["report", str(CHAT), "--no-search", "-o", str(tmp_path / "r.pdf"), "--pdf"])
+    assert "--output" in one_line_exit_2(result)
+
+
+def test_bad_junit_path_never_hides_the_verdict(tmp_path):
+    # a failing deployment (exit 1) with a bad --junit: exit 2 naming the path, before checking anything
+    bad = tmp_path / "nope" / "junit.xml"
+    line = one_line_exit_2(runner.invoke(app, ["check", str(MEMORY), "--junit", str(bad)]))
+    assert line == f"error: {bad}: --junit: folder {tmp_path / 'nope'} does not exist"
+    # bad input with a bad --junit: the path is reported, and nothing is written
+    line = one_line_exit_2(runner.invoke(app, ["check", "/dev/zero", "--junit", str(bad)]))
+    assert "--junit" in line
+    # bad input with a good --junit: the input's own error, and the JUnit file says why nothing was checked
+    good = tmp_path / "junit.xml"
+    line = one_line_exit_2(runner.invoke(app, ["check", "/dev/zero", "--junit", str(good)]))
+    assert line == "error: /dev/zero: a character device, not a regular file"
+    case = ET.parse(good).getroot().find("testsuite/testcase/error")
+    assert case is not None and "a character device" in case.get("message")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+def test_full_disk_while_writing(tmp_path):
+    # /dev/full accepts the open and fails every write with ENOSPC, as a full disk does
+    result = runner.invoke(app, ["simulate", str(CHAT), "--num-requests", "50", "--requests-csv", "/dev/full"])
+    assert one_line_exit_2(result) == "error: /dev/full: --requests-csv: cannot write: No space left on device"
+    # check prints its verdict before writing JUnit: the failure to write cannot hide it
+    result = runner.invoke(app, ["check", str(MEMORY), "--junit", "/dev/full"])
+    assert "FAIL: memory" in result.stdout
+    assert one_line_exit_2(result) == "error: /dev/full: --junit: cannot write: No space left on device"
+    # bad input and a JUnit file that cannot be written: the input's own error is the one shown
+    result = runner.invoke(app, ["check", "/dev/zero", "--junit", "/dev/full"])
+    assert one_line_exit_2(result) == "error: /dev/zero: a character device, not a regular file"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")
+def test_folder_without_write_permission(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    try:
+        with pytest.raises(InputError, match="is not writable"):
+            check_destination(locked / "out.csv", "--csv")
+    finally:
+        locked.chmod(0o700)
+
+
+def test_writer_turns_os_errors_into_input_errors(tmp_path, monkeypatch):
+    out = tmp_path / "out.txt"
+    check_destination(out, "--x")                   # a new file in an existing folder is fine
+    write_text(out, "--x", "hello")
+    assert out.read_text() == "hello"
+    check_destination(out, "--x")                   # and so is overwriting a file
+    out.chmod(0o400)
+    if os.geteuid() != 0:
+        with pytest.raises(InputError, match="exists and is not writable"):
+            check_destination(out, "--x")
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_a_normal_run_still_writes_its_file(tmp_path, command):
+    out = tmp_path / {"report -o": "report.html", "check --junit": "junit.xml"}.get(command, "out.csv")
+    result = invoke(COMMANDS[command], out)
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    if command == "simulate --requests-csv":
+        assert len(text.strip().splitlines()) == 51
+    elif command == "search --csv":
+        assert text.startswith("rank,") and len(text.strip().splitlines()) == 2
+    elif command == "report -o":
+        assert text.startswith("<!DOCTYPE html>") and f"wrote {out}" in result.stdout
+    else:
+        assert ET.fromstring(text.encode()).find("testsuite").get("failures") == "0"
