@@ -218,7 +218,10 @@ def scale_bytes(g: LinearGroup, fmt: WeightFormat, group_size: int, m: ModelSpec
     if fmt.name == "int8":
         return n * 4 * c
     if fmt.name in ("awq", "gptq"):
-        groups = math.ceil(k / group_size) * n
+        # group_size -1 is GPTQ's per-channel quantisation: one
+        # scale and zero per output row, i.e. a single group spanning the whole input dimension.
+        per_group = k if group_size == -1 else group_size
+        groups = math.ceil(k / per_group) * n
         return groups * (2 + 0.5) * c          # fp16 scale + packed 4-bit zero
     if fmt.name == "nvfp4":
         return (k * n / 16) * 1 * c + 2 * 4 * c

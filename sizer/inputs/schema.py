@@ -163,3 +163,92 @@ def describe(cls: type, prefix: str = "") -> list[tuple[str, str, str, str]]:
             default = "required"
         rows.append((path, _type_name(tp), default, f.metadata.get("doc", "")))
     return rows
+
+
+# ---- keys of a foreign JSON document (a model's config.json) -------------------------------
+#
+# The scenario is sizer's own format, so its schema is a dataclass and unknown keys are refused.
+# A config.json is someone else's: sizer reads a few of its keys (under several spellings), ignores
+# the rest, and treats a null as "not stated" where Hugging Face does. `Key` declares one such key.
+
+
+@dataclasses.dataclass(frozen=True)
+class Key:
+    """One key sizer reads from a foreign JSON mapping: its type, bounds and the other spellings
+    (aliases) that mean the same thing. The first spelling present with a non-null value wins."""
+    name: str
+    tp: Any                              # as `convert` takes it: int, float, bool, str, list[str], dict
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    aliases: tuple[str, ...] = ()
+    nullable: bool = True                # null means "not stated" (the default applies); else it is an error
+    default: Any = None
+    doc: str = ""
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+
+def read_key(spec: Key, data: dict, file: str | None, prefix: str = "") -> tuple[Any, str]:
+    """(value, the key it was read from) of `spec` in mapping `data`, checked against the spec's type
+    and bounds; the spec's default (and its name) when no spelling is present. Raises InputError
+    naming `prefix` + the key as written."""
+    for key in spec.keys:
+        if key not in data:
+            continue
+        value, path = data[key], prefix + key
+        if value is None:
+            if spec.nullable:
+                continue
+            raise InputError(file, path, f"expected {_expectation(spec)}, got null")
+        if spec.tp is int and isinstance(value, float) and value.is_integer() and math.isfinite(value):
+            value = int(value)  # `8.0` for 8 in a hand-edited config; `convert` says the same for YAML
+        try:
+            if not _json_kind_ok(spec.tp, value):  # JSON has real types: "1e-5" is text, not a number
+                raise InputError(file, path, "")
+            value = convert(spec.tp, value, path, file)
+        except InputError:
+            raise InputError(file, path, f"expected {_expectation(spec)}, got {excerpt(value)}") from None
+        for bound, ok in ((spec.ge, lambda v, b: v >= b), (spec.gt, lambda v, b: v > b),
+                          (spec.le, lambda v, b: v <= b)):
+            if bound is not None and isinstance(value, (int, float)) and not isinstance(value, bool) \
+                    and not ok(value, bound):
+                raise InputError(file, path, f"expected {_expectation(spec)}, got {excerpt(value)}")
+        return value, key
+    return spec.default, spec.name
+
+
+def _json_kind_ok(tp: Any, value: Any) -> bool:
+    if tp is str:
+        return isinstance(value, str)
+    if tp in (int, float):
+        return not isinstance(value, str)
+    if typing.get_origin(tp) in (list, tuple):
+        (item, *_) = typing.get_args(tp) or (Any,)
+        return not isinstance(value, list) or all(_json_kind_ok(item, v) for v in value)
+    return True
+
+
+def _expectation(spec: Key) -> str:
+    """`an integer in [1, 1000]`, `a number > 0`, `a list of strings`: what the key must hold."""
+    if spec.tp is int or spec.tp is float:
+        text = _type_name(spec.tp)
+        if spec.ge is not None and spec.le is not None:
+            return f"{text} in [{_num(spec.ge)}, {_num(spec.le)}]"
+        bounds = " and ".join(f"{op} {_num(b)}" for op, b in ((">=", spec.ge), (">", spec.gt), ("<=", spec.le))
+                              if b is not None)
+        text = f"{text} {bounds}" if bounds else text
+    elif typing.get_origin(spec.tp) in (list, tuple):
+        (item,) = typing.get_args(spec.tp) or (Any,)
+        text = "a list" if item is Any else f"a list of {_type_name(item).split(' ', 1)[1]}s"
+    elif spec.tp is dict:
+        text = "a JSON object"
+    else:
+        text = _type_name(spec.tp)
+    return text + (" or null" if spec.nullable else "")
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
