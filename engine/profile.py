@@ -27,6 +27,11 @@ The split of a batch's totals into decode and prefill sequences assumes equal pr
 from __future__ import annotations
 
 import csv
+import io
+import math
+import os
+import reprlib
+import stat
 import types
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from pathlib import Path
@@ -206,10 +211,40 @@ def _value(kind: Any, value: Any, key: str, file: str) -> Any:
     if origin is tuple and isinstance(value, list):
         return tuple(_value(args[0], v, f"{key}[{i}]", file) for i, v in enumerate(value))
     if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+        if not math.isfinite(value):
+            raise FieldError(file, key, f"expected a finite number, got {_excerpt(value)}")
+        return _bounded(float(value), key, file)
     if kind in (int, str) and type(value) is kind:
-        return value
-    raise FieldError(file, key, f"expected {getattr(kind, '__name__', kind)}, got {value!r}")
+        return _bounded(value, key, file) if kind is int else value
+    raise FieldError(file, key, f"expected {getattr(kind, '__name__', kind)}, got {_excerpt(value)}")
+
+
+# What the step-time model divides by or multiplies with must be in range: (dotted key or a
+# prefix ending in ".", lowest, strictly above the lowest). Keys not listed (versions, fit
+# statistics, achieved rates) are only reported, never computed with.
+HEADER_BOUNDS = {
+    "dtype_bytes": (1, False), "model.tp": (1, False), "model.hidden_size": (1, False),
+    "model.engine_num_layers": (1, False), "model.model_num_layers": (1, False), "model.scale": (0, True),
+    "limits.": (1, False), "calls_per_step.": (0, False), "allreduce_calls_per_layer": (0, False),
+    "overhead.fixed_s": (0, False), "overhead.per_seq_s": (0, False), "overhead.kernel_factor": (0, False),
+    "overhead.decode_fixed_s": (0, False), "overhead.decode_kernel_factor": (0, False),   # a fit may give 0
+}
+
+
+def _bounded(value: float, key: str, file: str) -> float:
+    bound = HEADER_BOUNDS.get(key) or next((b for k, b in HEADER_BOUNDS.items()
+                                            if k.endswith(".") and key.startswith(k)), None)
+    if bound is not None:
+        low, strict = bound
+        if value < low or (strict and value == low):
+            raise FieldError(file, key, f"expected a value {'>' if strict else '>='} {low}, got {_excerpt(value)}")
+    return value
+
+
+def _excerpt(value: Any, limit: int = 80) -> str:
+    """A short quote of a value for an error message (engine/ imports nothing of sizer's excerpt)."""
+    text = reprlib.repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _segment(xs: np.ndarray, ys: np.ndarray, x: float) -> tuple[float, bool]:
@@ -245,23 +280,59 @@ class Table2D:
         return value, in_x and rows[0][1]
 
 
-def _read_csv(path: Path) -> dict[str, np.ndarray]:
+MAX_PROFILE_YAML_BYTES = 1 << 20      # a calibrated profile.yaml is ~3 KB
+MAX_TABLE_BYTES = 16 << 20            # the tables are a few KB; steps.csv of a long sweep under 1 MB
+
+
+def _read_bounded(path: Path, max_bytes: int, what: str) -> str:
+    """The UTF-8 text of a regular file of at most `max_bytes` (a FIFO or device is refused, not read)."""
     try:
-        with path.open(newline="") as f:
-            rows = list(csv.DictReader(f))
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise FieldError(str(path), None, f"{what} is not a regular file")
+        if info.st_size > max_bytes:
+            raise FieldError(str(path), None, f"{what} is {info.st_size:,} bytes, over the {max_bytes:,}-byte bound")
+        data = path.read_bytes()[:max_bytes + 1]
     except OSError as exc:
-        raise FieldError(str(path), None, f"calibration table missing or unreadable: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise FieldError(str(path), None, "calibration table is not text (expected CSV)") from None
+        raise FieldError(str(path), None, f"{what} missing or unreadable: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise FieldError(str(path), f"line {line}", f"{what} is not UTF-8 text") from None
+
+
+def _read_csv(path: Path, required: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Columns of a calibration table: every `required` column there, every cell a finite number >= 0."""
+    text = _read_bounded(path, MAX_TABLE_BYTES, "calibration table")
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        header = reader.fieldnames or []
+        rows = list(reader)
+    except csv.Error as exc:
+        raise FieldError(str(path), None, f"not a CSV table ({exc})") from None
     if not rows:
         raise FieldError(str(path), None, "calibration table is empty")
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise FieldError(str(path), f"column {missing[0]}",
+                         f"missing; the table has {_excerpt(header)} and needs {', '.join(required)}")
     columns = {}
-    for k in rows[0]:
+    for line, row in enumerate(rows, 2):
+        if None in row:
+            raise FieldError(str(path), f"line {line}", f"more cells than the header's {len(header)}")
+    for k in header:
         try:
-            columns[k] = np.array([float(r[k]) for r in rows])
+            values = np.array([float(r[k]) for r in rows])
         except (TypeError, ValueError):
             bad = next(i for i, r in enumerate(rows, 2) if not _is_number(r[k]))
             raise FieldError(str(path), f"line {bad}, column {k}", "expected a number") from None
+        bad_rows = np.flatnonzero(~np.isfinite(values) | (values < 0))
+        if len(bad_rows):
+            i = int(bad_rows[0])
+            raise FieldError(str(path), f"line {i + 2}, column {k}",
+                             f"expected a finite number >= 0, got {_excerpt(rows[i][k])}")
+        columns[k] = values
     return columns
 
 
@@ -273,14 +344,17 @@ def _is_number(text: str | None) -> bool:
         return False
 
 
-def _table_1d(path: Path, key: str) -> Table1D:
-    cols = _read_csv(path)
+def _table_1d(path: Path, key: str, value_columns: tuple[str, ...]) -> Table1D:
+    cols = _read_csv(path, (key, *value_columns))
     order = np.argsort(cols[key])
+    repeated = np.flatnonzero(np.diff(cols[key][order]) == 0)
+    if len(repeated):
+        raise FieldError(str(path), f"column {key}", f"{cols[key][order][repeated[0]]:g} measured twice")
     return Table1D(cols[key][order], {k: v[order] for k, v in cols.items() if k != key})
 
 
 def _table_2d(path: Path, xkey: str, ykey: str) -> Table2D:
-    cols = _read_csv(path)
+    cols = _read_csv(path, (xkey, ykey, "time_s"))
     xs, ys = np.unique(cols[xkey]), np.unique(cols[ykey])
     values = np.full((len(xs), len(ys)), np.nan)
     values[np.searchsorted(xs, cols[xkey]), np.searchsorted(ys, cols[ykey])] = cols["time_s"]
@@ -306,9 +380,10 @@ def read_header(folder: Path) -> ProfileHeader:
     if not path.exists():
         raise FieldError(str(folder), None,
                          f"not a calibrated profile: no {PROFILE_FILE} (run `sizer calibrate` first)")
+    text = _read_bounded(path, MAX_PROFILE_YAML_BYTES, PROFILE_FILE)
     try:
-        data = yaml.safe_load(path.read_text())
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        data = yaml.safe_load(text)
+    except (yaml.YAMLError, RecursionError) as exc:
         raise FieldError(str(path), None, f"not valid YAML ({type(exc).__name__})") from None
     return ProfileHeader.from_dict(data, str(path))
 
@@ -322,11 +397,11 @@ def load_profile(path: str | Path) -> CalibrationProfile:
     return CalibrationProfile(
         path=folder,
         header=header,
-        token_ops=_table_1d(folder / TOKEN_OPS_FILE, "tokens"),
-        seq_ops=_table_1d(folder / SEQ_OPS_FILE, "seqs"),
+        token_ops=_table_1d(folder / TOKEN_OPS_FILE, "tokens", tuple(f"{op}_s" for op in header.calls_per_step)),
+        seq_ops=_table_1d(folder / SEQ_OPS_FILE, "seqs", ("lm_head_s", "sampling_s")),
         decode_attention=_table_2d(folder / DECODE_FILE, "seqs", "context_tokens"),
         prefill_attention=_table_2d(folder / PREFILL_FILE, "chunk_tokens", "context_tokens"),
-        allreduce=_table_1d(folder / ALLREDUCE_FILE, "bytes") if header.model.tp > 1 else None,
+        allreduce=_table_1d(folder / ALLREDUCE_FILE, "bytes", ("time_s",)) if header.model.tp > 1 else None,
     )
 
 

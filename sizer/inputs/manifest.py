@@ -7,6 +7,7 @@ manifest cannot say. vLLM flags map to scenario fields; the HF repo id maps to t
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import shlex
 from dataclasses import dataclass
@@ -52,7 +53,7 @@ def read_check_input(path: str, kv_share: float | None = None, budget_usd_per_ho
     """A scenario YAML, or a Kubernetes/Helm YAML with a `vllm serve` container and a `sizer:` block."""
     file = str(path)
     docs = [d for d in load_yaml_all(path) if d is not None]
-    vllm = [c for doc in docs for c in _containers(doc) if _is_vllm(_tokens(c))]
+    vllm = [c for doc in docs for c in _containers(doc, "") if _is_vllm(_tokens(c[1], c[0], file, doc))]
     if not vllm and len(docs) == 1 and isinstance(docs[0], dict) and "sizer" not in docs[0] and "kind" not in docs[0]:
         data = docs[0]
         scenario = scenario_from_dict(data, file, default_name=Path(path).stem)
@@ -63,28 +64,144 @@ def read_check_input(path: str, kv_share: float | None = None, budget_usd_per_ho
     return _from_manifest(docs, file, Path(path).stem, kv_share, budget_usd_per_hour)
 
 
+# ---- the manifest fields sizer reads, declared once --------------------------------------------
+
+
+@dataclass(frozen=True)
+class Bound:
+    """What a numeric manifest value must be: an integer (vLLM's 32k/32K forms allowed) or a
+    finite number, within [lo, hi] (`lo_open`: strictly above lo)."""
+    kind: type
+    lo: float
+    hi: float
+    lo_open: bool = False
+
+    def describe(self) -> str:
+        what = "an integer" if self.kind is int else "a finite number"
+        return f"{what} {'>' if self.lo_open else '>='} {self.lo:g} and <= {self.hi:,}"
+
+
+# The bounds are the scenario's (sizer/inputs/scenario.py): a model context up to 10 Mi tokens
+# (10,485,760), at most 1,024 GPUs in any one parallel dimension, 16 speculative tokens.
+MAX_PARALLEL = 1024
+MAX_CONTEXT = 10_485_760
+MAX_REPLICAS = 10_000
+MAX_GPUS_PER_POD = 1024
+# Deployment field (from a vLLM flag) -> bound.
+FLAG_BOUNDS = {
+    "tensor_parallel_size": Bound(int, 1, MAX_PARALLEL),
+    "pipeline_parallel_size": Bound(int, 1, MAX_PARALLEL),
+    "data_parallel_size": Bound(int, 1, MAX_PARALLEL),
+    "max_model_len": Bound(int, 1, MAX_CONTEXT),
+    "max_num_seqs": Bound(int, 1, 1_048_576),
+    "max_num_batched_tokens": Bound(int, 1, MAX_CONTEXT),
+    "block_size": Bound(int, 1, 65_536),
+    "gpu_memory_utilization": Bound(float, 0.0, 1.0, lo_open=True),
+    "num_speculative_tokens": Bound(int, 1, 16),
+}
+# Manifest paths (relative to the document, or to the vLLM container for `resources.*`) -> what
+# they must be. `map` is a mapping (absent or null reads as empty), `list` a list of strings
+# (Kubernetes; Helm values may give one shell command line as a string).
+MANIFEST_FIELDS: dict[str, object] = {
+    "metadata": "map", "metadata.annotations": "map", "metadata.name": "str", "spec": "map",
+    "spec.replicas": Bound(int, 1, MAX_REPLICAS),               # Kubernetes Deployment / StatefulSet
+    "replicaCount": Bound(int, 1, MAX_REPLICAS), "replicas": Bound(int, 1, MAX_REPLICAS),   # Helm values
+    "command": "list", "args": "list",
+    "resources": "map", "resources.limits": "map", "resources.requests": "map",
+    "resources.limits.nvidia.com/gpu": Bound(int, 0, MAX_GPUS_PER_POD),   # 0: "needs N" says more
+    "resources.limits.amd.com/gpu": Bound(int, 0, MAX_GPUS_PER_POD),
+    "nodeSelector": "map", "matchExpressions": "list", "matchExpressions[].values": "list",
+}
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _get(node: dict, key: str, schema_key: str, path: str, file: str):
+    """`node[key]` checked against MANIFEST_FIELDS[schema_key]; a missing or null map is {}."""
+    value = node.get(key)
+    where = _join(path, key)
+    kind = MANIFEST_FIELDS[schema_key]
+    if kind == "map":
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise InputError(file, where, f"expected a mapping, got {excerpt(value)}")
+        return value
+    if kind == "str":
+        if value is not None and (not isinstance(value, (str, int, float)) or isinstance(value, bool)):
+            raise InputError(file, where, f"expected a string, got {excerpt(value)}")
+        return None if value is None else str(value)
+    if kind == "list":
+        if value is not None and not isinstance(value, list):
+            raise InputError(file, where, f"expected a list, got {excerpt(value)}")
+        return value
+    return bounded(value, kind, file, where)
+
+
+def bounded(value, bound: Bound, file: str, where: str):
+    """A number within `bound`, from YAML (int, float) or text (a flag's value, a quoted YAML value)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise InputError(file, where, f"expected {bound.describe()}, got {excerpt(value)}")
+    if isinstance(value, str):
+        text = value.strip()
+        scale = 1
+        if bound.kind is int:
+            scale = {"k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+            text = text[:-1] if scale > 1 else text
+        try:
+            number = float(text) * scale if len(text) <= 40 else math.nan
+        except ValueError:
+            raise InputError(file, where, f"expected {bound.describe()}, got {excerpt(value)}") from None
+    else:
+        number = value
+    if isinstance(number, float) and not math.isfinite(number):
+        raise InputError(file, where, f"expected {bound.describe()}, got {excerpt(value)}")
+    if bound.kind is int:
+        if isinstance(number, float):
+            if not number.is_integer():
+                raise InputError(file, where, f"expected {bound.describe()}, got {excerpt(value)}")
+            number = int(number)
+    else:
+        number = float(number)
+    if number < bound.lo or (bound.lo_open and number == bound.lo) or number > bound.hi:
+        raise InputError(file, where, f"expected {bound.describe()}, got {excerpt(value)}")
+    return number
+
+
+# ---- reading a manifest ------------------------------------------------------------------------
+
+
 def _from_manifest(docs: list, file: str, stem: str, kv_share: float | None, budget: float | None) -> CheckInput:
-    found = [(doc, c) for doc in docs for c in _containers(doc) if _is_vllm(_tokens(c))]
+    found = [(doc, path, c) for doc in docs for path, c in _containers(doc, "")
+             if _is_vllm(_tokens(c, path, file, doc))]
     if not found:
         raise InputError(file, None, "neither a scenario (model, hardware) "
                                      "nor a manifest with a container that runs `vllm serve`")
     if len(found) > 1:
         raise InputError(file, None, f"{len(found)} containers run vLLM; sizer check takes one deployment per file")
-    doc, container = found[0]
+    doc, cpath, container = found[0]
+    if not isinstance(doc, dict):
+        raise InputError(file, "(top level)", f"expected a mapping, got {excerpt(doc)}")
     block = _sizer_block(docs, doc, file)
-    engine, model_ref, notes = parse_vllm_args(_tokens(container), file)
+    engine, model_ref, notes = parse_vllm_args(_tokens(container, cpath, file, doc), file)
     model = block.model or catalog_name_for(model_ref, file)
     gpu = block.gpu or _gpu_from_labels(doc, file)
-    limits = {**((container.get("resources") or {}).get("requests") or {}),
-              **((container.get("resources") or {}).get("limits") or {})}
-    requested = limits.get("nvidia.com/gpu", limits.get("amd.com/gpu"))
-    if requested is None:
-        raise InputError(file, "resources.limits.nvidia.com/gpu", "missing; a vLLM pod needs its GPU count")
-    requested = _int_value(requested, file, "resources.limits.nvidia.com/gpu")
+    resources = _get(container, "resources", "resources", cpath, file)
+    rpath = _join(cpath, "resources")
+    limits = {**_get(resources, "requests", "resources.requests", rpath, file),
+              **_get(resources, "limits", "resources.limits", rpath, file)}
+    key = next((k for k in ("nvidia.com/gpu", "amd.com/gpu") if k in limits), None)
+    where = _join(rpath, "limits.nvidia.com/gpu")
+    if key is None:
+        raise InputError(file, where, "missing; a vLLM pod needs its GPU count")
+    where = _join(rpath, f"limits.{key}")
+    requested = bounded(limits[key], MANIFEST_FIELDS[f"resources.limits.{key}"], file, where)
     used = (engine.get("tensor_parallel_size", 1) * engine.get("pipeline_parallel_size", 1)
             * engine.get("data_parallel_size", 1))
     if requested < used:
-        raise InputError(file, "resources.limits.nvidia.com/gpu", f"{requested} GPUs, but tensor x pipeline x data "
+        raise InputError(file, where, f"{requested} GPUs, but tensor x pipeline x data "
                          f"parallel size needs {used}")
     if requested > used:
         notes.append(f"each pod requests {requested} GPUs but vLLM uses {used}; the cost counts {requested}")
@@ -94,8 +211,9 @@ def _from_manifest(docs: list, file: str, stem: str, kv_share: float | None, bud
             raise InputError(file, "sizer.speculative_acceptance_rate",
                              "missing; --speculative-config needs an acceptance rate")
         engine["speculative_config"] = {**spec, "acceptance_rate": block.speculative_acceptance_rate}
-    replicas = block.replicas or _replicas(doc)
-    name = ((doc.get("metadata") or {}).get("name") if doc.get("kind") else None) or stem
+    replicas = block.replicas or _replicas(doc, file)
+    name = (_get(_get(doc, "metadata", "metadata", "", file), "name", "metadata.name", "metadata", file)
+            if doc.get("kind") else None) or stem
     w, slo = block.workload, block.slo
     data = {"name": name, "model": {"name": model}, "hardware": {"gpu": gpu},
             "deployment": {"engine": "vllm", **engine, "replicas": replicas},
@@ -116,30 +234,69 @@ def _as_dict(section) -> dict:
     return clean(dataclasses.asdict(section))
 
 
-def _containers(node) -> list[dict]:
-    """Every mapping with `args` or `command` anywhere in a document (pod specs, Helm values)."""
+def _containers(node, path: str) -> list[tuple[str, dict]]:
+    """(path, mapping) of every mapping with `args` or `command` anywhere in a document (pod specs, Helm values)."""
     out = []
     if isinstance(node, dict):
         if "args" in node or "command" in node:
-            out.append(node)
-        for value in node.values():
-            out += _containers(value)
+            out.append((path, node))
+        for key, value in node.items():
+            out += _containers(value, _join(path, str(key)))
     elif isinstance(node, list):
-        for value in node:
-            out += _containers(value)
+        for i, value in enumerate(node):
+            out += _containers(value, f"{path}[{i}]")
     return out
 
 
-def _tokens(container: dict) -> list[str]:
-    """command + args as argv; a shell string (`sh -c "vllm serve ..."`) is split like a shell would."""
-    parts = []
+SHELLS = ("sh", "bash", "dash", "ash", "zsh")
+SHELL_OPERATORS = ("&&", "||", ";", ";;", "|", "&", "(", ")", ">", "<", ">>", "|&")
+
+
+def _tokens(container: dict, path: str, file: str, doc=None) -> list[str]:
+    """command + args as argv, each list item one argument (as Kubernetes passes them, spaces and
+    all). Only the script of `sh -c` / `bash -c` is split, as that shell would (shlex); Helm
+    values may give `command` or `args` as one such command line."""
+    items: list[tuple[str, str, bool]] = []          # (argument, field path, already split)
     for key in ("command", "args"):
+        where = _join(path, key)
         value = container.get(key)
-        parts += [value] if isinstance(value, str) else [str(v) for v in value or []]
-    argv = []
-    for part in parts:
-        argv += shlex.split(part) if any(ch.isspace() for ch in part) else [part]
+        if value is None:
+            continue
+        if isinstance(value, str) and not (isinstance(doc, dict) and doc.get("kind")):
+            items += [(t, where, True) for t in _shell_split(value, file, where)]
+            continue
+        for i, item in enumerate(_get(container, key, key, path, file)):
+            if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+                raise InputError(file, f"{where}[{i}]", f"expected a string, got {excerpt(item)}")
+            items.append((item if isinstance(item, str) else str(item), f"{where}[{i}]", False))
+    argv: list[str] = []
+    i = 0
+    while i < len(items):
+        token = items[i][0]
+        argv.append(token)
+        i += 1
+        if Path(token).name not in SHELLS:
+            continue
+        # `sh -c SCRIPT`, `bash -ec SCRIPT`, `sh -x -c SCRIPT`: the script is one string to split
+        while i < len(items) and items[i][0].startswith("-") and not items[i][0].startswith("--"):
+            flag = items[i][0]
+            argv.append(flag)
+            i += 1
+            if "c" in flag[1:]:
+                if i < len(items) and not items[i][2]:
+                    argv += _shell_split(items[i][0], file, items[i][1])
+                    i += 1
+                break
     return argv
+
+
+def _shell_split(text: str, file: str, where: str) -> list[str]:
+    try:
+        lexer = shlex.shlex(text, posix=True, punctuation_chars=True)   # `a;b` and `a && b` split at the operator
+        lexer.whitespace_split = True
+        return list(lexer)
+    except ValueError as exc:
+        raise InputError(file, where, f"not a valid shell command line ({exc}): {excerpt(text)}") from None
 
 
 def _is_vllm(argv: list[str]) -> bool:
@@ -150,7 +307,8 @@ def _is_vllm(argv: list[str]) -> bool:
 def _sizer_block(docs: list, doc: dict, file: str) -> SizerBlock:
     raw = doc.get("sizer")
     if raw is None:
-        annotation = ((doc.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
+        metadata = _get(doc, "metadata", "metadata", "", file)
+        annotation = _get(metadata, "annotations", "metadata.annotations", "metadata", file).get(ANNOTATION)
         if annotation is not None:
             # an annotation's value is a string of YAML; anything else is left for the schema to refuse
             where = f"metadata.annotations.{ANNOTATION}"
@@ -198,6 +356,8 @@ def parse_vllm_args(argv: list[str], file: str) -> tuple[dict, str, list[str]]:
     start = next((i + 2 for i, t in enumerate(argv) if t.endswith("vllm") and argv[i + 1:i + 2] == ["serve"]),
                  next((i + 1 for i, t in enumerate(argv) if "vllm.entrypoints" in t), len(argv)))
     rest, model, fields, ignored = argv[start:], None, {}, []
+    # a shell script goes on after the server's command line (`vllm serve ... && echo done`)
+    rest = rest[:next((i for i, t in enumerate(rest) if t in SHELL_OPERATORS), len(rest))]
     if rest and not rest[0].startswith("-"):
         model, rest = rest[0], rest[1:]
     i = 0
@@ -233,13 +393,9 @@ def parse_vllm_args(argv: list[str], file: str) -> tuple[dict, str, list[str]]:
 
 
 def _flag_value(flag: str, value: str, kind: str, file: str):
-    if kind == _INT:
-        return _int_value(value, file, flag)
-    if kind == _FLOAT:
-        try:
-            return float(value)
-        except ValueError:
-            raise InputError(file, flag, f"expected a number, got {excerpt(value)}") from None
+    key = VALUE_FLAGS[flag][0]
+    if kind in (_INT, _FLOAT):
+        return bounded(value, FLAG_BOUNDS[key], file, flag)
     table = {"quantization": QUANTIZATION, "kv": KV_DTYPES, "dtype": DTYPES}.get(kind)
     if table is not None:
         if value.lower() not in table:
@@ -253,24 +409,19 @@ def _flag_value(flag: str, value: str, kind: str, file: str):
         if method is None or "num_speculative_tokens" not in spec:
             raise InputError(file, flag,
                              f"expected method (one of {', '.join(SPEC_METHODS)}) and num_speculative_tokens")
-        out = {"method": method, "num_speculative_tokens": spec["num_speculative_tokens"]}
+        tokens = spec["num_speculative_tokens"]
+        if isinstance(tokens, str):          # JSON text would be read by vLLM as a string: refuse it too
+            raise InputError(file, f"{flag}.num_speculative_tokens",
+                             f"expected {FLAG_BOUNDS['num_speculative_tokens'].describe()}, got {excerpt(tokens)}")
+        out = {"method": method, "num_speculative_tokens": bounded(tokens, FLAG_BOUNDS["num_speculative_tokens"],
+                                                                   file, f"{flag}.num_speculative_tokens")}
         if method == "draft_model":
-            out["model"] = catalog_name_for(str(spec.get("model")), file)
+            draft = spec.get("model")
+            if not isinstance(draft, str):
+                raise InputError(file, f"{flag}.model", f"expected a model name, got {excerpt(draft)}")
+            out["model"] = catalog_name_for(draft, file)
         return out
     return value
-
-
-def _int_value(value, file: str, where: str) -> int:
-    """An integer, also in vLLM's human-readable forms: 32k = 32,000, 32K = 32,768 (k/m/g decimal, K/M/G binary)."""
-    text = str(value).strip()
-    scale = {"k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
-    try:
-        number = float(text[:-1] if scale > 1 else text)
-    except ValueError:
-        raise InputError(file, where, f"expected an integer, got {excerpt(value)}") from None
-    if number * scale != int(number * scale):
-        raise InputError(file, where, f"expected an integer, got {excerpt(value)}")
-    return int(number * scale)
 
 
 def catalog_name_for(model_ref: str, file: str) -> str:
@@ -280,7 +431,7 @@ def catalog_name_for(model_ref: str, file: str) -> str:
     words and a leading Meta- (a fine-tune has its base model's architecture).
     """
     names = catalog_names()
-    if model_ref.lower() in names or Path(model_ref).exists():
+    if model_ref.lower() in names or _exists(model_ref):
         return model_ref
     repos = {}
     for name in names:
@@ -295,6 +446,13 @@ def catalog_name_for(model_ref: str, file: str) -> str:
         return repos[_base_repo(model_ref)]
     raise InputError(file, "vllm serve", f"model {excerpt(model_ref)} is not in the catalog (`sizer models`); "
                      "set sizer.model to a catalog name or a config.json path")
+
+
+def _exists(path: str) -> bool:
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):           # a name too long for a path, a NUL byte
+        return False
 
 
 def _base_repo(repo: str) -> str:
@@ -322,35 +480,43 @@ def gpu_for_label(label: str) -> str | None:
 
 
 def _gpu_from_labels(doc: dict, file: str) -> str:
-    for key, value in _labels(doc):
+    for key, value, where in _labels(doc, "", file):
         if key in GPU_LABELS:
             gpu = gpu_for_label(str(value))
             if gpu is None:
-                raise InputError(file, f"nodeSelector.{excerpt(key, quote=False)}",
-                                 f"no hardware profile for {excerpt(value)}; set sizer.gpu (`sizer gpus`)")
+                raise InputError(file, where, f"no hardware profile for {excerpt(value)}; set sizer.gpu (`sizer gpus`)")
             return gpu
     raise InputError(file, "sizer.gpu", f"missing, and no node selector names the GPU ({', '.join(GPU_LABELS)})")
 
 
-def _labels(node) -> list[tuple[str, object]]:
-    """(key, value) of every nodeSelector entry and nodeAffinity `In` expression in a document."""
+def _labels(node, path: str, file: str) -> list[tuple[object, object, str]]:
+    """(key, value, field path) of every nodeSelector entry and nodeAffinity `In` expression in a document."""
     out = []
     if isinstance(node, dict):
         for key, value in node.items():
-            if key == "nodeSelector" and isinstance(value, dict):
-                out += list(value.items())
-            elif key == "matchExpressions" and isinstance(value, list):
-                out += [(e.get("key"), (e.get("values") or [None])[0]) for e in value
-                        if isinstance(e, dict) and e.get("operator") == "In"]
+            where = _join(path, str(key))
+            if key == "nodeSelector":
+                selector = _get(node, key, "nodeSelector", path, file)
+                out += [(k, v, _join(where, excerpt(k, quote=False))) for k, v in selector.items()]
+            elif key == "matchExpressions":
+                for i, e in enumerate(_get(node, key, "matchExpressions", path, file) or []):
+                    if not isinstance(e, dict):
+                        raise InputError(file, f"{where}[{i}]", f"expected a mapping, got {excerpt(e)}")
+                    if e.get("operator") != "In":
+                        continue
+                    values = _get(e, "values", "matchExpressions[].values", f"{where}[{i}]", file) or [None]
+                    out.append((e.get("key"), values[0], f"{where}[{i}].values[0]"))
             else:
-                out += _labels(value)
+                out += _labels(value, where, file)
     elif isinstance(node, list):
-        for value in node:
-            out += _labels(value)
+        for i, value in enumerate(node):
+            out += _labels(value, f"{path}[{i}]", file)
     return out
 
 
-def _replicas(doc: dict) -> int:
+def _replicas(doc: dict, file: str) -> int:
     if doc.get("kind"):
-        return int((doc.get("spec") or {}).get("replicas", 1))
-    return int(doc.get("replicaCount", doc.get("replicas", 1)))
+        spec = _get(doc, "spec", "spec", "", file)
+        return bounded(spec.get("replicas", 1), MANIFEST_FIELDS["spec.replicas"], file, "spec.replicas")
+    key = "replicaCount" if "replicaCount" in doc else "replicas"
+    return bounded(doc.get(key, 1), MANIFEST_FIELDS[key], file, key)

@@ -144,9 +144,9 @@ def test_extra_gpus_are_noted_and_billed(tmp_path):
     (lambda t: t.replace("vllm", "sglang"), None),
     (lambda t: t.replace("rate_per_s: 8", "rate_per_s: -8"), "sizer.workload.arrival.rate_per_s"),
     (lambda t: t.replace("nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.product: Tesla-T4"),
-     "nodeSelector.nvidia.com/gpu.product"),
+     "spec.template.spec.nodeSelector.nvidia.com/gpu.product"),
     (lambda t: t.replace("          resources:\n            limits:\n              nvidia.com/gpu: 1\n", ""),
-     "resources.limits.nvidia.com/gpu"),
+     "spec.template.spec.containers[0].resources.limits.nvidia.com/gpu"),
 ])
 def test_bad_manifests_name_the_field(tmp_path, mutate, field):
     with pytest.raises(InputError) as err:

@@ -1,0 +1,107 @@
+"""`sizer check` on the malformed-manifest corpus (tests/bad_inputs/manifest/): exit 2, one line
+naming the file and the field; and the arguments that must still be accepted."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sizer.cli import app
+from sizer.errors import InputError
+from sizer.inputs.manifest import _tokens, parse_vllm_args, read_check_input
+
+ROOT = Path(__file__).resolve().parents[3]
+CORPUS = ROOT / "tests" / "bad_inputs" / "manifest"
+PASS = ROOT / "scenarios" / "deploy" / "pass-llama-8b-h100.yaml"
+runner = CliRunner()
+
+
+def readme_table(folder: Path) -> dict[str, str]:
+    """file -> expected field, from the folder's README.md table (first and last columns)."""
+    rows = {}
+    for line in (folder / "README.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = cells[-1].strip("`")
+    return rows
+
+
+TABLE = readme_table(CORPUS)
+
+
+def test_the_readme_lists_every_file_and_enough_of_them():
+    files = {p.name for p in CORPUS.iterdir() if p.name != "README.md"}
+    assert files == set(TABLE)
+    assert len(files) >= 35
+
+
+@pytest.mark.parametrize("name", sorted(TABLE))
+def test_check_refuses_a_bad_manifest_in_one_line(name):
+    path = CORPUS / name
+    result = runner.invoke(app, ["check", str(path)])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert f"{path}: {TABLE[name]}" in lines[0], lines[0]
+    assert len(lines[0]) < 400, lines[0]
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "deploy.yaml"
+    p.write_text(text)
+    return p
+
+
+SPEC = '{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4}'
+
+
+def test_a_list_item_with_spaces_is_one_argument(tmp_path):
+    """vLLM's docs write --speculative-config JSON with spaces: a list item is passed as is."""
+    text = PASS.read_text().replace("            - --port=8000\n",
+                                    f"            - --port=8000\n            - --speculative-config\n"
+                                    f"            - '{SPEC}'\n")
+    text = text.replace("      kv_share: 0.25\n", "      kv_share: 0.25\n      speculative_acceptance_rate: 0.6\n")
+    inp = read_check_input(_write(tmp_path, text))
+    assert inp.scenario_data["deployment"]["speculative_config"] == {
+        "method": "ngram", "num_speculative_tokens": 4, "acceptance_rate": 0.6}
+
+
+def test_only_a_shell_script_is_split():
+    script = f"pip list && vllm serve m --max-model-len 4096 --speculative-config '{SPEC}'"
+    c = {"command": ["sh", "-c"], "args": [script]}
+    argv = _tokens(c, "", "f.yaml")
+    assert argv[:4] == ["sh", "-c", "pip", "list"] and argv[-1] == SPEC
+    fields, model, _ = parse_vllm_args(argv, "f.yaml")
+    assert model == "m" and fields["max_model_len"] == 4096
+    # bash -ec: flags before c; the script after them
+    argv = _tokens({"command": ["/bin/bash", "-ec", "vllm serve m -tp 2; sleep 1"]}, "", "f.yaml")
+    assert parse_vllm_args(argv, "f.yaml")[0] == {"tensor_parallel_size": 2}
+    # an item that is not a shell script keeps its spaces
+    assert _tokens({"args": ["vllm", "serve", "m", "--x", "a b"]}, "", "f.yaml")[-1] == "a b"
+
+
+def test_an_unbalanced_quote_names_the_script_item():
+    with pytest.raises(InputError) as err:
+        _tokens({"command": ["sh", "-c", "vllm serve 'm"]}, "c[0]", "f.yaml")
+    assert err.value.field == "c[0].command[2]"
+    assert re.search("shell command line", err.value.message)
+
+
+@pytest.mark.parametrize("value, field", [
+    ("inf", "--tensor-parallel-size"), ("nan", "--tensor-parallel-size"), ("1e400", "--max-model-len"),
+    ("11M", "--max-model-len"), ("1025", "--pipeline-parallel-size"), ("-1", "--max-num-seqs"),
+])
+def test_numeric_flags_are_finite_and_bounded(value, field):
+    with pytest.raises(InputError) as err:
+        parse_vllm_args(["vllm", "serve", "m", f"{field}={value}"], "f.yaml")
+    assert err.value.field == field
+
+
+def test_bounds_admit_the_extremes():
+    fields, _, _ = parse_vllm_args(["vllm", "serve", "m", "-tp", "1024", "--max-model-len", "10M",
+                                    "--gpu-memory-utilization", "1"], "f.yaml")
+    assert fields == {"tensor_parallel_size": 1024, "max_model_len": 10 * 2**20, "gpu_memory_utilization": 1.0}
