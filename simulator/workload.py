@@ -77,7 +77,9 @@ class Lengths:
         else:
             p = np.asarray(self.weights, float) / np.sum(self.weights) if self.weights else None
             x = rng.choice(np.asarray(self.values_tokens), n, p=p)
-        hi = self.max_tokens if self.max_tokens is not None else np.iinfo(np.int64).max
+        # Unclipped draws stop at 2^53, the largest float64 that is an exact integer, so the cast
+        # to int64 never overflows (int64's max as a float rounds up to 2^63, which does).
+        hi = self.max_tokens if self.max_tokens is not None else 2 ** 53
         return np.clip(np.rint(x), max(self.min_tokens, 1), hi).astype(np.int64)
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import typing
 from pathlib import Path
 
+from sizer.cli.flags import check_choices, check_range
 from sizer.errors import InputError
 from sizer.inputs.hardware import all_profiles, load_hardware
 from sizer.inputs.safe_load import excerpt, load_yaml
-from sizer.inputs.scenario import load_scenario
+from sizer.inputs.scenario import MAX_REPLICAS, KVCacheDtype, WeightFormat, load_scenario
 from sizer.sizing.search import SearchSpace
 
 
@@ -25,17 +27,31 @@ def parse_list(text: str | None, cast, flag: str) -> tuple | None:
     return items
 
 
+
+
+def parallel_sizes(text: str | None, flag: str) -> tuple | None:
+    """`1,2,4` as parallel degrees: whole numbers from 1 to MAX_REPLICAS."""
+    sizes = parse_list(text, int, flag)
+    for size in sizes or ():
+        check_range(size, flag, 1, MAX_REPLICAS)
+    return sizes
+
+
 def space_from_options(gpus: str | None, tp: str | None, pp: str | None, weights: str | None, kv: str | None,
                        speculative: bool):
-    """The sweep the flags ask for; GPUs by id or alias, default every profile."""
+    """The sweep the flags ask for, every value checked up front (one line naming the flag);
+    GPUs by id or alias, default every profile."""
     gpu_ids = tuple(dict.fromkeys(load_hardware(g, None, "--gpus").id for g in parse_list(gpus, str, "--gpus") or ()))
     defaults = SearchSpace(gpus=gpu_ids or tuple(all_profiles()))
     return dataclasses.replace(
         defaults,
-        tensor_parallel_sizes=parse_list(tp, int, "--tp") or defaults.tensor_parallel_sizes,
-        pipeline_parallel_sizes=parse_list(pp, int, "--pp") or defaults.pipeline_parallel_sizes,
-        weight_formats=parse_list(weights, str, "--weights") or defaults.weight_formats,
-        kv_cache_dtypes=parse_list(kv, str, "--kv-cache-dtype") or defaults.kv_cache_dtypes,
+        tensor_parallel_sizes=parallel_sizes(tp, "--tp") or defaults.tensor_parallel_sizes,
+        pipeline_parallel_sizes=parallel_sizes(pp, "--pp") or defaults.pipeline_parallel_sizes,
+        weight_formats=check_choices(parse_list(weights, str, "--weights"), "--weights", typing.get_args(WeightFormat))
+        or defaults.weight_formats,
+        kv_cache_dtypes=check_choices(parse_list(kv, str, "--kv-cache-dtype"), "--kv-cache-dtype",
+                                                 typing.get_args(KVCacheDtype))
+        or defaults.kv_cache_dtypes,
         speculative=(True, False) if speculative else (False,))
 
 

@@ -6,14 +6,26 @@ where no request rate meets it, is a verdict in the plan (`sizer check` is the g
 
 from __future__ import annotations
 
+import typing
 from pathlib import Path
 
 import typer
 from rich.console import Console
 
+from sizer.cli.flags import check_choices, check_range
 from sizer.cli.render import render_plan
 from sizer.errors import InputError
-from sizer.inputs.scenario import Scenario, load_scenario, scenario_from_dict
+from sizer.inputs.scenario import (
+    MAX_RATE_PER_S,
+    MAX_REPLICAS,
+    MAX_TOKENS,
+    MIN_RATE_PER_S,
+    KVCacheDtype,
+    Scenario,
+    WeightFormat,
+    load_scenario,
+    scenario_from_dict,
+)
 from sizer.inputs.variant import Variant
 from sizer.outputs.serialise import to_json
 from sizer.sizing.pipeline import add_simulation
@@ -53,6 +65,13 @@ def command(
                                   help="add simulated latency at the scenario's rate and the goodput rate"),
 ) -> None:
     """Memory, parallel split, Little's-law capacity, step times and cost for a scenario."""
+    check_range(tp, "--tp", 1, MAX_REPLICAS)
+    check_range(pp, "--pp", 1, MAX_REPLICAS)
+    check_choices((weights,) if weights is not None else None, "--weights", typing.get_args(WeightFormat))
+    check_choices((kv_cache_dtype,) if kv_cache_dtype is not None else None, "--kv-cache-dtype",
+                  typing.get_args(KVCacheDtype))
+    check_range(max_model_len, "--max-model-len", 1, MAX_TOKENS)
+    check_range(rate, "--rate", MIN_RATE_PER_S, MAX_RATE_PER_S)
     variant = Variant(model=model, gpu=gpu, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=weights,
                       kv_cache_dtype=kv_cache_dtype, max_model_len=max_model_len, rate_per_s=rate,
                       calibrated_profile=str(profile.resolve()) if profile else None)

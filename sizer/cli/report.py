@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from sizer.cli.flags import MAX_WORKERS, check_range
 from sizer.cli.options import read_scenario_data, space_from_options
 from sizer.errors import InputError
 from sizer.outputs.destination import check_destination, write_text
@@ -25,10 +26,12 @@ def command(
     tp: str | None = typer.Option(None, "--tp", help="tensor parallel sizes, default 1,2,4,8"),
     weights: str | None = typer.Option(None, help="weight formats, default bf16,fp8"),
     kv_cache_dtype: str | None = typer.Option(None, "--kv-cache-dtype", help="KV formats, default auto,fp8"),
-    workers: int = typer.Option(os.cpu_count() or 1, min=1, help="parallel processes for the search"),
+    workers: int = typer.Option(os.cpu_count() or 1, help="parallel processes for the search"),
     date: str | None = typer.Option(None, help="date printed in the header (default today)"),
 ) -> None:
     """Write a sizing report: question, answer, memory, latency against rate, timelines, search, assumptions."""
+    check_range(workers, "--workers", 1, MAX_WORKERS)
+    space = None if no_search else space_from_options(gpus, tp, None, weights, kv_cache_dtype, False)
     check_destination(output, "--output")
     pdf_path = output.with_suffix(".pdf")
     if pdf:
@@ -37,7 +40,6 @@ def command(
                                                       "name with .pdf; name the HTML .html")
         check_destination(pdf_path, "--pdf")
     data = read_scenario_data(scenario)
-    space = None if no_search else space_from_options(gpus, tp, None, weights, kv_cache_dtype, False)
     # No refresh thread (auto_refresh=False): the search forks its worker processes.
     with Progress(TextColumn("searching"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True), transient=True, auto_refresh=False) as bar:

@@ -10,12 +10,16 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from sizer.cli.flags import MAX_WORKERS, check_range
 from sizer.cli.options import read_scenario_data, space_from_options
 from sizer.cli.render import render_search
+from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS
 from sizer.outputs.destination import check_destination, write_with
 from sizer.outputs.serialise import to_json
 from sizer.sizing.result import GoodputSettings
 from sizer.sizing.search import SearchResult, SearchSettings, search
+
+MIN_GOODPUT_REQUESTS = 50           # fewer simulated requests per rate say nothing about a percentile
 
 
 def command(
@@ -28,20 +32,23 @@ def command(
     kv_cache_dtype: str | None = typer.Option(None, "--kv-cache-dtype", help="KV formats, default auto,fp8"),
     speculative: bool = typer.Option(False, "--speculative",
                                      help="also try the scenario's speculative_config on and off"),
-    workers: int = typer.Option(os.cpu_count() or 1, min=1, help="parallel processes"),
-    requests: int = typer.Option(GoodputSettings.num_requests, min=50,
+    workers: int = typer.Option(os.cpu_count() or 1, help="parallel processes"),
+    requests: int = typer.Option(GoodputSettings.num_requests,
                                  help="simulated requests per rate in the goodput search (plan, check: the default)"),
-    max_replicas: int = typer.Option(SearchSettings.max_replicas, min=1,
+    max_replicas: int = typer.Option(SearchSettings.max_replicas,
                                      help="reject configurations that would need more replicas than this"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
     csv: Path | None = typer.Option(None, "--csv", help="also write one row per configuration here"),
     show_rejected: bool = typer.Option(False, "--all", help="list every rejected configuration too"),
 ) -> None:
     """Find the cheapest deployment that meets the SLO: sweep GPUs, TP/PP, weight and KV formats."""
+    check_range(workers, "--workers", 1, MAX_WORKERS)
+    check_range(requests, "--requests", MIN_GOODPUT_REQUESTS, MAX_REQUESTS)
+    check_range(max_replicas, "--max-replicas", 1, MAX_REPLICAS)
+    space = space_from_options(gpus, tp, pp, weights, kv_cache_dtype, speculative)
     if csv:
         check_destination(csv, "--csv")
     data = read_scenario_data(scenario)
-    space = space_from_options(gpus, tp, pp, weights, kv_cache_dtype, speculative)
     err = Console(stderr=True)
     # No refresh thread (auto_refresh=False): the search forks its worker processes.
     with Progress(TextColumn("searching"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

@@ -11,10 +11,11 @@ from rich.progress import Progress
 
 from simulator.cluster import ROUTERS
 from simulator.metrics import summarise
+from sizer.cli.flags import check_range
 from sizer.cli.render import render_simulation_metrics
 from sizer.errors import InputError
 from sizer.inputs.safe_load import excerpt
-from sizer.inputs.scenario import load_scenario
+from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS, load_scenario
 from sizer.outputs.destination import check_destination, write_with
 from sizer.outputs.serialise import to_json
 from sizer.sizing.goodput import slo_of
@@ -28,9 +29,9 @@ def command(
     scenario: Path = typer.Argument(..., help="scenario YAML (see docs/scenario.md)"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
     requests_csv: Path | None = typer.Option(None, "--requests-csv", help="write one row per request to this CSV"),
-    num_requests: int | None = typer.Option(None, "--num-requests", min=1,
+    num_requests: int | None = typer.Option(None, "--num-requests",
                                             help="simulate N requests (default: the scenario's)"),
-    replicas: int | None = typer.Option(None, "--replicas", min=1,
+    replicas: int | None = typer.Option(None, "--replicas",
                                         help="replicas behind the router (default: deployment.replicas, else 1)"),
     router: str = typer.Option(DEFAULT_ROUTER, "--router", help="round_robin, least_outstanding or prefix_aware"),
 ) -> None:
@@ -49,7 +50,12 @@ def command(
 def run(path: Path, num_requests: int | None, replicas: int | None, router: str, show_progress: bool):
     if router not in ROUTERS:
         raise InputError(None, "--router", f"{excerpt(router)}; expected one of {', '.join(ROUTERS)}")
+    check_range(num_requests, "--num-requests", 1, MAX_REQUESTS)
+    check_range(replicas, "--replicas", 1, MAX_REPLICAS)
     s = load_scenario(path)
+    if replicas is not None and s.deployment.disaggregated is not None:
+        raise InputError(None, "--replicas", "does not apply to this scenario: its deployment.disaggregated "
+                                             "section sets the replicas (prefill_replicas and decode_replicas)")
     r = resolve(s)
     total = min(num_requests or s.workload.num_requests, (s.workload.trace.max_requests or 1 << 62)
                 if s.workload.trace else 1 << 62)

@@ -8,10 +8,12 @@ field and is generated from these dataclasses (`python -m sizer.inputs.scenario_
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from simulator.traces import MAX_REQUEST_TOKENS, MAX_TIMESTAMP_S, MAX_TRACE_REQUESTS
 from sizer.errors import InputError
 from sizer.inputs.safe_load import excerpt, load_yaml
 from sizer.inputs.schema import build, field
@@ -21,13 +23,68 @@ WeightFormat = Literal["auto", "bf16", "fp16", "fp32", "fp8", "int8", "awq", "gp
 KVCacheDtype = Literal["auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2"]
 Engine = Literal["vllm", "sglang", "tensorrt-llm", "lmdeploy", "tgi"]
 
+# -- Resource bounds: every number that sizes an allocation or a loop is bounded here, so a
+# -- scenario is refused (one line, exit 2) before numpy, the planner or the simulator see it.
+#
+# Tokens of one request (any length, prefix, clip or mean): the trace reader's bound, 10 x 2^20
+# = 10,485,760, the longest context any released model advertises (simulator/traces.py says why).
+# It caps the analytic prefill loop (sizer/analytic/roofline.py prefill_time_s: one step per
+# chunk of the mean prompt) and keeps every length far inside float64's exact integers and int64.
+MAX_TOKENS = MAX_REQUEST_TOKENS
+# Requests one run simulates: the trace reader's bound, 1,000,000. The simulator replays a few
+# hundred requests a second, so a million is an hour or more of one run, and the columnar
+# workload holds ~40 bytes a request (40 MB) before each Request is made.
+MAX_REQUESTS = MAX_TRACE_REQUESTS
+# Replicas (and prefill or decode pools, and each parallel degree: TP, PP, DP): 10,000, a hundred times
+# the largest fleets sizer is asked about; the simulator holds a scheduler and a KV pool for each.
+MAX_REPLICAS = 10_000
+# Arrival rate: at most 1,000,000 requests a second (a million-request run then spans one second,
+# a thousand times any single deployment's rate); at least 1e-5, so that the largest run,
+# MAX_REQUESTS / rate, spans no more than the trace reader's timestamp bound (1e11 s) and every
+# arrival stays resolvable to microseconds in float64 seconds (beyond it the clock could stall).
+MAX_RATE_PER_S = 1e6
+MIN_RATE_PER_S = MAX_TRACE_REQUESTS / MAX_TIMESTAMP_S
+# Gamma burstiness: cv from 0.05 (shape 400, nearly constant gaps) to 20 (shape 1/400); beyond,
+# numpy's gamma draws underflow to 0 gaps or a few huge ones: not a workload, a float artefact.
+MIN_CV, MAX_CV = 0.05, 20.0
+# Lognormal sigma of log length at most 5: the std the simulator is handed, mean x sqrt(e^(sigma^2)
+# - 1), is then at most 2.7e5 x mean (finite; sigma 30 overflows to inf), and a million draws stay
+# below 2^63 before clipping.
+MAX_SIGMA = 5.0
+# Distinct shared prefixes and tenants: at most one per request, 1,000,000 (more can never all be
+# drawn; numpy's integer draws and the per-tenant caches stay within int64 and memory).
+MAX_PREFIXES = MAX_TENANTS = MAX_REQUESTS
+# Prices: at most $1,000,000 per GPU-hour, so that every cost figure (x GPUs x replicas, per
+# million tokens) stays a finite float that JSON can write (no Infinity).
+MAX_PRICE_USD_PER_GPU_HOUR = 1e6
+# Model size: at most 1e14 parameters (100 trillion, ~150x the largest open model), so weight
+# bytes stay finite through every format's arithmetic.
+MAX_PARAMETERS = 1e14
+# KV transfer bandwidth between pools: from 1 MB/s (a request's KV then takes hours, not 1e300 s)
+# to 1e15 B/s (1 PB/s, a thousand times NVLink 5).
+MIN_LINK_BYTES_PER_S, MAX_LINK_BYTES_PER_S = 1e6, 1e15
+# Sequences in a batch or held in KV: at most 10,000,000 (the simulator's per-step lists and the
+# memory check's arithmetic; no engine batches more than a few thousand).
+MAX_SEQUENCES = 10_000_000
+# Tokens in one step's budget (max_num_batched_tokens): at most 2^30, so activation memory and
+# step arithmetic stay finite; 100x MAX_TOKENS.
+MAX_BATCH_TOKENS = 2 ** 30
+# Whole numbers: no field takes one of 2^63 or more (every bound here is far below; the seed is
+# numpy's 64 bits), and YAML's integers are unbounded: 10^400 cannot even become a float. Refused
+# before any conversion (`_refuse_huge_integers`); model.overrides are config.json keys, checked
+# by the model layer.
+MAX_INTEGER = 2 ** 63 - 1
+# Seconds: SLO targets and Little's-law time in system at most the trace timestamp bound, 1e11 s.
+MAX_SECONDS = MAX_TIMESTAMP_S
+
 
 @dataclass(frozen=True)
 class ModelSection:
     name: str = field(doc="catalog name (`sizer models`) or a path to a Hugging Face config.json, "
                           "relative to the scenario file")
-    num_parameters: float | None = field(None, gt=0, doc="stated parameter count; overrides the count derived from "
-                                                         "the architecture (e.g. a hypothetical 7e9-parameter model)")
+    num_parameters: float | None = field(None, gt=0, le=MAX_PARAMETERS,
+                                         doc="stated parameter count; overrides the count derived from "
+                                             "the architecture (e.g. a hypothetical 7e9-parameter model)")
     overrides: dict | None = field(None, doc="config.json keys to override (e.g. num_hidden_layers) "
                                              "for what-if questions")
 
@@ -53,40 +110,44 @@ class SpeculativeSection:
 
 @dataclass(frozen=True)
 class DisaggregatedSection:
-    prefill_replicas: int = field(ge=1, doc="replicas that only prefill: a request leaves them at its first token")
-    decode_replicas: int = field(ge=1, doc="replicas that decode, each request's KV sent over from a prefill replica")
-    kv_transfer_bytes_per_s: float | None = field(None, gt=0, doc="KV transfer bandwidth per GPU, one direction; "
-                                                  "default the GPU's interconnect (else its PCIe link), "
-                                                  "as the plan states")
+    prefill_replicas: int = field(ge=1, le=MAX_REPLICAS,
+                                  doc="replicas that only prefill: a request leaves them at its first token")
+    decode_replicas: int = field(ge=1, le=MAX_REPLICAS,
+                                 doc="replicas that decode, each request's KV sent over from a prefill replica")
+    kv_transfer_bytes_per_s: float | None = field(None, ge=MIN_LINK_BYTES_PER_S, le=MAX_LINK_BYTES_PER_S,
+                                                  doc="KV transfer bandwidth per GPU, one direction; "
+                                                      "default the GPU's interconnect (else its PCIe link), "
+                                                      "as the plan states")
 
 
 @dataclass(frozen=True)
 class DeploymentSection:
     engine: Engine = field("vllm", doc="serving engine whose scheduling defaults apply to fields left out")
-    tensor_parallel_size: int = field(1, ge=1, doc="GPUs each layer's matrices are split across")
-    pipeline_parallel_size: int = field(1, ge=1, doc="pipeline stages (layers split across GPUs)")
-    data_parallel_size: int = field(1, ge=1, doc="engine-level data-parallel ranks inside one replica")
+    tensor_parallel_size: int = field(1, ge=1, le=MAX_REPLICAS, doc="GPUs each layer's matrices are split across")
+    pipeline_parallel_size: int = field(1, ge=1, le=MAX_REPLICAS, doc="pipeline stages (layers split across GPUs)")
+    data_parallel_size: int = field(1, ge=1, le=MAX_REPLICAS, doc="engine-level data-parallel ranks inside one replica")
     enable_expert_parallel: bool = field(False, doc="shard MoE experts whole across TP x DP ranks "
                                                     "instead of slicing each")
-    replicas: int | None = field(None, ge=1, doc="independent replicas; default: the fewest whose simulated operating "
-                                                 "point meets the SLO; without targets, enough KV for the "
-                                                 "Little's-law requests in flight")
+    replicas: int | None = field(None, ge=1, le=MAX_REPLICAS,
+                                 doc="independent replicas; default: the fewest whose simulated operating "
+                                     "point meets the SLO; without targets, enough KV for the "
+                                     "Little's-law requests in flight")
     quantization: WeightFormat = field("auto", doc="weight format; auto = the checkpoint's "
                                                    "(quantization_config, else torch_dtype)")
-    quantization_group_size: int = field(128, ge=1, doc="group size of AWQ/GPTQ scales and zeros")
+    quantization_group_size: int = field(128, ge=1, le=MAX_TOKENS, doc="group size of AWQ/GPTQ scales and zeros")
     kv_cache_dtype: KVCacheDtype = field("auto", doc="KV cache element type; auto = the model dtype")
-    max_model_len: int | None = field(None, ge=1, doc="longest context (prompt + output) per sequence; "
-                                                      "default the model's max_position_embeddings")
+    max_model_len: int | None = field(None, ge=1, le=MAX_TOKENS, doc="longest context (prompt + output) per sequence; "
+                                                                     "default the model's max_position_embeddings")
     gpu_memory_utilization: float = field(0.9, gt=0.0, le=1.0,
                                           doc="share of GPU memory the engine may use (vLLM default 0.9)")
-    block_size: int | None = field(None, ge=1, doc="KV tokens per paged block (vLLM 16)")
-    max_num_seqs: int | None = field(None, ge=1, doc="sequences per step at most")
-    max_num_batched_tokens: int | None = field(None, ge=1, doc="token budget per step")
+    block_size: int | None = field(None, ge=1, le=MAX_TOKENS, doc="KV tokens per paged block (vLLM 16)")
+    max_num_seqs: int | None = field(None, ge=1, le=MAX_SEQUENCES, doc="sequences per step at most")
+    max_num_batched_tokens: int | None = field(None, ge=1, le=MAX_BATCH_TOKENS, doc="token budget per step")
     enable_chunked_prefill: bool | None = field(None, doc="split long prompts into chunks mixed with decodes")
     enable_prefix_caching: bool | None = field(None, doc="reuse KV blocks of shared prompt prefixes")
     prefix_cache_tenant_isolation: bool = field(False, doc="scope the prefix cache per tenant")
     preemption_mode: Literal["recompute", "swap"] | None = field(None, doc="what happens to a sequence "
-                                                                       "when KV blocks run out")
+                                                                           "when KV blocks run out")
     speculative_config: SpeculativeSection | None = field(None, doc="speculative decoding")
     disaggregated: DisaggregatedSection | None = field(None,
                                                        doc="separate prefill and decode pools (replaces replicas)")
@@ -95,12 +156,12 @@ class DeploymentSection:
 @dataclass(frozen=True)
 class Distribution:
     distribution: Literal["fixed", "uniform", "normal", "lognormal", "empirical"] = field(doc="length distribution")
-    value: float | None = field(None, ge=1, doc="fixed: the length")
-    min: float | None = field(None, ge=1, doc="uniform: lower bound; any: clip")
-    max: float | None = field(None, ge=1, doc="uniform: upper bound; any: clip")
-    mean: float | None = field(None, gt=0, doc="normal/lognormal: mean length")
-    std: float | None = field(None, ge=0, doc="normal: standard deviation")
-    sigma: float | None = field(None, gt=0, doc="lognormal: sigma of log length")
+    value: float | None = field(None, ge=1, le=MAX_TOKENS, doc="fixed: the length")
+    min: float | None = field(None, ge=1, le=MAX_TOKENS, doc="uniform: lower bound; any: clip")
+    max: float | None = field(None, ge=1, le=MAX_TOKENS, doc="uniform: upper bound; any: clip")
+    mean: float | None = field(None, ge=1, le=MAX_TOKENS, doc="normal/lognormal: mean length")
+    std: float | None = field(None, ge=0, le=MAX_TOKENS, doc="normal: standard deviation")
+    sigma: float | None = field(None, gt=0, le=MAX_SIGMA, doc="lognormal: sigma of log length")
     values: list[float] | None = field(None, doc="empirical: observed lengths")
     weights: list[float] | None = field(None, doc="empirical: weights of `values` (default equal)")
 
@@ -108,16 +169,18 @@ class Distribution:
 @dataclass(frozen=True)
 class ArrivalSection:
     process: Literal["poisson", "gamma", "constant", "trace"] = field("poisson", doc="arrival process")
-    rate_per_s: float | None = field(None, gt=0, doc="mean requests per second (not for trace)")
-    cv: float | None = field(None, gt=0, doc="gamma: coefficient of variation of inter-arrival times (burstiness)")
+    rate_per_s: float | None = field(None, ge=MIN_RATE_PER_S, le=MAX_RATE_PER_S,
+                                     doc="mean requests per second (not for trace)")
+    cv: float | None = field(None, ge=MIN_CV, le=MAX_CV,
+                             doc="gamma: coefficient of variation of inter-arrival times (burstiness)")
 
 
 @dataclass(frozen=True)
 class SharedPrefixSection:
     share: float = field(ge=0.0, le=1.0, doc="share of requests that start with a shared prefix")
-    tokens: int = field(ge=1, doc="prefix length in tokens")
-    num_prefixes: int = field(1, ge=1, doc="distinct prefixes (e.g. system prompts)")
-    num_tenants: int = field(1, ge=1, doc="tenants requests are spread over")
+    tokens: int = field(ge=1, le=MAX_TOKENS, doc="prefix length in tokens")
+    num_prefixes: int = field(1, ge=1, le=MAX_PREFIXES, doc="distinct prefixes (e.g. system prompts)")
+    num_tenants: int = field(1, ge=1, le=MAX_TENANTS, doc="tenants requests are spread over")
 
 
 @dataclass(frozen=True)
@@ -126,7 +189,7 @@ class TraceSection:
     format: Literal["mooncake", "csv"] = field(doc="mooncake JSONL (hash_ids of 512-token blocks) "
                                                    "or CSV (timestamp, input, output tokens)")
     time_scale: float = field(1.0, gt=0, doc="multiply inter-arrival times (0.5 = twice the rate)")
-    max_requests: int | None = field(None, ge=1, doc="replay only the first N requests")
+    max_requests: int | None = field(None, ge=1, le=MAX_REQUESTS, doc="replay only the first N requests")
 
 
 @dataclass(frozen=True)
@@ -136,27 +199,32 @@ class WorkloadSection:
     output_tokens: Distribution | None = field(None, doc="output length distribution")
     shared_prefix: SharedPrefixSection | None = field(None, doc="shared prompt prefixes")
     trace: TraceSection | None = field(None, doc="replay a request trace instead of synthetic arrivals and lengths")
-    num_requests: int = field(2000, ge=1, doc="requests to simulate")
-    time_in_system_s: float | None = field(None, gt=0, doc="Little's law: seconds a request spends in the system; "
-                                                           "default estimated from step times")
-    kv_tokens_per_request: int | None = field(None, ge=1, doc="Little's law: KV tokens each request may hold; "
-                                                              "default max_model_len")
-    concurrent_sequences: int | None = field(None, ge=1, doc="sequences to hold in KV at once for the memory check; "
-                                                             "default from Little's law")
-    seed: int = field(0, ge=0, doc="random seed")
+    num_requests: int = field(2000, ge=1, le=MAX_REQUESTS, doc="requests to simulate")
+    time_in_system_s: float | None = field(None, gt=0, le=MAX_SECONDS,
+                                           doc="Little's law: seconds a request spends in the system; "
+                                               "default estimated from step times")
+    kv_tokens_per_request: int | None = field(None, ge=1, le=MAX_TOKENS,
+                                              doc="Little's law: KV tokens each request may hold; "
+                                                  "default max_model_len")
+    concurrent_sequences: int | None = field(None, ge=1, le=MAX_SEQUENCES,
+                                             doc="sequences to hold in KV at once for the memory check; "
+                                                 "default from Little's law")
+    seed: int = field(0, ge=0, le=MAX_INTEGER, doc="random seed")
 
 
 @dataclass(frozen=True)
 class SLOSection:
-    ttft_ms: float | None = field(None, gt=0, doc="time to first token target per request")
-    itl_ms: float | None = field(None, gt=0, doc="inter-token latency target (a request's mean time per output token)")
-    e2e_ms: float | None = field(None, gt=0, doc="end-to-end latency target per request")
+    ttft_ms: float | None = field(None, gt=0, le=MAX_SECONDS * 1e3, doc="time to first token target per request")
+    itl_ms: float | None = field(None, gt=0, le=MAX_SECONDS * 1e3,
+                                 doc="inter-token latency target (a request's mean time per output token)")
+    e2e_ms: float | None = field(None, gt=0, le=MAX_SECONDS * 1e3, doc="end-to-end latency target per request")
     required_share: float = field(0.95, gt=0.0, le=1.0, doc="share of requests that must meet every target (goodput)")
 
 
 @dataclass(frozen=True)
 class CostSection:
-    price_usd_per_gpu_hour: float | None = field(None, ge=0, doc="default: the hardware profile's price")
+    price_usd_per_gpu_hour: float | None = field(None, ge=0, le=MAX_PRICE_USD_PER_GPU_HOUR,
+                                                 doc="default: the hardware profile's price")
 
 
 @dataclass(frozen=True)
@@ -190,11 +258,26 @@ def scenario_from_dict(data: object, file: str | None, variant: Variant | None =
             data[key] = {inner: data[key]}
     if variant is not None:
         data = variant.apply(data)
+    _refuse_huge_integers(data, "", file)
     scenario = build(Scenario, data, "", file)
     default_name = default_name or (Path(file).stem if file else "scenario")
     scenario = replace(scenario, file=file, name=scenario.name or default_name)
     check_scenario(scenario)
     return scenario
+
+
+def _refuse_huge_integers(data: object, path: str, file: str | None) -> None:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            name = excerpt(key if isinstance(key, str) and key.isprintable() else repr(key), quote=False)
+            sub = f"{path}.{name}" if path else name
+            if sub != "model.overrides":
+                _refuse_huge_integers(value, sub, file)
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            _refuse_huge_integers(value, f"{path}[{i}]", file)
+    elif isinstance(data, int) and not isinstance(data, bool) and abs(data) > MAX_INTEGER:
+        raise InputError(file, path or "(top level)", f"expected a value within +-2^63, got {excerpt(data)}")
 
 
 def scenario_dir(scenario: Scenario) -> Path:
@@ -240,10 +323,10 @@ def _check_distribution(d: Distribution, path: str, f: str | None) -> None:
     if d.distribution == "uniform" and d.min > d.max:
         raise InputError(f, f"{path}.min", f"expected min <= max, got {d.min} > {d.max}")
     if d.distribution == "empirical":
-        if not d.values or any(v < 1 for v in d.values):
-            raise InputError(f, f"{path}.values", "expected a non-empty list of lengths >= 1")
+        if not d.values or any(not 1 <= v <= MAX_TOKENS for v in d.values):
+            raise InputError(f, f"{path}.values", f"expected a non-empty list of lengths from 1 to {MAX_TOKENS:,}")
         if d.weights is not None and (len(d.weights) != len(d.values) or any(x < 0 for x in d.weights)
-                                      or sum(d.weights) <= 0):
+                                      or not 0 < sum(d.weights) < math.inf):
             raise InputError(f, f"{path}.weights", "expected one non-negative weight per value, not all zero")
 
 

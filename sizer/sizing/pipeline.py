@@ -47,14 +47,37 @@ class _OperatingPoints:
         return self.seen[replicas]
 
 
+# Replicas removed one at a time before the search bisects instead: the walk's length would
+# otherwise grow with the target rate (a million requests a second is thousands of replicas).
+LINEAR_STEPS = 16
+
+
+def _fewest_meeting(at: _OperatingPoints, meeting: int) -> int:
+    """The fewest replicas in [1, meeting] that meet, bisected (meeting meets; fewer replicas each
+    see a higher rate, so meeting is taken as monotone): log2(meeting) probes, not meeting."""
+    lo, hi = 0, meeting                # lo misses (or is 0), hi meets
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if at(mid).met:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
 def _fewest_replicas(at: _OperatingPoints, goodput: Goodput, settings: GoodputSettings) -> int:
     """The fewest replicas whose operating point meets the SLO, searched from ceil(target / goodput): one fewer
-    while that still meets, one more while it misses (at most `settings.max_extra_replicas` more; the last tried
-    then). The short probes only choose where to start, so the count does not depend on their settings."""
+    while that still meets (bisected after LINEAR_STEPS), one more while it misses (at most
+    `settings.max_extra_replicas` more; the last tried then). The short probes only choose where to start,
+    so the count does not depend on their settings."""
     replicas = replicas_for(at.rate_per_s, goodput.rate_per_s)
     if at(replicas).met:
+        steps = 0
         while replicas > 1 and at(replicas - 1).met:
             replicas -= 1
+            steps += 1
+            if steps == LINEAR_STEPS:             # far above the fewest: bisect the rest
+                return _fewest_meeting(at, replicas)
     else:
         for _ in range(settings.max_extra_replicas):
             replicas += 1

@@ -105,8 +105,14 @@ def resolve(s: Scenario) -> Resolved:
                            engine.block_size, engine.max_model_len, engine.max_num_batched_tokens, engine.max_num_seqs)
     scale_up, host = scale_up_link(hardware), host_link(hardware)
     try:
+        speculative = _speculative(s, hardware, parallel, group_size, kv_dtype)
+    except InputError:
+        raise                                       # names its own field (an unknown draft model)
+    except ValueError as exc:
+        raise InputError(s.file, "deployment.speculative_config", str(exc)) from None
+    try:
         scheduler = SchedulerConfig(engine.max_num_seqs, engine.max_num_batched_tokens, engine.enable_chunked_prefill,
-                                    engine.preemption_mode, _speculative(s, hardware, parallel, group_size, kv_dtype),
+                                    engine.preemption_mode, speculative,
                                     engine.max_model_len, prefill_only=False, reserve_full_kv=engine.reserve_full_kv)
     except ValueError as exc:
         raise InputError(s.file, "deployment", str(exc)) from None
@@ -184,9 +190,10 @@ def _speculative(s: Scenario, hardware: HardwareSpec, parallel: ParallelConfig, 
     if sc is None:
         return None
     draft = None
-    if sc.method == "draft_model" and sc.model and sc.proposer_cost_fraction is None:
+    if sc.method == "draft_model" and sc.model:     # the draft model is checked even when its cost is stated
         local = scenario_dir(s) / sc.model
         m = load_model(str(local) if local.exists() else sc.model, s.file, "deployment.speculative_config.model")
+    if sc.method == "draft_model" and sc.model and sc.proposer_cost_fraction is None:
         fmt, draft_group = weight_format(m, "auto", group_size, s.file)
         draft = RooflineStepTimeModel(m, hardware, fmt, weight_memory(m, fmt, parallel, draft_group),
                                       kv_layout(m, kv_dtype, parallel), parallel, draft_group)

@@ -1,8 +1,11 @@
-"""Every malformed scenario in tests/sizer/inputs/bad_scenarios gives exit 2 and one line naming its field.
+"""Every malformed scenario in tests/bad_inputs/scenario gives exit 2 and one line naming its field,
+from `sizer plan` and from `sizer simulate` alike (they run the same validation).
 
-Each file's first line says which field the error must name (`# expect: a.b.c`).
+Each file's first line says which field the error must name (`# expect: a.b.c`); the folder's
+README.md lists every file with that field.
 """
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,22 +15,33 @@ from typer.testing import CliRunner
 
 from sizer.cli import app
 
-BAD = sorted((Path(__file__).resolve().parent / "bad_scenarios").glob("*.yaml"))
+FOLDER = Path(__file__).resolve().parents[2] / "bad_inputs" / "scenario"
+BAD = sorted(FOLDER.glob("*.yaml"))
+COMMANDS = (["plan"], ["simulate", "--num-requests", "20"])
 
 
-def test_there_are_at_least_25():
-    assert len(BAD) >= 25
+def expected_field(path: Path) -> str:
+    return path.read_text().splitlines()[0].removeprefix("# expect: ").strip()
 
 
+def test_there_are_at_least_65():
+    assert len(BAD) >= 65
+
+
+def test_the_readme_lists_every_file_with_its_field():
+    table = dict(re.findall(r"^\| `([^`]+)` \| .* \| `([^`]+)` \|$", (FOLDER / "README.md").read_text(), re.M))
+    assert table == {p.name: expected_field(p) for p in BAD}
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=[c[0] for c in COMMANDS])
 @pytest.mark.parametrize("path", BAD, ids=[p.stem for p in BAD])
-def test_one_line_exit_2_naming_the_field(path):
-    expected_field = path.read_text().splitlines()[0].removeprefix("# expect: ").strip()
-    result = CliRunner().invoke(app, ["plan", str(path)])
+def test_one_line_exit_2_naming_the_field(path, command):
+    result = CliRunner().invoke(app, [*command, str(path)])
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert str(path) in lines[0]
-    assert f": {expected_field}" in lines[0]
+    assert f": {expected_field(path)}" in lines[0]
     assert "Traceback" not in result.output
 
 
