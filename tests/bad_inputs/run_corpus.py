@@ -21,9 +21,9 @@ Kinds and the commands they run:
   profile    sizer plan --gpu h200 --model llama-3.1-8b --max-model-len 8192 --profile COPY, COPY
              a temporary copy of hardware_profiles/calibrated/h200-llama-3.1-8b-tp1 with the
              case folder's files laid over it (`REMOVE` lists files to delete)
-  flags      each invocation listed in the folder: every non-empty line (not starting with #) of
-             its files other than README.md, or, without such files, every README table row
-             whose first cell is a `sizer ...` command; the leading `sizer` is dropped
+  flags      each row of the folder's README.md table (`| `arguments` | `flag` |`), with its
+             placeholders: SCENARIO (scenarios/llama-3.1-8b-chat-h100.yaml), DISAGG (the folder's
+             disaggregated.yaml) and OUT (a file in the run's temporary folder)
 
 A kind whose folder does not exist is skipped with a note. Prints a table by kind, then every
 run that was not good; exits 1 if there was one. Importable: `run_corpus()` returns the same.
@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
-import shlex
 import shutil
 import subprocess
 import sys
@@ -88,25 +88,16 @@ def runs_for(kind: str, folder: Path) -> list[Run]:
                                    "--profile", "{TMP}/profile"), "profile")
                 for p in _files(folder) if p.is_dir()]
     if kind == "flags":
-        return [Run(kind, f"{rel(src)}: {line}", tuple(shlex.split(line)[1:] if line.startswith("sizer ")
-                                                       else shlex.split(line)))
-                for src, line in flag_invocations(folder)]
+        places = {"SCENARIO": str(ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml"),
+                  "DISAGG": str(folder / "disaggregated.yaml"), "OUT": "{TMP}/report.html"}
+        return [Run(kind, f"flags: {args}", tuple(places.get(a, a) for a in args.split()))
+                for args in flag_invocations(folder)]
     raise ValueError(kind)
 
 
-def flag_invocations(folder: Path) -> list[tuple[Path, str]]:
-    out = []
-    for p in _files(folder):
-        if p.is_file():
-            out += [(p, line.strip()) for line in p.read_text().splitlines()
-                    if line.strip() and not line.strip().startswith("#")]
-    readme = folder / "README.md"
-    if not out and readme.exists():
-        for line in readme.read_text().splitlines():
-            first = line.strip().strip("|").split("|")[0].strip() if line.strip().startswith("|") else ""
-            if first.startswith("`sizer ") and first.endswith("`"):
-                out.append((readme, first.strip("`")))
-    return out
+def flag_invocations(folder: Path) -> list[str]:
+    """The `arguments` cells of the README table (tests/sizer/cli/test_bad_flags.py reads the same rows)."""
+    return re.findall(r"^\| `([^`]+)` \| `[^`]+` \|$", (folder / "README.md").read_text(), re.M)
 
 
 def trace_scenario(trace: Path) -> str:
