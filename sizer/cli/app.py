@@ -47,7 +47,27 @@ def input_errors_exit_2(command):
 
 
 class LazyCommands(TyperGroup):
-    """The commands of COMMANDS, each built from its module on first use."""
+    """The commands of COMMANDS, each built from its module on first use. A usage error (an unknown
+    option, a value of the wrong type, a missing argument) is one line on stderr and exit code 2, as
+    bad input is; running `sizer` alone still shows the help."""
+
+    def main(self, *args, standalone_mode: bool = True, **kwargs):
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except typer.TyperException as error:      # click's ClickException and its usage errors
+            if type(error).__name__ == "NoArgsIsHelpError":
+                error.show()
+                sys.exit(error.exit_code)
+            param = getattr(error, "param", None)
+            hint = f"{'/'.join(param.opts) or param.name}: " if param is not None else ""
+            typer.echo(f"error: {hint}{' '.join(error.format_message().split())}", err=True)
+            sys.exit(error.exit_code)
+        except typer.Abort:
+            typer.echo("error: aborted", err=True)
+            sys.exit(1)
+        sys.exit(code or 0)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)

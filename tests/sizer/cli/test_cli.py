@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from typer.testing import CliRunner
 
 from sizer.cli import app
@@ -96,3 +97,17 @@ def test_an_unnamed_scenario_is_named_after_its_file():
             "output_tokens": {"distribution": "fixed", "value": 8}}}
     assert scenario_from_dict(data, "scenarios/my-chat.yaml").name == "my-chat"
     assert scenario_from_dict(data, None).name == "scenario"
+
+
+@pytest.mark.parametrize("argv, line", [
+    # click's own usage errors, which Typer prints as a multi-line box, come out as one line too
+    (["plan", "--tp", "two"], "error: --tp: Invalid value for '--tp': Input should be a valid integer, "
+                              "unable to parse string as an integer"),
+    (["plan", "--bogus"], "error: No such option: --bogus (Possible options: --gpu)"),
+    (["no-such-command"], "error: No such command 'no-such-command'."),
+    (["check"], "error: file: Missing argument 'file'."),
+])
+def test_usage_errors_are_one_line_exit_2(argv, line):
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [line]
