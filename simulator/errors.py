@@ -7,6 +7,17 @@ line on stderr and exit code 2.
 
 from __future__ import annotations
 
+import reprlib
+from typing import Any
+
+# The longest quote of an input value in an error message.
+EXCERPT_CHARS = 80
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 3
+_REPR.maxstring = _REPR.maxother = _REPR.maxlong = EXCERPT_CHARS
+_REPR.maxdict = _REPR.maxlist = _REPR.maxtuple = _REPR.maxset = _REPR.maxfrozenset = 8
+
 
 class FieldError(ValueError):
     """Bad input: `file: field: message`."""
@@ -19,3 +30,16 @@ class FieldError(ValueError):
 
     def one_line(self) -> str:
         return ": ".join([p for p in (self.file, self.field) if p] + [self.message])
+
+
+def excerpt(value: Any, limit: int = EXCERPT_CHARS, quote: bool = True) -> str:
+    """`value` for an error message: its repr (`quote=False`: a string as it is), cut to `limit`
+    characters with "..." where it was cut. Never builds the full repr of a big value."""
+    if isinstance(value, str) and not quote:
+        text = value[:limit + 1]
+    else:
+        try:
+            text = _REPR.repr(value)
+        except ValueError:       # an int too long to print (sys.get_int_max_str_digits)
+            text = f"<an integer of {value.bit_length()} bits>" if isinstance(value, int) else "<unprintable>"
+    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -13,14 +13,13 @@ import csv
 import itertools
 import json
 import os
-import reprlib
 import stat
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
-from simulator.errors import FieldError
+from simulator.errors import EXCERPT_CHARS, FieldError, excerpt
 from simulator.workload import Workload
 
 MOONCAKE_BLOCK_TOKENS = 512
@@ -57,19 +56,6 @@ MAX_HASH_ID = 2 ** 63 - 1
 # Timestamps, in seconds, within +-1e11 s (3,000 years: Unix time in seconds or milliseconds
 # fits) so that float64 seconds keep every arrival to 15 microseconds or better; finite.
 MAX_TIMESTAMP_S = 1e11
-# A bad value is quoted in an error message to at most this many characters.
-EXCERPT_CHARS = 60
-
-_repr = reprlib.Repr()
-_repr.maxstring = _repr.maxother = EXCERPT_CHARS
-_repr.maxlist = _repr.maxdict = 6
-_repr.maxlevel = 3
-
-
-def _excerpt(value) -> str:
-    """A short, one-line quotation of `value` (at most EXCERPT_CHARS + 3 characters)."""
-    text = repr(value) if isinstance(value, str) else _repr.repr(value)
-    return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + "..."
 
 
 def _lines(path: str, f) -> Iterator[tuple[int, str]]:
@@ -84,7 +70,7 @@ def _lines(path: str, f) -> Iterator[tuple[int, str]]:
                              f"{MAX_TRACE_REQUESTS:,} requests (replay a slice of a longer one)")
         if len(raw) > MAX_LINE_BYTES:
             raise FieldError(path, f"line {lineno:,}", f"longer than {MAX_LINE_BYTES:,} bytes; expected one request "
-                             f"a line: {_excerpt(raw[:EXCERPT_CHARS].decode('utf-8', 'replace'))}")
+                             f"a line: {excerpt(raw[:EXCERPT_CHARS].decode('utf-8', 'replace'))}")
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
@@ -112,9 +98,9 @@ def _seconds(value, unit_s: float, unit: str) -> float:
     """A finite timestamp in `unit`, within +-MAX_TIMESTAMP_S, as seconds."""
     expected = f"a finite number of {unit} within +-{MAX_TIMESTAMP_S / unit_s:.0e}"
     if type(value) not in (int, float):
-        raise ValueError(f"expected {expected}, not {_excerpt(value)}")
+        raise ValueError(f"expected {expected}, not {excerpt(value)}")
     if not abs(value) <= MAX_TIMESTAMP_S / unit_s:          # also NaN, inf and huge ints (no float overflow)
-        raise ValueError(f"expected {expected}, not {_excerpt(value)}")
+        raise ValueError(f"expected {expected}, not {excerpt(value)}")
     return value * unit_s
 
 
@@ -124,9 +110,9 @@ def _tokens(value, least: int = 1) -> int:
     if type(value) is float and value.is_integer() and abs(value) <= 2 ** 53:
         value = int(value)
     if type(value) is not int:
-        raise ValueError(f"expected {expected}, not {_excerpt(value)}")
+        raise ValueError(f"expected {expected}, not {excerpt(value)}")
     if not least <= value <= MAX_REQUEST_TOKENS:
-        raise ValueError(f"expected {expected}, not {_excerpt(value)}")
+        raise ValueError(f"expected {expected}, not {excerpt(value)}")
     return value
 
 
@@ -144,7 +130,7 @@ def _hash_ids(value, prompt_tokens: int) -> tuple[int, ...]:
     if value is None:
         return ()
     if type(value) is not list:
-        raise ValueError(f"expected a list of block hashes, not {_excerpt(value)}")
+        raise ValueError(f"expected a list of block hashes, not {excerpt(value)}")
     blocks = -(-prompt_tokens // MOONCAKE_BLOCK_TOKENS)
     if len(value) > blocks:
         raise ValueError(f"{len(value):,} block hashes for a {prompt_tokens:,}-token prompt; expected at most "
@@ -152,7 +138,7 @@ def _hash_ids(value, prompt_tokens: int) -> tuple[int, ...]:
     ids = tuple(value)
     if ids and (set(map(type, ids)) != _INT or min(ids) < 0 or max(ids) > MAX_HASH_ID):
         bad = next(h for h in ids if type(h) is not int or not 0 <= h <= MAX_HASH_ID)
-        raise ValueError(f"expected block hashes as whole numbers from 0 to 2^63 - 1, not {_excerpt(bad)}")
+        raise ValueError(f"expected block hashes as whole numbers from 0 to 2^63 - 1, not {excerpt(bad)}")
     return ids
 
 
@@ -161,7 +147,7 @@ def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
     if len(record) != len(pairs):
         seen: set[str] = set()
         key = next(k for k, _ in pairs if k in seen or seen.add(k))
-        raise ValueError(f"key {_excerpt(key)} given twice")
+        raise ValueError(f"key {excerpt(key)} given twice")
     return record
 
 
@@ -222,7 +208,7 @@ def _json(path: str, lineno: int, text: str):
     except ValueError as e:
         why = (f"{e.msg} at column {e.colno}" if isinstance(e, json.JSONDecodeError)
                else str(e).split(":")[0][:2 * EXCERPT_CHARS])        # a duplicate key; a number too long
-        raise FieldError(path, f"line {lineno:,}", f"not JSON ({why}): {_excerpt(text.rstrip())}") from None
+        raise FieldError(path, f"line {lineno:,}", f"not JSON ({why}): {excerpt(text.rstrip())}") from None
 
 
 def _mooncake_record(path: str, lineno: int, rec) -> tuple[float, int, int, tuple[int, ...]]:
@@ -230,7 +216,7 @@ def _mooncake_record(path: str, lineno: int, rec) -> tuple[float, int, int, tupl
     where = f"line {lineno:,}"
     if type(rec) is not dict:
         raise FieldError(path, where, f"expected a JSON object with {', '.join(_MOONCAKE_KEYS)} and "
-                         f"hash_ids, not {_excerpt(rec)}")
+                         f"hash_ids, not {excerpt(rec)}")
     for key in _MOONCAKE_KEYS:
         if key not in rec:
             raise FieldError(path, f"{where}, {key}", f"missing; expected a Mooncake record with "
@@ -282,7 +268,7 @@ def read_csv_trace(path: str | Path, limit: int | None = None) -> Workload:
             if missing:
                 raise FieldError(path, f"line {reader.line_num}",
                                  f"missing column(s) {', '.join(missing)}; expected a header "
-                                 f"{','.join(CSV_COLUMNS)}, not {_excerpt(','.join(header))}")
+                                 f"{','.join(CSV_COLUMNS)}, not {excerpt(','.join(header))}")
             twice = next((c for c in CSV_COLUMNS if names.count(c) > 1), None)
             if twice:
                 raise FieldError(path, f"line {reader.line_num}", f"column {twice} given twice")
@@ -359,7 +345,7 @@ def _datetimes_s(path: str, stamps: list[str], lines_of: list[int]) -> np.ndarra
     if bad.size:
         i = int(bad[0])
         raise FieldError(path, f"line {lines_of[i]:,}, {CSV_COLUMNS[0]}", f"expected an ISO 8601 date-time like "
-                         f"2023-11-16 18:15:46.6805900 (as on the first row), not {_excerpt(stamps[i])}")
+                         f"2023-11-16 18:15:46.6805900 (as on the first row), not {excerpt(stamps[i])}")
     return (dt - dt.iloc[0]).dt.total_seconds().to_numpy()
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from simulator.errors import excerpt
 from sizer.errors import InputError
 from sizer.inputs.model_spec import ModelSpec
-from sizer.inputs.safe_load import excerpt
 
 # What a linear layer is, for sharding (see shard_fraction) and for quantisation.
 ATTENTION, MLP, EXPERT, SHARED_EXPERT, ROUTER, LM_HEAD = (

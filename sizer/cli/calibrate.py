@@ -10,10 +10,10 @@ from pathlib import Path
 import typer
 
 from engine.profile import Limits, ProfileHeader, read_header
+from simulator.errors import excerpt
 from sizer.errors import InputError
 from sizer.inputs.hardware import load_hardware
 from sizer.inputs.model_spec import load_model
-from sizer.inputs.safe_load import excerpt
 
 
 def user_calibrated_dir() -> Path:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
+from simulator.errors import excerpt
 from sizer.errors import InputError
-from sizer.inputs.safe_load import excerpt
 
 # Worker processes for a search: at most 1,024 (each forks a copy of sizer; more than the cores only queue).
 MAX_WORKERS = 1024

@@ -10,11 +10,11 @@ from rich.console import Console
 from rich.progress import Progress
 
 from simulator.cluster import ROUTERS
+from simulator.errors import excerpt
 from simulator.metrics import summarise
 from sizer.cli.flags import check_range
 from sizer.cli.render import render_simulation_metrics
 from sizer.errors import InputError
-from sizer.inputs.safe_load import excerpt
 from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS, load_scenario
 from sizer.outputs.destination import check_destination, write_with
 from sizer.outputs.serialise import to_json

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from simulator.errors import excerpt
 from sizer.errors import InputError
-from sizer.inputs.safe_load import excerpt, load_json
+from sizer.inputs.safe_load import load_json
 from sizer.inputs.schema import Key, read_key
 
 CATALOG_DIR = Path(__file__).parent / "catalog" / "models"

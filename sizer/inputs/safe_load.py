@@ -9,8 +9,9 @@ before anything is expanded). JSON gets the same size, depth and duplicate-key r
 refusal is an `InputError` naming the file (and the line where YAML says it), which the CLI
 prints as one line with exit code 2.
 
-`excerpt` is the one way an error message quotes a value from the input: at most
-`EXCERPT_CHARS` characters, so a huge or deeply nested value never becomes a huge message.
+`excerpt` (simulator/errors.py, shared with the trace reader) is the one way an error message
+quotes a value from the input: at most `EXCERPT_CHARS` characters, so a huge or deeply nested
+value never becomes a huge message.
 
 The engine reads a calibrated profile's `profile.yaml` itself (engine/profile.py: the engine
 imports nothing of sizer), so that file does not come through here.
@@ -21,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import reprlib
 import stat
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from yaml.events import (
 )
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
+from simulator.errors import excerpt
 from sizer.errors import InputError
 
 # Scenarios, manifests and Helm values are a few KB (the bundled ones at most 30 KB); the largest
@@ -59,29 +60,9 @@ MAX_ALIASES = 100
 # has at most ~500,000 nodes (each at least 2 characters), so this never refuses a literal
 # document: it only keeps aliases from making a document bigger than one could be written.
 MAX_NODES = 1_000_000
-# The longest quote of an input value in an error message.
-EXCERPT_CHARS = 80
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
           (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
-
-_REPR = reprlib.Repr()
-_REPR.maxlevel = 3
-_REPR.maxstring = _REPR.maxother = _REPR.maxlong = EXCERPT_CHARS
-_REPR.maxdict = _REPR.maxlist = _REPR.maxtuple = _REPR.maxset = _REPR.maxfrozenset = 8
-
-
-def excerpt(value: Any, limit: int = EXCERPT_CHARS, quote: bool = True) -> str:
-    """`value` for an error message: its repr (`quote=False`: a string as it is), cut to `limit`
-    characters with "..." where it was cut. Never builds the full repr of a big value."""
-    if isinstance(value, str) and not quote:
-        text = value[:limit + 1]
-    else:
-        try:
-            text = _REPR.repr(value)
-        except ValueError:       # an int too long to print (sys.get_int_max_str_digits)
-            text = f"<an integer of {value.bit_length()} bits>" if isinstance(value, int) else "<unprintable>"
-    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def read_text(path: str | Path, max_bytes: int, what: str = "file") -> str:

@@ -13,9 +13,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from simulator.errors import excerpt
 from simulator.traces import MAX_REQUEST_TOKENS, MAX_TIMESTAMP_S, MAX_TRACE_REQUESTS
 from sizer.errors import InputError
-from sizer.inputs.safe_load import excerpt, load_yaml
+from sizer.inputs.safe_load import load_yaml
 from sizer.inputs.schema import build, field
 from sizer.inputs.variant import Variant
 

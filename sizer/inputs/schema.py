@@ -12,8 +12,8 @@ import types
 import typing
 from typing import Any, Literal
 
+from simulator.errors import excerpt
 from sizer.errors import InputError
-from sizer.inputs.safe_load import excerpt
 
 
 def field(default: Any = dataclasses.MISSING, *, ge: float | None = None, gt: float | None = None,

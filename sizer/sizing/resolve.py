@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from engine.profile import CalibrationProfile, load_profile
 from simulator.cluster import DisaggregationConfig
+from simulator.errors import excerpt
 from simulator.replica import ReplicaConfig, SwapLink
 from simulator.scheduler import SchedulerConfig
 from simulator.speculative import SpeculativeConfig
@@ -23,7 +24,6 @@ from sizer.analytic.weights import WeightFormat, weight_format
 from sizer.errors import InputError
 from sizer.inputs.hardware import HardwareSpec, Link, host_link, scale_up_link, scenario_hardware
 from sizer.inputs.model_spec import ModelSpec, from_hf_config, load_config, load_model
-from sizer.inputs.safe_load import excerpt
 from sizer.inputs.scenario import Scenario, scenario_dir
 from sizer.sizing.presets import PROPOSER_COST_FRACTION, engine_defaults, preset
 

@@ -8,9 +8,9 @@ import dataclasses
 from pathlib import Path
 
 from engine.profile import ProfileHeader, load_profile
+from simulator.errors import excerpt
 from simulator.run import SimulationConfig
 from sizer.errors import InputError
-from sizer.inputs.safe_load import excerpt
 from sizer.inputs.scenario import Scenario, load_scenario
 from sizer.sizing.resolve import Resolved, resolve
 from sizer.sizing.simulate import simulation_config

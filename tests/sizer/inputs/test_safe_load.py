@@ -13,15 +13,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from simulator.errors import EXCERPT_CHARS, excerpt
 from sizer.cli import app
 from sizer.errors import InputError
 from sizer.inputs import safe_load
 from sizer.inputs.safe_load import (
-    EXCERPT_CHARS,
     MAX_ALIASES,
     MAX_DEPTH,
     MAX_YAML_BYTES,
-    excerpt,
     load_yaml,
     loads_json,
     loads_yaml,
