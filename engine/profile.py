@@ -29,9 +29,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-import os
 import reprlib
-import stat
 import types
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from pathlib import Path
@@ -41,6 +39,7 @@ import numpy as np
 import yaml
 
 from simulator.errors import FieldError
+from simulator.input_files import read_text
 from simulator.step_batch import StepBatch, StepTimeModel
 
 PROFILE_FILE = "profile.yaml"
@@ -284,27 +283,9 @@ MAX_PROFILE_YAML_BYTES = 1 << 20      # a calibrated profile.yaml is ~3 KB
 MAX_TABLE_BYTES = 16 << 20            # the tables are a few KB; steps.csv of a long sweep under 1 MB
 
 
-def _read_bounded(path: Path, max_bytes: int, what: str) -> str:
-    """The UTF-8 text of a regular file of at most `max_bytes` (a FIFO or device is refused, not read)."""
-    try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            raise FieldError(str(path), None, f"{what} is not a regular file")
-        if info.st_size > max_bytes:
-            raise FieldError(str(path), None, f"{what} is {info.st_size:,} bytes, over the {max_bytes:,}-byte bound")
-        data = path.read_bytes()[:max_bytes + 1]
-    except OSError as exc:
-        raise FieldError(str(path), None, f"{what} missing or unreadable: {exc.strerror or exc}") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
-        raise FieldError(str(path), f"line {line}", f"{what} is not UTF-8 text") from None
-
-
 def _read_csv(path: Path, required: tuple[str, ...]) -> dict[str, np.ndarray]:
     """Columns of a calibration table: every `required` column there, every cell a finite number >= 0."""
-    text = _read_bounded(path, MAX_TABLE_BYTES, "calibration table")
+    text = read_text(path, MAX_TABLE_BYTES, "calibration table")
     try:
         reader = csv.DictReader(io.StringIO(text, newline=""))
         header = reader.fieldnames or []
@@ -380,7 +361,7 @@ def read_header(folder: Path) -> ProfileHeader:
     if not path.exists():
         raise FieldError(str(folder), None,
                          f"not a calibrated profile: no {PROFILE_FILE} (run `sizer calibrate` first)")
-    text = _read_bounded(path, MAX_PROFILE_YAML_BYTES, PROFILE_FILE)
+    text = read_text(path, MAX_PROFILE_YAML_BYTES, PROFILE_FILE)
     try:
         data = yaml.safe_load(text)
     except (yaml.YAMLError, RecursionError) as exc:

@@ -20,9 +20,7 @@ imports nothing of sizer), so that file does not come through here.
 from __future__ import annotations
 
 import json
-import os
 import re
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +38,7 @@ from yaml.events import (
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from simulator.errors import excerpt
+from simulator.input_files import read_text as _read_text
 from sizer.errors import InputError
 
 # Scenarios, manifests and Helm values are a few KB (the bundled ones at most 30 KB); the largest
@@ -61,47 +60,10 @@ MAX_ALIASES = 100
 # document: it only keeps aliases from making a document bigger than one could be written.
 MAX_NODES = 1_000_000
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
-
 
 def read_text(path: str | Path, max_bytes: int, what: str = "file") -> str:
     """The UTF-8 text of a regular file of at most `max_bytes`; anything else is an InputError."""
-    file = str(path)
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise InputError(file, None, "file not found") from None
-    except OSError as exc:
-        raise InputError(file, None, f"cannot read: {exc.strerror or exc}") from None
-    _check_regular(info, file, max_bytes, what)
-    try:
-        # O_NONBLOCK: should the path have become a FIFO since the stat, opening it does not wait
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as f:
-            _check_regular(os.fstat(f.fileno()), file, max_bytes, what)
-            data = f.read(max_bytes + 1)
-    except OSError as exc:
-        raise InputError(file, None, f"cannot read: {exc.strerror or exc}") from None
-    if len(data) > max_bytes:
-        raise _too_big(file, max_bytes, what)
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
-        raise InputError(file, f"line {line}", "not UTF-8 text") from None
-
-
-def _check_regular(info: os.stat_result, file: str, max_bytes: int, what: str) -> None:
-    if not stat.S_ISREG(info.st_mode):
-        kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
-        raise InputError(file, None, f"{kind}, not a regular file")
-    if info.st_size > max_bytes:
-        raise _too_big(file, max_bytes, what)
-
-
-def _too_big(file: str, max_bytes: int, what: str) -> InputError:
-    return InputError(file, None, f"larger than {max_bytes >> 20} MiB, the most a {what} may be")
+    return _read_text(path, max_bytes, what, InputError)
 
 
 # ---- YAML ----------------------------------------------------------------------------------------
