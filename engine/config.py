@@ -34,6 +34,7 @@ class ModelShape(Protocol):
     is_mla: bool
     is_moe: bool
     num_sliding_layers: int
+    is_uniform_decoder: bool        # every layer the same attention; dense layers, then one MoE kind
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,9 @@ def engine_config(spec: ModelShape, tp: int = 1, scale: float = 1.0, file: str |
     if spec.num_sliding_layers:
         raise FieldError(file, "model", f"{spec.name} has sliding-window layers; "
                                         "the bundled engine does not support sliding-window attention yet")
+    if not spec.is_uniform_decoder:
+        raise FieldError(file, "model", f"{spec.name} has layers of different kinds (hybrid mixers, per-layer "
+                                        "widths or a vision tower); the bundled engine builds uniform decoders only")
     if tp < 1 or spec.num_attention_heads % tp:
         raise FieldError(file, "tp", f"TP {tp} must divide the {spec.num_attention_heads} attention heads")
     if spec.num_kv_heads >= tp and spec.num_kv_heads % tp:

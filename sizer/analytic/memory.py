@@ -22,6 +22,7 @@ from sizer.analytic.weights import (
     parameter_count,
     plain_bytes_per_value,
 )
+from sizer.inputs.layers import FFN, DenseFFN, LatentAttention, MoEFFN
 from sizer.inputs.model_spec import ModelSpec
 
 GiB = 2**30
@@ -31,6 +32,7 @@ GB = 10**9
 CUDA_CONTEXT_BYTES = 1 * GiB          # CUDA context, cuBLAS workspace, CUDA graphs, per GPU
 NCCL_BUFFER_BYTES = GiB // 2          # extra per GPU when it talks to others (TP or PP > 1)
 KV_DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp32": 4}
+STATE_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4}   # by the checkpoint's torch_dtype
 
 
 @dataclass(frozen=True)
@@ -91,60 +93,98 @@ def weight_memory(m: ModelSpec, fmt: WeightFormat, p: ParallelConfig, group_size
 
 
 @dataclass(frozen=True)
+class KVGroup:
+    """Layers that cache the same values per token and keep the same span of tokens."""
+    label: str                        # the mixer kind ("full attention", "sliding-window attention (window 4096)")
+    layers: int
+    bytes_per_token: int              # these layers together, whole model
+    bytes_per_token_per_gpu: float    # one GPU of the busiest stage, after the TP split
+    window_tokens: int | None         # sliding window or local-attention chunk; None: every token is kept
+    flops_per_pair_per_layer: int     # attention FLOPs per query-key pair in one layer, all heads
+
+
+@dataclass(frozen=True)
 class KVLayout:
     dtype: str
     bytes_per_value: int
-    bytes_per_token: int              # whole model, every layer (sliding layers as if full)
+    bytes_per_token: int              # whole model, every layer that caches KV (windowed ones as if full)
     bytes_per_token_per_gpu: float    # one GPU of the busiest stage, after the TP split
-    full_layers: int
-    sliding_layers: int
-    sliding_window: int | None
+    groups: tuple[KVGroup, ...]
+    state_layers: int                 # Mamba-2 / linear-attention layers: a fixed state per sequence
+    state_bytes_per_value: int
+    state_bytes_per_seq: int          # whole model
+    state_bytes_per_seq_per_gpu: float
     formula: str
 
     def sequence_bytes(self, tokens: int, block_size: int, per_gpu: bool = True) -> float:
-        """KV one sequence of `tokens` holds, in whole blocks; sliding layers keep at most a window.
+        """KV and recurrent state one sequence of `tokens` holds, KV in whole blocks; windowed layers keep
+        at most their window (plus the block it straddles).
 
         `per_gpu`: on one GPU of the busiest stage after the split; else for the whole model.
         """
-        layers = self.full_layers + self.sliding_layers
-        per_layer = (self.bytes_per_token_per_gpu if per_gpu else self.bytes_per_token) / layers
-        full_blocks = math.ceil(tokens / block_size)
-        window_tokens = min(tokens, self.sliding_window or tokens)
-        sliding_blocks = math.ceil(window_tokens / block_size) + (1 if window_tokens < tokens else 0)
-        return per_layer * block_size * (self.full_layers * full_blocks + self.sliding_layers * sliding_blocks)
+        total = self.state_bytes_per_seq_per_gpu if per_gpu else float(self.state_bytes_per_seq)
+        for g in self.groups:
+            kept = min(tokens, g.window_tokens or tokens)
+            blocks = math.ceil(kept / block_size) + (1 if kept < tokens else 0)
+            total += (g.bytes_per_token_per_gpu if per_gpu else g.bytes_per_token) * block_size * blocks
+        return total
 
 
 def kv_layout(m: ModelSpec, kv_dtype: str, p: ParallelConfig) -> KVLayout:
+    """KV bytes per token by group of layers, and the recurrent state per sequence (Mamba-2 and linear
+    attention keep it in the model's dtype, as vLLM's default `mamba_ssm_cache_dtype: auto`)."""
     nbytes = KV_DTYPE_BYTES[kv_dtype]
-    stage_layers = layers_per_stage(m, p)
-    if m.is_mla:
-        latent = m.kv_lora_rank + m.qk_rope_head_dim
-        per_token = latent * m.num_layers * nbytes
-        per_gpu = latent * stage_layers * nbytes          # the latent is replicated on every TP rank
-        formula = (f"(kv_lora_rank {m.kv_lora_rank} + qk_rope_head_dim {m.qk_rope_head_dim}) "
-                   f"x {m.num_layers} layers x {nbytes} B")
-    else:
-        per_token = 2 * m.num_layers * m.num_kv_heads * m.head_dim * nbytes
-        per_gpu = 2 * stage_layers * kv_heads_per_gpu(m, p) * m.head_dim * nbytes
-        formula = f"2 x {m.num_layers} layers x {m.num_kv_heads} KV heads x {m.head_dim} head dim x {nbytes} B"
-    sliding = m.num_sliding_layers
-    return KVLayout(kv_dtype, nbytes, per_token, per_gpu, m.num_layers - sliding, sliding, m.sliding_window, formula)
+    stage = layers_per_stage(m, p) / m.num_layers
+    groups: dict[object, list] = {}
+    for layer in m.layers:
+        mixer = layer.mixer
+        if mixer.kv_values_per_token:
+            groups.setdefault(mixer, []).append(layer)
+    kv_groups, terms = [], []
+    for mixer, layers in groups.items():
+        n = len(layers)
+        per_token = mixer.kv_values_per_token * n * nbytes
+        if isinstance(mixer, LatentAttention):   # the latent is replicated on every TP rank
+            per_gpu = per_token * stage
+            terms.append(f"(kv_lora_rank {mixer.kv_lora_rank} + qk_rope_head_dim {mixer.qk_rope_head_dim}) "
+                         f"x {n} layers x {nbytes} B")
+        else:
+            per_gpu = 2 * kv_heads_per_gpu(mixer.num_kv_heads, p) * mixer.head_dim * n * nbytes * stage
+            terms.append(f"2 x {n} layers x {mixer.num_kv_heads} KV heads x {mixer.head_dim} head dim x {nbytes} B"
+                         + (f" ({mixer.label})" if len(groups) > 1 or mixer.window_tokens else ""))
+        kv_groups.append(KVGroup(mixer.label, n, per_token, per_gpu, mixer.window_tokens, mixer.flops_per_pair))
+    state_bytes = STATE_DTYPE_BYTES.get(m.torch_dtype, 2)
+    stateful = [layer.mixer for layer in m.layers if layer.mixer.state_values_per_seq]
+    state = sum(mixer.state_values_per_seq for mixer in stateful) * state_bytes
+    return KVLayout(kv_dtype, nbytes, sum(g.bytes_per_token for g in kv_groups),
+                    sum(g.bytes_per_token_per_gpu for g in kv_groups), tuple(kv_groups), len(stateful), state_bytes,
+                    state,
+                    state * stage / p.tp, " + ".join(terms) or "no layer caches KV")
 
 
 def activation_peak_bytes(m: ModelSpec, p: ParallelConfig, max_num_batched_tokens: int, max_num_seqs: int,
                           activation_bytes: int = 2) -> float:
     """Estimate of the forward pass's peak at the full token budget (what vLLM profiles).
 
-    Per token: residual, normed input and attention output (3 h), q/k/v (/TP), the MLP's
-    gate+up intermediate (/TP; top-k experts for MoE); plus fp32 logits for one token per
-    sequence over the vocabulary slice.
+    Per token: residual, normed input and attention output (3 h), the widest mixer's input
+    projections (q/k/v, or Mamba's in_proj; /TP), the widest MLP's gate+up intermediate (/TP;
+    top-k experts and the shared expert for MoE); plus fp32 logits for one token per sequence
+    over the vocabulary slice.
     """
     h = m.hidden_size
-    qkv = (m.num_attention_heads + 2 * m.num_kv_heads) * m.head_dim / p.tp
-    inter = (m.num_experts_per_tok * m.moe_intermediate_size if m.is_moe else m.intermediate_size) / p.tp
+    mixers = {layer.mixer for layer in m.layers}
+    ffns = {layer.ffn for layer in m.layers}
+    qkv = max(sum(lin.out_features for lin in mixer.linears(h)[:-1]) for mixer in mixers) / p.tp
+    inter = max(_ffn_width(ffn) for ffn in ffns) / p.tp
     per_token = (3 * h + qkv + 2 * inter) * activation_bytes
     logits = min(max_num_seqs, max_num_batched_tokens) * (m.vocab_size / p.tp) * 4
     return max_num_batched_tokens * per_token + logits
+
+
+def _ffn_width(ffn: FFN) -> int:
+    if isinstance(ffn, MoEFFN):
+        return ffn.top_k * ffn.expert_width + ffn.shared_width
+    return ffn.width if isinstance(ffn, DenseFFN) else 0
 
 
 @dataclass(frozen=True)
@@ -156,13 +196,14 @@ class MemoryBudget:
     weights_bytes: float
     activation_bytes: float
     non_torch_bytes: float
+    state_bytes: float                 # recurrent state reserved for max_num_seqs sequences (hybrid models)
     kv_cache_bytes: float
     kv_blocks: int
     kv_tokens: int
     block_size: int
     max_model_len: int
     sequence_bytes_at_max_model_len: float
-    max_seqs_at_max_model_len: int
+    max_seqs_at_max_model_len: int     # sequences of max_model_len that KV cache and state memory hold
     fits: bool
     reasons: tuple[str, ...]
 
@@ -173,23 +214,33 @@ def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv
     usable = gpu_memory_bytes * gpu_memory_utilization
     activations = activation_peak_bytes(m, p, max_num_batched_tokens, max_num_seqs)
     non_torch = CUDA_CONTEXT_BYTES + (NCCL_BUFFER_BYTES if p.tp * p.pp > 1 else 0)
-    kv_bytes = usable - weights.per_gpu_bytes - activations - non_torch
+    # vLLM's hybrid cache gives each running sequence its Mamba / linear-attention state from the same
+    # pool; the scheduler runs at most max_num_seqs, so that many states are set aside before KV blocks.
+    state = kv.state_bytes_per_seq_per_gpu * max_num_seqs
+    kv_bytes = usable - weights.per_gpu_bytes - activations - non_torch - state
     block_bytes = kv.bytes_per_token_per_gpu * block_size
-    blocks = max(0, int(kv_bytes // block_bytes)) if kv_bytes > 0 else 0
+    if not block_bytes:   # no layer caches KV: blocks only count tokens, enough for every sequence's context
+        blocks = max_num_seqs * math.ceil(max_model_len / block_size) if kv_bytes > 0 else 0
+    else:
+        blocks = max(0, int(kv_bytes // block_bytes)) if kv_bytes > 0 else 0
     seq_bytes = kv.sequence_bytes(max_model_len, block_size)
-    max_seqs = int(max(0.0, kv_bytes) // seq_bytes)
+    max_seqs = int(max(0.0, kv_bytes + state) // seq_bytes) if seq_bytes else max_num_seqs
     reasons = []
     if weights.per_gpu_bytes > usable:
         reasons.append(f"weights need {weights.per_gpu_bytes / GiB:.2f} GiB per GPU, more than the "
                        f"{usable / GiB:.2f} GiB usable at gpu_memory_utilization {gpu_memory_utilization}")
+    elif kv_bytes <= 0 and state:
+        reasons.append(f"weights, activations, CUDA context and the recurrent state of max_num_seqs {max_num_seqs} "
+                       f"sequences ({state / GiB:.2f} GiB) leave no room for KV cache "
+                       f"({kv_bytes / GiB:.2f} GiB left of {usable / GiB:.2f} GiB usable); lower max_num_seqs")
     elif kv_bytes <= 0:
         reasons.append(f"weights, activations and CUDA context leave no room for KV cache "
                        f"({kv_bytes / GiB:.2f} GiB left of {usable / GiB:.2f} GiB usable)")
     elif max_seqs < 1:
         reasons.append(f"KV cache of {kv_bytes / GiB:.2f} GiB per GPU cannot hold one sequence of "
                        f"max_model_len {max_model_len} ({seq_bytes / GiB:.2f} GiB)")
-    return MemoryBudget(gpu_memory_bytes, gpu_memory_utilization, usable, weights.per_gpu_bytes, activations, non_torch,
-                        max(0.0, kv_bytes), blocks, blocks * block_size, block_size, max_model_len, seq_bytes, max_seqs,
-                        not reasons, tuple(reasons))
+    return MemoryBudget(gpu_memory_bytes, gpu_memory_utilization, usable, weights.per_gpu_bytes, activations,
+                        non_torch, state, max(0.0, kv_bytes), blocks, blocks * block_size, block_size, max_model_len,
+                        seq_bytes, max_seqs, not reasons, tuple(reasons))
 
 

@@ -14,8 +14,25 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from sizer.analytic.weights import ATTENTION, EXPERT, LM_HEAD, MLP, REPLICATED, ROUTER, SHARED_EXPERT, LinearGroup
+from sizer.analytic.weights import LinearGroup
 from sizer.errors import InputError
+from sizer.inputs.layers import (
+    ATTENTION,
+    EXPERT,
+    LM_HEAD,
+    MLP,
+    RECURRENT,
+    REPLICATED,
+    ROUTER,
+    SHARED_EXPERT,
+    VISION,
+    Attention,
+    DenseFFN,
+    GatedDeltaNet,
+    LatentAttention,
+    Mamba2,
+    MoEFFN,
+)
 from sizer.inputs.model_spec import ModelSpec
 
 
@@ -36,29 +53,45 @@ class ParallelConfig:
         return self.tp * self.dp if self.expert_parallel else 1
 
 
+def _split_sizes(m: ModelSpec, p: ParallelConfig) -> list[tuple[str, int]]:
+    """(what, count) pairs tensor parallelism must divide: heads of each mixer kind, MLP and expert widths."""
+    sizes: list[tuple[str, int]] = []
+    for mixer in {layer.mixer for layer in m.layers}:
+        if isinstance(mixer, (Attention, LatentAttention)):
+            sizes.append(("attention heads", mixer.num_heads))
+        elif isinstance(mixer, Mamba2):
+            sizes += [("Mamba-2 heads", mixer.num_heads), ("Mamba-2 groups", mixer.n_groups)]
+        elif isinstance(mixer, GatedDeltaNet):
+            sizes += [("linear-attention key heads", mixer.num_key_heads),
+                      ("linear-attention value heads", mixer.num_value_heads)]
+    for ffn in {layer.ffn for layer in m.layers}:
+        if isinstance(ffn, DenseFFN):
+            sizes.append(("intermediate size", ffn.width))
+        elif isinstance(ffn, MoEFFN) and not p.expert_parallel:
+            sizes.append(("intermediate size", ffn.expert_width))
+    return sorted(set(sizes))
+
+
 def validate_split(m: ModelSpec, p: ParallelConfig, file: str | None = None) -> None:
     """Raise InputError naming the deployment field when the split cannot work."""
     field = "deployment.tensor_parallel_size"
-    if m.num_attention_heads % p.tp:
-        raise InputError(file, field, f"{p.tp} does not divide the {m.num_attention_heads} attention heads of {m.name}")
-    if not m.is_mla and m.num_kv_heads % p.tp and p.tp % m.num_kv_heads:
-        raise InputError(file, field,
-                         f"{p.tp} neither divides nor is a multiple of the {m.num_kv_heads} KV heads of {m.name}")
-    sizes = [m.intermediate_size] if not m.is_moe or m.num_dense_layers else []
-    if m.is_moe and not p.expert_parallel:
-        sizes.append(m.moe_intermediate_size)
-    for size in sizes:
+    for what, size in _split_sizes(m, p):
         if size % p.tp:
-            raise InputError(file, field, f"{p.tp} does not divide the intermediate size {size} of {m.name}")
+            counted = f"the {what} {size}" if what == "intermediate size" else f"the {size} {what}"
+            raise InputError(file, field, f"{p.tp} does not divide {counted} of {m.name}")
+    for kv in sorted({a.num_kv_heads for a in m.mixers(Attention)}):
+        if kv % p.tp and p.tp % kv:
+            raise InputError(file, field, f"{p.tp} neither divides nor is a multiple of the {kv} KV heads of {m.name}")
     if p.pp > m.num_layers:
         raise InputError(file, "deployment.pipeline_parallel_size",
                          f"{p.pp} stages for {m.num_layers} layers; expected at most one stage per layer")
     if p.expert_parallel:
-        if not m.is_moe:
+        moe = m.moe
+        if moe is None:
             raise InputError(file, "deployment.enable_expert_parallel", f"{m.name} has no experts")
-        if m.num_experts % p.ep:
+        if moe.num_experts % p.ep:
             raise InputError(file, "deployment.enable_expert_parallel",
-                             f"EP size {p.ep} (TP x DP) does not divide the {m.num_experts} experts")
+                             f"EP size {p.ep} (TP x DP) does not divide the {moe.num_experts} experts")
 
 
 def layers_per_stage(m: ModelSpec, p: ParallelConfig) -> int:
@@ -67,22 +100,23 @@ def layers_per_stage(m: ModelSpec, p: ParallelConfig) -> int:
 
 def shard_fraction(g: LinearGroup, m: ModelSpec, p: ParallelConfig) -> float:
     """Share of group `g`'s parameters one GPU of the busiest pipeline stage holds."""
-    stage = 1.0 if g.kind == LM_HEAD else layers_per_stage(m, p) / m.num_layers
-    if g.kind in (ATTENTION, MLP, SHARED_EXPERT):
+    if g.kind in (LM_HEAD, VISION):    # the last stage's lm_head, the first stage's vision encoder
+        return 1.0 / p.tp
+    stage = layers_per_stage(m, p) / m.num_layers
+    if g.kind in (ATTENTION, MLP, SHARED_EXPERT, RECURRENT):
         if g.kv_heads and p.tp > g.kv_heads:
             return stage / g.kv_heads       # one replicated KV head per rank
         return stage / p.tp
     if g.kind == EXPERT:
         return stage / (p.ep if p.expert_parallel else p.tp)
-    if g.kind == LM_HEAD:
-        return 1.0 / p.tp
     if g.kind in (ROUTER, REPLICATED):
         return stage
     raise ValueError(g.kind)
 
 
-def kv_heads_per_gpu(m: ModelSpec, p: ParallelConfig) -> int:
-    return max(1, m.num_kv_heads // p.tp)
+def kv_heads_per_gpu(num_kv_heads: int, p: ParallelConfig) -> int:
+    """KV heads one TP rank holds (one replicated head when TP exceeds them)."""
+    return max(1, num_kv_heads // p.tp)
 
 
 @dataclass(frozen=True)
@@ -103,5 +137,5 @@ def comm_per_step(m: ModelSpec, p: ParallelConfig, activation_bytes: int = 2) ->
     ep = 0.0
     if p.expert_parallel and p.ep > 1:
         moe_layers = math.ceil(m.num_moe_layers / p.pp)
-        ep = 2 * moe_layers * m.num_experts_per_tok * h * activation_bytes * (p.ep - 1) / p.ep
+        ep = 2 * moe_layers * m.moe.top_k * h * activation_bytes * (p.ep - 1) / p.ep
     return CommPerStep(tp, pp, ep, 2 * layers if p.tp > 1 else 0)

@@ -18,8 +18,6 @@ from simulator.step_batch import StepBatch, attention_pairs
 from sizer.analytic.memory import KVLayout, WeightMemory
 from sizer.analytic.parallel import ParallelConfig, comm_per_step, layers_per_stage, shard_fraction
 from sizer.analytic.weights import (
-    EXPERT,
-    LM_HEAD,
     WeightFormat,
     group_bytes,
     linear_groups,
@@ -28,6 +26,7 @@ from sizer.analytic.weights import (
 )
 from sizer.errors import InputError
 from sizer.inputs.hardware import HardwareSpec, scale_up_link
+from sizer.inputs.layers import EXPERT, LM_HEAD, VISION
 from sizer.inputs.model_spec import ModelSpec
 
 # Assumptions (replace with a calibrated profile): printed by the plan.
@@ -74,16 +73,21 @@ class RooflineStepTimeModel:
         self._coefficients()
 
     def _shares(self, fmt: WeightFormat, weights: WeightMemory, group_size: int) -> None:
-        """Per-GPU parameters and bytes of the dense part, the experts and the lm_head."""
+        """Per-GPU parameters and bytes of the dense part, the experts and the lm_head (vision towers run
+        only on images, so a text step reads none of theirs)."""
         m, p = self.model, self.parallel
         scale = weights.parameters / parameter_count(m).total     # 1.0 unless a parameter count was stated
-        dense_params = dense_bytes = expert_params = expert_bytes = lm_params = lm_bytes = 0.0
+        dense_params = dense_bytes = expert_params = expert_bytes = expert_active = lm_params = lm_bytes = 0.0
         for g in linear_groups(m):
+            if g.kind == VISION:
+                continue
             share = shard_fraction(g, m, p) * scale
             values, extra, _ = group_bytes(g, fmt, group_size, m)
             nbytes = values + extra
             if g.kind == EXPERT:
+                moe = m.layers[g.layers[0]].ffn
                 expert_params += g.params * share
+                expert_active += g.params * share * moe.top_k / moe.num_experts
                 expert_bytes += nbytes * share
             elif g.kind == LM_HEAD:
                 lm_params += g.params * share
@@ -95,33 +99,35 @@ class RooflineStepTimeModel:
             lm_params = m.vocab_size * m.hidden_size / p.tp * scale
             lm_bytes = lm_params * plain_bytes_per_value(fmt)
         self.dense_params, self.dense_bytes = dense_params, dense_bytes
-        self.expert_params, self.expert_bytes = expert_params, expert_bytes
+        self.expert_params, self.expert_bytes, self.expert_active_params = expert_params, expert_bytes, expert_active
         self.lm_params, self.lm_bytes = lm_params, lm_bytes
         self.weight_bytes_per_gpu = dense_bytes + expert_bytes + lm_bytes
 
     def experts_touched(self, tokens: int) -> float:
         """Expected share of a GPU's experts that at least one of `tokens` routes to."""
-        m = self.model
-        if not m.is_moe:
+        moe = self.model.moe
+        if moe is None:
             return 0.0
-        return 1.0 - (1.0 - m.num_experts_per_tok / m.num_experts) ** tokens
+        return 1.0 - (1.0 - moe.top_k / moe.num_experts) ** tokens
 
     def _coefficients(self) -> None:
         """Seconds per unit of work, computed once: step_time is called once per simulated step."""
         m, p = self.model, self.parallel
-        expert_active = self.expert_params * m.num_experts_per_tok / m.num_experts if m.is_moe else 0.0
-        self._gemm_s_per_token = 2.0 * (self.dense_params + expert_active) / self.gemm_flops_per_s
+        moe = m.moe
+        self._gemm_s_per_token = 2.0 * (self.dense_params + self.expert_active_params) / self.gemm_flops_per_s
         self._dense_read_s = self.dense_bytes / self.bytes_per_s
         self._expert_read_s = self.expert_bytes / self.bytes_per_s
-        self._expert_miss = 1.0 - m.num_experts_per_tok / m.num_experts if m.is_moe else 1.0
-        heads = m.num_attention_heads / p.tp
-        if m.is_mla:   # absorbed MLA: scores over the latent + rope part, values over the latent
-            flops_per_pair_layer = 2 * heads * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
-        else:          # QK^T and PV: 2 x 2 x head_dim FLOPs per head per query-key pair
-            flops_per_pair_layer = 4 * heads * m.head_dim
-        self._attn_s_per_pair = flops_per_pair_layer * layers_per_stage(m, p) / self.attn_flops_per_s
-        self._kv_s_per_token = self.kv.bytes_per_token_per_gpu / self.bytes_per_s
-        self._sliding_share = m.num_sliding_layers / m.num_layers
+        self._expert_miss = 1.0 - moe.top_k / moe.num_experts if moe else 1.0
+        stage = layers_per_stage(m, p) / m.num_layers
+        # Attention, per group of layers that cache the same KV and keep the same span:
+        # (FLOPs per query-key pair, KV seconds per token kept, window or None)
+        self._attention_groups = []
+        for group in self.kv.groups:
+            seconds_per_pair = group.flops_per_pair_per_layer / p.tp * group.layers * stage / self.attn_flops_per_s
+            self._attention_groups.append((seconds_per_pair, group.bytes_per_token_per_gpu / self.bytes_per_s,
+                                           group.window_tokens))
+        # Mamba-2 / linear attention: each sequence's state is read and written once per step
+        self._state_s_per_seq = 2 * self.kv.state_bytes_per_seq_per_gpu / self.bytes_per_s
         self._lm_s_per_seq = 2.0 * self.lm_params / self.gemm_flops_per_s
         self._lm_read_s = self.lm_bytes / self.bytes_per_s
         c = self.comm
@@ -136,13 +142,13 @@ class RooflineStepTimeModel:
         gemm_compute = tokens * self._gemm_s_per_token
         gemm_memory = self._dense_read_s + (self._expert_read_s * (1.0 - self._expert_miss ** tokens)
                                             if self._expert_read_s else 0.0)
-        # Sliding layers attend to at most a window per sequence.
-        attended = 1.0
-        if self._sliding_share and batch.context_tokens:
-            cap = min(1.0, batch.num_seqs * self.model.sliding_window / batch.context_tokens)
-            attended = 1.0 - self._sliding_share + self._sliding_share * cap
-        attention = max(batch.attention_pairs * attended * self._attn_s_per_pair,
-                        (batch.context_tokens * attended + 2 * tokens) * self._kv_s_per_token)
+        attention = batch.num_seqs * self._state_s_per_seq
+        for seconds_per_pair, seconds_per_token, window in self._attention_groups:
+            attended = 1.0       # windowed layers attend to at most a window per sequence
+            if window and batch.context_tokens:
+                attended = min(1.0, batch.num_seqs * window / batch.context_tokens)
+            attention += max(batch.attention_pairs * attended * seconds_per_pair,
+                             (batch.context_tokens * attended + 2 * tokens) * seconds_per_token)
         lm_head = max(batch.num_seqs * self._lm_s_per_seq, self._lm_read_s)
         comm = tokens * self._comm_s_per_token + self._comm_fixed_s
         return gemm_compute, gemm_memory, attention, lm_head, comm

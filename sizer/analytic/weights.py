@@ -12,23 +12,31 @@ from dataclasses import dataclass, replace
 
 from simulator.errors import excerpt
 from sizer.errors import InputError
+from sizer.inputs.layers import (
+    ATTENTION,
+    EXPERT,
+    LM_HEAD,
+    MLP,
+    RECURRENT,
+    REPLICATED,
+    ROUTER,
+    SHARED_EXPERT,
+    VISION,
+    Linear,
+)
 from sizer.inputs.model_spec import ModelSpec
-
-# What a linear layer is, for sharding (see shard_fraction) and for quantisation.
-ATTENTION, MLP, EXPERT, SHARED_EXPERT, ROUTER, LM_HEAD = (
-    "attention", "mlp", "expert", "shared_expert", "router", "lm_head")
-REPLICATED = "replicated"   # whole on every TP rank (MLA's down-projections, as vLLM's ReplicatedLinear)
 
 
 @dataclass(frozen=True)
 class LinearGroup:
-    """`count` matrices of shape in_features x out_features (per model, all layers)."""
-    name: str
-    kind: str
+    """`count` matrices of shape in_features x out_features (per model, all layers listed in `layers`)."""
+    name: str                    # the module path inside a layer ("self_attn.q_proj"), or "lm_head"
+    kind: str                    # role for sharding and quantisation (sizer.inputs.layers)
     in_features: int
     out_features: int
     count: int
-    kv_heads: int = 0     # k/v projections: KV heads they produce (replicated when TP exceeds them)
+    kv_heads: int = 0            # k/v projections: KV heads they produce (replicated when TP exceeds them)
+    layers: tuple[int, ...] = ()  # decoder layers holding it (empty: lm_head, vision tower)
 
     @property
     def params(self) -> int:
@@ -38,59 +46,45 @@ class LinearGroup:
 @dataclass(frozen=True)
 class ParamCount:
     total: int
-    active: int                  # per token: MoE counts only the routed top-k experts
+    active: int                  # per token: MoE counts only the routed top-k experts; towers not at all
     embedding: int
     lm_head: int
-    linear: int                  # all linear layers except lm_head (experts included)
+    linear: int                  # all linear layers except lm_head (experts and towers included)
     norms_and_biases: int
+    towers: int                  # vision encoders and projectors (their linear layers are in `linear`)
 
 
 def linear_groups(m: ModelSpec) -> list[LinearGroup]:
-    h, L = m.hidden_size, m.num_layers
-    H, d = m.num_attention_heads, m.head_dim
-    groups: list[LinearGroup] = []
-    if m.is_mla:
-        qk_dim = m.qk_nope_head_dim + m.qk_rope_head_dim
-        if m.q_lora_rank:
-            groups += [LinearGroup("q_a_proj", REPLICATED, h, m.q_lora_rank, L),
-                       LinearGroup("q_b_proj", ATTENTION, m.q_lora_rank, H * qk_dim, L)]
-        else:
-            groups.append(LinearGroup("q_proj", ATTENTION, h, H * qk_dim, L))
-        groups += [LinearGroup("kv_a_proj_with_mqa", REPLICATED, h, m.kv_lora_rank + m.qk_rope_head_dim, L),
-                   LinearGroup("kv_b_proj", ATTENTION, m.kv_lora_rank, H * (m.qk_nope_head_dim + m.v_head_dim), L),
-                   LinearGroup("o_proj", ATTENTION, H * m.v_head_dim, h, L)]
-    else:
-        groups += [LinearGroup("q_proj", ATTENTION, h, H * d, L),
-                   LinearGroup("k_proj", ATTENTION, h, m.num_kv_heads * d, L, kv_heads=m.num_kv_heads),
-                   LinearGroup("v_proj", ATTENTION, h, m.num_kv_heads * d, L, kv_heads=m.num_kv_heads),
-                   LinearGroup("o_proj", ATTENTION, H * d, h, L)]
-    dense_layers = m.num_dense_layers if m.is_moe else L
-    if dense_layers:
-        groups += [LinearGroup("gate_up_proj", MLP, h, 2 * m.intermediate_size, dense_layers),
-                   LinearGroup("down_proj", MLP, m.intermediate_size, h, dense_layers)]
-    if m.is_moe:
-        moe_layers, E, moe_ffn = m.num_moe_layers, m.num_experts, m.moe_intermediate_size
-        groups += [LinearGroup("experts.gate_up_proj", EXPERT, h, 2 * moe_ffn, moe_layers * E),
-                   LinearGroup("experts.down_proj", EXPERT, moe_ffn, h, moe_layers * E),
-                   LinearGroup("router", ROUTER, h, E, moe_layers)]
-        if m.num_shared_experts:
-            S = m.num_shared_experts
-            groups += [LinearGroup("shared_experts.gate_up_proj", SHARED_EXPERT, h, 2 * moe_ffn * S, moe_layers),
-                       LinearGroup("shared_experts.down_proj", SHARED_EXPERT, moe_ffn * S, h, moe_layers)]
+    """Every matrix of the model, grouped: one group per (module, shape) across the layers holding it."""
+    h = m.hidden_size
+    by_shape: dict[Linear, list[int]] = {}
+    for i, layer in enumerate(m.layers):
+        for lin in layer.linears(h):
+            by_shape.setdefault(lin, []).append(i)
+    groups = [LinearGroup(lin.module, lin.role, lin.in_features, lin.out_features, lin.count * len(idx),
+                          lin.kv_heads, tuple(idx)) for lin, idx in by_shape.items()]
+    for tower in m.towers:
+        groups += [LinearGroup(lin.module, lin.role, lin.in_features, lin.out_features, lin.count)
+                   for lin in tower.linears()]
     if not m.tie_word_embeddings:
         groups.append(LinearGroup("lm_head", LM_HEAD, h, m.vocab_size, 1))
     return groups
 
 
 def _norms_and_biases(m: ModelSpec) -> int:
-    h, L = m.hidden_size, m.num_layers
-    norms = (2 * L + 1) * h
-    if m.is_mla:
-        norms += L * (m.kv_lora_rank + m.q_lora_rank)
-    biases = 0
-    if m.attention_bias and not m.is_mla:
-        biases = L * (m.num_attention_heads + 2 * m.num_kv_heads) * m.head_dim
-    return norms + biases
+    """Vectors and small tensors: each layer's norms, biases, convolutions; the final norm; the towers'."""
+    h = m.hidden_size
+    return h + sum(layer.extra_params(h) for layer in m.layers) + sum(t.extra_params() for t in m.towers)
+
+
+def _routed_inactive(m: ModelSpec, groups: list[LinearGroup]) -> int:
+    """Expert parameters a token does not use: all but top-k of each MoE layer's routed experts."""
+    inactive = 0
+    for g in groups:
+        if g.kind == EXPERT:
+            moe = m.layers[g.layers[0]].ffn
+            inactive += g.params - g.params * moe.top_k // moe.num_experts
+    return inactive
 
 
 def parameter_count(m: ModelSpec) -> ParamCount:
@@ -99,12 +93,47 @@ def parameter_count(m: ModelSpec) -> ParamCount:
     lm_head = sum(g.params for g in groups if g.kind == LM_HEAD)
     linear = sum(g.params for g in groups if g.kind != LM_HEAD)
     other = _norms_and_biases(m)
+    towers = sum(g.params for g in groups if g.kind == VISION) + sum(t.extra_params() for t in m.towers)
     total = embedding + lm_head + linear + other
-    active = total
-    if m.is_moe:
-        experts = sum(g.params for g in groups if g.kind == EXPERT)
-        active = total - experts + experts * m.num_experts_per_tok // m.num_experts
-    return ParamCount(total, active, embedding, lm_head, linear, other)
+    active = total - _routed_inactive(m, groups) - towers
+    return ParamCount(total, active, embedding, lm_head, linear, other, towers)
+
+
+@dataclass(frozen=True)
+class LayerKind:
+    """One row of the per-layer-kind breakdown: the layers with one mixer or FFN kind, and what they hold."""
+    part: str                    # "mixer", "ffn", or "model" (embedding, lm_head, final norm, towers)
+    kind: str                    # "full attention", "Mamba-2", "MoE 6 of 128 experts (width 1856)", ...
+    layers: int
+    parameters: int              # norms of a layer are counted with its mixer
+    kv_values_per_token: int     # values these layers cache per token (x KV dtype bytes = KV bytes)
+    state_values_per_seq: int    # Mamba-2 / linear attention: values of state per sequence
+
+
+def layer_kinds(m: ModelSpec) -> list[LayerKind]:
+    """Parameters, KV and state by mixer kind and FFN kind; the rows sum to parameter_count(m).total."""
+    h, rows = m.hidden_size, []
+    for part, of in (("mixer", lambda layer: layer.mixer), ("ffn", lambda layer: layer.ffn)):
+        kinds: dict[str, list] = {}
+        for layer in m.layers:
+            kinds.setdefault(of(layer).label, []).append(layer)
+        for label, layers in kinds.items():
+            if label == "none":
+                continue
+            block = [of(layer) for layer in layers]
+            params = sum(sum(lin.params for lin in b.linears(h)) + b.extra_params(h) for b in block)
+            kv = state = 0
+            if part == "mixer":
+                params += sum(layer.norms for layer in layers) * h
+                kv, state = sum(b.kv_values_per_token for b in block), sum(b.state_values_per_seq for b in block)
+            rows.append(LayerKind(part, label, len(layers), params, kv, state))
+    norms_without_mixer = sum(layer.norms for layer in m.layers if layer.mixer.label == "none") * h
+    counts = parameter_count(m)
+    rows.append(LayerKind("model", "embedding, lm_head, final norm", 0,
+                          counts.embedding + counts.lm_head + h + norms_without_mixer, 0, 0))
+    if counts.towers:
+        rows.append(LayerKind("model", "vision encoder and projector", 0, counts.towers, 0, 0))
+    return rows
 
 
 # ---- weight formats -------------------------------------------------------------------
@@ -202,7 +231,8 @@ def is_converted(g: LinearGroup, fmt: WeightFormat, m: ModelSpec) -> bool:
     keep = [str(x) for x in (m.quantization or {}).get("modules_to_not_convert") or []]
     if keep and checkpoint_format(m) == fmt.name:
         kind_words = {ATTENTION: ("attn", "attention"), REPLICATED: ("attn", "attention"), MLP: ("mlp",),
-                      EXPERT: ("experts",), SHARED_EXPERT: ("shared",)}
+                      EXPERT: ("experts",), SHARED_EXPERT: ("shared",), RECURRENT: ("mixer", "linear_attn"),
+                      VISION: ("visual", "vision")}
         return not any(word in k for k in keep for word in kind_words.get(g.kind, ()))
     return True
 

@@ -33,6 +33,23 @@ def _table(title: str) -> Table:
     return table
 
 
+def _layer_kinds(console: Console, plan: Plan) -> None:
+    """Layers by mixer and FFN kind: how many, their parameters, KV per token and state per sequence."""
+    rows = plan.model.layer_kinds
+    if len([r for r in rows if r.part == "mixer"]) < 2 and len([r for r in rows if r.part == "ffn"]) < 2:
+        return
+    t = Table(title="Layers by kind", title_justify="left")
+    for col, right in (("part", False), ("kind", False), ("layers", True), ("parameters (B)", True),
+                       (f"KV per token ({plan.kv.dtype})", True), ("state per sequence", True)):
+        t.add_column(col, justify="right" if right else "left")
+    kv_bytes, state_bytes = plan.kv.bytes_per_value, plan.kv.state_bytes_per_value
+    for r in rows:
+        t.add_row(r.part, r.kind, str(r.layers or ""), f"{r.parameters / 1e9:,.3f}",
+                  f"{r.kv_values_per_token * kv_bytes:,} B" if r.kv_values_per_token else "",
+                  f"{r.state_values_per_seq * state_bytes / 2**20:,.1f} MiB" if r.state_values_per_seq else "")
+    console.print(t)
+
+
 def render_plan(plan: Plan, console: Console) -> None:
     style = "bold green" if plan.fits else "bold red"
     console.print(f"[bold]{plan.scenario}[/]: {plan.model.name} on {plan.parallel.gpus_per_replica} x {plan.gpu} "
@@ -53,9 +70,13 @@ def render_plan(plan: Plan, console: Console) -> None:
                   f"unconverted modules {gb_gib(w.unconverted_bytes)}")
     kv = plan.kv
     t.add_row("KV per token", f"{kv.bytes_per_token:,} B ({kv.bytes_per_token / 1024:,.1f} KiB) = {kv.formula}")
+    if kv.state_layers:
+        t.add_row("state per sequence", f"{kv.state_bytes_per_seq / 2**20:,.1f} MiB in {kv.state_layers} "
+                  "Mamba-2 / linear-attention layers (whatever the sequence's length)")
     t.add_row("KV per sequence", f"{gb_gib(plan.kv_bytes_per_sequence_at_max_model_len)} "
               f"at max_model_len {plan.memory.max_model_len:,}")
     console.print(t)
+    _layer_kinds(console, plan)
     console.print()
 
     mem = plan.memory
@@ -63,11 +84,13 @@ def render_plan(plan: Plan, console: Console) -> None:
     t.add_column("part")
     t.add_column("GB", justify="right")
     t.add_column("GiB", justify="right")
-    for name, value in [("usable at gpu_memory_utilization " + str(mem.gpu_memory_utilization), mem.usable_bytes),
-                        ("weights (this GPU's shard)", mem.weights_bytes),
-                        ("activation peak (estimate)", mem.activation_bytes),
-                        ("CUDA context, workspaces (assumption)", mem.non_torch_bytes),
-                        ("KV cache", mem.kv_cache_bytes)]:
+    parts = [("usable at gpu_memory_utilization " + str(mem.gpu_memory_utilization), mem.usable_bytes),
+             ("weights (this GPU's shard)", mem.weights_bytes),
+             ("activation peak (estimate)", mem.activation_bytes),
+             ("CUDA context, workspaces (assumption)", mem.non_torch_bytes)]
+    if mem.state_bytes:
+        parts.append((f"recurrent state, max_num_seqs {plan.engine.max_num_seqs} sequences", mem.state_bytes))
+    for name, value in parts + [("KV cache", mem.kv_cache_bytes)]:
         t.add_row(name, f"{value / GB:,.2f}", f"{value / GiB:,.2f}")
     console.print(t)
     console.print(f"KV cache: {mem.kv_blocks:,} blocks x {mem.block_size} tokens = {mem.kv_tokens:,} tokens per GPU; "

@@ -14,6 +14,8 @@ from typing import Any
 
 from simulator.errors import excerpt
 from sizer.errors import InputError
+from sizer.inputs.layers import FULL, Attention, DenseFFN, LatentAttention, Layer, MoEFFN, VisionTower
+from sizer.inputs.model_layers import build_layers, nemotron_block, vision_tower
 from sizer.inputs.safe_load import load_json
 from sizer.inputs.schema import Key, read_key
 
@@ -22,57 +24,125 @@ CATALOG_DIR = Path(__file__).parent / "catalog" / "models"
 
 @dataclass(frozen=True)
 class ModelSpec:
+    """A language model as a sequence of layers (sizer.inputs.layers), plus what surrounds them."""
     name: str
     architecture: str
     hidden_size: int
-    intermediate_size: int
-    num_layers: int
-    num_attention_heads: int
-    num_kv_heads: int
-    head_dim: int
     vocab_size: int
     max_position_embeddings: int
+    layers: tuple[Layer, ...]
+    towers: tuple[VisionTower, ...] = ()
     tie_word_embeddings: bool = False
     rms_norm_eps: float = 1e-5
     rope_theta: float = 10000.0
     torch_dtype: str = "bfloat16"
-    attention_bias: bool = False
-    # Mixture of experts (num_experts == 0 means dense).
-    num_experts: int = 0
-    num_experts_per_tok: int = 0
-    moe_intermediate_size: int = 0
-    num_shared_experts: int = 0
-    num_dense_layers: int = 0          # leading layers with a dense MLP (DeepSeek first_k_dense_replace)
-    # Multi-head latent attention (kv_lora_rank == 0 means standard attention).
-    kv_lora_rank: int = 0
-    q_lora_rank: int = 0
-    qk_rope_head_dim: int = 0
-    qk_nope_head_dim: int = 0
-    v_head_dim: int = 0
-    # Per-layer attention kind: "full" or "sliding" (window of `sliding_window` tokens).
-    layer_attention: tuple[str, ...] = ()
-    sliding_window: int | None = None
     quantization: dict[str, Any] | None = None
     params_official_total: float | None = None
     params_official_active: float | None = None
     source: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
+    unread_keys: tuple[str, ...] = ()      # config keys sizer neither models nor knows to be harmless
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.layers)
+
+    def mixers(self, kind: type) -> list:
+        return [layer.mixer for layer in self.layers if isinstance(layer.mixer, kind)]
+
+    def ffns(self, kind: type) -> list:
+        return [layer.ffn for layer in self.layers if isinstance(layer.ffn, kind)]
 
     @property
     def is_moe(self) -> bool:
-        return self.num_experts > 0
+        return any(isinstance(layer.ffn, MoEFFN) for layer in self.layers)
 
     @property
     def is_mla(self) -> bool:
-        return self.kv_lora_rank > 0
-
-    @property
-    def num_sliding_layers(self) -> int:
-        return sum(1 for kind in self.layer_attention if kind == "sliding")
+        return any(isinstance(layer.mixer, LatentAttention) for layer in self.layers)
 
     @property
     def num_moe_layers(self) -> int:
-        return self.num_layers - self.num_dense_layers if self.is_moe else 0
+        return len(self.ffns(MoEFFN))
+
+    @property
+    def attention(self) -> Attention | LatentAttention | None:
+        """The first attention layer's shapes (the model's attention, for a model whose layers agree)."""
+        found = self.mixers(Attention) or self.mixers(LatentAttention)
+        return found[0] if found else None
+
+    @property
+    def moe(self) -> MoEFFN | None:
+        found = self.ffns(MoEFFN)
+        return found[0] if found else None
+
+    # The shapes of a uniform decoder (what the bundled engine builds and the plan summarises); for a
+    # model whose layers differ these describe its first attention layer and first dense / MoE FFN.
+    @property
+    def num_attention_heads(self) -> int:
+        return self.attention.num_heads if self.attention else 0
+
+    @property
+    def num_kv_heads(self) -> int:
+        a = self.attention
+        return a.num_kv_heads if isinstance(a, Attention) else 0
+
+    @property
+    def head_dim(self) -> int:
+        a = self.attention
+        return a.head_dim if isinstance(a, Attention) else 0
+
+    @property
+    def attention_bias(self) -> bool:
+        a = self.attention
+        return isinstance(a, Attention) and a.bias
+
+    @property
+    def intermediate_size(self) -> int:
+        dense = self.ffns(DenseFFN)
+        return dense[0].width if dense else (self.moe.expert_width if self.moe else 0)
+
+    @property
+    def num_experts(self) -> int:
+        return self.moe.num_experts if self.moe else 0
+
+    @property
+    def num_experts_per_tok(self) -> int:
+        return self.moe.top_k if self.moe else 0
+
+    @property
+    def moe_intermediate_size(self) -> int:
+        return self.moe.expert_width if self.moe else 0
+
+    @property
+    def num_shared_experts(self) -> int:
+        return self.moe.shared_width // self.moe.expert_width if self.moe else 0
+
+    @property
+    def num_dense_layers(self) -> int:
+        """Leading layers with a dense MLP before the MoE ones."""
+        if not self.is_moe:
+            return 0
+        return next(i for i, layer in enumerate(self.layers) if isinstance(layer.ffn, MoEFFN))
+
+    @property
+    def num_sliding_layers(self) -> int:
+        return sum(1 for a in self.mixers(Attention) if a.span != FULL)
+
+    @property
+    def is_uniform_decoder(self) -> bool:
+        """Every layer is the same softmax attention, and the FFNs are one dense kind then one MoE kind
+        (what the bundled engine builds): no hybrid mixers, windows, towers or per-layer widths."""
+        first = self.layers[0]
+        if not all(isinstance(layer.mixer, Attention) and layer.mixer == first.mixer and layer.mixer.span == FULL
+                   for layer in self.layers):
+            return False
+        dense = {layer.ffn for layer in self.layers if isinstance(layer.ffn, DenseFFN)}
+        moe = {layer.ffn for layer in self.layers if isinstance(layer.ffn, MoEFFN)}
+        leading = [isinstance(layer.ffn, DenseFFN) for layer in self.layers]
+        ordered = leading == sorted(leading, reverse=True)      # dense layers first, then MoE
+        return (len(dense) <= 1 and len(moe) <= 1 and len(dense) + len(moe) == len({x.ffn for x in self.layers})
+                and ordered and all(f.gated for f in dense | moe) and not self.towers)
 
 
 def catalog_names() -> list[str]:
@@ -134,8 +204,8 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("hidden_size", int, ge=1, le=MAX_HIDDEN, nullable=False),
     Key("num_attention_heads", int, ge=1, le=MAX_HEADS, nullable=False),
     Key("num_hidden_layers", int, ge=1, le=MAX_LAYERS, nullable=False),
-    # null is "not stated" in Hugging Face's own configs only for heterogeneous models (issue 10)
-    Key("num_key_value_heads", int, ge=1, le=MAX_HEADS, nullable=False, doc="must divide num_attention_heads"),
+    # null only where block_configs state the heads per layer (Llama-Nemotron)
+    Key("num_key_value_heads", int, ge=1, le=MAX_HEADS, doc="must divide num_attention_heads"),
     Key("multi_query", bool, doc="Falcon-style MQA: one KV head when num_key_value_heads is absent"),
     Key("head_dim", int, ge=1, le=MAX_HEAD_DIM, doc="default hidden_size / num_attention_heads"),
     Key("intermediate_size", int, ge=1, le=MAX_INTERMEDIATE, nullable=False, doc="default 4 x hidden_size"),
@@ -148,7 +218,7 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("attention_bias", bool, doc="default true for Qwen2, else false"),
     # Mixture of experts: 0 (or no key) is a dense model
     Key("num_local_experts", int, ge=0, le=MAX_EXPERTS, aliases=("n_routed_experts", "num_experts"), default=0),
-    Key("num_experts_per_tok", int, ge=0, le=MAX_EXPERTS, aliases=("experts_per_token",),
+    Key("num_experts_per_tok", int, ge=0, le=MAX_EXPERTS, aliases=("experts_per_token", "top_k_experts"),
         doc="required with experts; at most the number of experts"),
     Key("moe_intermediate_size", int, ge=0, le=MAX_INTERMEDIATE, default=0, doc="0: intermediate_size"),
     Key("n_shared_experts", int, ge=0, le=MAX_EXPERTS, default=0),
@@ -159,15 +229,88 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("qk_rope_head_dim", int, ge=0, le=MAX_HEAD_DIM, default=0),
     Key("qk_nope_head_dim", int, ge=0, le=MAX_HEAD_DIM, default=0),
     Key("v_head_dim", int, ge=0, le=MAX_HEAD_DIM, default=0),
-    # Sliding-window attention
+    # Sliding-window and chunked attention; per-layer kinds
     Key("sliding_window", int, ge=1, le=MAX_POSITIONS, doc="tokens; null: no window"),
     Key("use_sliding_window", bool),
     Key("sliding_window_pattern", int, ge=1, le=MAX_LAYERS, doc="Gemma 3: every n-th layer is global"),
-    Key("layer_types", list[str], doc="one entry per layer"),
+    Key("layer_types", list[str], doc="one entry per layer: full/sliding/chunked/linear attention"),
+    Key("full_attention_interval", int, ge=1, le=MAX_LAYERS, doc="Qwen3-Next: every n-th layer full attention, "
+        "the rest linear attention"),
+    Key("attention_chunk_size", int, ge=1, le=MAX_POSITIONS, doc="Llama-4: RoPE layers attend within chunks"),
+    Key("no_rope_layers", list[int], doc="Llama-4: 1 where a layer uses RoPE (chunked), 0 for global NoPE layers"),
+    Key("attn_output_gate", bool, doc="q_proj also yields an output gate (default true for Qwen3-Next / Qwen3.5)"),
+    Key("mlp_bias", bool, default=False),
+    # which layers are MoE, and shared experts
+    Key("moe_layer_freq", int, ge=1, le=MAX_LAYERS, default=1, doc="DeepSeek: every n-th layer after the dense ones"),
+    Key("decoder_sparse_step", int, ge=1, le=MAX_LAYERS, doc="Qwen MoE: every n-th layer is MoE"),
+    Key("mlp_only_layers", list[int], doc="Qwen MoE: layers with a dense MLP"),
+    Key("interleave_moe_layer_step", int, ge=1, le=MAX_LAYERS, doc="Llama-4: every n-th layer is MoE"),
+    Key("moe_layers", list[int], doc="Llama-4: the MoE layers, listed"),
+    Key("intermediate_size_mlp", int, ge=1, le=MAX_INTERMEDIATE, doc="Llama-4: the dense layers' width"),
+    Key("shared_expert_intermediate_size", int, ge=0, le=MAX_INTERMEDIATE, doc="Qwen MoE: the shared expert's width"),
+    Key("moe_shared_expert_intermediate_size", int, ge=0, le=MAX_INTERMEDIATE,
+        doc="NemotronH: the shared expert's width"),
+    Key("topk_method", str),
+    # NemotronH (Mamba-2 hybrid)
+    Key("hybrid_override_pattern", str, doc="one character per block: M Mamba-2, * attention, - MLP, E MoE"),
+    Key("layers_block_type", list[str], doc="one word per block: mamba, attention, mlp, moe"),
+    Key("mamba_num_heads", int, ge=1, le=MAX_HEADS),
+    Key("mamba_head_dim", int, ge=1, le=MAX_HEAD_DIM),
+    Key("ssm_state_size", int, ge=1, le=MAX_HEAD_DIM),
+    Key("n_groups", int, ge=1, le=MAX_HEADS, aliases=("mamba_n_groups",)),
+    Key("conv_kernel", int, ge=1, le=1024, aliases=("mamba_d_conv",)),
+    Key("use_conv_bias", bool, default=True),
+    Key("use_bias", bool, default=False, doc="NemotronH: biases on the Mamba projections"),
+    Key("mamba_ssm_cache_dtype", str, doc="the recurrent state's dtype (default: the model's)"),
+    # Gated delta net (linear attention)
+    Key("linear_num_key_heads", int, ge=1, le=MAX_HEADS),
+    Key("linear_num_value_heads", int, ge=1, le=MAX_HEADS),
+    Key("linear_key_head_dim", int, ge=1, le=MAX_HEAD_DIM),
+    Key("linear_value_head_dim", int, ge=1, le=MAX_HEAD_DIM),
+    Key("linear_conv_kernel_dim", int, ge=1, le=1024),
+    # Llama-Nemotron (DeciLM): per-layer blocks
+    Key("block_configs", list[dict], doc="one entry per layer: attention and ffn blocks"),
+    # multi-token prediction heads (vLLM loads them only for speculative decoding)
+    Key("num_nextn_predict_layers", int, ge=0, le=MAX_LAYERS, aliases=("mtp_num_hidden_layers",), default=0),
     Key("quantization_config", dict),
     Key("text_config", dict),
+    Key("vision_config", dict),
     Key("_sizer", dict, doc="the catalog's own metadata"),
 )}
+
+KNOWN_SPELLINGS = frozenset(spelling for key in KEYS.values() for spelling in key.keys)
+
+# model_type prefixes whose attention has an output gate, q/k norms; MLPs without a gate (up, down only)
+GATED_ATTENTION_TYPES = ("qwen3_next", "qwen3_5")
+QK_NORM_TYPES = ("qwen3", "gemma3", "olmo2")
+NON_GATED_MLP_TYPES = ("nemotron", "starcoder2", "phi", "gpt_neox", "gpt_bigcode", "falcon", "gpt2")
+
+# Keys of real configs that change no parameter, memory or FLOP figure sizer gives (token ids,
+# activations, dropout, initialisation, RoPE variants, router training losses, softcapping, and the
+# like). Any other key sizer does not read is listed in the plan's assumptions, or refused when its
+# name has one of ARCHITECTURE_WORDS: such a key likely shapes layers sizer would then count wrong.
+HARMLESS_KEYS = frozenset((
+    "_name_or_path", "auto_map", "transformers_version", "bos_token_id", "eos_token_id", "pad_token_id",
+    "initializer_range", "initializer_factor", "hidden_act", "hidden_activation", "mlp_hidden_act",
+    "mamba_hidden_act", "activation_function", "attention_dropout", "hidden_dropout", "dropout",
+    "attention_probs_dropout_prob", "hidden_dropout_prob", "use_cache", "rope_scaling", "rope_parameters",
+    "rope_type", "partial_rotary_factor", "rope_local_base_freq", "attn_logit_softcapping",
+    "final_logit_softcapping", "query_pre_attn_scalar", "cache_implementation", "router_aux_loss_coef",
+    "output_router_logits", "norm_topk_prob", "routed_scaling_factor", "scoring_func", "topk_group", "n_group",
+    "swiglu_limit", "initial_context_length", "aux_loss_alpha", "seq_aux", "ep_size", "pretraining_tp",
+    "router_jitter_noise", "use_qk_norm", "attn_temperature_tuning", "attn_scale", "floor_scale",
+    "max_window_layers", "is_encoder_decoder", "tokenizer_class", "use_mamba_kernels", "mamba_chunk_size",
+    "chunk_size", "time_step_min", "time_step_max", "time_step_floor", "time_step_limit", "time_step_rank",
+    "rescale_prenorm_residual", "residual_in_fp32", "layer_norm_epsilon", "norm_eps", "expand",
+    "num_logits_to_keep", "image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id",
+    "image_token_index", "boi_token_index", "eoi_token_index", "media_placeholder_token_id",
+    "model_type", "torch_dtype", "dtype", "architectures", "name_or_path", "tie_encoder_decoder",
+    "embedding_multiplier", "residual_multiplier", "logits_scaling", "attention_multiplier",
+    "moe_router_topk_scaling_factor", "moe_aux_loss_coeff", "router_temperature", "sliding_window_size",
+))
+ARCHITECTURE_WORDS = ("layer", "expert", "head", "hidden_size", "intermediate", "block", "mixer", "pattern",
+                      "mamba", "ssm", "window", "chunk", "moe", "kv_", "lora", "rank", "mlp", "ffn", "vocab",
+                      "conv", "state", "_dim", "num_", "shared", "sparse", "dense", "tower", "_config")
 
 # quantization_config, by quant_method ("_marlin" suffix removed). Bits each method's kernels
 # store: GPTQ 2, 3, 4 or 8; AWQ 4 only; the float and 8-bit formats their own width.
@@ -236,30 +379,93 @@ def _check_meta(meta: dict, file: str | None) -> None:
         raise InputError(file, "_sizer.notes", f"expected a string or a list of strings, got {excerpt(notes)}")
 
 
-def _layer_pattern(c: dict[str, Any], num_layers: int, prefix: str,
-                   file: str | None) -> tuple[tuple[str, ...], int | None]:
-    """Which layers use a sliding window: explicit `layer_types`, Gemma's pattern, or all/none."""
-    window = c["sliding_window"]
-    if c["use_sliding_window"] is False and c["model_type"].startswith("qwen"):
-        window = None  # Qwen configs carry a window value that is switched off
-    layer_types = c["layer_types"]
-    if layer_types:
-        if len(layer_types) != num_layers:
-            raise InputError(file, prefix + "layer_types", f"expected {num_layers} entries, got {len(layer_types)}")
-        kinds = tuple("sliding" if "sliding" in t else "full" for t in layer_types)
-        return kinds, window if "sliding" in kinds else None
-    if not window:
-        return ("full",) * num_layers, None
-    pattern = c["sliding_window_pattern"]
-    if pattern:  # Gemma 3: every pattern-th layer is global, the rest slide
-        kinds = tuple("full" if (i + 1) % pattern == 0 else "sliding" for i in range(num_layers))
-    elif c["model_type"] == "gemma2":  # Gemma 2 alternates, starting with a sliding layer
-        kinds = tuple("sliding" if i % 2 == 0 else "full" for i in range(num_layers))
-    elif window >= c["max_position_embeddings"]:
-        kinds = ("full",) * num_layers  # a window as long as the context is no window
-    else:
-        kinds = ("sliding",) * num_layers  # Mistral-7B-v0.1 style: every layer slides
-    return kinds, window if "sliding" in kinds else None
+# Llama-Nemotron block_configs: each entry's attention and ffn blocks
+BLOCK_ATTENTION_KEYS: dict[str, Key] = {k.name: k for k in (
+    Key("no_op", bool, default=False),
+    Key("replace_with_linear", bool, default=False),
+    Key("n_heads_in_group", int, ge=1, le=MAX_HEADS),
+    Key("window_length", int, ge=1, le=MAX_POSITIONS),
+    Key("sparsify", list),
+)}
+BLOCK_FFN_KEYS: dict[str, Key] = {k.name: k for k in (
+    Key("no_op", bool, default=False),
+    Key("replace_with_linear", bool, default=False),
+    Key("ffn_mult", float, gt=0, le=1000),
+    Key("sparsify", list),
+)}
+# vision_config: the ViT encoder vLLM loads beside the language model
+VISION_KEYS: dict[str, Key] = {k.name: k for k in (
+    Key("depth", int, ge=1, le=MAX_LAYERS, aliases=("num_hidden_layers",)),
+    Key("hidden_size", int, ge=1, le=MAX_HIDDEN, aliases=("embed_dim",)),
+    Key("intermediate_size", int, ge=1, le=MAX_INTERMEDIATE),
+    Key("num_heads", int, ge=1, le=MAX_HEADS, aliases=("num_attention_heads",)),
+    Key("patch_size", int, ge=1, le=4096),
+    Key("temporal_patch_size", int, ge=1, le=64),
+    Key("in_channels", int, ge=1, le=64, aliases=("num_channels",)),
+    Key("out_hidden_size", int, ge=1, le=MAX_HIDDEN, aliases=("projector_output_dim",)),
+    Key("spatial_merge_size", int, ge=1, le=64),
+    Key("pixel_shuffle_ratio", float, gt=0, le=1),
+    Key("num_position_embeddings", int, ge=0, le=MAX_POSITIONS),
+    Key("hidden_act", str),
+)}
+GATED_VISION_ACTS = ("silu", "swiglu")
+
+
+def _blocks(config: dict, c: dict[str, Any], file: str | None, prefix: str) -> list | None:
+    entries = c["block_configs"]
+    if entries is None:
+        return None
+    blocks = []
+    for i, entry in enumerate(entries):
+        path = f"{prefix}block_configs[{i}]."
+        attention = read_key(Key("attention", dict, nullable=False, default={}), entry, file, path)[0]
+        ffn = read_key(Key("ffn", dict, nullable=False, default={}), entry, file, path)[0]
+        a = {k: v for k, (v, _) in _read(BLOCK_ATTENTION_KEYS, attention, file, path + "attention.").items()}
+        f = {k: v for k, (v, _) in _read(BLOCK_FFN_KEYS, ffn, file, path + "ffn.").items()}
+        for kind, block, feature in (("attention", a, "window_length"), ("attention", a, "sparsify"),
+                                     ("ffn", f, "sparsify")):
+            if block[feature]:
+                raise InputError(file, f"{path}{kind}.{feature}",
+                                 f"architecture feature {feature} is not modelled")
+        if not (a["no_op"] or a["replace_with_linear"]):
+            group = a["n_heads_in_group"]
+            if not group or c["num_attention_heads"] % group:
+                raise InputError(file, path + "attention.n_heads_in_group",
+                                 f"expected a divisor of the {c['num_attention_heads']} attention heads, "
+                                 f"got {excerpt(group)}")
+        if not (f["no_op"] or f["replace_with_linear"]) and not f["ffn_mult"]:
+            raise InputError(file, path + "ffn.ffn_mult", "missing; expected a number > 0")
+        blocks.append(nemotron_block(c, a, f))
+    return blocks
+
+
+def _towers(c: dict[str, Any], file: str | None, prefix: str) -> tuple[VisionTower, ...]:
+    v = c["vision_config"]
+    if not v:
+        return ()
+    path = prefix + "vision_config."
+    got = {k: value for k, (value, _) in _read(VISION_KEYS, v, file, path).items()}
+    for key in ("depth", "hidden_size"):
+        if not got[key]:
+            raise InputError(file, path + key, "missing; expected a positive integer")
+    got["gated"] = str(got["hidden_act"] or "").lower() in GATED_VISION_ACTS
+    return (vision_tower(got, c["hidden_size"]),)
+
+
+def _unread_keys(configs: list[tuple[dict, str]], file: str | None) -> tuple[str, ...]:
+    """Keys of the config sizer does not read: refused when their name says they shape the architecture
+    (sizer would be silently wrong), else returned for the plan's assumptions."""
+    unread = []
+    for data, prefix in configs:
+        for key in data:
+            if key in KNOWN_SPELLINGS or key in HARMLESS_KEYS or not isinstance(key, str):
+                continue
+            if any(word in key.lower() for word in ARCHITECTURE_WORDS):
+                raise InputError(file, prefix + excerpt(key, quote=False),
+                                 "architecture feature not modelled (sizer does not know this key, and it may "
+                                 "change parameters, memory or FLOPs)")
+            unread.append(prefix + key)
+    return tuple(unread)
 
 
 def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -> ModelSpec:
@@ -267,32 +473,86 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
     and by the cross-key rules below); bad values raise InputError naming the key."""
     meta = read_key(KEYS["_sizer"], config, file)[0] or {}
     _check_meta(meta, file)
-    prefix = ""
-    if config.get("num_key_value_heads", 0) is None:  # heterogeneous configs (issue 10) state it per layer
-        raise InputError(file, "num_key_value_heads", "missing; expected a positive integer")
+    top, prefix = config, ""
     if "text_config" in config and "hidden_size" not in config:  # a multimodal config: the language model's part
         config, prefix = read_key(KEYS["text_config"], config, file)[0] or {}, "text_config."
     got = _read({k: v for k, v in KEYS.items() if k not in ("_sizer", "text_config")}, config, file, prefix)
     c = {key: value for key, (value, _) in got.items()}
-    c["model_type"] = c["model_type"] or ""
+    if c["quantization_config"] is None and prefix:   # quantization stated beside text_config applies to it
+        c["quantization_config"] = read_key(KEYS["quantization_config"], top, file)[0]
+        got["quantization_config"] = (c["quantization_config"], "quantization_config")
+    if c["vision_config"] is None and prefix:
+        c["vision_config"] = read_key(KEYS["vision_config"], top, file)[0]
+    c["model_type"] = c["model_type"] or str(top.get("model_type") or "")
 
     def where(key: str) -> str:
-        return prefix + got[key][1]
+        return prefix + got[key][1] if key in got else prefix + key
 
-    hidden, heads, layers = c["hidden_size"], c["num_attention_heads"], c["num_hidden_layers"]
+    hidden, heads = c["hidden_size"], c["num_attention_heads"]
     for key in ("hidden_size", "num_attention_heads", "num_hidden_layers", "vocab_size"):
         if c[key] is None:
             raise InputError(file, where(key), "missing; expected a positive integer")
     kv_heads = c["num_key_value_heads"]
     if kv_heads is None:
+        if "num_key_value_heads" in config and c["block_configs"] is None:
+            raise InputError(file, where("num_key_value_heads"), "expected a positive integer (null only with "
+                                                                 "block_configs, which state it per layer)")
         kv_heads = 1 if c["multi_query"] else heads
     elif heads % kv_heads:
         raise InputError(file, where("num_key_value_heads"),
                          f"{kv_heads} does not divide the {heads} attention heads")
-    head_dim = c["head_dim"] if c["head_dim"] is not None else hidden // heads
-    if head_dim < 1:
+    c["num_key_value_heads"] = kv_heads
+    c["head_dim"] = c["head_dim"] if c["head_dim"] is not None else hidden // heads
+    if c["head_dim"] < 1:
         raise InputError(file, where("hidden_size"), f"{hidden} / {heads} heads leaves no head dimension")
-    num_experts, top_k = c["num_local_experts"], c["num_experts_per_tok"]
+    _check_experts(c, where, file)
+    if c["kv_lora_rank"] and not c["v_head_dim"]:
+        raise InputError(file, where("v_head_dim"), "expected an integer >= 1 with kv_lora_rank (MLA)")
+    if c["quantization_config"] is not None:
+        _check_quantization(c["quantization_config"], file, where("quantization_config") + ".")
+    if c["use_sliding_window"] is False and c["model_type"].startswith("qwen"):
+        c["sliding_window"] = None  # Qwen configs carry a window value that is switched off
+    c["intermediate_size"] = c["intermediate_size"] or 4 * hidden
+    if c["attn_output_gate"] is None:
+        c["attn_output_gate"] = c["model_type"].startswith(GATED_ATTENTION_TYPES)
+    c["qk_norm"] = c["model_type"].startswith(QK_NORM_TYPES)
+    c["non_gated_mlp"] = c["model_type"] in NON_GATED_MLP_TYPES
+    if c["attention_bias"] is None:
+        c["attention_bias"] = c["model_type"] == "qwen2"
+    if c["mlp_bias"]:
+        raise InputError(file, where("mlp_bias"), "architecture feature MLP biases are not modelled")
+    layers = build_layers(c, _blocks(config, c, file, prefix), where, file)
+    towers = _towers(c, file, prefix)
+    unread = _unread_keys([(top, "")] + ([(config, prefix)] if prefix else [])
+                          + ([(c["vision_config"], "vision_config.")] if c["vision_config"] else []), file)
+    notes = list([meta["notes"]] if isinstance(meta.get("notes"), str) else meta.get("notes") or [])
+    if c["num_nextn_predict_layers"]:
+        notes.append(f"{c['num_nextn_predict_layers']} multi-token-prediction layer(s) in the checkpoint are not "
+                     "counted: vLLM loads them only as a speculative-decoding draft")
+    return ModelSpec(
+        name=name,
+        architecture=(c["architectures"] or top.get("architectures") or [c["model_type"] or "unknown"])[0],
+        hidden_size=hidden,
+        vocab_size=c["vocab_size"],
+        max_position_embeddings=c["max_position_embeddings"],
+        layers=tuple(layers),
+        towers=towers,
+        tie_word_embeddings=(c["tie_word_embeddings"] if c["tie_word_embeddings"] is not None
+                             else c["model_type"].startswith("gemma")),
+        rms_norm_eps=c["rms_norm_eps"],
+        rope_theta=c["rope_theta"],
+        torch_dtype=c["torch_dtype"] or "bfloat16",
+        quantization=c["quantization_config"],
+        params_official_total=meta.get("params_official_total"),
+        params_official_active=meta.get("params_official_active"),
+        source=str(meta.get("source") or file or ""),
+        notes=tuple(n for n in notes if n),
+        unread_keys=unread,
+    )
+
+
+def _check_experts(c: dict[str, Any], where, file: str | None) -> None:
+    num_experts, top_k, layers = c["num_local_experts"], c["num_experts_per_tok"], c["num_hidden_layers"]
     if num_experts:
         if not top_k:
             raise InputError(file, where("num_experts_per_tok"),
@@ -304,46 +564,8 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
     if c["first_k_dense_replace"] > layers:
         raise InputError(file, where("first_k_dense_replace"),
                          f"expected at most the {layers} layers, got {excerpt(c['first_k_dense_replace'])}")
-    if c["kv_lora_rank"] and not c["v_head_dim"]:
-        raise InputError(file, where("v_head_dim"), "expected an integer >= 1 with kv_lora_rank (MLA)")
-    quantization = c["quantization_config"]
-    if quantization is not None:
-        _check_quantization(quantization, file, where("quantization_config") + ".")
-    kinds, window = _layer_pattern(c, layers, prefix, file)
-    intermediate = c["intermediate_size"] or 4 * hidden
-    notes = meta.get("notes")
-    return ModelSpec(
-        name=name,
-        architecture=(c["architectures"] or [c["model_type"] or "unknown"])[0],
-        hidden_size=hidden,
-        intermediate_size=intermediate,
-        num_layers=layers,
-        num_attention_heads=heads,
-        num_kv_heads=kv_heads,
-        head_dim=head_dim,
-        vocab_size=c["vocab_size"],
-        max_position_embeddings=c["max_position_embeddings"],
-        tie_word_embeddings=(c["tie_word_embeddings"] if c["tie_word_embeddings"] is not None
-                             else c["model_type"].startswith("gemma")),
-        rms_norm_eps=c["rms_norm_eps"],
-        rope_theta=c["rope_theta"],
-        torch_dtype=c["torch_dtype"] or "bfloat16",
-        attention_bias=(c["attention_bias"] if c["attention_bias"] is not None else c["model_type"] == "qwen2"),
-        num_experts=num_experts,
-        num_experts_per_tok=top_k or 0,
-        moe_intermediate_size=c["moe_intermediate_size"] or (intermediate if num_experts else 0),
-        num_shared_experts=c["n_shared_experts"],
-        num_dense_layers=c["first_k_dense_replace"],
-        kv_lora_rank=c["kv_lora_rank"],
-        q_lora_rank=c["q_lora_rank"],
-        qk_rope_head_dim=c["qk_rope_head_dim"],
-        qk_nope_head_dim=c["qk_nope_head_dim"],
-        v_head_dim=c["v_head_dim"],
-        layer_attention=kinds,
-        sliding_window=window,
-        quantization=quantization,
-        params_official_total=meta.get("params_official_total"),
-        params_official_active=meta.get("params_official_active"),
-        source=str(meta.get("source") or file or ""),
-        notes=tuple([notes] if isinstance(notes, str) and notes else notes or ()),
-    )
+    for key in ("mlp_only_layers", "moe_layers"):
+        for i, layer in enumerate(c[key] or ()):
+            if not 0 <= layer < layers:
+                raise InputError(file, f"{where(key)}[{i}]", f"expected a layer index in [0, {layers - 1}], "
+                                                             f"got {excerpt(layer)}")

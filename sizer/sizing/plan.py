@@ -22,7 +22,9 @@ from sizer.analytic.roofline import (
     decode_batch,
     prefill_time_s,
 )
-from sizer.analytic.weights import parameter_count
+from sizer.analytic.weights import LayerKind, layer_kinds, parameter_count
+from sizer.inputs.layers import FULL, Attention, LatentAttention
+from sizer.inputs.model_spec import ModelSpec
 from sizer.inputs.scenario import mean_length
 from sizer.sizing.cost import CostSummary, cost_summary
 from sizer.sizing.resolve import EngineSettings, Resolved
@@ -45,6 +47,9 @@ class ModelSummary:
     layers: int
     attention: str                     # "GQA 32 query / 8 KV heads", "MLA", ...
     max_position_embeddings: int
+    layer_kinds: tuple[LayerKind, ...]   # parameters, KV and state by mixer and FFN kind
+    state_bytes_per_sequence: int        # Mamba-2 / linear-attention state, whole model
+    unread_config_keys: tuple[str, ...]  # config keys sizer does not read (listed in the assumptions)
 
 
 @dataclass(frozen=True)
@@ -125,14 +130,24 @@ class Plan:
     simulation: Sizing | None = None     # `plan --simulate`: sizer.sizing.pipeline.add_simulation
 
 
-def _attention_kind(m) -> str:
-    if m.is_mla:
-        return f"MLA ({m.num_attention_heads} heads, latent {m.kv_lora_rank} + rope {m.qk_rope_head_dim})"
-    kind = "MHA" if m.num_kv_heads == m.num_attention_heads else "MQA" if m.num_kv_heads == 1 else "GQA"
-    text = f"{kind} {m.num_attention_heads} query / {m.num_kv_heads} KV heads x {m.head_dim}"
-    if m.num_sliding_layers:
-        text += f", {m.num_sliding_layers} of {m.num_layers} layers sliding (window {m.sliding_window})"
-    return text
+def _attention_kind(m: ModelSpec) -> str:
+    """The mixers, e.g. "GQA 32 query / 8 KV heads x 128" or "Mamba-2 x 23, GQA 32 query / 2 KV heads x 128 x 6"."""
+    parts: dict[str, int] = {}
+    for layer in m.layers:
+        mixer = layer.mixer
+        if isinstance(mixer, LatentAttention):
+            text = (f"MLA ({mixer.num_heads} heads, latent {mixer.kv_lora_rank} + rope {mixer.qk_rope_head_dim})")
+        elif isinstance(mixer, Attention):
+            kind = ("MHA" if mixer.num_kv_heads == mixer.num_heads else "MQA" if mixer.num_kv_heads == 1 else "GQA")
+            text = f"{kind} {mixer.num_heads} query / {mixer.num_kv_heads} KV heads x {mixer.head_dim}"
+            if mixer.span != FULL:
+                text += f" {mixer.label}"
+        else:
+            text = mixer.label
+        parts[text] = parts.get(text, 0) + 1
+    if len(parts) == 1:
+        return next(iter(parts))
+    return ", ".join(f"{text} x {n}" for text, n in parts.items())
 
 
 def _step_times(r: Resolved, step, roofline: RooflineStepTimeModel, weights: WeightMemory, budget: MemoryBudget,
@@ -223,7 +238,7 @@ def make_plan(r: Resolved) -> Plan:
     counts = parameter_count(m)
     model = ModelSummary(m.name, m.architecture, counts.total, counts.active, m.params_official_total,
                          weights.parameters, weights.parameters_source, m.num_layers, _attention_kind(m),
-                         m.max_position_embeddings)
+                         m.max_position_embeddings, tuple(layer_kinds(m)), kv.state_bytes_per_seq, m.unread_keys)
 
     replicas = d.replicas or capacity.replicas_for_memory or 1
     replicas_source = ("scenario" if d.replicas
@@ -243,8 +258,8 @@ def make_plan(r: Resolved) -> Plan:
         cost=cost, fits=fits, verdict=verdict, assumptions=assumptions(r, roofline))
 
 
-def kv_heads_per_gpu_of(m, p) -> int:
-    return 1 if m.is_mla else kv_heads_per_gpu(m, p)
+def kv_heads_per_gpu_of(m: ModelSpec, p) -> int:
+    return 1 if m.is_mla or not m.num_kv_heads else kv_heads_per_gpu(m.num_kv_heads, p)
 
 
 def assumptions(r: Resolved, step: RooflineStepTimeModel) -> list[str]:
@@ -264,7 +279,20 @@ def assumptions(r: Resolved, step: RooflineStepTimeModel) -> list[str]:
         "pipeline parallelism: a step's latency is the sum of its stages (no micro-batch overlap)",
         "engine settings: " + ", ".join(f"{k} from {v}" for k, v in r.engine.sources.items()),
         f"price: {r.price_source}",
-    ] + list(r.link_notes) + ([calibration_note(r)] if r.calibrated_profile else [])
+    ] + list(r.link_notes) + ([calibration_note(r)] if r.calibrated_profile else []) + _model_notes(r)
+
+
+def _model_notes(r: Resolved) -> list[str]:
+    m, kv = r.model, r.kv
+    notes = list(m.notes)
+    if kv.state_layers:
+        notes.append(f"recurrent state: {kv.state_layers} Mamba-2 / linear-attention layers keep "
+                     f"{kv.state_bytes_per_seq / 2**20:,.1f} MiB per sequence in {m.torch_dtype} (vLLM's default "
+                     f"mamba_ssm_cache_dtype), set aside for max_num_seqs {r.engine.max_num_seqs} sequences")
+    if m.unread_keys:
+        notes.append("config keys sizer does not read (taken not to change parameters, memory or FLOPs): "
+                     + ", ".join(m.unread_keys))
+    return notes
 
 
 def calibration_note(r: Resolved) -> str:

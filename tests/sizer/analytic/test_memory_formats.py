@@ -147,5 +147,5 @@ def test_mla_down_projections_are_replicated_across_tp():
     from sizer.inputs.model_spec import load_model
     m = load_model("deepseek-v3")
     shares = {g.name: shard_fraction(g, m, ParallelConfig(tp=8)) for g in linear_groups(m)}
-    assert shares["q_a_proj"] == shares["kv_a_proj_with_mqa"] == 1.0     # vLLM's ReplicatedLinear
-    assert shares["q_b_proj"] == 1 / 8
+    assert shares["self_attn.q_a_proj"] == shares["self_attn.kv_a_proj_with_mqa"] == 1.0  # vLLM's ReplicatedLinear
+    assert shares["self_attn.q_b_proj"] == 1 / 8

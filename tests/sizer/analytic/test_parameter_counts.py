@@ -61,8 +61,8 @@ def test_gqa_mqa_and_sliding_layers():
     assert kv_layout(llama, "bf16", ParallelConfig(tp=16)).bytes_per_token_per_gpu == 2 * 80 * 1 * 128 * 2
     gemma = load_model("gemma-2-9b")
     # Gemma 2 alternates sliding (4,096) and global layers: 21 of 42 slide
-    assert gemma.num_sliding_layers == 21 and gemma.sliding_window == 4096
     kv = kv_layout(gemma, "bf16", ParallelConfig())
+    assert [(g.layers, g.window_tokens) for g in kv.groups] == [(21, 4096), (21, None)]
     # a 32k sequence: global layers hold 32,768 tokens, sliding ones 4,096 + one block
     per_layer_token = kv.bytes_per_token / 42
     assert kv.sequence_bytes(32768, 16, per_gpu=False) == per_layer_token * (21 * 32768 + 21 * (4096 + 16))
