@@ -13,15 +13,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from sizer.analytic.formats import WeightFormat, group_bytes, plain_bytes_per_value
 from sizer.analytic.parallel import ParallelConfig, kv_heads_per_gpu, layers_per_stage, shard_fraction
-from sizer.analytic.weights import (
-    LM_HEAD,
-    WeightFormat,
-    group_bytes,
-    linear_groups,
-    parameter_count,
-    plain_bytes_per_value,
-)
+from sizer.analytic.weights import LM_HEAD, linear_groups, parameter_count
 from sizer.inputs.layers import FFN, DenseFFN, LatentAttention, MoEFFN
 from sizer.inputs.model_spec import ModelSpec
 
@@ -61,12 +55,10 @@ def weight_memory(m: ModelSpec, fmt: WeightFormat, p: ParallelConfig, group_size
     converted = scales = unconverted = layers_gpu = lm_head_gpu = 0.0
     for g in linear_groups(m):
         share = shard_fraction(g, m, p)
-        values, extra, is_quantised = group_bytes(g, fmt, group_size, m)
-        if is_quantised:
-            converted += values
-            scales += extra
-        else:
-            unconverted += values
+        values, extra, in_format = group_bytes(g, fmt, group_size, m)
+        converted += in_format
+        scales += extra
+        unconverted += values - in_format
         nbytes = values + extra
         if g.kind == LM_HEAD:
             lm_head_gpu += nbytes * share

@@ -15,15 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.step_batch import StepBatch, attention_pairs
+from sizer.analytic.formats import WeightFormat, group_bytes, plain_bytes_per_value
 from sizer.analytic.memory import KVLayout, WeightMemory
 from sizer.analytic.parallel import ParallelConfig, comm_per_step, layers_per_stage, shard_fraction
-from sizer.analytic.weights import (
-    WeightFormat,
-    group_bytes,
-    linear_groups,
-    parameter_count,
-    plain_bytes_per_value,
-)
+from sizer.analytic.weights import linear_groups, parameter_count
 from sizer.errors import InputError
 from sizer.inputs.hardware import HardwareSpec, scale_up_link
 from sizer.inputs.layers import EXPERT, LM_HEAD, VISION

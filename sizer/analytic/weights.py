@@ -1,29 +1,15 @@
-"""Parameters by module, derived from the architecture, and their bytes in each weight format.
+"""Parameters by module, derived from the architecture.
 
-Every linear layer is listed with its shape, so a format's scales and zeros are counted per
-matrix and per group exactly, and modules a format leaves unconverted (embeddings, lm_head,
-norms, routers, biases) are counted at the model's own precision.
+Every linear layer is listed with its shape and the layers holding it, so a format's scales and
+zeros are counted per matrix and per group exactly, and modules a format leaves unconverted are
+found by name (their bytes: sizer.analytic.formats).
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from simulator.errors import excerpt
-from sizer.errors import InputError
-from sizer.inputs.layers import (
-    ATTENTION,
-    EXPERT,
-    LM_HEAD,
-    MLP,
-    RECURRENT,
-    REPLICATED,
-    ROUTER,
-    SHARED_EXPERT,
-    VISION,
-    Linear,
-)
+from sizer.inputs.layers import EXPERT, LM_HEAD, VISION, Linear
 from sizer.inputs.model_spec import ModelSpec
 
 
@@ -134,134 +120,3 @@ def layer_kinds(m: ModelSpec) -> list[LayerKind]:
     if counts.towers:
         rows.append(LayerKind("model", "vision encoder and projector", 0, counts.towers, 0, 0))
     return rows
-
-
-# ---- weight formats -------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class WeightFormat:
-    name: str
-    bits: int                    # bits per stored value of a converted matrix
-    compute: str                 # which peak FLOP/s the GEMMs run at (when the GPU has it)
-    description: str
-
-
-FORMATS = {
-    "bf16": WeightFormat("bf16", 16, "bf16", "bfloat16, 2 bytes per value"),
-    "fp16": WeightFormat("fp16", 16, "fp16", "float16, 2 bytes per value"),
-    "fp32": WeightFormat("fp32", 32, "fp32", "float32, 4 bytes per value"),
-    "fp8": WeightFormat("fp8", 8, "fp8", "FP8 E4M3 weights and activations; "
-                        "fp32 scale per tensor (or per 128x128 block when the checkpoint says so)"),
-    "int8": WeightFormat("int8", 8, "int8", "INT8 weights and activations (W8A8); fp32 scale per output channel"),
-    "awq": WeightFormat("awq", 4, "bf16", "AWQ 4-bit weights; fp16 scale and 4-bit zero per group along the input; "
-                        "activations 16-bit"),
-    "gptq": WeightFormat("gptq", 4, "bf16", "GPTQ 4-bit weights; fp16 scale and 4-bit zero per group along the input; "
-                         "activations 16-bit"),
-    "nvfp4": WeightFormat("nvfp4", 4, "fp4", "NVFP4: 4-bit floats in blocks of 16 with an FP8 (E4M3) scale each, "
-                          "plus fp32 per-tensor scales"),
-    "mxfp4": WeightFormat("mxfp4", 4, "fp4",
-                          "MXFP4: 4-bit floats in blocks of 32 with a power-of-two (E8M0, 1 byte) scale each"),
-}
-
-# vLLM's dtype=auto serves float32 checkpoints in float16, bfloat16 ones in bfloat16.
-DTYPE_FORMATS = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp16", "half": "fp16"}
-UNCONVERTED_KINDS = {ROUTER, LM_HEAD}   # kept at model precision by every format here
-
-
-def _compressed_tensors_format(q: dict) -> tuple[str, int | None]:
-    """llm-compressor's config: the first config group's weight scheme."""
-    groups = q.get("config_groups") or {}
-    weights = next(iter(groups.values()), {}).get("weights") or {} if isinstance(groups, dict) else {}
-    bits, kind = weights.get("num_bits"), str(weights.get("type", "int"))
-    if bits == 4:
-        return ("nvfp4" if kind == "float" else "gptq"), weights.get("group_size")
-    if bits == 8:
-        return ("fp8" if kind == "float" else "int8"), None
-    return "", None
-
-
-def checkpoint_format(m: ModelSpec) -> str:
-    """The format the checkpoint ships in: its quantization_config, else its torch_dtype ("" if not modelled)."""
-    return _checkpoint(m)[0]
-
-
-def _checkpoint(m: ModelSpec) -> tuple[str, int | None, int | None]:
-    """(format name, bits, group size) of the checkpoint's quantization_config; name "" if not modelled."""
-    q = m.quantization
-    if not q:
-        return DTYPE_FORMATS.get(m.torch_dtype, "bf16"), None, None
-    method = str(q.get("quant_method", "")).lower().removesuffix("_marlin")
-    if method in FORMATS:
-        return method, q.get("bits") or q.get("w_bit"), q.get("group_size") or q.get("q_group_size")
-    if method == "compressed-tensors":
-        name, group = _compressed_tensors_format(q)
-        return name, None, group
-    if method == "modelopt":
-        return ("nvfp4" if "fp4" in str(q.get("quant_algo", "")).lower() else "fp8"), None, None
-    return "", None, None
-
-
-def weight_format(m: ModelSpec, requested: str, group_size: int, file: str | None = None) -> tuple[WeightFormat, int]:
-    """The format to size and its group size: the requested one, or for `auto` the checkpoint's
-    own (its bits and group size from quantization_config)."""
-    if requested != "auto":
-        return FORMATS[requested], group_size
-    name, bits, group = _checkpoint(m)
-    if not name:
-        method = (m.quantization or {}).get("quant_method")
-        raise InputError(file, "deployment.quantization",
-                         f"the checkpoint's quant_method {excerpt(method)} is not modelled; "
-                         "name a format (bf16, fp8, int8, awq, gptq, nvfp4, mxfp4)")
-    fmt = FORMATS[name]
-    if bits and int(bits) != fmt.bits:
-        fmt = replace(fmt, bits=int(bits), description=fmt.description.replace("4-bit", f"{int(bits)}-bit"))
-    return fmt, int(group or group_size)
-
-
-def plain_bytes_per_value(fmt: WeightFormat) -> float:
-    """Bytes per value of what `fmt` leaves unconverted (embeddings, norms, lm_head, routers):
-    the format's own width when it is a plain float format, else 16-bit as quantised checkpoints keep them."""
-    return fmt.bits / 8 if fmt.bits >= 16 else 2
-
-
-def is_converted(g: LinearGroup, fmt: WeightFormat, m: ModelSpec) -> bool:
-    if fmt.bits >= 16 or g.kind in UNCONVERTED_KINDS:
-        return False
-    keep = [str(x) for x in (m.quantization or {}).get("modules_to_not_convert") or []]
-    if keep and checkpoint_format(m) == fmt.name:
-        kind_words = {ATTENTION: ("attn", "attention"), REPLICATED: ("attn", "attention"), MLP: ("mlp",),
-                      EXPERT: ("experts",), SHARED_EXPERT: ("shared",), RECURRENT: ("mixer", "linear_attn"),
-                      VISION: ("visual", "vision")}
-        return not any(word in k for k in keep for word in kind_words.get(g.kind, ()))
-    return True
-
-
-def scale_bytes(g: LinearGroup, fmt: WeightFormat, group_size: int, m: ModelSpec) -> float:
-    """Bytes of scales and zeros the format stores for `g`, all `count` matrices."""
-    k, n, c = g.in_features, g.out_features, g.count
-    if fmt.name == "fp8":
-        block = (m.quantization or {}).get("weight_block_size") if checkpoint_format(m) == "fp8" else None
-        if block:
-            return math.ceil(k / block[0]) * math.ceil(n / block[1]) * 4 * c
-        return 2 * 4 * c                       # weight and input scale, fp32, per tensor
-    if fmt.name == "int8":
-        return n * 4 * c
-    if fmt.name in ("awq", "gptq"):
-        # group_size -1 is GPTQ's per-channel quantisation: one
-        # scale and zero per output row, i.e. a single group spanning the whole input dimension.
-        per_group = k if group_size == -1 else group_size
-        groups = math.ceil(k / per_group) * n
-        return groups * (2 + 0.5) * c          # fp16 scale + packed 4-bit zero
-    if fmt.name == "nvfp4":
-        return (k * n / 16) * 1 * c + 2 * 4 * c
-    if fmt.name == "mxfp4":
-        return (k * n / 32) * 1 * c
-    return 0.0
-
-
-def group_bytes(g: LinearGroup, fmt: WeightFormat, group_size: int, m: ModelSpec) -> tuple[float, float, bool]:
-    """(value bytes, scale bytes, converted?) of group `g` stored in `fmt`."""
-    if is_converted(g, fmt, m):
-        return g.params * fmt.bits / 8, scale_bytes(g, fmt, group_size, m), True
-    return g.params * plain_bytes_per_value(fmt), 0.0, False

@@ -68,6 +68,16 @@ def render_plan(plan: Plan, console: Console) -> None:
     if w.scale_bytes or w.converted_value_bytes:
         t.add_row("", f"quantised values {gb_gib(w.converted_value_bytes)}, scales/zeros {gb_gib(w.scale_bytes)}, "
                   f"unconverted modules {gb_gib(w.unconverted_bytes)}")
+    c = plan.checkpoint
+    if c.quantization:
+        t.add_row("quantisation", f"{c.quantization} ({c.quantization_source})")
+    if plan.weight_execution.note:
+        t.add_row("runs as", plan.weight_execution.note)
+    if c.stored_bytes is not None:
+        t.add_row("checkpoint files", f"{gb_gib(c.stored_bytes)} ({c.stored_bytes_source}); derived "
+                  f"{gb_gib(c.derived_bytes)} ({c.stored_vs_derived:+.1%})")
+    if c.found_as != "catalog":
+        t.add_row("read from", f"{c.config_file} ({c.found_as})")
     kv = plan.kv
     t.add_row("KV per token", f"{kv.bytes_per_token:,} B ({kv.bytes_per_token / 1024:,.1f} KiB) = {kv.formula}")
     if kv.state_layers:

@@ -46,6 +46,7 @@ class HardwareSpec:
     price_rule: str
     sources: tuple[str, ...]
     has_datasheet: bool = True                     # False for the host CPU: no figures a roofline could use
+    architecture: str = ""                         # e.g. "Hopper (GH100), sm_90": which kernels engines have for it
 
     def peak_flops(self, fmt: str) -> float:
         """Dense peak for a compute format, falling back to bf16 when the format has no datapath."""
@@ -86,6 +87,7 @@ def _from_yaml(data: dict, path: Path) -> HardwareSpec:
             price_usd_per_gpu_hour=price.get("usd_per_gpu_hour"),
             price_rule=str(price.get("rule", "")),
             sources=tuple(str(s) for s in data.get("sources", [])),
+            architecture=str(data.get("architecture", "")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(str(path), None, f"malformed hardware profile ({excerpt(exc)})") from None

@@ -8,15 +8,16 @@ DeepSeek/gpt-oss style keys are understood: GQA and MQA (`num_key_value_heads`),
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from simulator.errors import excerpt
 from sizer.errors import InputError
+from sizer.inputs.checkpoint import Checkpoint, read_checkpoint
 from sizer.inputs.layers import FULL, Attention, DenseFFN, LatentAttention, Layer, MoEFFN, VisionTower
 from sizer.inputs.model_layers import build_layers, nemotron_block, vision_tower
-from sizer.inputs.safe_load import load_json
+from sizer.inputs.quantization import Quantization, parse_quantization
 from sizer.inputs.schema import Key, read_key
 
 CATALOG_DIR = Path(__file__).parent / "catalog" / "models"
@@ -36,7 +37,7 @@ class ModelSpec:
     rms_norm_eps: float = 1e-5
     rope_theta: float = 10000.0
     torch_dtype: str = "bfloat16"
-    quantization: dict[str, Any] | None = None
+    quantization: Quantization | None = None
     params_official_total: float | None = None
     params_official_active: float | None = None
     source: str = ""
@@ -149,35 +150,31 @@ def catalog_names() -> list[str]:
     return sorted(p.stem for p in CATALOG_DIR.glob("*.json"))
 
 
-def load_config(name_or_path: str, file: str | None = None,
-                field_path: str = "model") -> tuple[dict[str, Any], str, str]:
-    """The config.json of a catalog name (`llama-3.1-8b`) or a path (a file or a folder holding one).
-
-    Returns (config, model name, where it was read from).
-    """
-    path = Path(name_or_path)
-    if path.is_dir():
-        path = path / "config.json"
-    if path.suffix != ".json" and not path.exists():
-        path = CATALOG_DIR / f"{str(name_or_path).lower()}.json"
-        if not path.exists():
-            known = ", ".join(catalog_names())
-            raise InputError(file, field_path, f"unknown model {excerpt(name_or_path)}; "
-                                               f"expected a catalog name ({known}) or a path to a config.json")
-    if not path.exists():
-        raise InputError(file, field_path, f"config file {excerpt(str(path))} does not exist")
-    config = load_json(path)
-    if not isinstance(config, dict):
-        raise InputError(str(path), None, "expected a JSON object")
-    meta = read_key(KEYS["_sizer"], config, str(path))[0] or {}
-    _check_meta(meta, str(path))
-    name = meta.get("id") or (path.parent.name if path.name == "config.json" else path.stem)
-    return config, name, str(path)
+def load_config(reference: str, file: str | None = None, field_path: str = "model") -> Checkpoint:
+    """The checkpoint of a catalog name (`llama-3.1-8b`), a path (a config.json or a folder holding one) or a
+    Hugging Face id in the local cache (sizer.inputs.checkpoint), its name from the catalog's `_sizer.id`."""
+    ckpt = read_checkpoint(str(reference), CATALOG_DIR, file, field_path)
+    meta = read_key(KEYS["_sizer"], ckpt.config, ckpt.config_file)[0] or {}
+    _check_meta(meta, ckpt.config_file)
+    return replace(ckpt, name=meta.get("id") or ckpt.name)
 
 
-def load_model(name_or_path: str, file: str | None = None, field_path: str = "model") -> ModelSpec:
-    config, name, where = load_config(name_or_path, file, field_path)
-    return from_hf_config(config, name=name, file=where)
+def checkpoint_model(ckpt: Checkpoint, overrides: dict[str, Any] | None = None) -> ModelSpec:
+    """The ModelSpec of a checkpoint (with config key overrides). Its quantisation is config.json's
+    quantization_config when it states one (as vLLM reads it), else the folder's hf_quant_config.json."""
+    config = {**ckpt.config, **overrides} if overrides else ckpt.config
+    name = ckpt.name + (" (with overrides)" if overrides else "")
+    m = from_hf_config(config, name=name, file=ckpt.config_file)
+    if ckpt.quantization is None:
+        return m
+    if m.quantization is None:
+        return replace(m, quantization=ckpt.quantization)
+    return replace(m, notes=m.notes + (f"the checkpoint folder's hf_quant_config.json ({ckpt.quantization.summary}) "
+                                       "is not used: config.json's quantization_config comes first, as in vLLM",))
+
+
+def load_model(reference: str, file: str | None = None, field_path: str = "model") -> ModelSpec:
+    return checkpoint_model(load_config(reference, file, field_path))
 
 
 # ---- the config.json keys sizer reads, declared once -----------------------------------------
@@ -196,7 +193,6 @@ MAX_INTERMEDIATE = 10_000_000
 MAX_VOCAB = 10_000_000
 MAX_POSITIONS = 1 << 30
 MAX_EXPERTS = 65_536
-MAX_BITS = 32
 
 KEYS: dict[str, Key] = {k.name: k for k in (
     Key("architectures", list[str], doc="the first entry names the architecture"),
@@ -272,7 +268,7 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("block_configs", list[dict], doc="one entry per layer: attention and ffn blocks"),
     # multi-token prediction heads (vLLM loads them only for speculative decoding)
     Key("num_nextn_predict_layers", int, ge=0, le=MAX_LAYERS, aliases=("mtp_num_hidden_layers",), default=0),
-    Key("quantization_config", dict),
+    Key("quantization_config", dict, aliases=("compression_config",), doc="llm-compressor's older spelling"),
     Key("text_config", dict),
     Key("vision_config", dict),
     Key("_sizer", dict, doc="the catalog's own metadata"),
@@ -312,25 +308,6 @@ ARCHITECTURE_WORDS = ("layer", "expert", "head", "hidden_size", "intermediate", 
                       "mamba", "ssm", "window", "chunk", "moe", "kv_", "lora", "rank", "mlp", "ffn", "vocab",
                       "conv", "state", "_dim", "num_", "shared", "sparse", "dense", "tower", "_config")
 
-# quantization_config, by quant_method ("_marlin" suffix removed). Bits each method's kernels
-# store: GPTQ 2, 3, 4 or 8; AWQ 4 only; the float and 8-bit formats their own width.
-QUANT_BITS = {"gptq": (2, 3, 4, 8), "awq": (4,), "fp8": (8,), "int8": (8,), "nvfp4": (4,), "mxfp4": (4,)}
-QUANT_KEYS: dict[str, Key] = {k.name: k for k in (
-    Key("quant_method", str),
-    Key("bits", int, ge=1, le=MAX_BITS, aliases=("w_bit",)),
-    # -1 is GPTQ's per-channel quantisation: one scale per output row (see weights.scale_bytes)
-    Key("group_size", int, ge=-1, le=MAX_HIDDEN, aliases=("q_group_size",), doc="-1 or >= 1"),
-    Key("weight_block_size", list[int]),
-    Key("modules_to_not_convert", list[str]),
-    Key("quant_algo", str),
-    Key("config_groups", dict),
-)}
-# llm-compressor (compressed-tensors): each config group's weight scheme
-CT_WEIGHT_KEYS: dict[str, Key] = {k.name: k for k in (
-    Key("num_bits", int, ge=1, le=MAX_BITS),
-    Key("type", str),
-    Key("group_size", int, ge=-1, le=MAX_HIDDEN, doc="-1 or >= 1"),
-)}
 META_KEYS: dict[str, Key] = {k.name: k for k in (
     Key("id", str),
     Key("params_official_total", float, ge=0),
@@ -342,33 +319,6 @@ META_KEYS: dict[str, Key] = {k.name: k for k in (
 def _read(keys: dict[str, Key], data: dict, file: str | None, prefix: str = "") -> dict[str, tuple[Any, str]]:
     """Every declared key of `data`: name -> (value or default, the key it was read from)."""
     return {name: read_key(spec, data, file, prefix) for name, spec in keys.items()}
-
-
-def _group_size(value: int | None, path: str, file: str | None) -> None:
-    if value == 0:
-        raise InputError(file, path, "expected -1 (per channel) or an integer >= 1, got 0")
-
-
-def _check_quantization(q: dict, file: str | None, prefix: str) -> None:
-    """The quantization_config keys weights.py reads: types, bits in the method's set, group sizes."""
-    got = _read(QUANT_KEYS, q, file, prefix)
-    method = str(got["quant_method"][0] or "").lower().removesuffix("_marlin")
-    bits, bits_key = got["bits"]
-    if bits is not None and method in QUANT_BITS and bits not in QUANT_BITS[method]:
-        allowed = ", ".join(map(str, QUANT_BITS[method]))
-        raise InputError(file, prefix + bits_key, f"expected one of {allowed} for {method}, got {excerpt(bits)}")
-    _group_size(got["group_size"][0], prefix + got["group_size"][1], file)
-    block = got["weight_block_size"][0]
-    if block is not None and not (len(block) == 2 and all(0 < b <= MAX_HIDDEN for b in block)):
-        raise InputError(file, prefix + "weight_block_size", f"expected two positive integers, got {excerpt(block)}")
-    for name, group in (got["config_groups"][0] or {}).items():
-        path = f"{prefix}config_groups.{excerpt(name, quote=False)}"
-        if not isinstance(group, dict):
-            raise InputError(file, path, f"expected a JSON object, got {excerpt(group)}")
-        weights, _ = read_key(Key("weights", dict), group, file, path + ".")
-        if weights is not None:
-            ct = _read(CT_WEIGHT_KEYS, weights, file, path + ".weights.")
-            _group_size(ct["group_size"][0], path + ".weights.group_size", file)
 
 
 def _check_meta(meta: dict, file: str | None) -> None:
@@ -478,9 +428,9 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
         config, prefix = read_key(KEYS["text_config"], config, file)[0] or {}, "text_config."
     got = _read({k: v for k, v in KEYS.items() if k not in ("_sizer", "text_config")}, config, file, prefix)
     c = {key: value for key, (value, _) in got.items()}
+    q_path = prefix + got["quantization_config"][1]
     if c["quantization_config"] is None and prefix:   # quantization stated beside text_config applies to it
-        c["quantization_config"] = read_key(KEYS["quantization_config"], top, file)[0]
-        got["quantization_config"] = (c["quantization_config"], "quantization_config")
+        c["quantization_config"], q_path = read_key(KEYS["quantization_config"], top, file)
     if c["vision_config"] is None and prefix:
         c["vision_config"] = read_key(KEYS["vision_config"], top, file)[0]
     c["model_type"] = c["model_type"] or str(top.get("model_type") or "")
@@ -508,8 +458,8 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
     _check_experts(c, where, file)
     if c["kv_lora_rank"] and not c["v_head_dim"]:
         raise InputError(file, where("v_head_dim"), "expected an integer >= 1 with kv_lora_rank (MLA)")
-    if c["quantization_config"] is not None:
-        _check_quantization(c["quantization_config"], file, where("quantization_config") + ".")
+    quantization = (parse_quantization(c["quantization_config"], file, q_path + ".")
+                    if c["quantization_config"] is not None else None)
     if c["use_sliding_window"] is False and c["model_type"].startswith("qwen"):
         c["sliding_window"] = None  # Qwen configs carry a window value that is switched off
     c["intermediate_size"] = c["intermediate_size"] or 4 * hidden
@@ -542,7 +492,7 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
         rms_norm_eps=c["rms_norm_eps"],
         rope_theta=c["rope_theta"],
         torch_dtype=c["torch_dtype"] or "bfloat16",
-        quantization=c["quantization_config"],
+        quantization=quantization,
         params_official_total=meta.get("params_official_total"),
         params_official_active=meta.get("params_official_active"),
         source=str(meta.get("source") or file or ""),

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from simulator.speculative import expected_tokens_per_step
 from sizer.analytic.capacity import Capacity, littles_law
+from sizer.analytic.format_support import Execution
 from sizer.analytic.memory import CUDA_CONTEXT_BYTES, GB, NCCL_BUFFER_BYTES, GiB, KVLayout, MemoryBudget, WeightMemory
 from sizer.analytic.parallel import comm_per_step, kv_heads_per_gpu
 from sizer.analytic.roofline import (
@@ -26,6 +27,7 @@ from sizer.analytic.weights import LayerKind, layer_kinds, parameter_count
 from sizer.inputs.layers import FULL, Attention, LatentAttention
 from sizer.inputs.model_spec import ModelSpec
 from sizer.inputs.scenario import mean_length
+from sizer.sizing.checkpoint_summary import CheckpointSummary, checkpoint_notes, summarise_checkpoint
 from sizer.sizing.cost import CostSummary, cost_summary
 from sizer.sizing.resolve import EngineSettings, Resolved
 from sizer.sizing.result import Sizing
@@ -115,6 +117,8 @@ class Plan:
     engine: EngineSettings               # scheduling settings with their sources
     model: ModelSummary
     weights: WeightMemory
+    weight_execution: Execution          # how the GPU runs the weight format (natively, weight-only)
+    checkpoint: CheckpointSummary        # the checkpoint's stated format and stored bytes beside the derived ones
     kv: KVLayout
     kv_bytes_per_sequence_at_max_model_len: float
     kv_demand: KVDemand
@@ -252,7 +256,7 @@ def make_plan(r: Resolved) -> Plan:
     return Plan(
         schema_version=SCHEMA_VERSION, scenario=s.name, scenario_file=s.file, gpu=hw.name,
         gpu_memory_bytes=hw.memory_bytes, gpu_memory_gib=hw.memory_bytes / GiB, gpu_memory_gb=hw.memory_bytes / GB,
-        engine=e, model=model, weights=weights, kv=kv,
+        engine=e, model=model, weights=weights, weight_execution=r.execution, checkpoint=summarise_checkpoint(r), kv=kv,
         kv_bytes_per_sequence_at_max_model_len=kv.sequence_bytes(e.max_model_len, e.block_size, per_gpu=False),
         kv_demand=demand, memory=budget, parallel=parallel, capacity=capacity, step_times=times, speculative=spec,
         cost=cost, fits=fits, verdict=verdict, assumptions=assumptions(r, roofline))
@@ -284,7 +288,7 @@ def assumptions(r: Resolved, step: RooflineStepTimeModel) -> list[str]:
 
 def _model_notes(r: Resolved) -> list[str]:
     m, kv = r.model, r.kv
-    notes = list(m.notes)
+    notes = list(m.notes) + checkpoint_notes(r, summarise_checkpoint(r))
     if kv.state_layers:
         notes.append(f"recurrent state: {kv.state_layers} Mamba-2 / linear-attention layers keep "
                      f"{kv.state_bytes_per_seq / 2**20:,.1f} MiB per sequence in {m.torch_dtype} (vLLM's default "

@@ -17,13 +17,15 @@ from simulator.errors import excerpt
 from simulator.replica import ReplicaConfig, SwapLink
 from simulator.scheduler import SchedulerConfig
 from simulator.speculative import SpeculativeConfig
+from sizer.analytic.format_support import Execution, execution
+from sizer.analytic.formats import WeightFormat, weight_format
 from sizer.analytic.memory import GiB, KVLayout, MemoryBudget, WeightMemory, kv_layout, memory_budget, weight_memory
 from sizer.analytic.parallel import ParallelConfig, validate_split
 from sizer.analytic.roofline import RooflineStepTimeModel
-from sizer.analytic.weights import WeightFormat, weight_format
 from sizer.errors import InputError
+from sizer.inputs.checkpoint import Checkpoint
 from sizer.inputs.hardware import HardwareSpec, Link, host_link, scale_up_link, scenario_hardware
-from sizer.inputs.model_spec import ModelSpec, from_hf_config, load_config, load_model
+from sizer.inputs.model_spec import ModelSpec, checkpoint_model, load_config, load_model
 from sizer.inputs.scenario import Scenario, scenario_dir
 from sizer.sizing.presets import PROPOSER_COST_FRACTION, engine_defaults, preset
 
@@ -53,7 +55,9 @@ class Resolved:
     model: ModelSpec
     hardware: HardwareSpec
     parallel: ParallelConfig
+    checkpoint: Checkpoint           # where config.json was found; the stored bytes its folder states
     weight_format: WeightFormat
+    execution: Execution             # how the engine runs the weight format on this GPU
     group_size: int                  # AWQ/GPTQ scale group: the checkpoint's, else the scenario's
     kv_cache_dtype: str
     engine: EngineSettings
@@ -72,27 +76,30 @@ class Resolved:
         return self.replica.scheduler
 
 
-def model_of(s: Scenario) -> ModelSpec:
-    """Catalog name or config path (relative to the scenario file), with any key overrides applied."""
+def checkpoint_of(s: Scenario) -> Checkpoint:
+    """The scenario's model: a catalog name, a config or checkpoint folder (relative to the scenario file), or a
+    Hugging Face id in the local cache."""
     name = s.model.name
     local = scenario_dir(s) / name
-    source = str(local) if local.exists() else name
-    config, model_name, where = load_config(source, s.file, "model.name")
-    if s.model.overrides:
-        config = {**config, **s.model.overrides}
-        model_name += " (with overrides)"
-    return from_hf_config(config, name=model_name, file=where)
+    return load_config(str(local) if local.exists() else name, s.file, "model.name")
+
+
+def model_of(s: Scenario) -> ModelSpec:
+    """The scenario's model, with any config key overrides applied."""
+    return checkpoint_model(checkpoint_of(s), s.model.overrides)
 
 
 def resolve(s: Scenario) -> Resolved:
     """Everything the planner and the executors need, with engine defaults filled in; raises InputError."""
-    model = model_of(s)
+    checkpoint = checkpoint_of(s)
+    model = checkpoint_model(checkpoint, s.model.overrides)
     hardware = scenario_hardware(s.hardware.gpu, s.file, "hardware.gpu")
     d = s.deployment
     parallel = ParallelConfig(d.tensor_parallel_size, d.pipeline_parallel_size, d.data_parallel_size,
                               d.enable_expert_parallel)
     validate_split(model, parallel, s.file)
     fmt, group_size = weight_format(model, d.quantization, d.quantization_group_size, s.file)
+    runs = execution(fmt, hardware, s.file)
     kv_dtype = d.kv_cache_dtype
     if kv_dtype == "auto":
         # vLLM caches KV in the serving dtype: the plain format's, else the checkpoint's 16-bit type
@@ -135,8 +142,8 @@ def resolve(s: Scenario) -> Resolved:
     else:
         price, price_source = hardware.price_usd_per_gpu_hour, f"hardware profile {hardware.id} ({hardware.price_rule})"
     profile = _calibrated_profile(s, model, hardware, parallel) if s.hardware.calibrated_profile else None
-    return Resolved(s, model, hardware, parallel, fmt, group_size, kv_dtype, engine, weights, kv, budget, replica,
-                    disagg, tuple(notes), price, price_source, profile)
+    return Resolved(s, model, hardware, parallel, checkpoint, fmt, runs, group_size, kv_dtype, engine, weights, kv,
+                    budget, replica, disagg, tuple(notes), price, price_source, profile)
 
 
 def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> EngineSettings:

@@ -8,9 +8,10 @@ lm_head 1,024,000; embedding 1,024,000; norms (2 x 2 + 1) x 1024 = 5,120.
 
 import pytest
 
+from sizer.analytic.formats import FORMATS
 from sizer.analytic.memory import KV_DTYPE_BYTES, kv_layout, memory_budget, weight_memory
 from sizer.analytic.parallel import ParallelConfig
-from sizer.analytic.weights import FORMATS, parameter_count
+from sizer.analytic.weights import parameter_count
 from sizer.inputs.model_spec import from_hf_config
 
 CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 1024, "intermediate_size": 4096,
@@ -77,9 +78,10 @@ def test_tensor_and_pipeline_split(model):
 
 
 def test_gpt_oss_keeps_attention_in_bf16():
+    from sizer.analytic.formats import weight_format
     from sizer.inputs.model_spec import load_model
     m = load_model("gpt-oss-20b")
-    w = weight_memory(m, FORMATS["mxfp4"], ParallelConfig())
+    w = weight_memory(m, weight_format(m, "mxfp4", 128)[0], ParallelConfig())   # the checkpoint's own MXFP4
     # only the experts are MXFP4 (modules_to_not_convert names attention, router, embeddings, lm_head);
     # the published checkpoint is about 13.8 GB
     assert 13.0e9 < w.total_bytes < 14.5e9
@@ -109,7 +111,7 @@ def test_does_not_fit_names_the_reason():
 
 
 def test_checkpoint_bits_and_group_size_are_read():
-    from sizer.analytic.weights import weight_format
+    from sizer.analytic.formats import weight_format
     gptq8 = from_hf_config({**CONFIG, "quantization_config": {"quant_method": "gptq", "bits": 8, "group_size": 32}},
                            "g8")
     fmt, group = weight_format(gptq8, "auto", 128)
@@ -127,7 +129,7 @@ def test_checkpoint_bits_and_group_size_are_read():
 
 
 def test_unmodelled_checkpoint_quantization_is_an_input_error():
-    from sizer.analytic.weights import weight_format
+    from sizer.analytic.formats import weight_format
     from sizer.errors import InputError
     bnb = from_hf_config({**CONFIG, "quantization_config": {"quant_method": "bitsandbytes"}}, "bnb")
     with pytest.raises(InputError, match="deployment.quantization"):
@@ -135,7 +137,7 @@ def test_unmodelled_checkpoint_quantization_is_an_input_error():
 
 
 def test_float32_checkpoints_are_served_in_16_bit():
-    from sizer.analytic.weights import weight_format
+    from sizer.analytic.formats import weight_format
     m = from_hf_config({**CONFIG, "torch_dtype": "float32"}, "f32")
     # vLLM's dtype=auto serves float32 checkpoints in float16
     assert weight_format(m, "auto", 128)[0].name == "fp16"

@@ -3,10 +3,10 @@
 import pytest
 
 from simulator.step_batch import StepBatch
+from sizer.analytic.formats import FORMATS
 from sizer.analytic.memory import kv_layout, weight_memory
 from sizer.analytic.parallel import ParallelConfig, comm_per_step, validate_split
 from sizer.analytic.roofline import RooflineStepTimeModel, compute_bound_batch, decode_batch, prefill_time_s
-from sizer.analytic.weights import FORMATS
 from sizer.errors import InputError
 from sizer.inputs.hardware import load_hardware
 from sizer.inputs.model_spec import load_model

@@ -17,18 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from sizer.analytic.weights import LinearGroup, scale_bytes, weight_format
+from sizer.analytic.formats import scale_bytes, weight_format
+from sizer.analytic.weights import LinearGroup
 from sizer.cli import app
 from sizer.errors import InputError
-from sizer.inputs.model_spec import (
-    CATALOG_DIR,
-    CT_WEIGHT_KEYS,
-    KEYS,
-    QUANT_KEYS,
-    catalog_names,
-    from_hf_config,
-    load_model,
-)
+from sizer.inputs.model_spec import CATALOG_DIR, KEYS, catalog_names, from_hf_config, load_model
+from sizer.inputs.quantization import CT_WEIGHT_KEYS, QUANT_KEYS
 
 ROOT = Path(__file__).resolve().parents[3]
 CORPUS = ROOT / "tests" / "bad_inputs" / "config"
@@ -102,10 +96,10 @@ def test_gptq_group_size_minus_one_is_per_channel():
     fmt, group = weight_format(m, "auto", 128)
     assert (fmt.name, group) == ("gptq", -1)
     g = LinearGroup("q_proj", "attention", in_features=256, out_features=64, count=3)
-    per_channel = scale_bytes(g, fmt, group, m)
+    per_channel = scale_bytes(g, fmt, group)
     assert per_channel == 64 * (2 + 0.5) * 3          # 64 rows x (fp16 scale + 4-bit zero) x 3 matrices
-    assert per_channel == scale_bytes(g, fmt, 256, m)  # the same as one group spanning the input
-    assert 0 < per_channel < scale_bytes(g, fmt, 128, m)
+    assert per_channel == scale_bytes(g, fmt, 256)  # the same as one group spanning the input
+    assert 0 < per_channel < scale_bytes(g, fmt, 128)
 
 
 def test_gptq_per_channel_plan_has_positive_scale_bytes(tmp_path):

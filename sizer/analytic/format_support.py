@@ -1,0 +1,117 @@
+"""Which weight formats each accelerator runs, and how vLLM runs the ones it has no datapath for.
+
+A format that quantises the activations too (W8A8 FP8 and INT8, W4A4 NVFP4 and MXFP4) runs natively
+only where the GPU has that datapath and vLLM has kernels for it (`NATIVE`). Elsewhere vLLM runs
+the weights weight-only where it has such a kernel (`WEIGHT_ONLY`: Marlin on NVIDIA, Petit and
+Triton on AMD): the stored bytes stay quantised, the GEMMs run in 16 bits. Weight-only formats
+(AWQ, GPTQ, W4A16 / W8A16 schemes) need such a kernel on every GPU. Where no kernel exists, sizing
+the format is refused with the reason. The table is by architecture family, read from the
+hardware profile's `architecture`; a family not in it falls back to the profile's datapaths and
+the plan says so.
+
+Sources, cited in the table by key:
+[VLLM-HW] vLLM docs, Quantization, "Supported Hardware" (https://docs.vllm.ai/en/latest/features/quantization/):
+    Marlin (GPTQ/AWQ/FP8/FP4) on Ampere, Ada and Hopper, not on AMD GPUs; FP8 W8A8 on Ada, Hopper and
+    AMD GPUs, not on Ampere; INT8 W8A8 on Turing to Hopper, not on AMD GPUs.
+[VLLM-FP8-MARLIN] vllm/model_executor/layers/quantization/utils/marlin_utils_fp8.py: below sm_89 an
+    FP8 checkpoint runs as "Weight-only FP8 compression ... leveraging the Marlin kernel".
+[VLLM-FP4-MARLIN] vllm/model_executor/layers/quantization/utils/marlin_utils_fp4.py:
+    is_fp4_marlin_supported() is CUDA with compute capability >= 7.5; NVFP4 and MXFP4 without FP4
+    tensor cores run as "Weight-only FP4 compression ... leveraging the Marlin kernel".
+[VLLM-ROCM] vllm/platforms/rocm.py, RocmPlatform.supported_quantization: awq, gptq, fp8,
+    compressed-tensors, fbgemm_fp8, gguf, quark, mxfp4, petit_nvfp4, torchao, bitsandbytes. No
+    modelopt: a ModelOpt checkpoint loads on ROCm only as NVFP4, which petit_nvfp4 (weight-only
+    NVFP4 kernels for AMD GPUs) takes over.
+[NV-BLACKWELL] NVIDIA Blackwell architecture technical brief: fifth-generation Tensor Cores add FP4
+    (NVFP4 and MXFP4) and FP6 to FP8; vLLM runs NVFP4 W4A4 with CUTLASS / FlashInfer FP4 GEMMs on sm_100.
+[AMD-CDNA4] AMD CDNA 4 architecture white paper: MXFP4 and MXFP6 matrix instructions (MI350 series).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sizer.analytic.formats import PLAIN, WeightFormat
+from sizer.errors import InputError
+from sizer.inputs.hardware import HardwareSpec
+
+# architecture families, by how the hardware profile's `architecture` begins
+FAMILIES = (("Ampere", "ampere"), ("Ada", "ada"), ("Hopper", "hopper"), ("Blackwell", "blackwell"),
+            ("CDNA3", "cdna3"), ("CDNA4", "cdna4"))
+AMD = ("cdna3", "cdna4")
+
+_W8A8 = {"fp8": "CUTLASS FP8 W8A8 [VLLM-HW]", "int8": "CUTLASS INT8 W8A8 [VLLM-HW]"}
+# formats whose quantised activations the family's kernels run (also needs the datapath in the profile)
+NATIVE: dict[str, dict[str, str]] = {
+    "ampere": {"int8": _W8A8["int8"]},
+    "ada": _W8A8,
+    "hopper": _W8A8,
+    "blackwell": {**_W8A8, "nvfp4": "CUTLASS / FlashInfer NVFP4 W4A4 [NV-BLACKWELL]",
+                  "mxfp4": "MXFP4 W4A4 [NV-BLACKWELL]"},
+    "cdna3": {"fp8": "FP8 W8A8 [VLLM-HW]"},
+    "cdna4": {"fp8": "FP8 W8A8 [VLLM-HW]", "mxfp4": "MXFP4 W4A4 [AMD-CDNA4]"},
+}
+_MARLIN = {"awq": "AWQ Marlin [VLLM-HW]", "gptq": "GPTQ Marlin [VLLM-HW]", "fp8": "FP8 Marlin [VLLM-FP8-MARLIN]",
+           "nvfp4": "NVFP4 Marlin [VLLM-FP4-MARLIN]", "mxfp4": "MXFP4 Marlin [VLLM-FP4-MARLIN]"}
+_ROCM = {"awq": "Triton AWQ [VLLM-ROCM]", "gptq": "ROCm GPTQ [VLLM-ROCM]", "nvfp4": "Petit NVFP4 [VLLM-ROCM]",
+         "mxfp4": "MXFP4 weight-only [VLLM-ROCM]"}
+# formats whose quantised weights the family's kernels read with 16-bit activations
+WEIGHT_ONLY: dict[str, dict[str, str]] = {"ampere": _MARLIN, "ada": _MARLIN, "hopper": _MARLIN, "blackwell": _MARLIN,
+                                          "cdna3": _ROCM, "cdna4": _ROCM}
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How the engine runs a weight format on a GPU."""
+    weight_format: str
+    compute_format: str       # the GEMMs' datapath: "fp8", "int8", "fp4", or the 16-bit one ("bf16", "fp16", ...)
+    native: bool              # the format runs as its checkpoint means it (weight-only formats: their kernel exists)
+    kernel: str               # what vLLM runs, with its source key
+    note: str                 # the plan's line
+
+
+def family(hw: HardwareSpec) -> str | None:
+    return next((name for prefix, name in FAMILIES if hw.architecture.startswith(prefix)), None)
+
+
+def execution(fmt: WeightFormat, hw: HardwareSpec, file: str | None = None) -> Execution:
+    """How vLLM runs `fmt` on `hw`; raises InputError (deployment.quantization) when no kernel can."""
+    where = f"{hw.name} ({hw.architecture or 'architecture unknown'})"
+    if fmt.name in PLAIN:
+        compute = fmt.compute if hw.supports(fmt.compute) else "bf16"
+        return Execution(fmt.name, compute, compute == fmt.compute, f"{compute} GEMMs", "")
+    fam = family(hw)
+    scheme = fmt.scheme
+    if fam is None:
+        return _by_datasheet(fmt, hw, where)
+    if fam in AMD and scheme.method == "modelopt" and fmt.name != "nvfp4":
+        raise InputError(file, "deployment.quantization",
+                         f"vLLM does not load ModelOpt {fmt.name} checkpoints on {where}: modelopt is not among its "
+                         "ROCm platform's quantisation methods (vllm/platforms/rocm.py); use another checkpoint "
+                         "or GPU")
+    if not scheme.weight_only and fmt.name in NATIVE[fam] and hw.supports(fmt.compute):
+        kernel = NATIVE[fam][fmt.name]
+        return Execution(fmt.name, fmt.compute, True, kernel,
+                         f"{fmt.name} weights and {fmt.compute} activations run natively on {where}: {kernel}")
+    if fmt.name in WEIGHT_ONLY[fam]:
+        kernel = WEIGHT_ONLY[fam][fmt.name]
+        if scheme.weight_only:
+            return Execution(fmt.name, "bf16", True, kernel, f"{fmt.name} weights with 16-bit activations on "
+                                                             f"{where}: {kernel}")
+        return Execution(fmt.name, "bf16", False, kernel,
+                         f"{where} has no kernels for {fmt.name} weights with {fmt.compute} activations; vLLM runs "
+                         f"them weight-only: {kernel}. The weights stay {fmt.bits}-bit in memory, the GEMMs run in "
+                         "16 bits")
+    acts = "16-bit activations" if scheme.weight_only else f"{fmt.compute} activations"
+    raise InputError(file, "deployment.quantization",
+                     f"no vLLM kernel runs {fmt.name} weights with {acts} on {where} (format table: "
+                     "sizer/analytic/format_support.py); name another format or GPU")
+
+
+def _by_datasheet(fmt: WeightFormat, hw: HardwareSpec, where: str) -> Execution:
+    """A GPU family the table does not list: the profile's datapaths decide, and the plan says it is assumed."""
+    base = f"sizer's format table has no entry for {where}; assumed from its datasheet's formats: "
+    if not fmt.scheme.weight_only and hw.supports(fmt.compute):
+        return Execution(fmt.name, fmt.compute, True, "assumed", base + f"{fmt.compute} GEMMs")
+    return Execution(fmt.name, "bf16", fmt.scheme.weight_only, "assumed",
+                     base + f"{fmt.name} weights read by a weight-only kernel, 16-bit GEMMs")

@@ -1,0 +1,180 @@
+"""Where a model's config.json comes from, and what the checkpoint folder holds beside it.
+
+A model reference is, in this order: a path (a config.json, or a checkpoint folder holding one); a
+name in the bundled catalog; or a Hugging Face model id `org/name`, found in the local Hugging
+Face cache (`$HF_HUB_CACHE`, else `$HF_HOME/hub`, else `~/.cache/huggingface/hub`; the snapshot
+that `refs/main` names). Nothing is ever downloaded. Beside config.json the folder may hold:
+
+- `hf_quant_config.json`, NVIDIA ModelOpt's statement of the quantisation. vLLM reads it only when
+  config.json has no `quantization_config`, and so does sizer (`Checkpoint.quantization`);
+- the weights: `model.safetensors.index.json` states their bytes (`metadata.total_size`); without
+  it, each `.safetensors` file's header (an 8-byte little-endian length, then a JSON table of the
+  tensors and their byte ranges) gives them. Only headers are read, never tensors.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from simulator.errors import excerpt
+from sizer.errors import InputError
+from sizer.inputs.quantization import Quantization, parse_hf_quant_config
+from sizer.inputs.safe_load import load_json, loads_json, read_text
+
+HF_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+INDEX = "model.safetensors.index.json"
+HF_QUANT_CONFIG = "hf_quant_config.json"
+# safetensors refuses headers above 100 MB; a real one holds about 150 bytes per tensor, so a
+# checkpoint of 100,000 tensors has a header of ~15 MB. Files and tensors beyond these are refused.
+MAX_HEADER_BYTES = 100_000_000
+MAX_SAFETENSORS_FILES = 10_000
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A model's config.json and what its folder says about the stored weights."""
+    config: dict[str, Any]
+    name: str
+    config_file: str                   # where config.json was read (the catalog's file for a catalog name)
+    found_as: str                      # "catalog", "path", or the Hugging Face cache snapshot it resolved to
+    quantization: Quantization | None = None   # hf_quant_config.json, when the folder has one
+    stored_bytes: int | None = None    # bytes of the tensors in the checkpoint files
+    stored_bytes_source: str = ""      # where stored_bytes was read
+
+
+def hf_cache_dir() -> Path:
+    """The Hugging Face hub cache, as huggingface_hub's constants resolve it."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HUGGINGFACE_HUB_CACHE"):       # the older spelling huggingface_hub still honours
+        return Path(os.environ["HUGGINGFACE_HUB_CACHE"]).expanduser()
+    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
+    return Path(home).expanduser() / "hub"
+
+
+def cached_snapshot(model_id: str, file: str | None, field_path: str) -> Path:
+    """The folder of `model_id`'s snapshot in the local cache: the one refs/main names, else the only one."""
+    cache = hf_cache_dir()
+    repo = cache / ("models--" + model_id.replace("/", "--"))
+    snapshots = repo / "snapshots"
+    ref = repo / "refs" / "main"
+    if ref.is_file():
+        commit = read_text(ref, 1024, "refs file").strip()
+        folder = snapshots / commit
+        if re.fullmatch(r"[0-9a-f]{7,64}", commit) and folder.is_dir():
+            return folder
+    found = sorted(p for p in snapshots.iterdir() if p.is_dir()) if snapshots.is_dir() else []
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise InputError(file, field_path, f"Hugging Face model {excerpt(model_id)} has {len(found)} snapshots in "
+                                           f"{snapshots} and no refs/main naming one; give the snapshot folder")
+    raise InputError(file, field_path, f"Hugging Face model {excerpt(model_id)} is not in the local Hugging Face "
+                                       f"cache ({cache}; sizer never downloads); fetch it first (huggingface-cli "
+                                       f"download {model_id} --include '*.json') or give a path to its config.json")
+
+
+def locate(reference: str, catalog_dir: Path, file: str | None, field_path: str) -> tuple[Path, str]:
+    """(the config.json to read, how it was found) for a path, a catalog name or a cached Hugging Face id."""
+    path = Path(reference)
+    if path.is_dir():
+        return path / "config.json", "path"
+    if path.exists():
+        return path, "path"
+    entry = catalog_dir / f"{reference.lower()}.json"
+    if path.suffix != ".json" and "/" not in reference and entry.exists():
+        return entry, "catalog"
+    if HF_ID.match(reference) and ".." not in reference:
+        folder = cached_snapshot(reference, file, field_path)
+        return folder / "config.json", f"Hugging Face cache snapshot {folder.name[:12]} ({folder})"
+    if path.suffix == ".json":
+        raise InputError(file, field_path, f"config file {excerpt(reference)} does not exist")
+    known = ", ".join(sorted(p.stem for p in catalog_dir.glob("*.json")))
+    raise InputError(file, field_path, f"unknown model {excerpt(reference)}; expected a catalog name ({known}), "
+                                       "a path to a config.json or a checkpoint folder, or a Hugging Face id "
+                                       "(org/name) in the local cache")
+
+
+def read_checkpoint(reference: str, catalog_dir: Path, file: str | None = None,
+                    field_path: str = "model") -> Checkpoint:
+    """config.json of `reference`, and, beside it, ModelOpt's hf_quant_config.json and the weights' bytes."""
+    config_path, found_as = locate(reference, catalog_dir, file, field_path)
+    if not config_path.exists():
+        raise InputError(file, field_path, f"config file {excerpt(str(config_path))} does not exist")
+    config = load_json(config_path)
+    if not isinstance(config, dict):
+        raise InputError(str(config_path), None, "expected a JSON object")
+    name = reference if HF_ID.match(reference) and found_as.startswith("Hugging Face") else (
+        config_path.parent.name if config_path.name == "config.json" else config_path.stem)
+    if found_as == "catalog" or config_path.name != "config.json":    # a lone file, not a checkpoint folder
+        return Checkpoint(config, name, str(config_path), found_as)
+    folder = config_path.parent
+    sidecar = folder / HF_QUANT_CONFIG
+    quantization = parse_hf_quant_config(load_json(sidecar), str(sidecar)) if sidecar.exists() else None
+    stored, source = stored_bytes(folder)
+    return Checkpoint(config, name, str(config_path), found_as, quantization, stored, source)
+
+
+def stored_bytes(folder: Path) -> tuple[int | None, str]:
+    """Bytes of the tensors in the folder's safetensors files: the index's total_size, else the headers'."""
+    index = folder / INDEX
+    if index.exists():
+        data = load_json(index)
+        total = data.get("metadata", {}).get("total_size") if isinstance(data, dict) and isinstance(
+            data.get("metadata"), dict) else None
+        if isinstance(total, bool) or not isinstance(total, (int, float)) or total < 0 or total != int(total):
+            raise InputError(str(index), "metadata.total_size", f"expected a byte count (an integer >= 0), "
+                                                                f"got {excerpt(total)}")
+        return int(total), f"{INDEX} metadata.total_size"
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        return None, ""
+    if len(files) > MAX_SAFETENSORS_FILES:
+        raise InputError(str(folder), None, f"more than {MAX_SAFETENSORS_FILES} .safetensors files")
+    return sum(header_tensor_bytes(f) for f in files), f"headers of {len(files)} .safetensors file(s)"
+
+
+def header_tensor_bytes(path: Path) -> int:
+    """Bytes of the tensors a .safetensors file holds, from its header alone."""
+    file = str(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise InputError(file, None, "not a regular file")
+            head = f.read(8)
+            if len(head) < 8:
+                raise InputError(file, "header", "shorter than the 8-byte header length of a safetensors file")
+            (length,) = struct.unpack("<Q", head)
+            if length > min(MAX_HEADER_BYTES, info.st_size - 8):
+                raise InputError(file, "header", f"states a {length:,}-byte header in a {info.st_size:,}-byte file "
+                                                 f"(at most {MAX_HEADER_BYTES:,}): not a safetensors file")
+            raw = f.read(length)
+    except OSError as exc:
+        raise InputError(file, None, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        header = loads_json(raw.decode("utf-8"), file, "header")
+    except UnicodeDecodeError:
+        raise InputError(file, "header", "not UTF-8 JSON: not a safetensors file") from None
+    if not isinstance(header, dict):
+        raise InputError(file, "header", "expected a JSON object of tensors")
+    data_bytes = info.st_size - 8 - length
+    total = 0
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
+        if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(o) is int for o in offsets)
+                and 0 <= offsets[0] <= offsets[1] <= data_bytes):
+            raise InputError(file, f"header.{excerpt(name, quote=False)}.data_offsets",
+                             f"expected [start, end] within the file's {data_bytes:,} data bytes, got "
+                             f"{excerpt(offsets)}")
+        total += offsets[1] - offsets[0]
+    return total

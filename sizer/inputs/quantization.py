@@ -1,0 +1,300 @@
+"""A checkpoint's quantisation as one typed description, read the way vLLM reads it.
+
+It comes from config.json's `quantization_config` (or `compression_config`, llm-compressor's older
+spelling) or, when config.json states none, from ModelOpt's `hf_quant_config.json` beside it. Each
+method's keys become sizer's weight format, the layout of its scales, what the activations are
+quantised to, the KV-cache format the checkpoint states, and the modules it leaves unquantised:
+
+- `gptq`, `awq` (and their `_marlin` spellings): integer weights, an fp16 scale and a packed zero per
+  group of input values (`group_size` -1: one per output row), `modules_to_not_convert`;
+- `fp8` (vLLM's Fp8Config): FP8 weights with an fp32 scale per tensor or per `weight_block_size`
+  block, FP8 activations (`activation_scheme` static: a stored input scale), `ignored_layers`;
+- `modelopt` (NVIDIA ModelOpt, in config.json or hf_quant_config.json): `quant_algo` FP8 (static
+  per-tensor), FP8_PER_CHANNEL_PER_TOKEN, FP8_PB_WO (128 x 128 blocks, weight-only) or NVFP4,
+  `kv_cache_quant_algo`, `exclude_modules` / `ignore` (globs);
+- `compressed-tensors` (llm-compressor): every config group's `weights` and `input_activations`
+  scheme (W8A8 FP8 static or dynamic, W8A16, W8A8 INT8, W4A16 / W8A16 integer, NVFP4, MXFP4) and
+  `targets`, the `ignore` list ("re:" regexes and module names), `kv_cache_scheme`;
+- `mxfp4` (gpt-oss): MXFP4 MoE experts only; every other linear layer is in
+  `modules_to_not_convert`.
+
+A method or scheme sizer does not model gives `format == ""` and the reason in `why_not`; the
+planner refuses it only when asked to size the checkpoint as it is (`deployment.quantization: auto`).
+Malformed keys raise InputError naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from simulator.errors import excerpt
+from sizer.errors import InputError
+from sizer.inputs.schema import Key, read_key
+
+MAX_BITS = 32
+MAX_GROUP_SIZE = 1_000_000      # input values per scale: at most a row (model_spec.MAX_HIDDEN)
+WEIGHT_ONLY = "16-bit"          # `activations` of a weight-only scheme: the GEMMs read 16-bit inputs
+
+
+@dataclass(frozen=True)
+class Quantization:
+    """How a checkpoint (or a format named on the command line) stores its linear layers."""
+    method: str                      # quant_method as the checkpoint names it ("" for a format named by the user)
+    format: str                      # sizer's weight format (analytic.formats.FORMATS); "" when not modelled
+    bits: int | None = None          # bits per stored weight value (None: the format's own)
+    scales: str = "tensor"           # one scale per "tensor", per output "channel", per "group" of inputs, per "block"
+    group_size: int | None = None    # "group": input values per scale (None: the scenario's quantization_group_size)
+    block_size: tuple[int, int] | None = None   # "block": (output rows, input columns) per scale
+    scale_bytes: int = 4             # bytes per scale value: fp32 4, fp16/bf16 2, FP8/E8M0 block scales 1
+    zero_points: bool = False        # asymmetric integer weights: a packed 4-bit zero per scale
+    activations: str = WEIGHT_ONLY   # what the GEMMs' inputs are quantised to ("fp8", "int8", "fp4"), or 16-bit
+    static_activations: bool = False  # an fp32 input scale stored per matrix (static activation quantisation)
+    kv_cache: str = ""               # the KV-cache format the checkpoint states ("fp8"), "" when none
+    targets: tuple[str, ...] = ()    # module patterns the scheme quantises; () = every linear layer
+    ignore: tuple[str, ...] = ()     # module patterns left unquantised: names, globs, "re:" regexes
+    source: str = ""                 # where it was read, e.g. "config.json quantization_config"
+    why_not: str = ""                # format "": what sizer does not model
+
+    @property
+    def weight_only(self) -> bool:
+        return self.activations == WEIGHT_ONLY
+
+    @property
+    def summary(self) -> str:
+        """One line for the plan, e.g. "compressed-tensors: fp8 weights with per-channel scales, fp8 activations
+        (dynamic); 449 module patterns left unquantised"."""
+        layout = {"tensor": "a scale per tensor", "channel": "per-channel scales",
+                  "group": f"a scale per {self.group_size or 'quantization_group_size'} inputs",
+                  "block": "a scale per {}x{} block".format(*(self.block_size or (0, 0)))}[self.scales]
+        acts = ("16-bit activations (weight-only)" if self.weight_only else
+                f"{self.activations} activations ({'static' if self.static_activations else 'dynamic'})")
+        text = f"{self.method or 'sizer'}: {self.format} weights with {layout}, {acts}"
+        if self.targets:
+            text += f"; only modules matching {len(self.targets)} target pattern(s) quantised"
+        if self.ignore:
+            text += f"; {len(self.ignore)} module pattern(s) left unquantised"
+        return text + (f"; KV cache stated as {self.kv_cache}" if self.kv_cache else "")
+
+
+# Bits each method's kernels store: GPTQ 2, 3, 4 or 8; AWQ 4 only; the float and 8-bit formats their own.
+QUANT_BITS = {"gptq": (2, 3, 4, 8), "awq": (4,), "fp8": (8,), "int8": (8,), "nvfp4": (4,), "mxfp4": (4,)}
+# The lists of modules a method leaves unquantised, by the key each method writes them under.
+IGNORE_KEYS = ("ignore", "exclude_modules", "ignored_layers", "modules_to_not_convert")
+QUANT_KEYS: dict[str, Key] = {k.name: k for k in (
+    Key("quant_method", str),
+    Key("bits", int, ge=1, le=MAX_BITS, aliases=("w_bit",)),
+    # -1 is GPTQ's per-channel quantisation: one scale per output row
+    Key("group_size", int, ge=-1, le=MAX_GROUP_SIZE, aliases=("q_group_size",), doc="-1 or >= 1"),
+    Key("zero_point", bool, doc="AWQ: asymmetric (a zero per group), default true"),
+    Key("sym", bool, doc="GPTQ: symmetric weights (zeros are stored all the same)"),
+    Key("weight_block_size", list[int]),
+    Key("activation_scheme", str, doc="fp8: static or dynamic"),
+    Key("quant_algo", str),
+    Key("kv_cache_quant_algo", str),
+    Key("kv_cache_scheme", dict),
+    Key("config_groups", dict),
+    Key("format", str),
+    Key("sparsity_config", dict),
+    *(Key(name, list[str]) for name in IGNORE_KEYS),
+)}
+# compressed-tensors: each config group's weights and input_activations schemes
+CT_WEIGHT_KEYS: dict[str, Key] = {k.name: k for k in (
+    Key("num_bits", int, ge=1, le=MAX_BITS),
+    Key("type", str),
+    Key("group_size", int, ge=-1, le=MAX_GROUP_SIZE, doc="-1 or >= 1"),
+    Key("strategy", str),
+    Key("symmetric", bool, default=True),
+    Key("block_structure", list[int]),
+)}
+CT_GROUP_KEYS: dict[str, Key] = {k.name: k for k in (
+    Key("weights", dict),
+    Key("input_activations", dict),
+    Key("targets", list[str]),
+)}
+MODELOPT_ALGOS = ("FP8", "FP8_PER_CHANNEL_PER_TOKEN", "FP8_PB_WO", "NVFP4")
+
+
+def _read(keys: dict[str, Key], data: dict, file: str | None, prefix: str) -> dict[str, Any]:
+    return {name: read_key(spec, data, file, prefix)[0] for name, spec in keys.items()}
+
+
+def _group_size(value: int | None, path: str, file: str | None) -> None:
+    if value == 0:
+        raise InputError(file, path, "expected -1 (per channel) or an integer >= 1, got 0")
+
+
+def _block(value: list[int] | None, file: str | None, path: str) -> tuple[int, int] | None:
+    """A block of (output rows, input columns) per scale, as vLLM's weight_block_size [block_n, block_k]."""
+    if value is not None and not (len(value) == 2 and all(0 < b <= MAX_GROUP_SIZE for b in value)):
+        raise InputError(file, path, f"expected two positive integers, got {excerpt(value)}")
+    return (value[0], value[1]) if value else None
+
+
+def _patterns(values: list[str], file: str | None, path: str) -> tuple[str, ...]:
+    """Module patterns, each "re:" regex compiled once here so a bad one names its place."""
+    for i, p in enumerate(values):
+        if p.startswith("re:"):
+            try:
+                re.compile(p[3:])
+            except re.error as exc:
+                raise InputError(file, f"{path}[{i}]", f"not a regular expression ({exc.msg}): {excerpt(p)}") \
+                    from None
+    return tuple(values)
+
+
+def parse_quantization(q: dict, file: str | None, prefix: str = "quantization_config.",
+                       source: str = "config.json quantization_config") -> Quantization:
+    """config.json's quantization_config (`prefix` names where it sits in `file`)."""
+    got = _read(QUANT_KEYS, q, file, prefix)
+    method = str(got["quant_method"] or "").lower().removesuffix("_marlin")
+    if not method:    # no quant_method: what the keys themselves say, as vLLM's parsers accept them
+        method = ("compressed-tensors" if got["config_groups"] is not None
+                  else "modelopt" if got["quant_algo"] is not None
+                  else "fp8" if got["activation_scheme"] is not None else "")
+    bits = got["bits"]
+    if bits is not None and method in QUANT_BITS and bits not in QUANT_BITS[method]:
+        allowed = ", ".join(map(str, QUANT_BITS[method]))
+        key = read_key(QUANT_KEYS["bits"], q, file, prefix)[1]
+        raise InputError(file, prefix + key, f"expected one of {allowed} for {method}, got {excerpt(bits)}")
+    _group_size(got["group_size"], prefix + read_key(QUANT_KEYS["group_size"], q, file, prefix)[1], file)
+    block = _block(got["weight_block_size"], file, prefix + "weight_block_size")
+    ignore: list[str] = []
+    for key in IGNORE_KEYS:
+        ignore += got[key] or []
+    common = {"ignore": _patterns(ignore, file, prefix + "ignore"), "source": source,
+              "kv_cache": _kv_cache(got, file, prefix)}
+    if method == "compressed-tensors":
+        return _compressed_tensors(got, file, prefix, common)
+    if method == "modelopt":
+        return _modelopt(got, file, prefix, common)
+    if method in ("gptq", "awq"):
+        zeros = got["zero_point"] if method == "awq" else True      # GPTQ stores qzeros even when symmetric
+        group = got["group_size"]
+        return Quantization(method, method, bits or 4, "channel" if group == -1 else "group",
+                            group, scale_bytes=2, zero_points=zeros is not False, **common)
+    if method == "fp8":
+        static = str(got["activation_scheme"] or "dynamic").lower() == "static"
+        return Quantization(method, "fp8", 8, "block" if block else "tensor", block_size=block, activations="fp8",
+                            static_activations=static, **common)
+    if method == "int8":
+        return Quantization(method, "int8", 8, "channel", activations="int8", **common)
+    if method == "mxfp4":      # vLLM's Mxfp4Config quantises the MoE experts only, 16-bit activations
+        return Quantization(method, "mxfp4", 4, "group", 32, scale_bytes=1, targets=("re:.*experts.*",), **common)
+    return Quantization(method, "", why_not=f"quant_method {excerpt(got['quant_method'])} is not modelled",
+                        **common)
+
+
+def parse_hf_quant_config(data: Any, file: str) -> Quantization:
+    """ModelOpt's hf_quant_config.json: {"producer": ..., "quantization": {"quant_algo": ..., ...}}."""
+    if not isinstance(data, dict):
+        raise InputError(file, None, "expected a JSON object")
+    q = data.get("quantization")
+    if not isinstance(q, dict):
+        raise InputError(file, "quantization", f"expected a JSON object (ModelOpt's quant_algo, exclude_modules), "
+                                               f"got {excerpt(q)}")
+    return parse_quantization({**q, "quant_method": "modelopt"}, file, "quantization.", "hf_quant_config.json")
+
+
+def _kv_cache(got: dict, file: str | None, prefix: str) -> str:
+    """The KV-cache format the checkpoint states: ModelOpt's kv_cache_quant_algo, compressed-tensors'
+    (and ModelOpt-in-config.json's) kv_cache_scheme."""
+    algo = got["kv_cache_quant_algo"]
+    if algo:
+        return str(algo).lower()
+    scheme = got["kv_cache_scheme"]
+    if scheme:
+        bits = read_key(CT_WEIGHT_KEYS["num_bits"], scheme, file, prefix + "kv_cache_scheme.")[0]
+        kind = read_key(CT_WEIGHT_KEYS["type"], scheme, file, prefix + "kv_cache_scheme.")[0]
+        return f"{'fp' if kind == 'float' else 'int'}{bits}" if bits else ""
+    return ""
+
+
+def _modelopt(got: dict, file: str | None, prefix: str, common: dict) -> Quantization:
+    algo = str(got["quant_algo"] or "").upper()
+    if algo == "FP8":              # fp32 weight scale and static input scale per tensor
+        return Quantization("modelopt", "fp8", 8, "tensor", activations="fp8", static_activations=True, **common)
+    if algo == "FP8_PER_CHANNEL_PER_TOKEN":
+        return Quantization("modelopt", "fp8", 8, "channel", activations="fp8", **common)
+    if algo == "FP8_PB_WO":        # per-block FP8 weights, 16-bit activations
+        return Quantization("modelopt", "fp8", 8, "block", block_size=(128, 128), **common)
+    if algo == "NVFP4":            # FP8 (E4M3) scale per 16 values, fp32 global weight and input scales
+        group = got["group_size"] or 16
+        return Quantization("modelopt", "nvfp4", 4, "group", group, scale_bytes=1, activations="fp4",
+                            static_activations=True, **common)
+    why = (f"ModelOpt quant_algo {excerpt(got['quant_algo'])} is not modelled (sizer models "
+           + ", ".join(MODELOPT_ALGOS) + ("; MIXED_PRECISION states a format per layer" if algo == "MIXED_PRECISION"
+                                          else "") + ")")
+    return Quantization("modelopt", "", why_not=why, **common)
+
+
+def _compressed_tensors(got: dict, file: str | None, prefix: str, common: dict) -> Quantization:
+    """llm-compressor's config groups: one scheme (the same in every group) over the union of their targets."""
+    sparsity = got["sparsity_config"] or {}
+    if str(sparsity.get("format", "dense")).lower() not in ("dense", "none"):
+        return Quantization("compressed-tensors", "", why_not=f"sparse compressed-tensors checkpoints (sparsity "
+                            f"format {excerpt(sparsity.get('format'))}) are not modelled", **common)
+    schemes, targets = [], []
+    for name, group in (got["config_groups"] or {}).items():
+        path = f"{prefix}config_groups.{excerpt(name, quote=False)}"
+        if not isinstance(group, dict):
+            raise InputError(file, path, f"expected a JSON object, got {excerpt(group)}")
+        g = _read(CT_GROUP_KEYS, group, file, path + ".")
+        if g["weights"] is None:
+            continue
+        schemes.append(_ct_scheme(g["weights"], g["input_activations"], file, path))
+        targets += g["targets"] or ["Linear"]
+    if not schemes:
+        return Quantization("compressed-tensors", "", why_not="no config group quantises weights", **common)
+    if len(set(schemes)) > 1:
+        return Quantization("compressed-tensors", "", why_not="config groups with different schemes (mixed precision) "
+                            "are not modelled", **common)
+    scheme = schemes[0]
+    if isinstance(scheme, str):
+        return Quantization("compressed-tensors", "", why_not=scheme, **common)
+    everything = "Linear" in targets or any(t.lower() == "linear" for t in targets)
+    return Quantization("compressed-tensors", **dict(scheme),
+                        targets=() if everything else _patterns(targets, file, prefix + "config_groups.targets"),
+                        **common)
+
+
+def _ct_scheme(weights: dict, acts: dict | None, file: str | None, path: str) -> tuple | str:
+    """A config group's scheme as the keyword arguments of Quantization (a hashable tuple of pairs), or why
+    it is not modelled."""
+    w = _read(CT_WEIGHT_KEYS, weights, file, path + ".weights.")
+    _group_size(w["group_size"], path + ".weights.group_size", file)
+    a = _read(CT_WEIGHT_KEYS, acts, file, path + ".input_activations.") if acts else None
+    group = w["group_size"]      # compressed-tensors infers the strategy from the group size when it is not stated
+    inferred = "group" if group and group > 0 else "channel" if group == -1 else "tensor"
+    bits, kind, strategy = w["num_bits"], str(w["type"] or "int"), str(w["strategy"] or inferred).lower()
+    block = _block(w["block_structure"], file, path + ".weights.block_structure")
+    act_kind = None if a is None else f"{'fp' if a['type'] == 'float' else 'int'}{a['num_bits']}"
+    dynamic = bool(acts.get("dynamic")) if acts else False
+    scales = {"tensor": "tensor", "channel": "channel", "group": "group", "tensor_group": "group",
+              "block": "block"}.get(strategy)
+    if scales is None:
+        return f"compressed-tensors weight strategy {excerpt(strategy)} is not modelled"
+    common = {"scales": scales, "group_size": w["group_size"] if scales == "group" else None,
+              "block_size": block if scales == "block" else None}
+    if kind == "float" and bits == 8:
+        if act_kind not in (None, "fp8"):
+            return f"FP8 weights with {act_kind} activations are not modelled"
+        common.update(format="fp8", bits=8, scale_bytes=2, activations=act_kind or WEIGHT_ONLY,
+                      static_activations=act_kind is not None and not dynamic)
+    elif kind == "float" and bits == 4 and w["group_size"] in (16, 32):
+        fmt = "nvfp4" if w["group_size"] == 16 else "mxfp4"
+        if act_kind not in (None, "fp4"):
+            return f"{fmt.upper()} weights with {act_kind} activations are not modelled"
+        common.update(format=fmt, bits=4, scale_bytes=1, activations=act_kind or WEIGHT_ONLY,
+                      static_activations=fmt == "nvfp4" and act_kind == "fp4")
+    elif kind == "int" and bits == 8 and act_kind == "int8":
+        common.update(format="int8", bits=8, scale_bytes=2, activations="int8", static_activations=not dynamic)
+    elif kind == "int" and bits in (4, 8) and act_kind is None:     # WNA16: GPTQ-style integer weights
+        common.update(format="gptq", bits=bits, scale_bytes=2, zero_points=not w["symmetric"])
+        if scales not in ("group", "channel"):
+            return f"integer weights with {scales} scales are not modelled"
+    else:
+        return (f"compressed-tensors weights of {bits}-bit {kind} with "
+                f"{act_kind or '16-bit'} activations are not modelled")
+    return tuple(sorted(common.items()))
