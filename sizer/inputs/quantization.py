@@ -107,7 +107,10 @@ CT_WEIGHT_KEYS: dict[str, Key] = {k.name: k for k in (
     Key("strategy", str),
     Key("symmetric", bool, default=True),
     Key("block_structure", list[int]),
+    Key("scale_dtype", str, doc="e.g. torch.float8_e4m3fn; null: the checkpoint's 16-bit dtype"),
 )}
+# bytes per scale value by compressed-tensors' scale_dtype (null: the weights' own 16-bit dtype)
+SCALE_DTYPE_BYTES = {"float8": 1, "float16": 2, "bfloat16": 2, "float32": 4}
 CT_GROUP_KEYS: dict[str, Key] = {k.name: k for k in (
     Key("weights", dict),
     Key("input_activations", dict),
@@ -277,10 +280,11 @@ def _ct_scheme(weights: dict, acts: dict | None, file: str | None, path: str) ->
         return f"compressed-tensors weight strategy {excerpt(strategy)} is not modelled"
     common = {"scales": scales, "group_size": w["group_size"] if scales == "group" else None,
               "block_size": block if scales == "block" else None}
+    scale = next((b for name, b in SCALE_DTYPE_BYTES.items() if name in str(w["scale_dtype"] or "")), 2)
     if kind == "float" and bits == 8:
         if act_kind not in (None, "fp8"):
             return f"FP8 weights with {act_kind} activations are not modelled"
-        common.update(format="fp8", bits=8, scale_bytes=2, activations=act_kind or WEIGHT_ONLY,
+        common.update(format="fp8", bits=8, scale_bytes=scale, activations=act_kind or WEIGHT_ONLY,
                       static_activations=act_kind is not None and not dynamic)
     elif kind == "float" and bits == 4 and w["group_size"] in (16, 32):
         fmt = "nvfp4" if w["group_size"] == 16 else "mxfp4"
@@ -289,9 +293,9 @@ def _ct_scheme(weights: dict, acts: dict | None, file: str | None, path: str) ->
         common.update(format=fmt, bits=4, scale_bytes=1, activations=act_kind or WEIGHT_ONLY,
                       static_activations=fmt == "nvfp4" and act_kind == "fp4")
     elif kind == "int" and bits == 8 and act_kind == "int8":
-        common.update(format="int8", bits=8, scale_bytes=2, activations="int8", static_activations=not dynamic)
+        common.update(format="int8", bits=8, scale_bytes=scale, activations="int8", static_activations=not dynamic)
     elif kind == "int" and bits in (4, 8) and act_kind is None:     # WNA16: GPTQ-style integer weights
-        common.update(format="gptq", bits=bits, scale_bytes=2, zero_points=not w["symmetric"])
+        common.update(format="gptq", bits=bits, scale_bytes=scale, zero_points=not w["symmetric"])
         if scales not in ("group", "channel"):
             return f"integer weights with {scales} scales are not modelled"
     else:

@@ -1,0 +1,175 @@
+"""Model references (path, checkpoint folder, catalog, cached Hugging Face id) and what a checkpoint
+folder says beside config.json: hf_quant_config.json and the stored bytes of its safetensors files.
+
+Fixture folders are built in tmp_path: a small Llama-style config (hidden 1024, 2 layers; its
+bytes are derived in tests/sizer/analytic/test_memory_formats.py), ModelOpt's hf_quant_config.json
+in the shape nvidia's checkpoints ship it, and .safetensors files with real headers (an 8-byte
+little-endian length, then the JSON table of tensors and their byte ranges, per the safetensors
+format) and zero bytes for data.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sizer.cli import app
+from sizer.errors import InputError
+from sizer.inputs.checkpoint import header_tensor_bytes, stored_bytes
+from sizer.inputs.model_spec import load_config, load_model
+
+CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 1024, "intermediate_size": 4096,
+          "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 1000,
+          "max_position_embeddings": 4096, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+LINEAR = 30_408_704                 # the 12 matrices of the two layers (test_memory_formats.py)
+UNCONVERTED = 2 * 1_024_000 + 5_120  # embedding, lm_head, norms
+MODELOPT_FP8 = {"producer": {"name": "modelopt", "version": "0.23.0"},
+                "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8", "exclude_modules": ["lm_head"]}}
+
+
+def write_safetensors(path: Path, tensors: dict[str, int]) -> None:
+    """A safetensors file whose tensors (name -> bytes) are zeros; only the header is real."""
+    header, offset = {"__metadata__": {"format": "pt"}}, 0
+    for name, nbytes in tensors.items():
+        header[name] = {"dtype": "U8", "shape": [nbytes], "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
+    raw = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + bytes(offset))
+
+
+def checkpoint(folder: Path, config: dict = CONFIG, hf_quant: dict | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(config))
+    if hf_quant is not None:
+        (folder / "hf_quant_config.json").write_text(json.dumps(hf_quant))
+    return folder
+
+
+def plan_json(model: str) -> dict:
+    result = CliRunner().invoke(app, ["plan", "--model", model, "--gpu", "h100", "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def one_line_error(args: list[str]) -> str:
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.output, result.output
+    return lines[0]
+
+
+def test_safetensors_headers_give_the_stored_bytes(tmp_path):
+    write_safetensors(tmp_path / "model-00001-of-00002.safetensors", {"a.weight": 1000, "a.weight_scale": 4})
+    write_safetensors(tmp_path / "model-00002-of-00002.safetensors", {"b.weight": 96})
+    assert header_tensor_bytes(tmp_path / "model-00002-of-00002.safetensors") == 96
+    assert stored_bytes(tmp_path) == (1100, "headers of 2 .safetensors file(s)")
+
+
+def test_the_index_total_size_comes_first(tmp_path):
+    write_safetensors(tmp_path / "model-00001-of-00001.safetensors", {"a": 8})
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 141_107_412_992},
+                                                                       "weight_map": {"a": "x"}}))
+    assert stored_bytes(tmp_path) == (141_107_412_992, "model.safetensors.index.json metadata.total_size")
+
+
+def test_hf_quant_config_is_the_quantisation_when_config_json_states_none(tmp_path):
+    m = load_model(str(checkpoint(tmp_path / "ckpt", hf_quant=MODELOPT_FP8)))
+    assert (m.quantization.method, m.quantization.format, m.quantization.source) == (
+        "modelopt", "fp8", "hf_quant_config.json")
+
+
+def test_config_json_quantisation_wins_over_hf_quant_config(tmp_path):
+    # vLLM's get_quant_config takes config.json's quantization_config and reads hf_quant_config.json only without one
+    awq = {**CONFIG, "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128}}
+    m = load_model(str(checkpoint(tmp_path / "ckpt", awq, MODELOPT_FP8)))
+    assert m.quantization.format == "awq"
+    assert any("hf_quant_config.json" in note and "is not used" in note for note in m.notes)
+
+
+def test_plan_shows_stored_beside_derived_bytes_and_flags_a_gap(tmp_path):
+    folder = checkpoint(tmp_path / "ckpt", hf_quant=MODELOPT_FP8)
+    # ModelOpt FP8, lm_head excluded: 12 matrices at 1 byte + a weight and an input scale (fp32) each,
+    # embedding, lm_head and norms at 2 bytes
+    derived = LINEAR + 12 * 8 + UNCONVERTED * 2
+    write_safetensors(folder / "model.safetensors", {"all": derived})
+    plan = plan_json(str(folder))
+    c = plan["checkpoint"]
+    assert (c["stored_bytes"], c["derived_bytes"], c["stored_vs_derived"]) == (derived, derived, 0.0)
+    assert c["quantization_source"] == "hf_quant_config.json" and c["kv_cache_stated"] == "fp8"
+    assert not any("checkpoint files hold" in a for a in plan["assumptions"])
+    write_safetensors(folder / "model.safetensors", {"all": derived, "mtp.layers.0.weight": derived // 10})
+    flagged = [a for a in plan_json(str(folder))["assumptions"] if "checkpoint files hold" in a]
+    assert len(flagged) == 1 and "+10.0%" in flagged[0]
+
+
+def test_a_cached_hugging_face_id(tmp_path, monkeypatch):
+    # huggingface_hub's cache: models--{org}--{name}/refs/main names the snapshot folder
+    repo = tmp_path / "hub" / "models--nvidia--Tiny-FP8"
+    checkpoint(repo / "snapshots" / "0123456789abcdef", hf_quant=MODELOPT_FP8)
+    checkpoint(repo / "snapshots" / "fedcba9876543210")                   # an older, unquantised snapshot
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0123456789abcdef")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    ckpt = load_config("nvidia/Tiny-FP8")
+    assert ckpt.name == "nvidia/Tiny-FP8" and ckpt.found_as.startswith("Hugging Face cache snapshot 0123456789ab")
+    assert plan_json("nvidia/Tiny-FP8")["weights"]["format"] == "fp8"
+
+
+def test_hf_home_is_used_without_hf_hub_cache(tmp_path, monkeypatch):
+    checkpoint(tmp_path / "home" / "hub" / "models--org--only" / "snapshots" / "abc1234")   # one snapshot, no refs
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.delenv("HUGGINGFACE_HUB_CACHE", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
+    assert load_config("org/only").config["hidden_size"] == 1024
+
+
+def test_an_id_not_in_the_cache_is_one_line_naming_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    line = one_line_error(["plan", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100"])
+    assert line.startswith("error: model.name: Hugging Face model 'meta-llama/Llama-3.1-8B-Instruct' is not in the "
+                           f"local Hugging Face cache ({tmp_path}; sizer never downloads)"), line
+
+
+@pytest.mark.parametrize(("write", "field"), [
+    (lambda p: p.write_bytes(b"\x01\x00"), "header"),                                        # shorter than 8 bytes
+    (lambda p: p.write_bytes(struct.pack("<Q", 10**12) + b"{}"), "header"),                  # length past the file
+    (lambda p: p.write_bytes(struct.pack("<Q", 4) + b"[1] "), "header"),                     # not an object
+    (lambda p: p.write_bytes(struct.pack("<Q", 2) + b"\xff\xfe"), "header"),                 # not UTF-8
+    (lambda p: p.write_bytes(struct.pack("<Q", 36) + b'{"w": {"data_offsets": [0, 9999]}}  '), "header.w.data_offsets"),
+])
+def test_a_broken_safetensors_file_is_one_line(tmp_path, write, field):
+    folder = checkpoint(tmp_path / "ckpt")
+    write(folder / "model.safetensors")
+    line = one_line_error(["plan", "--model", str(folder), "--gpu", "h100"])
+    assert f"{folder / 'model.safetensors'}: {field}: " in line, line
+
+
+@pytest.mark.parametrize(("name", "text", "field"), [
+    ("model.safetensors.index.json", '{"metadata": {"total_size": "big"}}', "metadata.total_size"),
+    ("model.safetensors.index.json", '{"weight_map": {}}', "metadata.total_size"),
+    ("hf_quant_config.json", '{"producer": {}}', "quantization"),
+    ("hf_quant_config.json", '{"quantization": {"quant_algo": "FP8", "exclude_modules": "lm_head"}}',
+     "quantization.exclude_modules"),
+])
+def test_broken_checkpoint_json_files_are_one_line(tmp_path, name, text, field):
+    folder = checkpoint(tmp_path / "ckpt")
+    (folder / name).write_text(text)
+    line = one_line_error(["plan", "--model", str(folder), "--gpu", "h100"])
+    assert f"{folder / name}: {field}: " in line, line
+
+
+def test_a_lone_config_file_is_not_a_checkpoint_folder(tmp_path):
+    (tmp_path / "tiny.json").write_text(json.dumps(CONFIG))
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps(MODELOPT_FP8))
+    ckpt = load_config(str(tmp_path / "tiny.json"))
+    assert ckpt.quantization is None and ckpt.stored_bytes is None and ckpt.name == "tiny"
+
+
+def test_unknown_references_name_every_kind_accepted():
+    with pytest.raises(InputError, match="a Hugging Face id"):
+        load_config("no-such-model")
