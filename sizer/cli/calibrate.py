@@ -30,7 +30,7 @@ DEFAULT_LIMITS = {"cuda": (2048, 256, 8192), "cpu": (256, 64, 2048)}
 
 
 def command(
-    model: str = typer.Option(..., help="catalog name or config.json path"),
+    model: str = typer.Option(..., help="catalog name, config.json, checkpoint folder or cached HF id"),
     gpu: str | None = typer.Option(None, help="the GPU in this machine, by profile id or alias (h100, h200); "
                                               "refuses if it is absent or another"),
     device: str | None = typer.Option(None, help="'cpu' to calibrate on the CPU instead of a GPU"),

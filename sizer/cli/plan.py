@@ -51,7 +51,7 @@ def build_scenario(scenario: Path | None, variant: Variant) -> Scenario:
 def command(
     scenario: Path | None = typer.Argument(None, help="scenario YAML (see docs/scenario.md)"),
     as_json: bool = typer.Option(False, "--json", help="print the plan as JSON"),
-    model: str | None = typer.Option(None, help="catalog name or config.json path"),
+    model: str | None = typer.Option(None, help="catalog name, config.json, checkpoint folder or cached HF id"),
     gpu: str | None = typer.Option(None, help="accelerator profile (`sizer gpus`)"),
     tp: int | None = typer.Option(None, "--tp", help="tensor_parallel_size"),
     pp: int | None = typer.Option(None, "--pp", help="pipeline_parallel_size"),

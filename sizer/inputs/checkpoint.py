@@ -90,11 +90,11 @@ def locate(reference: str, catalog_dir: Path, file: str | None, field_path: str)
     entry = catalog_dir / f"{reference.lower()}.json"
     if path.suffix != ".json" and "/" not in reference and entry.exists():
         return entry, "catalog"
+    if path.suffix == ".json":
+        raise InputError(file, field_path, f"config file {excerpt(reference)} does not exist")
     if HF_ID.match(reference) and ".." not in reference:
         folder = cached_snapshot(reference, file, field_path)
         return folder / "config.json", f"Hugging Face cache snapshot {folder.name[:12]} ({folder})"
-    if path.suffix == ".json":
-        raise InputError(file, field_path, f"config file {excerpt(reference)} does not exist")
     known = ", ".join(sorted(p.stem for p in catalog_dir.glob("*.json")))
     raise InputError(file, field_path, f"unknown model {excerpt(reference)}; expected a catalog name ({known}), "
                                        "a path to a config.json or a checkpoint folder, or a Hugging Face id "

@@ -70,7 +70,9 @@ class Quantization:
                   "block": "a scale per {}x{} block".format(*(self.block_size or (0, 0)))}[self.scales]
         acts = ("16-bit activations (weight-only)" if self.weight_only else
                 f"{self.activations} activations ({'static' if self.static_activations else 'dynamic'})")
-        text = f"{self.method or 'sizer'}: {self.format} weights with {layout}, {acts}"
+        integer = self.format in ("gptq", "awq") and self.method not in ("gptq", "awq")    # e.g. W4A16
+        weights = f"int{self.bits}" if integer else self.format
+        text = f"{self.method or 'sizer'}: {weights} weights with {layout}, {acts}"
         if self.targets:
             text += f"; only modules matching {len(self.targets)} target pattern(s) quantised"
         if self.ignore:

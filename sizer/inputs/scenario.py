@@ -81,8 +81,8 @@ MAX_SECONDS = MAX_TIMESTAMP_S
 
 @dataclass(frozen=True)
 class ModelSection:
-    name: str = field(doc="catalog name (`sizer models`) or a path to a Hugging Face config.json, "
-                          "relative to the scenario file")
+    name: str = field(doc="catalog name (`sizer models`), a path to a config.json or a checkpoint folder "
+                          "(relative to the scenario file), or a Hugging Face id (org/name) in the local cache")
     num_parameters: float | None = field(None, gt=0, le=MAX_PARAMETERS,
                                          doc="stated parameter count; overrides the count derived from "
                                              "the architecture (e.g. a hypothetical 7e9-parameter model)")
