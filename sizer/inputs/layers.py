@@ -368,6 +368,7 @@ class VisionTower:
     merge_values: int            # vision features the projector takes per output token (spatial merge^2 x hidden)
     gated: bool = False
     position_embeddings: int = 0
+    mergers: int = 1             # projectors (Qwen3-VL adds one per deepstack layer)
 
     def linears(self) -> list[Linear]:
         h = self.hidden
@@ -377,11 +378,13 @@ class VisionTower:
                   Linear("visual.blocks.mlp.up", VISION, h, up, self.depth),
                   Linear("visual.blocks.mlp.down", VISION, self.intermediate, h, self.depth)]
         return blocks + [Linear("visual.patch_embed", VISION, self.patch_values, h),
-                         Linear("visual.merger.fc1", VISION, self.merge_values, self.merge_values),
-                         Linear("visual.merger.fc2", VISION, self.merge_values, self.out_hidden)]
+                         Linear("visual.merger.fc1", VISION, self.merge_values, self.merge_values, self.mergers),
+                         Linear("visual.merger.fc2", VISION, self.merge_values, self.out_hidden, self.mergers)]
 
     def extra_params(self) -> int:
         h = self.hidden
-        # per block: 2 norms (weight+bias), qkv/proj/MLP biases; the patch embedding's and merger's biases
+        # per block: 2 norms (weight+bias), qkv/proj/MLP biases; the patch embedding's bias, position
+        # embeddings, and each merger's norm (weight+bias) and biases
         per_block = 4 * h + 3 * h + h + (2 if self.gated else 1) * self.intermediate + h
-        return self.depth * per_block + h + self.position_embeddings * h + 2 * self.merge_values + self.out_hidden
+        per_merger = 2 * self.merge_values + self.merge_values + self.out_hidden
+        return self.depth * per_block + h + self.position_embeddings * h + self.mergers * per_merger

@@ -256,4 +256,5 @@ def vision_tower(v: dict[str, Any], text_hidden: int) -> VisionTower:
         merge_values = round(hidden / (pixel_shuffle * pixel_shuffle))
     return VisionTower(v["depth"], hidden, v["intermediate_size"] or 4 * hidden, v["num_heads"] or 1, patch_values,
                        v["out_hidden_size"] or text_hidden, merge_values,
-                       gated=v["gated"], position_embeddings=v["num_position_embeddings"] or 0)
+                       gated=v["gated"], position_embeddings=v["num_position_embeddings"] or 0,
+                       mergers=1 + len(v["deepstack_visual_indexes"] or ()))

@@ -406,6 +406,7 @@ VISION_KEYS: dict[str, Key] = {k.name: k for k in (
     Key("spatial_merge_size", int, ge=1, le=64),
     Key("pixel_shuffle_ratio", float, gt=0, le=1),
     Key("num_position_embeddings", int, ge=0, le=MAX_POSITIONS),
+    Key("deepstack_visual_indexes", list[int], doc="Qwen3-VL: layers feeding an extra merger each"),
     Key("hidden_act", str),
 )}
 GATED_VISION_ACTS = ("silu", "swiglu")

@@ -210,7 +210,8 @@ def make_plan(r: Resolved) -> Plan:
     else:
         tokens_per_req = min(e.max_model_len, int(round(prompt_mean + output_mean)))
         tokens_source = "mean prompt + mean output (a request at its end)"
-    held = p.dp * int(budget.kv_cache_bytes // kv.sequence_bytes(tokens_per_req, e.block_size))
+    # KV cache plus the recurrent state set aside (hybrid models), over what one request holds of both
+    held = p.dp * int((budget.kv_cache_bytes + budget.state_bytes) // kv.sequence_bytes(tokens_per_req, e.block_size))
     capacity = littles_law(rate, t_sys, t_source, tokens_per_req, tokens_source, kv.bytes_per_token,
                            budget.kv_tokens * p.dp, held)
 
