@@ -100,10 +100,12 @@ def _spans(c: dict[str, Any], n: int, where, file: str | None) -> list[str]:
         return spans
     if c["full_attention_interval"]:   # Qwen3-Next: every interval-th layer full, the rest linear attention
         return [FULL if (i + 1) % c["full_attention_interval"] == 0 else "linear" for i in range(n)]
-    if c["attention_chunk_size"] and c["no_rope_layers"] is not None:
+    if c["attention_chunk_size"] and c["model_type"].startswith("llama4"):
         # Llama-4: no_rope_layers[i] is 1 where layer i uses RoPE; those attend within their chunk (vLLM's
-        # ChunkedLocalAttention), the NoPE layers attend to everything.
-        flags = c["no_rope_layers"]
+        # ChunkedLocalAttention), the NoPE layers attend to everything. Empty: every interval-th layer is NoPE
+        # (transformers' Llama4TextConfig default).
+        interval = c["no_rope_layer_interval"]
+        flags = c["no_rope_layers"] or [int((i + 1) % interval != 0) for i in range(n)]
         if len(flags) != n:
             raise _fail(file, where("no_rope_layers"), f"expected {n} entries, got {len(flags)}")
         return [CHUNKED if flag else FULL for flag in flags]

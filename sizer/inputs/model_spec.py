@@ -238,6 +238,8 @@ KEYS: dict[str, Key] = {k.name: k for k in (
         "the rest linear attention"),
     Key("attention_chunk_size", int, ge=1, le=MAX_POSITIONS, doc="Llama-4: RoPE layers attend within chunks"),
     Key("no_rope_layers", list[int], doc="Llama-4: 1 where a layer uses RoPE (chunked), 0 for global NoPE layers"),
+    Key("no_rope_layer_interval", int, ge=1, le=MAX_LAYERS, default=4, doc="Llama-4: every n-th layer is NoPE "
+        "when no_rope_layers is empty"),
     Key("attn_output_gate", bool, doc="q_proj also yields an output gate (default true for Qwen3-Next / Qwen3.5)"),
     Key("mlp_bias", bool, default=False),
     # which layers are MoE, and shared experts
@@ -290,7 +292,8 @@ NON_GATED_MLP_TYPES = ("nemotron", "starcoder2", "phi", "gpt_neox", "gpt_bigcode
 # like). Any other key sizer does not read is listed in the plan's assumptions, or refused when its
 # name has one of ARCHITECTURE_WORDS: such a key likely shapes layers sizer would then count wrong.
 HARMLESS_KEYS = frozenset((
-    "_name_or_path", "auto_map", "transformers_version", "bos_token_id", "eos_token_id", "pad_token_id",
+    "_name_or_path", "_attn_implementation_autoset", "for_llm_compressor", "auto_map", "transformers_version",
+    "bos_token_id", "eos_token_id", "pad_token_id",
     "initializer_range", "initializer_factor", "hidden_act", "hidden_activation", "mlp_hidden_act",
     "mamba_hidden_act", "activation_function", "attention_dropout", "hidden_dropout", "dropout",
     "attention_probs_dropout_prob", "hidden_dropout_prob", "use_cache", "rope_scaling", "rope_parameters",
@@ -410,6 +413,7 @@ VISION_KEYS: dict[str, Key] = {k.name: k for k in (
     Key("hidden_act", str),
 )}
 GATED_VISION_ACTS = ("silu", "swiglu")
+VISION_SPELLINGS = frozenset(spelling for key in VISION_KEYS.values() for spelling in key.keys)
 
 
 def _blocks(config: dict, c: dict[str, Any], file: str | None, prefix: str) -> list | None:
@@ -453,20 +457,19 @@ def _towers(c: dict[str, Any], file: str | None, prefix: str) -> tuple[VisionTow
     return (vision_tower(got, c["hidden_size"]),)
 
 
-def _unread_keys(configs: list[tuple[dict, str]], file: str | None) -> tuple[str, ...]:
-    """Keys of the config sizer does not read: refused when their name says they shape the architecture
-    (sizer would be silently wrong), else returned for the plan's assumptions."""
+def _unread_keys(data: dict, prefix: str, known: frozenset, file: str | None, refuse: bool = True) -> list[str]:
+    """Keys of `data` sizer does not read: refused when their name says they shape the architecture
+    (sizer would be silently wrong) and `refuse`, else returned for the plan's assumptions."""
     unread = []
-    for data, prefix in configs:
-        for key in data:
-            if key in KNOWN_SPELLINGS or key in HARMLESS_KEYS or not isinstance(key, str):
-                continue
-            if any(word in key.lower() for word in ARCHITECTURE_WORDS):
-                raise InputError(file, prefix + excerpt(key, quote=False),
-                                 "architecture feature not modelled (sizer does not know this key, and it may "
-                                 "change parameters, memory or FLOPs)")
-            unread.append(prefix + key)
-    return tuple(unread)
+    for key in data:
+        if not isinstance(key, str) or key in known or key in HARMLESS_KEYS:
+            continue
+        if refuse and any(word in key.lower() for word in ARCHITECTURE_WORDS):
+            raise InputError(file, prefix + excerpt(key, quote=False),
+                             "architecture feature not modelled (sizer does not know this key, and it may "
+                             "change parameters, memory or FLOPs)")
+        unread.append(prefix + key)
+    return unread
 
 
 def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -> ModelSpec:
@@ -524,8 +527,11 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
         raise InputError(file, where("mlp_bias"), "architecture feature MLP biases are not modelled")
     layers = build_layers(c, _blocks(config, c, file, prefix), where, file)
     towers = _towers(c, file, prefix)
-    unread = _unread_keys([(top, "")] + ([(config, prefix)] if prefix else [])
-                          + ([(c["vision_config"], "vision_config.")] if c["vision_config"] else []), file)
+    unread = _unread_keys(top, "", KNOWN_SPELLINGS, file)
+    if prefix:
+        unread += _unread_keys(config, prefix, KNOWN_SPELLINGS, file)
+    if towers:   # the tower's size is an estimate from its main shapes: other keys are listed, not refused
+        unread += _unread_keys(c["vision_config"], "vision_config.", VISION_SPELLINGS, file, refuse=False)
     notes = list([meta["notes"]] if isinstance(meta.get("notes"), str) else meta.get("notes") or [])
     if c["num_nextn_predict_layers"]:
         notes.append(f"{c['num_nextn_predict_layers']} multi-token-prediction layer(s) in the checkpoint are not "
@@ -548,7 +554,7 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
         params_official_active=meta.get("params_official_active"),
         source=str(meta.get("source") or file or ""),
         notes=tuple(n for n in notes if n),
-        unread_keys=unread,
+        unread_keys=tuple(unread),
     )
 
 
