@@ -32,7 +32,6 @@ GB = 10**9
 CUDA_CONTEXT_BYTES = 1 * GiB          # CUDA context, cuBLAS workspace, CUDA graphs, per GPU
 NCCL_BUFFER_BYTES = GiB // 2          # extra per GPU when it talks to others (TP or PP > 1)
 KV_DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp32": 4}
-STATE_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4}   # by the checkpoint's torch_dtype
 
 
 @dataclass(frozen=True)
@@ -111,7 +110,6 @@ class KVLayout:
     bytes_per_token_per_gpu: float    # one GPU of the busiest stage, after the TP split
     groups: tuple[KVGroup, ...]
     state_layers: int                 # Mamba-2 / linear-attention layers: a fixed state per sequence
-    state_bytes_per_value: int
     state_bytes_per_seq: int          # whole model
     state_bytes_per_seq_per_gpu: float
     formula: str
@@ -131,8 +129,9 @@ class KVLayout:
 
 
 def kv_layout(m: ModelSpec, kv_dtype: str, p: ParallelConfig) -> KVLayout:
-    """KV bytes per token by group of layers, and the recurrent state per sequence (Mamba-2 and linear
-    attention keep it in the model's dtype, as vLLM's default `mamba_ssm_cache_dtype: auto`)."""
+    """KV bytes per token by group of layers, and the Mamba-2 / linear-attention state per sequence
+    (ModelSpec.state_bytes_per_seq: convolution window in the model's dtype, recurrent state in the
+    config's mamba_ssm_cache_dtype when it states one)."""
     nbytes = KV_DTYPE_BYTES[kv_dtype]
     stage = layers_per_stage(m, p) / m.num_layers
     groups: dict[object, list] = {}
@@ -153,12 +152,10 @@ def kv_layout(m: ModelSpec, kv_dtype: str, p: ParallelConfig) -> KVLayout:
             terms.append(f"2 x {n} layers x {mixer.num_kv_heads} KV heads x {mixer.head_dim} head dim x {nbytes} B"
                          + (f" ({mixer.label})" if len(groups) > 1 or mixer.window_tokens else ""))
         kv_groups.append(KVGroup(mixer.label, n, per_token, per_gpu, mixer.window_tokens, mixer.flops_per_pair))
-    state_bytes = STATE_DTYPE_BYTES.get(m.torch_dtype, 2)
-    stateful = [layer.mixer for layer in m.layers if layer.mixer.state_values_per_seq]
-    state = sum(mixer.state_values_per_seq for mixer in stateful) * state_bytes
+    stateful = [layer.mixer for layer in m.layers if layer.mixer.recurrent_state_values_per_seq]
+    state = sum(m.state_bytes_per_seq(mixer) for mixer in stateful)
     return KVLayout(kv_dtype, nbytes, sum(g.bytes_per_token for g in kv_groups),
-                    sum(g.bytes_per_token_per_gpu for g in kv_groups), tuple(kv_groups), len(stateful), state_bytes,
-                    state,
+                    sum(g.bytes_per_token_per_gpu for g in kv_groups), tuple(kv_groups), len(stateful), state,
                     state * stage / p.tp, " + ".join(terms) or "no layer caches KV")
 
 

@@ -184,7 +184,7 @@ def layer_rows(plan: Plan) -> list[tuple[str, str, str, str, str, str]]:
     kv = plan.kv
     return [(r.part, r.kind, str(r.layers or ""), f"{r.parameters / 1e9:,.3f} B",
              f"{r.kv_values_per_token * kv.bytes_per_value:,} B" if r.kv_values_per_token else "",
-             f"{r.state_values_per_seq * kv.state_bytes_per_value / 2**20:,.1f} MiB" if r.state_values_per_seq else "")
+             f"{r.state_bytes_per_seq / 2**20:,.1f} MiB" if r.state_bytes_per_seq else "")
             for r in plan.model.layer_kinds]
 
 

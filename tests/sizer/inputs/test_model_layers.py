@@ -38,7 +38,7 @@ def test_nemotron_h_pattern_places_mamba_attention_mlp_and_moe_blocks():
     # conv over 128 + 128 = 256 channels x kernel 4 (+ bias 256); A_log, D, dt_bias (8 each); norm 128
     assert mamba.extra_params(64) == 256 * 4 + 256 + 3 * 8 + 128
     # state: conv 256 channels x 3 past inputs + SSM 8 heads x 16 x 32
-    assert mamba.state_values_per_seq == 256 * 3 + 8 * 16 * 32
+    assert (mamba.conv_state_values_per_seq, mamba.recurrent_state_values_per_seq) == (256 * 3, 8 * 16 * 32)
     # NemotronH's MLP and experts are not gated (squared ReLU): up and down only
     assert m.layers[1].ffn.linears(64)[0].out_features == 128 and not m.layers[3].ffn.gated
     assert m.layers[3].ffn.shared_width == 48
@@ -56,7 +56,7 @@ def test_qwen3_next_interval_makes_every_fourth_layer_full_attention_with_an_out
     gdn = m.layers[0].mixer
     assert isinstance(gdn, GatedDeltaNet)
     # conv channels 2 x (2 x 8) + 4 x 16 = 96; recurrent state 4 value heads x 8 x 16
-    assert gdn.state_values_per_seq == 96 * 3 + 4 * 8 * 16
+    assert (gdn.conv_state_values_per_seq, gdn.recurrent_state_values_per_seq) == (96 * 3, 4 * 8 * 16)
     kv = kv_layout(m, "bf16", ParallelConfig())
     assert kv.bytes_per_token == 2 * (2 * 2 * 16) * 2          # 2 of 8 layers keep KV
     assert kv.state_layers == 6
