@@ -193,7 +193,8 @@ class MemoryBudget:
     weights_bytes: float
     activation_bytes: float
     non_torch_bytes: float
-    state_bytes: float                 # recurrent state reserved for max_num_seqs sequences (hybrid models)
+    state_bytes: float                 # Mamba-2 / linear-attention state set aside for `state_seqs` sequences
+    state_seqs: int                    # sequences that state is set aside for: the scheduler's cap on running ones
     kv_cache_bytes: float
     kv_blocks: int
     kv_tokens: int
@@ -211,33 +212,36 @@ def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv
     usable = gpu_memory_bytes * gpu_memory_utilization
     activations = activation_peak_bytes(m, p, max_num_batched_tokens, max_num_seqs)
     non_torch = CUDA_CONTEXT_BYTES + (NCCL_BUFFER_BYTES if p.tp * p.pp > 1 else 0)
-    # vLLM's hybrid cache gives each running sequence its Mamba / linear-attention state from the same
-    # pool; the scheduler runs at most max_num_seqs, so that many states are set aside before KV blocks.
-    state = kv.state_bytes_per_seq_per_gpu * max_num_seqs
-    kv_bytes = usable - weights.per_gpu_bytes - activations - non_torch - state
+    # vLLM's hybrid cache gives each running sequence its Mamba / linear-attention state from the same pool
+    # as the KV blocks. sizer sets state aside for as many sequences as the pool holds at max_model_len
+    # (at most max_num_seqs) and the scheduler runs no more than that: exact for long sequences,
+    # conservative for short ones (vLLM could run more of them at once).
+    available = usable - weights.per_gpu_bytes - activations - non_torch
+    seq_bytes = kv.sequence_bytes(max_model_len, block_size)
+    state_seqs = max_num_seqs
+    if kv.state_bytes_per_seq_per_gpu:
+        state_seqs = max(0, min(max_num_seqs, int(available // seq_bytes))) if available > 0 else 0
+    state = kv.state_bytes_per_seq_per_gpu * state_seqs
+    kv_bytes = available - state
     block_bytes = kv.bytes_per_token_per_gpu * block_size
     if not block_bytes:   # no layer caches KV: blocks only count tokens, enough for every sequence's context
         blocks = max_num_seqs * math.ceil(max_model_len / block_size) if kv_bytes > 0 else 0
     else:
         blocks = max(0, int(kv_bytes // block_bytes)) if kv_bytes > 0 else 0
-    seq_bytes = kv.sequence_bytes(max_model_len, block_size)
     max_seqs = int(max(0.0, kv_bytes + state) // seq_bytes) if seq_bytes else max_num_seqs
     reasons = []
     if weights.per_gpu_bytes > usable:
         reasons.append(f"weights need {weights.per_gpu_bytes / GiB:.2f} GiB per GPU, more than the "
                        f"{usable / GiB:.2f} GiB usable at gpu_memory_utilization {gpu_memory_utilization}")
-    elif kv_bytes <= 0 and state:
-        reasons.append(f"weights, activations, CUDA context and the recurrent state of max_num_seqs {max_num_seqs} "
-                       f"sequences ({state / GiB:.2f} GiB) leave no room for KV cache "
-                       f"({kv_bytes / GiB:.2f} GiB left of {usable / GiB:.2f} GiB usable); lower max_num_seqs")
     elif kv_bytes <= 0:
         reasons.append(f"weights, activations and CUDA context leave no room for KV cache "
                        f"({kv_bytes / GiB:.2f} GiB left of {usable / GiB:.2f} GiB usable)")
-    elif max_seqs < 1:
-        reasons.append(f"KV cache of {kv_bytes / GiB:.2f} GiB per GPU cannot hold one sequence of "
-                       f"max_model_len {max_model_len} ({seq_bytes / GiB:.2f} GiB)")
+    elif max_seqs < 1 or state_seqs < 1:
+        reasons.append(f"KV cache of {(kv_bytes + state) / GiB:.2f} GiB per GPU cannot hold one sequence of "
+                       f"max_model_len {max_model_len} ({seq_bytes / GiB:.2f} GiB"
+                       + (", recurrent state included)" if state_seqs < max_num_seqs else ")"))
     return MemoryBudget(gpu_memory_bytes, gpu_memory_utilization, usable, weights.per_gpu_bytes, activations,
-                        non_torch, state, max(0.0, kv_bytes), blocks, blocks * block_size, block_size, max_model_len,
-                        seq_bytes, max_seqs, not reasons, tuple(reasons))
+                        non_torch, state, state_seqs, max(0.0, kv_bytes), blocks, blocks * block_size, block_size,
+                        max_model_len, seq_bytes, max_seqs, not reasons, tuple(reasons))
 
 

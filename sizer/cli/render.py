@@ -89,7 +89,7 @@ def render_plan(plan: Plan, console: Console) -> None:
              ("activation peak (estimate)", mem.activation_bytes),
              ("CUDA context, workspaces (assumption)", mem.non_torch_bytes)]
     if mem.state_bytes:
-        parts.append((f"recurrent state, max_num_seqs {plan.engine.max_num_seqs} sequences", mem.state_bytes))
+        parts.append((f"recurrent state, {mem.state_seqs} sequences (caps max_num_seqs)", mem.state_bytes))
     for name, value in parts + [("KV cache", mem.kv_cache_bytes)]:
         t.add_row(name, f"{value / GB:,.2f}", f"{value / GiB:,.2f}")
     console.print(t)

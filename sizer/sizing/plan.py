@@ -288,8 +288,10 @@ def _model_notes(r: Resolved) -> list[str]:
     notes = list(m.notes)
     if kv.state_layers:
         notes.append(f"recurrent state: {kv.state_layers} Mamba-2 / linear-attention layers keep "
-                     f"{kv.state_bytes_per_seq / 2**20:,.1f} MiB per sequence in {m.torch_dtype} (vLLM's default "
-                     f"mamba_ssm_cache_dtype), set aside for max_num_seqs {r.engine.max_num_seqs} sequences")
+                     f"{kv.state_bytes_per_seq / 2**20:,.1f} MiB per sequence (convolution window in {m.torch_dtype}, "
+                     f"recurrent state in {m.recurrent_state_dtype or m.torch_dtype}); set aside for the "
+                     f"{r.memory.state_seqs} sequences of max_model_len the pool holds (at most max_num_seqs "
+                     f"{r.engine.max_num_seqs}), which caps the running sequences: conservative for shorter ones")
     if m.unread_keys:
         notes.append("config keys sizer does not read (taken not to change parameters, memory or FLOPs): "
                      + ", ".join(m.unread_keys))

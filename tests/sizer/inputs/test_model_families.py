@@ -15,6 +15,9 @@ from sizer.analytic.weights import layer_kinds, parameter_count
 from sizer.errors import InputError
 from sizer.inputs.layers import CHUNKED, FULL, SLIDING, Attention, GatedDeltaNet, LatentAttention, Mamba2, MoEFFN
 from sizer.inputs.model_spec import from_hf_config
+from sizer.inputs.scenario import load_scenario
+from sizer.inputs.variant import Variant
+from sizer.sizing.resolve import resolve
 
 MODELS = Path(__file__).resolve().parents[2] / "data" / "models"
 FACTS = {m["id"]: m for m in yaml.safe_load((MODELS / "facts.yaml").read_text())["models"]}
@@ -135,3 +138,15 @@ def test_real_configs_leave_no_architecture_key_unread():
     for path in CONFIGS:
         unread = load(path).unread_keys
         assert all(k.startswith("vision_config.") or k.startswith("text_config._") for k in unread), (path, unread)
+
+
+def test_a_hybrid_plan_sets_state_aside_and_caps_running_sequences():
+    s = load_scenario(MODELS.parents[2] / "scenarios" / "llama-3.1-8b-chat-h100.yaml",
+                      Variant(model=str(MODELS / "nemotron-3-nano-30b-a3b")))
+    r = resolve(s)
+    mem = r.memory
+    available = mem.usable_bytes - mem.weights_bytes - mem.activation_bytes - mem.non_torch_bytes
+    # as many max_model_len sequences (KV + 46.8 MiB of state each) as the pool holds, below max_num_seqs 1024
+    assert mem.state_seqs == int(available // mem.sequence_bytes_at_max_model_len) < r.engine.max_num_seqs
+    assert mem.state_bytes == mem.state_seqs * r.kv.state_bytes_per_seq_per_gpu
+    assert r.replica.scheduler.max_num_seqs == mem.state_seqs
