@@ -130,7 +130,7 @@ class Plan:
     simulation: Sizing | None = None     # `plan --simulate`: sizer.sizing.pipeline.add_simulation
 
 
-def _attention_kind(m: ModelSpec) -> str:
+def attention_kind(m: ModelSpec) -> str:
     """The mixers, e.g. "GQA 32 query / 8 KV heads x 128" or "Mamba-2 x 23, GQA 32 query / 2 KV heads x 128 x 6"."""
     parts: dict[str, int] = {}
     for layer in m.layers:
@@ -238,7 +238,7 @@ def make_plan(r: Resolved) -> Plan:
                                comm.ep_alltoall_bytes_per_token)
     counts = parameter_count(m)
     model = ModelSummary(m.name, m.architecture, counts.total, counts.active, m.params_official_total,
-                         weights.parameters, weights.parameters_source, m.num_layers, _attention_kind(m),
+                         weights.parameters, weights.parameters_source, m.num_layers, attention_kind(m),
                          m.max_position_embeddings, tuple(layer_kinds(m)), kv.state_bytes_per_seq, m.unread_keys)
 
     replicas = d.replicas or capacity.replicas_for_memory or 1
