@@ -1,8 +1,9 @@
 """The engine's view of a model: the shapes one device holds after the TP split and scaling.
 
 The engine runs dense and MoE Llama/Mistral/Qwen-style decoders (RMSNorm, RoPE, GQA/MQA,
-SwiGLU). Multi-head latent attention and sliding-window layers change the attention kernels
-and the KV layout, so they are refused with a clear message rather than run wrongly.
+SwiGLU) whose layers are all alike. Multi-head latent attention, sliding-window layers and
+hybrid models (Mamba-2 or linear-attention layers, per-layer widths, vision towers) change the
+kernels and the cache layout, so they are refused with a clear message rather than run wrongly.
 """
 
 from __future__ import annotations

@@ -26,7 +26,6 @@ GB = 10**9
 CUDA_CONTEXT_BYTES = 1 * GiB          # CUDA context, cuBLAS workspace, CUDA graphs, per GPU
 NCCL_BUFFER_BYTES = GiB // 2          # extra per GPU when it talks to others (TP or PP > 1)
 KV_DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp32": 4}
-STATE_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4}   # by the checkpoint's torch_dtype
 
 
 @dataclass(frozen=True)
@@ -103,7 +102,6 @@ class KVLayout:
     bytes_per_token_per_gpu: float    # one GPU of the busiest stage, after the TP split
     groups: tuple[KVGroup, ...]
     state_layers: int                 # Mamba-2 / linear-attention layers: a fixed state per sequence
-    state_bytes_per_value: int
     state_bytes_per_seq: int          # whole model
     state_bytes_per_seq_per_gpu: float
     formula: str
@@ -123,8 +121,9 @@ class KVLayout:
 
 
 def kv_layout(m: ModelSpec, kv_dtype: str, p: ParallelConfig) -> KVLayout:
-    """KV bytes per token by group of layers, and the recurrent state per sequence (Mamba-2 and linear
-    attention keep it in the model's dtype, as vLLM's default `mamba_ssm_cache_dtype: auto`)."""
+    """KV bytes per token by group of layers, and the Mamba-2 / linear-attention state per sequence
+    (ModelSpec.state_bytes_per_seq: convolution window in the model's dtype, recurrent state in the
+    config's mamba_ssm_cache_dtype when it states one)."""
     nbytes = KV_DTYPE_BYTES[kv_dtype]
     stage = layers_per_stage(m, p) / m.num_layers
     groups: dict[object, list] = {}
@@ -145,12 +144,10 @@ def kv_layout(m: ModelSpec, kv_dtype: str, p: ParallelConfig) -> KVLayout:
             terms.append(f"2 x {n} layers x {mixer.num_kv_heads} KV heads x {mixer.head_dim} head dim x {nbytes} B"
                          + (f" ({mixer.label})" if len(groups) > 1 or mixer.window_tokens else ""))
         kv_groups.append(KVGroup(mixer.label, n, per_token, per_gpu, mixer.window_tokens, mixer.flops_per_pair))
-    state_bytes = STATE_DTYPE_BYTES.get(m.torch_dtype, 2)
-    stateful = [layer.mixer for layer in m.layers if layer.mixer.state_values_per_seq]
-    state = sum(mixer.state_values_per_seq for mixer in stateful) * state_bytes
+    stateful = [layer.mixer for layer in m.layers if layer.mixer.recurrent_state_values_per_seq]
+    state = sum(m.state_bytes_per_seq(mixer) for mixer in stateful)
     return KVLayout(kv_dtype, nbytes, sum(g.bytes_per_token for g in kv_groups),
-                    sum(g.bytes_per_token_per_gpu for g in kv_groups), tuple(kv_groups), len(stateful), state_bytes,
-                    state,
+                    sum(g.bytes_per_token_per_gpu for g in kv_groups), tuple(kv_groups), len(stateful), state,
                     state * stage / p.tp, " + ".join(terms) or "no layer caches KV")
 
 
@@ -188,7 +185,8 @@ class MemoryBudget:
     weights_bytes: float
     activation_bytes: float
     non_torch_bytes: float
-    state_bytes: float                 # recurrent state reserved for max_num_seqs sequences (hybrid models)
+    state_bytes: float                 # Mamba-2 / linear-attention state set aside for `state_seqs` sequences
+    state_seqs: int                    # sequences that state is set aside for: the scheduler's cap on running ones
     kv_cache_bytes: float
     kv_blocks: int
     kv_tokens: int
@@ -206,33 +204,36 @@ def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv
     usable = gpu_memory_bytes * gpu_memory_utilization
     activations = activation_peak_bytes(m, p, max_num_batched_tokens, max_num_seqs)
     non_torch = CUDA_CONTEXT_BYTES + (NCCL_BUFFER_BYTES if p.tp * p.pp > 1 else 0)
-    # vLLM's hybrid cache gives each running sequence its Mamba / linear-attention state from the same
-    # pool; the scheduler runs at most max_num_seqs, so that many states are set aside before KV blocks.
-    state = kv.state_bytes_per_seq_per_gpu * max_num_seqs
-    kv_bytes = usable - weights.per_gpu_bytes - activations - non_torch - state
+    # vLLM's hybrid cache gives each running sequence its Mamba / linear-attention state from the same pool
+    # as the KV blocks. sizer sets state aside for as many sequences as the pool holds at max_model_len
+    # (at most max_num_seqs) and the scheduler runs no more than that: exact for long sequences,
+    # conservative for short ones (vLLM could run more of them at once).
+    available = usable - weights.per_gpu_bytes - activations - non_torch
+    seq_bytes = kv.sequence_bytes(max_model_len, block_size)
+    state_seqs = max_num_seqs
+    if kv.state_bytes_per_seq_per_gpu:
+        state_seqs = max(0, min(max_num_seqs, int(available // seq_bytes))) if available > 0 else 0
+    state = kv.state_bytes_per_seq_per_gpu * state_seqs
+    kv_bytes = available - state
     block_bytes = kv.bytes_per_token_per_gpu * block_size
     if not block_bytes:   # no layer caches KV: blocks only count tokens, enough for every sequence's context
         blocks = max_num_seqs * math.ceil(max_model_len / block_size) if kv_bytes > 0 else 0
     else:
         blocks = max(0, int(kv_bytes // block_bytes)) if kv_bytes > 0 else 0
-    seq_bytes = kv.sequence_bytes(max_model_len, block_size)
     max_seqs = int(max(0.0, kv_bytes + state) // seq_bytes) if seq_bytes else max_num_seqs
     reasons = []
     if weights.per_gpu_bytes > usable:
         reasons.append(f"weights need {weights.per_gpu_bytes / GiB:.2f} GiB per GPU, more than the "
                        f"{usable / GiB:.2f} GiB usable at gpu_memory_utilization {gpu_memory_utilization}")
-    elif kv_bytes <= 0 and state:
-        reasons.append(f"weights, activations, CUDA context and the recurrent state of max_num_seqs {max_num_seqs} "
-                       f"sequences ({state / GiB:.2f} GiB) leave no room for KV cache "
-                       f"({kv_bytes / GiB:.2f} GiB left of {usable / GiB:.2f} GiB usable); lower max_num_seqs")
     elif kv_bytes <= 0:
         reasons.append(f"weights, activations and CUDA context leave no room for KV cache "
                        f"({kv_bytes / GiB:.2f} GiB left of {usable / GiB:.2f} GiB usable)")
-    elif max_seqs < 1:
-        reasons.append(f"KV cache of {kv_bytes / GiB:.2f} GiB per GPU cannot hold one sequence of "
-                       f"max_model_len {max_model_len} ({seq_bytes / GiB:.2f} GiB)")
+    elif max_seqs < 1 or state_seqs < 1:
+        reasons.append(f"KV cache of {(kv_bytes + state) / GiB:.2f} GiB per GPU cannot hold one sequence of "
+                       f"max_model_len {max_model_len} ({seq_bytes / GiB:.2f} GiB"
+                       + (", recurrent state included)" if state_seqs < max_num_seqs else ")"))
     return MemoryBudget(gpu_memory_bytes, gpu_memory_utilization, usable, weights.per_gpu_bytes, activations,
-                        non_torch, state, max(0.0, kv_bytes), blocks, blocks * block_size, block_size, max_model_len,
-                        seq_bytes, max_seqs, not reasons, tuple(reasons))
+                        non_torch, state, state_seqs, max(0.0, kv_bytes), blocks, blocks * block_size, block_size,
+                        max_model_len, seq_bytes, max_seqs, not reasons, tuple(reasons))
 
 

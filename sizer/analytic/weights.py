@@ -93,7 +93,7 @@ class LayerKind:
     layers: int
     parameters: int              # norms of a layer are counted with its mixer
     kv_values_per_token: int     # values these layers cache per token (x KV dtype bytes = KV bytes)
-    state_values_per_seq: int    # Mamba-2 / linear attention: values of state per sequence
+    state_bytes_per_seq: int     # Mamba-2 / linear attention: bytes of state per sequence
 
 
 def layer_kinds(m: ModelSpec) -> list[LayerKind]:
@@ -111,7 +111,7 @@ def layer_kinds(m: ModelSpec) -> list[LayerKind]:
             kv = state = 0
             if part == "mixer":
                 params += sum(layer.norms for layer in layers) * h
-                kv, state = sum(b.kv_values_per_token for b in block), sum(b.state_values_per_seq for b in block)
+                kv, state = sum(b.kv_values_per_token for b in block), sum(m.state_bytes_per_seq(b) for b in block)
             rows.append(LayerKind(part, label, len(layers), params, kv, state))
     norms_without_mixer = sum(layer.norms for layer in m.layers if layer.mixer.label == "none") * h
     counts = parameter_count(m)

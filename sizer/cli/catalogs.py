@@ -9,20 +9,19 @@ from sizer.analytic.memory import GB, GiB
 from sizer.analytic.weights import parameter_count
 from sizer.inputs.hardware import all_profiles
 from sizer.inputs.model_spec import catalog_names, load_model
+from sizer.sizing.plan import attention_kind
 
 
 def models() -> None:
     """List the model catalog."""
     table = Table(title="Model catalog (any Hugging Face config.json path works too)")
-    for col in ("name", "architecture", "parameters (B)", "active (B)", "layers", "attention heads / KV heads",
-                "max context"):
+    for col in ("name", "architecture", "parameters (B)", "active (B)", "layers", "mixers", "max context"):
         table.add_column(col, no_wrap=col == "name")
     for name in catalog_names():
         m = load_model(name)
         counts = parameter_count(m)
-        heads = "MLA" if m.is_mla else f"{m.num_attention_heads} / {m.num_kv_heads}"
         table.add_row(name, m.architecture, f"{counts.total / 1e9:.2f}", f"{counts.active / 1e9:.2f}",
-                      str(m.num_layers), heads, f"{m.max_position_embeddings:,}")
+                      str(m.num_layers), attention_kind(m), f"{m.max_position_embeddings:,}")
     Console().print(table)
 
 

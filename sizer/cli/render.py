@@ -42,11 +42,11 @@ def _layer_kinds(console: Console, plan: Plan) -> None:
     for col, right in (("part", False), ("kind", False), ("layers", True), ("parameters (B)", True),
                        (f"KV per token ({plan.kv.dtype})", True), ("state per sequence", True)):
         t.add_column(col, justify="right" if right else "left")
-    kv_bytes, state_bytes = plan.kv.bytes_per_value, plan.kv.state_bytes_per_value
+    kv_bytes = plan.kv.bytes_per_value
     for r in rows:
         t.add_row(r.part, r.kind, str(r.layers or ""), f"{r.parameters / 1e9:,.3f}",
                   f"{r.kv_values_per_token * kv_bytes:,} B" if r.kv_values_per_token else "",
-                  f"{r.state_values_per_seq * state_bytes / 2**20:,.1f} MiB" if r.state_values_per_seq else "")
+                  f"{r.state_bytes_per_seq / 2**20:,.1f} MiB" if r.state_bytes_per_seq else "")
     console.print(t)
 
 
@@ -99,7 +99,7 @@ def render_plan(plan: Plan, console: Console) -> None:
              ("activation peak (estimate)", mem.activation_bytes),
              ("CUDA context, workspaces (assumption)", mem.non_torch_bytes)]
     if mem.state_bytes:
-        parts.append((f"recurrent state, max_num_seqs {plan.engine.max_num_seqs} sequences", mem.state_bytes))
+        parts.append((f"recurrent state, {mem.state_seqs} sequences (caps max_num_seqs)", mem.state_bytes))
     for name, value in parts + [("KV cache", mem.kv_cache_bytes)]:
         t.add_row(name, f"{value / GB:,.2f}", f"{value / GiB:,.2f}")
     console.print(t)

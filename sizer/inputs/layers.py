@@ -10,8 +10,9 @@ without attention) is counted layer by layer. Each mixer and FFN kind states:
 - `extra_params(hidden)`: vectors and small tensors (biases, norms, convolutions, decay terms);
 - mixers only: `kv_values_per_token` (values cached per token, K and V or the MLA latent),
   `window_tokens` (a sliding window or local-attention chunk caps what is kept),
-  `state_values_per_seq` (Mamba-2 / linear attention: a fixed state per sequence, the
-  convolution window plus the recurrent state) and `flops_per_pair` (attention FLOPs per
+  `conv_state_values_per_seq` and `recurrent_state_values_per_seq` (Mamba-2 / linear
+  attention: a fixed state per sequence, the convolution window and the recurrent state, kept
+  in different dtypes) and `flops_per_pair` (attention FLOPs per
   query-key pair, all heads).
 """
 
@@ -57,6 +58,7 @@ class Attention:
     bias: bool = False           # q/k/v biases (Qwen2)
     output_gate: bool = False    # q_proj also yields a per-head sigmoid gate (Qwen3-Next, Qwen3.5)
     qk_norm: bool = False        # RMSNorm over q and k per head (Qwen3, Gemma 3)
+    k_eq_v: bool = False         # no v_proj: K serves as V (Gemma-4's global layers); the cache still holds both
 
     @property
     def label(self) -> str:
@@ -69,10 +71,10 @@ class Attention:
     def linears(self, hidden: int) -> list[Linear]:
         q_out = self.num_heads * self.head_dim * (2 if self.output_gate else 1)
         kv_out = self.num_kv_heads * self.head_dim
+        v = [] if self.k_eq_v else [Linear("self_attn.v_proj", ATTENTION, hidden, kv_out, kv_heads=self.num_kv_heads)]
         return [Linear("self_attn.q_proj", ATTENTION, hidden, q_out),
                 Linear("self_attn.k_proj", ATTENTION, hidden, kv_out, kv_heads=self.num_kv_heads),
-                Linear("self_attn.v_proj", ATTENTION, hidden, kv_out, kv_heads=self.num_kv_heads),
-                Linear("self_attn.o_proj", ATTENTION, self.num_heads * self.head_dim, hidden)]
+                *v, Linear("self_attn.o_proj", ATTENTION, self.num_heads * self.head_dim, hidden)]
 
     def extra_params(self, hidden: int) -> int:
         biases = (self.num_heads + 2 * self.num_kv_heads) * self.head_dim if self.bias else 0
@@ -82,9 +84,8 @@ class Attention:
     def kv_values_per_token(self) -> int:
         return 2 * self.num_kv_heads * self.head_dim
 
-    @property
-    def state_values_per_seq(self) -> int:
-        return 0
+    conv_state_values_per_seq = 0
+    recurrent_state_values_per_seq = 0
 
     @property
     def flops_per_pair(self) -> int:
@@ -93,15 +94,26 @@ class Attention:
 
 @dataclass(frozen=True)
 class LatentAttention:
-    """DeepSeek's multi-head latent attention: the cache holds one latent + rope key per token."""
+    """DeepSeek's multi-head latent attention: the cache holds one latent + rope key per token.
+
+    With an indexer (DeepSeek-V3.2's sparse attention) a small set of index heads scores every cached
+    token and each query attends to the top `index_topk`; the indexer caches one key per token too."""
     num_heads: int
     q_lora_rank: int
     kv_lora_rank: int
     qk_nope_head_dim: int
     qk_rope_head_dim: int
     v_head_dim: int
+    index_heads: int = 0
+    index_head_dim: int = 0
+    index_topk: int = 0
     window_tokens: None = None
-    label = "multi-head latent attention"
+
+    @property
+    def label(self) -> str:
+        if self.index_topk:
+            return f"multi-head latent attention, sparse (top {self.index_topk} tokens by an indexer)"
+        return "multi-head latent attention"
 
     def linears(self, hidden: int) -> list[Linear]:
         h, H = hidden, self.num_heads
@@ -109,26 +121,35 @@ class LatentAttention:
         q = ([Linear("self_attn.q_a_proj", REPLICATED, h, self.q_lora_rank),
               Linear("self_attn.q_b_proj", ATTENTION, self.q_lora_rank, H * qk_dim)] if self.q_lora_rank
              else [Linear("self_attn.q_proj", ATTENTION, h, H * qk_dim)])
+        indexer = []
+        if self.index_heads:
+            indexer = [Linear("self_attn.indexer.wq_b", REPLICATED, self.q_lora_rank or h,
+                              self.index_heads * self.index_head_dim),
+                       Linear("self_attn.indexer.wk", REPLICATED, h, self.index_head_dim),
+                       Linear("self_attn.indexer.weights_proj", REPLICATED, h, self.index_heads)]
         return q + [Linear("self_attn.kv_a_proj_with_mqa", REPLICATED, h, self.kv_lora_rank + self.qk_rope_head_dim),
                     Linear("self_attn.kv_b_proj", ATTENTION, self.kv_lora_rank,
                            H * (self.qk_nope_head_dim + self.v_head_dim)),
-                    Linear("self_attn.o_proj", ATTENTION, H * self.v_head_dim, h)]
+                    *indexer, Linear("self_attn.o_proj", ATTENTION, H * self.v_head_dim, h)]
 
     def extra_params(self, hidden: int) -> int:
-        return self.kv_lora_rank + self.q_lora_rank           # the latents' norms
+        # the latents' norms; the indexer's key LayerNorm (weight and bias)
+        return self.kv_lora_rank + self.q_lora_rank + 2 * self.index_head_dim
 
     @property
     def kv_values_per_token(self) -> int:
-        return self.kv_lora_rank + self.qk_rope_head_dim
+        # latent + rope key; the indexer's key (counted at the KV dtype: vLLM keeps it in FP8 with a scale)
+        return self.kv_lora_rank + self.qk_rope_head_dim + self.index_head_dim
 
-    @property
-    def state_values_per_seq(self) -> int:
-        return 0
+    conv_state_values_per_seq = 0
+    recurrent_state_values_per_seq = 0
 
     @property
     def flops_per_pair(self) -> int:
-        # absorbed MLA: scores over the latent + rope part, values over the latent
-        return 2 * self.num_heads * (2 * self.kv_lora_rank + self.qk_rope_head_dim)
+        # absorbed MLA: scores over the latent + rope part, values over the latent; the indexer scores every
+        # pair too (the top-k cap on the main attention is not modelled: it is costed as dense)
+        indexer = 2 * self.index_heads * self.index_head_dim
+        return 2 * self.num_heads * (2 * self.kv_lora_rank + self.qk_rope_head_dim) + indexer
 
 
 @dataclass(frozen=True)
@@ -169,9 +190,12 @@ class Mamba2:
         return 0
 
     @property
-    def state_values_per_seq(self) -> int:
-        # convolution window (kernel - 1 past inputs) + SSM state (heads x head_dim x d_state)
-        return self.conv_channels * (self.conv_kernel - 1) + self.num_heads * self.head_dim * self.state_size
+    def conv_state_values_per_seq(self) -> int:
+        return self.conv_channels * (self.conv_kernel - 1)       # the last kernel - 1 inputs
+
+    @property
+    def recurrent_state_values_per_seq(self) -> int:
+        return self.num_heads * self.head_dim * self.state_size  # SSM state: heads x head_dim x d_state
 
     @property
     def flops_per_pair(self) -> int:
@@ -215,9 +239,12 @@ class GatedDeltaNet:
         return 0
 
     @property
-    def state_values_per_seq(self) -> int:
-        recurrent = self.num_value_heads * self.key_head_dim * self.value_head_dim
-        return self.conv_channels * (self.conv_kernel - 1) + recurrent
+    def conv_state_values_per_seq(self) -> int:
+        return self.conv_channels * (self.conv_kernel - 1)
+
+    @property
+    def recurrent_state_values_per_seq(self) -> int:
+        return self.num_value_heads * self.key_head_dim * self.value_head_dim   # a key x value matrix per head
 
     @property
     def flops_per_pair(self) -> int:
@@ -237,7 +264,8 @@ class LinearMixer:
         return 0
 
     kv_values_per_token = 0
-    state_values_per_seq = 0
+    conv_state_values_per_seq = 0
+    recurrent_state_values_per_seq = 0
     flops_per_pair = 0
 
 
@@ -254,7 +282,8 @@ class NoMixer:
         return 0
 
     kv_values_per_token = 0
-    state_values_per_seq = 0
+    conv_state_values_per_seq = 0
+    recurrent_state_values_per_seq = 0
     flops_per_pair = 0
 
 
@@ -291,6 +320,7 @@ class MoEFFN:
     shared_gate: bool = False    # a sigmoid gate on the shared expert's output (Qwen2-MoE, Qwen3-Next)
     gated: bool = True
     router_bias: bool = False    # per-expert correction bias (DeepSeek-V3's e_score_correction_bias)
+    latent: int = 0              # routed experts work in this width, projected from and to hidden (NemotronH Ultra)
 
     @property
     def label(self) -> str:
@@ -299,10 +329,14 @@ class MoEFFN:
 
     def linears(self, hidden: int) -> list[Linear]:
         up = 2 if self.gated else 1
-        out = [Linear("mlp.experts.gate_up_proj" if self.gated else "mlp.experts.up_proj", EXPERT, hidden,
+        width = self.latent or hidden
+        out = [Linear("mlp.experts.gate_up_proj" if self.gated else "mlp.experts.up_proj", EXPERT, width,
                       up * self.expert_width, self.num_experts),
-               Linear("mlp.experts.down_proj", EXPERT, self.expert_width, hidden, self.num_experts),
+               Linear("mlp.experts.down_proj", EXPERT, self.expert_width, width, self.num_experts),
                Linear("mlp.gate", ROUTER, hidden, self.num_experts)]
+        if self.latent:
+            out += [Linear("mlp.fc1_latent_proj", SHARED_EXPERT, hidden, self.latent),
+                    Linear("mlp.fc2_latent_proj", SHARED_EXPERT, self.latent, hidden)]
         if self.shared_width:
             out += [Linear("mlp.shared_experts.gate_up_proj" if self.gated else "mlp.shared_experts.up_proj",
                            SHARED_EXPERT, hidden, up * self.shared_width),
@@ -368,6 +402,7 @@ class VisionTower:
     merge_values: int            # vision features the projector takes per output token (spatial merge^2 x hidden)
     gated: bool = False
     position_embeddings: int = 0
+    mergers: int = 1             # projectors (Qwen3-VL adds one per deepstack layer)
 
     def linears(self) -> list[Linear]:
         h = self.hidden
@@ -377,11 +412,13 @@ class VisionTower:
                   Linear("visual.blocks.mlp.up", VISION, h, up, self.depth),
                   Linear("visual.blocks.mlp.down", VISION, self.intermediate, h, self.depth)]
         return blocks + [Linear("visual.patch_embed", VISION, self.patch_values, h),
-                         Linear("visual.merger.fc1", VISION, self.merge_values, self.merge_values),
-                         Linear("visual.merger.fc2", VISION, self.merge_values, self.out_hidden)]
+                         Linear("visual.merger.fc1", VISION, self.merge_values, self.merge_values, self.mergers),
+                         Linear("visual.merger.fc2", VISION, self.merge_values, self.out_hidden, self.mergers)]
 
     def extra_params(self) -> int:
         h = self.hidden
-        # per block: 2 norms (weight+bias), qkv/proj/MLP biases; the patch embedding's and merger's biases
+        # per block: 2 norms (weight+bias), qkv/proj/MLP biases; the patch embedding's bias, position
+        # embeddings, and each merger's norm (weight+bias) and biases
         per_block = 4 * h + 3 * h + h + (2 if self.gated else 1) * self.intermediate + h
-        return self.depth * per_block + h + self.position_embeddings * h + 2 * self.merge_values + self.out_hidden
+        per_merger = 2 * self.merge_values + self.merge_values + self.out_hidden
+        return self.depth * per_block + h + self.position_embeddings * h + self.mergers * per_merger

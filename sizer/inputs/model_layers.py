@@ -55,11 +55,14 @@ def _fail(file: str | None, path: str, message: str) -> InputError:
     return InputError(file, path, message)
 
 
-def attention_for(c: dict[str, Any], span: str, window: int | None, heads: int | None = None,
-                  kv_heads: int | None = None) -> Attention:
-    return Attention(span, heads or c["num_attention_heads"], kv_heads or c["num_key_value_heads"], c["head_dim"],
-                     window if span != FULL else None, bias=c["attention_bias"], output_gate=c["attn_output_gate"],
-                     qk_norm=c["qk_norm"])
+def attention_for(c: dict[str, Any], span: str, window: int | None, kv_heads: int | None = None) -> Attention:
+    """Attention of one span; Gemma-4's global layers have their own head size and KV heads, and K as V."""
+    head_dim, kv, k_eq_v = c["head_dim"], kv_heads or c["num_key_value_heads"], False
+    if span == FULL and c["global_head_dim"]:
+        head_dim, kv = c["global_head_dim"], c["num_global_key_value_heads"] or kv
+        k_eq_v = c["attention_k_eq_v"]
+    return Attention(span, c["num_attention_heads"], kv, head_dim, window if span != FULL else None,
+                     bias=c["attention_bias"], output_gate=c["attn_output_gate"], qk_norm=c["qk_norm"], k_eq_v=k_eq_v)
 
 
 def _mixers(c: dict[str, Any], n: int, where, file: str | None) -> list[Mixer] | None:
@@ -67,7 +70,8 @@ def _mixers(c: dict[str, Any], n: int, where, file: str | None) -> list[Mixer] |
     chunked layers; None when NemotronH's or Nemotron's per-block keys decide it."""
     if c["kv_lora_rank"]:
         mla = LatentAttention(c["num_attention_heads"], c["q_lora_rank"], c["kv_lora_rank"], c["qk_nope_head_dim"],
-                              c["qk_rope_head_dim"], c["v_head_dim"])
+                              c["qk_rope_head_dim"], c["v_head_dim"], c["index_n_heads"], c["index_head_dim"],
+                              c["index_topk"])
         return [mla] * n
     spans = _spans(c, n, where, file)
     out: list[Mixer] = []
@@ -100,10 +104,12 @@ def _spans(c: dict[str, Any], n: int, where, file: str | None) -> list[str]:
         return spans
     if c["full_attention_interval"]:   # Qwen3-Next: every interval-th layer full, the rest linear attention
         return [FULL if (i + 1) % c["full_attention_interval"] == 0 else "linear" for i in range(n)]
-    if c["attention_chunk_size"] and c["no_rope_layers"] is not None:
+    if c["attention_chunk_size"] and c["model_type"].startswith("llama4"):
         # Llama-4: no_rope_layers[i] is 1 where layer i uses RoPE; those attend within their chunk (vLLM's
-        # ChunkedLocalAttention), the NoPE layers attend to everything.
-        flags = c["no_rope_layers"]
+        # ChunkedLocalAttention), the NoPE layers attend to everything. Empty: every interval-th layer is NoPE
+        # (transformers' Llama4TextConfig default).
+        interval = c["no_rope_layer_interval"]
+        flags = c["no_rope_layers"] or [int((i + 1) % interval != 0) for i in range(n)]
         if len(flags) != n:
             raise _fail(file, where("no_rope_layers"), f"expected {n} entries, got {len(flags)}")
         return [CHUNKED if flag else FULL for flag in flags]
@@ -161,9 +167,11 @@ def moe_ffn(c: dict[str, Any], gated: bool = True) -> MoEFFN:
               or c["n_shared_experts"] * width)
     if c["model_type"].startswith("llama4"):   # one shared expert, as wide as a routed one
         shared = width
+    if c["enable_moe_block"]:                  # Gemma-4: the layer's dense MLP runs beside the experts
+        shared = c["intermediate_size"]
     return MoEFFN(c["num_local_experts"], c["num_experts_per_tok"], width, shared,
                   shared_gate=bool(c["shared_expert_intermediate_size"]), gated=gated,
-                  router_bias=c["topk_method"] == "noaux_tc")
+                  router_bias=c["topk_method"] == "noaux_tc", latent=c["moe_latent_size"] or 0)
 
 
 def _ffns(c: dict[str, Any], n: int) -> list[FFN]:
@@ -228,7 +236,7 @@ def nemotron_block(c: dict[str, Any], attention: dict[str, Any], ffn: dict[str, 
         mixer = LinearMixer()
     else:
         heads = c["num_attention_heads"]
-        mixer = attention_for(c, FULL, None, kv_heads=heads // attention["n_heads_in_group"])
+        mixer = attention_for(c, FULL, None, heads // attention["n_heads_in_group"])
     if ffn["no_op"]:
         block_ffn: FFN = NoFFN()
     elif ffn["replace_with_linear"]:
@@ -256,4 +264,5 @@ def vision_tower(v: dict[str, Any], text_hidden: int) -> VisionTower:
         merge_values = round(hidden / (pixel_shuffle * pixel_shuffle))
     return VisionTower(v["depth"], hidden, v["intermediate_size"] or 4 * hidden, v["num_heads"] or 1, patch_values,
                        v["out_hidden_size"] or text_hidden, merge_values,
-                       gated=v["gated"], position_embeddings=v["num_position_embeddings"] or 0)
+                       gated=v["gated"], position_embeddings=v["num_position_embeddings"] or 0,
+                       mergers=1 + len(v["deepstack_visual_indexes"] or ()))

@@ -15,7 +15,7 @@ from typing import Any
 from simulator.errors import excerpt
 from sizer.errors import InputError
 from sizer.inputs.checkpoint import Checkpoint, read_checkpoint
-from sizer.inputs.layers import FULL, Attention, DenseFFN, LatentAttention, Layer, MoEFFN, VisionTower
+from sizer.inputs.layers import FULL, Attention, DenseFFN, LatentAttention, Layer, Mixer, MoEFFN, VisionTower
 from sizer.inputs.model_layers import build_layers, nemotron_block, vision_tower
 from sizer.inputs.quantization import Quantization, parse_quantization
 from sizer.inputs.schema import Key, read_key
@@ -43,6 +43,14 @@ class ModelSpec:
     source: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
     unread_keys: tuple[str, ...] = ()      # config keys sizer neither models nor knows to be harmless
+    recurrent_state_dtype: str = ""        # Mamba-2 / delta-rule state (mamba_ssm_cache_dtype); "": torch_dtype
+
+    def state_bytes_per_seq(self, mixer: Mixer) -> int:
+        """A Mamba-2 / linear-attention layer's state for one sequence: the convolution window in the
+        model's dtype, the recurrent state in `recurrent_state_dtype` (vLLM's mamba_ssm_cache_dtype)."""
+        return (mixer.conv_state_values_per_seq * DTYPE_BYTES.get(self.torch_dtype, 2)
+                + mixer.recurrent_state_values_per_seq
+                * DTYPE_BYTES.get(self.recurrent_state_dtype or self.torch_dtype, 2))
 
     @property
     def num_layers(self) -> int:
@@ -203,8 +211,10 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     # null only where block_configs state the heads per layer (Llama-Nemotron)
     Key("num_key_value_heads", int, ge=1, le=MAX_HEADS, doc="must divide num_attention_heads"),
     Key("multi_query", bool, doc="Falcon-style MQA: one KV head when num_key_value_heads is absent"),
-    Key("head_dim", int, ge=1, le=MAX_HEAD_DIM, doc="default hidden_size / num_attention_heads"),
-    Key("intermediate_size", int, ge=1, le=MAX_INTERMEDIATE, nullable=False, doc="default 4 x hidden_size"),
+    Key("head_dim", int, ge=1, le=MAX_HEAD_DIM, aliases=("attention_head_dim",),
+        doc="default hidden_size / num_attention_heads"),
+    # null only where block_configs state the width per layer (Llama-Nemotron)
+    Key("intermediate_size", int, ge=1, le=MAX_INTERMEDIATE, doc="default 4 x hidden_size"),
     Key("vocab_size", int, ge=1, le=MAX_VOCAB, nullable=False),
     Key("max_position_embeddings", int, ge=0, le=MAX_POSITIONS, nullable=False, default=0),
     Key("tie_word_embeddings", bool, doc="default true for Gemma, else false"),
@@ -216,7 +226,10 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("num_local_experts", int, ge=0, le=MAX_EXPERTS, aliases=("n_routed_experts", "num_experts"), default=0),
     Key("num_experts_per_tok", int, ge=0, le=MAX_EXPERTS, aliases=("experts_per_token", "top_k_experts"),
         doc="required with experts; at most the number of experts"),
-    Key("moe_intermediate_size", int, ge=0, le=MAX_INTERMEDIATE, default=0, doc="0: intermediate_size"),
+    Key("moe_intermediate_size", int, ge=0, le=MAX_INTERMEDIATE, aliases=("expert_intermediate_size",), default=0,
+        doc="0: intermediate_size"),
+    Key("moe_latent_size", int, ge=1, le=MAX_HIDDEN, doc="NemotronH: routed experts work in this latent width"),
+    Key("enable_moe_block", bool, doc="Gemma-4: routed experts beside each layer's dense MLP"),
     Key("n_shared_experts", int, ge=0, le=MAX_EXPERTS, default=0),
     Key("first_k_dense_replace", int, ge=0, le=MAX_LAYERS, default=0, doc="at most num_hidden_layers"),
     # Multi-head latent attention: kv_lora_rank 0 (or no key) is standard attention
@@ -225,6 +238,10 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("qk_rope_head_dim", int, ge=0, le=MAX_HEAD_DIM, default=0),
     Key("qk_nope_head_dim", int, ge=0, le=MAX_HEAD_DIM, default=0),
     Key("v_head_dim", int, ge=0, le=MAX_HEAD_DIM, default=0),
+    # DeepSeek-V3.2 sparse attention: an indexer picks the top-k cached tokens each query attends to
+    Key("index_n_heads", int, ge=0, le=MAX_HEADS, default=0),
+    Key("index_head_dim", int, ge=0, le=MAX_HEAD_DIM, default=0),
+    Key("index_topk", int, ge=0, le=MAX_POSITIONS, default=0),
     # Sliding-window and chunked attention; per-layer kinds
     Key("sliding_window", int, ge=1, le=MAX_POSITIONS, doc="tokens; null: no window"),
     Key("use_sliding_window", bool),
@@ -234,7 +251,17 @@ KEYS: dict[str, Key] = {k.name: k for k in (
         "the rest linear attention"),
     Key("attention_chunk_size", int, ge=1, le=MAX_POSITIONS, doc="Llama-4: RoPE layers attend within chunks"),
     Key("no_rope_layers", list[int], doc="Llama-4: 1 where a layer uses RoPE (chunked), 0 for global NoPE layers"),
+    Key("no_rope_layer_interval", int, ge=1, le=MAX_LAYERS, default=4, doc="Llama-4: every n-th layer is NoPE "
+        "when no_rope_layers is empty"),
     Key("attn_output_gate", bool, doc="q_proj also yields an output gate (default true for Qwen3-Next / Qwen3.5)"),
+    # Gemma-4: global (full-attention) layers have their own head size and KV heads, and may share K as V
+    Key("global_head_dim", int, ge=1, le=MAX_HEAD_DIM),
+    Key("num_global_key_value_heads", int, ge=1, le=MAX_HEADS),
+    Key("attention_k_eq_v", bool, default=False, doc="full-attention layers have no v_proj (V is K)"),
+    # features sizer refuses when switched on (a non-default value would change the counts)
+    Key("num_kv_shared_layers", int, ge=0, le=MAX_LAYERS, default=0),
+    Key("hidden_size_per_layer_input", int, ge=0, le=MAX_HIDDEN, default=0),
+    Key("use_double_wide_mlp", bool, default=False),
     Key("mlp_bias", bool, default=False),
     # which layers are MoE, and shared experts
     Key("moe_layer_freq", int, ge=1, le=MAX_LAYERS, default=1, doc="DeepSeek: every n-th layer after the dense ones"),
@@ -256,8 +283,11 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("n_groups", int, ge=1, le=MAX_HEADS, aliases=("mamba_n_groups",)),
     Key("conv_kernel", int, ge=1, le=1024, aliases=("mamba_d_conv",)),
     Key("use_conv_bias", bool, default=True),
-    Key("use_bias", bool, default=False, doc="NemotronH: biases on the Mamba projections"),
-    Key("mamba_ssm_cache_dtype", str, doc="the recurrent state's dtype (default: the model's)"),
+    Key("use_bias", bool, default=False, aliases=("mamba_proj_bias",),
+        doc="NemotronH: biases on the Mamba projections"),
+    Key("mamba_ssm_cache_dtype", str, aliases=("mamba_ssm_dtype",),
+        doc="the recurrent (SSM / delta-rule) state's dtype, as vLLM sets its mamba_ssm_cache_dtype from it; "
+            "default the model's"),
     # Gated delta net (linear attention)
     Key("linear_num_key_heads", int, ge=1, le=MAX_HEADS),
     Key("linear_num_value_heads", int, ge=1, le=MAX_HEADS),
@@ -271,10 +301,15 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("quantization_config", dict, aliases=("compression_config",), doc="llm-compressor's older spelling"),
     Key("text_config", dict),
     Key("vision_config", dict),
+    Key("audio_config", dict, doc="an audio encoder: not modelled (refused when present)"),
+    Key("language_model_only", bool, default=False, doc="the checkpoint holds no vision tower"),
     Key("_sizer", dict, doc="the catalog's own metadata"),
 )}
 
 KNOWN_SPELLINGS = frozenset(spelling for key in KEYS.values() for spelling in key.keys)
+
+# Bytes per value of the torch dtypes configs name; others are taken as 16-bit
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 
 # model_type prefixes whose attention has an output gate, q/k norms; MLPs without a gate (up, down only)
 GATED_ATTENTION_TYPES = ("qwen3_next", "qwen3_5")
@@ -286,7 +321,8 @@ NON_GATED_MLP_TYPES = ("nemotron", "starcoder2", "phi", "gpt_neox", "gpt_bigcode
 # like). Any other key sizer does not read is listed in the plan's assumptions, or refused when its
 # name has one of ARCHITECTURE_WORDS: such a key likely shapes layers sizer would then count wrong.
 HARMLESS_KEYS = frozenset((
-    "_name_or_path", "auto_map", "transformers_version", "bos_token_id", "eos_token_id", "pad_token_id",
+    "_name_or_path", "_attn_implementation_autoset", "for_llm_compressor", "auto_map", "transformers_version",
+    "bos_token_id", "eos_token_id", "pad_token_id",
     "initializer_range", "initializer_factor", "hidden_act", "hidden_activation", "mlp_hidden_act",
     "mamba_hidden_act", "activation_function", "attention_dropout", "hidden_dropout", "dropout",
     "attention_probs_dropout_prob", "hidden_dropout_prob", "use_cache", "rope_scaling", "rope_parameters",
@@ -303,7 +339,21 @@ HARMLESS_KEYS = frozenset((
     "model_type", "torch_dtype", "dtype", "architectures", "name_or_path", "tie_encoder_decoder",
     "embedding_multiplier", "residual_multiplier", "logits_scaling", "attention_multiplier",
     "moe_router_topk_scaling_factor", "moe_aux_loss_coeff", "router_temperature", "sliding_window_size",
+    "moe_shared_expert_overlap", "mtp_layers_block_type", "mtp_hybrid_override_pattern", "mtp_use_dedicated_embeddings",
+    "use_bidirectional_attention", "output_gate_type",
+    "vocab_size_per_layer_input", "ignore_index", "use_unified_vision_chunk", "video_placeholder",
+    "vision_soft_tokens_per_image", "_attn_implementation",
+    # transformers' PretrainedConfig generation and bookkeeping attributes, saved by some exporters
+    "add_cross_attention", "bad_words_ids", "begin_suppress_tokens", "chunk_size_feed_forward",
+    "cross_attention_hidden_size", "diversity_penalty", "do_sample", "early_stopping", "encoder_no_repeat_ngram_size",
+    "exponential_decay_length_penalty", "finetuning_task", "id2label", "label2id", "is_decoder", "length_penalty",
+    "max_length", "min_length", "no_repeat_ngram_size", "num_beam_groups", "num_beams", "num_return_sequences",
+    "output_attentions", "output_hidden_states", "output_scores", "prefix", "problem_type", "pruned_heads",
+    "remove_invalid_values", "repetition_penalty", "return_dict", "return_dict_in_generate", "suppress_tokens",
+    "task_specific_params", "temperature", "tf_legacy_loss", "top_k", "top_p", "torchscript", "typical_p",
+    "use_bfloat16",
 ))
+HARMLESS_SUFFIXES = ("_token_id", "_token_index", "_token_ids")
 ARCHITECTURE_WORDS = ("layer", "expert", "head", "hidden_size", "intermediate", "block", "mixer", "pattern",
                       "mamba", "ssm", "window", "chunk", "moe", "kv_", "lora", "rank", "mlp", "ffn", "vocab",
                       "conv", "state", "_dim", "num_", "shared", "sparse", "dense", "tower", "_config")
@@ -336,6 +386,9 @@ BLOCK_ATTENTION_KEYS: dict[str, Key] = {k.name: k for k in (
     Key("n_heads_in_group", int, ge=1, le=MAX_HEADS),
     Key("window_length", int, ge=1, le=MAX_POSITIONS),
     Key("sparsify", list),
+    Key("num_sink_tokens", int, ge=0, le=MAX_POSITIONS),
+    Key("unshifted_sink", bool, default=False),
+    Key("use_prefill_window_in_sink_attention", bool, default=False),
 )}
 BLOCK_FFN_KEYS: dict[str, Key] = {k.name: k for k in (
     Key("no_op", bool, default=False),
@@ -345,20 +398,23 @@ BLOCK_FFN_KEYS: dict[str, Key] = {k.name: k for k in (
 )}
 # vision_config: the ViT encoder vLLM loads beside the language model
 VISION_KEYS: dict[str, Key] = {k.name: k for k in (
-    Key("depth", int, ge=1, le=MAX_LAYERS, aliases=("num_hidden_layers",)),
-    Key("hidden_size", int, ge=1, le=MAX_HIDDEN, aliases=("embed_dim",)),
-    Key("intermediate_size", int, ge=1, le=MAX_INTERMEDIATE),
-    Key("num_heads", int, ge=1, le=MAX_HEADS, aliases=("num_attention_heads",)),
+    Key("depth", int, ge=1, le=MAX_LAYERS, aliases=("num_hidden_layers", "vt_num_hidden_layers")),
+    Key("hidden_size", int, ge=1, le=MAX_HIDDEN, aliases=("embed_dim", "vt_hidden_size")),
+    Key("intermediate_size", int, ge=1, le=MAX_INTERMEDIATE, aliases=("vt_intermediate_size",)),
+    Key("num_heads", int, ge=1, le=MAX_HEADS, aliases=("num_attention_heads", "vt_num_attention_heads")),
     Key("patch_size", int, ge=1, le=4096),
     Key("temporal_patch_size", int, ge=1, le=64),
     Key("in_channels", int, ge=1, le=64, aliases=("num_channels",)),
-    Key("out_hidden_size", int, ge=1, le=MAX_HIDDEN, aliases=("projector_output_dim",)),
+    Key("out_hidden_size", int, ge=1, le=MAX_HIDDEN, aliases=("projector_output_dim", "text_hidden_size")),
     Key("spatial_merge_size", int, ge=1, le=64),
+    Key("merge_kernel_size", list[int], doc="Kimi: patches merged per token, [h, w]"),
     Key("pixel_shuffle_ratio", float, gt=0, le=1),
     Key("num_position_embeddings", int, ge=0, le=MAX_POSITIONS),
+    Key("deepstack_visual_indexes", list[int], doc="Qwen3-VL: layers feeding an extra merger each"),
     Key("hidden_act", str),
 )}
 GATED_VISION_ACTS = ("silu", "swiglu")
+VISION_SPELLINGS = frozenset(spelling for key in VISION_KEYS.values() for spelling in key.keys)
 
 
 def _blocks(config: dict, c: dict[str, Any], file: str | None, prefix: str) -> list | None:
@@ -372,8 +428,11 @@ def _blocks(config: dict, c: dict[str, Any], file: str | None, prefix: str) -> l
         ffn = read_key(Key("ffn", dict, nullable=False, default={}), entry, file, path)[0]
         a = {k: v for k, (v, _) in _read(BLOCK_ATTENTION_KEYS, attention, file, path + "attention.").items()}
         f = {k: v for k, (v, _) in _read(BLOCK_FFN_KEYS, ffn, file, path + "ffn.").items()}
+        _unread_keys(attention, path + "attention.", frozenset(BLOCK_ATTENTION_KEYS), file, everything=True)
+        _unread_keys(ffn, path + "ffn.", frozenset(BLOCK_FFN_KEYS), file, everything=True)
         for kind, block, feature in (("attention", a, "window_length"), ("attention", a, "sparsify"),
-                                     ("ffn", f, "sparsify")):
+                                     ("attention", a, "num_sink_tokens"), ("attention", a, "unshifted_sink"),
+                                     ("attention", a, "use_prefill_window_in_sink_attention"), ("ffn", f, "sparsify")):
             if block[feature]:
                 raise InputError(file, f"{path}{kind}.{feature}",
                                  f"architecture feature {feature} is not modelled")
@@ -389,33 +448,36 @@ def _blocks(config: dict, c: dict[str, Any], file: str | None, prefix: str) -> l
     return blocks
 
 
-def _towers(c: dict[str, Any], file: str | None, prefix: str) -> tuple[VisionTower, ...]:
+def _towers(c: dict[str, Any], file: str | None, path: str) -> tuple[VisionTower, ...]:
     v = c["vision_config"]
     if not v:
         return ()
-    path = prefix + "vision_config."
     got = {k: value for k, (value, _) in _read(VISION_KEYS, v, file, path).items()}
     for key in ("depth", "hidden_size"):
         if not got[key]:
             raise InputError(file, path + key, "missing; expected a positive integer")
     got["gated"] = str(got["hidden_act"] or "").lower() in GATED_VISION_ACTS
+    kernel = got["merge_kernel_size"]
+    if got["spatial_merge_size"] is None and kernel:
+        got["spatial_merge_size"] = max(kernel)
     return (vision_tower(got, c["hidden_size"]),)
 
 
-def _unread_keys(configs: list[tuple[dict, str]], file: str | None) -> tuple[str, ...]:
-    """Keys of the config sizer does not read: refused when their name says they shape the architecture
-    (sizer would be silently wrong), else returned for the plan's assumptions."""
+def _unread_keys(data: dict, prefix: str, known: frozenset, file: str | None, refuse: bool = True,
+                 everything: bool = False) -> list[str]:
+    """Keys of `data` sizer does not read: refused when their name says they shape the architecture
+    (sizer would be silently wrong) and `refuse` (every unknown key when `everything`), else returned
+    for the plan's assumptions."""
     unread = []
-    for data, prefix in configs:
-        for key in data:
-            if key in KNOWN_SPELLINGS or key in HARMLESS_KEYS or not isinstance(key, str):
-                continue
-            if any(word in key.lower() for word in ARCHITECTURE_WORDS):
-                raise InputError(file, prefix + excerpt(key, quote=False),
-                                 "architecture feature not modelled (sizer does not know this key, and it may "
-                                 "change parameters, memory or FLOPs)")
-            unread.append(prefix + key)
-    return tuple(unread)
+    for key in data:
+        if not isinstance(key, str) or key in known or key in HARMLESS_KEYS or key.endswith(HARMLESS_SUFFIXES):
+            continue
+        if refuse and (everything or any(word in key.lower() for word in ARCHITECTURE_WORDS)):
+            raise InputError(file, prefix + excerpt(key, quote=False),
+                             "architecture feature not modelled (sizer does not know this key, and it may "
+                             "change parameters, memory or FLOPs)")
+        unread.append(prefix + key)
+    return unread
 
 
 def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -> ModelSpec:
@@ -431,14 +493,19 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
     q_path = prefix + got["quantization_config"][1]
     if c["quantization_config"] is None and prefix:   # quantization stated beside text_config applies to it
         c["quantization_config"], q_path = read_key(KEYS["quantization_config"], top, file)
+    vision_path = prefix + "vision_config."
     if c["vision_config"] is None and prefix:
-        c["vision_config"] = read_key(KEYS["vision_config"], top, file)[0]
+        c["vision_config"], vision_path = read_key(KEYS["vision_config"], top, file)[0], "vision_config."
+    if c["audio_config"] is None and prefix:
+        c["audio_config"] = read_key(KEYS["audio_config"], top, file)[0]
     c["model_type"] = c["model_type"] or str(top.get("model_type") or "")
 
     def where(key: str) -> str:
         return prefix + got[key][1] if key in got else prefix + key
 
     hidden, heads = c["hidden_size"], c["num_attention_heads"]
+    if c["num_hidden_layers"] is None and c["layers_block_type"] is not None:   # NemotronH may list blocks only
+        c["num_hidden_layers"] = len(c["layers_block_type"])
     for key in ("hidden_size", "num_attention_heads", "num_hidden_layers", "vocab_size"):
         if c[key] is None:
             raise InputError(file, where(key), "missing; expected a positive integer")
@@ -462,7 +529,11 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
                     if c["quantization_config"] is not None else None)
     if c["use_sliding_window"] is False and c["model_type"].startswith("qwen"):
         c["sliding_window"] = None  # Qwen configs carry a window value that is switched off
+    if c["intermediate_size"] is None and "intermediate_size" in config and c["block_configs"] is None:
+        raise InputError(file, where("intermediate_size"), "expected a positive integer (null only with "
+                                                           "block_configs, which state it per layer)")
     c["intermediate_size"] = c["intermediate_size"] or 4 * hidden
+    _refuse_unmodelled(c, where, file)
     if c["attn_output_gate"] is None:
         c["attn_output_gate"] = c["model_type"].startswith(GATED_ATTENTION_TYPES)
     c["qk_norm"] = c["model_type"].startswith(QK_NORM_TYPES)
@@ -472,9 +543,13 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
     if c["mlp_bias"]:
         raise InputError(file, where("mlp_bias"), "architecture feature MLP biases are not modelled")
     layers = build_layers(c, _blocks(config, c, file, prefix), where, file)
-    towers = _towers(c, file, prefix)
-    unread = _unread_keys([(top, "")] + ([(config, prefix)] if prefix else [])
-                          + ([(c["vision_config"], "vision_config.")] if c["vision_config"] else []), file)
+    towers = () if c["language_model_only"] or read_key(KEYS["language_model_only"], top, file)[0] \
+        else _towers(c, file, vision_path)
+    unread = _unread_keys(top, "", KNOWN_SPELLINGS, file)
+    if prefix:
+        unread += _unread_keys(config, prefix, KNOWN_SPELLINGS, file)
+    if towers:   # the tower's size is an estimate from its main shapes: other keys are listed, not refused
+        unread += _unread_keys(c["vision_config"], vision_path, VISION_SPELLINGS, file, refuse=False)
     notes = list([meta["notes"]] if isinstance(meta.get("notes"), str) else meta.get("notes") or [])
     if c["num_nextn_predict_layers"]:
         notes.append(f"{c['num_nextn_predict_layers']} multi-token-prediction layer(s) in the checkpoint are not "
@@ -497,8 +572,22 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
         params_official_active=meta.get("params_official_active"),
         source=str(meta.get("source") or file or ""),
         notes=tuple(n for n in notes if n),
-        unread_keys=unread,
+        unread_keys=tuple(unread),
+        recurrent_state_dtype=c["mamba_ssm_cache_dtype"] or "",
     )
+
+
+# Features whose non-default value sizer does not model: (key, the default, what it is)
+UNMODELLED = (("num_kv_shared_layers", 0, "KV shared across layers"),
+              ("hidden_size_per_layer_input", 0, "per-layer input embeddings"),
+              ("use_double_wide_mlp", False, "double-wide MLP layers"),
+              ("audio_config", None, "an audio encoder"))
+
+
+def _refuse_unmodelled(c: dict[str, Any], where, file: str | None) -> None:
+    for key, default, what in UNMODELLED:
+        if c[key] not in (default, None, {}):
+            raise InputError(file, where(key), f"architecture feature {what} is not modelled")
 
 
 def _check_experts(c: dict[str, Any], where, file: str | None) -> None:

@@ -134,7 +134,7 @@ class Plan:
     simulation: Sizing | None = None     # `plan --simulate`: sizer.sizing.pipeline.add_simulation
 
 
-def _attention_kind(m: ModelSpec) -> str:
+def attention_kind(m: ModelSpec) -> str:
     """The mixers, e.g. "GQA 32 query / 8 KV heads x 128" or "Mamba-2 x 23, GQA 32 query / 2 KV heads x 128 x 6"."""
     parts: dict[str, int] = {}
     for layer in m.layers:
@@ -214,7 +214,8 @@ def make_plan(r: Resolved) -> Plan:
     else:
         tokens_per_req = min(e.max_model_len, int(round(prompt_mean + output_mean)))
         tokens_source = "mean prompt + mean output (a request at its end)"
-    held = p.dp * int(budget.kv_cache_bytes // kv.sequence_bytes(tokens_per_req, e.block_size))
+    # KV cache plus the recurrent state set aside (hybrid models), over what one request holds of both
+    held = p.dp * int((budget.kv_cache_bytes + budget.state_bytes) // kv.sequence_bytes(tokens_per_req, e.block_size))
     capacity = littles_law(rate, t_sys, t_source, tokens_per_req, tokens_source, kv.bytes_per_token,
                            budget.kv_tokens * p.dp, held)
 
@@ -241,7 +242,7 @@ def make_plan(r: Resolved) -> Plan:
                                comm.ep_alltoall_bytes_per_token)
     counts = parameter_count(m)
     model = ModelSummary(m.name, m.architecture, counts.total, counts.active, m.params_official_total,
-                         weights.parameters, weights.parameters_source, m.num_layers, _attention_kind(m),
+                         weights.parameters, weights.parameters_source, m.num_layers, attention_kind(m),
                          m.max_position_embeddings, tuple(layer_kinds(m)), kv.state_bytes_per_seq, m.unread_keys)
 
     replicas = d.replicas or capacity.replicas_for_memory or 1
@@ -291,8 +292,10 @@ def _model_notes(r: Resolved) -> list[str]:
     notes = list(m.notes) + checkpoint_notes(r, summarise_checkpoint(r))
     if kv.state_layers:
         notes.append(f"recurrent state: {kv.state_layers} Mamba-2 / linear-attention layers keep "
-                     f"{kv.state_bytes_per_seq / 2**20:,.1f} MiB per sequence in {m.torch_dtype} (vLLM's default "
-                     f"mamba_ssm_cache_dtype), set aside for max_num_seqs {r.engine.max_num_seqs} sequences")
+                     f"{kv.state_bytes_per_seq / 2**20:,.1f} MiB per sequence (convolution window in {m.torch_dtype}, "
+                     f"recurrent state in {m.recurrent_state_dtype or m.torch_dtype}); set aside for the "
+                     f"{r.memory.state_seqs} sequences of max_model_len the pool holds (at most max_num_seqs "
+                     f"{r.engine.max_num_seqs}), which caps the running sequences: conservative for shorter ones")
     if m.unread_keys:
         notes.append("config keys sizer does not read (taken not to change parameters, memory or FLOPs): "
                      + ", ".join(m.unread_keys))

@@ -118,7 +118,9 @@ def resolve(s: Scenario) -> Resolved:
     except ValueError as exc:
         raise InputError(s.file, "deployment.speculative_config", str(exc)) from None
     try:
-        scheduler = SchedulerConfig(engine.max_num_seqs, engine.max_num_batched_tokens, engine.enable_chunked_prefill,
+        # hybrid models: no more running sequences than the recurrent state was set aside for
+        scheduler = SchedulerConfig(max(1, min(engine.max_num_seqs, budget.state_seqs)),
+                                    engine.max_num_batched_tokens, engine.enable_chunked_prefill,
                                     engine.preemption_mode, speculative,
                                     engine.max_model_len, prefill_only=False, reserve_full_kv=engine.reserve_full_kv)
     except ValueError as exc:

@@ -47,6 +47,7 @@ class Report:
     timeline_svg: str | None
     search: SearchResult | None
     inputs: list[tuple[str, str]]
+    layers: list[tuple[str, str, str, str, str, str]]   # the plan's layers by kind, formatted
     formulas: list[tuple[str, str]]
     assumptions: list[str]
     step_model: str
@@ -84,7 +85,7 @@ def build_report(data: dict, file: str | None, space: SearchSpace | None, worker
                                   goodput) if points else None,
         latency_points=points,
         timeline_svg=timeline_chart(*chosen_timeline) if chosen_timeline else None,
-        search=result, inputs=input_rows(scenario, own_resolved), formulas=formula_rows(plan),
+        search=result, inputs=input_rows(scenario, own_resolved), layers=layer_rows(plan), formulas=formula_rows(plan),
         assumptions=plan.assumptions, step_model=plan.step_times.model,
         simulation_notes=[
             *method,
@@ -178,8 +179,21 @@ def input_rows(s, r: Resolved) -> list[tuple[str, str]]:
     return rows
 
 
+def layer_rows(plan: Plan) -> list[tuple[str, str, str, str, str, str]]:
+    """(part, kind, layers, parameters, KV per token, state per sequence) for each mixer and FFN kind."""
+    kv = plan.kv
+    return [(r.part, r.kind, str(r.layers or ""), f"{r.parameters / 1e9:,.3f} B",
+             f"{r.kv_values_per_token * kv.bytes_per_value:,} B" if r.kv_values_per_token else "",
+             f"{r.state_bytes_per_seq / 2**20:,.1f} MiB" if r.state_bytes_per_seq else "")
+            for r in plan.model.layer_kinds]
+
+
 def formula_rows(plan: Plan) -> list[tuple[str, str]]:
-    return [
+    state = ([("recurrent state per sequence = Mamba-2: conv channels x (kernel - 1) + heads x head dim x d_state; "
+               "gated delta net: conv channels x (kernel - 1) + value heads x key dim x value dim; "
+               f"x bytes = {plan.kv.state_bytes_per_seq:,} B", "vLLM's MambaMixer2 and GatedDeltaNet state shapes; "
+               "sizer/inputs/layers.py")] if plan.kv.state_layers else [])
+    return state + [
         ("weight memory = parameters x bytes per parameter (+ scales, + unconverted modules)",
          "the seeds' sizing section; sizer/analytic/weights.py"),
         (f"KV cache per token = {plan.kv.formula} = {plan.kv.bytes_per_token:,} B",

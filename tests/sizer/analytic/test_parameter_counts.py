@@ -32,14 +32,15 @@ def test_active_within_2_percent(name, official):
 
 
 def test_catalog_stated_counts_agree_where_given():
-    # every catalog model whose config states a count must come out within 2% of it
+    # every catalog model whose config states a count must come out within 3% of it (issue 10's bound; the
+    # published figures of the newer families are rounder: Kimi-K2.5's "1T" is 1,027 B counted)
     from sizer.inputs.model_spec import catalog_names
     checked = 0
     for name in catalog_names():
         m = load_model(name)
         if m.params_official_total:
             total = parameter_count(m).total
-            assert abs(total - m.params_official_total) / m.params_official_total < 0.02, name
+            assert abs(total - m.params_official_total) / m.params_official_total < 0.03, name
             checked += 1
     assert checked >= 10
 

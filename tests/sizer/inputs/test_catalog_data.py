@@ -56,9 +56,10 @@ def reference(name: str) -> dict:
 
 
 def test_catalogs_are_not_empty():
-    # 18 profiles and 21 models were transcribed; the issue asks for >= 9 and >= 15.
+    # 18 profiles and 21 models were transcribed (issue 1 asked for >= 9 and >= 15); issue 10 added
+    # 15 current families from tests/data/models
     assert len(PROFILE_FILES) >= 9
-    assert len(MODEL_FILES) >= 15
+    assert len(MODEL_FILES) >= 36
 
 
 @pytest.mark.parametrize("path", PROFILE_FILES, ids=lambda p: p.stem)
@@ -146,20 +147,25 @@ def test_profiles_match_the_reference():
 
 @pytest.mark.parametrize("path", MODEL_FILES, ids=lambda p: p.stem)
 def test_model_shape(path):
-    m = json.loads(path.read_text())
-    assert MODEL_KEYS <= set(m)
-    assert m["_sizer"]["id"] == path.stem
-    assert isinstance(m["architectures"], list) and len(m["architectures"]) == 1
+    whole = json.loads(path.read_text())
+    m = whole.get("text_config", whole)                               # a multimodal config: its language model
+    optional = {"num_hidden_layers", "architectures", "model_type"}   # NemotronH may list blocks instead
+    if "moe_intermediate_size" in m:
+        optional.add("intermediate_size")                             # all-MoE models (Qwen3.5) state no dense width
+    assert MODEL_KEYS - optional <= set(m)
+    assert "num_hidden_layers" in m or "layers_block_type" in m
+    assert whole["_sizer"]["id"] == path.stem
+    assert isinstance(whole["architectures"], list) and len(whole["architectures"]) == 1
     heads, kv_heads = m["num_attention_heads"], m["num_key_value_heads"]
-    assert heads % kv_heads == 0                                      # GQA groups are whole
+    assert kv_heads is None and "block_configs" in m or heads % kv_heads == 0   # GQA groups are whole
     # Without an explicit head_dim, loaders derive it as hidden_size / heads: it must divide.
     assert "head_dim" in m or m["hidden_size"] % heads == 0
     if "layer_types" in m:
         assert len(m["layer_types"]) == m["num_hidden_layers"]
     for experts in ("num_local_experts", "num_experts", "n_routed_experts"):
         if experts in m:
-            assert 1 <= m["num_experts_per_tok"] < m[experts]
-    s = m["_sizer"]
+            assert 1 <= m.get("num_experts_per_tok", m.get("top_k_experts")) < m[experts]
+    s = whole["_sizer"]
     if "hf_repo" not in s:
         return                                                        # a made-up model (e.g. tiny): no provenance
     assert set(s) >= SIZER_KEYS

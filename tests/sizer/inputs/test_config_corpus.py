@@ -69,7 +69,8 @@ BASE.pop("_sizer")
 def test_every_catalog_model_loads(name):
     m = load_model(name)
     assert m.num_layers >= 1 and m.hidden_size >= 1 and len(m.layers) == m.num_layers
-    assert m.unread_keys == ()    # the catalog's configs hold only keys sizer reads or knows to be harmless
+    # the catalog's configs hold only keys sizer reads or knows to be harmless, but for vision-tower extras
+    assert all(k.startswith("vision_config.") or k.startswith("text_config._") for k in m.unread_keys), m.unread_keys
 
 
 @pytest.mark.parametrize("change", [

@@ -18,7 +18,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[4]
 SCENARIO = ROOT / "scenarios" / "llama-3.1-70b-h200.yaml"
 SECTIONS = ("The question", "The answer", "Memory per GPU", "Latency against request rate",
-            "KV cache and batch size over simulated time", "Configurations searched", "Assumptions")
+            "KV cache and batch size over simulated time", "Configurations searched", "The model, layer by layer",
+            "Assumptions")
 
 # Outside CI a missing tool skips; in CI (.ci/run installs both) it fails.
 IN_CI = bool(os.environ.get("CI"))

@@ -1,0 +1,152 @@
+"""Real config.json files of current model families (tests/data/models, sources in its README and
+facts.yaml): total and active parameters against the published figures, KV bytes per token against
+the count facts.yaml derives by hand from each config, and the per-layer structure of each family."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sizer.analytic.memory import kv_layout
+from sizer.analytic.parallel import ParallelConfig
+from sizer.analytic.weights import layer_kinds, parameter_count
+from sizer.errors import InputError
+from sizer.inputs.layers import CHUNKED, FULL, SLIDING, Attention, GatedDeltaNet, LatentAttention, Mamba2, MoEFFN
+from sizer.inputs.model_spec import from_hf_config
+from sizer.inputs.scenario import load_scenario
+from sizer.inputs.variant import Variant
+from sizer.sizing.resolve import resolve
+
+MODELS = Path(__file__).resolve().parents[2] / "data" / "models"
+FACTS = {m["id"]: m for m in yaml.safe_load((MODELS / "facts.yaml").read_text())["models"]}
+CONFIGS = sorted(p for p in MODELS.glob("*/config*.json") if p.parent.name in FACTS
+                 and FACTS[p.parent.name].get("params_total"))
+
+# Published figures that are only the model's name rounded to one significant figure ("A3B", "2B"):
+# held to the rounding they carry, not to 3%. sizer's own counts for them are pinned below.
+ROUNDED = {
+    ("qwen3-next-80b-a3b-thinking", "active"): "'3B active' is the A3B of the name; 3.87 B counted, "
+                                                "0.62 B of it embedding and lm_head",
+    ("qwen3.5-35b-a3b", "active"): "'3B active' is the A3B of the name; 3.45 B counted, 1.02 B of it "
+                                   "embedding and lm_head",
+    ("qwen3-vl-2b-instruct", "total"): "'2B' is the name only",
+}
+
+
+def load(path: Path):
+    return from_hf_config(json.loads(path.read_text()), path.parent.name, str(path))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_parameters_match_the_published_figures(path):
+    facts = FACTS[path.parent.name]
+    counts = parameter_count(load(path))
+    for kind, derived, published in (("total", counts.total, facts["params_total"]),
+                                     ("active", counts.active, facts.get("params_active"))):
+        if published is None:
+            continue
+        error = derived / published - 1
+        bound = 0.3 if (path.parent.name, kind) in ROUNDED else 0.03
+        assert abs(error) <= bound, f"{kind}: {derived / 1e9:.2f} B vs published {published / 1e9:g} B " \
+                                    f"({error:+.1%}); source: {facts['params_source']}"
+
+
+@pytest.mark.parametrize("path", [p for p in CONFIGS if str((FACTS[p.parent.name].get("derived") or {})
+                                                            .get("kv_bytes_per_token_16bit", "x"))[0].isdigit()],
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_kv_bytes_per_token_match_the_hand_count(path):
+    # facts.yaml derives it from each config by hand: 2 (K, V) x layers that keep KV x KV heads x head dim
+    # x 2 bytes (MLA: latent + rope per layer), windows ignored as in KVLayout.bytes_per_token
+    stated = FACTS[path.parent.name]["derived"]["kv_bytes_per_token_16bit"]
+    expected = int(re.match(r"\d+", str(stated)).group())
+    assert kv_layout(load(path), "bf16", ParallelConfig()).bytes_per_token == expected
+
+
+def test_nemotron_3_nano_is_23_mamba_23_moe_and_6_attention_blocks():
+    m = load(MODELS / "nemotron-3-nano-30b-a3b" / "config.json")
+    kinds = {(r.part, r.kind.split(" (")[0]): r.layers for r in layer_kinds(m)}
+    assert kinds[("mixer", "Mamba-2")] == 23 and kinds[("mixer", "full attention")] == 6
+    assert sum(n for (part, kind), n in kinds.items() if part == "ffn") == 23
+    kv = kv_layout(m, "bf16", ParallelConfig())
+    mamba = m.mixers(Mamba2)[0]
+    # per block: conv (64 x 64 + 2 x 8 x 128 = 6,144 channels) x 3 past inputs in bf16, SSM state
+    # 64 heads x 64 x 128 in float32 (the config's mamba_ssm_cache_dtype)
+    assert mamba.conv_state_values_per_seq == 6144 * 3
+    assert kv.state_bytes_per_seq == 23 * (6144 * 3 * 2 + 64 * 64 * 128 * 4)
+
+
+def test_qwen3_next_and_qwen35_keep_kv_in_one_layer_of_four():
+    for name, layers in (("qwen3-next-80b-a3b-thinking", 48), ("qwen3.5-27b", 64)):
+        m = load(MODELS / name / "config.json")
+        full, linear = m.mixers(Attention), m.mixers(GatedDeltaNet)
+        assert (len(full), len(linear)) == (layers // 4, 3 * layers // 4)
+        assert all(a.span == FULL and a.output_gate for a in full)
+
+
+def test_llama4_maverick_alternates_dense_and_moe_and_chunks_rope_layers():
+    m = load(MODELS / "llama-4-maverick-17b-128e-instruct" / "config.json")
+    moe = [isinstance(layer.ffn, MoEFFN) for layer in m.layers]
+    assert moe == [i % 2 == 1 for i in range(48)]          # interleave_moe_layer_step 2
+    assert m.layers[0].ffn.width == 16384                    # intermediate_size_mlp
+    spans = [layer.mixer.span for layer in m.layers]
+    # every 4th layer is a global NoPE layer, the rest attend within 8,192-token chunks
+    assert spans == [FULL if (i + 1) % 4 == 0 else CHUNKED for i in range(48)]
+
+
+def test_gemma4_global_layers_have_their_own_heads_and_share_k_as_v():
+    m = load(MODELS / "gemma-4-26b-a4b" / "config.json")
+    sliding = [a for a in m.mixers(Attention) if a.span == SLIDING]
+    full = [a for a in m.mixers(Attention) if a.span == FULL]
+    assert (len(sliding), len(full)) == (25, 5)
+    assert (full[0].head_dim, full[0].num_kv_heads, full[0].k_eq_v) == (512, 2, True)
+    assert len(full[0].linears(m.hidden_size)) == 3            # q, k, o: no v_proj
+    moe = m.moe
+    assert (moe.num_experts, moe.top_k, moe.shared_width) == (128, 8, 2112)   # dense MLP beside the experts
+
+
+def test_llama_nemotron_block_configs_skip_attention_in_some_layers():
+    m = load(MODELS / "llama-3.3-nemotron-super-49b-v1" / "config.json")
+    # facts.yaml: 49 of 80 layers keep attention (the rest are no_op), 8 KV heads each
+    assert len(m.mixers(Attention)) == 49
+    assert {a.num_kv_heads for a in m.mixers(Attention)} == {8}
+
+
+def test_deepseek_v32_indexer_is_counted():
+    m = load(MODELS / "deepseek-v3.2" / "config.json")
+    mla = m.mixers(LatentAttention)[0]
+    assert (mla.index_heads, mla.index_head_dim, mla.index_topk) == (64, 128, 2048)
+    # per layer: wq_b 1536 x (64 x 128) + wk 7168 x 128 + weights_proj 7168 x 64, + LayerNorm 2 x 128
+    indexer = 1536 * 8192 + 7168 * 128 + 7168 * 64 + 2 * 128
+    v3 = parameter_count(from_hf_config({**json.loads((MODELS / "deepseek-v3.2" / "config.json").read_text()),
+                                         "index_n_heads": 0, "index_head_dim": 0, "index_topk": 0}, "v3"))
+    assert parameter_count(m).total - v3.total == 61 * indexer
+    # KV: latent 512 + rope 64 + the indexer's key 128 per layer
+    assert kv_layout(m, "bf16", ParallelConfig()).bytes_per_token == 61 * (512 + 64 + 128) * 2
+
+
+def test_an_architecture_sizer_does_not_model_is_refused_by_a_key():
+    # DeepSeek-V4 adds compressed attention, hyper-connections and hash layers (compress_ratios, hc_mult, ...)
+    path = MODELS / "deepseek-v4-flash-nvfp4-fp8-redhatai" / "config.json"
+    with pytest.raises(InputError, match="architecture feature not modelled"):
+        load(path)
+
+
+def test_real_configs_leave_no_architecture_key_unread():
+    # every fixture loads (but V4, above); keys sizer neither reads nor knows harmless are only tower extras
+    for path in CONFIGS:
+        unread = load(path).unread_keys
+        assert all(k.startswith("vision_config.") or k.startswith("text_config._") for k in unread), (path, unread)
+
+
+def test_a_hybrid_plan_sets_state_aside_and_caps_running_sequences():
+    s = load_scenario(MODELS.parents[2] / "scenarios" / "llama-3.1-8b-chat-h100.yaml",
+                      Variant(model=str(MODELS / "nemotron-3-nano-30b-a3b")))
+    r = resolve(s)
+    mem = r.memory
+    available = mem.usable_bytes - mem.weights_bytes - mem.activation_bytes - mem.non_torch_bytes
+    # as many max_model_len sequences (KV + 46.8 MiB of state each) as the pool holds, below max_num_seqs 1024
+    assert mem.state_seqs == int(available // mem.sequence_bytes_at_max_model_len) < r.engine.max_num_seqs
+    assert mem.state_bytes == mem.state_seqs * r.kv.state_bytes_per_seq_per_gpu
+    assert r.replica.scheduler.max_num_seqs == mem.state_seqs
