@@ -28,11 +28,13 @@ CANONICAL = "model.layers."
 ROOTS = ("model.layers.", "language_model.model.layers.", "model.language_model.layers.", "backbone.layers.",
          "language_model.layers.")
 # Families whose checkpoints spell modules differently from sizer: (architecture prefix, renames of
-# sizer's module path prefix), the first that applies wins; sizer's own spelling is always tried too.
+# sizer's module path prefix); the first rename that applies replaces sizer's spelling.
 SPELLINGS = (
     ("Llama4", (("mlp.shared_experts.", "feed_forward.shared_expert."), ("mlp.", "feed_forward."))),
     ("NemotronH", (("self_attn.", "mixer."), ("mlp.", "mixer."))),
     ("Qwen", (("mlp.shared_experts.", "mlp.shared_expert."),)),
+    # Gemma-4 MoE layers: the dense MLP beside the experts is `mlp`, the experts and router sit on the layer
+    ("Gemma4", (("mlp.shared_experts.", "mlp."), ("mlp.experts.", "experts."), ("mlp.gate", "router"))),
 )
 # sizer's fused matrices and the matrices checkpoints store instead
 FUSED = {"gate_up_proj": ("gate_proj", "up_proj"), "in_proj_qkvz": ("in_proj_qkv", "in_proj_z"),
@@ -42,22 +44,17 @@ _LAYER = re.compile(r"model\.layers\.(\d+)\.")
 
 
 def spellings(module: str, architecture: str) -> tuple[str, ...]:
-    """`module` as sizer, its family and a per-expert checkpoint spell it, fused matrices split."""
-    names = [module]
-    for prefix, renames in SPELLINGS:
-        if architecture.startswith(prefix):
-            ours, theirs = next(((o, t) for o, t in renames if module.startswith(o)), (None, None))
-            if ours:
-                names.append(theirs + module[len(ours):])
+    """`module` as its family's checkpoints spell it: fused (as sizer counts it) and split (as most checkpoints
+    store it), and with an expert index (checkpoints that store each expert: `experts.0.gate_proj`)."""
+    renames = next((r for prefix, r in SPELLINGS if architecture.startswith(prefix)), ())
+    ours, theirs = next(((o, t) for o, t in renames if module.startswith(o)), ("", ""))
+    name = theirs + module[len(ours):]
+    parent, _, leaf = name.rpartition(".")
     out = []
-    for name in names:
-        parent, _, leaf = name.rpartition(".")
-        for part in FUSED.get(leaf, (leaf,)):
-            full = f"{parent}.{part}" if parent else part
-            out.append(full)
-            if ".experts." in f".{full}":          # checkpoints that store each expert: experts.0.gate_proj
-                out.append(full.replace("experts.", "experts.0.", 1))
-    return tuple(dict.fromkeys(out))
+    for part in (leaf, *FUSED.get(leaf, ())):
+        full = f"{parent}.{part}" if parent else part
+        out += [full, full.replace("experts.", "experts.0.", 1)] if ".experts." in f".{full}" else [full]
+    return tuple(out)
 
 
 def _canonical(pattern: str) -> str:

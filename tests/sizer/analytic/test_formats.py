@@ -1,9 +1,9 @@
 """Checkpoint formats sized matrix by matrix: the scheme's scales, and the modules its ignore or exclude
 patterns leave at 16 bits, matched by full module name in the checkpoint's own spelling.
 
-The real quantisation sections are byte copies in tests/data/models/<id>/ (sources: that folder's
-README.md and facts.yaml); the model shapes come from the bundled catalog where the real config's
-layer keys are not parsed on this branch yet (the comment at each test says which).
+The real checkpoints' config.json and hf_quant_config.json are byte copies in tests/data/models/<id>/
+(sources: that folder's README.md and facts.yaml); where only a sidecar is there, the shapes come from
+the bundled catalog (the test says which).
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ def sized(m, requested: str = "auto", tp: int = 1):
 
 
 def test_llama_3_1_70b_modelopt_fp8_is_half_of_bf16():
-    # nvidia/Llama-3.1-70B-Instruct-FP8: ModelOpt FP8, exclude_modules [lm_head] (its hf_quant_config.json, as
-    # tests/data/models/README.md quotes it); the config is Llama-3.1-70B's (the catalog's).
-    m = replace(load_model("llama-3.1-70b"), quantization=parse_hf_quant_config(MODELOPT_FP8, "hf_quant_config.json"))
+    # nvidia/Llama-3.1-70B-Instruct-FP8: config.json without quantization_config, and hf_quant_config.json:
+    # ModelOpt FP8, exclude_modules [lm_head], kv_cache_quant_algo FP8
+    m = load_model(str(MODELS / "llama-3.1-70b-instruct-fp8"))
     fmt, w = sized(m)
     # per layer: q, o 8192x8192; k, v 8192x1024; gate_up 8192x57344; down 28672x8192 = 855,638,016; x 80 layers
     assert w.converted_value_bytes == 80 * 855_638_016 == 68_451_041_280        # 1 byte each
@@ -47,27 +47,23 @@ def test_llama_3_1_70b_modelopt_fp8_is_half_of_bf16():
     assert w.unconverted_bytes == (2 * 1_050_673_152 + 1_318_912) * 2 == 4_205_330_432
     assert w.total_bytes == 72_656_375_552             # ~73 GB, not the 141 GB of bf16: fits 2 x H100 80GB
     assert weight_memory(m, FORMATS["bf16"], ParallelConfig()).total_bytes == 141_107_412_992
-    assert (fmt.compute, m.quantization.kv_cache) == ("fp8", "fp8")
+    assert (fmt.compute, m.quantization.kv_cache, m.quantization.source) == ("fp8", "fp8", "hf_quant_config.json")
 
 
-def test_llama_4_scout_fp8_dynamic_keeps_attention_routers_and_lm_head_in_bf16():
-    # RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic: its verbatim quantization_config (449 ignores) on its
-    # text_config; no_rope_layers ([] in the file, HF's default) is dropped: the layer parser here refuses [].
-    config = real("llama-4-scout-17b-16e-instruct-fp8-dynamic")
-    text = {k: v for k, v in config["text_config"].items() if k != "no_rope_layers"}
-    m = from_hf_config({**text, "architectures": config["architectures"],
-                        "quantization_config": config["quantization_config"]}, "scout-fp8")
+def test_llama_4_scout_fp8_dynamic_keeps_attention_routers_lm_head_and_vision_in_bf16():
+    # RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic: compressed-tensors FP8 (per-channel weights, dynamic
+    # per-token activations) at the top level beside text_config; 449 ignores: every layer's q/k/v/o and
+    # feed_forward.router, the vision model, language_model.lm_head
+    m = load_model(str(MODELS / "llama-4-scout-17b-16e-instruct-fp8-dynamic"))
     fmt, w = sized(m, tp=2)
     shares = {g.name: converted_share(g, fmt, m) for g in linear_groups(m)}
-    assert shares == {"self_attn.q_proj": 0, "self_attn.k_proj": 0, "self_attn.v_proj": 0, "self_attn.o_proj": 0,
-                      "mlp.experts.gate_up_proj": 1, "mlp.experts.down_proj": 1, "mlp.gate": 0,
-                      "mlp.shared_experts.gate_up_proj": 1, "mlp.shared_experts.down_proj": 1, "lm_head": 0}
+    assert {name for name, share in shares.items() if share} == {
+        "mlp.experts.gate_up_proj", "mlp.experts.down_proj", "mlp.shared_experts.gate_up_proj",
+        "mlp.shared_experts.down_proj"} and set(shares.values()) == {0, 1}
     # 48 layers x (16 routed + 1 shared expert) x (5120 x 16384 + 8192 x 5120) at 1 byte
     assert w.converted_value_bytes == 48 * 17 * 125_829_120 == 102_676_561_920
     # per-channel bf16 scales: (16384 + 5120) output rows x 2 bytes per expert matrix pair; dynamic activations
     assert w.scale_bytes == 48 * 17 * 21_504 * 2 == 35_094_528
-    # attention 48 x 62,914,560, routers 48 x 81,920, embedding and lm_head 202048 x 5120, norms 496,640
-    assert w.unconverted_bytes == (48 * 62_914_560 + 48 * 81_920 + 2 * 1_034_485_760 + 496_640) * 2
     assert fmt.compute == "fp8" and not m.quantization.static_activations
 
 
@@ -88,7 +84,7 @@ def test_kimi_w4a16_regex_ignores_leave_only_routed_experts_in_int4():
     ("qwen3-30b-a3b-nvfp4", "qwen3-30b-a3b", "mlp.gate"),        # only routers (and lm_head) excluded
     ("deepseek-v3-0324-nvfp4", "deepseek-v3", "self_attn."),      # attention and routers excluded
 ])
-def test_modelopt_nvfp4_exclude_globs(model_id, catalog, excluded_prefix):
+def test_modelopt_nvfp4_sidecars_on_catalog_shapes(model_id, catalog, excluded_prefix):
     m = replace(load_model(catalog), quantization=parse_hf_quant_config(real(model_id, "hf_quant_config.json"), "h"))
     fmt, w = sized(m)
     for g in linear_groups(m):
@@ -97,6 +93,24 @@ def test_modelopt_nvfp4_exclude_globs(model_id, catalog, excluded_prefix):
     # 1 byte E4M3 scale per 16 values, + fp32 global weight and input scale per matrix
     quantised = [g for g in linear_groups(m) if converted_share(g, fmt, m)]
     assert w.scale_bytes == sum(g.params / 16 + 8 * g.count for g in quantised)
+
+
+@pytest.mark.parametrize(("model_id", "quantised"), [
+    # Nemotron-3-Nano NVFP4 (hf_quant_config.json): 6 of 23 Mamba layers and all 6 attention layers excluded by
+    # name (backbone.layers.N.mixer.*); experts and shared experts quantised
+    ("nemotron-3-nano-30b-a3b-nvfp4", {"mixer.in_proj": 17 / 23, "mixer.out_proj": 17 / 23, "mlp.experts.up_proj": 1,
+                                       "mlp.experts.down_proj": 1, "mlp.shared_experts.up_proj": 1,
+                                       "mlp.shared_experts.down_proj": 1}),
+    # Qwen3.5-397B NVFP4 (config.json, ModelOpt): linear_attn, self_attn, shared experts, visual excluded
+    ("qwen3.5-397b-a17b-nvfp4", {"mlp.experts.gate_up_proj": 1, "mlp.experts.down_proj": 1}),
+    # Gemma-4-26B-A4B NVFP4: every layer's mlp (the dense MLP beside the experts), router and self_attn excluded
+    ("gemma-4-26b-a4b-nvfp4", {"mlp.experts.gate_up_proj": 1, "mlp.experts.down_proj": 1}),
+])
+def test_real_nvfp4_checkpoints_quantise_what_they_say(model_id, quantised):
+    m = load_model(str(MODELS / model_id))
+    fmt, _ = weight_format(m, "auto", 128)
+    assert fmt.name == "nvfp4"
+    assert {g.name: converted_share(g, fmt, m) for g in linear_groups(m) if converted_share(g, fmt, m)} == quantised
 
 
 def test_a_group_partly_excluded_counts_partly():
@@ -147,6 +161,11 @@ def test_checkpoint_spellings_match(module, architecture, pattern, share):
 
 def test_spellings_split_fused_matrices_and_index_experts():
     assert spellings("mlp.experts.gate_up_proj", "X") == (
-        "mlp.experts.gate_proj", "mlp.experts.0.gate_proj", "mlp.experts.up_proj", "mlp.experts.0.up_proj")
+        "mlp.experts.gate_up_proj", "mlp.experts.0.gate_up_proj", "mlp.experts.gate_proj", "mlp.experts.0.gate_proj",
+        "mlp.experts.up_proj", "mlp.experts.0.up_proj")
+    # Gemma-4: the dense MLP beside the experts is `mlp`, the experts sit on the layer
+    assert spellings("mlp.shared_experts.down_proj", "Gemma4ForConditionalGeneration") == ("mlp.down_proj",)
+    assert spellings("mlp.experts.down_proj", "Gemma4ForConditionalGeneration") == (
+        "experts.down_proj", "experts.0.down_proj")
     # a plain name does not reach into a sibling: Kimi's dense-MLP regex leaves the experts alone
     assert quantised_share("mlp.experts.down_proj", (3,), (r"re:.*mlp\.(gate|up|gate_up|down)_proj.*",), (), "X") == 1
