@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.step_batch import StepBatch, attention_pairs
+from sizer.analytic.format_support import execution
 from sizer.analytic.formats import WeightFormat, group_bytes, plain_bytes_per_value
 from sizer.analytic.memory import KVLayout, WeightMemory
 from sizer.analytic.parallel import ParallelConfig, comm_per_step, layers_per_stage, shard_fraction
@@ -57,7 +58,7 @@ class RooflineStepTimeModel:
         self.name = (f"roofline on {hardware.name} (efficiency: compute {hardware.compute_efficiency:.0%}, "
                      f"bandwidth {hardware.bandwidth_efficiency:.0%})")
         self.step_overhead_s = step_overhead_s
-        compute_fmt = weights_format.compute if hardware.supports(weights_format.compute) else "bf16"
+        compute_fmt = execution(weights_format, hardware).compute_format   # weight-only kernels run 16-bit GEMMs
         self.compute_format = compute_fmt
         self.gemm_flops_per_s = hardware.peak_flops(compute_fmt) * hardware.compute_efficiency
         self.attn_flops_per_s = hardware.peak_flops("bf16") * hardware.compute_efficiency
