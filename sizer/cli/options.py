@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import typing
+from collections.abc import Callable
 from pathlib import Path
+
+import typer
 
 from simulator.errors import excerpt
 from sizer.cli.flags import check_choices, check_range
@@ -12,7 +15,13 @@ from sizer.errors import InputError
 from sizer.inputs.hardware import all_profiles, load_hardware
 from sizer.inputs.safe_load import load_yaml
 from sizer.inputs.scenario import MAX_REPLICAS, KVCacheDtype, WeightFormat, load_scenario
+from sizer.outputs.destination import check_destination, write_text
+from sizer.outputs.emit import FORMATS, ServingConfig, emit
 from sizer.sizing.search import SearchSpace
+
+EMIT_HELP = "also write the recommended configuration as a `vllm serve` command, a Kubernetes manifest or an " \
+            "`sglang.launch_server` command: vllm, k8s, sglang (to stdout unless --emit-to; the rest goes to stderr)"
+EMIT_TO_HELP = "file for --emit's output"
 
 
 def parse_list(text: str | None, cast, flag: str) -> tuple | None:
@@ -60,3 +69,37 @@ def read_scenario_data(path: Path) -> dict:
     """The scenario as a mapping (sweeps apply overrides to it); validated by the first load."""
     load_scenario(path)
     return load_yaml(path)
+
+
+def check_emit(fmt: str | None, emit_to: Path | None, as_json: bool = False) -> None:
+    """--emit and --emit-to, checked before the work."""
+    if fmt is None:
+        if emit_to is not None:
+            raise InputError(str(emit_to), "--emit-to", f"needs --emit ({', '.join(FORMATS)})")
+        return
+    check_choices((fmt,), "--emit", FORMATS)
+    if emit_to is not None:
+        check_destination(emit_to, "--emit-to")
+    elif as_json:
+        raise InputError(None, "--emit", "--json and --emit both print to stdout; write the configuration "
+                                         "with --emit-to PATH")
+
+
+def emits_to_stdout(fmt: str | None, emit_to: Path | None) -> bool:
+    """--emit without --emit-to: stdout is the configuration alone (`| kubectl apply -f -`), the rest stderr."""
+    return fmt is not None and emit_to is None
+
+
+def emitted(fmt: str | None, config: Callable[[], ServingConfig]) -> str | None:
+    """--emit's text, made before anything is printed: a configuration that cannot be emitted is one line alone."""
+    return None if fmt is None else emit(fmt, config())
+
+
+def write_emitted(text: str | None, emit_to: Path | None) -> None:
+    if text is None:
+        return
+    if emit_to is None:
+        typer.echo(text, nl=False)
+    else:
+        write_text(emit_to, "--emit-to", text)
+        typer.echo(f"wrote {emit_to}")

@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from sizer.cli.flags import check_choices, check_range
+from sizer.cli.options import EMIT_HELP, EMIT_TO_HELP, check_emit, emits_to_stdout, emitted, write_emitted
 from sizer.cli.render import render_plan
 from sizer.errors import InputError
 from sizer.inputs.scenario import (
@@ -27,6 +28,7 @@ from sizer.inputs.scenario import (
     scenario_from_dict,
 )
 from sizer.inputs.variant import Variant
+from sizer.outputs.emit import serving_config
 from sizer.outputs.serialise import to_json
 from sizer.sizing.pipeline import add_simulation
 from sizer.sizing.plan import make_plan
@@ -63,6 +65,8 @@ def command(
                                         help="calibrated profile folder (sizer calibrate): measured step times"),
     simulate: bool = typer.Option(False, "--simulate",
                                   help="add simulated latency at the scenario's rate and the goodput rate"),
+    emit: str | None = typer.Option(None, "--emit", help=EMIT_HELP),
+    emit_to: Path | None = typer.Option(None, "--emit-to", help=EMIT_TO_HELP),
 ) -> None:
     """Memory, parallel split, Little's-law capacity, step times and cost for a scenario."""
     check_range(tp, "--tp", 1, MAX_REPLICAS)
@@ -72,6 +76,7 @@ def command(
                   typing.get_args(KVCacheDtype))
     check_range(max_model_len, "--max-model-len", 1, MAX_TOKENS)
     check_range(rate, "--rate", MIN_RATE_PER_S, MAX_RATE_PER_S)
+    check_emit(emit, emit_to, as_json)
     variant = Variant(model=model, gpu=gpu, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=weights,
                       kv_cache_dtype=kv_cache_dtype, max_model_len=max_model_len, rate_per_s=rate,
                       calibrated_profile=str(profile.resolve()) if profile else None)
@@ -79,9 +84,11 @@ def command(
     result = make_plan(resolved)
     if simulate:
         result = add_simulation(result, resolved)
+    text = emitted(emit, lambda: serving_config(resolved, result.cost, result.verdict))
     if as_json:
         typer.echo(to_json(result))
     else:
-        render_plan(result, Console())
+        render_plan(result, Console(stderr=emits_to_stdout(emit, emit_to)))
+    write_emitted(text, emit_to)
 
 

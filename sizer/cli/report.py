@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import os
 from pathlib import Path
 
@@ -11,10 +12,20 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sizer.cli.flags import MAX_WORKERS, check_range
-from sizer.cli.options import read_scenario_data, space_from_options
+from sizer.cli.options import (
+    EMIT_HELP,
+    EMIT_TO_HELP,
+    check_emit,
+    emits_to_stdout,
+    emitted,
+    read_scenario_data,
+    space_from_options,
+    write_emitted,
+)
 from sizer.errors import InputError
 from sizer.outputs.destination import check_destination, write_text
-from sizer.outputs.report import build_report, render_html, write_pdf
+from sizer.outputs.emit import ServingConfig
+from sizer.outputs.report import Report, build_report, render_html, write_pdf
 
 
 def command(
@@ -28,6 +39,8 @@ def command(
     kv_cache_dtype: str | None = typer.Option(None, "--kv-cache-dtype", help="KV formats, default auto,fp8"),
     workers: int = typer.Option(os.cpu_count() or 1, help="parallel processes for the search"),
     date: str | None = typer.Option(None, help="date printed in the header (default today)"),
+    emit: str | None = typer.Option(None, "--emit", help=EMIT_HELP),
+    emit_to: Path | None = typer.Option(None, "--emit-to", help=EMIT_TO_HELP),
 ) -> None:
     """Write a sizing report: question, answer, memory, latency against rate, timelines, search, assumptions."""
     check_range(workers, "--workers", 1, MAX_WORKERS)
@@ -39,6 +52,7 @@ def command(
             raise InputError(str(output), "--output", "with --pdf the PDF is written beside the HTML under the same "
                                                       "name with .pdf; name the HTML .html")
         check_destination(pdf_path, "--pdf")
+    check_emit(emit, emit_to)
     data = read_scenario_data(scenario)
     # No refresh thread (auto_refresh=False): the search forks its worker processes.
     with Progress(TextColumn("searching"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -46,9 +60,18 @@ def command(
         task = bar.add_task("search", total=None)
         report = build_report(data, str(scenario), space, workers,
                               progress=lambda done, total: bar.update(task, completed=done, total=total, refresh=True))
+    text = emitted(emit, lambda: serving_of(report, str(scenario)))
     html = render_html(report, date or datetime.date.today().isoformat())
     write_text(output, "--output", html)
-    typer.echo(f"wrote {output}")
+    echo = functools.partial(typer.echo, err=emits_to_stdout(emit, emit_to))
+    echo(f"wrote {output}")
     if pdf:
         write_pdf(html, pdf_path, "--pdf")
-        typer.echo(f"wrote {pdf_path}")
+        echo(f"wrote {pdf_path}")
+    write_emitted(text, emit_to)
+
+
+def serving_of(report: Report, file: str) -> ServingConfig:
+    if report.serving is None:
+        raise InputError(file, "--emit", f"nothing to emit: {report.answer.sizing.verdict}")
+    return report.serving

@@ -11,11 +11,23 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sizer.cli.flags import MAX_WORKERS, check_range
-from sizer.cli.options import read_scenario_data, space_from_options
+from sizer.cli.options import (
+    EMIT_HELP,
+    EMIT_TO_HELP,
+    check_emit,
+    emits_to_stdout,
+    emitted,
+    read_scenario_data,
+    space_from_options,
+    write_emitted,
+)
 from sizer.cli.render import render_search
-from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS
+from sizer.errors import InputError
+from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS, scenario_from_dict
 from sizer.outputs.destination import check_destination, write_with
+from sizer.outputs.emit import ServingConfig, serving_config
 from sizer.outputs.serialise import to_json
+from sizer.sizing.resolve import resolve
 from sizer.sizing.result import GoodputSettings
 from sizer.sizing.search import SearchResult, SearchSettings, search
 
@@ -40,6 +52,8 @@ def command(
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
     csv: Path | None = typer.Option(None, "--csv", help="also write one row per configuration here"),
     show_rejected: bool = typer.Option(False, "--all", help="list every rejected configuration too"),
+    emit: str | None = typer.Option(None, "--emit", help=EMIT_HELP),
+    emit_to: Path | None = typer.Option(None, "--emit-to", help=EMIT_TO_HELP),
 ) -> None:
     """Find the cheapest deployment that meets the SLO: sweep GPUs, TP/PP, weight and KV formats."""
     check_range(workers, "--workers", 1, MAX_WORKERS)
@@ -48,6 +62,7 @@ def command(
     space = space_from_options(gpus, tp, pp, weights, kv_cache_dtype, speculative)
     if csv:
         check_destination(csv, "--csv")
+    check_emit(emit, emit_to, as_json)
     data = read_scenario_data(scenario)
     err = Console(stderr=True)
     # No refresh thread (auto_refresh=False): the search forks its worker processes.
@@ -59,10 +74,21 @@ def command(
                         lambda done, total: bar.update(task, completed=done, total=total, refresh=True))
     if csv:
         write_csv(result, csv)
+    text = emitted(emit, lambda: recommended_config(result, data, str(scenario)))
     if as_json:
         typer.echo(to_json(to_dict(result)))
     else:
-        render_search(result, str(scenario), Console(), show_rejected)
+        render_search(result, str(scenario), Console(stderr=emits_to_stdout(emit, emit_to)), show_rejected)
+    write_emitted(text, emit_to)
+
+
+def recommended_config(result: SearchResult, data: dict, file: str) -> ServingConfig:
+    """The recommended configuration's settings and replicas, for --emit."""
+    best = result.recommended
+    if best is None:
+        raise InputError(file, "--emit", "nothing to emit: no priced configuration meets the SLO")
+    chosen = resolve(scenario_from_dict(data, file, best.candidate.variant(scenario_from_dict(data, file))))
+    return serving_config(chosen, best.sizing.cost, best.sizing.verdict)
 
 
 ROW_FIELDS = ("status", "binding", "reason", "gpus_per_replica", "kv_cache_gib_per_gpu", "goodput_rate_per_s",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sizer.inputs.scenario import mean_length, scenario_from_dict
+from sizer.outputs.emit import ServingConfig, serving_config
 from sizer.outputs.report.charts import MemoryBar, RatePoint, latency_chart, memory_chart, timeline_chart
 from sizer.sizing.goodput import probe_slo, simulate_at
 from sizer.sizing.pipeline import method_notes, size_deployment
@@ -52,6 +53,7 @@ class Report:
     assumptions: list[str]
     step_model: str
     simulation_notes: list[str]
+    serving: ServingConfig | None  # the answer's engine settings and replicas (`report --emit`); None: does not fit
 
 
 def build_report(data: dict, file: str | None, space: SearchSpace | None, workers: int = 1,
@@ -92,7 +94,8 @@ def build_report(data: dict, file: str | None, space: SearchSpace | None, worker
             f"latency against rate: {settings.goodput.num_requests:,} requests per rate (as each goodput probe) at "
             f"{', '.join(f'{f:g}' for f in RATE_FACTORS)} x the goodput rate; seed {scenario.workload.seed}",
             "the SLO's ITL target is checked per request against its TPOT: mean time per output token after the first",
-        ] + [n for n in (result.notes if result else ()) if n not in method])
+        ] + [n for n in (result.notes if result else ()) if n not in method],
+        serving=serving_config(chosen, answer.sizing.cost, answer.sizing.verdict) if chosen.memory.fits else None)
 
 
 def _shape(r: Resolved) -> tuple:

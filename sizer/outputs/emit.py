@@ -1,0 +1,335 @@
+"""Runnable output: the configuration sizer planned, as a `vllm serve` command, a Kubernetes
+Deployment (a LeaderWorkerSet when one replica spans nodes) or an `sglang.launch_server` command.
+
+`serving_config` gathers every setting the plan relied on from a `Resolved` (the split, the
+formats, the scheduling settings with engine defaults applied, the speculative config) and the
+replica count; the writers turn that one typed value into text. Nothing is left to the engine's
+defaults: a default that changes between engine versions would change what was sized.
+`sizer check` reads an emitted manifest back (sizer/inputs/manifest.py) to the same plan.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shlex
+from dataclasses import dataclass
+
+import yaml
+
+from sizer.errors import InputError
+from sizer.inputs.model_spec import catalog_names, load_config
+from sizer.sizing.cost import CostSummary
+from sizer.sizing.resolve import Resolved
+
+FORMATS = ("vllm", "k8s", "sglang")
+
+VLLM_IMAGE = "vllm/vllm-openai:latest"          # vLLM's published OpenAI-compatible server image
+VLLM_ROCM_IMAGE = "rocm/vllm:latest"            # AMD's ROCm build of it
+SGLANG_IMAGE = "lmsysorg/sglang:latest"
+PORT = 8000                                      # vLLM's default port
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """How Kubernetes schedules one accelerator: its device-plugin resource, a node label that names the
+    GPU, and the GPUs one node holds (the node-size assumption behind a single-node Deployment)."""
+    resource: str
+    label_key: str
+    label_value: str
+    gpus_per_node: int
+
+
+# Node labels: NVIDIA GPU feature discovery writes `nvidia.com/gpu.product` as the product name
+# nvidia-smi prints with spaces as dashes; AMD's GPU operator node labeller writes
+# `amd.com/gpu.product-name`. 8 GPUs per node: HGX/DGX and Instinct OAM platforms, and the largest
+# L4/L40S cloud shapes; a GB200 compute tray holds 4. Profiles not here (Gaudi, TPU) have no
+# Kubernetes emitter.
+_NVIDIA, _AMD = ("nvidia.com/gpu", "nvidia.com/gpu.product"), ("amd.com/gpu", "amd.com/gpu.product-name")
+ACCELERATORS = {
+    "a100-40gb": Accelerator(*_NVIDIA, "NVIDIA-A100-SXM4-40GB", 8),
+    "a100-80gb": Accelerator(*_NVIDIA, "NVIDIA-A100-SXM4-80GB", 8),
+    "a100-pcie-80gb": Accelerator(*_NVIDIA, "NVIDIA-A100-80GB-PCIe", 8),
+    "h100-sxm": Accelerator(*_NVIDIA, "NVIDIA-H100-80GB-HBM3", 8),
+    "h100-pcie": Accelerator(*_NVIDIA, "NVIDIA-H100-PCIe", 8),
+    "h200": Accelerator(*_NVIDIA, "NVIDIA-H200", 8),
+    "h20": Accelerator(*_NVIDIA, "NVIDIA-H20", 8),
+    "b200": Accelerator(*_NVIDIA, "NVIDIA-B200", 8),
+    "b300": Accelerator(*_NVIDIA, "NVIDIA-B300-SXM6-AC", 8),
+    "gb200": Accelerator(*_NVIDIA, "NVIDIA-GB200", 4),
+    "l4": Accelerator(*_NVIDIA, "NVIDIA-L4", 8),
+    "l40s": Accelerator(*_NVIDIA, "NVIDIA-L40S", 8),
+    "mi300x": Accelerator(*_AMD, "AMD_Instinct_MI300X_OAM", 8),
+    "mi325x": Accelerator(*_AMD, "AMD_Instinct_MI325X_OAM", 8),
+    "mi355x": Accelerator(*_AMD, "AMD_Instinct_MI355X_OAM", 8),
+}
+
+# sizer's weight format -> vLLM's --quantization method (a format a checkpoint must already be in, except fp8,
+# which vLLM quantises on load); SGLang's where it differs. 16-bit formats are a --dtype instead.
+VLLM_QUANTIZATION = {"fp8": "fp8", "awq": "awq", "gptq": "gptq", "nvfp4": "modelopt_fp4", "mxfp4": "mxfp4"}
+SGLANG_QUANTIZATION = {**VLLM_QUANTIZATION, "int8": "w8a8_int8"}
+DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+ONLINE_FORMATS = ("fp8",) + tuple(DTYPES)        # what an engine makes from a 16-bit checkpoint on load
+SGLANG_SPECULATIVE = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN", "draft_model": "STANDALONE",
+                      "ngram": "NGRAM"}
+
+
+@dataclass(frozen=True)
+class Speculative:
+    method: str                      # sizer's (vLLM's) method name
+    num_speculative_tokens: int
+    model: str | None                # the draft model, as a Hugging Face id where the catalog knows it
+
+
+@dataclass(frozen=True)
+class ServingConfig:
+    """Every setting a plan relied on, in engine terms."""
+    name: str
+    model: str                       # Hugging Face repo id where the catalog knows it, else the path or name
+    gpu: str                         # hardware profile id
+    gpu_name: str
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    data_parallel_size: int
+    enable_expert_parallel: bool
+    weight_format: str               # sizer's format name
+    weights_from_checkpoint: bool    # the checkpoint states the format (the engine reads it from there)
+    kv_cache_dtype: str              # resolved: bf16, fp16, fp8, fp8_e4m3, fp8_e5m2
+    max_model_len: int
+    gpu_memory_utilization: float
+    block_size: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    enable_prefix_caching: bool
+    enable_chunked_prefill: bool
+    speculative: Speculative | None
+    replicas: int
+    replicas_source: str
+    verdict: str
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.tensor_parallel_size * self.pipeline_parallel_size * self.data_parallel_size
+
+
+def serving_config(r: Resolved, cost: CostSummary | None, verdict: str) -> ServingConfig:
+    """The plan's settings (engine defaults already applied by `resolve`) and the replica count it was costed
+    at (a plan's, or the sizing pipeline's); one replica when none was sized, as the verdict says."""
+    if not r.memory.fits:
+        raise InputError(r.scenario.file, "--emit", f"nothing to emit: {verdict}")
+    replicas, replicas_source = (cost.replicas, cost.replicas_source) if cost else (1, "none was sized")
+    d, e, p = r.scenario.deployment, r.engine, r.parallel
+    sc = d.speculative_config
+    spec = None if sc is None else Speculative(sc.method, sc.num_speculative_tokens,
+                                               model_reference(sc.model) if sc.model else None)
+    return ServingConfig(
+        name=r.scenario.name, model=model_reference(r.scenario.model.name, r.checkpoint.config, r.checkpoint.found_as),
+        gpu=r.hardware.id, gpu_name=r.hardware.name, tensor_parallel_size=p.tp, pipeline_parallel_size=p.pp,
+        data_parallel_size=p.dp, enable_expert_parallel=d.enable_expert_parallel,
+        weight_format=r.weight_format.name, weights_from_checkpoint=r.weight_format.from_checkpoint,
+        kv_cache_dtype=r.kv_cache_dtype, max_model_len=e.max_model_len,
+        gpu_memory_utilization=d.gpu_memory_utilization, block_size=e.block_size, max_num_seqs=e.max_num_seqs,
+        max_num_batched_tokens=e.max_num_batched_tokens, enable_prefix_caching=e.enable_prefix_caching,
+        enable_chunked_prefill=e.enable_chunked_prefill, speculative=spec, replicas=replicas,
+        replicas_source=replicas_source, verdict=verdict)
+
+
+def model_reference(name: str, config: dict | None = None, found_as: str = "catalog") -> str:
+    """What an engine loads: the catalog entry's Hugging Face repo (`_sizer.hf_repo`), else the name as given
+    (a cached Hugging Face id, or a path). A draft model is looked up by name (`config` None)."""
+    if config is None:
+        if name.lower() not in catalog_names():
+            return name
+        config = load_config(name).config
+    meta = config.get("_sizer") if found_as == "catalog" else None
+    repo = meta.get("hf_repo") if isinstance(meta, dict) else None
+    return repo if isinstance(repo, str) and repo else name
+
+
+def emit(fmt: str, c: ServingConfig) -> str:
+    """`c` as `fmt` (one of FORMATS)."""
+    return {"vllm": vllm_script, "k8s": kubernetes_manifest, "sglang": sglang_script}[fmt](c)
+
+
+# ---- vLLM ---------------------------------------------------------------------------------------
+
+
+def vllm_argv(c: ServingConfig) -> list[str]:
+    """`vllm serve MODEL --flag value ...` with every setting sizer relied on."""
+    argv = ["vllm", "serve", c.model,
+            "--tensor-parallel-size", str(c.tensor_parallel_size),
+            "--pipeline-parallel-size", str(c.pipeline_parallel_size),
+            "--data-parallel-size", str(c.data_parallel_size)]
+    if c.enable_expert_parallel:
+        argv.append("--enable-expert-parallel")
+    argv += _weights_flags(c, VLLM_QUANTIZATION)
+    argv += ["--kv-cache-dtype", _kv_dtype(c.kv_cache_dtype, "fp8"),
+             "--max-model-len", str(c.max_model_len),
+             "--gpu-memory-utilization", f"{c.gpu_memory_utilization:g}",
+             "--block-size", str(c.block_size),
+             "--max-num-seqs", str(c.max_num_seqs),
+             "--max-num-batched-tokens", str(c.max_num_batched_tokens),
+             "--enable-prefix-caching" if c.enable_prefix_caching else "--no-enable-prefix-caching",
+             "--enable-chunked-prefill" if c.enable_chunked_prefill else "--no-enable-chunked-prefill"]
+    if c.speculative:
+        s = c.speculative
+        spec = {"method": s.method, "num_speculative_tokens": s.num_speculative_tokens}
+        if s.model:
+            spec["model"] = s.model
+        argv += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
+    return argv
+
+
+def vllm_script(c: ServingConfig) -> str:
+    return _script(c, vllm_argv(c), "vLLM")
+
+
+# ---- SGLang -------------------------------------------------------------------------------------
+
+
+def sglang_argv(c: ServingConfig) -> list[str]:
+    """`python3 -m sglang.launch_server` with the same settings in SGLang's names. SGLang has no paged
+    block size to set for its radix cache (`--page-size` 1 is its default and sizer's prefix-cache model)."""
+    argv = ["python3", "-m", "sglang.launch_server", "--model-path", c.model,
+            "--tp-size", str(c.tensor_parallel_size), "--pp-size", str(c.pipeline_parallel_size),
+            "--dp-size", str(c.data_parallel_size)]
+    if c.enable_expert_parallel:
+        argv += ["--ep-size", str(c.tensor_parallel_size)]
+    argv += _weights_flags(c, SGLANG_QUANTIZATION)
+    argv += ["--kv-cache-dtype", _kv_dtype(c.kv_cache_dtype, "fp8_e4m3"),
+             "--context-length", str(c.max_model_len),
+             "--mem-fraction-static", f"{c.gpu_memory_utilization:g}",
+             "--max-running-requests", str(c.max_num_seqs),
+             "--max-prefill-tokens", str(c.max_num_batched_tokens),
+             "--chunked-prefill-size", str(c.max_num_batched_tokens if c.enable_chunked_prefill else -1)]
+    if not c.enable_prefix_caching:
+        argv.append("--disable-radix-cache")
+    if c.speculative:
+        s = c.speculative
+        if s.method not in SGLANG_SPECULATIVE:
+            raise InputError(None, "--emit", f"SGLang has no {s.method} speculative decoding; "
+                                             f"it runs {', '.join(SGLANG_SPECULATIVE)}")
+        argv += ["--speculative-algorithm", SGLANG_SPECULATIVE[s.method],
+                 "--speculative-num-steps", str(s.num_speculative_tokens), "--speculative-eagle-topk", "1",
+                 "--speculative-num-draft-tokens", str(s.num_speculative_tokens + 1)]
+        if s.model:
+            argv += ["--speculative-draft-model-path", s.model]
+    return argv
+
+
+def sglang_script(c: ServingConfig) -> str:
+    return _script(c, sglang_argv(c), "SGLang (--mem-fraction-static is the share of memory for weights and "
+                                      "the KV pool, vLLM's gpu_memory_utilization)")
+
+
+# ---- Kubernetes ---------------------------------------------------------------------------------
+
+
+def accelerator(gpu: str) -> Accelerator:
+    if gpu not in ACCELERATORS:
+        raise InputError(None, "--emit", f"no Kubernetes resource known for {gpu}; k8s is emitted for "
+                                         f"{', '.join(ACCELERATORS)}")
+    return ACCELERATORS[gpu]
+
+
+def k8s_name(name: str) -> str:
+    """A scenario name as a Kubernetes object name (DNS-1123 label: lower-case letters, digits, dashes; 63 at most)."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:63].rstrip("-") or "sizer"
+
+
+def kubernetes_manifest(c: ServingConfig) -> str:
+    """A Deployment of `replicas` pods, each with one replica's GPUs, on nodes labelled with the GPU; a
+    LeaderWorkerSet (vLLM over Ray, as vLLM's LWS example) when one replica needs more GPUs than a node has."""
+    acc = accelerator(c.gpu)
+    nodes = math.ceil(c.gpus_per_replica / acc.gpus_per_node)
+    if c.gpus_per_replica % nodes:
+        raise InputError(None, "--emit", f"{c.gpus_per_replica} GPUs per replica do not split evenly over "
+                                         f"{nodes} nodes of {acc.gpus_per_node}")
+    per_pod = c.gpus_per_replica // nodes
+    name = k8s_name(c.name)
+    labels = {"app.kubernetes.io/name": name}
+    image = VLLM_ROCM_IMAGE if acc.resource.startswith("amd") else VLLM_IMAGE
+    argv = vllm_argv(c)
+
+    def container(name: str, command: list[str], args: list[str] | None) -> dict:
+        out = {"name": name, "image": image, "command": command}
+        if args is not None:
+            out["args"] = args
+        out |= {"ports": [{"containerPort": PORT}],
+                "resources": {"limits": {acc.resource: per_pod}},
+                "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}]}
+        return out
+
+    def pod(containers: list[dict]) -> dict:
+        return {"nodeSelector": {acc.label_key: acc.label_value}, "containers": containers,
+                "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]}
+
+    header = _comments(c) + [f"node size assumed: {acc.gpus_per_node} x {c.gpu_name} per node "
+                             f"(label {acc.label_key}={acc.label_value})"]
+    if nodes == 1:
+        doc = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": labels},
+               "spec": {"replicas": c.replicas, "selector": {"matchLabels": labels},
+                        "template": {"metadata": {"labels": labels},
+                                     "spec": pod([container("vllm", argv[:2], argv[2:])])}}}
+    else:
+        header.append(f"one replica spans {nodes} nodes of {per_pod} GPUs: a LeaderWorkerSet (vLLM over Ray)")
+        ray = "bash /vllm-workspace/examples/online_serving/multi-node-serving.sh"
+        leader = f"{ray} leader --ray_cluster_size=$(LWS_GROUP_SIZE); {shlex.join(argv)}"
+        worker = f"{ray} worker --ray_address=$(LWS_LEADER_ADDRESS)"
+        doc = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+               "metadata": {"name": name, "labels": labels},
+               "spec": {"replicas": c.replicas, "leaderWorkerTemplate": {
+                   "size": nodes, "restartPolicy": "RecreateGroupOnPodRestart",
+                   "leaderTemplate": {"metadata": {"labels": {**labels, "role": "leader"}},
+                                      "spec": pod([container("vllm-leader", ["sh", "-c", leader], None)])},
+                   "workerTemplate": {"spec": pod([container("vllm-worker", ["sh", "-c", worker], None)])}}}}
+    return "".join(f"# {line}\n" for line in header) + yaml.dump(doc, Dumper=_PlainDumper, sort_keys=False, width=1000)
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """YAML without anchors: the labels appear in full wherever Kubernetes reads them."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
+
+
+# ---- shared -------------------------------------------------------------------------------------
+
+
+def _weights_flags(c: ServingConfig, methods: dict[str, str]) -> list[str]:
+    """The weight format: a dtype for a 16-bit one; a quantization method unless the checkpoint states it
+    (an engine refuses a method that differs from the checkpoint's quantization_config)."""
+    if c.weight_format in DTYPES:
+        return ["--dtype", DTYPES[c.weight_format]]
+    if c.weights_from_checkpoint or c.weight_format not in methods:
+        return []
+    return ["--quantization", methods[c.weight_format]]
+
+
+def _kv_dtype(kv: str, fp8: str) -> str:
+    """16-bit KV is the engine's `auto` (the model's dtype); bare fp8 is the engine's own spelling."""
+    return "auto" if kv in DTYPES else fp8 if kv == "fp8" else kv
+
+
+def _comments(c: ServingConfig) -> list[str]:
+    lines = [f"sizer: {c.name} on {c.gpus_per_replica} x {c.gpu_name} per replica; {c.verdict}",
+             f"replicas: {c.replicas} ({c.replicas_source})"]
+    if not c.weights_from_checkpoint and c.weight_format not in ONLINE_FORMATS:
+        lines.append(f"weights: sized as {c.weight_format}; the engine quantises only fp8 on load, so point the "
+                     f"model at a checkpoint already in {c.weight_format}")
+    if c.speculative and c.speculative.method in ("eagle", "eagle3", "medusa") and not c.speculative.model:
+        lines.append(f"speculative decoding: add the {c.speculative.method} draft head's repo as its model")
+    return lines
+
+
+def _script(c: ServingConfig, argv: list[str], engine: str) -> str:
+    """A shell snippet: comments, then the command with one flag per line."""
+    lines = _comments(c) + [f"run {c.replicas} such server(s) behind a load balancer; {engine}"]
+    words = [shlex.quote(a) for a in argv]
+    parts, i = [" ".join(words[:3])], 3
+    while i < len(words):
+        takes_value = i + 1 < len(words) and not argv[i + 1].startswith("--")
+        parts.append(" ".join(words[i:i + 1 + takes_value]))
+        i += 1 + takes_value
+    return "".join(f"# {line}\n" for line in lines) + " \\\n    ".join(parts) + "\n"

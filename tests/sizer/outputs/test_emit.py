@@ -1,0 +1,195 @@
+"""`--emit`: the planned configuration as a vLLM command, a Kubernetes manifest or an SGLang command.
+
+Each writer's output is parsed back (shlex for commands, YAML for manifests, `sizer check`'s own
+vLLM argument reader) and compared with the settings the plan resolved, so a flag dropped, renamed
+or given the wrong value fails here."""
+
+import json
+import shlex
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from sizer.cli import app
+from sizer.inputs.hardware import all_profiles
+from sizer.inputs.manifest import gpu_for_label, parse_vllm_args
+from sizer.inputs.scenario import load_scenario, scenario_from_dict
+from sizer.outputs.emit import ACCELERATORS, emit, k8s_name, serving_config, sglang_argv, vllm_argv
+from sizer.sizing.plan import make_plan
+from sizer.sizing.resolve import resolve
+
+runner = CliRunner()
+
+
+def config_of(r):
+    plan = make_plan(r)
+    return serving_config(r, plan.cost, plan.verdict)
+
+
+def scenario(**deployment):
+    return scenario_from_dict({"model": deployment.pop("model", "llama-3.1-70b"),
+                               "hardware": deployment.pop("gpu", "h200"),
+                               "deployment": deployment,
+                               "workload": {"arrival": {"rate_per_s": 2},
+                                            "prompt_tokens": {"distribution": "fixed", "value": 1000},
+                                            "output_tokens": {"distribution": "fixed", "value": 200}}}, None)
+
+
+def flags(argv: list[str]) -> dict[str, str | bool]:
+    """`--flag value` and bare `--flag` pairs of a command line."""
+    out, i = {}, 0
+    while i < len(argv):
+        takes = i + 1 < len(argv) and not argv[i + 1].startswith("--")
+        out[argv[i]] = argv[i + 1] if takes else True
+        i += 1 + takes
+    return out
+
+
+def command_of(script: str) -> list[str]:
+    """A shell snippet's command: comments dropped, line continuations joined (as the shell does; shlex
+    would keep the escaped newline)."""
+    text = "\n".join(line for line in script.splitlines() if not line.startswith("#"))
+    return shlex.split(text.replace("\\\n", " "))
+
+
+def test_vllm_command_carries_every_resolved_setting():
+    r = resolve(load_scenario("scenarios/llama-3.1-70b-h200.yaml"))
+    argv = command_of(emit("vllm", config_of(r)))
+    assert argv[:3] == ["vllm", "serve", "meta-llama/Llama-3.1-70B"]    # the catalog's HF repo, not its name
+    f = flags(argv[3:])
+    e = r.engine
+    # the scenario states TP 4, fp8 weights and 32k context; the rest are vLLM's defaults on an H200 as
+    # resolve applied them: written out so a different vLLM version's default cannot change what was sized
+    assert f["--tensor-parallel-size"] == "4" and f["--pipeline-parallel-size"] == "1"
+    assert f["--quantization"] == "fp8" and f["--kv-cache-dtype"] == "auto" and f["--max-model-len"] == "32768"
+    assert f["--gpu-memory-utilization"] == "0.9" and f["--block-size"] == str(e.block_size)
+    assert f["--max-num-seqs"] == str(e.max_num_seqs)
+    assert f["--max-num-batched-tokens"] == str(e.max_num_batched_tokens)
+    assert f["--enable-prefix-caching"] is e.enable_prefix_caching is True
+    assert f["--enable-chunked-prefill"] is e.enable_chunked_prefill is True
+
+
+def test_sizer_check_reads_the_vllm_command_back_to_the_same_deployment():
+    r = resolve(scenario(tensor_parallel_size=2, quantization="fp8", kv_cache_dtype="fp8", max_model_len=16384,
+                         max_num_seqs=64, enable_prefix_caching=False,
+                         speculative_config={"method": "ngram", "num_speculative_tokens": 4,
+                                             "acceptance_rate": 0.6}))
+    fields, model, notes = parse_vllm_args(vllm_argv(config_of(r)), "emitted")
+    assert model == "meta-llama/Llama-3.1-70B" and notes == []          # every flag written is one check reads
+    assert fields == {"tensor_parallel_size": 2, "pipeline_parallel_size": 1, "data_parallel_size": 1,
+                      "quantization": "fp8", "kv_cache_dtype": "fp8", "max_model_len": 16384,
+                      "gpu_memory_utilization": 0.9, "block_size": 16, "max_num_seqs": 64,
+                      "max_num_batched_tokens": r.engine.max_num_batched_tokens, "enable_prefix_caching": False,
+                      "enable_chunked_prefill": True,
+                      "speculative_config": {"method": "ngram", "num_speculative_tokens": 4}}
+
+
+def test_speculative_config_is_json_vllm_parses():
+    r = resolve(scenario(speculative_config={"method": "draft_model", "model": "llama-3.2-1b",
+                                             "num_speculative_tokens": 3, "acceptance_rate": 0.7}, max_model_len=8192,
+                         model="llama-3.1-8b", gpu="h100"))
+    f = flags(vllm_argv(config_of(r))[3:])
+    # the draft model by its Hugging Face repo, as vLLM loads it
+    assert json.loads(f["--speculative-config"]) == {"method": "draft_model", "num_speculative_tokens": 3,
+                                                     "model": "meta-llama/Llama-3.2-1B"}
+
+
+def test_a_format_the_checkpoint_states_is_left_to_the_checkpoint():
+    # gpt-oss ships MXFP4: vLLM reads it from quantization_config, and refuses a --quantization that differs
+    r = resolve(scenario(model="gpt-oss-120b", max_model_len=8192))
+    argv = vllm_argv(config_of(r))
+    assert "--quantization" not in argv and "--dtype" not in argv
+    # a 16-bit plan names its dtype
+    assert flags(vllm_argv(config_of(resolve(scenario(max_model_len=8192, tensor_parallel_size=2))))[3:])[
+        "--dtype"] == "bfloat16"
+
+
+def test_sglang_command_carries_the_same_settings_in_its_names():
+    r = resolve(scenario(tensor_parallel_size=2, quantization="fp8", kv_cache_dtype="fp8", max_model_len=16384,
+                         max_num_seqs=64, enable_prefix_caching=False))
+    argv = sglang_argv(config_of(r))
+    assert argv[:3] == ["python3", "-m", "sglang.launch_server"]
+    f = flags(argv[3:])
+    assert f["--model-path"] == "meta-llama/Llama-3.1-70B" and f["--tp-size"] == "2" and f["--pp-size"] == "1"
+    assert f["--quantization"] == "fp8" and f["--kv-cache-dtype"] == "fp8_e4m3"    # SGLang has no bare fp8
+    assert f["--context-length"] == "16384" and f["--mem-fraction-static"] == "0.9"
+    assert f["--max-running-requests"] == "64"
+    assert f["--chunked-prefill-size"] == str(r.engine.max_num_batched_tokens)
+    assert f["--disable-radix-cache"] is True                      # prefix caching off
+
+
+def test_kubernetes_deployment_is_valid_yaml_with_the_gpu_resource_and_node_label():
+    r = resolve(load_scenario("scenarios/llama-3.1-70b-h200.yaml"))
+    config = config_of(r)
+    (doc,) = list(yaml.safe_load_all(emit("k8s", config)))
+    assert doc["kind"] == "Deployment" and doc["spec"]["replicas"] == config.replicas
+    assert doc["spec"]["selector"]["matchLabels"] == doc["spec"]["template"]["metadata"]["labels"]
+    pod = doc["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": 4}          # TP 4 x PP 1 x DP 1
+    assert gpu_for_label(pod["nodeSelector"]["nvidia.com/gpu.product"]) == "h200"
+    assert container["command"] + container["args"] == vllm_argv(config)
+
+
+def test_a_replica_larger_than_a_node_is_a_leaderworkerset():
+    # 405B bf16 at TP 8 x PP 2 = 16 GPUs: two nodes of 8 H100s per replica
+    r = resolve(scenario(model="llama-3.1-405b", gpu="h100", tensor_parallel_size=8, pipeline_parallel_size=2,
+                         max_model_len=8192))
+    text = emit("k8s", config_of(r))
+    assert "node size assumed: 8 x" in text
+    (doc,) = list(yaml.safe_load_all(text))
+    assert doc["kind"] == "LeaderWorkerSet"
+    lws = doc["spec"]["leaderWorkerTemplate"]
+    assert lws["size"] == 2
+    for role in ("leaderTemplate", "workerTemplate"):
+        (container,) = lws[role]["spec"]["containers"]
+        assert container["resources"]["limits"] == {"nvidia.com/gpu": 8}
+    leader = lws["leaderTemplate"]["spec"]["containers"][0]["command"][2]
+    f = flags(shlex.split(leader.split("; ", 1)[1])[3:])
+    assert f["--tensor-parallel-size"] == "8" and f["--pipeline-parallel-size"] == "2"
+
+
+def test_amd_gpus_get_amd_resources():
+    (doc,) = list(yaml.safe_load_all(emit("k8s", config_of(resolve(scenario(gpu="mi300x", max_model_len=8192))))))
+    pod = doc["spec"]["template"]["spec"]
+    assert pod["containers"][0]["resources"]["limits"] == {"amd.com/gpu": 1}
+    assert "amd.com/gpu.product-name" in pod["nodeSelector"]
+
+
+def test_every_node_label_names_its_own_profile_back():
+    # sizer check finds the GPU from these labels: each must map to the profile it was written for
+    assert set(ACCELERATORS) <= set(all_profiles())
+    for gpu, acc in ACCELERATORS.items():
+        assert gpu_for_label(acc.label_value) == gpu, gpu
+
+
+def test_kubernetes_names():
+    assert k8s_name("Llama_3.1 70B (H200)") == "llama-3-1-70b-h200"
+
+
+def test_plan_emit_prints_only_the_manifest_on_stdout():
+    result = runner.invoke(app, ["plan", "scenarios/llama-3.1-70b-h200.yaml", "--emit", "k8s"])
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load(result.stdout)["kind"] == "Deployment"     # `| kubectl apply -f -` works
+    assert "Memory per GPU" in result.stderr                          # the plan itself went to stderr
+
+
+def test_plan_emit_to_a_file(tmp_path):
+    out = tmp_path / "serve.sh"
+    result = runner.invoke(app, ["plan", "scenarios/llama-3.1-70b-h200.yaml", "--emit", "vllm", "--emit-to", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "Memory per GPU" in result.stdout and f"wrote {out}" in result.stdout
+    assert command_of(out.read_text())[:2] == ["vllm", "serve"]
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--emit", "docker"], "--emit: 'docker' is not one of vllm, k8s, sglang"),
+    (["--emit", "vllm", "--json"], "--emit: --json and --emit both print to stdout"),
+    (["--emit-to", "x.yaml"], "--emit-to: needs --emit"),
+    (["--gpu", "gaudi3", "--emit", "k8s"], "--emit: no Kubernetes resource known for gaudi3"),
+])
+def test_bad_emit_flags_are_one_line(argv, says):
+    result = runner.invoke(app, ["plan", "scenarios/llama-3.1-70b-h200.yaml", *argv])
+    assert result.exit_code == 2
+    assert says in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
