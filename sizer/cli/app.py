@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.metadata
 import sys
 
 import click
@@ -76,16 +77,23 @@ class LazyCommands(TyperGroup):
         if name not in COMMANDS:
             return None
         module_name, function = COMMANDS[name]
-        single = typer.Typer()
+        single = typer.Typer(add_completion=False)     # completion is the app's, once
         single.command(name)(input_errors_exit_2(getattr(importlib.import_module(module_name), function)))
         return typer.main.get_command(single)
 
 
-app = typer.Typer(cls=LazyCommands, add_completion=False, no_args_is_help=True)
+app = typer.Typer(cls=LazyCommands, no_args_is_help=True)
+
+
+def print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"sizer {importlib.metadata.version('sizer')}")
+        raise typer.Exit()
 
 
 @app.callback()
-def sizer() -> None:
+def sizer(version: bool = typer.Option(False, "--version", callback=print_version, is_eager=True,
+                                       help="print the version and exit")) -> None:
     """Capacity planner for LLM inference: memory, parallelism, simulated latency, goodput and cost."""
 
 

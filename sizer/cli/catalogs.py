@@ -2,31 +2,67 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import typer
 from rich.console import Console
 from rich.table import Table
 
 from sizer.analytic.memory import GB, GiB
 from sizer.analytic.weights import parameter_count
 from sizer.inputs.hardware import all_profiles
-from sizer.inputs.model_spec import catalog_names, load_model
+from sizer.inputs.model_spec import catalog_names, load_config, load_model
+from sizer.outputs.emit import model_reference
+from sizer.outputs.serialise import to_json
 from sizer.sizing.plan import attention_kind
 
+JSON_HELP = "print the catalog as JSON"
 
-def models() -> None:
-    """List the model catalog."""
-    table = Table(title="Model catalog (any Hugging Face config.json path works too)")
-    for col in ("name", "architecture", "parameters (B)", "active (B)", "layers", "mixers", "max context"):
-        table.add_column(col, no_wrap=col == "name")
+
+@dataclass(frozen=True)
+class CatalogModel:
+    """One row of `sizer models`."""
+    name: str
+    hf_repo: str | None
+    architecture: str
+    parameters: int
+    parameters_active: int
+    layers: int
+    mixers: str
+    max_position_embeddings: int
+
+
+def catalog_models() -> list[CatalogModel]:
+    out = []
     for name in catalog_names():
         m = load_model(name)
         counts = parameter_count(m)
-        table.add_row(name, m.architecture, f"{counts.total / 1e9:.2f}", f"{counts.active / 1e9:.2f}",
-                      str(m.num_layers), attention_kind(m), f"{m.max_position_embeddings:,}")
+        repo = model_reference(name, load_config(name).config)
+        out.append(CatalogModel(name, repo if repo != name else None, m.architecture, counts.total, counts.active,
+                                m.num_layers, attention_kind(m), m.max_position_embeddings))
+    return out
+
+
+def models(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+    """List the model catalog."""
+    rows = catalog_models()
+    if as_json:
+        typer.echo(to_json(rows))
+        return
+    table = Table(title="Model catalog (any Hugging Face config.json path works too)")
+    for col in ("name", "architecture", "parameters (B)", "active (B)", "layers", "mixers", "max context"):
+        table.add_column(col, no_wrap=col == "name")
+    for m in rows:
+        table.add_row(m.name, m.architecture, f"{m.parameters / 1e9:.2f}", f"{m.parameters_active / 1e9:.2f}",
+                      str(m.layers), m.mixers, f"{m.max_position_embeddings:,}")
     Console().print(table)
 
 
-def gpus() -> None:
+def gpus(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
     """List the accelerator profiles."""
+    if as_json:
+        typer.echo(to_json(list(all_profiles().values())))
+        return
     table = Table(title="Accelerator profiles (hardware_profiles/)")
     for col in ("id", "name", "memory GB / GiB", "bandwidth TB/s", "bf16 dense TFLOP/s", "fp8 TFLOP/s", "$/GPU-hour",
                 "aliases"):

@@ -14,6 +14,7 @@ from simulator.metrics import MetricsSummary
 from sizer.analytic.memory import GB, GiB
 from sizer.sizing.plan import Plan
 from sizer.sizing.result import Sizing
+from sizer.words import count
 
 if TYPE_CHECKING:      # for annotations only: `sizer plan` need not import check and search
     from sizer.outputs.check import CheckResult
@@ -115,7 +116,7 @@ def render_plan(plan: Plan, console: Console) -> None:
     p = plan.parallel
     t = _table("Parallel split")
     t.add_row("TP x PP x DP", f"{p.tensor_parallel_size} x {p.pipeline_parallel_size} x {p.data_parallel_size} = "
-              f"{p.gpus_per_replica} GPUs per replica; EP {p.expert_parallel_size}; "
+              f"{count(p.gpus_per_replica, 'GPU')} per replica; EP {p.expert_parallel_size}; "
               f"{p.kv_heads_per_gpu} KV heads per GPU")
     if p.tp_allreduce_bytes_per_token or p.pp_send_bytes_per_token or p.ep_alltoall_bytes_per_token:
         t.add_row("communication", f"per token per GPU: TP all-reduce {p.tp_allreduce_bytes_per_token:,.0f} B, "
@@ -166,8 +167,8 @@ def render_plan(plan: Plan, console: Console) -> None:
     else:
         price = (f"${co.price_usd_per_gpu_hour:.2f}/GPU-hour ({co.price_source})"
                  if co.price_usd_per_gpu_hour is not None else "no price known")
-        line = (f"[bold]Cost[/]: {co.replicas} replica(s) x {co.gpus // co.replicas} GPUs = "
-                f"{co.gpus} GPUs at {price}")
+        line = (f"[bold]Cost[/]: {count(co.replicas, 'replica')} x {count(co.gpus // co.replicas, 'GPU')} = "
+                f"{count(co.gpus, 'GPU')} at {price}")
         if co.usd_per_hour is not None:
             line += f" = ${co.usd_per_hour:,.2f}/hour"
         if co.usd_per_million_output_tokens is not None:
@@ -187,7 +188,7 @@ def render_simulation(sim: Sizing, console: Console) -> None:
     if point is not None:
         m = point.metrics
         t = Table(title=f"Simulated: one replica at {point.rate_per_s:.3g} req/s ({sim.target_rate_per_s:g} req/s over "
-                        f"{sim.replicas} replica(s)), {m.num_requests:,} requests", title_justify="left")
+                        f"{count(sim.replicas, 'replica')}), {m.num_requests:,} requests", title_justify="left")
         for col in ("ms", "p50", "p95", "p99"):
             t.add_column(col, justify="right" if col != "ms" else "left")
         for name in ("ttft", "itl", "tpot", "e2e", "queue"):
@@ -265,7 +266,8 @@ def render_search(result: SearchResult, scenario_path: str, console: Console, sh
             console.print(f"  ✗ {o.candidate.label}: {o.binding}: {o.reason}")
     best = result.recommended
     if best:
-        console.print(f"[bold green]recommended[/]: {best.replicas} x {best.candidate.label} = {best.gpus} GPUs, "
+        console.print(f"[bold green]recommended[/]: {best.replicas} x {best.candidate.label} = "
+                      f"{count(best.gpus, 'GPU')}, "
                       f"${best.usd_per_hour:,.2f}/hour; binds on {best.binding}")
         console.print(f"re-check: sizer plan {scenario_path} {best.candidate.plan_flags()} --simulate")
     else:

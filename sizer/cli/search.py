@@ -45,7 +45,7 @@ def command(
     speculative: bool = typer.Option(False, "--speculative",
                                      help="also try the scenario's speculative_config on and off"),
     workers: int = typer.Option(os.cpu_count() or 1, help="parallel processes"),
-    requests: int = typer.Option(GoodputSettings.num_requests,
+    requests: int = typer.Option(GoodputSettings.num_requests, "--num-requests",
                                  help="simulated requests per rate in the goodput search (plan, check: the default)"),
     max_replicas: int = typer.Option(SearchSettings.max_replicas,
                                      help="reject configurations that would need more replicas than this"),
@@ -57,7 +57,7 @@ def command(
 ) -> None:
     """Find the cheapest deployment that meets the SLO: sweep GPUs, TP/PP, weight and KV formats."""
     check_range(workers, "--workers", 1, MAX_WORKERS)
-    check_range(requests, "--requests", MIN_GOODPUT_REQUESTS, MAX_REQUESTS)
+    check_range(requests, "--num-requests", MIN_GOODPUT_REQUESTS, MAX_REQUESTS)
     check_range(max_replicas, "--max-replicas", 1, MAX_REPLICAS)
     space = space_from_options(gpus, tp, pp, weights, kv_cache_dtype, speculative)
     if csv:

@@ -23,12 +23,12 @@ def command(
     num_blocks: int | None = typer.Option(None, "--num-blocks", min=1,
                                           help="KV blocks for both runs (default: the memory budget's, "
                                                "as sizer plan and simulate use; capped by what the device holds)"),
-    weights: Path | None = typer.Option(None, "--weights",
-                                        help="folder of a local safetensors checkpoint (default: random weights)"),
+    checkpoint: Path | None = typer.Option(None, "--checkpoint",
+                                           help="folder of a local safetensors checkpoint (default: random weights)"),
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
 ) -> None:
     """Measured vs predicted TTFT, ITL, E2E (p50/p95/p99) and throughput for one workload."""
-    report = run_validation(scenario, profile, num_requests, num_blocks, weights)
+    report = run_validation(scenario, profile, num_requests, num_blocks, checkpoint)
     if as_json:
         typer.echo(to_json(report.to_dict()))
         return

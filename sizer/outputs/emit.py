@@ -22,6 +22,7 @@ from sizer.errors import InputError
 from sizer.inputs.model_spec import catalog_names, load_config
 from sizer.sizing.cost import CostSummary
 from sizer.sizing.resolve import Resolved
+from sizer.words import count
 
 FORMATS = ("vllm", "k8s", "sglang")
 
@@ -244,7 +245,7 @@ def kubernetes_manifest(c: ServingConfig) -> str:
     acc = accelerator(c.gpu)
     nodes = math.ceil(c.gpus_per_replica / acc.gpus_per_node)
     if c.gpus_per_replica % nodes:
-        raise InputError(None, "--emit", f"{c.gpus_per_replica} GPUs per replica do not split evenly over "
+        raise InputError(None, "--emit", f"{count(c.gpus_per_replica, 'GPU')} per replica do not split evenly over "
                                          f"{nodes} nodes of {acc.gpus_per_node}")
     per_pod = c.gpus_per_replica // nodes
     name = k8s_name(c.name)
@@ -273,7 +274,7 @@ def kubernetes_manifest(c: ServingConfig) -> str:
                         "template": {"metadata": {"labels": labels},
                                      "spec": pod([container("vllm", argv[:2], argv[2:])])}}}
     else:
-        header.append(f"one replica spans {nodes} nodes of {per_pod} GPUs: a LeaderWorkerSet (vLLM over Ray)")
+        header.append(f"one replica spans {nodes} nodes of {count(per_pod, 'GPU')}: a LeaderWorkerSet (vLLM over Ray)")
         ray = "bash /vllm-workspace/examples/online_serving/multi-node-serving.sh"
         leader = f"{ray} leader --ray_cluster_size=$(LWS_GROUP_SIZE); {shlex.join(argv)}"
         worker = f"{ray} worker --ray_address=$(LWS_LEADER_ADDRESS)"
@@ -325,7 +326,7 @@ def _comments(c: ServingConfig) -> list[str]:
 
 def _script(c: ServingConfig, argv: list[str], engine: str) -> str:
     """A shell snippet: comments, then the command with one flag per line."""
-    lines = _comments(c) + [f"run {c.replicas} such server(s) behind a load balancer; {engine}"]
+    lines = _comments(c) + [f"run {count(c.replicas, 'such server')} behind a load balancer; {engine}"]
     words = [shlex.quote(a) for a in argv]
     parts, i = [" ".join(words[:3])], 3
     while i < len(words):

@@ -23,6 +23,7 @@ from sizer.sizing.goodput import Goodput, goodput_rate, probe_slo, rate_bound_pe
 from sizer.sizing.plan import Plan
 from sizer.sizing.resolve import Resolved
 from sizer.sizing.result import GoodputSettings, Sizing, SizingStatus, SLOProbe
+from sizer.words import count
 
 
 def method_notes(settings: GoodputSettings, num_requests: int) -> tuple[str, ...]:
@@ -100,7 +101,7 @@ def _verdict(status: SizingStatus, replicas: int | None, point: SLOProbe | None,
     if status is SizingStatus.TOO_MANY_REPLICAS:
         return (f"the SLO needs more than {max_replicas} replicas: {goodput.binding} is missed at "
                 f"{goodput.ceiling_per_s:.3g} req/s per replica")
-    where = f"at {point.rate_per_s:.3g} req/s per replica on {replicas} replica(s)"
+    where = f"at {point.rate_per_s:.3g} req/s per replica on {count(replicas, 'replica')}"
     if status is SizingStatus.NO_SLO:
         return f"no SLO targets; simulated {where}"
     share = f"{point.share_met:.1%} of requests meet every target {where}"

@@ -33,6 +33,7 @@ from sizer.sizing.resolve import EngineSettings, Resolved
 from sizer.sizing.result import Sizing
 from sizer.sizing.step_model import roofline_for, step_model_for
 from sizer.sizing.workload import trace_summary
+from sizer.words import count
 
 SCHEMA_VERSION = 1
 
@@ -253,7 +254,7 @@ def make_plan(r: Resolved) -> Plan:
     verdict = ("fits" if fits else "does not fit: " + "; ".join(budget.reasons))
     if fits and demand.sequences > capacity.requests_held_per_replica * replicas:
         verdict += (f"; but {demand.sequences} sequences x {demand.tokens_per_sequence} tokens exceed the KV cache of "
-                    f"{replicas} replica(s) ({capacity.requests_held_per_replica} such sequences each)")
+                    f"{count(replicas, 'replica')} ({capacity.requests_held_per_replica} such sequences each)")
     return Plan(
         schema_version=SCHEMA_VERSION, scenario=s.name, scenario_file=s.file, gpu=hw.name,
         gpu_memory_bytes=hw.memory_bytes, gpu_memory_gib=hw.memory_bytes / GiB, gpu_memory_gb=hw.memory_bytes / GB,

@@ -26,6 +26,7 @@ from sizer.sizing.pipeline import method_notes, size_deployment
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
 from sizer.sizing.result import GoodputSettings, Sizing, SizingStatus, SLOProbe
+from sizer.words import count
 
 
 @dataclass(frozen=True)
@@ -210,7 +211,7 @@ def evaluate(c: Candidate, data: dict, file: str | None, settings: SearchSetting
     kv_gib = plan.memory.kv_cache_bytes / GiB
     sizing = size_deployment(resolved, plan, settings.goodput, settings.max_replicas)
     if sizing.status is SizingStatus.MET:
-        return Outcome(c, "ok", sizing.binding_target, f"{sizing.replicas} replica(s) at "
+        return Outcome(c, "ok", sizing.binding_target, f"{count(sizing.replicas, 'replica')} at "
                        f"{sizing.operating_point.rate_per_s:.3g} req/s each; one meets the SLO up to "
                        f"{sizing.goodput_per_replica_per_s:.3g} req/s", gpus_per_replica, kv_gib, sizing)
     binding = sizing.operating_point.binding if sizing.status is SizingStatus.MISSED else sizing.binding_target

@@ -111,3 +111,18 @@ def test_usage_errors_are_one_line_exit_2(argv, line):
     result = CliRunner().invoke(app, argv)
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [line]
+
+
+def test_models_and_gpus_as_json():
+    models = {m["name"]: m for m in json.loads(runner.invoke(app, ["models", "--json"]).stdout)}
+    # the catalog's Hugging Face repo is what --emit serves; 8B: 32 layers, 128k context
+    assert models["llama-3.1-8b"]["hf_repo"] == "meta-llama/Llama-3.1-8B"
+    assert models["llama-3.1-8b"]["layers"] == 32 and models["llama-3.1-8b"]["max_position_embeddings"] == 131072
+    gpus = {g["id"]: g for g in json.loads(runner.invoke(app, ["gpus", "--json"]).stdout)}
+    assert gpus["h100-sxm"]["memory_bytes"] == 80 * 2**30          # 80 GiB, as the profile states it
+
+
+def test_one_gpu_is_singular():
+    out = runner.invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "h100", "--max-model-len", "8192"]).stdout
+    assert "1 GPU per replica" in out and "1 replica x 1 GPU = 1 GPU" in out
+    assert "1 GPUs" not in out and "replica(s)" not in out

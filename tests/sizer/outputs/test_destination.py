@@ -24,7 +24,7 @@ runner = CliRunner()
 COMMANDS = {
     "simulate --requests-csv": ["simulate", str(CHAT), "--num-requests", "50", "--requests-csv", "OUT"],
     "search --csv": ["search", str(CHAT), "--gpus", "h100", "--tp", "1", "--weights", "bf16", "--kv-cache-dtype",
-                     "auto", "--requests", "50", "--workers", "1", "--csv", "OUT"],
+                     "auto", "--num-requests", "50", "--workers", "1", "--csv", "OUT"],
     "report -o": ["report", str(CHAT), "--no-search", "-o", "OUT"],
     "check --junit": ["check", str(PASS), "--junit", "OUT"],
 }

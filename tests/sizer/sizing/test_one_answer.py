@@ -1,7 +1,7 @@
 """One answer everywhere: `plan --simulate --json`, `check --json` and `search --json` restricted to the scenario's own
 GPU, split and formats report the same replicas and the same dollars for every bundled scenario with an arrival rate
 and an SLO, because all three call `size_deployment` with the same `GoodputSettings` (the defaults; search is handed
-their request count with --requests).
+their request count with --num-requests).
 
 A Kubernetes or Helm file in scenarios/deploy is checked as it is; plan and search read the scenario it describes
 (`read_check_input(...).scenario_data`). A manifest states its replicas, which plan and check keep and search
@@ -62,7 +62,7 @@ def test_plan_check_and_search_give_the_same_replicas_and_dollars(path, tmp_path
     s = load_scenario(scenario_file)
     plan_exit, plan = invoke("plan", scenario_file, "--simulate", "--json")
     check_exit, check = invoke("check", path, "--json")
-    _, found = invoke("search", scenario_file, "--json", "--workers", "1", "--requests", SETTINGS.num_requests,
+    _, found = invoke("search", scenario_file, "--json", "--workers", "1", "--num-requests", SETTINGS.num_requests,
                       "--gpus", s.hardware.gpu, "--tp", s.deployment.tensor_parallel_size,
                       "--pp", s.deployment.pipeline_parallel_size, "--weights", plan["weights"]["format"],
                       "--kv-cache-dtype", s.deployment.kv_cache_dtype)
