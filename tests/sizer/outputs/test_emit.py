@@ -193,3 +193,15 @@ def test_bad_emit_flags_are_one_line(argv, says):
     result = runner.invoke(app, ["plan", "scenarios/llama-3.1-70b-h200.yaml", *argv])
     assert result.exit_code == 2
     assert says in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_search_emits_its_recommendation():
+    result = runner.invoke(app, ["search", "scenarios/llama-3.1-70b-h200.yaml", "--gpus", "h200", "--tp", "4",
+                                 "--weights", "fp8", "--kv-cache-dtype", "auto", "--workers", "1",
+                                 "--num-requests", "50", "--emit", "vllm"])
+    assert result.exit_code == 0, result.output
+    script = result.stdout
+    # the one configuration searched is the recommendation; its replicas are the sizing pipeline's
+    assert "recommended" in result.stderr and script.startswith("# sizer: llama-3.1-70b-h200 on 4 x NVIDIA H200")
+    f = flags(command_of(script)[3:])
+    assert f["--tensor-parallel-size"] == "4" and f["--quantization"] == "fp8"
