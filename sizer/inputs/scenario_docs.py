@@ -5,8 +5,8 @@ A test checks the committed page equals this output, so the reference never drif
 
 from __future__ import annotations
 
+from simulator.schema import describe
 from sizer.inputs.scenario import Scenario
-from sizer.inputs.schema import describe
 
 HEADER = """# Scenario reference
 

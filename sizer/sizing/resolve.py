@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from engine.profile import CalibrationProfile, load_profile
 from simulator.cluster import DisaggregationConfig
-from simulator.errors import excerpt
+from simulator.errors import FieldError, excerpt
 from simulator.replica import ReplicaConfig, SwapLink
 from simulator.scheduler import SchedulerConfig
 from simulator.speculative import SpeculativeConfig
@@ -90,7 +90,7 @@ def model_of(s: Scenario) -> ModelSpec:
 
 
 def resolve(s: Scenario) -> Resolved:
-    """Everything the planner and the executors need, with engine defaults filled in; raises InputError."""
+    """Everything the planner and the executors need, with engine defaults filled in; raises FieldError."""
     checkpoint = checkpoint_of(s)
     model = checkpoint_model(checkpoint, s.model.overrides)
     hardware = scenario_hardware(s.hardware.gpu, s.file, "hardware.gpu")
@@ -113,7 +113,7 @@ def resolve(s: Scenario) -> Resolved:
     scale_up, host = scale_up_link(hardware), host_link(hardware)
     try:
         speculative = _speculative(s, hardware, parallel, group_size, kv_dtype)
-    except InputError:
+    except FieldError:
         raise                                       # names its own field (an unknown draft model)
     except ValueError as exc:
         raise InputError(s.file, "deployment.speculative_config", str(exc)) from None

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from simulator.errors import FieldError
 from sizer.analytic.format_support import execution
 from sizer.analytic.formats import FORMATS, checkpoint_format
 from sizer.cli import app
-from sizer.errors import InputError
 from sizer.inputs.hardware import load_hardware
 from sizer.inputs.model_spec import CATALOG_DIR
 from sizer.inputs.quantization import parse_hf_quant_config, parse_quantization
@@ -57,7 +57,7 @@ def test_how_vllm_runs_each_format(fmt, gpu, compute, native, kernel):
     (checkpoint_format(W8A16), "mi300x", "no vLLM kernel runs fp8 weights with 16-bit activations"),
 ])
 def test_no_engine_runs_it(fmt, gpu, why):
-    with pytest.raises(InputError, match=why) as err:
+    with pytest.raises(FieldError, match=why) as err:
         execution(fmt, load_hardware(gpu), "s.yaml")
     assert err.value.field == "deployment.quantization"
 

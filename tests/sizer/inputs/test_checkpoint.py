@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from simulator.errors import FieldError
 from sizer.cli import app
-from sizer.errors import InputError
 from sizer.inputs.checkpoint import header_tensor_bytes, stored_bytes
 from sizer.inputs.model_spec import load_config, load_model
 
@@ -171,5 +171,5 @@ def test_a_lone_config_file_is_not_a_checkpoint_folder(tmp_path):
 
 
 def test_unknown_references_name_every_kind_accepted():
-    with pytest.raises(InputError, match="a Hugging Face id"):
+    with pytest.raises(FieldError, match="a Hugging Face id"):
         load_config("no-such-model")

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from simulator.errors import FieldError
 from sizer.cli import app
-from sizer.errors import InputError
 from sizer.inputs.manifest import _tokens, parse_vllm_args, read_check_input
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -85,7 +85,7 @@ def test_only_a_shell_script_is_split():
 
 
 def test_an_unbalanced_quote_names_the_script_item():
-    with pytest.raises(InputError) as err:
+    with pytest.raises(FieldError) as err:
         _tokens({"command": ["sh", "-c", "vllm serve 'm"]}, "c[0]", "f.yaml")
     assert err.value.field == "c[0].command[2]"
     assert re.search("shell command line", err.value.message)
@@ -96,7 +96,7 @@ def test_an_unbalanced_quote_names_the_script_item():
     ("11M", "--max-model-len"), ("1025", "--pipeline-parallel-size"), ("-1", "--max-num-seqs"),
 ])
 def test_numeric_flags_are_finite_and_bounded(value, field):
-    with pytest.raises(InputError) as err:
+    with pytest.raises(FieldError) as err:
         parse_vllm_args(["vllm", "serve", "m", f"{field}={value}"], "f.yaml")
     assert err.value.field == field
 

@@ -10,8 +10,8 @@ from xml.etree import ElementTree as ET
 import pytest
 from typer.testing import CliRunner
 
+from simulator.errors import FieldError
 from sizer.cli import app
-from sizer.errors import InputError
 from sizer.outputs.destination import check_destination, write_text
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -111,7 +111,7 @@ def test_folder_without_write_permission(tmp_path):
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)
     try:
-        with pytest.raises(InputError, match="is not writable"):
+        with pytest.raises(FieldError, match="is not writable"):
             check_destination(locked / "out.csv", "--csv")
     finally:
         locked.chmod(0o700)
@@ -125,7 +125,7 @@ def test_writer_turns_os_errors_into_input_errors(tmp_path, monkeypatch):
     check_destination(out, "--x")                   # and so is overwriting a file
     out.chmod(0o400)
     if os.geteuid() != 0:
-        with pytest.raises(InputError, match="exists and is not writable"):
+        with pytest.raises(FieldError, match="exists and is not writable"):
             check_destination(out, "--x")
 
 
