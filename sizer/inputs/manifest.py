@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simulator.errors import excerpt
+from simulator.safe_yaml import load_yaml_all, loads_yaml
 from simulator.schema import build, field
 from sizer.errors import InputError
 from sizer.inputs.model_spec import CATALOG_DIR, catalog_names
-from sizer.inputs.safe_load import load_json, load_yaml_all, loads_json, loads_yaml
+from sizer.inputs.safe_load import load_json, loads_json
 from sizer.inputs.scenario import SLOSection, WorkloadSection, scenario_from_dict
 
 

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Literal
 
 from simulator.errors import excerpt
+from simulator.safe_yaml import load_yaml
 from simulator.schema import build, field, join
 from simulator.traces import MAX_REQUEST_TOKENS, MAX_TIMESTAMP_S, MAX_TRACE_REQUESTS
 from sizer.errors import InputError
-from sizer.inputs.safe_load import load_yaml
 from sizer.inputs.variant import Variant
 
 WeightFormat = Literal["auto", "bf16", "fp16", "fp32", "fp8", "int8", "awq", "gptq", "nvfp4", "mxfp4"]
