@@ -48,7 +48,7 @@ def _type_name(tp: Any) -> str:
         return "one of " + ", ".join(repr(a) for a in typing.get_args(tp))
     if origin in (typing.Union, types.UnionType):
         return " or ".join(_type_name(a) for a in typing.get_args(tp) if a is not type(None))
-    if origin in (list, tuple):
+    if origin in (list, tuple) or tp is list:
         return "a list"
     if origin is dict or tp is dict or dataclasses.is_dataclass(tp):
         return "a mapping"
@@ -75,7 +75,7 @@ def convert(tp: Any, value: Any, path: str, file: str | None) -> Any:
         if value not in typing.get_args(tp):
             raise FieldError(file, path, f"expected {_type_name(tp)}, got {excerpt(value)}")
         return value
-    if origin in (list, tuple):
+    if origin in (list, tuple) or tp is list:
         if not isinstance(value, list):
             raise FieldError(file, path, f"expected a list, got {excerpt(value)}")
         (item_tp, *_) = typing.get_args(tp) or (Any,)
@@ -221,7 +221,7 @@ class Key:
     of a list) and the other spellings (aliases) that mean the same thing. The first spelling present
     with a non-null value wins."""
     name: str
-    tp: Any                              # as `convert` takes it: int, float, bool, str, list[str], dict
+    tp: Any                              # as `convert` takes it: int, float, bool, str, list, list[str], dict
     ge: float | None = None
     gt: float | None = None
     le: float | None = None
@@ -295,11 +295,11 @@ def _expectation(spec: Key) -> str:
     """`an integer in [1, 1000]`, `a number > 0`, `a list of strings`: what the key must hold."""
     if spec.tp is int or spec.tp is float:
         text = _type_name(spec.tp) + _bounds_text(spec)
-    elif typing.get_origin(spec.tp) in (list, tuple):
+    elif typing.get_origin(spec.tp) in (list, tuple) or spec.tp is list:
         (item, *_) = typing.get_args(spec.tp) or (Any,)
         text = "a list" if item is Any else f"a list of {_type_name(item).split(' ', 1)[1]}s" + _bounds_text(spec)
     elif spec.tp is dict:
-        text = "a JSON object"
+        text = "a mapping"
     else:
         text = _type_name(spec.tp)
     return text + (" or null" if spec.nullable else "")
@@ -314,4 +314,5 @@ def _bounds_text(spec: Key) -> str:
 
 
 def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
+    """A bound as a reader takes it in: 10485760 in full, 1e+14 and 9.22337e+18 (2^63 - 1) short."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e12 else f"{x:g}"
