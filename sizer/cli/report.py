@@ -14,7 +14,7 @@ from sizer.cli.flags import MAX_WORKERS, check_range
 from sizer.cli.options import read_scenario_data, space_from_options
 from sizer.errors import InputError
 from sizer.outputs.destination import check_destination, write_text
-from sizer.outputs.report import build_report, render_html, write_pdf
+from sizer.outputs.report import build_report, check_pdf_renderer, render_html, write_pdf
 
 
 def command(
@@ -39,6 +39,7 @@ def command(
             raise InputError(str(output), "--output", "with --pdf the PDF is written beside the HTML under the same "
                                                       "name with .pdf; name the HTML .html")
         check_destination(pdf_path, "--pdf")
+        check_pdf_renderer("--pdf")
     data = read_scenario_data(scenario)
     # No refresh thread (auto_refresh=False): the search forks its worker processes.
     with Progress(TextColumn("searching"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
