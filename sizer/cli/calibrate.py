@@ -84,7 +84,7 @@ def _calibrate(model_name, gpu, device_kind, tp, scale, out: Path, max_tokens, m
     from engine.device import cpu_device, gpu_device
     from engine.kernels import select
 
-    cfg = engine_config(spec, tp, scale)
+    cfg = engine_config(spec, tp, scale, fields=("--tp", "--scale"))
     dev = gpu_device(hardware) if hardware else cpu_device()
     d_tokens, d_seqs, d_len = DEFAULT_LIMITS[dev.kind]
     length = min(max_len or d_len, spec.max_position_embeddings or d_len)

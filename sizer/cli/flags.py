@@ -3,10 +3,15 @@ flag and exit 2, before the command reads a file or does any work."""
 
 from __future__ import annotations
 
+import contextlib
 import math
+from pathlib import Path
 
-from simulator.errors import excerpt
+from simulator.errors import FieldError, excerpt
 from sizer.errors import InputError
+from sizer.inputs.hardware import scenario_hardware
+from sizer.inputs.model_spec import CATALOG_DIR, load_config
+from sizer.inputs.variant import Variant
 
 # Worker processes for a search: at most 1,024 (each forks a copy of sizer; more than the cores only queue).
 MAX_WORKERS = 1024
@@ -24,3 +29,33 @@ def check_choices(values: tuple | None, flag: str, choices: tuple[str, ...]) -> 
         if value not in choices:
             raise InputError(None, flag, f"{excerpt(value)} is not one of {', '.join(choices)}")
     return values
+
+
+def check_model(name: str | None, flag: str = "--model") -> str | None:
+    """A model flag, read before any work (a catalog name, or a config.json path from the working
+    directory) so that an unknown one is refused naming the flag, not the scenario field it sets; a
+    path comes back absolute, so a scenario in another folder reads the same file."""
+    if name is None:
+        return None
+    _, _, where = load_config(name, None, flag)
+    return name if Path(where).parent == CATALOG_DIR else str(Path(where).resolve())
+
+
+def check_gpu(name: str | None, flag: str = "--gpu") -> str | None:
+    """An accelerator flag, checked before any work (a profile id or alias, or cpu), naming the flag."""
+    if name is not None:
+        scenario_hardware(name, None, flag)
+    return name
+
+
+@contextlib.contextmanager
+def naming_flags(variant: Variant, flags: dict[str, str]):
+    """A refusal of a scenario field that a flag set names the flag, not the scenario file: `flags`
+    maps Variant fields to their flags (`tensor_parallel_size` -> `--tp`). Any other error passes."""
+    set_by = {path: flags[name] for name, path in variant.fields_set().items() if name in flags}
+    try:
+        yield
+    except FieldError as error:
+        if error.field not in set_by:
+            raise
+        raise InputError(None, set_by[error.field], f"{error.message} (as {error.field})") from None
