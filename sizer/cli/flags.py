@@ -49,13 +49,14 @@ def check_gpu(name: str | None, flag: str = "--gpu") -> str | None:
 
 
 @contextlib.contextmanager
-def naming_flags(variant: Variant, flags: dict[str, str]):
-    """A refusal of a scenario field that a flag set names the flag, not the scenario file: `flags`
-    maps Variant fields to their flags (`tensor_parallel_size` -> `--tp`). Any other error passes."""
+def naming_flags(variant: Variant, flags: dict[str, str], scenario_file: str | None):
+    """A refusal of a field of the scenario (`scenario_file`, None for one from flags alone) that a
+    flag set names the flag, not the file: `flags` maps Variant fields to their flags
+    (`tensor_parallel_size` -> `--tp`). Any other error (another file's, another field's) passes."""
     set_by = {path: flags[name] for name, path in variant.fields_set().items() if name in flags}
     try:
         yield
     except FieldError as error:
-        if error.field not in set_by:
+        if error.file != scenario_file or error.field not in set_by:
             raise
         raise InputError(None, set_by[error.field], f"{error.message} (as {error.field})") from None

@@ -81,7 +81,7 @@ def command(
     variant = Variant(model=check_model(model), gpu=check_gpu(gpu), tensor_parallel_size=tp, pipeline_parallel_size=pp,
                       quantization=weights, kv_cache_dtype=kv_cache_dtype, max_model_len=max_model_len, rate_per_s=rate,
                       calibrated_profile=str(profile.resolve()) if profile else None)
-    with naming_flags(variant, FLAGS):
+    with naming_flags(variant, FLAGS, str(scenario) if scenario is not None else None):
         resolved = resolve(build_scenario(scenario, variant))
     result = make_plan(resolved)
     if simulate:

@@ -44,3 +44,14 @@ def test_a_model_path_flag_is_read_from_the_working_directory(tmp_path, monkeypa
     assert result.exit_code == 0, result.output
     monkeypatch.chdir(REPO)
     assert refusal("plan", CHAT, "--model", "config.json") == "error: --model: config file 'config.json' does not exist"
+
+
+def test_another_files_field_of_the_same_name_is_not_blamed_on_the_flag(tmp_path):
+    """A calibrated profile's profile.yaml has a `model.name` too: its error names that file, even
+    with a --model flag (which sets the scenario's model.name)."""
+    folder = tmp_path / "profile"
+    shutil.copytree(REPO / "hardware_profiles" / "calibrated" / "h200-llama-3.1-8b-tp1", folder)
+    text = (folder / "profile.yaml").read_text()
+    (folder / "profile.yaml").write_text(text.replace("  name: llama-3.1-8b\n", "  name: [llama]\n", 1))
+    line = refusal("plan", "--model", "llama-3.1-8b", "--gpu", "h200", "--profile", folder)
+    assert line.startswith(f"error: {folder / 'profile.yaml'}: model.name: expected a string"), line

@@ -40,15 +40,18 @@ def test_profile_prices_the_steps():
 def test_profile_for_another_model_is_refused():
     result = runner.invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "h100", "--profile", str(TINY_CPU)])
     assert result.exit_code == 2
-    assert "hardware.calibrated_profile: measured for tiny at TP1" in result.stderr
+    # the profile came from --profile, so the refusal names the flag (and the scenario field it set)
+    assert "error: --profile: measured for tiny at TP1" in result.stderr
+    assert "(as hardware.calibrated_profile)" in result.stderr
 
 
 def test_profile_for_another_device_is_refused():
     # the H200's measurements would price an L4 (a quarter of its bandwidth) three times too fast
     result = runner.invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "l4", "--profile", str(H200)])
     assert result.exit_code == 2
-    assert result.stderr.strip() == ("error: hardware.calibrated_profile: measured on h200; the scenario runs on l4 "
-                                     "(a profile prices only the device it was measured on)")
+    assert result.stderr.strip() == ("error: --profile: measured on h200; the scenario runs on l4 "
+                                     "(a profile prices only the device it was measured on) "
+                                     "(as hardware.calibrated_profile)")
 
 
 @pytest.mark.parametrize("file, text, expected", [
