@@ -173,7 +173,13 @@ class ProfileHeader:
         FieldError naming `file` and the dotted key."""
         if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
             raise FieldError(file, "schema_version", f"expected {SCHEMA_VERSION}")
-        return schema.build(cls, data, "", file)
+        header = schema.build(cls, data, "", file)
+        o = header.overhead
+        if (o.decode_fixed_s is None) != (o.decode_kernel_factor is None):     # the decode-only line is one fit
+            missing = "decode_fixed_s" if o.decode_fixed_s is None else "decode_kernel_factor"
+            raise FieldError(file, f"overhead.{missing}", "missing; the decode-only fit needs both decode_fixed_s "
+                                                          "and decode_kernel_factor (or neither)")
+        return header
 
 
 def _plain(value: Any) -> Any:

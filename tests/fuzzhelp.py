@@ -27,10 +27,10 @@ HOSTILE = st.one_of(
 )
 
 # Text as a command line carries it (a flag's value, a vLLM argument): numbers in every spelling,
-# words, empty, control characters. argv can hold any character but NUL.
+# words, empty, control characters: any character a file or argv can hold (not NUL, no lone surrogate).
 HOSTILE_TEXT = st.one_of(
     st.integers().map(str), st.floats(allow_nan=True, allow_infinity=True).map(repr),
-    st.text(alphabet=st.characters(blacklist_characters="\x00"), max_size=12),
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=12),
     st.sampled_from(["", " ", "0", "-1", "1e400", "nan", "inf", "-inf", "1_000", "0x10", "32k", "10M", "1,2",
                      "1,0", ",", "auto", "bf16", "fp8", "int3", "h100", "a\nb", "\x1b[31m", "9" * 30, "9" * 5000]),
 )
@@ -65,7 +65,9 @@ def answered_or_refused(result, context, answers: tuple[int, ...] = (0,)) -> str
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, (context, result.stderr)
     assert lines[0].startswith("error: ") and lines[0].isprintable(), (context, lines[0])
-    assert len(lines[0]) < 600, (context, lines[0])
+    # values are quoted as excerpts: a 5,000-character value never makes a line that long (the
+    # longest lines list what was expected: the model catalog's names, several hundred characters)
+    assert len(lines[0]) < 2000, (context, lines[0])
     return lines[0]
 
 

@@ -37,7 +37,10 @@ def check_model(name: str | None, flag: str = "--model") -> str | None:
     path comes back absolute, so a scenario in another folder reads the same file."""
     if name is None:
         return None
-    _, _, where = load_config(name, None, flag)
+    try:
+        _, _, where = load_config(name, None, flag)
+    except OSError as exc:       # a name no file system takes (too long, a loop of links): no path, no model
+        raise InputError(None, flag, f"unknown model {excerpt(name)} ({exc.strerror or exc})") from None
     return name if Path(where).parent == CATALOG_DIR else str(Path(where).resolve())
 
 

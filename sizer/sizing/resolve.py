@@ -220,9 +220,10 @@ def _calibrated_profile(s: Scenario, model: ModelSpec, hardware: HardwareSpec,
     profile = load_profile(folder)
     measured = profile.header.model
     if measured.name != model.name or measured.tp != parallel.tp:
-        raise InputError(s.file, field_path, f"measured for {measured.name} at TP{measured.tp}; "
+        raise InputError(s.file, field_path, f"measured for {excerpt(measured.name, quote=False)} at TP{measured.tp}; "
                          f"the scenario serves {model.name} at TP{parallel.tp}")
     if profile.header.device.id != hardware.id:
-        raise InputError(s.file, field_path, f"measured on {profile.header.device.id}; the scenario runs on "
+        raise InputError(s.file, field_path, f"measured on {excerpt(profile.header.device.id, quote=False)}; "
+                         "the scenario runs on "
                          f"{hardware.id} (a profile prices only the device it was measured on)")
     return profile

@@ -55,3 +55,11 @@ def test_another_files_field_of_the_same_name_is_not_blamed_on_the_flag(tmp_path
     (folder / "profile.yaml").write_text(text.replace("  name: llama-3.1-8b\n", "  name: [llama]\n", 1))
     line = refusal("plan", "--model", "llama-3.1-8b", "--gpu", "h200", "--profile", folder)
     assert line.startswith(f"error: {folder / 'profile.yaml'}: model.name: expected a string"), line
+
+
+def test_a_model_name_no_file_system_takes_is_one_line():
+    # 5,000 characters: longer than any file name may be (255 bytes), so the lookup as a path fails
+    # with the OS's own error, which is bad input, quoted as an excerpt
+    line = refusal("plan", CHAT, "--model", "9" * 5000)
+    assert line.startswith("error: --model: unknown model '999") and "(File name too long)" in line
+    assert len(line) < 200

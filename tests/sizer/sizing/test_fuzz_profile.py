@@ -83,8 +83,8 @@ def test_plan_answers_or_refuses_the_profile_in_one_line(tmp_path, case):
     if line is None:
         plan = json_answer(result.stdout)
         assert plan["step_times"], plan
-    else:
-        assert line.startswith(f"error: {folder}"), (what, line)
+    else:   # a damaged file names itself; a sound profile of another model or device names the flag
+        assert line.startswith((f"error: {folder}", "error: --profile: ")), (what, line)
 
 
 def test_the_undamaged_profile_plans():
