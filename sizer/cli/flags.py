@@ -10,7 +10,7 @@ from pathlib import Path
 from simulator.errors import FieldError, excerpt
 from sizer.errors import InputError
 from sizer.inputs.hardware import scenario_hardware
-from sizer.inputs.model_spec import CATALOG_DIR, load_config
+from sizer.inputs.model_spec import load_config
 from sizer.inputs.variant import Variant
 
 # Worker processes for a search: at most 1,024 (each forks a copy of sizer; more than the cores only queue).
@@ -32,16 +32,17 @@ def check_choices(values: tuple | None, flag: str, choices: tuple[str, ...]) -> 
 
 
 def check_model(name: str | None, flag: str = "--model") -> str | None:
-    """A model flag, read before any work (a catalog name, or a config.json path from the working
-    directory) so that an unknown one is refused naming the flag, not the scenario field it sets; a
-    path comes back absolute, so a scenario in another folder reads the same file."""
+    """A model flag, read before any work (a catalog name, a config.json or checkpoint folder path from
+    the working directory, a cached Hugging Face id) so that an unknown one is refused naming the
+    flag, not the scenario field it sets; a path comes back absolute, so a scenario in another
+    folder reads the same file."""
     if name is None:
         return None
     try:
-        _, _, where = load_config(name, None, flag)
+        found_as = load_config(name, None, flag).found_as
     except OSError as exc:       # a name no file system takes (too long, a loop of links): no path, no model
         raise InputError(None, flag, f"unknown model {excerpt(name)} ({exc.strerror or exc})") from None
-    return name if Path(where).parent == CATALOG_DIR else str(Path(where).resolve())
+    return str(Path(name).resolve()) if found_as == "path" else name
 
 
 def check_gpu(name: str | None, flag: str = "--gpu") -> str | None:
