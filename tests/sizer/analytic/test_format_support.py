@@ -88,10 +88,11 @@ def test_nvfp4_checkpoint_on_h100_plan_says_how_vllm_runs_it(tmp_path):
 def test_a_refused_format_is_one_line():
     result = CliRunner().invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "mi300x", "--weights", "int8"])
     assert result.exit_code == 2
+    # the format came from --weights, so the refusal names the flag (and the scenario field it set)
     assert result.stderr.strip().splitlines() == [
-        "error: deployment.quantization: no vLLM kernel runs int8 weights with int8 activations on AMD Instinct "
+        "error: --weights: no vLLM kernel runs int8 weights with int8 activations on AMD Instinct "
         "MI300X 192GB (OAM) (CDNA3, gfx942) (format table: sizer/analytic/format_support.py); name another format "
-        "or GPU"]
+        "or GPU (as deployment.quantization)"]
 
 
 

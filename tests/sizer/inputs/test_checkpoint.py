@@ -131,7 +131,8 @@ def test_hf_home_is_used_without_hf_hub_cache(tmp_path, monkeypatch):
 def test_an_id_not_in_the_cache_is_one_line_naming_it(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
     line = one_line_error(["plan", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100"])
-    assert line.startswith("error: model.name: Hugging Face model 'meta-llama/Llama-3.1-8B-Instruct' is not in the "
+    # --model is read up front (sizer/cli/flags.py check_model), so the refusal names the flag
+    assert line.startswith("error: --model: Hugging Face model 'meta-llama/Llama-3.1-8B-Instruct' is not in the "
                            f"local Hugging Face cache ({tmp_path}; sizer never downloads)"), line
 
 
