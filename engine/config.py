@@ -75,8 +75,11 @@ class EngineConfig:
         return (self.num_heads + 2 * self.num_kv_heads) * self.head_dim
 
 
-def engine_config(spec: ModelShape, tp: int = 1, scale: float = 1.0, file: str | None = None) -> EngineConfig:
-    """Shapes for one of `tp` devices; `scale` in (0, 1] keeps that share of the layers."""
+def engine_config(spec: ModelShape, tp: int = 1, scale: float = 1.0, file: str | None = None,
+                  fields: tuple[str, str] = ("tp", "scale")) -> EngineConfig:
+    """Shapes for one of `tp` devices; `scale` in (0, 1] keeps that share of the layers. A FieldError
+    names `file` and `fields`, where the caller read tp and scale (`--tp`, `--scale` for calibrate)."""
+    tp_field, scale_field = fields
     if spec.is_mla:
         raise FieldError(file, "model", f"{spec.name} uses multi-head latent attention; "
                                         "the bundled engine does not support MLA yet")
@@ -87,14 +90,14 @@ def engine_config(spec: ModelShape, tp: int = 1, scale: float = 1.0, file: str |
         raise FieldError(file, "model", f"{spec.name} has layers of different kinds (hybrid mixers, per-layer "
                                         "widths or a vision tower); the bundled engine builds uniform decoders only")
     if tp < 1 or spec.num_attention_heads % tp:
-        raise FieldError(file, "tp", f"TP {tp} must divide the {spec.num_attention_heads} attention heads")
+        raise FieldError(file, tp_field, f"TP {tp} must divide the {spec.num_attention_heads} attention heads")
     if spec.num_kv_heads >= tp and spec.num_kv_heads % tp:
-        raise FieldError(file, "tp", f"TP {tp} must divide the {spec.num_kv_heads} KV heads")
+        raise FieldError(file, tp_field, f"TP {tp} must divide the {spec.num_kv_heads} KV heads")
     if not 0 < scale <= 1:
-        raise FieldError(file, "scale", f"expected a share of the layers in (0, 1], got {scale}")
+        raise FieldError(file, scale_field, f"expected a share of the layers in (0, 1], got {scale}")
     widths = [spec.intermediate_size] + ([spec.moe_intermediate_size] if spec.is_moe else [])
     if any(w % tp for w in widths) or spec.vocab_size % tp:
-        raise FieldError(file, "tp",
+        raise FieldError(file, tp_field,
                          f"TP {tp} must divide the MLP widths {widths} and the vocabulary {spec.vocab_size}")
     return EngineConfig(
         name=spec.name,

@@ -28,18 +28,16 @@ from __future__ import annotations
 
 import csv
 import io
-import math
-import reprlib
-import types
-from dataclasses import MISSING, dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any, Union, get_args, get_origin, get_type_hints
+from typing import Any
 
 import numpy as np
-import yaml
 
-from simulator.errors import FieldError
+from simulator import schema
+from simulator.errors import FieldError, excerpt
 from simulator.input_files import read_text
+from simulator.safe_yaml import load_yaml
 from simulator.step_batch import StepBatch, StepTimeModel
 
 PROFILE_FILE = "profile.yaml"
@@ -69,14 +67,19 @@ class Versions:
     python: str
 
 
+# The bounds (`schema.field`) are on what the step-time model divides by or multiplies with;
+# fields without them (versions, fit statistics, achieved rates) are only reported, never
+# computed with.
+
+
 @dataclass(frozen=True)
 class ModelInfo:
     name: str
-    tp: int
-    hidden_size: int
-    engine_num_layers: int          # layers the engine ran
-    model_num_layers: int           # layers of the model (more when calibrated with --scale)
-    scale: float
+    tp: int = schema.field(ge=1)
+    hidden_size: int = schema.field(ge=1)
+    engine_num_layers: int = schema.field(ge=1)     # layers the engine ran
+    model_num_layers: int = schema.field(ge=1)      # layers of the model (more when calibrated with --scale)
+    scale: float = schema.field(gt=0)
     note: str | None
 
 
@@ -84,27 +87,27 @@ class ModelInfo:
 class Limits:
     """The largest step the profile covers (the deployment's scheduler limits)."""
 
-    max_num_batched_tokens: int
-    max_num_seqs: int
-    max_model_len: int
-    block_size: int
+    max_num_batched_tokens: int = schema.field(ge=1)
+    max_num_seqs: int = schema.field(ge=1)
+    max_model_len: int = schema.field(ge=1)
+    block_size: int = schema.field(ge=1)
 
 
 @dataclass(frozen=True)
 class Overhead:
     """What whole steps cost beyond the kernel tables (engine/calibrate.py `fit_overhead`).
     The fit's statistics are None before the fit; the decode-only line is None when the
-    sweep had too few decode-only steps for it."""
+    sweep had too few decode-only steps for it. A fit may give 0."""
 
-    fixed_s: float
-    per_seq_s: float
-    kernel_factor: float
+    fixed_s: float = schema.field(ge=0)
+    per_seq_s: float = schema.field(ge=0)
+    kernel_factor: float = schema.field(ge=0)
     host_fixed_s: float | None = None
     forward_fixed_s: float | None = None
     fit_steps: int | None = None
     dropped_steps: int | None = None
-    decode_fixed_s: float | None = None
-    decode_kernel_factor: float | None = None
+    decode_fixed_s: float | None = schema.field(None, ge=0)
+    decode_kernel_factor: float | None = schema.field(None, ge=0)
     step_error_p50: float | None = None
 
 
@@ -149,13 +152,13 @@ class ProfileHeader:
     versions: Versions
     date: str                       # ISO date of the calibration
     dtype: str                      # torch dtype name: 'bfloat16', 'float32'
-    dtype_bytes: int
+    dtype_bytes: int = schema.field(ge=1)
     kernels: str                    # 'triton' or 'torch'
     model: ModelInfo
     limits: Limits
-    calls_per_step: dict[str, int]  # token op -> calls in one step of the layers the engine ran
+    calls_per_step: dict[str, int] = schema.field(ge=0)  # token op -> calls in one step of the layers the engine ran
     per_layer_ops: tuple[str, ...]  # the token ops that scale with the layer count
-    allreduce_calls_per_layer: int
+    allreduce_calls_per_layer: int = schema.field(ge=0)
     overhead: Overhead
     achieved: Achieved
 
@@ -170,7 +173,13 @@ class ProfileHeader:
         FieldError naming `file` and the dotted key."""
         if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
             raise FieldError(file, "schema_version", f"expected {SCHEMA_VERSION}")
-        return _read(cls, data, "", file)
+        header = schema.build(cls, data, "", file)
+        o = header.overhead
+        if (o.decode_fixed_s is None) != (o.decode_kernel_factor is None):     # the decode-only line is one fit
+            missing = "decode_fixed_s" if o.decode_fixed_s is None else "decode_kernel_factor"
+            raise FieldError(file, f"overhead.{missing}", "missing; the decode-only fit needs both decode_fixed_s "
+                                                          "and decode_kernel_factor (or neither)")
+        return header
 
 
 def _plain(value: Any) -> Any:
@@ -182,68 +191,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     return value
-
-
-def _read(cls: type, data: Any, where: str, file: str) -> Any:
-    """A dataclass from a mapping: every field without a default must be there."""
-    if not isinstance(data, dict):
-        raise FieldError(file, where or None, "expected a mapping")
-    hints = get_type_hints(cls)
-    values = {}
-    for f in fields(cls):
-        key = f"{where}.{f.name}" if where else f.name
-        if f.name in data:
-            values[f.name] = _value(hints[f.name], data[f.name], key, file)
-        elif f.default is MISSING:
-            raise FieldError(file, key, "missing")
-    return cls(**values)
-
-
-def _value(kind: Any, value: Any, key: str, file: str) -> Any:
-    origin, args = get_origin(kind), get_args(kind)
-    if origin in (Union, types.UnionType):                       # X | None
-        return None if value is None else _value(next(a for a in args if a is not type(None)), value, key, file)
-    if is_dataclass(kind):
-        return _read(kind, value, key, file)
-    if origin is dict and isinstance(value, dict):
-        return {str(k): _value(args[1], v, f"{key}.{k}", file) for k, v in value.items()}
-    if origin is tuple and isinstance(value, list):
-        return tuple(_value(args[0], v, f"{key}[{i}]", file) for i, v in enumerate(value))
-    if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
-        if not math.isfinite(value):
-            raise FieldError(file, key, f"expected a finite number, got {_excerpt(value)}")
-        return _bounded(float(value), key, file)
-    if kind in (int, str) and type(value) is kind:
-        return _bounded(value, key, file) if kind is int else value
-    raise FieldError(file, key, f"expected {getattr(kind, '__name__', kind)}, got {_excerpt(value)}")
-
-
-# What the step-time model divides by or multiplies with must be in range: (dotted key or a
-# prefix ending in ".", lowest, strictly above the lowest). Keys not listed (versions, fit
-# statistics, achieved rates) are only reported, never computed with.
-HEADER_BOUNDS = {
-    "dtype_bytes": (1, False), "model.tp": (1, False), "model.hidden_size": (1, False),
-    "model.engine_num_layers": (1, False), "model.model_num_layers": (1, False), "model.scale": (0, True),
-    "limits.": (1, False), "calls_per_step.": (0, False), "allreduce_calls_per_layer": (0, False),
-    "overhead.fixed_s": (0, False), "overhead.per_seq_s": (0, False), "overhead.kernel_factor": (0, False),
-    "overhead.decode_fixed_s": (0, False), "overhead.decode_kernel_factor": (0, False),   # a fit may give 0
-}
-
-
-def _bounded(value: float, key: str, file: str) -> float:
-    bound = HEADER_BOUNDS.get(key) or next((b for k, b in HEADER_BOUNDS.items()
-                                            if k.endswith(".") and key.startswith(k)), None)
-    if bound is not None:
-        low, strict = bound
-        if value < low or (strict and value == low):
-            raise FieldError(file, key, f"expected a value {'>' if strict else '>='} {low}, got {_excerpt(value)}")
-    return value
-
-
-def _excerpt(value: Any, limit: int = 80) -> str:
-    """A short quote of a value for an error message (engine/ imports nothing of sizer's excerpt)."""
-    text = reprlib.repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _segment(xs: np.ndarray, ys: np.ndarray, x: float) -> tuple[float, bool]:
@@ -297,7 +244,7 @@ def _read_csv(path: Path, required: tuple[str, ...]) -> dict[str, np.ndarray]:
     missing = [c for c in required if c not in header]
     if missing:
         raise FieldError(str(path), f"column {missing[0]}",
-                         f"missing; the table has {_excerpt(header)} and needs {', '.join(required)}")
+                         f"missing; the table has {excerpt(header)} and needs {', '.join(required)}")
     columns = {}
     for line, row in enumerate(rows, 2):
         if None in row:
@@ -312,7 +259,7 @@ def _read_csv(path: Path, required: tuple[str, ...]) -> dict[str, np.ndarray]:
         if len(bad_rows):
             i = int(bad_rows[0])
             raise FieldError(str(path), f"line {i + 2}, column {k}",
-                             f"expected a finite number >= 0, got {_excerpt(rows[i][k])}")
+                             f"expected a finite number >= 0, got {excerpt(rows[i][k])}")
         columns[k] = values
     return columns
 
@@ -361,12 +308,7 @@ def read_header(folder: Path) -> ProfileHeader:
     if not path.exists():
         raise FieldError(str(folder), None,
                          f"not a calibrated profile: no {PROFILE_FILE} (run `sizer calibrate` first)")
-    text = read_text(path, MAX_PROFILE_YAML_BYTES, PROFILE_FILE)
-    try:
-        data = yaml.safe_load(text)
-    except (yaml.YAMLError, RecursionError) as exc:
-        raise FieldError(str(path), None, f"not valid YAML ({type(exc).__name__})") from None
-    return ProfileHeader.from_dict(data, str(path))
+    return ProfileHeader.from_dict(load_yaml(path, MAX_PROFILE_YAML_BYTES, PROFILE_FILE), str(path))
 
 
 def load_profile(path: str | Path) -> CalibrationProfile:

@@ -23,7 +23,7 @@ from engine.device import Device
 from engine.kernels import select
 from engine.kv_cache import PagedKVCache
 from engine.model import Transformer
-from engine.profile import CalibratedStepTimeModel, CalibrationProfile
+from engine.profile import PROFILE_FILE, CalibratedStepTimeModel, CalibrationProfile
 from engine.runner import EngineRunner, RunResult
 from engine.weights import load_weights
 from simulator.metrics import summarise, weighted_percentiles
@@ -141,7 +141,8 @@ def validate(spec: ModelShape, profile: CalibrationProfile, device: Device, conf
     if config.num_replicas != 1 or config.disaggregation is not None:
         raise ValueError("the bundled engine runs one replica")
     header = profile.header
-    cfg = engine_config(spec, tp=header.model.tp, scale=header.model.scale)
+    cfg = engine_config(spec, header.model.tp, header.model.scale, str(profile.path / PROFILE_FILE),
+                        ("model.tp", "model.scale"))
     kernels = select(header.kernels)
     model = Transformer(cfg, device.dtype, device.torch_device, kernels, config.replica.scheduler.max_model_len, seed)
     if weights is not None:

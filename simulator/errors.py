@@ -33,10 +33,13 @@ class FieldError(ValueError):
 
 
 def excerpt(value: Any, limit: int = EXCERPT_CHARS, quote: bool = True) -> str:
-    """`value` for an error message: its repr (`quote=False`: a string as it is), cut to `limit`
-    characters with "..." where it was cut. Never builds the full repr of a big value."""
+    """`value` for an error message: its repr (`quote=False`: a string as it is, but for its control
+    characters, escaped as repr escapes them, so a message stays one line), cut to `limit` characters
+    with "..." where it was cut. Never builds the full repr of a big value."""
     if isinstance(value, str) and not quote:
         text = value[:limit + 1]
+        if not text.isprintable():
+            text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
     else:
         try:
             text = _REPR.repr(value)

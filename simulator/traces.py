@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 
 from simulator.errors import EXCERPT_CHARS, FieldError, excerpt
+from simulator.schema import Key, check_key, read_key
 from simulator.workload import Workload
 
 MOONCAKE_BLOCK_TOKENS = 512
-CSV_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 
 # -- Bounds on what a trace may hold, and why. Checked row by row while reading, so nothing
 # -- larger is ever allocated and no loop runs longer than these allow.
@@ -56,6 +56,26 @@ MAX_HASH_ID = 2 ** 63 - 1
 # Timestamps, in seconds, within +-1e11 s (3,000 years: Unix time in seconds or milliseconds
 # fits) so that float64 seconds keep every arrival to 15 microseconds or better; finite.
 MAX_TIMESTAMP_S = 1e11
+
+# -- The fields of a request row, declared once (simulator/schema.py checks them). The readers
+# -- test the common row against the same declarations inline, for speed; any other row goes
+# -- through `read_key`/`check_key`, which refuse what breaks them naming line and field.
+_TOKENS = {"ge": 1, "le": MAX_REQUEST_TOKENS, "nullable": False}
+MOONCAKE_FIELDS = (
+    Key("timestamp", float, ge=-MAX_TIMESTAMP_S * 1e3, le=MAX_TIMESTAMP_S * 1e3, nullable=False,
+        doc="arrival, milliseconds"),
+    Key("input_length", int, **_TOKENS, doc="prompt tokens"),
+    Key("output_length", int, **_TOKENS, doc="output tokens"),
+    Key("hash_ids", list[int], ge=0, le=MAX_HASH_ID, doc=f"prefix-block hashes, one a {MOONCAKE_BLOCK_TOKENS}-token "
+                                                          "block (optional)"),
+)
+CSV_FIELDS = (
+    Key("TIMESTAMP", float, ge=-MAX_TIMESTAMP_S, le=MAX_TIMESTAMP_S, nullable=False,
+        doc="arrival, seconds; or ISO 8601 date-times, when the first row's is one"),
+    Key("ContextTokens", int, **_TOKENS, doc="prompt tokens"),
+    Key("GeneratedTokens", int, **_TOKENS, doc="output tokens"),
+)
+CSV_COLUMNS = tuple(k.name for k in CSV_FIELDS)
 
 
 def _lines(path: str, f) -> Iterator[tuple[int, str]]:
@@ -92,54 +112,14 @@ def _open(path: str):
         raise FieldError(path, None, f"cannot read the trace ({e.strerror or e})") from None
 
 
-# -- One declared check per kind of value; each returns the value or raises ValueError(expectation).
-
-def _seconds(value, unit_s: float, unit: str) -> float:
-    """A finite timestamp in `unit`, within +-MAX_TIMESTAMP_S, as seconds."""
-    expected = f"a finite number of {unit} within +-{MAX_TIMESTAMP_S / unit_s:.0e}"
-    if type(value) not in (int, float):
-        raise ValueError(f"expected {expected}, not {excerpt(value)}")
-    if not abs(value) <= MAX_TIMESTAMP_S / unit_s:          # also NaN, inf and huge ints (no float overflow)
-        raise ValueError(f"expected {expected}, not {excerpt(value)}")
-    return value * unit_s
-
-
-def _tokens(value, least: int = 1) -> int:
-    """A whole number of tokens from `least` to MAX_REQUEST_TOKENS (an integral float is taken)."""
-    expected = f"a whole number of tokens from {least} to {MAX_REQUEST_TOKENS:,}"
-    if type(value) is float and value.is_integer() and abs(value) <= 2 ** 53:
-        value = int(value)
-    if type(value) is not int:
-        raise ValueError(f"expected {expected}, not {excerpt(value)}")
-    if not least <= value <= MAX_REQUEST_TOKENS:
-        raise ValueError(f"expected {expected}, not {excerpt(value)}")
-    return value
-
-
-def _request_tokens(prompt: int, output: int, prompt_name: str, output_name: str) -> None:
+def _request_tokens(path: str, where: str, prompt: int, output: int, output_name: str) -> None:
+    """Prompt and output share one context window: together at most MAX_REQUEST_TOKENS."""
     if prompt + output > MAX_REQUEST_TOKENS:
-        raise ValueError(f"{prompt_name} + {output_name} = {prompt + output:,}; a request's prompt and output share "
-                         f"one context, expected at most {MAX_REQUEST_TOKENS:,} tokens")
+        raise FieldError(path, f"{where}, {output_name}", f"{prompt:,} + {output:,} tokens; a request's prompt and "
+                         f"output share one context, expected at most {MAX_REQUEST_TOKENS:,} together")
 
 
 _INT = {int}
-
-
-def _hash_ids(value, prompt_tokens: int) -> tuple[int, ...]:
-    """Prefix-block hashes: a list of at most ceil(prompt / 512) ints in [0, 2^63)."""
-    if value is None:
-        return ()
-    if type(value) is not list:
-        raise ValueError(f"expected a list of block hashes, not {excerpt(value)}")
-    blocks = -(-prompt_tokens // MOONCAKE_BLOCK_TOKENS)
-    if len(value) > blocks:
-        raise ValueError(f"{len(value):,} block hashes for a {prompt_tokens:,}-token prompt; expected at most "
-                         f"{blocks:,} (one a {MOONCAKE_BLOCK_TOKENS}-token block)")
-    ids = tuple(value)
-    if ids and (set(map(type, ids)) != _INT or min(ids) < 0 or max(ids) > MAX_HASH_ID):
-        bad = next(h for h in ids if type(h) is not int or not 0 <= h <= MAX_HASH_ID)
-        raise ValueError(f"expected block hashes as whole numbers from 0 to 2^63 - 1, not {excerpt(bad)}")
-    return ids
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
@@ -152,7 +132,7 @@ def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
 
 
 _DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
-_MOONCAKE_KEYS = ("timestamp", "input_length", "output_length")
+_MOONCAKE_KEYS = tuple(k.name for k in MOONCAKE_FIELDS if not k.nullable)      # hash_ids may be left out
 
 
 def read_mooncake(path: str | Path, limit: int | None = None) -> Workload:
@@ -161,6 +141,8 @@ def read_mooncake(path: str | Path, limit: int | None = None) -> Workload:
     cap = MAX_TRACE_REQUESTS if limit is None else min(limit, MAX_TRACE_REQUESTS)
     arrival, prompt, output, segments = [], [], [], []
     num_hash_ids = 0
+    t_key, p_key, o_key, h_key = MOONCAKE_FIELDS
+    t_lo, t_hi, least, most, h_lo, h_hi = t_key.ge, t_key.le, p_key.ge, p_key.le, h_key.ge, h_key.le
     with _open(path) as f:
         for lineno, text in _lines(path, f):
             if not text.strip():
@@ -171,15 +153,16 @@ def read_mooncake(path: str | Path, limit: int | None = None) -> Workload:
                                      f"holds at most that many (replay a slice of a longer one)")
                 break
             rec = _json(path, lineno, text)
-            # The common record, checked inline (the same rules as _mooncake_record, which any other
-            # record goes through: it refuses what breaks them and normalises what it accepts).
+            # The common record, checked inline against MOONCAKE_FIELDS (input and output lengths
+            # share the token bound); any other record goes through _mooncake_record, which refuses
+            # what breaks them and normalises what it accepts.
             if type(rec) is dict:
                 t, p, o = rec.get("timestamp"), rec.get("input_length"), rec.get("output_length")
                 h = rec.get("hash_ids")
-                if (type(p) is int and type(o) is int and 0 < p and 0 < o and p + o <= MAX_REQUEST_TOKENS
-                        and type(t) in _NUMBER and -_MAX_TIMESTAMP_MS <= t <= _MAX_TIMESTAMP_MS
+                if (type(p) is int and type(o) is int and least <= p and least <= o and p + o <= most
+                        and type(t) in _NUMBER and t_lo <= t <= t_hi
                         and type(h) is list and len(h) <= -(-p // MOONCAKE_BLOCK_TOKENS)
-                        and (not h or (set(map(type, h)) == _INT and min(h) >= 0 and max(h) <= MAX_HASH_ID))):
+                        and (not h or (set(map(type, h)) == _INT and min(h) >= h_lo and max(h) <= h_hi))):
                     t, h = t * 1e-3, tuple(h)
                 else:
                     t, p, o, h = _mooncake_record(path, lineno, rec)
@@ -197,7 +180,6 @@ def read_mooncake(path: str | Path, limit: int | None = None) -> Workload:
 
 
 _NUMBER = (int, float)
-_MAX_TIMESTAMP_MS = MAX_TIMESTAMP_S / 1e-3        # as _seconds computes it
 
 
 def _json(path: str, lineno: int, text: str):
@@ -221,18 +203,13 @@ def _mooncake_record(path: str, lineno: int, rec) -> tuple[float, int, int, tupl
         if key not in rec:
             raise FieldError(path, f"{where}, {key}", f"missing; expected a Mooncake record with "
                              f"{', '.join(_MOONCAKE_KEYS)} and hash_ids")
-    key = "timestamp"
-    try:
-        t = _seconds(rec[key], 1e-3, "milliseconds")
-        key = "input_length"
-        p = _tokens(rec[key])
-        key = "output_length"
-        o = _tokens(rec[key])
-        _request_tokens(p, o, "input_length", key)
-        key = "hash_ids"
-        return t, p, o, _hash_ids(rec.get(key), p)
-    except ValueError as e:
-        raise FieldError(path, f"{where}, {key}", str(e)) from None
+    t, p, o, h = (read_key(key, rec, path, f"{where}, ")[0] for key in MOONCAKE_FIELDS)
+    _request_tokens(path, where, p, o, "output_length")
+    blocks = -(-p // MOONCAKE_BLOCK_TOKENS)
+    if h is not None and len(h) > blocks:
+        raise FieldError(path, f"{where}, hash_ids", f"{len(h):,} block hashes for a {p:,}-token prompt; expected at "
+                         f"most {blocks:,} (one a {MOONCAKE_BLOCK_TOKENS}-token block)")
+    return t * 1e-3, p, o, tuple(h or ())
 
 
 def _number(cell: str):
@@ -274,6 +251,8 @@ def read_csv_trace(path: str | Path, limit: int | None = None) -> Workload:
                 raise FieldError(path, f"line {reader.line_num}", f"column {twice} given twice")
             at = tuple(names.index(c) for c in CSV_COLUMNS)
             ti, pi, oi = at
+            t_key, p_key, _ = CSV_FIELDS
+            t_lo, t_hi, least, most = t_key.ge, t_key.le, p_key.ge, p_key.le
             for row in reader:
                 if not row:
                     continue
@@ -288,15 +267,15 @@ def read_csv_trace(path: str | Path, limit: int | None = None) -> Workload:
                                      f"each column of the header")
                 if numeric is None:
                     numeric = not isinstance(_number(row[ti].strip()), str)
-                # The common row, checked inline (the same rules as _csv_row, which any other row goes through).
+                # The common row, checked inline against CSV_FIELDS (the two lengths share the token
+                # bound); any other row goes through _csv_row.
                 stamp = row[ti].strip()
                 try:
                     p, o = int(row[pi]), int(row[oi])
                     t = float(stamp) if numeric else stamp
                 except ValueError:
                     p = o = 0
-                if not (0 < p and 0 < o and p + o <= MAX_REQUEST_TOKENS
-                        and (-MAX_TIMESTAMP_S <= t <= MAX_TIMESTAMP_S if numeric else t)):
+                if not (least <= p and least <= o and p + o <= most and (t_lo <= t <= t_hi if numeric else t)):
                     t, p, o = _csv_row(path, lineno, row, at, numeric)
                 stamps.append(t)
                 prompt.append(p)
@@ -313,23 +292,18 @@ def read_csv_trace(path: str | Path, limit: int | None = None) -> Workload:
 
 def _csv_row(path: str, lineno: int, row: list[str], at: tuple[int, int, int], numeric: bool):
     """(timestamp, prompt, output) of one row, or a FieldError naming its line and column."""
-    ti, pi, oi = at
-    column = CSV_COLUMNS[0]
-    try:
-        cell = row[ti].strip()
-        if numeric:
-            t = _seconds(_number(cell), 1.0, "seconds (as on the first row)")
-        elif not cell:
-            raise ValueError("empty; expected a date-time (as on the first row)")
-        else:
-            t = cell
-        column = CSV_COLUMNS[1]
-        p = _tokens(_number(row[pi].strip()))
-        column = CSV_COLUMNS[2]
-        o = _tokens(_number(row[oi].strip()))
-        _request_tokens(p, o, CSV_COLUMNS[1], column)
-    except ValueError as e:
-        raise FieldError(path, f"line {lineno:,}, {column}", str(e)) from None
+    where = f"line {lineno:,}"
+    cells = [row[i].strip() for i in at]
+    t_key, p_key, o_key = CSV_FIELDS
+    if numeric:
+        t = check_key(t_key, _number(cells[0]), path, f"{where}, {t_key.name}")
+    elif not cells[0]:
+        raise FieldError(path, f"{where}, {t_key.name}", "empty; expected a date-time (as on the first row)")
+    else:
+        t = cells[0]
+    p = check_key(p_key, _number(cells[1]), path, f"{where}, {p_key.name}")
+    o = check_key(o_key, _number(cells[2]), path, f"{where}, {o_key.name}")
+    _request_tokens(path, where, p, o, o_key.name)
     return t, p, o
 
 

@@ -1,6 +1,6 @@
 """The layout's rules (docs/architecture.md), checked on the source: imports point one way.
 
-    simulator            imports numpy, simpy and itself only (a leaf)
+    simulator            imports numpy, simpy, PyYAML and itself only (a leaf)
     engine               imports simulator (and torch, triton), never sizer
     sizer.inputs    ->   sizer.analytic -> sizer.sizing -> sizer.outputs -> sizer.cli
                          each stage imports only the stages before it (and sizer.errors)

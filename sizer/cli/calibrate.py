@@ -11,6 +11,7 @@ import typer
 
 from engine.profile import Limits, ProfileHeader, read_header
 from simulator.errors import excerpt
+from sizer.cli.flags import check_model
 from sizer.errors import InputError
 from sizer.inputs.hardware import load_hardware
 from sizer.inputs.model_spec import load_model
@@ -76,7 +77,7 @@ def _calibrate(model_name, gpu, device_kind, tp, scale, out: Path, max_tokens, m
         raise InputError(None, "--device", f"expected 'cpu', got {excerpt(device_kind)} (name a GPU with --gpu)")
     if kernels_name not in ("auto", "triton", "torch"):
         raise InputError(None, "--kernels", f"expected auto, triton or torch, got {excerpt(kernels_name)}")
-    spec = load_model(model_name, None, "--model")
+    spec = load_model(check_model(model_name), None, "--model")
     hardware = load_hardware(gpu, None, "--gpu") if gpu else None
 
     from engine.calibrate import CalibrationRequest, calibrate
@@ -84,7 +85,7 @@ def _calibrate(model_name, gpu, device_kind, tp, scale, out: Path, max_tokens, m
     from engine.device import cpu_device, gpu_device
     from engine.kernels import select
 
-    cfg = engine_config(spec, tp, scale)
+    cfg = engine_config(spec, tp, scale, fields=("--tp", "--scale"))
     dev = gpu_device(hardware) if hardware else cpu_device()
     d_tokens, d_seqs, d_len = DEFAULT_LIMITS[dev.kind]
     length = min(max_len or d_len, spec.max_position_embeddings or d_len)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
+from simulator.errors import FieldError
 from sizer.cli.render import check_summary
-from sizer.errors import InputError
 from sizer.outputs.check import CheckResult, check_file
 from sizer.outputs.destination import check_destination
 from sizer.outputs.junit import write_junit, write_junit_error
@@ -30,11 +30,11 @@ def command(
         check_destination(junit, "--junit")
     try:
         result = check_file(str(file), kv_share, budget)
-    except InputError as error:
+    except FieldError as error:
         if junit:
             try:
                 write_junit_error(junit, str(file), error)
-            except InputError:
+            except FieldError:
                 pass                # the disk filled since the check: the input's own error is the one to show
         raise error                 # the CLI prints it as one line, exit 2
     if as_json:

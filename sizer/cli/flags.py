@@ -3,10 +3,15 @@ flag and exit 2, before the command reads a file or does any work."""
 
 from __future__ import annotations
 
+import contextlib
 import math
+from pathlib import Path
 
-from simulator.errors import excerpt
+from simulator.errors import FieldError, excerpt
 from sizer.errors import InputError
+from sizer.inputs.hardware import scenario_hardware
+from sizer.inputs.model_spec import load_config
+from sizer.inputs.variant import Variant
 
 # Worker processes for a search: at most 1,024 (each forks a copy of sizer; more than the cores only queue).
 MAX_WORKERS = 1024
@@ -24,3 +29,38 @@ def check_choices(values: tuple | None, flag: str, choices: tuple[str, ...]) -> 
         if value not in choices:
             raise InputError(None, flag, f"{excerpt(value)} is not one of {', '.join(choices)}")
     return values
+
+
+def check_model(name: str | None, flag: str = "--model") -> str | None:
+    """A model flag, read before any work (a catalog name, a config.json or checkpoint folder path from
+    the working directory, a cached Hugging Face id) so that an unknown one is refused naming the
+    flag, not the scenario field it sets; a path comes back absolute, so a scenario in another
+    folder reads the same file."""
+    if name is None:
+        return None
+    try:
+        found_as = load_config(name, None, flag).found_as
+    except OSError as exc:       # a name no file system takes (too long, a loop of links): no path, no model
+        raise InputError(None, flag, f"unknown model {excerpt(name)} ({exc.strerror or exc})") from None
+    return str(Path(name).resolve()) if found_as == "path" else name
+
+
+def check_gpu(name: str | None, flag: str = "--gpu") -> str | None:
+    """An accelerator flag, checked before any work (a profile id or alias, or cpu), naming the flag."""
+    if name is not None:
+        scenario_hardware(name, None, flag)
+    return name
+
+
+@contextlib.contextmanager
+def naming_flags(variant: Variant, flags: dict[str, str], scenario_file: str | None):
+    """A refusal of a field of the scenario (`scenario_file`, None for one from flags alone) that a
+    flag set names the flag, not the file: `flags` maps Variant fields to their flags
+    (`tensor_parallel_size` -> `--tp`). Any other error (another file's, another field's) passes."""
+    set_by = {path: flags[name] for name, path in variant.fields_set().items() if name in flags}
+    try:
+        yield
+    except FieldError as error:
+        if error.file != scenario_file or error.field not in set_by:
+            raise
+        raise InputError(None, set_by[error.field], f"{error.message} (as {error.field})") from None

@@ -10,10 +10,10 @@ from pathlib import Path
 import typer
 
 from simulator.errors import excerpt
+from simulator.safe_yaml import load_yaml
 from sizer.cli.flags import check_choices, check_range
 from sizer.errors import InputError
 from sizer.inputs.hardware import all_profiles, load_hardware
-from sizer.inputs.safe_load import load_yaml
 from sizer.inputs.scenario import MAX_REPLICAS, KVCacheDtype, WeightFormat, load_scenario
 from sizer.outputs.destination import check_destination, write_text
 from sizer.outputs.emit import FORMATS, ServingConfig, emit

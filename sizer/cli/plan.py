@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from sizer.cli.flags import check_choices, check_range
+from sizer.cli.flags import check_choices, check_gpu, check_model, check_range, naming_flags
 from sizer.cli.options import EMIT_HELP, EMIT_TO_HELP, check_emit, emits_to_stdout, emitted, write_emitted
 from sizer.cli.render import render_plan
 from sizer.errors import InputError
@@ -39,6 +39,12 @@ from sizer.sizing.resolve import resolve
 FLAGS_ONLY_WORKLOAD = {"workload": {"arrival": {"rate_per_s": 1.0},
                                     "prompt_tokens": {"distribution": "fixed", "value": 1024},
                                     "output_tokens": {"distribution": "fixed", "value": 256}}}
+
+
+# Variant field -> the flag of `plan` that sets it.
+FLAGS = {"model": "--model", "gpu": "--gpu", "tensor_parallel_size": "--tp", "pipeline_parallel_size": "--pp",
+         "quantization": "--weights", "kv_cache_dtype": "--kv-cache-dtype", "max_model_len": "--max-model-len",
+         "rate_per_s": "--rate", "calibrated_profile": "--profile"}
 
 
 def build_scenario(scenario: Path | None, variant: Variant) -> Scenario:
@@ -77,10 +83,11 @@ def command(
     check_range(max_model_len, "--max-model-len", 1, MAX_TOKENS)
     check_range(rate, "--rate", MIN_RATE_PER_S, MAX_RATE_PER_S)
     check_emit(emit, emit_to, as_json)
-    variant = Variant(model=model, gpu=gpu, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=weights,
-                      kv_cache_dtype=kv_cache_dtype, max_model_len=max_model_len, rate_per_s=rate,
+    variant = Variant(model=check_model(model), gpu=check_gpu(gpu), tensor_parallel_size=tp, pipeline_parallel_size=pp,
+                      quantization=weights, kv_cache_dtype=kv_cache_dtype, max_model_len=max_model_len, rate_per_s=rate,
                       calibrated_profile=str(profile.resolve()) if profile else None)
-    resolved = resolve(build_scenario(scenario, variant))
+    with naming_flags(variant, FLAGS, str(scenario) if scenario is not None else None):
+        resolved = resolve(build_scenario(scenario, variant))
     result = make_plan(resolved)
     if simulate:
         result = add_simulation(result, resolved)

@@ -25,7 +25,7 @@ from sizer.cli.options import (
 from sizer.errors import InputError
 from sizer.outputs.destination import check_destination, write_text
 from sizer.outputs.emit import ServingConfig
-from sizer.outputs.report import Report, build_report, render_html, write_pdf
+from sizer.outputs.report import Report, build_report, check_pdf_renderer, render_html, write_pdf
 
 
 def command(
@@ -52,6 +52,7 @@ def command(
             raise InputError(str(output), "--output", "with --pdf the PDF is written beside the HTML under the same "
                                                       "name with .pdf; name the HTML .html")
         check_destination(pdf_path, "--pdf")
+        check_pdf_renderer("--pdf")
     check_emit(emit, emit_to)
     data = read_scenario_data(scenario)
     # No refresh thread (auto_refresh=False): the search forks its worker processes.

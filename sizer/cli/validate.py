@@ -9,7 +9,9 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from sizer.cli.flags import check_range
 from sizer.cli.render import render_validation
+from sizer.inputs.scenario import MAX_REQUESTS
 from sizer.outputs.serialise import to_json
 from sizer.sizing.validate import DEFAULT_MAX_REQUESTS, run_validation
 
@@ -28,6 +30,7 @@ def command(
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
 ) -> None:
     """Measured vs predicted TTFT, ITL, E2E (p50/p95/p99) and throughput for one workload."""
+    check_range(num_requests, "--num-requests", 1, MAX_REQUESTS)
     report = run_validation(scenario, profile, num_requests, num_blocks, checkpoint)
     if as_json:
         typer.echo(to_json(report.to_dict()))

@@ -7,18 +7,18 @@ manifest cannot say. vLLM flags map to scenario fields; the HF repo id maps to t
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 from simulator.errors import excerpt
+from simulator.safe_yaml import load_yaml_all, loads_yaml
+from simulator.schema import Key, build, check_key, field, join, key_for
 from sizer.errors import InputError
 from sizer.inputs.model_spec import CATALOG_DIR, catalog_names
-from sizer.inputs.safe_load import load_json, load_yaml_all, loads_json, loads_yaml
-from sizer.inputs.scenario import SLOSection, WorkloadSection, scenario_from_dict
-from sizer.inputs.schema import build, field
+from sizer.inputs.safe_load import load_json, loads_json
+from sizer.inputs.scenario import DeploymentSection, SLOSection, SpeculativeSection, WorkloadSection, scenario_from_dict
 
 
 @dataclass(frozen=True)
@@ -66,109 +66,63 @@ def read_check_input(path: str, kv_share: float | None = None, budget_usd_per_ho
 
 
 # ---- the manifest fields sizer reads, declared once --------------------------------------------
+#
+# A manifest is someone else's document: each field sizer reads is a `Key` (simulator/schema.py),
+# other keys are ignored. A value that sets a scenario field (a vLLM flag, the replica count) is
+# checked against that field's own declaration in sizer/inputs/scenario.py (`key_for`). Numbers may
+# be written as text: vLLM's flags always are, Kubernetes quantities often are ("1", "32k").
 
-
-@dataclass(frozen=True)
-class Bound:
-    """What a numeric manifest value must be: an integer (vLLM's 32k/32K forms allowed) or a
-    finite number, within [lo, hi] (`lo_open`: strictly above lo)."""
-    kind: type
-    lo: float
-    hi: float
-    lo_open: bool = False
-
-    def describe(self) -> str:
-        what = "an integer" if self.kind is int else "a finite number"
-        return f"{what} {'>' if self.lo_open else '>='} {self.lo:g} and <= {self.hi:,}"
-
-
-# The bounds are the scenario's (sizer/inputs/scenario.py): a model context up to 10 Mi tokens
-# (10,485,760), at most 1,024 GPUs in any one parallel dimension, 16 speculative tokens.
-MAX_PARALLEL = 1024
-MAX_CONTEXT = 10_485_760
-MAX_REPLICAS = 10_000
+# GPUs one pod asks for: 1,024, the most in any one parallel dimension of a deployment.
 MAX_GPUS_PER_POD = 1024
-# Deployment field (from a vLLM flag) -> bound.
-FLAG_BOUNDS = {
-    "tensor_parallel_size": Bound(int, 1, MAX_PARALLEL),
-    "pipeline_parallel_size": Bound(int, 1, MAX_PARALLEL),
-    "data_parallel_size": Bound(int, 1, MAX_PARALLEL),
-    "max_model_len": Bound(int, 1, MAX_CONTEXT),
-    "max_num_seqs": Bound(int, 1, 1_048_576),
-    "max_num_batched_tokens": Bound(int, 1, MAX_CONTEXT),
-    "block_size": Bound(int, 1, 65_536),
-    "gpu_memory_utilization": Bound(float, 0.0, 1.0, lo_open=True),
-    "num_speculative_tokens": Bound(int, 1, 16),
-}
-# Manifest paths (relative to the document, or to the vLLM container for `resources.*`) -> what
-# they must be. `map` is a mapping (absent or null reads as empty), `list` a list of strings
+_GPUS = {"ge": 0, "le": MAX_GPUS_PER_POD, "nullable": False}      # 0: "needs N" says more
+# Manifest paths (relative to the document, or to the vLLM container for `resources.*`) -> the key.
+# A mapping that is absent or null reads as empty; `command` and `args` are lists of strings
 # (Kubernetes; Helm values may give one shell command line as a string).
-MANIFEST_FIELDS: dict[str, object] = {
-    "metadata": "map", "metadata.annotations": "map", "metadata.name": "str", "spec": "map",
-    "spec.replicas": Bound(int, 1, MAX_REPLICAS),               # Kubernetes Deployment / StatefulSet
-    "replicaCount": Bound(int, 1, MAX_REPLICAS), "replicas": Bound(int, 1, MAX_REPLICAS),   # Helm values
-    "command": "list", "args": "list",
-    "resources": "map", "resources.limits": "map", "resources.requests": "map",
-    "resources.limits.nvidia.com/gpu": Bound(int, 0, MAX_GPUS_PER_POD),   # 0: "needs N" says more
-    "resources.limits.amd.com/gpu": Bound(int, 0, MAX_GPUS_PER_POD),
-    "nodeSelector": "map", "matchExpressions": "list", "matchExpressions[].values": "list",
+MANIFEST_FIELDS = {
+    "metadata": Key("metadata", dict), "metadata.annotations": Key("annotations", dict),
+    "metadata.name": Key("name", str), "spec": Key("spec", dict),
+    "spec.replicas": key_for(DeploymentSection, "replicas"),                  # Kubernetes Deployment
+    "replicaCount": key_for(DeploymentSection, "replicas", "replicaCount"),   # Helm values
+    "replicas": key_for(DeploymentSection, "replicas"),
+    "command": Key("command", list), "args": Key("args", list),
+    "resources": Key("resources", dict), "resources.limits": Key("limits", dict),
+    "resources.requests": Key("requests", dict),
+    "resources.limits.nvidia.com/gpu": Key("nvidia.com/gpu", int, **_GPUS),
+    "resources.limits.amd.com/gpu": Key("amd.com/gpu", int, **_GPUS),
+    "nodeSelector": Key("nodeSelector", dict), "matchExpressions": Key("matchExpressions", list),
+    "matchExpressions[].values": Key("values", list),
 }
 
 
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
+def _get(node: dict, schema_key: str, path: str, file: str):
+    """MANIFEST_FIELDS[schema_key] of mapping `node` (at `path`), checked: None when absent, {} for an
+    absent or null mapping."""
+    spec = MANIFEST_FIELDS[schema_key]
+    value = node.get(spec.name)
+    if spec.name not in node or (value is None and spec.nullable):
+        return {} if spec.tp is dict else None
+    return check_key(spec, _number(value) if spec.tp in (int, float) else value, file, join(path, spec.name))
 
 
-def _get(node: dict, key: str, schema_key: str, path: str, file: str):
-    """`node[key]` checked against MANIFEST_FIELDS[schema_key]; a missing or null map is {}."""
-    value = node.get(key)
-    where = _join(path, key)
-    kind = MANIFEST_FIELDS[schema_key]
-    if kind == "map":
-        if value is None:
-            return {}
-        if not isinstance(value, dict):
-            raise InputError(file, where, f"expected a mapping, got {excerpt(value)}")
+_SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def _number(value):
+    """A number written as text ("2", "0.9", "1e4", vLLM's "32k" and "10M": decimal suffixes lower
+    case, binary upper case) as that number; anything else as it is, for its key to check."""
+    if not isinstance(value, str):
         return value
-    if kind == "str":
-        if value is not None and (not isinstance(value, (str, int, float)) or isinstance(value, bool)):
-            raise InputError(file, where, f"expected a string, got {excerpt(value)}")
-        return None if value is None else str(value)
-    if kind == "list":
-        if value is not None and not isinstance(value, list):
-            raise InputError(file, where, f"expected a list, got {excerpt(value)}")
+    text = value.strip()
+    scale = _SUFFIXES.get(text[-1:], 1)
+    digits = text[:-1] if scale > 1 else text
+    if len(digits) > 40:                  # a 5,000-digit number is no count of anything
         return value
-    return bounded(value, kind, file, where)
-
-
-def bounded(value, bound: Bound, file: str, where: str):
-    """A number within `bound`, from YAML (int, float) or text (a flag's value, a quoted YAML value)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise InputError(file, where, f"expected {bound.describe()}, got {excerpt(value)}")
-    if isinstance(value, str):
-        text = value.strip()
-        scale = 1
-        if bound.kind is int:
-            scale = {"k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
-            text = text[:-1] if scale > 1 else text
+    for parse in (int, float):
         try:
-            number = float(text) * scale if len(text) <= 40 else math.nan
+            return parse(digits) * scale
         except ValueError:
-            raise InputError(file, where, f"expected {bound.describe()}, got {excerpt(value)}") from None
-    else:
-        number = value
-    if isinstance(number, float) and not math.isfinite(number):
-        raise InputError(file, where, f"expected {bound.describe()}, got {excerpt(value)}")
-    if bound.kind is int:
-        if isinstance(number, float):
-            if not number.is_integer():
-                raise InputError(file, where, f"expected {bound.describe()}, got {excerpt(value)}")
-            number = int(number)
-    else:
-        number = float(number)
-    if number < bound.lo or (bound.lo_open and number == bound.lo) or number > bound.hi:
-        raise InputError(file, where, f"expected {bound.describe()}, got {excerpt(value)}")
-    return number
+            continue
+    return value
 
 
 # ---- reading a manifest ------------------------------------------------------------------------
@@ -189,16 +143,14 @@ def _from_manifest(docs: list, file: str, stem: str, kv_share: float | None, bud
     engine, model_ref, notes = parse_vllm_args(_tokens(container, cpath, file, doc), file)
     model = block.model or catalog_name_for(model_ref, file)
     gpu = block.gpu or _gpu_from_labels(doc, file)
-    resources = _get(container, "resources", "resources", cpath, file)
-    rpath = _join(cpath, "resources")
-    limits = {**_get(resources, "requests", "resources.requests", rpath, file),
-              **_get(resources, "limits", "resources.limits", rpath, file)}
+    resources = _get(container, "resources", cpath, file)
+    rpath = join(cpath, "resources")
+    limits = {**_get(resources, "resources.requests", rpath, file), **_get(resources, "resources.limits", rpath, file)}
     key = next((k for k in ("nvidia.com/gpu", "amd.com/gpu") if k in limits), None)
-    where = _join(rpath, "limits.nvidia.com/gpu")
     if key is None:
-        raise InputError(file, where, "missing; a vLLM pod needs its GPU count")
-    where = _join(rpath, f"limits.{key}")
-    requested = bounded(limits[key], MANIFEST_FIELDS[f"resources.limits.{key}"], file, where)
+        raise InputError(file, join(rpath, "limits.nvidia.com/gpu"), "missing; a vLLM pod needs its GPU count")
+    where = join(rpath, f"limits.{key}")
+    requested = _get(limits, f"resources.limits.{key}", join(rpath, "limits"), file)
     used = (engine.get("tensor_parallel_size", 1) * engine.get("pipeline_parallel_size", 1)
             * engine.get("data_parallel_size", 1))
     if requested < used:
@@ -213,7 +165,7 @@ def _from_manifest(docs: list, file: str, stem: str, kv_share: float | None, bud
                              "missing; --speculative-config needs an acceptance rate")
         engine["speculative_config"] = {**spec, "acceptance_rate": block.speculative_acceptance_rate}
     replicas = block.replicas or _replicas(doc, file)
-    name = (_get(_get(doc, "metadata", "metadata", "", file), "name", "metadata.name", "metadata", file)
+    name = (_get(_get(doc, "metadata", "", file), "metadata.name", "metadata", file)
             if doc.get("kind") else None) or stem
     w, slo = block.workload, block.slo
     data = {"name": name, "model": {"name": model}, "hardware": {"gpu": gpu},
@@ -242,7 +194,7 @@ def _containers(node, path: str) -> list[tuple[str, dict]]:
         if "args" in node or "command" in node:
             out.append((path, node))
         for key, value in node.items():
-            out += _containers(value, _join(path, str(key)))
+            out += _containers(value, join(path, key))
     elif isinstance(node, list):
         for i, value in enumerate(node):
             out += _containers(value, f"{path}[{i}]")
@@ -259,14 +211,14 @@ def _tokens(container: dict, path: str, file: str, doc=None) -> list[str]:
     values may give `command` or `args` as one such command line."""
     items: list[tuple[str, str, bool]] = []          # (argument, field path, already split)
     for key in ("command", "args"):
-        where = _join(path, key)
+        where = join(path, key)
         value = container.get(key)
         if value is None:
             continue
         if isinstance(value, str) and not (isinstance(doc, dict) and doc.get("kind")):
             items += [(t, where, True) for t in _shell_split(value, file, where)]
             continue
-        for i, item in enumerate(_get(container, key, key, path, file)):
+        for i, item in enumerate(_get(container, key, path, file)):
             if isinstance(item, bool) or not isinstance(item, (str, int, float)):
                 raise InputError(file, f"{where}[{i}]", f"expected a string, got {excerpt(item)}")
             items.append((item if isinstance(item, str) else str(item), f"{where}[{i}]", False))
@@ -308,8 +260,8 @@ def _is_vllm(argv: list[str]) -> bool:
 def _sizer_block(docs: list, doc: dict, file: str) -> SizerBlock:
     raw = doc.get("sizer")
     if raw is None:
-        metadata = _get(doc, "metadata", "metadata", "", file)
-        annotation = _get(metadata, "annotations", "metadata.annotations", "metadata", file).get(ANNOTATION)
+        metadata = _get(doc, "metadata", "", file)
+        annotation = _get(metadata, "metadata.annotations", "metadata", file).get(ANNOTATION)
         if annotation is not None:
             # an annotation's value is a string of YAML; anything else is left for the schema to refuse
             where = f"metadata.annotations.{ANNOTATION}"
@@ -325,14 +277,15 @@ def _sizer_block(docs: list, doc: dict, file: str) -> SizerBlock:
 ANNOTATION = "sizer.dev/check"
 
 # vLLM flag -> (deployment field, parser). Short aliases as vLLM's argument parser defines them.
-_INT, _FLOAT = "int", "float"
+# A number sets the scenario's deployment field of that name and is checked against its declaration.
+_NUMBER = "number"
 VALUE_FLAGS = {
-    "--tensor-parallel-size": ("tensor_parallel_size", _INT), "-tp": ("tensor_parallel_size", _INT),
-    "--pipeline-parallel-size": ("pipeline_parallel_size", _INT), "-pp": ("pipeline_parallel_size", _INT),
-    "--data-parallel-size": ("data_parallel_size", _INT), "-dp": ("data_parallel_size", _INT),
-    "--max-model-len": ("max_model_len", _INT), "--max-num-seqs": ("max_num_seqs", _INT),
-    "--max-num-batched-tokens": ("max_num_batched_tokens", _INT), "--block-size": ("block_size", _INT),
-    "--gpu-memory-utilization": ("gpu_memory_utilization", _FLOAT),
+    "--tensor-parallel-size": ("tensor_parallel_size", _NUMBER), "-tp": ("tensor_parallel_size", _NUMBER),
+    "--pipeline-parallel-size": ("pipeline_parallel_size", _NUMBER), "-pp": ("pipeline_parallel_size", _NUMBER),
+    "--data-parallel-size": ("data_parallel_size", _NUMBER), "-dp": ("data_parallel_size", _NUMBER),
+    "--max-model-len": ("max_model_len", _NUMBER), "--max-num-seqs": ("max_num_seqs", _NUMBER),
+    "--max-num-batched-tokens": ("max_num_batched_tokens", _NUMBER), "--block-size": ("block_size", _NUMBER),
+    "--gpu-memory-utilization": ("gpu_memory_utilization", _NUMBER),
     "--quantization": ("quantization", "quantization"), "-q": ("quantization", "quantization"),
     "--kv-cache-dtype": ("kv_cache_dtype", "kv"), "--dtype": ("dtype", "dtype"),
     "--speculative-config": ("speculative_config", "json"), "--model": ("model", "str"),
@@ -393,10 +346,13 @@ def parse_vllm_args(argv: list[str], file: str) -> tuple[dict, str, list[str]]:
     return fields, model, notes
 
 
+SPECULATIVE_TOKENS = key_for(SpeculativeSection, "num_speculative_tokens")
+
+
 def _flag_value(flag: str, value: str, kind: str, file: str):
     key = VALUE_FLAGS[flag][0]
-    if kind in (_INT, _FLOAT):
-        return bounded(value, FLAG_BOUNDS[key], file, flag)
+    if kind == _NUMBER:
+        return check_key(key_for(DeploymentSection, key, flag), _number(value), file, flag)
     table = {"quantization": QUANTIZATION, "kv": KV_DTYPES, "dtype": DTYPES}.get(kind)
     if table is not None:
         if value.lower() not in table:
@@ -410,12 +366,9 @@ def _flag_value(flag: str, value: str, kind: str, file: str):
         if method is None or "num_speculative_tokens" not in spec:
             raise InputError(file, flag,
                              f"expected method (one of {', '.join(SPEC_METHODS)}) and num_speculative_tokens")
-        tokens = spec["num_speculative_tokens"]
-        if isinstance(tokens, str):          # JSON text would be read by vLLM as a string: refuse it too
-            raise InputError(file, f"{flag}.num_speculative_tokens",
-                             f"expected {FLAG_BOUNDS['num_speculative_tokens'].describe()}, got {excerpt(tokens)}")
-        out = {"method": method, "num_speculative_tokens": bounded(tokens, FLAG_BOUNDS["num_speculative_tokens"],
-                                                                   file, f"{flag}.num_speculative_tokens")}
+        # JSON text ("4") would be read by vLLM as a string: `check_key` refuses it too
+        tokens = check_key(SPECULATIVE_TOKENS, spec["num_speculative_tokens"], file, f"{flag}.num_speculative_tokens")
+        out = {"method": method, "num_speculative_tokens": tokens}
         if method == "draft_model":
             draft = spec.get("model")
             if not isinstance(draft, str):
@@ -495,17 +448,17 @@ def _labels(node, path: str, file: str) -> list[tuple[object, object, str]]:
     out = []
     if isinstance(node, dict):
         for key, value in node.items():
-            where = _join(path, str(key))
+            where = join(path, key)
             if key == "nodeSelector":
-                selector = _get(node, key, "nodeSelector", path, file)
-                out += [(k, v, _join(where, excerpt(k, quote=False))) for k, v in selector.items()]
+                selector = _get(node, "nodeSelector", path, file)
+                out += [(k, v, join(where, k)) for k, v in selector.items()]
             elif key == "matchExpressions":
-                for i, e in enumerate(_get(node, key, "matchExpressions", path, file) or []):
+                for i, e in enumerate(_get(node, "matchExpressions", path, file) or []):
                     if not isinstance(e, dict):
                         raise InputError(file, f"{where}[{i}]", f"expected a mapping, got {excerpt(e)}")
                     if e.get("operator") != "In":
                         continue
-                    values = _get(e, "values", "matchExpressions[].values", f"{where}[{i}]", file) or [None]
+                    values = _get(e, "matchExpressions[].values", f"{where}[{i}]", file) or [None]
                     out.append((e.get("key"), values[0], f"{where}[{i}].values[0]"))
             else:
                 out += _labels(value, where, file)
@@ -517,7 +470,7 @@ def _labels(node, path: str, file: str) -> list[tuple[object, object, str]]:
 
 def _replicas(doc: dict, file: str) -> int:
     if doc.get("kind"):
-        spec = _get(doc, "spec", "spec", "", file)
-        return bounded(spec.get("replicas", 1), MANIFEST_FIELDS["spec.replicas"], file, "spec.replicas")
-    key = "replicaCount" if "replicaCount" in doc else "replicas"
-    return bounded(doc.get(key, 1), MANIFEST_FIELDS[key], file, key)
+        replicas = _get(_get(doc, "spec", "", file), "spec.replicas", "spec", file)
+    else:
+        replicas = _get(doc, "replicaCount" if "replicaCount" in doc else "replicas", "", file)
+    return 1 if replicas is None else replicas

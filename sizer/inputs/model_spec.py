@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from simulator.errors import excerpt
+from simulator.schema import Key, read_key
 from sizer.errors import InputError
 from sizer.inputs.checkpoint import Checkpoint, read_checkpoint
 from sizer.inputs.layers import FULL, Attention, DenseFFN, LatentAttention, Layer, Mixer, MoEFFN, VisionTower
 from sizer.inputs.model_layers import build_layers, nemotron_block, vision_tower
 from sizer.inputs.quantization import Quantization, parse_quantization
-from sizer.inputs.schema import Key, read_key
 
 CATALOG_DIR = Path(__file__).parent / "catalog" / "models"
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.errors import excerpt
+from simulator.schema import Key, read_key
 from sizer.errors import InputError
-from sizer.inputs.schema import Key, read_key
 
 MAX_BITS = 32
 MAX_GROUP_SIZE = 1_000_000      # input values per scale: at most a row (model_spec.MAX_HIDDEN)

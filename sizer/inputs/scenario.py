@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Literal
 
 from simulator.errors import excerpt
+from simulator.safe_yaml import load_yaml
+from simulator.schema import build, field, join
 from simulator.traces import MAX_REQUEST_TOKENS, MAX_TIMESTAMP_S, MAX_TRACE_REQUESTS
 from sizer.errors import InputError
-from sizer.inputs.safe_load import load_yaml
-from sizer.inputs.schema import build, field
 from sizer.inputs.variant import Variant
 
 WeightFormat = Literal["auto", "bf16", "fp16", "fp32", "fp8", "int8", "awq", "gptq", "nvfp4", "mxfp4"]
@@ -270,8 +270,7 @@ def scenario_from_dict(data: object, file: str | None, variant: Variant | None =
 def _refuse_huge_integers(data: object, path: str, file: str | None) -> None:
     if isinstance(data, dict):
         for key, value in data.items():
-            name = excerpt(key if isinstance(key, str) and key.isprintable() else repr(key), quote=False)
-            sub = f"{path}.{name}" if path else name
+            sub = join(path, key)
             if sub != "model.overrides":
                 _refuse_huge_integers(value, sub, file)
     elif isinstance(data, list):

@@ -49,6 +49,10 @@ class Variant:
     clear_price: bool = False
     clear_calibrated_profile: bool = False
 
+    def fields_set(self) -> dict[str, str]:
+        """Variant field -> the dotted scenario path it sets, for every change this variant makes."""
+        return {name: ".".join(path) for name, path in _PATHS.items() if getattr(self, name) is not None}
+
     def apply(self, data: dict) -> dict:
         """A copy of the scenario mapping `data` with these changes made."""
         for name, path in _PATHS.items():

@@ -22,8 +22,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from simulator.errors import FieldError
 from sizer.analytic.memory import GiB
-from sizer.errors import InputError
 from sizer.inputs.manifest import CheckInput, read_check_input
 from sizer.inputs.scenario import SLOSection, scenario_from_dict
 from sizer.inputs.variant import Variant
@@ -66,7 +66,7 @@ class CheckResult:
 
 def check_file(path: str, kv_share: float | None = None, budget_usd_per_hour: float | None = None,
                settings: GoodputSettings = GoodputSettings()) -> CheckResult:
-    """Read `path` (scenario or manifest) and evaluate every rule; raises InputError on bad input."""
+    """Read `path` (scenario or manifest) and evaluate every rule; raises FieldError on bad input."""
     inp = read_check_input(path, kv_share, budget_usd_per_hour)
     return evaluate(inp, settings)
 
@@ -101,7 +101,7 @@ def _plan_with(inp: CheckInput, variant: Variant) -> Plan | None:
     """The plan of `variant`, or None when it is not a valid deployment."""
     try:
         return make_plan(resolve(scenario_from_dict(inp.scenario_data, inp.file, variant, default_name=inp.name)))
-    except InputError:
+    except FieldError:
         return None
 
 

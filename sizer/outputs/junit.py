@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from sizer.errors import InputError
+from simulator.errors import FieldError
 from sizer.outputs.check import CheckResult
 from sizer.outputs.destination import write_with
 
@@ -32,7 +32,7 @@ def write_junit(path: Path, result: CheckResult) -> None:
     _write(path, root)
 
 
-def write_junit_error(path: Path, file: str, error: InputError) -> None:
+def write_junit_error(path: Path, file: str, error: FieldError) -> None:
     """Bad input: one testcase `input` with an <error>, so CI shows why nothing was checked."""
     root, suite = _suite(file, 1, 0, 1, 0)
     case = ET.SubElement(suite, "testcase", classname=f"sizer.check.{Path(file).stem}", name="input")

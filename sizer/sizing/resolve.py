@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from engine.profile import CalibrationProfile, load_profile
 from simulator.cluster import DisaggregationConfig
-from simulator.errors import excerpt
+from simulator.errors import FieldError, excerpt
 from simulator.replica import ReplicaConfig, SwapLink
 from simulator.scheduler import SchedulerConfig
 from simulator.speculative import SpeculativeConfig
@@ -90,7 +90,7 @@ def model_of(s: Scenario) -> ModelSpec:
 
 
 def resolve(s: Scenario) -> Resolved:
-    """Everything the planner and the executors need, with engine defaults filled in; raises InputError."""
+    """Everything the planner and the executors need, with engine defaults filled in; raises FieldError."""
     checkpoint = checkpoint_of(s)
     model = checkpoint_model(checkpoint, s.model.overrides)
     hardware = scenario_hardware(s.hardware.gpu, s.file, "hardware.gpu")
@@ -113,7 +113,7 @@ def resolve(s: Scenario) -> Resolved:
     scale_up, host = scale_up_link(hardware), host_link(hardware)
     try:
         speculative = _speculative(s, hardware, parallel, group_size, kv_dtype)
-    except InputError:
+    except FieldError:
         raise                                       # names its own field (an unknown draft model)
     except ValueError as exc:
         raise InputError(s.file, "deployment.speculative_config", str(exc)) from None
@@ -220,9 +220,10 @@ def _calibrated_profile(s: Scenario, model: ModelSpec, hardware: HardwareSpec,
     profile = load_profile(folder)
     measured = profile.header.model
     if measured.name != model.name or measured.tp != parallel.tp:
-        raise InputError(s.file, field_path, f"measured for {measured.name} at TP{measured.tp}; "
+        raise InputError(s.file, field_path, f"measured for {excerpt(measured.name, quote=False)} at TP{measured.tp}; "
                          f"the scenario serves {model.name} at TP{parallel.tp}")
     if profile.header.device.id != hardware.id:
-        raise InputError(s.file, field_path, f"measured on {profile.header.device.id}; the scenario runs on "
+        raise InputError(s.file, field_path, f"measured on {excerpt(profile.header.device.id, quote=False)}; "
+                         "the scenario runs on "
                          f"{hardware.id} (a profile prices only the device it was measured on)")
     return profile

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 
+from simulator.errors import FieldError
 from sizer.analytic.memory import GiB
 from sizer.errors import InputError
 from sizer.inputs.hardware import load_hardware
@@ -163,7 +164,7 @@ def candidates(space: SearchSpace) -> list[Candidate]:
 
 def search(data: dict, file: str | None, space: SearchSpace, settings: SearchSettings = SearchSettings(),
            workers: int = 1, progress: Callable[[int, int], None] | None = None) -> SearchResult:
-    """Evaluate every candidate of `space` for the scenario mapping `data`; raises InputError for the scenario
+    """Evaluate every candidate of `space` for the scenario mapping `data`; raises FieldError for the scenario
     itself."""
     base = scenario_from_dict(data, file)
     if any(space.speculative) and base.deployment.speculative_config is None:
@@ -198,11 +199,11 @@ def search(data: dict, file: str | None, space: SearchSpace, settings: SearchSet
 
 
 def evaluate(c: Candidate, data: dict, file: str | None, settings: SearchSettings) -> Outcome:
-    """One candidate: plan, memory filter, then the sizing pipeline. Never raises InputError."""
+    """One candidate: plan, memory filter, then the sizing pipeline. Never raises FieldError."""
     try:
         base = scenario_from_dict(data, file)
         resolved = resolve(scenario_from_dict(data, file, c.variant(base)))
-    except InputError as error:
+    except FieldError as error:
         return Outcome(c, "invalid", "split" if "parallel" in (error.field or "") else "input", error.message)
     plan = make_plan(resolved)
     gpus_per_replica = plan.parallel.gpus_per_replica

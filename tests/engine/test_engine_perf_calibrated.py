@@ -131,11 +131,11 @@ def test_bad_profiles_are_one_line_input_errors(tmp_path, profile):
     path.write_text(yaml.safe_dump(broken))
     with pytest.raises(FieldError) as missing:
         load_profile(profile.path)
-    assert str(missing.value) == f"{path}: overhead.per_seq_s: missing"
+    assert str(missing.value) == f"{path}: overhead.per_seq_s: missing; expected a number"
     broken = copy.deepcopy(good)
     broken["model"]["tp"] = "two"
     path.write_text(yaml.safe_dump(broken))
-    with pytest.raises(FieldError, match=r"profile.yaml: model.tp: expected int, got 'two'"):
+    with pytest.raises(FieldError, match=r"profile.yaml: model.tp: expected an integer, got 'two'"):
         load_profile(profile.path)
 
 

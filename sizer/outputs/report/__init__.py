@@ -1,6 +1,7 @@
-"""Sizing reports: `build_report` gathers the numbers, `render_html` and `write_pdf` print them."""
+"""Sizing reports: `build_report` gathers the numbers, `render_html` and `write_pdf` print them
+(`check_pdf_renderer` first, before the work)."""
 
 from sizer.outputs.report.data import Answer, Report, build_report
-from sizer.outputs.report.render import render_html, write_pdf
+from sizer.outputs.report.render import check_pdf_renderer, render_html, write_pdf
 
-__all__ = ["Answer", "Report", "build_report", "render_html", "write_pdf"]
+__all__ = ["Answer", "Report", "build_report", "check_pdf_renderer", "render_html", "write_pdf"]

@@ -6,6 +6,7 @@ or images to fetch. weasyprint renders the very same HTML to PDF (its @page rule
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from pathlib import Path
 
@@ -40,10 +41,16 @@ def render_html(report: Report, generated: str) -> str:
     return env.get_template("report.html.j2").render(r=report, generated=generated)
 
 
+def check_pdf_renderer(flag: str = "--pdf") -> None:
+    """Before any work is done for a PDF: weasyprint is installed. Only looked up (find_spec), not
+    imported: importing it takes a second, and only `write_pdf` needs it."""
+    if importlib.util.find_spec("weasyprint") is None:
+        raise InputError(None, flag, "weasyprint is not installed; pip install 'sizer[pdf]'")
+
+
 def write_pdf(html: str, path: str | Path, flag: str = "--pdf") -> None:
-    """The same document through weasyprint (imported here: it is an optional dependency)."""
-    try:
-        from weasyprint import HTML
-    except ImportError as exc:   # pragma: no cover - depends on the install
-        raise InputError(None, "--pdf", f"weasyprint is not installed ({exc}); pip install 'sizer[pdf]'") from None
+    """The same document through weasyprint (imported here: it is an optional dependency, found by
+    `check_pdf_renderer` before the work)."""
+    from weasyprint import HTML
+
     write_bytes(path, flag, HTML(string=html, base_url=str(TEMPLATES)).write_pdf())

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from simulator.errors import FieldError
 from sizer.analytic.format_support import execution
 from sizer.analytic.formats import FORMATS, checkpoint_format
 from sizer.cli import app
-from sizer.errors import InputError
 from sizer.inputs.hardware import load_hardware
 from sizer.inputs.model_spec import CATALOG_DIR
 from sizer.inputs.quantization import parse_hf_quant_config, parse_quantization
@@ -57,7 +57,7 @@ def test_how_vllm_runs_each_format(fmt, gpu, compute, native, kernel):
     (checkpoint_format(W8A16), "mi300x", "no vLLM kernel runs fp8 weights with 16-bit activations"),
 ])
 def test_no_engine_runs_it(fmt, gpu, why):
-    with pytest.raises(InputError, match=why) as err:
+    with pytest.raises(FieldError, match=why) as err:
         execution(fmt, load_hardware(gpu), "s.yaml")
     assert err.value.field == "deployment.quantization"
 
@@ -88,10 +88,11 @@ def test_nvfp4_checkpoint_on_h100_plan_says_how_vllm_runs_it(tmp_path):
 def test_a_refused_format_is_one_line():
     result = CliRunner().invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "mi300x", "--weights", "int8"])
     assert result.exit_code == 2
+    # the format came from --weights, so the refusal names the flag (and the scenario field it set)
     assert result.stderr.strip().splitlines() == [
-        "error: deployment.quantization: no vLLM kernel runs int8 weights with int8 activations on AMD Instinct "
+        "error: --weights: no vLLM kernel runs int8 weights with int8 activations on AMD Instinct "
         "MI300X 192GB (OAM) (CDNA3, gfx942) (format table: sizer/analytic/format_support.py); name another format "
-        "or GPU"]
+        "or GPU (as deployment.quantization)"]
 
 
 

@@ -8,6 +8,7 @@ lm_head 1,024,000; embedding 1,024,000; norms (2 x 2 + 1) x 1024 = 5,120.
 
 import pytest
 
+from simulator.errors import FieldError
 from sizer.analytic.formats import FORMATS
 from sizer.analytic.memory import KV_DTYPE_BYTES, kv_layout, memory_budget, weight_memory
 from sizer.analytic.parallel import ParallelConfig
@@ -130,9 +131,8 @@ def test_checkpoint_bits_and_group_size_are_read():
 
 def test_unmodelled_checkpoint_quantization_is_an_input_error():
     from sizer.analytic.formats import weight_format
-    from sizer.errors import InputError
     bnb = from_hf_config({**CONFIG, "quantization_config": {"quant_method": "bitsandbytes"}}, "bnb")
-    with pytest.raises(InputError, match="deployment.quantization"):
+    with pytest.raises(FieldError, match="deployment.quantization"):
         weight_format(bnb, "auto", 128)
 
 

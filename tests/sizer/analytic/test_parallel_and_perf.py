@@ -2,12 +2,12 @@
 
 import pytest
 
+from simulator.errors import FieldError
 from simulator.step_batch import StepBatch
 from sizer.analytic.formats import FORMATS
 from sizer.analytic.memory import kv_layout, weight_memory
 from sizer.analytic.parallel import ParallelConfig, comm_per_step, validate_split
 from sizer.analytic.roofline import RooflineStepTimeModel, compute_bound_batch, decode_batch, prefill_time_s
-from sizer.errors import InputError
 from sizer.inputs.hardware import load_hardware
 from sizer.inputs.model_spec import load_model
 
@@ -19,13 +19,13 @@ def roofline(name="llama-3.1-8b", gpu="h100", fmt="bf16", p=ParallelConfig()):
 
 def test_invalid_splits_name_the_field():
     m = load_model("llama-3.1-8b")
-    with pytest.raises(InputError, match="tensor_parallel_size"):
+    with pytest.raises(FieldError, match="tensor_parallel_size"):
         validate_split(m, ParallelConfig(tp=3))
-    with pytest.raises(InputError, match="pipeline_parallel_size"):
+    with pytest.raises(FieldError, match="pipeline_parallel_size"):
         validate_split(m, ParallelConfig(pp=33))
     validate_split(m, ParallelConfig(tp=16))   # more ranks than 8 KV heads: replicated, allowed
     mixtral = load_model("mixtral-8x7b")
-    with pytest.raises(InputError, match="experts"):
+    with pytest.raises(FieldError, match="experts"):
         validate_split(mixtral, ParallelConfig(tp=4, dp=3, expert_parallel=True))  # EP 12 vs 8 experts
 
 

@@ -52,3 +52,22 @@ def test_real_process_prints_no_traceback():
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+# A key is quoted through excerpt(), so a control character in it (a newline, an ANSI colour
+# escape) is shown escaped and the message stays one line (it used to split the unknown-key message).
+CONTROL_KEYS = ['"a\\nb"', '"\\e[31mred"', '"tab\\there"', '"\\r"']
+
+
+@pytest.mark.parametrize("key", CONTROL_KEYS)
+@pytest.mark.parametrize("where", ["top", "section"])
+def test_a_key_with_a_control_character_is_one_line(tmp_path, key, where):
+    body = f"{key}: 1\n" if where == "top" else f"deployment:\n  {key}: 1\n"
+    path = tmp_path / "s.yaml"
+    path.write_text("model: llama-3.1-8b\nhardware: h100\n" + body)
+    result = CliRunner().invoke(app, ["plan", str(path)])
+    assert result.exit_code == 2, result.output
+    (line,) = result.stderr.strip().splitlines()
+    assert line.isprintable(), line                     # no escape sequence reaches the terminal
+    assert "unknown key" in line and str(path) in line
+    assert (": deployment." in line) == (where == "section")

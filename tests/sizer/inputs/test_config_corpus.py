@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from simulator.errors import FieldError
 from sizer.analytic.formats import scale_bytes, weight_format
 from sizer.analytic.weights import LinearGroup
 from sizer.cli import app
-from sizer.errors import InputError
 from sizer.inputs.model_spec import CATALOG_DIR, KEYS, catalog_names, from_hf_config, load_model
 from sizer.inputs.quantization import CT_WEIGHT_KEYS, QUANT_KEYS
 
@@ -116,7 +116,7 @@ def test_gptq_per_channel_plan_has_positive_scale_bytes(tmp_path):
 
 def test_a_non_json_quant_format_still_names_the_deployment():
     m = from_hf_config({**BASE, "quantization_config": {"quant_method": "bitsandbytes", "bits": 4}}, "bnb")
-    with pytest.raises(InputError, match="deployment.quantization"):
+    with pytest.raises(FieldError, match="deployment.quantization"):
         weight_format(m, "auto", 128)
 
 

@@ -9,21 +9,20 @@ comes from input fails the test instead of hanging it.
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import signal
 import tempfile
 import warnings
 from pathlib import Path
 
 import yaml
+from fuzzhelp import HOSTILE, wall_clock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from simulator.schema import describe
 from sizer.cli import app
 from sizer.inputs.scenario import Scenario
-from sizer.inputs.schema import describe
 
 REPO = Path(__file__).resolve().parents[3]
 BASE = yaml.safe_load((REPO / "scenarios" / "llama-3.1-8b-chat-h100.yaml").read_text())
@@ -42,36 +41,12 @@ def leaf_paths(data: dict, prefix: tuple = ()) -> list[tuple[str, ...]]:
 
 PATHS = sorted(set(leaf_paths(BASE)) | {tuple(row[0].split(".")) for row in describe(Scenario) if row[1] != "section"})
 
-HOSTILE = st.one_of(
-    st.none(), st.booleans(),
-    st.integers(), st.sampled_from([0, -1, 1, 2 ** 31, 2 ** 63, 10 ** 12, 10 ** 30, 10 ** 400]),
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.sampled_from([1e300, -1e300, 1e-300, 5e-324, 1e12, 0.5, float("nan"), float("inf"), -0.0]),
-    st.text(max_size=20), st.sampled_from(["1e12", "inf", "nan", "-1", "auto", "", "fp8", "gamma", "uniform"]),
-    st.lists(st.one_of(st.integers(-5, 10 ** 12), st.floats(), st.text(max_size=3)), max_size=4),
-    st.dictionaries(st.text(max_size=5), st.integers(), max_size=2),
-)
-
-
 def set_path(data: dict, path: tuple[str, ...], value: object) -> None:
     for key in path[:-1]:
         if not isinstance(data.get(key), dict):
             data[key] = {}
         data = data[key]
     data[path[-1]] = value
-
-
-@contextlib.contextmanager
-def wall_clock(seconds: int):
-    def expire(*_):
-        raise TimeoutError(f"plan ran past {seconds} s")
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from simulator.errors import FieldError
 from sizer.analytic.memory import kv_layout
 from sizer.analytic.parallel import ParallelConfig
 from sizer.analytic.weights import layer_kinds, parameter_count
-from sizer.errors import InputError
 from sizer.inputs.layers import CHUNKED, FULL, SLIDING, Attention, GatedDeltaNet, LatentAttention, Mamba2, MoEFFN
 from sizer.inputs.model_spec import from_hf_config
 from sizer.inputs.scenario import load_scenario
@@ -129,7 +129,7 @@ def test_deepseek_v32_indexer_is_counted():
 def test_an_architecture_sizer_does_not_model_is_refused_by_a_key():
     # DeepSeek-V4 adds compressed attention, hyper-connections and hash layers (compress_ratios, hc_mult, ...)
     path = MODELS / "deepseek-v4-flash-nvfp4-fp8-redhatai" / "config.json"
-    with pytest.raises(InputError, match="architecture feature not modelled"):
+    with pytest.raises(FieldError, match="architecture feature not modelled"):
         load(path)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sizer.errors import InputError
+from simulator.errors import FieldError
 from sizer.inputs.quantization import parse_hf_quant_config, parse_quantization
 
 MODELS = Path(__file__).resolve().parents[2] / "data" / "models"
@@ -121,12 +121,12 @@ def test_unmodelled_schemes_say_why(config, why):
      "quantization_config.config_groups.g.targets"),
 ])
 def test_bad_keys_name_their_field(config, field):
-    with pytest.raises(InputError) as err:
+    with pytest.raises(FieldError) as err:
         parse_quantization(config, "c.json")
     assert err.value.field == field
 
 
 def test_hf_quant_config_without_its_quantization_section():
-    with pytest.raises(InputError) as err:
+    with pytest.raises(FieldError) as err:
         parse_hf_quant_config({"producer": {"name": "modelopt"}}, "hf_quant_config.json")
     assert err.value.field == "quantization"

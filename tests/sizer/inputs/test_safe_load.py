@@ -13,19 +13,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from simulator.errors import EXCERPT_CHARS, excerpt
+from simulator.errors import EXCERPT_CHARS, FieldError, excerpt
+from simulator.safe_yaml import MAX_ALIASES, MAX_DEPTH, MAX_YAML_BYTES, load_yaml, loads_yaml, loads_yaml_all
 from sizer.cli import app
-from sizer.errors import InputError
 from sizer.inputs import safe_load
-from sizer.inputs.safe_load import (
-    MAX_ALIASES,
-    MAX_DEPTH,
-    MAX_YAML_BYTES,
-    load_yaml,
-    loads_json,
-    loads_yaml,
-    loads_yaml_all,
-)
+from sizer.inputs.safe_load import loads_json
 
 ROOT = Path(__file__).resolve().parents[3]
 CHAT = ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml"
@@ -110,7 +102,7 @@ def test_deep_nesting_is_one_line_not_a_recursion_error(tmp_path, text):
 
 def test_nesting_at_the_bound_is_read():
     assert loads_yaml("[" * MAX_DEPTH + "]" * MAX_DEPTH, "x.yaml") is not None
-    with pytest.raises(InputError, match="nested deeper"):
+    with pytest.raises(FieldError, match="nested deeper"):
         loads_yaml("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), "x.yaml")
 
 
@@ -170,7 +162,7 @@ def test_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
                           timeout=60, cwd=ROOT)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip() == f"error: {fifo}: a FIFO, not a regular file"
-    with pytest.raises(InputError, match="a FIFO, not a regular file"):
+    with pytest.raises(FieldError, match="a FIFO, not a regular file"):
         load_yaml(fifo)
 
 

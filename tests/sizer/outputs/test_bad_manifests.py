@@ -7,10 +7,11 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
+from simulator.errors import FieldError
 from sizer.cli import app
-from sizer.errors import InputError
 from sizer.inputs.manifest import _tokens, parse_vllm_args, read_check_input
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -85,23 +86,52 @@ def test_only_a_shell_script_is_split():
 
 
 def test_an_unbalanced_quote_names_the_script_item():
-    with pytest.raises(InputError) as err:
+    with pytest.raises(FieldError) as err:
         _tokens({"command": ["sh", "-c", "vllm serve 'm"]}, "c[0]", "f.yaml")
     assert err.value.field == "c[0].command[2]"
     assert re.search("shell command line", err.value.message)
 
 
+# A flag is checked against the scenario field it sets (sizer/inputs/scenario.py): parallel sizes
+# at most MAX_REPLICAS = 10,000, max_model_len at most MAX_TOKENS = 10 Mi = 10,485,760 (11M is above).
 @pytest.mark.parametrize("value, field", [
     ("inf", "--tensor-parallel-size"), ("nan", "--tensor-parallel-size"), ("1e400", "--max-model-len"),
-    ("11M", "--max-model-len"), ("1025", "--pipeline-parallel-size"), ("-1", "--max-num-seqs"),
+    ("11M", "--max-model-len"), ("10001", "--pipeline-parallel-size"), ("-1", "--max-num-seqs"),
 ])
 def test_numeric_flags_are_finite_and_bounded(value, field):
-    with pytest.raises(InputError) as err:
+    with pytest.raises(FieldError) as err:
         parse_vllm_args(["vllm", "serve", "m", f"{field}={value}"], "f.yaml")
     assert err.value.field == field
 
 
 def test_bounds_admit_the_extremes():
-    fields, _, _ = parse_vllm_args(["vllm", "serve", "m", "-tp", "1024", "--max-model-len", "10M",
+    fields, _, _ = parse_vllm_args(["vllm", "serve", "m", "-tp", "10000", "--max-model-len", "10M",
                                     "--gpu-memory-utilization", "1"], "f.yaml")
-    assert fields == {"tensor_parallel_size": 1024, "max_model_len": 10 * 2**20, "gpu_memory_utilization": 1.0}
+    assert fields == {"tensor_parallel_size": 10000, "max_model_len": 10 * 2**20, "gpu_memory_utilization": 1.0}
+
+
+# Keys are quoted through excerpt() wherever a manifest path is named, so a control character in a
+# key never splits the message: in the sizer block (the schema's unknown key), on the way to the
+# container (the path of its args) and on the way to a node selector (the label that names no GPU).
+@pytest.mark.parametrize("key", ["a\nb", "\x1b[31mred", "cr\r"])
+@pytest.mark.parametrize("case", ["sizer block", "container path", "node selector path"])
+def test_a_key_with_a_control_character_is_one_line(tmp_path, key, case):
+    docs = list(yaml.safe_load_all(PASS.read_text()))
+    pod = docs[0]["spec"]["template"]["spec"]
+    if case == "sizer block":
+        docs[0]["metadata"]["annotations"]["sizer.dev/check"] += yaml.safe_dump({key: 1})
+        expected = "sizer."
+    elif case == "container path":
+        pod[key] = {"containers": pod.pop("containers")}
+        pod[key]["containers"][0]["args"] = {"x": 1}
+        expected = "spec.template.spec."
+    else:
+        pod.pop("nodeSelector")
+        pod[key] = {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-Nonesuch"}}
+        expected = "spec.template.spec."
+    path = _write(tmp_path, yaml.safe_dump_all(docs))
+    result = runner.invoke(app, ["check", str(path)])
+    assert result.exit_code == 2, result.output
+    (line,) = result.stderr.strip().splitlines()
+    assert line.isprintable(), line                     # no escape sequence reaches the terminal
+    assert f"{path}: {expected}" in line, line

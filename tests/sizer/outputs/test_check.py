@@ -9,8 +9,8 @@ from xml.etree import ElementTree as ET
 import pytest
 from typer.testing import CliRunner
 
+from simulator.errors import FieldError
 from sizer.cli import app
-from sizer.errors import InputError
 from sizer.inputs.manifest import catalog_name_for, gpu_for_label, parse_vllm_args, read_check_input
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.outputs.check import check_file, max_model_len_rule, memory_rule, sequences_required
@@ -65,7 +65,7 @@ def test_module_entrypoint_and_dtype_and_marlin_names():
     (["vllm", "serve", "--port", "8000"], "vllm serve"),
 ])
 def test_bad_flags_name_the_flag(argv, field):
-    with pytest.raises(InputError) as err:
+    with pytest.raises(FieldError) as err:
         parse_vllm_args(argv, "f.yaml")
     assert err.value.field == field
 
@@ -77,7 +77,7 @@ def test_hf_repo_ids_map_to_the_catalog():
     assert catalog_name_for("mistralai/Mistral-7B-Instruct-v0.3", "f") == "mistral-7b-v0.3"   # -Instruct mid-name
     assert catalog_name_for("meta-llama/Llama-2-7b-chat-hf", "f") == "llama-2-7b"
     assert catalog_name_for("llama-3.1-8b", "f") == "llama-3.1-8b"                          # a catalog name as is
-    with pytest.raises(InputError, match="not in the catalog"):
+    with pytest.raises(FieldError, match="not in the catalog"):
         catalog_name_for("someone/unknown-model", "f")
 
 
@@ -129,7 +129,7 @@ def _write(tmp_path: Path, text: str) -> str:
 def test_gpu_limit_below_the_split_is_bad_input(tmp_path):
     text = PASS.read_text().replace("nvidia.com/gpu: 1", "nvidia.com/gpu: 0").replace(
         '"meta-llama/Llama-3.1-8B-Instruct"]', '"meta-llama/Llama-3.1-8B-Instruct", "-tp", "2"]')
-    with pytest.raises(InputError, match="needs 2"):
+    with pytest.raises(FieldError, match="needs 2"):
         read_check_input(_write(tmp_path, text))
 
 
@@ -149,7 +149,7 @@ def test_extra_gpus_are_noted_and_billed(tmp_path):
      "spec.template.spec.containers[0].resources.limits.nvidia.com/gpu"),
 ])
 def test_bad_manifests_name_the_field(tmp_path, mutate, field):
-    with pytest.raises(InputError) as err:
+    with pytest.raises(FieldError) as err:
         read_check_input(_write(tmp_path, mutate(PASS.read_text())))
     assert err.value.field == field
 
@@ -247,7 +247,7 @@ def test_a_scenario_file_is_read_as_is():
 
 
 def test_a_scenario_missing_a_section_gets_the_scenario_error(tmp_path):
-    with pytest.raises(InputError) as err:
+    with pytest.raises(FieldError) as err:
         read_check_input(_write(tmp_path, "model: llama-3.1-8b\n"))
     assert err.value.field == "hardware"
 

@@ -3,6 +3,7 @@ its work, and a failure to write is one line naming the flag and the path, exit 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 from xml.etree import ElementTree as ET
@@ -10,8 +11,9 @@ from xml.etree import ElementTree as ET
 import pytest
 from typer.testing import CliRunner
 
+import sizer.cli.report
+from simulator.errors import FieldError
 from sizer.cli import app
-from sizer.errors import InputError
 from sizer.outputs.destination import check_destination, write_text
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -111,7 +113,7 @@ def test_folder_without_write_permission(tmp_path):
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)
     try:
-        with pytest.raises(InputError, match="is not writable"):
+        with pytest.raises(FieldError, match="is not writable"):
             check_destination(locked / "out.csv", "--csv")
     finally:
         locked.chmod(0o700)
@@ -125,7 +127,7 @@ def test_writer_turns_os_errors_into_input_errors(tmp_path, monkeypatch):
     check_destination(out, "--x")                   # and so is overwriting a file
     out.chmod(0o400)
     if os.geteuid() != 0:
-        with pytest.raises(InputError, match="exists and is not writable"):
+        with pytest.raises(FieldError, match="exists and is not writable"):
             check_destination(out, "--x")
 
 
@@ -143,3 +145,20 @@ def test_a_normal_run_still_writes_its_file(tmp_path, command):
         assert text.startswith("<!DOCTYPE html>") and f"wrote {out}" in result.stdout
     else:
         assert ET.fromstring(text.encode()).find("testsuite").get("failures") == "0"
+
+
+def test_report_pdf_without_weasyprint_is_refused_before_the_work(tmp_path, monkeypatch):
+    """`--pdf` looks weasyprint up (find_spec, no import) before reading the scenario or searching:
+    a missing install is one line naming the flag, and no HTML is written (it used to come after
+    minutes of search, as a traceback)."""
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "weasyprint" else real(name, *a))
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the report was built before weasyprint was found missing")
+
+    monkeypatch.setattr(sizer.cli.report, "build_report", no_work)
+    out = tmp_path / "r.html"
+    result = runner.invoke(app, ["report", str(CHAT), "-o", str(out), "--pdf"])
+    assert one_line_exit_2(result) == "error: --pdf: weasyprint is not installed; pip install 'sizer[pdf]'"
+    assert not out.exists()

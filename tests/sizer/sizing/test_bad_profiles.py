@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,16 @@ def test_a_fifo_is_refused_not_read(tmp_path):
     os.mkfifo(folder / "seq_ops.csv")
     with pytest.raises(FieldError, match="not a regular file"):
         load_profile(folder)
+
+
+def test_a_billion_laughs_profile_is_refused_before_it_expands(tmp_path):
+    """The engine reads profile.yaml through simulator.safe_yaml, the loader sizer's scenarios use:
+    nine levels of nine aliases (9^9 = 387 million nodes once expanded) are refused while parsing,
+    at the line where the expansion passes MAX_NODES (about 9^7, 5 million, at `g:`, line 84), in
+    well under a second and one line."""
+    folder = run_corpus.profile_case(CORPUS / "profile-yaml-billion-laughs", tmp_path / "p")
+    start = time.perf_counter()
+    with pytest.raises(FieldError) as err:
+        load_profile(folder)
+    assert time.perf_counter() - start < 1.0
+    assert err.value.one_line() == f"{folder / 'profile.yaml'}: line 84: aliases expand it to more than 1,000,000 nodes"

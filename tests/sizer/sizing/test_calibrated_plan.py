@@ -40,19 +40,23 @@ def test_profile_prices_the_steps():
 def test_profile_for_another_model_is_refused():
     result = runner.invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "h100", "--profile", str(TINY_CPU)])
     assert result.exit_code == 2
-    assert "hardware.calibrated_profile: measured for tiny at TP1" in result.stderr
+    # the profile came from --profile, so the refusal names the flag (and the scenario field it set)
+    assert "error: --profile: measured for tiny at TP1" in result.stderr
+    assert "(as hardware.calibrated_profile)" in result.stderr
 
 
 def test_profile_for_another_device_is_refused():
     # the H200's measurements would price an L4 (a quarter of its bandwidth) three times too fast
     result = runner.invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "l4", "--profile", str(H200)])
     assert result.exit_code == 2
-    assert result.stderr.strip() == ("error: hardware.calibrated_profile: measured on h200; the scenario runs on l4 "
-                                     "(a profile prices only the device it was measured on)")
+    assert result.stderr.strip() == ("error: --profile: measured on h200; the scenario runs on l4 "
+                                     "(a profile prices only the device it was measured on) "
+                                     "(as hardware.calibrated_profile)")
 
 
 @pytest.mark.parametrize("file, text, expected", [
-    ("profile.yaml", "model: [unclosed\n", "profile.yaml: not valid YAML (ParserError)"),
+    # read by simulator.safe_yaml, as a scenario is: the line and the parser's own words
+    ("profile.yaml", "model: [unclosed\n", "profile.yaml: line 2: not valid YAML (did not find expected ',' or ']')"),
     ("decode_attention.csv", "seqs,context_tokens,time_s\n1,abc,0.001\n",
      "decode_attention.csv: line 2, column context_tokens: expected a number"),
 ])

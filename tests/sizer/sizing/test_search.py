@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 import sizer.sizing.goodput as goodput_mod
+from simulator.errors import FieldError
 from simulator.metrics import SLO
 from sizer.inputs.scenario import SLOSection
 from sizer.sizing.cost import CostSummary
@@ -190,9 +191,8 @@ TINY = SearchSpace(gpus=("l4",), tensor_parallel_sizes=(1,), weight_formats=("bf
 
 
 def test_search_needs_an_slo_target():
-    from sizer.errors import InputError
     from sizer.sizing.search import search
-    with pytest.raises(InputError) as err:
+    with pytest.raises(FieldError) as err:
         search({**data(), "slo": {"required_share": 0.9}}, str(SCENARIO), TINY)
     assert err.value.field == "slo"
 
@@ -200,8 +200,7 @@ def test_search_needs_an_slo_target():
 def test_speculative_sweep_needs_the_scenarios_settings():
     from dataclasses import replace as with_
 
-    from sizer.errors import InputError
     from sizer.sizing.search import search
-    with pytest.raises(InputError) as err:
+    with pytest.raises(FieldError) as err:
         search(data(), str(SCENARIO), with_(TINY, speculative=(True, False)))
     assert err.value.field == "deployment.speculative_config"

@@ -9,7 +9,7 @@ import yaml
 
 from engine.profile import ProfileHeader, read_header
 from hardware_profiles import CALIBRATED_DIR
-from sizer.errors import InputError
+from simulator.errors import FieldError
 from sizer.inputs.scenario import Scenario, load_scenario, scenario_from_dict
 from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulation_config
@@ -65,5 +65,5 @@ def test_validate_keeps_reserve_full_kv():
 
 
 def test_validate_refuses_a_profile_measured_on_another_device():
-    with pytest.raises(InputError, match="hardware.gpu: 'h200', but the profile was measured on 'cpu'"):
+    with pytest.raises(FieldError, match="hardware.gpu: 'h200', but the profile was measured on 'cpu'"):
         validation_config(load_scenario(H200), dataclasses.replace(LLAMA_ON_H200, device=TINY_ON_CPU.device))

@@ -1,0 +1,93 @@
+"""Property: `sizer plan --profile` with any field of a calibrated profile's `profile.yaml` header,
+or any cell of its CSV tables, set to a hostile value answers (exit 0, JSON without NaN or
+Infinity) or refuses the profile in one line naming the file (exit 2); never a traceback, another
+exit code or a hang.
+
+The base is the bundled H200 profile (hardware_profiles/calibrated/h200-llama-3.1-8b-tp1), copied
+for each example; tests/bad_inputs/profile/ holds the hand-written cases.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+from pathlib import Path
+
+import yaml
+from fuzzhelp import HOSTILE, HOSTILE_TEXT, answered_or_refused, json_answer, wall_clock
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from engine.profile import (
+    DECODE_FILE,
+    PREFILL_FILE,
+    PROFILE_FILE,
+    SEQ_OPS_FILE,
+    TOKEN_OPS_FILE,
+    ProfileHeader,
+)
+from simulator.schema import describe
+from sizer.cli import app
+
+REPO = Path(__file__).resolve().parents[3]
+BASE = REPO / "hardware_profiles" / "calibrated" / "h200-llama-3.1-8b-tp1"
+HEADER = yaml.safe_load((BASE / PROFILE_FILE).read_text())
+HEADER_PATHS = [tuple(row[0].split(".")) for row in describe(ProfileHeader) if row[1] != "section"] + \
+    [("calls_per_step", op) for op in HEADER["calls_per_step"]]
+TABLES = {name: list(csv.reader(io.StringIO((BASE / name).read_text())))
+          for name in (TOKEN_OPS_FILE, SEQ_OPS_FILE, DECODE_FILE, PREFILL_FILE)}
+PLAN = ["plan", "--gpu", "h200", "--model", "llama-3.1-8b", "--max-model-len", "8192", "--json", "--profile"]
+PER_EXAMPLE_S = 30            # a plan takes well under a second
+
+
+def set_path(data: dict, path: tuple, value) -> None:
+    for key in path[:-1]:
+        if not isinstance(data.get(key), dict):
+            data[key] = {}
+        data = data[key]
+    data[path[-1]] = value
+
+
+@st.composite
+def damage(draw):
+    """(file name, new text, what was changed) of one damaged file."""
+    if draw(st.booleans()):
+        path, value = draw(st.sampled_from(HEADER_PATHS)), draw(HOSTILE)
+        header = yaml.safe_load(yaml.safe_dump(HEADER))
+        set_path(header, path, value)
+        return PROFILE_FILE, yaml.safe_dump(header), (path, value)
+    name = draw(st.sampled_from(sorted(TABLES)))
+    rows = [list(r) for r in TABLES[name]]
+    i = draw(st.integers(0, len(rows) - 1))                  # the header row too
+    j = draw(st.integers(0, len(rows[i]) - 1))
+    rows[i][j] = draw(HOSTILE_TEXT)
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    return name, out.getvalue(), (name, i, j, rows[i][j])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow])
+@given(case=damage())
+def test_plan_answers_or_refuses_the_profile_in_one_line(tmp_path, case):
+    name, text, what = case
+    folder = tmp_path / "profile"
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(BASE, folder)
+    (folder / name).write_text(text)
+    with wall_clock(PER_EXAMPLE_S):
+        result = CliRunner().invoke(app, [*PLAN, str(folder)])
+    line = answered_or_refused(result, what)
+    if line is None:
+        plan = json_answer(result.stdout)
+        assert plan["step_times"], plan
+    else:   # a damaged file names itself; a sound profile of another model or device names the flag
+        assert line.startswith((f"error: {folder}", "error: --profile: ")), (what, line)
+
+
+def test_the_undamaged_profile_plans():
+    result = CliRunner().invoke(app, [*PLAN, str(BASE)])
+    assert result.exit_code == 0, result.output
+    assert json_answer(result.stdout)["step_times"]
