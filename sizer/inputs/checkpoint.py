@@ -80,9 +80,28 @@ def cached_snapshot(model_id: str, file: str | None, field_path: str) -> Path:
                                        f"download {model_id} --include '*.json') or give a path to its config.json")
 
 
+def beside(reference: str, folder: Path) -> str:
+    """`reference` as a path under `folder` (a scenario's own folder) when one is there, else as given."""
+    try:
+        local = folder / reference
+        return str(local) if local.exists() else reference
+    except (OSError, ValueError):    # a name no file system takes: `locate` says so, naming the field
+        return reference
+
+
 def locate(reference: str, catalog_dir: Path, file: str | None, field_path: str) -> tuple[Path, str]:
     """(the config.json to read, how it was found) for a path, a catalog name or a cached Hugging Face id."""
+    try:
+        return _locate(reference, catalog_dir, file, field_path)
+    except OSError as exc:   # a name the file system cannot take (too long, a NUL byte): not a model sizer can find
+        raise InputError(file, field_path, f"cannot look up model {excerpt(reference)}: "
+                                           f"{exc.strerror or type(exc).__name__}") from None
+
+
+def _locate(reference: str, catalog_dir: Path, file: str | None, field_path: str) -> tuple[Path, str]:
     path = Path(reference)
+    if "\0" in reference:
+        raise OSError(0, "a NUL byte in the name")
     if path.is_dir():
         return path / "config.json", "path"
     if path.exists():

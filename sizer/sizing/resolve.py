@@ -23,7 +23,7 @@ from sizer.analytic.memory import GiB, KVLayout, MemoryBudget, WeightMemory, kv_
 from sizer.analytic.parallel import ParallelConfig, validate_split
 from sizer.analytic.roofline import RooflineStepTimeModel
 from sizer.errors import InputError
-from sizer.inputs.checkpoint import Checkpoint
+from sizer.inputs.checkpoint import Checkpoint, beside
 from sizer.inputs.hardware import HardwareSpec, Link, host_link, scale_up_link, scenario_hardware
 from sizer.inputs.model_spec import ModelSpec, checkpoint_model, load_config, load_model
 from sizer.inputs.scenario import Scenario, scenario_dir
@@ -79,9 +79,7 @@ class Resolved:
 def checkpoint_of(s: Scenario) -> Checkpoint:
     """The scenario's model: a catalog name, a config or checkpoint folder (relative to the scenario file), or a
     Hugging Face id in the local cache."""
-    name = s.model.name
-    local = scenario_dir(s) / name
-    return load_config(str(local) if local.exists() else name, s.file, "model.name")
+    return load_config(beside(s.model.name, scenario_dir(s)), s.file, "model.name")
 
 
 def model_of(s: Scenario) -> ModelSpec:
@@ -200,8 +198,7 @@ def _speculative(s: Scenario, hardware: HardwareSpec, parallel: ParallelConfig, 
         return None
     draft = None
     if sc.method == "draft_model" and sc.model:     # the draft model is checked even when its cost is stated
-        local = scenario_dir(s) / sc.model
-        m = load_model(str(local) if local.exists() else sc.model, s.file, "deployment.speculative_config.model")
+        m = load_model(beside(sc.model, scenario_dir(s)), s.file, "deployment.speculative_config.model")
     if sc.method == "draft_model" and sc.model and sc.proposer_cost_fraction is None:
         fmt, draft_group = weight_format(m, "auto", group_size, s.file)
         draft = RooflineStepTimeModel(m, hardware, fmt, weight_memory(m, fmt, parallel, draft_group),
