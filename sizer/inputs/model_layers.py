@@ -51,10 +51,6 @@ LAYER_TYPES = {"full_attention": FULL, "attention": FULL, "global": FULL, "globa
 NEMOTRON_H_BLOCKS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 
 
-def _fail(file: str | None, path: str, message: str) -> InputError:
-    return InputError(file, path, message)
-
-
 def attention_for(c: dict[str, Any], span: str, window: int | None, kv_heads: int | None = None) -> Attention:
     """Attention of one span; Gemma-4's global layers have their own head size and KV heads, and K as V."""
     head_dim, kv, k_eq_v = c["head_dim"], kv_heads or c["num_key_value_heads"], False
@@ -90,17 +86,19 @@ def _spans(c: dict[str, Any], n: int, where, file: str | None) -> list[str]:
     layer_types = c["layer_types"]
     if layer_types:
         if len(layer_types) != n:
-            raise _fail(file, where("layer_types"), f"expected {n} entries, got {len(layer_types)}")
+            raise InputError(file, where("layer_types"), f"expected {n} entries, got {len(layer_types)}")
         spans = []
         for i, t in enumerate(layer_types):
             if t not in LAYER_TYPES:
-                raise _fail(file, f"{where('layer_types')}[{i}]",
+                raise InputError(file, f"{where('layer_types')}[{i}]",
                             f"layer type {excerpt(t)} is not modelled; expected one of {', '.join(LAYER_TYPES)}")
             spans.append(LAYER_TYPES[t])
         if SLIDING in spans and not c["sliding_window"]:
-            raise _fail(file, where("sliding_window"), "expected a window (tokens) for the sliding_attention layers")
+            raise InputError(file, where("sliding_window"),
+                             "expected a window (tokens) for the sliding_attention layers")
         if CHUNKED in spans and not c["attention_chunk_size"]:
-            raise _fail(file, where("attention_chunk_size"), "expected a chunk size for the chunked_attention layers")
+            raise InputError(file, where("attention_chunk_size"),
+                             "expected a chunk size for the chunked_attention layers")
         return spans
     if c["full_attention_interval"]:   # Qwen3-Next: every interval-th layer full, the rest linear attention
         return [FULL if (i + 1) % c["full_attention_interval"] == 0 else "linear" for i in range(n)]
@@ -111,7 +109,7 @@ def _spans(c: dict[str, Any], n: int, where, file: str | None) -> list[str]:
         interval = c["no_rope_layer_interval"]
         flags = c["no_rope_layers"] or [int((i + 1) % interval != 0) for i in range(n)]
         if len(flags) != n:
-            raise _fail(file, where("no_rope_layers"), f"expected {n} entries, got {len(flags)}")
+            raise InputError(file, where("no_rope_layers"), f"expected {n} entries, got {len(flags)}")
         return [CHUNKED if flag else FULL for flag in flags]
     return _sliding_pattern(c, n)
 
@@ -136,7 +134,7 @@ def _gated_delta_net(c: dict[str, Any], where, file: str | None) -> GatedDeltaNe
             "linear_conv_kernel_dim")
     for key in keys:
         if not c[key]:
-            raise _fail(file, where(key), "missing; expected a positive integer for the linear-attention layers")
+            raise InputError(file, where(key), "missing; expected a positive integer for the linear-attention layers")
     return GatedDeltaNet(*(c[key] for key in keys))
 
 
@@ -144,7 +142,7 @@ def _mamba(c: dict[str, Any], where, file: str | None) -> Mamba2:
     keys = ("mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel")
     for key in keys:
         if not c[key]:
-            raise _fail(file, where(key), "missing; expected a positive integer for the Mamba-2 layers")
+            raise InputError(file, where(key), "missing; expected a positive integer for the Mamba-2 layers")
     return Mamba2(*(c[key] for key in keys), conv_bias=c["use_conv_bias"], proj_bias=c["use_bias"])
 
 
@@ -189,17 +187,17 @@ def _nemotron_h(c: dict[str, Any], n: int, where, file: str | None) -> list[Laye
         kinds = []
         for i, ch in enumerate(pattern):
             if ch not in NEMOTRON_H_BLOCKS:
-                raise _fail(file, where(key), f"block {ch!r} at position {i} is not modelled; expected one of "
+                raise InputError(file, where(key), f"block {ch!r} at position {i} is not modelled; expected one of "
                             + ", ".join(f"{k!r} ({v})" for k, v in NEMOTRON_H_BLOCKS.items()))
             kinds.append(NEMOTRON_H_BLOCKS[ch])
     else:
         key, kinds = "layers_block_type", list(c["layers_block_type"])
         for i, kind in enumerate(kinds):
             if kind not in NEMOTRON_H_BLOCKS.values():
-                raise _fail(file, f"{where(key)}[{i}]", f"block type {excerpt(kind)} is not modelled; "
+                raise InputError(file, f"{where(key)}[{i}]", f"block type {excerpt(kind)} is not modelled; "
                             f"expected one of {', '.join(NEMOTRON_H_BLOCKS.values())}")
     if len(kinds) != n:
-        raise _fail(file, where(key), f"expected {n} blocks (num_hidden_layers), got {len(kinds)}")
+        raise InputError(file, where(key), f"expected {n} blocks (num_hidden_layers), got {len(kinds)}")
     layers = []
     for kind in kinds:
         if kind == "mamba":
@@ -210,7 +208,7 @@ def _nemotron_h(c: dict[str, Any], n: int, where, file: str | None) -> list[Laye
             layers.append(Layer(NoMixer(), DenseFFN(c["intermediate_size"], gated=False), norms=1))
         else:
             if not c["num_local_experts"]:
-                raise _fail(file, where("n_routed_experts"), "expected the expert count for the MoE blocks")
+                raise InputError(file, where("n_routed_experts"), "expected the expert count for the MoE blocks")
             layers.append(Layer(NoMixer(), moe_ffn(c, gated=False), norms=1))
     return layers
 
@@ -222,7 +220,8 @@ def build_layers(c: dict[str, Any], blocks: list[tuple[Mixer, FFN]] | None, wher
         return _nemotron_h(c, n, where, file)
     if blocks is not None:
         if len(blocks) != n:
-            raise _fail(file, where("block_configs"), f"expected {n} entries (num_hidden_layers), got {len(blocks)}")
+            raise InputError(file, where("block_configs"),
+                             f"expected {n} entries (num_hidden_layers), got {len(blocks)}")
         return [Layer(mixer, ffn) for mixer, ffn in blocks]
     mixers = _mixers(c, n, where, file)
     return [Layer(mixer, ffn) for mixer, ffn in zip(mixers, _ffns(c, n), strict=True)]

@@ -1,9 +1,11 @@
-"""Model architecture, read from a Hugging Face `config.json` (a path) or the bundled catalog.
+"""Model architecture, read from a Hugging Face `config.json` (a checkpoint, a path, a cached
+Hugging Face id) or the bundled catalog, into a `ModelSpec`: one `Layer` per decoder layer
+(sizer/inputs/layers.py, placed per family by model_layers.py), the towers beside them, and
+the checkpoint's quantization.
 
-Only the fields that decide memory and compute are kept. Llama/Mistral/Qwen/Gemma/Phi/
-DeepSeek/gpt-oss style keys are understood: GQA and MQA (`num_key_value_heads`), MLA
-(`kv_lora_rank`), sliding-window layer patterns, MoE expert counts, tied embeddings and
-`quantization_config`.
+Every key sizer reads is declared once in `KEYS` with its type and bounds; a key sizer does not
+read is refused when its name says it shapes the architecture, else listed in the plan's
+assumptions (docs/models.md).
 """
 
 from __future__ import annotations
