@@ -11,10 +11,11 @@ import typer
 
 from engine.profile import Limits, ProfileHeader, read_header
 from simulator.errors import excerpt
-from sizer.cli.flags import check_model
+from sizer.cli.flags import check_model, check_range
 from sizer.errors import InputError
 from sizer.inputs.hardware import load_hardware
 from sizer.inputs.model_spec import load_model
+from sizer.inputs.scenario import MAX_BATCH_TOKENS, MAX_SEQUENCES, MAX_TOKENS
 
 
 def user_calibrated_dir() -> Path:
@@ -51,6 +52,11 @@ def command(
     seed: int = typer.Option(0, help="random seed for weights and inputs"),
 ) -> None:
     """Measure the engine's kernels here and write `<device>-<model>-tp<N>/profile.yaml` + CSV tables."""
+    # the sweep's shapes come from these: the scenario's own bounds keep them representable
+    check_range(max_num_batched_tokens, "--max-num-batched-tokens", 1, MAX_BATCH_TOKENS)
+    check_range(max_num_seqs, "--max-num-seqs", 1, MAX_SEQUENCES)
+    check_range(max_model_len, "--max-model-len", 2, MAX_TOKENS)
+    check_range(block_size, "--block-size", 1, MAX_TOKENS)
     folder, header = _calibrate(model, gpu, device, tp, scale, out or user_calibrated_dir(), max_num_batched_tokens,
                                 max_num_seqs, max_model_len, block_size, kernels, seed)
     a, o = header.achieved, header.overhead
