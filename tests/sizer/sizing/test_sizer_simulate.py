@@ -52,16 +52,26 @@ def low_load(engine="vllm"):
 
 def test_at_low_load_the_simulator_agrees_with_the_roofline_plan():
     r = resolve(low_load())
-    model = step_model_for(r)
+    model, loop = step_model_for(r), r.replica.engine_loop
     result = simulate_scenario(r)
-    s = summarise(result)
-    # one request at a time: TTFT is the roofline prefill of 1000 tokens (one 8192-token step);
-    # each later token one roofline decode step at its context (1000 .. 1099)
-    assert s.ttft.p50_ms == pytest.approx(prefill_time_s(model, 1000, 8192) * 1000, rel=0.01)
+    s = summarise(result, engine_side=True)
+    # one request at a time, so nothing waits on the loop: the engine sees TTFT as the roofline
+    # prefill of 1000 tokens (one 8192-token step; the loop's CPU work hides behind it) and each
+    # later token one roofline decode step at its context (1000 .. 1099)
+    prefill_ms = prefill_time_s(model, 1000, 8192) * 1000
+    assert loop.async_scheduling and loop.period_s(1e-3, 1) == 1e-3
+    assert s.ttft.p50_ms == pytest.approx(prefill_ms, rel=0.01)
     decode = [model.step_time(StepBatch(1, 1, c, c + 1)) * 1000 for c in range(1000, 1100)]
     assert s.tpot.p50_ms == pytest.approx(np.mean(decode), rel=0.01)
     assert s.itl.p50_ms == pytest.approx(np.median(decode), rel=0.01)
     assert s.queue.p99_ms == 0.0 and s.num_preemptions == 0
+    # the client adds the API server's input path before, and one token's output handling after
+    client = summarise(result)
+    out_ms = (loop.output_s_per_step + loop.output_s_per_token) * 1000
+    assert client.ttft.p50_ms == pytest.approx(loop.input_s * 1000 + prefill_ms + out_ms, rel=0.01)
+    # tokens reach it in pairs: half the gaps about nothing, half about two steps
+    assert loop.stream_tokens_per_chunk == 2 and client.itl.p50_ms == 0.0
+    assert client.itl.p95_ms == pytest.approx(2 * max(decode), rel=0.01)
 
 
 def test_kv_blocks_come_from_the_memory_budget():
