@@ -72,8 +72,8 @@ PROPOSER_COST_FRACTION = {"ngram": 0.0, "medusa": 0.03, "eagle": 0.05, "eagle3":
 
 # The engine loop around each step (simulator/engine_loop.py): which engine schedules ahead of
 # the GPU, and what its CPU and API server cost. The costs are host-CPU constants fitted once on
-# the public vLLM 0.15.1 runs (benchmarks/fidelity_vllm.py, docs/fidelity.md), not per model
-# or experiment; engines not measured take vLLM V1's costs until someone measures them.
+# the public vLLM 0.15.1 H100 runs (benchmarks/fidelity_vllm.py, docs/fidelity.md), not per
+# model or experiment; engines not measured take vLLM V1's costs until someone measures them.
 # Sources of the behaviour:
 # - vLLM V1: the engine core runs in its own process and, by default, keeps a batch queue of two
 #   (vllm/v1/engine/core.py, EngineCore.step_with_batch_queue; vllm/v1/core/sched/async_scheduler.py):
@@ -89,11 +89,14 @@ PROPOSER_COST_FRACTION = {"ngram": 0.0, "medusa": 0.03, "eagle": 0.05, "eagle3":
 #   schedules batch k + 1 while batch k runs; detokenisation runs in its own process.
 # - TensorRT-LLM (PyTorch backend): the overlap scheduler is on unless `disable_overlap_scheduler`.
 # - LMDeploy, TGI: synchronous loops (not confirmed).
-SCHEDULE_S = 0.5e-3                   # engine-core CPU per step, fixed: fitted (docs/fidelity.md)
-SCHEDULE_S_PER_SEQ = 20e-6            # ... per sequence in the step: fitted
-INPUT_S = 3e-3                        # client send to engine queue: HTTP, tokenise, hand-off: fitted
-OUTPUT_S_PER_STEP = 1e-3              # API server per step's output batch: fitted
-OUTPUT_S_PER_TOKEN = 10e-6            # API server per token (detokenise, stream): fitted
+# Fitted (TTFT of the 15 runs; E2E and ITL barely move with them):
+INPUT_S = 3e-3                        # client send to engine queue: HTTP, tokenise, hand-off
+OUTPUT_S_PER_STEP = 2e-3              # API server per step's output batch (engine-core hand-off, ZMQ)
+OUTPUT_S_PER_TOKEN = 30e-6            # API server per token (detokenise, stream)
+# Assumptions: with asynchronous scheduling they hide behind the GPU in every public run, so
+# those runs cannot fit them (they decide V0-style synchronous loops and CPU-bound steps):
+SCHEDULE_S = 0.5e-3                   # engine-core CPU per step, fixed
+SCHEDULE_S_PER_SEQ = 20e-6            # ... per sequence in the step
 
 
 def _loop(name: str, async_scheduling: bool, stream_tokens_per_chunk: int = 1) -> EngineLoop:
