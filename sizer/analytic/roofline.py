@@ -33,7 +33,7 @@ from sizer.inputs.layers import EXPERT, LM_HEAD, VISION
 from sizer.inputs.model_spec import ModelSpec
 
 # Assumptions (replace with a calibrated profile): printed by the plan.
-STEP_OVERHEAD_S = 0.5e-3          # sampler and the step's own launches (CUDA graphs on); scheduling is the engine loop's
+STEP_OVERHEAD_S = 0.5e-3          # sampler and the step's own launches (CUDA graphs on); scheduling: the engine loop
 COLLECTIVE_LATENCY_S = 8e-6       # fixed cost of one NVLink all-reduce / all-to-all
 # Hardware-level constants fitted once on the public vLLM 0.15.1 H100 runs (benchmarks/fidelity_vllm.py,
 # docs/fidelity.md), never per model or experiment; other GPUs take them until measured.
