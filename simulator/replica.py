@@ -135,10 +135,9 @@ class Replica:
         back to back, by the start of the step before it (when this one was chosen)."""
         sched, loop = self.scheduler, self.config.engine_loop
         cutoff = self._last_start_s if loop.async_scheduling and sched.has_unfinished() else self._t
-        cutoff -= loop.input_s                  # arrival + input path <= cutoff
-        keep = []
+        input_s, keep = loop.input_s, []
         for req in self.inbox:
-            if req.arrival_s > cutoff:
+            if req.arrival_s + input_s > cutoff:      # the same sum the idle wait sleeps until
                 keep.append(req)
             elif not sched.add_request(req):
                 self.on_done(self, req)
@@ -154,12 +153,13 @@ class Replica:
                     ready_s = min(r.arrival_s for r in self.inbox) + self.config.engine_loop.input_s
                     self.wake_s = ready_s
                     yield env.timeout(max(0.0, ready_s - env.now))
+                    self._t = ready_s                # exactly: now + (ready - now) may round below it
                 else:
                     self.wake_s = math.inf
                     self._wake = env.event()
                     yield self._wake
                     self._wake = None
-                self._t = env.now
+                    self._t = env.now
                 continue
             horizon = self.next_event_s() if self.fast_forward else -math.inf
             while sched.has_unfinished():

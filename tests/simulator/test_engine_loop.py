@@ -68,3 +68,13 @@ def test_tokens_in_pairs_split_the_client_itl_into_nothing_and_two_steps():
     # 40 gaps of 10 ms as 20 of 20 ms and 20 of 0: the same mean, a bimodal spread
     assert client.itl.p50_ms == 0.0 and client.itl.p95_ms == pytest.approx(20.0)
     assert client.itl.mean_ms == pytest.approx(10.0)
+
+
+def test_requests_on_the_input_path_reach_an_idle_engine_whatever_the_rounding():
+    # arrivals whose sum with the input path rounds (0.1 + 3e-3 is not exact in binary) must
+    # still be admitted when the engine wakes for them, not waited for again and again
+    loop = dataclasses.replace(BARE, input_s=3e-3)
+    reqs = [Request(i, 0.1 * i + 1e-9 * i, 16, 2) for i in range(50)]
+    c = simulate(sim_config(engine_loop=loop), STEP, reqs).columns
+    # each alone: 3 ms in, then a prefill step and one decode step of 10 ms
+    assert np.allclose(c["ttft_ms"], 13.0) and np.allclose(c["e2e_ms"], 23.0)
