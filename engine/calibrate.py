@@ -28,6 +28,7 @@ from engine.kernels import Kernels
 from engine.kv_cache import PagedKVCache
 from engine.model import Transformer
 from engine.runner import EngineRunner, StepRecord
+from simulator.engine_loop import BARE
 from simulator.replica import ReplicaConfig
 from simulator.request import Request
 from simulator.scheduler import SchedulerConfig
@@ -95,7 +96,7 @@ def step_sweep(model: Transformer, device: Device, limits: pc.Limits, seed: int)
     for count in sorted({min(w, limits.max_num_seqs) for w in SWEEP_WAVES}):
         blocks = count * -(-(longest + SWEEP_OUTPUT_TOKENS[1]) // limits.block_size) + 1    # no preemption
         replica = ReplicaConfig(config, blocks, limits.block_size, enable_prefix_caching=True, tenant_isolation=False,
-                                swap=None)
+                                swap=None, engine_loop=BARE)
         runner = EngineRunner(model, device, replica)
         runner.warm_up()
         records += runner.run(_sweep_requests(count, longest, rng, first_id)).steps[1:]   # step 1 waits on set-up

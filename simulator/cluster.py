@@ -86,7 +86,7 @@ class Cluster:
         rngs = [np.random.Generator(np.random.PCG64(s))
                 for s in np.random.SeedSequence([seed, 1]).spawn(sum(n for _, n in pools))]
         self.replicas: list[Replica] = []
-        step_times = StepTimes(step_model)
+        step_times = StepTimes(step_model, replica.engine_loop)
         for cfg, n in pools:
             for _ in range(n):
                 i = len(self.replicas)

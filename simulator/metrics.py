@@ -5,6 +5,11 @@ consecutive steps gets one token per step, so the ITL distribution is the step d
 weighted by how many sequences produced a token one step after their previous one, plus the
 few longer gaps (after a preemption or a KV transfer) recorded on their own. Per request,
 the SLO's ITL target is checked against the request's TPOT (its mean time between tokens).
+
+Metrics are what a client measures unless `engine_side` is asked for (see
+`SimulationResult.columns`). A client's token gaps are the gaps between the steps' arrivals
+through the API server, and where tokens come in chunks of c, each chunk brings one gap of
+about c steps and c - 1 gaps of about nothing.
 """
 
 from __future__ import annotations
@@ -92,29 +97,43 @@ def _latency(values_ms: np.ndarray, weights: np.ndarray | None = None) -> Latenc
     return Latency(p50, p95, p99, mean)
 
 
-def itl_latency(result: SimulationResult) -> Latency:
+def itl_latency(result: SimulationResult, engine_side: bool = False) -> Latency:
     tl = result.timeline
-    values = np.concatenate([tl.step_s, result.itl_gaps_s]) * 1000.0
-    weights = np.concatenate([tl.itl_seqs, np.ones(len(result.itl_gaps_s))]).astype(float)
+    if engine_side or len(tl.end_s) == 0:
+        step_s, weights = tl.step_s, tl.itl_seqs.astype(float)
+    else:
+        # the gap before each step's tokens as the client sees them: from the replica's previous step
+        order = np.lexsort((tl.end_s, tl.replica))
+        client = tl.client_s[order]
+        gap = np.empty_like(client)
+        gap[order] = np.where(np.r_[True, np.diff(tl.replica[order]) != 0], tl.step_s[order],
+                              np.diff(client, prepend=client[0]))
+        chunk = result.engine_loop.stream_tokens_per_chunk
+        w = tl.itl_seqs.astype(float)
+        step_s = np.concatenate([gap * chunk, np.zeros(1)]) if chunk > 1 else gap
+        weights = np.concatenate([w / chunk, [w.sum() * (chunk - 1) / chunk]]) if chunk > 1 else w
+    values = np.concatenate([step_s, result.itl_gaps_s]) * 1000.0
+    weights = np.concatenate([weights, np.ones(len(result.itl_gaps_s))])
     return _latency(values, weights)
 
 
-def slo_attainment(result: SimulationResult, slo: SLO) -> np.ndarray:
+def slo_attainment(result: SimulationResult, slo: SLO, engine_side: bool = False) -> np.ndarray:
     """Per request: did it meet every target? Rejected requests did not."""
-    c = result.columns
+    c, pre = result.columns, "engine_" if engine_side else ""
     ok = ~c["rejected"]
     with np.errstate(invalid="ignore"):
         if slo.ttft_ms is not None:
-            ok &= c["ttft_ms"] <= slo.ttft_ms
+            ok &= c[pre + "ttft_ms"] <= slo.ttft_ms
         if slo.itl_ms is not None:
-            ok &= np.isnan(c["tpot_ms"]) | (c["tpot_ms"] <= slo.itl_ms)
+            ok &= np.isnan(c[pre + "tpot_ms"]) | (c[pre + "tpot_ms"] <= slo.itl_ms)
         if slo.e2e_ms is not None:
-            ok &= c["e2e_ms"] <= slo.e2e_ms
+            ok &= c[pre + "e2e_ms"] <= slo.e2e_ms
     return ok
 
 
-def summarise(result: SimulationResult, slo: SLO | None = None) -> MetricsSummary:
-    c, tl = result.columns, result.timeline
+def summarise(result: SimulationResult, slo: SLO | None = None, engine_side: bool = False) -> MetricsSummary:
+    """The run's metrics as a client measures them, or as the engine's own metrics report them."""
+    c, tl, pre = result.columns, result.timeline, "engine_" if engine_side else ""
     done = ~c["rejected"]
     n, n_done = len(done), int(done.sum())
     duration = float(c["finished_s"][done].max() - c["arrival_s"].min()) if n_done else 0.0
@@ -122,8 +141,8 @@ def summarise(result: SimulationResult, slo: SLO | None = None) -> MetricsSummar
     tokens_in = float(c["prompt_tokens"][done].sum())
     tokens_out = float(c["output_tokens"][done].sum())
     busy = float(tl.step_s.sum())
-    ttft, itl = _latency(c["ttft_ms"]), itl_latency(result)
-    e2e, tpot, queue = _latency(c["e2e_ms"]), _latency(c["tpot_ms"]), _latency(c["queue_ms"])
+    ttft, itl = _latency(c[pre + "ttft_ms"]), itl_latency(result, engine_side)
+    e2e, tpot, queue = _latency(c[pre + "e2e_ms"]), _latency(c[pre + "tpot_ms"]), _latency(c["queue_ms"])
     out = dict(
         num_requests=n, num_finished=n_done, num_rejected=n - n_done, duration_s=duration,
         ttft=ttft, itl=itl, tpot=tpot, e2e=e2e, queue=queue,
@@ -136,7 +155,7 @@ def summarise(result: SimulationResult, slo: SLO | None = None) -> MetricsSummar
         peak_kv_usage=float(tl.kv_usage.max()) if len(tl.kv_usage) else 0.0,
     )
     if slo is not None and slo.has_targets:
-        met = slo_attainment(result, slo)
+        met = slo_attainment(result, slo, engine_side)
         share = float(met.mean()) if n else 0.0
         checks = [(slo.ttft_ms, ttft), (slo.itl_ms, itl), (slo.e2e_ms, e2e)]
         pct = all(_at(lat, slo.percentile, target) for target, lat in checks if target is not None)

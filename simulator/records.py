@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simulator.engine_loop import EngineLoop
 from simulator.request import Request, Status
 
 # Per request: integer and float values, one row each in two flat arrays (one `fromlist` call
@@ -37,16 +38,22 @@ class Timeline:
     new_tokens: np.ndarray
     itl_seqs: np.ndarray        # sequences whose token this step counts as one step-long ITL
     kv_usage: np.ndarray        # fraction of the replica's KV blocks in use after scheduling
+    client_s: np.ndarray        # when the step's tokens reach the client (EngineLoop.client_visible_s)
 
 
 @dataclass
 class SimulationResult:
-    columns: dict[str, np.ndarray]   # per request, sorted by request_id; times in s, latencies in ms
+    # Per request, sorted by request_id; times in s, latencies in ms. `ttft_ms`, `e2e_ms` and
+    # `tpot_ms` are what a client measures (from its send to the tokens' arrival through the
+    # API server); `engine_ttft_ms`, `engine_e2e_ms`, `engine_tpot_ms` what the engine's own
+    # metrics report (from the request reaching the engine to the step that sampled the token).
+    columns: dict[str, np.ndarray]
     reject_reasons: dict[int, str]   # request_id -> why it was rejected
     timeline: Timeline
     itl_gaps_s: np.ndarray           # inter-token gaps not one step long (preemption, transfer), sorted
     num_replicas: int
     num_preemptions: int
+    engine_loop: EngineLoop
 
     @property
     def requests(self):
@@ -107,7 +114,8 @@ class Recorder:
         itl.fromlist(same)
         used.fromlist(kv_used_blocks)
 
-    def result(self, num_blocks: int, num_replicas: int, num_preemptions: int) -> SimulationResult:
+    def result(self, num_blocks: int, num_replicas: int, num_preemptions: int,
+               engine_loop: EngineLoop) -> SimulationResult:
         ints = np.array(self._req_ints).reshape(-1, len(_REQUEST_INTS))
         floats = np.array(self._req_floats).reshape(-1, len(_REQUEST_FLOATS))
         split = ({k: ints[:, i] for i, k in enumerate(_REQUEST_INTS)}
@@ -116,18 +124,46 @@ class Recorder:
         order = np.argsort(c["request_id"], kind="stable")
         c = {k: v[order] for k, v in c.items()}
         c["rejected"] = c["rejected"].astype(bool)
-        done, ms = ~c["rejected"], 1000.0
-        with np.errstate(invalid="ignore"):
-            c["queue_ms"] = np.where(done, (c["scheduled_s"] - c["arrival_s"]) * ms, np.nan)
-            c["ttft_ms"] = np.where(done, (c["first_token_s"] - c["arrival_s"]) * ms, np.nan)
-            c["e2e_ms"] = np.where(done, (c["finished_s"] - c["arrival_s"]) * ms, np.nan)
-            c["tpot_ms"] = np.where(done & (c["output_tokens"] > 1), (c["finished_s"] - c["first_token_s"]) * ms
-                                    / np.maximum(c["output_tokens"] - 1, 1), np.nan)
         st = {k: np.array(v) for k, v in self._step.items()}
         if not np.all(np.diff(st["end_s"]) > 0):            # one replica's steps are in order already
             order = np.lexsort((st["replica"], st["end_s"]))     # by time, then replica
             st = {k: v[order] for k, v in st.items()}
+        client_s = _client_times(st["replica"], st["end_s"], st["num_seqs"], engine_loop)
         timeline = Timeline(st["replica"], st["end_s"], st["step_s"], st["num_seqs"], st["new_tokens"],
-                            st["itl_seqs"], st["kv_used_blocks"] / num_blocks)
+                            st["itl_seqs"], st["kv_used_blocks"] / num_blocks, client_s)
+        done, ms = ~c["rejected"], 1000.0
+        first_client = _at_client(c["first_token_s"], timeline)
+        finished_client = _at_client(c["finished_s"], timeline)
+        engine_arrival = c["arrival_s"] + engine_loop.input_s
+        many = done & (c["output_tokens"] > 1)
+        with np.errstate(invalid="ignore"):
+            c["queue_ms"] = np.where(done, (c["scheduled_s"] - engine_arrival) * ms, np.nan)
+            for prefix, first, last, start in (("", first_client, finished_client, c["arrival_s"]),
+                                               ("engine_", c["first_token_s"], c["finished_s"], engine_arrival)):
+                c[prefix + "ttft_ms"] = np.where(done, (first - start) * ms, np.nan)
+                c[prefix + "e2e_ms"] = np.where(done, (last - start) * ms, np.nan)
+                c[prefix + "tpot_ms"] = np.where(many, (last - first) * ms / np.maximum(c["output_tokens"] - 1, 1),
+                                                 np.nan)
         return SimulationResult(c, dict(self._reasons), timeline, np.sort(np.array(self._gaps)), num_replicas,
-                                num_preemptions)
+                                num_preemptions, engine_loop)
+
+
+def _client_times(replica: np.ndarray, end_s: np.ndarray, num_seqs: np.ndarray, loop: EngineLoop) -> np.ndarray:
+    """Each step's client arrival time, replica by replica (each has its own API server)."""
+    out = np.empty_like(end_s)
+    by_replica = np.argsort(replica, kind="stable")          # each replica's steps stay in time order
+    bounds = np.flatnonzero(np.diff(replica[by_replica])) + 1
+    for idx in np.split(by_replica, bounds):
+        out[idx] = loop.client_visible_s(end_s[idx], num_seqs[idx])
+    return out
+
+
+def _at_client(times_s: np.ndarray, tl: Timeline) -> np.ndarray:
+    """Client arrival of tokens sampled at `times_s` (each a step's end; NaN or -1 where none):
+    the step's client time. Steps of two replicas ending at the same instant are told apart
+    by neither; the first is taken."""
+    if len(tl.end_s) == 0:
+        return times_s
+    pos = np.minimum(np.searchsorted(tl.end_s, times_s), len(tl.end_s) - 1)
+    hit = tl.end_s[pos] == times_s
+    return np.where(hit, tl.client_s[pos], times_s)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
+from simulator.engine_loop import EngineLoop
 from simulator.kv_cache import KVCacheManager
 from simulator.records import Recorder
 from simulator.request import Request
@@ -32,10 +33,11 @@ class StepTimes:
     """Memoised step times: a step-time model is a pure function of the batch, and runs of
     similar traffic repeat batch shapes often (more than half the steps of the standard
     benchmark). Keys are tuples of the batch's fields; a StepBatch is itself such a tuple
-    (a NamedTuple), so it is its own key. Bounded."""
+    (a NamedTuple), so it is its own key. Bounded. A step's time is the engine loop's period
+    around the model's GPU time (`EngineLoop.period_s`), so the loop costs nothing per step."""
 
-    def __init__(self, model: StepTimeModel, max_entries: int = 1 << 16):
-        self.model, self._max = model, max_entries
+    def __init__(self, model: StepTimeModel, loop: EngineLoop, max_entries: int = 1 << 16):
+        self.model, self.loop, self._max = model, loop, max_entries
         self._memo: dict[tuple[int, ...], float] = {}
         self.decodes: dict[tuple[int, int], float] = {}     # plain decode steps: (seqs, context) -> s
 
@@ -66,6 +68,7 @@ class StepTimes:
         t = self.model.step_time(batch)
         if not t > 0.0:
             raise ValueError(f"step-time model returned {t!r} s; a step must take a positive time")
+        t = self.loop.period_s(t, batch.num_seqs)
         if len(memo) >= self._max:
             memo.clear()
         memo[key] = t
@@ -81,14 +84,15 @@ class SwapLink:
 
 @dataclass(frozen=True)
 class ReplicaConfig:
-    """One replica's engine: its scheduler, its KV block pool, and (for swap preemption) the
-    host link. Every field is given by the caller; nothing here defaults."""
+    """One replica's engine: its scheduler, its KV block pool, (for swap preemption) the host
+    link, and the loop around its steps. Every field is given by the caller; nothing here defaults."""
     scheduler: SchedulerConfig
     num_blocks: int
     block_size: int
     enable_prefix_caching: bool
     tenant_isolation: bool
     swap: SwapLink | None                  # required when the scheduler preempts by swap
+    engine_loop: EngineLoop
 
     def __post_init__(self) -> None:
         if self.scheduler.preemption_mode == "swap" and self.swap is None:
@@ -109,9 +113,10 @@ class Replica:
         self.step_times, self.recorder = step_times, recorder
         self.next_event_s, self.on_done = next_event_s, on_done
         self.fast_forward, self.check = fast_forward, check_invariants
-        self.inbox: list[Request] = []
+        self.inbox: list[Request] = []       # submitted, not yet handed to the scheduler
         self._wake: simpy.Event | None = None
         self._t = 0.0                        # this replica's clock: end of its last step
+        self._last_start_s = 0.0             # start of its last step
         self.wake_s = math.inf               # when its process next wakes (inf: idle)
         self.process = env.process(self._run())
 
@@ -124,24 +129,43 @@ class Replica:
         if self._wake is not None and not self._wake.triggered:
             self._wake.succeed()
 
+    def _admit(self) -> None:
+        """Hand the scheduler the requests that have reached the engine in time for the step
+        about to be scheduled: by its start, or, with asynchronous scheduling while steps run
+        back to back, by the start of the step before it (when this one was chosen)."""
+        sched, loop = self.scheduler, self.config.engine_loop
+        cutoff = self._last_start_s if loop.async_scheduling and sched.has_unfinished() else self._t
+        input_s, keep = loop.input_s, []
+        for req in self.inbox:
+            if req.arrival_s + input_s > cutoff:      # the same sum the idle wait sleeps until
+                keep.append(req)
+            elif not sched.add_request(req):
+                self.on_done(self, req)
+        self.inbox = keep
+
     def _run(self):
         env, sched = self.env, self.scheduler
         while True:
             if self.inbox:
-                for req in self.inbox:
-                    if not sched.add_request(req):
-                        self.on_done(self, req)
-                self.inbox.clear()
+                self._admit()
             if not sched.has_unfinished():
-                self.wake_s = math.inf
-                self._wake = env.event()
-                yield self._wake
-                self._wake = None
-                self._t = env.now
+                if self.inbox:                   # on their way in (the input path): wait for the first
+                    ready_s = min(r.arrival_s for r in self.inbox) + self.config.engine_loop.input_s
+                    self.wake_s = ready_s
+                    yield env.timeout(max(0.0, ready_s - env.now))
+                    self._t = ready_s                # exactly: now + (ready - now) may round below it
+                else:
+                    self.wake_s = math.inf
+                    self._wake = env.event()
+                    yield self._wake
+                    self._wake = None
+                    self._t = env.now
                 continue
             horizon = self.next_event_s() if self.fast_forward else -math.inf
             while sched.has_unfinished():
-                run = sched.decode_run() if self.fast_forward else None
+                if self.inbox:                   # requests not yet admitted: one step at a time
+                    self._admit()
+                run = sched.decode_run() if self.fast_forward and not self.inbox else None
                 end_s, apply = self._plan_decode_run(run, horizon) if run and run.max_steps > 1 else self._plan_step()
                 if end_s >= horizon:
                     self.wake_s = end_s
@@ -164,7 +188,7 @@ class Replica:
             accepted = self._draw_accepted(step) if step.spec_seqs else None
             finished = self.scheduler.update(step, t, accepted)
             self.recorder.step(self.index, t, dt, step.batch.num_seqs, step.batch.new_tokens, step.num_itl_seqs, used)
-            self._t = t
+            self._last_start_s, self._t = t - dt, t
             for req in finished:
                 self.on_done(self, req)
         return t, apply
@@ -205,7 +229,7 @@ class Replica:
                 start = 1
             n = run.num_seqs + (run.tail is not None)
             rec.decode_run(self.index, ends[start:], durations[start:], n, used[start:])
-            self._t = t
+            self._last_start_s, self._t = t - durations[-1], t
             for req in finished:
                 self.on_done(self, req)
         return t, apply

@@ -51,4 +51,5 @@ def simulate(config: SimulationConfig, step_model: StepTimeModel,
     cluster = Cluster(env, config.replica, config.num_replicas, router, step_model, recorder, seed, stream,
                       config.disaggregation, config.fast_forward, config.check_invariants, progress)
     env.run()
-    return recorder.result(config.replica.num_blocks, len(cluster.replicas), cluster.num_preemptions)
+    return recorder.result(config.replica.num_blocks, len(cluster.replicas), cluster.num_preemptions,
+                           config.replica.engine_loop)

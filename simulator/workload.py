@@ -167,3 +167,75 @@ def generate(spec: WorkloadSpec, seed: int) -> Workload:
     tenant = prefix_rng.integers(0, sp.num_tenants, n)
     segments = [(w,) if h else () for h, w in zip(has.tolist(), which.tolist(), strict=True)]
     return Workload(arrival_s, prompt, output, tenant, segments, sp.prefix_tokens)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A stretch of constant-rate load (a load generator's stage: rate x duration requests)."""
+    rate_per_s: float
+    duration_s: float
+
+    def __post_init__(self) -> None:
+        if self.rate_per_s <= 0 or self.duration_s <= 0:
+            raise ValueError("a stage needs rate_per_s > 0 and duration_s > 0")
+
+
+def staged_arrival_s(stages: Sequence[Stage], kind: str, seed: int) -> np.ndarray:
+    """Arrival times of stages run one after another, each stage rate x duration requests
+    (rounded) from its start: `constant` gaps of 1 / rate from the stage's start, or `poisson`
+    (exponential gaps, cut at the stage's end)."""
+    if kind not in ("constant", "poisson"):
+        raise ValueError(f"staged arrivals are 'constant' or 'poisson', not {kind!r}")
+    rng = np.random.Generator(np.random.PCG64(seed))
+    out, start = [], 0.0
+    for st in stages:
+        n = round(st.rate_per_s * st.duration_s)
+        if kind == "constant":
+            t = start + np.arange(n) / st.rate_per_s
+        else:
+            t = start + np.cumsum(rng.exponential(1.0 / st.rate_per_s, n))
+            t = t[t < start + st.duration_s]
+        out.append(t)
+        start += st.duration_s
+    return np.concatenate(out)
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    """A fixed set of prompts cycled through, as inference-perf's shared-prefix generator makes
+    (inference_perf/datagen/shared_prefix_datagen.py): `num_groups` system prompts of
+    `system_prompt_tokens`, each followed by `prompts_per_group` questions of `question_tokens`;
+    the set is shuffled once and request i sends prompt i mod (groups x prompts per group), so
+    whole prompts repeat. Every request asks for `output_tokens`."""
+    num_groups: int
+    prompts_per_group: int
+    system_prompt_tokens: int
+    question_tokens: int
+    output_tokens: int
+
+    def __post_init__(self) -> None:
+        if min(self.num_groups, self.prompts_per_group, self.question_tokens, self.output_tokens) < 1 \
+                or self.system_prompt_tokens < 0:
+            raise ValueError("a prompt set needs groups, prompts per group, question and output tokens >= 1")
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.system_prompt_tokens + self.question_tokens
+
+    def workload(self, arrival_s: np.ndarray, block_tokens: int, seed: int) -> Workload:
+        """The requests arriving at `arrival_s`. Prompt content is given per block of
+        `block_tokens` (the KV block size, so sharing is exact): a block wholly inside its
+        group's system prompt has the group's content id, any other block is its prompt's own."""
+        order = np.random.Generator(np.random.PCG64(seed)).permutation(self.num_groups * self.prompts_per_group)
+        shared = self.system_prompt_tokens // block_tokens
+        blocks = -(-self.prompt_tokens // block_tokens)
+        prompts = []
+        for p in order.tolist():
+            group = p // self.prompts_per_group
+            own = 1_000_000 * (p + 1)            # ids of a prompt's own blocks, apart from every group id
+            prompts.append(tuple(group * blocks + b for b in range(shared)) +
+                           tuple(own + b for b in range(shared, blocks)))
+        n = len(arrival_s)
+        return Workload(np.asarray(arrival_s, float), np.full(n, self.prompt_tokens, np.int64),
+                        np.full(n, self.output_tokens, np.int64), np.zeros(n, np.int64),
+                        [prompts[i % len(prompts)] for i in range(n)], block_tokens)

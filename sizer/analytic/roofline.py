@@ -1,11 +1,14 @@
 """The roofline step-time model: seconds for one engine step from FLOPs, bytes and the profile.
 
 A step runs, on each GPU of the busiest pipeline stage, one after another:
-  GEMMs      max(2 x active params x tokens / (peak x eff), weight bytes read / (bw x eff))
-  attention  max(4 x query-key pairs x heads x head dim / (peak x eff), KV bytes read+written / (bw x eff))
+  GEMMs      max(2 x active params x tokens / (peak x eff), weight bytes read / (bw x eff x weight efficiency))
+  attention  max(4 x query-key pairs x heads x head dim / (peak x eff),
+                 KV bytes read+written / (bw x eff x attention KV efficiency))
   lm_head    for one sampled token per sequence
   collectives  TP all-reduce / EP all-to-all bytes / link bandwidth + a fixed latency each
-  overhead   a fixed per-step cost (scheduling, sampling, launches)
+  layers     a fixed cost per layer (graph replay and launches of its small kernels: norms,
+             rotary, KV write, activation)
+  overhead   a fixed per-step cost (sampling, the step's own launches)
 With pipeline parallelism a step's latency is the sum over its stages (no micro-batching).
 The efficiencies come from the hardware profile and are printed with every plan.
 """
@@ -26,8 +29,13 @@ from sizer.inputs.layers import EXPERT, LM_HEAD, VISION
 from sizer.inputs.model_spec import ModelSpec
 
 # Assumptions (replace with a calibrated profile): printed by the plan.
-STEP_OVERHEAD_S = 0.5e-3          # scheduler, sampler and kernel launches per step (CUDA graphs on)
+STEP_OVERHEAD_S = 0.5e-3          # sampler and the step's own launches (CUDA graphs on); scheduling: the engine loop
 COLLECTIVE_LATENCY_S = 8e-6       # fixed cost of one NVLink all-reduce / all-to-all
+# Hardware-level constants fitted once on the public vLLM 0.15.1 H100 runs (benchmarks/fidelity_vllm.py,
+# docs/fidelity.md), never per model or experiment; other GPUs take them until measured.
+WEIGHT_STREAM_EFFICIENCY = 0.80   # memory-bound GEMMs stream weights at this share of the achievable bandwidth
+ATTENTION_KV_EFFICIENCY = 0.95    # paged-attention KV reads reach this share of the achievable bandwidth
+LAYER_STEP_S = 5e-6               # fixed cost per layer per step: small kernels and their launches
 
 
 @dataclass(frozen=True)
@@ -39,10 +47,11 @@ class StepCost:
     comm_s: float
     overhead_s: float
     gemm_compute_bound: bool
+    layers_s: float = 0.0
 
     @property
     def total_s(self) -> float:
-        return self.gemm_s + self.attention_s + self.lm_head_s + self.comm_s + self.overhead_s
+        return self.gemm_s + self.attention_s + self.lm_head_s + self.comm_s + self.layers_s + self.overhead_s
 
 
 class RooflineStepTimeModel:
@@ -111,8 +120,9 @@ class RooflineStepTimeModel:
         m, p = self.model, self.parallel
         moe = m.moe
         self._gemm_s_per_token = 2.0 * (self.dense_params + self.expert_active_params) / self.gemm_flops_per_s
-        self._dense_read_s = self.dense_bytes / self.bytes_per_s
-        self._expert_read_s = self.expert_bytes / self.bytes_per_s
+        weight_bytes_per_s = self.bytes_per_s * WEIGHT_STREAM_EFFICIENCY
+        self._dense_read_s = self.dense_bytes / weight_bytes_per_s
+        self._expert_read_s = self.expert_bytes / weight_bytes_per_s
         self._expert_miss = 1.0 - moe.top_k / moe.num_experts if moe else 1.0
         stage = layers_per_stage(m, p) / m.num_layers
         # Attention, per group of layers that cache the same KV and keep the same span:
@@ -120,17 +130,19 @@ class RooflineStepTimeModel:
         self._attention_groups = []
         for group in self.kv.groups:
             seconds_per_pair = group.flops_per_pair_per_layer / p.tp * group.layers * stage / self.attn_flops_per_s
-            self._attention_groups.append((seconds_per_pair, group.bytes_per_token_per_gpu / self.bytes_per_s,
+            self._attention_groups.append((seconds_per_pair,
+                                           group.bytes_per_token_per_gpu / (self.bytes_per_s * ATTENTION_KV_EFFICIENCY),
                                            group.window_tokens))
         # Mamba-2 / linear attention: each sequence's state is read and written once per step
         self._state_s_per_seq = 2 * self.kv.state_bytes_per_seq_per_gpu / self.bytes_per_s
         self._lm_s_per_seq = 2.0 * self.lm_params / self.gemm_flops_per_s
-        self._lm_read_s = self.lm_bytes / self.bytes_per_s
+        self._lm_read_s = self.lm_bytes / weight_bytes_per_s
         c = self.comm
         self._comm_s_per_token = (c.tp_allreduce_bytes_per_token + c.pp_send_bytes_per_token
                                   + c.ep_alltoall_bytes_per_token) / self.link_bytes_per_s
         collectives = c.allreduces_per_step + (2 * m.num_moe_layers if p.expert_parallel and p.ep > 1 else 0)
         self._comm_fixed_s = collectives * COLLECTIVE_LATENCY_S
+        self._layers_s = layers_per_stage(m, p) * LAYER_STEP_S
 
     def _parts(self, batch: StepBatch) -> tuple[float, float, float, float, float]:
         """(GEMM compute s, GEMM memory s, attention s, lm_head s, collectives s) for one stage."""
@@ -155,14 +167,14 @@ class RooflineStepTimeModel:
         gemm_compute, gemm_memory, attention, lm_head, comm = self._parts(batch)
         stages = self.parallel.pp
         return StepCost(max(gemm_compute, gemm_memory) * stages, attention * stages, lm_head, comm * stages,
-                        self.step_overhead_s, gemm_compute >= gemm_memory)
+                        self.step_overhead_s, gemm_compute >= gemm_memory, self._layers_s * stages)
 
     def step_time(self, batch: StepBatch) -> float:
         if batch.new_tokens == 0:
             return 0.0
         gemm_compute, gemm_memory, attention, lm_head, comm = self._parts(batch)
-        return ((gemm_compute if gemm_compute > gemm_memory else gemm_memory) + attention + comm) * self.parallel.pp \
-            + lm_head + self.step_overhead_s
+        return ((gemm_compute if gemm_compute > gemm_memory else gemm_memory) + attention + comm + self._layers_s) \
+            * self.parallel.pp + lm_head + self.step_overhead_s
 
 
 def prefill_time_s(model: RooflineStepTimeModel, prompt_tokens: int, chunk_tokens: int | None) -> float:

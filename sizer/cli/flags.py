@@ -38,10 +38,7 @@ def check_model(name: str | None, flag: str = "--model") -> str | None:
     folder reads the same file."""
     if name is None:
         return None
-    try:
-        found_as = load_config(name, None, flag).found_as
-    except OSError as exc:       # a name no file system takes (too long, a loop of links): no path, no model
-        raise InputError(None, flag, f"unknown model {excerpt(name)} ({exc.strerror or exc})") from None
+    found_as = load_config(name, None, flag).found_as     # a name no file system takes is refused there
     return str(Path(name).resolve()) if found_as == "path" else name
 
 

@@ -17,7 +17,10 @@ from sizer.analytic.format_support import Execution
 from sizer.analytic.memory import CUDA_CONTEXT_BYTES, GB, NCCL_BUFFER_BYTES, GiB, KVLayout, MemoryBudget, WeightMemory
 from sizer.analytic.parallel import comm_per_step, kv_heads_per_gpu
 from sizer.analytic.roofline import (
+    ATTENTION_KV_EFFICIENCY,
     COLLECTIVE_LATENCY_S,
+    LAYER_STEP_S,
+    WEIGHT_STREAM_EFFICIENCY,
     RooflineStepTimeModel,
     compute_bound_batch,
     decode_batch,
@@ -282,6 +285,10 @@ def assumptions(r: Resolved, step: RooflineStepTimeModel) -> list[str]:
         "(residual, q/k/v, MLP intermediate, fp32 logits)",
         f"step overhead {step.step_overhead_s * 1e3:.2f} ms per step and {COLLECTIVE_LATENCY_S * 1e6:.0f} us "
         "per collective (assumption)",
+        f"fitted on public vLLM 0.15.1 H100 runs (docs/fidelity.md): weights stream at {WEIGHT_STREAM_EFFICIENCY:.0%} "
+        f"and KV at {ATTENTION_KV_EFFICIENCY:.0%} of the achievable bandwidth, {LAYER_STEP_S * 1e6:.0f} us per layer "
+        "per step",
+        f"engine loop: {r.replica.engine_loop.name} (sizer/sizing/presets.py)",
         "pipeline parallelism: a step's latency is the sum of its stages (no micro-batch overlap)",
         "engine settings: " + ", ".join(f"{k} from {v}" for k, v in r.engine.sources.items()),
         f"price: {r.price_source}",

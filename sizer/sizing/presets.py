@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from simulator.engine_loop import EngineLoop
+
 
 @dataclass(frozen=True)
 class EnginePreset:
@@ -66,6 +68,58 @@ PRESETS: dict[str, EnginePreset] = {p.engine: p for p in (
 # (about a tenth of the target's weights is typical; a named draft model is priced by its own roofline).
 PROPOSER_COST_FRACTION = {"ngram": 0.0, "medusa": 0.03, "eagle": 0.05, "eagle3": 0.05, "mtp": 0.05,
                           "draft_model": 0.1}
+
+
+# The engine loop around each step (simulator/engine_loop.py): which engine schedules ahead of
+# the GPU, and what its CPU and API server cost. The costs are host-CPU constants fitted once on
+# the public vLLM 0.15.1 H100 runs (benchmarks/fidelity_vllm.py, docs/fidelity.md), not per
+# model or experiment; engines not measured take vLLM V1's costs until someone measures them.
+# Sources of the behaviour:
+# - vLLM V1: the engine core runs in its own process and, by default, keeps a batch queue of two
+#   (vllm/v1/engine/core.py, EngineCore.step_with_batch_queue; vllm/v1/core/sched/async_scheduler.py):
+#   step k + 1 is scheduled and launched before step k's output is applied, so a request that
+#   arrives during step k joins step k + 2. The API server tokenises prompts and detokenises and
+#   streams outputs in another process (vllm/v1/engine/async_llm.py output_handler,
+#   vllm/v1/engine/output_processor.py); a request's outputs merge when its stream lags
+#   (RequestOutputCollector), and the raw per-token timings of the public runs arrive in pairs
+#   (tests/data/fidelity/README.md, caveat 2).
+# - vLLM V0: one process; each step is scheduled, run, and its output processed (detokenised)
+#   before the next (vllm/engine/llm_engine.py LLMEngine.step), so all CPU work adds to the step.
+# - SGLang: the overlap scheduler (default since v0.4; `--disable-overlap-schedule` turns it off)
+#   schedules batch k + 1 while batch k runs; detokenisation runs in its own process.
+# - TensorRT-LLM (PyTorch backend): the overlap scheduler is on unless `disable_overlap_scheduler`.
+# - LMDeploy, TGI: synchronous loops (not confirmed).
+# Fitted (TTFT of the 15 runs; E2E and ITL barely move with them):
+INPUT_S = 3e-3                        # client send to engine queue: HTTP, tokenise, hand-off
+OUTPUT_S_PER_STEP = 2e-3              # API server per step's output batch (engine-core hand-off, ZMQ)
+OUTPUT_S_PER_TOKEN = 30e-6            # API server per token (detokenise, stream)
+# Assumptions: with asynchronous scheduling they hide behind the GPU in every public run, so
+# those runs cannot fit them (they decide V0-style synchronous loops and CPU-bound steps):
+SCHEDULE_S = 0.5e-3                   # engine-core CPU per step, fixed
+SCHEDULE_S_PER_SEQ = 20e-6            # ... per sequence in the step
+
+
+def _loop(name: str, async_scheduling: bool, stream_tokens_per_chunk: int = 1) -> EngineLoop:
+    return EngineLoop(name, async_scheduling, SCHEDULE_S, SCHEDULE_S_PER_SEQ, INPUT_S, OUTPUT_S_PER_STEP,
+                      OUTPUT_S_PER_TOKEN, stream_tokens_per_chunk)
+
+
+ENGINE_LOOPS: dict[str, EngineLoop] = {
+    "vllm": _loop("vLLM V1 (asynchronous scheduling, separate API server)", True, stream_tokens_per_chunk=2),
+    "vllm-v0": _loop("vLLM V0 (synchronous: schedule, run, detokenise)", False),
+    "sglang": _loop("SGLang (overlap scheduler)", True),
+    "tensorrt-llm": _loop("TensorRT-LLM (overlap scheduler)", True),
+    "lmdeploy": _loop("LMDeploy (synchronous, not confirmed)", False),
+    "tgi": _loop("TGI (synchronous, not confirmed)", False),
+}
+
+
+def engine_loop(engine: str) -> EngineLoop:
+    """The loop around `engine`'s steps; ValueError naming the known ones."""
+    try:
+        return ENGINE_LOOPS[engine]
+    except KeyError:
+        raise ValueError(f"no engine loop for {engine!r}; known: {', '.join(ENGINE_LOOPS)}") from None
 
 
 def preset(engine: str) -> EnginePreset:

@@ -27,7 +27,7 @@ from sizer.inputs.checkpoint import Checkpoint, beside
 from sizer.inputs.hardware import HardwareSpec, Link, host_link, scale_up_link, scenario_hardware
 from sizer.inputs.model_spec import ModelSpec, checkpoint_model, load_config, load_model
 from sizer.inputs.scenario import Scenario, scenario_dir
-from sizer.sizing.presets import PROPOSER_COST_FRACTION, engine_defaults, preset
+from sizer.sizing.presets import PROPOSER_COST_FRACTION, engine_defaults, engine_loop, preset
 
 # Assumption: a disaggregated KV transfer costs its bytes over the link and nothing more.
 KV_TRANSFER_LATENCY_S = 0.0
@@ -126,7 +126,7 @@ def resolve(s: Scenario) -> Resolved:
     swap = (SwapLink(kv.bytes_per_token_per_gpu, host.bytes_per_s_per_direction)
             if engine.preemption_mode == "swap" else None)
     replica = ReplicaConfig(scheduler, budget.kv_blocks, engine.block_size, engine.enable_prefix_caching,
-                            d.prefix_cache_tenant_isolation, swap)
+                            d.prefix_cache_tenant_isolation, swap, engine_loop(d.engine))
     disagg, g = None, d.disaggregated
     if g:
         disagg = DisaggregationConfig(g.prefill_replicas, g.decode_replicas, kv.bytes_per_token_per_gpu,

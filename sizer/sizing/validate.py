@@ -8,6 +8,7 @@ import dataclasses
 from pathlib import Path
 
 from engine.profile import ProfileHeader, load_profile
+from simulator.engine_loop import BARE
 from simulator.errors import excerpt
 from simulator.run import SimulationConfig
 from sizer.errors import InputError
@@ -40,7 +41,9 @@ def validation_config(s: Scenario, profile_header: ProfileHeader,
                          "the bundled engine runs neither speculative decoding nor disaggregated pools")
     if r.engine.preemption_mode != "recompute":
         raise InputError(f, "deployment.preemption_mode", "the bundled engine preempts by recompute only")
+    # the bundled engine runs its steps back to back in one process, with no API server in front
     config = simulation_config(r, replicas=1)
+    config = dataclasses.replace(config, replica=dataclasses.replace(config.replica, engine_loop=BARE))
     if num_blocks is not None:
         config = dataclasses.replace(config, replica=dataclasses.replace(config.replica, num_blocks=num_blocks))
     return r, config

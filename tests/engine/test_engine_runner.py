@@ -9,6 +9,7 @@ from engine.device import cpu_device
 from engine.kernels import TORCH
 from engine.model import Transformer
 from engine.runner import EngineRunner, prompt_token_ids
+from simulator.engine_loop import BARE
 from simulator.replica import ReplicaConfig
 from simulator.request import Request
 from simulator.scheduler import SchedulerConfig
@@ -29,7 +30,7 @@ def run(num_blocks, prefix_caching):
     config = SchedulerConfig(max_num_seqs=8, max_num_batched_tokens=64, enable_chunked_prefill=True,
                              preemption_mode="recompute", speculative=None, max_model_len=512, prefill_only=False,
                              reserve_full_kv=False)
-    replica = ReplicaConfig(config, num_blocks, 16, prefix_caching, tenant_isolation=False, swap=None)
+    replica = ReplicaConfig(config, num_blocks, 16, prefix_caching, tenant_isolation=False, swap=None, engine_loop=BARE)
     return EngineRunner(model, DEVICE, replica).run(workload())
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from simulator.engine_loop import BARE
 from simulator.replica import ReplicaConfig
 from simulator.run import SimulationConfig
 from simulator.scheduler import SchedulerConfig
@@ -28,7 +29,7 @@ class LinearStepModel:
 # The tests' own settings for what they leave out (the simulator has no defaults; sizer resolves them).
 SCHEDULER = dict(enable_chunked_prefill=True, preemption_mode="recompute", speculative=None, max_model_len=None,
                  prefill_only=False, reserve_full_kv=False)
-REPLICA = dict(enable_prefix_caching=True, tenant_isolation=False, swap=None)
+REPLICA = dict(enable_prefix_caching=True, tenant_isolation=False, swap=None, engine_loop=BARE)
 SIMULATION = dict(num_replicas=1, router="round_robin", prefix_balance_slack=8, disaggregation=None)
 
 

@@ -14,6 +14,7 @@ import simpy
 from simhelp import DATA, LinearStepModel, scheduler_config, sim_config
 
 from simulator.cluster import Cluster, DisaggregationConfig, Router
+from simulator.engine_loop import BARE
 from simulator.kv_cache import KVCacheManager
 from simulator.records import Recorder
 from simulator.request import Request, Status
@@ -172,7 +173,7 @@ def test_no_request_and_no_block_is_lost(speculative, fast_forward):
         assert replica.kv.num_used_blocks == 0 and replica.kv.num_free_blocks == replica.kv.num_blocks
         replica.kv.check_invariants([])
     assert not cluster._transfers                          # no KV left in flight
-    cols = cluster.recorder.result(160, len(cluster.replicas), 0).columns
+    cols = cluster.recorder.result(160, len(cluster.replicas), 0, BARE).columns
     assert sorted(cols["request_id"].tolist()) == list(range(240))
 
 

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 import sizer.sizing.goodput as goodput_mod
+from simulator.engine_loop import BARE
 from simulator.records import SimulationResult, Timeline
 from sizer.inputs.scenario import Scenario, load_scenario, scenario_from_dict
 from sizer.inputs.variant import Variant
@@ -35,8 +36,8 @@ def result_with_tpot(tpot_ms: float, n: int = 20) -> SimulationResult:
                "cached_prompt_tokens": np.zeros(n, int), "ttft_ms": ttft, "tpot_ms": tpot, "e2e_ms": ttft + 10 * tpot,
                "queue_ms": np.zeros(n)}
     one = np.ones(1)
-    timeline = Timeline(np.zeros(1, int), one, one, one, one, one, one * 0.5)
-    return SimulationResult(columns, {}, timeline, np.array([]), 1, 0)
+    timeline = Timeline(np.zeros(1, int), one, one, one, one, one, one * 0.5, one)
+    return SimulationResult(columns, {}, timeline, np.array([]), 1, 0, BARE)
 
 
 def fake_replica(short_knee: float, full_knee: float, calls: list):

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 import sizer.sizing.goodput as goodput_mod
+from simulator.engine_loop import BARE
 from simulator.errors import FieldError
 from simulator.metrics import SLO
 from sizer.inputs.scenario import SLOSection
@@ -70,8 +71,8 @@ def fake_result(ttft_ms, tpot_ms, rejected=None):
                "output_tokens": np.full(n, 11), "cached_prompt_tokens": np.zeros(n, int),
                "ttft_ms": ttft, "tpot_ms": tpot, "e2e_ms": ttft + 10 * tpot, "queue_ms": np.zeros(n)}
     one = np.ones(1)
-    return SimulationResult(columns, {}, Timeline(np.zeros(1, int), one, one, one, one, one, one * 0.5),
-                            np.array([]), 1, 0)
+    return SimulationResult(columns, {}, Timeline(np.zeros(1, int), one, one, one, one, one, one * 0.5, one),
+                            np.array([]), 1, 0, BARE)
 
 
 def resolved_with(slo: SLOSection):

@@ -9,6 +9,7 @@ import yaml
 
 from engine.profile import ProfileHeader, read_header
 from hardware_profiles import CALIBRATED_DIR
+from simulator.engine_loop import BARE
 from simulator.errors import FieldError
 from sizer.inputs.scenario import Scenario, load_scenario, scenario_from_dict
 from sizer.sizing.resolve import resolve
@@ -35,10 +36,12 @@ def defaults_apply(path: Path, engine: str | None = None) -> Scenario:
 
 
 def both(scenario: Scenario, header: ProfileHeader):
-    """(validate's replica configuration, simulate's) for the same scenario file."""
+    """(validate's replica configuration, simulate's) for the same scenario file; they differ only
+    in the loop around the steps: the bundled engine's is bare (no API server, steps back to back)."""
     _, validated = validation_config(scenario, header)
     simulated = simulation_config(resolve(scenario))
-    return validated.replica, simulated.replica
+    assert validated.replica.engine_loop == BARE and simulated.replica.engine_loop != BARE
+    return validated.replica, dataclasses.replace(simulated.replica, engine_loop=BARE)
 
 
 def test_tiny_cpu_resolves_the_same_for_validate_and_simulate():

@@ -1,0 +1,66 @@
+"""The engine loop around each step, and the path of a token to the client.
+
+A serving engine does more than run steps on the GPU. Its CPU schedules each step and
+applies its output; with asynchronous scheduling (vLLM V1's default, SGLang's overlap
+scheduler) it schedules the next step while one runs, so that CPU work hides behind the
+GPU's, but a request that arrives while step k runs can only join step k + 2 (step k + 1 was
+chosen when step k started). A separate API-server process tokenises each prompt before the
+engine sees it, and detokenises and streams each step's tokens after it; a client receives
+them in chunks. Nothing here is per token in the simulation: a step's loop cost folds into
+its time (`period_s`), admission is a cut-off time the replica applies, and what a client
+sees is computed from the per-step timeline at the end (`client_visible_s`).
+
+Every field is given by the caller (sizer's engine presets); the simulator has no defaults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class EngineLoop:
+    name: str
+    async_scheduling: bool              # the next step is scheduled while one runs (one step in flight)
+    schedule_s: float                   # CPU per step: schedule it and apply its output, fixed part
+    schedule_s_per_seq: float           # ... and per sequence in the step
+    input_s: float                      # client send to engine queue: HTTP, tokenise, hand-off, per request
+    output_s_per_step: float            # API server, per engine output batch (one per step)
+    output_s_per_token: float           # API server, per token: detokenise and stream it
+    stream_tokens_per_chunk: int        # tokens a client receives together (shapes its ITL distribution)
+
+    def __post_init__(self) -> None:
+        costs = (self.schedule_s, self.schedule_s_per_seq, self.input_s, self.output_s_per_step,
+                 self.output_s_per_token)
+        if min(costs) < 0 or self.stream_tokens_per_chunk < 1:
+            raise ValueError(f"engine loop {self.name!r}: costs must be >= 0 and stream_tokens_per_chunk >= 1")
+
+    def period_s(self, gpu_s: float, num_seqs: int) -> float:
+        """Time from one step's end to the next's, for a step whose GPU work takes `gpu_s`: the
+        loop's CPU work runs beside the GPU's (asynchronous scheduling) or before it."""
+        cpu_s = self.schedule_s + self.schedule_s_per_seq * num_seqs
+        if self.async_scheduling:
+            return gpu_s if gpu_s > cpu_s else cpu_s
+        return gpu_s + cpu_s
+
+    def client_visible_s(self, end_s: np.ndarray, num_seqs: np.ndarray) -> np.ndarray:
+        """When the tokens of each step (ends `end_s`, ascending, one replica) reach the client.
+
+        The API server handles one step's output at a time, taking output_s_per_step +
+        output_s_per_token x tokens; a step's output waits for the one before it. Its finish
+        time is then f_k = max(f_(k-1), end_k) + c_k, which unrolls to
+        f_k = C_k + max over j <= k of (end_j - C_(j-1)), C the running sum of c: one vectorised pass.
+        """
+        if len(end_s) == 0:
+            return end_s
+        cost = self.output_s_per_step + self.output_s_per_token * num_seqs
+        total = np.cumsum(cost)
+        return total + np.maximum.accumulate(end_s - (total - cost))
+
+
+# The loop of the bundled engine and of runs that price steps alone: synchronous, free,
+# tokens seen as they are sampled (the simulator's behaviour before engine loops existed).
+BARE = EngineLoop("bare (steps only)", async_scheduling=False, schedule_s=0.0, schedule_s_per_seq=0.0, input_s=0.0,
+                  output_s_per_step=0.0, output_s_per_token=0.0, stream_tokens_per_chunk=1)

@@ -1,0 +1,60 @@
+"""Fidelity against real vLLM in CI: five of the public runs (tests/data/fidelity), each stage
+shortened to a tenth, replayed as benchmarks/fidelity_vllm.py replays all fifteen in full."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simulator.workload import PromptSet, Stage, staged_arrival_s
+from sizer.sizing.replay_vllm import load_experiments, median_abs_error, replay
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "fidelity"
+# One of each kind: MoE in FP8 at TP2, 70B dense at TP4, a 1024-token budget at TP2, a small
+# GQA model, and MHA at 20 req/s (the most loaded run)
+PICKED = ("17", "60", "62", "64", "20260217-231439-llama-2-7b-tp1-general")
+
+
+@pytest.fixture(scope="module")
+def experiments():
+    return load_experiments(DATA / "trainval15.csv", DATA / "configs")
+
+
+def test_the_csv_reads_as_the_runs_were_set_up(experiments):
+    assert len(experiments) == 15
+    general = next(e for e in experiments if e.exp_id == "20260217-231439-llama-2-7b-tp1-general")
+    # general: 8 req/s x 600 s, then 20 req/s x 600 s; the parsed config's 10 x 10 prompts of 100 + 447 tokens
+    assert general.stages == (Stage(8.0, 600.0), Stage(20.0, 600.0))
+    assert general.prompts == PromptSet(10, 10, 100, 447, 248)
+    # its ITL was divided by the client's token count, 209.04 on average, not the 248 forced
+    assert general.itl_output_tokens == pytest.approx(209.04, abs=0.01)
+    scout = next(e for e in experiments if e.exp_id == "17")
+    assert (scout.precision, scout.tp, scout.prompts.num_groups, scout.prompts.prompts_per_group) == ("FP8", 2, 9, 5)
+
+
+def test_shared_prefix_workload_cycles_a_fixed_set_of_prompts():
+    ps = PromptSet(num_groups=2, prompts_per_group=3, system_prompt_tokens=40, question_tokens=30, output_tokens=5)
+    arrivals = staged_arrival_s([Stage(2.0, 3.0), Stage(4.0, 1.0)], "constant", 0)
+    # 2 x 3 + 4 x 1 = 10 requests: gaps of 1/2 s from 0, then 1/4 s from 3 s
+    assert arrivals.tolist() == [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.25, 3.5, 3.75]
+    w = ps.workload(arrivals, block_tokens=16, seed=0)
+    # six distinct prompts, request i sends prompt i mod 6
+    assert len(set(w.segments)) == 6 and w.segments[6:] == w.segments[:4]
+    # 70 tokens are 5 blocks; the first 40 // 16 = 2 lie wholly in the system prompt and are
+    # shared within a group (3 prompts share them), the other 3 are each prompt's own
+    firsts = [s[:2] for s in w.segments[:6]]
+    assert sorted(firsts.count(f) for f in set(firsts)) == [3, 3]
+    assert len({b for s in w.segments[:6] for b in s[2:]}) == 6 * 3
+    assert w.prompt_tokens.tolist() == [70] * 10 and w.output_tokens.tolist() == [5] * 10
+
+
+def test_replayed_runs_stay_close_to_what_vllm_measured(experiments):
+    replays = [replay(e, time_scale=0.1) for e in experiments if e.exp_id in PICKED]
+    assert len(replays) == len(PICKED)
+    # Bounds with margin over what the model gives (benchmarks/fidelity_vllm.py at this scale:
+    # E2E mean 3.2%, TTFT mean 3.6%, ITL mean 3.6% median absolute error over these five)
+    assert median_abs_error(replays, "e2e_mean") < 0.10
+    assert median_abs_error(replays, "itl_mean") < 0.10
+    assert median_abs_error(replays, "ttft_mean") < 0.15
+    assert median_abs_error(replays, "e2e_p99") < 0.15
