@@ -486,7 +486,8 @@ def _base_repo(repo: str) -> str:
     return f"{org}/{'-'.join(words)}"
 
 
-GPU_LABELS = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator", "karpenter.k8s.aws/instance-gpu-name")
+GPU_LABELS = ("nvidia.com/gpu.product", "amd.com/gpu.product-name", "cloud.google.com/gke-accelerator",
+              "karpenter.k8s.aws/instance-gpu-name")
 # Ordered: the first rule whose words all occur in the normalised label wins.
 GPU_RULES = (("gh200", None), ("gb200", "gb200"), ("b300", "b300"), ("b200", "b200"), ("h200", "h200"),
              ("h100 pcie", "h100-pcie"), ("h100 nvl", None), ("h100", "h100-sxm"), ("h20", "h20"),

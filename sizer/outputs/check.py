@@ -7,6 +7,8 @@ limit, the replica count and the GPU type (a `sizer:` block or a node-selector l
 a workload the slo rule is skipped and the rest still decide. Rules (each pass, fail or skip, with
 by how much and the smallest changes that fix it):
 
+  deployment     the split divides the model and the weight format runs on the GPU (else the
+                 other rules are skipped)
   memory         weights, activations and context fit at gpu_memory_utilization
   max_model_len  within the model's limit, and the KV cache holds ceil(kv_share x max_num_seqs)
                  sequences of max_model_len (at least one); a note warns when it holds fewer than
@@ -83,7 +85,12 @@ def evaluate(inp: CheckInput, settings: GoodputSettings = GoodputSettings()) -> 
     if model_limit and stated_len and stated_len > model_limit:
         within_limit = Variant(max_model_len=model_limit)
         notes.append(f"max_model_len {stated_len} exceeds the model's {model_limit}; the other rules use {model_limit}")
-    resolved = resolve(scenario_from_dict(data, inp.file, within_limit, default_name=inp.name))
+    try:
+        resolved = resolve(scenario_from_dict(data, inp.file, within_limit, default_name=inp.name))
+    except FieldError as error:
+        if error.field not in CANNOT_RUN:
+            raise
+        return _cannot_run(inp, error, notes)
     plan = make_plan(resolved)
     if inp.has_workload:
         sizing = size_deployment(resolved, plan, settings)
@@ -93,7 +100,11 @@ def evaluate(inp: CheckInput, settings: GoodputSettings = GoodputSettings()) -> 
         sizing, replicas = None, inp.replicas
         slo = RuleResult("slo", "skip", "no workload stated (--rate, --prompt-tokens, --output-tokens, with --ttft-ms "
                                         "and --itl-ms, or a `sizer:` block)")
-    rules = [memory_rule(inp, plan), max_model_len_rule(inp, plan, stated_len, model_limit), slo,
+    p, runs = plan.parallel, resolved.execution
+    runs_rule = RuleResult("deployment", "pass", f"TP {p.tensor_parallel_size} x PP {p.pipeline_parallel_size} "
+                           f"divides {plan.model.name}; {runs.weight_format} weights run on {plan.gpu} "
+                           f"({runs.kernel})")
+    rules = [runs_rule, memory_rule(inp, plan), max_model_len_rule(inp, plan, stated_len, model_limit), slo,
              cost_rule(inp, plan, sizing, replicas)]
     mem = plan.memory
     held = mem.max_seqs_at_max_model_len * plan.parallel.data_parallel_size
@@ -101,11 +112,30 @@ def evaluate(inp: CheckInput, settings: GoodputSettings = GoodputSettings()) -> 
         notes.append(f"warning: the KV cache holds {held:,} sequences of max_model_len {mem.max_model_len:,}, "
                      f"fewer than max_num_seqs {plan.engine.max_num_seqs:,}; when that many run at full length, "
                      "vLLM preempts some")
-    p = plan.parallel
     summary = (f"{plan.model.name} on {replicas} x {inp.gpus_per_replica} {plan.gpu} "
                f"(TP {p.tensor_parallel_size}, PP {p.pipeline_parallel_size}, {plan.weights.format} weights, "
                f"{plan.kv.dtype} KV, max_model_len {plan.memory.max_model_len:,})")
     return CheckResult(inp.file, inp.kind, summary, tuple(rules), tuple(notes), sizing)
+
+
+# Scenario fields whose refusal by `resolve` means the deployment cannot run (a split that does not
+# divide the model, a weight format no kernel runs on the GPU), with the vLLM flag that set them:
+# the deployment rule fails (exit 1) rather than the input being bad (exit 2).
+CANNOT_RUN = {"deployment.tensor_parallel_size": "--tensor-parallel-size",
+              "deployment.pipeline_parallel_size": "--pipeline-parallel-size",
+              "deployment.enable_expert_parallel": "--enable-expert-parallel",
+              "deployment.quantization": "--quantization"}
+
+
+def _cannot_run(inp: CheckInput, error: FieldError, notes: list[str]) -> CheckResult:
+    """The deployment rule failed: the others are skipped, having no plan to read."""
+    where = error.field if inp.kind == "scenario" else CANNOT_RUN[error.field]
+    rules = (RuleResult("deployment", "fail", f"{where}: {error.message}"),
+             *(RuleResult(name, "skip", "the deployment cannot run") for name in ("memory", "max_model_len", "slo",
+                                                                                   "cost")))
+    d = inp.scenario_data
+    summary = f"{d['model']['name']} on {inp.replicas} x {inp.gpus_per_replica} {d['hardware']['gpu']}"
+    return CheckResult(inp.file, inp.kind, summary, rules, tuple(notes), None)
 
 
 def _model_limit(data: dict, file: str) -> int | None:

@@ -224,19 +224,19 @@ def test_exit_1_on_memory_with_junit_and_json(tmp_path):
             and "FAIL: memory" in result.output)
     suite = ET.parse(junit).getroot().find("testsuite")
     cases = {c.get("name"): c for c in suite.findall("testcase")}
-    assert list(cases) == ["memory", "max_model_len", "slo", "cost"]
-    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("4", "1", "2")
+    assert list(cases) == ["deployment", "memory", "max_model_len", "slo", "cost"]
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("5", "1", "2")
     assert "more GPUs" in cases["memory"].find("failure").text
     assert cases["slo"].find("skipped") is not None and cases["cost"].find("system-out") is not None
     data = json.loads(run(MEMORY, "--json").output)
-    assert data["exit_code"] == 1 and [r["status"] for r in data["rules"]] == ["fail", "skip", "skip", "pass"]
+    assert data["exit_code"] == 1 and [r["status"] for r in data["rules"]] == ["pass", "fail", "skip", "skip", "pass"]
 
 
 def test_exit_0_when_every_rule_passes(tmp_path):
     junit = tmp_path / "out.xml"
     result = run(PASS, "--junit", junit)
     assert result.exit_code == 0, result.output
-    assert "PASS: 4 rules passed" in result.output
+    assert "PASS: 5 rules passed" in result.output
     assert ET.parse(junit).getroot().find("testsuite").get("failures") == "0"
 
 
@@ -293,7 +293,7 @@ def test_a_manifest_without_a_block_is_checked_for_memory_and_skips_the_slo():
     assert "sizer check <stdin> (kubernetes manifest)" in result.output
     assert "✓ memory" in result.output and "required 1 (ceil(0 x max_num_seqs" in result.output
     assert "skipped: no workload stated (--rate" in result.output
-    assert "PASS: 2 rules passed, 2 skipped" in result.output
+    assert "PASS: 3 rules passed, 2 skipped" in result.output
 
 
 def test_a_manifest_without_a_block_that_does_not_fit_exits_1(tmp_path):
@@ -344,8 +344,8 @@ def test_token_flags_take_32k():
                  input=_without_block(PASS.read_text()))
     assert result.exit_code == 0, result.output
     # 1k = 1,000 tokens (decimal, as vLLM reads it); no SLO stated: the slo rule is skipped for that reason
-    assert [r["status"] for r in json.loads(result.output)["rules"]] == ["pass", "pass", "skip", "skip"]
-    assert "no SLO targets" in json.loads(result.output)["rules"][2]["message"]
+    assert [r["status"] for r in json.loads(result.output)["rules"]] == ["pass", "pass", "pass", "skip", "skip"]
+    assert "no SLO targets" in json.loads(result.output)["rules"][3]["message"]
 
 
 def test_stdin_is_named_and_bounded():
@@ -393,3 +393,25 @@ def test_a_plan_without_simulation_emits_replicas_that_check_can_fail():
     result = run("-", *ROUND_TRIP_FLAGS, input=emitted.stdout)
     assert result.exit_code == 1, result.output
     assert "✓ memory" in result.output and "✗ slo" in result.output and "fix: 2 replicas (+1" in result.output
+
+
+@pytest.mark.parametrize("mutate, message", [
+    # 3 does not divide Llama-3.1-8B's 32 attention heads: vLLM refuses to start
+    (lambda t: t.replace("- --max-model-len=8192", "- --max-model-len=8192\n            - -tp=3")
+     .replace("nvidia.com/gpu: 1", "nvidia.com/gpu: 3"),
+     "--tensor-parallel-size: 3 does not divide the 32 attention heads"),
+    # no vLLM kernel runs int8 weights with int8 activations on an MI300X (sizer/analytic/format_support.py);
+    # the GPU from the label AMD's node labeller writes, as --emit k8s does
+    (lambda t: t.replace("- --max-model-len=8192", "- --max-model-len=8192\n            - --quantization=experts_int8")
+     .replace("nvidia.com/gpu: 1", "amd.com/gpu: 1")
+     .replace("nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3", "amd.com/gpu.product-name: AMD_Instinct_MI300X_OAM"),
+     "--quantization: no vLLM kernel runs int8 weights"),
+])
+def test_a_deployment_that_cannot_run_fails_the_check_not_the_input(mutate, message):
+    # a manifest that is well formed but names a split or format vLLM cannot run is a failed check
+    # (exit 1, naming the vLLM flag), not bad input; the other rules have no plan and are skipped
+    result = run("-", "--json", input=mutate(_without_block(PASS.read_text())))
+    assert result.exit_code == 1, result.output
+    rules = json.loads(result.output)["rules"]
+    assert rules[0]["status"] == "fail" and rules[0]["message"].startswith(message), rules[0]
+    assert [r["status"] for r in rules[1:]] == ["skip"] * 4
