@@ -1,7 +1,9 @@
 """Reading what `sizer check` checks: a scenario, or a Kubernetes Deployment / Helm values file
-that runs `vllm serve`, with the `sizer:` block (an annotation or a top-level key) for what a
-manifest cannot say. vLLM flags map to scenario fields; the HF repo id maps to the catalog by its
-`_sizer.hf_repo`; the GPU type comes from the block or a node-selector label.
+that runs `vllm serve`, from a file or standard input (`-`). What a manifest cannot say (workload,
+SLO, budget) comes from its `sizer:` block (an annotation or a top-level key) or `check`'s flags
+(`Traffic`); a manifest with neither is checked for what needs no traffic. vLLM flags map to
+scenario fields; the HF repo id maps to the catalog by its `_sizer.hf_repo`; the GPU type comes
+from the block or a node-selector label.
 """
 
 from __future__ import annotations
@@ -9,16 +11,23 @@ from __future__ import annotations
 import dataclasses
 import re
 import shlex
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from simulator.errors import excerpt
-from simulator.safe_yaml import load_yaml_all, loads_yaml
+from simulator.safe_yaml import MAX_YAML_BYTES, load_yaml_all, loads_yaml, loads_yaml_all
 from simulator.schema import Key, build, check_key, field, join, key_for
 from sizer.errors import InputError
 from sizer.inputs.model_spec import CATALOG_DIR, catalog_names
 from sizer.inputs.safe_load import load_json, loads_json
-from sizer.inputs.scenario import DeploymentSection, SLOSection, SpeculativeSection, WorkloadSection, scenario_from_dict
+from sizer.inputs.scenario import (
+    DeploymentSection,
+    SLOSection,
+    SpeculativeSection,
+    WorkloadSection,
+    scenario_from_dict,
+)
 
 
 @dataclass(frozen=True)
@@ -34,6 +43,26 @@ class CheckInput:
     kv_share: float
     budget_usd_per_hour: float | None
     notes: tuple[str, ...] = ()
+    has_workload: bool = True   # False: no rate stated; scenario_data holds NOMINAL_WORKLOAD, the slo rule is skipped
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Workload and SLO from `sizer check`'s flags; each one given replaces the `sizer:` block's (or the
+    scenario's) value. Token counts are fixed lengths."""
+    rate_per_s: float | None = None
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+    ttft_ms: float | None = None
+    itl_ms: float | None = None
+
+
+# A manifest with no workload is planned at this nominal one: the memory and max_model_len rules do not
+# read the traffic (beyond the fixes' longest request, not offered without a workload), and the slo
+# rule is skipped, so it shows in no verdict.
+NOMINAL_WORKLOAD = {"arrival": {"rate_per_s": 1.0}, "prompt_tokens": {"distribution": "fixed", "value": 1024},
+                    "output_tokens": {"distribution": "fixed", "value": 256}}
+STDIN = "<stdin>"
 
 
 @dataclass(frozen=True)
@@ -50,19 +79,59 @@ class SizerBlock:
     speculative_acceptance_rate: float | None = field(None, ge=0.0, le=0.999, doc="alpha, for --speculative-config")
 
 
-def read_check_input(path: str, kv_share: float | None = None, budget_usd_per_hour: float | None = None) -> CheckInput:
-    """A scenario YAML, or a Kubernetes/Helm YAML with a `vllm serve` container and a `sizer:` block."""
-    file = str(path)
-    docs = [d for d in load_yaml_all(path) if d is not None]
+def read_check_input(path: str, kv_share: float | None = None, budget_usd_per_hour: float | None = None,
+                     traffic: Traffic = Traffic()) -> CheckInput:
+    """A scenario YAML, or a Kubernetes/Helm YAML with a `vllm serve` container (and a `sizer:` block for
+    the workload and SLO, or `traffic`, or neither); `-` reads standard input."""
+    file, stem = (STDIN, "stdin") if str(path) == "-" else (str(path), Path(path).stem)
+    docs = [d for d in (_stdin_documents() if file == STDIN else load_yaml_all(path)) if d is not None]
     vllm = [c for doc in docs for c in _containers(doc, "") if _is_vllm(_tokens(c[1], c[0], file, doc))]
     if not vllm and len(docs) == 1 and isinstance(docs[0], dict) and "sizer" not in docs[0] and "kind" not in docs[0]:
-        data = docs[0]
-        scenario = scenario_from_dict(data, file, default_name=Path(path).stem)
+        workload, slo = with_traffic(docs[0].get("workload") or {}, docs[0].get("slo") or {}, traffic)
+        data = {**docs[0], "workload": workload, "slo": slo}
+        scenario = scenario_from_dict(data, file, default_name=stem)
         d = scenario.deployment
         gpus = d.tensor_parallel_size * d.pipeline_parallel_size * d.data_parallel_size
         return CheckInput(file, "scenario", scenario.name, data, d.replicas or 1, gpus, gpus,
                           0.0 if kv_share is None else kv_share, budget_usd_per_hour)
-    return _from_manifest(docs, file, Path(path).stem, kv_share, budget_usd_per_hour)
+    return _from_manifest(docs, file, stem, kv_share, budget_usd_per_hour, traffic)
+
+
+def _stdin_documents() -> list:
+    """The YAML documents on standard input, under the bound a YAML file has."""
+    data = sys.stdin.buffer.read(MAX_YAML_BYTES + 1)
+    if len(data) > MAX_YAML_BYTES:
+        raise InputError(STDIN, None, f"larger than {MAX_YAML_BYTES >> 20} MiB, the most a YAML file may be")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(STDIN, None, f"not UTF-8 text (byte {exc.start})") from None
+    return loads_yaml_all(text, STDIN)
+
+
+_TOKEN_FLAGS = {"prompt_tokens": "--prompt-tokens", "output_tokens": "--output-tokens"}
+
+
+def with_traffic(workload: dict, slo: dict, traffic: Traffic) -> tuple[dict, dict]:
+    """`workload` and `slo` (scenario mappings) with the flags' values in place of theirs. A workload
+    that a flag completes must then be whole: a rate and both lengths (or a trace)."""
+    workload, slo = dict(workload), dict(slo)
+    if traffic.rate_per_s is not None:
+        workload["arrival"] = {**(workload.get("arrival") or {}), "rate_per_s": traffic.rate_per_s}
+    for key in _TOKEN_FLAGS:
+        value = getattr(traffic, key)
+        if value is not None:
+            workload[key] = {"distribution": "fixed", "value": value}
+    for key in ("ttft_ms", "itl_ms"):
+        if getattr(traffic, key) is not None:
+            slo[key] = getattr(traffic, key)
+    if traffic != Traffic() and not workload.get("trace"):
+        missing = [flag for key, flag in (("rate_per_s", "--rate"), *_TOKEN_FLAGS.items())
+                   if (workload.get("arrival") or {}).get(key) is None and workload.get(key) is None]
+        if missing:
+            raise InputError(None, missing[0], "missing; a workload needs --rate, --prompt-tokens and "
+                                               "--output-tokens (or a `sizer:` block that states them)")
+    return workload, slo
 
 
 # ---- the manifest fields sizer reads, declared once --------------------------------------------
@@ -101,13 +170,13 @@ def _get(node: dict, schema_key: str, path: str, file: str):
     value = node.get(spec.name)
     if spec.name not in node or (value is None and spec.nullable):
         return {} if spec.tp is dict else None
-    return check_key(spec, _number(value) if spec.tp in (int, float) else value, file, join(path, spec.name))
+    return check_key(spec, parse_number(value) if spec.tp in (int, float) else value, file, join(path, spec.name))
 
 
 _SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G": 2**30}
 
 
-def _number(value):
+def parse_number(value):
     """A number written as text ("2", "0.9", "1e4", vLLM's "32k" and "10M": decimal suffixes lower
     case, binary upper case) as that number; anything else as it is, for its key to check."""
     if not isinstance(value, str):
@@ -128,7 +197,8 @@ def _number(value):
 # ---- reading a manifest ------------------------------------------------------------------------
 
 
-def _from_manifest(docs: list, file: str, stem: str, kv_share: float | None, budget: float | None) -> CheckInput:
+def _from_manifest(docs: list, file: str, stem: str, kv_share: float | None, budget: float | None,
+                   traffic: Traffic) -> CheckInput:
     found = [(doc, path, c) for doc in docs for path, c in _containers(doc, "")
              if _is_vllm(_tokens(c, path, file, doc))]
     if not found:
@@ -167,15 +237,16 @@ def _from_manifest(docs: list, file: str, stem: str, kv_share: float | None, bud
     replicas = block.replicas or _replicas(doc, file)
     name = (_get(_get(doc, "metadata", "", file), "metadata.name", "metadata", file)
             if doc.get("kind") else None) or stem
-    w, slo = block.workload, block.slo
+    workload, slo = with_traffic(_as_dict(block.workload), _as_dict(block.slo), traffic)
+    has_workload = bool((workload.get("arrival") or {}).get("rate_per_s") or workload.get("trace"))
     data = {"name": name, "model": {"name": model}, "hardware": {"gpu": gpu},
             "deployment": {"engine": "vllm", **engine, "replicas": replicas},
-            "workload": _as_dict(w), "slo": _as_dict(slo),
+            "workload": workload if has_workload else NOMINAL_WORKLOAD, "slo": slo,
             "cost": {"price_usd_per_gpu_hour": block.price_usd_per_gpu_hour}}
     kind = "kubernetes manifest" if doc.get("kind") else "helm values"
     return CheckInput(file, kind, name, data, replicas, used, requested,
                       block.kv_share if kv_share is None else kv_share,
-                      block.budget_usd_per_hour if budget is None else budget, tuple(notes))
+                      block.budget_usd_per_hour if budget is None else budget, tuple(notes), has_workload)
 
 
 def _as_dict(section) -> dict:
@@ -268,9 +339,8 @@ def _sizer_block(docs: list, doc: dict, file: str) -> SizerBlock:
             raw = loads_yaml(annotation, file, where) if isinstance(annotation, str) else annotation
     if raw is None:
         raw = next((d["sizer"] for d in docs if isinstance(d, dict) and "sizer" in d), None)
-    if raw is None:
-        raise InputError(file, "sizer", f"missing; add a `sizer:` block (Helm values) or the annotation {ANNOTATION} "
-                         "with workload and slo (docs/ci.md)")
+    if raw is None:                 # a manifest as deployed: the traffic from flags, or none
+        return SizerBlock(workload=WorkloadSection())
     return build(SizerBlock, raw, "sizer", file)
 
 
@@ -352,7 +422,7 @@ SPECULATIVE_TOKENS = key_for(SpeculativeSection, "num_speculative_tokens")
 def _flag_value(flag: str, value: str, kind: str, file: str):
     key = VALUE_FLAGS[flag][0]
     if kind == _NUMBER:
-        return check_key(key_for(DeploymentSection, key, flag), _number(value), file, flag)
+        return check_key(key_for(DeploymentSection, key, flag), parse_number(value), file, flag)
     table = {"quantization": QUANTIZATION, "kv": KV_DTYPES, "dtype": DTYPES}.get(kind)
     if table is not None:
         if value.lower() not in table:
@@ -416,7 +486,8 @@ def _base_repo(repo: str) -> str:
     return f"{org}/{'-'.join(words)}"
 
 
-GPU_LABELS = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator", "karpenter.k8s.aws/instance-gpu-name")
+GPU_LABELS = ("nvidia.com/gpu.product", "amd.com/gpu.product-name", "cloud.google.com/gke-accelerator",
+              "karpenter.k8s.aws/instance-gpu-name")
 # Ordered: the first rule whose words all occur in the normalised label wins.
 GPU_RULES = (("gh200", None), ("gb200", "gb200"), ("b300", "b300"), ("b200", "b200"), ("h200", "h200"),
              ("h100 pcie", "h100-pcie"), ("h100 nvl", None), ("h100", "h100-sxm"), ("h20", "h20"),

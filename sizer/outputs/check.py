@@ -3,12 +3,16 @@
 A manifest is read for what vLLM will actually run: the model (an HF repo id, mapped to the
 catalog by its `_sizer.hf_repo`), the engine flags in `command`/`args`, the `nvidia.com/gpu`
 limit, the replica count and the GPU type (a `sizer:` block or a node-selector label). The
-`sizer:` block adds what a manifest cannot say: workload, SLO, budget. Rules (each pass,
-fail or skip, with by how much and the smallest changes that fix it):
+`sizer:` block or `check`'s flags add what a manifest cannot say: workload, SLO, budget; without
+a workload the slo rule is skipped and the rest still decide. Rules (each pass, fail or skip, with
+by how much and the smallest changes that fix it):
 
+  deployment     the split divides the model and the weight format runs on the GPU (else the
+                 other rules are skipped)
   memory         weights, activations and context fit at gpu_memory_utilization
   max_model_len  within the model's limit, and the KV cache holds ceil(kv_share x max_num_seqs)
-                 sequences of max_model_len (at least one)
+                 sequences of max_model_len (at least one); a note warns when it holds fewer than
+                 max_num_seqs
   slo            the stated share of requests meets every SLO target at the stated rate, on the
                  stated replicas (a scenario without them: as many as the sizing pipeline finds)
   cost           replicas x GPUs requested x price within the stated budget
@@ -24,7 +28,7 @@ from dataclasses import dataclass
 
 from simulator.errors import FieldError
 from sizer.analytic.memory import GiB
-from sizer.inputs.manifest import CheckInput, read_check_input
+from sizer.inputs.manifest import CheckInput, Traffic, read_check_input
 from sizer.inputs.scenario import SLOSection, scenario_from_dict
 from sizer.inputs.variant import Variant
 from sizer.sizing.cost import usd_per_hour
@@ -53,7 +57,7 @@ class CheckResult:
     summary: str                # what was checked, in one line
     rules: tuple[RuleResult, ...]
     notes: tuple[str, ...]      # flags not modelled, GPUs requested but unused, ...
-    sizing: Sizing              # the sizing pipeline's answer (status does_not_fit: not simulated)
+    sizing: Sizing | None       # the sizing pipeline's answer (does_not_fit: not simulated; None: no workload)
 
     @property
     def passed(self) -> bool:
@@ -65,9 +69,10 @@ class CheckResult:
 
 
 def check_file(path: str, kv_share: float | None = None, budget_usd_per_hour: float | None = None,
-               settings: GoodputSettings = GoodputSettings()) -> CheckResult:
-    """Read `path` (scenario or manifest) and evaluate every rule; raises FieldError on bad input."""
-    inp = read_check_input(path, kv_share, budget_usd_per_hour)
+               traffic: Traffic = Traffic(), settings: GoodputSettings = GoodputSettings()) -> CheckResult:
+    """Read `path` (scenario or manifest; `-` standard input) and evaluate every rule; raises FieldError on
+    bad input."""
+    inp = read_check_input(path, kv_share, budget_usd_per_hour, traffic)
     return evaluate(inp, settings)
 
 
@@ -80,17 +85,57 @@ def evaluate(inp: CheckInput, settings: GoodputSettings = GoodputSettings()) -> 
     if model_limit and stated_len and stated_len > model_limit:
         within_limit = Variant(max_model_len=model_limit)
         notes.append(f"max_model_len {stated_len} exceeds the model's {model_limit}; the other rules use {model_limit}")
-    resolved = resolve(scenario_from_dict(data, inp.file, within_limit, default_name=inp.name))
+    try:
+        resolved = resolve(scenario_from_dict(data, inp.file, within_limit, default_name=inp.name))
+    except FieldError as error:
+        if error.field not in CANNOT_RUN:
+            raise
+        return _cannot_run(inp, error, notes)
     plan = make_plan(resolved)
-    sizing = size_deployment(resolved, plan, settings)
-    replicas = sizing.replicas or inp.replicas
-    rules = [memory_rule(inp, plan), max_model_len_rule(inp, plan, stated_len, model_limit),
-             slo_rule(inp, sizing, resolved.scenario.slo), cost_rule(inp, plan, sizing, replicas)]
-    p = plan.parallel
+    if inp.has_workload:
+        sizing = size_deployment(resolved, plan, settings)
+        replicas = sizing.replicas or inp.replicas
+        slo = slo_rule(inp, sizing, resolved.scenario.slo)
+    else:
+        sizing, replicas = None, inp.replicas
+        slo = RuleResult("slo", "skip", "no workload stated (--rate, --prompt-tokens, --output-tokens, with --ttft-ms "
+                                        "and --itl-ms, or a `sizer:` block)")
+    p, runs = plan.parallel, resolved.execution
+    runs_rule = RuleResult("deployment", "pass", f"TP {p.tensor_parallel_size} x PP {p.pipeline_parallel_size} "
+                           f"divides {plan.model.name}; {runs.weight_format} weights run on {plan.gpu} "
+                           f"({runs.kernel})")
+    rules = [runs_rule, memory_rule(inp, plan), max_model_len_rule(inp, plan, stated_len, model_limit), slo,
+             cost_rule(inp, plan, sizing, replicas)]
+    mem = plan.memory
+    held = mem.max_seqs_at_max_model_len * plan.parallel.data_parallel_size
+    if mem.fits and held < plan.engine.max_num_seqs:
+        notes.append(f"warning: the KV cache holds {held:,} sequences of max_model_len {mem.max_model_len:,}, "
+                     f"fewer than max_num_seqs {plan.engine.max_num_seqs:,}; when that many run at full length, "
+                     "vLLM preempts some")
     summary = (f"{plan.model.name} on {replicas} x {inp.gpus_per_replica} {plan.gpu} "
                f"(TP {p.tensor_parallel_size}, PP {p.pipeline_parallel_size}, {plan.weights.format} weights, "
                f"{plan.kv.dtype} KV, max_model_len {plan.memory.max_model_len:,})")
     return CheckResult(inp.file, inp.kind, summary, tuple(rules), tuple(notes), sizing)
+
+
+# Scenario fields whose refusal by `resolve` means the deployment cannot run (a split that does not
+# divide the model, a weight format no kernel runs on the GPU), with the vLLM flag that set them:
+# the deployment rule fails (exit 1) rather than the input being bad (exit 2).
+CANNOT_RUN = {"deployment.tensor_parallel_size": "--tensor-parallel-size",
+              "deployment.pipeline_parallel_size": "--pipeline-parallel-size",
+              "deployment.enable_expert_parallel": "--enable-expert-parallel",
+              "deployment.quantization": "--quantization"}
+
+
+def _cannot_run(inp: CheckInput, error: FieldError, notes: list[str]) -> CheckResult:
+    """The deployment rule failed: the others are skipped, having no plan to read."""
+    where = error.field if inp.kind == "scenario" else CANNOT_RUN[error.field]
+    rules = (RuleResult("deployment", "fail", f"{where}: {error.message}"),
+             *(RuleResult(name, "skip", "the deployment cannot run") for name in ("memory", "max_model_len", "slo",
+                                                                                   "cost")))
+    d = inp.scenario_data
+    summary = f"{d['model']['name']} on {inp.replicas} x {inp.gpus_per_replica} {d['hardware']['gpu']}"
+    return CheckResult(inp.file, inp.kind, summary, rules, tuple(notes), None)
 
 
 def _model_limit(data: dict, file: str) -> int | None:
@@ -134,7 +179,8 @@ def _fixes(inp: CheckInput, plan: Plan, ok, sequences: int = 1) -> tuple[str, ..
     if not plan.kv.dtype.startswith("fp8") and (p := _plan_with(inp, Variant(kv_cache_dtype="fp8"))) and ok(p):
         found.append("FP8 KV cache (--kv-cache-dtype fp8)")
     length = int(plan.memory.kv_cache_bytes / (sequences * plan.kv.bytes_per_token_per_gpu)) // 1024 * 1024
-    if max(1024, longest_request_tokens(inp.scenario_data) or 0) <= length < plan.memory.max_model_len:
+    longest = longest_request_tokens(inp.scenario_data) if inp.has_workload else None
+    if max(1024, longest or 0) <= length < plan.memory.max_model_len:
         if (p := _plan_with(inp, Variant(max_model_len=length))) and ok(p):
             found.append(f"--max-model-len {length} (from {plan.memory.max_model_len}; "
                          "the workload's longest request fits)")
@@ -249,7 +295,7 @@ def _targets(slo: SLOSection) -> str:
 # ---- cost --------------------------------------------------------------------------------
 
 
-def cost_rule(inp: CheckInput, plan: Plan, sizing: Sizing, replicas: int) -> RuleResult:
+def cost_rule(inp: CheckInput, plan: Plan, sizing: Sizing | None, replicas: int) -> RuleResult:
     """Replicas x GPUs each pod requests x price against the budget (the GPUs billed, used or not)."""
     if inp.budget_usd_per_hour is None:
         return RuleResult("cost", "skip", "no budget stated (sizer.budget_usd_per_hour or --budget)")
@@ -264,7 +310,7 @@ def cost_rule(inp: CheckInput, plan: Plan, sizing: Sizing, replicas: int) -> Rul
         return RuleResult("cost", "pass", what)
     fixes = []
     affordable = int(inp.budget_usd_per_hour // (inp.gpus_requested * price))
-    needed = sizing.replicas_for_slo
+    needed = sizing.replicas_for_slo if sizing else None
     if needed and needed < replicas:
         fixes.append(f"{needed} replicas meet the SLO (${usd_per_hour(needed, inp.gpus_requested, price):,.2f}/hour)")
     if inp.gpus_requested > inp.gpus_per_replica:

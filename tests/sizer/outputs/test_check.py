@@ -11,8 +11,15 @@ from typer.testing import CliRunner
 
 from simulator.errors import FieldError
 from sizer.cli import app
-from sizer.inputs.manifest import catalog_name_for, gpu_for_label, parse_vllm_args, read_check_input
-from sizer.inputs.scenario import scenario_from_dict
+from sizer.inputs.manifest import (
+    NOMINAL_WORKLOAD,
+    Traffic,
+    catalog_name_for,
+    gpu_for_label,
+    parse_vllm_args,
+    read_check_input,
+)
+from sizer.inputs.scenario import load_scenario, scenario_from_dict
 from sizer.outputs.check import check_file, max_model_len_rule, memory_rule, sequences_required
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
@@ -23,8 +30,8 @@ PASS = DEPLOY / "pass-llama-8b-h100.yaml"
 MEMORY = DEPLOY / "fail-memory-llama-70b-h100.yaml"
 LATENCY = DEPLOY / "fail-latency-llama-70b-h100.yaml"
 
-def run(*args: str):
-    return CliRunner().invoke(app, ["check", *(str(a) for a in args)])
+def run(*args: str, input: str | None = None):
+    return CliRunner().invoke(app, ["check", *(str(a) for a in args)], input=input)
 
 
 def plan_of(inp):
@@ -140,7 +147,6 @@ def test_extra_gpus_are_noted_and_billed(tmp_path):
 
 
 @pytest.mark.parametrize("mutate, field", [
-    (lambda t: t.replace("    sizer.dev/check: |", "    other: |"), "sizer"),
     (lambda t: t.replace("vllm", "sglang"), None),
     (lambda t: t.replace("rate_per_s: 8", "rate_per_s: -8"), "sizer.workload.arrival.rate_per_s"),
     (lambda t: t.replace("nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.product: Tesla-T4"),
@@ -218,19 +224,19 @@ def test_exit_1_on_memory_with_junit_and_json(tmp_path):
             and "FAIL: memory" in result.output)
     suite = ET.parse(junit).getroot().find("testsuite")
     cases = {c.get("name"): c for c in suite.findall("testcase")}
-    assert list(cases) == ["memory", "max_model_len", "slo", "cost"]
-    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("4", "1", "2")
+    assert list(cases) == ["deployment", "memory", "max_model_len", "slo", "cost"]
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("5", "1", "2")
     assert "more GPUs" in cases["memory"].find("failure").text
     assert cases["slo"].find("skipped") is not None and cases["cost"].find("system-out") is not None
     data = json.loads(run(MEMORY, "--json").output)
-    assert data["exit_code"] == 1 and [r["status"] for r in data["rules"]] == ["fail", "skip", "skip", "pass"]
+    assert data["exit_code"] == 1 and [r["status"] for r in data["rules"]] == ["pass", "fail", "skip", "skip", "pass"]
 
 
 def test_exit_0_when_every_rule_passes(tmp_path):
     junit = tmp_path / "out.xml"
     result = run(PASS, "--junit", junit)
     assert result.exit_code == 0, result.output
-    assert "PASS: 4 rules passed" in result.output
+    assert "PASS: 5 rules passed" in result.output
     assert ET.parse(junit).getroot().find("testsuite").get("failures") == "0"
 
 
@@ -266,3 +272,146 @@ def test_check_search_and_report_never_import_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+# ---- a manifest as deployed: no `sizer:` block, standard input, workload flags -------------------
+
+
+def _without_block(text: str) -> str:
+    """PASS without its sizer.dev/check annotation (lines 9-18): the Deployment kubectl would apply."""
+    lines = text.splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.startswith("  annotations:"))
+    end = next(i for i, line in enumerate(lines) if line.startswith("spec:"))
+    return "".join(lines[:start] + lines[end:])
+
+
+def test_a_manifest_without_a_block_is_checked_for_memory_and_skips_the_slo():
+    result = run("-", input=_without_block(PASS.read_text()))
+    # Llama-3.1-8B in bf16 on one H100 fits; with no workload the slo rule cannot be decided, and
+    # without a block there is no kv_share: one max_model_len sequence must fit, not 0.25 x 128.
+    assert result.exit_code == 0, result.output
+    assert "sizer check <stdin> (kubernetes manifest)" in result.output
+    assert "✓ memory" in result.output and "required 1 (ceil(0 x max_num_seqs" in result.output
+    assert "skipped: no workload stated (--rate" in result.output
+    assert "PASS: 3 rules passed, 2 skipped" in result.output
+
+
+def test_a_manifest_without_a_block_that_does_not_fit_exits_1(tmp_path):
+    text = MEMORY.read_text()
+    result = run(_write(tmp_path, text[:text.index("sizer:")]))
+    # bf16 70B on 2 x H100 does not fit whatever the traffic: the memory verdict alone is exit 1.
+    assert result.exit_code == 1, result.output
+    assert "✗ memory" in result.output and "skipped: no workload stated" in result.output
+    assert "fix: --max-model-len 23552" in result.output           # the fixes do not need a workload either
+
+
+def test_no_workload_plans_at_the_nominal_workload(tmp_path):
+    # the plan needs a rate; the nominal one must be marked so that no rule reports on it
+    inp = read_check_input(_write(tmp_path, _without_block(PASS.read_text())))
+    assert not inp.has_workload and inp.scenario_data["workload"] == NOMINAL_WORKLOAD
+
+
+def test_flags_give_the_workload_and_slo(tmp_path):
+    path = _write(tmp_path, _without_block(PASS.read_text()))
+    inp = read_check_input(path, traffic=Traffic(2.0, 32 * 1024, 256, 1000.0, 50.0))
+    assert inp.has_workload
+    w = inp.scenario_data["workload"]
+    assert (w["arrival"]["rate_per_s"], w["prompt_tokens"], w["output_tokens"]) == (
+        2.0, {"distribution": "fixed", "value": 32768}, {"distribution": "fixed", "value": 256})
+    assert inp.scenario_data["slo"] == {"ttft_ms": 1000.0, "itl_ms": 50.0, "required_share": 0.95}
+    # a flag replaces the block's value, and leaves the rest of the block as it is
+    over = read_check_input(str(PASS), traffic=Traffic(rate_per_s=3.0, ttft_ms=500.0))
+    assert over.scenario_data["workload"]["arrival"] == {"process": "poisson", "rate_per_s": 3.0}
+    assert over.scenario_data["workload"]["prompt_tokens"]["distribution"] == "lognormal"
+    assert over.scenario_data["slo"]["ttft_ms"] == 500.0 and over.scenario_data["slo"]["itl_ms"] == 50
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--rate", "2", "--prompt-tokens", "1000"], "--output-tokens"),     # a workload needs all three
+    (["--ttft-ms", "500"], "--rate"),                                     # an SLO needs a workload
+    (["--rate", "2", "--prompt-tokens", "lots", "--output-tokens", "100"], "--prompt-tokens"),
+    (["--rate", "0", "--prompt-tokens", "1000", "--output-tokens", "100"], "--rate"),
+    (["--rate", "2", "--prompt-tokens", "1000", "--output-tokens", "100", "--itl-ms", "-5"], "--itl-ms"),
+])
+def test_bad_workload_flags_name_the_flag(args, flag):
+    result = run("-", *args, input=_without_block(PASS.read_text()))
+    assert result.exit_code == 2 and flag in result.output and len(result.output.strip().splitlines()) == 1, \
+        result.output
+
+
+def test_token_flags_take_32k():
+    result = run("-", "--rate", "0.5", "--prompt-tokens", "1k", "--output-tokens", "64", "--json",
+                 input=_without_block(PASS.read_text()))
+    assert result.exit_code == 0, result.output
+    # 1k = 1,000 tokens (decimal, as vLLM reads it); no SLO stated: the slo rule is skipped for that reason
+    assert [r["status"] for r in json.loads(result.output)["rules"]] == ["pass", "pass", "pass", "skip", "skip"]
+    assert "no SLO targets" in json.loads(result.output)["rules"][3]["message"]
+
+
+def test_stdin_is_named_and_bounded():
+    bad = run("-", input="kind: Deployment\nspec: [\n")
+    assert bad.exit_code == 2 and "<stdin>" in bad.output and "not valid YAML" in bad.output, bad.output
+    big = run("-", input="# " + "x" * (1 << 20) + "\n")
+    assert big.exit_code == 2 and "<stdin>" in big.output and "larger than 1 MiB" in big.output, big.output
+
+
+# ---- round trip: what `plan --emit k8s` writes, `check -` reads back as written -------------------
+
+SCENARIO = ROOT / "scenarios" / "llama-3.1-70b-h200.yaml"
+# The scenario's workload at its means (fixed lengths) and its SLO, as flags.
+ROUND_TRIP_FLAGS = ["--rate", "10", "--prompt-tokens", "3000", "--output-tokens", "300",
+                    "--ttft-ms", "2000", "--itl-ms", "60"]
+
+
+def _deployment(r) -> tuple:
+    """What a deployment is, from a Resolved: the fields the emitted manifest must carry."""
+    e = r.engine
+    return (r.scenario.model.name, r.hardware.id, r.parallel.tp, r.parallel.pp, r.parallel.dp, e.max_model_len,
+            e.max_num_seqs, e.max_num_batched_tokens, r.weight_format.name, r.kv_cache_dtype,
+            r.scenario.deployment.gpu_memory_utilization, e.block_size, e.enable_prefix_caching,
+            e.enable_chunked_prefill)
+
+
+def test_emitted_k8s_round_trips_through_check(tmp_path):
+    emitted = CliRunner().invoke(app, ["plan", str(SCENARIO), "--simulate", "--emit", "k8s"])
+    assert emitted.exit_code == 0, emitted.output
+    manifest = emitted.stdout            # the manifest alone; the plan went to stderr
+    result = run("-", *ROUND_TRIP_FLAGS, input=manifest)
+    assert result.exit_code == 0, result.output
+    assert "✓ slo" in result.output and "over 2 replica(s)" in result.output
+    # the deployment check reads back is the one the plan sized, setting by setting
+    inp = read_check_input(_write(tmp_path, manifest))
+    planned = resolve(load_scenario(SCENARIO))
+    assert _deployment(resolve(scenario_from_dict(inp.scenario_data, inp.file))) == _deployment(planned)
+    assert inp.replicas == 2 and inp.gpus_requested == 4
+
+
+def test_a_plan_without_simulation_emits_replicas_that_check_can_fail():
+    # `plan` alone sizes replicas by Little's law (1 here), not by the SLO: check must not rubber-stamp
+    # its own output. Memory passes; the SLO fails with the replica fix `plan --simulate` would have made.
+    emitted = CliRunner().invoke(app, ["plan", str(SCENARIO), "--emit", "k8s"])
+    result = run("-", *ROUND_TRIP_FLAGS, input=emitted.stdout)
+    assert result.exit_code == 1, result.output
+    assert "✓ memory" in result.output and "✗ slo" in result.output and "fix: 2 replicas (+1" in result.output
+
+
+@pytest.mark.parametrize("mutate, message", [
+    # 3 does not divide Llama-3.1-8B's 32 attention heads: vLLM refuses to start
+    (lambda t: t.replace("- --max-model-len=8192", "- --max-model-len=8192\n            - -tp=3")
+     .replace("nvidia.com/gpu: 1", "nvidia.com/gpu: 3"),
+     "--tensor-parallel-size: 3 does not divide the 32 attention heads"),
+    # no vLLM kernel runs int8 weights with int8 activations on an MI300X (sizer/analytic/format_support.py);
+    # the GPU from the label AMD's node labeller writes, as --emit k8s does
+    (lambda t: t.replace("- --max-model-len=8192", "- --max-model-len=8192\n            - --quantization=experts_int8")
+     .replace("nvidia.com/gpu: 1", "amd.com/gpu: 1")
+     .replace("nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3", "amd.com/gpu.product-name: AMD_Instinct_MI300X_OAM"),
+     "--quantization: no vLLM kernel runs int8 weights"),
+])
+def test_a_deployment_that_cannot_run_fails_the_check_not_the_input(mutate, message):
+    # a manifest that is well formed but names a split or format vLLM cannot run is a failed check
+    # (exit 1, naming the vLLM flag), not bad input; the other rules have no plan and are skipped
+    result = run("-", "--json", input=mutate(_without_block(PASS.read_text())))
+    assert result.exit_code == 1, result.output
+    rules = json.loads(result.output)["rules"]
+    assert rules[0]["status"] == "fail" and rules[0]["message"].startswith(message), rules[0]
+    assert [r["status"] for r in rules[1:]] == ["skip"] * 4
