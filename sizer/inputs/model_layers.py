@@ -1,6 +1,6 @@
 """The layer-by-layer description of a model, from the config.json keys each family uses.
 
-`build_layers(c, ...)` takes the declared keys as read (model_spec.KEYS, checked there) and
+`build_layers(c, ...)` takes the declared keys as read (config_keys.KEYS, checked in model_spec) and
 returns one `Layer` per decoder layer. Families and the keys that place their layers:
 
 - which mixer:   `layer_types` (full/sliding/chunked/linear attention), `full_attention_interval`

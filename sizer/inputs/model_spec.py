@@ -18,6 +18,24 @@ from simulator.errors import excerpt
 from simulator.schema import Key, read_key
 from sizer.errors import InputError
 from sizer.inputs.checkpoint import Checkpoint, read_checkpoint
+from sizer.inputs.config_keys import (
+    ARCHITECTURE_WORDS,
+    BLOCK_ATTENTION_KEYS,
+    BLOCK_FFN_KEYS,
+    DTYPE_BYTES,
+    GATED_ATTENTION_TYPES,
+    GATED_VISION_ACTS,
+    HARMLESS_KEYS,
+    HARMLESS_SUFFIXES,
+    KEYS,
+    KNOWN_SPELLINGS,
+    META_KEYS,
+    NON_GATED_MLP_TYPES,
+    QK_NORM_TYPES,
+    UNMODELLED,
+    VISION_KEYS,
+    VISION_SPELLINGS,
+)
 from sizer.inputs.layers import FULL, Attention, DenseFFN, LatentAttention, Layer, Mixer, MoEFFN, VisionTower
 from sizer.inputs.model_layers import build_layers, nemotron_block, vision_tower
 from sizer.inputs.quantization import Quantization, parse_quantization
@@ -187,187 +205,6 @@ def load_model(reference: str, file: str | None = None, field_path: str = "model
     return checkpoint_model(load_config(reference, file, field_path))
 
 
-# ---- the config.json keys sizer reads, declared once -----------------------------------------
-#
-# Upper bounds. Each is far above any real model (the largest public configs have 126 layers,
-# hidden size 25,600, 128 heads, head dimension 512, intermediate size 73,728, vocabulary 262,144,
-# 512 experts and a 10M-token context), so no real config is refused; they exist so that a typo or
-# a hostile value cannot reach the arithmetic. With every factor at its bound a parameter count
-# (layers x experts x 3 x hidden x intermediate, about 2e21) stays finite in float64 (max ~1.8e308), and
-# the loops whose length comes from the config (per-layer attention kinds) run at most MAX_LAYERS times.
-MAX_LAYERS = 1_000
-MAX_HIDDEN = 1_000_000
-MAX_HEADS = 65_536
-MAX_HEAD_DIM = 65_536
-MAX_INTERMEDIATE = 10_000_000
-MAX_VOCAB = 10_000_000
-MAX_POSITIONS = 1 << 30
-MAX_EXPERTS = 65_536
-
-KEYS: dict[str, Key] = {k.name: k for k in (
-    Key("architectures", list[str], doc="the first entry names the architecture"),
-    Key("model_type", str),
-    Key("hidden_size", int, ge=1, le=MAX_HIDDEN, nullable=False),
-    Key("num_attention_heads", int, ge=1, le=MAX_HEADS, nullable=False),
-    Key("num_hidden_layers", int, ge=1, le=MAX_LAYERS, nullable=False),
-    # null only where block_configs state the heads per layer (Llama-Nemotron)
-    Key("num_key_value_heads", int, ge=1, le=MAX_HEADS, doc="must divide num_attention_heads"),
-    Key("multi_query", bool, doc="Falcon-style MQA: one KV head when num_key_value_heads is absent"),
-    Key("head_dim", int, ge=1, le=MAX_HEAD_DIM, aliases=("attention_head_dim",),
-        doc="default hidden_size / num_attention_heads"),
-    # null only where block_configs state the width per layer (Llama-Nemotron)
-    Key("intermediate_size", int, ge=1, le=MAX_INTERMEDIATE, doc="default 4 x hidden_size"),
-    Key("vocab_size", int, ge=1, le=MAX_VOCAB, nullable=False),
-    Key("max_position_embeddings", int, ge=0, le=MAX_POSITIONS, nullable=False, default=0),
-    Key("tie_word_embeddings", bool, doc="default true for Gemma, else false"),
-    Key("rms_norm_eps", float, gt=0, le=1, nullable=False, default=1e-5),
-    Key("rope_theta", float, gt=0, nullable=False, default=10000.0),
-    Key("torch_dtype", str, aliases=("dtype",), default="bfloat16"),
-    Key("attention_bias", bool, doc="default true for Qwen2, else false"),
-    # Mixture of experts: 0 (or no key) is a dense model
-    Key("num_local_experts", int, ge=0, le=MAX_EXPERTS, aliases=("n_routed_experts", "num_experts"), default=0),
-    Key("num_experts_per_tok", int, ge=0, le=MAX_EXPERTS, aliases=("experts_per_token", "top_k_experts"),
-        doc="required with experts; at most the number of experts"),
-    Key("moe_intermediate_size", int, ge=0, le=MAX_INTERMEDIATE, aliases=("expert_intermediate_size",), default=0,
-        doc="0: intermediate_size"),
-    Key("moe_latent_size", int, ge=1, le=MAX_HIDDEN, doc="NemotronH: routed experts work in this latent width"),
-    Key("enable_moe_block", bool, doc="Gemma-4: routed experts beside each layer's dense MLP"),
-    Key("n_shared_experts", int, ge=0, le=MAX_EXPERTS, default=0),
-    Key("first_k_dense_replace", int, ge=0, le=MAX_LAYERS, default=0, doc="at most num_hidden_layers"),
-    # Multi-head latent attention: kv_lora_rank 0 (or no key) is standard attention
-    Key("kv_lora_rank", int, ge=0, le=MAX_HIDDEN, default=0),
-    Key("q_lora_rank", int, ge=0, le=MAX_HIDDEN, default=0),
-    Key("qk_rope_head_dim", int, ge=0, le=MAX_HEAD_DIM, default=0),
-    Key("qk_nope_head_dim", int, ge=0, le=MAX_HEAD_DIM, default=0),
-    Key("v_head_dim", int, ge=0, le=MAX_HEAD_DIM, default=0),
-    # DeepSeek-V3.2 sparse attention: an indexer picks the top-k cached tokens each query attends to
-    Key("index_n_heads", int, ge=0, le=MAX_HEADS, default=0),
-    Key("index_head_dim", int, ge=0, le=MAX_HEAD_DIM, default=0),
-    Key("index_topk", int, ge=0, le=MAX_POSITIONS, default=0),
-    # Sliding-window and chunked attention; per-layer kinds
-    Key("sliding_window", int, ge=1, le=MAX_POSITIONS, doc="tokens; null: no window"),
-    Key("use_sliding_window", bool),
-    Key("sliding_window_pattern", int, ge=1, le=MAX_LAYERS, doc="Gemma 3: every n-th layer is global"),
-    Key("layer_types", list[str], doc="one entry per layer: full/sliding/chunked/linear attention"),
-    Key("full_attention_interval", int, ge=1, le=MAX_LAYERS, doc="Qwen3-Next: every n-th layer full attention, "
-        "the rest linear attention"),
-    Key("attention_chunk_size", int, ge=1, le=MAX_POSITIONS, doc="Llama-4: RoPE layers attend within chunks"),
-    Key("no_rope_layers", list[int], doc="Llama-4: 1 where a layer uses RoPE (chunked), 0 for global NoPE layers"),
-    Key("no_rope_layer_interval", int, ge=1, le=MAX_LAYERS, default=4, doc="Llama-4: every n-th layer is NoPE "
-        "when no_rope_layers is empty"),
-    Key("attn_output_gate", bool, doc="q_proj also yields an output gate (default true for Qwen3-Next / Qwen3.5)"),
-    # Gemma-4: global (full-attention) layers have their own head size and KV heads, and may share K as V
-    Key("global_head_dim", int, ge=1, le=MAX_HEAD_DIM),
-    Key("num_global_key_value_heads", int, ge=1, le=MAX_HEADS),
-    Key("attention_k_eq_v", bool, default=False, doc="full-attention layers have no v_proj (V is K)"),
-    # features sizer refuses when switched on (a non-default value would change the counts)
-    Key("num_kv_shared_layers", int, ge=0, le=MAX_LAYERS, default=0),
-    Key("hidden_size_per_layer_input", int, ge=0, le=MAX_HIDDEN, default=0),
-    Key("use_double_wide_mlp", bool, default=False),
-    Key("mlp_bias", bool, default=False),
-    # which layers are MoE, and shared experts
-    Key("moe_layer_freq", int, ge=1, le=MAX_LAYERS, default=1, doc="DeepSeek: every n-th layer after the dense ones"),
-    Key("decoder_sparse_step", int, ge=1, le=MAX_LAYERS, doc="Qwen MoE: every n-th layer is MoE"),
-    Key("mlp_only_layers", list[int], doc="Qwen MoE: layers with a dense MLP"),
-    Key("interleave_moe_layer_step", int, ge=1, le=MAX_LAYERS, doc="Llama-4: every n-th layer is MoE"),
-    Key("moe_layers", list[int], doc="Llama-4: the MoE layers, listed"),
-    Key("intermediate_size_mlp", int, ge=1, le=MAX_INTERMEDIATE, doc="Llama-4: the dense layers' width"),
-    Key("shared_expert_intermediate_size", int, ge=0, le=MAX_INTERMEDIATE, doc="Qwen MoE: the shared expert's width"),
-    Key("moe_shared_expert_intermediate_size", int, ge=0, le=MAX_INTERMEDIATE,
-        doc="NemotronH: the shared expert's width"),
-    Key("topk_method", str),
-    # NemotronH (Mamba-2 hybrid)
-    Key("hybrid_override_pattern", str, doc="one character per block: M Mamba-2, * attention, - MLP, E MoE"),
-    Key("layers_block_type", list[str], doc="one word per block: mamba, attention, mlp, moe"),
-    Key("mamba_num_heads", int, ge=1, le=MAX_HEADS),
-    Key("mamba_head_dim", int, ge=1, le=MAX_HEAD_DIM),
-    Key("ssm_state_size", int, ge=1, le=MAX_HEAD_DIM),
-    Key("n_groups", int, ge=1, le=MAX_HEADS, aliases=("mamba_n_groups",)),
-    Key("conv_kernel", int, ge=1, le=1024, aliases=("mamba_d_conv",)),
-    Key("use_conv_bias", bool, default=True),
-    Key("use_bias", bool, default=False, aliases=("mamba_proj_bias",),
-        doc="NemotronH: biases on the Mamba projections"),
-    Key("mamba_ssm_cache_dtype", str, aliases=("mamba_ssm_dtype",),
-        doc="the recurrent (SSM / delta-rule) state's dtype, as vLLM sets its mamba_ssm_cache_dtype from it; "
-            "default the model's"),
-    # Gated delta net (linear attention)
-    Key("linear_num_key_heads", int, ge=1, le=MAX_HEADS),
-    Key("linear_num_value_heads", int, ge=1, le=MAX_HEADS),
-    Key("linear_key_head_dim", int, ge=1, le=MAX_HEAD_DIM),
-    Key("linear_value_head_dim", int, ge=1, le=MAX_HEAD_DIM),
-    Key("linear_conv_kernel_dim", int, ge=1, le=1024),
-    # Llama-Nemotron (DeciLM): per-layer blocks
-    Key("block_configs", list[dict], doc="one entry per layer: attention and ffn blocks"),
-    # multi-token prediction heads (vLLM loads them only for speculative decoding)
-    Key("num_nextn_predict_layers", int, ge=0, le=MAX_LAYERS, aliases=("mtp_num_hidden_layers",), default=0),
-    Key("quantization_config", dict, aliases=("compression_config",), doc="llm-compressor's older spelling"),
-    Key("text_config", dict),
-    Key("vision_config", dict),
-    Key("audio_config", dict, doc="an audio encoder: not modelled (refused when present)"),
-    Key("language_model_only", bool, default=False, doc="the checkpoint holds no vision tower"),
-    Key("_sizer", dict, doc="the catalog's own metadata"),
-)}
-
-KNOWN_SPELLINGS = frozenset(spelling for key in KEYS.values() for spelling in key.keys)
-
-# Bytes per value of the torch dtypes configs name; others are taken as 16-bit
-DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
-
-# model_type prefixes whose attention has an output gate, q/k norms; MLPs without a gate (up, down only)
-GATED_ATTENTION_TYPES = ("qwen3_next", "qwen3_5")
-QK_NORM_TYPES = ("qwen3", "gemma3", "olmo2")
-NON_GATED_MLP_TYPES = ("nemotron", "starcoder2", "phi", "gpt_neox", "gpt_bigcode", "falcon", "gpt2")
-
-# Keys of real configs that change no parameter, memory or FLOP figure sizer gives (token ids,
-# activations, dropout, initialisation, RoPE variants, router training losses, softcapping, and the
-# like). Any other key sizer does not read is listed in the plan's assumptions, or refused when its
-# name has one of ARCHITECTURE_WORDS: such a key likely shapes layers sizer would then count wrong.
-HARMLESS_KEYS = frozenset((
-    "_name_or_path", "_attn_implementation_autoset", "for_llm_compressor", "auto_map", "transformers_version",
-    "bos_token_id", "eos_token_id", "pad_token_id",
-    "initializer_range", "initializer_factor", "hidden_act", "hidden_activation", "mlp_hidden_act",
-    "mamba_hidden_act", "activation_function", "attention_dropout", "hidden_dropout", "dropout",
-    "attention_probs_dropout_prob", "hidden_dropout_prob", "use_cache", "rope_scaling", "rope_parameters",
-    "rope_type", "partial_rotary_factor", "rope_local_base_freq", "attn_logit_softcapping",
-    "final_logit_softcapping", "query_pre_attn_scalar", "cache_implementation", "router_aux_loss_coef",
-    "output_router_logits", "norm_topk_prob", "routed_scaling_factor", "scoring_func", "topk_group", "n_group",
-    "swiglu_limit", "initial_context_length", "aux_loss_alpha", "seq_aux", "ep_size", "pretraining_tp",
-    "router_jitter_noise", "use_qk_norm", "attn_temperature_tuning", "attn_scale", "floor_scale",
-    "max_window_layers", "is_encoder_decoder", "tokenizer_class", "use_mamba_kernels", "mamba_chunk_size",
-    "chunk_size", "time_step_min", "time_step_max", "time_step_floor", "time_step_limit", "time_step_rank",
-    "rescale_prenorm_residual", "residual_in_fp32", "layer_norm_epsilon", "norm_eps", "expand",
-    "num_logits_to_keep", "image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id",
-    "image_token_index", "boi_token_index", "eoi_token_index", "media_placeholder_token_id",
-    "model_type", "torch_dtype", "dtype", "architectures", "name_or_path", "tie_encoder_decoder",
-    "embedding_multiplier", "residual_multiplier", "logits_scaling", "attention_multiplier",
-    "moe_router_topk_scaling_factor", "moe_aux_loss_coeff", "router_temperature", "sliding_window_size",
-    "moe_shared_expert_overlap", "mtp_layers_block_type", "mtp_hybrid_override_pattern", "mtp_use_dedicated_embeddings",
-    "use_bidirectional_attention", "output_gate_type",
-    "vocab_size_per_layer_input", "ignore_index", "use_unified_vision_chunk", "video_placeholder",
-    "vision_soft_tokens_per_image", "_attn_implementation",
-    # transformers' PretrainedConfig generation and bookkeeping attributes, saved by some exporters
-    "add_cross_attention", "bad_words_ids", "begin_suppress_tokens", "chunk_size_feed_forward",
-    "cross_attention_hidden_size", "diversity_penalty", "do_sample", "early_stopping", "encoder_no_repeat_ngram_size",
-    "exponential_decay_length_penalty", "finetuning_task", "id2label", "label2id", "is_decoder", "length_penalty",
-    "max_length", "min_length", "no_repeat_ngram_size", "num_beam_groups", "num_beams", "num_return_sequences",
-    "output_attentions", "output_hidden_states", "output_scores", "prefix", "problem_type", "pruned_heads",
-    "remove_invalid_values", "repetition_penalty", "return_dict", "return_dict_in_generate", "suppress_tokens",
-    "task_specific_params", "temperature", "tf_legacy_loss", "top_k", "top_p", "torchscript", "typical_p",
-    "use_bfloat16",
-))
-HARMLESS_SUFFIXES = ("_token_id", "_token_index", "_token_ids")
-ARCHITECTURE_WORDS = ("layer", "expert", "head", "hidden_size", "intermediate", "block", "mixer", "pattern",
-                      "mamba", "ssm", "window", "chunk", "moe", "kv_", "lora", "rank", "mlp", "ffn", "vocab",
-                      "conv", "state", "_dim", "num_", "shared", "sparse", "dense", "tower", "_config")
-
-META_KEYS: dict[str, Key] = {k.name: k for k in (
-    Key("id", str),
-    Key("params_official_total", float, ge=0),
-    Key("params_official_active", float, ge=0),
-    Key("source", str),
-)}
-
-
 def _read(keys: dict[str, Key], data: dict, file: str | None, prefix: str = "") -> dict[str, tuple[Any, str]]:
     """Every declared key of `data`: name -> (value or default, the key it was read from)."""
     return {name: read_key(spec, data, file, prefix) for name, spec in keys.items()}
@@ -381,42 +218,6 @@ def _check_meta(meta: dict, file: str | None) -> None:
         raise InputError(file, "_sizer.notes", f"expected a string or a list of strings, got {excerpt(notes)}")
 
 
-# Llama-Nemotron block_configs: each entry's attention and ffn blocks
-BLOCK_ATTENTION_KEYS: dict[str, Key] = {k.name: k for k in (
-    Key("no_op", bool, default=False),
-    Key("replace_with_linear", bool, default=False),
-    Key("n_heads_in_group", int, ge=1, le=MAX_HEADS),
-    Key("window_length", int, ge=1, le=MAX_POSITIONS),
-    Key("sparsify", list),
-    Key("num_sink_tokens", int, ge=0, le=MAX_POSITIONS),
-    Key("unshifted_sink", bool, default=False),
-    Key("use_prefill_window_in_sink_attention", bool, default=False),
-)}
-BLOCK_FFN_KEYS: dict[str, Key] = {k.name: k for k in (
-    Key("no_op", bool, default=False),
-    Key("replace_with_linear", bool, default=False),
-    Key("ffn_mult", float, gt=0, le=1000),
-    Key("sparsify", list),
-)}
-# vision_config: the ViT encoder vLLM loads beside the language model
-VISION_KEYS: dict[str, Key] = {k.name: k for k in (
-    Key("depth", int, ge=1, le=MAX_LAYERS, aliases=("num_hidden_layers", "vt_num_hidden_layers")),
-    Key("hidden_size", int, ge=1, le=MAX_HIDDEN, aliases=("embed_dim", "vt_hidden_size")),
-    Key("intermediate_size", int, ge=1, le=MAX_INTERMEDIATE, aliases=("vt_intermediate_size",)),
-    Key("num_heads", int, ge=1, le=MAX_HEADS, aliases=("num_attention_heads", "vt_num_attention_heads")),
-    Key("patch_size", int, ge=1, le=4096),
-    Key("temporal_patch_size", int, ge=1, le=64),
-    Key("in_channels", int, ge=1, le=64, aliases=("num_channels",)),
-    Key("out_hidden_size", int, ge=1, le=MAX_HIDDEN, aliases=("projector_output_dim", "text_hidden_size")),
-    Key("spatial_merge_size", int, ge=1, le=64),
-    Key("merge_kernel_size", list[int], doc="Kimi: patches merged per token, [h, w]"),
-    Key("pixel_shuffle_ratio", float, gt=0, le=1),
-    Key("num_position_embeddings", int, ge=0, le=MAX_POSITIONS),
-    Key("deepstack_visual_indexes", list[int], doc="Qwen3-VL: layers feeding an extra merger each"),
-    Key("hidden_act", str),
-)}
-GATED_VISION_ACTS = ("silu", "swiglu")
-VISION_SPELLINGS = frozenset(spelling for key in VISION_KEYS.values() for spelling in key.keys)
 
 
 def _blocks(config: dict, c: dict[str, Any], file: str | None, prefix: str) -> list | None:
@@ -577,13 +378,6 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
         unread_keys=tuple(unread),
         recurrent_state_dtype=c["mamba_ssm_cache_dtype"] or "",
     )
-
-
-# Features whose non-default value sizer does not model: (key, the default, what it is)
-UNMODELLED = (("num_kv_shared_layers", 0, "KV shared across layers"),
-              ("hidden_size_per_layer_input", 0, "per-layer input embeddings"),
-              ("use_double_wide_mlp", False, "double-wide MLP layers"),
-              ("audio_config", None, "an audio encoder"))
 
 
 def _refuse_unmodelled(c: dict[str, Any], where, file: str | None) -> None:

@@ -34,7 +34,7 @@ from simulator.schema import Key, read_key
 from sizer.errors import InputError
 
 MAX_BITS = 32
-MAX_GROUP_SIZE = 1_000_000      # input values per scale: at most a row (model_spec.MAX_HIDDEN)
+MAX_GROUP_SIZE = 1_000_000      # input values per scale: at most a row (config_keys.MAX_HIDDEN)
 WEIGHT_ONLY = "16-bit"          # `activations` of a weight-only scheme: the GEMMs read 16-bit inputs
 
 

@@ -1,7 +1,7 @@
 """Malformed config.json files give one line naming the file and the key, exit 2, never a traceback.
 
 The corpus is tests/bad_inputs/config/, one file per case; its README's table says which field
-each must name. The keys sizer reads are declared in `sizer.inputs.model_spec.KEYS` (and
+each must name. The keys sizer reads are declared in `sizer.inputs.config_keys.KEYS` (and
 `QUANT_KEYS`, `CT_WEIGHT_KEYS`); the property test at the end mutates them at random.
 """
 
@@ -21,7 +21,8 @@ from simulator.errors import FieldError
 from sizer.analytic.formats import scale_bytes, weight_format
 from sizer.analytic.weights import LinearGroup
 from sizer.cli import app
-from sizer.inputs.model_spec import CATALOG_DIR, KEYS, catalog_names, from_hf_config, load_model
+from sizer.inputs.config_keys import KEYS
+from sizer.inputs.model_spec import CATALOG_DIR, catalog_names, from_hf_config, load_model
 from sizer.inputs.quantization import CT_WEIGHT_KEYS, QUANT_KEYS
 
 ROOT = Path(__file__).resolve().parents[3]
