@@ -9,8 +9,9 @@ from pathlib import Path
 
 from simulator.errors import FieldError, excerpt
 from sizer.errors import InputError
+from sizer.inputs.checkpoint import find_config
 from sizer.inputs.hardware import scenario_hardware
-from sizer.inputs.model_spec import load_config
+from sizer.inputs.model_spec import CATALOG_DIR
 from sizer.inputs.variant import Variant
 
 # Worker processes for a search: at most 1,024 (each forks a copy of sizer; more than the cores only queue).
@@ -38,7 +39,7 @@ def check_model(name: str | None, flag: str = "--model") -> str | None:
     folder reads the same file."""
     if name is None:
         return None
-    found_as = load_config(name, None, flag).found_as     # a name no file system takes is refused there
+    found_as = find_config(name, CATALOG_DIR, None, flag)[1]    # found, not read: resolve reads it once
     return str(Path(name).resolve()) if found_as == "path" else name
 
 

@@ -120,12 +120,19 @@ def _locate(reference: str, catalog_dir: Path, file: str | None, field_path: str
                                        "(org/name) in the local cache")
 
 
-def read_checkpoint(reference: str, catalog_dir: Path, file: str | None = None,
-                    field_path: str = "model") -> Checkpoint:
-    """config.json of `reference`, and, beside it, ModelOpt's hf_quant_config.json and the weights' bytes."""
+def find_config(reference: str, catalog_dir: Path, file: str | None = None,
+                field_path: str = "model") -> tuple[Path, str]:
+    """`locate`, and the config.json found there exists: what a reference needs before anything is read."""
     config_path, found_as = locate(reference, catalog_dir, file, field_path)
     if not config_path.exists():
         raise InputError(file, field_path, f"config file {excerpt(str(config_path))} does not exist")
+    return config_path, found_as
+
+
+def read_checkpoint(reference: str, catalog_dir: Path, file: str | None = None,
+                    field_path: str = "model") -> Checkpoint:
+    """config.json of `reference`, and, beside it, ModelOpt's hf_quant_config.json and the weights' bytes."""
+    config_path, found_as = find_config(reference, catalog_dir, file, field_path)
     config = load_json(config_path)
     if not isinstance(config, dict):
         raise InputError(str(config_path), None, "expected a JSON object")
