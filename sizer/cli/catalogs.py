@@ -11,7 +11,7 @@ from rich.table import Table
 from sizer.analytic.memory import GB, GiB
 from sizer.analytic.weights import parameter_count
 from sizer.inputs.hardware import all_profiles
-from sizer.inputs.model_spec import catalog_names, load_config, load_model
+from sizer.inputs.model_spec import catalog_names, checkpoint_model, load_config
 from sizer.outputs.emit import model_reference
 from sizer.outputs.serialise import to_json
 from sizer.sizing.plan import attention_kind
@@ -35,9 +35,10 @@ class CatalogModel:
 def catalog_models() -> list[CatalogModel]:
     out = []
     for name in catalog_names():
-        m = load_model(name)
+        checkpoint = load_config(name)            # read once: the model and its catalog metadata
+        m = checkpoint_model(checkpoint)
         counts = parameter_count(m)
-        repo = model_reference(name, load_config(name).config)
+        repo = model_reference(name, checkpoint.config)
         out.append(CatalogModel(name, repo if repo != name else None, m.architecture, counts.total, counts.active,
                                 m.num_layers, attention_kind(m), m.max_position_embeddings))
     return out

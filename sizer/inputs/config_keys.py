@@ -209,6 +209,7 @@ VISION_KEYS: dict[str, Key] = {k.name: k for k in (
     Key("depth", int, ge=1, le=MAX_LAYERS, aliases=("num_hidden_layers", "vt_num_hidden_layers")),
     Key("hidden_size", int, ge=1, le=MAX_HIDDEN, aliases=("embed_dim", "vt_hidden_size")),
     Key("intermediate_size", int, ge=1, le=MAX_INTERMEDIATE, aliases=("vt_intermediate_size",)),
+    # read for its type only: a ViT's head count changes no parameter count
     Key("num_heads", int, ge=1, le=MAX_HEADS, aliases=("num_attention_heads", "vt_num_attention_heads")),
     Key("patch_size", int, ge=1, le=4096),
     Key("temporal_patch_size", int, ge=1, le=64),

@@ -152,8 +152,22 @@ class LatentAttention:
         return 2 * self.num_heads * (2 * self.kv_lora_rank + self.qk_rope_head_dim) + indexer
 
 
+class RecurrentMixer:
+    """What Mamba-2 and gated delta net share: no KV cache and no attention pairs, but a depthwise
+    convolution whose last `conv_kernel - 1` inputs each sequence keeps (beside its recurrent state)."""
+    conv_kernel: int
+    conv_channels: int           # each subclass's property: the channels its convolution runs over
+    window_tokens = None
+    kv_values_per_token = 0
+    flops_per_pair = 0
+
+    @property
+    def conv_state_values_per_seq(self) -> int:
+        return self.conv_channels * (self.conv_kernel - 1)
+
+
 @dataclass(frozen=True)
-class Mamba2:
+class Mamba2(RecurrentMixer):
     """Mamba-2 selective state-space mixer (NemotronH, as vLLM's MambaMixer2)."""
     num_heads: int
     head_dim: int
@@ -162,7 +176,6 @@ class Mamba2:
     conv_kernel: int
     conv_bias: bool = True
     proj_bias: bool = False
-    window_tokens: None = None
     label = "Mamba-2"
 
     @property
@@ -173,44 +186,32 @@ class Mamba2:
     def conv_channels(self) -> int:
         return self.inner + 2 * self.n_groups * self.state_size
 
+    @property
+    def in_proj_width(self) -> int:
+        return self.inner + self.conv_channels + self.num_heads   # the gate z; x, B, C; one dt per head
+
     def linears(self, hidden: int) -> list[Linear]:
-        # in_proj yields the gate z, x, B, C and one dt per head
-        return [Linear("mixer.in_proj", RECURRENT, hidden, 2 * self.inner + 2 * self.n_groups * self.state_size
-                       + self.num_heads),
+        return [Linear("mixer.in_proj", RECURRENT, hidden, self.in_proj_width),
                 Linear("mixer.out_proj", RECURRENT, self.inner, hidden)]
 
     def extra_params(self, hidden: int) -> int:
         conv = self.conv_channels * self.conv_kernel + (self.conv_channels if self.conv_bias else 0)
-        in_proj = 2 * self.inner + 2 * self.n_groups * self.state_size + self.num_heads
-        biases = in_proj + hidden if self.proj_bias else 0
+        biases = self.in_proj_width + hidden if self.proj_bias else 0
         return conv + 3 * self.num_heads + self.inner + biases      # A_log, D, dt_bias; gated norm
-
-    @property
-    def kv_values_per_token(self) -> int:
-        return 0
-
-    @property
-    def conv_state_values_per_seq(self) -> int:
-        return self.conv_channels * (self.conv_kernel - 1)       # the last kernel - 1 inputs
 
     @property
     def recurrent_state_values_per_seq(self) -> int:
         return self.num_heads * self.head_dim * self.state_size  # SSM state: heads x head_dim x d_state
 
-    @property
-    def flops_per_pair(self) -> int:
-        return 0
-
 
 @dataclass(frozen=True)
-class GatedDeltaNet:
+class GatedDeltaNet(RecurrentMixer):
     """Gated delta-rule linear attention (Qwen3-Next, Qwen3.5: `linear_attention` layers)."""
     num_key_heads: int
     num_value_heads: int
     key_head_dim: int
     value_head_dim: int
     conv_kernel: int
-    window_tokens: None = None
     label = "gated delta net (linear attention)"
 
     @property
@@ -235,20 +236,8 @@ class GatedDeltaNet:
         return self.conv_channels * self.conv_kernel + 2 * self.num_value_heads + self.value_head_dim
 
     @property
-    def kv_values_per_token(self) -> int:
-        return 0
-
-    @property
-    def conv_state_values_per_seq(self) -> int:
-        return self.conv_channels * (self.conv_kernel - 1)
-
-    @property
     def recurrent_state_values_per_seq(self) -> int:
         return self.num_value_heads * self.key_head_dim * self.value_head_dim   # a key x value matrix per head
-
-    @property
-    def flops_per_pair(self) -> int:
-        return 0
 
 
 @dataclass(frozen=True)
@@ -396,7 +385,6 @@ class VisionTower:
     depth: int
     hidden: int
     intermediate: int
-    num_heads: int
     patch_values: int            # pixels x channels a patch embeds (patch^2 x channels x temporal patch)
     out_hidden: int              # the language model's hidden size the projector maps to
     merge_values: int            # vision features the projector takes per output token (spatial merge^2 x hidden)

@@ -261,7 +261,7 @@ def vision_tower(v: dict[str, Any], text_hidden: int) -> VisionTower:
     merge_values = hidden * merge * merge
     if pixel_shuffle:   # Llama-4: pixel shuffle folds 1/ratio^2 patches into one token
         merge_values = round(hidden / (pixel_shuffle * pixel_shuffle))
-    return VisionTower(v["depth"], hidden, v["intermediate_size"] or 4 * hidden, v["num_heads"] or 1, patch_values,
+    return VisionTower(v["depth"], hidden, v["intermediate_size"] or 4 * hidden, patch_values,
                        v["out_hidden_size"] or text_hidden, merge_values,
                        gated=v["gated"], position_embeddings=v["num_position_embeddings"] or 0,
                        mergers=1 + len(v["deepstack_visual_indexes"] or ()))
