@@ -25,7 +25,16 @@ GB = 10**9
 # Assumptions, printed by the plan (a calibrated profile would measure them):
 CUDA_CONTEXT_BYTES = 1 * GiB          # CUDA context, cuBLAS workspace, CUDA graphs, per GPU
 NCCL_BUFFER_BYTES = GiB // 2          # extra per GPU when it talks to others (TP or PP > 1)
-KV_DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp32": 4}
+KV_DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp32": 4,
+                  # llama.cpp cache types (ggml blocks of 32 values: q8_0 = 32 int8 + one fp16 scale = 34 bytes,
+                  # q4_0 = 16 bytes of nibbles + one fp16 scale = 18 bytes; ggml-common.h block_q8_0, block_q4_0)
+                  "f16": 2, "f32": 4, "q8_0": 34 / 32, "q4_0": 18 / 32}
+
+
+def kv_value_bytes(kv_dtype: str) -> float:
+    """Bytes per cached value; "K/V" (llama.cpp's --cache-type-k and -v differing) averages the two halves."""
+    k, _, v = kv_dtype.partition("/")
+    return (KV_DTYPE_BYTES[k] + KV_DTYPE_BYTES[v or k]) / 2
 
 
 @dataclass(frozen=True)
@@ -88,7 +97,7 @@ class KVGroup:
     """Layers that cache the same values per token and keep the same span of tokens."""
     label: str                        # the mixer kind ("full attention", "sliding-window attention (window 4096)")
     layers: int
-    bytes_per_token: int              # these layers together, whole model
+    bytes_per_token: float            # these layers together, whole model
     bytes_per_token_per_gpu: float    # one GPU of the busiest stage, after the TP split
     window_tokens: int | None         # sliding window or local-attention chunk; None: every token is kept
     flops_per_pair_per_layer: int     # attention FLOPs per query-key pair in one layer, all heads
@@ -97,8 +106,8 @@ class KVGroup:
 @dataclass(frozen=True)
 class KVLayout:
     dtype: str
-    bytes_per_value: int
-    bytes_per_token: int              # whole model, every layer that caches KV (windowed ones as if full)
+    bytes_per_value: float            # K and V averaged when their types differ
+    bytes_per_token: float            # whole model, every layer that caches KV (windowed ones as if full)
     bytes_per_token_per_gpu: float    # one GPU of the busiest stage, after the TP split
     groups: tuple[KVGroup, ...]
     state_layers: int                 # Mamba-2 / linear-attention layers: a fixed state per sequence
@@ -124,7 +133,7 @@ def kv_layout(m: ModelSpec, kv_dtype: str, p: ParallelConfig) -> KVLayout:
     """KV bytes per token by group of layers, and the Mamba-2 / linear-attention state per sequence
     (ModelSpec.state_bytes_per_seq: convolution window in the model's dtype, recurrent state in the
     config's mamba_ssm_cache_dtype when it states one)."""
-    nbytes = KV_DTYPE_BYTES[kv_dtype]
+    nbytes = kv_value_bytes(kv_dtype)
     stage = layers_per_stage(m, p) / m.num_layers
     groups: dict[object, list] = {}
     for layer in m.layers:
@@ -138,10 +147,10 @@ def kv_layout(m: ModelSpec, kv_dtype: str, p: ParallelConfig) -> KVLayout:
         if isinstance(mixer, LatentAttention):   # the latent is replicated on every TP rank
             per_gpu = per_token * stage
             terms.append(f"(kv_lora_rank {mixer.kv_lora_rank} + qk_rope_head_dim {mixer.qk_rope_head_dim}) "
-                         f"x {n} layers x {nbytes} B")
+                         f"x {n} layers x {nbytes:g} B")
         else:
             per_gpu = 2 * kv_heads_per_gpu(mixer.num_kv_heads, p) * mixer.head_dim * n * nbytes * stage
-            terms.append(f"2 x {n} layers x {mixer.num_kv_heads} KV heads x {mixer.head_dim} head dim x {nbytes} B"
+            terms.append(f"2 x {n} layers x {mixer.num_kv_heads} KV heads x {mixer.head_dim} head dim x {nbytes:g} B"
                          + (f" ({mixer.label})" if len(groups) > 1 or mixer.window_tokens else ""))
         kv_groups.append(KVGroup(mixer.label, n, per_token, per_gpu, mixer.window_tokens, mixer.flops_per_pair))
     stateful = [layer.mixer for layer in m.layers if layer.mixer.recurrent_state_values_per_seq]
@@ -196,6 +205,11 @@ class MemoryBudget:
     max_seqs_at_max_model_len: int     # sequences of max_model_len that KV cache and state memory hold
     fits: bool
     reasons: tuple[str, ...]
+
+    @property
+    def room_for_kv_bytes(self) -> float:
+        """What the usable memory leaves for KV after weights, activations, the context and recurrent state."""
+        return self.usable_bytes - self.weights_bytes - self.activation_bytes - self.non_torch_bytes - self.state_bytes
 
 
 def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv: KVLayout, p: ParallelConfig,

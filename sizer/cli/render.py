@@ -158,6 +158,9 @@ def render_plan(plan: Plan, console: Console) -> None:
         console.print(f"  drafting priced as {sp.proposer_cost}", highlight=False)
         console.print()
 
+    if plan.slots:
+        _render_slots(plan, console)
+
     if plan.simulation:
         render_simulation(plan.simulation, console)
 
@@ -178,6 +181,32 @@ def render_plan(plan: Plan, console: Console) -> None:
     console.print("[bold]Assumptions[/]")
     for a in plan.assumptions:
         console.print(f"  • {a}", highlight=False)
+
+
+def _render_slots(plan: Plan, console: Console) -> None:
+    """llama.cpp / Ollama: the plan in the user's terms."""
+    a = plan.slots
+    t = _table(f"In short ({a.engine})")
+    left = (f"leaving {gb_gib(a.left_bytes)} for the OS and other programs" if a.left_bytes >= 0
+            else f"short by {gb_gib(-a.left_bytes)}")
+    t.add_row("memory", f"needs {gb_gib(a.engine_bytes)} of {gb_gib(a.memory_bytes)}, {left}")
+    t.add_row("slots", f"{a.slots} x {a.context_per_slot_tokens:,} tokens"
+              + (" (one unified KV buffer)" if a.kv_unified else "")
+              + f"; memory would allow up to {a.largest_context_per_slot_tokens:,} tokens per slot")
+    t.add_row("first token", f"{a.ttft_s:.2f} s for a {a.prompt_tokens:,}-token prompt on an idle server")
+    t.add_row("per user", ", ".join(f"{s.users} user{'s' if s.users > 1 else ''}: {s.tokens_per_s_per_user:.1f}"
+                                    for s in a.speeds) + f" tokens/s (at {a.context_tokens:,} tokens of context)")
+    for o in a.options:
+        t.add_row(f"  {o.format}", f"weights {gb_gib(o.weights_bytes)}; "
+                  + (f"{o.slots_that_fit} such slots fit; {o.tokens_per_s_at_one_user:.1f} tokens/s for one user"
+                     if o.fits else "does not fit with one slot")
+                  + (f"; {o.users_at_target} users at the target" if a.target_tokens_per_s_per_user else ""))
+    t.add_row("recommendation", a.recommendation)
+    if a.load_s is not None:
+        t.add_row("cold start", f"{a.load_s:.1f} s to load the model; {a.cold_start_share:.1%} of requests arrive "
+                  "after keep_alive of idleness")
+    console.print(t)
+    console.print()
 
 
 def render_simulation(sim: Sizing, console: Console) -> None:

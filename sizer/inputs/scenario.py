@@ -22,7 +22,9 @@ from sizer.inputs.variant import Variant
 
 WeightFormat = Literal["auto", "bf16", "fp16", "fp32", "fp8", "int8", "awq", "gptq", "nvfp4", "mxfp4"]
 KVCacheDtype = Literal["auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2"]
-Engine = Literal["vllm", "sglang", "tensorrt-llm", "lmdeploy", "tgi"]
+Engine = Literal["vllm", "sglang", "tensorrt-llm", "lmdeploy", "tgi", "llama.cpp", "ollama"]
+# llama.cpp KV cache element types sizer prices (`--cache-type-k/-v`; Ollama's OLLAMA_KV_CACHE_TYPE)
+LlamaCacheType = Literal["f16", "bf16", "f32", "q8_0", "q4_0"]
 
 # -- Resource bounds: every number that sizes an allocation or a loop is bounded here, so a
 # -- scenario is refused (one line, exit 2) before numpy, the planner or the simulator see it.
@@ -77,6 +79,9 @@ MAX_BATCH_TOKENS = 2 ** 30
 MAX_INTEGER = 2 ** 63 - 1
 # Seconds: SLO targets and Little's-law time in system at most the trace timestamp bound, 1e11 s.
 MAX_SECONDS = MAX_TIMESTAMP_S
+# llama.cpp server slots: at most LLAMA_MAX_SEQ = 256 sequences per context (llama.cpp src/llama-cparams.h);
+# Ollama's runner is llama.cpp, so OLLAMA_NUM_PARALLEL has the same ceiling.
+MAX_SLOTS = 256
 
 
 @dataclass(frozen=True)
@@ -152,6 +157,33 @@ class DeploymentSection:
     speculative_config: SpeculativeSection | None = field(None, doc="speculative decoding")
     disaggregated: DisaggregatedSection | None = field(None,
                                                        doc="separate prefill and decode pools (replaces replicas)")
+    # llama.cpp server (`llama-server` flags) and Ollama (environment and model options); docs/engines.md
+    parallel: int | None = field(None, ge=1, le=MAX_SLOTS, doc="llama.cpp: server slots (`--parallel`); default 4 "
+                                                                "(auto), with kv_unified on")
+    ctx_size: int | None = field(None, ge=1, le=MAX_TOKENS, doc="llama.cpp: total context of all slots (`-c`); "
+                                                                 "default the model's max_position_embeddings")
+    kv_unified: bool | None = field(None, doc="llama.cpp: one KV buffer shared by every slot (`--kv-unified`); "
+                                              "default on only when parallel is left to auto")
+    batch_size: int | None = field(None, ge=1, le=MAX_BATCH_TOKENS, doc="llama.cpp: logical batch, tokens per "
+                                                                         "step (`-b`, default 2048)")
+    ubatch_size: int | None = field(None, ge=1, le=MAX_BATCH_TOKENS, doc="llama.cpp: physical batch, which sizes "
+                                                                          "the compute buffer (`-ub`, default 512)")
+    cache_type_k: LlamaCacheType | None = field(None, doc="llama.cpp/Ollama: K cache type (`-ctk`, default f16)")
+    cache_type_v: LlamaCacheType | None = field(None, doc="llama.cpp/Ollama: V cache type (`-ctv`, default f16; "
+                                                          "a quantised V needs flash_attn)")
+    flash_attn: bool | None = field(None, doc="llama.cpp/Ollama: flash attention (`-fa`; llama.cpp default auto)")
+    num_ctx: int | None = field(None, ge=1, le=MAX_TOKENS, doc="Ollama: context per request (`num_ctx`, "
+                                                                "default 4096)")
+    num_parallel: int | None = field(None, ge=1, le=MAX_SLOTS, doc="Ollama: requests one model serves at once "
+                                                                    "(OLLAMA_NUM_PARALLEL, default 1)")
+    keep_alive_s: float | None = field(None, ge=0, le=MAX_SECONDS, doc="Ollama: seconds an idle model stays "
+                                                                        "loaded (OLLAMA_KEEP_ALIVE, default 300)")
+    max_loaded_models: int | None = field(None, ge=1, le=MAX_REPLICAS,
+                                          doc="Ollama: models resident at once (OLLAMA_MAX_LOADED_MODELS, "
+                                              "default 3 per GPU)")
+    load_bytes_per_s: float | None = field(None, ge=MIN_LINK_BYTES_PER_S, le=MAX_LINK_BYTES_PER_S,
+                                           doc="Ollama: read speed of the model file when it is not resident "
+                                               "(default 2e9, an NVMe SSD)")
 
 
 @dataclass(frozen=True)
@@ -312,6 +344,51 @@ def check_scenario(s: Scenario) -> None:
     spec = d.speculative_config
     if spec and spec.method == "draft_model" and not spec.model:
         raise InputError(f, "deployment.speculative_config.model", "missing; method draft_model needs a draft model")
+    _check_engine_fields(d, f)
+
+
+# Deployment fields that only some engines have (every other field applies to all of them). llama.cpp and
+# Ollama serve from slots of contiguous KV on one device: they have no paged blocks, token budget, chunking
+# switch, prefix cache, preemption, speculative or disaggregated serving sizer could set, and no split.
+SLOT_ENGINES = ("llama.cpp", "ollama")
+BATCHING_ENGINES = ("vllm", "sglang", "tensorrt-llm", "lmdeploy", "tgi")
+ENGINE_FIELDS = {
+    **dict.fromkeys(("max_model_len", "block_size", "max_num_seqs", "max_num_batched_tokens", "enable_chunked_prefill",
+                     "enable_prefix_caching", "preemption_mode", "speculative_config", "disaggregated"),
+                    BATCHING_ENGINES),
+    **dict.fromkeys(("parallel", "ctx_size", "kv_unified", "batch_size", "ubatch_size"), ("llama.cpp",)),
+    **dict.fromkeys(("cache_type_k", "cache_type_v", "flash_attn"), SLOT_ENGINES),
+    **dict.fromkeys(("num_ctx", "num_parallel", "keep_alive_s", "max_loaded_models", "load_bytes_per_s"), ("ollama",)),
+}
+# A quantised V cache needs flash attention in llama.cpp
+# ("V cache quantization requires flash_attn", src/llama-context.cpp).
+QUANTISED_CACHE_TYPES = ("q8_0", "q4_0")
+
+
+def _check_engine_fields(d: DeploymentSection, f: str | None) -> None:
+    for name, engines in ENGINE_FIELDS.items():
+        if getattr(d, name) is not None and d.engine not in engines:
+            raise InputError(f, f"deployment.{name}", f"is a setting of {', '.join(engines)}, "
+                                                      f"not of deployment.engine {d.engine}")
+    if d.engine not in SLOT_ENGINES:
+        return
+    for name, value, plain in (("tensor_parallel_size", d.tensor_parallel_size, 1),
+                               ("pipeline_parallel_size", d.pipeline_parallel_size, 1),
+                               ("data_parallel_size", d.data_parallel_size, 1),
+                               ("enable_expert_parallel", d.enable_expert_parallel, False),
+                               ("kv_cache_dtype", d.kv_cache_dtype, "auto")):
+        if value != plain:
+            raise InputError(f, f"deployment.{name}", f"expected {plain} for {d.engine} (sizer models one device "
+                                                      "per server; its KV types are cache_type_k/cache_type_v)")
+    if d.cache_type_v in QUANTISED_CACHE_TYPES and d.flash_attn is False:
+        raise InputError(f, "deployment.cache_type_v", f"{d.cache_type_v} needs flash_attn (llama.cpp refuses a "
+                                                       "quantised V cache without flash attention)")
+    if d.engine == "ollama" and (d.cache_type_k or "f16") != (d.cache_type_v or "f16"):
+        raise InputError(f, "deployment.cache_type_v", "expected the same type as cache_type_k: Ollama sets both "
+                                                       "with one OLLAMA_KV_CACHE_TYPE")
+    if d.batch_size is not None and d.ubatch_size is not None and d.ubatch_size > d.batch_size:
+        raise InputError(f, "deployment.ubatch_size", f"{d.ubatch_size} exceeds batch_size {d.batch_size} "
+                                                      "(a physical batch is part of a logical one)")
 
 
 def _check_distribution(d: Distribution, path: str, f: str | None) -> None:

@@ -34,6 +34,7 @@ from sizer.sizing.checkpoint_summary import CheckpointSummary, checkpoint_notes,
 from sizer.sizing.cost import CostSummary, cost_summary
 from sizer.sizing.resolve import EngineSettings, Resolved
 from sizer.sizing.result import Sizing
+from sizer.sizing.slots import SlotAnswers, slot_answers
 from sizer.sizing.step_model import roofline_for, step_model_for
 from sizer.sizing.workload import trace_summary
 from sizer.words import count
@@ -136,6 +137,7 @@ class Plan:
     verdict: str
     assumptions: list[str]
     simulation: Sizing | None = None     # `plan --simulate`: sizer.sizing.pipeline.add_simulation
+    slots: SlotAnswers | None = None     # llama.cpp and Ollama: the answers in the user's terms
 
 
 def attention_kind(m: ModelSpec) -> str:
@@ -264,7 +266,8 @@ def make_plan(r: Resolved) -> Plan:
         engine=e, model=model, weights=weights, weight_execution=r.execution, checkpoint=summarise_checkpoint(r), kv=kv,
         kv_bytes_per_sequence_at_max_model_len=kv.sequence_bytes(e.max_model_len, e.block_size, per_gpu=False),
         kv_demand=demand, memory=budget, parallel=parallel, capacity=capacity, step_times=times, speculative=spec,
-        cost=cost, fits=fits, verdict=verdict, assumptions=assumptions(r, roofline))
+        cost=cost, fits=fits, verdict=verdict, assumptions=assumptions(r, roofline) + slot_notes(r),
+        slots=slot_answers(r, step, prompt_mean, output_mean, rate) if r.slots else None)
 
 
 def kv_heads_per_gpu_of(m: ModelSpec, p) -> int:
@@ -293,6 +296,31 @@ def assumptions(r: Resolved, step: RooflineStepTimeModel) -> list[str]:
         "engine settings: " + ", ".join(f"{k} from {v}" for k, v in r.engine.sources.items()),
         f"price: {r.price_source}",
     ] + list(r.link_notes) + ([calibration_note(r)] if r.calibrated_profile else []) + _model_notes(r)
+
+
+def slot_notes(r: Resolved) -> list[str]:
+    """What the llama.cpp / Ollama model leaves out or approximates (docs/engines.md)."""
+    sl = r.slots
+    if sl is None:
+        return []
+    notes = [
+        f"{sl.engine} slots: {sl.slots} x {sl.ctx_per_slot_tokens:,} tokens"
+        + (" sharing one unified KV buffer" if sl.kv_unified else " of contiguous KV each")
+        + f", K cache {sl.cache_type_k}, V cache {sl.cache_type_v}; "
+        + ", ".join(f"{k} from {v}" for k, v in sl.sources.items()),
+        "a request longer than its slot's context is simulated as refused (llama-server answers an error when "
+        "the prompt exceeds the slot's context; a generation that reaches it stops early)",
+        "per-slot prompt reuse (cache_prompt: a slot keeps its last prompt's KV) is not simulated: no prefix hits",
+        f"a step's tokens run in ubatch_size ({sl.ubatch_size}) pieces; priced as one batch (the roofline), "
+        "the compute buffer sized for one ubatch; flash_attn "
+        + ("auto" if sl.flash_attn is None else "on" if sl.flash_attn else "off") + " is not priced",
+        "the roofline's efficiencies were fitted on vLLM H100 runs, not on llama.cpp kernels",
+    ]
+    if sl.engine == "ollama":
+        notes.append(f"Ollama: cold loads (model file at {sl.load_bytes_per_s / 1e9:g} GB/s after "
+                     f"{sl.keep_alive_s:g} s idle) are answered analytically, not simulated; "
+                     f"max_loaded_models {sl.max_loaded_models} matters only with several models (one is planned)")
+    return notes
 
 
 def _model_notes(r: Resolved) -> list[str]:

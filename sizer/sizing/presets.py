@@ -61,6 +61,61 @@ PRESETS: dict[str, EnginePreset] = {p.engine: p for p in (
 )}
 
 
+@dataclass(frozen=True)
+class SlotPreset:
+    """llama.cpp's server and Ollama (which runs llama.cpp underneath): a fixed number of slots, each a
+    running sequence with its own contiguous KV (or one unified buffer), no paged blocks, no preemption."""
+    engine: str
+    parallel: int                       # slots (llama.cpp --parallel; Ollama OLLAMA_NUM_PARALLEL)
+    kv_unified: bool                    # one KV buffer shared by the slots, each up to the whole context
+    ctx_per_slot: int | None            # Ollama num_ctx: context per slot; None: llama.cpp splits -c across slots
+    batch_size: int                     # logical batch: tokens one step (llama_decode) takes
+    ubatch_size: int                    # physical batch: sizes the compute buffer
+    cache_type: str                     # K and V cache element type
+    flash_attn: bool | None             # None: auto (on where the backend supports it)
+    keep_alive_s: float | None          # Ollama: idle seconds before a model is unloaded
+    max_loaded_models_per_gpu: int | None
+    load_bytes_per_s: float | None      # Ollama: model file read speed on a cold load (an assumption)
+    sources: tuple[tuple[str, str], ...] = ()
+
+    def source(self, name: str) -> str:
+        return dict(self.sources).get(name, "not confirmed")
+
+
+_LLAMA_SERVER = "llama.cpp tools/server/README.md"
+_OLLAMA_FAQ = "Ollama FAQ (docs.ollama.com/faq)"
+SLOT_PRESETS: dict[str, SlotPreset] = {p.engine: p for p in (
+    # -np -1 (auto) becomes 4 slots with a unified KV buffer (llama-server's auto mode; llama.cpp issue #17989
+    # shows the 4 slots); -c 0 takes the model's training context.
+    SlotPreset("llama.cpp", 4, True, None, 2048, 512, "f16", None, None, None, None, sources=(
+        ("parallel", f"{_LLAMA_SERVER}: -np, --parallel N, default -1 = auto, which starts 4 slots"),
+        ("kv_unified", f"{_LLAMA_SERVER}: --kv-unified is turned on with auto parallel"),
+        ("ctx_size", f"{_LLAMA_SERVER}: -c, --ctx-size N, default 0 = loaded from the model"),
+        ("batch_size", f"{_LLAMA_SERVER}: -b, --batch-size N, default 2048"),
+        ("ubatch_size", f"{_LLAMA_SERVER}: -ub, --ubatch-size N, default 512"),
+        ("cache_type", f"{_LLAMA_SERVER}: -ctk/-ctv, --cache-type-k/v, default f16"),
+        ("flash_attn", f"{_LLAMA_SERVER}: -fa, --flash-attn on|off|auto, default auto"))),
+    # Ollama's runner batch is num_batch 512 (Ollama api/types.go DefaultOptions, not confirmed in its docs).
+    SlotPreset("ollama", 1, False, 4096, 512, 512, "f16", False, 300.0, 3, 2e9, sources=(
+        ("parallel", f"{_OLLAMA_FAQ}: OLLAMA_NUM_PARALLEL, the parallel requests each model processes, default 1"),
+        ("ctx_per_slot", "Ollama docs, Context length (docs.ollama.com/context-length): default 4096 tokens "
+                         "(older releases 2048; the newest choose by VRAM)"),
+        ("keep_alive_s", f"{_OLLAMA_FAQ}: models stay in memory 5 minutes by default (OLLAMA_KEEP_ALIVE)"),
+        ("max_loaded_models_per_gpu", f"{_OLLAMA_FAQ}: OLLAMA_MAX_LOADED_MODELS default 3 x the number of GPUs "
+                                      "or 3 for CPU inference"),
+        ("cache_type", f"{_OLLAMA_FAQ}: OLLAMA_KV_CACHE_TYPE default f16"),
+        ("flash_attn", f"{_OLLAMA_FAQ}: OLLAMA_FLASH_ATTENTION off unless set (newer releases enable it per model)"),
+        ("load_bytes_per_s", "assumption: 2 GB/s, a PCIe 3/4 NVMe SSD's sequential read; "
+                             "state load_bytes_per_s for your disk"),
+        ("batch_size", "Ollama num_batch 512 (api/types.go DefaultOptions; not confirmed in its docs)"))),
+)}
+
+
+def slot_preset(engine: str) -> SlotPreset | None:
+    """The slot engine's preset, None for the batching engines (vLLM and the like)."""
+    return SLOT_PRESETS.get(engine)
+
+
 # Cost of proposing one speculative token, as a fraction of one target decode step at the same
 # batch, when the scenario states none (`speculative_config.proposer_cost_fraction`). Modelling
 # assumptions, not measurements: n-gram lookup is a table search on the CPU; EAGLE/Medusa/MTP
@@ -111,6 +166,10 @@ ENGINE_LOOPS: dict[str, EngineLoop] = {
     "tensorrt-llm": _loop("TensorRT-LLM (overlap scheduler)", True),
     "lmdeploy": _loop("LMDeploy (synchronous, not confirmed)", False),
     "tgi": _loop("TGI (synchronous, not confirmed)", False),
+    # llama-server: one thread runs update_slots, which batches every slot's tokens, decodes and samples,
+    # then streams; nothing is scheduled ahead (tools/server/server.cpp). Ollama proxies to the same loop.
+    "llama.cpp": _loop("llama.cpp server (synchronous: batch the slots, decode, sample)", False),
+    "ollama": _loop("Ollama (llama.cpp runner behind Ollama's proxy, synchronous)", False),
 }
 
 

@@ -9,7 +9,7 @@ and `sizer validate` cannot disagree on them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engine.profile import CalibrationProfile, load_profile
 from simulator.cluster import DisaggregationConfig
@@ -27,10 +27,13 @@ from sizer.inputs.checkpoint import Checkpoint, beside
 from sizer.inputs.hardware import HardwareSpec, Link, host_link, scale_up_link, scenario_hardware
 from sizer.inputs.model_spec import ModelSpec, checkpoint_model, load_config, load_model
 from sizer.inputs.scenario import Scenario, scenario_dir
-from sizer.sizing.presets import PROPOSER_COST_FRACTION, engine_defaults, engine_loop, preset
+from sizer.sizing.presets import PROPOSER_COST_FRACTION, engine_defaults, engine_loop, preset, slot_preset
 
 # Assumption: a disaggregated KV transfer costs its bytes over the link and nothing more.
 KV_TRANSFER_LATENCY_S = 0.0
+# llama.cpp's unified KV buffer is cells of one token; simulated in blocks of this many (a request's last
+# block may hold up to 15 unused cells).
+UNIFIED_KV_BLOCK_TOKENS = 16
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,30 @@ class EngineSettings:
     reserve_full_kv: bool                # admit only with KV for the whole output (never preempt)
     max_model_len: int
     sources: dict[str, str]
+
+
+@dataclass(frozen=True)
+class SlotSettings:
+    """llama.cpp / Ollama: the slots, their context and KV types, with where each came from."""
+    engine: str
+    slots: int
+    kv_unified: bool
+    ctx_total_tokens: int            # KV cells allocated (llama.cpp -c; Ollama num_ctx x num_parallel)
+    ctx_per_slot_tokens: int         # the longest request (prompt + output) one slot serves
+    batch_size: int
+    ubatch_size: int
+    cache_type_k: str
+    cache_type_v: str
+    flash_attn: bool | None          # None: auto
+    keep_alive_s: float | None       # Ollama
+    max_loaded_models: int | None    # Ollama
+    load_bytes_per_s: float | None   # Ollama: cold load read speed
+    sources: dict[str, str]
+
+    @property
+    def ctx_field(self) -> str:
+        """The scenario field that sets the context: what a refusal names."""
+        return "deployment.ctx_size" if self.engine == "llama.cpp" else "deployment.num_ctx"
 
 
 @dataclass(frozen=True)
@@ -70,6 +97,7 @@ class Resolved:
     price_usd_per_gpu_hour: float | None
     price_source: str
     calibrated_profile: CalibrationProfile | None = None
+    slots: SlotSettings | None = None    # llama.cpp and Ollama
 
     @property
     def scheduler(self) -> SchedulerConfig:
@@ -103,11 +131,19 @@ def resolve(s: Scenario) -> Resolved:
         # vLLM caches KV in the serving dtype: the plain format's, else the checkpoint's 16-bit type
         kv_dtype = (fmt.name if fmt.name in ("bf16", "fp16", "fp32")
                     else "bf16" if model.torch_dtype == "bfloat16" else "fp16")
-    engine = engine_settings(s, model, hardware)
+    slots = slot_settings(s, model) if slot_preset(d.engine) else None
+    if slots:
+        kv_dtype = slots.cache_type_k if slots.cache_type_k == slots.cache_type_v \
+            else f"{slots.cache_type_k}/{slots.cache_type_v}"
+    engine = engine_settings(s, model, hardware) if slots is None else slot_engine_settings(slots)
     weights = weight_memory(model, fmt, parallel, group_size, s.model.num_parameters)
     kv = kv_layout(model, kv_dtype, parallel)
+    # llama.cpp's compute buffer is sized for one physical batch (ubatch), not the logical one
     budget = memory_budget(model, hardware.memory_bytes, weights, kv, parallel, d.gpu_memory_utilization,
-                           engine.block_size, engine.max_model_len, engine.max_num_batched_tokens, engine.max_num_seqs)
+                           engine.block_size, engine.max_model_len,
+                           slots.ubatch_size if slots else engine.max_num_batched_tokens, engine.max_num_seqs)
+    if slots:
+        budget = _slot_budget(s, slots, kv, budget)
     scale_up, host = scale_up_link(hardware), host_link(hardware)
     try:
         speculative = _speculative(s, hardware, parallel, group_size, kv_dtype)
@@ -143,7 +179,7 @@ def resolve(s: Scenario) -> Resolved:
         price, price_source = hardware.price_usd_per_gpu_hour, f"hardware profile {hardware.id} ({hardware.price_rule})"
     profile = _calibrated_profile(s, model, hardware, parallel) if s.hardware.calibrated_profile else None
     return Resolved(s, model, hardware, parallel, checkpoint, fmt, runs, group_size, kv_dtype, engine, weights, kv,
-                    budget, replica, disagg, tuple(notes), price, price_source, profile)
+                    budget, replica, disagg, tuple(notes), price, price_source, profile, slots)
 
 
 def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> EngineSettings:
@@ -184,6 +220,97 @@ def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> En
                          f"{engine.max_num_batched_tokens} is below max_model_len {max_len}; "
                          "without chunked prefill a whole prompt must fit one step")
     return engine
+
+
+def slot_settings(s: Scenario, model: ModelSpec) -> SlotSettings:
+    """llama.cpp's or Ollama's slots: the scenario's fields, else the engine's defaults, each with its source."""
+    d, f = s.deployment, s.file
+    p = slot_preset(d.engine)
+    sources: dict[str, str] = {}
+
+    def pick(name: str, field_name: str, default):
+        value = getattr(d, field_name)
+        sources[name] = "scenario" if value is not None else f"{d.engine} default ({p.source(name)})"
+        return default if value is None else value
+
+    cache_k, cache_v = pick("cache_type_k", "cache_type_k", p.cache_type), pick("cache_type_v", "cache_type_v",
+                                                                                p.cache_type)
+    flash = pick("flash_attn", "flash_attn", p.flash_attn)
+    max_pos = model.max_position_embeddings
+    if d.engine == "llama.cpp":
+        slots = pick("parallel", "parallel", p.parallel)
+        # auto parallel turns the unified buffer on; an explicit --parallel leaves it off unless asked
+        unified = d.kv_unified if d.kv_unified is not None else (p.kv_unified and d.parallel is None)
+        sources["kv_unified"] = ("scenario" if d.kv_unified is not None else
+                                 f"llama.cpp default ({p.source('kv_unified')})" if d.parallel is None else
+                                 "llama.cpp default (off when --parallel is given)")
+        batch, ubatch = pick("batch_size", "batch_size", p.batch_size), pick("ubatch_size", "ubatch_size",
+                                                                             p.ubatch_size)
+        ubatch = min(ubatch, batch)          # llama.cpp: n_ubatch = min(n_batch, n_ubatch)
+        if d.ctx_size is None and not max_pos:
+            raise InputError(f, "deployment.ctx_size", "missing and the model states no max_position_embeddings")
+        total = pick("ctx_size", "ctx_size", max_pos)
+        if max_pos and total > max_pos:
+            raise InputError(f, "deployment.ctx_size", f"{total} exceeds the model's max_position_embeddings {max_pos}")
+        if not unified and total % slots:
+            raise InputError(f, "deployment.ctx_size", f"{total} is not divisible by parallel {slots}: each slot "
+                                                       "gets ctx_size / parallel tokens (or set kv_unified)")
+        per_slot = total if unified else total // slots
+        keep = loaded = load = None
+    else:
+        slots = pick("parallel", "num_parallel", p.parallel)
+        unified, sources["kv_unified"] = False, "Ollama: each parallel request gets num_ctx (not confirmed)"
+        batch = ubatch = p.batch_size
+        sources["batch_size"] = sources["ubatch_size"] = f"ollama default ({p.source('batch_size')})"
+        per_slot = pick("ctx_per_slot", "num_ctx", p.ctx_per_slot)
+        if max_pos and per_slot > max_pos:
+            raise InputError(f, "deployment.num_ctx", f"{per_slot} exceeds the model's max_position_embeddings "
+                                                      f"{max_pos}")
+        total = per_slot * slots             # Ollama allocates num_ctx x OLLAMA_NUM_PARALLEL
+        keep = pick("keep_alive_s", "keep_alive_s", p.keep_alive_s)
+        loaded = pick("max_loaded_models_per_gpu", "max_loaded_models", p.max_loaded_models_per_gpu)
+        load = pick("load_bytes_per_s", "load_bytes_per_s", p.load_bytes_per_s)
+    if batch < slots:
+        name = "deployment.batch_size" if d.engine == "llama.cpp" else "deployment.num_parallel"
+        raise InputError(f, name, f"a batch of {batch} tokens cannot hold one decode token for each of {slots} slots")
+    return SlotSettings(d.engine, slots, unified, total, per_slot, batch, ubatch, cache_k, cache_v, flash, keep, loaded,
+                        load, sources)
+
+
+def slot_engine_settings(slots: SlotSettings) -> EngineSettings:
+    """What the shared scheduler runs for a slot engine: a request takes a free slot (at most `slots` run), its
+    KV is the slot's (one block of the slot's context, or blocks of the unified buffer reserved for its whole
+    output: nothing is preempted), prompts are processed batch_size tokens a step beside the decodes, and there
+    is no prefix cache across slots."""
+    src = slots.sources
+    block = UNIFIED_KV_BLOCK_TOKENS if slots.kv_unified else slots.ctx_per_slot_tokens
+    sources = {"block_size": "unified KV buffer, simulated in 16-token blocks" if slots.kv_unified
+               else "one block per slot: ctx_size / parallel tokens of contiguous KV",
+               "max_num_seqs": src["parallel"], "max_num_batched_tokens": src["batch_size"],
+               "enable_chunked_prefill": f"{slots.engine}: continuous batching splits prompts by batch_size",
+               "enable_prefix_caching": f"{slots.engine}: no shared prefix cache (a slot reuses only its own "
+                                        "previous prompt; not simulated)",
+               "preemption_mode": f"{slots.engine}: never preempts", "reserve_full_kv": "a slot holds its context",
+               "max_model_len": "the slot's context"}
+    return EngineSettings(slots.engine, block, slots.slots, slots.batch_size, True, False, "none", "recompute", True,
+                          slots.ctx_per_slot_tokens, sources)
+
+
+def _slot_budget(s: Scenario, slots: SlotSettings, kv: KVLayout, budget: MemoryBudget) -> MemoryBudget:
+    """The engine allocates exactly its context's KV: refuse a context the memory cannot hold (naming the
+    field that set it); otherwise the KV pool is that context, and what is left stays free."""
+    need = slots.ctx_total_tokens * kv.bytes_per_token_per_gpu
+    if budget.weights_bytes > budget.usable_bytes:
+        return budget                        # the plan says the weights do not fit
+    room = budget.room_for_kv_bytes
+    if need > room:
+        raise InputError(s.file, slots.ctx_field,
+                         f"{slots.ctx_total_tokens:,} tokens of {kv.dtype} KV need {need / GiB:.2f} GiB; "
+                         f"{max(room, 0) / GiB:.2f} GiB is left after the weights and compute buffer "
+                         f"(gpu_memory_utilization {budget.gpu_memory_utilization})")
+    blocks = slots.ctx_total_tokens // budget.block_size
+    return replace(budget, kv_cache_bytes=need, kv_blocks=blocks, kv_tokens=blocks * budget.block_size,
+                   max_seqs_at_max_model_len=slots.slots if not slots.kv_unified else 1)
 
 
 def _link_note(use: str, link: Link) -> str:

@@ -1,0 +1,143 @@
+"""Answers in a small deployment's own terms (llama.cpp and Ollama): does it fit in this machine's memory and
+what is left over, how fast each user's tokens come at 1..N parallel users, the time to the first token of
+the scenario's prompt, the longest context a slot could have, and which weight format and slot count reach a
+target speed per user.
+
+Per-user speed at b parallel users is one token per decode step of b sequences: 1 / period(step(b)), the
+engine loop's period around the step model's time (the simulator's own step price), at the context of a
+request halfway through its answer. The target speed is 1000 / slo.itl_ms (an inter-token latency of
+itl_ms is that many tokens a second).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from sizer.analytic.format_support import execution
+from sizer.analytic.formats import weight_format
+from sizer.analytic.memory import memory_budget, weight_memory
+from sizer.analytic.roofline import RooflineStepTimeModel, decode_batch, prefill_time_s
+from sizer.errors import InputError
+from sizer.inputs.scenario import MAX_SLOTS
+from sizer.sizing.resolve import Resolved
+
+# Weight formats the recommendation tries, highest precision first.
+FORMAT_CANDIDATES = ("fp16", "int8", "awq")
+
+
+@dataclass(frozen=True)
+class UserSpeed:
+    users: int                        # parallel users, each decoding
+    step_ms: float                    # one decode step of `users` sequences, engine loop included
+    tokens_per_s_per_user: float      # 1000 / step_ms
+
+
+@dataclass(frozen=True)
+class FormatOption:
+    format: str
+    weights_bytes: float
+    fits: bool                        # weights, the scenario's context per slot for one slot, compute buffer
+    slots_that_fit: int               # slots of the scenario's context per slot that memory holds (<= 256)
+    users_at_target: int              # most parallel users each at the target speed, within slots_that_fit
+    tokens_per_s_at_one_user: float
+
+
+@dataclass(frozen=True)
+class SlotAnswers:
+    engine: str
+    memory_bytes: int                 # the device's (unified memory on Apple parts and Jetson boards)
+    engine_bytes: float               # weights + KV of the whole context + compute buffer + runtime context
+    left_bytes: float                 # memory_bytes - engine_bytes: for the OS and everything else
+    slots: int
+    kv_unified: bool
+    context_per_slot_tokens: int
+    largest_context_per_slot_tokens: int   # what the memory left after the weights holds per slot (model cap)
+    prompt_tokens: int                # the scenario's mean prompt
+    context_tokens: int               # mean prompt + half the mean output: where per-user speed is priced
+    ttft_s: float                     # the prompt alone on the server, batch_size tokens a step
+    speeds: tuple[UserSpeed, ...]     # 1..slots users
+    target_tokens_per_s_per_user: float | None
+    options: tuple[FormatOption, ...]
+    recommendation: str
+    load_s: float | None              # Ollama: reading the model when it is not resident
+    cold_start_share: float | None    # Ollama: share of requests that arrive after keep_alive of idleness
+
+
+def _speed(r: Resolved, step, users: int, context: int) -> UserSpeed:
+    period = r.replica.engine_loop.period_s(step.step_time(decode_batch(users, context)), users)
+    return UserSpeed(users, period * 1e3, 1 / period)
+
+
+def _option(r: Resolved, name: str, target: float | None, context: int) -> FormatOption | None:
+    """The scenario's model in weight format `name` on its device, or None where the format does not apply."""
+    sl, m, hw, p = r.slots, r.model, r.hardware, r.parallel
+    try:
+        fmt, group = weight_format(m, name, r.group_size, r.scenario.file)
+        execution(fmt, hw, r.scenario.file)
+    except InputError:
+        return None
+    weights = weight_memory(m, fmt, p, group, r.scenario.model.num_parameters)
+    e = r.engine
+    budget = memory_budget(m, hw.memory_bytes, weights, r.kv, p, r.memory.gpu_memory_utilization, e.block_size,
+                           e.max_model_len, sl.ubatch_size, e.max_num_seqs)
+    slot_bytes = sl.ctx_per_slot_tokens * r.kv.bytes_per_token_per_gpu
+    slots = min(MAX_SLOTS, int(budget.room_for_kv_bytes // slot_bytes)) if budget.room_for_kv_bytes > 0 else 0
+    step = RooflineStepTimeModel(m, hw, fmt, weights, r.kv, p, group)
+    at_one = _speed(r, step, 1, context).tokens_per_s_per_user
+    users = 0
+    if target is not None:
+        lo, hi = 0, slots                      # per-user speed falls as users are added
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if _speed(r, step, mid, context).tokens_per_s_per_user >= target:
+                lo = mid
+            else:
+                hi = mid - 1
+        users = lo
+    return FormatOption(fmt.name, weights.per_gpu_bytes, slots >= 1, slots, users, at_one)
+
+
+def _recommend(options: list[FormatOption], slots: int, target: float | None, ctx: int) -> str:
+    if target is None:
+        return "state slo.itl_ms (1000 / tokens per second per user) for a format and slot count"
+    ok = [o for o in options if o.users_at_target >= slots]
+    if ok:
+        o = ok[0]
+        return (f"{o.format}: the most precise format that serves {slots} users of {ctx:,}-token slots at "
+                f">= {target:.1f} tokens/s each (up to {o.users_at_target} users)")
+    best = max(options, key=lambda o: o.users_at_target, default=None)
+    if best is None or best.users_at_target == 0:
+        fastest = max(options, key=lambda o: o.tokens_per_s_at_one_user, default=None)
+        tail = f"; fastest: {fastest.format} at {fastest.tokens_per_s_at_one_user:.1f} tokens/s for one user" \
+            if fastest else ""
+        return f"no format reaches {target:.1f} tokens/s per user on this device{tail}"
+    return (f"{best.format} with {best.users_at_target} slots: no format serves {slots} users at "
+            f">= {target:.1f} tokens/s each")
+
+
+def slot_answers(r: Resolved, step, prompt_mean: float, output_mean: float, rate_per_s: float) -> SlotAnswers:
+    """The user-facing answers for a llama.cpp or Ollama scenario (`r.slots` set); `step` prices steps."""
+    sl, b, kv = r.slots, r.memory, r.kv
+    context = int(prompt_mean + output_mean / 2)
+    engine_bytes = b.weights_bytes + b.activation_bytes + b.non_torch_bytes + sl.ctx_total_tokens * \
+        kv.bytes_per_token_per_gpu
+    room_tokens = int(max(0.0, b.room_for_kv_bytes) // kv.bytes_per_token_per_gpu) if kv.bytes_per_token_per_gpu \
+        else sl.ctx_total_tokens
+    largest = room_tokens if sl.kv_unified else room_tokens // sl.slots
+    if r.model.max_position_embeddings:
+        largest = min(largest, r.model.max_position_embeddings)
+    prompt = int(round(prompt_mean))
+    ttft = prefill_time_s(step, prompt, sl.batch_size)
+    speeds = tuple(_speed(r, step, n, context) for n in range(1, sl.slots + 1))
+    itl = r.scenario.slo.itl_ms
+    target = 1e3 / itl if itl else None
+    options = [o for name in FORMAT_CANDIDATES if (o := _option(r, name, target, context)) is not None]
+    load = cold = None
+    if sl.load_bytes_per_s:
+        load = r.weights.total_bytes / sl.load_bytes_per_s
+        # Poisson arrivals: a gap longer than keep_alive finds the model unloaded
+        cold = math.exp(-rate_per_s * sl.keep_alive_s) if rate_per_s else 1.0
+    return SlotAnswers(sl.engine, r.hardware.memory_bytes, engine_bytes, r.hardware.memory_bytes - engine_bytes,
+                       sl.slots, sl.kv_unified, sl.ctx_per_slot_tokens, largest, prompt, context, ttft, speeds, target,
+                       tuple(options), _recommend(options, sl.slots, target, sl.ctx_per_slot_tokens), load, cold)
