@@ -19,8 +19,9 @@ from sizer.outputs.destination import check_destination, write_text
 from sizer.outputs.emit import FORMATS, ServingConfig, emit
 from sizer.sizing.search import SearchSpace
 
-EMIT_HELP = "also write the recommended configuration as a `vllm serve` command, a Kubernetes manifest or an " \
-            "`sglang.launch_server` command: vllm, k8s, sglang (to stdout unless --emit-to; the rest goes to stderr)"
+EMIT_HELP = "also write the recommended configuration as a `vllm serve` command, a Kubernetes manifest, an " \
+            "`sglang.launch_server` command, a `llama-server` command or an Ollama Modelfile and environment: " \
+            "vllm, k8s, sglang, llamacpp, ollama (to stdout unless --emit-to; the rest goes to stderr)"
 EMIT_TO_HELP = "file for --emit's output"
 
 

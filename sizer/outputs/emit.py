@@ -1,5 +1,6 @@
 """Runnable output: the configuration sizer planned, as a `vllm serve` command, a Kubernetes
-Deployment (a LeaderWorkerSet when one replica spans nodes) or an `sglang.launch_server` command.
+Deployment (a LeaderWorkerSet when one replica spans nodes), an `sglang.launch_server` command,
+a `llama-server` command, or an Ollama Modelfile with the `ollama serve` environment.
 
 `serving_config` gathers every setting the plan relied on from a `Resolved` (the split, the
 formats, the scheduling settings with engine defaults applied, the speculative config) and the
@@ -21,15 +22,17 @@ import yaml
 from sizer.errors import InputError
 from sizer.inputs.model_spec import catalog_names, load_config
 from sizer.sizing.cost import CostSummary
-from sizer.sizing.resolve import Resolved
+from sizer.sizing.resolve import Resolved, SlotSettings
 from sizer.words import count
 
-FORMATS = ("vllm", "k8s", "sglang")
+FORMATS = ("vllm", "k8s", "sglang", "llamacpp", "ollama")
+SLOT_FORMATS = {"llamacpp": "llama.cpp", "ollama": "ollama"}    # --emit value -> the engine it runs
 
 VLLM_IMAGE = "vllm/vllm-openai:latest"          # vLLM's published OpenAI-compatible server image
 VLLM_ROCM_IMAGE = "rocm/vllm:latest"            # AMD's ROCm build of it
 SGLANG_IMAGE = "lmsysorg/sglang:latest"
 PORT = 8000                                      # vLLM's default port
+LLAMA_SERVER_PORT = 8080                         # llama-server's default port (tools/server/README.md)
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,7 @@ class ServingConfig:
     replicas: int
     replicas_source: str
     verdict: str
+    slots: SlotSettings | None = None   # llama.cpp and Ollama: slots, context, cache types, batches
 
     @property
     def gpus_per_replica(self) -> int:
@@ -133,7 +137,7 @@ def serving_config(r: Resolved, cost: CostSummary | None, verdict: str) -> Servi
         gpu_memory_utilization=d.gpu_memory_utilization, block_size=e.block_size, max_num_seqs=e.max_num_seqs,
         max_num_batched_tokens=e.max_num_batched_tokens, enable_prefix_caching=e.enable_prefix_caching,
         enable_chunked_prefill=e.enable_chunked_prefill, speculative=spec, replicas=replicas,
-        replicas_source=replicas_source, verdict=verdict)
+        replicas_source=replicas_source, verdict=verdict, slots=r.slots)
 
 
 def model_reference(name: str, config: dict | None = None, found_as: str = "catalog") -> str:
@@ -149,8 +153,15 @@ def model_reference(name: str, config: dict | None = None, found_as: str = "cata
 
 
 def emit(fmt: str, c: ServingConfig) -> str:
-    """`c` as `fmt` (one of FORMATS)."""
-    return {"vllm": vllm_script, "k8s": kubernetes_manifest, "sglang": sglang_script}[fmt](c)
+    """`c` as `fmt` (one of FORMATS); a slot engine's plan only as its own engine's configuration."""
+    engine = c.slots.engine if c.slots else "vllm"
+    wanted = SLOT_FORMATS.get(fmt)
+    if (wanted or "vllm") != engine and (wanted or c.slots):
+        expected = next((f for f, e in SLOT_FORMATS.items() if e == engine), "vllm, k8s or sglang")
+        raise InputError(None, "--emit", f"{fmt} does not run what was planned for deployment.engine "
+                                         f"{c.slots.engine if c.slots else 'vllm-like engines'}; emit {expected}")
+    return {"vllm": vllm_script, "k8s": kubernetes_manifest, "sglang": sglang_script, "llamacpp": llamacpp_script,
+            "ollama": ollama_script}[fmt](c)
 
 
 # ---- vLLM ---------------------------------------------------------------------------------------
@@ -222,6 +233,52 @@ def sglang_argv(c: ServingConfig) -> list[str]:
 def sglang_script(c: ServingConfig) -> str:
     return _script(c, sglang_argv(c), "SGLang (--mem-fraction-static is the share of memory for weights and "
                                       "the KV pool, vLLM's gpu_memory_utilization)")
+
+
+# ---- llama.cpp and Ollama -------------------------------------------------------------------------
+
+
+def gguf_file(c: ServingConfig) -> str:
+    """The GGUF file the server loads: the scenario's own .gguf, else a name to replace, after the model and format."""
+    if c.model.lower().endswith(".gguf"):
+        return c.model
+    return f"{c.model.rsplit('/', 1)[-1]}-{c.weight_format.upper()}.gguf"
+
+
+def llamacpp_argv(c: ServingConfig) -> list[str]:
+    """`llama-server` with every setting sizer relied on (long flag names, tools/server/README.md)."""
+    sl = c.slots
+    fa = "auto" if sl.flash_attn is None else "on" if sl.flash_attn else "off"
+    return ["llama-server", "--model", gguf_file(c),
+            "--ctx-size", str(sl.ctx_total_tokens),
+            "--parallel", str(sl.slots),
+            "--kv-unified" if sl.kv_unified else "--no-kv-unified",
+            "--batch-size", str(sl.batch_size),
+            "--ubatch-size", str(sl.ubatch_size),
+            "--cache-type-k", sl.cache_type_k,
+            "--cache-type-v", sl.cache_type_v,
+            "--flash-attn", fa,
+            "--cont-batching",
+            "--port", str(LLAMA_SERVER_PORT)]
+
+
+def llamacpp_script(c: ServingConfig) -> str:
+    return _script(c, llamacpp_argv(c), "llama.cpp server (--ctx-size is all slots' context together)")
+
+
+def ollama_script(c: ServingConfig) -> str:
+    """A Modelfile (the model, num_ctx, num_batch) and the `ollama serve` environment (Ollama FAQ names)."""
+    sl = c.slots
+    name = k8s_name(c.name)
+    env = {"OLLAMA_NUM_PARALLEL": str(sl.slots), "OLLAMA_MAX_LOADED_MODELS": str(sl.max_loaded_models),
+           "OLLAMA_KEEP_ALIVE": f"{sl.keep_alive_s:g}s", "OLLAMA_KV_CACHE_TYPE": sl.cache_type_k,
+           "OLLAMA_FLASH_ATTENTION": "1" if sl.flash_attn else "0",
+           "OLLAMA_CONTEXT_LENGTH": str(sl.ctx_per_slot_tokens)}
+    serve = " \\\n    ".join([f"{k}={shlex.quote(v)}" for k, v in env.items()] + ["ollama serve &"])
+    lines = [f"# {line}" for line in _comments(c)]
+    lines += ["cat > Modelfile <<'EOF'", f"FROM ./{gguf_file(c)}", f"PARAMETER num_ctx {sl.ctx_per_slot_tokens}",
+              f"PARAMETER num_batch {sl.batch_size}", "EOF", serve, f"ollama create {name} -f Modelfile"]
+    return "\n".join(lines) + "\n"
 
 
 # ---- Kubernetes ---------------------------------------------------------------------------------
@@ -316,7 +373,10 @@ def _kv_dtype(kv: str, fp8: str) -> str:
 def _comments(c: ServingConfig) -> list[str]:
     lines = [f"sizer: {c.name} on {c.gpus_per_replica} x {c.gpu_name} per replica; {c.verdict}",
              f"replicas: {c.replicas} ({c.replicas_source})"]
-    if not c.weights_from_checkpoint and c.weight_format not in ONLINE_FORMATS:
+    if c.slots:
+        lines.append(f"weights: {c.weight_format}; point the model at a GGUF file in that format "
+                     f"({gguf_file(c)} here)")
+    elif not c.weights_from_checkpoint and c.weight_format not in ONLINE_FORMATS:
         lines.append(f"weights: sized as {c.weight_format}; the engine quantises only fp8 on load, so point the "
                      f"model at a checkpoint already in {c.weight_format}")
     if c.speculative and c.speculative.method in ("eagle", "eagle3", "medusa") and not c.speculative.model:

@@ -1,0 +1,214 @@
+"""llama.cpp and Ollama: slot presets, their scenario fields, slots through the shared scheduler, the answers in
+the user's terms, and --emit llamacpp / ollama."""
+
+import math
+import shlex
+from dataclasses import replace
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from simulator.kv_cache import KVCacheManager
+from simulator.request import Request, Status
+from simulator.run import simulate
+from simulator.scheduler import Scheduler
+from sizer.analytic.memory import kv_value_bytes
+from sizer.cli import app
+from sizer.errors import InputError
+from sizer.inputs.scenario import scenario_from_dict
+from sizer.outputs.emit import emit, llamacpp_argv, serving_config
+from sizer.sizing.plan import make_plan
+from sizer.sizing.resolve import resolve
+from sizer.sizing.simulate import simulation_config
+from sizer.sizing.step_model import step_model_for
+
+runner = CliRunner()
+
+# Llama-3.1-8B: 32 layers x 8 KV heads x 128 head dim, K and V: 65,536 values per token
+LLAMA_8B_KV_VALUES = 2 * 32 * 8 * 128
+
+
+def data(engine="llama.cpp", gpu="l4", rate=0.5, slo=None, **deployment):
+    return {"model": "llama-3.1-8b", "hardware": gpu,
+            "deployment": {"engine": engine, "quantization": deployment.pop("quantization", "awq"), **deployment},
+            "workload": {"arrival": {"rate_per_s": rate},
+                         "prompt_tokens": {"distribution": "fixed", "value": 800},
+                         "output_tokens": {"distribution": "fixed", "value": 200}, "num_requests": 120},
+            "slo": slo or {}}
+
+
+def scenario(**kw):
+    return scenario_from_dict(data(**kw), "s.yaml")
+
+
+def refusal(**kw) -> str:
+    with pytest.raises(InputError) as e:
+        resolve(scenario(**kw))
+    return str(e.value)
+
+
+def test_cache_types_cost_ggml_block_bytes():
+    # ggml block_q8_0: 32 int8 + fp16 scale = 34 B per 32 values; block_q4_0: 16 B of nibbles + fp16 scale = 18 B
+    assert kv_value_bytes("q8_0") == 34 / 32 and kv_value_bytes("q4_0") == 18 / 32
+    assert kv_value_bytes("q8_0/q4_0") == (34 + 18) / 64          # K and V halves of each token
+    r = resolve(scenario(ctx_size=8192, cache_type_k="q8_0", cache_type_v="q4_0"))
+    assert r.kv.bytes_per_token == LLAMA_8B_KV_VALUES * (34 + 18) / 64 == 53_248
+
+
+def test_llama_cpp_defaults_are_auto_parallel_with_a_unified_buffer():
+    r = resolve(scenario(ctx_size=16384))
+    sl = r.slots
+    # auto --parallel: 4 slots, --kv-unified on, so a slot may use all of -c
+    assert (sl.slots, sl.kv_unified, sl.ctx_per_slot_tokens) == (4, True, 16384)
+    assert (sl.batch_size, sl.ubatch_size, sl.cache_type_k) == (2048, 512, "f16")
+    assert r.scheduler.max_num_seqs == 4 and r.scheduler.max_num_batched_tokens == 2048
+    assert r.replica.num_blocks * r.replica.block_size == 16384 and r.scheduler.reserve_full_kv
+    assert "README" in sl.sources["parallel"]
+
+
+def test_explicit_parallel_splits_the_context_into_one_contiguous_block_per_slot():
+    r = resolve(scenario(parallel=4, ctx_size=16384, cache_type_k="q8_0", cache_type_v="q8_0"))
+    assert not r.slots.kv_unified and r.slots.ctx_per_slot_tokens == 4096
+    assert (r.replica.num_blocks, r.replica.block_size, r.scheduler.max_model_len) == (4, 4096, 4096)
+    # the KV the engine allocates: 16,384 cells x 65,536 values x 34/32 B
+    assert r.memory.kv_cache_bytes == 16384 * LLAMA_8B_KV_VALUES * 34 / 32
+
+
+def test_ollama_allocates_num_ctx_for_each_parallel_request():
+    r = resolve(scenario(engine="ollama", num_parallel=2))
+    sl = r.slots
+    # num_ctx default 4096 per request (docs.ollama.com/context-length) x OLLAMA_NUM_PARALLEL 2
+    assert (sl.ctx_per_slot_tokens, sl.ctx_total_tokens, sl.kv_unified) == (4096, 8192, False)
+    assert (sl.keep_alive_s, sl.max_loaded_models, sl.batch_size) == (300.0, 3, 512)
+
+
+@pytest.mark.parametrize("kw, field", [
+    (dict(parallel=3, ctx_size=10000), "deployment.ctx_size"),            # 10000 / 3 is no whole slot
+    (dict(ctx_size=131072), "deployment.ctx_size"),                        # 16 GiB of f16 KV + weights > 24 GiB x 0.9
+    (dict(ctx_size=262144), "deployment.ctx_size"),                        # beyond max_position_embeddings 131072
+    (dict(engine="ollama", num_ctx=131072, num_parallel=2), "deployment.num_ctx"),
+    (dict(parallel=8, batch_size=4, ubatch_size=4, ctx_size=8192), "deployment.batch_size"),
+])
+def test_contexts_that_cannot_be_served_name_their_field(kw, field):
+    assert refusal(**kw).startswith(f"s.yaml: {field}:")
+
+
+@pytest.mark.parametrize("kw, field", [
+    (dict(engine="vllm", parallel=4), "deployment.parallel"),
+    (dict(max_num_seqs=8), "deployment.max_num_seqs"),
+    (dict(enable_prefix_caching=True), "deployment.enable_prefix_caching"),
+    (dict(engine="ollama", ctx_size=8192), "deployment.ctx_size"),
+    (dict(num_ctx=8192), "deployment.num_ctx"),
+    (dict(tensor_parallel_size=2), "deployment.tensor_parallel_size"),
+    (dict(kv_cache_dtype="fp8"), "deployment.kv_cache_dtype"),
+    (dict(cache_type_v="q8_0", flash_attn=False), "deployment.cache_type_v"),
+    (dict(engine="ollama", cache_type_k="q8_0"), "deployment.cache_type_v"),   # one OLLAMA_KV_CACHE_TYPE
+    (dict(batch_size=256, ubatch_size=512), "deployment.ubatch_size"),
+])
+def test_fields_of_another_engine_are_refused_in_one_line(kw, field):
+    with pytest.raises(InputError) as e:
+        scenario(**kw)
+    assert str(e.value).startswith(f"s.yaml: {field}:") and "\n" not in str(e.value)
+
+
+def test_the_cli_exits_2_naming_the_field(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(data(parallel=3, ctx_size=10000)))
+    result = runner.invoke(app, ["plan", str(path)])
+    assert result.exit_code == 2 and "deployment.ctx_size" in result.output
+
+
+def test_a_slot_is_taken_whole_and_a_request_longer_than_it_is_refused():
+    r = resolve(scenario(parallel=4, ctx_size=16384))
+    kv = KVCacheManager(r.replica.num_blocks, r.replica.block_size, r.replica.enable_prefix_caching)
+    sched = Scheduler(r.scheduler, kv)
+    reqs = [Request(i, 0.0, 1000, 100) for i in range(6)]
+    for q in reqs:
+        assert sched.add_request(q)
+    too_long = Request(99, 0.0, 4000, 200)                  # 4,200 tokens > the slot's 16384 / 4 = 4,096
+    assert not sched.add_request(too_long) and too_long.status is Status.REJECTED
+    assert "4096" in too_long.reject_reason
+    step = sched.schedule(0.0)
+    # prompts go batch_size (2,048) tokens a step: 1,000 + 1,000 + the first 48 of the third
+    assert step.batch.new_tokens == 2048 and len(sched.running) == 3
+    sched.update(step, 0.1)
+    sched.schedule(0.1)
+    running = sched.running
+    # four slots, each request in exactly one (its block is the slot's 4,096 cells); two wait
+    assert len(running) == 4 and len(sched.waiting) == 2 and kv.num_free_blocks == 0
+    assert all(len(q.block_ids) == 1 for q in running)
+
+
+def test_simulation_loses_no_request_and_no_kv():
+    # 2 slots of 4,096 / 2 = 2,048 tokens; a mix of 1,000-token requests (800 + 200) and 2,400-token ones
+    # (which no slot holds: refused, as llama-server answers them with an error)
+    r = resolve(scenario(parallel=2, ctx_size=4096))
+    reqs = [Request(i, 0.3 * i, 2000 if i % 5 == 0 else 800, 400 if i % 5 == 0 else 200) for i in range(60)]
+    config = replace(simulation_config(r), check_invariants=True)    # KV conservation after every event
+    result = simulate(config, step_model_for(r), reqs)
+    c = result.columns
+    assert len(c["rejected"]) == 60                          # every request is accounted for
+    assert int(c["rejected"].sum()) == 12 == len(result.reject_reasons)
+    assert all("2048" in why for why in result.reject_reasons.values())
+    assert result.num_preemptions == 0
+    # at most two requests run at once: the KV in use never exceeds the two slots
+    assert result.timeline.kv_usage.max() <= 1.0
+
+
+def test_answers_in_the_users_terms():
+    s = scenario(parallel=4, ctx_size=16384, cache_type_k="q8_0", cache_type_v="q8_0", slo={"itl_ms": 50})
+    plan = make_plan(resolve(s))
+    a = plan.slots
+    m = plan.memory
+    # what the engine takes: weights + compute buffer + runtime context + 16,384 cells of q8_0 KV
+    assert a.engine_bytes == pytest.approx(m.weights_bytes + m.activation_bytes + m.non_torch_bytes
+                                           + 16384 * LLAMA_8B_KV_VALUES * 34 / 32)
+    assert a.left_bytes == pytest.approx(plan.gpu_memory_bytes - a.engine_bytes)
+    # per-user speed falls as users share each step; 4 users, one figure each
+    speeds = [x.tokens_per_s_per_user for x in a.speeds]
+    assert len(speeds) == 4 and speeds == sorted(speeds, reverse=True)
+    # one user can never beat the bandwidth bound: every weight byte read once per token
+    assert speeds[0] < 1e3 / plan.step_times.decode_bandwidth_bound_ms
+    # target 1000 / 50 ms = 20 tokens/s. fp16 weights (16.06 GB) on the L4's 300 GB/s allow at most
+    # 300 / 16.06 = 18.7 tokens/s, so fp16 cannot be recommended; int8 (9.09 GB, <= 33 tokens/s) can.
+    assert a.target_tokens_per_s_per_user == 20
+    fp16 = next(o for o in a.options if o.format == "fp16")
+    assert fp16.users_at_target == 0 and fp16.tokens_per_s_at_one_user < 300e9 / fp16.weights_bytes
+    assert a.recommendation.startswith("int8")
+    assert a.largest_context_per_slot_tokens >= 4096
+    assert a.ttft_s > 0 and a.load_s is None
+
+
+def test_ollama_cold_starts_follow_poisson_gaps_longer_than_keep_alive():
+    plan = make_plan(resolve(scenario(engine="ollama", rate=0.01, keep_alive_s=60)))
+    a = plan.slots
+    # P(gap > 60 s) at 0.01 req/s = exp(-0.6); load = whole weights / 2 GB/s (the stated assumption)
+    assert a.cold_start_share == pytest.approx(math.exp(-0.6))
+    assert a.load_s == pytest.approx(plan.weights.total_bytes / 2e9)
+
+
+def test_emit_llamacpp_writes_every_flag_the_plan_relied_on():
+    r = resolve(scenario(parallel=4, ctx_size=16384, cache_type_k="q8_0", cache_type_v="q8_0", ubatch_size=256))
+    plan = make_plan(r)
+    c = serving_config(r, plan.cost, plan.verdict)
+    argv = llamacpp_argv(c)
+    flags = {a: (argv[i + 1] if i + 1 < len(argv) and not argv[i + 1].startswith("--") else True)
+             for i, a in enumerate(argv) if a.startswith("--")}
+    assert (flags["--ctx-size"], flags["--parallel"], flags["--ubatch-size"]) == ("16384", "4", "256")
+    assert (flags["--cache-type-k"], flags["--cache-type-v"], flags["--batch-size"]) == ("q8_0", "q8_0", "2048")
+    assert flags["--no-kv-unified"] is True and argv[:2] == ["llama-server", "--model"]
+    text = emit("llamacpp", c)
+    command = [line for line in text.splitlines() if not line.startswith("#")]
+    assert shlex.split(" ".join(command).replace("\\", " ")) == argv     # the script is that command
+    with pytest.raises(InputError, match="--emit"):
+        emit("vllm", c)
+
+
+def test_emit_ollama_writes_the_environment_and_modelfile():
+    r = resolve(scenario(engine="ollama", num_parallel=2, num_ctx=8192, keep_alive_s=600))
+    plan = make_plan(r)
+    text = emit("ollama", serving_config(r, plan.cost, plan.verdict))
+    for line in ("OLLAMA_NUM_PARALLEL=2", "OLLAMA_KEEP_ALIVE=600s", "PARAMETER num_ctx 8192",
+                 "OLLAMA_MAX_LOADED_MODELS=3"):
+        assert line in text
