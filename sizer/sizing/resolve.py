@@ -306,7 +306,7 @@ def _slot_budget(s: Scenario, slots: SlotSettings, kv: KVLayout, budget: MemoryB
     if need > room:
         raise InputError(s.file, slots.ctx_field,
                          f"{slots.ctx_total_tokens:,} tokens of {kv.dtype} KV need {need / GiB:.2f} GiB; "
-                         f"{max(room, 0) / GiB:.2f} GiB is left after the weights and compute buffer "
+                         f"{max(room, 0) / GiB:.2f} GiB is left after the weights, compute buffer and runtime context "
                          f"(gpu_memory_utilization {budget.gpu_memory_utilization})")
     blocks = slots.ctx_total_tokens // budget.block_size
     return replace(budget, kv_cache_bytes=need, kv_blocks=blocks, kv_tokens=blocks * budget.block_size,
