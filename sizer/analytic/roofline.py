@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from simulator.step_batch import StepBatch, attention_pairs
 from sizer.analytic.format_support import execution
-from sizer.analytic.formats import WeightFormat, group_bytes, plain_bytes_per_value
+from sizer.analytic.formats import WeightFormat, embedding_bytes_per_value, group_bytes
 from sizer.analytic.memory import KVLayout, WeightMemory
 from sizer.analytic.parallel import ParallelConfig, comm_per_step, layers_per_stage, shard_fraction
 from sizer.analytic.weights import linear_groups, parameter_count
@@ -102,7 +102,7 @@ class RooflineStepTimeModel:
                 dense_bytes += nbytes * share
         if m.tie_word_embeddings:   # the embedding matrix doubles as the lm_head
             lm_params = m.vocab_size * m.hidden_size / p.tp * scale
-            lm_bytes = lm_params * plain_bytes_per_value(fmt)
+            lm_bytes = lm_params * embedding_bytes_per_value(fmt, m)
         self.dense_params, self.dense_bytes = dense_params, dense_bytes
         self.expert_params, self.expert_bytes, self.expert_active_params = expert_params, expert_bytes, expert_active
         self.lm_params, self.lm_bytes = lm_params, lm_bytes
