@@ -60,6 +60,11 @@ WEIGHT_ONLY: dict[str, dict[str, str]] = {"ampere": _MARLIN, "ada": _MARLIN, "ho
                                           "cdna3": _ROCM, "cdna4": _ROCM}
 
 
+# llama.cpp's own kernels read every GGUF type on each backend (CPU, CUDA, Metal, Vulkan): blocks are
+# dequantised inside the matrix products (ggml/src/ggml-cpu, ggml-cuda mmq.cu/mmvq.cu, ggml-metal)
+GGML_KERNELS = "llama.cpp (ggml) kernels dequantise the blocks in the matrix products"
+
+
 @dataclass(frozen=True)
 class Execution:
     """How the engine runs a weight format on a GPU."""
@@ -77,6 +82,9 @@ def family(hw: HardwareSpec) -> str | None:
 def execution(fmt: WeightFormat, hw: HardwareSpec, file: str | None = None) -> Execution:
     """How vLLM runs `fmt` on `hw`; raises InputError (deployment.quantization) when no kernel can."""
     where = f"{hw.name} ({hw.architecture or 'architecture unknown'})"
+    if fmt.gguf is not None:
+        return Execution(fmt.name, fmt.compute, True, GGML_KERNELS,
+                         f"GGUF {fmt.gguf.name} weights on {where}: {GGML_KERNELS}")
     if fmt.name in PLAIN:
         compute = fmt.compute if hw.supports(fmt.compute) else "bf16"
         return Execution(fmt.name, compute, compute == fmt.compute, f"{compute} GEMMs", "")

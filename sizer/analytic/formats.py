@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from sizer.analytic.module_names import mentions_vision, quantised_share
 from sizer.analytic.weights import LinearGroup
 from sizer.errors import InputError
-from sizer.inputs.layers import LM_HEAD, ROUTER, VISION
+from sizer.inputs import gguf_types as gg
+from sizer.inputs.layers import LM_HEAD, ROUTER, VISION, Attention
 from sizer.inputs.model_spec import ModelSpec
 from sizer.inputs.quantization import Quantization
 
@@ -34,6 +35,7 @@ class WeightFormat:
     compute: str                 # the GEMMs' input format ("bf16" when the activations stay 16-bit)
     description: str
     scheme: Quantization         # scales, activations, unquantised modules: the checkpoint's or sizer's defaults
+    gguf: gg.Preset | None = None   # a llama.cpp preset: every tensor's GGUF type by llama.cpp's rules
 
     @property
     def from_checkpoint(self) -> bool:
@@ -70,6 +72,22 @@ FORMATS = {
 }
 
 
+def _gguf(p: gg.Preset) -> WeightFormat:
+    base = gg.TYPES[p.base]
+    bits = int(base.bits_per_value) if base.quantized else 16
+    rules = "; ".join(f"{r.category} {r.type} ({r.when.replace('_', ' ')})" for r in p.rules)
+    description = (f"GGUF {p.name}: {base.name} blocks of {base.block_values} values in {base.block_bytes} bytes "
+                   f"({base.bits_per_value:g} bits per value)" + (f"; {rules}" if rules else "")
+                   + "; output matrix Q6_K; norms F32 (llama.cpp's quantizer rules, sizer.inputs.gguf_types)")
+    scheme = Quantization("", p.key, bits, source=f"llama.cpp's {p.name} rules")
+    return WeightFormat(p.key, bits, "bf16" if base.quantized else "fp16", description, scheme, p)
+
+
+# llama.cpp's presets under their names lower-cased; BF16 is sizer's bf16 (2 bytes per value either way)
+GGUF_FORMATS = {k: _gguf(p) for k, p in gg.PRESETS.items() if k not in FORMATS}
+FORMATS.update(GGUF_FORMATS)
+
+
 def checkpoint_format(q: Quantization) -> WeightFormat:
     """The checkpoint's own format: its bits, scales, activations and unquantised modules."""
     bits = q.bits or FORMATS[q.format].bits
@@ -90,6 +108,63 @@ def weight_format(m: ModelSpec, requested: str, group_size: int, file: str | Non
     if q.format in GROUPED and q.scales == "channel":
         return checkpoint_format(q), -1
     return checkpoint_format(q), q.group_size or group_size
+
+
+def gguf_facts(m: ModelSpec) -> gg.ModelFacts:
+    """What llama.cpp's quantizer rules read of the model."""
+    attn = m.attention
+    gqa = attn.num_heads // attn.num_kv_heads if isinstance(attn, Attention) else 1   # MLA: one KV head per head
+    moe = m.moe
+    return gg.ModelFacts(gqa, moe.num_experts if moe else 0, m.num_layers == 80 and gqa > 1)
+
+
+# GGUF tensor category of each module name's last part (llama.cpp's tensor names in brackets)
+_GGUF_CATEGORIES = {"q_proj": gg.ATTN_Q, "k_proj": gg.ATTN_K, "v_proj": gg.ATTN_V, "kv_b_proj": gg.ATTN_V,
+                    "o_proj": gg.ATTN_OUTPUT, "up_proj": gg.FFN_UP, "gate_up_proj": gg.FFN_UP,
+                    "down_proj": gg.FFN_DOWN}
+
+
+def gguf_category(g: LinearGroup) -> str:
+    return gg.OUTPUT if g.kind == LM_HEAD else _GGUF_CATEGORIES.get(g.name.rsplit(".", 1)[-1], gg.OTHER)
+
+
+def _gguf_bytes(g: LinearGroup, p: gg.Preset, m: ModelSpec) -> tuple[float, float]:
+    """(bytes, bytes in quantised types) of group `g` stored by llama.cpp's `p` rules, layer by layer: attn_v is
+    indexed among the layers holding one, ffn_down by layer."""
+    if g.kind == ROUTER:            # ffn_gate_inp is never quantised; the converter writes it F32
+        return 4.0 * g.params, 0.0
+    if g.kind == VISION:            # the vision tower lives in a separate mmproj file, F16 as llama.cpp writes it
+        return 2.0 * g.params, 0.0
+    category, facts = gguf_category(g), gguf_facts(m)
+    if not g.layers:
+        t = gg.tensor_type(p, category, 0, 1, g.in_features, facts)
+        return t.tensor_bytes(g.params), t.tensor_bytes(g.params) if t.quantized else 0.0
+    holders = range(m.num_layers)
+    if category == gg.ATTN_V:
+        holders = [i for i, layer in enumerate(m.layers)
+                   if any(_GGUF_CATEGORIES.get(lin.module.rsplit(".", 1)[-1]) == gg.ATTN_V
+                          for lin in layer.linears(m.hidden_size))]
+    per_layer = g.params // len(g.layers)
+    total = quantised = 0.0
+    for layer in g.layers:
+        t = gg.tensor_type(p, category, list(holders).index(layer), len(holders), g.in_features, facts)
+        total += t.tensor_bytes(per_layer)
+        quantised += t.tensor_bytes(per_layer) if t.quantized else 0.0
+    return total, quantised
+
+
+def embedding_bytes_per_value(fmt: WeightFormat, m: ModelSpec) -> float:
+    """Bytes per value of the token embedding: unconverted in sizer's formats; GGUF quantises it (to the output
+    matrix's type when the two are tied)."""
+    if fmt.gguf is None:
+        return plain_bytes_per_value(fmt)
+    t = gg.tensor_type(fmt.gguf, gg.TOKEN_EMBD, 0, 1, m.hidden_size, gguf_facts(m), m.tie_word_embeddings)
+    return t.block_bytes / t.block_values
+
+
+def vector_bytes_per_value(fmt: WeightFormat) -> float:
+    """Bytes per value of norms, biases and other 1-D tensors: F32 in GGUF files, else as unconverted modules."""
+    return 4.0 if fmt.gguf is not None else plain_bytes_per_value(fmt)
 
 
 def plain_bytes_per_value(fmt: WeightFormat) -> float:
@@ -134,7 +209,10 @@ def scale_bytes(g: LinearGroup, fmt: WeightFormat, group_size: int) -> float:
 
 def group_bytes(g: LinearGroup, fmt: WeightFormat, group_size: int, m: ModelSpec) -> tuple[float, float, float]:
     """(value bytes, scale bytes, value bytes stored in `fmt`) of group `g`: converted matrices at the format's
-    bits with their scales, the rest at 16 bits."""
+    bits with their scales, the rest at 16 bits. A GGUF preset's blocks hold their scales: all in the values."""
+    if fmt.gguf is not None:
+        total, quantised = _gguf_bytes(g, fmt.gguf, m)
+        return total, 0.0, quantised
     share = converted_share(g, fmt, m)
     converted = g.params * share * fmt.bits / 8
     plain = g.params * (1 - share) * plain_bytes_per_value(fmt)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from sizer.analytic.formats import WeightFormat, group_bytes, plain_bytes_per_value
+from sizer.analytic.formats import WeightFormat, embedding_bytes_per_value, group_bytes, vector_bytes_per_value
 from sizer.analytic.parallel import ParallelConfig, kv_heads_per_gpu, layers_per_stage, shard_fraction
 from sizer.analytic.weights import LM_HEAD, linear_groups, parameter_count
 from sizer.inputs.layers import FFN, DenseFFN, LatentAttention, MoEFFN
@@ -72,8 +72,8 @@ def weight_memory(m: ModelSpec, fmt: WeightFormat, p: ParallelConfig, group_size
             lm_head_gpu += nbytes * share
         else:
             layers_gpu += nbytes * share
-    embed_bytes = counts.embedding * plain_bytes_per_value(fmt)
-    other_bytes = counts.norms_and_biases * plain_bytes_per_value(fmt)
+    embed_bytes = counts.embedding * embedding_bytes_per_value(fmt, m)
+    other_bytes = counts.norms_and_biases * vector_bytes_per_value(fmt)
     unconverted += embed_bytes + other_bytes
     stage = layers_per_stage(m, p) / m.num_layers
     # One stage holds the embedding, the last the lm_head: with PP the busiest holds the larger one.

@@ -18,8 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.step_batch import StepBatch, attention_pairs
+from sizer.analytic import llamacpp
 from sizer.analytic.format_support import execution
-from sizer.analytic.formats import WeightFormat, group_bytes, plain_bytes_per_value
+from sizer.analytic.formats import WeightFormat, embedding_bytes_per_value, group_bytes
 from sizer.analytic.memory import KVLayout, WeightMemory
 from sizer.analytic.parallel import ParallelConfig, comm_per_step, layers_per_stage, shard_fraction
 from sizer.analytic.weights import linear_groups, parameter_count
@@ -64,12 +65,15 @@ class RooflineStepTimeModel:
             raise InputError(None, "hardware.gpu", f"{hardware.name} has no datasheet figures to price steps with; "
                              "steps on it are measured (sizer calibrate, then sizer validate)")
         self.model, self.hardware, self.parallel, self.kv = model, hardware, parallel, kv
+        self.llamacpp = llamacpp.runs_llamacpp(weights_format, hardware)
         self.name = (f"roofline on {hardware.name} (efficiency: compute {hardware.compute_efficiency:.0%}, "
-                     f"bandwidth {hardware.bandwidth_efficiency:.0%})")
+                     f"bandwidth {hardware.bandwidth_efficiency:.0%}" + ("; llama.cpp step costs" if self.llamacpp
+                                                                         else "") + ")")
         self.step_overhead_s = step_overhead_s
         compute_fmt = execution(weights_format, hardware).compute_format   # weight-only kernels run 16-bit GEMMs
         self.compute_format = compute_fmt
-        self.gemm_flops_per_s = hardware.peak_flops(compute_fmt) * hardware.compute_efficiency
+        self.gemm_flops_per_s = (hardware.peak_flops(compute_fmt) * hardware.compute_efficiency
+                                 * llamacpp.prompt_share(weights_format, hardware))
         self.attn_flops_per_s = hardware.peak_flops("bf16") * hardware.compute_efficiency
         self.bytes_per_s = hardware.memory_bandwidth_bytes_per_s * hardware.bandwidth_efficiency
         self.link_bytes_per_s = scale_up_link(hardware).bytes_per_s_per_direction
@@ -102,7 +106,7 @@ class RooflineStepTimeModel:
                 dense_bytes += nbytes * share
         if m.tie_word_embeddings:   # the embedding matrix doubles as the lm_head
             lm_params = m.vocab_size * m.hidden_size / p.tp * scale
-            lm_bytes = lm_params * plain_bytes_per_value(fmt)
+            lm_bytes = lm_params * embedding_bytes_per_value(fmt, m)
         self.dense_params, self.dense_bytes = dense_params, dense_bytes
         self.expert_params, self.expert_bytes, self.expert_active_params = expert_params, expert_bytes, expert_active
         self.lm_params, self.lm_bytes = lm_params, lm_bytes
@@ -120,7 +124,7 @@ class RooflineStepTimeModel:
         m, p = self.model, self.parallel
         moe = m.moe
         self._gemm_s_per_token = 2.0 * (self.dense_params + self.expert_active_params) / self.gemm_flops_per_s
-        weight_bytes_per_s = self.bytes_per_s * WEIGHT_STREAM_EFFICIENCY
+        weight_bytes_per_s = self.bytes_per_s * (1.0 if self.llamacpp else WEIGHT_STREAM_EFFICIENCY)
         self._dense_read_s = self.dense_bytes / weight_bytes_per_s
         self._expert_read_s = self.expert_bytes / weight_bytes_per_s
         self._expert_miss = 1.0 - moe.top_k / moe.num_experts if moe else 1.0
@@ -142,7 +146,8 @@ class RooflineStepTimeModel:
                                   + c.ep_alltoall_bytes_per_token) / self.link_bytes_per_s
         collectives = c.allreduces_per_step + (2 * m.num_moe_layers if p.expert_parallel and p.ep > 1 else 0)
         self._comm_fixed_s = collectives * COLLECTIVE_LATENCY_S
-        self._layers_s = layers_per_stage(m, p) * LAYER_STEP_S
+        layer_s = llamacpp.LAYER_STEP_S[self.hardware.device_kind] if self.llamacpp else LAYER_STEP_S
+        self._layers_s = layers_per_stage(m, p) * layer_s
 
     def _parts(self, batch: StepBatch) -> tuple[float, float, float, float, float]:
         """(GEMM compute s, GEMM memory s, attention s, lm_head s, collectives s) for one stage."""

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from hardware_profiles import PROFILES_DIR
+from hardware_profiles import LOCAL_DIR, PROFILES_DIR
 from simulator.errors import excerpt
 from simulator.safe_yaml import load_yaml
 from sizer.errors import InputError
@@ -21,6 +21,8 @@ PCIE_X16_BYTES_PER_S_PER_DIRECTION = {4: 32e9, 5: 64e9, 6: 128e9}
 # A profile with no PCIe generation at all is assumed to be the slowest on current accelerators.
 PCIE_GEN_ASSUMED = 4
 HOST_CPU = "cpu"        # `hardware: cpu`: the machine the bundled engine runs on, not a datasheet profile
+# What a profile's `device.kind` may be: a discrete GPU, an Apple GPU on unified memory, or a CPU alone.
+DEVICE_KINDS = ("gpu", "apple-gpu", "cpu")
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,13 @@ class HardwareSpec:
     sources: tuple[str, ...]
     has_datasheet: bool = True                     # False for the host CPU: no figures a roofline could use
     architecture: str = ""                         # e.g. "Hopper (GH100), sm_90": which kernels engines have for it
+    device_kind: str = "gpu"                       # one of DEVICE_KINDS
+    unified_memory_bytes: int | None = None        # unified memory (Apple, Jetson): the whole, of which the GPU
+    #                                                may use memory_bytes (the working-set limit)
+    memory_limit_source: str = ""                  # why memory_bytes is below the unified memory
+    host_memory_bytes: int | None = None           # a discrete GPU's host: where layers not offloaded live
+    host_memory_bandwidth_bytes_per_s: float | None = None
+    host_source: str = ""
 
     def peak_flops(self, fmt: str) -> float:
         """Dense peak for a compute format, falling back to bf16 when the format has no datapath."""
@@ -59,6 +68,30 @@ class HardwareSpec:
         return fmt in self.supported_formats
 
 
+def _device(data: dict, path: Path) -> dict:
+    """The optional `device` and `host` sections of a local profile (hardware_profiles/local/README.md)."""
+    device, host = data.get("device") or {}, data.get("host") or {}
+    kind = device.get("kind", "gpu")
+    if kind not in DEVICE_KINDS:
+        raise InputError(str(path), "device.kind", f"expected one of {', '.join(DEVICE_KINDS)}, not {excerpt(kind)}")
+    fraction = device.get("gpu_working_set_fraction", 1.0)
+    if not isinstance(fraction, float | int) or not 0 < fraction <= 1:
+        raise InputError(str(path), "device.gpu_working_set_fraction", f"expected a share in (0, 1], not "
+                                                                       f"{excerpt(fraction)}")
+    for key in ("memory_bytes", "memory_bandwidth_bytes_per_s"):
+        if key in host and (not isinstance(host[key], float | int) or host[key] <= 0):
+            raise InputError(str(path), f"host.{key}", f"expected a positive number, not {excerpt(host[key])}")
+    total = int(data["memory"]["bytes"])
+    unified = bool(device.get("unified_memory", False))
+    return {"device_kind": kind, "memory_bytes": int(total * fraction),
+            "unified_memory_bytes": total if unified else None,
+            "memory_limit_source": str(device.get("gpu_working_set_source", "")) if fraction < 1 else "",
+            "host_memory_bytes": int(host["memory_bytes"]) if "memory_bytes" in host else None,
+            "host_memory_bandwidth_bytes_per_s": (float(host["memory_bandwidth_bytes_per_s"])
+                                                  if "memory_bandwidth_bytes_per_s" in host else None),
+            "host_source": str(host.get("source", ""))}
+
+
 def _from_yaml(data: dict, path: Path) -> HardwareSpec:
     try:
         eff = data["efficiency"]
@@ -69,7 +102,6 @@ def _from_yaml(data: dict, path: Path) -> HardwareSpec:
             id=data["id"],
             name=data["name"],
             aliases=tuple(str(a).lower() for a in data.get("aliases", [])),
-            memory_bytes=int(data["memory"]["bytes"]),
             memory_as_printed=str(data["memory"].get("as_printed", "")),
             memory_source=str(data["memory"].get("bytes_source", "")),
             memory_bandwidth_bytes_per_s=float(data["memory_bandwidth_bytes_per_s"]),
@@ -88,7 +120,10 @@ def _from_yaml(data: dict, path: Path) -> HardwareSpec:
             price_rule=str(price.get("rule", "")),
             sources=tuple(str(s) for s in data.get("sources", [])),
             architecture=str(data.get("architecture", "")),
+            **_device(data, path),
         )
+    except InputError:
+        raise
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(str(path), None, f"malformed hardware profile ({excerpt(exc)})") from None
 
@@ -96,7 +131,7 @@ def _from_yaml(data: dict, path: Path) -> HardwareSpec:
 @lru_cache(maxsize=1)
 def all_profiles() -> dict[str, HardwareSpec]:
     profiles = {}
-    for path in sorted(PROFILES_DIR.glob("*.yaml")):
+    for path in sorted(PROFILES_DIR.glob("*.yaml")) + sorted(LOCAL_DIR.glob("*.yaml")):
         spec = _from_yaml(load_yaml(path), path)
         profiles[spec.id] = spec
     return profiles

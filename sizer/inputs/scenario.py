@@ -20,7 +20,10 @@ from simulator.traces import MAX_REQUEST_TOKENS, MAX_TIMESTAMP_S, MAX_TRACE_REQU
 from sizer.errors import InputError
 from sizer.inputs.variant import Variant
 
-WeightFormat = Literal["auto", "bf16", "fp16", "fp32", "fp8", "int8", "awq", "gptq", "nvfp4", "mxfp4"]
+WeightFormat = Literal["auto", "bf16", "fp16", "fp32", "fp8", "int8", "awq", "gptq", "nvfp4", "mxfp4",
+                       # llama.cpp's GGUF presets, lower-cased (sizer.inputs.gguf_types.PRESETS)
+                       "f16", "q8_0", "q6_k", "q5_1", "q5_0", "q4_1", "q4_0", "q5_k_s", "q5_k_m", "q4_k_s", "q4_k_m",
+                       "q3_k_s", "q3_k_m", "q3_k_l", "q2_k", "iq4_nl", "iq4_xs"]
 KVCacheDtype = Literal["auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2"]
 Engine = Literal["vllm", "sglang", "tensorrt-llm", "lmdeploy", "tgi", "llama.cpp", "ollama"]
 # llama.cpp KV cache element types sizer prices (`--cache-type-k/-v`; Ollama's OLLAMA_KV_CACHE_TYPE)

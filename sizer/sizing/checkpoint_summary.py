@@ -30,7 +30,8 @@ def summarise_checkpoint(r: Resolved) -> CheckpointSummary:
     quantised = r.weight_format.bits < 16
     derived = r.weights.total_bytes
     gap = (c.stored_bytes - derived) / derived if c.stored_bytes is not None and derived else None
-    return CheckpointSummary(c.config_file, c.found_as, scheme.summary if quantised else "",
+    text = r.weight_format.description if r.weight_format.gguf else scheme.summary   # GGUF: its type mix
+    return CheckpointSummary(c.config_file, c.found_as, text if quantised else "",
                              scheme.source if quantised else "", scheme.kv_cache, c.stored_bytes,
                              c.stored_bytes_source, derived, gap)
 
