@@ -189,7 +189,10 @@ def _render_slots(plan: Plan, console: Console) -> None:
     t = _table(f"In short ({a.engine})")
     left = (f"leaving {gb_gib(a.left_bytes)} for the OS and other programs" if a.left_bytes >= 0
             else f"short by {gb_gib(-a.left_bytes)}")
-    t.add_row("memory", f"needs {gb_gib(a.engine_bytes)} of {gb_gib(a.memory_bytes)}, {left}")
+    kind = "unified memory" if a.unified_memory else "device memory"
+    t.add_row("memory", f"needs {gb_gib(a.engine_bytes)} of {gb_gib(a.memory_bytes)} of {kind}, {left}"
+              + (f" (the GPU may use {gb_gib(a.device_limit_bytes)})" if a.device_limit_bytes < a.memory_bytes
+                 else ""))
     t.add_row("slots", f"{a.slots} x {a.context_per_slot_tokens:,} tokens"
               + (" (one unified KV buffer)" if a.kv_unified else "")
               + f"; memory would allow up to {a.largest_context_per_slot_tokens:,} tokens per slot")

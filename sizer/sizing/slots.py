@@ -22,8 +22,8 @@ from sizer.errors import InputError
 from sizer.inputs.scenario import MAX_SLOTS
 from sizer.sizing.resolve import Resolved
 
-# Weight formats the recommendation tries, highest precision first.
-FORMAT_CANDIDATES = ("fp16", "int8", "awq")
+# GGUF presets the recommendation tries, highest precision first (sizer.inputs.gguf_types.PRESETS).
+FORMAT_CANDIDATES = ("f16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q3_k_m")
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,9 @@ class FormatOption:
 @dataclass(frozen=True)
 class SlotAnswers:
     engine: str
-    memory_bytes: int                 # the device's (unified memory on Apple parts and Jetson boards)
+    memory_bytes: int                 # the machine's unified memory (Apple, Jetson), else the device's
+    unified_memory: bool
+    device_limit_bytes: int           # what the GPU may use of it (Metal's working-set limit on Apple parts)
     engine_bytes: float               # weights + KV of the whole context + compute buffer + runtime context
     left_bytes: float                 # memory_bytes - engine_bytes: for the OS and everything else
     slots: int
@@ -138,6 +140,9 @@ def slot_answers(r: Resolved, step, prompt_mean: float, output_mean: float, rate
         load = r.weights.total_bytes / sl.load_bytes_per_s
         # Poisson arrivals: a gap longer than keep_alive finds the model unloaded
         cold = math.exp(-rate_per_s * sl.keep_alive_s) if rate_per_s else 1.0
-    return SlotAnswers(sl.engine, r.hardware.memory_bytes, engine_bytes, r.hardware.memory_bytes - engine_bytes,
+    hw = r.hardware
+    whole = hw.unified_memory_bytes or hw.memory_bytes
+    return SlotAnswers(sl.engine, whole, hw.unified_memory_bytes is not None, hw.memory_bytes, engine_bytes,
+                       whole - engine_bytes,
                        sl.slots, sl.kv_unified, sl.ctx_per_slot_tokens, largest, prompt, context, ttft, speeds, target,
                        tuple(options), _recommend(options, sl.slots, target, sl.ctx_per_slot_tokens), load, cold)

@@ -19,9 +19,14 @@ def test_plan_json_is_consistent(plan_json, name):
     plan = plan_json(name)
     assert plan["schema_version"] == 1
     mem = plan["memory"]
-    # the budget adds up: usable = weights + activations + CUDA context + KV
+    # the budget adds up: usable = weights + activations + CUDA context + KV (llama.cpp and Ollama allocate only
+    # their context's KV, and the rest is left free: what the plan says the OS keeps)
     parts = mem["weights_bytes"] + mem["activation_bytes"] + mem["non_torch_bytes"] + mem["kv_cache_bytes"]
-    assert parts == pytest.approx(mem["usable_bytes"]) or not plan["fits"]
+    if plan["slots"]:
+        assert parts == pytest.approx(plan["slots"]["engine_bytes"]) and parts <= mem["usable_bytes"]
+        assert plan["slots"]["left_bytes"] == pytest.approx(plan["slots"]["memory_bytes"] - parts)
+    else:
+        assert parts == pytest.approx(mem["usable_bytes"]) or not plan["fits"]
     # KV tokens are whole blocks and never exceed the KV bytes
     assert mem["kv_tokens"] == mem["kv_blocks"] * mem["block_size"]
     assert mem["kv_tokens"] * plan["kv"]["bytes_per_token_per_gpu"] <= mem["kv_cache_bytes"]

@@ -47,9 +47,9 @@ def invoke(*args: str) -> tuple[int, dict]:
 
 
 def test_every_bundled_scenario_with_a_rate_and_an_slo_is_covered():
-    # 8 scenarios/*.yaml state a rate and targets (the memory and weight seeds state no targets), and 3 deployments
+    # 11 scenarios/*.yaml state a rate and targets (the memory and weight seeds state no targets), and 3 deployments
     names = {p.name for p in SCENARIOS}
-    assert len(names) == 11 and {"llama-3.1-70b-h200.yaml", "seed-goodput.yaml", "pass-llama-8b-h100.yaml",
+    assert len(names) == 14 and {"llama-3.1-70b-h200.yaml", "seed-goodput.yaml", "pass-llama-8b-h100.yaml",
                                  "fail-latency-llama-70b-h100.yaml", "fail-memory-llama-70b-h100.yaml"} <= names
 
 
