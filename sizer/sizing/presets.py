@@ -85,11 +85,11 @@ class SlotPreset:
 _LLAMA_SERVER = "llama.cpp tools/server/README.md"
 _OLLAMA_FAQ = "Ollama FAQ (docs.ollama.com/faq)"
 SLOT_PRESETS: dict[str, SlotPreset] = {p.engine: p for p in (
-    # -np -1 (auto) becomes 4 slots with a unified KV buffer (llama-server's auto mode; llama.cpp issue #17989
-    # shows the 4 slots); -c 0 takes the model's training context.
+    # -np -1 (auto) becomes 4 slots with a unified KV buffer (llama-server logs "n_parallel is set to auto,
+    # using n_parallel = 4 and kv_unified = true"); -c 0 takes the model's training context.
     SlotPreset("llama.cpp", 4, True, None, 2048, 512, "f16", None, None, None, None, sources=(
         ("parallel", f"{_LLAMA_SERVER}: -np, --parallel N, default -1 = auto, which starts 4 slots"),
-        ("kv_unified", f"{_LLAMA_SERVER}: --kv-unified is turned on with auto parallel"),
+        ("kv_unified", f"{_LLAMA_SERVER}: --kv-unified; auto parallel turns it on (server start-up log)"),
         ("ctx_size", f"{_LLAMA_SERVER}: -c, --ctx-size N, default 0 = loaded from the model"),
         ("batch_size", f"{_LLAMA_SERVER}: -b, --batch-size N, default 2048"),
         ("ubatch_size", f"{_LLAMA_SERVER}: -ub, --ubatch-size N, default 512"),
