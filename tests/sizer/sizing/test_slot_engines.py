@@ -4,6 +4,7 @@ the user's terms, and --emit llamacpp / ollama."""
 import math
 import shlex
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import yaml
@@ -24,6 +25,7 @@ from sizer.sizing.simulate import simulation_config
 from sizer.sizing.step_model import step_model_for
 
 runner = CliRunner()
+REPO = Path(__file__).resolve().parents[3]
 
 # Llama-3.1-8B: 32 layers x 8 KV heads x 128 head dim, K and V: 65,536 values per token
 LLAMA_8B_KV_VALUES = 2 * 32 * 8 * 128
@@ -157,7 +159,8 @@ def test_simulation_loses_no_request_and_no_kv():
 
 
 def test_answers_in_the_users_terms():
-    s = scenario(parallel=4, ctx_size=16384, cache_type_k="q8_0", cache_type_v="q8_0", slo={"itl_ms": 50})
+    s = scenario(parallel=4, ctx_size=16384, cache_type_k="q8_0", cache_type_v="q8_0", slo={"itl_ms": 50},
+                 quantization="q4_k_m")
     plan = make_plan(resolve(s))
     a = plan.slots
     m = plan.memory
@@ -170,12 +173,12 @@ def test_answers_in_the_users_terms():
     assert len(speeds) == 4 and speeds == sorted(speeds, reverse=True)
     # one user can never beat the bandwidth bound: every weight byte read once per token
     assert speeds[0] < 1e3 / plan.step_times.decode_bandwidth_bound_ms
-    # target 1000 / 50 ms = 20 tokens/s. fp16 weights (16.06 GB) on the L4's 300 GB/s allow at most
-    # 300 / 16.06 = 18.7 tokens/s, so fp16 cannot be recommended; int8 (9.09 GB, <= 33 tokens/s) can.
+    # target 1000 / 50 ms = 20 tokens/s. F16 weights (16.06 GB) on the L4's 300 GB/s allow at most
+    # 300 / 16.06 = 18.7 tokens/s, so f16 cannot be recommended; q8_0 (8.53 GB, <= 35 tokens/s) can.
     assert a.target_tokens_per_s_per_user == 20
-    fp16 = next(o for o in a.options if o.format == "fp16")
-    assert fp16.users_at_target == 0 and fp16.tokens_per_s_at_one_user < 300e9 / fp16.weights_bytes
-    assert a.recommendation.startswith("int8")
+    f16 = next(o for o in a.options if o.format == "f16")
+    assert f16.users_at_target == 0 and f16.tokens_per_s_at_one_user < 300e9 / f16.weights_bytes
+    assert a.recommendation.startswith("q8_0")
     assert a.largest_context_per_slot_tokens >= 4096
     assert a.ttft_s > 0 and a.load_s is None
 
@@ -212,3 +215,18 @@ def test_emit_ollama_writes_the_environment_and_modelfile():
     for line in ("OLLAMA_NUM_PARALLEL=2", "OLLAMA_KEEP_ALIVE=600s", "PARAMETER num_ctx 8192",
                  "OLLAMA_MAX_LOADED_MODELS=3"):
         assert line in text
+
+
+def test_plan_prints_the_answers_and_emit_refuses_another_engine():
+    laptop = REPO / "scenarios" / "llamacpp-laptop-m4-pro.yaml"
+    result = runner.invoke(app, ["plan", str(laptop)])
+    assert result.exit_code == 0
+    # the M4 Pro profile: 48 GiB of unified memory, of which Metal lets the GPU use 0.75 = 36 GiB
+    assert "In short (llama.cpp)" in result.output and "of unified memory" in result.output
+    assert "36.00 GiB" in result.output
+    emitted = runner.invoke(app, ["plan", str(laptop), "--emit", "llamacpp"])
+    assert emitted.exit_code == 0 and "--parallel 4" in emitted.stdout and "--ctx-size 32768" in emitted.stdout
+    wrong = runner.invoke(app, ["plan", str(laptop), "--emit", "vllm"])
+    assert wrong.exit_code == 2 and "--emit" in wrong.output
+    vllm = runner.invoke(app, ["plan", str(REPO / "scenarios" / "llama-3.1-8b-chat-h100.yaml"), "--emit", "ollama"])
+    assert vllm.exit_code == 2 and "--emit" in vllm.output
