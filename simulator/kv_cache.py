@@ -52,13 +52,20 @@ class KVCacheManager:
     """Block pool + prefix cache. Conservation: free_plain + used + cached_free == num_blocks."""
 
     def __init__(self, num_blocks: int, block_size: int, enable_prefix_caching: bool = True,
-                 tenant_isolation: bool = False):
+                 tenant_isolation: bool = False, slot_prompt_reuse: bool = False):
         if num_blocks < 1 or block_size < 1:
             raise ValueError(f"num_blocks ({num_blocks}) and block_size ({block_size}) must be >= 1")
+        if slot_prompt_reuse and enable_prefix_caching:
+            raise ValueError("slot prompt reuse replaces the shared prefix cache; enable only one")
         self.num_blocks = num_blocks
         self.block_size = block_size
         self.enable_prefix_caching = enable_prefix_caching
         self.tenant_isolation = tenant_isolation
+        # llama.cpp slots (each block one slot's whole context): a slot keeps its last prompt, and a request
+        # that lands on it reuses their common prefix (llama-server's cache_prompt). What each slot last held:
+        # (tenant scope, segment tokens, content segments, prompt tokens).
+        self.slot_prompt_reuse = slot_prompt_reuse
+        self._slot_prompt: list[tuple | None] = [None] * num_blocks
         self._plain = list(range(num_blocks - 1, -1, -1))   # free, unkeyed; pop() gives block 0 first
         self._lru: OrderedDict[int, None] = OrderedDict()    # free, keyed; head = evict first
         self._ref = [0] * num_blocks                          # holders of each keyed block
@@ -152,6 +159,36 @@ class KVCacheManager:
         if full > req.num_hashed_blocks:
             req.num_hashed_blocks = full
 
+    # -- llama.cpp slots --
+    def _prompt_of(self, req: Request) -> tuple:
+        return (req.tenant if self.tenant_isolation else -1, req.segment_tokens, req.prefix_segments,
+                req.prompt_tokens)
+
+    def claim_slot(self, req: Request) -> int:
+        """Slot prompt reuse: the idle slot `req` gets and the prompt tokens it reuses there. llama-server
+        gives a request the idle slot whose kept prompt shares the longest prefix with it (then the least
+        recently freed one) and keeps that common prefix, leaving at least one token to compute. The slot
+        is moved to the head of the free list, so the next allocation takes it."""
+        scope, seg, segs, _ = self._prompt_of(req)
+        best, best_tokens = (self._plain[-1] if self._plain else -1), 0
+        if segs:
+            for b in self._plain:
+                prev = self._slot_prompt[b]
+                if prev is None or prev[0] != scope or prev[1] != seg:
+                    continue
+                same = 0
+                for x, y in zip(prev[2], segs, strict=False):
+                    if x != y:
+                        break
+                    same += 1
+                tokens = min(same * seg, prev[3], req.prompt_tokens, req.num_tokens - 1)
+                if tokens > best_tokens:
+                    best, best_tokens = b, tokens
+        if best >= 0:
+            self._plain.remove(best)
+            self._plain.append(best)
+        return best_tokens
+
     # -- allocation --
     def allocate_slots(self, req: Request, num_new_tokens: int,
                        computed_blocks: Sequence[int] = ()) -> bool:
@@ -220,6 +257,9 @@ class KVCacheManager:
     def free(self, req: Request) -> None:
         """Release the request's blocks, tail first, so its tail is reused or evicted first."""
         ids, h = req.block_ids, req.num_hashed_blocks
+        if self.slot_prompt_reuse:
+            for b in ids:
+                self._slot_prompt[b] = self._prompt_of(req)
         self._plain.extend(ids[:h - 1:-1] if h else ids[::-1])   # past the keyed head: never shared
         if h:
             ref, key_of, lru, plain = self._ref, self._key_of, self._lru, self._plain

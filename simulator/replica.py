@@ -93,6 +93,8 @@ class ReplicaConfig:
     tenant_isolation: bool
     swap: SwapLink | None                  # required when the scheduler preempts by swap
     engine_loop: EngineLoop
+    slot_prompt_reuse: bool = False        # llama.cpp slots (one block each) keep their last prompt; paged
+    #                                        engines leave it off
 
     def __post_init__(self) -> None:
         if self.scheduler.preemption_mode == "swap" and self.swap is None:
@@ -106,7 +108,7 @@ class Replica:
                  fast_forward: bool = True, check_invariants: bool = False):
         self.env, self.index, self.config = env, index, config
         self.kv = KVCacheManager(config.num_blocks, config.block_size, config.enable_prefix_caching,
-                                 config.tenant_isolation)
+                                 config.tenant_isolation, config.slot_prompt_reuse)
         self.scheduler = Scheduler(config.scheduler, self.kv)
         spec = config.scheduler.speculative
         self.proposer = Proposer(spec, rng) if spec else None

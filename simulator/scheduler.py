@@ -202,6 +202,8 @@ class Scheduler:
             req = waiting[0]
             hit_blocks, hit_free = kv.count_computed_blocks(req) if req.num_computed_tokens == 0 else (0, 0)
             num_hit = hit_blocks * kv.block_size
+            if kv.slot_prompt_reuse and req.num_computed_tokens == 0 and kv.num_free_blocks:
+                num_hit = kv.claim_slot(req)        # llama.cpp: the slot's kept prompt; one block per request
             computed = req.num_computed_tokens + num_hit
             n = req.num_tokens - computed
             decode = n == 1 and req.num_output_tokens > 0       # KV arrived from a prefill worker

@@ -310,7 +310,10 @@ def slot_notes(r: Resolved) -> list[str]:
         + ", ".join(f"{k} from {v}" for k, v in sl.sources.items()),
         "a request longer than its slot's context is simulated as refused (llama-server answers an error when "
         "the prompt exceeds the slot's context; a generation that reaches it stops early)",
-        "per-slot prompt reuse (cache_prompt: a slot keeps its last prompt's KV) is not simulated: no prefix hits",
+        ("per-slot prompt reuse (cache_prompt) is not simulated in the unified buffer: no prefix hits"
+         if sl.kv_unified else
+         "per-slot prompt reuse (cache_prompt): a request takes the idle slot whose last prompt shares the longest "
+         "prefix with it and reuses that prefix (llama-server's --slot-prompt-similarity threshold is not modelled)"),
         f"a step's tokens run in ubatch_size ({sl.ubatch_size}) pieces; priced as one batch (the roofline), "
         "the compute buffer sized for one ubatch; flash_attn "
         + ("auto" if sl.flash_attn is None else "on" if sl.flash_attn else "off") + " is not priced",

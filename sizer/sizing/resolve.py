@@ -162,7 +162,8 @@ def resolve(s: Scenario) -> Resolved:
     swap = (SwapLink(kv.bytes_per_token_per_gpu, host.bytes_per_s_per_direction)
             if engine.preemption_mode == "swap" else None)
     replica = ReplicaConfig(scheduler, budget.kv_blocks, engine.block_size, engine.enable_prefix_caching,
-                            d.prefix_cache_tenant_isolation, swap, engine_loop(d.engine))
+                            d.prefix_cache_tenant_isolation, swap, engine_loop(d.engine),
+                            slot_prompt_reuse=bool(slots and not slots.kv_unified))
     disagg, g = None, d.disaggregated
     if g:
         disagg = DisaggregationConfig(g.prefill_replicas, g.decode_replicas, kv.bytes_per_token_per_gpu,
@@ -288,8 +289,9 @@ def slot_engine_settings(slots: SlotSettings) -> EngineSettings:
                else "one block per slot: ctx_size / parallel tokens of contiguous KV",
                "max_num_seqs": src["parallel"], "max_num_batched_tokens": src["batch_size"],
                "enable_chunked_prefill": f"{slots.engine}: continuous batching splits prompts by batch_size",
-               "enable_prefix_caching": f"{slots.engine}: no shared prefix cache (a slot reuses only its own "
-                                        "previous prompt; not simulated)",
+               "enable_prefix_caching": f"{slots.engine}: no shared prefix cache; a slot keeps its own last prompt "
+                                        "(cache_prompt)" + ("" if not slots.kv_unified else ", not simulated in "
+                                                            "the unified buffer"),
                "preemption_mode": f"{slots.engine}: never preempts", "reserve_full_kv": "a slot holds its context",
                "max_model_len": "the slot's context"}
     return EngineSettings(slots.engine, block, slots.slots, slots.batch_size, True, False, "none", "recompute", True,

@@ -23,6 +23,7 @@ from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulation_config
 from sizer.sizing.step_model import step_model_for
+from sizer.sizing.workload import workload_of
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[3]
@@ -230,3 +231,35 @@ def test_plan_prints_the_answers_and_emit_refuses_another_engine():
     assert wrong.exit_code == 2 and "--emit" in wrong.output
     vllm = runner.invoke(app, ["plan", str(REPO / "scenarios" / "llama-3.1-8b-chat-h100.yaml"), "--emit", "ollama"])
     assert vllm.exit_code == 2 and "--emit" in vllm.output
+
+
+def test_a_slot_keeps_its_last_prompt_and_the_best_matching_idle_slot_is_taken():
+    kv = KVCacheManager(2, 2048, enable_prefix_caching=False, slot_prompt_reuse=True)
+    a = Request(1, 0.0, 1100, 50, prefix_segments=(7, 8, 9, 10), segment_tokens=256)
+    other = Request(2, 0.0, 600, 50, prefix_segments=(5,), segment_tokens=256)
+    for req in (a, other):
+        assert kv.claim_slot(req) == 0 and kv.allocate_slots(req, req.prompt_tokens)
+    slot_a = a.block_ids[0]
+    kv.free(other)
+    kv.free(a)
+    # segments 7, 8 in common with a: 2 x 256 = 512 tokens kept, on a's slot (not the one freed last)
+    b = Request(3, 1.0, 900, 50, prefix_segments=(7, 8, 11), segment_tokens=256)
+    assert kv.claim_slot(b) == 512 and kv.allocate_slots(b, 900 - 512) and b.block_ids == [slot_a]
+    # nothing in common: no reuse, still one whole slot
+    c = Request(4, 1.0, 700, 50, prefix_segments=(99,), segment_tokens=256)
+    assert kv.claim_slot(c) == 0 and kv.allocate_slots(c, 700) and len(c.block_ids) == 1
+    kv.check_invariants([b, c])
+
+
+def test_slot_reuse_in_a_simulation_hits_shared_system_prompts_and_conserves_kv():
+    d = data(parallel=2, ctx_size=8192, rate=1.0)
+    d["workload"]["shared_prefix"] = {"share": 1.0, "tokens": 512, "num_prefixes": 1}
+    r = resolve(scenario_from_dict(d, "s.yaml"))
+    assert r.replica.slot_prompt_reuse and not r.replica.enable_prefix_caching
+    config = replace(simulation_config(r), check_invariants=True)
+    result = simulate(config, step_model_for(r), workload_of(r.scenario, 80), seed=0)
+    c = result.columns
+    assert not c["rejected"].any()
+    # one 512-token system prompt and two slots: after each slot's first request, every request reuses it
+    cached = c["cached_prompt_tokens"]
+    assert (cached == 512).sum() >= 80 - 2 and set(cached.tolist()) <= {0, 512}
