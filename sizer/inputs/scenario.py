@@ -18,6 +18,7 @@ from simulator.safe_yaml import load_yaml
 from simulator.schema import build, field, join
 from simulator.traces import MAX_REQUEST_TOKENS, MAX_TIMESTAMP_S, MAX_TRACE_REQUESTS
 from sizer.errors import InputError
+from sizer.inputs.config_keys import MAX_LAYERS
 from sizer.inputs.variant import Variant
 
 WeightFormat = Literal["auto", "bf16", "fp16", "fp32", "fp8", "int8", "awq", "gptq", "nvfp4", "mxfp4",
@@ -155,6 +156,9 @@ class DeploymentSection:
     speculative_config: SpeculativeSection | None = field(None, doc="speculative decoding")
     disaggregated: DisaggregatedSection | None = field(None,
                                                        doc="separate prefill and decode pools (replaces replicas)")
+    n_gpu_layers: int | None = field(None, ge=0, le=MAX_LAYERS + 1,
+                                     doc="llama.cpp -ngl: the last N layers on the GPU, the rest in host memory "
+                                         "(the output layer too at layers + 1); default all")
 
 
 @dataclass(frozen=True)

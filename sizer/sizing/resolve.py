@@ -9,7 +9,7 @@ and `sizer validate` cannot disagree on them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engine.profile import CalibrationProfile, load_profile
 from simulator.cluster import DisaggregationConfig
@@ -19,7 +19,9 @@ from simulator.scheduler import SchedulerConfig
 from simulator.speculative import SpeculativeConfig
 from sizer.analytic.format_support import Execution, execution
 from sizer.analytic.formats import WeightFormat, weight_format
+from sizer.analytic.llamacpp import runs_llamacpp
 from sizer.analytic.memory import GiB, KVLayout, MemoryBudget, WeightMemory, kv_layout, memory_budget, weight_memory
+from sizer.analytic.offload import Offload, offload, on_gpu
 from sizer.analytic.parallel import ParallelConfig, validate_split
 from sizer.analytic.roofline import RooflineStepTimeModel
 from sizer.errors import InputError
@@ -70,6 +72,7 @@ class Resolved:
     price_usd_per_gpu_hour: float | None
     price_source: str
     calibrated_profile: CalibrationProfile | None = None
+    offload: Offload | None = None   # llama.cpp's n_gpu_layers below all: the layers left in host memory
 
     @property
     def scheduler(self) -> SchedulerConfig:
@@ -106,8 +109,17 @@ def resolve(s: Scenario) -> Resolved:
     engine = engine_settings(s, model, hardware)
     weights = weight_memory(model, fmt, parallel, group_size, s.model.num_parameters)
     kv = kv_layout(model, kv_dtype, parallel)
-    budget = memory_budget(model, hardware.memory_bytes, weights, kv, parallel, d.gpu_memory_utilization,
+    split = offload(model, fmt, hardware, d.n_gpu_layers, group_size, s.file) if d.n_gpu_layers is not None else None
+    gpu_weights, gpu_kv = (replace(weights, per_gpu_bytes=split.gpu_weight_bytes), on_gpu(kv, split.gpu_kv_share)) \
+        if split else (weights, kv)
+    budget = memory_budget(model, hardware.memory_bytes, gpu_weights, gpu_kv, parallel, d.gpu_memory_utilization,
                            engine.block_size, engine.max_model_len, engine.max_num_batched_tokens, engine.max_num_seqs)
+    if runs_llamacpp(fmt, hardware) and budget.max_seqs_at_max_model_len < 1 and budget.kv_cache_bytes > 0:
+        raise InputError(s.file, "deployment.max_model_len",
+                         f"one sequence of {engine.max_model_len} tokens needs "
+                         f"{budget.sequence_bytes_at_max_model_len / GiB:.2f} GiB of KV cache; {hardware.name} has "
+                         f"{budget.kv_cache_bytes / GiB:.2f} GiB left after the weights: a smaller context, "
+                         "n_gpu_layers or a smaller format")
     scale_up, host = scale_up_link(hardware), host_link(hardware)
     try:
         speculative = _speculative(s, hardware, parallel, group_size, kv_dtype)
@@ -142,8 +154,10 @@ def resolve(s: Scenario) -> Resolved:
     else:
         price, price_source = hardware.price_usd_per_gpu_hour, f"hardware profile {hardware.id} ({hardware.price_rule})"
     profile = _calibrated_profile(s, model, hardware, parallel) if s.hardware.calibrated_profile else None
+    if split:
+        notes.append(split.note)
     return Resolved(s, model, hardware, parallel, checkpoint, fmt, runs, group_size, kv_dtype, engine, weights, kv,
-                    budget, replica, disagg, tuple(notes), price, price_source, profile)
+                    budget, replica, disagg, tuple(notes), price, price_source, profile, split)
 
 
 def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> EngineSettings:
