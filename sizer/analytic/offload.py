@@ -55,9 +55,14 @@ def _layer_bytes(g: LinearGroup, fmt: WeightFormat, m: ModelSpec, group_size: in
 
 
 def offload(m: ModelSpec, fmt: WeightFormat, hw: HardwareSpec, n_gpu_layers: int, group_size: int,
-            file: str | None = None) -> Offload | None:
+            file: str | None = None, gpus: int = 1) -> Offload | None:
     """The split llama.cpp makes with `n_gpu_layers`; None when every layer and the output are on the GPU."""
     n = m.num_layers
+    if hw.device_kind == "cpu":
+        raise InputError(file, "deployment.n_gpu_layers", f"{hw.id} is a CPU: there is no GPU to put layers on")
+    if gpus > 1:
+        raise InputError(file, "deployment.n_gpu_layers", f"partial offload across {gpus} GPUs (llama.cpp's "
+                                                          "--tensor-split) is not modelled; one GPU per replica")
     if n_gpu_layers > n + 1:
         raise InputError(file, "deployment.n_gpu_layers", f"{n_gpu_layers} is more than the model has: {n} layers "
                                                           f"and the output layer, so at most {n + 1}")

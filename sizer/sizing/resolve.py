@@ -109,7 +109,8 @@ def resolve(s: Scenario) -> Resolved:
     engine = engine_settings(s, model, hardware)
     weights = weight_memory(model, fmt, parallel, group_size, s.model.num_parameters)
     kv = kv_layout(model, kv_dtype, parallel)
-    split = offload(model, fmt, hardware, d.n_gpu_layers, group_size, s.file) if d.n_gpu_layers is not None else None
+    split = (offload(model, fmt, hardware, d.n_gpu_layers, group_size, s.file, parallel.gpus_per_replica)
+             if d.n_gpu_layers is not None else None)
     gpu_weights, gpu_kv = (replace(weights, per_gpu_bytes=split.gpu_weight_bytes), on_gpu(kv, split.gpu_kv_share)) \
         if split else (weights, kv)
     budget = memory_budget(model, hardware.memory_bytes, gpu_weights, gpu_kv, parallel, d.gpu_memory_utilization,
