@@ -157,6 +157,9 @@ def resolve(s: Scenario) -> Resolved:
     profile = _calibrated_profile(s, model, hardware, parallel) if s.hardware.calibrated_profile else None
     if split:
         notes.append(split.note)
+    if hardware.unified_memory_bytes and hardware.memory_limit_source:
+        notes.append(f"{hardware.name}: the GPU may use {hardware.memory_bytes / GiB:.1f} GiB of its "
+                     f"{hardware.unified_memory_bytes / GiB:.0f} GiB unified memory ({hardware.memory_limit_source})")
     return Resolved(s, model, hardware, parallel, checkpoint, fmt, runs, group_size, kv_dtype, engine, weights, kv,
                     budget, replica, disagg, tuple(notes), price, price_source, profile, split)
 

@@ -9,6 +9,8 @@ import yaml
 
 from sizer.errors import InputError
 from sizer.inputs.hardware import DEVICE_KINDS, _from_yaml, all_profiles, load_hardware
+from sizer.inputs.scenario import load_scenario
+from sizer.sizing.resolve import resolve
 
 LOCAL = sorted((Path(__file__).resolve().parents[3] / "hardware_profiles" / "local").glob("*.yaml"))
 GiB = 2**30
@@ -37,6 +39,16 @@ def test_apple_gpu_plans_with_the_metal_working_set():
     hw = load_hardware("m1-max")
     assert hw.unified_memory_bytes == 64 * GiB and hw.memory_bytes == 48 * GiB
     assert "recommendedMaxWorkingSetSize" in hw.memory_limit_source
+
+
+def test_the_plan_names_the_working_set_limit(tmp_path):
+    path = tmp_path / "mac.yaml"
+    path.write_text("model: llama-3.1-8b\nhardware: m1-max\ndeployment: {quantization: q4_k_m, max_model_len: 8192}\n"
+                    "workload:\n  arrival: {process: poisson, rate_per_s: 0.1}\n"
+                    "  prompt_tokens: {distribution: fixed, value: 512}\n"
+                    "  output_tokens: {distribution: fixed, value: 128}\n")
+    notes = resolve(load_scenario(path)).link_notes
+    assert any("48.0 GiB of its 64 GiB unified memory" in n for n in notes)
 
 
 def test_discrete_gpu_has_a_host_for_partial_offload():
