@@ -60,10 +60,14 @@ def test_discrete_gpu_has_a_host_for_partial_offload():
 @pytest.mark.parametrize(("section", "value", "field"), [
     ("kind", "npu", "device.kind"),
     ("gpu_working_set_fraction", 1.5, "device.gpu_working_set_fraction"),
+    (None, "apple", "device"),
 ])
 def test_bad_device_section_is_refused_naming_the_field(section, value, field):
     data = yaml.safe_load(LOCAL[0].read_text())
-    data["device"][section] = value
+    if section is None:
+        data["device"] = value
+    else:
+        data["device"][section] = value
     with pytest.raises(InputError) as err:
         _from_yaml(data, LOCAL[0])
     assert err.value.field == field
