@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("sizer", "simulator", "engine", "hardware_profiles")
 STAGES = ("sizer.inputs", "sizer.analytic", "sizer.sizing", "sizer.outputs", "sizer.cli")
-LAZY_ALLOWED = ("torch", "triton", "pandas", "matplotlib", "weasyprint", "engine")
+LAZY_ALLOWED = ("torch", "triton", "pandas", "matplotlib", "weasyprint", "engine", "gguf")
 ENGINE_TORCH_FREE = ("engine.profile", "engine.config")     # sizer may import these at module top
 
 

@@ -11,7 +11,7 @@ at 16 bits, so a group of matrices partly excluded counts partly.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sizer.analytic.module_names import mentions_vision, quantised_share
 from sizer.analytic.weights import LinearGroup
@@ -78,7 +78,7 @@ def _gguf(p: gg.Preset) -> WeightFormat:
     rules = "; ".join(f"{r.category} {r.type} ({r.when.replace('_', ' ')})" for r in p.rules)
     description = (f"GGUF {p.name}: {base.name} blocks of {base.block_values} values in {base.block_bytes} bytes "
                    f"({base.bits_per_value:g} bits per value)" + (f"; {rules}" if rules else "")
-                   + "; output matrix Q6_K; norms F32 (llama.cpp's quantizer rules, sizer.inputs.gguf_types)")
+                   + "; output matrix Q6_K; norms F32")
     scheme = Quantization("", p.key, bits, source=f"llama.cpp's {p.name} rules")
     return WeightFormat(p.key, bits, "bf16" if base.quantized else "fp16", description, scheme, p)
 
@@ -91,6 +91,9 @@ FORMATS.update(GGUF_FORMATS)
 def checkpoint_format(q: Quantization) -> WeightFormat:
     """The checkpoint's own format: its bits, scales, activations and unquantised modules."""
     bits = q.bits or FORMATS[q.format].bits
+    if q.method == "gguf":          # a .gguf file's preset: llama.cpp's rules give each tensor's type
+        preset = FORMATS[q.format]
+        return replace(preset, scheme=q, description=f"{preset.description} (read from {q.source})")
     return _format(q.format, bits, f"{q.summary} (read from {q.source})", q)
 
 

@@ -22,6 +22,7 @@ from sizer.analytic import llamacpp
 from sizer.analytic.format_support import execution
 from sizer.analytic.formats import WeightFormat, embedding_bytes_per_value, group_bytes
 from sizer.analytic.memory import KVLayout, WeightMemory
+from sizer.analytic.offload import OP_OFFLOAD_MIN_BATCH, Offload
 from sizer.analytic.parallel import ParallelConfig, comm_per_step, layers_per_stage, shard_fraction
 from sizer.analytic.weights import linear_groups, parameter_count
 from sizer.errors import InputError
@@ -60,11 +61,11 @@ class RooflineStepTimeModel:
 
     def __init__(self, model: ModelSpec, hardware: HardwareSpec, weights_format: WeightFormat, weights: WeightMemory,
                  kv: KVLayout, parallel: ParallelConfig, group_size: int = 128,
-                 step_overhead_s: float = STEP_OVERHEAD_S):
+                 step_overhead_s: float = STEP_OVERHEAD_S, offload: Offload | None = None):
         if not hardware.has_datasheet:
             raise InputError(None, "hardware.gpu", f"{hardware.name} has no datasheet figures to price steps with; "
                              "steps on it are measured (sizer calibrate, then sizer validate)")
-        self.model, self.hardware, self.parallel, self.kv = model, hardware, parallel, kv
+        self.model, self.hardware, self.parallel, self.kv, self.offload = model, hardware, parallel, kv, offload
         self.llamacpp = llamacpp.runs_llamacpp(weights_format, hardware)
         self.name = (f"roofline on {hardware.name} (efficiency: compute {hardware.compute_efficiency:.0%}, "
                      f"bandwidth {hardware.bandwidth_efficiency:.0%}" + ("; llama.cpp step costs" if self.llamacpp
@@ -141,6 +142,14 @@ class RooflineStepTimeModel:
         self._state_s_per_seq = 2 * self.kv.state_bytes_per_seq_per_gpu / self.bytes_per_s
         self._lm_s_per_seq = 2.0 * self.lm_params / self.gemm_flops_per_s
         self._lm_read_s = self.lm_bytes / weight_bytes_per_s
+        # Partial offload: the GPU reads its layers; host layers are read by the CPU (decode) or copied to the GPU
+        # over the host link (prompt batches of OP_OFFLOAD_MIN_BATCH tokens and more)
+        self._host_read_s = self._host_upload_s = 0.0
+        if self.offload:
+            o = self.offload
+            self._dense_read_s, self._lm_read_s = o.gpu_weight_bytes / weight_bytes_per_s, 0.0
+            self._host_read_s = o.host_layer_bytes / o.host_read_bytes_per_s
+            self._host_upload_s = o.host_layer_bytes / o.host_link_bytes_per_s
         c = self.comm
         self._comm_s_per_token = (c.tp_allreduce_bytes_per_token + c.pp_send_bytes_per_token
                                   + c.ep_alltoall_bytes_per_token) / self.link_bytes_per_s
@@ -164,6 +173,8 @@ class RooflineStepTimeModel:
                              (batch.context_tokens * attended + 2 * tokens) * seconds_per_token)
         lm_head = max(batch.num_seqs * self._lm_s_per_seq, self._lm_read_s)
         comm = tokens * self._comm_s_per_token + self._comm_fixed_s
+        if self.offload:        # host layers: a transfer on top of the GPU's work, counted with the collectives
+            comm += self._host_upload_s if tokens >= OP_OFFLOAD_MIN_BATCH else self._host_read_s
         return gemm_compute, gemm_memory, attention, lm_head, comm
 
     def cost(self, batch: StepBatch) -> StepCost:

@@ -7,6 +7,8 @@ that `refs/main` names). Nothing is ever downloaded. Beside config.json the fold
 
 - `hf_quant_config.json`, NVIDIA ModelOpt's statement of the quantisation. vLLM reads it only when
   config.json has no `quantization_config`, and so does sizer (`Checkpoint.quantization`);
+- a `.gguf` file instead of all of these: its metadata stands for config.json, its file type for the
+  quantisation and its tensor table for the bytes (sizer.inputs.gguf_file);
 - the weights: `model.safetensors.index.json` states their bytes (`metadata.total_size`); without
   it, each `.safetensors` file's header (an 8-byte little-endian length, then a JSON table of the
   tensors and their byte ranges) gives them. Only headers are read, never tensors.
@@ -24,6 +26,7 @@ from typing import Any
 
 from simulator.errors import excerpt
 from sizer.errors import InputError
+from sizer.inputs.gguf_file import read_gguf
 from sizer.inputs.quantization import Quantization, parse_hf_quant_config
 from sizer.inputs.safe_load import load_json, loads_json, read_text
 
@@ -133,6 +136,10 @@ def read_checkpoint(reference: str, catalog_dir: Path, file: str | None = None,
                     field_path: str = "model") -> Checkpoint:
     """config.json of `reference`, and, beside it, ModelOpt's hf_quant_config.json and the weights' bytes."""
     config_path, found_as = find_config(reference, catalog_dir, file, field_path)
+    if config_path.suffix == ".gguf":            # a GGUF file: metadata for the config, its tensor table for bytes
+        g = read_gguf(config_path)
+        return Checkpoint(g.config, config_path.stem, str(config_path), found_as, g.quantization(), g.tensor_bytes,
+                          f"GGUF tensor table ({g.type_counts})")
     config = load_json(config_path)
     if not isinstance(config, dict):
         raise InputError(str(config_path), None, "expected a JSON object")

@@ -14,7 +14,7 @@ Sources:
     default type), llama_tensor_get_type_impl (the per-tensor rules below), tensor_type_fallback
     (rows not divisible by the block), tensor_allows_quantization (norms, 1-D tensors and
     ffn_gate_inp are not quantised).
-Not modelled (named by the plan, not silently assumed): the presets that need an importance matrix
+Not modelled (not in the scenario's list of formats, so refused by name): the presets that need an importance matrix
 (IQ1_*, IQ2_*, IQ3_XXS, Q2_K_S), IQ3_S/XS/M, MXFP4_MOE, llama.cpp's Falcon-only rules, and
 --tensor-type / --pure overrides.
 """

@@ -71,6 +71,9 @@ class HardwareSpec:
 def _device(data: dict, path: Path) -> dict:
     """The optional `device` and `host` sections of a local profile (hardware_profiles/local/README.md)."""
     device, host = data.get("device") or {}, data.get("host") or {}
+    for name, section in (("device", device), ("host", host)):
+        if not isinstance(section, dict):
+            raise InputError(str(path), name, f"expected a mapping, not {excerpt(section)}")
     kind = device.get("kind", "gpu")
     if kind not in DEVICE_KINDS:
         raise InputError(str(path), "device.kind", f"expected one of {', '.join(DEVICE_KINDS)}, not {excerpt(kind)}")

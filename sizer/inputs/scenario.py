@@ -18,6 +18,7 @@ from simulator.safe_yaml import load_yaml
 from simulator.schema import build, field, join
 from simulator.traces import MAX_REQUEST_TOKENS, MAX_TIMESTAMP_S, MAX_TRACE_REQUESTS
 from sizer.errors import InputError
+from sizer.inputs.config_keys import MAX_LAYERS
 from sizer.inputs.variant import Variant
 
 WeightFormat = Literal["auto", "bf16", "fp16", "fp32", "fp8", "int8", "awq", "gptq", "nvfp4", "mxfp4",
@@ -187,6 +188,9 @@ class DeploymentSection:
     load_bytes_per_s: float | None = field(None, ge=MIN_LINK_BYTES_PER_S, le=MAX_LINK_BYTES_PER_S,
                                            doc="Ollama: read speed of the model file when it is not resident "
                                                "(default 2e9, an NVMe SSD)")
+    n_gpu_layers: int | None = field(None, ge=0, le=MAX_LAYERS + 1,
+                                     doc="llama.cpp -ngl: the last N layers on the GPU, the rest in host memory "
+                                         "(the output layer too at layers + 1); default all")
 
 
 @dataclass(frozen=True)

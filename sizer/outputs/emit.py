@@ -112,6 +112,7 @@ class ServingConfig:
     replicas_source: str
     verdict: str
     slots: SlotSettings | None = None   # llama.cpp and Ollama: slots, context, cache types, batches
+    n_gpu_layers: int | None = None     # llama.cpp: layers on the GPU (every layer and the output: layers + 1)
 
     @property
     def gpus_per_replica(self) -> int:
@@ -137,7 +138,8 @@ def serving_config(r: Resolved, cost: CostSummary | None, verdict: str) -> Servi
         gpu_memory_utilization=d.gpu_memory_utilization, block_size=e.block_size, max_num_seqs=e.max_num_seqs,
         max_num_batched_tokens=e.max_num_batched_tokens, enable_prefix_caching=e.enable_prefix_caching,
         enable_chunked_prefill=e.enable_chunked_prefill, speculative=spec, replicas=replicas,
-        replicas_source=replicas_source, verdict=verdict, slots=r.slots)
+        replicas_source=replicas_source, verdict=verdict, slots=r.slots,
+        n_gpu_layers=(d.n_gpu_layers if d.n_gpu_layers is not None else r.model.num_layers + 1) if r.slots else None)
 
 
 def model_reference(name: str, config: dict | None = None, found_as: str = "catalog") -> str:
@@ -258,6 +260,7 @@ def llamacpp_argv(c: ServingConfig) -> list[str]:
             "--cache-type-k", sl.cache_type_k,
             "--cache-type-v", sl.cache_type_v,
             "--flash-attn", fa,
+            "--n-gpu-layers", str(c.n_gpu_layers),
             "--cont-batching",
             "--port", str(LLAMA_SERVER_PORT)]
 
@@ -277,7 +280,8 @@ def ollama_script(c: ServingConfig) -> str:
     serve = " \\\n    ".join([f"{k}={shlex.quote(v)}" for k, v in env.items()] + ["ollama serve &"])
     lines = [f"# {line}" for line in _comments(c)]
     lines += ["cat > Modelfile <<'EOF'", f"FROM ./{gguf_file(c)}", f"PARAMETER num_ctx {sl.ctx_per_slot_tokens}",
-              f"PARAMETER num_batch {sl.batch_size}", "EOF", serve, f"ollama create {name} -f Modelfile"]
+              f"PARAMETER num_batch {sl.batch_size}", f"PARAMETER num_gpu {c.n_gpu_layers}", "EOF", serve,
+              f"ollama create {name} -f Modelfile"]
     return "\n".join(lines) + "\n"
 
 

@@ -19,7 +19,9 @@ from simulator.scheduler import SchedulerConfig
 from simulator.speculative import SpeculativeConfig
 from sizer.analytic.format_support import Execution, execution
 from sizer.analytic.formats import WeightFormat, weight_format
+from sizer.analytic.llamacpp import runs_llamacpp
 from sizer.analytic.memory import GiB, KVLayout, MemoryBudget, WeightMemory, kv_layout, memory_budget, weight_memory
+from sizer.analytic.offload import Offload, offload, on_gpu
 from sizer.analytic.parallel import ParallelConfig, validate_split
 from sizer.analytic.roofline import RooflineStepTimeModel
 from sizer.errors import InputError
@@ -97,6 +99,7 @@ class Resolved:
     price_usd_per_gpu_hour: float | None
     price_source: str
     calibrated_profile: CalibrationProfile | None = None
+    offload: Offload | None = None   # llama.cpp's n_gpu_layers below all: the layers left in host memory
     slots: SlotSettings | None = None    # llama.cpp and Ollama
 
     @property
@@ -138,12 +141,22 @@ def resolve(s: Scenario) -> Resolved:
     engine = engine_settings(s, model, hardware) if slots is None else slot_engine_settings(slots)
     weights = weight_memory(model, fmt, parallel, group_size, s.model.num_parameters)
     kv = kv_layout(model, kv_dtype, parallel)
+    split = (offload(model, fmt, hardware, d.n_gpu_layers, group_size, s.file, parallel.gpus_per_replica)
+             if d.n_gpu_layers is not None else None)
+    gpu_weights, gpu_kv = (replace(weights, per_gpu_bytes=split.gpu_weight_bytes), on_gpu(kv, split.gpu_kv_share)) \
+        if split else (weights, kv)
     # llama.cpp's compute buffer is sized for one physical batch (ubatch), not the logical one
-    budget = memory_budget(model, hardware.memory_bytes, weights, kv, parallel, d.gpu_memory_utilization,
+    budget = memory_budget(model, hardware.memory_bytes, gpu_weights, gpu_kv, parallel, d.gpu_memory_utilization,
                            engine.block_size, engine.max_model_len,
                            slots.ubatch_size if slots else engine.max_num_batched_tokens, engine.max_num_seqs)
     if slots:
-        budget = _slot_budget(s, slots, kv, budget)
+        budget = _slot_budget(s, slots, gpu_kv, budget)
+    elif runs_llamacpp(fmt, hardware) and budget.max_seqs_at_max_model_len < 1 and budget.kv_cache_bytes > 0:
+        raise InputError(s.file, "deployment.max_model_len",
+                         f"one sequence of {engine.max_model_len} tokens needs "
+                         f"{budget.sequence_bytes_at_max_model_len / GiB:.2f} GiB of KV cache; {hardware.name} has "
+                         f"{budget.kv_cache_bytes / GiB:.2f} GiB left after the weights: a smaller context, "
+                         "n_gpu_layers or a smaller format")
     scale_up, host = scale_up_link(hardware), host_link(hardware)
     try:
         speculative = _speculative(s, hardware, parallel, group_size, kv_dtype)
@@ -179,8 +192,13 @@ def resolve(s: Scenario) -> Resolved:
     else:
         price, price_source = hardware.price_usd_per_gpu_hour, f"hardware profile {hardware.id} ({hardware.price_rule})"
     profile = _calibrated_profile(s, model, hardware, parallel) if s.hardware.calibrated_profile else None
+    if split:
+        notes.append(split.note)
+    if hardware.unified_memory_bytes and hardware.memory_limit_source:
+        notes.append(f"{hardware.name}: the GPU may use {hardware.memory_bytes / GiB:.1f} GiB of its "
+                     f"{hardware.unified_memory_bytes / GiB:.0f} GiB unified memory ({hardware.memory_limit_source})")
     return Resolved(s, model, hardware, parallel, checkpoint, fmt, runs, group_size, kv_dtype, engine, weights, kv,
-                    budget, replica, disagg, tuple(notes), price, price_source, profile, slots)
+                    budget, replica, disagg, tuple(notes), price, price_source, profile, split, slots)
 
 
 def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> EngineSettings:

@@ -120,12 +120,12 @@ def _recommend(options: list[FormatOption], slots: int, target: float | None, ct
 
 def slot_answers(r: Resolved, step, prompt_mean: float, output_mean: float, rate_per_s: float) -> SlotAnswers:
     """The user-facing answers for a llama.cpp or Ollama scenario (`r.slots` set); `step` prices steps."""
-    sl, b, kv = r.slots, r.memory, r.kv
+    sl, b = r.slots, r.memory
     context = int(prompt_mean + output_mean / 2)
-    engine_bytes = b.weights_bytes + b.activation_bytes + b.non_torch_bytes + sl.ctx_total_tokens * \
-        kv.bytes_per_token_per_gpu
-    room_tokens = int(max(0.0, b.room_for_kv_bytes) // kv.bytes_per_token_per_gpu) if kv.bytes_per_token_per_gpu \
-        else sl.ctx_total_tokens
+    # KV bytes per token in device memory: with n_gpu_layers below all, only the GPU layers' share
+    kv_token_bytes = r.kv.bytes_per_token_per_gpu * (r.offload.gpu_kv_share if r.offload else 1.0)
+    engine_bytes = b.weights_bytes + b.activation_bytes + b.non_torch_bytes + sl.ctx_total_tokens * kv_token_bytes
+    room_tokens = int(max(0.0, b.room_for_kv_bytes) // kv_token_bytes) if kv_token_bytes else sl.ctx_total_tokens
     largest = room_tokens if sl.kv_unified else room_tokens // sl.slots
     if r.model.max_position_embeddings:
         largest = min(largest, r.model.max_position_embeddings)

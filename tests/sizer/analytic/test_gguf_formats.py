@@ -2,12 +2,18 @@
 
 Published sizes are llama-bench's "size" column: the sum of the model's tensor bytes (ggml_nbytes),
 printed in GiB with two decimals, so a figure is exact to +-0.005 GiB. Rows quoted from public
-llama.cpp benchmark threads (the llama-bench header lines, e.g. "| llama 7B Q4_0 | 3.56 GiB | 6.74 B |"):
-- llama 7B (Llama-2-7B) F16 12.55 GiB, Q8_0 6.67 GiB, Q4_0 3.56 GiB: ggml-org/llama.cpp discussion #4167
-  (Apple Silicon performance) and its CPU threads ("llama 7B mostly Q8_0 | 6.67 GiB").
-- llama 7B Q4_K - Medium 3.80 GiB: ggml-org/llama.cpp CUDA and ROCm llama-bench threads (#15013, #15021).
-- llama 8B (Llama-3.1-8B) Q4_K - Medium 4.58 GiB, Q8_0 7.95 GiB: llama.cpp SYCL/Vulkan llama-bench threads.
-- llama 3B (Llama-3.2-3B) Q4_K - Medium 1.87 GiB: llama.cpp Vulkan llama-bench thread (#10879).
+llama-bench tables (model | size | params | backend ...):
+- llama 7B (Llama-2-7B / CodeLlama-7B, 6.74 B) F16 12.55 GiB, Q8_0 6.67 GiB, Q4_0 3.56 GiB:
+  ggml-org/llama.cpp PR #4766 (RTX 4090 run of codellama-7b f16, q8_0, q4_0) and PR #4812 (Q4_0).
+- llama 7B Q4_K - Medium 3.80 GiB: llama-bench rows "llama 7B Q4_K - Medium | 3.80 GiB | 6.74 B" in public
+  llama.cpp CUDA and ROCm threads.
+- llama 8B (Llama-3.1-8B, 8.03 B) Q4_K - Medium 4.58 GiB and Q8_0 7.95 GiB: llama-bench rows in public
+  llama.cpp SYCL, Vulkan and Metal threads ("llama 8B Q8_0 | 7.95 GiB | 8.03 B | SYCL").
+- llama 3B (Llama-3.2-3B, 3.21 B) Q4_K - Medium 1.87 GiB: geerlingguy/ai-benchmarks issue #48 (M1 Ultra,
+  Llama-3.2-3B-Instruct-Q4_K_M.gguf).
+Model-card file sizes agree for Llama-2-7B (TheBloke/Llama-2-7B-GGUF: Q4_0 3.83 GB, Q4_K_M 4.08 GB, Q5_K_M
+4.78 GB, Q6_K 5.53 GB, Q8_0 7.16 GB; sizer 3.825, 4.080, 4.782, 5.528, 7.160 GB) but include the
+tokenizer's metadata, so the tests hold llama-bench's tensor bytes.
 """
 
 from __future__ import annotations

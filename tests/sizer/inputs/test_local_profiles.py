@@ -9,6 +9,8 @@ import yaml
 
 from sizer.errors import InputError
 from sizer.inputs.hardware import DEVICE_KINDS, _from_yaml, all_profiles, load_hardware
+from sizer.inputs.scenario import load_scenario
+from sizer.sizing.resolve import resolve
 
 LOCAL = sorted((Path(__file__).resolve().parents[3] / "hardware_profiles" / "local").glob("*.yaml"))
 GiB = 2**30
@@ -39,6 +41,16 @@ def test_apple_gpu_plans_with_the_metal_working_set():
     assert "recommendedMaxWorkingSetSize" in hw.memory_limit_source
 
 
+def test_the_plan_names_the_working_set_limit(tmp_path):
+    path = tmp_path / "mac.yaml"
+    path.write_text("model: llama-3.1-8b\nhardware: m1-max\ndeployment: {quantization: q4_k_m, max_model_len: 8192}\n"
+                    "workload:\n  arrival: {process: poisson, rate_per_s: 0.1}\n"
+                    "  prompt_tokens: {distribution: fixed, value: 512}\n"
+                    "  output_tokens: {distribution: fixed, value: 128}\n")
+    notes = resolve(load_scenario(path)).link_notes
+    assert any("48.0 GiB of its 64 GiB unified memory" in n for n in notes)
+
+
 def test_discrete_gpu_has_a_host_for_partial_offload():
     """Dual-channel DDR5-5600: 2 channels x 5600 MT/s x 8 bytes = 89.6 GB/s."""
     hw = load_hardware("rtx-4090")
@@ -48,10 +60,14 @@ def test_discrete_gpu_has_a_host_for_partial_offload():
 @pytest.mark.parametrize(("section", "value", "field"), [
     ("kind", "npu", "device.kind"),
     ("gpu_working_set_fraction", 1.5, "device.gpu_working_set_fraction"),
+    (None, "apple", "device"),
 ])
 def test_bad_device_section_is_refused_naming_the_field(section, value, field):
     data = yaml.safe_load(LOCAL[0].read_text())
-    data["device"][section] = value
+    if section is None:
+        data["device"] = value
+    else:
+        data["device"][section] = value
     with pytest.raises(InputError) as err:
         _from_yaml(data, LOCAL[0])
     assert err.value.field == field

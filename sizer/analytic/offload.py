@@ -1,0 +1,108 @@
+"""Partial offload (llama.cpp's `--n-gpu-layers`): some layers on the GPU, the rest in host memory.
+
+llama.cpp (src/llama-model.cpp, load_tensors) keeps the token embedding on the CPU always, puts the
+last `n_gpu_layers` repeating layers on the GPU, and the output layer (final norm and output matrix)
+there too once n_gpu_layers exceeds the layer count; each layer's KV cache sits with the layer.
+So the GPU holds those layers' weights and KV, the host the rest, and a decode step reads each part
+at its own memory's bandwidth: the GPU's, and the host's at the CPU's achievable share. A prompt
+step computes the host layers on the GPU, their weights copied over the host link (ggml's op
+offload for batches of at least OP_OFFLOAD_MIN_BATCH tokens), else on the CPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from sizer.analytic.formats import WeightFormat, embedding_bytes_per_value, group_bytes
+from sizer.analytic.memory import KVLayout
+from sizer.analytic.weights import LinearGroup, linear_groups, parameter_count
+from sizer.errors import InputError
+from sizer.inputs.hardware import HardwareSpec, host_link
+from sizer.inputs.layers import LM_HEAD, VISION
+from sizer.inputs.model_spec import ModelSpec
+
+OP_OFFLOAD_MIN_BATCH = 32          # ggml-backend: ops on host weights move to the GPU from this batch size up
+# The CPU's achievable share of host memory bandwidth in token generation: 13900K, DDR5-6400 (102.4 GB/s),
+# llama 7B Q4_0 (3.83 GB) at 18.27 t/s = 70 GB/s = 0.68 (ggml-org/llama.cpp issue #34); as the CPU profiles.
+HOST_BANDWIDTH_EFFICIENCY = 0.68
+
+
+@dataclass(frozen=True)
+class Offload:
+    gpu_layers: int                    # repeating layers on the GPU (the last ones)
+    layers: int
+    output_on_gpu: bool
+    gpu_weight_bytes: float
+    host_weight_bytes: float           # embedding, the first layers, and the output layer unless offloaded
+    host_layer_bytes: float            # what a step reads on the host: its layers and the output matrix if there
+    gpu_kv_share: float                # share of the KV cache on the GPU (its layers' share)
+    host_memory_bytes: int
+    host_read_bytes_per_s: float       # host bandwidth x HOST_BANDWIDTH_EFFICIENCY
+    host_link_bytes_per_s: float       # prompt steps copy host weights to the GPU over this link
+    source: str
+
+    @property
+    def note(self) -> str:
+        return (f"partial offload: {self.gpu_layers} of {self.layers} layers on the GPU"
+                f"{' with the output layer' if self.output_on_gpu else ''} ({self.gpu_weight_bytes / 1e9:.2f} GB); "
+                f"{self.host_weight_bytes / 1e9:.2f} GB of weights in host memory, read at "
+                f"{self.host_read_bytes_per_s / 1e9:.0f} GB/s ({self.source})")
+
+
+def _layer_bytes(g: LinearGroup, fmt: WeightFormat, m: ModelSpec, group_size: int) -> float:
+    values, scales, _ = group_bytes(g, fmt, group_size, m)
+    return values + scales
+
+
+def offload(m: ModelSpec, fmt: WeightFormat, hw: HardwareSpec, n_gpu_layers: int, group_size: int,
+            file: str | None = None, gpus: int = 1) -> Offload | None:
+    """The split llama.cpp makes with `n_gpu_layers`; None when every layer and the output are on the GPU."""
+    n = m.num_layers
+    if hw.device_kind == "cpu":
+        raise InputError(file, "deployment.n_gpu_layers", f"{hw.id} is a CPU: there is no GPU to put layers on")
+    if gpus > 1:
+        raise InputError(file, "deployment.n_gpu_layers", f"partial offload across {gpus} GPUs (llama.cpp's "
+                                                          "--tensor-split) is not modelled; one GPU per replica")
+    if n_gpu_layers > n + 1:
+        raise InputError(file, "deployment.n_gpu_layers", f"{n_gpu_layers} is more than the model has: {n} layers "
+                                                          f"and the output layer, so at most {n + 1}")
+    if n_gpu_layers == n + 1:
+        return None
+    if hw.host_memory_bytes is None or hw.host_memory_bandwidth_bytes_per_s is None:
+        raise InputError(file, "deployment.n_gpu_layers", f"partial offload needs the host's memory; the {hw.id} "
+                                                          "profile states none (host.memory_bytes, "
+                                                          "host.memory_bandwidth_bytes_per_s)")
+    first_gpu = n - n_gpu_layers
+    per_layer = [0.0] * n
+    output = 0.0
+    for g in linear_groups(m):
+        if g.kind == VISION:
+            continue
+        nbytes = _layer_bytes(g, fmt, m, group_size)
+        if g.kind == LM_HEAD:
+            output += nbytes
+            continue
+        for i in g.layers:
+            per_layer[i] += nbytes / len(g.layers)
+    embedding = parameter_count(m).embedding * embedding_bytes_per_value(fmt, m)
+    if m.tie_word_embeddings:           # the output matrix is the embedding, kept where the output layer runs
+        output += embedding
+    gpu = sum(per_layer[first_gpu:])
+    host_layers = sum(per_layer[:first_gpu]) + output
+    host = host_layers + (0.0 if m.tie_word_embeddings else embedding)
+    if host > hw.host_memory_bytes:
+        raise InputError(file, "deployment.n_gpu_layers", f"{n - n_gpu_layers} layers left on the host need "
+                                                          f"{host / 2**30:.2f} GiB of weights; the host has "
+                                                          f"{hw.host_memory_bytes / 2**30:.2f} GiB ({hw.host_source})")
+    link = host_link(hw)
+    return Offload(n_gpu_layers, n, False, gpu, host, host_layers, n_gpu_layers / n, hw.host_memory_bytes,
+                   hw.host_memory_bandwidth_bytes_per_s * HOST_BANDWIDTH_EFFICIENCY, link.bytes_per_s_per_direction,
+                   hw.host_source)
+
+
+def on_gpu(kv: KVLayout, share: float) -> KVLayout:
+    """The part of the KV cache (and recurrent state) on the GPU: its layers' `share`."""
+    return replace(kv, bytes_per_token_per_gpu=kv.bytes_per_token_per_gpu * share,
+                   state_bytes_per_seq_per_gpu=kv.state_bytes_per_seq_per_gpu * share,
+                   groups=tuple(replace(g, bytes_per_token_per_gpu=g.bytes_per_token_per_gpu * share)
+                                for g in kv.groups))

@@ -1,0 +1,73 @@
+"""Partial offload (llama.cpp's n_gpu_layers) and the llama.cpp refusals: layers beyond the model, a context
+the device cannot hold."""
+
+from __future__ import annotations
+
+import pytest
+
+from sizer.analytic.formats import FORMATS
+from sizer.analytic.memory import weight_memory
+from sizer.analytic.offload import HOST_BANDWIDTH_EFFICIENCY, offload
+from sizer.analytic.parallel import ParallelConfig
+from sizer.analytic.roofline import decode_batch
+from sizer.errors import InputError
+from sizer.inputs.hardware import load_hardware
+from sizer.inputs.model_spec import load_model
+from sizer.inputs.scenario import load_scenario
+from sizer.sizing.resolve import resolve
+from sizer.sizing.step_model import roofline_for
+
+SCENARIO = """
+model: {model}
+hardware: rtx-4090
+deployment: {{quantization: q4_k_m, max_model_len: {context}, n_gpu_layers: {ngl}}}
+workload:
+  arrival: {{process: poisson, rate_per_s: 0.05}}
+  prompt_tokens: {{distribution: fixed, value: 512}}
+  output_tokens: {{distribution: fixed, value: 128}}
+"""
+
+
+def scenario(tmp_path, model="llama-3.1-70b", context=8192, ngl=35):
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO.format(model=model, context=context, ngl=ngl))
+    return load_scenario(path)
+
+
+def test_split_conserves_the_weights_and_keeps_the_embedding_on_the_host():
+    """70B in Q4_K_M (80 layers), 35 on a 4090: GPU + host bytes = the whole file; the token embedding
+    (128256 x 8192 values in Q4_K, 144 bytes per 256) and the output matrix stay on the host."""
+    m, fmt = load_model("llama-3.1-70b"), FORMATS["q4_k_m"]
+    o = offload(m, fmt, load_hardware("rtx-4090"), 35, 128)
+    total = weight_memory(m, fmt, ParallelConfig()).total_bytes
+    vectors = (2 * 80 + 1) * 8192 * 4                    # norms in F32: not layer matrices
+    assert o.gpu_weight_bytes + o.host_weight_bytes + vectors == pytest.approx(total, rel=1e-9)
+    assert o.host_weight_bytes - o.host_layer_bytes == pytest.approx(128256 * 8192 / 256 * 144)
+    assert 35 / 80 * 0.95 < o.gpu_weight_bytes / (o.gpu_weight_bytes + o.host_layer_bytes) < 35 / 80 * 1.05
+
+
+def test_decode_reads_the_host_layers_at_host_bandwidth(tmp_path):
+    """A decode step cannot beat the host part over the host's achievable bandwidth (89.6 GB/s x 0.68)."""
+    r = resolve(scenario(tmp_path))
+    step = roofline_for(r).step_time(decode_batch(1, 512))
+    assert step > r.offload.host_layer_bytes / (89.6e9 * HOST_BANDWIDTH_EFFICIENCY)
+    assert r.memory.weights_bytes == pytest.approx(r.offload.gpu_weight_bytes)
+
+
+def test_all_layers_and_the_output_is_no_offload():
+    assert offload(load_model("llama-3.1-8b"), FORMATS["q4_k_m"], load_hardware("rtx-4090"), 33, 128) is None
+
+
+def test_more_gpu_layers_than_the_model_has_is_refused(tmp_path):
+    with pytest.raises(InputError) as err:
+        resolve(scenario(tmp_path, ngl=82))              # 80 layers + the output layer = 81
+    assert err.value.field == "deployment.n_gpu_layers" and "at most 81" in str(err.value)
+
+
+def test_a_context_larger_than_memory_is_refused(tmp_path):
+    """8B Q4_K_M (4.58 GiB) on a 4090 (21.6 GiB usable at 0.9): 65536 tokens x 128 KiB = 8 GiB of KV fits;
+    131072 tokens = 16 GiB does not, after the weights, the activations and 1 GiB of CUDA context."""
+    assert resolve(scenario(tmp_path, model="llama-3.1-8b", context=65536, ngl=33)).memory.fits
+    with pytest.raises(InputError) as err:
+        resolve(scenario(tmp_path, model="llama-3.1-8b", context=131072, ngl=33))
+    assert err.value.field == "deployment.max_model_len" and "16.00 GiB" in str(err.value)
