@@ -263,3 +263,13 @@ def test_slot_reuse_in_a_simulation_hits_shared_system_prompts_and_conserves_kv(
     # one 512-token system prompt and two slots: after each slot's first request, every request reuses it
     cached = c["cached_prompt_tokens"]
     assert (cached == 512).sum() >= 80 - 2 and set(cached.tolist()) <= {0, 512}
+
+
+def test_partial_offload_keeps_only_the_gpu_layers_kv_in_device_memory_and_is_emitted():
+    r = resolve(scenario(gpu="rtx-4090", quantization="q4_k_m", parallel=2, ctx_size=8192, n_gpu_layers=20))
+    # 20 of Llama-3.1-8B's 32 layers on the GPU: their share of 8,192 cells x 131,072 B of f16 KV
+    assert r.offload.gpu_kv_share == 20 / 32
+    assert r.memory.kv_cache_bytes == pytest.approx(8192 * LLAMA_8B_KV_VALUES * 2 * 20 / 32)
+    plan = make_plan(r)
+    argv = llamacpp_argv(serving_config(r, plan.cost, plan.verdict))
+    assert argv[argv.index("--n-gpu-layers") + 1] == "20"
