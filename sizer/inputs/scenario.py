@@ -367,9 +367,6 @@ ENGINE_FIELDS = {
     **dict.fromkeys(("cache_type_k", "cache_type_v", "flash_attn"), SLOT_ENGINES),
     **dict.fromkeys(("num_ctx", "num_parallel", "keep_alive_s", "max_loaded_models", "load_bytes_per_s"), ("ollama",)),
 }
-# A quantised V cache needs flash attention in llama.cpp
-# ("V cache quantization requires flash_attn", src/llama-context.cpp).
-QUANTISED_CACHE_TYPES = ("q8_0", "q4_0")
 
 
 def _check_engine_fields(d: DeploymentSection, f: str | None) -> None:
@@ -387,9 +384,6 @@ def _check_engine_fields(d: DeploymentSection, f: str | None) -> None:
         if value != plain:
             raise InputError(f, f"deployment.{name}", f"expected {plain} for {d.engine} (sizer models one device "
                                                       "per server; its KV types are cache_type_k/cache_type_v)")
-    if d.cache_type_v in QUANTISED_CACHE_TYPES and d.flash_attn is False:
-        raise InputError(f, "deployment.cache_type_v", f"{d.cache_type_v} needs flash_attn (llama.cpp refuses a "
-                                                       "quantised V cache without flash attention)")
     if d.engine == "ollama" and (d.cache_type_k or "f16") != (d.cache_type_v or "f16"):
         raise InputError(f, "deployment.cache_type_v", "expected the same type as cache_type_k: Ollama sets both "
                                                        "with one OLLAMA_KV_CACHE_TYPE")

@@ -33,6 +33,9 @@ from sizer.sizing.presets import PROPOSER_COST_FRACTION, engine_defaults, engine
 
 # Assumption: a disaggregated KV transfer costs its bytes over the link and nothing more.
 KV_TRANSFER_LATENCY_S = 0.0
+# A quantised V cache needs flash attention: llama.cpp refuses it without ("V cache quantization requires
+# flash_attn", src/llama-context.cpp); Ollama's FAQ: KV cache quantisation needs OLLAMA_FLASH_ATTENTION.
+QUANTISED_CACHE_TYPES = ("q8_0", "q4_0")
 # llama.cpp's unified KV buffer is cells of one token; simulated in blocks of this many (a request's last
 # block may hold up to 15 unused cells).
 UNIFIED_KV_BLOCK_TOKENS = 16
@@ -255,6 +258,9 @@ def slot_settings(s: Scenario, model: ModelSpec) -> SlotSettings:
     cache_k, cache_v = pick("cache_type_k", "cache_type_k", p.cache_type), pick("cache_type_v", "cache_type_v",
                                                                                 p.cache_type)
     flash = pick("flash_attn", "flash_attn", p.flash_attn)
+    if cache_v in QUANTISED_CACHE_TYPES and flash is False:
+        raise InputError(f, "deployment.cache_type_v", f"{cache_v} needs flash_attn: true ({d.engine} refuses a "
+                                                       "quantised V cache without flash attention)")
     max_pos = model.max_position_embeddings
     if d.engine == "llama.cpp":
         slots = pick("parallel", "parallel", p.parallel)
@@ -265,7 +271,8 @@ def slot_settings(s: Scenario, model: ModelSpec) -> SlotSettings:
                                  "llama.cpp default (off when --parallel is given)")
         batch, ubatch = pick("batch_size", "batch_size", p.batch_size), pick("ubatch_size", "ubatch_size",
                                                                              p.ubatch_size)
-        ubatch = min(ubatch, batch)          # llama.cpp: n_ubatch = min(n_batch, n_ubatch)
+        if ubatch > batch:                   # llama.cpp: n_ubatch = min(n_batch, n_ubatch)
+            ubatch, sources["ubatch_size"] = batch, sources["ubatch_size"] + ", capped at batch_size as llama.cpp does"
         if d.ctx_size is None and not max_pos:
             raise InputError(f, "deployment.ctx_size", "missing and the model states no max_position_embeddings")
         total = pick("ctx_size", "ctx_size", max_pos)

@@ -92,6 +92,9 @@ def test_ollama_allocates_num_ctx_for_each_parallel_request():
     (dict(ctx_size=262144), "deployment.ctx_size"),                        # beyond max_position_embeddings 131072
     (dict(engine="ollama", num_ctx=131072, num_parallel=2), "deployment.num_ctx"),
     (dict(parallel=8, batch_size=4, ubatch_size=4, ctx_size=8192), "deployment.batch_size"),
+    (dict(ctx_size=8192, cache_type_k="q8_0", cache_type_v="q8_0", flash_attn=False), "deployment.cache_type_v"),
+    # Ollama's flash attention is off unless set: its quantised KV cache needs OLLAMA_FLASH_ATTENTION=1
+    (dict(engine="ollama", cache_type_k="q8_0", cache_type_v="q8_0"), "deployment.cache_type_v"),
 ])
 def test_contexts_that_cannot_be_served_name_their_field(kw, field):
     assert refusal(**kw).startswith(f"s.yaml: {field}:")
@@ -105,7 +108,6 @@ def test_contexts_that_cannot_be_served_name_their_field(kw, field):
     (dict(num_ctx=8192), "deployment.num_ctx"),
     (dict(tensor_parallel_size=2), "deployment.tensor_parallel_size"),
     (dict(kv_cache_dtype="fp8"), "deployment.kv_cache_dtype"),
-    (dict(cache_type_v="q8_0", flash_attn=False), "deployment.cache_type_v"),
     (dict(engine="ollama", cache_type_k="q8_0"), "deployment.cache_type_v"),   # one OLLAMA_KV_CACHE_TYPE
     (dict(batch_size=256, ubatch_size=512), "deployment.ubatch_size"),
 ])
