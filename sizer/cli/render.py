@@ -187,8 +187,9 @@ def _render_slots(plan: Plan, console: Console) -> None:
     """llama.cpp / Ollama: the plan in the user's terms."""
     a = plan.slots
     t = _table(f"In short ({a.engine})")
-    left = (f"leaving {gb_gib(a.left_bytes)} for the OS and other programs" if a.left_bytes >= 0
-            else f"short by {gb_gib(-a.left_bytes)}")
+    left = (f"short by {gb_gib(-a.left_bytes)}" if a.left_bytes < 0
+            else f"leaving {gb_gib(a.left_bytes)} for the OS and other programs" if a.unified_memory
+            else f"leaving {gb_gib(a.left_bytes)} free")
     kind = "unified memory" if a.unified_memory else "device memory"
     t.add_row("memory", f"needs {gb_gib(a.engine_bytes)} of {gb_gib(a.memory_bytes)} of {kind}, {left}"
               + (f" (the GPU may use {gb_gib(a.device_limit_bytes)})" if a.device_limit_bytes < a.memory_bytes
