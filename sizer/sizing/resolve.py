@@ -14,12 +14,24 @@ from dataclasses import dataclass
 from engine.profile import CalibrationProfile, load_profile
 from simulator.cluster import DisaggregationConfig
 from simulator.errors import FieldError, excerpt
+from simulator.grammar import GrammarConfig
+from simulator.lora import LoraConfig
 from simulator.replica import ReplicaConfig, SwapLink
 from simulator.scheduler import SchedulerConfig
 from simulator.speculative import SpeculativeConfig
 from sizer.analytic.format_support import Execution, execution
 from sizer.analytic.formats import WeightFormat, weight_format
-from sizer.analytic.memory import GiB, KVLayout, MemoryBudget, WeightMemory, kv_layout, memory_budget, weight_memory
+from sizer.analytic.memory import (
+    GiB,
+    KVLayout,
+    LoraMemory,
+    MemoryBudget,
+    WeightMemory,
+    kv_layout,
+    lora_memory,
+    memory_budget,
+    weight_memory,
+)
 from sizer.analytic.parallel import ParallelConfig, validate_split
 from sizer.analytic.roofline import RooflineStepTimeModel
 from sizer.errors import InputError
@@ -27,7 +39,15 @@ from sizer.inputs.checkpoint import Checkpoint, beside
 from sizer.inputs.hardware import HardwareSpec, Link, host_link, scale_up_link, scenario_hardware
 from sizer.inputs.model_spec import ModelSpec, checkpoint_model, load_config, load_model
 from sizer.inputs.scenario import Scenario, scenario_dir
-from sizer.sizing.presets import PROPOSER_COST_FRACTION, engine_defaults, engine_loop, preset
+from sizer.sizing.presets import (
+    GRAMMAR_BACKENDS,
+    GRAMMAR_CACHE_ENTRIES,
+    LORA_DISK_BYTES_PER_S,
+    PROPOSER_COST_FRACTION,
+    engine_defaults,
+    engine_loop,
+    preset,
+)
 
 # Assumption: a disaggregated KV transfer costs its bytes over the link and nothing more.
 KV_TRANSFER_LATENCY_S = 0.0
@@ -70,6 +90,7 @@ class Resolved:
     price_usd_per_gpu_hour: float | None
     price_source: str
     calibrated_profile: CalibrationProfile | None = None
+    lora: LoraMemory | None = None   # adapter slots per GPU (deployment.enable_lora)
 
     @property
     def scheduler(self) -> SchedulerConfig:
@@ -106,9 +127,20 @@ def resolve(s: Scenario) -> Resolved:
     engine = engine_settings(s, model, hardware)
     weights = weight_memory(model, fmt, parallel, group_size, s.model.num_parameters)
     kv = kv_layout(model, kv_dtype, parallel)
+    lora = _lora(s, model, parallel) if d.enable_lora else None
     budget = memory_budget(model, hardware.memory_bytes, weights, kv, parallel, d.gpu_memory_utilization,
-                           engine.block_size, engine.max_model_len, engine.max_num_batched_tokens, engine.max_num_seqs)
+                           engine.block_size, engine.max_model_len, engine.max_num_batched_tokens, engine.max_num_seqs,
+                           lora.bytes if lora else 0.0)
     scale_up, host = scale_up_link(hardware), host_link(hardware)
+    lora_config = grammar = None
+    if lora is not None:
+        # a load copies the adapter at its own rank (the workload's), into a slot sized for max_lora_rank
+        rank = s.workload.lora.rank if s.workload.lora else d.max_lora_rank
+        lora_config = LoraConfig(d.max_loras, d.max_cpu_loras or d.max_loras, lora.bytes_per_slot * rank / lora.rank,
+                                 host.bytes_per_s_per_direction, LORA_DISK_BYTES_PER_S)
+    if s.workload.structured_output is not None:
+        compile_s, mask_s = GRAMMAR_BACKENDS[s.workload.structured_output.backend]
+        grammar = GrammarConfig(compile_s, mask_s, GRAMMAR_CACHE_ENTRIES)
     try:
         speculative = _speculative(s, hardware, parallel, group_size, kv_dtype)
     except FieldError:
@@ -120,7 +152,8 @@ def resolve(s: Scenario) -> Resolved:
         scheduler = SchedulerConfig(max(1, min(engine.max_num_seqs, budget.state_seqs)),
                                     engine.max_num_batched_tokens, engine.enable_chunked_prefill,
                                     engine.preemption_mode, speculative,
-                                    engine.max_model_len, prefill_only=False, reserve_full_kv=engine.reserve_full_kv)
+                                    engine.max_model_len, prefill_only=False, reserve_full_kv=engine.reserve_full_kv,
+                                    lora=lora_config, grammar=grammar)
     except ValueError as exc:
         raise InputError(s.file, "deployment", str(exc)) from None
     swap = (SwapLink(kv.bytes_per_token_per_gpu, host.bytes_per_s_per_direction)
@@ -135,15 +168,15 @@ def resolve(s: Scenario) -> Resolved:
     notes = []
     if scale_up.assumed and (parallel.gpus_per_replica > 1 or (g and not g.kv_transfer_bytes_per_s)):
         notes.append(_link_note("link between GPUs (collectives, KV transfer)", scale_up))
-    if host.assumed and swap is not None:
-        notes.append(_link_note("host link (swap)", host))
+    if host.assumed and (swap is not None or lora is not None):
+        notes.append(_link_note("host link (swap, LoRA adapter loads)", host))
     if s.cost.price_usd_per_gpu_hour is not None:
         price, price_source = s.cost.price_usd_per_gpu_hour, "scenario"
     else:
         price, price_source = hardware.price_usd_per_gpu_hour, f"hardware profile {hardware.id} ({hardware.price_rule})"
     profile = _calibrated_profile(s, model, hardware, parallel) if s.hardware.calibrated_profile else None
     return Resolved(s, model, hardware, parallel, checkpoint, fmt, runs, group_size, kv_dtype, engine, weights, kv,
-                    budget, replica, disagg, tuple(notes), price, price_source, profile)
+                    budget, replica, disagg, tuple(notes), price, price_source, profile, lora)
 
 
 def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> EngineSettings:
@@ -184,6 +217,25 @@ def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> En
                          f"{engine.max_num_batched_tokens} is below max_model_len {max_len}; "
                          "without chunked prefill a whole prompt must fit one step")
     return engine
+
+
+# lora_dtype spellings -> bytes per value; "auto" takes the model's dtype (vLLM LoRAConfig.lora_dtype)
+_LORA_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "bf16": 2, "fp16": 2, "float32": 4}
+
+
+def _lora(s: Scenario, model: ModelSpec, parallel: ParallelConfig) -> LoraMemory:
+    """The adapter slots one GPU preallocates: max_loras at max_lora_rank over the targeted modules."""
+    d = s.deployment
+    dtype = model.torch_dtype if d.lora_dtype == "auto" else d.lora_dtype
+    targets = tuple(d.lora_target_modules) if d.lora_target_modules is not None else None
+    lora = lora_memory(model, parallel, d.max_lora_rank, d.max_loras, _LORA_DTYPE_BYTES.get(dtype, 2), targets)
+    missing = [t for t in targets or () if t not in lora.modules]
+    if missing or not lora.modules:
+        everything = lora_memory(model, parallel, d.max_lora_rank, d.max_loras, 2).modules
+        raise InputError(s.file, "deployment.lora_target_modules",
+                         f"{excerpt(missing[0] if missing else '(none)')} is not a LoRA-capable linear layer of "
+                         f"{model.name}; expected some of {', '.join(everything) or '(none: no such layer)'}")
+    return lora
 
 
 def _link_note(use: str, link: Link) -> str:
