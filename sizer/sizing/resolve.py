@@ -169,7 +169,8 @@ def resolve(s: Scenario) -> Resolved:
     if scale_up.assumed and (parallel.gpus_per_replica > 1 or (g and not g.kv_transfer_bytes_per_s)):
         notes.append(_link_note("link between GPUs (collectives, KV transfer)", scale_up))
     if host.assumed and (swap is not None or lora is not None):
-        notes.append(_link_note("host link (swap, LoRA adapter loads)", host))
+        uses = [use for use, on in (("swap", swap), ("LoRA adapter loads", lora)) if on is not None]
+        notes.append(_link_note(f"host link ({', '.join(uses)})", host))
     if s.cost.price_usd_per_gpu_hour is not None:
         price, price_source = s.cost.price_usd_per_gpu_hour, "scenario"
     else:

@@ -19,8 +19,9 @@ def test_plan_json_is_consistent(plan_json, name):
     plan = plan_json(name)
     assert plan["schema_version"] == 1
     mem = plan["memory"]
-    # the budget adds up: usable = weights + activations + CUDA context + KV
-    parts = mem["weights_bytes"] + mem["activation_bytes"] + mem["non_torch_bytes"] + mem["kv_cache_bytes"]
+    # the budget adds up: usable = weights + activations + CUDA context + LoRA adapter slots + KV
+    parts = (mem["weights_bytes"] + mem["activation_bytes"] + mem["non_torch_bytes"] + mem["lora_bytes"]
+             + mem["kv_cache_bytes"])
     assert parts == pytest.approx(mem["usable_bytes"]) or not plan["fits"]
     # KV tokens are whole blocks and never exceed the KV bytes
     assert mem["kv_tokens"] == mem["kv_blocks"] * mem["block_size"]
