@@ -126,3 +126,14 @@ def test_zipf_popularity_and_schema_share_leave_the_rest_of_the_workload_unchang
     share = np.bincount(b.adapter, minlength=50) / len(b)
     assert share[0] == pytest.approx(0.2223, abs=0.004) and share[49] == pytest.approx(0.0044, abs=0.001)
     assert (b.schema >= 0).mean() == pytest.approx(0.3, abs=0.005) and b.schema.max() == 19
+
+
+def test_prefix_cache_blocks_are_not_shared_across_adapters():
+    # two requests with the same 64-token prompt content 10 s apart: the second hits the first's 4 blocks
+    # only when both run on the same adapter (or both on the base model)
+    def hit(first, second):
+        reqs = [Request(i, 10.0 * i, 64, 4, prefix_segments=(7,), segment_tokens=64, adapter_id=a)
+                for i, a in enumerate((first, second))]
+        return simulate(sim_config(lora=lora(2)), LinearStepModel(), reqs).columns["cached_prompt_tokens"][1]
+    # the last block is recomputed (a prompt keeps at least one token to compute): 3 blocks x 16 = 48 tokens
+    assert (hit(-1, -1), hit(0, 0), hit(0, 1), hit(-1, 0)) == (48, 48, 0, 0)
