@@ -8,7 +8,9 @@ import numpy as np
 
 from simulator.metrics import summarise
 from simulator.safe_yaml import load_yaml
+from sizer.inputs.manifest import parse_vllm_args
 from sizer.inputs.scenario import scenario_from_dict
+from sizer.outputs.emit import serving_config, sglang_argv, vllm_argv
 from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulate_scenario
 from sizer.sizing.workload import workload_of
@@ -45,3 +47,15 @@ def test_fifty_adapters_simulate_with_records_and_hold_backs_that_max_loras_remo
     _, r50, res50 = run(max_loras=50)
     assert summarise(res50).lora_holdbacks == 0                          # a slot for every adapter
     assert r50.memory.lora_bytes == 50 * 83_886_080 and r50.memory.kv_blocks < r.memory.kv_blocks
+
+
+def test_emitted_commands_carry_the_lora_settings():
+    r = resolve(scenario_from_dict(load_yaml(SCENARIO), str(SCENARIO)))
+    c = serving_config(r, None, "fits")
+    # the scenario's max_loras 8, max_lora_rank 16, max_cpu_loras 50, in each engine's names
+    assert " ".join(vllm_argv(c)).endswith("--enable-lora --max-loras 8 --max-lora-rank 16 --max-cpu-loras 50")
+    assert " ".join(sglang_argv(c)).endswith("--enable-lora --max-loras-per-batch 8 --max-lora-rank 16")
+    # and `check` reads vLLM's flags back into the scenario fields they set
+    fields, _, notes = parse_vllm_args(vllm_argv(c), "manifest.yaml")
+    assert (fields["enable_lora"], fields["max_loras"], fields["max_lora_rank"], fields["max_cpu_loras"]) == \
+        (True, 8, 16, 50) and not notes
