@@ -319,7 +319,7 @@ def _serving_notes(r: Resolved) -> list[str]:
                      f"cache of {d.max_cpu_loras or d.max_loras} over the host link, or from disk at "
                      f"{LORA_DISK_BYTES_PER_S / 1e9:g} GB/s (assumption); per step 2 x adapter params x LoRA tokens "
                      f"FLOPs or the adapters' bytes, plus {LORA_STEP_S_PER_LAYER * 1e6:g} us per layer of kernels "
-                     "(assumption)")
+                     "(assumption); the simulation prices these, the analytic step times above do not")
         if lora.skipped:
             notes.append("LoRA: adapters on " + ", ".join(lora.skipped) + " layers are not modelled "
                          "(no slot memory, no FLOPs)")

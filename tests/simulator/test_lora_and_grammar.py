@@ -5,7 +5,7 @@ is the load, compile or mask cost alone."""
 
 import numpy as np
 import pytest
-from simhelp import LinearStepModel, scheduler_config, sim_config
+from simhelp import DATA, LinearStepModel, scheduler_config, sim_config
 
 from simulator.grammar import GrammarConfig
 from simulator.kv_cache import KVCacheManager
@@ -13,7 +13,8 @@ from simulator.lora import DISK, GPU, HOST, AdapterCache, LoraConfig
 from simulator.request import Request
 from simulator.run import simulate
 from simulator.scheduler import Scheduler
-from simulator.workload import AdapterPopularity, Arrivals, Lengths, SchemaUse, WorkloadSpec, generate
+from simulator.traces import read_csv_trace
+from simulator.workload import AdapterPopularity, Arrivals, Lengths, SchemaUse, WorkloadSpec, generate, with_tags
 
 # 1 GB adapters, a 10 GB/s host link, a 1 GB/s disk: 0.1 s from the host, 0.1 + 1 = 1.1 s from disk
 LINK = dict(adapter_bytes=1e9, host_bytes_per_s=1e10, disk_bytes_per_s=1e9)
@@ -137,3 +138,14 @@ def test_prefix_cache_blocks_are_not_shared_across_adapters():
         return simulate(sim_config(lora=lora(2)), LinearStepModel(), reqs).columns["cached_prompt_tokens"][1]
     # the last block is recomputed (a prompt keeps at least one token to compute): 3 blocks x 16 = 48 tokens
     assert (hit(-1, -1), hit(0, 0), hit(0, 1), hit(-1, 0)) == (48, 48, 0, 0)
+
+
+def test_a_trace_gets_the_adapters_and_schemas_a_synthetic_workload_of_its_size_would():
+    trace = read_csv_trace(DATA / "azure_conv_head500.csv")
+    tagged = with_tags(trace, AdapterPopularity(50, 1.0), SchemaUse(0.3, 20), seed=5)
+    one = Lengths("fixed", mean_tokens=1)
+    same = generate(WorkloadSpec(len(trace), Arrivals(), one, one, adapters=AdapterPopularity(50, 1.0),
+                                 schemas=SchemaUse(0.3, 20)), 5)
+    assert np.array_equal(tagged.adapter, same.adapter) and np.array_equal(tagged.schema, same.schema)
+    assert np.array_equal(tagged.arrival_s, trace.arrival_s)
+    assert np.array_equal(tagged.prompt_tokens, trace.prompt_tokens)
