@@ -224,10 +224,12 @@ def _draw_tags(n: int, adapters: AdapterPopularity | None, schemas: SchemaUse | 
 
 def with_tags(workload: Workload, adapters: AdapterPopularity | None, schemas: SchemaUse | None,
               seed: int) -> Workload:
-    """`workload` (a trace, say) with each request's adapter and schema drawn as `generate` draws them."""
+    """`workload` (a trace, say) with each request's adapter and schema drawn as `generate` draws them;
+    without `adapters` (or `schemas`) it keeps its own (a trace's adapter column)."""
     adapter, schema = _draw_tags(len(workload), adapters, schemas, seed)
     return Workload(workload.arrival_s, workload.prompt_tokens, workload.output_tokens, workload.tenant,
-                    workload.segments, workload.segment_tokens, adapter, schema)
+                    workload.segments, workload.segment_tokens,
+                    workload.adapter if adapter is None else adapter, workload.schema if schema is None else schema)
 
 
 @dataclass(frozen=True)

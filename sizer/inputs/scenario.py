@@ -216,7 +216,9 @@ class TraceSection:
 @dataclass(frozen=True)
 class LoraWorkloadSection:
     adapters: int = field(ge=1, le=MAX_ADAPTERS, doc="distinct LoRA adapters requests ask for")
-    popularity: Literal["zipf", "uniform"] = field("zipf", doc="how often each adapter is asked for")
+    popularity: Literal["zipf", "uniform", "trace"] = field(
+        "zipf", doc="how often each adapter is asked for; trace: the trace's Adapter column (CSV) or adapter key "
+                    "(Mooncake), ids from 0 to adapters - 1")
     zipf_s: float = field(1.0, ge=0.0, le=MAX_ZIPF_S, doc="zipf: adapter k (from 1) is asked for in proportion to "
                                                           "1 / k^zipf_s")
     rank: int = field(16, ge=1, le=MAX_LORA_RANK, doc="the adapters' rank (at most deployment.max_lora_rank)")
@@ -352,6 +354,8 @@ def check_scenario(s: Scenario) -> None:
         if not d.enable_lora:
             raise InputError(f, "workload.lora", "requests ask for LoRA adapters; "
                              "expected deployment.enable_lora: true")
+        if w.lora.popularity == "trace" and w.trace is None:
+            raise InputError(f, "workload.lora.popularity", "'trace' needs workload.trace (with an adapter column)")
         if w.lora.rank > d.max_lora_rank:
             raise InputError(f, "workload.lora.rank", f"{w.lora.rank} exceeds deployment.max_lora_rank "
                              f"{d.max_lora_rank}; vLLM refuses such adapters")

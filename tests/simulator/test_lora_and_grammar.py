@@ -7,13 +7,14 @@ import numpy as np
 import pytest
 from simhelp import DATA, LinearStepModel, scheduler_config, sim_config
 
+from simulator.errors import FieldError
 from simulator.grammar import GrammarConfig
 from simulator.kv_cache import KVCacheManager
 from simulator.lora import DISK, GPU, HOST, AdapterCache, LoraConfig
 from simulator.request import Request
 from simulator.run import simulate
 from simulator.scheduler import Scheduler
-from simulator.traces import read_csv_trace
+from simulator.traces import read_csv_trace, read_mooncake
 from simulator.workload import AdapterPopularity, Arrivals, Lengths, SchemaUse, WorkloadSpec, generate, with_tags
 
 # 1 GB adapters, a 10 GB/s host link, a 1 GB/s disk: 0.1 s from the host, 0.1 + 1 = 1.1 s from disk
@@ -149,3 +150,14 @@ def test_a_trace_gets_the_adapters_and_schemas_a_synthetic_workload_of_its_size_
     assert np.array_equal(tagged.adapter, same.adapter) and np.array_equal(tagged.schema, same.schema)
     assert np.array_equal(tagged.arrival_s, trace.arrival_s)
     assert np.array_equal(tagged.prompt_tokens, trace.prompt_tokens)
+
+
+def test_a_mooncake_trace_may_name_each_requests_adapter(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"timestamp": 0, "input_length": 10, "output_length": 2, "adapter": 5}\n'
+                    '{"timestamp": 5, "input_length": 10, "output_length": 2}\n')
+    assert read_mooncake(path).adapter.tolist() == [5, -1]          # a record without the key: the base model
+    path.write_text('{"timestamp": 0, "input_length": 10, "output_length": 2, "adapter": "x"}\n')
+    with pytest.raises(FieldError) as e:
+        read_mooncake(path)
+    assert e.value.field == "line 1, adapter"

@@ -5,9 +5,12 @@ adapters removes every hold-back."""
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from simulator.errors import FieldError
 from simulator.metrics import summarise
 from simulator.safe_yaml import load_yaml
+from sizer.errors import InputError
 from sizer.inputs.manifest import parse_vllm_args
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.outputs.emit import serving_config, sglang_argv, vllm_argv
@@ -59,3 +62,39 @@ def test_emitted_commands_carry_the_lora_settings():
     fields, _, notes = parse_vllm_args(vllm_argv(c), "manifest.yaml")
     assert (fields["enable_lora"], fields["max_loras"], fields["max_lora_rank"], fields["max_cpu_loras"]) == \
         (True, 8, 16, 50) and not notes
+
+
+TRACE = "TIMESTAMP,ContextTokens,GeneratedTokens,Adapter\n0,100,10,3\n0.5,120,12,\n1.0,90,8,0\n1.5,100,10,3\n"
+
+
+def trace_scenario(tmp_path, trace=TRACE, **lora):
+    (tmp_path / "t.csv").write_text(trace)
+    data = {"model": "llama-3.1-8b", "hardware": "h100-sxm",
+            "deployment": {"max_model_len": 8192, "enable_lora": True, "max_loras": 2},
+            "workload": {"trace": {"path": "t.csv", "format": "csv"}}}
+    if lora:
+        data["workload"]["lora"] = lora
+    return scenario_from_dict(data, str(tmp_path / "s.yaml"))
+
+
+def test_a_trace_column_names_each_requests_adapter(tmp_path):
+    r = resolve(trace_scenario(tmp_path, adapters=4, popularity="trace"))
+    res = simulate_scenario(r)
+    # rows in arrival order: adapter 3, the base model (empty cell), 0, 3
+    assert res.columns["adapter"].tolist() == [3, -1, 0, 3] and not res.columns["rejected"].any()
+
+
+@pytest.mark.parametrize("lora, field", [({"adapters": 3, "popularity": "trace"}, "workload.lora.adapters"),
+                                         ({"adapters": 4}, "workload.lora.popularity")])
+def test_a_trace_column_must_match_the_workloads_lora(tmp_path, lora, field):
+    # adapter 3 with 3 adapters (ids 0-2); a trace that names adapters but adapters drawn by Zipf
+    with pytest.raises(InputError) as e:
+        simulate_scenario(resolve(trace_scenario(tmp_path, **lora)))
+    assert e.value.field == field
+
+
+def test_a_bad_adapter_cell_names_its_line_and_column(tmp_path):
+    with pytest.raises(FieldError) as e:
+        simulate_scenario(resolve(trace_scenario(tmp_path, TRACE.replace(",3\n0.5", ",x\n0.5"), adapters=4,
+                                                 popularity="trace")))
+    assert e.value.field == "line 2, Adapter"
