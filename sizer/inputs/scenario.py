@@ -79,6 +79,7 @@ MAX_INTEGER = 2 ** 63 - 1
 # 1,024 (vLLM preallocates each; far beyond any GPU's memory at rank 16 for an 8B model); adapters and
 # schemas in a workload at most 100,000 (Zipf weights are one float each); Zipf exponent at most 10.
 MAX_LORA_RANK = 512
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)      # vllm/config/lora.py MaxLoRARanks: the ranks vLLM takes
 MAX_LORAS = 1024
 MAX_ADAPTERS = 100_000
 MAX_ZIPF_S = 10.0
@@ -359,6 +360,9 @@ def check_scenario(s: Scenario) -> None:
         if w.lora.rank > d.max_lora_rank:
             raise InputError(f, "workload.lora.rank", f"{w.lora.rank} exceeds deployment.max_lora_rank "
                              f"{d.max_lora_rank}; vLLM refuses such adapters")
+    if d.max_lora_rank not in LORA_RANKS:
+        raise InputError(f, "deployment.max_lora_rank", f"expected one of vLLM's {', '.join(map(str, LORA_RANKS))}, "
+                         f"got {d.max_lora_rank}")
     if d.max_cpu_loras is not None and d.max_cpu_loras < d.max_loras:
         raise InputError(f, "deployment.max_cpu_loras", f"expected at least max_loras ({d.max_loras}), "
                          f"got {d.max_cpu_loras}")
