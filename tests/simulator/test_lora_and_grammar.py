@@ -11,6 +11,7 @@ from simulator.errors import FieldError
 from simulator.grammar import GrammarConfig
 from simulator.kv_cache import KVCacheManager
 from simulator.lora import DISK, GPU, HOST, AdapterCache, LoraConfig
+from simulator.replica import SwapLink
 from simulator.request import Request
 from simulator.run import simulate
 from simulator.scheduler import Scheduler
@@ -161,3 +162,18 @@ def test_a_mooncake_trace_may_name_each_requests_adapter(tmp_path):
     with pytest.raises(FieldError) as e:
         read_mooncake(path)
     assert e.value.field == "line 1, adapter"
+
+
+@pytest.mark.parametrize("mode", ["recompute", "swap"])
+def test_preempted_requests_give_back_their_adapter_slot_and_every_block(mode):
+    spec = WorkloadSpec(200, Arrivals("poisson", 200.0), Lengths("uniform", min_tokens=50, max_tokens=300),
+                        Lengths("uniform", min_tokens=20, max_tokens=200), adapters=AdapterPopularity(6, 1.0),
+                        schemas=SchemaUse(0.5, 3))
+    cfg = sim_config(num_blocks=120, lora=lora(3, 6), preemption_mode=mode, check_invariants=True,
+                     grammar=GrammarConfig(compile_s=0.01, mask_s_per_token=1e-4, cache_entries=2),
+                     swap=SwapLink(1e5, 1e10) if mode == "swap" else None)
+    res = simulate(cfg, LinearStepModel(), generate(spec, 1))
+    c = res.columns
+    assert res.num_preemptions > 0                                   # 120 blocks of 16 tokens: the pool runs short
+    assert len(c["request_id"]) == 200 and not c["rejected"].any()
+    assert np.array_equal(c["generated_tokens"], c["output_tokens"])
