@@ -1,8 +1,8 @@
 """Paged KV cache: a pool of fixed-size blocks, ref-counted, with a prefix cache.
 
 Follows vLLM v1's KVCacheManager. A full prompt block is keyed by a chained hash over the
-prompt content (parent key, the content ids covering its tokens, and the tenant when caches
-are isolated), so two requests share block k only if they share everything before it. Only
+prompt content (parent key, the content ids covering its tokens, the tenant when caches
+are isolated, and the LoRA adapter), so two requests share block k only if they share everything before it. Only
 keyed blocks can be shared, so only they carry reference counts. A freed keyed block keeps
 its key in an LRU queue of cached blocks; a freed unkeyed block goes to a plain free list.
 Allocation takes plain blocks first and evicts the least recently used cached block only
@@ -31,6 +31,8 @@ def prompt_block_hashes(req: Request, block_size: int, tenant_scoped: bool) -> l
     if num == 0:
         return []
     parent = hash((seg, block_size, req.tenant if tenant_scoped else -1))
+    if req.adapter_id >= 0:     # KV computed under an adapter is its own (vLLM: the LoRA id is in the block hash,
+        parent = hash((parent, "lora", req.adapter_id))      # vllm/v1/core/kv_cache_utils.py, extra keys)
     if seg % block_size == 0:
         per = seg // block_size
         keys: list[int] = []

@@ -70,6 +70,8 @@ class MetricsSummary:
     mean_batch_size: float              # sequences per step, averaged over time
     mean_kv_usage: float                # fraction of KV blocks in use, averaged over time
     peak_kv_usage: float
+    lora_holdbacks: int = 0             # steps requests waited for a LoRA adapter slot, all requests
+    lora_held_requests: int = 0         # requests held back at least once
     slo: SLO | None = None
     slo_share: float | None = None      # share of all requests meeting every target
     slo_met: bool | None = None         # slo_share >= slo.required_share
@@ -153,6 +155,7 @@ def summarise(result: SimulationResult, slo: SLO | None = None, engine_side: boo
         mean_batch_size=float(np.sum(tl.num_seqs * tl.step_s) / busy) if busy else 0.0,
         mean_kv_usage=float(np.sum(tl.kv_usage * tl.step_s) / busy) if busy else 0.0,
         peak_kv_usage=float(tl.kv_usage.max()) if len(tl.kv_usage) else 0.0,
+        lora_holdbacks=int(c["lora_holdbacks"].sum()), lora_held_requests=int((c["lora_holdbacks"] > 0).sum()),
     )
     if slo is not None and slo.has_targets:
         met = slo_attainment(result, slo, engine_side)

@@ -18,11 +18,13 @@ from simulator.request import Request, Status
 
 # Per request: integer and float values, one row each in two flat arrays (one `fromlist` call
 # per request), split into columns in this order at the end.
-_REQUEST_COLUMNS = ("request_id", "replica", "tenant", "arrival_s", "prompt_tokens", "output_tokens",
-                    "generated_tokens", "cached_prompt_tokens", "scheduled_s", "first_token_s", "finished_s",
-                    "preemptions", "rejected")
-_REQUEST_INTS = ("request_id", "replica", "tenant", "prompt_tokens", "output_tokens", "generated_tokens",
-                 "cached_prompt_tokens", "preemptions", "rejected")
+# `adapter` (LoRA, -1 the base model) and `schema` (structured output, -1 none) say what each request
+# asked for, `lora_holdbacks` how many steps it waited for an adapter slot: a user can audit both.
+_REQUEST_COLUMNS = ("request_id", "replica", "tenant", "adapter", "schema", "arrival_s", "prompt_tokens",
+                    "output_tokens", "generated_tokens", "cached_prompt_tokens", "scheduled_s", "first_token_s",
+                    "finished_s", "preemptions", "lora_holdbacks", "rejected")
+_REQUEST_INTS = ("request_id", "replica", "tenant", "adapter", "schema", "prompt_tokens", "output_tokens",
+                 "generated_tokens", "cached_prompt_tokens", "preemptions", "lora_holdbacks", "rejected")
 _REQUEST_FLOATS = ("arrival_s", "scheduled_s", "first_token_s", "finished_s")
 _STEP_COLUMNS = {"replica": "q", "end_s": "d", "step_s": "d", "num_seqs": "q", "new_tokens": "q",
                  "itl_seqs": "q", "kv_used_blocks": "q"}
@@ -80,8 +82,9 @@ class Recorder:
     def request_done(self, req: Request, replica: int) -> None:
         """Record a request that finished or was rejected."""
         rejected = req.status is Status.REJECTED
-        self._req_ints.fromlist([req.request_id, replica, req.tenant, req.prompt_tokens, req.output_tokens,
-                                 req.num_output_tokens, req.num_cached_prompt_tokens, req.num_preemptions, rejected])
+        self._req_ints.fromlist([req.request_id, replica, req.tenant, req.adapter_id, req.schema_id,
+                                 req.prompt_tokens, req.output_tokens, req.num_output_tokens,
+                                 req.num_cached_prompt_tokens, req.num_preemptions, req.num_holdbacks, rejected])
         self._req_floats.fromlist([req.arrival_s, req.scheduled_s, req.first_token_s, req.finished_s])
         if rejected:
             self._reasons[req.request_id] = req.reject_reason

@@ -141,7 +141,7 @@ class Replica:
         for req in self.inbox:
             if req.arrival_s + input_s > cutoff:      # the same sum the idle wait sleeps until
                 keep.append(req)
-            elif not sched.add_request(req):
+            elif not sched.add_request(req, req.arrival_s + input_s):
                 self.on_done(self, req)
         self.inbox = keep
 
@@ -182,7 +182,13 @@ class Replica:
         """Schedule one step; return its end time and how to apply it."""
         step = self.scheduler.schedule(self._t)
         if step.is_empty:
-            raise RuntimeError(f"replica {self.index}: nothing schedulable with work pending")
+            ready_s = self.scheduler.next_ready_s()
+            if ready_s <= self._t:
+                raise RuntimeError(f"replica {self.index}: nothing schedulable with work pending")
+
+            def wait():                      # every waiting request's schema is still compiling
+                self._last_start_s = self._t = ready_s
+            return ready_s, wait
         dt = self._step_time(step)
         t, used = self._t + dt, self.kv.num_used_blocks
 
@@ -244,6 +250,11 @@ class Replica:
         if swapped:
             cfg = self.config
             dt += swapped * cfg.block_size * cfg.swap.kv_bytes_per_token / cfg.swap.bytes_per_s
+        sched = self.config.scheduler
+        for source in step.adapter_loads:          # adapters brought into a GPU slot for this step
+            dt += sched.lora.load_s(source)
+        if step.grammar_seqs:                      # token masks on the CPU, not overlapped (assumption)
+            dt += step.grammar_seqs * sched.grammar.mask_s_per_token
         return dt
 
     def _draw_accepted(self, step: ScheduledStep) -> dict[int, int]:

@@ -33,6 +33,8 @@ class Request:
     prefix_segments: tuple[int, ...] = ()
     segment_tokens: int = 1
     tenant: int = 0
+    adapter_id: int = -1                  # LoRA adapter (simulator/lora.py); -1: the base model
+    schema_id: int = -1                   # structured-output schema (simulator/grammar.py); -1: none
 
     # -- scheduling state --
     status: Status = Status.WAITING
@@ -43,6 +45,8 @@ class Request:
     block_hashes: list[int] | None = None  # prefix-cache keys of the full prompt blocks
     num_hashed_blocks: int = 0            # leading blocks already registered in the cache
     num_preemptions: int = 0
+    num_holdbacks: int = 0                # steps it waited only because its adapter had no slot
+    grammar_ready_s: float = -1.0         # when its schema is compiled (-1: not asked yet)
     group_tick: int = -1                  # in the scheduler's decode group since this tick (-1: not)
     reject_reason: str = ""
 

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from itertools import accumulate
 
 from simulator.decode_group import DecodeGroup
+from simulator.grammar import GrammarCache, GrammarConfig
 from simulator.kv_cache import KVCacheManager
+from simulator.lora import GPU, AdapterCache, LoraConfig
 from simulator.request import Request, Status
 from simulator.speculative import SpeculativeConfig
 from simulator.step import DecodeRun, ScheduledSeq, ScheduledStep, StepBuilder
@@ -38,6 +40,8 @@ class SchedulerConfig:
     prefill_only: bool                            # disaggregated prefill worker: done at first token
     reserve_full_kv: bool                         # admit only with blocks for the whole output, so
                                                   # nothing is ever preempted (TensorRT-LLM's default)
+    lora: LoraConfig | None = None                # multi-LoRA serving; None: off (adapters ignored)
+    grammar: GrammarConfig | None = None          # structured outputs; None: off (schemas ignored)
 
     def __post_init__(self) -> None:
         if self.max_num_seqs < 1 or self.max_num_batched_tokens < self.max_num_seqs:
@@ -60,14 +64,22 @@ class Scheduler:
         # Steady decodes advance as a group (a prefix of the running order) when every step
         # schedules all of them: chunked prefill on, no drafts (see decode_group.py).
         self._group = DecodeGroup(kv.block_size)
-        self._use_group = config.enable_chunked_prefill and not config.num_speculative_tokens
+        self.adapters = AdapterCache(config.lora) if config.lora else None
+        self.grammars = GrammarCache(config.grammar) if config.grammar else None
+        # LoRA and grammars are counted per sequence, so their runs step each sequence explicitly
+        self._tagging = bool(config.lora or config.grammar)
+        self._use_group = (config.enable_chunked_prefill and not config.num_speculative_tokens
+                           and not self._tagging)
         self.num_preemptions = 0
+        self.num_holdbacks = 0           # waiting requests skipped, per step, for want of an adapter slot
         self._last_update_s = float("-inf")
         self._reserved_blocks = 0        # reserve_full_kv: final blocks of the running requests
 
     # -- queue --
-    def add_request(self, req: Request) -> bool:
-        """Queue the request, or mark it REJECTED (with why) if it could never be served. A request
+    def add_request(self, req: Request, now_s: float | None = None) -> bool:
+        """Queue the request, or mark it REJECTED (with why) if it could never be served. `now_s`
+        (when it reached the engine) starts its schema's compilation; without it, the first
+        schedule that considers the request does. A request
         must have output left to produce (a KV transfer's request has produced its first token):
         every step of it samples one, so a finished one would over-generate, and with drafts the
         cap below (output left - 1) would go negative."""
@@ -80,6 +92,8 @@ class Scheduler:
             req.reject_reason = reason
             return False
         req.status = Status.WAITING
+        if self.grammars is not None and req.schema_id >= 0 and now_s is not None:
+            req.grammar_ready_s = self.grammars.ready_s(req.schema_id, now_s)
         self.waiting.append(req)
         return True
 
@@ -115,7 +129,7 @@ class Scheduler:
     def schedule(self, now_s: float | None = None) -> ScheduledStep:
         """Choose the next step. `now_s` (its start) stamps requests scheduled for the first time."""
         now = self._last_update_s if now_s is None else now_s
-        step = StepBuilder(self.config.max_num_batched_tokens, self._last_update_s)
+        step = StepBuilder(self.config.max_num_batched_tokens, self._last_update_s, self._tagging)
         if self.config.enable_chunked_prefill:
             if self._group.members:
                 self._schedule_group(step)
@@ -164,6 +178,8 @@ class Scheduler:
                     n_running = len(running)
                 decodes.append(req)
                 contexts.append(c)
+                if self._tagging:
+                    step.tag(req, 1, True)
                 plain_ctx += c
                 if req.last_token_s == prev:
                     itl += 1
@@ -196,10 +212,43 @@ class Scheduler:
         return True
 
     def _schedule_waiting(self, step: StepBuilder, now: float) -> None:
+        """Admit waiting requests in order; with LoRA or grammars on, those held back (no adapter
+        slot, schema still compiling) are skipped and keep their place in the queue."""
+        held: list[Request] = []
+        try:
+            self._admit_waiting(step, now, held)
+        finally:
+            if held:
+                self.waiting.extendleft(reversed(held))
+
+    def _held(self, req: Request, now: float) -> bool:
+        """Whether `req` must wait this step for its schema's compilation or an adapter slot."""
+        grammars, adapters = self.grammars, self.adapters
+        if grammars is not None and req.schema_id >= 0:
+            if req.grammar_ready_s < 0:
+                req.grammar_ready_s = grammars.ready_s(req.schema_id, now)
+            if req.grammar_ready_s > now:
+                return True
+        if adapters is not None and not adapters.can_run(req.adapter_id):
+            req.num_holdbacks += 1
+            self.num_holdbacks += 1
+            return True
+        return False
+
+    def next_ready_s(self) -> float:
+        """The earliest time a waiting request's schema is compiled, if one is still compiling
+        (the engine waits for it when nothing else can run); else -inf."""
+        pending = [r.grammar_ready_s for r in self.waiting if r.grammar_ready_s > self._last_update_s]
+        return min(pending, default=float("-inf"))
+
+    def _admit_waiting(self, step: StepBuilder, now: float, held: list[Request]) -> None:
         cfg, kv, waiting, running = self.config, self.kv, self.waiting, self._explicit
         gamma = cfg.num_speculative_tokens
         while waiting and step.budget > 0 and len(running) + len(self._group.members) < cfg.max_num_seqs:
             req = waiting[0]
+            if self._tagging and self._held(req, now):
+                held.append(waiting.popleft())
+                continue
             hit_blocks, hit_free = kv.count_computed_blocks(req) if req.num_computed_tokens == 0 else (0, 0)
             num_hit = hit_blocks * kv.block_size
             if kv.slot_prompt_reuse and req.num_computed_tokens == 0 and kv.num_free_blocks:
@@ -222,6 +271,10 @@ class Scheduler:
             self._reserved_blocks += final
             waiting.popleft()
             running.append(req)
+            if self.adapters is not None:
+                source = self.adapters.start(req.adapter_id)
+                if source != GPU:
+                    step.adapter_loads.append(source)
             req.status = Status.RUNNING
             req.num_computed_tokens = computed
             if swapped:
@@ -238,6 +291,8 @@ class Scheduler:
 
     def _release(self, req: Request) -> None:
         self.kv.free(req)
+        if self.adapters is not None:
+            self.adapters.stop(req.adapter_id)
         if self.config.reserve_full_kv:
             self._reserved_blocks -= self._final_blocks(req)
 

@@ -39,6 +39,8 @@ class ScheduledStep:
     num_itl_seqs: int = 0        # seqs whose token this step comes one step after their last
     spec_seqs: int = 0           # seqs verifying draft tokens, and their context (for pricing drafts)
     spec_context_tokens: int = 0
+    adapter_loads: tuple[str, ...] = ()   # where each adapter loaded for this step came from (simulator/lora.py)
+    grammar_seqs: int = 0        # seqs sampling a token under a grammar (a token mask each)
     _seqs: list[ScheduledSeq] | None = None
 
     @property
@@ -96,10 +98,10 @@ class StepBuilder:
     __slots__ = ("budget", "prev_s", "group", "group_tick", "decodes", "decode_context", "others", "preempted",
                  "swap_out_blocks",
                  "swap_in_blocks", "new", "ctx", "pairs", "pf_seqs", "pf_tokens", "draft", "itl", "spec_seqs",
-                 "spec_ctx")
+                 "spec_ctx", "tagging", "lora_tokens", "adapters", "adapter_loads", "grammar_seqs")
 
-    def __init__(self, budget: int, prev_s: float):
-        self.budget, self.prev_s = budget, prev_s
+    def __init__(self, budget: int, prev_s: float, tagging: bool = False):
+        self.budget, self.prev_s, self.tagging = budget, prev_s, tagging
         self.group: list[Request] = []
         self.group_tick = 0
         self.decodes: list[Request] = []
@@ -109,12 +111,26 @@ class StepBuilder:
         self.swap_out_blocks = self.swap_in_blocks = 0
         self.new = self.ctx = self.pairs = self.pf_seqs = self.pf_tokens = 0
         self.draft = self.itl = self.spec_seqs = self.spec_ctx = 0
+        self.lora_tokens = self.grammar_seqs = 0
+        self.adapters: set[int] = set()
+        self.adapter_loads: list[str] = []
+
+    def tag(self, req: Request, n: int, samples: bool) -> None:
+        """Count a sequence's LoRA tokens and grammar mask (the scheduler calls it only when
+        LoRA or structured outputs are on, so other runs pay nothing)."""
+        if req.adapter_id >= 0:
+            self.lora_tokens += n
+            self.adapters.add(req.adapter_id)
+        if samples and req.schema_id >= 0:
+            self.grammar_seqs += 1
 
     def add(self, req: Request, n: int, decode: bool, spec: int) -> None:
         """Add a prefill chunk or a speculative verification (the caller takes `n` off the budget)."""
         c = req.num_computed_tokens
         samples = decode or c + n == req.num_tokens
         self.others.append(ScheduledSeq(req, n, c, not decode, samples, spec))
+        if self.tagging:
+            self.tag(req, n, samples)
         self.new += n
         self.ctx += c
         self.pairs += attention_pairs(n, c)
@@ -132,7 +148,8 @@ class StepBuilder:
     def build(self) -> ScheduledStep:
         d = len(self.decodes) + len(self.group)
         batch = StepBatch(d + len(self.others), self.new + d, self.ctx, self.pairs + len(self.decodes), self.pf_seqs,
-                          self.pf_tokens, self.draft)
+                          self.pf_tokens, self.draft, self.lora_tokens, len(self.adapters))
         return ScheduledStep(self.group, self.group_tick, self.decodes, self.decode_context, self.others, batch,
                              self.preempted,
-                             self.swap_out_blocks, self.swap_in_blocks, self.itl, self.spec_seqs, self.spec_ctx)
+                             self.swap_out_blocks, self.swap_in_blocks, self.itl, self.spec_seqs, self.spec_ctx,
+                             tuple(self.adapter_loads), self.grammar_seqs)

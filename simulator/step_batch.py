@@ -29,6 +29,8 @@ class StepBatch(NamedTuple):
     prefill_seqs: int = 0          # sequences with more than one new token that are prefilling
     prefill_tokens: int = 0        # new tokens of those sequences
     draft_tokens: int = 0          # speculative tokens proposed this step (priced by the proposer)
+    lora_tokens: int = 0           # new tokens of sequences running a LoRA adapter
+    lora_adapters: int = 0         # distinct LoRA adapters in the step (their weights are read)
 
     @staticmethod
     def from_seqs(seqs: Iterable[tuple[int, int]], prefill: Iterable[bool] | None = None) -> StepBatch:

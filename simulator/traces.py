@@ -76,6 +76,11 @@ CSV_FIELDS = (
     Key("GeneratedTokens", int, **_TOKENS, doc="output tokens"),
 )
 CSV_COLUMNS = tuple(k.name for k in CSV_FIELDS)
+# Optional, both formats: the LoRA adapter a request asks for (simulator/lora.py), -1 or absent the
+# base model; CSV column `Adapter` (an empty cell: the base model), Mooncake key `adapter`.
+MAX_ADAPTER_ID = 2 ** 31 - 1
+ADAPTER_KEY = Key("adapter", int, ge=-1, le=MAX_ADAPTER_ID, doc="LoRA adapter id, -1 the base model (optional)")
+CSV_ADAPTER_COLUMN = "Adapter"
 
 
 def _lines(path: str, f) -> Iterator[tuple[int, str]]:
@@ -136,10 +141,11 @@ _MOONCAKE_KEYS = tuple(k.name for k in MOONCAKE_FIELDS if not k.nullable)      #
 
 
 def read_mooncake(path: str | Path, limit: int | None = None) -> Workload:
-    """One JSON object a line: timestamp (ms), input_length, output_length, hash_ids (optional)."""
+    """One JSON object a line: timestamp (ms), input_length, output_length, hash_ids (optional),
+    adapter (optional: a LoRA adapter id, -1 the base model)."""
     path = str(path)
     cap = MAX_TRACE_REQUESTS if limit is None else min(limit, MAX_TRACE_REQUESTS)
-    arrival, prompt, output, segments = [], [], [], []
+    arrival, prompt, output, segments, adapters = [], [], [], [], []
     num_hash_ids = 0
     t_key, p_key, o_key, h_key = MOONCAKE_FIELDS
     t_lo, t_hi, least, most, h_lo, h_hi = t_key.ge, t_key.le, p_key.ge, p_key.le, h_key.ge, h_key.le
@@ -176,7 +182,11 @@ def read_mooncake(path: str | Path, limit: int | None = None) -> Workload:
             prompt.append(p)
             output.append(o)
             segments.append(h)
-    return _workload(path, arrival, prompt, output, segments, MOONCAKE_BLOCK_TOKENS)
+            a = rec.get(ADAPTER_KEY.name, -1) if type(rec) is dict else -1
+            if not (type(a) is int and -1 <= a <= MAX_ADAPTER_ID):
+                a = check_key(ADAPTER_KEY, a, path, f"line {lineno:,}, {ADAPTER_KEY.name}")
+            adapters.append(a)
+    return _workload(path, arrival, prompt, output, segments, MOONCAKE_BLOCK_TOKENS, adapters)
 
 
 _NUMBER = (int, float)
@@ -225,12 +235,13 @@ def _number(cell: str):
 
 
 def read_csv_trace(path: str | Path, limit: int | None = None) -> Workload:
-    """Header TIMESTAMP,ContextTokens,GeneratedTokens (other columns are ignored); timestamps as
+    """Header TIMESTAMP,ContextTokens,GeneratedTokens, optionally Adapter (a LoRA adapter id; empty or
+    -1: the base model); other columns are ignored. Timestamps as
     date-times (Azure: `2023-11-16 18:17:03.9799600`) or, when the first row's is a number, as
     seconds. No prompt content, so no prefix sharing."""
     path = str(path)
     cap = MAX_TRACE_REQUESTS if limit is None else min(limit, MAX_TRACE_REQUESTS)
-    stamps, prompt, output, lines_of = [], [], [], []
+    stamps, prompt, output, lines_of, adapters = [], [], [], [], []
     numeric = None
     with _open(path) as f:
         lines = _lines(path, f)
@@ -251,6 +262,7 @@ def read_csv_trace(path: str | Path, limit: int | None = None) -> Workload:
                 raise FieldError(path, f"line {reader.line_num}", f"column {twice} given twice")
             at = tuple(names.index(c) for c in CSV_COLUMNS)
             ti, pi, oi = at
+            ai = names.index(CSV_ADAPTER_COLUMN) if CSV_ADAPTER_COLUMN in names else None
             t_key, p_key, _ = CSV_FIELDS
             t_lo, t_hi, least, most = t_key.ge, t_key.le, p_key.ge, p_key.le
             for row in reader:
@@ -281,13 +293,17 @@ def read_csv_trace(path: str | Path, limit: int | None = None) -> Workload:
                 prompt.append(p)
                 output.append(o)
                 lines_of.append(lineno)
+                if ai is not None:
+                    cell = row[ai].strip()
+                    adapters.append(check_key(ADAPTER_KEY, _number(cell), path, f"line {lineno:,}, "
+                                              f"{CSV_ADAPTER_COLUMN}") if cell else -1)
         except csv.Error as e:
             raise FieldError(path, f"line {reader.line_num:,}", f"not CSV ({e})") from None
     if not prompt:
         raise FieldError(path, f"line {reader.line_num + 1:,}", f"no requests after the header; expected one row a "
                          f"request ({','.join(CSV_COLUMNS)})")
     t = stamps if numeric else _datetimes_s(path, stamps, lines_of)
-    return _workload(path, t, prompt, output, [()] * len(prompt), 1)
+    return _workload(path, t, prompt, output, [()] * len(prompt), 1, adapters)
 
 
 def _csv_row(path: str, lineno: int, row: list[str], at: tuple[int, int, int], numeric: bool):
@@ -323,12 +339,13 @@ def _datetimes_s(path: str, stamps: list[str], lines_of: list[int]) -> np.ndarra
     return (dt - dt.iloc[0]).dt.total_seconds().to_numpy()
 
 
-def _workload(path: str, arrival, prompt, output, segments, segment_tokens: int) -> Workload:
+def _workload(path: str, arrival, prompt, output, segments, segment_tokens: int, adapters: list[int]) -> Workload:
     arrival_s = np.asarray(arrival, float)
     if len(arrival_s) == 0:
         raise FieldError(path, "line 1", "no requests; expected one JSON object a line")
     order = np.argsort(arrival_s, kind="stable")
     arrival_s = arrival_s[order] - arrival_s[order[0]]
     segs = [segments[i] for i in order.tolist()]
+    adapter = np.asarray(adapters, np.int64)[order] if any(a >= 0 for a in adapters) else None
     return Workload(arrival_s, np.asarray(prompt, np.int64)[order], np.asarray(output, np.int64)[order],
-                    np.zeros(len(arrival_s), np.int64), segs, segment_tokens)
+                    np.zeros(len(arrival_s), np.int64), segs, segment_tokens, adapter)

@@ -98,12 +98,47 @@ class SharedPrefix:
 
 
 @dataclass(frozen=True)
+class AdapterPopularity:
+    """Each request asks for one of `num_adapters` LoRA adapters, adapter k (0-based) with
+    probability proportional to 1 / (k + 1)^zipf_s (Zipf; zipf_s 0: uniform)."""
+    num_adapters: int
+    zipf_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.num_adapters < 1 or self.zipf_s < 0:
+            raise ValueError("adapter popularity needs num_adapters >= 1 and zipf_s >= 0")
+
+    def draw(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        weights = 1.0 / np.arange(1, self.num_adapters + 1, dtype=float) ** self.zipf_s
+        return rng.choice(self.num_adapters, n, p=weights / weights.sum()).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class SchemaUse:
+    """A `share` of requests ask for structured output, each with one of `num_schemas` schemas
+    drawn uniformly."""
+    share: float
+    num_schemas: int
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.share <= 1.0 or self.num_schemas < 1:
+            raise ValueError("schema use needs 0 <= share <= 1 and num_schemas >= 1")
+
+    def draw(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        has = rng.random(n) < self.share
+        which = rng.integers(0, self.num_schemas, n)
+        return np.where(has, which, -1).astype(np.int64)
+
+
+@dataclass(frozen=True)
 class WorkloadSpec:
     num_requests: int
     arrivals: Arrivals
     prompt: Lengths
     output: Lengths
     shared_prefix: SharedPrefix | None = None
+    adapters: AdapterPopularity | None = None     # None: every request runs on the base model
+    schemas: SchemaUse | None = None              # None: no request asks for structured output
 
 
 @dataclass(frozen=True)
@@ -125,17 +160,23 @@ class Workload:
     tenant: np.ndarray
     segments: Sequence[tuple[int, ...]]
     segment_tokens: int = 1
+    adapter: np.ndarray | None = None      # LoRA adapter per request, -1 the base model (None: all base)
+    schema: np.ndarray | None = None       # structured-output schema per request, -1 none (None: none)
 
     def __len__(self) -> int:
         return len(self.arrival_s)
 
     def requests(self) -> Iterator[Request]:
         """Make each request when asked, ids 0..n-1 in arrival order."""
+        n = len(self)
+        none = [-1] * n
+        adapter = self.adapter.tolist() if self.adapter is not None else none
+        schema = self.schema.tolist() if self.schema is not None else none
         cols = zip(self.arrival_s.tolist(), self.prompt_tokens.tolist(), self.output_tokens.tolist(),
-                   self.segments, self.tenant.tolist(), strict=True)
+                   self.segments, self.tenant.tolist(), adapter, schema, strict=True)
         seg = self.segment_tokens
-        for i, (a, p, o, s, t) in enumerate(cols):
-            yield Request(i, a, p, o, s, seg, t)
+        for i, (a, p, o, s, t, lora, schema_id) in enumerate(cols):
+            yield Request(i, a, p, o, s, seg, t, lora, schema_id)
 
     def summary(self) -> WorkloadSummary:
         n = len(self)
@@ -146,7 +187,7 @@ class Workload:
     def time_scaled(self, rate_factor: float) -> Workload:
         """The same requests arriving `rate_factor` times as fast (for rate sweeps of a trace)."""
         return Workload(self.arrival_s / rate_factor, self.prompt_tokens, self.output_tokens,
-                        self.tenant, self.segments, self.segment_tokens)
+                        self.tenant, self.segments, self.segment_tokens, self.adapter, self.schema)
 
 
 def generate(spec: WorkloadSpec, seed: int) -> Workload:
@@ -154,19 +195,41 @@ def generate(spec: WorkloadSpec, seed: int) -> Workload:
     n = spec.num_requests
     if n < 1:
         raise ValueError("num_requests must be >= 1")
-    arrival_rng, prompt_rng, output_rng, prefix_rng = (
-        np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence(seed).spawn(4))
+    arrival_rng, prompt_rng, output_rng, prefix_rng = _streams(seed)[:4]
     arrival_s = np.cumsum(spec.arrivals.gaps_s(n, arrival_rng))
     prompt = spec.prompt.draw(n, prompt_rng)
     output = spec.output.draw(n, output_rng)
+    adapter, schema = _draw_tags(n, spec.adapters, spec.schemas, seed)
     sp = spec.shared_prefix
     if sp is None:
-        return Workload(arrival_s, prompt, output, np.zeros(n, np.int64), [()] * n)
+        return Workload(arrival_s, prompt, output, np.zeros(n, np.int64), [()] * n, 1, adapter, schema)
     has = prefix_rng.random(n) < sp.share
     which = prefix_rng.integers(0, sp.num_prefixes, n)
     tenant = prefix_rng.integers(0, sp.num_tenants, n)
     segments = [(w,) if h else () for h, w in zip(has.tolist(), which.tolist(), strict=True)]
-    return Workload(arrival_s, prompt, output, tenant, segments, sp.prefix_tokens)
+    return Workload(arrival_s, prompt, output, tenant, segments, sp.prefix_tokens, adapter, schema)
+
+
+def _streams(seed: int) -> list[np.random.Generator]:
+    """The workload's six random streams. spawn(6)'s first four are spawn(4)'s, so adapters and
+    schemas (streams 4 and 5) leave arrivals, lengths and prefixes as they were without them."""
+    return [np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence(seed).spawn(6)]
+
+
+def _draw_tags(n: int, adapters: AdapterPopularity | None, schemas: SchemaUse | None,
+               seed: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+    adapter_rng, schema_rng = _streams(seed)[4:]
+    return (adapters.draw(n, adapter_rng) if adapters else None, schemas.draw(n, schema_rng) if schemas else None)
+
+
+def with_tags(workload: Workload, adapters: AdapterPopularity | None, schemas: SchemaUse | None,
+              seed: int) -> Workload:
+    """`workload` (a trace, say) with each request's adapter and schema drawn as `generate` draws them;
+    without `adapters` (or `schemas`) it keeps its own (a trace's adapter column)."""
+    adapter, schema = _draw_tags(len(workload), adapters, schemas, seed)
+    return Workload(workload.arrival_s, workload.prompt_tokens, workload.output_tokens, workload.tenant,
+                    workload.segments, workload.segment_tokens,
+                    workload.adapter if adapter is None else adapter, workload.schema if schema is None else schema)
 
 
 @dataclass(frozen=True)

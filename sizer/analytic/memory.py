@@ -16,7 +16,18 @@ from dataclasses import dataclass
 from sizer.analytic.formats import WeightFormat, embedding_bytes_per_value, group_bytes, vector_bytes_per_value
 from sizer.analytic.parallel import ParallelConfig, kv_heads_per_gpu, layers_per_stage, shard_fraction
 from sizer.analytic.weights import LM_HEAD, linear_groups, parameter_count
-from sizer.inputs.layers import FFN, DenseFFN, LatentAttention, MoEFFN
+from sizer.inputs.layers import (
+    ATTENTION,
+    FFN,
+    MLP,
+    REPLICATED,
+    ROUTER,
+    SHARED_EXPERT,
+    VISION,
+    DenseFFN,
+    LatentAttention,
+    MoEFFN,
+)
 from sizer.inputs.model_spec import ModelSpec
 
 GiB = 2**30
@@ -205,16 +216,19 @@ class MemoryBudget:
     max_seqs_at_max_model_len: int     # sequences of max_model_len that KV cache and state memory hold
     fits: bool
     reasons: tuple[str, ...]
+    lora_bytes: float = 0.0            # LoRA adapter slots (vLLM preallocates max_loras at max_lora_rank)
 
     @property
     def room_for_kv_bytes(self) -> float:
-        """What the usable memory leaves for KV after weights, activations, the context and recurrent state."""
-        return self.usable_bytes - self.weights_bytes - self.activation_bytes - self.non_torch_bytes - self.state_bytes
+        """What the usable memory leaves for KV after weights, activations, the context, recurrent state and
+        LoRA adapter slots."""
+        return (self.usable_bytes - self.weights_bytes - self.activation_bytes - self.non_torch_bytes
+                - self.state_bytes - self.lora_bytes)
 
 
 def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv: KVLayout, p: ParallelConfig,
                   gpu_memory_utilization: float, block_size: int, max_model_len: int,
-                  max_num_batched_tokens: int, max_num_seqs: int) -> MemoryBudget:
+                  max_num_batched_tokens: int, max_num_seqs: int, lora_bytes: float = 0.0) -> MemoryBudget:
     usable = gpu_memory_bytes * gpu_memory_utilization
     activations = activation_peak_bytes(m, p, max_num_batched_tokens, max_num_seqs)
     non_torch = CUDA_CONTEXT_BYTES + (NCCL_BUFFER_BYTES if p.tp * p.pp > 1 else 0)
@@ -222,7 +236,7 @@ def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv
     # as the KV blocks. sizer sets state aside for as many sequences as the pool holds at max_model_len
     # (at most max_num_seqs) and the scheduler runs no more than that: exact for long sequences,
     # conservative for short ones (vLLM could run more of them at once).
-    available = usable - weights.per_gpu_bytes - activations - non_torch
+    available = usable - weights.per_gpu_bytes - activations - non_torch - lora_bytes
     seq_bytes = kv.sequence_bytes(max_model_len, block_size)
     state_seqs = max_num_seqs
     if kv.state_bytes_per_seq_per_gpu:
@@ -240,7 +254,8 @@ def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv
         reasons.append(f"weights need {weights.per_gpu_bytes / GiB:.2f} GiB per GPU, more than the "
                        f"{usable / GiB:.2f} GiB usable at gpu_memory_utilization {gpu_memory_utilization}")
     elif kv_bytes <= 0:
-        reasons.append(f"weights, activations and CUDA context leave no room for KV cache "
+        reasons.append(f"weights, activations, CUDA context{' and LoRA slots' if lora_bytes else ''} leave no room "
+                       f"for KV cache "
                        f"({kv_bytes / GiB:.2f} GiB left of {usable / GiB:.2f} GiB usable)")
     elif max_seqs < 1 or state_seqs < 1:
         reasons.append(f"KV cache of {(kv_bytes + state) / GiB:.2f} GiB per GPU cannot hold one sequence of "
@@ -248,6 +263,62 @@ def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv
                        + (", recurrent state included)" if state_seqs < max_num_seqs else ")"))
     return MemoryBudget(gpu_memory_bytes, gpu_memory_utilization, usable, weights.per_gpu_bytes, activations,
                         non_torch, state, state_seqs, max(0.0, kv_bytes), blocks, blocks * block_size, block_size,
-                        max_model_len, seq_bytes, max_seqs, not reasons, tuple(reasons))
+                        max_model_len, seq_bytes, max_seqs, not reasons, tuple(reasons), lora_bytes)
 
 
+
+
+# LoRA: vLLM wraps every linear layer of the decoder (vllm/lora/layers: column-parallel, merged
+# column-parallel, QKV, row-parallel and replicated wrappers); its merged modules carry one adapter
+# slice per part. Column-parallel layers keep A (in x r) whole and B (r x out) split by TP; row-parallel
+# ones split A and keep B whole (fully_sharded_loras off, vLLM's default).
+LORA_SLICES = {"gate_up_proj": ("gate_proj", "up_proj"), "qkv_proj": ("q_proj", "k_proj", "v_proj")}
+LORA_ROW_PARALLEL = ("o_proj", "down_proj", "out_proj", "dense")
+LORA_ROLES = (ATTENTION, MLP, SHARED_EXPERT, REPLICATED)    # experts, routers, towers and lm_head take none
+
+
+@dataclass(frozen=True)
+class LoraMemory:
+    """Adapter weights per GPU: one slot per adapter the GPU holds at once (vLLM's max_loras)."""
+    rank: int
+    bytes_per_value: int
+    modules: tuple[str, ...]          # the targeted modules found in the model
+    params_per_slot: float            # one adapter at `rank`, on one GPU of the busiest stage
+    bytes_per_slot: float
+    slots: int
+    bytes: float                      # all slots: taken from the KV cache
+    skipped: tuple[str, ...]          # linear roles the adapters do not reach (MoE experts, Mamba projections)
+
+
+def lora_memory(m: ModelSpec, p: ParallelConfig, rank: int, slots: int, bytes_per_value: int,
+                targets: tuple[str, ...] | None = None) -> LoraMemory:
+    """Per GPU: slots x sum over targeted linears of rank x (A's input + B's output on this GPU) x bytes.
+
+    Column-parallel: rank x (in + out / TP); row-parallel: rank x (in / TP + out); a merged module
+    (gate_up_proj, qkv_proj) counts each part's own A. Layers are those of the busiest pipeline stage.
+    """
+    params, found, skipped = 0.0, [], set()
+    for g in linear_groups(m):
+        if g.kind not in LORA_ROLES:
+            if g.kind not in (LM_HEAD, VISION, ROUTER):
+                skipped.add(g.kind)
+            continue
+        name = g.name.rsplit(".", 1)[-1]
+        parts = LORA_SLICES.get(name, (name,))
+        chosen = [x for x in parts if targets is None or x in targets]
+        if not chosen:
+            continue
+        found += chosen
+        stage_share = shard_fraction(g, m, p)                    # this GPU's share of the group's values
+        stage = layers_per_stage(m, p) / m.num_layers
+        split = stage_share / stage                              # 1 / TP (or per replicated KV head)
+        out_each = g.out_features / len(parts)
+        per_layer = 0.0
+        for _ in chosen:
+            if name in LORA_ROW_PARALLEL:
+                per_layer += rank * (g.in_features * split + out_each)
+            else:
+                per_layer += rank * (g.in_features + out_each * split)
+        params += per_layer * g.count * stage
+    return LoraMemory(rank, bytes_per_value, tuple(dict.fromkeys(found)), params, params * bytes_per_value, slots,
+                      params * bytes_per_value * slots, tuple(sorted(skipped)))

@@ -9,6 +9,8 @@ A step runs, on each GPU of the busiest pipeline stage, one after another:
   layers     a fixed cost per layer (graph replay and launches of its small kernels: norms,
              rotary, KV write, activation)
   overhead   a fixed per-step cost (sampling, the step's own launches)
+  LoRA       max(2 x adapter params x LoRA tokens / (peak x eff), adapters in the step x adapter bytes / bw)
+             + a fixed cost per layer of the shrink/expand kernels (Punica SGMV, S-LoRA), when any runs
 With pipeline parallelism a step's latency is the sum over its stages (no micro-batching).
 The efficiencies come from the hardware profile and are printed with every plan.
 """
@@ -21,7 +23,7 @@ from simulator.step_batch import StepBatch, attention_pairs
 from sizer.analytic import llamacpp
 from sizer.analytic.format_support import execution
 from sizer.analytic.formats import WeightFormat, embedding_bytes_per_value, group_bytes
-from sizer.analytic.memory import KVLayout, WeightMemory
+from sizer.analytic.memory import KVLayout, LoraMemory, WeightMemory
 from sizer.analytic.offload import OP_OFFLOAD_MIN_BATCH, Offload
 from sizer.analytic.parallel import ParallelConfig, comm_per_step, layers_per_stage, shard_fraction
 from sizer.analytic.weights import linear_groups, parameter_count
@@ -38,6 +40,9 @@ COLLECTIVE_LATENCY_S = 8e-6       # fixed cost of one NVLink all-reduce / all-to
 WEIGHT_STREAM_EFFICIENCY = 0.80   # memory-bound GEMMs stream weights at this share of the achievable bandwidth
 ATTENTION_KV_EFFICIENCY = 0.95    # paged-attention KV reads reach this share of the achievable bandwidth
 LAYER_STEP_S = 5e-6               # fixed cost per layer per step: small kernels and their launches
+# Assumption: the LoRA shrink and expand kernels (vLLM's Punica-style SGMV/BGMV Triton kernels, one pair per
+# LoRA-wrapped module, ~4 per layer) cost a fixed ~1 us each beyond their FLOPs and bytes under CUDA graphs.
+LORA_STEP_S_PER_LAYER = 8e-6
 
 
 @dataclass(frozen=True)
@@ -50,10 +55,12 @@ class StepCost:
     overhead_s: float
     gemm_compute_bound: bool
     layers_s: float = 0.0
+    lora_s: float = 0.0
 
     @property
     def total_s(self) -> float:
-        return self.gemm_s + self.attention_s + self.lm_head_s + self.comm_s + self.layers_s + self.overhead_s
+        return (self.gemm_s + self.attention_s + self.lm_head_s + self.comm_s + self.layers_s + self.overhead_s
+                + self.lora_s)
 
 
 class RooflineStepTimeModel:
@@ -61,7 +68,8 @@ class RooflineStepTimeModel:
 
     def __init__(self, model: ModelSpec, hardware: HardwareSpec, weights_format: WeightFormat, weights: WeightMemory,
                  kv: KVLayout, parallel: ParallelConfig, group_size: int = 128,
-                 step_overhead_s: float = STEP_OVERHEAD_S, offload: Offload | None = None):
+                 step_overhead_s: float = STEP_OVERHEAD_S, offload: Offload | None = None,
+                 lora: LoraMemory | None = None):
         if not hardware.has_datasheet:
             raise InputError(None, "hardware.gpu", f"{hardware.name} has no datasheet figures to price steps with; "
                              "steps on it are measured (sizer calibrate, then sizer validate)")
@@ -71,6 +79,7 @@ class RooflineStepTimeModel:
                      f"bandwidth {hardware.bandwidth_efficiency:.0%}" + ("; llama.cpp step costs" if self.llamacpp
                                                                          else "") + ")")
         self.step_overhead_s = step_overhead_s
+        self.lora = lora
         compute_fmt = execution(weights_format, hardware).compute_format   # weight-only kernels run 16-bit GEMMs
         self.compute_format = compute_fmt
         self.gemm_flops_per_s = (hardware.peak_flops(compute_fmt) * hardware.compute_efficiency
@@ -157,6 +166,19 @@ class RooflineStepTimeModel:
         self._comm_fixed_s = collectives * COLLECTIVE_LATENCY_S
         layer_s = llamacpp.LAYER_STEP_S[self.hardware.device_kind] if self.llamacpp else LAYER_STEP_S
         self._layers_s = layers_per_stage(m, p) * layer_s
+        lora = self.lora
+        self._lora_s_per_token = 2.0 * lora.params_per_slot / self.gemm_flops_per_s if lora else 0.0
+        self._lora_read_s = lora.bytes_per_slot / (self.bytes_per_s * WEIGHT_STREAM_EFFICIENCY) if lora else 0.0
+        self._lora_fixed_s = layers_per_stage(m, p) * LORA_STEP_S_PER_LAYER
+
+    def lora_s(self, batch: StepBatch) -> float:
+        """One stage's extra time for the step's LoRA tokens: the adapters' FLOPs or the read of
+        each adapter in the step, whichever is longer, plus the kernels' fixed cost."""
+        if not batch.lora_tokens:
+            return 0.0
+        compute = batch.lora_tokens * self._lora_s_per_token
+        memory = batch.lora_adapters * self._lora_read_s
+        return (compute if compute > memory else memory) + self._lora_fixed_s
 
     def _parts(self, batch: StepBatch) -> tuple[float, float, float, float, float]:
         """(GEMM compute s, GEMM memory s, attention s, lm_head s, collectives s) for one stage."""
@@ -183,14 +205,16 @@ class RooflineStepTimeModel:
         gemm_compute, gemm_memory, attention, lm_head, comm = self._parts(batch)
         stages = self.parallel.pp
         return StepCost(max(gemm_compute, gemm_memory) * stages, attention * stages, lm_head, comm * stages,
-                        self.step_overhead_s, gemm_compute >= gemm_memory, self._layers_s * stages)
+                        self.step_overhead_s, gemm_compute >= gemm_memory, self._layers_s * stages,
+                        self.lora_s(batch) * stages)
 
     def step_time(self, batch: StepBatch) -> float:
         if batch.new_tokens == 0:
             return 0.0
         gemm_compute, gemm_memory, attention, lm_head, comm = self._parts(batch)
-        return ((gemm_compute if gemm_compute > gemm_memory else gemm_memory) + attention + comm + self._layers_s) \
-            * self.parallel.pp + lm_head + self.step_overhead_s
+        lora = self.lora_s(batch) if batch.lora_tokens else 0.0
+        return ((gemm_compute if gemm_compute > gemm_memory else gemm_memory) + attention + comm + self._layers_s
+                + lora) * self.parallel.pp + lm_head + self.step_overhead_s
 
 
 def prefill_time_s(model: RooflineStepTimeModel, prompt_tokens: int, chunk_tokens: int | None) -> float:

@@ -101,6 +101,8 @@ def render_plan(plan: Plan, console: Console) -> None:
              ("CUDA context, workspaces (assumption)", mem.non_torch_bytes)]
     if mem.state_bytes:
         parts.append((f"recurrent state, {mem.state_seqs} sequences (caps max_num_seqs)", mem.state_bytes))
+    if plan.lora is not None:
+        parts.append((f"LoRA adapters: {plan.lora.slots} slots (max_loras) at rank {plan.lora.rank}", mem.lora_bytes))
     for name, value in parts + [("KV cache", mem.kv_cache_bytes)]:
         t.add_row(name, f"{value / GB:,.2f}", f"{value / GiB:,.2f}")
     console.print(t)
@@ -230,6 +232,9 @@ def render_simulation(sim: Sizing, console: Console) -> None:
         console.print(t)
         console.print(f"throughput per replica: {m.request_throughput_per_s:,.2f} req/s, "
                       f"{m.output_tokens_per_s:,.0f} output tokens/s, {m.total_tokens_per_s:,.0f} total tokens/s")
+        if m.lora_holdbacks:
+            console.print(f"LoRA hold-backs: {m.lora_holdbacks:,} request-steps waited for an adapter slot "
+                          f"({m.lora_held_requests:,} requests; raise max_loras to remove them)")
     for line in sim.notes:
         console.print(f"  {line}", highlight=False)
     console.print()
@@ -255,6 +260,9 @@ def render_simulation_metrics(name: str, m: MetricsSummary, console: Console, re
             ("mean batch size", f"{m.mean_batch_size:.1f}"),
             ("KV cache in use, mean / peak", f"{m.mean_kv_usage:.0%} / {m.peak_kv_usage:.0%}"),
             ("simulated span", f"{m.duration_s:,.1f} s")]
+    if m.lora_holdbacks:
+        rows.append(("LoRA hold-backs (no adapter slot)", f"{m.lora_holdbacks:,} request-steps, "
+                     f"{m.lora_held_requests:,} requests"))
     if m.slo is not None:
         rows += [("requests meeting every SLO target", f"{m.slo_share:.1%} (need {m.slo.required_share:.0%}): "
                   + ("met" if m.slo_met else "NOT met")),

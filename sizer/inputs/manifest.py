@@ -359,12 +359,15 @@ VALUE_FLAGS = {
     "--quantization": ("quantization", "quantization"), "-q": ("quantization", "quantization"),
     "--kv-cache-dtype": ("kv_cache_dtype", "kv"), "--dtype": ("dtype", "dtype"),
     "--speculative-config": ("speculative_config", "json"), "--model": ("model", "str"),
+    "--max-loras": ("max_loras", _NUMBER), "--max-lora-rank": ("max_lora_rank", _NUMBER),
+    "--max-cpu-loras": ("max_cpu_loras", _NUMBER),
 }
 BOOL_FLAGS = {"--enable-prefix-caching": ("enable_prefix_caching", True),
               "--no-enable-prefix-caching": ("enable_prefix_caching", False),
               "--enable-chunked-prefill": ("enable_chunked_prefill", True),
               "--no-enable-chunked-prefill": ("enable_chunked_prefill", False),
-              "--enable-expert-parallel": ("enable_expert_parallel", True)}
+              "--enable-expert-parallel": ("enable_expert_parallel", True),
+              "--enable-lora": ("enable_lora", True)}
 QUANTIZATION = {"fp8": "fp8", "awq": "awq", "awq_marlin": "awq", "gptq": "gptq", "gptq_marlin": "gptq",
                 "modelopt": "fp8", "modelopt_fp4": "nvfp4", "mxfp4": "mxfp4", "compressed-tensors": "auto",
                 "fbgemm_fp8": "fp8", "experts_int8": "int8"}

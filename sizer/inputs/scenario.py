@@ -81,6 +81,14 @@ MAX_BATCH_TOKENS = 2 ** 30
 # before any conversion (`_refuse_huge_integers`); model.overrides are config.json keys, checked
 # by the model layer.
 MAX_INTEGER = 2 ** 63 - 1
+# LoRA: vLLM's largest max_lora_rank is 512 (vllm/config/lora.py MaxLoRARanks); adapter slots at most
+# 1,024 (vLLM preallocates each; far beyond any GPU's memory at rank 16 for an 8B model); adapters and
+# schemas in a workload at most 100,000 (Zipf weights are one float each); Zipf exponent at most 10.
+MAX_LORA_RANK = 512
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)      # vllm/config/lora.py MaxLoRARanks: the ranks vLLM takes
+MAX_LORAS = 1024
+MAX_ADAPTERS = 100_000
+MAX_ZIPF_S = 10.0
 # Seconds: SLO targets and Little's-law time in system at most the trace timestamp bound, 1e11 s.
 MAX_SECONDS = MAX_TIMESTAMP_S
 # llama.cpp server slots: at most LLAMA_MAX_SEQ = 256 sequences per context (llama.cpp src/llama-cparams.h);
@@ -191,6 +199,19 @@ class DeploymentSection:
     n_gpu_layers: int | None = field(None, ge=0, le=MAX_LAYERS + 1,
                                      doc="llama.cpp -ngl: the last N layers on the GPU, the rest in host memory "
                                          "(the output layer too at layers + 1); default all")
+    # Multi-LoRA serving: vLLM's engine arguments and their defaults (vllm/config/lora.py LoRAConfig:
+    # max_loras 1, max_lora_rank 16, max_cpu_loras None = max_loras, lora_dtype "auto").
+    enable_lora: bool = field(False, doc="serve LoRA adapters on the base model (docs/lora.md)")
+    max_loras: int = field(1, ge=1, le=MAX_LORAS, doc="adapters one step may run: GPU adapter slots (vLLM default 1)")
+    max_lora_rank: int = field(16, ge=1, le=MAX_LORA_RANK,
+                               doc="rank each GPU slot is sized for; a larger adapter is refused (vLLM default 16)")
+    max_cpu_loras: int | None = field(None, ge=1, le=MAX_ADAPTERS,
+                                      doc="adapters the host cache holds; default max_loras")
+    lora_target_modules: list[str] | None = field(None, doc="modules adapters apply to (q_proj, k_proj, v_proj, "
+                                                            "o_proj, gate_proj, up_proj, down_proj); default every "
+                                                            "linear layer of the decoder, as vLLM")
+    lora_dtype: Literal["auto", "bfloat16", "float16", "bf16", "fp16"] = field(
+        "auto", doc="adapter weight type; auto = the model dtype")
 
 
 @dataclass(frozen=True)
@@ -233,12 +254,33 @@ class TraceSection:
 
 
 @dataclass(frozen=True)
+class LoraWorkloadSection:
+    adapters: int = field(ge=1, le=MAX_ADAPTERS, doc="distinct LoRA adapters requests ask for")
+    popularity: Literal["zipf", "uniform", "trace"] = field(
+        "zipf", doc="how often each adapter is asked for; trace: the trace's Adapter column (CSV) or adapter key "
+                    "(Mooncake), ids from 0 to adapters - 1")
+    zipf_s: float = field(1.0, ge=0.0, le=MAX_ZIPF_S, doc="zipf: adapter k (from 1) is asked for in proportion to "
+                                                          "1 / k^zipf_s")
+    rank: int = field(16, ge=1, le=MAX_LORA_RANK, doc="the adapters' rank (at most deployment.max_lora_rank)")
+
+
+@dataclass(frozen=True)
+class StructuredOutputSection:
+    share: float = field(ge=0.0, le=1.0, doc="share of requests that ask for structured output (a JSON schema)")
+    schemas: int = field(1, ge=1, le=MAX_ADAPTERS, doc="distinct schemas, drawn uniformly")
+    backend: Literal["xgrammar", "outlines", "guidance"] = field(
+        "xgrammar", doc="grammar backend; prices compilation and the per-token mask (sizer/sizing/presets.py)")
+
+
+@dataclass(frozen=True)
 class WorkloadSection:
     arrival: ArrivalSection = field(default_factory=ArrivalSection, doc="arrival process")
     prompt_tokens: Distribution | None = field(None, doc="prompt length distribution")
     output_tokens: Distribution | None = field(None, doc="output length distribution")
     shared_prefix: SharedPrefixSection | None = field(None, doc="shared prompt prefixes")
     trace: TraceSection | None = field(None, doc="replay a request trace instead of synthetic arrivals and lengths")
+    lora: LoraWorkloadSection | None = field(None, doc="LoRA adapters requests ask for (needs deployment.enable_lora)")
+    structured_output: StructuredOutputSection | None = field(None, doc="requests with a JSON schema")
     num_requests: int = field(2000, ge=1, le=MAX_REQUESTS, doc="requests to simulate")
     time_in_system_s: float | None = field(None, gt=0, le=MAX_SECONDS,
                                            doc="Little's law: seconds a request spends in the system; "
@@ -348,6 +390,21 @@ def check_scenario(s: Scenario) -> None:
             and w.shared_prefix.tokens > (w.prompt_tokens.value or 0)):
         raise InputError(f, "workload.shared_prefix.tokens", "longer than the fixed prompt length")
     d = s.deployment
+    if w.lora is not None:
+        if not d.enable_lora:
+            raise InputError(f, "workload.lora", "requests ask for LoRA adapters; "
+                             "expected deployment.enable_lora: true")
+        if w.lora.popularity == "trace" and w.trace is None:
+            raise InputError(f, "workload.lora.popularity", "'trace' needs workload.trace (with an adapter column)")
+        if w.lora.rank > d.max_lora_rank:
+            raise InputError(f, "workload.lora.rank", f"{w.lora.rank} exceeds deployment.max_lora_rank "
+                             f"{d.max_lora_rank}; vLLM refuses such adapters")
+    if d.max_lora_rank not in LORA_RANKS:
+        raise InputError(f, "deployment.max_lora_rank", f"expected one of vLLM's {', '.join(map(str, LORA_RANKS))}, "
+                         f"got {d.max_lora_rank}")
+    if d.max_cpu_loras is not None and d.max_cpu_loras < d.max_loras:
+        raise InputError(f, "deployment.max_cpu_loras", f"expected at least max_loras ({d.max_loras}), "
+                         f"got {d.max_cpu_loras}")
     spec = d.speculative_config
     if spec and spec.method == "draft_model" and not spec.model:
         raise InputError(f, "deployment.speculative_config.model", "missing; method draft_model needs a draft model")

@@ -113,6 +113,7 @@ class ServingConfig:
     verdict: str
     slots: SlotSettings | None = None   # llama.cpp and Ollama: slots, context, cache types, batches
     n_gpu_layers: int | None = None     # llama.cpp: layers on the GPU (every layer and the output: layers + 1)
+    lora: tuple[int, int, int] | None = None     # (max_loras, max_lora_rank, max_cpu_loras) with enable_lora
 
     @property
     def gpus_per_replica(self) -> int:
@@ -139,7 +140,8 @@ def serving_config(r: Resolved, cost: CostSummary | None, verdict: str) -> Servi
         max_num_batched_tokens=e.max_num_batched_tokens, enable_prefix_caching=e.enable_prefix_caching,
         enable_chunked_prefill=e.enable_chunked_prefill, speculative=spec, replicas=replicas,
         replicas_source=replicas_source, verdict=verdict, slots=r.slots,
-        n_gpu_layers=(d.n_gpu_layers if d.n_gpu_layers is not None else r.model.num_layers + 1) if r.slots else None)
+        n_gpu_layers=(d.n_gpu_layers if d.n_gpu_layers is not None else r.model.num_layers + 1) if r.slots else None,
+        lora=(d.max_loras, d.max_lora_rank, d.max_cpu_loras or d.max_loras) if d.enable_lora else None)
 
 
 def model_reference(name: str, config: dict | None = None, found_as: str = "catalog") -> str:
@@ -192,6 +194,9 @@ def vllm_argv(c: ServingConfig) -> list[str]:
         if s.model:
             spec["model"] = s.model
         argv += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
+    if c.lora:
+        argv += ["--enable-lora", "--max-loras", str(c.lora[0]), "--max-lora-rank", str(c.lora[1]),
+                 "--max-cpu-loras", str(c.lora[2])]
     return argv
 
 
@@ -229,6 +234,8 @@ def sglang_argv(c: ServingConfig) -> list[str]:
                  "--speculative-num-draft-tokens", str(s.num_speculative_tokens + 1)]
         if s.model:
             argv += ["--speculative-draft-model-path", s.model]
+    if c.lora:        # SGLang's names: adapters per batch, the rank its buffers are sized for
+        argv += ["--enable-lora", "--max-loras-per-batch", str(c.lora[0]), "--max-lora-rank", str(c.lora[1])]
     return argv
 
 

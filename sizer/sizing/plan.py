@@ -14,12 +14,22 @@ from dataclasses import dataclass
 from simulator.speculative import expected_tokens_per_step
 from sizer.analytic.capacity import Capacity, littles_law
 from sizer.analytic.format_support import Execution
-from sizer.analytic.memory import CUDA_CONTEXT_BYTES, GB, NCCL_BUFFER_BYTES, GiB, KVLayout, MemoryBudget, WeightMemory
+from sizer.analytic.memory import (
+    CUDA_CONTEXT_BYTES,
+    GB,
+    NCCL_BUFFER_BYTES,
+    GiB,
+    KVLayout,
+    LoraMemory,
+    MemoryBudget,
+    WeightMemory,
+)
 from sizer.analytic.parallel import comm_per_step, kv_heads_per_gpu
 from sizer.analytic.roofline import (
     ATTENTION_KV_EFFICIENCY,
     COLLECTIVE_LATENCY_S,
     LAYER_STEP_S,
+    LORA_STEP_S_PER_LAYER,
     WEIGHT_STREAM_EFFICIENCY,
     RooflineStepTimeModel,
     compute_bound_batch,
@@ -32,6 +42,7 @@ from sizer.inputs.model_spec import ModelSpec
 from sizer.inputs.scenario import mean_length
 from sizer.sizing.checkpoint_summary import CheckpointSummary, checkpoint_notes, summarise_checkpoint
 from sizer.sizing.cost import CostSummary, cost_summary
+from sizer.sizing.presets import GRAMMAR_BACKENDS, GRAMMAR_CACHE_ENTRIES, LORA_DISK_BYTES_PER_S
 from sizer.sizing.resolve import EngineSettings, Resolved
 from sizer.sizing.result import Sizing
 from sizer.sizing.slots import SlotAnswers, slot_answers
@@ -138,6 +149,7 @@ class Plan:
     assumptions: list[str]
     simulation: Sizing | None = None     # `plan --simulate`: sizer.sizing.pipeline.add_simulation
     slots: SlotAnswers | None = None     # llama.cpp and Ollama: the answers in the user's terms
+    lora: LoraMemory | None = None       # LoRA adapter slots per GPU (taken from the KV cache: memory.lora_bytes)
 
 
 def attention_kind(m: ModelSpec) -> str:
@@ -267,7 +279,7 @@ def make_plan(r: Resolved) -> Plan:
         kv_bytes_per_sequence_at_max_model_len=kv.sequence_bytes(e.max_model_len, e.block_size, per_gpu=False),
         kv_demand=demand, memory=budget, parallel=parallel, capacity=capacity, step_times=times, speculative=spec,
         cost=cost, fits=fits, verdict=verdict, assumptions=assumptions(r, roofline) + slot_notes(r),
-        slots=slot_answers(r, step, prompt_mean, output_mean, rate) if r.slots else None)
+        slots=slot_answers(r, step, prompt_mean, output_mean, rate) if r.slots else None, lora=r.lora)
 
 
 def kv_heads_per_gpu_of(m: ModelSpec, p) -> int:
@@ -295,7 +307,37 @@ def assumptions(r: Resolved, step: RooflineStepTimeModel) -> list[str]:
         "pipeline parallelism: a step's latency is the sum of its stages (no micro-batch overlap)",
         "engine settings: " + ", ".join(f"{k} from {v}" for k, v in r.engine.sources.items()),
         f"price: {r.price_source}",
-    ] + list(r.link_notes) + ([calibration_note(r)] if r.calibrated_profile else []) + _model_notes(r)
+    ] + list(r.link_notes) + ([calibration_note(r)] if r.calibrated_profile else []) + _model_notes(r) \
+        + _serving_notes(r)
+
+
+def _serving_notes(r: Resolved) -> list[str]:
+    """LoRA adapters and structured outputs: how each is priced, and what is not modelled."""
+    notes, s, lora = [], r.scenario, r.lora
+    if lora is not None:
+        d = s.deployment
+        notes.append(f"LoRA: {lora.slots} GPU slots (max_loras) x rank {lora.rank} over {', '.join(lora.modules)}: "
+                     f"{lora.bytes_per_slot / 2**20:,.1f} MiB per slot per GPU, taken from the KV cache; a step runs "
+                     f"at most {lora.slots} adapters (others wait); an adapter not in a slot loads from the host "
+                     f"cache of {d.max_cpu_loras or d.max_loras} over the host link, or from disk at "
+                     f"{LORA_DISK_BYTES_PER_S / 1e9:g} GB/s (assumption); per step 2 x adapter params x LoRA tokens "
+                     f"FLOPs or the adapters' bytes, plus {LORA_STEP_S_PER_LAYER * 1e6:g} us per layer of kernels "
+                     "(assumption); the simulation prices these, the analytic step times above do not")
+        if lora.skipped:
+            notes.append("LoRA: adapters on " + ", ".join(lora.skipped) + " layers are not modelled "
+                         "(no slot memory, no FLOPs)")
+        if r.calibrated_profile is not None:
+            notes.append("LoRA: the calibrated profile does not measure LoRA kernels; their cost is not added")
+        if s.workload.lora is None:
+            notes.append("LoRA: enabled but workload.lora names no adapters: every request runs on the base model")
+    so = s.workload.structured_output
+    if so is not None:
+        compile_s, mask_s = GRAMMAR_BACKENDS[so.backend]
+        notes.append(f"structured outputs ({so.backend}): {so.share:.0%} of requests over {so.schemas} schemas; "
+                     f"{compile_s * 1e3:g} ms to compile a schema on first use (cache of {GRAMMAR_CACHE_ENTRIES:,}), "
+                     f"added to that request's TTFT; {mask_s * 1e6:g} us of CPU per grammar token, added to the step "
+                     "(sourced assumptions, sizer/sizing/presets.py); the analytic step times leave both out")
+    return notes
 
 
 def slot_notes(r: Resolved) -> list[str]:

@@ -199,3 +199,25 @@ def engine_defaults(engine: str, gpu_memory_gib: float, gpu_name: str) -> Engine
         sources = dict(p.sources, max_num_batched_tokens=rule, max_num_seqs=rule)
         return replace(p, max_num_batched_tokens=8192, max_num_seqs=1024, sources=tuple(sources.items()))
     return p
+
+
+# Multi-LoRA serving (docs/lora.md). An adapter not in a GPU slot is copied from the host cache over
+# the GPU's host link (sizer/inputs/hardware.py host_link); one not in the host cache is first read
+# from local disk. Assumption: 2 GB/s, a datacenter NVMe SSD's sequential read (PCIe 4.0 drives state
+# 3-7 GB/s) less safetensors parsing; a network file system is slower.
+LORA_DISK_BYTES_PER_S = 2e9
+
+# Structured outputs (docs/lora.md): per backend, (seconds to compile one JSON schema, seconds of CPU
+# per sampled token for its mask). Sourced assumptions, not measurements:
+# - xgrammar: its paper (Dong et al., "XGrammar", MLSys 2025, arXiv:2411.15100) reports per-token mask
+#   generation under 40 us for JSON schemas on Llama-3's 128k vocabulary and grammar preprocessing of
+#   tens of milliseconds for a JSON schema (taken: 50 ms).
+# - outlines: builds a regex FSM index over the vocabulary per schema, seconds for a modest JSON schema
+#   (the XGrammar paper's comparison; taken: 1 s); masks are then table look-ups (taken: 20 us).
+# - guidance (llguidance): no ahead-of-time compilation (taken: 1 ms to build the parser), about 50 us
+#   of CPU per token for a 128k vocabulary (the llguidance README).
+# vLLM computes the masks in the engine core before each step; sizer adds them to the step (no overlap).
+GRAMMAR_BACKENDS = {"xgrammar": (50e-3, 40e-6), "outlines": (1.0, 20e-6), "guidance": (1e-3, 50e-6)}
+# Compiled grammars kept per engine (vLLM's xgrammar compiler cache is bounded by bytes,
+# VLLM_XGRAMMAR_CACHE_MB = 512; taken as room for 1,000 schemas).
+GRAMMAR_CACHE_ENTRIES = 1000

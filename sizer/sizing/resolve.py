@@ -14,13 +14,25 @@ from dataclasses import dataclass, replace
 from engine.profile import CalibrationProfile, load_profile
 from simulator.cluster import DisaggregationConfig
 from simulator.errors import FieldError, excerpt
+from simulator.grammar import GrammarConfig
+from simulator.lora import LoraConfig
 from simulator.replica import ReplicaConfig, SwapLink
 from simulator.scheduler import SchedulerConfig
 from simulator.speculative import SpeculativeConfig
 from sizer.analytic.format_support import Execution, execution
 from sizer.analytic.formats import WeightFormat, weight_format
 from sizer.analytic.llamacpp import runs_llamacpp
-from sizer.analytic.memory import GiB, KVLayout, MemoryBudget, WeightMemory, kv_layout, memory_budget, weight_memory
+from sizer.analytic.memory import (
+    GiB,
+    KVLayout,
+    LoraMemory,
+    MemoryBudget,
+    WeightMemory,
+    kv_layout,
+    lora_memory,
+    memory_budget,
+    weight_memory,
+)
 from sizer.analytic.offload import Offload, offload, on_gpu
 from sizer.analytic.parallel import ParallelConfig, validate_split
 from sizer.analytic.roofline import RooflineStepTimeModel
@@ -29,7 +41,16 @@ from sizer.inputs.checkpoint import Checkpoint, beside
 from sizer.inputs.hardware import HardwareSpec, Link, host_link, scale_up_link, scenario_hardware
 from sizer.inputs.model_spec import ModelSpec, checkpoint_model, load_config, load_model
 from sizer.inputs.scenario import Scenario, scenario_dir
-from sizer.sizing.presets import PROPOSER_COST_FRACTION, engine_defaults, engine_loop, preset, slot_preset
+from sizer.sizing.presets import (
+    GRAMMAR_BACKENDS,
+    GRAMMAR_CACHE_ENTRIES,
+    LORA_DISK_BYTES_PER_S,
+    PROPOSER_COST_FRACTION,
+    engine_defaults,
+    engine_loop,
+    preset,
+    slot_preset,
+)
 
 # Assumption: a disaggregated KV transfer costs its bytes over the link and nothing more.
 KV_TRANSFER_LATENCY_S = 0.0
@@ -104,6 +125,7 @@ class Resolved:
     calibrated_profile: CalibrationProfile | None = None
     offload: Offload | None = None   # llama.cpp's n_gpu_layers below all: the layers left in host memory
     slots: SlotSettings | None = None    # llama.cpp and Ollama
+    lora: LoraMemory | None = None   # adapter slots per GPU (deployment.enable_lora)
 
     @property
     def scheduler(self) -> SchedulerConfig:
@@ -149,9 +171,11 @@ def resolve(s: Scenario) -> Resolved:
     gpu_weights, gpu_kv = (replace(weights, per_gpu_bytes=split.gpu_weight_bytes), on_gpu(kv, split.gpu_kv_share)) \
         if split else (weights, kv)
     # llama.cpp's compute buffer is sized for one physical batch (ubatch), not the logical one
+    lora = _lora(s, model, parallel) if d.enable_lora else None
     budget = memory_budget(model, hardware.memory_bytes, gpu_weights, gpu_kv, parallel, d.gpu_memory_utilization,
                            engine.block_size, engine.max_model_len,
-                           slots.ubatch_size if slots else engine.max_num_batched_tokens, engine.max_num_seqs)
+                           slots.ubatch_size if slots else engine.max_num_batched_tokens, engine.max_num_seqs,
+                           lora.bytes if lora else 0.0)
     if slots:
         budget = _slot_budget(s, slots, gpu_kv, budget)
     elif runs_llamacpp(fmt, hardware) and budget.max_seqs_at_max_model_len < 1 and budget.kv_cache_bytes > 0:
@@ -161,6 +185,15 @@ def resolve(s: Scenario) -> Resolved:
                          f"{budget.kv_cache_bytes / GiB:.2f} GiB left after the weights: a smaller context, "
                          "n_gpu_layers or a smaller format")
     scale_up, host = scale_up_link(hardware), host_link(hardware)
+    lora_config = grammar = None
+    if lora is not None:
+        # a load copies the adapter at its own rank (the workload's), into a slot sized for max_lora_rank
+        rank = s.workload.lora.rank if s.workload.lora else d.max_lora_rank
+        lora_config = LoraConfig(d.max_loras, d.max_cpu_loras or d.max_loras, lora.bytes_per_slot * rank / lora.rank,
+                                 host.bytes_per_s_per_direction, LORA_DISK_BYTES_PER_S)
+    if s.workload.structured_output is not None:
+        compile_s, mask_s = GRAMMAR_BACKENDS[s.workload.structured_output.backend]
+        grammar = GrammarConfig(compile_s, mask_s, GRAMMAR_CACHE_ENTRIES)
     try:
         speculative = _speculative(s, hardware, parallel, group_size, kv_dtype)
     except FieldError:
@@ -172,7 +205,8 @@ def resolve(s: Scenario) -> Resolved:
         scheduler = SchedulerConfig(max(1, min(engine.max_num_seqs, budget.state_seqs)),
                                     engine.max_num_batched_tokens, engine.enable_chunked_prefill,
                                     engine.preemption_mode, speculative,
-                                    engine.max_model_len, prefill_only=False, reserve_full_kv=engine.reserve_full_kv)
+                                    engine.max_model_len, prefill_only=False, reserve_full_kv=engine.reserve_full_kv,
+                                    lora=lora_config, grammar=grammar)
     except ValueError as exc:
         raise InputError(s.file, "deployment", str(exc)) from None
     swap = (SwapLink(kv.bytes_per_token_per_gpu, host.bytes_per_s_per_direction)
@@ -188,8 +222,9 @@ def resolve(s: Scenario) -> Resolved:
     notes = []
     if scale_up.assumed and (parallel.gpus_per_replica > 1 or (g and not g.kv_transfer_bytes_per_s)):
         notes.append(_link_note("link between GPUs (collectives, KV transfer)", scale_up))
-    if host.assumed and swap is not None:
-        notes.append(_link_note("host link (swap)", host))
+    if host.assumed and (swap is not None or lora is not None):
+        uses = [use for use, on in (("swap", swap), ("LoRA adapter loads", lora)) if on is not None]
+        notes.append(_link_note(f"host link ({', '.join(uses)})", host))
     if s.cost.price_usd_per_gpu_hour is not None:
         price, price_source = s.cost.price_usd_per_gpu_hour, "scenario"
     else:
@@ -201,7 +236,7 @@ def resolve(s: Scenario) -> Resolved:
         notes.append(f"{hardware.name}: the GPU may use {hardware.memory_bytes / GiB:.1f} GiB of its "
                      f"{hardware.unified_memory_bytes / GiB:.0f} GiB unified memory ({hardware.memory_limit_source})")
     return Resolved(s, model, hardware, parallel, checkpoint, fmt, runs, group_size, kv_dtype, engine, weights, kv,
-                    budget, replica, disagg, tuple(notes), price, price_source, profile, split, slots)
+                    budget, replica, disagg, tuple(notes), price, price_source, profile, split, slots, lora)
 
 
 def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> EngineSettings:
@@ -338,6 +373,25 @@ def _slot_budget(s: Scenario, slots: SlotSettings, kv: KVLayout, budget: MemoryB
     blocks = slots.ctx_total_tokens // budget.block_size
     return replace(budget, kv_cache_bytes=need, kv_blocks=blocks, kv_tokens=blocks * budget.block_size,
                    max_seqs_at_max_model_len=slots.slots if not slots.kv_unified else 1)
+
+
+# lora_dtype spellings -> bytes per value; "auto" takes the model's dtype (vLLM LoRAConfig.lora_dtype)
+_LORA_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "bf16": 2, "fp16": 2, "float32": 4}
+
+
+def _lora(s: Scenario, model: ModelSpec, parallel: ParallelConfig) -> LoraMemory:
+    """The adapter slots one GPU preallocates: max_loras at max_lora_rank over the targeted modules."""
+    d = s.deployment
+    dtype = model.torch_dtype if d.lora_dtype == "auto" else d.lora_dtype
+    targets = tuple(d.lora_target_modules) if d.lora_target_modules is not None else None
+    lora = lora_memory(model, parallel, d.max_lora_rank, d.max_loras, _LORA_DTYPE_BYTES.get(dtype, 2), targets)
+    missing = [t for t in targets or () if t not in lora.modules]
+    if missing or not lora.modules:
+        everything = lora_memory(model, parallel, d.max_lora_rank, d.max_loras, 2).modules
+        raise InputError(s.file, "deployment.lora_target_modules",
+                         f"{excerpt(missing[0] if missing else '(none)')} is not a LoRA-capable linear layer of "
+                         f"{model.name}; expected some of {', '.join(everything) or '(none: no such layer)'}")
+    return lora
 
 
 def _link_note(use: str, link: Link) -> str:

@@ -11,7 +11,7 @@ from sizer.sizing.resolve import Resolved
 def roofline_for(r: Resolved) -> RooflineStepTimeModel:
     """The roofline step-time model of a resolved scenario."""
     return RooflineStepTimeModel(r.model, r.hardware, r.weight_format, r.weights, r.kv, r.parallel, r.group_size,
-                                 offload=r.offload)
+                                 offload=r.offload, lora=r.lora)
 
 
 def step_model_for(r: Resolved, roofline: RooflineStepTimeModel | None = None) -> StepTimeModel:

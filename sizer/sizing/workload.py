@@ -4,8 +4,19 @@ from __future__ import annotations
 
 import math
 
+from simulator.errors import excerpt
 from simulator.traces import MAX_TIMESTAMP_S, read_csv_trace, read_mooncake
-from simulator.workload import Arrivals, Lengths, SharedPrefix, Workload, WorkloadSpec, generate
+from simulator.workload import (
+    AdapterPopularity,
+    Arrivals,
+    Lengths,
+    SchemaUse,
+    SharedPrefix,
+    Workload,
+    WorkloadSpec,
+    generate,
+    with_tags,
+)
 from sizer.errors import InputError
 from sizer.inputs.scenario import Distribution, Scenario, scenario_dir
 
@@ -28,16 +39,43 @@ def workload_of(s: Scenario, num_requests: int | None = None, rate_per_s: float 
     rescales the arrivals (a trace keeps its shape and is played faster or slower)."""
     w = s.workload
     n = num_requests or w.num_requests
+    adapters, schemas = _tags(s)
     if w.trace is not None:
         trace = _trace(s, n)
         if rate_per_s is not None:
             trace = trace.time_scaled(rate_per_s / _trace_rate_per_s(s, trace, n))
-        return trace
+        _check_trace_adapters(s, trace)
+        return with_tags(trace, adapters, schemas, w.seed) if adapters or schemas else trace
     sp = w.shared_prefix
     spec = WorkloadSpec(n, Arrivals(w.arrival.process, rate_per_s or w.arrival.rate_per_s, w.arrival.cv or 1.0),
                         _lengths(w.prompt_tokens), _lengths(w.output_tokens),
-                        SharedPrefix(sp.share, sp.tokens, sp.num_prefixes, sp.num_tenants) if sp else None)
+                        SharedPrefix(sp.share, sp.tokens, sp.num_prefixes, sp.num_tenants) if sp else None,
+                        adapters, schemas)
     return generate(spec, w.seed)
+
+
+def _check_trace_adapters(s: Scenario, trace: Workload) -> None:
+    """A trace's adapter column is used exactly when workload.lora says `popularity: trace`."""
+    lora, named = s.workload.lora, trace.adapter is not None
+    from_trace = lora is not None and lora.popularity == "trace"
+    if named and not from_trace:
+        raise InputError(s.file, "workload.lora.popularity", "the trace names each request's LoRA adapter; "
+                         "expected popularity: trace (with deployment.enable_lora) to replay them")
+    if from_trace and not named:
+        raise InputError(s.file, "workload.lora.popularity", f"'trace', but {excerpt(_trace_path(s))} names no "
+                         "adapter (CSV column Adapter, Mooncake key adapter)")
+    if from_trace and int(trace.adapter.max()) >= lora.adapters:
+        raise InputError(s.file, "workload.lora.adapters", f"{lora.adapters}, but the trace asks for adapter "
+                         f"{int(trace.adapter.max())}; expected ids from 0 to adapters - 1")
+
+
+def _tags(s: Scenario) -> tuple[AdapterPopularity | None, SchemaUse | None]:
+    """Which adapter and schema each request asks for: Zipf (uniform: exponent 0) over the adapters,
+    a share of requests over the schemas uniformly."""
+    lora, so = s.workload.lora, s.workload.structured_output
+    adapters = (AdapterPopularity(lora.adapters, lora.zipf_s if lora.popularity == "zipf" else 0.0)
+                if lora and lora.popularity != "trace" else None)
+    return adapters, SchemaUse(so.share, so.schemas) if so else None
 
 
 # A time-scaled trace spans at least a nanosecond (when it spans any time at all), so that its
