@@ -40,7 +40,7 @@ from simulator.records import Recorder, SimulationResult
 from simulator.replica import ReplicaConfig
 from simulator.request import Request
 from simulator.step_batch import StepTimeModel
-from simulator.workload import Arrivals, Lengths
+from simulator.workload import Arrivals, Lengths, SharedPrefix
 
 # Outcomes of a request at the gateway.
 SERVED, FALLBACK, REJECTED = "served", "fallback", "rejected"
@@ -91,6 +91,7 @@ class RequestClass:
     data_class: str
     difficulty_alpha: float = 1.0        # beta(alpha, beta) difficulty; (1, 1) is uniform on [0, 1]
     difficulty_beta: float = 1.0
+    shared_prefix: SharedPrefix | None = None    # the class's own system prompts (for prefix-aware routing)
 
 
 @dataclass(frozen=True)
@@ -160,22 +161,32 @@ class _Drawn:
     prompt: np.ndarray
     output: np.ndarray
     difficulty: np.ndarray
+    prefix: np.ndarray          # which of its class's shared prefixes a request opens with; -1: none
+
+
+# Content ids of class i's prefixes start at i x PREFIX_IDS_PER_CLASS, so classes never share one.
+PREFIX_IDS_PER_CLASS = 1 << 32
 
 
 def _draw(cfg: GatewayConfig, seed: int) -> _Drawn:
     """Arrivals, classes, lengths and difficulties, each from its own stream of one seed."""
     n, k = cfg.num_requests, len(cfg.classes)
-    rngs = [np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence([seed, 7]).spawn(2 + 3 * k)]
+    rngs = [np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence([seed, 7]).spawn(2 + 4 * k)]
     arrival_s = np.cumsum(cfg.arrivals.gaps_s(n, rngs[0]))
     cls = rngs[1].choice(k, n, p=np.array([c.share for c in cfg.classes]) / sum(c.share for c in cfg.classes))
     prompt, output, difficulty = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n)
+    prefix = np.full(n, -1, np.int64)
     for i, c in enumerate(cfg.classes):
         mine = cls == i
         m = int(mine.sum())
-        prompt[mine] = c.prompt.draw(m, rngs[2 + 3 * i])
-        output[mine] = c.output.draw(m, rngs[3 + 3 * i])
-        difficulty[mine] = rngs[4 + 3 * i].beta(c.difficulty_alpha, c.difficulty_beta, m)
-    return _Drawn(arrival_s, cls, prompt, output, difficulty)
+        prompt[mine] = c.prompt.draw(m, rngs[2 + 4 * i])
+        output[mine] = c.output.draw(m, rngs[3 + 4 * i])
+        difficulty[mine] = rngs[4 + 4 * i].beta(c.difficulty_alpha, c.difficulty_beta, m)
+        sp, rng = c.shared_prefix, rngs[5 + 4 * i]
+        if sp is not None:
+            has, which = rng.random(m) < sp.share, rng.integers(0, sp.num_prefixes, m)
+            prefix[mine] = np.where(has, i * PREFIX_IDS_PER_CLASS + which, -1)
+    return _Drawn(arrival_s, cls, prompt, output, difficulty, prefix)
 
 
 def _first_choices(cfg: GatewayConfig, d: _Drawn) -> tuple[list[int], list[str], dict[str, float]]:
@@ -294,7 +305,8 @@ def simulate_gateway(cfg: GatewayConfig, seed: int = 0) -> GatewayResult:
             if target in pools:
                 why, up = pools[target].refusal(now)
                 if not why:
-                    req = Request(i, now, prompt, output)
+                    p, sp = int(d.prefix[i]), c.shared_prefix
+                    req = Request(i, now, prompt, output, (p,) if p >= 0 else (), sp.prefix_tokens if sp else 1)
                     pools[target].cluster.router.choose(up, req).submit(req)
                     decided[i] = (target, tuple(skipped), "", None, 0.0)
                     return

@@ -69,19 +69,22 @@ def render(a: GatewayAnswer, console: Console) -> None:
                   f"{o.get('served', 0):,} served on the first choice, {o.get('fallback', 0):,} after a fallback, "
                   f"{o.get('rejected', 0):,} rejected", highlight=False)
     t = Table(title="pools", title_justify="left")
-    for col in ("pool", "GPUs", "reqs", "busy", "batch", "TTFT p50/p99", "TPOT p99", "E2E p99", "$/hour", "quality"):
+    for col in ("pool", "GPUs", "reqs", "busy", "batch", "cached", "TTFT p50/p99", "TPOT p99", "E2E p99", "$/hour",
+                "quality"):
         t.add_column(col, justify="left" if col in ("pool", "GPUs") else "right")
     for p in a.pools:
         t.add_row(f"{p.name}\n{p.model}", f"{p.replicas} x {p.gpus_per_replica} x\n{p.gpu}", f"{p.requests:,}",
-                  f"{p.busy_share:.0%}", f"{p.mean_batch_size:.1f}", f"{_ms(p.ttft.p50_ms)} / {_ms(p.ttft.p99_ms)}",
+                  f"{p.busy_share:.0%}", f"{p.mean_batch_size:.1f}", f"{p.prefix_cache_hit_rate:.0%}",
+                  f"{_ms(p.ttft.p50_ms)} / {_ms(p.ttft.p99_ms)}",
                   _ms(p.tpot.p99_ms), _ms(p.e2e.p99_ms), _usd(p.usd_per_hour),
                   "-" if p.quality is None else f"{p.quality:.2f}")
     for e in a.externals:
-        t.add_row(f"{e.name}\nexternal", "-", f"{e.requests:,}", "-", "-",
+        t.add_row(f"{e.name}\nexternal", "-", f"{e.requests:,}", "-", "-", "-",
                   f"{_ms(e.ttft.p50_ms)} / {_ms(e.ttft.p99_ms)}", "-", _ms(e.e2e.p99_ms), _usd(e.usd_per_hour),
                   "-" if e.quality is None else f"{e.quality:.2f}")
     console.print(t)
-    console.print("  (ms; busy: share of the run a step was running, per replica; batch: mean sequences per step)",
+    console.print("  (ms; busy: share of the run a step was running, per replica; batch: mean sequences per step; "
+                  "cached: prompt tokens from the prefix cache)",
                   highlight=False)
     t = Table(title="classes", title_justify="left")
     for col in ("class", "data", "reqs", "routed to", "fell back", "rejected", "E2E p99 ms", "SLO met by"):

@@ -30,6 +30,7 @@ from sizer.inputs.scenario import (
     HardwareSection,
     ModelSection,
     Scenario,
+    SharedPrefixSection,
     SLOSection,
     _check_distribution,
     _refuse_huge_integers,
@@ -112,6 +113,8 @@ class ClassSection:
     output_tokens: Distribution = field(doc="output length distribution, as a scenario's")
     data_class: str = field("default", doc="data class, for residency rules")
     difficulty: DifficultySection = field(default_factory=DifficultySection, doc="difficulty score in [0, 1]")
+    shared_prefix: SharedPrefixSection | None = field(None, doc="the class's shared prompt prefixes, as a "
+                                                                "scenario's (for prefix-aware routing and caching)")
     slo: SLOSection = field(default_factory=SLOSection, doc="the class's latency targets, as a scenario's slo")
 
 
@@ -227,6 +230,12 @@ def check_gateway(g: GatewaySection, f: str) -> None:
             raise InputError(f, f"gateway.classes[{i}].name", f"{excerpt(c.name)} is used twice")
         for part in ("prompt_tokens", "output_tokens"):
             _check_distribution(getattr(c, part), f"gateway.classes[{i}].{part}", f)
+        if (c.shared_prefix and c.prompt_tokens.distribution == "fixed"
+                and c.shared_prefix.tokens > c.prompt_tokens.value):
+            raise InputError(f, f"gateway.classes[{i}].shared_prefix.tokens", "longer than the fixed prompt length")
+        if c.shared_prefix and c.shared_prefix.num_tenants != 1:
+            raise InputError(f, f"gateway.classes[{i}].shared_prefix.num_tenants",
+                             "tenants are not modelled behind a gateway; expected 1 (each class is its own traffic)")
         if not any(r.classes is None or c.name in r.classes for r in g.routes):
             raise InputError(f, f"gateway.classes[{i}]", f"no route takes class {excerpt(c.name)}")
     total = sum(c.share for c in g.classes)

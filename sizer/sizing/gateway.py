@@ -36,7 +36,7 @@ from simulator.gateway import (
     simulate_gateway,
 )
 from simulator.metrics import SLO, Latency, slo_attainment, summarise, weighted_percentiles
-from simulator.workload import Arrivals
+from simulator.workload import Arrivals, SharedPrefix
 from sizer.errors import InputError
 from sizer.inputs.gateway import GatewayScenario, pool_scenario
 from sizer.sizing.cost import gpus_per_replica, usd_per_hour
@@ -57,7 +57,8 @@ ASSUMPTIONS = (
     f"budget caps apply to external endpoints (a pool's cost per hour is fixed by its replicas), on the spend of "
     f"the trailing {BUDGET_WINDOW_S:g} s scaled to an hour",
     "an outage window or a failed replica takes no new requests; the requests it holds finish",
-    "class shared prefixes and multi-LoRA adapters are not modelled behind the gateway",
+    "a class's shared prefixes are its own: no two classes share a system prompt",
+    "multi-LoRA adapters are not modelled behind the gateway",
 )
 
 
@@ -72,6 +73,7 @@ class PoolAnswer:
     requests: int                      # sent to it (served or rejected by its scheduler)
     busy_share: float                  # step time / (replicas x the run's span): share of time a step runs
     mean_batch_size: float             # sequences per step, averaged over time
+    prefix_cache_hit_rate: float       # prompt tokens served from the prefix cache / prompt tokens
     ttft: Latency
     tpot: Latency
     e2e: Latency
@@ -180,7 +182,8 @@ def resolve_gateway(doc: GatewayScenario, name: str, file: str | None) -> Resolv
     externals = tuple(ExternalSpec(e.name, e.ttft_p50_ms, e.ttft_sigma, e.tpot_ms, e.usd_per_million_input_tokens,
                                    e.usd_per_million_output_tokens, e.budget_usd_per_hour) for e in g.external)
     classes = tuple(RequestClass(c.name, c.share, _lengths(c.prompt_tokens), _lengths(c.output_tokens), c.data_class,
-                                 c.difficulty.alpha, c.difficulty.beta) for c in g.classes)
+                                 c.difficulty.alpha, c.difficulty.beta, _shared_prefix(c.shared_prefix))
+                    for c in g.classes)
     routes = tuple(Route(r.name, tuple(r.classes or ()), r.target,
                          r.by_difficulty.weak if r.by_difficulty else None,
                          r.by_difficulty.strong if r.by_difficulty else None,
@@ -191,6 +194,10 @@ def resolve_gateway(doc: GatewayScenario, name: str, file: str | None) -> Resolv
     config = GatewayConfig(tuple(specs), externals, classes, routes, residency, arrivals, g.num_requests,
                            BUDGET_WINDOW_S)
     return ResolvedGateway(doc, name, file, pools, config)
+
+
+def _shared_prefix(sp) -> SharedPrefix | None:
+    return SharedPrefix(sp.share, sp.tokens, sp.num_prefixes) if sp else None
 
 
 def _latency(values_ms: np.ndarray) -> Latency:
@@ -223,7 +230,7 @@ def answer(rg: ResolvedGateway, result: GatewayResult, config: GatewayConfig | N
         pools.append(PoolAnswer(spec.name, r.model.name, r.hardware.id, spec.num_replicas, gpus_per_replica(r),
                                 usd_per_hour(spec.num_replicas, gpus_per_replica(r), r.price_usd_per_gpu_hour),
                                 m.num_requests, busy / (spec.num_replicas * span_s) if span_s > 0 else 0.0,
-                                m.mean_batch_size, m.ttft, m.tpot, m.e2e, quality[spec.name]))
+                                m.mean_batch_size, m.prefix_cache_hit_rate, m.ttft, m.tpot, m.e2e, quality[spec.name]))
     externals = []
     for e in cfg.externals:
         mine = [r for r in recs if r.target == e.name]

@@ -25,7 +25,7 @@ from simulator.gateway import (
     Route,
     simulate_gateway,
 )
-from simulator.workload import Arrivals, Lengths
+from simulator.workload import Arrivals, Lengths, SharedPrefix
 
 REPLICA = sim_config().replica
 FAST = LinearStepModel()                                     # the small model
@@ -149,3 +149,17 @@ def test_replica_failures_take_replicas_out_and_same_seed_same_result():
     fell = [r for r in a.records if r.fallbacks]
     assert fell and all(r.fallbacks[0] == ("large", "replicas down") for r in fell)
     assert [(r.target, r.e2e_ms) for r in a.records] == [(r.target, r.e2e_ms) for r in b.records]
+
+
+def test_class_prefixes_reach_the_prefix_cache_and_stay_apart():
+    # every chat request opens with one of 2 prefixes of 128 tokens; records share none of them
+    chat = replace(config().classes[0], shared_prefix=SharedPrefix(1.0, 128, 2))
+    cfg = config(strong_share=0.0, classes=(chat, config().classes[1]))
+    result = simulate_gateway(cfg, seed=9)
+    small = result.pools["small"].columns
+    by_id = {r.request_id: r.class_name for r in result.records}
+    cached = dict(zip(small["request_id"].tolist(), small["cached_prompt_tokens"].tolist(), strict=True))
+    # after the first of each prefix, chat requests find their 128 tokens (8 blocks of 16) cached
+    assert sum(1 for i, c in cached.items() if by_id[i] == "chat" and c >= 128) > 0.9 * sum(
+        1 for i in cached if by_id[i] == "chat")
+    assert all(c == 0 for i, c in cached.items() if by_id[i] == "records")

@@ -6,7 +6,7 @@ import pytest
 
 from sizer.analytic.memory import GiB
 
-# gateway-*.yaml are gateway documents (several pools), tested in tests/sizer/sizing/test_gateway.py
+# gateway-*.yaml are gateway documents (several pools), tested in tests/sizer/sizing/test_gateway_sizing.py
 SCENARIOS = sorted(p.name for p in (Path(__file__).resolve().parents[3] / "scenarios").glob("*.yaml")
                    if not p.name.startswith("gateway-"))
 

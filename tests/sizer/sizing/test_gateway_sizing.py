@@ -161,3 +161,6 @@ def test_cli_simulate_json_csv_and_refused_flags(tmp_path):
     assert refused.exit_code == 2 and "--tp" in refused.stderr
     refused = runner.invoke(app, ["simulate", str(RESIDENCY_FILE), "--replicas", "2"])
     assert refused.exit_code == 2 and "--replicas" in refused.stderr
+    # commands that read one scenario say what a gateway document is, in one line
+    refused = runner.invoke(app, ["check", str(RESIDENCY_FILE)])
+    assert refused.exit_code == 2 and "gateway document" in refused.stderr and len(refused.stderr.splitlines()) == 1
