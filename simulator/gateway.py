@@ -56,8 +56,8 @@ class PoolSpec:
     replica: ReplicaConfig
     num_replicas: int
     step_model: StepTimeModel
-    router: str = "least_outstanding"
-    balance_slack: int = 8
+    router: str                                            # simulator.cluster.ROUTERS
+    balance_slack: int                                     # prefix_aware: extra requests tolerated for a hit
     max_outstanding_per_replica: int | None = None
     max_queue_wait_s: float | None = None
     outages_s: tuple[tuple[float, float], ...] = ()       # [start, end) windows
@@ -117,7 +117,7 @@ class GatewayConfig:
     residency: dict[str, tuple[str, ...]]     # data class -> the targets it may reach; absent: any
     arrivals: Arrivals
     num_requests: int
-    budget_window_s: float = 60.0
+    budget_window_s: float                    # an external endpoint's spend is compared with its cap over this
 
     def __post_init__(self) -> None:
         if self.num_requests < 1 or not self.classes or not math.isclose(sum(c.share for c in self.classes), 1.0):

@@ -90,8 +90,8 @@ def render(a: GatewayAnswer, console: Console) -> None:
     for col in ("class", "data", "reqs", "routed to", "fell back", "rejected", "E2E p99 ms", "SLO met by"):
         t.add_column(col, justify="left" if col in ("class", "data", "routed to") else "right")
     for c in a.classes:
-        slo = "no targets" if c.slo_share is None else (
-            f"{c.slo_share:.1%} (need {c.required_share:.0%}) " + ("met" if c.slo_met else "NOT met"))
+        got = f"{c.served / max(c.requests, 1):.1%} served" if c.slo_share is None else f"{c.slo_share:.1%}"
+        slo = f"{got} (need {c.required_share:.0%}) " + ("met" if c.slo_met else "NOT met")
         t.add_row(c.name, c.data_class, f"{c.requests:,}", ", ".join(f"{k} {v:.0%}" for k, v in c.share_routed.items()),
                   f"{c.fallback_rate:.1%}", f"{c.rejected:,}", _ms(c.e2e.p99_ms), slo)
     console.print(t)

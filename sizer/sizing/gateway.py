@@ -102,7 +102,7 @@ class ClassAnswer:
     share_routed: dict[str, float]     # target -> share of the class's requests it served
     slo_share: float | None            # share meeting every target; None without targets
     required_share: float
-    slo_met: bool | None
+    slo_met: bool                      # slo_share >= required_share; without targets, the share served does
     e2e: Latency
 
 
@@ -147,7 +147,7 @@ class GatewayAnswer:
     output_tokens_per_s: float
     usd_per_million_output_tokens: float | None
     quality: float | None              # mean quality score over served requests whose target has one
-    all_met: bool                      # every class with targets meets its SLO
+    all_met: bool                      # every class meets its SLO
     assumptions: tuple[str, ...]
     search: GatewaySearch | None = None
 
@@ -251,12 +251,11 @@ def answer(rg: ResolvedGateway, result: GatewayResult, config: GatewayConfig | N
     served = [r for r in recs if r.outcome != REJECTED]
     out_per_s = sum(r.output_tokens for r in served) / n * rate
     scored = [quality[r.target] for r in served if quality.get(r.target) is not None]
-    met = [c.slo_met for c in classes if c.slo_met is not None]
     return GatewayAnswer(
         rg.name, rate, n, dict(Counter(r.outcome for r in recs)), tuple(pools), tuple(externals), tuple(classes),
         tuple(routes), total, out_per_s,
         total / (out_per_s * 3600) * 1e6 if total is not None and out_per_s > 0 else None,
-        float(np.mean(scored)) if scored else None, all(met), ASSUMPTIONS)
+        float(np.mean(scored)) if scored else None, all(c.slo_met for c in classes), ASSUMPTIONS)
 
 
 def _finite(x: float | None) -> float | None:
@@ -271,10 +270,11 @@ def _class_answer(c, recs: list) -> ClassAnswer:
     share = float(slo_attainment(SimpleNamespace(columns=columns), slo).mean()) if slo.has_targets and n else None
     served = [r for r in recs if r.outcome != REJECTED]
     fell = sum(r.outcome == FALLBACK for r in recs)
+    # without targets, the class is met when its required share is served at all (not rejected)
+    met = (share if share is not None else len(served) / n if n else 1.0) >= slo.required_share
     return ClassAnswer(c.name, c.data_class, n, len(served), fell, n - len(served), fell / n if n else 0.0,
                        {t: k / n for t, k in sorted(Counter(r.target for r in served).items())},
-                       share, slo.required_share, None if share is None else share >= slo.required_share,
-                       _latency(columns["e2e_ms"]))
+                       share, slo.required_share, met, _latency(columns["e2e_ms"]))
 
 
 def run_gateway(rg: ResolvedGateway, num_requests: int | None = None,

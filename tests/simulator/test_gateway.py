@@ -35,12 +35,13 @@ HOSTED = ExternalSpec("hosted", ttft_p50_ms=400.0, ttft_sigma=0.0, tpot_ms=20.0,
 
 
 def config(strong_share: float = 0.3, **kw) -> GatewayConfig:
-    pools = (PoolSpec("small", REPLICA, 1, FAST), PoolSpec("large", REPLICA, 1, SLOW))
+    pools = (PoolSpec("small", REPLICA, 1, FAST, "least_outstanding", 8),
+             PoolSpec("large", REPLICA, 1, SLOW, "least_outstanding", 8))
     classes = (RequestClass("chat", 0.7, Lengths("fixed", 200), Lengths("fixed", 20), "public", 2.0, 5.0),
                RequestClass("records", 0.3, Lengths("fixed", 400), Lengths("fixed", 40), "pii"))
     routes = (Route("difficulty", (), weak="small", strong="large", strong_share=strong_share,
                     fallback=("hosted",)),)
-    base = GatewayConfig(pools, (HOSTED,), classes, routes, {}, Arrivals("poisson", 20.0), 400)
+    base = GatewayConfig(pools, (HOSTED,), classes, routes, {}, Arrivals("poisson", 20.0), 400, budget_window_s=60.0)
     return replace(base, **kw)
 
 

@@ -164,3 +164,16 @@ def test_cli_simulate_json_csv_and_refused_flags(tmp_path):
     # commands that read one scenario say what a gateway document is, in one line
     refused = runner.invoke(app, ["check", str(RESIDENCY_FILE)])
     assert refused.exit_code == 2 and "gateway document" in refused.stderr and len(refused.stderr.splitlines()) == 1
+
+
+def test_a_class_without_targets_is_met_by_the_share_served(tmp_path):
+    def change(g):
+        for c in g["classes"]:
+            c["slo"] = {"required_share": 0.99}
+        g["pools"][1]["limits"] = {"max_outstanding_per_replica": 1}      # the large pool overflows ...
+        g["external"][0]["budget_usd_per_hour"] = 1e-6                     # ... and the hosted endpoint is shut
+    _, a = run_gateway(resolved(write(tmp_path, change)), 200)
+    code = next(c for c in a.classes if c.name == "code")
+    # most code requests are strong (beta(5, 2) difficulty), so many are rejected: under 99% served, not met
+    assert code.slo_share is None and code.rejected > 0
+    assert code.slo_met == (code.served / code.requests >= 0.99) and not a.all_met
