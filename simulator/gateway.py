@@ -28,6 +28,7 @@ after falling back, or rejected (no target left, or the pool's scheduler refused
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import deque
 from dataclasses import dataclass
@@ -151,7 +152,6 @@ class GatewayResult:
     records: list[GatewayRecord]                 # by request id
     pools: dict[str, SimulationResult]           # each pool's own run (its requests only)
     thresholds: dict[str, float]                 # difficulty route -> the difficulty from which requests go strong
-    rate_per_s: float
 
 
 @dataclass
@@ -235,7 +235,7 @@ class _Pool:
         s = self.spec
         if any(a <= now < b for a, b in s.outages_s):
             return OUTAGE, []
-        up = [r for r, w in zip(self.cluster.replicas, self.down, strict=True) if not any(a <= now < b for a, b in w)]
+        up = [r for r, w in zip(self.cluster.replicas, self.down, strict=True) if not _inside(w, now)]
         if not up:
             return FAILURES, []
         limit = s.max_outstanding_per_replica
@@ -244,6 +244,12 @@ class _Pool:
         if s.max_queue_wait_s is not None and min(_oldest_wait_s(r, now) for r in up) >= s.max_queue_wait_s:
             return QUEUE_WAIT, up
         return "", up
+
+
+def _inside(windows: list[tuple[float, float]], now: float) -> bool:
+    """Is `now` inside one of these windows (sorted, apart)?"""
+    k = bisect.bisect_right(windows, (now, math.inf)) - 1
+    return k >= 0 and now < windows[k][1]
 
 
 def _oldest_wait_s(replica, now: float) -> float:
@@ -336,7 +342,7 @@ def simulate_gateway(cfg: GatewayConfig, seed: int = 0) -> GatewayResult:
     results = {name: p.recorder.result(p.spec.replica.num_blocks, p.spec.num_replicas, p.cluster.num_preemptions,
                                        p.spec.replica.engine_loop) for name, p in pools.items()}
     records = _records(cfg, d, route_of, choice, decided, results)
-    return GatewayResult(records, results, thresholds, cfg.arrivals.rate_per_s)
+    return GatewayResult(records, results, thresholds)
 
 
 def _records(cfg: GatewayConfig, d: _Drawn, route_of: list[int], choice: list[str], decided: dict[int, tuple],

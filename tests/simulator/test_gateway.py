@@ -149,6 +149,10 @@ def test_replica_failures_take_replicas_out_and_same_seed_same_result():
     # one failure a second, down half a second each: about a third of the time down (1 / (1 + 0.5) up)
     fell = [r for r in a.records if r.fallbacks]
     assert fell and all(r.fallbacks[0] == ("large", "replicas down") for r in fell)
+    # of the 120 requests chosen for the large pool (0.3 x 400), about a third arrive while it is down
+    # (binomial sd sqrt(120 x 1/3 x 2/3) / 120 = 0.043: 0.20 to 0.47 is three sd either side)
+    chosen = [r for r in a.records if r.first_choice == "large"]
+    assert len(chosen) == 120 and 0.20 < len(fell) / len(chosen) < 0.47
     assert [(r.target, r.e2e_ms) for r in a.records] == [(r.target, r.e2e_ms) for r in b.records]
 
 
