@@ -119,7 +119,7 @@ def render(a: GatewayAnswer, console: Console) -> None:
             t.add_row(", ".join(f"{k} {v}" for k, v in c.replicas.items()),
                       "-" if c.strong_share is None else f"{c.strong_share:.0%}", _usd(c.usd_per_hour),
                       _usd(c.usd_per_million_output_tokens), "-" if c.quality is None else f"{c.quality:.3f}",
-                      ("yes " if c.accepted else "no ") + mark)
+                      "yes " + mark if c.accepted else f"no: {c.why_not}")
         console.print(t)
         console.print("cheapest meeting every class's SLO: " + (
             "none of these" if s.best is None else

@@ -29,6 +29,7 @@ from simulator.gateway import (
     REJECTED,
     ExternalSpec,
     GatewayConfig,
+    GatewayRecord,
     GatewayResult,
     PoolSpec,
     RequestClass,
@@ -38,7 +39,7 @@ from simulator.gateway import (
 from simulator.metrics import SLO, Latency, slo_attainment, summarise, weighted_percentiles
 from simulator.workload import Arrivals, SharedPrefix
 from sizer.errors import InputError
-from sizer.inputs.gateway import GatewayScenario, pool_scenario
+from sizer.inputs.gateway import ClassSection, GatewayScenario, pool_scenario
 from sizer.sizing.cost import gpus_per_replica, usd_per_hour
 from sizer.sizing.goodput import SLO_PERCENTILE
 from sizer.sizing.resolve import Resolved, resolve
@@ -122,6 +123,7 @@ class Candidate:
     strong_share: float | None
     usd_per_hour: float | None
     accepted: bool                     # every class meets its SLO, and the quality floor is reached
+    why_not: str                       # what an unaccepted one misses ("" when accepted)
     quality: float | None
     usd_per_million_output_tokens: float | None
 
@@ -262,7 +264,7 @@ def _finite(x: float | None) -> float | None:
     return x if x is not None and math.isfinite(x) else None
 
 
-def _class_answer(c, recs: list) -> ClassAnswer:
+def _class_answer(c: ClassSection, recs: list[GatewayRecord]) -> ClassAnswer:
     n = len(recs)
     slo = _slo(c.slo)
     columns = {"rejected": np.array([r.outcome == REJECTED for r in recs], bool)} | {
@@ -296,8 +298,7 @@ def with_choices(cfg: GatewayConfig, replicas: dict[str, int], strong_share: flo
 
 def cheapest(rg: ResolvedGateway) -> GatewaySearch:
     """Every combination of the search's replica counts and strong shares, simulated; the cheapest per hour
-    meeting every class's SLO (and the quality floor). Ties: fewer GPUs' worth of cost first, then the
-    lower strong share."""
+    meeting every class's SLO (and the quality floor); of equal cost, the lower strong share."""
     s, cfg = rg.doc.gateway.search, rg.config
     names = [p.name for p in cfg.pools]
     options = [s.replicas.get(p.name) or [p.num_replicas] for p in cfg.pools]
@@ -308,8 +309,11 @@ def cheapest(rg: ResolvedGateway) -> GatewaySearch:
         replicas = dict(zip(names, counts, strict=True))
         for share in shares:
             _, a = run_gateway(rg, n, with_choices(cfg, replicas, share))
-            ok = a.all_met and (s.min_quality is None or (a.quality is not None and a.quality >= s.min_quality))
-            tried.append(Candidate(replicas, share, a.usd_per_hour, ok, a.quality, a.usd_per_million_output_tokens))
+            misses = [f"{c.name} SLO" for c in a.classes if not c.slo_met]
+            if s.min_quality is not None and (a.quality is None or a.quality < s.min_quality):
+                misses.append(f"quality below {s.min_quality:g}")
+            tried.append(Candidate(replicas, share, a.usd_per_hour, not misses, ", ".join(misses), a.quality,
+                                   a.usd_per_million_output_tokens))
     feasible = [c for c in tried if c.accepted and c.usd_per_hour is not None]
     best = min(feasible, key=lambda c: (c.usd_per_hour, c.strong_share or 0.0), default=None)
     return GatewaySearch(best, tuple(tried), n)

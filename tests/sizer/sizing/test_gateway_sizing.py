@@ -177,3 +177,16 @@ def test_a_class_without_targets_is_met_by_the_share_served(tmp_path):
     # most code requests are strong (beta(5, 2) difficulty), so many are rejected: under 99% served, not met
     assert code.slo_share is None and code.rejected > 0
     assert code.slo_met == (code.served / code.requests >= 0.99) and not a.all_met
+
+
+def test_the_quality_floor_decides_between_strong_shares(tmp_path):
+    def change(g):
+        g["search"] = {"replicas": {"small": [1], "large": [1]}, "strong_shares": [0.2, 0.3], "min_quality": 0.74,
+                       "num_requests": 200}
+    s = cheapest(resolved(write(tmp_path, change)))
+    low, high = s.tried
+    # served quality: 0.8 x 0.70 + 0.2 x 0.85 = 0.73 (the hosted fallback scores 0.85 too, as the large pool does)
+    # and 0.7 x 0.70 + 0.3 x 0.85 = 0.745; every request is served, so the mix is exact
+    assert low.quality == pytest.approx(0.73) and high.quality == pytest.approx(0.745)
+    assert not low.accepted and low.why_not == "quality below 0.74"
+    assert s.best == high and high.usd_per_hour > low.usd_per_hour
