@@ -119,6 +119,8 @@ class GatewayConfig:
     arrivals: Arrivals
     num_requests: int
     budget_window_s: float                    # an external endpoint's spend is compared with its cap over this
+    fast_forward: bool = True                 # as SimulationConfig: runs of identical decode steps in one event
+    check_invariants: bool = False            # verify KV block conservation after every event (slow)
 
     def __post_init__(self) -> None:
         if self.num_requests < 1 or not self.classes or not math.isclose(sum(c.share for c in self.classes), 1.0):
@@ -225,10 +227,12 @@ def _down_windows(pool: PoolSpec, horizon_s: float, rng: np.random.Generator) ->
 
 
 class _Pool:
-    def __init__(self, env: simpy.Environment, spec: PoolSpec, seed: int, down: list[list[tuple[float, float]]]):
+    def __init__(self, env: simpy.Environment, spec: PoolSpec, seed: int, down: list[list[tuple[float, float]]],
+                 cfg: GatewayConfig):
         self.spec, self.down, self.recorder = spec, down, Recorder()
         self.cluster = Cluster(env, spec.replica, spec.num_replicas, Router(spec.router, spec.balance_slack),
-                               spec.step_model, self.recorder, seed, None)
+                               spec.step_model, self.recorder, seed, None, fast_forward=cfg.fast_forward,
+                               check_invariants=cfg.check_invariants)
 
     def refusal(self, now: float) -> tuple[str, list]:
         """Why this pool cannot take a request now ("" if it can), and its up replicas."""
@@ -290,7 +294,8 @@ def simulate_gateway(cfg: GatewayConfig, seed: int = 0) -> GatewayResult:
     horizon_s = float(d.arrival_s[-1])
     rngs = [np.random.Generator(np.random.PCG64(s))
             for s in np.random.SeedSequence([seed, 11]).spawn(len(cfg.pools) + len(cfg.externals))]
-    pools = {p.name: _Pool(env, p, seed + i, _down_windows(p, horizon_s, rngs[i])) for i, p in enumerate(cfg.pools)}
+    pools = {p.name: _Pool(env, p, seed + i, _down_windows(p, horizon_s, rngs[i]), cfg)
+             for i, p in enumerate(cfg.pools)}
     externals = {e.name: _External(e, rngs[len(cfg.pools) + i], cfg.budget_window_s)
                  for i, e in enumerate(cfg.externals)}
     decided: dict[int, tuple] = {}      # request id -> (target, fallbacks, reject reason, external latencies, usd)
