@@ -42,6 +42,7 @@ from sizer.errors import InputError
 from sizer.inputs.gateway import ClassSection, GatewayScenario, pool_scenario
 from sizer.sizing.cost import gpus_per_replica, usd_per_hour
 from sizer.sizing.goodput import SLO_PERCENTILE
+from sizer.sizing.plan import SCHEMA_VERSION
 from sizer.sizing.resolve import Resolved, resolve
 from sizer.sizing.simulate import PREFIX_BALANCE_SLACK, simulation_config
 from sizer.sizing.step_model import step_model_for
@@ -137,6 +138,8 @@ class GatewaySearch:
 
 @dataclass(frozen=True)
 class GatewayAnswer:
+    schema_version: int                # of the JSON, as a plan's (sizer.sizing.plan.SCHEMA_VERSION)
+    kind: str                          # "gateway": tells this answer from a single-model plan
     scenario: str
     rate_per_s: float
     num_requests: int
@@ -254,8 +257,8 @@ def answer(rg: ResolvedGateway, result: GatewayResult, config: GatewayConfig | N
     out_per_s = sum(r.output_tokens for r in served) / n * rate
     scored = [quality[r.target] for r in served if quality.get(r.target) is not None]
     return GatewayAnswer(
-        rg.name, rate, n, dict(Counter(r.outcome for r in recs)), tuple(pools), tuple(externals), tuple(classes),
-        tuple(routes), total, out_per_s,
+        SCHEMA_VERSION, "gateway", rg.name, rate, n, dict(Counter(r.outcome for r in recs)), tuple(pools),
+        tuple(externals), tuple(classes), tuple(routes), total, out_per_s,
         total / (out_per_s * 3600) * 1e6 if total is not None and out_per_s > 0 else None,
         float(np.mean(scored)) if scored else None, all(c.slo_met for c in classes), ASSUMPTIONS)
 

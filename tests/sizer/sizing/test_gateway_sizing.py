@@ -153,6 +153,7 @@ def test_cli_simulate_json_csv_and_refused_flags(tmp_path):
                                  "--requests-csv", str(out)])
     assert result.exit_code == 0, result.output
     a = json.loads(result.stdout)
+    assert a["kind"] == "gateway" and a["schema_version"] == 1
     assert a["num_requests"] == 120 and {p["name"] for p in a["pools"]} == {"onprem-8b", "onprem-70b"}
     header = out.read_text().splitlines()[0].split(",")
     assert {"request_id", "class_name", "route", "target", "fallbacks", "outcome", "reject_reason"} <= set(header)
