@@ -73,7 +73,7 @@ class Cluster:
     """Feeds arrivals to the router and keeps the replicas' shared view of what comes next."""
 
     def __init__(self, env: simpy.Environment, replica: ReplicaConfig, num_replicas: int, router: Router,
-                 step_model: StepTimeModel, recorder: Recorder, seed: int, requests: Iterable[Request],
+                 step_model: StepTimeModel, recorder: Recorder, seed: int, requests: Iterable[Request] | None,
                  disaggregation: DisaggregationConfig | None = None, fast_forward: bool = True,
                  check_invariants: bool = False, on_request_done: Callable[[int], None] | None = None):
         self.env, self.router, self.recorder = env, router, recorder
@@ -96,7 +96,12 @@ class Cluster:
         self.entry_pool = self.replicas[:d.num_prefill_replicas] if d else self.replicas
         self.decode_pool = self.replicas[d.num_prefill_replicas:] if d else self.replicas
         self._decode_router = Router("least_outstanding", router.balance_slack)   # KV lands on the least busy
-        env.process(self._arrivals(requests))
+        if requests is not None:          # None: fed from outside (a gateway), see `expect_arrival`
+            env.process(self._arrivals(requests))
+
+    def expect_arrival(self, at_s: float) -> None:
+        """A cluster fed from outside: the next moment a request may reach it (math.inf: no more)."""
+        self._next_arrival_s = at_s
 
     @property
     def num_preemptions(self) -> int:

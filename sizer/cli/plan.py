@@ -12,10 +12,12 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from sizer.cli import gateway
 from sizer.cli.flags import check_choices, check_gpu, check_model, check_range, naming_flags
 from sizer.cli.options import EMIT_HELP, EMIT_TO_HELP, check_emit, emits_to_stdout, emitted, write_emitted
 from sizer.cli.render import render_plan
 from sizer.errors import InputError
+from sizer.inputs.gateway import is_gateway
 from sizer.inputs.scenario import (
     MAX_RATE_PER_S,
     MAX_REPLICAS,
@@ -70,11 +72,17 @@ def command(
     profile: Path | None = typer.Option(None, "--profile",
                                         help="calibrated profile folder (sizer calibrate): measured step times"),
     simulate: bool = typer.Option(False, "--simulate",
-                                  help="add simulated latency at the scenario's rate and the goodput rate"),
+                                  help="add simulated latency at the scenario's rate and the goodput rate "
+                                       "(a gateway: the cheapest sizing search)"),
     emit: str | None = typer.Option(None, "--emit", help=EMIT_HELP),
     emit_to: Path | None = typer.Option(None, "--emit-to", help=EMIT_TO_HELP),
 ) -> None:
     """Memory, parallel split, Little's-law capacity, step times and cost for a scenario."""
+    if scenario is not None and is_gateway(scenario):
+        gateway.refuse_flags({"--model": model, "--gpu": gpu, "--tp": tp, "--pp": pp, "--weights": weights,
+                              "--kv-cache-dtype": kv_cache_dtype, "--max-model-len": max_model_len, "--rate": rate,
+                              "--profile": profile, "--emit": emit, "--emit-to": emit_to})
+        return gateway.plan(scenario, as_json, search=simulate)
     check_range(tp, "--tp", 1, MAX_REPLICAS)
     check_range(pp, "--pp", 1, MAX_REPLICAS)
     check_choices((weights,) if weights is not None else None, "--weights", typing.get_args(WeightFormat))

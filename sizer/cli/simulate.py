@@ -12,9 +12,11 @@ from rich.progress import Progress
 from simulator.cluster import ROUTERS
 from simulator.errors import excerpt
 from simulator.metrics import summarise
+from sizer.cli import gateway
 from sizer.cli.flags import check_range
 from sizer.cli.render import render_simulation_metrics
 from sizer.errors import InputError
+from sizer.inputs.gateway import is_gateway
 from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS, load_scenario
 from sizer.outputs.destination import check_destination, write_with
 from sizer.outputs.serialise import to_json
@@ -38,6 +40,10 @@ def command(
     """Simulated TTFT, ITL, TPOT, E2E (p50/p95/p99), throughput, goodput and prefix-cache hits."""
     if requests_csv is not None:
         check_destination(requests_csv, "--requests-csv")
+    if is_gateway(scenario):
+        check_range(num_requests, "--num-requests", 1, MAX_REQUESTS)
+        gateway.refuse_flags({"--replicas": replicas, "--router": router if router != DEFAULT_ROUTER else None})
+        return gateway.simulate(scenario, as_json, num_requests, requests_csv)
     scenario_obj, result, summary = run(scenario, num_requests, replicas, router, show_progress=not as_json)
     if requests_csv is not None:
         write_with(requests_csv, "--requests-csv", lambda f: result.requests.to_csv(f, index=False))

@@ -334,6 +334,9 @@ def scenario_from_dict(data: object, file: str | None, variant: Variant | None =
     """A validated Scenario from a mapping; unnamed, it is named after its file (else "scenario")."""
     if not isinstance(data, dict):
         raise InputError(file, "(top level)", f"expected a mapping of sections, got {type(data).__name__}")
+    if "gateway" in data:
+        raise InputError(file, "gateway", "a gateway document (several pools, docs/gateway.md): "
+                                          "`sizer plan` and `sizer simulate` read it, this command reads one scenario")
     data = {**data}
     for key, inner in (("model", "name"), ("hardware", "gpu")):   # shorthands: `model: llama-3.1-8b`
         if isinstance(data.get(key), str):

@@ -1,0 +1,131 @@
+"""`sizer plan` and `sizer simulate` on a gateway document (a top-level `gateway:`): per pool,
+per class, per route and gateway-wide tables, or JSON; plan --simulate adds the cheapest sizing."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from sizer.errors import InputError
+from sizer.inputs.gateway import load_gateway
+from sizer.outputs.destination import write_with
+from sizer.outputs.serialise import to_json
+from sizer.sizing.gateway import GatewayAnswer, plan_gateway, resolve_gateway, run_gateway
+
+
+def refuse_flags(flags: dict[str, object]) -> None:
+    """Scenario flags do not apply to a gateway document: name the first one given."""
+    for flag, value in flags.items():
+        if value not in (None, False):
+            raise InputError(None, flag, "does not apply to a gateway scenario (each pool states its own deployment)")
+
+
+def plan(path: Path, as_json: bool, search: bool) -> None:
+    doc, name = load_gateway(path)
+    a = plan_gateway(resolve_gateway(doc, name, str(path)), search)
+    if as_json:
+        typer.echo(to_json(a))
+    else:
+        render(a, Console())
+
+
+def simulate(path: Path, as_json: bool, num_requests: int | None, requests_csv: Path | None) -> None:
+    doc, name = load_gateway(path)
+    result, a = run_gateway(resolve_gateway(doc, name, str(path)), num_requests)
+    if requests_csv is not None:
+        write_with(requests_csv, "--requests-csv", lambda f: _records_frame(result.records).to_csv(f, index=False))
+    if as_json:
+        typer.echo(to_json(a))
+        return
+    render(a, Console())
+    if requests_csv is not None:
+        Console().print(f"per-request records (pool, route, fallbacks): {requests_csv}")
+
+
+def _records_frame(records):
+    import pandas as pd
+
+    rows = [dataclasses.asdict(r) | {"fallbacks": " > ".join(f"{t}: {why}" for t, why in r.fallbacks)}
+            for r in records]
+    return pd.DataFrame(rows)
+
+
+def _ms(x: float) -> str:
+    return f"{x:,.0f}" if math.isfinite(x) else "-"
+
+
+def _usd(x: float | None) -> str:
+    return "-" if x is None else f"${x:,.2f}"
+
+
+def render(a: GatewayAnswer, console: Console) -> None:
+    o = a.outcomes
+    console.print(f"[bold]{a.scenario}[/]: gateway at {a.rate_per_s:g} req/s, {a.num_requests:,} requests: "
+                  f"{o.get('served', 0):,} served on the first choice, {o.get('fallback', 0):,} after a fallback, "
+                  f"{o.get('rejected', 0):,} rejected", highlight=False)
+    t = Table(title="pools", title_justify="left")
+    for col in ("pool", "GPUs", "reqs", "busy", "batch", "cached", "TTFT p50/p99", "TPOT p99", "E2E p99", "$/hour",
+                "quality"):
+        t.add_column(col, justify="left" if col in ("pool", "GPUs") else "right")
+    for p in a.pools:
+        t.add_row(f"{p.name}\n{p.model}", f"{p.replicas} x {p.gpus_per_replica} x\n{p.gpu}", f"{p.requests:,}",
+                  f"{p.busy_share:.0%}", f"{p.mean_batch_size:.1f}", f"{p.prefix_cache_hit_rate:.0%}",
+                  f"{_ms(p.ttft.p50_ms)} / {_ms(p.ttft.p99_ms)}",
+                  _ms(p.tpot.p99_ms), _ms(p.e2e.p99_ms), _usd(p.usd_per_hour),
+                  "-" if p.quality is None else f"{p.quality:.2f}")
+    for e in a.externals:
+        t.add_row(f"{e.name}\nexternal", "-", f"{e.requests:,}", "-", "-", "-",
+                  f"{_ms(e.ttft.p50_ms)} / {_ms(e.ttft.p99_ms)}", "-", _ms(e.e2e.p99_ms), _usd(e.usd_per_hour),
+                  "-" if e.quality is None else f"{e.quality:.2f}")
+    console.print(t)
+    console.print("  (ms; busy: share of the run a step was running, per replica; batch: mean sequences per step; "
+                  "cached: prompt tokens from the prefix cache)",
+                  highlight=False)
+    t = Table(title="classes", title_justify="left")
+    for col in ("class", "data", "reqs", "routed to", "fell back", "rejected", "E2E p99 ms", "SLO met by"):
+        t.add_column(col, justify="left" if col in ("class", "data", "routed to") else "right")
+    for c in a.classes:
+        got = f"{c.served / max(c.requests, 1):.1%} served" if c.slo_share is None else f"{c.slo_share:.1%}"
+        slo = f"{got} (need {c.required_share:.0%}) " + ("met" if c.slo_met else "NOT met")
+        t.add_row(c.name, c.data_class, f"{c.requests:,}", ", ".join(f"{k} {v:.0%}" for k, v in c.share_routed.items()),
+                  f"{c.fallback_rate:.1%}", f"{c.rejected:,}", _ms(c.e2e.p99_ms), slo)
+    console.print(t)
+    t = Table(title="routes", title_justify="left")
+    for col in ("route", "reqs", "strong", "threshold", "fallbacks (target: reason)", "rejected"):
+        t.add_column(col, justify="right" if col in ("reqs", "strong", "threshold") else "left")
+    for r in a.routes:
+        t.add_row(r.name, f"{r.requests:,}", "-" if r.strong_share is None else f"{r.strong_share:.0%}",
+                  "-" if r.threshold is None else f"{r.threshold:.3f}",
+                  ", ".join(f"{k} x{v}" for k, v in r.fallbacks.items()) or "none",
+                  ", ".join(f"{k} x{v}" for k, v in r.rejected.items()) or "none")
+    console.print(t)
+    quality = "" if a.quality is None else f", mean quality {a.quality:.3f}"
+    console.print(f"gateway: {_usd(a.usd_per_hour)} per hour, {a.output_tokens_per_s:,.0f} output tokens/s, "
+                  f"{_usd(a.usd_per_million_output_tokens)} per million output tokens{quality}; every class's SLO "
+                  + ("met" if a.all_met else "NOT met"), highlight=False)
+    if a.search is not None:
+        s = a.search
+        t = Table(title=f"cheapest sizing: {len(s.tried)} configurations, {s.num_requests:,} requests each",
+                  title_justify="left")
+        for col in ("replicas", "strong share", "$/hour", "$/M output tokens", "quality", "accepted"):
+            t.add_column(col, justify="left" if col == "replicas" else "right")
+        for c in sorted(s.tried, key=lambda c: (c.usd_per_hour is None, c.usd_per_hour or 0.0)):
+            mark = "<- cheapest" if c == s.best else ""
+            t.add_row(", ".join(f"{k} {v}" for k, v in c.replicas.items()),
+                      "-" if c.strong_share is None else f"{c.strong_share:.0%}", _usd(c.usd_per_hour),
+                      _usd(c.usd_per_million_output_tokens), "-" if c.quality is None else f"{c.quality:.3f}",
+                      "yes " + mark if c.accepted else f"no: {c.why_not}")
+        console.print(t)
+        console.print("cheapest meeting every class's SLO: " + (
+            "none of these" if s.best is None else
+            f"{', '.join(f'{k} x{v}' for k, v in s.best.replicas.items())}"
+            + ("" if s.best.strong_share is None else f", strong share {s.best.strong_share:.0%}")
+            + f", {_usd(s.best.usd_per_hour)} per hour"), highlight=False)
+    console.print("assumptions:")
+    for line in a.assumptions:
+        console.print(f"  {line}", highlight=False)
