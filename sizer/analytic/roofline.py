@@ -144,6 +144,14 @@ class RooflineStepTimeModel:
         self._comm_fixed_s = collectives * COLLECTIVE_LATENCY_S
         self._layers_s = layers_per_stage(m, p) * LAYER_STEP_S
 
+    def _group_s(self, group: tuple[float, float, int | None], batch: StepBatch) -> float:
+        seconds_per_pair, seconds_per_token, window = group
+        attended = 1.0       # windowed layers attend to at most a window per sequence
+        if window and batch.context_tokens:
+            attended = min(1.0, batch.num_seqs * window / batch.context_tokens)
+        return max(batch.attention_pairs * attended * seconds_per_pair,
+                   (batch.context_tokens * attended + 2 * batch.new_tokens) * seconds_per_token)
+
     def _parts(self, batch: StepBatch) -> tuple[float, float, float, float, float]:
         """(GEMM compute s, GEMM memory s, attention s, lm_head s, collectives s) for one stage."""
         tokens = batch.new_tokens
@@ -151,15 +159,44 @@ class RooflineStepTimeModel:
         gemm_memory = self._dense_read_s + (self._expert_read_s * (1.0 - self._expert_miss ** tokens)
                                             if self._expert_read_s else 0.0)
         attention = batch.num_seqs * self._state_s_per_seq
-        for seconds_per_pair, seconds_per_token, window in self._attention_groups:
-            attended = 1.0       # windowed layers attend to at most a window per sequence
-            if window and batch.context_tokens:
-                attended = min(1.0, batch.num_seqs * window / batch.context_tokens)
-            attention += max(batch.attention_pairs * attended * seconds_per_pair,
-                             (batch.context_tokens * attended + 2 * tokens) * seconds_per_token)
+        for group in self._attention_groups:
+            attention += self._group_s(group, batch)
         lm_head = max(batch.num_seqs * self._lm_s_per_seq, self._lm_read_s)
         comm = tokens * self._comm_s_per_token + self._comm_fixed_s
         return gemm_compute, gemm_memory, attention, lm_head, comm
+
+    # The parts one at a time, for the kernel-table model to price what its tables lack (one stage each).
+    def attention_group_s(self, index: int, batch: StepBatch) -> float:
+        """Attention of the layers of KV group `index` (self.kv.groups)."""
+        return self._group_s(self._attention_groups[index], batch)
+
+    def state_s(self, batch: StepBatch) -> float:
+        """Mamba-2 / linear-attention state read and written once per sequence."""
+        return batch.num_seqs * self._state_s_per_seq
+
+    def dense_gemm_s(self, tokens: int) -> float:
+        return max(tokens * 2.0 * self.dense_params / self.gemm_flops_per_s, self._dense_read_s)
+
+    def expert_gemm_s(self, tokens: int) -> float:
+        if not self._expert_read_s:
+            return 0.0
+        return max(tokens * 2.0 * self.expert_active_params / self.gemm_flops_per_s,
+                   self._expert_read_s * (1.0 - self._expert_miss ** tokens))
+
+    def lm_head_s(self, seqs: int) -> float:
+        return max(seqs * self._lm_s_per_seq, self._lm_read_s)
+
+    def transfer_s(self, tokens: int, allreduce: bool = True) -> float:
+        """Collectives of one stage: the pipeline send and the expert all-to-all, the TP all-reduces if asked."""
+        c = self.comm
+        nbytes = c.pp_send_bytes_per_token + c.ep_alltoall_bytes_per_token \
+            + (c.tp_allreduce_bytes_per_token if allreduce else 0.0)
+        fixed = self._comm_fixed_s if allreduce else self._comm_fixed_s - c.allreduces_per_step * COLLECTIVE_LATENCY_S
+        return tokens * nbytes / self.link_bytes_per_s + fixed
+
+    @property
+    def layers_s(self) -> float:
+        return self._layers_s
 
     def cost(self, batch: StepBatch) -> StepCost:
         if batch.new_tokens == 0:

@@ -23,7 +23,7 @@ from simulator.workload import PromptSet, Stage, staged_arrival_s
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulation_config
-from sizer.sizing.step_model import step_model_for
+from sizer.sizing.step_model import roofline_for, step_model_for
 
 METRICS = ("e2e_mean", "e2e_p90", "e2e_p99", "ttft_mean", "ttft_p90", "ttft_p99", "itl_mean")
 GPU_IDS = {"H100": "h100-sxm", "A100": "a100-80gb", "L40S": "l40s"}
@@ -111,12 +111,15 @@ class Replay:
         return (self.predicted_ms[metric] - m) / m
 
 
-def replay(e: Experiment, time_scale: float = 1.0, arrivals: str = "constant", seed: int = 0) -> Replay:
-    """Simulate the run; `time_scale` < 1 shortens every stage (same rates, fewer requests)."""
+def replay(e: Experiment, time_scale: float = 1.0, arrivals: str = "constant", seed: int = 0,
+           roofline: bool = False) -> Replay:
+    """Simulate the run; `time_scale` < 1 shortens every stage (same rates, fewer requests); `roofline`:
+    price steps with the roofline even where kernel tables are bundled."""
     r = resolve(scenario_from_dict(scenario_of(e), None))
     stages = [Stage(s.rate_per_s, s.duration_s * time_scale) for s in e.stages]
     workload = e.prompts.workload(staged_arrival_s(stages, arrivals, seed), r.engine.block_size, seed)
-    result = simulate(simulation_config(r, replicas=1), step_model_for(r), workload, seed)
+    step = roofline_for(r) if roofline else step_model_for(r)
+    result = simulate(simulation_config(r, replicas=1), step, workload, seed)
     m = summarise(result)
     c = result.columns
     done = ~c["rejected"]

@@ -1,10 +1,15 @@
-"""What prices an engine step for a resolved scenario: the roofline, or a calibrated profile."""
+"""What prices an engine step for a resolved scenario: a calibrated profile, bundled kernel tables, or the roofline."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+from pathlib import Path
+
 from engine.profile import CalibratedStepTimeModel
 from simulator.step_batch import StepTimeModel
+from sizer.analytic.kernel_step import KernelTableStepTimeModel
 from sizer.analytic.roofline import RooflineStepTimeModel
+from sizer.inputs.kernel_tables import KernelTables, bundled_tables_dir, load_kernel_tables
 from sizer.sizing.resolve import Resolved
 
 
@@ -13,10 +18,25 @@ def roofline_for(r: Resolved) -> RooflineStepTimeModel:
     return RooflineStepTimeModel(r.model, r.hardware, r.weight_format, r.weights, r.kv, r.parallel, r.group_size)
 
 
+@lru_cache(maxsize=8)
+def _tables(folder: Path) -> KernelTables:
+    return load_kernel_tables(folder)
+
+
+def kernel_tables_for(r: Resolved) -> KernelTables | None:
+    """The bundled kernel tables measured on the scenario's GPU in its engine, if any."""
+    folder = bundled_tables_dir(r.hardware.id, r.engine.engine)
+    return _tables(folder) if folder else None
+
+
 def step_model_for(r: Resolved, roofline: RooflineStepTimeModel | None = None) -> StepTimeModel:
     """What prices a step: the calibrated profile when the scenario names one (roofline outside
-    its measured range), else the roofline."""
+    its measured range), else bundled kernel tables of the GPU and engine (roofline for what they
+    lack), else the roofline."""
     roofline = roofline or roofline_for(r)
-    if r.calibrated_profile is None:
-        return roofline
-    return CalibratedStepTimeModel(r.calibrated_profile, num_layers=r.model.num_layers, fallback=roofline)
+    if r.calibrated_profile is not None:
+        return CalibratedStepTimeModel(r.calibrated_profile, num_layers=r.model.num_layers, fallback=roofline)
+    tables = kernel_tables_for(r)
+    if tables is not None:
+        return KernelTableStepTimeModel(tables, roofline)
+    return roofline
