@@ -18,6 +18,11 @@ def roofline_for(r: Resolved) -> RooflineStepTimeModel:
     return RooflineStepTimeModel(r.model, r.hardware, r.weight_format, r.weights, r.kv, r.parallel, r.group_size)
 
 
+# benchmarks/fidelity_vllm.py on the 15 public vLLM 0.15.1 H100 runs (docs/fidelity.md), median |error|
+TABLES_VS_ROOFLINE = ("on the public vLLM 0.15.1 H100 runs the tables give E2E 5.9%, TTFT 6.4%, ITL 7.9% median "
+                      "error, the roofline 6.1%, 5.0%, 7.4% (docs/fidelity.md)")
+
+
 @lru_cache(maxsize=8)
 def _tables(folder: Path) -> KernelTables:
     return load_kernel_tables(folder)
@@ -31,12 +36,29 @@ def kernel_tables_for(r: Resolved) -> KernelTables | None:
 
 def step_model_for(r: Resolved, roofline: RooflineStepTimeModel | None = None) -> StepTimeModel:
     """What prices a step: the calibrated profile when the scenario names one (roofline outside
-    its measured range), else bundled kernel tables of the GPU and engine (roofline for what they
-    lack), else the roofline."""
+    its measured range); else, with `hardware.step_model: kernel_tables`, the bundled kernel tables of
+    the GPU and engine (roofline for what they lack); else the roofline. The roofline stays the default:
+    on the public vLLM H100 runs it is the closer of the two (docs/fidelity.md)."""
     roofline = roofline or roofline_for(r)
     if r.calibrated_profile is not None:
         return CalibratedStepTimeModel(r.calibrated_profile, num_layers=r.model.num_layers, fallback=roofline)
-    tables = kernel_tables_for(r)
+    tables = kernel_tables_for(r) if r.scenario.hardware.step_model == "kernel_tables" else None
     if tables is not None:
         return KernelTableStepTimeModel(tables, roofline)
     return roofline
+
+
+def kernel_tables_note(r: Resolved) -> str | None:
+    """What the plan says about kernel tables: which priced the steps, or that the GPU has some unused."""
+    if r.calibrated_profile is not None:
+        return None
+    tables = kernel_tables_for(r)
+    if r.scenario.hardware.step_model == "kernel_tables":
+        if tables is None:
+            return (f"step times: the roofline; no kernel tables are bundled for {r.hardware.id} in "
+                    f"{r.engine.engine} (hardware.step_model: kernel_tables)")
+        return f"step times: {tables.header.description} (hardware.step_model: kernel_tables); {TABLES_VS_ROOFLINE}"
+    if tables is None:
+        return None
+    return (f"step times: the roofline; {tables.header.description} are bundled for this GPU "
+            f"(hardware.step_model: kernel_tables); {TABLES_VS_ROOFLINE}")
