@@ -93,7 +93,8 @@ class GemmShape:
 
 def dense_gemms(m: ModelSpec, p: ParallelConfig) -> list[GemmShape]:
     """Every dense GEMM of a step on one GPU of the busiest stage, fused as vLLM runs them:
-    matrices of one layer that read the same input and are split by output (q, k, v) are one GEMM."""
+    matrices of one block of a layer (self_attn, mlp) that read the same input and are split by
+    output (q, k, v) are one GEMM."""
     stage = layers_per_stage(m, p) / m.num_layers
     fused: dict[tuple, list] = {}
     for g in linear_groups(m):
@@ -104,7 +105,8 @@ def dense_gemms(m: ModelSpec, p: ParallelConfig) -> list[GemmShape]:
         row = g.name.endswith(ROW_PARALLEL)
         n = g.out_features if row else round(g.out_features * share)
         k = round(g.in_features * share) if row else g.in_features
-        key = (g.layers, k, row, g.name if row or per_layer > 1 else "")
+        block = g.name.rsplit(".", 1)[0]                 # "self_attn", "mlp": q, k, v fuse; q and gate_up do not
+        key = (g.layers, block, k, row, g.name if row or per_layer > 1 else "")
         entry = fused.setdefault(key, [0, k, len(g.layers) * stage * per_layer])
         entry[0] += n
     return [GemmShape(n, k, count) for n, k, count in fused.values()]
