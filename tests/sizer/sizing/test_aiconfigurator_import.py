@@ -65,3 +65,11 @@ def test_a_folder_without_the_data_is_one_line_and_exit_2(tmp_path):
     result = runner.invoke(app, ["import-kernels", str(tmp_path), "--gpu", "h100-sxm", "--out", str(tmp_path)])
     assert result.exit_code == 2
     assert "aiconfigurator-core's package folder" in result.stderr
+
+
+def test_an_output_folder_that_cannot_be_written_is_one_line(tmp_path):
+    source = fake_package(tmp_path / "wheel")
+    (tmp_path / "file").write_text("")
+    result = runner.invoke(app, ["import-kernels", str(source), "--gpu", "h100-sxm", "--out", str(tmp_path / "file")])
+    assert result.exit_code == 2
+    assert "--out" in result.stderr and "cannot write here" in result.stderr
