@@ -40,8 +40,9 @@ from sizer.inputs.model_spec import ModelSpec
 
 ROW_PARALLEL = ("o_proj", "down_proj", "out_proj")   # vLLM's RowParallelLinear: the input dimension is split
 ACTIVATION_BYTES = 2                                  # the hidden state all-reduced, bf16
-GEMM_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8"}   # sizer's compute format -> table dtype
-KV_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_e4m3": "fp8"}
+# sizer's compute format -> table dtype (float32: the bundled engine on a CPU, sizer/sizing/profile_kernels.py)
+GEMM_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp32": "float32"}
+KV_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_e4m3": "fp8", "fp32": "float32"}
 
 
 class Curve:
@@ -206,7 +207,9 @@ class KernelTableStepTimeModel:
         if not self.dense_from_tables:
             curves = []
             missing.append(f"dense GEMMs ({roofline.compute_format} not measured)")
-        self.lm_head = gemm_curve(tables, "bfloat16", round(m.vocab_size / p.tp), m.hidden_size)
+        # quantised checkpoints keep the lm_head 16-bit (aiconfigurator's logits GEMM is bf16); float32 runs float32
+        lm_dtype = "float32" if dtype == "float32" else "bfloat16"
+        self.lm_head = gemm_curve(tables, lm_dtype, round(m.vocab_size / p.tp), m.hidden_size)
         if self.lm_head is None:
             missing.append("lm_head")
         calls = roofline.comm.allreduces_per_step
