@@ -122,10 +122,14 @@ def _read_table(path: Path, name: str) -> dict[tuple, dict[int, float]]:
     return out
 
 
-def load_kernel_tables(folder: Path) -> KernelTables:
+def read_header(folder: Path) -> KernelTablesHeader:
     header_file = folder / HEADER_FILE
     data = load_yaml(header_file, MAX_HEADER_BYTES, "kernel tables header")
-    header = schema.build(KernelTablesHeader, data, "", str(header_file))
+    return schema.build(KernelTablesHeader, data, "", str(header_file))
+
+
+def load_kernel_tables(folder: Path) -> KernelTables:
+    header = read_header(folder)
     tables = {name: _read_table(folder / f"{name}.csv.gz", name) if (folder / f"{name}.csv.gz").is_file() else {}
               for name in TABLES}
     return KernelTables(folder, header, **tables)

@@ -9,7 +9,7 @@ from engine.profile import CalibratedStepTimeModel
 from simulator.step_batch import StepTimeModel
 from sizer.analytic.kernel_step import KernelTableStepTimeModel
 from sizer.analytic.roofline import RooflineStepTimeModel
-from sizer.inputs.kernel_tables import KernelTables, bundled_tables_dir, load_kernel_tables
+from sizer.inputs.kernel_tables import KernelTables, bundled_tables_dir, load_kernel_tables, read_header
 from sizer.sizing.resolve import Resolved
 
 
@@ -49,16 +49,17 @@ def step_model_for(r: Resolved, roofline: RooflineStepTimeModel | None = None) -
 
 
 def kernel_tables_note(r: Resolved) -> str | None:
-    """What the plan says about kernel tables: which priced the steps, or that the GPU has some unused."""
+    """What the plan says about kernel tables: which priced the steps, or that the GPU has some unused
+    (read from the header alone: a roofline plan does not load the tables)."""
     if r.calibrated_profile is not None:
         return None
-    tables = kernel_tables_for(r)
-    if r.scenario.hardware.step_model == "kernel_tables":
-        if tables is None:
-            return (f"step times: the roofline; no kernel tables are bundled for {r.hardware.id} in "
-                    f"{r.engine.engine} (hardware.step_model: kernel_tables)")
-        return f"step times: {tables.header.description} (hardware.step_model: kernel_tables); {TABLES_VS_ROOFLINE}"
-    if tables is None:
-        return None
-    return (f"step times: the roofline; {tables.header.description} are bundled for this GPU "
-            f"(hardware.step_model: kernel_tables); {TABLES_VS_ROOFLINE}")
+    folder = bundled_tables_dir(r.hardware.id, r.engine.engine)
+    asked = r.scenario.hardware.step_model == "kernel_tables"
+    if folder is None:
+        return (f"step times: the roofline; no kernel tables are bundled for {r.hardware.id} in {r.engine.engine} "
+                "(hardware.step_model: kernel_tables)") if asked else None
+    tables = read_header(folder).description
+    if asked:
+        return f"step times: {tables} (hardware.step_model: kernel_tables); {TABLES_VS_ROOFLINE}"
+    return (f"step times: the roofline; {tables} are bundled for this GPU (hardware.step_model: kernel_tables); "
+            f"{TABLES_VS_ROOFLINE}")
