@@ -79,8 +79,8 @@ def bracket(values: list[int], x: float) -> tuple[int, int, float]:
 
 def curve_sum(curves: list[tuple[float, Curve]]) -> Curve:
     """sum w_i c_i(x) as one curve: exact, since a weighted sum of piecewise-linear curves is
-    piecewise linear on the union of their points (extended beyond them by each one's last
-    segment, which the union's last segment reproduces when they share their last two points)."""
+    piecewise linear on the union of their points, and past the union's last point each curve
+    continues its own last segment, as the sum continues its last one."""
     xs = sorted({x for _, c in curves for x in c.xs})
     return Curve({x: sum(w * c(x) for w, c in curves) for x in xs})
 
@@ -200,13 +200,23 @@ class KernelTableStepTimeModel:
         m, p = roofline.model, roofline.parallel
         self.pp = p.pp
         missing: list[str] = []
-        dtype = GEMM_DTYPES.get(roofline.compute_format)
-        # GEMMs, the all-reduces and the per-layer cost depend on the step's new tokens only: one curve
-        curves = [(s.per_stage, gemm_curve(tables, dtype, s.n, s.k) if dtype else None) for s in dense_gemms(m, p)]
-        self.dense_from_tables = all(c is not None for _, c in curves)
-        if not self.dense_from_tables:
-            curves = []
-            missing.append(f"dense GEMMs ({roofline.compute_format} not measured)")
+        # the tables hold GEMMs whose weights are stored in the format they compute in (16-bit, FP8, float32);
+        # weight-only formats (AWQ, GPTQ, FP8 on a GPU without FP8) stream fewer bytes than any of them
+        native = roofline.weight_format == roofline.compute_format or {roofline.weight_format,
+                                                                       roofline.compute_format} <= {"bf16", "fp16"}
+        dtype = GEMM_DTYPES.get(roofline.compute_format) if native else None
+        # GEMMs and the all-reduces depend on the step's new tokens only: one curve; shapes the tables
+        # do not bracket go to the roofline one by one
+        curves, self.roofline_gemms = [], []
+        for s in dense_gemms(m, p):
+            curve = gemm_curve(tables, dtype, s.n, s.k) if dtype else None
+            if curve is None:
+                self.roofline_gemms.append((s.per_stage, s.n, s.k))
+            else:
+                curves.append((s.per_stage, curve))
+        if self.roofline_gemms:
+            missing.append(f"{len(self.roofline_gemms)} of {len(curves) + len(self.roofline_gemms)} dense GEMM "
+                           f"shapes ({roofline.weight_format} weights)")
         # quantised checkpoints keep the lm_head 16-bit (aiconfigurator's logits GEMM is bf16); float32 runs float32
         lm_dtype = "float32" if dtype == "float32" else "bfloat16"
         self.lm_head = gemm_curve(tables, lm_dtype, round(m.vocab_size / p.tp), m.hidden_size)
@@ -229,6 +239,8 @@ class KernelTableStepTimeModel:
         self._attention(m, p, missing)
         if m.moe is not None:
             missing.append("MoE experts")
+        if self.roofline.kv.state_layers:
+            missing.append("the recurrent state (Mamba-2, linear attention)")
         if p.pp > 1 or (p.expert_parallel and p.ep > 1):
             missing.append("pipeline and expert-parallel transfers")
         self.roofline_parts = tuple(missing)
@@ -236,20 +248,21 @@ class KernelTableStepTimeModel:
 
     def _attention(self, m: ModelSpec, p: ParallelConfig, missing: list[str]) -> None:
         kv = KV_DTYPES.get(self.roofline.kv.dtype)
-        self.attention: list[tuple[float, int | None, BatchCurves, BatchCurves]] = []
-        measured, unmeasured = set(), set()
+        found, unmeasured = [], set()
         for s in attention_shapes(m, p):
             key = (kv, s.heads, s.kv_heads, s.head_dim)
             decode = attention_rows(self.tables.generation_attention, key)
             prefill = attention_rows(self.tables.context_attention, key)
             if decode is None or prefill is None:
                 unmeasured.add(s.label)
-                continue
-            measured.add(s.label)
-            self.attention.append((s.per_stage, s.window_tokens, decode, prefill))
-        # the roofline prices every KV group the tables do not (other mixers, shapes not measured)
+            else:
+                found.append((s.label, (s.per_stage, s.window_tokens, decode, prefill)))
+        # a KV group (layers of one mixer kind) is priced wholly by the tables or wholly by the roofline:
+        # by the roofline when any of its shapes is not measured, and for other mixers (MLA, Mamba-2, ...)
+        self.attention = [entry for label, entry in found if label not in unmeasured]
+        measured = {label for label, _ in found} - unmeasured
         groups = self.roofline.kv.groups
-        self.roofline_groups = [i for i, g in enumerate(groups) if g.label not in measured or g.label in unmeasured]
+        self.roofline_groups = [i for i, g in enumerate(groups) if g.label not in measured]
         if self.roofline_groups:
             missing.append("attention of " + ", ".join(groups[i].label for i in self.roofline_groups))
 
@@ -279,8 +292,8 @@ class KernelTableStepTimeModel:
         r = self.roofline
         stage = (self.per_token(tokens) + self.attention_s(batch) + self.elementwise_fixed_s
                  + tokens * self.elementwise_s_per_token)
-        if not self.dense_from_tables:
-            stage += r.dense_gemm_s(tokens)
+        for count, n, k in self.roofline_gemms:
+            stage += count * r.gemm_s(tokens, n, k)
         stage += r.expert_gemm_s(tokens) + r.transfer_s(tokens, allreduce=not self.allreduce_from_tables)
         lm_head = self.lm_head(batch.num_seqs) if self.lm_head is not None else r.lm_head_s(batch.num_seqs)
         return stage * self.pp + lm_head + r.step_overhead_s

@@ -69,6 +69,7 @@ class RooflineStepTimeModel:
         self.step_overhead_s = step_overhead_s
         compute_fmt = execution(weights_format, hardware).compute_format   # weight-only kernels run 16-bit GEMMs
         self.compute_format = compute_fmt
+        self.weight_format = weights_format.name
         self.gemm_flops_per_s = hardware.peak_flops(compute_fmt) * hardware.compute_efficiency
         self.attn_flops_per_s = hardware.peak_flops("bf16") * hardware.compute_efficiency
         self.bytes_per_s = hardware.memory_bandwidth_bytes_per_s * hardware.bandwidth_efficiency
@@ -174,8 +175,11 @@ class RooflineStepTimeModel:
         """Mamba-2 / linear-attention state read and written once per sequence."""
         return batch.num_seqs * self._state_s_per_seq
 
-    def dense_gemm_s(self, tokens: int) -> float:
-        return max(tokens * 2.0 * self.dense_params / self.gemm_flops_per_s, self._dense_read_s)
+    def gemm_s(self, tokens: int, n: int, k: int) -> float:
+        """One dense (n, k) GEMM of `tokens` rows: compute or weight streaming, whichever is longer."""
+        bytes_per_value = self.dense_bytes / self.dense_params if self.dense_params else 2.0
+        return max(tokens * 2.0 * n * k / self.gemm_flops_per_s,
+                   n * k * bytes_per_value / (self.bytes_per_s * WEIGHT_STREAM_EFFICIENCY))
 
     def expert_gemm_s(self, tokens: int) -> float:
         if not self._expert_read_s:

@@ -112,3 +112,22 @@ def test_what_the_tables_lack_is_priced_by_the_roofline_and_named():
 def test_elementwise_ops_count_norms_and_gated_activations():
     ew = elementwise_ops(load_model("tiny"), ParallelConfig())
     assert ew.ops_per_stage == 12 and ew.bytes_per_token == 4 * (2 * 4 * 256 + 3 * 768) * 2
+
+
+def test_weight_only_formats_take_their_gemms_from_the_roofline():
+    """AWQ streams 4-bit weights: no bf16 GEMM of the tables prices it, so each dense GEMM shape goes to
+    the roofline, named; the rest of the step still comes from the tables."""
+    r = resolve(scenario_from_dict({
+        "name": "tiny", "model": "tiny", "hardware": "h100-sxm",
+        "deployment": {"engine": "vllm", "quantization": "awq", "kv_cache_dtype": "bf16"},
+        "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
+                     "prompt_tokens": {"distribution": "fixed", "value": 128},
+                     "output_tokens": {"distribution": "fixed", "value": 16}}}, None))
+    roofline = roofline_for(r)
+    model = KernelTableStepTimeModel(synthetic_tables(), roofline)
+    assert "4 of 4 dense GEMM shapes (awq weights)" in model.roofline_parts
+    # the decode step of test_a_decode_step_is_the_sum_of_its_looked_up_operators, its 200 us of table GEMMs
+    # replaced by the roofline's price of the same four shapes, 4 layers each
+    gemms = sum(4 * roofline.gemm_s(1, n, k) for n, k in ((384, 256), (256, 256), (1536, 256), (256, 768)))
+    expected = (28 + 30 + 12 + 0.034816) * US + gemms + STEP_OVERHEAD_S
+    assert model.step_time(StepBatch.from_seqs([(1, 127)])) == pytest.approx(expected, rel=1e-9)
