@@ -19,9 +19,11 @@ Tables are interpolated linearly in every numeric key (m, n, k; batch, tokens; b
 measured points and extended along the last segment beyond them (a GEMM's m past the largest
 measured, a vocabulary past the largest n); categorical keys (dtype, heads, KV heads, head
 dim, KV dtype, GPUs) must match. What the tables lack is priced by the roofline and named in
-`roofline_parts`: GEMMs in a format they do not hold (4-bit weights), MoE experts, attention
-of other mixers (MLA, Mamba-2, linear attention) or of head shapes not measured, expert- and
-pipeline-parallel transfers, all-reduce across a GPU count not measured.
+`roofline_parts`: GEMM shapes the measured grid does not bracket, and every GEMM whose weights
+are stored in a format the tables do not hold (AWQ/GPTQ 4-bit, FP8 run weight-only), one shape
+at a time; MoE experts; the KV groups of other mixers (MLA) or of head shapes not measured; the
+recurrent state (Mamba-2, linear attention); expert- and pipeline-parallel transfers; an
+all-reduce across a GPU count not measured.
 """
 
 from __future__ import annotations
