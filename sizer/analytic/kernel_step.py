@@ -9,6 +9,7 @@ For one step on one GPU of the busiest pipeline stage (times the stages, as the 
                prefill context_attention(prefill seqs, s) per query-key pair of a causal prefill of
                        s = chunk + cached tokens, times the chunk's own pairs (n c + n (n + 1) / 2)
   all-reduce   2 per layer when TP > 1, of new tokens x hidden x 2 bytes (bf16): allreduce(bytes, TP)
+  MoE          per MoE layer: moe(tokens; hidden, expert width, top-k, experts, TP or EP split), routing balanced
   lm_head      gemm(m = sequences, n = vocab / TP, k = hidden), once per step
   element-wise per layer: a fused residual add + RMSNorm per norm (reads 2 x hidden, writes 2 x hidden
                per token) and the gated activation of a dense MLP (reads 2 x width / TP, writes width / TP),
@@ -239,14 +240,30 @@ class KernelTableStepTimeModel:
         bandwidth = cost.memory_bandwidth_bytes_per_s * cost.bandwidth_fraction
         self.elementwise_s_per_token = ew.bytes_per_token / bandwidth
         self._attention(m, p, missing)
+        self.experts_from_tables = False
         if m.moe is not None:
-            missing.append("MoE experts")
+            experts = self._moe_curve(m, p, dtype)
+            if experts is None:
+                missing.append("MoE experts")
+            else:
+                self.per_token = curve_sum([(1.0, self.per_token), experts])
+                self.experts_from_tables = True
         if self.roofline.kv.state_layers:
             missing.append("the recurrent state (Mamba-2, linear attention)")
         if p.pp > 1 or (p.expert_parallel and p.ep > 1):
             missing.append("pipeline and expert-parallel transfers")
         self.roofline_parts = tuple(missing)
         self.name = tables.header.description + (f"; roofline for {', '.join(missing)}" if missing else "")
+
+    def _moe_curve(self, m: ModelSpec, p: ParallelConfig, dtype: str | None) -> tuple[float, Curve] | None:
+        """(MoE layers per stage, latency of one by tokens) when the tables hold the model's expert shape
+        with its split (experts sliced by TP, or spread whole over EP), balanced routing."""
+        f = m.moe
+        split = (1, p.ep) if p.expert_parallel and p.ep > 1 else (p.tp, 1)
+        rows = self.tables.moe.get((dtype, m.hidden_size, f.expert_width, f.top_k, f.num_experts, *split))
+        if rows is None or f.latent:
+            return None
+        return m.num_moe_layers * layers_per_stage(m, p) / m.num_layers, Curve(rows)
 
     def _attention(self, m: ModelSpec, p: ParallelConfig, missing: list[str]) -> None:
         kv = KV_DTYPES.get(self.roofline.kv.dtype)
@@ -296,6 +313,8 @@ class KernelTableStepTimeModel:
                  + tokens * self.elementwise_s_per_token)
         for count, n, k in self.roofline_gemms:
             stage += count * r.gemm_s(tokens, n, k)
-        stage += r.expert_gemm_s(tokens) + r.transfer_s(tokens, allreduce=not self.allreduce_from_tables)
+        if not self.experts_from_tables:
+            stage += r.expert_gemm_s(tokens)
+        stage += r.transfer_s(tokens, allreduce=not self.allreduce_from_tables)
         lm_head = self.lm_head(batch.num_seqs) if self.lm_head is not None else r.lm_head_s(batch.num_seqs)
         return stage * self.pp + lm_head + r.step_overhead_s

@@ -11,6 +11,9 @@ column (the last before the latency) and latencies in microseconds as space-sepa
   generation_attention.csv.gz  kv_dtype, heads, kv_heads, head_dim, batch, context_tokens, latency_us
                                (batch sequences decoding one token each on `context_tokens` of KV)
   allreduce.csv.gz             gpus, message_bytes, latency_us  (one all-reduce of a bf16 message)
+  moe.csv.gz                   dtype, hidden, inter, topk, experts, tp, ep, tokens, latency_us
+                               (one MoE layer's routed experts for `tokens` tokens, routing balanced;
+                               each expert's width split over tp, the experts over ep)
 
 Heads are per GPU (after the tensor-parallel split). A model never needs these tables to be
 planned: without them (or for a shape they lack) steps are priced by the roofline. The tables
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import gzip
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hardware_profiles import PROFILES_DIR
@@ -41,6 +44,7 @@ TABLES = {
     "context_attention": (("kv_dtype",), ("heads", "kv_heads", "head_dim", "batch", "tokens")),
     "generation_attention": (("kv_dtype",), ("heads", "kv_heads", "head_dim", "batch", "context_tokens")),
     "allreduce": ((), ("gpus", "message_bytes")),
+    "moe": (("dtype",), ("hidden", "inter", "topk", "experts", "tp", "ep", "tokens")),
 }
 
 
@@ -88,6 +92,7 @@ class KernelTables:
     context_attention: dict[tuple, dict[int, float]]
     generation_attention: dict[tuple, dict[int, float]]
     allreduce: dict[tuple, dict[int, float]]
+    moe: dict[tuple, dict[int, float]] = field(default_factory=dict)
 
 
 def _read_table(path: Path, name: str) -> dict[tuple, dict[int, float]]:

@@ -18,6 +18,10 @@ Element-wise kernels are not tabled there: its model prices them as bytes over `
 `mem_bw_empirical_scaling_factor` plus `mem_empirical_constant_latency` each (systems/<system>.yaml);
 those three figures are copied into tables.yaml.
 
+  moe_perf                   num_tokens through one MoE layer's routed experts (hidden_size, inter_size
+                             per expert, topk of num_experts; moe_tp_size slices each expert,
+                             moe_ep_size spreads them), distribution balanced / power-law routing
+
 Where a shape was measured with several kernels, the fastest is kept (the framework's own
 choice among them is not recorded). Only the full-attention rows (window 0) are kept: windowed
 layers are priced as full attention over at most their window. `prune_to_catalog` keeps the GEMM
@@ -52,7 +56,8 @@ SYSTEMS = {"h100-sxm": "h100_sxm", "h100-pcie": "h100_pcie", "h200": "h200_sxm",
 FILES = {"gemm": ("gemm", "gemm_perf.parquet"),
          "context_attention": ("attention", "context_attention_perf.parquet"),
          "generation_attention": ("attention", "generation_attention_perf.parquet"),
-         "allreduce": ("comm", "custom_allreduce_perf.parquet")}
+         "allreduce": ("comm", "custom_allreduce_perf.parquet"),
+         "moe": ("moe", "moe_perf.parquet")}
 TABLE_DTYPES = sorted(set(GEMM_DTYPES.values()) - {"float32"})       # aiconfigurator measures no float32
 TABLE_KV_DTYPES = sorted(set(KV_DTYPES.values()) - {"float32"})
 CATALOG_TP = (1, 2, 4, 8)
@@ -75,11 +80,14 @@ def newest_version(data: Path, system: str, op: str, framework: str, file: str) 
     return max(versions, key=_version_key) if versions else None
 
 
-def catalog_shapes() -> tuple[set[tuple[int, int]], set[tuple[int, int, int]]]:
-    """(GEMM (n, k), attention (heads, KV heads, head dim)) per GPU of every catalog model at TP 1, 2, 4, 8."""
-    gemms, attention = set(), set()
+def catalog_shapes() -> tuple[set[tuple[int, int]], set[tuple[int, int, int]], set[tuple[int, int, int, int]]]:
+    """(GEMM (n, k), attention (heads, KV heads, head dim)) per GPU of every catalog model at TP 1, 2, 4, 8,
+    and their MoE layers (hidden, expert width, top-k, experts)."""
+    gemms, attention, moe = set(), set(), set()
     for name in catalog_names():
         m = load_model(name)
+        if m.moe is not None:
+            moe.add((m.hidden_size, m.moe.expert_width, m.moe.top_k, m.moe.num_experts))
         for tp in CATALOG_TP:
             p = ParallelConfig(tp=tp)
             try:
@@ -89,7 +97,7 @@ def catalog_shapes() -> tuple[set[tuple[int, int]], set[tuple[int, int, int]]]:
             gemms |= {(s.n, s.k) for s in dense_gemms(m, p)}
             gemms.add((round(m.vocab_size / tp), m.hidden_size))
             attention |= {(s.heads, s.kv_heads, s.head_dim) for s in attention_shapes(m, p)}
-    return gemms, attention
+    return gemms, attention, moe
 
 
 def _read(path: Path):
@@ -111,11 +119,12 @@ def convert(package: Path, gpu: str, framework: str = "vllm", prune_to_catalog: 
     if versions["gemm"] is None:
         raise FieldError(str(data / system), None, f"no {framework} GEMM table for {system}")
     frames = {t: _read(data / system / FILES[t][0] / framework / v / FILES[t][1]) for t, v in versions.items() if v}
-    gemms, attention = catalog_shapes() if prune_to_catalog else (None, None)
+    gemms, attention, moe = catalog_shapes() if prune_to_catalog else (None, None, None)
     rows = {"gemm": _gemm_rows(frames["gemm"], gemms)}
     for t in ("context_attention", "generation_attention"):
         rows[t] = _attention_rows(frames[t], t, attention) if t in frames else []
     rows["allreduce"] = _allreduce_rows(frames["allreduce"]) if "allreduce" in frames else []
+    rows["moe"] = _moe_rows(frames["moe"], moe) if "moe" in frames else []
     device = str(frames["gemm"]["device"].iloc[0])
     files = [f"aiconfigurator_core/systems/data/{system}/{FILES[t][0]}/{framework}/{v}/{FILES[t][1]}"
              for t, v in versions.items() if v] + [f"aiconfigurator_core/systems/{system}.yaml"]
@@ -139,6 +148,11 @@ def _package_version(data: Path) -> str:
         return "unknown"
 
 
+def _rows(df, keep: list[bool]):
+    """The rows of `df` where `keep` is true (a plain list: an empty one still selects rows, not columns)."""
+    return df.loc[df.index[[i for i, k in enumerate(keep) if k]]]
+
+
 def _fastest(df, keys: list[str]):
     return df.groupby(keys, as_index=False)["latency"].min()
 
@@ -156,7 +170,7 @@ def _gemm_rows(df, needed: set[tuple[int, int]] | None) -> list[tuple]:
                 n0, n1, _ = bracket(ns, n)
                 k0, k1, _ = bracket(ks, k)
                 keep |= {(dtype, a, b) for a in (n0, n1) for b in (k0, k1)}
-        df = df[[(d, n, k) in keep for d, n, k in zip(df["gemm_dtype"], df["n"], df["k"], strict=True)]]
+        df = _rows(df, [(d, n, k) in keep for d, n, k in zip(df["gemm_dtype"], df["n"], df["k"], strict=True)])
     return [(d, int(n), int(k), int(m), float(t) * 1e3)
             for d, n, k, m, t in df[["gemm_dtype", "n", "k", "m", "latency"]].itertuples(index=False)]
 
@@ -168,9 +182,24 @@ def _attention_rows(df, table: str, needed: set[tuple[int, int, int]] | None) ->
     keys = ["kv_cache_dtype", "num_heads", "num_key_value_heads", "head_dim", "batch_size", "length"]
     df = _fastest(df, keys)
     if needed is not None:
-        df = df[[s in needed for s in zip(df["num_heads"], df["num_key_value_heads"], df["head_dim"], strict=True)]]
+        df = _rows(df, [s in needed for s in zip(df["num_heads"], df["num_key_value_heads"], df["head_dim"],
+                                                 strict=True)])
     return [(kv, int(h), int(g), int(d), int(b), int(n), float(t) * 1e3)
             for kv, h, g, d, b, n, t in df[[*keys, "latency"]].itertuples(index=False)]
+
+
+def _moe_rows(df, needed: set[tuple[int, int, int, int]] | None) -> list[tuple]:
+    """Balanced routing; experts sliced by TP (EP 1) or spread whole over EP (TP 1)."""
+    df = df[(df["distribution"] == "balanced") & df["moe_dtype"].isin(TABLE_DTYPES)
+            & ((df["moe_ep_size"] == 1) | (df["moe_tp_size"] == 1))]
+    keys = ["moe_dtype", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size",
+            "num_tokens"]
+    df = _fastest(df, keys)
+    if needed is not None:
+        shape = zip(df["hidden_size"], df["inter_size"], df["topk"], df["num_experts"], strict=True)
+        split = zip(df["moe_tp_size"], df["moe_ep_size"], strict=True)
+        df = _rows(df, [s in needed and max(sp) in CATALOG_TP for s, sp in zip(shape, split, strict=True)])
+    return [(d, *map(int, rest), float(t) * 1e3) for d, *rest, t in df[[*keys, "latency"]].itertuples(index=False)]
 
 
 def _allreduce_rows(df) -> list[tuple]:
