@@ -10,7 +10,14 @@ from simulator.step_batch import StepBatch
 from sizer.analytic.kernel_step import Curve, KernelTableStepTimeModel, dense_gemms, elementwise_ops, gemm_curve
 from sizer.analytic.parallel import ParallelConfig
 from sizer.analytic.roofline import STEP_OVERHEAD_S
-from sizer.inputs.kernel_tables import ElementwiseCost, KernelTables, KernelTablesHeader, Provenance
+from sizer.inputs.kernel_tables import (
+    ElementwiseCost,
+    KernelTables,
+    KernelTablesHeader,
+    Provenance,
+    bundled_tables_dir,
+    load_kernel_tables,
+)
 from sizer.inputs.model_spec import load_model
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.sizing.resolve import resolve
@@ -131,3 +138,19 @@ def test_weight_only_formats_take_their_gemms_from_the_roofline():
     gemms = sum(4 * roofline.gemm_s(1, n, k) for n, k in ((384, 256), (256, 256), (1536, 256), (256, 768)))
     expected = (28 + 30 + 12 + 0.034816) * US + gemms + STEP_OVERHEAD_S
     assert model.step_time(StepBatch.from_seqs([(1, 127)])) == pytest.approx(expected, rel=1e-9)
+
+
+def test_a_moe_models_experts_come_from_the_moe_table():
+    r = resolve(scenario_from_dict({
+        "name": "moe", "model": "qwen3-30b-a3b", "hardware": "h100-sxm",
+        "deployment": {"engine": "vllm", "quantization": "bf16", "max_model_len": 8192},
+        "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
+                     "prompt_tokens": {"distribution": "fixed", "value": 128},
+                     "output_tokens": {"distribution": "fixed", "value": 16}}}, None))
+    tables = load_kernel_tables(bundled_tables_dir("h100-sxm", "vllm"))
+    model = KernelTableStepTimeModel(tables, roofline_for(r))
+    assert model.experts_from_tables and "MoE experts" not in model.roofline_parts
+    # a token's GEMM-like work at m = 1: every dense GEMM shape from the GEMM table, plus 48 MoE layers of
+    # one token through one layer's experts, 49.07 us each (moe_perf; no all-reduce at TP 1)
+    dense = sum(s.per_stage * gemm_curve(tables, "bfloat16", s.n, s.k)(1) for s in dense_gemms(r.model, r.parallel))
+    assert model.per_token(1) == pytest.approx(dense + 48 * 49.07e-6, rel=1e-9)

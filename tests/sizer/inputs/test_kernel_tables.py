@@ -83,3 +83,10 @@ def test_a_table_that_is_not_gzip_is_refused(tmp_path, h100):
     (folder / "gemm.csv.gz").write_text("dtype,n,k,m,latency_us\n")
     with pytest.raises(FieldError, match="gzip"):
         load_kernel_tables(folder)
+
+
+def test_bundled_h100_moe_entries_are_the_sources_measurements(h100):
+    # moe_perf: bfloat16, hidden 2048, expert width 768, top 8 of 128 (Qwen3-30B-A3B), TP 1, EP 1, balanced,
+    # vllm_unquantizedfusedmoe_triton_tritonexperts: 1 token 0.049072 ms, 64 tokens 0.431941 ms
+    rows = h100.moe[("bfloat16", 2048, 768, 8, 128, 1, 1)]
+    assert rows[1] == pytest.approx(49.07e-6) and rows[64] == pytest.approx(431.9e-6)
