@@ -19,7 +19,7 @@ def roofline_for(r: Resolved) -> RooflineStepTimeModel:
 
 
 # benchmarks/fidelity_vllm.py on the 15 public vLLM 0.15.1 H100 runs (docs/fidelity.md), median |error|
-TABLES_VS_ROOFLINE = ("on the public vLLM 0.15.1 H100 runs the tables give E2E 6.8%, TTFT 7.5%, ITL 7.5% median "
+TABLES_VS_ROOFLINE = ("on the public vLLM 0.15.1 H100 runs the tables give E2E 7.3%, TTFT 10.3%, ITL 7.8% median "
                       "error, the roofline 6.1%, 5.0%, 7.4% (docs/fidelity.md)")
 
 
