@@ -173,11 +173,21 @@ def gemm_curve(tables: KernelTables, dtype: str, n: int, k: int) -> Curve | None
 
 
 class BatchCurves:
-    """Latency by (batch, length): linear along length on each measured batch, then along batch."""
+    """Latency by (batch, length): linear along length on each measured batch, then along batch. The
+    curve of each batch size asked for is built once (curve_sum of its two rows: the same values)."""
 
     def __init__(self, rows: dict[int, dict[int, float]]):
         self.batches = sorted(rows)
         self.rows = {b: Curve(rows[b]) for b in self.batches}
+        self._by_batch: dict[float, Curve] = {}
+
+    def at_batch(self, batch: float) -> Curve:
+        curve = self._by_batch.get(batch)
+        if curve is None:
+            b0, b1, w = bracket(self.batches, batch)
+            curve = self.rows[b0] if not w else curve_sum([(1 - w, self.rows[b0]), (w, self.rows[b1])])
+            self._by_batch[batch] = curve
+        return curve
 
     def longest(self, batch: float) -> int:
         """The longest length measured on both batch rows `batch` is interpolated between."""
@@ -185,9 +195,7 @@ class BatchCurves:
         return min(self.rows[b0].xs[-1], self.rows[b1].xs[-1])
 
     def __call__(self, batch: float, length: float) -> float:
-        b0, b1, w = bracket(self.batches, batch)
-        y0 = self.rows[b0](length)
-        return y0 if not w else max(0.0, y0 + w * (self.rows[b1](length) - y0))
+        return max(0.0, self.at_batch(batch)(length))
 
 
 def attention_rows(table: dict[tuple, dict[int, float]], key: tuple) -> BatchCurves | None:
@@ -253,6 +261,11 @@ class KernelTableStepTimeModel:
         if p.pp > 1 or (p.expert_parallel and p.ep > 1):
             missing.append("pipeline and expert-parallel transfers")
         self.roofline_parts = tuple(missing)
+        # the roofline's terms that are linear in tokens or sequences, as coefficients (step_time runs per step)
+        without = not self.allreduce_from_tables
+        self._transfer_fixed_s = roofline.transfer_s(0, allreduce=without)
+        self._transfer_s_per_token = roofline.transfer_s(1, allreduce=without) - self._transfer_fixed_s
+        self._state_s_per_seq = roofline.state_s(StepBatch(num_seqs=1))
         self.name = tables.header.description + (f"; roofline for {', '.join(missing)}" if missing else "")
 
     def _moe_curve(self, m: ModelSpec, p: ParallelConfig, dtype: str | None) -> tuple[float, Curve] | None:
@@ -302,7 +315,7 @@ class KernelTableStepTimeModel:
         r = self.roofline
         for i in self.roofline_groups:
             total += r.attention_group_s(i, batch)
-        return total + r.state_s(batch)
+        return total + batch.num_seqs * self._state_s_per_seq
 
     def step_time(self, batch: StepBatch) -> float:
         tokens = batch.new_tokens
@@ -315,6 +328,6 @@ class KernelTableStepTimeModel:
             stage += count * r.gemm_s(tokens, n, k)
         if not self.experts_from_tables:
             stage += r.expert_gemm_s(tokens)
-        stage += r.transfer_s(tokens, allreduce=not self.allreduce_from_tables)
+        stage += self._transfer_fixed_s + tokens * self._transfer_s_per_token
         lm_head = self.lm_head(batch.num_seqs) if self.lm_head is not None else r.lm_head_s(batch.num_seqs)
         return stage * self.pp + lm_head + r.step_overhead_s
