@@ -1,6 +1,7 @@
 """How close sizer comes to what real vLLM measured: the 15 public runs of tests/data/fidelity.
 
     python3 benchmarks/fidelity_vllm.py [--time-scale 1.0] [--arrivals constant|poisson] [--only 17 60 ...]
+                                        [--step-model roofline|kernel_tables]
 
 Each run is replayed request by request through sizer on its defaults (the vLLM V1 engine
 loop, the roofline with its fitted H100 constants; sizer/sizing/replay_vllm.py): the server
@@ -33,17 +34,20 @@ def main() -> None:
     ap.add_argument("--time-scale", type=float, default=1.0)
     ap.add_argument("--arrivals", choices=("constant", "poisson"), default="constant")
     ap.add_argument("--only", nargs="*", default=[], help="experiment ids (their first characters)")
+    ap.add_argument("--step-model", choices=("roofline", "kernel_tables"), default="roofline",
+                    help="hardware.step_model: the roofline (sizer's default) or the bundled kernel tables")
     args = ap.parse_args()
 
     from sizer.sizing.replay_vllm import METRICS, load_experiments, median_abs_error, replay
 
     experiments = [e for e in load_experiments(DATA / "trainval15.csv", DATA / "configs")
                    if not args.only or any(e.exp_id.startswith(o) for o in args.only)]
+    print(f"step model: {args.step_model}")
     print(f"{'experiment':<55}{'reqs':>7}" + "".join(f"{m:>10}" for m in METRICS) + f"{'wall s':>8}  notes")
     replays = []
     for e in experiments:
         start = time.perf_counter()
-        rp = replay(e, args.time_scale, args.arrivals)
+        rp = replay(e, args.time_scale, args.arrivals, step_model=args.step_model)
         replays.append(rp)
         print(f"{e.label:<55}{rp.num_requests:>7,}" + "".join(f"{rp.error(m):>+10.1%}" for m in METRICS)
               + f"{time.perf_counter() - start:>8.1f}  {NOTES.get(e.exp_id, '')}")

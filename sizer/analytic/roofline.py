@@ -82,6 +82,7 @@ class RooflineStepTimeModel:
         self.lora = lora
         compute_fmt = execution(weights_format, hardware).compute_format   # weight-only kernels run 16-bit GEMMs
         self.compute_format = compute_fmt
+        self.weight_format = weights_format.name
         self.gemm_flops_per_s = (hardware.peak_flops(compute_fmt) * hardware.compute_efficiency
                                  * llamacpp.prompt_share(weights_format, hardware))
         self.attn_flops_per_s = hardware.peak_flops("bf16") * hardware.compute_efficiency
@@ -180,6 +181,14 @@ class RooflineStepTimeModel:
         memory = batch.lora_adapters * self._lora_read_s
         return (compute if compute > memory else memory) + self._lora_fixed_s
 
+    def _group_s(self, group: tuple[float, float, int | None], batch: StepBatch) -> float:
+        seconds_per_pair, seconds_per_token, window = group
+        attended = 1.0       # windowed layers attend to at most a window per sequence
+        if window and batch.context_tokens:
+            attended = min(1.0, batch.num_seqs * window / batch.context_tokens)
+        return max(batch.attention_pairs * attended * seconds_per_pair,
+                   (batch.context_tokens * attended + 2 * batch.new_tokens) * seconds_per_token)
+
     def _parts(self, batch: StepBatch) -> tuple[float, float, float, float, float]:
         """(GEMM compute s, GEMM memory s, attention s, lm_head s, collectives s) for one stage."""
         tokens = batch.new_tokens
@@ -187,17 +196,49 @@ class RooflineStepTimeModel:
         gemm_memory = self._dense_read_s + (self._expert_read_s * (1.0 - self._expert_miss ** tokens)
                                             if self._expert_read_s else 0.0)
         attention = batch.num_seqs * self._state_s_per_seq
-        for seconds_per_pair, seconds_per_token, window in self._attention_groups:
-            attended = 1.0       # windowed layers attend to at most a window per sequence
-            if window and batch.context_tokens:
-                attended = min(1.0, batch.num_seqs * window / batch.context_tokens)
-            attention += max(batch.attention_pairs * attended * seconds_per_pair,
-                             (batch.context_tokens * attended + 2 * tokens) * seconds_per_token)
+        for group in self._attention_groups:
+            attention += self._group_s(group, batch)
         lm_head = max(batch.num_seqs * self._lm_s_per_seq, self._lm_read_s)
         comm = tokens * self._comm_s_per_token + self._comm_fixed_s
         if self.offload:        # host layers: a transfer on top of the GPU's work, counted with the collectives
             comm += self._host_upload_s if tokens >= OP_OFFLOAD_MIN_BATCH else self._host_read_s
         return gemm_compute, gemm_memory, attention, lm_head, comm
+
+    # The parts one at a time, for the kernel-table model to price what its tables lack (one stage each).
+    def attention_group_s(self, index: int, batch: StepBatch) -> float:
+        """Attention of the layers of KV group `index` (self.kv.groups)."""
+        return self._group_s(self._attention_groups[index], batch)
+
+    def state_s(self, batch: StepBatch) -> float:
+        """Mamba-2 / linear-attention state read and written once per sequence."""
+        return batch.num_seqs * self._state_s_per_seq
+
+    def gemm_s(self, tokens: int, n: int, k: int) -> float:
+        """One dense (n, k) GEMM of `tokens` rows: compute or weight streaming, whichever is longer."""
+        bytes_per_value = self.dense_bytes / self.dense_params if self.dense_params else 2.0
+        return max(tokens * 2.0 * n * k / self.gemm_flops_per_s,
+                   n * k * bytes_per_value / (self.bytes_per_s * WEIGHT_STREAM_EFFICIENCY))
+
+    def expert_gemm_s(self, tokens: int) -> float:
+        if not self._expert_read_s:
+            return 0.0
+        return max(tokens * 2.0 * self.expert_active_params / self.gemm_flops_per_s,
+                   self._expert_read_s * (1.0 - self._expert_miss ** tokens))
+
+    def lm_head_s(self, seqs: int) -> float:
+        return max(seqs * self._lm_s_per_seq, self._lm_read_s)
+
+    def transfer_s(self, tokens: int, allreduce: bool = True) -> float:
+        """Collectives of one stage: the pipeline send and the expert all-to-all, the TP all-reduces if asked."""
+        c = self.comm
+        nbytes = c.pp_send_bytes_per_token + c.ep_alltoall_bytes_per_token \
+            + (c.tp_allreduce_bytes_per_token if allreduce else 0.0)
+        fixed = self._comm_fixed_s if allreduce else self._comm_fixed_s - c.allreduces_per_step * COLLECTIVE_LATENCY_S
+        return tokens * nbytes / self.link_bytes_per_s + fixed
+
+    @property
+    def layers_s(self) -> float:
+        return self._layers_s
 
     def cost(self, batch: StepBatch) -> StepCost:
         if batch.new_tokens == 0:

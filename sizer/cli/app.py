@@ -27,6 +27,7 @@ COMMANDS = {
     "report": ("sizer.cli.report", "command"),
     "check": ("sizer.cli.check", "command"),
     "calibrate": ("sizer.cli.calibrate", "command"),
+    "import-kernels": ("sizer.cli.import_kernels", "command"),
     "validate": ("sizer.cli.validate", "command"),
     "models": ("sizer.cli.catalogs", "models"),
     "gpus": ("sizer.cli.catalogs", "gpus"),

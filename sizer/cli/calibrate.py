@@ -9,13 +9,15 @@ from pathlib import Path
 
 import typer
 
-from engine.profile import Limits, ProfileHeader, read_header
+from engine.profile import Limits, ProfileHeader, load_profile, read_header
 from simulator.errors import excerpt
 from sizer.cli.flags import check_model, check_range
 from sizer.errors import InputError
 from sizer.inputs.hardware import load_hardware
 from sizer.inputs.model_spec import load_model
 from sizer.inputs.scenario import MAX_BATCH_TOKENS, MAX_SEQUENCES, MAX_TOKENS
+from sizer.sizing.aiconfigurator_import import write_tables
+from sizer.sizing.profile_kernels import KERNELS_SUBDIR, kernel_tables_from_profile
 
 
 def user_calibrated_dir() -> Path:
@@ -61,6 +63,8 @@ def command(
                                 max_num_seqs, max_model_len, block_size, kernels, seed)
     a, o = header.achieved, header.overhead
     typer.echo(f"wrote {folder}")
+    kernels = _write_kernel_tables(folder, model)
+    typer.echo(f"wrote {kernels} (the same measurements as kernel tables, keyed by shape)")
     typer.echo(f"  device {header.device.name}, {header.dtype}, kernels {header.kernels}, "
                f"{header.model.engine_num_layers} of {header.model.model_num_layers} layers")
     typer.echo(f"  GEMMs {a.gemm_flops_per_s / 1e12:.3g} TFLOP/s at {a.gemm_at_tokens} tokens "
@@ -73,6 +77,13 @@ def command(
                    f"weight streaming {a.bandwidth_fraction_of_peak:.0%}")
     typer.echo(f"  step overhead {o.fixed_s * 1e3:.3g} ms + {o.per_seq_s * 1e3:.3g} ms per sequence; "
                f"whole-step median error {o.step_error_p50:.1%} over {o.fit_steps} steps")
+
+
+def _write_kernel_tables(folder: Path, model_name: str) -> Path:
+    profile = load_profile(folder)
+    header, rows = kernel_tables_from_profile(profile, load_model(check_model(model_name), None, "--model"))
+    write_tables(folder / KERNELS_SUBDIR, header, rows)
+    return folder / KERNELS_SUBDIR
 
 
 def _calibrate(model_name, gpu, device_kind, tp, scale, out: Path, max_tokens, max_seqs, max_len, block_size,

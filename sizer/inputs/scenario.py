@@ -113,6 +113,11 @@ class HardwareSection:
     calibrated_profile: str | None = field(None, doc="folder written by `sizer calibrate` (relative to the scenario "
                                                      "file): step times from kernels measured on the device "
                                                      "instead of the roofline")
+    step_model: Literal["roofline", "kernel_tables"] = field(
+        "roofline", doc="what prices a step without a calibrated_profile: the roofline (fitted on public vLLM "
+                        "H100 runs), or kernel_tables: operator latencies measured on the GPU in the engine "
+                        "(bundled for h100-sxm, h200, a100-80gb and l40s in vLLM; the roofline where none are "
+                        "bundled); docs/fidelity.md compares them")
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ from sizer.sizing.presets import GRAMMAR_BACKENDS, GRAMMAR_CACHE_ENTRIES, LORA_D
 from sizer.sizing.resolve import EngineSettings, Resolved
 from sizer.sizing.result import Sizing
 from sizer.sizing.slots import SlotAnswers, slot_answers
-from sizer.sizing.step_model import roofline_for, step_model_for
+from sizer.sizing.step_model import kernel_tables_note, roofline_for, step_model_for
 from sizer.sizing.workload import trace_summary
 from sizer.words import count
 
@@ -307,8 +307,8 @@ def assumptions(r: Resolved, step: RooflineStepTimeModel) -> list[str]:
         "pipeline parallelism: a step's latency is the sum of its stages (no micro-batch overlap)",
         "engine settings: " + ", ".join(f"{k} from {v}" for k, v in r.engine.sources.items()),
         f"price: {r.price_source}",
-    ] + list(r.link_notes) + ([calibration_note(r)] if r.calibrated_profile else []) + _model_notes(r) \
-        + _serving_notes(r)
+    ] + list(r.link_notes) + ([calibration_note(r)] if r.calibrated_profile else []) \
+        + [note for note in (kernel_tables_note(r),) if note] + _model_notes(r) + _serving_notes(r)
 
 
 def _serving_notes(r: Resolved) -> list[str]:

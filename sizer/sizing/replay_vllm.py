@@ -87,9 +87,9 @@ def load_experiments(csv_path: Path, configs: Path) -> list[Experiment]:
     return out
 
 
-def scenario_of(e: Experiment) -> dict:
-    """The scenario a user would write for the run's server."""
-    return {"name": e.exp_id, "model": str(e.model_config), "hardware": e.gpu,
+def scenario_of(e: Experiment, step_model: str = "roofline") -> dict:
+    """The scenario a user would write for the run's server (`step_model`: hardware.step_model)."""
+    return {"name": e.exp_id, "model": str(e.model_config), "hardware": {"gpu": e.gpu, "step_model": step_model},
             "deployment": {"engine": "vllm", "tensor_parallel_size": e.tp, "quantization": FORMATS[e.precision],
                            "max_num_batched_tokens": e.max_num_batched_tokens, "max_num_seqs": e.max_num_seqs,
                            "max_model_len": e.max_model_len, "gpu_memory_utilization": e.gpu_memory_utilization,
@@ -111,9 +111,11 @@ class Replay:
         return (self.predicted_ms[metric] - m) / m
 
 
-def replay(e: Experiment, time_scale: float = 1.0, arrivals: str = "constant", seed: int = 0) -> Replay:
-    """Simulate the run; `time_scale` < 1 shortens every stage (same rates, fewer requests)."""
-    r = resolve(scenario_from_dict(scenario_of(e), None))
+def replay(e: Experiment, time_scale: float = 1.0, arrivals: str = "constant", seed: int = 0,
+           step_model: str = "roofline") -> Replay:
+    """Simulate the run; `time_scale` < 1 shortens every stage (same rates, fewer requests); `step_model`:
+    the scenario's hardware.step_model (roofline or kernel_tables)."""
+    r = resolve(scenario_from_dict(scenario_of(e, step_model), None))
     stages = [Stage(s.rate_per_s, s.duration_s * time_scale) for s in e.stages]
     workload = e.prompts.workload(staged_arrival_s(stages, arrivals, seed), r.engine.block_size, seed)
     result = simulate(simulation_config(r, replicas=1), step_model_for(r), workload, seed)

@@ -1,10 +1,15 @@
-"""What prices an engine step for a resolved scenario: the roofline, or a calibrated profile."""
+"""What prices an engine step for a resolved scenario: a calibrated profile, bundled kernel tables, or the roofline."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+from pathlib import Path
+
 from engine.profile import CalibratedStepTimeModel
 from simulator.step_batch import StepTimeModel
+from sizer.analytic.kernel_step import KernelTableStepTimeModel
 from sizer.analytic.roofline import RooflineStepTimeModel
+from sizer.inputs.kernel_tables import KernelTables, bundled_tables_dir, load_kernel_tables, read_header
 from sizer.sizing.resolve import Resolved
 
 
@@ -14,10 +19,48 @@ def roofline_for(r: Resolved) -> RooflineStepTimeModel:
                                  offload=r.offload, lora=r.lora)
 
 
+# benchmarks/fidelity_vllm.py on the 15 public vLLM 0.15.1 H100 runs (docs/fidelity.md), median |error|
+TABLES_VS_ROOFLINE = ("on the public vLLM 0.15.1 H100 runs the tables give E2E 7.3%, TTFT 10.3%, ITL 7.8% median "
+                      "error, the roofline 6.1%, 5.0%, 7.4% (docs/fidelity.md)")
+
+
+@lru_cache(maxsize=8)
+def _tables(folder: Path) -> KernelTables:
+    return load_kernel_tables(folder)
+
+
+def kernel_tables_for(r: Resolved) -> KernelTables | None:
+    """The bundled kernel tables measured on the scenario's GPU in its engine, if any."""
+    folder = bundled_tables_dir(r.hardware.id, r.engine.engine)
+    return _tables(folder) if folder else None
+
+
 def step_model_for(r: Resolved, roofline: RooflineStepTimeModel | None = None) -> StepTimeModel:
     """What prices a step: the calibrated profile when the scenario names one (roofline outside
-    its measured range), else the roofline."""
+    its measured range); else, with `hardware.step_model: kernel_tables`, the bundled kernel tables of
+    the GPU and engine (roofline for what they lack); else the roofline. The roofline stays the default:
+    on the public vLLM H100 runs it is the closer of the two (docs/fidelity.md)."""
     roofline = roofline or roofline_for(r)
-    if r.calibrated_profile is None:
-        return roofline
-    return CalibratedStepTimeModel(r.calibrated_profile, num_layers=r.model.num_layers, fallback=roofline)
+    if r.calibrated_profile is not None:
+        return CalibratedStepTimeModel(r.calibrated_profile, num_layers=r.model.num_layers, fallback=roofline)
+    tables = kernel_tables_for(r) if r.scenario.hardware.step_model == "kernel_tables" else None
+    if tables is not None:
+        return KernelTableStepTimeModel(tables, roofline)
+    return roofline
+
+
+def kernel_tables_note(r: Resolved) -> str | None:
+    """What the plan says about kernel tables: which priced the steps, or that the GPU has some unused
+    (read from the header alone: a roofline plan does not load the tables)."""
+    if r.calibrated_profile is not None:
+        return None
+    folder = bundled_tables_dir(r.hardware.id, r.engine.engine)
+    asked = r.scenario.hardware.step_model == "kernel_tables"
+    if folder is None:
+        return (f"step times: the roofline; no kernel tables are bundled for {r.hardware.id} in {r.engine.engine} "
+                "(hardware.step_model: kernel_tables)") if asked else None
+    tables = read_header(folder).description
+    if asked:
+        return f"step times: {tables} (hardware.step_model: kernel_tables); {TABLES_VS_ROOFLINE}"
+    return (f"step times: the roofline; {tables} are bundled for this GPU (hardware.step_model: kernel_tables); "
+            f"{TABLES_VS_ROOFLINE}")

@@ -20,6 +20,7 @@ from engine.profile import load_profile, read_header
 from hardware_profiles import CALIBRATED_DIR
 from sizer.cli import app
 from sizer.cli.calibrate import user_calibrated_dir
+from sizer.inputs.kernel_tables import load_kernel_tables
 
 cli = CliRunner()
 SCENARIO = "engine/scenarios/tiny-cpu.yaml"
@@ -101,6 +102,9 @@ def test_calibrate_then_validate_on_the_cpu(tmp_path, monkeypatch):
         assert 0 < header.overhead.fixed_s < 0.05
         for table in ("token_ops", "seq_ops", "decode_attention", "prefill_attention", "steps"):
             assert (folder / f"{table}.csv").stat().st_size > 0
+        # the same measurements as kernel tables (docs/engine.md): the tiny model's fused QKV is 384 x 256
+        tables = load_kernel_tables(folder / "kernels")
+        assert tables.header.engine == "sizer-engine" and ("float32", 384, 256) in tables.gemm
         result = cli.invoke(app, ["validate", SCENARIO, "--profile", str(folder), "--json"])
         assert result.exit_code == 0, result.output
         reports.append(json.loads(result.stdout))

@@ -61,6 +61,8 @@ FLAGS = {
     "--kernels": ("kernel implementation", ("triton",)),
     "--seed": ("random seed", ("seed",)),
     "--num-blocks": ("KV blocks", ("KV blocks",)),
+    "--framework": ("the serving framework whose measurements are read", ("framework",)),
+    "--all-shapes": ("every measured shape, not only the catalog's", ("every measured shape",)),
     "--help": ("help", ("help",)),
 }
 

@@ -1,0 +1,333 @@
+"""The kernel-table step-time model: a step's time as the sum of measured operator latencies.
+
+For one step on one GPU of the busiest pipeline stage (times the stages, as the roofline):
+
+  GEMMs        every dense matrix of every layer, fused as vLLM fuses them (q, k and v into one
+               QKV GEMM; gate and up already are), one TP shard each: gemm(m = new tokens, n, k)
+  attention    per group of layers with the same heads, KV heads and head dim (per GPU):
+               decode  generation_attention(decode seqs, context per seq + 1)
+               prefill context_attention(prefill seqs, s) per query-key pair of a causal prefill of
+                       s = chunk + cached tokens, times the chunk's own pairs (n c + n (n + 1) / 2)
+  all-reduce   2 per layer when TP > 1, of new tokens x hidden x 2 bytes (bf16): allreduce(bytes, TP)
+  MoE          per MoE layer: moe(tokens; hidden, expert width, top-k, experts, TP or EP split), routing balanced
+  lm_head      gemm(m = sequences, n = vocab / TP, k = hidden), once per step
+  element-wise per layer: a fused residual add + RMSNorm per norm (reads 2 x hidden, writes 2 x hidden
+               per token) and the gated activation of a dense MLP (reads 2 x width / TP, writes width / TP),
+               2 bytes a value: bytes / (bandwidth x fraction) + a fixed latency each (tables.yaml)
+  step         the roofline's per-step overhead (sampler); the engine loop adds its own around the step
+
+Tables are interpolated linearly in every numeric key (m, n, k; batch, tokens; bytes) between
+measured points and extended along the last segment beyond them (a GEMM's m past the largest
+measured, a vocabulary past the largest n); categorical keys (dtype, heads, KV heads, head
+dim, KV dtype, GPUs) must match. What the tables lack is priced by the roofline and named in
+`roofline_parts`: GEMM shapes the measured grid does not bracket, and every GEMM whose weights
+are stored in a format the tables do not hold (AWQ/GPTQ 4-bit, FP8 run weight-only), one shape
+at a time; MoE experts; the KV groups of other mixers (MLA) or of head shapes not measured; the
+recurrent state (Mamba-2, linear attention); expert- and pipeline-parallel transfers; an
+all-reduce across a GPU count not measured.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+
+from engine.profile import split_attention
+from simulator.step_batch import StepBatch
+from sizer.analytic.parallel import ParallelConfig, kv_heads_per_gpu, layers_per_stage, shard_fraction
+from sizer.analytic.roofline import RooflineStepTimeModel
+from sizer.analytic.weights import linear_groups
+from sizer.inputs.kernel_tables import KernelTables
+from sizer.inputs.layers import EXPERT, LM_HEAD, VISION, Attention, DenseFFN
+from sizer.inputs.model_spec import ModelSpec
+
+ROW_PARALLEL = ("o_proj", "down_proj", "out_proj")   # vLLM's RowParallelLinear: the input dimension is split
+ACTIVATION_BYTES = 2                                  # the hidden state all-reduced, bf16
+# sizer's compute format -> table dtype (float32: the bundled engine on a CPU, sizer/sizing/profile_kernels.py)
+GEMM_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp32": "float32"}
+KV_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_e4m3": "fp8", "fp32": "float32"}
+
+
+class Curve:
+    """Piecewise-linear y(x) through measured points; flat below the first, the last segment
+    extended above the last (never below the last value)."""
+
+    __slots__ = ("xs", "ys")
+
+    def __init__(self, points: dict[float, float]):
+        self.xs = sorted(points)
+        self.ys = [points[x] for x in self.xs]
+
+    def __call__(self, x: float) -> float:
+        xs, ys = self.xs, self.ys
+        i = bisect_right(xs, x)
+        if i == 0 or len(xs) == 1:
+            return ys[0]
+        if i == len(xs):
+            x0, x1, y0, y1 = xs[-2], xs[-1], ys[-2], ys[-1]
+            return max(y1, y1 + (y1 - y0) * (x - x1) / (x1 - x0))
+        x0, x1 = xs[i - 1], xs[i]
+        return ys[i - 1] + (ys[i] - ys[i - 1]) * (x - x0) / (x1 - x0)
+
+
+def bracket(values: list[int], x: float) -> tuple[int, int, float]:
+    """(lower, upper, weight of upper) of the linear interpolation at x among sorted `values`
+    (the last segment extended above them, the first value below them)."""
+    i = bisect_right(values, x)
+    if i == 0 or len(values) == 1:
+        return values[0], values[0], 0.0
+    lo, hi = (values[-2], values[-1]) if i == len(values) else (values[i - 1], values[i])
+    return lo, hi, (x - lo) / (hi - lo)
+
+
+def curve_sum(curves: list[tuple[float, Curve]]) -> Curve:
+    """sum w_i c_i(x) as one curve: exact, since a weighted sum of piecewise-linear curves is
+    piecewise linear on the union of their points, and past the union's last point each curve
+    continues its own last segment, as the sum continues its last one."""
+    xs = sorted({x for _, c in curves for x in c.xs})
+    return Curve({x: sum(w * c(x) for w, c in curves) for x in xs})
+
+
+@dataclass(frozen=True)
+class GemmShape:
+    n: int                  # output features of one GPU's shard
+    k: int                  # input features of one GPU's shard
+    per_stage: float        # GEMMs of this shape per step on one GPU of the busiest stage
+
+
+def dense_gemms(m: ModelSpec, p: ParallelConfig) -> list[GemmShape]:
+    """Every dense GEMM of a step on one GPU of the busiest stage, fused as vLLM runs them:
+    matrices of one block of a layer (self_attn, mlp) that read the same input and are split by
+    output (q, k, v) are one GEMM."""
+    stage = layers_per_stage(m, p) / m.num_layers
+    fused: dict[tuple, list] = {}
+    for g in linear_groups(m):
+        if g.kind in (VISION, EXPERT, LM_HEAD):
+            continue
+        share = shard_fraction(g, m, p) / stage          # of one matrix, on one GPU
+        per_layer = g.count // len(g.layers)
+        row = g.name.endswith(ROW_PARALLEL)
+        n = g.out_features if row else round(g.out_features * share)
+        k = round(g.in_features * share) if row else g.in_features
+        block = g.name.rsplit(".", 1)[0]                 # "self_attn", "mlp": q, k, v fuse; q and gate_up do not
+        key = (g.layers, block, k, row, g.name if row or per_layer > 1 else "")
+        entry = fused.setdefault(key, [0, k, len(g.layers) * stage * per_layer])
+        entry[0] += n
+    return [GemmShape(n, k, count) for n, k, count in fused.values()]
+
+
+@dataclass(frozen=True)
+class Elementwise:
+    ops_per_stage: float            # element-wise kernels per step on one GPU of the busiest stage
+    bytes_per_token: float          # bytes they read and write per new token
+
+
+def elementwise_ops(m: ModelSpec, p: ParallelConfig) -> Elementwise:
+    """The residual add + norm of each norm and the activation of each gated dense MLP (module docstring)."""
+    stage = layers_per_stage(m, p) / m.num_layers
+    ops = values = 0.0
+    for layer in m.layers:
+        ops += layer.norms
+        values += layer.norms * 4 * m.hidden_size
+        if isinstance(layer.ffn, DenseFFN) and layer.ffn.gated:
+            ops += 1
+            values += 3 * layer.ffn.width / p.tp
+    return Elementwise(ops * stage, values * stage * ACTIVATION_BYTES)
+
+
+@dataclass(frozen=True)
+class AttentionShape:
+    heads: int              # per GPU
+    kv_heads: int           # per GPU
+    head_dim: int
+    window_tokens: int | None
+    label: str              # the mixer kind, as the KV groups name it
+    per_stage: float        # layers of this shape on one GPU of the busiest stage
+
+
+def attention_shapes(m: ModelSpec, p: ParallelConfig) -> list[AttentionShape]:
+    """Softmax-attention layers by shape per GPU (other mixers are not in the tables)."""
+    stage = layers_per_stage(m, p) / m.num_layers
+    counts: dict[tuple, int] = {}
+    for layer in m.layers:
+        a = layer.mixer
+        if isinstance(a, Attention):
+            key = (a.num_heads // p.tp, kv_heads_per_gpu(a.num_kv_heads, p), a.head_dim, a.window_tokens, a.label)
+            counts[key] = counts.get(key, 0) + 1
+    return [AttentionShape(*key, per_stage=n * stage) for key, n in counts.items()]
+
+
+def gemm_curve(tables: KernelTables, dtype: str, n: int, k: int) -> Curve | None:
+    """Latency by m of an (n, k) GEMM, bilinear in n and k between the measured (n, k) grid; None when
+    a corner of the bracket was not measured."""
+    shapes = [key[1:] for key in tables.gemm if key[0] == dtype]
+    if not shapes:
+        return None
+    n0, n1, wn = bracket(sorted({s[0] for s in shapes}), n)
+    k0, k1, wk = bracket(sorted({s[1] for s in shapes}), k)
+    corners = [((1 - wn) * (1 - wk), (n0, k0)), ((1 - wn) * wk, (n0, k1)), (wn * (1 - wk), (n1, k0)),
+               (wn * wk, (n1, k1))]
+    if any((dtype, *nk) not in tables.gemm for w, nk in corners if w):
+        return None
+    return curve_sum([(w, Curve(tables.gemm[(dtype, *nk)])) for w, nk in corners if w])
+
+
+class BatchCurves:
+    """Latency by (batch, length): linear along length on each measured batch, then along batch. The
+    curve of each batch size asked for is built once (curve_sum of its two rows: the same values)."""
+
+    def __init__(self, rows: dict[int, dict[int, float]]):
+        self.batches = sorted(rows)
+        self.rows = {b: Curve(rows[b]) for b in self.batches}
+        self._by_batch: dict[float, Curve] = {}
+
+    def at_batch(self, batch: float) -> Curve:
+        curve = self._by_batch.get(batch)
+        if curve is None:
+            b0, b1, w = bracket(self.batches, batch)
+            curve = self.rows[b0] if not w else curve_sum([(1 - w, self.rows[b0]), (w, self.rows[b1])])
+            self._by_batch[batch] = curve
+        return curve
+
+    def longest(self, batch: float) -> int:
+        """The longest length measured on both batch rows `batch` is interpolated between."""
+        b0, b1, _ = bracket(self.batches, batch)
+        return min(self.rows[b0].xs[-1], self.rows[b1].xs[-1])
+
+    def __call__(self, batch: float, length: float) -> float:
+        return max(0.0, self.at_batch(batch)(length))
+
+
+def attention_rows(table: dict[tuple, dict[int, float]], key: tuple) -> BatchCurves | None:
+    rows = {k[-1]: v for k, v in table.items() if k[:-1] == key}
+    return BatchCurves(rows) if rows else None
+
+
+class KernelTableStepTimeModel:
+    """`step_time(batch)` from measured kernel tables, the roofline for what they lack (module docstring)."""
+
+    def __init__(self, tables: KernelTables, roofline: RooflineStepTimeModel):
+        self.tables, self.roofline = tables, roofline
+        m, p = roofline.model, roofline.parallel
+        self.pp = p.pp
+        missing: list[str] = []
+        # the tables hold GEMMs whose weights are stored in the format they compute in (16-bit, FP8, float32);
+        # weight-only formats (AWQ, GPTQ, FP8 on a GPU without FP8) stream fewer bytes than any of them
+        native = roofline.weight_format == roofline.compute_format or {roofline.weight_format,
+                                                                       roofline.compute_format} <= {"bf16", "fp16"}
+        dtype = GEMM_DTYPES.get(roofline.compute_format) if native else None
+        # GEMMs and the all-reduces depend on the step's new tokens only: one curve; shapes the tables
+        # do not bracket go to the roofline one by one
+        curves, self.roofline_gemms = [], []
+        for s in dense_gemms(m, p):
+            curve = gemm_curve(tables, dtype, s.n, s.k) if dtype else None
+            if curve is None:
+                self.roofline_gemms.append((s.per_stage, s.n, s.k))
+            else:
+                curves.append((s.per_stage, curve))
+        if self.roofline_gemms:
+            missing.append(f"{len(self.roofline_gemms)} of {len(curves) + len(self.roofline_gemms)} dense GEMM "
+                           f"shapes ({roofline.weight_format} weights)")
+        # quantised checkpoints keep the lm_head 16-bit (aiconfigurator's logits GEMM is bf16); float32 runs float32
+        lm_dtype = "float32" if dtype == "float32" else "bfloat16"
+        self.lm_head = gemm_curve(tables, lm_dtype, round(m.vocab_size / p.tp), m.hidden_size)
+        if self.lm_head is None:
+            missing.append("lm_head")
+        calls = roofline.comm.allreduces_per_step
+        ar = {k[0]: v for k, v in tables.allreduce.items()}.get(p.tp) if calls else None
+        if calls and ar is None:
+            missing.append(f"all-reduce across {p.tp} GPUs")
+        elif calls:
+            per_token = m.hidden_size * ACTIVATION_BYTES
+            ar_curve = Curve({b / per_token: t for b, t in ar.items()})
+            curves.append((calls, ar_curve))
+        self.per_token = curve_sum(curves) if curves else Curve({1: 0.0})
+        self.allreduce_from_tables = bool(calls) and ar is not None
+        ew, cost = elementwise_ops(m, p), tables.header.elementwise
+        self.elementwise_fixed_s = ew.ops_per_stage * cost.latency_s
+        bandwidth = cost.memory_bandwidth_bytes_per_s * cost.bandwidth_fraction
+        self.elementwise_s_per_token = ew.bytes_per_token / bandwidth
+        self._attention(m, p, missing)
+        self.experts_from_tables = False
+        if m.moe is not None:
+            experts = self._moe_curve(m, p, dtype)
+            if experts is None:
+                missing.append("MoE experts")
+            else:
+                self.per_token = curve_sum([(1.0, self.per_token), experts])
+                self.experts_from_tables = True
+        if self.roofline.kv.state_layers:
+            missing.append("the recurrent state (Mamba-2, linear attention)")
+        if p.pp > 1 or (p.expert_parallel and p.ep > 1):
+            missing.append("pipeline and expert-parallel transfers")
+        self.roofline_parts = tuple(missing)
+        # the roofline's terms that are linear in tokens or sequences, as coefficients (step_time runs per step)
+        without = not self.allreduce_from_tables
+        self._transfer_fixed_s = roofline.transfer_s(0, allreduce=without)
+        self._transfer_s_per_token = roofline.transfer_s(1, allreduce=without) - self._transfer_fixed_s
+        self._state_s_per_seq = roofline.state_s(StepBatch(num_seqs=1))
+        self.name = tables.header.description + (f"; roofline for {', '.join(missing)}" if missing else "")
+
+    def _moe_curve(self, m: ModelSpec, p: ParallelConfig, dtype: str | None) -> tuple[float, Curve] | None:
+        """(MoE layers per stage, latency of one by tokens) when the tables hold the model's expert shape
+        with its split (experts sliced by TP, or spread whole over EP), balanced routing."""
+        f = m.moe
+        split = (1, p.ep) if p.expert_parallel and p.ep > 1 else (p.tp, 1)
+        rows = self.tables.moe.get((dtype, m.hidden_size, f.expert_width, f.top_k, f.num_experts, *split))
+        if rows is None or f.latent:
+            return None
+        return m.num_moe_layers * layers_per_stage(m, p) / m.num_layers, Curve(rows)
+
+    def _attention(self, m: ModelSpec, p: ParallelConfig, missing: list[str]) -> None:
+        kv = KV_DTYPES.get(self.roofline.kv.dtype)
+        found, unmeasured = [], set()
+        for s in attention_shapes(m, p):
+            key = (kv, s.heads, s.kv_heads, s.head_dim)
+            decode = attention_rows(self.tables.generation_attention, key)
+            prefill = attention_rows(self.tables.context_attention, key)
+            if decode is None or prefill is None:
+                unmeasured.add(s.label)
+            else:
+                found.append((s.label, (s.per_stage, s.window_tokens, decode, prefill)))
+        # a KV group (layers of one mixer kind) is priced wholly by the tables or wholly by the roofline:
+        # by the roofline when any of its shapes is not measured, and for other mixers (MLA, Mamba-2, ...)
+        self.attention = [entry for label, entry in found if label not in unmeasured]
+        measured = {label for label, _ in found} - unmeasured
+        groups = self.roofline.kv.groups
+        self.roofline_groups = [i for i, g in enumerate(groups) if g.label not in measured]
+        if self.roofline_groups:
+            missing.append("attention of " + ", ".join(groups[i].label for i in self.roofline_groups))
+
+    def attention_s(self, batch: StepBatch) -> float:
+        """Attention of one stage: measured groups from the tables, the others from the roofline."""
+        decode, decode_ctx, prefill, n, c = split_attention(batch)
+        total = 0.0
+        for layers, window, decode_t, prefill_t in self.attention:
+            if decode:
+                kv_len = decode_ctx + 1 if window is None else min(decode_ctx + 1, window)
+                total += layers * decode_t(decode, kv_len)
+            if prefill:
+                cached = c if window is None else min(c, window)
+                s = n + cached
+                pairs = n * cached + n * (n + 1) / 2
+                s_table = min(s, prefill_t.longest(prefill))   # past the longest measured prompt: its cost per pair
+                total += layers * prefill_t(prefill, s_table) * pairs / (s_table * (s_table + 1) / 2)
+        r = self.roofline
+        for i in self.roofline_groups:
+            total += r.attention_group_s(i, batch)
+        return total + batch.num_seqs * self._state_s_per_seq
+
+    def step_time(self, batch: StepBatch) -> float:
+        tokens = batch.new_tokens
+        if tokens == 0:
+            return 0.0
+        r = self.roofline
+        stage = (self.per_token(tokens) + self.attention_s(batch) + self.elementwise_fixed_s
+                 + tokens * self.elementwise_s_per_token)
+        for count, n, k in self.roofline_gemms:
+            stage += count * r.gemm_s(tokens, n, k)
+        if not self.experts_from_tables:
+            stage += r.expert_gemm_s(tokens)
+        stage += self._transfer_fixed_s + tokens * self._transfer_s_per_token
+        lm_head = self.lm_head(batch.num_seqs) if self.lm_head is not None else r.lm_head_s(batch.num_seqs)
+        return stage * self.pp + lm_head + r.step_overhead_s

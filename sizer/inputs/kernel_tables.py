@@ -1,0 +1,149 @@
+"""Kernel tables: measured operator latencies of one GPU in one serving engine, keyed by shape.
+
+One folder per GPU and engine version, `<gpu>-<engine>-<version>/` (bundled ones under
+`hardware_profiles/kernels/`): `tables.yaml` (`KernelTablesHeader`: the GPU, the engine and its
+version, where the numbers come from) and gzip CSV tables beside it, one row per key with its grid
+column (the last before the latency) and latencies in microseconds as space-separated lists:
+
+  gemm.csv.gz                  dtype, n, k, m, latency_us       (x[m, k] @ W[n, k]^T: m tokens, n outputs, k inputs)
+  context_attention.csv.gz     kv_dtype, heads, kv_heads, head_dim, batch, tokens, latency_us
+                               (batch sequences of `tokens` new tokens each, nothing cached: causal prefill)
+  generation_attention.csv.gz  kv_dtype, heads, kv_heads, head_dim, batch, context_tokens, latency_us
+                               (batch sequences decoding one token each on `context_tokens` of KV)
+  allreduce.csv.gz             gpus, message_bytes, latency_us  (one all-reduce of a bf16 message)
+  moe.csv.gz                   dtype, hidden, inter, topk, experts, tp, ep, tokens, latency_us
+                               (one MoE layer's routed experts for `tokens` tokens, routing balanced;
+                               each expert's width split over tp, the experts over ep)
+
+Heads are per GPU (after the tensor-parallel split). A model never needs these tables to be
+planned: without them (or for a shape they lack) steps are priced by the roofline. The tables
+are plain gzip CSV, read with the standard library (no pyarrow, no aiconfigurator).
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hardware_profiles import PROFILES_DIR
+from simulator import schema
+from simulator.errors import FieldError, excerpt
+from simulator.safe_yaml import load_yaml
+
+KERNELS_DIR = PROFILES_DIR / "kernels"
+HEADER_FILE = "tables.yaml"
+SCHEMA_VERSION = 1
+MAX_HEADER_BYTES = 1 << 16
+MAX_TABLE_BYTES = 64 << 20           # decompressed; the bundled tables are a few MB at most
+
+# table file -> (categorical key columns, numeric grid columns); every table ends in latency_us
+TABLES = {
+    "gemm": (("dtype",), ("n", "k", "m")),
+    "context_attention": (("kv_dtype",), ("heads", "kv_heads", "head_dim", "batch", "tokens")),
+    "generation_attention": (("kv_dtype",), ("heads", "kv_heads", "head_dim", "batch", "context_tokens")),
+    "allreduce": ((), ("gpus", "message_bytes")),
+    "moe": (("dtype",), ("hidden", "inter", "topk", "experts", "tp", "ep", "tokens")),
+}
+
+
+@dataclass(frozen=True)
+class Provenance:
+    source: str                      # "aiconfigurator-core" or "sizer calibrate"
+    source_version: str              # the package's version, or sizer's
+    licence: str
+    files: tuple[str, ...]           # the source files converted (paths inside the package)
+    converted: str                   # date the tables were written (ISO)
+
+
+@dataclass(frozen=True)
+class ElementwiseCost:
+    """Element-wise kernels (residual add + norm, activation) are priced, not tabled: bytes moved over the
+    memory bandwidth x a fraction, plus a fixed latency each (aiconfigurator-core's model and figures)."""
+    memory_bandwidth_bytes_per_s: float = schema.field(gt=0)
+    bandwidth_fraction: float = schema.field(gt=0, le=1)
+    latency_s: float = schema.field(ge=0)
+
+
+@dataclass(frozen=True)
+class KernelTablesHeader:
+    schema_version: int = schema.field(ge=1, le=SCHEMA_VERSION)
+    gpu: str                         # sizer's hardware profile id ("h100-sxm")
+    device_name: str                 # as the measuring machine reported it
+    engine: str                      # "vllm", ...
+    engine_version: str              # the engine the GEMMs and attention were measured in
+    elementwise: ElementwiseCost
+    provenance: Provenance
+
+    @property
+    def description(self) -> str:
+        p = self.provenance
+        return (f"kernel tables measured on {self.device_name} in {self.engine} {self.engine_version} "
+                f"({p.source} {p.source_version})")
+
+
+@dataclass(frozen=True)
+class KernelTables:
+    path: Path
+    header: KernelTablesHeader
+    # each: key tuple (categorical values, then the numeric grid columns but the last) -> {last column: seconds}
+    gemm: dict[tuple, dict[int, float]]
+    context_attention: dict[tuple, dict[int, float]]
+    generation_attention: dict[tuple, dict[int, float]]
+    allreduce: dict[tuple, dict[int, float]]
+    moe: dict[tuple, dict[int, float]] = field(default_factory=dict)
+
+
+def _read_table(path: Path, name: str) -> dict[tuple, dict[int, float]]:
+    """{key columns: {grid value: seconds}}. One row per key: the grid column and the latencies are
+    space-separated lists of the same length (a few thousand rows, read in milliseconds)."""
+    categorical, numeric = TABLES[name]
+    file = str(path)
+    try:
+        raw = gzip.decompress(path.read_bytes()[: MAX_TABLE_BYTES + 1])
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise FieldError(file, None, f"expected a gzip CSV table ({exc})") from None
+    if len(raw) > MAX_TABLE_BYTES:
+        raise FieldError(file, None, f"expected at most {MAX_TABLE_BYTES:,} bytes decompressed")
+    lines = raw.decode("utf-8", errors="replace").splitlines()
+    columns = ",".join((*categorical, *numeric, "latency_us"))
+    if not lines or lines[0] != columns:
+        raise FieldError(file, "header", f"expected the columns {columns}, got {excerpt(lines[0] if lines else '')}")
+    out: dict[tuple, dict[int, float]] = {}
+    for line, text in enumerate(lines[1:], 2):
+        try:
+            prefix, xs, ys = text.rsplit(",", 2)
+            parts = prefix.split(",")
+            key = (*parts[:len(categorical)], *map(int, parts[len(categorical):]))
+            grid, latency = list(map(int, xs.split())), list(map(float, ys.split()))
+            if len(parts) != len(categorical) + len(numeric) - 1 or len(grid) != len(latency) \
+                    or min((*grid, *key[len(categorical):])) < 1 or not 0 < min(latency) <= max(latency) < math.inf:
+                raise ValueError(text)
+        except ValueError:
+            raise FieldError(file, f"line {line}", f"expected {columns} (the last two: lists of the same length; "
+                                                   f"sizes >= 1, latencies > 0), got {excerpt(text)}") from None
+        out[key] = {x: t * 1e-6 for x, t in zip(grid, latency, strict=True)}
+    return out
+
+
+def read_header(folder: Path) -> KernelTablesHeader:
+    header_file = folder / HEADER_FILE
+    data = load_yaml(header_file, MAX_HEADER_BYTES, "kernel tables header")
+    return schema.build(KernelTablesHeader, data, "", str(header_file))
+
+
+def load_kernel_tables(folder: Path) -> KernelTables:
+    header = read_header(folder)
+    tables = {name: _read_table(folder / f"{name}.csv.gz", name) if (folder / f"{name}.csv.gz").is_file() else {}
+              for name in TABLES}
+    return KernelTables(folder, header, **tables)
+
+
+def bundled_tables_dir(gpu: str, engine: str) -> Path | None:
+    """The bundled folder for `gpu` measured in `engine` (the newest version when several), or None."""
+    def version(header: Path) -> tuple[int, ...]:
+        return tuple(int(x) if x.isdigit() else 0 for x in header.parent.name.rsplit("-", 1)[-1].split("."))
+
+    found = sorted(KERNELS_DIR.glob(f"{gpu}-{engine}-*/{HEADER_FILE}"), key=version)
+    return found[-1].parent if found else None

@@ -1,0 +1,230 @@
+"""Convert aiconfigurator-core's measured operator tables into sizer's kernel tables.
+
+NVIDIA's aiconfigurator-core (Apache-2.0; the `kernels` extra installs version 0.12.0) ships, per
+GPU and per framework version, operator latencies measured inside the serving framework:
+`systems/data/<system>/<op>/<framework>/<version>/<table>_perf.parquet`. What its columns mean
+(read from its collectors and modelling code; latencies in milliseconds):
+
+  gemm_perf                  m, n, k: x[m, k] @ W[n, k]^T (torch.nn.functional.linear for bf16; several
+                             FP8 kernels, `kernel_source`); gemm_dtype bfloat16 / fp8 / fp8_block
+  context_attention_perf     batch_size sequences of `isl` new tokens, no prefix (step 0); num_heads,
+                             num_key_value_heads per GPU; window_size 0 = full attention
+  generation_attention_perf  batch_size sequences decoding one token (isl 1) after `step` earlier
+                             ones: KV length isl + step
+  custom_allreduce_perf      message_size in elements of `allreduce_dtype` (the collector all-reduces a
+                             [size / 4096, 4096] tensor), num_gpus; backend vllm_graph = under CUDA graphs
+
+Element-wise kernels are not tabled there: its model prices them as bytes over `mem_bw` x
+`mem_bw_empirical_scaling_factor` plus `mem_empirical_constant_latency` each (systems/<system>.yaml);
+those three figures are copied into tables.yaml.
+
+  moe_perf                   num_tokens through one MoE layer's routed experts (hidden_size, inter_size
+                             per expert, topk of num_experts; moe_tp_size slices each expert,
+                             moe_ep_size spreads them), distribution balanced / power-law routing
+
+Where a shape was measured with several kernels, the fastest is kept (the framework's own
+choice among them is not recorded). Only the full-attention rows (window 0) are kept: windowed
+layers are priced as full attention over at most their window. `prune_to_catalog` keeps the GEMM
+grid points that bracket the shapes of the catalog's models at TP 1, 2, 4 and 8, and the
+attention shapes those models have, so the bundled tables stay small.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import gzip
+import io
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import yaml
+
+from simulator.errors import FieldError
+from sizer.analytic.kernel_step import GEMM_DTYPES, KV_DTYPES, attention_shapes, bracket, dense_gemms
+from sizer.analytic.parallel import ParallelConfig, validate_split
+from sizer.inputs.kernel_tables import HEADER_FILE, SCHEMA_VERSION, TABLES
+from sizer.inputs.model_spec import catalog_names, load_model
+
+SOURCE = "aiconfigurator-core"
+LICENCE = "Apache-2.0"
+# sizer's hardware profile id -> aiconfigurator's system name
+SYSTEMS = {"h100-sxm": "h100_sxm", "h100-pcie": "h100_pcie", "h200": "h200_sxm", "a100-80gb": "a100_sxm",
+           "a100-40gb": "a100_sxm", "l40s": "l40s", "l4": "l4", "b200": "b200_sxm", "b300": "b300_sxm",
+           "gb200": "gb200"}
+# (our table, aiconfigurator's op folder, its file)
+FILES = {"gemm": ("gemm", "gemm_perf.parquet"),
+         "context_attention": ("attention", "context_attention_perf.parquet"),
+         "generation_attention": ("attention", "generation_attention_perf.parquet"),
+         "allreduce": ("comm", "custom_allreduce_perf.parquet"),
+         "moe": ("moe", "moe_perf.parquet")}
+TABLE_DTYPES = sorted(set(GEMM_DTYPES.values()) - {"float32"})       # aiconfigurator measures no float32
+TABLE_KV_DTYPES = sorted(set(KV_DTYPES.values()) - {"float32"})
+CATALOG_TP = (1, 2, 4, 8)
+
+
+def data_dir(package: Path) -> Path:
+    """aiconfigurator-core's data folder, given the package folder, the unpacked wheel or the data folder."""
+    for candidate in (package / "aiconfigurator_core" / "systems" / "data", package / "systems" / "data", package):
+        if candidate.is_dir() and any(candidate.glob("*/gemm")):
+            return candidate
+    raise FieldError(str(package), None, "expected aiconfigurator-core's package folder (with systems/data/<gpu>/gemm)")
+
+
+def _version_key(v: str) -> tuple:
+    return tuple(int(x) if x.isdigit() else -1 for x in v.replace("rc", ".").split("."))
+
+
+def newest_version(data: Path, system: str, op: str, framework: str, file: str) -> str | None:
+    versions = [p.parent.name for p in (data / system / op / framework).glob(f"*/{file}")]
+    return max(versions, key=_version_key) if versions else None
+
+
+def catalog_shapes() -> tuple[set[tuple[int, int]], set[tuple[int, int, int]], set[tuple[int, int, int, int]]]:
+    """(GEMM (n, k), attention (heads, KV heads, head dim)) per GPU of every catalog model at TP 1, 2, 4, 8,
+    and their MoE layers (hidden, expert width, top-k, experts)."""
+    gemms, attention, moe = set(), set(), set()
+    for name in catalog_names():
+        m = load_model(name)
+        if m.moe is not None:
+            moe.add((m.hidden_size, m.moe.expert_width, m.moe.top_k, m.moe.num_experts))
+        for tp in CATALOG_TP:
+            p = ParallelConfig(tp=tp)
+            try:
+                validate_split(m, p)
+            except FieldError:
+                continue
+            gemms |= {(s.n, s.k) for s in dense_gemms(m, p)}
+            gemms.add((round(m.vocab_size / tp), m.hidden_size))
+            attention |= {(s.heads, s.kv_heads, s.head_dim) for s in attention_shapes(m, p)}
+    return gemms, attention, moe
+
+
+def _read(path: Path):
+    import pandas  # lazily: only the importer reads parquet (pandas + pyarrow, the `kernels` extra)
+    try:
+        return pandas.read_parquet(path)
+    except ImportError as exc:
+        raise FieldError(str(path), None, f"reading parquet needs pyarrow: pip install 'sizer[kernels]' ({exc})") \
+            from None
+
+
+def convert(package: Path, gpu: str, framework: str = "vllm", prune_to_catalog: bool = True
+            ) -> tuple[dict, dict[str, list[tuple]]]:
+    """(tables.yaml content, rows per table) for `gpu` measured in `framework`."""
+    if gpu not in SYSTEMS:
+        raise FieldError(None, "--gpu", f"expected one of {', '.join(SYSTEMS)}, got {gpu}")
+    data, system = data_dir(package), SYSTEMS[gpu]
+    versions = {t: newest_version(data, system, op, framework, f) for t, (op, f) in FILES.items()}
+    if versions["gemm"] is None:
+        raise FieldError(str(data / system), None, f"no {framework} GEMM table for {system}")
+    frames = {t: _read(data / system / FILES[t][0] / framework / v / FILES[t][1]) for t, v in versions.items() if v}
+    gemms, attention, moe = catalog_shapes() if prune_to_catalog else (None, None, None)
+    rows = {"gemm": _gemm_rows(frames["gemm"], gemms)}
+    for t in ("context_attention", "generation_attention"):
+        rows[t] = _attention_rows(frames[t], t, attention) if t in frames else []
+    rows["allreduce"] = _allreduce_rows(frames["allreduce"]) if "allreduce" in frames else []
+    rows["moe"] = _moe_rows(frames["moe"], moe) if "moe" in frames else []
+    device = str(frames["gemm"]["device"].iloc[0])
+    files = [f"aiconfigurator_core/systems/data/{system}/{FILES[t][0]}/{framework}/{v}/{FILES[t][1]}"
+             for t, v in versions.items() if v] + [f"aiconfigurator_core/systems/{system}.yaml"]
+    spec = yaml.safe_load((data.parent / f"{system}.yaml").read_text())["gpu"]
+    header = {"schema_version": SCHEMA_VERSION, "gpu": gpu, "device_name": device, "engine": framework,
+              "engine_version": versions["gemm"],
+              "elementwise": {"memory_bandwidth_bytes_per_s": float(spec["mem_bw"]),
+                              "bandwidth_fraction": float(spec["mem_bw_empirical_scaling_factor"]),
+                              "latency_s": float(spec["mem_empirical_constant_latency"])},
+              "provenance": {"source": SOURCE, "source_version": _package_version(data), "licence": LICENCE,
+                             "files": files, "converted": datetime.date.today().isoformat()}}
+    return header, rows
+
+
+def _package_version(data: Path) -> str:
+    for dist in data.parents[2].glob("aiconfigurator_core-*.dist-info"):
+        return dist.name.removeprefix("aiconfigurator_core-").removesuffix(".dist-info")
+    try:
+        return version("aiconfigurator-core")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _rows(df, keep: list[bool]):
+    """The rows of `df` where `keep` is true (a plain list: an empty one still selects rows, not columns)."""
+    return df.loc[df.index[[i for i, k in enumerate(keep) if k]]]
+
+
+def _fastest(df, keys: list[str]):
+    return df.groupby(keys, as_index=False)["latency"].min()
+
+
+def _gemm_rows(df, needed: set[tuple[int, int]] | None) -> list[tuple]:
+    df = _fastest(df[df["gemm_dtype"].isin(TABLE_DTYPES)], ["gemm_dtype", "n", "k", "m"])
+    if needed is not None:
+        keep = set()
+        for dtype in TABLE_DTYPES:
+            sub = df[df["gemm_dtype"] == dtype]
+            ns, ks = sorted(set(sub["n"])), sorted(set(sub["k"]))
+            if not ns:
+                continue
+            for n, k in needed:
+                n0, n1, _ = bracket(ns, n)
+                k0, k1, _ = bracket(ks, k)
+                keep |= {(dtype, a, b) for a in (n0, n1) for b in (k0, k1)}
+        df = _rows(df, [(d, n, k) in keep for d, n, k in zip(df["gemm_dtype"], df["n"], df["k"], strict=True)])
+    return [(d, int(n), int(k), int(m), float(t) * 1e3)
+            for d, n, k, m, t in df[["gemm_dtype", "n", "k", "m", "latency"]].itertuples(index=False)]
+
+
+def _attention_rows(df, table: str, needed: set[tuple[int, int, int]] | None) -> list[tuple]:
+    full = df["window_size"] == 0 if "window_size" in df else True      # older tables: full attention only
+    df = df[full & df["kv_cache_dtype"].isin(TABLE_KV_DTYPES)].copy()
+    df["length"] = df["isl"] if table == "context_attention" else df["isl"] + df["step"]
+    keys = ["kv_cache_dtype", "num_heads", "num_key_value_heads", "head_dim", "batch_size", "length"]
+    df = _fastest(df, keys)
+    if needed is not None:
+        df = _rows(df, [s in needed for s in zip(df["num_heads"], df["num_key_value_heads"], df["head_dim"],
+                                                 strict=True)])
+    return [(kv, int(h), int(g), int(d), int(b), int(n), float(t) * 1e3)
+            for kv, h, g, d, b, n, t in df[[*keys, "latency"]].itertuples(index=False)]
+
+
+def _moe_rows(df, needed: set[tuple[int, int, int, int]] | None) -> list[tuple]:
+    """Balanced routing; experts sliced by TP (EP 1) or spread whole over EP (TP 1); bfloat16 only: the
+    per-tensor FP8 rows are ModelOpt checkpoints' FlashInfer CUTLASS kernel, which measures non-monotonic
+    in tokens (Llama-4-Scout's shape at TP 2 on H100: 1.90 ms for 64 tokens, 0.92 ms for 2,048) and is not
+    the kernel other FP8 checkpoints run."""
+    df = df[(df["distribution"] == "balanced") & (df["moe_dtype"] == "bfloat16")
+            & ((df["moe_ep_size"] == 1) | (df["moe_tp_size"] == 1))]
+    keys = ["moe_dtype", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size",
+            "num_tokens"]
+    df = _fastest(df, keys)
+    if needed is not None:
+        shape = zip(df["hidden_size"], df["inter_size"], df["topk"], df["num_experts"], strict=True)
+        split = zip(df["moe_tp_size"], df["moe_ep_size"], strict=True)
+        df = _rows(df, [s in needed and max(sp) in CATALOG_TP for s, sp in zip(shape, split, strict=True)])
+    return [(d, *map(int, rest), float(t) * 1e3) for d, *rest, t in df[[*keys, "latency"]].itertuples(index=False)]
+
+
+def _allreduce_rows(df) -> list[tuple]:
+    df = df[(df["backend"] == "vllm_graph") & (df["allreduce_dtype"] == "bfloat16")]
+    df = _fastest(df, ["num_gpus", "message_size"])
+    return [(int(g), int(s) * 2, float(t) * 1e3) for g, s, t in df.itertuples(index=False)]   # bf16: 2 bytes each
+
+
+def write_tables(folder: Path, header: dict, rows: dict[str, list[tuple]]) -> None:
+    """`tables.yaml` and one gzip CSV per table (mtime 0: the same rows give the same bytes)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / HEADER_FILE).write_text(yaml.safe_dump(header, sort_keys=False))
+    for name, table_rows in rows.items():
+        if not table_rows:
+            continue
+        categorical, numeric = TABLES[name]
+        grouped: dict[tuple, list[tuple]] = {}
+        for r in sorted(table_rows):
+            grouped.setdefault(r[:-2], []).append(r[-2:])
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow([*categorical, *numeric, "latency_us"])
+        w.writerows((*key, " ".join(str(x) for x, _ in points), " ".join(f"{t:.4g}" for _, t in points))
+                    for key, points in grouped.items())
+        (folder / f"{name}.csv.gz").write_bytes(gzip.compress(buf.getvalue().encode(), mtime=0))
