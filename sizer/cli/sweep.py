@@ -29,12 +29,13 @@ BACKENDS = ("local", "ray")
 
 def command(
     sweep_file: Path = typer.Argument(..., help="sweep YAML: a base scenario, axes, constraints (scenarios/sweep-*)"),
-    output: Path | None = typer.Option(None, "-o", "--output",
-                                       help="Parquet file of results (default NAME.parquet); points already in it "
-                                            "are skipped"),
+    results: Path | None = typer.Option(None, "--results",
+                                        help="Parquet file of results, one row per point (default NAME.parquet); "
+                                             "points already in it are skipped"),
     backend: str = typer.Option("local", help="local (a process pool) or ray (pip install 'sizer[ray]')"),
-    workers: int = typer.Option(os.cpu_count() or 1, help="local: processes; ray: CPUs of a cluster started here"),
-    address: str | None = typer.Option(None, help="ray: the cluster to join (ray://host:10001 or auto); "
+    workers: int = typer.Option(os.cpu_count() or 1, help="parallel processes (ray: the CPUs of a cluster started "
+                                                          "here)"),
+    address: str | None = typer.Option(None, help="the Ray cluster to join (ray://host:10001 or auto); "
                                                   "default a local one"),
 ) -> None:
     """Size every point of a sweep (models x GPUs x formats x splits x engines x rates x SLOs) on a process pool
@@ -46,7 +47,7 @@ def command(
     sweep_file_data = load_sweep(sweep_file)
     data = read_scenario_data(sweep_file_data.scenario_path())
     sweep = build_sweep(sweep_file_data, data)
-    store = ResultStore(output or Path(f"{sweep.name}.parquet"))
+    store = ResultStore(results or Path(f"{sweep.name}.parquet"), "--results")
     err = Console(stderr=True)
     done = store.done()
     # No refresh thread (auto_refresh=False): the local backend forks its worker processes.

@@ -12,7 +12,6 @@ The columns and their types are `SweepRow`'s (`sizer.sizing.sweep`); a missing v
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import time
 import typing
@@ -117,10 +116,3 @@ def write_csv(table: pa.Table, path: Path, flag: str) -> None:
     with opened(path, flag) as f:
         table.to_pandas().to_csv(f, index=False)
 
-
-def write_json(table: pa.Table, path: Path, flag: str) -> None:
-    """One JSON array of row objects (null where a value is missing; NaN as null)."""
-    rows = [{k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()} for row in table.to_pylist()]
-    with opened(path, flag) as f:
-        json.dump(rows, f, indent=1, allow_nan=False)
-        f.write("\n")

@@ -61,6 +61,10 @@ FLAGS = {
     "--kernels": ("kernel implementation", ("triton",)),
     "--seed": ("random seed", ("seed",)),
     "--num-blocks": ("KV blocks", ("KV blocks",)),
+    "--results": ("the sweep's Parquet file of results", ("Parquet",)),
+    "--sweep": ("a sweep's Parquet file of results", ("Parquet",)),
+    "--backend": ("where a sweep's points run: local or ray", ("ray",)),
+    "--address": ("the Ray cluster a sweep joins", ("Ray",)),
     "--help": ("help", ("help",)),
 }
 

@@ -9,35 +9,16 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-import yaml
+from sweephelp import sweep_of, write_sweep
 from typer.testing import CliRunner
 
 from simulator.errors import FieldError
-from simulator.safe_yaml import load_yaml
 from sizer.cli import app
 from sizer.inputs.sweep_file import load_sweep
 from sizer.outputs.sweep_store import ResultStore
-from sizer.sizing.sweep import Point, build_sweep, evaluate_point, point_hash, prune, run_sweep, seed_of, tasks
+from sizer.sizing.sweep import Point, evaluate_point, point_hash, prune, run_sweep, seed_of, tasks
 
-REPO = Path(__file__).resolve().parents[3]
-BASE = REPO / "scenarios" / "llama-3.1-8b-chat-h100.yaml"
 runner = CliRunner()
-
-
-def write_sweep(tmp_path: Path, axes: dict, **extra) -> Path:
-    """A sweep over a short copy of the 8B chat scenario (120 requests at the operating point)."""
-    data = load_yaml(BASE)
-    data["workload"]["num_requests"] = 120
-    (tmp_path / "base.yaml").write_text(yaml.safe_dump(data))
-    path = tmp_path / "sweep.yaml"
-    path.write_text(yaml.safe_dump({"scenario": "base.yaml", "axes": axes,
-                                    "settings": {"num_requests": 50, **extra.pop("settings", {})}, **extra}))
-    return path
-
-
-def sweep_of(path: Path):
-    s = load_sweep(path)
-    return build_sweep(s, load_yaml(s.scenario_path()))
 
 
 def test_axes_expand_to_their_product_with_ranges(tmp_path):
@@ -63,7 +44,7 @@ def test_axes_expand_to_their_product_with_ranges(tmp_path):
 ])
 def test_bad_sweep_files_are_one_line_naming_file_and_field(tmp_path, axes, extra, field):
     path = write_sweep(tmp_path, axes, **extra)
-    result = runner.invoke(app, ["sweep", str(path), "-o", str(tmp_path / "r.parquet")])
+    result = runner.invoke(app, ["sweep", str(path), "--results", str(tmp_path / "r.parquet")])
     assert result.exit_code == 2, result.output
     assert result.stderr.count("\n") == 1 and str(path) in result.stderr and field in result.stderr, result.stderr
 
@@ -170,7 +151,7 @@ def test_input_errors_are_not_raised_by_points(tmp_path):
 def test_the_sweep_command_writes_one_row_per_point(tmp_path):
     path = write_sweep(tmp_path, {"gpu": ["h100-sxm", "l40s"], "ttft_ms": [4, 500]})
     out = tmp_path / "r.parquet"
-    result = runner.invoke(app, ["sweep", str(path), "-o", str(out), "--workers", "1"])
+    result = runner.invoke(app, ["sweep", str(path), "--results", str(out), "--workers", "1"])
     assert result.exit_code == 0, result.output
     table = pq.read_table(out).to_pandas()
     assert len(table) == 4 and set(table.point_hash) == {t.point_hash for t in tasks(sweep_of(path))}
