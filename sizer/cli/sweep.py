@@ -22,6 +22,7 @@ from sizer.errors import InputError
 from sizer.inputs.sweep_file import load_sweep
 from sizer.outputs.sweep_store import ResultStore
 from sizer.sizing.sweep import build_sweep, run_sweep
+from sizer.sizing.sweep_backends import check_ray
 from sizer.words import count
 
 BACKENDS = ("local", "ray")
@@ -44,6 +45,8 @@ def command(
     check_range(workers, "--workers", 1, MAX_WORKERS)
     if address is not None and backend != "ray":
         raise InputError(None, "--address", "needs --backend ray")
+    if backend == "ray":
+        check_ray()
     sweep_file_data = load_sweep(sweep_file)
     data = read_scenario_data(sweep_file_data.scenario_path())
     sweep = build_sweep(sweep_file_data, data)

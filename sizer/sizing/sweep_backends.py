@@ -10,6 +10,7 @@ that still fails is handed to `on_failure(item, why)` and the sweep goes on.
 
 from __future__ import annotations
 
+import importlib.util
 import multiprocessing
 import os
 from collections.abc import Callable
@@ -76,15 +77,18 @@ def _retry(i: int, why: str, tries: dict, todo: list, max_retries: int, items: l
         todo.append(i)
 
 
+def check_ray(flag: str = "--backend") -> None:
+    """Before any work: ray is installed (looked up, not imported: it takes seconds)."""
+    if importlib.util.find_spec("ray") is None:
+        raise InputError(None, flag, f"ray is not installed; {RAY_EXTRA}")
+
+
 def run_ray(fn: Callable, shared: Any, items: list, address: str | None, max_retries: int,
             on_result: Callable[[Any, Any], None], on_failure: Callable[[Any, str], None],
             num_cpus: int | None = None) -> None:
     """Each item a Ray task (`max_retries` for dead workers and raised exceptions alike). Joins the cluster at
     `address`, else uses the one this process already started, else starts a local one (shut down after)."""
-    try:
-        import ray
-    except ImportError:
-        raise InputError(None, "--backend", f"ray is not installed; {RAY_EXTRA}") from None
+    import ray
     started = not ray.is_initialized()
     if started:
         # Workers on this machine import the same sizer as the driver (a checkout, not only an installed wheel).

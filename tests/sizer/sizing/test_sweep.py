@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+from importlib.util import find_spec
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -139,6 +140,13 @@ def test_unknown_backend_and_address_without_ray_are_flag_errors(tmp_path):
     for flags, flag in ((["--backend", "spark"], "--backend"), (["--address", "auto"], "--address")):
         result = runner.invoke(app, ["sweep", str(path), *flags])
         assert result.exit_code == 2 and flag in result.stderr, result.output
+
+
+def test_ray_missing_is_one_line_naming_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None if name == "ray" else find_spec(name, *a))
+    result = runner.invoke(app, ["sweep", str(write_sweep(tmp_path, SMALL)), "--backend", "ray"])
+    assert result.exit_code == 2 and "pip install 'sizer[ray]'" in result.stderr and "--backend" in result.stderr
+    assert result.stderr.count("\n") == 1 and result.stdout == ""
 
 
 def test_input_errors_are_not_raised_by_points(tmp_path):
