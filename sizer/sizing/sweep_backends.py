@@ -91,7 +91,8 @@ def run_ray(fn: Callable, shared: Any, items: list, address: str | None, max_ret
     import ray
     started = not ray.is_initialized()
     if started:
-        # Workers on this machine import the same sizer as the driver (a checkout, not only an installed wheel).
+        # Workers import the driver's sizer where its folder exists (this machine: a checkout, not only an installed
+        # wheel); on other nodes the folder is absent and their installed sizer is imported.
         root = str(Path(__file__).resolve().parents[2])
         env = {"PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
         try:
