@@ -3,7 +3,8 @@ in under 10 minutes on 2 cores, with pruning on).
 
     python3 benchmarks/sweep_scale.py [--skip-ray]
 
-Sweeps Llama-3.1-8B chat serving (scenarios/llama-3.1-8b-chat-h100.yaml, 200 goodput requests) over
+Sweeps Llama-3.1-8B chat serving (scenarios/llama-3.1-8b-chat-h100.yaml with 300 requests at each operating
+point and 100 per goodput probe) over
 5 GPUs x TP 1,2,4,8,16 x bf16/fp8 x auto/fp8 KV x vLLM/SGLang x 5 rates = 1,000 points with the
 constraint gpus_per_replica <= 8 (TP 16 is pruned before simulation), three ways: the local backend
 with 1 and 2 worker processes, and Ray with a local cluster of 2 CPUs (its start-up timed apart).
@@ -35,12 +36,18 @@ AXES = {"gpu": ["h100-sxm", "h200", "a100-80gb", "l40s", "b200"], "tensor_parall
         "rate_per_s": [2, 4, 8, 16, 32]}
 
 
+OPERATING_REQUESTS = 300     # requests at each operating point (the scenario's 2,000 cost 4x as much a point)
+PROBE_REQUESTS = 100         # requests per goodput probe
+
+
 def sweep_in(folder: Path):
+    base = yaml.safe_load(SCENARIO.read_text())
+    base["workload"]["num_requests"] = OPERATING_REQUESTS
+    (folder / "base.yaml").write_text(yaml.safe_dump(base))
     path = folder / "sweep.yaml"
-    path.write_text(yaml.safe_dump({"scenario": str(SCENARIO), "axes": AXES, "constraints": ["gpus_per_replica <= 8"],
-                                    "settings": {"num_requests": 200}}))
-    s = load_sweep(path)
-    return build_sweep(s, yaml.safe_load(SCENARIO.read_text()))
+    path.write_text(yaml.safe_dump({"scenario": "base.yaml", "axes": AXES, "constraints": ["gpus_per_replica <= 8"],
+                                    "settings": {"num_requests": PROBE_REQUESTS}}))
+    return build_sweep(load_sweep(path), base)
 
 
 def timed(backend: str, workers: int) -> tuple[float, object]:

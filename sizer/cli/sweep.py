@@ -33,7 +33,7 @@ def command(
     results: Path | None = typer.Option(None, "--results",
                                         help="Parquet file of results, one row per point (default NAME.parquet); "
                                              "points already in it are skipped"),
-    backend: str = typer.Option("local", help="local (a process pool) or ray (pip install 'sizer[ray]')"),
+    backend: str = typer.Option("local", help="local (a process pool) or ray (a Ray cluster; needs sizer's ray extra)"),
     workers: int = typer.Option(os.cpu_count() or 1, help="parallel processes (ray: the CPUs of a cluster started "
                                                           "here)"),
     address: str | None = typer.Option(None, help="the Ray cluster to join (ray://host:10001 or auto); "
