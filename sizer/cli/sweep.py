@@ -29,7 +29,7 @@ BACKENDS = ("local", "ray")
 
 
 def command(
-    sweep_file: Path = typer.Argument(..., help="sweep YAML: a base scenario, axes, constraints (scenarios/sweep-*)"),
+    sweep_file: Path = typer.Argument(..., help="sweep YAML: a base scenario, axes, constraints (scenarios/sweeps/)"),
     results: Path | None = typer.Option(None, "--results",
                                         help="Parquet file of results, one row per point (default NAME.parquet); "
                                              "points already in it are skipped"),

@@ -183,9 +183,11 @@ def check_axes(sweep: SweepFile, values: dict[str, list], data: dict, base: Scen
 
 
 def point_hash(sweep: Sweep, point: Point) -> str:
-    """SHA-256 of the point's scenario mapping (before its seed is set), the sizing settings and the constraints."""
+    """SHA-256 of the point's scenario mapping (before its seed is set), the settings that change its numbers
+    (not max_retries) and the constraints."""
     mapping = point.variant(scenario_gpu(sweep)).apply(_shorthands(sweep.data))
-    key = {"version": ROW_VERSION, "scenario": mapping, "settings": dataclasses.asdict(sweep.settings),
+    settings = {"num_requests": sweep.settings.num_requests, "max_replicas": sweep.settings.max_replicas}
+    key = {"version": ROW_VERSION, "scenario": mapping, "settings": settings,
            "constraints": [c.text for c in sweep.constraints]}
     return hashlib.sha256(json.dumps(key, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 

@@ -39,7 +39,7 @@ def run_local(fn: Callable, shared: Any, items: list, workers: int, max_retries:
     rebuilt and only the items in flight are charged a try."""
     if workers <= 1:
         for item in items:
-            on_result(item, fn(shared, item))
+            _in_process(fn, shared, item, max_retries, on_result, on_failure)
         return
     tries = dict.fromkeys(range(len(items)), 0)
     todo = list(range(len(items)))[::-1]
@@ -66,6 +66,20 @@ def run_local(fn: Callable, shared: Any, items: list, workers: int, max_retries:
                 for i in running.values():       # a worker died: the items in flight lose one try each
                     _retry(i, "its worker process died", tries, todo, max_retries, items, on_failure)
                 pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _in_process(fn: Callable, shared: Any, item: Any, max_retries: int, on_result: Callable[[Any, Any], None],
+                on_failure: Callable[[Any, str], None]) -> None:
+    """One item in this process, rerun while it raises (a crash of this process ends the sweep: rerun it)."""
+    for attempt in range(max_retries + 1):
+        try:
+            result = fn(shared, item)
+        except Exception as error:       # noqa: BLE001 - any failure of a point costs only that point
+            if attempt == max_retries:
+                on_failure(item, f"{type(error).__name__}: {error} ({attempt + 1} tries)")
+            continue
+        on_result(item, result)
+        return
 
 
 def _retry(i: int, why: str, tries: dict, todo: list, max_retries: int, items: list,
