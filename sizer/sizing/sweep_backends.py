@@ -74,7 +74,7 @@ def _in_process(fn: Callable, shared: Any, item: Any, max_retries: int, on_resul
     for attempt in range(max_retries + 1):
         try:
             result = fn(shared, item)
-        except Exception as error:       # noqa: BLE001 - any failure of a point costs only that point
+        except Exception as error:       # any failure of a point costs only that point
             if attempt == max_retries:
                 on_failure(item, f"{type(error).__name__}: {error} ({attempt + 1} tries)")
             continue

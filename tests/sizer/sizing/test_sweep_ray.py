@@ -35,8 +35,8 @@ def cluster():
     ray.shutdown()
 
 
-def run(tmp_path: Path, name: str, backend: str, **kw):
-    sweep = sweep_of(write_sweep(tmp_path, AXES, settings={"max_retries": 2}))
+def run(tmp_path: Path, name: str, backend: str, axes: dict = AXES, **kw):
+    sweep = sweep_of(write_sweep(tmp_path, axes, settings={"max_retries": 2}))
     store = ResultStore(tmp_path / f"{name}.parquet")
     summary = run_sweep(sweep, store.done(), store.add, backend, 2, **kw)
     store.close()
@@ -62,6 +62,9 @@ def dies_once(marker: Path, sweep, task):
 
 
 def test_a_killed_ray_worker_costs_only_its_point(cluster, tmp_path):
-    sweep, summary, table = run(tmp_path, "killed", "ray", evaluate=functools.partial(dies_once, tmp_path / "died"))
+    axes = {**AXES, "rate_per_s": [1]}                # 16 points
+    sweep, summary, table = run(tmp_path, "killed", "ray", axes,
+                                evaluate=functools.partial(dies_once, tmp_path / "died"))
+    assert len(sweep.points) == 16
     assert (tmp_path / "died").exists() and summary.failed == ()
     assert sorted(table.column("point_hash").to_pylist()) == sorted(t.point_hash for t in tasks(sweep))
