@@ -6,8 +6,9 @@
                          each stage imports only the stages before it (and sizer.errors)
 
 Imports sit at module top, except the deliberate lazy path: torch, triton and the engine
-modules that import them (calibrate, validate), and pandas, matplotlib and weasyprint, which
-would otherwise cost every `sizer plan` a second of start-up.
+modules that import them (calibrate, validate), pandas, matplotlib and weasyprint, which
+would otherwise cost every `sizer plan` a second of start-up, and ray (`sweep --backend ray`,
+an optional extra).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("sizer", "simulator", "engine", "hardware_profiles")
 STAGES = ("sizer.inputs", "sizer.analytic", "sizer.sizing", "sizer.outputs", "sizer.cli")
-LAZY_ALLOWED = ("torch", "triton", "pandas", "matplotlib", "weasyprint", "engine", "gguf")
+LAZY_ALLOWED = ("torch", "triton", "pandas", "matplotlib", "weasyprint", "engine", "gguf", "ray")
 ENGINE_TORCH_FREE = ("engine.profile", "engine.config")     # sizer may import these at module top
 
 

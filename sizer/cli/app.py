@@ -24,6 +24,7 @@ COMMANDS = {
     "plan": ("sizer.cli.plan", "command"),
     "simulate": ("sizer.cli.simulate", "command"),
     "search": ("sizer.cli.search", "command"),
+    "sweep": ("sizer.cli.sweep", "command"),
     "report": ("sizer.cli.report", "command"),
     "check": ("sizer.cli.check", "command"),
     "calibrate": ("sizer.cli.calibrate", "command"),

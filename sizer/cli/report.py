@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import functools
 import os
@@ -26,11 +27,14 @@ from sizer.errors import InputError
 from sizer.outputs.destination import check_destination, write_text
 from sizer.outputs.emit import ServingConfig
 from sizer.outputs.report import Report, build_report, check_pdf_renderer, render_html, write_pdf
+from sizer.outputs.report.sweep import build_sweep_report, render_sweep_html
+from sizer.outputs.serialise import to_json
+from sizer.outputs.sweep_store import read_rows, write_csv
 
 
 def command(
-    scenario: Path = typer.Argument(..., help="scenario YAML"),
-    output: Path = typer.Option(..., "-o", "--output", help="HTML file to write (reports/NAME.html)"),
+    scenario: Path | None = typer.Argument(None, help="scenario YAML (none with --sweep)"),
+    output: Path | None = typer.Option(None, "-o", "--output", help="HTML file to write (reports/NAME.html)"),
     pdf: bool = typer.Option(False, "--pdf", help="also write the same document as PDF beside it (weasyprint)"),
     no_search: bool = typer.Option(False, "--no-search", help="report on the scenario's configuration only"),
     gpus: str | None = typer.Option(None, help="profiles the search tries (default: all)"),
@@ -41,8 +45,21 @@ def command(
     date: str | None = typer.Option(None, help="date printed in the header (default today)"),
     emit: str | None = typer.Option(None, "--emit", help=EMIT_HELP),
     emit_to: Path | None = typer.Option(None, "--emit-to", help=EMIT_TO_HELP),
+    sweep: Path | None = typer.Option(None, "--sweep", help="report on a `sizer sweep` Parquet file instead: Pareto "
+                                                            "fronts and the cheapest configuration per SLO"),
+    csv: Path | None = typer.Option(None, "--csv", help="with --sweep: also write one row per point here"),
+    as_json: bool = typer.Option(False, "--json", help="with --sweep: print the fronts and the cheapest as JSON"),
 ) -> None:
     """Write a sizing report: question, answer, memory, latency against rate, timelines, search, assumptions."""
+    if sweep is not None:
+        return sweep_report(sweep, scenario, output, csv, as_json, date)
+    if scenario is None:
+        raise InputError(None, "SCENARIO", "missing; expected a scenario YAML (or --sweep results.parquet)")
+    if output is None:
+        raise InputError(str(scenario), "--output", "missing; expected the HTML file to write (-o reports/NAME.html)")
+    for flag, given in (("--csv", csv), ("--json", as_json)):
+        if given:
+            raise InputError(None, flag, "needs --sweep")
     check_range(workers, "--workers", 1, MAX_WORKERS)
     space = None if no_search else space_from_options(gpus, tp, None, weights, kv_cache_dtype, False)
     check_destination(output, "--output")
@@ -76,3 +93,25 @@ def serving_of(report: Report, file: str) -> ServingConfig:
     if report.serving is None:
         raise InputError(file, "--emit", f"nothing to emit: {report.answer.sizing.verdict}")
     return report.serving
+
+
+def sweep_report(sweep: Path, scenario: Path | None, output: Path | None, csv: Path | None, as_json: bool,
+                 date: str | None) -> None:
+    """`report --sweep`: the HTML (-o), one CSV row per point (--csv), the fronts and cheapest as JSON (--json)."""
+    if scenario is not None:
+        raise InputError(str(scenario), "--sweep", "reports on the sweep's results alone; leave out the scenario")
+    if output is None and csv is None and not as_json:
+        raise InputError(str(sweep), "--sweep", "nothing to write: give -o HTML, --csv or --json")
+    for path, flag in ((output, "--output"), (csv, "--csv")):
+        if path is not None:
+            check_destination(path, flag)
+    table = read_rows(sweep, "--sweep")
+    report = build_sweep_report(table.to_pylist(), sweep.name)
+    if output is not None:
+        write_text(output, "--output", render_sweep_html(report, date or datetime.date.today().isoformat()))
+        typer.echo(f"wrote {output}", err=as_json)
+    if csv is not None:
+        write_csv(table, csv, "--csv")
+        typer.echo(f"wrote {csv}", err=as_json)
+    if as_json:
+        typer.echo(to_json(dataclasses.asdict(report)))

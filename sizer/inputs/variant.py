@@ -20,6 +20,17 @@ _PATHS = {
     "replicas": ("deployment", "replicas"),
     "rate_per_s": ("workload", "arrival", "rate_per_s"),
     "num_requests": ("workload", "num_requests"),
+    # sweep axes (sizer/sizing/sweep.py)
+    "engine": ("deployment", "engine"),
+    "data_parallel_size": ("deployment", "data_parallel_size"),
+    "enable_expert_parallel": ("deployment", "enable_expert_parallel"),
+    "max_num_seqs": ("deployment", "max_num_seqs"),
+    "max_num_batched_tokens": ("deployment", "max_num_batched_tokens"),
+    "num_speculative_tokens": ("deployment", "speculative_config", "num_speculative_tokens"),
+    "ttft_ms": ("slo", "ttft_ms"),
+    "itl_ms": ("slo", "itl_ms"),
+    "e2e_ms": ("slo", "e2e_ms"),
+    "seed": ("workload", "seed"),
 }
 # Flags that remove a stated value, so that its default applies again.
 _CLEARS = {
@@ -44,6 +55,16 @@ class Variant:
     replicas: int | None = None
     rate_per_s: float | None = None
     num_requests: int | None = None
+    engine: str | None = None
+    data_parallel_size: int | None = None
+    enable_expert_parallel: bool | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    num_speculative_tokens: int | None = None
+    ttft_ms: float | None = None
+    itl_ms: float | None = None
+    e2e_ms: float | None = None
+    seed: int | None = None
     clear_replicas: bool = False
     clear_speculative: bool = False
     clear_price: bool = False

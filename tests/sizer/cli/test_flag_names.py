@@ -63,6 +63,10 @@ FLAGS = {
     "--num-blocks": ("KV blocks", ("KV blocks",)),
     "--framework": ("the serving framework whose measurements are read", ("framework",)),
     "--all-shapes": ("every measured shape, not only the catalog's", ("every measured shape",)),
+    "--results": ("the sweep's Parquet file of results", ("Parquet",)),
+    "--sweep": ("a sweep's Parquet file of results", ("Parquet",)),
+    "--backend": ("where a sweep's points run: local or ray", ("ray",)),
+    "--address": ("the Ray cluster a sweep joins", ("Ray",)),
     "--help": ("help", ("help",)),
 }
 

@@ -27,6 +27,7 @@ import engine.validate
 import sizer.cli.report
 import sizer.cli.search
 import sizer.cli.simulate
+import sizer.cli.sweep
 from sizer.cli import app
 
 REPO = Path(__file__).resolve().parents[3]
@@ -48,6 +49,8 @@ BASES = {
     "search": ["search", CHAT, "--gpus", "h100", "--tp", "1", "--weights", "bf16", "--kv-cache-dtype", "auto",
                "--workers", "1"],
     "report": ["report", CHAT, "--no-search", "-o", "OUT"],
+    "sweep": ["sweep", str(REPO / "scenarios" / "sweeps" / "sweep-llama-8b.yaml"), "--results", "OUT",
+              "--workers", "1"],
     "check": ["check", str(REPO / "scenarios" / "deploy" / "fail-memory-llama-70b-h100.yaml")],
     "calibrate": ["calibrate", "--model", "tiny", "--device", "cpu", "--out", "OUT"],
     "validate": ["validate", str(REPO / "engine" / "scenarios" / "tiny-cpu.yaml"), "--profile",
@@ -73,6 +76,7 @@ OPTIONS = [(name, option.opts[-1]) for name in BASES for option in fuzzable(name
 def stubbed(monkeypatch):
     """The long work stubbed: reaching it is `Accepted`; simulate clamped to 20 requests, 4 replicas."""
     for module, function in ((sizer.cli.search, "search"), (sizer.cli.report, "build_report"),
+                             (sizer.cli.sweep, "run_sweep"),
                              (engine.calibrate, "calibrate"), (engine.collectives, "allreduce_table"),
                              (engine.validate, "validate")):
         monkeypatch.setattr(module, function, reached)

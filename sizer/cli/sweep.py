@@ -1,0 +1,82 @@
+"""`sizer sweep SWEEP.yaml`: every point of a design space sized, one Parquet row each, resumable."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from sizer.cli.flags import MAX_WORKERS, check_choices, check_range
+from sizer.cli.options import read_scenario_data
+from sizer.errors import InputError
+from sizer.inputs.sweep_file import load_sweep
+from sizer.outputs.sweep_store import ResultStore
+from sizer.sizing.sweep import build_sweep, run_sweep
+from sizer.sizing.sweep_backends import check_ray
+from sizer.words import count
+
+BACKENDS = ("local", "ray")
+
+
+def command(
+    sweep_file: Path = typer.Argument(..., help="sweep YAML: a base scenario, axes, constraints (scenarios/sweeps/)"),
+    results: Path | None = typer.Option(None, "--results",
+                                        help="Parquet file of results, one row per point (default NAME.parquet); "
+                                             "points already in it are skipped"),
+    backend: str = typer.Option("local", help="local (a process pool) or ray (a Ray cluster; needs sizer's ray extra)"),
+    workers: int = typer.Option(os.cpu_count() or 1, help="parallel processes (ray: the CPUs of a cluster started "
+                                                          "here)"),
+    address: str | None = typer.Option(None, help="the Ray cluster to join (ray://host:10001 or auto); "
+                                                  "default a local one"),
+) -> None:
+    """Size every point of a sweep (models x GPUs x formats x splits x engines x rates x SLOs) on a process pool
+    or a Ray cluster; prune what the analytic bounds rule out; stream one Parquet row per point."""
+    check_choices((backend,), "--backend", BACKENDS)
+    check_range(workers, "--workers", 1, MAX_WORKERS)
+    if address is not None and backend != "ray":
+        raise InputError(None, "--address", "needs --backend ray")
+    if backend == "ray":
+        check_ray()
+    sweep_file_data = load_sweep(sweep_file)
+    data = read_scenario_data(sweep_file_data.scenario_path())
+    sweep = build_sweep(sweep_file_data, data)
+    store = ResultStore(results or Path(f"{sweep.name}.parquet"), "--results")
+    err = Console(stderr=True)
+    done = store.done()
+    # No refresh thread (auto_refresh=False): the local backend forks its worker processes.
+    with Progress(TextColumn("sweeping"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                  console=err, transient=True, auto_refresh=False, disable=not err.is_terminal) as bar:
+        task = bar.add_task("sweep", total=None, rate="")
+
+        def progress(finished: int, total: int) -> None:
+            elapsed = bar.tasks[0].elapsed or 0.0
+            rate = f"{finished / elapsed:.2f} points/s" if finished and elapsed else ""
+            bar.update(task, completed=finished, total=total, rate=rate, refresh=True)
+
+        try:
+            summary = run_sweep(sweep, done, store.add, backend, workers, address, progress)
+        finally:
+            rows = store.close()
+    pruned = sum(summary.pruned.values())
+    by = ", ".join(f"{k} {v}" for k, v in sorted(summary.pruned.items()))
+    typer.echo(f"{sweep.name}: {count(summary.points, 'point')}; {summary.already_done} already in {store.path}, "
+               f"{pruned} pruned before simulation{f' ({by})' if by else ''}, {summary.simulated} simulated "
+               f"on {backend} in {summary.elapsed_s:.1f} s ({summary.points_per_s:.2f} points/s); "
+               f"{count(rows, 'row')} in {store.path}")
+    for digest, why in summary.failed:
+        typer.echo(f"failed: point {digest[:12]}: {why}", err=True)
+    if summary.failed:
+        typer.echo(f"{count(len(summary.failed), 'point')} failed every try and were not written; run the sweep "
+                   "again to retry them", err=True)
+        raise typer.Exit(1)

@@ -1,0 +1,168 @@
+"""The sweep file: a base scenario, the axes to sweep it along, constraints and settings.
+
+Declared with the schema layer as the scenario is (`simulator/schema.py`): an unknown key, a value
+of the wrong type, an empty list, a bad range or a constraint that does not parse is one line
+naming the sweep file and the field. Each axis is a list of values or a range:
+
+    tensor_parallel_size: [1, 2, 4]
+    rate_per_s: {start: 2, stop: 16, factor: 2}       # 2, 4, 8, 16 (geometric)
+    max_num_seqs: {start: 64, stop: 256, step: 64}    # 64, 128, 192, 256 (arithmetic)
+
+A range includes `stop` when a step lands on it. Whether each value suits the base scenario
+(a GPU id, a model name, a bound such as max_num_seqs >= 1) is checked when the sweep is
+expanded (`sizer.sizing.sweep.check_axes`), against the scenario field it sets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from simulator.errors import excerpt
+from simulator.safe_yaml import load_yaml
+from simulator.schema import build, field
+from sizer.errors import InputError
+from sizer.inputs.scenario import MAX_REPLICAS, Engine, KVCacheDtype, WeightFormat
+
+# Points one sweep expands to at most: 1,000,000 (the Parquet file then holds ~1 GB of rows; a
+# cluster of a thousand cores works through it in about an hour at docs/scale.md's rate).
+MAX_POINTS = 1_000_000
+
+
+@dataclass(frozen=True)
+class Range:
+    start: float = field(gt=0, doc="first value")
+    stop: float = field(gt=0, doc="last value at most (included when a step lands on it)")
+    step: float | None = field(None, gt=0, doc="arithmetic: start, start + step, ...")
+    factor: float | None = field(None, gt=1, doc="geometric: start, start x factor, ...")
+
+
+@dataclass(frozen=True)
+class Axes:
+    """Each axis: a list of values or a Range; left out, the base scenario's value is kept."""
+    model: list[str] | None = field(None, doc="models (catalog names, config.json paths)")
+    gpu: list[str] | None = field(None, doc="accelerator profiles (`sizer gpus`)")
+    quantization: list[WeightFormat] | None = field(None, doc="weight formats")
+    kv_cache_dtype: list[KVCacheDtype] | None = field(None, doc="KV cache formats")
+    tensor_parallel_size: list[int] | Range | None = field(None, ge=1, le=MAX_REPLICAS, doc="TP degrees")
+    pipeline_parallel_size: list[int] | Range | None = field(None, ge=1, le=MAX_REPLICAS, doc="PP degrees")
+    data_parallel_size: list[int] | Range | None = field(None, ge=1, le=MAX_REPLICAS, doc="DP ranks per replica")
+    enable_expert_parallel: list[bool] | None = field(None, doc="EP off/on")
+    engine: list[Engine] | None = field(None, doc="serving engines")
+    max_num_seqs: list[int] | Range | None = field(None, ge=1, doc="sequences per step")
+    max_num_batched_tokens: list[int] | Range | None = field(None, ge=1, doc="token budget per step")
+    speculative: list[bool] | None = field(None, doc="the base scenario's speculative_config on/off")
+    num_speculative_tokens: list[int] | Range | None = field(None, ge=1, doc="gamma, with speculative on")
+    rate_per_s: list[float] | Range | None = field(None, gt=0, doc="arrival rates")
+    ttft_ms: list[float] | Range | None = field(None, gt=0, doc="TTFT targets")
+    itl_ms: list[float] | Range | None = field(None, gt=0, doc="ITL targets")
+    e2e_ms: list[float] | Range | None = field(None, gt=0, doc="E2E targets")
+
+
+INTEGER_AXES = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_num_seqs",
+                "max_num_batched_tokens", "num_speculative_tokens")
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    num_requests: int = field(200, ge=50, le=100_000,
+                              doc="simulated requests per probed rate in each goodput search (search: 600; "
+                                  "fewer make a sweep faster and its goodputs coarser)")
+    max_replicas: int = field(32, ge=1, le=MAX_REPLICAS, doc="points needing more replicas are rejected")
+    max_retries: int = field(3, ge=0, le=100, doc="times a point is rerun after its worker dies")
+
+
+@dataclass(frozen=True)
+class SweepFile:
+    scenario: str = field(doc="base scenario YAML, relative to the sweep file")
+    axes: Axes = field(doc="what to sweep")
+    name: str | None = field(None, doc="default: the file's name")
+    constraints: list[str] = field(default_factory=list,
+                                   doc="'QUANTITY OP NUMBER': gpus_per_replica, replicas, gpus, usd_per_hour, "
+                                       "usd_per_million_output_tokens with <=, <, >=, >")
+    settings: SweepSettings = field(default_factory=SweepSettings, doc="how each point is sized")
+    file: str | None = dataclasses.field(default=None, metadata={"internal": True})
+
+    def scenario_path(self) -> Path:
+        return Path(self.file).parent / self.scenario if self.file else Path(self.scenario)
+
+
+CONSTRAINT_QUANTITIES = ("gpus_per_replica", "replicas", "gpus", "usd_per_hour", "usd_per_million_output_tokens")
+_CONSTRAINT = re.compile(r"^\s*([a-z_]+)\s*(<=|<|>=|>)\s*([0-9.eE+]+)\s*$")
+
+
+@dataclass(frozen=True)
+class Constraint:
+    quantity: str
+    op: str
+    bound: float
+
+    def holds(self, value: float) -> bool:
+        return {"<=": value <= self.bound, "<": value < self.bound, ">=": value >= self.bound,
+                ">": value > self.bound}[self.op]
+
+    @property
+    def text(self) -> str:
+        return f"{self.quantity} {self.op} {self.bound:g}"
+
+
+def parse_constraint(text: str, file: str | None, path: str) -> Constraint:
+    m = _CONSTRAINT.match(text)
+    expected = f"expected 'QUANTITY OP NUMBER' with QUANTITY one of {', '.join(CONSTRAINT_QUANTITIES)}"
+    if not m or m.group(1) not in CONSTRAINT_QUANTITIES:
+        raise InputError(file, path, f"{expected} and OP one of <=, <, >=, >, got {excerpt(text)}")
+    try:
+        bound = float(m.group(3))
+    except ValueError:
+        raise InputError(file, path, f"{expected}, got {excerpt(text)}") from None
+    if not math.isfinite(bound):
+        raise InputError(file, path, f"expected a finite bound, got {excerpt(text)}")
+    return Constraint(m.group(1), m.group(2), bound)
+
+
+def range_values(r: Range, integer: bool, file: str | None, path: str) -> list:
+    """The values of a range, refused when it is empty, ambiguous or longer than MAX_POINTS."""
+    if (r.step is None) == (r.factor is None):
+        raise InputError(file, path, "expected exactly one of step (arithmetic) or factor (geometric)")
+    if r.stop < r.start:
+        raise InputError(file, f"{path}.stop", f"expected stop >= start ({r.start:g}), got {r.stop:g}")
+    count = (math.floor((r.stop - r.start) / r.step * (1 + 1e-12)) if r.step else
+             math.floor(math.log(r.stop / r.start) / math.log(r.factor) * (1 + 1e-12))) + 1
+    if count > MAX_POINTS:
+        raise InputError(file, path, f"expected at most {MAX_POINTS:,} values, got {count:,}")
+    values = [r.start + i * r.step if r.step else r.start * r.factor ** i for i in range(count)]
+    if integer:
+        if any(abs(v - round(v)) > 1e-9 for v in values):
+            raise InputError(file, path, "expected whole numbers: an integer start with an integer step or factor")
+        return list(dict.fromkeys(int(round(v)) for v in values))
+    return [round(v, 12) for v in values]        # 0.1 x 3 is 0.30000000000000004: values as written
+
+
+def axis_values(sweep: SweepFile) -> dict[str, list]:
+    """Axis name -> its values (ranges expanded), for every axis the file states."""
+    out = {}
+    for f in dataclasses.fields(Axes):
+        value = getattr(sweep.axes, f.name)
+        path = f"axes.{f.name}"
+        if value is None:
+            continue
+        if isinstance(value, Range):
+            value = range_values(value, f.name in INTEGER_AXES, sweep.file, path)
+        if not value:
+            raise InputError(sweep.file, path, "expected at least one value")
+        out[f.name] = list(dict.fromkeys(value))
+    return out
+
+
+def load_sweep(path: str | Path) -> SweepFile:
+    """Read and type-check a sweep file; its constraints parsed, its ranges checked."""
+    path = Path(path)
+    sweep = dataclasses.replace(build(SweepFile, load_yaml(path), "", str(path)), file=str(path))
+    sweep = dataclasses.replace(sweep, name=sweep.name or path.stem)
+    for i, text in enumerate(sweep.constraints):
+        parse_constraint(text, sweep.file, f"constraints[{i}]")
+    axis_values(sweep)
+    return sweep

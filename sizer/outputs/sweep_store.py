@@ -1,0 +1,118 @@
+"""A sweep's results as one Parquet file, one row per point, written as they arrive and resumable.
+
+Rows stream into part files beside the result (`results.parquet.parts/part-NNNNNN.parquet`, each
+written to a temporary name and renamed, so a crash leaves only whole parts); `close` merges the
+file and its parts into `results.parquet`, rows sorted by point hash, so the same points give the
+same file whichever backend and worker order produced them. A sweep that is run again reads the
+hashes already in the file and its parts and skips those points.
+
+The columns and their types are `SweepRow`'s (`sizer.sizing.sweep`); a missing value is null.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+import typing
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from sizer.errors import InputError
+from sizer.outputs.destination import check_destination, opened
+from sizer.sizing.sweep import SweepRow
+
+# A part is written every FLUSH_ROWS rows or FLUSH_S seconds, whichever comes first: a crash loses
+# at most that much work, and a 10,000-point sweep leaves at most a few hundred small parts.
+FLUSH_ROWS = 64
+FLUSH_S = 10.0
+_ARROW = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
+
+
+def schema() -> pa.Schema:
+    """SweepRow's fields as Arrow columns (every one nullable)."""
+    hints = typing.get_type_hints(SweepRow)
+    out = []
+    for f in dataclasses.fields(SweepRow):
+        tp = hints[f.name]
+        base = next(a for a in typing.get_args(tp) if a is not type(None)) if typing.get_args(tp) else tp
+        out.append(pa.field(f.name, _ARROW[base]))
+    return pa.schema(out)
+
+
+def read_rows(path: Path, flag: str) -> pa.Table:
+    """A results file, checked against the schema (a file of another shape is refused naming `flag`)."""
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException) as error:
+        raise InputError(str(path), flag, f"expected a Parquet file written by `sizer sweep`: {error}") from None
+    missing = [name for name in schema().names if name not in table.column_names]
+    if missing:
+        raise InputError(str(path), flag, f"expected sweep result columns; missing {', '.join(missing[:5])}")
+    return table.select(schema().names).cast(schema())
+
+
+class ResultStore:
+    def __init__(self, path: Path, flag: str = "--output"):
+        self.path, self.flag = check_destination(path, flag), flag
+        self.parts = path.with_name(path.name + ".parts")
+        self.buffer: list[dict] = []
+        self.flushed_at = time.monotonic()
+
+    def _part_files(self) -> list[Path]:
+        return sorted(self.parts.glob("part-*.parquet")) if self.parts.is_dir() else []
+
+    def _tables(self) -> list[pa.Table]:
+        files = ([self.path] if self.path.exists() and self.path.stat().st_size else []) + self._part_files()
+        return [read_rows(f, self.flag) for f in files]
+
+    def done(self) -> set[str]:
+        """Point hashes already written (the file and its parts)."""
+        return {h for t in self._tables() for h in t.column("point_hash").to_pylist()}
+
+    def add(self, row: SweepRow) -> None:
+        self.buffer.append(dataclasses.asdict(row))
+        if len(self.buffer) >= FLUSH_ROWS or time.monotonic() - self.flushed_at >= FLUSH_S:
+            self.flush()
+
+    def flush(self) -> None:
+        self.flushed_at = time.monotonic()
+        if not self.buffer:
+            return
+        self.parts.mkdir(exist_ok=True)
+        number = len(self._part_files())
+        target = self.parts / f"part-{number:06d}.parquet"
+        self._write(pa.Table.from_pylist(self.buffer, schema=schema()), target)
+        self.buffer = []
+
+    def close(self) -> int:
+        """Merge the file and its parts into the file (sorted by point hash, one row per hash); rows in all."""
+        self.flush()
+        tables = self._tables()
+        table = pa.concat_tables(tables) if tables else schema().empty_table()
+        hashes = table.column("point_hash").to_pylist()
+        first = {h: i for i, h in reversed(list(enumerate(hashes)))}
+        order = sorted(first, key=str)
+        table = table.take(pa.array([first[h] for h in order], type=pa.int64()))
+        self._write(table, self.path)
+        for part in self._part_files():
+            part.unlink()
+        if self.parts.is_dir():
+            self.parts.rmdir()
+        return table.num_rows
+
+    def _write(self, table: pa.Table, target: Path) -> None:
+        temporary = target.with_name(target.name + ".tmp")
+        try:
+            pq.write_table(table, temporary)
+            os.replace(temporary, target)
+        except OSError as exc:
+            raise InputError(str(target), self.flag, f"cannot write: {exc.strerror or exc}") from None
+
+
+def write_csv(table: pa.Table, path: Path, flag: str) -> None:
+    with opened(path, flag) as f:
+        table.to_pandas().to_csv(f, index=False)
+

@@ -1,0 +1,410 @@
+"""`sizer sweep`: a design-space search over many axes, one row of results per point.
+
+    expand     the sweep file's axes (sizer/inputs/sweep_file.py) -> points, their product
+    hash       each point's key: SHA-256 of the base scenario with the point's changes made
+               (sizer/inputs/variant.py) and the settings that change its numbers; its seed derives
+               from that hash, so a point's result does not depend on order, worker or backend
+    prune      before any simulation: points that do not fit in memory, whose SLO targets lie below the
+               per-token floor (weights streamed once per step), that break a constraint at their
+               analytic bound, or that need more than max_replicas by it
+    evaluate   the sizing pipeline (`size_deployment`, as `search` and `plan --simulate`) per point
+
+Backends (local process pool, Ray) are in sizer/sizing/sweep_backends.py; the Parquet file that makes
+a sweep resumable in sizer/outputs/sweep_store.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from simulator.errors import FieldError
+from sizer.analytic.memory import GiB
+from sizer.errors import InputError
+from sizer.inputs.hardware import load_hardware
+from sizer.inputs.scenario import Scenario, scenario_from_dict
+from sizer.inputs.sweep_file import Constraint, SweepFile, SweepSettings, axis_values, parse_constraint
+from sizer.inputs.variant import Variant
+from sizer.sizing.goodput import rate_bound_per_s, replicas_for, slo_of
+from sizer.sizing.pipeline import size_deployment
+from sizer.sizing.plan import Plan, make_plan
+from sizer.sizing.resolve import Resolved, resolve
+from sizer.sizing.result import GoodputSettings, SizingStatus
+from sizer.sizing.sweep_backends import run_local, run_ray
+
+# Bumped when a row's meaning changes: points hashed under another version are simulated again.
+ROW_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Point:
+    """One configuration: a value per swept axis, None where the base scenario's value is kept."""
+    model: str | None = None
+    gpu: str | None = None
+    quantization: str | None = None
+    kv_cache_dtype: str | None = None
+    tensor_parallel_size: int | None = None
+    pipeline_parallel_size: int | None = None
+    data_parallel_size: int | None = None
+    enable_expert_parallel: bool | None = None
+    engine: str | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    speculative: bool | None = None
+    num_speculative_tokens: int | None = None
+    rate_per_s: float | None = None
+    ttft_ms: float | None = None
+    itl_ms: float | None = None
+    e2e_ms: float | None = None
+
+    def variant(self, base_gpu: str, seed: int | None = None) -> Variant:
+        """The changes this point makes; a price or calibrated profile stays with its own GPU only."""
+        other_gpu = self.gpu is not None and load_hardware(self.gpu).id != load_hardware(base_gpu).id
+        changes = {k: v for k, v in dataclasses.asdict(self).items() if k != "speculative"}
+        if self.speculative is False:
+            changes["num_speculative_tokens"] = None
+        return Variant(**changes, seed=seed, clear_replicas=True, clear_speculative=self.speculative is False,
+                       clear_price=other_gpu, clear_calibrated_profile=other_gpu)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A sweep file made ready to run: the base mapping, the points and how each is sized."""
+    name: str
+    scenario_file: str
+    data: dict                         # the base scenario mapping (what goes to the object store)
+    points: tuple[Point, ...]
+    constraints: tuple[Constraint, ...]
+    settings: SweepSettings
+
+    @property
+    def goodput(self) -> GoodputSettings:
+        return GoodputSettings(num_requests=self.settings.num_requests)
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    """One point's full configuration and every metric: one Parquet row (units in the names)."""
+    point_hash: str
+    seed: int
+    status: str                        # ok, rejected (SLO, constraint, replicas), pruned (before simulation), invalid
+    binding: str | None                # memory, TTFT, ITL, E2E, constraint, replicas, split, input; ok: what binds
+    reason: str
+    scenario: str
+    model: str | None
+    gpu: str | None
+    engine: str | None
+    quantization: str | None
+    kv_cache_dtype: str | None
+    tensor_parallel_size: int | None
+    pipeline_parallel_size: int | None
+    data_parallel_size: int | None
+    enable_expert_parallel: bool | None
+    max_num_seqs: int | None           # as resolved (the engine's default where the scenario states none)
+    max_num_batched_tokens: int | None
+    speculative: bool | None
+    num_speculative_tokens: int | None
+    rate_per_s: float | None
+    ttft_target_ms: float | None
+    itl_target_ms: float | None
+    e2e_target_ms: float | None
+    required_share: float | None
+    gpus_per_replica: int | None = None
+    kv_cache_gib_per_gpu: float | None = None
+    rate_bound_per_replica_per_s: float | None = None
+    goodput_per_replica_per_s: float | None = None
+    sizing_status: str | None = None
+    replicas: int | None = None
+    gpus: int | None = None
+    usd_per_hour: float | None = None
+    usd_per_million_output_tokens: float | None = None
+    operating_rate_per_replica_per_s: float | None = None
+    share_met: float | None = None
+    ttft_p50_ms: float | None = None
+    ttft_p95_ms: float | None = None
+    ttft_p99_ms: float | None = None
+    itl_p50_ms: float | None = None
+    itl_p95_ms: float | None = None
+    itl_p99_ms: float | None = None
+    tpot_p50_ms: float | None = None
+    tpot_p95_ms: float | None = None
+    tpot_p99_ms: float | None = None
+    e2e_p50_ms: float | None = None
+    e2e_p95_ms: float | None = None
+    e2e_p99_ms: float | None = None
+    queue_p95_ms: float | None = None
+    request_throughput_per_s: float | None = None
+    output_tokens_per_s: float | None = None
+    prefix_cache_hit_rate: float | None = None
+    num_preemptions: int | None = None
+    mean_batch_size: float | None = None
+    peak_kv_usage: float | None = None
+
+
+def build_sweep(sweep: SweepFile, data: dict) -> Sweep:
+    """Expand a checked sweep file over the base scenario mapping `data`; each axis value is checked against
+    the scenario field it sets, and refused naming the sweep file and the axis."""
+    values = axis_values(sweep)
+    base = scenario_from_dict(data, str(sweep.scenario_path()))
+    check_axes(sweep, values, data, base)
+    names = list(values)
+    points = tuple(Point(**dict(zip(names, combo, strict=True))) for combo in itertools.product(*values.values()))
+    constraints = tuple(parse_constraint(t, sweep.file, f"constraints[{i}]") for i, t in enumerate(sweep.constraints))
+    return Sweep(sweep.name, str(sweep.scenario_path()), data, points, constraints, sweep.settings)
+
+
+def check_axes(sweep: SweepFile, values: dict[str, list], data: dict, base: Scenario) -> None:
+    for name, items in values.items():
+        for i, value in enumerate(items):
+            try:
+                if name == "gpu":
+                    load_hardware(value)
+                point = Point(**{name: value})
+                s = scenario_from_dict(data, str(sweep.scenario_path()), point.variant(base.hardware.gpu))
+                if name == "model":
+                    resolve(s)
+            except FieldError as error:
+                raise InputError(sweep.file, f"axes.{name}[{i}]", error.message) from None
+    if base.deployment.speculative_config is None and (values.get("num_speculative_tokens")
+                                                       or True in values.get("speculative", ())):
+        raise InputError(sweep.file, "axes.speculative", f"the base scenario {sweep.scenario} has no "
+                                                          "deployment.speculative_config to turn on")
+    if base.workload.trace is not None:
+        raise InputError(sweep.file, "scenario", "a sweep needs a synthetic workload (arrival rate and length "
+                                                 "distributions), not workload.trace")
+    if not slo_of(base).has_targets and not any(values.get(k) for k in ("ttft_ms", "itl_ms", "e2e_ms")):
+        raise InputError(sweep.file, "scenario", "a sweep needs at least one SLO target (slo.ttft_ms, itl_ms or "
+                                                 "e2e_ms in the scenario, or an axis)")
+
+
+def point_hash(sweep: Sweep, point: Point) -> str:
+    """SHA-256 of the point's scenario mapping (before its seed is set), the settings that change its numbers
+    (not max_retries) and the constraints."""
+    mapping = point.variant(scenario_gpu(sweep)).apply(_shorthands(sweep.data))
+    settings = {"num_requests": sweep.settings.num_requests, "max_replicas": sweep.settings.max_replicas}
+    key = {"version": ROW_VERSION, "scenario": mapping, "settings": settings,
+           "constraints": [c.text for c in sweep.constraints]}
+    return hashlib.sha256(json.dumps(key, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
+
+
+def seed_of(digest: str) -> int:
+    """The point's simulation seed: the hash's first 60 bits (below the scenario's 2^63 bound)."""
+    return int(digest[:15], 16)
+
+
+def scenario_gpu(sweep: Sweep) -> str:
+    gpu = sweep.data.get("hardware")
+    return gpu if isinstance(gpu, str) else gpu["gpu"]
+
+
+def _shorthands(data: dict) -> dict:
+    """`model: name` and `hardware: gpu` as the mappings they stand for (so both spellings hash alike)."""
+    return {**data, **{k: {inner: data[k]} for k, inner in (("model", "name"), ("hardware", "gpu"))
+                       if isinstance(data.get(k), str)}}
+
+
+@dataclass(frozen=True)
+class Task:
+    """What a worker needs besides the shared sweep: the point, its hash and its seed."""
+    point: Point
+    point_hash: str
+    seed: int
+
+
+def tasks(sweep: Sweep) -> list[Task]:
+    out = []
+    for p in sweep.points:
+        digest = point_hash(sweep, p)
+        out.append(Task(p, digest, seed_of(digest)))
+    return out
+
+
+def _prepare(sweep: Sweep, task: Task) -> tuple[SweepRow, Resolved | None, Plan | None]:
+    """The point's row with its configuration, resolved and planned; an invalid row when it cannot be."""
+    try:
+        s = scenario_from_dict(sweep.data, sweep.scenario_file, task.point.variant(scenario_gpu(sweep), task.seed))
+    except FieldError as error:
+        return _row(sweep, task, None, None, "invalid", "input", error.message), None, None
+    try:
+        r = resolve(s)
+    except FieldError as error:
+        binding = "split" if "parallel" in (error.field or "") else "input"
+        return _row(sweep, task, s, None, "invalid", binding, error.message), None, None
+    plan = make_plan(r)
+    return _row(sweep, task, s, r, "ok", None, "", gpus_per_replica=plan.parallel.gpus_per_replica), r, plan
+
+
+def prune(sweep: Sweep, task: Task) -> SweepRow | None:
+    """The point's row when it is settled without simulation (pruned or invalid); None when it must be simulated."""
+    row, r, plan = _prepare(sweep, task)
+    if r is None:
+        return row
+    why = _pruned_by(sweep, r, plan)
+    return dataclasses.replace(row, status="pruned", binding=why[0], reason=why[1]) if why else None
+
+
+def _pruned_by(sweep: Sweep, r: Resolved, plan: Plan) -> tuple[str, str] | None:
+    if not plan.fits:
+        return "memory", "; ".join(plan.memory.reasons)
+    for c in sweep.constraints:
+        if c.quantity == "gpus_per_replica" and not c.holds(plan.parallel.gpus_per_replica):
+            return "constraint", f"{c.text} broken: {plan.parallel.gpus_per_replica} GPUs per replica"
+    # Every step streams the weights once: no token comes sooner than this floor (gamma + 1 tokens at best
+    # from one speculative step).
+    floor_ms = plan.step_times.decode_bandwidth_bound_ms
+    spec = r.scenario.deployment.speculative_config
+    per_token_floor_ms = floor_ms / (spec.num_speculative_tokens + 1) if spec else floor_ms
+    slo = r.scenario.slo
+    for name, target, bound in (("TTFT", slo.ttft_ms, floor_ms), ("ITL", slo.itl_ms, per_token_floor_ms),
+                                ("E2E", slo.e2e_ms, floor_ms)):
+        if target is not None and target < bound:
+            return name, f"{name} target {target:g} ms below the {bound:.3g} ms a step takes to stream the weights"
+    fewest = replicas_for(plan.capacity.arrival_rate_per_s, rate_bound_per_s(plan))
+    if fewest > sweep.settings.max_replicas:
+        return "replicas", (f"needs at least {fewest} replicas at the analytic rate bound, more than "
+                            f"max_replicas {sweep.settings.max_replicas}")
+    lower = _bounds(r, plan, fewest)
+    for c in sweep.constraints:
+        value = lower.get(c.quantity)
+        if value is not None and c.op in ("<", "<=") and not c.holds(value):
+            return "constraint", f"{c.text} broken at the analytic rate bound: at least {value:.4g}"
+    return None
+
+
+def _bounds(r: Resolved, plan: Plan, replicas: int) -> dict[str, float | None]:
+    """Constraint quantities at `replicas` replicas (lower bounds when `replicas` is the analytic fewest)."""
+    per_replica = plan.parallel.gpus_per_replica
+    per_hour = None if r.price_usd_per_gpu_hour is None else replicas * per_replica * r.price_usd_per_gpu_hour
+    tokens_per_s = plan.capacity.arrival_rate_per_s * plan.step_times.output_tokens_mean
+    return {"gpus_per_replica": per_replica, "replicas": replicas, "gpus": replicas * per_replica,
+            "usd_per_hour": per_hour,
+            "usd_per_million_output_tokens": per_hour / (tokens_per_s * 3600) * 1e6 if per_hour else None}
+
+
+def evaluate_point(sweep: Sweep, task: Task) -> SweepRow:
+    """One point: pruned without simulation where the bounds allow, else sized by the pipeline."""
+    row, r, plan = _prepare(sweep, task)
+    if r is None:
+        return row
+    why = _pruned_by(sweep, r, plan)
+    if why:
+        return dataclasses.replace(row, status="pruned", binding=why[0], reason=why[1])
+    sizing = size_deployment(r, plan, sweep.goodput, sweep.settings.max_replicas)
+    point = sizing.operating_point
+    metrics = {}
+    if point is not None:
+        m = point.metrics
+        metrics = {f"{name}_p{q}_ms": getattr(getattr(m, name), f"p{q}_ms")
+                   for name in ("ttft", "itl", "tpot", "e2e") for q in (50, 95, 99)}
+        metrics |= {"queue_p95_ms": m.queue.p95_ms, "request_throughput_per_s": m.request_throughput_per_s,
+                    "output_tokens_per_s": m.output_tokens_per_s, "prefix_cache_hit_rate": m.prefix_cache_hit_rate,
+                    "num_preemptions": m.num_preemptions, "mean_batch_size": m.mean_batch_size,
+                    "peak_kv_usage": m.peak_kv_usage, "share_met": point.share_met,
+                    "operating_rate_per_replica_per_s": point.rate_per_s}
+    cost = sizing.cost
+    row = dataclasses.replace(
+        row, kv_cache_gib_per_gpu=plan.memory.kv_cache_bytes / GiB, rate_bound_per_replica_per_s=rate_bound_per_s(plan),
+        goodput_per_replica_per_s=sizing.goodput_per_replica_per_s, sizing_status=sizing.status.value,
+        replicas=sizing.replicas, gpus=cost.gpus if cost else None, usd_per_hour=cost.usd_per_hour if cost else None,
+        usd_per_million_output_tokens=cost.usd_per_million_output_tokens if cost else None, **metrics)
+    if sizing.status is not SizingStatus.MET:
+        binding = point.binding if sizing.status is SizingStatus.MISSED else sizing.binding_target
+        return dataclasses.replace(row, status="rejected", binding=binding, reason=sizing.verdict)
+    at = _bounds(r, plan, sizing.replicas)
+    for c in sweep.constraints:
+        value = at.get(c.quantity)
+        if value is not None and not c.holds(value):
+            return dataclasses.replace(row, status="rejected", binding="constraint",
+                                       reason=f"{c.text} broken: {value:.4g}")
+    return dataclasses.replace(row, binding=sizing.binding_target, reason=sizing.verdict)
+
+
+def _row(sweep: Sweep, task: Task, s: Scenario | None, r: Resolved | None, status: str, binding: str | None,
+         reason: str, **numbers) -> SweepRow:
+    """The configuration columns: from the resolved deployment, else the scenario, else the point."""
+    p = task.point
+    if s is None:
+        config = {"model": p.model, "gpu": p.gpu, "engine": p.engine, "quantization": p.quantization,
+                  "kv_cache_dtype": p.kv_cache_dtype, "tensor_parallel_size": p.tensor_parallel_size,
+                  "pipeline_parallel_size": p.pipeline_parallel_size, "data_parallel_size": p.data_parallel_size,
+                  "enable_expert_parallel": p.enable_expert_parallel, "max_num_seqs": p.max_num_seqs,
+                  "max_num_batched_tokens": p.max_num_batched_tokens, "speculative": p.speculative,
+                  "num_speculative_tokens": p.num_speculative_tokens, "rate_per_s": p.rate_per_s,
+                  "ttft_target_ms": p.ttft_ms, "itl_target_ms": p.itl_ms, "e2e_target_ms": p.e2e_ms,
+                  "required_share": None}
+    else:
+        d, spec = s.deployment, s.deployment.speculative_config
+        config = {"model": s.model.name, "gpu": r.hardware.id if r else s.hardware.gpu, "engine": d.engine,
+                  "quantization": d.quantization, "kv_cache_dtype": r.kv_cache_dtype if r else d.kv_cache_dtype,
+                  "tensor_parallel_size": d.tensor_parallel_size, "pipeline_parallel_size": d.pipeline_parallel_size,
+                  "data_parallel_size": d.data_parallel_size, "enable_expert_parallel": d.enable_expert_parallel,
+                  "max_num_seqs": r.engine.max_num_seqs if r else d.max_num_seqs,
+                  "max_num_batched_tokens": r.engine.max_num_batched_tokens if r else d.max_num_batched_tokens,
+                  "speculative": spec is not None,
+                  "num_speculative_tokens": spec.num_speculative_tokens if spec else None,
+                  "rate_per_s": s.workload.arrival.rate_per_s, "ttft_target_ms": s.slo.ttft_ms,
+                  "itl_target_ms": s.slo.itl_ms, "e2e_target_ms": s.slo.e2e_ms,
+                  "required_share": s.slo.required_share}
+    return SweepRow(task.point_hash, task.seed, status, binding, reason, sweep.name, **config, **numbers)
+
+
+
+@dataclass(frozen=True)
+class SweepSummary:
+    points: int
+    already_done: int                  # in the results file before this run: skipped
+    pruned: dict[str, int]             # binding -> points settled without simulation (invalid ones under "invalid")
+    simulated: int
+    failed: tuple[tuple[str, str], ...]   # (point hash, why) for points that failed every try: not written
+    elapsed_s: float
+
+    @property
+    def points_per_s(self) -> float:
+        return (self.points - self.already_done) / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+def run_sweep(sweep: Sweep, done: set[str], sink: Callable[[SweepRow], None], backend: str, workers: int = 1,
+              address: str | None = None, progress: Callable[[int, int], None] | None = None,
+              evaluate: Callable[[Sweep, Task], SweepRow] | None = None) -> SweepSummary:
+    """Every point of `sweep` not in `done`: pruned here (no simulation), the rest evaluated on `backend`
+    ("local": `workers` processes; "ray": the cluster at `address`, else a local one of `workers` CPUs);
+    each row handed to `sink` as it arrives. `evaluate` is evaluate_point (tests pass a failing one)."""
+    start = time.monotonic()
+    todo = [t for t in tasks(sweep) if t.point_hash not in done]
+    pruned: dict[str, int] = {}
+    simulate = []
+    for task in todo:
+        row = prune(sweep, task)
+        if row is None:
+            simulate.append(task)
+            continue
+        key = "invalid" if row.status == "invalid" else row.binding
+        pruned[key] = pruned.get(key, 0) + 1
+        sink(row)
+    failed: list[tuple[str, str]] = []
+    finished = 0
+
+    def on_result(task: Task, row: SweepRow) -> None:
+        nonlocal finished
+        finished += 1
+        sink(row)
+        if progress:
+            progress(finished, len(simulate))
+
+    def on_failure(task: Task, why: str) -> None:
+        failed.append((task.point_hash, why))
+
+    if progress:
+        progress(0, len(simulate))
+    fn = evaluate or evaluate_point
+    if backend == "ray":
+        run_ray(fn, sweep, simulate, address, sweep.settings.max_retries, on_result, on_failure, num_cpus=workers)
+    else:
+        run_local(fn, sweep, simulate, workers, sweep.settings.max_retries, on_result, on_failure)
+    return SweepSummary(len(sweep.points), len(sweep.points) - len(todo), pruned, finished, tuple(failed),
+                        time.monotonic() - start)

@@ -1,0 +1,30 @@
+"""Sweep files for the sweep tests: a short copy of the 8B chat scenario and the axes asked for."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from simulator.safe_yaml import load_yaml
+from sizer.inputs.sweep_file import load_sweep
+from sizer.sizing.sweep import Sweep, build_sweep
+
+REPO = Path(__file__).resolve().parents[3]
+BASE = REPO / "scenarios" / "llama-3.1-8b-chat-h100.yaml"
+
+
+def write_sweep(tmp_path: Path, axes: dict, **extra) -> Path:
+    """A sweep over the 8B chat scenario with 120 requests at the operating point and 50 per goodput probe."""
+    data = load_yaml(BASE)
+    data["workload"]["num_requests"] = 120
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(data))
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump({"scenario": "base.yaml", "axes": axes,
+                                    "settings": {"num_requests": 50, **extra.pop("settings", {})}, **extra}))
+    return path
+
+
+def sweep_of(path: Path) -> Sweep:
+    s = load_sweep(path)
+    return build_sweep(s, load_yaml(s.scenario_path()))
