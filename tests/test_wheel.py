@@ -18,7 +18,8 @@ REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios" / "llama-3.1-8b-chat-h100.yaml"
 SOURCES = ("pyproject.toml", "README.md", "sizer", "simulator", "engine", "hardware_profiles")
 # Package data the wheel must carry, as globs relative to the repository (= to site-packages).
-DATA = ("hardware_profiles/*.yaml", "hardware_profiles/calibrated/*/*", "hardware_profiles/local/*.yaml", "hardware_profiles/kernels/*/*",
+DATA = ("hardware_profiles/*.yaml", "hardware_profiles/calibrated/*/*", "hardware_profiles/local/*.yaml",
+        "hardware_profiles/kernels/*/*",
         "sizer/inputs/catalog/models/*.json",
         "sizer/outputs/report/templates/*")
 
