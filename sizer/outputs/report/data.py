@@ -45,7 +45,8 @@ class Report:
     title: str
     scenario_file: str | None
     headline: Headline             # the first page: the answer in one sentence and its cost
-    pareto_svg: str | None         # the first page's chart when a search ran: cost against latency
+    front_svg: str | None          # the first page's chart: cost against latency (`pareto_points`) when a search
+                                   # found configurations, else latency against rate
     pareto_points: list[ParetoPoint]
     top: list[Outcome]             # the cheapest configurations that meet the SLO
     not_chosen: list[Group]        # every other configuration searched, by why it was not chosen
@@ -93,6 +94,7 @@ def build_report(data: dict, file: str | None, space: SearchSpace | None, worker
     plan = make_plan(chosen)
     method = method_notes(settings.goodput, scenario.workload.num_requests)
     slo_ms = {"ttft_ms": slo.ttft_ms, "itl_ms": slo.itl_ms, "e2e_ms": slo.e2e_ms}
+    latency_slo = {"ttft_ms": slo.ttft_ms, "tpot_ms": slo.itl_ms, "e2e_ms": slo.e2e_ms}
     front = pareto_points(result, best) if result else []
     top, not_chosen = top_and_rest(result) if result else ([], [])
     inputs = input_rows(scenario, own_resolved)
@@ -100,12 +102,13 @@ def build_report(data: dict, file: str | None, space: SearchSpace | None, worker
         title=scenario.name, scenario_file=file,
         headline=headline(chosen.model.name, chosen.hardware.id.upper(), gpus_per_replica(chosen),
                           chosen.weight_format.name, answer.sizing, slo, result is not None),
-        pareto_svg=pareto_chart(front, slo_ms) if front else None, pareto_points=front, top=top,
+        front_svg=(pareto_chart(front, slo_ms) if front else
+                   latency_chart(points, latency_slo, goodput, chart_id="front") if points else None),
+        pareto_points=front, top=top,
         not_chosen=not_chosen,
         question=question_rows(scenario, own_resolved), answer=answer, own=own,
         memory_svg=memory_chart(bars), memory_bars=bars,
-        latency_svg=latency_chart(points, {"ttft_ms": slo.ttft_ms, "tpot_ms": slo.itl_ms, "e2e_ms": slo.e2e_ms},
-                                  goodput) if points else None,
+        latency_svg=latency_chart(points, latency_slo, goodput) if points else None,
         latency_points=points,
         timeline_svg=timeline_chart(*chosen_timeline) if chosen_timeline else None,
         search=result, inputs=inputs, layers=layer_rows(plan), formulas=formula_rows(plan),

@@ -200,3 +200,21 @@ def test_pdf_page_one_has_the_answer_and_cost(report, tmp_path):
                    check=True, timeout=60)
     (png,) = tmp_path.glob("one-*.png")
     assert ink(png.read_bytes()) > 0.02                               # text, cost boxes and the chart
+
+
+def test_without_a_search_page_one_shows_latency_against_load(report):
+    """`--no-search`: no cost-latency chart; page 1 shows the latency chart, drawn under ids of its own."""
+    import dataclasses
+
+    from sizer.outputs.report import render_html
+    from sizer.outputs.report.charts import latency_chart
+
+    built, _, _ = report
+    alone = dataclasses.replace(built, search=None, pareto_points=[], top=[], not_chosen=[],
+                                front_svg=latency_chart(built.latency_points, {"ttft_ms": 2000}, 1.0, chart_id="front"))
+    html = render_html(alone, "2026-01-01")
+    page = first_page(html)
+    assert page.count("<svg") == 1 and "Why this one: latency of one replica as the load grows" in page
+    ids = re.findall(r'\bid="([^"]+)"', re.sub(r"<style.*?</style>", "", html, flags=re.S))
+    assert len(ids) == len(set(ids))                                   # no chart id clashes with another's
+    assert "No search was run for this report" in html and "Appendix" not in html

@@ -3,6 +3,8 @@ not chosen grouped by why, with their counts."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from sizer.outputs.report.summary import (
     BAD_SPLIT,
     MISSES,
@@ -12,6 +14,7 @@ from sizer.outputs.report.summary import (
     OVER_LIMIT,
     TOP_CONFIGURATIONS,
     front,
+    headline,
     top_and_rest,
 )
 from sizer.sizing.cost import CostSummary
@@ -57,3 +60,16 @@ def test_top_five_then_every_other_configuration_grouped_by_reason():
     assert sorted(o.candidate.tensor_parallel_size for g in groups for o in g.outcomes) == sorted(
         o.candidate.tensor_parallel_size for o in outcomes if o not in top)
     assert groups[-1].reason == "Would need more than 32 replicas (over the search's limit)"
+
+
+def test_headline_when_nothing_fits_or_meets_the_targets():
+    slo = SimpleNamespace(ttft_ms=500.0, itl_ms=None, e2e_ms=8000.0)
+    no_fit = headline("m", "H100-SXM", 1, "bf16", sizing(SizingStatus.DOES_NOT_FIT), slo, searched=True)
+    assert no_fit.sentence == ("m does not fit on 1 x H100-SXM with bf16 weights; no configuration searched meets "
+                               "the targets.")
+    assert not no_fit.met and no_fit.usd_per_hour is None and no_fit.usd_per_month is None
+    missed = headline("m", "H200", 2, "fp8", sizing(SizingStatus.MISSED, 9.0), slo, searched=False)
+    # the scenario's own configuration: 95% required (the helper's required_share), 1 request/s target
+    assert missed.sentence == ("2 x H200 does not meet first token within 500 ms and whole reply within 8,000 ms "
+                               "for 95% of requests at 1 requests/s: verdict.")
+    assert not missed.met and missed.usd_per_month == 9.0 * 730                  # 730 hours a month
