@@ -136,16 +136,18 @@ def timeline_chart(time_s, kv_usage, batch_size, chart_id: str = "timeline") -> 
         return to_svg(fig, chart_id)
 
 
-def pareto_chart(points, slo_ms: dict[str, float | None], chart_id: str = "pareto") -> str:
-    """Cost per million output tokens against p95 TTFT and p95 time per output token, one panel each:
-    every configuration that meets the SLO (grey), the frontier of each panel joined (blue), the
-    chosen one starred and named, the SLO target dashed. `points` are `summary.ParetoPoint`s."""
-    panels = (("time to first token", "ttft_p95_ms", "front_ttft", "ttft_ms"),
-              ("time per output token", "itl_p95_ms", "front_itl", "itl_ms"))
+def pareto_chart(points, slo_ms: dict[str, float | None], chart_id: str = "pareto") -> list[str]:
+    """Cost per million output tokens against p95 TTFT and p95 time per output token: one SVG per panel,
+    so a narrow screen stacks them at full width. Every configuration that meets the SLO (grey), the
+    panel's frontier joined (blue), the chosen one starred and named, the SLO target dashed.
+    `points` are `summary.ParetoPoint`s."""
+    panels = (("ttft", "time to first token", "ttft_p95_ms", "front_ttft", "ttft_ms"),
+              ("itl", "time per output token", "itl_p95_ms", "front_itl", "itl_ms"))
     plt = _pyplot()
+    svgs = []
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, 2, figsize=(7.4, 3.4))
-        for ax, (title, attr, on_front, target_key) in zip(axes, panels, strict=True):
+        for key, title, attr, on_front, target_key in panels:
+            fig, ax = plt.subplots(figsize=(3.7, 3.3))
             others = [p for p in points if not getattr(p, on_front)]
             ax.scatter([p.usd_per_million_output_tokens for p in others], [getattr(p, attr) for p in others],
                        s=14, color="#b0b0b0", label="meets the targets", zorder=2)
@@ -168,7 +170,6 @@ def pareto_chart(points, slo_ms: dict[str, float | None], chart_id: str = "paret
             ax.set_title(f"p95 {title}")
             ax.set_xlabel("$ per million output tokens")
             ax.set_ylabel("ms")
-        handles, labels = axes[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False, bbox_to_anchor=(0.5, -0.04))
-        fig.tight_layout(rect=(0, 0.08, 1, 1))
-        return to_svg(fig, chart_id)
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False, fontsize=8)
+            svgs.append(to_svg(fig, f"{chart_id}-{key}"))
+    return svgs

@@ -45,8 +45,8 @@ class Report:
     title: str
     scenario_file: str | None
     headline: Headline             # the first page: the answer in one sentence and its cost
-    front_svg: str | None          # the first page's chart: cost against latency (`pareto_points`) when a search
-                                   # found configurations, else latency against rate
+    front_svgs: list[str]          # the first page's chart: cost against latency (`pareto_points`, a panel each
+                                   # for TTFT and ITL) when a search found configurations, else latency against rate
     pareto_points: list[ParetoPoint]
     top: list[Outcome]             # the cheapest configurations that meet the SLO
     not_chosen: list[Group]        # every other configuration searched, by why it was not chosen
@@ -102,8 +102,8 @@ def build_report(data: dict, file: str | None, space: SearchSpace | None, worker
         title=scenario.name, scenario_file=file,
         headline=headline(chosen.model.name, chosen.hardware.id.upper(), gpus_per_replica(chosen),
                           chosen.weight_format.name, answer.sizing, slo, result is not None),
-        front_svg=(pareto_chart(front, slo_ms) if front else
-                   latency_chart(points, latency_slo, goodput, chart_id="front") if points else None),
+        front_svgs=(pareto_chart(front, slo_ms) if front else
+                    [latency_chart(points, latency_slo, goodput, chart_id="front")] if points else []),
         pareto_points=front, top=top,
         not_chosen=not_chosen,
         question=question_rows(scenario, own_resolved), answer=answer, own=own,

@@ -65,7 +65,7 @@ def test_html_is_self_contained_and_has_every_section(report):
     # every section; the appendix only when a configuration was not chosen
     assert [h for h in re.findall(r"<h2>(.*?)</h2>", html)] == list(SECTIONS) + (
         ["Appendix: configurations not chosen"] if built.not_chosen else [])
-    assert html.count("<svg") == 4                                      # cost-latency, memory, latency, timeline
+    assert html.count("<svg") == 5            # cost-latency (TTFT and ITL panels), memory, latency, timeline
     assert built.answer.sizing.slo_met and built.search and built.search.recommended is not None
     # the answer is the search's recommendation as the sizing pipeline sized it: the same replicas and dollars
     best = built.search.recommended
@@ -80,7 +80,7 @@ def first_page(html: str) -> str:
 
 def test_first_page_holds_the_answer_its_cost_and_one_chart(report):
     """The answer sentence names the search's recommendation: its GPUs, replicas and targets; the costs are
-    its cost per hour, x 730 hours per month, and per million output tokens; one chart."""
+    its cost per hour, x 730 hours per month, and per million output tokens; one chart (its TTFT and ITL panels)."""
     built, html_path, _ = report
     page = first_page(html_path.read_text())
     best = built.search.recommended
@@ -94,7 +94,7 @@ def test_first_page_holds_the_answer_its_cost_and_one_chart(report):
     for money in (f"${best.usd_per_hour:,.2f}", f"${best.usd_per_hour * 730:,.0f}",
                   f"${best.usd_per_million_output_tokens:,.2f}"):
         assert money in page
-    assert page.count("<svg") == 1 and 'id="front-chart"' in page
+    assert page.count("<svg") == 2 and page.count('class="panel"') == 2 and 'id="front-chart"' in page
 
 
 def test_cost_latency_front_is_the_non_dominated_configurations(report):
@@ -210,8 +210,8 @@ def test_without_a_search_page_one_shows_latency_against_load(report):
     from sizer.outputs.report.charts import latency_chart
 
     built, _, _ = report
-    alone = dataclasses.replace(built, search=None, pareto_points=[], top=[], not_chosen=[],
-                                front_svg=latency_chart(built.latency_points, {"ttft_ms": 2000}, 1.0, chart_id="front"))
+    chart = latency_chart(built.latency_points, {"ttft_ms": 2000}, 1.0, chart_id="front")
+    alone = dataclasses.replace(built, search=None, pareto_points=[], top=[], not_chosen=[], front_svgs=[chart])
     html = render_html(alone, "2026-01-01")
     page = first_page(html)
     assert page.count("<svg") == 1 and "Why this one: latency of one replica as the load grows" in page
