@@ -9,22 +9,7 @@ the format is refused with the reason. The table is by architecture family, read
 hardware profile's `architecture`; a family not in it falls back to the profile's datapaths and
 the plan says so.
 
-Sources, cited in the table by key:
-[VLLM-HW] vLLM docs, Quantization, "Supported Hardware" (https://docs.vllm.ai/en/latest/features/quantization/):
-    Marlin (GPTQ/AWQ/FP8/FP4) on Ampere, Ada and Hopper, not on AMD GPUs; FP8 W8A8 on Ada, Hopper and
-    AMD GPUs, not on Ampere; INT8 W8A8 on Turing to Hopper, not on AMD GPUs.
-[VLLM-FP8-MARLIN] vllm/model_executor/layers/quantization/utils/marlin_utils_fp8.py: below sm_89 an
-    FP8 checkpoint runs as "Weight-only FP8 compression ... leveraging the Marlin kernel".
-[VLLM-FP4-MARLIN] vllm/model_executor/layers/quantization/utils/marlin_utils_fp4.py:
-    is_fp4_marlin_supported() is CUDA with compute capability >= 7.5; NVFP4 and MXFP4 without FP4
-    tensor cores run as "Weight-only FP4 compression ... leveraging the Marlin kernel".
-[VLLM-ROCM] vllm/platforms/rocm.py, RocmPlatform.supported_quantization: awq, gptq, fp8,
-    compressed-tensors, fbgemm_fp8, gguf, quark, mxfp4, petit_nvfp4, torchao, bitsandbytes. No
-    modelopt: a ModelOpt checkpoint loads on ROCm only as NVFP4, which petit_nvfp4 (weight-only
-    NVFP4 kernels for AMD GPUs) takes over.
-[NV-BLACKWELL] NVIDIA Blackwell architecture technical brief: fifth-generation Tensor Cores add FP4
-    (NVFP4 and MXFP4) and FP6 to FP8; vLLM runs NVFP4 W4A4 with CUTLASS / FlashInfer FP4 GEMMs on sm_100.
-[AMD-CDNA4] AMD CDNA 4 architecture white paper: MXFP4 and MXFP6 matrix instructions (MI350 series).
+Sources, cited in the table by key: `SOURCES`.
 """
 
 from __future__ import annotations
@@ -34,6 +19,25 @@ from dataclasses import dataclass
 from sizer.analytic.formats import PLAIN, WeightFormat
 from sizer.errors import InputError
 from sizer.inputs.hardware import HardwareSpec
+
+# The sources the table below cites by key (the report explains each key it prints).
+SOURCES = {
+    "VLLM-HW": 'vLLM docs, Quantization, "Supported Hardware" (https://docs.vllm.ai/en/latest/features/quantization/): '
+               "Marlin (GPTQ/AWQ/FP8/FP4) on Ampere, Ada and Hopper, not on AMD GPUs; FP8 W8A8 on Ada, Hopper and "
+               "AMD GPUs, not on Ampere; INT8 W8A8 on Turing to Hopper, not on AMD GPUs",
+    "VLLM-FP8-MARLIN": "vllm/model_executor/layers/quantization/utils/marlin_utils_fp8.py: below sm_89 an FP8 "
+                       'checkpoint runs as "Weight-only FP8 compression ... leveraging the Marlin kernel"',
+    "VLLM-FP4-MARLIN": "vllm/model_executor/layers/quantization/utils/marlin_utils_fp4.py: "
+                       "is_fp4_marlin_supported() is CUDA with compute capability >= 7.5; NVFP4 and MXFP4 without "
+                       'FP4 tensor cores run as "Weight-only FP4 compression ... leveraging the Marlin kernel"',
+    "VLLM-ROCM": "vllm/platforms/rocm.py, RocmPlatform.supported_quantization: awq, gptq, fp8, compressed-tensors, "
+                 "fbgemm_fp8, gguf, quark, mxfp4, petit_nvfp4, torchao, bitsandbytes. No modelopt: a ModelOpt "
+                 "checkpoint loads on ROCm only as NVFP4, which petit_nvfp4 (weight-only NVFP4 kernels for AMD GPUs) "
+                 "takes over",
+    "NV-BLACKWELL": "NVIDIA Blackwell architecture technical brief: fifth-generation Tensor Cores add FP4 (NVFP4 "
+                    "and MXFP4) and FP6 to FP8; vLLM runs NVFP4 W4A4 with CUTLASS / FlashInfer FP4 GEMMs on sm_100",
+    "AMD-CDNA4": "AMD CDNA 4 architecture white paper: MXFP4 and MXFP6 matrix instructions (MI350 series)",
+}
 
 # architecture families, by how the hardware profile's `architecture` begins
 FAMILIES = (("Ampere", "ampere"), ("Ada", "ada"), ("Hopper", "hopper"), ("Blackwell", "blackwell"),

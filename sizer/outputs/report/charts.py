@@ -134,3 +134,42 @@ def timeline_chart(time_s, kv_usage, batch_size, chart_id: str = "timeline") -> 
         bottom.set_ylim(bottom=0)
         fig.tight_layout()
         return to_svg(fig, chart_id)
+
+
+def pareto_chart(points, slo_ms: dict[str, float | None], chart_id: str = "pareto") -> list[str]:
+    """Cost per million output tokens against p95 TTFT and p95 time per output token: one SVG per panel,
+    so a narrow screen stacks them at full width. Every configuration that meets the SLO (grey), the
+    panel's frontier joined (blue), the chosen one starred and named, the SLO target dashed.
+    `points` are `summary.ParetoPoint`s."""
+    panels = (("ttft", "time to first token", "ttft_p95_ms", "front_ttft", "ttft_ms"),
+              ("itl", "time per output token", "itl_p95_ms", "front_itl", "itl_ms"))
+    plt = _pyplot()
+    svgs = []
+    with plt.rc_context(STYLE):
+        for key, title, attr, on_front, target_key in panels:
+            fig, ax = plt.subplots(figsize=(3.7, 3.3))
+            others = [p for p in points if not getattr(p, on_front)]
+            ax.scatter([p.usd_per_million_output_tokens for p in others], [getattr(p, attr) for p in others],
+                       s=14, color="#b0b0b0", label="meets the targets", zorder=2)
+            edge = sorted((p for p in points if getattr(p, on_front)),
+                          key=lambda p: (p.usd_per_million_output_tokens, getattr(p, attr)))
+            ax.plot([p.usd_per_million_output_tokens for p in edge], [getattr(p, attr) for p in edge], "-o",
+                    color=COLORS["weights"], markersize=4, linewidth=1, label="best trade-offs (frontier)", zorder=3)
+            for p in points:
+                if p.chosen:
+                    ax.scatter([p.usd_per_million_output_tokens], [getattr(p, attr)], marker="*", s=160,
+                               color="#2ca02c", edgecolor="black", linewidth=0.5, label="recommended", zorder=4)
+                    ax.annotate(p.label, (p.usd_per_million_output_tokens, getattr(p, attr)), xytext=(12, 10),
+                                textcoords="offset points", fontsize=8, fontweight="bold", zorder=5,
+                                bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none",
+                                      "alpha": 0.85})
+            target = slo_ms.get(target_key)
+            if target:
+                ax.axhline(target, color="black", linestyle=(0, (4, 2)), linewidth=1, label="target")
+            ax.set_ylim(bottom=0)
+            ax.set_title(f"p95 {title}")
+            ax.set_xlabel("$ per million output tokens")
+            ax.set_ylabel("ms")
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False, fontsize=8)
+            svgs.append(to_svg(fig, f"{chart_id}-{key}"))
+    return svgs

@@ -2,26 +2,32 @@
 
 The answer comes first: the cheapest configuration of the search that meets the SLO (or the
 scenario's own configuration when no search is run or nothing passes), sized by the pipeline
-every command uses (`sizer.sizing.pipeline.size_deployment`). Around it: the question, memory
-per GPU, latency against rate, KV and batch timelines, the search table and every assumption.
+every command uses (`sizer.sizing.pipeline.size_deployment`), in one sentence with its cost and
+the searched configurations' cost against latency (`summary.py`). Around it: the question,
+memory per GPU, latency against rate, KV and batch timelines, the top configurations, every
+assumption, and the configurations not chosen grouped by why.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
+from sizer.analytic.format_support import SOURCES as FORMAT_SOURCES
 from sizer.inputs.scenario import mean_length, scenario_from_dict
 from sizer.outputs.emit import ServingConfig, serving_config
-from sizer.outputs.report.charts import MemoryBar, RatePoint, latency_chart, memory_chart, timeline_chart
+from sizer.outputs.report.charts import MemoryBar, RatePoint, latency_chart, memory_chart, pareto_chart, timeline_chart
+from sizer.outputs.report.summary import Group, Headline, ParetoPoint, headline, pareto_points, top_and_rest
+from sizer.sizing.cost import gpus_per_replica
 from sizer.sizing.goodput import probe_slo, simulate_at
 from sizer.sizing.pipeline import method_notes, size_deployment
 from sizer.sizing.plan import Plan, make_plan
 from sizer.sizing.resolve import Resolved, resolve
 from sizer.sizing.result import Sizing
-from sizer.sizing.search import SearchResult, SearchSettings, SearchSpace, search
+from sizer.sizing.search import Outcome, SearchResult, SearchSettings, SearchSpace, search
 
 RATE_FACTORS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)     # latency sweep, as multiples of the goodput rate
 
@@ -38,6 +44,13 @@ class Answer:
 class Report:
     title: str
     scenario_file: str | None
+    headline: Headline             # the first page: the answer in one sentence and its cost
+    front_svgs: list[str]          # the first page's chart: cost against latency (`pareto_points`, a panel each
+                                   # for TTFT and ITL) when a search found configurations, else latency against rate
+    pareto_points: list[ParetoPoint]
+    top: list[Outcome]             # the cheapest configurations that meet the SLO
+    not_chosen: list[Group]        # every other configuration searched, by why it was not chosen
+    references: list[tuple[str, str]]   # (code, what it stands for): each bracketed source code the report cites
     question: list[tuple[str, str]]
     answer: Answer
     own: Answer | None             # the scenario's own configuration, when the answer is another
@@ -80,22 +93,50 @@ def build_report(data: dict, file: str | None, space: SearchSpace | None, worker
     slo = scenario.slo
     plan = make_plan(chosen)
     method = method_notes(settings.goodput, scenario.workload.num_requests)
+    slo_ms = {"ttft_ms": slo.ttft_ms, "itl_ms": slo.itl_ms, "e2e_ms": slo.e2e_ms}
+    latency_slo = {"ttft_ms": slo.ttft_ms, "tpot_ms": slo.itl_ms, "e2e_ms": slo.e2e_ms}
+    front = pareto_points(result, best) if result else []
+    top, not_chosen = top_and_rest(result) if result else ([], [])
+    inputs = input_rows(scenario, own_resolved)
     return Report(
-        title=scenario.name, scenario_file=file, question=question_rows(scenario, own_resolved), answer=answer, own=own,
+        title=scenario.name, scenario_file=file,
+        headline=headline(chosen.model.name, chosen.hardware.id.upper(), gpus_per_replica(chosen),
+                          chosen.weight_format.name, answer.sizing, slo, result is not None),
+        front_svgs=(pareto_chart(front, slo_ms) if front else
+                    [latency_chart(points, latency_slo, goodput, chart_id="front")] if points else []),
+        pareto_points=front, top=top,
+        not_chosen=not_chosen,
+        question=question_rows(scenario, own_resolved), answer=answer, own=own,
         memory_svg=memory_chart(bars), memory_bars=bars,
-        latency_svg=latency_chart(points, {"ttft_ms": slo.ttft_ms, "tpot_ms": slo.itl_ms, "e2e_ms": slo.e2e_ms},
-                                  goodput) if points else None,
+        latency_svg=latency_chart(points, latency_slo, goodput) if points else None,
         latency_points=points,
         timeline_svg=timeline_chart(*chosen_timeline) if chosen_timeline else None,
-        search=result, inputs=input_rows(scenario, own_resolved), layers=layer_rows(plan), formulas=formula_rows(plan),
+        search=result, inputs=inputs, layers=layer_rows(plan), formulas=formula_rows(plan),
         assumptions=plan.assumptions, step_model=plan.step_times.model,
         simulation_notes=[
             *method,
             f"latency against rate: {settings.goodput.num_requests:,} requests per rate (as each goodput probe) at "
-            f"{', '.join(f'{f:g}' for f in RATE_FACTORS)} x the goodput rate; seed {scenario.workload.seed}",
+            f"{', '.join(f'{f:g}' for f in RATE_FACTORS)} x the goodput rate, the same random traffic on every run",
             "the SLO's ITL target is checked per request against its TPOT: mean time per output token after the first",
         ] + [n for n in (result.notes if result else ()) if n not in method],
+        references=references([*plan.assumptions, *(v for _, v in inputs)], chosen, own_resolved),
         serving=serving_config(chosen, answer.sizing.cost, answer.sizing.verdict) if chosen.memory.fits else None)
+
+
+CODE = re.compile(r"\[([A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*)\]")     # a source cited by its code: "[STAS]", "[VLLM-HW]"
+
+
+def references(texts: list[str], *configurations: Resolved) -> list[tuple[str, str]]:
+    """Each bracketed source code the `texts` cite, once, with what it stands for: the address in the GPU
+    profiles' sources ("[AIC] https://..."), else the format table's `SOURCES`."""
+    known = dict(FORMAT_SOURCES)
+    for r in configurations:
+        for source in r.hardware.sources:
+            m = re.match(CODE.pattern + r"\s+(.+)", source)
+            if m:
+                known.setdefault(m.group(1), m.group(2))
+    cited = sorted({code for text in texts for code in CODE.findall(text)})
+    return [(code, known.get(code, "named in sizer's sources; no address recorded")) for code in cited]
 
 
 def _shape(r: Resolved) -> tuple:
@@ -198,9 +239,9 @@ def formula_rows(plan: Plan) -> list[tuple[str, str]]:
                "sizer/inputs/layers.py")] if plan.kv.state_layers else [])
     return state + [
         ("weight memory = parameters x bytes per parameter (+ scales, + unconverted modules)",
-         "the seeds' sizing section; sizer/analytic/weights.py"),
+         "sizer/analytic/weights.py"),
         (f"KV cache per token = {plan.kv.formula} = {plan.kv.bytes_per_token:,} B",
-         "the seeds' sizing section; sizer/analytic/memory.py"),
+         "keys and values of every attention layer; sizer/analytic/memory.py"),
         ("KV cache = usable memory - weights - activation peak - CUDA context, in whole blocks",
          "vLLM's memory profiling; sizer/analytic/memory.py"),
         ("requests in flight = arrival rate x time in system",

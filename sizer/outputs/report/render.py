@@ -15,12 +15,25 @@ import jinja2
 from sizer.errors import InputError
 from sizer.outputs.destination import write_bytes
 from sizer.outputs.report.data import Report
+from sizer.outputs.report.summary import HOURS_PER_MONTH
 
 TEMPLATES = Path(__file__).parent / "templates"
 
 
 def _money(value: float | None) -> str:
     return "n/a (no price)" if value is None else f"${value:,.2f}"
+
+
+def _command(text: str, width: int = 72) -> str:
+    """A shell command over lines of at most about `width` characters, broken before an option with a
+    continuation backslash, so no PDF or narrow screen breaks it inside a word."""
+    lines = [""]
+    for word in text.split(" "):
+        if lines[-1] and word.startswith("--") and len(lines[-1]) + 1 + len(word) > width:
+            lines[-1] += " \\"
+            lines.append("    ")
+        lines[-1] += (" " if lines[-1].strip() else "") + word
+    return "\n".join(lines)
 
 
 def _num(value: float | None, digits: int = 0) -> str:
@@ -36,9 +49,12 @@ def render_html(report: Report, generated: str) -> str:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["money"] = _money
     env.filters["num"] = _num
+    env.filters["money0"] = lambda v: "n/a (no price)" if v is None else f"${v:,.0f}"
+    env.filters["command"] = _command
     env.filters["pct"] = lambda v: "-" if v is None else f"{100 * v:.1f}%"
     env.filters["gib"] = lambda v: f"{v / 2**30:,.1f}"
-    return env.get_template("report.html.j2").render(r=report, generated=generated)
+    return env.get_template("report.html.j2").render(r=report, generated=generated,
+                                                        hours_per_month=HOURS_PER_MONTH)
 
 
 def check_pdf_renderer(flag: str = "--pdf") -> None:

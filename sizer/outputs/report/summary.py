@@ -1,0 +1,133 @@
+"""The report's first page and its appendix, in plain words: the answer in one sentence, what it
+costs, the searched configurations on a cost-latency chart with their frontier, the top few in a
+table and the rest grouped by why they were not chosen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sizer.sizing.result import Sizing, SizingStatus
+from sizer.sizing.search import Outcome, SearchResult
+
+HOURS_PER_MONTH = 730              # 365 days x 24 hours / 12 months, the usual cloud billing month
+TOP_CONFIGURATIONS = 5             # ranked configurations in the body; the rest go to the appendix
+
+# Each SLO target in words: (scenario field, abbreviation, what it limits).
+TARGETS = (("ttft_ms", "TTFT", "first token within"), ("itl_ms", "ITL", "time per output token within"),
+           ("e2e_ms", "E2E", "whole reply within"))
+
+# Why a configuration was not chosen, in the order the appendix lists the groups.
+MORE_COSTLY = "Meet the targets, but cost more"
+NO_PRICE = "Meet the targets, but the GPU has no price to rank it by"
+NO_FIT = "Do not fit in GPU memory"
+BAD_SPLIT = "The model cannot be split across that many GPUs"
+BAD_SETTING = "Settings the GPU or model does not support"
+MISSES = {"TTFT": "Miss the time-to-first-token target (TTFT)", "ITL": "Miss the time-per-token target (ITL)",
+          "E2E": "Miss the whole-reply target (E2E)"}
+MISSES_ANY = "Miss the latency targets"
+OVER_LIMIT = "Would need more than {} replicas (over the search's limit)"
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The answer in one sentence and what it costs; costs are None without a price or an answer."""
+    sentence: str
+    met: bool                      # the SLO is met (or there is none) by a deployment that fits
+    usd_per_hour: float | None
+    usd_per_month: float | None
+    usd_per_million_output_tokens: float | None
+
+
+@dataclass(frozen=True)
+class ParetoPoint:
+    """One priced configuration that meets the SLO, at its operating point."""
+    label: str
+    usd_per_million_output_tokens: float
+    ttft_p95_ms: float
+    itl_p95_ms: float              # p95 of each request's time per output token (the SLO's ITL)
+    chosen: bool
+    front_ttft: bool               # no other configuration is both cheaper-or-equal and faster-or-equal (TTFT)
+    front_itl: bool
+
+
+@dataclass(frozen=True)
+class Group:
+    """Configurations not chosen for one reason."""
+    reason: str
+    outcomes: tuple[Outcome, ...]
+
+
+def targets_in_words(slo) -> str:
+    """'first token within 2,000 ms and time per output token within 60 ms'."""
+    parts = [f"{words} {getattr(slo, name):,.0f} ms" for name, _, words in TARGETS if getattr(slo, name)]
+    return " and ".join(parts)
+
+
+def headline(model: str, gpu: str, gpus_per_replica: int, weights: str, sizing: Sizing, slo,
+             searched: bool) -> Headline:
+    """One sentence a reader can act on, for the configuration the report answers with."""
+    rate = f"{sizing.target_rate_per_s:,.3g} requests/s"
+    cost = sizing.cost
+    per_hour = cost.usd_per_hour if cost else None
+    costs = (per_hour, per_hour * HOURS_PER_MONTH if per_hour is not None else None,
+             cost.usd_per_million_output_tokens if cost else None)
+    if sizing.status is SizingStatus.DOES_NOT_FIT:
+        return Headline(f"{model} does not fit on {gpus_per_replica} x {gpu} with {weights} weights"
+                        + ("; no configuration searched meets the targets." if searched else "."), False, *costs)
+    if sizing.replicas is None or sizing.slo_met is False:
+        lead = "No configuration searched meets" if searched else f"{gpus_per_replica} x {gpu} does not meet"
+        return Headline(f"{lead} {targets_in_words(slo)} for {sizing.required_share:.0%} of requests at {rate}: "
+                        f"{sizing.verdict}.", False, *costs)
+    replicas = sizing.replicas
+    shape = (f"{replicas} replica{'s' if replicas != 1 else ''} of {gpus_per_replica} GPU"
+             f"{'s' if gpus_per_replica != 1 else ''}, {weights} weights")
+    serve = f"Serve {model} on {cost.gpus} x {gpu} ({shape})"
+    if sizing.slo_met is None:
+        return Headline(f"{serve}: no latency targets stated; simulated at {rate}.", True, *costs)
+    return Headline(f"{serve}: meets {targets_in_words(slo)} for {sizing.required_share:.0%} of requests at {rate}.",
+                    True, *costs)
+
+
+def front(points: list[tuple[float, float]]) -> list[bool]:
+    """For each (cost, latency) point: True when no other point is at most as costly and at most as slow,
+    and better in one (lower is better on both axes)."""
+    return [not any(c <= cost and t <= time and (c < cost or t < time) for c, t in points)
+            for cost, time in points]
+
+
+def pareto_points(search: SearchResult, chosen: Outcome | None) -> list[ParetoPoint]:
+    """Every priced configuration that meets the SLO, its frontier membership on each latency."""
+    passing = [o for o in search.outcomes if o.priced and o.usd_per_million_output_tokens is not None
+               and o.ttft_p95_ms is not None]
+    cost = [o.usd_per_million_output_tokens for o in passing]
+    on_ttft = front([(c, o.ttft_p95_ms) for c, o in zip(cost, passing, strict=True)])
+    on_itl = front([(c, o.tpot_p95_ms) for c, o in zip(cost, passing, strict=True)])
+    return [ParetoPoint(o.candidate.label, o.usd_per_million_output_tokens, o.ttft_p95_ms, o.tpot_p95_ms,
+                        o is chosen, a, b) for o, a, b in zip(passing, on_ttft, on_itl, strict=True)]
+
+
+def top_and_rest(search: SearchResult) -> tuple[list[Outcome], list[Group]]:
+    """The cheapest configurations that meet the SLO (search order: cost, then latency), and every other
+    configuration grouped by why it was not chosen, groups in a fixed order, empty ones left out."""
+    top = [o for o in search.outcomes if o.priced][:TOP_CONFIGURATIONS]
+    by_reason: dict[str, list[Outcome]] = {}
+    for o in search.outcomes:
+        if o not in top:
+            by_reason.setdefault(reason(o, search.settings.max_replicas), []).append(o)
+    order = [MORE_COSTLY, NO_PRICE, NO_FIT, BAD_SPLIT, BAD_SETTING, *MISSES.values(), MISSES_ANY,
+             OVER_LIMIT.format(search.settings.max_replicas)]
+    return top, [Group(r, tuple(by_reason[r])) for r in order if r in by_reason]
+
+
+def reason(o: Outcome, max_replicas: int) -> str:
+    """Why `o` is not the answer, in plain words."""
+    if o.status == "ok":
+        return MORE_COSTLY if o.priced else NO_PRICE
+    if o.status == "invalid":
+        return BAD_SPLIT if o.binding == "split" else BAD_SETTING
+    if o.binding == "memory":
+        return NO_FIT
+    if o.sizing is not None and o.sizing.status is SizingStatus.TOO_MANY_REPLICAS:
+        return OVER_LIMIT.format(max_replicas)
+    return MISSES.get(o.binding, MISSES_ANY)

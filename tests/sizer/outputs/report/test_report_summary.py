@@ -1,0 +1,75 @@
+"""The report's first page and appendix, on hand-made data: the cost-latency front, and the configurations
+not chosen grouped by why, with their counts."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from sizer.outputs.report.summary import (
+    BAD_SPLIT,
+    MISSES,
+    MORE_COSTLY,
+    NO_FIT,
+    NO_PRICE,
+    OVER_LIMIT,
+    TOP_CONFIGURATIONS,
+    front,
+    headline,
+    top_and_rest,
+)
+from sizer.sizing.cost import CostSummary
+from sizer.sizing.result import GoodputSettings, Sizing, SizingStatus
+from sizer.sizing.search import Candidate, Outcome, SearchResult, SearchSettings
+
+
+def test_front_is_exactly_the_non_dominated_points():
+    # (cost, latency): (1, 10) is cheapest; (2, 5) is faster; (2, 6) loses to (2, 5) on latency; (3, 5) loses to
+    # (2, 5) on cost; (4, 1) is fastest; (1, 10) twice: equal points do not beat each other, both stay.
+    points = [(1, 10), (2, 5), (2, 6), (3, 5), (4, 1), (1, 10)]
+    assert front(points) == [True, True, False, False, True, True]
+    assert front([]) == []
+
+
+def sizing(status: SizingStatus, usd_per_hour: float | None = None) -> Sizing:
+    cost = CostSummary(2.0, "test", 1, "test", 1, usd_per_hour, 100.0, 1.0, "test") if usd_per_hour else None
+    return Sizing(status, "verdict", status is SizingStatus.MET, GoodputSettings(), 1.0, 0.95, 1.0, "TTFT",
+                  1 if cost else None, cost, None, None, None, ())
+
+
+def outcome(tp: int, status: str, binding: str, s: Sizing | None = None) -> Outcome:
+    return Outcome(Candidate("h200", tp, 1, "fp8", "auto", False), status, binding, f"why {tp}", tp, None, s)
+
+
+def test_top_five_then_every_other_configuration_grouped_by_reason():
+    met = [outcome(i, "ok", "TTFT", sizing(SizingStatus.MET, 10.0 + i)) for i in range(1, 8)]   # 7 priced
+    unpriced = [outcome(20, "ok", "ITL", sizing(SizingStatus.MET))]
+    memory = [outcome(30 + i, "rejected", "memory") for i in range(3)]
+    split = [outcome(40, "invalid", "split")]
+    ttft = [outcome(50 + i, "rejected", "TTFT", sizing(SizingStatus.NO_RATE)) for i in range(2)]
+    itl = [outcome(60, "rejected", "ITL", sizing(SizingStatus.MISSED, 99.0))]
+    over = [outcome(70, "rejected", "TTFT", sizing(SizingStatus.TOO_MANY_REPLICAS))]
+    # in the search's order (priced ok by cost, unpriced ok, rejected), shuffled among the rejected
+    outcomes = (*met, *unpriced, *itl, *memory, *over, *ttft, *split)
+    result = SearchResult("s", 1.0, 100.0, 0.95, SearchSettings(max_replicas=32), outcomes)
+    top, groups = top_and_rest(result)
+    assert top == met[:TOP_CONFIGURATIONS]
+    # 7 priced - 5 shown = 2 cost more; the rest by kind; groups in a fixed order; the 16 outcomes all placed once
+    assert [(g.reason, len(g.outcomes)) for g in groups] == [
+        (MORE_COSTLY, 2), (NO_PRICE, 1), (NO_FIT, 3), (BAD_SPLIT, 1), (MISSES["TTFT"], 2), (MISSES["ITL"], 1),
+        (OVER_LIMIT.format(32), 1)]
+    assert sorted(o.candidate.tensor_parallel_size for g in groups for o in g.outcomes) == sorted(
+        o.candidate.tensor_parallel_size for o in outcomes if o not in top)
+    assert groups[-1].reason == "Would need more than 32 replicas (over the search's limit)"
+
+
+def test_headline_when_nothing_fits_or_meets_the_targets():
+    slo = SimpleNamespace(ttft_ms=500.0, itl_ms=None, e2e_ms=8000.0)
+    no_fit = headline("m", "H100-SXM", 1, "bf16", sizing(SizingStatus.DOES_NOT_FIT), slo, searched=True)
+    assert no_fit.sentence == ("m does not fit on 1 x H100-SXM with bf16 weights; no configuration searched meets "
+                               "the targets.")
+    assert not no_fit.met and no_fit.usd_per_hour is None and no_fit.usd_per_month is None
+    missed = headline("m", "H200", 2, "fp8", sizing(SizingStatus.MISSED, 9.0), slo, searched=False)
+    # the scenario's own configuration: 95% required (the helper's required_share), 1 request/s target
+    assert missed.sentence == ("2 x H200 does not meet first token within 500 ms and whole reply within 8,000 ms "
+                               "for 95% of requests at 1 requests/s: verdict.")
+    assert not missed.met and missed.usd_per_month == 9.0 * 730                  # 730 hours a month
