@@ -10,7 +10,8 @@ from simulator.errors import FieldError
 from simulator.schema import Key, check_key
 from sizer.cli.flags import check_range
 from sizer.cli.render import check_summary
-from sizer.inputs.manifest import Traffic, parse_number
+from sizer.inputs.manifest import Traffic
+from sizer.inputs.manifests.fields import parse_number
 from sizer.inputs.scenario import MAX_RATE_PER_S, MAX_SECONDS, MAX_TOKENS, MIN_RATE_PER_S
 from sizer.outputs.check import CheckResult, check_file
 from sizer.outputs.destination import check_destination
