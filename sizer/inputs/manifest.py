@@ -250,6 +250,9 @@ def _engine(server: Server, file: str) -> tuple[dict, str, list[str]]:
 
 
 def _model_field(server: Server) -> str:
+    """The field that named the model, for a model not in the catalog."""
+    if server.model is None:
+        return "vllm serve"
     return {"InferenceService": "spec.predictor.model.storageUri",
             "production-stack values": f"{server.path}.modelURL",
             "llm-d modelservice values": "modelArtifacts.uri"}.get(server.kind, "vllm serve")

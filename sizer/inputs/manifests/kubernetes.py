@@ -75,7 +75,8 @@ def kubernetes_servers(docs: list, file: str) -> list[Server]:
     objects = [d for d in docs if isinstance(d, dict) and d.get("kind")]
     runtimes = {_name(d, file): d for d in objects if d.get("kind") in ("ServingRuntime", "ClusterServingRuntime")}
     used, out = set(), []
-    for doc in objects:
+    # InferenceServices first: the ServingRuntime each uses is read as part of it, not alone
+    for doc in sorted(objects, key=lambda d: d.get("kind") != "InferenceService"):
         if doc.get("kind") == "InferenceService":
             server, runtime = _inference_service(doc, runtimes, file)
             if server is not None:
