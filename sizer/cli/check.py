@@ -34,22 +34,29 @@ def command(
                                                                            "fixed (1k accepted)"),
     ttft_ms: float | None = typer.Option(None, "--ttft-ms", help="SLO: time to first token target, milliseconds"),
     itl_ms: float | None = typer.Option(None, "--itl-ms", help="SLO: inter-token latency target, milliseconds"),
+    scenario: Path | None = typer.Option(None, "--scenario", help="side scenario YAML: its workload, SLO and price "
+                                                                  "replace the `sizer:` block's (flags replace both)"),
+    share: float | None = typer.Option(None, "--share", help="share of the workload's requests this deployment "
+                                                             "serves, 0 to 1 (deployments splitting one workload)"),
 ) -> None:
     """Check a deployment against memory, max_model_len, SLO and cost rules (for CI pipelines).
 
-    Without a workload (a `sizer:` block, or --rate, --prompt-tokens and --output-tokens) the
-    memory and max_model_len rules decide and the slo rule is skipped."""
+    Without a workload (a `sizer:` block, --scenario, or --rate, --prompt-tokens and --output-tokens) the
+    memory and max_model_len rules decide and the slo rule is skipped. With --share F the deployment
+    serves F of the workload's requests (its arrival rate times F), as one of several deployments
+    behind a router that splits the workload."""
     check_range(rate, "--rate", MIN_RATE_PER_S, MAX_RATE_PER_S)
     check_range(ttft_ms, "--ttft-ms", 1e-9, MAX_SECONDS * 1e3)
     check_range(itl_ms, "--itl-ms", 1e-9, MAX_SECONDS * 1e3)
-    traffic = Traffic(rate, _tokens(prompt_tokens, "--prompt-tokens"), _tokens(output_tokens, "--output-tokens"),
-                      ttft_ms, itl_ms)
+    check_range(share, "--share", MIN_SHARE, 1.0)
+    traffic = Traffic(rate, tokens_flag(prompt_tokens, "--prompt-tokens"),
+                      tokens_flag(output_tokens, "--output-tokens"), ttft_ms, itl_ms, share)
     if junit:
         # first: a JUnit path that cannot be written is exit 2 before anything is checked, so a
         # failure to write it can never stand in for the verdict or for the input's own error
         check_destination(junit, "--junit")
     try:
-        result = check_file(str(file), kv_share, budget, traffic)
+        result = check_file(str(file), kv_share, budget, traffic, scenario=str(scenario) if scenario else None)
     except FieldError as error:
         if junit:
             try:
@@ -66,7 +73,11 @@ def command(
     raise typer.Exit(result.exit_code)
 
 
-def _tokens(text: str | None, flag: str) -> int | None:
+# --share: the smallest share a deployment may take, 1e-6 (one request in a million).
+MIN_SHARE = 1e-6
+
+
+def tokens_flag(text: str | None, flag: str) -> int | None:
     """A token-count flag ("3000", "32k", "32K") as a number of tokens, from 1 to MAX_TOKENS."""
     if text is None:
         return None

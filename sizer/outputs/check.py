@@ -69,10 +69,11 @@ class CheckResult:
 
 
 def check_file(path: str, kv_share: float | None = None, budget_usd_per_hour: float | None = None,
-               traffic: Traffic = Traffic(), settings: GoodputSettings = GoodputSettings()) -> CheckResult:
-    """Read `path` (scenario or manifest; `-` standard input) and evaluate every rule; raises FieldError on
-    bad input."""
-    inp = read_check_input(path, kv_share, budget_usd_per_hour, traffic)
+               traffic: Traffic = Traffic(), settings: GoodputSettings = GoodputSettings(),
+               scenario: str | None = None) -> CheckResult:
+    """Read `path` (scenario or manifest; `-` standard input; `scenario` a side scenario's workload, SLO and
+    price) and evaluate every rule; raises FieldError on bad input."""
+    inp = read_check_input(path, kv_share, budget_usd_per_hour, traffic, scenario)
     return evaluate(inp, settings)
 
 
