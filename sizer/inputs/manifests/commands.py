@@ -202,9 +202,8 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
     i = 0
     while i < len(rest):
         token = rest[i]
-        flag, _, inline = token.partition("=")
-        if flag.startswith("--"):
-            flag = "--" + flag[2:].replace("_", "-")      # vLLM accepts --max_model_len too
+        typed, _, inline = token.partition("=")
+        flag = "--" + typed[2:].replace("_", "-") if typed.startswith("--") else typed   # --max_model_len too
         if flag in bools:
             key, value = bools[flag]
             fields[key] = value
@@ -217,12 +216,12 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
         i += 1 + (1 if takes_next else 0)
         if flag not in values:
             if flag.startswith("-"):
-                ignored.append(flag)
+                ignored.append(typed)
             continue
         if value is None:
-            raise InputError(file, flag, "expected a value")
+            raise InputError(file, typed, "expected a value")
         key, kind = values[flag]
-        fields[key] = _flag_value(flag, key, value, kind, file)
+        fields[key] = _flag_value(typed, key, value, kind, file)     # errors name the flag as written
     model = stated_model or fields.pop("model", None) or model
     fields.pop("model", None)
     if not model:

@@ -9,7 +9,7 @@ be written as text: vLLM's flags always are, Kubernetes quantities often are ("1
 from __future__ import annotations
 
 from simulator.schema import Key, check_key, join, key_for
-from sizer.inputs.scenario import DeploymentSection
+from sizer.inputs.scenario import MAX_REPLICAS, DeploymentSection
 
 # GPUs one pod asks for: 1,024, the most in any one parallel dimension of a deployment.
 MAX_GPUS_PER_POD = 1024
@@ -52,7 +52,7 @@ MANIFEST_FIELDS = {
     "modelArtifacts.name": Key("name", str), "multinode": Key("multinode", bool),
     "decode": Key("decode", dict), "prefill": Key("prefill", dict), "containers": Key("containers", list),
     "parallelism": Key("parallelism", dict), "modelCommand": Key("modelCommand", str),
-    "role.replicas": key_for(DeploymentSection, "replicas"),
+    "role.replicas": Key("replicas", int, ge=0, le=MAX_REPLICAS, nullable=False),     # 0: the role is not deployed
     "role.create": Key("create", bool),
 }
 

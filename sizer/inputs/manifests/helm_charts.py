@@ -21,11 +21,12 @@ its args; each pod has `parallelism.dataLocal x tensor` GPUs unless its resource
 from __future__ import annotations
 
 from simulator.errors import excerpt
-from simulator.schema import join
+from simulator.schema import check_key, join, key_for
 from sizer.errors import InputError
-from sizer.inputs.manifests.commands import server_start, tokens
-from sizer.inputs.manifests.fields import get
+from sizer.inputs.manifests.commands import VALUE_FLAGS, server_start, tokens
+from sizer.inputs.manifests.fields import get, parse_number
 from sizer.inputs.manifests.kubernetes import Server, containers, pod_gpus
+from sizer.inputs.scenario import DeploymentSection
 
 # production-stack vllmConfig key -> vLLM flag (helm/templates/deployment-vllm-multi.yaml writes each so)
 VLLM_CONFIG = {"tensorParallelSize": "--tensor-parallel-size", "pipelineParallelSize": "--pipeline-parallel-size",
@@ -70,6 +71,9 @@ def _production_stack(doc: dict, file: str) -> list[Server]:
         argv = ["vllm", "serve", model]
         for key, value in config.items():
             if key in VLLM_CONFIG:
+                field_name, kind = VALUE_FLAGS[VLLM_CONFIG[key]]
+                if kind == "number":        # checked here, to name the values field, not the flag it becomes
+                    check_key(key_for(DeploymentSection, field_name, key), parse_number(value), file, join(cpath, key))
                 argv += [VLLM_CONFIG[key], str(value)]
             elif key in VLLM_CONFIG_SWITCHES:
                 argv.append(f"--{'' if value else 'no-'}enable-{VLLM_CONFIG_SWITCHES[key]}")

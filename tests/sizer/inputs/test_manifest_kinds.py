@@ -79,7 +79,7 @@ def test_kserve_huggingface_runtime():
     assert model_and_gpu(inp) == ("llama-3.1-8b", "a100-80gb")
     assert (inp.replicas, inp.gpus_per_replica, inp.gpus_requested) == (2, 1, 1)
     assert d == {"engine": "vllm", "max_model_len": 8192, "replicas": 2}
-    assert "vLLM flags not modelled: --model-name" in inp.notes
+    assert "vLLM flags not modelled: --model_name" in inp.notes         # named as written
 
 
 def test_kserve_serving_runtime_with_storage_uri():
