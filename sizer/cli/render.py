@@ -197,6 +197,8 @@ def render_simulation(sim: Sizing, console: Console) -> None:
         console.print(t)
         console.print(f"throughput per replica: {m.request_throughput_per_s:,.2f} req/s, "
                       f"{m.output_tokens_per_s:,.0f} output tokens/s, {m.total_tokens_per_s:,.0f} total tokens/s")
+    if sim.suggestion:
+        console.print(f"  fix: {sim.suggestion}", highlight=False)
     for line in sim.notes:
         console.print(f"  {line}", highlight=False)
     console.print()

@@ -25,6 +25,7 @@ from sizer.inputs.manifests.fields import get
 from sizer.inputs.manifests.helm_charts import helm_servers
 from sizer.inputs.manifests.kubernetes import Server, kubernetes_servers
 from sizer.inputs.scenario import SLOSection, WorkloadSection, load_scenario, scenario_from_dict
+from sizer.words import count
 
 
 @dataclass(frozen=True)
@@ -196,10 +197,10 @@ def _from_manifest(docs: list, servers: list[Server], file: str, stem: str, kv_s
     requested = server.gpus_per_pod * server.pods
     pods = f" ({server.pods} pods x {server.gpus_per_pod})" if server.pods > 1 else ""
     if requested < used:
-        raise InputError(file, server.gpus_where, f"{requested} GPUs{pods}, but tensor x pipeline x data "
+        raise InputError(file, server.gpus_where, f"{count(requested, 'GPU')}{pods}, but tensor x pipeline x data "
                          f"parallel size needs {used}")
     if requested > used:
-        notes.append(f"each {'replica' if pods else 'pod'} requests {requested} GPUs{pods} but "
+        notes.append(f"each {'replica' if pods else 'pod'} requests {count(requested, 'GPU')}{pods} but "
                      f"{ENGINE_NAMES[engine_fields['engine']]} uses {used}; the cost counts {requested}")
     spec = engine_fields.pop("speculative_config", None)
     if spec is not None:
@@ -242,7 +243,7 @@ def _engine(server: Server, file: str) -> tuple[dict, str, list[str]]:
     """The server's deployment fields (engine among them), model reference and notes."""
     engine, fields, model_ref, notes = parse_server_args(list(server.argv), file, server.model)
     if server.pods > 1:
-        notes.append(f"a {server.kind} of {server.pods} pods per replica, {server.gpus_per_pod} GPUs each")
+        notes.append(f"a {server.kind} of {server.pods} pods per replica, {count(server.gpus_per_pod, 'GPU')} each")
     env = sorted(k for k in container_env(server.container, server.path, file) if k.startswith(ENGINE_ENV))
     if env:
         notes.append(f"{ENGINE_NAMES[engine]} environment not modelled: {' '.join(env)}")

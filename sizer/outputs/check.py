@@ -36,6 +36,7 @@ from sizer.sizing.pipeline import size_deployment
 from sizer.sizing.plan import Plan, make_plan
 from sizer.sizing.resolve import model_of, resolve
 from sizer.sizing.result import GoodputSettings, Sizing, SizingStatus
+from sizer.words import count
 
 
 @dataclass(frozen=True)
@@ -194,7 +195,7 @@ def _fixes(inp: CheckInput, plan: Plan, ok, sequences: int = 1) -> tuple[str, ..
     for t, p_size, flag in bigger:
         if (p := _plan_with(inp, Variant(tensor_parallel_size=t, pipeline_parallel_size=p_size))) and ok(p):
             extra = (t * p_size - tp * pp) * d.get("data_parallel_size", 1)
-            found.append(f"more GPUs: {flag} (+{extra} GPUs per replica)")
+            found.append(f"more GPUs: {flag} (+{count(extra, 'GPU')} per replica)")
             break
     return tuple(found)
 
@@ -265,7 +266,8 @@ def slo_rule(inp: CheckInput, sizing: Sizing, slo: SLOSection) -> RuleResult:
     else:
         m = point.metrics
         what = (f"{point.share_met:.1%} of requests meet every target at {point.rate_per_s:.3g} req/s per replica "
-                f"({sizing.target_rate_per_s:g} req/s over {sizing.replicas} replica(s)), {sizing.required_share:.0%} "
+                f"({sizing.target_rate_per_s:g} req/s over {count(sizing.replicas, 'replica')}), "
+                f"{sizing.required_share:.0%} "
                 f"required; p95 TTFT {m.ttft.p95_ms:,.0f} ms, TPOT {m.tpot.p95_ms:,.1f} ms, E2E {m.e2e.p95_ms:,.0f} ms "
                 f"({_targets(slo)})")
     if sizing.status is SizingStatus.MET:
@@ -276,14 +278,13 @@ def slo_rule(inp: CheckInput, sizing: Sizing, slo: SLOSection) -> RuleResult:
     if needed:
         more = needed - sizing.replicas
         cost = usd_per_hour(needed, inp.gpus_requested, sizing.cost.price_usd_per_gpu_hour)
-        fixes = (f"{needed} replicas (+{more}, +{more * inp.gpus_requested} GPUs"
+        fixes = (f"{needed} replicas (+{more}, +{count(more * inp.gpus_requested, 'GPU')}"
                  + (f", ${cost:,.2f}/hour" if cost is not None else "")
                  + f"): one replica meets the SLO up to about {sizing.goodput_per_replica_per_s:.3g} req/s",)
     elif sizing.status is SizingStatus.MISSED:
         fixes = (f"{sizing.verdict}; `sizer search` finds faster configurations",)
     else:
-        fixes = (f"more replicas do not help: the {sizing.binding_target} target is missed even at low load; "
-                 "use faster GPUs or more tensor parallelism (`sizer search`)",)
+        fixes = (sizing.suggestion,)
     return RuleResult("slo", "fail", what, fixes)
 
 
@@ -305,7 +306,8 @@ def cost_rule(inp: CheckInput, plan: Plan, sizing: Sizing | None, replicas: int)
         return RuleResult("cost", "fail", f"no price for {plan.gpu}; state sizer.price_usd_per_gpu_hour",
                           ("sizer.price_usd_per_gpu_hour: <USD per GPU-hour>",))
     per_hour = usd_per_hour(replicas, inp.gpus_requested, price)
-    what = (f"{replicas} replica(s) x {inp.gpus_requested} GPUs x ${price:.2f}/GPU-hour = ${per_hour:,.2f}/hour; "
+    what = (f"{count(replicas, 'replica')} x {count(inp.gpus_requested, 'GPU')} x ${price:.2f}/GPU-hour = "
+            f"${per_hour:,.2f}/hour; "
             f"budget ${inp.budget_usd_per_hour:,.2f}/hour")
     if per_hour <= inp.budget_usd_per_hour + 1e-9:
         return RuleResult("cost", "pass", what)
@@ -315,6 +317,6 @@ def cost_rule(inp: CheckInput, plan: Plan, sizing: Sizing | None, replicas: int)
     if needed and needed < replicas:
         fixes.append(f"{needed} replicas meet the SLO (${usd_per_hour(needed, inp.gpus_requested, price):,.2f}/hour)")
     if inp.gpus_requested > inp.gpus_per_replica:
-        fixes.append(f"request {inp.gpus_per_replica} GPUs per pod (the engine uses {inp.gpus_per_replica})")
-    fixes.append(f"the budget pays for {affordable} replica(s); `sizer search` finds cheaper GPUs")
+        fixes.append(f"request {count(inp.gpus_per_replica, 'GPU')} per pod (the engine uses {inp.gpus_per_replica})")
+    fixes.append(f"the budget pays for {count(affordable, 'replica')}; `sizer search` finds cheaper GPUs")
     return RuleResult("cost", "fail", what + f"; ${per_hour - inp.budget_usd_per_hour:,.2f}/hour over", tuple(fixes))

@@ -372,7 +372,7 @@ def test_emitted_k8s_round_trips_through_check(tmp_path):
     manifest = emitted.stdout            # the manifest alone; the plan went to stderr
     result = run("-", *ROUND_TRIP_FLAGS, input=manifest)
     assert result.exit_code == 0, result.output
-    assert "✓ slo" in result.output and "over 2 replica(s)" in result.output
+    assert "✓ slo" in result.output and "over 2 replicas" in result.output
     # the deployment check reads back is the one the plan sized, setting by setting
     inp = read_check_input(_write(tmp_path, manifest))
     planned = resolve(load_scenario(SCENARIO))
