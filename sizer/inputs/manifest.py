@@ -217,9 +217,14 @@ def _from_manifest(docs: list, servers: list[Server], file: str, stem: str, kv_s
         if differs:
             notes.append(f"prefill pods differ from decode pods in {', '.join(differs)}; sizer models both "
                          "with the decode pods' settings")
-        deployment = {**engine_fields, "disaggregated": {"prefill_replicas": prefill[0].replicas or 1,
-                                                         "decode_replicas": replicas}}
-        replicas += prefill[0].replicas or 1
+        # sizer's disaggregated replica is one pair of pools (sizer/sizing/cost.py gpus_per_replica): here
+        # all of them, each pod planned with the decode pods' split; the GPUs billed are each pod's own
+        pools = {"prefill_replicas": prefill[0].replicas or 1, "decode_replicas": replicas}
+        deployment = {**engine_fields, "replicas": 1, "disaggregated": pools}
+        p_requested = prefill[0].gpus_per_pod * prefill[0].pods
+        used *= pools["prefill_replicas"] + pools["decode_replicas"]
+        requested = requested * pools["decode_replicas"] + p_requested * pools["prefill_replicas"]
+        replicas = 1
     name = server.name or stem
     workload, slo = with_traffic(side.get("workload") or _as_dict(block.workload),
                                  side.get("slo") or _as_dict(block.slo), traffic)
@@ -242,6 +247,7 @@ ENGINE_ENV = ("VLLM_", "SGLANG_", "SGL_", "TRTLLM_", "TLLM_")
 def _engine(server: Server, file: str) -> tuple[dict, str, list[str]]:
     """The server's deployment fields (engine among them), model reference and notes."""
     engine, fields, model_ref, notes = parse_server_args(list(server.argv), file, server.model)
+    notes += server.notes
     if server.pods > 1:
         notes.append(f"a {server.kind} of {server.pods} pods per replica, {count(server.gpus_per_pod, 'GPU')} each")
     env = sorted(k for k in container_env(server.container, server.path, file) if k.startswith(ENGINE_ENV))

@@ -113,7 +113,7 @@ def evaluate(inp: CheckInput, settings: GoodputSettings = GoodputSettings()) -> 
     if mem.fits and held < plan.engine.max_num_seqs:
         notes.append(f"warning: the KV cache holds {held:,} sequences of max_model_len {mem.max_model_len:,}, "
                      f"fewer than max_num_seqs {plan.engine.max_num_seqs:,}; when that many run at full length, "
-                     "vLLM preempts some")
+                     "the engine preempts some")
     summary = (f"{plan.model.name} on {replicas} x {inp.gpus_per_replica} {plan.gpu} "
                f"(TP {p.tensor_parallel_size}, PP {p.pipeline_parallel_size}, {plan.weights.format} weights, "
                f"{plan.kv.dtype} KV, max_model_len {plan.memory.max_model_len:,})")

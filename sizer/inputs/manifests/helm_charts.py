@@ -68,7 +68,7 @@ def _production_stack(doc: dict, file: str) -> list[Server]:
             raise InputError(file, join(path, "modelURL"), "missing; the model the engine serves")
         config = get(entry, "modelSpec[].vllmConfig", path, file)
         cpath = join(path, "vllmConfig")
-        argv = ["vllm", "serve", model]
+        argv, ignored = ["vllm", "serve", model], []
         for key, value in config.items():
             if key in VLLM_CONFIG:
                 field_name, kind = VALUE_FLAGS[VLLM_CONFIG[key]]
@@ -78,7 +78,7 @@ def _production_stack(doc: dict, file: str) -> list[Server]:
             elif key in VLLM_CONFIG_SWITCHES:
                 argv.append(f"--{'' if value else 'no-'}enable-{VLLM_CONFIG_SWITCHES[key]}")
             elif key != "extraArgs":
-                argv.append(f"--vllmConfig.{key}")          # named with the flags not modelled
+                ignored.append(key)
         extra = {"args": [str(a) for a in get(config, "vllmConfig.extraArgs", cpath, file) or []],
                  "env": entry.get("env")}
         argv += tokens({k: v for k, v in extra.items() if v is not None}, cpath, file, doc)
@@ -87,7 +87,9 @@ def _production_stack(doc: dict, file: str) -> list[Server]:
             raise InputError(file, join(path, "requestGPU"), "missing; a vLLM pod needs its GPU count")
         out.append(Server(doc, path, entry, "production-stack values", tuple(argv), gpus, join(path, "requestGPU"),
                           get(entry, "replicaCount", path, file), model=model,
-                          name=get(entry, "modelSpec[].name", path, file)))
+                          name=get(entry, "modelSpec[].name", path, file),
+                          notes=(f"production-stack vllmConfig keys not modelled: {' '.join(ignored)}",) if ignored
+                          else ()))
     return out
 
 
@@ -124,8 +126,11 @@ def _llm_d(doc: dict, file: str) -> list[Server]:
                 argv = ["vllm", "serve", model or "", *argv]
             if server_start(argv) is None:
                 continue
-            if command == "vllmServe":
-                argv += [f"--tensor-parallel-size={tp or 1}", f"--data-parallel-size={(data or local) or 1}"]
+            if command == "vllmServe":       # the chart's parallelism, unless the args set it themselves
+                given = {t.partition("=")[0].replace("_", "-") for t in argv}
+                argv += [f"{flag}={value}" for flag, value in (("--tensor-parallel-size", tp or 1),
+                                                               ("--data-parallel-size", (data or local) or 1))
+                         if flag not in given]
             if get(container, "resources", path, file):
                 gpus, where = pod_gpus(container, path, file)
             else:

@@ -43,6 +43,7 @@ class Server:
     model: str | None = None        # stated by the object (storageUri, modelURL, modelArtifacts.uri)
     role: str | None = None         # "prefill" or "decode" in a disaggregated deployment
     name: str | None = None
+    notes: tuple[str, ...] = ()     # settings of the object that sizer does not model
 
 
 def pod_gpus(container: dict, path: str, file: str) -> tuple[int, str]:

@@ -98,16 +98,19 @@ def test_production_stack_values():
     # vllmConfig keys as the flags the chart writes; extraArgs as written (64 a number in YAML)
     assert d == {"engine": "vllm", "enable_prefix_caching": True, "max_model_len": 16384, "quantization": "bf16",
                  "tensor_parallel_size": 4, "gpu_memory_utilization": 0.9, "max_num_seqs": 64, "replicas": 2}
+    assert "production-stack vllmConfig keys not modelled: v1" in inp.notes
 
 
 def test_llm_d_prefill_decode_is_disaggregated():
     inp, d = read("llm-d-pd-values.yaml")
     assert inp.kind == "llm-d modelservice values"
     assert model_and_gpu(inp) == ("llama-3.1-8b", "h100-sxm")
-    # decode pods: TP 2 (parallelism.tensor), so 2 GPUs each (dataLocal 1 x tensor 2); 4 prefill + 2 decode pods
-    assert (inp.gpus_per_replica, inp.gpus_requested, inp.replicas) == (2, 2, 6)
+    # one replica = the pair of pools: 2 decode pods of TP 2 (parallelism.tensor, so dataLocal 1 x tensor 2 =
+    # 2 GPUs each) and 4 prefill pods planned at the decode split: 6 x 2 = 12 GPUs; billed as requested:
+    # 2 x 2 decode + 4 x 1 prefill (tensor 1) = 8
+    assert (inp.gpus_per_replica, inp.gpus_requested, inp.replicas) == (12, 8, 1)
     assert d == {"engine": "vllm", "max_model_len": 16384, "tensor_parallel_size": 2, "data_parallel_size": 1,
-                 "disaggregated": {"prefill_replicas": 4, "decode_replicas": 2}}
+                 "replicas": 1, "disaggregated": {"prefill_replicas": 4, "decode_replicas": 2}}
     assert any(n.startswith("prefill pods differ from decode pods in tensor_parallel_size") for n in inp.notes)
 
 
@@ -152,3 +155,15 @@ def test_shell_variables_expand_from_env_in_a_script(tmp_path):
     inp = read_check_input(str(tmp_path / "s.yaml"))
     assert inp.scenario_data["model"] == {"name": "qwen2.5-7b"}
     assert inp.scenario_data["deployment"]["tensor_parallel_size"] == 2
+
+
+def test_llm_d_args_that_set_the_split_win_over_the_charts(tmp_path):
+    # the decode container's own --tensor-parallel-size is the one vLLM gets; the chart adds parallelism.tensor
+    # only when the args do not set it (a second flag would override the first)
+    text = (DATA / "llm-d-pd-values.yaml").read_text().replace(
+        '"--max-model-len", "16384"]\n      env:',
+        '"--max-model-len", "16384", "--tensor-parallel-size", "1"]\n      env:')
+    (tmp_path / "v.yaml").write_text(text)
+    inp = read_check_input(str(tmp_path / "v.yaml"))
+    assert inp.scenario_data["deployment"]["tensor_parallel_size"] == 1
+    assert any("2 GPUs" in n and "uses 1" in n for n in inp.notes)     # the pod still asks for tensor 2 x dataLocal 1
