@@ -167,3 +167,16 @@ def test_llm_d_args_that_set_the_split_win_over_the_charts(tmp_path):
     inp = read_check_input(str(tmp_path / "v.yaml"))
     assert inp.scenario_data["deployment"]["tensor_parallel_size"] == 1
     assert any("2 GPUs" in n and "uses 1" in n for n in inp.notes)     # the pod still asks for tensor 2 x dataLocal 1
+
+
+def test_the_leaderworkerset_plan_emits_reads_back(tmp_path):
+    # 405B in bf16 needs TP 8 x PP 2 = 16 H100s, two nodes of 8: `--emit k8s` writes a LeaderWorkerSet
+    # (sizer/outputs/emit.py), which check reads back as one replica of 2 pods x 8 GPUs
+    emitted = CliRunner().invoke(app, ["plan", "--model", "llama-3.1-405b", "--gpu", "h100", "--tp", "8", "--pp", "2",
+                                       "--max-model-len", "16384", "--emit", "k8s"])
+    assert emitted.exit_code == 0 and "kind: LeaderWorkerSet" in emitted.stdout, emitted.output
+    (tmp_path / "lws.yaml").write_text(emitted.stdout)
+    inp = read_check_input(str(tmp_path / "lws.yaml"))
+    assert (inp.replicas, inp.gpus_per_replica, inp.gpus_requested) == (1, 16, 16)
+    d = inp.scenario_data["deployment"]
+    assert (d["tensor_parallel_size"], d["pipeline_parallel_size"], d["max_model_len"]) == (8, 2, 16384)
