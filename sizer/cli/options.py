@@ -15,7 +15,7 @@ from simulator.schema import Key, check_key
 from sizer.cli.flags import check_choices, check_range
 from sizer.errors import InputError
 from sizer.inputs.hardware import all_profiles, load_hardware
-from sizer.inputs.manifest import Traffic
+from sizer.inputs.manifest import Traffic, with_traffic
 from sizer.inputs.manifests.fields import parse_number
 from sizer.inputs.scenario import (
     MAX_RATE_PER_S,
@@ -24,9 +24,12 @@ from sizer.inputs.scenario import (
     MAX_TOKENS,
     MIN_RATE_PER_S,
     KVCacheDtype,
+    Scenario,
     WeightFormat,
     load_scenario,
+    scenario_from_dict,
 )
+from sizer.inputs.variant import Variant
 from sizer.outputs.destination import check_destination, write_text
 from sizer.outputs.emit import FORMATS, ServingConfig, emit
 from sizer.sizing.search import SearchSpace
@@ -53,6 +56,19 @@ def traffic_from_flags(rate: float | None, prompt_tokens: str | None, output_tok
     check_range(itl_ms, "--itl-ms", 1e-9, MAX_SECONDS * 1e3)
     return Traffic(rate, tokens_flag(prompt_tokens, "--prompt-tokens"), tokens_flag(output_tokens, "--output-tokens"),
                    ttft_ms, itl_ms, share)
+
+
+def with_flags(data: object, traffic: Traffic) -> object:
+    """A scenario mapping with the workload and SLO flags' values in place of its own."""
+    if not isinstance(data, dict) or traffic == Traffic():
+        return data                 # not a mapping: scenario_from_dict names the file
+    workload, slo = with_traffic(data.get("workload") or {}, data.get("slo") or {}, traffic)
+    return {**data, "workload": workload, "slo": slo}
+
+
+def scenario_with_flags(path: Path, traffic: Traffic, variant: Variant | None = None) -> Scenario:
+    """load_scenario, with the workload and SLO flags' values in place of the file's."""
+    return scenario_from_dict(with_flags(load_yaml(path), traffic), str(path), variant, default_name=path.stem)
 
 
 def tokens_flag(text: str | None, flag: str) -> int | None:

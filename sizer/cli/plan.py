@@ -12,7 +12,6 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from simulator.safe_yaml import load_yaml
 from sizer.cli.flags import check_choices, check_gpu, check_model, check_range, naming_flags
 from sizer.cli.options import (
     EMIT_HELP,
@@ -25,12 +24,14 @@ from sizer.cli.options import (
     check_emit,
     emits_to_stdout,
     emitted,
+    scenario_with_flags,
     traffic_from_flags,
+    with_flags,
     write_emitted,
 )
 from sizer.cli.render import render_plan
 from sizer.errors import InputError
-from sizer.inputs.manifest import Traffic, with_traffic
+from sizer.inputs.manifest import Traffic
 from sizer.inputs.scenario import (
     MAX_RATE_PER_S,
     MAX_REPLICAS,
@@ -65,16 +66,10 @@ def build_scenario(scenario: Path | None, variant: Variant, traffic: Traffic = T
     """A scenario from a file (with the flags' changes) or from flags alone; `traffic`'s lengths and SLO
     targets replace the scenario's (its rate is the variant's)."""
     if scenario is not None:
-        data = load_yaml(scenario)
-        file, name = str(scenario), scenario.stem
-    elif variant.model is None or variant.gpu is None:
+        return scenario_with_flags(scenario, traffic, variant)
+    if variant.model is None or variant.gpu is None:
         raise InputError(None, "--model/--gpu", "give a scenario file, or both --model and --gpu")
-    else:
-        data, file, name = FLAGS_ONLY_WORKLOAD, None, "command-line"
-    if isinstance(data, dict) and traffic != Traffic():
-        workload, slo = with_traffic(data.get("workload") or {}, data.get("slo") or {}, traffic)
-        data = {**data, "workload": workload, "slo": slo}
-    return scenario_from_dict(data, file, variant, default_name=name)
+    return scenario_from_dict(with_flags(FLAGS_ONLY_WORKLOAD, traffic), None, variant, default_name="command-line")
 
 
 def command(

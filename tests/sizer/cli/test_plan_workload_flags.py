@@ -58,3 +58,15 @@ def test_no_rate_meets_the_slo_prints_the_plan_the_binding_target_and_a_fix():
     assert "no request rate meets the SLO on one replica: TTFT is missed" in text
     assert "fix: more replicas do not help: the TTFT target is missed even at low load" in text
     assert "1 GPUs" not in text and "replica(s)" not in text
+
+
+def test_simulate_reads_the_same_flags():
+    result = CliRunner().invoke(app, ["simulate", str(CHAT), "--rate", "2", "--prompt-tokens", "2k",
+                                      "--output-tokens", "100", "--num-requests", "200", "--json"])
+    assert result.exit_code == 0, result.output
+    m = json.loads(result.output)
+    # fixed lengths: every request has 2k = 2,000 prompt tokens and 100 output tokens
+    assert m["input_tokens_per_s"] / m["request_throughput_per_s"] == pytest.approx(2000)
+    assert m["output_tokens_per_s"] / m["request_throughput_per_s"] == pytest.approx(100)
+    # 200 Poisson arrivals at 2 requests/s span about 100 s (the scenario's own rate is 6/s: about 33 s)
+    assert 80 < m["duration_s"] < 120
