@@ -26,7 +26,6 @@ from sizer.inputs.scenario import (
     KVCacheDtype,
     Scenario,
     WeightFormat,
-    load_scenario,
     scenario_from_dict,
 )
 from sizer.inputs.variant import Variant
@@ -119,10 +118,11 @@ def space_from_options(gpus: str | None, tp: str | None, pp: str | None, weights
         speculative=(True, False) if speculative else (False,))
 
 
-def read_scenario_data(path: Path) -> dict:
-    """The scenario as a mapping (sweeps apply overrides to it); validated by the first load."""
-    load_scenario(path)
-    return load_yaml(path)
+def read_scenario_data(path: Path, traffic: Traffic = Traffic()) -> dict:
+    """The scenario as a mapping (sweeps apply overrides to it), with the workload and SLO flags' values;
+    validated by the first load."""
+    scenario_with_flags(path, traffic)
+    return with_flags(load_yaml(path), traffic)
 
 
 def check_emit(fmt: str | None, emit_to: Path | None, as_json: bool = False) -> None:

@@ -15,11 +15,17 @@ from sizer.cli.flags import MAX_WORKERS, check_range
 from sizer.cli.options import (
     EMIT_HELP,
     EMIT_TO_HELP,
+    ITL_MS,
+    OUTPUT_TOKENS,
+    PROMPT_TOKENS,
+    RATE,
+    TTFT_MS,
     check_emit,
     emits_to_stdout,
     emitted,
     read_scenario_data,
     space_from_options,
+    traffic_from_flags,
     write_emitted,
 )
 from sizer.errors import InputError
@@ -41,8 +47,14 @@ def command(
     date: str | None = typer.Option(None, help="date printed in the header (default today)"),
     emit: str | None = typer.Option(None, "--emit", help=EMIT_HELP),
     emit_to: Path | None = typer.Option(None, "--emit-to", help=EMIT_TO_HELP),
+    rate: float | None = RATE,
+    prompt_tokens: str | None = PROMPT_TOKENS,
+    output_tokens: str | None = OUTPUT_TOKENS,
+    ttft_ms: float | None = TTFT_MS,
+    itl_ms: float | None = ITL_MS,
 ) -> None:
     """Write a sizing report: question, answer, memory, latency against rate, timelines, search, assumptions."""
+    traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms)
     check_range(workers, "--workers", 1, MAX_WORKERS)
     space = None if no_search else space_from_options(gpus, tp, None, weights, kv_cache_dtype, False)
     check_destination(output, "--output")
@@ -54,7 +66,7 @@ def command(
         check_destination(pdf_path, "--pdf")
         check_pdf_renderer("--pdf")
     check_emit(emit, emit_to)
-    data = read_scenario_data(scenario)
+    data = read_scenario_data(scenario, traffic)
     # No refresh thread (auto_refresh=False): the search forks its worker processes.
     with Progress(TextColumn("searching"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True), transient=True, auto_refresh=False) as bar:

@@ -10,6 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from sizer.cli import app
+from sizer.cli.options import read_scenario_data
+from sizer.inputs.manifest import Traffic
 
 ROOT = Path(__file__).resolve().parents[3]
 CHAT = ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml"     # lognormal prompts of mean 1,200, answers 250
@@ -70,3 +72,11 @@ def test_simulate_reads_the_same_flags():
     assert m["output_tokens_per_s"] / m["request_throughput_per_s"] == pytest.approx(100)
     # 200 Poisson arrivals at 2 requests/s span about 100 s (the scenario's own rate is 6/s: about 33 s)
     assert 80 < m["duration_s"] < 120
+
+
+def test_search_and_report_read_the_scenario_with_the_flags():
+    data = read_scenario_data(CHAT, Traffic(prompt_tokens=2000, ttft_ms=300.0))
+    assert data["workload"]["prompt_tokens"] == {"distribution": "fixed", "value": 2000}
+    assert data["workload"]["output_tokens"]["distribution"] == "lognormal"          # not given: the file's
+    assert data["workload"]["shared_prefix"] == {"share": 0.5, "tokens": 512, "num_prefixes": 4}
+    assert (data["slo"]["ttft_ms"], data["slo"]["itl_ms"]) == (300.0, 50)
