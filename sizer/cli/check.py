@@ -7,11 +7,9 @@ from pathlib import Path
 import typer
 
 from simulator.errors import FieldError
-from simulator.schema import Key, check_key
 from sizer.cli.flags import check_range
+from sizer.cli.options import ITL_MS, OUTPUT_TOKENS, PROMPT_TOKENS, RATE, TTFT_MS, traffic_from_flags
 from sizer.cli.render import check_summary
-from sizer.inputs.manifest import Traffic, parse_number
-from sizer.inputs.scenario import MAX_RATE_PER_S, MAX_SECONDS, MAX_TOKENS, MIN_RATE_PER_S
 from sizer.outputs.check import CheckResult, check_file
 from sizer.outputs.destination import check_destination
 from sizer.outputs.junit import write_junit, write_junit_error
@@ -26,29 +24,30 @@ def command(
     kv_share: float | None = typer.Option(None, "--kv-share", min=0.0, max=1.0,
                                              help="share of max_num_seqs the KV cache must hold at max_model_len"),
     budget: float | None = typer.Option(None, "--budget", min=0.0, help="most the deployment may cost, USD per hour"),
-    rate: float | None = typer.Option(None, "--rate", help="arrival rate, requests per second (the workload)"),
-    prompt_tokens: str | None = typer.Option(None, "--prompt-tokens", help="prompt length in tokens, "
-                                                                           "fixed (32k accepted)"),
-    output_tokens: str | None = typer.Option(None, "--output-tokens", help="output length in tokens, "
-                                                                           "fixed (1k accepted)"),
-    ttft_ms: float | None = typer.Option(None, "--ttft-ms", help="SLO: time to first token target, milliseconds"),
-    itl_ms: float | None = typer.Option(None, "--itl-ms", help="SLO: inter-token latency target, milliseconds"),
+    rate: float | None = RATE,
+    prompt_tokens: str | None = PROMPT_TOKENS,
+    output_tokens: str | None = OUTPUT_TOKENS,
+    ttft_ms: float | None = TTFT_MS,
+    itl_ms: float | None = ITL_MS,
+    scenario: Path | None = typer.Option(None, "--scenario", help="side scenario YAML: its workload, SLO and price "
+                                                                  "replace the `sizer:` block's (flags replace both)"),
+    share: float | None = typer.Option(None, "--share", help="share of the workload's requests this deployment "
+                                                             "serves, 0 to 1 (deployments splitting one workload)"),
 ) -> None:
     """Check a deployment against memory, max_model_len, SLO and cost rules (for CI pipelines).
 
-    Without a workload (a `sizer:` block, or --rate, --prompt-tokens and --output-tokens) the
-    memory and max_model_len rules decide and the slo rule is skipped."""
-    check_range(rate, "--rate", MIN_RATE_PER_S, MAX_RATE_PER_S)
-    check_range(ttft_ms, "--ttft-ms", 1e-9, MAX_SECONDS * 1e3)
-    check_range(itl_ms, "--itl-ms", 1e-9, MAX_SECONDS * 1e3)
-    traffic = Traffic(rate, _tokens(prompt_tokens, "--prompt-tokens"), _tokens(output_tokens, "--output-tokens"),
-                      ttft_ms, itl_ms)
+    Without a workload (a `sizer:` block, --scenario, or --rate, --prompt-tokens and --output-tokens) the
+    memory and max_model_len rules decide and the slo rule is skipped. With --share F the deployment
+    serves F of the workload's requests (its arrival rate times F), as one of several deployments
+    behind a router that splits the workload."""
+    check_range(share, "--share", MIN_SHARE, 1.0)
+    traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms, share)
     if junit:
         # first: a JUnit path that cannot be written is exit 2 before anything is checked, so a
         # failure to write it can never stand in for the verdict or for the input's own error
         check_destination(junit, "--junit")
     try:
-        result = check_file(str(file), kv_share, budget, traffic)
+        result = check_file(str(file), kv_share, budget, traffic, scenario=str(scenario) if scenario else None)
     except FieldError as error:
         if junit:
             try:
@@ -65,11 +64,8 @@ def command(
     raise typer.Exit(result.exit_code)
 
 
-def _tokens(text: str | None, flag: str) -> int | None:
-    """A token-count flag ("3000", "32k", "32K") as a number of tokens, from 1 to MAX_TOKENS."""
-    if text is None:
-        return None
-    return check_key(Key(flag, int, ge=1, le=MAX_TOKENS), parse_number(text), None, flag)
+# --share: the smallest share a deployment may take, 1e-6 (one request in a million).
+MIN_SHARE = 1e-6
 
 
 def to_dict(result: CheckResult) -> dict:

@@ -11,10 +11,24 @@ import typer
 
 from simulator.errors import excerpt
 from simulator.safe_yaml import load_yaml
+from simulator.schema import Key, check_key
 from sizer.cli.flags import check_choices, check_range
 from sizer.errors import InputError
 from sizer.inputs.hardware import all_profiles, load_hardware
-from sizer.inputs.scenario import MAX_REPLICAS, KVCacheDtype, WeightFormat, load_scenario
+from sizer.inputs.manifest import Traffic, with_traffic
+from sizer.inputs.manifests.fields import parse_number
+from sizer.inputs.scenario import (
+    MAX_RATE_PER_S,
+    MAX_REPLICAS,
+    MAX_SECONDS,
+    MAX_TOKENS,
+    MIN_RATE_PER_S,
+    KVCacheDtype,
+    Scenario,
+    WeightFormat,
+    scenario_from_dict,
+)
+from sizer.inputs.variant import Variant
 from sizer.outputs.destination import check_destination, write_text
 from sizer.outputs.emit import FORMATS, ServingConfig, emit
 from sizer.sizing.search import SearchSpace
@@ -23,6 +37,45 @@ EMIT_HELP = "also write the recommended configuration as a `vllm serve` command,
             "`sglang.launch_server` command, a `llama-server` command or an Ollama Modelfile and environment: " \
             "vllm, k8s, sglang, llamacpp, ollama (to stdout unless --emit-to; the rest goes to stderr)"
 EMIT_TO_HELP = "file for --emit's output"
+
+
+# The workload and SLO flags, one object each for every command that reads a workload (plan, check):
+# the same name, help and parsing wherever they appear.
+RATE = typer.Option(None, "--rate", help="arrival rate, requests per second (the workload)")
+PROMPT_TOKENS = typer.Option(None, "--prompt-tokens", help="prompt length in tokens, fixed (32k accepted)")
+OUTPUT_TOKENS = typer.Option(None, "--output-tokens", help="output length in tokens, fixed (1k accepted)")
+TTFT_MS = typer.Option(None, "--ttft-ms", help="SLO: time to first token target, milliseconds")
+ITL_MS = typer.Option(None, "--itl-ms", help="SLO: inter-token latency target, milliseconds")
+
+
+def traffic_from_flags(rate: float | None, prompt_tokens: str | None, output_tokens: str | None,
+                       ttft_ms: float | None, itl_ms: float | None, share: float | None = None) -> Traffic:
+    """The workload and SLO flags, each checked up front (one line naming the flag)."""
+    check_range(rate, "--rate", MIN_RATE_PER_S, MAX_RATE_PER_S)
+    check_range(ttft_ms, "--ttft-ms", 1e-9, MAX_SECONDS * 1e3)
+    check_range(itl_ms, "--itl-ms", 1e-9, MAX_SECONDS * 1e3)
+    return Traffic(rate, tokens_flag(prompt_tokens, "--prompt-tokens"), tokens_flag(output_tokens, "--output-tokens"),
+                   ttft_ms, itl_ms, share)
+
+
+def with_flags(data: object, traffic: Traffic) -> object:
+    """A scenario mapping with the workload and SLO flags' values in place of its own."""
+    if not isinstance(data, dict) or traffic == Traffic():
+        return data                 # not a mapping: scenario_from_dict names the file
+    workload, slo = with_traffic(data.get("workload") or {}, data.get("slo") or {}, traffic)
+    return {**data, "workload": workload, "slo": slo}
+
+
+def scenario_with_flags(path: Path, traffic: Traffic, variant: Variant | None = None) -> Scenario:
+    """load_scenario, with the workload and SLO flags' values in place of the file's."""
+    return scenario_from_dict(with_flags(load_yaml(path), traffic), str(path), variant, default_name=path.stem)
+
+
+def tokens_flag(text: str | None, flag: str) -> int | None:
+    """A token-count flag ("3000", "32k", "32K") as a number of tokens, from 1 to MAX_TOKENS."""
+    if text is None:
+        return None
+    return check_key(Key(flag, int, ge=1, le=MAX_TOKENS), parse_number(text), None, flag)
 
 
 def parse_list(text: str | None, cast, flag: str) -> tuple | None:
@@ -66,10 +119,11 @@ def space_from_options(gpus: str | None, tp: str | None, pp: str | None, weights
         speculative=(True, False) if speculative else (False,))
 
 
-def read_scenario_data(path: Path) -> dict:
-    """The scenario as a mapping (sweeps apply overrides to it); validated by the first load."""
-    load_scenario(path)
-    return load_yaml(path)
+def read_scenario_data(path: Path, traffic: Traffic = Traffic()) -> dict:
+    """The scenario as a mapping (sweeps apply overrides to it), with the workload and SLO flags' values;
+    validated by the first load."""
+    scenario_with_flags(path, traffic)
+    return with_flags(load_yaml(path), traffic)
 
 
 def check_emit(fmt: str | None, emit_to: Path | None, as_json: bool = False) -> None:

@@ -14,10 +14,26 @@ from rich.console import Console
 
 from sizer.cli import gateway
 from sizer.cli.flags import check_choices, check_gpu, check_model, check_range, naming_flags
-from sizer.cli.options import EMIT_HELP, EMIT_TO_HELP, check_emit, emits_to_stdout, emitted, write_emitted
+from sizer.cli.options import (
+    EMIT_HELP,
+    EMIT_TO_HELP,
+    ITL_MS,
+    OUTPUT_TOKENS,
+    PROMPT_TOKENS,
+    RATE,
+    TTFT_MS,
+    check_emit,
+    emits_to_stdout,
+    emitted,
+    scenario_with_flags,
+    traffic_from_flags,
+    with_flags,
+    write_emitted,
+)
 from sizer.cli.render import render_plan
 from sizer.errors import InputError
 from sizer.inputs.gateway import is_gateway
+from sizer.inputs.manifest import Traffic
 from sizer.inputs.scenario import (
     MAX_RATE_PER_S,
     MAX_REPLICAS,
@@ -26,7 +42,6 @@ from sizer.inputs.scenario import (
     KVCacheDtype,
     Scenario,
     WeightFormat,
-    load_scenario,
     scenario_from_dict,
 )
 from sizer.inputs.variant import Variant
@@ -49,13 +64,14 @@ FLAGS = {"model": "--model", "gpu": "--gpu", "tensor_parallel_size": "--tp", "pi
          "rate_per_s": "--rate", "calibrated_profile": "--profile"}
 
 
-def build_scenario(scenario: Path | None, variant: Variant) -> Scenario:
-    """A scenario from a file (with the flags' changes) or from flags alone."""
+def build_scenario(scenario: Path | None, variant: Variant, traffic: Traffic = Traffic()) -> Scenario:
+    """A scenario from a file (with the flags' changes) or from flags alone; `traffic`'s lengths and SLO
+    targets replace the scenario's (its rate is the variant's)."""
     if scenario is not None:
-        return load_scenario(scenario, variant)
+        return scenario_with_flags(scenario, traffic, variant)
     if variant.model is None or variant.gpu is None:
         raise InputError(None, "--model/--gpu", "give a scenario file, or both --model and --gpu")
-    return scenario_from_dict(FLAGS_ONLY_WORKLOAD, None, variant, default_name="command-line")
+    return scenario_from_dict(with_flags(FLAGS_ONLY_WORKLOAD, traffic), None, variant, default_name="command-line")
 
 
 def command(
@@ -68,7 +84,11 @@ def command(
     weights: str | None = typer.Option(None, help="weight format: bf16, fp16, fp8, int8, awq, gptq, nvfp4, mxfp4"),
     kv_cache_dtype: str | None = typer.Option(None, help="auto, bf16, fp16, fp8"),
     max_model_len: int | None = typer.Option(None, help="longest context per sequence"),
-    rate: float | None = typer.Option(None, help="arrival rate, requests per second"),
+    rate: float | None = RATE,
+    prompt_tokens: str | None = PROMPT_TOKENS,
+    output_tokens: str | None = OUTPUT_TOKENS,
+    ttft_ms: float | None = TTFT_MS,
+    itl_ms: float | None = ITL_MS,
     profile: Path | None = typer.Option(None, "--profile",
                                         help="calibrated profile folder (sizer calibrate): measured step times"),
     simulate: bool = typer.Option(False, "--simulate",
@@ -77,10 +97,15 @@ def command(
     emit: str | None = typer.Option(None, "--emit", help=EMIT_HELP),
     emit_to: Path | None = typer.Option(None, "--emit-to", help=EMIT_TO_HELP),
 ) -> None:
-    """Memory, parallel split, Little's-law capacity, step times and cost for a scenario."""
+    """Memory, parallel split, Little's-law capacity, step times and cost for a scenario.
+
+    --prompt-tokens and --output-tokens replace the scenario's lengths with fixed ones, --ttft-ms and
+    --itl-ms its SLO targets (with --simulate, the replicas are sized to meet them)."""
     if scenario is not None and is_gateway(scenario):
         gateway.refuse_flags({"--model": model, "--gpu": gpu, "--tp": tp, "--pp": pp, "--weights": weights,
                               "--kv-cache-dtype": kv_cache_dtype, "--max-model-len": max_model_len, "--rate": rate,
+                              "--prompt-tokens": prompt_tokens, "--output-tokens": output_tokens,
+                              "--ttft-ms": ttft_ms, "--itl-ms": itl_ms,
                               "--profile": profile, "--emit": emit, "--emit-to": emit_to})
         return gateway.plan(scenario, as_json, search=simulate)
     check_range(tp, "--tp", 1, MAX_REPLICAS)
@@ -89,13 +114,14 @@ def command(
     check_choices((kv_cache_dtype,) if kv_cache_dtype is not None else None, "--kv-cache-dtype",
                   typing.get_args(KVCacheDtype))
     check_range(max_model_len, "--max-model-len", 1, MAX_TOKENS)
+    traffic = traffic_from_flags(None, prompt_tokens, output_tokens, ttft_ms, itl_ms)
     check_range(rate, "--rate", MIN_RATE_PER_S, MAX_RATE_PER_S)
     check_emit(emit, emit_to, as_json)
     variant = Variant(model=check_model(model), gpu=check_gpu(gpu), tensor_parallel_size=tp, pipeline_parallel_size=pp,
                       quantization=weights, kv_cache_dtype=kv_cache_dtype, max_model_len=max_model_len, rate_per_s=rate,
                       calibrated_profile=str(profile.resolve()) if profile else None)
     with naming_flags(variant, FLAGS, str(scenario) if scenario is not None else None):
-        resolved = resolve(build_scenario(scenario, variant))
+        resolved = resolve(build_scenario(scenario, variant, traffic))
     result = make_plan(resolved)
     if simulate:
         result = add_simulation(result, resolved)

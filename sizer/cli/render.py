@@ -235,6 +235,8 @@ def render_simulation(sim: Sizing, console: Console) -> None:
         if m.lora_holdbacks:
             console.print(f"LoRA hold-backs: {m.lora_holdbacks:,} request-steps waited for an adapter slot "
                           f"({m.lora_held_requests:,} requests; raise max_loras to remove them)")
+    if sim.suggestion:
+        console.print(f"  fix: {sim.suggestion}", highlight=False)
     for line in sim.notes:
         console.print(f"  {line}", highlight=False)
     console.print()

@@ -16,11 +16,17 @@ from sizer.cli.flags import MAX_WORKERS, check_range
 from sizer.cli.options import (
     EMIT_HELP,
     EMIT_TO_HELP,
+    ITL_MS,
+    OUTPUT_TOKENS,
+    PROMPT_TOKENS,
+    RATE,
+    TTFT_MS,
     check_emit,
     emits_to_stdout,
     emitted,
     read_scenario_data,
     space_from_options,
+    traffic_from_flags,
     write_emitted,
 )
 from sizer.errors import InputError
@@ -49,9 +55,19 @@ def command(
                                                             "fronts and the cheapest configuration per SLO"),
     csv: Path | None = typer.Option(None, "--csv", help="with --sweep: also write one row per point here"),
     as_json: bool = typer.Option(False, "--json", help="with --sweep: print the fronts and the cheapest as JSON"),
+    rate: float | None = RATE,
+    prompt_tokens: str | None = PROMPT_TOKENS,
+    output_tokens: str | None = OUTPUT_TOKENS,
+    ttft_ms: float | None = TTFT_MS,
+    itl_ms: float | None = ITL_MS,
 ) -> None:
     """Write a sizing report: question, answer, memory, latency against rate, timelines, search, assumptions."""
     if sweep is not None:
+        traffic_flags = {"--rate": rate, "--prompt-tokens": prompt_tokens, "--output-tokens": output_tokens,
+                         "--ttft-ms": ttft_ms, "--itl-ms": itl_ms}
+        for flag, given in traffic_flags.items():
+            if given is not None:
+                raise InputError(None, flag, "does not apply to --sweep (the sweep file states its traffic)")
         return sweep_report(sweep, scenario, output, csv, as_json, date)
     if scenario is None:
         raise InputError(None, "SCENARIO", "missing; expected a scenario YAML (or --sweep results.parquet)")
@@ -60,6 +76,7 @@ def command(
     for flag, given in (("--csv", csv), ("--json", as_json)):
         if given:
             raise InputError(None, flag, "needs --sweep")
+    traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms)
     check_range(workers, "--workers", 1, MAX_WORKERS)
     space = None if no_search else space_from_options(gpus, tp, None, weights, kv_cache_dtype, False)
     check_destination(output, "--output")
@@ -71,7 +88,7 @@ def command(
         check_destination(pdf_path, "--pdf")
         check_pdf_renderer("--pdf")
     check_emit(emit, emit_to)
-    data = read_scenario_data(scenario)
+    data = read_scenario_data(scenario, traffic)
     # No refresh thread (auto_refresh=False): the search forks its worker processes.
     with Progress(TextColumn("searching"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True), transient=True, auto_refresh=False) as bar:

@@ -14,11 +14,17 @@ from sizer.cli.flags import MAX_WORKERS, check_range
 from sizer.cli.options import (
     EMIT_HELP,
     EMIT_TO_HELP,
+    ITL_MS,
+    OUTPUT_TOKENS,
+    PROMPT_TOKENS,
+    RATE,
+    TTFT_MS,
     check_emit,
     emits_to_stdout,
     emitted,
     read_scenario_data,
     space_from_options,
+    traffic_from_flags,
     write_emitted,
 )
 from sizer.cli.render import render_search
@@ -54,8 +60,14 @@ def command(
     show_rejected: bool = typer.Option(False, "--all", help="list every rejected configuration too"),
     emit: str | None = typer.Option(None, "--emit", help=EMIT_HELP),
     emit_to: Path | None = typer.Option(None, "--emit-to", help=EMIT_TO_HELP),
+    rate: float | None = RATE,
+    prompt_tokens: str | None = PROMPT_TOKENS,
+    output_tokens: str | None = OUTPUT_TOKENS,
+    ttft_ms: float | None = TTFT_MS,
+    itl_ms: float | None = ITL_MS,
 ) -> None:
     """Find the cheapest deployment that meets the SLO: sweep GPUs, TP/PP, weight and KV formats."""
+    traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms)
     check_range(workers, "--workers", 1, MAX_WORKERS)
     check_range(requests, "--num-requests", MIN_GOODPUT_REQUESTS, MAX_REQUESTS)
     check_range(max_replicas, "--max-replicas", 1, MAX_REPLICAS)
@@ -63,7 +75,7 @@ def command(
     if csv:
         check_destination(csv, "--csv")
     check_emit(emit, emit_to, as_json)
-    data = read_scenario_data(scenario)
+    data = read_scenario_data(scenario, traffic)
     err = Console(stderr=True)
     # No refresh thread (auto_refresh=False): the search forks its worker processes.
     with Progress(TextColumn("searching"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

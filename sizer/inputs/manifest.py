@@ -1,33 +1,31 @@
-"""Reading what `sizer check` checks: a scenario, or a Kubernetes Deployment / Helm values file
-that runs `vllm serve`, from a file or standard input (`-`). What a manifest cannot say (workload,
-SLO, budget) comes from its `sizer:` block (an annotation or a top-level key) or `check`'s flags
-(`Traffic`); a manifest with neither is checked for what needs no traffic. vLLM flags map to
-scenario fields; the HF repo id maps to the catalog by its `_sizer.hf_repo`; the GPU type comes
-from the block or a node-selector label.
+"""Reading what `sizer check` checks: a scenario, or a manifest that runs an inference server
+(sizer/inputs/manifests/: Kubernetes objects, KServe, LeaderWorkerSet, Helm values of vLLM's,
+production-stack's and llm-d's charts; vLLM, SGLang and TensorRT-LLM command lines), from a file
+or standard input (`-`). What a manifest cannot say (workload, SLO, budget) comes from its
+`sizer:` block (an annotation or a top-level key), a side scenario (`--scenario`) or `check`'s
+flags (`Traffic`), each later one replacing the earlier's values; a manifest with none is checked
+for what needs no traffic. Server flags map to scenario fields; the HF repo id maps to the catalog
+by its `_sizer.hf_repo`; the GPU type comes from the block or a node-selector label.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from simulator.errors import excerpt
-from simulator.safe_yaml import MAX_YAML_BYTES, load_yaml_all, loads_yaml, loads_yaml_all
-from simulator.schema import Key, build, check_key, field, join, key_for
+from simulator.safe_yaml import MAX_YAML_BYTES, load_yaml, load_yaml_all, loads_yaml, loads_yaml_all
+from simulator.schema import build, field, join
 from sizer.errors import InputError
-from sizer.inputs.model_spec import CATALOG_DIR, catalog_names
-from sizer.inputs.safe_load import load_json, loads_json
-from sizer.inputs.scenario import (
-    DeploymentSection,
-    SLOSection,
-    SpeculativeSection,
-    WorkloadSection,
-    scenario_from_dict,
-)
+from sizer.inputs.manifests.commands import ENGINE_NAMES, catalog_name_for, container_env, parse_server_args
+from sizer.inputs.manifests.fields import get
+from sizer.inputs.manifests.helm_charts import helm_servers
+from sizer.inputs.manifests.kubernetes import Server, kubernetes_servers
+from sizer.inputs.scenario import SLOSection, WorkloadSection, load_scenario, scenario_from_dict
+from sizer.words import count
 
 
 @dataclass(frozen=True)
@@ -49,12 +47,15 @@ class CheckInput:
 @dataclass(frozen=True)
 class Traffic:
     """Workload and SLO from `sizer check`'s flags; each one given replaces the `sizer:` block's (or the
-    scenario's) value. Token counts are fixed lengths."""
+    scenario's) value. Token counts are fixed lengths. `share`: the share of the workload's requests
+    this deployment serves (several deployments behind one router splitting one workload): its
+    arrival rate is the workload's times `share` (a trace's inter-arrival times divided by it)."""
     rate_per_s: float | None = None
     prompt_tokens: int | None = None
     output_tokens: int | None = None
     ttft_ms: float | None = None
     itl_ms: float | None = None
+    share: float | None = None
 
 
 # A manifest with no workload is planned at this nominal one: the memory and max_model_len rules do not
@@ -80,21 +81,38 @@ class SizerBlock:
 
 
 def read_check_input(path: str, kv_share: float | None = None, budget_usd_per_hour: float | None = None,
-                     traffic: Traffic = Traffic()) -> CheckInput:
-    """A scenario YAML, or a Kubernetes/Helm YAML with a `vllm serve` container (and a `sizer:` block for
-    the workload and SLO, or `traffic`, or neither); `-` reads standard input."""
+                     traffic: Traffic = Traffic(), scenario: str | None = None) -> CheckInput:
+    """A scenario YAML, or a YAML with an inference server (and a `sizer:` block for the workload and
+    SLO, or a side `scenario` file's, or `traffic`, or none); `-` reads standard input."""
     file, stem = (STDIN, "stdin") if str(path) == "-" else (str(path), Path(path).stem)
     docs = [d for d in (_stdin_documents() if file == STDIN else load_yaml_all(path)) if d is not None]
-    vllm = [c for doc in docs for c in _containers(doc, "") if _is_vllm(_tokens(c[1], c[0], file, doc))]
-    if not vllm and len(docs) == 1 and isinstance(docs[0], dict) and "sizer" not in docs[0] and "kind" not in docs[0]:
-        workload, slo = with_traffic(docs[0].get("workload") or {}, docs[0].get("slo") or {}, traffic)
+    servers = find_servers(docs, file)
+    side = side_scenario(scenario) if scenario is not None else {}
+    if not servers and len(docs) == 1 and isinstance(docs[0], dict) and "sizer" not in docs[0] \
+            and "kind" not in docs[0]:
+        workload, slo = with_traffic(side.get("workload") or docs[0].get("workload") or {},
+                                     side.get("slo") or docs[0].get("slo") or {}, traffic)
         data = {**docs[0], "workload": workload, "slo": slo}
-        scenario = scenario_from_dict(data, file, default_name=stem)
-        d = scenario.deployment
+        if side.get("cost"):
+            data["cost"] = side["cost"]
+        scenario_ = scenario_from_dict(data, file, default_name=stem)
+        d = scenario_.deployment
         gpus = d.tensor_parallel_size * d.pipeline_parallel_size * d.data_parallel_size
-        return CheckInput(file, "scenario", scenario.name, data, d.replicas or 1, gpus, gpus,
+        return CheckInput(file, "scenario", scenario_.name, data, d.replicas or 1, gpus, gpus,
                           0.0 if kv_share is None else kv_share, budget_usd_per_hour)
-    return _from_manifest(docs, file, stem, kv_share, budget_usd_per_hour, traffic)
+    return _from_manifest(docs, servers, file, stem, kv_share, budget_usd_per_hour, traffic, side)
+
+
+def side_scenario(path: str) -> dict:
+    """The workload, SLO and cost sections of a scenario file (`--scenario`), checked as that scenario; a
+    trace's path made absolute (it is relative to that file)."""
+    load_scenario(path)
+    data = load_yaml(path)
+    workload = dict(data.get("workload") or {})
+    if isinstance(workload.get("trace"), dict) and workload["trace"].get("path"):
+        trace = Path(path).parent / workload["trace"]["path"]
+        workload["trace"] = {**workload["trace"], "path": str(trace.resolve())}
+    return {"workload": workload, "slo": data.get("slo") or {}, "cost": data.get("cost") or {}}
 
 
 def _stdin_documents() -> list:
@@ -125,214 +143,133 @@ def with_traffic(workload: dict, slo: dict, traffic: Traffic) -> tuple[dict, dic
     for key in ("ttft_ms", "itl_ms"):
         if getattr(traffic, key) is not None:
             slo[key] = getattr(traffic, key)
-    if traffic != Traffic() and not workload.get("trace"):
+    if traffic.share is not None:
+        if workload.get("trace"):
+            trace = workload["trace"]
+            workload["trace"] = {**trace, "time_scale": (trace.get("time_scale") or 1.0) / traffic.share}
+        elif (workload.get("arrival") or {}).get("rate_per_s") is not None:
+            arrival = workload["arrival"]
+            workload["arrival"] = {**arrival, "rate_per_s": arrival["rate_per_s"] * traffic.share}
+    if dataclasses.replace(traffic, share=None) != Traffic() and not workload.get("trace"):
         missing = [flag for key, flag in (("rate_per_s", "--rate"), *_TOKEN_FLAGS.items())
                    if (workload.get("arrival") or {}).get(key) is None and workload.get(key) is None]
         if missing:
             raise InputError(None, missing[0], "missing; a workload needs --rate, --prompt-tokens and "
-                                               "--output-tokens (or a `sizer:` block that states them)")
+                                               "--output-tokens (or a `sizer:` block or --scenario that states them)")
+    if traffic.share is not None and not (workload.get("trace") or (workload.get("arrival") or {}).get("rate_per_s")):
+        raise InputError(None, "--share", "needs a workload to take a share of (--rate, a `sizer:` block "
+                                          "or --scenario)")
     return workload, slo
-
-
-# ---- the manifest fields sizer reads, declared once --------------------------------------------
-#
-# A manifest is someone else's document: each field sizer reads is a `Key` (simulator/schema.py),
-# other keys are ignored. A value that sets a scenario field (a vLLM flag, the replica count) is
-# checked against that field's own declaration in sizer/inputs/scenario.py (`key_for`). Numbers may
-# be written as text: vLLM's flags always are, Kubernetes quantities often are ("1", "32k").
-
-# GPUs one pod asks for: 1,024, the most in any one parallel dimension of a deployment.
-MAX_GPUS_PER_POD = 1024
-_GPUS = {"ge": 0, "le": MAX_GPUS_PER_POD, "nullable": False}      # 0: "needs N" says more
-# Manifest paths (relative to the document, or to the vLLM container for `resources.*`) -> the key.
-# A mapping that is absent or null reads as empty; `command` and `args` are lists of strings
-# (Kubernetes; Helm values may give one shell command line as a string).
-MANIFEST_FIELDS = {
-    "metadata": Key("metadata", dict), "metadata.annotations": Key("annotations", dict),
-    "metadata.name": Key("name", str), "spec": Key("spec", dict),
-    "spec.replicas": key_for(DeploymentSection, "replicas"),                  # Kubernetes Deployment
-    "replicaCount": key_for(DeploymentSection, "replicas", "replicaCount"),   # Helm values
-    "replicas": key_for(DeploymentSection, "replicas"),
-    "command": Key("command", list), "args": Key("args", list),
-    "resources": Key("resources", dict), "resources.limits": Key("limits", dict),
-    "resources.requests": Key("requests", dict),
-    "resources.limits.nvidia.com/gpu": Key("nvidia.com/gpu", int, **_GPUS),
-    "resources.limits.amd.com/gpu": Key("amd.com/gpu", int, **_GPUS),
-    "nodeSelector": Key("nodeSelector", dict), "matchExpressions": Key("matchExpressions", list),
-    "matchExpressions[].values": Key("values", list),
-}
-
-
-def _get(node: dict, schema_key: str, path: str, file: str):
-    """MANIFEST_FIELDS[schema_key] of mapping `node` (at `path`), checked: None when absent, {} for an
-    absent or null mapping."""
-    spec = MANIFEST_FIELDS[schema_key]
-    value = node.get(spec.name)
-    if spec.name not in node or (value is None and spec.nullable):
-        return {} if spec.tp is dict else None
-    return check_key(spec, parse_number(value) if spec.tp in (int, float) else value, file, join(path, spec.name))
-
-
-_SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G": 2**30}
-
-
-def parse_number(value):
-    """A number written as text ("2", "0.9", "1e4", vLLM's "32k" and "10M": decimal suffixes lower
-    case, binary upper case) as that number; anything else as it is, for its key to check."""
-    if not isinstance(value, str):
-        return value
-    text = value.strip()
-    scale = _SUFFIXES.get(text[-1:], 1)
-    digits = text[:-1] if scale > 1 else text
-    if len(digits) > 40:                  # a 5,000-digit number is no count of anything
-        return value
-    for parse in (int, float):
-        try:
-            return parse(digits) * scale
-        except ValueError:
-            continue
-    return value
 
 
 # ---- reading a manifest ------------------------------------------------------------------------
 
+LOOKED_FOR = ("a container running `vllm serve`, `python -m vllm.entrypoints.openai.api_server`, "
+              "`sglang.launch_server` or `trtllm-serve` in a Deployment, StatefulSet, Pod, Job, LeaderWorkerSet, "
+              "KServe InferenceService or ServingRuntime, or Helm values (vLLM's chart, production-stack "
+              "servingEngineSpec.modelSpec[], llm-d modelservice decode/prefill)")
 
-def _from_manifest(docs: list, file: str, stem: str, kv_share: float | None, budget: float | None,
-                   traffic: Traffic) -> CheckInput:
-    found = [(doc, path, c) for doc in docs for path, c in _containers(doc, "")
-             if _is_vllm(_tokens(c, path, file, doc))]
-    if not found:
-        raise InputError(file, None, "neither a scenario (model, hardware) "
-                                     "nor a manifest with a container that runs `vllm serve`")
-    if len(found) > 1:
-        raise InputError(file, None, f"{len(found)} containers run vLLM; sizer check takes one deployment per file")
-    doc, cpath, container = found[0]
-    if not isinstance(doc, dict):
-        raise InputError(file, "(top level)", f"expected a mapping, got {excerpt(doc)}")
+
+def find_servers(docs: list, file: str) -> list[Server]:
+    """Every inference server in a file's documents: Kubernetes objects, then Helm values."""
+    values = [d for d in docs if isinstance(d, dict) and not d.get("kind")]
+    return kubernetes_servers(docs, file) + [s for doc in values for s in helm_servers(doc, file)]
+
+
+def _from_manifest(docs: list, servers: list[Server], file: str, stem: str, kv_share: float | None,
+                   budget: float | None, traffic: Traffic, side: dict) -> CheckInput:
+    if not servers:
+        raise InputError(file, None, f"neither a scenario (model, hardware) nor a manifest with {LOOKED_FOR}")
+    decode = [s for s in servers if s.role != "prefill"]
+    prefill = [s for s in servers if s.role == "prefill"]
+    if len(decode) != 1 or len(prefill) > 1:
+        where = ", ".join(s.path or "(top level)" for s in servers)
+        raise InputError(file, None, f"{len(servers)} containers run an inference server ({where}); "
+                                     "sizer check takes one deployment per file")
+    server = decode[0]
+    doc = server.doc
     block = _sizer_block(docs, doc, file)
-    engine, model_ref, notes = parse_vllm_args(_tokens(container, cpath, file, doc), file)
-    model = block.model or catalog_name_for(model_ref, file)
-    gpu = block.gpu or _gpu_from_labels(doc, file)
-    resources = _get(container, "resources", cpath, file)
-    rpath = join(cpath, "resources")
-    limits = {**_get(resources, "resources.requests", rpath, file), **_get(resources, "resources.limits", rpath, file)}
-    key = next((k for k in ("nvidia.com/gpu", "amd.com/gpu") if k in limits), None)
-    if key is None:
-        raise InputError(file, join(rpath, "limits.nvidia.com/gpu"), "missing; a vLLM pod needs its GPU count")
-    where = join(rpath, f"limits.{key}")
-    requested = _get(limits, f"resources.limits.{key}", join(rpath, "limits"), file)
-    used = (engine.get("tensor_parallel_size", 1) * engine.get("pipeline_parallel_size", 1)
-            * engine.get("data_parallel_size", 1))
+    engine_fields, model_ref, notes = _engine(server, file)
+    model = block.model or catalog_name_for(model_ref, file, _model_field(server))
+    gpu = block.gpu or _gpu_from_labels([doc] + [d for d in docs if d is not doc], file)
+    used = (engine_fields.get("tensor_parallel_size", 1) * engine_fields.get("pipeline_parallel_size", 1)
+            * engine_fields.get("data_parallel_size", 1))
+    requested = server.gpus_per_pod * server.pods
+    pods = f" ({server.pods} pods x {server.gpus_per_pod})" if server.pods > 1 else ""
     if requested < used:
-        raise InputError(file, where, f"{requested} GPUs, but tensor x pipeline x data "
+        raise InputError(file, server.gpus_where, f"{count(requested, 'GPU')}{pods}, but tensor x pipeline x data "
                          f"parallel size needs {used}")
     if requested > used:
-        notes.append(f"each pod requests {requested} GPUs but vLLM uses {used}; the cost counts {requested}")
-    spec = engine.pop("speculative_config", None)
+        notes.append(f"each {'replica' if pods else 'pod'} requests {count(requested, 'GPU')}{pods} but "
+                     f"{ENGINE_NAMES[engine_fields['engine']]} uses {used}; the cost counts {requested}")
+    spec = engine_fields.pop("speculative_config", None)
     if spec is not None:
         if block.speculative_acceptance_rate is None:
             raise InputError(file, "sizer.speculative_acceptance_rate",
                              "missing; --speculative-config needs an acceptance rate")
-        engine["speculative_config"] = {**spec, "acceptance_rate": block.speculative_acceptance_rate}
-    replicas = block.replicas or _replicas(doc, file)
-    name = (_get(_get(doc, "metadata", "", file), "metadata.name", "metadata", file)
-            if doc.get("kind") else None) or stem
-    workload, slo = with_traffic(_as_dict(block.workload), _as_dict(block.slo), traffic)
+        engine_fields["speculative_config"] = {**spec, "acceptance_rate": block.speculative_acceptance_rate}
+    replicas = block.replicas or server.replicas or 1
+    deployment = {**engine_fields, "replicas": replicas}
+    if prefill:
+        p_fields, _, p_notes = _engine(prefill[0], file)
+        differs = sorted(k for k in set(p_fields) | set(engine_fields) if p_fields.get(k) != engine_fields.get(k)
+                         and k != "speculative_config")
+        if differs:
+            notes.append(f"prefill pods differ from decode pods in {', '.join(differs)}; sizer models both "
+                         "with the decode pods' settings")
+        # sizer's disaggregated replica is one pair of pools (sizer/sizing/cost.py gpus_per_replica): here
+        # all of them, each pod planned with the decode pods' split; the GPUs billed are each pod's own
+        pools = {"prefill_replicas": prefill[0].replicas or 1, "decode_replicas": replicas}
+        deployment = {**engine_fields, "replicas": 1, "disaggregated": pools}
+        p_requested = prefill[0].gpus_per_pod * prefill[0].pods
+        used *= pools["prefill_replicas"] + pools["decode_replicas"]
+        requested = requested * pools["decode_replicas"] + p_requested * pools["prefill_replicas"]
+        replicas = 1
+    name = server.name or stem
+    workload, slo = with_traffic(side.get("workload") or _as_dict(block.workload),
+                                 side.get("slo") or _as_dict(block.slo), traffic)
     has_workload = bool((workload.get("arrival") or {}).get("rate_per_s") or workload.get("trace"))
-    data = {"name": name, "model": {"name": model}, "hardware": {"gpu": gpu},
-            "deployment": {"engine": "vllm", **engine, "replicas": replicas},
+    price = (side.get("cost") or {}).get("price_usd_per_gpu_hour", block.price_usd_per_gpu_hour)
+    data = {"name": name, "model": {"name": model}, "hardware": {"gpu": gpu}, "deployment": deployment,
             "workload": workload if has_workload else NOMINAL_WORKLOAD, "slo": slo,
-            "cost": {"price_usd_per_gpu_hour": block.price_usd_per_gpu_hour}}
-    kind = "kubernetes manifest" if doc.get("kind") else "helm values"
+            "cost": {"price_usd_per_gpu_hour": price}}
+    kind = "kubernetes manifest" if doc.get("kind") else server.kind
     return CheckInput(file, kind, name, data, replicas, used, requested,
                       block.kv_share if kv_share is None else kv_share,
                       block.budget_usd_per_hour if budget is None else budget, tuple(notes), has_workload)
 
 
-def _as_dict(section) -> dict:
-    """A built section back to a mapping without its unset (None) fields."""
-    def clean(value):
-        if isinstance(value, dict):
-            return {k: clean(v) for k, v in value.items() if v is not None}
-        return value
-    return clean(dataclasses.asdict(section))
+# Environment variable prefixes of the engines' own settings (VLLM_ATTENTION_BACKEND, SGLANG_..., TLLM_...):
+# none sets a field sizer models, so each one set is named.
+ENGINE_ENV = ("VLLM_", "SGLANG_", "SGL_", "TRTLLM_", "TLLM_")
 
 
-def _containers(node, path: str) -> list[tuple[str, dict]]:
-    """(path, mapping) of every mapping with `args` or `command` anywhere in a document (pod specs, Helm values)."""
-    out = []
-    if isinstance(node, dict):
-        if "args" in node or "command" in node:
-            out.append((path, node))
-        for key, value in node.items():
-            out += _containers(value, join(path, key))
-    elif isinstance(node, list):
-        for i, value in enumerate(node):
-            out += _containers(value, f"{path}[{i}]")
-    return out
+def _engine(server: Server, file: str) -> tuple[dict, str, list[str]]:
+    """The server's deployment fields (engine among them), model reference and notes."""
+    engine, fields, model_ref, notes = parse_server_args(list(server.argv), file, server.model)
+    notes += server.notes
+    if server.pods > 1:
+        notes.append(f"a {server.kind} of {server.pods} pods per replica, {count(server.gpus_per_pod, 'GPU')} each")
+    env = sorted(k for k in container_env(server.container, server.path, file) if k.startswith(ENGINE_ENV))
+    if env:
+        notes.append(f"{ENGINE_NAMES[engine]} environment not modelled: {' '.join(env)}")
+    return fields, model_ref, notes
 
 
-SHELLS = ("sh", "bash", "dash", "ash", "zsh")
-SHELL_OPERATORS = ("&&", "||", ";", ";;", "|", "&", "(", ")", ">", "<", ">>", "|&")
-
-
-def _tokens(container: dict, path: str, file: str, doc=None) -> list[str]:
-    """command + args as argv, each list item one argument (as Kubernetes passes them, spaces and
-    all). Only the script of `sh -c` / `bash -c` is split, as that shell would (shlex); Helm
-    values may give `command` or `args` as one such command line."""
-    items: list[tuple[str, str, bool]] = []          # (argument, field path, already split)
-    for key in ("command", "args"):
-        where = join(path, key)
-        value = container.get(key)
-        if value is None:
-            continue
-        if isinstance(value, str) and not (isinstance(doc, dict) and doc.get("kind")):
-            items += [(t, where, True) for t in _shell_split(value, file, where)]
-            continue
-        for i, item in enumerate(_get(container, key, path, file)):
-            if isinstance(item, bool) or not isinstance(item, (str, int, float)):
-                raise InputError(file, f"{where}[{i}]", f"expected a string, got {excerpt(item)}")
-            items.append((item if isinstance(item, str) else str(item), f"{where}[{i}]", False))
-    argv: list[str] = []
-    i = 0
-    while i < len(items):
-        token = items[i][0]
-        argv.append(token)
-        i += 1
-        if Path(token).name not in SHELLS:
-            continue
-        # `sh -c SCRIPT`, `bash -ec SCRIPT`, `sh -x -c SCRIPT`: the script is one string to split
-        while i < len(items) and items[i][0].startswith("-") and not items[i][0].startswith("--"):
-            flag = items[i][0]
-            argv.append(flag)
-            i += 1
-            if "c" in flag[1:]:
-                if i < len(items) and not items[i][2]:
-                    argv += _shell_split(items[i][0], file, items[i][1])
-                    i += 1
-                break
-    return argv
-
-
-def _shell_split(text: str, file: str, where: str) -> list[str]:
-    try:
-        lexer = shlex.shlex(text, posix=True, punctuation_chars=True)   # `a;b` and `a && b` split at the operator
-        lexer.whitespace_split = True
-        return list(lexer)
-    except ValueError as exc:
-        raise InputError(file, where, f"not a valid shell command line ({exc}): {excerpt(text)}") from None
-
-
-def _is_vllm(argv: list[str]) -> bool:
-    return any(t.endswith("vllm") and i + 1 < len(argv) and argv[i + 1] == "serve" for i, t in enumerate(argv)) \
-        or any("vllm.entrypoints" in t for t in argv)
+def _model_field(server: Server) -> str:
+    """The field that named the model, for a model not in the catalog."""
+    if server.model is None:
+        return "vllm serve"
+    return {"InferenceService": "spec.predictor.model.storageUri",
+            "production-stack values": f"{server.path}.modelURL",
+            "llm-d modelservice values": "modelArtifacts.uri"}.get(server.kind, "vllm serve")
 
 
 def _sizer_block(docs: list, doc: dict, file: str) -> SizerBlock:
     raw = doc.get("sizer")
     if raw is None:
-        metadata = _get(doc, "metadata", "", file)
-        annotation = _get(metadata, "metadata.annotations", "metadata", file).get(ANNOTATION)
+        metadata = get(doc, "metadata", "", file)
+        annotation = get(metadata, "metadata.annotations", "metadata", file).get(ANNOTATION)
         if annotation is not None:
             # an annotation's value is a string of YAML; anything else is left for the schema to refuse
             where = f"metadata.annotations.{ANNOTATION}"
@@ -346,147 +283,13 @@ def _sizer_block(docs: list, doc: dict, file: str) -> SizerBlock:
 
 ANNOTATION = "sizer.dev/check"
 
-# vLLM flag -> (deployment field, parser). Short aliases as vLLM's argument parser defines them.
-# A number sets the scenario's deployment field of that name and is checked against its declaration.
-_NUMBER = "number"
-VALUE_FLAGS = {
-    "--tensor-parallel-size": ("tensor_parallel_size", _NUMBER), "-tp": ("tensor_parallel_size", _NUMBER),
-    "--pipeline-parallel-size": ("pipeline_parallel_size", _NUMBER), "-pp": ("pipeline_parallel_size", _NUMBER),
-    "--data-parallel-size": ("data_parallel_size", _NUMBER), "-dp": ("data_parallel_size", _NUMBER),
-    "--max-model-len": ("max_model_len", _NUMBER), "--max-num-seqs": ("max_num_seqs", _NUMBER),
-    "--max-num-batched-tokens": ("max_num_batched_tokens", _NUMBER), "--block-size": ("block_size", _NUMBER),
-    "--gpu-memory-utilization": ("gpu_memory_utilization", _NUMBER),
-    "--quantization": ("quantization", "quantization"), "-q": ("quantization", "quantization"),
-    "--kv-cache-dtype": ("kv_cache_dtype", "kv"), "--dtype": ("dtype", "dtype"),
-    "--speculative-config": ("speculative_config", "json"), "--model": ("model", "str"),
-    "--max-loras": ("max_loras", _NUMBER), "--max-lora-rank": ("max_lora_rank", _NUMBER),
-    "--max-cpu-loras": ("max_cpu_loras", _NUMBER),
-}
-BOOL_FLAGS = {"--enable-prefix-caching": ("enable_prefix_caching", True),
-              "--no-enable-prefix-caching": ("enable_prefix_caching", False),
-              "--enable-chunked-prefill": ("enable_chunked_prefill", True),
-              "--no-enable-chunked-prefill": ("enable_chunked_prefill", False),
-              "--enable-expert-parallel": ("enable_expert_parallel", True),
-              "--enable-lora": ("enable_lora", True)}
-QUANTIZATION = {"fp8": "fp8", "awq": "awq", "awq_marlin": "awq", "gptq": "gptq", "gptq_marlin": "gptq",
-                "modelopt": "fp8", "modelopt_fp4": "nvfp4", "mxfp4": "mxfp4", "compressed-tensors": "auto",
-                "fbgemm_fp8": "fp8", "experts_int8": "int8"}
-KV_DTYPES = {"auto": "auto", "fp8": "fp8", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2",
-             "bfloat16": "bf16", "float16": "fp16", "half": "fp16"}
-DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "auto": None}
-SPEC_METHODS = {"ngram": "ngram", "eagle": "eagle", "eagle3": "eagle3", "medusa": "medusa", "mtp": "mtp",
-                "deepseek_mtp": "mtp", "draft_model": "draft_model"}
-
-
-def parse_vllm_args(argv: list[str], file: str) -> tuple[dict, str, list[str]]:
-    """vLLM's command line -> (deployment fields, model reference, notes on flags not modelled)."""
-    start = next((i + 2 for i, t in enumerate(argv) if t.endswith("vllm") and argv[i + 1:i + 2] == ["serve"]),
-                 next((i + 1 for i, t in enumerate(argv) if "vllm.entrypoints" in t), len(argv)))
-    rest, model, fields, ignored = argv[start:], None, {}, []
-    # a shell script goes on after the server's command line (`vllm serve ... && echo done`)
-    rest = rest[:next((i for i, t in enumerate(rest) if t in SHELL_OPERATORS), len(rest))]
-    if rest and not rest[0].startswith("-"):
-        model, rest = rest[0], rest[1:]
-    i = 0
-    while i < len(rest):
-        token = rest[i]
-        flag, _, inline = token.partition("=")
-        if flag.startswith("--"):
-            flag = "--" + flag[2:].replace("_", "-")      # vLLM accepts --max_model_len too
-        if flag in BOOL_FLAGS:
-            key, value = BOOL_FLAGS[flag]
-            fields[key] = value
-            i += 1
-            continue
-        takes_next = not inline and i + 1 < len(rest) and not rest[i + 1].startswith("-")
-        value = inline or (rest[i + 1] if takes_next else None)
-        i += 1 + (1 if takes_next else 0)
-        if flag not in VALUE_FLAGS:
-            if flag.startswith("-"):
-                ignored.append(flag)
-            continue
-        if value is None:
-            raise InputError(file, flag, "expected a value")
-        key, kind = VALUE_FLAGS[flag]
-        fields[key] = _flag_value(flag, value, kind, file)
-    model = fields.pop("model", None) or model
-    if not model:
-        raise InputError(file, "vllm serve", "no model given (vllm serve MODEL or --model MODEL)")
-    dtype = fields.pop("dtype", None)
-    if dtype and "quantization" not in fields:
-        fields["quantization"] = dtype
-    notes = [f"vLLM flags not modelled: {' '.join(sorted(set(ignored)))}"] if ignored else []
-    return fields, model, notes
-
-
-SPECULATIVE_TOKENS = key_for(SpeculativeSection, "num_speculative_tokens")
-
-
-def _flag_value(flag: str, value: str, kind: str, file: str):
-    key = VALUE_FLAGS[flag][0]
-    if kind == _NUMBER:
-        return check_key(key_for(DeploymentSection, key, flag), parse_number(value), file, flag)
-    table = {"quantization": QUANTIZATION, "kv": KV_DTYPES, "dtype": DTYPES}.get(kind)
-    if table is not None:
-        if value.lower() not in table:
-            raise InputError(file, flag, f"{excerpt(value)} is not modelled; expected one of: {', '.join(table)}")
-        return table[value.lower()]
-    if kind == "json":
-        spec = loads_json(value, file, flag)
-        if not isinstance(spec, dict):
-            raise InputError(file, flag, f"expected a JSON object, got {excerpt(spec)}")
-        method = SPEC_METHODS.get(str(spec.get("method", "draft_model" if spec.get("model") else "")).lower())
-        if method is None or "num_speculative_tokens" not in spec:
-            raise InputError(file, flag,
-                             f"expected method (one of {', '.join(SPEC_METHODS)}) and num_speculative_tokens")
-        # JSON text ("4") would be read by vLLM as a string: `check_key` refuses it too
-        tokens = check_key(SPECULATIVE_TOKENS, spec["num_speculative_tokens"], file, f"{flag}.num_speculative_tokens")
-        out = {"method": method, "num_speculative_tokens": tokens}
-        if method == "draft_model":
-            draft = spec.get("model")
-            if not isinstance(draft, str):
-                raise InputError(file, f"{flag}.model", f"expected a model name, got {excerpt(draft)}")
-            out["model"] = catalog_name_for(draft, file)
-        return out
-    return value
-
-
-def catalog_name_for(model_ref: str, file: str) -> str:
-    """An HF repo id (or catalog name, or config path) -> what `model.name` accepts.
-
-    Exact `_sizer.hf_repo` match first; then the same repo without -Instruct/-Chat/-it/-hf
-    words and a leading Meta- (a fine-tune has its base model's architecture).
-    """
-    names = catalog_names()
-    if model_ref.lower() in names or _exists(model_ref):
-        return model_ref
-    repos = {}
-    for name in names:
-        repo = load_json(CATALOG_DIR / f"{name}.json").get("_sizer", {}).get("hf_repo")
-        if repo:
-            repos[repo.lower()] = name
-            repos[_base_repo(repo)] = repos.get(_base_repo(repo), name)
-    key = model_ref.lower()
-    if key in repos:
-        return repos[key]
-    if _base_repo(model_ref) in repos:
-        return repos[_base_repo(model_ref)]
-    raise InputError(file, "vllm serve", f"model {excerpt(model_ref)} is not in the catalog (`sizer models`); "
-                     "set sizer.model to a catalog name or a config.json path")
-
-
-def _exists(path: str) -> bool:
-    try:
-        return Path(path).exists()
-    except (OSError, ValueError):           # a name too long for a path, a NUL byte
-        return False
-
-
-def _base_repo(repo: str) -> str:
-    """`meta-llama/Meta-Llama-3.1-8B-Instruct` -> `meta-llama/llama-3.1-8b`: fine-tunes share the base's shapes."""
-    org, _, name = repo.lower().partition("/")
-    words = [w for w in re.sub(r"^meta-", "", name).split("-") if w not in ("instruct", "chat", "it", "hf")]
-    return f"{org}/{'-'.join(words)}"
+def _as_dict(section) -> dict:
+    """A built section back to a mapping without its unset (None) fields."""
+    def clean(value):
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items() if v is not None}
+        return value
+    return clean(dataclasses.asdict(section))
 
 
 GPU_LABELS = ("nvidia.com/gpu.product", "amd.com/gpu.product-name", "cloud.google.com/gke-accelerator",
@@ -507,8 +310,8 @@ def gpu_for_label(label: str) -> str | None:
     return None
 
 
-def _gpu_from_labels(doc: dict, file: str) -> str:
-    for key, value, where in _labels(doc, "", file):
+def _gpu_from_labels(docs: list, file: str) -> str:
+    for key, value, where in (label for doc in docs for label in _labels(doc, "", file)):
         if key in GPU_LABELS:
             gpu = gpu_for_label(str(value))
             if gpu is None:
@@ -524,15 +327,19 @@ def _labels(node, path: str, file: str) -> list[tuple[object, object, str]]:
         for key, value in node.items():
             where = join(path, key)
             if key == "nodeSelector":
-                selector = _get(node, "nodeSelector", path, file)
+                selector = get(node, "nodeSelector", path, file)
                 out += [(k, v, join(where, k)) for k, v in selector.items()]
+            elif key == "acceleratorTypes" and isinstance(value, dict) and value.get("labelKey"):
+                # llm-d modelservice: a node affinity on labelKey In labelValues
+                values = get(value, "acceleratorTypes.labelValues", where, file) or [None]
+                out.append((value.get("labelKey"), values[0], join(where, "labelValues[0]")))
             elif key == "matchExpressions":
-                for i, e in enumerate(_get(node, "matchExpressions", path, file) or []):
+                for i, e in enumerate(get(node, "matchExpressions", path, file) or []):
                     if not isinstance(e, dict):
                         raise InputError(file, f"{where}[{i}]", f"expected a mapping, got {excerpt(e)}")
                     if e.get("operator") != "In":
                         continue
-                    values = _get(e, "matchExpressions[].values", f"{where}[{i}]", file) or [None]
+                    values = get(e, "matchExpressions[].values", f"{where}[{i}]", file) or [None]
                     out.append((e.get("key"), values[0], f"{where}[{i}].values[0]"))
             else:
                 out += _labels(value, where, file)
@@ -540,11 +347,3 @@ def _labels(node, path: str, file: str) -> list[tuple[object, object, str]]:
         for i, value in enumerate(node):
             out += _labels(value, f"{path}[{i}]", file)
     return out
-
-
-def _replicas(doc: dict, file: str) -> int:
-    if doc.get("kind"):
-        replicas = _get(_get(doc, "spec", "", file), "spec.replicas", "spec", file)
-    else:
-        replicas = _get(doc, "replicaCount" if "replicaCount" in doc else "replicas", "", file)
-    return 1 if replicas is None else replicas

@@ -36,6 +36,7 @@ from sizer.sizing.pipeline import size_deployment
 from sizer.sizing.plan import Plan, make_plan
 from sizer.sizing.resolve import model_of, resolve
 from sizer.sizing.result import GoodputSettings, Sizing, SizingStatus
+from sizer.words import count
 
 
 @dataclass(frozen=True)
@@ -69,10 +70,11 @@ class CheckResult:
 
 
 def check_file(path: str, kv_share: float | None = None, budget_usd_per_hour: float | None = None,
-               traffic: Traffic = Traffic(), settings: GoodputSettings = GoodputSettings()) -> CheckResult:
-    """Read `path` (scenario or manifest; `-` standard input) and evaluate every rule; raises FieldError on
-    bad input."""
-    inp = read_check_input(path, kv_share, budget_usd_per_hour, traffic)
+               traffic: Traffic = Traffic(), settings: GoodputSettings = GoodputSettings(),
+               scenario: str | None = None) -> CheckResult:
+    """Read `path` (scenario or manifest; `-` standard input; `scenario` a side scenario's workload, SLO and
+    price) and evaluate every rule; raises FieldError on bad input."""
+    inp = read_check_input(path, kv_share, budget_usd_per_hour, traffic, scenario)
     return evaluate(inp, settings)
 
 
@@ -111,7 +113,7 @@ def evaluate(inp: CheckInput, settings: GoodputSettings = GoodputSettings()) -> 
     if mem.fits and held < plan.engine.max_num_seqs:
         notes.append(f"warning: the KV cache holds {held:,} sequences of max_model_len {mem.max_model_len:,}, "
                      f"fewer than max_num_seqs {plan.engine.max_num_seqs:,}; when that many run at full length, "
-                     "vLLM preempts some")
+                     "the engine preempts some")
     summary = (f"{plan.model.name} on {replicas} x {inp.gpus_per_replica} {plan.gpu} "
                f"(TP {p.tensor_parallel_size}, PP {p.pipeline_parallel_size}, {plan.weights.format} weights, "
                f"{plan.kv.dtype} KV, max_model_len {plan.memory.max_model_len:,})")
@@ -193,7 +195,7 @@ def _fixes(inp: CheckInput, plan: Plan, ok, sequences: int = 1) -> tuple[str, ..
     for t, p_size, flag in bigger:
         if (p := _plan_with(inp, Variant(tensor_parallel_size=t, pipeline_parallel_size=p_size))) and ok(p):
             extra = (t * p_size - tp * pp) * d.get("data_parallel_size", 1)
-            found.append(f"more GPUs: {flag} (+{extra} GPUs per replica)")
+            found.append(f"more GPUs: {flag} (+{count(extra, 'GPU')} per replica)")
             break
     return tuple(found)
 
@@ -264,7 +266,8 @@ def slo_rule(inp: CheckInput, sizing: Sizing, slo: SLOSection) -> RuleResult:
     else:
         m = point.metrics
         what = (f"{point.share_met:.1%} of requests meet every target at {point.rate_per_s:.3g} req/s per replica "
-                f"({sizing.target_rate_per_s:g} req/s over {sizing.replicas} replica(s)), {sizing.required_share:.0%} "
+                f"({sizing.target_rate_per_s:g} req/s over {count(sizing.replicas, 'replica')}), "
+                f"{sizing.required_share:.0%} "
                 f"required; p95 TTFT {m.ttft.p95_ms:,.0f} ms, TPOT {m.tpot.p95_ms:,.1f} ms, E2E {m.e2e.p95_ms:,.0f} ms "
                 f"({_targets(slo)})")
     if sizing.status is SizingStatus.MET:
@@ -275,14 +278,13 @@ def slo_rule(inp: CheckInput, sizing: Sizing, slo: SLOSection) -> RuleResult:
     if needed:
         more = needed - sizing.replicas
         cost = usd_per_hour(needed, inp.gpus_requested, sizing.cost.price_usd_per_gpu_hour)
-        fixes = (f"{needed} replicas (+{more}, +{more * inp.gpus_requested} GPUs"
+        fixes = (f"{needed} replicas (+{more}, +{count(more * inp.gpus_requested, 'GPU')}"
                  + (f", ${cost:,.2f}/hour" if cost is not None else "")
                  + f"): one replica meets the SLO up to about {sizing.goodput_per_replica_per_s:.3g} req/s",)
     elif sizing.status is SizingStatus.MISSED:
         fixes = (f"{sizing.verdict}; `sizer search` finds faster configurations",)
     else:
-        fixes = (f"more replicas do not help: the {sizing.binding_target} target is missed even at low load; "
-                 "use faster GPUs or more tensor parallelism (`sizer search`)",)
+        fixes = (sizing.suggestion,)
     return RuleResult("slo", "fail", what, fixes)
 
 
@@ -304,7 +306,8 @@ def cost_rule(inp: CheckInput, plan: Plan, sizing: Sizing | None, replicas: int)
         return RuleResult("cost", "fail", f"no price for {plan.gpu}; state sizer.price_usd_per_gpu_hour",
                           ("sizer.price_usd_per_gpu_hour: <USD per GPU-hour>",))
     per_hour = usd_per_hour(replicas, inp.gpus_requested, price)
-    what = (f"{replicas} replica(s) x {inp.gpus_requested} GPUs x ${price:.2f}/GPU-hour = ${per_hour:,.2f}/hour; "
+    what = (f"{count(replicas, 'replica')} x {count(inp.gpus_requested, 'GPU')} x ${price:.2f}/GPU-hour = "
+            f"${per_hour:,.2f}/hour; "
             f"budget ${inp.budget_usd_per_hour:,.2f}/hour")
     if per_hour <= inp.budget_usd_per_hour + 1e-9:
         return RuleResult("cost", "pass", what)
@@ -314,6 +317,6 @@ def cost_rule(inp: CheckInput, plan: Plan, sizing: Sizing | None, replicas: int)
     if needed and needed < replicas:
         fixes.append(f"{needed} replicas meet the SLO (${usd_per_hour(needed, inp.gpus_requested, price):,.2f}/hour)")
     if inp.gpus_requested > inp.gpus_per_replica:
-        fixes.append(f"request {inp.gpus_per_replica} GPUs per pod (the engine uses {inp.gpus_per_replica})")
-    fixes.append(f"the budget pays for {affordable} replica(s); `sizer search` finds cheaper GPUs")
+        fixes.append(f"request {count(inp.gpus_per_replica, 'GPU')} per pod (the engine uses {inp.gpus_per_replica})")
+    fixes.append(f"the budget pays for {count(affordable, 'replica')}; `sizer search` finds cheaper GPUs")
     return RuleResult("cost", "fail", what + f"; ${per_hour - inp.budget_usd_per_hour:,.2f}/hour over", tuple(fixes))

@@ -81,3 +81,16 @@ class Sizing:
     usd_per_hour_for_slo: float | None         # their cost per hour
     operating_point: SLOProbe | None           # one replica at target rate / replicas, the scenario's request count
     notes: tuple[str, ...]
+
+    @property
+    def suggestion(self) -> str | None:
+        """What would meet the SLO when it is missed, in the words every command prints; None otherwise."""
+        if self.status is SizingStatus.NO_RATE:
+            return (f"more replicas do not help: the {self.binding_target} target is missed even at low load; "
+                    f"use faster GPUs or more tensor parallelism (`sizer search`), or relax the "
+                    f"{self.binding_target} target")
+        if self.status is SizingStatus.MISSED and self.replicas_for_slo:
+            return f"{self.replicas_for_slo} replicas meet it"
+        if self.status in (SizingStatus.MISSED, SizingStatus.TOO_MANY_REPLICAS):
+            return "`sizer search` finds faster configurations"
+        return None

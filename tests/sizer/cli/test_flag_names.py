@@ -55,6 +55,8 @@ FLAGS = {
     "--junit": ("JUnit XML file", ("JUnit",)),
     "--kv-share": ("share of max_num_seqs held at max_model_len", ("share of max_num_seqs",)),
     "--budget": ("most the deployment may cost per hour", ("USD per hour",)),
+    "--scenario": ("a side scenario file giving the workload and SLO", ("scenario YAML",)),
+    "--share": ("share of the workload's requests this deployment serves", ("share of the workload",)),
     "--device": ("cpu instead of a GPU", ("cpu",)),
     "--scale": ("share of the model's layers", ("share of the model's layers",)),
     "--out": ("folder the profile is written into", ("folder",)),

@@ -1,6 +1,6 @@
 """vLLM's command line as a manifest gives it: flags the simulator does not model are named."""
 
-from sizer.inputs.manifest import parse_vllm_args
+from sizer.inputs.manifests.commands import parse_vllm_args
 
 
 def test_swap_space_is_named_as_not_modelled():

@@ -12,7 +12,9 @@ from typer.testing import CliRunner
 
 from simulator.errors import FieldError
 from sizer.cli import app
-from sizer.inputs.manifest import _tokens, parse_vllm_args, read_check_input
+from sizer.inputs.manifest import read_check_input
+from sizer.inputs.manifests.commands import parse_vllm_args
+from sizer.inputs.manifests.commands import tokens as _tokens
 
 ROOT = Path(__file__).resolve().parents[3]
 CORPUS = ROOT / "tests" / "bad_inputs" / "manifest"

@@ -11,14 +11,8 @@ from typer.testing import CliRunner
 
 from simulator.errors import FieldError
 from sizer.cli import app
-from sizer.inputs.manifest import (
-    NOMINAL_WORKLOAD,
-    Traffic,
-    catalog_name_for,
-    gpu_for_label,
-    parse_vllm_args,
-    read_check_input,
-)
+from sizer.inputs.manifest import NOMINAL_WORKLOAD, Traffic, gpu_for_label, read_check_input
+from sizer.inputs.manifests.commands import catalog_name_for, parse_vllm_args
 from sizer.inputs.scenario import load_scenario, scenario_from_dict
 from sizer.outputs.check import check_file, max_model_len_rule, memory_rule, sequences_required
 from sizer.sizing.plan import make_plan
@@ -378,7 +372,7 @@ def test_emitted_k8s_round_trips_through_check(tmp_path):
     manifest = emitted.stdout            # the manifest alone; the plan went to stderr
     result = run("-", *ROUND_TRIP_FLAGS, input=manifest)
     assert result.exit_code == 0, result.output
-    assert "✓ slo" in result.output and "over 2 replica(s)" in result.output
+    assert "✓ slo" in result.output and "over 2 replicas" in result.output
     # the deployment check reads back is the one the plan sized, setting by setting
     inp = read_check_input(_write(tmp_path, manifest))
     planned = resolve(load_scenario(SCENARIO))

@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from sizer.cli import app
 from sizer.inputs.hardware import all_profiles
-from sizer.inputs.manifest import gpu_for_label, parse_vllm_args
+from sizer.inputs.manifest import gpu_for_label
+from sizer.inputs.manifests.commands import parse_vllm_args
 from sizer.inputs.scenario import load_scenario, scenario_from_dict
 from sizer.outputs.emit import ACCELERATORS, emit, k8s_name, serving_config, sglang_argv, vllm_argv
 from sizer.sizing.plan import make_plan

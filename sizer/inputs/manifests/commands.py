@@ -1,0 +1,325 @@
+"""A container's command line and the inference server it starts, as scenario deployment fields.
+
+Servers read: `vllm serve MODEL` and `python -m vllm.entrypoints.openai.api_server --model MODEL`
+(engine vllm); KServe's Hugging Face server `python -m huggingfaceserver --model_id MODEL`, which
+runs vLLM with vLLM's own flags (engine vllm); `python -m sglang.launch_server --model-path MODEL`
+(engine sglang); `trtllm-serve MODEL` (engine tensorrt-llm). Each server's flags that set a
+deployment field are a table below (name -> field, parser); other flags are named as not modelled.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+from simulator.errors import excerpt
+from simulator.schema import check_key, join, key_for
+from sizer.errors import InputError
+from sizer.inputs.manifests.fields import get, parse_number
+from sizer.inputs.model_spec import CATALOG_DIR, catalog_names
+from sizer.inputs.safe_load import load_json, loads_json
+from sizer.inputs.scenario import DeploymentSection, SpeculativeSection
+
+SHELLS = ("sh", "bash", "dash", "ash", "zsh")
+SHELL_OPERATORS = ("&&", "||", ";", ";;", "|", "&", "(", ")", ">", "<", ">>", "|&")
+
+
+# ---- argv from a container ------------------------------------------------------------------
+
+
+def container_env(container: dict, path: str, file: str) -> dict[str, str]:
+    """The container's `env` entries that have a literal value (a `valueFrom` is known only at run time)."""
+    out = {}
+    where = join(path, "env")
+    for i, item in enumerate(get(container, "env", path, file) or []):
+        if not isinstance(item, dict):
+            raise InputError(file, f"{where}[{i}]", f"expected a mapping with name and value, got {excerpt(item)}")
+        name = get(item, "env[].name", f"{where}[{i}]", file)
+        value = get(item, "env[].value", f"{where}[{i}]", file)
+        if name is not None and value is not None:
+            out[name] = value
+    return out
+
+
+def expand(text: str, env: dict[str, str], shell: bool) -> str:
+    """Kubernetes' `$(VAR)` from the container's env (`$$(VAR)` stays literal; an unknown name stays as
+    written, as Kubernetes leaves it); in a shell script also `$VAR` and `${VAR}`, as the shell would."""
+    text = re.sub(r"\$\$\(|\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
+                  lambda m: "$(" if m.group(1) is None else env.get(m.group(1), m.group(0)), text)
+    if shell:
+        text = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)",
+                      lambda m: env.get(m.group(1) or m.group(2), m.group(0)), text)
+    return text
+
+
+def tokens(container: dict, path: str, file: str, doc=None) -> list[str]:
+    """command + args as argv, each list item one argument (as Kubernetes passes them, spaces and
+    all), `$(VAR)` expanded from the container's env. Only the script of `sh -c` / `bash -c` is
+    split, as that shell would (shlex); Helm values may give `command` or `args` as one such line."""
+    env = container_env(container, path, file)
+    items: list[tuple[str, str, bool]] = []          # (argument, field path, already split)
+    for key in ("command", "args"):
+        where = join(path, key)
+        value = container.get(key)
+        if value is None:
+            continue
+        if isinstance(value, str) and not (isinstance(doc, dict) and doc.get("kind")):
+            items += [(expand(t, env, True), where, True) for t in _shell_split(value, file, where)]
+            continue
+        for i, item in enumerate(get(container, key, path, file)):
+            if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+                raise InputError(file, f"{where}[{i}]", f"expected a string, got {excerpt(item)}")
+            items.append((expand(item, env, False) if isinstance(item, str) else str(item), f"{where}[{i}]", False))
+    argv: list[str] = []
+    i = 0
+    while i < len(items):
+        token = items[i][0]
+        argv.append(token)
+        i += 1
+        if Path(token).name not in SHELLS:
+            continue
+        # `sh -c SCRIPT`, `bash -ec SCRIPT`, `sh -x -c SCRIPT`: the script is one string to split
+        while i < len(items) and items[i][0].startswith("-") and not items[i][0].startswith("--"):
+            flag = items[i][0]
+            argv.append(flag)
+            i += 1
+            if "c" in flag[1:]:
+                if i < len(items) and not items[i][2]:
+                    argv += [expand(t, env, True) for t in _shell_split(items[i][0], file, items[i][1])]
+                    i += 1
+                break
+    return argv
+
+
+def _shell_split(text: str, file: str, where: str) -> list[str]:
+    try:
+        lexer = shlex.shlex(text, posix=True, punctuation_chars=True)   # `a;b` and `a && b` split at the operator
+        lexer.whitespace_split = True
+        return list(lexer)
+    except ValueError as exc:
+        raise InputError(file, where, f"not a valid shell command line ({exc}): {excerpt(text)}") from None
+
+
+def server_start(argv: list[str]) -> tuple[str, int] | None:
+    """(engine, index of the first argument after the server's command) of the first server in argv, or None."""
+    for i, t in enumerate(argv):
+        name = Path(t).name
+        if name == "vllm" and argv[i + 1:i + 2] == ["serve"]:
+            return "vllm", i + 2
+        if "vllm.entrypoints" in t or name == "huggingfaceserver":
+            return "vllm", i + 1
+        if "sglang.launch_server" in t:
+            return "sglang", i + 1
+        if name == "trtllm-serve":
+            return "tensorrt-llm", i + 2 if argv[i + 1:i + 2] == ["serve"] else i + 1
+    return None
+
+
+# ---- flag tables ------------------------------------------------------------------------------
+#
+# flag -> (deployment field, parser). A number sets the scenario's deployment field of that name and is
+# checked against its declaration; "-" flags as each server's argument parser spells them, with `_`
+# read as `-` (vLLM and TensorRT-LLM accept both).
+
+_NUMBER = "number"
+VALUE_FLAGS = {                      # vLLM: `vllm serve --help` (vllm/engine/arg_utils.py)
+    "--tensor-parallel-size": ("tensor_parallel_size", _NUMBER), "-tp": ("tensor_parallel_size", _NUMBER),
+    "--pipeline-parallel-size": ("pipeline_parallel_size", _NUMBER), "-pp": ("pipeline_parallel_size", _NUMBER),
+    "--data-parallel-size": ("data_parallel_size", _NUMBER), "-dp": ("data_parallel_size", _NUMBER),
+    "--max-model-len": ("max_model_len", _NUMBER), "--max-num-seqs": ("max_num_seqs", _NUMBER),
+    "--max-num-batched-tokens": ("max_num_batched_tokens", _NUMBER), "--block-size": ("block_size", _NUMBER),
+    "--gpu-memory-utilization": ("gpu_memory_utilization", _NUMBER),
+    "--quantization": ("quantization", "quantization"), "-q": ("quantization", "quantization"),
+    "--kv-cache-dtype": ("kv_cache_dtype", "kv"), "--dtype": ("dtype", "dtype"),
+    "--speculative-config": ("speculative_config", "json"), "--model": ("model", "str"),
+    "--model-id": ("model", "str"),                   # KServe huggingfaceserver's --model_id
+    "--max-loras": ("max_loras", _NUMBER), "--max-lora-rank": ("max_lora_rank", _NUMBER),
+    "--max-cpu-loras": ("max_cpu_loras", _NUMBER),
+}
+BOOL_FLAGS = {"--enable-prefix-caching": ("enable_prefix_caching", True),
+              "--no-enable-prefix-caching": ("enable_prefix_caching", False),
+              "--enable-chunked-prefill": ("enable_chunked_prefill", True),
+              "--no-enable-chunked-prefill": ("enable_chunked_prefill", False),
+              "--enable-expert-parallel": ("enable_expert_parallel", True),
+              "--enable-lora": ("enable_lora", True)}
+# SGLang: `python -m sglang.launch_server --help` (sglang/srt/server_args.py). --mem-fraction-static is the
+# share of memory for weights and the KV pool, read as gpu_memory_utilization (as --emit sglang writes it);
+# --chunked-prefill-size -1 turns chunked prefill off, and --ep-size above 1 shards the experts.
+SGLANG_VALUE_FLAGS = {
+    "--model-path": ("model", "str"), "--model": ("model", "str"),
+    "--tp-size": ("tensor_parallel_size", _NUMBER), "--tp": ("tensor_parallel_size", _NUMBER),
+    "--tensor-parallel-size": ("tensor_parallel_size", _NUMBER),
+    "--pp-size": ("pipeline_parallel_size", _NUMBER), "--pipeline-parallel-size": ("pipeline_parallel_size", _NUMBER),
+    "--dp-size": ("data_parallel_size", _NUMBER), "--dp": ("data_parallel_size", _NUMBER),
+    "--data-parallel-size": ("data_parallel_size", _NUMBER),
+    "--context-length": ("max_model_len", _NUMBER), "--mem-fraction-static": ("gpu_memory_utilization", _NUMBER),
+    "--max-running-requests": ("max_num_seqs", _NUMBER), "--max-prefill-tokens": ("max_num_batched_tokens", _NUMBER),
+    "--chunked-prefill-size": ("chunked_prefill_size", "chunk"), "--page-size": ("block_size", _NUMBER),
+    "--quantization": ("quantization", "quantization"), "--kv-cache-dtype": ("kv_cache_dtype", "kv"),
+    "--dtype": ("dtype", "dtype"), "--ep-size": ("expert_parallel_size", "ep"),
+    "--expert-parallel-size": ("expert_parallel_size", "ep"),
+}
+SGLANG_BOOL_FLAGS = {"--disable-radix-cache": ("enable_prefix_caching", False),
+                     "--enable-ep-moe": ("enable_expert_parallel", True)}
+# TensorRT-LLM: `trtllm-serve --help` (tensorrt_llm/commands/serve.py). --kv_cache_free_gpu_memory_fraction
+# is a share of the memory left after the weights, not of all memory: read as gpu_memory_utilization it
+# plans less KV than TensorRT-LLM allocates (a note says so).
+TRTLLM_VALUE_FLAGS = {
+    "--model": ("model", "str"), "--tp-size": ("tensor_parallel_size", _NUMBER),
+    "--pp-size": ("pipeline_parallel_size", _NUMBER), "--ep-size": ("expert_parallel_size", "ep"),
+    "--max-batch-size": ("max_num_seqs", _NUMBER), "--max-num-tokens": ("max_num_batched_tokens", _NUMBER),
+    "--max-seq-len": ("max_model_len", _NUMBER),
+    "--kv-cache-free-gpu-memory-fraction": ("gpu_memory_utilization", _NUMBER),
+}
+TABLES = {"vllm": (VALUE_FLAGS, BOOL_FLAGS), "sglang": (SGLANG_VALUE_FLAGS, SGLANG_BOOL_FLAGS),
+          "tensorrt-llm": (TRTLLM_VALUE_FLAGS, {})}
+QUANTIZATION = {"fp8": "fp8", "awq": "awq", "awq_marlin": "awq", "gptq": "gptq", "gptq_marlin": "gptq",
+                "modelopt": "fp8", "modelopt_fp4": "nvfp4", "mxfp4": "mxfp4", "compressed-tensors": "auto",
+                "fbgemm_fp8": "fp8", "experts_int8": "int8", "w8a8_int8": "int8", "w8a8_fp8": "fp8"}
+KV_DTYPES = {"auto": "auto", "fp8": "fp8", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2",
+             "bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "half": "fp16"}
+DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "auto": None}
+SPEC_METHODS = {"ngram": "ngram", "eagle": "eagle", "eagle3": "eagle3", "medusa": "medusa", "mtp": "mtp",
+                "deepseek_mtp": "mtp", "draft_model": "draft_model"}
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "tensorrt-llm": "TensorRT-LLM"}
+
+
+def parse_vllm_args(argv: list[str], file: str) -> tuple[dict, str, list[str]]:
+    """vLLM's command line -> (deployment fields, model reference, notes on flags not modelled)."""
+    _, fields, model, notes = parse_server_args(argv, file)
+    return {k: v for k, v in fields.items() if k != "engine"}, model, notes
+
+
+def parse_server_args(argv: list[str], file: str, stated_model: str | None = None) -> tuple[str, dict, str, list[str]]:
+    """A server's command line -> (engine, deployment fields, model reference, notes on flags not modelled).
+    `stated_model`: the model its object names (a KServe storageUri, a chart's model), which the
+    command line loads from wherever that object puts it."""
+    engine, start = server_start(argv) or ("vllm", len(argv))
+    values, bools = TABLES[engine]
+    rest, model, fields, ignored = argv[start:], None, {}, []
+    # a shell script goes on after the server's command line (`vllm serve ... && echo done`)
+    rest = rest[:next((i for i, t in enumerate(rest) if t in SHELL_OPERATORS), len(rest))]
+    if rest and not rest[0].startswith("-"):
+        model, rest = rest[0], rest[1:]
+    i = 0
+    while i < len(rest):
+        token = rest[i]
+        typed, _, inline = token.partition("=")
+        flag = "--" + typed[2:].replace("_", "-") if typed.startswith("--") else typed   # --max_model_len too
+        if flag in bools:
+            key, value = bools[flag]
+            fields[key] = value
+            i += 1
+            continue
+        following = rest[i + 1] if i + 1 < len(rest) else None
+        takes_next = not inline and following is not None and not (
+            following.startswith("-") and not isinstance(parse_number(following), (int, float)))
+        value = inline or (following if takes_next else None)
+        i += 1 + (1 if takes_next else 0)
+        if flag not in values:
+            if flag.startswith("-"):
+                ignored.append(typed)
+            continue
+        if value is None:
+            raise InputError(file, typed, "expected a value")
+        key, kind = values[flag]
+        fields[key] = _flag_value(typed, key, value, kind, file)     # errors name the flag as written
+    model = stated_model or fields.pop("model", None) or model
+    fields.pop("model", None)
+    if not model:
+        raise InputError(file, _COMMANDS[engine], f"no model given ({_COMMANDS[engine]} MODEL or --model MODEL)")
+    dtype = fields.pop("dtype", None)
+    if dtype and "quantization" not in fields:
+        fields["quantization"] = dtype
+    chunk = fields.pop("chunked_prefill_size", None)
+    if chunk is not None:
+        fields["enable_chunked_prefill"] = chunk > 0
+        if chunk > 0:
+            fields["max_num_batched_tokens"] = chunk
+    if fields.pop("expert_parallel_size", 1) > 1:
+        fields["enable_expert_parallel"] = True
+    notes = [f"{ENGINE_NAMES[engine]} flags not modelled: {' '.join(sorted(set(ignored)))}"] if ignored else []
+    if engine == "tensorrt-llm" and "gpu_memory_utilization" in fields:
+        notes.append("--kv_cache_free_gpu_memory_fraction is a share of the memory left after the weights; "
+                     "sizer reads it as a share of all memory (gpu_memory_utilization), which plans less KV")
+    return engine, {"engine": engine, **fields}, model, notes
+
+
+_COMMANDS = {"vllm": "vllm serve", "sglang": "sglang.launch_server", "tensorrt-llm": "trtllm-serve"}
+SPECULATIVE_TOKENS = key_for(SpeculativeSection, "num_speculative_tokens")
+
+
+def _flag_value(flag: str, key: str, value: str, kind: str, file: str):
+    if kind == _NUMBER:
+        return check_key(key_for(DeploymentSection, key, flag), parse_number(value), file, flag)
+    if kind in ("chunk", "ep"):                  # -1 / 0: off (SGLang's chunked prefill), else a size
+        number = parse_number(value)
+        if isinstance(number, bool) or not isinstance(number, int) or number < -1:
+            raise InputError(file, flag, f"expected a whole number (-1 for off), got {excerpt(value)}")
+        return number
+    table = {"quantization": QUANTIZATION, "kv": KV_DTYPES, "dtype": DTYPES}.get(kind)
+    if table is not None:
+        if value.lower() not in table:
+            raise InputError(file, flag, f"{excerpt(value)} is not modelled; expected one of: {', '.join(table)}")
+        return table[value.lower()]
+    if kind == "json":
+        spec = loads_json(value, file, flag)
+        if not isinstance(spec, dict):
+            raise InputError(file, flag, f"expected a JSON object, got {excerpt(spec)}")
+        method = SPEC_METHODS.get(str(spec.get("method", "draft_model" if spec.get("model") else "")).lower())
+        if method is None or "num_speculative_tokens" not in spec:
+            raise InputError(file, flag,
+                             f"expected method (one of {', '.join(SPEC_METHODS)}) and num_speculative_tokens")
+        # JSON text ("4") would be read by vLLM as a string: `check_key` refuses it too
+        tokens = check_key(SPECULATIVE_TOKENS, spec["num_speculative_tokens"], file, f"{flag}.num_speculative_tokens")
+        out = {"method": method, "num_speculative_tokens": tokens}
+        if method == "draft_model":
+            draft = spec.get("model")
+            if not isinstance(draft, str):
+                raise InputError(file, f"{flag}.model", f"expected a model name, got {excerpt(draft)}")
+            out["model"] = catalog_name_for(draft, file)
+        return out
+    return value
+
+
+# ---- the model -------------------------------------------------------------------------------
+
+
+def catalog_name_for(model_ref: str, file: str, field: str = "vllm serve") -> str:
+    """An HF repo id (or catalog name, or config path; `hf://` stripped) -> what `model.name` accepts.
+
+    Exact `_sizer.hf_repo` match first; then the same repo without -Instruct/-Chat/-it/-hf
+    words and a leading Meta- (a fine-tune has its base model's architecture).
+    """
+    model_ref = model_ref.removeprefix("hf://")
+    names = catalog_names()
+    if model_ref.lower() in names or _exists(model_ref):
+        return model_ref
+    repos = {}
+    for name in names:
+        repo = load_json(CATALOG_DIR / f"{name}.json").get("_sizer", {}).get("hf_repo")
+        if repo:
+            repos[repo.lower()] = name
+            repos[_base_repo(repo)] = repos.get(_base_repo(repo), name)
+    key = model_ref.lower()
+    if key in repos:
+        return repos[key]
+    if _base_repo(model_ref) in repos:
+        return repos[_base_repo(model_ref)]
+    raise InputError(file, field, f"model {excerpt(model_ref)} is not in the catalog (`sizer models`); "
+                     "set sizer.model to a catalog name or a config.json path")
+
+
+def _exists(path: str) -> bool:
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):           # a name too long for a path, a NUL byte
+        return False
+
+
+def _base_repo(repo: str) -> str:
+    """`meta-llama/Meta-Llama-3.1-8B-Instruct` -> `meta-llama/llama-3.1-8b`: fine-tunes share the base's shapes."""
+    org, _, name = repo.lower().partition("/")
+    words = [w for w in re.sub(r"^meta-", "", name).split("-") if w not in ("instruct", "chat", "it", "hf")]
+    return f"{org}/{'-'.join(words)}"

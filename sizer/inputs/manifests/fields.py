@@ -1,0 +1,88 @@
+"""The manifest fields sizer reads, declared once, and numbers written as text.
+
+A manifest is someone else's document: each field sizer reads is a `Key` (simulator/schema.py),
+other keys are ignored. A value that sets a scenario field (a vLLM flag, the replica count) is
+checked against that field's own declaration in sizer/inputs/scenario.py (`key_for`). Numbers may
+be written as text: vLLM's flags always are, Kubernetes quantities often are ("1", "32k").
+"""
+
+from __future__ import annotations
+
+from simulator.schema import Key, check_key, join, key_for
+from sizer.inputs.scenario import MAX_REPLICAS, DeploymentSection
+
+# GPUs one pod asks for: 1,024, the most in any one parallel dimension of a deployment.
+MAX_GPUS_PER_POD = 1024
+_GPUS = {"ge": 0, "le": MAX_GPUS_PER_POD, "nullable": False}      # 0: "needs N" says more
+_REPLICAS = key_for(DeploymentSection, "replicas")
+# Manifest paths (relative to the document, or to the vLLM container for `resources.*`) -> the key.
+# A mapping that is absent or null reads as empty; `command` and `args` are lists of strings
+# (Kubernetes; Helm values may give one shell command line as a string).
+MANIFEST_FIELDS = {
+    "metadata": Key("metadata", dict), "metadata.annotations": Key("annotations", dict),
+    "metadata.name": Key("name", str), "spec": Key("spec", dict),
+    "spec.replicas": _REPLICAS,                                               # Deployment, StatefulSet, LWS
+    "replicaCount": key_for(DeploymentSection, "replicas", "replicaCount"),   # Helm values
+    "replicas": _REPLICAS,
+    "spec.parallelism": key_for(DeploymentSection, "replicas", "parallelism"),  # Job: pods run at once
+    "command": Key("command", list), "args": Key("args", list), "env": Key("env", list),
+    "env[].name": Key("name", str), "env[].value": Key("value", str),
+    "resources": Key("resources", dict), "resources.limits": Key("limits", dict),
+    "resources.requests": Key("requests", dict),
+    "resources.limits.nvidia.com/gpu": Key("nvidia.com/gpu", int, **_GPUS),
+    "resources.limits.amd.com/gpu": Key("amd.com/gpu", int, **_GPUS),
+    "nodeSelector": Key("nodeSelector", dict), "matchExpressions": Key("matchExpressions", list),
+    "matchExpressions[].values": Key("values", list),
+    "acceleratorTypes.labelValues": Key("labelValues", list),       # llm-d modelservice's node affinity
+    # LeaderWorkerSet (leaderworkerset.x-k8s.io/v1): pods per group, each group one replica
+    "spec.leaderWorkerTemplate": Key("leaderWorkerTemplate", dict),
+    "leaderWorkerTemplate.size": Key("size", int, ge=1, le=MAX_GPUS_PER_POD, nullable=False),
+    # KServe (serving.kserve.io/v1beta1 InferenceService, v1alpha1 ServingRuntime)
+    "spec.predictor": Key("predictor", dict), "predictor.model": Key("model", dict),
+    "predictor.minReplicas": key_for(DeploymentSection, "replicas", "minReplicas"),
+    "predictor.model.runtime": Key("runtime", str), "predictor.model.storageUri": Key("storageUri", str),
+    "predictor.model.modelFormat": Key("modelFormat", dict), "modelFormat.name": Key("name", str),
+    # vLLM production-stack chart (servingEngineSpec.modelSpec[])
+    "servingEngineSpec": Key("servingEngineSpec", dict), "modelSpec": Key("modelSpec", list),
+    "modelSpec[].modelURL": Key("modelURL", str), "modelSpec[].name": Key("name", str),
+    "modelSpec[].requestGPU": Key("requestGPU", int, **_GPUS),
+    "modelSpec[].vllmConfig": Key("vllmConfig", dict), "vllmConfig.extraArgs": Key("extraArgs", list),
+    # llm-d modelservice chart
+    "modelArtifacts": Key("modelArtifacts", dict), "modelArtifacts.uri": Key("uri", str),
+    "modelArtifacts.name": Key("name", str), "multinode": Key("multinode", bool),
+    "decode": Key("decode", dict), "prefill": Key("prefill", dict), "containers": Key("containers", list),
+    "parallelism": Key("parallelism", dict), "modelCommand": Key("modelCommand", str),
+    "role.replicas": Key("replicas", int, ge=0, le=MAX_REPLICAS, nullable=False),     # 0: the role is not deployed
+    "role.create": Key("create", bool),
+}
+
+
+def get(node: dict, schema_key: str, path: str, file: str):
+    """MANIFEST_FIELDS[schema_key] of mapping `node` (at `path`), checked: None when absent, {} for an
+    absent or null mapping."""
+    spec = MANIFEST_FIELDS[schema_key]
+    value = node.get(spec.name)
+    if spec.name not in node or (value is None and spec.nullable):
+        return {} if spec.tp is dict else None
+    return check_key(spec, parse_number(value) if spec.tp in (int, float) else value, file, join(path, spec.name))
+
+
+_SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def parse_number(value):
+    """A number written as text ("2", "0.9", "1e4", vLLM's "32k" and "10M": decimal suffixes lower
+    case, binary upper case) as that number; anything else as it is, for its key to check."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    scale = _SUFFIXES.get(text[-1:], 1)
+    digits = text[:-1] if scale > 1 else text
+    if len(digits) > 40:                  # a 5,000-digit number is no count of anything
+        return value
+    for parse in (int, float):
+        try:
+            return parse(digits) * scale
+        except ValueError:
+            continue
+    return value

@@ -1,0 +1,160 @@
+"""Where the serving container is in Kubernetes objects, and what one replica of it is.
+
+Deployment, StatefulSet, Pod, Job and any object with a pod template: the container whose command
+line starts an inference server (sizer/inputs/manifests/commands.py), anywhere in the document;
+one replica is one pod (`spec.replicas`; a Pod 1; a Job `spec.parallelism`). LeaderWorkerSet
+(leaderworkerset.x-k8s.io/v1): one replica is a group of `leaderWorkerTemplate.size` pods, the
+leader's command line the server's, each pod with its own GPU limit, so a replica has size x
+that many GPUs (vLLM's multi-node example: TP within a node, PP across). KServe
+(serving.kserve.io): an InferenceService's `spec.predictor.model` runs on the ServingRuntime it
+names (`runtime`, in the same file) or, with `modelFormat: huggingface`, KServe's Hugging Face
+server (vLLM); the model from its `storageUri` (`hf://org/name`) when the command line names the
+mounted folder; replicas `spec.predictor.minReplicas`. A ServingRuntime alone is its container.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simulator.errors import excerpt
+from simulator.schema import join
+from sizer.errors import InputError
+from sizer.inputs.manifests.commands import server_start, tokens
+from sizer.inputs.manifests.fields import get
+
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
+# KServe's Hugging Face serving runtime (kserve/huggingfaceserver): vLLM behind KServe's own flags
+# (--model_id, --model_name, --backend), with vLLM's engine flags passed through.
+HUGGINGFACE_SERVER = ("python", "-m", "huggingfaceserver")
+
+
+@dataclass(frozen=True)
+class Server:
+    """One inference server found in a file, with what its object says about it."""
+    doc: dict                       # the document it is in (name, node labels, a `sizer:` block)
+    path: str                       # the container's field path
+    container: dict                 # command, args, env, resources
+    kind: str                       # what was read: "Deployment", "LeaderWorkerSet", "production-stack values", ...
+    argv: tuple[str, ...]           # its command line, `$(VAR)` expanded
+    gpus_per_pod: int
+    gpus_where: str                 # the field that gave gpus_per_pod
+    replicas: int | None            # None: not stated (1)
+    pods: int = 1                   # pods per replica: a LeaderWorkerSet group
+    model: str | None = None        # stated by the object (storageUri, modelURL, modelArtifacts.uri)
+    role: str | None = None         # "prefill" or "decode" in a disaggregated deployment
+    name: str | None = None
+    notes: tuple[str, ...] = ()     # settings of the object that sizer does not model
+
+
+def pod_gpus(container: dict, path: str, file: str) -> tuple[int, str]:
+    """GPUs one pod asks for (`resources.limits`, else `requests`), and the field that says so."""
+    resources = get(container, "resources", path, file)
+    rpath = join(path, "resources")
+    limits = {**get(resources, "resources.requests", rpath, file), **get(resources, "resources.limits", rpath, file)}
+    key = next((k for k in GPU_RESOURCES if k in limits), None)
+    if key is None:
+        raise InputError(file, join(rpath, "limits.nvidia.com/gpu"), "missing; an inference pod needs its GPU count")
+    return get(limits, f"resources.limits.{key}", join(rpath, "limits"), file), join(rpath, f"limits.{key}")
+
+
+def containers(node, path: str) -> list[tuple[str, dict]]:
+    """(path, mapping) of every mapping with `args` or `command` anywhere in a document (pod specs, Helm values)."""
+    out = []
+    if isinstance(node, dict):
+        if "args" in node or "command" in node:
+            out.append((path, node))
+        for key, value in node.items():
+            out += containers(value, join(path, key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            out += containers(value, f"{path}[{i}]")
+    return out
+
+
+def kubernetes_servers(docs: list, file: str) -> list[Server]:
+    """Every inference server in the Kubernetes objects (documents with a `kind`) of a file."""
+    objects = [d for d in docs if isinstance(d, dict) and d.get("kind")]
+    runtimes = {_name(d, file): d for d in objects if d.get("kind") in ("ServingRuntime", "ClusterServingRuntime")}
+    used, out = set(), []
+    # InferenceServices first: the ServingRuntime each uses is read as part of it, not alone
+    for doc in sorted(objects, key=lambda d: d.get("kind") != "InferenceService"):
+        if doc.get("kind") == "InferenceService":
+            server, runtime = _inference_service(doc, runtimes, file)
+            if server is not None:
+                out.append(server)
+                used.add(runtime)
+                continue
+        if doc.get("kind") in ("ServingRuntime", "ClusterServingRuntime") and _name(doc, file) in used:
+            continue
+        for path, container in containers(doc, ""):
+            argv = tokens(container, path, file, doc)
+            if server_start(argv) is None:
+                continue
+            gpus, where = pod_gpus(container, path, file)
+            out.append(Server(doc, path, container, str(doc["kind"]), tuple(argv), gpus, where,
+                              _replicas(doc, file), _group_size(doc, file), name=_name(doc, file)))
+    return out
+
+
+def _name(doc: dict, file: str) -> str | None:
+    return get(get(doc, "metadata", "", file), "metadata.name", "metadata", file)
+
+
+def _replicas(doc: dict, file: str) -> int | None:
+    spec = get(doc, "spec", "", file)
+    if doc.get("kind") == "Pod":
+        return 1
+    if doc.get("kind") == "Job":
+        return get(spec, "spec.parallelism", "spec", file) if "parallelism" in spec else 1
+    return get(spec, "spec.replicas", "spec", file)
+
+
+
+def _group_size(doc: dict, file: str) -> int:
+    if doc.get("kind") != "LeaderWorkerSet":
+        return 1
+    template = get(get(doc, "spec", "", file), "spec.leaderWorkerTemplate", "spec", file)
+    size = get(template, "leaderWorkerTemplate.size", "spec.leaderWorkerTemplate", file)
+    return 1 if size is None else size
+
+
+def _inference_service(doc: dict, runtimes: dict, file: str) -> tuple[Server | None, str | None]:
+    """The server of an InferenceService's `predictor.model` (None when it has only `containers`)."""
+    predictor = get(get(doc, "spec", "", file), "spec.predictor", "spec", file)
+    ppath = "spec.predictor"
+    model = get(predictor, "predictor.model", ppath, file)
+    if not model:
+        return None, None
+    mpath = join(ppath, "model")
+    runtime_name = get(model, "predictor.model.runtime", mpath, file)
+    fmt = get(get(model, "predictor.model.modelFormat", mpath, file), "modelFormat.name", join(mpath, "modelFormat"),
+              file)
+    container, cpath, prefix = dict(model), mpath, ()
+    if runtime_name is not None and runtime_name in runtimes:
+        runtime = runtimes[runtime_name]
+        found = containers(get(runtime, "spec", "", file), "spec")
+        if not found:
+            raise InputError(file, f"{mpath}.runtime", f"ServingRuntime {excerpt(runtime_name)} has no container "
+                                                       "with a command line")
+        rpath, rcontainer = found[0]
+        prefix = tuple(tokens({k: rcontainer[k] for k in ("command", "args", "env") if k in rcontainer},
+                              rpath, file, runtime))
+        container = {**rcontainer, **{k: v for k, v in model.items() if k in ("resources", "env")}}
+        container["args"] = model.get("args") or []
+        cpath = mpath if "resources" in model else rpath
+    elif (fmt or "").lower() == "huggingface":
+        prefix = HUGGINGFACE_SERVER
+    else:
+        raise InputError(file, join(mpath, "runtime"), f"expected a ServingRuntime in this file, or modelFormat "
+                                                       f"huggingface; got {excerpt(runtime_name)}")
+    argv = prefix + tuple(tokens({k: container[k] for k in ("args", "env") if k in container}, cpath, file, doc))
+    if server_start(list(argv)) is None:
+        raise InputError(file, join(mpath, "runtime"), "the runtime's command line starts no inference server "
+                                                       "sizer reads (vllm serve, sglang.launch_server, trtllm-serve)")
+    gpus, where = pod_gpus(container, cpath, file)
+    uri = get(model, "predictor.model.storageUri", mpath, file)
+    stated = uri.removeprefix("hf://") if uri and uri.startswith("hf://") else None
+    replicas = get(predictor, "predictor.minReplicas", ppath, file)
+    return Server(doc, cpath, container, "InferenceService", argv, gpus, where, replicas, model=stated,
+                  name=_name(doc, file)), runtime_name
+

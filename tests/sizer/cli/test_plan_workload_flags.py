@@ -1,0 +1,82 @@
+"""`plan` reads the workload and SLO flags `check` reads (the same option objects), and says what would
+meet an SLO no rate meets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sizer.cli import app
+from sizer.cli.options import read_scenario_data
+from sizer.inputs.manifest import Traffic
+
+ROOT = Path(__file__).resolve().parents[3]
+CHAT = ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml"     # lognormal prompts of mean 1,200, answers 250
+
+
+def plan(*args: str):
+    return CliRunner().invoke(app, ["plan", *(str(a) for a in args)])
+
+
+def test_token_flags_replace_the_scenario_lengths():
+    result = plan(CHAT, "--prompt-tokens", "4k", "--output-tokens", "500", "--json")
+    assert result.exit_code == 0, result.output
+    # Little's law holds each request at its end: 4k = 4,000 (decimal, as vLLM reads it) + 500 = 4,500 tokens
+    assert json.loads(result.output)["capacity"]["kv_tokens_per_request"] == 4500
+    unchanged = json.loads(plan(CHAT, "--json").output)["capacity"]["kv_tokens_per_request"]
+    assert unchanged == 1200 + 250           # the scenario's means, without the flags
+
+
+def test_flags_alone_give_the_whole_workload():
+    result = plan("--model", "llama-3.1-8b", "--gpu", "h100", "--prompt-tokens", "32K", "--output-tokens", "1k",
+                  "--json")
+    assert result.exit_code == 0, result.output
+    # 32K is binary: 32 x 1,024 = 32,768, + 1,000
+    assert json.loads(result.output)["capacity"]["kv_tokens_per_request"] == 32768 + 1000
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--prompt-tokens", "lots"], "--prompt-tokens"),
+    (["--output-tokens", "0"], "--output-tokens"),
+    (["--ttft-ms", "-1"], "--ttft-ms"),
+    (["--itl-ms", "inf"], "--itl-ms"),
+])
+def test_bad_workload_flags_name_the_flag(args, flag):
+    result = plan(CHAT, *args)
+    assert result.exit_code == 2 and result.output.startswith(f"error: {flag}:"), result.output
+
+
+def test_no_rate_meets_the_slo_prints_the_plan_the_binding_target_and_a_fix():
+    # an 8B model cannot prefill a 4,000-token prompt in 5 ms on one H100 (about 8e9 x 2 x 4,000 FLOP at
+    # ~790 TFLOP/s is 80 ms), at any rate: more replicas do not help
+    result = plan("--model", "llama-3.1-8b", "--gpu", "h100", "--prompt-tokens", "4000", "--output-tokens", "100",
+                  "--ttft-ms", "5", "--itl-ms", "50", "--simulate")
+    assert result.exit_code == 0, result.output                  # a plan with a verdict, not an error
+    text = " ".join(result.output.split())
+    assert "Memory per GPU" in text                               # the plan is printed
+    assert "no request rate meets the SLO on one replica: TTFT is missed" in text
+    assert "fix: more replicas do not help: the TTFT target is missed even at low load" in text
+    assert "1 GPUs" not in text and "replica(s)" not in text
+
+
+def test_simulate_reads_the_same_flags():
+    result = CliRunner().invoke(app, ["simulate", str(CHAT), "--rate", "2", "--prompt-tokens", "2k",
+                                      "--output-tokens", "100", "--num-requests", "200", "--json"])
+    assert result.exit_code == 0, result.output
+    m = json.loads(result.output)
+    # fixed lengths: every request has 2k = 2,000 prompt tokens and 100 output tokens
+    assert m["input_tokens_per_s"] / m["request_throughput_per_s"] == pytest.approx(2000)
+    assert m["output_tokens_per_s"] / m["request_throughput_per_s"] == pytest.approx(100)
+    # 200 Poisson arrivals at 2 requests/s span about 100 s (the scenario's own rate is 6/s: about 33 s)
+    assert 80 < m["duration_s"] < 120
+
+
+def test_search_and_report_read_the_scenario_with_the_flags():
+    data = read_scenario_data(CHAT, Traffic(prompt_tokens=2000, ttft_ms=300.0))
+    assert data["workload"]["prompt_tokens"] == {"distribution": "fixed", "value": 2000}
+    assert data["workload"]["output_tokens"]["distribution"] == "lognormal"          # not given: the file's
+    assert data["workload"]["shared_prefix"] == {"share": 0.5, "tokens": 512, "num_prefixes": 4}
+    assert (data["slo"]["ttft_ms"], data["slo"]["itl_ms"]) == (300.0, 50)

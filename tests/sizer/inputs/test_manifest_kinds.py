@@ -1,0 +1,182 @@
+"""Every manifest kind `sizer check` reads, from real-shaped files (tests/data/manifests/README.md cites
+each one's source): the deployment read back, setting by setting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from simulator.errors import FieldError
+from sizer.cli import app
+from sizer.inputs.manifest import read_check_input
+from sizer.inputs.manifests.commands import parse_server_args
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "manifests"
+
+
+def model_and_gpu(inp) -> tuple[str, str]:
+    return inp.scenario_data["model"]["name"], inp.scenario_data["hardware"]["gpu"]
+
+
+def read(name: str):
+    inp = read_check_input(str(DATA / name))
+    return inp, inp.scenario_data["deployment"]
+
+
+def test_statefulset_with_module_entrypoint_and_model_from_env():
+    inp, d = read("statefulset-vllm.yaml")
+    # $(MODEL_ID) is Kubernetes' expansion of the container's env: Qwen/Qwen2.5-7B-Instruct -> qwen2.5-7b
+    assert model_and_gpu(inp) == ("qwen2.5-7b", "l40s")
+    assert (inp.replicas, inp.gpus_per_replica, inp.gpus_requested) == (3, 1, 1)
+    assert d == {"engine": "vllm", "max_model_len": 16384, "gpu_memory_utilization": 0.92, "replicas": 3}
+    # an engine env var with no scenario field is named; HF_TOKEN (valueFrom) is neither read nor named
+    assert "vLLM environment not modelled: VLLM_ATTENTION_BACKEND" in inp.notes
+
+
+def test_pod_running_sglang():
+    inp, d = read("pod-sglang.yaml")
+    assert model_and_gpu(inp) == ("llama-3.1-70b", "h100-sxm")
+    assert (inp.replicas, inp.gpus_per_replica, inp.gpus_requested) == (1, 4, 4)      # a Pod is one replica
+    # --chunked-prefill-size -1 is SGLang's "off"; --max-prefill-tokens is its per-step token budget
+    assert d == {"engine": "sglang", "tensor_parallel_size": 4, "gpu_memory_utilization": 0.85, "max_model_len": 32768,
+                 "max_num_seqs": 128, "enable_chunked_prefill": False, "max_num_batched_tokens": 32768, "replicas": 1}
+    assert "SGLang flags not modelled: --host --port" in inp.notes
+
+
+def test_job_running_trtllm_serve():
+    inp, d = read("job-trtllm.yaml")
+    assert model_and_gpu(inp) == ("llama-3.1-8b", "h200")
+    assert (inp.replicas, inp.gpus_per_replica, inp.gpus_requested) == (2, 2, 2)      # spec.parallelism pods
+    assert d == {"engine": "tensorrt-llm", "tensor_parallel_size": 2, "pipeline_parallel_size": 1, "max_num_seqs": 64,
+                 "max_num_batched_tokens": 8192, "max_model_len": 8192, "gpu_memory_utilization": 0.85, "replicas": 2}
+    assert any(n.startswith("--kv_cache_free_gpu_memory_fraction is a share of the memory left") for n in inp.notes)
+
+
+def test_leaderworkerset_counts_every_pod_of_a_group():
+    inp, d = read("lws-vllm-tp8-pp2.yaml")
+    # size 2 x 8 GPUs per pod = 16 = TP 8 x PP 2: the split fits the group, not one pod
+    assert inp.scenario_data["model"] == {"name": "llama-3.1-405b"}
+    assert (inp.replicas, inp.gpus_per_replica, inp.gpus_requested) == (2, 16, 16)
+    assert (d["tensor_parallel_size"], d["pipeline_parallel_size"], d["max_model_len"]) == (8, 2, 32768)
+    result = CliRunner().invoke(app, ["check", str(DATA / "lws-vllm-tp8-pp2.yaml")])
+    assert result.exit_code == 0, result.output
+
+
+def test_leaderworkerset_group_too_small_names_the_limit(tmp_path):
+    text = (DATA / "lws-vllm-tp8-pp2.yaml").read_text().replace("size: 2", "size: 1")
+    (tmp_path / "lws.yaml").write_text(text)
+    with pytest.raises(FieldError, match="8 GPUs, but tensor x pipeline x data parallel size needs 16") as err:
+        read_check_input(str(tmp_path / "lws.yaml"))
+    assert err.value.field == ("spec.leaderWorkerTemplate.leaderTemplate.spec.containers[0]"
+                               ".resources.limits.nvidia.com/gpu")
+
+
+def test_kserve_huggingface_runtime():
+    inp, d = read("kserve-huggingface.yaml")
+    # --model_id names the model; minReplicas the replicas; the node selector under spec.predictor the GPU
+    assert model_and_gpu(inp) == ("llama-3.1-8b", "a100-80gb")
+    assert (inp.replicas, inp.gpus_per_replica, inp.gpus_requested) == (2, 1, 1)
+    assert d == {"engine": "vllm", "max_model_len": 8192, "replicas": 2}
+    assert "vLLM flags not modelled: --model_name" in inp.notes         # named as written
+
+
+def test_kserve_serving_runtime_with_storage_uri():
+    inp, d = read("kserve-servingruntime.yaml")
+    # the runtime's command line (TP 2 on /mnt/models), the InferenceService's hf:// model and GPU limit
+    assert model_and_gpu(inp) == ("mistral-7b-v0.3", "l4")
+    assert (inp.replicas, inp.gpus_per_replica, inp.gpus_requested) == (1, 2, 2)
+    assert d == {"engine": "vllm", "tensor_parallel_size": 2, "max_model_len": 16384, "replicas": 1}
+
+
+def test_production_stack_values():
+    inp, d = read("production-stack-values.yaml")
+    assert inp.kind == "production-stack values" and inp.name == "llama70b"
+    assert model_and_gpu(inp) == ("llama-3.1-70b", "h100-sxm")
+    assert (inp.replicas, inp.gpus_per_replica, inp.gpus_requested) == (2, 4, 4)
+    # vllmConfig keys as the flags the chart writes; extraArgs as written (64 a number in YAML)
+    assert d == {"engine": "vllm", "enable_prefix_caching": True, "max_model_len": 16384, "quantization": "bf16",
+                 "tensor_parallel_size": 4, "gpu_memory_utilization": 0.9, "max_num_seqs": 64, "replicas": 2}
+    assert "production-stack vllmConfig keys not modelled: v1" in inp.notes
+
+
+def test_llm_d_prefill_decode_is_disaggregated():
+    inp, d = read("llm-d-pd-values.yaml")
+    assert inp.kind == "llm-d modelservice values"
+    assert model_and_gpu(inp) == ("llama-3.1-8b", "h100-sxm")
+    # one replica = the pair of pools: 2 decode pods of TP 2 (parallelism.tensor, so dataLocal 1 x tensor 2 =
+    # 2 GPUs each) and 4 prefill pods planned at the decode split: 6 x 2 = 12 GPUs; billed as requested:
+    # 2 x 2 decode + 4 x 1 prefill (tensor 1) = 8
+    assert (inp.gpus_per_replica, inp.gpus_requested, inp.replicas) == (12, 8, 1)
+    assert d == {"engine": "vllm", "max_model_len": 16384, "tensor_parallel_size": 2, "data_parallel_size": 1,
+                 "replicas": 1, "disaggregated": {"prefill_replicas": 4, "decode_replicas": 2}}
+    assert any(n.startswith("prefill pods differ from decode pods in tensor_parallel_size") for n in inp.notes)
+
+
+def test_vllm_chart_values_with_top_level_resources():
+    inp, d = read("vllm-chart-values.yaml")
+    assert inp.kind == "helm values"
+    assert model_and_gpu(inp) == ("mistral-7b-v0.3", "l40s")
+    assert (inp.replicas, inp.gpus_per_replica, inp.gpus_requested) == (2, 1, 1)
+    assert d == {"engine": "vllm", "max_model_len": 8192, "replicas": 2}
+
+
+def test_a_file_that_runs_no_server_says_what_was_looked_for(tmp_path):
+    (tmp_path / "svc.yaml").write_text("apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {ports: []}\n")
+    result = CliRunner().invoke(app, ["check", str(tmp_path / "svc.yaml")])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    for looked_for in ("vllm serve", "sglang.launch_server", "trtllm-serve", "LeaderWorkerSet", "InferenceService",
+                       "production-stack", "llm-d"):
+        assert looked_for in result.output
+
+
+@pytest.mark.parametrize("argv, engine, fields", [
+    (["trtllm-serve", "m", "--ep_size", "4", "--tp_size", "4"], "tensorrt-llm",
+     {"tensor_parallel_size": 4, "enable_expert_parallel": True}),
+    (["python3", "-m", "sglang.launch_server", "--model", "m", "--disable-radix-cache", "--page-size", "16",
+      "--chunked-prefill-size", "4096"], "sglang",
+     {"enable_prefix_caching": False, "block_size": 16, "enable_chunked_prefill": True,
+      "max_num_batched_tokens": 4096}),
+])
+def test_server_flags_map_to_fields(argv, engine, fields):
+    got_engine, got, model, _ = parse_server_args(argv, "f.yaml")
+    assert (got_engine, model) == (engine, "m") and got == {"engine": engine, **fields}
+
+
+def test_shell_variables_expand_from_env_in_a_script(tmp_path):
+    text = (DATA / "statefulset-vllm.yaml").read_text().replace(
+        'command: ["python3", "-m", "vllm.entrypoints.openai.api_server"]\n'
+        '          args: ["--model", "$(MODEL_ID)", "--max-model-len", "16384", "--gpu-memory-utilization", "0.92"]',
+        'command: ["bash", "-c", "vllm serve ${MODEL_ID} -tp=$TP"]')
+    text = text.replace("            - name: VLLM_ATTENTION_BACKEND", '            - {name: TP, value: "2"}\n'
+                                                                      "            - name: VLLM_ATTENTION_BACKEND")
+    (tmp_path / "s.yaml").write_text(text.replace('nvidia.com/gpu: "1"', 'nvidia.com/gpu: "2"'))
+    inp = read_check_input(str(tmp_path / "s.yaml"))
+    assert inp.scenario_data["model"] == {"name": "qwen2.5-7b"}
+    assert inp.scenario_data["deployment"]["tensor_parallel_size"] == 2
+
+
+def test_llm_d_args_that_set_the_split_win_over_the_charts(tmp_path):
+    # the decode container's own --tensor-parallel-size is the one vLLM gets; the chart adds parallelism.tensor
+    # only when the args do not set it (a second flag would override the first)
+    text = (DATA / "llm-d-pd-values.yaml").read_text().replace(
+        '"--max-model-len", "16384"]\n      env:',
+        '"--max-model-len", "16384", "--tensor-parallel-size", "1"]\n      env:')
+    (tmp_path / "v.yaml").write_text(text)
+    inp = read_check_input(str(tmp_path / "v.yaml"))
+    assert inp.scenario_data["deployment"]["tensor_parallel_size"] == 1
+    assert any("2 GPUs" in n and "uses 1" in n for n in inp.notes)     # the pod still asks for tensor 2 x dataLocal 1
+
+
+def test_the_leaderworkerset_plan_emits_reads_back(tmp_path):
+    # 405B in bf16 needs TP 8 x PP 2 = 16 H100s, two nodes of 8: `--emit k8s` writes a LeaderWorkerSet
+    # (sizer/outputs/emit.py), which check reads back as one replica of 2 pods x 8 GPUs
+    emitted = CliRunner().invoke(app, ["plan", "--model", "llama-3.1-405b", "--gpu", "h100", "--tp", "8", "--pp", "2",
+                                       "--max-model-len", "16384", "--emit", "k8s"])
+    assert emitted.exit_code == 0 and "kind: LeaderWorkerSet" in emitted.stdout, emitted.output
+    (tmp_path / "lws.yaml").write_text(emitted.stdout)
+    inp = read_check_input(str(tmp_path / "lws.yaml"))
+    assert (inp.replicas, inp.gpus_per_replica, inp.gpus_requested) == (1, 16, 16)
+    d = inp.scenario_data["deployment"]
+    assert (d["tensor_parallel_size"], d["pipeline_parallel_size"], d["max_model_len"]) == (8, 2, 16384)
