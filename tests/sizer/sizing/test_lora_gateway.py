@@ -11,7 +11,7 @@ from simulator.errors import FieldError
 from simulator.metrics import summarise
 from simulator.safe_yaml import load_yaml
 from sizer.errors import InputError
-from sizer.inputs.manifest import parse_vllm_args
+from sizer.inputs.manifests.commands import parse_vllm_args
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.outputs.emit import serving_config, sglang_argv, vllm_argv
 from sizer.sizing.resolve import resolve
