@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from simulator.errors import excerpt
+from simulator.errors import FieldError, excerpt
 from simulator.safe_yaml import load_yaml
 from simulator.schema import Key, check_key
 from sizer.cli.flags import check_choices, check_range
@@ -67,8 +67,15 @@ def with_flags(data: object, traffic: Traffic) -> object:
 
 
 def scenario_with_flags(path: Path, traffic: Traffic, variant: Variant | None = None) -> Scenario:
-    """load_scenario, with the workload and SLO flags' values in place of the file's."""
-    return scenario_from_dict(with_flags(load_yaml(path), traffic), str(path), variant, default_name=path.stem)
+    """load_scenario, with the workload and SLO flags' values in place of the file's. A scenario rule that
+    the --prompt-tokens length breaks (a shared prefix longer than the prompt) names the flag."""
+    try:
+        return scenario_from_dict(with_flags(load_yaml(path), traffic), str(path), variant, default_name=path.stem)
+    except FieldError as error:
+        if traffic.prompt_tokens is None or error.field != "workload.shared_prefix.tokens":
+            raise
+        raise InputError(None, "--prompt-tokens", f"{traffic.prompt_tokens} is shorter than the scenario's shared "
+                                                  f"prefix (workload.shared_prefix.tokens in {path})") from None
 
 
 def tokens_flag(text: str | None, flag: str) -> int | None:

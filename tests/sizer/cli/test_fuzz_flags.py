@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 import engine.calibrate
 import engine.collectives
 import engine.validate
+import sizer.cli.import_kernels
 import sizer.cli.report
 import sizer.cli.search
 import sizer.cli.simulate
@@ -53,6 +54,7 @@ BASES = {
               "--workers", "1"],
     "check": ["check", str(REPO / "scenarios" / "deploy" / "fail-memory-llama-70b-h100.yaml")],
     "calibrate": ["calibrate", "--model", "tiny", "--device", "cpu", "--out", "OUT"],
+    "import-kernels": ["import-kernels", str(REPO), "--gpu", "h100-sxm", "--out", "OUT"],
     "validate": ["validate", str(REPO / "engine" / "scenarios" / "tiny-cpu.yaml"), "--profile",
                  str(REPO / "hardware_profiles" / "calibrated" / "cpu-tiny-tp1")],
 }
@@ -76,7 +78,7 @@ OPTIONS = [(name, option.opts[-1]) for name in BASES for option in fuzzable(name
 def stubbed(monkeypatch):
     """The long work stubbed: reaching it is `Accepted`; simulate clamped to 20 requests, 4 replicas."""
     for module, function in ((sizer.cli.search, "search"), (sizer.cli.report, "build_report"),
-                             (sizer.cli.sweep, "run_sweep"),
+                             (sizer.cli.sweep, "run_sweep"), (sizer.cli.import_kernels, "convert"),
                              (engine.calibrate, "calibrate"), (engine.collectives, "allreduce_table"),
                              (engine.validate, "validate")):
         monkeypatch.setattr(module, function, reached)

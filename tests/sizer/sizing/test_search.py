@@ -69,7 +69,8 @@ def fake_result(ttft_ms, tpot_ms, rejected=None):
     columns = {"request_id": np.arange(n), "rejected": rejected, "arrival_s": np.zeros(n),
                "finished_s": np.where(rejected, np.nan, 1.0), "prompt_tokens": np.full(n, 100),
                "output_tokens": np.full(n, 11), "cached_prompt_tokens": np.zeros(n, int),
-               "ttft_ms": ttft, "tpot_ms": tpot, "e2e_ms": ttft + 10 * tpot, "queue_ms": np.zeros(n)}
+               "ttft_ms": ttft, "tpot_ms": tpot, "e2e_ms": ttft + 10 * tpot, "queue_ms": np.zeros(n),
+               "lora_holdbacks": np.zeros(n, int)}
     one = np.ones(1)
     return SimulationResult(columns, {}, Timeline(np.zeros(1, int), one, one, one, one, one, one * 0.5, one),
                             np.array([]), 1, 0, BARE)
