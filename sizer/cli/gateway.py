@@ -16,6 +16,8 @@ from rich.table import Table
 from sizer.errors import InputError
 from sizer.inputs.gateway import load_gateway
 from sizer.outputs.destination import check_destination, write_text, write_with
+from sizer.outputs.report.gateway import render_gateway_html
+from sizer.outputs.report.render import check_pdf_renderer, write_pdf
 from sizer.outputs.serialise import to_json
 from sizer.sizing.gateway import GatewayAnswer, plan_gateway, resolve_gateway, run_gateway
 
@@ -50,11 +52,7 @@ def simulate(path: Path, as_json: bool, num_requests: int | None, requests_csv: 
 
 
 def report(path: Path, output: Path | None, pdf: bool, search: bool, date: str | None) -> None:
-    """`sizer report` on a gateway document: the same answer as `plan [--simulate]`, as HTML (and PDF).
-    The report package (jinja2, matplotlib) is imported here, off the plan path."""
-    from sizer.outputs.report.gateway import render_gateway_html
-    from sizer.outputs.report.render import check_pdf_renderer, write_pdf
-
+    """`sizer report` on a gateway document: the same answer as `plan [--simulate]`, as HTML (and PDF)."""
     if output is None:
         raise InputError(str(path), "--output", "missing; expected the HTML file to write (-o reports/NAME.html)")
     check_destination(output, "--output")
