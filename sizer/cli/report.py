@@ -1,4 +1,5 @@
-"""`sizer report SCENARIO -o reports/NAME.html [--pdf]`: a self-contained HTML (and PDF) sizing report."""
+"""`sizer report SCENARIO -o reports/NAME.html [--pdf]`: a self-contained HTML (and PDF) sizing report
+(of a gateway document: `sizer.cli.gateway.report`)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ from sizer.outputs.sweep_store import read_rows, write_csv
 
 
 def command(
-    scenario: Path | None = typer.Argument(None, help="scenario YAML (none with --sweep)"),
+    scenario: Path | None = typer.Argument(None, help="scenario or gateway YAML (none with --sweep)"),
     output: Path | None = typer.Option(None, "-o", "--output", help="HTML file to write (reports/NAME.html)"),
     pdf: bool = typer.Option(False, "--pdf", help="also write the same document as PDF beside it (weasyprint)"),
     no_search: bool = typer.Option(False, "--no-search", help="report on the scenario's configuration only"),
@@ -63,7 +64,9 @@ def command(
     ttft_ms: float | None = TTFT_MS,
     itl_ms: float | None = ITL_MS,
 ) -> None:
-    """Write a sizing report: question, answer, memory, latency against rate, timelines, search, assumptions."""
+    """Write a sizing report: question, answer, memory, latency against rate, timelines, search, assumptions.
+
+    On a gateway document: the cheapest sizing, per pool, per class, per route, the searched configurations."""
     if sweep is not None:
         traffic_flags = {"--rate": rate, "--prompt-tokens": prompt_tokens, "--output-tokens": output_tokens,
                          "--ttft-ms": ttft_ms, "--itl-ms": itl_ms}
