@@ -17,7 +17,8 @@ request's data class may not reach it (residency), or the target is:
 - at capacity: its least loaded up replica holds `max_outstanding_per_replica` requests, or the
   oldest request waiting on every up replica has waited `max_queue_wait_s`;
 - over budget (external endpoints): the spend of the trailing `budget_window_s`, this request
-  included, scaled to an hour, is above `budget_usd_per_hour`.
+  included, scaled to an hour, is above the endpoint's `budget_usd_per_hour`, or the spend of every
+  endpoint together is above the gateway's `budget_usd_per_hour` (a pool's cost is fixed by its replicas).
 
 A pool request goes to the pool's replicas through the pool's router (one simpy event per engine
 step, as in `simulator.cluster`); an external endpoint answers after a sampled latency, at its
@@ -46,8 +47,9 @@ from simulator.workload import Arrivals, Lengths, SharedPrefix
 # Outcomes of a request at the gateway.
 SERVED, FALLBACK, REJECTED = "served", "fallback", "rejected"
 # Why a target was skipped.
-RESIDENCY, OUTAGE, FAILURES, OUTSTANDING, QUEUE_WAIT, BUDGET = (
-    "residency", "outage", "replicas down", "capacity (outstanding)", "capacity (queue wait)", "over budget")
+RESIDENCY, OUTAGE, FAILURES, OUTSTANDING, QUEUE_WAIT, BUDGET, GATEWAY_BUDGET = (
+    "residency", "outage", "replicas down", "capacity (outstanding)", "capacity (queue wait)", "over budget",
+    "over budget (gateway)")
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,7 @@ class GatewayConfig:
     budget_window_s: float                    # an external endpoint's spend is compared with its cap over this
     fast_forward: bool = True                 # as SimulationConfig: runs of identical decode steps in one event
     check_invariants: bool = False            # verify KV block conservation after every event (slow)
+    budget_usd_per_hour: float | None = None  # a cap on every external endpoint's spend together (same window)
 
     def __post_init__(self) -> None:
         if self.num_requests < 1 or not self.classes or not math.isclose(sum(c.share for c in self.classes), 1.0):
@@ -262,24 +265,33 @@ def _oldest_wait_s(replica, now: float) -> float:
     return now - min(waiting) if waiting else 0.0
 
 
-class _External:
-    def __init__(self, spec: ExternalSpec, rng: np.random.Generator, window_s: float):
-        self.spec, self.rng, self.window_s = spec, rng, window_s
+class _Spend:
+    """Spend within a trailing window, compared with a cap per hour: a request is over budget when the
+    window's spend with it, scaled to an hour, would pass the cap."""
+
+    def __init__(self, cap_usd_per_hour: float | None, window_s: float):
+        self.cap, self.window_s = cap_usd_per_hour, window_s
         self.spent: deque[tuple[float, float]] = deque()     # (time, usd) within the trailing window
         self.spent_usd = 0.0
 
-    def refusal(self, now: float, usd: float) -> str:
+    def over(self, now: float, usd: float) -> bool:
         while self.spent and self.spent[0][0] <= now - self.window_s:
             self.spent_usd -= self.spent.popleft()[1]
-        cap = self.spec.budget_usd_per_hour
-        if cap is not None and (self.spent_usd + usd) * 3600.0 / self.window_s > cap:
-            return BUDGET
-        return ""
+        return self.cap is not None and (self.spent_usd + usd) * 3600.0 / self.window_s > self.cap
+
+    def add(self, now: float, usd: float) -> None:
+        self.spent.append((now, usd))
+        self.spent_usd += usd
+
+
+class _External:
+    def __init__(self, spec: ExternalSpec, rng: np.random.Generator, window_s: float):
+        self.spec, self.rng = spec, rng
+        self.spend = _Spend(spec.budget_usd_per_hour, window_s)
 
     def serve(self, now: float, usd: float, output_tokens: int) -> tuple[float, float, float]:
         """TTFT, TPOT and E2E in ms of one request sent now."""
-        self.spent.append((now, usd))
-        self.spent_usd += usd
+        self.spend.add(now, usd)
         s = self.spec
         ttft = float(self.rng.lognormal(math.log(s.ttft_p50_ms), s.ttft_sigma))
         tpot = s.tpot_ms if output_tokens > 1 else math.nan
@@ -298,6 +310,7 @@ def simulate_gateway(cfg: GatewayConfig, seed: int = 0) -> GatewayResult:
              for i, p in enumerate(cfg.pools)}
     externals = {e.name: _External(e, rngs[len(cfg.pools) + i], cfg.budget_window_s)
                  for i, e in enumerate(cfg.externals)}
+    gateway_spend = _Spend(cfg.budget_usd_per_hour, cfg.budget_window_s)
     decided: dict[int, tuple] = {}      # request id -> (target, fallbacks, reject reason, external latencies, usd)
 
     def place(i: int, now: float) -> None:
@@ -324,8 +337,10 @@ def simulate_gateway(cfg: GatewayConfig, seed: int = 0) -> GatewayResult:
             else:
                 ext = externals[target]
                 usd = ext.spec.cost_usd(prompt, output)
-                why = ext.refusal(now, usd)
+                why = (BUDGET if ext.spend.over(now, usd) else
+                       GATEWAY_BUDGET if gateway_spend.over(now, usd) else "")
                 if not why:
+                    gateway_spend.add(now, usd)
                     decided[i] = (target, tuple(skipped), "", ext.serve(now, usd, output), usd)
                     return
             skipped.append((target, why))

@@ -1,9 +1,11 @@
-"""`sizer plan` and `sizer simulate` on a gateway document (a top-level `gateway:`): per pool,
-per class, per route and gateway-wide tables, or JSON; plan --simulate adds the cheapest sizing."""
+"""`sizer plan`, `sizer simulate` and `sizer report` on a gateway document (a top-level `gateway:`): per
+pool, per class, per route and gateway-wide tables, JSON or an HTML (and PDF) report; plan --simulate
+and report add the cheapest sizing."""
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import math
 from pathlib import Path
 
@@ -13,7 +15,9 @@ from rich.table import Table
 
 from sizer.errors import InputError
 from sizer.inputs.gateway import load_gateway
-from sizer.outputs.destination import write_with
+from sizer.outputs.destination import check_destination, write_text, write_with
+from sizer.outputs.report.gateway import render_gateway_html
+from sizer.outputs.report.render import check_pdf_renderer, write_pdf
 from sizer.outputs.serialise import to_json
 from sizer.sizing.gateway import GatewayAnswer, plan_gateway, resolve_gateway, run_gateway
 
@@ -45,6 +49,28 @@ def simulate(path: Path, as_json: bool, num_requests: int | None, requests_csv: 
     render(a, Console())
     if requests_csv is not None:
         Console().print(f"per-request records (pool, route, fallbacks): {requests_csv}")
+
+
+def report(path: Path, output: Path | None, pdf: bool, search: bool, date: str | None) -> None:
+    """`sizer report` on a gateway document: the same answer as `plan [--simulate]`, as HTML (and PDF)."""
+    if output is None:
+        raise InputError(str(path), "--output", "missing; expected the HTML file to write (-o reports/NAME.html)")
+    check_destination(output, "--output")
+    pdf_path = output.with_suffix(".pdf")
+    if pdf:
+        if pdf_path == output:
+            raise InputError(str(output), "--output", "with --pdf the PDF is written beside the HTML under the same "
+                                                      "name with .pdf; name the HTML .html")
+        check_destination(pdf_path, "--pdf")
+        check_pdf_renderer("--pdf")
+    doc, name = load_gateway(path)
+    a = plan_gateway(resolve_gateway(doc, name, str(path)), search)
+    html = render_gateway_html(a, date or datetime.date.today().isoformat(), str(path))
+    write_text(output, "--output", html)
+    typer.echo(f"wrote {output}")
+    if pdf:
+        write_pdf(html, pdf_path, "--pdf")
+        typer.echo(f"wrote {pdf_path}")
 
 
 def _records_frame(records):

@@ -1,4 +1,5 @@
-"""`sizer report SCENARIO -o reports/NAME.html [--pdf]`: a self-contained HTML (and PDF) sizing report."""
+"""`sizer report SCENARIO -o reports/NAME.html [--pdf]`: a self-contained HTML (and PDF) sizing report
+(of a gateway document: `sizer.cli.gateway.report`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from sizer.cli import gateway
 from sizer.cli.flags import MAX_WORKERS, check_range
 from sizer.cli.options import (
     EMIT_HELP,
@@ -30,6 +32,7 @@ from sizer.cli.options import (
     write_emitted,
 )
 from sizer.errors import InputError
+from sizer.inputs.gateway import is_gateway
 from sizer.outputs.destination import check_destination, write_text
 from sizer.outputs.emit import ServingConfig
 from sizer.outputs.report import Report, build_report, check_pdf_renderer, render_html, write_pdf
@@ -39,7 +42,7 @@ from sizer.outputs.sweep_store import read_rows, write_csv
 
 
 def command(
-    scenario: Path | None = typer.Argument(None, help="scenario YAML (none with --sweep)"),
+    scenario: Path | None = typer.Argument(None, help="scenario or gateway YAML (none with --sweep)"),
     output: Path | None = typer.Option(None, "-o", "--output", help="HTML file to write (reports/NAME.html)"),
     pdf: bool = typer.Option(False, "--pdf", help="also write the same document as PDF beside it (weasyprint)"),
     no_search: bool = typer.Option(False, "--no-search", help="report on the scenario's configuration only"),
@@ -47,7 +50,7 @@ def command(
     tp: str | None = typer.Option(None, "--tp", help="tensor parallel sizes, default 1,2,4,8"),
     weights: str | None = typer.Option(None, help="weight formats, default bf16,fp8"),
     kv_cache_dtype: str | None = typer.Option(None, "--kv-cache-dtype", help="KV formats, default auto,fp8"),
-    workers: int = typer.Option(os.cpu_count() or 1, help="parallel processes for the search"),
+    workers: int | None = typer.Option(None, help="parallel processes for the search (default: the CPU count)"),
     date: str | None = typer.Option(None, help="date printed in the header (default today)"),
     emit: str | None = typer.Option(None, "--emit", help=EMIT_HELP),
     emit_to: Path | None = typer.Option(None, "--emit-to", help=EMIT_TO_HELP),
@@ -61,7 +64,9 @@ def command(
     ttft_ms: float | None = TTFT_MS,
     itl_ms: float | None = ITL_MS,
 ) -> None:
-    """Write a sizing report: question, answer, memory, latency against rate, timelines, search, assumptions."""
+    """Write a sizing report: question, answer, memory, latency against rate, timelines, search, assumptions.
+
+    On a gateway document: the cheapest sizing, per pool, per class, per route, the searched configurations."""
     if sweep is not None:
         traffic_flags = {"--rate": rate, "--prompt-tokens": prompt_tokens, "--output-tokens": output_tokens,
                          "--ttft-ms": ttft_ms, "--itl-ms": itl_ms}
@@ -71,12 +76,19 @@ def command(
         return sweep_report(sweep, scenario, output, csv, as_json, date)
     if scenario is None:
         raise InputError(None, "SCENARIO", "missing; expected a scenario YAML (or --sweep results.parquet)")
+    if is_gateway(scenario):
+        gateway.refuse_flags({"--gpus": gpus, "--tp": tp, "--weights": weights, "--kv-cache-dtype": kv_cache_dtype,
+                              "--workers": workers, "--emit": emit, "--emit-to": emit_to, "--csv": csv,
+                              "--json": as_json, "--rate": rate, "--prompt-tokens": prompt_tokens,
+                              "--output-tokens": output_tokens, "--ttft-ms": ttft_ms, "--itl-ms": itl_ms})
+        return gateway.report(scenario, output, pdf, not no_search, date)
     if output is None:
         raise InputError(str(scenario), "--output", "missing; expected the HTML file to write (-o reports/NAME.html)")
     for flag, given in (("--csv", csv), ("--json", as_json)):
         if given:
             raise InputError(None, flag, "needs --sweep")
     traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms)
+    workers = os.cpu_count() or 1 if workers is None else workers
     check_range(workers, "--workers", 1, MAX_WORKERS)
     space = None if no_search else space_from_options(gpus, tp, None, weights, kv_cache_dtype, False)
     check_destination(output, "--output")

@@ -169,6 +169,10 @@ class GatewaySection:
     external: list[ExternalSection] = field(default_factory=list, doc="hosted endpoints")
     residency: list[ResidencySection] = field(default_factory=list, doc="data class -> allowed targets")
     search: SearchSection = field(default_factory=SearchSection, doc="the cheapest sizing search (plan)")
+    budget_usd_per_hour: float | None = field(None, gt=0, le=1e12,
+                                              doc="a cap on every external endpoint's spend together: over budget "
+                                                  "when the trailing window's spend, scaled to an hour, would pass "
+                                                  "this (pools cost their replicas, whatever they serve)")
     num_requests: int = field(1000, ge=1, le=MAX_REQUESTS, doc="requests to simulate")
     seed: int = field(0, ge=0, le=2 ** 63 - 1, doc="random seed")
 

@@ -56,8 +56,9 @@ ASSUMPTIONS = (
     "difficulty routing is calibrated on the run's own traffic: exactly round(strong share x requests) of a route's "
     "hardest requests go strong (RouteLLM calibrates its threshold on a sample of traffic the same way)",
     "an external endpoint never queues: TTFT lognormal around its median, then a fixed time per output token",
-    f"budget caps apply to external endpoints (a pool's cost per hour is fixed by its replicas), on the spend of "
-    f"the trailing {BUDGET_WINDOW_S:g} s scaled to an hour",
+    f"budget caps (each external endpoint's, and the gateway's on all of them together) apply to the variable, "
+    f"per-token spend on the trailing {BUDGET_WINDOW_S:g} s scaled to an hour; a pool has none: its cost per hour "
+    f"is fixed by its replicas, whatever it serves",
     "an outage window or a failed replica takes no new requests; the requests it holds finish",
     "a class's shared prefixes are its own: no two classes share a system prompt",
     "multi-LoRA adapters are not modelled behind the gateway",
@@ -197,7 +198,7 @@ def resolve_gateway(doc: GatewayScenario, name: str, file: str | None) -> Resolv
     residency = {rule.data_class: tuple(rule.allowed) for rule in g.residency}
     arrivals = Arrivals(g.arrival.process, g.arrival.rate_per_s, g.arrival.cv)
     config = GatewayConfig(tuple(specs), externals, classes, routes, residency, arrivals, g.num_requests,
-                           BUDGET_WINDOW_S)
+                           BUDGET_WINDOW_S, budget_usd_per_hour=g.budget_usd_per_hour)
     return ResolvedGateway(doc, name, file, pools, config)
 
 

@@ -13,6 +13,7 @@ from simhelp import LinearStepModel, sim_config
 from simulator.gateway import (
     BUDGET,
     FALLBACK,
+    GATEWAY_BUDGET,
     OUTAGE,
     OUTSTANDING,
     REJECTED,
@@ -114,6 +115,34 @@ def test_capacity_limit_falls_back_and_budget_rejects():
     assert rejected
     assert all(r.fallbacks == (("small", OUTSTANDING), ("hosted", BUDGET)) for r in rejected)
     assert all(r.reject_reason == BUDGET for r in rejected)
+
+
+def test_the_gateway_budget_caps_every_endpoints_spend_together_in_every_rolling_hour():
+    # Every class goes to the hosted endpoint, then to a second one; the gateway caps both together at $0.50
+    # an hour. Unbounded, 1 request/s of 70 % x $0.00028 + 30 % x $0.00056 (test_external_latency_and_price's
+    # prices) spends 3600 x $0.000364 = $1.31 an hour, so the cap binds. 4,000 requests span over an hour.
+    cap = 0.5
+    routes = (Route("all", (), target="hosted", fallback=("hosted-b",)),)
+    cfg = config(externals=(HOSTED, replace(HOSTED, name="hosted-b")), routes=routes,
+                 arrivals=Arrivals("poisson", 1.0), num_requests=4000, budget_usd_per_hour=cap)
+    result = simulate_gateway(cfg, seed=8)
+    check_conservation(cfg, result)
+    spent = sorted((r.arrival_s, r.cost_usd) for r in result.records if r.cost_usd > 0)
+    assert spent[-1][0] - spent[0][0] > 3600.0
+    # the spend of every rolling hour (the busiest ends at a charged request) stays within the cap ...
+    hours = [sum(u for t, u in spent if end - 3600.0 < t <= end) for end, _ in spent]
+    assert max(hours) <= cap
+    # ... and reaches near it: each trailing 60 s window fills to within one request ($0.00056) of
+    # cap x 60 / 3600, so an hour holds at least ~60 x ($0.00833 - $0.00056) = $0.47; 0.85 x cap leaves room
+    assert max(hours) >= 0.85 * cap
+    # the overflow skipped both endpoints for the gateway's budget (neither has a cap of its own) and is rejected
+    over = [r for r in result.records if r.outcome == REJECTED]
+    assert len(over) > 1000
+    assert all(r.fallbacks == (("hosted", GATEWAY_BUDGET), ("hosted-b", GATEWAY_BUDGET)) for r in over)
+    assert all(r.reject_reason == GATEWAY_BUDGET for r in over)
+    # without the gateway's cap the same traffic spends over it in an hour
+    free = simulate_gateway(replace(cfg, budget_usd_per_hour=None), seed=8)
+    assert sum(r.cost_usd for r in free.records if r.arrival_s < 3600.0) > 2 * cap
 
 
 def test_residency_keeps_a_data_class_off_the_hosted_endpoint():

@@ -42,8 +42,8 @@ def _num(value: float | None, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
-def render_html(report: Report, generated: str) -> str:
-    """The report as HTML; `generated` (a date) is printed in the header."""
+def environment() -> jinja2.Environment:
+    """The templates' Jinja2 environment, with the reports' number filters."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
                              autoescape=jinja2.select_autoescape(["j2", "html"]),
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
@@ -53,8 +53,13 @@ def render_html(report: Report, generated: str) -> str:
     env.filters["command"] = _command
     env.filters["pct"] = lambda v: "-" if v is None else f"{100 * v:.1f}%"
     env.filters["gib"] = lambda v: f"{v / 2**30:,.1f}"
-    return env.get_template("report.html.j2").render(r=report, generated=generated,
-                                                        hours_per_month=HOURS_PER_MONTH)
+    return env
+
+
+def render_html(report: Report, generated: str) -> str:
+    """The report as HTML; `generated` (a date) is printed in the header."""
+    return environment().get_template("report.html.j2").render(r=report, generated=generated,
+                                                                 hours_per_month=HOURS_PER_MONTH)
 
 
 def check_pdf_renderer(flag: str = "--pdf") -> None:

@@ -136,6 +136,7 @@ def write(tmp_path: Path, change) -> Path:
      "gateway.residency[0].data_class", "no class has data class"),
     (lambda g: g["routes"][0].update(classes=["chat"]), "gateway.classes[1]", "no route takes class 'code'"),
     (lambda g: g["pools"][1]["outages"][0].update(end_s=10), "gateway.pools[1].outages[0].end_s", "end_s > start_s"),
+    (lambda g: g.update(budget_usd_per_hour=0), "gateway.budget_usd_per_hour", "> 0"),
 ])
 def test_bad_documents_get_one_line_naming_the_field(tmp_path, change, field, words):
     path = write(tmp_path, change)
