@@ -9,6 +9,7 @@ from engine.profile import CalibratedStepTimeModel
 from simulator.step_batch import StepTimeModel
 from sizer.analytic.kernel_step import KernelTableStepTimeModel
 from sizer.analytic.roofline import RooflineStepTimeModel
+from sizer.inputs import preloaded
 from sizer.inputs.kernel_tables import KernelTables, bundled_tables_dir, load_kernel_tables, read_header
 from sizer.sizing.resolve import Resolved
 
@@ -30,8 +31,16 @@ def _tables(folder: Path) -> KernelTables:
 
 
 def kernel_tables_for(r: Resolved) -> KernelTables | None:
-    """The bundled kernel tables measured on the scenario's GPU in its engine, if any."""
-    folder = bundled_tables_dir(r.hardware.id, r.engine.engine)
+    """The bundled kernel tables measured on the scenario's GPU in its engine, if any (a sweep worker: as its
+    driver loaded them, sizer/inputs/preloaded.py)."""
+    if preloaded.has_kernel_tables(r.hardware.id, r.engine.engine):
+        return preloaded.kernel_tables(r.hardware.id, r.engine.engine)
+    return bundled_tables(r.hardware.id, r.engine.engine)
+
+
+def bundled_tables(gpu: str, engine: str) -> KernelTables | None:
+    """The kernel tables bundled for a GPU profile id and an engine, if any."""
+    folder = bundled_tables_dir(gpu, engine)
     return _tables(folder) if folder else None
 
 
