@@ -116,8 +116,10 @@ def run_ray(fn: Callable, shared: Any, items: list, address: str | None, max_ret
             raise InputError(None, "--address", f"cannot join the Ray cluster at {address}: {error}") from None
     try:
         remote = ray.remote(max_retries=max_retries, retry_exceptions=True)(_ray_call)
-        fn_ref, shared_ref = ray.put(fn), ray.put(shared)    # to the object store once, not once per task
-        pending = {remote.remote(fn_ref, shared_ref, item): item for item in items}
+        # To the object store once, not once per task; the references go boxed in a list, so Ray does not fetch
+        # and unpickle them for each task: each worker process does that once (_ray_call).
+        boxed = [ray.put(fn), ray.put(shared)]
+        pending = {remote.remote(boxed, item): item for item in items}
         while pending:
             done, _ = ray.wait(list(pending), num_returns=min(len(pending), 64), timeout=0.5)
             for ref in done:
@@ -134,5 +136,11 @@ def run_ray(fn: Callable, shared: Any, items: list, address: str | None, max_ret
             ray.shutdown()
 
 
-def _ray_call(fn: Callable, shared: Any, item: Any) -> Any:
-    return fn(shared, item)
+def _ray_call(boxed: list, item: Any) -> Any:
+    """`fn(shared, item)` with `boxed` = [fn's reference, shared's reference], fetched once per worker process."""
+    import ray
+    key = tuple(ref.hex() for ref in boxed)
+    if _shared.get("ray") != key:
+        _shared["fn"], _shared["shared"] = ray.get(boxed)
+        _shared["ray"] = key
+    return _call(item)
