@@ -346,9 +346,12 @@ def _bounds(r: Resolved, plan: Plan, replicas: int) -> dict[str, float | None]:
 
 def evaluate_point(sweep: Sweep, task: Task) -> SweepRow:
     """One point: pruned without simulation where the bounds allow, else sized by the pipeline. The sweep's
-    inputs are installed first: a worker reads no model, profile, table or trace file."""
-    if preloaded.current() is not sweep.inputs:
-        preloaded.install(sweep.inputs)
+    shared inputs stand in for their files meanwhile: a worker reads no model, profile, table or trace file."""
+    with preloaded.installed(sweep.inputs):
+        return _evaluate(sweep, task)
+
+
+def _evaluate(sweep: Sweep, task: Task) -> SweepRow:
     row, r, plan = _prepare(sweep, task)
     if r is None:
         return row
@@ -472,9 +475,10 @@ def _run(sweep: Sweep, done: set[str], sink: Callable[[SweepRow], None], backend
     if progress:
         progress(0, len(simulate))
     fn = evaluate or evaluate_point
+    shared = dataclasses.replace(sweep, points=())     # each task carries its own point: the rest goes once
     if backend == "ray":
-        run_ray(fn, sweep, simulate, address, sweep.settings.max_retries, on_result, on_failure, num_cpus=workers)
+        run_ray(fn, shared, simulate, address, sweep.settings.max_retries, on_result, on_failure, num_cpus=workers)
     else:
-        run_local(fn, sweep, simulate, workers, sweep.settings.max_retries, on_result, on_failure)
+        run_local(fn, shared, simulate, workers, sweep.settings.max_retries, on_result, on_failure)
     return SweepSummary(len(sweep.points), len(sweep.points) - len(todo), pruned, finished, tuple(failed),
                         time.monotonic() - start)

@@ -2,8 +2,10 @@
 
 Both run `fn(shared, item)` for each item and hand each result to `on_result(item, result)` in the
 driver as it arrives (in completion order; the caller keys results by the item, not by order).
-`shared` (the base scenario and settings) reaches each worker once: through the pool's initializer,
-or through Ray's object store (`ray.put` once, every task holds the reference). A worker that dies
+`shared` (the base scenario, settings and the inputs read once by the driver: models, profiles, kernel
+tables, trace) reaches each worker process once: through the pool's initializer, or through Ray's object
+store (`ray.put` once; every task holds the reference, and each worker process fetches and unpickles it
+once, `_ray_call`). A worker that dies
 or a task that raises costs only its item: it is run again, at most `max_retries` times; an item
 that still fails is handed to `on_failure(item, why)` and the sweep goes on.
 """

@@ -10,7 +10,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from sweephelp import TRACE, model_folder, sweep_of, trace_sweep, write_sweep
 
-from sizer.inputs.preloaded import Preloaded
+from sizer.inputs.hardware import all_profiles, load_hardware
+from sizer.inputs.preloaded import Preloaded, installed
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.outputs.sweep_store import ResultStore
 from sizer.sizing.sweep import evaluate_point, run_sweep, tasks, variant_of
@@ -66,3 +67,20 @@ def test_a_trace_sweep_runs_without_the_trace_file_and_its_content_keys_each_poi
     (tmp_path / "trace.csv").write_text("\n".join(lines) + "\n")
     assert not same & {t.point_hash for t in tasks(sweep_of(path))}
 
+
+
+def test_a_custom_hardware_profile_known_only_to_the_driver(tmp_path, monkeypatch):
+    # a profile file the driver's sizer has (here: an H100 under another id) and a worker's may not
+    mine = dataclasses.replace(load_hardware("h100-sxm"), id="my-gpu", aliases=())
+    profiles = {**all_profiles(), "my-gpu": mine}
+    for module in ("sizer.inputs.hardware", "sizer.sizing.sweep"):
+        monkeypatch.setattr(f"{module}.all_profiles", lambda: profiles)
+    sweep = sweep_of(write_sweep(tmp_path, {"gpu": ["my-gpu"]}))
+    monkeypatch.undo()                          # this process now knows the bundled profiles only
+    summary, table = run(sweep, tmp_path / "r.parquet", 1)
+    assert summary.failed == () and table.column("gpu").to_pylist() == ["my-gpu"]
+    assert table.column("status").to_pylist() == ["ok"]
+    with installed(sweep.inputs):
+        task = tasks(sweep)[0]
+    row = evaluate_point(dataclasses.replace(sweep, inputs=Preloaded()), task)      # shipping nothing
+    assert row.status == "invalid" and "unknown GPU 'my-gpu'" in row.reason
