@@ -88,3 +88,30 @@ def test_ray_workers_read_no_model_or_trace_file(cluster, tmp_path):
     assert summary.failed == () and summary.simulated == 2
     assert set(table.column("status").to_pylist()) <= {"ok", "rejected"}
     assert table.equals(pq.read_table(tmp_path / "local.parquet"))     # as the pool sized them with the files there
+
+
+class CountsUnpickles:
+    """evaluate_point, noting in `log` each time it is unpickled (it travels in the object store with the sweep)."""
+
+    def __init__(self, log: Path):
+        self.log = log
+
+    def __reduce__(self):
+        return unpickled, (self.log,)
+
+    def __call__(self, sweep, task):
+        return evaluate_point(sweep, task)
+
+
+def unpickled(log: Path) -> CountsUnpickles:
+    with open(log, "a") as f:
+        f.write("x")
+    return CountsUnpickles(log)
+
+
+def test_the_shared_inputs_are_unpickled_once_per_worker_not_per_task(cluster, tmp_path):
+    log = tmp_path / "unpickled"
+    sweep, summary, _ = run(tmp_path, "once", "ray", {**AXES, "rate_per_s": [1]}, evaluate=CountsUnpickles(log))
+    assert summary.simulated == 16 and summary.failed == ()
+    # 16 tasks on a 2-CPU cluster: one unpickling per worker process (2, a few more if Ray starts spares), not 16
+    assert 1 <= len(log.read_text()) <= 4
