@@ -9,6 +9,9 @@
                analytic bound, or that need more than max_replicas by it
     evaluate   the sizing pipeline (`size_deployment`, as `search` and `plan --simulate`) per point
 
+Every file the points read (models, hardware profiles, kernel tables, the trace) is read once here, in the
+driver (`shared_inputs`), and travels with the sweep to each worker once (sizer/inputs/preloaded.py).
+
 Backends (local process pool, Ray) are in sizer/sizing/sweep_backends.py; the Parquet file that makes
 a sweep resumable in sizer/outputs/sweep_store.py.
 """
