@@ -26,6 +26,7 @@ class Preloaded:
     profiles: dict[str, Any] | None = None                                  # all_profiles(): id -> HardwareSpec
     kernel_tables: dict[tuple[str, str], Any] = field(default_factory=dict)  # (GPU id, engine) -> KernelTables | None
     traces: dict[tuple[str, int], Any] = field(default_factory=dict)         # (path, requests read) -> Workload
+    kernel_headers: dict[tuple[str, str], Any] = field(default_factory=dict)  # (GPU id, engine) -> header | None
 
 
 _installed: list[Preloaded] = []          # at most one: what this process was given
@@ -68,6 +69,15 @@ def has_kernel_tables(gpu: str, engine: str) -> bool:
 
 def kernel_tables(gpu: str, engine: str) -> Any | None:
     return current().kernel_tables[gpu, engine]
+
+
+def has_kernel_header(gpu: str, engine: str) -> bool:
+    p = current()
+    return p is not None and (gpu, engine) in p.kernel_headers
+
+
+def kernel_header(gpu: str, engine: str) -> Any | None:
+    return current().kernel_headers[gpu, engine]
 
 
 def trace(path: str, limit: int) -> Any | None:

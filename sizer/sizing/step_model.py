@@ -10,7 +10,13 @@ from simulator.step_batch import StepTimeModel
 from sizer.analytic.kernel_step import KernelTableStepTimeModel
 from sizer.analytic.roofline import RooflineStepTimeModel
 from sizer.inputs import preloaded
-from sizer.inputs.kernel_tables import KernelTables, bundled_tables_dir, load_kernel_tables, read_header
+from sizer.inputs.kernel_tables import (
+    KernelTables,
+    KernelTablesHeader,
+    bundled_tables_dir,
+    load_kernel_tables,
+    read_header,
+)
 from sizer.sizing.resolve import Resolved
 
 
@@ -44,6 +50,15 @@ def bundled_tables(gpu: str, engine: str) -> KernelTables | None:
     return _tables(folder) if folder else None
 
 
+def bundled_header(gpu: str, engine: str) -> KernelTablesHeader | None:
+    """The header of the kernel tables bundled for a GPU profile id and an engine, if any (a sweep worker: as its
+    driver read it)."""
+    if preloaded.has_kernel_header(gpu, engine):
+        return preloaded.kernel_header(gpu, engine)
+    folder = bundled_tables_dir(gpu, engine)
+    return read_header(folder) if folder else None
+
+
 def step_model_for(r: Resolved, roofline: RooflineStepTimeModel | None = None) -> StepTimeModel:
     """What prices a step: the calibrated profile when the scenario names one (roofline outside
     its measured range); else, with `hardware.step_model: kernel_tables`, the bundled kernel tables of
@@ -63,12 +78,12 @@ def kernel_tables_note(r: Resolved) -> str | None:
     (read from the header alone: a roofline plan does not load the tables)."""
     if r.calibrated_profile is not None:
         return None
-    folder = bundled_tables_dir(r.hardware.id, r.engine.engine)
+    header = bundled_header(r.hardware.id, r.engine.engine)
     asked = r.scenario.hardware.step_model == "kernel_tables"
-    if folder is None:
+    if header is None:
         return (f"step times: the roofline; no kernel tables are bundled for {r.hardware.id} in {r.engine.engine} "
                 "(hardware.step_model: kernel_tables)") if asked else None
-    tables = read_header(folder).description
+    tables = header.description
     if asked:
         return f"step times: {tables} (hardware.step_model: kernel_tables); {TABLES_VS_ROOFLINE}"
     return (f"step times: the roofline; {tables} are bundled for this GPU (hardware.step_model: kernel_tables); "

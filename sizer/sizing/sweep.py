@@ -40,7 +40,7 @@ from sizer.sizing.pipeline import size_deployment
 from sizer.sizing.plan import Plan, make_plan
 from sizer.sizing.resolve import Resolved, checkpoint_of, resolve
 from sizer.sizing.result import GoodputSettings, SizingStatus
-from sizer.sizing.step_model import bundled_tables
+from sizer.sizing.step_model import bundled_header, bundled_tables
 from sizer.sizing.sweep_backends import run_local, run_ray
 from sizer.sizing.workload import read_trace, trace_limit, trace_summary
 
@@ -179,25 +179,26 @@ def build_sweep(sweep: SweepFile, data: dict) -> Sweep:
 
 def shared_inputs(base: Scenario, values: dict[str, list], settings: SweepSettings) -> Preloaded:
     """Every file the sweep's points read, read once here: each model (and draft model) as a checkpoint, every
-    hardware profile, the kernel tables of each GPU and engine (where the base prices steps by them), and
-    the trace's requests as read for the goodput probes and the operating point."""
+    hardware profile, the kernel tables of each GPU and engine (their headers always; the tables where the
+    base prices steps by them), and the trace's requests as read for the goodput probes and the operating point."""
     folder = str(scenario_dir(base))
     spec = base.deployment.speculative_config
     models = [*values.get("model", [base.model.name]), *([spec.model] if spec and spec.model else [])]
     checkpoints = {(folder, m): checkpoint_of(dataclasses.replace(base, model=dataclasses.replace(base.model, name=m)))
                    for m in models}
-    tables = {}
-    if base.hardware.step_model == "kernel_tables":
-        for gpu, engine in itertools.product(values.get("gpu", [base.hardware.gpu]),
-                                             values.get("engine", [base.deployment.engine])):
-            gpu_id = load_hardware(gpu).id
+    tables, headers = {}, {}
+    for gpu, engine in itertools.product(values.get("gpu", [base.hardware.gpu]),
+                                         values.get("engine", [base.deployment.engine])):
+        gpu_id = load_hardware(gpu).id
+        headers[gpu_id, engine] = bundled_header(gpu_id, engine)          # the plan's note on kernel tables
+        if base.hardware.step_model == "kernel_tables":
             tables[gpu_id, engine] = bundled_tables(gpu_id, engine)
     traces = {}
     if base.workload.trace is not None:
         path = str(scenario_dir(base) / base.workload.trace.path)
         for n in (settings.num_requests, base.workload.num_requests):
             traces[path, trace_limit(base, n)] = read_trace(base, n)
-    return Preloaded(checkpoints, dict(all_profiles()), tables, traces)
+    return Preloaded(checkpoints, dict(all_profiles()), tables, traces, headers)
 
 
 def _trace_of(base: Scenario, inputs: Preloaded) -> SweepTrace | None:

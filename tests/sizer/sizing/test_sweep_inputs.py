@@ -8,8 +8,10 @@ import shutil
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import yaml
 from sweephelp import TRACE, model_folder, sweep_of, trace_sweep, write_sweep
 
+from simulator.safe_yaml import load_yaml
 from sizer.inputs.hardware import all_profiles, load_hardware
 from sizer.inputs.preloaded import Preloaded, installed
 from sizer.inputs.scenario import scenario_from_dict
@@ -84,3 +86,19 @@ def test_a_custom_hardware_profile_known_only_to_the_driver(tmp_path, monkeypatc
         task = tasks(sweep)[0]
     row = evaluate_point(dataclasses.replace(sweep, inputs=Preloaded()), task)      # shipping nothing
     assert row.status == "invalid" and "unknown GPU 'my-gpu'" in row.reason
+
+
+def test_kernel_tables_are_loaded_once_in_the_driver(tmp_path, monkeypatch):
+    path = write_sweep(tmp_path, {"gpu": ["h100-sxm", "h200"]})
+    data = load_yaml(tmp_path / "base.yaml")
+    data["hardware"] = {"gpu": "h100-sxm", "step_model": "kernel_tables"}    # vLLM tables bundled for both GPUs
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(data))
+    sweep = sweep_of(path)
+    assert {k: v.header.gpu for k, v in sweep.inputs.kernel_tables.items()} == {
+        ("h100-sxm", "vllm"): "h100-sxm", ("h200", "vllm"): "h200"}
+
+    def looked_up(*args):
+        raise AssertionError("a point looked for the kernel tables' files")
+    monkeypatch.setattr("sizer.sizing.step_model.bundled_tables_dir", looked_up)
+    summary, table = run(sweep, tmp_path / "r.parquet", 1)
+    assert summary.failed == () and set(table.column("status").to_pylist()) == {"ok"}
