@@ -98,6 +98,7 @@ class Sweep:
     settings: SweepSettings
     inputs: Preloaded = Preloaded()    # every file the points read, read once here (to the object store with data)
     trace: SweepTrace | None = None
+    model_sha256: dict[str, str] = dataclasses.field(default_factory=dict)   # model.name -> its config's hash
 
     @property
     def goodput(self) -> GoodputSettings:
@@ -173,8 +174,12 @@ def build_sweep(sweep: SweepFile, data: dict) -> Sweep:
     points = tuple(Point(**dict(zip(names, combo, strict=True))) for combo in itertools.product(*values.values()))
     constraints = tuple(parse_constraint(t, sweep.file, f"constraints[{i}]") for i, t in enumerate(sweep.constraints))
     inputs = shared_inputs(base, values, sweep.settings)
+    # a model given as a path (or a cached Hugging Face snapshot) may change under the same name: its config's
+    # content is part of the key; a catalog name's is the installed sizer's
+    models = {name: hashlib.sha256(json.dumps(c.config, sort_keys=True, default=str).encode()).hexdigest()
+              for (_, name), c in inputs.checkpoints.items() if c.found_as != "catalog"}
     return Sweep(sweep.name, str(sweep.scenario_path()), data, points, constraints, sweep.settings, inputs,
-                 _trace_of(base, inputs))
+                 _trace_of(base, inputs), models)
 
 
 def shared_inputs(base: Scenario, values: dict[str, list], settings: SweepSettings) -> Preloaded:
@@ -244,13 +249,16 @@ def check_axes(sweep: SweepFile, values: dict[str, list], data: dict, base: Scen
 
 def point_hash(sweep: Sweep, point: Point) -> str:
     """SHA-256 of the point's scenario mapping (before its seed is set), the settings that change its numbers
-    (not max_retries) and the constraints."""
+    (not max_retries), the constraints, and the content of a trace and of a model not from the catalog."""
     mapping = variant_of(sweep, point).apply(_shorthands(sweep.data))
     settings = {"num_requests": sweep.settings.num_requests, "max_replicas": sweep.settings.max_replicas}
     key = {"version": ROW_VERSION, "scenario": mapping, "settings": settings,
            "constraints": [c.text for c in sweep.constraints]}
     if sweep.trace is not None:        # a changed trace file changes every point
         key["trace_sha256"] = sweep.trace.sha256
+    model = sweep.model_sha256.get(mapping["model"]["name"])
+    if model is not None:              # a changed config.json at the same path changes its points
+        key["model_sha256"] = model
     return hashlib.sha256(json.dumps(key, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 

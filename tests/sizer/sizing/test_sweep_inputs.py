@@ -4,6 +4,7 @@ driver and shipped with the sweep, so a worker reads none of those files; trace 
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 from pathlib import Path
 
@@ -102,3 +103,15 @@ def test_kernel_tables_are_loaded_once_in_the_driver(tmp_path, monkeypatch):
     monkeypatch.setattr("sizer.sizing.step_model.bundled_tables_dir", looked_up)
     summary, table = run(sweep, tmp_path / "r.parquet", 1)
     assert summary.failed == () and set(table.column("status").to_pylist()) == {"ok"}
+
+
+def test_a_changed_model_config_at_the_same_path_changes_its_points(tmp_path):
+    folder = model_folder(tmp_path)
+    path = write_sweep(tmp_path, {"model": [str(folder), "llama-3.1-8b"], "gpu": ["h100-sxm"]})
+    before = {t.point.model: t.point_hash for t in tasks(sweep_of(path))}
+    assert before == {t.point.model: t.point_hash for t in tasks(sweep_of(path))}     # same file, same keys
+    config = json.loads((folder / "config.json").read_text())
+    config["max_position_embeddings"] //= 2                 # a shorter context: another model under the same path
+    (folder / "config.json").write_text(json.dumps(config))
+    after = {t.point.model: t.point_hash for t in tasks(sweep_of(path))}
+    assert after[str(folder)] != before[str(folder)] and after["llama-3.1-8b"] == before["llama-3.1-8b"]
