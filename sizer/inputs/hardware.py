@@ -13,6 +13,7 @@ from hardware_profiles import LOCAL_DIR, PROFILES_DIR
 from simulator.errors import excerpt
 from simulator.safe_yaml import load_yaml
 from sizer.errors import InputError
+from sizer.inputs import preloaded
 
 # PCIe x16, bytes per second in one direction, by generation: PCI-SIG's x16 figures are 64, 128 and
 # 256 GB/s bidirectional for PCIe 4.0 (16 GT/s per lane), 5.0 (32 GT/s) and 6.0 (64 GT/s), halved here
@@ -143,10 +144,11 @@ def all_profiles() -> dict[str, HardwareSpec]:
 def load_hardware(name: str, file: str | None = None, field_path: str = "hardware.gpu") -> HardwareSpec:
     """A profile by id or alias, case-insensitive (`h100`, `h100-sxm`, `H200`)."""
     key = str(name).lower()
-    for spec in all_profiles().values():
+    profiles = preloaded.profiles() or all_profiles()       # a sweep worker: the driver's (sizer/inputs/preloaded.py)
+    for spec in profiles.values():
         if key == spec.id or key in spec.aliases:
             return spec
-    known = ", ".join(sorted(all_profiles()))
+    known = ", ".join(sorted(profiles))
     raise InputError(file, field_path, f"unknown GPU {excerpt(name)}; expected one of: {known}")
 
 

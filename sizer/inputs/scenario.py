@@ -18,6 +18,7 @@ from simulator.safe_yaml import load_yaml
 from simulator.schema import build, field, join
 from simulator.traces import MAX_REQUEST_TOKENS, MAX_TIMESTAMP_S, MAX_TRACE_REQUESTS
 from sizer.errors import InputError
+from sizer.inputs import preloaded
 from sizer.inputs.config_keys import MAX_LAYERS
 from sizer.inputs.variant import Variant
 
@@ -392,7 +393,7 @@ def check_scenario(s: Scenario) -> None:
             raise InputError(f, "workload.arrival.cv", "missing; gamma arrivals need a coefficient of variation > 0")
     else:
         trace_path = scenario_dir(s) / w.trace.path
-        if not trace_path.is_file():
+        if not trace_path.is_file() and not preloaded.has_trace(str(trace_path)):    # a sweep worker: shipped
             raise InputError(f, "workload.trace.path", f"trace file {excerpt(str(trace_path))} not found")
     if (w.shared_prefix and w.prompt_tokens and w.prompt_tokens.distribution == "fixed"
             and w.shared_prefix.tokens > (w.prompt_tokens.value or 0)):

@@ -31,6 +31,7 @@ _PATHS = {
     "itl_ms": ("slo", "itl_ms"),
     "e2e_ms": ("slo", "e2e_ms"),
     "seed": ("workload", "seed"),
+    "trace_time_scale": ("workload", "trace", "time_scale"),     # a sweep's rate axis on a trace
 }
 # Flags that remove a stated value, so that its default applies again.
 _CLEARS = {
@@ -65,6 +66,7 @@ class Variant:
     itl_ms: float | None = None
     e2e_ms: float | None = None
     seed: int | None = None
+    trace_time_scale: float | None = None
     clear_replicas: bool = False
     clear_speculative: bool = False
     clear_price: bool = False

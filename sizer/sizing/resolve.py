@@ -37,6 +37,7 @@ from sizer.analytic.offload import Offload, offload, on_gpu
 from sizer.analytic.parallel import ParallelConfig, validate_split
 from sizer.analytic.roofline import RooflineStepTimeModel
 from sizer.errors import InputError
+from sizer.inputs import preloaded
 from sizer.inputs.checkpoint import Checkpoint, beside
 from sizer.inputs.hardware import HardwareSpec, Link, host_link, scale_up_link, scenario_hardware
 from sizer.inputs.model_spec import ModelSpec, checkpoint_model, load_config, load_model
@@ -134,8 +135,9 @@ class Resolved:
 
 def checkpoint_of(s: Scenario) -> Checkpoint:
     """The scenario's model: a catalog name, a config or checkpoint folder (relative to the scenario file), or a
-    Hugging Face id in the local cache."""
-    return load_config(beside(s.model.name, scenario_dir(s)), s.file, "model.name")
+    Hugging Face id in the local cache (a sweep worker: as its driver read it, sizer/inputs/preloaded.py)."""
+    shipped = preloaded.checkpoint(str(scenario_dir(s)), s.model.name)
+    return shipped or load_config(beside(s.model.name, scenario_dir(s)), s.file, "model.name")
 
 
 def model_of(s: Scenario) -> ModelSpec:
@@ -406,7 +408,9 @@ def _speculative(s: Scenario, hardware: HardwareSpec, parallel: ParallelConfig, 
         return None
     draft = None
     if sc.method == "draft_model" and sc.model:     # the draft model is checked even when its cost is stated
-        m = load_model(beside(sc.model, scenario_dir(s)), s.file, "deployment.speculative_config.model")
+        shipped = preloaded.checkpoint(str(scenario_dir(s)), sc.model)      # a sweep worker: its driver's
+        m = checkpoint_model(shipped) if shipped else load_model(beside(sc.model, scenario_dir(s)), s.file,
+                                                                  "deployment.speculative_config.model")
     if sc.method == "draft_model" and sc.model and sc.proposer_cost_fraction is None:
         fmt, draft_group = weight_format(m, "auto", group_size, s.file)
         draft = RooflineStepTimeModel(m, hardware, fmt, weight_memory(m, fmt, parallel, draft_group),

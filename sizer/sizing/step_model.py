@@ -9,7 +9,14 @@ from engine.profile import CalibratedStepTimeModel
 from simulator.step_batch import StepTimeModel
 from sizer.analytic.kernel_step import KernelTableStepTimeModel
 from sizer.analytic.roofline import RooflineStepTimeModel
-from sizer.inputs.kernel_tables import KernelTables, bundled_tables_dir, load_kernel_tables, read_header
+from sizer.inputs import preloaded
+from sizer.inputs.kernel_tables import (
+    KernelTables,
+    KernelTablesHeader,
+    bundled_tables_dir,
+    load_kernel_tables,
+    read_header,
+)
 from sizer.sizing.resolve import Resolved
 
 
@@ -30,9 +37,26 @@ def _tables(folder: Path) -> KernelTables:
 
 
 def kernel_tables_for(r: Resolved) -> KernelTables | None:
-    """The bundled kernel tables measured on the scenario's GPU in its engine, if any."""
-    folder = bundled_tables_dir(r.hardware.id, r.engine.engine)
+    """The bundled kernel tables measured on the scenario's GPU in its engine, if any (a sweep worker: as its
+    driver loaded them, sizer/inputs/preloaded.py)."""
+    if preloaded.has_kernel_tables(r.hardware.id, r.engine.engine):
+        return preloaded.kernel_tables(r.hardware.id, r.engine.engine)
+    return bundled_tables(r.hardware.id, r.engine.engine)
+
+
+def bundled_tables(gpu: str, engine: str) -> KernelTables | None:
+    """The kernel tables bundled for a GPU profile id and an engine, if any."""
+    folder = bundled_tables_dir(gpu, engine)
     return _tables(folder) if folder else None
+
+
+def bundled_header(gpu: str, engine: str) -> KernelTablesHeader | None:
+    """The header of the kernel tables bundled for a GPU profile id and an engine, if any (a sweep worker: as its
+    driver read it)."""
+    if preloaded.has_kernel_header(gpu, engine):
+        return preloaded.kernel_header(gpu, engine)
+    folder = bundled_tables_dir(gpu, engine)
+    return read_header(folder) if folder else None
 
 
 def step_model_for(r: Resolved, roofline: RooflineStepTimeModel | None = None) -> StepTimeModel:
@@ -54,12 +78,12 @@ def kernel_tables_note(r: Resolved) -> str | None:
     (read from the header alone: a roofline plan does not load the tables)."""
     if r.calibrated_profile is not None:
         return None
-    folder = bundled_tables_dir(r.hardware.id, r.engine.engine)
+    header = bundled_header(r.hardware.id, r.engine.engine)
     asked = r.scenario.hardware.step_model == "kernel_tables"
-    if folder is None:
+    if header is None:
         return (f"step times: the roofline; no kernel tables are bundled for {r.hardware.id} in {r.engine.engine} "
                 "(hardware.step_model: kernel_tables)") if asked else None
-    tables = read_header(folder).description
+    tables = header.description
     if asked:
         return f"step times: {tables} (hardware.step_model: kernel_tables); {TABLES_VS_ROOFLINE}"
     return (f"step times: the roofline; {tables} are bundled for this GPU (hardware.step_model: kernel_tables); "

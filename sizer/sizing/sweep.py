@@ -9,6 +9,9 @@
                analytic bound, or that need more than max_replicas by it
     evaluate   the sizing pipeline (`size_deployment`, as `search` and `plan --simulate`) per point
 
+Every file the points read (models, hardware profiles, kernel tables, the trace) is read once here, in the
+driver (`shared_inputs`), and travels with the sweep to each worker once (sizer/inputs/preloaded.py).
+
 Backends (local process pool, Ray) are in sizer/sizing/sweep_backends.py; the Parquet file that makes
 a sweep resumable in sizer/outputs/sweep_store.py.
 """
@@ -26,16 +29,20 @@ from dataclasses import dataclass
 from simulator.errors import FieldError
 from sizer.analytic.memory import GiB
 from sizer.errors import InputError
-from sizer.inputs.hardware import load_hardware
-from sizer.inputs.scenario import Scenario, scenario_from_dict
+from sizer.inputs import preloaded
+from sizer.inputs.hardware import all_profiles, load_hardware
+from sizer.inputs.preloaded import Preloaded
+from sizer.inputs.scenario import Scenario, scenario_dir, scenario_from_dict
 from sizer.inputs.sweep_file import Constraint, SweepFile, SweepSettings, axis_values, parse_constraint
 from sizer.inputs.variant import Variant
 from sizer.sizing.goodput import rate_bound_per_s, replicas_for, slo_of
 from sizer.sizing.pipeline import size_deployment
 from sizer.sizing.plan import Plan, make_plan
-from sizer.sizing.resolve import Resolved, resolve
+from sizer.sizing.resolve import Resolved, checkpoint_of, resolve
 from sizer.sizing.result import GoodputSettings, SizingStatus
+from sizer.sizing.step_model import bundled_header, bundled_tables
 from sizer.sizing.sweep_backends import run_local, run_ray
+from sizer.sizing.workload import read_trace, trace_limit, trace_summary
 
 # Bumped when a row's meaning changes: points hashed under another version are simulated again.
 ROW_VERSION = 1
@@ -73,6 +80,14 @@ class Point:
 
 
 @dataclass(frozen=True)
+class SweepTrace:
+    """The base scenario's trace: its content's hash (part of every point's key) and the rate it plays at."""
+    sha256: str
+    time_scale: float                  # the base scenario's workload.trace.time_scale
+    rate_per_s: float                  # (requests - 1) / span of its first workload.num_requests, time_scale applied
+
+
+@dataclass(frozen=True)
 class Sweep:
     """A sweep file made ready to run: the base mapping, the points and how each is sized."""
     name: str
@@ -81,6 +96,9 @@ class Sweep:
     points: tuple[Point, ...]
     constraints: tuple[Constraint, ...]
     settings: SweepSettings
+    inputs: Preloaded = Preloaded()    # every file the points read, read once here (to the object store with data)
+    trace: SweepTrace | None = None
+    model_sha256: dict[str, str] = dataclasses.field(default_factory=dict)   # model.name -> its config's hash
 
     @property
     def goodput(self) -> GoodputSettings:
@@ -155,7 +173,57 @@ def build_sweep(sweep: SweepFile, data: dict) -> Sweep:
     names = list(values)
     points = tuple(Point(**dict(zip(names, combo, strict=True))) for combo in itertools.product(*values.values()))
     constraints = tuple(parse_constraint(t, sweep.file, f"constraints[{i}]") for i, t in enumerate(sweep.constraints))
-    return Sweep(sweep.name, str(sweep.scenario_path()), data, points, constraints, sweep.settings)
+    inputs = shared_inputs(base, values, sweep.settings)
+    # a model given as a path (or a cached Hugging Face snapshot) may change under the same name: its config's
+    # content is part of the key; a catalog name's is the installed sizer's
+    models = {name: hashlib.sha256(json.dumps(c.config, sort_keys=True, default=str).encode()).hexdigest()
+              for (_, name), c in inputs.checkpoints.items() if c.found_as != "catalog"}
+    return Sweep(sweep.name, str(sweep.scenario_path()), data, points, constraints, sweep.settings, inputs,
+                 _trace_of(base, inputs), models)
+
+
+def shared_inputs(base: Scenario, values: dict[str, list], settings: SweepSettings) -> Preloaded:
+    """Every file the sweep's points read, read once here: each model (and draft model) as a checkpoint, every
+    hardware profile, the kernel tables of each GPU and engine (their headers always; the tables where the
+    base prices steps by them), and the trace's requests as read for the goodput probes and the operating point."""
+    folder = str(scenario_dir(base))
+    spec = base.deployment.speculative_config
+    models = [*values.get("model", [base.model.name]), *([spec.model] if spec and spec.model else [])]
+    checkpoints = {(folder, m): checkpoint_of(dataclasses.replace(base, model=dataclasses.replace(base.model, name=m)))
+                   for m in models}
+    tables, headers = {}, {}
+    for gpu, engine in itertools.product(values.get("gpu", [base.hardware.gpu]),
+                                         values.get("engine", [base.deployment.engine])):
+        gpu_id = load_hardware(gpu).id
+        headers[gpu_id, engine] = bundled_header(gpu_id, engine)          # the plan's note on kernel tables
+        if base.hardware.step_model == "kernel_tables":
+            tables[gpu_id, engine] = bundled_tables(gpu_id, engine)
+    traces = {}
+    if base.workload.trace is not None:
+        path = str(scenario_dir(base) / base.workload.trace.path)
+        for n in (settings.num_requests, base.workload.num_requests):
+            traces[path, trace_limit(base, n)] = read_trace(base, n)
+    return Preloaded(checkpoints, dict(all_profiles()), tables, traces, headers)
+
+
+def _trace_of(base: Scenario, inputs: Preloaded) -> SweepTrace | None:
+    if base.workload.trace is None:
+        return None
+    with open(scenario_dir(base) / base.workload.trace.path, "rb") as f:
+        digest = hashlib.file_digest(f, "sha256").hexdigest()
+    with preloaded.installed(inputs):
+        rate = trace_summary(base).rate_per_s
+    return SweepTrace(digest, base.workload.trace.time_scale, rate)
+
+
+def variant_of(sweep: Sweep, point: Point, seed: int | None = None) -> Variant:
+    """The point's changes to the base scenario. A rate on a trace plays the trace time-scaled to that rate
+    (as `check --share` does): time_scale = the base's time_scale x the base's trace rate / the rate."""
+    v = point.variant(scenario_gpu(sweep), seed)
+    if sweep.trace is None or point.rate_per_s is None:
+        return v
+    return dataclasses.replace(v, rate_per_s=None,
+                               trace_time_scale=sweep.trace.time_scale * sweep.trace.rate_per_s / point.rate_per_s)
 
 
 def check_axes(sweep: SweepFile, values: dict[str, list], data: dict, base: Scenario) -> None:
@@ -174,9 +242,6 @@ def check_axes(sweep: SweepFile, values: dict[str, list], data: dict, base: Scen
                                                        or True in values.get("speculative", ())):
         raise InputError(sweep.file, "axes.speculative", f"the base scenario {sweep.scenario} has no "
                                                           "deployment.speculative_config to turn on")
-    if base.workload.trace is not None:
-        raise InputError(sweep.file, "scenario", "a sweep needs a synthetic workload (arrival rate and length "
-                                                 "distributions), not workload.trace")
     if not slo_of(base).has_targets and not any(values.get(k) for k in ("ttft_ms", "itl_ms", "e2e_ms")):
         raise InputError(sweep.file, "scenario", "a sweep needs at least one SLO target (slo.ttft_ms, itl_ms or "
                                                  "e2e_ms in the scenario, or an axis)")
@@ -184,11 +249,16 @@ def check_axes(sweep: SweepFile, values: dict[str, list], data: dict, base: Scen
 
 def point_hash(sweep: Sweep, point: Point) -> str:
     """SHA-256 of the point's scenario mapping (before its seed is set), the settings that change its numbers
-    (not max_retries) and the constraints."""
-    mapping = point.variant(scenario_gpu(sweep)).apply(_shorthands(sweep.data))
+    (not max_retries), the constraints, and the content of a trace and of a model not from the catalog."""
+    mapping = variant_of(sweep, point).apply(_shorthands(sweep.data))
     settings = {"num_requests": sweep.settings.num_requests, "max_replicas": sweep.settings.max_replicas}
     key = {"version": ROW_VERSION, "scenario": mapping, "settings": settings,
            "constraints": [c.text for c in sweep.constraints]}
+    if sweep.trace is not None:        # a changed trace file changes every point
+        key["trace_sha256"] = sweep.trace.sha256
+    model = sweep.model_sha256.get(mapping["model"]["name"])
+    if model is not None:              # a changed config.json at the same path changes its points
+        key["model_sha256"] = model
     return hashlib.sha256(json.dumps(key, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 
@@ -227,7 +297,7 @@ def tasks(sweep: Sweep) -> list[Task]:
 def _prepare(sweep: Sweep, task: Task) -> tuple[SweepRow, Resolved | None, Plan | None]:
     """The point's row with its configuration, resolved and planned; an invalid row when it cannot be."""
     try:
-        s = scenario_from_dict(sweep.data, sweep.scenario_file, task.point.variant(scenario_gpu(sweep), task.seed))
+        s = scenario_from_dict(sweep.data, sweep.scenario_file, variant_of(sweep, task.point, task.seed))
     except FieldError as error:
         return _row(sweep, task, None, None, "invalid", "input", error.message), None, None
     try:
@@ -287,7 +357,13 @@ def _bounds(r: Resolved, plan: Plan, replicas: int) -> dict[str, float | None]:
 
 
 def evaluate_point(sweep: Sweep, task: Task) -> SweepRow:
-    """One point: pruned without simulation where the bounds allow, else sized by the pipeline."""
+    """One point: pruned without simulation where the bounds allow, else sized by the pipeline. The sweep's
+    shared inputs stand in for their files meanwhile: a worker reads no model, profile, table or trace file."""
+    with preloaded.installed(sweep.inputs):
+        return _evaluate(sweep, task)
+
+
+def _evaluate(sweep: Sweep, task: Task) -> SweepRow:
     row, r, plan = _prepare(sweep, task)
     if r is None:
         return row
@@ -334,7 +410,8 @@ def _row(sweep: Sweep, task: Task, s: Scenario | None, r: Resolved | None, statu
                   "pipeline_parallel_size": p.pipeline_parallel_size, "data_parallel_size": p.data_parallel_size,
                   "enable_expert_parallel": p.enable_expert_parallel, "max_num_seqs": p.max_num_seqs,
                   "max_num_batched_tokens": p.max_num_batched_tokens, "speculative": p.speculative,
-                  "num_speculative_tokens": p.num_speculative_tokens, "rate_per_s": p.rate_per_s,
+                  "num_speculative_tokens": p.num_speculative_tokens,
+                  "rate_per_s": p.rate_per_s or (sweep.trace.rate_per_s if sweep.trace else None),
                   "ttft_target_ms": p.ttft_ms, "itl_target_ms": p.itl_ms, "e2e_target_ms": p.e2e_ms,
                   "required_share": None}
     else:
@@ -347,7 +424,8 @@ def _row(sweep: Sweep, task: Task, s: Scenario | None, r: Resolved | None, statu
                   "max_num_batched_tokens": r.engine.max_num_batched_tokens if r else d.max_num_batched_tokens,
                   "speculative": spec is not None,
                   "num_speculative_tokens": spec.num_speculative_tokens if spec else None,
-                  "rate_per_s": s.workload.arrival.rate_per_s, "ttft_target_ms": s.slo.ttft_ms,
+                  "rate_per_s": s.workload.arrival.rate_per_s if sweep.trace is None else
+                  p.rate_per_s or sweep.trace.rate_per_s, "ttft_target_ms": s.slo.ttft_ms,
                   "itl_target_ms": s.slo.itl_ms, "e2e_target_ms": s.slo.e2e_ms,
                   "required_share": s.slo.required_share}
     return SweepRow(task.point_hash, task.seed, status, binding, reason, sweep.name, **config, **numbers)
@@ -374,6 +452,13 @@ def run_sweep(sweep: Sweep, done: set[str], sink: Callable[[SweepRow], None], ba
     """Every point of `sweep` not in `done`: pruned here (no simulation), the rest evaluated on `backend`
     ("local": `workers` processes; "ray": the cluster at `address`, else a local one of `workers` CPUs);
     each row handed to `sink` as it arrives. `evaluate` is evaluate_point (tests pass a failing one)."""
+    with preloaded.installed(sweep.inputs):      # the driver prunes with the inputs its workers get
+        return _run(sweep, done, sink, backend, workers, address, progress, evaluate)
+
+
+def _run(sweep: Sweep, done: set[str], sink: Callable[[SweepRow], None], backend: str, workers: int,
+         address: str | None, progress: Callable[[int, int], None] | None,
+         evaluate: Callable[[Sweep, Task], SweepRow] | None) -> SweepSummary:
     start = time.monotonic()
     todo = [t for t in tasks(sweep) if t.point_hash not in done]
     pruned: dict[str, int] = {}
@@ -402,9 +487,10 @@ def run_sweep(sweep: Sweep, done: set[str], sink: Callable[[SweepRow], None], ba
     if progress:
         progress(0, len(simulate))
     fn = evaluate or evaluate_point
+    shared = dataclasses.replace(sweep, points=())     # each task carries its own point: the rest goes once
     if backend == "ray":
-        run_ray(fn, sweep, simulate, address, sweep.settings.max_retries, on_result, on_failure, num_cpus=workers)
+        run_ray(fn, shared, simulate, address, sweep.settings.max_retries, on_result, on_failure, num_cpus=workers)
     else:
-        run_local(fn, sweep, simulate, workers, sweep.settings.max_retries, on_result, on_failure)
+        run_local(fn, shared, simulate, workers, sweep.settings.max_retries, on_result, on_failure)
     return SweepSummary(len(sweep.points), len(sweep.points) - len(todo), pruned, finished, tuple(failed),
                         time.monotonic() - start)

@@ -2,8 +2,10 @@
 
 Both run `fn(shared, item)` for each item and hand each result to `on_result(item, result)` in the
 driver as it arrives (in completion order; the caller keys results by the item, not by order).
-`shared` (the base scenario and settings) reaches each worker once: through the pool's initializer,
-or through Ray's object store (`ray.put` once, every task holds the reference). A worker that dies
+`shared` (the base scenario, settings and the inputs read once by the driver: models, profiles, kernel
+tables, trace) reaches each worker process once: through the pool's initializer, or through Ray's object
+store (`ray.put` once; every task holds the reference, and each worker process fetches and unpickles it
+once, `_ray_call`). A worker that dies
 or a task that raises costs only its item: it is run again, at most `max_retries` times; an item
 that still fails is handed to `on_failure(item, why)` and the sweep goes on.
 """
@@ -116,8 +118,10 @@ def run_ray(fn: Callable, shared: Any, items: list, address: str | None, max_ret
             raise InputError(None, "--address", f"cannot join the Ray cluster at {address}: {error}") from None
     try:
         remote = ray.remote(max_retries=max_retries, retry_exceptions=True)(_ray_call)
-        fn_ref, shared_ref = ray.put(fn), ray.put(shared)    # to the object store once, not once per task
-        pending = {remote.remote(fn_ref, shared_ref, item): item for item in items}
+        # To the object store once, not once per task; the references go boxed in a list, so Ray does not fetch
+        # and unpickle them for each task: each worker process does that once (_ray_call).
+        boxed = [ray.put(fn), ray.put(shared)]
+        pending = {remote.remote(boxed, item): item for item in items}
         while pending:
             done, _ = ray.wait(list(pending), num_returns=min(len(pending), 64), timeout=0.5)
             for ref in done:
@@ -134,5 +138,11 @@ def run_ray(fn: Callable, shared: Any, items: list, address: str | None, max_ret
             ray.shutdown()
 
 
-def _ray_call(fn: Callable, shared: Any, item: Any) -> Any:
-    return fn(shared, item)
+def _ray_call(boxed: list, item: Any) -> Any:
+    """`fn(shared, item)` with `boxed` = [fn's reference, shared's reference], fetched once per worker process."""
+    import ray
+    key = tuple(ref.hex() for ref in boxed)
+    if _shared.get("ray") != key:
+        _shared["fn"], _shared["shared"] = ray.get(boxed)
+        _shared["ray"] = key
+    return _call(item)

@@ -18,6 +18,7 @@ from simulator.workload import (
     with_tags,
 )
 from sizer.errors import InputError
+from sizer.inputs import preloaded
 from sizer.inputs.scenario import Distribution, Scenario, scenario_dir
 
 
@@ -88,10 +89,10 @@ def _trace_path(s: Scenario) -> str:
 
 
 def _trace(s: Scenario, n: int) -> Workload:
-    """The first `n` requests of the scenario's trace (at most trace.max_requests), time_scale applied."""
+    """The first `n` requests of the scenario's trace (at most trace.max_requests), time_scale applied (a sweep
+    worker: as its driver read them, sizer/inputs/preloaded.py)."""
     t = s.workload.trace
-    reader = read_mooncake if t.format == "mooncake" else read_csv_trace
-    raw = reader(_trace_path(s), min(n, t.max_requests or n))
+    raw = read_trace(s, n)
     trace = raw.time_scaled(1.0 / t.time_scale)
     raw_s, span_s = float(raw.arrival_s[-1]), float(trace.arrival_s[-1])
     if raw_s > 0 and not MIN_SPAN_S <= span_s <= MAX_TIMESTAMP_S:
@@ -99,6 +100,21 @@ def _trace(s: Scenario, n: int) -> Workload:
                          f"{t.time_scale:g} turns the trace's {raw_s:g} s into {span_s:g} s; expected a time_scale "
                          f"that keeps its span from {MIN_SPAN_S:g} s to {MAX_TIMESTAMP_S:g} s")
     return trace
+
+
+def trace_limit(s: Scenario, n: int) -> int:
+    """Requests read of the scenario's trace for `n` requests: at most trace.max_requests."""
+    return min(n, s.workload.trace.max_requests or n)
+
+
+def read_trace(s: Scenario, n: int) -> Workload:
+    """The first `n` requests of the scenario's trace file (at most trace.max_requests), as read: no time_scale."""
+    t = s.workload.trace
+    shipped = preloaded.trace(_trace_path(s), trace_limit(s, n))
+    if shipped is not None:
+        return shipped
+    reader = read_mooncake if t.format == "mooncake" else read_csv_trace
+    return reader(_trace_path(s), trace_limit(s, n))
 
 
 def _trace_rate_per_s(s: Scenario, trace: Workload, n: int) -> float:

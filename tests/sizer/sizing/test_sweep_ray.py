@@ -1,17 +1,19 @@
 """The Ray backend on a local cluster this module starts (2 CPUs, no dashboard) and shuts down:
-the same points give the same Parquet contents as the local backend, and a worker killed
-mid-sweep costs only its point."""
+the same points give the same Parquet contents as the local backend, a worker killed
+mid-sweep costs only its point, and a model path and a trace read by the driver need not exist
+when the tasks run."""
 
 from __future__ import annotations
 
 import functools
 import os
+import shutil
 import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from sweephelp import sweep_of, write_sweep
+from sweephelp import model_folder, sweep_of, trace_sweep, write_sweep
 
 from sizer.outputs.sweep_store import ResultStore
 from sizer.sizing.sweep import evaluate_point, run_sweep, tasks
@@ -68,3 +70,48 @@ def test_a_killed_ray_worker_costs_only_its_point(cluster, tmp_path):
     assert len(sweep.points) == 16
     assert (tmp_path / "died").exists() and summary.failed == ()
     assert sorted(table.column("point_hash").to_pylist()) == sorted(t.point_hash for t in tasks(sweep))
+
+
+def test_ray_workers_read_no_model_or_trace_file(cluster, tmp_path):
+    folder = model_folder(tmp_path)
+    path = trace_sweep(tmp_path, {"model": [str(folder)], "gpu": ["h100-sxm", "h200"], "rate_per_s": [2]})
+    sweep = sweep_of(path)
+    pooled = ResultStore(tmp_path / "local.parquet")
+    run_sweep(sweep, set(), pooled.add, "local", 1)
+    pooled.close()
+    shutil.rmtree(folder)                  # both read once by the driver: the tasks get them from the object store
+    (tmp_path / "trace.csv").unlink()
+    store = ResultStore(tmp_path / "ray.parquet")
+    summary = run_sweep(sweep, set(), store.add, "ray", 2)
+    store.close()
+    table = pq.read_table(tmp_path / "ray.parquet")
+    assert summary.failed == () and summary.simulated == 2
+    assert set(table.column("status").to_pylist()) <= {"ok", "rejected"}
+    assert table.equals(pq.read_table(tmp_path / "local.parquet"))     # as the pool sized them with the files there
+
+
+class CountsUnpickles:
+    """evaluate_point, noting in `log` each time it is unpickled (it travels in the object store with the sweep)."""
+
+    def __init__(self, log: Path):
+        self.log = log
+
+    def __reduce__(self):
+        return unpickled, (self.log,)
+
+    def __call__(self, sweep, task):
+        return evaluate_point(sweep, task)
+
+
+def unpickled(log: Path) -> CountsUnpickles:
+    with open(log, "a") as f:
+        f.write("x")
+    return CountsUnpickles(log)
+
+
+def test_the_shared_inputs_are_unpickled_once_per_worker_not_per_task(cluster, tmp_path):
+    log = tmp_path / "unpickled"
+    sweep, summary, _ = run(tmp_path, "once", "ray", {**AXES, "rate_per_s": [1]}, evaluate=CountsUnpickles(log))
+    assert summary.simulated == 16 and summary.failed == ()
+    # 16 tasks on a 2-CPU cluster: one unpickling per worker process (2, a few more if Ray starts spares), not 16
+    assert 1 <= len(log.read_text()) <= 4
