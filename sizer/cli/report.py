@@ -30,6 +30,7 @@ from sizer.cli.options import (
     write_emitted,
 )
 from sizer.errors import InputError
+from sizer.inputs.scenario import scenario_from_dict
 from sizer.outputs.destination import check_destination, write_text
 from sizer.outputs.emit import ServingConfig
 from sizer.outputs.report import Report, build_report, check_pdf_renderer, render_html, write_pdf
@@ -43,9 +44,13 @@ def command(
     output: Path | None = typer.Option(None, "-o", "--output", help="HTML file to write (reports/NAME.html)"),
     pdf: bool = typer.Option(False, "--pdf", help="also write the same document as PDF beside it (weasyprint)"),
     no_search: bool = typer.Option(False, "--no-search", help="report on the scenario's configuration only"),
-    gpus: str | None = typer.Option(None, help="profiles the search tries (default: all)"),
-    tp: str | None = typer.Option(None, "--tp", help="tensor parallel sizes, default 1,2,4,8"),
-    weights: str | None = typer.Option(None, help="weight formats, default bf16,fp8"),
+    gpus: str | None = typer.Option(None, help="profiles the search tries (default: the data-centre ones, for "
+                                               "llama.cpp and Ollama the local ones)"),
+    tp: str | None = typer.Option(None, "--tp", help="tensor parallel sizes, default 1,2,4,8 (llama.cpp, Ollama: 1)"),
+    weights: str | None = typer.Option(None, help="weight formats, default bf16,fp8 (llama.cpp, Ollama: GGUF presets "
+                                                  "f16,q8_0,q5_k_m,q4_k_m)"),
+    slots: str | None = typer.Option(None, "--slots", help="llama.cpp / Ollama only: parallel slot counts the search "
+                                                           "tries, default 1,2,4,8"),
     kv_cache_dtype: str | None = typer.Option(None, "--kv-cache-dtype", help="KV formats, default auto,fp8"),
     workers: int = typer.Option(os.cpu_count() or 1, help="parallel processes for the search"),
     date: str | None = typer.Option(None, help="date printed in the header (default today)"),
@@ -78,7 +83,9 @@ def command(
             raise InputError(None, flag, "needs --sweep")
     traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms)
     check_range(workers, "--workers", 1, MAX_WORKERS)
-    space = None if no_search else space_from_options(gpus, tp, None, weights, kv_cache_dtype, False)
+    data = read_scenario_data(scenario, traffic)
+    space = None if no_search else space_from_options(scenario_from_dict(data, str(scenario)), gpus, tp, None,
+                                                      weights, kv_cache_dtype, False, slots)
     check_destination(output, "--output")
     pdf_path = output.with_suffix(".pdf")
     if pdf:
@@ -88,7 +95,6 @@ def command(
         check_destination(pdf_path, "--pdf")
         check_pdf_renderer("--pdf")
     check_emit(emit, emit_to)
-    data = read_scenario_data(scenario, traffic)
     # No refresh thread (auto_refresh=False): the search forks its worker processes.
     with Progress(TextColumn("searching"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True), transient=True, auto_refresh=False) as bar:

@@ -31,6 +31,10 @@ _PATHS = {
     "itl_ms": ("slo", "itl_ms"),
     "e2e_ms": ("slo", "e2e_ms"),
     "seed": ("workload", "seed"),
+    # slot engines' slots (search): llama.cpp's --parallel and total context, Ollama's OLLAMA_NUM_PARALLEL
+    "parallel": ("deployment", "parallel"),
+    "ctx_size": ("deployment", "ctx_size"),
+    "num_parallel": ("deployment", "num_parallel"),
 }
 # Flags that remove a stated value, so that its default applies again.
 _CLEARS = {
@@ -65,6 +69,9 @@ class Variant:
     itl_ms: float | None = None
     e2e_ms: float | None = None
     seed: int | None = None
+    parallel: int | None = None
+    ctx_size: int | None = None
+    num_parallel: int | None = None
     clear_replicas: bool = False
     clear_speculative: bool = False
     clear_price: bool = False
