@@ -278,11 +278,9 @@ def render_simulation_metrics(name: str, m: MetricsSummary, console: Console, re
 
 def render_search(result: SearchResult, scenario_path: str, console: Console, show_rejected: bool) -> None:
     """`sizer search`: the ranked configurations, the rejected, the recommendation."""
-    from sizer.sizing.search import BY_DEVICE_MEMORY  # here: `sizer plan` need not import search
-
     ok = [o for o in result.outcomes if o.status == "ok"]
     rejected = [o for o in result.outcomes if o.status != "ok"]
-    if result.ranked_by == BY_DEVICE_MEMORY:
+    if result.by_device_memory:
         return _render_slot_search(result, scenario_path, console, show_rejected, ok, rejected)
     table = Table(title=f"{result.scenario}: {len(result.outcomes)} configurations for "
                         f"{result.target_rate_per_s:g} req/s, "

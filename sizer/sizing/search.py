@@ -216,9 +216,13 @@ class SearchResult:
     notes: tuple[str, ...] = field(default_factory=tuple)
     ranked_by: str = BY_COST           # BY_DEVICE_MEMORY: slot engines, whose local devices have no price
 
+    @property
+    def by_device_memory(self) -> bool:
+        return self.ranked_by == BY_DEVICE_MEMORY
+
     def chosen(self, o: Outcome) -> bool:
         """`o` is ranked as an answer: priced and passing, or passing in a search ranked by device memory."""
-        return o.priced or (self.ranked_by == BY_DEVICE_MEMORY and o.status == "ok")
+        return o.priced or (self.by_device_memory and o.status == "ok")
 
     @property
     def recommended(self) -> Outcome | None:
