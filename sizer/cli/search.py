@@ -34,6 +34,8 @@ from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS, scenario_from_dict
 from sizer.outputs.destination import check_destination, write_with
 from sizer.outputs.emit import ServingConfig, serving_config
 from sizer.outputs.serialise import to_json
+from sizer.sizing.pipeline import size_deployment
+from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
 from sizer.sizing.result import GoodputSettings
 from sizer.sizing.search import SearchResult, SearchSettings, search
@@ -104,9 +106,13 @@ def recommended_config(result: SearchResult, data: dict, file: str) -> ServingCo
     """The recommended configuration's settings and replicas, for --emit."""
     best = result.recommended
     if best is None:
-        raise InputError(file, "--emit", "nothing to emit: no priced configuration meets the SLO")
+        raise InputError(file, "--emit", "nothing to emit: no " + ("" if result.by_device_memory else "priced ")
+                         + "configuration meets the SLO")
     chosen = resolve(scenario_from_dict(data, file, best.candidate.variant(scenario_from_dict(data, file))))
-    return serving_config(chosen, best.sizing.cost, best.sizing.verdict)
+    # slot engines' candidates are judged without the sizing pipeline: size the one emitted
+    sizing = best.sizing or size_deployment(chosen, make_plan(chosen), result.settings.goodput,
+                                            result.settings.max_replicas)
+    return serving_config(chosen, sizing.cost, sizing.verdict)
 
 
 ROW_FIELDS = ("status", "binding", "reason", "gpus_per_replica", "kv_cache_gib_per_gpu", "goodput_rate_per_s",
