@@ -295,7 +295,11 @@ def evaluate(c: Candidate, data: dict, file: str | None, settings: SearchSetting
         base = scenario_from_dict(data, file)
         resolved = resolve(scenario_from_dict(data, file, c.variant(base)))
     except FieldError as error:
-        return Outcome(c, "invalid", "split" if "parallel" in (error.field or "") else "input", error.message)
+        if c.slots is not None and "KV need" in error.message:    # resolve: the slots' context does not fit
+            return Outcome(c, "rejected", "memory", error.message)
+        field_path = error.field or ""
+        split = "parallel_size" in field_path if c.slots is not None else "parallel" in field_path  # not slots'
+        return Outcome(c, "invalid", "split" if split else "input", error.message)
     plan = make_plan(resolved)
     gpus_per_replica = plan.parallel.gpus_per_replica
     if not plan.fits:

@@ -85,3 +85,13 @@ def test_candidates_judged_on_slot_answers_and_ranked_by_machine_memory():
     assert result.recommended.candidate.label == "rtx-4090 q4_k_m 8 slots"
     assert by_label["rtx-5090 q4_k_m 8 slots"].status == "ok"
     assert result.outcomes.index(by_label["rtx-5090 q4_k_m 8 slots"]) == 1
+
+
+def test_slots_whose_context_does_not_fit_are_rejected_on_memory():
+    from sizer.sizing.search import SearchSettings, evaluate
+
+    data = yaml.safe_load(MAC.read_text())      # 8,192-token slots, q8_0 K and V
+    o = evaluate(Candidate("apple-m4", 1, 1, "q8_0", "auto", False, 8), data, str(MAC), SearchSettings())
+    # 8 x 8,192 = 65,536 tokens x (32 layers x 8 KV heads x 128 x 2 (K, V) x 34/32 bytes (q8_0)) = 4.25 GiB
+    assert (o.status, o.binding) == ("rejected", "memory")
+    assert "65,536 tokens of q8_0 KV need 4.25 GiB" in o.reason
