@@ -95,3 +95,11 @@ def test_slots_whose_context_does_not_fit_are_rejected_on_memory():
     # 8 x 8,192 = 65,536 tokens x (32 layers x 8 KV heads x 128 x 2 (K, V) x 34/32 bytes (q8_0)) = 4.25 GiB
     assert (o.status, o.binding) == ("rejected", "memory")
     assert "65,536 tokens of q8_0 KV need 4.25 GiB" in o.reason
+
+
+def test_emit_writes_the_recommended_slot_count():
+    ollama = ROOT / "scenarios" / "ollama-jetson-orin-edge.yaml"     # num_parallel 2 in the scenario
+    result = CliRunner().invoke(app, ["search", str(ollama), "--gpus", "jetson-agx-orin-64gb", "--weights", "q4_k_m",
+                                      "--slots", "4", "--workers", "1", "--num-requests", "50", "--emit", "ollama"])
+    assert result.exit_code == 0, result.output
+    assert "OLLAMA_NUM_PARALLEL=4" in result.stdout
