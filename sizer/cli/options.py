@@ -14,13 +14,14 @@ from simulator.safe_yaml import load_yaml
 from simulator.schema import Key, check_key
 from sizer.cli.flags import check_choices, check_range
 from sizer.errors import InputError
-from sizer.inputs.hardware import all_profiles, load_hardware
+from sizer.inputs.hardware import load_hardware
 from sizer.inputs.manifest import Traffic, with_traffic
 from sizer.inputs.manifests.fields import parse_number
 from sizer.inputs.scenario import (
     MAX_RATE_PER_S,
     MAX_REPLICAS,
     MAX_SECONDS,
+    MAX_SLOTS,
     MAX_TOKENS,
     MIN_RATE_PER_S,
     KVCacheDtype,
@@ -31,7 +32,8 @@ from sizer.inputs.scenario import (
 from sizer.inputs.variant import Variant
 from sizer.outputs.destination import check_destination, write_text
 from sizer.outputs.emit import FORMATS, ServingConfig, emit
-from sizer.sizing.search import SearchSpace
+from sizer.sizing.presets import slot_preset
+from sizer.sizing.search import default_space
 
 EMIT_HELP = "also write the recommended configuration as a `vllm serve` command, a Kubernetes manifest, an " \
             "`sglang.launch_server` command, a `llama-server` command or an Ollama Modelfile and environment: " \
@@ -108,14 +110,23 @@ def parallel_sizes(text: str | None, flag: str) -> tuple | None:
     return sizes
 
 
-def space_from_options(gpus: str | None, tp: str | None, pp: str | None, weights: str | None, kv: str | None,
-                       speculative: bool):
-    """The sweep the flags ask for, every value checked up front (one line naming the flag);
-    GPUs by id or alias, default every profile."""
+def space_from_options(scenario: Scenario, gpus: str | None, tp: str | None, pp: str | None, weights: str | None,
+                       kv: str | None, speculative: bool, slots: str | None = None):
+    """The sweep the flags ask for, every value checked (one line naming the flag); what a flag leaves out is
+    the scenario's default space (`default_space`: its engine's); GPUs by id or alias."""
+    engine = scenario.deployment.engine
+    if slots is not None and slot_preset(engine) is None:
+        raise InputError(None, "--slots", f"sets llama.cpp's and Ollama's parallel slots; this scenario's engine is "
+                                          f"{engine} (its batch is deployment.max_num_seqs)")
+    slot_counts = parse_list(slots, int, "--slots")
+    for n in slot_counts or ():
+        check_range(n, "--slots", 1, MAX_SLOTS)
     gpu_ids = tuple(dict.fromkeys(load_hardware(g, None, "--gpus").id for g in parse_list(gpus, str, "--gpus") or ()))
-    defaults = SearchSpace(gpus=gpu_ids or tuple(all_profiles()))
+    defaults = default_space(scenario)
     return dataclasses.replace(
         defaults,
+        gpus=gpu_ids or defaults.gpus,
+        slots=slot_counts or defaults.slots,
         tensor_parallel_sizes=parallel_sizes(tp, "--tp") or defaults.tensor_parallel_sizes,
         pipeline_parallel_sizes=parallel_sizes(pp, "--pp") or defaults.pipeline_parallel_sizes,
         weight_formats=check_choices(parse_list(weights, str, "--weights"), "--weights", typing.get_args(WeightFormat))

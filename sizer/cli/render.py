@@ -18,7 +18,7 @@ from sizer.words import count
 
 if TYPE_CHECKING:      # for annotations only: `sizer plan` need not import check and search
     from sizer.outputs.check import CheckResult
-    from sizer.sizing.search import SearchResult
+    from sizer.sizing.search import Outcome, SearchResult
 
 MARKS = {"pass": "✓", "fail": "✗", "skip": "-"}      # check rule statuses
 
@@ -280,6 +280,8 @@ def render_search(result: SearchResult, scenario_path: str, console: Console, sh
     """`sizer search`: the ranked configurations, the rejected, the recommendation."""
     ok = [o for o in result.outcomes if o.status == "ok"]
     rejected = [o for o in result.outcomes if o.status != "ok"]
+    if result.by_device_memory:
+        return _render_slot_search(result, scenario_path, console, show_rejected, ok, rejected)
     table = Table(title=f"{result.scenario}: {len(result.outcomes)} configurations for "
                         f"{result.target_rate_per_s:g} req/s, "
                         f"{result.required_share:.0%} of requests within the SLO", title_justify="left",
@@ -315,6 +317,38 @@ def render_search(result: SearchResult, scenario_path: str, console: Console, sh
         console.print(f"re-check: sizer plan {scenario_path} {best.candidate.plan_flags()} --simulate")
     else:
         console.print("[bold red]no priced configuration meets the SLO[/]")
+    for note in result.notes:
+        console.print(f"[dim]note: {note}[/]")
+
+
+def _render_slot_search(result: SearchResult, scenario_path: str, console: Console, show_rejected: bool,
+                        ok: list[Outcome], rejected: list[Outcome]) -> None:
+    """llama.cpp / Ollama: the passing configurations smallest machine first, in the slot answers' terms."""
+    table = Table(title=f"{result.scenario}: {len(result.outcomes)} configurations for {result.target_rate_per_s:g} "
+                        "req/s", title_justify="left",
+                  caption="memory: the machine's (unified where the GPU shares it); left: what the engine leaves of "
+                          "it; tokens/s: per user with every slot busy; TTFT: the mean prompt on an idle server",
+                  caption_justify="left")
+    gib = lambda nbytes: f"{nbytes / GiB:,.1f} GiB"  # noqa: E731
+    for name in ("#", "configuration", "memory", "left", "tokens/s", "TTFT s", "binds"):
+        table.add_column(name, justify="left" if name in ("configuration", "binds") else "right")
+    for i, o in enumerate(ok, 1):
+        table.add_row(str(i), o.candidate.label, gib(o.device_memory_bytes), gib(o.slots.left_bytes),
+                      f"{o.tokens_per_s_per_user:.1f}", f"{o.slot_ttft_ms / 1e3:.2f}", o.binding)
+    console.print(table)
+    counts = Counter(o.binding for o in rejected)
+    console.print(f"rejected: {len(rejected)} ({', '.join(f'{k} {v}' for k, v in counts.most_common()) or 'none'})")
+    if show_rejected:
+        for o in rejected:
+            console.print(f"  ✗ {o.candidate.label}: {o.binding}: {o.reason}")
+    best = result.recommended
+    if best:
+        console.print(f"[bold green]recommended[/]: {best.candidate.label}: {best.tokens_per_s_per_user:.1f} tokens/s "
+                      f"per user, first token in {best.slot_ttft_ms / 1e3:.2f} s; binds on {best.binding}")
+        console.print(f"re-check: sizer plan {scenario_path} {best.candidate.plan_flags()} --simulate "
+                      f"(the scenario set to {count(best.candidate.slots, 'slot')})")
+    else:
+        console.print("[bold red]no configuration meets the targets[/]")
     for note in result.notes:
         console.print(f"[dim]note: {note}[/]")
 

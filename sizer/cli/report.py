@@ -33,6 +33,7 @@ from sizer.cli.options import (
 )
 from sizer.errors import InputError
 from sizer.inputs.gateway import is_gateway
+from sizer.inputs.scenario import scenario_from_dict
 from sizer.outputs.destination import check_destination, write_text
 from sizer.outputs.emit import ServingConfig
 from sizer.outputs.report import Report, build_report, check_pdf_renderer, render_html, write_pdf
@@ -46,9 +47,13 @@ def command(
     output: Path | None = typer.Option(None, "-o", "--output", help="HTML file to write (reports/NAME.html)"),
     pdf: bool = typer.Option(False, "--pdf", help="also write the same document as PDF beside it (weasyprint)"),
     no_search: bool = typer.Option(False, "--no-search", help="report on the scenario's configuration only"),
-    gpus: str | None = typer.Option(None, help="profiles the search tries (default: all)"),
-    tp: str | None = typer.Option(None, "--tp", help="tensor parallel sizes, default 1,2,4,8"),
-    weights: str | None = typer.Option(None, help="weight formats, default bf16,fp8"),
+    gpus: str | None = typer.Option(None, help="profiles the search tries (default: the data-centre ones, for "
+                                               "llama.cpp and Ollama the local ones)"),
+    tp: str | None = typer.Option(None, "--tp", help="tensor parallel sizes, default 1,2,4,8 (llama.cpp, Ollama: 1)"),
+    weights: str | None = typer.Option(None, help="weight formats, default bf16,fp8 (llama.cpp, Ollama: GGUF presets "
+                                                  "f16,q8_0,q5_k_m,q4_k_m)"),
+    slots: str | None = typer.Option(None, "--slots", help="llama.cpp / Ollama only: parallel slot counts the search "
+                                                           "tries, default 1,2,4,8"),
     kv_cache_dtype: str | None = typer.Option(None, "--kv-cache-dtype", help="KV formats, default auto,fp8"),
     workers: int | None = typer.Option(None, help="parallel processes for the search (default: the CPU count)"),
     date: str | None = typer.Option(None, help="date printed in the header (default today)"),
@@ -80,7 +85,8 @@ def command(
         gateway.refuse_flags({"--gpus": gpus, "--tp": tp, "--weights": weights, "--kv-cache-dtype": kv_cache_dtype,
                               "--workers": workers, "--emit": emit, "--emit-to": emit_to, "--csv": csv,
                               "--json": as_json, "--rate": rate, "--prompt-tokens": prompt_tokens,
-                              "--output-tokens": output_tokens, "--ttft-ms": ttft_ms, "--itl-ms": itl_ms})
+                              "--output-tokens": output_tokens, "--ttft-ms": ttft_ms, "--itl-ms": itl_ms,
+                              "--slots": slots})
         return gateway.report(scenario, output, pdf, not no_search, date)
     if output is None:
         raise InputError(str(scenario), "--output", "missing; expected the HTML file to write (-o reports/NAME.html)")
@@ -90,7 +96,11 @@ def command(
     traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms)
     workers = os.cpu_count() or 1 if workers is None else workers
     check_range(workers, "--workers", 1, MAX_WORKERS)
-    space = None if no_search else space_from_options(gpus, tp, None, weights, kv_cache_dtype, False)
+    data = read_scenario_data(scenario, traffic)
+    if no_search and slots is not None:
+        raise InputError(None, "--slots", "is a search axis; --no-search reports the scenario's own slots")
+    space = None if no_search else space_from_options(scenario_from_dict(data, str(scenario)), gpus, tp, None,
+                                                      weights, kv_cache_dtype, False, slots)
     check_destination(output, "--output")
     pdf_path = output.with_suffix(".pdf")
     if pdf:
@@ -100,7 +110,6 @@ def command(
         check_destination(pdf_path, "--pdf")
         check_pdf_renderer("--pdf")
     check_emit(emit, emit_to)
-    data = read_scenario_data(scenario, traffic)
     # No refresh thread (auto_refresh=False): the search forks its worker processes.
     with Progress(TextColumn("searching"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True), transient=True, auto_refresh=False) as bar:

@@ -1,4 +1,5 @@
-"""`sizer search SCENARIO`: rank GPU x split x format configurations by cost for the scenario's SLO."""
+"""`sizer search SCENARIO`: rank GPU x split x format configurations by cost for the scenario's SLO (llama.cpp and
+Ollama: local device x GGUF preset x slots, by device memory)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS, scenario_from_dict
 from sizer.outputs.destination import check_destination, write_with
 from sizer.outputs.emit import ServingConfig, serving_config
 from sizer.outputs.serialise import to_json
+from sizer.sizing.pipeline import size_deployment
+from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
 from sizer.sizing.result import GoodputSettings
 from sizer.sizing.search import SearchResult, SearchSettings, search
@@ -43,10 +46,14 @@ MIN_GOODPUT_REQUESTS = 50           # fewer simulated requests per rate say noth
 def command(
     scenario: Path = typer.Argument(..., help="scenario YAML: model, workload and SLO "
                                               "(its deployment is the starting point)"),
-    gpus: str | None = typer.Option(None, help="comma-separated profiles to try (default: all, `sizer gpus`)"),
-    tp: str | None = typer.Option(None, "--tp", help="tensor parallel sizes, default 1,2,4,8"),
+    gpus: str | None = typer.Option(None, help="comma-separated profiles to try (`sizer gpus`; default: the "
+                                               "data-centre ones, for llama.cpp and Ollama the local ones)"),
+    tp: str | None = typer.Option(None, "--tp", help="tensor parallel sizes, default 1,2,4,8 (llama.cpp, Ollama: 1)"),
     pp: str | None = typer.Option(None, "--pp", help="pipeline parallel sizes, default 1"),
-    weights: str | None = typer.Option(None, help="weight formats, default bf16,fp8"),
+    weights: str | None = typer.Option(None, help="weight formats, default bf16,fp8 (llama.cpp, Ollama: GGUF presets "
+                                                  "f16,q8_0,q5_k_m,q4_k_m)"),
+    slots: str | None = typer.Option(None, "--slots", help="llama.cpp / Ollama only: parallel slot counts, "
+                                                           "default 1,2,4,8"),
     kv_cache_dtype: str | None = typer.Option(None, "--kv-cache-dtype", help="KV formats, default auto,fp8"),
     speculative: bool = typer.Option(False, "--speculative",
                                      help="also try the scenario's speculative_config on and off"),
@@ -71,11 +78,12 @@ def command(
     check_range(workers, "--workers", 1, MAX_WORKERS)
     check_range(requests, "--num-requests", MIN_GOODPUT_REQUESTS, MAX_REQUESTS)
     check_range(max_replicas, "--max-replicas", 1, MAX_REPLICAS)
-    space = space_from_options(gpus, tp, pp, weights, kv_cache_dtype, speculative)
+    data = read_scenario_data(scenario, traffic)
+    space = space_from_options(scenario_from_dict(data, str(scenario)), gpus, tp, pp, weights, kv_cache_dtype,
+                               speculative, slots)
     if csv:
         check_destination(csv, "--csv")
     check_emit(emit, emit_to, as_json)
-    data = read_scenario_data(scenario, traffic)
     err = Console(stderr=True)
     # No refresh thread (auto_refresh=False): the search forks its worker processes.
     with Progress(TextColumn("searching"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -98,14 +106,19 @@ def recommended_config(result: SearchResult, data: dict, file: str) -> ServingCo
     """The recommended configuration's settings and replicas, for --emit."""
     best = result.recommended
     if best is None:
-        raise InputError(file, "--emit", "nothing to emit: no priced configuration meets the SLO")
+        raise InputError(file, "--emit", "nothing to emit: no " + ("" if result.by_device_memory else "priced ")
+                         + "configuration meets the SLO")
     chosen = resolve(scenario_from_dict(data, file, best.candidate.variant(scenario_from_dict(data, file))))
-    return serving_config(chosen, best.sizing.cost, best.sizing.verdict)
+    # slot engines' candidates are judged without the sizing pipeline: size the one emitted
+    sizing = best.sizing or size_deployment(chosen, make_plan(chosen), result.settings.goodput,
+                                            result.settings.max_replicas)
+    return serving_config(chosen, sizing.cost, sizing.verdict)
 
 
 ROW_FIELDS = ("status", "binding", "reason", "gpus_per_replica", "kv_cache_gib_per_gpu", "goodput_rate_per_s",
               "replicas", "gpus", "usd_per_hour", "usd_per_million_output_tokens", "operating_rate_per_s", "share_met",
-              "ttft_p95_ms", "tpot_p95_ms", "e2e_p95_ms", "pareto")
+              "ttft_p95_ms", "tpot_p95_ms", "e2e_p95_ms", "pareto", "tokens_per_s_per_user", "slot_ttft_ms",
+              "device_memory_bytes")
 
 
 def rows(result: SearchResult) -> list[dict]:
@@ -119,7 +132,7 @@ def rows(result: SearchResult) -> list[dict]:
 def to_dict(result: SearchResult) -> dict:
     ranked = rows(result)
     return {"scenario": result.scenario, "target_rate_per_s": result.target_rate_per_s,
-            "required_share": result.required_share, "settings": result.settings,
+            "required_share": result.required_share, "settings": result.settings, "ranked_by": result.ranked_by,
             "recommended": ranked[0] if result.recommended else None, "notes": result.notes, "configurations": ranked}
 
 

@@ -141,6 +141,13 @@ def all_profiles() -> dict[str, HardwareSpec]:
     return profiles
 
 
+@lru_cache(maxsize=1)
+def local_profiles() -> tuple[str, ...]:
+    """The ids of the local device profiles (hardware_profiles/local/: workstation, Apple, edge, CPU), which
+    llama.cpp and Ollama serve on; the rest are data-centre accelerators."""
+    return tuple(_from_yaml(load_yaml(path), path).id for path in sorted(LOCAL_DIR.glob("*.yaml")))
+
+
 def load_hardware(name: str, file: str | None = None, field_path: str = "hardware.gpu") -> HardwareSpec:
     """A profile by id or alias, case-insensitive (`h100`, `h100-sxm`, `H200`)."""
     key = str(name).lower()

@@ -32,6 +32,10 @@ _PATHS = {
     "e2e_ms": ("slo", "e2e_ms"),
     "seed": ("workload", "seed"),
     "trace_time_scale": ("workload", "trace", "time_scale"),     # a sweep's rate axis on a trace
+    # slot engines' slots (search): llama.cpp's --parallel and total context, Ollama's OLLAMA_NUM_PARALLEL
+    "parallel": ("deployment", "parallel"),
+    "ctx_size": ("deployment", "ctx_size"),
+    "num_parallel": ("deployment", "num_parallel"),
 }
 # Flags that remove a stated value, so that its default applies again.
 _CLEARS = {
@@ -67,6 +71,9 @@ class Variant:
     e2e_ms: float | None = None
     seed: int | None = None
     trace_time_scale: float | None = None
+    parallel: int | None = None
+    ctx_size: int | None = None
+    num_parallel: int | None = None
     clear_replicas: bool = False
     clear_speculative: bool = False
     clear_price: bool = False

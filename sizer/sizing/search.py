@@ -6,6 +6,13 @@ those that do not fit are rejected on memory. The rest go through the sizing pip
 goodput, the fewest replicas whose operating point (the scenario's request count) meets the SLO, cost.
 Candidates run in parallel processes. Ranked by cost per hour, then p95 end-to-end latency at
 the operating point, with the Pareto front of cost vs. that latency marked.
+
+llama.cpp and Ollama scenarios search their own space (`default_space`): the local device profiles of the
+scenario's device kind, GGUF presets and slot counts, one device each. A candidate is judged on the plan's slot answers
+(`sizer.sizing.slots`), analytically, without simulation: every slot busy at the target speed per user,
+the mean prompt's first token within the TTFT target, and the arrival rate's busy slots (Little's law)
+within the slots. Local devices are bought, not rented, and their profiles carry no price: the smallest
+machine (device memory) that meets the targets ranks first, then the most precise format, then the most slots.
 """
 
 from __future__ import annotations
@@ -19,14 +26,16 @@ from dataclasses import dataclass, field, replace
 from simulator.errors import FieldError
 from sizer.analytic.memory import GiB
 from sizer.errors import InputError
-from sizer.inputs.hardware import load_hardware
+from sizer.inputs.hardware import all_profiles, load_hardware, local_profiles, scenario_hardware
 from sizer.inputs.scenario import Scenario, mean_length, scenario_from_dict
 from sizer.inputs.variant import Variant
 from sizer.sizing.goodput import slo_of
 from sizer.sizing.pipeline import method_notes, size_deployment
-from sizer.sizing.plan import make_plan
-from sizer.sizing.resolve import resolve
+from sizer.sizing.plan import Plan, make_plan
+from sizer.sizing.presets import slot_preset
+from sizer.sizing.resolve import Resolved, resolve
 from sizer.sizing.result import GoodputSettings, Sizing, SizingStatus, SLOProbe
+from sizer.sizing.slots import FORMAT_CANDIDATES, SlotAnswers
 from sizer.words import count
 
 
@@ -38,6 +47,27 @@ class SearchSpace:
     weight_formats: tuple[str, ...] = ("bf16", "fp8")
     kv_cache_dtypes: tuple[str, ...] = ("auto", "fp8")
     speculative: tuple[bool, ...] = (False,)            # (True, False): the scenario's speculative_config on and off
+    slots: tuple[int | None, ...] = (None,)             # llama.cpp / Ollama slot counts; None: the scenario's own
+
+
+# llama.cpp / Ollama defaults: common GGUF presets from full precision down to the usual 4-bit one, and slot counts
+# from one user to llama-server's auto --parallel x 2 (SLOT_PRESETS: 4).
+SLOT_WEIGHT_FORMATS = ("f16", "q8_0", "q5_k_m", "q4_k_m")
+SLOT_COUNTS = (1, 2, 4, 8)
+BY_COST, BY_DEVICE_MEMORY = "cost", "device memory"     # how a search ranks the configurations that pass
+
+
+def default_space(scenario: Scenario) -> SearchSpace:
+    """What `search` tries when no flag says otherwise. llama.cpp and Ollama: the local device profiles of the
+    scenario's device kind (discrete and Jetson GPUs, Apple GPUs or CPUs: the alternatives to the machine the
+    user has in mind, and a search that stays short), the GGUF presets and slot counts above, TP 1. Other
+    engines: the data-centre profiles (local devices only by name, --gpus), TP 1-8, bf16 and fp8 weights and KV."""
+    if slot_preset(scenario.deployment.engine) is not None:
+        kind = scenario_hardware(scenario.hardware.gpu, scenario.file).device_kind
+        return SearchSpace(gpus=tuple(g for g in local_profiles() if load_hardware(g).device_kind == kind),
+                           tensor_parallel_sizes=(1,), weight_formats=SLOT_WEIGHT_FORMATS, kv_cache_dtypes=("auto",),
+                           slots=SLOT_COUNTS)
+    return SearchSpace(gpus=tuple(g for g in all_profiles() if g not in local_profiles()))
 
 
 @dataclass(frozen=True)
@@ -55,6 +85,7 @@ class Candidate:
     quantization: str
     kv_cache_dtype: str
     speculative: bool
+    slots: int | None = None           # llama.cpp / Ollama: parallel slots; None: the scenario's
 
     def variant(self, scenario: Scenario) -> Variant:
         """The scenario with this configuration; replicas left to the sizing pipeline."""
@@ -63,16 +94,33 @@ class Candidate:
                        pipeline_parallel_size=self.pipeline_parallel_size, quantization=self.quantization,
                        kv_cache_dtype=self.kv_cache_dtype, clear_replicas=True, clear_speculative=not self.speculative,
                        # a stated price and a calibrated profile are the scenario GPU's
-                       clear_price=other_gpu, clear_calibrated_profile=other_gpu)
+                       clear_price=other_gpu, clear_calibrated_profile=other_gpu, **self._slot_fields(scenario))
+
+    def _slot_fields(self, scenario: Scenario) -> dict:
+        """The slot count where the engine takes it. Each slot keeps the scenario's context: Ollama's num_ctx is
+        per request; llama.cpp's -c is all slots' (scaled when the scenario states -c and --parallel, without a
+        unified buffer; otherwise llama.cpp's own split of -c applies)."""
+        if self.slots is None:
+            return {}
+        d = scenario.deployment
+        if d.engine == "ollama":
+            return {"num_parallel": self.slots}
+        if d.ctx_size is not None and d.parallel is not None and not d.kv_unified:
+            return {"parallel": self.slots, "ctx_size": d.ctx_size // d.parallel * self.slots}
+        return {"parallel": self.slots}
 
     @property
     def label(self) -> str:
+        if self.slots is not None:
+            return f"{self.gpu} {self.quantization} {count(self.slots, 'slot')}"
         spec = " +spec" if self.speculative else ""
         pp = f" PP{self.pipeline_parallel_size}" if self.pipeline_parallel_size > 1 else ""
         return f"{self.gpu} TP{self.tensor_parallel_size}{pp} {self.quantization}/{self.kv_cache_dtype} KV{spec}"
 
     def plan_flags(self) -> str:
-        """The `sizer plan` flags that re-check this configuration."""
+        """The `sizer plan` flags that re-check this configuration (slot engines: but the slot count)."""
+        if self.slots is not None:
+            return f"--gpu {self.gpu} --weights {self.quantization}"
         return (f"--gpu {self.gpu} --tp {self.tensor_parallel_size} --pp {self.pipeline_parallel_size} "
                 f"--weights {self.quantization} --kv-cache-dtype {self.kv_cache_dtype}")
 
@@ -88,6 +136,23 @@ class Outcome:
     kv_cache_gib_per_gpu: float | None = None
     sizing: Sizing | None = None       # the pipeline's answer, for every candidate that fits
     pareto: bool = False
+    slots: SlotAnswers | None = None   # llama.cpp / Ollama: the plan's slot answers (no sizing: not simulated)
+
+    @property
+    def tokens_per_s_per_user(self) -> float | None:
+        """Slot engines: each user's decode speed with every slot busy."""
+        return self.slots.speeds[-1].tokens_per_s_per_user if self.slots else None
+
+    @property
+    def slot_ttft_ms(self) -> float | None:
+        """Slot engines: the mean prompt's time to first token on an idle server."""
+        return self.slots.ttft_s * 1e3 if self.slots else None
+
+    @property
+    def device_memory_bytes(self) -> int:
+        """The machine's memory: unified memory where the GPU shares it, else the device's."""
+        hw = load_hardware(self.candidate.gpu)
+        return hw.unified_memory_bytes or hw.memory_bytes
 
     @property
     def priced(self) -> bool:
@@ -149,17 +214,27 @@ class SearchResult:
     settings: SearchSettings
     outcomes: tuple[Outcome, ...]      # ranked: priced ok by cost, unpriced ok, then rejected
     notes: tuple[str, ...] = field(default_factory=tuple)
+    ranked_by: str = BY_COST           # BY_DEVICE_MEMORY: slot engines, whose local devices have no price
+
+    @property
+    def by_device_memory(self) -> bool:
+        return self.ranked_by == BY_DEVICE_MEMORY
+
+    def chosen(self, o: Outcome) -> bool:
+        """`o` is ranked as an answer: priced and passing, or passing in a search ranked by device memory."""
+        return o.priced or (self.by_device_memory and o.status == "ok")
 
     @property
     def recommended(self) -> Outcome | None:
-        """The cheapest priced configuration that meets the SLO."""
-        return next((o for o in self.outcomes if o.priced), None)
+        """The first ranked configuration that meets the SLO: the cheapest priced one, or (slot engines) the
+        smallest machine."""
+        return next((o for o in self.outcomes if self.chosen(o)), None)
 
 
 def candidates(space: SearchSpace) -> list[Candidate]:
     return [Candidate(*combo) for combo in itertools.product(
         space.gpus, space.tensor_parallel_sizes, space.pipeline_parallel_sizes, space.weight_formats,
-        space.kv_cache_dtypes, space.speculative)]
+        space.kv_cache_dtypes, space.speculative, space.slots)]
 
 
 def search(data: dict, file: str | None, space: SearchSpace, settings: SearchSettings = SearchSettings(),
@@ -190,12 +265,28 @@ def search(data: dict, file: str | None, space: SearchSpace, settings: SearchSet
                 if progress:
                     progress(i + 1, len(todo))
     order = {c: i for i, (c, *_) in enumerate(todo)}
-    ranked = rank(mark_pareto(sorted(outcomes, key=lambda o: order[o.candidate])))
+    in_order = sorted(outcomes, key=lambda o: order[o.candidate])
+    if slot_preset(base.deployment.engine) is not None:
+        notes = SLOT_NOTES + (("the E2E target is not checked here: `sizer plan --simulate` simulates it",)
+                              if base.slo.e2e_ms else ())
+        return SearchResult(base.name, base.workload.arrival.rate_per_s, mean_length(base.workload.output_tokens),
+                            base.slo.required_share, settings, tuple(rank_slots(in_order)), notes, BY_DEVICE_MEMORY)
     notes = method_notes(settings.goodput, base.workload.num_requests) + (
         f"configurations needing more than {settings.max_replicas} replicas are rejected",
         "a stated price applies to the scenario's GPU only")
     return SearchResult(base.name, base.workload.arrival.rate_per_s, mean_length(base.workload.output_tokens),
-                        base.slo.required_share, settings, tuple(ranked), notes)
+                        base.slo.required_share, settings, tuple(rank(mark_pareto(in_order))), notes)
+
+
+SLOT_NOTES = (
+    "llama.cpp / Ollama: judged on the plan's slot answers, analytically (no simulation): tokens/s per user with "
+    "every slot busy against 1000 / slo.itl_ms, the mean prompt's first token on an idle server against slo.ttft_ms, "
+    "and busy slots at the arrival rate (rate x (TTFT + mean output / tokens/s per user), Little's law) within the "
+    "slots",
+    "local devices are bought, not rented: their profiles carry no price, so the smallest machine (its memory, "
+    "unified where the GPU shares it) that meets the targets ranks first, then the most precise format, then the "
+    "most slots; set cost.price_usd_per_gpu_hour in a scenario for a cost",
+)
 
 
 def evaluate(c: Candidate, data: dict, file: str | None, settings: SearchSettings) -> Outcome:
@@ -204,12 +295,18 @@ def evaluate(c: Candidate, data: dict, file: str | None, settings: SearchSetting
         base = scenario_from_dict(data, file)
         resolved = resolve(scenario_from_dict(data, file, c.variant(base)))
     except FieldError as error:
-        return Outcome(c, "invalid", "split" if "parallel" in (error.field or "") else "input", error.message)
+        if c.slots is not None and "KV need" in error.message:    # resolve: the slots' context does not fit
+            return Outcome(c, "rejected", "memory", error.message)
+        field_path = error.field or ""
+        split = "parallel_size" in field_path if c.slots is not None else "parallel" in field_path  # not slots'
+        return Outcome(c, "invalid", "split" if split else "input", error.message)
     plan = make_plan(resolved)
     gpus_per_replica = plan.parallel.gpus_per_replica
     if not plan.fits:
         return Outcome(c, "rejected", "memory", "; ".join(plan.memory.reasons), gpus_per_replica)
     kv_gib = plan.memory.kv_cache_bytes / GiB
+    if plan.slots is not None:
+        return slot_outcome(c, resolved, plan, gpus_per_replica, kv_gib)
     sizing = size_deployment(resolved, plan, settings.goodput, settings.max_replicas)
     if sizing.status is SizingStatus.MET:
         return Outcome(c, "ok", sizing.binding_target, f"{count(sizing.replicas, 'replica')} at "
@@ -217,6 +314,42 @@ def evaluate(c: Candidate, data: dict, file: str | None, settings: SearchSetting
                        f"{sizing.goodput_per_replica_per_s:.3g} req/s", gpus_per_replica, kv_gib, sizing)
     binding = sizing.operating_point.binding if sizing.status is SizingStatus.MISSED else sizing.binding_target
     return Outcome(c, "rejected", binding, sizing.verdict, gpus_per_replica, kv_gib, sizing)
+
+
+def slot_outcome(c: Candidate, r: Resolved, plan: Plan, gpus_per_replica: int, kv_gib: float) -> Outcome:
+    """A slot engine's candidate that fits, judged on its slot answers (SLOT_NOTES). Binding when it passes:
+    the target with the least headroom."""
+    a, slo, w = plan.slots, r.scenario.slo, r.scenario.workload
+    speed, ttft_ms = a.speeds[-1].tokens_per_s_per_user, a.ttft_s * 1e3
+    busy = w.arrival.rate_per_s * (a.ttft_s + mean_length(w.output_tokens) / speed)
+    # (target, measured / allowed: above 1 misses, what it says)
+    checks = [("load", busy / a.slots, f"{busy:.2f} slots busy on average at {w.arrival.rate_per_s:g} req/s, "
+                                       f"{a.slots} available")]
+    if slo.itl_ms:
+        target = 1e3 / slo.itl_ms
+        checks.append(("ITL", target / speed, f"{speed:.1f} tokens/s per user with {count(a.slots, 'slot')} busy, "
+                                              f"target {target:.1f}"))
+    if slo.ttft_ms:
+        checks.append(("TTFT", ttft_ms / slo.ttft_ms, f"first token in {ttft_ms:,.0f} ms for a "
+                                                      f"{a.prompt_tokens:,}-token prompt, target {slo.ttft_ms:,.0f}"))
+    missed = [check for check in checks if check[1] > 1]
+    if missed:
+        return Outcome(c, "rejected", missed[0][0], "; ".join(m[2] for m in missed), gpus_per_replica, kv_gib,
+                       slots=a)
+    binding = max(checks, key=lambda check: check[1])
+    return Outcome(c, "ok", binding[0], "; ".join(check[2] for check in checks), gpus_per_replica, kv_gib, slots=a)
+
+
+def rank_slots(outcomes: list[Outcome]) -> list[Outcome]:
+    """Slot engines: passing configurations by the machine's memory (smallest first: no price to rank by), then
+    the most precise format, then the most slots, then the fastest; then the rejected, then the invalid."""
+    def key(o: Outcome):
+        group = 0 if o.status == "ok" else 1 if o.status == "rejected" else 2
+        q = o.candidate.quantization
+        precision = FORMAT_CANDIDATES.index(q) if q in FORMAT_CANDIDATES else len(FORMAT_CANDIDATES)
+        return (group, o.device_memory_bytes, precision, -(o.candidate.slots or 0), -(o.tokens_per_s_per_user or 0),
+                o.slot_ttft_ms or 0)
+    return sorted(outcomes, key=key)
 
 
 def mark_pareto(outcomes: list[Outcome]) -> list[Outcome]:

@@ -28,6 +28,7 @@ from sizer.sizing.plan import Plan, make_plan
 from sizer.sizing.resolve import Resolved, resolve
 from sizer.sizing.result import Sizing
 from sizer.sizing.search import Outcome, SearchResult, SearchSettings, SearchSpace, search
+from sizer.sizing.slots import SlotAnswers
 
 RATE_FACTORS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)     # latency sweep, as multiples of the goodput rate
 
@@ -67,6 +68,7 @@ class Report:
     step_model: str
     simulation_notes: list[str]
     serving: ServingConfig | None  # the answer's engine settings and replicas (`report --emit`); None: does not fit
+    slots: SlotAnswers | None = None   # llama.cpp / Ollama: the answer's plan in the user's terms (sizer.sizing.slots)
 
 
 def build_report(data: dict, file: str | None, space: SearchSpace | None, workers: int = 1,
@@ -120,7 +122,8 @@ def build_report(data: dict, file: str | None, space: SearchSpace | None, worker
             "the SLO's ITL target is checked per request against its TPOT: mean time per output token after the first",
         ] + [n for n in (result.notes if result else ()) if n not in method],
         references=references([*plan.assumptions, *(v for _, v in inputs)], chosen, own_resolved),
-        serving=serving_config(chosen, answer.sizing.cost, answer.sizing.verdict) if chosen.memory.fits else None)
+        serving=serving_config(chosen, answer.sizing.cost, answer.sizing.verdict) if chosen.memory.fits else None,
+        slots=plan.slots)
 
 
 CODE = re.compile(r"\[([A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*)\]")     # a source cited by its code: "[STAS]", "[VLLM-HW]"

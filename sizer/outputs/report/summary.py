@@ -20,11 +20,13 @@ TARGETS = (("ttft_ms", "TTFT", "first token within"), ("itl_ms", "ITL", "time pe
 # Why a configuration was not chosen, in the order the appendix lists the groups.
 MORE_COSTLY = "Meet the targets, but cost more"
 NO_PRICE = "Meet the targets, but the GPU has no price to rank it by"
+LARGER = "Meet the targets, but on a larger machine, in a less precise format or with fewer slots"   # slot engines
 NO_FIT = "Do not fit in GPU memory"
 BAD_SPLIT = "The model cannot be split across that many GPUs"
 BAD_SETTING = "Settings the GPU or model does not support"
 MISSES = {"TTFT": "Miss the time-to-first-token target (TTFT)", "ITL": "Miss the time-per-token target (ITL)",
-          "E2E": "Miss the whole-reply target (E2E)"}
+          "E2E": "Miss the whole-reply target (E2E)",
+          "load": "Too few slots for the arrival rate (busy slots, Little's law)"}
 MISSES_ANY = "Miss the latency targets"
 OVER_LIMIT = "Would need more than {} replicas (over the search's limit)"
 
@@ -108,14 +110,16 @@ def pareto_points(search: SearchResult, chosen: Outcome | None) -> list[ParetoPo
 
 
 def top_and_rest(search: SearchResult) -> tuple[list[Outcome], list[Group]]:
-    """The cheapest configurations that meet the SLO (search order: cost, then latency), and every other
-    configuration grouped by why it was not chosen, groups in a fixed order, empty ones left out."""
-    top = [o for o in search.outcomes if o.priced][:TOP_CONFIGURATIONS]
+    """The cheapest configurations that meet the SLO (search order: cost, then latency; slot engines: the smallest
+    machine), and every other configuration grouped by why it was not chosen, groups in a fixed order, empty ones
+    left out."""
+    top = [o for o in search.outcomes if search.chosen(o)][:TOP_CONFIGURATIONS]
     by_reason: dict[str, list[Outcome]] = {}
     for o in search.outcomes:
         if o not in top:
-            by_reason.setdefault(reason(o, search.settings.max_replicas), []).append(o)
-    order = [MORE_COSTLY, NO_PRICE, NO_FIT, BAD_SPLIT, BAD_SETTING, *MISSES.values(), MISSES_ANY,
+            why = LARGER if search.chosen(o) and not o.priced else reason(o, search.settings.max_replicas)
+            by_reason.setdefault(why, []).append(o)
+    order = [MORE_COSTLY, LARGER, NO_PRICE, NO_FIT, BAD_SPLIT, BAD_SETTING, *MISSES.values(), MISSES_ANY,
              OVER_LIMIT.format(search.settings.max_replicas)]
     return top, [Group(r, tuple(by_reason[r])) for r in order if r in by_reason]
 

@@ -20,6 +20,7 @@ FLAGS = {
     "--model": ("the model: catalog name, config.json, checkpoint folder or HF id", ("catalog name",)),
     "--gpu": ("one accelerator profile", ("profile",)),
     "--gpus": ("accelerator profiles a search tries", ("profiles",)),
+    "--slots": ("llama.cpp / Ollama parallel slot counts a search tries", ("slot counts",)),
     "--tp": ("tensor parallel size (a list where a search runs)", ("tensor_parallel_size", "tensor parallel")),
     "--pp": ("pipeline parallel size (a list where a search runs)", ("pipeline_parallel_size", "pipeline parallel")),
     "--weights": ("weight format(s), never a folder", ("weight format",)),
