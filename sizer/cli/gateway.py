@@ -15,9 +15,9 @@ from rich.table import Table
 
 from sizer.errors import InputError
 from sizer.inputs.gateway import load_gateway
-from sizer.outputs.destination import check_destination, write_text, write_with
+from sizer.outputs.destination import write_text, write_with
 from sizer.outputs.report.gateway import render_gateway_html
-from sizer.outputs.report.render import check_pdf_renderer, write_pdf
+from sizer.outputs.report.render import check_report_destinations, write_pdf
 from sizer.outputs.serialise import to_json
 from sizer.sizing.gateway import GatewayAnswer, plan_gateway, resolve_gateway, run_gateway
 
@@ -55,14 +55,7 @@ def report(path: Path, output: Path | None, pdf: bool, search: bool, date: str |
     """`sizer report` on a gateway document: the same answer as `plan [--simulate]`, as HTML (and PDF)."""
     if output is None:
         raise InputError(str(path), "--output", "missing; expected the HTML file to write (-o reports/NAME.html)")
-    check_destination(output, "--output")
-    pdf_path = output.with_suffix(".pdf")
-    if pdf:
-        if pdf_path == output:
-            raise InputError(str(output), "--output", "with --pdf the PDF is written beside the HTML under the same "
-                                                      "name with .pdf; name the HTML .html")
-        check_destination(pdf_path, "--pdf")
-        check_pdf_renderer("--pdf")
+    pdf_path = check_report_destinations(output, pdf)
     doc, name = load_gateway(path)
     a = plan_gateway(resolve_gateway(doc, name, str(path)), search)
     html = render_gateway_html(a, date or datetime.date.today().isoformat(), str(path))

@@ -36,7 +36,7 @@ from sizer.inputs.gateway import is_gateway
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.outputs.destination import check_destination, write_text
 from sizer.outputs.emit import ServingConfig
-from sizer.outputs.report import Report, build_report, check_pdf_renderer, render_html, write_pdf
+from sizer.outputs.report import Report, build_report, check_report_destinations, render_html, write_pdf
 from sizer.outputs.report.sweep import build_sweep_report, render_sweep_html
 from sizer.outputs.serialise import to_json
 from sizer.outputs.sweep_store import read_rows, write_csv
@@ -101,14 +101,7 @@ def command(
         raise InputError(None, "--slots", "is a search axis; --no-search reports the scenario's own slots")
     space = None if no_search else space_from_options(scenario_from_dict(data, str(scenario)), gpus, tp, None,
                                                       weights, kv_cache_dtype, False, slots)
-    check_destination(output, "--output")
-    pdf_path = output.with_suffix(".pdf")
-    if pdf:
-        if pdf_path == output:
-            raise InputError(str(output), "--output", "with --pdf the PDF is written beside the HTML under the same "
-                                                      "name with .pdf; name the HTML .html")
-        check_destination(pdf_path, "--pdf")
-        check_pdf_renderer("--pdf")
+    pdf_path = check_report_destinations(output, pdf)
     check_emit(emit, emit_to)
     # No refresh thread (auto_refresh=False): the search forks its worker processes.
     with Progress(TextColumn("searching"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

@@ -13,7 +13,7 @@ from pathlib import Path
 import jinja2
 
 from sizer.errors import InputError
-from sizer.outputs.destination import write_bytes
+from sizer.outputs.destination import check_destination, write_bytes
 from sizer.outputs.report.data import Report
 from sizer.outputs.report.summary import HOURS_PER_MONTH
 
@@ -67,6 +67,20 @@ def check_pdf_renderer(flag: str = "--pdf") -> None:
     imported: importing it takes a second, and only `write_pdf` needs it."""
     if importlib.util.find_spec("weasyprint") is None:
         raise InputError(None, flag, "weasyprint is not installed; pip install 'sizer[pdf]'")
+
+
+def check_report_destinations(output: Path, pdf: bool) -> Path:
+    """Before any work: the HTML file (and with --pdf the PDF beside it, under the same name) can be written,
+    and weasyprint is there for the PDF. Returns the PDF's path."""
+    check_destination(output, "--output")
+    pdf_path = output.with_suffix(".pdf")
+    if pdf:
+        if pdf_path == output:
+            raise InputError(str(output), "--output", "with --pdf the PDF is written beside the HTML under the same "
+                                                      "name with .pdf; name the HTML .html")
+        check_destination(pdf_path, "--pdf")
+        check_pdf_renderer("--pdf")
+    return pdf_path
 
 
 def write_pdf(html: str, path: str | Path, flag: str = "--pdf") -> None:
