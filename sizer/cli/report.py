@@ -96,12 +96,12 @@ def command(
     traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms)
     workers = os.cpu_count() or 1 if workers is None else workers
     check_range(workers, "--workers", 1, MAX_WORKERS)
-    data = read_scenario_data(scenario, traffic)
     if no_search and slots is not None:
         raise InputError(None, "--slots", "is a search axis; --no-search reports the scenario's own slots")
+    pdf_path = check_report_destinations(output, pdf)
+    data = read_scenario_data(scenario, traffic)
     space = None if no_search else space_from_options(scenario_from_dict(data, str(scenario)), gpus, tp, None,
                                                       weights, kv_cache_dtype, False, slots)
-    pdf_path = check_report_destinations(output, pdf)
     check_emit(emit, emit_to)
     # No refresh thread (auto_refresh=False): the search forks its worker processes.
     with Progress(TextColumn("searching"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

@@ -78,11 +78,11 @@ def command(
     check_range(workers, "--workers", 1, MAX_WORKERS)
     check_range(requests, "--num-requests", MIN_GOODPUT_REQUESTS, MAX_REQUESTS)
     check_range(max_replicas, "--max-replicas", 1, MAX_REPLICAS)
+    if csv:
+        check_destination(csv, "--csv")
     data = read_scenario_data(scenario, traffic)
     space = space_from_options(scenario_from_dict(data, str(scenario)), gpus, tp, pp, weights, kv_cache_dtype,
                                speculative, slots)
-    if csv:
-        check_destination(csv, "--csv")
     check_emit(emit, emit_to, as_json)
     err = Console(stderr=True)
     # No refresh thread (auto_refresh=False): the search forks its worker processes.
