@@ -75,6 +75,15 @@ class EngineConfig:
         return (self.num_heads + 2 * self.num_kv_heads) * self.head_dim
 
 
+@dataclass(frozen=True)
+class EngineBuild:
+    """How the engine is built for a replay (`sizer validate`): as the calibration that prices it ran."""
+    kernels: str                    # 'triton' or 'torch'
+    tp: int
+    scale: float                    # share of the model's layers built
+    source: str                     # the file these come from (errors name it)
+
+
 def engine_config(spec: ModelShape, tp: int = 1, scale: float = 1.0, file: str | None = None,
                   fields: tuple[str, str] = ("tp", "scale")) -> EngineConfig:
     """Shapes for one of `tp` devices; `scale` in (0, 1] keeps that share of the layers. A FieldError

@@ -11,11 +11,11 @@ table's entries are timed interleaved, round after round (engine/device.py).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 import torch
 import torch.nn.functional as F
 
-from engine.config import EngineConfig
 from engine.device import Device, median_time_s, median_times_s
 from engine.kernels import Kernels
 from engine.kv_cache import PagedKVCache
@@ -52,7 +52,7 @@ def _rand(*shape: int, device: Device) -> torch.Tensor:
     return torch.randn(*shape, device=device.torch_device).to(device.dtype)
 
 
-def _rotating(fns: list[Callable[[], object]]) -> Callable[[], object]:
+def rotating(fns: list[Callable[[], object]]) -> Callable[[], object]:
     """A callable that runs the next of `fns` each time (a different layer's weights)."""
     state = {"i": 0}
 
@@ -81,21 +81,21 @@ def _token_op_fns(model: Transformer, kv: PagedKVCache, device: Device, t: int) 
 
     ops = {
         "embed": lambda: model.embed[ids],
-        "rmsnorm": _rotating([lambda w=w: k.rms_norm(x, w.input_norm, cfg.rms_norm_eps, res) for _, w in layers]),
-        "qkv": _rotating([lambda w=w: F.linear(x, w.qkv, w.qkv_bias) for _, w in layers]),
-        "rope_kv": _rotating([lambda i=i: rope_kv(i) for i, _ in layers]),
-        "o": _rotating([lambda w=w: F.linear(attn_out, w.o) for _, w in layers]),
+        "rmsnorm": rotating([lambda w=w: k.rms_norm(x, w.input_norm, cfg.rms_norm_eps, res) for _, w in layers]),
+        "qkv": rotating([lambda w=w: F.linear(x, w.qkv, w.qkv_bias) for _, w in layers]),
+        "rope_kv": rotating([lambda i=i: rope_kv(i) for i, _ in layers]),
+        "o": rotating([lambda w=w: F.linear(attn_out, w.o) for _, w in layers]),
     }
     dense = [w for _, w in layers if w.router is None]
     moe = [w for _, w in layers if w.router is not None]
     if dense:
         gu = _rand(t, 2 * cfg.intermediate_size, device=device)
         act = _rand(t, cfg.intermediate_size, device=device)
-        ops["gate_up"] = _rotating([lambda w=w: F.linear(x, w.gate_up) for w in dense])
+        ops["gate_up"] = rotating([lambda w=w: F.linear(x, w.gate_up) for w in dense])
         ops["act"] = lambda: swiglu(gu)
-        ops["down"] = _rotating([lambda w=w: F.linear(act, w.down) for w in dense])
+        ops["down"] = rotating([lambda w=w: F.linear(act, w.down) for w in dense])
     if moe:
-        ops["moe"] = _rotating([lambda w=w: moe_mlp(x, w, cfg.num_experts_per_tok) for w in moe])
+        ops["moe"] = rotating([lambda w=w: moe_mlp(x, w, cfg.num_experts_per_tok) for w in moe])
     return ops
 
 
@@ -121,12 +121,19 @@ def seq_ops(model: Transformer, device: Device, grid: list[int]) -> list[dict]:
     return [{"seqs": s, "lm_head_s": times[(s, "lm_head")], "sampling_s": times[(s, "sampling")]} for s in grid]
 
 
-def _cache(cfg: EngineConfig, device: Device, num_blocks: int, block_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+class Heads(Protocol):
+    """The attention shape on one device (an EngineConfig, or engine/device_tables.py's HeadShape)."""
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+
+
+def _cache(cfg: Heads, device: Device, num_blocks: int, block_size: int) -> tuple[torch.Tensor, torch.Tensor]:
     shape = (num_blocks, block_size, cfg.num_kv_heads, cfg.head_dim)
     return _rand(*shape, device=device), _rand(*shape, device=device)
 
 
-def decode_attention(cfg: EngineConfig, kernels: Kernels, device: Device, seqs: list[int], contexts: list[int],
+def decode_attention(cfg: Heads, kernels: Kernels, device: Device, seqs: list[int], contexts: list[int],
                      block_size: int) -> list[dict]:
     """One layer's decode attention: `s` sequences, each with `c` cached tokens plus the new one."""
     per_seq = -(-(max(contexts) + 1) // block_size)
@@ -145,7 +152,7 @@ def decode_attention(cfg: EngineConfig, kernels: Kernels, device: Device, seqs: 
     return [{"seqs": s, "context_tokens": c, "time_s": t} for (s, c), t in times.items()]
 
 
-def prefill_attention(cfg: EngineConfig, kernels: Kernels, device: Device, chunks: list[int], contexts: list[int],
+def prefill_attention(cfg: Heads, kernels: Kernels, device: Device, chunks: list[int], contexts: list[int],
                       block_size: int) -> list[dict]:
     """One layer's prefill attention for one sequence: a chunk of `n` tokens on `c` cached ones."""
     blocks = -(-(max(chunks) + max(contexts)) // block_size)

@@ -110,6 +110,14 @@ class Overhead:
     decode_kernel_factor: float | None = schema.field(None, ge=0)
     step_error_p50: float | None = None
 
+    def line(self, batch: StepBatch) -> tuple[float, float]:
+        """(kernel factor, seconds beyond the kernels) of a whole step: the decode-only line when it was
+        fitted and the step is decode-only, else the mixed steps' line."""
+        decode_only = batch.prefill_seqs == 0 and self.decode_kernel_factor is not None
+        factor = self.decode_kernel_factor if decode_only else self.kernel_factor
+        fixed = self.decode_fixed_s if decode_only else self.fixed_s
+        return factor, fixed + self.per_seq_s * batch.num_seqs
+
 
 TABLES_ONLY = Overhead(fixed_s=0.0, per_seq_s=0.0, kernel_factor=1.0)   # before the fit: the tables alone
 
@@ -399,11 +407,9 @@ class CalibratedStepTimeModel:
             t, inside = p.allreduce.at("time_s", nbytes)
             parts["allreduce"] = h.allreduce_calls_per_layer * self._layers * t
             ok &= inside
-        o = h.overhead
-        decode_only = batch.prefill_seqs == 0 and o.decode_kernel_factor is not None   # fitted apart when measured
-        factor = o.decode_kernel_factor if decode_only else o.kernel_factor
+        factor, beyond_s = h.overhead.line(batch)
         parts = {name: factor * t for name, t in parts.items()}
-        parts["overhead"] = (o.decode_fixed_s if decode_only else o.fixed_s) + o.per_seq_s * batch.num_seqs
+        parts["overhead"] = beyond_s
         return parts, ok
 
     def step_time(self, batch: StepBatch) -> float:

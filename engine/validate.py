@@ -2,8 +2,9 @@
 
 Both executors get the same requests (arrivals, lengths, prompt content) and the same
 replica configuration (scheduler settings and block pool, as sizer resolves them); the
-simulator prices steps with the calibrated profile. The pool is the caller's, capped by what
-the device holds now (the report says when it is).
+simulator prices steps with a calibrated profile, or with a device's kernel tables and the
+engine's fitted overhead. The pool is the caller's, capped by what the device holds now (the
+report says when it is).
 The report is TTFT, ITL and E2E at p50/p95/p99 and output throughput: measured, predicted,
 and the relative error (predicted - measured) / measured.
 """
@@ -18,18 +19,18 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from engine.config import EngineConfig, ModelShape, engine_config
+from engine.config import EngineBuild, EngineConfig, ModelShape, engine_config
 from engine.device import Device
 from engine.kernels import select
 from engine.kv_cache import PagedKVCache
 from engine.model import Transformer
-from engine.profile import PROFILE_FILE, CalibratedStepTimeModel, CalibrationProfile
 from engine.runner import EngineRunner, RunResult
 from engine.weights import load_weights
 from simulator.metrics import summarise, weighted_percentiles
 from simulator.records import SimulationResult
 from simulator.request import Request
 from simulator.run import SimulationConfig, simulate
+from simulator.step_batch import StepTimeModel
 
 PERCENTILES = (50, 95, 99)
 # KV cache a CPU run may take: a host's RAM is no pool size (the caller's budget from it would
@@ -130,20 +131,21 @@ def device_block_limit(cfg: EngineConfig, device: Device, block_size: int, reser
     return CPU_KV_BYTES // per_block, f"the engine's CPU allowance of {CPU_KV_BYTES / 2**20:.0f} MiB"
 
 
-def validate(spec: ModelShape, profile: CalibrationProfile, device: Device, config: SimulationConfig,
-             requests: list[Request], seed: int, weights: Path | None, reserve_bytes: float) -> ValidationReport:
+def validate(spec: ModelShape, build: EngineBuild, step_model: StepTimeModel, device: Device,
+             config: SimulationConfig, requests: list[Request], seed: int, weights: Path | None,
+             reserve_bytes: float) -> ValidationReport:
     """Run `requests` through the engine and the simulator, both as `config` says (one replica,
     its scheduler and block pool; `scheduler.max_model_len` set); compare their latencies.
 
-    The pool is capped by `device_block_limit` (`reserve_bytes`: what the forward pass needs
-    beside it on a GPU); `weights` is a local safetensors checkpoint (random weights without).
+    `step_model` prices the simulator's steps (a calibrated profile's, or a device's kernel tables
+    with the engine's fitted overhead) and counts `steps` and `out_of_range_steps`. The pool is
+    capped by `device_block_limit` (`reserve_bytes`: what the forward pass needs beside it on a
+    GPU); `weights` is a local safetensors checkpoint (random weights without).
     """
     if config.num_replicas != 1 or config.disaggregation is not None:
         raise ValueError("the bundled engine runs one replica")
-    header = profile.header
-    cfg = engine_config(spec, header.model.tp, header.model.scale, str(profile.path / PROFILE_FILE),
-                        ("model.tp", "model.scale"))
-    kernels = select(header.kernels)
+    cfg = engine_config(spec, build.tp, build.scale, build.source, ("model.tp", "model.scale"))
+    kernels = select(build.kernels)
     model = Transformer(cfg, device.dtype, device.torch_device, kernels, config.replica.scheduler.max_model_len, seed)
     if weights is not None:
         load_weights(model, weights)
@@ -154,11 +156,10 @@ def validate(spec: ModelShape, profile: CalibrationProfile, device: Device, conf
     runner.warm_up()
     run = runner.run(copy.deepcopy(requests))
 
-    step_model = CalibratedStepTimeModel(profile)
     sim = simulate(dataclasses.replace(config, replica=replica), step_model, copy.deepcopy(requests), seed)
 
     return ValidationReport(
-        device=device.name, model=spec.name, profile=str(profile.path), num_requests=len(requests),
+        device=device.name, model=spec.name, profile=str(Path(build.source).parent), num_requests=len(requests),
         num_blocks=replica.num_blocks, num_blocks_requested=requested,
         num_blocks_limit=f"capped by {rule}" if limit < requested else "",
         rows=compare(engine_metrics(run), simulator_metrics(sim)),

@@ -32,7 +32,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from engine.profile import split_attention
+from engine.profile import Overhead, split_attention
 from simulator.step_batch import StepBatch
 from sizer.analytic.parallel import ParallelConfig, kv_heads_per_gpu, layers_per_stage, shard_fraction
 from sizer.analytic.roofline import RooflineStepTimeModel
@@ -45,6 +45,7 @@ ROW_PARALLEL = ("o_proj", "down_proj", "out_proj")   # vLLM's RowParallelLinear:
 ACTIVATION_BYTES = 2                                  # the hidden state all-reduced, bf16
 # sizer's compute format -> table dtype (float32: the bundled engine on a CPU, sizer/sizing/profile_kernels.py)
 GEMM_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp32": "float32"}
+FLOAT_FORMATS = ("bf16", "fp16", "fp32")
 KV_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_e4m3": "fp8", "fp32": "float32"}
 
 
@@ -158,8 +159,11 @@ def attention_shapes(m: ModelSpec, p: ParallelConfig) -> list[AttentionShape]:
 
 
 def gemm_curve(tables: KernelTables, dtype: str, n: int, k: int) -> Curve | None:
-    """Latency by m of an (n, k) GEMM, bilinear in n and k between the measured (n, k) grid; None when
-    a corner of the bracket was not measured."""
+    """Latency by m of an (n, k) GEMM: the shape's own row when it was measured (`sizer calibrate` times
+    each model's exact shapes), else bilinear in n and k between the measured (n, k) grid; None when a
+    corner of the bracket was not measured."""
+    if (dtype, n, k) in tables.gemm:
+        return Curve(tables.gemm[(dtype, n, k)])
     shapes = [key[1:] for key in tables.gemm if key[0] == dtype]
     if not shapes:
         return None
@@ -216,6 +220,11 @@ class KernelTableStepTimeModel:
         native = roofline.weight_format == roofline.compute_format or {roofline.weight_format,
                                                                        roofline.compute_format} <= {"bf16", "fp16"}
         dtype = GEMM_DTYPES.get(roofline.compute_format) if native else None
+        # the bundled engine runs a 16- or 32-bit model in its one dtype (float32 on a CPU): tables it measured
+        # are looked up in that dtype (sizer/inputs/kernel_tables.py BundledEngine)
+        engine = tables.header.bundled_engine
+        self.ran_in = engine.dtype if engine and native and roofline.weight_format in FLOAT_FORMATS else None
+        dtype = self.ran_in or dtype
         # GEMMs and the all-reduces depend on the step's new tokens only: one curve; shapes the tables
         # do not bracket go to the roofline one by one
         curves, self.roofline_gemms = [], []
@@ -279,7 +288,8 @@ class KernelTableStepTimeModel:
         return m.num_moe_layers * layers_per_stage(m, p) / m.num_layers, Curve(rows)
 
     def _attention(self, m: ModelSpec, p: ParallelConfig, missing: list[str]) -> None:
-        kv = KV_DTYPES.get(self.roofline.kv.dtype)
+        kv = self.ran_in if self.ran_in and self.roofline.kv.dtype in FLOAT_FORMATS else KV_DTYPES.get(
+            self.roofline.kv.dtype)
         found, unmeasured = [], set()
         for s in attention_shapes(m, p):
             key = (kv, s.heads, s.kv_heads, s.head_dim)
@@ -331,3 +341,25 @@ class KernelTableStepTimeModel:
         stage += self._transfer_fixed_s + tokens * self._transfer_s_per_token
         lm_head = self.lm_head(batch.num_seqs) if self.lm_head is not None else r.lm_head_s(batch.num_seqs)
         return stage * self.pp + lm_head + r.step_overhead_s
+
+
+class BundledEngineStepTimeModel:
+    """The bundled engine's whole steps on a device it calibrated (`sizer validate --kernel-tables`): the
+    kernel-table step x the fitted kernel factor, plus the fitted seconds beyond the kernels (host work,
+    sampling, launches: `BundledEngine.overhead`, fitted on one model and used for any)."""
+
+    def __init__(self, tables_model: KernelTableStepTimeModel, overhead: Overhead, max_num_batched_tokens: int,
+                 max_num_seqs: int):
+        self.tables_model, self.overhead = tables_model, overhead
+        self.max_num_batched_tokens, self.max_num_seqs = max_num_batched_tokens, max_num_seqs
+        self.steps = self.out_of_range_steps = 0     # steps larger than the tables' measured range
+        self.name = f"{tables_model.name}; the bundled engine's fitted step overhead"
+
+    def step_time(self, batch: StepBatch) -> float:
+        if batch.new_tokens == 0:
+            return 0.0
+        self.steps += 1
+        if batch.new_tokens > self.max_num_batched_tokens or batch.num_seqs > self.max_num_seqs:
+            self.out_of_range_steps += 1
+        factor, beyond_s = self.overhead.line(batch)
+        return factor * self.tables_model.step_time(batch) + beyond_s

@@ -5,6 +5,7 @@ docs/engine.md)."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
@@ -13,10 +14,12 @@ from engine.profile import Limits, ProfileHeader, load_profile, read_header
 from simulator.errors import excerpt
 from sizer.cli.flags import check_model, check_range
 from sizer.errors import InputError
-from sizer.inputs.hardware import load_hardware
-from sizer.inputs.model_spec import load_model
+from sizer.inputs.hardware import HOST_CPU, HardwareSpec, load_hardware
+from sizer.inputs.kernel_tables import load_kernel_tables
+from sizer.inputs.model_spec import catalog_names, load_model
 from sizer.inputs.scenario import MAX_BATCH_TOKENS, MAX_SEQUENCES, MAX_TOKENS
 from sizer.sizing.aiconfigurator_import import write_tables
+from sizer.sizing.device_calibration import DeviceCalibration, calibrate_device
 from sizer.sizing.profile_kernels import KERNELS_SUBDIR, kernel_tables_from_profile
 
 
@@ -29,12 +32,21 @@ def user_calibrated_dir() -> Path:
     return Path(data) / "sizer" / "calibrated"
 
 
+DEFAULT_REFERENCE = "llama-3.1-8b"    # a device's tables fit the engine overhead on this model's steps by default
+
 # Largest step covered: (max_num_batched_tokens, max_num_seqs, max_model_len) by device kind.
 DEFAULT_LIMITS = {"cuda": (2048, 256, 8192), "cpu": (256, 64, 2048)}
 
 
 def command(
-    model: str = typer.Option(..., help="catalog name, config.json, checkpoint folder or cached HF id"),
+    model: str | None = typer.Option(None, help="catalog name, config.json, checkpoint folder or cached HF id: a "
+                                                "profile of this model; without it, the device's kernel tables "
+                                                "for every model (--shapes-of)"),
+    shapes_of: list[str] | None = typer.Option(None, "--shapes-of", metavar="MODEL",
+                                               help="without --model: time the GEMM and attention shapes of these "
+                                                    "models at TP 1, 2, 4 and 8 (repeat the flag; the first one's "
+                                                    "whole steps fit the engine overhead); default on a GPU: the "
+                                                    "catalog's models"),
     gpu: str | None = typer.Option(None, help="the GPU in this machine, by profile id or alias (h100, h200); "
                                               "refuses if it is absent or another"),
     device: str | None = typer.Option(None, help="'cpu' to calibrate on the CPU instead of a GPU"),
@@ -53,18 +65,31 @@ def command(
     kernels: str = typer.Option("auto", help="auto (Triton on a GPU, torch on a CPU), triton or torch"),
     seed: int = typer.Option(0, help="random seed for weights and inputs"),
 ) -> None:
-    """Measure the engine's kernels here and write `<device>-<model>-tp<N>/profile.yaml` + CSV tables."""
+    """Measure the engine's kernels here: a model's profile (`<device>-<model>-tp<N>/`), or without --model
+    the device's kernel tables for any model (`<device>-sizer-engine-<version>/`)."""
     # the sweep's shapes come from these: the scenario's own bounds keep them representable
     check_range(max_num_batched_tokens, "--max-num-batched-tokens", 1, MAX_BATCH_TOKENS)
     check_range(max_num_seqs, "--max-num-seqs", 1, MAX_SEQUENCES)
     check_range(max_model_len, "--max-model-len", 2, MAX_TOKENS)
     check_range(block_size, "--block-size", 1, MAX_TOKENS)
-    folder, header = _calibrate(model, gpu, device, tp, scale, out or user_calibrated_dir(), max_num_batched_tokens,
-                                max_num_seqs, max_model_len, block_size, kernels, seed)
+    target = _target(gpu, device, kernels, tp)
+    destination = out or user_calibrated_dir()
+    if model is None:
+        if scale != 1.0:
+            raise InputError(None, "--scale", "applies to a model's profile (--model); a device's tables time "
+                                              "each shape whole")
+        _calibrate_device(target, shapes_of, destination, max_num_batched_tokens, max_num_seqs, max_model_len,
+                          block_size, seed)
+        return
+    if shapes_of:
+        raise InputError(None, "--shapes-of", "applies without --model (a device's kernel tables); a profile "
+                                              "times the one model's shapes")
+    folder, header = _calibrate(model, target, scale, destination, max_num_batched_tokens, max_num_seqs,
+                                max_model_len, block_size, seed)
     a, o = header.achieved, header.overhead
     typer.echo(f"wrote {folder}")
-    kernels = _write_kernel_tables(folder, model)
-    typer.echo(f"wrote {kernels} (the same measurements as kernel tables, keyed by shape)")
+    kernel_folder = _write_kernel_tables(folder, model)
+    typer.echo(f"wrote {kernel_folder} (the same measurements as kernel tables, keyed by shape)")
     typer.echo(f"  device {header.device.name}, {header.dtype}, kernels {header.kernels}, "
                f"{header.model.engine_num_layers} of {header.model.model_num_layers} layers")
     typer.echo(f"  GEMMs {a.gemm_flops_per_s / 1e12:.3g} TFLOP/s at {a.gemm_at_tokens} tokens "
@@ -75,6 +100,10 @@ def command(
     if a.compute_fraction_of_peak is not None:
         typer.echo(f"  of datasheet peak: compute {a.compute_fraction_of_peak:.0%}, "
                    f"weight streaming {a.bandwidth_fraction_of_peak:.0%}")
+    _echo_overhead(o)
+
+
+def _echo_overhead(o) -> None:
     typer.echo(f"  step overhead {o.fixed_s * 1e3:.3g} ms + {o.per_seq_s * 1e3:.3g} ms per sequence; "
                f"whole-step median error {o.step_error_p50:.1%} over {o.fit_steps} steps")
 
@@ -86,39 +115,101 @@ def _write_kernel_tables(folder: Path, model_name: str) -> Path:
     return folder / KERNELS_SUBDIR
 
 
-def _calibrate(model_name, gpu, device_kind, tp, scale, out: Path, max_tokens, max_seqs, max_len, block_size,
-               kernels_name, seed) -> tuple[Path, ProfileHeader]:
+@dataclass(frozen=True)
+class Target:
+    """Where to calibrate, from the flags (checked before any measurement)."""
+    hardware: HardwareSpec | None       # the GPU's profile; None: the host CPU
+    kernels: str                        # auto, triton or torch
+    tp: int                             # devices the all-reduce is timed across
+
+    @property
+    def device_id(self) -> str:
+        return self.hardware.id if self.hardware else HOST_CPU
+
+
+def _target(gpu: str | None, device_kind: str | None, kernels_name: str, tp: int) -> Target:
     if (gpu is None) == (device_kind is None):
         raise InputError(None, "--gpu/--device", "give either --gpu NAME (the GPU here) or --device cpu")
     if device_kind is not None and device_kind != "cpu":
         raise InputError(None, "--device", f"expected 'cpu', got {excerpt(device_kind)} (name a GPU with --gpu)")
     if kernels_name not in ("auto", "triton", "torch"):
         raise InputError(None, "--kernels", f"expected auto, triton or torch, got {excerpt(kernels_name)}")
+    return Target(load_hardware(gpu, None, "--gpu") if gpu else None, kernels_name, tp)
+
+
+def _limits(kind: str, max_position: int | None, max_tokens, max_seqs, max_len, block_size) -> Limits:
+    d_tokens, d_seqs, d_len = DEFAULT_LIMITS[kind]
+    length = min(max_len or d_len, max_position or d_len)
+    return Limits(max_tokens or d_tokens, min(max_seqs or d_seqs, max_tokens or d_tokens), length, block_size)
+
+
+def _allreduce_rows(target: Target, dev, hidden_size: int, limits: Limits) -> list[dict] | None:
+    """The all-reduce timed across `--tp` devices, for messages up to the largest step's hidden state."""
+    if target.tp == 1:
+        return None
+    import torch
+
+    from engine.collectives import allreduce_table
+
+    if dev.kind == "cuda" and torch.cuda.device_count() < target.tp:
+        raise InputError(None, "--tp", f"timing the all-reduce of TP {target.tp} needs {target.tp} GPUs; "
+                                       f"{torch.cuda.device_count()} present")
+    max_bytes = limits.max_num_batched_tokens * hidden_size * dev.dtype.itemsize
+    return allreduce_table(target.tp, dev.kind, dev.dtype, max_bytes)
+
+
+def _log(msg: str) -> None:
+    typer.echo(f"  measuring {msg}", err=True)
+
+
+def _calibrate(model_name, target: Target, scale, out: Path, max_tokens, max_seqs, max_len, block_size,
+               seed) -> tuple[Path, ProfileHeader]:
     spec = load_model(check_model(model_name), None, "--model")
-    hardware = load_hardware(gpu, None, "--gpu") if gpu else None
 
     from engine.calibrate import CalibrationRequest, calibrate
     from engine.config import engine_config
     from engine.device import cpu_device, gpu_device
     from engine.kernels import select
 
-    cfg = engine_config(spec, tp, scale, fields=("--tp", "--scale"))
-    dev = gpu_device(hardware) if hardware else cpu_device()
-    d_tokens, d_seqs, d_len = DEFAULT_LIMITS[dev.kind]
-    length = min(max_len or d_len, spec.max_position_embeddings or d_len)
-    limits = Limits(max_tokens or d_tokens, min(max_seqs or d_seqs, max_tokens or d_tokens), length, block_size)
-    allreduce = None
-    if tp > 1:
-        import torch
-
-        from engine.collectives import allreduce_table
-
-        if dev.kind == "cuda" and torch.cuda.device_count() < tp:
-            raise InputError(None, "--tp", f"timing the all-reduce of TP {tp} needs {tp} GPUs; "
-                                           f"{torch.cuda.device_count()} present")
-        max_bytes = limits.max_num_batched_tokens * cfg.hidden_size * dev.dtype.itemsize
-        allreduce = allreduce_table(tp, dev.kind, dev.dtype, max_bytes)
-    req = CalibrationRequest(cfg, dev, select(kernels_name), limits, hardware.id if hardware else "cpu", hardware,
-                             scale, seed)
-    folder = calibrate(req, out, log=lambda msg: typer.echo(f"  measuring {msg}", err=True), allreduce_rows=allreduce)
+    cfg = engine_config(spec, target.tp, scale, fields=("--tp", "--scale"))
+    dev = gpu_device(target.hardware) if target.hardware else cpu_device()
+    limits = _limits(dev.kind, spec.max_position_embeddings, max_tokens, max_seqs, max_len, block_size)
+    allreduce = _allreduce_rows(target, dev, cfg.hidden_size, limits)
+    req = CalibrationRequest(cfg, dev, select(target.kernels), limits, target.device_id, target.hardware, scale, seed)
+    folder = calibrate(req, out, log=_log, allreduce_rows=allreduce)
     return folder, read_header(folder)
+
+
+def _calibrate_device(target: Target, shapes_of: list[str] | None, out: Path, max_tokens, max_seqs, max_len,
+                      block_size, seed) -> None:
+    """A device's kernel tables for the shapes of `shapes_of` (default on a GPU: the catalog's models)."""
+    if not shapes_of and target.hardware is None:
+        raise InputError(None, "--shapes-of", "name the models whose shapes to time on a CPU (the catalog's "
+                                              "largest would take hours there), e.g. --shapes-of tiny")
+    names = shapes_of or catalog_names()
+    models = [load_model(check_model(name), None, "--shapes-of") for name in names]
+    reference = models[0] if shapes_of else load_model(DEFAULT_REFERENCE)
+
+    from engine.config import engine_config
+    from engine.device import cpu_device, gpu_device
+    from engine.kernels import select
+
+    engine_config(reference, fields=("--shapes-of", "--scale"))   # the engine runs it: its steps fit the overhead
+    dev = gpu_device(target.hardware) if target.hardware else cpu_device()
+    limits = _limits(dev.kind, reference.max_position_embeddings, max_tokens, max_seqs, max_len, block_size)
+    allreduce = _allreduce_rows(target, dev, max(m.hidden_size for m in models), limits)
+    calibration = DeviceCalibration(tuple(models), reference, dev, target.device_id, target.hardware,
+                                     select(target.kernels), limits, tuple(allreduce or ()), target.tp, seed)
+    folder = calibrate_device(calibration, out, log=_log)
+    tables = load_kernel_tables(folder)
+    engine = tables.header.bundled_engine
+    typer.echo(f"wrote {folder}")
+    typer.echo(f"  kernel tables of {tables.header.device_name}: {len(tables.gemm)} GEMM shapes, "
+               f"{len(tables.generation_attention)} attention rows, all-reduce across "
+               f"{'no other device' if target.tp == 1 else f'{target.tp} devices'}; {engine.dtype}, "
+               f"kernels {engine.kernels}")
+    typer.echo(f"  for {', '.join(m.name for m in models) if shapes_of else f'the {len(models)} catalog models'} "
+               "at TP 1, 2, 4 and 8; price a scenario with `hardware.kernel_tables`, "
+               "replay the engine with `sizer validate --kernel-tables`")
+    typer.echo(f"  engine overhead fitted on {engine.fitted_on}'s whole steps:")
+    _echo_overhead(engine.overhead)

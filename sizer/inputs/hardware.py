@@ -5,7 +5,7 @@ and the host CPU the bundled engine runs on (`hardware: cpu`)."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -171,6 +171,15 @@ def host_cpu() -> HardwareSpec:
         bandwidth_efficiency_source="", interconnect_type="none", interconnect_bytes_per_s_per_direction=None,
         pcie_gen=None, pcie_bytes_per_s_per_direction=None, price_usd_per_gpu_hour=None, price_rule="", sources=(),
         has_datasheet=False)
+
+
+def measured_host_cpu(matmul_flops_per_s: float, copy_bytes_per_s: float, source: str) -> HardwareSpec:
+    """The host CPU with the ceilings `sizer calibrate` measured on it in place of datasheet figures (at 100%
+    efficiency: they are achieved rates): what prices the parts of a step its kernel tables lack."""
+    return replace(host_cpu(), memory_bandwidth_bytes_per_s=copy_bytes_per_s,
+                   peak_flops_per_s={fmt: matmul_flops_per_s for fmt in ("fp32", "bf16", "fp16")},
+                   compute_efficiency_source=source, bandwidth_efficiency_source=source, sources=(source,),
+                   has_datasheet=True)
 
 
 def scenario_hardware(name: str, file: str | None, field_path: str = "hardware.gpu") -> HardwareSpec:

@@ -27,6 +27,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.profile import Limits, Overhead
 from hardware_profiles import PROFILES_DIR
 from simulator import schema
 from simulator.errors import FieldError, excerpt
@@ -67,6 +68,20 @@ class ElementwiseCost:
 
 
 @dataclass(frozen=True)
+class BundledEngine:
+    """How sizer's bundled engine ran when `sizer calibrate` measured a device's tables (imported tables have
+    none): what `sizer validate --kernel-tables` needs to replay the engine, and the device's measured ceilings."""
+    kernels: str                     # 'triton' or 'torch'
+    dtype: str                       # the torch dtype every kernel ran in ('bfloat16' on a GPU, 'float32' on a CPU)
+    matmul_flops_per_s: float = schema.field(gt=0)     # a square matrix product's measured rate
+    copy_bytes_per_s: float = schema.field(gt=0)       # a large copy's bytes read + written per second
+    limits: Limits                   # the largest step in tokens and sequences, and the longest context, measured
+    fitted_on: str                   # the model whose whole engine steps `overhead` was fitted to
+    overhead: Overhead               # each step beyond the tables: fixed + per sequence, and the kernels' factor
+    threads: int | None = schema.field(None, ge=1)     # CPU threads the engine ran on (None on a GPU)
+
+
+@dataclass(frozen=True)
 class KernelTablesHeader:
     schema_version: int = schema.field(ge=1, le=SCHEMA_VERSION)
     gpu: str                         # sizer's hardware profile id ("h100-sxm")
@@ -75,6 +90,7 @@ class KernelTablesHeader:
     engine_version: str              # the engine the GEMMs and attention were measured in
     elementwise: ElementwiseCost
     provenance: Provenance
+    bundled_engine: BundledEngine | None = None
 
     @property
     def description(self) -> str:

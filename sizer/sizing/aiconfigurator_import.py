@@ -41,10 +41,9 @@ from pathlib import Path
 import yaml
 
 from simulator.errors import FieldError
-from sizer.analytic.kernel_step import GEMM_DTYPES, KV_DTYPES, attention_shapes, bracket, dense_gemms
-from sizer.analytic.parallel import ParallelConfig, validate_split
+from sizer.analytic.kernel_step import GEMM_DTYPES, KV_DTYPES, bracket
 from sizer.inputs.kernel_tables import HEADER_FILE, SCHEMA_VERSION, TABLES
-from sizer.inputs.model_spec import catalog_names, load_model
+from sizer.sizing.kernel_shapes import TP_SIZES, catalog_shapes
 
 SOURCE = "aiconfigurator-core"
 LICENCE = "Apache-2.0"
@@ -60,7 +59,6 @@ FILES = {"gemm": ("gemm", "gemm_perf.parquet"),
          "moe": ("moe", "moe_perf.parquet")}
 TABLE_DTYPES = sorted(set(GEMM_DTYPES.values()) - {"float32"})       # aiconfigurator measures no float32
 TABLE_KV_DTYPES = sorted(set(KV_DTYPES.values()) - {"float32"})
-CATALOG_TP = (1, 2, 4, 8)
 
 
 def data_dir(package: Path) -> Path:
@@ -78,26 +76,6 @@ def _version_key(v: str) -> tuple:
 def newest_version(data: Path, system: str, op: str, framework: str, file: str) -> str | None:
     versions = [p.parent.name for p in (data / system / op / framework).glob(f"*/{file}")]
     return max(versions, key=_version_key) if versions else None
-
-
-def catalog_shapes() -> tuple[set[tuple[int, int]], set[tuple[int, int, int]], set[tuple[int, int, int, int]]]:
-    """(GEMM (n, k), attention (heads, KV heads, head dim)) per GPU of every catalog model at TP 1, 2, 4, 8,
-    and their MoE layers (hidden, expert width, top-k, experts)."""
-    gemms, attention, moe = set(), set(), set()
-    for name in catalog_names():
-        m = load_model(name)
-        if m.moe is not None:
-            moe.add((m.hidden_size, m.moe.expert_width, m.moe.top_k, m.moe.num_experts))
-        for tp in CATALOG_TP:
-            p = ParallelConfig(tp=tp)
-            try:
-                validate_split(m, p)
-            except FieldError:
-                continue
-            gemms |= {(s.n, s.k) for s in dense_gemms(m, p)}
-            gemms.add((round(m.vocab_size / tp), m.hidden_size))
-            attention |= {(s.heads, s.kv_heads, s.head_dim) for s in attention_shapes(m, p)}
-    return gemms, attention, moe
 
 
 def _read(path: Path):
@@ -119,7 +97,8 @@ def convert(package: Path, gpu: str, framework: str = "vllm", prune_to_catalog: 
     if versions["gemm"] is None:
         raise FieldError(str(data / system), None, f"no {framework} GEMM table for {system}")
     frames = {t: _read(data / system / FILES[t][0] / framework / v / FILES[t][1]) for t, v in versions.items() if v}
-    gemms, attention, moe = catalog_shapes() if prune_to_catalog else (None, None, None)
+    shapes = catalog_shapes() if prune_to_catalog else None
+    gemms, attention, moe = (shapes.gemms, shapes.attention, shapes.moe) if shapes else (None, None, None)
     rows = {"gemm": _gemm_rows(frames["gemm"], gemms)}
     for t in ("context_attention", "generation_attention"):
         rows[t] = _attention_rows(frames[t], t, attention) if t in frames else []
@@ -157,7 +136,7 @@ def _fastest(df, keys: list[str]):
     return df.groupby(keys, as_index=False)["latency"].min()
 
 
-def _gemm_rows(df, needed: set[tuple[int, int]] | None) -> list[tuple]:
+def _gemm_rows(df, needed: frozenset[tuple[int, int]] | None) -> list[tuple]:
     df = _fastest(df[df["gemm_dtype"].isin(TABLE_DTYPES)], ["gemm_dtype", "n", "k", "m"])
     if needed is not None:
         keep = set()
@@ -175,7 +154,7 @@ def _gemm_rows(df, needed: set[tuple[int, int]] | None) -> list[tuple]:
             for d, n, k, m, t in df[["gemm_dtype", "n", "k", "m", "latency"]].itertuples(index=False)]
 
 
-def _attention_rows(df, table: str, needed: set[tuple[int, int, int]] | None) -> list[tuple]:
+def _attention_rows(df, table: str, needed: frozenset[tuple[int, int, int]] | None) -> list[tuple]:
     full = df["window_size"] == 0 if "window_size" in df else True      # older tables: full attention only
     df = df[full & df["kv_cache_dtype"].isin(TABLE_KV_DTYPES)].copy()
     df["length"] = df["isl"] if table == "context_attention" else df["isl"] + df["step"]
@@ -188,7 +167,7 @@ def _attention_rows(df, table: str, needed: set[tuple[int, int, int]] | None) ->
             for kv, h, g, d, b, n, t in df[[*keys, "latency"]].itertuples(index=False)]
 
 
-def _moe_rows(df, needed: set[tuple[int, int, int, int]] | None) -> list[tuple]:
+def _moe_rows(df, needed: frozenset[tuple[int, int, int, int]] | None) -> list[tuple]:
     """Balanced routing; experts sliced by TP (EP 1) or spread whole over EP (TP 1); bfloat16 only: the
     per-tensor FP8 rows are ModelOpt checkpoints' FlashInfer CUTLASS kernel, which measures non-monotonic
     in tokens (Llama-4-Scout's shape at TP 2 on H100: 1.90 ms for 64 tokens, 0.92 ms for 2,048) and is not
@@ -201,7 +180,7 @@ def _moe_rows(df, needed: set[tuple[int, int, int, int]] | None) -> list[tuple]:
     if needed is not None:
         shape = zip(df["hidden_size"], df["inter_size"], df["topk"], df["num_experts"], strict=True)
         split = zip(df["moe_tp_size"], df["moe_ep_size"], strict=True)
-        df = _rows(df, [s in needed and max(sp) in CATALOG_TP for s, sp in zip(shape, split, strict=True)])
+        df = _rows(df, [s in needed and max(sp) in TP_SIZES for s, sp in zip(shape, split, strict=True)])
     return [(d, *map(int, rest), float(t) * 1e3) for d, *rest, t in df[[*keys, "latency"]].itertuples(index=False)]
 
 

@@ -14,7 +14,7 @@ from simulator.errors import FieldError
 from sizer.inputs.scenario import Scenario, load_scenario, scenario_from_dict
 from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulation_config
-from sizer.sizing.validate import validation_config
+from sizer.sizing.validate import profile_pricing, validation_config
 
 REPO = Path(__file__).resolve().parents[3]
 TINY_CPU = REPO / "engine" / "scenarios" / "tiny-cpu.yaml"
@@ -38,7 +38,7 @@ def defaults_apply(path: Path, engine: str | None = None) -> Scenario:
 def both(scenario: Scenario, header: ProfileHeader):
     """(validate's replica configuration, simulate's) for the same scenario file; they differ only
     in the loop around the steps: the bundled engine's is bare (no API server, steps back to back)."""
-    _, validated = validation_config(scenario, header)
+    _, validated = validation_config(scenario, profile_pricing(header, CALIBRATED_DIR / header.model.name))
     simulated = simulation_config(resolve(scenario))
     assert validated.replica.engine_loop == BARE and simulated.replica.engine_loop != BARE
     return validated.replica, dataclasses.replace(simulated.replica, engine_loop=BARE)
@@ -69,4 +69,5 @@ def test_validate_keeps_reserve_full_kv():
 
 def test_validate_refuses_a_profile_measured_on_another_device():
     with pytest.raises(FieldError, match="hardware.gpu: 'h200', but the profile was measured on 'cpu'"):
-        validation_config(load_scenario(H200), dataclasses.replace(LLAMA_ON_H200, device=TINY_ON_CPU.device))
+        validation_config(load_scenario(H200), profile_pricing(
+            dataclasses.replace(LLAMA_ON_H200, device=TINY_ON_CPU.device), CALIBRATED_DIR / "moved"))

@@ -1,0 +1,164 @@
+"""`sizer calibrate` without `--model`: one calibration of a device that prices every model.
+
+The bundled engine's operators are timed by shape on the device (engine/device_tables.py): every dense
+GEMM and lm_head (n, k) and every attention head shape of the models asked for (by default the
+catalog's) at tensor-parallel sizes 1, 2, 4 and 8, the all-reduce across the GPUs present, and the
+element-wise cost. They are written as kernel tables (`sizer/inputs/kernel_tables.py`), the format the
+bundled vLLM tables use, so a scenario on any model with those shapes is priced from them
+(`hardware.kernel_tables`). Then whole engine steps of one reference model are timed and what they
+cost beyond the tables (host work, sampling, launches) is fitted once (`BundledEngine.overhead`):
+`sizer validate --kernel-tables` replays the engine on any model with it. MoE experts are not timed
+(the roofline prices them: `KernelTableStepTimeModel.roofline_parts` names them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.profile import TABLES_ONLY, Limits
+from sizer.analytic.kernel_step import BundledEngineStepTimeModel, KernelTableStepTimeModel
+from sizer.analytic.roofline import RooflineStepTimeModel
+from sizer.inputs.hardware import HardwareSpec, measured_host_cpu
+from sizer.inputs.kernel_tables import SCHEMA_VERSION, BundledEngine, KernelTables, load_kernel_tables
+from sizer.inputs.model_spec import ModelSpec
+from sizer.inputs.scenario import scenario_from_dict
+from sizer.sizing.aiconfigurator_import import write_tables
+from sizer.sizing.kernel_shapes import model_shapes
+from sizer.sizing.resolve import Resolved, resolve
+
+ENGINE = "sizer-engine"
+
+
+def sizer_version() -> str:
+    try:
+        return version("sizer")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def tables_dir_name(device_id: str) -> str:
+    """`<device>-sizer-engine-<sizer version>`: the kernel-table folder name of sizer/inputs/kernel_tables.py."""
+    return f"{device_id}-{ENGINE}-{sizer_version()}"
+
+
+@dataclass(frozen=True)
+class DeviceCalibration:
+    models: tuple[ModelSpec, ...]       # whose shapes are timed
+    reference: ModelSpec                # whose whole steps the engine overhead is fitted to
+    device: Any                         # engine.device.Device (torch: imported lazily)
+    device_id: str                      # 'cpu' or the hardware profile id
+    hardware: HardwareSpec | None       # the GPU's profile (None on the CPU)
+    kernels: Any                        # engine.kernels.Kernels
+    limits: Limits
+    allreduce_rows: tuple[dict, ...] = ()   # engine.collectives.allreduce_table's rows, across `gpus`
+    gpus: int = 1
+    seed: int = 0
+
+
+def engine_roofline(r: Resolved, engine: BundledEngine) -> RooflineStepTimeModel:
+    """The roofline that prices what a device's tables lack, for the bundled engine: the GPU's datasheet, or
+    on the host CPU the ceilings calibrate measured; no per-step sampler constant (the fitted overhead holds
+    the engine's own)."""
+    hardware = r.hardware if r.hardware.has_datasheet else measured_host_cpu(
+        engine.matmul_flops_per_s, engine.copy_bytes_per_s, "measured by sizer calibrate")
+    return RooflineStepTimeModel(r.model, hardware, r.weight_format, r.weights, r.kv, r.parallel, r.group_size,
+                                 step_overhead_s=0.0)
+
+
+def engine_step_model(r: Resolved, tables: KernelTables) -> BundledEngineStepTimeModel:
+    """The bundled engine's whole step on the device the tables were calibrated on."""
+    engine = tables.header.bundled_engine
+    assert engine is not None, "only tables sizer calibrate measured describe the bundled engine"
+    inner = KernelTableStepTimeModel(tables, engine_roofline(r, engine))
+    return BundledEngineStepTimeModel(inner, engine.overhead, engine.limits.max_num_batched_tokens,
+                                      engine.limits.max_num_seqs)
+
+
+def reference_scenario(model: str, device_id: str, limits: Limits) -> Resolved:
+    """The reference model served on the device as the overhead sweep runs it (one replica, TP 1)."""
+    s = scenario_from_dict({
+        "name": "calibration", "model": model, "hardware": device_id,
+        "deployment": {"max_model_len": limits.max_model_len, "max_num_seqs": limits.max_num_seqs,
+                       "max_num_batched_tokens": limits.max_num_batched_tokens, "block_size": limits.block_size,
+                       "enable_chunked_prefill": True, "enable_prefix_caching": True,
+                       "preemption_mode": "recompute"},
+        "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
+                     "prompt_tokens": {"distribution": "fixed", "value": 1},
+                     "output_tokens": {"distribution": "fixed", "value": 1}}}, None)
+    return resolve(s)
+
+
+def _header(c: DeviceCalibration, ceilings, engine: BundledEngine | None) -> dict:
+    import torch
+
+    today = dt.date.today().isoformat()
+    header = {"schema_version": SCHEMA_VERSION, "gpu": c.device_id, "device_name": c.device.name, "engine": ENGINE,
+              "engine_version": f"{sizer_version()} ({c.kernels.name} kernels, torch {torch.__version__})",
+              "elementwise": {"memory_bandwidth_bytes_per_s": ceilings.copy_bytes_per_s, "bandwidth_fraction": 1.0,
+                              "latency_s": ceilings.norm_latency_s},
+              "provenance": {"source": "sizer calibrate", "source_version": sizer_version(), "licence": "Apache-2.0",
+                             "files": [], "converted": today}}
+    if engine is not None:
+        header["bundled_engine"] = _plain(engine)
+    return header
+
+
+def _plain(value: Any) -> Any:
+    """A dataclass as YAML-safe data, fields left at None out."""
+    if dataclasses.is_dataclass(value):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if getattr(value, f.name) is not None}
+    return value
+
+
+def calibrate_device(c: DeviceCalibration, out: Path, log: Callable[[str], None] = lambda _: None) -> Path:
+    """Time the shapes, write the tables, fit the engine overhead on the reference model; the folder."""
+    import torch
+
+    from engine import device_tables as dtab
+    from engine.calibrate import fit_overhead, step_sweep
+    from engine.config import engine_config
+    from engine.model import Transformer
+
+    shapes = model_shapes(c.models)
+    lim = c.limits
+    table_shapes = dtab.TableShapes(gemms=tuple(sorted(shapes.gemms)),
+                                    heads=tuple(dtab.HeadShape(*a) for a in sorted(shapes.attention)),
+                                    hidden_size=c.reference.hidden_size)
+    grid = dtab.grid(lim.max_num_batched_tokens, lim.max_num_seqs, lim.max_model_len, lim.block_size)
+    torch.manual_seed(c.seed)
+    rows = dtab.measure(table_shapes, c.kernels, c.device, grid, log)
+    rows["allreduce"] = dtab.allreduce_rows(list(c.allreduce_rows), c.gpus)
+    log("copy bandwidth, matrix rate and a small kernel's latency")
+    ceilings = dtab.elementwise(table_shapes, c.kernels, c.device)
+    folder = out / tables_dir_name(c.device_id)
+    write_tables(folder, _header(c, ceilings, None), rows)
+
+    log(f"whole steps of {c.reference.name} through the runner (the engine's overhead)")
+    threads = torch.get_num_threads() if c.device.kind == "cpu" else None
+    engine = BundledEngine(kernels=c.kernels.name, dtype=dtab.table_dtype(c.device),
+                           matmul_flops_per_s=ceilings.matmul_flops_per_s, copy_bytes_per_s=ceilings.copy_bytes_per_s,
+                           limits=lim, fitted_on=c.reference.name, overhead=TABLES_ONLY, threads=threads)
+    tables = load_kernel_tables(folder)
+    tables = dataclasses.replace(tables, header=dataclasses.replace(tables.header, bundled_engine=engine))
+    r = reference_scenario(c.reference.name, c.device_id, lim)
+    inner = KernelTableStepTimeModel(tables, engine_roofline(r, engine))
+    model = Transformer(engine_config(c.reference), c.device.dtype, c.device.torch_device, c.kernels,
+                        lim.max_model_len, c.seed)
+    records = step_sweep(model, c.device, lim, c.seed)
+    components = [inner.step_time(rec.batch) for rec in records]
+    fit = fit_overhead(records, components)
+    fitted = BundledEngineStepTimeModel(inner, fit, lim.max_num_batched_tokens, lim.max_num_seqs)
+    predicted = np.array([fitted.step_time(rec.batch) for rec in records])
+    measured = np.array([rec.duration_s for rec in records])
+    fit = dataclasses.replace(fit, step_error_p50=float(np.median(np.abs(predicted - measured) / measured)))
+    write_tables(folder, _header(c, ceilings, dataclasses.replace(engine, overhead=fit)), {})
+    return folder

@@ -1,0 +1,45 @@
+"""The operator shapes a set of models needs from kernel tables: what the importer keeps of a vendor's
+tables (sizer/sizing/aiconfigurator_import.py) and what `sizer calibrate` measures on a device
+(sizer/sizing/device_calibration.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from simulator.errors import FieldError
+from sizer.analytic.kernel_step import attention_shapes, dense_gemms
+from sizer.analytic.parallel import ParallelConfig, validate_split
+from sizer.inputs.model_spec import ModelSpec, catalog_names, load_model
+
+TP_SIZES = (1, 2, 4, 8)      # the tensor-parallel splits tables cover: a shard is one GPU's share
+
+
+@dataclass(frozen=True)
+class ModelShapes:
+    gemms: frozenset[tuple[int, int]]                  # dense GEMMs and lm_heads (n, k) per GPU
+    attention: frozenset[tuple[int, int, int]]         # softmax attention (heads, KV heads, head dim) per GPU
+    moe: frozenset[tuple[int, int, int, int]]          # MoE layers (hidden, expert width, top-k, experts), unsplit
+
+
+def model_shapes(models: Iterable[ModelSpec], tp_sizes: tuple[int, ...] = TP_SIZES) -> ModelShapes:
+    """The shapes of every model at each tensor-parallel size its split allows."""
+    gemms, attention, moe = set(), set(), set()
+    for m in models:
+        if m.moe is not None:
+            moe.add((m.hidden_size, m.moe.expert_width, m.moe.top_k, m.moe.num_experts))
+        for tp in tp_sizes:
+            p = ParallelConfig(tp=tp)
+            try:
+                validate_split(m, p)
+            except FieldError:
+                continue
+            gemms |= {(s.n, s.k) for s in dense_gemms(m, p)}
+            gemms.add((round(m.vocab_size / tp), m.hidden_size))
+            attention |= {(s.heads, s.kv_heads, s.head_dim) for s in attention_shapes(m, p)}
+    return ModelShapes(frozenset(gemms), frozenset(attention), frozenset(moe))
+
+
+def catalog_shapes() -> ModelShapes:
+    """The shapes of every catalog model (`sizer models`)."""
+    return model_shapes(load_model(name) for name in catalog_names())
