@@ -93,8 +93,9 @@ class Candidate:
         return Variant(gpu=self.gpu, tensor_parallel_size=self.tensor_parallel_size,
                        pipeline_parallel_size=self.pipeline_parallel_size, quantization=self.quantization,
                        kv_cache_dtype=self.kv_cache_dtype, clear_replicas=True, clear_speculative=not self.speculative,
-                       # a stated price and a calibrated profile are the scenario GPU's
-                       clear_price=other_gpu, clear_calibrated_profile=other_gpu, **self._slot_fields(scenario))
+                       # a stated price, a calibrated profile and kernel tables are the scenario GPU's
+                       clear_price=other_gpu, clear_calibrated_profile=other_gpu, clear_kernel_tables=other_gpu,
+                       **self._slot_fields(scenario))
 
     def _slot_fields(self, scenario: Scenario) -> dict:
         """The slot count where the engine takes it. Each slot keeps the scenario's context: Ollama's num_ctx is
