@@ -470,9 +470,13 @@ def read_kernel_tables(s: Scenario) -> KernelTables:
     if not any((folder / f"{name}.csv.gz").is_file() for name in TABLES):
         raise InputError(s.file, field_path, f"{excerpt(str(folder))} holds no table: expected at least one of "
                                              + ", ".join(f"{name}.csv.gz" for name in TABLES))
-    return _load_tables(folder.resolve())
+    files = [folder / name for name in (HEADER_FILE, *(f"{table}.csv.gz" for table in TABLES))]
+    stamp = tuple((f.stat().st_mtime_ns, f.stat().st_size) if f.is_file() else None for f in files)
+    return _load_tables(folder.resolve(), stamp)
 
 
 @lru_cache(maxsize=8)
-def _load_tables(folder: Path) -> KernelTables:
+def _load_tables(folder: Path, stamp: tuple) -> KernelTables:
+    """Read once per process while the files stay as they were (`stamp`: their times and sizes; search resolves
+    a scenario per candidate)."""
     return load_kernel_tables(folder)
