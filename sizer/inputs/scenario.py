@@ -421,9 +421,6 @@ def check_scenario(s: Scenario) -> None:
     if d.max_cpu_loras is not None and d.max_cpu_loras < d.max_loras:
         raise InputError(f, "deployment.max_cpu_loras", f"expected at least max_loras ({d.max_loras}), "
                          f"got {d.max_cpu_loras}")
-    if s.hardware.kernel_tables is not None and s.hardware.calibrated_profile is not None:
-        raise InputError(f, "hardware.kernel_tables", "not together with hardware.calibrated_profile: "
-                                                      "expected one source of step times")
     spec = d.speculative_config
     if spec and spec.method == "draft_model" and not spec.model:
         raise InputError(f, "deployment.speculative_config.model", "missing; method draft_model needs a draft model")

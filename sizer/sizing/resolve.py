@@ -235,8 +235,8 @@ def resolve(s: Scenario) -> Resolved:
         price, price_source = s.cost.price_usd_per_gpu_hour, "scenario"
     else:
         price, price_source = hardware.price_usd_per_gpu_hour, f"hardware profile {hardware.id} ({hardware.price_rule})"
-    profile = _calibrated_profile(s, model, hardware, parallel) if s.hardware.calibrated_profile else None
     tables = checked_kernel_tables(s, hardware) if s.hardware.kernel_tables else None
+    profile = _calibrated_profile(s, model, hardware, parallel) if s.hardware.calibrated_profile else None
     if split:
         notes.append(split.note)
     if hardware.unified_memory_bytes and hardware.memory_limit_source:
@@ -449,7 +449,11 @@ def kernel_tables_folder(s: Scenario) -> Path:
 
 
 def checked_kernel_tables(s: Scenario, hardware: HardwareSpec) -> KernelTables:
-    """The scenario's kernel-tables folder, checked against its GPU (a sweep worker: as its driver read it)."""
+    """The scenario's kernel-tables folder, checked against its GPU (a sweep worker: as its driver read it). Here,
+    not in the scenario's cross-field rules, so that a gateway's pools get it too."""
+    if s.hardware.calibrated_profile:
+        raise InputError(s.file, "hardware.kernel_tables", "not together with hardware.calibrated_profile: "
+                                                           "expected one source of step times")
     folder = kernel_tables_folder(s)
     tables = preloaded.kernel_folder(str(folder)) or read_kernel_tables(s)
     if tables.header.gpu != hardware.id:

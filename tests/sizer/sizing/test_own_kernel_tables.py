@@ -17,9 +17,11 @@ from simulator.safe_yaml import load_yaml
 from simulator.step_batch import StepBatch
 from sizer.analytic.kernel_step import dense_gemms, gemm_curve
 from sizer.cli import app
+from sizer.inputs.gateway import load_gateway
 from sizer.inputs.kernel_tables import bundled_tables_dir
 from sizer.inputs.preloaded import Preloaded, installed
 from sizer.inputs.scenario import load_scenario, scenario_from_dict
+from sizer.sizing.gateway import resolve_gateway
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
 from sizer.sizing.search import Candidate
@@ -28,6 +30,7 @@ from sizer.sizing.sweep import tasks, variant_of
 
 REPO = Path(__file__).resolve().parents[3]
 SCENARIO = REPO / "scenarios" / "llama-3.1-8b-chat-h100.yaml"
+GATEWAY = REPO / "scenarios" / "gateway-difficulty-routing.yaml"
 H100 = bundled_tables_dir("h100-sxm", "vllm")
 # a decode step of 1 and of 64 sequences, a 512-token prefill chunk, a mixed step (prefill chunk + decodes)
 BATCHES = (StepBatch.from_seqs([(1, 1200)]), StepBatch.from_seqs([(1, 1200)] * 64),
@@ -162,3 +165,21 @@ def test_a_search_candidate_on_another_gpu_drops_the_folder(tmp_path):
     for gpu, kept in (("h100-sxm", "mine"), ("h200", None)):
         variant = Candidate(gpu, 1, 1, "bf16", "bf16", False).variant(s)
         assert load_scenario(s.file, variant).hardware.kernel_tables == kept
+
+
+def test_a_gateway_pool_takes_its_own_tables_and_the_same_refusals(tmp_path):
+    own_tables(tmp_path / "mine", {"gemm": 2.0})
+    data = load_yaml(GATEWAY)
+    pool = data["gateway"]["pools"][0]
+    assert pool["hardware"] == "h100-sxm"
+    pool["hardware"] = {"gpu": "h100-sxm", "kernel_tables": "mine"}
+    path = tmp_path / "gw.yaml"
+    path.write_text(yaml.safe_dump(data))
+    r = resolve_gateway(*load_gateway(path), str(path)).pools[pool["name"]]
+    assert r.kernel_tables is not None and r.kernel_tables.path == (tmp_path / "mine").resolve()
+    pool["hardware"]["calibrated_profile"] = "mine"        # a pool is not checked as a scenario: resolve refuses it
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(FieldError) as error:
+        resolve_gateway(*load_gateway(path), str(path))
+    assert error.value.field == "gateway.pools[0].hardware.kernel_tables"
+    assert error.value.message.startswith("not together with hardware.calibrated_profile")
