@@ -235,7 +235,7 @@ def resolve(s: Scenario) -> Resolved:
         price, price_source = s.cost.price_usd_per_gpu_hour, "scenario"
     else:
         price, price_source = hardware.price_usd_per_gpu_hour, f"hardware profile {hardware.id} ({hardware.price_rule})"
-    tables = checked_kernel_tables(s, hardware) if s.hardware.kernel_tables else None
+    tables = checked_kernel_tables(s, hardware) if s.hardware.kernel_tables is not None else None
     profile = _calibrated_profile(s, model, hardware, parallel) if s.hardware.calibrated_profile else None
     if split:
         notes.append(split.note)
@@ -451,7 +451,7 @@ def kernel_tables_folder(s: Scenario) -> Path:
 def checked_kernel_tables(s: Scenario, hardware: HardwareSpec) -> KernelTables:
     """The scenario's kernel-tables folder, checked against its GPU (a sweep worker: as its driver read it). Here,
     not in the scenario's cross-field rules, so that a gateway's pools get it too."""
-    if s.hardware.calibrated_profile:
+    if s.hardware.calibrated_profile is not None:
         raise InputError(s.file, "hardware.kernel_tables", "not together with hardware.calibrated_profile: "
                                                            "expected one source of step times")
     folder = kernel_tables_folder(s)
@@ -465,7 +465,12 @@ def checked_kernel_tables(s: Scenario, hardware: HardwareSpec) -> KernelTables:
 def read_kernel_tables(s: Scenario) -> KernelTables:
     """Read the scenario's hardware.kernel_tables folder; raises FieldError (the folder's files name themselves)."""
     field_path, folder = "hardware.kernel_tables", kernel_tables_folder(s)
-    if not folder.is_dir():
+    try:
+        found = folder.is_dir()
+    except OSError as exc:                              # a name too long for the file system
+        raise InputError(s.file, field_path, f"kernel-tables folder {excerpt(str(folder))} not readable "
+                                             f"({exc.strerror})") from None
+    if not found:
         raise InputError(s.file, field_path, f"kernel-tables folder {excerpt(str(folder))} not found")
     if not (folder / HEADER_FILE).is_file():
         raise InputError(s.file, field_path, f"{excerpt(str(folder))} is not a kernel-tables folder: expected "

@@ -182,7 +182,7 @@ def build_sweep(sweep: SweepFile, data: dict) -> Sweep:
     # content is part of the key; a catalog name's is the installed sizer's
     models = {name: hashlib.sha256(json.dumps(c.config, sort_keys=True, default=str).encode()).hexdigest()
               for (_, name), c in inputs.checkpoints.items() if c.found_as != "catalog"}
-    tables = _tables_sha256(kernel_tables_folder(base)) if base.hardware.kernel_tables else None
+    tables = _tables_sha256(kernel_tables_folder(base)) if base.hardware.kernel_tables is not None else None
     return Sweep(sweep.name, str(sweep.scenario_path()), data, points, constraints, sweep.settings, inputs,
                  _trace_of(base, inputs), models, tables)
 
@@ -219,7 +219,7 @@ def shared_inputs(base: Scenario, values: dict[str, list], settings: SweepSettin
         for n in (settings.num_requests, base.workload.num_requests):
             traces[path, trace_limit(base, n)] = read_trace(base, n)
     folders = {}
-    if base.hardware.kernel_tables:
+    if base.hardware.kernel_tables is not None:
         hardware = scenario_hardware(base.hardware.gpu, base.file, "hardware.gpu")
         folders[str(kernel_tables_folder(base))] = checked_kernel_tables(base, hardware)
     return Preloaded(checkpoints, dict(all_profiles()), tables, traces, headers, folders)
@@ -279,7 +279,8 @@ def point_hash(sweep: Sweep, point: Point) -> str:
     model = sweep.model_sha256.get(mapping["model"]["name"])
     if model is not None:              # a changed config.json at the same path changes its points
         key["model_sha256"] = model
-    if sweep.kernel_tables_sha256 and mapping["hardware"].get("kernel_tables"):    # so do changed kernel tables
+    if sweep.kernel_tables_sha256 is not None and mapping["hardware"].get("kernel_tables") is not None:
+        # so does the scenario's own kernel-tables folder measured again (a point on another GPU drops it)
         key["kernel_tables_sha256"] = sweep.kernel_tables_sha256
     return hashlib.sha256(json.dumps(key, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 

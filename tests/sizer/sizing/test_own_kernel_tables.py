@@ -105,6 +105,8 @@ def test_tables_from_another_engine_are_used_and_said_so(tmp_path):
 
 @pytest.mark.parametrize("hardware, make, expected", [
     ({"kernel_tables": "nowhere"}, None, "hardware.kernel_tables: kernel-tables folder '{tmp}/nowhere' not found"),
+    ({"kernel_tables": "x" * 300}, None, "not readable (File name too long)"),     # Linux NAME_MAX is 255
+    ({"kernel_tables": ""}, None, "is not a kernel-tables folder"),     # the scenario's own folder, not "unset"
     ({"kernel_tables": "."}, None, "hardware.kernel_tables: '{tmp}' is not a kernel-tables folder: expected "
                                    "tables.yaml in it"),
     ({"kernel_tables": "mine", "gpu": "h200"}, {},
