@@ -274,7 +274,9 @@ def search(data: dict, file: str | None, space: SearchSpace, settings: SearchSet
                             base.slo.required_share, settings, tuple(rank_slots(in_order)), notes, BY_DEVICE_MEMORY)
     notes = method_notes(settings.goodput, base.workload.num_requests) + (
         f"configurations needing more than {settings.max_replicas} replicas are rejected",
-        "a stated price applies to the scenario's GPU only")
+        "a stated price applies to the scenario's GPU only") + (
+        (f"hardware.kernel_tables price {base.hardware.gpu} only; other GPUs' steps are priced as "
+         f"hardware.step_model ({base.hardware.step_model}) says",) if base.hardware.kernel_tables is not None else ())
     return SearchResult(base.name, base.workload.arrival.rate_per_s, mean_length(base.workload.output_tokens),
                         base.slo.required_share, settings, tuple(rank(mark_pareto(in_order))), notes)
 

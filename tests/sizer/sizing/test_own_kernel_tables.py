@@ -4,6 +4,7 @@ tables, the plan names it, bad folders are one line, and sweeps and searches car
 from __future__ import annotations
 
 import gzip
+import json
 import shutil
 from pathlib import Path
 
@@ -185,3 +186,14 @@ def test_a_gateway_pool_takes_its_own_tables_and_the_same_refusals(tmp_path):
         resolve_gateway(*load_gateway(path), str(path))
     assert error.value.field == "gateway.pools[0].hardware.kernel_tables"
     assert error.value.message.startswith("not together with hardware.calibrated_profile")
+
+
+def test_search_says_the_tables_price_their_gpu_only(tmp_path):
+    own_tables(tmp_path / "mine")
+    path = scenario(tmp_path, kernel_tables="mine")
+    result = CliRunner().invoke(app, ["search", str(path), "--gpus", "h100-sxm", "--tp", "1", "--weights", "bf16",
+                                      "--kv-cache-dtype", "auto", "--workers", "1", "--num-requests", "50", "--json"])
+    assert result.exit_code == 0, result.output
+    notes = json.loads(result.stdout)["notes"]
+    assert "hardware.kernel_tables price h100-sxm only; other GPUs' steps are priced as hardware.step_model " \
+           "(roofline) says" in notes
