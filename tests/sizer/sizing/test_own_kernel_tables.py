@@ -26,6 +26,7 @@ from sizer.sizing.gateway import resolve_gateway
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
 from sizer.sizing.search import Candidate
+from sizer.sizing.simulate import simulate_scenario
 from sizer.sizing.step_model import bundled_tables, step_model_for
 from sizer.sizing.sweep import tasks, variant_of
 
@@ -197,3 +198,32 @@ def test_search_says_the_tables_price_their_gpu_only(tmp_path):
     notes = json.loads(result.stdout)["notes"]
     assert "hardware.kernel_tables price h100-sxm only; other GPUs' steps are priced as hardware.step_model " \
            "(roofline) says" in notes
+
+
+def test_a_simulated_request_takes_exactly_the_doubled_gemms_longer(tmp_path):
+    own_tables(tmp_path / "mine", {"gemm": 2.0})
+    data = load_yaml(SCENARIO)
+    data["workload"] = {"arrival": {"process": "poisson", "rate_per_s": 1}, "num_requests": 1,
+                        "prompt_tokens": {"distribution": "fixed", "value": 512},
+                        "output_tokens": {"distribution": "fixed", "value": 64}}
+    runs = {}
+    for name, hardware in (("bundled", {"step_model": "kernel_tables"}), ("own", {"kernel_tables": "mine"})):
+        data["hardware"] = {"gpu": "h100-sxm", **hardware}
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(data))
+        r = resolve(load_scenario(tmp_path / f"{name}.yaml"))
+        runs[name] = simulate_scenario(r).columns
+    tables, m = bundled_tables("h100-sxm", "vllm"), r.model
+
+    def gemms(tokens: int) -> float:
+        """The bundled GEMM latencies of one step of `tokens` new tokens of one sequence (ms)."""
+        return 1e3 * (sum(s.per_stage * gemm_curve(tables, "bfloat16", s.n, s.k)(tokens)
+                          for s in dense_gemms(m, r.parallel))
+                      + gemm_curve(tables, "bfloat16", m.vocab_size, m.hidden_size)(1))
+
+    # one request alone: its prompt in one step (512 tokens, within the token budget), then 63 decode steps of one
+    # token; vLLM's asynchronous loop hides its CPU work under these GPU-bound steps, so each step's extra GEMM time
+    # is the request's: TTFT + GEMMs(512), E2E + GEMMs(512) + 63 x GEMMs(1)
+    ttft = runs["own"]["engine_ttft_ms"][0] - runs["bundled"]["engine_ttft_ms"][0]
+    e2e = runs["own"]["engine_e2e_ms"][0] - runs["bundled"]["engine_e2e_ms"][0]
+    assert ttft == pytest.approx(gemms(512), rel=1e-6)
+    assert e2e == pytest.approx(gemms(512) + 63 * gemms(1), rel=1e-6)
