@@ -4,7 +4,8 @@
 its points need (`sizer.sizing.sweep.build_sweep`), and ships them once per worker with the sweep (the
 process pool's initializer; Ray's object store). `install` puts them here; the readers look here
 first: model references (`sizer.sizing.resolve.checkpoint_of`), profiles (`hardware.load_hardware`),
-kernel tables (`sizer.sizing.step_model.kernel_tables_for`) and traces (`sizer.sizing.workload`,
+kernel tables (`sizer.sizing.step_model.kernel_tables_for`; a scenario's own folder:
+`sizer.sizing.resolve`) and traces (`sizer.sizing.workload`,
 and the scenario's check that the trace file exists). A worker on a node without the driver's files
 (a model given as a path, a custom profile, the trace) therefore works, and nothing is re-read per
 point. Outside a sweep nothing is installed and every reader reads its file.
@@ -27,6 +28,7 @@ class Preloaded:
     kernel_tables: dict[tuple[str, str], Any] = field(default_factory=dict)  # (GPU id, engine) -> KernelTables | None
     traces: dict[tuple[str, int], Any] = field(default_factory=dict)         # (path, requests read) -> Workload
     kernel_headers: dict[tuple[str, str], Any] = field(default_factory=dict)  # (GPU id, engine) -> header | None
+    kernel_folders: dict[str, Any] = field(default_factory=dict)    # hardware.kernel_tables folder -> KernelTables
 
 
 _installed: list[Preloaded] = []          # at most one: what this process was given
@@ -78,6 +80,11 @@ def has_kernel_header(gpu: str, engine: str) -> bool:
 
 def kernel_header(gpu: str, engine: str) -> Any | None:
     return current().kernel_headers[gpu, engine]
+
+
+def kernel_folder(folder: str) -> Any | None:
+    p = current()
+    return p.kernel_folders.get(folder) if p else None
 
 
 def trace(path: str, limit: int) -> Any | None:

@@ -43,6 +43,7 @@ _CLEARS = {
     "clear_speculative": ("deployment", "speculative_config"),    # speculative decoding off
     "clear_price": ("cost", "price_usd_per_gpu_hour"),            # a stated price is its own GPU's
     "clear_calibrated_profile": ("hardware", "calibrated_profile"),  # a profile prices its own GPU only
+    "clear_kernel_tables": ("hardware", "kernel_tables"),            # so do a scenario's own kernel tables
 }
 
 
@@ -78,6 +79,7 @@ class Variant:
     clear_speculative: bool = False
     clear_price: bool = False
     clear_calibrated_profile: bool = False
+    clear_kernel_tables: bool = False
 
     def fields_set(self) -> dict[str, str]:
         """Variant field -> the dotted scenario path it sets, for every change this variant makes."""

@@ -10,6 +10,8 @@ and `sizer validate` cannot disagree on them.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
 
 from engine.profile import CalibrationProfile, load_profile
 from simulator.cluster import DisaggregationConfig
@@ -40,6 +42,7 @@ from sizer.errors import InputError
 from sizer.inputs import preloaded
 from sizer.inputs.checkpoint import Checkpoint, beside
 from sizer.inputs.hardware import HardwareSpec, Link, host_link, scale_up_link, scenario_hardware
+from sizer.inputs.kernel_tables import HEADER_FILE, TABLES, KernelTables, load_kernel_tables, read_header
 from sizer.inputs.model_spec import ModelSpec, checkpoint_model, load_config, load_model
 from sizer.inputs.scenario import Scenario, scenario_dir
 from sizer.sizing.presets import (
@@ -127,6 +130,7 @@ class Resolved:
     offload: Offload | None = None   # llama.cpp's n_gpu_layers below all: the layers left in host memory
     slots: SlotSettings | None = None    # llama.cpp and Ollama
     lora: LoraMemory | None = None   # adapter slots per GPU (deployment.enable_lora)
+    kernel_tables: KernelTables | None = None   # hardware.kernel_tables: the scenario's own folder, checked
 
     @property
     def scheduler(self) -> SchedulerConfig:
@@ -231,6 +235,7 @@ def resolve(s: Scenario) -> Resolved:
         price, price_source = s.cost.price_usd_per_gpu_hour, "scenario"
     else:
         price, price_source = hardware.price_usd_per_gpu_hour, f"hardware profile {hardware.id} ({hardware.price_rule})"
+    tables = checked_kernel_tables(s, hardware) if s.hardware.kernel_tables is not None else None
     profile = _calibrated_profile(s, model, hardware, parallel) if s.hardware.calibrated_profile else None
     if split:
         notes.append(split.note)
@@ -238,7 +243,8 @@ def resolve(s: Scenario) -> Resolved:
         notes.append(f"{hardware.name}: the GPU may use {hardware.memory_bytes / GiB:.1f} GiB of its "
                      f"{hardware.unified_memory_bytes / GiB:.0f} GiB unified memory ({hardware.memory_limit_source})")
     return Resolved(s, model, hardware, parallel, checkpoint, fmt, runs, group_size, kv_dtype, engine, weights, kv,
-                    budget, replica, disagg, tuple(notes), price, price_source, profile, split, slots, lora)
+                    budget, replica, disagg, tuple(notes), price, price_source, profile, split, slots, lora,
+                    kernel_tables=tables)
 
 
 def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> EngineSettings:
@@ -436,3 +442,50 @@ def _calibrated_profile(s: Scenario, model: ModelSpec, hardware: HardwareSpec,
                          "the scenario runs on "
                          f"{hardware.id} (a profile prices only the device it was measured on)")
     return profile
+
+
+def kernel_tables_folder(s: Scenario) -> Path:
+    return scenario_dir(s) / s.hardware.kernel_tables
+
+
+def checked_kernel_tables(s: Scenario, hardware: HardwareSpec) -> KernelTables:
+    """The scenario's kernel-tables folder, checked against its GPU (a sweep worker: as its driver read it). Here,
+    not in the scenario's cross-field rules, so that a gateway's pools get it too."""
+    if s.hardware.calibrated_profile is not None:
+        raise InputError(s.file, "hardware.kernel_tables", "not together with hardware.calibrated_profile: "
+                                                           "expected one source of step times")
+    folder = kernel_tables_folder(s)
+    tables = preloaded.kernel_folder(str(folder)) or read_kernel_tables(s)
+    if tables.header.gpu != hardware.id:
+        raise InputError(s.file, "hardware.kernel_tables", f"measured on {excerpt(tables.header.gpu, quote=False)}; "
+                         f"the scenario runs on {hardware.id} (tables price only the device they were measured on)")
+    return tables
+
+
+def read_kernel_tables(s: Scenario) -> KernelTables:
+    """Read the scenario's hardware.kernel_tables folder; raises FieldError (the folder's files name themselves)."""
+    field_path, folder = "hardware.kernel_tables", kernel_tables_folder(s)
+    try:
+        found = folder.is_dir()
+    except OSError as exc:                              # a name too long for the file system
+        raise InputError(s.file, field_path, f"kernel-tables folder {excerpt(str(folder))} not readable "
+                                             f"({exc.strerror})") from None
+    if not found:
+        raise InputError(s.file, field_path, f"kernel-tables folder {excerpt(str(folder))} not found")
+    if not (folder / HEADER_FILE).is_file():
+        raise InputError(s.file, field_path, f"{excerpt(str(folder))} is not a kernel-tables folder: expected "
+                                             f"{HEADER_FILE} in it")
+    read_header(folder)                                 # a bad header is refused before any table is read
+    if not any((folder / f"{name}.csv.gz").is_file() for name in TABLES):
+        raise InputError(s.file, field_path, f"{excerpt(str(folder))} holds no table: expected at least one of "
+                                             + ", ".join(f"{name}.csv.gz" for name in TABLES))
+    files = [folder / name for name in (HEADER_FILE, *(f"{table}.csv.gz" for table in TABLES))]
+    stamp = tuple((f.stat().st_mtime_ns, f.stat().st_size) if f.is_file() else None for f in files)
+    return _load_tables(folder.resolve(), stamp)
+
+
+@lru_cache(maxsize=8)
+def _load_tables(folder: Path, stamp: tuple) -> KernelTables:
+    """Read once per process while the files stay as they were (`stamp`: their times and sizes; search resolves
+    a scenario per candidate)."""
+    return load_kernel_tables(folder)

@@ -93,8 +93,9 @@ class Candidate:
         return Variant(gpu=self.gpu, tensor_parallel_size=self.tensor_parallel_size,
                        pipeline_parallel_size=self.pipeline_parallel_size, quantization=self.quantization,
                        kv_cache_dtype=self.kv_cache_dtype, clear_replicas=True, clear_speculative=not self.speculative,
-                       # a stated price and a calibrated profile are the scenario GPU's
-                       clear_price=other_gpu, clear_calibrated_profile=other_gpu, **self._slot_fields(scenario))
+                       # a stated price, a calibrated profile and kernel tables are the scenario GPU's
+                       clear_price=other_gpu, clear_calibrated_profile=other_gpu, clear_kernel_tables=other_gpu,
+                       **self._slot_fields(scenario))
 
     def _slot_fields(self, scenario: Scenario) -> dict:
         """The slot count where the engine takes it. Each slot keeps the scenario's context: Ollama's num_ctx is
@@ -273,7 +274,9 @@ def search(data: dict, file: str | None, space: SearchSpace, settings: SearchSet
                             base.slo.required_share, settings, tuple(rank_slots(in_order)), notes, BY_DEVICE_MEMORY)
     notes = method_notes(settings.goodput, base.workload.num_requests) + (
         f"configurations needing more than {settings.max_replicas} replicas are rejected",
-        "a stated price applies to the scenario's GPU only")
+        "a stated price applies to the scenario's GPU only") + (
+        (f"hardware.kernel_tables price {base.hardware.gpu} only; other GPUs' steps are priced as "
+         f"hardware.step_model ({base.hardware.step_model}) says",) if base.hardware.kernel_tables is not None else ())
     return SearchResult(base.name, base.workload.arrival.rate_per_s, mean_length(base.workload.output_tokens),
                         base.slo.required_share, settings, tuple(rank(mark_pareto(in_order))), notes)
 

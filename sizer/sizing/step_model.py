@@ -1,4 +1,5 @@
-"""What prices an engine step for a resolved scenario: a calibrated profile, bundled kernel tables, or the roofline."""
+"""What prices an engine step for a resolved scenario: a calibrated profile, kernel tables (the scenario's own
+folder or the bundled ones), or the roofline."""
 
 from __future__ import annotations
 
@@ -61,13 +62,16 @@ def bundled_header(gpu: str, engine: str) -> KernelTablesHeader | None:
 
 def step_model_for(r: Resolved, roofline: RooflineStepTimeModel | None = None) -> StepTimeModel:
     """What prices a step: the calibrated profile when the scenario names one (roofline outside
-    its measured range); else, with `hardware.step_model: kernel_tables`, the bundled kernel tables of
-    the GPU and engine (roofline for what they lack); else the roofline. The roofline stays the default:
-    on the public vLLM H100 runs it is the closer of the two (docs/fidelity.md)."""
+    its measured range); else the scenario's own kernel-tables folder (`hardware.kernel_tables`), or with
+    `hardware.step_model: kernel_tables` the bundled kernel tables of the GPU and engine (roofline for what
+    they lack); else the roofline. The roofline stays the default: on the public vLLM H100 runs it is the
+    closer of the two (docs/fidelity.md)."""
     roofline = roofline or roofline_for(r)
     if r.calibrated_profile is not None:
         return CalibratedStepTimeModel(r.calibrated_profile, num_layers=r.model.num_layers, fallback=roofline)
-    tables = kernel_tables_for(r) if r.scenario.hardware.step_model == "kernel_tables" else None
+    tables = r.kernel_tables
+    if tables is None and r.scenario.hardware.step_model == "kernel_tables":
+        tables = kernel_tables_for(r)
     if tables is not None:
         return KernelTableStepTimeModel(tables, roofline)
     return roofline
@@ -78,6 +82,8 @@ def kernel_tables_note(r: Resolved) -> str | None:
     (read from the header alone: a roofline plan does not load the tables)."""
     if r.calibrated_profile is not None:
         return None
+    if r.kernel_tables is not None:
+        return own_tables_note(r)
     header = bundled_header(r.hardware.id, r.engine.engine)
     asked = r.scenario.hardware.step_model == "kernel_tables"
     if header is None:
@@ -88,3 +94,14 @@ def kernel_tables_note(r: Resolved) -> str | None:
         return f"step times: {tables} (hardware.step_model: kernel_tables); {TABLES_VS_ROOFLINE}"
     return (f"step times: the roofline; {tables} are bundled for this GPU (hardware.step_model: kernel_tables); "
             f"{TABLES_VS_ROOFLINE}")
+
+
+def own_tables_note(r: Resolved) -> str:
+    """The scenario's own kernel-tables folder: what it is, where, and an engine it was not measured in."""
+    h = r.kernel_tables.header
+    note = (f"step times: {h.description}, from {r.kernel_tables.path} (hardware.kernel_tables); the roofline "
+            "prices what they lack")
+    if h.engine != r.engine.engine:
+        note += (f"; measured in {h.engine}, the scenario serves {r.engine.engine}: the engines' kernels may differ "
+                 "and the tables do not say by how much")
+    return note

@@ -25,12 +25,14 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from simulator.errors import FieldError
 from sizer.analytic.memory import GiB
 from sizer.errors import InputError
 from sizer.inputs import preloaded
-from sizer.inputs.hardware import all_profiles, load_hardware
+from sizer.inputs.hardware import all_profiles, load_hardware, scenario_hardware
+from sizer.inputs.kernel_tables import HEADER_FILE, TABLES
 from sizer.inputs.preloaded import Preloaded
 from sizer.inputs.scenario import Scenario, scenario_dir, scenario_from_dict
 from sizer.inputs.sweep_file import Constraint, SweepFile, SweepSettings, axis_values, parse_constraint
@@ -38,7 +40,7 @@ from sizer.inputs.variant import Variant
 from sizer.sizing.goodput import rate_bound_per_s, replicas_for, slo_of
 from sizer.sizing.pipeline import size_deployment
 from sizer.sizing.plan import Plan, make_plan
-from sizer.sizing.resolve import Resolved, checkpoint_of, resolve
+from sizer.sizing.resolve import Resolved, checked_kernel_tables, checkpoint_of, kernel_tables_folder, resolve
 from sizer.sizing.result import GoodputSettings, SizingStatus
 from sizer.sizing.step_model import bundled_header, bundled_tables
 from sizer.sizing.sweep_backends import run_local, run_ray
@@ -70,13 +72,14 @@ class Point:
     e2e_ms: float | None = None
 
     def variant(self, base_gpu: str, seed: int | None = None) -> Variant:
-        """The changes this point makes; a price or calibrated profile stays with its own GPU only."""
+        """The changes this point makes; a price, calibrated profile or kernel-tables folder stays with its own GPU
+        only."""
         other_gpu = self.gpu is not None and load_hardware(self.gpu).id != load_hardware(base_gpu).id
         changes = {k: v for k, v in dataclasses.asdict(self).items() if k != "speculative"}
         if self.speculative is False:
             changes["num_speculative_tokens"] = None
         return Variant(**changes, seed=seed, clear_replicas=True, clear_speculative=self.speculative is False,
-                       clear_price=other_gpu, clear_calibrated_profile=other_gpu)
+                       clear_price=other_gpu, clear_calibrated_profile=other_gpu, clear_kernel_tables=other_gpu)
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,7 @@ class Sweep:
     inputs: Preloaded = Preloaded()    # every file the points read, read once here (to the object store with data)
     trace: SweepTrace | None = None
     model_sha256: dict[str, str] = dataclasses.field(default_factory=dict)   # model.name -> its config's hash
+    kernel_tables_sha256: str | None = None   # the content of the base's hardware.kernel_tables folder
 
     @property
     def goodput(self) -> GoodputSettings:
@@ -178,14 +182,25 @@ def build_sweep(sweep: SweepFile, data: dict) -> Sweep:
     # content is part of the key; a catalog name's is the installed sizer's
     models = {name: hashlib.sha256(json.dumps(c.config, sort_keys=True, default=str).encode()).hexdigest()
               for (_, name), c in inputs.checkpoints.items() if c.found_as != "catalog"}
+    tables = _tables_sha256(kernel_tables_folder(base)) if base.hardware.kernel_tables is not None else None
     return Sweep(sweep.name, str(sweep.scenario_path()), data, points, constraints, sweep.settings, inputs,
-                 _trace_of(base, inputs), models)
+                 _trace_of(base, inputs), models, tables)
+
+
+def _tables_sha256(folder: Path) -> str:
+    """SHA-256 of a kernel-tables folder's header and tables (a folder measured again changes its points)."""
+    digest = hashlib.sha256()
+    for name in (HEADER_FILE, *(f"{table}.csv.gz" for table in TABLES)):
+        if (folder / name).is_file():
+            digest.update(name.encode() + b"\0" + (folder / name).read_bytes())
+    return digest.hexdigest()
 
 
 def shared_inputs(base: Scenario, values: dict[str, list], settings: SweepSettings) -> Preloaded:
     """Every file the sweep's points read, read once here: each model (and draft model) as a checkpoint, every
     hardware profile, the kernel tables of each GPU and engine (their headers always; the tables where the
-    base prices steps by them), and the trace's requests as read for the goodput probes and the operating point."""
+    base prices steps by them), the base's own kernel-tables folder (checked against its GPU here, once), and
+    the trace's requests as read for the goodput probes and the operating point."""
     folder = str(scenario_dir(base))
     spec = base.deployment.speculative_config
     models = [*values.get("model", [base.model.name]), *([spec.model] if spec and spec.model else [])]
@@ -203,7 +218,11 @@ def shared_inputs(base: Scenario, values: dict[str, list], settings: SweepSettin
         path = str(scenario_dir(base) / base.workload.trace.path)
         for n in (settings.num_requests, base.workload.num_requests):
             traces[path, trace_limit(base, n)] = read_trace(base, n)
-    return Preloaded(checkpoints, dict(all_profiles()), tables, traces, headers)
+    folders = {}
+    if base.hardware.kernel_tables is not None:
+        hardware = scenario_hardware(base.hardware.gpu, base.file, "hardware.gpu")
+        folders[str(kernel_tables_folder(base))] = checked_kernel_tables(base, hardware)
+    return Preloaded(checkpoints, dict(all_profiles()), tables, traces, headers, folders)
 
 
 def _trace_of(base: Scenario, inputs: Preloaded) -> SweepTrace | None:
@@ -249,7 +268,8 @@ def check_axes(sweep: SweepFile, values: dict[str, list], data: dict, base: Scen
 
 def point_hash(sweep: Sweep, point: Point) -> str:
     """SHA-256 of the point's scenario mapping (before its seed is set), the settings that change its numbers
-    (not max_retries), the constraints, and the content of a trace and of a model not from the catalog."""
+    (not max_retries), the constraints, and the content of a trace, of a model not from the catalog and of the
+    scenario's own kernel tables."""
     mapping = variant_of(sweep, point).apply(_shorthands(sweep.data))
     settings = {"num_requests": sweep.settings.num_requests, "max_replicas": sweep.settings.max_replicas}
     key = {"version": ROW_VERSION, "scenario": mapping, "settings": settings,
@@ -259,6 +279,9 @@ def point_hash(sweep: Sweep, point: Point) -> str:
     model = sweep.model_sha256.get(mapping["model"]["name"])
     if model is not None:              # a changed config.json at the same path changes its points
         key["model_sha256"] = model
+    if sweep.kernel_tables_sha256 is not None and mapping["hardware"].get("kernel_tables") is not None:
+        # so does the scenario's own kernel-tables folder measured again (a point on another GPU drops it)
+        key["kernel_tables_sha256"] = sweep.kernel_tables_sha256
     return hashlib.sha256(json.dumps(key, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 
