@@ -110,12 +110,17 @@ class Overhead:
     decode_kernel_factor: float | None = schema.field(None, ge=0)
     step_error_p50: float | None = None
 
-    def line(self, batch: StepBatch) -> tuple[float, float]:
+    def line(self, batch: StepBatch, layers_ratio: float = 1.0) -> tuple[float, float]:
         """(kernel factor, seconds beyond the kernels) of a whole step: the decode-only line when it was
-        fitted and the step is decode-only, else the mixed steps' line."""
+        fitted and the step is decode-only, else the mixed steps' line. `layers_ratio`: the layers of the
+        model priced over those of the model fitted; the forward pass's fixed part (the Python between
+        kernels, per layer) scales with it, the host's does not."""
         decode_only = batch.prefill_seqs == 0 and self.decode_kernel_factor is not None
         factor = self.decode_kernel_factor if decode_only else self.kernel_factor
         fixed = self.decode_fixed_s if decode_only else self.fixed_s
+        if layers_ratio != 1.0:
+            host = self.host_fixed_s or 0.0
+            fixed = host + (fixed - host) * layers_ratio
         return factor, fixed + self.per_seq_s * batch.num_seqs
 
 
@@ -173,7 +178,7 @@ class ProfileHeader:
     def to_dict(self) -> dict:
         """Plain YAML-safe data, keys in field order; an optional field (default None) is
         written only when set."""
-        return _plain(self)
+        return plain(self)
 
     @classmethod
     def from_dict(cls, data: Any, file: str) -> ProfileHeader:
@@ -190,14 +195,16 @@ class ProfileHeader:
         return header
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """A dataclass (nested ones, lists, dicts) as YAML-safe data; an optional field (default None) left unset
+    is left out."""
     if is_dataclass(value):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)
+        return {f.name: plain(getattr(value, f.name)) for f in fields(value)
                 if not (f.default is None and getattr(value, f.name) is None)}
     if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain(v) for k, v in value.items()}
     return value
 
 

@@ -12,8 +12,11 @@ For one step on one GPU of the busiest pipeline stage (times the stages, as the 
   MoE          per MoE layer: moe(tokens; hidden, expert width, top-k, experts, TP or EP split), routing balanced
   lm_head      gemm(m = sequences, n = vocab / TP, k = hidden), once per step
   element-wise per layer: a fused residual add + RMSNorm per norm (reads 2 x hidden, writes 2 x hidden
-               per token) and the gated activation of a dense MLP (reads 2 x width / TP, writes width / TP),
-               2 bytes a value: bytes / (bandwidth x fraction) + a fixed latency each (tables.yaml)
+               per token), for softmax attention the rotary embedding (reads and writes q and k) and the
+               KV-cache write (reads k and v, writes them to the cache: vLLM's rotary_embedding and
+               reshape_and_cache kernels), and the gated activation of a dense MLP (reads 2 x width / TP,
+               writes width / TP), 2 bytes a value: bytes / (bandwidth x fraction) + a fixed latency each
+               (tables.yaml)
   step         the roofline's per-step overhead (sampler); the engine loop adds its own around the step
 
 Tables are interpolated linearly in every numeric key (m, n, k; batch, tokens; bytes) between
@@ -124,12 +127,18 @@ class Elementwise:
 
 
 def elementwise_ops(m: ModelSpec, p: ParallelConfig) -> Elementwise:
-    """The residual add + norm of each norm and the activation of each gated dense MLP (module docstring)."""
+    """The residual add + norm of each norm, the rotary embedding and KV-cache write of each softmax-attention
+    layer, and the activation of each gated dense MLP (module docstring)."""
     stage = layers_per_stage(m, p) / m.num_layers
     ops = values = 0.0
     for layer in m.layers:
         ops += layer.norms
         values += layer.norms * 4 * m.hidden_size
+        if isinstance(layer.mixer, Attention):
+            a = layer.mixer
+            q, kv = a.num_heads // p.tp * a.head_dim, kv_heads_per_gpu(a.num_kv_heads, p) * a.head_dim
+            ops += 2
+            values += 2 * (q + kv) + 4 * kv
         if isinstance(layer.ffn, DenseFFN) and layer.ffn.gated:
             ops += 1
             values += 3 * layer.ffn.width / p.tp
@@ -159,11 +168,8 @@ def attention_shapes(m: ModelSpec, p: ParallelConfig) -> list[AttentionShape]:
 
 
 def gemm_curve(tables: KernelTables, dtype: str, n: int, k: int) -> Curve | None:
-    """Latency by m of an (n, k) GEMM: the shape's own row when it was measured (`sizer calibrate` times
-    each model's exact shapes), else bilinear in n and k between the measured (n, k) grid; None when a
-    corner of the bracket was not measured."""
-    if (dtype, n, k) in tables.gemm:
-        return Curve(tables.gemm[(dtype, n, k)])
+    """Latency by m of an (n, k) GEMM, bilinear in n and k between the measured (n, k) grid (a measured shape
+    is its own row: its corners weigh 0); None when a corner of the bracket was not measured."""
     shapes = [key[1:] for key in tables.gemm if key[0] == dtype]
     if not shapes:
         return None
@@ -346,11 +352,13 @@ class KernelTableStepTimeModel:
 class BundledEngineStepTimeModel:
     """The bundled engine's whole steps on a device it calibrated (`sizer validate --kernel-tables`): the
     kernel-table step x the fitted kernel factor, plus the fitted seconds beyond the kernels (host work,
-    sampling, launches: `BundledEngine.overhead`, fitted on one model and used for any)."""
+    sampling, launches: `BundledEngine.overhead`, fitted on one model and used for any, its forward pass's
+    fixed part scaled by the layers)."""
 
-    def __init__(self, tables_model: KernelTableStepTimeModel, overhead: Overhead, max_num_batched_tokens: int,
-                 max_num_seqs: int):
+    def __init__(self, tables_model: KernelTableStepTimeModel, overhead: Overhead, fitted_layers: int,
+                 max_num_batched_tokens: int, max_num_seqs: int):
         self.tables_model, self.overhead = tables_model, overhead
+        self.layers_ratio = tables_model.roofline.model.num_layers / fitted_layers
         self.max_num_batched_tokens, self.max_num_seqs = max_num_batched_tokens, max_num_seqs
         self.steps = self.out_of_range_steps = 0     # steps larger than the tables' measured range
         self.name = f"{tables_model.name}; the bundled engine's fitted step overhead"
@@ -361,5 +369,5 @@ class BundledEngineStepTimeModel:
         self.steps += 1
         if batch.new_tokens > self.max_num_batched_tokens or batch.num_seqs > self.max_num_seqs:
             self.out_of_range_steps += 1
-        factor, beyond_s = self.overhead.line(batch)
+        factor, beyond_s = self.overhead.line(batch, self.layers_ratio)
         return factor * self.tables_model.step_time(batch) + beyond_s

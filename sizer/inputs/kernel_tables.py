@@ -77,6 +77,7 @@ class BundledEngine:
     copy_bytes_per_s: float = schema.field(gt=0)       # a large copy's bytes read + written per second
     limits: Limits                   # the largest step in tokens and sequences, and the longest context, measured
     fitted_on: str                   # the model whose whole engine steps `overhead` was fitted to
+    fitted_layers: int = schema.field(ge=1)            # its decoder layers (the forward's fixed part is per layer)
     overhead: Overhead               # each step beyond the tables: fixed + per sequence, and the kernels' factor
     threads: int | None = schema.field(None, ge=1)     # CPU threads the engine ran on (None on a GPU)
 

@@ -23,16 +23,17 @@ from typing import Any
 
 import numpy as np
 
-from engine.profile import TABLES_ONLY, Limits
+from engine.profile import TABLES_ONLY, Limits, plain
 from sizer.analytic.kernel_step import BundledEngineStepTimeModel, KernelTableStepTimeModel
 from sizer.analytic.roofline import RooflineStepTimeModel
-from sizer.inputs.hardware import HardwareSpec, measured_host_cpu
-from sizer.inputs.kernel_tables import SCHEMA_VERSION, BundledEngine, KernelTables, load_kernel_tables
+from sizer.inputs.hardware import HardwareSpec
+from sizer.inputs.kernel_tables import SCHEMA_VERSION, TABLES, BundledEngine, KernelTables, load_kernel_tables
 from sizer.inputs.model_spec import ModelSpec
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.sizing.aiconfigurator_import import write_tables
 from sizer.sizing.kernel_shapes import model_shapes
 from sizer.sizing.resolve import Resolved, resolve
+from sizer.sizing.step_model import roofline_for
 
 ENGINE = "sizer-engine"
 
@@ -53,7 +54,7 @@ def tables_dir_name(device_id: str) -> str:
 class DeviceCalibration:
     models: tuple[ModelSpec, ...]       # whose shapes are timed
     reference: ModelSpec                # whose whole steps the engine overhead is fitted to
-    device: Any                         # engine.device.Device (torch: imported lazily)
+    device: Any                         # engine.device.Device (torch: the engine is imported lazily)
     device_id: str                      # 'cpu' or the hardware profile id
     hardware: HardwareSpec | None       # the GPU's profile (None on the CPU)
     kernels: Any                        # engine.kernels.Kernels
@@ -63,23 +64,20 @@ class DeviceCalibration:
     seed: int = 0
 
 
-def engine_roofline(r: Resolved, engine: BundledEngine) -> RooflineStepTimeModel:
-    """The roofline that prices what a device's tables lack, for the bundled engine: the GPU's datasheet, or
-    on the host CPU the ceilings calibrate measured; no per-step sampler constant (the fitted overhead holds
-    the engine's own)."""
-    hardware = r.hardware if r.hardware.has_datasheet else measured_host_cpu(
-        engine.matmul_flops_per_s, engine.copy_bytes_per_s, "measured by sizer calibrate")
-    return RooflineStepTimeModel(r.model, hardware, r.weight_format, r.weights, r.kv, r.parallel, r.group_size,
-                                 step_overhead_s=0.0)
+def engine_roofline(r: Resolved, tables: KernelTables) -> RooflineStepTimeModel:
+    """The roofline that prices what a device's tables lack, for the bundled engine: the GPU's datasheet, or on
+    the host CPU the ceilings calibrate measured (step_model.pricing_hardware); no per-step sampler constant
+    (the fitted overhead holds the engine's own)."""
+    return roofline_for(dataclasses.replace(r, kernel_tables=tables), step_overhead_s=0.0)
 
 
 def engine_step_model(r: Resolved, tables: KernelTables) -> BundledEngineStepTimeModel:
     """The bundled engine's whole step on the device the tables were calibrated on."""
     engine = tables.header.bundled_engine
     assert engine is not None, "only tables sizer calibrate measured describe the bundled engine"
-    inner = KernelTableStepTimeModel(tables, engine_roofline(r, engine))
-    return BundledEngineStepTimeModel(inner, engine.overhead, engine.limits.max_num_batched_tokens,
-                                      engine.limits.max_num_seqs)
+    inner = KernelTableStepTimeModel(tables, engine_roofline(r, tables))
+    return BundledEngineStepTimeModel(inner, engine.overhead, engine.fitted_layers,
+                                      engine.limits.max_num_batched_tokens, engine.limits.max_num_seqs)
 
 
 def reference_scenario(model: str, device_id: str, limits: Limits) -> Resolved:
@@ -96,7 +94,9 @@ def reference_scenario(model: str, device_id: str, limits: Limits) -> Resolved:
     return resolve(s)
 
 
-def _header(c: DeviceCalibration, ceilings, engine: BundledEngine | None) -> dict:
+def _header(c: DeviceCalibration, ceilings: Any, engine: BundledEngine | None) -> dict:
+    """tables.yaml: the device, the engine, the element-wise cost (`ceilings`: engine.device_tables.ElementwiseMeasured)
+    and, once fitted, the bundled engine section."""
     import torch
 
     today = dt.date.today().isoformat()
@@ -107,16 +107,8 @@ def _header(c: DeviceCalibration, ceilings, engine: BundledEngine | None) -> dic
               "provenance": {"source": "sizer calibrate", "source_version": sizer_version(), "licence": "Apache-2.0",
                              "files": [], "converted": today}}
     if engine is not None:
-        header["bundled_engine"] = _plain(engine)
+        header["bundled_engine"] = plain(engine)
     return header
-
-
-def _plain(value: Any) -> Any:
-    """A dataclass as YAML-safe data, fields left at None out."""
-    if dataclasses.is_dataclass(value):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
-                if getattr(value, f.name) is not None}
-    return value
 
 
 def calibrate_device(c: DeviceCalibration, out: Path, log: Callable[[str], None] = lambda _: None) -> Path:
@@ -140,23 +132,27 @@ def calibrate_device(c: DeviceCalibration, out: Path, log: Callable[[str], None]
     log("copy bandwidth, matrix rate and a small kernel's latency")
     ceilings = dtab.elementwise(table_shapes, c.kernels, c.device)
     folder = out / tables_dir_name(c.device_id)
+    for name in TABLES:                             # an earlier calibration's tables, which these replace
+        (folder / f"{name}.csv.gz").unlink(missing_ok=True)
     write_tables(folder, _header(c, ceilings, None), rows)
 
     log(f"whole steps of {c.reference.name} through the runner (the engine's overhead)")
     threads = torch.get_num_threads() if c.device.kind == "cpu" else None
     engine = BundledEngine(kernels=c.kernels.name, dtype=dtab.table_dtype(c.device),
                            matmul_flops_per_s=ceilings.matmul_flops_per_s, copy_bytes_per_s=ceilings.copy_bytes_per_s,
-                           limits=lim, fitted_on=c.reference.name, overhead=TABLES_ONLY, threads=threads)
+                           limits=lim, fitted_on=c.reference.name, fitted_layers=c.reference.num_layers,
+                           overhead=TABLES_ONLY, threads=threads)
     tables = load_kernel_tables(folder)
     tables = dataclasses.replace(tables, header=dataclasses.replace(tables.header, bundled_engine=engine))
     r = reference_scenario(c.reference.name, c.device_id, lim)
-    inner = KernelTableStepTimeModel(tables, engine_roofline(r, engine))
+    inner = KernelTableStepTimeModel(tables, engine_roofline(r, tables))
     model = Transformer(engine_config(c.reference), c.device.dtype, c.device.torch_device, c.kernels,
                         lim.max_model_len, c.seed)
     records = step_sweep(model, c.device, lim, c.seed)
     components = [inner.step_time(rec.batch) for rec in records]
     fit = fit_overhead(records, components)
-    fitted = BundledEngineStepTimeModel(inner, fit, lim.max_num_batched_tokens, lim.max_num_seqs)
+    fitted = BundledEngineStepTimeModel(inner, fit, c.reference.num_layers, lim.max_num_batched_tokens,
+                                        lim.max_num_seqs)
     predicted = np.array([fitted.step_time(rec.batch) for rec in records])
     measured = np.array([rec.duration_s for rec in records])
     fit = dataclasses.replace(fit, step_error_p50=float(np.median(np.abs(predicted - measured) / measured)))

@@ -182,7 +182,8 @@ def _step_times(r: Resolved, step, roofline: RooflineStepTimeModel, weights: Wei
     prefill_s = prefill_time_s(step, int(round(prompt_mean)), chunk)
     # The seeds' bound: every weight read once per token (for MoE, only the experts one token routes to).
     untouched_expert_bytes = roofline.expert_bytes * (1 - roofline.experts_touched(1))
-    bound_s = (weights.per_gpu_bytes - untouched_expert_bytes) * r.parallel.pp / r.hardware.memory_bandwidth_bytes_per_s
+    bandwidth = roofline.hardware.memory_bandwidth_bytes_per_s      # the datasheet's, or on the host CPU measured
+    bound_s = (weights.per_gpu_bytes - untouched_expert_bytes) * r.parallel.pp / bandwidth
     b1_s = step.step_time(decode_batch(1, context))
     seq_bytes = roofline.kv.sequence_bytes(int(prompt_mean + output_mean), budget.block_size)
     mem_batch = max(1, min(e.max_num_seqs, int(budget.kv_cache_bytes // seq_bytes)))
@@ -287,7 +288,7 @@ def kv_heads_per_gpu_of(m: ModelSpec, p) -> int:
 
 
 def assumptions(r: Resolved, step: RooflineStepTimeModel) -> list[str]:
-    hw = r.hardware
+    hw = step.hardware          # the datasheet, or on the host CPU what sizer calibrate measured
     return [
         f"GPU memory {hw.memory_bytes / GiB:.2f} GiB ({hw.memory_bytes / GB:.2f} GB): {hw.memory_source}",
         f"peak bandwidth {hw.memory_bandwidth_bytes_per_s / 1e12:.3g} TB/s x efficiency {hw.bandwidth_efficiency} "

@@ -9,8 +9,9 @@ from pathlib import Path
 from engine.profile import CalibratedStepTimeModel
 from simulator.step_batch import StepTimeModel
 from sizer.analytic.kernel_step import KernelTableStepTimeModel
-from sizer.analytic.roofline import RooflineStepTimeModel
+from sizer.analytic.roofline import STEP_OVERHEAD_S, RooflineStepTimeModel
 from sizer.inputs import preloaded
+from sizer.inputs.hardware import HardwareSpec, measured_host_cpu
 from sizer.inputs.kernel_tables import (
     KernelTables,
     KernelTablesHeader,
@@ -21,14 +22,24 @@ from sizer.inputs.kernel_tables import (
 from sizer.sizing.resolve import Resolved
 
 
-def roofline_for(r: Resolved) -> RooflineStepTimeModel:
+def pricing_hardware(r: Resolved) -> HardwareSpec:
+    """The GPU's datasheet figures; on the host CPU, with kernel tables `sizer calibrate` measured there, the
+    ceilings it measured (the roofline then prices only what the tables lack)."""
+    engine = r.kernel_tables.header.bundled_engine if r.kernel_tables is not None else None
+    if r.hardware.has_datasheet or engine is None:
+        return r.hardware
+    return measured_host_cpu(engine.matmul_flops_per_s, engine.copy_bytes_per_s,
+                             f"measured by sizer calibrate ({r.kernel_tables.path})")
+
+
+def roofline_for(r: Resolved, step_overhead_s: float = STEP_OVERHEAD_S) -> RooflineStepTimeModel:
     """The roofline step-time model of a resolved scenario."""
-    return RooflineStepTimeModel(r.model, r.hardware, r.weight_format, r.weights, r.kv, r.parallel, r.group_size,
-                                 offload=r.offload, lora=r.lora)
+    return RooflineStepTimeModel(r.model, pricing_hardware(r), r.weight_format, r.weights, r.kv, r.parallel,
+                                 r.group_size, step_overhead_s=step_overhead_s, offload=r.offload, lora=r.lora)
 
 
 # benchmarks/fidelity_vllm.py on the 15 public vLLM 0.15.1 H100 runs (docs/fidelity.md), median |error|
-TABLES_VS_ROOFLINE = ("on the public vLLM 0.15.1 H100 runs the tables give E2E 7.3%, TTFT 10.3%, ITL 7.8% median "
+TABLES_VS_ROOFLINE = ("on the public vLLM 0.15.1 H100 runs the tables give E2E 6.1%, TTFT 8.8%, ITL 7.4% median "
                       "error, the roofline 6.1%, 5.0%, 7.4% (docs/fidelity.md)")
 
 

@@ -29,7 +29,7 @@ DEFAULT_MAX_REQUESTS = 200          # requests replayed unless asked for more
 class Pricing:
     """What prices the simulator in a validation and how the engine is built to match it: a calibrated
     profile (one model) or a device's kernel tables (any model with their shapes)."""
-    what: str                       # 'the profile', 'the kernel tables': as errors name it
+    what: str                       # "the profile", "the kernel-table folder": as errors name it
     device_id: str                  # 'cpu' or the hardware profile id it was measured on
     device_kind: str                # 'cpu' or 'cuda'
     threads: int | None             # CPU threads it was measured with
@@ -51,7 +51,7 @@ def tables_pricing(tables: KernelTables) -> Pricing:
                          f"{tables.header.description}: tables of another engine, with no fit of the bundled "
                          "engine's steps; write a device's with `sizer calibrate --gpu NAME` or `--device cpu`")
     kind = "cpu" if tables.header.gpu == HOST_CPU else "cuda"
-    return Pricing("the kernel tables", tables.header.gpu, kind, engine.threads,
+    return Pricing("the kernel-table folder", tables.header.gpu, kind, engine.threads,
                    EngineBuild(engine.kernels, 1, 1.0, str(tables.path / HEADER_FILE)), None)
 
 

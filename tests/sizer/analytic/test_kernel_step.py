@@ -65,10 +65,12 @@ def test_a_decode_step_is_the_sum_of_its_looked_up_operators():
     assert model.roofline_parts == ()
     # one sequence decoding on 127 cached tokens (KV length 128), m = 1:
     #   GEMMs 4 layers x (10 + 5 + 20 + 15) = 200 us; attention 4 x 7 = 28 us; lm_head 30 us
-    #   element-wise: 4 layers x (2 norms + 1 activation) x 1 us = 12 us, plus bytes per token
-    #     4 x (2 x 4 x 256 + 3 x 768) x 2 bytes = 34,816 B at 1e12 B/s = 0.034816 us
+    #   element-wise: 4 layers x (2 norms + rotary + KV write + 1 activation) x 1 us = 20 us, plus bytes per
+    #     token 4 x (2 x 4 x 256 + 2 x (256 + 64) + 4 x 64 + 3 x 768) x 2 bytes = 41,984 B at 1e12 B/s
+    #     = 0.041984 us (q 8 x 32 = 256 and KV 2 x 32 = 64 values: rotary reads and writes q and k, the
+    #     KV write reads k and v and writes them)
     #   + the step overhead (sampler)
-    expected = (200 + 28 + 30 + 12 + 0.034816) * US + STEP_OVERHEAD_S
+    expected = (200 + 28 + 30 + 20 + 0.041984) * US + STEP_OVERHEAD_S
     assert model.step_time(StepBatch.from_seqs([(1, 127)])) == pytest.approx(expected, rel=1e-9)
 
 
@@ -78,7 +80,7 @@ def test_a_prefill_chunk_on_a_prefix_pays_its_own_share_of_the_causal_pairs():
     # one sequence sampled: m = 1, 30 us. Attention: the table's 128-token causal prefill (20 us,
     # 128 x 129 / 2 = 8,256 pairs) scaled to the chunk's 64 x 64 + 64 x 65 / 2 = 6,176 pairs, 4 layers.
     attention = 4 * 20 * 6176 / 8256
-    elementwise = 12 + 64 * 0.034816
+    elementwise = 20 + 64 * 0.041984
     expected = (376 + 30 + attention + elementwise) * US + STEP_OVERHEAD_S
     assert model.step_time(StepBatch.from_seqs([(64, 64)])) == pytest.approx(expected, rel=1e-9)
 
@@ -116,9 +118,14 @@ def test_what_the_tables_lack_is_priced_by_the_roofline_and_named():
     assert model.step_time(StepBatch.from_seqs([(1, 127)])) > STEP_OVERHEAD_S
 
 
-def test_elementwise_ops_count_norms_and_gated_activations():
+def test_elementwise_ops_count_norms_rotary_kv_writes_and_gated_activations():
     ew = elementwise_ops(load_model("tiny"), ParallelConfig())
-    assert ew.ops_per_stage == 12 and ew.bytes_per_token == 4 * (2 * 4 * 256 + 3 * 768) * 2
+    # per layer: 2 norms, rotary and KV write (softmax attention), the SwiGLU activation; bytes as
+    # test_a_decode_step_is_the_sum_of_its_looked_up_operators derives them
+    assert ew.ops_per_stage == 20 and ew.bytes_per_token == 4 * (2 * 4 * 256 + 2 * (256 + 64) + 4 * 64 + 3 * 768) * 2
+    # TP2 splits the heads: q 4 x 32 = 128, KV 1 x 32 = 32 values per GPU, the activation 384 wide
+    ew2 = elementwise_ops(load_model("tiny"), ParallelConfig(tp=2))
+    assert ew2.bytes_per_token == 4 * (2 * 4 * 256 + 2 * (128 + 32) + 4 * 32 + 3 * 384) * 2
 
 
 def test_weight_only_formats_take_their_gemms_from_the_roofline():
@@ -136,7 +143,7 @@ def test_weight_only_formats_take_their_gemms_from_the_roofline():
     # the decode step of test_a_decode_step_is_the_sum_of_its_looked_up_operators, its 200 us of table GEMMs
     # replaced by the roofline's price of the same four shapes, 4 layers each
     gemms = sum(4 * roofline.gemm_s(1, n, k) for n, k in ((384, 256), (256, 256), (1536, 256), (256, 768)))
-    expected = (28 + 30 + 12 + 0.034816) * US + gemms + STEP_OVERHEAD_S
+    expected = (28 + 30 + 20 + 0.041984) * US + gemms + STEP_OVERHEAD_S
     assert model.step_time(StepBatch.from_seqs([(1, 127)])) == pytest.approx(expected, rel=1e-9)
 
 

@@ -39,6 +39,8 @@ FLAGS = {
     "--replicas": ("replicas behind the router", ("replicas",)),
     "--max-replicas": ("most replicas a configuration may need", ("replicas",)),
     "--profile": ("calibrated profile folder", ("calibrated profile",)),
+    "--kernel-tables": ("a device's kernel-table folder", ("kernel-table folder",)),
+    "--shapes-of": ("models whose shapes a device calibration times", ("shapes of",)),
     "--simulate": ("add the simulated sizing", ("simulated",)),
     "--emit": ("runnable configuration: vllm, k8s, sglang", ("vllm, k8s, sglang",)),
     "--emit-to": ("file for --emit", ("--emit",)),

@@ -52,10 +52,11 @@ def test_a_decode_step_from_the_converted_tables_is_the_sum_of_the_profiles_entr
     assert model.roofline_parts == ()
     # token_ops.csv at 1 token: qkv 53.83 + o 35.506 + gate_up 157.864 + down 58.7 us, 4 layers; lm_head
     # 280.854 us; decode attention on an empty cache 429.43 us x 4 layers (4 significant digits kept);
-    # element-wise: 4 layers x 3 kernels x the measured rmsnorm 39.735 us, plus 34,816 bytes a token
-    # (4 x (2 x 4 x 256 + 3 x 768) x 2) at the measured copy bandwidth (both kept exactly in tables.yaml); the
-    # step overhead
+    # element-wise: 4 layers x 5 kernels (2 norms, rotary, KV write, activation) x the measured rmsnorm
+    # 39.735 us, plus 41,984 bytes a token (4 x (2 x 4 x 256 + 2 x (256 + 64) + 4 x 64 + 3 x 768) x 2,
+    # tests/sizer/analytic/test_kernel_step.py) at the measured copy bandwidth (both kept exactly in
+    # tables.yaml); the step overhead
     e = converted.header.elementwise
-    expected = (4 * (53.83 + 35.51 + 157.9 + 58.7) + 280.9 + 4 * 429.4 + 12 * 39.735) * 1e-6 \
-        + 34816 / e.memory_bandwidth_bytes_per_s + STEP_OVERHEAD_S
+    expected = (4 * (53.83 + 35.51 + 157.9 + 58.7) + 280.9 + 4 * 429.4 + 20 * 39.735) * 1e-6 \
+        + 41984 / e.memory_bandwidth_bytes_per_s + STEP_OVERHEAD_S
     assert model.step_time(StepBatch.from_seqs([(1, 0)])) == pytest.approx(expected, rel=1e-9)

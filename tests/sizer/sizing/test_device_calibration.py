@@ -1,0 +1,137 @@
+"""A device's kernel tables (`sizer calibrate` without --model) price any model with their shapes: the shapes
+timed, the bundled engine's dtype, the engine overhead fitted on one model and scaled to another, and the
+host CPU's measured ceilings in place of a datasheet. The tables used are the committed CPU calibration
+(hardware_profiles/calibrated/cpu-sizer-engine-0.1.0: shapes of `tiny` and `tiny-wide`, overhead fitted
+on `tiny`); the measurement itself is tested in tests/engine/."""
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from hardware_profiles import CALIBRATED_DIR
+from simulator.step_batch import StepBatch
+from sizer.analytic.kernel_step import KernelTableStepTimeModel
+from sizer.cli import app
+from sizer.inputs.kernel_tables import KERNELS_DIR, load_kernel_tables
+from sizer.inputs.model_spec import load_model
+from sizer.inputs.scenario import load_scenario
+from sizer.sizing.device_calibration import engine_roofline, engine_step_model
+from sizer.sizing.kernel_shapes import model_shapes
+from sizer.sizing.validate import tables_pricing, validation_config
+
+REPO = Path(__file__).resolve().parents[3]
+WIDE = REPO / "engine" / "scenarios" / "tiny-wide-cpu.yaml"
+TINY = REPO / "engine" / "scenarios" / "tiny-cpu.yaml"
+TABLES = CALIBRATED_DIR / "cpu-sizer-engine-0.1.0"
+cli = CliRunner()
+
+
+def wide_resolved():
+    tables = load_kernel_tables(TABLES)
+    r, _ = validation_config(load_scenario(WIDE), tables_pricing(tables))
+    return r, tables
+
+
+def test_the_shapes_of_tiny_at_tp_1_2_4_8():
+    shapes = model_shapes([load_model("tiny")])
+    # 8 query / 2 KV heads of 32: split by TP, KV heads replicated once TP passes 2
+    assert shapes.attention == {(8, 2, 32), (4, 1, 32), (2, 1, 32), (1, 1, 32)}
+    # fused QKV (8 + 2 x 2) x 32 = 384 at TP1, (4 + 2 x 1) x 32 = 192 at TP2; the lm_head's 4096 rows split
+    assert {(384, 256), (192, 256), (4096, 256), (2048, 256), (1024, 256), (512, 256)} <= shapes.gemms
+    assert shapes.moe == frozenset()
+
+
+def test_the_committed_tables_hold_both_models_shapes():
+    tables = load_kernel_tables(TABLES)
+    # tiny-wide's fused QKV at TP1: (12 + 2 x 4) x 32 = 640 outputs of its 384 hidden; tiny's: 384 x 256
+    assert ("float32", 640, 384) in tables.gemm and ("float32", 384, 256) in tables.gemm
+    assert {k[1:4] for k in tables.generation_attention} >= {(12, 4, 32), (8, 2, 32)}
+    engine = tables.header.bundled_engine
+    assert (engine.fitted_on, engine.fitted_layers, engine.dtype) == ("tiny", 4, "float32")
+
+
+def test_the_bundled_engine_looks_a_16_bit_model_up_in_its_own_dtype():
+    """tiny-wide's float32 checkpoint is served 16-bit (weights fp16), but the bundled engine on a CPU runs
+    every model in float32: its tables price all of the step. The same tables without the engine section
+    (another engine's) hold no 16-bit GEMM, and the roofline prices them."""
+    r, tables = wide_resolved()
+    assert r.weight_format.name == "fp16"
+    model = KernelTableStepTimeModel(tables, engine_roofline(r, tables))
+    assert model.ran_in == "float32" and model.roofline_parts == ()
+    other = dataclasses.replace(tables, header=dataclasses.replace(tables.header, bundled_engine=None))
+    model = KernelTableStepTimeModel(other, engine_roofline(r, tables))
+    assert model.ran_in is None and "4 of 4 dense GEMM shapes (fp16 weights)" in model.roofline_parts
+
+
+def test_the_host_cpu_roofline_takes_the_measured_ceilings():
+    r, tables = wide_resolved()
+    engine = tables.header.bundled_engine
+    roofline = engine_roofline(r, tables)
+    assert roofline.hardware.memory_bandwidth_bytes_per_s == engine.copy_bytes_per_s
+    assert roofline.hardware.peak_flops("fp32") == engine.matmul_flops_per_s
+    assert roofline.step_overhead_s == 0.0       # the fitted overhead holds the engine's own
+
+
+@pytest.mark.parametrize("batch,decode_only", [
+    (StepBatch.from_seqs([(1, 300), (1, 120), (1, 40)]), True),
+    (StepBatch.from_seqs([(1, 300), (200, 128)]), False),
+])
+def test_the_engine_overhead_fitted_on_tiny_scales_its_forward_part_to_tiny_wides_layers(batch, decode_only):
+    """A whole step = kernel factor x the tables' step + host fixed + forward fixed x 6 / 4 layers + per
+    sequence; the decode-only line for a decode-only step (engine/calibrate.py fit_overhead)."""
+    r, tables = wide_resolved()
+    o = tables.header.bundled_engine.overhead
+    model = engine_step_model(r, tables)
+    assert model.layers_ratio == 6 / 4
+    factor = o.decode_kernel_factor if decode_only else o.kernel_factor
+    fixed = o.decode_fixed_s if decode_only else o.fixed_s
+    expected = (factor * model.tables_model.step_time(batch) + o.host_fixed_s + (fixed - o.host_fixed_s) * 1.5
+                + o.per_seq_s * batch.num_seqs)
+    assert model.step_time(batch) == pytest.approx(expected, rel=1e-12)
+    assert model.out_of_range_steps == 0
+
+
+def test_steps_past_the_measured_range_are_counted():
+    r, tables = wide_resolved()
+    model = engine_step_model(r, tables)
+    model.step_time(StepBatch.from_seqs([(300, 0)]))        # 300 new tokens: the tables went to 256
+    assert (model.steps, model.out_of_range_steps) == (1, 1)
+
+
+def test_a_plan_on_the_host_cpu_prices_steps_from_its_tables(tmp_path):
+    data = yaml.safe_load(WIDE.read_text())
+    data["model"] = str(WIDE.parent / "tiny-wide" / "config.json")
+    data["hardware"] = {"gpu": "cpu", "kernel_tables": str(TABLES)}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+    result = cli.invoke(app, ["plan", str(tmp_path / "s.yaml")], env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    assert "measured by sizer calibrate" in result.stdout and "kernel tables measured on" in result.stdout
+    # without tables the host CPU has nothing to price steps with
+    data["hardware"] = "cpu"
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+    result = cli.invoke(app, ["plan", str(tmp_path / "s.yaml")])
+    assert result.exit_code == 2 and "host CPU has no datasheet figures" in result.stderr
+
+
+@pytest.mark.parametrize("args,words", [
+    (["calibrate", "--device", "cpu"], "--shapes-of: name the models whose shapes to time on a CPU"),
+    (["calibrate", "--device", "cpu", "--model", "tiny", "--shapes-of", "tiny"], "--shapes-of: applies without"),
+    (["calibrate", "--device", "cpu", "--shapes-of", "tiny", "--scale", "0.5"], "--scale: applies to a model's"),
+    (["calibrate", "--device", "cpu", "--shapes-of", "deepseek-v3"], "does not support MLA"),
+    (["calibrate", "--device", "cpu", "--shapes-of", "no-such-model"], "unknown model"),
+    (["validate", str(TINY)], "--profile/--kernel-tables: give one"),
+    (["validate", str(TINY), "--profile", str(CALIBRATED_DIR / "cpu-tiny-tp1"), "--kernel-tables", str(TABLES)],
+     "--profile/--kernel-tables: give one"),
+    (["validate", str(TINY), "--kernel-tables", str(KERNELS_DIR / "h100-sxm-vllm-0.24.0")],
+     "tables of another engine"),
+    (["validate", str(REPO / "engine" / "scenarios" / "llama-3.1-8b-h200.yaml"), "--kernel-tables", str(TABLES)],
+     "hardware.gpu: 'h200', but the kernel-table folder was measured on 'cpu'"),
+])
+def test_device_calibration_flags_are_checked_in_one_line(args, words, tmp_path):
+    result = cli.invoke(app, [*args, *(["--out", str(tmp_path)] if args[0] == "calibrate" else [])])
+    assert result.exit_code == 2, result.output
+    assert len(result.stderr.strip().splitlines()) == 1 and words in result.stderr, result.stderr
+    assert not any(tmp_path.iterdir())
