@@ -5,14 +5,18 @@
 #   1. the kernel correctness tests natively on the GPU (Triton vs torch, fp32/fp16/bf16);
 #   2. `sizer calibrate --gpu h200 --model llama-3.1-8b` (about 2 minutes);
 #   3. `sizer validate engine/scenarios/llama-3.1-8b-h200.yaml` (200 requests, about 1 minute);
-# and leaves under $OUT: run.log (everything printed), validate.json (the fidelity table) and
+#   4. `sizer calibrate --gpu h200 --shapes-of llama-3.1-8b`: the device's kernel tables (Llama-3.1-8B's
+#      shapes at TP 1, 2, 4, 8; about 3 minutes), compared point by point with the tables imported for
+#      the H200 from vLLM 0.24.0 (benchmarks/kernel_tables_compare.py);
+# and leaves under $OUT: run.log (everything printed), validate.json (the fidelity table),
 # h200-llama-3.1-8b-tp1.tgz (the calibrated profile folder, to unpack into
-# hardware_profiles/calibrated/ and commit with the table, its date and device).
+# hardware_profiles/calibrated/ and commit with the table, its date and device), compare.txt and
+# h200-sizer-engine.tgz (the device's kernel tables).
 #
 # simpy is missing from the device image. Before the call, here (it is pure Python):
 #   echo /.whl/ >> .git/info/exclude
 #   python3 -m pip download --no-deps --only-binary=:all: -d .whl simpy==4.1.2
-# then:  run(command="bash engine/gpu_check.sh", carry=[".whl"], timeout_s=540)
+# then:  run(command="bash engine/gpu_check.sh", carry=[".whl"], timeout_s=600)
 # The achieved HBM bandwidth of the decode attention kernel against the measured copy
 # bandwidth is printed by calibrate and kept in profile.yaml (achieved:).
 set -uo pipefail
@@ -66,5 +70,16 @@ for row in r["rows"]:
 EOF
 fi
 rm -rf "$OUT/profile"
-echo "kernels=$kernels calibrate=$calibrated validate=$validated" | tee -a "$LOG"
-[ "$kernels" -eq 0 ] && [ "$calibrated" -eq 0 ] && [ "$validated" -eq 0 ]
+
+step "4. the device's kernel tables, against the imported ones"
+timeout 220 python3 -m sizer calibrate --gpu h200 --shapes-of llama-3.1-8b --out "$OUT/tables" 2>&1 | tee -a "$LOG"
+tabled=${PIPESTATUS[0]}
+TABLES=$(ls -d "$OUT"/tables/h200-sizer-engine-* 2>/dev/null | head -1)
+if [ "$tabled" -eq 0 ] && [ -n "$TABLES" ]; then
+    tar czf "$OUT/h200-sizer-engine.tgz" -C "$OUT/tables" "$(basename "$TABLES")"
+    python3 benchmarks/kernel_tables_compare.py "$TABLES" hardware_profiles/kernels/h200-vllm-0.24.0 2>&1 \
+        | tee "$OUT/compare.txt" | tee -a "$LOG"
+fi
+rm -rf "$OUT/tables"
+echo "kernels=$kernels calibrate=$calibrated validate=$validated tables=$tabled" | tee -a "$LOG"
+[ "$kernels" -eq 0 ] && [ "$calibrated" -eq 0 ] && [ "$validated" -eq 0 ] && [ "$tabled" -eq 0 ]

@@ -200,9 +200,10 @@ class BatchCurves:
         return curve
 
     def longest(self, batch: float) -> int:
-        """The longest length measured on both batch rows `batch` is interpolated between."""
-        b0, b1, _ = bracket(self.batches, batch)
-        return min(self.rows[b0].xs[-1], self.rows[b1].xs[-1])
+        """The longest length measured on both batch rows `batch` is interpolated between (on its own row
+        alone when `batch` was measured)."""
+        b0, b1, w = bracket(self.batches, batch)
+        return self.rows[b0].xs[-1] if not w else min(self.rows[b0].xs[-1], self.rows[b1].xs[-1])
 
     def __call__(self, batch: float, length: float) -> float:
         return max(0.0, self.at_batch(batch)(length))
