@@ -117,8 +117,8 @@ class HardwareSection:
     step_model: Literal["roofline", "kernel_tables"] = field(
         "roofline", doc="what prices a step without a calibrated_profile or kernel_tables: the roofline (fitted on "
                         "public vLLM H100 runs), or kernel_tables: operator latencies measured on the GPU in the "
-                        "engine (bundled for h100-sxm, h200, a100-80gb and l40s in vLLM; the roofline where none are "
-                        "bundled); docs/fidelity.md compares them")
+                        "engine (bundled for h100-sxm, h200, a100-80gb, l40s, b200 and gb200 in vLLM; the roofline "
+                        "where none are bundled); docs/fidelity.md compares them")
     kernel_tables: str | None = field(None, doc="a kernel-tables folder measured on this GPU (`tables.yaml` and gzip "
                                                 "CSVs, as `sizer calibrate` or `sizer import-kernels --out` write "
                                                 "them; relative to the scenario file): step times from its tables, "
