@@ -400,7 +400,8 @@ class KernelTableStepTimeModel:
             else:
                 found.append((s.label, (s.per_stage, s.window_tokens, decode, prefill)))
         # a KV group (layers of one mixer kind) is priced wholly by the tables or wholly by the roofline:
-        # by the roofline when any of its shapes is not measured, and for other mixers (MLA, Mamba-2, ...)
+        # by the roofline when any of its shapes is not measured, and for other mixers (sparse MLA, ...);
+        # dense MLA groups the module tables hold (`latent`) are priced in attention_s
         self.attention = [entry for label, entry in found if label not in unmeasured]
         measured = ({label for label, _ in found} - unmeasured) | latent
         groups = self.roofline.kv.groups

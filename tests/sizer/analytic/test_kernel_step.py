@@ -20,6 +20,7 @@ from sizer.inputs.kernel_tables import (
 )
 from sizer.inputs.model_spec import load_model
 from sizer.inputs.scenario import scenario_from_dict
+from sizer.sizing.kernel_shapes import model_shapes
 from sizer.sizing.resolve import resolve
 from sizer.sizing.step_model import roofline_for
 
@@ -224,3 +225,12 @@ def test_qwen3_next_gated_delta_net_comes_from_the_gdn_tables():
     batch = StepBatch.from_seqs([(1, 1535)] * 24)
     softmax = sum(n * decode(24, 1536) for n, _, decode, _ in model.attention)
     assert model.attention_s(batch) == pytest.approx(softmax + 36 * decode_t(24), rel=1e-9)
+
+
+def test_the_importer_keeps_the_mla_and_gdn_shapes_of_each_tp_split():
+    shapes = model_shapes([load_model("deepseek-v3"), load_model("deepseek-v3.2"), load_model("qwen3-next-80b-a3b")])
+    # DeepSeek-V3's 128 heads split over TP 1, 2, 4, 8; the latent (and the hidden size) are not split. V3.2 is
+    # sparse MLA: not a shape of these tables
+    assert shapes.mla == {(7168, 1536, 512, 128, 64, 128, 128 // tp) for tp in (1, 2, 4, 8)}
+    # Qwen3-Next: 16 key and 32 value heads of 128, a 4-wide convolution, heads split by TP
+    assert shapes.gdn == {(16 // tp, 128, 32 // tp, 128, 4) for tp in (1, 2, 4, 8)}
