@@ -42,7 +42,8 @@ attention shapes those models have, so the bundled tables stay small.
 MLA: the rows of the models named in `MLA_MODELS` (the source states a model, not its dimensions: they are read
 from sizer's catalog entry), bfloat16 prefill queries, bfloat16 or block-FP8 linears. GDN: one layer's latency is
 the sum of its two kernels (the fastest convolution kernel plus the fastest delta-rule kernel of the shape and
-size); a shape measured under several models (d_model) keeps the fastest sum.
+size); a shape measured under several models (d_model) keeps the fastest sum. The sparse-MLA (DSA) module tables
+are not converted (hardware_profiles/kernels/README.md: their prefill rows were timed eagerly).
 """
 
 from __future__ import annotations
