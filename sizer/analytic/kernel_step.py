@@ -10,6 +10,16 @@ For one step on one GPU of the busiest pipeline stage (times the stages, as the 
                        s = chunk + cached tokens, times the chunk's own pairs (n c + n (n + 1) / 2)
   all-reduce   2 per layer when TP > 1, of new tokens x hidden x 2 bytes (bf16): allreduce(bytes, TP)
   MoE          per MoE layer: moe(tokens; hidden, expert width, top-k, experts, TP or EP split), routing balanced
+  MLA          per dense multi-head latent attention layer, the whole block from the module tables (its q/kv
+               down- and up-projections, their norms, rotary, attention and o_proj: those matrices are then
+               left out of the GEMMs above, the all-reduce after o_proj is not):
+               decode  mla_generation(decode seqs, context per seq + 1)
+               prefill mla_context(prefill seqs, n) for a chunk of n on nothing cached; on c cached tokens
+                       mla_context(s = n + c) - mla_context(c), the last n tokens of a causal prefill of s
+                       (their projections and their n c + n (n + 1) / 2 pairs), at least mla_context(n)
+  GDN          per gated delta net layer, its convolution and delta-rule kernels (its projections are GEMMs
+               above): decode gdn_generation(decode seqs); prefill gdn_context(prefill seqs, chunk tokens n)
+               (the recurrent state carries the prefix: the cached tokens cost nothing)
   lm_head      gemm(m = sequences, n = vocab / TP, k = hidden), once per step
   element-wise per layer: a fused residual add + RMSNorm per norm (reads 2 x hidden, writes 2 x hidden
                per token), for softmax attention the rotary embedding (reads and writes q and k) and the
@@ -25,9 +35,9 @@ measured, a vocabulary past the largest n); categorical keys (dtype, heads, KV h
 dim, KV dtype, GPUs) must match. What the tables lack is priced by the roofline and named in
 `roofline_parts`: GEMM shapes the measured grid does not bracket, and every GEMM whose weights
 are stored in a format the tables do not hold (AWQ/GPTQ 4-bit, FP8 run weight-only), one shape
-at a time; MoE experts; the KV groups of other mixers (MLA) or of head shapes not measured; the
-recurrent state (Mamba-2, linear attention); expert- and pipeline-parallel transfers; an
-all-reduce across a GPU count not measured.
+at a time; MoE experts; the KV groups of other mixers (sparse MLA: DeepSeek-V3.2's indexer) or of
+shapes not measured; the recurrent state of Mamba-2 layers and of gated delta net shapes not measured;
+expert- and pipeline-parallel transfers; an all-reduce across a GPU count not measured.
 """
 
 from __future__ import annotations
@@ -41,7 +51,7 @@ from sizer.analytic.parallel import ParallelConfig, kv_heads_per_gpu, layers_per
 from sizer.analytic.roofline import RooflineStepTimeModel
 from sizer.analytic.weights import linear_groups
 from sizer.inputs.kernel_tables import KernelTables
-from sizer.inputs.layers import EXPERT, LM_HEAD, VISION, Attention, DenseFFN
+from sizer.inputs.layers import EXPERT, LM_HEAD, VISION, Attention, DenseFFN, GatedDeltaNet, LatentAttention
 from sizer.inputs.model_spec import ModelSpec
 
 ROW_PARALLEL = ("o_proj", "down_proj", "out_proj")   # vLLM's RowParallelLinear: the input dimension is split
@@ -50,6 +60,10 @@ ACTIVATION_BYTES = 2                                  # the hidden state all-red
 GEMM_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp32": "float32"}
 FLOAT_FORMATS = ("bf16", "fp16", "fp32")
 KV_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_e4m3": "fp8", "fp32": "float32"}
+# GEMM table dtype -> the MLA module tables' linear-layer dtype: vLLM's MLA block was measured with bf16 linears and
+# with block-scaled FP8 ones (DeepSeek's checkpoints' format), the FP8 that sizer's fp8 weights of an MLA model run
+MLA_DTYPES = {"bfloat16": "bfloat16", "fp8": "fp8_block"}
+MLA_MODULES = "self_attn."       # the matrices of an MLA layer its module table prices (LatentAttention.linears)
 
 
 class Curve:
@@ -99,14 +113,18 @@ class GemmShape:
     per_stage: float        # GEMMs of this shape per step on one GPU of the busiest stage
 
 
-def dense_gemms(m: ModelSpec, p: ParallelConfig) -> list[GemmShape]:
+def dense_gemms(m: ModelSpec, p: ParallelConfig, module_layers: frozenset[int] = frozenset()) -> list[GemmShape]:
     """Every dense GEMM of a step on one GPU of the busiest stage, fused as vLLM runs them:
     matrices of one block of a layer (self_attn, mlp) that read the same input and are split by
-    output (q, k, v) are one GEMM."""
+    output (q, k, v) are one GEMM. `module_layers`: layers whose attention block (its self_attn
+    matrices) a module table prices whole; their matrices are left out."""
     stage = layers_per_stage(m, p) / m.num_layers
     fused: dict[tuple, list] = {}
     for g in linear_groups(m):
         if g.kind in (VISION, EXPERT, LM_HEAD):
+            continue
+        layers = [i for i in g.layers if i not in module_layers] if g.name.startswith(MLA_MODULES) else g.layers
+        if not layers:
             continue
         share = shard_fraction(g, m, p) / stage          # of one matrix, on one GPU
         per_layer = g.count // len(g.layers)
@@ -115,7 +133,7 @@ def dense_gemms(m: ModelSpec, p: ParallelConfig) -> list[GemmShape]:
         k = round(g.in_features * share) if row else g.in_features
         block = g.name.rsplit(".", 1)[0]                 # "self_attn", "mlp": q, k, v fuse; q and gate_up do not
         key = (g.layers, block, k, row, g.name if row or per_layer > 1 else "")
-        entry = fused.setdefault(key, [0, k, len(g.layers) * stage * per_layer])
+        entry = fused.setdefault(key, [0, k, len(layers) * stage * per_layer])
         entry[0] += n
     return [GemmShape(n, k, count) for n, k, count in fused.values()]
 
@@ -165,6 +183,49 @@ def attention_shapes(m: ModelSpec, p: ParallelConfig) -> list[AttentionShape]:
             key = (a.num_heads // p.tp, kv_heads_per_gpu(a.num_kv_heads, p), a.head_dim, a.window_tokens, a.label)
             counts[key] = counts.get(key, 0) + 1
     return [AttentionShape(*key, per_stage=n * stage) for key, n in counts.items()]
+
+
+@dataclass(frozen=True)
+class LatentShape:
+    dims: tuple[int, ...]   # the MLA module tables' key: hidden, q/kv LoRA ranks, qk nope/rope and v head dims, heads
+    label: str              # the mixer kind, as the KV groups name it
+    layers: tuple[int, ...]
+    per_stage: float        # layers of this shape on one GPU of the busiest stage
+
+
+def latent_shapes(m: ModelSpec, p: ParallelConfig) -> list[LatentShape]:
+    """Dense multi-head latent attention layers by shape per GPU (the heads split by TP; the latent is not).
+    Sparse MLA (an indexer: DeepSeek-V3.2) runs other kernels and is not in the MLA tables."""
+    stage = layers_per_stage(m, p) / m.num_layers
+    found: dict[tuple, list[int]] = {}
+    labels = {}
+    for i, layer in enumerate(m.layers):
+        a = layer.mixer
+        if isinstance(a, LatentAttention) and not a.index_topk:
+            dims = (m.hidden_size, a.q_lora_rank, a.kv_lora_rank, a.qk_nope_head_dim, a.qk_rope_head_dim,
+                    a.v_head_dim, a.num_heads // p.tp)
+            found.setdefault(dims, []).append(i)
+            labels[dims] = a.label
+    return [LatentShape(dims, labels[dims], tuple(idx), len(idx) * stage) for dims, idx in found.items()]
+
+
+@dataclass(frozen=True)
+class DeltaNetShape:
+    dims: tuple[int, ...]   # the GDN tables' key: key heads, key head dim, value heads, value head dim per GPU, conv
+    per_stage: float
+
+
+def delta_net_shapes(m: ModelSpec, p: ParallelConfig) -> list[DeltaNetShape]:
+    """Gated delta net layers by kernel shape per GPU (key and value heads split by TP, as vLLM splits them)."""
+    stage = layers_per_stage(m, p) / m.num_layers
+    counts: dict[tuple, int] = {}
+    for layer in m.layers:
+        g = layer.mixer
+        if isinstance(g, GatedDeltaNet):
+            dims = (g.num_key_heads // p.tp, g.key_head_dim, g.num_value_heads // p.tp, g.value_head_dim,
+                    g.conv_kernel)
+            counts[dims] = counts.get(dims, 0) + 1
+    return [DeltaNetShape(dims, n * stage) for dims, n in counts.items()]
 
 
 def gemm_curve(tables: KernelTables, dtype: str, n: int, k: int) -> Curve | None:
@@ -232,10 +293,14 @@ class KernelTableStepTimeModel:
         engine = tables.header.bundled_engine
         self.ran_in = engine.dtype if engine and native and roofline.weight_format in FLOAT_FORMATS else None
         dtype = self.ran_in or dtype
+        kv = self.ran_in if self.ran_in and roofline.kv.dtype in FLOAT_FORMATS else KV_DTYPES.get(roofline.kv.dtype)
+        # MLA blocks the module tables hold: their projections are priced there, not as GEMMs below
+        latent, self.latent = self._latent(m, p, dtype, kv)
+        module_layers = frozenset(i for shape in latent for i in shape.layers)
         # GEMMs and the all-reduces depend on the step's new tokens only: one curve; shapes the tables
         # do not bracket go to the roofline one by one
         curves, self.roofline_gemms = [], []
-        for s in dense_gemms(m, p):
+        for s in dense_gemms(m, p, module_layers):
             curve = gemm_curve(tables, dtype, s.n, s.k) if dtype else None
             if curve is None:
                 self.roofline_gemms.append((s.per_stage, s.n, s.k))
@@ -263,7 +328,7 @@ class KernelTableStepTimeModel:
         self.elementwise_fixed_s = ew.ops_per_stage * cost.latency_s
         bandwidth = cost.memory_bandwidth_bytes_per_s * cost.bandwidth_fraction
         self.elementwise_s_per_token = ew.bytes_per_token / bandwidth
-        self._attention(m, p, missing)
+        self._attention(m, p, kv, {shape.label for shape in latent}, missing)
         self.experts_from_tables = False
         if m.moe is not None:
             experts = self._moe_curve(m, p, dtype)
@@ -272,7 +337,8 @@ class KernelTableStepTimeModel:
             else:
                 self.per_token = curve_sum([(1.0, self.per_token), experts])
                 self.experts_from_tables = True
-        if self.roofline.kv.state_layers:
+        self.delta_net = self._delta_net(m, p)
+        if self.roofline.kv.state_layers and not self.delta_net:
             missing.append("the recurrent state (Mamba-2, linear attention)")
         if p.pp > 1 or (p.expert_parallel and p.ep > 1):
             missing.append("pipeline and expert-parallel transfers")
@@ -281,7 +347,7 @@ class KernelTableStepTimeModel:
         without = not self.allreduce_from_tables
         self._transfer_fixed_s = roofline.transfer_s(0, allreduce=without)
         self._transfer_s_per_token = roofline.transfer_s(1, allreduce=without) - self._transfer_fixed_s
-        self._state_s_per_seq = roofline.state_s(StepBatch(num_seqs=1))
+        self._state_s_per_seq = 0.0 if self.delta_net else roofline.state_s(StepBatch(num_seqs=1))
         self.name = tables.header.description + (f"; roofline for {', '.join(missing)}" if missing else "")
 
     def _moe_curve(self, m: ModelSpec, p: ParallelConfig, dtype: str | None) -> tuple[float, Curve] | None:
@@ -294,9 +360,36 @@ class KernelTableStepTimeModel:
             return None
         return m.num_moe_layers * layers_per_stage(m, p) / m.num_layers, Curve(rows)
 
-    def _attention(self, m: ModelSpec, p: ParallelConfig, missing: list[str]) -> None:
-        kv = self.ran_in if self.ran_in and self.roofline.kv.dtype in FLOAT_FORMATS else KV_DTYPES.get(
-            self.roofline.kv.dtype)
+    def _latent(self, m: ModelSpec, p: ParallelConfig, dtype: str | None, kv: str | None
+                ) -> tuple[list[LatentShape], list[tuple[float, BatchCurves, BatchCurves]]]:
+        """The dense MLA shapes the module tables hold in the step's linear and KV dtypes, and per shape (layers
+        per stage, decode latency by (seqs, KV length), prefill latency by (seqs, tokens)); none unless all are."""
+        shapes, curves = latent_shapes(m, p), []
+        for shape in shapes:
+            key = (MLA_DTYPES.get(dtype), kv, *shape.dims)
+            decode = attention_rows(self.tables.mla_generation, key)
+            prefill = attention_rows(self.tables.mla_context, key)
+            if decode is None or prefill is None:
+                return [], []
+            curves.append((shape.per_stage, decode, prefill))
+        return shapes, curves
+
+    def _delta_net(self, m: ModelSpec, p: ParallelConfig) -> list[tuple[float, Curve, BatchCurves]]:
+        """Per gated delta net shape (layers per stage, decode latency by seqs, prefill latency by (seqs, chunk
+        tokens)) when every recurrent layer is one the GDN tables hold; else none (the roofline prices the state)."""
+        shapes, curves = delta_net_shapes(m, p), []
+        if sum(s.per_stage for s in shapes) < self.roofline.kv.state_layers * layers_per_stage(m, p) / m.num_layers:
+            return []                                # Mamba-2 layers among them
+        for shape in shapes:
+            decode = self.tables.gdn_generation.get(shape.dims)
+            prefill = attention_rows(self.tables.gdn_context, shape.dims)
+            if decode is None or prefill is None:
+                return []
+            curves.append((shape.per_stage, Curve(decode), prefill))
+        return curves
+
+    def _attention(self, m: ModelSpec, p: ParallelConfig, kv: str | None, latent: set[str],
+                   missing: list[str]) -> None:
         found, unmeasured = [], set()
         for s in attention_shapes(m, p):
             key = (kv, s.heads, s.kv_heads, s.head_dim)
@@ -307,16 +400,18 @@ class KernelTableStepTimeModel:
             else:
                 found.append((s.label, (s.per_stage, s.window_tokens, decode, prefill)))
         # a KV group (layers of one mixer kind) is priced wholly by the tables or wholly by the roofline:
-        # by the roofline when any of its shapes is not measured, and for other mixers (MLA, Mamba-2, ...)
+        # by the roofline when any of its shapes is not measured, and for other mixers (sparse MLA, ...);
+        # dense MLA groups the module tables hold (`latent`) are priced in attention_s
         self.attention = [entry for label, entry in found if label not in unmeasured]
-        measured = {label for label, _ in found} - unmeasured
+        measured = ({label for label, _ in found} - unmeasured) | latent
         groups = self.roofline.kv.groups
         self.roofline_groups = [i for i, g in enumerate(groups) if g.label not in measured]
         if self.roofline_groups:
             missing.append("attention of " + ", ".join(groups[i].label for i in self.roofline_groups))
 
     def attention_s(self, batch: StepBatch) -> float:
-        """Attention of one stage: measured groups from the tables, the others from the roofline."""
+        """Attention, MLA blocks and recurrent mixers of one stage: from the tables what they hold, the others
+        from the roofline."""
         decode, decode_ctx, prefill, n, c = split_attention(batch)
         total = 0.0
         for layers, window, decode_t, prefill_t in self.attention:
@@ -329,6 +424,17 @@ class KernelTableStepTimeModel:
                 pairs = n * cached + n * (n + 1) / 2
                 s_table = min(s, prefill_t.longest(prefill))   # past the longest measured prompt: its cost per pair
                 total += layers * prefill_t(prefill, s_table) * pairs / (s_table * (s_table + 1) / 2)
+        for layers, decode_t, prefill_t in self.latent:
+            if decode:
+                total += layers * decode_t(decode, decode_ctx + 1)
+            if prefill:
+                own = prefill_t(prefill, n)
+                total += layers * (max(own, prefill_t(prefill, n + c) - prefill_t(prefill, c)) if c else own)
+        for layers, decode_t, prefill_t in self.delta_net:
+            if decode:
+                total += layers * decode_t(decode)
+            if prefill:
+                total += layers * prefill_t(prefill, n)
         r = self.roofline
         for i in self.roofline_groups:
             total += r.attention_group_s(i, batch)

@@ -14,6 +14,22 @@ column (the last before the latency) and latencies in microseconds as space-sepa
   moe.csv.gz                   dtype, hidden, inter, topk, experts, tp, ep, tokens, latency_us
                                (one MoE layer's routed experts for `tokens` tokens, routing balanced;
                                each expert's width split over tp, the experts over ep)
+  mla_context.csv.gz           dtype, kv_dtype, hidden, q_lora_rank, kv_lora_rank, qk_nope_head_dim,
+                               qk_rope_head_dim, v_head_dim, heads, batch, tokens, latency_us
+                               (one whole multi-head latent attention block, vLLM's DeepseekV2MLAAttention on one
+                               GPU's `heads`: the down-projections and their norms, q_b/kv_b, rotary, the causal
+                               prefill of batch sequences of `tokens` new tokens each, o_proj; no all-reduce;
+                               dtype: the linear layers' (bfloat16, fp8_block), kv_dtype the cache's)
+  mla_generation.csv.gz        the same key, context_tokens, latency_us (the block for batch sequences decoding one
+                               token each on `context_tokens` of KV, the new token's included: projections, the
+                               absorbed kv_b BMMs, attention, o_proj)
+  gdn_context.csv.gz           k_heads, k_head_dim, v_heads, v_head_dim, conv_kernel, batch, tokens, latency_us
+                               (gated delta net's kernels of one layer: the causal convolution and the chunked
+                               delta-rule scan over batch sequences of `tokens` new tokens each; not its
+                               projections, which are GEMMs)
+  gdn_generation.csv.gz        k_heads, k_head_dim, v_heads, v_head_dim, conv_kernel, batch, latency_us
+                               (the convolution-state update and the recurrent delta-rule step of `batch`
+                               sequences decoding one token each: independent of their context)
 
 Heads are per GPU (after the tensor-parallel split). A model never needs these tables to be
 planned: without them (or for a shape they lack) steps are priced by the roofline. The tables
@@ -39,6 +55,10 @@ SCHEMA_VERSION = 1
 MAX_HEADER_BYTES = 1 << 16
 MAX_TABLE_BYTES = 64 << 20           # decompressed; the bundled tables are a few MB at most
 
+# the shape of a multi-head latent attention block (LatentAttention's fields, and the model's hidden size)
+MLA_DIMS = ("hidden", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+# a gated delta net layer's kernel shape per GPU (GatedDeltaNet's fields, heads after the TP split)
+GDN_DIMS = ("k_heads", "k_head_dim", "v_heads", "v_head_dim", "conv_kernel")
 # table file -> (categorical key columns, numeric grid columns); every table ends in latency_us
 TABLES = {
     "gemm": (("dtype",), ("n", "k", "m")),
@@ -46,6 +66,10 @@ TABLES = {
     "generation_attention": (("kv_dtype",), ("heads", "kv_heads", "head_dim", "batch", "context_tokens")),
     "allreduce": ((), ("gpus", "message_bytes")),
     "moe": (("dtype",), ("hidden", "inter", "topk", "experts", "tp", "ep", "tokens")),
+    "mla_context": (("dtype", "kv_dtype"), (*MLA_DIMS, "heads", "batch", "tokens")),
+    "mla_generation": (("dtype", "kv_dtype"), (*MLA_DIMS, "heads", "batch", "context_tokens")),
+    "gdn_context": ((), (*GDN_DIMS, "batch", "tokens")),
+    "gdn_generation": ((), (*GDN_DIMS, "batch")),
 }
 
 
@@ -110,6 +134,10 @@ class KernelTables:
     generation_attention: dict[tuple, dict[int, float]]
     allreduce: dict[tuple, dict[int, float]]
     moe: dict[tuple, dict[int, float]] = field(default_factory=dict)
+    mla_context: dict[tuple, dict[int, float]] = field(default_factory=dict)
+    mla_generation: dict[tuple, dict[int, float]] = field(default_factory=dict)
+    gdn_context: dict[tuple, dict[int, float]] = field(default_factory=dict)
+    gdn_generation: dict[tuple, dict[int, float]] = field(default_factory=dict)
 
 
 def _read_table(path: Path, name: str) -> dict[tuple, dict[int, float]]:

@@ -22,11 +22,28 @@ those three figures are copied into tables.yaml.
                              per expert, topk of num_experts; moe_tp_size slices each expert,
                              moe_ep_size spreads them), distribution balanced / power-law routing
 
+  mla_context_module_perf    one whole attention block of an MLA model (vLLM's DeepseekV2MLAAttention built from
+                             the `model`'s config with num_heads per GPU, tp_size 1: down-projections, norms,
+                             q_b/kv_b, rotary, attention, o_proj) over batch_size sequences of `isl` new tokens,
+                             no prefix (step 0); gemm_type the linears' dtype, mla_dtype the prefill query's
+  mla_generation_module_perf the same block for batch_size sequences decoding one token (isl 1) at position
+                             step - 1: KV length `step`, the new token's included
+  gdn_perf                   gated delta net kernels of one layer per GPU (num_k_heads, num_v_heads after the TP
+                             split; d_model only names the model measured): phase context runs causal_conv1d_fn
+                             and a chunked delta-rule scan over batch_size x seq_len tokens, phase generation
+                             causal_conv1d_update and the recurrent delta-rule step for batch_size sequences
+
 Where a shape was measured with several kernels, the fastest is kept (the framework's own
 choice among them is not recorded). Only the full-attention rows (window 0) are kept: windowed
 layers are priced as full attention over at most their window. `prune_to_catalog` keeps the GEMM
 grid points that bracket the shapes of the catalog's models at TP 1, 2, 4 and 8, and the
 attention shapes those models have, so the bundled tables stay small.
+
+MLA: the rows of the models named in `MLA_MODELS` (the source states a model, not its dimensions: they are read
+from sizer's catalog entry), bfloat16 prefill queries, bfloat16 or block-FP8 linears. GDN: one layer's latency is
+the sum of its two kernels (the fastest convolution kernel plus the fastest delta-rule kernel of the shape and
+size); a shape measured under several models (d_model) keeps the fastest sum. The sparse-MLA (DSA) module tables
+are not converted (hardware_profiles/kernels/README.md: their prefill rows were timed eagerly).
 """
 
 from __future__ import annotations
@@ -43,6 +60,8 @@ import yaml
 from simulator.errors import FieldError
 from sizer.analytic.kernel_step import GEMM_DTYPES, KV_DTYPES, bracket
 from sizer.inputs.kernel_tables import HEADER_FILE, SCHEMA_VERSION, TABLES
+from sizer.inputs.layers import LatentAttention
+from sizer.inputs.model_spec import load_model
 from sizer.sizing.kernel_shapes import TP_SIZES, catalog_shapes
 
 SOURCE = "aiconfigurator-core"
@@ -56,7 +75,13 @@ FILES = {"gemm": ("gemm", "gemm_perf.parquet"),
          "context_attention": ("attention", "context_attention_perf.parquet"),
          "generation_attention": ("attention", "generation_attention_perf.parquet"),
          "allreduce": ("comm", "custom_allreduce_perf.parquet"),
-         "moe": ("moe", "moe_perf.parquet")}
+         "moe": ("moe", "moe_perf.parquet"),
+         "mla_context": ("mla", "mla_context_module_perf.parquet"),
+         "mla_generation": ("mla", "mla_generation_module_perf.parquet"),
+         "gdn": ("linear_attention", "gdn_perf.parquet")}            # -> gdn_context and gdn_generation
+# aiconfigurator's MLA module model -> sizer's catalog entry, whose config gives the block's dimensions
+MLA_MODELS = {"deepseek-ai/DeepSeek-V3": "deepseek-v3"}
+MLA_LINEAR_DTYPES = ("bfloat16", "fp8_block")
 TABLE_DTYPES = sorted(set(GEMM_DTYPES.values()) - {"float32"})       # aiconfigurator measures no float32
 TABLE_KV_DTYPES = sorted(set(KV_DTYPES.values()) - {"float32"})
 
@@ -98,12 +123,16 @@ def convert(package: Path, gpu: str, framework: str = "vllm", prune_to_catalog: 
         raise FieldError(str(data / system), None, f"no {framework} GEMM table for {system}")
     frames = {t: _read(data / system / FILES[t][0] / framework / v / FILES[t][1]) for t, v in versions.items() if v}
     shapes = catalog_shapes() if prune_to_catalog else None
-    gemms, attention, moe = (shapes.gemms, shapes.attention, shapes.moe) if shapes else (None, None, None)
+    gemms, attention, moe, mla, gdn = ((shapes.gemms, shapes.attention, shapes.moe, shapes.mla, shapes.gdn)
+                                       if shapes else (None,) * 5)
     rows = {"gemm": _gemm_rows(frames["gemm"], gemms)}
     for t in ("context_attention", "generation_attention"):
         rows[t] = _attention_rows(frames[t], t, attention) if t in frames else []
     rows["allreduce"] = _allreduce_rows(frames["allreduce"]) if "allreduce" in frames else []
     rows["moe"] = _moe_rows(frames["moe"], moe) if "moe" in frames else []
+    for t in ("mla_context", "mla_generation"):
+        rows[t] = _mla_rows(frames[t], t, mla) if t in frames else []
+    rows["gdn_context"], rows["gdn_generation"] = _gdn_rows(frames["gdn"], gdn) if "gdn" in frames else ([], [])
     device = str(frames["gemm"]["device"].iloc[0])
     files = [f"aiconfigurator_core/systems/data/{system}/{FILES[t][0]}/{framework}/{v}/{FILES[t][1]}"
              for t, v in versions.items() if v] + [f"aiconfigurator_core/systems/{system}.yaml"]
@@ -182,6 +211,52 @@ def _moe_rows(df, needed: frozenset[tuple[int, int, int, int]] | None) -> list[t
         split = zip(df["moe_tp_size"], df["moe_ep_size"], strict=True)
         df = _rows(df, [s in needed and max(sp) in TP_SIZES for s, sp in zip(shape, split, strict=True)])
     return [(d, *map(int, rest), float(t) * 1e3) for d, *rest, t in df[[*keys, "latency"]].itertuples(index=False)]
+
+
+def mla_dims(model: str) -> tuple[int, ...]:
+    """kernel_tables.MLA_DIMS of a catalog model's (first) multi-head latent attention layer."""
+    m = load_model(model)
+    a = next(layer.mixer for layer in m.layers if isinstance(layer.mixer, LatentAttention))
+    return m.hidden_size, a.q_lora_rank, a.kv_lora_rank, a.qk_nope_head_dim, a.qk_rope_head_dim, a.v_head_dim
+
+
+def _mla_rows(df, table: str, needed: frozenset[tuple[int, ...]] | None) -> list[tuple]:
+    """(linear dtype, KV dtype, *MLA_DIMS, heads, batch, tokens or KV length, us), the fastest backend."""
+    df = df[df["model"].isin(list(MLA_MODELS)) & (df["mla_dtype"] == "bfloat16") & (df["tp_size"] == 1)
+            & df["gemm_type"].isin(MLA_LINEAR_DTYPES) & df["kv_cache_dtype"].isin(TABLE_KV_DTYPES)].copy()
+    if table == "mla_context":
+        df = df[df["step"] == 0].copy()                     # no prefix: a causal prefill of isl tokens
+    df["length"] = df["isl"] if table == "mla_context" else df["step"]
+    keys = ["gemm_type", "kv_cache_dtype", "model", "num_heads", "batch_size", "length"]
+    dims = {model: mla_dims(name) for model, name in MLA_MODELS.items()}
+    out = []
+    for d, kv, model, h, b, n, t in _fastest(df, keys)[[*keys, "latency"]].itertuples(index=False):
+        shape = (*dims[model], int(h))
+        if needed is None or shape in needed:
+            out.append((d, kv, *shape, int(b), int(n), float(t) * 1e3))
+    return out
+
+
+def _gdn_rows(df, needed: frozenset[tuple[int, ...]] | None) -> tuple[list[tuple], list[tuple]]:
+    """(context rows: *GDN_DIMS, batch, tokens, us; generation rows: *GDN_DIMS, batch, us): per shape and size the
+    fastest convolution kernel plus the fastest delta-rule kernel, then the fastest over the models measured."""
+    df = df.copy()
+    df["conv"] = df["kernel_source"].str.startswith("causal_conv1d")
+    shape = ["num_k_heads", "head_k_dim", "num_v_heads", "head_v_dim", "d_conv"]
+    keys = ["phase", *shape, "batch_size", "seq_len", "d_model"]
+    kernels = df.groupby([*keys, "conv"], as_index=False)["latency"].min()
+    both = kernels.groupby(keys, as_index=False).agg(latency=("latency", "sum"), kinds=("conv", "nunique"))
+    layer = _fastest(both[both["kinds"] == 2], keys[:-1])
+    context, generation = [], []
+    for phase, *rest, t in layer[[*keys[:-1], "latency"]].itertuples(index=False):
+        dims, (b, n) = tuple(map(int, rest[:5])), map(int, rest[5:])
+        if needed is not None and dims not in needed:
+            continue
+        if phase == "context":
+            context.append((*dims, b, n, float(t) * 1e3))
+        elif n == 1:
+            generation.append((*dims, b, float(t) * 1e3))
+    return context, generation
 
 
 def _allreduce_rows(df) -> list[tuple]:

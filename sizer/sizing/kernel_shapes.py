@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from simulator.errors import FieldError
-from sizer.analytic.kernel_step import attention_shapes, dense_gemms
+from sizer.analytic.kernel_step import attention_shapes, delta_net_shapes, dense_gemms, latent_shapes
 from sizer.analytic.parallel import ParallelConfig, validate_split
 from sizer.inputs.model_spec import ModelSpec, catalog_names, load_model
 
@@ -20,11 +20,13 @@ class ModelShapes:
     gemms: frozenset[tuple[int, int]]                  # dense GEMMs and lm_heads (n, k) per GPU
     attention: frozenset[tuple[int, int, int]]         # softmax attention (heads, KV heads, head dim) per GPU
     moe: frozenset[tuple[int, int, int, int]]          # MoE layers (hidden, expert width, top-k, experts), unsplit
+    mla: frozenset[tuple[int, ...]] = frozenset()      # dense MLA blocks (kernel_tables.MLA_DIMS, heads per GPU)
+    gdn: frozenset[tuple[int, ...]] = frozenset()      # gated delta net kernels (kernel_tables.GDN_DIMS, per GPU)
 
 
 def model_shapes(models: Iterable[ModelSpec], tp_sizes: tuple[int, ...] = TP_SIZES) -> ModelShapes:
     """The shapes of every model at each tensor-parallel size its split allows."""
-    gemms, attention, moe = set(), set(), set()
+    gemms, attention, moe, mla, gdn = set(), set(), set(), set(), set()
     for m in models:
         if m.moe is not None:
             moe.add((m.hidden_size, m.moe.expert_width, m.moe.top_k, m.moe.num_experts))
@@ -37,7 +39,9 @@ def model_shapes(models: Iterable[ModelSpec], tp_sizes: tuple[int, ...] = TP_SIZ
             gemms |= {(s.n, s.k) for s in dense_gemms(m, p)}
             gemms.add((round(m.vocab_size / tp), m.hidden_size))
             attention |= {(s.heads, s.kv_heads, s.head_dim) for s in attention_shapes(m, p)}
-    return ModelShapes(frozenset(gemms), frozenset(attention), frozenset(moe))
+            mla |= {s.dims for s in latent_shapes(m, p)}
+            gdn |= {s.dims for s in delta_net_shapes(m, p)}
+    return ModelShapes(frozenset(gemms), frozenset(attention), frozenset(moe), frozenset(mla), frozenset(gdn))
 
 
 def catalog_shapes() -> ModelShapes:

@@ -20,6 +20,7 @@ from sizer.inputs.kernel_tables import (
 )
 from sizer.inputs.model_spec import load_model
 from sizer.inputs.scenario import scenario_from_dict
+from sizer.sizing.kernel_shapes import model_shapes
 from sizer.sizing.resolve import resolve
 from sizer.sizing.step_model import roofline_for
 
@@ -161,3 +162,75 @@ def test_a_moe_models_experts_come_from_the_moe_table():
     # one token through one layer's experts, 49.07 us each (moe_perf; no all-reduce at TP 1)
     dense = sum(s.per_stage * gemm_curve(tables, "bfloat16", s.n, s.k)(1) for s in dense_gemms(r.model, r.parallel))
     assert model.per_token(1) == pytest.approx(dense + 48 * 49.07e-6, rel=1e-9)
+
+
+def bundled_h100_model(model: str, tp: int):
+    r = resolve(scenario_from_dict({
+        "name": model, "model": model, "hardware": "h100-sxm",
+        "deployment": {"engine": "vllm", "tensor_parallel_size": tp, "max_model_len": 8192},
+        "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
+                     "prompt_tokens": {"distribution": "fixed", "value": 128},
+                     "output_tokens": {"distribution": "fixed", "value": 16}}}, None))
+    tables = load_kernel_tables(bundled_tables_dir("h100-sxm", "vllm"))
+    return r, tables, KernelTableStepTimeModel(tables, roofline_for(r))
+
+
+def test_deepseek_v3s_mla_blocks_come_from_the_mla_module_tables():
+    """DeepSeek-V3 (FP8 block weights, bf16 KV) at TP 8 on an H100: 61 MLA layers of 128 / 8 = 16 heads per GPU."""
+    r, tables, model = bundled_h100_model("deepseek-v3", 8)
+    assert not any("latent attention" in p for p in model.roofline_parts)
+    assert model.roofline_groups == []
+    # the module prices the block's projections: none of its self_attn matrices is left among the GEMMs
+    assert len(dense_gemms(r.model, r.parallel)) - len(dense_gemms(r.model, r.parallel, frozenset(range(61)))) == 4
+    key = ("fp8_block", "bfloat16", 7168, 1536, 512, 128, 64, 128, 16)
+    # 24 sequences decoding at KV length 1,536: halfway between the measured batches 16 and 32 and between the
+    # measured KV lengths 1,024 and 2,048 (mla_generation: batch 16 118.2 / 124.9 us, batch 32 129.0 / 143.0 us
+    # at 1,024 / 2,048), so the mean of the four corners, x 61 layers
+    corners = [tables.mla_generation[(*key, b)][n] for b in (16, 32) for n in (1024, 2048)]
+    decode = StepBatch.from_seqs([(1, 1535)] * 24)
+    assert model.attention_s(decode) == pytest.approx(61 * sum(corners) / 4, rel=1e-9)
+    assert 61 * sum(corners) / 4 == pytest.approx(61 * (118.2 + 124.9 + 129.0 + 143.0) / 4 * US, rel=1e-3)
+    # a 1,024-token prompt on nothing cached: the measured causal prefill, 244.0 us a layer
+    assert model.attention_s(StepBatch.from_seqs([(1024, 0)])) == pytest.approx(61 * 244.0 * US, rel=1e-3)
+    # a 2,048-token chunk on 6,144 cached: the last 2,048 tokens of an 8,192-token prefill, t(8192) - t(6144)
+    # (1,624 - 1,122 us), more than the chunk alone on nothing (t(2048), 406.6 us)
+    t = tables.mla_context[(*key, 1)]
+    assert t[8192] - t[6144] > t[2048]
+    assert model.attention_s(StepBatch.from_seqs([(2048, 6144)])) == pytest.approx(61 * (t[8192] - t[6144]), rel=1e-9)
+    # the second 1,024-token chunk of a 2,048-token prompt: t(2048) - t(1024) (406.6 - 244.0 us) is less than the
+    # first chunk cost (the block's fixed and per-token costs shrink per token as it grows): at least t(1024)
+    assert t[2048] - t[1024] < t[1024]
+    assert model.attention_s(StepBatch.from_seqs([(1024, 1024)])) == pytest.approx(61 * t[1024], rel=1e-9)
+
+
+def test_sparse_mla_stays_on_the_roofline_and_is_named():
+    """DeepSeek-V3.2's indexer and sparse attention are not the dense MLA block the tables measured."""
+    _, _, model = bundled_h100_model("deepseek-v3.2", 8)
+    assert model.latent == [] and any("sparse" in p for p in model.roofline_parts)
+
+
+def test_qwen3_next_gated_delta_net_comes_from_the_gdn_tables():
+    """Qwen3-Next-80B-A3B at TP 4: 36 of its 48 layers gated delta net, 16 / 4 key and 32 / 4 value heads of 128
+    per GPU, a 4-wide convolution."""
+    _, tables, model = bundled_h100_model("qwen3-next-80b-a3b", 4)
+    assert "the recurrent state (Mamba-2, linear attention)" not in model.roofline_parts
+    assert model._state_s_per_seq == 0.0
+    [(layers, decode_t, _)] = model.delta_net
+    assert layers == 36
+    # 24 decoding sequences: halfway between the measured batches 16 and 32 (8.983 and 12.17 us)
+    measured = tables.gdn_generation[(4, 128, 8, 128, 4)]
+    assert decode_t(24) == pytest.approx((measured[16] + measured[32]) / 2, rel=1e-12)
+    assert decode_t(24) == pytest.approx((8.983 + 12.17) / 2 * US, rel=1e-3)
+    # the step's attention: the 12 full-attention layers from the attention tables plus 36 x the GDN kernels
+    batch = StepBatch.from_seqs([(1, 1535)] * 24)
+    softmax = sum(n * decode(24, 1536) for n, _, decode, _ in model.attention)
+    assert model.attention_s(batch) == pytest.approx(softmax + 36 * decode_t(24), rel=1e-9)
+
+
+def test_the_importer_keeps_the_mla_and_gdn_shapes_of_each_tp_split():
+    shapes = model_shapes([load_model("deepseek-v3"), load_model("deepseek-v3.2"), load_model("qwen3-next-80b-a3b")])
+    # DeepSeek-V3's 128 heads split over TP 1, 2, 4, 8; the latent (and the hidden size) are not split. V3.2 is
+    # sparse MLA: not a shape of these tables
+    assert shapes.mla == {(7168, 1536, 512, 128, 64, 128, 128 // tp) for tp in (1, 2, 4, 8)}
+    # Qwen3-Next: 16 key and 32 value heads of 128, a 4-wide convolution, heads split by TP
+    assert shapes.gdn == {(16 // tp, 128, 32 // tp, 128, 4) for tp in (1, 2, 4, 8)}

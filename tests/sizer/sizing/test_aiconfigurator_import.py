@@ -73,3 +73,49 @@ def test_an_output_folder_that_cannot_be_written_is_one_line(tmp_path):
     result = runner.invoke(app, ["import-kernels", str(source), "--gpu", "h100-sxm", "--out", str(tmp_path / "file")])
     assert result.exit_code == 2
     assert "--out" in result.stderr and "cannot write here" in result.stderr
+
+
+def test_mla_module_and_gdn_tables_keep_their_meaning(tmp_path):
+    source = fake_package(tmp_path / "wheel")
+    data = source / "aiconfigurator_core" / "systems" / "data" / "h100_sxm"
+    for sub in ("mla", "linear_attention"):
+        (data / sub / "vllm" / "0.9.9").mkdir(parents=True)
+    mla = dict(META, model="deepseek-ai/DeepSeek-V3", mla_dtype="bfloat16", kv_cache_dtype="bfloat16", tp_size=1,
+               num_heads=16, batch_size=2)
+    ctx = [dict(mla, kernel_source=k, gemm_type="fp8_block", isl=1024, step=0, latency=t)
+           for k, t in (("FLASH_ATTN", 0.300), ("FLASH_ATTN_MLA", 0.250))]             # two backends: the faster
+    ctx.append(dict(mla, kernel_source="FLASH_ATTN", gemm_type="fp8_block", isl=1024, step=0, latency=0.1,
+                    model="someone/Other-MLA"))                                     # a model not in MLA_MODELS
+    ctx.append(dict(mla, kernel_source="FLASH_ATTN", gemm_type="nvfp4", isl=1024, step=0, latency=0.1))
+    pd.DataFrame(ctx).to_parquet(data / "mla" / "vllm" / "0.9.9" / "mla_context_module_perf.parquet")
+    gen = [dict(mla, kernel_source="FLASHMLA", gemm_type="bfloat16", isl=1, step=4096, latency=0.120)]
+    pd.DataFrame(gen).to_parquet(data / "mla" / "vllm" / "0.9.9" / "mla_generation_module_perf.parquet")
+    shape = dict(META, op_name="gdn", d_conv=4, num_k_heads=4, head_k_dim=128, num_v_heads=8, head_v_dim=128)
+    gdn = [dict(shape, phase="context", kernel_source=k, batch_size=1, seq_len=512, num_tokens=512, d_model=d,
+                latency=t)
+           for d, k, t in ((2048, "causal_conv1d_fn", 0.004), (2048, "chunk_gated_delta_rule_flashinfer", 0.030),
+                           (2048, "chunk_gated_delta_rule_triton", 0.040),
+                           (4096, "causal_conv1d_fn", 0.005), (4096, "chunk_gated_delta_rule_flashinfer", 0.031))]
+    gdn += [dict(shape, phase="generation", kernel_source=k, batch_size=8, seq_len=1, num_tokens=8, d_model=2048,
+                 latency=t)
+            for k, t in (("causal_conv1d_update", 0.002), ("fused_recurrent_gated_delta_rule_packed_decode", 0.006))]
+    # a size whose delta-rule kernel failed (out of memory): no row rather than the convolution alone
+    gdn.append(dict(shape, phase="generation", kernel_source="causal_conv1d_update", batch_size=16, seq_len=1,
+                    num_tokens=16, d_model=2048, latency=0.003))
+    pd.DataFrame(gdn).to_parquet(data / "linear_attention" / "vllm" / "0.9.9" / "gdn_perf.parquet")
+    result = runner.invoke(app, ["import-kernels", str(source), "--gpu", "h100-sxm", "--out", str(tmp_path / "out"),
+                                 "--all-shapes"])
+    assert result.exit_code == 0, result.output
+    t = load_kernel_tables(tmp_path / "out" / "h100-sxm-vllm-0.9.9")
+    # DeepSeek-V3's block (catalog config: hidden 7168, q LoRA 1536, KV LoRA 512, qk 128 + 64, v 128), 16 heads
+    dims = (7168, 1536, 512, 128, 64, 128, 16)
+    assert list(t.mla_context) == [("fp8_block", "bfloat16", *dims, 2)]
+    assert t.mla_context[("fp8_block", "bfloat16", *dims, 2)] == pytest.approx({1024: 250e-6})
+    # decode: the KV length is the source's step (the new token's position + 1)
+    assert list(t.mla_generation) == [("bfloat16", "bfloat16", *dims, 2)]
+    assert t.mla_generation[("bfloat16", "bfloat16", *dims, 2)] == pytest.approx({4096: 120e-6})
+    # one GDN layer = convolution + the fastest delta-rule kernel (4 + 30 us); of the two models' sums the faster
+    assert list(t.gdn_context) == [(4, 128, 8, 128, 4, 1)]
+    assert t.gdn_context[(4, 128, 8, 128, 4, 1)] == pytest.approx({512: 34e-6})
+    assert list(t.gdn_generation) == [(4, 128, 8, 128, 4)]
+    assert t.gdn_generation[(4, 128, 8, 128, 4)] == pytest.approx({8: 8e-6})
