@@ -43,6 +43,7 @@ expert- and pipeline-parallel transfers; an all-reduce across a GPU count not me
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from engine.profile import Overhead, split_attention
@@ -173,15 +174,21 @@ class AttentionShape:
     per_stage: float        # layers of this shape on one GPU of the busiest stage
 
 
+def _layers_by_key(m: ModelSpec, key_of: Callable[[object], tuple | None]) -> dict[tuple, int]:
+    """How many layers have each key (`key_of(mixer)`; None: not counted)."""
+    counts: dict[tuple, int] = {}
+    for layer in m.layers:
+        key = key_of(layer.mixer)
+        if key is not None:
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
 def attention_shapes(m: ModelSpec, p: ParallelConfig) -> list[AttentionShape]:
     """Softmax-attention layers by shape per GPU (other mixers are not in the tables)."""
     stage = layers_per_stage(m, p) / m.num_layers
-    counts: dict[tuple, int] = {}
-    for layer in m.layers:
-        a = layer.mixer
-        if isinstance(a, Attention):
-            key = (a.num_heads // p.tp, kv_heads_per_gpu(a.num_kv_heads, p), a.head_dim, a.window_tokens, a.label)
-            counts[key] = counts.get(key, 0) + 1
+    counts = _layers_by_key(m, lambda a: (a.num_heads // p.tp, kv_heads_per_gpu(a.num_kv_heads, p), a.head_dim,
+                                          a.window_tokens, a.label) if isinstance(a, Attention) else None)
     return [AttentionShape(*key, per_stage=n * stage) for key, n in counts.items()]
 
 
@@ -218,13 +225,8 @@ class DeltaNetShape:
 def delta_net_shapes(m: ModelSpec, p: ParallelConfig) -> list[DeltaNetShape]:
     """Gated delta net layers by kernel shape per GPU (key and value heads split by TP, as vLLM splits them)."""
     stage = layers_per_stage(m, p) / m.num_layers
-    counts: dict[tuple, int] = {}
-    for layer in m.layers:
-        g = layer.mixer
-        if isinstance(g, GatedDeltaNet):
-            dims = (g.num_key_heads // p.tp, g.key_head_dim, g.num_value_heads // p.tp, g.value_head_dim,
-                    g.conv_kernel)
-            counts[dims] = counts.get(dims, 0) + 1
+    counts = _layers_by_key(m, lambda g: (g.num_key_heads // p.tp, g.key_head_dim, g.num_value_heads // p.tp,
+                                          g.value_head_dim, g.conv_kernel) if isinstance(g, GatedDeltaNet) else None)
     return [DeltaNetShape(dims, n * stage) for dims, n in counts.items()]
 
 
