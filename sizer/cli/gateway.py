@@ -1,11 +1,10 @@
-"""`sizer plan`, `sizer simulate` and `sizer report` on a gateway document (a top-level `gateway:`): per
-pool, per class, per route and gateway-wide tables, JSON or an HTML (and PDF) report; plan --simulate
-and report add the cheapest sizing."""
+"""`sizer plan` and `sizer simulate` on a gateway document (a top-level `gateway:`): per pool, per class, per
+route and gateway-wide tables or JSON; plan --simulate adds the cheapest sizing. `sizer report` on one is in
+sizer/cli/report.py (`gateway_report`), so that plan and simulate do not import the report renderer."""
 
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import math
 from pathlib import Path
 
@@ -15,9 +14,7 @@ from rich.table import Table
 
 from sizer.errors import InputError
 from sizer.inputs.gateway import load_gateway
-from sizer.outputs.destination import write_text, write_with
-from sizer.outputs.report.gateway import render_gateway_html
-from sizer.outputs.report.render import check_report_destinations, write_pdf
+from sizer.outputs.destination import write_with
 from sizer.outputs.serialise import to_json
 from sizer.sizing.gateway import GatewayAnswer, plan_gateway, resolve_gateway, run_gateway
 
@@ -49,21 +46,6 @@ def simulate(path: Path, as_json: bool, num_requests: int | None, requests_csv: 
     render(a, Console())
     if requests_csv is not None:
         Console().print(f"per-request records (pool, route, fallbacks): {requests_csv}")
-
-
-def report(path: Path, output: Path | None, pdf: bool, search: bool, date: str | None) -> None:
-    """`sizer report` on a gateway document: the same answer as `plan [--simulate]`, as HTML (and PDF)."""
-    if output is None:
-        raise InputError(str(path), "--output", "missing; expected the HTML file to write (-o reports/NAME.html)")
-    pdf_path = check_report_destinations(output, pdf)
-    doc, name = load_gateway(path)
-    a = plan_gateway(resolve_gateway(doc, name, str(path)), search)
-    html = render_gateway_html(a, date or datetime.date.today().isoformat(), str(path))
-    write_text(output, "--output", html)
-    typer.echo(f"wrote {output}")
-    if pdf:
-        write_pdf(html, pdf_path, "--pdf")
-        typer.echo(f"wrote {pdf_path}")
 
 
 def _records_frame(records):

@@ -1,5 +1,5 @@
 """`sizer report SCENARIO -o reports/NAME.html [--pdf]`: a self-contained HTML (and PDF) sizing report
-(of a gateway document: `sizer.cli.gateway.report`)."""
+(of a gateway document: `gateway_report` below)."""
 
 from __future__ import annotations
 
@@ -32,14 +32,16 @@ from sizer.cli.options import (
     write_emitted,
 )
 from sizer.errors import InputError
-from sizer.inputs.gateway import is_gateway
+from sizer.inputs.gateway import is_gateway, load_gateway
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.outputs.destination import check_destination, write_text
 from sizer.outputs.emit import ServingConfig
 from sizer.outputs.report import Report, build_report, check_report_destinations, render_html, write_pdf
+from sizer.outputs.report.gateway import render_gateway_html
 from sizer.outputs.report.sweep import build_sweep_report, render_sweep_html
 from sizer.outputs.serialise import to_json
 from sizer.outputs.sweep_store import read_rows, write_csv
+from sizer.sizing.gateway import plan_gateway, resolve_gateway
 
 
 def command(
@@ -87,7 +89,7 @@ def command(
                               "--json": as_json, "--rate": rate, "--prompt-tokens": prompt_tokens,
                               "--output-tokens": output_tokens, "--ttft-ms": ttft_ms, "--itl-ms": itl_ms,
                               "--slots": slots})
-        return gateway.report(scenario, output, pdf, not no_search, date)
+        return gateway_report(scenario, output, pdf, not no_search, date)
     if output is None:
         raise InputError(str(scenario), "--output", "missing; expected the HTML file to write (-o reports/NAME.html)")
     for flag, given in (("--csv", csv), ("--json", as_json)):
@@ -146,3 +148,18 @@ def sweep_report(sweep: Path, scenario: Path | None, output: Path | None, csv: P
         typer.echo(f"wrote {csv}", err=as_json)
     if as_json:
         typer.echo(to_json(dataclasses.asdict(report)))
+
+
+def gateway_report(path: Path, output: Path | None, pdf: bool, search: bool, date: str | None) -> None:
+    """`sizer report` on a gateway document: the same answer as `plan [--simulate]`, as HTML (and PDF)."""
+    if output is None:
+        raise InputError(str(path), "--output", "missing; expected the HTML file to write (-o reports/NAME.html)")
+    pdf_path = check_report_destinations(output, pdf)
+    doc, name = load_gateway(path)
+    a = plan_gateway(resolve_gateway(doc, name, str(path)), search)
+    html = render_gateway_html(a, date or datetime.date.today().isoformat(), str(path))
+    write_text(output, "--output", html)
+    typer.echo(f"wrote {output}")
+    if pdf:
+        write_pdf(html, pdf_path, "--pdf")
+        typer.echo(f"wrote {pdf_path}")

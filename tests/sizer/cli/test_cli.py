@@ -48,11 +48,14 @@ def test_models_and_gpus_list_the_catalogs():
         assert gpu in gpus.stdout
 
 
-def test_plan_does_not_import_torch():
+def test_plan_does_not_import_torch_or_the_report_stack():
+    # the engine (torch, triton), the report (jinja2, matplotlib) and tables (pandas, pyarrow) load only
+    # in the commands that use them: a plan starts in about a second
     code = ("import sys; from typer.testing import CliRunner; from sizer.cli import app; "
             "r = CliRunner().invoke(app, ['plan', 'scenarios/llama-3.1-8b-chat-h100.yaml', '--json']); "
             "assert r.exit_code == 0, r.output; "
-            "heavy = [m for m in ('torch', 'triton') if m in sys.modules]; print(heavy)")
+            "heavy = [m for m in ('torch', 'triton', 'jinja2', 'matplotlib', 'pandas', 'pyarrow') "
+            "if m in sys.modules]; print(heavy)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
