@@ -69,13 +69,9 @@ def table_dtype(device: Device) -> str:
     return str(device.dtype).removeprefix("torch.")
 
 
-def _rand(*shape: int, device: Device) -> torch.Tensor:
-    return torch.randn(*shape, device=device.torch_device).to(device.dtype)
-
-
 def _weights(n: int, k: int, device: Device) -> list[torch.Tensor]:
     copies = max(1, min(MAX_ROTATE, ROTATE_BYTES // (n * k * device.dtype.itemsize)))
-    return [_rand(n, k, device=device) for _ in range(copies)]
+    return [mb.rand(n, k, device=device) for _ in range(copies)]
 
 
 def gemm_rows(shapes: TableShapes, g: TableGrid, device: Device) -> list[tuple]:
@@ -86,7 +82,7 @@ def gemm_rows(shapes: TableShapes, g: TableGrid, device: Device) -> list[tuple]:
         weights = _weights(n, k, device)
         fns = {}
         for m in g.tokens:
-            x = _rand(m, k, device=device)
+            x = mb.rand(m, k, device=device)
             fns[m] = mb.rotating([lambda x=x, w=w: F.linear(x, w) for w in weights])
         with torch.inference_mode():
             times = median_times_s(fns, device)
@@ -111,13 +107,13 @@ def context_rows(shape: HeadShape, kernels: Kernels, g: TableGrid, device: Devic
               if b * n <= g.max_prefill_tokens or n == g.prompt_tokens[0]]
     per_seq = -(-max(n for _, n in points) // bs)
     seqs = max(b for b, _ in points)
-    k_cache = _rand(seqs * per_seq, bs, shape.num_kv_heads, shape.head_dim, device=device)
-    v_cache = _rand(seqs * per_seq, bs, shape.num_kv_heads, shape.head_dim, device=device)
+    k_cache = mb.rand(seqs * per_seq, bs, shape.num_kv_heads, shape.head_dim, device=device)
+    v_cache = mb.rand(seqs * per_seq, bs, shape.num_kv_heads, shape.head_dim, device=device)
     table = torch.randperm(seqs * per_seq, device=device.torch_device).view(seqs, per_seq).to(torch.int32)
     scale = shape.head_dim ** -0.5
     fns: dict[tuple[int, int], Callable[[], object]] = {}
     for b, n in points:
-        q = _rand(b * n, shape.num_heads, shape.head_dim, device=device)
+        q = mb.rand(b * n, shape.num_heads, shape.head_dim, device=device)
         cu = torch.arange(0, b * n + 1, n, dtype=torch.int32, device=device.torch_device)
         cached = torch.zeros(b, dtype=torch.int32, device=device.torch_device)
         bt = table[:b, : -(-n // bs)]
@@ -144,7 +140,7 @@ class ElementwiseMeasured:
 def elementwise(shapes: TableShapes, kernels: Kernels, device: Device) -> ElementwiseMeasured:
     ceilings = mb.ceilings(device)
     h = shapes.hidden_size
-    x, res, w = _rand(1, h, device=device), _rand(1, h, device=device), _rand(h, device=device)
+    x, res, w = mb.rand(1, h, device=device), mb.rand(1, h, device=device), mb.rand(h, device=device)
     with torch.inference_mode():
         norm = median_times_s({"norm": lambda: kernels.rms_norm(x, w, 1e-5, res)}, device)["norm"]
     return ElementwiseMeasured(ceilings["copy_bytes_per_s"], ceilings["matmul_flops_per_s"], norm)

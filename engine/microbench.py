@@ -48,7 +48,8 @@ def chunk_grid(limit: int) -> list[int]:
     return _grid([2, 8] + [16 * 2 ** i for i in range(16)], limit)
 
 
-def _rand(*shape: int, device: Device) -> torch.Tensor:
+def rand(*shape: int, device: Device) -> torch.Tensor:
+    """Random (never zero) data of the device's dtype."""
     return torch.randn(*shape, device=device.torch_device).to(device.dtype)
 
 
@@ -65,13 +66,13 @@ def rotating(fns: list[Callable[[], object]]) -> Callable[[], object]:
 def _token_op_fns(model: Transformer, kv: PagedKVCache, device: Device, t: int) -> dict[str, Callable[[], object]]:
     """The per-layer ops (and the embedding) at `t` tokens, on fresh random inputs."""
     cfg, k = model.cfg, model.kernels
-    x, res = _rand(t, cfg.hidden_size, device=device), _rand(t, cfg.hidden_size, device=device)
+    x, res = rand(t, cfg.hidden_size, device=device), rand(t, cfg.hidden_size, device=device)
     ids = torch.randint(0, cfg.vocab_size, (t,), device=device.torch_device)
     pos = torch.randint(0, model.cos.shape[0], (t,), device=device.torch_device)
     slots = torch.randperm(kv.num_blocks * kv.block_size, device=device.torch_device)[:t]
-    q = _rand(t, cfg.num_heads, cfg.head_dim, device=device)
-    kk = _rand(t, cfg.num_kv_heads, cfg.head_dim, device=device)
-    attn_out = _rand(t, cfg.num_heads * cfg.head_dim, device=device)
+    q = rand(t, cfg.num_heads, cfg.head_dim, device=device)
+    kk = rand(t, cfg.num_kv_heads, cfg.head_dim, device=device)
+    attn_out = rand(t, cfg.num_heads * cfg.head_dim, device=device)
     layers = list(enumerate(model.layers))
 
     def rope_kv(i):
@@ -89,8 +90,8 @@ def _token_op_fns(model: Transformer, kv: PagedKVCache, device: Device, t: int) 
     dense = [w for _, w in layers if w.router is None]
     moe = [w for _, w in layers if w.router is not None]
     if dense:
-        gu = _rand(t, 2 * cfg.intermediate_size, device=device)
-        act = _rand(t, cfg.intermediate_size, device=device)
+        gu = rand(t, 2 * cfg.intermediate_size, device=device)
+        act = rand(t, cfg.intermediate_size, device=device)
         ops["gate_up"] = rotating([lambda w=w: F.linear(x, w.gate_up) for w in dense])
         ops["act"] = lambda: swiglu(gu)
         ops["down"] = rotating([lambda w=w: F.linear(act, w.down) for w in dense])
@@ -111,9 +112,9 @@ def seq_ops(model: Transformer, device: Device, grid: list[int]) -> list[dict]:
     """lm_head (gathering each sequence's last hidden state) and sampling, by sequences."""
     fns = {}
     for s in grid:
-        x = _rand(2 * s, model.cfg.hidden_size, device=device)
+        x = rand(2 * s, model.cfg.hidden_size, device=device)
         last = torch.arange(1, 2 * s, 2, device=device.torch_device)
-        logits = _rand(s, model.cfg.vocab_size, device=device)
+        logits = rand(s, model.cfg.vocab_size, device=device)
         fns[(s, "lm_head")] = lambda x=x, last=last: F.linear(x[last], model.lm_head)
         fns[(s, "sampling")] = lambda logits=logits: sample(logits)
     with torch.inference_mode():
@@ -130,7 +131,7 @@ class Heads(Protocol):
 
 def _cache(cfg: Heads, device: Device, num_blocks: int, block_size: int) -> tuple[torch.Tensor, torch.Tensor]:
     shape = (num_blocks, block_size, cfg.num_kv_heads, cfg.head_dim)
-    return _rand(*shape, device=device), _rand(*shape, device=device)
+    return rand(*shape, device=device), rand(*shape, device=device)
 
 
 def decode_attention(cfg: Heads, kernels: Kernels, device: Device, seqs: list[int], contexts: list[int],
@@ -142,7 +143,7 @@ def decode_attention(cfg: Heads, kernels: Kernels, device: Device, seqs: list[in
     scale = cfg.head_dim ** -0.5
     fns = {}
     for s in seqs:
-        q = _rand(s, cfg.num_heads, cfg.head_dim, device=device)
+        q = rand(s, cfg.num_heads, cfg.head_dim, device=device)
         for c in contexts:
             lens = torch.full((s,), c + 1, dtype=torch.int32, device=device.torch_device)
             bt = table[:s, : -(-(c + 1) // block_size)]
@@ -161,7 +162,7 @@ def prefill_attention(cfg: Heads, kernels: Kernels, device: Device, chunks: list
     scale = cfg.head_dim ** -0.5
     fns = {}
     for n in chunks:
-        q = _rand(n, cfg.num_heads, cfg.head_dim, device=device)
+        q = rand(n, cfg.num_heads, cfg.head_dim, device=device)
         cu = torch.tensor([0, n], dtype=torch.int32, device=device.torch_device)
         for c in contexts:
             ctx = torch.tensor([c], dtype=torch.int32, device=device.torch_device)
@@ -176,11 +177,11 @@ def ceilings(device: Device) -> dict[str, float]:
     """Measured copy bandwidth (bytes read + written per second) and matrix rate (FLOP/s)."""
     gpu = device.kind == "cuda"
     elems = (1 << 30 if gpu else 1 << 24) // 2
-    src = _rand(elems, device=device)
+    src = rand(elems, device=device)
     dst = torch.empty_like(src)
     copy_s = median_time_s(lambda: dst.copy_(src), device)
     n = 8192 if gpu else 512
-    a, b = _rand(n, n, device=device), _rand(n, n, device=device)
+    a, b = rand(n, n, device=device), rand(n, n, device=device)
     mm_s = median_time_s(lambda: a @ b, device)
     return {"copy_bytes_per_s": 2 * src.numel() * src.element_size() / copy_s,
             "matmul_flops_per_s": 2 * n ** 3 / mm_s}

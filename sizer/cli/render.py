@@ -304,11 +304,7 @@ def render_search(result: SearchResult, scenario_path: str, console: Console, sh
     for i, o in enumerate(ok, 1):
         table.add_row(*(cell(i, o) for _, cell, _ in columns))
     console.print(table)
-    counts = Counter(o.binding for o in rejected)
-    console.print(f"rejected: {len(rejected)} ({', '.join(f'{k} {v}' for k, v in counts.most_common()) or 'none'})")
-    if show_rejected:
-        for o in rejected:
-            console.print(f"  ✗ {o.candidate.label}: {o.binding}: {o.reason}")
+    _render_rejected(rejected, console, show_rejected)
     best = result.recommended
     if best:
         console.print(f"[bold green]recommended[/]: {best.replicas} x {best.candidate.label} = "
@@ -319,6 +315,15 @@ def render_search(result: SearchResult, scenario_path: str, console: Console, sh
         console.print("[bold red]no priced configuration meets the SLO[/]")
     for note in result.notes:
         console.print(f"[dim]note: {note}[/]")
+
+
+def _render_rejected(rejected: list[Outcome], console: Console, show_rejected: bool) -> None:
+    """The rejected configurations counted by what binds, and each with its reason when asked (--all)."""
+    counts = Counter(o.binding for o in rejected)
+    console.print(f"rejected: {len(rejected)} ({', '.join(f'{k} {v}' for k, v in counts.most_common()) or 'none'})")
+    if show_rejected:
+        for o in rejected:
+            console.print(f"  ✗ {o.candidate.label}: {o.binding}: {o.reason}")
 
 
 def _render_slot_search(result: SearchResult, scenario_path: str, console: Console, show_rejected: bool,
@@ -336,11 +341,7 @@ def _render_slot_search(result: SearchResult, scenario_path: str, console: Conso
         table.add_row(str(i), o.candidate.label, gib(o.device_memory_bytes), gib(o.slots.left_bytes),
                       f"{o.tokens_per_s_per_user:.1f}", f"{o.slot_ttft_ms / 1e3:.2f}", o.binding)
     console.print(table)
-    counts = Counter(o.binding for o in rejected)
-    console.print(f"rejected: {len(rejected)} ({', '.join(f'{k} {v}' for k, v in counts.most_common()) or 'none'})")
-    if show_rejected:
-        for o in rejected:
-            console.print(f"  ✗ {o.candidate.label}: {o.binding}: {o.reason}")
+    _render_rejected(rejected, console, show_rejected)
     best = result.recommended
     if best:
         console.print(f"[bold green]recommended[/]: {best.candidate.label}: {best.tokens_per_s_per_user:.1f} tokens/s "
