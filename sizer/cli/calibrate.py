@@ -15,12 +15,12 @@ from simulator.errors import excerpt
 from sizer.cli.flags import check_model, check_range
 from sizer.errors import InputError
 from sizer.inputs.hardware import HOST_CPU, HardwareSpec, load_hardware
-from sizer.inputs.kernel_tables import load_kernel_tables
 from sizer.inputs.model_spec import catalog_names, load_model
 from sizer.inputs.scenario import MAX_BATCH_TOKENS, MAX_SEQUENCES, MAX_TOKENS
 from sizer.sizing.aiconfigurator_import import write_tables
 from sizer.sizing.device_calibration import DeviceCalibration, calibrate_device
 from sizer.sizing.profile_kernels import KERNELS_SUBDIR, kernel_tables_from_profile
+from sizer.words import count
 
 
 def user_calibrated_dir() -> Path:
@@ -200,16 +200,16 @@ def _calibrate_device(target: Target, shapes_of: list[str] | None, out: Path, ma
     allreduce = _allreduce_rows(target, dev, max(m.hidden_size for m in models), limits)
     calibration = DeviceCalibration(tuple(models), reference, dev, target.device_id, target.hardware,
                                      select(target.kernels), limits, tuple(allreduce or ()), target.tp, seed)
-    folder = calibrate_device(calibration, out, log=_log)
-    tables = load_kernel_tables(folder)
+    tables = calibrate_device(calibration, out, log=_log)
     engine = tables.header.bundled_engine
-    typer.echo(f"wrote {folder}")
-    typer.echo(f"  kernel tables of {tables.header.device_name}: {len(tables.gemm)} GEMM shapes, "
-               f"{len(tables.generation_attention)} attention rows, all-reduce across "
-               f"{'no other device' if target.tp == 1 else f'{target.tp} devices'}; {engine.dtype}, "
-               f"kernels {engine.kernels}")
-    typer.echo(f"  for {', '.join(m.name for m in models) if shapes_of else f'the {len(models)} catalog models'} "
-               "at TP 1, 2, 4 and 8; price a scenario with `hardware.kernel_tables`, "
-               "replay the engine with `sizer validate --kernel-tables`")
+    typer.echo(f"wrote {tables.path}")
+    heads = {key[1:4] for key in tables.generation_attention}
+    typer.echo(f"  kernel tables of {tables.header.device_name} ({engine.dtype}, {engine.kernels} kernels): "
+               f"{len(tables.gemm)} GEMM and {len(heads)} attention shapes")
+    typer.echo(f"  of {', '.join(m.name for m in models) if shapes_of else f'the {len(models)} catalog models'} "
+               f"at TP 1, 2, 4 and 8; " + (f"all-reduce across {count(target.tp, 'device')}" if target.tp > 1
+                                             else "no all-reduce (one device)"))
+    typer.echo("  price a scenario with `hardware.kernel_tables`;")
+    typer.echo("  replay the engine with `sizer validate --kernel-tables`")
     typer.echo(f"  engine overhead fitted on {engine.fitted_on}'s whole steps:")
     _echo_overhead(engine.overhead)

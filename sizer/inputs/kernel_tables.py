@@ -41,6 +41,7 @@ from __future__ import annotations
 import gzip
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from engine.profile import Limits, Overhead
@@ -192,3 +193,16 @@ def bundled_tables_dir(gpu: str, engine: str) -> Path | None:
 
     found = sorted(KERNELS_DIR.glob(f"{gpu}-{engine}-*/{HEADER_FILE}"), key=version)
     return found[-1].parent if found else None
+
+
+def cached_kernel_tables(folder: Path) -> KernelTables:
+    """`load_kernel_tables`, read once per process while the files stay as they were (their times and sizes:
+    a search or sweep resolves a scenario per candidate)."""
+    files = [folder / name for name in (HEADER_FILE, *(f"{table}.csv.gz" for table in TABLES))]
+    stamp = tuple((f.stat().st_mtime_ns, f.stat().st_size) if f.is_file() else None for f in files)
+    return _load(folder.resolve(), stamp)
+
+
+@lru_cache(maxsize=8)
+def _load(folder: Path, stamp: tuple) -> KernelTables:
+    return load_kernel_tables(folder)

@@ -94,25 +94,34 @@ def reference_scenario(model: str, device_id: str, limits: Limits) -> Resolved:
     return resolve(s)
 
 
+def tables_header(gpu: str, device_name: str, kernels: str, torch_version: str, copy_bytes_per_s: float,
+                  small_kernel_s: float, files: list[str], date: str) -> dict:
+    """tables.yaml of tables `sizer calibrate` measured (a device's, or a profile's own): the bundled engine's
+    version and kernels, the element-wise cost from the measured copy bandwidth and one small kernel's time."""
+    return {"schema_version": SCHEMA_VERSION, "gpu": gpu, "device_name": device_name, "engine": ENGINE,
+            "engine_version": f"{sizer_version()} ({kernels} kernels, torch {torch_version})",
+            "elementwise": {"memory_bandwidth_bytes_per_s": copy_bytes_per_s, "bandwidth_fraction": 1.0,
+                            "latency_s": small_kernel_s},
+            "provenance": {"source": "sizer calibrate", "source_version": sizer_version(), "licence": "Apache-2.0",
+                           "files": files, "converted": date}}
+
+
 def _header(c: DeviceCalibration, ceilings: Any, engine: BundledEngine | None) -> dict:
-    """tables.yaml: the device, the engine, the element-wise cost (`ceilings`: engine.device_tables.ElementwiseMeasured)
-    and, once fitted, the bundled engine section."""
+    """A device's tables.yaml (`ceilings`: engine.device_tables.ElementwiseMeasured) with, once fitted, the
+    bundled engine section."""
     import torch
 
-    today = dt.date.today().isoformat()
-    header = {"schema_version": SCHEMA_VERSION, "gpu": c.device_id, "device_name": c.device.name, "engine": ENGINE,
-              "engine_version": f"{sizer_version()} ({c.kernels.name} kernels, torch {torch.__version__})",
-              "elementwise": {"memory_bandwidth_bytes_per_s": ceilings.copy_bytes_per_s, "bandwidth_fraction": 1.0,
-                              "latency_s": ceilings.norm_latency_s},
-              "provenance": {"source": "sizer calibrate", "source_version": sizer_version(), "licence": "Apache-2.0",
-                             "files": [], "converted": today}}
+    header = tables_header(c.device_id, c.device.name, c.kernels.name, torch.__version__, ceilings.copy_bytes_per_s,
+                           ceilings.norm_latency_s, [], dt.date.today().isoformat())
     if engine is not None:
         header["bundled_engine"] = plain(engine)
     return header
 
 
-def calibrate_device(c: DeviceCalibration, out: Path, log: Callable[[str], None] = lambda _: None) -> Path:
-    """Time the shapes, write the tables, fit the engine overhead on the reference model; the folder."""
+def calibrate_device(c: DeviceCalibration, out: Path,
+                     log: Callable[[str], None] = lambda _: None) -> KernelTables:
+    """Time the shapes, write the tables, fit the engine overhead on the reference model; the tables as
+    written (their `path`: the folder)."""
     import torch
 
     from engine import device_tables as dtab
@@ -156,5 +165,6 @@ def calibrate_device(c: DeviceCalibration, out: Path, log: Callable[[str], None]
     predicted = np.array([fitted.step_time(rec.batch) for rec in records])
     measured = np.array([rec.duration_s for rec in records])
     fit = dataclasses.replace(fit, step_error_p50=float(np.median(np.abs(predicted - measured) / measured)))
-    write_tables(folder, _header(c, ceilings, dataclasses.replace(engine, overhead=fit)), {})
-    return folder
+    engine = dataclasses.replace(engine, overhead=fit)
+    write_tables(folder, _header(c, ceilings, engine), {})
+    return dataclasses.replace(tables, header=dataclasses.replace(tables.header, bundled_engine=engine))

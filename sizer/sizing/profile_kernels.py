@@ -14,10 +14,9 @@ at one token as the fixed latency of each. MoE layers (timed as one op) are not 
 from __future__ import annotations
 
 from engine.profile import ALLREDUCE_FILE, DECODE_FILE, PREFILL_FILE, SEQ_OPS_FILE, TOKEN_OPS_FILE, CalibrationProfile
-from sizer.inputs.kernel_tables import SCHEMA_VERSION
 from sizer.inputs.layers import Attention
 from sizer.inputs.model_spec import ModelSpec
-from sizer.sizing.device_calibration import ENGINE, sizer_version
+from sizer.sizing.device_calibration import tables_header
 
 KERNELS_SUBDIR = "kernels"
 DTYPES = {"bfloat16": "bfloat16", "float16": "bfloat16", "float32": "float32"}   # torch dtype -> table dtype
@@ -50,11 +49,8 @@ def kernel_tables_from_profile(profile: CalibrationProfile, model: ModelSpec) ->
                                                        strict=True)]
     files = [f"{profile.path.name}/{f}" for f in (TOKEN_OPS_FILE, SEQ_OPS_FILE, DECODE_FILE, PREFILL_FILE)]
     files += [f"{profile.path.name}/{ALLREDUCE_FILE}"] if allreduce else []
-    header = {"schema_version": SCHEMA_VERSION, "gpu": h.device.id, "device_name": h.device.name, "engine": ENGINE,
-              "engine_version": f"{sizer_version()} ({h.kernels} kernels, torch {h.versions.torch})",
-              "elementwise": {"memory_bandwidth_bytes_per_s": h.achieved.copy_bytes_per_s, "bandwidth_fraction": 1.0,
-                              "latency_s": float(ops.columns["rmsnorm_s"][0]) if "rmsnorm_s" in ops.columns else 0.0},
-              "provenance": {"source": "sizer calibrate", "source_version": sizer_version(), "licence": "Apache-2.0",
-                             "files": files, "converted": h.date}}
+    norm_s = float(ops.columns["rmsnorm_s"][0]) if "rmsnorm_s" in ops.columns else 0.0
+    header = tables_header(h.device.id, h.device.name, h.kernels, h.versions.torch, h.achieved.copy_bytes_per_s,
+                           norm_s, files, h.date)
     return header, {"gemm": gemm, "context_attention": context, "generation_attention": generation,
                     "allreduce": allreduce}

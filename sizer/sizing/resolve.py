@@ -10,7 +10,6 @@ and `sizer validate` cannot disagree on them.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from pathlib import Path
 
 from engine.profile import CalibrationProfile, load_profile
@@ -42,7 +41,7 @@ from sizer.errors import InputError
 from sizer.inputs import preloaded
 from sizer.inputs.checkpoint import Checkpoint, beside
 from sizer.inputs.hardware import HardwareSpec, Link, host_link, scale_up_link, scenario_hardware
-from sizer.inputs.kernel_tables import HEADER_FILE, TABLES, KernelTables, load_kernel_tables, read_header
+from sizer.inputs.kernel_tables import HEADER_FILE, TABLES, KernelTables, cached_kernel_tables, read_header
 from sizer.inputs.model_spec import ModelSpec, checkpoint_model, load_config, load_model
 from sizer.inputs.scenario import Scenario, scenario_dir
 from sizer.sizing.presets import (
@@ -479,13 +478,4 @@ def read_kernel_tables(s: Scenario) -> KernelTables:
     if not any((folder / f"{name}.csv.gz").is_file() for name in TABLES):
         raise InputError(s.file, field_path, f"{excerpt(str(folder))} holds no table: expected at least one of "
                                              + ", ".join(f"{name}.csv.gz" for name in TABLES))
-    files = [folder / name for name in (HEADER_FILE, *(f"{table}.csv.gz" for table in TABLES))]
-    stamp = tuple((f.stat().st_mtime_ns, f.stat().st_size) if f.is_file() else None for f in files)
-    return _load_tables(folder.resolve(), stamp)
-
-
-@lru_cache(maxsize=8)
-def _load_tables(folder: Path, stamp: tuple) -> KernelTables:
-    """Read once per process while the files stay as they were (`stamp`: their times and sizes; search resolves
-    a scenario per candidate)."""
-    return load_kernel_tables(folder)
+    return cached_kernel_tables(folder)

@@ -3,9 +3,6 @@ folder or the bundled ones), or the roofline."""
 
 from __future__ import annotations
 
-from functools import lru_cache
-from pathlib import Path
-
 from engine.profile import CalibratedStepTimeModel
 from simulator.step_batch import StepTimeModel
 from sizer.analytic.kernel_step import KernelTableStepTimeModel
@@ -16,7 +13,7 @@ from sizer.inputs.kernel_tables import (
     KernelTables,
     KernelTablesHeader,
     bundled_tables_dir,
-    load_kernel_tables,
+    cached_kernel_tables,
     read_header,
 )
 from sizer.sizing.resolve import Resolved
@@ -43,11 +40,6 @@ TABLES_VS_ROOFLINE = ("on the public vLLM 0.15.1 H100 runs the tables give E2E 6
                       "error, the roofline 6.1%, 5.0%, 7.4% (docs/fidelity.md)")
 
 
-@lru_cache(maxsize=8)
-def _tables(folder: Path) -> KernelTables:
-    return load_kernel_tables(folder)
-
-
 def kernel_tables_for(r: Resolved) -> KernelTables | None:
     """The bundled kernel tables measured on the scenario's GPU in its engine, if any (a sweep worker: as its
     driver loaded them, sizer/inputs/preloaded.py)."""
@@ -59,7 +51,7 @@ def kernel_tables_for(r: Resolved) -> KernelTables | None:
 def bundled_tables(gpu: str, engine: str) -> KernelTables | None:
     """The kernel tables bundled for a GPU profile id and an engine, if any."""
     folder = bundled_tables_dir(gpu, engine)
-    return _tables(folder) if folder else None
+    return cached_kernel_tables(folder) if folder else None
 
 
 def bundled_header(gpu: str, engine: str) -> KernelTablesHeader | None:
