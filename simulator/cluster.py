@@ -128,6 +128,7 @@ class Cluster:
     def _done(self, replica: Replica, req: Request) -> None:
         if (req.status is Status.FINISHED and replica.scheduler.config.prefill_only
                 and req.num_output_tokens < req.output_tokens):      # its first token was not its last
+            req.prefill_replica = replica.index
             self._start_transfer(req)
             return
         self.recorder.request_done(req, replica.index)

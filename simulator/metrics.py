@@ -1,15 +1,17 @@
 """Latency percentiles, throughput, SLO attainment and goodput from a simulation result.
 
-ITL is the time between consecutive tokens of a sequence. A sequence that decodes in
-consecutive steps gets one token per step, so the ITL distribution is the step durations
-weighted by how many sequences produced a token one step after their previous one, plus the
-few longer gaps (after a preemption or a KV transfer) recorded on their own. Per request,
-the SLO's ITL target is checked against the request's TPOT (its mean time between tokens).
+ITL is the time between consecutive token messages of a sequence, pooled over all sequences,
+as `vllm bench serve` reports it. A sequence that decodes in consecutive steps gets one token
+per step, so the ITL distribution is the step durations weighted by how many sequences
+produced a token one step after their previous one, plus the few longer gaps (after a
+preemption or a KV transfer) recorded on their own. TPOT is per request: (E2E - TTFT) /
+(output tokens - 1). The SLO's `tpot_ms` target is checked per request against its TPOT, and
+at the SLO percentile against the TPOT percentile (vLLM's `--goodput tpot:` is per request too).
 
 Metrics are what a client measures unless `engine_side` is asked for (see
 `SimulationResult.columns`). A client's token gaps are the gaps between the steps' arrivals
-through the API server, and where tokens come in chunks of c, each chunk brings one gap of
-about c steps and c - 1 gaps of about nothing.
+through the API server; tokens of steps the API server handled in one pass arrive in one
+message and count as one gap.
 """
 
 from __future__ import annotations
@@ -110,10 +112,8 @@ def itl_latency(result: SimulationResult, engine_side: bool = False) -> Latency:
         gap = np.empty_like(client)
         gap[order] = np.where(np.r_[True, np.diff(tl.replica[order]) != 0], tl.step_s[order],
                               np.diff(client, prepend=client[0]))
-        chunk = result.engine_loop.stream_tokens_per_chunk
-        w = tl.itl_seqs.astype(float)
-        step_s = np.concatenate([gap * chunk, np.zeros(1)]) if chunk > 1 else gap
-        weights = np.concatenate([w / chunk, [w.sum() * (chunk - 1) / chunk]]) if chunk > 1 else w
+        # a step handled in the same pass as the one before it merged into that message: no gap of its own
+        step_s, weights = gap, np.where(gap > 0, tl.itl_seqs, 0).astype(float)
     values = np.concatenate([step_s, result.itl_gaps_s]) * 1000.0
     weights = np.concatenate([weights, np.ones(len(result.itl_gaps_s))])
     return _latency(values, weights)
