@@ -27,7 +27,7 @@ from simulator.records import SimulationResult
 @dataclass(frozen=True, kw_only=True)
 class SLO:
     ttft_ms: float | None = None       # targets; None: not a target
-    itl_ms: float | None = None        # per request: its TPOT; in percentiles: the token ITL
+    tpot_ms: float | None = None       # per request: its TPOT; in percentiles: the TPOT percentile
     e2e_ms: float | None = None
     percentile: float                  # the percentile each target is also read at (slo_percentiles_met)
     required_share: float              # goodput: share of requests that must meet every target
@@ -38,7 +38,7 @@ class SLO:
 
     @property
     def has_targets(self) -> bool:
-        return any(t is not None for t in (self.ttft_ms, self.itl_ms, self.e2e_ms))
+        return any(t is not None for t in (self.ttft_ms, self.tpot_ms, self.e2e_ms))
 
 
 @dataclass(frozen=True)
@@ -126,8 +126,8 @@ def slo_attainment(result: SimulationResult, slo: SLO, engine_side: bool = False
     with np.errstate(invalid="ignore"):
         if slo.ttft_ms is not None:
             ok &= c[pre + "ttft_ms"] <= slo.ttft_ms
-        if slo.itl_ms is not None:
-            ok &= np.isnan(c[pre + "tpot_ms"]) | (c[pre + "tpot_ms"] <= slo.itl_ms)
+        if slo.tpot_ms is not None:
+            ok &= np.isnan(c[pre + "tpot_ms"]) | (c[pre + "tpot_ms"] <= slo.tpot_ms)
         if slo.e2e_ms is not None:
             ok &= c[pre + "e2e_ms"] <= slo.e2e_ms
     return ok
@@ -160,7 +160,7 @@ def summarise(result: SimulationResult, slo: SLO | None = None, engine_side: boo
     if slo is not None and slo.has_targets:
         met = slo_attainment(result, slo, engine_side)
         share = float(met.mean()) if n else 0.0
-        checks = [(slo.ttft_ms, ttft), (slo.itl_ms, itl), (slo.e2e_ms, e2e)]
+        checks = [(slo.ttft_ms, ttft), (slo.tpot_ms, tpot), (slo.e2e_ms, e2e)]
         pct = all(_at(lat, slo.percentile, target) for target, lat in checks if target is not None)
         out.update(slo=slo, slo_share=share, slo_met=share >= slo.required_share, slo_percentiles_met=pct,
                    goodput_requests_per_s=per_s(float(met.sum())))

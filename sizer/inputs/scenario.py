@@ -311,7 +311,8 @@ class WorkloadSection:
 class SLOSection:
     ttft_ms: float | None = field(None, gt=0, le=MAX_SECONDS * 1e3, doc="time to first token target per request")
     itl_ms: float | None = field(None, gt=0, le=MAX_SECONDS * 1e3,
-                                 doc="inter-token latency target (a request's mean time per output token)")
+                                 doc="time-per-output-token target, checked against each request's TPOT "
+                                     "((E2E - TTFT) / (output tokens - 1)), not the per-token ITL gaps")
     e2e_ms: float | None = field(None, gt=0, le=MAX_SECONDS * 1e3, doc="end-to-end latency target per request")
     required_share: float = field(0.95, gt=0.0, le=1.0, doc="share of requests that must meet every target (goodput)")
 

@@ -47,10 +47,10 @@ class ParetoPoint:
     label: str
     usd_per_million_output_tokens: float
     ttft_p95_ms: float
-    itl_p95_ms: float              # p95 of each request's time per output token (the SLO's ITL)
+    tpot_p95_ms: float             # p95 of each request's time per output token (what slo.itl_ms is checked on)
     chosen: bool
     front_ttft: bool               # no other configuration is both cheaper-or-equal and faster-or-equal (TTFT)
-    front_itl: bool
+    front_tpot: bool
 
 
 @dataclass(frozen=True)
@@ -104,9 +104,9 @@ def pareto_points(search: SearchResult, chosen: Outcome | None) -> list[ParetoPo
                and o.ttft_p95_ms is not None]
     cost = [o.usd_per_million_output_tokens for o in passing]
     on_ttft = front([(c, o.ttft_p95_ms) for c, o in zip(cost, passing, strict=True)])
-    on_itl = front([(c, o.tpot_p95_ms) for c, o in zip(cost, passing, strict=True)])
+    on_tpot = front([(c, o.tpot_p95_ms) for c, o in zip(cost, passing, strict=True)])
     return [ParetoPoint(o.candidate.label, o.usd_per_million_output_tokens, o.ttft_p95_ms, o.tpot_p95_ms,
-                        o is chosen, a, b) for o, a, b in zip(passing, on_ttft, on_itl, strict=True)]
+                        o is chosen, a, b) for o, a, b in zip(passing, on_ttft, on_tpot, strict=True)]
 
 
 def top_and_rest(search: SearchResult) -> tuple[list[Outcome], list[Group]]:

@@ -135,7 +135,7 @@ def test_goodput_between_the_floor_and_the_next_probe_is_found(monkeypatch):
 
 def test_score_counts_every_target_and_rejections():
     result = fake_result([100.0, 200.0, 300.0, np.nan], [10.0, 60.0, 70.0, np.nan], [False, False, False, True])
-    probe = score(result, SLO(ttft_ms=250, itl_ms=50, percentile=99.0, required_share=0.95), 2.0)
+    probe = score(result, SLO(ttft_ms=250, tpot_ms=50, percentile=99.0, required_share=0.95), 2.0)
     # TTFT <= 250: requests 0, 1 -> 2/4; TPOT <= 50: request 0 -> 1/4; the rejected one meets nothing.
     assert probe.share_by_target == {"TTFT": 0.5, "ITL": 0.25}
     assert probe.share_met == 0.25 and probe.binding == "ITL" and probe.met is False
