@@ -72,6 +72,7 @@ class MetricsSummary:
     mean_batch_size: float              # sequences per step, averaged over time
     mean_kv_usage: float                # fraction of KV blocks in use, averaged over time
     peak_kv_usage: float
+    peak_concurrent_requests: int = 0   # most requests in flight at once, send to last token (vllm bench serve's)
     lora_holdbacks: int = 0             # steps requests waited for a LoRA adapter slot, all requests
     lora_held_requests: int = 0         # requests held back at least once
     slo: SLO | None = None
@@ -119,6 +120,19 @@ def itl_latency(result: SimulationResult, engine_side: bool = False) -> Latency:
     return _latency(values, weights)
 
 
+def peak_concurrency(start_s: np.ndarray, end_s: np.ndarray) -> int:
+    """Most intervals [start, end) open at once, times to the nanosecond (a closed-loop client's next
+    send and its last answer meet at one instant, computed two ways): a sweep over the sorted ends,
+    an end before a start at the same instant, as vllm bench serve counts max_concurrent_requests."""
+    if len(start_s) == 0:
+        return 0
+    start, end = np.round(start_s, 9), np.round(end_s, 9)
+    times = np.concatenate([start, end])
+    delta = np.concatenate([np.ones(len(start), np.int64), -np.ones(len(end), np.int64)])
+    order = np.lexsort((delta, times))
+    return int(np.cumsum(delta[order]).max())
+
+
 def slo_attainment(result: SimulationResult, slo: SLO, engine_side: bool = False) -> np.ndarray:
     """Per request: did it meet every target? Rejected requests did not."""
     c, pre = result.columns, "engine_" if engine_side else ""
@@ -138,7 +152,9 @@ def summarise(result: SimulationResult, slo: SLO | None = None, engine_side: boo
     c, tl, pre = result.columns, result.timeline, "engine_" if engine_side else ""
     done = ~c["rejected"]
     n, n_done = len(done), int(done.sum())
-    duration = float(c["finished_s"][done].max() - c["arrival_s"].min()) if n_done else 0.0
+    # the run spans the first send to the last token as seen (by the client, or by the engine)
+    finish_s = c["finished_s"] if engine_side else c["arrival_s"] + c["e2e_ms"] / 1000.0
+    duration = float(finish_s[done].max() - c["arrival_s"].min()) if n_done else 0.0
     per_s = (lambda x: x / duration) if duration > 0 else (lambda x: 0.0)
     tokens_in = float(c["prompt_tokens"][done].sum())
     tokens_out = float(c["output_tokens"][done].sum())
@@ -155,6 +171,7 @@ def summarise(result: SimulationResult, slo: SLO | None = None, engine_side: boo
         mean_batch_size=float(np.sum(tl.num_seqs * tl.step_s) / busy) if busy else 0.0,
         mean_kv_usage=float(np.sum(tl.kv_usage * tl.step_s) / busy) if busy else 0.0,
         peak_kv_usage=float(tl.kv_usage.max()) if len(tl.kv_usage) else 0.0,
+        peak_concurrent_requests=peak_concurrency(c["arrival_s"][done], finish_s[done]),
         lora_holdbacks=int(c["lora_holdbacks"].sum()), lora_held_requests=int((c["lora_holdbacks"] > 0).sum()),
     )
     if slo is not None and slo.has_targets:
