@@ -260,6 +260,7 @@ def render_simulation_metrics(name: str, m: MetricsSummary, console: Console, re
             ("total tokens / s", f"{m.total_tokens_per_s:,.0f}"),
             ("prefix-cache hit rate", f"{m.prefix_cache_hit_rate:.1%}"), ("preemptions", f"{m.num_preemptions:,}"),
             ("mean batch size", f"{m.mean_batch_size:.1f}"),
+            ("peak requests in flight (send to last token)", f"{m.peak_concurrent_requests:,}"),
             ("KV cache in use, mean / peak", f"{m.mean_kv_usage:.0%} / {m.peak_kv_usage:.0%}"),
             ("simulated span", f"{m.duration_s:,.1f} s")]
     if m.lora_holdbacks:

@@ -134,3 +134,16 @@ def test_client_itl_under_steady_load_is_one_step_a_token_as_vllm_bench_serve_me
     client = summarise(result)
     assert 0.8 <= client.itl.p50_ms / client.tpot.mean_ms <= 1.1
     assert client.itl.mean_ms == pytest.approx(client.tpot.mean_ms, rel=0.05)
+
+
+def test_simulate_a_closed_loop_from_the_command_line():
+    # --concurrency 1: one request at a time, back to back, so throughput = 1 / mean E2E (issue 23 item 8)
+    one = simulate_cli(str(CHAT), "--concurrency", "1", "--num-requests", "30", "--json")
+    assert one.exit_code == 0, one.output
+    d = json.loads(one.stdout)
+    assert d["request_throughput_per_s"] == pytest.approx(1000.0 / d["e2e"]["mean_ms"], rel=0.01)
+    # --concurrency 64: never more than 64 requests in flight, send to last token, and 64 at the start
+    many = json.loads(simulate_cli(str(CHAT), "--concurrency", "64", "--num-requests", "400", "--json").stdout)
+    assert many["peak_concurrent_requests"] == 64 and many["num_finished"] == 400
+    bad = simulate_cli(str(CHAT), "--concurrency", "4", "--rate", "2")
+    assert bad.exit_code == 2 and "--concurrency" in bad.output
