@@ -249,6 +249,9 @@ def search(data: dict, file: str | None, space: SearchSpace, settings: SearchSet
     if base.workload.trace is not None:
         raise InputError(file, "workload.trace",
                          "search needs a synthetic workload (arrival rate and length distributions)")
+    if base.workload.arrival.process == "closed":
+        raise InputError(file, "workload.arrival.process", "'closed': search compares configurations at one arrival "
+                         "rate, and a closed loop's rate depends on the configuration; give rate_per_s")
     if not slo_of(base).has_targets:
         raise InputError(file, "slo", "search needs at least one target (ttft_ms, itl_ms or e2e_ms)")
     todo = [(c, data, file, settings) for c in candidates(space)]
