@@ -7,7 +7,8 @@ limit), with gamma gaps of shape `burstiness` (1: Poisson). Latencies are millis
 successful requests: `mean_`, `median_` and `pN_` (`--metric-percentiles`, default 99) of `ttft`,
 `tpot` ((latency - ttft) / (output tokens - 1), requests of more than one token), `itl` (every gap
 between streamed messages, pooled) and `e2el`; throughputs are per second over the benchmark's
-duration. `--save-detailed` adds per-request `input_lens` and `output_lens`. Other keys are ignored.
+duration. `--save-detailed` adds per-request `input_lens` and `output_lens` (one per request sent; a
+failed request's output is 0). Other keys are ignored.
 """
 
 from __future__ import annotations
@@ -72,11 +73,11 @@ def read_bench_result(path: Path) -> BenchResult:
     num_prompts, _ = read_key(NUM_PROMPTS, data, file)
     concurrency, _ = read_key(MAX_CONCURRENCY_KEY, data, file)
     burstiness, _ = read_key(BURSTINESS, data, file)
-    lens = {}
-    for key in ("input_lens", "output_lens"):
-        value, _ = read_key(Key(key, list[int], ge=1 if key == "output_lens" else 0, le=MAX_TOKENS), data, file)
-        if value is not None and len(value) != completed:
-            raise FieldError(file, key, f"{len(value)} lengths; expected one per completed request ({completed})")
+    lens, sent = {}, num_prompts or completed
+    for key in ("input_lens", "output_lens"):        # one per request sent, a failed one's output 0
+        value, _ = read_key(Key(key, list[int], ge=0, le=MAX_TOKENS), data, file)
+        if value is not None and len(value) != sent:
+            raise FieldError(file, key, f"{len(value)} lengths; expected one per request sent ({sent})")
         lens[key] = tuple(value) if value is not None else None
     measured = [(key, check_key(Key(key, float, ge=0, le=MAX_RATE_PER_S * MAX_TOKENS), data[key], file, key))
                 for key in THROUGHPUTS if data.get(key) is not None]

@@ -58,12 +58,10 @@ def compare(result: BenchResult, scenario: Scenario) -> Comparison:
     base = workload_of(scenario, n)
     workload, words = _arrivals(result, base, n, scenario.workload.seed)
     lengths_from = "the scenario"
-    if result.input_lens is not None and result.output_lens is not None:
-        if len(result.input_lens) != n:
-            raise FieldError(result.file, "input_lens", f"{len(result.input_lens)} lengths for {n} requests "
-                             "(num_prompts); expected one per request")
+    if result.input_lens is not None and result.output_lens is not None:   # one per request sent (bench_result)
+        # a failed request (output 0) is simulated as asking for one token: sizer serves every request
         workload = dataclasses.replace(workload, prompt_tokens=np.maximum(np.asarray(result.input_lens), 1),
-                                       output_tokens=np.asarray(result.output_lens), segments=[()] * n)
+                                       output_tokens=np.maximum(np.asarray(result.output_lens), 1), segments=[()] * n)
         lengths_from = "the result file (per request)"
     sim = simulate(simulation_config(r), step_model_for(r), workload, scenario.workload.seed)
     predicted = predictions(sim, [key for key, _ in result.measured])
