@@ -130,7 +130,7 @@ class Candidate:
 class Outcome:
     candidate: Candidate
     status: str                        # "ok", "rejected" (memory or SLO), "invalid" (split or format)
-    binding: str                       # rejected: memory, TTFT, ITL, E2E, split; ok: the target that binds above
+    binding: str                       # rejected: memory, TTFT, TPOT, E2E, split; ok: the target that binds above
                                        # goodput, or "none" when met at the analytic bound (goodput is at least that)
     reason: str
     gpus_per_replica: int = 0
@@ -333,7 +333,7 @@ def slot_outcome(c: Candidate, r: Resolved, plan: Plan, gpus_per_replica: int, k
                                        f"{a.slots} available")]
     if slo.itl_ms:
         target = 1e3 / slo.itl_ms
-        checks.append(("ITL", target / speed, f"{speed:.1f} tokens/s per user with {count(a.slots, 'slot')} busy, "
+        checks.append(("TPOT", target / speed, f"{speed:.1f} tokens/s per user with {count(a.slots, 'slot')} busy, "
                                               f"target {target:.1f}"))
     if slo.ttft_ms:
         checks.append(("TTFT", ttft_ms / slo.ttft_ms, f"first token in {ttft_ms:,.0f} ms for a "

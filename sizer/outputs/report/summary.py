@@ -14,7 +14,7 @@ HOURS_PER_MONTH = 730              # 365 days x 24 hours / 12 months, the usual 
 TOP_CONFIGURATIONS = 5             # ranked configurations in the body; the rest go to the appendix
 
 # Each SLO target in words: (scenario field, abbreviation, what it limits).
-TARGETS = (("ttft_ms", "TTFT", "first token within"), ("itl_ms", "ITL", "time per output token within"),
+TARGETS = (("ttft_ms", "TTFT", "first token within"), ("itl_ms", "TPOT", "time per output token within"),
            ("e2e_ms", "E2E", "whole reply within"))
 
 # Why a configuration was not chosen, in the order the appendix lists the groups.
@@ -24,7 +24,8 @@ LARGER = "Meet the targets, but on a larger machine, in a less precise format or
 NO_FIT = "Do not fit in GPU memory"
 BAD_SPLIT = "The model cannot be split across that many GPUs"
 BAD_SETTING = "Settings the GPU or model does not support"
-MISSES = {"TTFT": "Miss the time-to-first-token target (TTFT)", "ITL": "Miss the time-per-token target (ITL)",
+MISSES = {"TTFT": "Miss the time-to-first-token target (TTFT)",
+          "TPOT": "Miss the time-per-output-token target (TPOT, slo.itl_ms)",
           "E2E": "Miss the whole-reply target (E2E)",
           "load": "Too few slots for the arrival rate (busy slots, Little's law)"}
 MISSES_ANY = "Miss the latency targets"
