@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sizer.errors import InputError
-from sizer.outputs.destination import check_destination, opened
+from sizer.outputs.destination import check_destination, frame_to_csv
 from sizer.sizing.sweep import SweepRow
 
 # A part is written every FLUSH_ROWS rows or FLUSH_S seconds, whichever comes first: a crash loses
@@ -51,7 +51,14 @@ def read_rows(path: Path, flag: str) -> pa.Table:
     missing = [name for name in schema().names if name not in table.column_names]
     if missing:
         raise InputError(str(path), flag, f"expected sweep result columns; missing {', '.join(missing[:5])}")
-    return table.select(schema().names).cast(schema())
+    table = table.select(schema().names)
+    for want, got in zip(schema(), table.schema, strict=True):
+        if got.type != want.type and not pa.types.is_null(got.type):
+            raise InputError(str(path), f"{flag} column {want.name}", f"expected {want.type} values as `sizer sweep` "
+                                                                      f"writes them, got {got.type}")
+    if table.column("point_hash").null_count:
+        raise InputError(str(path), f"{flag} column point_hash", "expected a point hash in every row, got nulls")
+    return table.cast(schema())
 
 
 class ResultStore:
@@ -81,7 +88,10 @@ class ResultStore:
         self.flushed_at = time.monotonic()
         if not self.buffer:
             return
-        self.parts.mkdir(exist_ok=True)
+        try:
+            self.parts.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise InputError(str(self.parts), self.flag, f"cannot make a folder: {exc.strerror or exc}") from None
         number = len(self._part_files())
         target = self.parts / f"part-{number:06d}.parquet"
         self._write(pa.Table.from_pylist(self.buffer, schema=schema()), target)
@@ -105,6 +115,8 @@ class ResultStore:
 
     def _write(self, table: pa.Table, target: Path) -> None:
         temporary = target.with_name(target.name + ".tmp")
+        for path in (temporary, target):     # checked again now: never written into, or renamed over, a non-file
+            check_destination(path, self.flag)
         try:
             pq.write_table(table, temporary)
             os.replace(temporary, target)
@@ -113,6 +125,5 @@ class ResultStore:
 
 
 def write_csv(table: pa.Table, path: Path, flag: str) -> None:
-    with opened(path, flag) as f:
-        table.to_pandas().to_csv(f, index=False)
+    frame_to_csv(path, flag, table.to_pandas())
 
