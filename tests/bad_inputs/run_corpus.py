@@ -27,7 +27,7 @@ Kinds and the commands they run:
              placeholders: SCENARIO (scenarios/llama-3.1-8b-chat-h100.yaml), DISAGG (the folder's
              disaggregated.yaml) and OUT (a file in the run's temporary folder)
   gguf       sizer plan --model FILE --gpu rtx-4090
-  checkpoint sizer plan --model COPY --gpu h100, COPY a temporary copy of the case folder
+  checkpoint sizer plan --model COPY --gpu b200, COPY a temporary copy of the case folder
   sweep      sizer sweep COPY/sweep.yaml --results COPY/results.parquet --workers 1, COPY a temporary
              copy of the case folder with ROOT in sweep.yaml replaced by the repository root
   results    sizer report --sweep FILE --csv TMP/out.csv -o TMP/out.html (a sweep's results file)
@@ -115,7 +115,7 @@ def runs_for(kind: str, folder: Path) -> list[Run]:
     if kind == "gguf":
         return [Run(kind, rel(p), ("plan", "--model", str(p), "--gpu", "rtx-4090")) for p in _files(folder)]
     if kind == "checkpoint":
-        return [Run(kind, rel(p), ("plan", "--model", "{TMP}/case", "--gpu", "h100"), "copy")
+        return [Run(kind, rel(p), ("plan", "--model", "{TMP}/case", "--gpu", "b200"), "copy")
                 for p in _files(folder) if p.is_dir()]
     if kind == "sweep":
         return [Run(kind, rel(p), ("sweep", "{TMP}/case/sweep.yaml", "--results", "{TMP}/case/results.parquet",
