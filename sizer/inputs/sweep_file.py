@@ -155,6 +155,8 @@ def axis_values(sweep: SweepFile) -> dict[str, list]:
     expanded, when the axes' product is more than MAX_POINTS."""
     stated = {f.name: getattr(sweep.axes, f.name) for f in dataclasses.fields(Axes)
               if getattr(sweep.axes, f.name) is not None}
+    if not stated:
+        raise InputError(sweep.file, "axes", "expected at least one axis to sweep (a single point is `sizer plan`)")
     sizes = {name: range_count(v, sweep.file, f"axes.{name}") if isinstance(v, Range) else len(v)
              for name, v in stated.items()}
     if math.prod(sizes.values()) > MAX_POINTS:

@@ -65,6 +65,8 @@ class ResultStore:
     def __init__(self, path: Path, flag: str = "--output"):
         self.path, self.flag = check_destination(path, flag), flag
         self.parts = path.with_name(path.name + ".parts")
+        if self.parts.exists() and not self.parts.is_dir():
+            raise InputError(str(self.parts), flag, "expected the folder of this results file's parts, got a file")
         self.buffer: list[dict] = []
         self.flushed_at = time.monotonic()
 

@@ -489,9 +489,10 @@ def _run(sweep: Sweep, done: set[str], sink: Callable[[SweepRow], None], backend
     every = tasks(sweep)
     stray = done - {t.point_hash for t in every}
     if stray:        # resuming into another sweep's file (or one of this sweep before its inputs changed)
-        raise InputError(None, "--results", f"holds {count(len(stray), 'row')} that are not points of sweep "
-                                            f"{sweep.name} (another sweep's, or written before its scenario, axes, "
-                                            "settings or inputs changed); expected this sweep's results file")
+        raise InputError(None, "--results", f"expected this sweep's results file; it holds rows of "
+                                            f"{count(len(stray), 'point')} not in sweep {sweep.name} (another "
+                                            "sweep's, or written before its scenario, axes, settings or inputs "
+                                            "changed)")
     todo = [t for t in every if t.point_hash not in done]
     pruned: dict[str, int] = {}
     simulate = []
