@@ -187,10 +187,11 @@ def _decompressed(path: Path) -> bytes:
     file = str(path)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            os.close(fd)
+            raise FieldError(file, None, f"{file_kind(info.st_mode)}, not a regular file")
         with os.fdopen(fd, "rb") as f:
-            info = os.fstat(f.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise FieldError(file, None, f"{file_kind(info.st_mode)}, not a regular file")
             with gzip.GzipFile(fileobj=f) as stream:
                 raw = stream.read(MAX_TABLE_BYTES + 1)
     except (OSError, EOFError, zlib.error) as exc:          # gzip.BadGzipFile is an OSError

@@ -165,6 +165,9 @@ def profile_case(case: Path, dest: Path, base: Path = BASE_PROFILE) -> Path:
         if p.name == "REMOVE":
             for name in p.read_text().split():
                 (dest / name).unlink()
+        elif p.is_dir():                    # a folder where a file goes
+            (dest / p.name).unlink(missing_ok=True)
+            shutil.copytree(p, dest / p.name)
         else:
             shutil.copyfile(p, dest / p.name)
     return dest
