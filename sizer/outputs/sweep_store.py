@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 import time
 import typing
 from pathlib import Path
@@ -20,7 +21,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from simulator.input_files import file_kind
 from sizer.errors import InputError
+from sizer.inputs.sweep_file import MAX_POINTS
 from sizer.outputs.destination import check_destination, frame_to_csv
 from sizer.sizing.sweep import SweepRow
 
@@ -28,6 +31,7 @@ from sizer.sizing.sweep import SweepRow
 # at most that much work, and a 10,000-point sweep leaves at most a few hundred small parts.
 FLUSH_ROWS = 64
 FLUSH_S = 10.0
+MAX_RESULT_BYTES = 2 << 30          # decompressed: a million points' rows are about 1 GB
 _ARROW = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
 
 
@@ -43,8 +47,20 @@ def schema() -> pa.Schema:
 
 
 def read_rows(path: Path, flag: str) -> pa.Table:
-    """A results file, checked against the schema (a file of another shape is refused naming `flag`)."""
+    """A results file, checked against the schema (a file of another shape is refused naming `flag`): a regular
+    file only, its rows and decompressed bytes (from the footer) bounded before any column is read."""
     try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise InputError(str(path), flag, f"cannot read: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(str(path), flag, f"{file_kind(info.st_mode)}, not a regular file")
+    try:
+        meta = pq.ParquetFile(path).metadata
+        size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        if meta.num_rows > MAX_POINTS or size > MAX_RESULT_BYTES:
+            raise InputError(str(path), flag, f"holds {meta.num_rows:,} rows, {size:,} bytes decompressed; a sweep "
+                                              f"writes at most {MAX_POINTS:,} rows ({MAX_RESULT_BYTES:,} bytes)")
         table = pq.read_table(path)
     except (OSError, pa.ArrowException) as error:
         raise InputError(str(path), flag, f"expected a Parquet file written by `sizer sweep`: {error}") from None

@@ -35,8 +35,8 @@ Kinds and the commands they run:
              hardware_profiles/kernels/h200-vllm-0.24.0 with the case folder's files laid over it
   gateway    sizer plan FILE (and sizer simulate FILE --num-requests 50 for files named sim-*)
   outputs    each row of the folder's README.md table (`| `arguments` |`), with its placeholders:
-             SCENARIO, GATEWAY (scenarios/gateway/*.yaml, one), SWEEP (sweep/README.md's valid
-             sweep), FIFO (a FIFO in the run's temporary folder), TMP (that folder)
+             SCENARIO, GATEWAY, DEPLOY, SWEEP, RESULTS (outputs/README.md says which files), FIFO (a
+             FIFO in the run's temporary folder) and TMP (that folder)
 
 A kind whose folder does not exist is skipped with a note. Prints a table by kind, then every
 run that was not good; exits 1 if there was one. Importable: `run_corpus()` returns the same.
@@ -131,8 +131,10 @@ def runs_for(kind: str, folder: Path) -> list[Run]:
     if kind == "outputs":
         places = {"SCENARIO": str(ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml"),
                   "GATEWAY": str(ROOT / "scenarios" / "gateway-residency.yaml"),
-                  "SWEEP": str(CORPUS / "sweep" / "valid.yaml"), "FIFO": "{TMP}/fifo", "TMP": "{TMP}"}
-        return [Run(kind, f"outputs: {args}", tuple(places.get(a, a) for a in args.split()),
+                  "DEPLOY": str(ROOT / "scenarios" / "deploy" / "pass-llama-8b-h100.yaml"),
+                  "SWEEP": str(CORPUS / "sweep" / "valid.yaml"), "RESULTS": str(folder / "results.parquet"),
+                  "FIFO": "{TMP}/fifo.gguf", "TMP": "{TMP}"}
+        return [Run(kind, f"outputs: {args}", tuple(re.sub(r"^TMP/", "{TMP}/", places.get(a, a)) for a in args.split()),
                     "fifo" if "FIFO" in args.split() else "")
                 for args in re.findall(r"^\| `([^`]+)` \|", (folder / "README.md").read_text(), re.M)]
     raise ValueError(kind)
@@ -210,7 +212,7 @@ def prepare(run: Run, tmp: str) -> list[str]:
         profile_case(case, Path(tmp, "tables"), KERNEL_TABLES)
         Path(tmp, "scenario.yaml").write_text(kernel_scenario(Path(tmp, "tables")))
     elif run.setup == "fifo":
-        os.mkfifo(Path(tmp, "fifo"))
+        os.mkfifo(Path(tmp, "fifo.gguf"))
     return [a.replace("{TMP}", tmp) for a in run.args]
 
 
