@@ -1,10 +1,11 @@
 """Run every malformed input under tests/bad_inputs/<kind>/ through sizer and classify the outcome.
 
 The inputs run in batches, each batch in one worker process that imports sizer once and runs its
-inputs one after another in-process (Typer's CliRunner), with a time limit per input (`--timeout`,
-10 s: past it the run is a "hang"; the worker's own alarm stops a run, and should that fail the
-parent kills the worker and starts another for the rest) and an address-space limit on the worker
-(RLIMIT_AS, `--memory-gib`, 4 GiB: a MemoryError or the worker killed is "memory"). A run is
+inputs one after another in-process (Typer's CliRunner), with a limit of CPU time per input
+(`--timeout`, 10 s: past it the run is a "hang"; the worker's own alarm stops a run; one blocked
+without using CPU is killed by the parent after WALL_S, which starts another worker for the rest)
+and an address-space limit on the worker (RLIMIT_AS, `--memory-gib`, 4 GiB: a MemoryError or the
+worker killed is "memory"). A run is
 
   good       exit 2, one line on stderr, no traceback
   traceback  an exception other than a clean exit (a Python traceback)
@@ -69,7 +70,8 @@ KINDS = ("scenario", "config", "manifest", "trace", "profile", "flags", "gguf", 
          "kernels", "gateway", "outputs")
 KERNEL_TABLES = ROOT / "hardware_profiles" / "kernels" / "h200-vllm-0.24.0"
 VERDICTS = ("good", "traceback", "exit 0", "hang", "memory", "other")
-TIMEOUT_S = 10.0
+TIMEOUT_S = 10.0        # CPU seconds one input may take (CPU time: the shared machine's load does not count)
+WALL_S = 120.0          # wall seconds before a worker that does not answer is killed
 MEMORY_GIB = 4.0
 
 
@@ -233,19 +235,19 @@ def run_in_process(run: Run, timeout: float) -> tuple[str, str]:
     from sizer.cli import app
     with tempfile.TemporaryDirectory(prefix="corpus-") as tmp:
         args = prepare(run, tmp)
-        signal.signal(signal.SIGALRM, _alarm)
-        signal.setitimer(signal.ITIMER_REAL, timeout)
+        signal.signal(signal.SIGPROF, _alarm)
+        signal.setitimer(signal.ITIMER_PROF, timeout)
         try:
             result = CliRunner().invoke(app, args)
         except _Hang:
-            return "hang", f"still running after {timeout:g} s"
+            return "hang", f"still running after {timeout:g} s of CPU time"
         except MemoryError:
             return "memory", "MemoryError"
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.setitimer(signal.ITIMER_PROF, 0)
         error = result.exception
         if isinstance(error, _Hang):
-            return "hang", f"still running after {timeout:g} s"
+            return "hang", f"still running after {timeout:g} s of CPU time"
         if error is not None and not isinstance(error, SystemExit):
             kind = "memory" if isinstance(error, MemoryError) else "traceback"
             last = "".join(traceback.format_exception_only(type(error), error)).strip().splitlines()
@@ -299,11 +301,11 @@ def execute_batch(runs: list[Run], timeout: float = TIMEOUT_S, memory_gib: float
         threading.Thread(target=_feed, args=(proc, rest, lines), daemon=True).start()
         for run in rest:
             try:
-                line = lines.get(timeout=timeout + 30)        # the worker's alarm did not stop it: kill it
+                line = lines.get(timeout=WALL_S)          # blocked without using CPU (a FIFO), or the alarm failed
             except queue.Empty:
                 proc.kill()
                 proc.wait()
-                outcomes.append(Outcome(run, "hang", f"still running after {timeout:g} s (worker killed)"))
+                outcomes.append(Outcome(run, "hang", f"no answer after {WALL_S:g} s (worker killed)"))
                 break
             if line is None:                                 # the worker died: the kernel's answer to memory
                 code = proc.wait()
@@ -354,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("kinds", nargs="*", help=f"kinds to run, of {', '.join(KINDS)} (default: all)")
     parser.add_argument("--jobs", type=int, default=2, help="runs at once (default 2)")
-    parser.add_argument("--timeout", type=float, default=TIMEOUT_S, help="seconds before a run is a hang")
+    parser.add_argument("--timeout", type=float, default=TIMEOUT_S, help="CPU seconds before a run is a hang")
     parser.add_argument("--memory-gib", type=float, default=MEMORY_GIB, help="address-space limit per worker")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     opts = parser.parse_args(argv)
