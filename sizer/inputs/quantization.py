@@ -25,21 +25,19 @@ Malformed keys raise InputError naming the file and the key.
 
 from __future__ import annotations
 
+import importlib
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any
-
-try:            # a regex's parsed form (checked for nested repetition): re._parser from Python 3.11, before sre_parse
-    from re import _constants as re_constants
-    from re import _parser as re_parser
-except ImportError:
-    import sre_constants as re_constants
-    import sre_parse as re_parser
 
 from simulator.errors import excerpt
 from simulator.schema import Key, read_key
 from sizer.errors import InputError
 
+# a regex's parsed form (checked for nested repetition): re._parser from Python 3.11, sre_parse before
+re_parser = importlib.import_module("re._parser" if sys.version_info >= (3, 11) else "sre_parse")
+re_constants = importlib.import_module("re._constants" if sys.version_info >= (3, 11) else "sre_constants")
 MAX_BITS = 32
 MAX_GROUP_SIZE = 1_000_000      # input values per scale: at most a row (config_keys.MAX_HIDDEN)
 WEIGHT_ONLY = "16-bit"          # `activations` of a weight-only scheme: the GEMMs read 16-bit inputs
