@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 import sizer.cli.report
 from simulator.errors import FieldError
 from sizer.cli import app
-from sizer.outputs import destination
+from sizer.outputs import destination, sweep_store
 from sizer.outputs.destination import check_destination, frame_to_csv, write_text
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -215,3 +215,21 @@ def test_report_pdf_without_weasyprint_is_refused_before_the_work(tmp_path, monk
     result = runner.invoke(app, ["report", str(CHAT), "-o", str(out), "--pdf"])
     assert one_line_exit_2(result) == "error: --pdf: weasyprint is not installed; pip install 'sizer[pdf]'"
     assert not out.exists()
+
+
+def test_sweep_results_on_a_full_disk_is_one_line(tmp_path, monkeypatch):
+    def full(table, where, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(sweep_store.pq, "write_table", full)
+    store = sweep_store.ResultStore(tmp_path / "r.parquet", "--results")
+    with pytest.raises(FieldError) as caught:
+        store.close()
+    assert caught.value.one_line() == f"{tmp_path / 'r.parquet'}: --results: cannot write: No space left on device"
+
+
+def test_nothing_is_renamed_over_a_file_that_became_a_fifo(tmp_path):
+    store = sweep_store.ResultStore(tmp_path / "r.parquet", "--results")
+    os.mkfifo(tmp_path / "r.parquet")           # after the check before the work: checked again before renaming
+    with pytest.raises(FieldError, match="is a FIFO"):
+        store.close()
+    assert (tmp_path / "r.parquet").is_fifo() and not (tmp_path / "r.parquet.tmp").exists()
