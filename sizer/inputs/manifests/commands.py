@@ -43,10 +43,11 @@ def container_env(container: dict, path: str, file: str) -> dict[str, str]:
 
 
 def expand(text: str, env: dict[str, str], shell: bool) -> str:
-    """Kubernetes' `$(VAR)` from the container's env (`$$(VAR)` stays literal; an unknown name stays as
-    written, as Kubernetes leaves it); in a shell script also `$VAR` and `${VAR}`, as the shell would."""
-    text = re.sub(r"\$\$\(|\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
-                  lambda m: "$(" if m.group(1) is None else env.get(m.group(1), m.group(0)), text)
+    """Kubernetes' `$(VAR)` from the container's env (`$$` is a literal `$`, so `$$(VAR)` stays `$(VAR)`; an
+    unknown name stays as written, as Kubernetes leaves it); in a shell script also `$VAR` and `${VAR}`, as the
+    shell would."""
+    text = re.sub(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
+                  lambda m: "$" if m.group(1) is None else env.get(m.group(1), m.group(0)), text)
     if shell:
         text = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)",
                       lambda m: env.get(m.group(1) or m.group(2), m.group(0)), text)

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sizer.errors import InputError
+from sizer.inputs.manifests.commands import expand
 from sizer.inputs.scenario import load_scenario, scenario_from_dict
 from sizer.outputs.emit import (
     Speculative,
@@ -178,3 +179,12 @@ def test_hostile_values_are_refused_or_quoted():
                 check_one(fmt, kind, field, value)
     text = emit("k8s", with_value(base("vllm"), "model", "$(HOME)"))
     assert "$$(HOME)" in text and "$(HOME)" not in text.replace("$$(HOME)", "")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=st.text(alphabet=st.sampled_from("$()abc-/_ "), min_size=1, max_size=20))
+def test_the_manifest_reader_undoes_kubernetes_escaping(value):
+    """`sizer check` reads the emitted Deployment's command line back to the model as planned."""
+    (doc,) = yaml.safe_load_all(emit("k8s", with_value(base("vllm"), "model", value)))
+    (container,) = doc["spec"]["template"]["spec"]["containers"]
+    assert [expand(w, {}, shell=False) for w in container["args"]][0] == value
