@@ -96,7 +96,7 @@ class GGUFModel:
 # have a few thousand tensors and a few dozen keys; the largest vocabularies a few hundred thousand tokens.
 MAX_TENSORS = 1 << 16
 MAX_KEYS = 1 << 16
-MAX_ARRAY_STRINGS = 1 << 21              # strings in one array (tokens, merges): each is walked
+MAX_ARRAY_STRINGS = 1 << 20              # strings in one array (tokens, merges): each is walked
 MAX_DIMS = 4                             # GGML_MAX_DIMS
 MAX_STRING_BYTES = 1 << 24
 SMALL_ARRAY = 1 << 12                    # fixed-size arrays up to this long are kept as values; longer, skipped
@@ -147,6 +147,21 @@ class _Header:
             raise self.fail(field, f"a string of {n:,} bytes; expected at most {MAX_STRING_BYTES:,}")
         return bytes(self.data[self.take(n, field):self.at]).decode("utf-8", "replace")
 
+    def skip_strings(self, n: int, field: str) -> None:
+        """Past `n` strings, walked by their lengths (nothing decoded or kept; a tight loop: a tokenizer's
+        hundreds of thousands)."""
+        data, at, end, fmt = self.data, self.at, len(self.data), self.order + "Q"
+        for _ in range(n):
+            if at + 8 > end:
+                break
+            at += 8 + struct.unpack_from(fmt, data, at)[0]
+        else:
+            if at <= end:
+                self.at = at
+                return
+        raise self.fail(field, f"declares {n:,} strings that run past the end of the {end:,}-byte file: the file "
+                               "is truncated or not GGUF")
+
     def value(self, kind: int, field: str) -> Any:
         if kind in _FIXED:
             return self.unpack(_FIXED[kind], field)
@@ -164,8 +179,10 @@ class _Header:
             return list(struct.unpack_from(f"{self.order}{n}{_FIXED[item]}", self.data, self.take(n * size, field)))
         if item == _STRING:
             n = self.count(field, MAX_ARRAY_STRINGS, 8)
-            out = [self.string(field) for _ in range(n)]
-            return out if n <= SMALL_ARRAY else Skipped(n)
+            if n <= SMALL_ARRAY:
+                return [self.string(field) for _ in range(n)]
+            self.skip_strings(n, field)
+            return Skipped(n)
         raise self.fail(field, f"an array of value type {item}; expected an array of numbers, booleans or strings")
 
 

@@ -157,3 +157,14 @@ def test_any_corruption_of_a_header_is_a_model_or_one_line(tmp_path, cut, flips)
         assert "\n" not in str(e)
     assert time.monotonic() - start < 2
 
+
+
+def test_a_long_tokenizer_is_counted_by_its_lengths(tmp_path):
+    n = 300_000
+    tokens = kv("tokenizer.ggml.tokens", ARRAY, struct.pack("<IQ", STRING, n) + b"".join(s(f"t{i}") for i in range(n)))
+    kvs = [k for k in LLAMA if b"vocab_size" not in k] + [tokens]
+    start = time.monotonic()
+    assert read_gguf(write(tmp_path, header(kvs))).config["vocab_size"] == n
+    assert time.monotonic() - start < 2
+    e = refused(tmp_path, header(kvs)[:-3])
+    assert e.field == "tokenizer.ggml.tokens" and "run past the end" in e.message
