@@ -37,12 +37,16 @@ def excerpt(value: Any, limit: int = EXCERPT_CHARS, quote: bool = True) -> str:
     characters, escaped as repr escapes them, so a message stays one line), cut to `limit` characters
     with "..." where it was cut. Never builds the full repr of a big value."""
     if isinstance(value, str) and not quote:
-        text = value[:limit + 1]
-        if not text.isprintable():
-            text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+        text = printable(value[:limit + 1])
     else:
         try:
             text = _REPR.repr(value)
         except ValueError:       # an int too long to print (sys.get_int_max_str_digits)
             text = f"<an integer of {value.bit_length()} bits>" if isinstance(value, int) else "<unprintable>"
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def printable(text: str) -> str:
+    """`text` with its non-printable characters (control characters, line and paragraph separators, NEL)
+    escaped as repr escapes them: whatever it holds, one line."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

@@ -41,10 +41,14 @@ def read_text(path: str | Path, max_bytes: int, what: str = "file", error: type[
         raise error(file, f"line {line}", "not UTF-8 text") from None
 
 
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular file is ("a FIFO", "a character device", ...), for a message."""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
 def _check_regular(info: os.stat_result, file: str, max_bytes: int, what: str, error: type[FieldError]) -> None:
     if not stat.S_ISREG(info.st_mode):
-        kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
-        raise error(file, None, f"{kind}, not a regular file")
+        raise error(file, None, f"{file_kind(info.st_mode)}, not a regular file")
     if info.st_size > max_bytes:
         raise _too_big(file, max_bytes, what, error)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("sizer", "simulator", "engine", "hardware_profiles")
 STAGES = ("sizer.inputs", "sizer.analytic", "sizer.sizing", "sizer.outputs", "sizer.cli")
-LAZY_ALLOWED = ("torch", "triton", "pandas", "matplotlib", "weasyprint", "engine", "gguf", "ray")
+LAZY_ALLOWED = ("torch", "triton", "pandas", "matplotlib", "weasyprint", "engine", "ray", "pyarrow")
 ENGINE_TORCH_FREE = ("engine.profile", "engine.config")     # sizer may import these at module top
 
 

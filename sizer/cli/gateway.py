@@ -14,7 +14,7 @@ from rich.table import Table
 
 from sizer.errors import InputError
 from sizer.inputs.gateway import load_gateway
-from sizer.outputs.destination import write_with
+from sizer.outputs.destination import frame_to_csv
 from sizer.outputs.serialise import to_json
 from sizer.sizing.gateway import GatewayAnswer, plan_gateway, resolve_gateway, run_gateway
 
@@ -39,7 +39,7 @@ def simulate(path: Path, as_json: bool, num_requests: int | None, requests_csv: 
     doc, name = load_gateway(path)
     result, a = run_gateway(resolve_gateway(doc, name, str(path)), num_requests)
     if requests_csv is not None:
-        write_with(requests_csv, "--requests-csv", lambda f: _records_frame(result.records).to_csv(f, index=False))
+        frame_to_csv(requests_csv, "--requests-csv", _records_frame(result.records))
     if as_json:
         typer.echo(to_json(a))
         return

@@ -139,7 +139,7 @@ def sweep_report(sweep: Path, scenario: Path | None, output: Path | None, csv: P
         if path is not None:
             check_destination(path, flag)
     table = read_rows(sweep, "--sweep")
-    report = build_sweep_report(table.to_pylist(), sweep.name)
+    report = build_sweep_report(table.to_pylist(), sweep.name, str(sweep))
     if output is not None:
         write_text(output, "--output", render_sweep_html(report, date or datetime.date.today().isoformat()))
         typer.echo(f"wrote {output}", err=as_json)

@@ -31,7 +31,7 @@ from sizer.cli.options import (
 from sizer.cli.render import render_search
 from sizer.errors import InputError
 from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS, scenario_from_dict
-from sizer.outputs.destination import check_destination, write_with
+from sizer.outputs.destination import check_destination, frame_to_csv
 from sizer.outputs.emit import ServingConfig, serving_config
 from sizer.outputs.serialise import to_json
 from sizer.sizing.pipeline import size_deployment
@@ -139,4 +139,4 @@ def to_dict(result: SearchResult) -> dict:
 def write_csv(result, path: Path) -> None:
     import pandas as pd
 
-    write_with(path, "--csv", lambda f: pd.DataFrame(rows(result)).to_csv(f, index=False))
+    frame_to_csv(path, "--csv", pd.DataFrame(rows(result)))

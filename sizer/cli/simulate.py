@@ -31,7 +31,7 @@ from sizer.inputs.gateway import is_gateway
 from sizer.inputs.manifest import Traffic
 from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS
 from sizer.inputs.variant import Variant
-from sizer.outputs.destination import check_destination, write_with
+from sizer.outputs.destination import check_destination, frame_to_csv
 from sizer.outputs.serialise import to_json
 from sizer.sizing.goodput import slo_of
 from sizer.sizing.resolve import resolve
@@ -73,7 +73,7 @@ def command(
     scenario_obj, result, summary = run(scenario, num_requests, replicas, router, show_progress=not as_json,
                                         traffic=traffic, variant=closed_loop_flag(concurrency, rate))
     if requests_csv is not None:
-        write_with(requests_csv, "--requests-csv", lambda f: result.requests.to_csv(f, index=False))
+        frame_to_csv(requests_csv, "--requests-csv", result.requests)
     if as_json:
         typer.echo(to_json({"scenario": scenario_obj.name, **vars(summary)}))
         return

@@ -32,6 +32,8 @@ from sizer.inputs.safe_load import load_json, loads_json, read_text
 
 HF_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 INDEX = "model.safetensors.index.json"
+# The most bytes an index may state: 2^50 (1 PiB), a thousand times the largest checkpoint published.
+MAX_TOTAL_BYTES = 2**50
 HF_QUANT_CONFIG = "hf_quant_config.json"
 # safetensors refuses headers above 100 MB; a real one holds about 150 bytes per tensor, so a
 # checkpoint of 100,000 tensors has a header of ~15 MB. Files and tensors beyond these are refused.
@@ -161,9 +163,10 @@ def stored_bytes(folder: Path) -> tuple[int | None, str]:
         data = load_json(index)
         total = data.get("metadata", {}).get("total_size") if isinstance(data, dict) and isinstance(
             data.get("metadata"), dict) else None
-        if isinstance(total, bool) or not isinstance(total, (int, float)) or total < 0 or total != int(total):
-            raise InputError(str(index), "metadata.total_size", f"expected a byte count (an integer >= 0), "
-                                                                f"got {excerpt(total)}")
+        if isinstance(total, bool) or not isinstance(total, (int, float)) or not 0 <= total < MAX_TOTAL_BYTES \
+                or total != int(total):
+            raise InputError(str(index), "metadata.total_size", f"expected a byte count (an integer from 0 to "
+                                                                f"{MAX_TOTAL_BYTES:,}), got {excerpt(total)}")
         return int(total), f"{INDEX} metadata.total_size"
     files = sorted(folder.glob("*.safetensors"))
     if not files:
@@ -199,7 +202,7 @@ def header_tensor_bytes(path: Path) -> int:
     if not isinstance(header, dict):
         raise InputError(file, "header", "expected a JSON object of tensors")
     data_bytes = info.st_size - 8 - length
-    total = 0
+    ranges = []
     for name, entry in header.items():
         if name == "__metadata__":
             continue
@@ -209,5 +212,11 @@ def header_tensor_bytes(path: Path) -> int:
             raise InputError(file, f"header.{excerpt(name, quote=False)}.data_offsets",
                              f"expected [start, end] within the file's {data_bytes:,} data bytes, got "
                              f"{excerpt(offsets)}")
-        total += offsets[1] - offsets[0]
-    return total
+        ranges.append((offsets[0], offsets[1], name))
+    ranges.sort()
+    for (_, end, before), (start, _, name) in zip(ranges, ranges[1:], strict=False):
+        if start < end:
+            raise InputError(file, f"header.{excerpt(name, quote=False)}.data_offsets",
+                             f"overlaps {excerpt(before, quote=False)} (starts at {start:,}, before its end "
+                             f"{end:,}); expected each tensor's bytes once")
+    return sum(end - start for start, end, _ in ranges)

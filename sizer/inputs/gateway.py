@@ -40,6 +40,8 @@ from sizer.inputs.scenario import (
 MAX_USD_PER_MILLION_TOKENS = 1e6
 # Failures per replica-hour: at most 3,600 (one a second); beyond, a replica is never up.
 MAX_FAILURES_PER_HOUR = 3600.0
+# configurations `plan --search` simulates at most (each a whole gateway run): refused above, before any run
+MAX_SEARCH_CANDIDATES = 1_000
 # Beta shape parameters of difficulty: 0.01 to 1,000 (numpy's beta draws stay finite and in [0, 1]).
 MIN_BETA_SHAPE, MAX_BETA_SHAPE = 0.01, 1000.0
 
@@ -260,6 +262,10 @@ def check_gateway(g: GatewaySection, f: str) -> None:
                 [(f"{at}.by_difficulty.weak", r.by_difficulty.weak),
                  (f"{at}.by_difficulty.strong", r.by_difficulty.strong)])
         refs += [(f"{at}.fallback[{j}]", t) for j, t in enumerate(r.fallback)]
+        for j, t in enumerate(r.fallback):
+            if t in r.fallback[:j]:
+                raise InputError(f, f"{at}.fallback[{j}]", f"{excerpt(t)} is listed twice; expected each pool or "
+                                                           "endpoint at most once")
         for path, t in refs:
             if t not in names:
                 raise InputError(f, path, f"unknown pool or endpoint {excerpt(t)}; expected one of {', '.join(names)}")
@@ -279,6 +285,12 @@ def check_gateway(g: GatewaySection, f: str) -> None:
                              f"expected replica counts from 1 to {MAX_REPLICAS}")
     if any(not 0 <= s <= 1 for s in g.search.strong_shares):
         raise InputError(f, "gateway.search.strong_shares", "expected shares from 0 to 1")
+    sizes = {join("replicas", p.name): len(g.search.replicas.get(p.name, [1])) for p in g.pools}
+    sizes["strong_shares"] = len(g.search.strong_shares) or 1
+    if math.prod(sizes.values()) > MAX_SEARCH_CANDIDATES:
+        product = " x ".join(f"{k} {n:,}" for k, n in sizes.items() if n > 1)
+        raise InputError(f, "gateway.search", f"expected at most {MAX_SEARCH_CANDIDATES:,} configurations to "
+                                              f"simulate, got {math.prod(sizes.values()):,} ({product})")
 
 
 def render_docs() -> str:

@@ -1,7 +1,10 @@
 """A `.gguf` file given as the model: its header, metadata and tensor table, never its weights.
 
-The `gguf` package (the optional extra `sizer[gguf]`) parses the file; only the metadata and the
-tensor table are read (the package maps the file; no tensor data is touched). From them:
+sizer reads the header itself (the GGUF format, little- or big-endian, versions 2 and 3), bounded
+before anything is allocated or walked: only a regular file; at most MAX_TENSORS tensors and MAX_KEYS
+metadata keys; every count and length checked against the bytes left in the file; arrays of
+fixed-size values skipped by their length (the tokenizer's scores and types, however long), arrays
+of strings walked only up to MAX_ARRAY_STRINGS, arrays of arrays refused. From it:
 
 - the architecture, as a config.json-style dict that sizer's model reader checks like any other
   (`{arch}.block_count` -> num_hidden_layers, `{arch}.embedding_length` -> hidden_size, ...);
@@ -9,19 +12,26 @@ tensor table are read (the package maps the file; no tensor data is touched). Fr
 - the exact bytes: each tensor's element count in its GGUF type (sizer.inputs.gguf_types), which
   the plan compares with what the preset's rules give.
 
-Refused, one line each naming the file and the field: a file the package cannot parse (truncated or
-not GGUF), a tensor whose data runs past the end of the file, a tensor type sizer does not know,
-an architecture sizer has no config.json mapping for, and missing keys.
+Refused, one line each naming the file and the field: a file that is not GGUF or is truncated, a
+count or length past the bounds or the file's end, a tensor whose data runs past the end of the
+file, a tensor type sizer does not know, an architecture sizer has no config.json mapping for, and
+missing or non-positive sizes.
 """
 
 from __future__ import annotations
 
+import math
+import mmap
+import os
+import stat
+import struct
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from simulator.errors import excerpt
+from simulator.input_files import file_kind
 from sizer.errors import InputError
 from sizer.inputs import gguf_types as gg
 from sizer.inputs.quantization import Quantization
@@ -82,43 +92,176 @@ class GGUFModel:
         return Quantization("gguf", self.preset.key, bits, source=f"{source} ({self.preset.name})")
 
 
-def _value(field: Any) -> Any:
-    """A metadata field's value (gguf >= 0.10: ReaderField.contents())."""
-    return field.contents()
+# Bounds on what a header may declare, checked before anything is read or allocated. The largest models
+# have a few thousand tensors and a few dozen keys; the largest vocabularies a few hundred thousand tokens.
+MAX_TENSORS = 1 << 16
+MAX_KEYS = 1 << 16
+MAX_ARRAY_STRINGS = 1 << 20              # strings in one array (tokens, merges): each is walked
+MAX_DIMS = 4                             # GGML_MAX_DIMS
+MAX_STRING_BYTES = 1 << 24
+SMALL_ARRAY = 1 << 12                    # fixed-size arrays up to this long are kept as values; longer, skipped
+_FIXED = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+_STRING, _ARRAY = 8, 9
+DEFAULT_ALIGNMENT = 32
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A long array of fixed-size values, skipped: its length only."""
+    length: int
+
+
+class _Header:
+    """A cursor over a mapped GGUF file: every read checked against the file's end."""
+
+    def __init__(self, data: mmap.mmap | bytes, file: str):
+        self.data, self.file, self.at, self.order = data, file, 0, "<"
+
+    def fail(self, field: str | None, why: str) -> InputError:
+        return InputError(self.file, field, why)
+
+    def take(self, n: int, field: str | None) -> int:
+        if n < 0 or self.at + n > len(self.data):
+            raise self.fail(field, f"declares {n:,} bytes at byte {self.at:,} of a {len(self.data):,}-byte file: the "
+                                   "file is truncated or not GGUF")
+        at, self.at = self.at, self.at + n
+        return at
+
+    def unpack(self, fmt: str, field: str | None):
+        fmt = self.order + fmt
+        return struct.unpack_from(fmt, self.data, self.take(struct.calcsize(fmt), field))[0]
+
+    def count(self, field: str, bound: int, least_bytes: int) -> int:
+        """A u64 count of items of at least `least_bytes` each: at most `bound` and what the file can hold."""
+        n = self.unpack("Q", field)
+        if n > bound:
+            raise self.fail(field, f"declares {n:,} entries; expected at most {bound:,}")
+        if n * least_bytes > len(self.data) - self.at:
+            raise self.fail(field, f"declares {n:,} entries, more than the {len(self.data) - self.at:,} bytes left "
+                                   "hold: the file is truncated or not GGUF")
+        return n
+
+    def string(self, field: str | None) -> str:
+        n = self.unpack("Q", field)
+        if n > MAX_STRING_BYTES:
+            raise self.fail(field, f"a string of {n:,} bytes; expected at most {MAX_STRING_BYTES:,}")
+        return bytes(self.data[self.take(n, field):self.at]).decode("utf-8", "replace")
+
+    def skip_strings(self, n: int, field: str) -> None:
+        """Past `n` strings, walked by their lengths (nothing decoded or kept; a tight loop: a tokenizer's
+        hundreds of thousands)."""
+        data, at, end, fmt = self.data, self.at, len(self.data), self.order + "Q"
+        for _ in range(n):
+            if at + 8 > end:
+                break
+            at += 8 + struct.unpack_from(fmt, data, at)[0]
+        else:
+            if at <= end:
+                self.at = at
+                return
+        raise self.fail(field, f"declares {n:,} strings that run past the end of the {end:,}-byte file: the file "
+                               "is truncated or not GGUF")
+
+    def value(self, kind: int, field: str) -> Any:
+        if kind in _FIXED:
+            return self.unpack(_FIXED[kind], field)
+        if kind == _STRING:
+            return self.string(field)
+        if kind != _ARRAY:
+            raise self.fail(field, f"value type {kind}; expected a GGUF type 0-12")
+        item = self.unpack("I", field)
+        if item in _FIXED:
+            size = struct.calcsize(_FIXED[item])
+            n = self.count(field, len(self.data), size)
+            if n > SMALL_ARRAY:
+                self.take(n * size, field)
+                return Skipped(n)
+            return list(struct.unpack_from(f"{self.order}{n}{_FIXED[item]}", self.data, self.take(n * size, field)))
+        if item == _STRING:
+            n = self.count(field, MAX_ARRAY_STRINGS, 8)
+            if n <= SMALL_ARRAY:
+                return [self.string(field) for _ in range(n)]
+            self.skip_strings(n, field)
+            return Skipped(n)
+        raise self.fail(field, f"an array of value type {item}; expected an array of numbers, booleans or strings")
+
+
+def _parse(data: mmap.mmap | bytes, file: str) -> tuple[dict[str, Any], list[tuple[str, int, int, int]], int]:
+    """(metadata, [(tensor name, type id, values, data offset)], start of the tensor data)."""
+    h = _Header(data, file)
+    if len(data) < 24 or bytes(data[:4]) != b"GGUF":
+        raise h.fail(None, "not a GGUF file (expected the magic GGUF and a header)")
+    h.at = 4
+    version = h.unpack("I", "version")
+    if version & 0xFFFF == 0:               # written big-endian
+        h.order, h.at = ">", 4
+        version = h.unpack("I", "version")
+    if version not in (2, 3):
+        raise h.fail("version", f"expected GGUF version 2 or 3, got {version}")
+    tensors = h.count("tensor_count", MAX_TENSORS, 8 + 4 + 4 + 8)
+    keys = h.count("metadata_kv_count", MAX_KEYS, 8 + 4)
+    fields: dict[str, Any] = {}
+    for i in range(keys):
+        key = h.string(f"metadata[{i}].key")
+        fields[key] = h.value(h.unpack("I", excerpt(key, quote=False)), excerpt(key, quote=False))
+    table = []
+    for i in range(tensors):
+        name = h.string(f"tensors[{i}].name")
+        where = f"tensors.{excerpt(name, quote=False)}"
+        dims = h.unpack("I", where)
+        if dims > MAX_DIMS:
+            raise h.fail(where, f"{dims:,} dimensions; expected at most {MAX_DIMS}")
+        shape = [h.unpack("Q", where) for _ in range(dims)]
+        kind, offset = h.unpack("I", where), h.unpack("Q", where)
+        table.append((name, kind, math.prod(shape), offset))
+    alignment = fields.get("general.alignment", DEFAULT_ALIGNMENT)
+    if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
+        raise h.fail("general.alignment", f"expected a power of two, got {excerpt(alignment)}")
+    return fields, table, -(-h.at // alignment) * alignment
+
+
+def _mapped(path: Path) -> mmap.mmap | bytes:
+    """The file mapped read-only: a regular file only (a FIFO or device is refused without blocking)."""
+    file = str(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise InputError(file, None, f"cannot read: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(file, None, f"{file_kind(info.st_mode)}, not a regular file")
+        if info.st_size == 0:
+            return b""
+        try:
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError) as exc:
+            raise InputError(file, None, f"cannot read: {exc}") from None
+
+
+def _length(array: Any) -> int | None:
+    return array.length if isinstance(array, Skipped) else len(array) if isinstance(array, list) else None
 
 
 def read_gguf(path: Path) -> GGUFModel:
     """The model a .gguf file describes, from its metadata and tensor table."""
     file = str(path)
-    try:
-        from gguf import GGUFReader
-    except ImportError:
-        raise InputError(file, None, "reading a .gguf file needs the gguf package: pip install 'sizer[gguf]'") from None
-    try:
-        reader = GGUFReader(path)
-    except ValueError as exc:
-        if "GGMLQuantizationType" in str(exc):
-            why = f"a tensor type the gguf package does not know ({excerpt(str(exc))})"
-            raise InputError(file, "tensors.type", f"{why}; sizer knows {', '.join(gg.TYPES)}") from None
-        raise InputError(file, None, f"not a readable GGUF file (truncated or corrupt: {excerpt(str(exc))})") from None
-    except (IndexError, KeyError, OverflowError) as exc:
-        raise InputError(file, None, f"not a readable GGUF file (truncated or corrupt: {excerpt(str(exc))})") from None
-    except OSError as exc:
-        raise InputError(file, None, f"cannot read: {exc.strerror or exc}") from None
-    size = path.stat().st_size
+    data = _mapped(path)
+    size = len(data)
+    fields, table, data_start = _parse(data, file)
     tensors = []
-    for t in reader.tensors:
-        ggml_type = gg.BY_ID.get(int(t.tensor_type))
+    for name, kind, values, offset in table:
+        ggml_type = gg.BY_ID.get(kind)
         if ggml_type is None:
-            raise InputError(file, f"tensors.{excerpt(t.name, quote=False)}.type",
-                             f"GGUF type {t.tensor_type.name} (id {int(t.tensor_type)}) is one sizer does not know; "
-                             f"known: {', '.join(gg.TYPES)}")
-        if int(t.data_offset) + int(t.n_bytes) > size:
-            raise InputError(file, f"tensors.{excerpt(t.name, quote=False)}",
-                             f"data ends at byte {int(t.data_offset) + int(t.n_bytes):,} of a {size:,}-byte file: "
-                             "the file is truncated")
-        tensors.append(GGUFTensor(t.name, ggml_type, int(t.n_elements)))
-    fields = {name: _value(f) for name, f in reader.fields.items() if not name.startswith("tokenizer.ggml.")}
+            raise InputError(file, f"tensors.{excerpt(name, quote=False)}.type",
+                             f"GGUF type id {kind} is one sizer does not know; known: {', '.join(gg.TYPES)}")
+        end = data_start + offset + math.ceil(ggml_type.tensor_bytes(values))
+        if end > size:
+            raise InputError(file, f"tensors.{excerpt(name, quote=False)}",
+                             f"data ends at byte {end:,} of a {size:,}-byte file: the file is truncated")
+        tensors.append(GGUFTensor(name, ggml_type, values))
+    tokens = fields.get("tokenizer.ggml.tokens")
+    fields = {name: v for name, v in fields.items() if not name.startswith("tokenizer.ggml.")}
     arch = fields.get("general.architecture")
     if arch not in ARCHITECTURES:
         raise InputError(file, "general.architecture", f"expected one of {', '.join(ARCHITECTURES)} (the GGUF "
@@ -127,9 +270,11 @@ def read_gguf(path: Path) -> GGUFModel:
     missing = [KEYS[k] for k in REQUIRED if k not in config]
     if missing:
         raise InputError(file, f"{arch}.{missing[0]}", "missing: a GGUF model file states it")
-    tokens = reader.fields.get("tokenizer.ggml.tokens")
+    for k in REQUIRED:
+        if not (isinstance(config[k], int) and not isinstance(config[k], bool) and config[k] > 0):
+            raise InputError(file, f"{arch}.{KEYS[k]}", f"expected a positive integer, got {excerpt(config[k])}")
     embd = next((t for t in tensors if t.name == "token_embd.weight"), None)
-    vocab = fields.get(f"{arch}.vocab_size") or (len(tokens.data) if tokens is not None else None) or (
+    vocab = fields.get(f"{arch}.vocab_size") or _length(tokens) or (
         embd.values // config["hidden_size"] if embd else None)
     if not vocab:
         raise InputError(file, f"{arch}.vocab_size", "missing, and no tokenizer.ggml.tokens or token_embd.weight")

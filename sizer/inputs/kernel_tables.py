@@ -40,6 +40,9 @@ from __future__ import annotations
 
 import gzip
 import math
+import os
+import stat
+import zlib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -48,6 +51,7 @@ from engine.profile import Limits, Overhead
 from hardware_profiles import PROFILES_DIR
 from simulator import schema
 from simulator.errors import FieldError, excerpt
+from simulator.input_files import file_kind
 from simulator.safe_yaml import load_yaml
 
 KERNELS_DIR = PROFILES_DIR / "kernels"
@@ -146,16 +150,13 @@ def _read_table(path: Path, name: str) -> dict[tuple, dict[int, float]]:
     space-separated lists of the same length (a few thousand rows, read in milliseconds)."""
     categorical, numeric = TABLES[name]
     file = str(path)
-    try:
-        raw = gzip.decompress(path.read_bytes()[: MAX_TABLE_BYTES + 1])
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise FieldError(file, None, f"expected a gzip CSV table ({exc})") from None
-    if len(raw) > MAX_TABLE_BYTES:
-        raise FieldError(file, None, f"expected at most {MAX_TABLE_BYTES:,} bytes decompressed")
+    raw = _decompressed(path)
     lines = raw.decode("utf-8", errors="replace").splitlines()
     columns = ",".join((*categorical, *numeric, "latency_us"))
     if not lines or lines[0] != columns:
         raise FieldError(file, "header", f"expected the columns {columns}, got {excerpt(lines[0] if lines else '')}")
+    if len(lines) < 2:
+        raise FieldError(file, None, "expected at least one row after the header (leave an unmeasured table out)")
     out: dict[tuple, dict[int, float]] = {}
     for line, text in enumerate(lines[1:], 2):
         try:
@@ -163,14 +164,41 @@ def _read_table(path: Path, name: str) -> dict[tuple, dict[int, float]]:
             parts = prefix.split(",")
             key = (*parts[:len(categorical)], *map(int, parts[len(categorical):]))
             grid, latency = list(map(int, xs.split())), list(map(float, ys.split()))
-            if len(parts) != len(categorical) + len(numeric) - 1 or len(grid) != len(latency) \
-                    or min((*grid, *key[len(categorical):])) < 1 or not 0 < min(latency) <= max(latency) < math.inf:
+            if len(parts) != len(categorical) + len(numeric) - 1 or not grid or len(grid) != len(latency) \
+                    or min((*grid, *key[len(categorical):])) < 1 or not all(0 < t < math.inf for t in latency):
                 raise ValueError(text)
         except ValueError:
             raise FieldError(file, f"line {line}", f"expected {columns} (the last two: lists of the same length; "
-                                                   f"sizes >= 1, latencies > 0), got {excerpt(text)}") from None
+                                                   f"sizes >= 1, latencies finite and > 0), got {excerpt(text)}") \
+                from None
+        if len(set(grid)) != len(grid):
+            raise FieldError(file, f"line {line}", f"expected each {numeric[-1]} once, got a repeated one in "
+                                                   f"{excerpt(xs)}")
+        if key in out:
+            raise FieldError(file, f"line {line}", f"repeats the key {excerpt(','.join(map(str, key)))} of an "
+                                                   "earlier row; expected one row per key")
         out[key] = {x: t * 1e-6 for x, t in zip(grid, latency, strict=True)}
     return out
+
+
+def _decompressed(path: Path) -> bytes:
+    """A regular gzip file's content, decompressed as a stream and refused past MAX_TABLE_BYTES (a small file that
+    expands to gigabytes stops there)."""
+    file = str(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            os.close(fd)
+            raise FieldError(file, None, f"{file_kind(info.st_mode)}, not a regular file")
+        with os.fdopen(fd, "rb") as f:
+            with gzip.GzipFile(fileobj=f) as stream:
+                raw = stream.read(MAX_TABLE_BYTES + 1)
+    except (OSError, EOFError, zlib.error) as exc:          # gzip.BadGzipFile is an OSError
+        raise FieldError(file, None, f"expected a gzip CSV table ({exc})") from None
+    if len(raw) > MAX_TABLE_BYTES:
+        raise FieldError(file, None, f"expected at most {MAX_TABLE_BYTES:,} bytes decompressed")
+    return raw
 
 
 def read_header(folder: Path) -> KernelTablesHeader:
@@ -181,7 +209,7 @@ def read_header(folder: Path) -> KernelTablesHeader:
 
 def load_kernel_tables(folder: Path) -> KernelTables:
     header = read_header(folder)
-    tables = {name: _read_table(folder / f"{name}.csv.gz", name) if (folder / f"{name}.csv.gz").is_file() else {}
+    tables = {name: _read_table(folder / f"{name}.csv.gz", name) if os.path.lexists(folder / f"{name}.csv.gz") else {}
               for name in TABLES}
     return KernelTables(folder, header, **tables)
 

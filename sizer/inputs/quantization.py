@@ -25,7 +25,9 @@ Malformed keys raise InputError naming the file and the key.
 
 from __future__ import annotations
 
+import importlib
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +35,9 @@ from simulator.errors import excerpt
 from simulator.schema import Key, read_key
 from sizer.errors import InputError
 
+# a regex's parsed form (checked for nested repetition): re._parser from Python 3.11, sre_parse before
+re_parser = importlib.import_module("re._parser" if sys.version_info >= (3, 11) else "sre_parse")
+re_constants = importlib.import_module("re._constants" if sys.version_info >= (3, 11) else "sre_constants")
 MAX_BITS = 32
 MAX_GROUP_SIZE = 1_000_000      # input values per scale: at most a row (config_keys.MAX_HIDDEN)
 WEIGHT_ONLY = "16-bit"          # `activations` of a weight-only scheme: the GEMMs read 16-bit inputs
@@ -138,15 +143,43 @@ def _block(value: list[int] | None, file: str | None, path: str) -> tuple[int, i
 
 
 def _patterns(values: list[str], file: str | None, path: str) -> tuple[str, ...]:
-    """Module patterns, each "re:" regex compiled once here so a bad one names its place."""
+    """Module patterns, each "re:" regex compiled once here so a bad one names its place; a regex that can
+    backtrack exponentially (a repetition holding another repetition or an alternation) is refused."""
     for i, p in enumerate(values):
         if p.startswith("re:"):
             try:
+                parsed = re_parser.parse(p[3:])
                 re.compile(p[3:])
             except re.error as exc:
                 raise InputError(file, f"{path}[{i}]", f"not a regular expression ({exc.msg}): {excerpt(p)}") \
                     from None
+            if _nested_repeat(parsed, inside=False):
+                raise InputError(file, f"{path}[{i}]", f"a repetition holding a repetition or alternation can take "
+                                                      f"exponential time; expected a simple module regex: {excerpt(p)}")
     return tuple(values)
+
+
+_REPEATS = (re_constants.MAX_REPEAT, re_constants.MIN_REPEAT, re_constants.POSSESSIVE_REPEAT) \
+    if hasattr(re_constants, "POSSESSIVE_REPEAT") else (re_constants.MAX_REPEAT, re_constants.MIN_REPEAT)
+
+
+def _nested_repeat(items, inside: bool) -> bool:
+    """Whether a parsed regex repeats (more than once) something that itself repeats or branches."""
+    for op, arg in items:
+        if op in _REPEATS:
+            low, high, body = arg
+            if inside or _nested_repeat(body, inside=high > 1):
+                return True
+        elif op == re_constants.BRANCH:
+            if inside or any(_nested_repeat(b, inside) for b in arg[1]):
+                return True
+        elif op == re_constants.SUBPATTERN:
+            if _nested_repeat(arg[-1], inside):
+                return True
+        elif op in (re_constants.ASSERT, re_constants.ASSERT_NOT):
+            if _nested_repeat(arg[1], inside):
+                return True
+    return False
 
 
 def parse_quantization(q: dict, file: str | None, prefix: str = "quantization_config.",
@@ -226,6 +259,8 @@ def _modelopt(got: dict, file: str | None, prefix: str, common: dict) -> Quantiz
         return Quantization("modelopt", "fp8", 8, "block", block_size=(128, 128), **common)
     if algo == "NVFP4":            # FP8 (E4M3) scale per 16 values, fp32 global weight and input scales
         group = got["group_size"] or 16
+        if group < 1:
+            raise InputError(file, prefix + "group_size", f"expected NVFP4's values per scale (16), got {group}")
         return Quantization("modelopt", "nvfp4", 4, "group", group, scale_bytes=1, activations="fp4",
                             static_activations=True, **common)
     why = (f"ModelOpt quant_algo {excerpt(got['quant_algo'])} is not modelled (sizer models "

@@ -123,17 +123,26 @@ def parse_constraint(text: str, file: str | None, path: str) -> Constraint:
     return Constraint(m.group(1), m.group(2), bound)
 
 
-def range_values(r: Range, integer: bool, file: str | None, path: str) -> list:
-    """The values of a range, refused when it is empty, ambiguous or longer than MAX_POINTS."""
+def range_count(r: Range, file: str | None, path: str) -> int:
+    """How many values a range has, refused when it is empty, ambiguous or longer than MAX_POINTS."""
     if (r.step is None) == (r.factor is None):
         raise InputError(file, path, "expected exactly one of step (arithmetic) or factor (geometric)")
     if r.stop < r.start:
         raise InputError(file, f"{path}.stop", f"expected stop >= start ({r.start:g}), got {r.stop:g}")
-    count = (math.floor((r.stop - r.start) / r.step * (1 + 1e-12)) if r.step else
-             math.floor(math.log(r.stop / r.start) / math.log(r.factor) * (1 + 1e-12))) + 1
-    if count > MAX_POINTS:
-        raise InputError(file, path, f"expected at most {MAX_POINTS:,} values, got {count:,}")
-    values = [r.start + i * r.step if r.step else r.start * r.factor ** i for i in range(count)]
+    steps = ((r.stop - r.start) / r.step if r.step else math.log(r.stop / r.start) / math.log(r.factor)) * (1 + 1e-12)
+    if not steps < MAX_POINTS:          # also an overflow to infinity (a tiny step over a huge span)
+        raise InputError(file, path, f"expected at most {MAX_POINTS:,} values, got "
+                                     f"{f'{math.floor(steps) + 1:,}' if math.isfinite(steps) else 'too many to count'}")
+    return math.floor(steps) + 1
+
+
+def range_values(r: Range, integer: bool, file: str | None, path: str) -> list:
+    """The values of a range (`range_count` of them)."""
+    count = range_count(r, file, path)
+    try:
+        values = [r.start + i * r.step if r.step else r.start * r.factor ** i for i in range(count)]
+    except OverflowError:
+        raise InputError(file, path, "expected values within floating point range; factor ** count overflows") from None
     if integer:
         if any(abs(v - round(v)) > 1e-9 for v in values):
             raise InputError(file, path, "expected whole numbers: an integer start with an integer step or factor")
@@ -142,7 +151,18 @@ def range_values(r: Range, integer: bool, file: str | None, path: str) -> list:
 
 
 def axis_values(sweep: SweepFile) -> dict[str, list]:
-    """Axis name -> its values (ranges expanded), for every axis the file states."""
+    """Axis name -> its values (ranges expanded), for every axis the file states; refused, before any range is
+    expanded, when the axes' product is more than MAX_POINTS."""
+    stated = {f.name: getattr(sweep.axes, f.name) for f in dataclasses.fields(Axes)
+              if getattr(sweep.axes, f.name) is not None}
+    if not stated:
+        raise InputError(sweep.file, "axes", "expected at least one axis to sweep (a single point is `sizer plan`)")
+    sizes = {name: range_count(v, sweep.file, f"axes.{name}") if isinstance(v, Range) else len(v)
+             for name, v in stated.items()}
+    if math.prod(sizes.values()) > MAX_POINTS:
+        product = " x ".join(f"{name} {n:,}" for name, n in sizes.items())
+        raise InputError(sweep.file, "axes", f"expected at most {MAX_POINTS:,} points, got "
+                                             f"{math.prod(sizes.values()):,} ({product})")
     out = {}
     for f in dataclasses.fields(Axes):
         value = getattr(sweep.axes, f.name)

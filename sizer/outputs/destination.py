@@ -7,6 +7,11 @@ permission) is an `InputError` naming the flag and the path, exit 2, before minu
 and before `check` decides a verdict that a bad `--junit` path would otherwise hide. The
 writers turn an `OSError` while writing (a full disk, permissions changed meanwhile) into the
 same one-line error.
+
+Outputs go only to regular files (or stdout): an existing device, FIFO or socket, and any path in
+the kernel's virtual file systems (/proc, /sys, /dev), is refused before the work, so nothing is
+ever written into, or renamed over, something that is not a file. CSV cells a spreadsheet would
+evaluate as a formula are written with a leading apostrophe (`frame_to_csv`).
 """
 
 from __future__ import annotations
@@ -18,13 +23,23 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
+from simulator.input_files import file_kind
 from sizer.errors import InputError
+
+# The kernel's virtual file systems: a path under them is never a plain output file.
+VIRTUAL_ROOTS = (Path("/proc"), Path("/sys"), Path("/dev"))
+# A CSV cell starting with one of these is a formula to Excel, LibreOffice and Google Sheets (OWASP CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def check_destination(path: str | Path, flag: str) -> Path:
     """`path` if a file can be written there; otherwise an InputError(path, flag, why)."""
     path = Path(path)
     file = str(path)
+    seen = (Path(os.path.abspath(path)), Path(os.path.realpath(path)))        # as written, and where links lead
+    root = next((r for r in VIRTUAL_ROOTS for p in seen if p == r or r in p.parents), None)
+    if root is not None:
+        raise InputError(file, flag, f"is under {root}, a virtual file system; expected a regular file to write")
     try:
         info = os.stat(path)
     except FileNotFoundError:
@@ -36,9 +51,11 @@ def check_destination(path: str | Path, flag: str) -> Path:
     if info is not None:
         if stat.S_ISDIR(info.st_mode):
             raise InputError(file, flag, "is a directory; expected a file name")
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(file, flag, f"is {file_kind(info.st_mode)}; expected a regular file to write")
         if not os.access(path, os.W_OK):
             raise InputError(file, flag, "exists and is not writable")
-        return path          # an existing file (or a device such as /dev/null) is overwritten
+        return path          # an existing regular file is overwritten
     parent = path.parent
     if not parent.is_dir():
         above = next((p for p in (parent, *parent.parents) if p.exists()), None)
@@ -68,6 +85,18 @@ def write_text(path: str | Path, flag: str, text: str) -> None:
 def write_bytes(path: str | Path, flag: str, data: bytes) -> None:
     with opened(path, flag, binary=True) as f:
         f.write(data)
+
+
+def neutralised(cell: object) -> object:
+    """A text cell a spreadsheet would evaluate (`=cmd|...`, `@SUM(...)`) with a leading apostrophe; others as is."""
+    return "'" + cell if isinstance(cell, str) and cell.startswith(FORMULA_STARTS) else cell
+
+
+def frame_to_csv(path: str | Path, flag: str, frame) -> None:
+    """A pandas DataFrame as CSV, its text cells neutralised (`neutralised`)."""
+    text = frame.select_dtypes(include=["object", "string"]).columns
+    safe = frame.assign(**{c: frame[c].map(neutralised) for c in text})
+    write_with(path, flag, lambda f: safe.to_csv(f, index=False))
 
 
 def write_with(path: str | Path, flag: str, writer: Callable[[IO], object], binary: bool = False) -> None:

@@ -7,6 +7,13 @@ formats, the scheduling settings with engine defaults applied, the speculative c
 replica count; the writers turn that one typed value into text. Nothing is left to the engine's
 defaults: a default that changes between engine versions would change what was sized.
 `sizer check` reads an emitted manifest back (sizer/inputs/manifest.py) to the same plan.
+
+Safe by construction, whatever a name or path holds: commands are argv lists rendered with shell
+quoting, manifests are built as objects and written by the YAML library (one document), `$` in a
+container's command or arguments is written `$$` (Kubernetes expands `$(VAR)` there and un-escapes
+`$$`), comment lines escape every non-printable character, and the Modelfile is written by `printf`
+with quoted lines, not a heredoc. A model, draft model or GGUF path holding a control character or
+a line separator, which no engine or Hugging Face id has, is refused in one line (`_check_loadable`).
 """
 
 from __future__ import annotations
@@ -15,10 +22,12 @@ import json
 import math
 import re
 import shlex
+import unicodedata
 from dataclasses import dataclass
 
 import yaml
 
+from simulator.errors import excerpt, printable
 from sizer.errors import InputError
 from sizer.inputs.model_spec import catalog_names, load_config
 from sizer.sizing.cost import CostSummary
@@ -158,6 +167,9 @@ def model_reference(name: str, config: dict | None = None, found_as: str = "cata
 
 def emit(fmt: str, c: ServingConfig) -> str:
     """`c` as `fmt` (one of FORMATS); a slot engine's plan only as its own engine's configuration."""
+    _check_loadable("the model", c.model)
+    if c.speculative and c.speculative.model:
+        _check_loadable("the draft model", c.speculative.model)
     engine = c.slots.engine if c.slots else "vllm"
     wanted = SLOT_FORMATS.get(fmt)
     if (wanted or "vllm") != engine and (wanted or c.slots):
@@ -285,10 +297,11 @@ def ollama_script(c: ServingConfig) -> str:
            "OLLAMA_FLASH_ATTENTION": "1" if sl.flash_attn else "0",
            "OLLAMA_CONTEXT_LENGTH": str(sl.ctx_per_slot_tokens)}
     serve = " \\\n    ".join([f"{k}={shlex.quote(v)}" for k, v in env.items()] + ["ollama serve &"])
-    lines = [f"# {line}" for line in _comments(c)]
-    lines += ["cat > Modelfile <<'EOF'", f"FROM ./{gguf_file(c)}", f"PARAMETER num_ctx {sl.ctx_per_slot_tokens}",
-              f"PARAMETER num_batch {sl.batch_size}", f"PARAMETER num_gpu {c.n_gpu_layers}", "EOF", serve,
-              f"ollama create {name} -f Modelfile"]
+    modelfile = [f"FROM ./{gguf_file(c)}", f"PARAMETER num_ctx {sl.ctx_per_slot_tokens}",
+                 f"PARAMETER num_batch {sl.batch_size}", f"PARAMETER num_gpu {c.n_gpu_layers}"]
+    lines = [_comment(line) for line in _comments(c)]
+    lines += [shlex.join(["printf", "%s\\n", *modelfile]) + " > Modelfile", serve,
+              shlex.join(["ollama", "create", name, "-f", "Modelfile"])]
     return "\n".join(lines) + "\n"
 
 
@@ -319,7 +332,7 @@ def kubernetes_manifest(c: ServingConfig) -> str:
     name = k8s_name(c.name)
     labels = {"app.kubernetes.io/name": name}
     image = VLLM_ROCM_IMAGE if acc.resource.startswith("amd") else VLLM_IMAGE
-    argv = vllm_argv(c)
+    argv = [_k8s_escaped(a) for a in vllm_argv(c)]
 
     def container(name: str, command: list[str], args: list[str] | None) -> dict:
         out = {"name": name, "image": image, "command": command}
@@ -344,7 +357,7 @@ def kubernetes_manifest(c: ServingConfig) -> str:
     else:
         header.append(f"one replica spans {nodes} nodes of {count(per_pod, 'GPU')}: a LeaderWorkerSet (vLLM over Ray)")
         ray = "bash /vllm-workspace/examples/online_serving/multi-node-serving.sh"
-        leader = f"{ray} leader --ray_cluster_size=$(LWS_GROUP_SIZE); {shlex.join(argv)}"
+        leader = f"{ray} leader --ray_cluster_size=$(LWS_GROUP_SIZE); {_k8s_escaped(shlex.join(vllm_argv(c)))}"
         worker = f"{ray} worker --ray_address=$(LWS_LEADER_ADDRESS)"
         doc = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
                "metadata": {"name": name, "labels": labels},
@@ -353,7 +366,14 @@ def kubernetes_manifest(c: ServingConfig) -> str:
                    "leaderTemplate": {"metadata": {"labels": {**labels, "role": "leader"}},
                                       "spec": pod([container("vllm-leader", ["sh", "-c", leader], None)])},
                    "workerTemplate": {"spec": pod([container("vllm-worker", ["sh", "-c", worker], None)])}}}}
-    return "".join(f"# {line}\n" for line in header) + yaml.dump(doc, Dumper=_PlainDumper, sort_keys=False, width=1000)
+    return "".join(_comment(line) + "\n" for line in header) + yaml.dump(doc, Dumper=_PlainDumper, sort_keys=False,
+                                                                            width=1000)
+
+
+def _k8s_escaped(word: str) -> str:
+    """A container command or argument as Kubernetes must be given it: `$$` for `$`, so that `$(VAR)` in a value
+    is not expanded (Kubernetes turns `$$` back into `$`)."""
+    return word.replace("$", "$$")
 
 
 class _PlainDumper(yaml.SafeDumper):
@@ -395,6 +415,18 @@ def _comments(c: ServingConfig) -> list[str]:
     return lines
 
 
+def _check_loadable(what: str, value: str) -> None:
+    """A model name or path an engine can load: no control character or line separator."""
+    if any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in value):
+        raise InputError(None, "--emit", f"{what} {excerpt(value)} holds a control character or line separator; "
+                                         "expected a name or path an engine can load")
+
+
+def _comment(line: str) -> str:
+    """One comment line (shell and YAML): a name or path in it cannot end it and start a command or document."""
+    return f"# {printable(line)}"
+
+
 def _script(c: ServingConfig, argv: list[str], engine: str) -> str:
     """A shell snippet: comments, then the command with one flag per line."""
     lines = _comments(c) + [f"run {count(c.replicas, 'such server')} behind a load balancer; {engine}"]
@@ -404,4 +436,4 @@ def _script(c: ServingConfig, argv: list[str], engine: str) -> str:
         takes_value = i + 1 < len(words) and not argv[i + 1].startswith("--")
         parts.append(" ".join(words[i:i + 1 + takes_value]))
         i += 1 + takes_value
-    return "".join(f"# {line}\n" for line in lines) + " \\\n    ".join(parts) + "\n"
+    return "".join(_comment(line) + "\n" for line in lines) + " \\\n    ".join(parts) + "\n"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 import time
 import typing
 from pathlib import Path
@@ -20,14 +21,17 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from simulator.input_files import file_kind
 from sizer.errors import InputError
-from sizer.outputs.destination import check_destination, opened
+from sizer.inputs.sweep_file import MAX_POINTS
+from sizer.outputs.destination import check_destination, frame_to_csv
 from sizer.sizing.sweep import SweepRow
 
 # A part is written every FLUSH_ROWS rows or FLUSH_S seconds, whichever comes first: a crash loses
 # at most that much work, and a 10,000-point sweep leaves at most a few hundred small parts.
 FLUSH_ROWS = 64
 FLUSH_S = 10.0
+MAX_RESULT_BYTES = 2 << 30          # decompressed: a million points' rows are about 1 GB
 _ARROW = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
 
 
@@ -43,21 +47,42 @@ def schema() -> pa.Schema:
 
 
 def read_rows(path: Path, flag: str) -> pa.Table:
-    """A results file, checked against the schema (a file of another shape is refused naming `flag`)."""
+    """A results file, checked against the schema (a file of another shape is refused naming `flag`): a regular
+    file only, its rows and decompressed bytes (from the footer) bounded before any column is read."""
     try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise InputError(str(path), flag, f"cannot read: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(str(path), flag, f"{file_kind(info.st_mode)}, not a regular file")
+    try:
+        meta = pq.ParquetFile(path).metadata
+        size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        if meta.num_rows > MAX_POINTS or size > MAX_RESULT_BYTES:
+            raise InputError(str(path), flag, f"holds {meta.num_rows:,} rows, {size:,} bytes decompressed; a sweep "
+                                              f"writes at most {MAX_POINTS:,} rows ({MAX_RESULT_BYTES:,} bytes)")
         table = pq.read_table(path)
     except (OSError, pa.ArrowException) as error:
         raise InputError(str(path), flag, f"expected a Parquet file written by `sizer sweep`: {error}") from None
     missing = [name for name in schema().names if name not in table.column_names]
     if missing:
         raise InputError(str(path), flag, f"expected sweep result columns; missing {', '.join(missing[:5])}")
-    return table.select(schema().names).cast(schema())
+    table = table.select(schema().names)
+    for want, got in zip(schema(), table.schema, strict=True):
+        if got.type != want.type and not pa.types.is_null(got.type):
+            raise InputError(str(path), f"{flag} column {want.name}", f"expected {want.type} values as `sizer sweep` "
+                                                                      f"writes them, got {got.type}")
+    if table.column("point_hash").null_count:
+        raise InputError(str(path), f"{flag} column point_hash", "expected a point hash in every row, got nulls")
+    return table.cast(schema())
 
 
 class ResultStore:
     def __init__(self, path: Path, flag: str = "--output"):
         self.path, self.flag = check_destination(path, flag), flag
         self.parts = path.with_name(path.name + ".parts")
+        if self.parts.exists() and not self.parts.is_dir():
+            raise InputError(str(self.parts), flag, "expected the folder of this results file's parts, got a file")
         self.buffer: list[dict] = []
         self.flushed_at = time.monotonic()
 
@@ -81,7 +106,10 @@ class ResultStore:
         self.flushed_at = time.monotonic()
         if not self.buffer:
             return
-        self.parts.mkdir(exist_ok=True)
+        try:
+            self.parts.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise InputError(str(self.parts), self.flag, f"cannot make a folder: {exc.strerror or exc}") from None
         number = len(self._part_files())
         target = self.parts / f"part-{number:06d}.parquet"
         self._write(pa.Table.from_pylist(self.buffer, schema=schema()), target)
@@ -105,6 +133,8 @@ class ResultStore:
 
     def _write(self, table: pa.Table, target: Path) -> None:
         temporary = target.with_name(target.name + ".tmp")
+        for path in (temporary, target):     # checked again now: never written into, or renamed over, a non-file
+            check_destination(path, self.flag)
         try:
             pq.write_table(table, temporary)
             os.replace(temporary, target)
@@ -113,6 +143,5 @@ class ResultStore:
 
 
 def write_csv(table: pa.Table, path: Path, flag: str) -> None:
-    with opened(path, flag) as f:
-        table.to_pandas().to_csv(f, index=False)
+    frame_to_csv(path, flag, table.to_pandas())
 

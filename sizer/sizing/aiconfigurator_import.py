@@ -57,7 +57,8 @@ from pathlib import Path
 
 import yaml
 
-from simulator.errors import FieldError
+from simulator.errors import FieldError, excerpt
+from simulator.safe_yaml import load_yaml
 from sizer.analytic.kernel_step import GEMM_DTYPES, KV_DTYPES, bracket
 from sizer.inputs.kernel_tables import HEADER_FILE, SCHEMA_VERSION, TABLES
 from sizer.inputs.layers import LatentAttention
@@ -103,13 +104,74 @@ def newest_version(data: Path, system: str, op: str, framework: str, file: str) 
     return max(versions, key=_version_key) if versions else None
 
 
-def _read(path: Path):
-    import pandas  # lazily: only the importer reads parquet (pandas + pyarrow, the `kernels` extra)
+# per source table: (text columns, numeric columns) the conversion reads; every table has a latency (ms)
+_ATTENTION = (("kv_cache_dtype",), ("num_heads", "num_key_value_heads", "head_dim", "batch_size", "isl"))
+_MLA = (("model", "mla_dtype", "gemm_type", "kv_cache_dtype"), ("tp_size", "num_heads", "batch_size", "isl", "step"))
+COLUMNS = {"gemm": (("gemm_dtype", "device"), ("n", "k", "m")),
+           "context_attention": _ATTENTION, "generation_attention": (_ATTENTION[0], (*_ATTENTION[1], "step")),
+           "allreduce": (("backend", "allreduce_dtype"), ("num_gpus", "message_size")),
+           "moe": (("distribution", "moe_dtype"), ("hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size",
+                                                   "moe_ep_size", "num_tokens")),
+           "mla_context": _MLA, "mla_generation": _MLA,
+           "gdn": (("phase", "kernel_source"), ("num_k_heads", "head_k_dim", "num_v_heads", "head_v_dim", "d_conv",
+                                                "batch_size", "seq_len", "d_model"))}
+# A source table's bounds, from its footer before anything is decompressed: aiconfigurator's largest holds a few
+# hundred thousand rows in a few MB
+MAX_PARQUET_ROWS = 10_000_000
+MAX_PARQUET_BYTES = 1 << 30           # decompressed
+MAX_SYSTEM_BYTES = 1 << 20
+
+
+def _read(path: Path, table: str):
+    """A source table: a regular Parquet file within the bounds, with the columns COLUMNS names, numbers where
+    numbers are read, and finite positive latencies; anything else one FieldError naming the file and column."""
+    file = str(path)
     try:
-        return pandas.read_parquet(path)
+        import pandas  # lazily: only the importer reads parquet (pandas + pyarrow, the `kernels` extra)
+        import pyarrow
+        import pyarrow.parquet as pq
     except ImportError as exc:
-        raise FieldError(str(path), None, f"reading parquet needs pyarrow: pip install 'sizer[kernels]' ({exc})") \
-            from None
+        raise FieldError(file, None, f"reading parquet needs pyarrow: pip install 'sizer[kernels]' ({exc})") from None
+    if not path.is_file():
+        raise FieldError(file, None, "expected a regular Parquet file")
+    try:
+        meta = pq.ParquetFile(path).metadata
+        size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        if meta.num_rows > MAX_PARQUET_ROWS or size > MAX_PARQUET_BYTES:
+            raise FieldError(file, None, f"holds {meta.num_rows:,} rows, {size:,} bytes decompressed; expected at "
+                                         f"most {MAX_PARQUET_ROWS:,} rows and {MAX_PARQUET_BYTES:,} bytes")
+        df = pandas.read_parquet(path)
+    except (OSError, pyarrow.ArrowException) as exc:
+        raise FieldError(file, None, f"expected a Parquet table ({excerpt(str(exc))})") from None
+    text, numeric = COLUMNS[table]
+    for column in (*text, *numeric, "latency"):
+        if column not in df.columns:
+            raise FieldError(file, column, "missing; expected aiconfigurator-core's columns")
+    if df.empty:
+        raise FieldError(file, None, "no rows; expected measurements")
+    for column in (*numeric, "latency"):
+        if column in df.columns and not pandas.api.types.is_numeric_dtype(df[column]):
+            raise FieldError(file, column, f"expected numbers, got {df[column].dtype} values")
+    bad = df[~((df["latency"] > 0) & (df["latency"] < float("inf")))]
+    if not bad.empty:
+        raise FieldError(file, f"latency (row {bad.index[0]})", f"expected a finite latency > 0, got "
+                                                                f"{excerpt(bad['latency'].iloc[0])}")
+    return df
+
+
+def _system(path: Path) -> dict[str, float]:
+    """The memory figures of aiconfigurator's system YAML (gpu.mem_bw, its scaling factor and constant latency)."""
+    spec = load_yaml(path, MAX_SYSTEM_BYTES, "system file")
+    gpu = spec.get("gpu") if isinstance(spec, dict) else None
+    if not isinstance(gpu, dict):
+        raise FieldError(str(path), "gpu", "expected a mapping of the GPU's figures")
+    out = {}
+    for key in ("mem_bw", "mem_bw_empirical_scaling_factor", "mem_empirical_constant_latency"):
+        value = gpu.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+            raise FieldError(str(path), f"gpu.{key}", f"expected a finite number >= 0, got {excerpt(value)}")
+        out[key] = float(value)
+    return out
 
 
 def convert(package: Path, gpu: str, framework: str = "vllm", prune_to_catalog: bool = True
@@ -121,7 +183,7 @@ def convert(package: Path, gpu: str, framework: str = "vllm", prune_to_catalog: 
     versions = {t: newest_version(data, system, op, framework, f) for t, (op, f) in FILES.items()}
     if versions["gemm"] is None:
         raise FieldError(str(data / system), None, f"no {framework} GEMM table for {system}")
-    frames = {t: _read(data / system / FILES[t][0] / framework / v / FILES[t][1]) for t, v in versions.items() if v}
+    frames = {t: _read(data / system / FILES[t][0] / framework / v / FILES[t][1], t) for t, v in versions.items() if v}
     shapes = catalog_shapes() if prune_to_catalog else None
     gemms, attention, moe, mla, gdn = ((shapes.gemms, shapes.attention, shapes.moe, shapes.mla, shapes.gdn)
                                        if shapes else (None,) * 5)
@@ -136,12 +198,12 @@ def convert(package: Path, gpu: str, framework: str = "vllm", prune_to_catalog: 
     device = str(frames["gemm"]["device"].iloc[0])
     files = [f"aiconfigurator_core/systems/data/{system}/{FILES[t][0]}/{framework}/{v}/{FILES[t][1]}"
              for t, v in versions.items() if v] + [f"aiconfigurator_core/systems/{system}.yaml"]
-    spec = yaml.safe_load((data.parent / f"{system}.yaml").read_text())["gpu"]
+    spec = _system(data.parent / f"{system}.yaml")
     header = {"schema_version": SCHEMA_VERSION, "gpu": gpu, "device_name": device, "engine": framework,
               "engine_version": versions["gemm"],
-              "elementwise": {"memory_bandwidth_bytes_per_s": float(spec["mem_bw"]),
-                              "bandwidth_fraction": float(spec["mem_bw_empirical_scaling_factor"]),
-                              "latency_s": float(spec["mem_empirical_constant_latency"])},
+              "elementwise": {"memory_bandwidth_bytes_per_s": spec["mem_bw"],
+                              "bandwidth_fraction": spec["mem_bw_empirical_scaling_factor"],
+                              "latency_s": spec["mem_empirical_constant_latency"]},
               "provenance": {"source": SOURCE, "source_version": _package_version(data), "licence": LICENCE,
                              "files": files, "converted": datetime.date.today().isoformat()}}
     return header, rows

@@ -44,7 +44,7 @@ from sizer.sizing.cost import gpus_per_replica, usd_per_hour
 from sizer.sizing.goodput import SLO_PERCENTILE
 from sizer.sizing.plan import SCHEMA_VERSION
 from sizer.sizing.resolve import Resolved, resolve
-from sizer.sizing.simulate import PREFIX_BALANCE_SLACK, simulation_config
+from sizer.sizing.simulate import PREFIX_BALANCE_SLACK, check_simulated_blocks, simulation_config
 from sizer.sizing.step_model import step_model_for
 from sizer.sizing.workload import _lengths
 
@@ -185,6 +185,8 @@ def resolve_gateway(doc: GatewayScenario, name: str, file: str | None) -> Resolv
                               PREFIX_BALANCE_SLACK, p.limits.max_outstanding_per_replica, p.limits.max_queue_wait_s,
                               tuple((o.start_s, o.end_s) for o in p.outages),
                               f.per_replica_per_hour if f else 0.0, f.repair_s if f else 0.0))
+    most = {p.name: max([*g.search.replicas.get(p.name, []), p.deployment.replicas or 1]) for p in g.pools}
+    check_simulated_blocks(sum(n * pools[name].replica.num_blocks for name, n in most.items()), file, "gateway.pools")
     externals = tuple(ExternalSpec(e.name, e.ttft_p50_ms, e.ttft_sigma, e.tpot_ms, e.usd_per_million_input_tokens,
                                    e.usd_per_million_output_tokens, e.budget_usd_per_hour) for e in g.external)
     classes = tuple(RequestClass(c.name, c.share, _lengths(c.prompt_tokens), _lengths(c.output_tokens), c.data_class,

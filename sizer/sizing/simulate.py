@@ -15,6 +15,10 @@ DEFAULT_ROUTER = "least_outstanding"     # the router every command uses unless 
 PREFIX_BALANCE_SLACK = 8                 # prefix_aware: extra requests tolerated for a cache hit (assumption)
 
 
+# KV blocks one simulation keeps, all replicas together: about 0.5 GiB of the simulator's block tables
+MAX_SIMULATED_BLOCKS = 8_000_000
+
+
 def simulation_config(r: Resolved, replicas: int | None = None, router: str = DEFAULT_ROUTER,
                       fast_forward: bool = True) -> SimulationConfig:
     """The resolved replica (or disaggregated pools) behind `router`: `replicas`, else the
@@ -22,8 +26,19 @@ def simulation_config(r: Resolved, replicas: int | None = None, router: str = DE
     if r.replica.num_blocks < 1:
         raise InputError(r.scenario.file, "deployment",
                          f"no room for a KV cache on {r.hardware.name}: " + "; ".join(r.memory.reasons))
-    return SimulationConfig(r.replica, replicas or r.scenario.deployment.replicas or 1, router, PREFIX_BALANCE_SLACK,
-                            r.disaggregation, fast_forward=fast_forward)
+    replicas = replicas or r.scenario.deployment.replicas or 1
+    check_simulated_blocks(replicas * r.replica.num_blocks, r.scenario.file, "deployment.replicas")
+    return SimulationConfig(r.replica, replicas, router, PREFIX_BALANCE_SLACK, r.disaggregation,
+                            fast_forward=fast_forward)
+
+
+def check_simulated_blocks(blocks: int, file: str | None, field: str) -> None:
+    """The simulator keeps every replica's KV blocks (about 70 bytes each): at most MAX_SIMULATED_BLOCKS in one run,
+    refused before any work past that (10,000 replicas of an 8B model on an H100 would take 20 GB)."""
+    if blocks > MAX_SIMULATED_BLOCKS:
+        raise InputError(file, field, f"the replicas hold {blocks:,} KV blocks together; the simulator keeps at most "
+                                      f"{MAX_SIMULATED_BLOCKS:,} (about 0.5 GiB) in one run: simulate fewer replicas "
+                                      "and scale the rate")
 
 
 def simulate_scenario(r: Resolved, num_requests: int | None = None, replicas: int | None = None,

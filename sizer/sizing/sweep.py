@@ -45,6 +45,7 @@ from sizer.sizing.result import GoodputSettings, SizingStatus
 from sizer.sizing.step_model import bundled_header, bundled_tables
 from sizer.sizing.sweep_backends import run_local, run_ray
 from sizer.sizing.workload import read_trace, trace_limit, trace_summary
+from sizer.words import count
 
 # Bumped when a row's meaning changes: points hashed under another version are simulated again.
 ROW_VERSION = 1
@@ -174,6 +175,8 @@ def build_sweep(sweep: SweepFile, data: dict) -> Sweep:
     values = axis_values(sweep)
     base = scenario_from_dict(data, str(sweep.scenario_path()))
     check_axes(sweep, values, data, base)
+    if "gpu" in values:          # one profile named twice (an alias and its id) is one GPU, simulated once
+        values["gpu"] = list(dict.fromkeys(load_hardware(g).id for g in values["gpu"]))
     names = list(values)
     points = tuple(Point(**dict(zip(names, combo, strict=True))) for combo in itertools.product(*values.values()))
     constraints = tuple(parse_constraint(t, sweep.file, f"constraints[{i}]") for i, t in enumerate(sweep.constraints))
@@ -483,7 +486,14 @@ def _run(sweep: Sweep, done: set[str], sink: Callable[[SweepRow], None], backend
          address: str | None, progress: Callable[[int, int], None] | None,
          evaluate: Callable[[Sweep, Task], SweepRow] | None) -> SweepSummary:
     start = time.monotonic()
-    todo = [t for t in tasks(sweep) if t.point_hash not in done]
+    every = tasks(sweep)
+    stray = done - {t.point_hash for t in every}
+    if stray:        # resuming into another sweep's file (or one of this sweep before its inputs changed)
+        raise InputError(None, "--results", f"expected this sweep's results file; it holds rows of "
+                                            f"{count(len(stray), 'point')} not in sweep {sweep.name} (another "
+                                            "sweep's, or written before its scenario, axes, settings or inputs "
+                                            "changed)")
+    todo = [t for t in every if t.point_hash not in done]
     pruned: dict[str, int] = {}
     simulate = []
     for task in todo:

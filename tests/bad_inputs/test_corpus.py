@@ -1,4 +1,4 @@
-"""The whole malformed-input corpus, each input in its own process: every kind's row all good."""
+"""The whole malformed-input corpus (batches of inputs, each batch in one worker process): every kind's row all good."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from simulator.errors import excerpt
 from simulator.schema import check_key, join, key_for
 from sizer.errors import InputError
-from sizer.inputs.manifests.fields import get, parse_number
+from sizer.inputs.manifests.fields import get, hf_repo_id, parse_number
 from sizer.inputs.model_spec import CATALOG_DIR, catalog_names
 from sizer.inputs.safe_load import load_json, loads_json
 from sizer.inputs.scenario import DeploymentSection, SpeculativeSection
@@ -43,10 +43,11 @@ def container_env(container: dict, path: str, file: str) -> dict[str, str]:
 
 
 def expand(text: str, env: dict[str, str], shell: bool) -> str:
-    """Kubernetes' `$(VAR)` from the container's env (`$$(VAR)` stays literal; an unknown name stays as
-    written, as Kubernetes leaves it); in a shell script also `$VAR` and `${VAR}`, as the shell would."""
-    text = re.sub(r"\$\$\(|\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
-                  lambda m: "$(" if m.group(1) is None else env.get(m.group(1), m.group(0)), text)
+    """Kubernetes' `$(VAR)` from the container's env (`$$` is a literal `$`, so `$$(VAR)` stays `$(VAR)`; an
+    unknown name stays as written, as Kubernetes leaves it); in a shell script also `$VAR` and `${VAR}`, as the
+    shell would."""
+    text = re.sub(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
+                  lambda m: "$" if m.group(1) is None else env.get(m.group(1), m.group(0)), text)
     if shell:
         text = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)",
                       lambda m: env.get(m.group(1) or m.group(2), m.group(0)), text)
@@ -292,9 +293,10 @@ def catalog_name_for(model_ref: str, file: str, field: str = "vllm serve") -> st
     Exact `_sizer.hf_repo` match first; then the same repo without -Instruct/-Chat/-it/-hf
     words and a leading Meta- (a fine-tune has its base model's architecture).
     """
-    model_ref = model_ref.removeprefix("hf://")
+    hub = model_ref.startswith("hf://")
+    model_ref = hf_repo_id(model_ref, file, field) if hub else model_ref
     names = catalog_names()
-    if model_ref.lower() in names or _exists(model_ref):
+    if model_ref.lower() in names or (not hub and _exists(model_ref)):
         return model_ref
     repos = {}
     for name in names:

@@ -8,7 +8,11 @@ be written as text: vLLM's flags always are, Kubernetes quantities often are ("1
 
 from __future__ import annotations
 
+import re
+
+from simulator.errors import excerpt
 from simulator.schema import Key, check_key, join, key_for
+from sizer.errors import InputError
 from sizer.inputs.scenario import MAX_REPLICAS, DeploymentSection
 
 # GPUs one pod asks for: 1,024, the most in any one parallel dimension of a deployment.
@@ -86,3 +90,18 @@ def parse_number(value):
         except ValueError:
             continue
     return value
+
+
+# A Hugging Face repo id: `org/name` (letters, digits, `.`, `_`, `-`; 96 characters each; no `..` or `--`),
+# optionally `@revision` (a branch, tag or commit). Never a path: `hf://../../etc/passwd` is refused.
+_HF_PART = r"(?!.*\.\.)(?!.*--)[A-Za-z0-9][A-Za-z0-9._-]{0,95}"
+HF_ID = re.compile(rf"({_HF_PART}/{_HF_PART})(?:@((?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._/-]{{0,254}}))?")
+
+
+def hf_repo_id(uri: str, file: str | None, field: str) -> str:
+    """`hf://org/name[@revision]` -> `org/name`; anything else after `hf://` is refused naming the field."""
+    m = HF_ID.fullmatch(uri.removeprefix("hf://"))
+    if not m:
+        raise InputError(file, field, f"expected hf://ORG/NAME[@REVISION] (a Hugging Face repo id of letters, "
+                                      f"digits, '.', '_', '-'), got {excerpt(uri)}")
+    return m.group(1)

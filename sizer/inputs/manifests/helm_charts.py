@@ -24,7 +24,7 @@ from simulator.errors import excerpt
 from simulator.schema import check_key, join, key_for
 from sizer.errors import InputError
 from sizer.inputs.manifests.commands import VALUE_FLAGS, server_start, tokens
-from sizer.inputs.manifests.fields import get, parse_number
+from sizer.inputs.manifests.fields import get, hf_repo_id, parse_number
 from sizer.inputs.manifests.kubernetes import Server, containers, pod_gpus
 from sizer.inputs.scenario import DeploymentSection
 
@@ -97,7 +97,7 @@ def _llm_d(doc: dict, file: str) -> list[Server]:
     artifacts = get(doc, "modelArtifacts", "", file)
     uri = get(artifacts, "modelArtifacts.uri", "modelArtifacts", file) or ""
     name = get(artifacts, "modelArtifacts.name", "modelArtifacts", file)
-    model = uri.removeprefix("hf://") if uri.startswith("hf://") and "{{" not in uri else name
+    model = hf_repo_id(uri, file, "modelArtifacts.uri") if uri.startswith("hf://") and "{{" not in uri else name
     multinode = get(doc, "multinode", "", file) or False
     out = []
     for role in ("decode", "prefill"):

@@ -20,7 +20,7 @@ from simulator.errors import excerpt
 from simulator.schema import join
 from sizer.errors import InputError
 from sizer.inputs.manifests.commands import server_start, tokens
-from sizer.inputs.manifests.fields import get
+from sizer.inputs.manifests.fields import get, hf_repo_id
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 # KServe's Hugging Face serving runtime (kserve/huggingfaceserver): vLLM behind KServe's own flags
@@ -153,7 +153,8 @@ def _inference_service(doc: dict, runtimes: dict, file: str) -> tuple[Server | N
                                                        "sizer reads (vllm serve, sglang.launch_server, trtllm-serve)")
     gpus, where = pod_gpus(container, cpath, file)
     uri = get(model, "predictor.model.storageUri", mpath, file)
-    stated = uri.removeprefix("hf://") if uri and uri.startswith("hf://") else None
+    stated = hf_repo_id(uri, file, join(mpath, "storageUri")) if uri and uri.startswith("hf://") \
+        else None
     replicas = get(predictor, "predictor.minReplicas", ppath, file)
     return Server(doc, cpath, container, "InferenceService", argv, gpus, where, replicas, model=stated,
                   name=_name(doc, file)), runtime_name

@@ -11,8 +11,10 @@ import re
 from dataclasses import dataclass
 
 GiB = 2**30
+# text.parse_math off: a model, class or pool name is a label as written (`$...$` would be mathtext, and bad mathtext
+# an exception), never markup
 STYLE = {"svg.fonttype": "none", "svg.hashsalt": "sizer", "font.family": "DejaVu Sans", "font.size": 9,
-         "axes.spines.top": False, "axes.spines.right": False}
+         "axes.spines.top": False, "axes.spines.right": False, "text.parse_math": False}
 COLORS = {"weights": "#4c72b0", "kv_used": "#dd8452", "kv_free": "#f3c9a8", "activations": "#55a868",
           "context": "#8172b3", "reserved": "#c8c8c8"}
 PERCENTILE_STYLES = (("p50", "-", "#4c72b0"), ("p95", "--", "#dd8452"), ("p99", ":", "#c44e52"))

@@ -10,10 +10,13 @@ Rows come from `sizer.outputs.sweep_store.read_rows`; only points that meet the 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import jinja2
 
+from simulator.errors import excerpt
+from sizer.errors import InputError
 from sizer.outputs.report.charts import STYLE, _pyplot, to_svg
 from sizer.outputs.report.render import TEMPLATES
 
@@ -86,7 +89,26 @@ def _slo(row: dict) -> str:
     return ", ".join(targets) + f", {row['required_share']:.0%} of requests"
 
 
-def build_sweep_report(rows: list[dict], source: str) -> SweepReport:
+# what a priced row of status ok must hold for the report (`sizer sweep` writes every one of them); a file with
+# nulls or non-finite numbers there was not written by it
+PRICED_ROW = ("model", "gpu", "rate_per_s", "required_share", "usd_per_million_output_tokens", "usd_per_hour",
+              "ttft_p95_ms", "itl_p95_ms")
+
+
+def check_rows(rows: list[dict], file: str | None) -> None:
+    """Every priced row of status ok holds what the report reads, numbers finite; otherwise one line naming it."""
+    for i, r in enumerate(rows):
+        if r["status"] != "ok" or r["usd_per_million_output_tokens"] is None or r["ttft_p95_ms"] is None:
+            continue
+        for column in PRICED_ROW:
+            value = r[column]
+            if value is None or (isinstance(value, float) and not math.isfinite(value)):
+                raise InputError(file, f"row {i} ({r['point_hash'][:12]}) {column}",
+                                 f"{excerpt(value)} in a row of status ok; expected what `sizer sweep` writes")
+
+
+def build_sweep_report(rows: list[dict], source: str, file: str | None = None) -> SweepReport:
+    check_rows(rows, file)
     met = [r for r in rows if r["status"] == "ok" and r["usd_per_million_output_tokens"] is not None
            and r["ttft_p95_ms"] is not None]
     by_status: dict[str, int] = {}

@@ -3,18 +3,23 @@ its work, and a failure to write is one line naming the flag and the path, exit 
 
 from __future__ import annotations
 
+import csv
+import errno
 import importlib.util
+import io
 import os
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 import sizer.cli.report
 from simulator.errors import FieldError
 from sizer.cli import app
-from sizer.outputs.destination import check_destination, write_text
+from sizer.outputs import destination, sweep_store
+from sizer.outputs.destination import check_destination, frame_to_csv, write_text
 
 ROOT = Path(__file__).resolve().parents[3]
 CHAT = ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml"
@@ -94,18 +99,66 @@ def test_bad_junit_path_never_hides_the_verdict(tmp_path):
     assert case is not None and "a character device" in case.get("message")
 
 
-@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
-def test_full_disk_while_writing(tmp_path):
-    # /dev/full accepts the open and fails every write with ENOSPC, as a full disk does
-    result = runner.invoke(app, ["simulate", str(CHAT), "--num-requests", "50", "--requests-csv", "/dev/full"])
-    assert one_line_exit_2(result) == "error: /dev/full: --requests-csv: cannot write: No space left on device"
+class FullDisk(io.StringIO):
+    """A file on a full disk: every write fails with ENOSPC, as /dev/full's do."""
+
+    def write(self, text):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+@pytest.fixture
+def full_disk(monkeypatch):
+    monkeypatch.setattr(destination, "open", lambda *a, **k: FullDisk(), raising=False)
+
+
+def test_full_disk_while_writing(tmp_path, full_disk):
+    out = tmp_path / "out.csv"
+    result = runner.invoke(app, ["simulate", str(CHAT), "--num-requests", "50", "--requests-csv", str(out)])
+    assert one_line_exit_2(result) == f"error: {out}: --requests-csv: cannot write: No space left on device"
     # check prints its verdict before writing JUnit: the failure to write cannot hide it
-    result = runner.invoke(app, ["check", str(MEMORY), "--junit", "/dev/full"])
+    result = runner.invoke(app, ["check", str(MEMORY), "--junit", str(out)])
     assert "FAIL: memory" in result.stdout
-    assert one_line_exit_2(result) == "error: /dev/full: --junit: cannot write: No space left on device"
+    assert one_line_exit_2(result) == f"error: {out}: --junit: cannot write: No space left on device"
     # bad input and a JUnit file that cannot be written: the input's own error is the one shown
-    result = runner.invoke(app, ["check", "/dev/zero", "--junit", "/dev/full"])
+    result = runner.invoke(app, ["check", "/dev/zero", "--junit", str(out)])
     assert one_line_exit_2(result) == "error: /dev/zero: a character device, not a regular file"
+
+
+def test_emit_to_a_full_disk_is_exit_2(tmp_path, full_disk):
+    out = tmp_path / "serve.sh"
+    result = runner.invoke(app, ["plan", str(CHAT), "--emit", "vllm", "--emit-to", str(out)])
+    assert one_line_exit_2(result) == f"error: {out}: --emit-to: cannot write: No space left on device"
+
+
+@pytest.mark.parametrize("where", ["fifo", "/dev/full", "/dev/null", "/proc/self/fd/1", "/proc/nope/out.csv",
+                                   "/sys/x.csv", "link to /dev/null"])
+def test_only_regular_files_are_written(tmp_path, where):
+    if where == "fifo":
+        path = tmp_path / "pipe"
+        os.mkfifo(path)
+        why = "is a FIFO; expected a regular file to write"
+    elif where == "link to /dev/null":
+        path = tmp_path / "null-link"
+        path.symlink_to("/dev/null")
+        why = "is under /dev, a virtual file system; expected a regular file to write"
+    else:
+        path = Path(where)
+        root = "/" + where.split("/")[1]
+        why = f"is under {root}, a virtual file system; expected a regular file to write"
+    with pytest.raises(FieldError) as caught:
+        check_destination(path, "--results")
+    assert caught.value.one_line() == f"{path}: --results: {why}"
+
+
+def test_csv_cells_a_spreadsheet_would_evaluate_are_neutralised(tmp_path):
+    out = tmp_path / "out.csv"
+    assert [destination.neutralised(c) for c in ("\tx", "\rx", 3, None)] == ["'\tx", "'\rx", 3, None]
+    cells = ["=cmd|' /C calc'!A0", "+1", "-2", "@SUM(A1)", "\tx", "=1+1", "plain", "a=b"]
+    frame_to_csv(out, "--csv", pd.DataFrame({"name": cells, "n": [-1.5] * len(cells)}))
+    with open(out, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))[1:]
+    assert [r[0] for r in rows] == ["'" + c for c in cells[:6]] + ["plain", "a=b"]
+    assert [r[1] for r in rows] == ["-1.5"] * len(cells)        # numbers are numbers, not text
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")
@@ -162,3 +215,21 @@ def test_report_pdf_without_weasyprint_is_refused_before_the_work(tmp_path, monk
     result = runner.invoke(app, ["report", str(CHAT), "-o", str(out), "--pdf"])
     assert one_line_exit_2(result) == "error: --pdf: weasyprint is not installed; pip install 'sizer[pdf]'"
     assert not out.exists()
+
+
+def test_sweep_results_on_a_full_disk_is_one_line(tmp_path, monkeypatch):
+    def full(table, where, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(sweep_store.pq, "write_table", full)
+    store = sweep_store.ResultStore(tmp_path / "r.parquet", "--results")
+    with pytest.raises(FieldError) as caught:
+        store.close()
+    assert caught.value.one_line() == f"{tmp_path / 'r.parquet'}: --results: cannot write: No space left on device"
+
+
+def test_nothing_is_renamed_over_a_file_that_became_a_fifo(tmp_path):
+    store = sweep_store.ResultStore(tmp_path / "r.parquet", "--results")
+    os.mkfifo(tmp_path / "r.parquet")           # after the check before the work: checked again before renaming
+    with pytest.raises(FieldError, match="is a FIFO"):
+        store.close()
+    assert (tmp_path / "r.parquet").is_fifo() and not (tmp_path / "r.parquet.tmp").exists()

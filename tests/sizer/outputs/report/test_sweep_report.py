@@ -76,3 +76,27 @@ def test_report_sweep_flag_errors(tmp_path):
     for args, flag in cases:
         result = runner.invoke(app, args)
         assert result.exit_code == 2 and flag in result.stderr and result.stderr.count("\n") == 1, result.output
+
+
+def test_names_are_labels_not_mathtext_nor_formulas(tmp_path):
+    # `$\frac{` is bad mathtext (matplotlib raised on it); `=HYPERLINK(...)` a formula to a spreadsheet
+    store = ResultStore(tmp_path / "r.parquet")
+    for r in ROWS:
+        store.add(SweepRow(**{**r.__dict__, "model": "$\\frac{x}{$ =1+1", "gpu": "=HYPERLINK(\"http://x\")"}))
+    store.close()
+    out, csv = tmp_path / "r.html", tmp_path / "r.csv"
+    result = runner.invoke(app, ["report", "--sweep", str(tmp_path / "r.parquet"), "-o", str(out), "--csv", str(csv)])
+    assert result.exit_code == 0, result.output
+    assert "frac" in out.read_text()
+    frame = pd.read_csv(csv)
+    assert set(frame["gpu"]) == {"'=HYPERLINK(\"http://x\")"} and set(frame["model"]) == {"$\\frac{x}{$ =1+1"}
+
+
+def test_an_ok_row_with_a_null_rate_is_one_line(tmp_path):
+    store = ResultStore(tmp_path / "r.parquet")
+    store.add(SweepRow(**{**ROWS[0].__dict__, "rate_per_s": None}))
+    store.close()
+    result = runner.invoke(app, ["report", "--sweep", str(tmp_path / "r.parquet"), "--json"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (f"error: {tmp_path / 'r.parquet'}: row 0 (a) rate_per_s: None in a row of "
+                                     "status ok; expected what `sizer sweep` writes")

@@ -1,0 +1,73 @@
+"""`sizer import-kernels` on bad sources (issue 25): a parquet that is not one, a missing column, no rows, text
+where numbers are read, NaN or non-positive latencies, and a missing or garbage system YAML are one line and exit 2."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from sizer.cli import app
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("pyarrow")
+from test_aiconfigurator_import import fake_package  # noqa: E402
+
+runner = CliRunner()
+GEMM = ("aiconfigurator_core", "systems", "data", "h100_sxm", "gemm", "vllm", "0.9.9", "gemm_perf.parquet")
+SYSTEM = ("aiconfigurator_core", "systems", "h100_sxm.yaml")
+
+
+def gemm_frame(**change):
+    rows = [dict(framework="VLLM", version="0.9.9", device="Test GPU", kernel_source="torch", gemm_dtype="bfloat16",
+                 m=m, n=4096, k=4096, latency=0.015) for m in (1, 8)]
+    frame = pd.DataFrame(rows)
+    for column, value in change.items():
+        if value is None:
+            frame = frame.drop(columns=[column])
+        else:
+            frame[column] = value
+    return frame
+
+
+CASES = {
+    "not parquet": (GEMM, b"PAR1 not a parquet file", None, None),
+    "empty file": (GEMM, b"", None, None),
+    "missing column": (GEMM, gemm_frame(n=None), "n", "missing"),
+    "no rows": (GEMM, gemm_frame().iloc[0:0], None, "no rows"),
+    "text in a number": (GEMM, gemm_frame(k=["4096", "big"]), "k", "expected numbers"),
+    "NaN latency": (GEMM, gemm_frame(latency=[0.015, float("nan")]), "latency (row 1)", "finite latency"),
+    "negative latency": (GEMM, gemm_frame(latency=[-1.0, 0.015]), "latency (row 0)", "finite latency"),
+    "system garbage": (SYSTEM, b"gpu: [unclosed", None, "not valid YAML"),
+    "system missing key": (SYSTEM, b"gpu: {mem_bw: 1.0e+12}\n", "gpu.mem_bw_empirical_scaling_factor", None),
+    "system infinite": (SYSTEM, b"gpu: {mem_bw: .inf, mem_bw_empirical_scaling_factor: 0.8, "
+                                b"mem_empirical_constant_latency: 3.0e-6}\n", "gpu.mem_bw", "finite"),
+    "system a list": (SYSTEM, b"- 1\n", "gpu", None),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_sources_are_one_line(tmp_path, case):
+    where, content, field, says = CASES[case]
+    source = fake_package(tmp_path / "wheel")
+    path = source.joinpath(*where)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        content.to_parquet(path)
+    result = runner.invoke(app, ["import-kernels", str(source), "--gpu", "h100-sxm", "--out", str(tmp_path / "out"),
+                                 "--all-shapes"])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {path}: "), result.stderr
+    if field:
+        assert lines[0].startswith(f"error: {path}: {field}: "), lines[0]
+    if says:
+        assert says in lines[0]
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_a_system_file_that_is_missing(tmp_path):
+    source = fake_package(tmp_path / "wheel")
+    source.joinpath(*SYSTEM).unlink()
+    result = runner.invoke(app, ["import-kernels", str(source), "--gpu", "h100-sxm", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "file not found" in result.stderr

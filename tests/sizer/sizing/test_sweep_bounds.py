@@ -1,0 +1,56 @@
+"""Sweeps under bad input (issue 25): points counted before any work, one GPU named twice simulated once, and a
+results file resumed only when it is this sweep's."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from sweephelp import sweep_of, write_sweep
+
+from simulator.errors import FieldError
+from sizer.inputs.sweep_file import MAX_POINTS, load_sweep
+from sizer.outputs.sweep_store import ResultStore
+from sizer.sizing.sweep import SweepRow, run_sweep, tasks
+
+
+def test_a_product_past_the_bound_is_refused_with_its_count_before_expanding(tmp_path):
+    axes = {"rate_per_s": {"start": 1, "stop": 1000, "step": 1}, "ttft_ms": {"start": 1, "stop": 1000, "step": 1},
+            "itl_ms": {"start": 1, "stop": 1000, "step": 1}}
+    with pytest.raises(FieldError) as caught:
+        load_sweep(write_sweep(tmp_path, axes))
+    assert caught.value.field == "axes"
+    assert caught.value.message == (f"expected at most {MAX_POINTS:,} points, got 1,000,000,000 "
+                                    "(rate_per_s 1,000 x ttft_ms 1,000 x itl_ms 1,000)")
+
+
+@pytest.mark.parametrize("rate", [{"start": 1e-300, "stop": 1e300, "step": 1e-300},
+                                  {"start": 1e-300, "stop": 1e300, "factor": 1e200}])
+def test_ranges_that_overflow_are_one_line(tmp_path, rate):
+    with pytest.raises(FieldError) as caught:
+        load_sweep(write_sweep(tmp_path, {"rate_per_s": rate}))
+    assert caught.value.field == "axes.rate_per_s"
+
+
+def test_one_gpu_under_two_names_is_one_point(tmp_path):
+    sweep = sweep_of(write_sweep(tmp_path, {"gpu": ["h100", "h100-sxm"], "rate_per_s": [1, 2]}))
+    assert len(sweep.points) == 2 and {p.gpu for p in sweep.points} == {"h100-sxm"}
+
+
+def test_resuming_into_another_sweeps_file_is_refused_before_any_work(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = sweep_of(write_sweep(tmp_path / "a", {"rate_per_s": [1]}))
+    store = ResultStore(tmp_path / "r.parquet", "--results")
+    blank = {f.name: None for f in dataclasses.fields(SweepRow)}
+    store.add(SweepRow(**{**blank, "point_hash": tasks(first)[0].point_hash, "seed": 1, "status": "invalid",
+                          "binding": "input", "reason": "", "scenario": "s"}))
+    store.close()
+    other = sweep_of(write_sweep(tmp_path / "b", {"rate_per_s": [3]}))
+    calls = []
+    with pytest.raises(FieldError) as caught:
+        run_sweep(other, ResultStore(tmp_path / "r.parquet", "--results").done(), calls.append, "local", 1)
+    assert caught.value.field == "--results" and "1 point not in sweep" in caught.value.message and not calls
+    # the same sweep resumes: its own point is done, nothing is refused
+    summary = run_sweep(first, ResultStore(tmp_path / "r.parquet", "--results").done(), calls.append, "local", 1)
+    assert summary.already_done == 1 and not calls
