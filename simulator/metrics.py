@@ -105,11 +105,13 @@ def itl_latency(result: SimulationResult, engine_side: bool = False) -> Latency:
         step_s, weights = tl.step_s, tl.itl_seqs.astype(float)
     else:
         # the gap before each step's tokens as the client sees them: from the replica's previous step
-        order = np.lexsort((tl.end_s, tl.replica))
-        client = tl.client_s[order]
-        gap = np.empty_like(client)
-        gap[order] = np.where(np.r_[True, np.diff(tl.replica[order]) != 0], tl.step_s[order],
-                              np.diff(client, prepend=client[0]))
+        # (one replica: its steps are in time order already, and no permutation is built)
+        order = None if result.num_replicas == 1 else np.lexsort((tl.end_s, tl.replica))
+        client, replica, step = ((tl.client_s, tl.replica, tl.step_s) if order is None else
+                                 (tl.client_s[order], tl.replica[order], tl.step_s[order]))
+        gap = np.where(np.r_[True, np.diff(replica) != 0], step, np.diff(client, prepend=client[0]))
+        if order is not None:
+            gap[order] = gap.copy()
         chunk = result.engine_loop.stream_tokens_per_chunk
         w = tl.itl_seqs.astype(float)
         step_s = np.concatenate([gap * chunk, np.zeros(1)]) if chunk > 1 else gap
