@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from simulator.gateway import OUTCOMES, GatewayRecords
+from sizer.cli.progress import progress
 from sizer.errors import InputError
 from sizer.inputs.gateway import load_gateway
 from sizer.outputs.destination import write_with
@@ -38,7 +39,9 @@ def plan(path: Path, as_json: bool, search: bool) -> None:
 
 def simulate(path: Path, as_json: bool, num_requests: int | None, requests_csv: Path | None) -> None:
     doc, name = load_gateway(path)
-    result, a = run_gateway(resolve_gateway(doc, name, str(path)), num_requests)
+    rg = resolve_gateway(doc, name, str(path))
+    with progress("simulating", "requests", num_requests or rg.config.num_requests, not as_json) as update:
+        result, a = run_gateway(rg, num_requests, progress=update)
     if requests_csv is not None:
         write_with(requests_csv, "--requests-csv", lambda f: _records_frame(result.records).to_csv(f, index=False))
     if as_json:

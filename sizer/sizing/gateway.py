@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
@@ -298,12 +299,12 @@ def _class_answer(c: ClassSection, recs: GatewayRecords, mine: np.ndarray) -> Cl
                        {t: k / n for t, k in routed}, share, slo.required_share, met, _latency(columns["e2e_ms"]))
 
 
-def run_gateway(rg: ResolvedGateway, num_requests: int | None = None,
-                config: GatewayConfig | None = None) -> tuple[GatewayResult, GatewayAnswer]:
+def run_gateway(rg: ResolvedGateway, num_requests: int | None = None, config: GatewayConfig | None = None,
+                progress: Callable[[int], None] | None = None) -> tuple[GatewayResult, GatewayAnswer]:
     cfg = config or rg.config
     if num_requests is not None:
         cfg = replace(cfg, num_requests=num_requests)
-    result = simulate_gateway(cfg, rg.doc.gateway.seed)
+    result = simulate_gateway(cfg, rg.doc.gateway.seed, progress)
     return result, answer(rg, result, cfg)
 
 
