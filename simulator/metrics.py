@@ -82,13 +82,15 @@ class MetricsSummary:
 def weighted_percentiles(values: np.ndarray, weights: np.ndarray, qs: tuple[float, ...]) -> list[float]:
     """Smallest value whose cumulative weight reaches q% of the total (inverted CDF)."""
     keep = weights > 0
-    values, weights = values[keep], weights[keep]
+    if not keep.all():
+        values, weights = values[keep], weights[keep]
     if len(values) == 0:
         return [math.nan] * len(qs)
     order = np.argsort(values, kind="stable")
-    cum = np.cumsum(weights[order])
+    cum = weights[order]
+    np.cumsum(cum, out=cum)
     idx = np.searchsorted(cum, np.asarray(qs) / 100.0 * cum[-1], side="left")
-    return values[order][np.minimum(idx, len(values) - 1)].tolist()
+    return values[order[np.minimum(idx, len(values) - 1)]].tolist()     # no sorted copy of the values
 
 
 def _latency(values_ms: np.ndarray, weights: np.ndarray | None = None) -> Latency:
@@ -101,23 +103,38 @@ def _latency(values_ms: np.ndarray, weights: np.ndarray | None = None) -> Latenc
 
 def itl_latency(result: SimulationResult, engine_side: bool = False) -> Latency:
     tl = result.timeline
+    gaps = result.itl_gaps_s
     if engine_side or len(tl.end_s) == 0:
-        step_s, weights = tl.step_s, tl.itl_seqs.astype(float)
+        step_s, chunk = tl.step_s, 1
     else:
         # the gap before each step's tokens as the client sees them: from the replica's previous step
         # (one replica: its steps are in time order already, and no permutation is built)
         order = None if result.num_replicas == 1 else np.lexsort((tl.end_s, tl.replica))
         client, replica, step = ((tl.client_s, tl.replica, tl.step_s) if order is None else
                                  (tl.client_s[order], tl.replica[order], tl.step_s[order]))
-        gap = np.where(np.r_[True, np.diff(replica) != 0], step, np.diff(client, prepend=client[0]))
+        step_s = np.where(np.r_[True, np.diff(replica) != 0], step, np.diff(client, prepend=client[0]))
         if order is not None:
-            gap[order] = gap.copy()
+            step_s[order] = step_s.copy()
+        del client, replica, step, order
         chunk = result.engine_loop.stream_tokens_per_chunk
-        w = tl.itl_seqs.astype(float)
-        step_s = np.concatenate([gap * chunk, np.zeros(1)]) if chunk > 1 else gap
-        weights = np.concatenate([w / chunk, [w.sum() * (chunk - 1) / chunk]]) if chunk > 1 else w
-    values = np.concatenate([step_s, result.itl_gaps_s]) * 1000.0
-    weights = np.concatenate([weights, np.ones(len(result.itl_gaps_s))])
+    # values and weights in one buffer each (a few steps' worth of memory, not a dozen): the steps' gaps
+    # (times the chunk, when tokens come c at a time), a zero gap weighing the chunks' other c - 1 tokens, the
+    # longer gaps on their own
+    n, extra = len(step_s), 1 if chunk > 1 else 0
+    values, weights = np.empty(n + extra + len(gaps)), np.empty(n + extra + len(gaps))
+    if chunk > 1:
+        np.multiply(step_s, chunk, out=values[:n])
+    else:
+        values[:n] = step_s
+    del step_s
+    values[n:n + extra] = 0.0
+    values[n + extra:] = gaps
+    values *= 1000.0
+    weights[:n] = tl.itl_seqs
+    if chunk > 1:
+        weights[n] = weights[:n].sum() * (chunk - 1) / chunk
+        weights[:n] /= chunk
+    weights[n + extra:] = 1.0
     return _latency(values, weights)
 
 

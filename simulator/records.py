@@ -122,12 +122,14 @@ class Recorder:
 
     def result(self, num_blocks: int, num_replicas: int, num_preemptions: int,
                engine_loop: EngineLoop) -> SimulationResult:
+        """The run's records, once, at its end: the request rows are handed over (this recorder keeps none)."""
         ints = _view(self._req_ints).reshape(-1, len(_REQUEST_INTS))
         floats = _view(self._req_floats).reshape(-1, len(_REQUEST_FLOATS))
         order = np.argsort(ints[:, _REQUEST_INTS.index("request_id")], kind="stable")
         split = ({k: ints[order, i] for i, k in enumerate(_REQUEST_INTS)}
                  | {k: floats[order, i] for i, k in enumerate(_REQUEST_FLOATS)})
         del ints, floats, order
+        self._req_ints, self._req_floats = array("q"), array("d")     # handed over: the columns are copies
         c = {k: split[k] for k in _REQUEST_COLUMNS}
         c["rejected"] = c["rejected"].astype(bool)
         st = {k: _view(v) for k, v in self._step.items()}
