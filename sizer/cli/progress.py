@@ -31,14 +31,18 @@ def rate_text(done: int, elapsed_s: float, unit: str) -> str:
 
 @contextmanager
 def progress(label: str, unit: str, total: int | None = None,
-             show: bool = True) -> Iterator[Callable[..., None]]:
-    """A bar for `with`: yields `update(done, total=None)`, cheap enough to call once per request.
-    `show=False` (e.g. under --json) or a stderr that is not a terminal: nothing is drawn. No refresh
-    thread: the sweep and the search fork their worker processes while it is open."""
+             show: bool = True) -> Iterator[Callable[..., None] | None]:
+    """A bar for `with`: yields `update(done, total=None)`, cheap enough to call once per request, or
+    None when nothing is to be drawn (`show=False`, e.g. under --json, or a stderr that is not a
+    terminal), so that the work calls nothing. No refresh thread: the sweep and the search fork their
+    worker processes while it is open."""
     err = Console(stderr=True)
+    if not (show and err.is_terminal):
+        yield None
+        return
     with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
                   TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=err, transient=True,
-                  auto_refresh=False, disable=not (show and err.is_terminal)) as bar:
+                  auto_refresh=False) as bar:
         task = bar.add_task(label, total=total, rate="")
         start, next_s = time.monotonic(), 0.0
 
