@@ -1,12 +1,13 @@
 """Every simulated number stays the same to the bit for a given seed (issue 21): `sizer simulate --json` on
-each bundled scenario, at its own seed and at seed 7, against JSON stored from commit 49c2e5b
+each bundled scenario, at its own seed and at seed 7, and on the chat scenario with several replicas and
+with disaggregated pools, against JSON stored from commit 49c2e5b
 (tests/data/simulate_golden/README.md; regenerate only for a stated model fix)."""
 
 import json
 import math
 
 import pytest
-from simulate_golden import GOLDEN, SCENARIOS, SEEDS, case_name, simulate_json
+from simulate_golden import GOLDEN, SCENARIOS, SEEDS, VARIANTS, case_name, simulate_json
 
 
 def _mismatches(got, want, path="") -> list[str]:
@@ -34,3 +35,10 @@ def test_the_field_comparison_catches_a_last_bit():
 def test_simulate_json_is_unchanged(scenario, seed):
     want = json.loads((GOLDEN / f"{case_name(scenario, seed)}.json").read_text())
     assert _mismatches(simulate_json(scenario, seed), want) == []
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_simulate_json_is_unchanged_with_replicas_and_disaggregation(name):
+    scenario, flags, merge = VARIANTS[name]
+    want = json.loads((GOLDEN / f"{name}.json").read_text())
+    assert _mismatches(simulate_json(scenario, None, tuple(flags), merge), want) == []
