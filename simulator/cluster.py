@@ -2,7 +2,9 @@
 
 Routers: round robin; least outstanding requests; prefix-aware (the replica whose cache
 already holds the longest prefix of the request, among replicas within `balance_slack`
-requests of the least loaded). With disaggregation, a prefill-pool replica finishes a
+requests of the least loaded). Requests come at their arrival times, or, from a closed loop's
+clients, each when the answer to its client's previous request has reached it. With
+disaggregation, a prefill-pool replica finishes a
 request at its first token. A request asking for one token is then done, there; any other's
 KV travels to a decode-pool replica in `latency + prompt tokens x bytes per token / bandwidth`
 seconds.
@@ -11,8 +13,9 @@ seconds.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -22,6 +25,7 @@ from simulator.records import Recorder
 from simulator.replica import Replica, ReplicaConfig, StepTimes
 from simulator.request import Request, Status
 from simulator.step_batch import StepTimeModel
+from simulator.workload import ClosedLoop
 
 ROUTERS = ("round_robin", "least_outstanding", "prefix_aware")
 
@@ -75,7 +79,8 @@ class Cluster:
     def __init__(self, env: simpy.Environment, replica: ReplicaConfig, num_replicas: int, router: Router,
                  step_model: StepTimeModel, recorder: Recorder, seed: int, requests: Iterable[Request] | None,
                  disaggregation: DisaggregationConfig | None = None, fast_forward: bool = True,
-                 check_invariants: bool = False, on_request_done: Callable[[int], None] | None = None):
+                 check_invariants: bool = False, on_request_done: Callable[[int], None] | None = None,
+                 closed_loop: ClosedLoop | None = None):
         self.env, self.router, self.recorder = env, router, recorder
         self.disaggregation, self.on_request_done = disaggregation, on_request_done
         self._next_arrival_s = 0.0
@@ -96,7 +101,15 @@ class Cluster:
         self.entry_pool = self.replicas[:d.num_prefill_replicas] if d else self.replicas
         self.decode_pool = self.replicas[d.num_prefill_replicas:] if d else self.replicas
         self._decode_router = Router("least_outstanding", router.balance_slack)   # KV lands on the least busy
-        if requests is not None:          # None: fed from outside (a gateway), see `expect_arrival`
+        self._clients: Iterator[Request] | None = None
+        if requests is not None and closed_loop is not None:
+            # nothing says when a client sends next until an answer comes: replicas step in time with
+            # the clients (one event per step) instead of running ahead to the next known arrival
+            self._clients, self._think_s, self._next_arrival_s = iter(requests), closed_loop.think_time_s, -math.inf
+            for req in itertools.islice(self._clients, closed_loop.concurrency):
+                req.arrival_s = 0.0
+                self.router.choose(self.entry_pool, req).submit(req)
+        elif requests is not None:        # None: fed from outside (a gateway), see `expect_arrival`
             env.process(self._arrivals(requests))
 
     def expect_arrival(self, at_s: float) -> None:
@@ -128,11 +141,31 @@ class Cluster:
     def _done(self, replica: Replica, req: Request) -> None:
         if (req.status is Status.FINISHED and replica.scheduler.config.prefill_only
                 and req.num_output_tokens < req.output_tokens):      # its first token was not its last
+            req.prefill_replica = replica.index
             self._start_transfer(req)
             return
         self.recorder.request_done(req, replica.index)
+        if self._clients is not None:
+            self._send_next(replica, req)
         if self.on_request_done is not None:
             self.on_request_done(self.recorder.num_done)
+
+    def _send_next(self, replica: Replica, req: Request) -> None:
+        """The client of `req` sends its next request once the answer has reached it (think time
+        later): the last token one API-server pass after its step, a refusal at once."""
+        nxt = next(self._clients, None)
+        if nxt is None:
+            return
+        if req.status is Status.FINISHED:
+            loop = replica.config.engine_loop
+            answered_s = req.finished_s + loop.output_s_per_pass + loop.output_s_per_token * replica.last_step_seqs
+        else:
+            answered_s = self.env.now
+        nxt.arrival_s = answered_s + self._think_s
+
+        def send(_event) -> None:
+            self.router.choose(self.entry_pool, nxt).submit(nxt)
+        self.env.timeout(max(0.0, nxt.arrival_s - self.env.now)).callbacks.append(send)
 
     def _start_transfer(self, req: Request) -> None:
         t = req.finished_s + self.disaggregation.transfer_s(req.prompt_tokens)

@@ -5,8 +5,10 @@ applies its output; with asynchronous scheduling (vLLM V1's default, SGLang's ov
 scheduler) it schedules the next step while one runs, so that CPU work hides behind the
 GPU's, but a request that arrives while step k runs can only join step k + 2 (step k + 1 was
 chosen when step k started). A separate API-server process tokenises each prompt before the
-engine sees it, and detokenises and streams each step's tokens after it; a client receives
-them in chunks. Nothing here is per token in the simulation: a step's loop cost folds into
+engine sees it, and detokenises and streams the steps' tokens after them: each token reaches
+the client in its own message, unless the API server lags, when it handles every step output
+waiting for it in one pass and a request's tokens from those steps arrive together. Nothing
+here is per token in the simulation: a step's loop cost folds into
 its time (`period_s`), admission is a cut-off time the replica applies, and what a client
 sees is computed from the per-step timeline at the end (`client_visible_s`).
 
@@ -15,6 +17,7 @@ Every field is given by the caller (sizer's engine presets); the simulator has n
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,15 +30,14 @@ class EngineLoop:
     schedule_s: float                   # CPU per step: schedule it and apply its output, fixed part
     schedule_s_per_seq: float           # ... and per sequence in the step
     input_s: float                      # client send to engine queue: HTTP, tokenise, hand-off, per request
-    output_s_per_step: float            # API server, per engine output batch (one per step)
+    output_s_per_pass: float            # API server, per pass over the step outputs waiting for it
     output_s_per_token: float           # API server, per token: detokenise and stream it
-    stream_tokens_per_chunk: int        # tokens a client receives together (shapes its ITL distribution)
 
     def __post_init__(self) -> None:
-        costs = (self.schedule_s, self.schedule_s_per_seq, self.input_s, self.output_s_per_step,
+        costs = (self.schedule_s, self.schedule_s_per_seq, self.input_s, self.output_s_per_pass,
                  self.output_s_per_token)
-        if min(costs) < 0 or self.stream_tokens_per_chunk < 1:
-            raise ValueError(f"engine loop {self.name!r}: costs must be >= 0 and stream_tokens_per_chunk >= 1")
+        if min(costs) < 0:
+            raise ValueError(f"engine loop {self.name!r}: costs must be >= 0")
 
     def period_s(self, gpu_s: float, num_seqs: int) -> float:
         """Time from one step's end to the next's, for a step whose GPU work takes `gpu_s`: the
@@ -46,21 +48,41 @@ class EngineLoop:
         return gpu_s + cpu_s
 
     def client_visible_s(self, end_s: np.ndarray, num_seqs: np.ndarray) -> np.ndarray:
-        """When the tokens of each step (ends `end_s`, ascending, one replica) reach the client.
+        """When the tokens of each step (ends `end_s`, strictly ascending, one replica) reach the client.
 
-        The API server handles one step's output at a time, taking output_s_per_step +
-        output_s_per_token x tokens; a step's output waits for the one before it. Its finish
-        time is then f_k = max(f_(k-1), end_k) + c_k, which unrolls to
-        f_k = C_k + max over j <= k of (end_j - C_(j-1)), C the running sum of c: one vectorised pass.
+        The API server, when free, takes every step output that has reached it and handles them
+        in one pass of output_s_per_pass + output_s_per_token x their tokens; all of them reach
+        the client at the pass's end (vLLM's output handler drains its queue, and a lagging
+        request's outputs merge: RequestOutputCollector). While each step ends after the pass
+        before it, a pass is one step, f_k = max(f_(k-1), end_k) + c_k, which unrolls to
+        f_k = C_k + max over j <= k of (end_j - C_(j-1)), C the running sum of c: one vectorised
+        pass. Only the stretches where a step ends while that recurrence is still busy are walked
+        pass by pass: batching passes finishes no later than one step per pass, so such a stretch
+        starts and ends with the server idle under both.
         """
         if len(end_s) == 0:
-            return end_s
-        cost = self.output_s_per_step + self.output_s_per_token * num_seqs
+            return end_s.copy()
+        cost = self.output_s_per_pass + self.output_s_per_token * num_seqs
         total = np.cumsum(cost)
-        return total + np.maximum.accumulate(end_s - (total - cost))
+        out = total + np.maximum.accumulate(end_s - (total - cost))
+        lagging = np.r_[False, out[:-1] > end_s[1:]]           # ends while the server is still busy
+        if not lagging.any():
+            return out
+        edges = np.flatnonzero(np.diff(np.r_[0, lagging.view(np.int8), 0]))
+        ends, tokens = end_s.tolist(), np.r_[0, np.cumsum(num_seqs)].tolist()
+        fixed, per_token = self.output_s_per_pass, self.output_s_per_token
+        for first, stop in zip(edges[0::2].tolist(), edges[1::2].tolist(), strict=True):
+            i, free = first - 1, ends[first - 1]                # the step before the stretch finds it idle
+            while i < stop:
+                start = max(free, ends[i])
+                j = bisect_right(ends, start, i + 1, stop)      # every output waiting at `start`
+                free = start + fixed + per_token * (tokens[j] - tokens[i])
+                out[i:j] = free
+                i = j
+        return out
 
 
 # The loop of the bundled engine and of runs that price steps alone: synchronous, free,
 # tokens seen as they are sampled (the simulator's behaviour before engine loops existed).
 BARE = EngineLoop("bare (steps only)", async_scheduling=False, schedule_s=0.0, schedule_s_per_seq=0.0, input_s=0.0,
-                  output_s_per_step=0.0, output_s_per_token=0.0, stream_tokens_per_chunk=1)
+                  output_s_per_pass=0.0, output_s_per_token=0.0)

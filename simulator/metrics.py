@@ -1,15 +1,17 @@
 """Latency percentiles, throughput, SLO attainment and goodput from a simulation result.
 
-ITL is the time between consecutive tokens of a sequence. A sequence that decodes in
-consecutive steps gets one token per step, so the ITL distribution is the step durations
-weighted by how many sequences produced a token one step after their previous one, plus the
-few longer gaps (after a preemption or a KV transfer) recorded on their own. Per request,
-the SLO's ITL target is checked against the request's TPOT (its mean time between tokens).
+ITL is the time between consecutive token messages of a sequence, pooled over all sequences,
+as `vllm bench serve` reports it. A sequence that decodes in consecutive steps gets one token
+per step, so the ITL distribution is the step durations weighted by how many sequences
+produced a token one step after their previous one, plus the few longer gaps (after a
+preemption or a KV transfer) recorded on their own. TPOT is per request: (E2E - TTFT) /
+(output tokens - 1). The SLO's `tpot_ms` target is checked per request against its TPOT, and
+at the SLO percentile against the TPOT percentile (vLLM's `--goodput tpot:` is per request too).
 
 Metrics are what a client measures unless `engine_side` is asked for (see
 `SimulationResult.columns`). A client's token gaps are the gaps between the steps' arrivals
-through the API server, and where tokens come in chunks of c, each chunk brings one gap of
-about c steps and c - 1 gaps of about nothing.
+through the API server; tokens of steps the API server handled in one pass arrive in one
+message and count as one gap.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from simulator.records import SimulationResult
 @dataclass(frozen=True, kw_only=True)
 class SLO:
     ttft_ms: float | None = None       # targets; None: not a target
-    itl_ms: float | None = None        # per request: its TPOT; in percentiles: the token ITL
+    tpot_ms: float | None = None       # per request: its TPOT; in percentiles: the TPOT percentile
     e2e_ms: float | None = None
     percentile: float                  # the percentile each target is also read at (slo_percentiles_met)
     required_share: float              # goodput: share of requests that must meet every target
@@ -36,7 +38,7 @@ class SLO:
 
     @property
     def has_targets(self) -> bool:
-        return any(t is not None for t in (self.ttft_ms, self.itl_ms, self.e2e_ms))
+        return any(t is not None for t in (self.ttft_ms, self.tpot_ms, self.e2e_ms))
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,7 @@ class MetricsSummary:
     mean_batch_size: float              # sequences per step, averaged over time
     mean_kv_usage: float                # fraction of KV blocks in use, averaged over time
     peak_kv_usage: float
+    peak_concurrent_requests: int = 0   # most requests in flight at once, send to last token (vllm bench serve's)
     lora_holdbacks: int = 0             # steps requests waited for a LoRA adapter slot, all requests
     lora_held_requests: int = 0         # requests held back at least once
     slo: SLO | None = None
@@ -105,7 +108,7 @@ def itl_latency(result: SimulationResult, engine_side: bool = False) -> Latency:
     tl = result.timeline
     gaps = result.itl_gaps_s
     if engine_side or len(tl.end_s) == 0:
-        step_s, chunk = tl.step_s, 1
+        step_s = tl.step_s
     else:
         # the gap before each step's tokens as the client sees them: from the replica's previous step
         # (one replica: its steps are in time order already, and no permutation is built)
@@ -116,26 +119,33 @@ def itl_latency(result: SimulationResult, engine_side: bool = False) -> Latency:
         if order is not None:
             step_s[order] = step_s.copy()
         del client, replica, step, order
-        chunk = result.engine_loop.stream_tokens_per_chunk
-    # values and weights in one buffer each (a few steps' worth of memory, not a dozen): the steps' gaps
-    # (times the chunk, when tokens come c at a time), a zero gap weighing the chunks' other c - 1 tokens, the
-    # longer gaps on their own
-    n, extra = len(step_s), 1 if chunk > 1 else 0
-    values, weights = np.empty(n + extra + len(gaps)), np.empty(n + extra + len(gaps))
-    if chunk > 1:
-        np.multiply(step_s, chunk, out=values[:n])
-    else:
-        values[:n] = step_s
-    del step_s
-    values[n:n + extra] = 0.0
-    values[n + extra:] = gaps
+    # values and weights in one buffer each (a few steps' worth of memory, not a dozen): the steps' gaps,
+    # then the longer gaps on their own
+    n = len(step_s)
+    values, weights = np.empty(n + len(gaps)), np.empty(n + len(gaps))
+    values[:n] = step_s
+    values[n:] = gaps
     values *= 1000.0
     weights[:n] = tl.itl_seqs
-    if chunk > 1:
-        weights[n] = weights[:n].sum() * (chunk - 1) / chunk
-        weights[:n] /= chunk
-    weights[n + extra:] = 1.0
+    if not engine_side:
+        # a step handled in the same pass as the one before it merged into that message: no gap of its own
+        weights[:n][~(step_s > 0)] = 0.0
+    del step_s
+    weights[n:] = 1.0
     return _latency(values, weights)
+
+
+def peak_concurrency(start_s: np.ndarray, end_s: np.ndarray) -> int:
+    """Most intervals [start, end) open at once, times to the nanosecond (a closed-loop client's next
+    send and its last answer meet at one instant, computed two ways): a sweep over the sorted ends,
+    an end before a start at the same instant, as vllm bench serve counts max_concurrent_requests."""
+    if len(start_s) == 0:
+        return 0
+    start, end = np.round(start_s, 9), np.round(end_s, 9)
+    times = np.concatenate([start, end])
+    delta = np.concatenate([np.ones(len(start), np.int64), -np.ones(len(end), np.int64)])
+    order = np.lexsort((delta, times))
+    return int(np.cumsum(delta[order]).max())
 
 
 def slo_attainment(result: SimulationResult, slo: SLO, engine_side: bool = False) -> np.ndarray:
@@ -145,8 +155,8 @@ def slo_attainment(result: SimulationResult, slo: SLO, engine_side: bool = False
     with np.errstate(invalid="ignore"):
         if slo.ttft_ms is not None:
             ok &= c[pre + "ttft_ms"] <= slo.ttft_ms
-        if slo.itl_ms is not None:
-            ok &= np.isnan(c[pre + "tpot_ms"]) | (c[pre + "tpot_ms"] <= slo.itl_ms)
+        if slo.tpot_ms is not None:
+            ok &= np.isnan(c[pre + "tpot_ms"]) | (c[pre + "tpot_ms"] <= slo.tpot_ms)
         if slo.e2e_ms is not None:
             ok &= c[pre + "e2e_ms"] <= slo.e2e_ms
     return ok
@@ -157,7 +167,9 @@ def summarise(result: SimulationResult, slo: SLO | None = None, engine_side: boo
     c, tl, pre = result.columns, result.timeline, "engine_" if engine_side else ""
     done = ~c["rejected"]
     n, n_done = len(done), int(done.sum())
-    duration = float(c["finished_s"][done].max() - c["arrival_s"].min()) if n_done else 0.0
+    # the run spans the first send to the last token as seen (by the client, or by the engine)
+    finish_s = c["finished_s"] if engine_side else c["arrival_s"] + c["e2e_ms"] / 1000.0
+    duration = float(finish_s[done].max() - c["arrival_s"].min()) if n_done else 0.0
     per_s = (lambda x: x / duration) if duration > 0 else (lambda x: 0.0)
     tokens_in = float(c["prompt_tokens"][done].sum())
     tokens_out = float(c["output_tokens"][done].sum())
@@ -174,12 +186,13 @@ def summarise(result: SimulationResult, slo: SLO | None = None, engine_side: boo
         mean_batch_size=float(np.sum(tl.num_seqs * tl.step_s) / busy) if busy else 0.0,
         mean_kv_usage=float(np.sum(tl.kv_usage * tl.step_s) / busy) if busy else 0.0,
         peak_kv_usage=float(tl.kv_usage.max()) if len(tl.kv_usage) else 0.0,
+        peak_concurrent_requests=peak_concurrency(c["arrival_s"][done], finish_s[done]),
         lora_holdbacks=int(c["lora_holdbacks"].sum()), lora_held_requests=int((c["lora_holdbacks"] > 0).sum()),
     )
     if slo is not None and slo.has_targets:
         met = slo_attainment(result, slo, engine_side)
         share = float(met.mean()) if n else 0.0
-        checks = [(slo.ttft_ms, ttft), (slo.itl_ms, itl), (slo.e2e_ms, e2e)]
+        checks = [(slo.ttft_ms, ttft), (slo.tpot_ms, tpot), (slo.e2e_ms, e2e)]
         pct = all(_at(lat, slo.percentile, target) for target, lat in checks if target is not None)
         out.update(slo=slo, slo_share=share, slo_met=share >= slo.required_share, slo_percentiles_met=pct,
                    goodput_requests_per_s=per_s(float(met.sum())))

@@ -19,13 +19,15 @@ from simulator.request import Request, Status
 
 # Per request: integer and float values, one row each in two flat arrays (one `fromlist` call
 # per request), split into columns in this order at the end.
+# `first_token_replica` is where the first token was sampled (the prefill replica, when disaggregated).
 # `adapter` (LoRA, -1 the base model) and `schema` (structured output, -1 none) say what each request
 # asked for, `lora_holdbacks` how many steps it waited for an adapter slot: a user can audit both.
-_REQUEST_COLUMNS = ("request_id", "replica", "tenant", "adapter", "schema", "arrival_s", "prompt_tokens",
-                    "output_tokens", "generated_tokens", "cached_prompt_tokens", "scheduled_s", "first_token_s",
-                    "finished_s", "preemptions", "lora_holdbacks", "rejected")
-_REQUEST_INTS = ("request_id", "replica", "tenant", "adapter", "schema", "prompt_tokens", "output_tokens",
-                 "generated_tokens", "cached_prompt_tokens", "preemptions", "lora_holdbacks", "rejected")
+_REQUEST_COLUMNS = ("request_id", "replica", "first_token_replica", "tenant", "adapter", "schema", "arrival_s",
+                    "prompt_tokens", "output_tokens", "generated_tokens", "cached_prompt_tokens", "scheduled_s",
+                    "first_token_s", "finished_s", "preemptions", "lora_holdbacks", "rejected")
+_REQUEST_INTS = ("request_id", "replica", "first_token_replica", "tenant", "adapter", "schema", "prompt_tokens",
+                 "output_tokens", "generated_tokens", "cached_prompt_tokens", "preemptions", "lora_holdbacks",
+                 "rejected")
 _REQUEST_FLOATS = ("arrival_s", "scheduled_s", "first_token_s", "finished_s")
 # Per step: 36 bytes (counts as C ints, 4 bytes: every bound on them is below 2^31, and a value past it
 # raises OverflowError rather than wrapping). A million requests of the standard workload are 7.4 M steps.
@@ -85,7 +87,8 @@ class Recorder:
     def request_done(self, req: Request, replica: int) -> None:
         """Record a request that finished or was rejected."""
         rejected = req.status is Status.REJECTED
-        self._req_ints.fromlist([req.request_id, replica, req.tenant, req.adapter_id, req.schema_id,
+        first_replica = replica if req.prefill_replica < 0 else req.prefill_replica
+        self._req_ints.fromlist([req.request_id, replica, first_replica, req.tenant, req.adapter_id, req.schema_id,
                                  req.prompt_tokens, req.output_tokens, req.num_output_tokens,
                                  req.num_cached_prompt_tokens, req.num_preemptions, req.num_holdbacks, rejected])
         self._req_floats.fromlist([req.arrival_s, req.scheduled_s, req.first_token_s, req.finished_s])
@@ -140,8 +143,10 @@ class Recorder:
         timeline = Timeline(st["replica"], st["end_s"], st["step_s"], st["num_seqs"], st["new_tokens"],
                             st["itl_seqs"], st["kv_used_blocks"] / num_blocks, client_s)
         done, ms = ~c["rejected"], 1000.0
-        first_client = _at_client(c["first_token_s"], timeline)
-        finished_client = _at_client(c["finished_s"], timeline)
+        first_client = _at_client(c["first_token_s"], c["first_token_replica"], timeline)
+        # one stream: no later token reaches the client before the first (a disaggregated request's
+        # first token comes through the prefill replica's API server, the rest through the decode one's)
+        finished_client = np.fmax(_at_client(c["finished_s"], c["replica"], timeline), first_client)
         engine_arrival = c["arrival_s"] + engine_loop.input_s
         many = done & (c["output_tokens"] > 1)
         with np.errstate(invalid="ignore"):
@@ -173,12 +178,25 @@ def _client_times(replica: np.ndarray, end_s: np.ndarray, num_seqs: np.ndarray, 
     return out
 
 
-def _at_client(times_s: np.ndarray, tl: Timeline) -> np.ndarray:
-    """Client arrival of tokens sampled at `times_s` (each a step's end; NaN or -1 where none):
-    the step's client time. Steps of two replicas ending at the same instant are told apart
-    by neither; the first is taken."""
-    if len(tl.end_s) == 0:
-        return times_s
-    pos = np.minimum(np.searchsorted(tl.end_s, times_s), len(tl.end_s) - 1)
-    hit = tl.end_s[pos] == times_s
-    return np.where(hit, tl.client_s[pos], times_s)
+def _at_client(times_s: np.ndarray, replica: np.ndarray, tl: Timeline) -> np.ndarray:
+    """Client arrival of tokens sampled at `times_s` on `replica` (each a step's end there; NaN or
+    -1 where none): that step's client time, else `times_s` itself."""
+    out = times_s.copy()
+    if len(tl.replica) == 0 or tl.replica.min() == tl.replica.max():     # one replica: in time order already
+        step_replica, step_end, step_client = tl.replica, tl.end_s, tl.client_s
+    else:
+        by_step = np.lexsort((tl.end_s, tl.replica))          # each replica's steps, in time order
+        step_replica, step_end, step_client = tl.replica[by_step], tl.end_s[by_step], tl.client_s[by_step]
+    first = np.searchsorted(step_replica, replica, "left")
+    last = np.searchsorted(step_replica, replica, "right")
+    by_request = np.argsort(replica, kind="stable")
+    bounds = np.flatnonzero(np.diff(replica[by_request])) + 1
+    for idx in np.split(by_request, bounds):
+        if len(idx) == 0:
+            continue
+        lo, hi = first[idx[0]], last[idx[0]]
+        if lo == hi:                                          # a replica with no step
+            continue
+        pos = lo + np.minimum(np.searchsorted(step_end[lo:hi], times_s[idx]), hi - lo - 1)
+        out[idx] = np.where(step_end[pos] == times_s[idx], step_client[pos], times_s[idx])
+    return out

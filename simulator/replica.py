@@ -120,6 +120,7 @@ class Replica:
         self._t = 0.0                        # this replica's clock: end of its last step
         self._last_start_s = 0.0             # start of its last step
         self.wake_s = math.inf               # when its process next wakes (inf: idle)
+        self.last_step_seqs = 0              # sequences in its last applied step (their tokens share an output pass)
         self.process = env.process(self._run())
 
     @property
@@ -197,6 +198,7 @@ class Replica:
             finished = self.scheduler.update(step, t, accepted)
             self.recorder.step(self.index, t, dt, step.batch.num_seqs, step.batch.new_tokens, step.num_itl_seqs, used)
             self._last_start_s, self._t = t - dt, t
+            self.last_step_seqs = step.batch.num_seqs
             for req in finished:
                 self.on_done(self, req)
         return t, apply
@@ -238,6 +240,7 @@ class Replica:
             n = run.num_seqs + (run.tail is not None)
             rec.decode_run(self.index, ends[start:], durations[start:], n, used[start:])
             self._last_start_s, self._t = t - durations[-1], t
+            self.last_step_seqs = n
             for req in finished:
                 self.on_done(self, req)
         return t, apply

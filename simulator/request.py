@@ -47,6 +47,7 @@ class Request:
     num_preemptions: int = 0
     num_holdbacks: int = 0                # steps it waited only because its adapter had no slot
     grammar_ready_s: float = -1.0         # when its schema is compiled (-1: not asked yet)
+    prefill_replica: int = -1             # disaggregated: the prefill replica that sampled its first token
     group_tick: int = -1                  # in the scheduler's decode group since this tick (-1: not)
     reject_reason: str = ""
 

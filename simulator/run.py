@@ -36,20 +36,23 @@ def simulate(config: SimulationConfig, step_model: StepTimeModel,
              progress: Callable[[int], None] | None = None) -> SimulationResult:
     """Run the workload to completion; the same inputs and seed give the same result to the bit.
 
-    A `WorkloadSpec` is drawn with `seed`; `seed` also drives speculative acceptance draws.
+    A `WorkloadSpec` is drawn with `seed`; `seed` also drives speculative acceptance draws. A
+    closed-loop workload's requests are sent by its clients as their previous answers arrive.
     `progress`, if given, is called with the number of requests done so far.
     """
     if isinstance(requests, WorkloadSpec):
         requests = generate(requests, seed)
+    closed = None
     if isinstance(requests, Workload):
         stream: Iterable[Request] = requests.requests()
+        closed = requests.closed_loop
     else:
         stream = sorted(requests, key=lambda r: r.arrival_s)
     env = simpy.Environment()
     recorder = Recorder()
     router = Router(config.router, config.prefix_balance_slack)
     cluster = Cluster(env, config.replica, config.num_replicas, router, step_model, recorder, seed, stream,
-                      config.disaggregation, config.fast_forward, config.check_invariants, progress)
+                      config.disaggregation, config.fast_forward, config.check_invariants, progress, closed)
     env.run()
     return recorder.result(config.replica.num_blocks, len(cluster.replicas), cluster.num_preemptions,
                            config.replica.engine_loop)

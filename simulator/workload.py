@@ -40,6 +40,20 @@ class Arrivals:
 
 
 @dataclass(frozen=True)
+class ClosedLoop:
+    """`concurrency` clients, each sending its next request `think_time_s` after the last token of
+    its previous one reached it; all send their first request at time 0. This is `vllm bench serve
+    --max-concurrency N` at its default infinite request rate (benchmarks/serve.py: every request
+    waits on a semaphore of N, and is sent when it gets one) and GuideLLM's concurrent profile."""
+    concurrency: int
+    think_time_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1 or self.think_time_s < 0:
+            raise ValueError("a closed loop needs concurrency >= 1 and think_time_s >= 0")
+
+
+@dataclass(frozen=True)
 class Lengths:
     """Token counts: fixed (mean_tokens), uniform (min..max inclusive), normal or lognormal
     (mean and std of the tokens themselves), or empirical (values, optional weights).
@@ -133,7 +147,7 @@ class SchemaUse:
 @dataclass(frozen=True)
 class WorkloadSpec:
     num_requests: int
-    arrivals: Arrivals
+    arrivals: Arrivals | ClosedLoop               # open-loop arrivals, or clients that wait for their answers
     prompt: Lengths
     output: Lengths
     shared_prefix: SharedPrefix | None = None
@@ -162,6 +176,7 @@ class Workload:
     segment_tokens: int = 1
     adapter: np.ndarray | None = None      # LoRA adapter per request, -1 the base model (None: all base)
     schema: np.ndarray | None = None       # structured-output schema per request, -1 none (None: none)
+    closed_loop: ClosedLoop | None = None  # sent by clients as their answers come (arrival_s then unused)
 
     def __len__(self) -> int:
         return len(self.arrival_s)
@@ -187,7 +202,7 @@ class Workload:
     def time_scaled(self, rate_factor: float) -> Workload:
         """The same requests arriving `rate_factor` times as fast (for rate sweeps of a trace)."""
         return Workload(self.arrival_s / rate_factor, self.prompt_tokens, self.output_tokens,
-                        self.tenant, self.segments, self.segment_tokens, self.adapter, self.schema)
+                        self.tenant, self.segments, self.segment_tokens, self.adapter, self.schema, self.closed_loop)
 
 
 def generate(spec: WorkloadSpec, seed: int) -> Workload:
@@ -196,18 +211,19 @@ def generate(spec: WorkloadSpec, seed: int) -> Workload:
     if n < 1:
         raise ValueError("num_requests must be >= 1")
     arrival_rng, prompt_rng, output_rng, prefix_rng = _streams(seed)[:4]
-    arrival_s = np.cumsum(spec.arrivals.gaps_s(n, arrival_rng))
+    closed = spec.arrivals if isinstance(spec.arrivals, ClosedLoop) else None
+    arrival_s = np.zeros(n) if closed else np.cumsum(spec.arrivals.gaps_s(n, arrival_rng))
     prompt = spec.prompt.draw(n, prompt_rng)
     output = spec.output.draw(n, output_rng)
     adapter, schema = _draw_tags(n, spec.adapters, spec.schemas, seed)
     sp = spec.shared_prefix
     if sp is None:
-        return Workload(arrival_s, prompt, output, np.zeros(n, np.int64), [()] * n, 1, adapter, schema)
+        return Workload(arrival_s, prompt, output, np.zeros(n, np.int64), [()] * n, 1, adapter, schema, closed)
     has = prefix_rng.random(n) < sp.share
     which = prefix_rng.integers(0, sp.num_prefixes, n)
     tenant = prefix_rng.integers(0, sp.num_tenants, n)
     segments = [(w,) if h else () for h, w in zip(has.tolist(), which.tolist(), strict=True)]
-    return Workload(arrival_s, prompt, output, tenant, segments, sp.prefix_tokens, adapter, schema)
+    return Workload(arrival_s, prompt, output, tenant, segments, sp.prefix_tokens, adapter, schema, closed)
 
 
 def _streams(seed: int) -> list[np.random.Generator]:
@@ -229,7 +245,8 @@ def with_tags(workload: Workload, adapters: AdapterPopularity | None, schemas: S
     adapter, schema = _draw_tags(len(workload), adapters, schemas, seed)
     return Workload(workload.arrival_s, workload.prompt_tokens, workload.output_tokens, workload.tenant,
                     workload.segments, workload.segment_tokens,
-                    workload.adapter if adapter is None else adapter, workload.schema if schema is None else schema)
+                    workload.adapter if adapter is None else adapter, workload.schema if schema is None else schema,
+                    workload.closed_loop)
 
 
 @dataclass(frozen=True)

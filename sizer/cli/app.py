@@ -23,6 +23,7 @@ from simulator.errors import FieldError
 COMMANDS = {
     "plan": ("sizer.cli.plan", "command"),
     "simulate": ("sizer.cli.simulate", "command"),
+    "compare": ("sizer.cli.compare", "command"),
     "search": ("sizer.cli.search", "command"),
     "sweep": ("sizer.cli.sweep", "command"),
     "report": ("sizer.cli.report", "command"),

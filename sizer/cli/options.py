@@ -18,6 +18,7 @@ from sizer.inputs.hardware import load_hardware
 from sizer.inputs.manifest import Traffic, with_traffic
 from sizer.inputs.manifests.fields import parse_number
 from sizer.inputs.scenario import (
+    MAX_CONCURRENCY,
     MAX_RATE_PER_S,
     MAX_REPLICAS,
     MAX_SECONDS,
@@ -46,8 +47,12 @@ EMIT_TO_HELP = "file for --emit's output"
 RATE = typer.Option(None, "--rate", help="arrival rate, requests per second (the workload)")
 PROMPT_TOKENS = typer.Option(None, "--prompt-tokens", help="prompt length in tokens, fixed (32k accepted)")
 OUTPUT_TOKENS = typer.Option(None, "--output-tokens", help="output length in tokens, fixed (1k accepted)")
+CONCURRENCY = typer.Option(None, "--concurrency",
+                           help="a closed loop of N clients in place of the scenario's arrivals: each sends its next "
+                                "request when its last answer arrives (vllm bench serve --max-concurrency N)")
 TTFT_MS = typer.Option(None, "--ttft-ms", help="SLO: time to first token target, milliseconds")
-ITL_MS = typer.Option(None, "--itl-ms", help="SLO: inter-token latency target, milliseconds")
+ITL_MS = typer.Option(None, "--itl-ms", help="SLO: inter-token latency target, milliseconds, checked against each "
+                                             "request's TPOT (its mean time per output token)")
 
 
 def traffic_from_flags(rate: float | None, prompt_tokens: str | None, output_tokens: str | None,
@@ -176,3 +181,13 @@ def write_emitted(text: str | None, emit_to: Path | None) -> None:
     else:
         write_text(emit_to, "--emit-to", text)
         typer.echo(f"wrote {emit_to}")
+
+
+def closed_loop_flag(concurrency: int | None, rate: float | None) -> Variant:
+    """--concurrency N: the workload becomes a closed loop of N clients (its rate cleared), checked up front."""
+    if concurrency is None:
+        return Variant()
+    if rate is not None:
+        raise InputError(None, "--concurrency", "with --rate: give one; a closed loop's clients set the rate")
+    check_range(concurrency, "--concurrency", 1, MAX_CONCURRENCY)
+    return Variant(arrival_process="closed", concurrency=concurrency, clear_rate=True)

@@ -6,6 +6,7 @@ where no request rate meets it, is a verdict in the plan (`sizer check` is the g
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from rich.console import Console
 from sizer.cli import gateway
 from sizer.cli.flags import check_choices, check_gpu, check_model, check_range, naming_flags
 from sizer.cli.options import (
+    CONCURRENCY,
     EMIT_HELP,
     EMIT_TO_HELP,
     ITL_MS,
@@ -23,6 +25,7 @@ from sizer.cli.options import (
     RATE,
     TTFT_MS,
     check_emit,
+    closed_loop_flag,
     emits_to_stdout,
     emitted,
     scenario_with_flags,
@@ -61,7 +64,8 @@ FLAGS_ONLY_WORKLOAD = {"workload": {"arrival": {"rate_per_s": 1.0},
 # Variant field -> the flag of `plan` that sets it.
 FLAGS = {"model": "--model", "gpu": "--gpu", "tensor_parallel_size": "--tp", "pipeline_parallel_size": "--pp",
          "quantization": "--weights", "kv_cache_dtype": "--kv-cache-dtype", "max_model_len": "--max-model-len",
-         "rate_per_s": "--rate", "calibrated_profile": "--profile"}
+         "rate_per_s": "--rate", "calibrated_profile": "--profile", "concurrency": "--concurrency",
+         "arrival_process": "--concurrency"}
 
 
 def build_scenario(scenario: Path | None, variant: Variant, traffic: Traffic = Traffic()) -> Scenario:
@@ -85,6 +89,7 @@ def command(
     kv_cache_dtype: str | None = typer.Option(None, help="auto, bf16, fp16, fp8"),
     max_model_len: int | None = typer.Option(None, help="longest context per sequence"),
     rate: float | None = RATE,
+    concurrency: int | None = CONCURRENCY,
     prompt_tokens: str | None = PROMPT_TOKENS,
     output_tokens: str | None = OUTPUT_TOKENS,
     ttft_ms: float | None = TTFT_MS,
@@ -104,7 +109,8 @@ def command(
     if scenario is not None and is_gateway(scenario):
         gateway.refuse_flags({"--model": model, "--gpu": gpu, "--tp": tp, "--pp": pp, "--weights": weights,
                               "--kv-cache-dtype": kv_cache_dtype, "--max-model-len": max_model_len, "--rate": rate,
-                              "--prompt-tokens": prompt_tokens, "--output-tokens": output_tokens,
+                              "--concurrency": concurrency, "--prompt-tokens": prompt_tokens,
+                              "--output-tokens": output_tokens,
                               "--ttft-ms": ttft_ms, "--itl-ms": itl_ms,
                               "--profile": profile, "--emit": emit, "--emit-to": emit_to})
         return gateway.plan(scenario, as_json, search=simulate)
@@ -117,9 +123,10 @@ def command(
     traffic = traffic_from_flags(None, prompt_tokens, output_tokens, ttft_ms, itl_ms)
     check_range(rate, "--rate", MIN_RATE_PER_S, MAX_RATE_PER_S)
     check_emit(emit, emit_to, as_json)
-    variant = Variant(model=check_model(model), gpu=check_gpu(gpu), tensor_parallel_size=tp, pipeline_parallel_size=pp,
-                      quantization=weights, kv_cache_dtype=kv_cache_dtype, max_model_len=max_model_len, rate_per_s=rate,
-                      calibrated_profile=str(profile.resolve()) if profile else None)
+    variant = dataclasses.replace(
+        closed_loop_flag(concurrency, rate), model=check_model(model), gpu=check_gpu(gpu), tensor_parallel_size=tp,
+        pipeline_parallel_size=pp, quantization=weights, kv_cache_dtype=kv_cache_dtype, max_model_len=max_model_len,
+        rate_per_s=rate, calibrated_profile=str(profile.resolve()) if profile else None)
     with naming_flags(variant, FLAGS, str(scenario) if scenario is not None else None):
         resolved = resolve(build_scenario(scenario, variant, traffic))
     result = make_plan(resolved)

@@ -18,6 +18,7 @@ from sizer.words import count
 
 if TYPE_CHECKING:      # for annotations only: `sizer plan` need not import check and search
     from sizer.outputs.check import CheckResult
+    from sizer.sizing.compare import Comparison
     from sizer.sizing.search import Outcome, SearchResult
 
 MARKS = {"pass": "✓", "fail": "✗", "skip": "-"}      # check rule statuses
@@ -260,6 +261,7 @@ def render_simulation_metrics(name: str, m: MetricsSummary, console: Console, re
             ("total tokens / s", f"{m.total_tokens_per_s:,.0f}"),
             ("prefix-cache hit rate", f"{m.prefix_cache_hit_rate:.1%}"), ("preemptions", f"{m.num_preemptions:,}"),
             ("mean batch size", f"{m.mean_batch_size:.1f}"),
+            ("peak requests in flight (send to last token)", f"{m.peak_concurrent_requests:,}"),
             ("KV cache in use, mean / peak", f"{m.mean_kv_usage:.0%} / {m.peak_kv_usage:.0%}"),
             ("simulated span", f"{m.duration_s:,.1f} s")]
     if m.lora_holdbacks:
@@ -388,3 +390,16 @@ def check_summary(result: CheckResult) -> str:
                  else f"PASS: {sum(r.status == 'pass' for r in result.rules)} rules passed, "
                       f"{sum(r.status == 'skip' for r in result.rules)} skipped")
     return "\n".join(lines)
+
+
+def render_comparison(c: Comparison, console: Console) -> None:
+    """`sizer compare`: each measured metric beside sizer's prediction and the relative error."""
+    t = Table(title=f"sizer compare: {c.result_file} against {c.scenario}", title_justify="left",
+              caption=f"simulated: {c.num_requests:,} requests, {c.workload}; lengths from {c.lengths_from}. "
+                      "error = (predicted - measured) / measured", caption_justify="left")
+    for col in ("metric", "measured", "predicted", "error"):
+        t.add_column(col, justify="left" if col == "metric" else "right")
+    for m in c.metrics:
+        t.add_row(m.metric, f"{m.measured:,.2f}", "-" if m.predicted is None else f"{m.predicted:,.2f}",
+                  "-" if m.error is None else f"{m.error:+.1%}")
+    console.print(t)

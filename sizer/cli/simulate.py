@@ -12,13 +12,15 @@ from simulator.cluster import ROUTERS
 from simulator.errors import excerpt
 from simulator.metrics import summarise
 from sizer.cli import gateway
-from sizer.cli.flags import check_range
+from sizer.cli.flags import check_range, naming_flags
 from sizer.cli.options import (
+    CONCURRENCY,
     ITL_MS,
     OUTPUT_TOKENS,
     PROMPT_TOKENS,
     RATE,
     TTFT_MS,
+    closed_loop_flag,
     scenario_with_flags,
     traffic_from_flags,
 )
@@ -28,6 +30,7 @@ from sizer.errors import InputError
 from sizer.inputs.gateway import is_gateway
 from sizer.inputs.manifest import Traffic
 from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS
+from sizer.inputs.variant import Variant
 from sizer.outputs.destination import check_destination, write_with
 from sizer.outputs.serialise import to_json
 from sizer.sizing.goodput import slo_of
@@ -45,6 +48,7 @@ def command(
                                         help="replicas behind the router (default: deployment.replicas, else 1)"),
     router: str = typer.Option(DEFAULT_ROUTER, "--router", help="round_robin, least_outstanding or prefix_aware"),
     rate: float | None = RATE,
+    concurrency: int | None = CONCURRENCY,
     prompt_tokens: str | None = PROMPT_TOKENS,
     output_tokens: str | None = OUTPUT_TOKENS,
     ttft_ms: float | None = TTFT_MS,
@@ -52,18 +56,20 @@ def command(
 ) -> None:
     """Simulated TTFT, ITL, TPOT, E2E (p50/p95/p99), throughput, goodput and prefix-cache hits.
 
-    The workload and SLO flags replace the scenario's rate, lengths (fixed) and targets."""
+    The workload and SLO flags replace the scenario's rate (or, --concurrency, its arrivals by a closed loop),
+    lengths (fixed) and targets."""
     if requests_csv is not None:
         check_destination(requests_csv, "--requests-csv")
     if is_gateway(scenario):
         check_range(num_requests, "--num-requests", 1, MAX_REQUESTS)
         gateway.refuse_flags({"--replicas": replicas, "--router": router if router != DEFAULT_ROUTER else None,
-                              "--rate": rate, "--prompt-tokens": prompt_tokens, "--output-tokens": output_tokens,
+                              "--rate": rate, "--concurrency": concurrency, "--prompt-tokens": prompt_tokens,
+                              "--output-tokens": output_tokens,
                               "--ttft-ms": ttft_ms, "--itl-ms": itl_ms})
         return gateway.simulate(scenario, as_json, num_requests, requests_csv)
     traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms)
     scenario_obj, result, summary = run(scenario, num_requests, replicas, router, show_progress=not as_json,
-                                        traffic=traffic)
+                                        traffic=traffic, variant=closed_loop_flag(concurrency, rate))
     if requests_csv is not None:
         write_with(requests_csv, "--requests-csv", lambda f: result.requests.to_csv(f, index=False))
     if as_json:
@@ -73,12 +79,14 @@ def command(
 
 
 def run(path: Path, num_requests: int | None, replicas: int | None, router: str, show_progress: bool,
-        traffic: Traffic = Traffic()):
+        traffic: Traffic = Traffic(), variant: Variant | None = None):
+    variant = variant or Variant()
     if router not in ROUTERS:
         raise InputError(None, "--router", f"{excerpt(router)}; expected one of {', '.join(ROUTERS)}")
     check_range(num_requests, "--num-requests", 1, MAX_REQUESTS)
     check_range(replicas, "--replicas", 1, MAX_REPLICAS)
-    s = scenario_with_flags(path, traffic)
+    with naming_flags(variant, {"concurrency": "--concurrency", "arrival_process": "--concurrency"}, str(path)):
+        s = scenario_with_flags(path, traffic, variant)
     if replicas is not None and s.deployment.disaggregated is not None:
         raise InputError(None, "--replicas", "does not apply to this scenario: its deployment.disaggregated "
                                              "section sets the replicas (prefill_replicas and decode_replicas)")

@@ -46,6 +46,8 @@ MAX_REQUESTS = MAX_TRACE_REQUESTS
 # Replicas (and prefill or decode pools, and each parallel degree: TP, PP, DP): 10,000, a hundred times
 # the largest fleets sizer is asked about; the simulator holds a scheduler and a KV pool for each.
 MAX_REPLICAS = 10_000
+# Clients of a closed loop: as many as requests in flight could be.
+MAX_CONCURRENCY = 10_000_000
 # Arrival rate: at most 1,000,000 requests a second (a million-request run then spans one second,
 # a thousand times any single deployment's rate); at least 1e-5, so that the largest run,
 # MAX_REQUESTS / rate, spans no more than the trace reader's timestamp bound (1e11 s) and every
@@ -242,9 +244,16 @@ class Distribution:
 
 @dataclass(frozen=True)
 class ArrivalSection:
-    process: Literal["poisson", "gamma", "constant", "trace"] = field("poisson", doc="arrival process")
+    process: Literal["poisson", "gamma", "constant", "closed", "trace"] = field(
+        "poisson", doc="arrival process; closed: `concurrency` clients, each sending its next request when the "
+                       "answer to its last arrives (vllm bench serve --max-concurrency)")
     rate_per_s: float | None = field(None, ge=MIN_RATE_PER_S, le=MAX_RATE_PER_S,
-                                     doc="mean requests per second (not for trace)")
+                                     doc="mean requests per second (not for trace or closed)")
+    concurrency: int | None = field(None, ge=1, le=MAX_CONCURRENCY,
+                                    doc="closed: clients, each with one request in flight")
+    think_time_s: float | None = field(None, ge=0.0, le=MAX_SECONDS,
+                                       doc="closed: seconds a client waits after an answer before its next "
+                                           "request (default 0)")
     cv: float | None = field(None, ge=MIN_CV, le=MAX_CV,
                              doc="gamma: coefficient of variation of inter-arrival times (burstiness)")
 
@@ -311,7 +320,8 @@ class WorkloadSection:
 class SLOSection:
     ttft_ms: float | None = field(None, gt=0, le=MAX_SECONDS * 1e3, doc="time to first token target per request")
     itl_ms: float | None = field(None, gt=0, le=MAX_SECONDS * 1e3,
-                                 doc="inter-token latency target (a request's mean time per output token)")
+                                 doc="time-per-output-token target, checked against each request's TPOT "
+                                     "((E2E - TTFT) / (output tokens - 1)), not the per-token ITL gaps")
     e2e_ms: float | None = field(None, gt=0, le=MAX_SECONDS * 1e3, doc="end-to-end latency target per request")
     required_share: float = field(0.95, gt=0.0, le=1.0, doc="share of requests that must meet every target (goodput)")
 
@@ -385,6 +395,10 @@ def check_scenario(s: Scenario) -> None:
     """Cross-field rules the types cannot express."""
     f = s.file
     w = s.workload
+    if w.arrival.process != "closed":
+        for key in ("concurrency", "think_time_s"):
+            if getattr(w.arrival, key) is not None:
+                raise InputError(f, f"workload.arrival.{key}", f"only for process: closed, not {w.arrival.process}")
     if w.trace is None:
         if w.prompt_tokens is None:
             raise InputError(f, "workload.prompt_tokens", "missing; expected a length distribution (or workload.trace)")
@@ -392,13 +406,22 @@ def check_scenario(s: Scenario) -> None:
             raise InputError(f, "workload.output_tokens", "missing; expected a length distribution (or workload.trace)")
         if w.arrival.process == "trace":
             raise InputError(f, "workload.arrival.process", "'trace' needs workload.trace")
-        if w.arrival.rate_per_s is None:
+        if w.arrival.process == "closed":
+            if w.arrival.concurrency is None:
+                raise InputError(f, "workload.arrival.concurrency", "missing; a closed loop needs its clients >= 1")
+            if w.arrival.rate_per_s is not None:
+                raise InputError(f, "workload.arrival.rate_per_s", "not for process: closed; its clients send "
+                                 "requests as answers come, so the rate follows from concurrency")
+        elif w.arrival.rate_per_s is None:
             raise InputError(f, "workload.arrival.rate_per_s", "missing; expected requests per second > 0")
         for name in ("prompt_tokens", "output_tokens"):
             _check_distribution(getattr(w, name), f"workload.{name}", f)
         if w.arrival.process == "gamma" and w.arrival.cv is None:
             raise InputError(f, "workload.arrival.cv", "missing; gamma arrivals need a coefficient of variation > 0")
     else:
+        if w.arrival.process == "closed":
+            raise InputError(f, "workload.arrival.process", "'closed' is for synthetic lengths; a trace replays "
+                             "its own arrivals")
         trace_path = scenario_dir(s) / w.trace.path
         if not trace_path.is_file() and not preloaded.has_trace(str(trace_path)):    # a sweep worker: shipped
             raise InputError(f, "workload.trace.path", f"trace file {excerpt(str(trace_path))} not found")

@@ -25,6 +25,18 @@ regular file (a folder, a device, a FIFO), a file over 1 MiB (JSON: 16 MiB), a k
 twice in one mapping, nesting deeper than 50 levels, more than 100 aliases or aliases that
 expand to more than a million nodes are refused the same way, naming the line.
 
+Closed-loop workloads (`workload.arrival: {process: closed, concurrency: N}`, or `--concurrency N`
+on `plan` and `simulate`) model `vllm bench serve --max-concurrency N` at its default infinite
+request rate, and GuideLLM's concurrent profile: N clients each send their first request at
+time 0 and their next one `think_time_s` (default 0) after the last token of the previous answer
+reaches them, until `num_requests` requests have been sent (`--num-prompts`). No warm-up is
+simulated, as `vllm bench serve` runs none unless `--num-warmups` is given, and its requests are
+not measured. Throughput is finished requests over the span from the first send to the last token
+seen, as that tool reports it; `peak_concurrent_requests` counts requests in flight from send to
+last token, never more than N. A `--max-concurrency` run at a finite `--request-rate` (open
+arrivals held back by N clients) is not modelled. `plan` sizes a closed loop for the rate its
+clients send at, N / (time in system + think time), and its goodput search probes Poisson arrivals.
+
 This page is generated: `python -m sizer.inputs.scenario_docs > docs/scenario.md`.
 
 | field | type | default | meaning |

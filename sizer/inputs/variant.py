@@ -20,6 +20,8 @@ _PATHS = {
     "replicas": ("deployment", "replicas"),
     "rate_per_s": ("workload", "arrival", "rate_per_s"),
     "num_requests": ("workload", "num_requests"),
+    "arrival_process": ("workload", "arrival", "process"),
+    "concurrency": ("workload", "arrival", "concurrency"),
     # sweep axes (sizer/sizing/sweep.py)
     "engine": ("deployment", "engine"),
     "data_parallel_size": ("deployment", "data_parallel_size"),
@@ -44,6 +46,7 @@ _CLEARS = {
     "clear_price": ("cost", "price_usd_per_gpu_hour"),            # a stated price is its own GPU's
     "clear_calibrated_profile": ("hardware", "calibrated_profile"),  # a profile prices its own GPU only
     "clear_kernel_tables": ("hardware", "kernel_tables"),            # so do a scenario's own kernel tables
+    "clear_rate": ("workload", "arrival", "rate_per_s"),            # a closed loop's clients set the rate
 }
 
 
@@ -61,6 +64,8 @@ class Variant:
     replicas: int | None = None
     rate_per_s: float | None = None
     num_requests: int | None = None
+    arrival_process: str | None = None
+    concurrency: int | None = None
     engine: str | None = None
     data_parallel_size: int | None = None
     enable_expert_parallel: bool | None = None
@@ -80,6 +85,7 @@ class Variant:
     clear_price: bool = False
     clear_calibrated_profile: bool = False
     clear_kernel_tables: bool = False
+    clear_rate: bool = False
 
     def fields_set(self) -> dict[str, str]:
         """Variant field -> the dotted scenario path it sets, for every change this variant makes."""

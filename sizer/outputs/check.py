@@ -289,8 +289,8 @@ def slo_rule(inp: CheckInput, sizing: Sizing, slo: SLOSection) -> RuleResult:
 
 
 def _targets(slo: SLOSection) -> str:
-    """The stated targets, as "TTFT <= 500 ms, ITL <= 50 ms"."""
-    return ", ".join(f"{name} <= {target:g} ms" for name, target in (("TTFT", slo.ttft_ms), ("ITL", slo.itl_ms),
+    """The stated targets, as "TTFT <= 500 ms, TPOT <= 50 ms" (slo.itl_ms is checked against TPOT)."""
+    return ", ".join(f"{name} <= {target:g} ms" for name, target in (("TTFT", slo.ttft_ms), ("TPOT", slo.itl_ms),
                                                                    ("E2E", slo.e2e_ms)) if target is not None)
 
 

@@ -215,7 +215,7 @@ def _latency(values_ms: np.ndarray) -> Latency:
 
 
 def _slo(section) -> SLO:
-    return SLO(ttft_ms=section.ttft_ms, itl_ms=section.itl_ms, e2e_ms=section.e2e_ms, percentile=SLO_PERCENTILE,
+    return SLO(ttft_ms=section.ttft_ms, tpot_ms=section.itl_ms, e2e_ms=section.e2e_ms, percentile=SLO_PERCENTILE,
                required_share=section.required_share)
 
 

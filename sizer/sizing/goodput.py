@@ -35,7 +35,7 @@ SLO_PERCENTILE = 99.0
 
 def slo_of(scenario: Scenario) -> SLO:
     s = scenario.slo
-    return SLO(ttft_ms=s.ttft_ms, itl_ms=s.itl_ms, e2e_ms=s.e2e_ms, percentile=SLO_PERCENTILE,
+    return SLO(ttft_ms=s.ttft_ms, tpot_ms=s.itl_ms, e2e_ms=s.e2e_ms, percentile=SLO_PERCENTILE,
                required_share=s.required_share)
 
 
@@ -43,7 +43,7 @@ def score(result, slo: SLO, rate_per_s: float) -> SLOProbe:
     """Metrics and the share meeting each target alone (simulator.metrics semantics)."""
     alone = {"percentile": slo.percentile, "required_share": slo.required_share}
     shares = {name: float(slo_attainment(result, SLO(**{key: target}, **alone)).mean())
-              for name, key, target in (("TTFT", "ttft_ms", slo.ttft_ms), ("ITL", "itl_ms", slo.itl_ms),
+              for name, key, target in (("TTFT", "ttft_ms", slo.ttft_ms), ("TPOT", "tpot_ms", slo.tpot_ms),
                                         ("E2E", "e2e_ms", slo.e2e_ms)) if target is not None}
     return SLOProbe(rate_per_s, summarise(result, slo), shares)
 

@@ -207,6 +207,19 @@ def _time_in_system_s(step: RooflineStepTimeModel, rate: float, prefill_s: float
     return t
 
 
+def _closed_loop(step: RooflineStepTimeModel, concurrency: int, think_s: float, prefill_s: float,
+                 output_mean: float, context: int, max_batch: int) -> tuple[float, float]:
+    """A closed loop's time in system T and the rate its clients send at, N / (T + think) (Little's law
+    over a client's cycle): the fixed point of T at the batch that rate makes."""
+    t = _time_in_system_s(step, concurrency / (think_s + prefill_s), prefill_s, output_mean, context, max_batch)
+    for _ in range(50):
+        t_next = _time_in_system_s(step, concurrency / (think_s + t), prefill_s, output_mean, context, max_batch)
+        if abs(t_next - t) < 1e-6:
+            break
+        t = t_next
+    return t, concurrency / (think_s + t)
+
+
 def make_plan(r: Resolved) -> Plan:
     s, m, hw, p, e = r.scenario, r.model, r.hardware, r.parallel, r.engine
     d, w = s.deployment, s.workload
@@ -222,12 +235,22 @@ def make_plan(r: Resolved) -> Plan:
     times = _step_times(r, step, roofline, weights, budget, prompt_mean, output_mean)
 
     # Little's law.
+    a = w.arrival
+    if w.trace is None and a.process == "closed":
+        t_est, rate = _closed_loop(step, a.concurrency, a.think_time_s or 0.0, times.prefill_ms / 1e3, output_mean,
+                                   int(prompt_mean + output_mean / 2), times.memory_limited_batch)
+        if w.time_in_system_s is not None:
+            rate = a.concurrency / ((a.think_time_s or 0.0) + w.time_in_system_s)
     if w.time_in_system_s is not None:
         t_sys, t_source = w.time_in_system_s, "scenario"
     else:
         t_sys = _time_in_system_s(step, rate, times.prefill_ms / 1e3, output_mean, int(prompt_mean + output_mean / 2),
                                   times.memory_limited_batch)
         t_source = "estimated: prefill + outputs x decode step (the plan's step model) at the Little's-law batch"
+        if w.trace is None and a.process == "closed":
+            t_sys = t_est
+            t_source += (f"; closed loop of {a.concurrency} clients: they send at concurrency / (time in system + "
+                         f"think time {a.think_time_s or 0.0:g} s) = {rate:.3g} req/s, the rate sized for")
     if w.kv_tokens_per_request:
         tokens_per_req, tokens_source = w.kv_tokens_per_request, "scenario"
     else:

@@ -35,7 +35,7 @@ class SLOProbe:
     """One replica simulated at one rate, scored against the SLO (a request's ITL is its TPOT)."""
     rate_per_s: float
     metrics: MetricsSummary            # percentiles, throughput, slo_share (a rejected request meets no target)
-    share_by_target: dict[str, float]  # "TTFT"/"ITL"/"E2E" -> share meeting that target alone
+    share_by_target: dict[str, float]  # "TTFT"/"TPOT"/"E2E" -> share meeting that target alone (TPOT: slo.itl_ms)
 
     @property
     def share_met(self) -> float | None:
@@ -74,7 +74,7 @@ class Sizing:
     target_rate_per_s: float                   # the whole deployment's arrival rate
     required_share: float
     goodput_per_replica_per_s: float | None    # None: no targets or not simulated; 0: no rate meets the SLO
-    binding_target: str | None                 # what binds above goodput: TTFT, ITL, E2E; "none": met at the bound
+    binding_target: str | None                 # what binds above goodput: TTFT, TPOT, E2E; "none": met at the bound
     replicas: int | None                       # as deployed: the stated count, else the fewest that meet the SLO
     cost: CostSummary | None                   # of `replicas`
     replicas_for_slo: int | None               # the fewest replicas whose operating point meets the SLO

@@ -130,7 +130,7 @@ class Candidate:
 class Outcome:
     candidate: Candidate
     status: str                        # "ok", "rejected" (memory or SLO), "invalid" (split or format)
-    binding: str                       # rejected: memory, TTFT, ITL, E2E, split; ok: the target that binds above
+    binding: str                       # rejected: memory, TTFT, TPOT, E2E, split; ok: the target that binds above
                                        # goodput, or "none" when met at the analytic bound (goodput is at least that)
     reason: str
     gpus_per_replica: int = 0
@@ -249,6 +249,9 @@ def search(data: dict, file: str | None, space: SearchSpace, settings: SearchSet
     if base.workload.trace is not None:
         raise InputError(file, "workload.trace",
                          "search needs a synthetic workload (arrival rate and length distributions)")
+    if base.workload.arrival.process == "closed":
+        raise InputError(file, "workload.arrival.process", "'closed': search compares configurations at one arrival "
+                         "rate, and a closed loop's rate depends on the configuration; give rate_per_s")
     if not slo_of(base).has_targets:
         raise InputError(file, "slo", "search needs at least one target (ttft_ms, itl_ms or e2e_ms)")
     todo = [(c, data, file, settings) for c in candidates(space)]
@@ -330,7 +333,7 @@ def slot_outcome(c: Candidate, r: Resolved, plan: Plan, gpus_per_replica: int, k
                                        f"{a.slots} available")]
     if slo.itl_ms:
         target = 1e3 / slo.itl_ms
-        checks.append(("ITL", target / speed, f"{speed:.1f} tokens/s per user with {count(a.slots, 'slot')} busy, "
+        checks.append(("TPOT", target / speed, f"{speed:.1f} tokens/s per user with {count(a.slots, 'slot')} busy, "
                                               f"target {target:.1f}"))
     if slo.ttft_ms:
         checks.append(("TTFT", ttft_ms / slo.ttft_ms, f"first token in {ttft_ms:,.0f} ms for a "

@@ -115,7 +115,7 @@ class SweepRow:
     point_hash: str
     seed: int
     status: str                        # ok, rejected (SLO, constraint, replicas), pruned (before simulation), invalid
-    binding: str | None                # memory, TTFT, ITL, E2E, constraint, replicas, split, input; ok: what binds
+    binding: str | None                # memory, TTFT, TPOT, E2E, constraint, replicas, split, input; ok: what binds
     reason: str
     scenario: str
     model: str | None
@@ -353,7 +353,7 @@ def _pruned_by(sweep: Sweep, r: Resolved, plan: Plan) -> tuple[str, str] | None:
     spec = r.scenario.deployment.speculative_config
     per_token_floor_ms = floor_ms / (spec.num_speculative_tokens + 1) if spec else floor_ms
     slo = r.scenario.slo
-    for name, target, bound in (("TTFT", slo.ttft_ms, floor_ms), ("ITL", slo.itl_ms, per_token_floor_ms),
+    for name, target, bound in (("TTFT", slo.ttft_ms, floor_ms), ("TPOT", slo.itl_ms, per_token_floor_ms),
                                 ("E2E", slo.e2e_ms, floor_ms)):
         if target is not None and target < bound:
             return name, f"{name} target {target:g} ms below the {bound:.3g} ms a step takes to stream the weights"

@@ -9,6 +9,7 @@ from simulator.traces import MAX_TIMESTAMP_S, read_csv_trace, read_mooncake
 from simulator.workload import (
     AdapterPopularity,
     Arrivals,
+    ClosedLoop,
     Lengths,
     SchemaUse,
     SharedPrefix,
@@ -37,7 +38,8 @@ def _lengths(d: Distribution) -> Lengths:
 
 def workload_of(s: Scenario, num_requests: int | None = None, rate_per_s: float | None = None) -> Workload:
     """The scenario's requests: a trace replay or a seeded synthetic workload. `rate_per_s`
-    rescales the arrivals (a trace keeps its shape and is played faster or slower)."""
+    rescales the arrivals (a trace keeps its shape and is played faster or slower); a closed loop's
+    clients are replaced by Poisson arrivals at that rate (the goodput probes size for a rate)."""
     w = s.workload
     n = num_requests or w.num_requests
     adapters, schemas = _tags(s)
@@ -48,7 +50,11 @@ def workload_of(s: Scenario, num_requests: int | None = None, rate_per_s: float 
         _check_trace_adapters(s, trace)
         return with_tags(trace, adapters, schemas, w.seed) if adapters or schemas else trace
     sp = w.shared_prefix
-    spec = WorkloadSpec(n, Arrivals(w.arrival.process, rate_per_s or w.arrival.rate_per_s, w.arrival.cv or 1.0),
+    a = w.arrival
+    closed = a.process == "closed" and rate_per_s is None      # a rate asked for (goodput probes): open arrivals
+    arrivals = (ClosedLoop(a.concurrency, a.think_time_s or 0.0) if closed else
+                Arrivals("poisson" if a.process == "closed" else a.process, rate_per_s or a.rate_per_s, a.cv or 1.0))
+    spec = WorkloadSpec(n, arrivals,
                         _lengths(w.prompt_tokens), _lengths(w.output_tokens),
                         SharedPrefix(sp.share, sp.tokens, sp.num_prefixes, sp.num_tenants) if sp else None,
                         adapters, schemas)

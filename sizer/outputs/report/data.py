@@ -190,7 +190,7 @@ def _latency_points(r: Resolved, goodput: float, num_requests: int) -> list[Rate
 def question_rows(s, r: Resolved) -> list[tuple[str, str]]:
     w, d, slo = s.workload, s.deployment, s.slo
     targets = ", ".join(f"{k} <= {v:g} ms"
-                        for k, v in (("TTFT", slo.ttft_ms), ("ITL", slo.itl_ms), ("E2E", slo.e2e_ms)) if v)
+                        for k, v in (("TTFT", slo.ttft_ms), ("TPOT", slo.itl_ms), ("E2E", slo.e2e_ms)) if v)
     return [
         ("model", f"{r.model.name} ({r.model.architecture})"),
         ("scenario's hardware", f"{r.hardware.name}, TP {d.tensor_parallel_size} x PP {d.pipeline_parallel_size}, "

@@ -14,7 +14,7 @@ HOURS_PER_MONTH = 730              # 365 days x 24 hours / 12 months, the usual 
 TOP_CONFIGURATIONS = 5             # ranked configurations in the body; the rest go to the appendix
 
 # Each SLO target in words: (scenario field, abbreviation, what it limits).
-TARGETS = (("ttft_ms", "TTFT", "first token within"), ("itl_ms", "ITL", "time per output token within"),
+TARGETS = (("ttft_ms", "TTFT", "first token within"), ("itl_ms", "TPOT", "time per output token within"),
            ("e2e_ms", "E2E", "whole reply within"))
 
 # Why a configuration was not chosen, in the order the appendix lists the groups.
@@ -24,7 +24,8 @@ LARGER = "Meet the targets, but on a larger machine, in a less precise format or
 NO_FIT = "Do not fit in GPU memory"
 BAD_SPLIT = "The model cannot be split across that many GPUs"
 BAD_SETTING = "Settings the GPU or model does not support"
-MISSES = {"TTFT": "Miss the time-to-first-token target (TTFT)", "ITL": "Miss the time-per-token target (ITL)",
+MISSES = {"TTFT": "Miss the time-to-first-token target (TTFT)",
+          "TPOT": "Miss the time-per-output-token target (TPOT, slo.itl_ms)",
           "E2E": "Miss the whole-reply target (E2E)",
           "load": "Too few slots for the arrival rate (busy slots, Little's law)"}
 MISSES_ANY = "Miss the latency targets"
@@ -47,10 +48,10 @@ class ParetoPoint:
     label: str
     usd_per_million_output_tokens: float
     ttft_p95_ms: float
-    itl_p95_ms: float              # p95 of each request's time per output token (the SLO's ITL)
+    tpot_p95_ms: float             # p95 of each request's time per output token (what slo.itl_ms is checked on)
     chosen: bool
     front_ttft: bool               # no other configuration is both cheaper-or-equal and faster-or-equal (TTFT)
-    front_itl: bool
+    front_tpot: bool
 
 
 @dataclass(frozen=True)
@@ -104,9 +105,9 @@ def pareto_points(search: SearchResult, chosen: Outcome | None) -> list[ParetoPo
                and o.ttft_p95_ms is not None]
     cost = [o.usd_per_million_output_tokens for o in passing]
     on_ttft = front([(c, o.ttft_p95_ms) for c, o in zip(cost, passing, strict=True)])
-    on_itl = front([(c, o.tpot_p95_ms) for c, o in zip(cost, passing, strict=True)])
+    on_tpot = front([(c, o.tpot_p95_ms) for c, o in zip(cost, passing, strict=True)])
     return [ParetoPoint(o.candidate.label, o.usd_per_million_output_tokens, o.ttft_p95_ms, o.tpot_p95_ms,
-                        o is chosen, a, b) for o, a, b in zip(passing, on_ttft, on_itl, strict=True)]
+                        o is chosen, a, b) for o, a, b in zip(passing, on_ttft, on_tpot, strict=True)]
 
 
 def top_and_rest(search: SearchResult) -> tuple[list[Outcome], list[Group]]:

@@ -31,6 +31,7 @@ FLAGS = {
     "--max-num-seqs": ("sequences per step", ("sequences per step",)),
     "--block-size": ("KV block size", ("KV block",)),
     "--rate": ("arrival rate, requests per second", ("requests per second",)),
+    "--concurrency": ("clients of a closed loop", ("closed loop", "clients")),
     "--prompt-tokens": ("prompt length in tokens", ("prompt length",)),
     "--output-tokens": ("output length in tokens", ("output length",)),
     "--ttft-ms": ("time to first token target, ms", ("time to first token",)),

@@ -59,7 +59,7 @@ def sized(monkeypatch, short_knee: float, full_knee: float, scenario: Scenario |
 def test_replicas_start_at_ceil_target_over_goodput_when_the_full_run_agrees(monkeypatch):
     sizing, calls = sized(monkeypatch, 3.0, 3.0)
     # goodput within 5% below the 3 req/s knee -> ceil(10 / 2.9) = 4 replicas at 2.5 req/s meet; 3 at 3.33 do not
-    assert 3.0 / 1.05 <= sizing.goodput_per_replica_per_s <= 3.0 and sizing.binding_target == "ITL"
+    assert 3.0 / 1.05 <= sizing.goodput_per_replica_per_s <= 3.0 and sizing.binding_target == "TPOT"
     assert (sizing.status, sizing.replicas, sizing.replicas_for_slo, sizing.slo_met) == (SizingStatus.MET, 4, 4, True)
     assert [n for _, n in calls].count(1500) == 2                   # the operating point at 4, then 3
     assert sizing.operating_point.rate_per_s == pytest.approx(2.5)
@@ -106,14 +106,14 @@ def test_no_rate_meets_the_slo_is_a_status_not_an_error(monkeypatch):
     # the bisection went down to the analytic bound / 64 and simulated no operating point
     lowest = min(rate for rate, _ in calls)
     assert all(n == 600 for _, n in calls) and sizing.operating_point is None
-    assert sizing.verdict == f"no request rate meets the SLO on one replica: ITL is missed even at {lowest:.3g} req/s"
+    assert sizing.verdict == f"no request rate meets the SLO on one replica: TPOT is missed even at {lowest:.3g} req/s"
 
 
 def test_too_many_replicas_is_search_s_floor(monkeypatch):
     sizing, calls = sized(monkeypatch, 0.5, 0.5, max_replicas=8)
     # the knee (0.5 req/s) lies below 10 req/s / 8 replicas = 1.25 req/s: not searched, more than 8 replicas needed
     assert sizing.status is SizingStatus.TOO_MANY_REPLICAS and min(rate for rate, _ in calls) >= 1.25
-    assert sizing.verdict.startswith("the SLO needs more than 8 replicas: ITL is missed at")
+    assert sizing.verdict.startswith("the SLO needs more than 8 replicas: TPOT is missed at")
     unlimited, _ = sized(monkeypatch, 0.5, 0.5)
     # without the floor: 20 replicas run at 10 / 20 = 0.5 req/s, at the knee; 19 (0.53 req/s) miss
     assert (unlimited.status, unlimited.replicas) == (SizingStatus.MET, 20)

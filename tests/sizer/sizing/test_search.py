@@ -101,7 +101,7 @@ def test_goodput_bisection_brackets_the_knee(monkeypatch, knee, probes):
     g = goodput_rate(resolved_with(SLOSection(ttft_ms=500, itl_ms=50)), 10.0,
                      GoodputSettings(rate_tolerance=0.1, low_rate_fraction=1 / 64))
     assert knee / 1.1 <= g.rate_per_s <= knee < g.ceiling_per_s <= g.rate_per_s * 1.1
-    assert g.binding == "ITL"                        # TTFT always met; TPOT 80 ms > 50 ms above the knee
+    assert g.binding == "TPOT"                        # TTFT always met; TPOT 80 ms > 50 ms above the knee
     assert len(calls) == probes and min(calls) >= 10.0 / 64
 
 
@@ -135,10 +135,10 @@ def test_goodput_between_the_floor_and_the_next_probe_is_found(monkeypatch):
 
 def test_score_counts_every_target_and_rejections():
     result = fake_result([100.0, 200.0, 300.0, np.nan], [10.0, 60.0, 70.0, np.nan], [False, False, False, True])
-    probe = score(result, SLO(ttft_ms=250, itl_ms=50, percentile=99.0, required_share=0.95), 2.0)
+    probe = score(result, SLO(ttft_ms=250, tpot_ms=50, percentile=99.0, required_share=0.95), 2.0)
     # TTFT <= 250: requests 0, 1 -> 2/4; TPOT <= 50: request 0 -> 1/4; the rejected one meets nothing.
-    assert probe.share_by_target == {"TTFT": 0.5, "ITL": 0.25}
-    assert probe.share_met == 0.25 and probe.binding == "ITL" and probe.met is False
+    assert probe.share_by_target == {"TTFT": 0.5, "TPOT": 0.25}
+    assert probe.share_met == 0.25 and probe.binding == "TPOT" and probe.met is False
     # Percentiles over the three served requests (inverted CDF): p50 of (100, 200, 300) = 200, p95 = 300.
     assert (probe.metrics.ttft.p50_ms, probe.p95_ms("ttft")) == (200.0, 300.0)
 
@@ -149,9 +149,9 @@ def _ok(gpu: str, usd: float | None, e2e: float) -> Outcome:
     cost = CostSummary(None if usd is None else usd / 8, "test", 2, "test", 8, usd, 100.0, None, "test")
     # e2e = TTFT + 10 x TPOT = e2e
     point = score(fake_result([e2e], [0.0]), SLO(e2e_ms=1e9, percentile=99.0, required_share=0.95), 5.0)
-    sizing = Sizing(SizingStatus.MET, "SLO met", True, GoodputSettings(), 10.0, 0.95, 5.0, "ITL", 2, cost, 2, usd,
+    sizing = Sizing(SizingStatus.MET, "SLO met", True, GoodputSettings(), 10.0, 0.95, 5.0, "TPOT", 2, cost, 2, usd,
                     point, ())
-    return Outcome(c, "ok", "ITL", "", 4, 10.0, sizing)
+    return Outcome(c, "ok", "TPOT", "", 4, 10.0, sizing)
 
 
 def test_pareto_front_and_ranking():

@@ -104,7 +104,7 @@ def test_cost_latency_front_is_the_non_dominated_configurations(report):
     points = built.pareto_points
     assert len(points) == sum(1 for o in built.search.outcomes if o.priced)
     assert [p.label for p in points if p.chosen] == [built.search.recommended.candidate.label]
-    for attr, flag in (("ttft_p95_ms", "front_ttft"), ("itl_p95_ms", "front_itl")):
+    for attr, flag in (("ttft_p95_ms", "front_ttft"), ("tpot_p95_ms", "front_tpot")):
         for p in points:
             beaten = any(q.usd_per_million_output_tokens <= p.usd_per_million_output_tokens
                          and getattr(q, attr) <= getattr(p, attr) and q is not p

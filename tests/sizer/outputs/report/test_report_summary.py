@@ -42,11 +42,11 @@ def outcome(tp: int, status: str, binding: str, s: Sizing | None = None) -> Outc
 
 def test_top_five_then_every_other_configuration_grouped_by_reason():
     met = [outcome(i, "ok", "TTFT", sizing(SizingStatus.MET, 10.0 + i)) for i in range(1, 8)]   # 7 priced
-    unpriced = [outcome(20, "ok", "ITL", sizing(SizingStatus.MET))]
+    unpriced = [outcome(20, "ok", "TPOT", sizing(SizingStatus.MET))]
     memory = [outcome(30 + i, "rejected", "memory") for i in range(3)]
     split = [outcome(40, "invalid", "split")]
     ttft = [outcome(50 + i, "rejected", "TTFT", sizing(SizingStatus.NO_RATE)) for i in range(2)]
-    itl = [outcome(60, "rejected", "ITL", sizing(SizingStatus.MISSED, 99.0))]
+    itl = [outcome(60, "rejected", "TPOT", sizing(SizingStatus.MISSED, 99.0))]
     over = [outcome(70, "rejected", "TTFT", sizing(SizingStatus.TOO_MANY_REPLICAS))]
     # in the search's order (priced ok by cost, unpriced ok, rejected), shuffled among the rejected
     outcomes = (*met, *unpriced, *itl, *memory, *over, *ttft, *split)
@@ -55,7 +55,7 @@ def test_top_five_then_every_other_configuration_grouped_by_reason():
     assert top == met[:TOP_CONFIGURATIONS]
     # 7 priced - 5 shown = 2 cost more; the rest by kind; groups in a fixed order; the 16 outcomes all placed once
     assert [(g.reason, len(g.outcomes)) for g in groups] == [
-        (MORE_COSTLY, 2), (NO_PRICE, 1), (NO_FIT, 3), (BAD_SPLIT, 1), (MISSES["TTFT"], 2), (MISSES["ITL"], 1),
+        (MORE_COSTLY, 2), (NO_PRICE, 1), (NO_FIT, 3), (BAD_SPLIT, 1), (MISSES["TTFT"], 2), (MISSES["TPOT"], 1),
         (OVER_LIMIT.format(32), 1)]
     assert sorted(o.candidate.tensor_parallel_size for g in groups for o in g.outcomes) == sorted(
         o.candidate.tensor_parallel_size for o in outcomes if o not in top)

@@ -44,8 +44,8 @@ def test_fronts_keep_only_undominated_points_per_model_and_gpu():
 def test_the_cheapest_per_slo_ignores_points_missing_it():
     cheapest = {c.slo: (c.point_hash, c.points_meeting) for c in build_sweep_report([r.__dict__ for r in ROWS],
                                                                                     "r").cheapest}
-    assert cheapest == {"TTFT 500 ms, ITL 50 ms, 95% of requests": ("a", 3),
-                        "TTFT 1000 ms, ITL 50 ms, 95% of requests": ("d", 1)}
+    assert cheapest == {"TTFT 500 ms, TPOT 50 ms, 95% of requests": ("a", 3),
+                        "TTFT 1000 ms, TPOT 50 ms, 95% of requests": ("d", 1)}
 
 
 def test_pareto_on_ties_keeps_both():
