@@ -1,6 +1,6 @@
 """Every simulated number stays the same to the bit for a given seed (issue 21): `sizer simulate --json` on
 each bundled scenario, at its own seed and at seed 7, and on the chat scenario with several replicas and
-with disaggregated pools, against JSON stored from commit 49c2e5b
+with disaggregated pools, against JSON stored from main at 0ce871f
 (tests/data/simulate_golden/README.md; regenerate only for a stated model fix)."""
 
 import json
