@@ -32,6 +32,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,6 +47,7 @@ from simulator.workload import Arrivals, Lengths, SharedPrefix
 
 # Outcomes of a request at the gateway.
 SERVED, FALLBACK, REJECTED = "served", "fallback", "rejected"
+OUTCOMES = (SERVED, FALLBACK, REJECTED)        # GatewayRecords.outcome codes
 # Why a target was skipped.
 RESIDENCY, OUTAGE, FAILURES, OUTSTANDING, QUEUE_WAIT, BUDGET, GATEWAY_BUDGET = (
     "residency", "outage", "replicas down", "capacity (outstanding)", "capacity (queue wait)", "over budget",
@@ -152,9 +154,55 @@ class GatewayRecord:
     cost_usd: float                      # an external endpoint's price for it; 0 on a pool (priced per hour)
 
 
+@dataclass(frozen=True)
+class GatewayRecords:
+    """Every request's `GatewayRecord`, held as columns: a million requests take about 100 MB, not the
+    gigabytes a million objects would. Index or iterate it for records; read the columns for figures."""
+    class_names: tuple[str, ...]         # the config's classes, routes and targets that the codes below index
+    data_classes: tuple[str, ...]
+    route_names: tuple[str, ...]
+    target_names: tuple[str, ...]        # "" (none) first
+    cls: np.ndarray                      # per request, by id: class code
+    difficulty: np.ndarray
+    arrival_s: np.ndarray
+    prompt_tokens: np.ndarray
+    output_tokens: np.ndarray
+    route: np.ndarray                    # route code; -1: none
+    first_choice: np.ndarray             # target codes
+    target: np.ndarray
+    outcome: np.ndarray                  # code in OUTCOMES
+    ttft_ms: np.ndarray
+    tpot_ms: np.ndarray
+    e2e_ms: np.ndarray
+    cost_usd: np.ndarray
+    fallbacks: dict[int, tuple[tuple[str, str], ...]]    # request id -> targets skipped; absent: none
+    reject_reasons: dict[int, str]                       # request id -> why it was rejected
+
+    def __len__(self) -> int:
+        return len(self.cls)
+
+    def __getitem__(self, i: int) -> GatewayRecord:
+        c, route = int(self.cls[i]), int(self.route[i])
+        return GatewayRecord(i, self.class_names[c], self.data_classes[c], float(self.difficulty[i]),
+                             float(self.arrival_s[i]), int(self.prompt_tokens[i]), int(self.output_tokens[i]),
+                             self.route_names[route] if route >= 0 else "",
+                             self.target_names[self.first_choice[i]], self.target_names[self.target[i]],
+                             self.fallbacks.get(i, ()), OUTCOMES[self.outcome[i]], self.reject_reasons.get(i, ""),
+                             float(self.ttft_ms[i]), float(self.tpot_ms[i]), float(self.e2e_ms[i]),
+                             float(self.cost_usd[i]))
+
+    def __iter__(self) -> Iterator[GatewayRecord]:
+        return (self[i] for i in range(len(self)))
+
+    def is_target(self, name: str) -> np.ndarray:
+        """Per request: was it served by (or rejected by the pool) `name`?"""
+        return self.target == self.target_names.index(name) if name in self.target_names else \
+            np.zeros(len(self), bool)
+
+
 @dataclass
 class GatewayResult:
-    records: list[GatewayRecord]                 # by request id
+    records: GatewayRecords                      # by request id
     pools: dict[str, SimulationResult]           # each pool's own run (its requests only)
     thresholds: dict[str, float]                 # difficulty route -> the difficulty from which requests go strong
 
@@ -231,11 +279,11 @@ def _down_windows(pool: PoolSpec, horizon_s: float, rng: np.random.Generator) ->
 
 class _Pool:
     def __init__(self, env: simpy.Environment, spec: PoolSpec, seed: int, down: list[list[tuple[float, float]]],
-                 cfg: GatewayConfig):
+                 cfg: GatewayConfig, on_request_done: Callable[[int], None]):
         self.spec, self.down, self.recorder = spec, down, Recorder()
         self.cluster = Cluster(env, spec.replica, spec.num_replicas, Router(spec.router, spec.balance_slack),
                                spec.step_model, self.recorder, seed, None, fast_forward=cfg.fast_forward,
-                               check_invariants=cfg.check_invariants)
+                               check_invariants=cfg.check_invariants, on_request_done=on_request_done)
 
     def refusal(self, now: float) -> tuple[str, list]:
         """Why this pool cannot take a request now ("" if it can), and its up replicas."""
@@ -298,53 +346,79 @@ class _External:
         return ttft, tpot, ttft + (output_tokens - 1) * s.tpot_ms
 
 
-def simulate_gateway(cfg: GatewayConfig, seed: int = 0) -> GatewayResult:
-    """Run the gateway's traffic to completion; the same config and seed give the same result."""
+def simulate_gateway(cfg: GatewayConfig, seed: int = 0,
+                     progress: Callable[[int], None] | None = None) -> GatewayResult:
+    """Run the gateway's traffic to completion; the same config and seed give the same result.
+    `progress`, if given, is called with the number of requests done so far (served or rejected)."""
     d = _draw(cfg, seed)
     route_of, choice, thresholds = _first_choices(cfg, d)
     env = simpy.Environment()
     horizon_s = float(d.arrival_s[-1])
     rngs = [np.random.Generator(np.random.PCG64(s))
             for s in np.random.SeedSequence([seed, 11]).spawn(len(cfg.pools) + len(cfg.externals))]
-    pools = {p.name: _Pool(env, p, seed + i, _down_windows(p, horizon_s, rngs[i]), cfg)
+    done = [0]
+
+    def one_done(_n: int = 0) -> None:
+        done[0] += 1
+        if progress is not None:
+            progress(done[0])
+
+    pools = {p.name: _Pool(env, p, seed + i, _down_windows(p, horizon_s, rngs[i]), cfg, one_done)
              for i, p in enumerate(cfg.pools)}
     externals = {e.name: _External(e, rngs[len(cfg.pools) + i], cfg.budget_window_s)
                  for i, e in enumerate(cfg.externals)}
     gateway_spend = _Spend(cfg.budget_usd_per_hour, cfg.budget_window_s)
-    decided: dict[int, tuple] = {}      # request id -> (target, fallbacks, reject reason, external latencies, usd)
+    n, nan = cfg.num_requests, math.nan
+    names = ("", *pools, *externals)
+    code = {name: k for k, name in enumerate(names)}
+    # what the gateway decided, per request: columns, and dicts for the few that skipped a target or were refused
+    target, cost_usd = np.zeros(n, np.int32), np.zeros(n)
+    ttft, tpot, e2e = np.full(n, nan), np.full(n, nan), np.full(n, nan)
+    fallbacks: dict[int, tuple[tuple[str, str], ...]] = {}     # filled in arrival order: by request id
+    reasons: dict[int, str] = {}
 
     def place(i: int, now: float) -> None:
         c = cfg.classes[int(d.cls[i])]
         if route_of[i] < 0:
-            decided[i] = ("", (), "no route", None, 0.0)
+            reasons[i] = "no route"
+            one_done()
             return
         r = cfg.routes[route_of[i]]
         allowed = cfg.residency.get(c.data_class)
         skipped = []
-        for target in (choice[i], *r.fallback):
-            if allowed is not None and target not in allowed:
-                skipped.append((target, RESIDENCY))
+        for name in (choice[i], *r.fallback):
+            if allowed is not None and name not in allowed:
+                skipped.append((name, RESIDENCY))
                 continue
             prompt, output = int(d.prompt[i]), int(d.output[i])
-            if target in pools:
-                why, up = pools[target].refusal(now)
+            if name in pools:
+                why, up = pools[name].refusal(now)
                 if not why:
                     p, sp = int(d.prefix[i]), c.shared_prefix
                     req = Request(i, now, prompt, output, (p,) if p >= 0 else (), sp.prefix_tokens if sp else 1)
-                    pools[target].cluster.router.choose(up, req).submit(req)
-                    decided[i] = (target, tuple(skipped), "", None, 0.0)
+                    pools[name].cluster.router.choose(up, req).submit(req)
+                    target[i] = code[name]
+                    if skipped:
+                        fallbacks[i] = tuple(skipped)
                     return
             else:
-                ext = externals[target]
+                ext = externals[name]
                 usd = ext.spec.cost_usd(prompt, output)
                 why = (BUDGET if ext.spend.over(now, usd) else
                        GATEWAY_BUDGET if gateway_spend.over(now, usd) else "")
                 if not why:
                     gateway_spend.add(now, usd)
-                    decided[i] = (target, tuple(skipped), "", ext.serve(now, usd, output), usd)
+                    target[i], cost_usd[i] = code[name], usd
+                    ttft[i], tpot[i], e2e[i] = ext.serve(now, usd, output)
+                    if skipped:
+                        fallbacks[i] = tuple(skipped)
+                    one_done()
                     return
-            skipped.append((target, why))
-        decided[i] = ("", tuple(skipped), skipped[-1][1] if skipped else "no target", None, 0.0)
+            skipped.append((name, why))
+        if skipped:
+            fallbacks[i] = tuple(skipped)
+        reasons[i] = skipped[-1][1] if skipped else "no target"
+        one_done()
 
     def arrivals():
         times = d.arrival_s.tolist()
@@ -361,33 +435,19 @@ def simulate_gateway(cfg: GatewayConfig, seed: int = 0) -> GatewayResult:
     env.run()
     results = {name: p.recorder.result(p.spec.replica.num_blocks, p.spec.num_replicas, p.cluster.num_preemptions,
                                        p.spec.replica.engine_loop) for name, p in pools.items()}
-    records = _records(cfg, d, route_of, choice, decided, results)
-    return GatewayResult(records, results, thresholds)
-
-
-def _records(cfg: GatewayConfig, d: _Drawn, route_of: list[int], choice: list[str], decided: dict[int, tuple],
-             results: dict[str, SimulationResult]) -> list[GatewayRecord]:
-    rows = {}
-    for res in results.values():
+    for name, res in results.items():           # a pool's own figures for the requests it took
         c = res.columns
-        for k, rid in enumerate(c["request_id"].tolist()):
-            rows[rid] = (bool(c["rejected"][k]), res.reject_reasons.get(rid, ""),
-                         float(c["ttft_ms"][k]), float(c["tpot_ms"][k]), float(c["e2e_ms"][k]))
-    out = []
-    nan = math.nan
-    for i in range(cfg.num_requests):
-        target, fallbacks, reason, external, usd = decided[i]
-        ttft = tpot = e2e = nan
-        if i in rows:
-            rejected, why, ttft, tpot, e2e = rows[i]
-            if rejected:
-                reason = f"{target}: {why}"
-        elif external is not None:
-            ttft, tpot, e2e = external
-        outcome = REJECTED if reason else FALLBACK if fallbacks else SERVED
-        c = cfg.classes[int(d.cls[i])]
-        out.append(GatewayRecord(i, c.name, c.data_class, float(d.difficulty[i]), float(d.arrival_s[i]),
-                                 int(d.prompt[i]), int(d.output[i]),
-                                 cfg.routes[route_of[i]].name if route_of[i] >= 0 else "", choice[i], target,
-                                 fallbacks, outcome, reason, ttft, tpot, e2e, usd))
-    return out
+        ids = c["request_id"]
+        ttft[ids], tpot[ids], e2e[ids] = c["ttft_ms"], c["tpot_ms"], c["e2e_ms"]
+        for i in ids[c["rejected"]].tolist():
+            reasons[i] = f"{name}: {res.reject_reasons.get(i, '')}"
+    reasons = dict(sorted(reasons.items()))        # by request id, as the records list them
+    outcome = np.full(n, OUTCOMES.index(SERVED), np.int8)
+    outcome[list(fallbacks)] = OUTCOMES.index(FALLBACK)
+    outcome[list(reasons)] = OUTCOMES.index(REJECTED)
+    records = GatewayRecords(tuple(c.name for c in cfg.classes), tuple(c.data_class for c in cfg.classes),
+                             tuple(r.name for r in cfg.routes), names, d.cls.astype(np.int32), d.difficulty,
+                             d.arrival_s, d.prompt, d.output, np.asarray(route_of, np.int32),
+                             np.array([code[c] for c in choice], np.int32), target, outcome, ttft, tpot, e2e,
+                             cost_usd, fallbacks, reasons)
+    return GatewayResult(records, results, thresholds)

@@ -85,13 +85,15 @@ class MetricsSummary:
 def weighted_percentiles(values: np.ndarray, weights: np.ndarray, qs: tuple[float, ...]) -> list[float]:
     """Smallest value whose cumulative weight reaches q% of the total (inverted CDF)."""
     keep = weights > 0
-    values, weights = values[keep], weights[keep]
+    if not keep.all():
+        values, weights = values[keep], weights[keep]
     if len(values) == 0:
         return [math.nan] * len(qs)
     order = np.argsort(values, kind="stable")
-    cum = np.cumsum(weights[order])
+    cum = weights[order]
+    np.cumsum(cum, out=cum)
     idx = np.searchsorted(cum, np.asarray(qs) / 100.0 * cum[-1], side="left")
-    return values[order][np.minimum(idx, len(values) - 1)].tolist()
+    return values[order[np.minimum(idx, len(values) - 1)]].tolist()     # no sorted copy of the values
 
 
 def _latency(values_ms: np.ndarray, weights: np.ndarray | None = None) -> Latency:
@@ -104,19 +106,32 @@ def _latency(values_ms: np.ndarray, weights: np.ndarray | None = None) -> Latenc
 
 def itl_latency(result: SimulationResult, engine_side: bool = False) -> Latency:
     tl = result.timeline
+    gaps = result.itl_gaps_s
     if engine_side or len(tl.end_s) == 0:
-        step_s, weights = tl.step_s, tl.itl_seqs.astype(float)
+        step_s = tl.step_s
     else:
         # the gap before each step's tokens as the client sees them: from the replica's previous step
-        order = np.lexsort((tl.end_s, tl.replica))
-        client = tl.client_s[order]
-        gap = np.empty_like(client)
-        gap[order] = np.where(np.r_[True, np.diff(tl.replica[order]) != 0], tl.step_s[order],
-                              np.diff(client, prepend=client[0]))
+        # (one replica: its steps are in time order already, and no permutation is built)
+        order = None if result.num_replicas == 1 else np.lexsort((tl.end_s, tl.replica))
+        client, replica, step = ((tl.client_s, tl.replica, tl.step_s) if order is None else
+                                 (tl.client_s[order], tl.replica[order], tl.step_s[order]))
+        step_s = np.where(np.r_[True, np.diff(replica) != 0], step, np.diff(client, prepend=client[0]))
+        if order is not None:
+            step_s[order] = step_s.copy()
+        del client, replica, step, order
+    # values and weights in one buffer each (a few steps' worth of memory, not a dozen): the steps' gaps,
+    # then the longer gaps on their own
+    n = len(step_s)
+    values, weights = np.empty(n + len(gaps)), np.empty(n + len(gaps))
+    values[:n] = step_s
+    values[n:] = gaps
+    values *= 1000.0
+    weights[:n] = tl.itl_seqs
+    if not engine_side:
         # a step handled in the same pass as the one before it merged into that message: no gap of its own
-        step_s, weights = gap, np.where(gap > 0, tl.itl_seqs, 0).astype(float)
-    values = np.concatenate([step_s, result.itl_gaps_s]) * 1000.0
-    weights = np.concatenate([weights, np.ones(len(result.itl_gaps_s))])
+        weights[:n][~(step_s > 0)] = 0.0
+    del step_s
+    weights[n:] = 1.0
     return _latency(values, weights)
 
 

@@ -1,7 +1,8 @@
 """What a run leaves behind: one row per request and one per engine step, in flat arrays.
 
-Rows are appended to `array.array` columns (8 bytes a value, no Python object per value) and
-turned into numpy arrays once at the end, so memory grows only with the records themselves.
+Rows are appended to `array.array` columns (8 bytes a float, 4 an engine step's count, no Python
+object per value) and read as numpy arrays in place at the end (`np.frombuffer`, no copy), so memory
+grows only with the records themselves.
 The pandas DataFrame is built on first use: importing pandas costs more wall time than
 simulating a thousand requests, and summaries do not need it.
 """
@@ -28,8 +29,10 @@ _REQUEST_INTS = ("request_id", "replica", "first_token_replica", "tenant", "adap
                  "output_tokens", "generated_tokens", "cached_prompt_tokens", "preemptions", "lora_holdbacks",
                  "rejected")
 _REQUEST_FLOATS = ("arrival_s", "scheduled_s", "first_token_s", "finished_s")
-_STEP_COLUMNS = {"replica": "q", "end_s": "d", "step_s": "d", "num_seqs": "q", "new_tokens": "q",
-                 "itl_seqs": "q", "kv_used_blocks": "q"}
+# Per step: 36 bytes (counts as C ints, 4 bytes: every bound on them is below 2^31, and a value past it
+# raises OverflowError rather than wrapping). A million requests of the standard workload are 7.4 M steps.
+_STEP_COLUMNS = {"replica": "i", "end_s": "d", "step_s": "d", "num_seqs": "i", "new_tokens": "i",
+                 "itl_seqs": "i", "kv_used_blocks": "i"}
 
 
 @dataclass(frozen=True)
@@ -122,15 +125,17 @@ class Recorder:
 
     def result(self, num_blocks: int, num_replicas: int, num_preemptions: int,
                engine_loop: EngineLoop) -> SimulationResult:
-        ints = np.array(self._req_ints).reshape(-1, len(_REQUEST_INTS))
-        floats = np.array(self._req_floats).reshape(-1, len(_REQUEST_FLOATS))
-        split = ({k: ints[:, i] for i, k in enumerate(_REQUEST_INTS)}
-                 | {k: floats[:, i] for i, k in enumerate(_REQUEST_FLOATS)})
+        """The run's records, once, at its end: the request rows are handed over (this recorder keeps none)."""
+        ints = _view(self._req_ints).reshape(-1, len(_REQUEST_INTS))
+        floats = _view(self._req_floats).reshape(-1, len(_REQUEST_FLOATS))
+        order = np.argsort(ints[:, _REQUEST_INTS.index("request_id")], kind="stable")
+        split = ({k: ints[order, i] for i, k in enumerate(_REQUEST_INTS)}
+                 | {k: floats[order, i] for i, k in enumerate(_REQUEST_FLOATS)})
+        del ints, floats, order
+        self._req_ints, self._req_floats = array("q"), array("d")     # handed over: the columns are copies
         c = {k: split[k] for k in _REQUEST_COLUMNS}
-        order = np.argsort(c["request_id"], kind="stable")
-        c = {k: v[order] for k, v in c.items()}
         c["rejected"] = c["rejected"].astype(bool)
-        st = {k: np.array(v) for k, v in self._step.items()}
+        st = {k: _view(v) for k, v in self._step.items()}
         if not np.all(np.diff(st["end_s"]) > 0):            # one replica's steps are in order already
             order = np.lexsort((st["replica"], st["end_s"]))     # by time, then replica
             st = {k: v[order] for k, v in st.items()}
@@ -156,8 +161,15 @@ class Recorder:
                                 num_preemptions, engine_loop)
 
 
+def _view(column: array) -> np.ndarray:
+    """A numpy array over an `array.array`'s buffer (no copy; the array must not grow after)."""
+    return np.frombuffer(column, dtype=np.dtype(column.typecode)) if len(column) else np.array([], column.typecode)
+
+
 def _client_times(replica: np.ndarray, end_s: np.ndarray, num_seqs: np.ndarray, loop: EngineLoop) -> np.ndarray:
     """Each step's client arrival time, replica by replica (each has its own API server)."""
+    if len(replica) == 0 or replica.min() == replica.max():      # one replica: already in time order
+        return loop.client_visible_s(end_s, num_seqs)
     out = np.empty_like(end_s)
     by_replica = np.argsort(replica, kind="stable")          # each replica's steps stay in time order
     bounds = np.flatnonzero(np.diff(replica[by_replica])) + 1
@@ -170,8 +182,11 @@ def _at_client(times_s: np.ndarray, replica: np.ndarray, tl: Timeline) -> np.nda
     """Client arrival of tokens sampled at `times_s` on `replica` (each a step's end there; NaN or
     -1 where none): that step's client time, else `times_s` itself."""
     out = times_s.copy()
-    by_step = np.lexsort((tl.end_s, tl.replica))              # each replica's steps, in time order
-    step_replica, step_end, step_client = tl.replica[by_step], tl.end_s[by_step], tl.client_s[by_step]
+    if len(tl.replica) == 0 or tl.replica.min() == tl.replica.max():     # one replica: in time order already
+        step_replica, step_end, step_client = tl.replica, tl.end_s, tl.client_s
+    else:
+        by_step = np.lexsort((tl.end_s, tl.replica))          # each replica's steps, in time order
+        step_replica, step_end, step_client = tl.replica[by_step], tl.end_s[by_step], tl.client_s[by_step]
     first = np.searchsorted(step_replica, replica, "left")
     last = np.searchsorted(step_replica, replica, "right")
     by_request = np.argsort(replica, kind="stable")

@@ -4,14 +4,16 @@ sizer/cli/report.py (`gateway_report`), so that plan and simulate do not import 
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from pathlib import Path
 
+import numpy as np
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from simulator.gateway import OUTCOMES, GatewayRecords
+from sizer.cli.progress import progress
 from sizer.errors import InputError
 from sizer.inputs.gateway import load_gateway
 from sizer.outputs.destination import frame_to_csv
@@ -37,7 +39,9 @@ def plan(path: Path, as_json: bool, search: bool) -> None:
 
 def simulate(path: Path, as_json: bool, num_requests: int | None, requests_csv: Path | None) -> None:
     doc, name = load_gateway(path)
-    result, a = run_gateway(resolve_gateway(doc, name, str(path)), num_requests)
+    rg = resolve_gateway(doc, name, str(path))
+    with progress("simulating", "requests", num_requests or rg.config.num_requests, not as_json) as update:
+        result, a = run_gateway(rg, num_requests, progress=update)
     if requests_csv is not None:
         frame_to_csv(requests_csv, "--requests-csv", _records_frame(result.records))
     if as_json:
@@ -48,12 +52,27 @@ def simulate(path: Path, as_json: bool, num_requests: int | None, requests_csv: 
         Console().print(f"per-request records (pool, route, fallbacks): {requests_csv}")
 
 
-def _records_frame(records):
+def _records_frame(records: GatewayRecords):
+    """One row per request, in `GatewayRecord`'s fields, built from the records' columns."""
     import pandas as pd
 
-    rows = [dataclasses.asdict(r) | {"fallbacks": " > ".join(f"{t}: {why}" for t, why in r.fallbacks)}
-            for r in records]
-    return pd.DataFrame(rows)
+    names = {k: np.array(v, object) for k, v in (("class", records.class_names), ("data", records.data_classes),
+                                                  ("route", ("", *records.route_names)),
+                                                  ("target", records.target_names), ("outcome", OUTCOMES))}
+    n = len(records)
+    fallbacks = np.full(n, "", object)
+    for i, skipped in records.fallbacks.items():
+        fallbacks[i] = " > ".join(f"{t}: {why}" for t, why in skipped)
+    reasons = np.full(n, "", object)
+    reasons[list(records.reject_reasons)] = list(records.reject_reasons.values())
+    return pd.DataFrame({
+        "request_id": np.arange(n), "class_name": names["class"][records.cls], "data_class": names["data"][records.cls],
+        "difficulty": records.difficulty, "arrival_s": records.arrival_s, "prompt_tokens": records.prompt_tokens,
+        "output_tokens": records.output_tokens, "route": names["route"][records.route + 1],
+        "first_choice": names["target"][records.first_choice], "target": names["target"][records.target],
+        "fallbacks": fallbacks, "outcome": names["outcome"][records.outcome], "reject_reason": reasons,
+        "ttft_ms": records.ttft_ms, "tpot_ms": records.tpot_ms, "e2e_ms": records.e2e_ms,
+        "cost_usd": records.cost_usd})
 
 
 def _ms(x: float) -> str:

@@ -10,8 +10,6 @@ import os
 from pathlib import Path
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sizer.cli import gateway
 from sizer.cli.flags import MAX_WORKERS, check_range
@@ -31,6 +29,7 @@ from sizer.cli.options import (
     traffic_from_flags,
     write_emitted,
 )
+from sizer.cli.progress import progress
 from sizer.errors import InputError
 from sizer.inputs.gateway import is_gateway, load_gateway
 from sizer.inputs.scenario import scenario_from_dict
@@ -105,12 +104,8 @@ def command(
     space = None if no_search else space_from_options(scenario_from_dict(data, str(scenario)), gpus, tp, None,
                                                       weights, kv_cache_dtype, False, slots)
     check_emit(emit, emit_to)
-    # No refresh thread (auto_refresh=False): the search forks its worker processes.
-    with Progress(TextColumn("searching"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True, auto_refresh=False) as bar:
-        task = bar.add_task("search", total=None)
-        report = build_report(data, str(scenario), space, workers,
-                              progress=lambda done, total: bar.update(task, completed=done, total=total, refresh=True))
+    with progress("searching", "configurations") as update:
+        report = build_report(data, str(scenario), space, workers, progress=update)
     text = emitted(emit, lambda: serving_of(report, str(scenario)))
     html = render_html(report, date or datetime.date.today().isoformat())
     write_text(output, "--output", html)

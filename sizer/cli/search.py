@@ -9,7 +9,6 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sizer.cli.flags import MAX_WORKERS, check_range
 from sizer.cli.options import (
@@ -28,6 +27,7 @@ from sizer.cli.options import (
     traffic_from_flags,
     write_emitted,
 )
+from sizer.cli.progress import progress
 from sizer.cli.render import render_search
 from sizer.errors import InputError
 from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS, scenario_from_dict
@@ -84,14 +84,9 @@ def command(
     space = space_from_options(scenario_from_dict(data, str(scenario)), gpus, tp, pp, weights, kv_cache_dtype,
                                speculative, slots)
     check_emit(emit, emit_to, as_json)
-    err = Console(stderr=True)
-    # No refresh thread (auto_refresh=False): the search forks its worker processes.
-    with Progress(TextColumn("searching"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=True, auto_refresh=False) as bar:
-        task = bar.add_task("search", total=None)
+    with progress("searching", "configurations") as update:
         settings = SearchSettings(GoodputSettings(num_requests=requests), max_replicas)
-        result = search(data, str(scenario), space, settings, workers,
-                        lambda done, total: bar.update(task, completed=done, total=total, refresh=True))
+        result = search(data, str(scenario), space, settings, workers, update)
     if csv:
         write_csv(result, csv)
     text = emitted(emit, lambda: recommended_config(result, data, str(scenario)))

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.progress import Progress
 
 from simulator.cluster import ROUTERS
 from simulator.errors import excerpt
@@ -25,6 +24,7 @@ from sizer.cli.options import (
     scenario_with_flags,
     traffic_from_flags,
 )
+from sizer.cli.progress import progress
 from sizer.cli.render import render_simulation_metrics
 from sizer.errors import InputError
 from sizer.inputs.gateway import is_gateway
@@ -36,8 +36,6 @@ from sizer.outputs.serialise import to_json
 from sizer.sizing.goodput import slo_of
 from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import DEFAULT_ROUTER, simulate_scenario
-
-PROGRESS_FROM_REQUESTS = 5000       # show a progress bar for runs at least this long
 
 
 def command(
@@ -95,10 +93,6 @@ def run(path: Path, num_requests: int | None, replicas: int | None, router: str,
     r = resolve(s)
     total = min(num_requests or s.workload.num_requests, (s.workload.trace.max_requests or 1 << 62)
                 if s.workload.trace else 1 << 62)
-    if show_progress and total >= PROGRESS_FROM_REQUESTS:
-        with Progress(transient=True) as bar:
-            task = bar.add_task("simulating", total=total)
-            result = simulate_scenario(r, num_requests, replicas, router, lambda done: bar.update(task, completed=done))
-    else:
-        result = simulate_scenario(r, num_requests, replicas, router)
+    with progress("simulating", "requests", total, show_progress) as update:
+        result = simulate_scenario(r, num_requests, replicas, router, update)
     return s, result, summarise(result, slo_of(s))

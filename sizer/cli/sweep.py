@@ -6,18 +6,10 @@ import os
 from pathlib import Path
 
 import typer
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from sizer.cli.flags import MAX_WORKERS, check_choices, check_range
 from sizer.cli.options import read_scenario_data
+from sizer.cli.progress import progress
 from sizer.errors import InputError
 from sizer.inputs.sweep_file import load_sweep
 from sizer.outputs.sweep_store import ResultStore
@@ -51,21 +43,10 @@ def command(
     data = read_scenario_data(sweep_file_data.scenario_path())
     sweep = build_sweep(sweep_file_data, data)
     store = ResultStore(results or Path(f"{sweep.name}.parquet"), "--results")
-    err = Console(stderr=True)
     done = store.done()
-    # No refresh thread (auto_refresh=False): the local backend forks its worker processes.
-    with Progress(TextColumn("sweeping"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                  console=err, transient=True, auto_refresh=False, disable=not err.is_terminal) as bar:
-        task = bar.add_task("sweep", total=None, rate="")
-
-        def progress(finished: int, total: int) -> None:
-            elapsed = bar.tasks[0].elapsed or 0.0
-            rate = f"{finished / elapsed:.2f} points/s" if finished and elapsed else ""
-            bar.update(task, completed=finished, total=total, rate=rate, refresh=True)
-
+    with progress("sweeping", "points") as update:
         try:
-            summary = run_sweep(sweep, done, store.add, backend, workers, address, progress)
+            summary = run_sweep(sweep, done, store.add, backend, workers, address, update)
         finally:
             rows = store.close()
     pruned = sum(summary.pruned.values())

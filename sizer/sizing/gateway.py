@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
@@ -26,10 +27,11 @@ import numpy as np
 from simulator.errors import FieldError
 from simulator.gateway import (
     FALLBACK,
+    OUTCOMES,
     REJECTED,
     ExternalSpec,
     GatewayConfig,
-    GatewayRecord,
+    GatewayRecords,
     GatewayResult,
     PoolSpec,
     RequestClass,
@@ -220,12 +222,11 @@ def _slo(section) -> SLO:
 
 
 def answer(rg: ResolvedGateway, result: GatewayResult, config: GatewayConfig | None = None) -> GatewayAnswer:
-    """Per pool, per class, per route and gateway-wide figures of one run."""
+    """Per pool, per class, per route and gateway-wide figures of one run (from the records' columns)."""
     cfg, g = config or rg.config, rg.doc.gateway
     recs = result.records
     n, rate = len(recs), cfg.arrivals.rate_per_s
-    arrival = np.array([r.arrival_s for r in recs])
-    e2e = np.array([r.e2e_ms for r in recs])
+    arrival, e2e = recs.arrival_s, recs.e2e_ms
     ends = arrival + np.nan_to_num(e2e, nan=0.0) / 1e3
     span_s = float(ends.max() - arrival.min()) if n else 0.0
     quality = {p.name: p.quality for p in g.pools} | {e.name: e.quality for e in g.external}
@@ -241,56 +242,71 @@ def answer(rg: ResolvedGateway, result: GatewayResult, config: GatewayConfig | N
                                 m.mean_batch_size, m.prefix_cache_hit_rate, m.ttft, m.tpot, m.e2e, quality[spec.name]))
     externals = []
     for e in cfg.externals:
-        mine = [r for r in recs if r.target == e.name]
-        externals.append(ExternalAnswer(e.name, quality[e.name], len(mine),
-                                        sum(r.cost_usd for r in mine) * per_request_hour,
-                                        _latency(np.array([r.ttft_ms for r in mine])),
-                                        _latency(np.array([r.e2e_ms for r in mine]))))
-    classes = [_class_answer(c, [r for r in recs if r.class_name == c.name]) for c in g.classes]
+        mine = recs.is_target(e.name)
+        externals.append(ExternalAnswer(e.name, quality[e.name], int(mine.sum()),
+                                        sum(recs.cost_usd[mine].tolist()) * per_request_hour,
+                                        _latency(recs.ttft_ms[mine]), _latency(recs.e2e_ms[mine])))
+    classes = [_class_answer(c, recs, _coded(recs.cls, recs.class_names, c.name)) for c in g.classes]
     routes = []
     for route in cfg.routes:
-        mine = [r for r in recs if r.route == route.name]
-        routes.append(RouteAnswer(route.name, len(mine), route.strong_share if route.strong else None,
+        mine = _coded(recs.route, recs.route_names, route.name)
+        routes.append(RouteAnswer(route.name, int(mine.sum()), route.strong_share if route.strong else None,
                                   _finite(result.thresholds.get(route.name)),
-                                  dict(Counter(f"{t}: {why}" for r in mine for t, why in r.fallbacks)),
-                                  dict(Counter(r.reject_reason for r in mine if r.outcome == REJECTED))))
+                                  dict(Counter(f"{t}: {why}" for i, skipped in recs.fallbacks.items() if mine[i]
+                                               for t, why in skipped)),
+                                  dict(Counter(why for i, why in recs.reject_reasons.items() if mine[i]))))
     costs = [p.usd_per_hour for p in pools]
     total = None if None in costs else sum(costs) + sum(e.usd_per_hour for e in externals)
-    served = [r for r in recs if r.outcome != REJECTED]
-    out_per_s = sum(r.output_tokens for r in served) / n * rate
-    scored = [quality[r.target] for r in served if quality.get(r.target) is not None]
+    served = recs.outcome != OUTCOMES.index(REJECTED)
+    out_per_s = int(recs.output_tokens[served].sum()) / n * rate
+    by_target = np.array([math.nan if quality.get(t) is None else quality[t] for t in recs.target_names])
+    scored = by_target[recs.target[served]]
+    scored = scored[~np.isnan(scored)]
     return GatewayAnswer(
-        SCHEMA_VERSION, "gateway", rg.name, rate, n, dict(Counter(r.outcome for r in recs)), tuple(pools),
+        SCHEMA_VERSION, "gateway", rg.name, rate, n, _outcomes(recs.outcome), tuple(pools),
         tuple(externals), tuple(classes), tuple(routes), total, out_per_s,
         total / (out_per_s * 3600) * 1e6 if total is not None and out_per_s > 0 else None,
-        float(np.mean(scored)) if scored else None, all(c.slo_met for c in classes), ASSUMPTIONS)
+        float(np.mean(scored)) if len(scored) else None, all(c.slo_met for c in classes), ASSUMPTIONS)
+
+
+def _coded(codes: np.ndarray, names: tuple[str, ...], name: str) -> np.ndarray:
+    """Per request: is its code (a class's, a route's) the one of `name`?"""
+    return codes == names.index(name) if name in names else np.zeros(len(codes), bool)
+
+
+def _outcomes(outcome: np.ndarray) -> dict[str, int]:
+    """Requests per outcome, in the order each outcome first occurs."""
+    codes, first, counts = np.unique(outcome, return_index=True, return_counts=True)
+    return {OUTCOMES[int(codes[k])]: int(counts[k]) for k in np.argsort(first)}
 
 
 def _finite(x: float | None) -> float | None:
     return x if x is not None and math.isfinite(x) else None
 
 
-def _class_answer(c: ClassSection, recs: list[GatewayRecord]) -> ClassAnswer:
-    n = len(recs)
+def _class_answer(c: ClassSection, recs: GatewayRecords, mine: np.ndarray) -> ClassAnswer:
+    n = int(mine.sum())
     slo = _slo(c.slo)
-    columns = {"rejected": np.array([r.outcome == REJECTED for r in recs], bool)} | {
-        k: np.array([getattr(r, k) for r in recs], float) for k in ("ttft_ms", "tpot_ms", "e2e_ms")}
+    outcome = recs.outcome[mine]
+    columns = {"rejected": outcome == OUTCOMES.index(REJECTED), "ttft_ms": recs.ttft_ms[mine],
+               "tpot_ms": recs.tpot_ms[mine], "e2e_ms": recs.e2e_ms[mine]}
     share = float(slo_attainment(SimpleNamespace(columns=columns), slo).mean()) if slo.has_targets and n else None
-    served = [r for r in recs if r.outcome != REJECTED]
-    fell = sum(r.outcome == FALLBACK for r in recs)
+    served = int((~columns["rejected"]).sum())
+    fell = int((outcome == OUTCOMES.index(FALLBACK)).sum())
     # without targets, the class is met when its required share is served at all (not rejected)
-    met = (share if share is not None else len(served) / n if n else 1.0) >= slo.required_share
-    return ClassAnswer(c.name, c.data_class, n, len(served), fell, n - len(served), fell / n if n else 0.0,
-                       {t: k / n for t, k in sorted(Counter(r.target for r in served).items())},
-                       share, slo.required_share, met, _latency(columns["e2e_ms"]))
+    met = (share if share is not None else served / n if n else 1.0) >= slo.required_share
+    codes, counts = np.unique(recs.target[mine][~columns["rejected"]], return_counts=True)
+    routed = sorted((recs.target_names[int(t)], int(k)) for t, k in zip(codes, counts, strict=True))
+    return ClassAnswer(c.name, c.data_class, n, served, fell, n - served, fell / n if n else 0.0,
+                       {t: k / n for t, k in routed}, share, slo.required_share, met, _latency(columns["e2e_ms"]))
 
 
-def run_gateway(rg: ResolvedGateway, num_requests: int | None = None,
-                config: GatewayConfig | None = None) -> tuple[GatewayResult, GatewayAnswer]:
+def run_gateway(rg: ResolvedGateway, num_requests: int | None = None, config: GatewayConfig | None = None,
+                progress: Callable[[int], None] | None = None) -> tuple[GatewayResult, GatewayAnswer]:
     cfg = config or rg.config
     if num_requests is not None:
         cfg = replace(cfg, num_requests=num_requests)
-    result = simulate_gateway(cfg, rg.doc.gateway.seed)
+    result = simulate_gateway(cfg, rg.doc.gateway.seed, progress)
     return result, answer(rg, result, cfg)
 
 

@@ -209,3 +209,24 @@ def test_fast_forward_behind_the_gateway_is_identical_to_stepping_and_keeps_ever
     assert [(r.target, r.fallbacks, r.e2e_ms) for r in fast.records] == \
         [(r.target, r.fallbacks, r.e2e_ms) for r in slow.records]
     assert any(r.fallbacks for r in fast.records)
+
+
+def test_progress_counts_every_request_once_served_fallen_back_or_rejected():
+    # a small pool capped at two outstanding requests and a hosted endpoint on a budget (as in
+    # test_capacity_limit_falls_back_and_budget_rejects): pool requests, hosted ones and gateway
+    # rejections all end, each counted once, in order, up to num_requests
+    cfg = config(num_requests=200)
+    pools = (replace(cfg.pools[0], max_outstanding_per_replica=2), cfg.pools[1])
+    hosted = (replace(HOSTED, budget_usd_per_hour=0.05),)
+    seen: list[int] = []
+    result = simulate_gateway(replace(cfg, pools=pools, externals=hosted), seed=5, progress=seen.append)
+    assert seen == list(range(1, 201))
+    assert {r.outcome for r in result.records} == {SERVED, FALLBACK, REJECTED}
+
+
+def test_records_as_columns_index_as_records():
+    # GatewayRecords holds columns; r[i] and iteration give the same GatewayRecord, by request id
+    result = simulate_gateway(config(num_requests=50), seed=3)
+    recs = result.records
+    assert len(recs) == 50 and list(recs)[17] == recs[17] and recs[17].request_id == 17
+    assert [r.target for r in recs] == [recs.target_names[t] for t in recs.target.tolist()]
