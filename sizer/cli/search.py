@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from sizer.cli.emit import check_emit, emitted, write_emitted
 from sizer.cli.flags import MAX_WORKERS, check_range
 from sizer.cli.options import (
     EMIT_HELP,
@@ -20,15 +21,12 @@ from sizer.cli.options import (
     PROMPT_TOKENS,
     RATE,
     TTFT_MS,
-    check_emit,
     emits_to_stdout,
-    emitted,
     read_scenario_data,
-    space_from_options,
     traffic_from_flags,
-    write_emitted,
 )
 from sizer.cli.render import render_search
+from sizer.cli.search_space import space_from_options
 from sizer.errors import InputError
 from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS, scenario_from_dict
 from sizer.outputs.destination import check_destination, write_with

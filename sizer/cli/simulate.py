@@ -12,7 +12,7 @@ from rich.progress import Progress
 from simulator.cluster import ROUTERS
 from simulator.errors import excerpt
 from simulator.metrics import summarise
-from sizer.cli import gateway
+from sizer.cli.app import kind
 from sizer.cli.flags import check_range
 from sizer.cli.options import (
     ITL_MS,
@@ -25,9 +25,8 @@ from sizer.cli.options import (
 )
 from sizer.cli.render import render_simulation_metrics
 from sizer.errors import InputError
-from sizer.inputs.gateway import is_gateway
-from sizer.inputs.manifest import Traffic
-from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS
+from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS, is_gateway
+from sizer.inputs.traffic import Traffic
 from sizer.outputs.destination import check_destination, write_with
 from sizer.outputs.serialise import to_json
 from sizer.sizing.goodput import slo_of
@@ -59,6 +58,7 @@ def command(
         check_destination(requests_csv, "--requests-csv")
     if is_gateway(scenario):
         check_range(num_requests, "--num-requests", 1, MAX_REQUESTS)
+        gateway = kind("gateway")
         gateway.refuse_flags({"--replicas": replicas, "--router": router if router != DEFAULT_ROUTER else None,
                               "--rate": rate, "--prompt-tokens": prompt_tokens, "--output-tokens": output_tokens,
                               "--ttft-ms": ttft_ms, "--itl-ms": itl_ms})

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from simulator.errors import excerpt
+from simulator.errors import FieldError, excerpt
 from simulator.safe_yaml import load_yaml
 from simulator.schema import build, field, join
 from simulator.traces import MAX_REQUEST_TOKENS, MAX_TIMESTAMP_S, MAX_TRACE_REQUESTS
@@ -333,6 +333,16 @@ class Scenario:
     slo: SLOSection = field(default_factory=SLOSection, doc="latency targets")
     cost: CostSection = field(default_factory=CostSection, doc="prices")
     file: str | None = dataclasses.field(default=None, metadata={"internal": True})  # where it was loaded from
+
+
+def is_gateway(path: str | Path) -> bool:
+    """Does this YAML file hold a gateway document (a top-level `gateway:`, read by sizer/inputs/gateway.py)? A
+    file that cannot be read is not one: the command's own reading reports it, in its usual order (flags first)."""
+    try:
+        data = load_yaml(Path(path))
+    except FieldError:
+        return False
+    return isinstance(data, dict) and "gateway" in data
 
 
 def load_scenario(path: str | Path, variant: Variant | None = None) -> Scenario:
