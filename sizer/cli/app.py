@@ -11,14 +11,13 @@ deferred imports of sizer's own code: every module keeps its imports at the top.
 from __future__ import annotations
 
 import functools
+import gc
 import importlib
-import importlib.metadata
 import sys
 from types import ModuleType
 
-import click
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from simulator.errors import FieldError
 
@@ -37,10 +36,11 @@ COMMANDS = {
     "gpus": ("sizer.cli.catalogs", "gpus"),
 }
 
-# input or output kind -> the module that handles it: imported when a command is given one
+# input or output kind (or --version) -> the module that handles it: imported when a command is given one
 KINDS = {
     "gateway": "sizer.cli.gateway",     # a gateway document (a top-level `gateway:`): plan, simulate, report
     "emit": "sizer.cli.emit",           # --emit: the plan as a serving command or a Kubernetes manifest
+    "version": "sizer.cli.version",     # --version: the installed distribution's metadata
 }
 
 
@@ -55,6 +55,7 @@ def input_errors_exit_2(command):
     keeps its traceback."""
     @functools.wraps(command)
     def guarded(*args, **kwargs):
+        gc.enable()         # start-up is over (main)
         try:
             return command(*args, **kwargs)
         except FieldError as error:
@@ -86,10 +87,10 @@ class LazyCommands(TyperGroup):
             sys.exit(1)
         sys.exit(code or 0)
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: typer.Context) -> list[str]:
         return list(COMMANDS)
 
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+    def get_command(self, ctx: typer.Context, name: str) -> TyperCommand | None:
         if name not in COMMANDS:
             return None
         module_name, function = COMMANDS[name]
@@ -103,7 +104,7 @@ app = typer.Typer(cls=LazyCommands, no_args_is_help=True)
 
 def print_version(value: bool) -> None:
     if value:
-        typer.echo(f"sizer {importlib.metadata.version('sizer')}")
+        typer.echo(f"sizer {kind('version').version()}")
         raise typer.Exit()
 
 
@@ -114,4 +115,8 @@ def sizer(version: bool = typer.Option(False, "--version", callback=print_versio
 
 
 def main() -> None:  # pragma: no cover - `sizer` and `python -m sizer`
+    # No garbage collection while the command's modules load (until it starts: input_errors_exit_2): start-up
+    # makes classes and functions that live as long as the process, and each collection would scan them all
+    # for nothing (a fifth of a plan's CPU time, benchmarks/speed_vs.py)
+    gc.disable()
     sys.exit(app())
