@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import gc
 import importlib
+import importlib.metadata
 import sys
 from types import ModuleType
 
@@ -36,11 +37,10 @@ COMMANDS = {
     "gpus": ("sizer.cli.catalogs", "gpus"),
 }
 
-# input or output kind (or --version) -> the module that handles it: imported when a command is given one
+# input or output kind -> the module that handles it: imported when a command is given one
 KINDS = {
     "gateway": "sizer.cli.gateway",     # a gateway document (a top-level `gateway:`): plan, simulate, report
     "emit": "sizer.cli.emit",           # --emit: the plan as a serving command or a Kubernetes manifest
-    "version": "sizer.cli.version",     # --version: the installed distribution's metadata
 }
 
 
@@ -104,7 +104,7 @@ app = typer.Typer(cls=LazyCommands, no_args_is_help=True)
 
 def print_version(value: bool) -> None:
     if value:
-        typer.echo(f"sizer {kind('version').version()}")
+        typer.echo(f"sizer {importlib.metadata.version('sizer')}")
         raise typer.Exit()
 
 
