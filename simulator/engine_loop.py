@@ -8,7 +8,7 @@ chosen when step k started). A separate API-server process tokenises each prompt
 engine sees it, and detokenises and streams each step's tokens after it; a client receives
 them in chunks. Nothing here is per token in the simulation: a step's loop cost folds into
 its time (`period_s`), admission is a cut-off time the replica applies, and what a client
-sees is computed from the per-step timeline at the end (`client_visible_s`).
+sees is computed from the per-step timeline at the end (simulator/records.py, `client_visible_s`).
 
 Every field is given by the caller (sizer's engine presets); the simulator has no defaults.
 """
@@ -16,8 +16,6 @@ Every field is given by the caller (sizer's engine presets); the simulator has n
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import numpy as np
 
 
 @dataclass(frozen=True)
@@ -44,20 +42,6 @@ class EngineLoop:
         if self.async_scheduling:
             return gpu_s if gpu_s > cpu_s else cpu_s
         return gpu_s + cpu_s
-
-    def client_visible_s(self, end_s: np.ndarray, num_seqs: np.ndarray) -> np.ndarray:
-        """When the tokens of each step (ends `end_s`, ascending, one replica) reach the client.
-
-        The API server handles one step's output at a time, taking output_s_per_step +
-        output_s_per_token x tokens; a step's output waits for the one before it. Its finish
-        time is then f_k = max(f_(k-1), end_k) + c_k, which unrolls to
-        f_k = C_k + max over j <= k of (end_j - C_(j-1)), C the running sum of c: one vectorised pass.
-        """
-        if len(end_s) == 0:
-            return end_s
-        cost = self.output_s_per_step + self.output_s_per_token * num_seqs
-        total = np.cumsum(cost)
-        return total + np.maximum.accumulate(end_s - (total - cost))
 
 
 # The loop of the bundled engine and of runs that price steps alone: synchronous, free,

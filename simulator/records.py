@@ -40,7 +40,7 @@ class Timeline:
     new_tokens: np.ndarray
     itl_seqs: np.ndarray        # sequences whose token this step counts as one step-long ITL
     kv_usage: np.ndarray        # fraction of the replica's KV blocks in use after scheduling
-    client_s: np.ndarray        # when the step's tokens reach the client (EngineLoop.client_visible_s)
+    client_s: np.ndarray        # when the step's tokens reach the client (client_visible_s)
 
 
 @dataclass
@@ -157,8 +157,23 @@ def _client_times(replica: np.ndarray, end_s: np.ndarray, num_seqs: np.ndarray, 
     by_replica = np.argsort(replica, kind="stable")          # each replica's steps stay in time order
     bounds = np.flatnonzero(np.diff(replica[by_replica])) + 1
     for idx in np.split(by_replica, bounds):
-        out[idx] = loop.client_visible_s(end_s[idx], num_seqs[idx])
+        out[idx] = client_visible_s(loop, end_s[idx], num_seqs[idx])
     return out
+
+
+def client_visible_s(loop: EngineLoop, end_s: np.ndarray, num_seqs: np.ndarray) -> np.ndarray:
+    """When the tokens of each step (ends `end_s`, ascending, one replica; its engine loop `loop`) reach the client.
+
+    The API server handles one step's output at a time, taking output_s_per_step +
+    output_s_per_token x tokens; a step's output waits for the one before it. Its finish
+    time is then f_k = max(f_(k-1), end_k) + c_k, which unrolls to
+    f_k = C_k + max over j <= k of (end_j - C_(j-1)), C the running sum of c: one vectorised pass.
+    """
+    if len(end_s) == 0:
+        return end_s
+    cost = loop.output_s_per_step + loop.output_s_per_token * num_seqs
+    total = np.cumsum(cost)
+    return total + np.maximum.accumulate(end_s - (total - cost))
 
 
 def _at_client(times_s: np.ndarray, tl: Timeline) -> np.ndarray:

@@ -16,7 +16,7 @@ from typing import Literal
 from simulator.errors import FieldError, excerpt
 from simulator.safe_yaml import load_yaml
 from simulator.schema import build, field, join
-from simulator.traces import MAX_REQUEST_TOKENS, MAX_TIMESTAMP_S, MAX_TRACE_REQUESTS
+from simulator.trace_limits import MAX_REQUEST_TOKENS, MAX_TIMESTAMP_S, MAX_TRACE_REQUESTS
 from sizer.errors import InputError
 from sizer.inputs import preloaded
 from sizer.inputs.config_keys import MAX_LAYERS
@@ -35,7 +35,7 @@ LlamaCacheType = Literal["f16", "bf16", "f32", "q8_0", "q4_0"]
 # -- scenario is refused (one line, exit 2) before numpy, the planner or the simulator see it.
 #
 # Tokens of one request (any length, prefix, clip or mean): the trace reader's bound, 10 x 2^20
-# = 10,485,760, the longest context any released model advertises (simulator/traces.py says why).
+# = 10,485,760, the longest context any released model advertises (simulator/trace_limits.py says why).
 # It caps the analytic prefill loop (sizer/analytic/roofline.py prefill_time_s: one step per
 # chunk of the mean prompt) and keeps every length far inside float64's exact integers and int64.
 MAX_TOKENS = MAX_REQUEST_TOKENS

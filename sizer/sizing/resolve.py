@@ -13,11 +13,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from engine.profile import CalibrationProfile, load_profile
-from simulator.cluster import DisaggregationConfig
+from simulator.config import DisaggregationConfig, ReplicaConfig, SwapLink
 from simulator.errors import FieldError, excerpt
 from simulator.grammar import GrammarConfig
 from simulator.lora import LoraConfig
-from simulator.replica import ReplicaConfig, SwapLink
 from simulator.scheduler import SchedulerConfig
 from simulator.speculative import SpeculativeConfig
 from sizer.analytic.format_support import Execution, execution
