@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("sizer", "simulator", "engine", "hardware_profiles")
 STAGES = ("sizer.inputs", "sizer.analytic", "sizer.sizing", "sizer.outputs", "sizer.cli")
 LAZY_ALLOWED = ("torch", "triton", "pandas", "matplotlib", "weasyprint", "engine", "gguf", "ray")
-ENGINE_TORCH_FREE = ("engine.profile", "engine.config")     # sizer may import these at module top
+ENGINE_TORCH_FREE = ("engine.profile", "engine.profile_parts", "engine.config")     # sizer may import these at top
 
 
 def module_name(path: Path) -> str:

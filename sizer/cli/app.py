@@ -2,10 +2,11 @@
 
 Each command lives in its own module (sizer/cli/<command>.py, a `command` function); terminal
 rendering is sizer/cli/render.py. The app loads a command's module only when that command
-runs (`LazyCommands`), and a command loads the code of an input or output kind only when it is
-given one (`kind`: a gateway document, --emit), so a plain `sizer plan` imports neither the report,
-search, sweep, check and engine code nor the gateway's and --emit's. These two tables are the only
-deferred imports of sizer's own code: every module keeps its imports at the top.
+runs (`LazyCommands`), and the code of an input or output kind only when a run has one
+(sizer/kinds.py: a gateway document, --emit, --simulate, a trace, a calibrated profile), so a plain
+`sizer plan` imports neither the report, search, sweep, check and engine code nor the gateway's, the
+simulator's and numpy. These two tables are the only deferred imports of sizer's own code: every
+module keeps its imports at the top.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import gc
 import importlib
 import importlib.metadata
 import sys
-from types import ModuleType
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -36,18 +36,6 @@ COMMANDS = {
     "models": ("sizer.cli.catalogs", "models"),
     "gpus": ("sizer.cli.catalogs", "gpus"),
 }
-
-# input or output kind -> the module that handles it: imported when a command is given one
-KINDS = {
-    "gateway": "sizer.cli.gateway",     # a gateway document (a top-level `gateway:`): plan, simulate, report
-    "emit": "sizer.cli.emit",           # --emit: the plan as a serving command or a Kubernetes manifest
-}
-
-
-def kind(name: str) -> ModuleType:
-    """The module of an input or output kind (KINDS), imported on first use."""
-    return importlib.import_module(KINDS[name])
-
 
 def input_errors_exit_2(command):
     """Wrap a command so that bad input (a FieldError: sizer's InputError, a bad trace, a model the

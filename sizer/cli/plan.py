@@ -12,7 +12,6 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from sizer.cli.app import kind
 from sizer.cli.flags import check_choices, check_gpu, check_model, check_range, naming_flags
 from sizer.cli.options import (
     EMIT_HELP,
@@ -42,8 +41,8 @@ from sizer.inputs.scenario import (
 )
 from sizer.inputs.traffic import Traffic
 from sizer.inputs.variant import Variant
+from sizer.kinds import kind
 from sizer.outputs.serialise import to_json
-from sizer.sizing.pipeline import add_simulation
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
 
@@ -123,7 +122,7 @@ def command(
         resolved = resolve(build_scenario(scenario, variant, traffic))
     result = make_plan(resolved)
     if simulate:
-        result = add_simulation(result, resolved)
+        result = kind("simulate").add_simulation(result, resolved)
     text = emitter.plan_emitted(emit, resolved, result) if emitter is not None else None
     if as_json:
         typer.echo(to_json(result))

@@ -12,7 +12,6 @@ from rich.progress import Progress
 from simulator.cluster import ROUTERS
 from simulator.errors import excerpt
 from simulator.metrics import summarise
-from sizer.cli.app import kind
 from sizer.cli.flags import check_range
 from sizer.cli.options import (
     ITL_MS,
@@ -27,6 +26,7 @@ from sizer.cli.render import render_simulation_metrics
 from sizer.errors import InputError
 from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS, is_gateway
 from sizer.inputs.traffic import Traffic
+from sizer.kinds import kind
 from sizer.outputs.destination import check_destination, write_with
 from sizer.outputs.serialise import to_json
 from sizer.sizing.goodput import slo_of
