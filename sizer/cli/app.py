@@ -43,7 +43,9 @@ def input_errors_exit_2(command):
     keeps its traceback."""
     @functools.wraps(command)
     def guarded(*args, **kwargs):
-        gc.enable()         # start-up is over (main)
+        if not gc.isenabled():      # main() paused collection for start-up, which is over:
+            gc.freeze()             # what it made lives as long as the process; no collection scans it again
+            gc.enable()
         try:
             return command(*args, **kwargs)
         except FieldError as error:
@@ -103,8 +105,9 @@ def sizer(version: bool = typer.Option(False, "--version", callback=print_versio
 
 
 def main() -> None:  # pragma: no cover - `sizer` and `python -m sizer`
-    # No garbage collection while the command's modules load (until it starts: input_errors_exit_2): start-up
-    # makes classes and functions that live as long as the process, and each collection would scan them all
-    # for nothing (a fifth of a plan's CPU time, benchmarks/speed_vs.py)
+    # No garbage collection while the command's modules load: start-up makes classes, functions and tables
+    # that live as long as the process, and each collection would scan them all for nothing. The command
+    # starts with them frozen (input_errors_exit_2): together, a third of a plan's CPU time
+    # (benchmarks/speed_vs.py)
     gc.disable()
     sys.exit(app())

@@ -87,14 +87,19 @@ def test_a_gateway_document_and_emit_load_their_code_when_given():
     assert {"sizer.cli.emit", "sizer.outputs.emit"} <= set(emitted) and "sizer.cli.gateway" not in emitted
 
 
-def test_a_command_runs_with_garbage_collection_on():
+def test_a_command_runs_with_garbage_collection_on_and_start_up_frozen():
     # main() pauses collection while the modules load; the command itself (a simulation of a million
-    # requests) must run with it on again (sizer/cli/app.py, input_errors_exit_2)
+    # requests) must run with it on again, start-up's objects frozen out of its scans (sizer/cli/app.py,
+    # input_errors_exit_2)
     gc.disable()
     try:
-        assert input_errors_exit_2(gc.isenabled)() is True
+        enabled, frozen = input_errors_exit_2(lambda: (gc.isenabled(), gc.get_freeze_count()))()
+        assert enabled and frozen > 0
     finally:
+        gc.unfreeze()
         gc.enable()
+    # a command called with collection on (the tests' CliRunner) freezes nothing
+    assert input_errors_exit_2(gc.get_freeze_count)() == 0
 
 
 def test_plan_from_a_config_json_path_with_quantization(tmp_path):
