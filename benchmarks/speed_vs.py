@@ -49,6 +49,7 @@ CASES = {
     "sim-1m": ["simulate", str(STANDARD), "--num-requests", "1000000", "--json"],
     "gateway-1m": ["simulate", str(GATEWAY), "--num-requests", "1000000", "--json"],
 }
+WARM_UP_REQUESTS = "1000"       # the unmeasured first run of a simulation: the same imports, a short run
 DEFAULT_CASES = ("plan", "sim-10k", "sim-100k")
 
 
@@ -121,10 +122,18 @@ def compare(ref: str, cases: list[str], reps: int, compile_own: bool) -> None:
             subprocess.run(["git", "worktree", "remove", "--force", str(old)], cwd=REPO, check=True)
 
 
+def warm_up_args(args: list[str]) -> list[str]:
+    """The case's command with at most WARM_UP_REQUESTS simulated requests."""
+    if "--num-requests" not in args:
+        return args
+    at = args.index("--num-requests") + 1
+    return [*args[:at], WARM_UP_REQUESTS, *args[at + 1:]]
+
+
 def measure(trees: dict[str, Tree], args: list[str], reps: int, compile_own: bool) -> dict[str, list[Run]]:
     runs: dict[str, list[Run]] = {name: [] for name in trees}
     for name, tree in trees.items():            # bytecode caches written; a refused case shows up here
-        warm = run_once(tree, args)
+        warm = run_once(tree, warm_up_args(args))
         if warm.error is not None:
             runs[name].append(warm)
     order = list(trees)
