@@ -16,11 +16,12 @@ import heapq
 import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 import simpy
 
+from simulator.config import DisaggregationConfig
 from simulator.records import Recorder
 from simulator.replica import Replica, ReplicaConfig, StepTimes
 from simulator.request import Request, Status
@@ -28,24 +29,6 @@ from simulator.step_batch import StepTimeModel
 from simulator.workload import ClosedLoop
 
 ROUTERS = ("round_robin", "least_outstanding", "prefix_aware")
-
-
-@dataclass(frozen=True)
-class DisaggregationConfig:
-    num_prefill_replicas: int
-    num_decode_replicas: int
-    kv_bytes_per_token: float
-    interconnect_bytes_per_s: float
-    transfer_latency_s: float
-
-    def __post_init__(self) -> None:
-        if self.num_prefill_replicas < 1 or self.num_decode_replicas < 1:
-            raise ValueError("disaggregation needs at least one prefill and one decode replica")
-        if self.kv_bytes_per_token <= 0 or self.interconnect_bytes_per_s <= 0:
-            raise ValueError("kv_bytes_per_token and interconnect_bytes_per_s must be > 0")
-
-    def transfer_s(self, prompt_tokens: int) -> float:
-        return self.transfer_latency_s + prompt_tokens * self.kv_bytes_per_token / self.interconnect_bytes_per_s
 
 
 class Router:

@@ -10,17 +10,14 @@ the client in its own message, unless the API server lags, when it handles every
 waiting for it in one pass and a request's tokens from those steps arrive together. Nothing
 here is per token in the simulation: a step's loop cost folds into
 its time (`period_s`), admission is a cut-off time the replica applies, and what a client
-sees is computed from the per-step timeline at the end (`client_visible_s`).
+sees is computed from the per-step timeline at the end (simulator/records.py, `client_visible_s`).
 
 Every field is given by the caller (sizer's engine presets); the simulator has no defaults.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from dataclasses import dataclass
-
-import numpy as np
 
 
 @dataclass(frozen=True)
@@ -46,40 +43,6 @@ class EngineLoop:
         if self.async_scheduling:
             return gpu_s if gpu_s > cpu_s else cpu_s
         return gpu_s + cpu_s
-
-    def client_visible_s(self, end_s: np.ndarray, num_seqs: np.ndarray) -> np.ndarray:
-        """When the tokens of each step (ends `end_s`, strictly ascending, one replica) reach the client.
-
-        The API server, when free, takes every step output that has reached it and handles them
-        in one pass of output_s_per_pass + output_s_per_token x their tokens; all of them reach
-        the client at the pass's end (vLLM's output handler drains its queue, and a lagging
-        request's outputs merge: RequestOutputCollector). While each step ends after the pass
-        before it, a pass is one step, f_k = max(f_(k-1), end_k) + c_k, which unrolls to
-        f_k = C_k + max over j <= k of (end_j - C_(j-1)), C the running sum of c: one vectorised
-        pass. Only the stretches where a step ends while that recurrence is still busy are walked
-        pass by pass: batching passes finishes no later than one step per pass, so such a stretch
-        starts and ends with the server idle under both.
-        """
-        if len(end_s) == 0:
-            return end_s.copy()
-        cost = self.output_s_per_pass + self.output_s_per_token * num_seqs
-        total = np.cumsum(cost)
-        out = total + np.maximum.accumulate(end_s - (total - cost))
-        lagging = np.r_[False, out[:-1] > end_s[1:]]           # ends while the server is still busy
-        if not lagging.any():
-            return out
-        edges = np.flatnonzero(np.diff(np.r_[0, lagging.view(np.int8), 0]))
-        ends, tokens = end_s.tolist(), np.r_[0, np.cumsum(num_seqs)].tolist()
-        fixed, per_token = self.output_s_per_pass, self.output_s_per_token
-        for first, stop in zip(edges[0::2].tolist(), edges[1::2].tolist(), strict=True):
-            i, free = first - 1, ends[first - 1]                # the step before the stretch finds it idle
-            while i < stop:
-                start = max(free, ends[i])
-                j = bisect_right(ends, start, i + 1, stop)      # every output waiting at `start`
-                free = start + fixed + per_token * (tokens[j] - tokens[i])
-                out[i:j] = free
-                i = j
-        return out
 
 
 # The loop of the bundled engine and of runs that price steps alone: synchronous, free,

@@ -10,6 +10,7 @@ simulating a thousand requests, and summaries do not need it.
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_right
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,7 +46,7 @@ class Timeline:
     new_tokens: np.ndarray
     itl_seqs: np.ndarray        # sequences whose token this step counts as one step-long ITL
     kv_usage: np.ndarray        # fraction of the replica's KV blocks in use after scheduling
-    client_s: np.ndarray        # when the step's tokens reach the client (EngineLoop.client_visible_s)
+    client_s: np.ndarray        # when the step's tokens reach the client (client_visible_s)
 
 
 @dataclass
@@ -169,12 +170,47 @@ def _view(column: array) -> np.ndarray:
 def _client_times(replica: np.ndarray, end_s: np.ndarray, num_seqs: np.ndarray, loop: EngineLoop) -> np.ndarray:
     """Each step's client arrival time, replica by replica (each has its own API server)."""
     if len(replica) == 0 or replica.min() == replica.max():      # one replica: already in time order
-        return loop.client_visible_s(end_s, num_seqs)
+        return client_visible_s(loop, end_s, num_seqs)
     out = np.empty_like(end_s)
     by_replica = np.argsort(replica, kind="stable")          # each replica's steps stay in time order
     bounds = np.flatnonzero(np.diff(replica[by_replica])) + 1
     for idx in np.split(by_replica, bounds):
-        out[idx] = loop.client_visible_s(end_s[idx], num_seqs[idx])
+        out[idx] = client_visible_s(loop, end_s[idx], num_seqs[idx])
+    return out
+
+
+def client_visible_s(loop: EngineLoop, end_s: np.ndarray, num_seqs: np.ndarray) -> np.ndarray:
+    """When the tokens of each step (ends `end_s`, strictly ascending, one replica, loop `loop`) reach the client.
+
+    The API server, when free, takes every step output that has reached it and handles them
+    in one pass of output_s_per_pass + output_s_per_token x their tokens; all of them reach
+    the client at the pass's end (vLLM's output handler drains its queue, and a lagging
+    request's outputs merge: RequestOutputCollector). While each step ends after the pass
+    before it, a pass is one step, f_k = max(f_(k-1), end_k) + c_k, which unrolls to
+    f_k = C_k + max over j <= k of (end_j - C_(j-1)), C the running sum of c: one vectorised
+    pass. Only the stretches where a step ends while that recurrence is still busy are walked
+    pass by pass: batching passes finishes no later than one step per pass, so such a stretch
+    starts and ends with the server idle under both.
+    """
+    if len(end_s) == 0:
+        return end_s.copy()
+    cost = loop.output_s_per_pass + loop.output_s_per_token * num_seqs
+    total = np.cumsum(cost)
+    out = total + np.maximum.accumulate(end_s - (total - cost))
+    lagging = np.r_[False, out[:-1] > end_s[1:]]           # ends while the server is still busy
+    if not lagging.any():
+        return out
+    edges = np.flatnonzero(np.diff(np.r_[0, lagging.view(np.int8), 0]))
+    ends, tokens = end_s.tolist(), np.r_[0, np.cumsum(num_seqs)].tolist()
+    fixed, per_token = loop.output_s_per_pass, loop.output_s_per_token
+    for first, stop in zip(edges[0::2].tolist(), edges[1::2].tolist(), strict=True):
+        i, free = first - 1, ends[first - 1]                # the step before the stretch finds it idle
+        while i < stop:
+            start = max(free, ends[i])
+            j = bisect_right(ends, start, i + 1, stop)      # every output waiting at `start`
+            free = start + fixed + per_token * (tokens[j] - tokens[i])
+            out[i:j] = free
+            i = j
     return out
 
 

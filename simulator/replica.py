@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 import simpy
 
+from simulator.config import ReplicaConfig
 from simulator.engine_loop import EngineLoop
 from simulator.kv_cache import KVCacheManager
 from simulator.records import Recorder
 from simulator.request import Request
-from simulator.scheduler import Scheduler, SchedulerConfig
+from simulator.scheduler import Scheduler
 from simulator.speculative import Proposer
 from simulator.step import DecodeRun, ScheduledStep
 from simulator.step_batch import StepBatch, StepTimeModel
@@ -73,32 +73,6 @@ class StepTimes:
             memo.clear()
         memo[key] = t
         return t
-
-
-@dataclass(frozen=True)
-class SwapLink:
-    """What a swap preemption moves and how fast: KV bytes per token over the host link."""
-    kv_bytes_per_token: float
-    bytes_per_s: float
-
-
-@dataclass(frozen=True)
-class ReplicaConfig:
-    """One replica's engine: its scheduler, its KV block pool, (for swap preemption) the host
-    link, and the loop around its steps. Every field is given by the caller; nothing here defaults."""
-    scheduler: SchedulerConfig
-    num_blocks: int
-    block_size: int
-    enable_prefix_caching: bool
-    tenant_isolation: bool
-    swap: SwapLink | None                  # required when the scheduler preempts by swap
-    engine_loop: EngineLoop
-    slot_prompt_reuse: bool = False        # llama.cpp slots (one block each) keep their last prompt; paged
-    #                                        engines leave it off
-
-    def __post_init__(self) -> None:
-        if self.scheduler.preemption_mode == "swap" and self.swap is None:
-            raise ValueError("preemption by swap needs a swap link (KV bytes per token, host bandwidth)")
 
 
 class Replica:

@@ -10,10 +10,12 @@ yields min(G, γ) + 1 tokens with G geometric, whose mean is (1 - α^(γ+1)) / (
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from simulator.step_batch import StepBatch, StepTimeModel
+
+if TYPE_CHECKING:      # the generator's type only: a plan reads SpeculativeConfig without loading numpy
+    import numpy as np
 
 METHODS = ("ngram", "medusa", "eagle", "eagle3", "mtp", "draft_model")
 
@@ -68,4 +70,4 @@ class Proposer:
         if a <= 0.0:
             return [0] * len(caps)
         runs = self._rng.geometric(1.0 - a, size=len(caps)) - 1
-        return np.minimum(runs, caps).tolist()
+        return [min(run, cap) for run, cap in zip(runs.tolist(), caps, strict=True)]

@@ -8,7 +8,8 @@
 Imports sit at module top, except the deliberate lazy path: torch, triton and the engine
 modules that import them (calibrate, validate), pandas, matplotlib and weasyprint, which
 would otherwise cost every `sizer plan` a second of start-up, and ray (`sweep --backend ray`,
-an optional extra).
+an optional extra). sizer's own code is deferred in two places only: the CLI's commands
+(sizer/cli/app.py) and the input and output kinds (sizer/kinds.py).
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from sizer.cli.app import COMMANDS
+from sizer.kinds import KINDS
+
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("sizer", "simulator", "engine", "hardware_profiles")
 STAGES = ("sizer.inputs", "sizer.analytic", "sizer.sizing", "sizer.outputs", "sizer.cli")
 LAZY_ALLOWED = ("torch", "triton", "pandas", "matplotlib", "weasyprint", "engine", "ray", "pyarrow")
-ENGINE_TORCH_FREE = ("engine.profile", "engine.config")     # sizer may import these at module top
+ENGINE_TORCH_FREE = ("engine.profile", "engine.profile_parts", "engine.config")     # sizer may import these at top
 
 
 def module_name(path: Path) -> str:
@@ -95,6 +99,15 @@ def test_imports_sit_at_module_top_except_the_lazy_heavy_path():
     eager = [(m, i) for m, p in sources().items() if within(m, "sizer") for i, at_top in imports(p)
              if at_top and within(i, "engine") and not any(within(i, free) for free in ENGINE_TORCH_FREE)]
     assert eager == []
+
+
+def test_sizer_defers_its_own_code_in_two_places_only():
+    # the command and input-kind boundaries (docs/architecture.md): sizer/cli/app.py COMMANDS, sizer/kinds.py KINDS
+    found = sorted(m for m, p in sources().items() if any(call in p.read_text() for call in ("import_module(",
+                                                                                              "__import__(")))
+    assert found == ["sizer.cli.app", "sizer.kinds"]
+    # and every module those tables name exists
+    assert {module for module, _ in COMMANDS.values()} | set(KINDS.values()) <= set(sources())
 
 
 def test_no_import_cycles():

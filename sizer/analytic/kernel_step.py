@@ -46,7 +46,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine.profile import Overhead, split_attention
+from engine.profile_parts import Overhead, split_attention
 from simulator.step_batch import StepBatch
 from sizer.analytic.parallel import ParallelConfig, kv_heads_per_gpu, layers_per_stage, shard_fraction
 from sizer.analytic.roofline import RooflineStepTimeModel

@@ -2,20 +2,23 @@
 
 Each command lives in its own module (sizer/cli/<command>.py, a `command` function); terminal
 rendering is sizer/cli/render.py. The app loads a command's module only when that command
-runs (`LazyCommands`), so `sizer plan` does not pay for importing the report, check and
-engine code: every module keeps its imports at the top, and start-up stays near half a second.
+runs (`LazyCommands`), and the code of an input or output kind only when a run has one
+(sizer/kinds.py: a gateway document, --emit, --simulate, a trace, a calibrated profile), so a plain
+`sizer plan` imports neither the report, search, sweep, check and engine code nor the gateway's, the
+simulator's and numpy. These two tables are the only deferred imports of sizer's own code: every
+module keeps its imports at the top.
 """
 
 from __future__ import annotations
 
 import functools
+import gc
 import importlib
 import importlib.metadata
 import sys
 
-import click
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from simulator.errors import FieldError
 
@@ -35,13 +38,15 @@ COMMANDS = {
     "gpus": ("sizer.cli.catalogs", "gpus"),
 }
 
-
 def input_errors_exit_2(command):
     """Wrap a command so that bad input (a FieldError: sizer's InputError, a bad trace, a model the
     engine cannot run) is one line on stderr and exit code 2. Any other exception is a bug and
     keeps its traceback."""
     @functools.wraps(command)
     def guarded(*args, **kwargs):
+        if not gc.isenabled():      # main() paused collection for start-up, which is over:
+            gc.freeze()             # what it made lives as long as the process; no collection scans it again
+            gc.enable()
         try:
             return command(*args, **kwargs)
         except FieldError as error:
@@ -73,10 +78,10 @@ class LazyCommands(TyperGroup):
             sys.exit(1)
         sys.exit(code or 0)
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: typer.Context) -> list[str]:
         return list(COMMANDS)
 
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+    def get_command(self, ctx: typer.Context, name: str) -> TyperCommand | None:
         if name not in COMMANDS:
             return None
         module_name, function = COMMANDS[name]
@@ -101,4 +106,9 @@ def sizer(version: bool = typer.Option(False, "--version", callback=print_versio
 
 
 def main() -> None:  # pragma: no cover - `sizer` and `python -m sizer`
+    # No garbage collection while the command's modules load: start-up makes classes, functions and tables
+    # that live as long as the process, and each collection would scan them all for nothing. The command
+    # starts with them frozen (input_errors_exit_2): together, a third of a plan's CPU time
+    # (benchmarks/speed_vs.py)
+    gc.disable()
     sys.exit(app())

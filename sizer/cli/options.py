@@ -1,40 +1,28 @@
-"""Option parsing that several commands share (search and report sweep the same space)."""
+"""Option parsing that several commands share: the workload and SLO flags, a scenario file with their values."""
 
 from __future__ import annotations
 
-import dataclasses
-import typing
-from collections.abc import Callable
 from pathlib import Path
 
 import typer
 
-from simulator.errors import FieldError, excerpt
+from simulator.errors import FieldError
 from simulator.safe_yaml import load_yaml
 from simulator.schema import Key, check_key
-from sizer.cli.flags import check_choices, check_range
+from sizer.cli.flags import check_range
 from sizer.errors import InputError
-from sizer.inputs.hardware import load_hardware
-from sizer.inputs.manifest import Traffic, with_traffic
 from sizer.inputs.manifests.fields import parse_number
 from sizer.inputs.scenario import (
     MAX_CONCURRENCY,
     MAX_RATE_PER_S,
-    MAX_REPLICAS,
     MAX_SECONDS,
-    MAX_SLOTS,
     MAX_TOKENS,
     MIN_RATE_PER_S,
-    KVCacheDtype,
     Scenario,
-    WeightFormat,
     scenario_from_dict,
 )
+from sizer.inputs.traffic import Traffic, with_traffic
 from sizer.inputs.variant import Variant
-from sizer.outputs.destination import check_destination, write_text
-from sizer.outputs.emit import FORMATS, ServingConfig, emit
-from sizer.sizing.presets import slot_preset
-from sizer.sizing.search import default_space
 
 EMIT_HELP = "also write the recommended configuration as a `vllm serve` command, a Kubernetes manifest, an " \
             "`sglang.launch_server` command, a `llama-server` command or an Ollama Modelfile and environment: " \
@@ -92,56 +80,6 @@ def tokens_flag(text: str | None, flag: str) -> int | None:
     return check_key(Key(flag, int, ge=1, le=MAX_TOKENS), parse_number(text), None, flag)
 
 
-def parse_list(text: str | None, cast, flag: str) -> tuple | None:
-    """`1,2,4` -> (1, 2, 4); None stays None (the default applies)."""
-    if text is None:
-        return None
-    try:
-        items = tuple(cast(x.strip()) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise InputError(None, flag, f"expected a comma-separated list, got {excerpt(text)}") from None
-    if not items:
-        raise InputError(None, flag, "expected at least one value")
-    return items
-
-
-
-
-def parallel_sizes(text: str | None, flag: str) -> tuple | None:
-    """`1,2,4` as parallel degrees: whole numbers from 1 to MAX_REPLICAS."""
-    sizes = parse_list(text, int, flag)
-    for size in sizes or ():
-        check_range(size, flag, 1, MAX_REPLICAS)
-    return sizes
-
-
-def space_from_options(scenario: Scenario, gpus: str | None, tp: str | None, pp: str | None, weights: str | None,
-                       kv: str | None, speculative: bool, slots: str | None = None):
-    """The sweep the flags ask for, every value checked (one line naming the flag); what a flag leaves out is
-    the scenario's default space (`default_space`: its engine's); GPUs by id or alias."""
-    engine = scenario.deployment.engine
-    if slots is not None and slot_preset(engine) is None:
-        raise InputError(None, "--slots", f"sets llama.cpp's and Ollama's parallel slots; this scenario's engine is "
-                                          f"{engine} (its batch is deployment.max_num_seqs)")
-    slot_counts = parse_list(slots, int, "--slots")
-    for n in slot_counts or ():
-        check_range(n, "--slots", 1, MAX_SLOTS)
-    gpu_ids = tuple(dict.fromkeys(load_hardware(g, None, "--gpus").id for g in parse_list(gpus, str, "--gpus") or ()))
-    defaults = default_space(scenario)
-    return dataclasses.replace(
-        defaults,
-        gpus=gpu_ids or defaults.gpus,
-        slots=slot_counts or defaults.slots,
-        tensor_parallel_sizes=parallel_sizes(tp, "--tp") or defaults.tensor_parallel_sizes,
-        pipeline_parallel_sizes=parallel_sizes(pp, "--pp") or defaults.pipeline_parallel_sizes,
-        weight_formats=check_choices(parse_list(weights, str, "--weights"), "--weights", typing.get_args(WeightFormat))
-        or defaults.weight_formats,
-        kv_cache_dtypes=check_choices(parse_list(kv, str, "--kv-cache-dtype"), "--kv-cache-dtype",
-                                                 typing.get_args(KVCacheDtype))
-        or defaults.kv_cache_dtypes,
-        speculative=(True, False) if speculative else (False,))
-
-
 def read_scenario_data(path: Path, traffic: Traffic = Traffic()) -> dict:
     """The scenario as a mapping (sweeps apply overrides to it), with the workload and SLO flags' values;
     validated by the first load."""
@@ -149,38 +87,9 @@ def read_scenario_data(path: Path, traffic: Traffic = Traffic()) -> dict:
     return with_flags(load_yaml(path), traffic)
 
 
-def check_emit(fmt: str | None, emit_to: Path | None, as_json: bool = False) -> None:
-    """--emit and --emit-to, checked before the work."""
-    if fmt is None:
-        if emit_to is not None:
-            raise InputError(str(emit_to), "--emit-to", f"needs --emit ({', '.join(FORMATS)})")
-        return
-    check_choices((fmt,), "--emit", FORMATS)
-    if emit_to is not None:
-        check_destination(emit_to, "--emit-to")
-    elif as_json:
-        raise InputError(None, "--emit", "--json and --emit both print to stdout; write the configuration "
-                                         "with --emit-to PATH")
-
-
 def emits_to_stdout(fmt: str | None, emit_to: Path | None) -> bool:
     """--emit without --emit-to: stdout is the configuration alone (`| kubectl apply -f -`), the rest stderr."""
     return fmt is not None and emit_to is None
-
-
-def emitted(fmt: str | None, config: Callable[[], ServingConfig]) -> str | None:
-    """--emit's text, made before anything is printed: a configuration that cannot be emitted is one line alone."""
-    return None if fmt is None else emit(fmt, config())
-
-
-def write_emitted(text: str | None, emit_to: Path | None) -> None:
-    if text is None:
-        return
-    if emit_to is None:
-        typer.echo(text, nl=False)
-    else:
-        write_text(emit_to, "--emit-to", text)
-        typer.echo(f"wrote {emit_to}")
 
 
 def closed_loop_flag(concurrency: int | None, rate: float | None) -> Variant:

@@ -13,7 +13,6 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from sizer.cli import gateway
 from sizer.cli.flags import check_choices, check_gpu, check_model, check_range, naming_flags
 from sizer.cli.options import (
     CONCURRENCY,
@@ -24,19 +23,14 @@ from sizer.cli.options import (
     PROMPT_TOKENS,
     RATE,
     TTFT_MS,
-    check_emit,
     closed_loop_flag,
     emits_to_stdout,
-    emitted,
     scenario_with_flags,
     traffic_from_flags,
     with_flags,
-    write_emitted,
 )
 from sizer.cli.render import render_plan
 from sizer.errors import InputError
-from sizer.inputs.gateway import is_gateway
-from sizer.inputs.manifest import Traffic
 from sizer.inputs.scenario import (
     MAX_RATE_PER_S,
     MAX_REPLICAS,
@@ -45,12 +39,13 @@ from sizer.inputs.scenario import (
     KVCacheDtype,
     Scenario,
     WeightFormat,
+    is_gateway,
     scenario_from_dict,
 )
+from sizer.inputs.traffic import Traffic
 from sizer.inputs.variant import Variant
-from sizer.outputs.emit import serving_config
+from sizer.kinds import kind
 from sizer.outputs.serialise import to_json
-from sizer.sizing.pipeline import add_simulation
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
 
@@ -107,6 +102,7 @@ def command(
     --prompt-tokens and --output-tokens replace the scenario's lengths with fixed ones, --ttft-ms and
     --itl-ms its SLO targets (with --simulate, the replicas are sized to meet them)."""
     if scenario is not None and is_gateway(scenario):
+        gateway = kind("gateway")
         gateway.refuse_flags({"--model": model, "--gpu": gpu, "--tp": tp, "--pp": pp, "--weights": weights,
                               "--kv-cache-dtype": kv_cache_dtype, "--max-model-len": max_model_len, "--rate": rate,
                               "--concurrency": concurrency, "--prompt-tokens": prompt_tokens,
@@ -122,7 +118,9 @@ def command(
     check_range(max_model_len, "--max-model-len", 1, MAX_TOKENS)
     traffic = traffic_from_flags(None, prompt_tokens, output_tokens, ttft_ms, itl_ms)
     check_range(rate, "--rate", MIN_RATE_PER_S, MAX_RATE_PER_S)
-    check_emit(emit, emit_to, as_json)
+    emitter = kind("emit") if emit is not None or emit_to is not None else None
+    if emitter is not None:
+        emitter.check_emit(emit, emit_to, as_json)
     variant = dataclasses.replace(
         closed_loop_flag(concurrency, rate), model=check_model(model), gpu=check_gpu(gpu), tensor_parallel_size=tp,
         pipeline_parallel_size=pp, quantization=weights, kv_cache_dtype=kv_cache_dtype, max_model_len=max_model_len,
@@ -131,12 +129,13 @@ def command(
         resolved = resolve(build_scenario(scenario, variant, traffic))
     result = make_plan(resolved)
     if simulate:
-        result = add_simulation(result, resolved)
-    text = emitted(emit, lambda: serving_config(resolved, result.cost, result.verdict))
+        result = kind("simulate").add_simulation(result, resolved)
+    text = emitter.plan_emitted(emit, resolved, result) if emitter is not None else None
     if as_json:
         typer.echo(to_json(result))
     else:
         render_plan(result, Console(stderr=emits_to_stdout(emit, emit_to)))
-    write_emitted(text, emit_to)
+    if emitter is not None:
+        emitter.write_emitted(text, emit_to)
 
 

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from simulator.metrics import MetricsSummary
 from sizer.analytic.memory import GB, GiB
 from sizer.sizing.plan import Plan
 from sizer.sizing.result import Sizing
 from sizer.words import count
 
-if TYPE_CHECKING:      # for annotations only: `sizer plan` need not import check and search
+if TYPE_CHECKING:      # for annotations only: `sizer plan` need not import check, search and the simulator
+    from simulator.metrics import MetricsSummary
     from sizer.outputs.check import CheckResult
     from sizer.sizing.compare import Comparison
     from sizer.sizing.search import Outcome, SearchResult

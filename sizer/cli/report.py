@@ -12,6 +12,7 @@ from pathlib import Path
 import typer
 
 from sizer.cli import gateway
+from sizer.cli.emit import check_emit, emitted, write_emitted
 from sizer.cli.flags import MAX_WORKERS, check_range
 from sizer.cli.options import (
     EMIT_HELP,
@@ -21,18 +22,15 @@ from sizer.cli.options import (
     PROMPT_TOKENS,
     RATE,
     TTFT_MS,
-    check_emit,
     emits_to_stdout,
-    emitted,
     read_scenario_data,
-    space_from_options,
     traffic_from_flags,
-    write_emitted,
 )
 from sizer.cli.progress import progress
+from sizer.cli.search_space import space_from_options
 from sizer.errors import InputError
-from sizer.inputs.gateway import is_gateway, load_gateway
-from sizer.inputs.scenario import scenario_from_dict
+from sizer.inputs.gateway import load_gateway
+from sizer.inputs.scenario import is_gateway, scenario_from_dict
 from sizer.outputs.destination import check_destination, write_text
 from sizer.outputs.emit import ServingConfig
 from sizer.outputs.report import Report, build_report, check_report_destinations, render_html, write_pdf

@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from sizer.cli.emit import check_emit, emitted, write_emitted
 from sizer.cli.flags import MAX_WORKERS, check_range
 from sizer.cli.options import (
     EMIT_HELP,
@@ -19,16 +20,13 @@ from sizer.cli.options import (
     PROMPT_TOKENS,
     RATE,
     TTFT_MS,
-    check_emit,
     emits_to_stdout,
-    emitted,
     read_scenario_data,
-    space_from_options,
     traffic_from_flags,
-    write_emitted,
 )
 from sizer.cli.progress import progress
 from sizer.cli.render import render_search
+from sizer.cli.search_space import space_from_options
 from sizer.errors import InputError
 from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS, scenario_from_dict
 from sizer.outputs.destination import check_destination, frame_to_csv

@@ -11,7 +11,6 @@ from rich.console import Console
 from simulator.cluster import ROUTERS
 from simulator.errors import excerpt
 from simulator.metrics import summarise
-from sizer.cli import gateway
 from sizer.cli.flags import check_range, naming_flags
 from sizer.cli.options import (
     CONCURRENCY,
@@ -27,10 +26,10 @@ from sizer.cli.options import (
 from sizer.cli.progress import progress
 from sizer.cli.render import render_simulation_metrics
 from sizer.errors import InputError
-from sizer.inputs.gateway import is_gateway
-from sizer.inputs.manifest import Traffic
-from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS
+from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS, is_gateway
+from sizer.inputs.traffic import Traffic
 from sizer.inputs.variant import Variant
+from sizer.kinds import kind
 from sizer.outputs.destination import check_destination, frame_to_csv
 from sizer.outputs.serialise import to_json
 from sizer.sizing.goodput import slo_of
@@ -62,6 +61,7 @@ def command(
         check_destination(requests_csv, "--requests-csv")
     if is_gateway(scenario):
         check_range(num_requests, "--num-requests", 1, MAX_REQUESTS)
+        gateway = kind("gateway")
         gateway.refuse_flags({"--replicas": replicas, "--router": router if router != DEFAULT_ROUTER else None,
                               "--rate": rate, "--concurrency": concurrency, "--prompt-tokens": prompt_tokens,
                               "--output-tokens": output_tokens,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from simulator.errors import FieldError, excerpt
+from simulator.errors import excerpt
 from simulator.safe_yaml import load_yaml
 from simulator.schema import build, describe, field, join
 from sizer.errors import InputError
@@ -184,16 +184,6 @@ class GatewayScenario:
     gateway: GatewaySection = field(doc="pools, classes, routes")
     name: str | None = field(None, doc="a title; default the file name")
     description: str | None = field(None, doc="free text")
-
-
-def is_gateway(path: str | Path) -> bool:
-    """Does this YAML file hold a gateway document (a top-level `gateway:`)? A file that cannot be
-    read is not one: the command's own reading reports it, in its usual order (flags first)."""
-    try:
-        data = load_yaml(Path(path))
-    except FieldError:
-        return False
-    return isinstance(data, dict) and "gateway" in data
 
 
 def load_gateway(path: str | Path) -> tuple[GatewayScenario, str]:

@@ -148,10 +148,26 @@ def local_profiles() -> tuple[str, ...]:
     return tuple(_from_yaml(load_yaml(path), path).id for path in sorted(LOCAL_DIR.glob("*.yaml")))
 
 
+@lru_cache(maxsize=64)
+def profile_by_id(key: str) -> HardwareSpec | None:
+    """The profile whose id is `key`, from its one file (each profile's file is named by its id; no alias
+    shadows an id, tests/sizer/inputs/test_catalog_data.py): a plan need not read all of them."""
+    for path in sorted(PROFILES_DIR.glob("*.yaml")) + sorted(LOCAL_DIR.glob("*.yaml")):
+        if path.stem == key:
+            spec = _from_yaml(load_yaml(path), path)
+            return spec if spec.id == key else None
+    return None
+
+
 def load_hardware(name: str, file: str | None = None, field_path: str = "hardware.gpu") -> HardwareSpec:
     """A profile by id or alias, case-insensitive (`h100`, `h100-sxm`, `H200`)."""
     key = str(name).lower()
-    profiles = preloaded.profiles() or all_profiles()       # a sweep worker: the driver's (sizer/inputs/preloaded.py)
+    profiles = preloaded.profiles()         # a sweep worker: the driver's (sizer/inputs/preloaded.py)
+    if not profiles:
+        named = profile_by_id(key)
+        if named is not None:
+            return named
+        profiles = all_profiles()
     for spec in profiles.values():
         if key == spec.id or key in spec.aliases:
             return spec

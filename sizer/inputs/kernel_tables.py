@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from engine.profile import Limits, Overhead
+from engine.profile_parts import Limits, Overhead
 from hardware_profiles import PROFILES_DIR
 from simulator import schema
 from simulator.errors import FieldError, excerpt

@@ -13,10 +13,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from simulator.errors import excerpt
+from simulator.errors import FieldError, excerpt
 from simulator.safe_yaml import load_yaml
 from simulator.schema import build, field, join
-from simulator.traces import MAX_REQUEST_TOKENS, MAX_TIMESTAMP_S, MAX_TRACE_REQUESTS
+from simulator.trace_limits import MAX_REQUEST_TOKENS, MAX_TIMESTAMP_S, MAX_TRACE_REQUESTS
 from sizer.errors import InputError
 from sizer.inputs import preloaded
 from sizer.inputs.config_keys import MAX_LAYERS
@@ -35,7 +35,7 @@ LlamaCacheType = Literal["f16", "bf16", "f32", "q8_0", "q4_0"]
 # -- scenario is refused (one line, exit 2) before numpy, the planner or the simulator see it.
 #
 # Tokens of one request (any length, prefix, clip or mean): the trace reader's bound, 10 x 2^20
-# = 10,485,760, the longest context any released model advertises (simulator/traces.py says why).
+# = 10,485,760, the longest context any released model advertises (simulator/trace_limits.py says why).
 # It caps the analytic prefill loop (sizer/analytic/roofline.py prefill_time_s: one step per
 # chunk of the mean prompt) and keeps every length far inside float64's exact integers and int64.
 MAX_TOKENS = MAX_REQUEST_TOKENS
@@ -343,6 +343,16 @@ class Scenario:
     slo: SLOSection = field(default_factory=SLOSection, doc="latency targets")
     cost: CostSection = field(default_factory=CostSection, doc="prices")
     file: str | None = dataclasses.field(default=None, metadata={"internal": True})  # where it was loaded from
+
+
+def is_gateway(path: str | Path) -> bool:
+    """Does this YAML file hold a gateway document (a top-level `gateway:`, read by sizer/inputs/gateway.py)? A
+    file that cannot be read is not one: the command's own reading reports it, in its usual order (flags first)."""
+    try:
+        data = load_yaml(Path(path))
+    except FieldError:
+        return False
+    return isinstance(data, dict) and "gateway" in data
 
 
 def load_scenario(path: str | Path, variant: Variant | None = None) -> Scenario:

@@ -28,8 +28,9 @@ from dataclasses import dataclass
 
 from simulator.errors import FieldError
 from sizer.analytic.memory import GiB
-from sizer.inputs.manifest import CheckInput, Traffic, read_check_input
+from sizer.inputs.manifest import CheckInput, read_check_input
 from sizer.inputs.scenario import SLOSection, scenario_from_dict
+from sizer.inputs.traffic import Traffic
 from sizer.inputs.variant import Variant
 from sizer.sizing.cost import usd_per_hour
 from sizer.sizing.pipeline import size_deployment

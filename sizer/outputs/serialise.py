@@ -15,8 +15,6 @@ import json
 import math
 from pathlib import PurePath
 
-import numpy as np
-
 
 def jsonable(obj):
     """`obj` as plain JSON values: dict, list, str, int, float (finite), bool or None."""
@@ -28,10 +26,8 @@ def jsonable(obj):
         return {str(jsonable(k)): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple, set, frozenset)):
         return [jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
+    if type(obj).__module__ == "numpy":     # an array or a scalar: told apart without importing numpy (a plan has none)
         return jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        return jsonable(obj.item())
     if isinstance(obj, PurePath):
         return str(obj)
     if isinstance(obj, float) and not math.isfinite(obj):

@@ -40,6 +40,7 @@ from sizer.analytic.weights import LayerKind, layer_kinds, parameter_count
 from sizer.inputs.layers import FULL, Attention, LatentAttention
 from sizer.inputs.model_spec import ModelSpec
 from sizer.inputs.scenario import mean_length
+from sizer.kinds import kind
 from sizer.sizing.checkpoint_summary import CheckpointSummary, checkpoint_notes, summarise_checkpoint
 from sizer.sizing.cost import CostSummary, cost_summary
 from sizer.sizing.presets import GRAMMAR_BACKENDS, GRAMMAR_CACHE_ENTRIES, LORA_DISK_BYTES_PER_S
@@ -47,7 +48,6 @@ from sizer.sizing.resolve import EngineSettings, Resolved
 from sizer.sizing.result import Sizing
 from sizer.sizing.slots import SlotAnswers, slot_answers
 from sizer.sizing.step_model import kernel_tables_note, roofline_for, step_model_for
-from sizer.sizing.workload import trace_summary
 from sizer.words import count
 
 SCHEMA_VERSION = 1
@@ -230,7 +230,7 @@ def make_plan(r: Resolved) -> Plan:
         prompt_mean, output_mean = mean_length(w.prompt_tokens), mean_length(w.output_tokens)
         rate = w.arrival.rate_per_s
     else:
-        summary = trace_summary(s)
+        summary = kind("trace").trace_summary(s)
         prompt_mean, output_mean, rate = summary.prompt_tokens_mean, summary.output_tokens_mean, summary.rate_per_s
     times = _step_times(r, step, roofline, weights, budget, prompt_mean, output_mean)
 

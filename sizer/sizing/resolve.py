@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from engine.profile import CalibrationProfile, load_profile
-from simulator.cluster import DisaggregationConfig
+from simulator.config import DisaggregationConfig, ReplicaConfig, SwapLink
 from simulator.errors import FieldError, excerpt
 from simulator.grammar import GrammarConfig
 from simulator.lora import LoraConfig
-from simulator.replica import ReplicaConfig, SwapLink
 from simulator.scheduler import SchedulerConfig
 from simulator.speculative import SpeculativeConfig
 from sizer.analytic.format_support import Execution, execution
@@ -44,6 +43,7 @@ from sizer.inputs.hardware import HardwareSpec, Link, host_link, scale_up_link, 
 from sizer.inputs.kernel_tables import HEADER_FILE, TABLES, KernelTables, cached_kernel_tables, read_header
 from sizer.inputs.model_spec import ModelSpec, checkpoint_model, load_config, load_model
 from sizer.inputs.scenario import Scenario, scenario_dir
+from sizer.kinds import kind
 from sizer.sizing.presets import (
     GRAMMAR_BACKENDS,
     GRAMMAR_CACHE_ENTRIES,
@@ -54,6 +54,9 @@ from sizer.sizing.presets import (
     preset,
     slot_preset,
 )
+
+if TYPE_CHECKING:      # the type only: a scenario without a calibrated profile loads none (sizer/kinds.py)
+    from engine.profile import CalibrationProfile
 
 # Assumption: a disaggregated KV transfer costs its bytes over the link and nothing more.
 KV_TRANSFER_LATENCY_S = 0.0
@@ -431,7 +434,7 @@ def _calibrated_profile(s: Scenario, model: ModelSpec, hardware: HardwareSpec,
     folder = scenario_dir(s) / s.hardware.calibrated_profile
     if not folder.exists():
         raise InputError(s.file, field_path, f"profile folder {excerpt(str(folder))} not found")
-    profile = load_profile(folder)
+    profile = kind("calibrated profile").load_profile(folder)
     measured = profile.header.model
     if measured.name != model.name or measured.tp != parallel.tp:
         raise InputError(s.file, field_path, f"measured for {excerpt(measured.name, quote=False)} at TP{measured.tp}; "

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from simulator.metrics import MetricsSummary
 from sizer.sizing.cost import CostSummary
+
+if TYPE_CHECKING:      # for the annotation only: a plan without --simulate need not import the simulator
+    from simulator.metrics import MetricsSummary
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,6 @@ folder or the bundled ones), or the roofline."""
 
 from __future__ import annotations
 
-from engine.profile import CalibratedStepTimeModel
 from simulator.step_batch import StepTimeModel
 from sizer.analytic.kernel_step import KernelTableStepTimeModel
 from sizer.analytic.roofline import STEP_OVERHEAD_S, RooflineStepTimeModel
@@ -16,6 +15,7 @@ from sizer.inputs.kernel_tables import (
     cached_kernel_tables,
     read_header,
 )
+from sizer.kinds import kind
 from sizer.sizing.resolve import Resolved
 
 
@@ -71,7 +71,8 @@ def step_model_for(r: Resolved, roofline: RooflineStepTimeModel | None = None) -
     closer of the two (docs/fidelity.md)."""
     roofline = roofline or roofline_for(r)
     if r.calibrated_profile is not None:
-        return CalibratedStepTimeModel(r.calibrated_profile, num_layers=r.model.num_layers, fallback=roofline)
+        return kind("calibrated profile").CalibratedStepTimeModel(r.calibrated_profile, num_layers=r.model.num_layers,
+                                                                  fallback=roofline)
     tables = r.kernel_tables
     if tables is None and r.scenario.hardware.step_model == "kernel_tables":
         tables = kernel_tables_for(r)

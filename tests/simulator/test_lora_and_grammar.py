@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from simhelp import DATA, LinearStepModel, scheduler_config, sim_config
 
+from simulator.config import SwapLink
 from simulator.errors import FieldError
 from simulator.grammar import GrammarConfig
 from simulator.kv_cache import KVCacheManager
 from simulator.lora import DISK, GPU, HOST, AdapterCache, LoraConfig
-from simulator.replica import SwapLink
 from simulator.request import Request
 from simulator.run import simulate
 from simulator.scheduler import Scheduler

@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 from simhelp import DATA, LinearStepModel, scheduler_config, sim_config
 
 from simulator.cluster import DisaggregationConfig
+from simulator.config import SwapLink
 from simulator.metrics import summarise
-from simulator.replica import SwapLink
 from simulator.request import Request
 from simulator.run import simulate
 from simulator.step_batch import StepBatch

@@ -1,5 +1,6 @@
-"""The CLI: flags-only plans, catalog listings, and a start-up path free of torch."""
+"""The CLI: flags-only plans, catalog listings, and a start-up path that loads only what a plan needs."""
 
+import gc
 import json
 import subprocess
 import sys
@@ -8,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sizer.cli import app
+from sizer.cli.app import input_errors_exit_2
 
 runner = CliRunner()
 
@@ -48,17 +50,56 @@ def test_models_and_gpus_list_the_catalogs():
         assert gpu in gpus.stdout
 
 
-def test_plan_does_not_import_torch_or_the_report_stack():
-    # the engine (torch, triton), the report (jinja2, matplotlib) and tables (pandas, pyarrow) load only
-    # in the commands that use them: a plan starts in about a second
+# What a plain `sizer plan` must not load (issue 21: start-up doubled when the plan path imported the gateway,
+# the trace reader and the report stack): the engine (torch, triton), the report (jinja2, matplotlib), tables
+# (pandas, pyarrow), click (typer carries its own), and sizer's gateway, sweep, report, search, check, --emit
+# and manifest code, which load with their command or input kind (sizer/cli/app.py: COMMANDS, KINDS)
+NOT_ON_THE_PLAN_PATH = ("torch", "triton", "jinja2", "matplotlib", "pandas", "pyarrow", "click",
+                        "sizer.cli.gateway", "sizer.inputs.gateway", "sizer.sizing.gateway", "simulator.gateway",
+                        "sizer.cli.sweep", "sizer.sizing.sweep", "sizer.inputs.sweep_file", "sizer.outputs.sweep_store",
+                        "sizer.cli.report", "sizer.outputs.report", "sizer.cli.search", "sizer.sizing.search",
+                        "sizer.cli.check", "sizer.outputs.check", "sizer.cli.emit", "sizer.outputs.emit",
+                        "sizer.inputs.manifest", "sizer.inputs.manifests.kubernetes")
+
+
+def loaded_by(*args: str) -> list[str]:
+    """Which of NOT_ON_THE_PLAN_PATH a fresh process has imported after running `sizer ARGS`."""
     code = ("import sys; from typer.testing import CliRunner; from sizer.cli import app; "
-            "r = CliRunner().invoke(app, ['plan', 'scenarios/llama-3.1-8b-chat-h100.yaml', '--json']); "
+            f"r = CliRunner().invoke(app, {list(args)!r}); "
             "assert r.exit_code == 0, r.output; "
-            "heavy = [m for m in ('torch', 'triton', 'jinja2', 'matplotlib', 'pandas', 'pyarrow') "
-            "if m in sys.modules]; print(heavy)")
+            f"print(' '.join(m for m in {NOT_ON_THE_PLAN_PATH!r} if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "[]"
+    return proc.stdout.split()
+
+
+def test_plan_loads_only_what_a_plan_needs():
+    assert loaded_by("plan", "scenarios/llama-3.1-8b-chat-h100.yaml") == []
+    assert loaded_by("plan", "scenarios/llama-3.1-8b-chat-h100.yaml", "--json") == []
+
+
+def test_a_gateway_document_and_emit_load_their_code_when_given():
+    # the other side of the boundary: the same check sees the modules once their kind is used
+    gateway = loaded_by("plan", "scenarios/gateway-residency.yaml", "--json")
+    assert {"sizer.cli.gateway", "sizer.inputs.gateway", "sizer.sizing.gateway"} <= set(gateway)
+    assert "sizer.outputs.report" not in gateway and "sizer.cli.emit" not in gateway
+    emitted = loaded_by("plan", "scenarios/llama-3.1-8b-chat-h100.yaml", "--emit", "vllm")
+    assert {"sizer.cli.emit", "sizer.outputs.emit"} <= set(emitted) and "sizer.cli.gateway" not in emitted
+
+
+def test_a_command_runs_with_garbage_collection_on_and_start_up_frozen():
+    # main() pauses collection while the modules load; the command itself (a simulation of a million
+    # requests) must run with it on again, start-up's objects frozen out of its scans (sizer/cli/app.py,
+    # input_errors_exit_2)
+    gc.disable()
+    try:
+        enabled, frozen = input_errors_exit_2(lambda: (gc.isenabled(), gc.get_freeze_count()))()
+        assert enabled and frozen > 0
+    finally:
+        gc.unfreeze()
+        gc.enable()
+    # a command called with collection on (the tests' CliRunner) freezes nothing
+    assert input_errors_exit_2(gc.get_freeze_count)() == 0
 
 
 def test_plan_from_a_config_json_path_with_quantization(tmp_path):

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from sizer.cli import app
 from sizer.cli.options import read_scenario_data
-from sizer.inputs.manifest import Traffic
+from sizer.inputs.traffic import Traffic
 
 ROOT = Path(__file__).resolve().parents[3]
 CHAT = ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml"     # lognormal prompts of mean 1,200, answers 250

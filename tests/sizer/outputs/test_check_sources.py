@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 
 from simulator.errors import FieldError
 from sizer.cli import app
-from sizer.inputs.manifest import Traffic, read_check_input
+from sizer.inputs.manifest import read_check_input
+from sizer.inputs.traffic import Traffic
 
 ROOT = Path(__file__).resolve().parents[3]
 PASS = ROOT / "scenarios" / "deploy" / "pass-llama-8b-h100.yaml"       # its block: 8 requests/s, ttft 1000 ms

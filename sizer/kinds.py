@@ -1,0 +1,23 @@
+"""The code of an input or output kind that few runs need, loaded when a run has one: with the CLI's commands
+(sizer/cli/app.py, COMMANDS) the only deferred imports of sizer's own code. Each module keeps its imports at
+the top; a plain `sizer plan` so never imports the gateway's, --emit's, --simulate's, a trace's or a
+calibrated profile's modules, nor what they import (the simulator, simpy, numpy)."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+# kind -> the module that handles it
+KINDS = {
+    "gateway": "sizer.cli.gateway",             # a gateway document (a top-level `gateway:`): plan, simulate
+    "emit": "sizer.cli.emit",                   # plan --emit / --emit-to: a serving command or a manifest
+    "simulate": "sizer.sizing.pipeline",        # plan --simulate: the sizing pipeline, the simulator
+    "trace": "sizer.sizing.workload",           # workload.trace: the trace readers
+    "calibrated profile": "engine.profile",     # hardware.calibrated_profile: measured kernel tables
+}
+
+
+def kind(name: str) -> ModuleType:
+    """The module of an input or output kind (KINDS), imported on first use."""
+    return importlib.import_module(KINDS[name])
