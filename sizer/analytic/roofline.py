@@ -91,6 +91,7 @@ class RooflineStepTimeModel:
         self.comm = comm_per_step(model, parallel)
         self._shares(weights_format, weights, group_size)
         self._coefficients()
+        self.sources = {"all operators": "roofline"}
 
     def _shares(self, fmt: WeightFormat, weights: WeightMemory, group_size: int) -> None:
         """Per-GPU parameters and bytes of the dense part, the experts and the lm_head (vision towers run

@@ -7,11 +7,13 @@ from engine.profile import CalibratedStepTimeModel
 from simulator.step_batch import StepTimeModel
 from sizer.analytic.kernel_step import KernelTableStepTimeModel
 from sizer.analytic.roofline import STEP_OVERHEAD_S, RooflineStepTimeModel
+from sizer.errors import InputError
 from sizer.inputs import preloaded
 from sizer.inputs.hardware import HardwareSpec, measured_host_cpu
 from sizer.inputs.kernel_tables import (
     KernelTables,
     KernelTablesHeader,
+    bundled_folders,
     bundled_tables_dir,
     cached_kernel_tables,
     read_header,
@@ -65,19 +67,35 @@ def bundled_header(gpu: str, engine: str) -> KernelTablesHeader | None:
 
 def step_model_for(r: Resolved, roofline: RooflineStepTimeModel | None = None) -> StepTimeModel:
     """What prices a step: the calibrated profile when the scenario names one (roofline outside
-    its measured range); else the scenario's own kernel-tables folder (`hardware.kernel_tables`), or with
-    `hardware.step_model: kernel_tables` the bundled kernel tables of the GPU and engine (roofline for what
-    they lack); else the roofline. The roofline stays the default: on the public vLLM H100 runs it is the
-    closer of the two (docs/fidelity.md)."""
+    its measured range); else the scenario's own kernel-tables folder (`hardware.kernel_tables`); else, unless
+    `hardware.step_model: roofline`, the bundled kernel tables of the GPU and engine (roofline for what they
+    lack; `kernel_tables` refused where none are bundled); else the roofline."""
     roofline = roofline or roofline_for(r)
     if r.calibrated_profile is not None:
         return CalibratedStepTimeModel(r.calibrated_profile, num_layers=r.model.num_layers, fallback=roofline)
     tables = r.kernel_tables
-    if tables is None and r.scenario.hardware.step_model == "kernel_tables":
+    if tables is None and r.scenario.hardware.step_model != "roofline":
         tables = kernel_tables_for(r)
+        if tables is None:
+            refuse_missing_tables(r)
     if tables is not None:
         return KernelTableStepTimeModel(tables, roofline)
     return roofline
+
+
+def refuse_missing_tables(r: Resolved) -> None:
+    """`hardware.step_model: kernel_tables` where no tables are bundled for the GPU and engine: refused, never
+    priced otherwise."""
+    if r.scenario.hardware.step_model == "kernel_tables":
+        raise InputError(r.scenario.file, "hardware.step_model",
+                         f"kernel_tables: none are bundled for {r.hardware.id} in {r.engine.engine} "
+                         f"(bundled for it: {', '.join(bundled_folders(r.hardware.id)) or 'none'}); use auto or "
+                         "roofline, or measure them (sizer calibrate, sizer import-kernels)")
+
+
+def step_sources(step: StepTimeModel) -> dict[str, str]:
+    """Operator family -> what prices it, for the plan (a calibrated profile prices every operator it measured)."""
+    return getattr(step, "sources", None) or {"all operators": step.name}
 
 
 def kernel_tables_note(r: Resolved) -> str | None:
@@ -88,15 +106,17 @@ def kernel_tables_note(r: Resolved) -> str | None:
     if r.kernel_tables is not None:
         return own_tables_note(r)
     header = bundled_header(r.hardware.id, r.engine.engine)
-    asked = r.scenario.hardware.step_model == "kernel_tables"
+    mode = r.scenario.hardware.step_model
     if header is None:
-        return (f"step times: the roofline; no kernel tables are bundled for {r.hardware.id} in {r.engine.engine} "
-                "(hardware.step_model: kernel_tables)") if asked else None
+        if mode == "kernel_tables":
+            refuse_missing_tables(r)
+        return (f"step times: the roofline; no kernel tables are bundled for {r.hardware.id} in {r.engine.engine}"
+                + (" (hardware.step_model: auto)" if mode == "auto" else ""))
     tables = header.description
-    if asked:
-        return f"step times: {tables} (hardware.step_model: kernel_tables); {TABLES_VS_ROOFLINE}"
-    return (f"step times: the roofline; {tables} are bundled for this GPU (hardware.step_model: kernel_tables); "
-            f"{TABLES_VS_ROOFLINE}")
+    if mode == "roofline":
+        return (f"step times: the roofline (hardware.step_model: roofline); {tables} are bundled for this GPU "
+                f"(hardware.step_model: auto uses them); {TABLES_VS_ROOFLINE}")
+    return f"step times: {tables} (hardware.step_model: {mode}), the roofline for what they lack; {TABLES_VS_ROOFLINE}"
 
 
 def own_tables_note(r: Resolved) -> str:
