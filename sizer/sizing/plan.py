@@ -295,7 +295,7 @@ def assumptions(r: Resolved, step: RooflineStepTimeModel) -> list[str]:
         f"peak bandwidth {hw.memory_bandwidth_bytes_per_s / 1e12:.3g} TB/s x efficiency {hw.bandwidth_efficiency} "
         f"({hw.bandwidth_efficiency_source})",
         f"peak {step.compute_format} {hw.peak_flops(step.compute_format) / 1e12:.4g} TFLOP/s dense "
-        f"x efficiency {hw.compute_efficiency} ({hw.compute_efficiency_source})",
+        f"x efficiency {step.gemm_compute_efficiency} ({step.gemm_compute_efficiency_source})",
         f"CUDA context, workspaces and CUDA graphs: {CUDA_CONTEXT_BYTES / GiB:.2f} GiB per GPU; "
         f"NCCL buffers {NCCL_BUFFER_BYTES / GiB:.2f} GiB when TP or PP > 1 (assumption)",
         "activation peak: an estimate of vLLM's profiled forward pass at max_num_batched_tokens "
