@@ -351,6 +351,12 @@ class KernelTableStepTimeModel:
         self._transfer_fixed_s = roofline.transfer_s(0, allreduce=without)
         self._transfer_s_per_token = roofline.transfer_s(1, allreduce=without) - self._transfer_fixed_s
         self._state_s_per_seq = 0.0 if self.delta_net else roofline.state_s(StepBatch(num_seqs=1))
+        # step_time's terms folded once (it runs per simulated step)
+        self._fixed_s = self.elementwise_fixed_s + self._transfer_fixed_s
+        self._s_per_token = self.elementwise_s_per_token + self._transfer_s_per_token
+        self._roofline_experts = m.moe is not None and not self.experts_from_tables
+        self._lm_head_s = self.lm_head if self.lm_head is not None else roofline.lm_head_s
+        self._step_overhead_s = roofline.step_overhead_s
         self.name = tables.header.description + (f"; roofline for {', '.join(missing)}" if missing else "")
 
     def _sources(self, m: ModelSpec, p: ParallelConfig, table_gemms: int) -> dict[str, str]:
@@ -470,16 +476,14 @@ class KernelTableStepTimeModel:
         tokens = batch.new_tokens
         if tokens == 0:
             return 0.0
-        r = self.roofline
-        stage = (self.per_token(tokens) + self.attention_s(batch) + self.elementwise_fixed_s
-                 + tokens * self.elementwise_s_per_token)
-        for count, n, k in self.roofline_gemms:
-            stage += count * r.gemm_s(tokens, n, k)
-        if not self.experts_from_tables:
-            stage += r.expert_gemm_s(tokens)
-        stage += self._transfer_fixed_s + tokens * self._transfer_s_per_token
-        lm_head = self.lm_head(batch.num_seqs) if self.lm_head is not None else r.lm_head_s(batch.num_seqs)
-        return stage * self.pp + lm_head + r.step_overhead_s
+        stage = self.per_token(tokens) + self.attention_s(batch) + self._fixed_s + tokens * self._s_per_token
+        if self.roofline_gemms:
+            r = self.roofline
+            for count, n, k in self.roofline_gemms:
+                stage += count * r.gemm_s(tokens, n, k)
+        if self._roofline_experts:
+            stage += self.roofline.expert_gemm_s(tokens)
+        return stage * self.pp + self._lm_head_s(batch.num_seqs) + self._step_overhead_s
 
 
 class BundledEngineStepTimeModel:
