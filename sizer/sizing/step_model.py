@@ -37,9 +37,14 @@ def roofline_for(r: Resolved, step_overhead_s: float = STEP_OVERHEAD_S) -> Roofl
                                  r.group_size, step_overhead_s=step_overhead_s, offload=r.offload, lora=r.lora)
 
 
-# benchmarks/fidelity_vllm.py on the 15 public vLLM 0.15.1 H100 runs (docs/fidelity.md), median |error|
-TABLES_VS_ROOFLINE = ("on the public vLLM 0.15.1 H100 runs the tables give E2E 6.1%, TTFT 8.8%, ITL 7.4% median "
-                      "error, the roofline 6.1%, 5.0%, 7.4% (docs/fidelity.md)")
+# How close the tables and the roofline come, per engine (docs/fidelity.md): benchmarks/fidelity_vllm.py on the 15
+# public vLLM 0.15.1 H100 runs and benchmarks/saturation.py on TensorRT-LLM's published dense max-load rows
+TABLES_VS_ROOFLINE = {
+    "vllm": ("on the public vLLM 0.15.1 H100 runs the tables give E2E 6.1%, TTFT 8.8%, ITL 7.4% median error, the "
+             "roofline 6.1%, 5.0%, 7.4% (docs/fidelity.md)"),
+    "tensorrt-llm": ("on TensorRT-LLM's published dense maximum-load rows the tables give 5.1% median error in "
+                     "throughput, the roofline 11.5% (docs/fidelity.md)"),
+}
 
 
 def kernel_tables_for(r: Resolved) -> KernelTables | None:
@@ -114,9 +119,12 @@ def kernel_tables_note(r: Resolved) -> str | None:
                 + (" (hardware.step_model: auto)" if mode == "auto" else ""))
     tables = header.description
     if mode == "roofline":
-        return (f"step times: the roofline (hardware.step_model: roofline); {tables} are bundled for this GPU "
-                f"(hardware.step_model: auto uses them); {TABLES_VS_ROOFLINE}")
-    return f"step times: {tables} (hardware.step_model: {mode}), the roofline for what they lack; {TABLES_VS_ROOFLINE}"
+        note = (f"step times: the roofline (hardware.step_model: roofline); {tables} are bundled for this GPU "
+                "(hardware.step_model: auto uses them)")
+    else:
+        note = f"step times: {tables} (hardware.step_model: {mode}), the roofline for what they lack"
+    checked = TABLES_VS_ROOFLINE.get(r.engine.engine)
+    return f"{note}; {checked}" if checked else note
 
 
 def own_tables_note(r: Resolved) -> str:
