@@ -1,10 +1,10 @@
 """How close sizer comes to what real vLLM measured: the 15 public runs of tests/data/fidelity.
 
     python3 benchmarks/fidelity_vllm.py [--time-scale 1.0] [--arrivals constant|poisson] [--only 17 60 ...]
-                                        [--step-model roofline|kernel_tables]
+                                        [--step-model auto|kernel_tables|roofline]
 
 Each run is replayed request by request through sizer on its defaults (the vLLM V1 engine
-loop, the roofline with its fitted H100 constants; sizer/sizing/replay_vllm.py): the server
+loop, the H100's bundled vLLM kernel tables, the roofline for what they lack; sizer/sizing/replay_vllm.py): the server
 as the run set it, and inference-perf's shared-prefix workload with its stages. Prints each
 run's relative error (predicted - measured) / measured for E2E mean/p90/p99, TTFT
 mean/p90/p99 and ITL mean (as the CSV defines it: (E2E mean - TTFT mean) / (output tokens - 1),
@@ -34,8 +34,9 @@ def main() -> None:
     ap.add_argument("--time-scale", type=float, default=1.0)
     ap.add_argument("--arrivals", choices=("constant", "poisson"), default="constant")
     ap.add_argument("--only", nargs="*", default=[], help="experiment ids (their first characters)")
-    ap.add_argument("--step-model", choices=("roofline", "kernel_tables"), default="roofline",
-                    help="hardware.step_model: the roofline (sizer's default) or the bundled kernel tables")
+    ap.add_argument("--step-model", choices=("auto", "kernel_tables", "roofline"), default="auto",
+                    help="hardware.step_model: auto (sizer's default: the bundled kernel tables, the roofline for "
+                         "what they lack), kernel_tables (refused without tables) or the roofline alone")
     args = ap.parse_args()
 
     from sizer.sizing.replay_vllm import METRICS, load_experiments, median_abs_error, replay

@@ -1,14 +1,14 @@
 """Simulator speed: simulated requests per wall-clock second and peak memory.
 
 Standard workload (issue 3): Llama-2-7B on one A100-80GB, TP1, Poisson 10 req/s, 512-token
-prompts, 128-token outputs, chunked prefill with a 512-token budget, max_num_seqs 128, the
-roofline step model (or the bundled kernel tables: `--step-model kernel_tables`). Each size runs
+prompts, 128-token outputs, chunked prefill with a 512-token budget, max_num_seqs 128, sizer's
+default step model (the A100's bundled vLLM tables; `--step-model roofline` for the roofline alone). Each size runs
 in a fresh Python process, so the wall time includes start-up (imports); CPU time is the child's
 own (less noisy on a shared machine); peak RSS is the largest child's so far (sizes run in
 increasing order). Then the one-hour Mooncake conversation trace (Llama-3.1-8B, one H100, prefix
 caching on).
 
-    python3 benchmarks/sim_speed.py [--sizes 1000 10000 100000] [--no-mooncake] [--step-model kernel_tables]
+    python3 benchmarks/sim_speed.py [--sizes 1000 10000 100000] [--no-mooncake] [--step-model roofline]
 """
 
 from __future__ import annotations
@@ -69,8 +69,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="*", default=[1000, 10_000, 100_000])
     ap.add_argument("--no-mooncake", action="store_true")
-    ap.add_argument("--step-model", choices=("roofline", "kernel_tables"), default="roofline",
-                    help="hardware.step_model: the roofline (default) or the bundled kernel tables")
+    ap.add_argument("--step-model", choices=("auto", "kernel_tables", "roofline"), default="auto",
+                    help="hardware.step_model: auto (sizer's default: the bundled tables, the roofline for what they "
+                         "lack), kernel_tables or the roofline alone")
     args = ap.parse_args()
     print(f"step model: {args.step_model}")
     print(f"{'workload':<28}{'requests':>9}{'wall s':>9}{'cpu s':>8}{'req/s':>10}{'steps':>10}{'peak MiB':>10}  notes")

@@ -345,12 +345,42 @@ class KernelTableStepTimeModel:
         if p.pp > 1 or (p.expert_parallel and p.ep > 1):
             missing.append("pipeline and expert-parallel transfers")
         self.roofline_parts = tuple(missing)
+        self.sources = self._sources(m, p, len(curves) - bool(self.allreduce_from_tables))
         # the roofline's terms that are linear in tokens or sequences, as coefficients (step_time runs per step)
         without = not self.allreduce_from_tables
         self._transfer_fixed_s = roofline.transfer_s(0, allreduce=without)
         self._transfer_s_per_token = roofline.transfer_s(1, allreduce=without) - self._transfer_fixed_s
         self._state_s_per_seq = 0.0 if self.delta_net else roofline.state_s(StepBatch(num_seqs=1))
+        # step_time's terms folded once (it runs per simulated step)
+        self._fixed_s = self.elementwise_fixed_s + self._transfer_fixed_s
+        self._s_per_token = self.elementwise_s_per_token + self._transfer_s_per_token
+        self._roofline_experts = m.moe is not None and not self.experts_from_tables
+        self._lm_head_s = self.lm_head if self.lm_head is not None else roofline.lm_head_s
+        self._step_overhead_s = roofline.step_overhead_s
         self.name = tables.header.description + (f"; roofline for {', '.join(missing)}" if missing else "")
+
+    def _sources(self, m: ModelSpec, p: ParallelConfig, table_gemms: int) -> dict[str, str]:
+        """Operator family -> what prices it: these tables, the roofline, or both (how many shapes each)."""
+        tables, roof = "kernel tables", "roofline"
+        n_roof = len(self.roofline_gemms)
+        gemms = (tables if not n_roof else roof if not table_gemms
+                 else f"{tables} ({table_gemms} shapes), {roof} ({n_roof} shapes)")
+        out = {"dense GEMMs": gemms, "lm_head": tables if self.lm_head is not None else roof}
+        if self.attention or self.latent or self.roofline_groups:
+            out["attention"] = (tables if not self.roofline_groups else roof if not (self.attention or self.latent)
+                                else f"{tables}, {roof} for " + ", ".join(self.roofline.kv.groups[i].label
+                                                                          for i in self.roofline_groups))
+        if self.roofline.comm.allreduces_per_step:
+            out["all-reduce"] = tables if self.allreduce_from_tables else roof
+        if m.moe is not None:
+            out["MoE experts"] = tables if self.experts_from_tables else roof
+        if self.roofline.kv.state_layers:
+            out["recurrent state"] = tables if self.delta_net else roof
+        if p.pp > 1 or (p.expert_parallel and p.ep > 1):
+            out["pipeline and expert-parallel transfers"] = roof
+        out["element-wise"] = "kernel tables' bandwidth model (tables.yaml)"
+        out["step overhead"] = roof
+        return out
 
     def _moe_curve(self, m: ModelSpec, p: ParallelConfig, dtype: str | None) -> tuple[float, Curve] | None:
         """(MoE layers per stage, latency of one by tokens) when the tables hold the model's expert shape
@@ -446,16 +476,14 @@ class KernelTableStepTimeModel:
         tokens = batch.new_tokens
         if tokens == 0:
             return 0.0
-        r = self.roofline
-        stage = (self.per_token(tokens) + self.attention_s(batch) + self.elementwise_fixed_s
-                 + tokens * self.elementwise_s_per_token)
-        for count, n, k in self.roofline_gemms:
-            stage += count * r.gemm_s(tokens, n, k)
-        if not self.experts_from_tables:
-            stage += r.expert_gemm_s(tokens)
-        stage += self._transfer_fixed_s + tokens * self._transfer_s_per_token
-        lm_head = self.lm_head(batch.num_seqs) if self.lm_head is not None else r.lm_head_s(batch.num_seqs)
-        return stage * self.pp + lm_head + r.step_overhead_s
+        stage = self.per_token(tokens) + self.attention_s(batch) + self._fixed_s + tokens * self._s_per_token
+        if self.roofline_gemms:
+            r = self.roofline
+            for count, n, k in self.roofline_gemms:
+                stage += count * r.gemm_s(tokens, n, k)
+        if self._roofline_experts:
+            stage += self.roofline.expert_gemm_s(tokens)
+        return stage * self.pp + self._lm_head_s(batch.num_seqs) + self._step_overhead_s
 
 
 class BundledEngineStepTimeModel:

@@ -40,6 +40,14 @@ COLLECTIVE_LATENCY_S = 8e-6       # fixed cost of one NVLink all-reduce / all-to
 WEIGHT_STREAM_EFFICIENCY = 0.80   # memory-bound GEMMs stream weights at this share of the achievable bandwidth
 ATTENTION_KV_EFFICIENCY = 0.95    # paged-attention KV reads reach this share of the achievable bandwidth
 LAYER_STEP_S = 5e-6               # fixed cost per layer per step: small kernels and their launches
+# FP8 GEMMs reach less of the FP8 peak than 16-bit GEMMs reach of theirs: the share of the dense FP8 peak at
+# m = 8,192 tokens, median over the (n, k) grid points of 4,096 and more in the GPU's bundled vLLM 0.24.0 tables
+# (aiconfigurator-core 0.12.0; benchmarks/roofline_efficiencies.py prints them, and m = 512: 56%, 61%, 48%, 39%,
+# 35%). A GPU without FP8 tables (or without FP8) keeps its profile's compute efficiency; 16-bit GEMMs keep it too
+# (the same tables: H100 77%, H200 76%, A100 92%, L40S 57%, B200 69%, GB200 48% of the bf16 peak; docs/fidelity.md).
+FP8_COMPUTE_EFFICIENCY = {"h100-sxm": 0.66, "h200": 0.68, "l40s": 0.49, "b200": 0.45, "gb200": 0.45}
+FP8_COMPUTE_SOURCE = ("measured FP8 GEMMs at m = 8,192, the GPU's bundled vLLM tables "
+                      "(benchmarks/roofline_efficiencies.py)")
 # Assumption: the LoRA shrink and expand kernels (vLLM's Punica-style SGMV/BGMV Triton kernels, one pair per
 # LoRA-wrapped module, ~4 per layer) cost a fixed ~1 us each beyond their FLOPs and bytes under CUDA graphs.
 LORA_STEP_S_PER_LAYER = 8e-6
@@ -75,15 +83,18 @@ class RooflineStepTimeModel:
                              "steps on it are measured (sizer calibrate, then sizer validate)")
         self.model, self.hardware, self.parallel, self.kv, self.offload = model, hardware, parallel, kv, offload
         self.llamacpp = llamacpp.runs_llamacpp(weights_format, hardware)
-        self.name = (f"roofline on {hardware.name} (efficiency: compute {hardware.compute_efficiency:.0%}, "
-                     f"bandwidth {hardware.bandwidth_efficiency:.0%}" + ("; llama.cpp step costs" if self.llamacpp
-                                                                         else "") + ")")
         self.step_overhead_s = step_overhead_s
         self.lora = lora
         compute_fmt = execution(weights_format, hardware).compute_format   # weight-only kernels run 16-bit GEMMs
         self.compute_format = compute_fmt
         self.weight_format = weights_format.name
-        self.gemm_flops_per_s = (hardware.peak_flops(compute_fmt) * hardware.compute_efficiency
+        measured = FP8_COMPUTE_EFFICIENCY.get(hardware.id) if compute_fmt == "fp8" else None
+        self.gemm_compute_efficiency = measured or hardware.compute_efficiency
+        self.gemm_compute_efficiency_source = FP8_COMPUTE_SOURCE if measured else hardware.compute_efficiency_source
+        self.name = (f"roofline on {hardware.name} (efficiency: compute {self.gemm_compute_efficiency:.0%}"
+                     + (" of FP8 peak" if measured else "") + f", bandwidth {hardware.bandwidth_efficiency:.0%}"
+                     + ("; llama.cpp step costs" if self.llamacpp else "") + ")")
+        self.gemm_flops_per_s = (hardware.peak_flops(compute_fmt) * self.gemm_compute_efficiency
                                  * llamacpp.prompt_share(weights_format, hardware))
         self.attn_flops_per_s = hardware.peak_flops("bf16") * hardware.compute_efficiency
         self.bytes_per_s = hardware.memory_bandwidth_bytes_per_s * hardware.bandwidth_efficiency
@@ -91,6 +102,7 @@ class RooflineStepTimeModel:
         self.comm = comm_per_step(model, parallel)
         self._shares(weights_format, weights, group_size)
         self._coefficients()
+        self.sources = {"all operators": "roofline"}
 
     def _shares(self, fmt: WeightFormat, weights: WeightMemory, group_size: int) -> None:
         """Per-GPU parameters and bytes of the dense part, the experts and the lm_head (vision towers run

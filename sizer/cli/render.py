@@ -150,6 +150,7 @@ def render_plan(plan: Plan, console: Console) -> None:
               f"{s.decode_memory_limited_tokens_per_s:,.0f} tokens/s (largest batch KV and max_num_seqs allow)")
     t.add_row("compute-bound from",
               f"batch {s.compute_bound_batch}" if s.compute_bound_batch else "never (bandwidth-bound throughout)")
+    t.add_row("priced by", "; ".join(f"{family}: {source}" for family, source in s.sources.items()))
     console.print(t)
     console.print()
 

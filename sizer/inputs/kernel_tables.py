@@ -223,6 +223,11 @@ def bundled_tables_dir(gpu: str, engine: str) -> Path | None:
     return found[-1].parent if found else None
 
 
+def bundled_folders(gpu: str) -> list[str]:
+    """The names of the folders bundled for a GPU profile id (`<gpu>-<engine>-<version>`)."""
+    return sorted(h.parent.name for h in KERNELS_DIR.glob(f"{gpu}-*/{HEADER_FILE}"))
+
+
 def cached_kernel_tables(folder: Path) -> KernelTables:
     """`load_kernel_tables`, read once per process while the files stay as they were (their times and sizes:
     a search or sweep resolves a scenario per candidate)."""

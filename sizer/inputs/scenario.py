@@ -116,11 +116,13 @@ class HardwareSection:
     calibrated_profile: str | None = field(None, doc="folder written by `sizer calibrate` (relative to the scenario "
                                                      "file): step times from kernels measured on the device "
                                                      "instead of the roofline")
-    step_model: Literal["roofline", "kernel_tables"] = field(
-        "roofline", doc="what prices a step without a calibrated_profile or kernel_tables: the roofline (fitted on "
-                        "public vLLM H100 runs), or kernel_tables: operator latencies measured on the GPU in the "
-                        "engine (bundled for h100-sxm, h200, a100-80gb, l40s, b200 and gb200 in vLLM; the roofline "
-                        "where none are bundled); docs/fidelity.md compares them")
+    step_model: Literal["auto", "kernel_tables", "roofline"] = field(
+        "auto", doc="what prices a step without a calibrated_profile or kernel_tables: auto (the default) the "
+                    "operator latencies measured on the GPU in the engine where tables are bundled (vLLM, SGLang "
+                    "and TensorRT-LLM on the GPUs hardware_profiles/kernels/README.md lists), the roofline for what "
+                    "they lack and where none are; kernel_tables the same, refused where none are bundled; roofline "
+                    "the roofline alone; the plan names the source of each operator family; docs/fidelity.md "
+                    "compares them")
     kernel_tables: str | None = field(None, doc="a kernel-tables folder measured on this GPU (`tables.yaml` and gzip "
                                                 "CSVs, as `sizer calibrate` or `sizer import-kernels --out` write "
                                                 "them; relative to the scenario file): step times from its tables, "

@@ -12,7 +12,9 @@ GPU and per framework version, operator latencies measured inside the serving fr
   generation_attention_perf  batch_size sequences decoding one token (isl 1) after `step` earlier
                              ones: KV length isl + step
   custom_allreduce_perf      message_size in elements of `allreduce_dtype` (the collector all-reduces a
-                             [size / 4096, 4096] tensor), num_gpus; backend vllm_graph = under CUDA graphs
+                             [size / 4096, 4096] tensor), num_gpus; backend vllm_graph / sglang_graph = the
+                             engine's custom all-reduce under CUDA graphs (TensorRT-LLM's table has no backend
+                             column: one kernel, its own all-reduce)
 
 Element-wise kernels are not tabled there: its model prices them as bytes over `mem_bw` x
 `mem_bw_empirical_scaling_factor` plus `mem_empirical_constant_latency` each (systems/<system>.yaml);
@@ -83,6 +85,9 @@ FILES = {"gemm": ("gemm", "gemm_perf.parquet"),
 # aiconfigurator's MLA module model -> sizer's catalog entry, whose config gives the block's dimensions
 MLA_MODELS = {"deepseek-ai/DeepSeek-V3": "deepseek-v3"}
 MLA_LINEAR_DTYPES = ("bfloat16", "fp8_block")
+# aiconfigurator's framework folder -> sizer's engine (deployment.engine), and the all-reduce backend kept
+ENGINES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt-llm"}
+ALLREDUCE_BACKENDS = {"vllm": "vllm_graph", "sglang": "sglang_graph"}
 TABLE_DTYPES = sorted(set(GEMM_DTYPES.values()) - {"float32"})       # aiconfigurator measures no float32
 TABLE_KV_DTYPES = sorted(set(KV_DTYPES.values()) - {"float32"})
 
@@ -179,6 +184,8 @@ def convert(package: Path, gpu: str, framework: str = "vllm", prune_to_catalog: 
     """(tables.yaml content, rows per table) for `gpu` measured in `framework`."""
     if gpu not in SYSTEMS:
         raise FieldError(None, "--gpu", f"expected one of {', '.join(SYSTEMS)}, got {gpu}")
+    if framework not in ENGINES:
+        raise FieldError(None, "--framework", f"expected one of {', '.join(ENGINES)}, got {framework}")
     data, system = data_dir(package), SYSTEMS[gpu]
     versions = {t: newest_version(data, system, op, framework, f) for t, (op, f) in FILES.items()}
     if versions["gemm"] is None:
@@ -190,7 +197,7 @@ def convert(package: Path, gpu: str, framework: str = "vllm", prune_to_catalog: 
     rows = {"gemm": _gemm_rows(frames["gemm"], gemms)}
     for t in ("context_attention", "generation_attention"):
         rows[t] = _attention_rows(frames[t], t, attention) if t in frames else []
-    rows["allreduce"] = _allreduce_rows(frames["allreduce"]) if "allreduce" in frames else []
+    rows["allreduce"] = _allreduce_rows(frames["allreduce"], framework) if "allreduce" in frames else []
     rows["moe"] = _moe_rows(frames["moe"], moe) if "moe" in frames else []
     for t in ("mla_context", "mla_generation"):
         rows[t] = _mla_rows(frames[t], t, mla) if t in frames else []
@@ -199,7 +206,7 @@ def convert(package: Path, gpu: str, framework: str = "vllm", prune_to_catalog: 
     files = [f"aiconfigurator_core/systems/data/{system}/{FILES[t][0]}/{framework}/{v}/{FILES[t][1]}"
              for t, v in versions.items() if v] + [f"aiconfigurator_core/systems/{system}.yaml"]
     spec = _system(data.parent / f"{system}.yaml")
-    header = {"schema_version": SCHEMA_VERSION, "gpu": gpu, "device_name": device, "engine": framework,
+    header = {"schema_version": SCHEMA_VERSION, "gpu": gpu, "device_name": device, "engine": ENGINES[framework],
               "engine_version": versions["gemm"],
               "elementwise": {"memory_bandwidth_bytes_per_s": spec["mem_bw"],
                               "bandwidth_fraction": spec["mem_bw_empirical_scaling_factor"],
@@ -321,8 +328,10 @@ def _gdn_rows(df, needed: frozenset[tuple[int, ...]] | None) -> tuple[list[tuple
     return context, generation
 
 
-def _allreduce_rows(df) -> list[tuple]:
-    df = df[(df["backend"] == "vllm_graph") & (df["allreduce_dtype"] == "bfloat16")]
+def _allreduce_rows(df, framework: str) -> list[tuple]:
+    df = df[df["allreduce_dtype"] == "bfloat16"]
+    if "backend" in df:
+        df = df[df["backend"] == ALLREDUCE_BACKENDS[framework]]
     df = _fastest(df, ["num_gpus", "message_size"])
     return [(int(g), int(s) * 2, float(t) * 1e3) for g, s, t in df.itertuples(index=False)]   # bf16: 2 bytes each
 

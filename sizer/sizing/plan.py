@@ -47,7 +47,7 @@ from sizer.sizing.presets import GRAMMAR_BACKENDS, GRAMMAR_CACHE_ENTRIES, LORA_D
 from sizer.sizing.resolve import EngineSettings, Resolved
 from sizer.sizing.result import Sizing
 from sizer.sizing.slots import SlotAnswers, slot_answers
-from sizer.sizing.step_model import kernel_tables_note, roofline_for, step_model_for
+from sizer.sizing.step_model import kernel_tables_note, roofline_for, step_model_for, step_sources
 from sizer.words import count
 
 SCHEMA_VERSION = 1
@@ -109,6 +109,7 @@ class StepTimes:
     decode_memory_limited_tokens_per_s: float
     compute_bound_batch: int | None     # smallest decode batch whose GEMMs are compute-bound
     gemm_compute_format: str
+    sources: dict[str, str]             # operator family -> what priced it (kernel tables, roofline)
 
 
 @dataclass(frozen=True)
@@ -191,7 +192,7 @@ def _step_times(r: Resolved, step, roofline: RooflineStepTimeModel, weights: Wei
     return StepTimes(step.name, prompt_mean, output_mean, prefill_s * 1e3,
                      bound_s * 1e3, 1 / bound_s if bound_s else math.inf,
                      b1_s * 1e3, 1 / b1_s, mem_batch, mem_s * 1e3, mem_batch / mem_s,
-                     compute_bound_batch(roofline, context), roofline.compute_format)
+                     compute_bound_batch(roofline, context), roofline.compute_format, step_sources(step))
 
 
 def _time_in_system_s(step: RooflineStepTimeModel, rate: float, prefill_s: float, output_mean: float, context: int,
@@ -317,7 +318,7 @@ def assumptions(r: Resolved, step: RooflineStepTimeModel) -> list[str]:
         f"peak bandwidth {hw.memory_bandwidth_bytes_per_s / 1e12:.3g} TB/s x efficiency {hw.bandwidth_efficiency} "
         f"({hw.bandwidth_efficiency_source})",
         f"peak {step.compute_format} {hw.peak_flops(step.compute_format) / 1e12:.4g} TFLOP/s dense "
-        f"x efficiency {hw.compute_efficiency} ({hw.compute_efficiency_source})",
+        f"x efficiency {step.gemm_compute_efficiency} ({step.gemm_compute_efficiency_source})",
         f"CUDA context, workspaces and CUDA graphs: {CUDA_CONTEXT_BYTES / GiB:.2f} GiB per GPU; "
         f"NCCL buffers {NCCL_BUFFER_BYTES / GiB:.2f} GiB when TP or PP > 1 (assumption)",
         "activation peak: an estimate of vLLM's profiled forward pass at max_num_batched_tokens "

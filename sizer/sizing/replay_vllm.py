@@ -87,7 +87,7 @@ def load_experiments(csv_path: Path, configs: Path) -> list[Experiment]:
     return out
 
 
-def scenario_of(e: Experiment, step_model: str = "roofline") -> dict:
+def scenario_of(e: Experiment, step_model: str = "auto") -> dict:
     """The scenario a user would write for the run's server (`step_model`: hardware.step_model)."""
     return {"name": e.exp_id, "model": str(e.model_config), "hardware": {"gpu": e.gpu, "step_model": step_model},
             "deployment": {"engine": "vllm", "tensor_parallel_size": e.tp, "quantization": FORMATS[e.precision],
@@ -112,9 +112,9 @@ class Replay:
 
 
 def replay(e: Experiment, time_scale: float = 1.0, arrivals: str = "constant", seed: int = 0,
-           step_model: str = "roofline") -> Replay:
+           step_model: str = "auto") -> Replay:
     """Simulate the run; `time_scale` < 1 shortens every stage (same rates, fewer requests); `step_model`:
-    the scenario's hardware.step_model (roofline or kernel_tables)."""
+    the scenario's hardware.step_model (auto, kernel_tables or roofline)."""
     r = resolve(scenario_from_dict(scenario_of(e, step_model), None))
     stages = [Stage(s.rate_per_s, s.duration_s * time_scale) for s in e.stages]
     workload = e.prompts.workload(staged_arrival_s(stages, arrivals, seed), r.engine.block_size, seed)

@@ -6,11 +6,13 @@ from __future__ import annotations
 from simulator.step_batch import StepTimeModel
 from sizer.analytic.kernel_step import KernelTableStepTimeModel
 from sizer.analytic.roofline import STEP_OVERHEAD_S, RooflineStepTimeModel
+from sizer.errors import InputError
 from sizer.inputs import preloaded
 from sizer.inputs.hardware import HardwareSpec, measured_host_cpu
 from sizer.inputs.kernel_tables import (
     KernelTables,
     KernelTablesHeader,
+    bundled_folders,
     bundled_tables_dir,
     cached_kernel_tables,
     read_header,
@@ -35,9 +37,14 @@ def roofline_for(r: Resolved, step_overhead_s: float = STEP_OVERHEAD_S) -> Roofl
                                  r.group_size, step_overhead_s=step_overhead_s, offload=r.offload, lora=r.lora)
 
 
-# benchmarks/fidelity_vllm.py on the 15 public vLLM 0.15.1 H100 runs (docs/fidelity.md), median |error|
-TABLES_VS_ROOFLINE = ("on the public vLLM 0.15.1 H100 runs the tables give E2E 6.1%, TTFT 8.8%, ITL 7.4% median "
-                      "error, the roofline 6.1%, 5.0%, 7.4% (docs/fidelity.md)")
+# How close the tables and the roofline come, per engine (docs/fidelity.md): benchmarks/fidelity_vllm.py on the 15
+# public vLLM 0.15.1 H100 runs and benchmarks/saturation.py on TensorRT-LLM's published dense max-load rows
+TABLES_VS_ROOFLINE = {
+    "vllm": ("on the public vLLM 0.15.1 H100 runs the tables give E2E 6.1%, TTFT 8.8%, ITL 7.4% median error, the "
+             "roofline 6.1%, 5.0%, 7.4% (docs/fidelity.md)"),
+    "tensorrt-llm": ("on TensorRT-LLM's published dense maximum-load rows the tables give 5.1% median error in "
+                     "throughput, the roofline 11.5% (docs/fidelity.md)"),
+}
 
 
 def kernel_tables_for(r: Resolved) -> KernelTables | None:
@@ -65,20 +72,36 @@ def bundled_header(gpu: str, engine: str) -> KernelTablesHeader | None:
 
 def step_model_for(r: Resolved, roofline: RooflineStepTimeModel | None = None) -> StepTimeModel:
     """What prices a step: the calibrated profile when the scenario names one (roofline outside
-    its measured range); else the scenario's own kernel-tables folder (`hardware.kernel_tables`), or with
-    `hardware.step_model: kernel_tables` the bundled kernel tables of the GPU and engine (roofline for what
-    they lack); else the roofline. The roofline stays the default: on the public vLLM H100 runs it is the
-    closer of the two (docs/fidelity.md)."""
+    its measured range); else the scenario's own kernel-tables folder (`hardware.kernel_tables`); else, unless
+    `hardware.step_model: roofline`, the bundled kernel tables of the GPU and engine (roofline for what they
+    lack; `kernel_tables` refused where none are bundled); else the roofline."""
     roofline = roofline or roofline_for(r)
     if r.calibrated_profile is not None:
         return kind("calibrated profile").CalibratedStepTimeModel(r.calibrated_profile, num_layers=r.model.num_layers,
                                                                   fallback=roofline)
     tables = r.kernel_tables
-    if tables is None and r.scenario.hardware.step_model == "kernel_tables":
+    if tables is None and r.scenario.hardware.step_model != "roofline":
         tables = kernel_tables_for(r)
+        if tables is None:
+            refuse_missing_tables(r)
     if tables is not None:
         return KernelTableStepTimeModel(tables, roofline)
     return roofline
+
+
+def refuse_missing_tables(r: Resolved) -> None:
+    """`hardware.step_model: kernel_tables` where no tables are bundled for the GPU and engine: refused, never
+    priced otherwise."""
+    if r.scenario.hardware.step_model == "kernel_tables":
+        raise InputError(r.scenario.file, "hardware.step_model",
+                         f"kernel_tables: none are bundled for {r.hardware.id} in {r.engine.engine} "
+                         f"(bundled for it: {', '.join(bundled_folders(r.hardware.id)) or 'none'}); use auto or "
+                         "roofline, or measure them (sizer calibrate, sizer import-kernels)")
+
+
+def step_sources(step: StepTimeModel) -> dict[str, str]:
+    """Operator family -> what prices it, for the plan (a calibrated profile prices every operator it measured)."""
+    return getattr(step, "sources", None) or {"all operators": step.name}
 
 
 def kernel_tables_note(r: Resolved) -> str | None:
@@ -89,15 +112,20 @@ def kernel_tables_note(r: Resolved) -> str | None:
     if r.kernel_tables is not None:
         return own_tables_note(r)
     header = bundled_header(r.hardware.id, r.engine.engine)
-    asked = r.scenario.hardware.step_model == "kernel_tables"
+    mode = r.scenario.hardware.step_model
     if header is None:
-        return (f"step times: the roofline; no kernel tables are bundled for {r.hardware.id} in {r.engine.engine} "
-                "(hardware.step_model: kernel_tables)") if asked else None
+        if mode == "kernel_tables":
+            refuse_missing_tables(r)
+        return (f"step times: the roofline; no kernel tables are bundled for {r.hardware.id} in {r.engine.engine}"
+                + (" (hardware.step_model: auto)" if mode == "auto" else ""))
     tables = header.description
-    if asked:
-        return f"step times: {tables} (hardware.step_model: kernel_tables); {TABLES_VS_ROOFLINE}"
-    return (f"step times: the roofline; {tables} are bundled for this GPU (hardware.step_model: kernel_tables); "
-            f"{TABLES_VS_ROOFLINE}")
+    if mode == "roofline":
+        note = (f"step times: the roofline (hardware.step_model: roofline); {tables} are bundled for this GPU "
+                "(hardware.step_model: auto uses them)")
+    else:
+        note = f"step times: {tables} (hardware.step_model: {mode}), the roofline for what they lack"
+    checked = TABLES_VS_ROOFLINE.get(r.engine.engine)
+    return f"{note}; {checked}" if checked else note
 
 
 def own_tables_note(r: Resolved) -> str:

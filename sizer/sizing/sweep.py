@@ -214,7 +214,7 @@ def shared_inputs(base: Scenario, values: dict[str, list], settings: SweepSettin
                                          values.get("engine", [base.deployment.engine])):
         gpu_id = load_hardware(gpu).id
         headers[gpu_id, engine] = bundled_header(gpu_id, engine)          # the plan's note on kernel tables
-        if base.hardware.step_model == "kernel_tables":
+        if base.hardware.step_model != "roofline":
             tables[gpu_id, engine] = bundled_tables(gpu_id, engine)
     traces = {}
     if base.workload.trace is not None:

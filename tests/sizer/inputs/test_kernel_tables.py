@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from simulator.errors import FieldError
-from sizer.inputs.kernel_tables import HEADER_FILE, bundled_tables_dir, load_kernel_tables
+from sizer.inputs.kernel_tables import HEADER_FILE, bundled_tables_dir, cached_kernel_tables, load_kernel_tables
 
 
 @pytest.fixture(scope="module")
@@ -44,11 +44,19 @@ def test_bundled_h100_entries_are_the_sources_measurements(h100):
     assert h100.allreduce[(2,)][256] == pytest.approx(4.292e-6)
 
 
-@pytest.mark.parametrize("gpu", ["h100-sxm", "h200", "a100-80gb", "l40s"])
-def test_each_bundled_gpu_has_tables_for_vllm(gpu):
-    folder = bundled_tables_dir(gpu, "vllm")
-    assert folder is not None and folder.name.startswith(f"{gpu}-vllm-")
-    assert bundled_tables_dir(gpu, "sglang") is None
+@pytest.mark.parametrize("gpu", ["h100-sxm", "h200", "a100-80gb", "l40s", "b200", "gb200"])
+def test_each_bundled_gpu_has_tables_for_each_engine_aiconfigurator_measured(gpu):
+    for engine in ("vllm", "sglang", "tensorrt-llm"):
+        folder = bundled_tables_dir(gpu, engine)
+        assert folder is not None and folder.name.startswith(f"{gpu}-{engine}-")
+    assert bundled_tables_dir(gpu, "lmdeploy") is None
+
+
+def test_tensorrt_llm_tables_hold_its_own_all_reduce():
+    tables = cached_kernel_tables(bundled_tables_dir("h100-sxm", "tensorrt-llm"))
+    assert tables.header.engine == "tensorrt-llm" and tables.header.engine_version == "1.3.0rc20"
+    # comm/trtllm/1.3.0rc20/custom_allreduce_perf.parquet: 2 GPUs, 128 bf16 elements (256 bytes): 0.002662 ms
+    assert tables.allreduce[(2,)][256] == pytest.approx(2.662e-6)
 
 
 def copy_of(tmp_path, h100):

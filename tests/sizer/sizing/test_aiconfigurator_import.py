@@ -61,6 +61,29 @@ def test_import_keeps_the_sources_meaning(tmp_path):
     assert list(t.allreduce) == [(2,)] and t.allreduce[(2,)] == pytest.approx({2048: 4.2e-6})
 
 
+def test_tensorrt_llm_tables_name_sizers_engine_and_keep_its_one_all_reduce(tmp_path):
+    source = fake_package(tmp_path / "wheel")
+    data = source / "aiconfigurator_core" / "systems" / "data" / "h100_sxm"
+    for sub in ("gemm", "attention", "comm"):
+        (data / sub / "vllm").rename(data / sub / "trtllm")
+    ar = data / "comm" / "trtllm" / "0.9.9" / "custom_allreduce_perf.parquet"
+    # TensorRT-LLM's table has no backend column: one kernel, its own
+    pd.DataFrame([dict(META, kernel_source="TRTLLM", allreduce_dtype="bfloat16", num_gpus=2, message_size=1024,
+                       latency=0.0027)]).to_parquet(ar)
+    result = runner.invoke(app, ["import-kernels", str(source), "--gpu", "h100-sxm", "--framework", "trtllm",
+                                 "--out", str(tmp_path / "out"), "--all-shapes"])
+    assert result.exit_code == 0, result.output
+    t = load_kernel_tables(tmp_path / "out" / "h100-sxm-tensorrt-llm-0.9.9")
+    assert t.header.engine == "tensorrt-llm"                 # deployment.engine's name, so plans find the folder
+    assert t.allreduce[(2,)] == pytest.approx({2048: 2.7e-6})
+
+
+def test_an_unknown_framework_is_one_line_and_exit_2(tmp_path):
+    result = runner.invoke(app, ["import-kernels", str(fake_package(tmp_path / "wheel")), "--gpu", "h100-sxm",
+                                 "--framework", "lmdeploy", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "--framework" in result.output
+
+
 def test_a_folder_without_the_data_is_one_line_and_exit_2(tmp_path):
     result = runner.invoke(app, ["import-kernels", str(tmp_path), "--gpu", "h100-sxm", "--out", str(tmp_path)])
     assert result.exit_code == 2

@@ -197,7 +197,7 @@ def test_search_says_the_tables_price_their_gpu_only(tmp_path):
     assert result.exit_code == 0, result.output
     notes = json.loads(result.stdout)["notes"]
     assert "hardware.kernel_tables price h100-sxm only; other GPUs' steps are priced as hardware.step_model " \
-           "(roofline) says" in notes
+           "(auto) says" in notes
 
 
 def test_a_simulated_request_takes_exactly_the_doubled_gemms_longer(tmp_path):
