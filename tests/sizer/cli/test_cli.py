@@ -51,10 +51,13 @@ def test_models_and_gpus_list_the_catalogs():
 
 
 # What a plain `sizer plan` must not load (issue 21: start-up doubled when the plan path imported the gateway,
-# the trace reader and the report stack): the engine (torch, triton), the report (jinja2, matplotlib), tables
-# (pandas, pyarrow), click (typer carries its own), and sizer's gateway, sweep, report, search, check, --emit
-# and manifest code, which load with their command or input kind (sizer/cli/app.py: COMMANDS, KINDS)
-NOT_ON_THE_PLAN_PATH = ("torch", "triton", "jinja2", "matplotlib", "pandas", "pyarrow", "click",
+# the trace reader and all of numpy): the engine (torch, triton), the report (jinja2, matplotlib), tables
+# (pandas, pyarrow), click (typer carries its own), the simulator's machinery (numpy, simpy), and sizer's
+# gateway, sweep, report, search, check, --emit, --simulate, trace, calibrated-profile and manifest code,
+# which load with their command or input kind (sizer/cli/app.py COMMANDS, sizer/kinds.py KINDS)
+NOT_ON_THE_PLAN_PATH = ("torch", "triton", "jinja2", "matplotlib", "pandas", "pyarrow", "click", "numpy", "simpy",
+                        "simulator.run", "simulator.traces", "simulator.metrics", "engine.profile",
+                        "sizer.sizing.pipeline", "sizer.sizing.workload",
                         "sizer.cli.gateway", "sizer.inputs.gateway", "sizer.sizing.gateway", "simulator.gateway",
                         "sizer.cli.sweep", "sizer.sizing.sweep", "sizer.inputs.sweep_file", "sizer.outputs.sweep_store",
                         "sizer.cli.report", "sizer.outputs.report", "sizer.cli.search", "sizer.sizing.search",
