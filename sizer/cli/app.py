@@ -13,9 +13,8 @@ import importlib
 import importlib.metadata
 import sys
 
-import click
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from simulator.errors import FieldError
 
@@ -72,10 +71,10 @@ class LazyCommands(TyperGroup):
             sys.exit(1)
         sys.exit(code or 0)
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: typer.Context) -> list[str]:
         return list(COMMANDS)
 
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+    def get_command(self, ctx: typer.Context, name: str) -> TyperCommand | None:
         if name not in COMMANDS:
             return None
         module_name, function = COMMANDS[name]
