@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]   # one venv, built once, in one worker
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios" / "llama-3.1-8b-chat-h100.yaml"
