@@ -8,3 +8,10 @@ import shutil
 
 if not glob.glob("/dev/nvidia[0-9]*") and not shutil.which("nvidia-smi"):
     os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+def pytest_collection_modifyitems(items):
+    """The slow tier (`@pytest.mark.slow`) first: the suite is spread over the cores file by file (addopts), so
+    the files holding long end-to-end tests start at once and the short files fill in around them, rather than
+    a long file starting last and running alone."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

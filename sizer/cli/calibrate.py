@@ -12,7 +12,7 @@ import typer
 
 from engine.profile import Limits, ProfileHeader, load_profile, read_header
 from simulator.errors import excerpt
-from sizer.cli.flags import check_model, check_range
+from sizer.cli.flags import check_engine, check_model, check_range
 from sizer.errors import InputError
 from sizer.inputs.hardware import HOST_CPU, HardwareSpec, load_hardware
 from sizer.inputs.model_spec import catalog_names, load_model
@@ -67,6 +67,7 @@ def command(
 ) -> None:
     """Measure the engine's kernels here: a model's profile (`<device>-<model>-tp<N>/`), or without --model
     the device's kernel tables for any model (`<device>-sizer-engine-<version>/`)."""
+    check_engine("calibrate")
     # the sweep's shapes come from these: the scenario's own bounds keep them representable
     check_range(max_num_batched_tokens, "--max-num-batched-tokens", 1, MAX_BATCH_TOKENS)
     check_range(max_num_seqs, "--max-num-seqs", 1, MAX_SEQUENCES)

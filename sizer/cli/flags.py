@@ -4,6 +4,7 @@ flag and exit 2, before the command reads a file or does any work."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import math
 from pathlib import Path
 
@@ -16,6 +17,15 @@ from sizer.inputs.variant import Variant
 
 # Worker processes for a search: at most 1,024 (each forks a copy of sizer; more than the cores only queue).
 MAX_WORKERS = 1024
+
+
+def check_engine(command: str) -> None:
+    """Before any work: torch and triton, which the bundled engine runs on, are installed (looked up, not
+    imported: torch takes seconds). They are the `engine` extra, not core dependencies (README)."""
+    missing = [name for name in ("torch", "triton") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise InputError(None, None, f"sizer {command} runs the bundled engine, which needs {' and '.join(missing)}: "
+                                     "pip install 'sizer[engine]'")
 
 
 def check_range(value: float | None, flag: str, lo: float, hi: float) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from sizer.cli.flags import check_range
+from sizer.cli.flags import check_engine, check_range
 from sizer.cli.render import render_validation
 from sizer.errors import InputError
 from sizer.inputs.scenario import MAX_REQUESTS
@@ -35,6 +35,7 @@ def command(
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
 ) -> None:
     """Measured vs predicted TTFT, ITL, E2E (p50/p95/p99) and throughput for one workload."""
+    check_engine("validate")
     check_range(num_requests, "--num-requests", 1, MAX_REQUESTS)
     if (profile is None) == (kernel_tables is None):
         raise InputError(None, "--profile/--kernel-tables", "give one: a model's calibrated profile (--profile) or "

@@ -4,7 +4,6 @@ FLAGS is the one table of flag names: each flag's meaning and words its help mus
 appears. A new flag must be added here (so its name is chosen against the others), and a flag
 whose help no longer says what the table says (`--weights` as a folder, say) fails."""
 
-import click
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -80,7 +79,7 @@ FLAGS = {
 def options() -> list[tuple[str, str, str]]:
     """(command, flag, help) of every option of every command."""
     group = typer.main.get_command(app)
-    ctx = click.Context(group)
+    ctx = typer.Context(group)
     out = []
     for name in COMMANDS:
         command = group.get_command(ctx, name)

@@ -55,6 +55,7 @@ def test_every_bundled_scenario_with_a_rate_and_an_slo_is_covered():
                                  "fail-latency-llama-70b-h100.yaml", "fail-memory-llama-70b-h100.yaml"} <= names
 
 
+@pytest.mark.slow           # plan, check and search on every bundled scenario: 5-31 s each at a load of 9
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
 def test_plan_check_and_search_give_the_same_replicas_and_dollars(path, tmp_path):
     scenario_file = path

@@ -13,7 +13,7 @@ import yaml
 from sweephelp import sweep_of, write_sweep
 from typer.testing import CliRunner
 
-from simulator.errors import FieldError
+from simulator.errors import FieldError, excerpt
 from simulator.safe_yaml import load_yaml
 from simulator.step_batch import StepBatch
 from sizer.analytic.kernel_step import dense_gemms, gemm_curve
@@ -106,10 +106,11 @@ def test_tables_from_another_engine_are_used_and_said_so(tmp_path):
 
 
 @pytest.mark.parametrize("hardware, make, expected", [
-    ({"kernel_tables": "nowhere"}, None, "hardware.kernel_tables: kernel-tables folder '{tmp}/nowhere' not found"),
+    # paths are quoted as excerpts (at most 80 characters): a worker's tmp_path can be longer
+    ({"kernel_tables": "nowhere"}, None, "hardware.kernel_tables: kernel-tables folder {nowhere} not found"),
     ({"kernel_tables": "x" * 300}, None, "not readable (File name too long)"),     # Linux NAME_MAX is 255
     ({"kernel_tables": ""}, None, "is not a kernel-tables folder"),     # the scenario's own folder, not "unset"
-    ({"kernel_tables": "."}, None, "hardware.kernel_tables: '{tmp}' is not a kernel-tables folder: expected "
+    ({"kernel_tables": "."}, None, "hardware.kernel_tables: {tmp} is not a kernel-tables folder: expected "
                                    "tables.yaml in it"),
     ({"kernel_tables": "mine", "gpu": "h200"}, {},
      "hardware.kernel_tables: measured on h100-sxm; the scenario runs on h200 (tables price only the device they "
@@ -125,7 +126,8 @@ def test_a_bad_folder_is_one_line_naming_the_field_or_the_file(tmp_path, hardwar
     path = scenario(tmp_path, **hardware)
     result = CliRunner().invoke(app, ["plan", str(path)])
     assert result.exit_code == 2, result.output
-    assert result.output.count("\n") == 1 and expected.format(tmp=tmp_path) in result.output
+    quoted = {"tmp": excerpt(str(tmp_path)), "nowhere": excerpt(str(tmp_path / "nowhere"))}
+    assert result.output.count("\n") == 1 and expected.format(**quoted) in result.output
 
 
 def test_a_folder_without_tables_is_refused(tmp_path):

@@ -167,6 +167,7 @@ def test_pareto_front_and_ranking():
     assert ranked[-1].status == "invalid"
 
 
+@pytest.mark.slow           # 53 s at a load of 9 (--durations, 2026-12-01)
 def test_search_on_the_70b_scenario_ranks_four_gpus_and_recommends():
     from sizer.sizing.search import search
     space = SearchSpace(gpus=("h100-sxm", "h200", "a100-80gb", "b200"), tensor_parallel_sizes=(2, 4, 8),

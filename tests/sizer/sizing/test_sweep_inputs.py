@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import yaml
 from sweephelp import TRACE, model_folder, sweep_of, trace_sweep, write_sweep
 
+from simulator.errors import excerpt
 from simulator.safe_yaml import load_yaml
 from sizer.inputs.hardware import all_profiles, load_hardware
 from sizer.inputs.preloaded import Preloaded, installed
@@ -40,7 +41,7 @@ def test_a_model_path_is_read_once_in_the_driver(tmp_path):
     assert absent.equals(present)               # the same rows, every column, as with the file there
     # the control: the same sweep shipping nothing reads the model's file, which is gone
     row = evaluate_point(dataclasses.replace(sweep, inputs=Preloaded()), tasks(sweep)[0])
-    assert row.status == "invalid" and row.reason.startswith(f"unknown model {str(folder)!r}")
+    assert row.status == "invalid" and row.reason.startswith(f"unknown model {excerpt(str(folder))}")
 
 
 def test_a_rate_axis_time_scales_the_trace(tmp_path):
