@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -27,13 +26,7 @@ def test_classify():
 
 @pytest.mark.slow
 def test_every_malformed_input_is_refused_in_one_line():
-    # A hang is a run past 20 times what one refusal (start-up, reading, one line) takes here, and at least
-    # 20 s: on a loaded machine every run slows alike (a refusal takes about a second on a quiet one)
-    one = run_corpus.runs_for("scenario", run_corpus.CORPUS / "scenario")[0]
-    start = time.perf_counter()
-    assert run_corpus.execute(one).verdict == "good"
-    timeout = max(run_corpus.TIMEOUT_S, 20 * (time.perf_counter() - start))
-    table, bad, _ = run_corpus.run_corpus(jobs=2, timeout=timeout)
+    table, bad, _ = run_corpus.run_corpus(jobs=2)
     print("\n" + run_corpus.format_table(table))
     assert table, "no corpus found"
     assert not bad, "\n".join(f"{o.verdict}: {o.run.kind} {o.run.case}: {o.detail}" for o in bad)
