@@ -114,7 +114,8 @@ _ATTENTION = (("kv_cache_dtype",), ("num_heads", "num_key_value_heads", "head_di
 _MLA = (("model", "mla_dtype", "gemm_type", "kv_cache_dtype"), ("tp_size", "num_heads", "batch_size", "isl", "step"))
 COLUMNS = {"gemm": (("gemm_dtype", "device"), ("n", "k", "m")),
            "context_attention": _ATTENTION, "generation_attention": (_ATTENTION[0], (*_ATTENTION[1], "step")),
-           "allreduce": (("backend", "allreduce_dtype"), ("num_gpus", "message_size")),
+           # and `backend` where there is one (TensorRT-LLM's table has none: its one all-reduce)
+           "allreduce": (("allreduce_dtype",), ("num_gpus", "message_size")),
            "moe": (("distribution", "moe_dtype"), ("hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size",
                                                    "moe_ep_size", "num_tokens")),
            "mla_context": _MLA, "mla_generation": _MLA,
