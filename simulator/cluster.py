@@ -103,6 +103,21 @@ class Cluster:
     def num_preemptions(self) -> int:
         return sum(r.scheduler.num_preemptions for r in self.replicas)
 
+    def leaks(self) -> tuple[str, ...]:
+        """At the end of a run, what is still held: requests left unfinished, KV blocks not free, LoRA
+        adapter slots still running, KV transfers in flight. Empty after every complete run."""
+        out = [f"{len(self._transfers)} KV transfers in flight"] if self._transfers else []
+        for r in self.replicas:
+            kv, sched = r.kv, r.scheduler
+            if r.inbox or sched.has_unfinished():
+                out.append(f"replica {r.index}: {r.outstanding} requests unfinished")
+            if kv.num_free_blocks != kv.num_blocks:
+                out.append(f"replica {r.index}: {kv.num_blocks - kv.num_free_blocks} of {kv.num_blocks} KV blocks "
+                           "not free")
+            if sched.adapters is not None and sched.adapters.running:
+                out.append(f"replica {r.index}: adapters {sorted(sched.adapters.running)} hold LoRA slots")
+        return tuple(out)
+
     def next_event_s(self) -> float:
         """Earliest time a request can next reach any replica (an arrival or a KV transfer)."""
         return min(self._next_arrival_s, self._transfers[0]) if self._transfers else self._next_arrival_s

@@ -435,6 +435,8 @@ def simulate_gateway(cfg: GatewayConfig, seed: int = 0,
     env.run()
     results = {name: p.recorder.result(p.spec.replica.num_blocks, p.spec.num_replicas, p.cluster.num_preemptions,
                                        p.spec.replica.engine_loop) for name, p in pools.items()}
+    for name, p in pools.items():
+        results[name].leaks = p.cluster.leaks()
     for name, res in results.items():           # a pool's own figures for the requests it took
         c = res.columns
         ids = c["request_id"]

@@ -62,6 +62,7 @@ class SimulationResult:
     num_replicas: int
     num_preemptions: int
     engine_loop: EngineLoop
+    leaks: tuple[str, ...] = ()      # what the run left held at its end (Cluster.leaks): empty unless a bug
 
     @property
     def requests(self):

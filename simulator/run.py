@@ -54,5 +54,7 @@ def simulate(config: SimulationConfig, step_model: StepTimeModel,
     cluster = Cluster(env, config.replica, config.num_replicas, router, step_model, recorder, seed, stream,
                       config.disaggregation, config.fast_forward, config.check_invariants, progress, closed)
     env.run()
-    return recorder.result(config.replica.num_blocks, len(cluster.replicas), cluster.num_preemptions,
-                           config.replica.engine_loop)
+    result = recorder.result(config.replica.num_blocks, len(cluster.replicas), cluster.num_preemptions,
+                             config.replica.engine_loop)
+    result.leaks = cluster.leaks()
+    return result
