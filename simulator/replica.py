@@ -140,10 +140,11 @@ class Replica:
                 continue
             horizon = self.next_event_s() if self.fast_forward else -math.inf
             while sched.has_unfinished():
-                if self.inbox:                   # requests not yet admitted: one step at a time
+                if self.inbox:
                     self._admit()
-                run = sched.decode_run() if self.fast_forward and not self.inbox else None
-                end_s, apply = self._plan_decode_run(run, horizon) if run and run.max_steps > 1 else self._plan_step()
+                run = sched.decode_run() if self.fast_forward else None
+                end_s, apply = (self._plan_decode_run(run, horizon) if run and run.max_steps > 1
+                                else self._plan_step())
                 if end_s >= horizon:
                     self.wake_s = end_s
                     yield env.timeout(max(0.0, end_s - env.now))
@@ -178,9 +179,14 @@ class Replica:
         return t, apply
 
     def _plan_decode_run(self, run: DecodeRun, horizon: float):
-        """Price the run's steps, stopping at the first that ends at or after `horizon`, and
-        allocate their blocks; return the last end time and how to apply them."""
+        """Price the run's steps, stopping at the first that ends at or after `horizon` or after
+        which a request of the inbox would be admitted (`_admit`'s cut-off: the step's start
+        with asynchronous scheduling, else its end), and allocate their blocks; return the last
+        end time and how to apply them."""
         t, ends, durations, step_times = self._t, [], [], self.step_times
+        loop = self.config.engine_loop
+        ready = min(r.arrival_s for r in self.inbox) + loop.input_s if self.inbox else math.inf
+        lag = loop.async_scheduling               # the cut-off is the step's start, t - dt (as `apply` sets it)
         steps = run.max_steps
         if run.tail is not None:
             dt = step_times.shape(run.tail_shape())
@@ -188,6 +194,8 @@ class Replica:
             ends.append(t)
             durations.append(dt)
             steps -= 1
+            if (t - dt if lag else t) >= ready:
+                steps = 0
         n, ctx = run.decode_start()
         memo, decode = step_times.decodes, step_times.decode
         for _ in range(steps if t < horizon else 0):
@@ -196,7 +204,7 @@ class Replica:
             t += dt
             ends.append(t)
             durations.append(dt)
-            if t >= horizon:
+            if t >= horizon or (t - dt if lag else t) >= ready:
                 break
         k, used = self.scheduler.allocate_decode_run(run, ends)
         if k == 0:
