@@ -194,9 +194,15 @@ def client_visible_s(loop: EngineLoop, end_s: np.ndarray, num_seqs: np.ndarray) 
     """
     if len(end_s) == 0:
         return end_s.copy()
-    cost = loop.output_s_per_pass + loop.output_s_per_token * num_seqs
+    cost = loop.output_s_per_token * num_seqs
+    cost += loop.output_s_per_pass                          # in place: three step-sized buffers, no more
     total = np.cumsum(cost)
-    out = total + np.maximum.accumulate(end_s - (total - cost))
+    out = np.subtract(total, cost, out=cost)
+    del cost
+    np.subtract(end_s, out, out=out)
+    np.maximum.accumulate(out, out=out)
+    out += total
+    del total
     lagging = np.r_[False, out[:-1] > end_s[1:]]           # ends while the server is still busy
     if not lagging.any():
         return out
