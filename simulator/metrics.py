@@ -176,6 +176,7 @@ def summarise(result: SimulationResult, slo: SLO | None = None, engine_side: boo
     busy = float(tl.step_s.sum())
     ttft, itl = _latency(c[pre + "ttft_ms"]), itl_latency(result, engine_side)
     e2e, tpot, queue = _latency(c[pre + "e2e_ms"]), _latency(c[pre + "tpot_ms"]), _latency(c["queue_ms"])
+    kv_usage = tl.kv_usage              # built here, after the ITL buffers are gone
     out = dict(
         num_requests=n, num_finished=n_done, num_rejected=n - n_done, duration_s=duration,
         ttft=ttft, itl=itl, tpot=tpot, e2e=e2e, queue=queue,
@@ -184,8 +185,8 @@ def summarise(result: SimulationResult, slo: SLO | None = None, engine_side: boo
         prefix_cache_hit_rate=float(c["cached_prompt_tokens"][done].sum() / tokens_in) if tokens_in else 0.0,
         num_preemptions=result.num_preemptions,
         mean_batch_size=float(np.sum(tl.num_seqs * tl.step_s) / busy) if busy else 0.0,
-        mean_kv_usage=float(np.sum(tl.kv_usage * tl.step_s) / busy) if busy else 0.0,
-        peak_kv_usage=float(tl.kv_usage.max()) if len(tl.kv_usage) else 0.0,
+        mean_kv_usage=float(np.sum(kv_usage * tl.step_s) / busy) if busy else 0.0,
+        peak_kv_usage=float(kv_usage.max()) if len(kv_usage) else 0.0,
         peak_concurrent_requests=peak_concurrency(c["arrival_s"][done], finish_s[done]),
         lora_holdbacks=int(c["lora_holdbacks"].sum()), lora_held_requests=int((c["lora_holdbacks"] > 0).sum()),
     )

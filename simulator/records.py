@@ -45,8 +45,15 @@ class Timeline:
     num_seqs: np.ndarray        # batch size
     new_tokens: np.ndarray
     itl_seqs: np.ndarray        # sequences whose token this step counts as one step-long ITL
-    kv_usage: np.ndarray        # fraction of the replica's KV blocks in use after scheduling
+    kv_used_blocks: np.ndarray  # the replica's KV blocks in use after scheduling
     client_s: np.ndarray        # when the step's tokens reach the client (client_visible_s)
+    num_blocks: int             # KV blocks of each replica
+
+    @property
+    def kv_usage(self) -> np.ndarray:
+        """Fraction of the replica's KV blocks in use after scheduling, per step (built on each use:
+        a step-sized array kept only while it is read)."""
+        return self.kv_used_blocks / self.num_blocks
 
 
 @dataclass
@@ -142,7 +149,7 @@ class Recorder:
             st = {k: v[order] for k, v in st.items()}
         client_s = _client_times(st["replica"], st["end_s"], st["num_seqs"], engine_loop)
         timeline = Timeline(st["replica"], st["end_s"], st["step_s"], st["num_seqs"], st["new_tokens"],
-                            st["itl_seqs"], st["kv_used_blocks"] / num_blocks, client_s)
+                            st["itl_seqs"], st["kv_used_blocks"], client_s, num_blocks)
         done, ms = ~c["rejected"], 1000.0
         first_client = _at_client(c["first_token_s"], c["first_token_replica"], timeline)
         # one stream: no later token reaches the client before the first (a disaggregated request's
