@@ -119,9 +119,14 @@ class Recorder:
 
     def decode_run(self, replica: int, end_s: list[float], step_s: list[float], num_seqs: int,
                    kv_used_blocks: list[int]) -> None:
-        """Record k pure-decode steps of `num_seqs` sequences at once (`fromlist`: extend's fast path for lists)."""
-        replicas, ends, durations, seqs, tokens, itl, used = self._step_columns
+        """Record k pure-decode steps of `num_seqs` sequences at once (`fromlist`: extend's fast path for lists;
+        most runs are a step or two, so one step is appended as it is)."""
         k = len(end_s)
+        if k <= 1:
+            if k:
+                self.step(replica, end_s[0], step_s[0], num_seqs, num_seqs, num_seqs, kv_used_blocks[0])
+            return
+        replicas, ends, durations, seqs, tokens, itl, used = self._step_columns
         replicas.fromlist([replica] * k)
         ends.fromlist(end_s)
         durations.fromlist(step_s)
