@@ -75,12 +75,13 @@ class Cluster:
                 for s in np.random.SeedSequence([seed, 1]).spawn(sum(n for _, n in pools))]
         self.replicas: list[Replica] = []
         step_times = StepTimes(step_model, replica.engine_loop)
+        sole_entry = requests is not None and closed_loop is None and not d and num_replicas == 1
         for cfg, n in pools:
             for _ in range(n):
                 i = len(self.replicas)
                 horizon = self._decode_horizon_s if d and cfg is replica else self.next_event_s
                 self.replicas.append(Replica(env, i, cfg, step_times, recorder, rngs[i], horizon,
-                                             self._done, fast_forward, check_invariants))
+                                             self._done, fast_forward, check_invariants, sole_entry))
         self.entry_pool = self.replicas[:d.num_prefill_replicas] if d else self.replicas
         self.decode_pool = self.replicas[d.num_prefill_replicas:] if d else self.replicas
         self._decode_router = Router("least_outstanding", router.balance_slack)   # KV lands on the least busy

@@ -54,10 +54,9 @@ class DecodeGroup:
 
     def needing_blocks(self, steps: int) -> list[dict[Request, None]]:
         """`needing_block(j)` for each of the next `steps` steps: the phases in reverse cyclic
-        order from the current one, repeated."""
-        p = -self.tick % self.block_size
-        cycle = self._phase[p::-1] + self._phase[:p:-1]
-        return (cycle * -(-steps // self.block_size))[:steps]
+        order from the current one (a run is mostly one or two steps: no cycle is built)."""
+        phase, bs, p = self._phase, self.block_size, -self.tick
+        return [phase[(p - j) % bs] for j in range(steps)]
 
     def steps_to_first_finish(self) -> int:
         return min(self._finish_at) - self.tick

@@ -83,11 +83,12 @@ class MetricsSummary:
 
 
 def weighted_percentiles(values: np.ndarray, weights: np.ndarray, qs: tuple[float, ...]) -> list[float]:
-    """Smallest value whose cumulative weight reaches q% of the total (inverted CDF)."""
-    keep = weights > 0
-    if not keep.all():
-        values, weights = values[keep], weights[keep]
-    if len(values) == 0:
+    """Smallest value whose cumulative weight reaches q% of the total (inverted CDF).
+
+    Values of zero weight stay in place (no filtered copies of the arrays): adding 0.0 leaves the
+    running sum as it was, so the first value reaching a positive target has a positive weight,
+    the one the filtered arrays give."""
+    if not (weights > 0).any():
         return [math.nan] * len(qs)
     order = np.argsort(values, kind="stable")
     cum = weights[order]
@@ -107,30 +108,29 @@ def _latency(values_ms: np.ndarray, weights: np.ndarray | None = None) -> Latenc
 def itl_latency(result: SimulationResult, engine_side: bool = False) -> Latency:
     tl = result.timeline
     gaps = result.itl_gaps_s
-    if engine_side or len(tl.end_s) == 0:
-        step_s = tl.step_s
-    else:
-        # the gap before each step's tokens as the client sees them: from the replica's previous step
-        # (one replica: its steps are in time order already, and no permutation is built)
-        order = None if result.num_replicas == 1 else np.lexsort((tl.end_s, tl.replica))
-        client, replica, step = ((tl.client_s, tl.replica, tl.step_s) if order is None else
-                                 (tl.client_s[order], tl.replica[order], tl.step_s[order]))
-        step_s = np.where(np.r_[True, np.diff(replica) != 0], step, np.diff(client, prepend=client[0]))
-        if order is not None:
-            step_s[order] = step_s.copy()
-        del client, replica, step, order
     # values and weights in one buffer each (a few steps' worth of memory, not a dozen): the steps' gaps,
     # then the longer gaps on their own
-    n = len(step_s)
+    n = len(tl.end_s)
     values, weights = np.empty(n + len(gaps)), np.empty(n + len(gaps))
-    values[:n] = step_s
+    step_s = values[:n]
+    if engine_side or n == 0:
+        step_s[:] = tl.step_s
+    elif result.num_replicas == 1:
+        # the gap before each step's tokens as the client sees them: from the previous step's (one replica:
+        # its steps are in time order already; the first step's own time before it)
+        step_s[0] = tl.step_s[0]
+        np.subtract(tl.client_s[1:], tl.client_s[:-1], out=step_s[1:])
+    else:
+        order = np.lexsort((tl.end_s, tl.replica))
+        client, replica, step = tl.client_s[order], tl.replica[order], tl.step_s[order]
+        step_s[order] = np.where(np.r_[True, np.diff(replica) != 0], step, np.diff(client, prepend=client[0]))
+        del client, replica, step, order
     values[n:] = gaps
-    values *= 1000.0
     weights[:n] = tl.itl_seqs
     if not engine_side:
         # a step handled in the same pass as the one before it merged into that message: no gap of its own
-        weights[:n][~(step_s > 0)] = 0.0
-    del step_s
+        np.copyto(weights[:n], 0.0, where=~(step_s > 0))
+    values *= 1000.0
     weights[n:] = 1.0
     return _latency(values, weights)
 
@@ -176,6 +176,7 @@ def summarise(result: SimulationResult, slo: SLO | None = None, engine_side: boo
     busy = float(tl.step_s.sum())
     ttft, itl = _latency(c[pre + "ttft_ms"]), itl_latency(result, engine_side)
     e2e, tpot, queue = _latency(c[pre + "e2e_ms"]), _latency(c[pre + "tpot_ms"]), _latency(c["queue_ms"])
+    kv_usage = tl.kv_usage              # built here, after the ITL buffers are gone
     out = dict(
         num_requests=n, num_finished=n_done, num_rejected=n - n_done, duration_s=duration,
         ttft=ttft, itl=itl, tpot=tpot, e2e=e2e, queue=queue,
@@ -184,8 +185,8 @@ def summarise(result: SimulationResult, slo: SLO | None = None, engine_side: boo
         prefix_cache_hit_rate=float(c["cached_prompt_tokens"][done].sum() / tokens_in) if tokens_in else 0.0,
         num_preemptions=result.num_preemptions,
         mean_batch_size=float(np.sum(tl.num_seqs * tl.step_s) / busy) if busy else 0.0,
-        mean_kv_usage=float(np.sum(tl.kv_usage * tl.step_s) / busy) if busy else 0.0,
-        peak_kv_usage=float(tl.kv_usage.max()) if len(tl.kv_usage) else 0.0,
+        mean_kv_usage=float(np.sum(kv_usage * tl.step_s) / busy) if busy else 0.0,
+        peak_kv_usage=float(kv_usage.max()) if len(kv_usage) else 0.0,
         peak_concurrent_requests=peak_concurrency(c["arrival_s"][done], finish_s[done]),
         lora_holdbacks=int(c["lora_holdbacks"].sum()), lora_held_requests=int((c["lora_holdbacks"] > 0).sum()),
     )

@@ -45,8 +45,15 @@ class Timeline:
     num_seqs: np.ndarray        # batch size
     new_tokens: np.ndarray
     itl_seqs: np.ndarray        # sequences whose token this step counts as one step-long ITL
-    kv_usage: np.ndarray        # fraction of the replica's KV blocks in use after scheduling
+    kv_used_blocks: np.ndarray  # the replica's KV blocks in use after scheduling
     client_s: np.ndarray        # when the step's tokens reach the client (client_visible_s)
+    num_blocks: int             # KV blocks of each replica
+
+    @property
+    def kv_usage(self) -> np.ndarray:
+        """Fraction of the replica's KV blocks in use after scheduling, per step (built on each use:
+        a step-sized array kept only while it is read)."""
+        return self.kv_used_blocks / self.num_blocks
 
 
 @dataclass
@@ -113,9 +120,14 @@ class Recorder:
 
     def decode_run(self, replica: int, end_s: list[float], step_s: list[float], num_seqs: int,
                    kv_used_blocks: list[int]) -> None:
-        """Record k pure-decode steps of `num_seqs` sequences at once (`fromlist`: extend's fast path for lists)."""
-        replicas, ends, durations, seqs, tokens, itl, used = self._step_columns
+        """Record k pure-decode steps of `num_seqs` sequences at once (`fromlist`: extend's fast path for lists;
+        most runs are a step or two, so one step is appended as it is)."""
         k = len(end_s)
+        if k <= 1:
+            if k:
+                self.step(replica, end_s[0], step_s[0], num_seqs, num_seqs, num_seqs, kv_used_blocks[0])
+            return
+        replicas, ends, durations, seqs, tokens, itl, used = self._step_columns
         replicas.fromlist([replica] * k)
         ends.fromlist(end_s)
         durations.fromlist(step_s)
@@ -143,7 +155,7 @@ class Recorder:
             st = {k: v[order] for k, v in st.items()}
         client_s = _client_times(st["replica"], st["end_s"], st["num_seqs"], engine_loop)
         timeline = Timeline(st["replica"], st["end_s"], st["step_s"], st["num_seqs"], st["new_tokens"],
-                            st["itl_seqs"], st["kv_used_blocks"] / num_blocks, client_s)
+                            st["itl_seqs"], st["kv_used_blocks"], client_s, num_blocks)
         done, ms = ~c["rejected"], 1000.0
         first_client = _at_client(c["first_token_s"], c["first_token_replica"], timeline)
         # one stream: no later token reaches the client before the first (a disaggregated request's
@@ -195,9 +207,15 @@ def client_visible_s(loop: EngineLoop, end_s: np.ndarray, num_seqs: np.ndarray) 
     """
     if len(end_s) == 0:
         return end_s.copy()
-    cost = loop.output_s_per_pass + loop.output_s_per_token * num_seqs
+    cost = loop.output_s_per_token * num_seqs
+    cost += loop.output_s_per_pass                          # in place: three step-sized buffers, no more
     total = np.cumsum(cost)
-    out = total + np.maximum.accumulate(end_s - (total - cost))
+    out = np.subtract(total, cost, out=cost)
+    del cost
+    np.subtract(end_s, out, out=out)
+    np.maximum.accumulate(out, out=out)
+    out += total
+    del total
     lagging = np.r_[False, out[:-1] > end_s[1:]]           # ends while the server is still busy
     if not lagging.any():
         return out

@@ -7,7 +7,10 @@ same step times, records and state as stepping, with fewer events and less work:
   them earlier; the step that crosses that moment is waited for as usual;
 - a run of decode steps of the scheduler's decode group is priced step by step but scheduled
   and applied in one go (`Scheduler.decode_run` and friends); its first step may also finish
-  the prompt of the newest request.
+  the prompt of the newest request. It stops at the step after which a request on its way in
+  would be admitted (`_admit`'s cut-off); the only replica of a cluster fed by known arrivals
+  (`sole_entry`) also runs on past the next arrival to that step, since the arrival can only
+  come to it and nobody looks at it then.
 """
 
 from __future__ import annotations
@@ -79,7 +82,7 @@ class Replica:
     def __init__(self, env: simpy.Environment, index: int, config: ReplicaConfig,
                  step_times: StepTimes, recorder: Recorder, rng: np.random.Generator,
                  next_event_s: Callable[[], float], on_done: Callable[[Replica, Request], None],
-                 fast_forward: bool = True, check_invariants: bool = False):
+                 fast_forward: bool = True, check_invariants: bool = False, sole_entry: bool = False):
         self.env, self.index, self.config = env, index, config
         self.kv = KVCacheManager(config.num_blocks, config.block_size, config.enable_prefix_caching,
                                  config.tenant_isolation, config.slot_prompt_reuse)
@@ -89,6 +92,9 @@ class Replica:
         self.step_times, self.recorder = step_times, recorder
         self.next_event_s, self.on_done = next_event_s, on_done
         self.fast_forward, self.check = fast_forward, check_invariants
+        # the only replica, fed only by arrivals known in advance: what next reaches it is the next arrival,
+        # and nobody looks at it then (a one-replica pool is chosen blind)
+        self.sole_entry = sole_entry
         self.inbox: list[Request] = []       # submitted, not yet handed to the scheduler
         self._wake: simpy.Event | None = None
         self._t = 0.0                        # this replica's clock: end of its last step
@@ -140,10 +146,11 @@ class Replica:
                 continue
             horizon = self.next_event_s() if self.fast_forward else -math.inf
             while sched.has_unfinished():
-                if self.inbox:                   # requests not yet admitted: one step at a time
+                if self.inbox:
                     self._admit()
-                run = sched.decode_run() if self.fast_forward and not self.inbox else None
-                end_s, apply = self._plan_decode_run(run, horizon) if run and run.max_steps > 1 else self._plan_step()
+                run = sched.decode_run() if self.fast_forward else None
+                end_s, apply = (self._plan_decode_run(run, horizon) if run and run.max_steps > 1
+                                else self._plan_step())
                 if end_s >= horizon:
                     self.wake_s = end_s
                     yield env.timeout(max(0.0, end_s - env.now))
@@ -178,9 +185,16 @@ class Replica:
         return t, apply
 
     def _plan_decode_run(self, run: DecodeRun, horizon: float):
-        """Price the run's steps, stopping at the first that ends at or after `horizon`, and
-        allocate their blocks; return the last end time and how to apply them."""
+        """Price the run's steps, stopping at the first that ends at or after `horizon` or after
+        which a request of the inbox would be admitted (`_admit`'s cut-off: the step's start
+        with asynchronous scheduling, else its end), and allocate their blocks; return the last
+        end time and how to apply them."""
         t, ends, durations, step_times = self._t, [], [], self.step_times
+        loop = self.config.engine_loop
+        ready = min(r.arrival_s for r in self.inbox) + loop.input_s if self.inbox else math.inf
+        if self.sole_entry:            # the next arrival comes here: run on until the step that would admit it
+            ready, horizon = min(ready, horizon + loop.input_s), math.inf
+        lag = loop.async_scheduling               # the cut-off is the step's start, t - dt (as `apply` sets it)
         steps = run.max_steps
         if run.tail is not None:
             dt = step_times.shape(run.tail_shape())
@@ -188,6 +202,8 @@ class Replica:
             ends.append(t)
             durations.append(dt)
             steps -= 1
+            if (t - dt if lag else t) >= ready:
+                steps = 0
         n, ctx = run.decode_start()
         memo, decode = step_times.decodes, step_times.decode
         for _ in range(steps if t < horizon else 0):
@@ -196,7 +212,7 @@ class Replica:
             t += dt
             ends.append(t)
             durations.append(dt)
-            if t >= horizon:
+            if t >= horizon or (t - dt if lag else t) >= ready:
                 break
         k, used = self.scheduler.allocate_decode_run(run, ends)
         if k == 0:

@@ -402,7 +402,7 @@ class Scheduler:
         """Allocate the blocks of the run's steps ending at `step_end_s` in stepping order,
         stopping before the first step the pool cannot serve, and apply the tail's prompt
         step. Returns (steps allocated, used blocks after each); 0 steps (nothing changed)
-        when the run would not get past what a normal step does."""
+        when the pool cannot serve the first."""
         kv, bs, tail = self.kv, self.kv.block_size, run.tail
         boundary = self._group.needing_blocks(len(step_end_s))
         counts = list(map(len, boundary))
@@ -426,7 +426,7 @@ class Scheduler:
                 used += c
                 per_step.append(used)
         k = len(per_step)
-        if k < (2 if tail is not None else 1):
+        if k == 0:
             return 0, []
         for j in range(k):
             if boundary[j]:

@@ -8,6 +8,7 @@ from simhelp import DATA, LinearStepModel, scheduler_config, sim_config
 
 from simulator.cluster import DisaggregationConfig
 from simulator.config import SwapLink
+from simulator.engine_loop import BARE, EngineLoop
 from simulator.metrics import summarise
 from simulator.request import Request
 from simulator.run import simulate
@@ -67,17 +68,23 @@ def test_same_seed_same_result_to_the_bit(linear):
     assert not np.array_equal(a.columns["arrival_s"], other.columns["arrival_s"])
 
 
+# the bare loop, and loops whose requests reach the engine late (decode runs stop at their admission cut-off)
+LOOPS = [BARE, EngineLoop("async", True, 0.004, 1e-5, 0.03, 0.001, 1e-5),
+         EngineLoop("sync", False, 0.002, 1e-5, 0.02, 0.001, 1e-5)]
+
+
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 10_000), rate=st.floats(1.0, 60.0), blocks=st.integers(120, 800),
        chunked=st.booleans(), swap=st.booleans(), replicas=st.integers(1, 3),
-       router=st.sampled_from(["round_robin", "least_outstanding", "prefix_aware"]), share=st.floats(0.0, 1.0))
+       router=st.sampled_from(["round_robin", "least_outstanding", "prefix_aware"]), share=st.floats(0.0, 1.0),
+       loop=st.sampled_from(LOOPS))
 def test_fast_forward_is_identical_to_stepping_and_conserves_blocks(seed, rate, blocks, chunked, swap, replicas, router,
-                                                                    share):
+                                                                    share, loop):
     w = spec(60, rate=rate, prompt=Lengths("lognormal", 400, 300, max_tokens=1500),
              output=Lengths("uniform", min_tokens=1, max_tokens=120), shared_prefix=SharedPrefix(share, 128, 2, 2))
     kw = dict(num_blocks=blocks, max_num_batched_tokens=512 if chunked else 2048, enable_chunked_prefill=chunked,
               preemption_mode="swap" if swap else "recompute", swap=SwapLink(1e5, 32e9) if swap else None,
-              num_replicas=replicas,
+              num_replicas=replicas, engine_loop=loop,
               router=router, check_invariants=True)
     model = LinearStepModel()
     stepped = simulate(sim_config(fast_forward=False, **kw), model, w, seed=seed)

@@ -36,7 +36,7 @@ def result_with_tpot(tpot_ms: float, n: int = 20) -> SimulationResult:
                "cached_prompt_tokens": np.zeros(n, int), "ttft_ms": ttft, "tpot_ms": tpot, "e2e_ms": ttft + 10 * tpot,
                "queue_ms": np.zeros(n), "lora_holdbacks": np.zeros(n, int)}
     one = np.ones(1)
-    timeline = Timeline(np.zeros(1, int), one, one, one, one, one, one * 0.5, one)
+    timeline = Timeline(np.zeros(1, int), one, one, one, one, one, one * 0.5, one, 1)
     return SimulationResult(columns, {}, timeline, np.array([]), 1, 0, BARE)
 
 

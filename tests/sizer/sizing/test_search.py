@@ -72,7 +72,7 @@ def fake_result(ttft_ms, tpot_ms, rejected=None):
                "ttft_ms": ttft, "tpot_ms": tpot, "e2e_ms": ttft + 10 * tpot, "queue_ms": np.zeros(n),
                "lora_holdbacks": np.zeros(n, int)}
     one = np.ones(1)
-    return SimulationResult(columns, {}, Timeline(np.zeros(1, int), one, one, one, one, one, one * 0.5, one),
+    return SimulationResult(columns, {}, Timeline(np.zeros(1, int), one, one, one, one, one, one * 0.5, one, 1),
                             np.array([]), 1, 0, BARE)
 
 
