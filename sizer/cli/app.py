@@ -38,6 +38,7 @@ COMMANDS = {
     "gpus": ("sizer.cli.catalogs", "gpus"),
 }
 
+
 def input_errors_exit_2(command):
     """Wrap a command so that bad input (a FieldError: sizer's InputError, a bad trace, a model the
     engine cannot run) is one line on stderr and exit code 2. Any other exception is a bug and
