@@ -357,6 +357,8 @@ class KernelTableStepTimeModel:
         self._roofline_experts = m.moe is not None and not self.experts_from_tables
         self._lm_head_s = self.lm_head if self.lm_head is not None else roofline.lm_head_s
         self._step_overhead_s = roofline.step_overhead_s
+        self._per_token_memo: dict[int, float] = {}      # self.per_token(tokens) by tokens
+        self._lm_head_memo: dict[int, float] = {}        # self._lm_head_s(seqs) by seqs
         self.name = tables.header.description + (f"; roofline for {', '.join(missing)}" if missing else "")
 
     def _sources(self, m: ModelSpec, p: ParallelConfig, table_gemms: int) -> dict[str, str]:
@@ -444,8 +446,13 @@ class KernelTableStepTimeModel:
     def attention_s(self, batch: StepBatch) -> float:
         """Attention, MLA blocks and recurrent mixers of one stage: from the tables what they hold, the others
         from the roofline."""
-        decode, decode_ctx, prefill, n, c = split_attention(batch)
         total = 0.0
+        if not (self.attention or self.latent or self.delta_net):     # the roofline's groups alone (no split needed)
+            r = self.roofline
+            for i in self.roofline_groups:
+                total += r.attention_group_s(i, batch)
+            return total + batch.num_seqs * self._state_s_per_seq
+        decode, decode_ctx, prefill, n, c = split_attention(batch)
         for layers, window, decode_t, prefill_t in self.attention:
             if decode:
                 kv_len = decode_ctx + 1 if window is None else min(decode_ctx + 1, window)
@@ -476,14 +483,25 @@ class KernelTableStepTimeModel:
         tokens = batch.new_tokens
         if tokens == 0:
             return 0.0
-        stage = self.per_token(tokens) + self.attention_s(batch) + self._fixed_s + tokens * self._s_per_token
+        per_token = self._per_token_memo.get(tokens)      # curves of one integer: memoised (steps repeat them)
+        if per_token is None:
+            if len(self._per_token_memo) >= 1 << 14:
+                self._per_token_memo.clear()
+            per_token = self._per_token_memo[tokens] = self.per_token(tokens)
+        stage = per_token + self.attention_s(batch) + self._fixed_s + tokens * self._s_per_token
         if self.roofline_gemms:
             r = self.roofline
             for count, n, k in self.roofline_gemms:
                 stage += count * r.gemm_s(tokens, n, k)
         if self._roofline_experts:
             stage += self.roofline.expert_gemm_s(tokens)
-        return stage * self.pp + self._lm_head_s(batch.num_seqs) + self._step_overhead_s
+        seqs = batch.num_seqs
+        lm_head = self._lm_head_memo.get(seqs)
+        if lm_head is None:
+            if len(self._lm_head_memo) >= 1 << 14:
+                self._lm_head_memo.clear()
+            lm_head = self._lm_head_memo[seqs] = self._lm_head_s(seqs)
+        return stage * self.pp + lm_head + self._step_overhead_s
 
 
 class BundledEngineStepTimeModel:
