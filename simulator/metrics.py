@@ -181,8 +181,12 @@ def slo_attainment(result: SimulationResult, slo: SLO, engine_side: bool = False
     return ok
 
 
-def summarise(result: SimulationResult, slo: SLO | None = None, engine_side: bool = False) -> MetricsSummary:
-    """The run's metrics as a client measures them, or as the engine's own metrics report them."""
+def summarise(result: SimulationResult, slo: SLO | None = None, engine_side: bool = False,
+              itl: bool = True) -> MetricsSummary:
+    """The run's metrics as a client measures them, or as the engine's own metrics report them.
+
+    `itl=False` leaves the ITL out (NaN) for a caller that does not read it (a gateway's pool figures):
+    its buffers, 24 bytes an engine step, are the largest the metrics take."""
     c, tl, pre = result.columns, result.timeline, "engine_" if engine_side else ""
     done = ~c["rejected"]
     n, n_done = len(done), int(done.sum())
@@ -193,7 +197,8 @@ def summarise(result: SimulationResult, slo: SLO | None = None, engine_side: boo
     tokens_in = float(c["prompt_tokens"][done].sum())
     tokens_out = float(c["output_tokens"][done].sum())
     busy = float(tl.step_s.sum())
-    ttft, itl = _latency(c[pre + "ttft_ms"]), itl_latency(result, engine_side)
+    ttft = _latency(c[pre + "ttft_ms"])
+    itl = itl_latency(result, engine_side) if itl else Latency(math.nan, math.nan, math.nan, math.nan)
     e2e, tpot, queue = _latency(c[pre + "e2e_ms"]), _latency(c[pre + "tpot_ms"]), _latency(c["queue_ms"])
     kv_usage = tl.kv_usage              # built here, after the ITL buffers are gone
     out = dict(
