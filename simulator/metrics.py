@@ -17,6 +17,7 @@ message and count as one gap.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from dataclasses import dataclass
 
 import numpy as np
@@ -88,13 +89,25 @@ def weighted_percentiles(values: np.ndarray, weights: np.ndarray, qs: tuple[floa
     Values of zero weight stay in place (no filtered copies of the arrays): adding 0.0 leaves the
     running sum as it was, so the first value reaching a positive target has a positive weight,
     the one the filtered arrays give."""
+    pairs = np.empty(len(values), np.complex128)
+    pairs.real, pairs.imag = values, weights
+    return _select(pairs, qs)
+
+
+def _select(pairs: np.ndarray, qs: tuple[float, ...]) -> list[float]:
+    """`weighted_percentiles` over (value, weight) pairs held as complex numbers (value the real part,
+    weight the imaginary one), sorted and summed in place: numpy sorts complex numbers by real part,
+    then imaginary, so the pairs sort by value carrying their weights, with no permutation array.
+    Pairs of equal value may order differently than a stable argsort of the values, but each run of
+    equal values ends at the same cumulative weight, and the first value reaching a target lies in the
+    same run. Weights are whole numbers, so their running sums are exact in any order."""
+    weights = pairs.imag
     if not (weights > 0).any():
         return [math.nan] * len(qs)
-    order = np.argsort(values, kind="stable")
-    cum = weights[order]
-    np.cumsum(cum, out=cum)
-    idx = np.searchsorted(cum, np.asarray(qs) / 100.0 * cum[-1], side="left")
-    return values[order[np.minimum(idx, len(values) - 1)]].tolist()     # no sorted copy of the values
+    pairs.sort()
+    np.cumsum(weights, out=weights)
+    total, last = float(weights[-1]), len(pairs) - 1
+    return [float(pairs[min(bisect_left(weights, q / 100.0 * total), last)].real) for q in qs]
 
 
 def _latency(values_ms: np.ndarray, weights: np.ndarray | None = None) -> Latency:
@@ -111,7 +124,8 @@ def itl_latency(result: SimulationResult, engine_side: bool = False) -> Latency:
     # values and weights in one buffer each (a few steps' worth of memory, not a dozen): the steps' gaps,
     # then the longer gaps on their own
     n = len(tl.end_s)
-    values, weights = np.empty(n + len(gaps)), np.empty(n + len(gaps))
+    pairs = np.empty(n + len(gaps), np.complex128)      # (value, weight): one buffer, sorted in place (_select)
+    values, weights = pairs.real, pairs.imag
     step_s = values[:n]
     if engine_side or n == 0:
         step_s[:] = tl.step_s
@@ -132,7 +146,12 @@ def itl_latency(result: SimulationResult, engine_side: bool = False) -> Latency:
         np.copyto(weights[:n], 0.0, where=~(step_s > 0))
     values *= 1000.0
     weights[n:] = 1.0
-    return _latency(values, weights)
+    # the mean first, in the values' own order (its summation order, as before); the weights are whole
+    # numbers, so their sum is exact in any order
+    total = np.sum(weights)
+    mean = float(np.sum(values * weights) / total) if total > 0 else math.nan
+    p50, p95, p99 = _select(pairs, (50.0, 95.0, 99.0))
+    return Latency(p50, p95, p99, mean)
 
 
 def peak_concurrency(start_s: np.ndarray, end_s: np.ndarray) -> int:
@@ -162,8 +181,12 @@ def slo_attainment(result: SimulationResult, slo: SLO, engine_side: bool = False
     return ok
 
 
-def summarise(result: SimulationResult, slo: SLO | None = None, engine_side: bool = False) -> MetricsSummary:
-    """The run's metrics as a client measures them, or as the engine's own metrics report them."""
+def summarise(result: SimulationResult, slo: SLO | None = None, engine_side: bool = False,
+              itl: bool = True) -> MetricsSummary:
+    """The run's metrics as a client measures them, or as the engine's own metrics report them.
+
+    `itl=False` leaves the ITL out (NaN) for a caller that does not read it (a gateway's pool figures):
+    its buffers, 24 bytes an engine step, are the largest the metrics take."""
     c, tl, pre = result.columns, result.timeline, "engine_" if engine_side else ""
     done = ~c["rejected"]
     n, n_done = len(done), int(done.sum())
@@ -174,7 +197,8 @@ def summarise(result: SimulationResult, slo: SLO | None = None, engine_side: boo
     tokens_in = float(c["prompt_tokens"][done].sum())
     tokens_out = float(c["output_tokens"][done].sum())
     busy = float(tl.step_s.sum())
-    ttft, itl = _latency(c[pre + "ttft_ms"]), itl_latency(result, engine_side)
+    ttft = _latency(c[pre + "ttft_ms"])
+    itl = itl_latency(result, engine_side) if itl else Latency(math.nan, math.nan, math.nan, math.nan)
     e2e, tpot, queue = _latency(c[pre + "e2e_ms"]), _latency(c[pre + "tpot_ms"]), _latency(c["queue_ms"])
     kv_usage = tl.kv_usage              # built here, after the ITL buffers are gone
     out = dict(

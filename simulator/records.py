@@ -1,6 +1,6 @@
 """What a run leaves behind: one row per request and one per engine step, in flat arrays.
 
-Rows are appended to `array.array` columns (8 bytes a float, 4 an engine step's count, no Python
+Rows are appended to `array.array` columns (8 bytes a float, 1 to 4 an engine step's count, no Python
 object per value) and read as numpy arrays in place at the end (`np.frombuffer`, no copy), so memory
 grows only with the records themselves.
 The pandas DataFrame is built on first use: importing pandas costs more wall time than
@@ -30,11 +30,14 @@ _REQUEST_INTS = ("request_id", "replica", "first_token_replica", "tenant", "adap
                  "output_tokens", "generated_tokens", "cached_prompt_tokens", "preemptions", "lora_holdbacks",
                  "rejected")
 _REQUEST_FLOATS = ("arrival_s", "scheduled_s", "first_token_s", "finished_s")
-# Per step: 36 bytes (counts as C ints, 4 bytes: every bound on them is below 2^31, and a value past it
-# raises OverflowError rather than wrapping). A million requests of the standard workload are 7.4 M steps.
-_STEP_COLUMNS = {"replica": "i", "end_s": "d", "step_s": "d", "num_seqs": "i", "new_tokens": "i",
-                 "itl_seqs": "i", "kv_used_blocks": "i"}
-
+# Per step: 16 bytes of times and five counts, each in the narrowest signed integer its values so far fit
+# (one byte, then two, then four: a column widens when a value does not fit, the only time an append
+# fails), so a step of small batches is 21 bytes, not 36. Every bound on a count is below 2^31, and a
+# value past it raises OverflowError rather than wrapping. A million requests of the standard workload
+# are 7.4 M steps.
+_STEP_COLUMNS = {"replica": "b", "end_s": "d", "step_s": "d", "num_seqs": "b", "new_tokens": "b",
+                 "itl_seqs": "b", "kv_used_blocks": "b"}
+_WIDER = {"b": "h", "h": "i"}
 
 @dataclass(frozen=True)
 class Timeline:
@@ -110,13 +113,17 @@ class Recorder:
     def step(self, replica: int, end_s: float, step_s: float, num_seqs: int, new_tokens: int, itl_seqs: int,
              kv_used_blocks: int) -> None:
         replicas, ends, durations, seqs, tokens, itl, used = self._step_columns
-        replicas.append(replica)
-        ends.append(end_s)
-        durations.append(step_s)
-        seqs.append(num_seqs)
-        tokens.append(new_tokens)
-        itl.append(itl_seqs)
-        used.append(kv_used_blocks)
+        try:
+            replicas.append(replica)
+            ends.append(end_s)
+            durations.append(step_s)
+            seqs.append(num_seqs)
+            tokens.append(new_tokens)
+            itl.append(itl_seqs)
+            used.append(kv_used_blocks)
+        except OverflowError:
+            self._widen()
+            self.step(replica, end_s, step_s, num_seqs, new_tokens, itl_seqs, kv_used_blocks)
 
     def decode_run(self, replica: int, end_s: list[float], step_s: list[float], num_seqs: int,
                    kv_used_blocks: list[int]) -> None:
@@ -128,14 +135,35 @@ class Recorder:
                 self.step(replica, end_s[0], step_s[0], num_seqs, num_seqs, num_seqs, kv_used_blocks[0])
             return
         replicas, ends, durations, seqs, tokens, itl, used = self._step_columns
-        replicas.fromlist([replica] * k)
-        ends.fromlist(end_s)
-        durations.fromlist(step_s)
-        same = [num_seqs] * k
-        seqs.fromlist(same)
-        tokens.fromlist(same)
-        itl.fromlist(same)
-        used.fromlist(kv_used_blocks)
+        try:
+            replicas.fromlist([replica] * k)
+            ends.fromlist(end_s)
+            durations.fromlist(step_s)
+            same = [num_seqs] * k
+            seqs.fromlist(same)
+            tokens.fromlist(same)
+            itl.fromlist(same)
+            used.fromlist(kv_used_blocks)
+        except OverflowError:
+            self._widen()
+            self.decode_run(replica, end_s, step_s, num_seqs, kv_used_blocks)
+
+    def _widen(self) -> None:
+        """After a step's append failed on a value its column is too narrow for: drop what that step
+        appended to the columns before it, and widen that column one size (four bytes failing: a real
+        overflow, raised). The columns are appended in order and a failed append (or `fromlist`) leaves
+        its column as it was, so the failed one is the first of the shortest."""
+        n = min(len(c) for c in self._step_columns)
+        name = next(k for k, c in self._step.items() if len(c) == n)
+        for c in self._step_columns:
+            del c[n:]
+        code = self._step[name].typecode
+        if code not in _WIDER:
+            raise OverflowError(f"step column {name} overflows a 4-byte integer")
+        wide = array(_WIDER[code])
+        wide.frombytes(_view(self._step[name]).astype(np.dtype(_WIDER[code])).tobytes())
+        self._step[name] = wide
+        self._step_columns = tuple(self._step.values())
 
     def result(self, num_blocks: int, num_replicas: int, num_preemptions: int,
                engine_loop: EngineLoop) -> SimulationResult:

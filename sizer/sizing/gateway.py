@@ -234,7 +234,7 @@ def answer(rg: ResolvedGateway, result: GatewayResult, config: GatewayConfig | N
     pools = []
     for spec in cfg.pools:
         r, res = rg.pools[spec.name], result.pools[spec.name]
-        m = summarise(res)
+        m = summarise(res, itl=False)             # a pool's ITL is not among its figures
         busy = float(res.timeline.step_s.sum())
         pools.append(PoolAnswer(spec.name, r.model.name, r.hardware.id, spec.num_replicas, gpus_per_replica(r),
                                 usd_per_hour(spec.num_replicas, gpus_per_replica(r), r.price_usd_per_gpu_hour),
