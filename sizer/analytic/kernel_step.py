@@ -483,11 +483,8 @@ class KernelTableStepTimeModel:
         tokens = batch.new_tokens
         if tokens == 0:
             return 0.0
-        per_token = self._per_token_memo.get(tokens)      # curves of one integer: memoised (steps repeat them)
-        if per_token is None:
-            if len(self._per_token_memo) >= 1 << 14:
-                self._per_token_memo.clear()
-            per_token = self._per_token_memo[tokens] = self.per_token(tokens)
+        # curves of one integer: memoised (steps repeat them)
+        per_token = _memoised(self._per_token_memo, tokens, self.per_token)
         stage = per_token + self.attention_s(batch) + self._fixed_s + tokens * self._s_per_token
         if self.roofline_gemms:
             r = self.roofline
@@ -495,13 +492,21 @@ class KernelTableStepTimeModel:
                 stage += count * r.gemm_s(tokens, n, k)
         if self._roofline_experts:
             stage += self.roofline.expert_gemm_s(tokens)
-        seqs = batch.num_seqs
-        lm_head = self._lm_head_memo.get(seqs)
-        if lm_head is None:
-            if len(self._lm_head_memo) >= 1 << 14:
-                self._lm_head_memo.clear()
-            lm_head = self._lm_head_memo[seqs] = self._lm_head_s(seqs)
+        lm_head = _memoised(self._lm_head_memo, batch.num_seqs, self._lm_head_s)
         return stage * self.pp + lm_head + self._step_overhead_s
+
+
+MEMO_ENTRIES = 1 << 14      # a memo of a curve of one integer is cleared past this (a pure function: no number changes)
+
+
+def _memoised(memo: dict[int, float], key: int, curve: Callable[[int], float]) -> float:
+    """curve(key), from `memo` when it was asked before."""
+    value = memo.get(key)
+    if value is None:
+        if len(memo) >= MEMO_ENTRIES:
+            memo.clear()
+        value = memo[key] = curve(key)
+    return value
 
 
 class BundledEngineStepTimeModel:

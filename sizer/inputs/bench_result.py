@@ -24,7 +24,6 @@ from sizer.inputs.scenario import MAX_CONCURRENCY, MAX_RATE_PER_S, MAX_REQUESTS,
 
 # Throughputs: name in the file -> per second.
 THROUGHPUTS = ("request_throughput", "output_throughput", "total_token_throughput")
-LATENCIES = ("ttft", "tpot", "itl", "e2el")
 _STAT = re.compile(r"^(mean|median|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el)_ms$")
 _MAX_MS = 1e12
 

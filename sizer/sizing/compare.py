@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simulator.errors import FieldError
-from simulator.metrics import itl_latency, summarise
+from simulator.metrics import summarise
 from simulator.records import SimulationResult
 from simulator.run import simulate
 from simulator.workload import Arrivals, ClosedLoop, Workload
@@ -94,7 +94,7 @@ def predictions(sim: SimulationResult, keys: list[str]) -> dict[str, float]:
     s = summarise(sim)
     out = {"request_throughput": s.request_throughput_per_s, "output_throughput": s.output_tokens_per_s,
            "total_token_throughput": s.total_tokens_per_s}
-    itl = itl_latency(sim)
+    itl = s.itl
     pooled = {"mean": itl.mean_ms, "median": itl.p50_ms, "p50": itl.p50_ms, "p95": itl.p95_ms, "p99": itl.p99_ms}
     done = ~sim.columns["rejected"]
     for key in keys:

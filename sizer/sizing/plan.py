@@ -237,21 +237,22 @@ def make_plan(r: Resolved) -> Plan:
 
     # Little's law.
     a = w.arrival
-    if w.trace is None and a.process == "closed":
-        t_est, rate = _closed_loop(step, a.concurrency, a.think_time_s or 0.0, times.prefill_ms / 1e3, output_mean,
-                                   int(prompt_mean + output_mean / 2), times.memory_limited_batch)
-        if w.time_in_system_s is not None:
-            rate = a.concurrency / ((a.think_time_s or 0.0) + w.time_in_system_s)
+    closed, think_s = w.trace is None and a.process == "closed", a.think_time_s or 0.0
+    context = int(prompt_mean + output_mean / 2)
     if w.time_in_system_s is not None:
         t_sys, t_source = w.time_in_system_s, "scenario"
+        if closed:
+            rate = a.concurrency / (think_s + t_sys)
     else:
-        t_sys = _time_in_system_s(step, rate, times.prefill_ms / 1e3, output_mean, int(prompt_mean + output_mean / 2),
-                                  times.memory_limited_batch)
         t_source = "estimated: prefill + outputs x decode step (the plan's step model) at the Little's-law batch"
-        if w.trace is None and a.process == "closed":
-            t_sys = t_est
+        if closed:
+            t_sys, rate = _closed_loop(step, a.concurrency, think_s, times.prefill_ms / 1e3, output_mean, context,
+                                       times.memory_limited_batch)
             t_source += (f"; closed loop of {a.concurrency} clients: they send at concurrency / (time in system + "
-                         f"think time {a.think_time_s or 0.0:g} s) = {rate:.3g} req/s, the rate sized for")
+                         f"think time {think_s:g} s) = {rate:.3g} req/s, the rate sized for")
+        else:
+            t_sys = _time_in_system_s(step, rate, times.prefill_ms / 1e3, output_mean, context,
+                                      times.memory_limited_batch)
     if w.kv_tokens_per_request:
         tokens_per_req, tokens_source = w.kv_tokens_per_request, "scenario"
     else:

@@ -43,9 +43,10 @@ def predicted_tokens_per_s(row: dict, step_model: str = "auto", scale: float = 1
     of its requests."""
     n = max(1, round(int(row["num_requests"]) * scale))
     r = resolve(scenario_from_dict(scenario_of(row, step_model, n), None))
-    result = simulate_scenario(r)
+    step = step_model_for(r)
+    result = simulate_scenario(r, step=step)
     done = ~result.columns["rejected"]
-    sources = step_sources(step_model_for(r))
+    sources = step_sources(step)
     roofline = [family for family, source in sources.items() if source == "roofline"]
     name = ("roofline" if set(sources.values()) == {"roofline"} else f"{r.hardware.id} {r.engine.engine} tables"
             + (f"; roofline: {', '.join(roofline)}" if roofline else ""))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from simulator.run import SimulationConfig, simulate
+from simulator.step_batch import StepTimeModel
 from sizer.errors import InputError
 from sizer.sizing.resolve import Resolved
 from sizer.sizing.step_model import step_model_for
@@ -43,9 +44,10 @@ def check_simulated_blocks(blocks: int, file: str | None, field: str) -> None:
 
 def simulate_scenario(r: Resolved, num_requests: int | None = None, replicas: int | None = None,
                       router: str = DEFAULT_ROUTER, progress: Callable[[int], None] | None = None,
-                      rate_per_s: float | None = None):
-    """Simulate the scenario's workload (at `rate_per_s` if given) on its deployment with its step model."""
-    return simulate(simulation_config(r, replicas, router), step_model_for(r),
+                      rate_per_s: float | None = None, step: StepTimeModel | None = None):
+    """Simulate the scenario's workload (at `rate_per_s` if given) on its deployment with its step model
+    (`step`, when the caller has built it already)."""
+    return simulate(simulation_config(r, replicas, router), step or step_model_for(r),
                     workload_of(r.scenario, num_requests, rate_per_s), r.scenario.workload.seed, progress)
 
 
