@@ -39,6 +39,7 @@ _STEP_COLUMNS = {"replica": "b", "end_s": "d", "step_s": "d", "num_seqs": "b", "
                  "itl_seqs": "b", "kv_used_blocks": "b"}
 _WIDER = {"b": "h", "h": "i"}
 
+
 @dataclass(frozen=True)
 class Timeline:
     """Per engine step, all replicas, ordered by end time (then replica)."""

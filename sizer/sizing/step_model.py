@@ -113,9 +113,7 @@ def kernel_tables_note(r: Resolved) -> str | None:
         return own_tables_note(r)
     header = bundled_header(r.hardware.id, r.engine.engine)
     mode = r.scenario.hardware.step_model
-    if header is None:
-        if mode == "kernel_tables":
-            refuse_missing_tables(r)
+    if header is None:          # (kernel_tables asked for here was refused by step_model_for)
         return (f"step times: the roofline; no kernel tables are bundled for {r.hardware.id} in {r.engine.engine}"
                 + (" (hardware.step_model: auto)" if mode == "auto" else ""))
     tables = header.description
