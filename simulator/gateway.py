@@ -196,8 +196,12 @@ class GatewayRecords:
 
     def is_target(self, name: str) -> np.ndarray:
         """Per request: was it served by (or rejected by the pool) `name`?"""
-        return self.target == self.target_names.index(name) if name in self.target_names else \
-            np.zeros(len(self), bool)
+        return coded(self.target, self.target_names, name)
+
+
+def coded(codes: np.ndarray, names: tuple[str, ...], name: str) -> np.ndarray:
+    """Per request: is its code (a target's, a class's, a route's) the one of `name`?"""
+    return codes == names.index(name) if name in names else np.zeros(len(codes), bool)
 
 
 @dataclass

@@ -36,6 +36,7 @@ from simulator.gateway import (
     PoolSpec,
     RequestClass,
     Route,
+    coded,
     simulate_gateway,
 )
 from simulator.metrics import SLO, Latency, slo_attainment, summarise, weighted_percentiles
@@ -246,10 +247,10 @@ def answer(rg: ResolvedGateway, result: GatewayResult, config: GatewayConfig | N
         externals.append(ExternalAnswer(e.name, quality[e.name], int(mine.sum()),
                                         sum(recs.cost_usd[mine].tolist()) * per_request_hour,
                                         _latency(recs.ttft_ms[mine]), _latency(recs.e2e_ms[mine])))
-    classes = [_class_answer(c, recs, _coded(recs.cls, recs.class_names, c.name)) for c in g.classes]
+    classes = [_class_answer(c, recs, coded(recs.cls, recs.class_names, c.name)) for c in g.classes]
     routes = []
     for route in cfg.routes:
-        mine = _coded(recs.route, recs.route_names, route.name)
+        mine = coded(recs.route, recs.route_names, route.name)
         routes.append(RouteAnswer(route.name, int(mine.sum()), route.strong_share if route.strong else None,
                                   _finite(result.thresholds.get(route.name)),
                                   dict(Counter(f"{t}: {why}" for i, skipped in recs.fallbacks.items() if mine[i]
@@ -267,11 +268,6 @@ def answer(rg: ResolvedGateway, result: GatewayResult, config: GatewayConfig | N
         tuple(externals), tuple(classes), tuple(routes), total, out_per_s,
         total / (out_per_s * 3600) * 1e6 if total is not None and out_per_s > 0 else None,
         float(np.mean(scored)) if len(scored) else None, all(c.slo_met for c in classes), ASSUMPTIONS)
-
-
-def _coded(codes: np.ndarray, names: tuple[str, ...], name: str) -> np.ndarray:
-    """Per request: is its code (a class's, a route's) the one of `name`?"""
-    return codes == names.index(name) if name in names else np.zeros(len(codes), bool)
 
 
 def _outcomes(outcome: np.ndarray) -> dict[str, int]:
