@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from simulator.speculative import expected_tokens_per_step
 from sizer.analytic.capacity import Capacity, littles_law
@@ -49,6 +50,9 @@ from sizer.sizing.result import Sizing
 from sizer.sizing.slots import SlotAnswers, slot_answers
 from sizer.sizing.step_model import kernel_tables_note, roofline_for, step_model_for, step_sources
 from sizer.words import count
+
+if TYPE_CHECKING:      # for the annotation only: a plan without a schedule need not import the day's code
+    from sizer.sizing.day import DayPlan
 
 SCHEMA_VERSION = 1
 
@@ -151,6 +155,7 @@ class Plan:
     simulation: Sizing | None = None     # `plan --simulate`: sizer.sizing.pipeline.add_simulation
     slots: SlotAnswers | None = None     # llama.cpp and Ollama: the answers in the user's terms
     lora: LoraMemory | None = None       # LoRA adapter slots per GPU (taken from the KV cache: memory.lora_bytes)
+    day: DayPlan | None = None           # workload.schedule with --simulate: sizer.sizing.day.add_day
 
 
 def attention_kind(m: ModelSpec) -> str:
