@@ -15,8 +15,8 @@ import zoneinfo
 from dataclasses import dataclass
 from typing import Literal
 
-from simulator.trace_limits import MAX_TIMESTAMP_S, MAX_TRACE_REQUESTS
 from simulator.schema import field
+from simulator.trace_limits import MAX_TIMESTAMP_S, MAX_TRACE_REQUESTS
 from sizer.errors import InputError
 
 MAX_RATE_PER_S = 1e6                                   # as workload.arrival.rate_per_s (sizer/inputs/scenario.py)
@@ -68,7 +68,7 @@ class AutoscalingSection:
     min_replicas: int = field(1, ge=1, le=10_000, doc="fewest replicas kept")
     max_replicas: int = field(10_000, ge=1, le=10_000, doc="most replicas allowed")
     node_provisioning_s: float = field(300.0, ge=0.0, le=MAX_DELAY_S,
-                                       doc="a new GPU node joining the cluster (assumption; docs/capacity-over-time.md)")
+                                       doc="a new GPU node joining the cluster (docs/capacity-over-time.md)")
     image_pull_s: float = field(120.0, ge=0.0, le=MAX_DELAY_S, doc="pulling the serving image onto the new node")
     storage_bytes_per_s: float = field(1e9, ge=1e6, le=1e15,
                                        doc="read speed of the weights' storage: weights load = stored bytes / this")
@@ -118,8 +118,8 @@ def check_schedule(sch: ScheduleSection, file: str | None) -> None:
         times = [point_s(p.at, sch.period, file, f"{where}.points[{i}].at") for i, p in enumerate(sch.points)]
         for i in range(1, len(times)):
             if times[i] <= times[i - 1]:
-                raise InputError(file, f"{where}.points[{i}].at", f"expected times in increasing order, got "
-                                                                  f"{sch.points[i].at!r} after {sch.points[i - 1].at!r}")
+                got = f"{sch.points[i].at!r} after {sch.points[i - 1].at!r}"
+                raise InputError(file, f"{where}.points[{i}].at", f"expected times in increasing order, got {got}")
         if max(p.rate_per_s for p in sch.points) <= 0:
             raise InputError(file, f"{where}.points", "expected at least one rate_per_s > 0")
     if PERIOD_S[sch.period] % sch.interval_s:

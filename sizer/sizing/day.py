@@ -20,18 +20,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from simulator.metrics import slo_attainment
 from simulator.run import simulate
 from simulator.workload import Workload
-from sizer.analytic.energy import PowerByState, kwh, mean_power_w, per_million, power_by_state, ridge_tokens
+from sizer.analytic.energy import kwh, mean_power_w, per_million, power_by_state, ridge_tokens
 from sizer.errors import InputError
 from sizer.inputs.schedule import AutoscalingSection, Profile, grown, points_profile
 from sizer.sizing.autoscale import Policy, ReplicaTimeline, ScaleUpDelay, needed_replicas, replica_timeline
 from sizer.sizing.cost import gpus_per_replica
+from sizer.sizing.day_result import CurvePoint, DayEnergy, DayPlan, GrowthMonth, Interval, PolicyCost, Window
 from sizer.sizing.goodput import probe_slo, score, simulate_at, slo_of
 from sizer.sizing.pipeline import size_deployment
 from sizer.sizing.plan import Plan, make_plan
@@ -48,89 +48,6 @@ REFINE_STEPS = 2                     # bisections of the SLO rate per replica be
 LEAD_STEPS, DRAIN_STEPS = 2, 5       # a short run is simulated from 2 steps before it to 5 after (scored: those 5)
 MAX_WINDOW_STEPS = 120               # at most 2 hours simulated per run of short steps; longer runs: share 0 (named)
 HOURS_PER_MONTH = 8760 / 12
-
-
-@dataclass(frozen=True)
-class CurvePoint:
-    rate_per_s: float                # per replica
-    slo_share: float
-    busy_share: float                # share of time the replica runs steps
-    compute_bound_share: float       # share of that time in steps of more tokens than the ridge
-
-
-@dataclass(frozen=True)
-class Interval:
-    start: str                       # local time, 'HH:MM' (week: 'Mon HH:MM')
-    rate_per_s: float                # mean over the interval
-    replicas_needed: int             # most the rate needs at the SLO rate per replica
-    replicas_serving_min: int
-    replicas_serving_max: int
-    gpu_hours: float                 # paid, autoscaled
-    slo_share: float                 # requests meeting every target, autoscaled
-    simulated: bool                  # part of the interval was a short run, simulated
-    energy_kwh: float
-
-
-@dataclass(frozen=True)
-class Window:
-    start: str
-    end: str
-    replicas_before: int
-    replicas_after: int
-    requests: int
-    slo_share: float
-
-
-@dataclass(frozen=True)
-class PolicyCost:
-    name: str                        # static peak | autoscaled | reserved base + burst
-    gpu_hours_per_day: float
-    usd_per_month: float | None
-    slo_share: float                 # over the period, request-weighted
-    meets_slo: bool
-    note: str
-
-
-@dataclass(frozen=True)
-class DayEnergy:
-    power: PowerByState
-    pue: float
-    kwh_per_day: float
-    kwh_per_million_output_tokens: float | None
-    g_co2e_per_million_output_tokens: float | None
-    static_peak_kwh_per_day: float
-
-
-@dataclass(frozen=True)
-class GrowthMonth:
-    month: int
-    peak_rate_per_s: float
-    peak_replicas: int
-    autoscaled_usd_per_month: float | None
-
-
-@dataclass(frozen=True)
-class DayPlan:
-    period: str
-    time_zone: str
-    step_s: float
-    interval_s: float
-    peak_rate_per_s: float
-    peak_replicas: int                          # the steady pipeline's at the peak: static provisioning
-    slo_rate_per_replica_per_s: float
-    target_per_replica_per_s: float
-    scale_up_delay: ScaleUpDelay
-    scale_ahead: bool
-    curve: tuple[CurvePoint, ...]
-    intervals: tuple[Interval, ...]
-    windows: tuple[Window, ...]
-    policies: tuple[PolicyCost, ...]
-    cheapest_meeting_slo: str | None
-    requests_per_day: float
-    output_tokens_per_day: float
-    energy: DayEnergy | None
-    growth: tuple[GrowthMonth, ...]
-    notes: tuple[str, ...]
 
 
 def _clock(t_s: float, period: str) -> str:

@@ -52,7 +52,7 @@ from sizer.sizing.step_model import kernel_tables_note, roofline_for, step_model
 from sizer.words import count
 
 if TYPE_CHECKING:      # for the annotation only: a plan without a schedule need not import the day's code
-    from sizer.sizing.day import DayPlan
+    from sizer.sizing.day_result import DayPlan
 
 SCHEMA_VERSION = 1
 

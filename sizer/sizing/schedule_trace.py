@@ -12,8 +12,8 @@ import numpy as np
 
 from simulator.traces import read_csv_trace, read_mooncake
 from sizer.errors import InputError
-from sizer.inputs.schedule import Profile
 from sizer.inputs.scenario import Scenario, scenario_dir
+from sizer.inputs.schedule import Profile
 
 
 def trace_profile(s: Scenario) -> Profile:
