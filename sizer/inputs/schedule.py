@@ -143,8 +143,10 @@ class Profile:
         if not self.linear:
             return rs[i]
         j = (i + 1) % len(ts)
-        t0 = ts[i] if t >= ts[i] else ts[i] - self.period_s
-        t1 = ts[j] if j > i else ts[j] + self.period_s
+        if t >= ts[i]:                          # between knot i and the next (the first of the next period)
+            t0, t1 = ts[i], (ts[j] if j > i else ts[j] + self.period_s)
+        else:                                   # before the first knot: from the last one of the period before
+            t0, t1 = ts[i] - self.period_s, ts[j]
         if t1 - t0 <= 0:
             return rs[i]
         return rs[i] + (rs[j] - rs[i]) * (t - t0) / (t1 - t0)

@@ -251,6 +251,9 @@ def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSetting
                            per_million(day_kwh * s.energy.grid_g_co2e_per_kwh, tokens)
                            if s.energy.grid_g_co2e_per_kwh is not None else None, static_kwh)
     growth = _growth(r, profile, sch, policy, g) if sch.growth_per_month else ()
+    if r.hardware.reserved_usd_per_gpu_hour is not None:
+        notes.append(f"reserved price ${r.hardware.reserved_usd_per_gpu_hour:g}/GPU-hour: "
+                     f"{r.hardware.reserved_price_rule}")
     return DayPlan(sch.period, sch.time_zone, STEP_S, sch.interval_s, peak, n_peak, mu, target, delay, a.scale_ahead,
                    curve, tuple(intervals), tuple(windows), policies, cheapest, total_requests, tokens, energy,
                    growth, tuple(notes))
@@ -285,8 +288,7 @@ def _policies(r: Resolved, tl: ReplicaTimeline, n_peak: int, g: int, static_shar
     base = min(bases, key=cost)
     out.append(PolicyCost("reserved base + burst", max(auto_h, base * g * k * step_h), cost(base) * per_month,
                           auto_share, auto_share >= required,
-                          f"{base} replicas reserved at ${reserved:g}/GPU-h ({r.hardware.reserved_price_rule}), "
-                          f"the rest on demand"))
+                          f"{base} reserved at ${reserved:g}/GPU-h, the rest on demand"))
     return tuple(out)
 
 
