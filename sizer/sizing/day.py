@@ -30,7 +30,7 @@ from sizer.analytic.energy import kwh, mean_power_w, per_million, power_by_state
 from sizer.errors import InputError
 from sizer.inputs.schedule import AutoscalingSection, Profile, grown, points_profile
 from sizer.sizing.autoscale import Policy, ReplicaTimeline, ScaleUpDelay, needed_replicas, replica_timeline
-from sizer.sizing.cost import gpus_per_replica
+from sizer.sizing.cost import HOURS_PER_MONTH, gpus_per_replica
 from sizer.sizing.day_result import CurvePoint, DayEnergy, DayPlan, GrowthMonth, Interval, PolicyCost, Window
 from sizer.sizing.goodput import probe_slo, score, simulate_at, slo_of
 from sizer.sizing.pipeline import size_deployment
@@ -47,7 +47,6 @@ CURVE_FRACTIONS = (0.1, 0.25, 0.5, 0.75, 0.9, 1.0)   # rates of the curve, as sh
 REFINE_STEPS = 2                     # bisections of the SLO rate per replica between peak / n and peak / (n - 1)
 LEAD_STEPS, DRAIN_STEPS = 2, 5       # a short run is simulated from 2 steps before it to 5 after (scored: those 5)
 MAX_WINDOW_STEPS = 120               # at most 2 hours simulated per run of short steps; longer runs: share 0 (named)
-HOURS_PER_MONTH = 8760 / 12
 
 
 def _clock(t_s: float, period: str) -> str:

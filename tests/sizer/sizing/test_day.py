@@ -12,8 +12,8 @@ import yaml
 from typer.testing import CliRunner
 
 from sizer.cli import app
-from sizer.inputs.schedule import AutoscalingSection, ScheduleSection, SchedulePoint
 from sizer.inputs.scenario import load_scenario
+from sizer.inputs.schedule import AutoscalingSection, SchedulePoint, ScheduleSection
 from sizer.sizing.day import plan_day
 from sizer.sizing.pipeline import add_simulation
 from sizer.sizing.plan import make_plan
