@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 if TYPE_CHECKING:      # annotations only: rendering a plan without a schedule need not import the day's code
-    from sizer.sizing.day_result import DayPlan
+    from sizer.sizing.day_result import DayPlan, SteadyEnergy
 
 
 def _usd(x: float | None) -> str:
@@ -67,3 +67,16 @@ def render_day(day: DayPlan, console: Console) -> None:
             t.add_row(str(g.month), f"{g.peak_rate_per_s:.1f}", str(g.peak_replicas), _usd(g.autoscaled_usd_per_month))
         console.print(t)
     console.print()
+
+
+def render_energy(e: SteadyEnergy, console: Console) -> None:
+    """A steady plan's energy at its operating point, with the power figures' source."""
+    per_m = (f"{e.kwh_per_million_output_tokens:.3f} kWh per million output tokens"
+             if e.kwh_per_million_output_tokens is not None else "no output tokens")
+    co2 = (f", {e.g_co2e_per_million_output_tokens:,.1f} gCO2e per million"
+           if e.g_co2e_per_million_output_tokens is not None else "")
+    console.print(f"[bold]Energy[/]: {e.watts_per_gpu:,.0f} W per GPU (busy {e.busy_share:.0%}, "
+                  f"{e.compute_bound_share:.0%} of it compute-bound) = {e.kwh_per_hour:,.2f} kWh/hour at PUE "
+                  f"{e.pue:g}; {per_m}{co2}", highlight=False)
+    console.print(f"  power: idle {e.power.idle_w:g} W, decode-bound {e.power.decode_w:g} W, prefill-bound "
+                  f"{e.power.prefill_w:g} W ({e.power.source})", highlight=False)

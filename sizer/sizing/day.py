@@ -31,7 +31,16 @@ from sizer.errors import InputError
 from sizer.inputs.schedule import AutoscalingSection, Profile, grown, points_profile
 from sizer.sizing.autoscale import Policy, ReplicaTimeline, ScaleUpDelay, needed_replicas, replica_timeline
 from sizer.sizing.cost import HOURS_PER_MONTH, gpus_per_replica
-from sizer.sizing.day_result import CurvePoint, DayEnergy, DayPlan, GrowthMonth, Interval, PolicyCost, Window
+from sizer.sizing.day_result import (
+    CurvePoint,
+    DayEnergy,
+    DayPlan,
+    GrowthMonth,
+    Interval,
+    PolicyCost,
+    SteadyEnergy,
+    Window,
+)
 from sizer.sizing.goodput import probe_slo, score, simulate_at, slo_of
 from sizer.sizing.pipeline import size_deployment
 from sizer.sizing.plan import Plan, make_plan
@@ -309,3 +318,24 @@ def _growth(r: Resolved, profile: Profile, sch, policy: Policy, g: int) -> tuple
 def add_day(plan: Plan, r: Resolved, settings: GoodputSettings = GoodputSettings()) -> Plan:
     """`plan` (simulated) with its day over the schedule (`Plan.day`)."""
     return dataclasses.replace(plan, day=plan_day(r, plan, settings))
+
+
+def steady_energy(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSettings()) -> SteadyEnergy | None:
+    """Energy of a simulated steady plan: one replica at target rate / replicas (`settings.num_requests` requests),
+    every GPU of every replica at its mean power; None without replicas or a power figure."""
+    sizing, power = plan.simulation, power_by_state(r.hardware)
+    if sizing is None or not sizing.replicas or power is None:
+        return None
+    rate = sizing.target_rate_per_s
+    busy, bound = _busy(simulate_at(r, rate / sizing.replicas, settings.num_requests), ridge_tokens(r.hardware))
+    watts = mean_power_w(power, busy, bound)
+    hour = kwh(watts * sizing.replicas * gpus_per_replica(r), 3600, r.scenario.energy.pue)
+    tokens = rate * plan.step_times.output_tokens_mean * 3600
+    grid = r.scenario.energy.grid_g_co2e_per_kwh
+    return SteadyEnergy(power, r.scenario.energy.pue, busy, bound, watts, hour, per_million(hour, tokens),
+                        per_million(hour * grid, tokens) if grid is not None else None)
+
+
+def add_energy(plan: Plan, r: Resolved, settings: GoodputSettings = GoodputSettings()) -> Plan:
+    """`plan` (simulated) with its steady energy (`Plan.energy`)."""
+    return dataclasses.replace(plan, energy=steady_energy(r, plan, settings))

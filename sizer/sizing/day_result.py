@@ -90,3 +90,17 @@ class DayPlan:
     energy: DayEnergy | None
     growth: tuple[GrowthMonth, ...]
     notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SteadyEnergy:
+    """A steady plan's energy at its operating point (`plan --simulate`): one replica simulated at target rate /
+    replicas, its busy and compute-bound shares priced by sizer.analytic.energy."""
+    power: PowerByState
+    pue: float
+    busy_share: float
+    compute_bound_share: float
+    watts_per_gpu: float
+    kwh_per_hour: float                         # every GPU of every replica, PUE included
+    kwh_per_million_output_tokens: float | None
+    g_co2e_per_million_output_tokens: float | None

@@ -52,7 +52,7 @@ from sizer.sizing.step_model import kernel_tables_note, roofline_for, step_model
 from sizer.words import count
 
 if TYPE_CHECKING:      # for the annotation only: a plan without a schedule need not import the day's code
-    from sizer.sizing.day_result import DayPlan
+    from sizer.sizing.day_result import DayPlan, SteadyEnergy
 
 SCHEMA_VERSION = 1
 
@@ -156,6 +156,7 @@ class Plan:
     slots: SlotAnswers | None = None     # llama.cpp and Ollama: the answers in the user's terms
     lora: LoraMemory | None = None       # LoRA adapter slots per GPU (taken from the KV cache: memory.lora_bytes)
     day: DayPlan | None = None           # workload.schedule with --simulate: sizer.sizing.day.add_day
+    energy: SteadyEnergy | None = None   # --simulate: energy at the operating point (sizer.sizing.day.add_energy)
 
 
 def attention_kind(m: ModelSpec) -> str:
