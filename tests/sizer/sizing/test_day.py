@@ -68,3 +68,19 @@ def test_the_bundled_diurnal_day(tmp_path):
             assert i["slo_share"] >= required, i
     assert day["cheapest_meeting_slo"] is not None
     assert day["energy"]["kwh_per_million_output_tokens"] > 0
+
+
+def test_a_steady_plans_energy_is_its_power_over_its_tokens():
+    # Plan.energy at the operating point: kWh an hour = W per GPU x GPUs x 3,600 s x PUE / 3.6e6, and per million
+    # output tokens = that / (rate x mean output tokens x 3,600) x 1e6 (sizer/analytic/energy.py)
+    from sizer.sizing.day import steady_energy
+    s = load_scenario(ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml")
+    r = resolve(dataclasses.replace(s, workload=dataclasses.replace(s.workload, num_requests=300)))
+    plan = add_simulation(make_plan(r), r, FAST)
+    e = steady_energy(r, plan, FAST)
+    gpus = plan.simulation.replicas
+    assert 80.0 <= e.watts_per_gpu <= 700.0                     # between the H100's idle and prefill-bound power
+    assert e.kwh_per_hour == pytest.approx(e.watts_per_gpu * gpus * 3600 / 3.6e6)
+    tokens_per_hour = 6.0 * plan.step_times.output_tokens_mean * 3600
+    assert e.kwh_per_million_output_tokens == pytest.approx(e.kwh_per_hour / tokens_per_hour * 1e6)
+    assert e.g_co2e_per_million_output_tokens is None           # no grid intensity stated
