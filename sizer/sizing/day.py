@@ -27,7 +27,6 @@ from simulator.metrics import slo_attainment
 from simulator.run import simulate
 from simulator.workload import Workload
 from sizer.analytic.energy import kwh, mean_power_w, per_million, power_by_state, ridge_tokens
-from sizer.errors import InputError
 from sizer.inputs.schedule import AutoscalingSection, Profile, grown, points_profile
 from sizer.sizing.autoscale import Policy, ReplicaTimeline, ScaleUpDelay, needed_replicas, replica_timeline
 from sizer.sizing.cost import HOURS_PER_MONTH, gpus_per_replica
@@ -175,13 +174,11 @@ def simulate_scenario_workload(r: Resolved, w: Workload):
     return simulate(simulation_config(r, 1), step_model_for(r), w, r.scenario.workload.seed)
 
 
-def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSettings()) -> DayPlan:
-    """The scenario's schedule served by its autoscaling policy (sizer.sizing.autoscale), priced per step."""
+def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSettings()) -> tuple[DayPlan | None, str]:
+    """The scenario's schedule served by its autoscaling policy (sizer.sizing.autoscale), priced per step, and a
+    verdict; no day when no replica count meets the SLO at the schedule's peak (the verdict says why)."""
     s = r.scenario
     sch, a = s.workload.schedule, s.autoscaling or AutoscalingSection()
-    if not slo_of(s).has_targets:
-        raise InputError(s.file, "slo", "workload.schedule sizes replicas to the SLO; expected ttft_ms, itl_ms "
-                                        "or e2e_ms")
     profile = _profile(r)
     k = int(round(profile.period_s / STEP_S))
     rates = [profile.rate_at((i + 0.5) * STEP_S) for i in range(k)]
@@ -189,7 +186,7 @@ def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSetting
     peak_r = _at_rate(r, peak)
     sizing = size_deployment(peak_r, make_plan(peak_r), settings)
     if sizing.status is not SizingStatus.MET:
-        raise InputError(s.file, "workload.schedule", f"at its peak of {peak:g} req/s: {sizing.verdict}")
+        return None, f"the {sch.period} not sized: at its peak of {peak:g} req/s, {sizing.verdict}"
     n_peak = sizing.replicas
     mu = _slo_rate(r, peak, n_peak)
     ridge = ridge_tokens(r.hardware)
@@ -262,9 +259,14 @@ def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSetting
     if r.hardware.reserved_usd_per_gpu_hour is not None:
         notes.append(f"reserved price ${r.hardware.reserved_usd_per_gpu_hour:g}/GPU-hour: "
                      f"{r.hardware.reserved_price_rule}")
-    return DayPlan(sch.period, sch.time_zone, STEP_S, sch.interval_s, peak, n_peak, mu, target, delay, a.scale_ahead,
-                   curve, tuple(intervals), tuple(windows), policies, cheapest, total_requests, tokens, energy,
-                   growth, tuple(notes))
+    day = DayPlan(sch.period, sch.time_zone, STEP_S, sch.interval_s, peak, n_peak, mu, target, delay, a.scale_ahead,
+                  curve, tuple(intervals), tuple(windows), policies, cheapest, total_requests, tokens, energy,
+                  growth, tuple(notes))
+    auto = policies[1]
+    held = "holds" if auto.meets_slo else "is missed"
+    return day, (f"over the {sch.period} the SLO {held} autoscaled ({auto.slo_share:.1%} of requests"
+                 + (f"; {len(windows)} scale-up windows simulated" if windows else "") + "); cheapest meeting it: "
+                 + (cheapest or "none"))
 
 
 def _policies(r: Resolved, tl: ReplicaTimeline, n_peak: int, g: int, static_share: float, auto_share: float,
@@ -316,8 +318,9 @@ def _growth(r: Resolved, profile: Profile, sch, policy: Policy, g: int) -> tuple
 
 
 def add_day(plan: Plan, r: Resolved, settings: GoodputSettings = GoodputSettings()) -> Plan:
-    """`plan` (simulated) with its day over the schedule (`Plan.day`)."""
-    return dataclasses.replace(plan, day=plan_day(r, plan, settings))
+    """`plan` (simulated) with its day over the schedule (`Plan.day`) and the day's verdict."""
+    day, verdict = plan_day(r, plan, settings)
+    return dataclasses.replace(plan, day=day, verdict=f"{plan.verdict}; {verdict}")
 
 
 def steady_energy(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSettings()) -> SteadyEnergy | None:

@@ -105,8 +105,7 @@ def build_report(data: dict, file: str | None, space: SearchSpace | None, worker
     front = pareto_points(result, best) if result else []
     top, not_chosen = top_and_rest(result) if result else ([], [])
     inputs = input_rows(scenario, own_resolved)
-    day = (plan_day(chosen, plan, settings.goodput)
-           if scenario.workload.schedule is not None and answer.sizing.slo_met else None)
+    day = plan_day(chosen, plan, settings.goodput)[0] if scenario.workload.schedule is not None else None
     return Report(
         title=scenario.name, scenario_file=file,
         headline=headline(chosen.model.name, chosen.hardware.id.upper(), gpus_per_replica(chosen),

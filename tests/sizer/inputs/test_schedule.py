@@ -44,6 +44,10 @@ BAD = [
      "workload.schedule.interval_s"),
     ({"autoscaling": {"min_replicas": 2}}, "autoscaling"),
     ({"workload": {"schedule": {"points": [{"at": "09:00", "rate_per_s": 5}]}},
+      "slo": {"ttft_ms": None, "itl_ms": None}}, "slo"),
+    ({"workload": {"schedule": {"points": [{"at": "09:00", "rate_per_s": 5}]}},
+      "deployment": {"replicas": 2}}, "workload.schedule"),
+    ({"workload": {"schedule": {"points": [{"at": "09:00", "rate_per_s": 5}]}},
       "autoscaling": {"min_replicas": 4, "max_replicas": 2}}, "autoscaling.min_replicas"),
     ({"workload": {"schedule": {"points": [{"at": "09:00", "rate_per_s": 5}]}},
       "autoscaling": {"storage_bytes_per_s": 0}}, "autoscaling.storage_bytes_per_s"),
@@ -61,3 +65,18 @@ def test_bad_schedules_are_refused_in_one_line(tmp_path, change, field):
     assert out.exit_code == 2, out.output
     lines = out.output.strip().splitlines()
     assert len(lines) == 1 and field in lines[0] and "Traceback" not in out.output
+
+
+def test_a_trace_as_the_time_profile(tmp_path):
+    # tests/data/traces/azure_conv_head500.csv (its README gives the source): 500 requests. Binned by minute,
+    # the rates x 60 s count every request once, and the period is the span rounded up to whole 5-minute rows.
+    from sizer.inputs.scenario import load_scenario
+    from sizer.sizing.schedule_trace import trace_profile
+    trace = ROOT / "tests" / "data" / "traces" / "azure_conv_head500.csv"
+    data = yaml.safe_load((ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml").read_text())
+    data["workload"]["schedule"] = {"trace": {"path": str(trace), "format": "csv", "bin_s": 60}, "interval_s": 300}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    p = trace_profile(load_scenario(path))
+    assert sum(r * 60 for r in p.rates_per_s) == pytest.approx(500)
+    assert p.period_s % 300 == 0 and len(p.rates_per_s) == p.period_s / 60 and not p.linear

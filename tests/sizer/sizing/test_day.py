@@ -37,7 +37,8 @@ def test_a_constant_schedule_gives_the_steady_plans_replicas():
     sch = ScheduleSection(points=[SchedulePoint("00:00", 40.0)])
     r = resolve(dataclasses.replace(s, workload=dataclasses.replace(w, schedule=sch),
                                     autoscaling=AutoscalingSection(scale_ahead=False)))
-    day = plan_day(r, make_plan(r), FAST)
+    day, verdict = plan_day(r, make_plan(r), FAST)
+    assert verdict.startswith("over the day the SLO holds autoscaled")
     assert day.peak_replicas == steady
     assert {i.replicas_needed for i in day.intervals} == {steady}
     assert {(i.replicas_serving_min, i.replicas_serving_max) for i in day.intervals} == {(steady, steady)}
