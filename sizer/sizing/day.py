@@ -27,6 +27,7 @@ from simulator.metrics import slo_attainment
 from simulator.run import simulate
 from simulator.workload import Workload
 from sizer.analytic.energy import kwh, mean_power_w, per_million, power_by_state, ridge_tokens
+from sizer.inputs.scenario import MAX_REQUESTS
 from sizer.inputs.schedule import AutoscalingSection, Profile, grown, points_profile
 from sizer.sizing.autoscale import Policy, ReplicaTimeline, ScaleUpDelay, needed_replicas, replica_timeline
 from sizer.sizing.cost import HOURS_PER_MONTH, gpus_per_replica
@@ -198,23 +199,8 @@ def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSetting
     slo_policy = dataclasses.replace(policy, target_per_replica_per_s=mu)
     per_replica = [x / max(1, n) for x, n in zip(rates, tl.serving, strict=True)]
     short = [x > mu * (1 + 1e-9) for x in per_replica]
-    notes = []
     step_share = {i: _read(curve, x)[0] for i, x in enumerate(per_replica) if not short[i]}
-    windows = []
-    for wa, wb in _short_runs(short):
-        if wb - wa > MAX_WINDOW_STEPS:
-            for i in range(wa, wb):
-                step_share[i] = 0.0
-            notes.append(f"{_clock(wa * STEP_S, sch.period)}-{_clock(wb * STEP_S, sch.period)}: replicas below the "
-                         f"SLO rate for over {MAX_WINDOW_STEPS} minutes, not simulated: counted as missing the SLO")
-            continue
-        shares, count, share = _simulate_window(r, per_replica, wa, wb, k, STEP_S)
-        step_share.update(shares)
-        windows.append(Window(_clock(wa * STEP_S, sch.period), _clock(wb * STEP_S, sch.period),
-                              tl.serving[wa - 1 if wa else k - 1], tl.serving[wb % k], count, share))
-    simulated = set()
-    for wa, wb in _short_runs(short):
-        simulated.update(i % k for i in range(wa, wb + DRAIN_STEPS))
+    windows, simulated, notes = _windows(r, per_replica, short, tl, sch.period, step_share)
     g = gpus_per_replica(r)
     power = power_by_state(r.hardware)
     pue = s.energy.pue
@@ -267,6 +253,30 @@ def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSetting
     return day, (f"over the {sch.period} the SLO {held} autoscaled ({auto.slo_share:.1%} of requests"
                  + (f"; {len(windows)} scale-up windows simulated" if windows else "") + "); cheapest meeting it: "
                  + (cheapest or "none"))
+
+
+def _windows(r: Resolved, per_replica: list[float], short: list[bool], tl: ReplicaTimeline, period: str,
+             step_share: dict[int, float]) -> tuple[list[Window], set[int], list[str]]:
+    """Each run of short steps simulated (its steps' SLO shares into `step_share`): the windows, the steps they
+    scored, and notes on runs too long to simulate (MAX_WINDOW_STEPS, or more than MAX_REQUESTS arrivals), which
+    are counted as missing the SLO."""
+    k = len(per_replica)
+    windows, simulated, notes = [], set(), []
+    for wa, wb in _short_runs(short):
+        arrivals = sum(per_replica[i % k] for i in range(wa - LEAD_STEPS, wb + DRAIN_STEPS)) * STEP_S
+        if wb - wa > MAX_WINDOW_STEPS or arrivals > MAX_REQUESTS:
+            step_share.update(dict.fromkeys(range(wa, wb), 0.0))
+            notes.append(f"{_clock(wa * STEP_S, period)}-{_clock(wb * STEP_S, period)}: replicas short of the SLO "
+                         f"rate for {wb - wa} minutes ({arrivals:,.0f} arrivals a replica), beyond what one "
+                         f"simulation takes ({MAX_WINDOW_STEPS} minutes, {MAX_REQUESTS:,} requests): counted as "
+                         f"missing the SLO")
+            continue
+        shares, count, share = _simulate_window(r, per_replica, wa, wb, k, STEP_S)
+        step_share.update(shares)
+        simulated.update(shares)
+        windows.append(Window(_clock(wa * STEP_S, period), _clock(wb * STEP_S, period),
+                              tl.serving[wa - 1 if wa else k - 1], tl.serving[wb % k], count, share))
+    return windows, simulated, notes
 
 
 def _policies(r: Resolved, tl: ReplicaTimeline, n_peak: int, g: int, static_share: float, auto_share: float,
