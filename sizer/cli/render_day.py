@@ -41,10 +41,10 @@ def render_day(day: DayPlan, console: Console) -> None:
     for note in day.notes:
         console.print(f"  {note}", highlight=False)
     t = Table(title="Policies per month (730 hours)", title_justify="left")
-    for name in ("policy", "GPU-h/day", "per month", "SLO met", "note"):
+    for name in ("policy", f"GPU-h/{day.period}", "per month", "SLO met", "note"):
         t.add_column(name, justify="left" if name in ("policy", "note") else "right", overflow="fold")
     for p in day.policies:
-        t.add_row(p.name, f"{p.gpu_hours_per_day:.1f}", _usd(p.usd_per_month),
+        t.add_row(p.name, f"{p.gpu_hours_per_period:.1f}", _usd(p.usd_per_month),
                   f"{p.slo_share:.1%}" + ("" if p.meets_slo else " ✗"), p.note)
     console.print(t)
     console.print(f"cheapest meeting the SLO over the {day.period}: {day.cheapest_meeting_slo or 'none'}",
@@ -55,8 +55,8 @@ def render_day(day: DayPlan, console: Console) -> None:
                  if e.kwh_per_million_output_tokens is not None else "no tokens")
         co2 = (f", {e.g_co2e_per_million_output_tokens:,.1f} gCO2e per million"
                if e.g_co2e_per_million_output_tokens is not None else "")
-        console.print(f"[bold]Energy[/]: {e.kwh_per_day:,.1f} kWh/{day.period} autoscaled (static peak "
-                      f"{e.static_peak_kwh_per_day:,.1f}) at PUE {e.pue:g}; {per_m}{co2}", highlight=False)
+        console.print(f"[bold]Energy[/]: {e.kwh_per_period:,.1f} kWh/{day.period} autoscaled (static peak "
+                      f"{e.static_peak_kwh_per_period:,.1f}) at PUE {e.pue:g}; {per_m}{co2}", highlight=False)
         console.print(f"  power: idle {e.power.idle_w:g} W, decode-bound {e.power.decode_w:g} W, prefill-bound "
                       f"{e.power.prefill_w:g} W ({e.power.source})", highlight=False)
     if day.growth:

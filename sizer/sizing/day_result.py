@@ -43,7 +43,7 @@ class Window:
 @dataclass(frozen=True)
 class PolicyCost:
     name: str                        # static peak | autoscaled | reserved base + burst
-    gpu_hours_per_day: float
+    gpu_hours_per_period: float
     usd_per_month: float | None
     slo_share: float                 # over the period, request-weighted
     meets_slo: bool
@@ -54,10 +54,10 @@ class PolicyCost:
 class DayEnergy:
     power: PowerByState
     pue: float
-    kwh_per_day: float
+    kwh_per_period: float
     kwh_per_million_output_tokens: float | None
     g_co2e_per_million_output_tokens: float | None
-    static_peak_kwh_per_day: float
+    static_peak_kwh_per_period: float
 
 
 @dataclass(frozen=True)
@@ -85,8 +85,8 @@ class DayPlan:
     windows: tuple[Window, ...]
     policies: tuple[PolicyCost, ...]
     cheapest_meeting_slo: str | None
-    requests_per_day: float
-    output_tokens_per_day: float
+    requests_per_period: float
+    output_tokens_per_period: float
     energy: DayEnergy | None
     growth: tuple[GrowthMonth, ...]
     notes: tuple[str, ...]

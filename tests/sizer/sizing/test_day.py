@@ -44,7 +44,7 @@ def test_a_constant_schedule_gives_the_steady_plans_replicas():
     assert {(i.replicas_serving_min, i.replicas_serving_max) for i in day.intervals} == {(steady, steady)}
     assert day.windows == () and not any(i.simulated for i in day.intervals)
     static, auto = day.policies[:2]
-    assert static.gpu_hours_per_day == auto.gpu_hours_per_day == steady * 24
+    assert static.gpu_hours_per_period == auto.gpu_hours_per_period == steady * 24
 
 
 @pytest.mark.slow
