@@ -251,3 +251,46 @@ def test_every_catalog_repo_id_is_a_hugging_face_id():
             assert re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", repo), (name, repo)
     facts = (Path(__file__).resolve().parents[2] / "data" / "models" / "facts.yaml").read_text()
     assert "(same bytes" not in facts
+
+
+# ---- one table per engine, read and written ---------------------------------------------------------
+
+
+def test_each_engine_flag_table_names_only_flags_its_pinned_release_declares():
+    from sizer.inputs.manifests.commands import TABLES as FLAG_TABLES
+
+    for engine in ("vllm", "sglang"):
+        declared = TABLES[engine]["options"]
+        values, switches = FLAG_TABLES[engine]
+        # the first flag of each field (or field and value, for a switch) is the one --emit writes: declared by
+        # the pinned release; later ones are older spellings still read (vLLM's --no-enable-prefix-caching)
+        first = {}
+        for flag, (field, _) in values.items():
+            first.setdefault(field, flag)
+        for flag, key in switches.items():
+            first.setdefault(key, flag)
+        for written in first.values():
+            assert written in declared, (engine, written)
+        for flag in [*values, *switches]:
+            if flag in first.values() or flag == "--model-id":     # KServe huggingfaceserver's own flag
+                continue
+            # argparse also takes a unique prefix of a long option (SGLang's --tp for --tp-size)
+            later = flag in declared or len([o for o in declared if o.startswith(flag)]) == 1
+            assert later or flag.startswith("--no-enable-"), (engine, flag)
+
+
+@pytest.mark.parametrize("engine, argv_of", [("vllm", vllm_argv), ("sglang", sglang_argv)])
+def test_what_emit_writes_check_reads_back_through_the_same_table(engine, argv_of):
+    from sizer.inputs.manifests.commands import parse_server_args
+
+    c = config_of(resolve(scenario(model="llama-3.1-8b", gpu="h100-sxm", max_model_len=8192, enable_lora=True,
+                                   max_loras=4, max_lora_rank=16, enable_prefix_caching=False,
+                                   enable_chunked_prefill=True, max_num_seqs=64)))
+    read, fields, model, _ = parse_server_args(argv_of(c), "emitted")
+    assert read == engine and model == "meta-llama/Llama-3.1-8B"
+    # every setting written is read back to the field it came from (vLLM 0.33 spells "off" --disable-...)
+    assert fields["enable_prefix_caching"] is False and fields["enable_chunked_prefill"] is True
+    assert fields["max_num_seqs"] == 64 and fields["max_model_len"] == 8192 and fields["max_loras"] == 4
+    assert fields["max_lora_rank"] == 16 and fields["enable_lora"] is True
+    assert fields["max_num_batched_tokens"] == c.max_num_batched_tokens
+    assert fields["gpu_memory_utilization"] == c.gpu_memory_utilization
