@@ -23,7 +23,7 @@ import math
 import re
 import shlex
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import yaml
 
@@ -35,7 +35,7 @@ from sizer.sizing.cost import CostSummary
 from sizer.sizing.resolve import Resolved, SlotSettings
 from sizer.words import count
 
-FORMATS = ("vllm", "k8s", "sglang", "llamacpp", "ollama")
+FORMATS = ("vllm", "k8s", "sglang", "llamacpp", "ollama", "gke")   # gke: k8s selecting GKE's accelerator label
 SLOT_FORMATS = {"llamacpp": "llama.cpp", "ollama": "ollama"}    # --emit value -> the engine it runs
 
 # The engine releases whose argument tables the emitted flags are checked against (tests/data/engine_args/):
@@ -68,6 +68,7 @@ class Accelerator:
     label_key: str
     label_value: str
     gpus_per_node: int
+    gke: str | None = None      # GKE's `cloud.google.com/gke-accelerator` value (Google's accelerator type name)
 
 
 # Node labels: NVIDIA GPU feature discovery writes `nvidia.com/gpu.product` as the product name
@@ -77,19 +78,22 @@ class Accelerator:
 # ROCm/gpu-operator docs, node labeller). 8 GPUs per node: HGX/DGX and Instinct OAM platforms, and the largest
 # L4/L40S cloud shapes; a GB200 compute tray holds 4. Profiles not here (Gaudi, TPU) have no
 # Kubernetes emitter.
+# GKE: `cloud.google.com/gke-accelerator` names Google's accelerator type (nvidia-tesla-a100 is the 40 GB A100;
+# Compute Engine's and Vertex AI's AcceleratorType lists, GKE "About GPUs")
+GKE_LABEL = "cloud.google.com/gke-accelerator"
 _NVIDIA, _AMD = ("nvidia.com/gpu", "nvidia.com/gpu.product"), ("amd.com/gpu", "amd.com/gpu.product-name")
 ACCELERATORS = {
-    "a100-40gb": Accelerator(*_NVIDIA, "NVIDIA-A100-SXM4-40GB", 8),
-    "a100-80gb": Accelerator(*_NVIDIA, "NVIDIA-A100-SXM4-80GB", 8),
+    "a100-40gb": Accelerator(*_NVIDIA, "NVIDIA-A100-SXM4-40GB", 8, "nvidia-tesla-a100"),
+    "a100-80gb": Accelerator(*_NVIDIA, "NVIDIA-A100-SXM4-80GB", 8, "nvidia-a100-80gb"),
     "a100-pcie-80gb": Accelerator(*_NVIDIA, "NVIDIA-A100-80GB-PCIe", 8),
-    "h100-sxm": Accelerator(*_NVIDIA, "NVIDIA-H100-80GB-HBM3", 8),
+    "h100-sxm": Accelerator(*_NVIDIA, "NVIDIA-H100-80GB-HBM3", 8, "nvidia-h100-80gb"),
     "h100-pcie": Accelerator(*_NVIDIA, "NVIDIA-H100-PCIe", 8),
-    "h200": Accelerator(*_NVIDIA, "NVIDIA-H200", 8),
+    "h200": Accelerator(*_NVIDIA, "NVIDIA-H200", 8, "nvidia-h200-141gb"),
     "h20": Accelerator(*_NVIDIA, "NVIDIA-H20", 8),
-    "b200": Accelerator(*_NVIDIA, "NVIDIA-B200", 8),
+    "b200": Accelerator(*_NVIDIA, "NVIDIA-B200", 8, "nvidia-b200"),
     "b300": Accelerator(*_NVIDIA, "NVIDIA-B300-SXM6-AC", 8),
-    "gb200": Accelerator(*_NVIDIA, "NVIDIA-GB200", 4),
-    "l4": Accelerator(*_NVIDIA, "NVIDIA-L4", 8),
+    "gb200": Accelerator(*_NVIDIA, "NVIDIA-GB200", 4, "nvidia-gb200"),
+    "l4": Accelerator(*_NVIDIA, "NVIDIA-L4", 8, "nvidia-l4"),
     "l40s": Accelerator(*_NVIDIA, "NVIDIA-L40S", 8),
     "mi300x": Accelerator(*_AMD, "AMD_Instinct_MI300X_OAM", 8),
     "mi325x": Accelerator(*_AMD, "AMD_Instinct_MI325_OAM", 8),
@@ -223,7 +227,7 @@ def emit(fmt: str, c: ServingConfig) -> str:
         raise InputError(None, "--emit", f"{fmt} does not run what was planned for deployment.engine "
                                          f"{c.slots.engine if c.slots else 'vllm-like engines'}; emit {expected}")
     return {"vllm": vllm_script, "k8s": kubernetes_manifest, "sglang": sglang_script, "llamacpp": llamacpp_script,
-            "ollama": ollama_script}[fmt](c)
+            "ollama": ollama_script, "gke": gke_manifest}[fmt](c)
 
 
 # ---- vLLM ---------------------------------------------------------------------------------------
@@ -391,10 +395,20 @@ def k8s_name(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:63].rstrip("-") or "sizer"
 
 
-def kubernetes_manifest(c: ServingConfig) -> str:
+def gke_manifest(c: ServingConfig) -> str:
+    """The Kubernetes manifest for GKE: its node pools carry `cloud.google.com/gke-accelerator`, not GPU feature
+    discovery's product label."""
+    acc = accelerator(c.gpu)
+    if acc.gke is None:
+        raise InputError(None, "--emit", f"no GKE accelerator type known for {c.gpu}; gke is emitted for "
+                                         f"{', '.join(g for g, a in ACCELERATORS.items() if a.gke)}")
+    return kubernetes_manifest(c, replace(acc, label_key=GKE_LABEL, label_value=acc.gke))
+
+
+def kubernetes_manifest(c: ServingConfig, acc: Accelerator | None = None) -> str:
     """A Deployment of `replicas` pods, each with one replica's GPUs, on nodes labelled with the GPU; a
     LeaderWorkerSet (vLLM over Ray, as vLLM's LWS example) when one replica needs more GPUs than a node has."""
-    acc = accelerator(c.gpu)
+    acc = acc or accelerator(c.gpu)
     nodes = c.nodes
     if c.gpus_per_replica % nodes:
         raise InputError(None, "--emit", f"{count(c.gpus_per_replica, 'GPU')} per replica do not split evenly over "

@@ -94,3 +94,18 @@ def test_amd_node_labels_are_the_ones_real_nodes_show():
     doc = emitted(gpu="mi355x", model="llama-3.1-70b", tensor_parallel_size=2)
     assert doc["spec"]["template"]["spec"]["nodeSelector"] == {"amd.com/gpu.product-name": "AMD_Instinct_MI355_OAM"}
     assert ACCELERATORS["mi325x"].label_value == "AMD_Instinct_MI325_OAM"
+
+
+@pytest.mark.parametrize("gpu, value", [("h200", "nvidia-h200-141gb"), ("a100-40gb", "nvidia-tesla-a100"),
+                                        ("a100-80gb", "nvidia-a100-80gb")])
+def test_gke_selects_its_accelerator_label(gpu, value):
+    # GKE node pools carry Google's accelerator type (nvidia-tesla-a100 is the 40 GB part), not the
+    # nvidia.com/gpu.product label of GPU feature discovery
+    r = resolve(scenario_from_dict({"model": "llama-3.1-8b", "hardware": gpu, "deployment": {"max_model_len": 8192},
+                                    "workload": {"arrival": {"rate_per_s": 2},
+                                                 "prompt_tokens": {"distribution": "fixed", "value": 1000},
+                                                 "output_tokens": {"distribution": "fixed", "value": 200}}}, None))
+    plan = make_plan(r)
+    (doc,) = list(yaml.safe_load_all(emit("gke", serving_config(r, plan.cost, plan.verdict))))
+    validate(doc)
+    assert doc["spec"]["template"]["spec"]["nodeSelector"] == {"cloud.google.com/gke-accelerator": value}
