@@ -48,6 +48,11 @@ _CLEARS = {
     "clear_kernel_tables": ("hardware", "kernel_tables"),            # so do a scenario's own kernel tables
     "clear_rate": ("workload", "arrival", "rate_per_s"),            # a closed loop's clients set the rate
 }
+# Flags that remove several stated values: a scenario's hardware overrides describe its own device only.
+_CLEAR_GROUPS = {
+    "clear_hardware_overrides": tuple(("hardware", key) for key in
+                                      ("memory_gb", "memory_bandwidth_gb_per_s", "gpu_working_set_fraction")),
+}
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,7 @@ class Variant:
     clear_calibrated_profile: bool = False
     clear_kernel_tables: bool = False
     clear_rate: bool = False
+    clear_hardware_overrides: bool = False
 
     def fields_set(self) -> dict[str, str]:
         """Variant field -> the dotted scenario path it sets, for every change this variant makes."""
@@ -100,6 +106,10 @@ class Variant:
         for name, path in _CLEARS.items():
             if getattr(self, name):
                 data = _set(data, path, None)
+        for name, paths in _CLEAR_GROUPS.items():
+            if getattr(self, name):
+                for path in paths:
+                    data = _set(data, path, None)
         return data
 
 

@@ -37,6 +37,7 @@ from sizer.analytic.roofline import (
     prefill_time_s,
 )
 from sizer.analytic.weights import LayerKind, layer_kinds, parameter_count
+from sizer.inputs.hardware import profile_origin
 from sizer.inputs.layers import FULL, Attention, LatentAttention
 from sizer.inputs.model_spec import ModelSpec
 from sizer.inputs.scenario import mean_length
@@ -315,6 +316,8 @@ def kv_heads_per_gpu_of(m: ModelSpec, p) -> int:
 def assumptions(r: Resolved, step: RooflineStepTimeModel) -> list[str]:
     hw = step.hardware          # the datasheet, or on the host CPU what sizer calibrate measured
     return [
+        profile_origin(r.hardware),
+        f"engine {r.scenario.deployment.engine} ({r.scenario.engine_source})",
         f"GPU memory {hw.memory_bytes / GiB:.2f} GiB ({hw.memory_bytes / GB:.2f} GB): {hw.memory_source}",
         f"peak bandwidth {hw.memory_bandwidth_bytes_per_s / 1e12:.3g} TB/s x efficiency {hw.bandwidth_efficiency} "
         f"({hw.bandwidth_efficiency_source})",

@@ -21,7 +21,6 @@ from simulator.scheduler import SchedulerConfig
 from simulator.speculative import SpeculativeConfig
 from sizer.analytic.format_support import Execution, execution
 from sizer.analytic.formats import WeightFormat, weight_format
-from sizer.analytic.llamacpp import runs_llamacpp
 from sizer.analytic.memory import (
     GiB,
     KVLayout,
@@ -39,7 +38,15 @@ from sizer.analytic.roofline import RooflineStepTimeModel
 from sizer.errors import InputError
 from sizer.inputs import preloaded
 from sizer.inputs.checkpoint import Checkpoint, beside
-from sizer.inputs.hardware import HardwareSpec, Link, host_link, scale_up_link, scenario_hardware
+from sizer.inputs.hardware import (
+    LLAMACPP_ONLY_DEVICES,
+    HardwareOverrides,
+    HardwareSpec,
+    Link,
+    host_link,
+    scale_up_link,
+    scenario_hardware,
+)
 from sizer.inputs.kernel_tables import HEADER_FILE, TABLES, KernelTables, cached_kernel_tables, read_header
 from sizer.inputs.model_spec import ModelSpec, checkpoint_model, load_config, load_model
 from sizer.inputs.scenario import Scenario, scenario_dir
@@ -151,17 +158,25 @@ def model_of(s: Scenario) -> ModelSpec:
     return checkpoint_model(checkpoint_of(s), s.model.overrides)
 
 
+def hardware_of(s: Scenario) -> HardwareSpec:
+    """The scenario's device: its profile (by id, alias or file) with the scenario's overrides."""
+    h = s.hardware
+    return scenario_hardware(h.gpu, s.file, "hardware.gpu",
+                             HardwareOverrides(h.memory_gb, h.memory_bandwidth_gb_per_s, h.gpu_working_set_fraction))
+
+
 def resolve(s: Scenario) -> Resolved:
     """Everything the planner and the executors need, with engine defaults filled in; raises FieldError."""
     checkpoint = checkpoint_of(s)
     model = checkpoint_model(checkpoint, s.model.overrides)
-    hardware = scenario_hardware(s.hardware.gpu, s.file, "hardware.gpu")
+    hardware = hardware_of(s)
     d = s.deployment
     parallel = ParallelConfig(d.tensor_parallel_size, d.pipeline_parallel_size, d.data_parallel_size,
                               d.enable_expert_parallel)
     validate_split(model, parallel, s.file)
     fmt, group_size = weight_format(model, d.quantization, d.quantization_group_size, s.file)
     runs = execution(fmt, hardware, s.file)
+    _check_engine_serves(s, fmt, hardware)
     kv_dtype = d.kv_cache_dtype
     if kv_dtype == "auto":
         # vLLM caches KV in the serving dtype: the plain format's, else the checkpoint's 16-bit type
@@ -186,12 +201,6 @@ def resolve(s: Scenario) -> Resolved:
                            lora.bytes if lora else 0.0)
     if slots:
         budget = _slot_budget(s, slots, gpu_kv, budget)
-    elif runs_llamacpp(fmt, hardware) and budget.max_seqs_at_max_model_len < 1 and budget.kv_cache_bytes > 0:
-        raise InputError(s.file, "deployment.max_model_len",
-                         f"one sequence of {engine.max_model_len} tokens needs "
-                         f"{budget.sequence_bytes_at_max_model_len / GiB:.2f} GiB of KV cache; {hardware.name} has "
-                         f"{budget.kv_cache_bytes / GiB:.2f} GiB left after the weights: a smaller context, "
-                         "n_gpu_layers or a smaller format")
     scale_up, host = scale_up_link(hardware), host_link(hardware)
     lora_config = grammar = None
     if lora is not None:
@@ -247,6 +256,23 @@ def resolve(s: Scenario) -> Resolved:
     return Resolved(s, model, hardware, parallel, checkpoint, fmt, runs, group_size, kv_dtype, engine, weights, kv,
                     budget, replica, disagg, tuple(notes), price, price_source, profile, split, slots, lora,
                     kernel_tables=tables)
+
+
+def _check_engine_serves(s: Scenario, fmt: WeightFormat, hardware: HardwareSpec) -> None:
+    """A batching engine (vLLM, SGLang, ...) is planned with the formats and devices it is modelled on: GGUF
+    weights and Apple GPUs or CPUs are planned with llama.cpp or Ollama, else refused naming why."""
+    d = s.deployment
+    if slot_preset(d.engine) is not None:
+        return
+    if fmt.gguf is not None:
+        raise InputError(s.file, "deployment.engine", f"{d.engine} with GGUF weights ({fmt.name}): sizer plans GGUF "
+                                                      "on llama.cpp and ollama only (vLLM's GGUF loading is not "
+                                                      "modelled); expected engine llama.cpp or ollama, or another "
+                                                      "weight format")
+    if hardware.device_kind in LLAMACPP_ONLY_DEVICES:
+        raise InputError(s.file, "deployment.engine", f"{d.engine} on {hardware.name} ({hardware.device_kind}): "
+                                                      "sizer models batching engines on discrete GPUs only; "
+                                                      "expected engine llama.cpp or ollama")
 
 
 def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> EngineSettings:

@@ -20,7 +20,7 @@ from sizer.sizing.step_model import roofline_for
 SCENARIO = """
 model: {model}
 hardware: rtx-4090
-deployment: {{quantization: q4_k_m, max_model_len: {context}, n_gpu_layers: {ngl}}}
+deployment: {{engine: llama.cpp, quantization: q4_k_m, ctx_size: {context}, parallel: 1, n_gpu_layers: {ngl}}}
 workload:
   arrival: {{process: poisson, rate_per_s: 0.05}}
   prompt_tokens: {{distribution: fixed, value: 512}}
@@ -70,4 +70,4 @@ def test_a_context_larger_than_memory_is_refused(tmp_path):
     assert resolve(scenario(tmp_path, model="llama-3.1-8b", context=65536, ngl=33)).memory.fits
     with pytest.raises(InputError) as err:
         resolve(scenario(tmp_path, model="llama-3.1-8b", context=131072, ngl=33))
-    assert err.value.field == "deployment.max_model_len" and "16.00 GiB" in str(err.value)
+    assert err.value.field == "deployment.ctx_size" and "16.00 GiB" in str(err.value)
