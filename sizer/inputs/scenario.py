@@ -99,6 +99,8 @@ MAX_SECONDS = MAX_TIMESTAMP_S
 # llama.cpp server slots: at most LLAMA_MAX_SEQ = 256 sequences per context (llama.cpp src/llama-cparams.h);
 # Ollama's runner is llama.cpp, so OLLAMA_NUM_PARALLEL has the same ceiling.
 MAX_SLOTS = 256
+# vLLM's default gpu_memory_utilization (vllm/config/cache.py CacheConfig.gpu_memory_utilization = 0.9)
+VLLM_GPU_MEMORY_UTILIZATION = 0.9
 
 
 @dataclass(frozen=True)
@@ -194,7 +196,7 @@ class DeploymentSection:
     kv_cache_dtype: KVCacheDtype = field("auto", doc="KV cache element type; auto = the model dtype")
     max_model_len: int | None = field(None, ge=1, le=MAX_TOKENS, doc="longest context (prompt + output) per sequence; "
                                                                      "default the model's max_position_embeddings")
-    gpu_memory_utilization: float = field(0.9, gt=0.0, le=1.0,
+    gpu_memory_utilization: float = field(VLLM_GPU_MEMORY_UTILIZATION, gt=0.0, le=1.0,
                                           doc="share of GPU memory the engine may use (vLLM default 0.9)")
     block_size: int | None = field(None, ge=1, le=MAX_TOKENS, doc="KV tokens per paged block (vLLM 16)")
     max_num_seqs: int | None = field(None, ge=1, le=MAX_SEQUENCES, doc="sequences per step at most")
@@ -532,6 +534,11 @@ def _check_engine_fields(d: DeploymentSection, f: str | None, engine_source: str
                                                          f" ({engine_source}; name deployment.engine to choose)"))
     if d.engine not in SLOT_ENGINES:
         return
+    if d.gpu_memory_utilization != VLLM_GPU_MEMORY_UTILIZATION:
+        raise InputError(f, "deployment.gpu_memory_utilization", f"is vLLM's share of GPU memory; {d.engine} takes "
+                                                                 "none (it allocates what it needs up to the device's "
+                                                                 "limit: hardware.memory_gb, "
+                                                                 "hardware.gpu_working_set_fraction)")
     for name, value, plain in (("tensor_parallel_size", d.tensor_parallel_size, 1),
                                ("pipeline_parallel_size", d.pipeline_parallel_size, 1),
                                ("data_parallel_size", d.data_parallel_size, 1),

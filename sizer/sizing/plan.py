@@ -47,7 +47,7 @@ from sizer.sizing.cost import CostSummary, cost_summary
 from sizer.sizing.presets import GRAMMAR_BACKENDS, GRAMMAR_CACHE_ENTRIES, LORA_DISK_BYTES_PER_S
 from sizer.sizing.resolve import EngineSettings, Resolved
 from sizer.sizing.result import Sizing
-from sizer.sizing.slots import SlotAnswers, slot_answers
+from sizer.sizing.slots import SlotAnswers, slot_answers, slot_requests_held
 from sizer.sizing.step_model import kernel_tables_note, roofline_for, step_model_for, step_sources
 from sizer.words import count
 
@@ -259,15 +259,23 @@ def make_plan(r: Resolved) -> Plan:
     else:
         tokens_per_req = min(e.max_model_len, int(round(prompt_mean + output_mean)))
         tokens_source = "mean prompt + mean output (a request at its end)"
-    # KV cache plus the recurrent state set aside (hybrid models), over what one request holds of both
-    held = p.dp * int((budget.kv_cache_bytes + budget.state_bytes) // kv.sequence_bytes(tokens_per_req, e.block_size))
+    if r.slots is None:
+        # KV cache plus the recurrent state set aside (hybrid models), over what one request holds of both
+        held = p.dp * int((budget.kv_cache_bytes + budget.state_bytes)
+                          // kv.sequence_bytes(tokens_per_req, e.block_size))
+    else:
+        held = slot_requests_held(r.slots, tokens_per_req)
     capacity = littles_law(rate, t_sys, t_source, tokens_per_req, tokens_source, kv.bytes_per_token,
                            budget.kv_tokens * p.dp, held)
 
     sequences = w.concurrent_sequences or max(1, math.ceil(capacity.requests_in_flight))
-    demand_bytes = sequences * kv.sequence_bytes(tokens_per_req, e.block_size, per_gpu=False)
-    demand = KVDemand(sequences, tokens_per_req, sequences * tokens_per_req, demand_bytes, demand_bytes / GiB,
-                      "scenario" if w.concurrent_sequences else "Little's law (requests in flight, rounded up)")
+    source = "scenario" if w.concurrent_sequences else "Little's law (requests in flight, rounded up)"
+    held_tokens = tokens_per_req
+    if r.slots is not None and not r.slots.kv_unified:     # a request holds its slot's whole context
+        held_tokens = r.slots.ctx_per_slot_tokens
+        source += f"; each holds its slot's whole context ({r.slots.engine} allocates ctx_size / parallel per slot)"
+    demand_bytes = sequences * kv.sequence_bytes(held_tokens, e.block_size, per_gpu=False)
+    demand = KVDemand(sequences, held_tokens, sequences * held_tokens, demand_bytes, demand_bytes / GiB, source)
 
     spec = None
     if d.speculative_config:
@@ -290,15 +298,27 @@ def make_plan(r: Resolved) -> Plan:
                          weights.parameters, weights.parameters_source, m.num_layers, attention_kind(m),
                          m.max_position_embeddings, tuple(layer_kinds(m)), kv.state_bytes_per_seq, m.unread_keys)
 
-    replicas = d.replicas or capacity.replicas_for_memory or 1
-    replicas_source = ("scenario" if d.replicas
-                       else "enough KV cache for Little's-law requests in flight (the simulator refines this)")
+    if r.slots is not None:     # one server on the user's machine, unless the scenario states more
+        replicas = d.replicas or 1
+        replicas_source = "scenario" if d.replicas else f"one {r.slots.engine} server (deployment.replicas for more)"
+    else:
+        replicas = d.replicas or capacity.replicas_for_memory or 1
+        replicas_source = ("scenario" if d.replicas
+                           else "enough KV cache for Little's-law requests in flight (the simulator refines this)")
     cost = cost_summary(r, replicas, replicas_source, rate, output_mean)
     fits = budget.fits
     verdict = ("fits" if fits else "does not fit: " + "; ".join(budget.reasons))
     if fits and demand.sequences > capacity.requests_held_per_replica * replicas:
-        verdict += (f"; but {demand.sequences} sequences x {demand.tokens_per_sequence} tokens exceed the KV cache of "
-                    f"{count(replicas, 'replica')} ({capacity.requests_held_per_replica} such sequences each)")
+        if r.slots is not None:
+            verdict += (f"; but Little's law puts {demand.sequences} requests in flight and "
+                        f"{count(replicas, 'server')} with {count(r.slots.slots, 'slot')} "
+                        f"{'holds' if replicas == 1 else 'hold'} {capacity.requests_held_per_replica * replicas} at "
+                        "once: requests queue (about "
+                        f"{capacity.max_arrival_rate_for_memory_per_s * replicas:.3g} req/s at most)")
+        else:
+            verdict += (f"; but {demand.sequences} sequences x {demand.tokens_per_sequence} tokens exceed the KV "
+                        f"cache of {count(replicas, 'replica')} ({capacity.requests_held_per_replica} such sequences "
+                        "each)")
     return Plan(
         schema_version=SCHEMA_VERSION, scenario=s.name, scenario_file=s.file, gpu=hw.name,
         gpu_memory_bytes=hw.memory_bytes, gpu_memory_gib=hw.memory_bytes / GiB, gpu_memory_gb=hw.memory_bytes / GB,

@@ -91,6 +91,11 @@ class EngineSettings:
     sources: dict[str, str]
 
 
+# llama.cpp and Ollama have no gpu_memory_utilization: the whole device memory (on Apple parts, the Metal
+# working-set limit the profile states) is theirs, less the runtime context the budget sets aside.
+SLOT_ENGINE_MEMORY_SHARE = 1.0
+
+
 @dataclass(frozen=True)
 class SlotSettings:
     """llama.cpp / Ollama: the slots, their context and KV types, with where each came from."""
@@ -195,7 +200,9 @@ def resolve(s: Scenario) -> Resolved:
         if split else (weights, kv)
     # llama.cpp's compute buffer is sized for one physical batch (ubatch), not the logical one
     lora = _lora(s, model, parallel) if d.enable_lora else None
-    budget = memory_budget(model, hardware.memory_bytes, gpu_weights, gpu_kv, parallel, d.gpu_memory_utilization,
+    # llama.cpp and Ollama take no share of the device: they allocate what they need up to its limit
+    utilisation = d.gpu_memory_utilization if slots is None else SLOT_ENGINE_MEMORY_SHARE
+    budget = memory_budget(model, hardware.memory_bytes, gpu_weights, gpu_kv, parallel, utilisation,
                            engine.block_size, engine.max_model_len,
                            slots.ubatch_size if slots else engine.max_num_batched_tokens, engine.max_num_seqs,
                            lora.bytes if lora else 0.0)
@@ -404,8 +411,8 @@ def _slot_budget(s: Scenario, slots: SlotSettings, kv: KVLayout, budget: MemoryB
     if need > room:
         raise InputError(s.file, slots.ctx_field,
                          f"{slots.ctx_total_tokens:,} tokens of {kv.dtype} KV need {need / GiB:.2f} GiB; "
-                         f"{max(room, 0) / GiB:.2f} GiB is left after the weights, compute buffer and runtime context "
-                         f"(gpu_memory_utilization {budget.gpu_memory_utilization})")
+                         f"{max(room, 0) / GiB:.2f} GiB of the device's {budget.gpu_memory_bytes / GiB:.2f} GiB is "
+                         "left after the weights, compute buffer and runtime context")
     blocks = slots.ctx_total_tokens // budget.block_size
     return replace(budget, kv_cache_bytes=need, kv_blocks=blocks, kv_tokens=blocks * budget.block_size,
                    max_seqs_at_max_model_len=slots.slots if not slots.kv_unified else 1)

@@ -4,7 +4,7 @@ by alias from all of them, the same profile either way."""
 from __future__ import annotations
 
 from sizer.inputs import hardware
-from sizer.inputs.hardware import all_profiles, load_hardware, profile_by_id
+from sizer.inputs.hardware import all_profiles, load_hardware
 
 
 def test_every_id_and_alias_finds_the_profile_the_full_scan_finds():
