@@ -343,21 +343,34 @@ def assumptions(r: Resolved, step: RooflineStepTimeModel) -> list[str]:
         f"({hw.bandwidth_efficiency_source})",
         f"peak {step.compute_format} {hw.peak_flops(step.compute_format) / 1e12:.4g} TFLOP/s dense "
         f"x efficiency {step.gemm_compute_efficiency} ({step.gemm_compute_efficiency_source})",
-        f"CUDA context, workspaces and CUDA graphs: {CUDA_CONTEXT_BYTES / GiB:.2f} GiB per GPU; "
-        f"NCCL buffers {NCCL_BUFFER_BYTES / GiB:.2f} GiB when TP or PP > 1 (assumption)",
-        "activation peak: an estimate of vLLM's profiled forward pass at max_num_batched_tokens "
-        "(residual, q/k/v, MLP intermediate, fp32 logits)",
+        *_memory_assumptions(r),
         f"step overhead {step.step_overhead_s * 1e3:.2f} ms per step and {COLLECTIVE_LATENCY_S * 1e6:.0f} us "
         "per collective (assumption)",
         f"fitted on public vLLM 0.15.1 H100 runs (docs/fidelity.md): weights stream at {WEIGHT_STREAM_EFFICIENCY:.0%} "
         f"and KV at {ATTENTION_KV_EFFICIENCY:.0%} of the achievable bandwidth, {LAYER_STEP_S * 1e6:.0f} us per layer "
         "per step",
         f"engine loop: {r.replica.engine_loop.name} (sizer/sizing/presets.py)",
-        "pipeline parallelism: a step's latency is the sum of its stages (no micro-batch overlap)",
+        *(["pipeline parallelism: a step's latency is the sum of its stages (no micro-batch overlap)"]
+          if r.slots is None else []),
         "engine settings: " + ", ".join(f"{k} from {v}" for k, v in r.engine.sources.items()),
         f"price: {r.price_source}",
     ] + list(r.link_notes) + ([calibration_note(r)] if r.calibrated_profile else []) \
         + [note for note in (kernel_tables_note(r),) if note] + _model_notes(r) + _serving_notes(r)
+
+
+def _memory_assumptions(r: Resolved) -> list[str]:
+    """What the memory budget sets aside beside weights and KV, in the engine's own terms."""
+    if r.slots is None:
+        return [f"CUDA context, workspaces and CUDA graphs: {CUDA_CONTEXT_BYTES / GiB:.2f} GiB per GPU; "
+                f"NCCL buffers {NCCL_BUFFER_BYTES / GiB:.2f} GiB when TP or PP > 1 (assumption)",
+                "activation peak: an estimate of vLLM's profiled forward pass at max_num_batched_tokens "
+                "(residual, q/k/v, MLP intermediate, fp32 logits)"]
+    runtime = {"apple-gpu": "the Metal runtime and its buffers", "cpu": "the runtime and its buffers"}.get(
+        r.hardware.device_kind, "the CUDA context and ggml's buffers")
+    return [f"{r.slots.engine} takes no share of the device (no gpu_memory_utilization): the memory above is its, "
+            f"less {CUDA_CONTEXT_BYTES / GiB:.2f} GiB for {runtime} (assumption)",
+            f"compute buffer: the activation estimate for one ubatch of {r.slots.ubatch_size} tokens (residual, q/k/v, "
+            "MLP intermediate, fp32 logits)"]
 
 
 def _serving_notes(r: Resolved) -> list[str]:

@@ -252,7 +252,9 @@ def resolve(s: Scenario) -> Resolved:
     if s.cost.price_usd_per_gpu_hour is not None:
         price, price_source = s.cost.price_usd_per_gpu_hour, "scenario"
     else:
-        price, price_source = hardware.price_usd_per_gpu_hour, f"hardware profile {hardware.id} ({hardware.price_rule})"
+        price, price_source = hardware.price_usd_per_gpu_hour, (
+            f"hardware profile {hardware.id} ({hardware.price_rule})" if hardware.price_usd_per_gpu_hour is not None
+            else f"none: the {hardware.id} profile lists no price (cost.price_usd_per_gpu_hour sets one)")
     tables = checked_kernel_tables(s, hardware) if s.hardware.kernel_tables is not None else None
     profile = _calibrated_profile(s, model, hardware, parallel) if s.hardware.calibrated_profile else None
     if split:
