@@ -122,7 +122,8 @@ def _recommend(options: list[FormatOption], slots: int, target: float | None, ct
                 f">= {target:.1f} tokens/s each (up to {o.users_at_target} users)")
     fitting = [o for o in options if o.fits]
     if not fitting:
-        return f"no format fits one slot of {ctx:,} tokens on this device (a smaller ctx_size, or n_gpu_layers)"
+        return (f"no format fits its weights and one slot of {ctx:,} tokens in device memory (a smaller ctx_size, "
+                "or n_gpu_layers to keep layers in host memory)")
     best = max(fitting, key=lambda o: o.users_at_target)
     if best.users_at_target == 0:
         fastest = max(fitting, key=lambda o: o.tokens_per_s_at_one_user)
