@@ -370,6 +370,8 @@ class Scenario:
     file: str | None = dataclasses.field(default=None, metadata={"internal": True})  # where it was loaded from
     # why deployment.engine is what it is: "scenario" (or a flag), else the default's reason (`default_engine`)
     engine_source: str = dataclasses.field(default="scenario", metadata={"internal": True})
+    # workload values a command took as its defaults rather than from the user (a plan from flags alone), as stated
+    workload_defaults: tuple[str, ...] = dataclasses.field(default=(), metadata={"internal": True})
 
 
 def is_gateway(path: str | Path) -> bool:

@@ -12,6 +12,7 @@ _PATHS = {
     "model": ("model", "name"),
     "gpu": ("hardware", "gpu"),
     "calibrated_profile": ("hardware", "calibrated_profile"),
+    "memory_gb": ("hardware", "memory_gb"),
     "tensor_parallel_size": ("deployment", "tensor_parallel_size"),
     "pipeline_parallel_size": ("deployment", "pipeline_parallel_size"),
     "quantization": ("deployment", "quantization"),
@@ -61,6 +62,7 @@ class Variant:
     model: str | None = None
     gpu: str | None = None
     calibrated_profile: str | None = None
+    memory_gb: float | None = None
     tensor_parallel_size: int | None = None
     pipeline_parallel_size: int | None = None
     quantization: str | None = None

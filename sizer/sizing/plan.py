@@ -40,7 +40,7 @@ from sizer.analytic.weights import LayerKind, layer_kinds, parameter_count
 from sizer.inputs.hardware import profile_origin
 from sizer.inputs.layers import FULL, Attention, LatentAttention
 from sizer.inputs.model_spec import ModelSpec
-from sizer.inputs.scenario import mean_length
+from sizer.inputs.scenario import VLLM_GPU_MEMORY_UTILIZATION, mean_length
 from sizer.kinds import kind
 from sizer.sizing.checkpoint_summary import CheckpointSummary, checkpoint_notes, summarise_checkpoint
 from sizer.sizing.cost import CostSummary, cost_summary
@@ -354,8 +354,25 @@ def assumptions(r: Resolved, step: RooflineStepTimeModel) -> list[str]:
           if r.slots is None else []),
         "engine settings: " + ", ".join(f"{k} from {v}" for k, v in r.engine.sources.items()),
         f"price: {r.price_source}",
-    ] + list(r.link_notes) + ([calibration_note(r)] if r.calibrated_profile else []) \
+    ] + _default_notes(r) + list(r.link_notes) + ([calibration_note(r)] if r.calibrated_profile else []) \
         + [note for note in (kernel_tables_note(r),) if note] + _model_notes(r) + _serving_notes(r)
+
+
+def _default_notes(r: Resolved) -> list[str]:
+    """Defaults the plan took that no other line names: the workload of a plan from flags alone, the KV cache
+    type and vLLM's share of GPU memory."""
+    s, notes = r.scenario, []
+    if s.workload_defaults:
+        notes.append("workload defaults (a plan from flags alone): " + ", ".join(s.workload_defaults)
+                     + "; no SLO targets unless --ttft-ms or --itl-ms" * (not (s.slo.ttft_ms or s.slo.itl_ms)))
+    if r.slots is None:
+        d = s.deployment
+        notes.append(f"KV cache type {r.kv_cache_dtype} (" + ("scenario" if d.kv_cache_dtype != "auto" else
+                                                         "kv_cache_dtype auto: the model's serving dtype") + ")")
+        if d.gpu_memory_utilization == VLLM_GPU_MEMORY_UTILIZATION:
+            notes.append(f"gpu_memory_utilization {d.gpu_memory_utilization} (vLLM's default; "
+                         "deployment.gpu_memory_utilization sets it)")
+    return notes
 
 
 def _memory_assumptions(r: Resolved) -> list[str]:
@@ -422,6 +439,9 @@ def slot_notes(r: Resolved) -> list[str]:
         "the compute buffer sized for one ubatch; flash_attn "
         + ("auto" if sl.flash_attn is None else "on" if sl.flash_attn else "off") + " is not priced",
         "the roofline's efficiencies were fitted on vLLM H100 runs, not on llama.cpp kernels",
+        "llama.cpp's --fit (llama_params_fit: lowers an unset context or n_gpu_layers until the model fits free "
+        "memory) is not modelled: the context planned is the one given, else the model's, and one that does not "
+        "fit is refused",
     ]
     if sl.engine == "ollama":
         notes.append(f"Ollama: cold loads (model file at {sl.load_bytes_per_s / 1e9:g} GB/s after "

@@ -207,7 +207,8 @@ def resolve(s: Scenario) -> Resolved:
                            slots.ubatch_size if slots else engine.max_num_batched_tokens, engine.max_num_seqs,
                            lora.bytes if lora else 0.0)
     if slots:
-        budget = _slot_budget(s, slots, gpu_kv, budget)
+        budget = _slot_budget(s, slots, gpu_kv, budget, "the GPU may use (its working-set limit)"
+                              if hardware.unified_memory_bytes else "of device memory")
     scale_up, host = scale_up_link(hardware), host_link(hardware)
     lora_config = grammar = None
     if lora is not None:
@@ -403,18 +404,21 @@ def slot_engine_settings(slots: SlotSettings) -> EngineSettings:
                           slots.ctx_per_slot_tokens, sources)
 
 
-def _slot_budget(s: Scenario, slots: SlotSettings, kv: KVLayout, budget: MemoryBudget) -> MemoryBudget:
+def _slot_budget(s: Scenario, slots: SlotSettings, kv: KVLayout, budget: MemoryBudget,
+                 device_limit: str) -> MemoryBudget:
     """The engine allocates exactly its context's KV: refuse a context the memory cannot hold (naming the
     field that set it); otherwise the KV pool is that context, and what is left stays free."""
     need = slots.ctx_total_tokens * kv.bytes_per_token_per_gpu
-    if budget.weights_bytes > budget.usable_bytes:
-        return budget                        # the plan says the weights do not fit
+    if budget.weights_bytes > budget.usable_bytes:     # the plan says the weights do not fit, in the device's terms
+        return replace(budget, reasons=(f"weights need {budget.weights_bytes / GiB:.2f} GiB, more than the "
+                                        f"{budget.usable_bytes / GiB:.2f} GiB {device_limit}",))
     room = budget.room_for_kv_bytes
     if need > room:
         raise InputError(s.file, slots.ctx_field,
                          f"{slots.ctx_total_tokens:,} tokens of {kv.dtype} KV need {need / GiB:.2f} GiB; "
-                         f"{max(room, 0) / GiB:.2f} GiB of the device's {budget.gpu_memory_bytes / GiB:.2f} GiB is "
-                         "left after the weights, compute buffer and runtime context")
+                         f"{max(room, 0) / GiB:.2f} GiB of the {budget.gpu_memory_bytes / GiB:.2f} GiB "
+                         f"{device_limit} is left after the weights, compute buffer and runtime context: a smaller "
+                         "context, cache type or weight format")
     blocks = slots.ctx_total_tokens // budget.block_size
     return replace(budget, kv_cache_bytes=need, kv_blocks=blocks, kv_tokens=blocks * budget.block_size,
                    max_seqs_at_max_model_len=slots.slots if not slots.kv_unified else 1)
