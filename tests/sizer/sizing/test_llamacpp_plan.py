@@ -19,6 +19,7 @@ from rich.console import Console
 from simulator.errors import FieldError
 from sizer.cli.render import render_plan
 from sizer.inputs.scenario import load_scenario, scenario_from_dict
+from sizer.sizing.pipeline import add_simulation
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
 
@@ -132,3 +133,26 @@ def test_an_apple_plan_prints_memory_in_its_own_terms():
     assert "gpu_memory_utilization" not in before and "CUDA" not in before
     assert "working-set limit of 68.72 GB  (64.00 GiB) unified memory" in before
     assert "Metal runtime, buffers (assumption)" in before
+
+
+@pytest.mark.slow
+def test_the_simulated_sizing_keeps_one_server():
+    """plan --simulate of the laptop scenario at 20x its rate (2 req/s for 4 slots at ~40 tokens/s each): the SLO
+    is missed, and the answer is the rate one server meets it up to (its goodput), not "N replicas" of a laptop;
+    the fix points at `sizer search` (other formats, slots, devices)."""
+    data = load_scenario(REPO / "scenarios" / "llamacpp-laptop-m4-pro.yaml")
+    s = scenario_from_dict({"model": "llama-3.1-8b", "hardware": "apple-m4-pro",
+                            "deployment": {"engine": "llama.cpp", "quantization": "q4_k_m", "parallel": 4,
+                                           "ctx_size": 32768, "cache_type_k": "q8_0", "cache_type_v": "q8_0",
+                                           "flash_attn": True},
+                            "workload": {"arrival": {"rate_per_s": 2.0}, "num_requests": 200,
+                                         "prompt_tokens": {"distribution": "fixed", "value": 800},
+                                         "output_tokens": {"distribution": "fixed", "value": 300}},
+                            "slo": {"ttft_ms": data.slo.ttft_ms, "itl_ms": data.slo.itl_ms}}, "s.yaml")
+    r = resolve(s)
+    sizing = add_simulation(make_plan(r), r).simulation
+    assert sizing.replicas == 1 and sizing.cost.replicas == 1 and sizing.replicas_for_slo is None
+    assert sizing.slo_met is False
+    assert sizing.verdict.endswith(f"one server meets it up to {sizing.goodput_per_replica_per_s:.3g} req/s")
+    assert 0 < sizing.goodput_per_replica_per_s < 2.0
+    assert sizing.suggestion == "`sizer search` finds faster configurations"
