@@ -101,7 +101,8 @@ def command(
     scenario: Path | None = typer.Argument(None, help="scenario YAML (see docs/scenario.md)"),
     as_json: bool = typer.Option(False, "--json", help="print the plan as JSON"),
     model: str | None = typer.Option(None, help="catalog name, config.json, checkpoint folder or cached HF id"),
-    gpu: str | None = typer.Option(None, help="accelerator profile (`sizer gpus`)"),
+    gpu: str | None = typer.Option(None, help="accelerator profile (`sizer gpus`; yours in $SIZER_HOME/profiles "
+                                              "first), or a profile YAML file"),
     tp: int | None = typer.Option(None, "--tp", help="tensor_parallel_size"),
     pp: int | None = typer.Option(None, "--pp", help="pipeline_parallel_size"),
     memory_gb: float | None = typer.Option(None, "--memory-gb",
