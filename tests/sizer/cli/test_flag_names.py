@@ -42,6 +42,7 @@ FLAGS = {
     "--engine": ("serving engine", ("serving engine",)),
     "--memory-gb": ("the device's memory as sold", ("memory as sold",)),
     "--ctx-size": ("llama.cpp: total context of all slots", ("total context",)),
+    "--benchmark": ("one benchmark of a GuideLLM report, by index", ("GuideLLM report",)),
     "--kernel-tables": ("a device's kernel-table folder", ("kernel-table folder",)),
     "--shapes-of": ("models whose shapes a device calibration times", ("shapes of",)),
     "--simulate": ("add the simulated sizing", ("simulated",)),
