@@ -85,8 +85,13 @@ def render_plan(plan: Plan, console: Console) -> None:
     if kv.state_layers:
         t.add_row("state per sequence", f"{kv.state_bytes_per_seq / 2**20:,.1f} MiB in {kv.state_layers} "
                   "Mamba-2 / linear-attention layers (whatever the sequence's length)")
-    t.add_row("KV per sequence", f"{gb_gib(plan.kv_bytes_per_sequence_at_max_model_len)} "
-              f"at max_model_len {plan.memory.max_model_len:,}")
+    if plan.slots:        # llama.cpp / Ollama: a slot's context, not vLLM's max_model_len
+        t.add_row("KV per slot", f"{gb_gib(plan.kv_bytes_per_sequence_at_max_model_len)} for "
+                  f"{plan.memory.max_model_len:,} tokens" + (" (the whole shared buffer)" if plan.slots.kv_unified
+                                                            else " (ctx_size / parallel)"))
+    else:
+        t.add_row("KV per sequence", f"{gb_gib(plan.kv_bytes_per_sequence_at_max_model_len)} "
+                  f"at max_model_len {plan.memory.max_model_len:,}")
     console.print(t)
     _layer_kinds(console, plan)
     console.print()
@@ -103,16 +108,8 @@ def render_plan(plan: Plan, console: Console) -> None:
         console.print(f"[red]✗ {reason}[/]")
     console.print()
 
-    p = plan.parallel
-    t = _table("Parallel split")
-    t.add_row("TP x PP x DP", f"{p.tensor_parallel_size} x {p.pipeline_parallel_size} x {p.data_parallel_size} = "
-              f"{count(p.gpus_per_replica, 'GPU')} per replica; EP {p.expert_parallel_size}; "
-              f"{p.kv_heads_per_gpu} KV heads per GPU")
-    if p.tp_allreduce_bytes_per_token or p.pp_send_bytes_per_token or p.ep_alltoall_bytes_per_token:
-        t.add_row("communication", f"per token per GPU: TP all-reduce {p.tp_allreduce_bytes_per_token:,.0f} B, "
-                  f"PP send {p.pp_send_bytes_per_token:,.0f} B, EP all-to-all {p.ep_alltoall_bytes_per_token:,.0f} B")
-    console.print(t)
-    console.print()
+    if not plan.slots:    # llama.cpp and Ollama are planned on one device: no split to show
+        _render_split(plan, console)
 
     c = plan.capacity
     t = _table("Capacity (Little's law)")
@@ -141,7 +138,8 @@ def render_plan(plan: Plan, console: Console) -> None:
               f"(<= {s.decode_bandwidth_bound_tokens_per_s:,.0f} tokens/s): weights per GPU x stages / peak bandwidth")
     t.add_row("decode, batch 1", f"{s.decode_batch1_ms:.2f} ms per step, {s.decode_batch1_tokens_per_s:,.0f} tokens/s")
     t.add_row(f"decode, batch {s.memory_limited_batch}", f"{s.decode_memory_limited_batch_ms:.2f} ms per step, "
-              f"{s.decode_memory_limited_tokens_per_s:,.0f} tokens/s (largest batch KV and max_num_seqs allow)")
+              f"{s.decode_memory_limited_tokens_per_s:,.0f} tokens/s ("
+              + ("every slot decoding)" if plan.slots else "largest batch KV and max_num_seqs allow)"))
     t.add_row("compute-bound from",
               f"batch {s.compute_bound_batch}" if s.compute_bound_batch else "never (bandwidth-bound throughout)")
     t.add_row("priced by", "; ".join(f"{family}: {source}" for family, source in s.sources.items()))
@@ -179,6 +177,19 @@ def render_plan(plan: Plan, console: Console) -> None:
     console.print("[bold]Assumptions[/]")
     for a in plan.assumptions:
         console.print(f"  • {a}", highlight=False)
+
+
+def _render_split(plan: Plan, console: Console) -> None:
+    p = plan.parallel
+    t = _table("Parallel split")
+    t.add_row("TP x PP x DP", f"{p.tensor_parallel_size} x {p.pipeline_parallel_size} x {p.data_parallel_size} = "
+              f"{count(p.gpus_per_replica, 'GPU')} per replica; EP {p.expert_parallel_size}; "
+              f"{p.kv_heads_per_gpu} KV heads per GPU")
+    if p.tp_allreduce_bytes_per_token or p.pp_send_bytes_per_token or p.ep_alltoall_bytes_per_token:
+        t.add_row("communication", f"per token per GPU: TP all-reduce {p.tp_allreduce_bytes_per_token:,.0f} B, "
+                  f"PP send {p.pp_send_bytes_per_token:,.0f} B, EP all-to-all {p.ep_alltoall_bytes_per_token:,.0f} B")
+    console.print(t)
+    console.print()
 
 
 def _memory_table(title: str, parts: list[tuple[str, float]]) -> Table:
