@@ -303,7 +303,7 @@ def seed_of(digest: str) -> int:
 
 def scenario_gpu(sweep: Sweep) -> str:
     gpu = sweep.data.get("hardware")
-    return gpu if isinstance(gpu, str) else gpu["gpu"]
+    return gpu if isinstance(gpu, str) else gpu.get("gpu", gpu.get("base"))    # `base:` is `gpu:` by another name
 
 
 def _shorthands(data: dict) -> dict:
