@@ -93,6 +93,16 @@ def test_a_laptop_is_one_server_and_the_verdict_says_requests_queue():
     assert p.capacity.max_arrival_rate_for_memory_per_s == pytest.approx(4 / p.capacity.time_in_system_s)
 
 
+def test_an_offloaded_server_still_holds_one_request_a_slot():
+    """70B on a 4090 with 35 of 80 layers on the GPU: the GPU holds 35/80 of each slot's KV. The plan used to divide
+    that share by a whole request's KV and print "fits; but 3 sequences ... (0 such sequences each)"; a slot holds
+    its request wherever its layers' KV lives, so one slot holds one."""
+    _, p = planned(model="llama-3.1-70b", hardware="rtx-4090", rate=0.05, prompt=512, output=128, ctx_size=8192,
+                   parallel=1, n_gpu_layers=35)
+    assert p.capacity.requests_held_per_replica == 1
+    assert "0 such sequences" not in p.verdict and "1 server with 1 slot holds 1 at once" in p.verdict
+
+
 def test_gpu_memory_utilization_is_not_llamacpp_s():
     with pytest.raises(FieldError) as e:
         planned(ctx_size=8192, gpu_memory_utilization=0.8)
