@@ -88,7 +88,8 @@ def render_plan(plan: Plan, console: Console) -> None:
     if plan.slots:        # llama.cpp / Ollama: a slot's context, not vLLM's max_model_len
         t.add_row("KV per slot", f"{gb_gib(plan.kv_bytes_per_sequence_at_max_model_len)} for "
                   f"{plan.memory.max_model_len:,} tokens" + (" (the whole shared buffer)" if plan.slots.kv_unified
-                                                            else " (ctx_size / parallel)"))
+                                                            else " (ctx_size / parallel)" if plan.slots.engine
+                                                            == "llama.cpp" else " (num_ctx)"))
     else:
         t.add_row("KV per sequence", f"{gb_gib(plan.kv_bytes_per_sequence_at_max_model_len)} "
                   f"at max_model_len {plan.memory.max_model_len:,}")

@@ -273,7 +273,8 @@ def make_plan(r: Resolved) -> Plan:
     held_tokens = tokens_per_req
     if r.slots is not None and not r.slots.kv_unified:     # a request holds its slot's whole context
         held_tokens = r.slots.ctx_per_slot_tokens
-        source += f"; each holds its slot's whole context ({r.slots.engine} allocates ctx_size / parallel per slot)"
+        source += ("; each holds its slot's whole context (" + ("llama.cpp allocates ctx_size / parallel per slot"
+                   if r.slots.engine == "llama.cpp" else "Ollama allocates num_ctx per parallel request") + ")")
     demand_bytes = sequences * kv.sequence_bytes(held_tokens, e.block_size, per_gpu=False)
     demand = KVDemand(sequences, held_tokens, sequences * held_tokens, demand_bytes, demand_bytes / GiB, source)
 
