@@ -231,8 +231,8 @@ def load_hardware(name: str, file: str | None = None, field_path: str = "hardwar
         if key == spec.id or key in spec.aliases:
             return spec
     known = ", ".join(sorted(profiles))
-    raise InputError(file, field_path, f"unknown GPU {excerpt(name)}; expected one of: {known}, or a profile "
-                                       f"file (.yaml); own profiles go in {user_profiles_dir()}")
+    raise InputError(file, field_path, f"unknown GPU {excerpt(name)}; expected one of: {known}, a .yaml profile "
+                                       f"file, or one in {user_profiles_dir()}")
 
 
 def profile_origin(spec: HardwareSpec) -> str:

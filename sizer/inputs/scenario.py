@@ -430,7 +430,10 @@ def default_engine(s: Scenario) -> tuple[str, str]:
     if str(s.hardware.gpu).lower() != HOST_CPU:
         overrides = HardwareOverrides(s.hardware.memory_gb, s.hardware.memory_bandwidth_gb_per_s,
                                       s.hardware.gpu_working_set_fraction)
-        hw = scenario_hardware(s.hardware.gpu, s.file, "hardware.gpu", overrides)
+        try:
+            hw = scenario_hardware(s.hardware.gpu, s.file, "hardware.gpu", overrides)
+        except FieldError:      # an unknown device: resolving the scenario refuses it, after its own checks
+            return "vllm", "default: vLLM, sizer's engine for discrete GPUs"
         if hw.device_kind in LLAMACPP_ONLY_DEVICES:
             return "llama.cpp", f"default on {hw.name} ({hw.device_kind}): sizer models no batching engine there"
     return "vllm", "default: vLLM, sizer's engine for discrete GPUs"

@@ -141,7 +141,7 @@ def test_a_bundled_profile_says_so(tmp_path):
 def test_an_unknown_gpu_points_at_the_user_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("SIZER_HOME", str(tmp_path))
     result = runner.invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "my-laptop"])
-    assert result.exit_code == 2 and f"own profiles go in {tmp_path / 'profiles'}" in result.output
+    assert result.exit_code == 2 and f"a .yaml profile file, or one in {tmp_path / 'profiles'}" in result.output
 
 
 def test_a_user_profile_folder_copy_is_independent_of_the_package(tmp_path, monkeypatch):
