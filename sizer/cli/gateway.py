@@ -30,7 +30,8 @@ def refuse_flags(flags: dict[str, object]) -> None:
 
 def plan(path: Path, as_json: bool, search: bool) -> None:
     doc, name = load_gateway(path)
-    a = plan_gateway(resolve_gateway(doc, name, str(path)), search)
+    with progress("searching", "configurations", show=search) as update:
+        a = plan_gateway(resolve_gateway(doc, name, str(path)), search, update)
     if as_json:
         typer.echo(to_json(a))
     else:
@@ -40,7 +41,7 @@ def plan(path: Path, as_json: bool, search: bool) -> None:
 def simulate(path: Path, as_json: bool, num_requests: int | None, requests_csv: Path | None) -> None:
     doc, name = load_gateway(path)
     rg = resolve_gateway(doc, name, str(path))
-    with progress("simulating", "requests", num_requests or rg.config.num_requests, not as_json) as update:
+    with progress("simulating", "requests", num_requests or rg.config.num_requests) as update:
         result, a = run_gateway(rg, num_requests, progress=update)
     if requests_csv is not None:
         frame_to_csv(requests_csv, "--requests-csv", _records_frame(result.records))

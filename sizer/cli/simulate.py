@@ -32,8 +32,10 @@ from sizer.inputs.variant import Variant
 from sizer.kinds import kind
 from sizer.outputs.destination import check_destination, frame_to_csv
 from sizer.outputs.serialise import to_json
+from sizer.sizing import pipeline
 from sizer.sizing.goodput import slo_of
-from sizer.sizing.resolve import resolve
+from sizer.sizing.plan import Plan
+from sizer.sizing.resolve import Resolved, resolve
 from sizer.sizing.simulate import DEFAULT_ROUTER, simulate_scenario
 
 
@@ -68,8 +70,8 @@ def command(
                               "--ttft-ms": ttft_ms, "--itl-ms": itl_ms})
         return gateway.simulate(scenario, as_json, num_requests, requests_csv)
     traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms)
-    scenario_obj, result, summary = run(scenario, num_requests, replicas, router, show_progress=not as_json,
-                                        traffic=traffic, variant=closed_loop_flag(concurrency, rate))
+    scenario_obj, result, summary = run(scenario, num_requests, replicas, router, traffic=traffic,
+                                        variant=closed_loop_flag(concurrency, rate))
     if requests_csv is not None:
         frame_to_csv(requests_csv, "--requests-csv", result.requests)
     if as_json:
@@ -78,7 +80,7 @@ def command(
     render_simulation_metrics(scenario_obj.name, summary, Console(), requests_csv)
 
 
-def run(path: Path, num_requests: int | None, replicas: int | None, router: str, show_progress: bool,
+def run(path: Path, num_requests: int | None, replicas: int | None, router: str,
         traffic: Traffic = Traffic(), variant: Variant | None = None):
     variant = variant or Variant()
     if router not in ROUTERS:
@@ -93,6 +95,12 @@ def run(path: Path, num_requests: int | None, replicas: int | None, router: str,
     r = resolve(s)
     total = min(num_requests or s.workload.num_requests, (s.workload.trace.max_requests or 1 << 62)
                 if s.workload.trace else 1 << 62)
-    with progress("simulating", "requests", total, show_progress) as update:
+    with progress("simulating", "requests", total) as update:
         result = simulate_scenario(r, num_requests, replicas, router, update)
     return s, result, summarise(result, slo_of(s))
+
+
+def add_simulation(plan: Plan, resolved: Resolved) -> Plan:
+    """`plan --simulate` (kind "simulate"): the sizing pipeline's answer, its simulations counted on stderr."""
+    with progress("sizing", "simulations") as update:
+        return pipeline.add_simulation(plan, resolved, progress=update)
