@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
-from sizer.cli.render import render_comparison
+from sizer.cli.options import WIDE
+from sizer.cli.render import render_comparison, terminal
 from sizer.inputs.bench_result import read_bench_result
 from sizer.inputs.scenario import load_scenario
 from sizer.outputs.serialise import to_json
@@ -20,6 +20,7 @@ def command(
                                             "--save-detailed adds per-request lengths)"),
     scenario: Path = typer.Argument(..., help="scenario YAML: the deployment the benchmark ran on (docs/scenario.md)"),
     as_json: bool = typer.Option(False, "--json", help="print the comparison as JSON"),
+    wide: bool = WIDE,
 ) -> None:
     """Measured against predicted: throughput, TTFT, TPOT, ITL and E2E as vllm bench serve reports them.
 
@@ -30,4 +31,4 @@ def command(
     if as_json:
         typer.echo(to_json(comparison))
         return
-    render_comparison(comparison, Console())
+    render_comparison(comparison, terminal(wide))

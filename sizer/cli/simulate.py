@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from simulator.cluster import ROUTERS
 from simulator.errors import excerpt
@@ -19,12 +18,13 @@ from sizer.cli.options import (
     PROMPT_TOKENS,
     RATE,
     TTFT_MS,
+    WIDE,
     closed_loop_flag,
     scenario_with_flags,
     traffic_from_flags,
 )
 from sizer.cli.progress import progress
-from sizer.cli.render import render_simulation_metrics
+from sizer.cli.render import render_simulation_metrics, terminal
 from sizer.errors import InputError
 from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS, is_gateway
 from sizer.inputs.traffic import Traffic
@@ -54,6 +54,7 @@ def command(
     output_tokens: str | None = OUTPUT_TOKENS,
     ttft_ms: float | None = TTFT_MS,
     itl_ms: float | None = ITL_MS,
+    wide: bool = WIDE,
 ) -> None:
     """Simulated TTFT, ITL, TPOT, E2E (p50/p95/p99), throughput, goodput and prefix-cache hits.
 
@@ -68,7 +69,7 @@ def command(
                               "--rate": rate, "--concurrency": concurrency, "--prompt-tokens": prompt_tokens,
                               "--output-tokens": output_tokens,
                               "--ttft-ms": ttft_ms, "--itl-ms": itl_ms})
-        return gateway.simulate(scenario, as_json, num_requests, requests_csv)
+        return gateway.simulate(scenario, as_json, num_requests, requests_csv, wide)
     traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms)
     scenario_obj, result, summary = run(scenario, num_requests, replicas, router, traffic=traffic,
                                         variant=closed_loop_flag(concurrency, rate))
@@ -77,7 +78,7 @@ def command(
     if as_json:
         typer.echo(to_json({"scenario": scenario_obj.name, **vars(summary)}))
         return
-    render_simulation_metrics(scenario_obj.name, summary, Console(), requests_csv)
+    render_simulation_metrics(scenario_obj.name, summary, terminal(wide), requests_csv)
 
 
 def run(path: Path, num_requests: int | None, replicas: int | None, router: str,
