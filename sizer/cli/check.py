@@ -9,6 +9,7 @@ import typer
 from simulator.errors import FieldError
 from sizer.cli.flags import check_range
 from sizer.cli.options import ITL_MS, OUTPUT_TOKENS, PROMPT_TOKENS, RATE, TTFT_MS, WIDE, traffic_from_flags
+from sizer.cli.progress import progress
 from sizer.cli.render import check_summary, terminal
 from sizer.outputs.check import CheckResult, check_file
 from sizer.outputs.destination import check_destination
@@ -48,7 +49,9 @@ def command(
         # failure to write it can never stand in for the verdict or for the input's own error
         check_destination(junit, "--junit")
     try:
-        result = check_file(str(file), kv_share, budget, traffic, scenario=str(scenario) if scenario else None)
+        with progress("sizing", "simulations") as update:
+            result = check_file(str(file), kv_share, budget, traffic, scenario=str(scenario) if scenario else None,
+                                progress=update)
     except FieldError as error:
         if junit:
             try:

@@ -107,6 +107,7 @@ def test_on_a_terminal_the_bar_goes_to_stderr_with_count_rate_and_eta(monkeypatc
 @pytest.mark.parametrize("args, line", [
     (["simulate", str(CHAT), "--num-requests", "200", "--json"], "simulating: 200/200 requests, "),
     (["plan", str(CHAT), "--simulate", "--json"], "sizing: 1 simulations, "),
+    (["check", str(ROOT / "scenarios" / "deploy" / "pass-llama-8b-h100.yaml"), "--json"], "sizing: 1 simulations, "),
     (["search", str(CHAT), "--gpus", "h100-sxm", "--tp", "1,2", "--weights", "bf16", "--kv-cache-dtype", "auto",
       "--num-requests", "100", "--workers", "1", "--json"], "searching: 1/2 configurations, "),
 ])
