@@ -19,6 +19,7 @@ from sizer.outputs.serialise import to_json
 from sizer.sizing.plan import attention_kind
 
 JSON_HELP = "print the catalog as JSON"
+FULL_CATALOG = 120      # narrower (80 in a pipe): the listings leave out names and shapes, which --wide prints
 
 
 @dataclass(frozen=True)
@@ -72,19 +73,20 @@ def models(as_json: bool = typer.Option(False, "--json", help=JSON_HELP), wide: 
         typer.echo(to_json(rows))
         return
     console = terminal(wide)
+    full = console.width >= FULL_CATALOG          # --wide: always
     table = Table(title="Model catalog (any Hugging Face config.json path works too)", title_justify="left",
-                  caption=None if wide else "mixers: their kinds (window: sliding or chunked attention); --wide: "
+                  caption=None if full else "mixers: their kinds (window: sliding or chunked attention); --wide: "
                   "their shapes and the architecture", caption_justify="left", box=None, pad_edge=False)
     text_column(table, "name", no_wrap=True)
-    if wide:
+    if full:
         text_column(table, "architecture")
     for header in ("parameters\n(B)", "active\n(B)", "layers", "max\ncontext"):
         number_column(table, header)
     text_column(table, "mixers")
     for m in rows:
-        table.add_row(m.name, *((m.architecture,) if wide else ()), f"{m.parameters / 1e9:,.2f}",
+        table.add_row(m.name, *((m.architecture,) if full else ()), f"{m.parameters / 1e9:,.2f}",
                       f"{m.parameters_active / 1e9:,.2f}", str(m.layers), f"{m.max_position_embeddings:,}",
-                      m.mixers if wide else m.mixer_kinds)
+                      m.mixers if full else m.mixer_kinds)
     console.print(table)
 
 
@@ -94,20 +96,21 @@ def gpus(as_json: bool = typer.Option(False, "--json", help=JSON_HELP), wide: bo
         typer.echo(to_json(list(all_profiles().values())))
         return
     console = terminal(wide)
+    full = console.width >= FULL_CATALOG          # --wide: always
     table = Table(title="Accelerator profiles (hardware_profiles/)", title_justify="left", box=None, pad_edge=False,
-                  caption=None if wide else "--wide: each profile's name and aliases too", caption_justify="left")
+                  caption=None if full else "--wide: each profile's name and aliases too", caption_justify="left")
     text_column(table, "id", no_wrap=True)
-    if wide:
+    if full:
         text_column(table, "name")
     for header in ("memory\nGB", "memory\nGiB", "TB/s", "bf16\nTFLOP/s", "fp8\nTFLOP/s", "$/GPU\n-hour"):
         number_column(table, header)
-    if wide:
+    if full:
         text_column(table, "aliases")
     for spec in all_profiles().values():
         fp8 = spec.peak_flops_per_s.get("fp8")
         price = f"{spec.price_usd_per_gpu_hour:.2f}" if spec.price_usd_per_gpu_hour is not None else "-"
-        table.add_row(spec.id, *((spec.name,) if wide else ()), f"{spec.memory_bytes / GB:,.1f}",
+        table.add_row(spec.id, *((spec.name,) if full else ()), f"{spec.memory_bytes / GB:,.1f}",
                       f"{spec.memory_bytes / GiB:,.1f}", f"{spec.memory_bandwidth_bytes_per_s / 1e12:.2f}",
                       f"{spec.peak_flops('bf16') / 1e12:,.0f}", f"{fp8 / 1e12:,.0f}" if fp8 else "-", price,
-                      *((", ".join(spec.aliases),) if wide else ()))
+                      *((", ".join(spec.aliases),) if full else ()))
     console.print(table)

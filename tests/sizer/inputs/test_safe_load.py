@@ -103,7 +103,10 @@ def test_deep_nesting_is_one_line_not_a_recursion_error(tmp_path, text):
     line = refused("plan", path)
     # about what refusing a one-line file takes (tens of milliseconds each here): the depth is refused as it is read
     assert fastest(lambda: refused("plan", path)) < 10 * fastest(lambda: refused("plan", one_line_file(tmp_path)))
-    assert line.startswith(f"error: {path}: line ") and f"nested deeper than {MAX_DEPTH} levels" in line
+    # our bound's words, or (PyYAML 6.0.4 on, whose scanner limits flow nesting itself, before our bound sees the
+    # events) PyYAML's own in our frame: either way one line naming the file and the line
+    assert line.startswith(f"error: {path}: line ")
+    assert f"nested deeper than {MAX_DEPTH} levels" in line or "not valid YAML (" in line, line
 
 
 def test_nesting_at_the_bound_is_read():
