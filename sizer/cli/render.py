@@ -64,9 +64,9 @@ def _layer_kinds(console: Console, plan: Plan) -> None:
     if len([r for r in rows if r.part == "mixer"]) < 2 and len([r for r in rows if r.part == "ffn"]) < 2:
         return
     t = Table(title="Layers by kind", title_justify="left")
-    for col, right in (("part", False), ("kind", False), ("layers", True), ("parameters (B)", True),
-                       (f"KV per token ({plan.kv.dtype})", True), ("state per sequence", True)):
-        t.add_column(col, justify="right" if right else "left")
+    for col, right in (("part", False), ("kind", False), ("layers", True), ("parameters\n(B)", True),
+                       (f"KV per token\n({plan.kv.dtype})", True), ("state per\nsequence", True)):
+        (number_column if right else text_column)(t, col)
     kv_bytes = plan.kv.bytes_per_value
     for r in rows:
         t.add_row(r.part, r.kind, str(r.layers or ""), f"{r.parameters / 1e9:,.3f}",
@@ -116,9 +116,9 @@ def render_plan(plan: Plan, console: Console) -> None:
 
     mem = plan.memory
     t = Table(title=f"Memory per GPU ({plan.gpu}, {gb_gib(mem.gpu_memory_bytes)})", title_justify="left")
-    t.add_column("part")
-    t.add_column("GB", justify="right")
-    t.add_column("GiB", justify="right")
+    text_column(t, "part")
+    number_column(t, "GB")
+    number_column(t, "GiB")
     parts = [("usable at gpu_memory_utilization " + str(mem.gpu_memory_utilization), mem.usable_bytes),
              ("weights (this GPU's shard)", mem.weights_bytes),
              ("activation peak (estimate)", mem.activation_bytes),
@@ -250,7 +250,7 @@ def render_simulation(sim: Sizing, console: Console) -> None:
         t = Table(title=f"Simulated: one replica at {point.rate_per_s:.3g} req/s ({sim.target_rate_per_s:g} req/s over "
                         f"{count(sim.replicas, 'replica')}), {m.num_requests:,} requests", title_justify="left")
         for col in ("ms", "p50", "p95", "p99"):
-            t.add_column(col, justify="right" if col != "ms" else "left")
+            (text_column if col == "ms" else number_column)(t, col)
         for name in ("ttft", "itl", "tpot", "e2e", "queue"):
             lat = getattr(m, name)
             t.add_row(name.upper(), f"{lat.p50_ms:,.1f}", f"{lat.p95_ms:,.1f}", f"{lat.p99_ms:,.1f}")
@@ -271,14 +271,14 @@ def render_simulation_metrics(name: str, m: MetricsSummary, console: Console, re
     """`sizer simulate`: latency percentiles, then throughput, resources and the SLO."""
     lat = Table(title=f"sizer simulate: {name} ({m.num_finished:,} finished, {m.num_rejected:,} rejected)")
     for col in ("latency", "p50 ms", "p95 ms", "p99 ms", "mean ms"):
-        lat.add_column(col, justify="left" if col == "latency" else "right")
+        (text_column if col == "latency" else number_column)(lat, col)
     for label, lat_pct in (("TTFT", m.ttft), ("ITL", m.itl), ("TPOT", m.tpot), ("E2E", m.e2e), ("queueing", m.queue)):
         values = (lat_pct.p50_ms, lat_pct.p95_ms, lat_pct.p99_ms, lat_pct.mean_ms)
         lat.add_row(label, *(f"{v:,.1f}" if math.isfinite(v) else "-" for v in values))
     console.print(lat)
     tp = Table(title="throughput and resources")
-    tp.add_column("measure")
-    tp.add_column("value", justify="right")
+    text_column(tp, "measure")
+    text_column(tp, "value", justify="right")       # a number, or a number with its words (the SLO's share)
     rows = [("requests / s", f"{m.request_throughput_per_s:,.2f}"),
             ("input tokens / s", f"{m.input_tokens_per_s:,.0f}"),
             ("output tokens / s", f"{m.output_tokens_per_s:,.0f}"),
@@ -389,8 +389,8 @@ def _render_slot_search(result: SearchResult, scenario_path: str, console: Conso
 def render_validation(report, console: Console) -> None:
     """`sizer validate`: measured against predicted (`report` is engine.validate's ValidationReport)."""
     table = Table(title=f"sizer validate: {report.model} on {report.device}, {report.num_requests} requests")
-    for col in ("metric", "measured (engine)", "predicted (simulator)", "relative error"):
-        table.add_column(col, justify="left" if col == "metric" else "right")
+    for col in ("metric", "measured\n(engine)", "predicted\n(simulator)", "relative\nerror"):
+        (text_column if col == "metric" else number_column)(table, col)
     for r in report.rows:
         table.add_row(r.metric, f"{r.measured:,.2f}", f"{r.predicted:,.2f}", f"{r.relative_error:+.1%}")
     console.print(table)
@@ -435,7 +435,7 @@ def render_comparison(c: Comparison, console: Console) -> None:
               caption=f"simulated: {c.num_requests:,} requests, {c.workload}; lengths from {c.lengths_from}. "
                       "error = (predicted - measured) / measured", caption_justify="left")
     for col in ("metric", "measured", "predicted", "error"):
-        t.add_column(col, justify="left" if col == "metric" else "right")
+        (text_column if col == "metric" else number_column)(t, col)
     for m in c.metrics:
         t.add_row(m.metric, f"{m.measured:,.2f}", "-" if m.predicted is None else f"{m.predicted:,.2f}",
                   "-" if m.error is None else f"{m.error:+.1%}")
