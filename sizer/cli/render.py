@@ -431,9 +431,11 @@ def check_summary(result: CheckResult, columns: int = WIDE_COLUMNS) -> str:
 
 def render_comparison(c: Comparison, console: Console) -> None:
     """`sizer compare`: each measured metric beside sizer's prediction and the relative error."""
-    t = Table(title=f"sizer compare: {c.result_file} against {c.scenario}", title_justify="left",
+    which = f" ({c.benchmark})" if c.benchmark else ""
+    notes = "".join(f"\nnot modelled: {note}" for note in c.not_modelled)
+    t = Table(title=f"sizer compare: {c.result_file}{which} against {c.scenario}", title_justify="left",
               caption=f"simulated: {c.num_requests:,} requests, {c.workload}; lengths from {c.lengths_from}. "
-                      "error = (predicted - measured) / measured", caption_justify="left")
+                      f"error = (predicted - measured) / measured{notes}", caption_justify="left")
     for col in ("metric", "measured", "predicted", "error"):
         (text_column if col == "metric" else number_column)(t, col)
     for m in c.metrics:

@@ -41,6 +41,8 @@ COMMANDS = {
     "check fail": ["check", str(SCENARIOS / "deploy" / "fail-latency-llama-70b-h100.yaml")],
     "sweep": ["sweep", "sweep.yaml", "--results", "r.parquet", "--workers", "1"],
     "compare": ["compare", str(BENCH / "vllm-bench-serve-c16.json"), str(BENCH / "scenario-llama-3.1-8b-h100.yaml")],
+    "compare GuideLLM": ["compare", str(BENCH / "guidellm-report-2-benchmarks.json"),
+                         str(BENCH / "scenario-llama-3.1-8b-h100.yaml")],
 }
 
 
