@@ -368,7 +368,7 @@ def _render_slot_search(result: SearchResult, scenario_path: str, console: Conso
                   caption_justify="left")
     gib = lambda nbytes: f"{nbytes / GiB:,.1f} GiB"  # noqa: E731
     for name in ("#", "configuration", "memory", "left", "tokens/s", "TTFT s", "binds"):
-        (text_column if name in ("", "configuration", "binds") else number_column)(table, name)
+        (text_column if name in ("configuration", "binds") else number_column)(table, name)
     for i, o in enumerate(ok, 1):
         table.add_row(str(i), o.candidate.label, gib(o.device_memory_bytes), gib(o.slots.left_bytes),
                       f"{o.tokens_per_s_per_user:.1f}", f"{o.slot_ttft_ms / 1e3:.2f}", o.binding)

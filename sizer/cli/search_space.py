@@ -16,7 +16,7 @@ from sizer.sizing.search import SearchSpace, candidates, default_space
 from sizer.words import count
 
 # `sizer report`'s --gpus help: why its default space is the scenario's GPU alone.
-REPORT_GPUS_HELP = (f"profiles the search tries. Default: the scenario's GPU only (its TP sizes x weight x KV "
+REPORT_GPUS_HELP = ("profiles the search tries. Default: the scenario's GPU only (its TP sizes x weight x KV "
                     f"formats, {len(candidates(SearchSpace(gpus=('',))))} configurations), so that a report answers "
                     "for the hardware it names in minutes; every data-centre GPU (`sizer search`'s default) "
                     "multiplies that by their number, an hour on a loaded machine. llama.cpp and Ollama: the local "
