@@ -26,7 +26,7 @@ from sizer.cli.options import (
 )
 from sizer.cli.progress import progress
 from sizer.cli.render import render_search, terminal
-from sizer.cli.search_space import space_from_options
+from sizer.cli.search_space import describe_space, space_from_options
 from sizer.errors import InputError
 from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS, scenario_from_dict
 from sizer.outputs.destination import check_destination, frame_to_csv
@@ -83,6 +83,7 @@ def command(
     space = space_from_options(scenario_from_dict(data, str(scenario)), gpus, tp, pp, weights, kv_cache_dtype,
                                speculative, slots)
     check_emit(emit, emit_to, as_json)
+    typer.echo(f"search: {describe_space(space)}", err=True)
     with progress("searching", "configurations") as update:
         settings = SearchSettings(GoodputSettings(num_requests=requests), max_replicas)
         result = search(data, str(scenario), space, settings, workers, update)

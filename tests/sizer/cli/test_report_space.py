@@ -1,6 +1,6 @@
-"""`sizer report` says what it searches before it starts, searches the scenario's GPU by default (not every
-data-centre GPU: 288 configurations, an hour on a loaded machine) and reports the scenario as given with
---no-search (issue 27)."""
+"""`sizer report` (and `search`) says what it searches before it starts, searches the scenario's GPU by
+default (not every data-centre GPU: 288 configurations, an hour on a loaded machine) and reports the scenario
+as given with --no-search (issue 27)."""
 
 from pathlib import Path
 
@@ -72,3 +72,14 @@ def test_no_search_refuses_a_search_axis(tmp_path, flag, value):
     result = runner.invoke(app, ["report", str(H200), "-o", str(tmp_path / "r.html"), "--no-search", flag, value])
     assert result.exit_code == 2
     assert result.stderr == f"error: {flag}: is a search axis; --no-search reports the scenario's own configuration\n"
+
+
+def test_search_states_what_it_searches_before_it_starts(monkeypatch):
+    import sizer.cli.search
+
+    monkeypatch.setattr(sizer.cli.search, "search", stop)
+    result = runner.invoke(app, ["search", str(H200), "--gpus", "h200,b200", "--tp", "4,8"])
+    assert result.exit_code == 2
+    # 2 GPUs x TP 4,8 x weights bf16,fp8 x KV auto,fp8 (the defaults) = 16
+    assert result.stderr.splitlines()[0] == "search: 16 configurations: GPUs h200,b200; TP 4,8; weights bf16,fp8; " \
+                                            "KV auto,fp8"
