@@ -27,6 +27,7 @@ from sizer.cli.options import (
     traffic_from_flags,
 )
 from sizer.cli.progress import progress
+from sizer.cli.render import terminal
 from sizer.cli.search_space import REPORT_GPUS_HELP, describe_space, report_space
 from sizer.errors import InputError
 from sizer.inputs.gateway import load_gateway
@@ -104,9 +105,9 @@ def command(
     space = None if no_search else report_space(scenario_from_dict(data, str(scenario)), gpus, tp, weights,
                                                 kv_cache_dtype, slots)
     check_emit(emit, emit_to)
-    typer.echo("report: the scenario's configuration as given (--no-search)" if space is None
-               else f"report: searching {describe_space(space)} (--gpus to widen it, --no-search to skip it)",
-               err=True)
+    terminal(stderr=True).print("report: the scenario's configuration as given (--no-search)" if space is None else
+                                f"report: searching {describe_space(space)} (--gpus to widen it, --no-search to "
+                                "skip it)", markup=False, highlight=False)
     with progress("searching", "configurations") as update:
         report = build_report(data, str(scenario), space, workers, progress=update)
     text = emitted(emit, lambda: serving_of(report, str(scenario)))

@@ -83,7 +83,7 @@ def command(
     space = space_from_options(scenario_from_dict(data, str(scenario)), gpus, tp, pp, weights, kv_cache_dtype,
                                speculative, slots)
     check_emit(emit, emit_to, as_json)
-    typer.echo(f"search: {describe_space(space)}", err=True)
+    terminal(stderr=True).print(f"search: {describe_space(space)}", markup=False, highlight=False)
     with progress("searching", "configurations") as update:
         settings = SearchSettings(GoodputSettings(num_requests=requests), max_replicas)
         result = search(data, str(scenario), space, settings, workers, update)
