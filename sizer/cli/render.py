@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sizer.analytic.memory import GB, GiB
+from sizer.cli.render_day import render_day, render_energy
 from sizer.sizing.plan import Plan
 from sizer.sizing.result import Sizing
 from sizer.words import count
@@ -190,6 +191,8 @@ def render_plan(plan: Plan, console: Console) -> None:
 
     if plan.simulation:
         render_simulation(plan.simulation, console)
+    if plan.day:
+        render_day(plan.day, console)
 
     co = plan.cost
     if co is None:
@@ -204,6 +207,8 @@ def render_plan(plan: Plan, console: Console) -> None:
         if co.usd_per_million_output_tokens is not None:
             line += f"; ${co.usd_per_million_output_tokens:,.3f} per million output tokens ({co.throughput_source})"
         console.print(line)
+    if plan.energy:
+        render_energy(plan.energy, console)
     console.print()
     console.print("[bold]Assumptions[/]")
     for a in plan.assumptions:
