@@ -29,6 +29,7 @@ COMMANDS = {
     "plan --simulate": ["plan", str(CHAT), "--simulate"],
     "plan MoE": ["plan", str(SCENARIOS / "deepseek-v3-h200-tp8.yaml")],
     "plan hybrid": ["plan", "--model", "nemotron-3-nano-30b-a3b", "--gpu", "h100-sxm"],
+    "plan a day": ["plan", str(SCENARIOS / "diurnal-chat-h100.yaml"), "--simulate"],
     "plan llama.cpp": ["plan", str(SCENARIOS / "llamacpp-laptop-m4-pro.yaml")],
     "plan gateway --simulate": ["plan", str(GATEWAY), "--simulate"],
     "simulate": ["simulate", str(CHAT), "--num-requests", "200"],
