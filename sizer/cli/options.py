@@ -39,6 +39,8 @@ OUTPUT_TOKENS = typer.Option(None, "--output-tokens", help="output length in tok
 CONCURRENCY = typer.Option(None, "--concurrency",
                            help="a closed loop of N clients in place of the scenario's arrivals: each sends its next "
                                 "request when its last answer arrives (vllm bench serve --max-concurrency N)")
+WIDE = typer.Option(False, "--wide", help="print every table in full, as wide as its content (default: fit the "
+                                          "terminal, 80 columns in a pipe: labels wrapped, some columns left out)")
 TTFT_MS = typer.Option(None, "--ttft-ms", help="SLO: time to first token target, milliseconds")
 ITL_MS = typer.Option(None, "--itl-ms", help="SLO: inter-token latency target, milliseconds, checked against each "
                                              "request's TPOT (its mean time per output token)")

@@ -11,7 +11,6 @@ import typing
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from simulator.errors import excerpt
 from sizer.cli.flags import check_choices, check_gpu, check_model, check_range, naming_flags
@@ -24,13 +23,14 @@ from sizer.cli.options import (
     PROMPT_TOKENS,
     RATE,
     TTFT_MS,
+    WIDE,
     closed_loop_flag,
     emits_to_stdout,
     scenario_with_flags,
     traffic_from_flags,
     with_flags,
 )
-from sizer.cli.render import render_plan
+from sizer.cli.render import render_plan, terminal
 from sizer.errors import InputError
 from sizer.inputs.hardware import is_profile_path
 from sizer.inputs.scenario import (
@@ -132,6 +132,7 @@ def command(
                                        "(a gateway: the cheapest sizing search)"),
     emit: str | None = typer.Option(None, "--emit", help=EMIT_HELP),
     emit_to: Path | None = typer.Option(None, "--emit-to", help=EMIT_TO_HELP),
+    wide: bool = WIDE,
 ) -> None:
     """Memory, parallel split, Little's-law capacity, step times and cost for a scenario.
 
@@ -148,7 +149,7 @@ def command(
                               "--output-tokens": output_tokens,
                               "--ttft-ms": ttft_ms, "--itl-ms": itl_ms,
                               "--profile": profile, "--emit": emit, "--emit-to": emit_to})
-        return gateway.plan(scenario, as_json, search=simulate)
+        return gateway.plan(scenario, as_json, search=simulate, wide=wide)
     check_choices((engine,) if engine is not None else None, "--engine", typing.get_args(Engine))
     gpu, calibrated = _gpu_or_profile(gpu, profile)
     check_range(memory_gb, "--memory-gb", 1e-3, MAX_HARDWARE_GB)
@@ -180,7 +181,7 @@ def command(
     if as_json:
         typer.echo(to_json(result))
     else:
-        render_plan(result, Console(stderr=emits_to_stdout(emit, emit_to)))
+        render_plan(result, terminal(wide, stderr=emits_to_stdout(emit, emit_to)))
     if emitter is not None:
         emitter.write_emitted(text, emit_to)
 

@@ -17,6 +17,8 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
+from collections.abc import Callable
 
 from sizer.sizing.cost import cost_summary, gpus_per_replica, usd_per_hour
 from sizer.sizing.goodput import Goodput, goodput_rate, probe_slo, rate_bound_per_s, replicas_for, slo_of
@@ -37,14 +39,17 @@ def method_notes(settings: GoodputSettings, num_requests: int) -> tuple[str, ...
 
 
 class _OperatingPoints:
-    """One replica at target rate / replicas with the scenario's request count, each count simulated once."""
+    """One replica at target rate / replicas with the scenario's request count, each count simulated once
+    (`simulated`, a progress display's, called after each)."""
 
-    def __init__(self, r: Resolved, rate_per_s: float):
-        self.r, self.rate_per_s, self.seen = r, rate_per_s, {}
+    def __init__(self, r: Resolved, rate_per_s: float, simulated: Callable[[], None] | None = None):
+        self.r, self.rate_per_s, self.seen, self.simulated = r, rate_per_s, {}, simulated
 
     def __call__(self, replicas: int) -> SLOProbe:
         if replicas not in self.seen:
             self.seen[replicas] = probe_slo(self.r, self.rate_per_s / replicas, self.r.scenario.workload.num_requests)
+            if self.simulated:
+                self.simulated()
         return self.seen[replicas]
 
 
@@ -145,11 +150,12 @@ def _notes(goodput: Goodput | None, source: str | None, point: SLOProbe | None, 
 
 
 def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSettings(),
-                    max_replicas: int | None = None) -> Sizing:
+                    max_replicas: int | None = None, progress: Callable[[int], None] | None = None) -> Sizing:
     """Goodput, replicas, cost and verdict of `plan`'s deployment at the scenario's rate.
 
     `max_replicas` (search): rates below target / max_replicas are not tried, and a deployment
     that would need more replicas is TOO_MANY_REPLICAS. It never changes a goodput that is found.
+    `progress` (a progress display's) is told the count of simulations run after each.
     """
     s = r.scenario
     rate = plan.capacity.arrival_rate_per_s
@@ -163,7 +169,9 @@ def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = Goodput
         return Sizing(SizingStatus.DOES_NOT_FIT, _verdict(SizingStatus.DOES_NOT_FIT, None, None, None, None, None),
                       None, **common, goodput_per_replica_per_s=None, binding_target=None, replicas=None, cost=None,
                       replicas_for_slo=None, usd_per_hour_for_slo=None, operating_point=None, notes=())
-    at = _OperatingPoints(r, rate)
+    runs = itertools.count(1)
+    simulated = (lambda: progress(next(runs))) if progress else None
+    at = _OperatingPoints(r, rate, simulated)
     goodput = needed = None
     if not slo.has_targets:                  # the stated replicas, else enough KV for Little's law (the plan's)
         replicas, source, status = plan.cost.replicas, plan.cost.replicas_source, SizingStatus.NO_SLO
@@ -171,7 +179,7 @@ def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = Goodput
         replicas, source = (stated, plan.cost.replicas_source if server else "scenario") if stated else (None, None)
         upper = rate_bound_per_s(plan)
         floor = rate / max_replicas if max_replicas else 0.0
-        goodput = goodput_rate(r, upper, settings, floor)
+        goodput = goodput_rate(r, upper, settings, floor, simulated)
         if goodput.rate_per_s > 0:
             tried = _fewest_replicas(at, goodput, settings)
             needed = tried if at(tried).met else None
@@ -201,8 +209,9 @@ def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = Goodput
         operating_point=point, notes=_notes(goodput, source, point, settings, plan))
 
 
-def add_simulation(plan: Plan, r: Resolved, settings: GoodputSettings = GoodputSettings()) -> Plan:
+def add_simulation(plan: Plan, r: Resolved, settings: GoodputSettings = GoodputSettings(),
+                   progress: Callable[[int], None] | None = None) -> Plan:
     """`plan` with its simulated section (`Plan.simulation`), the sized replicas and their cost, and the verdict."""
-    sizing = size_deployment(r, plan, settings)
+    sizing = size_deployment(r, plan, settings, progress=progress)
     return dataclasses.replace(plan, simulation=sizing, cost=sizing.cost,
                                verdict=f"{plan.verdict}; {sizing.verdict}")

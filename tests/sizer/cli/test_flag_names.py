@@ -76,6 +76,8 @@ FLAGS = {
     "--sweep": ("a sweep's Parquet file of results", ("Parquet",)),
     "--backend": ("where a sweep's points run: local or ray", ("ray",)),
     "--address": ("the Ray cluster a sweep joins", ("Ray",)),
+    "--benchmark": ("one benchmark of a GuideLLM report, by index", ("benchmark",)),
+    "--wide": ("every table in full, not fitted to the terminal", ("wide",)),
     "--help": ("help", ("help",)),
 }
 
