@@ -60,7 +60,7 @@ FLAGS_ONLY_WORKLOAD = {"workload": {"arrival": {"rate_per_s": 1.0},
 FLAGS = {"model": "--model", "gpu": "--gpu", "tensor_parallel_size": "--tp", "pipeline_parallel_size": "--pp",
          "quantization": "--weights", "kv_cache_dtype": "--kv-cache-dtype", "max_model_len": "--max-model-len",
          "rate_per_s": "--rate", "calibrated_profile": "--profile", "concurrency": "--concurrency",
-         "arrival_process": "--concurrency"}
+         "arrival_process": "--concurrency", "enable_attention_dp": "--attention-dp"}
 
 
 def build_scenario(scenario: Path | None, variant: Variant, traffic: Traffic = Traffic()) -> Scenario:
@@ -80,6 +80,9 @@ def command(
     gpu: str | None = typer.Option(None, help="accelerator profile (`sizer gpus`)"),
     tp: int | None = typer.Option(None, "--tp", help="tensor_parallel_size"),
     pp: int | None = typer.Option(None, "--pp", help="pipeline_parallel_size"),
+    attention_dp: bool = typer.Option(False, "--attention-dp",
+                                      help="MoE: attention data-parallel on the --tp GPUs, experts spread over them "
+                                           "(enable_attention_dp: TensorRT-LLM's DEP)"),
     weights: str | None = typer.Option(None, help="weight format: bf16, fp16, fp8, int8, awq, gptq, nvfp4, mxfp4"),
     kv_cache_dtype: str | None = typer.Option(None, help="auto, bf16, fp16, fp8"),
     max_model_len: int | None = typer.Option(None, help="longest context per sequence"),
@@ -104,6 +107,7 @@ def command(
     if scenario is not None and is_gateway(scenario):
         gateway = kind("gateway")
         gateway.refuse_flags({"--model": model, "--gpu": gpu, "--tp": tp, "--pp": pp, "--weights": weights,
+                              "--attention-dp": attention_dp or None,
                               "--kv-cache-dtype": kv_cache_dtype, "--max-model-len": max_model_len, "--rate": rate,
                               "--concurrency": concurrency, "--prompt-tokens": prompt_tokens,
                               "--output-tokens": output_tokens,
@@ -124,7 +128,8 @@ def command(
     variant = dataclasses.replace(
         closed_loop_flag(concurrency, rate), model=check_model(model), gpu=check_gpu(gpu), tensor_parallel_size=tp,
         pipeline_parallel_size=pp, quantization=weights, kv_cache_dtype=kv_cache_dtype, max_model_len=max_model_len,
-        rate_per_s=rate, calibrated_profile=str(profile.resolve()) if profile else None)
+        rate_per_s=rate, calibrated_profile=str(profile.resolve()) if profile else None,
+        enable_attention_dp=attention_dp or None)
     with naming_flags(variant, FLAGS, str(scenario) if scenario is not None else None):
         resolved = resolve(build_scenario(scenario, variant, traffic))
     result = make_plan(resolved)

@@ -32,7 +32,8 @@ def scenario_of(row: dict, step_model: str, num_requests: int) -> dict:
             "hardware": {"gpu": row["gpu"], "step_model": step_model},
             "deployment": {"engine": "tensorrt-llm", "tensor_parallel_size": int(row["tp"]), "quantization": "fp8",
                            "kv_cache_dtype": "fp8", "gpu_memory_utilization": 0.95, "max_model_len": isl + osl,
-                           "max_num_batched_tokens": max(MAX_NUM_TOKENS, isl + osl)},
+                           "max_num_batched_tokens": max(MAX_NUM_TOKENS, isl + osl),
+                           "enable_attention_dp": row["model_hf_id"] in MOE},
             "workload": {"arrival": {"process": "constant", "rate_per_s": QUEUED_AT_ONCE_PER_S},
                          "prompt_tokens": {"distribution": "fixed", "value": isl},
                          "output_tokens": {"distribution": "fixed", "value": osl}, "num_requests": num_requests}}

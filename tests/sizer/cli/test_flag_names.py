@@ -22,6 +22,7 @@ FLAGS = {
     "--slots": ("llama.cpp / Ollama parallel slot counts a search tries", ("slot counts",)),
     "--tp": ("tensor parallel size (a list where a search runs)", ("tensor_parallel_size", "tensor parallel")),
     "--pp": ("pipeline parallel size (a list where a search runs)", ("pipeline_parallel_size", "pipeline parallel")),
+    "--attention-dp": ("MoE: attention data-parallel, experts spread over the GPUs (DEP)", ("enable_attention_dp",)),
     "--weights": ("weight format(s), never a folder", ("weight format",)),
     "--checkpoint": ("folder of real weights", ("checkpoint",)),
     "--kv-cache-dtype": ("KV cache format(s)", ("fp8",)),
