@@ -15,8 +15,9 @@ shape and split (experts sliced over TP, or spread whole over EP), against the G
                  format's peak, by tokens per expert (tokens x top-k / experts, within a factor 2 of
                  each figure's), where the layer takes longer than its fixed cost and its weights' read
 
-Medians over shapes, splits and formats; sizer/analytic/roofline.py carries the H100/H200 figures
-(MOE_LAYER_S, MOE_GROUPED_EFFICIENCY) for GPUs and formats without a table.
+Medians over shapes and splits, per folder and then pooled over the H100 SXM and H200 folders per expert format
+and for all formats; sizer/analytic/roofline.py carries the pooled figures (MOE_LAYER_S, MOE_GROUPED_EFFICIENCY)
+for GPUs and formats without a table.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import argparse
 import math
 import statistics
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -74,7 +76,8 @@ def main() -> None:
 
     print(f"{'folder':<34}{'shapes':>7}{'fixed us':>10}" + "".join(f"{'eff t=' + f'{t:g}':>10}"
                                                               for t in TOKENS_PER_EXPERT))
-    pooled_fixed, pooled_eff = [], {t: [] for t in TOKENS_PER_EXPERT}
+    pooled_fixed: dict[str, list[float]] = {}
+    pooled_eff: dict[str, dict[float, list[float]]] = {}
     for folder in sorted(p for p in KERNELS_DIR.iterdir() if (p / "moe.csv.gz").is_file()):
         tables = load_kernel_tables(folder)
         gpu, engine = tables.header.gpu, tables.header.engine
@@ -85,11 +88,16 @@ def main() -> None:
             continue
         show(folder.name, fixed, eff)
         if gpu in POOLED:
-            pooled_fixed += fixed
-            for t, values in eff.items():
-                pooled_eff[t] += values
-    if pooled_fixed:
-        show(" + ".join(POOLED) + " pooled", pooled_fixed, pooled_eff)
+            for dtype in (*BYTES, "all formats"):
+                only = tables if dtype == "all formats" else replace(
+                    tables, moe={k: v for k, v in tables.moe.items() if k[0] == dtype})
+                fixed, eff = figures(only, load_hardware(gpu, None))
+                pooled_fixed.setdefault(dtype, []).extend(fixed)
+                for t, values in eff.items():
+                    pooled_eff.setdefault(dtype, {b: [] for b in TOKENS_PER_EXPERT})[t] += values
+    for dtype, fixed in pooled_fixed.items():
+        if fixed:
+            show(f"{'+'.join(POOLED)} {dtype}", fixed, pooled_eff[dtype])
 
 
 def show(name: str, fixed: list[float], eff: dict[float, list[float]]) -> None:

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from engine.profile_parts import Overhead, split_attention
 from simulator.step_batch import StepBatch
 from sizer.analytic.parallel import ParallelConfig, kv_heads_per_gpu, layers_per_stage, shard_fraction
-from sizer.analytic.roofline import RooflineStepTimeModel
+from sizer.analytic.roofline import RooflineStepTimeModel, moe_dtype
 from sizer.analytic.weights import linear_groups
 from sizer.inputs.kernel_tables import KernelTables
 from sizer.inputs.layers import EXPERT, LM_HEAD, VISION, Attention, DenseFFN, GatedDeltaNet, LatentAttention
@@ -67,10 +67,6 @@ KV_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_e4m3": "
 # GEMM table dtype -> the MLA module tables' linear-layer dtype: vLLM's MLA block was measured with bf16 linears and
 # with block-scaled FP8 ones (DeepSeek's checkpoints' format), the FP8 that sizer's fp8 weights of an MLA model run
 MLA_DTYPES = {"bfloat16": "bfloat16", "fp8": "fp8_block"}
-# sizer's expert weight format -> the MoE tables' expert dtype (aiconfigurator-core's moe_dtype): FP8 by its scales
-# (per tensor: ModelOpt checkpoints; per 128 x 128 block: DeepSeek's), MXFP4 as the W4A16 kernels Hopper runs
-MOE_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_block": "fp8_block",
-              "mxfp4": "w4a16_mxfp4", "nvfp4": "nvfp4"}
 MLA_MODULES = "self_attn."       # the matrices of an MLA layer its module table prices (LatentAttention.linears)
 
 
@@ -112,11 +108,6 @@ def curve_sum(curves: list[tuple[float, Curve]]) -> Curve:
     continues its own last segment, as the sum continues its last one."""
     xs = sorted({x for _, c in curves for x in c.xs})
     return Curve({x: sum(w * c(x) for w, c in curves) for x in xs})
-
-
-def moe_dtype(weight_format: str, scales: str) -> str | None:
-    """The MoE tables' expert dtype of experts stored in `weight_format` with `scales` (Quantization.scales)."""
-    return MOE_DTYPES.get("fp8_block" if weight_format == "fp8" and scales == "block" else weight_format)
 
 
 @dataclass(frozen=True)

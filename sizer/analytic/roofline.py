@@ -61,15 +61,26 @@ LAYER_STEP_S = 5e-6               # fixed cost per layer per step: small kernels
 FP8_COMPUTE_EFFICIENCY = {"h100-sxm": 0.66, "h200": 0.68, "l40s": 0.49, "b200": 0.45, "gb200": 0.45}
 FP8_COMPUTE_SOURCE = ("measured FP8 GEMMs at m = 8,192, the GPU's bundled vLLM tables "
                       "(benchmarks/roofline_efficiencies.py)")
+# sizer's expert weight format -> the MoE tables' expert dtype (aiconfigurator-core's moe_dtype): FP8 by its scales
+# (per tensor: ModelOpt checkpoints; per 128 x 128 block: DeepSeek's), MXFP4 as the W4A16 kernels Hopper runs
+MOE_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_block": "fp8_block",
+              "mxfp4": "w4a16_mxfp4", "nvfp4": "nvfp4"}
 # A MoE layer's routed experts where no MoE table prices them, from the bundled tables that do
-# (benchmarks/moe_efficiencies.py, its "h100-sxm + h200 pooled" line: aiconfigurator-core 0.12.0's moe_perf of
-# H100 SXM and H200 in vLLM 0.24.0, SGLang 0.5.14 and TensorRT-LLM 1.3.0rc20, 1,045 expert shapes, formats and
-# splits, balanced routing; medians):
-# its fixed cost per step (the 1-token latency less its experts' weight read: 24-31 us per folder; B200 and GB200
-# 16-30 us) and its grouped GEMMs' share of the format's peak by tokens per expert (tokens x top-k / experts),
-# log-linear between the points, flat beyond them. Other GPUs take the H100/H200 figures until measured.
-MOE_LAYER_S = 28e-6
-MOE_GROUPED_EFFICIENCY = {0.25: 0.0026, 1: 0.0038, 4: 0.0097, 16: 0.039, 64: 0.133, 256: 0.253, 1024: 0.358}
+# (benchmarks/moe_efficiencies.py, its "h100-sxm+h200" lines: aiconfigurator-core 0.12.0's moe_perf of H100 SXM and
+# H200 in vLLM 0.24.0, SGLang 0.5.14 and TensorRT-LLM 1.3.0rc20, balanced routing; medians over expert shapes and
+# splits), by the experts' table format (kernel_step.MOE_DTYPES; "all formats" for the others): a layer's fixed
+# cost per step (its 1-token latency less its experts' weight read) and its grouped GEMMs' share of the format's
+# peak by tokens per expert (tokens x top-k / experts), log-linear between the points, flat beyond them.
+# Other GPUs take these figures until measured.
+MOE_LAYER_S = {"bfloat16": 22.6e-6, "fp8": 25.8e-6, "fp8_block": 34.1e-6, "w4a16_mxfp4": 51.4e-6, None: 27.8e-6}
+_TOKENS_PER_EXPERT = (0.25, 1, 4, 16, 64, 256, 1024)
+MOE_GROUPED_EFFICIENCY = {
+    fmt: dict(zip(_TOKENS_PER_EXPERT, shares, strict=True)) for fmt, shares in {
+        "bfloat16": (0.0018, 0.0033, 0.0073, 0.0321, 0.1254, 0.2879, 0.4368),
+        "fp8": (0.0024, 0.0033, 0.0059, 0.0317, 0.1255, 0.2793, 0.5743),
+        "fp8_block": (0.0031, 0.0040, 0.0114, 0.0420, 0.1358, 0.2194, 0.3042),
+        "w4a16_mxfp4": (0.0069, 0.0097, 0.0220, 0.0612, 0.1802, 0.2959, 0.3129),
+        None: (0.0026, 0.0038, 0.0097, 0.0389, 0.1332, 0.2531, 0.3581)}.items()}
 # Expert load imbalance under expert parallelism, by EP size: the busiest GPU's routed tokens over the mean, as the
 # cost of power-law routing (alpha 1.01, the routing aiconfigurator-core prices DeepSeek-family models with) over
 # balanced routing in its moe_perf tables: latency ratio at 1,024-16,384 tokens, experts spread whole over 2, 4 or 8
@@ -187,7 +198,10 @@ class RooflineStepTimeModel:
         self.ranks = p.dp
         self.experts_span_dp = p.experts_span_dp
         self.load_imbalance = load_imbalance(p.ep) if p.expert_parallel else 1.0
-        self._moe_fixed_s = m.num_moe_layers * stage * MOE_LAYER_S if moe else 0.0
+        table = moe_dtype(self.weight_format, self.weight_scales)
+        table = table if table in MOE_LAYER_S else None
+        self._moe_fixed_s = m.num_moe_layers * stage * MOE_LAYER_S[table] if moe else 0.0
+        self._moe_efficiency = MOE_GROUPED_EFFICIENCY[table]
         self._moe_s_per_token = (2.0 * self.expert_active_params * self.load_imbalance
                                  / self.hardware.peak_flops(self.compute_format)) if moe else 0.0
         self._tokens_per_expert = moe.top_k / moe.num_experts if moe else 0.0
@@ -280,7 +294,8 @@ class RooflineStepTimeModel:
         """The MoE layers of one stage for `tokens` routed tokens (module docstring)."""
         if not self._expert_read_s:
             return 0.0
-        compute = tokens * self._moe_s_per_token / grouped_gemm_efficiency(tokens * self._tokens_per_expert)
+        compute = tokens * self._moe_s_per_token / grouped_gemm_efficiency(tokens * self._tokens_per_expert,
+                                                                           self._moe_efficiency)
         memory = self._expert_read_s * (1.0 - self._expert_miss ** tokens)
         return (compute if compute > memory else memory) + self._moe_fixed_s
 
@@ -332,6 +347,11 @@ class RooflineStepTimeModel:
                 + self._layers_s + lora) * self.parallel.pp + lm_head + self.step_overhead_s
 
 
+def moe_dtype(weight_format: str, scales: str) -> str | None:
+    """The MoE tables' expert dtype of experts stored in `weight_format` with `scales` (Quantization.scales)."""
+    return MOE_DTYPES.get("fp8_block" if weight_format == "fp8" and scales == "block" else weight_format)
+
+
 def load_imbalance(ep: int) -> float:
     """EP_LOAD_IMBALANCE for `ep` GPUs: linear in log2(ep) between its sizes, 1.0 for one GPU, the largest size's
     beyond it."""
@@ -344,9 +364,9 @@ def load_imbalance(ep: int) -> float:
     return points[-1][1]
 
 
-def grouped_gemm_efficiency(tokens_per_expert: float) -> float:
-    """MOE_GROUPED_EFFICIENCY at `tokens_per_expert`: log-linear between its points, flat beyond them."""
-    points = list(MOE_GROUPED_EFFICIENCY.items())
+def grouped_gemm_efficiency(tokens_per_expert: float, shares: dict[float, float]) -> float:
+    """A MOE_GROUPED_EFFICIENCY curve at `tokens_per_expert`: log-linear between its points, flat beyond them."""
+    points = list(shares.items())
     if tokens_per_expert <= points[0][0]:
         return points[0][1]
     for (t0, e0), (t1, e1) in pairwise(points):
