@@ -5,7 +5,8 @@ A step runs, on each GPU of the busiest pipeline stage, one after another:
   MoE        per MoE layer: a fixed cost (router, top-k, token permutation, grouped-GEMM launches, combine)
              + max(the routed tokens' expert FLOPs x load imbalance / (peak x grouped-GEMM efficiency at
              the step's tokens per expert), the bytes of the experts they touch / (bw x eff x weight
-             efficiency)): a prefill is priced by its tokens per expert, not as one dense GEMM
+             efficiency x the grouped GEMMs' streaming share)): a prefill is priced by its tokens per
+             expert, not as one dense GEMM
   attention  max(4 x query-key pairs x heads x head dim / (peak x eff),
                  KV bytes read+written / (bw x eff x attention KV efficiency))
   lm_head    for one sampled token per sequence
@@ -68,19 +69,17 @@ MOE_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_block":
 # A MoE layer's routed experts where no MoE table prices them, from the bundled tables that do
 # (benchmarks/moe_efficiencies.py, its "h100-sxm+h200" lines: aiconfigurator-core 0.12.0's moe_perf of H100 SXM and
 # H200 in vLLM 0.24.0, SGLang 0.5.14 and TensorRT-LLM 1.3.0rc20, balanced routing; medians over expert shapes and
-# splits), by the experts' table format (kernel_step.MOE_DTYPES; "all formats" for the others): a layer's fixed
-# cost per step (its 1-token latency less its experts' weight read) and its grouped GEMMs' share of the format's
-# peak by tokens per expert (tokens x top-k / experts), log-linear between the points, flat beyond them.
-# Other GPUs take these figures until measured.
+# splits), by the experts' table format (MOE_DTYPES; None: any other): a layer's fixed cost per step (its 1-token
+# latency less its experts' weight read), the share of the roofline's weight streaming its grouped GEMMs reach
+# where memory-bound (W4A16 MXFP4's kernels half), and their share of the format's peak where compute-bound, by
+# tokens per expert (tokens x top-k / experts; log-linear between the points, flat beyond them: below the first no
+# measured point was compute-bound). Other GPUs take these figures until measured.
 MOE_LAYER_S = {"bfloat16": 22.6e-6, "fp8": 25.8e-6, "fp8_block": 34.1e-6, "w4a16_mxfp4": 51.4e-6, None: 27.8e-6}
-_TOKENS_PER_EXPERT = (0.25, 1, 4, 16, 64, 256, 1024)
-MOE_GROUPED_EFFICIENCY = {
-    fmt: dict(zip(_TOKENS_PER_EXPERT, shares, strict=True)) for fmt, shares in {
-        "bfloat16": (0.0018, 0.0033, 0.0073, 0.0321, 0.1254, 0.2879, 0.4368),
-        "fp8": (0.0024, 0.0033, 0.0059, 0.0317, 0.1255, 0.2793, 0.5743),
-        "fp8_block": (0.0031, 0.0040, 0.0114, 0.0420, 0.1358, 0.2194, 0.3042),
-        "w4a16_mxfp4": (0.0069, 0.0097, 0.0220, 0.0612, 0.1802, 0.2959, 0.3129),
-        None: (0.0026, 0.0038, 0.0097, 0.0389, 0.1332, 0.2531, 0.3581)}.items()}
+MOE_STREAMING = {"bfloat16": 1.02, "fp8": 1.05, "fp8_block": 1.06, "w4a16_mxfp4": 0.50, None: 1.02}
+MOE_GROUPED_EFFICIENCY = {"bfloat16": {256: 0.3669, 1024: 0.4368}, "fp8": {256: 0.3519, 1024: 0.5743},
+                          "fp8_block": {256: 0.2449, 1024: 0.3042},
+                          "w4a16_mxfp4": {64: 0.2647, 256: 0.2959, 1024: 0.3129},
+                          None: {64: 0.2647, 256: 0.2837, 1024: 0.3581}}
 # Expert load imbalance under expert parallelism, by EP size: the busiest GPU's routed tokens over the mean, as the
 # cost of power-law routing (alpha 1.01, the routing aiconfigurator-core prices DeepSeek-family models with) over
 # balanced routing in its moe_perf tables: latency ratio at 1,024-16,384 tokens, experts spread whole over 2, 4 or 8
@@ -202,6 +201,7 @@ class RooflineStepTimeModel:
         table = table if table in MOE_LAYER_S else None
         self._moe_fixed_s = m.num_moe_layers * stage * MOE_LAYER_S[table] if moe else 0.0
         self._moe_efficiency = MOE_GROUPED_EFFICIENCY[table]
+        self._moe_streaming = MOE_STREAMING[table]
         self._moe_s_per_token = (2.0 * self.expert_active_params * self.load_imbalance
                                  / self.hardware.peak_flops(self.compute_format)) if moe else 0.0
         self._tokens_per_expert = moe.top_k / moe.num_experts if moe else 0.0
@@ -296,7 +296,7 @@ class RooflineStepTimeModel:
             return 0.0
         compute = tokens * self._moe_s_per_token / grouped_gemm_efficiency(tokens * self._tokens_per_expert,
                                                                            self._moe_efficiency)
-        memory = self._expert_read_s * (1.0 - self._expert_miss ** tokens)
+        memory = self._expert_read_s * (1.0 - self._expert_miss ** tokens) / self._moe_streaming
         return (compute if compute > memory else memory) + self._moe_fixed_s
 
     def rank_and_expert_tokens(self, batch: StepBatch) -> tuple[StepBatch, int]:
