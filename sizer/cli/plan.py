@@ -65,7 +65,7 @@ FLAGS = {"model": "--model", "gpu": "--gpu", "tensor_parallel_size": "--tp", "pi
          "quantization": "--weights", "kv_cache_dtype": "--kv-cache-dtype", "max_model_len": "--max-model-len",
          "rate_per_s": "--rate", "calibrated_profile": "--profile", "concurrency": "--concurrency",
          "arrival_process": "--concurrency", "engine": "--engine", "memory_gb": "--memory-gb",
-         "ctx_size": "--ctx-size"}
+         "ctx_size": "--ctx-size", "enable_attention_dp": "--attention-dp"}
 
 
 def build_scenario(scenario: Path | None, variant: Variant, traffic: Traffic = Traffic()) -> Scenario:
@@ -111,6 +111,9 @@ def command(
     engine: str | None = typer.Option(None, help="serving engine: " + ", ".join(typing.get_args(Engine))
                                       + "; default the scenario's, else llama.cpp for GGUF weights or an Apple GPU or "
                                         "CPU, else vllm"),
+    attention_dp: bool = typer.Option(False, "--attention-dp",
+                                      help="MoE: attention data-parallel on the --tp GPUs, experts spread over them "
+                                           "(enable_attention_dp: TensorRT-LLM's DEP)"),
     weights: str | None = typer.Option(None, help="weight format: bf16, fp16, fp8, int8, awq, gptq, nvfp4, mxfp4; "
                                                   "GGUF presets (q4_k_m, q8_0, ...) for llama.cpp and ollama"),
     kv_cache_dtype: str | None = typer.Option(None, help="auto, bf16, fp16, fp8"),
@@ -142,7 +145,7 @@ def command(
         gateway = kind("gateway")
         gateway.refuse_flags({"--model": model, "--gpu": gpu, "--engine": engine, "--memory-gb": memory_gb,
                               "--tp": tp, "--pp": pp,
-                              "--weights": weights,
+                              "--weights": weights, "--attention-dp": attention_dp or None,
                               "--kv-cache-dtype": kv_cache_dtype, "--max-model-len": max_model_len,
                               "--ctx-size": ctx_size, "--rate": rate,
                               "--concurrency": concurrency, "--prompt-tokens": prompt_tokens,
@@ -169,7 +172,7 @@ def command(
         closed_loop_flag(concurrency, rate), model=check_model(model), gpu=check_gpu(gpu), tensor_parallel_size=tp,
         pipeline_parallel_size=pp, quantization=weights, kv_cache_dtype=kv_cache_dtype, max_model_len=max_model_len,
         rate_per_s=rate, calibrated_profile=calibrated, engine=engine, memory_gb=memory_gb,
-        ctx_size=ctx_size)
+        ctx_size=ctx_size, enable_attention_dp=attention_dp or None)
     with naming_flags(variant, FLAGS, str(scenario) if scenario is not None else None):
         resolved = resolve(build_scenario(scenario, variant, traffic))
     result = make_plan(resolved)

@@ -165,6 +165,10 @@ def render_plan(plan: Plan, console: Console) -> None:
     t.add_row(f"decode, batch {s.memory_limited_batch}", f"{s.decode_memory_limited_batch_ms:.2f} ms per step, "
               f"{s.decode_memory_limited_tokens_per_s:,.0f} tokens/s ("
               + ("every slot decoding)" if plan.slots else "largest batch KV and max_num_seqs allow)"))
+    if s.alltoall_link:
+        t.add_row("EP all-to-all", f"dispatch + combine of every MoE layer: {s.alltoall_batch1_ms:.2f} ms of the "
+                  f"batch-1 step, {s.alltoall_memory_limited_batch_ms:.2f} ms of the batch-{s.memory_limited_batch} "
+                  f"step ({s.alltoall_link})")
     t.add_row("compute-bound from",
               f"batch {s.compute_bound_batch}" if s.compute_bound_batch else "never (bandwidth-bound throughout)")
     t.add_row("priced by", "; ".join(f"{family}: {source}" for family, source in s.sources.items()))

@@ -373,3 +373,22 @@ def scale_up_link(hw: HardwareSpec) -> Link:
     return Link(host.bytes_per_s_per_direction,
                 f"no interconnect figure in the {hw.id} profile ({hw.interconnect_type}); its host link: {host.source}",
                 True)
+
+
+# GPUs one scale-up (NVLink, Infinity Fabric) domain joins: 8 on HGX and OAM boards, 72 in an NVL72 rack
+SCALE_UP_DOMAIN_GPUS = {"gb200": 72}
+SCALE_UP_DOMAIN_DEFAULT = 8
+# Across domains: one 400 Gb/s NIC per GPU (InfiniBand NDR or RoCE; ConnectX-7 as in DGX H100/H200 and HGX B200),
+# 50 GB/s per direction
+SCALE_OUT_BYTES_PER_S_PER_DIRECTION = 50e9
+
+
+def alltoall_link(hw: HardwareSpec, gpus: int) -> Link:
+    """The link an all-to-all across `gpus` GPUs is bound by: the scale-up link within one domain, else each GPU's
+    scale-out NIC (most of its peers then sit in other domains)."""
+    domain = SCALE_UP_DOMAIN_GPUS.get(hw.id, SCALE_UP_DOMAIN_DEFAULT)
+    if gpus <= domain:
+        return scale_up_link(hw)
+    return Link(SCALE_OUT_BYTES_PER_S_PER_DIRECTION, f"{gpus} GPUs span {hw.id} scale-up domains of {domain}: a "
+                f"400 Gb/s NIC per GPU (InfiniBand NDR / RoCE), {SCALE_OUT_BYTES_PER_S_PER_DIRECTION / 1e9:.0f} GB/s "
+                "per direction (assumption)", True)

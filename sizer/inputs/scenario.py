@@ -187,6 +187,12 @@ class DeploymentSection:
     data_parallel_size: int = field(1, ge=1, le=MAX_REPLICAS, doc="engine-level data-parallel ranks inside one replica")
     enable_expert_parallel: bool = field(False, doc="shard MoE experts whole across TP x DP ranks "
                                                     "instead of slicing each")
+    enable_attention_dp: bool = field(False, doc="MoE models: attention and the dense layers run data-parallel on "
+                                                 "each of the tensor_parallel_size GPUs (each its own sequences and "
+                                                 "KV cache), the experts spread whole over them with an all-to-all "
+                                                 "per MoE layer: TensorRT-LLM's enable_attention_dp (DEP), SGLang's "
+                                                 "--enable-dp-attention; vLLM runs it as data_parallel_size with "
+                                                 "enable_expert_parallel")
     replicas: int | None = field(None, ge=1, le=MAX_REPLICAS,
                                  doc="independent replicas; default: the fewest whose simulated operating "
                                      "point meets the SLO; without targets, enough KV for the "
@@ -579,6 +585,7 @@ def _check_engine_fields(d: DeploymentSection, f: str | None, engine_source: str
                                ("pipeline_parallel_size", d.pipeline_parallel_size, 1),
                                ("data_parallel_size", d.data_parallel_size, 1),
                                ("enable_expert_parallel", d.enable_expert_parallel, False),
+                               ("enable_attention_dp", d.enable_attention_dp, False),
                                ("kv_cache_dtype", d.kv_cache_dtype, "auto")):
         if value != plain:
             raise InputError(f, f"deployment.{name}", f"expected {plain} for {d.engine} (sizer models one device "

@@ -27,6 +27,7 @@ _PATHS = {
     "engine": ("deployment", "engine"),
     "data_parallel_size": ("deployment", "data_parallel_size"),
     "enable_expert_parallel": ("deployment", "enable_expert_parallel"),
+    "enable_attention_dp": ("deployment", "enable_attention_dp"),
     "max_num_seqs": ("deployment", "max_num_seqs"),
     "max_num_batched_tokens": ("deployment", "max_num_batched_tokens"),
     "num_speculative_tokens": ("deployment", "speculative_config", "num_speculative_tokens"),
@@ -76,6 +77,7 @@ class Variant:
     engine: str | None = None
     data_parallel_size: int | None = None
     enable_expert_parallel: bool | None = None
+    enable_attention_dp: bool | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     num_speculative_tokens: int | None = None

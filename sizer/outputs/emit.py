@@ -147,6 +147,7 @@ class ServingConfig:
     n_gpu_layers: int | None = None     # llama.cpp: layers on the GPU (every layer and the output: layers + 1)
     lora: tuple[int, int, int] | None = None     # (max_loras, max_lora_rank, max_cpu_loras) with enable_lora
     nodes: int = 1                   # nodes one replica spans (gpus_per_node of the GPU's Kubernetes node shape)
+    attention_dp: bool = False          # attention DP on data_parallel_size GPUs, experts spread over them (DEP)
 
     @property
     def gated(self) -> bool:
@@ -175,7 +176,7 @@ def serving_config(r: Resolved, cost: CostSummary | None, verdict: str) -> Servi
     return ServingConfig(
         name=r.scenario.name, model=model,
         gpu=r.hardware.id, gpu_name=r.hardware.name, tensor_parallel_size=p.tp, pipeline_parallel_size=p.pp,
-        data_parallel_size=p.dp, enable_expert_parallel=d.enable_expert_parallel,
+        data_parallel_size=p.dp, enable_expert_parallel=p.expert_parallel, attention_dp=p.experts_span_dp,
         weight_format=r.weight_format.name, weights_from_checkpoint=r.weight_format.from_checkpoint,
         kv_cache_dtype=r.kv_cache_dtype, max_model_len=e.max_model_len,
         gpu_memory_utilization=d.gpu_memory_utilization, block_size=e.block_size,
@@ -291,14 +292,19 @@ def vllm_script(c: ServingConfig) -> str:
 def sglang_argv(c: ServingConfig) -> list[str]:
     """`python3 -m sglang.launch_server` with the same settings in SGLang's names. SGLang has no paged
     block size to set for its radix cache (`--page-size` 1 is its default and sizer's prefix-cache model)."""
+    # attention DP + EP: SGLang's TP group is every GPU, its attention split into as many DP ranks
+    # (--enable-dp-attention, python/sglang/srt/server_args.py), the experts spread over them
+    tp = c.tensor_parallel_size * c.data_parallel_size if c.attention_dp else c.tensor_parallel_size
     argv = ["python3", "-m", "sglang.launch_server"] + _valued("sglang", [
-        ("model", c.model), ("tensor_parallel_size", str(c.tensor_parallel_size)),
+        ("model", c.model), ("tensor_parallel_size", str(tp)),
         ("pipeline_parallel_size", str(c.pipeline_parallel_size)), ("data_parallel_size", str(c.data_parallel_size))])
     if c.nodes > 1:         # this is node 0's line: each node runs it with its own --node-rank
         argv += ["--nnodes", str(c.nodes), "--node-rank", "0",
                  "--dist-init-addr", f"LEADER_ADDRESS:{SGLANG_DIST_PORT}"]
+    if c.attention_dp:
+        argv.append(switch_for("sglang", "enable_attention_dp", True))
     if c.enable_expert_parallel:
-        argv += _valued("sglang", [("expert_parallel_size", str(c.tensor_parallel_size))])
+        argv += _valued("sglang", [("expert_parallel_size", str(tp))])
     argv += _weights_flags(c, "sglang", SGLANG_QUANTIZATION)
     argv += _valued("sglang", [
         ("kv_cache_dtype", _kv_dtype(c.kv_cache_dtype, "fp8_e4m3")), ("max_model_len", str(c.max_model_len)),

@@ -115,6 +115,11 @@ class StepTimes:
     compute_bound_batch: int | None     # smallest decode batch whose GEMMs are compute-bound
     gemm_compute_format: str
     sources: dict[str, str]             # operator family -> what priced it (kernel tables, roofline)
+    # experts spread over data-parallel ranks (DEP): the MoE layers' dispatch and combine in those two steps, and
+    # the link that carries them
+    alltoall_batch1_ms: float = 0.0
+    alltoall_memory_limited_batch_ms: float = 0.0
+    alltoall_link: str = ""
 
 
 @dataclass(frozen=True)
@@ -194,12 +199,16 @@ def _step_times(r: Resolved, step, roofline: RooflineStepTimeModel, weights: Wei
     bound_s = (weights.per_gpu_bytes - untouched_expert_bytes) * r.parallel.pp / bandwidth
     b1_s = step.step_time(decode_batch(1, context))
     seq_bytes = roofline.kv.sequence_bytes(int(prompt_mean + output_mean), budget.block_size)
-    mem_batch = max(1, min(e.max_num_seqs, int(budget.kv_cache_bytes // seq_bytes)))
+    rank_batch = max(1, min(e.max_num_seqs, int(budget.kv_cache_bytes // seq_bytes)))
+    mem_batch = rank_batch * r.parallel.dp          # every data-parallel rank's (parallel.py)
     mem_s = step.step_time(decode_batch(mem_batch, context))
     return StepTimes(step.name, prompt_mean, output_mean, prefill_s * 1e3,
                      bound_s * 1e3, 1 / bound_s if bound_s else math.inf,
                      b1_s * 1e3, 1 / b1_s, mem_batch, mem_s * 1e3, mem_batch / mem_s,
-                     compute_bound_batch(roofline, context), roofline.compute_format, step_sources(step))
+                     compute_bound_batch(roofline, context), roofline.compute_format, step_sources(step),
+                     roofline.alltoall_s(1) * 1e3 * r.parallel.pp,
+                     roofline.alltoall_s(rank_batch) * 1e3 * r.parallel.pp,
+                     roofline.alltoall_link.source if r.parallel.experts_span_dp else "")
 
 
 def _time_in_system_s(step: RooflineStepTimeModel, rate: float, prefill_s: float, output_mean: float, context: int,

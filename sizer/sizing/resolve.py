@@ -49,7 +49,7 @@ from sizer.inputs.hardware import (
 )
 from sizer.inputs.kernel_tables import HEADER_FILE, TABLES, KernelTables, cached_kernel_tables, read_header
 from sizer.inputs.model_spec import ModelSpec, checkpoint_model, load_config, load_model
-from sizer.inputs.scenario import Scenario, scenario_dir
+from sizer.inputs.scenario import DeploymentSection, Scenario, scenario_dir
 from sizer.kinds import kind
 from sizer.sizing.presets import (
     GRAMMAR_BACKENDS,
@@ -170,14 +170,26 @@ def hardware_of(s: Scenario) -> HardwareSpec:
                              HardwareOverrides(h.memory_gb, h.memory_bandwidth_gb_per_s, h.gpu_working_set_fraction))
 
 
+def parallel_config(d: DeploymentSection, model: ModelSpec, file: str | None) -> ParallelConfig:
+    """The deployment's split. `enable_attention_dp` (TensorRT-LLM's enable_attention_dp, SGLang's
+    --enable-dp-attention) runs attention and the dense layers data-parallel on each of the tensor-parallel GPUs
+    with the experts spread whole over them: as vLLM's data_parallel_size with enable_expert_parallel (DEP)."""
+    if not d.enable_attention_dp:
+        return ParallelConfig(d.tensor_parallel_size, d.pipeline_parallel_size, d.data_parallel_size,
+                              d.enable_expert_parallel)
+    if model.moe is None:
+        raise InputError(file, "deployment.enable_attention_dp", f"{model.name} has no experts; attention data "
+                                                                  "parallelism is modelled for MoE models (DEP)")
+    return ParallelConfig(1, d.pipeline_parallel_size, d.tensor_parallel_size * d.data_parallel_size, True)
+
+
 def resolve(s: Scenario) -> Resolved:
     """Everything the planner and the executors need, with engine defaults filled in; raises FieldError."""
     checkpoint = checkpoint_of(s)
     model = checkpoint_model(checkpoint, s.model.overrides)
     hardware = hardware_of(s)
     d = s.deployment
-    parallel = ParallelConfig(d.tensor_parallel_size, d.pipeline_parallel_size, d.data_parallel_size,
-                              d.enable_expert_parallel)
+    parallel = parallel_config(d, model, s.file)
     validate_split(model, parallel, s.file)
     fmt, group_size = weight_format(model, d.quantization, d.quantization_group_size, s.file)
     runs = execution(fmt, hardware, s.file)
@@ -227,8 +239,10 @@ def resolve(s: Scenario) -> Resolved:
         raise InputError(s.file, "deployment.speculative_config", str(exc)) from None
     try:
         # hybrid models: no more running sequences than the recurrent state was set aside for
-        scheduler = SchedulerConfig(max(1, min(engine.max_num_seqs, budget.state_seqs)),
-                                    engine.max_num_batched_tokens, engine.enable_chunked_prefill,
+        # a replica's data-parallel ranks run as one engine of their combined limits and KV pool (parallel.py)
+        ranks = parallel.dp
+        scheduler = SchedulerConfig(max(1, min(engine.max_num_seqs, budget.state_seqs)) * ranks,
+                                    engine.max_num_batched_tokens * ranks, engine.enable_chunked_prefill,
                                     engine.preemption_mode, speculative,
                                     engine.max_model_len, prefill_only=False, reserve_full_kv=engine.reserve_full_kv,
                                     lora=lora_config, grammar=grammar)
@@ -236,7 +250,7 @@ def resolve(s: Scenario) -> Resolved:
         raise InputError(s.file, "deployment", str(exc)) from None
     swap = (SwapLink(kv.bytes_per_token_per_gpu, host.bytes_per_s_per_direction)
             if engine.preemption_mode == "swap" else None)
-    replica = ReplicaConfig(scheduler, budget.kv_blocks, engine.block_size, engine.enable_prefix_caching,
+    replica = ReplicaConfig(scheduler, budget.kv_blocks * ranks, engine.block_size, engine.enable_prefix_caching,
                             d.prefix_cache_tenant_isolation, swap, engine_loop(d.engine),
                             slot_prompt_reuse=bool(slots and not slots.kv_unified))
     disagg, g = None, d.disaggregated

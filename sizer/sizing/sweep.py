@@ -69,6 +69,7 @@ class Point:
     pipeline_parallel_size: int | None = None
     data_parallel_size: int | None = None
     enable_expert_parallel: bool | None = None
+    enable_attention_dp: bool | None = None
     engine: str | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
@@ -136,6 +137,7 @@ class SweepRow:
     pipeline_parallel_size: int | None
     data_parallel_size: int | None
     enable_expert_parallel: bool | None
+    enable_attention_dp: bool | None
     max_num_seqs: int | None           # as resolved (the engine's default where the scenario states none)
     max_num_batched_tokens: int | None
     speculative: bool | None
@@ -442,7 +444,8 @@ def _row(sweep: Sweep, task: Task, s: Scenario | None, r: Resolved | None, statu
         config = {"model": p.model, "gpu": p.gpu, "engine": p.engine, "quantization": p.quantization,
                   "kv_cache_dtype": p.kv_cache_dtype, "tensor_parallel_size": p.tensor_parallel_size,
                   "pipeline_parallel_size": p.pipeline_parallel_size, "data_parallel_size": p.data_parallel_size,
-                  "enable_expert_parallel": p.enable_expert_parallel, "max_num_seqs": p.max_num_seqs,
+                  "enable_expert_parallel": p.enable_expert_parallel,
+                  "enable_attention_dp": p.enable_attention_dp, "max_num_seqs": p.max_num_seqs,
                   "max_num_batched_tokens": p.max_num_batched_tokens, "speculative": p.speculative,
                   "num_speculative_tokens": p.num_speculative_tokens,
                   "rate_per_s": p.rate_per_s or (sweep.trace.rate_per_s if sweep.trace else None),
@@ -454,6 +457,7 @@ def _row(sweep: Sweep, task: Task, s: Scenario | None, r: Resolved | None, statu
                   "quantization": d.quantization, "kv_cache_dtype": r.kv_cache_dtype if r else d.kv_cache_dtype,
                   "tensor_parallel_size": d.tensor_parallel_size, "pipeline_parallel_size": d.pipeline_parallel_size,
                   "data_parallel_size": d.data_parallel_size, "enable_expert_parallel": d.enable_expert_parallel,
+                  "enable_attention_dp": d.enable_attention_dp,
                   "max_num_seqs": r.engine.max_num_seqs if r else d.max_num_seqs,
                   "max_num_batched_tokens": r.engine.max_num_batched_tokens if r else d.max_num_batched_tokens,
                   "speculative": spec is not None,

@@ -170,7 +170,7 @@ SGLANG_VALUE_FLAGS = {
 }
 # SGLang 0.5.23 has no --enable-ep-moe (removed; --ep-size shards the experts)
 SGLANG_BOOL_FLAGS = {"--disable-radix-cache": ("enable_prefix_caching", False),
-                     "--enable-lora": ("enable_lora", True)}
+                     "--enable-lora": ("enable_lora", True), "--enable-dp-attention": ("enable_attention_dp", True)}
 # TensorRT-LLM: `trtllm-serve --help` (tensorrt_llm/commands/serve.py). --kv_cache_free_gpu_memory_fraction
 # is a share of the memory left after the weights, not of all memory: read as gpu_memory_utilization it
 # plans less KV than TensorRT-LLM allocates (a note says so).

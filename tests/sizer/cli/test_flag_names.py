@@ -22,6 +22,7 @@ FLAGS = {
     "--slots": ("llama.cpp / Ollama parallel slot counts a search tries", ("slot counts",)),
     "--tp": ("tensor parallel size (a list where a search runs)", ("tensor_parallel_size", "tensor parallel")),
     "--pp": ("pipeline parallel size (a list where a search runs)", ("pipeline_parallel_size", "pipeline parallel")),
+    "--attention-dp": ("MoE: attention data-parallel, experts spread over the GPUs (DEP)", ("enable_attention_dp",)),
     "--weights": ("weight format(s), never a folder", ("weight format",)),
     "--checkpoint": ("folder of real weights", ("checkpoint",)),
     "--kv-cache-dtype": ("KV cache format(s)", ("fp8",)),
@@ -76,7 +77,6 @@ FLAGS = {
     "--sweep": ("a sweep's Parquet file of results", ("Parquet",)),
     "--backend": ("where a sweep's points run: local or ray", ("ray",)),
     "--address": ("the Ray cluster a sweep joins", ("Ray",)),
-    "--benchmark": ("one benchmark of a GuideLLM report, by index", ("benchmark",)),
     "--wide": ("every table in full, not fitted to the terminal", ("wide",)),
     "--help": ("help", ("help",)),
 }
