@@ -57,7 +57,9 @@ def test_emitted_commands_carry_the_lora_settings():
     c = serving_config(r, None, "fits")
     # the scenario's max_loras 8, max_lora_rank 16, max_cpu_loras 50, in each engine's names
     assert " ".join(vllm_argv(c)).endswith("--enable-lora --max-loras 8 --max-lora-rank 16 --max-cpu-loras 50")
-    assert " ".join(sglang_argv(c)).endswith("--enable-lora --max-loras-per-batch 8 --max-lora-rank 16")
+    # (SGLang sizes its LoRA buffers from the target modules: `all`, so adapters loaded later fit)
+    assert " ".join(sglang_argv(c)).endswith("--enable-lora --max-loras-per-batch 8 --max-lora-rank 16 "
+                                             "--lora-target-modules all")
     # and `check` reads vLLM's flags back into the scenario fields they set
     fields, _, notes = parse_vllm_args(vllm_argv(c), "manifest.yaml")
     assert (fields["enable_lora"], fields["max_loras"], fields["max_lora_rank"], fields["max_cpu_loras"]) == \
