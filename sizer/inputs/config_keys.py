@@ -59,7 +59,8 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("qk_rope_head_dim", int, ge=0, le=MAX_HEAD_DIM, default=0),
     Key("qk_nope_head_dim", int, ge=0, le=MAX_HEAD_DIM, default=0),
     Key("v_head_dim", int, ge=0, le=MAX_HEAD_DIM, default=0),
-    # DeepSeek-V3.2 sparse attention: an indexer picks the top-k cached tokens each query attends to
+    Key("qk_head_dim", int, ge=1, le=MAX_HEAD_DIM, doc="GLM-5: qk_nope_head_dim + qk_rope_head_dim, stated (checked)"),
+    # DeepSeek sparse attention (DeepSeek-V3.2, GLM-5): an indexer picks the top-k cached tokens each query attends to
     Key("index_n_heads", int, ge=0, le=MAX_HEADS, default=0),
     Key("index_head_dim", int, ge=0, le=MAX_HEAD_DIM, default=0),
     Key("index_topk", int, ge=0, le=MAX_POSITIONS, default=0),
@@ -147,7 +148,8 @@ HARMLESS_KEYS = frozenset((
     "initializer_range", "initializer_factor", "hidden_act", "hidden_activation", "mlp_hidden_act",
     "mamba_hidden_act", "activation_function", "attention_dropout", "hidden_dropout", "dropout",
     "attention_probs_dropout_prob", "hidden_dropout_prob", "use_cache", "rope_scaling", "rope_parameters",
-    "rope_type", "partial_rotary_factor", "rope_local_base_freq", "attn_logit_softcapping",
+    "rope_type", "partial_rotary_factor", "rope_interleave", "indexer_rope_interleave", "rope_local_base_freq",
+    "attn_logit_softcapping",
     "final_logit_softcapping", "query_pre_attn_scalar", "cache_implementation", "router_aux_loss_coef",
     "output_router_logits", "norm_topk_prob", "routed_scaling_factor", "scoring_func", "topk_group", "n_group",
     "swiglu_limit", "initial_context_length", "aux_loss_alpha", "seq_aux", "ep_size", "pretraining_tp",
