@@ -136,6 +136,9 @@ DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 # model_type prefixes whose attention has an output gate, q/k norms; MLPs without a gate (up, down only)
 GATED_ATTENTION_TYPES = ("qwen3_next", "qwen3_5")
 QK_NORM_TYPES = ("qwen3", "gemma3", "olmo2")
+# model_types whose attention adds a learned sink logit per head (weights `self_attn.sinks`, not a config key):
+# gpt-oss (transformers models/gpt_oss/modeling_gpt_oss.py GptOssAttention.sinks; vLLM models/gpt_oss.py)
+SINK_TYPES = ("gpt_oss",)
 NON_GATED_MLP_TYPES = ("nemotron", "starcoder2", "phi", "gpt_neox", "gpt_bigcode", "falcon", "gpt2")
 
 # Keys of real configs that change no parameter, memory or FLOP figure sizer gives (token ids,

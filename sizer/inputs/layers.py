@@ -60,14 +60,16 @@ class Attention:
     output_gate: bool = False    # q_proj also yields a per-head sigmoid gate (Qwen3-Next, Qwen3.5)
     qk_norm: bool = False        # RMSNorm over q and k per head (Qwen3, Gemma 3)
     k_eq_v: bool = False         # no v_proj: K serves as V (Gemma-4's global layers); the cache still holds both
+    sinks: bool = False          # a learned sink logit per head in the softmax (gpt-oss): parameters, no cache
 
     @property
     def label(self) -> str:
+        sinks = " with sinks" if self.sinks else ""
         if self.span == SLIDING:
-            return f"sliding-window attention (window {self.window_tokens})"
+            return f"sliding-window attention{sinks} (window {self.window_tokens})"
         if self.span == CHUNKED:
             return f"chunked local attention (chunk {self.window_tokens})"
-        return "full attention"
+        return f"full attention{sinks}"
 
     def linears(self, hidden: int) -> list[Linear]:
         q_out = self.num_heads * self.head_dim * (2 if self.output_gate else 1)
@@ -79,7 +81,7 @@ class Attention:
 
     def extra_params(self, hidden: int) -> int:
         biases = (self.num_heads + 2 * self.num_kv_heads) * self.head_dim if self.bias else 0
-        return biases + (2 * self.head_dim if self.qk_norm else 0)
+        return biases + (2 * self.head_dim if self.qk_norm else 0) + (self.num_heads if self.sinks else 0)
 
     @property
     def kv_values_per_token(self) -> int:

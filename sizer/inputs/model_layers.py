@@ -58,7 +58,8 @@ def attention_for(c: dict[str, Any], span: str, window: int | None, kv_heads: in
         head_dim, kv = c["global_head_dim"], c["num_global_key_value_heads"] or kv
         k_eq_v = c["attention_k_eq_v"]
     return Attention(span, c["num_attention_heads"], kv, head_dim, window if span != FULL else None,
-                     bias=c["attention_bias"], output_gate=c["attn_output_gate"], qk_norm=c["qk_norm"], k_eq_v=k_eq_v)
+                     bias=c["attention_bias"], output_gate=c["attn_output_gate"], qk_norm=c["qk_norm"], k_eq_v=k_eq_v,
+                     sinks=c["attention_sinks"])
 
 
 def _mixers(c: dict[str, Any], n: int, where, file: str | None) -> list[Mixer] | None:

@@ -32,6 +32,7 @@ from sizer.inputs.config_keys import (
     META_KEYS,
     NON_GATED_MLP_TYPES,
     QK_NORM_TYPES,
+    SINK_TYPES,
     UNMODELLED,
     VISION_KEYS,
     VISION_SPELLINGS,
@@ -353,6 +354,7 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
     if c["attn_output_gate"] is None:
         c["attn_output_gate"] = c["model_type"].startswith(GATED_ATTENTION_TYPES)
     c["qk_norm"] = c["model_type"].startswith(QK_NORM_TYPES)
+    c["attention_sinks"] = c["model_type"] in SINK_TYPES
     c["non_gated_mlp"] = c["model_type"] in NON_GATED_MLP_TYPES
     if c["attention_bias"] is None:
         c["attention_bias"] = c["model_type"] == "qwen2"

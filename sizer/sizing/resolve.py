@@ -161,7 +161,7 @@ def resolve(s: Scenario) -> Resolved:
                               d.enable_expert_parallel)
     validate_split(model, parallel, s.file)
     fmt, group_size = weight_format(model, d.quantization, d.quantization_group_size, s.file)
-    runs = execution(fmt, hardware, s.file)
+    runs = execution(fmt, hardware, s.file, d.engine)
     kv_dtype = d.kv_cache_dtype
     if kv_dtype == "auto":
         # vLLM caches KV in the serving dtype: the plain format's, else the checkpoint's 16-bit type
