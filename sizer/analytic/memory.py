@@ -131,6 +131,23 @@ class KVLayout:
     state_bytes_per_seq_per_gpu: float
     formula: str
 
+    @property
+    def pool_bytes_per_token_per_gpu(self) -> float:
+        """What one token of a KV block holds on one GPU: every layer's KV; or, when some layers keep only a window
+        and others everything, the latter's: the windowed layers hold their own blocks (`window_groups`)."""
+        if not self.window_groups:
+            return self.bytes_per_token_per_gpu
+        return sum(g.bytes_per_token_per_gpu for g in self.groups if not g.window_tokens)
+
+    @property
+    def window_groups(self) -> tuple[tuple[float, int], ...]:
+        """Per windowed group: (its bytes per token over a pool block's, its window), as the simulator's KV pool
+        takes them (simulator.config.ReplicaConfig.kv_windows); () unless some layers also keep every token."""
+        full = sum(g.bytes_per_token_per_gpu for g in self.groups if not g.window_tokens)
+        if not full:
+            return ()
+        return tuple((g.bytes_per_token_per_gpu / full, g.window_tokens) for g in self.groups if g.window_tokens)
+
     def sequence_bytes(self, tokens: int, block_size: int, per_gpu: bool = True) -> float:
         """KV and recurrent state one sequence of `tokens` holds, KV in whole blocks; windowed layers keep
         at most their window (plus the block it straddles).
@@ -256,7 +273,7 @@ def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv
         state_seqs = max(0, min(max_num_seqs, int(available // seq_bytes))) if available > 0 else 0
     state = kv.state_bytes_per_seq_per_gpu * state_seqs
     kv_bytes = available - state
-    block_bytes = kv.bytes_per_token_per_gpu * block_size
+    block_bytes = kv.pool_bytes_per_token_per_gpu * block_size     # windowed layers: blocks of the others
     if not block_bytes:   # no layer caches KV: blocks only count tokens, enough for every sequence's context
         blocks = max_num_seqs * math.ceil(max_model_len / block_size) if kv_bytes > 0 else 0
     else:

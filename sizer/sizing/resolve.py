@@ -221,7 +221,8 @@ def resolve(s: Scenario) -> Resolved:
             if engine.preemption_mode == "swap" else None)
     replica = ReplicaConfig(scheduler, budget.kv_blocks, engine.block_size, engine.enable_prefix_caching,
                             d.prefix_cache_tenant_isolation, swap, engine_loop(d.engine),
-                            slot_prompt_reuse=bool(slots and not slots.kv_unified))
+                            slot_prompt_reuse=bool(slots and not slots.kv_unified),
+                            kv_windows=() if slots else kv.window_groups)
     disagg, g = None, d.disaggregated
     if g:
         disagg = DisaggregationConfig(g.prefill_replicas, g.decode_replicas, kv.bytes_per_token_per_gpu,

@@ -193,3 +193,25 @@ def test_a_prefix_hit_is_admitted_when_just_enough_blocks_are_free():
     assert b in [q.request for q in step.seqs] and b.num_cached_prompt_tokens == 8
     assert [q.num_new_tokens for q in step.seqs if q.request is b] == [4]
     s.kv.check_invariants(s.running)
+
+
+def test_windowed_kv_runs_more_long_requests_at_once():
+    # 150 requests of 1,500-token prompts and 100 outputs; half the layers slide (window 128). Counting them at
+    # full context on 500 blocks (each 16 tokens of every layer), a request ends holding ceil(1,599 / 16) = 100
+    # blocks: 5 run at once. The same memory as 1,000 blocks of the full layers' 16 tokens, with the sliding
+    # layers holding 8 + 1 blocks for their window: 100 + 9 = 109 blocks a request, 9 at once.
+    from simhelp import LinearStepModel, sim_config
+
+    from simulator.run import simulate
+    from simulator.workload import Arrivals, Lengths, WorkloadSpec
+
+    w = WorkloadSpec(150, Arrivals("poisson", 200.0), Lengths("fixed", 1500), Lengths("fixed", 100))
+    # admitted only with blocks for their whole output (reserve_full_kv), so the counts are the bound
+    common = dict(max_num_batched_tokens=2048, enable_prefix_caching=False, reserve_full_kv=True,
+                  check_invariants=True)
+    windowed = simulate(sim_config(num_blocks=1000, kv_windows=((1.0, 128),), **common), LinearStepModel(), w,
+                        seed=3)
+    counted = simulate(sim_config(num_blocks=500, **common), LinearStepModel(), w, seed=3)
+    assert not windowed.columns["rejected"].any() and not counted.columns["rejected"].any()
+    assert windowed.timeline.num_seqs.max() == 9 and counted.timeline.num_seqs.max() == 5
+    assert windowed.timeline.kv_used_blocks.max() <= 9 * 109

@@ -116,3 +116,16 @@ def test_sliding_spans_are_the_window_layers():
     m = load_model(str(GPT_OSS))
     spans = [a.span for a in m.mixers(Attention)]
     assert spans == [SLIDING if i % 2 == 0 else "full" for i in range(36)]
+
+
+def test_the_kv_pool_counts_blocks_of_the_full_layers_and_the_simulator_the_windows():
+    r = resolve(scenario_from_dict({
+        "name": "gpt-oss", "model": str(GPT_OSS), "hardware": "h200",
+        "deployment": {"engine": "vllm", "max_model_len": 131072},
+        "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
+                     "prompt_tokens": {"distribution": "fixed", "value": 8192},
+                     "output_tokens": {"distribution": "fixed", "value": 1024}}}, None))
+    # a block is 16 tokens of the 18 full-attention layers (36,864 B a token); the 18 sliding layers hold as many
+    # bytes per token, so a window block is one pool block, window 128
+    assert r.memory.kv_blocks == int(r.memory.kv_cache_bytes // (GROUP_BYTES * 16))
+    assert r.replica.kv_windows == ((1.0, 128),)
