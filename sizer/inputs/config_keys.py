@@ -64,6 +64,8 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("index_n_heads", int, ge=0, le=MAX_HEADS, default=0),
     Key("index_head_dim", int, ge=0, le=MAX_HEAD_DIM, default=0),
     Key("index_topk", int, ge=0, le=MAX_POSITIONS, default=0),
+    Key("indexer_types", list[str], doc="GLM-5.x: per layer, full (its own indexer) or shared (an earlier layer's "
+        "top-k: no indexer of its own)"),
     # Sliding-window and chunked attention; per-layer kinds
     Key("sliding_window", int, ge=1, le=MAX_POSITIONS, doc="tokens; null: no window"),
     Key("use_sliding_window", bool),
@@ -91,6 +93,7 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("mlp_only_layers", list[int], doc="Qwen MoE: layers with a dense MLP"),
     Key("interleave_moe_layer_step", int, ge=1, le=MAX_LAYERS, doc="Llama-4: every n-th layer is MoE"),
     Key("moe_layers", list[int], doc="Llama-4: the MoE layers, listed"),
+    Key("mlp_layer_types", list[str], doc="GLM-5.x: per layer, dense (an MLP) or sparse (MoE)"),
     Key("intermediate_size_mlp", int, ge=1, le=MAX_INTERMEDIATE, doc="Llama-4: the dense layers' width"),
     Key("shared_expert_intermediate_size", int, ge=0, le=MAX_INTERMEDIATE, doc="Qwen MoE: the shared expert's width"),
     Key("moe_shared_expert_intermediate_size", int, ge=0, le=MAX_INTERMEDIATE,
@@ -164,7 +167,8 @@ HARMLESS_KEYS = frozenset((
     "image_token_index", "boi_token_index", "eoi_token_index", "media_placeholder_token_id",
     "model_type", "torch_dtype", "dtype", "architectures", "name_or_path", "tie_encoder_decoder",
     "embedding_multiplier", "residual_multiplier", "logits_scaling", "attention_multiplier",
-    "moe_router_topk_scaling_factor", "moe_aux_loss_coeff", "router_temperature", "sliding_window_size",
+    "moe_router_topk_scaling_factor", "moe_router_dtype", "moe_aux_loss_coeff", "router_temperature",
+    "sliding_window_size",
     "moe_shared_expert_overlap", "mtp_layers_block_type", "mtp_hybrid_override_pattern", "mtp_use_dedicated_embeddings",
     "use_bidirectional_attention", "output_gate_type",
     "vocab_size_per_layer_input", "ignore_index", "use_unified_vision_chunk", "video_placeholder",

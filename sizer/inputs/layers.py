@@ -115,6 +115,8 @@ class LatentAttention:
 
     @property
     def label(self) -> str:
+        if self.index_topk and not self.index_heads:
+            return f"multi-head latent attention, sparse (top {self.index_topk} tokens by an earlier layer's indexer)"
         if self.index_topk:
             return f"multi-head latent attention, sparse (top {self.index_topk} tokens by an indexer)"
         return "multi-head latent attention"

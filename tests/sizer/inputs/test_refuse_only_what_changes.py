@@ -120,3 +120,23 @@ def test_glm5_is_read_as_latent_attention_with_a_sparse_indexer():
     # the FP8 checkpoint: block FP8 with 712 unconverted module names (norms, routers, the indexer's projection)
     fp8 = load_model(str(MODELS / "glm-5-fp8"))
     assert (fp8.quantization.format, fp8.quantization.block_size) == ("fp8", (128, 128))
+
+
+def test_glm52_reads_its_per_layer_mlp_and_indexer_lists():
+    # zai-org/GLM-5.2: mlp_layer_types (dense x 3, then sparse) and indexer_types (21 layers with their own indexer,
+    # 57 that reuse an earlier layer's top-k)
+    m = load_model(str(MODELS / "glm-5.2"))
+    mixers = [layer.mixer for layer in m.layers]
+    assert sum(1 for a in mixers if a.index_heads) == 21 and all(a.index_topk == 2048 for a in mixers)
+    assert [type(layer.ffn).__name__ for layer in m.layers[:4]] == ["DenseFFN"] * 3 + ["MoEFFN"]
+    # a shared layer drops the indexer: wq_b 2,048 x (32 x 128) + wk 6,144 x 128 + weights_proj 6,144 x 32 + its
+    # key LayerNorm (2 x 128) fewer parameters than GLM-5's layer
+    indexer = 2048 * 32 * 128 + 6144 * 128 + 6144 * 32 + 2 * 128
+    glm5 = load_model(str(MODELS / "glm-5"))
+    assert parameter_count(glm5).total - parameter_count(m).total == 57 * indexer
+    # KV per token: 78 x 1,152 latent bytes + 21 x 132 indexer-key bytes = 92,628 B
+    assert kv_layout(m, "bf16", ParallelConfig()).bytes_per_token == 78 * 1152 + 21 * 132
+    with pytest.raises(FieldError, match=r"indexer_types\[3\]: expected one of full, shared"):
+        from_hf_config({**_config("glm-5.2"), "indexer_types": ["full"] * 3 + ["half"] + ["full"] * 74}, "x")
+    with pytest.raises(FieldError, match="mlp_layer_types: expected 78 entries"):
+        from_hf_config({**_config("glm-5.2"), "mlp_layer_types": ["dense"]}, "x")
