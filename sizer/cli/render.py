@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sizer.analytic.memory import GB, GiB
+from sizer.cli.render_day import render_day, render_energy
 from sizer.sizing.plan import Plan
 from sizer.sizing.result import Sizing
 from sizer.words import count
@@ -86,30 +87,23 @@ def render_plan(plan: Plan, console: Console) -> None:
     if kv.state_layers:
         t.add_row("state per sequence", f"{kv.state_bytes_per_seq / 2**20:,.1f} MiB in {kv.state_layers} "
                   "Mamba-2 / linear-attention layers (whatever the sequence's length)")
-    t.add_row("KV per sequence", f"{gb_gib(plan.kv_bytes_per_sequence_at_max_model_len)} "
-              f"at max_model_len {plan.memory.max_model_len:,}")
+    if plan.slots:        # llama.cpp / Ollama: a slot's context, not vLLM's max_model_len
+        t.add_row("KV per slot", f"{gb_gib(plan.kv_bytes_per_sequence_at_max_model_len)} for "
+                  f"{plan.memory.max_model_len:,} tokens" + (" (the whole shared buffer)" if plan.slots.kv_unified
+                                                            else " (ctx_size / parallel)" if plan.slots.engine
+                                                            == "llama.cpp" else " (num_ctx)"))
+    else:
+        t.add_row("KV per sequence", f"{gb_gib(plan.kv_bytes_per_sequence_at_max_model_len)} "
+                  f"at max_model_len {plan.memory.max_model_len:,}")
     console.print(t)
     _layer_kinds(console, plan)
     console.print()
 
     mem = plan.memory
-    t = Table(title=f"Memory per GPU ({plan.gpu}, {gb_gib(mem.gpu_memory_bytes)})", title_justify="left")
-    t.add_column("part")
-    t.add_column("GB", justify="right")
-    t.add_column("GiB", justify="right")
-    parts = [("usable at gpu_memory_utilization " + str(mem.gpu_memory_utilization), mem.usable_bytes),
-             ("weights (this GPU's shard)", mem.weights_bytes),
-             ("activation peak (estimate)", mem.activation_bytes),
-             ("CUDA context, workspaces (assumption)", mem.non_torch_bytes)]
-    if mem.state_bytes:
-        parts.append((f"recurrent state, {mem.state_seqs} sequences (caps max_num_seqs)", mem.state_bytes))
-    if plan.lora is not None:
-        parts.append((f"LoRA adapters: {plan.lora.slots} slots (max_loras) at rank {plan.lora.rank}", mem.lora_bytes))
-    for name, value in parts + [("KV cache", mem.kv_cache_bytes)]:
-        t.add_row(name, f"{value / GB:,.2f}", f"{value / GiB:,.2f}")
-    console.print(t)
-    console.print(f"KV cache: {mem.kv_blocks:,} blocks x {mem.block_size} tokens = {mem.kv_tokens:,} tokens per GPU; "
-                  f"{mem.max_seqs_at_max_model_len:,} sequences at max_model_len {mem.max_model_len:,}")
+    if plan.slots:
+        _slot_memory(plan, console)
+    else:
+        _gpu_memory(plan, console)
     d = plan.kv_demand
     console.print(f"KV demand: {d.sequences} sequences x {d.tokens_per_sequence:,} tokens = {d.tokens:,} tokens = "
                   f"{gb_gib(d.bytes)} ({d.sequences_source})")
@@ -117,16 +111,8 @@ def render_plan(plan: Plan, console: Console) -> None:
         console.print(f"[red]✗ {reason}[/]")
     console.print()
 
-    p = plan.parallel
-    t = _table("Parallel split")
-    t.add_row("TP x PP x DP", f"{p.tensor_parallel_size} x {p.pipeline_parallel_size} x {p.data_parallel_size} = "
-              f"{count(p.gpus_per_replica, 'GPU')} per replica; EP {p.expert_parallel_size}; "
-              f"{p.kv_heads_per_gpu} KV heads per GPU")
-    if p.tp_allreduce_bytes_per_token or p.pp_send_bytes_per_token or p.ep_alltoall_bytes_per_token:
-        t.add_row("communication", f"per token per GPU: TP all-reduce {p.tp_allreduce_bytes_per_token:,.0f} B, "
-                  f"PP send {p.pp_send_bytes_per_token:,.0f} B, EP all-to-all {p.ep_alltoall_bytes_per_token:,.0f} B")
-    console.print(t)
-    console.print()
+    if not plan.slots:    # llama.cpp and Ollama are planned on one device: no split to show
+        _render_split(plan, console)
 
     c = plan.capacity
     t = _table("Capacity (Little's law)")
@@ -134,10 +120,17 @@ def render_plan(plan: Plan, console: Console) -> None:
               f"{c.requests_in_flight:,.1f} requests (time in system: {c.time_in_system_source})")
     t.add_row("KV needed", f"{c.kv_tokens_needed:,.0f} tokens = {gb_gib(c.kv_bytes_needed)} "
               f"({c.kv_tokens_per_request:,} tokens per request: {c.kv_tokens_per_request_source})")
-    t.add_row("KV capacity", f"{c.kv_capacity_tokens:,} tokens per replica, "
-              f"{c.requests_held_per_replica:,} such requests; "
-              f"memory alone allows {c.max_arrival_rate_for_memory_per_s:,.2f} req/s per replica; "
-              f"replicas for memory: {c.replicas_for_memory}")
+    if plan.slots:        # a server's slots, not replicas: llama.cpp and Ollama serve on the machine they run on
+        a = plan.slots
+        t.add_row("slots", f"{count(a.slots, 'slot')} of {a.context_per_slot_tokens:,} tokens"
+                  + (" in one unified KV buffer" if a.kv_unified else "") + f": {c.requests_held_per_replica:,} "
+                  f"requests at once; the server sustains at most {c.max_arrival_rate_for_memory_per_s:,.3g} req/s "
+                  "(requests at once / time in system)")
+    else:
+        t.add_row("KV capacity", f"{c.kv_capacity_tokens:,} tokens per replica, "
+                  f"{c.requests_held_per_replica:,} such requests; "
+                  f"memory alone allows {c.max_arrival_rate_for_memory_per_s:,.2f} req/s per replica; "
+                  f"replicas for memory: {c.replicas_for_memory}")
     console.print(t)
     console.print()
 
@@ -148,7 +141,8 @@ def render_plan(plan: Plan, console: Console) -> None:
               f"(<= {s.decode_bandwidth_bound_tokens_per_s:,.0f} tokens/s): weights per GPU x stages / peak bandwidth")
     t.add_row("decode, batch 1", f"{s.decode_batch1_ms:.2f} ms per step, {s.decode_batch1_tokens_per_s:,.0f} tokens/s")
     t.add_row(f"decode, batch {s.memory_limited_batch}", f"{s.decode_memory_limited_batch_ms:.2f} ms per step, "
-              f"{s.decode_memory_limited_tokens_per_s:,.0f} tokens/s (largest batch KV and max_num_seqs allow)")
+              f"{s.decode_memory_limited_tokens_per_s:,.0f} tokens/s ("
+              + ("every slot decoding)" if plan.slots else "largest batch KV and max_num_seqs allow)"))
     t.add_row("compute-bound from",
               f"batch {s.compute_bound_batch}" if s.compute_bound_batch else "never (bandwidth-bound throughout)")
     t.add_row("priced by", "; ".join(f"{family}: {source}" for family, source in s.sources.items()))
@@ -168,6 +162,8 @@ def render_plan(plan: Plan, console: Console) -> None:
 
     if plan.simulation:
         render_simulation(plan.simulation, console)
+    if plan.day:
+        render_day(plan.day, console)
 
     co = plan.cost
     if co is None:
@@ -182,10 +178,73 @@ def render_plan(plan: Plan, console: Console) -> None:
         if co.usd_per_million_output_tokens is not None:
             line += f"; ${co.usd_per_million_output_tokens:,.3f} per million output tokens ({co.throughput_source})"
         console.print(line)
+    if plan.energy:
+        render_energy(plan.energy, console)
     console.print()
     console.print("[bold]Assumptions[/]")
     for a in plan.assumptions:
         console.print(f"  • {a}", highlight=False)
+
+
+def _render_split(plan: Plan, console: Console) -> None:
+    p = plan.parallel
+    t = _table("Parallel split")
+    t.add_row("TP x PP x DP", f"{p.tensor_parallel_size} x {p.pipeline_parallel_size} x {p.data_parallel_size} = "
+              f"{count(p.gpus_per_replica, 'GPU')} per replica; EP {p.expert_parallel_size}; "
+              f"{p.kv_heads_per_gpu} KV heads per GPU")
+    if p.tp_allreduce_bytes_per_token or p.pp_send_bytes_per_token or p.ep_alltoall_bytes_per_token:
+        t.add_row("communication", f"per token per GPU: TP all-reduce {p.tp_allreduce_bytes_per_token:,.0f} B, "
+                  f"PP send {p.pp_send_bytes_per_token:,.0f} B, EP all-to-all {p.ep_alltoall_bytes_per_token:,.0f} B")
+    console.print(t)
+    console.print()
+
+
+def _memory_table(title: str, parts: list[tuple[str, float]]) -> Table:
+    t = Table(title=title, title_justify="left")
+    t.add_column("part")
+    t.add_column("GB", justify="right")
+    t.add_column("GiB", justify="right")
+    for name, value in parts:
+        t.add_row(name, f"{value / GB:,.2f}", f"{value / GiB:,.2f}")
+    return t
+
+
+def _gpu_memory(plan: Plan, console: Console) -> None:
+    """A batching engine's GPU memory: vLLM's share of it, then what takes the share, then the KV cache."""
+    mem = plan.memory
+    parts = [("usable at gpu_memory_utilization " + str(mem.gpu_memory_utilization), mem.usable_bytes),
+             ("weights (this GPU's shard)", mem.weights_bytes),
+             ("activation peak (estimate)", mem.activation_bytes),
+             ("CUDA context, workspaces (assumption)", mem.non_torch_bytes)]
+    if mem.state_bytes:
+        parts.append((f"recurrent state, {mem.state_seqs} sequences (caps max_num_seqs)", mem.state_bytes))
+    if plan.lora is not None:
+        parts.append((f"LoRA adapters: {plan.lora.slots} slots (max_loras) at rank {plan.lora.rank}", mem.lora_bytes))
+    console.print(_memory_table(f"Memory per GPU ({plan.gpu}, {gb_gib(mem.gpu_memory_bytes)})",
+                                parts + [("KV cache", mem.kv_cache_bytes)]))
+    console.print(f"KV cache: {mem.kv_blocks:,} blocks x {mem.block_size} tokens = {mem.kv_tokens:,} tokens per GPU; "
+                  f"{mem.max_seqs_at_max_model_len:,} sequences at max_model_len {mem.max_model_len:,}")
+
+
+def _slot_memory(plan: Plan, console: Console) -> None:
+    """llama.cpp / Ollama: the device's memory in its own terms (unified memory and the GPU's working-set limit on
+    Apple parts), what the server allocates at start, and what is left."""
+    mem, a = plan.memory, plan.slots
+    if a.unified_memory:
+        limit = (f"the GPU may use (working-set limit of {gb_gib(a.memory_bytes)} unified memory)",
+                 mem.gpu_memory_bytes)
+    else:
+        limit = ("device memory (no utilisation share: llama.cpp allocates what it needs)", mem.gpu_memory_bytes)
+    runtime = {"apple-gpu": "Metal runtime, buffers (assumption)", "cpu": "runtime, buffers (assumption)"}.get(
+        a.device_kind, "CUDA context, buffers (assumption)")
+    kv = (f"KV cache (one buffer of {a.context_per_slot_tokens:,} tokens, {plan.kv.dtype})" if a.kv_unified else
+          f"KV cache ({a.slots} x {a.context_per_slot_tokens:,} tokens, {plan.kv.dtype})")
+    parts = [limit, ("weights" + (" (the layers on the GPU)" if a.partial_offload else ""), mem.weights_bytes),
+             (kv, mem.kv_cache_bytes), ("compute buffer (one ubatch, estimate)", mem.activation_bytes),
+             (runtime, mem.non_torch_bytes),
+             ("left on the device", mem.gpu_memory_bytes - mem.weights_bytes - mem.kv_cache_bytes
+              - mem.activation_bytes - mem.non_torch_bytes)]
+    console.print(_memory_table(f"Memory ({plan.gpu})", parts))
 
 
 def _render_slots(plan: Plan, console: Console) -> None:
@@ -199,15 +258,16 @@ def _render_slots(plan: Plan, console: Console) -> None:
     t.add_row("memory", f"needs {gb_gib(a.engine_bytes)} of {gb_gib(a.memory_bytes)} of {kind}, {left}"
               + (f" (the GPU may use {gb_gib(a.device_limit_bytes)})" if a.device_limit_bytes < a.memory_bytes
                  else ""))
-    t.add_row("slots", f"{a.slots} x {a.context_per_slot_tokens:,} tokens"
-              + (" (one unified KV buffer)" if a.kv_unified else "")
+    t.add_row("slots", (f"{a.slots} sharing one KV buffer of {a.context_per_slot_tokens:,} tokens" if a.kv_unified
+                        else f"{a.slots} x {a.context_per_slot_tokens:,} tokens")
               + f"; memory would allow up to {a.largest_context_per_slot_tokens:,} tokens per slot")
     t.add_row("first token", f"{a.ttft_s:.2f} s for a {a.prompt_tokens:,}-token prompt on an idle server")
     t.add_row("per user", ", ".join(f"{s.users} user{'s' if s.users > 1 else ''}: {s.tokens_per_s_per_user:.1f}"
                                     for s in a.speeds) + f" tokens/s (at {a.context_tokens:,} tokens of context)")
+    per = "requests (prompt + output) fit in one unified buffer" if a.kv_unified else "slots of this context fit"
     for o in a.options:
         t.add_row(f"  {o.format}", f"weights {gb_gib(o.weights_bytes)}; "
-                  + (f"{o.slots_that_fit} such slots fit; {o.tokens_per_s_at_one_user:.1f} tokens/s for one user"
+                  + (f"{o.slots_that_fit} {per}; {o.tokens_per_s_at_one_user:.1f} tokens/s for one user"
                      if o.fits else "does not fit with one slot")
                   + (f"; {o.users_at_target} users at the target" if a.target_tokens_per_s_per_user else ""))
     t.add_row("recommendation", a.recommendation)
@@ -396,9 +456,11 @@ def check_summary(result: CheckResult) -> str:
 
 def render_comparison(c: Comparison, console: Console) -> None:
     """`sizer compare`: each measured metric beside sizer's prediction and the relative error."""
-    t = Table(title=f"sizer compare: {c.result_file} against {c.scenario}", title_justify="left",
+    which = f" ({c.benchmark})" if c.benchmark else ""
+    notes = "".join(f"\nnot modelled: {note}" for note in c.not_modelled)
+    t = Table(title=f"sizer compare: {c.result_file}{which} against {c.scenario}", title_justify="left",
               caption=f"simulated: {c.num_requests:,} requests, {c.workload}; lengths from {c.lengths_from}. "
-                      "error = (predicted - measured) / measured", caption_justify="left")
+                      f"error = (predicted - measured) / measured{notes}", caption_justify="left")
     for col in ("metric", "measured", "predicted", "error"):
         t.add_column(col, justify="left" if col == "metric" else "right")
     for m in c.metrics:

@@ -12,6 +12,7 @@ _PATHS = {
     "model": ("model", "name"),
     "gpu": ("hardware", "gpu"),
     "calibrated_profile": ("hardware", "calibrated_profile"),
+    "memory_gb": ("hardware", "memory_gb"),
     "tensor_parallel_size": ("deployment", "tensor_parallel_size"),
     "pipeline_parallel_size": ("deployment", "pipeline_parallel_size"),
     "quantization": ("deployment", "quantization"),
@@ -48,6 +49,11 @@ _CLEARS = {
     "clear_kernel_tables": ("hardware", "kernel_tables"),            # so do a scenario's own kernel tables
     "clear_rate": ("workload", "arrival", "rate_per_s"),            # a closed loop's clients set the rate
 }
+# Flags that remove several stated values: a scenario's hardware overrides describe its own device only.
+_CLEAR_GROUPS = {
+    "clear_hardware_overrides": tuple(("hardware", key) for key in
+                                      ("memory_gb", "memory_bandwidth_gb_per_s", "gpu_working_set_fraction")),
+}
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,7 @@ class Variant:
     model: str | None = None
     gpu: str | None = None
     calibrated_profile: str | None = None
+    memory_gb: float | None = None
     tensor_parallel_size: int | None = None
     pipeline_parallel_size: int | None = None
     quantization: str | None = None
@@ -86,6 +93,7 @@ class Variant:
     clear_calibrated_profile: bool = False
     clear_kernel_tables: bool = False
     clear_rate: bool = False
+    clear_hardware_overrides: bool = False
 
     def fields_set(self) -> dict[str, str]:
         """Variant field -> the dotted scenario path it sets, for every change this variant makes."""
@@ -100,6 +108,10 @@ class Variant:
         for name, path in _CLEARS.items():
             if getattr(self, name):
                 data = _set(data, path, None)
+        for name, paths in _CLEAR_GROUPS.items():
+            if getattr(self, name):
+                for path in paths:
+                    data = _set(data, path, None)
         return data
 
 

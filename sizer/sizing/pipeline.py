@@ -88,8 +88,8 @@ def _fewest_replicas(at: _OperatingPoints, goodput: Goodput, settings: GoodputSe
 
 
 def _verdict(status: SizingStatus, replicas: int | None, point: SLOProbe | None, needed: int | None,
-             goodput: Goodput | None, max_replicas: int | None) -> str:
-    """One line, printed by every command."""
+             goodput: Goodput | None, max_replicas: int | None, server: bool = False) -> str:
+    """One line, printed by every command. `server`: one llama.cpp or Ollama server, not replicas to size."""
     if status is SizingStatus.DOES_NOT_FIT:
         return "not simulated: the model does not fit in memory"
     if status is SizingStatus.NO_RATE:
@@ -107,6 +107,8 @@ def _verdict(status: SizingStatus, replicas: int | None, point: SLOProbe | None,
     share = f"{point.share_met:.1%} of requests meet every target {where}"
     if status is SizingStatus.MET:
         return f"SLO met: {share}"
+    if server:
+        return f"SLO missed: {share}; one server meets it up to {goodput.rate_per_s:.3g} req/s"
     return f"SLO missed: {share}; " + (f"{needed} replicas meet it" if needed else "more replicas than tried needed")
 
 
@@ -152,6 +154,10 @@ def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = Goodput
     s = r.scenario
     rate = plan.capacity.arrival_rate_per_s
     slo, stated = slo_of(s), s.deployment.replicas
+    # llama.cpp and Ollama serve on the machine they run on: one server unless the scenario states more
+    server = r.slots is not None and not stated
+    if server:
+        stated = 1
     common = dict(settings=settings, target_rate_per_s=rate, required_share=slo.required_share)
     if not plan.fits:
         return Sizing(SizingStatus.DOES_NOT_FIT, _verdict(SizingStatus.DOES_NOT_FIT, None, None, None, None, None),
@@ -162,7 +168,7 @@ def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = Goodput
     if not slo.has_targets:                  # the stated replicas, else enough KV for Little's law (the plan's)
         replicas, source, status = plan.cost.replicas, plan.cost.replicas_source, SizingStatus.NO_SLO
     else:
-        replicas, source = (stated, "scenario") if stated else (None, None)
+        replicas, source = (stated, plan.cost.replicas_source if server else "scenario") if stated else (None, None)
         upper = rate_bound_per_s(plan)
         floor = rate / max_replicas if max_replicas else 0.0
         goodput = goodput_rate(r, upper, settings, floor)
@@ -184,12 +190,14 @@ def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = Goodput
     point = at(replicas) if replicas else None
     price, per_replica = r.price_usd_per_gpu_hour, gpus_per_replica(r)
     return Sizing(
-        status, _verdict(status, replicas, point, needed, goodput, max_replicas),
+        status, _verdict(status, replicas, point, needed, goodput, max_replicas, server),
         None if status is SizingStatus.NO_SLO else status is SizingStatus.MET, **common,
         goodput_per_replica_per_s=goodput.rate_per_s if goodput else None,
         binding_target=goodput.binding if goodput else None, replicas=replicas,
         cost=cost_summary(r, replicas, source, rate, plan.step_times.output_tokens_mean) if replicas else None,
-        replicas_for_slo=needed, usd_per_hour_for_slo=usd_per_hour(needed, per_replica, price) if needed else None,
+        # one server: no replica count to suggest (the verdict gives the rate it meets the SLO up to)
+        replicas_for_slo=None if server else needed,
+        usd_per_hour_for_slo=usd_per_hour(needed, per_replica, price) if needed and not server else None,
         operating_point=point, notes=_notes(goodput, source, point, settings, plan))
 
 

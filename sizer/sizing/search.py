@@ -26,14 +26,14 @@ from dataclasses import dataclass, field, replace
 from simulator.errors import FieldError
 from sizer.analytic.memory import GiB
 from sizer.errors import InputError
-from sizer.inputs.hardware import all_profiles, load_hardware, local_profiles, scenario_hardware
+from sizer.inputs.hardware import all_profiles, load_hardware, local_profiles
 from sizer.inputs.scenario import Scenario, mean_length, scenario_from_dict
 from sizer.inputs.variant import Variant
 from sizer.sizing.goodput import slo_of
 from sizer.sizing.pipeline import method_notes, size_deployment
 from sizer.sizing.plan import Plan, make_plan
 from sizer.sizing.presets import slot_preset
-from sizer.sizing.resolve import Resolved, resolve
+from sizer.sizing.resolve import Resolved, hardware_of, resolve
 from sizer.sizing.result import GoodputSettings, Sizing, SizingStatus, SLOProbe
 from sizer.sizing.slots import FORMAT_CANDIDATES, SlotAnswers
 from sizer.words import count
@@ -63,7 +63,7 @@ def default_space(scenario: Scenario) -> SearchSpace:
     user has in mind, and a search that stays short), the GGUF presets and slot counts above, TP 1. Other
     engines: the data-centre profiles (local devices only by name, --gpus), TP 1-8, bf16 and fp8 weights and KV."""
     if slot_preset(scenario.deployment.engine) is not None:
-        kind = scenario_hardware(scenario.hardware.gpu, scenario.file).device_kind
+        kind = hardware_of(scenario).device_kind
         return SearchSpace(gpus=tuple(g for g in local_profiles() if load_hardware(g).device_kind == kind),
                            tensor_parallel_sizes=(1,), weight_formats=SLOT_WEIGHT_FORMATS, kv_cache_dtypes=("auto",),
                            slots=SLOT_COUNTS)
@@ -95,7 +95,7 @@ class Candidate:
                        kv_cache_dtype=self.kv_cache_dtype, clear_replicas=True, clear_speculative=not self.speculative,
                        # a stated price, a calibrated profile and kernel tables are the scenario GPU's
                        clear_price=other_gpu, clear_calibrated_profile=other_gpu, clear_kernel_tables=other_gpu,
-                       **self._slot_fields(scenario))
+                       clear_hardware_overrides=other_gpu, **self._slot_fields(scenario))
 
     def _slot_fields(self, scenario: Scenario) -> dict:
         """The slot count where the engine takes it. Each slot keeps the scenario's context: Ollama's num_ctx is

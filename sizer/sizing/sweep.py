@@ -31,7 +31,7 @@ from simulator.errors import FieldError
 from sizer.analytic.memory import GiB
 from sizer.errors import InputError
 from sizer.inputs import preloaded
-from sizer.inputs.hardware import all_profiles, load_hardware, scenario_hardware
+from sizer.inputs.hardware import all_profiles, load_hardware
 from sizer.inputs.kernel_tables import HEADER_FILE, TABLES
 from sizer.inputs.preloaded import Preloaded
 from sizer.inputs.scenario import Scenario, scenario_dir, scenario_from_dict
@@ -40,7 +40,14 @@ from sizer.inputs.variant import Variant
 from sizer.sizing.goodput import rate_bound_per_s, replicas_for, slo_of
 from sizer.sizing.pipeline import size_deployment
 from sizer.sizing.plan import Plan, make_plan
-from sizer.sizing.resolve import Resolved, checked_kernel_tables, checkpoint_of, kernel_tables_folder, resolve
+from sizer.sizing.resolve import (
+    Resolved,
+    checked_kernel_tables,
+    checkpoint_of,
+    hardware_of,
+    kernel_tables_folder,
+    resolve,
+)
 from sizer.sizing.result import GoodputSettings, SizingStatus
 from sizer.sizing.step_model import bundled_header, bundled_tables
 from sizer.sizing.sweep_backends import run_local, run_ray
@@ -80,7 +87,8 @@ class Point:
         if self.speculative is False:
             changes["num_speculative_tokens"] = None
         return Variant(**changes, seed=seed, clear_replicas=True, clear_speculative=self.speculative is False,
-                       clear_price=other_gpu, clear_calibrated_profile=other_gpu, clear_kernel_tables=other_gpu)
+                       clear_price=other_gpu, clear_calibrated_profile=other_gpu, clear_kernel_tables=other_gpu,
+                       clear_hardware_overrides=other_gpu)
 
 
 @dataclass(frozen=True)
@@ -223,7 +231,7 @@ def shared_inputs(base: Scenario, values: dict[str, list], settings: SweepSettin
             traces[path, trace_limit(base, n)] = read_trace(base, n)
     folders = {}
     if base.hardware.kernel_tables is not None:
-        hardware = scenario_hardware(base.hardware.gpu, base.file, "hardware.gpu")
+        hardware = hardware_of(base)
         folders[str(kernel_tables_folder(base))] = checked_kernel_tables(base, hardware)
     return Preloaded(checkpoints, dict(all_profiles()), tables, traces, headers, folders)
 
@@ -295,7 +303,7 @@ def seed_of(digest: str) -> int:
 
 def scenario_gpu(sweep: Sweep) -> str:
     gpu = sweep.data.get("hardware")
-    return gpu if isinstance(gpu, str) else gpu["gpu"]
+    return gpu if isinstance(gpu, str) else gpu.get("gpu", gpu.get("base"))    # `base:` is `gpu:` by another name
 
 
 def _shorthands(data: dict) -> dict:
