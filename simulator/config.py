@@ -32,6 +32,9 @@ class ReplicaConfig:
     engine_loop: EngineLoop
     slot_prompt_reuse: bool = False        # llama.cpp slots (one block each) keep their last prompt; paged
     #                                        engines leave it off
+    # sliding-window / chunked-local layers: (pool blocks per block of their tokens, window tokens) per group;
+    # a block then holds the other layers' KV (simulator/kv_cache.py)
+    kv_windows: tuple[tuple[float, int], ...] = ()
 
     def __post_init__(self) -> None:
         if self.scheduler.preemption_mode == "swap" and self.swap is None:

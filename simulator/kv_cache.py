@@ -9,10 +9,18 @@ Allocation takes plain blocks first and evicts the least recently used cached bl
 when none is left (as SGLang's radix cache does; vLLM keeps one LRU queue for both, which
 can evict a cached block while plain ones wait). Physical block ids are 0..num_blocks-1, so
 a real engine can index its KV tensors with them.
+
+Sliding-window (and chunked-local) layers keep only their last `window` tokens, as vLLM's hybrid KV
+cache frees their blocks outside the window. With `window_groups` a pool block holds `block_size`
+tokens of the layers that keep everything, and a request also holds, from its first allocation to its
+end, `window_blocks(prompt + output - 1)` plain blocks for its windowed layers: per group, the blocks of
+its window (and the one the window straddles) scaled by that group's bytes per token over a pool
+block's. Exact at the request's end; held from the start (vLLM grows them as tokens come).
 """
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 
@@ -54,13 +62,15 @@ class KVCacheManager:
     """Block pool + prefix cache. Conservation: free_plain + used + cached_free == num_blocks."""
 
     def __init__(self, num_blocks: int, block_size: int, enable_prefix_caching: bool = True,
-                 tenant_isolation: bool = False, slot_prompt_reuse: bool = False):
+                 tenant_isolation: bool = False, slot_prompt_reuse: bool = False,
+                 window_groups: tuple[tuple[float, int], ...] = ()):
         if num_blocks < 1 or block_size < 1:
             raise ValueError(f"num_blocks ({num_blocks}) and block_size ({block_size}) must be >= 1")
         if slot_prompt_reuse and enable_prefix_caching:
             raise ValueError("slot prompt reuse replaces the shared prefix cache; enable only one")
         self.num_blocks = num_blocks
         self.block_size = block_size
+        self.window_groups = window_groups      # (pool blocks per block of the group's tokens, window tokens)
         self.enable_prefix_caching = enable_prefix_caching
         self.tenant_isolation = tenant_isolation
         # llama.cpp slots (each block one slot's whole context): a slot keeps its last prompt, and a request
@@ -95,6 +105,22 @@ class KVCacheManager:
 
     def blocks_for(self, num_tokens: int) -> int:
         return -(-num_tokens // self.block_size)
+
+    def window_blocks(self, num_tokens: int) -> int:
+        """Pool blocks the windowed layers of a sequence of `num_tokens` hold (0 without window groups)."""
+        if not self.window_groups:
+            return 0
+        bs, total = self.block_size, 0.0
+        for share, window in self.window_groups:
+            kept = min(num_tokens, window)
+            total += share * (-(-kept // bs) + (kept < num_tokens))
+        return math.ceil(total - 1e-9)
+
+    def window_need(self, req: Request) -> int:
+        """The window blocks `req` still has to take: all of them at its first allocation, then none."""
+        if not self.window_groups or req.window_block_ids:
+            return 0
+        return self.window_blocks(req.prompt_tokens + req.output_tokens - 1)
 
     # -- prefix cache --
     def _keys(self, req: Request) -> list[int]:
@@ -201,7 +227,8 @@ class KVCacheManager:
         """
         num_hit = len(computed_blocks)
         total = req.num_computed_tokens + num_hit * self.block_size + num_new_tokens
-        need = -(-total // self.block_size) - len(req.block_ids) - num_hit
+        window = self.window_need(req)
+        need = -(-total // self.block_size) - len(req.block_ids) - num_hit + window
         free = len(self._plain) + len(self._lru)
         if num_hit:
             ref, lru = self._ref, self._lru
@@ -217,6 +244,9 @@ class KVCacheManager:
             req.num_hashed_blocks = num_hit
         elif need > free:
             return False
+        if window:
+            self._take(req.window_block_ids, window)
+            need -= window
         if need > 0:
             self._take(req.block_ids, need)
         return True
@@ -259,6 +289,9 @@ class KVCacheManager:
     def free(self, req: Request) -> None:
         """Release the request's blocks, tail first, so its tail is reused or evicted first."""
         ids, h = req.block_ids, req.num_hashed_blocks
+        if req.window_block_ids:
+            self._plain.extend(reversed(req.window_block_ids))
+            req.window_block_ids = []
         if self.slot_prompt_reuse:
             for b in ids:
                 self._slot_prompt[b] = self._prompt_of(req)
@@ -303,7 +336,7 @@ class KVCacheManager:
             return
         count = [0] * self.num_blocks
         for req in holders:
-            for b in req.block_ids:
+            for b in (*req.block_ids, *req.window_block_ids):
                 count[b] += 1
         free = set(plain) | set(lru)
         for b in range(self.num_blocks):

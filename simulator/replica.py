@@ -85,7 +85,7 @@ class Replica:
                  fast_forward: bool = True, check_invariants: bool = False, sole_entry: bool = False):
         self.env, self.index, self.config = env, index, config
         self.kv = KVCacheManager(config.num_blocks, config.block_size, config.enable_prefix_caching,
-                                 config.tenant_isolation, config.slot_prompt_reuse)
+                                 config.tenant_isolation, config.slot_prompt_reuse, config.kv_windows)
         self.scheduler = Scheduler(config.scheduler, self.kv)
         spec = config.scheduler.speculative
         self.proposer = Proposer(spec, rng) if spec else None

@@ -42,6 +42,7 @@ class Request:
     num_output_tokens: int = 0            # tokens sampled so far
     num_cached_prompt_tokens: int = 0     # prompt tokens served by the prefix cache at admission
     block_ids: list[int] = field(default_factory=list)
+    window_block_ids: list[int] = field(default_factory=list)   # blocks its sliding-window layers hold
     block_hashes: list[int] | None = None  # prefix-cache keys of the full prompt blocks
     num_hashed_blocks: int = 0            # leading blocks already registered in the cache
     num_preemptions: int = 0

@@ -104,7 +104,7 @@ class Scheduler:
             return "prompt and output must each be at least one token"
         if cfg.max_model_len and total > cfg.max_model_len:
             return f"prompt + output = {total} tokens > max_model_len {cfg.max_model_len}"
-        need = kv.blocks_for(total - 1)
+        need = kv.blocks_for(total - 1) + kv.window_blocks(total - 1)
         if need > kv.num_blocks:
             return f"needs {need} KV blocks, the cache holds {kv.num_blocks}"
         if not cfg.enable_chunked_prefill and total - 1 > cfg.max_num_batched_tokens:
@@ -264,7 +264,8 @@ class Scheduler:
             final = self._final_blocks(req) if cfg.reserve_full_kv else 0
             if final and final > kv.num_free_blocks - max(0, self._reserved_blocks - kv.num_used_blocks):
                 return
-            if kv.blocks_for(computed + n) - len(req.block_ids) - hit_blocks > kv.num_free_blocks - hit_free:
+            if (kv.blocks_for(computed + n) - len(req.block_ids) - hit_blocks + kv.window_need(req)
+                    > kv.num_free_blocks - hit_free):
                 return                              # short of blocks: skip building the hit list
             if not kv.allocate_slots(req, n, kv.get_computed_blocks(req)[0] if hit_blocks else ()):
                 return
@@ -278,7 +279,7 @@ class Scheduler:
             req.status = Status.RUNNING
             req.num_computed_tokens = computed
             if swapped:
-                step.swap_in_blocks += kv.blocks_for(computed)
+                step.swap_in_blocks += kv.blocks_for(computed) + len(req.window_block_ids)
             if req.scheduled_s < 0:
                 req.scheduled_s = now
                 req.num_cached_prompt_tokens = num_hit
@@ -286,8 +287,9 @@ class Scheduler:
             step.budget -= n
 
     def _final_blocks(self, req: Request) -> int:
-        """Blocks a request holds at its end (the last token's KV is never written)."""
-        return self.kv.blocks_for(req.prompt_tokens + req.output_tokens - 1)
+        """Blocks a request holds at its end (the last token's KV is never written), its window blocks too."""
+        last = req.prompt_tokens + req.output_tokens - 1
+        return self.kv.blocks_for(last) + self.kv.window_blocks(last)
 
     def _release(self, req: Request) -> None:
         self.kv.free(req)
@@ -298,7 +300,7 @@ class Scheduler:
 
     def _preempt(self, req: Request, step: StepBuilder) -> None:
         if self.config.preemption_mode == "swap":
-            step.swap_out_blocks += len(req.block_ids)
+            step.swap_out_blocks += len(req.block_ids) + len(req.window_block_ids)
             req.status = Status.SWAPPED
         else:
             req.num_computed_tokens = 0

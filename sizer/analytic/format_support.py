@@ -14,7 +14,7 @@ Sources, cited in the table by key: `SOURCES`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sizer.analytic.formats import PLAIN, WeightFormat
 from sizer.errors import InputError
@@ -37,7 +37,34 @@ SOURCES = {
     "NV-BLACKWELL": "NVIDIA Blackwell architecture technical brief: fifth-generation Tensor Cores add FP4 (NVFP4 "
                     "and MXFP4) and FP6 to FP8; vLLM runs NVFP4 W4A4 with CUTLASS / FlashInfer FP4 GEMMs on sm_100",
     "AMD-CDNA4": "AMD CDNA 4 architecture white paper: MXFP4 and MXFP6 matrix instructions (MI350 series)",
+    "VLLM-MXFP4": "vllm/model_executor/layers/quantization/mxfp4.py, get_mxfp4_backend (and its successor "
+                  "fused_moe/oracle/mxfp4.py, select_mxfp4_moe_backend): on sm_90 OpenAI's triton_kernels "
+                  "(matmul_ogs) when installed, else Marlin, bf16 activations; on sm_100 FlashInfer's TRT-LLM-gen "
+                  "MXFP4 MoE, with MXFP8 activations when VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1 (vLLM's gpt-oss "
+                  "recipe for Blackwell sets it; without it MXFP4 x BF16)",
+    "SGLANG-MXFP4": "sglang python/sglang/srt/server_args.py (gpt-oss, moe_runner_backend auto): sm_100 "
+                    "flashinfer_mxfp4, else triton_kernel; srt/layers/quantization/mxfp4.py: the FlashInfer path "
+                    "quantises activations to MXFP8 (mxfp8_quantize) unless its BF16 variant is asked for",
+    "TRTLLM-GPT-OSS": "NVIDIA/TensorRT-LLM examples/models/core/gpt_oss/README.md, MoE Support Matrix: Hopper bf16 "
+                      "activations x mxfp4 weights, moe_backend TRITON (recommended) or CUTLASS; Blackwell mxfp8 "
+                      "activations x mxfp4 weights, moe_backend CUTLASS or TRTLLM",
 }
+
+# gpt-oss's MXFP4 MoE experts (quant_method mxfp4), by engine and GPU family: the kernel, and the activations the
+# experts' GEMMs read. The roofline still prices them at the 16-bit rate (compute_format): the MoE kernels'
+# own prices are issue 24's MoE work.
+MXFP4_MOE: dict[tuple[str, str], tuple[str, str]] = {
+    ("vllm", "hopper"): ("OpenAI triton_kernels MXFP4 MoE (Marlin without triton_kernels) [VLLM-MXFP4]", "bf16"),
+    ("vllm", "blackwell"): ("FlashInfer TRT-LLM-gen MXFP4 MoE, W4A8 with MXFP8 activations [VLLM-MXFP4]", "mxfp8"),
+    ("sglang", "hopper"): ("triton_kernel MoE runner (OpenAI triton_kernels) [SGLANG-MXFP4]", "bf16"),
+    ("sglang", "blackwell"): ("flashinfer_mxfp4 MoE runner (FlashInfer TRT-LLM-gen), MXFP8 activations "
+                              "[SGLANG-MXFP4]", "mxfp8"),
+    ("tensorrt-llm", "hopper"): ("MoE backend TRITON (OpenAI triton_kernels) [TRTLLM-GPT-OSS]", "bf16"),
+    ("tensorrt-llm", "blackwell"): ("MoE backend TRTLLM (or CUTLASS), W4A8_MXFP4_MXFP8: MXFP8 activations "
+                                    "[TRTLLM-GPT-OSS]", "mxfp8"),
+}
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "tensorrt-llm": "TensorRT-LLM", "lmdeploy": "LMDeploy",
+                "tgi": "TGI"}
 
 # architecture families, by how the hardware profile's `architecture` begins
 FAMILIES = (("Ampere", "ampere"), ("Ada", "ada"), ("Hopper", "hopper"), ("Blackwell", "blackwell"),
@@ -75,16 +102,38 @@ class Execution:
     weight_format: str
     compute_format: str       # the GEMMs' datapath: "fp8", "int8", "fp4", or the 16-bit one ("bf16", "fp16", ...)
     native: bool              # the format runs as its checkpoint means it (weight-only formats: their kernel exists)
-    kernel: str               # what vLLM runs, with its source key
+    kernel: str               # what the engine runs, with its source key
     note: str                 # the plan's line
+    expert_activations: str = ""   # MXFP4 MoE experts: what their GEMMs' inputs are ("mxfp8", "bf16"), "" otherwise
 
 
 def family(hw: HardwareSpec) -> str | None:
     return next((name for prefix, name in FAMILIES if hw.architecture.startswith(prefix)), None)
 
 
-def execution(fmt: WeightFormat, hw: HardwareSpec, file: str | None = None) -> Execution:
-    """How vLLM runs `fmt` on `hw`; raises InputError (deployment.quantization) when no kernel can."""
+def execution(fmt: WeightFormat, hw: HardwareSpec, file: str | None = None, engine: str = "vllm") -> Execution:
+    """How `engine` runs `fmt` on `hw`; raises InputError (deployment.quantization) when no kernel can. The format
+    table is vLLM's: another engine's plan names its own MXFP4 MoE kernels (MXFP4_MOE) and, for other formats,
+    says that its kernels are its own rather than naming vLLM's."""
+    runs = _execution(fmt, hw, file)
+    fam = family(hw)
+    moe = MXFP4_MOE.get((engine, fam or "")) if fmt.scheme.method == "mxfp4" and fmt.gguf is None else None
+    if moe:
+        kernel, acts = moe
+        name = ENGINE_NAMES.get(engine, engine)
+        priced = ("" if acts == "bf16" else "; the roofline prices these GEMMs at the 16-bit rate (the MXFP8 "
+                  "activations are recorded, not priced)")
+        return replace(runs, kernel=kernel, expert_activations=acts,
+                       note=f"mxfp4 MoE experts with {acts} activations on {hw.name} ({hw.architecture}) in {name}: "
+                            f"{kernel}; attention and the other layers stay 16-bit{priced}")
+    if engine != "vllm" and runs.kernel not in (GGML_KERNELS, "assumed") and runs.weight_format not in PLAIN:
+        name = ENGINE_NAMES.get(engine, engine)
+        own = f"{name}'s own kernels for {runs.weight_format} ({'native' if runs.native else 'weight-only'})"
+        return replace(runs, kernel=own, note=runs.note.replace(runs.kernel, own + " (sizer's format table is vLLM's)"))
+    return runs
+
+
+def _execution(fmt: WeightFormat, hw: HardwareSpec, file: str | None) -> Execution:
     where = f"{hw.name} ({hw.architecture or 'architecture unknown'})"
     if fmt.gguf is not None:
         return Execution(fmt.name, fmt.compute, True, GGML_KERNELS,

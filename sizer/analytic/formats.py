@@ -180,8 +180,10 @@ def converted_share(g: LinearGroup, fmt: WeightFormat, m: ModelSpec) -> float:
     """Share of `g`'s matrices stored in `fmt` (the rest stay 16-bit): by the scheme's targets and exclusions,
     matched against the full module name of each layer's copy."""
     q = fmt.scheme
-    if fmt.bits >= 16 or g.kind in UNCONVERTED_KINDS:
+    if fmt.bits >= 16:
         return 0.0
+    if g.kind in UNCONVERTED_KINDS:     # unless a per-layer map (MIXED_PRECISION) names the lm_head itself
+        return 1.0 if g.kind == LM_HEAD and "lm_head" in q.targets else 0.0
     if g.kind == VISION:
         named = mentions_vision(q.ignore) or (q.targets and not mentions_vision(q.targets))
         return 0.0 if named else 1.0
@@ -218,6 +220,14 @@ def group_bytes(g: LinearGroup, fmt: WeightFormat, group_size: int, m: ModelSpec
         return total, 0.0, quantised
     share = converted_share(g, fmt, m)
     converted = g.params * share * fmt.bits / 8
-    plain = g.params * (1 - share) * plain_bytes_per_value(fmt)
-    return converted + plain, scale_bytes(g, fmt, group_size) * share, converted
+    scales = scale_bytes(g, fmt, group_size) * share
+    left = 1 - share
+    for part in fmt.scheme.parts:       # MIXED_PRECISION: the layers stored in another format
+        part_fmt = checkpoint_format(part)
+        part_share = converted_share(g, part_fmt, m)
+        converted += g.params * part_share * part_fmt.bits / 8
+        scales += scale_bytes(g, part_fmt, group_size) * part_share
+        left -= part_share
+    plain = g.params * left * plain_bytes_per_value(fmt)
+    return converted + plain, scales, converted
 

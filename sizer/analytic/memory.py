@@ -111,7 +111,12 @@ class KVGroup:
     bytes_per_token: float            # these layers together, whole model
     bytes_per_token_per_gpu: float    # one GPU of the busiest stage, after the TP split
     window_tokens: int | None         # sliding window or local-attention chunk; None: every token is kept
-    flops_per_pair_per_layer: int     # attention FLOPs per query-key pair in one layer, all heads
+    flops_per_pair_per_layer: int     # attention FLOPs per query-key pair attended in one layer, all heads
+    # DeepSeek sparse attention (DSA): each query attends to at most `attended_tokens` cached tokens, chosen by an
+    # indexer that scores every cached token against its own key cache (included in bytes_per_token above)
+    attended_tokens: int | None = None
+    index_bytes_per_token_per_gpu: float = 0.0
+    index_flops_per_pair_per_layer: int = 0
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,23 @@ class KVLayout:
     state_bytes_per_seq: int          # whole model
     state_bytes_per_seq_per_gpu: float
     formula: str
+
+    @property
+    def pool_bytes_per_token_per_gpu(self) -> float:
+        """What one token of a KV block holds on one GPU: every layer's KV; or, when some layers keep only a window
+        and others everything, the latter's: the windowed layers hold their own blocks (`window_groups`)."""
+        if not self.window_groups:
+            return self.bytes_per_token_per_gpu
+        return sum(g.bytes_per_token_per_gpu for g in self.groups if not g.window_tokens)
+
+    @property
+    def window_groups(self) -> tuple[tuple[float, int], ...]:
+        """Per windowed group: (its bytes per token over a pool block's, its window), as the simulator's KV pool
+        takes them (simulator.config.ReplicaConfig.kv_windows); () unless some layers also keep every token."""
+        full = sum(g.bytes_per_token_per_gpu for g in self.groups if not g.window_tokens)
+        if not full:
+            return ()
+        return tuple((g.bytes_per_token_per_gpu / full, g.window_tokens) for g in self.groups if g.window_tokens)
 
     def sequence_bytes(self, tokens: int, block_size: int, per_gpu: bool = True) -> float:
         """KV and recurrent state one sequence of `tokens` holds, KV in whole blocks; windowed layers keep
@@ -155,15 +177,23 @@ def kv_layout(m: ModelSpec, kv_dtype: str, p: ParallelConfig) -> KVLayout:
     for mixer, layers in groups.items():
         n = len(layers)
         per_token = mixer.kv_values_per_token * n * nbytes
-        if isinstance(mixer, LatentAttention):   # the latent is replicated on every TP rank
+        index = 0.0
+        if isinstance(mixer, LatentAttention):   # the latent (and DSA's index keys) are replicated on every TP rank
+            index = mixer.index_key_bytes_per_token * n
+            per_token += index
             per_gpu = per_token * stage
             terms.append(f"(kv_lora_rank {mixer.kv_lora_rank} + qk_rope_head_dim {mixer.qk_rope_head_dim}) "
-                         f"x {n} layers x {nbytes:g} B")
+                         f"x {n} layers x {nbytes:g} B"
+                         + (f" + indexer key {mixer.index_key_bytes_per_token} B (FP8 + scale) x {n} layers"
+                            if index else ""))
         else:
             per_gpu = 2 * kv_heads_per_gpu(mixer.num_kv_heads, p) * mixer.head_dim * n * nbytes * stage
             terms.append(f"2 x {n} layers x {mixer.num_kv_heads} KV heads x {mixer.head_dim} head dim x {nbytes:g} B"
                          + (f" ({mixer.label})" if len(groups) > 1 or mixer.window_tokens else ""))
-        kv_groups.append(KVGroup(mixer.label, n, per_token, per_gpu, mixer.window_tokens, mixer.flops_per_pair))
+        dsa = isinstance(mixer, LatentAttention) and mixer.attended_tokens
+        kv_groups.append(KVGroup(mixer.label, n, per_token, per_gpu, mixer.window_tokens, mixer.flops_per_pair,
+                                 mixer.attended_tokens if dsa else None, index * stage,
+                                 mixer.index_flops_per_pair if dsa else 0))
     stateful = [layer.mixer for layer in m.layers if layer.mixer.recurrent_state_values_per_seq]
     state = sum(m.state_bytes_per_seq(mixer) for mixer in stateful)
     return KVLayout(kv_dtype, nbytes, sum(g.bytes_per_token for g in kv_groups),
@@ -243,7 +273,7 @@ def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv
         state_seqs = max(0, min(max_num_seqs, int(available // seq_bytes))) if available > 0 else 0
     state = kv.state_bytes_per_seq_per_gpu * state_seqs
     kv_bytes = available - state
-    block_bytes = kv.bytes_per_token_per_gpu * block_size
+    block_bytes = kv.pool_bytes_per_token_per_gpu * block_size     # windowed layers: blocks of the others
     if not block_bytes:   # no layer caches KV: blocks only count tokens, enough for every sequence's context
         blocks = max_num_seqs * math.ceil(max_model_len / block_size) if kv_bytes > 0 else 0
     else:

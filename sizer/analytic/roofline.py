@@ -207,12 +207,20 @@ class RooflineStepTimeModel:
         self._tokens_per_expert = moe.top_k / moe.num_experts if moe else 0.0
         # Attention, per group of layers that cache the same KV and keep the same span:
         # (FLOPs per query-key pair, KV seconds per token kept, window or None)
+        # DSA groups add (top-k, the indexer's seconds per pair and per cached token): the indexer runs in FP8
+        # (DeepGEMM's fp8_mqa_logits in vLLM) where the GPU has FP8, its heads whole on every TP rank
         self._attention_groups = []
+        kv_bytes_per_s = self.bytes_per_s * ATTENTION_KV_EFFICIENCY
+        hw = self.hardware
+        index_flops_per_s = hw.peak_flops("fp8" if hw.supports("fp8") else "bf16") * hw.compute_efficiency
         for group in self.kv.groups:
             seconds_per_pair = group.flops_per_pair_per_layer / p.tp * group.layers * stage / self.attn_flops_per_s
-            self._attention_groups.append((seconds_per_pair,
-                                           group.bytes_per_token_per_gpu / (self.bytes_per_s * ATTENTION_KV_EFFICIENCY),
-                                           group.window_tokens))
+            self._attention_groups.append((
+                seconds_per_pair,
+                (group.bytes_per_token_per_gpu - group.index_bytes_per_token_per_gpu) / kv_bytes_per_s,
+                group.window_tokens, group.attended_tokens,
+                group.index_flops_per_pair_per_layer * group.layers * stage / index_flops_per_s,
+                group.index_bytes_per_token_per_gpu / kv_bytes_per_s))
         # Mamba-2 / linear attention: each sequence's state is read and written once per step
         self._state_s_per_seq = 2 * self.kv.state_bytes_per_seq_per_gpu / self.bytes_per_s
         self._lm_s_per_seq = 2.0 * self.lm_params / self.gemm_flops_per_s
@@ -250,8 +258,14 @@ class RooflineStepTimeModel:
         memory = batch.lora_adapters * self._lora_read_s
         return (compute if compute > memory else memory) + self._lora_fixed_s
 
-    def _group_s(self, group: tuple[float, float, int | None], batch: StepBatch) -> float:
-        seconds_per_pair, seconds_per_token, window = group
+    def _group_s(self, group: tuple, batch: StepBatch) -> float:
+        seconds_per_pair, seconds_per_token, window, topk, index_s_per_pair, index_s_per_token = group
+        if topk:    # DSA: the indexer over every pair and cached token, then attention over the top-k of each query
+            pairs = min(batch.attention_pairs, batch.new_tokens * topk)
+            read = min(batch.context_tokens, batch.num_seqs * topk)
+            index = max(batch.attention_pairs * index_s_per_pair,
+                        (batch.context_tokens + batch.new_tokens) * index_s_per_token)
+            return max(pairs * seconds_per_pair, (read + 2 * batch.new_tokens) * seconds_per_token) + index
         attended = 1.0       # windowed layers attend to at most a window per sequence
         if window and batch.context_tokens:
             attended = min(1.0, batch.num_seqs * window / batch.context_tokens)

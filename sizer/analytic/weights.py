@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sizer.inputs.layers import EXPERT, LM_HEAD, VISION, Linear
+from sizer.inputs.layers import EXPERT, LM_HEAD, VISION, LatentAttention, Linear
 from sizer.inputs.model_spec import ModelSpec
 
 
@@ -94,6 +94,7 @@ class LayerKind:
     parameters: int              # norms of a layer are counted with its mixer
     kv_values_per_token: int     # values these layers cache per token (x KV dtype bytes = KV bytes)
     state_bytes_per_seq: int     # Mamba-2 / linear attention: bytes of state per sequence
+    index_key_bytes_per_token: int = 0   # DSA's indexer keys: FP8 with scales, whatever the KV dtype
 
 
 def layer_kinds(m: ModelSpec) -> list[LayerKind]:
@@ -108,11 +109,12 @@ def layer_kinds(m: ModelSpec) -> list[LayerKind]:
                 continue
             block = [of(layer) for layer in layers]
             params = sum(sum(lin.params for lin in b.linears(h)) + b.extra_params(h) for b in block)
-            kv = state = 0
+            kv = state = index = 0
             if part == "mixer":
                 params += sum(layer.norms for layer in layers) * h
                 kv, state = sum(b.kv_values_per_token for b in block), sum(m.state_bytes_per_seq(b) for b in block)
-            rows.append(LayerKind(part, label, len(layers), params, kv, state))
+                index = sum(b.index_key_bytes_per_token for b in block if isinstance(b, LatentAttention))
+            rows.append(LayerKind(part, label, len(layers), params, kv, state, index))
     norms_without_mixer = sum(layer.norms for layer in m.layers if layer.mixer.label == "none") * h
     counts = parameter_count(m)
     rows.append(LayerKind("model", "embedding, lm_head, final norm", 0,

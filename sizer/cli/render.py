@@ -71,7 +71,8 @@ def _layer_kinds(console: Console, plan: Plan) -> None:
     kv_bytes = plan.kv.bytes_per_value
     for r in rows:
         t.add_row(r.part, r.kind, str(r.layers or ""), f"{r.parameters / 1e9:,.3f}",
-                  f"{r.kv_values_per_token * kv_bytes:,} B" if r.kv_values_per_token else "",
+                  f"{r.kv_values_per_token * kv_bytes + r.index_key_bytes_per_token:,} B"
+                  if r.kv_values_per_token else "",
                   f"{r.state_bytes_per_seq / 2**20:,.1f} MiB" if r.state_bytes_per_seq else "")
     console.print(t)
 

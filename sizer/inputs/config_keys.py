@@ -59,10 +59,13 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("qk_rope_head_dim", int, ge=0, le=MAX_HEAD_DIM, default=0),
     Key("qk_nope_head_dim", int, ge=0, le=MAX_HEAD_DIM, default=0),
     Key("v_head_dim", int, ge=0, le=MAX_HEAD_DIM, default=0),
-    # DeepSeek-V3.2 sparse attention: an indexer picks the top-k cached tokens each query attends to
+    Key("qk_head_dim", int, ge=1, le=MAX_HEAD_DIM, doc="GLM-5: qk_nope_head_dim + qk_rope_head_dim, stated (checked)"),
+    # DeepSeek sparse attention (DeepSeek-V3.2, GLM-5): an indexer picks the top-k cached tokens each query attends to
     Key("index_n_heads", int, ge=0, le=MAX_HEADS, default=0),
     Key("index_head_dim", int, ge=0, le=MAX_HEAD_DIM, default=0),
     Key("index_topk", int, ge=0, le=MAX_POSITIONS, default=0),
+    Key("indexer_types", list[str], doc="GLM-5.x: per layer, full (its own indexer) or shared (an earlier layer's "
+        "top-k: no indexer of its own)"),
     # Sliding-window and chunked attention; per-layer kinds
     Key("sliding_window", int, ge=1, le=MAX_POSITIONS, doc="tokens; null: no window"),
     Key("use_sliding_window", bool),
@@ -90,6 +93,7 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("mlp_only_layers", list[int], doc="Qwen MoE: layers with a dense MLP"),
     Key("interleave_moe_layer_step", int, ge=1, le=MAX_LAYERS, doc="Llama-4: every n-th layer is MoE"),
     Key("moe_layers", list[int], doc="Llama-4: the MoE layers, listed"),
+    Key("mlp_layer_types", list[str], doc="GLM-5.x: per layer, dense (an MLP) or sparse (MoE)"),
     Key("intermediate_size_mlp", int, ge=1, le=MAX_INTERMEDIATE, doc="Llama-4: the dense layers' width"),
     Key("shared_expert_intermediate_size", int, ge=0, le=MAX_INTERMEDIATE, doc="Qwen MoE: the shared expert's width"),
     Key("moe_shared_expert_intermediate_size", int, ge=0, le=MAX_INTERMEDIATE,
@@ -135,6 +139,9 @@ DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 # model_type prefixes whose attention has an output gate, q/k norms; MLPs without a gate (up, down only)
 GATED_ATTENTION_TYPES = ("qwen3_next", "qwen3_5")
 QK_NORM_TYPES = ("qwen3", "gemma3", "olmo2")
+# model_types whose attention adds a learned sink logit per head (weights `self_attn.sinks`, not a config key):
+# gpt-oss (transformers models/gpt_oss/modeling_gpt_oss.py GptOssAttention.sinks; vLLM models/gpt_oss.py)
+SINK_TYPES = ("gpt_oss",)
 NON_GATED_MLP_TYPES = ("nemotron", "starcoder2", "phi", "gpt_neox", "gpt_bigcode", "falcon", "gpt2")
 
 # Keys of real configs that change no parameter, memory or FLOP figure sizer gives (token ids,
@@ -147,7 +154,8 @@ HARMLESS_KEYS = frozenset((
     "initializer_range", "initializer_factor", "hidden_act", "hidden_activation", "mlp_hidden_act",
     "mamba_hidden_act", "activation_function", "attention_dropout", "hidden_dropout", "dropout",
     "attention_probs_dropout_prob", "hidden_dropout_prob", "use_cache", "rope_scaling", "rope_parameters",
-    "rope_type", "partial_rotary_factor", "rope_local_base_freq", "attn_logit_softcapping",
+    "rope_type", "partial_rotary_factor", "rope_interleave", "indexer_rope_interleave", "rope_local_base_freq",
+    "attn_logit_softcapping",
     "final_logit_softcapping", "query_pre_attn_scalar", "cache_implementation", "router_aux_loss_coef",
     "output_router_logits", "norm_topk_prob", "routed_scaling_factor", "scoring_func", "topk_group", "n_group",
     "swiglu_limit", "initial_context_length", "aux_loss_alpha", "seq_aux", "ep_size", "pretraining_tp",
@@ -159,7 +167,8 @@ HARMLESS_KEYS = frozenset((
     "image_token_index", "boi_token_index", "eoi_token_index", "media_placeholder_token_id",
     "model_type", "torch_dtype", "dtype", "architectures", "name_or_path", "tie_encoder_decoder",
     "embedding_multiplier", "residual_multiplier", "logits_scaling", "attention_multiplier",
-    "moe_router_topk_scaling_factor", "moe_aux_loss_coeff", "router_temperature", "sliding_window_size",
+    "moe_router_topk_scaling_factor", "moe_router_dtype", "moe_aux_loss_coeff", "router_temperature",
+    "sliding_window_size",
     "moe_shared_expert_overlap", "mtp_layers_block_type", "mtp_hybrid_override_pattern", "mtp_use_dedicated_embeddings",
     "use_bidirectional_attention", "output_gate_type",
     "vocab_size_per_layer_input", "ignore_index", "use_unified_vision_chunk", "video_placeholder",

@@ -45,6 +45,7 @@ class Linear:
 # ---- token mixers ------------------------------------------------------------------------------
 
 FULL, SLIDING, CHUNKED = "full", "sliding", "chunked"
+INDEX_QUANT_BLOCK = 128      # DSA's indexer keys: one fp32 scale per 128 FP8 values
 
 
 @dataclass(frozen=True)
@@ -59,14 +60,16 @@ class Attention:
     output_gate: bool = False    # q_proj also yields a per-head sigmoid gate (Qwen3-Next, Qwen3.5)
     qk_norm: bool = False        # RMSNorm over q and k per head (Qwen3, Gemma 3)
     k_eq_v: bool = False         # no v_proj: K serves as V (Gemma-4's global layers); the cache still holds both
+    sinks: bool = False          # a learned sink logit per head in the softmax (gpt-oss): parameters, no cache
 
     @property
     def label(self) -> str:
+        sinks = " with sinks" if self.sinks else ""
         if self.span == SLIDING:
-            return f"sliding-window attention (window {self.window_tokens})"
+            return f"sliding-window attention{sinks} (window {self.window_tokens})"
         if self.span == CHUNKED:
             return f"chunked local attention (chunk {self.window_tokens})"
-        return "full attention"
+        return f"full attention{sinks}"
 
     def linears(self, hidden: int) -> list[Linear]:
         q_out = self.num_heads * self.head_dim * (2 if self.output_gate else 1)
@@ -78,7 +81,7 @@ class Attention:
 
     def extra_params(self, hidden: int) -> int:
         biases = (self.num_heads + 2 * self.num_kv_heads) * self.head_dim if self.bias else 0
-        return biases + (2 * self.head_dim if self.qk_norm else 0)
+        return biases + (2 * self.head_dim if self.qk_norm else 0) + (self.num_heads if self.sinks else 0)
 
     @property
     def kv_values_per_token(self) -> int:
@@ -96,8 +99,9 @@ class Attention:
 class LatentAttention:
     """DeepSeek's multi-head latent attention: the cache holds one latent + rope key per token.
 
-    With an indexer (DeepSeek-V3.2's sparse attention) a small set of index heads scores every cached
-    token and each query attends to the top `index_topk`; the indexer caches one key per token too."""
+    With an indexer (DeepSeek sparse attention, DSA: DeepSeek-V3.2, GLM-5) a small set of index heads scores
+    every cached token and each query attends to the top `index_topk` of them; the indexer caches its own key per
+    token, in FP8 with a scale (`index_key_bytes_per_token`), beside the latent."""
     num_heads: int
     q_lora_rank: int
     kv_lora_rank: int
@@ -111,6 +115,8 @@ class LatentAttention:
 
     @property
     def label(self) -> str:
+        if self.index_topk and not self.index_heads:
+            return f"multi-head latent attention, sparse (top {self.index_topk} tokens by an earlier layer's indexer)"
         if self.index_topk:
             return f"multi-head latent attention, sparse (top {self.index_topk} tokens by an indexer)"
         return "multi-head latent attention"
@@ -138,18 +144,35 @@ class LatentAttention:
 
     @property
     def kv_values_per_token(self) -> int:
-        # latent + rope key; the indexer's key (counted at the KV dtype: vLLM keeps it in FP8 with a scale)
-        return self.kv_lora_rank + self.qk_rope_head_dim + self.index_head_dim
+        return self.kv_lora_rank + self.qk_rope_head_dim        # latent + rope key, at the KV cache's dtype
+
+    @property
+    def index_key_bytes_per_token(self) -> int:
+        """The indexer's cached key: FP8 values plus one fp32 scale per 128 of them, whatever the KV dtype
+        (vLLM vllm/model_executor/models/deepseek_v2.py, Indexer: DeepseekV32IndexerCache of uint8, head_dim
+        index_head_dim + index_head_dim // 128 * 4: 132 bytes for DeepSeek-V3.2's and GLM-5's 128)."""
+        if not self.index_heads:
+            return 0
+        return self.index_head_dim + -(-self.index_head_dim // INDEX_QUANT_BLOCK) * 4
+
+    @property
+    def attended_tokens(self) -> int | None:
+        """The most cached tokens one query attends to (DSA's top-k); None: all of them."""
+        return self.index_topk or None
 
     conv_state_values_per_seq = 0
     recurrent_state_values_per_seq = 0
 
     @property
     def flops_per_pair(self) -> int:
-        # absorbed MLA: scores over the latent + rope part, values over the latent; the indexer scores every
-        # pair too (the top-k cap on the main attention is not modelled: it is costed as dense)
-        indexer = 2 * self.index_heads * self.index_head_dim
-        return 2 * self.num_heads * (2 * self.kv_lora_rank + self.qk_rope_head_dim) + indexer
+        # absorbed MLA: scores over the latent + rope part, values over the latent (pairs attended: the top-k
+        # with DSA)
+        return 2 * self.num_heads * (2 * self.kv_lora_rank + self.qk_rope_head_dim)
+
+    @property
+    def index_flops_per_pair(self) -> int:
+        """DSA's indexer: every index head scores every cached token (a multiply-add per index dimension)."""
+        return 2 * self.index_heads * self.index_head_dim
 
 
 class RecurrentMixer:

@@ -19,6 +19,7 @@ An entry naming a layer kind sizer does not model is refused, naming the key and
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from simulator.errors import excerpt
@@ -47,6 +48,9 @@ from sizer.inputs.layers import (
 LAYER_TYPES = {"full_attention": FULL, "attention": FULL, "global": FULL, "global_attention": FULL,
                "sliding_attention": SLIDING, "local": SLIDING, "local_attention": SLIDING,
                "chunked_attention": CHUNKED, "linear_attention": "linear"}
+# GLM-5.x per-layer lists: indexer_types (full: the layer's own DSA indexer; shared: an earlier layer's top-k) and
+# mlp_layer_types (dense MLP or sparse MoE)
+INDEXER_TYPES, MLP_LAYER_TYPES = ("full", "shared"), ("dense", "sparse")
 # NemotronH block kinds: hybrid_override_pattern characters and layers_block_type words
 NEMOTRON_H_BLOCKS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 
@@ -58,7 +62,8 @@ def attention_for(c: dict[str, Any], span: str, window: int | None, kv_heads: in
         head_dim, kv = c["global_head_dim"], c["num_global_key_value_heads"] or kv
         k_eq_v = c["attention_k_eq_v"]
     return Attention(span, c["num_attention_heads"], kv, head_dim, window if span != FULL else None,
-                     bias=c["attention_bias"], output_gate=c["attn_output_gate"], qk_norm=c["qk_norm"], k_eq_v=k_eq_v)
+                     bias=c["attention_bias"], output_gate=c["attn_output_gate"], qk_norm=c["qk_norm"], k_eq_v=k_eq_v,
+                     sinks=c["attention_sinks"])
 
 
 def _mixers(c: dict[str, Any], n: int, where, file: str | None) -> list[Mixer] | None:
@@ -68,7 +73,12 @@ def _mixers(c: dict[str, Any], n: int, where, file: str | None) -> list[Mixer] |
         mla = LatentAttention(c["num_attention_heads"], c["q_lora_rank"], c["kv_lora_rank"], c["qk_nope_head_dim"],
                               c["qk_rope_head_dim"], c["v_head_dim"], c["index_n_heads"], c["index_head_dim"],
                               c["index_topk"])
-        return [mla] * n
+        kinds = _per_layer(c, "indexer_types", INDEXER_TYPES, n, where, file)
+        if kinds is None:
+            return [mla] * n
+        # a shared layer attends to the top-k an earlier layer's indexer picked: no indexer, no index keys
+        shared = replace(mla, index_heads=0, index_head_dim=0)
+        return [mla if kind == "full" else shared for kind in kinds]
     spans = _spans(c, n, where, file)
     out: list[Mixer] = []
     linear = None
@@ -172,11 +182,27 @@ def moe_ffn(c: dict[str, Any], gated: bool = True) -> MoEFFN:
                   router_bias=c["topk_method"] == "noaux_tc", latent=c["moe_latent_size"] or 0)
 
 
-def _ffns(c: dict[str, Any], n: int) -> list[FFN]:
+def _per_layer(c: dict[str, Any], key: str, allowed: tuple[str, ...], n: int, where, file: str | None) -> list | None:
+    """A per-layer list of kinds (GLM-5.x's indexer_types, mlp_layer_types), checked; None when not stated."""
+    kinds = c[key]
+    if not kinds:
+        return None
+    if len(kinds) != n:
+        raise InputError(file, where(key), f"expected {n} entries (num_hidden_layers), got {len(kinds)}")
+    for i, kind in enumerate(kinds):
+        if kind not in allowed:
+            raise InputError(file, f"{where(key)}[{i}]", f"expected one of {', '.join(allowed)}, got {excerpt(kind)}")
+    return kinds
+
+
+def _ffns(c: dict[str, Any], n: int, where, file: str | None) -> list[FFN]:
     dense = DenseFFN(c["intermediate_size_mlp"] or c["intermediate_size"], gated=not c["non_gated_mlp"])
     if not c["num_local_experts"]:
         return [dense] * n
     moe = moe_ffn(c)
+    kinds = _per_layer(c, "mlp_layer_types", MLP_LAYER_TYPES, n, where, file)
+    if kinds is not None:      # GLM-5.x: each layer's MLP named, dense or sparse (MoE)
+        return [moe if kind == "sparse" else dense for kind in kinds]
     return [moe if _is_moe_layer(c, i) else dense for i in range(n)]
 
 
@@ -224,7 +250,7 @@ def build_layers(c: dict[str, Any], blocks: list[tuple[Mixer, FFN]] | None, wher
                              f"expected {n} entries (num_hidden_layers), got {len(blocks)}")
         return [Layer(mixer, ffn) for mixer, ffn in blocks]
     mixers = _mixers(c, n, where, file)
-    return [Layer(mixer, ffn) for mixer, ffn in zip(mixers, _ffns(c, n), strict=True)]
+    return [Layer(mixer, ffn) for mixer, ffn in zip(mixers, _ffns(c, n, where, file), strict=True)]
 
 
 def nemotron_block(c: dict[str, Any], attention: dict[str, Any], ffn: dict[str, Any]) -> tuple[Mixer, FFN]:

@@ -32,6 +32,7 @@ from sizer.inputs.config_keys import (
     META_KEYS,
     NON_GATED_MLP_TYPES,
     QK_NORM_TYPES,
+    SINK_TYPES,
     UNMODELLED,
     VISION_KEYS,
     VISION_SPELLINGS,
@@ -269,11 +270,14 @@ def _towers(c: dict[str, Any], file: str | None, path: str) -> tuple[VisionTower
 def _unread_keys(data: dict, prefix: str, known: frozenset, file: str | None, refuse: bool = True,
                  everything: bool = False) -> list[str]:
     """Keys of `data` sizer does not read: refused when their name says they shape the architecture
-    (sizer would be silently wrong) and `refuse` (every unknown key when `everything`), else returned
-    for the plan's assumptions."""
+    (sizer would be silently wrong) and `refuse` (every unknown key when `everything`), unless their value
+    switches the feature off (`switched_off`); else returned for the plan's assumptions."""
     unread = []
     for key in data:
         if not isinstance(key, str) or key in known or key in HARMLESS_KEYS or key.endswith(HARMLESS_SUFFIXES):
+            continue
+        if switched_off(data[key]):      # e.g. "qkv_bias": false: a feature turned off shapes nothing
+            unread.append(f"{prefix}{key} = {excerpt(data[key])} (switched off)")
             continue
         if refuse and (everything or any(word in key.lower() for word in ARCHITECTURE_WORDS)):
             raise InputError(file, prefix + excerpt(key, quote=False),
@@ -281,6 +285,12 @@ def _unread_keys(data: dict, prefix: str, known: frozenset, file: str | None, re
                              "change parameters, memory or FLOPs)")
         unread.append(prefix + key)
     return unread
+
+
+def switched_off(value: Any) -> bool:
+    """A value that turns a feature off or states nothing: false, null, or an empty string, list or mapping.
+    Whatever the key, such a value adds no layer, parameter or cache, so sizer reads it and notes it."""
+    return value is False or value is None or (isinstance(value, (str, list, dict)) and not value)
 
 
 def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -> ModelSpec:
@@ -328,6 +338,10 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
     _check_experts(c, where, file)
     if c["kv_lora_rank"] and not c["v_head_dim"]:
         raise InputError(file, where("v_head_dim"), "expected an integer >= 1 with kv_lora_rank (MLA)")
+    qk = c["qk_nope_head_dim"] + c["qk_rope_head_dim"]
+    if c["qk_head_dim"] is not None and c["qk_head_dim"] != qk:
+        raise InputError(file, where("qk_head_dim"), f"expected qk_nope_head_dim + qk_rope_head_dim = {qk}, "
+                                                     f"got {excerpt(c['qk_head_dim'])}")
     quantization = (parse_quantization(c["quantization_config"], file, q_path + ".")
                     if c["quantization_config"] is not None else None)
     if c["use_sliding_window"] is False and c["model_type"].startswith("qwen"):
@@ -340,6 +354,7 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
     if c["attn_output_gate"] is None:
         c["attn_output_gate"] = c["model_type"].startswith(GATED_ATTENTION_TYPES)
     c["qk_norm"] = c["model_type"].startswith(QK_NORM_TYPES)
+    c["attention_sinks"] = c["model_type"] in SINK_TYPES
     c["non_gated_mlp"] = c["model_type"] in NON_GATED_MLP_TYPES
     if c["attention_bias"] is None:
         c["attention_bias"] = c["model_type"] == "qwen2"

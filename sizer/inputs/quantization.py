@@ -28,7 +28,7 @@ from __future__ import annotations
 import importlib
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from simulator.errors import excerpt
@@ -61,10 +61,18 @@ class Quantization:
     ignore: tuple[str, ...] = ()     # module patterns left unquantised: names, globs, "re:" regexes
     source: str = ""                 # where it was read, e.g. "config.json quantization_config"
     why_not: str = ""                # format "": what sizer does not model
+    # ModelOpt MIXED_PRECISION: the layers stored in other formats than this one, each with its own `targets`
+    # (the modules quantized_layers names for it); this scheme's own `targets` name its layers
+    parts: tuple[Quantization, ...] = ()
 
     @property
     def weight_only(self) -> bool:
         return self.activations == WEIGHT_ONLY
+
+    @property
+    def method_algo(self) -> str:
+        """How a part of a MIXED_PRECISION checkpoint is stored, as the checkpoint names it (e.g. W4A16_NVFP4)."""
+        return self.source.rsplit(" ", 1)[-1]
 
     @property
     def summary(self) -> str:
@@ -82,6 +90,8 @@ class Quantization:
             text += f"; only modules matching {len(self.targets)} target pattern(s) quantised"
         if self.ignore:
             text += f"; {len(self.ignore)} module pattern(s) left unquantised"
+        for part in self.parts:
+            text += f"; {len(part.targets)} module(s) in {part.format} ({part.method_algo})"
         return text + (f"; KV cache stated as {self.kv_cache}" if self.kv_cache else "")
 
 
@@ -100,7 +110,9 @@ QUANT_KEYS: dict[str, Key] = {k.name: k for k in (
     Key("activation_scheme", str, doc="fp8: static or dynamic"),
     Key("quant_algo", str),
     Key("kv_cache_quant_algo", str),
-    Key("kv_cache_scheme", dict),
+    # compressed-tensors' scheme ({"num_bits": 8, "type": "float"}) or its short string form ("fp8")
+    Key("kv_cache_scheme", dict | str),
+    Key("quantized_layers", dict, doc="ModelOpt MIXED_PRECISION: each layer's quant_algo (and group_size)"),
     Key("config_groups", dict),
     Key("format", str),
     Key("sparsity_config", dict),
@@ -123,7 +135,9 @@ CT_GROUP_KEYS: dict[str, Key] = {k.name: k for k in (
     Key("input_activations", dict),
     Key("targets", list[str]),
 )}
-MODELOPT_ALGOS = ("FP8", "FP8_PER_CHANNEL_PER_TOKEN", "FP8_PB_WO", "NVFP4")
+MODELOPT_ALGOS = ("FP8", "FP8_PER_CHANNEL_PER_TOKEN", "FP8_PB_WO", "NVFP4", "W4A16_NVFP4")
+# the short kv_cache_scheme strings read as a KV-cache format (the engines' --kv-cache-dtype spellings)
+KV_CACHE_SHORT = {"fp8": "fp8", "fp8_e4m3": "fp8", "float8": "fp8", "int8": "int8"}
 
 
 def _read(keys: dict[str, Key], data: dict, file: str | None, prefix: str) -> dict[str, Any]:
@@ -242,6 +256,11 @@ def _kv_cache(got: dict, file: str | None, prefix: str) -> str:
     if algo:
         return str(algo).lower()
     scheme = got["kv_cache_scheme"]
+    if isinstance(scheme, str):     # the short form: the format's name
+        if scheme.lower() not in KV_CACHE_SHORT:
+            raise InputError(file, prefix + "kv_cache_scheme", f"expected one of {', '.join(KV_CACHE_SHORT)} or a "
+                                                               f"scheme object, got {excerpt(scheme)}")
+        return KV_CACHE_SHORT[scheme.lower()]
     if scheme:
         bits = read_key(CT_WEIGHT_KEYS["num_bits"], scheme, file, prefix + "kv_cache_scheme.")[0]
         kind = read_key(CT_WEIGHT_KEYS["type"], scheme, file, prefix + "kv_cache_scheme.")[0]
@@ -251,6 +270,35 @@ def _kv_cache(got: dict, file: str | None, prefix: str) -> str:
 
 def _modelopt(got: dict, file: str | None, prefix: str, common: dict) -> Quantization:
     algo = str(got["quant_algo"] or "").upper()
+    if algo == "MIXED_PRECISION" and got["quantized_layers"]:
+        return _mixed_precision(got, file, prefix, common)
+    return _modelopt_algo(algo, got, file, prefix, common)
+
+
+def _mixed_precision(got: dict, file: str | None, prefix: str, common: dict) -> Quantization:
+    """ModelOpt MIXED_PRECISION: `quantized_layers` maps each module to its own quant_algo (and group_size).
+    The modules of each (algo, group size) become one scheme whose targets name them; the lowest-bit one is
+    the checkpoint's format, the others its `parts`. A module the map does not name stays 16-bit."""
+    by_algo: dict[tuple[str, int | None], list[str]] = {}
+    path = prefix + "quantized_layers."
+    for module, entry in got["quantized_layers"].items():
+        where = path + excerpt(module, quote=False)
+        if not isinstance(entry, dict):
+            raise InputError(file, where, f"expected a JSON object with quant_algo, got {excerpt(entry)}")
+        e = _read({k: QUANT_KEYS[k] for k in ("quant_algo", "group_size")}, entry, file, where + ".")
+        by_algo.setdefault((str(e["quant_algo"] or ""), e["group_size"]), []).append(module)
+    schemes = []
+    for (algo, group), modules in by_algo.items():
+        part = _modelopt_algo(algo.upper(), {**got, "quant_algo": algo, "group_size": group}, file, prefix,
+                              {**common, "source": f"{common['source']} quantized_layers {algo}"})
+        if not part.format:
+            return Quantization("modelopt", "", why_not=f"quantized_layers: {part.why_not}", **common)
+        schemes.append(replace(part, targets=tuple(modules)))
+    schemes.sort(key=lambda q: (q.bits or 16, -len(q.targets)))
+    return replace(schemes[0], source=common["source"] + " (MIXED_PRECISION, per layer)", parts=tuple(schemes[1:]))
+
+
+def _modelopt_algo(algo: str, got: dict, file: str | None, prefix: str, common: dict) -> Quantization:
     if algo == "FP8":              # fp32 weight scale and static input scale per tensor
         return Quantization("modelopt", "fp8", 8, "tensor", activations="fp8", static_activations=True, **common)
     if algo == "FP8_PER_CHANNEL_PER_TOKEN":
@@ -263,9 +311,11 @@ def _modelopt(got: dict, file: str | None, prefix: str, common: dict) -> Quantiz
             raise InputError(file, prefix + "group_size", f"expected NVFP4's values per scale (16), got {group}")
         return Quantization("modelopt", "nvfp4", 4, "group", group, scale_bytes=1, activations="fp4",
                             static_activations=True, **common)
+    if algo == "W4A16_NVFP4":      # NVFP4 weights (E4M3 scale per 16, fp32 global scale), 16-bit activations
+        return Quantization("modelopt", "nvfp4", 4, "group", got["group_size"] or 16, scale_bytes=1, **common)
     why = (f"ModelOpt quant_algo {excerpt(got['quant_algo'])} is not modelled (sizer models "
-           + ", ".join(MODELOPT_ALGOS) + ("; MIXED_PRECISION states a format per layer" if algo == "MIXED_PRECISION"
-                                          else "") + ")")
+           + ", ".join(MODELOPT_ALGOS) + (", and MIXED_PRECISION with its quantized_layers map"
+                                          if algo == "MIXED_PRECISION" else "") + ")")
     return Quantization("modelopt", "", why_not=why, **common)
 
 

@@ -484,6 +484,19 @@ def _model_notes(r: Resolved) -> list[str]:
                      f"recurrent state in {m.recurrent_state_dtype or m.torch_dtype}); set aside for the "
                      f"{r.memory.state_seqs} sequences of max_model_len the pool holds (at most max_num_seqs "
                      f"{r.engine.max_num_seqs}), which caps the running sequences: conservative for shorter ones")
+    if r.replica.kv_windows:
+        windows = ", ".join(f"{g.layers} layers of {g.label}" for g in kv.groups if g.window_tokens)
+        notes.append(f"windowed layers ({windows}) keep only their window: a KV block holds {r.memory.block_size} "
+                     f"tokens of the layers that keep every token, and each sequence's windowed layers take blocks "
+                     f"for their window beside them from the same pool (vLLM's hybrid KV cache frees what leaves "
+                     f"the window); the simulator holds those from a request's start")
+    index_bytes = max((a.index_key_bytes_per_token for a in m.mixers(LatentAttention)), default=0)
+    for g in kv.groups:
+        if g.attended_tokens:
+            notes.append(f"DeepSeek sparse attention ({g.layers} layers of {g.label}): attention is priced from the "
+                         f"top {g.attended_tokens:,} cached tokens each query attends to, not the whole context; the "
+                         f"indexer that picks them scores every cached token (FP8) and reads its own key cache "
+                         f"({index_bytes} B per token per layer) whole each step")
     if m.unread_keys:
         notes.append("config keys sizer does not read (taken not to change parameters, memory or FLOPs): "
                      + ", ".join(m.unread_keys))

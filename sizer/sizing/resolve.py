@@ -192,7 +192,7 @@ def resolve(s: Scenario) -> Resolved:
     parallel = parallel_config(d, model, s.file)
     validate_split(model, parallel, s.file)
     fmt, group_size = weight_format(model, d.quantization, d.quantization_group_size, s.file)
-    runs = execution(fmt, hardware, s.file)
+    runs = execution(fmt, hardware, s.file, d.engine)
     _check_engine_serves(s, fmt, hardware)
     kv_dtype = d.kv_cache_dtype
     if kv_dtype == "auto":
@@ -252,7 +252,8 @@ def resolve(s: Scenario) -> Resolved:
             if engine.preemption_mode == "swap" else None)
     replica = ReplicaConfig(scheduler, budget.kv_blocks * ranks, engine.block_size, engine.enable_prefix_caching,
                             d.prefix_cache_tenant_isolation, swap, engine_loop(d.engine),
-                            slot_prompt_reuse=bool(slots and not slots.kv_unified))
+                            slot_prompt_reuse=bool(slots and not slots.kv_unified),
+                            kv_windows=() if slots else kv.window_groups)
     disagg, g = None, d.disaggregated
     if g:
         disagg = DisaggregationConfig(g.prefill_replicas, g.decode_replicas, kv.bytes_per_token_per_gpu,

@@ -107,3 +107,35 @@ def test_segment_wide_and_per_block_keys_agree_on_sharing():
 def test_rejects_bad_sizes():
     with pytest.raises(ValueError):
         KVCacheManager(0, 16)
+
+
+def test_windowed_layers_hold_their_window_beside_the_full_context_blocks():
+    # gpt-oss-like: as many sliding-window layers (window 128) as full ones, so a window block is a pool block
+    kv = KVCacheManager(num_blocks=200, block_size=16, enable_prefix_caching=False, window_groups=((1.0, 128),))
+    long, short = req(0, 1000, output=24), req(1, 50, output=10)
+    # 1,023 tokens written by its end: ceil(1,000 / 16) = 63 full-context blocks now, and the window's 128 tokens
+    # in 8 blocks plus the one it straddles: 9
+    assert kv.window_blocks(1023) == 9
+    assert kv.allocate_slots(long, 1000)
+    assert (len(long.block_ids), len(long.window_block_ids), kv.num_free_blocks) == (63, 9, 128)
+    long.num_computed_tokens = 1000
+    assert kv.allocate_slots(long, 12)            # 1,012 tokens: still 64 blocks, the window blocks unchanged
+    assert (len(long.block_ids), len(long.window_block_ids)) == (64, 9)
+    # a request shorter than the window keeps all of its 59 tokens there too: ceil(59 / 16) = 4 blocks each
+    assert kv.allocate_slots(short, 50)
+    assert (len(short.block_ids), len(short.window_block_ids)) == (4, 4)
+    kv.check_invariants([long, short])
+    kv.free(long)
+    kv.free(short)
+    assert kv.num_free_blocks == 200 and long.window_block_ids == []
+    kv.check_invariants([])
+
+
+def test_window_blocks_scale_by_the_windowed_layers_bytes():
+    # Gemma-3-like: windowed layers hold 5.2 x a pool block's bytes per token, window 1,024: a 2,000-token
+    # sequence keeps 64 + 1 blocks of window, x 5.2 = 338 pool blocks; a 500-token one 32 x 5.2 = 166.4 -> 167
+    kv = KVCacheManager(num_blocks=10, block_size=16, window_groups=((5.2, 1024),))
+    assert kv.window_blocks(2000) == 338 and kv.window_blocks(500) == 167
+    # a request whose window blocks do not fit is refused whole
+    r = req(0, 100, output=10)
+    assert not kv.allocate_slots(r, 100) and r.block_ids == [] and r.window_block_ids == []

@@ -106,11 +106,3 @@ def test_llama_70b_fp8_checkpoint_fits_two_h100_and_runs_weight_only_on_a100():
                                                "--json"]).stdout)
     assert (a100["weight_execution"]["kernel"], a100["step_times"]["gemm_compute_format"]) == (
         "FP8 Marlin [VLLM-FP8-MARLIN]", "bf16")
-
-
-def test_a_mixed_precision_checkpoint_is_refused_by_name():
-    # nvidia Qwen3.6-27B NVFP4: ModelOpt MIXED_PRECISION (FP8 for some layers, NVFP4 for others)
-    result = CliRunner().invoke(app, ["plan", "--model", str(MODELS / "qwen3.6-27b-nvfp4"), "--gpu", "b200"])
-    assert result.exit_code == 2
-    (line,) = result.stderr.strip().splitlines()
-    assert "deployment.quantization: the checkpoint's ModelOpt quant_algo 'MIXED_PRECISION' is not modelled" in line

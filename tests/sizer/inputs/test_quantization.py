@@ -102,7 +102,11 @@ def test_kv_cache_format_stated_by_the_checkpoint():
 
 @pytest.mark.parametrize(("config", "why"), [
     ({"quant_method": "bitsandbytes", "load_in_4bit": True}, "quant_method 'bitsandbytes' is not modelled"),
-    ({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION"}, "MIXED_PRECISION states a format per layer"),
+    # MIXED_PRECISION without its per-layer map: nothing says which layer is in which format
+    ({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION"}, "MIXED_PRECISION with its quantized_layers map"),
+    ({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION", "quantized_layers": {
+        "model.layers.0.mlp.down_proj": {"quant_algo": "INT4_AWQ"}}},
+     "quantized_layers: ModelOpt quant_algo 'INT4_AWQ'"),
     ({"quant_method": "compressed-tensors", "config_groups": {"g": {
         "weights": {"num_bits": 4, "type": "int", "group_size": 128},
         "input_activations": {"num_bits": 8, "type": "int"}}}}, "4-bit int with int8 activations"),

@@ -1,0 +1,131 @@
+"""gpt-oss read right (issue 24 item 1): its sliding-window layers keep at most their window in KV memory, KV
+capacity and attention time; its attention sinks are read; the MXFP4 MoE kernel each engine runs on each GPU is
+named with its source. Config: tests/data/models/gpt-oss-120b (aiconfigurator-core 0.12.0 copy, facts.yaml)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sizer.analytic.format_support import execution
+from sizer.analytic.formats import weight_format
+from sizer.analytic.memory import kv_layout, weight_memory
+from sizer.analytic.parallel import ParallelConfig
+from sizer.analytic.roofline import ATTENTION_KV_EFFICIENCY, RooflineStepTimeModel, decode_batch
+from sizer.analytic.weights import parameter_count
+from sizer.inputs.hardware import load_hardware
+from sizer.inputs.layers import SLIDING, Attention
+from sizer.inputs.model_spec import from_hf_config, load_model
+from sizer.inputs.scenario import scenario_from_dict
+from sizer.sizing.plan import make_plan
+from sizer.sizing.resolve import resolve
+
+MODELS = Path(__file__).resolve().parents[2] / "data" / "models"
+GPT_OSS = MODELS / "gpt-oss-120b"
+# per token per group of 18 layers: 2 (K, V) x 18 layers x 8 KV heads x 64 head dim x 2 bytes (bf16)
+GROUP_BYTES = 2 * 18 * 8 * 64 * 2
+
+
+def test_the_sinks_are_read_one_logit_per_head():
+    m = load_model(str(GPT_OSS))
+    assert all(a.sinks for a in m.mixers(Attention))
+    config = json.loads((GPT_OSS / "config.json").read_text())
+    without = from_hf_config({**config, "model_type": "gpt_oss_without_sinks"}, "x")
+    # 36 layers x 64 heads, one bf16 logit each (transformers GptOssAttention.sinks: num_attention_heads values)
+    assert parameter_count(m).total - parameter_count(without).total == 36 * 64
+    # openai/gpt-oss README: 117B parameters
+    assert parameter_count(m).total == pytest.approx(117e9, rel=0.03)
+
+
+def test_kv_per_sequence_keeps_the_window_in_the_sliding_layers():
+    m = load_model(str(GPT_OSS))
+    kv = kv_layout(m, "bf16", ParallelConfig())
+    sliding = next(g for g in kv.groups if g.window_tokens)
+    assert (sliding.window_tokens, sliding.layers) == (128, 18)
+    # 131,072 tokens: the full layers keep all of them, the sliding ones 128 tokens in 8 blocks of 16 plus the
+    # block the window straddles: 9 x 16 tokens
+    assert kv.sequence_bytes(131_072, 16, per_gpu=False) == GROUP_BYTES * 131_072 + GROUP_BYTES * 9 * 16
+    # about half of counting every layer at full context (2 x 36,864 B x 131,072)
+    assert kv.sequence_bytes(131_072, 16, per_gpu=False) / (2 * GROUP_BYTES * 131_072) == pytest.approx(0.5, abs=1e-3)
+
+
+def test_the_plans_capacity_counts_the_window_not_the_context():
+    r = resolve(scenario_from_dict({
+        "name": "gpt-oss", "model": str(GPT_OSS), "hardware": "h200",
+        "deployment": {"engine": "vllm", "max_model_len": 131072},
+        "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
+                     "prompt_tokens": {"distribution": "fixed", "value": 8192},
+                     "output_tokens": {"distribution": "fixed", "value": 1024}}}, None))
+    plan = make_plan(r)
+    # requests of 9,216 tokens: full layers 9,216 x 36,864 B, sliding layers 9 blocks of 16 tokens x 36,864 B
+    per_request = GROUP_BYTES * 9216 + GROUP_BYTES * 9 * 16
+    assert plan.capacity.requests_held_per_replica == int(r.memory.kv_cache_bytes // per_request)
+    assert plan.kv_bytes_per_sequence_at_max_model_len == GROUP_BYTES * (131_072 + 9 * 16)
+
+
+def test_sliding_layers_attend_to_the_window_only():
+    m = load_model(str(GPT_OSS))
+    fmt, _ = weight_format(m, "auto", 128)
+    p, hw = ParallelConfig(), load_hardware("h200")
+    model = RooflineStepTimeModel(m, hw, fmt, weight_memory(m, fmt, p), kv_layout(m, "bf16", p), p)
+    # 16 sequences decoding at 32,768 tokens: the full layers read 16 x 32,768 tokens' K and V, the sliding ones
+    # 16 x 128 (the window), each plus the 16 new tokens written twice; memory-bound (4.8 TB/s x 0.85 x 0.95)
+    kv_bytes_per_s = 4.8e12 * 0.85 * ATTENTION_KV_EFFICIENCY
+    full = (16 * 32_768 + 2 * 16) * GROUP_BYTES / kv_bytes_per_s
+    sliding = (16 * 128 + 2 * 16) * GROUP_BYTES / kv_bytes_per_s
+    # compute: 4 x 64 heads x 64 head dim FLOPs per pair and layer at 989 TFLOP/s x 0.8, far below either
+    pairs = 16 * 32_769
+    assert pairs * 4 * 64 * 64 * 18 / (989e12 * 0.8) < full
+    assert model.cost(decode_batch(16, 32_768)).attention_s == pytest.approx(full + sliding, rel=1e-12)
+
+
+@pytest.mark.parametrize(("engine", "gpu", "kernel", "acts"), [
+    # vllm/model_executor/layers/quantization/mxfp4.py get_mxfp4_backend: sm_90 triton_kernels (Marlin fallback);
+    # sm_100 FlashInfer TRT-LLM-gen MoE, MXFP8 activations with the gpt-oss recipe's environment variable
+    ("vllm", "h200", "OpenAI triton_kernels MXFP4 MoE", "bf16"),
+    ("vllm", "b200", "FlashInfer TRT-LLM-gen MXFP4 MoE, W4A8 with MXFP8 activations", "mxfp8"),
+    # sglang server_args.py: sm_100 flashinfer_mxfp4, else triton_kernel
+    ("sglang", "h200", "triton_kernel MoE runner", "bf16"),
+    ("sglang", "b200", "flashinfer_mxfp4 MoE runner", "mxfp8"),
+    # TensorRT-LLM examples/models/core/gpt_oss/README.md: Hopper TRITON (bf16 x mxfp4), Blackwell mxfp8 x mxfp4
+    ("tensorrt-llm", "h200", "MoE backend TRITON", "bf16"),
+    ("tensorrt-llm", "b200", "W4A8_MXFP4_MXFP8", "mxfp8"),
+])
+def test_each_engine_names_its_own_mxfp4_moe_kernel(engine, gpu, kernel, acts):
+    m = load_model(str(GPT_OSS))
+    fmt, _ = weight_format(m, "auto", 128)
+    runs = execution(fmt, load_hardware(gpu), engine=engine)
+    assert kernel in runs.kernel and runs.expert_activations == acts
+    assert ("[VLLM" in runs.kernel) == (engine == "vllm")
+    # the experts' GEMMs stay priced at the 16-bit rate: the MXFP8 activations are recorded, not priced
+    assert runs.compute_format == "bf16"
+
+
+def test_other_engines_do_not_borrow_vllms_kernel_names():
+    fp8 = weight_format(load_model("llama-3.1-8b"), "fp8", 128)[0]
+    h200 = load_hardware("h200")
+    assert execution(fp8, h200).kernel == "CUTLASS FP8 W8A8 [VLLM-HW]"
+    sglang = execution(fp8, h200, engine="sglang")
+    assert sglang.kernel == "SGLang's own kernels for fp8 (native)" and "VLLM" not in sglang.note
+    assert sglang.compute_format == "fp8"
+
+
+def test_sliding_spans_are_the_window_layers():
+    m = load_model(str(GPT_OSS))
+    spans = [a.span for a in m.mixers(Attention)]
+    assert spans == [SLIDING if i % 2 == 0 else "full" for i in range(36)]
+
+
+def test_the_kv_pool_counts_blocks_of_the_full_layers_and_the_simulator_the_windows():
+    r = resolve(scenario_from_dict({
+        "name": "gpt-oss", "model": str(GPT_OSS), "hardware": "h200",
+        "deployment": {"engine": "vllm", "max_model_len": 131072},
+        "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
+                     "prompt_tokens": {"distribution": "fixed", "value": 8192},
+                     "output_tokens": {"distribution": "fixed", "value": 1024}}}, None))
+    # a block is 16 tokens of the 18 full-attention layers (36,864 B a token); the 18 sliding layers hold as many
+    # bytes per token, so a window block is one pool block, window 128
+    assert r.memory.kv_blocks == int(r.memory.kv_cache_bytes // (GROUP_BYTES * 16))
+    assert r.replica.kv_windows == ((1.0, 128),)

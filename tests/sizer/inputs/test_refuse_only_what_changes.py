@@ -1,0 +1,142 @@
+"""Issue 24, item 2: configs refused before that sizer now reads (a switched-off feature, the short form of a
+KV-cache scheme, ModelOpt MIXED_PRECISION layer by layer, GLM-5's stated qk_head_dim). Each real config's
+source is in tests/data/models/README.md and facts.yaml; published counts are quoted there."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from simulator.errors import FieldError
+from sizer.analytic.formats import checkpoint_format, group_bytes, weight_format
+from sizer.analytic.memory import kv_layout
+from sizer.analytic.parallel import ParallelConfig
+from sizer.analytic.weights import linear_groups, parameter_count
+from sizer.inputs.model_spec import from_hf_config, load_model
+
+MODELS = Path(__file__).resolve().parents[2] / "data" / "models"
+
+
+def _config(name: str) -> dict:
+    return json.loads((MODELS / name / "config.json").read_text())
+
+
+def test_a_switched_off_feature_is_read_and_noted_not_refused():
+    # Qwen3-Coder-480B-A35B-Instruct's config states "qkv_bias": false (no q/k/v biases: nothing to count)
+    m = load_model(str(MODELS / "qwen3-coder-480b-a35b-instruct"))
+    assert "qkv_bias = False (switched off)" in m.unread_keys
+    counts = parameter_count(m)
+    # Qwen3-Coder model card: 480B total, 35B activated
+    assert counts.total == pytest.approx(480e9, rel=0.03)
+    assert counts.active == pytest.approx(35e9, rel=0.03)
+    # KV per token: 2 (K, V) x 62 layers x 8 KV heads x 128 head dim x 2 bytes (bf16) = 253,952 B
+    assert kv_layout(m, "bf16", ParallelConfig()).bytes_per_token == 253_952
+
+
+def test_the_rule_is_general_but_a_switched_on_unknown_feature_is_still_refused():
+    base = _config("qwen3-coder-480b-a35b-instruct")
+    for off in (False, None, [], {}):
+        m = from_hf_config({**base, "sparse_layer_pattern": off}, "x")
+        assert any(k.startswith("sparse_layer_pattern = ") for k in m.unread_keys)
+    with pytest.raises(FieldError, match="sparse_layer_pattern: architecture feature not modelled"):
+        from_hf_config({**base, "sparse_layer_pattern": [1, 0]}, "x")
+
+
+def test_a_short_kv_cache_scheme_is_read():
+    # aiconfigurator's Qwen3-32B FP8 static per-tensor config: "kv_cache_scheme": "FP8" (the short form)
+    m = load_model(str(MODELS / "qwen3-32b-fp8-static-per-tensor"))
+    q = m.quantization
+    assert (q.format, q.kv_cache, q.static_activations) == ("fp8", "fp8", True)
+    # Qwen3-32B model card: 32.8B parameters
+    assert parameter_count(m).total == pytest.approx(32.8e9, rel=0.03)
+    # KV per token in the stated FP8: 2 x 64 layers x 8 KV heads x 128 head dim x 1 byte = 131,072 B
+    assert kv_layout(m, q.kv_cache, ParallelConfig()).bytes_per_token == 131_072
+    with pytest.raises(FieldError, match="kv_cache_scheme: expected one of fp8"):
+        from_hf_config({**_config("qwen3-32b-fp8-static-per-tensor"), "quantization_config": {
+            "quant_method": "compressed-tensors", "kv_cache_scheme": "fp4"}}, "x")
+
+
+def test_modelopt_mixed_precision_is_read_layer_by_layer():
+    # nvidia/Qwen3.6-27B-NVFP4: W4A16_NVFP4 for the 64 x 3 MLP projections and the lm_head, FP8 for the linear
+    # attention and attention projections (hf_quant_config.json quantized_layers), KV cache FP8
+    m = load_model(str(MODELS / "qwen3.6-27b-nvfp4"))
+    fmt, _ = weight_format(m, "auto", 128)
+    q = fmt.scheme
+    assert (fmt.name, q.weight_only, q.kv_cache) == ("nvfp4", True, "fp8")
+    (fp8,) = q.parts
+    assert (fp8.format, len(fp8.targets), len(q.targets)) == ("fp8", 208, 193)
+    groups = {g.name: g for g in linear_groups(m)}
+    # mlp.down_proj: 64 layers of 17,408 x 5,120 in NVFP4: half a byte a value, an E4M3 scale per 16 inputs
+    # (17,408 / 16 x 5,120 bytes) and an fp32 global scale per matrix
+    down = 64 * 17_408 * 5_120
+    values, scales, converted = group_bytes(groups["mlp.down_proj"], fmt, 128, m)
+    assert (values, converted) == (down / 2, down / 2)
+    assert scales == 64 * (17_408 // 16 * 5_120 + 4)
+    # self_attn.o_proj: 16 layers of (24 x 256) x 5,120 in FP8 (a byte a value) with ModelOpt FP8's fp32 weight
+    # scale and static input scale per matrix
+    o_proj = 16 * 24 * 256 * 5_120
+    assert group_bytes(groups["self_attn.o_proj"], fmt, 128, m) == (o_proj, 16 * 8, o_proj)
+    # linear_attn.in_proj_ba is in neither list: it stays bf16 (2 bytes a value, no scales)
+    ba = groups["linear_attn.in_proj_ba"]
+    assert group_bytes(ba, fmt, 128, m) == (2 * ba.params, 0.0, 0.0)
+    # the lm_head is named in W4A16_NVFP4: 248,320 x 5,120 at half a byte
+    lm = groups["lm_head"]
+    assert group_bytes(lm, fmt, 128, m)[2] == lm.params / 2
+    assert checkpoint_format(fp8).scheme.static_activations
+
+
+def test_mixed_precision_moe_experts_take_their_layers_format():
+    # nvidia/Qwen3.6-35B-A3B-NVFP4: each layer's mlp.experts is W4A16_NVFP4 (one entry for all 256 experts)
+    m = load_model(str(MODELS / "qwen3.6-35b-a3b-nvfp4"))
+    fmt, _ = weight_format(m, "auto", 128)
+    experts = next(g for g in linear_groups(m) if g.name == "mlp.experts.down_proj")
+    # 40 layers x 256 experts x 512 x 2,048 values, all NVFP4
+    assert experts.params == 40 * 256 * 512 * 2048
+    assert group_bytes(experts, fmt, 128, m)[2] == experts.params / 2
+    # Qwen3.6-35B-A3B: 35B total (the name; no finer figure published)
+    assert parameter_count(m).total == pytest.approx(35e9, rel=0.03)
+
+
+def test_glm5_is_read_as_latent_attention_with_a_sparse_indexer():
+    # zai-org/GLM-5 config.json (aiconfigurator-core 0.12.0 copy): MLA (64 heads, q_lora 2,048, kv_lora 512,
+    # qk nope 192 + rope 64 = qk_head_dim 256, v 256) with DSA's indexer (32 heads of 128, top 2,048)
+    m = load_model(str(MODELS / "glm-5"))
+    mla = m.attention
+    assert (mla.num_heads, mla.q_lora_rank, mla.kv_lora_rank, mla.qk_nope_head_dim, mla.v_head_dim) == (
+        64, 2048, 512, 192, 256)
+    assert (mla.index_heads, mla.index_head_dim, mla.index_topk) == (32, 128, 2048)
+    # GLM-5 model card: 744B parameters (40B active); the 40B leaves out the embedding and lm_head, 2 x 154,880 x
+    # 6,144 = 1.90B, which sizer's active count holds
+    counts = parameter_count(m)
+    assert counts.total == pytest.approx(744e9, rel=0.03)
+    assert counts.active - 2 * 154_880 * 6_144 == pytest.approx(40e9, rel=0.03)
+    # KV per token: 78 layers x ((512 latent + 64 rope) x 2 bytes + the indexer's FP8 key: 128 bytes + one fp32
+    # scale per 128 values) = 78 x 1,284 = 100,152 B
+    assert kv_layout(m, "bf16", ParallelConfig()).bytes_per_token == 78 * ((512 + 64) * 2 + 128 + 4)
+    with pytest.raises(FieldError, match="qk_head_dim: expected qk_nope_head_dim \\+ qk_rope_head_dim = 256"):
+        from_hf_config({**_config("glm-5"), "qk_head_dim": 192}, "x")
+    # the FP8 checkpoint: block FP8 with 712 unconverted module names (norms, routers, the indexer's projection)
+    fp8 = load_model(str(MODELS / "glm-5-fp8"))
+    assert (fp8.quantization.format, fp8.quantization.block_size) == ("fp8", (128, 128))
+
+
+def test_glm52_reads_its_per_layer_mlp_and_indexer_lists():
+    # zai-org/GLM-5.2: mlp_layer_types (dense x 3, then sparse) and indexer_types (21 layers with their own indexer,
+    # 57 that reuse an earlier layer's top-k)
+    m = load_model(str(MODELS / "glm-5.2"))
+    mixers = [layer.mixer for layer in m.layers]
+    assert sum(1 for a in mixers if a.index_heads) == 21 and all(a.index_topk == 2048 for a in mixers)
+    assert [type(layer.ffn).__name__ for layer in m.layers[:4]] == ["DenseFFN"] * 3 + ["MoEFFN"]
+    # a shared layer drops the indexer: wq_b 2,048 x (32 x 128) + wk 6,144 x 128 + weights_proj 6,144 x 32 + its
+    # key LayerNorm (2 x 128) fewer parameters than GLM-5's layer
+    indexer = 2048 * 32 * 128 + 6144 * 128 + 6144 * 32 + 2 * 128
+    glm5 = load_model(str(MODELS / "glm-5"))
+    assert parameter_count(glm5).total - parameter_count(m).total == 57 * indexer
+    # KV per token: 78 x 1,152 latent bytes + 21 x 132 indexer-key bytes = 92,628 B
+    assert kv_layout(m, "bf16", ParallelConfig()).bytes_per_token == 78 * 1152 + 21 * 132
+    with pytest.raises(FieldError, match=r"indexer_types\[3\]: expected one of full, shared"):
+        from_hf_config({**_config("glm-5.2"), "indexer_types": ["full"] * 3 + ["half"] + ["full"] * 74}, "x")
+    with pytest.raises(FieldError, match="mlp_layer_types: expected 78 entries"):
+        from_hf_config({**_config("glm-5.2"), "mlp_layer_types": ["dense"]}, "x")
