@@ -38,6 +38,11 @@ OUTPUT_TOKENS = typer.Option(None, "--output-tokens", help="output length in tok
 CONCURRENCY = typer.Option(None, "--concurrency",
                            help="a closed loop of N clients in place of the scenario's arrivals: each sends its next "
                                 "request when its last answer arrives (vllm bench serve --max-concurrency N)")
+# The deployment flags `plan` and `check` share: the same name and help in both.
+MODEL = typer.Option(None, "--model", help="catalog name, config.json, checkpoint folder or cached HF id")
+GPU = typer.Option(None, "--gpu", help="accelerator profile (`sizer gpus`)")
+GPUS_PER_REPLICA = typer.Option(None, "--gpus-per-replica",
+                                help="GPUs one replica has (all its pods), where the manifest does not say")
 TTFT_MS = typer.Option(None, "--ttft-ms", help="SLO: time to first token target, milliseconds")
 ITL_MS = typer.Option(None, "--itl-ms", help="SLO: inter-token latency target, milliseconds, checked against each "
                                              "request's TPOT (its mean time per output token)")

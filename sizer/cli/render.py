@@ -376,9 +376,13 @@ def render_validation(report, console: Console) -> None:
                       f"outside the profile's measured range and were extrapolated[/yellow]")
 
 
+SOURCE_NAMES = {"model": "model", "gpu": "GPU", "gpus_per_replica": "GPUs per replica"}
+
+
 def check_summary(result: CheckResult) -> str:
     """What was checked, each rule's verdict, the fixes of failing rules, one closing line."""
     lines = [f"sizer check {result.file} ({result.kind}): {result.summary}"]
+    lines += [f"  {SOURCE_NAMES[s.setting]} {s.value}: from {s.source}" for s in result.sources]
     width = max(len(r.name) for r in result.rules)
     for r in result.rules:
         lines.append(f"  {MARKS[r.status]} {r.name:<{width}}  {'skipped: ' if r.status == 'skip' else ''}{r.message}")

@@ -16,7 +16,7 @@ from pathlib import Path
 from simulator.errors import excerpt
 from simulator.schema import check_key, join, key_for
 from sizer.errors import InputError
-from sizer.inputs.manifests.fields import get, hf_repo_id, parse_number
+from sizer.inputs.manifests.fields import HF_ID, get, hf_repo_id, parse_number
 from sizer.inputs.model_spec import CATALOG_DIR, catalog_names
 from sizer.inputs.safe_load import load_json, loads_json
 from sizer.inputs.scenario import DeploymentSection, SpeculativeSection
@@ -229,7 +229,8 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
     model = stated_model or fields.pop("model", None) or model
     fields.pop("model", None)
     if not model:
-        raise InputError(file, _COMMANDS[engine], f"no model given ({_COMMANDS[engine]} MODEL or --model MODEL)")
+        raise InputError(file, SERVER_COMMANDS[engine],
+                         f"no model given ({SERVER_COMMANDS[engine]} MODEL or --model MODEL)")
     dtype = fields.pop("dtype", None)
     if dtype and "quantization" not in fields:
         fields["quantization"] = dtype
@@ -247,7 +248,7 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
     return engine, {"engine": engine, **fields}, model, notes
 
 
-_COMMANDS = {"vllm": "vllm serve", "sglang": "sglang.launch_server", "tensorrt-llm": "trtllm-serve"}
+SERVER_COMMANDS = {"vllm": "vllm serve", "sglang": "sglang.launch_server", "tensorrt-llm": "trtllm-serve"}
 SPECULATIVE_TOKENS = key_for(SpeculativeSection, "num_speculative_tokens")
 
 
@@ -287,30 +288,74 @@ def _flag_value(flag: str, key: str, value: str, kind: str, file: str):
 # ---- the model -------------------------------------------------------------------------------
 
 
-def catalog_name_for(model_ref: str, file: str, field: str = "vllm serve") -> str:
-    """An HF repo id (or catalog name, or config path; `hf://` stripped) -> what `model.name` accepts.
+def catalog_name_for(model_ref: str, file: str | None, field: str = "vllm serve") -> str:
+    """An HF repo id (or catalog name, or config path; `hf://` stripped) -> what `model.name` accepts."""
+    return model_reference(model_ref, file, field)[0]
 
-    Exact `_sizer.hf_repo` match first; then the same repo without -Instruct/-Chat/-it/-hf
-    words and a leading Meta- (a fine-tune has its base model's architecture).
+
+def model_reference(model_ref: str, file: str | None, field: str = "vllm serve") -> tuple[str, str | None]:
+    """An HF repo id, catalog name, config path or weights folder -> (what `model.name` accepts, the
+    assumption made to get there, None when none was).
+
+    Exact `_sizer.hf_repo` match first; then the same repo without -Instruct/-Chat/-it/-hf words and
+    a leading Meta- (a fine-tune has its base model's architecture). A path that is not here (weights
+    synced into the pod: `/models/gpt-oss-120b`, `/data/Qwen/Qwen2.5-7B-Instruct`, a Hugging Face cache
+    folder `models--org--name`) is read as the model its last components name, and says so.
     """
     hub = model_ref.startswith("hf://")
     model_ref = hf_repo_id(model_ref, file, field) if hub else model_ref
     names = catalog_names()
     if model_ref.lower() in names or (not hub and _exists(model_ref)):
-        return model_ref
-    repos = {}
+        return model_ref, None
+    repos = _catalog_repos(tuple(names))
+    for key in (model_ref.lower(), _base_repo(model_ref)):
+        if key in repos:
+            return repos[key], None
+    if not hub and "/" in model_ref.strip("/") and not HF_ID.fullmatch(model_ref) or model_ref.startswith("/"):
+        for candidate in _path_candidates(model_ref):
+            found = candidate.lower() if candidate.lower() in names else \
+                repos.get(candidate.lower()) or repos.get(_base_repo(candidate)) or _by_repo_name(candidate, repos)
+            if found:
+                return found, (f"model path {excerpt(model_ref)} is not on this machine; read as {found}, "
+                               f"from its folder name {excerpt(candidate)}")
+    raise InputError(file, field, f"model {excerpt(model_ref)} is not in the catalog (`sizer models`); give --model "
+                     "(a catalog name or config.json path) or sizer.model")
+
+
+def _catalog_repos(names: tuple[str, ...]) -> dict[str, str]:
+    """Each catalog model's HF repo id (and its base repo's), lower case -> catalog name."""
+    repos: dict[str, str] = {}
     for name in names:
         repo = load_json(CATALOG_DIR / f"{name}.json").get("_sizer", {}).get("hf_repo")
         if repo:
             repos[repo.lower()] = name
             repos[_base_repo(repo)] = repos.get(_base_repo(repo), name)
-    key = model_ref.lower()
-    if key in repos:
-        return repos[key]
-    if _base_repo(model_ref) in repos:
-        return repos[_base_repo(model_ref)]
-    raise InputError(file, field, f"model {excerpt(model_ref)} is not in the catalog (`sizer models`); "
-                     "set sizer.model to a catalog name or a config.json path")
+    return repos
+
+
+def _path_candidates(path: str) -> list[str]:
+    """What a weights folder's path may name, most specific first: a Hugging Face cache folder's repo
+    (`models--org--name/snapshots/HASH`), the last two components as `org/name`, the last one."""
+    parts = [p for p in re.split(r"[/\\]+", path) if p and p not in (".", "..")]
+    out = []
+    for p in parts:
+        m = re.fullmatch(r"models--([^/]+?)--(.+)", p)
+        if m:
+            out.append(f"{m.group(1)}/{m.group(2)}")
+    if len(parts) >= 2:
+        out.append("/".join(parts[-2:]))
+    if parts:
+        out.append(parts[-1])
+    return out
+
+
+def _by_repo_name(name: str, repos: dict[str, str]) -> str | None:
+    """A folder named as a repo without its organisation (`Llama-3.1-8B-Instruct`) -> the catalog model whose
+    repo that is, when exactly one is."""
+    if "/" in name:
+        return None
+    hits = {v for k, v in repos.items() if k.partition("/")[2] in (name.lower(), _base_repo(f"x/{name}")[2:])}
+    return hits.pop() if len(hits) == 1 else None
 
 
 def _exists(path: str) -> bool:

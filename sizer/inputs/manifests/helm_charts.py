@@ -49,8 +49,9 @@ def helm_servers(doc: dict, file: str) -> list[Server]:
         argv = tokens(container, path, file, doc)
         if server_start(argv) is None:
             continue
-        has_own = bool(get(container, "resources", path, file))
-        gpus, where = pod_gpus(container, path, file) if has_own else pod_gpus(doc, "", file)
+        gpus, where = pod_gpus(container, path, file)
+        if gpus is None and get(doc, "resources", "", file):    # vLLM's chart: the values' top-level resources
+            gpus, where = pod_gpus(doc, "", file)
         key = "replicaCount" if "replicaCount" in doc else "replicas"
         out.append(Server(doc, path, container, "helm values", tuple(argv), gpus, where, get(doc, key, "", file)))
     return out
@@ -83,8 +84,6 @@ def _production_stack(doc: dict, file: str) -> list[Server]:
                  "env": entry.get("env")}
         argv += tokens({k: v for k, v in extra.items() if v is not None}, cpath, file, doc)
         gpus = get(entry, "modelSpec[].requestGPU", path, file)
-        if gpus is None:
-            raise InputError(file, join(path, "requestGPU"), "missing; a vLLM pod needs its GPU count")
         out.append(Server(doc, path, entry, "production-stack values", tuple(argv), gpus, join(path, "requestGPU"),
                           get(entry, "replicaCount", path, file), model=model,
                           name=get(entry, "modelSpec[].name", path, file),
@@ -131,9 +130,8 @@ def _llm_d(doc: dict, file: str) -> list[Server]:
                 argv += [f"{flag}={value}" for flag, value in (("--tensor-parallel-size", tp or 1),
                                                                ("--data-parallel-size", (data or local) or 1))
                          if flag not in given]
-            if get(container, "resources", path, file):
-                gpus, where = pod_gpus(container, path, file)
-            else:
+            gpus, where = pod_gpus(container, path, file)
+            if gpus is None:                # the chart's own count (numGpuPerWorker)
                 gpus, where = (local or 1) * (tp or 1), join(role, "parallelism")
             out.append(Server(doc, path, container, "llm-d modelservice values", tuple(argv), gpus, where, replicas,
                               pods=workers if multinode else 1, model=model, role=role, name=name))

@@ -21,6 +21,7 @@ from simulator.schema import join
 from sizer.errors import InputError
 from sizer.inputs.manifests.commands import server_start, tokens
 from sizer.inputs.manifests.fields import get, hf_repo_id
+from sizer.inputs.manifests.gpus import MIG_RESOURCE
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 # KServe's Hugging Face serving runtime (kserve/huggingfaceserver): vLLM behind KServe's own flags
@@ -36,8 +37,8 @@ class Server:
     container: dict                 # command, args, env, resources
     kind: str                       # what was read: "Deployment", "LeaderWorkerSet", "production-stack values", ...
     argv: tuple[str, ...]           # its command line, `$(VAR)` expanded
-    gpus_per_pod: int
-    gpus_where: str                 # the field that gave gpus_per_pod
+    gpus_per_pod: int | None        # None: the pod names no GPU resource (--gpus-per-replica may say)
+    gpus_where: str                 # the field that gave gpus_per_pod (or would have)
     replicas: int | None            # None: not stated (1)
     pods: int = 1                   # pods per replica: a LeaderWorkerSet group
     model: str | None = None        # stated by the object (storageUri, modelURL, modelArtifacts.uri)
@@ -46,15 +47,19 @@ class Server:
     notes: tuple[str, ...] = ()     # settings of the object that sizer does not model
 
 
-def pod_gpus(container: dict, path: str, file: str) -> tuple[int, str]:
-    """GPUs one pod asks for (`resources.limits`, else `requests`), and the field that says so."""
+def pod_gpus(container: dict, path: str, file: str) -> tuple[int | None, str]:
+    """GPUs one pod asks for (`resources.limits`, else `requests`; a MIG slice counts as one), and the field
+    that says so; None (with the field that would) when the pod names no GPU resource."""
     resources = get(container, "resources", path, file)
     rpath = join(path, "resources")
     limits = {**get(resources, "resources.requests", rpath, file), **get(resources, "resources.limits", rpath, file)}
-    key = next((k for k in GPU_RESOURCES if k in limits), None)
+    key = next((k for k in GPU_RESOURCES if k in limits), None) \
+        or next((k for k in limits if isinstance(k, str) and MIG_RESOURCE.fullmatch(k)), None)
     if key is None:
-        raise InputError(file, join(rpath, "limits.nvidia.com/gpu"), "missing; an inference pod needs its GPU count")
-    return get(limits, f"resources.limits.{key}", join(rpath, "limits"), file), join(rpath, f"limits.{key}")
+        return None, join(rpath, "limits.nvidia.com/gpu")
+    spec = "resources.limits.nvidia.com/gpu" if key not in GPU_RESOURCES else f"resources.limits.{key}"
+    return get({"nvidia.com/gpu": limits[key]} if key not in GPU_RESOURCES else limits, spec,
+               join(rpath, "limits"), file), join(rpath, f"limits.{key}")
 
 
 def containers(node, path: str) -> list[tuple[str, dict]]:
