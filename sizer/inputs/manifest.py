@@ -77,6 +77,8 @@ class CheckFlags:
 NOMINAL_WORKLOAD = {"arrival": {"rate_per_s": 1.0}, "prompt_tokens": {"distribution": "fixed", "value": 1024},
                     "output_tokens": {"distribution": "fixed", "value": 256}}
 STDIN = "<stdin>"
+# A document without a `kind` is read as a scenario when it has one of these (else as Helm values).
+SCENARIO_KEYS = {"model", "hardware", "deployment", "workload"}
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,7 @@ def read_check_input(path: str, kv_share: float | None = None, budget_usd_per_ho
     servers = find_servers(docs, file)
     side = side_scenario(scenario) if scenario is not None else {}
     if not servers and len(docs) == 1 and isinstance(docs[0], dict) and "sizer" not in docs[0] \
-            and "kind" not in docs[0]:
+            and "kind" not in docs[0] and (SCENARIO_KEYS & set(docs[0]) or not docs[0]):
         workload, slo = with_traffic(side.get("workload") or docs[0].get("workload") or {},
                                      side.get("slo") or docs[0].get("slo") or {}, traffic)
         data = {**docs[0], "workload": workload, "slo": slo}
@@ -175,6 +177,11 @@ def find_servers(docs: list, file: str) -> list[Server]:
 def _from_manifest(docs: list, servers: list[Server], file: str, stem: str, kv_share: float | None,
                    budget: float | None, traffic: Traffic, side: dict, flags: CheckFlags) -> CheckInput:
     if not servers:
+        values = [d for d in docs if isinstance(d, dict) and not d.get("kind")]
+        if values and len(values) == len(docs):
+            keys = ", ".join(sorted(str(k) for d in values for k in d)[:8])
+            raise InputError(file, None, f"an unrecognised values file (top-level keys {excerpt(keys)}): neither a "
+                                         f"scenario (model, hardware) nor a file with {LOOKED_FOR}")
         raise InputError(file, None, f"neither a scenario (model, hardware) nor a manifest with {LOOKED_FOR}")
     decode = [s for s in servers if s.role != "prefill"]
     prefill = [s for s in servers if s.role == "prefill"]

@@ -128,7 +128,7 @@ VALUE_FLAGS = {                      # vLLM: `vllm serve --help` (vllm/engine/ar
     "--tensor-parallel-size": ("tensor_parallel_size", _NUMBER), "-tp": ("tensor_parallel_size", _NUMBER),
     "--pipeline-parallel-size": ("pipeline_parallel_size", _NUMBER), "-pp": ("pipeline_parallel_size", _NUMBER),
     "--data-parallel-size": ("data_parallel_size", _NUMBER), "-dp": ("data_parallel_size", _NUMBER),
-    "--max-model-len": ("max_model_len", _NUMBER), "--max-num-seqs": ("max_num_seqs", _NUMBER),
+    "--max-model-len": ("max_model_len", "length"), "--max-num-seqs": ("max_num_seqs", _NUMBER),
     "--max-num-batched-tokens": ("max_num_batched_tokens", _NUMBER), "--block-size": ("block_size", _NUMBER),
     "--gpu-memory-utilization": ("gpu_memory_utilization", _NUMBER),
     "--quantization": ("quantization", "quantization"), "-q": ("quantization", "quantization"),
@@ -143,7 +143,8 @@ BOOL_FLAGS = {"--enable-prefix-caching": ("enable_prefix_caching", True),
               "--enable-chunked-prefill": ("enable_chunked_prefill", True),
               "--no-enable-chunked-prefill": ("enable_chunked_prefill", False),
               "--enable-expert-parallel": ("enable_expert_parallel", True),
-              "--enable-lora": ("enable_lora", True)}
+              "--enable-lora": ("enable_lora", True),
+              "--disable-prefix-caching": ("enable_prefix_caching", False)}   # as real manifests write it
 # SGLang: `python -m sglang.launch_server --help` (sglang/srt/server_args.py). --mem-fraction-static is the
 # share of memory for weights and the KV pool, read as gpu_memory_utilization (as --emit sglang writes it);
 # --chunked-prefill-size -1 turns chunked prefill off, and --ep-size above 1 shards the experts.
@@ -161,8 +162,10 @@ SGLANG_VALUE_FLAGS = {
     "--dtype": ("dtype", "dtype"), "--ep-size": ("expert_parallel_size", "ep"),
     "--expert-parallel-size": ("expert_parallel_size", "ep"),
 }
-SGLANG_BOOL_FLAGS = {"--disable-radix-cache": ("enable_prefix_caching", False),
-                     "--enable-ep-moe": ("enable_expert_parallel", True)}
+SGLANG_BOOL_FLAGS = {"--disable-radix-cache": ("enable_prefix_caching", False)}
+# Flags an engine has removed, with what replaced them: named, never read. SGLang's --enable-ep-moe: "set
+# --ep-size to the same value as --tp-size instead" (sglang docs/advanced_features/server_arguments.md).
+REMOVED_FLAGS = {"sglang": {"--enable-ep-moe": "--ep-size N (the --tp-size value)"}}
 # TensorRT-LLM: `trtllm-serve --help` (tensorrt_llm/commands/serve.py). --kv_cache_free_gpu_memory_fraction
 # is a share of the memory left after the weights, not of all memory: read as gpu_memory_utilization it
 # plans less KV than TensorRT-LLM allocates (a note says so).
@@ -180,7 +183,10 @@ QUANTIZATION = {"fp8": "fp8", "awq": "awq", "awq_marlin": "awq", "gptq": "gptq",
                 "fbgemm_fp8": "fp8", "experts_int8": "int8", "w8a8_int8": "int8", "w8a8_fp8": "fp8"}
 KV_DTYPES = {"auto": "auto", "fp8": "fp8", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2",
              "bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "half": "fp16"}
-DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "auto": None}
+DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32", "auto": None}
+# --max-model-len auto (or -1): vLLM fits the longest context its KV cache holds, at most the model's
+# (vllm-project/vllm#29431).
+AUTO_LENGTHS = ("auto", "-1")
 SPEC_METHODS = {"ngram": "ngram", "eagle": "eagle", "eagle3": "eagle3", "medusa": "medusa", "mtp": "mtp",
                 "deepseek_mtp": "mtp", "draft_model": "draft_model"}
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "tensorrt-llm": "TensorRT-LLM"}
@@ -198,7 +204,7 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
     command line loads from wherever that object puts it."""
     engine, start = server_start(argv) or ("vllm", len(argv))
     values, bools = TABLES[engine]
-    rest, model, fields, ignored = argv[start:], None, {}, []
+    rest, model, fields, ignored, removed = argv[start:], None, {}, [], []
     # a shell script goes on after the server's command line (`vllm serve ... && echo done`)
     rest = rest[:next((i for i, t in enumerate(rest) if t in SHELL_OPERATORS), len(rest))]
     if rest and not rest[0].startswith("-"):
@@ -218,6 +224,10 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
             following.startswith("-") and not isinstance(parse_number(following), (int, float)))
         value = inline or (following if takes_next else None)
         i += 1 + (1 if takes_next else 0)
+        if flag in REMOVED_FLAGS.get(engine, {}):
+            removed.append(f"{typed} (use {REMOVED_FLAGS[engine][flag]})")
+            i -= 1 if takes_next else 0         # a switch: what follows is the next flag
+            continue
         if flag not in values:
             if flag.startswith("-"):
                 ignored.append(typed)
@@ -242,6 +252,11 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
     if fields.pop("expert_parallel_size", 1) > 1:
         fields["enable_expert_parallel"] = True
     notes = [f"{ENGINE_NAMES[engine]} flags not modelled: {' '.join(sorted(set(ignored)))}"] if ignored else []
+    notes += [f"{ENGINE_NAMES[engine]} flag removed from the engine, not read: {r}" for r in removed]
+    if fields.get("max_model_len") == "auto":
+        del fields["max_model_len"]
+        notes.append("--max-model-len auto: vLLM fits the longest context its KV cache holds, at most the model's; "
+                     "sizer checks the model's own limit, which vLLM shortens where it does not fit")
     if engine == "tensorrt-llm" and "gpu_memory_utilization" in fields:
         notes.append("--kv_cache_free_gpu_memory_fraction is a share of the memory left after the weights; "
                      "sizer reads it as a share of all memory (gpu_memory_utilization), which plans less KV")
@@ -253,7 +268,9 @@ SPECULATIVE_TOKENS = key_for(SpeculativeSection, "num_speculative_tokens")
 
 
 def _flag_value(flag: str, key: str, value: str, kind: str, file: str):
-    if kind == _NUMBER:
+    if kind == "length" and value.strip().lower() in AUTO_LENGTHS:
+        return "auto"
+    if kind in (_NUMBER, "length"):
         return check_key(key_for(DeploymentSection, key, flag), parse_number(value), file, flag)
     if kind in ("chunk", "ep"):                  # -1 / 0: off (SGLang's chunked prefill), else a size
         number = parse_number(value)

@@ -92,13 +92,34 @@ def kubernetes_servers(docs: list, file: str) -> list[Server]:
         if doc.get("kind") in ("ServingRuntime", "ClusterServingRuntime") and _name(doc, file) in used:
             continue
         for path, container in containers(doc, ""):
-            argv = tokens(container, path, file, doc)
+            argv, notes = with_entrypoint(container, tokens(container, path, file, doc))
             if server_start(argv) is None:
                 continue
             gpus, where = pod_gpus(container, path, file)
             out.append(Server(doc, path, container, str(doc["kind"]), tuple(argv), gpus, where,
-                              _replicas(doc, file), _group_size(doc, file), name=_name(doc, file)))
+                              _replicas(doc, file), _group_size(doc, file), name=_name(doc, file), notes=notes))
     return out
+
+
+# Images whose entrypoint starts the server, so that a container with only `args:` runs it: vLLM's
+# vllm/vllm-openai (docker/Dockerfile, `ENTRYPOINT ["vllm", "serve"]`), also as mirrored elsewhere.
+IMAGE_ENTRYPOINTS = {"vllm/vllm-openai": ("vllm", "serve")}
+
+
+def with_entrypoint(container: dict, argv: list[str]) -> tuple[list[str], tuple[str, ...]]:
+    """argv with the image's entrypoint in front when the container gives no `command` (Kubernetes then
+    runs the image's ENTRYPOINT with `args`), and a note saying so."""
+    image = container.get("image")
+    if "command" in container or not isinstance(image, str) or server_start(argv) is not None:
+        return argv, ()
+    repo = image.split("@")[0]
+    if ":" in repo.rsplit("/", 1)[-1]:           # a tag, not a registry's port
+        repo = repo.rsplit(":", 1)[0]
+    for name, entrypoint in IMAGE_ENTRYPOINTS.items():
+        if repo == name or repo.endswith("/" + name):
+            return [*entrypoint, *argv], (f"no command: the {name} image's entrypoint `{' '.join(entrypoint)}` "
+                                          "runs the args",)
+    return argv, ()
 
 
 def _name(doc: dict, file: str) -> str | None:
