@@ -32,6 +32,7 @@ from sizer.inputs.manifests.fields import MAX_GPUS_PER_POD, get
 from sizer.inputs.manifests.gpus import GKE_ACCELERATORS, GPU_LABELS, product_profile, read_label
 from sizer.inputs.manifests.helm_charts import helm_servers
 from sizer.inputs.manifests.kubernetes import Server, kubernetes_servers
+from sizer.inputs.manifests.operators import OPERATOR_KINDS, operator_servers
 from sizer.inputs.model_spec import CATALOG_DIR
 from sizer.inputs.scenario import SLOSection, WorkloadSection, load_scenario, scenario_from_dict
 from sizer.inputs.traffic import Traffic, with_traffic
@@ -164,14 +165,17 @@ def _stdin_documents() -> list:
 
 LOOKED_FOR = ("a container running `vllm serve`, `python -m vllm.entrypoints.openai.api_server`, "
               "`sglang.launch_server` or `trtllm-serve` in a Deployment, StatefulSet, Pod, Job, LeaderWorkerSet, "
-              "KServe InferenceService or ServingRuntime, or Helm values (vLLM's chart, production-stack "
+              "KServe InferenceService, ServingRuntime or LLMInferenceService, a RayService's Ray Serve LLM, a "
+              "DynamoGraphDeployment's workers, or Helm values (vLLM's chart, production-stack "
               "servingEngineSpec.modelSpec[], llm-d modelservice decode/prefill)")
 
 
 def find_servers(docs: list, file: str) -> list[Server]:
     """Every inference server in a file's documents: Kubernetes objects, then Helm values."""
     values = [d for d in docs if isinstance(d, dict) and not d.get("kind")]
-    return kubernetes_servers(docs, file) + [s for doc in values for s in helm_servers(doc, file)]
+    plain = [d for d in docs if not (isinstance(d, dict) and d.get("kind") in OPERATOR_KINDS)]
+    return kubernetes_servers(plain, file) + operator_servers(docs, file) + \
+        [s for doc in values for s in helm_servers(doc, file)]
 
 
 def _from_manifest(docs: list, servers: list[Server], file: str, stem: str, kv_share: float | None,
@@ -195,7 +199,7 @@ def _from_manifest(docs: list, servers: list[Server], file: str, stem: str, kv_s
     engine_fields, model_ref, notes = _engine(server, file)
     model, model_from = _model_of(flags, block, model_ref, file, _model_field(server, engine_fields["engine"]), notes)
     gpu, gpu_from = (_gpu_flag(flags.gpu), "--gpu") if flags.gpu else (block.gpu, "sizer.gpu") if block.gpu else \
-        _gpu_from_labels([doc] + [d for d in docs if d is not doc], file)
+        _gpu_from_labels([doc] + [d for d in docs if d is not doc], file, server.gpu_labels)
     used = (engine_fields.get("tensor_parallel_size", 1) * engine_fields.get("pipeline_parallel_size", 1)
             * engine_fields.get("data_parallel_size", 1))
     requested, requested_from = _gpus_of(server, flags, block, file)
@@ -318,7 +322,9 @@ def _model_field(server: Server, engine: str) -> str:
         return SERVER_COMMANDS[engine]
     return {"InferenceService": "spec.predictor.model.storageUri",
             "production-stack values": f"{server.path}.modelURL",
-            "llm-d modelservice values": "modelArtifacts.uri"}.get(server.kind, SERVER_COMMANDS[engine])
+            "llm-d modelservice values": "modelArtifacts.uri", "LLMInferenceService": "spec.model.uri",
+            "RayService (Ray Serve LLM)": f"{server.path}.model_loading_config.model_source",
+            }.get(server.kind, SERVER_COMMANDS[engine])
 
 
 def _sizer_block(docs: list, doc: dict, file: str) -> SizerBlock:
@@ -354,11 +360,11 @@ def gpu_for_label(value: str) -> str | None:
     return GKE_ACCELERATORS[low] if low in GKE_ACCELERATORS else product_profile(str(value))
 
 
-def _gpu_from_labels(docs: list, file: str) -> tuple[str, str]:
+def _gpu_from_labels(docs: list, file: str, stated: tuple = ()) -> tuple[str, str]:
     """(profile, where it was read) from the first node label that names a GPU: node selectors and node
     affinity first, then tolerations; one that names a part sizer has no profile for is refused, naming --gpu."""
     found = [label for doc in docs for label in _labels(doc, "", file)]
-    found += [label for doc in docs for label in _tolerations(doc, "", file)]
+    found += [label for doc in docs for label in _tolerations(doc, "", file)] + list(stated)
     beside = {str(k): str(v) for k, v, _ in found}
     for key, value, where in found:
         if key not in GPU_LABELS or value is None:
@@ -368,8 +374,9 @@ def _gpu_from_labels(docs: list, file: str) -> tuple[str, str]:
             raise InputError(file, where, f"no hardware profile for {label.reading}; give --gpu (`sizer gpus`) "
                                           "or sizer.gpu")
         return label.profile, f"{where} ({label.reading})"
-    raise InputError(file, "--gpu", "missing: no node selector, node affinity or toleration names the GPU "
-                                    f"({', '.join(GPU_LABELS)}); give --gpu (`sizer gpus`) or sizer.gpu")
+    raise InputError(file, "--gpu", "missing: no node label names the GPU (in a node selector, node affinity or "
+                                    "toleration: GPU product, GKE accelerator, instance type); give --gpu (`sizer "
+                                    "gpus`) or sizer.gpu")
 
 
 def _tolerations(node, path: str, file: str) -> list[tuple[object, object, str]]:

@@ -102,6 +102,11 @@ def _shell_split(text: str, file: str, where: str) -> list[str]:
         raise InputError(file, where, f"not a valid shell command line ({exc}): {excerpt(text)}") from None
 
 
+# `python3 -m dynamo.vllm` / `dynamo.sglang` (ai-dynamo/dynamo components/src/dynamo/{vllm,sglang}/args.py: the
+# engine's argument parser with Dynamo's own flags added).
+DYNAMO_WORKERS = {"dynamo.vllm": "vllm", "dynamo.sglang": "sglang"}
+
+
 def server_start(argv: list[str]) -> tuple[str, int] | None:
     """(engine, index of the first argument after the server's command) of the first server in argv, or None."""
     for i, t in enumerate(argv):
@@ -112,6 +117,8 @@ def server_start(argv: list[str]) -> tuple[str, int] | None:
             return "vllm", i + 1
         if "sglang.launch_server" in t:
             return "sglang", i + 1
+        if t in DYNAMO_WORKERS:             # NVIDIA Dynamo's workers take their engine's own flags
+            return DYNAMO_WORKERS[t], i + 1
         if name == "trtllm-serve":
             return "tensorrt-llm", i + 2 if argv[i + 1:i + 2] == ["serve"] else i + 1
     return None

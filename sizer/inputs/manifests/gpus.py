@@ -24,7 +24,11 @@ KARPENTER_MEMORY = "karpenter.k8s.aws/instance-gpu-memory"      # MiB per GPU
 # The node's machine type: Kubernetes' well-known label (EKS, GKE, AKS set it), its deprecated beta
 # spelling, and GPU feature discovery's `nvidia.com/gpu.machine` (the instance type on clouds).
 INSTANCE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type", "nvidia.com/gpu.machine")
-GPU_LABELS = PRODUCT_LABELS + (GKE_LABEL, KARPENTER_LABEL) + INSTANCE_LABELS
+# Ray's `accelerator_type` (ray python/ray/util/accelerators/accelerators.py): "H100", "L4", "A10G",
+# "A100-40G", "A100-80G"; a bare "A100" or "V100" does not say which memory size.
+RAY_ACCELERATOR = "ray accelerator_type"
+RAY_ACCELERATORS = {"a100-40g": "a100-40gb", "a100-80g": "a100-80gb", "a100": None, "v100": None}
+GPU_LABELS = PRODUCT_LABELS + (GKE_LABEL, KARPENTER_LABEL) + INSTANCE_LABELS + (RAY_ACCELERATOR,)
 
 # A product name, split into lower-case words: the first rule whose words all occur wins (specific first).
 PRODUCT_RULES = (
@@ -113,6 +117,9 @@ def read_label(key: str, value: str, labels: dict[str, str]) -> GpuLabel | None:
         if mig:
             return GpuLabel(None, f"a MIG slice {mig.group(1)} of {text[:mig.start()]}")
         return GpuLabel(product_profile(text), text)
+    if key == RAY_ACCELERATOR:
+        return GpuLabel(RAY_ACCELERATORS[low] if low in RAY_ACCELERATORS else product_profile(text),
+                        f"Ray accelerator_type {text}")
     if key == GKE_LABEL:
         return GpuLabel(GKE_ACCELERATORS.get(low, product_profile(text)), f"GKE accelerator {text}")
     if key == KARPENTER_LABEL:

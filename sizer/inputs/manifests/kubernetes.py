@@ -45,6 +45,7 @@ class Server:
     role: str | None = None         # "prefill" or "decode" in a disaggregated deployment
     name: str | None = None
     notes: tuple[str, ...] = ()     # settings of the object that sizer does not model
+    gpu_labels: tuple[tuple[str, str, str], ...] = ()   # (label key, value, field) naming the GPU outside node labels
 
 
 def pod_gpus(container: dict, path: str, file: str) -> tuple[int | None, str]:
@@ -91,10 +92,15 @@ def kubernetes_servers(docs: list, file: str) -> list[Server]:
                 continue
         if doc.get("kind") in ("ServingRuntime", "ClusterServingRuntime") and _name(doc, file) in used:
             continue
+        found = []
         for path, container in containers(doc, ""):
             argv, notes = with_entrypoint(container, tokens(container, path, file, doc))
-            if server_start(argv) is None:
-                continue
+            if server_start(argv) is not None:
+                found.append((path, container, argv, notes))
+        if doc.get("kind") == "LeaderWorkerSet" and any(".leaderTemplate." in f[0] for f in found):
+            # SGLang, TensorRT-LLM: each worker runs the server too (--node-rank N); one group is one server
+            found = [f for f in found if ".workerTemplate." not in f[0]]
+        for path, container, argv, notes in found:
             gpus, where = pod_gpus(container, path, file)
             out.append(Server(doc, path, container, str(doc["kind"]), tuple(argv), gpus, where,
                               _replicas(doc, file), _group_size(doc, file), name=_name(doc, file), notes=notes))
