@@ -29,7 +29,7 @@ from sizer.inputs.manifests.commands import (
     parse_server_args,
 )
 from sizer.inputs.manifests.fields import MAX_GPUS_PER_POD, get
-from sizer.inputs.manifests.gpus import GKE_ACCELERATORS, GPU_LABELS, product_profile, read_label
+from sizer.inputs.manifests.gpus import GKE_ACCELERATORS, GPU_LABELS, MIG_RESOURCE, product_profile, read_label
 from sizer.inputs.manifests.helm_charts import helm_servers
 from sizer.inputs.manifests.kubernetes import Server, kubernetes_servers
 from sizer.inputs.manifests.operators import OPERATOR_KINDS, operator_servers
@@ -200,6 +200,11 @@ def _from_manifest(docs: list, servers: list[Server], file: str, stem: str, kv_s
     model, model_from = _model_of(flags, block, model_ref, file, _model_field(server, engine_fields["engine"]), notes)
     gpu, gpu_from = (_gpu_flag(flags.gpu), "--gpu") if flags.gpu else (block.gpu, "sizer.gpu") if block.gpu else \
         _gpu_from_labels([doc] + [d for d in docs if d is not doc], file, server.gpu_labels)
+    mig = MIG_RESOURCE.search(server.gpus_where)
+    if mig and "/mig-" not in gpu:      # the pod asks for MIG slices (mixed strategy): a slice of that GPU
+        gpu, gpu_from = f"{gpu}/mig-{mig.group(1)}g.{mig.group(2)}gb", f"{gpu_from}, sliced as {server.gpus_where}"
+        # a slice the part does not have is refused naming where the part came from
+        scenario_hardware(gpu, None if gpu_from.startswith("--") else file, gpu_from.split(" (")[0].split(",")[0])
     used = (engine_fields.get("tensor_parallel_size", 1) * engine_fields.get("pipeline_parallel_size", 1)
             * engine_fields.get("data_parallel_size", 1))
     requested, requested_from = _gpus_of(server, flags, block, file)

@@ -92,6 +92,13 @@ INSTANCE_TYPES: dict[str, tuple[int, str]] = {
 }
 
 
+# Parts real manifests name that have no hardware profile yet: the label is read, and the refusal says why.
+MISSING_PROFILES = {
+    "a10g": "NVIDIA publishes no A10G datasheet; its tensor throughput is not in the sources read",
+    "l20": "its tensor throughput is not in the sources read",
+}
+
+
 @dataclass(frozen=True)
 class GpuLabel:
     """What one label value says: the profile (None: a part sizer has no profile for), and how it was read."""
@@ -110,12 +117,22 @@ def product_profile(value: str) -> str | None:
 
 def read_label(key: str, value: str, labels: dict[str, str]) -> GpuLabel | None:
     """The GPU a node label names (`labels`: the other labels beside it); None for a key that names no GPU."""
+    label = _read_label(key, value, labels)
+    if label is not None and label.profile in MISSING_PROFILES:
+        return GpuLabel(None, f"{label.reading}: {label.profile.upper()}, for which sizer has no profile "
+                              f"({MISSING_PROFILES[label.profile]})")
+    return label
+
+
+def _read_label(key: str, value: str, labels: dict[str, str]) -> GpuLabel | None:
     text = str(value)
     low = text.lower()
     if key in PRODUCT_LABELS:
         mig = re.search(r"-mig-(\d+g\.\d+gb)$", low)
-        if mig:
-            return GpuLabel(None, f"a MIG slice {mig.group(1)} of {text[:mig.start()]}")
+        if mig:                         # GPU feature discovery's single MIG strategy: every GPU sliced alike
+            whole = text[:mig.start()]
+            parent = product_profile(whole)
+            return GpuLabel(parent and f"{parent}/mig-{mig.group(1)}", f"MIG slice {mig.group(1)} of {whole}")
         return GpuLabel(product_profile(text), text)
     if key == RAY_ACCELERATOR:
         return GpuLabel(RAY_ACCELERATORS[low] if low in RAY_ACCELERATORS else product_profile(text),
