@@ -27,6 +27,9 @@ GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 # KServe's Hugging Face serving runtime (kserve/huggingfaceserver): vLLM behind KServe's own flags
 # (--model_id, --model_name, --backend), with vLLM's engine flags passed through.
 HUGGINGFACE_SERVER = ("python", "-m", "huggingfaceserver")
+# The ClusterServingRuntimes KServe installs that run it (kserve/kserve config/runtimes/kserve-huggingfaceserver*.yaml):
+# an InferenceService naming one need not carry the runtime in its file.
+KSERVE_HUGGINGFACE_RUNTIMES = ("kserve-huggingfaceserver", "kserve-huggingfaceserver-multinode")
 
 
 @dataclass(frozen=True)
@@ -174,7 +177,7 @@ def _inference_service(doc: dict, runtimes: dict, file: str) -> tuple[Server | N
         container = {**rcontainer, **{k: v for k, v in model.items() if k in ("resources", "env")}}
         container["args"] = model.get("args") or []
         cpath = mpath if "resources" in model else rpath
-    elif (fmt or "").lower() == "huggingface":
+    elif (fmt or "").lower() == "huggingface" or runtime_name in KSERVE_HUGGINGFACE_RUNTIMES:
         prefix = HUGGINGFACE_SERVER
     else:
         raise InputError(file, join(mpath, "runtime"), f"expected a ServingRuntime in this file, or modelFormat "

@@ -17,7 +17,8 @@ parallel size GPUs (ray python/ray/llm/_internal/serve/configs/server_models.py 
 NVIDIA Dynamo `DynamoGraphDeployment` (nvidia.com/v1alpha1): each service with a worker command
 (`python3 -m dynamo.vllm`, `dynamo.sglang`) in `extraPodSpec.mainContainer`; GPUs
 `resources.limits.gpu`, replicas `replicas`, pods `multinode.nodeCount`; a worker with
-`--is-prefill-worker` (vLLM) or `--disaggregation-mode prefill` (SGLang) is the prefill pool
+`subComponentType: prefill`, `--is-prefill-worker` (vLLM) or `--disaggregation-mode prefill` (SGLang)
+is the prefill pool
 (ai-dynamo/dynamo examples/backends/*/deploy).
 """
 
@@ -191,7 +192,8 @@ def _dynamo(doc: dict, file: str) -> list[Server]:
         gpus = get(limits, "dynamo.gpu", join(path, "resources.limits"), file)
         multinode = get(service, "dynamo.multinode", path, file)
         pods = get(multinode, "dynamo.nodeCount", join(path, "multinode"), file) or 1
-        role = "prefill" if any(t in PREFILL_FLAGS for t in argv) or _sglang_prefill(argv) else None
+        role = "prefill" if service.get("subComponentType") == "prefill" or any(t in PREFILL_FLAGS for t in argv) \
+            or _sglang_prefill(argv) else None
         argv = [t for t in argv if t not in PREFILL_FLAGS]
         out.append(Server(doc, cpath, main, "DynamoGraphDeployment", tuple(argv), gpus,
                           join(path, "resources.limits.gpu"), get(service, "replicas", path, file), pods,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from xml.etree import ElementTree as ET
 
 import pytest
 from typer.testing import CliRunner
@@ -210,3 +211,34 @@ def test_check_header_counts_replicas_in_words():
     result = CliRunner().invoke(app, ["check", str(DATA / "pod-sglang.yaml")])
     # one Pod of 4 GPUs: "1 replica × 4", not "1 x 4"
     assert "llama-3.1-70b on 1 replica × 4 NVIDIA H100" in result.output
+
+
+def test_junit_properties_say_where_each_setting_came_from(tmp_path):
+    junit = tmp_path / "check.xml"
+    path = manifest(tmp_path, "      nodeSelector: {cloud.google.com/gke-accelerator: nvidia-h100-80gb}")
+    CliRunner().invoke(app, ["check", path, "--model", "llama-3.1-8b", "--junit", str(junit)])
+    props = {p.get("name"): p.get("value") for p in ET.parse(junit).getroot().iter("property")}
+    assert props["model"] == "llama-3.1-8b (from --model)"
+    assert props["gpu"] == ("h100-sxm (from spec.template.spec.nodeSelector.cloud.google.com/gke-accelerator "
+                            "(GKE accelerator nvidia-h100-80gb))")
+    assert props["gpus_per_replica"] == "1 (from spec.template.spec.containers[0].resources.limits.nvidia.com/gpu)"
+
+
+def test_inference_service_on_kserves_own_huggingface_runtime(tmp_path):
+    # `runtime: kserve-huggingfaceserver` is a ClusterServingRuntime KServe installs: not in the user's file
+    path = tmp_path / "isvc.yaml"
+    path.write_text("""apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: llama}
+spec:
+  predictor:
+    nodeSelector: {nvidia.com/gpu.product: NVIDIA-L40S}
+    model:
+      modelFormat: {name: vllm}
+      runtime: kserve-huggingfaceserver
+      args: ["--model_id=meta-llama/Llama-3.1-8B-Instruct", "--max-model-len=8192"]
+      resources: {limits: {nvidia.com/gpu: "1"}}
+""")
+    inp = read_check_input(str(path))
+    assert inp.scenario_data["model"]["name"] == "llama-3.1-8b"
+    assert inp.scenario_data["deployment"]["max_model_len"] == 8192

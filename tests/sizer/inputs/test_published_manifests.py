@@ -140,6 +140,14 @@ def test_dynamo_graph_deployment_worker():
     assert sources(inp)["gpus_per_replica"] == ("1", "spec.services.worker.resources.limits.gpu")
 
 
+def test_dynamo_sglang_prefill_and_decode_workers_are_a_disaggregated_deployment():
+    # services decode and prefill (subComponentType, --disaggregation-mode), each `gpu: "1"` and 1 replica
+    inp = read("dynamo-sglang-disagg.yaml", gpu="h100", model="qwen3-8b")
+    d = inp.scenario_data["deployment"]
+    assert (d["engine"], d["disaggregated"]) == ("sglang", {"prefill_replicas": 1, "decode_replicas": 1})
+    assert inp.gpus_requested == 2                                      # 1 decode pod + 1 prefill pod
+
+
 # ---- Helm values -------------------------------------------------------------------------------
 
 
@@ -177,6 +185,7 @@ def test_every_published_manifest_gets_a_verdict():
             "kserve-llmisvc-qwen2.5-7b-amd.yaml": ["--gpu", "mi300x"],
             "kuberay-ray-serve-llm.yaml": ["--gpu", "l4"],
             "dynamo-vllm-agg.yaml": ["--gpu", "h100", "--model", "qwen3-8b"],
+            "dynamo-sglang-disagg.yaml": ["--gpu", "h100", "--model", "qwen3-8b"],
             "llm-d-guide-inference-scheduling-values.yaml": ["--gpu", "h100", "--model", "qwen3-8b"],
             "production-stack-basic-config-values.yaml": ["--gpu", "l40s"]}
     for name, flags in runs.items():
