@@ -242,3 +242,16 @@ spec:
     inp = read_check_input(str(path))
     assert inp.scenario_data["model"]["name"] == "llama-3.1-8b"
     assert inp.scenario_data["deployment"]["max_model_len"] == 8192
+
+
+def test_v100_has_no_bf16_and_vllm_refuses_it(tmp_path):
+    # NVIDIA's V100 datasheet: Tensor Cores take FP16 (125 TFLOPS), no bf16; vLLM asks for --dtype half
+    bf16 = manifest(tmp_path, "      nodeSelector: {nvidia.com/gpu.product: Tesla-V100-SXM2-32GB}")
+    result = CliRunner().invoke(app, ["check", bf16])
+    assert result.exit_code == 1 and "vLLM refuses bf16 on NVIDIA V100 SXM2 32GB" in result.output
+    half = manifest(tmp_path, "      nodeSelector: {nvidia.com/gpu.product: Tesla-V100-SXM2-32GB}",
+                    command='command: ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--dtype", "half", '
+                            '"--max-model-len", "8192"]')
+    result = CliRunner().invoke(app, ["check", half])
+    assert result.exit_code == 0, result.output
+    assert "fp16 weights run on NVIDIA V100 SXM2 32GB (fp16 GEMMs)" in result.output
