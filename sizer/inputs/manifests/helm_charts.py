@@ -2,7 +2,9 @@
 
 A chart that takes a container (vLLM's own chart `image.command`, most others): the container with
 a server's command line anywhere in the values; its GPUs from its `resources`, else the values'
-top-level `resources` (vLLM's chart); replicas `replicaCount` (or `replicas`).
+top-level `resources` (vLLM's chart); replicas `replicaCount` (or `replicas`); vLLM's chart's
+`gpuModels` is the `nvidia.com/gpu.product` its node affinity asks for
+(vllm-project/vllm examples/online_serving/chart-helm/templates/deployment.yaml).
 
 vLLM production-stack (vllm-project/production-stack helm/values.yaml): each
 `servingEngineSpec.modelSpec[]` entry is a Deployment of `replicaCount` pods running `vllm serve
@@ -53,7 +55,12 @@ def helm_servers(doc: dict, file: str) -> list[Server]:
         if gpus is None and get(doc, "resources", "", file):    # vLLM's chart: the values' top-level resources
             gpus, where = pod_gpus(doc, "", file)
         key = "replicaCount" if "replicaCount" in doc else "replicas"
-        out.append(Server(doc, path, container, "helm values", tuple(argv), gpus, where, get(doc, key, "", file)))
+        # vLLM's chart writes a node affinity on nvidia.com/gpu.product In gpuModels (templates/deployment.yaml)
+        models = doc.get("gpuModels")
+        labels = (("nvidia.com/gpu.product", str(models[0]), "gpuModels[0]"),) \
+            if isinstance(models, list) and models else ()
+        out.append(Server(doc, path, container, "helm values", tuple(argv), gpus, where, get(doc, key, "", file),
+                          gpu_labels=labels))
     return out
 
 

@@ -168,6 +168,19 @@ def test_production_stack_tutorial_values_without_chunked_prefill():
                       flags=CheckFlags(gpu="l40s")).exit_code == 0
 
 
+def test_vllm_chart_values_with_a_weights_path_and_a_placeholder_gpu():
+    # image.command `vllm serve /data/` (weights synced from S3) names no model: the error names --model;
+    # gpuModels ["TYPE_GPU_USED"] (the chart's node affinity on nvidia.com/gpu.product) names no GPU: --gpu
+    with pytest.raises(FieldError, match="model '/data/' is not in the catalog .*give --model"):
+        read("vllm-chart-helm-values.yaml")
+    with pytest.raises(FieldError, match="no hardware profile for TYPE_GPU_USED; give --gpu") as err:
+        read("vllm-chart-helm-values.yaml", model="llama-3.2-1b")
+    assert err.value.field == "gpuModels[0]"
+    inp = read("vllm-chart-helm-values.yaml", model="llama-3.2-1b", gpu="l4")
+    assert resolved(inp) == ("llama-3.2-1b", "l4", 1, 1)                 # resources.limits nvidia.com/gpu 1
+    assert inp.scenario_data["deployment"]["block_size"] == 16
+
+
 def test_another_charts_values_are_named_not_read_as_a_scenario():
     result = CliRunner().invoke(app, ["check", str(DATA / "gke-slurm-chart-values.yaml")])
     assert result.exit_code == 2
@@ -187,7 +200,8 @@ def test_every_published_manifest_gets_a_verdict():
             "dynamo-vllm-agg.yaml": ["--gpu", "h100", "--model", "qwen3-8b"],
             "dynamo-sglang-disagg.yaml": ["--gpu", "h100", "--model", "qwen3-8b"],
             "llm-d-guide-inference-scheduling-values.yaml": ["--gpu", "h100", "--model", "qwen3-8b"],
-            "production-stack-basic-config-values.yaml": ["--gpu", "l40s"]}
+            "production-stack-basic-config-values.yaml": ["--gpu", "l40s"],
+            "vllm-chart-helm-values.yaml": ["--gpu", "l4", "--model", "llama-3.2-1b"]}
     for name, flags in runs.items():
         result = CliRunner().invoke(app, ["check", str(DATA / name), *flags])
         assert result.exit_code in (0, 1), (name, result.output)
