@@ -42,7 +42,7 @@ CONCURRENCY = typer.Option(None, "--concurrency",
 MODEL = typer.Option(None, "--model", help="catalog name, config.json, checkpoint folder or cached HF id")
 GPU = typer.Option(None, "--gpu", help="accelerator profile (`sizer gpus`)")
 GPUS_PER_REPLICA = typer.Option(None, "--gpus-per-replica",
-                                help="GPUs one replica has (all its pods), where the manifest does not say")
+                                help="GPUs one replica has (all its pods), in place of what the manifest says")
 TTFT_MS = typer.Option(None, "--ttft-ms", help="SLO: time to first token target, milliseconds")
 ITL_MS = typer.Option(None, "--itl-ms", help="SLO: inter-token latency target, milliseconds, checked against each "
                                              "request's TPOT (its mean time per output token)")
