@@ -306,6 +306,8 @@ def _gpus_of(server: Server, flags: CheckFlags, block: SizerBlock, file: str) ->
 # Environment variable prefixes of the engines' own settings (VLLM_ATTENTION_BACKEND, SGLANG_..., TLLM_...):
 # none sets a field sizer models, so each one set is named.
 ENGINE_ENV = ("VLLM_", "SGLANG_", "SGL_", "TRTLLM_", "TLLM_")
+# ... except those a kind's template reads as flags (sizer/inputs/manifests/operators.py)
+READ_ENV = {"LLMInferenceService": ("VLLM_ADDITIONAL_ARGS",)}
 
 
 def _engine(server: Server, file: str) -> tuple[dict, str, list[str]]:
@@ -315,7 +317,9 @@ def _engine(server: Server, file: str) -> tuple[dict, str, list[str]]:
     if server.pods > 1:
         each = f", {count(server.gpus_per_pod, 'GPU')} each" if server.gpus_per_pod is not None else ""
         notes.append(f"a {server.kind} of {server.pods} pods per replica{each}")
-    env = sorted(k for k in container_env(server.container, server.path, file) if k.startswith(ENGINE_ENV))
+    read = READ_ENV.get(server.kind, ())
+    env = sorted(k for k in container_env(server.container, server.path, file) if k.startswith(ENGINE_ENV)
+                 and k not in read)
     if env:
         notes.append(f"{ENGINE_NAMES[engine]} environment not modelled: {' '.join(env)}")
     return fields, model_ref, notes

@@ -66,7 +66,7 @@ def tokens(container: dict, path: str, file: str, doc=None) -> list[str]:
         if value is None:
             continue
         if isinstance(value, str) and not (isinstance(doc, dict) and doc.get("kind")):
-            items += [(expand(t, env, True), where, True) for t in _shell_split(value, file, where)]
+            items += [(expand(t, env, True), where, True) for t in shell_split(value, file, where)]
             continue
         for i, item in enumerate(get(container, key, path, file)):
             if isinstance(item, bool) or not isinstance(item, (str, int, float)):
@@ -87,13 +87,13 @@ def tokens(container: dict, path: str, file: str, doc=None) -> list[str]:
             i += 1
             if "c" in flag[1:]:
                 if i < len(items) and not items[i][2]:
-                    argv += [expand(t, env, True) for t in _shell_split(items[i][0], file, items[i][1])]
+                    argv += [expand(t, env, True) for t in shell_split(items[i][0], file, items[i][1])]
                     i += 1
                 break
     return argv
 
 
-def _shell_split(text: str, file: str, where: str) -> list[str]:
+def shell_split(text: str, file: str, where: str) -> list[str]:
     try:
         lexer = shlex.shlex(text, posix=True, punctuation_chars=True)   # `a;b` and `a && b` split at the operator
         lexer.whitespace_split = True

@@ -28,7 +28,7 @@ from simulator.errors import excerpt
 from simulator.safe_yaml import loads_yaml
 from simulator.schema import join
 from sizer.errors import InputError
-from sizer.inputs.manifests.commands import server_start, tokens
+from sizer.inputs.manifests.commands import container_env, server_start, shell_split, tokens
 from sizer.inputs.manifests.fields import get, hf_repo_id
 from sizer.inputs.manifests.gpus import RAY_ACCELERATOR
 from sizer.inputs.manifests.kubernetes import Server, containers, pod_gpus
@@ -92,8 +92,11 @@ def _llmisvc_pool(doc: dict, pool: dict, path: str, model: str, role: str | None
     notes: tuple[str, ...] = ()
     argv = own
     if server_start(own) is None:
-        argv = ["vllm", "serve", model, *own]
-        notes = ("KServe's LLMInferenceService template runs `vllm serve` with the main container's args",)
+        # the template's `eval "exec vllm serve ... ${VLLM_ADDITIONAL_ARGS} $@"`: that variable, then the args
+        extra = container_env(container, cpath, file).get("VLLM_ADDITIONAL_ARGS", "")
+        argv = ["vllm", "serve", model, *shell_split(extra, file, join(cpath, "env")), *own]
+        notes = ("KServe's LLMInferenceService template runs `vllm serve` with VLLM_ADDITIONAL_ARGS and the main "
+                 "container's args",)
     given = {t.partition("=")[0].replace("_", "-") for t in argv}
     for flag, value in (("--tensor-parallel-size", tp), ("--data-parallel-size", data)):
         if value and flag not in given:

@@ -123,6 +123,17 @@ def test_kserve_llm_inference_service_on_amd():
     assert check_file(str(DATA / "kserve-llmisvc-qwen2.5-7b-amd.yaml"), flags=CheckFlags(gpu="mi300x")).exit_code == 0
 
 
+def test_kserve_llm_inference_service_with_a_prefill_pool():
+    # spec.replicas 1 decode pod and spec.prefill.replicas 2 prefill pods, each `nvidia.com/gpu: "1"`;
+    # VLLM_ADDITIONAL_ARGS (--kv_transfer_config) is appended by KServe's template: read, and named as not modelled
+    inp = read("kserve-llmisvc-pd-qwen2.5-7b.yaml", gpu="h100")
+    d = inp.scenario_data["deployment"]
+    assert d["disaggregated"] == {"prefill_replicas": 2, "decode_replicas": 1}
+    assert inp.gpus_requested == 3
+    assert "vLLM flags not modelled: --kv_transfer_config" in inp.notes
+    assert not any(n.startswith("vLLM environment not modelled") for n in inp.notes)
+
+
 def test_ray_serve_llm_engine_kwargs_are_vllm_flags():
     inp = read("kuberay-ray-serve-llm.yaml", gpu="l4")
     # engine_kwargs max_model_len 1024, gpu_memory_utilization 0.75; TP 1 -> 1 GPU; autoscaling min_replicas 1
@@ -196,6 +207,7 @@ def test_every_published_manifest_gets_a_verdict():
             "lws-vllm-ray-multinode.yaml": ["--gpu", "h100"], "lws-sglang-multinode.yaml": ["--gpu", "h100"],
             "kserve-llmisvc-qwen2.5-7b.yaml": ["--gpu", "l4"],
             "kserve-llmisvc-qwen2.5-7b-amd.yaml": ["--gpu", "mi300x"],
+            "kserve-llmisvc-pd-qwen2.5-7b.yaml": ["--gpu", "h100"],
             "kuberay-ray-serve-llm.yaml": ["--gpu", "l4"],
             "dynamo-vllm-agg.yaml": ["--gpu", "h100", "--model", "qwen3-8b"],
             "dynamo-sglang-disagg.yaml": ["--gpu", "h100", "--model", "qwen3-8b"],
