@@ -29,7 +29,7 @@ from simulator.safe_yaml import loads_yaml
 from simulator.schema import join
 from sizer.errors import InputError
 from sizer.inputs.manifests.commands import container_env, server_start, shell_split, tokens
-from sizer.inputs.manifests.fields import get, hf_repo_id
+from sizer.inputs.manifests.fields import get, hf_repo_id, parse_number
 from sizer.inputs.manifests.gpus import RAY_ACCELERATOR
 from sizer.inputs.manifests.kubernetes import Server, containers, pod_gpus
 
@@ -161,8 +161,8 @@ def _ray_llm(doc: dict, spec: dict, llm, path: str, file: str) -> Server:
         if autoscaling:
             notes.append(f"autoscaling from {replicas or 1} to {autoscaling.get('max_replicas', '?')} replicas; "
                          "checked at the minimum")
-    tp = kwargs.get("tensor_parallel_size", 1)
-    pp = kwargs.get("pipeline_parallel_size", 1)
+    tp = parse_number(kwargs.get("tensor_parallel_size", 1))
+    pp = parse_number(kwargs.get("pipeline_parallel_size", 1))
     gpus = tp * pp if isinstance(tp, int) and isinstance(pp, int) else None
     accelerator = llm.get("accelerator_type")
     labels = ((RAY_ACCELERATOR, str(accelerator), join(path, "accelerator_type")),) if accelerator else ()
