@@ -29,8 +29,9 @@ from sizer.outputs.serialise import to_json
 
 
 def command(
-    file: Path = typer.Argument(..., help="scenario YAML, or a Kubernetes Deployment / Helm values file "
-                                          "running `vllm serve`; - reads standard input"),
+    file: Path = typer.Argument(..., help="scenario YAML, or a manifest running vLLM, SGLang or TensorRT-LLM "
+                                          "(Kubernetes objects, KServe, LeaderWorkerSet, RayService, Dynamo, "
+                                          "Helm values; docs/deploy.md); - reads standard input"),
     junit: Path | None = typer.Option(None, "--junit", help="write JUnit XML here (one testcase per rule)"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON instead of the summary"),
     kv_share: float | None = typer.Option(None, "--kv-share", min=0.0, max=1.0,

@@ -255,3 +255,13 @@ def test_v100_has_no_bf16_and_vllm_refuses_it(tmp_path):
     result = CliRunner().invoke(app, ["check", half])
     assert result.exit_code == 0, result.output
     assert "fp16 weights run on NVIDIA V100 SXM2 32GB (fp16 GEMMs)" in result.output
+
+
+def test_flags_on_a_scenario_file():
+    # a bundled scenario (not /work/shared): only what the flags change is asserted
+    scenario = Path(__file__).resolve().parents[3] / "scenarios" / "llama-3.1-8b-chat-h100.yaml"
+    inp = read_check_input(str(scenario), flags=CheckFlags(gpu="h200", model="qwen3-8b"))
+    assert (inp.scenario_data["hardware"]["gpu"], inp.scenario_data["model"]["name"]) == ("h200", "qwen3-8b")
+    assert {s.setting: s.source for s in inp.sources}["gpu"] == "--gpu"
+    result = CliRunner().invoke(app, ["check", str(scenario), "--gpus-per-replica", "2"])
+    assert result.exit_code == 2 and "--gpus-per-replica: not with a scenario" in result.output
