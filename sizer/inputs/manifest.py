@@ -329,10 +329,11 @@ def _model_field(server: Server, engine: str) -> str:
     """The field that named the model, for a model not in the catalog."""
     if server.model is None:
         return SERVER_COMMANDS[engine]
+    if server.model_where:
+        return server.model_where
     return {"InferenceService": "spec.predictor.model.storageUri",
             "production-stack values": f"{server.path}.modelURL",
             "llm-d modelservice values": "modelArtifacts.uri", "LLMInferenceService": "spec.model.uri",
-            "RayService (Ray Serve LLM)": f"{server.path}.model_loading_config.model_source",
             }.get(server.kind, SERVER_COMMANDS[engine])
 
 

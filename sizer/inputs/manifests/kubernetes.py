@@ -49,6 +49,7 @@ class Server:
     name: str | None = None
     notes: tuple[str, ...] = ()     # settings of the object that sizer does not model
     gpu_labels: tuple[tuple[str, str, str], ...] = ()   # (label key, value, field) naming the GPU outside node labels
+    model_where: str | None = None  # the field that named `model`, where the kind alone does not say
 
 
 def pod_gpus(container: dict, path: str, file: str) -> tuple[int | None, str]:

@@ -166,8 +166,10 @@ def _ray_llm(doc: dict, spec: dict, llm, path: str, file: str) -> Server:
     gpus = tp * pp if isinstance(tp, int) and isinstance(pp, int) else None
     accelerator = llm.get("accelerator_type")
     labels = ((RAY_ACCELERATOR, str(accelerator), join(path, "accelerator_type")),) if accelerator else ()
+    where = join(path, "model_loading_config." + ("model_source" if isinstance(source, str) else "model_id"))
     return Server(doc, path, {}, "RayService (Ray Serve LLM)", tuple(argv), gpus, join(path, "engine_kwargs"),
-                  replicas, model=model, name=_name(doc, file), notes=tuple(notes), gpu_labels=labels)
+                  replicas, model=model, name=_name(doc, file), notes=tuple(notes), gpu_labels=labels,
+                  model_where=where)
 
 
 # ---- NVIDIA Dynamo DynamoGraphDeployment ----------------------------------------------------------
