@@ -26,7 +26,8 @@ from sizer.inputs.variant import Variant
 
 EMIT_HELP = "also write the recommended configuration as a `vllm serve` command, a Kubernetes manifest, an " \
             "`sglang.launch_server` command, a `llama-server` command or an Ollama Modelfile and environment: " \
-            "vllm, k8s, sglang, llamacpp, ollama (to stdout unless --emit-to; the rest goes to stderr)"
+            "vllm, k8s, sglang, llamacpp, ollama, gke (k8s for GKE's node label; to stdout unless --emit-to; " \
+            "the rest goes to stderr)"
 EMIT_TO_HELP = "file for --emit's output"
 
 
