@@ -17,6 +17,7 @@ from sizer.inputs.hardware import load_hardware
 from sizer.inputs.manifest import CheckFlags, read_check_input
 from sizer.inputs.manifests.commands import model_reference, parse_server_args
 from sizer.inputs.manifests.gpus import read_label
+from sizer.outputs.emit import ACCELERATORS, GKE_LABEL
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "manifests"
 
@@ -265,3 +266,11 @@ def test_flags_on_a_scenario_file():
     assert {s.setting: s.source for s in inp.sources}["gpu"] == "--gpu"
     result = CliRunner().invoke(app, ["check", str(scenario), "--gpus-per-replica", "2"])
     assert result.exit_code == 2 and "--gpus-per-replica: not with a scenario" in result.output
+
+
+def test_every_label_emit_writes_reads_back_as_its_profile():
+    # --emit k8s writes these node labels (sizer/outputs/emit.py ACCELERATORS); check must read each back
+    for gpu, acc in ACCELERATORS.items():
+        assert read_label(acc.label_key, acc.label_value, {}).profile == gpu, gpu
+        if acc.gke:
+            assert read_label(GKE_LABEL, acc.gke, {}).profile == gpu, acc.gke
