@@ -320,7 +320,8 @@ def cost_rule(inp: CheckInput, plan: Plan, sizing: Sizing | None, replicas: int)
     affordable = int(inp.budget_usd_per_hour // (inp.gpus_requested * price))
     needed = sizing.replicas_for_slo if sizing else None
     if needed and needed < replicas:
-        fixes.append(f"{needed} replicas meet the SLO (${usd_per_hour(needed, inp.gpus_requested, price):,.2f}/hour)")
+        fixes.append(f"{count(needed, 'replica')} {'meets' if needed == 1 else 'meet'} the SLO "
+                     f"(${usd_per_hour(needed, inp.gpus_requested, price):,.2f}/hour)")
     if inp.gpus_requested > inp.gpus_per_replica:
         fixes.append(f"request {count(inp.gpus_per_replica, 'GPU')} per pod (the engine uses {inp.gpus_per_replica})")
     fixes.append(f"the budget pays for {count(affordable, 'replica')}; `sizer search` finds cheaper GPUs")

@@ -274,3 +274,11 @@ def test_every_label_emit_writes_reads_back_as_its_profile():
         assert read_label(acc.label_key, acc.label_value, {}).profile == gpu, gpu
         if acc.gke:
             assert read_label(GKE_LABEL, acc.gke, {}).profile == gpu, acc.gke
+
+
+def test_cost_fix_counts_one_replica_in_words():
+    # pass-llama-8b-h100 billed at 2 GPUs per replica: 2 x 2 x $3.99 = $15.96/hour over a $10 budget; one replica
+    # (2 x $3.99 = $7.98/hour) meets its SLO: "1 replica meets", not "1 replicas meet"
+    deploy = Path(__file__).resolve().parents[3] / "scenarios" / "deploy" / "pass-llama-8b-h100.yaml"
+    result = CliRunner().invoke(app, ["check", str(deploy), "--gpus-per-replica", "2"])
+    assert result.exit_code == 1 and "fix: 1 replica meets the SLO ($7.98/hour)" in result.output
