@@ -138,6 +138,11 @@ def _execution(fmt: WeightFormat, hw: HardwareSpec, file: str | None) -> Executi
     if fmt.gguf is not None:
         return Execution(fmt.name, fmt.compute, True, GGML_KERNELS,
                          f"GGUF {fmt.gguf.name} weights on {where}: {GGML_KERNELS}")
+    if fmt.name == "bf16" and not hw.supports("bf16") and hw.supports("fp16"):
+        # vllm/platforms/cuda.py: "Bfloat16 is only supported on GPUs with compute capability of at least 8.0"
+        raise InputError(file, "deployment.quantization",
+                         f"vLLM refuses bf16 on {where}: it has no bf16 datapath; serve the model as fp16 (vLLM "
+                         "--dtype half, sizer --weights fp16)")
     if fmt.name in PLAIN:
         compute = fmt.compute if hw.supports(fmt.compute) else "bf16"
         return Execution(fmt.name, compute, compute == fmt.compute, f"{compute} GEMMs", "")

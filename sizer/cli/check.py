@@ -7,10 +7,23 @@ from pathlib import Path
 import typer
 
 from simulator.errors import FieldError
-from sizer.cli.flags import check_range
-from sizer.cli.options import ITL_MS, OUTPUT_TOKENS, PROMPT_TOKENS, RATE, TTFT_MS, WIDE, traffic_from_flags
+from sizer.cli.flags import check_gpu, check_range
+from sizer.cli.options import (
+    GPU,
+    GPUS_PER_REPLICA,
+    ITL_MS,
+    MODEL,
+    OUTPUT_TOKENS,
+    PROMPT_TOKENS,
+    RATE,
+    TTFT_MS,
+    WIDE,
+    traffic_from_flags,
+)
 from sizer.cli.progress import progress
 from sizer.cli.render import check_summary, terminal
+from sizer.inputs.manifest import CheckFlags
+from sizer.inputs.manifests.fields import MAX_GPUS_PER_POD
 from sizer.outputs.check import CheckResult, check_file
 from sizer.outputs.destination import check_destination
 from sizer.outputs.junit import write_junit, write_junit_error
@@ -18,8 +31,9 @@ from sizer.outputs.serialise import to_json
 
 
 def command(
-    file: Path = typer.Argument(..., help="scenario YAML, or a Kubernetes Deployment / Helm values file "
-                                          "running `vllm serve`; - reads standard input"),
+    file: Path = typer.Argument(..., help="scenario YAML, or a manifest running vLLM, SGLang or TensorRT-LLM "
+                                          "(Kubernetes objects, KServe, LeaderWorkerSet, RayService, Dynamo, "
+                                          "Helm values; docs/deploy.md); - reads standard input"),
     junit: Path | None = typer.Option(None, "--junit", help="write JUnit XML here (one testcase per rule)"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON instead of the summary"),
     kv_share: float | None = typer.Option(None, "--kv-share", min=0.0, max=1.0,
@@ -34,6 +48,9 @@ def command(
                                                                   "replace the `sizer:` block's (flags replace both)"),
     share: float | None = typer.Option(None, "--share", help="share of the workload's requests this deployment "
                                                              "serves, 0 to 1 (deployments splitting one workload)"),
+    model: str | None = MODEL,
+    gpu: str | None = GPU,
+    gpus_per_replica: int | None = GPUS_PER_REPLICA,
     wide: bool = WIDE,
 ) -> None:
     """Check a deployment against memory, max_model_len, SLO and cost rules (for CI pipelines).
@@ -41,8 +58,13 @@ def command(
     Without a workload (a `sizer:` block, --scenario, or --rate, --prompt-tokens and --output-tokens) the
     memory and max_model_len rules decide and the slo rule is skipped. With --share F the deployment
     serves F of the workload's requests (its arrival rate times F), as one of several deployments
-    behind a router that splits the workload."""
+    behind a router that splits the workload. --model, --gpu and --gpus-per-replica replace what the
+    `sizer:` block and the manifest say (the GPU type is rarely in a manifest); each value's source is
+    printed."""
     check_range(share, "--share", MIN_SHARE, 1.0)
+    check_range(gpus_per_replica, "--gpus-per-replica", 1, MAX_GPUS_PER_POD)
+    check_gpu(gpu)
+    flags = CheckFlags(model, gpu, gpus_per_replica)
     traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms, share)
     if junit:
         # first: a JUnit path that cannot be written is exit 2 before anything is checked, so a
@@ -51,7 +73,7 @@ def command(
     try:
         with progress("sizing", "simulations") as update:
             result = check_file(str(file), kv_share, budget, traffic, scenario=str(scenario) if scenario else None,
-                                progress=update)
+                                flags=flags, progress=update)
     except FieldError as error:
         if junit:
             try:
@@ -75,4 +97,6 @@ MIN_SHARE = 1e-6
 def to_dict(result: CheckResult) -> dict:
     """The result with its verdict (passed, exit_code) and the sizing pipeline's answer (replicas, cost)."""
     return {"file": result.file, "kind": result.kind, "summary": result.summary, "passed": result.passed,
-            "exit_code": result.exit_code, "notes": result.notes, "rules": result.rules, "sizing": result.sizing}
+            "exit_code": result.exit_code, "sources": {s.setting: {"value": s.value, "from": s.source}
+                                                      for s in result.sources},
+            "notes": result.notes, "rules": result.rules, "sizing": result.sizing}

@@ -41,6 +41,12 @@ CONCURRENCY = typer.Option(None, "--concurrency",
                                 "request when its last answer arrives (vllm bench serve --max-concurrency N)")
 WIDE = typer.Option(False, "--wide", help="print every table in full, as wide as its content (default: fit the "
                                           "terminal, 80 columns in a pipe: labels wrapped, some columns left out)")
+# The deployment flags `plan` and `check` share: the same name and help in both.
+MODEL = typer.Option(None, "--model", help="catalog name, config.json, checkpoint folder or cached HF id")
+GPU = typer.Option(None, "--gpu", help="accelerator profile (`sizer gpus`; yours in $SIZER_HOME/profiles first), "
+                                       "a profile YAML file, or PROFILE/mig-3g.40gb for a MIG slice")
+GPUS_PER_REPLICA = typer.Option(None, "--gpus-per-replica",
+                                help="GPUs one replica has (all its pods), in place of what the manifest says")
 TTFT_MS = typer.Option(None, "--ttft-ms", help="SLO: time to first token target, milliseconds")
 ITL_MS = typer.Option(None, "--itl-ms", help="SLO: inter-token latency target, milliseconds, checked against each "
                                              "request's TPOT (its mean time per output token)")

@@ -470,6 +470,9 @@ def render_validation(report, console: Console) -> None:
                       f"outside the profile's measured range and were extrapolated[/yellow]")
 
 
+SOURCE_NAMES = {"model": "model", "gpu": "GPU", "gpus_per_replica": "GPUs per replica"}
+
+
 def check_summary(result: CheckResult, columns: int = WIDE_COLUMNS) -> str:
     """What was checked, each rule's verdict, the fixes of failing rules, one closing line; each entry wrapped to
     `columns` under its own text (words are never split: a path longer than a line stays whole)."""
@@ -477,6 +480,8 @@ def check_summary(result: CheckResult, columns: int = WIDE_COLUMNS) -> str:
         return textwrap.wrap(text, columns, initial_indent=first, subsequent_indent=" " * (indent or len(first)),
                              break_long_words=False, break_on_hyphens=False) or [first]
     lines = wrap("", f"sizer check {result.file} ({result.kind}): {result.summary}", 2)
+    lines += [line for s in result.sources
+              for line in wrap("  ", f"{SOURCE_NAMES[s.setting]} {s.value}: from {s.source}", 4)]
     width = max(len(r.name) for r in result.rules)
     for r in result.rules:
         lines += wrap(f"  {MARKS[r.status]} {r.name:<{width}}  ", ("skipped: " if r.status == "skip" else "")

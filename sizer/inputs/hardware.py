@@ -78,7 +78,8 @@ class HardwareSpec:
         value = self.peak_flops_per_s.get(fmt)
         if value:
             return float(value)
-        return float(self.peak_flops_per_s["bf16"])
+        # a 16-bit format the part lacks (bf16 on Volta) runs at its other 16-bit rate
+        return float(self.peak_flops_per_s.get("bf16") or self.peak_flops_per_s["fp16"])
 
     def supports(self, fmt: str) -> bool:
         return fmt in self.supported_formats
@@ -225,12 +226,16 @@ def profile_file(path: Path, file: str | None, field_path: str) -> HardwareSpec:
 
 def load_hardware(name: str, file: str | None = None, field_path: str = "hardware.gpu") -> HardwareSpec:
     """A profile by id or alias, case-insensitive (`h100`, `h100-sxm`, `H200`), the user's folder first; or by the
-    path of its YAML file (relative to `file`'s folder, else the working directory)."""
+    path of its YAML file (relative to `file`'s folder, else the working directory); `PROFILE/mig-3g.40gb` a MIG
+    slice."""
     if is_profile_path(name):
         path = Path(name)
         return profile_file(path if path.is_absolute() or file is None else Path(file).parent / path, file,
                             field_path)
     key = str(name).lower()
+    parent, sep, mig = key.partition("/mig-")
+    if sep:
+        return mig_slice(load_hardware(parent, file, field_path), mig, file, field_path)
     profiles = preloaded.profiles()         # a sweep worker: the driver's (sizer/inputs/preloaded.py)
     if not profiles:
         named = profile_by_id(key)
@@ -308,6 +313,30 @@ def with_overrides(spec: HardwareSpec, o: HardwareOverrides, file: str | None) -
         said.append(f"memory_bandwidth_gb_per_s {o.memory_bandwidth_gb_per_s:g}")
     name = f"{spec.name}, {o.memory_gb:g} GB" if o.memory_gb is not None else spec.name
     return replace(spec, name=name, overrides=", ".join(said), **changes)
+
+
+# NVIDIA Multi-Instance GPU: a slice `<g>g.<m>gb` has g of the part's 7 compute slices and m GB of its memory,
+# with the memory slices' share of the bandwidth; slices do not talk over NVLink (NVIDIA MIG user guide,
+# "Supported GPUs" and "Partitioning": A100, A30, H100, H200, B200, GB200).
+MIG_PARTS = ("a100-40gb", "a100-80gb", "a100-pcie-80gb", "h100-sxm", "h100-pcie", "h200", "b200", "gb200")
+MIG_COMPUTE_SLICES = 7
+
+
+def mig_slice(parent: HardwareSpec, mig: str, file: str | None, field_path: str) -> HardwareSpec:
+    """The slice `mig` ("3g.40gb") of `parent`: its compute and memory shares of the whole part."""
+    m = re.fullmatch(r"([1-7])g\.(\d{1,3})gb", mig)
+    printed_gb = float(parent.memory_as_printed.split()[0]) if parent.memory_as_printed else 0.0
+    if parent.id not in MIG_PARTS or not m or not 0 < int(m.group(2)) <= printed_gb:
+        raise InputError(file, field_path, f"no MIG slice {excerpt(mig)} of {parent.name}: slices are <g>g.<m>gb, "
+                                           f"g of 7 compute slices and m GB, on {', '.join(MIG_PARTS)}")
+    compute, memory = int(m.group(1)) / MIG_COMPUTE_SLICES, int(m.group(2)) / printed_gb
+    return replace(parent, id=f"{parent.id}/mig-{mig}", name=f"{parent.name} MIG {mig}", aliases=(),
+                   memory_bytes=int(parent.memory_bytes * memory), memory_as_printed=f"{m.group(2)} GB",
+                   memory_source=f"{parent.memory_source}; x {m.group(2)}/{printed_gb:g} for the MIG slice",
+                   memory_bandwidth_bytes_per_s=parent.memory_bandwidth_bytes_per_s * memory,
+                   peak_flops_per_s={k: v * compute if v else v for k, v in parent.peak_flops_per_s.items()},
+                   interconnect_type="none", interconnect_bytes_per_s_per_direction=None,
+                   price_usd_per_gpu_hour=None, price_rule="a MIG slice has no listed price")
 
 
 def host_cpu() -> HardwareSpec:

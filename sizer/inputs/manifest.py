@@ -11,19 +11,29 @@ by its `_sizer.hf_repo`; the GPU type comes from the block or a node-selector la
 from __future__ import annotations
 
 import dataclasses
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from simulator.errors import excerpt
+from simulator.errors import FieldError, excerpt
 from simulator.safe_yaml import MAX_YAML_BYTES, load_yaml, load_yaml_all, loads_yaml, loads_yaml_all
 from simulator.schema import build, field, join
 from sizer.errors import InputError
-from sizer.inputs.manifests.commands import ENGINE_NAMES, catalog_name_for, container_env, parse_server_args
-from sizer.inputs.manifests.fields import get
+from sizer.inputs.checkpoint import find_config
+from sizer.inputs.hardware import scenario_hardware
+from sizer.inputs.manifests.commands import (
+    ENGINE_NAMES,
+    SERVER_COMMANDS,
+    container_env,
+    model_reference,
+    parse_server_args,
+)
+from sizer.inputs.manifests.fields import MAX_GPUS_PER_POD, get
+from sizer.inputs.manifests.gpus import GKE_ACCELERATORS, GPU_LABELS, MIG_RESOURCE, product_profile, read_label
 from sizer.inputs.manifests.helm_charts import helm_servers
 from sizer.inputs.manifests.kubernetes import Server, kubernetes_servers
+from sizer.inputs.manifests.operators import OPERATOR_KINDS, operator_servers
+from sizer.inputs.model_spec import CATALOG_DIR
 from sizer.inputs.scenario import SLOSection, WorkloadSection, load_scenario, scenario_from_dict
 from sizer.inputs.traffic import Traffic, with_traffic
 from sizer.words import count
@@ -43,6 +53,23 @@ class CheckInput:
     budget_usd_per_hour: float | None
     notes: tuple[str, ...] = ()
     has_workload: bool = True   # False: no rate stated; scenario_data holds NOMINAL_WORKLOAD, the slo rule is skipped
+    sources: tuple[Source, ...] = ()    # where the model, the GPU and the GPU count came from
+
+
+@dataclass(frozen=True)
+class Source:
+    """One setting `check` read, its value and where it came from (a flag, the `sizer:` block, a manifest field)."""
+    setting: str                # "model", "gpu", "gpus_per_replica"
+    value: str
+    source: str
+
+
+@dataclass(frozen=True)
+class CheckFlags:
+    """`check --model`, `--gpu`, `--gpus-per-replica`: they replace the `sizer:` block's and the manifest's."""
+    model: str | None = None
+    gpu: str | None = None
+    gpus_per_replica: int | None = None
 
 
 # A manifest with no workload is planned at this nominal one: the memory and max_model_len rules do not
@@ -51,6 +78,8 @@ class CheckInput:
 NOMINAL_WORKLOAD = {"arrival": {"rate_per_s": 1.0}, "prompt_tokens": {"distribution": "fixed", "value": 1024},
                     "output_tokens": {"distribution": "fixed", "value": 256}}
 STDIN = "<stdin>"
+# A document without a `kind` is read as a scenario when it has one of these (else as Helm values).
+SCENARIO_KEYS = {"model", "hardware", "deployment", "workload"}
 
 
 @dataclass(frozen=True)
@@ -60,6 +89,8 @@ class SizerBlock:
     slo: SLOSection = field(default_factory=SLOSection, doc="latency targets, as in a scenario")
     gpu: str | None = field(None, doc="accelerator profile; default from a node-selector label")
     model: str | None = field(None, doc="catalog name or config.json path; default from the HF repo id")
+    gpus_per_replica: int | None = field(None, ge=1, le=MAX_GPUS_PER_POD,
+                                         doc="GPUs one replica has; default from the pods' GPU resources")
     replicas: int | None = field(None, ge=1, doc="default: the Deployment's spec.replicas or Helm replicaCount")
     price_usd_per_gpu_hour: float | None = field(None, ge=0, doc="default: the hardware profile's price")
     budget_usd_per_hour: float | None = field(None, gt=0, doc="cost rule: most the deployment may cost per hour")
@@ -68,26 +99,40 @@ class SizerBlock:
 
 
 def read_check_input(path: str, kv_share: float | None = None, budget_usd_per_hour: float | None = None,
-                     traffic: Traffic = Traffic(), scenario: str | None = None) -> CheckInput:
+                     traffic: Traffic = Traffic(), scenario: str | None = None,
+                     flags: CheckFlags = CheckFlags()) -> CheckInput:
     """A scenario YAML, or a YAML with an inference server (and a `sizer:` block for the workload and
-    SLO, or a side `scenario` file's, or `traffic`, or none); `-` reads standard input."""
+    SLO, or a side `scenario` file's, or `traffic`, or none); `-` reads standard input. `flags`
+    replace the model, GPU and GPU count the file states."""
     file, stem = (STDIN, "stdin") if str(path) == "-" else (str(path), Path(path).stem)
     docs = [d for d in (_stdin_documents() if file == STDIN else load_yaml_all(path)) if d is not None]
     servers = find_servers(docs, file)
     side = side_scenario(scenario) if scenario is not None else {}
     if not servers and len(docs) == 1 and isinstance(docs[0], dict) and "sizer" not in docs[0] \
-            and "kind" not in docs[0]:
+            and "kind" not in docs[0] and (SCENARIO_KEYS & set(docs[0]) or not docs[0]):
         workload, slo = with_traffic(side.get("workload") or docs[0].get("workload") or {},
                                      side.get("slo") or docs[0].get("slo") or {}, traffic)
         data = {**docs[0], "workload": workload, "slo": slo}
         if side.get("cost"):
             data["cost"] = side["cost"]
+        if flags.gpus_per_replica is not None:
+            raise InputError(None, "--gpus-per-replica", f"not with a scenario ({file}): its deployment section "
+                                                         "states the split (tensor, pipeline, data parallel sizes)")
+        if flags.model is not None:
+            data["model"] = {**(data.get("model") if isinstance(data.get("model"), dict) else {}),
+                             "name": _model_flag(flags.model)[0]}
+        if flags.gpu is not None:
+            data["hardware"] = {**(data.get("hardware") if isinstance(data.get("hardware"), dict) else {}),
+                                "gpu": _gpu_flag(flags.gpu)}
         scenario_ = scenario_from_dict(data, file, default_name=stem)
         d = scenario_.deployment
         gpus = d.tensor_parallel_size * d.pipeline_parallel_size * d.data_parallel_size
+        sources = (Source("model", scenario_.model.name, "--model" if flags.model else "model.name"),
+                   Source("gpu", scenario_.hardware.gpu, "--gpu" if flags.gpu else "hardware.gpu"),
+                   Source("gpus_per_replica", str(gpus), "deployment (TP x PP x DP)"))
         return CheckInput(file, "scenario", scenario_.name, data, d.replicas or 1, gpus, gpus,
-                          0.0 if kv_share is None else kv_share, budget_usd_per_hour)
-    return _from_manifest(docs, servers, file, stem, kv_share, budget_usd_per_hour, traffic, side)
+                          0.0 if kv_share is None else kv_share, budget_usd_per_hour, sources=sources)
+    return _from_manifest(docs, servers, file, stem, kv_share, budget_usd_per_hour, traffic, side, flags)
 
 
 def side_scenario(path: str) -> dict:
@@ -120,19 +165,27 @@ def _stdin_documents() -> list:
 
 LOOKED_FOR = ("a container running `vllm serve`, `python -m vllm.entrypoints.openai.api_server`, "
               "`sglang.launch_server` or `trtllm-serve` in a Deployment, StatefulSet, Pod, Job, LeaderWorkerSet, "
-              "KServe InferenceService or ServingRuntime, or Helm values (vLLM's chart, production-stack "
+              "KServe InferenceService, ServingRuntime or LLMInferenceService, a RayService's Ray Serve LLM, a "
+              "DynamoGraphDeployment's workers, or Helm values (vLLM's chart, production-stack "
               "servingEngineSpec.modelSpec[], llm-d modelservice decode/prefill)")
 
 
 def find_servers(docs: list, file: str) -> list[Server]:
     """Every inference server in a file's documents: Kubernetes objects, then Helm values."""
     values = [d for d in docs if isinstance(d, dict) and not d.get("kind")]
-    return kubernetes_servers(docs, file) + [s for doc in values for s in helm_servers(doc, file)]
+    plain = [d for d in docs if not (isinstance(d, dict) and d.get("kind") in OPERATOR_KINDS)]
+    return kubernetes_servers(plain, file) + operator_servers(docs, file) + \
+        [s for doc in values for s in helm_servers(doc, file)]
 
 
 def _from_manifest(docs: list, servers: list[Server], file: str, stem: str, kv_share: float | None,
-                   budget: float | None, traffic: Traffic, side: dict) -> CheckInput:
+                   budget: float | None, traffic: Traffic, side: dict, flags: CheckFlags) -> CheckInput:
     if not servers:
+        values = [d for d in docs if isinstance(d, dict) and not d.get("kind")]
+        if values and len(values) == len(docs):
+            keys = ", ".join(sorted(str(k) for d in values for k in d)[:8])
+            raise InputError(file, None, f"an unrecognised values file (top-level keys {excerpt(keys)}): neither a "
+                                         f"scenario (model, hardware) nor a file with {LOOKED_FOR}")
         raise InputError(file, None, f"neither a scenario (model, hardware) nor a manifest with {LOOKED_FOR}")
     decode = [s for s in servers if s.role != "prefill"]
     prefill = [s for s in servers if s.role == "prefill"]
@@ -144,14 +197,22 @@ def _from_manifest(docs: list, servers: list[Server], file: str, stem: str, kv_s
     doc = server.doc
     block = _sizer_block(docs, doc, file)
     engine_fields, model_ref, notes = _engine(server, file)
-    model = block.model or catalog_name_for(model_ref, file, _model_field(server))
-    gpu = block.gpu or _gpu_from_labels([doc] + [d for d in docs if d is not doc], file)
+    model, model_from = _model_of(flags, block, model_ref, file, _model_field(server, engine_fields["engine"]), notes)
+    gpu, gpu_from = (_gpu_flag(flags.gpu), "--gpu") if flags.gpu else (block.gpu, "sizer.gpu") if block.gpu else \
+        _gpu_from_labels([doc] + [d for d in docs if d is not doc], file, server.gpu_labels)
+    mig = MIG_RESOURCE.search(server.gpus_where)
+    if mig and "/mig-" not in gpu:      # the pod asks for MIG slices (mixed strategy): a slice of that GPU
+        gpu, gpu_from = f"{gpu}/mig-{mig.group(1)}g.{mig.group(2)}gb", f"{gpu_from}, sliced as {server.gpus_where}"
+        # a slice the part does not have is refused naming where the part came from
+        scenario_hardware(gpu, None if gpu_from.startswith("--") else file, gpu_from.split(" (")[0].split(",")[0])
     used = (engine_fields.get("tensor_parallel_size", 1) * engine_fields.get("pipeline_parallel_size", 1)
             * engine_fields.get("data_parallel_size", 1))
-    requested = server.gpus_per_pod * server.pods
-    pods = f" ({server.pods} pods x {server.gpus_per_pod})" if server.pods > 1 else ""
+    requested, requested_from = _gpus_of(server, flags, block, file)
+    pods = f" ({server.pods} pods x {server.gpus_per_pod})" if server.pods > 1 and server.gpus_per_pod else ""
     if requested < used:
-        raise InputError(file, server.gpus_where, f"{count(requested, 'GPU')}{pods}, but tensor x pipeline x data "
+        raise InputError(None if requested_from.startswith("--") else file,
+                         requested_from if requested_from.startswith(("--", "sizer.")) else server.gpus_where,
+                         f"{count(requested, 'GPU')}{pods}, but tensor x pipeline x data "
                          f"parallel size needs {used}")
     if requested > used:
         notes.append(f"each {'replica' if pods else 'pod'} requests {count(requested, 'GPU')}{pods} but "
@@ -175,9 +236,10 @@ def _from_manifest(docs: list, servers: list[Server], file: str, stem: str, kv_s
         # all of them, each pod planned with the decode pods' split; the GPUs billed are each pod's own
         pools = {"prefill_replicas": prefill[0].replicas or 1, "decode_replicas": replicas}
         deployment = {**engine_fields, "replicas": 1, "disaggregated": pools}
-        p_requested = prefill[0].gpus_per_pod * prefill[0].pods
+        p_requested = _gpus_of(prefill[0], flags, block, file)[0]
         used *= pools["prefill_replicas"] + pools["decode_replicas"]
         requested = requested * pools["decode_replicas"] + p_requested * pools["prefill_replicas"]
+        requested_from = f"decode and prefill pods ({requested_from}; {_gpus_of(prefill[0], flags, block, file)[1]})"
         replicas = 1
     name = server.name or stem
     workload, slo = with_traffic(side.get("workload") or _as_dict(block.workload),
@@ -188,14 +250,64 @@ def _from_manifest(docs: list, servers: list[Server], file: str, stem: str, kv_s
             "workload": workload if has_workload else NOMINAL_WORKLOAD, "slo": slo,
             "cost": {"price_usd_per_gpu_hour": price}}
     kind = "kubernetes manifest" if doc.get("kind") else server.kind
+    sources = (Source("model", model, model_from), Source("gpu", gpu, gpu_from),
+               Source("gpus_per_replica", str(requested), requested_from))
     return CheckInput(file, kind, name, data, replicas, used, requested,
                       block.kv_share if kv_share is None else kv_share,
-                      block.budget_usd_per_hour if budget is None else budget, tuple(notes), has_workload)
+                      block.budget_usd_per_hour if budget is None else budget, tuple(notes), has_workload, sources)
+
+
+def _model_flag(name: str) -> tuple[str, str | None]:
+    """--model: a catalog name, HF id, config path or weights folder named as a model (`model_reference`); else a
+    cached HF id or checkpoint folder as `plan --model` reads it; refused naming the flag."""
+    try:
+        return model_reference(name, None, "--model")
+    except FieldError:
+        find_config(name, CATALOG_DIR, None, "--model")
+        return name, None
+
+
+def _gpu_flag(name: str) -> str:
+    """--gpu: a profile id or alias, refused naming the flag."""
+    return scenario_hardware(name, None, "--gpu").id
+
+
+def _model_of(flags: CheckFlags, block: SizerBlock, model_ref: str, file: str, field_name: str,
+              notes: list[str]) -> tuple[str, str]:
+    """The model and where it came from: --model, sizer.model, else the manifest (a path read as the model its
+    folder names adds that assumption to `notes`)."""
+    if flags.model:
+        name, assumed = _model_flag(flags.model)
+        source = "--model"
+    elif block.model:
+        return block.model, "sizer.model"
+    else:
+        name, assumed = model_reference(model_ref, file, field_name)
+        source = f"{field_name} {excerpt(model_ref)}" if model_ref != name else field_name
+    if assumed:
+        notes.append(f"assumed: {assumed}")
+    return name, source
+
+
+def _gpus_of(server: Server, flags: CheckFlags, block: SizerBlock, file: str) -> tuple[int, str]:
+    """GPUs one replica requests and where that came from: --gpus-per-replica, sizer.gpus_per_replica, else
+    each pod's GPU resource (or what its chart derives) times the pods of a replica."""
+    if flags.gpus_per_replica is not None:
+        return flags.gpus_per_replica, "--gpus-per-replica"
+    if block.gpus_per_replica is not None:
+        return block.gpus_per_replica, "sizer.gpus_per_replica"
+    if server.gpus_per_pod is None:
+        raise InputError(file, server.gpus_where, "missing; an inference pod needs its GPU count (or give "
+                                                  "--gpus-per-replica)")
+    where = server.gpus_where + (f" x {server.pods} pods" if server.pods > 1 else "")
+    return server.gpus_per_pod * server.pods, where
 
 
 # Environment variable prefixes of the engines' own settings (VLLM_ATTENTION_BACKEND, SGLANG_..., TLLM_...):
 # none sets a field sizer models, so each one set is named.
 ENGINE_ENV = ("VLLM_", "SGLANG_", "SGL_", "TRTLLM_", "TLLM_")
+# ... except those a kind's template reads as flags (sizer/inputs/manifests/operators.py)
+READ_ENV = {"LLMInferenceService": ("VLLM_ADDITIONAL_ARGS",)}
 
 
 def _engine(server: Server, file: str) -> tuple[dict, str, list[str]]:
@@ -203,20 +315,26 @@ def _engine(server: Server, file: str) -> tuple[dict, str, list[str]]:
     engine, fields, model_ref, notes = parse_server_args(list(server.argv), file, server.model)
     notes += server.notes
     if server.pods > 1:
-        notes.append(f"a {server.kind} of {server.pods} pods per replica, {count(server.gpus_per_pod, 'GPU')} each")
-    env = sorted(k for k in container_env(server.container, server.path, file) if k.startswith(ENGINE_ENV))
+        each = f", {count(server.gpus_per_pod, 'GPU')} each" if server.gpus_per_pod is not None else ""
+        notes.append(f"a {server.kind} of {server.pods} pods per replica{each}")
+    read = READ_ENV.get(server.kind, ())
+    env = sorted(k for k in container_env(server.container, server.path, file) if k.startswith(ENGINE_ENV)
+                 and k not in read)
     if env:
         notes.append(f"{ENGINE_NAMES[engine]} environment not modelled: {' '.join(env)}")
     return fields, model_ref, notes
 
 
-def _model_field(server: Server) -> str:
+def _model_field(server: Server, engine: str) -> str:
     """The field that named the model, for a model not in the catalog."""
     if server.model is None:
-        return "vllm serve"
+        return SERVER_COMMANDS[engine]
+    if server.model_where:
+        return server.model_where
     return {"InferenceService": "spec.predictor.model.storageUri",
             "production-stack values": f"{server.path}.modelURL",
-            "llm-d modelservice values": "modelArtifacts.uri"}.get(server.kind, "vllm serve")
+            "llm-d modelservice values": "modelArtifacts.uri", "LLMInferenceService": "spec.model.uri",
+            }.get(server.kind, SERVER_COMMANDS[engine])
 
 
 def _sizer_block(docs: list, doc: dict, file: str) -> SizerBlock:
@@ -246,33 +364,46 @@ def _as_dict(section) -> dict:
     return clean(dataclasses.asdict(section))
 
 
-GPU_LABELS = ("nvidia.com/gpu.product", "amd.com/gpu.product-name", "cloud.google.com/gke-accelerator",
-              "karpenter.k8s.aws/instance-gpu-name")
-# Ordered: the first rule whose words all occur in the normalised label wins.
-GPU_RULES = (("gh200", None), ("gb200", "gb200"), ("b300", "b300"), ("b200", "b200"), ("h200", "h200"),
-             ("h100 pcie", "h100-pcie"), ("h100 nvl", None), ("h100", "h100-sxm"), ("h20", "h20"),
-             ("a100 40gb", "a100-40gb"), ("a100 pcie", "a100-pcie-80gb"), ("a100", "a100-80gb"),
-             ("l40s", "l40s"), ("l4", "l4"), ("mi300x", "mi300x"), ("mi325x", "mi325x"), ("mi355x", "mi355x"),
-             ("mi325", "mi325x"), ("mi355", "mi355x"))       # AMD's node labeller: AMD_Instinct_MI325_OAM
+def gpu_for_label(value: str) -> str | None:
+    """A node label's GPU value (`NVIDIA-H100-80GB-HBM3`, `nvidia-tesla-a100`) -> a profile id; None when none fits."""
+    low = str(value).lower()
+    return GKE_ACCELERATORS[low] if low in GKE_ACCELERATORS else product_profile(str(value))
 
 
-def gpu_for_label(label: str) -> str | None:
-    """`NVIDIA-H100-80GB-HBM3` -> h100-sxm; None when no profile matches."""
-    words = set(re.split(r"[^a-z0-9]+", label.lower()))
-    for rule, profile in GPU_RULES:
-        if all(w in words for w in rule.split()):
-            return profile
-    return None
+def _gpu_from_labels(docs: list, file: str, stated: tuple = ()) -> tuple[str, str]:
+    """(profile, where it was read) from the first node label that names a GPU: node selectors and node
+    affinity first, then tolerations; one that names a part sizer has no profile for is refused, naming --gpu."""
+    found = [label for doc in docs for label in _labels(doc, "", file)]
+    found += [label for doc in docs for label in _tolerations(doc, "", file)] + list(stated)
+    beside = {str(k): str(v) for k, v, _ in found}
+    for key, value, where in found:
+        if key not in GPU_LABELS or value is None:
+            continue
+        label = read_label(str(key), str(value), beside)
+        if label.profile is None:
+            raise InputError(file, where, f"no hardware profile for {label.reading}; give --gpu (`sizer gpus`) "
+                                          "or sizer.gpu")
+        return label.profile, f"{where} ({label.reading})"
+    raise InputError(file, "--gpu", "missing: no node label names the GPU (in a node selector, node affinity or "
+                                    "toleration: GPU product, GKE accelerator, instance type); give --gpu (`sizer "
+                                    "gpus`) or sizer.gpu")
 
 
-def _gpu_from_labels(docs: list, file: str) -> str:
-    for key, value, where in (label for doc in docs for label in _labels(doc, "", file)):
-        if key in GPU_LABELS:
-            gpu = gpu_for_label(str(value))
-            if gpu is None:
-                raise InputError(file, where, f"no hardware profile for {excerpt(value)}; set sizer.gpu (`sizer gpus`)")
-            return gpu
-    raise InputError(file, "sizer.gpu", f"missing, and no node selector names the GPU ({', '.join(GPU_LABELS)})")
+def _tolerations(node, path: str, file: str) -> list[tuple[object, object, str]]:
+    """(key, value, field path) of every toleration with a value, anywhere in a document."""
+    out = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            where = join(path, key)
+            if key == "tolerations" and isinstance(value, list):
+                out += [(t.get("key"), t.get("value"), f"{where}[{i}].value") for i, t in enumerate(value)
+                        if isinstance(t, dict) and t.get("value") is not None]
+            else:
+                out += _tolerations(value, where, file)
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            out += _tolerations(value, f"{path}[{i}]", file)
+    return out
 
 
 def _labels(node, path: str, file: str) -> list[tuple[object, object, str]]:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from simulator.errors import FieldError
 from sizer.analytic.memory import GiB
-from sizer.inputs.manifest import CheckInput, read_check_input
+from sizer.inputs.manifest import CheckFlags, CheckInput, Source, read_check_input
 from sizer.inputs.scenario import SLOSection, scenario_from_dict
 from sizer.inputs.traffic import Traffic
 from sizer.inputs.variant import Variant
@@ -61,6 +61,7 @@ class CheckResult:
     rules: tuple[RuleResult, ...]
     notes: tuple[str, ...]      # flags not modelled, GPUs requested but unused, ...
     sizing: Sizing | None       # the sizing pipeline's answer (does_not_fit: not simulated; None: no workload)
+    sources: tuple[Source, ...] = ()    # where the model, GPU and GPU count came from
 
     @property
     def passed(self) -> bool:
@@ -73,10 +74,11 @@ class CheckResult:
 
 def check_file(path: str, kv_share: float | None = None, budget_usd_per_hour: float | None = None,
                traffic: Traffic = Traffic(), settings: GoodputSettings = GoodputSettings(),
-               scenario: str | None = None, progress: Callable[[int], None] | None = None) -> CheckResult:
+               scenario: str | None = None, flags: CheckFlags = CheckFlags(),
+               progress: Callable[[int], None] | None = None) -> CheckResult:
     """Read `path` (scenario or manifest; `-` standard input; `scenario` a side scenario's workload, SLO and
     price) and evaluate every rule; raises FieldError on bad input. `progress`: the sizing pipeline's."""
-    inp = read_check_input(path, kv_share, budget_usd_per_hour, traffic, scenario)
+    inp = read_check_input(path, kv_share, budget_usd_per_hour, traffic, scenario, flags)
     return evaluate(inp, settings, progress)
 
 
@@ -117,10 +119,10 @@ def evaluate(inp: CheckInput, settings: GoodputSettings = GoodputSettings(),
         notes.append(f"warning: the KV cache holds {held:,} sequences of max_model_len {mem.max_model_len:,}, "
                      f"fewer than max_num_seqs {plan.engine.max_num_seqs:,}; when that many run at full length, "
                      "the engine preempts some")
-    summary = (f"{plan.model.name} on {replicas} x {inp.gpus_per_replica} {plan.gpu} "
+    summary = (f"{plan.model.name} on {count(replicas, 'replica')} × {inp.gpus_per_replica} {plan.gpu} "
                f"(TP {p.tensor_parallel_size}, PP {p.pipeline_parallel_size}, {plan.weights.format} weights, "
                f"{plan.kv.dtype} KV, max_model_len {plan.memory.max_model_len:,})")
-    return CheckResult(inp.file, inp.kind, summary, tuple(rules), tuple(notes), sizing)
+    return CheckResult(inp.file, inp.kind, summary, tuple(rules), tuple(notes), sizing, inp.sources)
 
 
 # Scenario fields whose refusal by `resolve` means the deployment cannot run (a split that does not
@@ -139,8 +141,9 @@ def _cannot_run(inp: CheckInput, error: FieldError, notes: list[str]) -> CheckRe
              *(RuleResult(name, "skip", "the deployment cannot run") for name in ("memory", "max_model_len", "slo",
                                                                                    "cost")))
     d = inp.scenario_data
-    summary = f"{d['model']['name']} on {inp.replicas} x {inp.gpus_per_replica} {d['hardware']['gpu']}"
-    return CheckResult(inp.file, inp.kind, summary, rules, tuple(notes), None)
+    summary = (f"{d['model']['name']} on {count(inp.replicas, 'replica')} × {inp.gpus_per_replica} "
+               f"{d['hardware']['gpu']}")
+    return CheckResult(inp.file, inp.kind, summary, rules, tuple(notes), None, inp.sources)
 
 
 def _model_limit(data: dict, file: str) -> int | None:
@@ -242,8 +245,10 @@ def max_model_len_rule(inp: CheckInput, plan: Plan, stated_len: int | None, mode
     max_seqs = plan.engine.max_num_seqs
     need = sequences_required(max_seqs, inp.kv_share)
     have = mem.max_seqs_at_max_model_len * plan.parallel.data_parallel_size
+    required = (f"ceil({inp.kv_share:g} x max_num_seqs {max_seqs:,}), at least 1" if inp.kv_share > 0 else
+                "at least one; --kv-share or sizer.kv_share asks for a share of max_num_seqs")
     what = (f"KV cache holds {have:,} sequences of max_model_len {mem.max_model_len:,} per replica; "
-            f"required {need:,} (ceil({inp.kv_share:g} x max_num_seqs {max_seqs:,}), at least 1)")
+            f"required {need:,} ({required})")
     if have >= need:
         return RuleResult("max_model_len", "pass", what)
     fixes = list(_fixes(inp, plan, lambda p: p.memory.max_seqs_at_max_model_len * p.parallel.data_parallel_size >= need,
@@ -318,7 +323,8 @@ def cost_rule(inp: CheckInput, plan: Plan, sizing: Sizing | None, replicas: int)
     affordable = int(inp.budget_usd_per_hour // (inp.gpus_requested * price))
     needed = sizing.replicas_for_slo if sizing else None
     if needed and needed < replicas:
-        fixes.append(f"{needed} replicas meet the SLO (${usd_per_hour(needed, inp.gpus_requested, price):,.2f}/hour)")
+        fixes.append(f"{count(needed, 'replica')} {'meets' if needed == 1 else 'meet'} the SLO "
+                     f"(${usd_per_hour(needed, inp.gpus_requested, price):,.2f}/hour)")
     if inp.gpus_requested > inp.gpus_per_replica:
         fixes.append(f"request {count(inp.gpus_per_replica, 'GPU')} per pod (the engine uses {inp.gpus_per_replica})")
     fixes.append(f"the budget pays for {count(affordable, 'replica')}; `sizer search` finds cheaper GPUs")

@@ -20,6 +20,10 @@ def write_junit(path: Path, result: CheckResult) -> None:
     """One testcase per rule: <failure> with the fixes as text, <skipped> with the reason."""
     root, suite = _suite(result.file, len(result.rules), sum(r.status == "fail" for r in result.rules), 0,
                    sum(r.status == "skip" for r in result.rules))
+    if result.sources:              # what was checked, and where each setting came from
+        properties = ET.SubElement(suite, "properties")
+        for s in result.sources:
+            ET.SubElement(properties, "property", name=s.setting, value=f"{s.value} (from {s.source})")
     for r in result.rules:
         case = ET.SubElement(suite, "testcase", classname=f"sizer.check.{Path(result.file).stem}", name=r.name)
         if r.status == "fail":

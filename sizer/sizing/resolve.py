@@ -331,6 +331,11 @@ def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> En
     else:
         reserve, sources["reserve_full_kv"] = False, "scenario (preemption_mode given: the engine preempts)"
     sources["max_model_len"] = "scenario" if d.max_model_len else "model (max_position_embeddings)"
+    if d.engine == "vllm" and not chunked and d.max_num_batched_tokens is None and max_num_batched_tokens < max_len:
+        # vLLM without chunked prefill raises its step budget to max_model_len (vllm/config/scheduler.py,
+        # SchedulerConfig: max(max_model_len, the default) when enable_chunked_prefill is off)
+        max_num_batched_tokens = max_len
+        sources["max_num_batched_tokens"] = "vllm default without chunked prefill (max_model_len)"
     engine = EngineSettings(d.engine, block_size, max_num_seqs, max_num_batched_tokens, chunked, prefix_caching,
                             defaults.prefix_cache_kind, preemption, reserve, max_len, sources)
     if not engine.enable_chunked_prefill and engine.max_num_batched_tokens < max_len:

@@ -16,7 +16,7 @@ from pathlib import Path
 from simulator.errors import excerpt
 from simulator.schema import check_key, join, key_for
 from sizer.errors import InputError
-from sizer.inputs.manifests.fields import get, hf_repo_id, parse_number
+from sizer.inputs.manifests.fields import HF_ID, get, hf_repo_id, parse_number
 from sizer.inputs.model_spec import CATALOG_DIR, catalog_names
 from sizer.inputs.safe_load import load_json, loads_json
 from sizer.inputs.scenario import DeploymentSection, SpeculativeSection
@@ -66,7 +66,7 @@ def tokens(container: dict, path: str, file: str, doc=None) -> list[str]:
         if value is None:
             continue
         if isinstance(value, str) and not (isinstance(doc, dict) and doc.get("kind")):
-            items += [(expand(t, env, True), where, True) for t in _shell_split(value, file, where)]
+            items += [(expand(t, env, True), where, True) for t in shell_split(value, file, where)]
             continue
         for i, item in enumerate(get(container, key, path, file)):
             if isinstance(item, bool) or not isinstance(item, (str, int, float)):
@@ -87,19 +87,24 @@ def tokens(container: dict, path: str, file: str, doc=None) -> list[str]:
             i += 1
             if "c" in flag[1:]:
                 if i < len(items) and not items[i][2]:
-                    argv += [expand(t, env, True) for t in _shell_split(items[i][0], file, items[i][1])]
+                    argv += [expand(t, env, True) for t in shell_split(items[i][0], file, items[i][1])]
                     i += 1
                 break
     return argv
 
 
-def _shell_split(text: str, file: str, where: str) -> list[str]:
+def shell_split(text: str, file: str, where: str) -> list[str]:
     try:
         lexer = shlex.shlex(text, posix=True, punctuation_chars=True)   # `a;b` and `a && b` split at the operator
         lexer.whitespace_split = True
         return list(lexer)
     except ValueError as exc:
         raise InputError(file, where, f"not a valid shell command line ({exc}): {excerpt(text)}") from None
+
+
+# `python3 -m dynamo.vllm` / `dynamo.sglang` (ai-dynamo/dynamo components/src/dynamo/{vllm,sglang}/args.py: the
+# engine's argument parser with Dynamo's own flags added).
+DYNAMO_WORKERS = {"dynamo.vllm": "vllm", "dynamo.sglang": "sglang"}
 
 
 def server_start(argv: list[str]) -> tuple[str, int] | None:
@@ -112,6 +117,8 @@ def server_start(argv: list[str]) -> tuple[str, int] | None:
             return "vllm", i + 1
         if "sglang.launch_server" in t:
             return "sglang", i + 1
+        if t in DYNAMO_WORKERS:             # NVIDIA Dynamo's workers take their engine's own flags
+            return DYNAMO_WORKERS[t], i + 1
         if name == "trtllm-serve":
             return "tensorrt-llm", i + 2 if argv[i + 1:i + 2] == ["serve"] else i + 1
     return None
@@ -132,7 +139,7 @@ VALUE_FLAGS = {                      # vLLM: `vllm serve --help` (vllm/engine/ar
     "--tensor-parallel-size": ("tensor_parallel_size", _NUMBER), "-tp": ("tensor_parallel_size", _NUMBER),
     "--pipeline-parallel-size": ("pipeline_parallel_size", _NUMBER), "-pp": ("pipeline_parallel_size", _NUMBER),
     "--data-parallel-size": ("data_parallel_size", _NUMBER), "-dp": ("data_parallel_size", _NUMBER),
-    "--max-model-len": ("max_model_len", _NUMBER), "--max-num-seqs": ("max_num_seqs", _NUMBER),
+    "--max-model-len": ("max_model_len", "length"), "--max-num-seqs": ("max_num_seqs", _NUMBER),
     "--max-num-batched-tokens": ("max_num_batched_tokens", _NUMBER), "--block-size": ("block_size", _NUMBER),
     "--gpu-memory-utilization": ("gpu_memory_utilization", _NUMBER),
     "--quantization": ("quantization", "quantization"), "-q": ("quantization", "quantization"),
@@ -171,6 +178,9 @@ SGLANG_VALUE_FLAGS = {
 # SGLang 0.5.23 has no --enable-ep-moe (removed; --ep-size shards the experts)
 SGLANG_BOOL_FLAGS = {"--disable-radix-cache": ("enable_prefix_caching", False),
                      "--enable-lora": ("enable_lora", True), "--enable-dp-attention": ("enable_attention_dp", True)}
+# Flags an engine has removed, with what replaced them: named, never read. SGLang's --enable-ep-moe: "set
+# --ep-size to the same value as --tp-size instead" (sglang docs/advanced_features/server_arguments.md).
+REMOVED_FLAGS = {"sglang": {"--enable-ep-moe": "--ep-size N (the --tp-size value)"}}
 # TensorRT-LLM: `trtllm-serve --help` (tensorrt_llm/commands/serve.py). --kv_cache_free_gpu_memory_fraction
 # is a share of the memory left after the weights, not of all memory: read as gpu_memory_utilization it
 # plans less KV than TensorRT-LLM allocates (a note says so).
@@ -188,7 +198,10 @@ QUANTIZATION = {"fp8": "fp8", "awq": "awq", "awq_marlin": "awq", "gptq": "gptq",
                 "fbgemm_fp8": "fp8", "experts_int8": "int8", "w8a8_int8": "int8", "w8a8_fp8": "fp8"}
 KV_DTYPES = {"auto": "auto", "fp8": "fp8", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2",
              "bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "half": "fp16"}
-DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "auto": None}
+DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32", "auto": None}
+# --max-model-len auto (or -1): vLLM fits the longest context its KV cache holds, at most the model's
+# (vllm-project/vllm#29431).
+AUTO_LENGTHS = ("auto", "-1")
 SPEC_METHODS = {"ngram": "ngram", "eagle": "eagle", "eagle3": "eagle3", "medusa": "medusa", "mtp": "mtp",
                 "deepseek_mtp": "mtp", "draft_model": "draft_model"}
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "tensorrt-llm": "TensorRT-LLM"}
@@ -206,7 +219,7 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
     command line loads from wherever that object puts it."""
     engine, start = server_start(argv) or ("vllm", len(argv))
     values, bools = TABLES[engine]
-    rest, model, fields, ignored = argv[start:], None, {}, []
+    rest, model, fields, ignored, removed = argv[start:], None, {}, [], []
     # a shell script goes on after the server's command line (`vllm serve ... && echo done`)
     rest = rest[:next((i for i, t in enumerate(rest) if t in SHELL_OPERATORS), len(rest))]
     if rest and not rest[0].startswith("-"):
@@ -226,6 +239,10 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
             following.startswith("-") and not isinstance(parse_number(following), (int, float)))
         value = inline or (following if takes_next else None)
         i += 1 + (1 if takes_next else 0)
+        if flag in REMOVED_FLAGS.get(engine, {}):
+            removed.append(f"{typed} (use {REMOVED_FLAGS[engine][flag]})")
+            i -= 1 if takes_next else 0         # a switch: what follows is the next flag
+            continue
         if flag not in values:
             if flag.startswith("-"):
                 ignored.append(typed)
@@ -237,7 +254,8 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
     model = stated_model or fields.pop("model", None) or model
     fields.pop("model", None)
     if not model:
-        raise InputError(file, _COMMANDS[engine], f"no model given ({_COMMANDS[engine]} MODEL or --model MODEL)")
+        raise InputError(file, SERVER_COMMANDS[engine],
+                         f"no model given ({SERVER_COMMANDS[engine]} MODEL or --model MODEL)")
     dtype = fields.pop("dtype", None)
     if dtype and "quantization" not in fields:
         fields["quantization"] = dtype
@@ -249,18 +267,25 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
     if fields.pop("expert_parallel_size", 1) > 1:
         fields["enable_expert_parallel"] = True
     notes = [f"{ENGINE_NAMES[engine]} flags not modelled: {' '.join(sorted(set(ignored)))}"] if ignored else []
+    notes += [f"{ENGINE_NAMES[engine]} flag removed from the engine, not read: {r}" for r in removed]
+    if fields.get("max_model_len") == "auto":
+        del fields["max_model_len"]
+        notes.append("--max-model-len auto: vLLM fits the longest context its KV cache holds, at most the model's; "
+                     "sizer checks the model's own limit, which vLLM shortens where it does not fit")
     if engine == "tensorrt-llm" and "gpu_memory_utilization" in fields:
         notes.append("--kv_cache_free_gpu_memory_fraction is a share of the memory left after the weights; "
                      "sizer reads it as a share of all memory (gpu_memory_utilization), which plans less KV")
     return engine, {"engine": engine, **fields}, model, notes
 
 
-_COMMANDS = {"vllm": "vllm serve", "sglang": "sglang.launch_server", "tensorrt-llm": "trtllm-serve"}
+SERVER_COMMANDS = {"vllm": "vllm serve", "sglang": "sglang.launch_server", "tensorrt-llm": "trtllm-serve"}
 SPECULATIVE_TOKENS = key_for(SpeculativeSection, "num_speculative_tokens")
 
 
 def _flag_value(flag: str, key: str, value: str, kind: str, file: str):
-    if kind == _NUMBER:
+    if kind == "length" and value.strip().lower() in AUTO_LENGTHS:
+        return "auto"
+    if kind in (_NUMBER, "length"):
         return check_key(key_for(DeploymentSection, key, flag), parse_number(value), file, flag)
     if kind in ("chunk", "ep"):                  # -1 / 0: off (SGLang's chunked prefill), else a size
         number = parse_number(value)
@@ -295,30 +320,74 @@ def _flag_value(flag: str, key: str, value: str, kind: str, file: str):
 # ---- the model -------------------------------------------------------------------------------
 
 
-def catalog_name_for(model_ref: str, file: str, field: str = "vllm serve") -> str:
-    """An HF repo id (or catalog name, or config path; `hf://` stripped) -> what `model.name` accepts.
+def catalog_name_for(model_ref: str, file: str | None, field: str = "vllm serve") -> str:
+    """An HF repo id (or catalog name, or config path; `hf://` stripped) -> what `model.name` accepts."""
+    return model_reference(model_ref, file, field)[0]
 
-    Exact `_sizer.hf_repo` match first; then the same repo without -Instruct/-Chat/-it/-hf
-    words and a leading Meta- (a fine-tune has its base model's architecture).
+
+def model_reference(model_ref: str, file: str | None, field: str = "vllm serve") -> tuple[str, str | None]:
+    """An HF repo id, catalog name, config path or weights folder -> (what `model.name` accepts, the
+    assumption made to get there, None when none was).
+
+    Exact `_sizer.hf_repo` match first; then the same repo without -Instruct/-Chat/-it/-hf words and
+    a leading Meta- (a fine-tune has its base model's architecture). A path that is not here (weights
+    synced into the pod: `/models/gpt-oss-120b`, `/data/Qwen/Qwen2.5-7B-Instruct`, a Hugging Face cache
+    folder `models--org--name`) is read as the model its last components name, and says so.
     """
     hub = model_ref.startswith("hf://")
     model_ref = hf_repo_id(model_ref, file, field) if hub else model_ref
     names = catalog_names()
     if model_ref.lower() in names or (not hub and _exists(model_ref)):
-        return model_ref
-    repos = {}
+        return model_ref, None
+    repos = _catalog_repos(tuple(names))
+    for key in (model_ref.lower(), _base_repo(model_ref)):
+        if key in repos:
+            return repos[key], None
+    if not hub and "/" in model_ref.strip("/") and not HF_ID.fullmatch(model_ref) or model_ref.startswith("/"):
+        for candidate in _path_candidates(model_ref):
+            found = candidate.lower() if candidate.lower() in names else \
+                repos.get(candidate.lower()) or repos.get(_base_repo(candidate)) or _by_repo_name(candidate, repos)
+            if found:
+                return found, (f"model path {excerpt(model_ref)} is not on this machine; read as {found}, "
+                               f"from its folder name {excerpt(candidate)}")
+    raise InputError(file, field, f"model {excerpt(model_ref)} is not in the catalog (`sizer models`); give --model "
+                     "(a catalog name or config.json path) or sizer.model")
+
+
+def _catalog_repos(names: tuple[str, ...]) -> dict[str, str]:
+    """Each catalog model's HF repo id (and its base repo's), lower case -> catalog name."""
+    repos: dict[str, str] = {}
     for name in names:
         repo = load_json(CATALOG_DIR / f"{name}.json").get("_sizer", {}).get("hf_repo")
         if repo:
             repos[repo.lower()] = name
             repos[_base_repo(repo)] = repos.get(_base_repo(repo), name)
-    key = model_ref.lower()
-    if key in repos:
-        return repos[key]
-    if _base_repo(model_ref) in repos:
-        return repos[_base_repo(model_ref)]
-    raise InputError(file, field, f"model {excerpt(model_ref)} is not in the catalog (`sizer models`); "
-                     "set sizer.model to a catalog name or a config.json path")
+    return repos
+
+
+def _path_candidates(path: str) -> list[str]:
+    """What a weights folder's path may name, most specific first: a Hugging Face cache folder's repo
+    (`models--org--name/snapshots/HASH`), the last two components as `org/name`, the last one."""
+    parts = [p for p in re.split(r"[/\\]+", path) if p and p not in (".", "..")]
+    out = []
+    for p in parts:
+        m = re.fullmatch(r"models--([^/]+?)--(.+)", p)
+        if m:
+            out.append(f"{m.group(1)}/{m.group(2)}")
+    if len(parts) >= 2:
+        out.append("/".join(parts[-2:]))
+    if parts:
+        out.append(parts[-1])
+    return out
+
+
+def _by_repo_name(name: str, repos: dict[str, str]) -> str | None:
+    """A folder named as a repo without its organisation (`Llama-3.1-8B-Instruct`) -> the catalog model whose
+    repo that is, when exactly one is."""
+    if "/" in name:
+        return None
+    hits = {v for k, v in repos.items() if k.partition("/")[2] in (name.lower(), _base_repo(f"x/{name}")[2:])}
+    return hits.pop() if len(hits) == 1 else None
 
 
 def _exists(path: str) -> bool:

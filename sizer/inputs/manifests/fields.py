@@ -58,6 +58,25 @@ MANIFEST_FIELDS = {
     "parallelism": Key("parallelism", dict), "modelCommand": Key("modelCommand", str),
     "role.replicas": Key("replicas", int, ge=0, le=MAX_REPLICAS, nullable=False),     # 0: the role is not deployed
     "role.create": Key("create", bool),
+    # KServe LLMInferenceService (serving.kserve.io/v1alpha1, v1alpha2)
+    "llmisvc.model": Key("model", dict), "llmisvc.model.uri": Key("uri", str), "llmisvc.model.name": Key("name", str),
+    "llmisvc.prefill": Key("prefill", dict), "llmisvc.template": Key("template", dict),
+    "llmisvc.worker": Key("worker", dict),
+    "count.tensor": Key("tensor", int, ge=1, le=MAX_GPUS_PER_POD, nullable=False),
+    "count.data": Key("data", int, ge=1, le=MAX_GPUS_PER_POD, nullable=False),
+    "count.dataLocal": Key("dataLocal", int, ge=1, le=MAX_GPUS_PER_POD, nullable=False),
+    # Ray Serve LLM in a KubeRay RayService (ray.io/v1): serveConfigV2's llm_configs[]
+    "ray.serveConfigV2": Key("serveConfigV2", str), "ray.model_loading_config": Key("model_loading_config", dict),
+    "ray.model_id": Key("model_id", str), "ray.engine_kwargs": Key("engine_kwargs", dict),
+    "ray.deployment_config": Key("deployment_config", dict),
+    "ray.num_replicas": key_for(DeploymentSection, "replicas", "num_replicas"),
+    "ray.autoscaling_config": Key("autoscaling_config", dict),
+    "ray.min_replicas": Key("min_replicas", int, ge=0, le=MAX_REPLICAS, nullable=False),
+    # NVIDIA Dynamo DynamoGraphDeployment (nvidia.com/v1alpha1)
+    "dynamo.services": Key("services", dict), "dynamo.extraPodSpec": Key("extraPodSpec", dict),
+    "dynamo.mainContainer": Key("mainContainer", dict), "dynamo.gpu": Key("gpu", int, **_GPUS),
+    "dynamo.multinode": Key("multinode", dict),
+    "dynamo.nodeCount": Key("nodeCount", int, ge=1, le=MAX_GPUS_PER_POD, nullable=False),
 }
 
 

@@ -2,7 +2,9 @@
 
 A chart that takes a container (vLLM's own chart `image.command`, most others): the container with
 a server's command line anywhere in the values; its GPUs from its `resources`, else the values'
-top-level `resources` (vLLM's chart); replicas `replicaCount` (or `replicas`).
+top-level `resources` (vLLM's chart); replicas `replicaCount` (or `replicas`); vLLM's chart's
+`gpuModels` is the `nvidia.com/gpu.product` its node affinity asks for
+(vllm-project/vllm examples/online_serving/chart-helm/templates/deployment.yaml).
 
 vLLM production-stack (vllm-project/production-stack helm/values.yaml): each
 `servingEngineSpec.modelSpec[]` entry is a Deployment of `replicaCount` pods running `vllm serve
@@ -49,10 +51,16 @@ def helm_servers(doc: dict, file: str) -> list[Server]:
         argv = tokens(container, path, file, doc)
         if server_start(argv) is None:
             continue
-        has_own = bool(get(container, "resources", path, file))
-        gpus, where = pod_gpus(container, path, file) if has_own else pod_gpus(doc, "", file)
+        gpus, where = pod_gpus(container, path, file)
+        if gpus is None and get(doc, "resources", "", file):    # vLLM's chart: the values' top-level resources
+            gpus, where = pod_gpus(doc, "", file)
         key = "replicaCount" if "replicaCount" in doc else "replicas"
-        out.append(Server(doc, path, container, "helm values", tuple(argv), gpus, where, get(doc, key, "", file)))
+        # vLLM's chart writes a node affinity on nvidia.com/gpu.product In gpuModels (templates/deployment.yaml)
+        models = doc.get("gpuModels")
+        labels = (("nvidia.com/gpu.product", str(models[0]), "gpuModels[0]"),) \
+            if isinstance(models, list) and models else ()
+        out.append(Server(doc, path, container, "helm values", tuple(argv), gpus, where, get(doc, key, "", file),
+                          gpu_labels=labels))
     return out
 
 
@@ -83,8 +91,6 @@ def _production_stack(doc: dict, file: str) -> list[Server]:
                  "env": entry.get("env")}
         argv += tokens({k: v for k, v in extra.items() if v is not None}, cpath, file, doc)
         gpus = get(entry, "modelSpec[].requestGPU", path, file)
-        if gpus is None:
-            raise InputError(file, join(path, "requestGPU"), "missing; a vLLM pod needs its GPU count")
         out.append(Server(doc, path, entry, "production-stack values", tuple(argv), gpus, join(path, "requestGPU"),
                           get(entry, "replicaCount", path, file), model=model,
                           name=get(entry, "modelSpec[].name", path, file),
@@ -131,9 +137,8 @@ def _llm_d(doc: dict, file: str) -> list[Server]:
                 argv += [f"{flag}={value}" for flag, value in (("--tensor-parallel-size", tp or 1),
                                                                ("--data-parallel-size", (data or local) or 1))
                          if flag not in given]
-            if get(container, "resources", path, file):
-                gpus, where = pod_gpus(container, path, file)
-            else:
+            gpus, where = pod_gpus(container, path, file)
+            if gpus is None:                # the chart's own count (numGpuPerWorker)
                 gpus, where = (local or 1) * (tp or 1), join(role, "parallelism")
             out.append(Server(doc, path, container, "llm-d modelservice values", tuple(argv), gpus, where, replicas,
                               pods=workers if multinode else 1, model=model, role=role, name=name))

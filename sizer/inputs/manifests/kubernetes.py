@@ -21,11 +21,15 @@ from simulator.schema import join
 from sizer.errors import InputError
 from sizer.inputs.manifests.commands import server_start, tokens
 from sizer.inputs.manifests.fields import get, hf_repo_id
+from sizer.inputs.manifests.gpus import MIG_RESOURCE
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 # KServe's Hugging Face serving runtime (kserve/huggingfaceserver): vLLM behind KServe's own flags
 # (--model_id, --model_name, --backend), with vLLM's engine flags passed through.
 HUGGINGFACE_SERVER = ("python", "-m", "huggingfaceserver")
+# The ClusterServingRuntimes KServe installs that run it (kserve/kserve config/runtimes/kserve-huggingfaceserver*.yaml):
+# an InferenceService naming one need not carry the runtime in its file.
+KSERVE_HUGGINGFACE_RUNTIMES = ("kserve-huggingfaceserver", "kserve-huggingfaceserver-multinode")
 
 
 @dataclass(frozen=True)
@@ -36,25 +40,31 @@ class Server:
     container: dict                 # command, args, env, resources
     kind: str                       # what was read: "Deployment", "LeaderWorkerSet", "production-stack values", ...
     argv: tuple[str, ...]           # its command line, `$(VAR)` expanded
-    gpus_per_pod: int
-    gpus_where: str                 # the field that gave gpus_per_pod
+    gpus_per_pod: int | None        # None: the pod names no GPU resource (--gpus-per-replica may say)
+    gpus_where: str                 # the field that gave gpus_per_pod (or would have)
     replicas: int | None            # None: not stated (1)
     pods: int = 1                   # pods per replica: a LeaderWorkerSet group
     model: str | None = None        # stated by the object (storageUri, modelURL, modelArtifacts.uri)
     role: str | None = None         # "prefill" or "decode" in a disaggregated deployment
     name: str | None = None
     notes: tuple[str, ...] = ()     # settings of the object that sizer does not model
+    gpu_labels: tuple[tuple[str, str, str], ...] = ()   # (label key, value, field) naming the GPU outside node labels
+    model_where: str | None = None  # the field that named `model`, where the kind alone does not say
 
 
-def pod_gpus(container: dict, path: str, file: str) -> tuple[int, str]:
-    """GPUs one pod asks for (`resources.limits`, else `requests`), and the field that says so."""
+def pod_gpus(container: dict, path: str, file: str) -> tuple[int | None, str]:
+    """GPUs one pod asks for (`resources.limits`, else `requests`; a MIG slice counts as one), and the field
+    that says so; None (with the field that would) when the pod names no GPU resource."""
     resources = get(container, "resources", path, file)
     rpath = join(path, "resources")
     limits = {**get(resources, "resources.requests", rpath, file), **get(resources, "resources.limits", rpath, file)}
-    key = next((k for k in GPU_RESOURCES if k in limits), None)
+    key = next((k for k in GPU_RESOURCES if k in limits), None) \
+        or next((k for k in limits if isinstance(k, str) and MIG_RESOURCE.fullmatch(k)), None)
     if key is None:
-        raise InputError(file, join(rpath, "limits.nvidia.com/gpu"), "missing; an inference pod needs its GPU count")
-    return get(limits, f"resources.limits.{key}", join(rpath, "limits"), file), join(rpath, f"limits.{key}")
+        return None, join(rpath, "limits.nvidia.com/gpu")
+    spec = "resources.limits.nvidia.com/gpu" if key not in GPU_RESOURCES else f"resources.limits.{key}"
+    return get({"nvidia.com/gpu": limits[key]} if key not in GPU_RESOURCES else limits, spec,
+               join(rpath, "limits"), file), join(rpath, f"limits.{key}")
 
 
 def containers(node, path: str) -> list[tuple[str, dict]]:
@@ -86,14 +96,40 @@ def kubernetes_servers(docs: list, file: str) -> list[Server]:
                 continue
         if doc.get("kind") in ("ServingRuntime", "ClusterServingRuntime") and _name(doc, file) in used:
             continue
+        found = []
         for path, container in containers(doc, ""):
-            argv = tokens(container, path, file, doc)
-            if server_start(argv) is None:
-                continue
+            argv, notes = with_entrypoint(container, tokens(container, path, file, doc))
+            if server_start(argv) is not None:
+                found.append((path, container, argv, notes))
+        if doc.get("kind") == "LeaderWorkerSet" and any(".leaderTemplate." in f[0] for f in found):
+            # SGLang, TensorRT-LLM: each worker runs the server too (--node-rank N); one group is one server
+            found = [f for f in found if ".workerTemplate." not in f[0]]
+        for path, container, argv, notes in found:
             gpus, where = pod_gpus(container, path, file)
             out.append(Server(doc, path, container, str(doc["kind"]), tuple(argv), gpus, where,
-                              _replicas(doc, file), _group_size(doc, file), name=_name(doc, file)))
+                              _replicas(doc, file), _group_size(doc, file), name=_name(doc, file), notes=notes))
     return out
+
+
+# Images whose entrypoint starts the server, so that a container with only `args:` runs it: vLLM's
+# vllm/vllm-openai (docker/Dockerfile, `ENTRYPOINT ["vllm", "serve"]`), also as mirrored elsewhere.
+IMAGE_ENTRYPOINTS = {"vllm/vllm-openai": ("vllm", "serve")}
+
+
+def with_entrypoint(container: dict, argv: list[str]) -> tuple[list[str], tuple[str, ...]]:
+    """argv with the image's entrypoint in front when the container gives no `command` (Kubernetes then
+    runs the image's ENTRYPOINT with `args`), and a note saying so."""
+    image = container.get("image")
+    if "command" in container or not isinstance(image, str) or server_start(argv) is not None:
+        return argv, ()
+    repo = image.split("@")[0]
+    if ":" in repo.rsplit("/", 1)[-1]:           # a tag, not a registry's port
+        repo = repo.rsplit(":", 1)[0]
+    for name, entrypoint in IMAGE_ENTRYPOINTS.items():
+        if repo == name or repo.endswith("/" + name):
+            return [*entrypoint, *argv], (f"no command: the {name} image's entrypoint `{' '.join(entrypoint)}` "
+                                          "runs the args",)
+    return argv, ()
 
 
 def _name(doc: dict, file: str) -> str | None:
@@ -142,7 +178,7 @@ def _inference_service(doc: dict, runtimes: dict, file: str) -> tuple[Server | N
         container = {**rcontainer, **{k: v for k, v in model.items() if k in ("resources", "env")}}
         container["args"] = model.get("args") or []
         cpath = mpath if "resources" in model else rpath
-    elif (fmt or "").lower() == "huggingface":
+    elif (fmt or "").lower() == "huggingface" or runtime_name in KSERVE_HUGGINGFACE_RUNTIMES:
         prefix = HUGGINGFACE_SERVER
     else:
         raise InputError(file, join(mpath, "runtime"), f"expected a ServingRuntime in this file, or modelFormat "

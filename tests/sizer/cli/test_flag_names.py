@@ -19,6 +19,7 @@ FLAGS = {
     "--model": ("the model: catalog name, config.json, checkpoint folder or HF id", ("catalog name",)),
     "--gpu": ("one accelerator profile", ("profile",)),
     "--gpus": ("accelerator profiles a search tries", ("profiles",)),
+    "--gpus-per-replica": ("GPUs one replica has, all its pods", ("GPUs one replica has",)),
     "--slots": ("llama.cpp / Ollama parallel slot counts a search tries", ("slot counts",)),
     "--tp": ("tensor parallel size (a list where a search runs)", ("tensor_parallel_size", "tensor parallel")),
     "--pp": ("pipeline parallel size (a list where a search runs)", ("pipeline_parallel_size", "pipeline parallel")),

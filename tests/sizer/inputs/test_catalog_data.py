@@ -45,6 +45,11 @@ SIZER_KEYS = {
 }
 
 
+# Profiles of parts ../shared/reference/gpus.yaml lacks, added from vendor datasheets because real manifests
+# name them (issue 26: GKE nvidia-tesla-v100, AWS p3 and p3dn, Azure NCv3 and NDv2).
+FROM_DATASHEETS = {"v100-16gb", "v100-32gb"}
+
+
 def load_profiles() -> dict[str, dict]:
     return {p.stem: yaml.safe_load(p.read_text()) for p in PROFILE_FILES}
 
@@ -77,7 +82,8 @@ def test_profile_shape_and_units(path):
     # Numbers, not strings: `3.35e12` (no exponent sign) would load as a str in PyYAML.
     assert isinstance(p["memory_bandwidth_bytes_per_s"], float)
     assert 1e11 <= p["memory_bandwidth_bytes_per_s"] <= 1e13          # L4 0.3 TB/s .. B200 8 TB/s
-    assert 1e13 <= p["peak_dense_flops_per_s"]["bf16"] <= 1e16        # L4 121 .. GB200 2500 TFLOP/s
+    sixteen_bit = p["peak_dense_flops_per_s"]["bf16"] or p["peak_dense_flops_per_s"]["fp16"]   # V100: FP16 only
+    assert 1e13 <= sixteen_bit <= 1e16                                # L4 121 .. GB200 2500 TFLOP/s
     assert isinstance(p["memory"]["bytes"], int)
     assert 8e9 <= p["memory"]["bytes"] <= 4e11                        # TPU v5e 16 GB .. B300 288 GB
     assert 0 < p["efficiency"]["compute"] <= 1
@@ -139,6 +145,9 @@ def test_profiles_match_the_reference():
     """Each profile names its reference id as an alias; its main figures equal the reference's."""
     ref = {g["id"]: g for g in reference("gpus.yaml")["gpus"]}
     for pid, p in load_profiles().items():
+        if pid in FROM_DATASHEETS:          # parts the reference lacks: each cites its vendor datasheet instead
+            assert p["confidence"] == "vendor (datasheet)" and "datasheet" in p["sources"][0], pid
+            continue
         (ref_id,) = [a for a in p["aliases"] if a in ref]
         g = ref[ref_id]
         assert p["memory_bandwidth_bytes_per_s"] == pytest.approx(g["memory_bandwidth_tbps"] * 1e12), pid

@@ -286,7 +286,8 @@ def test_a_manifest_without_a_block_is_checked_for_memory_and_skips_the_slo():
     # without a block there is no kv_share: one max_model_len sequence must fit, not 0.25 x 128.
     assert result.exit_code == 0, result.output
     assert "sizer check <stdin> (kubernetes manifest)" in result.output
-    assert "✓ memory" in result.output and "required 1 (ceil(0 x max_num_seqs" in result.output
+    assert "✓ memory" in result.output and "required 1 (at least one; --kv-share" in result.output
+    assert "ceil(0" not in result.output        # no share was stated: no formula of one (issue 26)
     assert "skipped: no workload stated (--rate" in result.output
     assert "PASS: 3 rules passed, 2 skipped" in result.output
 

@@ -1,0 +1,284 @@
+"""Where `sizer check` finds the GPU, the model and the GPU count, and the flags that replace them (issue 26):
+node labels of every kind clusters use, instance types, tolerations, MIG slices, model paths, and
+--gpu / --model / --gpus-per-replica with each value's source."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+from typer.testing import CliRunner
+
+from simulator.errors import FieldError
+from sizer.cli import app
+from sizer.inputs.hardware import load_hardware
+from sizer.inputs.manifest import CheckFlags, read_check_input
+from sizer.inputs.manifests.commands import model_reference, parse_server_args
+from sizer.inputs.manifests.gpus import read_label
+from sizer.outputs.emit import ACCELERATORS, GKE_LABEL
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "manifests"
+
+# A Deployment with no node label: the test adds the one it is about.
+POD = """apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: t}}
+spec:
+  replicas: 2
+  template:
+    spec:
+{extra}
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.11.0
+        {command}
+        resources:
+          limits: {{{resource}: "{count}"}}
+"""
+
+
+def manifest(tmp_path, extra: str = "", command: str = 'command: ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"]',
+             resource: str = "nvidia.com/gpu", count: int = 1) -> str:
+    path = tmp_path / "m.yaml"
+    path.write_text(POD.format(extra=extra, command=command, resource=resource, count=count))
+    return str(path)
+
+
+@pytest.mark.parametrize("key, value, profile", [
+    # GKE: nvidia-tesla-a100 is the A100 40GB (A2 Standard), nvidia-a100-80gb the 80 GB (A2 Ultra)
+    ("cloud.google.com/gke-accelerator", "nvidia-tesla-a100", "a100-40gb"),
+    ("cloud.google.com/gke-accelerator", "nvidia-a100-80gb", "a100-80gb"),
+    ("cloud.google.com/gke-accelerator", "nvidia-h100-80gb", "h100-sxm"),
+    ("cloud.google.com/gke-accelerator", "nvidia-h100-mega-80gb", "h100-sxm"),
+    ("cloud.google.com/gke-accelerator", "nvidia-h200-141gb", "h200"),
+    ("cloud.google.com/gke-accelerator", "nvidia-l4", "l4"),
+    ("cloud.google.com/gke-accelerator", "nvidia-tesla-v100", "v100-16gb"),
+    # GPU feature discovery product names
+    ("nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3", "h100-sxm"),
+    ("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-40GB", "a100-40gb"),
+    ("nvidia.com/gpu.product", "Tesla-V100-SXM2-32GB", "v100-32gb"),
+    ("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-40GB-MIG-3g.20gb", "a100-40gb/mig-3g.20gb"),
+    # AMD's node labeller writes MI325 and MI355 without the X
+    ("amd.com/gpu.product-name", "AMD_Instinct_MI300X_OAM", "mi300x"),
+    ("amd.com/gpu.product-name", "AMD_Instinct_MI325_OAM", "mi325x"),
+    ("amd.com/gpu.product-name", "AMD_Instinct_MI355_OAM", "mi355x"),
+    # cloud instance types (AWS, Google Cloud, Azure documentation of each machine's GPUs)
+    ("node.kubernetes.io/instance-type", "p4d.24xlarge", "a100-40gb"),
+    ("node.kubernetes.io/instance-type", "p4de.24xlarge", "a100-80gb"),
+    ("node.kubernetes.io/instance-type", "p5.48xlarge", "h100-sxm"),
+    ("node.kubernetes.io/instance-type", "p5e.48xlarge", "h200"),
+    ("node.kubernetes.io/instance-type", "p5en.48xlarge", "h200"),
+    ("node.kubernetes.io/instance-type", "g6.24xlarge", "l4"),
+    ("node.kubernetes.io/instance-type", "g6e.12xlarge", "l40s"),
+    ("node.kubernetes.io/instance-type", "a2-highgpu-8g", "a100-40gb"),
+    ("node.kubernetes.io/instance-type", "a3-ultragpu-8g", "h200"),
+    ("node.kubernetes.io/instance-type", "Standard_ND96isr_H100_v5", "h100-sxm"),
+    ("karpenter.k8s.aws/instance-gpu-name", "h100", "h100-sxm"),
+    ("gpu.nvidia.com/class", "H100_NVLINK_80GB", "h100-sxm"),
+])
+def test_gpu_labels_name_their_profile(key, value, profile):
+    assert read_label(key, value, {}).profile == profile
+    load_hardware(profile)                  # a profile (or slice) sizer has
+
+
+def test_instance_types_say_how_many_gpus_a_node_has():
+    # AWS: g6.24xlarge has 4 L4; p5.48xlarge 8 H100
+    assert read_label("node.kubernetes.io/instance-type", "g6.24xlarge", {}).reading == \
+        "instance type g6.24xlarge (4 x l4 per node)"
+
+
+def test_ambiguous_or_missing_parts_are_refused_with_the_reason():
+    # Karpenter's `a100` is either size: the GPU memory label beside it tells them apart
+    assert read_label("karpenter.k8s.aws/instance-gpu-name", "a100", {}).profile is None
+    assert read_label("karpenter.k8s.aws/instance-gpu-name", "a100",
+                      {"karpenter.k8s.aws/instance-gpu-memory": "81920"}).profile == "a100-80gb"
+    g5 = read_label("node.kubernetes.io/instance-type", "g5.12xlarge", {})
+    assert g5.profile is None and "A10G, for which sizer has no profile" in g5.reading
+
+
+def test_node_affinity_with_an_eks_instance_type(tmp_path):
+    affinity = """      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+            - matchExpressions:
+              - {key: node.kubernetes.io/instance-type, operator: In, values: [p4d.24xlarge]}"""
+    inp = read_check_input(manifest(tmp_path, affinity))
+    assert inp.scenario_data["hardware"]["gpu"] == "a100-40gb"
+    (gpu,) = [s for s in inp.sources if s.setting == "gpu"]
+    assert gpu.source.endswith("(instance type p4d.24xlarge (8 x a100-40gb per node))")
+
+
+def test_a_toleration_naming_the_gpu(tmp_path):
+    toleration = """      tolerations:
+      - {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}
+      - {key: cloud.google.com/gke-accelerator, operator: Equal, value: nvidia-l4, effect: NoSchedule}"""
+    inp = read_check_input(manifest(tmp_path, toleration))
+    assert inp.scenario_data["hardware"]["gpu"] == "l4"
+
+
+def test_no_gpu_anywhere_names_the_flag(tmp_path):
+    result = CliRunner().invoke(app, ["check", manifest(tmp_path)])
+    assert result.exit_code == 2 and "--gpu: missing: no node label names the GPU" in result.output
+    unknown = manifest(tmp_path, "      nodeSelector: {nvidia.com/gpu.product: Tesla-T4}")
+    result = CliRunner().invoke(app, ["check", unknown])
+    assert result.exit_code == 2 and "no hardware profile for Tesla-T4; give --gpu" in result.output
+
+
+def test_flags_replace_block_and_manifest_and_say_so(tmp_path):
+    path = manifest(tmp_path, "      nodeSelector: {nvidia.com/gpu.product: NVIDIA-L40S}")
+    inp = read_check_input(path, flags=CheckFlags(gpu="h200", model="llama-3.1-70b", gpus_per_replica=4))
+    assert inp.scenario_data["hardware"]["gpu"] == "h200" and inp.scenario_data["model"]["name"] == "llama-3.1-70b"
+    assert (inp.gpus_requested, inp.gpus_per_replica) == (4, 1)      # 4 billed, TP 1 used: a note says so
+    assert {s.setting: s.source for s in inp.sources} == {"model": "--model", "gpu": "--gpu",
+                                                          "gpus_per_replica": "--gpus-per-replica"}
+    result = CliRunner().invoke(app, ["check", path, "--gpu", "h200", "--json"])
+    assert json.loads(result.output)["sources"]["gpu"] == {"value": "h200", "from": "--gpu"}
+
+
+def test_sizer_block_sits_between_flags_and_manifest(tmp_path):
+    path = Path(manifest(tmp_path, "      nodeSelector: {nvidia.com/gpu.product: NVIDIA-L40S}"))
+    path.write_text(path.read_text() + "---\nsizer: {gpu: h100, workload: {arrival: {rate_per_s: 1}, prompt_tokens: "
+                    "{distribution: fixed, value: 100}, output_tokens: {distribution: fixed, value: 10}}}\n")
+    assert {s.setting: s.source for s in read_check_input(str(path)).sources}["gpu"] == "sizer.gpu"
+    assert read_check_input(str(path), flags=CheckFlags(gpu="h200")).scenario_data["hardware"]["gpu"] == "h200"
+
+
+def test_gpus_per_replica_where_the_manifest_has_none(tmp_path):
+    path = manifest(tmp_path, "      nodeSelector: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}",
+                    resource="memory", count=16)
+    with pytest.raises(FieldError, match="needs its GPU count \\(or give --gpus-per-replica\\)"):
+        read_check_input(path)
+    assert read_check_input(path, flags=CheckFlags(gpus_per_replica=1)).gpus_requested == 1
+    result = CliRunner().invoke(app, ["check", path, "--gpus-per-replica", "0"])
+    assert result.exit_code == 2 and "--gpus-per-replica" in result.output
+
+
+def test_mig_slice_resource_plans_a_slice(tmp_path):
+    # nvidia.com/mig-3g.40gb on an H100 80GB: 3 of 7 compute slices, 40 of 80 GB and half the bandwidth
+    path = manifest(tmp_path, resource="nvidia.com/mig-3g.40gb")
+    inp = read_check_input(path, flags=CheckFlags(gpu="h100"))
+    assert inp.scenario_data["hardware"]["gpu"] == "h100-sxm/mig-3g.40gb"
+    whole, part = load_hardware("h100-sxm"), load_hardware("h100-sxm/mig-3g.40gb")
+    assert part.memory_bytes == whole.memory_bytes // 2
+    assert part.peak_flops_per_s["bf16"] == pytest.approx(whole.peak_flops_per_s["bf16"] * 3 / 7)
+    assert part.memory_bandwidth_bytes_per_s == pytest.approx(whole.memory_bandwidth_bytes_per_s / 2)
+    with pytest.raises(FieldError, match="no MIG slice '3g.40gb' of NVIDIA L4"):
+        read_check_input(path, flags=CheckFlags(gpu="l4"))
+
+
+def test_model_paths_are_read_by_their_folder_name():
+    assert model_reference("/models/gpt-oss-120b", "f") == (
+        "gpt-oss-120b", "model path '/models/gpt-oss-120b' is not on this machine; read as gpt-oss-120b, from its "
+                        "folder name 'gpt-oss-120b'")
+    assert model_reference("/data/Qwen/Qwen2.5-7B-Instruct", "f")[0] == "qwen2.5-7b"        # org/name components
+    assert model_reference("/cache/models--meta-llama--Llama-3.1-8B-Instruct/snapshots/0e9e", "f")[0] == \
+        "llama-3.1-8b"                                                                     # a Hugging Face cache
+    with pytest.raises(FieldError, match="not in the catalog .*give --model"):
+        model_reference("/models/my-finetune", "f")
+
+
+def test_model_path_in_a_manifest_is_an_assumption(tmp_path):
+    path = manifest(tmp_path, "      nodeSelector: {nvidia.com/gpu.product: NVIDIA-H200}",
+                    command='command: ["vllm", "serve", "/models/gpt-oss-120b"]')
+    inp = read_check_input(path)
+    assert inp.scenario_data["model"]["name"] == "gpt-oss-120b"
+    assert any(n.startswith("assumed: model path '/models/gpt-oss-120b'") for n in inp.notes)
+
+
+def test_args_only_container_runs_the_vllm_image_entrypoint(tmp_path):
+    path = manifest(tmp_path, "      nodeSelector: {nvidia.com/gpu.product: NVIDIA-H200}",
+                    command='args: ["meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192"]')
+    inp = read_check_input(path)
+    assert inp.scenario_data["deployment"]["max_model_len"] == 8192
+    assert any("vllm/vllm-openai image's entrypoint `vllm serve`" in n for n in inp.notes)
+
+
+def test_engine_flags_as_current_engines_spell_them():
+    _, fields, _, notes = parse_server_args(["vllm", "serve", "m", "--disable-prefix-caching", "--dtype", "float",
+                                             "--max-model-len", "auto"], "f")
+    assert fields == {"engine": "vllm", "enable_prefix_caching": False, "quantization": "fp32"}
+    assert any(n.startswith("--max-model-len auto: vLLM fits the longest context") for n in notes)
+    _, fields, _, notes = parse_server_args(["python", "-m", "sglang.launch_server", "--model-path", "m",
+                                             "--enable-ep-moe", "--tp", "2"], "f")
+    assert fields == {"engine": "sglang", "tensor_parallel_size": 2}      # removed: not read as expert parallel
+    assert "SGLang flag removed from the engine, not read: --enable-ep-moe (use --ep-size N (the --tp-size value))" \
+        in notes
+
+
+def test_check_header_counts_replicas_in_words():
+    result = CliRunner().invoke(app, ["check", str(DATA / "pod-sglang.yaml")])
+    # one Pod of 4 GPUs: "1 replica × 4", not "1 x 4"
+    assert "llama-3.1-70b on 1 replica × 4 NVIDIA H100" in result.output
+
+
+def test_junit_properties_say_where_each_setting_came_from(tmp_path):
+    junit = tmp_path / "check.xml"
+    path = manifest(tmp_path, "      nodeSelector: {cloud.google.com/gke-accelerator: nvidia-h100-80gb}")
+    CliRunner().invoke(app, ["check", path, "--model", "llama-3.1-8b", "--junit", str(junit)])
+    props = {p.get("name"): p.get("value") for p in ET.parse(junit).getroot().iter("property")}
+    assert props["model"] == "llama-3.1-8b (from --model)"
+    assert props["gpu"] == ("h100-sxm (from spec.template.spec.nodeSelector.cloud.google.com/gke-accelerator "
+                            "(GKE accelerator nvidia-h100-80gb))")
+    assert props["gpus_per_replica"] == "1 (from spec.template.spec.containers[0].resources.limits.nvidia.com/gpu)"
+
+
+def test_inference_service_on_kserves_own_huggingface_runtime(tmp_path):
+    # `runtime: kserve-huggingfaceserver` is a ClusterServingRuntime KServe installs: not in the user's file
+    path = tmp_path / "isvc.yaml"
+    path.write_text("""apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: llama}
+spec:
+  predictor:
+    nodeSelector: {nvidia.com/gpu.product: NVIDIA-L40S}
+    model:
+      modelFormat: {name: vllm}
+      runtime: kserve-huggingfaceserver
+      args: ["--model_id=meta-llama/Llama-3.1-8B-Instruct", "--max-model-len=8192"]
+      resources: {limits: {nvidia.com/gpu: "1"}}
+""")
+    inp = read_check_input(str(path))
+    assert inp.scenario_data["model"]["name"] == "llama-3.1-8b"
+    assert inp.scenario_data["deployment"]["max_model_len"] == 8192
+
+
+def test_v100_has_no_bf16_and_vllm_refuses_it(tmp_path):
+    # NVIDIA's V100 datasheet: Tensor Cores take FP16 (125 TFLOPS), no bf16; vLLM asks for --dtype half
+    bf16 = manifest(tmp_path, "      nodeSelector: {nvidia.com/gpu.product: Tesla-V100-SXM2-32GB}")
+    result = CliRunner().invoke(app, ["check", bf16])
+    assert result.exit_code == 1 and "vLLM refuses bf16 on NVIDIA V100 SXM2 32GB" in result.output
+    half = manifest(tmp_path, "      nodeSelector: {nvidia.com/gpu.product: Tesla-V100-SXM2-32GB}",
+                    command='command: ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--dtype", "half", '
+                            '"--max-model-len", "8192"]')
+    result = CliRunner().invoke(app, ["check", half])
+    assert result.exit_code == 0, result.output
+    assert "fp16 weights run on NVIDIA V100 SXM2 32GB (fp16 GEMMs)" in result.output
+
+
+def test_flags_on_a_scenario_file():
+    # a bundled scenario (not /work/shared): only what the flags change is asserted
+    scenario = Path(__file__).resolve().parents[3] / "scenarios" / "llama-3.1-8b-chat-h100.yaml"
+    inp = read_check_input(str(scenario), flags=CheckFlags(gpu="h200", model="qwen3-8b"))
+    assert (inp.scenario_data["hardware"]["gpu"], inp.scenario_data["model"]["name"]) == ("h200", "qwen3-8b")
+    assert {s.setting: s.source for s in inp.sources}["gpu"] == "--gpu"
+    result = CliRunner().invoke(app, ["check", str(scenario), "--gpus-per-replica", "2"])
+    assert result.exit_code == 2 and "--gpus-per-replica: not with a scenario" in result.output
+
+
+def test_every_label_emit_writes_reads_back_as_its_profile():
+    # --emit k8s writes these node labels (sizer/outputs/emit.py ACCELERATORS); check must read each back
+    for gpu, acc in ACCELERATORS.items():
+        assert read_label(acc.label_key, acc.label_value, {}).profile == gpu, gpu
+        if acc.gke:
+            assert read_label(GKE_LABEL, acc.gke, {}).profile == gpu, acc.gke
+
+
+def test_cost_fix_counts_one_replica_in_words():
+    # pass-llama-8b-h100 billed at 2 GPUs per replica: 2 x 2 x $3.99 = $15.96/hour over a $10 budget; one replica
+    # (2 x $3.99 = $7.98/hour) meets its SLO: "1 replica meets", not "1 replicas meet"
+    deploy = Path(__file__).resolve().parents[3] / "scenarios" / "deploy" / "pass-llama-8b-h100.yaml"
+    result = CliRunner().invoke(app, ["check", str(deploy), "--gpus-per-replica", "2"])
+    assert result.exit_code == 1 and "fix: 1 replica meets the SLO ($7.98/hour)" in result.output
