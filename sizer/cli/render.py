@@ -475,10 +475,10 @@ SOURCE_NAMES = {"model": "model", "gpu": "GPU", "gpus_per_replica": "GPUs per re
 
 def check_summary(result: CheckResult, columns: int = WIDE_COLUMNS) -> str:
     """What was checked, each rule's verdict, the fixes of failing rules, one closing line; each entry wrapped to
-    `columns` under its own text (words are never split: a path longer than a line stays whole)."""
+    `columns` under its own text (a word is split only when it is longer than a line: a long field path is folded)."""
     def wrap(first: str, text: str, indent: int | None = None) -> list[str]:
         return textwrap.wrap(text, columns, initial_indent=first, subsequent_indent=" " * (indent or len(first)),
-                             break_long_words=False, break_on_hyphens=False) or [first]
+                             break_long_words=True, break_on_hyphens=False) or [first]
     lines = wrap("", f"sizer check {result.file} ({result.kind}): {result.summary}", 2)
     lines += [line for s in result.sources
               for line in wrap("  ", f"{SOURCE_NAMES[s.setting]} {s.value}: from {s.source}", 4)]

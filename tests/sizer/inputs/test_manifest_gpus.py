@@ -39,6 +39,11 @@ spec:
 """
 
 
+def said(result) -> str:
+    """The command's output with its line wrapping undone (check wraps its summary to the terminal, 80 columns)."""
+    return " ".join(result.output.split())
+
+
 def manifest(tmp_path, extra: str = "", command: str = 'command: ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"]',
              resource: str = "nvidia.com/gpu", count: int = 1) -> str:
     path = tmp_path / "m.yaml"
@@ -121,10 +126,10 @@ def test_a_toleration_naming_the_gpu(tmp_path):
 
 def test_no_gpu_anywhere_names_the_flag(tmp_path):
     result = CliRunner().invoke(app, ["check", manifest(tmp_path)])
-    assert result.exit_code == 2 and "--gpu: missing: no node label names the GPU" in result.output
+    assert result.exit_code == 2 and "--gpu: missing: no node label names the GPU" in said(result)
     unknown = manifest(tmp_path, "      nodeSelector: {nvidia.com/gpu.product: Tesla-T4}")
     result = CliRunner().invoke(app, ["check", unknown])
-    assert result.exit_code == 2 and "no hardware profile for Tesla-T4; give --gpu" in result.output
+    assert result.exit_code == 2 and "no hardware profile for Tesla-T4; give --gpu" in said(result)
 
 
 def test_flags_replace_block_and_manifest_and_say_so(tmp_path):
@@ -153,7 +158,7 @@ def test_gpus_per_replica_where_the_manifest_has_none(tmp_path):
         read_check_input(path)
     assert read_check_input(path, flags=CheckFlags(gpus_per_replica=1)).gpus_requested == 1
     result = CliRunner().invoke(app, ["check", path, "--gpus-per-replica", "0"])
-    assert result.exit_code == 2 and "--gpus-per-replica" in result.output
+    assert result.exit_code == 2 and "--gpus-per-replica" in said(result)
 
 
 def test_mig_slice_resource_plans_a_slice(tmp_path):
@@ -211,7 +216,7 @@ def test_engine_flags_as_current_engines_spell_them():
 def test_check_header_counts_replicas_in_words():
     result = CliRunner().invoke(app, ["check", str(DATA / "pod-sglang.yaml")])
     # one Pod of 4 GPUs: "1 replica × 4", not "1 x 4"
-    assert "llama-3.1-70b on 1 replica × 4 NVIDIA H100" in result.output
+    assert "llama-3.1-70b on 1 replica × 4 NVIDIA H100" in said(result)
 
 
 def test_junit_properties_say_where_each_setting_came_from(tmp_path):
@@ -249,13 +254,13 @@ def test_v100_has_no_bf16_and_vllm_refuses_it(tmp_path):
     # NVIDIA's V100 datasheet: Tensor Cores take FP16 (125 TFLOPS), no bf16; vLLM asks for --dtype half
     bf16 = manifest(tmp_path, "      nodeSelector: {nvidia.com/gpu.product: Tesla-V100-SXM2-32GB}")
     result = CliRunner().invoke(app, ["check", bf16])
-    assert result.exit_code == 1 and "vLLM refuses bf16 on NVIDIA V100 SXM2 32GB" in result.output
+    assert result.exit_code == 1 and "vLLM refuses bf16 on NVIDIA V100 SXM2 32GB" in said(result)
     half = manifest(tmp_path, "      nodeSelector: {nvidia.com/gpu.product: Tesla-V100-SXM2-32GB}",
                     command='command: ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--dtype", "half", '
                             '"--max-model-len", "8192"]')
     result = CliRunner().invoke(app, ["check", half])
     assert result.exit_code == 0, result.output
-    assert "fp16 weights run on NVIDIA V100 SXM2 32GB (fp16 GEMMs)" in result.output
+    assert "fp16 weights run on NVIDIA V100 SXM2 32GB (fp16 GEMMs)" in said(result)
 
 
 def test_flags_on_a_scenario_file():
@@ -265,7 +270,7 @@ def test_flags_on_a_scenario_file():
     assert (inp.scenario_data["hardware"]["gpu"], inp.scenario_data["model"]["name"]) == ("h200", "qwen3-8b")
     assert {s.setting: s.source for s in inp.sources}["gpu"] == "--gpu"
     result = CliRunner().invoke(app, ["check", str(scenario), "--gpus-per-replica", "2"])
-    assert result.exit_code == 2 and "--gpus-per-replica: not with a scenario" in result.output
+    assert result.exit_code == 2 and "--gpus-per-replica: not with a scenario" in said(result)
 
 
 def test_every_label_emit_writes_reads_back_as_its_profile():
@@ -281,4 +286,4 @@ def test_cost_fix_counts_one_replica_in_words():
     # (2 x $3.99 = $7.98/hour) meets its SLO: "1 replica meets", not "1 replicas meet"
     deploy = Path(__file__).resolve().parents[3] / "scenarios" / "deploy" / "pass-llama-8b-h100.yaml"
     result = CliRunner().invoke(app, ["check", str(deploy), "--gpus-per-replica", "2"])
-    assert result.exit_code == 1 and "fix: 1 replica meets the SLO ($7.98/hour)" in result.output
+    assert result.exit_code == 1 and "fix: 1 replica meets the SLO ($7.98/hour)" in said(result)
