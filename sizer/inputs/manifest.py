@@ -79,7 +79,8 @@ NOMINAL_WORKLOAD = {"arrival": {"rate_per_s": 1.0}, "prompt_tokens": {"distribut
                     "output_tokens": {"distribution": "fixed", "value": 256}}
 STDIN = "<stdin>"
 # A document without a `kind` is read as a scenario when it has one of these (else as Helm values).
-SCENARIO_KEYS = {"model", "hardware", "deployment", "workload"}
+# A file with one of these top-level keys is read as a scenario (a gateway document: refused as one, naming it).
+SCENARIO_KEYS = {"model", "hardware", "deployment", "workload", "gateway"}
 
 
 @dataclass(frozen=True)
