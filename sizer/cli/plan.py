@@ -137,5 +137,6 @@ def command(
         render_plan(result, Console(stderr=emits_to_stdout(emit, emit_to)))
     if emitter is not None:
         emitter.write_emitted(text, emit_to)
+        emitter.note_memory_only(resolved, result)
 
 
