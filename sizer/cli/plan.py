@@ -41,6 +41,8 @@ from sizer.inputs.scenario import (
     WeightFormat,
     is_gateway,
     scenario_from_dict,
+    stated_sources,
+    with_sources,
 )
 from sizer.inputs.traffic import Traffic
 from sizer.inputs.variant import Variant
@@ -65,12 +67,25 @@ FLAGS = {"model": "--model", "gpu": "--gpu", "tensor_parallel_size": "--tp", "pi
 
 def build_scenario(scenario: Path | None, variant: Variant, traffic: Traffic = Traffic()) -> Scenario:
     """A scenario from a file (with the flags' changes) or from flags alone; `traffic`'s lengths and SLO
-    targets replace the scenario's (its rate is the variant's)."""
+    targets replace the scenario's (its rate is the variant's). Each workload and SLO value knows its source
+    (the plan's assumptions print it): a flag, the scenario, or a default."""
     if scenario is not None:
-        return scenario_with_flags(scenario, traffic, variant)
-    if variant.model is None or variant.gpu is None:
+        built = scenario_with_flags(scenario, traffic, variant)
+    elif variant.model is None or variant.gpu is None:
         raise InputError(None, "--model/--gpu", "give a scenario file, or both --model and --gpu")
-    return scenario_from_dict(with_flags(FLAGS_ONLY_WORKLOAD, traffic), None, variant, default_name="command-line")
+    else:
+        built = scenario_from_dict(with_flags(FLAGS_ONLY_WORKLOAD, traffic), None, variant,
+                                   default_name="command-line")
+        built = with_sources(built, {path: "default: no scenario file"
+                                     for path, _ in stated_sources(FLAGS_ONLY_WORKLOAD)})
+    flags = {"workload.arrival.rate_per_s": "--rate" if variant.rate_per_s is not None else None,
+             "workload.arrival.concurrency": "--concurrency" if variant.concurrency is not None else None,
+             "workload.arrival.process": "--concurrency" if variant.concurrency is not None else None,
+             "workload.prompt_tokens": "--prompt-tokens" if traffic.prompt_tokens is not None else None,
+             "workload.output_tokens": "--output-tokens" if traffic.output_tokens is not None else None,
+             "slo.ttft_ms": "--ttft-ms" if traffic.ttft_ms is not None else None,
+             "slo.itl_ms": "--itl-ms" if traffic.itl_ms is not None else None}
+    return with_sources(built, {path: flag for path, flag in flags.items() if flag})
 
 
 def command(

@@ -345,6 +345,35 @@ class Scenario:
     slo: SLOSection = field(default_factory=SLOSection, doc="latency targets")
     cost: CostSection = field(default_factory=CostSection, doc="prices")
     file: str | None = dataclasses.field(default=None, metadata={"internal": True})  # where it was loaded from
+    # where each workload and SLO value a plan states among its assumptions came from (ASSUMED_FIELDS ->
+    # "scenario", "default" or the flag that set it)
+    sources: tuple[tuple[str, str], ...] = dataclasses.field(default=(), metadata={"internal": True})
+
+    def source_of(self, path: str) -> str:
+        return dict(self.sources).get(path, "default")
+
+
+# The workload and SLO values a plan lists among its assumptions, each with where it came from.
+ASSUMED_FIELDS = ("workload.arrival.process", "workload.arrival.rate_per_s", "workload.arrival.concurrency",
+                  "workload.prompt_tokens", "workload.output_tokens", "workload.num_requests", "slo.ttft_ms",
+                  "slo.itl_ms", "slo.tpot_ms", "slo.e2e_ms", "slo.required_share")
+
+
+def stated_sources(data: dict, source: str = "scenario") -> tuple[tuple[str, str], ...]:
+    """`source` for each of ASSUMED_FIELDS that `data` states (the rest are defaults)."""
+    out = []
+    for path in ASSUMED_FIELDS:
+        node: object = data
+        for key in path.split("."):
+            node = node.get(key) if isinstance(node, dict) else None
+        if node is not None:
+            out.append((path, source))
+    return tuple(out)
+
+
+def with_sources(scenario: Scenario, sources: dict[str, str]) -> Scenario:
+    """`scenario` with some values' sources replaced (a flag that set one, a command's own default)."""
+    return replace(scenario, sources=tuple({**dict(scenario.sources), **sources}.items()))
 
 
 def is_gateway(path: str | Path) -> bool:
@@ -381,7 +410,7 @@ def scenario_from_dict(data: object, file: str | None, variant: Variant | None =
     _refuse_huge_integers(data, "", file)
     scenario = build(Scenario, data, "", file)
     default_name = default_name or (Path(file).stem if file else "scenario")
-    scenario = replace(scenario, file=file, name=scenario.name or default_name)
+    scenario = replace(scenario, file=file, name=scenario.name or default_name, sources=stated_sources(data))
     check_scenario(scenario)
     return scenario
 

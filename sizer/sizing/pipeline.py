@@ -20,7 +20,7 @@ import dataclasses
 
 from sizer.sizing.cost import cost_summary, gpus_per_replica, usd_per_hour
 from sizer.sizing.goodput import Goodput, goodput_rate, probe_slo, rate_bound_per_s, replicas_for, slo_of
-from sizer.sizing.plan import Plan
+from sizer.sizing.plan import Plan, slo_targets
 from sizer.sizing.resolve import Resolved
 from sizer.sizing.result import GoodputSettings, Sizing, SizingStatus, SLOProbe
 from sizer.words import count
@@ -88,12 +88,12 @@ def _fewest_replicas(at: _OperatingPoints, goodput: Goodput, settings: GoodputSe
 
 
 def _verdict(status: SizingStatus, replicas: int | None, point: SLOProbe | None, needed: int | None,
-             goodput: Goodput | None, max_replicas: int | None) -> str:
-    """One line, printed by every command."""
+             goodput: Goodput | None, max_replicas: int | None, targets: str = "") -> str:
+    """One line, printed by every command, with the targets it was judged against."""
     if status is SizingStatus.DOES_NOT_FIT:
         return "not simulated: the model does not fit in memory"
     if status is SizingStatus.NO_RATE:
-        return (f"no request rate meets the SLO on one replica: {goodput.binding} is missed even at "
+        return (f"no request rate meets the SLO ({targets}) on one replica: {goodput.binding} is missed even at "
                 f"{goodput.ceiling_per_s:.3g} req/s")
     if status is SizingStatus.TOO_MANY_REPLICAS and goodput.rate_per_s > 0:
         return (f"the SLO needs more than {max_replicas} replicas: one replica meets it up to "
@@ -104,7 +104,7 @@ def _verdict(status: SizingStatus, replicas: int | None, point: SLOProbe | None,
     where = f"at {point.rate_per_s:.3g} req/s per replica on {count(replicas, 'replica')}"
     if status is SizingStatus.NO_SLO:
         return f"no SLO targets; simulated {where}"
-    share = f"{point.share_met:.1%} of requests meet every target {where}"
+    share = f"{point.share_met:.1%} of requests meet every target ({targets} required) {where}"
     if status is SizingStatus.MET:
         return f"SLO met: {share}"
     return f"SLO missed: {share}; " + (f"{needed} replicas meet it" if needed else "more replicas than tried needed")
@@ -184,7 +184,7 @@ def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = Goodput
     point = at(replicas) if replicas else None
     price, per_replica = r.price_usd_per_gpu_hour, gpus_per_replica(r)
     return Sizing(
-        status, _verdict(status, replicas, point, needed, goodput, max_replicas),
+        status, _verdict(status, replicas, point, needed, goodput, max_replicas, slo_targets(s)),
         None if status is SizingStatus.NO_SLO else status is SizingStatus.MET, **common,
         goodput_per_replica_per_s=goodput.rate_per_s if goodput else None,
         binding_target=goodput.binding if goodput else None, replicas=replicas,

@@ -116,7 +116,8 @@ def test_no_rate_meeting_the_slo_is_said_the_same_way_by_every_command(tmp_path)
     # plan: exit 0, the whole plan still there, the status and verdict in the simulated section and the verdict line
     assert plan_exit == 0 and plan["fits"] and plan["memory"]["kv_cache_bytes"] > 0
     assert sim["status"] == "no_rate" and sim["replicas"] is None and sim["goodput_per_replica_per_s"] == 0
-    assert sim["verdict"].startswith("no request rate meets the SLO on one replica: TTFT is missed even at")
+    assert sim["verdict"].startswith("no request rate meets the SLO (TTFT <= 1 ms; 95% of requests) on one replica: "
+                                     "TTFT is missed even at")
     assert plan["verdict"] == "fits; " + sim["verdict"]
     # check: exit 1 on the slo rule, in the same words, with the fix that more replicas do not help
     slo_rule = {r["name"]: r for r in check["rules"]}["slo"]

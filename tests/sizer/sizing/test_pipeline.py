@@ -106,7 +106,8 @@ def test_no_rate_meets_the_slo_is_a_status_not_an_error(monkeypatch):
     # the bisection went down to the analytic bound / 64 and simulated no operating point
     lowest = min(rate for rate, _ in calls)
     assert all(n == 600 for _, n in calls) and sizing.operating_point is None
-    assert sizing.verdict == f"no request rate meets the SLO on one replica: TPOT is missed even at {lowest:.3g} req/s"
+    assert sizing.verdict == ("no request rate meets the SLO (TTFT <= 2,000 ms, ITL <= 60 ms; 95% of requests) on one "
+                              f"replica: TPOT is missed even at {lowest:.3g} req/s")
 
 
 def test_too_many_replicas_is_search_s_floor(monkeypatch):
