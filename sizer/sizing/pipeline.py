@@ -190,7 +190,8 @@ def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = Goodput
         binding_target=goodput.binding if goodput else None, replicas=replicas,
         cost=cost_summary(r, replicas, source, rate, plan.step_times.output_tokens_mean) if replicas else None,
         replicas_for_slo=needed, usd_per_hour_for_slo=usd_per_hour(needed, per_replica, price) if needed else None,
-        operating_point=point, notes=_notes(goodput, source, point, settings, plan))
+        operating_point=point, notes=_notes(goodput, source, point, settings, plan),
+        share_met_for_slo=at(needed).share_met if needed else None)
 
 
 def add_simulation(plan: Plan, r: Resolved, settings: GoodputSettings = GoodputSettings()) -> Plan:

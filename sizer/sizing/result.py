@@ -84,6 +84,7 @@ class Sizing:
     usd_per_hour_for_slo: float | None         # their cost per hour
     operating_point: SLOProbe | None           # one replica at target rate / replicas, the scenario's request count
     notes: tuple[str, ...]
+    share_met_for_slo: float | None = None     # share meeting every target at replicas_for_slo's operating point
 
     @property
     def suggestion(self) -> str | None:

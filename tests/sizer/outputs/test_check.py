@@ -171,7 +171,9 @@ def test_memory_rule_says_by_how_much_and_how_to_fix():
     # workload's longest request (16,000 + 2,000 tokens).
     assert rule.fixes == ("--max-model-len 23552 (from 131072; the workload's longest request fits)",
                           "FP8 weights (--quantization fp8; evaluate accuracy first)",
-                          "more GPUs: --tensor-parallel-size 4 (+2 GPUs per replica)")
+                          # 4 GPUs x $3.99 = $15.96/hour against the values' $12/hour budget
+                          "more GPUs: --tensor-parallel-size 4 (+2 GPUs per replica); $15.96/hour, over the "
+                          "$12.00/hour budget")
 
 
 def test_kv_share_rule_counts_full_length_sequences():
