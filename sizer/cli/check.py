@@ -8,7 +8,7 @@ import typer
 
 from simulator.errors import FieldError
 from sizer.cli.flags import check_range
-from sizer.cli.options import ITL_MS, OUTPUT_TOKENS, PROMPT_TOKENS, RATE, TTFT_MS, traffic_from_flags
+from sizer.cli.options import ITL_MS, OUTPUT_TOKENS, PROMPT_TOKENS, RATE, TPOT_MS, TTFT_MS, traffic_from_flags
 from sizer.cli.render import check_summary
 from sizer.outputs.check import CheckResult, check_file
 from sizer.outputs.destination import check_destination
@@ -29,6 +29,7 @@ def command(
     output_tokens: str | None = OUTPUT_TOKENS,
     ttft_ms: float | None = TTFT_MS,
     itl_ms: float | None = ITL_MS,
+    tpot_ms: float | None = TPOT_MS,
     scenario: Path | None = typer.Option(None, "--scenario", help="side scenario YAML: its workload, SLO and price "
                                                                   "replace the `sizer:` block's (flags replace both)"),
     share: float | None = typer.Option(None, "--share", help="share of the workload's requests this deployment "
@@ -41,7 +42,7 @@ def command(
     serves F of the workload's requests (its arrival rate times F), as one of several deployments
     behind a router that splits the workload."""
     check_range(share, "--share", MIN_SHARE, 1.0)
-    traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms, share)
+    traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms, share, tpot_ms=tpot_ms)
     if junit:
         # first: a JUnit path that cannot be written is exit 2 before anything is checked, so a
         # failure to write it can never stand in for the verdict or for the input's own error

@@ -22,6 +22,7 @@ from sizer.cli.options import (
     OUTPUT_TOKENS,
     PROMPT_TOKENS,
     RATE,
+    TPOT_MS,
     TTFT_MS,
     closed_loop_flag,
     emits_to_stdout,
@@ -84,7 +85,8 @@ def build_scenario(scenario: Path | None, variant: Variant, traffic: Traffic = T
              "workload.prompt_tokens": "--prompt-tokens" if traffic.prompt_tokens is not None else None,
              "workload.output_tokens": "--output-tokens" if traffic.output_tokens is not None else None,
              "slo.ttft_ms": "--ttft-ms" if traffic.ttft_ms is not None else None,
-             "slo.itl_ms": "--itl-ms" if traffic.itl_ms is not None else None}
+             "slo.itl_ms": "--itl-ms" if traffic.itl_ms is not None else None,
+             "slo.tpot_ms": "--tpot-ms" if traffic.tpot_ms is not None else None}
     return with_sources(built, {path: flag for path, flag in flags.items() if flag})
 
 
@@ -104,6 +106,7 @@ def command(
     output_tokens: str | None = OUTPUT_TOKENS,
     ttft_ms: float | None = TTFT_MS,
     itl_ms: float | None = ITL_MS,
+    tpot_ms: float | None = TPOT_MS,
     profile: Path | None = typer.Option(None, "--profile",
                                         help="calibrated profile folder (sizer calibrate): measured step times"),
     simulate: bool = typer.Option(False, "--simulate",
@@ -122,7 +125,7 @@ def command(
                               "--kv-cache-dtype": kv_cache_dtype, "--max-model-len": max_model_len, "--rate": rate,
                               "--concurrency": concurrency, "--prompt-tokens": prompt_tokens,
                               "--output-tokens": output_tokens,
-                              "--ttft-ms": ttft_ms, "--itl-ms": itl_ms,
+                              "--ttft-ms": ttft_ms, "--itl-ms": itl_ms, "--tpot-ms": tpot_ms,
                               "--profile": profile, "--emit": emit, "--emit-to": emit_to})
         return gateway.plan(scenario, as_json, search=simulate)
     check_range(tp, "--tp", 1, MAX_REPLICAS)
@@ -131,7 +134,7 @@ def command(
     check_choices((kv_cache_dtype,) if kv_cache_dtype is not None else None, "--kv-cache-dtype",
                   typing.get_args(KVCacheDtype))
     check_range(max_model_len, "--max-model-len", 1, MAX_TOKENS)
-    traffic = traffic_from_flags(None, prompt_tokens, output_tokens, ttft_ms, itl_ms)
+    traffic = traffic_from_flags(None, prompt_tokens, output_tokens, ttft_ms, itl_ms, tpot_ms=tpot_ms)
     check_range(rate, "--rate", MIN_RATE_PER_S, MAX_RATE_PER_S)
     emitter = kind("emit") if emit is not None or emit_to is not None else None
     if emitter is not None:

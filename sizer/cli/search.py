@@ -19,6 +19,7 @@ from sizer.cli.options import (
     OUTPUT_TOKENS,
     PROMPT_TOKENS,
     RATE,
+    TPOT_MS,
     TTFT_MS,
     emits_to_stdout,
     read_scenario_data,
@@ -70,9 +71,10 @@ def command(
     output_tokens: str | None = OUTPUT_TOKENS,
     ttft_ms: float | None = TTFT_MS,
     itl_ms: float | None = ITL_MS,
+    tpot_ms: float | None = TPOT_MS,
 ) -> None:
     """Find the cheapest deployment that meets the SLO: sweep GPUs, TP/PP, weight and KV formats."""
-    traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms)
+    traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms, tpot_ms=tpot_ms)
     check_range(workers, "--workers", 1, MAX_WORKERS)
     check_range(requests, "--num-requests", MIN_GOODPUT_REQUESTS, MAX_REQUESTS)
     check_range(max_replicas, "--max-replicas", 1, MAX_REPLICAS)

@@ -18,6 +18,7 @@ from sizer.cli.options import (
     OUTPUT_TOKENS,
     PROMPT_TOKENS,
     RATE,
+    TPOT_MS,
     TTFT_MS,
     closed_loop_flag,
     scenario_with_flags,
@@ -52,6 +53,7 @@ def command(
     output_tokens: str | None = OUTPUT_TOKENS,
     ttft_ms: float | None = TTFT_MS,
     itl_ms: float | None = ITL_MS,
+    tpot_ms: float | None = TPOT_MS,
 ) -> None:
     """Simulated TTFT, ITL, TPOT, E2E (p50/p95/p99), throughput, goodput and prefix-cache hits.
 
@@ -65,9 +67,9 @@ def command(
         gateway.refuse_flags({"--replicas": replicas, "--router": router if router != DEFAULT_ROUTER else None,
                               "--rate": rate, "--concurrency": concurrency, "--prompt-tokens": prompt_tokens,
                               "--output-tokens": output_tokens,
-                              "--ttft-ms": ttft_ms, "--itl-ms": itl_ms})
+                              "--ttft-ms": ttft_ms, "--itl-ms": itl_ms, "--tpot-ms": tpot_ms})
         return gateway.simulate(scenario, as_json, num_requests, requests_csv)
-    traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms)
+    traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms, tpot_ms=tpot_ms)
     scenario_obj, result, summary = run(scenario, num_requests, replicas, router, show_progress=not as_json,
                                         traffic=traffic, variant=closed_loop_flag(concurrency, rate))
     if requests_csv is not None:

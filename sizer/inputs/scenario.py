@@ -322,8 +322,12 @@ class WorkloadSection:
 class SLOSection:
     ttft_ms: float | None = field(None, gt=0, le=MAX_SECONDS * 1e3, doc="time to first token target per request")
     itl_ms: float | None = field(None, gt=0, le=MAX_SECONDS * 1e3,
-                                 doc="time-per-output-token target, checked against each request's TPOT "
-                                     "((E2E - TTFT) / (output tokens - 1)), not the per-token ITL gaps")
+                                 doc="inter-token latency target: the gaps between a request's consecutive tokens, "
+                                     "pooled over requests as vllm bench serve reports ITL; required_share of the "
+                                     "gaps must be within it")
+    tpot_ms: float | None = field(None, gt=0, le=MAX_SECONDS * 1e3,
+                                  doc="time-per-output-token target, checked against each request's TPOT "
+                                      "((E2E - TTFT) / (output tokens - 1))")
     e2e_ms: float | None = field(None, gt=0, le=MAX_SECONDS * 1e3, doc="end-to-end latency target per request")
     required_share: float = field(0.95, gt=0.0, le=1.0, doc="share of requests that must meet every target (goodput)")
 

@@ -105,6 +105,8 @@ def _verdict(status: SizingStatus, replicas: int | None, point: SLOProbe | None,
     if status is SizingStatus.NO_SLO:
         return f"no SLO targets; simulated {where}"
     share = f"{point.share_met:.1%} of requests meet every target ({targets} required) {where}"
+    if point.metrics.itl_share is not None:
+        share += f", {point.metrics.itl_share:.1%} of token gaps within the ITL target"
     if status is SizingStatus.MET:
         return f"SLO met: {share}"
     return f"SLO missed: {share}; " + (f"{needed} replicas meet it" if needed else "more replicas than tried needed")

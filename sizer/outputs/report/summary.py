@@ -14,8 +14,8 @@ HOURS_PER_MONTH = 730              # 365 days x 24 hours / 12 months, the usual 
 TOP_CONFIGURATIONS = 5             # ranked configurations in the body; the rest go to the appendix
 
 # Each SLO target in words: (scenario field, abbreviation, what it limits).
-TARGETS = (("ttft_ms", "TTFT", "first token within"), ("itl_ms", "TPOT", "time per output token within"),
-           ("e2e_ms", "E2E", "whole reply within"))
+TARGETS = (("ttft_ms", "TTFT", "first token within"), ("itl_ms", "ITL", "gaps between tokens within"),
+           ("tpot_ms", "TPOT", "time per output token within"), ("e2e_ms", "E2E", "whole reply within"))
 
 # Why a configuration was not chosen, in the order the appendix lists the groups.
 MORE_COSTLY = "Meet the targets, but cost more"
@@ -25,7 +25,8 @@ NO_FIT = "Do not fit in GPU memory"
 BAD_SPLIT = "The model cannot be split across that many GPUs"
 BAD_SETTING = "Settings the GPU or model does not support"
 MISSES = {"TTFT": "Miss the time-to-first-token target (TTFT)",
-          "TPOT": "Miss the time-per-output-token target (TPOT, slo.itl_ms)",
+          "ITL": "Miss the inter-token latency target (ITL: gaps between tokens)",
+          "TPOT": "Miss the time-per-output-token target (TPOT)",
           "E2E": "Miss the whole-reply target (E2E)",
           "load": "Too few slots for the arrival rate (busy slots, Little's law)"}
 MISSES_ANY = "Miss the latency targets"
@@ -48,7 +49,7 @@ class ParetoPoint:
     label: str
     usd_per_million_output_tokens: float
     ttft_p95_ms: float
-    tpot_p95_ms: float             # p95 of each request's time per output token (what slo.itl_ms is checked on)
+    tpot_p95_ms: float             # p95 of each request's time per output token (what slo.tpot_ms is checked on)
     chosen: bool
     front_ttft: bool               # no other configuration is both cheaper-or-equal and faster-or-equal (TTFT)
     front_tpot: bool

@@ -1,8 +1,8 @@
 """`sizer report --sweep results.parquet`: the Pareto fronts of a sweep and its cheapest configuration per SLO.
 
     front     per model and GPU, the points meeting the SLO that no other of the same model and GPU beats on
-              both cost per million output tokens and p95 latency (TTFT; ITL, the per-request TPOT)
-    cheapest  per model and SLO (TTFT, TPOT, E2E targets and required share), the point meeting it at the
+              both cost per million output tokens and p95 latency (TTFT; ITL, the gaps between tokens)
+    cheapest  per model and SLO (TTFT, ITL, E2E targets and required share), the point meeting it at the
               lowest cost per million output tokens
 
 Rows come from `sizer.outputs.sweep_store.read_rows`; only points that meet the SLO and have a price count.
@@ -44,7 +44,7 @@ class Front:
 @dataclass(frozen=True)
 class Cheapest:
     model: str
-    slo: str                                    # "TTFT 500 ms, TPOT 50 ms, 95%" (TPOT: slo.itl_ms)
+    slo: str                                    # "TTFT 500 ms, ITL 50 ms, 95%"
     points_meeting: int
     gpu: str
     label: str
@@ -84,7 +84,7 @@ def pareto(rows: list[dict], latency: str) -> list[dict]:
 
 
 def _slo(row: dict) -> str:
-    targets = [f"{name} {row[key]:g} ms" for name, key in (("TTFT", "ttft_target_ms"), ("TPOT", "itl_target_ms"),
+    targets = [f"{name} {row[key]:g} ms" for name, key in (("TTFT", "ttft_target_ms"), ("ITL", "itl_target_ms"),
                                                           ("E2E", "e2e_target_ms")) if row[key] is not None]
     return ", ".join(targets) + f", {row['required_share']:.0%} of requests"
 
