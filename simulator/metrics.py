@@ -84,7 +84,7 @@ class MetricsSummary:
     slo_share: float | None = None      # share of all requests meeting every per-request target (TTFT, TPOT, E2E)
     slo_met: bool | None = None         # slo_share (and itl_share) >= slo.required_share
     slo_percentiles_met: bool | None = None   # each metric's SLO percentile within its target
-    goodput_requests_per_s: float | None = None   # requests meeting every per-request target, per second
+    slo_met_requests_per_s: float | None = None   # requests meeting every per-request target, per second
     itl_share: float | None = None      # share of token gaps within slo.itl_ms (None without that target)
 
 
@@ -237,7 +237,7 @@ def summarise(result: SimulationResult, slo: SLO | None = None, engine_side: boo
         pct = all(_at(lat, slo.percentile, target) for target, lat in checks if target is not None)
         itl_met = itl_share is None or itl_share >= slo.required_share
         out.update(slo=slo, slo_share=share, slo_met=share >= slo.required_share and itl_met,
-                   slo_percentiles_met=pct, goodput_requests_per_s=per_s(float(met.sum())), itl_share=itl_share)
+                   slo_percentiles_met=pct, slo_met_requests_per_s=per_s(float(met.sum())), itl_share=itl_share)
     return MetricsSummary(**out)
 
 

@@ -77,7 +77,7 @@ def command(
     if as_json:
         typer.echo(to_json({"scenario": scenario_obj.name, **vars(summary)}))
         return
-    render_simulation_metrics(scenario_obj.name, summary, Console(), requests_csv)
+    render_simulation_metrics(scenario_obj.name, summary, Console(), requests_csv, result.num_replicas)
 
 
 def run(path: Path, num_requests: int | None, replicas: int | None, router: str, show_progress: bool,

@@ -131,8 +131,9 @@ def _notes(goodput: Goodput | None, source: str | None, point: SLOProbe | None, 
     if goodput and goodput.rate_per_s:
         above = ("the analytic bound itself meets it" if goodput.binding == "none"
                  else f"at {goodput.ceiling_per_s:.2f} req/s {goodput.binding} binds")
-        notes.append(f"goodput: {goodput.rate_per_s:.2f} req/s per replica (simulations of {settings.num_requests} "
-                     f"requests, to {settings.rate_tolerance:.0%}); {above}")
+        notes.append(f"goodput: {goodput.rate_per_s:.2f} req/s per replica, the highest rate one replica serves within "
+                     f"the SLO (simulations of {settings.num_requests} requests, to {settings.rate_tolerance:.0%}); "
+                     f"{above}")
     if source:
         notes.append(f"replicas: {source}")
     if point is not None:

@@ -26,7 +26,7 @@ def test_summary_and_slo_share_on_a_known_run():
     assert s.ttft.p50_ms == pytest.approx(15.0) and s.ttft.p99_ms == pytest.approx(15.0)
     assert s.num_finished == 20 and s.num_rejected == 0
     # every TPOT is ~5.07 ms > 5.0: nobody meets the ITL target, so no goodput
-    assert s.slo_share == 0.0 and s.slo_met is False and s.goodput_requests_per_s == 0.0
+    assert s.slo_share == 0.0 and s.slo_met is False and s.slo_met_requests_per_s == 0.0
     ok = summarise(r, SLO(ttft_ms=16.0, tpot_ms=5.2, percentile=99.0, required_share=0.95))
     assert ok.slo_share == 1.0 and ok.slo_met and ok.slo_percentiles_met
     # throughput: 20 x 21 tokens over first arrival (0.2 s) to last finish (4.0 s + e2e)

@@ -20,7 +20,16 @@ from sizer.analytic.format_support import SOURCES as FORMAT_SOURCES
 from sizer.inputs.scenario import mean_length, scenario_from_dict
 from sizer.outputs.emit import ServingConfig, serving_config
 from sizer.outputs.report.charts import MemoryBar, RatePoint, latency_chart, memory_chart, pareto_chart, timeline_chart
-from sizer.outputs.report.summary import Group, Headline, ParetoPoint, headline, pareto_points, top_and_rest
+from sizer.outputs.report.summary import (
+    Group,
+    Headline,
+    ParetoPoint,
+    headline,
+    left_gpu,
+    pareto_points,
+    search_counts,
+    top_and_rest,
+)
 from sizer.sizing.cost import gpus_per_replica
 from sizer.sizing.goodput import probe_slo, simulate_at
 from sizer.sizing.pipeline import method_notes, size_deployment
@@ -69,6 +78,8 @@ class Report:
     simulation_notes: list[str]
     serving: ServingConfig | None  # the answer's engine settings and replicas (`report --emit`); None: does not fit
     slots: SlotAnswers | None = None   # llama.cpp / Ollama: the answer's plan in the user's terms (sizer.sizing.slots)
+    left_gpu: str | None = None    # why the answer left the scenario's GPU (summary.left_gpu)
+    counts: list[tuple[str, int]] | None = None   # the configurations searched by outcome, adding up to the total
 
 
 def build_report(data: dict, file: str | None, space: SearchSpace | None, workers: int = 1,
@@ -124,7 +135,9 @@ def build_report(data: dict, file: str | None, space: SearchSpace | None, worker
         ] + [n for n in (result.notes if result else ()) if n not in method],
         references=references([*plan.assumptions, *(v for _, v in inputs)], chosen, own_resolved),
         serving=serving_config(chosen, answer.sizing.cost, answer.sizing.verdict) if chosen.memory.fits else None,
-        slots=plan.slots)
+        slots=plan.slots,
+        left_gpu=left_gpu(result, scenario.hardware.gpu, best.candidate.gpu) if best is not None else None,
+        counts=search_counts(result) if result else None)
 
 
 CODE = re.compile(r"\[([A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*)\]")     # a source cited by its code: "[STAS]", "[VLLM-HW]"

@@ -63,7 +63,7 @@ def test_top_five_then_every_other_configuration_grouped_by_reason():
 
 
 def test_headline_when_nothing_fits_or_meets_the_targets():
-    slo = SimpleNamespace(ttft_ms=500.0, itl_ms=None, e2e_ms=8000.0)
+    slo = SimpleNamespace(ttft_ms=500.0, itl_ms=None, tpot_ms=None, e2e_ms=8000.0)
     no_fit = headline("m", "H100-SXM", 1, "bf16", sizing(SizingStatus.DOES_NOT_FIT), slo, searched=True)
     assert no_fit.sentence == ("m does not fit on 1 x H100-SXM with bf16 weights; no configuration searched meets "
                                "the targets.")
