@@ -152,7 +152,7 @@ def left_gpu(search: SearchResult, scenario_gpu: str, answer_gpu: str) -> str | 
     meeting = [o for o in own if search.chosen(o)]        # ranked: the first is the cheapest
     if meeting:
         best = meeting[0]
-        cost = (f"costs {best.usd_per_hour:,.2f} $/hour" if best.usd_per_hour is not None else "has no price")
+        cost = (f"costs ${best.usd_per_hour:,.2f}/hour" if best.usd_per_hour is not None else "has no price")
         return (f"The search left the scenario's GPU ({name}): its cheapest configuration that meets the targets, "
                 f"{best.candidate.label}, {cost}; the answer costs less.")
     why: dict[str, int] = {}
@@ -160,7 +160,7 @@ def left_gpu(search: SearchResult, scenario_gpu: str, answer_gpu: str) -> str | 
         r = reason(o, search.settings.max_replicas)
         why[r] = why.get(r, 0) + 1
     return (f"The search left the scenario's GPU ({name}): none of its {len(own)} configurations meets the targets ("
-            + "; ".join(f"{r.lower()}: {n}" for r, n in why.items()) + ").")
+            + "; ".join(f"{r[0].lower()}{r[1:]}: {n}" for r, n in why.items()) + ").")
 
 
 def reason(o: Outcome, max_replicas: int) -> str:
