@@ -112,8 +112,8 @@ def recommended_config(result: SearchResult, data: dict, file: str) -> ServingCo
 
 ROW_FIELDS = ("status", "binding", "reason", "gpus_per_replica", "kv_cache_gib_per_gpu", "goodput_rate_per_s",
               "replicas", "gpus", "usd_per_hour", "usd_per_million_output_tokens", "operating_rate_per_s", "share_met",
-              "ttft_p95_ms", "tpot_p95_ms", "e2e_p95_ms", "pareto", "tokens_per_s_per_user", "slot_ttft_ms",
-              "device_memory_bytes")
+              "ttft_p95_ms", "itl_p95_ms", "tpot_p95_ms", "e2e_p95_ms", "pareto", "tokens_per_s_per_user",
+              "slot_ttft_ms", "device_memory_bytes")
 
 
 def rows(result: SearchResult) -> list[dict]:

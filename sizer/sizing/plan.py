@@ -350,7 +350,7 @@ def workload_assumptions(s: Scenario, rate: float, prompt_mean: float, output_me
            else "SLO: no targets stated (a scenario's slo section, or --ttft-ms / --itl-ms): --simulate reports "
                 "latency and sizes no replicas for an SLO")
     return [arrival, *lengths, slo,
-            f"simulated requests (--simulate): {w.num_requests:,} ({src('workload.num_requests')}), seed {w.seed}"]
+            f"simulated requests (--simulate): {w.num_requests:,} ({src('workload.num_requests')})"]
 
 
 def kv_heads_per_gpu_of(m: ModelSpec, p) -> int:
