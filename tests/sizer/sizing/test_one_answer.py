@@ -77,8 +77,11 @@ def test_plan_check_and_search_give_the_same_replicas_and_dollars(path, tmp_path
     _, found = invoke("search", scenario_file, "--json", "--workers", "1", "--num-requests", SETTINGS.num_requests,
                       "--gpus", s.hardware.gpu, "--tp", s.deployment.tensor_parallel_size,
                       "--pp", s.deployment.pipeline_parallel_size, "--weights", plan["weights"]["format"],
-                      "--kv-cache-dtype", s.deployment.kv_cache_dtype)
-    [row] = found["configurations"]
+                      "--kv-cache-dtype", s.deployment.kv_cache_dtype,
+                      *(["--speculative"] if s.deployment.speculative_config else []))
+    # the scenario's own configuration; with a speculative_config, the row that keeps it on (search leaves it off
+    # unless --speculative: seed-speculative's ITL target now binds below the bound, where the two differ)
+    [row] = [c for c in found["configurations"] if c["speculative"] == (s.deployment.speculative_config is not None)]
     # the same settings object, by value, in all three
     assert sim["settings"] == sizing["settings"] == found["settings"]["goodput"] == expected
     assert plan_exit == 0                            # plan prints its verdict whatever it is
