@@ -235,7 +235,8 @@ def render_simulation(sim: Sizing, console: Console) -> None:
             t.add_column(col, justify="right" if col != "ms" else "left")
         for name in ("ttft", "itl", "tpot", "e2e", "queue"):
             lat = getattr(m, name)
-            t.add_row(name.upper(), f"{lat.p50_ms:,.1f}", f"{lat.p95_ms:,.1f}", f"{lat.p99_ms:,.1f}")
+            t.add_row(name.upper(), *(f"{v:,.1f}" if math.isfinite(v) else "-"      # no gap: one-token replies
+                                      for v in (lat.p50_ms, lat.p95_ms, lat.p99_ms)))
         console.print(t)
         console.print(f"throughput per replica: {m.request_throughput_per_s:,.2f} req/s, "
                       f"{m.output_tokens_per_s:,.0f} output tokens/s, {m.total_tokens_per_s:,.0f} total tokens/s")

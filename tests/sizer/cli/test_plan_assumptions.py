@@ -60,3 +60,14 @@ def test_the_simulated_verdict_names_its_targets():
     # an 8B model on an H100 at 2 req/s of 1,000-token prompts answers the first token in tens of ms: met
     assert verdict.startswith("SLO met: ")
     assert "of requests meet every target (TTFT <= 1,000 ms; 95% of requests required) at 2 req/s" in verdict
+
+
+def test_one_token_replies_print_no_itl_rather_than_nan():
+    # a reply of one token has no gap between tokens and no time per output token: "-", not "nan" or "0.0"
+    result = runner.invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "h100", "--rate", "4", "--prompt-tokens",
+                                 "4k", "--output-tokens", "1", "--ttft-ms", "1000", "--simulate"],
+                           env={"COLUMNS": "120"})
+    rows = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if line.count("│") == 5}
+    assert rows["ITL"].split("│")[2:5] == rows["TPOT"].split("│")[2:5]
+    assert [cell.strip() for cell in rows["ITL"].split("│")[2:5]] == ["-", "-", "-"]
+    assert "nan" not in result.stdout
