@@ -13,6 +13,7 @@ KINDS = {
     "gateway": "sizer.cli.gateway",             # a gateway document (a top-level `gateway:`): plan, simulate
     "emit": "sizer.cli.emit",                   # plan --emit / --emit-to: a serving command or a manifest
     "simulate": "sizer.sizing.pipeline",        # plan --simulate: the sizing pipeline, the simulator
+    "day": "sizer.sizing.day",                  # plan --simulate: energy; with workload.schedule, the day
     "trace": "sizer.sizing.workload",           # workload.trace: the trace readers
     "calibrated profile": "engine.profile",     # hardware.calibrated_profile: measured kernel tables
 }

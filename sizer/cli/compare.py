@@ -1,5 +1,5 @@
-"""`sizer compare`: a measured benchmark (a `vllm bench serve --save-result` file) against sizer's
-simulation of the same workload on the scenario's deployment, metric by metric."""
+"""`sizer compare`: a measured benchmark (a `vllm bench serve --save-result` file or a GuideLLM report)
+against sizer's simulation of the same workload on the scenario's deployment, metric by metric."""
 
 from __future__ import annotations
 
@@ -9,25 +9,46 @@ import typer
 from rich.console import Console
 
 from sizer.cli.render import render_comparison
-from sizer.inputs.bench_result import read_bench_result
+from sizer.errors import InputError
+from sizer.inputs.bench_result import bench_result
+from sizer.inputs.guidellm_report import MAX_REPORT_BYTES, guidellm_benchmarks, is_guidellm_report
+from sizer.inputs.safe_load import load_json
 from sizer.inputs.scenario import load_scenario
 from sizer.outputs.serialise import to_json
-from sizer.sizing.compare import compare
+from sizer.sizing.compare import compare, compare_guidellm
 
 
 def command(
-    result: Path = typer.Argument(..., help="a vllm bench serve result JSON (--save-result; "
-                                            "--save-detailed adds per-request lengths)"),
+    result: Path = typer.Argument(..., help="a vllm bench serve result JSON (--save-result; --save-detailed adds "
+                                            "per-request lengths) or a GuideLLM report (guidellm benchmark "
+                                            "--output-path benchmarks.json)"),
     scenario: Path = typer.Argument(..., help="scenario YAML: the deployment the benchmark ran on (docs/scenario.md)"),
-    as_json: bool = typer.Option(False, "--json", help="print the comparison as JSON"),
+    benchmark: int = typer.Option(None, "--benchmark", min=0, help="a GuideLLM report: compare only its "
+                                  "benchmark at this index (0 the first); default every benchmark"),
+    as_json: bool = typer.Option(False, "--json", help="print the comparison as JSON (a list for a GuideLLM report)"),
 ) -> None:
-    """Measured against predicted: throughput, TTFT, TPOT, ITL and E2E as vllm bench serve reports them.
+    """Measured against predicted: throughput, TTFT, TPOT, ITL and E2E as the benchmark tool reports them.
 
     The simulated workload is the benchmark's (request count, rate or concurrency, per-request lengths
     when saved); the deployment, engine and step times are the scenario's."""
-    bench = read_bench_result(result)
-    comparison = compare(bench, load_scenario(scenario))
-    if as_json:
-        typer.echo(to_json(comparison))
+    data = load_json(result, MAX_REPORT_BYTES)
+    plan = load_scenario(scenario)
+    if not is_guidellm_report(data):
+        if benchmark is not None:
+            raise InputError(None, "--benchmark", f"{benchmark}: {result} is a vllm bench serve result (one run); "
+                                                  "--benchmark picks one of a GuideLLM report's benchmarks")
+        comparison = compare(bench_result(data, str(result)), plan)
+        typer.echo(to_json(comparison)) if as_json else render_comparison(comparison, Console())
         return
-    render_comparison(comparison, Console())
+    runs = guidellm_benchmarks(data, str(result))
+    if benchmark is not None:
+        if benchmark >= len(runs):
+            raise InputError(None, "--benchmark", f"{benchmark}: {result} holds {len(runs)} benchmark(s), "
+                                                  f"expected an index from 0 to {len(runs) - 1}")
+        runs = (runs[benchmark],)
+    comparisons = [compare_guidellm(run, plan) for run in runs]
+    if as_json:
+        typer.echo(to_json(comparisons))
+        return
+    for comparison in comparisons:
+        render_comparison(comparison, Console())

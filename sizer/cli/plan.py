@@ -147,7 +147,9 @@ def command(
         resolved = resolve(build_scenario(scenario, variant, traffic))
     result = make_plan(resolved)
     if simulate:
-        result = kind("simulate").add_simulation(result, resolved)
+        result = kind("day").add_energy(kind("simulate").add_simulation(result, resolved), resolved)
+        if resolved.scenario.workload.schedule is not None:
+            result = kind("day").add_day(result, resolved)
     text = emitter.plan_emitted(emit, resolved, result) if emitter is not None else None
     if as_json:
         typer.echo(to_json(result))

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sizer.analytic.memory import GB, GiB
+from sizer.cli.render_day import render_day, render_energy
 from sizer.sizing.plan import Plan
 from sizer.sizing.result import Sizing
 from sizer.words import count
@@ -167,6 +168,8 @@ def render_plan(plan: Plan, console: Console) -> None:
 
     if plan.simulation:
         render_simulation(plan.simulation, console)
+    if plan.day:
+        render_day(plan.day, console)
 
     co = plan.cost
     if co is None:
@@ -181,6 +184,8 @@ def render_plan(plan: Plan, console: Console) -> None:
         if co.usd_per_million_output_tokens is not None:
             line += f"; ${co.usd_per_million_output_tokens:,.3f} per million output tokens ({co.throughput_source})"
         console.print(line)
+    if plan.energy:
+        render_energy(plan.energy, console)
     console.print()
     console.print("[bold]Assumptions[/]")
     for a in plan.assumptions:
@@ -411,9 +416,11 @@ def check_summary(result: CheckResult) -> str:
 
 def render_comparison(c: Comparison, console: Console) -> None:
     """`sizer compare`: each measured metric beside sizer's prediction and the relative error."""
-    t = Table(title=f"sizer compare: {c.result_file} against {c.scenario}", title_justify="left",
+    which = f" ({c.benchmark})" if c.benchmark else ""
+    notes = "".join(f"\nnot modelled: {note}" for note in c.not_modelled)
+    t = Table(title=f"sizer compare: {c.result_file}{which} against {c.scenario}", title_justify="left",
               caption=f"simulated: {c.num_requests:,} requests, {c.workload}; lengths from {c.lengths_from}. "
-                      "error = (predicted - measured) / measured", caption_justify="left")
+                      f"error = (predicted - measured) / measured{notes}", caption_justify="left")
     for col in ("metric", "measured", "predicted", "error"):
         t.add_column(col, justify="left" if col == "metric" else "right")
     for m in c.metrics:

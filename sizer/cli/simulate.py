@@ -78,6 +78,10 @@ def command(
         typer.echo(to_json({"scenario": scenario_obj.name, **vars(summary)}))
         return
     render_simulation_metrics(scenario_obj.name, summary, Console(), requests_csv, result.num_replicas)
+    if scenario_obj.workload.schedule is not None:
+        Console().print(f"workload.schedule: simulated at workload.arrival.rate_per_s "
+                        f"({scenario_obj.workload.arrival.rate_per_s:g} req/s); `sizer plan --simulate` sizes the "
+                        f"{scenario_obj.workload.schedule.period}", highlight=False)
 
 
 def run(path: Path, num_requests: int | None, replicas: int | None, router: str, show_progress: bool,

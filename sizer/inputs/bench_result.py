@@ -60,8 +60,11 @@ class BenchResult:
 
 def read_bench_result(path: Path) -> BenchResult:
     """The result file at `path`, or a FieldError naming the file and the key."""
-    file = str(path)
-    data = load_json(path)
+    return bench_result(load_json(path), str(path))
+
+
+def bench_result(data: object, file: str) -> BenchResult:
+    """A parsed result file `data` read from `file`, or a FieldError naming the file and the key."""
     if not isinstance(data, dict):
         raise FieldError(file, None, f"expected a JSON object (a vllm bench serve --save-result file), "
                                      f"got {type(data).__name__}")

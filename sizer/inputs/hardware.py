@@ -57,6 +57,11 @@ class HardwareSpec:
     host_memory_bytes: int | None = None           # a discrete GPU's host: where layers not offloaded live
     host_memory_bandwidth_bytes_per_s: float | None = None
     host_source: str = ""
+    tdp_w: float | None = None                     # board power
+    reserved_usd_per_gpu_hour: float | None = None  # a committed (reserved) GPU-hour, where the profile quotes one
+    reserved_price_rule: str = ""
+    power_w: dict[str, float] | None = None        # idle_w, decode_w, prefill_w (sizer/analytic/energy.py)
+    power_source: str = ""
 
     def peak_flops(self, fmt: str) -> float:
         """Dense peak for a compute format, falling back to bf16 when the format has no datapath."""
@@ -124,6 +129,11 @@ def _from_yaml(data: dict, path: Path) -> HardwareSpec:
             price_rule=str(price.get("rule", "")),
             sources=tuple(str(s) for s in data.get("sources", [])),
             architecture=str(data.get("architecture", "")),
+            tdp_w=float(data["tdp_w"]) if data.get("tdp_w") else None,
+            reserved_usd_per_gpu_hour=price.get("reserved_usd_per_gpu_hour"),
+            reserved_price_rule=str(price.get("reserved_rule", "")),
+            power_w={k: float(v) for k, v in (data.get("power") or {}).items() if k.endswith("_w")} or None,
+            power_source=str((data.get("power") or {}).get("source", "")),
             **_device(data, path),
         )
     except InputError:

@@ -20,6 +20,7 @@ from simulator.trace_limits import MAX_REQUEST_TOKENS, MAX_TIMESTAMP_S, MAX_TRAC
 from sizer.errors import InputError
 from sizer.inputs import preloaded
 from sizer.inputs.config_keys import MAX_LAYERS
+from sizer.inputs.schedule import AutoscalingSection, EnergySection, ScheduleSection, check_schedule
 from sizer.inputs.variant import Variant
 
 WeightFormat = Literal["auto", "bf16", "fp16", "fp32", "fp8", "int8", "awq", "gptq", "nvfp4", "mxfp4",
@@ -303,6 +304,8 @@ class WorkloadSection:
     output_tokens: Distribution | None = field(None, doc="output length distribution")
     shared_prefix: SharedPrefixSection | None = field(None, doc="shared prompt prefixes")
     trace: TraceSection | None = field(None, doc="replay a request trace instead of synthetic arrivals and lengths")
+    schedule: ScheduleSection | None = field(None, doc="the rate through a day or week (docs/capacity-over-time.md); "
+                                                       "plan --simulate then sizes the day")
     lora: LoraWorkloadSection | None = field(None, doc="LoRA adapters requests ask for (needs deployment.enable_lora)")
     structured_output: StructuredOutputSection | None = field(None, doc="requests with a JSON schema")
     num_requests: int = field(2000, ge=1, le=MAX_REQUESTS, doc="requests to simulate")
@@ -348,6 +351,9 @@ class Scenario:
     workload: WorkloadSection = field(default_factory=WorkloadSection, doc="the traffic")
     slo: SLOSection = field(default_factory=SLOSection, doc="latency targets")
     cost: CostSection = field(default_factory=CostSection, doc="prices")
+    autoscaling: AutoscalingSection | None = field(None, doc="how replicas follow workload.schedule "
+                                                            "(default: these defaults, with a schedule)")
+    energy: EnergySection = field(default_factory=EnergySection, doc="PUE and grid carbon intensity")
     file: str | None = dataclasses.field(default=None, metadata={"internal": True})  # where it was loaded from
     # where each workload and SLO value a plan states among its assumptions came from (ASSUMED_FIELDS ->
     # "scenario", "default" or the flag that set it)
@@ -493,6 +499,31 @@ def check_scenario(s: Scenario) -> None:
     if spec and spec.method == "draft_model" and not spec.model:
         raise InputError(f, "deployment.speculative_config.model", "missing; method draft_model needs a draft model")
     _check_engine_fields(d, f)
+    _check_over_time(s, f)
+
+
+def _check_over_time(s: Scenario, f: str | None) -> None:
+    """workload.schedule and autoscaling: what sizer models of capacity over time, the rest named."""
+    w, a = s.workload, s.autoscaling
+    if w.schedule is None:
+        if a is not None:
+            raise InputError(f, "autoscaling", "needs workload.schedule (the rate replicas follow)")
+        return
+    check_schedule(w.schedule, f)
+    for wrong, why in ((w.trace is not None, "workload.trace: replay or schedule, not both (a trace as the time "
+                                             "profile is workload.schedule.trace)"),
+                       (w.arrival.process == "closed", "workload.arrival.process closed: a schedule sets the rate"),
+                       (s.deployment.replicas is not None, "deployment.replicas: autoscaling sizes the replicas"),
+                       (s.deployment.disaggregated is not None,
+                        "deployment.disaggregated: sizer does not model autoscaling of separate pools")):
+        if wrong:
+            raise InputError(f, "workload.schedule", f"not with {why}")
+    if s.slo.ttft_ms is None and s.slo.itl_ms is None and s.slo.e2e_ms is None:
+        raise InputError(f, "slo", "missing targets; workload.schedule sizes replicas to the SLO: expected ttft_ms, "
+                                   "itl_ms or e2e_ms")
+    if a is not None and a.min_replicas > a.max_replicas:
+        raise InputError(f, "autoscaling.min_replicas", f"expected at most max_replicas ({a.max_replicas}), "
+                                                        f"got {a.min_replicas}")
 
 
 # Deployment fields that only some engines have (every other field applies to all of them). llama.cpp and

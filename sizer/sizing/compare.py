@@ -1,12 +1,14 @@
 """`sizer compare`: replay a measured benchmark's workload through the simulator and put each measured
 metric beside sizer's prediction of it, computed the way the benchmark computes it.
 
-The workload is the benchmark's: its request count, its arrivals (`vllm bench serve` at an infinite
-rate with `--max-concurrency N`: a closed loop of N clients; at an infinite rate without a limit:
-every request sent at once, a closed loop of as many clients as requests; at a finite rate: gamma
-gaps of shape `burstiness` from a first request at time 0, as its `get_request` draws them) and its
-per-request lengths when the file has them (`--save-detailed`), else the scenario's lengths,
-prefixes, adapters and schemas. The deployment, engine and step model are the scenario's.
+Two benchmark tools are read: `vllm bench serve` (`--save-result`) and GuideLLM (its report: one
+benchmark per strategy, each compared on its own). The workload is the benchmark's: its request count,
+its arrivals (a client limit at an infinite rate, `vllm bench serve --max-concurrency N` or GuideLLM's
+synchronous, concurrent and throughput strategies: a closed loop of N clients; every request sent at
+once: a closed loop of as many clients as requests; a finite rate: `vllm bench serve`'s gamma gaps of
+shape `burstiness`, GuideLLM's even (constant) or Poisson gaps, from a first request at time 0) and
+its per-request lengths when the file has them, else the scenario's lengths, prefixes, adapters and
+schemas. The deployment, engine and step model are the scenario's.
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from simulator.errors import FieldError
-from simulator.metrics import summarise
+from simulator.metrics import summarise, weighted_percentiles
 from simulator.records import SimulationResult
 from simulator.run import simulate
 from simulator.workload import Arrivals, ClosedLoop, Workload
 from sizer.inputs.bench_result import BenchResult, latency_stat
+from sizer.inputs.guidellm_report import GuideLLMBenchmark
 from sizer.inputs.scenario import Scenario
 from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulation_config
@@ -45,45 +48,90 @@ class Comparison:
     num_requests: int
     lengths_from: str                # "the result file (per request)" or "the scenario"
     metrics: tuple[MetricComparison, ...]
+    benchmark: str = ""              # which benchmark of a file holding several (GuideLLM), else ""
+    not_modelled: tuple[str, ...] = ()   # what the benchmark did that the simulation leaves out
 
 
 def compare(result: BenchResult, scenario: Scenario) -> Comparison:
     """Simulate `result`'s workload on `scenario`'s deployment; every measured metric beside its prediction."""
-    r = resolve(scenario)
     n = result.num_requests
     if result.request_rate_per_s is not None and result.max_concurrency is not None and result.max_concurrency < n:
         raise FieldError(result.file, "max_concurrency", f"{result.max_concurrency} with request_rate "
                          f"{result.request_rate_per_s:g}: arrivals at a rate held back by a client limit are not "
                          "modelled; compare a run at request_rate inf (a closed loop) or without max_concurrency")
     base = workload_of(scenario, n)
-    workload, words = _arrivals(result, base, n, scenario.workload.seed)
-    lengths_from = "the scenario"
-    if result.input_lens is not None and result.output_lens is not None:   # one per request sent (bench_result)
-        # a failed request (output 0) is simulated as asking for one token: sizer serves every request
-        workload = dataclasses.replace(workload, prompt_tokens=np.maximum(np.asarray(result.input_lens), 1),
-                                       output_tokens=np.maximum(np.asarray(result.output_lens), 1), segments=[()] * n)
-        lengths_from = "the result file (per request)"
-    sim = simulate(simulation_config(r), step_model_for(r), workload, scenario.workload.seed)
-    predicted = predictions(sim, [key for key, _ in result.measured])
-    rows = []
-    for key, measured in result.measured:
-        value = predicted.get(key)
-        error = (value - measured) / measured if value is not None and measured > 0 else None
-        rows.append(MetricComparison(key, measured, value, error))
-    return Comparison(result.file, scenario.name, words, n, lengths_from, tuple(rows))
-
-
-def _arrivals(result: BenchResult, base: Workload, n: int, seed: int) -> tuple[Workload, str]:
     if result.request_rate_per_s is None:
         clients = min(result.max_concurrency or n, n)
-        return (dataclasses.replace(base, arrival_s=np.zeros(n), closed_loop=ClosedLoop(clients)),
-                f"closed loop of {clients} clients (request_rate inf, max_concurrency {result.max_concurrency})")
-    rate, shape = result.request_rate_per_s, result.burstiness
-    arrivals = Arrivals("poisson" if shape == 1.0 else "gamma", rate, 1.0 / shape ** 0.5)
+        workload = _closed(base, n, clients)
+        words = f"closed loop of {clients} clients (request_rate inf, max_concurrency {result.max_concurrency})"
+    else:
+        rate, shape = result.request_rate_per_s, result.burstiness
+        workload = _open(base, Arrivals("poisson" if shape == 1.0 else "gamma", rate, 1.0 / shape ** 0.5), n,
+                         scenario.workload.seed)
+        words = f"{'Poisson' if shape == 1.0 else f'gamma (burstiness {shape:g})'} arrivals at {rate:g} req/s"
+    # a failed request (output 0) is simulated as asking for one token: sizer serves every request
+    workload, lengths_from = _lengths(workload, result.input_lens, result.output_lens, "the result file")
+    sim = _simulate(scenario, workload)
+    rows = _rows(result.measured, predictions(sim, [key for key, _ in result.measured]))
+    return Comparison(result.file, scenario.name, words, n, lengths_from, rows)
+
+
+def compare_guidellm(bench: GuideLLMBenchmark, scenario: Scenario) -> Comparison:
+    """Simulate one GuideLLM benchmark's workload on `scenario`'s deployment: its successful requests with
+    their own lengths when the report keeps every one, else its measured window's requests with the
+    scenario's lengths; every measured metric beside its prediction, computed as GuideLLM computes it."""
+    per_request = bench.prompt_tokens is not None
+    n = bench.num_successful if per_request else bench.num_requests
+    base = workload_of(scenario, n)
+    if bench.rate_per_s is None:
+        clients = min(bench.clients or n, n)
+        workload = _closed(base, n, clients)
+        words = f"closed loop of {clients} client{'s' if clients != 1 else ''} (GuideLLM {bench.strategy})"
+    else:
+        workload = _open(base, Arrivals(bench.strategy, bench.rate_per_s), n, scenario.workload.seed)
+        words = f"{'even' if bench.strategy == 'constant' else 'Poisson'} arrivals at {bench.rate_per_s:g} req/s"
+    workload, lengths_from = _lengths(workload, bench.prompt_tokens, bench.output_tokens, "the report")
+    not_modelled = ((f"rampup_duration {bench.rampup_s:g} s: arrivals simulated at the full rate from the start",)
+                    if bench.rampup_s else ())
+    not_modelled += tuple(f"{phase}: GuideLLM left its {phase} requests out of its metrics; sizer simulates the "
+                          "measured window's requests from an idle start" for phase in bench.transient_phases)
+    sim = _simulate(scenario, workload)
+    rows = _rows(bench.measured, guidellm_predictions(sim))
+    return Comparison(bench.file, scenario.name, words, n, lengths_from, rows, bench.label, not_modelled)
+
+
+def _closed(base: Workload, n: int, clients: int) -> Workload:
+    return dataclasses.replace(base, arrival_s=np.zeros(n), closed_loop=ClosedLoop(clients))
+
+
+def _open(base: Workload, arrivals: Arrivals, n: int, seed: int) -> Workload:
     gaps = arrivals.gaps_s(n, np.random.Generator(np.random.PCG64(seed)))
     at = np.concatenate([[0.0], np.cumsum(gaps[:-1])])          # the first request at once, then a gap each
-    kind = "Poisson" if shape == 1.0 else f"gamma (burstiness {shape:g})"
-    return dataclasses.replace(base, arrival_s=at, closed_loop=None), f"{kind} arrivals at {rate:g} req/s"
+    return dataclasses.replace(base, arrival_s=at, closed_loop=None)
+
+
+def _lengths(workload: Workload, prompts: tuple[int, ...] | None, outputs: tuple[int, ...] | None,
+             source: str) -> tuple[Workload, str]:
+    """The workload with the file's per-request lengths (at least one token each) when it has them."""
+    if prompts is None or outputs is None:
+        return workload, "the scenario"
+    return (dataclasses.replace(workload, prompt_tokens=np.maximum(np.asarray(prompts), 1),
+                                output_tokens=np.maximum(np.asarray(outputs), 1), segments=[()] * len(prompts)),
+            f"{source} (per request)")
+
+
+def _simulate(scenario: Scenario, workload: Workload) -> SimulationResult:
+    r = resolve(scenario)
+    return simulate(simulation_config(r), step_model_for(r), workload, scenario.workload.seed)
+
+
+def _rows(measured: tuple[tuple[str, float], ...], predicted: dict[str, float]) -> tuple[MetricComparison, ...]:
+    rows = []
+    for key, value in measured:
+        guess = predicted.get(key)
+        error = (guess - value) / value if guess is not None and value > 0 else None
+        rows.append(MetricComparison(key, value, guess, error))
+    return tuple(rows)
 
 
 def predictions(sim: SimulationResult, keys: list[str]) -> dict[str, float]:
@@ -115,3 +163,32 @@ def predictions(sim: SimulationResult, keys: list[str]) -> dict[str, float]:
 
 
 _COLUMNS = {"ttft": "ttft_ms", "tpot": "tpot_ms", "e2el": "e2e_ms"}
+
+
+def guidellm_predictions(sim: SimulationResult) -> dict[str, float]:
+    """The simulated run's metrics under GuideLLM's names (`time_to_first_token_ms.p99`, ...), computed as
+    GuideLLM computes them over the successful requests: per request, weighted (inter-token latency by
+    output tokens - 1, time per output token by output tokens), percentiles the smallest value whose
+    cumulative weight reaches the share (its `Percentiles.from_pdf`), throughputs over the run's span."""
+    s = summarise(sim, itl=False)
+    out = {"requests_per_second": s.request_throughput_per_s, "output_tokens_per_second": s.output_tokens_per_s}
+    c = sim.columns
+    done = ~c["rejected"]
+    ttft, e2e = c["ttft_ms"][done], c["e2e_ms"][done]
+    tokens = c["output_tokens"][done].astype(float)
+    ones = np.ones(len(ttft))
+    per_request = {
+        "time_to_first_token_ms": (ttft, ones),
+        # a one-token request: GuideLLM's value 0 at weight 0, so it counts nowhere
+        "inter_token_latency_ms": ((e2e - ttft) / np.maximum(tokens - 1, 1), tokens - 1),
+        "time_per_output_token_ms": (e2e / tokens, tokens),
+        "request_latency": (e2e / 1000.0, ones),
+    }
+    for metric, (values, weights) in per_request.items():
+        if not (weights > 0).any():
+            continue
+        p50, p90, p95, p99 = weighted_percentiles(values, weights, (50.0, 90.0, 95.0, 99.0))
+        mean = float(np.sum(values * weights) / np.sum(weights))
+        for stat, value in (("mean", mean), ("p50", p50), ("p90", p90), ("p95", p95), ("p99", p99)):
+            out[f"{metric}.{stat}"] = value
+    return out

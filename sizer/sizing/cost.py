@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from sizer.sizing.resolve import Resolved
 
 THROUGHPUT_BASIS = "target rate x mean output tokens"
+HOURS_PER_MONTH = 730              # 365 days x 24 hours / 12 months, the usual cloud billing month
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from simulator.speculative import expected_tokens_per_step
 from sizer.analytic.capacity import Capacity, littles_law
@@ -49,6 +50,9 @@ from sizer.sizing.result import Sizing
 from sizer.sizing.slots import SlotAnswers, slot_answers
 from sizer.sizing.step_model import kernel_tables_note, roofline_for, step_model_for, step_sources
 from sizer.words import count
+
+if TYPE_CHECKING:      # for the annotation only: a plan without a schedule need not import the day's code
+    from sizer.sizing.day_result import DayPlan, SteadyEnergy
 
 SCHEMA_VERSION = 1
 
@@ -151,6 +155,8 @@ class Plan:
     simulation: Sizing | None = None     # `plan --simulate`: sizer.sizing.pipeline.add_simulation
     slots: SlotAnswers | None = None     # llama.cpp and Ollama: the answers in the user's terms
     lora: LoraMemory | None = None       # LoRA adapter slots per GPU (taken from the KV cache: memory.lora_bytes)
+    day: DayPlan | None = None           # workload.schedule with --simulate: sizer.sizing.day.add_day
+    energy: SteadyEnergy | None = None   # --simulate: energy at the operating point (sizer.sizing.day.add_energy)
 
 
 def attention_kind(m: ModelSpec) -> str:
@@ -305,7 +311,8 @@ def make_plan(r: Resolved) -> Plan:
         kv_bytes_per_sequence_at_max_model_len=kv.sequence_bytes(e.max_model_len, e.block_size, per_gpu=False),
         kv_demand=demand, memory=budget, parallel=parallel, capacity=capacity, step_times=times, speculative=spec,
         cost=cost, fits=fits, verdict=verdict,
-        assumptions=workload_assumptions(s, rate, prompt_mean, output_mean) + assumptions(r, roofline) + slot_notes(r),
+        assumptions=(workload_assumptions(s, rate, prompt_mean, output_mean) + assumptions(r, roofline) + slot_notes(r)
+                     + _schedule_note(r)),
         slots=slot_answers(r, step, prompt_mean, output_mean, rate) if r.slots else None, lora=r.lora)
 
 
@@ -409,6 +416,15 @@ def _serving_notes(r: Resolved) -> list[str]:
                      f"added to that request's TTFT; {mask_s * 1e6:g} us of CPU per grammar token, added to the step "
                      "(sourced assumptions, sizer/sizing/presets.py); the analytic step times leave both out")
     return notes
+
+
+def _schedule_note(r: Resolved) -> list[str]:
+    """A schedule is sized by `plan --simulate` (sizer/sizing/day.py); this plan is at the steady rate."""
+    sch = r.scenario.workload.schedule
+    if sch is None:
+        return []
+    return [f"workload.schedule: this plan is at workload.arrival.rate_per_s; `plan --simulate` sizes the {sch.period} "
+            "(docs/capacity-over-time.md)"]
 
 
 def slot_notes(r: Resolved) -> list[str]:

@@ -20,6 +20,7 @@ from sizer.analytic.format_support import SOURCES as FORMAT_SOURCES
 from sizer.inputs.scenario import mean_length, scenario_from_dict
 from sizer.outputs.emit import ServingConfig, serving_config
 from sizer.outputs.report.charts import MemoryBar, RatePoint, latency_chart, memory_chart, pareto_chart, timeline_chart
+from sizer.outputs.report.day import day_chart
 from sizer.outputs.report.summary import (
     Group,
     Headline,
@@ -31,6 +32,8 @@ from sizer.outputs.report.summary import (
     top_and_rest,
 )
 from sizer.sizing.cost import gpus_per_replica
+from sizer.sizing.day import plan_day
+from sizer.sizing.day_result import DayPlan
 from sizer.sizing.goodput import probe_slo, simulate_at
 from sizer.sizing.pipeline import method_notes, size_deployment
 from sizer.sizing.plan import Plan, make_plan
@@ -77,6 +80,8 @@ class Report:
     step_model: str
     simulation_notes: list[str]
     serving: ServingConfig | None  # the answer's engine settings and replicas (`report --emit`); None: does not fit
+    day: DayPlan | None = None     # workload.schedule: the answer's configuration over the day (sizer.sizing.day)
+    day_svg: str | None = None
     slots: SlotAnswers | None = None   # llama.cpp / Ollama: the answer's plan in the user's terms (sizer.sizing.slots)
     left_gpu: str | None = None    # why the answer left the scenario's GPU (summary.left_gpu)
     counts: list[tuple[str, int]] | None = None   # the configurations searched by outcome, adding up to the total
@@ -111,6 +116,7 @@ def build_report(data: dict, file: str | None, space: SearchSpace | None, worker
     front = pareto_points(result, best) if result else []
     top, not_chosen = top_and_rest(result) if result else ([], [])
     inputs = input_rows(scenario, own_resolved)
+    day = plan_day(chosen, plan, settings.goodput)[0] if scenario.workload.schedule is not None else None
     return Report(
         title=scenario.name, scenario_file=file,
         headline=headline(chosen.model.name, chosen.hardware.id.upper(), gpus_per_replica(chosen),
@@ -135,7 +141,7 @@ def build_report(data: dict, file: str | None, space: SearchSpace | None, worker
         ] + [n for n in (result.notes if result else ()) if n not in method],
         references=references([*plan.assumptions, *(v for _, v in inputs)], chosen, own_resolved),
         serving=serving_config(chosen, answer.sizing.cost, answer.sizing.verdict) if chosen.memory.fits else None,
-        slots=plan.slots,
+        slots=plan.slots, day=day, day_svg=day_chart(day) if day else None,
         left_gpu=left_gpu(result, scenario.hardware.gpu, best.candidate.gpu) if best is not None else None,
         counts=search_counts(result) if result else None)
 

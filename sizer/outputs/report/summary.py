@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sizer.inputs.hardware import load_hardware
+from sizer.sizing.cost import HOURS_PER_MONTH
 from sizer.sizing.result import Sizing, SizingStatus
 from sizer.sizing.search import Outcome, SearchResult
 
-HOURS_PER_MONTH = 730              # 365 days x 24 hours / 12 months, the usual cloud billing month
 TOP_CONFIGURATIONS = 5             # ranked configurations in the body; the rest go to the appendix
 
 # Each SLO target in words: (scenario field, abbreviation, what it limits).

@@ -25,6 +25,8 @@ PROFILE_KEYS = {
     "peak_dense_flops_per_s", "supported_formats", "efficiency", "interconnect", "pcie", "tdp_w",
     "price", "sources", "confidence",
 }
+OPTIONAL_PROFILE_KEYS = {"power"}            # watts by state (sizer/analytic/energy.py), where a profile cites them
+OPTIONAL_PRICE_KEYS = {"reserved_usd_per_gpu_hour", "reserved_rule"}
 NESTED_KEYS = {
     "memory": {"as_printed", "bytes", "bytes_source"},
     "peak_dense_flops_per_s": set(FORMATS),
@@ -65,9 +67,12 @@ def test_catalogs_are_not_empty():
 @pytest.mark.parametrize("path", PROFILE_FILES, ids=lambda p: p.stem)
 def test_profile_shape_and_units(path):
     p = yaml.safe_load(path.read_text())
-    assert set(p) == PROFILE_KEYS
+    assert PROFILE_KEYS <= set(p) <= PROFILE_KEYS | OPTIONAL_PROFILE_KEYS
     for key, sub in NESTED_KEYS.items():
-        assert set(p[key]) == sub, key
+        assert sub <= set(p[key]) <= sub | (OPTIONAL_PRICE_KEYS if key == "price" else set()), key
+    if "power" in p:         # idle <= decode-bound <= prefill-bound <= TDP, and a source
+        w = p["power"]
+        assert 0 < w["idle_w"] <= w["decode_w"] <= w["prefill_w"] <= p["tdp_w"] and w["source"]
     assert p["id"] == path.stem
     # Numbers, not strings: `3.35e12` (no exponent sign) would load as a str in PyYAML.
     assert isinstance(p["memory_bandwidth_bytes_per_s"], float)

@@ -3,13 +3,15 @@
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from sizer.cli import app
 from sizer.inputs.bench_result import read_bench_result
+from sizer.inputs.guidellm_report import read_guidellm_report
 from sizer.inputs.scenario import load_scenario
-from sizer.sizing.compare import compare
+from sizer.sizing.compare import compare, compare_guidellm
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "bench"
 C16 = DATA / "vllm-bench-serve-c16.json"
@@ -94,3 +96,130 @@ def test_a_file_that_is_not_a_result_is_refused(tmp_path):
     f.write_text(json.dumps(lens))
     out = run(str(f), str(SCENARIO))
     assert out.exit_code == 2 and "input_lens" in out.output
+
+
+# GuideLLM: tests/data/bench/guidellm-report-2-benchmarks.json (README there): a concurrent benchmark of 4
+# clients keeping its 8 requests, and a Poisson one at 2 req/s keeping none.
+GUIDELLM = DATA / "guidellm-report-2-benchmarks.json"
+
+
+def test_reads_a_guidellm_report_one_benchmark_per_strategy():
+    first, second = read_guidellm_report(GUIDELLM)
+    assert (first.strategy, first.clients, first.rate_per_s, first.num_successful) == ("concurrent", 4, None, 8)
+    assert (second.strategy, second.clients, second.rate_per_s, second.num_requests) == ("poisson", None, 2.0, 60)
+    # the first keeps every request: its lengths are the file's (4,622 prompt and 1,480 output tokens in all)
+    assert sum(first.prompt_tokens) == 4622 and sum(first.output_tokens) == 1480 and second.prompt_tokens is None
+    measured = dict(first.measured)
+    assert measured["time_to_first_token_ms.mean"] == 31.264
+    # throughput from the totals: 8 successful requests over the 6.4 s measured window
+    assert measured["requests_per_second"] == pytest.approx(8 / 6.4)
+    assert measured["output_tokens_per_second"] == pytest.approx(1480 / 6.4)
+
+
+def test_guidellm_statistics_are_weighted_as_guidellm_weights_them():
+    c = compare_guidellm(read_guidellm_report(GUIDELLM)[0], load_scenario(SCENARIO))
+    assert c.workload == "closed loop of 4 clients (GuideLLM concurrent)" and c.num_requests == 8
+    assert c.lengths_from == "the report (per request)"
+    # recompute from a fresh simulation of the same workload: the token-weighted mean of per-request
+    # (E2E - TTFT) / (n - 1) is the run's decode time over its token gaps, sum(E2E - TTFT) / sum(n - 1),
+    # and the mean time per output token is sum(E2E) / sum(n)
+    from sizer.sizing.compare import _closed, _lengths, _simulate
+    from sizer.sizing.workload import workload_of
+    bench, scenario = read_guidellm_report(GUIDELLM)[0], load_scenario(SCENARIO)
+    workload, _ = _lengths(_closed(workload_of(scenario, 8), 8, 4), bench.prompt_tokens, bench.output_tokens, "")
+    cols = _simulate(scenario, workload).columns
+    n = cols["output_tokens"].astype(float)
+    predicted = {m.metric: m.predicted for m in c.metrics}
+    assert predicted["inter_token_latency_ms.mean"] == pytest.approx(
+        (cols["e2e_ms"] - cols["ttft_ms"]).sum() / (n - 1).sum())
+    assert predicted["time_per_output_token_ms.mean"] == pytest.approx(cols["e2e_ms"].sum() / n.sum())
+    # one value a request, unweighted: the p50 of 8 TTFTs is the 4th smallest (inverted CDF: 4/8 reaches 0.5)
+    assert predicted["time_to_first_token_ms.p50"] == pytest.approx(np.sort(cols["ttft_ms"])[3])
+    assert predicted["request_latency.p99"] == pytest.approx(cols["e2e_ms"].max() / 1000)
+
+
+def test_a_guidellm_report_of_sizers_own_prediction_compares_with_no_error(tmp_path):
+    scenario = load_scenario(SCENARIO)
+    bench = read_guidellm_report(GUIDELLM)[0]
+    predicted = {m.metric: m.predicted for m in compare_guidellm(bench, scenario).metrics}
+    data = json.loads(GUIDELLM.read_text())
+    b = data["benchmarks"][0]
+    b["duration"] = 8 / predicted["requests_per_second"]
+    tokens = predicted["output_tokens_per_second"] * b["duration"]
+    b["metrics"]["output_token_count"]["successful"]["total_sum"] = tokens
+    for key, value in predicted.items():
+        if "." in key:
+            metric, stat = key.split(".")
+            summary = b["metrics"][metric]["successful"]
+            (summary if stat == "mean" else summary["percentiles"])[stat] = value
+    echo = tmp_path / "echo.json"
+    echo.write_text(json.dumps(data))
+    again = compare_guidellm(read_guidellm_report(echo)[0], scenario)
+    assert len(again.metrics) == 2 + 4 * 5
+    assert all(m.error == pytest.approx(0.0, abs=1e-12) for m in again.metrics)
+
+
+def test_compare_command_reads_a_guidellm_report_benchmark_by_benchmark():
+    out = run(str(GUIDELLM), str(SCENARIO))
+    assert out.exit_code == 0, out.output
+    assert "benchmark 0: concurrent, 4 clients" in out.stdout and "benchmark 1: poisson at 2 req/s" in out.stdout
+    data = json.loads(run(str(GUIDELLM), str(SCENARIO), "--benchmark", "1", "--json").stdout)
+    assert len(data) == 1 and data[0]["benchmark"] == "benchmark 1: poisson at 2 req/s"
+    assert data[0]["workload"] == "Poisson arrivals at 2 req/s" and data[0]["lengths_from"] == "the scenario"
+
+
+def test_a_ramp_and_a_warm_up_are_named_as_not_modelled(tmp_path):
+    data = json.loads(GUIDELLM.read_text())
+    data["benchmarks"][1]["config"]["strategy"]["rampup_duration"] = 10.0
+    data["benchmarks"][1]["config"]["warmup"]["percent"] = 0.1
+    f = tmp_path / "ramp.json"
+    f.write_text(json.dumps(data))
+    c = compare_guidellm(read_guidellm_report(f)[1], load_scenario(SCENARIO))
+    assert [note.split(":")[0] for note in c.not_modelled] == ["rampup_duration 10 s", "warmup"]
+    out = run(str(f), str(SCENARIO), "--benchmark", "1")
+    assert "not modelled: rampup_duration 10 s" in " ".join(out.stdout.split())
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda b: b["config"]["strategy"].update(type_="trace"), "benchmarks[1].config.strategy.type_"),
+    (lambda b: b["config"]["strategy"].update(max_concurrency=8), "benchmarks[1].config.strategy.max_concurrency"),
+    (lambda b: b["config"]["strategy"].update(rate=-1), "benchmarks[1].config.strategy.rate"),
+    (lambda b: b.pop("duration"), "benchmarks[1].duration"),
+    (lambda b: b["metrics"]["time_to_first_token_ms"]["successful"].update(mean="fast"),
+     "benchmarks[1].metrics.time_to_first_token_ms.successful.mean"),
+    (lambda b: b["metrics"].pop("request_totals"), "benchmarks[1].metrics.request_totals"),
+])
+def test_a_bad_guidellm_report_is_one_line_naming_the_key(tmp_path, edit, field):
+    data = json.loads(GUIDELLM.read_text())
+    edit(data["benchmarks"][1])
+    f = tmp_path / "bad.json"
+    f.write_text(json.dumps(data))
+    out = run(str(f), str(SCENARIO))
+    assert out.exit_code == 2 and f"{f}: {field}:" in out.output, out.output
+    assert len(out.output.strip().splitlines()) == 1
+
+
+def test_benchmark_flag_is_checked():
+    out = run(str(GUIDELLM), str(SCENARIO), "--benchmark", "2")
+    assert out.exit_code == 2 and "--benchmark" in out.output and "0 to 1" in out.output
+    out = run(str(C16), str(SCENARIO), "--benchmark", "0")
+    assert out.exit_code == 2 and "--benchmark" in out.output and "vllm bench serve" in out.output
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda d: d.update(benchmarks=[]), "benchmarks"),
+    (lambda d: d.update(benchmarks=[[1, 2]]), "benchmarks[0]"),
+    (lambda d: d["benchmarks"][0]["requests"]["successful"][3].update(prompt_tokens=-5),
+     "benchmarks[0].requests.successful[3].prompt_tokens"),
+    (lambda d: d["benchmarks"][0]["requests"]["successful"].__setitem__(2, "request"),
+     "benchmarks[0].requests.successful[2]"),
+    (lambda d: d["benchmarks"][0]["config"]["strategy"].pop("streams"), "benchmarks[0].config.strategy.streams"),
+])
+def test_a_malformed_guidellm_report_is_one_line_naming_the_place(tmp_path, edit, field):
+    data = json.loads(GUIDELLM.read_text())
+    edit(data)
+    f = tmp_path / "bad.json"
+    f.write_text(json.dumps(data))
+    out = run(str(f), str(SCENARIO))
+    assert out.exit_code == 2 and f"{f}: {field}:" in out.output, out.output
+    assert len(out.output.strip().splitlines()) == 1

@@ -49,10 +49,12 @@ def invoke(*args: str) -> tuple[int, dict]:
 
 
 def test_every_bundled_scenario_with_a_rate_and_an_slo_is_covered():
-    # 11 scenarios/*.yaml state a rate and targets (the memory and weight seeds state no targets), and 3 deployments
+    # 12 scenarios/*.yaml state a rate and targets (the memory and weight seeds state no targets; issue 28 added
+    # diurnal-chat-h100, whose steady rate is its schedule's peak), and 3 deployments
     names = {p.name for p in SCENARIOS}
-    assert len(names) == 14 and {"llama-3.1-70b-h200.yaml", "seed-goodput.yaml", "pass-llama-8b-h100.yaml",
-                                 "fail-latency-llama-70b-h100.yaml", "fail-memory-llama-70b-h100.yaml"} <= names
+    assert len(names) == 15 and {"llama-3.1-70b-h200.yaml", "seed-goodput.yaml", "pass-llama-8b-h100.yaml",
+                                 "fail-latency-llama-70b-h100.yaml", "fail-memory-llama-70b-h100.yaml",
+                                 "diurnal-chat-h100.yaml"} <= names
 
 
 @pytest.mark.slow           # plan, check and search on every bundled scenario: 5-31 s each at a load of 9

@@ -1,0 +1,82 @@
+"""workload.schedule: its rate at any time, and its bad inputs (one line naming the field, exit 2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from sizer.cli import app
+from sizer.inputs.schedule import Profile, SchedulePoint, ScheduleSection, points_profile
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_step_and_linear_rates_wrap_around_the_day():
+    points = [SchedulePoint("06:00", 10.0), SchedulePoint("18:00", 40.0)]
+    step = points_profile(ScheduleSection(points=points), None)
+    assert step.times_s == (21_600.0, 64_800.0)
+    assert step.rate_at(12 * 3600) == 10.0 and step.rate_at(20 * 3600) == 40.0
+    assert step.rate_at(3 * 3600) == 40.0            # before the first point: the last one runs on from yesterday
+    linear = points_profile(ScheduleSection(points=points, interpolation="linear"), None)
+    assert linear.rate_at(12 * 3600) == pytest.approx(25.0)     # halfway from 10 at 06:00 to 40 at 18:00
+    assert linear.rate_at(0) == pytest.approx(25.0)             # halfway from 40 at 18:00 to 10 at 06:00 (+24 h)
+    week = points_profile(ScheduleSection(period="week", points=[SchedulePoint("Tue 09:30", 5.0)]), None)
+    assert week.times_s == (86_400 + 9 * 3600 + 30 * 60,) and week.period_s == 7 * 86_400
+
+
+def test_a_profile_grows_month_by_month():
+    from sizer.inputs.schedule import grown
+    p = grown(Profile(86_400.0, (0.0,), (10.0,), False), 0.05, 2)
+    assert p.rate_at(0) == pytest.approx(11.025)            # 10 x 1.05^2
+
+
+BAD = [
+    ({"workload": {"schedule": {"points": [{"at": "09:00", "rate_per_s": 5}], "time_zone": "Mars/Olympus"}}},
+     "workload.schedule.time_zone"),
+    ({"workload": {"schedule": {"points": [{"at": "09:00", "rate_per_s": 5}, {"at": "08:00", "rate_per_s": 5}]}}},
+     "workload.schedule.points[1].at"),
+    ({"workload": {"schedule": {"points": [{"at": "25:00", "rate_per_s": 5}]}}}, "workload.schedule.points[0].at"),
+    ({"workload": {"schedule": {}}}, "workload.schedule.points"),
+    ({"workload": {"schedule": {"points": [{"at": "09:00", "rate_per_s": 5}], "interval_s": 7000}}},
+     "workload.schedule.interval_s"),
+    ({"autoscaling": {"min_replicas": 2}}, "autoscaling"),
+    ({"workload": {"schedule": {"points": [{"at": "09:00", "rate_per_s": 5}]}},
+      "slo": {"ttft_ms": None, "itl_ms": None}}, "slo"),
+    ({"workload": {"schedule": {"points": [{"at": "09:00", "rate_per_s": 5}]}},
+      "deployment": {"replicas": 2}}, "workload.schedule"),
+    ({"workload": {"schedule": {"points": [{"at": "09:00", "rate_per_s": 5}]}},
+      "autoscaling": {"min_replicas": 4, "max_replicas": 2}}, "autoscaling.min_replicas"),
+    ({"workload": {"schedule": {"points": [{"at": "09:00", "rate_per_s": 5}]}},
+      "autoscaling": {"storage_bytes_per_s": 0}}, "autoscaling.storage_bytes_per_s"),
+]
+
+
+@pytest.mark.parametrize("change,field", BAD, ids=[f for _, f in BAD])
+def test_bad_schedules_are_refused_in_one_line(tmp_path, change, field):
+    data = yaml.safe_load((ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml").read_text())
+    for key, section in change.items():
+        data[key] = {**data.get(key, {}), **section}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    out = CliRunner().invoke(app, ["plan", str(path)])
+    assert out.exit_code == 2, out.output
+    lines = out.output.strip().splitlines()
+    assert len(lines) == 1 and field in lines[0] and "Traceback" not in out.output
+
+
+def test_a_trace_as_the_time_profile(tmp_path):
+    # tests/data/traces/azure_conv_head500.csv (its README gives the source): 500 requests. Binned by minute,
+    # the rates x 60 s count every request once, and the period is the span rounded up to whole 5-minute rows.
+    from sizer.inputs.scenario import load_scenario
+    from sizer.sizing.schedule_trace import trace_profile
+    trace = ROOT / "tests" / "data" / "traces" / "azure_conv_head500.csv"
+    data = yaml.safe_load((ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml").read_text())
+    data["workload"]["schedule"] = {"trace": {"path": str(trace), "format": "csv", "bin_s": 60}, "interval_s": 300}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    p = trace_profile(load_scenario(path))
+    assert sum(r * 60 for r in p.rates_per_s) == pytest.approx(500)
+    assert p.period_s % 300 == 0 and len(p.rates_per_s) == p.period_s / 60 and not p.linear

@@ -1,0 +1,87 @@
+"""Capacity over a day (sizer.sizing.day): a constant schedule is today's steady plan; the bundled diurnal
+scenario's day (slow tier: the acceptance of issue 28)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from sizer.cli import app
+from sizer.inputs.scenario import load_scenario
+from sizer.inputs.schedule import AutoscalingSection, SchedulePoint, ScheduleSection
+from sizer.sizing.day import plan_day
+from sizer.sizing.pipeline import add_simulation
+from sizer.sizing.plan import make_plan
+from sizer.sizing.resolve import resolve
+from sizer.sizing.result import GoodputSettings
+
+ROOT = Path(__file__).resolve().parents[3]
+FAST = GoodputSettings(num_requests=200)
+
+
+def test_a_constant_schedule_gives_the_steady_plans_replicas():
+    # The chat scenario at 40 req/s (300 requests at its operating point), and the same rate as a schedule held
+    # all day. The steady pipeline's replicas are the day's at every step: the SLO rate per replica is bisected
+    # below peak / (n - 1), which misses, so ceil(40 / it) = n; nothing is ever short, so nothing is simulated.
+    s = load_scenario(ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml")
+    w = dataclasses.replace(s.workload, num_requests=300,
+                            arrival=dataclasses.replace(s.workload.arrival, rate_per_s=40.0))
+    steady_r = resolve(dataclasses.replace(s, workload=w))
+    steady = add_simulation(make_plan(steady_r), steady_r, FAST).simulation.replicas
+    assert steady >= 2                                       # a count the bisection has a bracket for
+    sch = ScheduleSection(points=[SchedulePoint("00:00", 40.0)])
+    r = resolve(dataclasses.replace(s, workload=dataclasses.replace(w, schedule=sch),
+                                    autoscaling=AutoscalingSection(scale_ahead=False)))
+    day, verdict = plan_day(r, make_plan(r), FAST)
+    assert verdict.startswith("over the day the SLO holds autoscaled")
+    assert day.peak_replicas == steady
+    assert {i.replicas_needed for i in day.intervals} == {steady}
+    assert {(i.replicas_serving_min, i.replicas_serving_max) for i in day.intervals} == {(steady, steady)}
+    assert day.windows == () and not any(i.simulated for i in day.intervals)
+    static, auto = day.policies[:2]
+    assert static.gpu_hours_per_period == auto.gpu_hours_per_period == steady * 24
+
+
+@pytest.mark.slow
+def test_the_bundled_diurnal_day(tmp_path):
+    # Issue 28's acceptance: replicas and SLO per hour and the three policies per month in --json; autoscaled
+    # cheaper than static peak; the SLO held in every hour but those of the stated scale-up windows.
+    out = CliRunner().invoke(app, ["plan", str(ROOT / "scenarios" / "diurnal-chat-h100.yaml"), "--simulate", "--json"])
+    assert out.exit_code == 0, out.output
+    day = json.loads(out.stdout)["day"]
+    assert len(day["intervals"]) == 24
+    rates = [i["rate_per_s"] for i in day["intervals"]]
+    assert max(rates) / min(rates) == pytest.approx(6.0)         # 48 / 8 req/s: the scenario's 6x
+    policies = {p["name"]: p for p in day["policies"]}
+    assert set(policies) == {"static peak", "autoscaled", "reserved base + burst"}
+    assert policies["autoscaled"]["usd_per_month"] < policies["static peak"]["usd_per_month"]
+    required = yaml.safe_load((ROOT / "scenarios" / "diurnal-chat-h100.yaml").read_text())["slo"]["required_share"]
+    windows = {w["start"][:2] for w in day["windows"]}
+    assert windows                                              # the reactive policy lags the 09:00 and 19:00 jumps
+    for i in day["intervals"]:
+        assert i["simulated"] == (i["start"][:2] in windows)
+        if not i["simulated"]:
+            assert i["slo_share"] >= required, i
+    assert day["cheapest_meeting_slo"] is not None
+    assert day["energy"]["kwh_per_million_output_tokens"] > 0
+
+
+def test_a_steady_plans_energy_is_its_power_over_its_tokens():
+    # Plan.energy at the operating point: kWh an hour = W per GPU x GPUs x 3,600 s x PUE / 3.6e6, and per million
+    # output tokens = that / (rate x mean output tokens x 3,600) x 1e6 (sizer/analytic/energy.py)
+    from sizer.sizing.day import steady_energy
+    s = load_scenario(ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml")
+    r = resolve(dataclasses.replace(s, workload=dataclasses.replace(s.workload, num_requests=300)))
+    plan = add_simulation(make_plan(r), r, FAST)
+    e = steady_energy(r, plan, FAST)
+    gpus = plan.simulation.replicas
+    assert 80.0 <= e.watts_per_gpu <= 700.0                     # between the H100's idle and prefill-bound power
+    assert e.kwh_per_hour == pytest.approx(e.watts_per_gpu * gpus * 3600 / 3.6e6)
+    tokens_per_hour = 6.0 * plan.step_times.output_tokens_mean * 3600
+    assert e.kwh_per_million_output_tokens == pytest.approx(e.kwh_per_hour / tokens_per_hour * 1e6)
+    assert e.g_co2e_per_million_output_tokens is None           # no grid intensity stated
