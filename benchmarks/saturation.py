@@ -3,9 +3,9 @@
     python3 benchmarks/saturation.py [--step-model auto|kernel_tables|roofline] [--only 8b 70b ...]
                                      [--scale 1.0]
 
-Each row is replayed as trtllm-bench ran it (sizer/sizing/replay_saturation.py). Prints predicted against
-published per row, dense rows (Llama-3.1-8B, Llama-3.3-70B) and MoE rows (Qwen3-235B-A22B,
-Llama-4-Maverick: another issue's) separately, with the median |error| of each and the largest.
+Each row is replayed as trtllm-bench ran it (sizer/sizing/replay_saturation.py; MoE rows with attention DP and
+EP 8, docs/moe.md). Prints predicted against published per row, dense rows (Llama-3.1-8B, Llama-3.3-70B) and MoE
+rows (Qwen3-235B-A22B, Llama-4-Maverick) separately, with the median |error| of each and the largest.
 `--scale` < 1 replays that share of each row's requests (same lengths).
 """
 

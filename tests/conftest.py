@@ -5,9 +5,14 @@ not imported here to find out, so the device files and the driver's tool decide.
 import glob
 import os
 import shutil
+import tempfile
 
 if not glob.glob("/dev/nvidia[0-9]*") and not shutil.which("nvidia-smi"):
     os.environ.setdefault("TRITON_INTERPRET", "1")
+
+# sizer's user folder (own hardware profiles, calibrations: sizer/inputs/hardware.py user_dir) is an empty one of
+# the run's own, never the developer's: a profile there would change what the tests read.
+os.environ["SIZER_HOME"] = tempfile.mkdtemp(prefix="sizer-home-")
 
 
 def pytest_collection_modifyitems(items):

@@ -9,7 +9,10 @@ For one step on one GPU of the busiest pipeline stage (times the stages, as the 
                prefill context_attention(prefill seqs, s) per query-key pair of a causal prefill of
                        s = chunk + cached tokens, times the chunk's own pairs (n c + n (n + 1) / 2)
   all-reduce   2 per layer when TP > 1, of new tokens x hidden x 2 bytes (bf16): allreduce(bytes, TP)
-  MoE          per MoE layer: moe(tokens; hidden, expert width, top-k, experts, TP or EP split), routing balanced
+  MoE          per MoE layer: moe(tokens; hidden, expert width, top-k, experts, TP or EP split; the expert format),
+               routing balanced, at the imbalance (roofline.EP_LOAD_IMBALANCE) times the tokens under EP; with
+               data-parallel ranks every other operator prices the busiest rank's share of the step and, with EP
+               across the ranks, the MoE layers every rank's tokens (the table's tokens: the whole EP group's)
   MLA          per dense multi-head latent attention layer, the whole block from the module tables (its q/kv
                down- and up-projections, their norms, rotary, attention and o_proj: those matrices are then
                left out of the GEMMs above, the all-reduce after o_proj is not):
@@ -37,7 +40,7 @@ dim, KV dtype, GPUs) must match. What the tables lack is priced by the roofline 
 are stored in a format the tables do not hold (AWQ/GPTQ 4-bit, FP8 run weight-only), one shape
 at a time; MoE experts; the KV groups of other mixers (sparse MLA: DeepSeek-V3.2's indexer) or of
 shapes not measured; the recurrent state of Mamba-2 layers and of gated delta net shapes not measured;
-expert- and pipeline-parallel transfers; an all-reduce across a GPU count not measured.
+the expert all-to-all and pipeline transfers; an all-reduce across a GPU count not measured.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ from dataclasses import dataclass
 from engine.profile_parts import Overhead, split_attention
 from simulator.step_batch import StepBatch
 from sizer.analytic.parallel import ParallelConfig, kv_heads_per_gpu, layers_per_stage, shard_fraction
-from sizer.analytic.roofline import RooflineStepTimeModel
+from sizer.analytic.roofline import RooflineStepTimeModel, moe_dtype
 from sizer.analytic.weights import linear_groups
 from sizer.inputs.kernel_tables import KernelTables
 from sizer.inputs.layers import EXPERT, LM_HEAD, VISION, Attention, DenseFFN, GatedDeltaNet, LatentAttention
@@ -332,17 +335,21 @@ class KernelTableStepTimeModel:
         self.elementwise_s_per_token = ew.bytes_per_token / bandwidth
         self._attention(m, p, kv, {shape.label for shape in latent}, missing)
         self.experts_from_tables = False
+        self.ranks, self.load_imbalance = p.dp, roofline.load_imbalance
+        self._experts: tuple[float, Curve] | None = None     # priced apart: at other tokens than the rank's
         if m.moe is not None:
-            experts = self._moe_curve(m, p, dtype)
+            experts = self._moe_curve(m, p)
             if experts is None:
                 missing.append("MoE experts")
+            elif self.ranks > 1 or self.load_imbalance != 1.0:
+                self._experts, self.experts_from_tables = experts, True
             else:
                 self.per_token = curve_sum([(1.0, self.per_token), experts])
                 self.experts_from_tables = True
         self.delta_net = self._delta_net(m, p)
         if self.roofline.kv.state_layers and not self.delta_net:
             missing.append("the recurrent state (Mamba-2, linear attention)")
-        if p.pp > 1 or (p.expert_parallel and p.ep > 1):
+        if p.pp > 1 or p.experts_span_dp:
             missing.append("pipeline and expert-parallel transfers")
         self.roofline_parts = tuple(missing)
         self.sources = self._sources(m, p, len(curves) - bool(self.allreduce_from_tables))
@@ -378,17 +385,19 @@ class KernelTableStepTimeModel:
             out["MoE experts"] = tables if self.experts_from_tables else roof
         if self.roofline.kv.state_layers:
             out["recurrent state"] = tables if self.delta_net else roof
-        if p.pp > 1 or (p.expert_parallel and p.ep > 1):
+        if p.pp > 1 or p.experts_span_dp:
             out["pipeline and expert-parallel transfers"] = roof
         out["element-wise"] = "kernel tables' bandwidth model (tables.yaml)"
         out["step overhead"] = roof
         return out
 
-    def _moe_curve(self, m: ModelSpec, p: ParallelConfig, dtype: str | None) -> tuple[float, Curve] | None:
-        """(MoE layers per stage, latency of one by tokens) when the tables hold the model's expert shape
-        with its split (experts sliced by TP, or spread whole over EP), balanced routing."""
+    def _moe_curve(self, m: ModelSpec, p: ParallelConfig) -> tuple[float, Curve] | None:
+        """(MoE layers per stage, latency of one by tokens) when the tables hold the model's expert shape in its
+        expert format (`moe_dtype`) with its split (experts sliced by TP, or spread whole over EP), balanced
+        routing."""
         f = m.moe
         split = (1, p.ep) if p.expert_parallel and p.ep > 1 else (p.tp, 1)
+        dtype = self.ran_in or moe_dtype(self.roofline.weight_format, self.roofline.weight_scales)
         rows = self.tables.moe.get((dtype, m.hidden_size, f.expert_width, f.top_k, f.num_experts, *split))
         if rows is None or f.latent:
             return None
@@ -480,9 +489,12 @@ class KernelTableStepTimeModel:
         return total + batch.num_seqs * self._state_s_per_seq
 
     def step_time(self, batch: StepBatch) -> float:
-        tokens = batch.new_tokens
-        if tokens == 0:
+        if batch.new_tokens == 0:
             return 0.0
+        expert_tokens = batch.new_tokens
+        if self.ranks > 1:      # the busiest data-parallel rank; its MoE layers route every rank's tokens under EP
+            batch, expert_tokens = self.roofline.rank_and_expert_tokens(batch)
+        tokens = batch.new_tokens
         # curves of one integer: memoised (steps repeat them)
         per_token = _memoised(self._per_token_memo, tokens, self.per_token)
         stage = per_token + self.attention_s(batch) + self._fixed_s + tokens * self._s_per_token
@@ -490,8 +502,11 @@ class KernelTableStepTimeModel:
             r = self.roofline
             for count, n, k in self.roofline_gemms:
                 stage += count * r.gemm_s(tokens, n, k)
+        if self._experts is not None:        # the busiest GPU's experts see the imbalance times the mean tokens
+            layers, curve = self._experts
+            stage += layers * curve(self.load_imbalance * expert_tokens)
         if self._roofline_experts:
-            stage += self.roofline.expert_gemm_s(tokens)
+            stage += self.roofline.expert_gemm_s(expert_tokens)
         lm_head = _memoised(self._lm_head_memo, batch.num_seqs, self._lm_head_s)
         return stage * self.pp + lm_head + self._step_overhead_s
 

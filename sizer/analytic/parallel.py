@@ -6,7 +6,14 @@
   holds the embedding, the last the lm_head.
 - Expert parallel (EP, vLLM's enable_expert_parallel) puts whole experts on the TP x DP
   ranks instead of slicing each expert by TP.
-- Data parallel (DP) ranks each hold a full copy (except EP-sharded experts).
+- Data parallel (DP) ranks each hold a full copy (except EP-sharded experts) and run their own
+  sequences. With EP across the DP ranks (vLLM's --data-parallel-size with --enable-expert-parallel,
+  SGLang's --enable-dp-attention, TensorRT-LLM's enable_attention_dp: "DEP") attention and the dense
+  layers run data-parallel while every MoE layer spans the ranks: tokens go to their experts' GPUs
+  and back (all-to-all dispatch and combine), and all ranks step together. A replica's DP ranks are
+  simulated as one engine of their combined limits and KV pool whose step is the busiest rank's
+  (`rank_batch`: sequences spread evenly) plus, with EP across them, the MoE layers of every rank's
+  tokens.
 """
 
 from __future__ import annotations
@@ -14,6 +21,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from engine.profile_parts import split_attention
+from simulator.step_batch import StepBatch
 from sizer.analytic.weights import LinearGroup
 from sizer.errors import InputError
 from sizer.inputs.layers import (
@@ -51,6 +60,27 @@ class ParallelConfig:
     def ep(self) -> int:
         """Expert-parallel group size (1 when experts are TP-sliced instead)."""
         return self.tp * self.dp if self.expert_parallel else 1
+
+    @property
+    def experts_span_dp(self) -> bool:
+        """Attention data-parallel, experts spread over the DP ranks (DEP): MoE layers see every rank's tokens."""
+        return self.expert_parallel and self.dp > 1
+
+
+def rank_batch(batch: StepBatch, ranks: int) -> StepBatch:
+    """The busiest of `ranks` data-parallel ranks' share of a step: decodes and prefill chunks each spread as
+    evenly as they go (ceil), each keeping its tokens, context and query-key pairs (split_attention's split)."""
+    if ranks == 1:
+        return batch
+    decode, decode_ctx, prefill, n, c = split_attention(batch)
+    d, p = -(-decode // ranks), -(-prefill // ranks)
+    decode_tokens = (batch.new_tokens - prefill * n) / decode if decode else 0.0   # > 1 when verifying drafts
+    tokens = d * decode_tokens + p * n
+    share = tokens / batch.new_tokens
+    return StepBatch(d + p, max(1, round(tokens)), round(d * decode_ctx + p * c),
+                     round(d * (decode_ctx + decode_tokens) + p * (n * c + n * (n + 1) / 2)), p, round(p * n),
+                     round(batch.draft_tokens * share), round(batch.lora_tokens * share),
+                     min(batch.lora_adapters, math.ceil(batch.lora_adapters * share)))
 
 
 def _split_sizes(m: ModelSpec, p: ParallelConfig) -> list[tuple[str, int]]:
@@ -135,7 +165,13 @@ def comm_per_step(m: ModelSpec, p: ParallelConfig, activation_bytes: int = 2) ->
     tp = 2 * layers * h * activation_bytes * 2 * (p.tp - 1) / p.tp if p.tp > 1 else 0.0
     pp = h * activation_bytes if p.pp > 1 else 0.0
     ep = 0.0
-    if p.expert_parallel and p.ep > 1:
+    if p.experts_span_dp:
+        # dispatch and combine as the engines run them by default: every rank's tokens gathered to every GPU and
+        # the experts' outputs reduce-scattered back (TensorRT-LLM on Hopper: NCCL all-gather and reduce-scatter;
+        # vLLM's all2all_backend allgather_reducescatter; SGLang's DP attention without --moe-a2a-backend deepep),
+        # (EP - 1) rank shares of the hidden state each way. With TP inside the ranks the tokens are already on
+        # every GPU of a rank and the TP all-reduce combines them
         moe_layers = math.ceil(m.num_moe_layers / p.pp)
-        ep = 2 * moe_layers * m.moe.top_k * h * activation_bytes * (p.ep - 1) / p.ep
+        ep = 2 * moe_layers * (p.ep - 1) * h * activation_bytes
     return CommPerStep(tp, pp, ep, 2 * layers if p.tp > 1 else 0)
+

@@ -2,6 +2,11 @@
 
 A step runs, on each GPU of the busiest pipeline stage, one after another:
   GEMMs      max(2 x active params x tokens / (peak x eff), weight bytes read / (bw x eff x weight efficiency))
+  MoE        per MoE layer: a fixed cost (router, top-k, token permutation, grouped-GEMM launches, combine)
+             + max(the routed tokens' expert FLOPs x load imbalance / (peak x grouped-GEMM efficiency at
+             the step's tokens per expert), the bytes of the experts they touch / (bw x eff x weight
+             efficiency x the grouped GEMMs' streaming share)): a prefill is priced by its tokens per
+             expert, not as one dense GEMM
   attention  max(4 x query-key pairs x heads x head dim / (peak x eff),
                  KV bytes read+written / (bw x eff x attention KV efficiency))
   lm_head    for one sampled token per sequence
@@ -11,13 +16,18 @@ A step runs, on each GPU of the busiest pipeline stage, one after another:
   overhead   a fixed per-step cost (sampling, the step's own launches)
   LoRA       max(2 x adapter params x LoRA tokens / (peak x eff), adapters in the step x adapter bytes / bw)
              + a fixed cost per layer of the shrink/expand kernels (Punica SGMV, S-LoRA), when any runs
-With pipeline parallelism a step's latency is the sum over its stages (no micro-batching).
+With pipeline parallelism a step's latency is the sum over its stages (no micro-batching). With data-parallel
+ranks (sizer/analytic/parallel.py) everything but the MoE layers is the busiest rank's share of the step; with
+expert parallelism across the ranks the MoE layers take every rank's tokens, and their all-to-all (dispatch and
+combine) the rank's own.
 The efficiencies come from the hardware profile and are printed with every plan.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from itertools import pairwise
 
 from simulator.step_batch import StepBatch, attention_pairs
 from sizer.analytic import llamacpp
@@ -25,16 +35,20 @@ from sizer.analytic.format_support import execution
 from sizer.analytic.formats import WeightFormat, embedding_bytes_per_value, group_bytes
 from sizer.analytic.memory import KVLayout, LoraMemory, WeightMemory
 from sizer.analytic.offload import OP_OFFLOAD_MIN_BATCH, Offload
-from sizer.analytic.parallel import ParallelConfig, comm_per_step, layers_per_stage, shard_fraction
+from sizer.analytic.parallel import ParallelConfig, comm_per_step, layers_per_stage, rank_batch, shard_fraction
 from sizer.analytic.weights import linear_groups, parameter_count
 from sizer.errors import InputError
-from sizer.inputs.hardware import HardwareSpec, scale_up_link
+from sizer.inputs.hardware import HardwareSpec, alltoall_link, scale_up_link
 from sizer.inputs.layers import EXPERT, LM_HEAD, VISION
 from sizer.inputs.model_spec import ModelSpec
 
 # Assumptions (replace with a calibrated profile): printed by the plan.
 STEP_OVERHEAD_S = 0.5e-3          # sampler and the step's own launches (CUDA graphs on); scheduling: the engine loop
-COLLECTIVE_LATENCY_S = 8e-6       # fixed cost of one NVLink all-reduce / all-to-all
+COLLECTIVE_LATENCY_S = 8e-6       # fixed cost of one NVLink all-reduce
+# Fixed cost of one all-to-all dispatch or combine of a MoE layer: DeepEP's low-latency kernels on 8 H200s (NVLink),
+# 1-16 tokens per GPU, hidden 7,168, top-8 of 256 experts, 28-71 us each, median 47 us (aiconfigurator-core 0.12.0,
+# systems/data/h200_sxm/comm/trtllm/1.3.0rc11 and comm/vllm/0.24.0, moe_a2a_perf.parquet)
+ALLTOALL_LATENCY_S = 47e-6
 # Hardware-level constants fitted once on the public vLLM 0.15.1 H100 runs (benchmarks/fidelity_vllm.py,
 # docs/fidelity.md), never per model or experiment; other GPUs take them until measured.
 WEIGHT_STREAM_EFFICIENCY = 0.80   # memory-bound GEMMs stream weights at this share of the achievable bandwidth
@@ -48,6 +62,31 @@ LAYER_STEP_S = 5e-6               # fixed cost per layer per step: small kernels
 FP8_COMPUTE_EFFICIENCY = {"h100-sxm": 0.66, "h200": 0.68, "l40s": 0.49, "b200": 0.45, "gb200": 0.45}
 FP8_COMPUTE_SOURCE = ("measured FP8 GEMMs at m = 8,192, the GPU's bundled vLLM tables "
                       "(benchmarks/roofline_efficiencies.py)")
+# sizer's expert weight format -> the MoE tables' expert dtype (aiconfigurator-core's moe_dtype): FP8 by its scales
+# (per tensor: ModelOpt checkpoints; per 128 x 128 block: DeepSeek's), MXFP4 as the W4A16 kernels Hopper runs
+MOE_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_block": "fp8_block",
+              "mxfp4": "w4a16_mxfp4", "nvfp4": "nvfp4"}
+# A MoE layer's routed experts where no MoE table prices them, from the bundled tables that do
+# (benchmarks/moe_efficiencies.py, its "h100-sxm+h200" lines: aiconfigurator-core 0.12.0's moe_perf of H100 SXM and
+# H200 in vLLM 0.24.0, SGLang 0.5.14 and TensorRT-LLM 1.3.0rc20, balanced routing; medians over expert shapes and
+# splits), by the experts' table format (MOE_DTYPES; None: any other): a layer's fixed cost per step (its 1-token
+# latency less its experts' weight read), the share of the roofline's weight streaming its grouped GEMMs reach
+# where memory-bound (W4A16 MXFP4's kernels half), and their share of the format's peak where compute-bound, by
+# tokens per expert (tokens x top-k / experts; log-linear between the points, flat beyond them: below the first no
+# measured point was compute-bound). Other GPUs take these figures until measured.
+MOE_LAYER_S = {"bfloat16": 22.6e-6, "fp8": 25.8e-6, "fp8_block": 34.1e-6, "w4a16_mxfp4": 51.4e-6, None: 27.8e-6}
+MOE_STREAMING = {"bfloat16": 1.02, "fp8": 1.05, "fp8_block": 1.06, "w4a16_mxfp4": 0.50, None: 1.02}
+MOE_GROUPED_EFFICIENCY = {"bfloat16": {256: 0.3669, 1024: 0.4368}, "fp8": {256: 0.3519, 1024: 0.5743},
+                          "fp8_block": {256: 0.2449, 1024: 0.3042},
+                          "w4a16_mxfp4": {64: 0.2647, 256: 0.2959, 1024: 0.3129},
+                          None: {64: 0.2647, 256: 0.2837, 1024: 0.3581}}
+# Expert load imbalance under expert parallelism, by EP size: the busiest GPU's routed tokens over the mean, as the
+# cost of power-law routing (alpha 1.01, the routing aiconfigurator-core prices DeepSeek-family models with) over
+# balanced routing in its moe_perf tables: latency ratio at 1,024-16,384 tokens, experts spread whole over 2, 4 or 8
+# GPUs, median over the H100 SXM and H200 tables of TensorRT-LLM 1.3.0rc20, vLLM 0.24.0 and SGLang 0.5.14 (7,632
+# points; alpha 1.2, its figure for other MoE models: 1.21, 1.35, 1.50). Beyond 8 GPUs the figure of 8. Experts
+# sliced by TP run every expert on every GPU, so their GPUs stay balanced.
+EP_LOAD_IMBALANCE = {2: 1.156, 4: 1.247, 8: 1.349}
 # Assumption: the LoRA shrink and expand kernels (vLLM's Punica-style SGMV/BGMV Triton kernels, one pair per
 # LoRA-wrapped module, ~4 per layer) cost a fixed ~1 us each beyond their FLOPs and bytes under CUDA graphs.
 LORA_STEP_S_PER_LAYER = 8e-6
@@ -88,6 +127,7 @@ class RooflineStepTimeModel:
         compute_fmt = execution(weights_format, hardware).compute_format   # weight-only kernels run 16-bit GEMMs
         self.compute_format = compute_fmt
         self.weight_format = weights_format.name
+        self.weight_scales = weights_format.scheme.scales      # per tensor, channel, group or block
         measured = FP8_COMPUTE_EFFICIENCY.get(hardware.id) if compute_fmt == "fp8" else None
         self.gemm_compute_efficiency = measured or hardware.compute_efficiency
         self.gemm_compute_efficiency_source = FP8_COMPUTE_SOURCE if measured else hardware.compute_efficiency_source
@@ -146,12 +186,25 @@ class RooflineStepTimeModel:
         """Seconds per unit of work, computed once: step_time is called once per simulated step."""
         m, p = self.model, self.parallel
         moe = m.moe
-        self._gemm_s_per_token = 2.0 * (self.dense_params + self.expert_active_params) / self.gemm_flops_per_s
+        self._gemm_s_per_token = 2.0 * self.dense_params / self.gemm_flops_per_s
         weight_bytes_per_s = self.bytes_per_s * (1.0 if self.llamacpp else WEIGHT_STREAM_EFFICIENCY)
         self._dense_read_s = self.dense_bytes / weight_bytes_per_s
         self._expert_read_s = self.expert_bytes / weight_bytes_per_s
         self._expert_miss = 1.0 - moe.top_k / moe.num_experts if moe else 1.0
         stage = layers_per_stage(m, p) / m.num_layers
+        # MoE layers: fixed cost, FLOPs per routed token at the format's peak (the grouped-GEMM efficiency
+        # applies per step), tokens per expert per token; the busiest rank's share of a data-parallel step
+        self.ranks = p.dp
+        self.experts_span_dp = p.experts_span_dp
+        self.load_imbalance = load_imbalance(p.ep) if p.expert_parallel else 1.0
+        table = moe_dtype(self.weight_format, self.weight_scales)
+        table = table if table in MOE_LAYER_S else None
+        self._moe_fixed_s = m.num_moe_layers * stage * MOE_LAYER_S[table] if moe else 0.0
+        self._moe_efficiency = MOE_GROUPED_EFFICIENCY[table]
+        self._moe_streaming = MOE_STREAMING[table]
+        self._moe_s_per_token = (2.0 * self.expert_active_params * self.load_imbalance
+                                 / self.hardware.peak_flops(self.compute_format)) if moe else 0.0
+        self._tokens_per_expert = moe.top_k / moe.num_experts if moe else 0.0
         # Attention, per group of layers that cache the same KV and keep the same span:
         # (FLOPs per query-key pair, KV seconds per token kept, window or None)
         self._attention_groups = []
@@ -173,10 +226,14 @@ class RooflineStepTimeModel:
             self._host_read_s = o.host_layer_bytes / o.host_read_bytes_per_s
             self._host_upload_s = o.host_layer_bytes / o.host_link_bytes_per_s
         c = self.comm
-        self._comm_s_per_token = (c.tp_allreduce_bytes_per_token + c.pp_send_bytes_per_token
-                                  + c.ep_alltoall_bytes_per_token) / self.link_bytes_per_s
-        collectives = c.allreduces_per_step + (2 * m.num_moe_layers if p.expert_parallel and p.ep > 1 else 0)
-        self._comm_fixed_s = collectives * COLLECTIVE_LATENCY_S
+        self._comm_s_per_token = (c.tp_allreduce_bytes_per_token + c.pp_send_bytes_per_token) / self.link_bytes_per_s
+        self._comm_fixed_s = c.allreduces_per_step * COLLECTIVE_LATENCY_S
+        # the MoE layers' all-to-all (experts spread over data-parallel ranks): over NVLink within a scale-up
+        # domain, else the scale-out NIC
+        self.alltoall_link = alltoall_link(self.hardware, p.ep)
+        self._alltoall_s_per_token = c.ep_alltoall_bytes_per_token / self.alltoall_link.bytes_per_s_per_direction
+        self._alltoall_fixed_s = (2 * math.ceil(m.num_moe_layers / p.pp) * ALLTOALL_LATENCY_S
+                                  if c.ep_alltoall_bytes_per_token else 0.0)
         layer_s = llamacpp.LAYER_STEP_S[self.hardware.device_kind] if self.llamacpp else LAYER_STEP_S
         self._layers_s = layers_per_stage(m, p) * layer_s
         lora = self.lora
@@ -202,16 +259,18 @@ class RooflineStepTimeModel:
                    (batch.context_tokens * attended + 2 * batch.new_tokens) * seconds_per_token)
 
     def _parts(self, batch: StepBatch) -> tuple[float, float, float, float, float]:
-        """(GEMM compute s, GEMM memory s, attention s, lm_head s, collectives s) for one stage."""
+        """(GEMM compute s, GEMM memory s, attention s, lm_head s, collectives s) for one stage, the MoE
+        layers' experts apart (expert_gemm_s)."""
         tokens = batch.new_tokens
         gemm_compute = tokens * self._gemm_s_per_token
-        gemm_memory = self._dense_read_s + (self._expert_read_s * (1.0 - self._expert_miss ** tokens)
-                                            if self._expert_read_s else 0.0)
+        gemm_memory = self._dense_read_s
         attention = batch.num_seqs * self._state_s_per_seq
         for group in self._attention_groups:
             attention += self._group_s(group, batch)
         lm_head = max(batch.num_seqs * self._lm_s_per_seq, self._lm_read_s)
         comm = tokens * self._comm_s_per_token + self._comm_fixed_s
+        if self._alltoall_fixed_s:
+            comm += self.alltoall_s(tokens)
         if self.offload:        # host layers: a transfer on top of the GPU's work, counted with the collectives
             comm += self._host_upload_s if tokens >= OP_OFFLOAD_MIN_BATCH else self._host_read_s
         return gemm_compute, gemm_memory, attention, lm_head, comm
@@ -232,21 +291,33 @@ class RooflineStepTimeModel:
                    n * k * bytes_per_value / (self.bytes_per_s * WEIGHT_STREAM_EFFICIENCY))
 
     def expert_gemm_s(self, tokens: int) -> float:
+        """The MoE layers of one stage for `tokens` routed tokens (module docstring)."""
         if not self._expert_read_s:
             return 0.0
-        return max(tokens * 2.0 * self.expert_active_params / self.gemm_flops_per_s,
-                   self._expert_read_s * (1.0 - self._expert_miss ** tokens))
+        compute = tokens * self._moe_s_per_token / grouped_gemm_efficiency(tokens * self._tokens_per_expert,
+                                                                           self._moe_efficiency)
+        memory = self._expert_read_s * (1.0 - self._expert_miss ** tokens) / self._moe_streaming
+        return (compute if compute > memory else memory) + self._moe_fixed_s
+
+    def rank_and_expert_tokens(self, batch: StepBatch) -> tuple[StepBatch, int]:
+        """(the busiest data-parallel rank's share of the step, the tokens its MoE layers route: every rank's
+        when the experts span the ranks)."""
+        rank = rank_batch(batch, self.ranks)
+        return rank, batch.new_tokens if self.experts_span_dp else rank.new_tokens
 
     def lm_head_s(self, seqs: int) -> float:
         return max(seqs * self._lm_s_per_seq, self._lm_read_s)
 
+    def alltoall_s(self, tokens: int) -> float:
+        """The MoE layers' dispatch and combine of one stage for a rank's `tokens` (0 unless experts span ranks)."""
+        return tokens * self._alltoall_s_per_token + self._alltoall_fixed_s
+
     def transfer_s(self, tokens: int, allreduce: bool = True) -> float:
         """Collectives of one stage: the pipeline send and the expert all-to-all, the TP all-reduces if asked."""
         c = self.comm
-        nbytes = c.pp_send_bytes_per_token + c.ep_alltoall_bytes_per_token \
-            + (c.tp_allreduce_bytes_per_token if allreduce else 0.0)
+        nbytes = c.pp_send_bytes_per_token + (c.tp_allreduce_bytes_per_token if allreduce else 0.0)
         fixed = self._comm_fixed_s if allreduce else self._comm_fixed_s - c.allreduces_per_step * COLLECTIVE_LATENCY_S
-        return tokens * nbytes / self.link_bytes_per_s + fixed
+        return tokens * nbytes / self.link_bytes_per_s + fixed + self.alltoall_s(tokens)
 
     @property
     def layers_s(self) -> float:
@@ -255,19 +326,53 @@ class RooflineStepTimeModel:
     def cost(self, batch: StepBatch) -> StepCost:
         if batch.new_tokens == 0:
             return StepCost(0, 0, 0, 0, 0, False)
+        batch, expert_tokens = self.rank_and_expert_tokens(batch)
         gemm_compute, gemm_memory, attention, lm_head, comm = self._parts(batch)
         stages = self.parallel.pp
-        return StepCost(max(gemm_compute, gemm_memory) * stages, attention * stages, lm_head, comm * stages,
-                        self.step_overhead_s, gemm_compute >= gemm_memory, self._layers_s * stages,
-                        self.lora_s(batch) * stages)
+        return StepCost((max(gemm_compute, gemm_memory) + self.expert_gemm_s(expert_tokens)) * stages,
+                        attention * stages, lm_head, comm * stages, self.step_overhead_s,
+                        gemm_compute >= gemm_memory, self._layers_s * stages, self.lora_s(batch) * stages)
 
     def step_time(self, batch: StepBatch) -> float:
         if batch.new_tokens == 0:
             return 0.0
+        if self.ranks > 1:
+            batch, expert_tokens = self.rank_and_expert_tokens(batch)
+        else:
+            expert_tokens = batch.new_tokens
         gemm_compute, gemm_memory, attention, lm_head, comm = self._parts(batch)
         lora = self.lora_s(batch) if batch.lora_tokens else 0.0
-        return ((gemm_compute if gemm_compute > gemm_memory else gemm_memory) + attention + comm + self._layers_s
-                + lora) * self.parallel.pp + lm_head + self.step_overhead_s
+        experts = self.expert_gemm_s(expert_tokens) if self._expert_read_s else 0.0
+        return ((gemm_compute if gemm_compute > gemm_memory else gemm_memory) + experts + attention + comm
+                + self._layers_s + lora) * self.parallel.pp + lm_head + self.step_overhead_s
+
+
+def moe_dtype(weight_format: str, scales: str) -> str | None:
+    """The MoE tables' expert dtype of experts stored in `weight_format` with `scales` (Quantization.scales)."""
+    return MOE_DTYPES.get("fp8_block" if weight_format == "fp8" and scales == "block" else weight_format)
+
+
+def load_imbalance(ep: int) -> float:
+    """EP_LOAD_IMBALANCE for `ep` GPUs: linear in log2(ep) between its sizes, 1.0 for one GPU, the largest size's
+    beyond it."""
+    if ep <= 1:
+        return 1.0
+    points = [(1, 1.0), *sorted(EP_LOAD_IMBALANCE.items())]
+    for (e0, f0), (e1, f1) in pairwise(points):
+        if ep <= e1:
+            return f0 + (f1 - f0) * math.log2(ep / e0) / math.log2(e1 / e0)
+    return points[-1][1]
+
+
+def grouped_gemm_efficiency(tokens_per_expert: float, shares: dict[float, float]) -> float:
+    """A MOE_GROUPED_EFFICIENCY curve at `tokens_per_expert`: log-linear between its points, flat beyond them."""
+    points = list(shares.items())
+    if tokens_per_expert <= points[0][0]:
+        return points[0][1]
+    for (t0, e0), (t1, e1) in pairwise(points):
+        if tokens_per_expert <= t1:
+            return e0 + (e1 - e0) * math.log(tokens_per_expert / t0) / math.log(t1 / t0)
+    return points[-1][1]
 
 
 def prefill_time_s(model: RooflineStepTimeModel, prompt_tokens: int, chunk_tokens: int | None) -> float:

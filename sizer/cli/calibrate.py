@@ -4,7 +4,6 @@ docs/engine.md)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from engine.profile import Limits, ProfileHeader, load_profile, read_header
 from simulator.errors import excerpt
 from sizer.cli.flags import check_engine, check_model, check_range
 from sizer.errors import InputError
-from sizer.inputs.hardware import HOST_CPU, HardwareSpec, load_hardware
+from sizer.inputs.hardware import HOST_CPU, HardwareSpec, load_hardware, user_dir
 from sizer.inputs.model_spec import catalog_names, load_model
 from sizer.inputs.scenario import MAX_BATCH_TOKENS, MAX_SEQUENCES, MAX_TOKENS
 from sizer.sizing.aiconfigurator_import import write_tables
@@ -26,10 +25,7 @@ from sizer.words import count
 def user_calibrated_dir() -> Path:
     """Where `sizer calibrate` writes without `--out`: `$SIZER_HOME/calibrated`, else
     `$XDG_DATA_HOME/sizer/calibrated`, else `~/.local/share/sizer/calibrated`."""
-    if os.environ.get("SIZER_HOME"):
-        return Path(os.environ["SIZER_HOME"]) / "calibrated"
-    data = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
-    return Path(data) / "sizer" / "calibrated"
+    return user_dir() / "calibrated"
 
 
 DEFAULT_REFERENCE = "llama-3.1-8b"    # a device's tables fit the engine overhead on this model's steps by default

@@ -8,8 +8,9 @@ import typer
 
 from simulator.errors import FieldError
 from sizer.cli.flags import check_range
-from sizer.cli.options import ITL_MS, OUTPUT_TOKENS, PROMPT_TOKENS, RATE, TPOT_MS, TTFT_MS, traffic_from_flags
-from sizer.cli.render import check_summary
+from sizer.cli.options import ITL_MS, OUTPUT_TOKENS, PROMPT_TOKENS, RATE, TPOT_MS, TTFT_MS, WIDE, traffic_from_flags
+from sizer.cli.progress import progress
+from sizer.cli.render import check_summary, terminal
 from sizer.outputs.check import CheckResult, check_file
 from sizer.outputs.destination import check_destination
 from sizer.outputs.junit import write_junit, write_junit_error
@@ -34,6 +35,7 @@ def command(
                                                                   "replace the `sizer:` block's (flags replace both)"),
     share: float | None = typer.Option(None, "--share", help="share of the workload's requests this deployment "
                                                              "serves, 0 to 1 (deployments splitting one workload)"),
+    wide: bool = WIDE,
 ) -> None:
     """Check a deployment against memory, max_model_len, SLO and cost rules (for CI pipelines).
 
@@ -48,7 +50,9 @@ def command(
         # failure to write it can never stand in for the verdict or for the input's own error
         check_destination(junit, "--junit")
     try:
-        result = check_file(str(file), kv_share, budget, traffic, scenario=str(scenario) if scenario else None)
+        with progress("sizing", "simulations") as update:
+            result = check_file(str(file), kv_share, budget, traffic, scenario=str(scenario) if scenario else None,
+                                progress=update)
     except FieldError as error:
         if junit:
             try:
@@ -59,7 +63,7 @@ def command(
     if as_json:
         typer.echo(to_json(to_dict(result)))
     else:
-        typer.echo(check_summary(result))
+        typer.echo(check_summary(result, terminal(wide).width))
     if junit:
         write_junit(junit, result)  # after the verdict is printed: a full disk cannot hide it
     raise typer.Exit(result.exit_code)

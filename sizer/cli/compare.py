@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
-from sizer.cli.render import render_comparison
+from sizer.cli.options import WIDE
+from sizer.cli.render import render_comparison, terminal
 from sizer.errors import InputError
 from sizer.inputs.bench_result import bench_result
 from sizer.inputs.guidellm_report import MAX_REPORT_BYTES, guidellm_benchmarks, is_guidellm_report
@@ -26,6 +26,7 @@ def command(
     benchmark: int = typer.Option(None, "--benchmark", min=0, help="a GuideLLM report: compare only its "
                                   "benchmark at this index (0 the first); default every benchmark"),
     as_json: bool = typer.Option(False, "--json", help="print the comparison as JSON (a list for a GuideLLM report)"),
+    wide: bool = WIDE,
 ) -> None:
     """Measured against predicted: throughput, TTFT, TPOT, ITL and E2E as the benchmark tool reports them.
 
@@ -38,7 +39,7 @@ def command(
             raise InputError(None, "--benchmark", f"{benchmark}: {result} is a vllm bench serve result (one run); "
                                                   "--benchmark picks one of a GuideLLM report's benchmarks")
         comparison = compare(bench_result(data, str(result)), plan)
-        typer.echo(to_json(comparison)) if as_json else render_comparison(comparison, Console())
+        typer.echo(to_json(comparison)) if as_json else render_comparison(comparison, terminal(wide))
         return
     runs = guidellm_benchmarks(data, str(result))
     if benchmark is not None:
@@ -50,5 +51,6 @@ def command(
     if as_json:
         typer.echo(to_json(comparisons))
         return
+    console = terminal(wide)
     for comparison in comparisons:
-        render_comparison(comparison, Console())
+        render_comparison(comparison, console)

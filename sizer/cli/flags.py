@@ -11,7 +11,7 @@ from pathlib import Path
 from simulator.errors import FieldError, excerpt
 from sizer.errors import InputError
 from sizer.inputs.checkpoint import find_config
-from sizer.inputs.hardware import scenario_hardware
+from sizer.inputs.hardware import is_profile_path, scenario_hardware
 from sizer.inputs.model_spec import CATALOG_DIR
 from sizer.inputs.variant import Variant
 
@@ -54,9 +54,12 @@ def check_model(name: str | None, flag: str = "--model") -> str | None:
 
 
 def check_gpu(name: str | None, flag: str = "--gpu") -> str | None:
-    """An accelerator flag, checked before any work (a profile id or alias, or cpu), naming the flag."""
+    """An accelerator flag, checked before any work (a profile id or alias, cpu, or a profile file), naming the
+    flag; a file's path comes back absolute, so a scenario in another folder reads the same file."""
     if name is not None:
         scenario_hardware(name, None, flag)
+        if is_profile_path(name):
+            return str(Path(name).resolve())
     return name
 
 

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from simulator.gateway import OUTCOMES, GatewayRecords
 from sizer.cli.progress import progress
+from sizer.cli.render import number_column, terminal, text_column
 from sizer.errors import InputError
 from sizer.inputs.gateway import load_gateway
 from sizer.outputs.destination import frame_to_csv
@@ -28,28 +29,31 @@ def refuse_flags(flags: dict[str, object]) -> None:
             raise InputError(None, flag, "does not apply to a gateway scenario (each pool states its own deployment)")
 
 
-def plan(path: Path, as_json: bool, search: bool) -> None:
+def plan(path: Path, as_json: bool, search: bool, wide: bool = False) -> None:
     doc, name = load_gateway(path)
-    a = plan_gateway(resolve_gateway(doc, name, str(path)), search)
+    with progress("searching", "configurations", show=search) as update:
+        a = plan_gateway(resolve_gateway(doc, name, str(path)), search, update)
     if as_json:
         typer.echo(to_json(a))
     else:
-        render(a, Console())
+        render(a, terminal(wide))
 
 
-def simulate(path: Path, as_json: bool, num_requests: int | None, requests_csv: Path | None) -> None:
+def simulate(path: Path, as_json: bool, num_requests: int | None, requests_csv: Path | None,
+             wide: bool = False) -> None:
     doc, name = load_gateway(path)
     rg = resolve_gateway(doc, name, str(path))
-    with progress("simulating", "requests", num_requests or rg.config.num_requests, not as_json) as update:
+    with progress("simulating", "requests", num_requests or rg.config.num_requests) as update:
         result, a = run_gateway(rg, num_requests, progress=update)
     if requests_csv is not None:
         frame_to_csv(requests_csv, "--requests-csv", _records_frame(result.records))
     if as_json:
         typer.echo(to_json(a))
         return
-    render(a, Console())
+    console = terminal(wide)
+    render(a, console)
     if requests_csv is not None:
-        Console().print(f"per-request records (pool, route, fallbacks): {requests_csv}")
+        console.print(f"per-request records (pool, route, fallbacks): {requests_csv}")
 
 
 def _records_frame(records: GatewayRecords):
@@ -83,32 +87,50 @@ def _usd(x: float | None) -> str:
     return "-" if x is None else f"${x:,.2f}"
 
 
+# The pools table's columns: (header, numeric, cell of a pool, cell of an external endpoint). In fewer than
+# WIDE_POOLS columns the latency columns are a table of their own, so that neither cuts a number.
+POOL_LOAD = (("GPUs", False, lambda p: f"{p.replicas} x {p.gpus_per_replica} x\n{p.gpu}", lambda e: "-"),
+             ("reqs", True, lambda p: f"{p.requests:,}", lambda e: f"{e.requests:,}"),
+             ("busy", True, lambda p: f"{p.busy_share:.0%}", lambda e: "-"),
+             ("batch", True, lambda p: f"{p.mean_batch_size:.1f}", lambda e: "-"),
+             ("cached", True, lambda p: f"{p.prefix_cache_hit_rate:.0%}", lambda e: "-"),
+             ("$/hour", True, lambda p: _usd(p.usd_per_hour), lambda e: _usd(e.usd_per_hour)),
+             ("quality", True, lambda p: "-" if p.quality is None else f"{p.quality:.2f}",
+              lambda e: "-" if e.quality is None else f"{e.quality:.2f}"))
+POOL_LATENCY = (("TTFT\np50", True, lambda p: _ms(p.ttft.p50_ms), lambda e: _ms(e.ttft.p50_ms)),
+                ("TTFT\np99", True, lambda p: _ms(p.ttft.p99_ms), lambda e: _ms(e.ttft.p99_ms)),
+                ("TPOT\np99", True, lambda p: _ms(p.tpot.p99_ms), lambda e: "-"),
+                ("E2E\np99", True, lambda p: _ms(p.e2e.p99_ms), lambda e: _ms(e.e2e.p99_ms)))
+WIDE_POOLS = 120
+
+
+def _pools(a: GatewayAnswer, console: Console) -> None:
+    """Per pool (and external endpoint): load, cost and quality, and latency (ms); one table on a wide terminal."""
+    parts = ([("pools", POOL_LOAD + POOL_LATENCY)] if console.width >= WIDE_POOLS
+             else [("pools", POOL_LOAD), ("pools: latency, ms", POOL_LATENCY)])
+    for title, columns in parts:
+        t = Table(title=title, title_justify="left")
+        text_column(t, "pool")
+        for header, numeric, _, _ in columns:
+            (number_column if numeric else text_column)(t, header)
+        for p in a.pools:
+            t.add_row(f"{p.name}\n{p.model}", *(cell(p) for _, _, cell, _ in columns))
+        for e in a.externals:
+            t.add_row(f"{e.name}\nexternal", *(cell(e) for _, _, _, cell in columns))
+        console.print(t)
+    console.print("  (ms; busy: share of the run a step was running, per replica; batch: mean sequences per step; "
+                  "cached: prompt tokens from the prefix cache)", highlight=False)
+
+
 def render(a: GatewayAnswer, console: Console) -> None:
     o = a.outcomes
     console.print(f"[bold]{a.scenario}[/]: gateway at {a.rate_per_s:g} req/s, {a.num_requests:,} requests: "
                   f"{o.get('served', 0):,} served on the first choice, {o.get('fallback', 0):,} after a fallback, "
                   f"{o.get('rejected', 0):,} rejected", highlight=False)
-    t = Table(title="pools", title_justify="left")
-    for col in ("pool", "GPUs", "reqs", "busy", "batch", "cached", "TTFT p50/p99", "TPOT p99", "E2E p99", "$/hour",
-                "quality"):
-        t.add_column(col, justify="left" if col in ("pool", "GPUs") else "right")
-    for p in a.pools:
-        t.add_row(f"{p.name}\n{p.model}", f"{p.replicas} x {p.gpus_per_replica} x\n{p.gpu}", f"{p.requests:,}",
-                  f"{p.busy_share:.0%}", f"{p.mean_batch_size:.1f}", f"{p.prefix_cache_hit_rate:.0%}",
-                  f"{_ms(p.ttft.p50_ms)} / {_ms(p.ttft.p99_ms)}",
-                  _ms(p.tpot.p99_ms), _ms(p.e2e.p99_ms), _usd(p.usd_per_hour),
-                  "-" if p.quality is None else f"{p.quality:.2f}")
-    for e in a.externals:
-        t.add_row(f"{e.name}\nexternal", "-", f"{e.requests:,}", "-", "-", "-",
-                  f"{_ms(e.ttft.p50_ms)} / {_ms(e.ttft.p99_ms)}", "-", _ms(e.e2e.p99_ms), _usd(e.usd_per_hour),
-                  "-" if e.quality is None else f"{e.quality:.2f}")
-    console.print(t)
-    console.print("  (ms; busy: share of the run a step was running, per replica; batch: mean sequences per step; "
-                  "cached: prompt tokens from the prefix cache)",
-                  highlight=False)
+    _pools(a, console)
     t = Table(title="classes", title_justify="left")
-    for col in ("class", "data", "reqs", "routed to", "fell back", "rejected", "E2E p99 ms", "SLO met by"):
-        t.add_column(col, justify="left" if col in ("class", "data", "routed to") else "right")
+    for col in ("class", "data", "reqs", "routed to", "fell\nback", "rejected", "E2E p99\nms", "SLO met by"):
+        (text_column if col in ("class", "data", "routed to", "SLO met by") else number_column)(t, col)
     for c in a.classes:
         got = f"{c.served / max(c.requests, 1):.1%} served" if c.slo_share is None else f"{c.slo_share:.1%}"
         slo = f"{got} (need {c.required_share:.0%}) " + ("met" if c.slo_met else "NOT met")
@@ -117,7 +139,7 @@ def render(a: GatewayAnswer, console: Console) -> None:
     console.print(t)
     t = Table(title="routes", title_justify="left")
     for col in ("route", "reqs", "strong", "threshold", "fallbacks (target: reason)", "rejected"):
-        t.add_column(col, justify="right" if col in ("reqs", "strong", "threshold") else "left")
+        (number_column if col in ("reqs", "strong", "threshold") else text_column)(t, col)
     for r in a.routes:
         t.add_row(r.name, f"{r.requests:,}", "-" if r.strong_share is None else f"{r.strong_share:.0%}",
                   "-" if r.threshold is None else f"{r.threshold:.3f}",
@@ -132,8 +154,8 @@ def render(a: GatewayAnswer, console: Console) -> None:
         s = a.search
         t = Table(title=f"cheapest sizing: {len(s.tried)} configurations, {s.num_requests:,} requests each",
                   title_justify="left")
-        for col in ("replicas", "strong share", "$/hour", "$/M output tokens", "quality", "accepted"):
-            t.add_column(col, justify="left" if col == "replicas" else "right")
+        for col in ("replicas", "strong\nshare", "$/hour", "$/M output\ntokens", "quality", "accepted"):
+            (text_column if col in ("replicas", "accepted") else number_column)(t, col)
         for c in sorted(s.tried, key=lambda c: (c.usd_per_hour is None, c.usd_per_hour or 0.0)):
             mark = "<- cheapest" if c == s.best else ""
             t.add_row(", ".join(f"{k} {v}" for k, v in c.replicas.items()),

@@ -26,7 +26,8 @@ from sizer.inputs.variant import Variant
 
 EMIT_HELP = "also write the recommended configuration as a `vllm serve` command, a Kubernetes manifest, an " \
             "`sglang.launch_server` command, a `llama-server` command or an Ollama Modelfile and environment: " \
-            "vllm, k8s, sglang, llamacpp, ollama (to stdout unless --emit-to; the rest goes to stderr)"
+            "vllm, k8s, sglang, llamacpp, ollama, gke (k8s for GKE's node label; to stdout unless --emit-to; " \
+            "the rest goes to stderr)"
 EMIT_TO_HELP = "file for --emit's output"
 
 
@@ -38,6 +39,8 @@ OUTPUT_TOKENS = typer.Option(None, "--output-tokens", help="output length in tok
 CONCURRENCY = typer.Option(None, "--concurrency",
                            help="a closed loop of N clients in place of the scenario's arrivals: each sends its next "
                                 "request when its last answer arrives (vllm bench serve --max-concurrency N)")
+WIDE = typer.Option(False, "--wide", help="print every table in full, as wide as its content (default: fit the "
+                                          "terminal, 80 columns in a pipe: labels wrapped, some columns left out)")
 TTFT_MS = typer.Option(None, "--ttft-ms", help="SLO: time to first token target, milliseconds")
 ITL_MS = typer.Option(None, "--itl-ms", help="SLO: inter-token latency target, milliseconds: the gaps between "
                                              "consecutive tokens, pooled over requests (vllm bench serve's ITL)")

@@ -11,8 +11,8 @@ import typing
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
+from simulator.errors import excerpt
 from sizer.cli.flags import check_choices, check_gpu, check_model, check_range, naming_flags
 from sizer.cli.options import (
     CONCURRENCY,
@@ -24,19 +24,23 @@ from sizer.cli.options import (
     RATE,
     TPOT_MS,
     TTFT_MS,
+    WIDE,
     closed_loop_flag,
     emits_to_stdout,
     scenario_with_flags,
     traffic_from_flags,
     with_flags,
 )
-from sizer.cli.render import render_plan
+from sizer.cli.render import render_plan, terminal
 from sizer.errors import InputError
+from sizer.inputs.hardware import is_profile_path
 from sizer.inputs.scenario import (
+    MAX_HARDWARE_GB,
     MAX_RATE_PER_S,
     MAX_REPLICAS,
     MAX_TOKENS,
     MIN_RATE_PER_S,
+    Engine,
     KVCacheDtype,
     Scenario,
     WeightFormat,
@@ -63,7 +67,8 @@ FLAGS_ONLY_WORKLOAD = {"workload": {"arrival": {"rate_per_s": 1.0},
 FLAGS = {"model": "--model", "gpu": "--gpu", "tensor_parallel_size": "--tp", "pipeline_parallel_size": "--pp",
          "quantization": "--weights", "kv_cache_dtype": "--kv-cache-dtype", "max_model_len": "--max-model-len",
          "rate_per_s": "--rate", "calibrated_profile": "--profile", "concurrency": "--concurrency",
-         "arrival_process": "--concurrency"}
+         "arrival_process": "--concurrency", "engine": "--engine", "memory_gb": "--memory-gb",
+         "ctx_size": "--ctx-size", "enable_attention_dp": "--attention-dp"}
 
 
 def build_scenario(scenario: Path | None, variant: Variant, traffic: Traffic = Traffic()) -> Scenario:
@@ -90,16 +95,42 @@ def build_scenario(scenario: Path | None, variant: Variant, traffic: Traffic = T
     return with_sources(built, {path: flag for path, flag in flags.items() if flag})
 
 
+def _gpu_or_profile(gpu: str | None, profile: Path | None) -> tuple[str | None, str | None]:
+    """--profile is a hardware profile file (then it is the GPU) or a calibrated profile folder."""
+    if profile is None or profile.is_dir():
+        return gpu, str(profile.resolve()) if profile else None
+    if gpu is not None:
+        raise InputError(None, "--profile", f"a hardware profile file ({excerpt(str(profile))}) names the device, "
+                                            f"and so does --gpu; expected one of the two")
+    if not is_profile_path(str(profile)):
+        raise InputError(None, "--profile", f"expected a hardware profile .yaml file or a calibrated profile folder, "
+                                            f"got {excerpt(str(profile))}")
+    return str(profile), None
+
+
 def command(
     scenario: Path | None = typer.Argument(None, help="scenario YAML (see docs/scenario.md)"),
     as_json: bool = typer.Option(False, "--json", help="print the plan as JSON"),
     model: str | None = typer.Option(None, help="catalog name, config.json, checkpoint folder or cached HF id"),
-    gpu: str | None = typer.Option(None, help="accelerator profile (`sizer gpus`)"),
+    gpu: str | None = typer.Option(None, help="accelerator profile (`sizer gpus`; yours in $SIZER_HOME/profiles "
+                                              "first), or a profile YAML file"),
     tp: int | None = typer.Option(None, "--tp", help="tensor_parallel_size"),
     pp: int | None = typer.Option(None, "--pp", help="pipeline_parallel_size"),
-    weights: str | None = typer.Option(None, help="weight format: bf16, fp16, fp8, int8, awq, gptq, nvfp4, mxfp4"),
+    memory_gb: float | None = typer.Option(None, "--memory-gb",
+                                           help="your device's memory as sold (a 64 GB M3 Max: 64), in place of the "
+                                                "profile's (hardware.memory_gb)"),
+    engine: str | None = typer.Option(None, help="serving engine: " + ", ".join(typing.get_args(Engine))
+                                      + "; default the scenario's, else llama.cpp for GGUF weights or an Apple GPU or "
+                                        "CPU, else vllm"),
+    attention_dp: bool = typer.Option(False, "--attention-dp",
+                                      help="MoE: attention data-parallel on the --tp GPUs, experts spread over them "
+                                           "(enable_attention_dp: TensorRT-LLM's DEP)"),
+    weights: str | None = typer.Option(None, help="weight format: bf16, fp16, fp8, int8, awq, gptq, nvfp4, mxfp4; "
+                                                  "GGUF presets (q4_k_m, q8_0, ...) for llama.cpp and ollama"),
     kv_cache_dtype: str | None = typer.Option(None, help="auto, bf16, fp16, fp8"),
-    max_model_len: int | None = typer.Option(None, help="longest context per sequence"),
+    max_model_len: int | None = typer.Option(None, help="longest context per sequence (vLLM, SGLang, ...)"),
+    ctx_size: int | None = typer.Option(None, "--ctx-size",
+                                        help="llama.cpp: total context of all slots (-c); default the model's"),
     rate: float | None = RATE,
     concurrency: int | None = CONCURRENCY,
     prompt_tokens: str | None = PROMPT_TOKENS,
@@ -108,12 +139,15 @@ def command(
     itl_ms: float | None = ITL_MS,
     tpot_ms: float | None = TPOT_MS,
     profile: Path | None = typer.Option(None, "--profile",
-                                        help="calibrated profile folder (sizer calibrate): measured step times"),
+                                        help="a hardware profile YAML file (your own device: hardware_profiles/"
+                                             "README.md; the same as --gpu FILE), or a calibrated profile folder "
+                                             "(sizer calibrate): measured step times"),
     simulate: bool = typer.Option(False, "--simulate",
                                   help="add simulated latency at the scenario's rate and the goodput rate "
                                        "(a gateway: the cheapest sizing search)"),
     emit: str | None = typer.Option(None, "--emit", help=EMIT_HELP),
     emit_to: Path | None = typer.Option(None, "--emit-to", help=EMIT_TO_HELP),
+    wide: bool = WIDE,
 ) -> None:
     """Memory, parallel split, Little's-law capacity, step times and cost for a scenario.
 
@@ -121,19 +155,26 @@ def command(
     --itl-ms its SLO targets (with --simulate, the replicas are sized to meet them)."""
     if scenario is not None and is_gateway(scenario):
         gateway = kind("gateway")
-        gateway.refuse_flags({"--model": model, "--gpu": gpu, "--tp": tp, "--pp": pp, "--weights": weights,
-                              "--kv-cache-dtype": kv_cache_dtype, "--max-model-len": max_model_len, "--rate": rate,
+        gateway.refuse_flags({"--model": model, "--gpu": gpu, "--engine": engine, "--memory-gb": memory_gb,
+                              "--tp": tp, "--pp": pp,
+                              "--weights": weights, "--attention-dp": attention_dp or None,
+                              "--kv-cache-dtype": kv_cache_dtype, "--max-model-len": max_model_len,
+                              "--ctx-size": ctx_size, "--rate": rate,
                               "--concurrency": concurrency, "--prompt-tokens": prompt_tokens,
                               "--output-tokens": output_tokens,
                               "--ttft-ms": ttft_ms, "--itl-ms": itl_ms, "--tpot-ms": tpot_ms,
                               "--profile": profile, "--emit": emit, "--emit-to": emit_to})
-        return gateway.plan(scenario, as_json, search=simulate)
+        return gateway.plan(scenario, as_json, search=simulate, wide=wide)
+    check_choices((engine,) if engine is not None else None, "--engine", typing.get_args(Engine))
+    gpu, calibrated = _gpu_or_profile(gpu, profile)
+    check_range(memory_gb, "--memory-gb", 1e-3, MAX_HARDWARE_GB)
     check_range(tp, "--tp", 1, MAX_REPLICAS)
     check_range(pp, "--pp", 1, MAX_REPLICAS)
     check_choices((weights,) if weights is not None else None, "--weights", typing.get_args(WeightFormat))
     check_choices((kv_cache_dtype,) if kv_cache_dtype is not None else None, "--kv-cache-dtype",
                   typing.get_args(KVCacheDtype))
     check_range(max_model_len, "--max-model-len", 1, MAX_TOKENS)
+    check_range(ctx_size, "--ctx-size", 1, MAX_TOKENS)
     traffic = traffic_from_flags(None, prompt_tokens, output_tokens, ttft_ms, itl_ms, tpot_ms=tpot_ms)
     check_range(rate, "--rate", MIN_RATE_PER_S, MAX_RATE_PER_S)
     emitter = kind("emit") if emit is not None or emit_to is not None else None
@@ -142,7 +183,8 @@ def command(
     variant = dataclasses.replace(
         closed_loop_flag(concurrency, rate), model=check_model(model), gpu=check_gpu(gpu), tensor_parallel_size=tp,
         pipeline_parallel_size=pp, quantization=weights, kv_cache_dtype=kv_cache_dtype, max_model_len=max_model_len,
-        rate_per_s=rate, calibrated_profile=str(profile.resolve()) if profile else None)
+        rate_per_s=rate, calibrated_profile=calibrated, engine=engine, memory_gb=memory_gb,
+        ctx_size=ctx_size, enable_attention_dp=attention_dp or None)
     with naming_flags(variant, FLAGS, str(scenario) if scenario is not None else None):
         resolved = resolve(build_scenario(scenario, variant, traffic))
     result = make_plan(resolved)
@@ -154,7 +196,7 @@ def command(
     if as_json:
         typer.echo(to_json(result))
     else:
-        render_plan(result, Console(stderr=emits_to_stdout(emit, emit_to)))
+        render_plan(result, terminal(wide, stderr=emits_to_stdout(emit, emit_to)))
     if emitter is not None:
         emitter.write_emitted(text, emit_to)
         emitter.note_memory_only(resolved, result)

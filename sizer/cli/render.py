@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import textwrap
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -23,6 +25,27 @@ if TYPE_CHECKING:      # for annotations only: `sizer plan` need not import chec
     from sizer.sizing.search import Outcome, SearchResult
 
 MARKS = {"pass": "✓", "fail": "✗", "skip": "-"}      # check rule statuses
+# --wide: a console this wide never narrows a table or wraps a line (no table here is wider than 300 columns)
+WIDE_COLUMNS = 1_000
+WIDE_SEARCH = 120           # narrower: search's table leaves out the rank and GPUs per replica, and has no borders
+
+
+def terminal(wide: bool = False, stderr: bool = False) -> Console:
+    """The console a command prints on: the terminal's width, or COLUMNS, else 80 columns (a pipe, a log; rich's
+    default), which every table is designed to fit: numbers whole, labels wrapped, optional columns left out.
+    `wide` (--wide): as wide as the content."""
+    return Console(stderr=stderr, width=WIDE_COLUMNS if wide else None)
+
+
+def number_column(table: Table, header: str, **options) -> None:
+    """A column of numbers: right-aligned, never wrapped, so a number is never split or cut ("671.…"); its header
+    is short or broken with "\n" by design, since it sets the column's width."""
+    table.add_column(header, justify="right", no_wrap=True, **options)
+
+
+def text_column(table: Table, header: str, **options) -> None:
+    """A column of words: wrapped to the width left, a word longer than the column folded, never cut ("…")."""
+    table.add_column(header, **({"overflow": "fold"} | options))
 
 
 def gb_gib(nbytes: float) -> str:
@@ -42,9 +65,9 @@ def _layer_kinds(console: Console, plan: Plan) -> None:
     if len([r for r in rows if r.part == "mixer"]) < 2 and len([r for r in rows if r.part == "ffn"]) < 2:
         return
     t = Table(title="Layers by kind", title_justify="left")
-    for col, right in (("part", False), ("kind", False), ("layers", True), ("parameters (B)", True),
-                       (f"KV per token ({plan.kv.dtype})", True), ("state per sequence", True)):
-        t.add_column(col, justify="right" if right else "left")
+    for col, right in (("part", False), ("kind", False), ("layers", True), ("parameters\n(B)", True),
+                       (f"KV per token\n({plan.kv.dtype})", True), ("state per\nsequence", True)):
+        (number_column if right else text_column)(t, col)
     kv_bytes = plan.kv.bytes_per_value
     for r in rows:
         t.add_row(r.part, r.kind, str(r.layers or ""), f"{r.parameters / 1e9:,.3f}",
@@ -86,30 +109,23 @@ def render_plan(plan: Plan, console: Console) -> None:
     if kv.state_layers:
         t.add_row("state per sequence", f"{kv.state_bytes_per_seq / 2**20:,.1f} MiB in {kv.state_layers} "
                   "Mamba-2 / linear-attention layers (whatever the sequence's length)")
-    t.add_row("KV per sequence", f"{gb_gib(plan.kv_bytes_per_sequence_at_max_model_len)} "
-              f"at max_model_len {plan.memory.max_model_len:,}")
+    if plan.slots:        # llama.cpp / Ollama: a slot's context, not vLLM's max_model_len
+        t.add_row("KV per slot", f"{gb_gib(plan.kv_bytes_per_sequence_at_max_model_len)} for "
+                  f"{plan.memory.max_model_len:,} tokens" + (" (the whole shared buffer)" if plan.slots.kv_unified
+                                                            else " (ctx_size / parallel)" if plan.slots.engine
+                                                            == "llama.cpp" else " (num_ctx)"))
+    else:
+        t.add_row("KV per sequence", f"{gb_gib(plan.kv_bytes_per_sequence_at_max_model_len)} "
+                  f"at max_model_len {plan.memory.max_model_len:,}")
     console.print(t)
     _layer_kinds(console, plan)
     console.print()
 
     mem = plan.memory
-    t = Table(title=f"Memory per GPU ({plan.gpu}, {gb_gib(mem.gpu_memory_bytes)})", title_justify="left")
-    t.add_column("part")
-    t.add_column("GB", justify="right")
-    t.add_column("GiB", justify="right")
-    parts = [("usable at gpu_memory_utilization " + str(mem.gpu_memory_utilization), mem.usable_bytes),
-             ("weights (this GPU's shard)", mem.weights_bytes),
-             ("activation peak (estimate)", mem.activation_bytes),
-             ("CUDA context, workspaces (assumption)", mem.non_torch_bytes)]
-    if mem.state_bytes:
-        parts.append((f"recurrent state, {mem.state_seqs} sequences (caps max_num_seqs)", mem.state_bytes))
-    if plan.lora is not None:
-        parts.append((f"LoRA adapters: {plan.lora.slots} slots (max_loras) at rank {plan.lora.rank}", mem.lora_bytes))
-    for name, value in parts + [("KV cache", mem.kv_cache_bytes)]:
-        t.add_row(name, f"{value / GB:,.2f}", f"{value / GiB:,.2f}")
-    console.print(t)
-    console.print(f"KV cache: {mem.kv_blocks:,} blocks x {mem.block_size} tokens = {mem.kv_tokens:,} tokens per GPU; "
-                  f"{mem.max_seqs_at_max_model_len:,} sequences at max_model_len {mem.max_model_len:,}")
+    if plan.slots:
+        _slot_memory(plan, console)
+    else:
+        _gpu_memory(plan, console)
     d = plan.kv_demand
     console.print(f"KV demand: {d.sequences} sequences x {d.tokens_per_sequence:,} tokens = {d.tokens:,} tokens = "
                   f"{gb_gib(d.bytes)} ({d.sequences_source})")
@@ -117,16 +133,8 @@ def render_plan(plan: Plan, console: Console) -> None:
         console.print(f"[red]✗ {reason}[/]")
     console.print()
 
-    p = plan.parallel
-    t = _table("Parallel split")
-    t.add_row("TP x PP x DP", f"{p.tensor_parallel_size} x {p.pipeline_parallel_size} x {p.data_parallel_size} = "
-              f"{count(p.gpus_per_replica, 'GPU')} per replica; EP {p.expert_parallel_size}; "
-              f"{p.kv_heads_per_gpu} KV heads per GPU")
-    if p.tp_allreduce_bytes_per_token or p.pp_send_bytes_per_token or p.ep_alltoall_bytes_per_token:
-        t.add_row("communication", f"per token per GPU: TP all-reduce {p.tp_allreduce_bytes_per_token:,.0f} B, "
-                  f"PP send {p.pp_send_bytes_per_token:,.0f} B, EP all-to-all {p.ep_alltoall_bytes_per_token:,.0f} B")
-    console.print(t)
-    console.print()
+    if not plan.slots:    # llama.cpp and Ollama are planned on one device: no split to show
+        _render_split(plan, console)
 
     c = plan.capacity
     t = _table("Capacity (Little's law)")
@@ -134,10 +142,17 @@ def render_plan(plan: Plan, console: Console) -> None:
               f"{c.requests_in_flight:,.1f} requests (time in system: {c.time_in_system_source})")
     t.add_row("KV needed", f"{c.kv_tokens_needed:,.0f} tokens = {gb_gib(c.kv_bytes_needed)} "
               f"({c.kv_tokens_per_request:,} tokens per request: {c.kv_tokens_per_request_source})")
-    t.add_row("KV capacity", f"{c.kv_capacity_tokens:,} tokens per replica, "
-              f"{c.requests_held_per_replica:,} such requests; "
-              f"memory alone allows {c.max_arrival_rate_for_memory_per_s:,.2f} req/s per replica; "
-              f"replicas for memory: {c.replicas_for_memory}")
+    if plan.slots:        # a server's slots, not replicas: llama.cpp and Ollama serve on the machine they run on
+        a = plan.slots
+        t.add_row("slots", f"{count(a.slots, 'slot')} of {a.context_per_slot_tokens:,} tokens"
+                  + (" in one unified KV buffer" if a.kv_unified else "") + f": {c.requests_held_per_replica:,} "
+                  f"requests at once; the server sustains at most {c.max_arrival_rate_for_memory_per_s:,.3g} req/s "
+                  "(requests at once / time in system)")
+    else:
+        t.add_row("KV capacity", f"{c.kv_capacity_tokens:,} tokens per replica, "
+                  f"{c.requests_held_per_replica:,} such requests; "
+                  f"memory alone allows {c.max_arrival_rate_for_memory_per_s:,.2f} req/s per replica; "
+                  f"replicas for memory: {c.replicas_for_memory}")
     console.print(t)
     console.print()
 
@@ -148,7 +163,12 @@ def render_plan(plan: Plan, console: Console) -> None:
               f"(<= {s.decode_bandwidth_bound_tokens_per_s:,.0f} tokens/s): weights per GPU x stages / peak bandwidth")
     t.add_row("decode, batch 1", f"{s.decode_batch1_ms:.2f} ms per step, {s.decode_batch1_tokens_per_s:,.0f} tokens/s")
     t.add_row(f"decode, batch {s.memory_limited_batch}", f"{s.decode_memory_limited_batch_ms:.2f} ms per step, "
-              f"{s.decode_memory_limited_tokens_per_s:,.0f} tokens/s (largest batch KV and max_num_seqs allow)")
+              f"{s.decode_memory_limited_tokens_per_s:,.0f} tokens/s ("
+              + ("every slot decoding)" if plan.slots else "largest batch KV and max_num_seqs allow)"))
+    if s.alltoall_link:
+        t.add_row("EP all-to-all", f"dispatch + combine of every MoE layer: {s.alltoall_batch1_ms:.2f} ms of the "
+                  f"batch-1 step, {s.alltoall_memory_limited_batch_ms:.2f} ms of the batch-{s.memory_limited_batch} "
+                  f"step ({s.alltoall_link})")
     t.add_row("compute-bound from",
               f"batch {s.compute_bound_batch}" if s.compute_bound_batch else "never (bandwidth-bound throughout)")
     t.add_row("priced by", "; ".join(f"{family}: {source}" for family, source in s.sources.items()))
@@ -192,6 +212,67 @@ def render_plan(plan: Plan, console: Console) -> None:
         console.print(f"  • {a}", highlight=False)
 
 
+def _render_split(plan: Plan, console: Console) -> None:
+    p = plan.parallel
+    t = _table("Parallel split")
+    t.add_row("TP x PP x DP", f"{p.tensor_parallel_size} x {p.pipeline_parallel_size} x {p.data_parallel_size} = "
+              f"{count(p.gpus_per_replica, 'GPU')} per replica; EP {p.expert_parallel_size}; "
+              f"{p.kv_heads_per_gpu} KV heads per GPU")
+    if p.tp_allreduce_bytes_per_token or p.pp_send_bytes_per_token or p.ep_alltoall_bytes_per_token:
+        t.add_row("communication", f"per token per GPU: TP all-reduce {p.tp_allreduce_bytes_per_token:,.0f} B, "
+                  f"PP send {p.pp_send_bytes_per_token:,.0f} B, EP all-to-all {p.ep_alltoall_bytes_per_token:,.0f} B")
+    console.print(t)
+    console.print()
+
+
+def _memory_table(title: str, parts: list[tuple[str, float]]) -> Table:
+    t = Table(title=title, title_justify="left")
+    text_column(t, "part")
+    number_column(t, "GB")
+    number_column(t, "GiB")
+    for name, value in parts:
+        t.add_row(name, f"{value / GB:,.2f}", f"{value / GiB:,.2f}")
+    return t
+
+
+def _gpu_memory(plan: Plan, console: Console) -> None:
+    """A batching engine's GPU memory: vLLM's share of it, then what takes the share, then the KV cache."""
+    mem = plan.memory
+    parts = [("usable at gpu_memory_utilization " + str(mem.gpu_memory_utilization), mem.usable_bytes),
+             ("weights (this GPU's shard)", mem.weights_bytes),
+             ("activation peak (estimate)", mem.activation_bytes),
+             ("CUDA context, workspaces (assumption)", mem.non_torch_bytes)]
+    if mem.state_bytes:
+        parts.append((f"recurrent state, {mem.state_seqs} sequences (caps max_num_seqs)", mem.state_bytes))
+    if plan.lora is not None:
+        parts.append((f"LoRA adapters: {plan.lora.slots} slots (max_loras) at rank {plan.lora.rank}", mem.lora_bytes))
+    console.print(_memory_table(f"Memory per GPU ({plan.gpu}, {gb_gib(mem.gpu_memory_bytes)})",
+                                parts + [("KV cache", mem.kv_cache_bytes)]))
+    console.print(f"KV cache: {mem.kv_blocks:,} blocks x {mem.block_size} tokens = {mem.kv_tokens:,} tokens per GPU; "
+                  f"{mem.max_seqs_at_max_model_len:,} sequences at max_model_len {mem.max_model_len:,}")
+
+
+def _slot_memory(plan: Plan, console: Console) -> None:
+    """llama.cpp / Ollama: the device's memory in its own terms (unified memory and the GPU's working-set limit on
+    Apple parts), what the server allocates at start, and what is left."""
+    mem, a = plan.memory, plan.slots
+    if a.unified_memory:
+        limit = (f"the GPU may use (working-set limit of {gb_gib(a.memory_bytes)} unified memory)",
+                 mem.gpu_memory_bytes)
+    else:
+        limit = ("device memory (no utilisation share: llama.cpp allocates what it needs)", mem.gpu_memory_bytes)
+    runtime = {"apple-gpu": "Metal runtime, buffers (assumption)", "cpu": "runtime, buffers (assumption)"}.get(
+        a.device_kind, "CUDA context, buffers (assumption)")
+    kv = (f"KV cache (one buffer of {a.context_per_slot_tokens:,} tokens, {plan.kv.dtype})" if a.kv_unified else
+          f"KV cache ({a.slots} x {a.context_per_slot_tokens:,} tokens, {plan.kv.dtype})")
+    parts = [limit, ("weights" + (" (the layers on the GPU)" if a.partial_offload else ""), mem.weights_bytes),
+             (kv, mem.kv_cache_bytes), ("compute buffer (one ubatch, estimate)", mem.activation_bytes),
+             (runtime, mem.non_torch_bytes),
+             ("left on the device", mem.gpu_memory_bytes - mem.weights_bytes - mem.kv_cache_bytes
+              - mem.activation_bytes - mem.non_torch_bytes)]
+    console.print(_memory_table(f"Memory ({plan.gpu})", parts))
+
+
 def _render_slots(plan: Plan, console: Console) -> None:
     """llama.cpp / Ollama: the plan in the user's terms."""
     a = plan.slots
@@ -203,15 +284,16 @@ def _render_slots(plan: Plan, console: Console) -> None:
     t.add_row("memory", f"needs {gb_gib(a.engine_bytes)} of {gb_gib(a.memory_bytes)} of {kind}, {left}"
               + (f" (the GPU may use {gb_gib(a.device_limit_bytes)})" if a.device_limit_bytes < a.memory_bytes
                  else ""))
-    t.add_row("slots", f"{a.slots} x {a.context_per_slot_tokens:,} tokens"
-              + (" (one unified KV buffer)" if a.kv_unified else "")
+    t.add_row("slots", (f"{a.slots} sharing one KV buffer of {a.context_per_slot_tokens:,} tokens" if a.kv_unified
+                        else f"{a.slots} x {a.context_per_slot_tokens:,} tokens")
               + f"; memory would allow up to {a.largest_context_per_slot_tokens:,} tokens per slot")
     t.add_row("first token", f"{a.ttft_s:.2f} s for a {a.prompt_tokens:,}-token prompt on an idle server")
     t.add_row("per user", ", ".join(f"{s.users} user{'s' if s.users > 1 else ''}: {s.tokens_per_s_per_user:.1f}"
                                     for s in a.speeds) + f" tokens/s (at {a.context_tokens:,} tokens of context)")
+    per = "requests (prompt + output) fit in one unified buffer" if a.kv_unified else "slots of this context fit"
     for o in a.options:
         t.add_row(f"  {o.format}", f"weights {gb_gib(o.weights_bytes)}; "
-                  + (f"{o.slots_that_fit} such slots fit; {o.tokens_per_s_at_one_user:.1f} tokens/s for one user"
+                  + (f"{o.slots_that_fit} {per}; {o.tokens_per_s_at_one_user:.1f} tokens/s for one user"
                      if o.fits else "does not fit with one slot")
                   + (f"; {o.users_at_target} users at the target" if a.target_tokens_per_s_per_user else ""))
     t.add_row("recommendation", a.recommendation)
@@ -237,7 +319,7 @@ def render_simulation(sim: Sizing, console: Console) -> None:
         t = Table(title=f"Simulated: one replica at {point.rate_per_s:.3g} req/s ({sim.target_rate_per_s:g} req/s over "
                         f"{count(sim.replicas, 'replica')}), {m.num_requests:,} requests", title_justify="left")
         for col in ("ms", "p50", "p95", "p99"):
-            t.add_column(col, justify="right" if col != "ms" else "left")
+            (text_column if col == "ms" else number_column)(t, col)
         for name in ("ttft", "itl", "tpot", "e2e", "queue"):
             lat = getattr(m, name)
             t.add_row(name.upper(), *(f"{v:,.1f}" if math.isfinite(v) else "-"      # no gap: one-token replies
@@ -265,14 +347,14 @@ def render_simulation_metrics(name: str, m: MetricsSummary, console: Console, re
     deployment's (`replicas` of them); the SLO-met rate is given per replica too, as `plan --simulate` gives it."""
     lat = Table(title=f"sizer simulate: {name} ({m.num_finished:,} finished, {m.num_rejected:,} rejected)")
     for col in ("latency", "p50 ms", "p95 ms", "p99 ms", "mean ms"):
-        lat.add_column(col, justify="left" if col == "latency" else "right")
+        (text_column if col == "latency" else number_column)(lat, col)
     for label, lat_pct in (("TTFT", m.ttft), ("ITL", m.itl), ("TPOT", m.tpot), ("E2E", m.e2e), ("queueing", m.queue)):
         values = (lat_pct.p50_ms, lat_pct.p95_ms, lat_pct.p99_ms, lat_pct.mean_ms)
         lat.add_row(label, *(f"{v:,.1f}" if math.isfinite(v) else "-" for v in values))
     console.print(lat)
     tp = Table(title="throughput and resources")
-    tp.add_column("measure")
-    tp.add_column("value", justify="right")
+    text_column(tp, "measure")
+    text_column(tp, "value", justify="right")       # a number, or a number with its words (the SLO's share)
     rows = [("requests / s", f"{m.request_throughput_per_s:,.2f}"),
             ("input tokens / s", f"{m.input_tokens_per_s:,.0f}"),
             ("output tokens / s", f"{m.output_tokens_per_s:,.0f}"),
@@ -306,25 +388,31 @@ def render_search(result: SearchResult, scenario_path: str, console: Console, sh
     rejected = [o for o in result.outcomes if o.status != "ok"]
     if result.by_device_memory:
         return _render_slot_search(result, scenario_path, console, show_rejected, ok, rejected)
+    narrow = console.width < WIDE_SEARCH
     table = Table(title=f"{result.scenario}: {len(result.outcomes)} configurations for "
                         f"{result.target_rate_per_s:g} req/s, "
                         f"{result.required_share:.0%} of requests within the SLO", title_justify="left",
-                  caption="goodput: req/s per replica; TTFT, TPOT, E2E: p95 ms at the operating point; ◆ Pareto front "
-                          "of cost per hour against p95 E2E", caption_justify="left")
+                  caption="goodput: req/s per replica; rep: replicas; $/Mtok: $ per million output tokens; TTFT, "
+                          "TPOT, E2E: p95 ms at the operating point; ◆ Pareto front of cost per hour against p95 E2E"
+                          + ("; ranked by cost (--wide: rank and GPUs per replica)" if narrow else ""),
+                  caption_justify="left", box=None if narrow else box.HEAVY_HEAD, pad_edge=not narrow)
     money = lambda v: "-" if v is None else f"{v:,.2f}"  # noqa: E731
-    columns = [("#", lambda i, o: str(i), True),
-               ("configuration", lambda i, o: ("◆ " if o.pareto else "  ") + o.candidate.label, True),
+    # (header, cell, shown in fewer than WIDE_SEARCH columns): the rank is the row's order, GPUs per replica
+    # GPUs / rep (and the label's TP x PP)
+    columns = [("#", lambda i, o: str(i), False),
+               ("", lambda i, o: "◆" if o.pareto else "", True),
+               ("configuration", lambda i, o: o.candidate.label, True),
                ("GPU/rep", lambda i, o: str(o.gpus_per_replica), False),
                ("goodput", lambda i, o: ("≥ " if o.binding == "none" else "") + f"{o.goodput_rate_per_s:.2f}", True),
-               ("rep", lambda i, o: str(o.replicas), False), ("GPUs", lambda i, o: str(o.gpus), True),
+               ("rep", lambda i, o: str(o.replicas), True), ("GPUs", lambda i, o: str(o.gpus), True),
                ("$/hour", lambda i, o: money(o.usd_per_hour), True),
-               ("$/Mtok", lambda i, o: money(o.usd_per_million_output_tokens), False),
+               ("$/Mtok", lambda i, o: money(o.usd_per_million_output_tokens), True),
                ("TTFT", lambda i, o: f"{o.ttft_p95_ms:,.0f}", True),
                ("TPOT", lambda i, o: f"{o.tpot_p95_ms:.1f}", True),
-               ("E2E", lambda i, o: f"{o.e2e_p95_ms:,.0f}", False), ("binds", lambda i, o: o.binding, True)]
-    columns = [c for c in columns if c[2] or console.width >= 120]      # narrow terminals: the essentials
+               ("E2E", lambda i, o: f"{o.e2e_p95_ms:,.0f}", True), ("binds", lambda i, o: o.binding, True)]
+    columns = [c for c in columns if c[2] or not narrow]
     for name, _, _ in columns:
-        table.add_column(name, justify="left" if name in ("configuration", "binds") else "right")
+        (text_column if name in ("", "configuration", "binds") else number_column)(table, name)
     for i, o in enumerate(ok, 1):
         table.add_row(*(cell(i, o) for _, cell, _ in columns))
     console.print(table)
@@ -360,7 +448,7 @@ def _render_slot_search(result: SearchResult, scenario_path: str, console: Conso
                   caption_justify="left")
     gib = lambda nbytes: f"{nbytes / GiB:,.1f} GiB"  # noqa: E731
     for name in ("#", "configuration", "memory", "left", "tokens/s", "TTFT s", "binds"):
-        table.add_column(name, justify="left" if name in ("configuration", "binds") else "right")
+        (text_column if name in ("configuration", "binds") else number_column)(table, name)
     for i, o in enumerate(ok, 1):
         table.add_row(str(i), o.candidate.label, gib(o.device_memory_bytes), gib(o.slots.left_bytes),
                       f"{o.tokens_per_s_per_user:.1f}", f"{o.slot_ttft_ms / 1e3:.2f}", o.binding)
@@ -381,8 +469,8 @@ def _render_slot_search(result: SearchResult, scenario_path: str, console: Conso
 def render_validation(report, console: Console) -> None:
     """`sizer validate`: measured against predicted (`report` is engine.validate's ValidationReport)."""
     table = Table(title=f"sizer validate: {report.model} on {report.device}, {report.num_requests} requests")
-    for col in ("metric", "measured (engine)", "predicted (simulator)", "relative error"):
-        table.add_column(col, justify="left" if col == "metric" else "right")
+    for col in ("metric", "measured\n(engine)", "predicted\n(simulator)", "relative\nerror"):
+        (text_column if col == "metric" else number_column)(table, col)
     for r in report.rows:
         table.add_row(r.metric, f"{r.measured:,.2f}", f"{r.predicted:,.2f}", f"{r.relative_error:+.1%}")
     console.print(table)
@@ -397,20 +485,27 @@ def render_validation(report, console: Console) -> None:
                       f"outside the profile's measured range and were extrapolated[/yellow]")
 
 
-def check_summary(result: CheckResult) -> str:
-    """What was checked, each rule's verdict, the fixes of failing rules, one closing line."""
-    lines = [f"sizer check {result.file} ({result.kind}): {result.summary}"]
+def check_summary(result: CheckResult, columns: int = WIDE_COLUMNS) -> str:
+    """What was checked, each rule's verdict, the fixes of failing rules, one closing line; each entry wrapped to
+    `columns` under its own text (words are never split: a path longer than a line stays whole)."""
+    def wrap(first: str, text: str, indent: int | None = None) -> list[str]:
+        return textwrap.wrap(text, columns, initial_indent=first, subsequent_indent=" " * (indent or len(first)),
+                             break_long_words=False, break_on_hyphens=False) or [first]
+    lines = wrap("", f"sizer check {result.file} ({result.kind}): {result.summary}", 2)
     width = max(len(r.name) for r in result.rules)
     for r in result.rules:
-        lines.append(f"  {MARKS[r.status]} {r.name:<{width}}  {'skipped: ' if r.status == 'skip' else ''}{r.message}")
+        lines += wrap(f"  {MARKS[r.status]} {r.name:<{width}}  ", ("skipped: " if r.status == "skip" else "")
+                      + r.message)
         if r.fixes:
-            lines.append(f"    {' ' * width}  fix: {r.fixes[0]}")
-            lines += [f"    {' ' * width}   or: {fix}" for fix in r.fixes[1:]]
-    lines += [f"  note: {note}" for note in result.notes]
+            lines += wrap(f"    {' ' * width}  fix: ", r.fixes[0])
+            for fix in r.fixes[1:]:
+                lines += wrap(f"    {' ' * width}   or: ", fix)
+    for note in result.notes:
+        lines += wrap("  note: ", note)
     failed = [r.name for r in result.rules if r.status == "fail"]
-    lines.append(f"FAIL: {', '.join(failed)} ({len(failed)} of {len(result.rules)} rules)" if failed
-                 else f"PASS: {sum(r.status == 'pass' for r in result.rules)} rules passed, "
-                      f"{sum(r.status == 'skip' for r in result.rules)} skipped")
+    lines += wrap("", f"FAIL: {', '.join(failed)} ({len(failed)} of {len(result.rules)} rules)" if failed
+                  else f"PASS: {sum(r.status == 'pass' for r in result.rules)} rules passed, "
+                       f"{sum(r.status == 'skip' for r in result.rules)} skipped")
     return "\n".join(lines)
 
 
@@ -422,7 +517,7 @@ def render_comparison(c: Comparison, console: Console) -> None:
               caption=f"simulated: {c.num_requests:,} requests, {c.workload}; lengths from {c.lengths_from}. "
                       f"error = (predicted - measured) / measured{notes}", caption_justify="left")
     for col in ("metric", "measured", "predicted", "error"):
-        t.add_column(col, justify="left" if col == "metric" else "right")
+        (text_column if col == "metric" else number_column)(t, col)
     for m in c.metrics:
         t.add_row(m.metric, f"{m.measured:,.2f}", "-" if m.predicted is None else f"{m.predicted:,.2f}",
                   "-" if m.error is None else f"{m.error:+.1%}")

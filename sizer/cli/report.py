@@ -28,7 +28,8 @@ from sizer.cli.options import (
     traffic_from_flags,
 )
 from sizer.cli.progress import progress
-from sizer.cli.search_space import space_from_options
+from sizer.cli.render import terminal
+from sizer.cli.search_space import REPORT_GPUS_HELP, describe_space, report_space
 from sizer.errors import InputError
 from sizer.inputs.gateway import load_gateway
 from sizer.inputs.scenario import is_gateway, scenario_from_dict
@@ -46,9 +47,9 @@ def command(
     scenario: Path | None = typer.Argument(None, help="scenario or gateway YAML (none with --sweep)"),
     output: Path | None = typer.Option(None, "-o", "--output", help="HTML file to write (reports/NAME.html)"),
     pdf: bool = typer.Option(False, "--pdf", help="also write the same document as PDF beside it (weasyprint)"),
-    no_search: bool = typer.Option(False, "--no-search", help="report on the scenario's configuration only"),
-    gpus: str | None = typer.Option(None, help="profiles the search tries (default: the data-centre ones, for "
-                                               "llama.cpp and Ollama the local ones)"),
+    no_search: bool = typer.Option(False, "--no-search", help="report the scenario's configuration only, as "
+                                                              "given, without a search (the quickest report)"),
+    gpus: str | None = typer.Option(None, help=REPORT_GPUS_HELP),
     tp: str | None = typer.Option(None, "--tp", help="tensor parallel sizes, default 1,2,4,8 (llama.cpp, Ollama: 1)"),
     weights: str | None = typer.Option(None, help="weight formats, default bf16,fp8 (llama.cpp, Ollama: GGUF presets "
                                                   "f16,q8_0,q5_k_m,q4_k_m)"),
@@ -97,13 +98,18 @@ def command(
     traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms, tpot_ms=tpot_ms)
     workers = os.cpu_count() or 1 if workers is None else workers
     check_range(workers, "--workers", 1, MAX_WORKERS)
-    if no_search and slots is not None:
-        raise InputError(None, "--slots", "is a search axis; --no-search reports the scenario's own slots")
+    axes = {"--gpus": gpus, "--tp": tp, "--weights": weights, "--kv-cache-dtype": kv_cache_dtype, "--slots": slots}
+    for flag, given in axes.items():
+        if no_search and given is not None:
+            raise InputError(None, flag, "is a search axis; --no-search reports the scenario's own configuration")
     pdf_path = check_report_destinations(output, pdf)
     data = read_scenario_data(scenario, traffic)
-    space = None if no_search else space_from_options(scenario_from_dict(data, str(scenario)), gpus, tp, None,
-                                                      weights, kv_cache_dtype, False, slots)
+    space = None if no_search else report_space(scenario_from_dict(data, str(scenario)), gpus, tp, weights,
+                                                kv_cache_dtype, slots)
     check_emit(emit, emit_to)
+    terminal(stderr=True).print("report: the scenario's configuration as given (--no-search)" if space is None else
+                                f"report: searching {describe_space(space)} (--gpus to widen it, --no-search to "
+                                "skip it)", markup=False, highlight=False)
     with progress("searching", "configurations") as update:
         report = build_report(data, str(scenario), space, workers, progress=update)
     text = emitted(emit, lambda: serving_of(report, str(scenario)))
@@ -151,7 +157,8 @@ def gateway_report(path: Path, output: Path | None, pdf: bool, search: bool, dat
         raise InputError(str(path), "--output", "missing; expected the HTML file to write (-o reports/NAME.html)")
     pdf_path = check_report_destinations(output, pdf)
     doc, name = load_gateway(path)
-    a = plan_gateway(resolve_gateway(doc, name, str(path)), search)
+    with progress("searching", "configurations", show=search) as update:
+        a = plan_gateway(resolve_gateway(doc, name, str(path)), search, update)
     html = render_gateway_html(a, date or datetime.date.today().isoformat(), str(path))
     write_text(output, "--output", html)
     typer.echo(f"wrote {output}")

@@ -8,7 +8,6 @@ import os
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from sizer.cli.emit import check_emit, emitted, write_emitted
 from sizer.cli.flags import MAX_WORKERS, check_range
@@ -21,13 +20,14 @@ from sizer.cli.options import (
     RATE,
     TPOT_MS,
     TTFT_MS,
+    WIDE,
     emits_to_stdout,
     read_scenario_data,
     traffic_from_flags,
 )
 from sizer.cli.progress import progress
-from sizer.cli.render import render_search
-from sizer.cli.search_space import space_from_options
+from sizer.cli.render import render_search, terminal
+from sizer.cli.search_space import describe_space, space_from_options
 from sizer.errors import InputError
 from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS, scenario_from_dict
 from sizer.outputs.destination import check_destination, frame_to_csv
@@ -72,6 +72,7 @@ def command(
     ttft_ms: float | None = TTFT_MS,
     itl_ms: float | None = ITL_MS,
     tpot_ms: float | None = TPOT_MS,
+    wide: bool = WIDE,
 ) -> None:
     """Find the cheapest deployment that meets the SLO: sweep GPUs, TP/PP, weight and KV formats."""
     traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms, tpot_ms=tpot_ms)
@@ -84,6 +85,7 @@ def command(
     space = space_from_options(scenario_from_dict(data, str(scenario)), gpus, tp, pp, weights, kv_cache_dtype,
                                speculative, slots)
     check_emit(emit, emit_to, as_json)
+    terminal(stderr=True).print(f"search: {describe_space(space)}", markup=False, highlight=False)
     with progress("searching", "configurations") as update:
         settings = SearchSettings(GoodputSettings(num_requests=requests), max_replicas)
         result = search(data, str(scenario), space, settings, workers, update)
@@ -93,7 +95,7 @@ def command(
     if as_json:
         typer.echo(to_json(to_dict(result)))
     else:
-        render_search(result, str(scenario), Console(stderr=emits_to_stdout(emit, emit_to)), show_rejected)
+        render_search(result, str(scenario), terminal(wide, stderr=emits_to_stdout(emit, emit_to)), show_rejected)
     write_emitted(text, emit_to)
 
 

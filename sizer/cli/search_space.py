@@ -9,10 +9,18 @@ import typing
 from simulator.errors import excerpt
 from sizer.cli.flags import check_choices, check_range
 from sizer.errors import InputError
-from sizer.inputs.hardware import load_hardware
+from sizer.inputs.hardware import load_hardware, scenario_hardware
 from sizer.inputs.scenario import MAX_REPLICAS, MAX_SLOTS, KVCacheDtype, Scenario, WeightFormat
 from sizer.sizing.presets import slot_preset
-from sizer.sizing.search import SearchSpace, default_space
+from sizer.sizing.search import SearchSpace, candidates, default_space
+from sizer.words import count
+
+# `sizer report`'s --gpus help: why its default space is the scenario's GPU alone.
+REPORT_GPUS_HELP = ("profiles the search tries. Default: the scenario's GPU only (its TP sizes x weight x KV "
+                    f"formats, {len(candidates(SearchSpace(gpus=('',))))} configurations), so that a report answers "
+                    "for the hardware it names in minutes; every data-centre GPU (`sizer search`'s default) "
+                    "multiplies that by their number, an hour on a loaded machine. llama.cpp and Ollama: the local "
+                    "devices of the scenario's kind")
 
 
 def parse_list(text: str | None, cast, flag: str) -> tuple | None:
@@ -61,3 +69,26 @@ def space_from_options(scenario: Scenario, gpus: str | None, tp: str | None, pp:
                                                  typing.get_args(KVCacheDtype))
         or defaults.kv_cache_dtypes,
         speculative=(True, False) if speculative else (False,))
+
+
+def report_space(scenario: Scenario, gpus: str | None, tp: str | None, weights: str | None, kv: str | None,
+                 slots: str | None) -> SearchSpace:
+    """`sizer report`'s space: search's, except that without --gpus it stays on the scenario's GPU
+    (REPORT_GPUS_HELP says why); llama.cpp and Ollama keep their local devices (an analytic search of seconds)."""
+    if gpus is None and slot_preset(scenario.deployment.engine) is None:
+        gpus = scenario_hardware(scenario.hardware.gpu, scenario.file).id
+    return space_from_options(scenario, gpus, tp, None, weights, kv, False, slots)
+
+
+def describe_space(space: SearchSpace) -> str:
+    """What a search tries, in one line: '16 configurations: GPUs h200; TP 1,2,4,8; weights bf16,fp8; KV auto,fp8'."""
+    axes = [f"{'GPU' if len(space.gpus) == 1 else 'GPUs'} {','.join(space.gpus)}",
+            f"TP {','.join(map(str, space.tensor_parallel_sizes))}"]
+    if space.pipeline_parallel_sizes != (1,):
+        axes.append(f"PP {','.join(map(str, space.pipeline_parallel_sizes))}")
+    axes += [f"weights {','.join(space.weight_formats)}", f"KV {','.join(space.kv_cache_dtypes)}"]
+    if space.slots != (None,):
+        axes.append(f"slots {','.join(map(str, space.slots))}")
+    if any(space.speculative):
+        axes.append("speculative decoding on and off")
+    return f"{count(len(candidates(space)), 'configuration')}: {'; '.join(axes)}"

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from simulator.cluster import ROUTERS
 from simulator.errors import excerpt
@@ -20,12 +19,13 @@ from sizer.cli.options import (
     RATE,
     TPOT_MS,
     TTFT_MS,
+    WIDE,
     closed_loop_flag,
     scenario_with_flags,
     traffic_from_flags,
 )
 from sizer.cli.progress import progress
-from sizer.cli.render import render_simulation_metrics
+from sizer.cli.render import render_simulation_metrics, terminal
 from sizer.errors import InputError
 from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS, is_gateway
 from sizer.inputs.traffic import Traffic
@@ -33,8 +33,10 @@ from sizer.inputs.variant import Variant
 from sizer.kinds import kind
 from sizer.outputs.destination import check_destination, frame_to_csv
 from sizer.outputs.serialise import to_json
+from sizer.sizing import pipeline
 from sizer.sizing.goodput import slo_of
-from sizer.sizing.resolve import resolve
+from sizer.sizing.plan import Plan
+from sizer.sizing.resolve import Resolved, resolve
 from sizer.sizing.simulate import DEFAULT_ROUTER, simulate_scenario
 
 
@@ -54,6 +56,7 @@ def command(
     ttft_ms: float | None = TTFT_MS,
     itl_ms: float | None = ITL_MS,
     tpot_ms: float | None = TPOT_MS,
+    wide: bool = WIDE,
 ) -> None:
     """Simulated TTFT, ITL, TPOT, E2E (p50/p95/p99), throughput, goodput and prefix-cache hits.
 
@@ -68,23 +71,24 @@ def command(
                               "--rate": rate, "--concurrency": concurrency, "--prompt-tokens": prompt_tokens,
                               "--output-tokens": output_tokens,
                               "--ttft-ms": ttft_ms, "--itl-ms": itl_ms, "--tpot-ms": tpot_ms})
-        return gateway.simulate(scenario, as_json, num_requests, requests_csv)
+        return gateway.simulate(scenario, as_json, num_requests, requests_csv, wide)
     traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms, tpot_ms=tpot_ms)
-    scenario_obj, result, summary = run(scenario, num_requests, replicas, router, show_progress=not as_json,
-                                        traffic=traffic, variant=closed_loop_flag(concurrency, rate))
+    scenario_obj, result, summary = run(scenario, num_requests, replicas, router, traffic=traffic,
+                                        variant=closed_loop_flag(concurrency, rate))
     if requests_csv is not None:
         frame_to_csv(requests_csv, "--requests-csv", result.requests)
     if as_json:
         typer.echo(to_json({"scenario": scenario_obj.name, **vars(summary)}))
         return
-    render_simulation_metrics(scenario_obj.name, summary, Console(), requests_csv, result.num_replicas)
+    console = terminal(wide)
+    render_simulation_metrics(scenario_obj.name, summary, console, requests_csv, result.num_replicas)
     if scenario_obj.workload.schedule is not None:
-        Console().print(f"workload.schedule: simulated at workload.arrival.rate_per_s "
+        console.print(f"workload.schedule: simulated at workload.arrival.rate_per_s "
                         f"({scenario_obj.workload.arrival.rate_per_s:g} req/s); `sizer plan --simulate` sizes the "
-                        f"{scenario_obj.workload.schedule.period}", highlight=False)
+                      f"{scenario_obj.workload.schedule.period}", highlight=False)
 
 
-def run(path: Path, num_requests: int | None, replicas: int | None, router: str, show_progress: bool,
+def run(path: Path, num_requests: int | None, replicas: int | None, router: str,
         traffic: Traffic = Traffic(), variant: Variant | None = None):
     variant = variant or Variant()
     if router not in ROUTERS:
@@ -99,6 +103,12 @@ def run(path: Path, num_requests: int | None, replicas: int | None, router: str,
     r = resolve(s)
     total = min(num_requests or s.workload.num_requests, (s.workload.trace.max_requests or 1 << 62)
                 if s.workload.trace else 1 << 62)
-    with progress("simulating", "requests", total, show_progress) as update:
+    with progress("simulating", "requests", total) as update:
         result = simulate_scenario(r, num_requests, replicas, router, update)
     return s, result, summarise(result, slo_of(s))
+
+
+def add_simulation(plan: Plan, resolved: Resolved) -> Plan:
+    """`plan --simulate` (kind "simulate"): the sizing pipeline's answer, its simulations counted on stderr."""
+    with progress("sizing", "simulations") as update:
+        return pipeline.add_simulation(plan, resolved, progress=update)

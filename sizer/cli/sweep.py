@@ -10,6 +10,7 @@ import typer
 from sizer.cli.flags import MAX_WORKERS, check_choices, check_range
 from sizer.cli.options import read_scenario_data
 from sizer.cli.progress import progress
+from sizer.cli.render import terminal
 from sizer.errors import InputError
 from sizer.inputs.sweep_file import load_sweep
 from sizer.outputs.sweep_store import ResultStore
@@ -51,10 +52,11 @@ def command(
             rows = store.close()
     pruned = sum(summary.pruned.values())
     by = ", ".join(f"{k} {v}" for k, v in sorted(summary.pruned.items()))
-    typer.echo(f"{sweep.name}: {count(summary.points, 'point')}; {summary.already_done} already in {store.path}, "
-               f"{pruned} pruned before simulation{f' ({by})' if by else ''}, {summary.simulated} simulated "
-               f"on {backend} in {summary.elapsed_s:.1f} s ({summary.points_per_s:.2f} points/s); "
-               f"{count(rows, 'row')} in {store.path}")
+    terminal().print(f"{sweep.name}: {count(summary.points, 'point')}; {summary.already_done} already in "
+                     f"{store.path}, {pruned} pruned before simulation{f' ({by})' if by else ''}, "
+                     f"{summary.simulated} simulated on {backend} in {summary.elapsed_s:.1f} s "
+                     f"({summary.points_per_s:.2f} points/s); {count(rows, 'row')} in {store.path}",
+                     markup=False, highlight=False)
     for digest, why in summary.failed:
         typer.echo(f"failed: point {digest[:12]}: {why}", err=True)
     if summary.failed:

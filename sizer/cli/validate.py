@@ -7,10 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from sizer.cli.flags import check_engine, check_range
-from sizer.cli.render import render_validation
+from sizer.cli.render import render_validation, terminal
 from sizer.errors import InputError
 from sizer.inputs.scenario import MAX_REQUESTS
 from sizer.outputs.serialise import to_json
@@ -44,4 +43,4 @@ def command(
     if as_json:
         typer.echo(to_json(report.to_dict()))
         return
-    render_validation(report, Console())
+    render_validation(report, terminal())

@@ -1,10 +1,13 @@
-"""Accelerator profiles: datasheet figures with their sources, from `hardware_profiles/*.yaml`;
-the links between GPUs and to the host, with the one fallback for a profile that lacks a figure;
-and the host CPU the bundled engine runs on (`hardware: cpu`)."""
+"""Accelerator profiles: datasheet figures with their sources, from the user's profile folder
+(`$SIZER_HOME/profiles`, searched first), `hardware_profiles/*.yaml` or a profile file named by path; a
+scenario's overrides of a profile's figures (`hardware: {base: m3-max, memory_gb: 64}`); the links
+between GPUs and to the host, with the one fallback for a profile that lacks a figure; and the host
+CPU the bundled engine runs on (`hardware: cpu`)."""
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -22,8 +25,12 @@ PCIE_X16_BYTES_PER_S_PER_DIRECTION = {4: 32e9, 5: 64e9, 6: 128e9}
 # A profile with no PCIe generation at all is assumed to be the slowest on current accelerators.
 PCIE_GEN_ASSUMED = 4
 HOST_CPU = "cpu"        # `hardware: cpu`: the machine the bundled engine runs on, not a datasheet profile
+# A profile named by path rather than id: a YAML file name (`--gpu ./my-mac.yaml`, `hardware: {gpu: my.yaml}`).
+PROFILE_SUFFIXES = (".yaml", ".yml")
 # What a profile's `device.kind` may be: a discrete GPU, an Apple GPU on unified memory, or a CPU alone.
 DEVICE_KINDS = ("gpu", "apple-gpu", "cpu")
+# The device kinds sizer plans only llama.cpp-class engines on (llama.cpp, Ollama): Metal and CPU backends.
+LLAMACPP_ONLY_DEVICES = ("apple-gpu", "cpu")
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,9 @@ class HardwareSpec:
     reserved_price_rule: str = ""
     power_w: dict[str, float] | None = None        # idle_w, decode_w, prefill_w (sizer/analytic/energy.py)
     power_source: str = ""
+    gpu_working_set_fraction: float = 1.0          # memory_bytes / the whole (unified) memory
+    profile_file: str = ""                         # the YAML file the profile was read from ("" for the host CPU)
+    overrides: str = ""                            # the scenario's hardware overrides, as the plan states them
 
     def peak_flops(self, fmt: str) -> float:
         """Dense peak for a compute format, falling back to bf16 when the format has no datapath."""
@@ -95,6 +105,7 @@ def _device(data: dict, path: Path) -> dict:
     return {"device_kind": kind, "memory_bytes": int(total * fraction),
             "unified_memory_bytes": total if unified else None,
             "memory_limit_source": str(device.get("gpu_working_set_source", "")) if fraction < 1 else "",
+            "gpu_working_set_fraction": float(fraction),
             "host_memory_bytes": int(host["memory_bytes"]) if "memory_bytes" in host else None,
             "host_memory_bandwidth_bytes_per_s": (float(host["memory_bandwidth_bytes_per_s"])
                                                   if "memory_bandwidth_bytes_per_s" in host else None),
@@ -134,6 +145,7 @@ def _from_yaml(data: dict, path: Path) -> HardwareSpec:
             reserved_price_rule=str(price.get("reserved_rule", "")),
             power_w={k: float(v) for k, v in (data.get("power") or {}).items() if k.endswith("_w")} or None,
             power_source=str((data.get("power") or {}).get("source", "")),
+            profile_file=str(path),
             **_device(data, path),
         )
     except InputError:
@@ -142,12 +154,43 @@ def _from_yaml(data: dict, path: Path) -> HardwareSpec:
         raise InputError(str(path), None, f"malformed hardware profile ({excerpt(exc)})") from None
 
 
+def user_dir() -> Path:
+    """sizer's folder for what a user adds: `$SIZER_HOME`, else `$XDG_DATA_HOME/sizer`, else
+    `~/.local/share/sizer` (calibrations go to its `calibrated/`, own hardware profiles to its `profiles/`)."""
+    if os.environ.get("SIZER_HOME"):
+        return Path(os.environ["SIZER_HOME"])
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "sizer"
+
+
+def user_profiles_dir() -> Path:
+    """The user's own hardware profiles, searched before the bundled ones (a file there named like a bundled
+    profile replaces it)."""
+    return user_dir() / "profiles"
+
+
+def _profile_paths() -> tuple[Path, ...]:
+    """Every profile file, the user's first; the user's folder is looked up at each call (SIZER_HOME may change)."""
+    user = user_profiles_dir()
+    mine = tuple(sorted(user.glob("*.yaml"))) if user.is_dir() else ()
+    return mine + _bundled_paths()
+
+
 @lru_cache(maxsize=1)
+def _bundled_paths() -> tuple[Path, ...]:
+    return tuple(sorted(PROFILES_DIR.glob("*.yaml")) + sorted(LOCAL_DIR.glob("*.yaml")))
+
+
+@lru_cache(maxsize=256)
+def _read_profile(path: Path) -> HardwareSpec:
+    return _from_yaml(load_yaml(path), path)
+
+
 def all_profiles() -> dict[str, HardwareSpec]:
-    profiles = {}
-    for path in sorted(PROFILES_DIR.glob("*.yaml")) + sorted(LOCAL_DIR.glob("*.yaml")):
-        spec = _from_yaml(load_yaml(path), path)
-        profiles[spec.id] = spec
+    """id -> profile; a user profile with a bundled profile's id replaces it."""
+    profiles: dict[str, HardwareSpec] = {}
+    for path in _profile_paths():
+        spec = _read_profile(path)
+        profiles.setdefault(spec.id, spec)
     return profiles
 
 
@@ -155,22 +198,38 @@ def all_profiles() -> dict[str, HardwareSpec]:
 def local_profiles() -> tuple[str, ...]:
     """The ids of the local device profiles (hardware_profiles/local/: workstation, Apple, edge, CPU), which
     llama.cpp and Ollama serve on; the rest are data-centre accelerators."""
-    return tuple(_from_yaml(load_yaml(path), path).id for path in sorted(LOCAL_DIR.glob("*.yaml")))
+    return tuple(_read_profile(path).id for path in sorted(LOCAL_DIR.glob("*.yaml")))
 
 
-@lru_cache(maxsize=64)
 def profile_by_id(key: str) -> HardwareSpec | None:
     """The profile whose id is `key`, from its one file (each profile's file is named by its id; no alias
     shadows an id, tests/sizer/inputs/test_catalog_data.py): a plan need not read all of them."""
-    for path in sorted(PROFILES_DIR.glob("*.yaml")) + sorted(LOCAL_DIR.glob("*.yaml")):
+    for path in _profile_paths():
         if path.stem == key:
-            spec = _from_yaml(load_yaml(path), path)
+            spec = _read_profile(path)
             return spec if spec.id == key else None
     return None
 
 
+def is_profile_path(name: str) -> bool:
+    """Is this `--gpu` / `hardware.gpu` value a profile file's path rather than an id?"""
+    return str(name).lower().endswith(PROFILE_SUFFIXES)
+
+
+def profile_file(path: Path, file: str | None, field_path: str) -> HardwareSpec:
+    """A profile YAML named by path (the user's own device, hardware_profiles/README.md has its fields)."""
+    if not path.is_file():
+        raise InputError(file, field_path, f"hardware profile file {excerpt(str(path))} not found")
+    return _read_profile(path.resolve())
+
+
 def load_hardware(name: str, file: str | None = None, field_path: str = "hardware.gpu") -> HardwareSpec:
-    """A profile by id or alias, case-insensitive (`h100`, `h100-sxm`, `H200`)."""
+    """A profile by id or alias, case-insensitive (`h100`, `h100-sxm`, `H200`), the user's folder first; or by the
+    path of its YAML file (relative to `file`'s folder, else the working directory)."""
+    if is_profile_path(name):
+        path = Path(name)
+        return profile_file(path if path.is_absolute() or file is None else Path(file).parent / path, file,
+                            field_path)
     key = str(name).lower()
     profiles = preloaded.profiles()         # a sweep worker: the driver's (sizer/inputs/preloaded.py)
     if not profiles:
@@ -182,7 +241,73 @@ def load_hardware(name: str, file: str | None = None, field_path: str = "hardwar
         if key == spec.id or key in spec.aliases:
             return spec
     known = ", ".join(sorted(profiles))
-    raise InputError(file, field_path, f"unknown GPU {excerpt(name)}; expected one of: {known}")
+    raise InputError(file, field_path, f"unknown GPU {excerpt(name)}; expected one of: {known}, a .yaml profile "
+                                       f"file, or one in {user_profiles_dir()}")
+
+
+def profile_origin(spec: HardwareSpec) -> str:
+    """Where a profile came from, for the plan: its file and which folder that is, and the scenario's overrides."""
+    if not spec.profile_file:
+        return f"{spec.name}: measured on this machine (no profile file)"
+    path = Path(spec.profile_file)
+    where = ("your profile folder" if path.parent.resolve() == user_profiles_dir().resolve() else
+             "bundled with sizer" if path.resolve().is_relative_to(PROFILES_DIR) else "a profile file named by path")
+    said = f"; the scenario overrides {spec.overrides}" if spec.overrides else ""
+    return f"hardware profile {spec.id}: {path} ({where}){said}"
+
+
+@dataclass(frozen=True)
+class HardwareOverrides:
+    """A scenario's changes to its profile's figures (`hardware.memory_gb` ...); None keeps the profile's."""
+    memory_gb: float | None = None                     # the whole memory as the vendor prints it
+    memory_bandwidth_gb_per_s: float | None = None     # peak, decimal GB/s
+    gpu_working_set_fraction: float | None = None      # unified memory: the share the GPU may use
+
+    def any(self) -> bool:
+        return any(v is not None for v in (self.memory_gb, self.memory_bandwidth_gb_per_s,
+                                           self.gpu_working_set_fraction))
+
+
+def printed_gb_bytes(spec: HardwareSpec) -> tuple[float, str]:
+    """Bytes per GB as the profile's vendor prints its memory: the profile's byte count over its printed GB
+    (Apple's and NVIDIA's "GB" of HBM and LPDDR are GiB: 2^30), else 10^9."""
+    whole = spec.unified_memory_bytes or spec.memory_bytes
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*GB\s*", spec.memory_as_printed)
+    if match and float(match.group(1)) > 0:
+        unit = whole / float(match.group(1))
+        return unit, (f"{unit:,.0f} B per printed GB, as in the {spec.id} profile "
+                      f"({spec.memory_as_printed} = {whole:,} B)")
+    return 1e9, f"10^9 B per GB (the {spec.id} profile prints its memory as {excerpt(spec.memory_as_printed)})"
+
+
+def with_overrides(spec: HardwareSpec, o: HardwareOverrides, file: str | None) -> HardwareSpec:
+    """The profile with the scenario's figures in place of its own, each stated in `overrides`."""
+    if not o.any():
+        return spec
+    said, changes = [], {}
+    if o.gpu_working_set_fraction is not None and spec.unified_memory_bytes is None:
+        raise InputError(file, "hardware.gpu_working_set_fraction", f"{spec.id} has no unified memory; the share "
+                                                                    "applies to Apple and Jetson devices")
+    fraction = o.gpu_working_set_fraction if o.gpu_working_set_fraction is not None else spec.gpu_working_set_fraction
+    whole = spec.unified_memory_bytes or spec.memory_bytes
+    if o.memory_gb is not None:
+        unit, why = printed_gb_bytes(spec)
+        whole = int(round(o.memory_gb * unit))
+        changes.update(memory_as_printed=f"{o.memory_gb:g} GB",
+                       memory_source=f"hardware.memory_gb {o.memory_gb:g} x {why}")
+        said.append(f"memory_gb {o.memory_gb:g} ({whole:,} B)")
+    if o.memory_gb is not None or o.gpu_working_set_fraction is not None:
+        changes["memory_bytes"] = int(whole * fraction)
+        if spec.unified_memory_bytes is not None:
+            changes.update(unified_memory_bytes=whole, gpu_working_set_fraction=fraction)
+        if o.gpu_working_set_fraction is not None:
+            changes["memory_limit_source"] = f"hardware.gpu_working_set_fraction {fraction:g} (scenario)"
+            said.append(f"gpu_working_set_fraction {fraction:g}")
+    if o.memory_bandwidth_gb_per_s is not None:
+        changes["memory_bandwidth_bytes_per_s"] = o.memory_bandwidth_gb_per_s * 1e9
+        said.append(f"memory_bandwidth_gb_per_s {o.memory_bandwidth_gb_per_s:g}")
+    name = f"{spec.name}, {o.memory_gb:g} GB" if o.memory_gb is not None else spec.name
+    return replace(spec, name=name, overrides=", ".join(said), **changes)
 
 
 def host_cpu() -> HardwareSpec:
@@ -208,9 +333,14 @@ def measured_host_cpu(matmul_flops_per_s: float, copy_bytes_per_s: float, source
                    has_datasheet=True)
 
 
-def scenario_hardware(name: str, file: str | None, field_path: str = "hardware.gpu") -> HardwareSpec:
-    """A scenario's `hardware.gpu`: a profile by id or alias, or `cpu` for the host CPU."""
-    return host_cpu() if str(name).lower() == HOST_CPU else load_hardware(name, file, field_path)
+def scenario_hardware(name: str, file: str | None, field_path: str = "hardware.gpu",
+                      overrides: HardwareOverrides = HardwareOverrides()) -> HardwareSpec:
+    """A scenario's `hardware.gpu`: a profile by id, alias or file, or `cpu` for the host CPU; with its overrides."""
+    if str(name).lower() == HOST_CPU:
+        if overrides.any():
+            raise InputError(file, "hardware", "the host CPU (gpu: cpu) is measured, not described: no overrides")
+        return host_cpu()
+    return with_overrides(load_hardware(name, file, field_path), overrides, file)
 
 
 @dataclass(frozen=True)
@@ -243,3 +373,22 @@ def scale_up_link(hw: HardwareSpec) -> Link:
     return Link(host.bytes_per_s_per_direction,
                 f"no interconnect figure in the {hw.id} profile ({hw.interconnect_type}); its host link: {host.source}",
                 True)
+
+
+# GPUs one scale-up (NVLink, Infinity Fabric) domain joins: 8 on HGX and OAM boards, 72 in an NVL72 rack
+SCALE_UP_DOMAIN_GPUS = {"gb200": 72}
+SCALE_UP_DOMAIN_DEFAULT = 8
+# Across domains: one 400 Gb/s NIC per GPU (InfiniBand NDR or RoCE; ConnectX-7 as in DGX H100/H200 and HGX B200),
+# 50 GB/s per direction
+SCALE_OUT_BYTES_PER_S_PER_DIRECTION = 50e9
+
+
+def alltoall_link(hw: HardwareSpec, gpus: int) -> Link:
+    """The link an all-to-all across `gpus` GPUs is bound by: the scale-up link within one domain, else each GPU's
+    scale-out NIC (most of its peers then sit in other domains)."""
+    domain = SCALE_UP_DOMAIN_GPUS.get(hw.id, SCALE_UP_DOMAIN_DEFAULT)
+    if gpus <= domain:
+        return scale_up_link(hw)
+    return Link(SCALE_OUT_BYTES_PER_S_PER_DIRECTION, f"{gpus} GPUs span {hw.id} scale-up domains of {domain}: a "
+                f"400 Gb/s NIC per GPU (InfiniBand NDR / RoCE), {SCALE_OUT_BYTES_PER_S_PER_DIRECTION / 1e9:.0f} GB/s "
+                "per direction (assumption)", True)

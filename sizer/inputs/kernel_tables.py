@@ -12,8 +12,9 @@ column (the last before the latency) and latencies in microseconds as space-sepa
                                (batch sequences decoding one token each on `context_tokens` of KV)
   allreduce.csv.gz             gpus, message_bytes, latency_us  (one all-reduce of a bf16 message)
   moe.csv.gz                   dtype, hidden, inter, topk, experts, tp, ep, tokens, latency_us
-                               (one MoE layer's routed experts for `tokens` tokens, routing balanced;
-                               each expert's width split over tp, the experts over ep)
+                               (one MoE layer's routed experts for `tokens` tokens, the whole EP group's,
+                               routing balanced; each expert's width split over tp, the experts over ep;
+                               dtype the experts' format: bfloat16, fp8, fp8_block, w4a16_mxfp4, nvfp4)
   mla_context.csv.gz           dtype, kv_dtype, hidden, q_lora_rank, kv_lora_rank, qk_nope_head_dim,
                                qk_rope_head_dim, v_head_dim, heads, batch, tokens, latency_us
                                (one whole multi-head latent attention block, vLLM's DeepseekV2MLAAttention on one

@@ -252,7 +252,8 @@ GPU_LABELS = ("nvidia.com/gpu.product", "amd.com/gpu.product-name", "cloud.googl
 GPU_RULES = (("gh200", None), ("gb200", "gb200"), ("b300", "b300"), ("b200", "b200"), ("h200", "h200"),
              ("h100 pcie", "h100-pcie"), ("h100 nvl", None), ("h100", "h100-sxm"), ("h20", "h20"),
              ("a100 40gb", "a100-40gb"), ("a100 pcie", "a100-pcie-80gb"), ("a100", "a100-80gb"),
-             ("l40s", "l40s"), ("l4", "l4"), ("mi300x", "mi300x"), ("mi325x", "mi325x"), ("mi355x", "mi355x"))
+             ("l40s", "l40s"), ("l4", "l4"), ("mi300x", "mi300x"), ("mi325x", "mi325x"), ("mi355x", "mi355x"),
+             ("mi325", "mi325x"), ("mi355", "mi355x"))       # AMD's node labeller: AMD_Instinct_MI325_OAM
 
 
 def gpu_for_label(label: str) -> str | None:

@@ -20,6 +20,8 @@ from simulator.trace_limits import MAX_REQUEST_TOKENS, MAX_TIMESTAMP_S, MAX_TRAC
 from sizer.errors import InputError
 from sizer.inputs import preloaded
 from sizer.inputs.config_keys import MAX_LAYERS
+from sizer.inputs.gguf_types import PRESETS
+from sizer.inputs.hardware import HOST_CPU, LLAMACPP_ONLY_DEVICES, HardwareOverrides, scenario_hardware
 from sizer.inputs.schedule import AutoscalingSection, EnergySection, ScheduleSection, check_schedule
 from sizer.inputs.variant import Variant
 
@@ -98,6 +100,8 @@ MAX_SECONDS = MAX_TIMESTAMP_S
 # llama.cpp server slots: at most LLAMA_MAX_SEQ = 256 sequences per context (llama.cpp src/llama-cparams.h);
 # Ollama's runner is llama.cpp, so OLLAMA_NUM_PARALLEL has the same ceiling.
 MAX_SLOTS = 256
+# vLLM's default gpu_memory_utilization (vllm/config/cache.py CacheConfig.gpu_memory_utilization = 0.9)
+VLLM_GPU_MEMORY_UTILIZATION = 0.9
 
 
 @dataclass(frozen=True)
@@ -111,9 +115,25 @@ class ModelSection:
                                              "for what-if questions")
 
 
+# Own hardware: a profile's figures a scenario may replace. At most 1,000,000 GB of memory and GB/s of
+# bandwidth (a thousand times the largest accelerator), so bytes stay exact integers in float64's range.
+MAX_HARDWARE_GB = 1e6
+
+
 @dataclass(frozen=True)
 class HardwareSection:
-    gpu: str = field(doc="accelerator profile id or alias (`sizer gpus`)")
+    gpu: str = field(doc="accelerator profile id or alias (`sizer gpus`; the user's folder $SIZER_HOME/profiles "
+                         "first), or a profile YAML file (relative to the scenario file); `base:` is the same key, "
+                         "read where the overrides below follow it")
+    memory_gb: float | None = field(None, gt=0, le=MAX_HARDWARE_GB,
+                                    doc="override: the device's whole memory as the vendor prints it (a 64 GB "
+                                        "M3 Max: 64; GB as the profile counts them: Apple's are GiB)")
+    memory_bandwidth_gb_per_s: float | None = field(None, gt=0, le=MAX_HARDWARE_GB,
+                                                    doc="override: peak memory bandwidth, decimal GB/s")
+    gpu_working_set_fraction: float | None = field(None, gt=0, le=1,
+                                                   doc="override: share of unified memory the GPU may use (Apple: "
+                                                       "Metal's recommendedMaxWorkingSetSize, 0.75 by default; "
+                                                       "raised with sudo sysctl iogpu.wired_limit_mb)")
     calibrated_profile: str | None = field(None, doc="folder written by `sizer calibrate` (relative to the scenario "
                                                      "file): step times from kernels measured on the device "
                                                      "instead of the roofline")
@@ -158,12 +178,21 @@ class DisaggregatedSection:
 
 @dataclass(frozen=True)
 class DeploymentSection:
-    engine: Engine = field("vllm", doc="serving engine whose scheduling defaults apply to fields left out")
+    engine: Engine = field("vllm", doc="serving engine whose scheduling defaults apply to fields left out; left "
+                                       "out: llama.cpp for GGUF weights or an Apple GPU or CPU, else vllm (the "
+                                       "plan says which); vllm and the other batching engines are refused with "
+                                       "GGUF weights and on those devices")
     tensor_parallel_size: int = field(1, ge=1, le=MAX_REPLICAS, doc="GPUs each layer's matrices are split across")
     pipeline_parallel_size: int = field(1, ge=1, le=MAX_REPLICAS, doc="pipeline stages (layers split across GPUs)")
     data_parallel_size: int = field(1, ge=1, le=MAX_REPLICAS, doc="engine-level data-parallel ranks inside one replica")
     enable_expert_parallel: bool = field(False, doc="shard MoE experts whole across TP x DP ranks "
                                                     "instead of slicing each")
+    enable_attention_dp: bool = field(False, doc="MoE models: attention and the dense layers run data-parallel on "
+                                                 "each of the tensor_parallel_size GPUs (each its own sequences and "
+                                                 "KV cache), the experts spread whole over them with an all-to-all "
+                                                 "per MoE layer: TensorRT-LLM's enable_attention_dp (DEP), SGLang's "
+                                                 "--enable-dp-attention; vLLM runs it as data_parallel_size with "
+                                                 "enable_expert_parallel")
     replicas: int | None = field(None, ge=1, le=MAX_REPLICAS,
                                  doc="independent replicas; default: the fewest whose simulated operating "
                                      "point meets the SLO; without targets, enough KV for the "
@@ -174,7 +203,7 @@ class DeploymentSection:
     kv_cache_dtype: KVCacheDtype = field("auto", doc="KV cache element type; auto = the model dtype")
     max_model_len: int | None = field(None, ge=1, le=MAX_TOKENS, doc="longest context (prompt + output) per sequence; "
                                                                      "default the model's max_position_embeddings")
-    gpu_memory_utilization: float = field(0.9, gt=0.0, le=1.0,
+    gpu_memory_utilization: float = field(VLLM_GPU_MEMORY_UTILIZATION, gt=0.0, le=1.0,
                                           doc="share of GPU memory the engine may use (vLLM default 0.9)")
     block_size: int | None = field(None, ge=1, le=MAX_TOKENS, doc="KV tokens per paged block (vLLM 16)")
     max_num_seqs: int | None = field(None, ge=1, le=MAX_SEQUENCES, doc="sequences per step at most")
@@ -355,6 +384,8 @@ class Scenario:
                                                             "(default: these defaults, with a schedule)")
     energy: EnergySection = field(default_factory=EnergySection, doc="PUE and grid carbon intensity")
     file: str | None = dataclasses.field(default=None, metadata={"internal": True})  # where it was loaded from
+    # why deployment.engine is what it is: "scenario" (or a flag), else the default's reason (`default_engine`)
+    engine_source: str = dataclasses.field(default="scenario", metadata={"internal": True})
     # where each workload and SLO value a plan states among its assumptions came from (ASSUMED_FIELDS ->
     # "scenario", "default" or the flag that set it)
     sources: tuple[tuple[str, str], ...] = dataclasses.field(default=(), metadata={"internal": True})
@@ -415,14 +446,40 @@ def scenario_from_dict(data: object, file: str | None, variant: Variant | None =
     for key, inner in (("model", "name"), ("hardware", "gpu")):   # shorthands: `model: llama-3.1-8b`
         if isinstance(data.get(key), str):
             data[key] = {inner: data[key]}
+    hardware = data.get("hardware")
+    if isinstance(hardware, dict) and "base" in hardware:       # `hardware: {base: m3-max, memory_gb: 64}`
+        if "gpu" in hardware:
+            raise InputError(file, "hardware.base", "the same key as hardware.gpu; expected one of the two")
+        data["hardware"] = {("gpu" if k == "base" else k): v for k, v in hardware.items()}
     if variant is not None:
         data = variant.apply(data)
     _refuse_huge_integers(data, "", file)
     scenario = build(Scenario, data, "", file)
     default_name = default_name or (Path(file).stem if file else "scenario")
     scenario = replace(scenario, file=file, name=scenario.name or default_name, sources=stated_sources(data))
+    if not (isinstance(data.get("deployment"), dict) and data["deployment"].get("engine") is not None):
+        engine, why = default_engine(scenario)
+        scenario = replace(scenario, deployment=replace(scenario.deployment, engine=engine), engine_source=why)
     check_scenario(scenario)
     return scenario
+
+
+def default_engine(s: Scenario) -> tuple[str, str]:
+    """The engine of a scenario that names none, and why: llama.cpp for GGUF weights (its format) and on an
+    Apple GPU or a CPU (the devices sizer models no batching engine on), else vLLM."""
+    d = s.deployment
+    if d.quantization in PRESETS or str(s.model.name).lower().endswith(".gguf"):
+        return "llama.cpp", f"default: GGUF weights ({d.quantization}) are llama.cpp's format"
+    if str(s.hardware.gpu).lower() != HOST_CPU:
+        overrides = HardwareOverrides(s.hardware.memory_gb, s.hardware.memory_bandwidth_gb_per_s,
+                                      s.hardware.gpu_working_set_fraction)
+        try:
+            hw = scenario_hardware(s.hardware.gpu, s.file, "hardware.gpu", overrides)
+        except FieldError:      # an unknown device: resolving the scenario refuses it, after its own checks
+            return "vllm", "default: vLLM, sizer's engine for discrete GPUs"
+        if hw.device_kind in LLAMACPP_ONLY_DEVICES:
+            return "llama.cpp", f"default on {hw.name} ({hw.device_kind}): sizer models no batching engine there"
+    return "vllm", "default: vLLM, sizer's engine for discrete GPUs"
 
 
 def _refuse_huge_integers(data: object, path: str, file: str | None) -> None:
@@ -498,7 +555,7 @@ def check_scenario(s: Scenario) -> None:
     spec = d.speculative_config
     if spec and spec.method == "draft_model" and not spec.model:
         raise InputError(f, "deployment.speculative_config.model", "missing; method draft_model needs a draft model")
-    _check_engine_fields(d, f)
+    _check_engine_fields(d, f, s.engine_source)
     _check_over_time(s, f)
 
 
@@ -541,17 +598,25 @@ ENGINE_FIELDS = {
 }
 
 
-def _check_engine_fields(d: DeploymentSection, f: str | None) -> None:
+def _check_engine_fields(d: DeploymentSection, f: str | None, engine_source: str = "scenario") -> None:
     for name, engines in ENGINE_FIELDS.items():
         if getattr(d, name) is not None and d.engine not in engines:
             raise InputError(f, f"deployment.{name}", f"is a setting of {', '.join(engines)}, "
-                                                      f"not of deployment.engine {d.engine}")
+                                                      f"not of deployment.engine {d.engine}"
+                                                      + ("" if engine_source == "scenario" else
+                                                         f" ({engine_source}; name deployment.engine to choose)"))
     if d.engine not in SLOT_ENGINES:
         return
+    if d.gpu_memory_utilization != VLLM_GPU_MEMORY_UTILIZATION:
+        raise InputError(f, "deployment.gpu_memory_utilization", f"is vLLM's share of GPU memory; {d.engine} takes "
+                                                                 "none (it allocates what it needs up to the device's "
+                                                                 "limit: hardware.memory_gb, "
+                                                                 "hardware.gpu_working_set_fraction)")
     for name, value, plain in (("tensor_parallel_size", d.tensor_parallel_size, 1),
                                ("pipeline_parallel_size", d.pipeline_parallel_size, 1),
                                ("data_parallel_size", d.data_parallel_size, 1),
                                ("enable_expert_parallel", d.enable_expert_parallel, False),
+                               ("enable_attention_dp", d.enable_attention_dp, False),
                                ("kv_cache_dtype", d.kv_cache_dtype, "auto")):
         if value != plain:
             raise InputError(f, f"deployment.{name}", f"expected {plain} for {d.engine} (sizer models one device "

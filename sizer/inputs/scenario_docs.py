@@ -15,7 +15,10 @@ deployment fields shown as `None` take the chosen engine's documented default (v
 `deployment.engine` says otherwise; see docs/engines.md), and `sizer plan` prints where each
 value came from. Names follow vLLM's engine arguments where one exists. Shorthands:
 `model: llama-3.1-8b` means `model: {name: llama-3.1-8b}`, `hardware: h100` means
-`hardware: {gpu: h100}`. Numbers like `8e9` are read as numbers.
+`hardware: {gpu: h100}`. Numbers like `8e9` are read as numbers. Your own device:
+`hardware: {base: m3-max, memory_gb: 64}` (a bundled profile with your figures), a profile file
+(`hardware: ./my-gpu.yaml`, fields as hardware_profiles/README.md), or a file in
+`$SIZER_HOME/profiles` (default `~/.local/share/sizer/profiles`), searched before the bundled ones.
 
 Bad input (unknown keys, wrong types, values out of range, unknown model or GPU, a split that
 does not divide the model, a missing trace file) stops with one line naming the file, the

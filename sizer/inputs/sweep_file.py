@@ -51,6 +51,7 @@ class Axes:
     pipeline_parallel_size: list[int] | Range | None = field(None, ge=1, le=MAX_REPLICAS, doc="PP degrees")
     data_parallel_size: list[int] | Range | None = field(None, ge=1, le=MAX_REPLICAS, doc="DP ranks per replica")
     enable_expert_parallel: list[bool] | None = field(None, doc="EP off/on")
+    enable_attention_dp: list[bool] | None = field(None, doc="MoE: attention DP + EP over the TP GPUs (DEP) off/on")
     engine: list[Engine] | None = field(None, doc="serving engines")
     max_num_seqs: list[int] | Range | None = field(None, ge=1, doc="sequences per step")
     max_num_batched_tokens: list[int] | Range | None = field(None, ge=1, doc="token budget per step")

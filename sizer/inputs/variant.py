@@ -12,6 +12,7 @@ _PATHS = {
     "model": ("model", "name"),
     "gpu": ("hardware", "gpu"),
     "calibrated_profile": ("hardware", "calibrated_profile"),
+    "memory_gb": ("hardware", "memory_gb"),
     "tensor_parallel_size": ("deployment", "tensor_parallel_size"),
     "pipeline_parallel_size": ("deployment", "pipeline_parallel_size"),
     "quantization": ("deployment", "quantization"),
@@ -26,6 +27,7 @@ _PATHS = {
     "engine": ("deployment", "engine"),
     "data_parallel_size": ("deployment", "data_parallel_size"),
     "enable_expert_parallel": ("deployment", "enable_expert_parallel"),
+    "enable_attention_dp": ("deployment", "enable_attention_dp"),
     "max_num_seqs": ("deployment", "max_num_seqs"),
     "max_num_batched_tokens": ("deployment", "max_num_batched_tokens"),
     "num_speculative_tokens": ("deployment", "speculative_config", "num_speculative_tokens"),
@@ -48,6 +50,11 @@ _CLEARS = {
     "clear_kernel_tables": ("hardware", "kernel_tables"),            # so do a scenario's own kernel tables
     "clear_rate": ("workload", "arrival", "rate_per_s"),            # a closed loop's clients set the rate
 }
+# Flags that remove several stated values: a scenario's hardware overrides describe its own device only.
+_CLEAR_GROUPS = {
+    "clear_hardware_overrides": tuple(("hardware", key) for key in
+                                      ("memory_gb", "memory_bandwidth_gb_per_s", "gpu_working_set_fraction")),
+}
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,7 @@ class Variant:
     model: str | None = None
     gpu: str | None = None
     calibrated_profile: str | None = None
+    memory_gb: float | None = None
     tensor_parallel_size: int | None = None
     pipeline_parallel_size: int | None = None
     quantization: str | None = None
@@ -69,6 +77,7 @@ class Variant:
     engine: str | None = None
     data_parallel_size: int | None = None
     enable_expert_parallel: bool | None = None
+    enable_attention_dp: bool | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     num_speculative_tokens: int | None = None
@@ -86,6 +95,7 @@ class Variant:
     clear_calibrated_profile: bool = False
     clear_kernel_tables: bool = False
     clear_rate: bool = False
+    clear_hardware_overrides: bool = False
 
     def fields_set(self) -> dict[str, str]:
         """Variant field -> the dotted scenario path it sets, for every change this variant makes."""
@@ -100,6 +110,10 @@ class Variant:
         for name, path in _CLEARS.items():
             if getattr(self, name):
                 data = _set(data, path, None)
+        for name, paths in _CLEAR_GROUPS.items():
+            if getattr(self, name):
+                for path in paths:
+                    data = _set(data, path, None)
         return data
 
 

@@ -24,6 +24,7 @@ answer `plan --simulate`, `search` and `report` give for the same deployment.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from simulator.errors import FieldError
@@ -72,14 +73,15 @@ class CheckResult:
 
 def check_file(path: str, kv_share: float | None = None, budget_usd_per_hour: float | None = None,
                traffic: Traffic = Traffic(), settings: GoodputSettings = GoodputSettings(),
-               scenario: str | None = None) -> CheckResult:
+               scenario: str | None = None, progress: Callable[[int], None] | None = None) -> CheckResult:
     """Read `path` (scenario or manifest; `-` standard input; `scenario` a side scenario's workload, SLO and
-    price) and evaluate every rule; raises FieldError on bad input."""
+    price) and evaluate every rule; raises FieldError on bad input. `progress`: the sizing pipeline's."""
     inp = read_check_input(path, kv_share, budget_usd_per_hour, traffic, scenario)
-    return evaluate(inp, settings)
+    return evaluate(inp, settings, progress)
 
 
-def evaluate(inp: CheckInput, settings: GoodputSettings = GoodputSettings()) -> CheckResult:
+def evaluate(inp: CheckInput, settings: GoodputSettings = GoodputSettings(),
+             progress: Callable[[int], None] | None = None) -> CheckResult:
     notes = list(inp.notes)
     data = inp.scenario_data
     model_limit = _model_limit(data, inp.file)
@@ -96,7 +98,7 @@ def evaluate(inp: CheckInput, settings: GoodputSettings = GoodputSettings()) -> 
         return _cannot_run(inp, error, notes)
     plan = make_plan(resolved)
     if inp.has_workload:
-        sizing = size_deployment(resolved, plan, settings)
+        sizing = size_deployment(resolved, plan, settings, progress=progress)
         replicas = sizing.replicas or inp.replicas
         slo = slo_rule(inp, sizing, resolved.scenario.slo)
     else:

@@ -23,25 +23,41 @@ import math
 import re
 import shlex
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import yaml
 
 from simulator.errors import excerpt, printable
 from sizer.errors import InputError
+from sizer.inputs.manifests.commands import TABLES as FLAG_TABLES
 from sizer.inputs.model_spec import catalog_names, load_config
 from sizer.sizing.cost import CostSummary
 from sizer.sizing.resolve import Resolved, SlotSettings
 from sizer.words import count
 
-FORMATS = ("vllm", "k8s", "sglang", "llamacpp", "ollama")
+FORMATS = ("vllm", "k8s", "sglang", "llamacpp", "ollama", "gke")   # gke: k8s selecting GKE's accelerator label
 SLOT_FORMATS = {"llamacpp": "llama.cpp", "ollama": "ollama"}    # --emit value -> the engine it runs
 
-VLLM_IMAGE = "vllm/vllm-openai:latest"          # vLLM's published OpenAI-compatible server image
-VLLM_ROCM_IMAGE = "rocm/vllm:latest"            # AMD's ROCm build of it
-SGLANG_IMAGE = "lmsysorg/sglang:latest"
+# The engine releases whose argument tables the emitted flags are checked against (tests/data/engine_args/):
+# the image is pinned to the same release, and every default sizer assumed is written out explicitly, so a
+# later release's defaults cannot change what was sized.
+VLLM_RELEASE = "0.33.0"
+VLLM_IMAGE = f"vllm/vllm-openai:v{VLLM_RELEASE}"            # vLLM's published OpenAI-compatible server image
+VLLM_ROCM_IMAGE = f"vllm/vllm-openai-rocm:v{VLLM_RELEASE}"  # its ROCm build, same release
 PORT = 8000                                      # vLLM's default port
 LLAMA_SERVER_PORT = 8080                         # llama-server's default port (tools/server/README.md)
+ALL_INTERFACES = "0.0.0.0"                       # llama-server binds 127.0.0.1 unless told: unreachable in a container
+# A Hugging Face token for the download, from a Secret: required for the gated organisations below (their model
+# pages ask each user to accept a licence first: meta-llama's Llama models, google's Gemma), optional otherwise
+# (the Secret's name and key: `kubectl create secret generic hf-token --from-literal=token=...`)
+HF_TOKEN_SECRET = ("hf-token", "token")
+GATED_REPOS = ("meta-llama/", "google/gemma")
+# Published EAGLE draft heads for catalog models, used when the scenario names none (vLLM and SGLang refuse EAGLE
+# without one): the EAGLE authors' Hugging Face repos (huggingface.co/yuhuili), trained on the Instruct models
+DRAFT_HEADS = {("llama-3.1-8b", "eagle"): "yuhuili/EAGLE-LLaMA3.1-Instruct-8B",
+               ("llama-3.1-8b", "eagle3"): "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"}
+NEEDS_DRAFT = ("eagle", "eagle3", "medusa")      # methods that run a separate draft model or head
+SGLANG_DIST_PORT = 20000                         # SGLang's --dist-init-addr port in its multi-node examples
 
 
 @dataclass(frozen=True)
@@ -52,30 +68,36 @@ class Accelerator:
     label_key: str
     label_value: str
     gpus_per_node: int
+    gke: str | None = None      # GKE's `cloud.google.com/gke-accelerator` value (Google's accelerator type name)
 
 
 # Node labels: NVIDIA GPU feature discovery writes `nvidia.com/gpu.product` as the product name
 # nvidia-smi prints with spaces as dashes; AMD's GPU operator node labeller writes
-# `amd.com/gpu.product-name`. 8 GPUs per node: HGX/DGX and Instinct OAM platforms, and the largest
+# `amd.com/gpu.product-name` as the product name the driver reports, underscores for spaces
+# (`AMD_Instinct_MI300X_OAM`, `AMD_Instinct_MI325_OAM`, `AMD_Instinct_MI355_OAM`: no X on the two later parts;
+# ROCm/gpu-operator docs, node labeller). 8 GPUs per node: HGX/DGX and Instinct OAM platforms, and the largest
 # L4/L40S cloud shapes; a GB200 compute tray holds 4. Profiles not here (Gaudi, TPU) have no
 # Kubernetes emitter.
+# GKE: `cloud.google.com/gke-accelerator` names Google's accelerator type (nvidia-tesla-a100 is the 40 GB A100;
+# Compute Engine's and Vertex AI's AcceleratorType lists, GKE "About GPUs")
+GKE_LABEL = "cloud.google.com/gke-accelerator"
 _NVIDIA, _AMD = ("nvidia.com/gpu", "nvidia.com/gpu.product"), ("amd.com/gpu", "amd.com/gpu.product-name")
 ACCELERATORS = {
-    "a100-40gb": Accelerator(*_NVIDIA, "NVIDIA-A100-SXM4-40GB", 8),
-    "a100-80gb": Accelerator(*_NVIDIA, "NVIDIA-A100-SXM4-80GB", 8),
+    "a100-40gb": Accelerator(*_NVIDIA, "NVIDIA-A100-SXM4-40GB", 8, "nvidia-tesla-a100"),
+    "a100-80gb": Accelerator(*_NVIDIA, "NVIDIA-A100-SXM4-80GB", 8, "nvidia-a100-80gb"),
     "a100-pcie-80gb": Accelerator(*_NVIDIA, "NVIDIA-A100-80GB-PCIe", 8),
-    "h100-sxm": Accelerator(*_NVIDIA, "NVIDIA-H100-80GB-HBM3", 8),
+    "h100-sxm": Accelerator(*_NVIDIA, "NVIDIA-H100-80GB-HBM3", 8, "nvidia-h100-80gb"),
     "h100-pcie": Accelerator(*_NVIDIA, "NVIDIA-H100-PCIe", 8),
-    "h200": Accelerator(*_NVIDIA, "NVIDIA-H200", 8),
+    "h200": Accelerator(*_NVIDIA, "NVIDIA-H200", 8, "nvidia-h200-141gb"),
     "h20": Accelerator(*_NVIDIA, "NVIDIA-H20", 8),
-    "b200": Accelerator(*_NVIDIA, "NVIDIA-B200", 8),
+    "b200": Accelerator(*_NVIDIA, "NVIDIA-B200", 8, "nvidia-b200"),
     "b300": Accelerator(*_NVIDIA, "NVIDIA-B300-SXM6-AC", 8),
-    "gb200": Accelerator(*_NVIDIA, "NVIDIA-GB200", 4),
-    "l4": Accelerator(*_NVIDIA, "NVIDIA-L4", 8),
+    "gb200": Accelerator(*_NVIDIA, "NVIDIA-GB200", 4, "nvidia-gb200"),
+    "l4": Accelerator(*_NVIDIA, "NVIDIA-L4", 8, "nvidia-l4"),
     "l40s": Accelerator(*_NVIDIA, "NVIDIA-L40S", 8),
     "mi300x": Accelerator(*_AMD, "AMD_Instinct_MI300X_OAM", 8),
-    "mi325x": Accelerator(*_AMD, "AMD_Instinct_MI325X_OAM", 8),
-    "mi355x": Accelerator(*_AMD, "AMD_Instinct_MI355X_OAM", 8),
+    "mi325x": Accelerator(*_AMD, "AMD_Instinct_MI325_OAM", 8),
+    "mi355x": Accelerator(*_AMD, "AMD_Instinct_MI355_OAM", 8),
 }
 
 # sizer's weight format -> vLLM's --quantization method (a format a checkpoint must already be in, except fp8,
@@ -112,6 +134,7 @@ class ServingConfig:
     max_model_len: int
     gpu_memory_utilization: float
     block_size: int
+    block_size_stated: bool          # written as --block-size (not on Blackwell when only the engine's default)
     max_num_seqs: int
     max_num_batched_tokens: int
     enable_prefix_caching: bool
@@ -124,6 +147,13 @@ class ServingConfig:
     slots: SlotSettings | None = None   # llama.cpp and Ollama: slots, context, cache types, batches
     n_gpu_layers: int | None = None     # llama.cpp: layers on the GPU (every layer and the output: layers + 1)
     lora: tuple[int, int, int] | None = None     # (max_loras, max_lora_rank, max_cpu_loras) with enable_lora
+    nodes: int = 1                   # nodes one replica spans (gpus_per_node of the GPU's Kubernetes node shape)
+    attention_dp: bool = False          # attention DP on data_parallel_size GPUs, experts spread over them (DEP)
+
+    @property
+    def gated(self) -> bool:
+        """The model's Hugging Face repository asks for a token (GATED_REPOS)."""
+        return self.model.startswith(GATED_REPOS)
 
     @property
     def gpus_per_replica(self) -> int:
@@ -140,19 +170,40 @@ def serving_config(r: Resolved, cost: CostSummary | None, verdict: str, memory_o
     d, e, p = r.scenario.deployment, r.engine, r.parallel
     sc = d.speculative_config
     spec = None if sc is None else Speculative(sc.method, sc.num_speculative_tokens,
-                                               model_reference(sc.model) if sc.model else None)
+                                               _draft_model(sc.method, sc.model, r.scenario.model.name,
+                                                            r.scenario.file))
+    blackwell = "blackwell" in r.hardware.architecture.lower()
+    model = model_reference(r.scenario.model.name, r.checkpoint.config, r.checkpoint.found_as)
+    per_node = ACCELERATORS[r.hardware.id].gpus_per_node if r.hardware.id in ACCELERATORS else p.tp * p.pp * p.dp
     return ServingConfig(
-        name=r.scenario.name, model=model_reference(r.scenario.model.name, r.checkpoint.config, r.checkpoint.found_as),
+        name=r.scenario.name, model=model,
         gpu=r.hardware.id, gpu_name=r.hardware.name, tensor_parallel_size=p.tp, pipeline_parallel_size=p.pp,
-        data_parallel_size=p.dp, enable_expert_parallel=d.enable_expert_parallel,
+        data_parallel_size=p.dp, enable_expert_parallel=p.expert_parallel, attention_dp=p.experts_span_dp,
         weight_format=r.weight_format.name, weights_from_checkpoint=r.weight_format.from_checkpoint,
         kv_cache_dtype=r.kv_cache_dtype, max_model_len=e.max_model_len,
-        gpu_memory_utilization=d.gpu_memory_utilization, block_size=e.block_size, max_num_seqs=e.max_num_seqs,
+        gpu_memory_utilization=d.gpu_memory_utilization, block_size=e.block_size,
+        block_size_stated=not blackwell or e.sources.get("block_size") == "scenario", max_num_seqs=e.max_num_seqs,
         max_num_batched_tokens=e.max_num_batched_tokens, enable_prefix_caching=e.enable_prefix_caching,
         enable_chunked_prefill=e.enable_chunked_prefill, speculative=spec, replicas=replicas,
         replicas_source=replicas_source, verdict=verdict, replicas_memory_only=memory_only, slots=r.slots,
         n_gpu_layers=(d.n_gpu_layers if d.n_gpu_layers is not None else r.model.num_layers + 1) if r.slots else None,
-        lora=(d.max_loras, d.max_lora_rank, d.max_cpu_loras or d.max_loras) if d.enable_lora else None)
+        lora=(d.max_loras, d.max_lora_rank, d.max_cpu_loras or d.max_loras) if d.enable_lora else None,
+        nodes=math.ceil(p.tp * p.pp * p.dp / per_node))
+
+
+def _draft_model(method: str, model: str | None, target: str, file: str | None) -> str | None:
+    """The draft model an engine loads: the scenario's, else a published EAGLE head for the target; a method
+    that needs one and has none is refused (the engine would not start)."""
+    if model:
+        return model_reference(model)
+    if method not in NEEDS_DRAFT:
+        return None
+    head = DRAFT_HEADS.get((target.lower(), method))
+    if head is None:
+        raise InputError(file, "deployment.speculative_config.model",
+                         f"{method} speculative decoding runs a draft head the engine must load; expected its "
+                         f"Hugging Face repo (none is known for {excerpt(target)})")
+    return head
 
 
 def model_reference(name: str, config: dict | None = None, found_as: str = "catalog") -> str:
@@ -179,38 +230,57 @@ def emit(fmt: str, c: ServingConfig) -> str:
         raise InputError(None, "--emit", f"{fmt} does not run what was planned for deployment.engine "
                                          f"{c.slots.engine if c.slots else 'vllm-like engines'}; emit {expected}")
     return {"vllm": vllm_script, "k8s": kubernetes_manifest, "sglang": sglang_script, "llamacpp": llamacpp_script,
-            "ollama": ollama_script}[fmt](c)
+            "ollama": ollama_script, "gke": gke_manifest}[fmt](c)
 
 
 # ---- vLLM ---------------------------------------------------------------------------------------
 
 
+def flag_for(engine: str, field: str) -> str:
+    """The flag that sets deployment `field` on `engine`: the first of its engine's table
+    (sizer/inputs/manifests/commands.py, which `sizer check` reads command lines with)."""
+    values, _ = FLAG_TABLES[engine]
+    return next(flag for flag, (key, _) in values.items() if key == field)
+
+
+def switch_for(engine: str, field: str, on: bool) -> str:
+    """The bare flag that turns deployment `field` on or off on `engine` (the same table)."""
+    _, switches = FLAG_TABLES[engine]
+    return next(flag for flag, (key, value) in switches.items() if key == field and value is on)
+
+
+def _valued(engine: str, pairs: list[tuple[str, str]]) -> list[str]:
+    return [word for field, value in pairs for word in (flag_for(engine, field), value)]
+
+
 def vllm_argv(c: ServingConfig) -> list[str]:
-    """`vllm serve MODEL --flag value ...` with every setting sizer relied on."""
-    argv = ["vllm", "serve", c.model,
-            "--tensor-parallel-size", str(c.tensor_parallel_size),
-            "--pipeline-parallel-size", str(c.pipeline_parallel_size),
-            "--data-parallel-size", str(c.data_parallel_size)]
+    """`vllm serve MODEL --flag value ...` with every setting sizer relied on. A replica over several nodes runs
+    on a Ray cluster (vLLM's multi-node serving: the default multiprocessing backend stays on one node)."""
+    argv = ["vllm", "serve", c.model] + _valued("vllm", [
+        ("tensor_parallel_size", str(c.tensor_parallel_size)),
+        ("pipeline_parallel_size", str(c.pipeline_parallel_size)), ("data_parallel_size", str(c.data_parallel_size))])
+    if c.nodes > 1:
+        argv += ["--distributed-executor-backend", "ray"]
     if c.enable_expert_parallel:
-        argv.append("--enable-expert-parallel")
-    argv += _weights_flags(c, VLLM_QUANTIZATION)
-    argv += ["--kv-cache-dtype", _kv_dtype(c.kv_cache_dtype, "fp8"),
-             "--max-model-len", str(c.max_model_len),
-             "--gpu-memory-utilization", f"{c.gpu_memory_utilization:g}",
-             "--block-size", str(c.block_size),
-             "--max-num-seqs", str(c.max_num_seqs),
-             "--max-num-batched-tokens", str(c.max_num_batched_tokens),
-             "--enable-prefix-caching" if c.enable_prefix_caching else "--no-enable-prefix-caching",
-             "--enable-chunked-prefill" if c.enable_chunked_prefill else "--no-enable-chunked-prefill"]
+        argv.append(switch_for("vllm", "enable_expert_parallel", True))
+    argv += _weights_flags(c, "vllm", VLLM_QUANTIZATION)
+    argv += _valued("vllm", [("kv_cache_dtype", _kv_dtype(c.kv_cache_dtype, "fp8")),
+                             ("max_model_len", str(c.max_model_len)),
+                             ("gpu_memory_utilization", f"{c.gpu_memory_utilization:g}")]
+                    + [("block_size", str(c.block_size))] * c.block_size_stated
+                    + [("max_num_seqs", str(c.max_num_seqs)),
+                       ("max_num_batched_tokens", str(c.max_num_batched_tokens))])
+    argv += [switch_for("vllm", "enable_prefix_caching", c.enable_prefix_caching),
+             switch_for("vllm", "enable_chunked_prefill", c.enable_chunked_prefill)]
     if c.speculative:
         s = c.speculative
         spec = {"method": s.method, "num_speculative_tokens": s.num_speculative_tokens}
         if s.model:
             spec["model"] = s.model
-        argv += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
+        argv += _valued("vllm", [("speculative_config", json.dumps(spec, separators=(",", ":")))])
     if c.lora:
-        argv += ["--enable-lora", "--max-loras", str(c.lora[0]), "--max-lora-rank", str(c.lora[1]),
-                 "--max-cpu-loras", str(c.lora[2])]
+        argv += [switch_for("vllm", "enable_lora", True)] + _valued("vllm", [
+            ("max_loras", str(c.lora[0])), ("max_lora_rank", str(c.lora[1])), ("max_cpu_loras", str(c.lora[2]))])
     return argv
 
 
@@ -224,20 +294,27 @@ def vllm_script(c: ServingConfig) -> str:
 def sglang_argv(c: ServingConfig) -> list[str]:
     """`python3 -m sglang.launch_server` with the same settings in SGLang's names. SGLang has no paged
     block size to set for its radix cache (`--page-size` 1 is its default and sizer's prefix-cache model)."""
-    argv = ["python3", "-m", "sglang.launch_server", "--model-path", c.model,
-            "--tp-size", str(c.tensor_parallel_size), "--pp-size", str(c.pipeline_parallel_size),
-            "--dp-size", str(c.data_parallel_size)]
+    # attention DP + EP: SGLang's TP group is every GPU, its attention split into as many DP ranks
+    # (--enable-dp-attention, python/sglang/srt/server_args.py), the experts spread over them
+    tp = c.tensor_parallel_size * c.data_parallel_size if c.attention_dp else c.tensor_parallel_size
+    argv = ["python3", "-m", "sglang.launch_server"] + _valued("sglang", [
+        ("model", c.model), ("tensor_parallel_size", str(tp)),
+        ("pipeline_parallel_size", str(c.pipeline_parallel_size)), ("data_parallel_size", str(c.data_parallel_size))])
+    if c.nodes > 1:         # this is node 0's line: each node runs it with its own --node-rank
+        argv += ["--nnodes", str(c.nodes), "--node-rank", "0",
+                 "--dist-init-addr", f"LEADER_ADDRESS:{SGLANG_DIST_PORT}"]
+    if c.attention_dp:
+        argv.append(switch_for("sglang", "enable_attention_dp", True))
     if c.enable_expert_parallel:
-        argv += ["--ep-size", str(c.tensor_parallel_size)]
-    argv += _weights_flags(c, SGLANG_QUANTIZATION)
-    argv += ["--kv-cache-dtype", _kv_dtype(c.kv_cache_dtype, "fp8_e4m3"),
-             "--context-length", str(c.max_model_len),
-             "--mem-fraction-static", f"{c.gpu_memory_utilization:g}",
-             "--max-running-requests", str(c.max_num_seqs),
-             "--max-prefill-tokens", str(c.max_num_batched_tokens),
-             "--chunked-prefill-size", str(c.max_num_batched_tokens if c.enable_chunked_prefill else -1)]
+        argv += _valued("sglang", [("expert_parallel_size", str(tp))])
+    argv += _weights_flags(c, "sglang", SGLANG_QUANTIZATION)
+    argv += _valued("sglang", [
+        ("kv_cache_dtype", _kv_dtype(c.kv_cache_dtype, "fp8_e4m3")), ("max_model_len", str(c.max_model_len)),
+        ("gpu_memory_utilization", f"{c.gpu_memory_utilization:g}"), ("max_num_seqs", str(c.max_num_seqs)),
+        ("max_num_batched_tokens", str(c.max_num_batched_tokens)),
+        ("chunked_prefill_size", str(c.max_num_batched_tokens if c.enable_chunked_prefill else -1))])
     if not c.enable_prefix_caching:
-        argv.append("--disable-radix-cache")
+        argv.append(switch_for("sglang", "enable_prefix_caching", False))
     if c.speculative:
         s = c.speculative
         if s.method not in SGLANG_SPECULATIVE:
@@ -249,7 +326,10 @@ def sglang_argv(c: ServingConfig) -> list[str]:
         if s.model:
             argv += ["--speculative-draft-model-path", s.model]
     if c.lora:        # SGLang's names: adapters per batch, the rank its buffers are sized for
-        argv += ["--enable-lora", "--max-loras-per-batch", str(c.lora[0]), "--max-lora-rank", str(c.lora[1])]
+        # SGLang sizes its LoRA buffers from the target modules: without them and without --lora-paths it refuses
+        # to start; `all` covers any adapter loaded later through /load_lora_adapter
+        argv += [switch_for("sglang", "enable_lora", True)] + _valued("sglang", [
+            ("max_loras", str(c.lora[0])), ("max_lora_rank", str(c.lora[1]))]) + ["--lora-target-modules", "all"]
     return argv
 
 
@@ -283,6 +363,7 @@ def llamacpp_argv(c: ServingConfig) -> list[str]:
             "--flash-attn", fa,
             "--n-gpu-layers", str(c.n_gpu_layers),
             "--cont-batching",
+            "--host", ALL_INTERFACES,
             "--port", str(LLAMA_SERVER_PORT)]
 
 
@@ -322,11 +403,21 @@ def k8s_name(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:63].rstrip("-") or "sizer"
 
 
-def kubernetes_manifest(c: ServingConfig) -> str:
+def gke_manifest(c: ServingConfig) -> str:
+    """The Kubernetes manifest for GKE: its node pools carry `cloud.google.com/gke-accelerator`, not GPU feature
+    discovery's product label."""
+    acc = accelerator(c.gpu)
+    if acc.gke is None:
+        raise InputError(None, "--emit", f"no GKE accelerator type known for {c.gpu}; gke is emitted for "
+                                         f"{', '.join(g for g, a in ACCELERATORS.items() if a.gke)}")
+    return kubernetes_manifest(c, replace(acc, label_key=GKE_LABEL, label_value=acc.gke))
+
+
+def kubernetes_manifest(c: ServingConfig, acc: Accelerator | None = None) -> str:
     """A Deployment of `replicas` pods, each with one replica's GPUs, on nodes labelled with the GPU; a
     LeaderWorkerSet (vLLM over Ray, as vLLM's LWS example) when one replica needs more GPUs than a node has."""
-    acc = accelerator(c.gpu)
-    nodes = math.ceil(c.gpus_per_replica / acc.gpus_per_node)
+    acc = acc or accelerator(c.gpu)
+    nodes = c.nodes
     if c.gpus_per_replica % nodes:
         raise InputError(None, "--emit", f"{count(c.gpus_per_replica, 'GPU')} per replica do not split evenly over "
                                          f"{nodes} nodes of {acc.gpus_per_node}")
@@ -340,6 +431,7 @@ def kubernetes_manifest(c: ServingConfig) -> str:
         out = {"name": name, "image": image, "command": command}
         if args is not None:
             out["args"] = args
+        out["env"] = _container_env(c)
         out |= {"ports": [{"containerPort": PORT}],
                 "resources": {"limits": {acc.resource: per_pod}},
                 "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}]}
@@ -372,6 +464,16 @@ def kubernetes_manifest(c: ServingConfig) -> str:
                                                                             width=1000)
 
 
+def _container_env(c: ServingConfig) -> list[dict]:
+    """The Hugging Face token from a Secret (optional unless the model is gated) and, with LoRA, vLLM's runtime
+    adapter loading (POST /v1/load_lora_adapter; sizer sizes the adapter slots, the adapters are the user's)."""
+    name, key = HF_TOKEN_SECRET
+    env = [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": name, "key": key, "optional": not c.gated}}}]
+    if c.lora:
+        env.append({"name": "VLLM_ALLOW_RUNTIME_LORA_UPDATING", "value": "True"})
+    return env
+
+
 def _k8s_escaped(word: str) -> str:
     """A container command or argument as Kubernetes must be given it: `$$` for `$`, so that `$(VAR)` in a value
     is not expanded (Kubernetes turns `$$` back into `$`)."""
@@ -388,14 +490,14 @@ class _PlainDumper(yaml.SafeDumper):
 # ---- shared -------------------------------------------------------------------------------------
 
 
-def _weights_flags(c: ServingConfig, methods: dict[str, str]) -> list[str]:
+def _weights_flags(c: ServingConfig, engine: str, methods: dict[str, str]) -> list[str]:
     """The weight format: a dtype for a 16-bit one; a quantization method unless the checkpoint states it
     (an engine refuses a method that differs from the checkpoint's quantization_config)."""
     if c.weight_format in DTYPES:
-        return ["--dtype", DTYPES[c.weight_format]]
+        return _valued(engine, [("dtype", DTYPES[c.weight_format])])
     if c.weights_from_checkpoint or c.weight_format not in methods:
         return []
-    return ["--quantization", methods[c.weight_format]]
+    return _valued(engine, [("quantization", methods[c.weight_format])])
 
 
 def _kv_dtype(kv: str, fp8: str) -> str:
@@ -419,8 +521,20 @@ def _comments(c: ServingConfig) -> list[str]:
     elif not c.weights_from_checkpoint and c.weight_format not in ONLINE_FORMATS:
         lines.append(f"weights: sized as {c.weight_format}; the engine quantises only fp8 on load, so point the "
                      f"model at a checkpoint already in {c.weight_format}")
-    if c.speculative and c.speculative.method in ("eagle", "eagle3", "medusa") and not c.speculative.model:
-        lines.append(f"speculative decoding: add the {c.speculative.method} draft head's repo as its model")
+    if c.speculative and c.speculative.model and c.speculative.method in NEEDS_DRAFT:
+        lines.append(f"speculative decoding: draft head {c.speculative.model}")
+    if c.gated:
+        lines.append(f"{c.model} is gated on Hugging Face: accept its licence there and give the server HF_TOKEN")
+    if c.lora:
+        lines.append("LoRA: load adapters at run time (vLLM: POST /v1/load_lora_adapter with "
+                     "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True; SGLang: POST /load_lora_adapter)")
+    if c.nodes > 1 and not c.slots:
+        lines.append(f"one replica spans {c.nodes} nodes: vLLM runs it on a Ray cluster of those nodes; SGLang "
+                     f"runs this line on each node with --node-rank 0..{c.nodes - 1} and node 0's address "
+                     "for LEADER_ADDRESS")
+    if not c.block_size_stated:
+        lines.append(f"--block-size left to the engine on {c.gpu_name} (its attention kernels pick the page size; "
+                     f"sized at {c.block_size}-token blocks)")
     return lines
 
 

@@ -20,9 +20,11 @@ Element-wise kernels are not tabled there: its model prices them as bytes over `
 `mem_bw_empirical_scaling_factor` plus `mem_empirical_constant_latency` each (systems/<system>.yaml);
 those three figures are copied into tables.yaml.
 
-  moe_perf                   num_tokens through one MoE layer's routed experts (hidden_size, inter_size
-                             per expert, topk of num_experts; moe_tp_size slices each expert,
-                             moe_ep_size spreads them), distribution balanced / power-law routing
+  moe_perf                   num_tokens (the whole EP group's: at EP 8, 16,384 FP8 tokens of Qwen3-235B's shape
+                             take 714 us on the H200, 44% of the FP8 peak for this GPU's eighth of their routed
+                             FLOPs) through one MoE layer's routed experts (hidden_size, inter_size per expert,
+                             topk of num_experts; moe_tp_size slices each expert, moe_ep_size spreads them),
+                             moe_dtype the experts' format, distribution balanced / power-law routing
 
   mla_context_module_perf    one whole attention block of an MLA model (vLLM's DeepseekV2MLAAttention built from
                              the `model`'s config with num_heads per GPU, tp_size 1: down-projections, norms,
@@ -62,6 +64,7 @@ import yaml
 from simulator.errors import FieldError, excerpt
 from simulator.safe_yaml import load_yaml
 from sizer.analytic.kernel_step import GEMM_DTYPES, KV_DTYPES, bracket
+from sizer.analytic.roofline import MOE_DTYPES
 from sizer.inputs.kernel_tables import HEADER_FILE, SCHEMA_VERSION, TABLES
 from sizer.inputs.layers import LatentAttention
 from sizer.inputs.model_spec import load_model
@@ -90,6 +93,7 @@ ENGINES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt-llm"}
 ALLREDUCE_BACKENDS = {"vllm": "vllm_graph", "sglang": "sglang_graph"}
 TABLE_DTYPES = sorted(set(GEMM_DTYPES.values()) - {"float32"})       # aiconfigurator measures no float32
 TABLE_KV_DTYPES = sorted(set(KV_DTYPES.values()) - {"float32"})
+MOE_TABLE_DTYPES = sorted(set(MOE_DTYPES.values()))
 
 
 def data_dir(package: Path) -> Path:
@@ -191,6 +195,10 @@ def convert(package: Path, gpu: str, framework: str = "vllm", prune_to_catalog: 
     versions = {t: newest_version(data, system, op, framework, f) for t, (op, f) in FILES.items()}
     if versions["gemm"] is None:
         raise FieldError(str(data / system), None, f"no {framework} GEMM table for {system}")
+    # MoE: the collection of the GEMM's version where there is one (a newer one may cover only the models it was
+    # collected for: TensorRT-LLM 1.3.0rc23's holds three Nemotron-3 shapes, 1.3.0rc20's twenty-four)
+    if (data / system / FILES["moe"][0] / framework / versions["gemm"] / FILES["moe"][1]).is_file():
+        versions["moe"] = versions["gemm"]
     frames = {t: _read(data / system / FILES[t][0] / framework / v / FILES[t][1], t) for t, v in versions.items() if v}
     shapes = catalog_shapes() if prune_to_catalog else None
     gemms, attention, moe, mla, gdn = ((shapes.gemms, shapes.attention, shapes.moe, shapes.mla, shapes.gdn)
@@ -199,7 +207,7 @@ def convert(package: Path, gpu: str, framework: str = "vllm", prune_to_catalog: 
     for t in ("context_attention", "generation_attention"):
         rows[t] = _attention_rows(frames[t], t, attention) if t in frames else []
     rows["allreduce"] = _allreduce_rows(frames["allreduce"], framework) if "allreduce" in frames else []
-    rows["moe"] = _moe_rows(frames["moe"], moe) if "moe" in frames else []
+    rows["moe"] = _moe_rows(frames["moe"], moe, framework) if "moe" in frames else []
     for t in ("mla_context", "mla_generation"):
         rows[t] = _mla_rows(frames[t], t, mla) if t in frames else []
     rows["gdn_context"], rows["gdn_generation"] = _gdn_rows(frames["gdn"], gdn) if "gdn" in frames else ([], [])
@@ -266,12 +274,14 @@ def _attention_rows(df, table: str, needed: frozenset[tuple[int, int, int]] | No
             for kv, h, g, d, b, n, t in df[[*keys, "latency"]].itertuples(index=False)]
 
 
-def _moe_rows(df, needed: frozenset[tuple[int, int, int, int]] | None) -> list[tuple]:
-    """Balanced routing; experts sliced by TP (EP 1) or spread whole over EP (TP 1); bfloat16 only: the
-    per-tensor FP8 rows are ModelOpt checkpoints' FlashInfer CUTLASS kernel, which measures non-monotonic
-    in tokens (Llama-4-Scout's shape at TP 2 on H100: 1.90 ms for 64 tokens, 0.92 ms for 2,048) and is not
-    the kernel other FP8 checkpoints run."""
-    df = df[(df["distribution"] == "balanced") & (df["moe_dtype"] == "bfloat16")
+def _moe_rows(df, needed: frozenset[tuple[int, int, int, int]] | None, framework: str) -> list[tuple]:
+    """Balanced routing; experts sliced by TP (EP 1) or spread whole over EP (TP 1); the expert formats of
+    MOE_TABLE_DTYPES, except vLLM's per-tensor FP8 rows: ModelOpt checkpoints' FlashInfer CUTLASS kernel, which
+    measures non-monotonic in tokens there (Llama-4-Scout's shape at TP 2 on H100: 1.90 ms for 64 tokens, 0.92 ms
+    for 2,048; Qwen3-235B's at EP 8 on H200: 620 us for 16 tokens, 308 us for 2,048). TensorRT-LLM's own FP8 MoE
+    (its CUTLASS kernel) rises monotonically and is kept."""
+    dtypes = [d for d in MOE_TABLE_DTYPES if not (framework == "vllm" and d == "fp8")]
+    df = df[(df["distribution"] == "balanced") & df["moe_dtype"].isin(dtypes)
             & ((df["moe_ep_size"] == 1) | (df["moe_tp_size"] == 1))]
     keys = ["moe_dtype", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size",
             "num_tokens"]

@@ -318,14 +318,16 @@ def with_choices(cfg: GatewayConfig, replicas: dict[str, int], strong_share: flo
     return replace(cfg, pools=pools, routes=routes)
 
 
-def cheapest(rg: ResolvedGateway) -> GatewaySearch:
+def cheapest(rg: ResolvedGateway, progress: Callable[[int, int], None] | None = None) -> GatewaySearch:
     """Every combination of the search's replica counts and strong shares, simulated; the cheapest per hour
-    meeting every class's SLO (and the quality floor); of equal cost, the lower strong share."""
+    meeting every class's SLO (and the quality floor); of equal cost, the lower strong share. `progress` (a
+    progress display's) is told (done, total) after each configuration."""
     s, cfg = rg.doc.gateway.search, rg.config
     names = [p.name for p in cfg.pools]
     options = [s.replicas.get(p.name) or [p.num_replicas] for p in cfg.pools]
     shares = s.strong_shares or [None]
     n = s.num_requests or cfg.num_requests
+    total = math.prod(len(o) for o in options) * len(shares)
     tried = []
     for counts in itertools.product(*options):
         replicas = dict(zip(names, counts, strict=True))
@@ -336,12 +338,15 @@ def cheapest(rg: ResolvedGateway) -> GatewaySearch:
                 misses.append(f"quality below {s.min_quality:g}")
             tried.append(Candidate(replicas, share, a.usd_per_hour, not misses, ", ".join(misses), a.quality,
                                    a.usd_per_million_output_tokens))
+            if progress:
+                progress(len(tried), total)
     feasible = [c for c in tried if c.accepted and c.usd_per_hour is not None]
     best = min(feasible, key=lambda c: (c.usd_per_hour, c.strong_share or 0.0), default=None)
     return GatewaySearch(best, tuple(tried), n)
 
 
-def plan_gateway(rg: ResolvedGateway, search: bool) -> GatewayAnswer:
-    """The stated configuration simulated, and (with `search`) the cheapest sizing."""
+def plan_gateway(rg: ResolvedGateway, search: bool,
+                 progress: Callable[[int, int], None] | None = None) -> GatewayAnswer:
+    """The stated configuration simulated, and (with `search`) the cheapest sizing (`progress`: `cheapest`'s)."""
     _, a = run_gateway(rg)
-    return replace(a, search=cheapest(rg)) if search else a
+    return replace(a, search=cheapest(rg, progress)) if search else a

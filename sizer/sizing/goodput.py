@@ -12,6 +12,7 @@ random over replicas stays Poisson.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from simulator.metrics import SLO, slo_attainment, summarise
@@ -69,7 +70,7 @@ def rate_bound_per_s(plan) -> float:
 
 
 def goodput_rate(resolved: Resolved, upper_per_s: float, settings: GoodputSettings,
-                 floor_per_s: float = 0.0) -> Goodput:
+                 floor_per_s: float = 0.0, simulated: Callable[[], None] | None = None) -> Goodput:
     """Highest rate per replica with the SLO share met, the lowest that misses, and the target that binds there.
 
     Bisects in log space from the top: [upper / 4, upper] first, extended down by factors of 4
@@ -77,12 +78,14 @@ def goodput_rate(resolved: Resolved, upper_per_s: float, settings: GoodputSettin
     halves the bracket's log-ratio until it is within 1 + rate_tolerance. Low rates are the
     slow ones to simulate (steps grow as 1 / rate), so they are tried only when needed.
     Goodput(upper, upper, "none") when the bound itself meets the SLO; rate 0 when even the lowest
-    rate tried misses.
+    rate tried misses. `simulated` (a progress display's) is called after each simulation.
     """
     slo = slo_of(resolved.scenario)
 
     def meets(rate: float) -> tuple[bool, SLOProbe]:
         p = score(simulate_at(resolved, rate, settings.num_requests), slo, rate)
+        if simulated:
+            simulated()
         return bool(p.met), p             # the share of requests, and of token gaps with an ITL target
 
     ok, failing = meets(upper_per_s)

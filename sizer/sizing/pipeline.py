@@ -17,6 +17,8 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
+from collections.abc import Callable
 
 from sizer.sizing.cost import cost_summary, gpus_per_replica, usd_per_hour
 from sizer.sizing.goodput import Goodput, goodput_rate, probe_slo, rate_bound_per_s, replicas_for, slo_of
@@ -37,14 +39,17 @@ def method_notes(settings: GoodputSettings, num_requests: int) -> tuple[str, ...
 
 
 class _OperatingPoints:
-    """One replica at target rate / replicas with the scenario's request count, each count simulated once."""
+    """One replica at target rate / replicas with the scenario's request count, each count simulated once
+    (`simulated`, a progress display's, called after each)."""
 
-    def __init__(self, r: Resolved, rate_per_s: float):
-        self.r, self.rate_per_s, self.seen = r, rate_per_s, {}
+    def __init__(self, r: Resolved, rate_per_s: float, simulated: Callable[[], None] | None = None):
+        self.r, self.rate_per_s, self.seen, self.simulated = r, rate_per_s, {}, simulated
 
     def __call__(self, replicas: int) -> SLOProbe:
         if replicas not in self.seen:
             self.seen[replicas] = probe_slo(self.r, self.rate_per_s / replicas, self.r.scenario.workload.num_requests)
+            if self.simulated:
+                self.simulated()
         return self.seen[replicas]
 
 
@@ -88,8 +93,9 @@ def _fewest_replicas(at: _OperatingPoints, goodput: Goodput, settings: GoodputSe
 
 
 def _verdict(status: SizingStatus, replicas: int | None, point: SLOProbe | None, needed: int | None,
-             goodput: Goodput | None, max_replicas: int | None, targets: str = "") -> str:
-    """One line, printed by every command, with the targets it was judged against."""
+             goodput: Goodput | None, max_replicas: int | None, server: bool = False, targets: str = "") -> str:
+    """One line, printed by every command, with the targets it was judged against. `server`: one llama.cpp or
+    Ollama server, not replicas to size."""
     if status is SizingStatus.DOES_NOT_FIT:
         return "not simulated: the model does not fit in memory"
     if status is SizingStatus.NO_RATE:
@@ -109,6 +115,8 @@ def _verdict(status: SizingStatus, replicas: int | None, point: SLOProbe | None,
         share += f", {point.metrics.itl_share:.1%} of token gaps within the ITL target"
     if status is SizingStatus.MET:
         return f"SLO met: {share}"
+    if server:
+        return f"SLO missed: {share}; one server meets it up to {goodput.rate_per_s:.3g} req/s"
     return f"SLO missed: {share}; " + (f"{needed} replicas meet it" if needed else "more replicas than tried needed")
 
 
@@ -146,29 +154,36 @@ def _notes(goodput: Goodput | None, source: str | None, point: SLOProbe | None, 
 
 
 def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSettings(),
-                    max_replicas: int | None = None) -> Sizing:
+                    max_replicas: int | None = None, progress: Callable[[int], None] | None = None) -> Sizing:
     """Goodput, replicas, cost and verdict of `plan`'s deployment at the scenario's rate.
 
     `max_replicas` (search): rates below target / max_replicas are not tried, and a deployment
     that would need more replicas is TOO_MANY_REPLICAS. It never changes a goodput that is found.
+    `progress` (a progress display's) is told the count of simulations run after each.
     """
     s = r.scenario
     rate = plan.capacity.arrival_rate_per_s
     slo, stated = slo_of(s), s.deployment.replicas
+    # llama.cpp and Ollama serve on the machine they run on: one server unless the scenario states more
+    server = r.slots is not None and not stated
+    if server:
+        stated = 1
     common = dict(settings=settings, target_rate_per_s=rate, required_share=slo.required_share)
     if not plan.fits:
         return Sizing(SizingStatus.DOES_NOT_FIT, _verdict(SizingStatus.DOES_NOT_FIT, None, None, None, None, None),
                       None, **common, goodput_per_replica_per_s=None, binding_target=None, replicas=None, cost=None,
                       replicas_for_slo=None, usd_per_hour_for_slo=None, operating_point=None, notes=())
-    at = _OperatingPoints(r, rate)
+    runs = itertools.count(1)
+    simulated = (lambda: progress(next(runs))) if progress else None
+    at = _OperatingPoints(r, rate, simulated)
     goodput = needed = None
     if not slo.has_targets:                  # the stated replicas, else enough KV for Little's law (the plan's)
         replicas, source, status = plan.cost.replicas, plan.cost.replicas_source, SizingStatus.NO_SLO
     else:
-        replicas, source = (stated, "scenario") if stated else (None, None)
+        replicas, source = (stated, plan.cost.replicas_source if server else "scenario") if stated else (None, None)
         upper = rate_bound_per_s(plan)
         floor = rate / max_replicas if max_replicas else 0.0
-        goodput = goodput_rate(r, upper, settings, floor)
+        goodput = goodput_rate(r, upper, settings, floor, simulated)
         if goodput.rate_per_s > 0:
             tried = _fewest_replicas(at, goodput, settings)
             needed = tried if at(tried).met else None
@@ -187,18 +202,21 @@ def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = Goodput
     point = at(replicas) if replicas else None
     price, per_replica = r.price_usd_per_gpu_hour, gpus_per_replica(r)
     return Sizing(
-        status, _verdict(status, replicas, point, needed, goodput, max_replicas, slo_targets(s)),
+        status, _verdict(status, replicas, point, needed, goodput, max_replicas, server, slo_targets(s)),
         None if status is SizingStatus.NO_SLO else status is SizingStatus.MET, **common,
         goodput_per_replica_per_s=goodput.rate_per_s if goodput else None,
         binding_target=goodput.binding if goodput else None, replicas=replicas,
         cost=cost_summary(r, replicas, source, rate, plan.step_times.output_tokens_mean) if replicas else None,
-        replicas_for_slo=needed, usd_per_hour_for_slo=usd_per_hour(needed, per_replica, price) if needed else None,
+        # one server: no replica count to suggest (the verdict gives the rate it meets the SLO up to)
+        replicas_for_slo=None if server else needed,
+        usd_per_hour_for_slo=usd_per_hour(needed, per_replica, price) if needed and not server else None,
         operating_point=point, notes=_notes(goodput, source, point, settings, plan),
-        share_met_for_slo=at(needed).share_met if needed else None)
+        share_met_for_slo=at(needed).share_met if needed and not server else None)
 
 
-def add_simulation(plan: Plan, r: Resolved, settings: GoodputSettings = GoodputSettings()) -> Plan:
+def add_simulation(plan: Plan, r: Resolved, settings: GoodputSettings = GoodputSettings(),
+                   progress: Callable[[int], None] | None = None) -> Plan:
     """`plan` with its simulated section (`Plan.simulation`), the sized replicas and their cost, and the verdict."""
-    sizing = size_deployment(r, plan, settings)
+    sizing = size_deployment(r, plan, settings, progress=progress)
     return dataclasses.replace(plan, simulation=sizing, cost=sizing.cost,
                                verdict=f"{plan.verdict}; {sizing.verdict}")

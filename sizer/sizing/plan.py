@@ -38,16 +38,17 @@ from sizer.analytic.roofline import (
     prefill_time_s,
 )
 from sizer.analytic.weights import LayerKind, layer_kinds, parameter_count
+from sizer.inputs.hardware import profile_origin
 from sizer.inputs.layers import FULL, Attention, LatentAttention
 from sizer.inputs.model_spec import ModelSpec
-from sizer.inputs.scenario import Distribution, Scenario, mean_length
+from sizer.inputs.scenario import VLLM_GPU_MEMORY_UTILIZATION, Distribution, Scenario, mean_length
 from sizer.kinds import kind
 from sizer.sizing.checkpoint_summary import CheckpointSummary, checkpoint_notes, summarise_checkpoint
 from sizer.sizing.cost import CostSummary, cost_summary
 from sizer.sizing.presets import GRAMMAR_BACKENDS, GRAMMAR_CACHE_ENTRIES, LORA_DISK_BYTES_PER_S
 from sizer.sizing.resolve import EngineSettings, Resolved
 from sizer.sizing.result import Sizing
-from sizer.sizing.slots import SlotAnswers, slot_answers
+from sizer.sizing.slots import SlotAnswers, slot_answers, slot_requests_held
 from sizer.sizing.step_model import kernel_tables_note, roofline_for, step_model_for, step_sources
 from sizer.words import count
 
@@ -114,6 +115,11 @@ class StepTimes:
     compute_bound_batch: int | None     # smallest decode batch whose GEMMs are compute-bound
     gemm_compute_format: str
     sources: dict[str, str]             # operator family -> what priced it (kernel tables, roofline)
+    # experts spread over data-parallel ranks (DEP): the MoE layers' dispatch and combine in those two steps, and
+    # the link that carries them
+    alltoall_batch1_ms: float = 0.0
+    alltoall_memory_limited_batch_ms: float = 0.0
+    alltoall_link: str = ""
 
 
 @dataclass(frozen=True)
@@ -193,12 +199,16 @@ def _step_times(r: Resolved, step, roofline: RooflineStepTimeModel, weights: Wei
     bound_s = (weights.per_gpu_bytes - untouched_expert_bytes) * r.parallel.pp / bandwidth
     b1_s = step.step_time(decode_batch(1, context))
     seq_bytes = roofline.kv.sequence_bytes(int(prompt_mean + output_mean), budget.block_size)
-    mem_batch = max(1, min(e.max_num_seqs, int(budget.kv_cache_bytes // seq_bytes)))
+    rank_batch = max(1, min(e.max_num_seqs, int(budget.kv_cache_bytes // seq_bytes)))
+    mem_batch = rank_batch * r.parallel.dp          # every data-parallel rank's (parallel.py)
     mem_s = step.step_time(decode_batch(mem_batch, context))
     return StepTimes(step.name, prompt_mean, output_mean, prefill_s * 1e3,
                      bound_s * 1e3, 1 / bound_s if bound_s else math.inf,
                      b1_s * 1e3, 1 / b1_s, mem_batch, mem_s * 1e3, mem_batch / mem_s,
-                     compute_bound_batch(roofline, context), roofline.compute_format, step_sources(step))
+                     compute_bound_batch(roofline, context), roofline.compute_format, step_sources(step),
+                     roofline.alltoall_s(1) * 1e3 * r.parallel.pp,
+                     roofline.alltoall_s(rank_batch) * 1e3 * r.parallel.pp,
+                     roofline.alltoall_link.source if r.parallel.experts_span_dp else "")
 
 
 def _time_in_system_s(step: RooflineStepTimeModel, rate: float, prefill_s: float, output_mean: float, context: int,
@@ -264,15 +274,24 @@ def make_plan(r: Resolved) -> Plan:
     else:
         tokens_per_req = min(e.max_model_len, int(round(prompt_mean + output_mean)))
         tokens_source = "mean prompt + mean output (a request at its end)"
-    # KV cache plus the recurrent state set aside (hybrid models), over what one request holds of both
-    held = p.dp * int((budget.kv_cache_bytes + budget.state_bytes) // kv.sequence_bytes(tokens_per_req, e.block_size))
+    if r.slots is None:
+        # KV cache plus the recurrent state set aside (hybrid models), over what one request holds of both
+        held = p.dp * int((budget.kv_cache_bytes + budget.state_bytes)
+                          // kv.sequence_bytes(tokens_per_req, e.block_size))
+    else:
+        held = slot_requests_held(r.slots, tokens_per_req)
     capacity = littles_law(rate, t_sys, t_source, tokens_per_req, tokens_source, kv.bytes_per_token,
                            budget.kv_tokens * p.dp, held)
 
     sequences = w.concurrent_sequences or max(1, math.ceil(capacity.requests_in_flight))
-    demand_bytes = sequences * kv.sequence_bytes(tokens_per_req, e.block_size, per_gpu=False)
-    demand = KVDemand(sequences, tokens_per_req, sequences * tokens_per_req, demand_bytes, demand_bytes / GiB,
-                      "scenario" if w.concurrent_sequences else "Little's law (requests in flight, rounded up)")
+    source = "scenario" if w.concurrent_sequences else "Little's law (requests in flight, rounded up)"
+    held_tokens = tokens_per_req
+    if r.slots is not None and not r.slots.kv_unified:     # a request holds its slot's whole context
+        held_tokens = r.slots.ctx_per_slot_tokens
+        source += ("; each holds its slot's whole context (" + ("llama.cpp allocates ctx_size / parallel per slot"
+                   if r.slots.engine == "llama.cpp" else "Ollama allocates num_ctx per parallel request") + ")")
+    demand_bytes = sequences * kv.sequence_bytes(held_tokens, e.block_size, per_gpu=False)
+    demand = KVDemand(sequences, held_tokens, sequences * held_tokens, demand_bytes, demand_bytes / GiB, source)
 
     spec = None
     if d.speculative_config:
@@ -295,15 +314,27 @@ def make_plan(r: Resolved) -> Plan:
                          weights.parameters, weights.parameters_source, m.num_layers, attention_kind(m),
                          m.max_position_embeddings, tuple(layer_kinds(m)), kv.state_bytes_per_seq, m.unread_keys)
 
-    replicas = d.replicas or capacity.replicas_for_memory or 1
-    replicas_source = ("scenario" if d.replicas
-                       else "enough KV cache for Little's-law requests in flight (the simulator refines this)")
+    if r.slots is not None:     # one server on the user's machine, unless the scenario states more
+        replicas = d.replicas or 1
+        replicas_source = "scenario" if d.replicas else f"one {r.slots.engine} server (deployment.replicas for more)"
+    else:
+        replicas = d.replicas or capacity.replicas_for_memory or 1
+        replicas_source = ("scenario" if d.replicas
+                           else "enough KV cache for Little's-law requests in flight (the simulator refines this)")
     cost = cost_summary(r, replicas, replicas_source, rate, output_mean)
     fits = budget.fits
     verdict = ("fits" if fits else "does not fit: " + "; ".join(budget.reasons))
     if fits and demand.sequences > capacity.requests_held_per_replica * replicas:
-        verdict += (f"; but {demand.sequences} sequences x {demand.tokens_per_sequence} tokens exceed the KV cache of "
-                    f"{count(replicas, 'replica')} ({capacity.requests_held_per_replica} such sequences each)")
+        if r.slots is not None:
+            verdict += (f"; but Little's law puts {demand.sequences} requests in flight and "
+                        f"{count(replicas, 'server')} with {count(r.slots.slots, 'slot')} "
+                        f"{'holds' if replicas == 1 else 'hold'} {capacity.requests_held_per_replica * replicas} at "
+                        "once: requests queue (about "
+                        f"{capacity.max_arrival_rate_for_memory_per_s * replicas:.3g} req/s at most)")
+        else:
+            verdict += (f"; but {demand.sequences} sequences x {demand.tokens_per_sequence} tokens exceed the KV "
+                        f"cache of {count(replicas, 'replica')} ({capacity.requests_held_per_replica} such sequences "
+                        "each)")
     return Plan(
         schema_version=SCHEMA_VERSION, scenario=s.name, scenario_file=s.file, gpu=hw.name,
         gpu_memory_bytes=hw.memory_bytes, gpu_memory_gib=hw.memory_bytes / GiB, gpu_memory_gb=hw.memory_bytes / GB,
@@ -367,26 +398,55 @@ def kv_heads_per_gpu_of(m: ModelSpec, p) -> int:
 def assumptions(r: Resolved, step: RooflineStepTimeModel) -> list[str]:
     hw = step.hardware          # the datasheet, or on the host CPU what sizer calibrate measured
     return [
+        profile_origin(r.hardware),
+        f"engine {r.scenario.deployment.engine} ({r.scenario.engine_source})",
         f"GPU memory {hw.memory_bytes / GiB:.2f} GiB ({hw.memory_bytes / GB:.2f} GB): {hw.memory_source}",
         f"peak bandwidth {hw.memory_bandwidth_bytes_per_s / 1e12:.3g} TB/s x efficiency {hw.bandwidth_efficiency} "
         f"({hw.bandwidth_efficiency_source})",
         f"peak {step.compute_format} {hw.peak_flops(step.compute_format) / 1e12:.4g} TFLOP/s dense "
         f"x efficiency {step.gemm_compute_efficiency} ({step.gemm_compute_efficiency_source})",
-        f"CUDA context, workspaces and CUDA graphs: {CUDA_CONTEXT_BYTES / GiB:.2f} GiB per GPU; "
-        f"NCCL buffers {NCCL_BUFFER_BYTES / GiB:.2f} GiB when TP or PP > 1 (assumption)",
-        "activation peak: an estimate of vLLM's profiled forward pass at max_num_batched_tokens "
-        "(residual, q/k/v, MLP intermediate, fp32 logits)",
+        *_memory_assumptions(r),
         f"step overhead {step.step_overhead_s * 1e3:.2f} ms per step and {COLLECTIVE_LATENCY_S * 1e6:.0f} us "
         "per collective (assumption)",
         f"fitted on public vLLM 0.15.1 H100 runs (docs/fidelity.md): weights stream at {WEIGHT_STREAM_EFFICIENCY:.0%} "
         f"and KV at {ATTENTION_KV_EFFICIENCY:.0%} of the achievable bandwidth, {LAYER_STEP_S * 1e6:.0f} us per layer "
         "per step",
         f"engine loop: {r.replica.engine_loop.name} (sizer/sizing/presets.py)",
-        "pipeline parallelism: a step's latency is the sum of its stages (no micro-batch overlap)",
+        *(["pipeline parallelism: a step's latency is the sum of its stages (no micro-batch overlap)"]
+          if r.slots is None else []),
         "engine settings: " + ", ".join(f"{k} from {v}" for k, v in r.engine.sources.items()),
         f"price: {r.price_source}",
-    ] + list(r.link_notes) + ([calibration_note(r)] if r.calibrated_profile else []) \
+    ] + _default_notes(r) + list(r.link_notes) + ([calibration_note(r)] if r.calibrated_profile else []) \
         + [note for note in (kernel_tables_note(r),) if note] + _model_notes(r) + _serving_notes(r)
+
+
+def _default_notes(r: Resolved) -> list[str]:
+    """Defaults the plan took that no other line names (the workload's: `workload_assumptions`): the KV cache
+    type and vLLM's share of GPU memory."""
+    s, notes = r.scenario, []
+    if r.slots is None:
+        d = s.deployment
+        notes.append(f"KV cache type {r.kv_cache_dtype} (" + ("scenario" if d.kv_cache_dtype != "auto" else
+                                                         "kv_cache_dtype auto: the model's serving dtype") + ")")
+        if d.gpu_memory_utilization == VLLM_GPU_MEMORY_UTILIZATION:
+            notes.append(f"gpu_memory_utilization {d.gpu_memory_utilization} (vLLM's default; "
+                         "deployment.gpu_memory_utilization sets it)")
+    return notes
+
+
+def _memory_assumptions(r: Resolved) -> list[str]:
+    """What the memory budget sets aside beside weights and KV, in the engine's own terms."""
+    if r.slots is None:
+        return [f"CUDA context, workspaces and CUDA graphs: {CUDA_CONTEXT_BYTES / GiB:.2f} GiB per GPU; "
+                f"NCCL buffers {NCCL_BUFFER_BYTES / GiB:.2f} GiB when TP or PP > 1 (assumption)",
+                "activation peak: an estimate of vLLM's profiled forward pass at max_num_batched_tokens "
+                "(residual, q/k/v, MLP intermediate, fp32 logits)"]
+    runtime = {"apple-gpu": "the Metal runtime and its buffers", "cpu": "the runtime and its buffers"}.get(
+        r.hardware.device_kind, "the CUDA context and ggml's buffers")
+    return [f"{r.slots.engine} takes no share of the device (no gpu_memory_utilization): the memory above is its, "
+            f"less {CUDA_CONTEXT_BYTES / GiB:.2f} GiB for {runtime} (assumption)",
+            f"compute buffer: the activation estimate for one ubatch of {r.slots.ubatch_size} tokens (residual, q/k/v, "
+            "MLP intermediate, fp32 logits)"]
 
 
 def _serving_notes(r: Resolved) -> list[str]:
@@ -447,6 +507,9 @@ def slot_notes(r: Resolved) -> list[str]:
         "the compute buffer sized for one ubatch; flash_attn "
         + ("auto" if sl.flash_attn is None else "on" if sl.flash_attn else "off") + " is not priced",
         "the roofline's efficiencies were fitted on vLLM H100 runs, not on llama.cpp kernels",
+        "llama.cpp's --fit (llama_params_fit: lowers an unset context or n_gpu_layers until the model fits free "
+        "memory) is not modelled: the context planned is the one given, else the model's, and one that does not "
+        "fit is refused",
     ]
     if sl.engine == "ollama":
         notes.append(f"Ollama: cold loads (model file at {sl.load_bytes_per_s / 1e9:g} GB/s after "

@@ -7,8 +7,9 @@ and an FP8 KV cache (NVIDIA's ModelOpt FP8 checkpoints), the row's GPU and TP, e
 on its preset (32-token blocks, max_num_batched_tokens 8192, max_num_seqs 2048: the batch is bounded
 by the KV cache, as trtllm-bench sizes it; the 20,000-token prompts a budget of their whole length
 (22,000), the preset not chunking prefills) with `--kv_cache_free_gpu_mem_fraction 0.95` as
-gpu_memory_utilization 0.95. Predicted throughput: output tokens / the time the last request finishes
-(the metric's definition: the TP group's total output tokens per second).
+gpu_memory_utilization 0.95; the MoE rows with attention DP and EP over the TP GPUs (the page's `--ep` and
+`enable_attention_dp: true`: sizer's enable_attention_dp, docs/moe.md). Predicted throughput: output tokens / the
+time the last request finishes (the metric's definition: the TP group's total output tokens per second).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ def scenario_of(row: dict, step_model: str, num_requests: int) -> dict:
             "hardware": {"gpu": row["gpu"], "step_model": step_model},
             "deployment": {"engine": "tensorrt-llm", "tensor_parallel_size": int(row["tp"]), "quantization": "fp8",
                            "kv_cache_dtype": "fp8", "gpu_memory_utilization": 0.95, "max_model_len": isl + osl,
-                           "max_num_batched_tokens": max(MAX_NUM_TOKENS, isl + osl)},
+                           "max_num_batched_tokens": max(MAX_NUM_TOKENS, isl + osl),
+                           "enable_attention_dp": row["model_hf_id"] in MOE},
             "workload": {"arrival": {"process": "constant", "rate_per_s": QUEUED_AT_ONCE_PER_S},
                          "prompt_tokens": {"distribution": "fixed", "value": isl},
                          "output_tokens": {"distribution": "fixed", "value": osl}, "num_requests": num_requests}}

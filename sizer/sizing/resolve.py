@@ -21,7 +21,6 @@ from simulator.scheduler import SchedulerConfig
 from simulator.speculative import SpeculativeConfig
 from sizer.analytic.format_support import Execution, execution
 from sizer.analytic.formats import WeightFormat, weight_format
-from sizer.analytic.llamacpp import runs_llamacpp
 from sizer.analytic.memory import (
     GiB,
     KVLayout,
@@ -39,10 +38,18 @@ from sizer.analytic.roofline import RooflineStepTimeModel
 from sizer.errors import InputError
 from sizer.inputs import preloaded
 from sizer.inputs.checkpoint import Checkpoint, beside
-from sizer.inputs.hardware import HardwareSpec, Link, host_link, scale_up_link, scenario_hardware
+from sizer.inputs.hardware import (
+    LLAMACPP_ONLY_DEVICES,
+    HardwareOverrides,
+    HardwareSpec,
+    Link,
+    host_link,
+    scale_up_link,
+    scenario_hardware,
+)
 from sizer.inputs.kernel_tables import HEADER_FILE, TABLES, KernelTables, cached_kernel_tables, read_header
 from sizer.inputs.model_spec import ModelSpec, checkpoint_model, load_config, load_model
-from sizer.inputs.scenario import Scenario, scenario_dir
+from sizer.inputs.scenario import DeploymentSection, Scenario, scenario_dir
 from sizer.kinds import kind
 from sizer.sizing.presets import (
     GRAMMAR_BACKENDS,
@@ -82,6 +89,11 @@ class EngineSettings:
     reserve_full_kv: bool                # admit only with KV for the whole output (never preempt)
     max_model_len: int
     sources: dict[str, str]
+
+
+# llama.cpp and Ollama have no gpu_memory_utilization: the whole device memory (on Apple parts, the Metal
+# working-set limit the profile states) is theirs, less the runtime context the budget sets aside.
+SLOT_ENGINE_MEMORY_SHARE = 1.0
 
 
 @dataclass(frozen=True)
@@ -151,17 +163,37 @@ def model_of(s: Scenario) -> ModelSpec:
     return checkpoint_model(checkpoint_of(s), s.model.overrides)
 
 
+def hardware_of(s: Scenario) -> HardwareSpec:
+    """The scenario's device: its profile (by id, alias or file) with the scenario's overrides."""
+    h = s.hardware
+    return scenario_hardware(h.gpu, s.file, "hardware.gpu",
+                             HardwareOverrides(h.memory_gb, h.memory_bandwidth_gb_per_s, h.gpu_working_set_fraction))
+
+
+def parallel_config(d: DeploymentSection, model: ModelSpec, file: str | None) -> ParallelConfig:
+    """The deployment's split. `enable_attention_dp` (TensorRT-LLM's enable_attention_dp, SGLang's
+    --enable-dp-attention) runs attention and the dense layers data-parallel on each of the tensor-parallel GPUs
+    with the experts spread whole over them: as vLLM's data_parallel_size with enable_expert_parallel (DEP)."""
+    if not d.enable_attention_dp:
+        return ParallelConfig(d.tensor_parallel_size, d.pipeline_parallel_size, d.data_parallel_size,
+                              d.enable_expert_parallel)
+    if model.moe is None:
+        raise InputError(file, "deployment.enable_attention_dp", f"{model.name} has no experts; attention data "
+                                                                  "parallelism is modelled for MoE models (DEP)")
+    return ParallelConfig(1, d.pipeline_parallel_size, d.tensor_parallel_size * d.data_parallel_size, True)
+
+
 def resolve(s: Scenario) -> Resolved:
     """Everything the planner and the executors need, with engine defaults filled in; raises FieldError."""
     checkpoint = checkpoint_of(s)
     model = checkpoint_model(checkpoint, s.model.overrides)
-    hardware = scenario_hardware(s.hardware.gpu, s.file, "hardware.gpu")
+    hardware = hardware_of(s)
     d = s.deployment
-    parallel = ParallelConfig(d.tensor_parallel_size, d.pipeline_parallel_size, d.data_parallel_size,
-                              d.enable_expert_parallel)
+    parallel = parallel_config(d, model, s.file)
     validate_split(model, parallel, s.file)
     fmt, group_size = weight_format(model, d.quantization, d.quantization_group_size, s.file)
     runs = execution(fmt, hardware, s.file)
+    _check_engine_serves(s, fmt, hardware)
     kv_dtype = d.kv_cache_dtype
     if kv_dtype == "auto":
         # vLLM caches KV in the serving dtype: the plain format's, else the checkpoint's 16-bit type
@@ -180,18 +212,15 @@ def resolve(s: Scenario) -> Resolved:
         if split else (weights, kv)
     # llama.cpp's compute buffer is sized for one physical batch (ubatch), not the logical one
     lora = _lora(s, model, parallel) if d.enable_lora else None
-    budget = memory_budget(model, hardware.memory_bytes, gpu_weights, gpu_kv, parallel, d.gpu_memory_utilization,
+    # llama.cpp and Ollama take no share of the device: they allocate what they need up to its limit
+    utilisation = d.gpu_memory_utilization if slots is None else SLOT_ENGINE_MEMORY_SHARE
+    budget = memory_budget(model, hardware.memory_bytes, gpu_weights, gpu_kv, parallel, utilisation,
                            engine.block_size, engine.max_model_len,
                            slots.ubatch_size if slots else engine.max_num_batched_tokens, engine.max_num_seqs,
                            lora.bytes if lora else 0.0)
     if slots:
-        budget = _slot_budget(s, slots, gpu_kv, budget)
-    elif runs_llamacpp(fmt, hardware) and budget.max_seqs_at_max_model_len < 1 and budget.kv_cache_bytes > 0:
-        raise InputError(s.file, "deployment.max_model_len",
-                         f"one sequence of {engine.max_model_len} tokens needs "
-                         f"{budget.sequence_bytes_at_max_model_len / GiB:.2f} GiB of KV cache; {hardware.name} has "
-                         f"{budget.kv_cache_bytes / GiB:.2f} GiB left after the weights: a smaller context, "
-                         "n_gpu_layers or a smaller format")
+        budget = _slot_budget(s, slots, gpu_kv, budget, "the GPU may use (its working-set limit)"
+                              if hardware.unified_memory_bytes else "of device memory")
     scale_up, host = scale_up_link(hardware), host_link(hardware)
     lora_config = grammar = None
     if lora is not None:
@@ -210,8 +239,10 @@ def resolve(s: Scenario) -> Resolved:
         raise InputError(s.file, "deployment.speculative_config", str(exc)) from None
     try:
         # hybrid models: no more running sequences than the recurrent state was set aside for
-        scheduler = SchedulerConfig(max(1, min(engine.max_num_seqs, budget.state_seqs)),
-                                    engine.max_num_batched_tokens, engine.enable_chunked_prefill,
+        # a replica's data-parallel ranks run as one engine of their combined limits and KV pool (parallel.py)
+        ranks = parallel.dp
+        scheduler = SchedulerConfig(max(1, min(engine.max_num_seqs, budget.state_seqs)) * ranks,
+                                    engine.max_num_batched_tokens * ranks, engine.enable_chunked_prefill,
                                     engine.preemption_mode, speculative,
                                     engine.max_model_len, prefill_only=False, reserve_full_kv=engine.reserve_full_kv,
                                     lora=lora_config, grammar=grammar)
@@ -219,7 +250,7 @@ def resolve(s: Scenario) -> Resolved:
         raise InputError(s.file, "deployment", str(exc)) from None
     swap = (SwapLink(kv.bytes_per_token_per_gpu, host.bytes_per_s_per_direction)
             if engine.preemption_mode == "swap" else None)
-    replica = ReplicaConfig(scheduler, budget.kv_blocks, engine.block_size, engine.enable_prefix_caching,
+    replica = ReplicaConfig(scheduler, budget.kv_blocks * ranks, engine.block_size, engine.enable_prefix_caching,
                             d.prefix_cache_tenant_isolation, swap, engine_loop(d.engine),
                             slot_prompt_reuse=bool(slots and not slots.kv_unified))
     disagg, g = None, d.disaggregated
@@ -236,7 +267,9 @@ def resolve(s: Scenario) -> Resolved:
     if s.cost.price_usd_per_gpu_hour is not None:
         price, price_source = s.cost.price_usd_per_gpu_hour, "scenario"
     else:
-        price, price_source = hardware.price_usd_per_gpu_hour, f"hardware profile {hardware.id} ({hardware.price_rule})"
+        price, price_source = hardware.price_usd_per_gpu_hour, (
+            f"hardware profile {hardware.id} ({hardware.price_rule})" if hardware.price_usd_per_gpu_hour is not None
+            else f"none: the {hardware.id} profile lists no price (cost.price_usd_per_gpu_hour sets one)")
     tables = checked_kernel_tables(s, hardware) if s.hardware.kernel_tables is not None else None
     profile = _calibrated_profile(s, model, hardware, parallel) if s.hardware.calibrated_profile else None
     if split:
@@ -247,6 +280,23 @@ def resolve(s: Scenario) -> Resolved:
     return Resolved(s, model, hardware, parallel, checkpoint, fmt, runs, group_size, kv_dtype, engine, weights, kv,
                     budget, replica, disagg, tuple(notes), price, price_source, profile, split, slots, lora,
                     kernel_tables=tables)
+
+
+def _check_engine_serves(s: Scenario, fmt: WeightFormat, hardware: HardwareSpec) -> None:
+    """A batching engine (vLLM, SGLang, ...) is planned with the formats and devices it is modelled on: GGUF
+    weights and Apple GPUs or CPUs are planned with llama.cpp or Ollama, else refused naming why."""
+    d = s.deployment
+    if slot_preset(d.engine) is not None:
+        return
+    if fmt.gguf is not None:
+        raise InputError(s.file, "deployment.engine", f"{d.engine} with GGUF weights ({fmt.name}): sizer plans GGUF "
+                                                      "on llama.cpp and ollama only (vLLM's GGUF loading is not "
+                                                      "modelled); expected engine llama.cpp or ollama, or another "
+                                                      "weight format")
+    if hardware.device_kind in LLAMACPP_ONLY_DEVICES:
+        raise InputError(s.file, "deployment.engine", f"{d.engine} on {hardware.name} ({hardware.device_kind}): "
+                                                      "sizer models batching engines on discrete GPUs only; "
+                                                      "expected engine llama.cpp or ollama")
 
 
 def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> EngineSettings:
@@ -368,18 +418,21 @@ def slot_engine_settings(slots: SlotSettings) -> EngineSettings:
                           slots.ctx_per_slot_tokens, sources)
 
 
-def _slot_budget(s: Scenario, slots: SlotSettings, kv: KVLayout, budget: MemoryBudget) -> MemoryBudget:
+def _slot_budget(s: Scenario, slots: SlotSettings, kv: KVLayout, budget: MemoryBudget,
+                 device_limit: str) -> MemoryBudget:
     """The engine allocates exactly its context's KV: refuse a context the memory cannot hold (naming the
     field that set it); otherwise the KV pool is that context, and what is left stays free."""
     need = slots.ctx_total_tokens * kv.bytes_per_token_per_gpu
-    if budget.weights_bytes > budget.usable_bytes:
-        return budget                        # the plan says the weights do not fit
+    if budget.weights_bytes > budget.usable_bytes:     # the plan says the weights do not fit, in the device's terms
+        return replace(budget, reasons=(f"weights need {budget.weights_bytes / GiB:.2f} GiB, more than the "
+                                        f"{budget.usable_bytes / GiB:.2f} GiB {device_limit}",))
     room = budget.room_for_kv_bytes
     if need > room:
         raise InputError(s.file, slots.ctx_field,
                          f"{slots.ctx_total_tokens:,} tokens of {kv.dtype} KV need {need / GiB:.2f} GiB; "
-                         f"{max(room, 0) / GiB:.2f} GiB is left after the weights, compute buffer and runtime context "
-                         f"(gpu_memory_utilization {budget.gpu_memory_utilization})")
+                         f"{max(room, 0) / GiB:.2f} GiB of the {budget.gpu_memory_bytes / GiB:.2f} GiB "
+                         f"{device_limit} is left after the weights, compute buffer and runtime context: a smaller "
+                         "context, cache type or weight format")
     blocks = slots.ctx_total_tokens // budget.block_size
     return replace(budget, kv_cache_bytes=need, kv_blocks=blocks, kv_tokens=blocks * budget.block_size,
                    max_seqs_at_max_model_len=slots.slots if not slots.kv_unified else 1)

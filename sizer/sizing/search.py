@@ -26,14 +26,14 @@ from dataclasses import dataclass, field, replace
 from simulator.errors import FieldError
 from sizer.analytic.memory import GiB
 from sizer.errors import InputError
-from sizer.inputs.hardware import all_profiles, load_hardware, local_profiles, scenario_hardware
+from sizer.inputs.hardware import all_profiles, load_hardware, local_profiles
 from sizer.inputs.scenario import Scenario, mean_length, scenario_from_dict
 from sizer.inputs.variant import Variant
 from sizer.sizing.goodput import slo_of
 from sizer.sizing.pipeline import method_notes, size_deployment
 from sizer.sizing.plan import Plan, make_plan
 from sizer.sizing.presets import slot_preset
-from sizer.sizing.resolve import Resolved, resolve
+from sizer.sizing.resolve import Resolved, hardware_of, model_of, resolve
 from sizer.sizing.result import GoodputSettings, Sizing, SizingStatus, SLOProbe
 from sizer.sizing.slots import FORMAT_CANDIDATES, SlotAnswers
 from sizer.words import count
@@ -48,6 +48,7 @@ class SearchSpace:
     kv_cache_dtypes: tuple[str, ...] = ("auto", "fp8")
     speculative: tuple[bool, ...] = (False,)            # (True, False): the scenario's speculative_config on and off
     slots: tuple[int | None, ...] = (None,)             # llama.cpp / Ollama slot counts; None: the scenario's own
+    attention_dp: tuple[bool, ...] = (False,)           # MoE models: (False, True) also tries attention DP + EP
 
 
 # llama.cpp / Ollama defaults: common GGUF presets from full precision down to the usual 4-bit one, and slot counts
@@ -61,13 +62,16 @@ def default_space(scenario: Scenario) -> SearchSpace:
     """What `search` tries when no flag says otherwise. llama.cpp and Ollama: the local device profiles of the
     scenario's device kind (discrete and Jetson GPUs, Apple GPUs or CPUs: the alternatives to the machine the
     user has in mind, and a search that stays short), the GGUF presets and slot counts above, TP 1. Other
-    engines: the data-centre profiles (local devices only by name, --gpus), TP 1-8, bf16 and fp8 weights and KV."""
+    engines: the data-centre profiles (local devices only by name, --gpus), TP 1-8, bf16 and fp8 weights and KV,
+    and for a MoE model each split also as attention DP + EP across its GPUs (DEP)."""
     if slot_preset(scenario.deployment.engine) is not None:
-        kind = scenario_hardware(scenario.hardware.gpu, scenario.file).device_kind
+        kind = hardware_of(scenario).device_kind
         return SearchSpace(gpus=tuple(g for g in local_profiles() if load_hardware(g).device_kind == kind),
                            tensor_parallel_sizes=(1,), weight_formats=SLOT_WEIGHT_FORMATS, kv_cache_dtypes=("auto",),
                            slots=SLOT_COUNTS)
-    return SearchSpace(gpus=tuple(g for g in all_profiles() if g not in local_profiles()))
+    moe = model_of(scenario).moe is not None
+    return SearchSpace(gpus=tuple(g for g in all_profiles() if g not in local_profiles()),
+                       attention_dp=(False, True) if moe else (False,))
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,7 @@ class Candidate:
     kv_cache_dtype: str
     speculative: bool
     slots: int | None = None           # llama.cpp / Ollama: parallel slots; None: the scenario's
+    attention_dp: bool = False         # attention data-parallel on the TP GPUs, experts spread over them (DEP)
 
     def variant(self, scenario: Scenario) -> Variant:
         """The scenario with this configuration; replicas left to the sizing pipeline."""
@@ -93,9 +98,10 @@ class Candidate:
         return Variant(gpu=self.gpu, tensor_parallel_size=self.tensor_parallel_size,
                        pipeline_parallel_size=self.pipeline_parallel_size, quantization=self.quantization,
                        kv_cache_dtype=self.kv_cache_dtype, clear_replicas=True, clear_speculative=not self.speculative,
+                       enable_attention_dp=self.attention_dp or None,
                        # a stated price, a calibrated profile and kernel tables are the scenario GPU's
                        clear_price=other_gpu, clear_calibrated_profile=other_gpu, clear_kernel_tables=other_gpu,
-                       **self._slot_fields(scenario))
+                       clear_hardware_overrides=other_gpu, **self._slot_fields(scenario))
 
     def _slot_fields(self, scenario: Scenario) -> dict:
         """The slot count where the engine takes it. Each slot keeps the scenario's context: Ollama's num_ctx is
@@ -116,14 +122,16 @@ class Candidate:
             return f"{self.gpu} {self.quantization} {count(self.slots, 'slot')}"
         spec = " +spec" if self.speculative else ""
         pp = f" PP{self.pipeline_parallel_size}" if self.pipeline_parallel_size > 1 else ""
-        return f"{self.gpu} TP{self.tensor_parallel_size}{pp} {self.quantization}/{self.kv_cache_dtype} KV{spec}"
+        split = f"DEP{self.tensor_parallel_size}" if self.attention_dp else f"TP{self.tensor_parallel_size}"
+        return f"{self.gpu} {split}{pp} {self.quantization}/{self.kv_cache_dtype} KV{spec}"
 
     def plan_flags(self) -> str:
         """The `sizer plan` flags that re-check this configuration (slot engines: but the slot count)."""
         if self.slots is not None:
             return f"--gpu {self.gpu} --weights {self.quantization}"
         return (f"--gpu {self.gpu} --tp {self.tensor_parallel_size} --pp {self.pipeline_parallel_size} "
-                f"--weights {self.quantization} --kv-cache-dtype {self.kv_cache_dtype}")
+                f"--weights {self.quantization} --kv-cache-dtype {self.kv_cache_dtype}"
+                + (" --attention-dp" if self.attention_dp else ""))
 
 
 @dataclass(frozen=True)
@@ -240,7 +248,8 @@ class SearchResult:
 def candidates(space: SearchSpace) -> list[Candidate]:
     return [Candidate(*combo) for combo in itertools.product(
         space.gpus, space.tensor_parallel_sizes, space.pipeline_parallel_sizes, space.weight_formats,
-        space.kv_cache_dtypes, space.speculative, space.slots)]
+        space.kv_cache_dtypes, space.speculative, space.slots, space.attention_dp)
+        if not (combo[-1] and combo[1] == 1)]        # attention DP across one GPU is TP 1
 
 
 def search(data: dict, file: str | None, space: SearchSpace, settings: SearchSettings = SearchSettings(),

@@ -21,7 +21,7 @@ from sizer.analytic.memory import memory_budget, weight_memory
 from sizer.analytic.roofline import RooflineStepTimeModel, decode_batch, prefill_time_s
 from sizer.errors import InputError
 from sizer.inputs.scenario import MAX_SLOTS
-from sizer.sizing.resolve import Resolved
+from sizer.sizing.resolve import Resolved, SlotSettings
 
 # GGUF presets the recommendation tries, highest precision first (sizer.inputs.gguf_types.PRESETS).
 FORMAT_CANDIDATES = ("f16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q3_k_m")
@@ -65,6 +65,16 @@ class SlotAnswers:
     recommendation: str
     load_s: float | None              # Ollama: reading the model when it is not resident
     cold_start_share: float | None    # Ollama: share of requests that arrive after keep_alive of idleness
+    device_kind: str = "gpu"          # the device's kind (hardware.DEVICE_KINDS): its memory's own terms
+    partial_offload: bool = False     # n_gpu_layers below all: the memory above is the GPU's layers only
+
+
+def slot_requests_held(sl: SlotSettings, tokens_per_request: int) -> int:
+    """Requests one server holds at once: one per slot; in one unified buffer, no more than its context holds of
+    requests of `tokens_per_request` tokens."""
+    if not sl.kv_unified:
+        return sl.slots
+    return min(sl.slots, sl.ctx_total_tokens // tokens_per_request)
 
 
 def _speed(r: Resolved, step, users: int, context: int) -> UserSpeed:
@@ -72,8 +82,9 @@ def _speed(r: Resolved, step, users: int, context: int) -> UserSpeed:
     return UserSpeed(users, period * 1e3, 1 / period)
 
 
-def _option(r: Resolved, name: str, target: float | None, context: int) -> FormatOption | None:
-    """The scenario's model in weight format `name` on its device, or None where the format does not apply."""
+def _option(r: Resolved, name: str, target: float | None, context: int, request_tokens: int) -> FormatOption | None:
+    """The scenario's model in weight format `name` on its device, or None where the format does not apply. Slots
+    that fit: of the scenario's context each, or in one unified buffer, of `request_tokens` (prompt + output)."""
     sl, m, hw, p = r.slots, r.model, r.hardware, r.parallel
     try:
         fmt, group = weight_format(m, name, r.group_size, r.scenario.file)
@@ -84,7 +95,7 @@ def _option(r: Resolved, name: str, target: float | None, context: int) -> Forma
     e = r.engine
     budget = memory_budget(m, hw.memory_bytes, weights, r.kv, p, r.memory.gpu_memory_utilization, e.block_size,
                            e.max_model_len, sl.ubatch_size, e.max_num_seqs)
-    slot_bytes = sl.ctx_per_slot_tokens * r.kv.bytes_per_token_per_gpu
+    slot_bytes = (request_tokens if sl.kv_unified else sl.ctx_per_slot_tokens) * r.kv.bytes_per_token_per_gpu
     slots = min(MAX_SLOTS, int(budget.room_for_kv_bytes // slot_bytes)) if budget.room_for_kv_bytes > 0 else 0
     step = RooflineStepTimeModel(m, hw, fmt, weights, r.kv, p, group)
     at_one = _speed(r, step, 1, context).tokens_per_s_per_user
@@ -101,20 +112,24 @@ def _option(r: Resolved, name: str, target: float | None, context: int) -> Forma
     return FormatOption(fmt.name, weights.per_gpu_bytes, slots >= 1, slots, users, at_one)
 
 
-def _recommend(options: list[FormatOption], slots: int, target: float | None, ctx: int) -> str:
+def _recommend(options: list[FormatOption], slots: int, target: float | None, ctx: int, unified: bool) -> str:
     if target is None:
         return "state slo.itl_ms or slo.tpot_ms (1000 / tokens per second per user) for a format and slot count"
     ok = [o for o in options if o.users_at_target >= slots]
     if ok:
         o = ok[0]
-        return (f"{o.format}: the most precise format that serves {slots} users of {ctx:,}-token slots at "
+        where = f"sharing a {ctx:,}-token buffer" if unified else f"of {ctx:,}-token slots"
+        return (f"{o.format}: the most precise format that serves {slots} users {where} at "
                 f">= {target:.1f} tokens/s each (up to {o.users_at_target} users)")
-    best = max(options, key=lambda o: o.users_at_target, default=None)
-    if best is None or best.users_at_target == 0:
-        fastest = max(options, key=lambda o: o.tokens_per_s_at_one_user, default=None)
-        tail = f"; fastest: {fastest.format} at {fastest.tokens_per_s_at_one_user:.1f} tokens/s for one user" \
-            if fastest else ""
-        return f"no format reaches {target:.1f} tokens/s per user on this device{tail}"
+    fitting = [o for o in options if o.fits]
+    if not fitting:
+        return (f"no format fits its weights and one slot of {ctx:,} tokens in device memory (a smaller ctx_size, "
+                "or n_gpu_layers to keep layers in host memory)")
+    best = max(fitting, key=lambda o: o.users_at_target)
+    if best.users_at_target == 0:
+        fastest = max(fitting, key=lambda o: o.tokens_per_s_at_one_user)
+        return (f"no format that fits reaches {target:.1f} tokens/s per user on this device; fastest: "
+                f"{fastest.format} at {fastest.tokens_per_s_at_one_user:.1f} tokens/s for one user")
     return (f"{best.format} with {best.users_at_target} slots: no format serves {slots} users at "
             f">= {target:.1f} tokens/s each")
 
@@ -135,7 +150,8 @@ def slot_answers(r: Resolved, step, prompt_mean: float, output_mean: float, rate
     speeds = tuple(_speed(r, step, n, context) for n in range(1, sl.slots + 1))
     per_token = [t for t in (r.scenario.slo.itl_ms, r.scenario.slo.tpot_ms) if t]
     target = 1e3 / min(per_token) if per_token else None
-    options = [o for name in FORMAT_CANDIDATES if (o := _option(r, name, target, context)) is not None]
+    request = max(1, int(round(prompt_mean + output_mean)))
+    options = [o for name in FORMAT_CANDIDATES if (o := _option(r, name, target, context, request)) is not None]
     load = cold = None
     if sl.load_bytes_per_s:
         load = r.weights.total_bytes / sl.load_bytes_per_s
@@ -146,4 +162,5 @@ def slot_answers(r: Resolved, step, prompt_mean: float, output_mean: float, rate
     return SlotAnswers(sl.engine, whole, hw.unified_memory_bytes is not None, hw.memory_bytes, engine_bytes,
                        whole - engine_bytes,
                        sl.slots, sl.kv_unified, sl.ctx_per_slot_tokens, largest, prompt, context, ttft, speeds, target,
-                       tuple(options), _recommend(options, sl.slots, target, sl.ctx_per_slot_tokens), load, cold)
+                       tuple(options), _recommend(options, sl.slots, target, sl.ctx_per_slot_tokens, sl.kv_unified),
+                       load, cold, hw.device_kind, r.offload is not None)

@@ -31,7 +31,7 @@ from simulator.errors import FieldError
 from sizer.analytic.memory import GiB
 from sizer.errors import InputError
 from sizer.inputs import preloaded
-from sizer.inputs.hardware import all_profiles, load_hardware, scenario_hardware
+from sizer.inputs.hardware import all_profiles, load_hardware
 from sizer.inputs.kernel_tables import HEADER_FILE, TABLES
 from sizer.inputs.preloaded import Preloaded
 from sizer.inputs.scenario import Scenario, scenario_dir, scenario_from_dict
@@ -40,7 +40,14 @@ from sizer.inputs.variant import Variant
 from sizer.sizing.goodput import rate_bound_per_s, replicas_for, slo_of
 from sizer.sizing.pipeline import size_deployment
 from sizer.sizing.plan import Plan, make_plan
-from sizer.sizing.resolve import Resolved, checked_kernel_tables, checkpoint_of, kernel_tables_folder, resolve
+from sizer.sizing.resolve import (
+    Resolved,
+    checked_kernel_tables,
+    checkpoint_of,
+    hardware_of,
+    kernel_tables_folder,
+    resolve,
+)
 from sizer.sizing.result import GoodputSettings, SizingStatus
 from sizer.sizing.step_model import bundled_header, bundled_tables
 from sizer.sizing.sweep_backends import run_local, run_ray
@@ -62,6 +69,7 @@ class Point:
     pipeline_parallel_size: int | None = None
     data_parallel_size: int | None = None
     enable_expert_parallel: bool | None = None
+    enable_attention_dp: bool | None = None
     engine: str | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
@@ -80,7 +88,8 @@ class Point:
         if self.speculative is False:
             changes["num_speculative_tokens"] = None
         return Variant(**changes, seed=seed, clear_replicas=True, clear_speculative=self.speculative is False,
-                       clear_price=other_gpu, clear_calibrated_profile=other_gpu, clear_kernel_tables=other_gpu)
+                       clear_price=other_gpu, clear_calibrated_profile=other_gpu, clear_kernel_tables=other_gpu,
+                       clear_hardware_overrides=other_gpu)
 
 
 @dataclass(frozen=True)
@@ -128,6 +137,7 @@ class SweepRow:
     pipeline_parallel_size: int | None
     data_parallel_size: int | None
     enable_expert_parallel: bool | None
+    enable_attention_dp: bool | None
     max_num_seqs: int | None           # as resolved (the engine's default where the scenario states none)
     max_num_batched_tokens: int | None
     speculative: bool | None
@@ -223,7 +233,7 @@ def shared_inputs(base: Scenario, values: dict[str, list], settings: SweepSettin
             traces[path, trace_limit(base, n)] = read_trace(base, n)
     folders = {}
     if base.hardware.kernel_tables is not None:
-        hardware = scenario_hardware(base.hardware.gpu, base.file, "hardware.gpu")
+        hardware = hardware_of(base)
         folders[str(kernel_tables_folder(base))] = checked_kernel_tables(base, hardware)
     return Preloaded(checkpoints, dict(all_profiles()), tables, traces, headers, folders)
 
@@ -295,7 +305,7 @@ def seed_of(digest: str) -> int:
 
 def scenario_gpu(sweep: Sweep) -> str:
     gpu = sweep.data.get("hardware")
-    return gpu if isinstance(gpu, str) else gpu["gpu"]
+    return gpu if isinstance(gpu, str) else gpu.get("gpu", gpu.get("base"))    # `base:` is `gpu:` by another name
 
 
 def _shorthands(data: dict) -> dict:
@@ -434,7 +444,8 @@ def _row(sweep: Sweep, task: Task, s: Scenario | None, r: Resolved | None, statu
         config = {"model": p.model, "gpu": p.gpu, "engine": p.engine, "quantization": p.quantization,
                   "kv_cache_dtype": p.kv_cache_dtype, "tensor_parallel_size": p.tensor_parallel_size,
                   "pipeline_parallel_size": p.pipeline_parallel_size, "data_parallel_size": p.data_parallel_size,
-                  "enable_expert_parallel": p.enable_expert_parallel, "max_num_seqs": p.max_num_seqs,
+                  "enable_expert_parallel": p.enable_expert_parallel,
+                  "enable_attention_dp": p.enable_attention_dp, "max_num_seqs": p.max_num_seqs,
                   "max_num_batched_tokens": p.max_num_batched_tokens, "speculative": p.speculative,
                   "num_speculative_tokens": p.num_speculative_tokens,
                   "rate_per_s": p.rate_per_s or (sweep.trace.rate_per_s if sweep.trace else None),
@@ -446,6 +457,7 @@ def _row(sweep: Sweep, task: Task, s: Scenario | None, r: Resolved | None, statu
                   "quantization": d.quantization, "kv_cache_dtype": r.kv_cache_dtype if r else d.kv_cache_dtype,
                   "tensor_parallel_size": d.tensor_parallel_size, "pipeline_parallel_size": d.pipeline_parallel_size,
                   "data_parallel_size": d.data_parallel_size, "enable_expert_parallel": d.enable_expert_parallel,
+                  "enable_attention_dp": d.enable_attention_dp,
                   "max_num_seqs": r.engine.max_num_seqs if r else d.max_num_seqs,
                   "max_num_batched_tokens": r.engine.max_num_batched_tokens if r else d.max_num_batched_tokens,
                   "speculative": spec is not None,

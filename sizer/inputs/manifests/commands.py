@@ -121,7 +121,11 @@ def server_start(argv: list[str]) -> tuple[str, int] | None:
 #
 # flag -> (deployment field, parser). A number sets the scenario's deployment field of that name and is
 # checked against its declaration; "-" flags as each server's argument parser spells them, with `_`
-# read as `-` (vLLM and TensorRT-LLM accept both).
+# read as `-` (vLLM and TensorRT-LLM accept both). One table per engine, read both ways: `sizer check`
+# reads a command line through it, and `--emit` writes each field with the first flag that sets it
+# (sizer/outputs/emit.py, `flag_for`, `switch_for`), so a flag is added or renamed here once. The first
+# spelling of each field is the pinned release's (tests/data/engine_args/, checked by
+# tests/sizer/outputs/test_emit_args.py); later ones are older or shorter spellings still read.
 
 _NUMBER = "number"
 VALUE_FLAGS = {                      # vLLM: `vllm serve --help` (vllm/engine/arg_utils.py)
@@ -139,8 +143,10 @@ VALUE_FLAGS = {                      # vLLM: `vllm serve --help` (vllm/engine/ar
     "--max-cpu-loras": ("max_cpu_loras", _NUMBER),
 }
 BOOL_FLAGS = {"--enable-prefix-caching": ("enable_prefix_caching", True),
-              "--no-enable-prefix-caching": ("enable_prefix_caching", False),
+              "--disable-prefix-caching": ("enable_prefix_caching", False),        # vLLM 0.33
+              "--no-enable-prefix-caching": ("enable_prefix_caching", False),      # before it
               "--enable-chunked-prefill": ("enable_chunked_prefill", True),
+              "--disable-chunked-prefill": ("enable_chunked_prefill", False),
               "--no-enable-chunked-prefill": ("enable_chunked_prefill", False),
               "--enable-expert-parallel": ("enable_expert_parallel", True),
               "--enable-lora": ("enable_lora", True)}
@@ -160,9 +166,11 @@ SGLANG_VALUE_FLAGS = {
     "--quantization": ("quantization", "quantization"), "--kv-cache-dtype": ("kv_cache_dtype", "kv"),
     "--dtype": ("dtype", "dtype"), "--ep-size": ("expert_parallel_size", "ep"),
     "--expert-parallel-size": ("expert_parallel_size", "ep"),
+    "--max-loras-per-batch": ("max_loras", _NUMBER), "--max-lora-rank": ("max_lora_rank", _NUMBER),
 }
+# SGLang 0.5.23 has no --enable-ep-moe (removed; --ep-size shards the experts)
 SGLANG_BOOL_FLAGS = {"--disable-radix-cache": ("enable_prefix_caching", False),
-                     "--enable-ep-moe": ("enable_expert_parallel", True)}
+                     "--enable-lora": ("enable_lora", True), "--enable-dp-attention": ("enable_attention_dp", True)}
 # TensorRT-LLM: `trtllm-serve --help` (tensorrt_llm/commands/serve.py). --kv_cache_free_gpu_memory_fraction
 # is a share of the memory left after the weights, not of all memory: read as gpu_memory_utilization it
 # plans less KV than TensorRT-LLM allocates (a note says so).

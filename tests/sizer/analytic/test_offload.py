@@ -20,7 +20,7 @@ from sizer.sizing.step_model import roofline_for
 SCENARIO = """
 model: {model}
 hardware: rtx-4090
-deployment: {{quantization: q4_k_m, max_model_len: {context}, n_gpu_layers: {ngl}}}
+deployment: {{engine: llama.cpp, quantization: {weights}, ctx_size: {context}, parallel: 1, n_gpu_layers: {ngl}}}
 workload:
   arrival: {{process: poisson, rate_per_s: 0.05}}
   prompt_tokens: {{distribution: fixed, value: 512}}
@@ -28,9 +28,9 @@ workload:
 """
 
 
-def scenario(tmp_path, model="llama-3.1-70b", context=8192, ngl=35):
+def scenario(tmp_path, model="llama-3.1-70b", context=8192, ngl=35, weights="q4_k_m"):
     path = tmp_path / "s.yaml"
-    path.write_text(SCENARIO.format(model=model, context=context, ngl=ngl))
+    path.write_text(SCENARIO.format(model=model, context=context, ngl=ngl, weights=weights))
     return load_scenario(path)
 
 
@@ -65,9 +65,10 @@ def test_more_gpu_layers_than_the_model_has_is_refused(tmp_path):
 
 
 def test_a_context_larger_than_memory_is_refused(tmp_path):
-    """8B Q4_K_M (4.58 GiB) on a 4090 (21.6 GiB usable at 0.9): 65536 tokens x 128 KiB = 8 GiB of KV fits;
-    131072 tokens = 16 GiB does not, after the weights, the activations and 1 GiB of CUDA context."""
-    assert resolve(scenario(tmp_path, model="llama-3.1-8b", context=65536, ngl=33)).memory.fits
+    """On a 4090 (24 GiB; llama.cpp takes no utilisation share): 8B Q8_0 (7.95 GiB) with 65536 tokens x 128 KiB =
+    8 GiB of KV fits; 131072 tokens = 16 GiB does not, after the weights, the compute buffer and 1 GiB of CUDA
+    context (16 + 7.95 + 1 > 24)."""
+    assert resolve(scenario(tmp_path, model="llama-3.1-8b", context=65536, ngl=33, weights="q8_0")).memory.fits
     with pytest.raises(InputError) as err:
-        resolve(scenario(tmp_path, model="llama-3.1-8b", context=131072, ngl=33))
-    assert err.value.field == "deployment.max_model_len" and "16.00 GiB" in str(err.value)
+        resolve(scenario(tmp_path, model="llama-3.1-8b", context=131072, ngl=33, weights="q8_0"))
+    assert err.value.field == "deployment.ctx_size" and "16.00 GiB" in str(err.value)

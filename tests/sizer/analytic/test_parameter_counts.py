@@ -10,11 +10,13 @@ from sizer.inputs.model_spec import load_model
 # Official totals (model cards): Llama 3.1 8B/70B/405B (Meta llama-models MODEL_CARD.md),
 # Mixtral-8x7B 46.7B total / 12.9B active (Mistral), Qwen2.5-72B 72.7B (Qwen2.5-72B model card,
 # "Number of Parameters: 72.7B"), DeepSeek-V3 671B total / 37B active (DeepSeek-V3 README, MTP
-# module excluded), Qwen3-235B-A22B, Mixtral-8x22B 141B / 39B, Llama-3.2-1B 1.23B.
+# module excluded), Qwen3-235B-A22B, Mixtral-8x22B 141B / 39B, Llama-3.2-1B 1.23B, Qwen2.5-32B 32.5B
+# (Qwen2.5-32B-Instruct model card, "Number of Parameters: 32.5B").
 OFFICIAL_TOTAL = {
     "llama-3.1-8b": 8.03e9, "llama-3.1-70b": 70.6e9, "llama-3.1-405b": 405e9,
     "mixtral-8x7b": 46.7e9, "qwen2.5-72b": 72.7e9, "deepseek-v3": 671e9,
     "qwen3-235b-a22b": 235e9, "mixtral-8x22b": 141e9, "llama-3.2-1b": 1.23e9, "qwen3-8b": 8.2e9,
+    "qwen2.5-32b": 32.5e9,
 }
 OFFICIAL_ACTIVE = {"mixtral-8x7b": 12.9e9, "deepseek-v3": 37e9, "qwen3-30b-a3b": 3.3e9}
 

@@ -146,18 +146,20 @@ def test_an_unnamed_scenario_is_named_after_its_file():
     assert scenario_from_dict(data, None).name == "scenario"
 
 
-@pytest.mark.parametrize("argv, line", [
-    # click's own usage errors, which Typer prints as a multi-line box, come out as one line too
-    (["plan", "--tp", "two"], "error: --tp: Invalid value for '--tp': Input should be a valid integer, "
-                              "unable to parse string as an integer"),
-    (["plan", "--bogus"], "error: No such option: --bogus (Possible options: --gpu)"),
-    (["no-such-command"], "error: No such command 'no-such-command'."),
-    (["check"], "error: file: Missing argument 'file'."),
+@pytest.mark.parametrize("argv, prefix, named", [
+    # click's own usage errors, which Typer prints as a multi-line box, come out as one line too. The words
+    # after our prefix are Typer's and click's, which change between versions: the line names the flag, the
+    # option or the command, and that is what is asserted
+    (["plan", "--tp", "two"], "error: --tp: ", "--tp"),
+    (["plan", "--bogus"], "error: ", "--bogus"),
+    (["no-such-command"], "error: ", "no-such-command"),
+    (["check"], "error: file: ", "file"),
 ])
-def test_usage_errors_are_one_line_exit_2(argv, line):
+def test_usage_errors_are_one_line_exit_2(argv, prefix, named):
     result = CliRunner().invoke(app, argv)
     assert result.exit_code == 2
-    assert result.stderr.strip().splitlines() == [line]
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(prefix) and named in line, line
 
 
 def test_models_and_gpus_as_json():

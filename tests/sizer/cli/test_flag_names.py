@@ -22,6 +22,7 @@ FLAGS = {
     "--slots": ("llama.cpp / Ollama parallel slot counts a search tries", ("slot counts",)),
     "--tp": ("tensor parallel size (a list where a search runs)", ("tensor_parallel_size", "tensor parallel")),
     "--pp": ("pipeline parallel size (a list where a search runs)", ("pipeline_parallel_size", "pipeline parallel")),
+    "--attention-dp": ("MoE: attention data-parallel, experts spread over the GPUs (DEP)", ("enable_attention_dp",)),
     "--weights": ("weight format(s), never a folder", ("weight format",)),
     "--checkpoint": ("folder of real weights", ("checkpoint",)),
     "--kv-cache-dtype": ("KV cache format(s)", ("fp8",)),
@@ -39,7 +40,11 @@ FLAGS = {
     "--num-requests": ("how many requests are simulated or replayed", ("requests",)),
     "--replicas": ("replicas behind the router", ("replicas",)),
     "--max-replicas": ("most replicas a configuration may need", ("replicas",)),
-    "--profile": ("calibrated profile folder", ("calibrated profile",)),
+    "--profile": ("calibrated profile folder (plan: or a hardware profile file)", ("calibrated profile",)),
+    "--engine": ("serving engine", ("serving engine",)),
+    "--memory-gb": ("the device's memory as sold", ("memory as sold",)),
+    "--ctx-size": ("llama.cpp: total context of all slots", ("total context",)),
+    "--benchmark": ("one benchmark of a GuideLLM report, by index", ("GuideLLM report",)),
     "--kernel-tables": ("a device's kernel-table folder", ("kernel-table folder",)),
     "--shapes-of": ("models whose shapes a device calibration times", ("shapes of",)),
     "--simulate": ("add the simulated sizing", ("simulated",)),
@@ -73,6 +78,7 @@ FLAGS = {
     "--sweep": ("a sweep's Parquet file of results", ("Parquet",)),
     "--backend": ("where a sweep's points run: local or ray", ("ray",)),
     "--address": ("the Ray cluster a sweep joins", ("Ray",)),
+    "--wide": ("every table in full, not fitted to the terminal", ("wide",)),
     "--help": ("help", ("help",)),
 }
 

@@ -53,6 +53,8 @@ BASES = {
     "sweep": ["sweep", str(REPO / "scenarios" / "sweeps" / "sweep-llama-8b.yaml"), "--results", "OUT",
               "--workers", "1"],
     "check": ["check", str(REPO / "scenarios" / "deploy" / "fail-memory-llama-70b-h100.yaml")],
+    "compare": ["compare", str(REPO / "tests" / "data" / "bench" / "guidellm-report-2-benchmarks.json"),
+                str(REPO / "tests" / "data" / "bench" / "scenario-llama-3.1-8b-h100.yaml")],
     "calibrate": ["calibrate", "--model", "tiny", "--device", "cpu", "--out", "OUT"],
     "import-kernels": ["import-kernels", str(REPO), "--gpu", "h100-sxm", "--out", "OUT"],
     "validate": ["validate", str(REPO / "engine" / "scenarios" / "tiny-cpu.yaml"), "--profile",

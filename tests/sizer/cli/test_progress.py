@@ -1,11 +1,22 @@
-"""The one progress display (sizer/cli/progress.py): stderr only, only on a terminal, with rate and ETA."""
+"""The one progress display (sizer/cli/progress.py): stderr only, with the count, the rate and the time left; a
+live bar on a terminal, plain rate-limited lines anywhere else (a pipe, a log, CI), never on stdout."""
 
 import io
+import json
+import types
+from pathlib import Path
 
+import pytest
 from rich.console import Console
+from typer.testing import CliRunner
 
+from sizer.cli import app
 from sizer.cli import progress as progress_module
-from sizer.cli.progress import progress, rate_text
+from sizer.cli.progress import duration_text, progress, rate_text
+
+ROOT = Path(__file__).resolve().parents[3]
+CHAT = ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml"
+runner = CliRunner()
 
 
 def test_rate_text_reads_at_any_scale():
@@ -14,11 +25,64 @@ def test_rate_text_reads_at_any_scale():
     assert rate_text(3, 7.0, "points") == "0.43 points/s"
 
 
-def test_nothing_is_drawn_when_stderr_is_not_a_terminal(capsys):
-    # pytest's captured stderr is not a terminal: a pipe or a log file gets no bar, and stdout never does
-    with progress("simulating", "requests", 1000) as update:
-        assert update is None                # so the simulation calls nothing per request
-    assert capsys.readouterr() == ("", "")
+def test_duration_text_reads_at_any_scale():
+    assert duration_text(42.4) == "42 s"
+    assert duration_text(185) == "3 min 05 s"             # 3 x 60 + 5
+    assert duration_text(3720) == "1 h 02 min"            # 3,600 + 2 x 60
+
+
+class Clock:
+    """A stand-in for time.monotonic that the test moves."""
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self):
+        return self.now
+
+
+def test_off_a_terminal_lines_are_rate_limited_with_count_rate_and_eta(monkeypatch, capsys):
+    # pytest's captured stderr is not a terminal: the plain-line display
+    clock = Clock()
+    monkeypatch.setattr(progress_module, "time", types.SimpleNamespace(monotonic=clock.monotonic))
+    with progress("simulating", "requests", 100) as update:
+        clock.now = 1.0
+        update(2)                          # within the first LINE_S (5 s): nothing
+        clock.now = 5.0
+        update(10)                         # 10 in 5 s: 2.00/s; 90 left at that rate: 45 s
+        clock.now = 6.0
+        update(20)                         # 1 s after the last line: nothing
+        clock.now = 10.0
+        update(100)                        # 5 s later: a line, no ETA once done
+        clock.now = 12.0
+    out, err = capsys.readouterr()
+    assert out == ""                       # never stdout
+    assert err.splitlines() == ["simulating: 10/100 requests, 2.00 requests/s, ETA 45 s",
+                                "simulating: 100/100 requests, 10.00 requests/s",
+                                # 100 requests in 12 s: 8.33/s
+                                "simulating: done, 100 requests in 12 s (8.33 requests/s)"]
+
+
+def test_off_a_terminal_a_short_job_prints_nothing_and_an_unknown_total_prints_the_count(monkeypatch, capsys):
+    clock = Clock()
+    monkeypatch.setattr(progress_module, "time", types.SimpleNamespace(monotonic=clock.monotonic))
+    with progress("sizing", "simulations") as update:
+        clock.now = 4.9
+        update(3)
+    assert capsys.readouterr() == ("", "")          # done within LINE_S: no line, not even a closing one
+    with progress("sizing", "simulations") as update:
+        clock.now += 8.0
+        update(4)                                   # 4 in 8 s: 0.50/s; no total, so no ETA
+    assert capsys.readouterr().err.splitlines() == ["sizing: 4 simulations, 0.50 simulations/s",
+                                                    "sizing: done, 4 simulations in 8 s (0.50 simulations/s)"]
+
+
+def test_a_failed_run_prints_no_closing_line(monkeypatch, capsys):
+    monkeypatch.setattr(progress_module, "LINE_S", 0.0)
+    with pytest.raises(ValueError), progress("searching", "configurations", 4) as update:
+        update(1)
+        raise ValueError
+    err = capsys.readouterr().err
+    assert err.startswith("searching: 1/4 configurations") and "done" not in err
 
 
 def test_on_a_terminal_the_bar_goes_to_stderr_with_count_rate_and_eta(monkeypatch, capsys):
@@ -32,9 +96,27 @@ def test_on_a_terminal_the_bar_goes_to_stderr_with_count_rate_and_eta(monkeypatc
         update(1000)
     assert "simulating" in drawn and "500/1000" in drawn and "requests/s" in drawn and "ETA" in drawn
     assert capsys.readouterr().out == ""
-    # show=False (--json): nothing, even on a terminal
+    # show=False (a gateway plan without a search): nothing, even on a terminal
     screen.truncate(0)
     screen.seek(0)
     with progress("simulating", "requests", 10, show=False) as update:
         assert update is None
     assert screen.getvalue() == ""
+
+
+@pytest.mark.parametrize("args, line", [
+    (["simulate", str(CHAT), "--num-requests", "200", "--json"], "simulating: 200/200 requests, "),
+    (["plan", str(CHAT), "--simulate", "--json"], "sizing: 1 simulations, "),
+    (["check", str(ROOT / "scenarios" / "deploy" / "pass-llama-8b-h100.yaml"), "--json"], "sizing: 1 simulations, "),
+    (["search", str(CHAT), "--gpus", "h100-sxm", "--tp", "1,2", "--weights", "bf16", "--kv-cache-dtype", "auto",
+      "--num-requests", "100", "--workers", "1", "--json"], "searching: 1/2 configurations, "),
+])
+def test_a_command_with_stderr_captured_prints_progress_lines_and_pure_json(monkeypatch, args, line):
+    # LINE_S 0: a line at every update (a real run prints one every 5 s); CliRunner's stderr is no terminal
+    monkeypatch.setattr(progress_module, "LINE_S", 0.0)
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    json.loads(result.stdout)                          # stdout stays pure JSON
+    lines = result.stderr.splitlines()
+    assert any(x.startswith(line) and x.split(", ")[1].endswith("/s") for x in lines), lines
+    assert lines[-1].split(": done, ")[0] in ("simulating", "sizing", "searching"), lines

@@ -20,7 +20,7 @@ from sizer.inputs.kernel_tables import _read_table
 from sizer.inputs.sweep_file import MAX_POINTS, axis_values, load_sweep
 
 ROOT = Path(__file__).resolve().parents[3]
-FAST_S = 3.0
+FAST_S = 3.0            # CPU seconds (time.process_time): the work a refusal takes, whatever the machine's load
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                             HealthCheck.too_slow])
 
@@ -49,14 +49,14 @@ sweep_settings = st.dictionaries(st.sampled_from(["num_requests", "max_replicas"
 def test_any_sweep_file_is_read_or_refused_in_one_line(tmp_path, doc):
     path = tmp_path / "sweep.yaml"
     path.write_text(yaml.safe_dump(doc, allow_unicode=True))
-    start = time.monotonic()
+    start = time.process_time()
     try:
         sweep = load_sweep(path)
     except FieldError as error:
         one_line(error)
     else:
         assert math.prod(len(v) for v in axis_values(sweep).values()) <= MAX_POINTS
-    assert time.monotonic() - start < FAST_S
+    assert time.process_time() - start < FAST_S
 
 
 cells = st.one_of(st.integers(-3, 5000).map(str), st.sampled_from(["nan", "inf", "-inf", "1e400", "", " ", "x"]),
@@ -116,7 +116,7 @@ def test_any_gateway_document_is_read_or_refused_in_one_line(tmp_path, changes):
             continue                    # an earlier change replaced the path
     path = tmp_path / "gateway.yaml"
     path.write_text(yaml.safe_dump(doc, allow_unicode=True))
-    start = time.monotonic()
+    start = time.process_time()
     try:
         loaded, _ = load_gateway(path)
     except FieldError as error:
@@ -127,4 +127,4 @@ def test_any_gateway_document_is_read_or_refused_in_one_line(tmp_path, changes):
             len(g.search.strong_shares) or 1)
         assert candidates <= MAX_SEARCH_CANDIDATES
         assert all(len(set(r.fallback)) == len(r.fallback) for r in g.routes)
-    assert time.monotonic() - start < FAST_S
+    assert time.process_time() - start < FAST_S

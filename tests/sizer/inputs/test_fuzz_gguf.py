@@ -62,10 +62,12 @@ def write(tmp_path: Path, data: bytes, name: str = "m.gguf") -> Path:
 
 
 def refused(tmp_path: Path, data: bytes, limit_s: float = 2.0) -> InputError:
-    start = time.monotonic()
+    # CPU seconds of this process (time.process_time), not the wall clock: the bounds say how much work a read
+    # does, which a loaded machine does not change (a walk of 10 million entries takes many CPU seconds)
+    start = time.process_time()
     with pytest.raises(InputError) as caught:
         read_gguf(write(tmp_path, data))
-    assert time.monotonic() - start < limit_s
+    assert time.process_time() - start < limit_s
     assert "\n" not in str(caught.value)
     return caught.value
 
@@ -84,9 +86,9 @@ def test_a_ten_million_element_array_in_a_small_file_is_refused_without_walking_
 
 def test_a_long_array_of_numbers_is_skipped_by_its_length(tmp_path):
     scores = kv("tokenizer.ggml.scores", ARRAY, struct.pack("<IQ", F32, 2_000_000) + b"\0" * 8_000_000)
-    start = time.monotonic()
+    start = time.process_time()
     g = read_gguf(write(tmp_path, valid([scores])))
-    assert g.config["vocab_size"] == 100 and time.monotonic() - start < 2
+    assert g.config["vocab_size"] == 100 and time.process_time() - start < 2
 
 
 def test_millions_of_empty_arrays_are_refused(tmp_path):
@@ -150,12 +152,12 @@ def test_any_corruption_of_a_header_is_a_model_or_one_line(tmp_path, cut, flips)
     for at, byte in flips:
         data[at % len(data)] = byte
     data = bytes(data[:len(data) - cut] if cut else data)
-    start = time.monotonic()
+    start = time.process_time()
     try:
         read_gguf(write(tmp_path, data))
     except InputError as e:
         assert "\n" not in str(e)
-    assert time.monotonic() - start < 2
+    assert time.process_time() - start < 2
 
 
 
@@ -163,8 +165,8 @@ def test_a_long_tokenizer_is_counted_by_its_lengths(tmp_path):
     n = 300_000
     tokens = kv("tokenizer.ggml.tokens", ARRAY, struct.pack("<IQ", STRING, n) + b"".join(s(f"t{i}") for i in range(n)))
     kvs = [k for k in LLAMA if b"vocab_size" not in k] + [tokens]
-    start = time.monotonic()
+    start = time.process_time()
     assert read_gguf(write(tmp_path, header(kvs))).config["vocab_size"] == n
-    assert time.monotonic() - start < 2
+    assert time.process_time() - start < 2
     e = refused(tmp_path, header(kvs)[:-3])
     assert e.field == "tokenizer.ggml.tokens" and "run past the end" in e.message

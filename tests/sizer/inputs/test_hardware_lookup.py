@@ -4,7 +4,7 @@ by alias from all of them, the same profile either way."""
 from __future__ import annotations
 
 from sizer.inputs import hardware
-from sizer.inputs.hardware import all_profiles, load_hardware, profile_by_id
+from sizer.inputs.hardware import all_profiles, load_hardware
 
 
 def test_every_id_and_alias_finds_the_profile_the_full_scan_finds():
@@ -21,6 +21,6 @@ def test_a_gpu_named_by_id_reads_one_profile_file(monkeypatch):
     read = []
     real = hardware.load_yaml
     monkeypatch.setattr(hardware, "load_yaml", lambda path: read.append(path.name) or real(path))
-    profile_by_id.cache_clear()
+    hardware._read_profile.cache_clear()
     assert load_hardware("a100-80gb").id == "a100-80gb"
     assert read == ["a100-80gb.yaml"]

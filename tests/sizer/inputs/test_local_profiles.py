@@ -43,7 +43,7 @@ def test_apple_gpu_plans_with_the_metal_working_set():
 
 def test_the_plan_names_the_working_set_limit(tmp_path):
     path = tmp_path / "mac.yaml"
-    path.write_text("model: llama-3.1-8b\nhardware: m1-max\ndeployment: {quantization: q4_k_m, max_model_len: 8192}\n"
+    path.write_text("model: llama-3.1-8b\nhardware: m1-max\ndeployment: {quantization: q4_k_m, ctx_size: 8192}\n"
                     "workload:\n  arrival: {process: poisson, rate_per_s: 0.1}\n"
                     "  prompt_tokens: {distribution: fixed, value: 512}\n"
                     "  output_tokens: {distribution: fixed, value: 128}\n")

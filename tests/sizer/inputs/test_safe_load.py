@@ -103,7 +103,10 @@ def test_deep_nesting_is_one_line_not_a_recursion_error(tmp_path, text):
     line = refused("plan", path)
     # about what refusing a one-line file takes (tens of milliseconds each here): the depth is refused as it is read
     assert fastest(lambda: refused("plan", path)) < 10 * fastest(lambda: refused("plan", one_line_file(tmp_path)))
-    assert line.startswith(f"error: {path}: line ") and f"nested deeper than {MAX_DEPTH} levels" in line
+    # our bound's words, or (PyYAML 6.0.4 on, whose scanner limits flow nesting itself, before our bound sees the
+    # events) PyYAML's own in our frame: either way one line naming the file and the line
+    assert line.startswith(f"error: {path}: line ")
+    assert f"nested deeper than {MAX_DEPTH} levels" in line or "not valid YAML (" in line, line
 
 
 def test_nesting_at_the_bound_is_read():
@@ -124,16 +127,18 @@ def test_not_utf8(tmp_path):
     assert refused("plan", path) == f"error: {path}: line 2: not UTF-8 text"
 
 
+# Our words, not the parser's: PyYAML's and Python's own messages (quoted in the parentheses) change between
+# versions (PyYAML 6.0.4 reworded the python-tag one), so only the line's prefix is ours to assert.
 @pytest.mark.parametrize("text, expected", [
-    ("model: [unclosed\n", "not valid YAML"),
-    ("model: !!python/object/apply:os.system [ls]\n", "could not determine a constructor"),
-    ("model: 1" + "0" * 5000 + "\n", "not valid YAML (Exceeds the limit"),
+    ("model: [unclosed\n", "line 2: not valid YAML ("),              # the end of the file, where the ] was due
+    ("model: !!python/object/apply:os.system [ls]\n", "line 1: not valid YAML ("),   # refused, never run
+    ("model: 1" + "0" * 5000 + "\n", "not valid YAML ("),             # past Python's 4,300-digit int limit
     ("a: 1\n---\nb: 2\n", "expected one YAML document, found 2"),
 ], ids=["unclosed", "python-tag", "huge-int", "two-documents"])
 def test_other_bad_yaml_is_one_short_line(tmp_path, text, expected):
     path = scenario(tmp_path, text)
     line = refused("plan", path)
-    assert str(path) in line and expected in line and len(line) < 250
+    assert line.startswith(f"error: {path}: {expected}") and len(line) < 250, line
 
 
 def test_bundled_yaml_reads_as_pyyaml_reads_it():

@@ -225,7 +225,7 @@ def test_exit_1_on_memory_with_junit_and_json(tmp_path):
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("5", "1", "2")
     assert "more GPUs" in cases["memory"].find("failure").text
     assert cases["slo"].find("skipped") is not None and cases["cost"].find("system-out") is not None
-    data = json.loads(run(MEMORY, "--json").output)
+    data = json.loads(run(MEMORY, "--json").stdout)
     assert data["exit_code"] == 1 and [r["status"] for r in data["rules"]] == ["pass", "fail", "skip", "skip", "pass"]
 
 
@@ -341,8 +341,8 @@ def test_token_flags_take_32k():
                  input=_without_block(PASS.read_text()))
     assert result.exit_code == 0, result.output
     # 1k = 1,000 tokens (decimal, as vLLM reads it); no SLO stated: the slo rule is skipped for that reason
-    assert [r["status"] for r in json.loads(result.output)["rules"]] == ["pass", "pass", "pass", "skip", "skip"]
-    assert "no SLO targets" in json.loads(result.output)["rules"][3]["message"]
+    assert [r["status"] for r in json.loads(result.stdout)["rules"]] == ["pass", "pass", "pass", "skip", "skip"]
+    assert "no SLO targets" in json.loads(result.stdout)["rules"][3]["message"]
 
 
 def test_stdin_is_named_and_bounded():
@@ -413,6 +413,6 @@ def test_a_deployment_that_cannot_run_fails_the_check_not_the_input(mutate, mess
     # (exit 1, naming the vLLM flag), not bad input; the other rules have no plan and are skipped
     result = run("-", "--json", input=mutate(_without_block(PASS.read_text())))
     assert result.exit_code == 1, result.output
-    rules = json.loads(result.output)["rules"]
+    rules = json.loads(result.stdout)["rules"]
     assert rules[0]["status"] == "fail" and rules[0]["message"].startswith(message), rules[0]
     assert [r["status"] for r in rules[1:]] == ["skip"] * 4

@@ -81,9 +81,11 @@ def test_plan_check_and_search_give_the_same_replicas_and_dollars(path, tmp_path
                       "--pp", s.deployment.pipeline_parallel_size, "--weights", plan["weights"]["format"],
                       "--kv-cache-dtype", s.deployment.kv_cache_dtype,
                       *(["--speculative"] if s.deployment.speculative_config else []))
-    # the scenario's own configuration; with a speculative_config, the row that keeps it on (search leaves it off
-    # unless --speculative: seed-speculative's ITL target now binds below the bound, where the two differ)
-    [row] = [c for c in found["configurations"] if c["speculative"] == (s.deployment.speculative_config is not None)]
+    # the scenario's own configuration: a MoE model's split is also tried as attention DP + EP (DEP), and with a
+    # speculative_config, search leaves it off unless --speculative (seed-speculative's ITL target binds below the
+    # bound, where the two differ): the row of the scenario's own split and speculation
+    [row] = [c for c in found["configurations"] if c["attention_dp"] == s.deployment.enable_attention_dp
+             and c["speculative"] == (s.deployment.speculative_config is not None)]
     # the same settings object, by value, in all three
     assert sim["settings"] == sizing["settings"] == found["settings"]["goodput"] == expected
     assert plan_exit == 0                            # plan prints its verdict whatever it is

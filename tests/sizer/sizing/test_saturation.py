@@ -1,7 +1,8 @@
 """TensorRT-LLM's published maximum-load throughput (tests/data/fidelity/saturation.csv, NVIDIA's perf-overview
 page; README there) replayed on sizer's default step model: the engine's own kernel tables. Three dense rows
 (a quarter of their requests), each within the 20% issue 23 allows any dense row; benchmarks/saturation.py
-replays all 59 (dense median 5.1%, docs/fidelity.md)."""
+replays all 59 (dense median 5.1%, docs/fidelity.md). MoE rows replay as the page ran them, attention DP + EP 8
+(DEP8, docs/moe.md): two decode-bound rows, whole (their batch is the KV cache's at their full request count)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,19 @@ ROWS = {(r["model_hf_id"], r["gpu"], r["isl"], r["osl"]): r for r in csv.DictRea
 def test_a_dense_max_load_row_is_within_20_percent_on_its_engines_tables(key):
     row = ROWS[key]
     tokens_per_s, priced_by = predicted_tokens_per_s(row, scale=0.25)
+    assert priced_by.startswith(f"{row['gpu']} tensorrt-llm tables")
+    published = float(row["total_output_tok_s"])
+    assert abs(tokens_per_s - published) / published < 0.20, (tokens_per_s, published)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", [
+    ("Qwen/Qwen3-235B-A22B", "h200", "128", "2048"),                                # published 42,821 tokens/s
+    ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", "h100-sxm", "2048", "2048"),  # 6,916
+])
+def test_a_moe_max_load_row_replays_as_dep8_within_20_percent(key):
+    row = ROWS[key]
+    tokens_per_s, priced_by = predicted_tokens_per_s(row)
     assert priced_by.startswith(f"{row['gpu']} tensorrt-llm tables")
     published = float(row["total_output_tok_s"])
     assert abs(tokens_per_s - published) / published < 0.20, (tokens_per_s, published)

@@ -88,7 +88,8 @@ def test_ollama_allocates_num_ctx_for_each_parallel_request():
 
 @pytest.mark.parametrize("kw, field", [
     (dict(parallel=3, ctx_size=10000), "deployment.ctx_size"),            # 10000 / 3 is no whole slot
-    (dict(ctx_size=131072), "deployment.ctx_size"),                        # 16 GiB of f16 KV + weights > 24 GiB x 0.9
+    # 16 GiB of f16 KV + 14.96 GiB of bf16 weights > the L4's 24 GiB (llama.cpp takes no utilisation share)
+    (dict(ctx_size=131072, quantization="bf16"), "deployment.ctx_size"),
     (dict(ctx_size=262144), "deployment.ctx_size"),                        # beyond max_position_embeddings 131072
     (dict(engine="ollama", num_ctx=131072, num_parallel=2), "deployment.num_ctx"),
     (dict(parallel=8, batch_size=4, ubatch_size=4, ctx_size=8192), "deployment.batch_size"),

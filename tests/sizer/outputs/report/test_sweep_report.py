@@ -20,7 +20,8 @@ def row(name: str, gpu: str, cost: float, ttft: float, itl: float, ttft_target: 
     return SweepRow(
         point_hash=name, seed=1, status=status, binding="none", reason="", scenario="s", model="llama-3.1-8b",
         gpu=gpu, engine="vllm", quantization="bf16", kv_cache_dtype="bf16", tensor_parallel_size=1,
-        pipeline_parallel_size=1, data_parallel_size=1, enable_expert_parallel=False, max_num_seqs=256,
+        pipeline_parallel_size=1, data_parallel_size=1, enable_expert_parallel=False, enable_attention_dp=False,
+        max_num_seqs=256,
         max_num_batched_tokens=8192, speculative=False, num_speculative_tokens=None, rate_per_s=6.0,
         ttft_target_ms=ttft_target, itl_target_ms=50.0, e2e_target_ms=None, required_share=0.95,
         usd_per_million_output_tokens=cost, usd_per_hour=cost * 5.4, replicas=1, ttft_p95_ms=ttft, itl_p95_ms=itl)

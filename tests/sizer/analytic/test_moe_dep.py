@@ -1,0 +1,145 @@
+"""MoE as deployed at scale: attention data parallelism with the experts spread over the ranks (DEP), its all-to-all,
+expert load imbalance, the MoE tables' expert formats and the roofline's per-layer MoE cost (issue 24)."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+
+from simulator.step_batch import StepBatch
+from sizer.analytic.parallel import ParallelConfig, comm_per_step, rank_batch
+from sizer.analytic.roofline import (
+    ALLTOALL_LATENCY_S,
+    MOE_GROUPED_EFFICIENCY,
+    MOE_LAYER_S,
+    WEIGHT_STREAM_EFFICIENCY,
+    grouped_gemm_efficiency,
+    load_imbalance,
+    moe_dtype,
+)
+from sizer.errors import InputError
+from sizer.inputs.hardware import alltoall_link, load_hardware
+from sizer.inputs.model_spec import load_model
+from sizer.inputs.scenario import scenario_from_dict
+from sizer.sizing.resolve import resolve
+from sizer.sizing.step_model import roofline_for, step_model_for
+
+QWEN3 = {"name": "qwen3-dep", "model": "qwen3-235b-a22b", "hardware": {"gpu": "h200"},
+         "deployment": {"engine": "tensorrt-llm", "tensor_parallel_size": 8, "quantization": "fp8",
+                        "kv_cache_dtype": "fp8", "max_model_len": 4096},
+         "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
+                      "prompt_tokens": {"distribution": "fixed", "value": 128},
+                      "output_tokens": {"distribution": "fixed", "value": 128}, "num_requests": 10}}
+
+
+def resolved(attention_dp: bool, base: dict = QWEN3):
+    data = copy.deepcopy(base)
+    data["deployment"]["enable_attention_dp"] = attention_dp
+    return resolve(scenario_from_dict(data, None))
+
+
+def test_the_busiest_rank_takes_its_share_of_decodes_and_prefill_chunks():
+    # 16 decodes on 100 cached tokens and 2 prefill chunks of 50 new tokens over 8 ranks: the busiest rank runs
+    # ceil(16 / 8) = 2 decodes (2 tokens, 200 context, 2 x 101 pairs) and ceil(2 / 8) = 1 chunk (50 tokens,
+    # 50 x 51 / 2 = 1,275 pairs): 3 sequences, 52 tokens, 200 context, 1,477 pairs
+    batch = StepBatch.from_seqs([(1, 100)] * 16 + [(50, 0)] * 2)
+    assert rank_batch(batch, 8) == StepBatch(3, 52, 200, 1477, 1, 50)
+    assert rank_batch(batch, 1) is batch
+
+
+def test_attention_dp_holds_a_full_attention_replica_and_an_eighth_of_the_experts():
+    tp8, dep8 = resolved(False), resolved(True)
+    assert (dep8.parallel.tp, dep8.parallel.dp, dep8.parallel.ep) == (1, 8, 8)
+    # KV per token per GPU: 94 layers x (K, V) x 128 head dim x 1 byte (fp8) x KV heads per GPU: at TP 8 one of
+    # Qwen3-235B's 4 KV heads (replicated twice), data-parallel all 4
+    assert tp8.kv.bytes_per_token_per_gpu == 94 * 2 * 128 * 1
+    assert dep8.kv.bytes_per_token_per_gpu == 94 * 2 * 128 * 4
+    # weights per GPU: the experts' eighth is the same either way; attention, the embedding and the lm_head are
+    # whole under DEP, so the difference is 7/8 of the attention matrices (q 4096 x 8192, k and v 4096 x 512,
+    # o 8192 x 4096 per layer, fp8: 1 byte each) and of the bf16 embedding and lm_head (151,936 x 4,096 x 2 bytes
+    # each); norms and routers are whole either way
+    attention = 94 * (4096 * 8192 + 2 * 4096 * 512 + 8192 * 4096)
+    vocab = 2 * 151936 * 4096 * 2
+    assert dep8.weights.per_gpu_bytes - tp8.weights.per_gpu_bytes == pytest.approx(7 / 8 * (attention + vocab),
+                                                                                   rel=0.01)
+    # the 8 ranks run as one engine of their combined KV pool and limits
+    assert dep8.replica.num_blocks == 8 * dep8.memory.kv_blocks
+    assert dep8.scheduler.max_num_seqs == 8 * dep8.engine.max_num_seqs
+    assert dep8.scheduler.max_num_batched_tokens == 8 * dep8.engine.max_num_batched_tokens
+
+
+def test_attention_dp_of_a_dense_model_is_refused_naming_the_field():
+    dense = copy.deepcopy(QWEN3)
+    dense["model"] = "llama-3.1-8b"
+    with pytest.raises(InputError) as err:
+        resolved(True, dense)
+    assert err.value.field == "deployment.enable_attention_dp"
+
+
+def test_all_to_all_bytes_latency_and_link():
+    m = load_model("qwen3-235b-a22b")
+    # all-gather and reduce-scatter of the hidden state (bf16) across 8 ranks, per token of a rank:
+    # 2 x 94 MoE layers x (8 - 1) x 4,096 x 2 bytes
+    assert comm_per_step(m, ParallelConfig(1, 1, 8, True)).ep_alltoall_bytes_per_token == 2 * 94 * 7 * 4096 * 2
+    # TP 8 with EP: every GPU already holds every token; the TP all-reduce combines them, no all-to-all
+    assert comm_per_step(m, ParallelConfig(8, 1, 1, True)).ep_alltoall_bytes_per_token == 0
+    roofline = roofline_for(resolved(True))
+    # one step of 100 tokens a rank: 100 x bytes / NVLink 4's 450 GB/s + 2 x 94 x 47 us
+    assert roofline.alltoall_s(100) == pytest.approx(100 * 2 * 94 * 7 * 4096 * 2 / 450e9 + 2 * 94 * ALLTOALL_LATENCY_S)
+    h200, gb200 = load_hardware("h200"), load_hardware("gb200")
+    assert alltoall_link(h200, 8).bytes_per_s_per_direction == 450e9          # one HGX board: NVLink
+    assert alltoall_link(h200, 16).bytes_per_s_per_direction == 50e9          # two boards: a 400 Gb/s NIC each
+    assert alltoall_link(gb200, 16).bytes_per_s_per_direction == gb200.interconnect_bytes_per_s_per_direction
+
+
+def test_load_imbalance_and_grouped_gemm_efficiency_interpolate_their_tables():
+    assert load_imbalance(1) == 1.0
+    assert load_imbalance(8) == load_imbalance(64) == 1.349
+    # EP 3: between EP 2 (1.156) and EP 4 (1.247), linear in log2: 1.156 + 0.091 x log2(1.5)
+    assert load_imbalance(3) == pytest.approx(1.156 + 0.091 * math.log2(1.5))
+    # 512 tokens per expert, FP8 experts: between 256 (35.19%) and 1,024 (57.43%), linear in log: halfway
+    fp8 = MOE_GROUPED_EFFICIENCY["fp8"]
+    assert grouped_gemm_efficiency(512, fp8) == pytest.approx((0.3519 + 0.5743) / 2)
+    # below 256 no measured FP8 point was compute-bound: flat; above 1,024 flat
+    assert grouped_gemm_efficiency(0.01, fp8) == 0.3519 and grouped_gemm_efficiency(1e6, fp8) == 0.5743
+
+
+def test_roofline_moe_layer_is_a_fixed_cost_plus_the_experts_it_touches():
+    r = resolved(False)
+    roofline = roofline_for(r)
+    m = r.model
+    # one token at TP 8 (experts sliced, no imbalance) touches top-k 8 of 128 experts: their eighth of
+    # 94 x 128 x 3 x 4,096 x 1,536 fp8 bytes, streamed at 4.8 TB/s x 0.85 x 0.80 x 1.05 (per-tensor FP8 experts'
+    # measured streaming share), plus 94 x 25.8 us; its FLOPs (2 x 3 x 4,096 x 1,536 x 8 x 94 / 8 per GPU) at
+    # 35.19% of the FP8 peak are far shorter than that read
+    read = 94 * 128 * 3 * 4096 * 1536 / 8 * (8 / 128) / (4.8e12 * 0.85 * WEIGHT_STREAM_EFFICIENCY * 1.05)
+    flops = 2 * 3 * 4096 * 1536 * 8 * 94 / 8 / (1979e12 * 0.3519)
+    assert m.num_moe_layers == 94 and MOE_LAYER_S["fp8"] == 25.8e-6 and flops < read
+    assert roofline.expert_gemm_s(1) == pytest.approx(read + 94 * 25.8e-6, rel=1e-3)
+    # 4,096 tokens: 256 tokens per expert, compute-bound at 35.19% of the peak (every expert touched)
+    flops = 2 * 3 * 4096 * 1536 * 8 * 94 / 8 * 4096 / (1979e12 * 0.3519)
+    assert roofline.expert_gemm_s(4096) == pytest.approx(flops + 94 * 25.8e-6, rel=1e-3)
+
+
+def test_dep_prices_the_moe_table_at_every_ranks_tokens_times_the_imbalance():
+    step = step_model_for(resolved(True))
+    layers, curve = step._experts
+    # TensorRT-LLM 1.3.0rc20's FP8 MoE of Qwen3-235B's shape (4,096 x 1,536, top-8 of 128) over EP 8 on the H200:
+    # 134.3 us for 1,024 tokens (aiconfigurator-core 0.12.0 moe_perf, balanced routing)
+    assert (layers, curve(1024)) == (94, pytest.approx(134.3e-6))
+    # decode steps of 1,024 and 1,017 sequences: the busiest rank runs ceil(n / 8) = 128 of either through
+    # attention, the dense layers and the all-to-all; the experts take all n tokens at the EP 8 imbalance
+    # (1.349 x n on the busiest GPU): the two steps differ by the experts alone
+    def rest(n: int) -> float:
+        return step.step_time(StepBatch.from_seqs([(1, 1000)] * n)) - layers * curve(1.349 * n)
+    assert rest(1024) == pytest.approx(rest(1017), rel=1e-9)
+    assert rest(1024) != pytest.approx(rest(1016), rel=1e-3)        # 127 sequences a rank
+
+
+@pytest.mark.parametrize(("fmt", "scales", "table"), [("bf16", "tensor", "bfloat16"), ("fp8", "tensor", "fp8"),
+                                                      ("fp8", "block", "fp8_block"), ("mxfp4", "group", "w4a16_mxfp4"),
+                                                      ("nvfp4", "group", "nvfp4"), ("awq", "group", None)])
+def test_moe_tables_are_looked_up_in_the_experts_format(fmt, scales, table):
+    assert moe_dtype(fmt, scales) == table

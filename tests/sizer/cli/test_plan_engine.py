@@ -1,0 +1,71 @@
+"""`plan --engine` and the engine a scenario that names none is planned with (issue 27, item 5): GGUF weights and
+Apple GPUs or CPUs are llama.cpp's; a batching engine is refused there in one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from sizer.cli.app import app
+
+runner = CliRunner()
+
+
+def plan(*args: str) -> dict:
+    result = runner.invoke(app, ["plan", "--model", "llama-3.1-8b", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+@pytest.mark.parametrize("args, engine, why", [
+    (("--gpu", "m3-max", "--weights", "q4_k_m"), "llama.cpp", "default: GGUF weights (q4_k_m) are llama.cpp's format"),
+    (("--gpu", "h100", "--weights", "q8_0"), "llama.cpp", "default: GGUF weights (q8_0) are llama.cpp's format"),
+    (("--gpu", "m3-max"), "llama.cpp", "default on Apple M3 Max (40-core GPU) (apple-gpu): sizer models no batching "
+                                       "engine there"),
+    (("--gpu", "epyc-9654"), "llama.cpp", None),
+    (("--gpu", "h100"), "vllm", "default: vLLM, sizer's engine for discrete GPUs"),
+    (("--gpu", "h100", "--engine", "sglang"), "sglang", "scenario"),
+    (("--gpu", "m3-max", "--engine", "ollama", "--weights", "q4_k_m"), "ollama", "scenario"),
+])
+def test_the_engine_and_why_are_stated(args, engine, why):
+    p = plan(*args)
+    assert p["engine"]["engine"] == engine
+    stated = [a for a in p["assumptions"] if a.startswith("engine ")]
+    assert stated[0].startswith(f"engine {engine} (") and (why is None or stated[0] == f"engine {engine} ({why})")
+
+
+def test_a_q4_k_m_plan_on_a_mac_is_llamacpp_slots():
+    """Planned as llama.cpp: its slots (auto parallel: 4 in one unified buffer), not vLLM's paged blocks."""
+    p = plan("--gpu", "m3-max", "--weights", "q4_k_m")
+    assert p["slots"]["engine"] == "llama.cpp" and p["slots"]["slots"] == 4 and p["slots"]["kv_unified"]
+
+
+@pytest.mark.parametrize("args, says", [
+    (("--gpu", "h100", "--weights", "q4_k_m", "--engine", "vllm"),
+     "--engine: vllm with GGUF weights (q4_k_m): sizer plans GGUF on llama.cpp and ollama only"),
+    (("--gpu", "m3-max", "--engine", "tensorrt-llm"),
+     "--engine: tensorrt-llm on Apple M3 Max (40-core GPU) (apple-gpu): sizer models batching engines on discrete "
+     "GPUs only"),
+    (("--gpu", "h100", "--engine", "exllama"), "--engine: 'exllama' is not one of vllm, sglang"),
+    # a vLLM setting on the engine chosen for GGUF weights: the refusal says why that engine was chosen
+    (("--gpu", "m3-max", "--weights", "q4_k_m", "--max-model-len", "8192"),
+     "--max-model-len: is a setting of vllm, sglang, tensorrt-llm, lmdeploy, tgi, not of deployment.engine "
+     "llama.cpp (default: GGUF weights (q4_k_m) are llama.cpp's format; name deployment.engine to choose)"),
+])
+def test_engines_that_do_not_serve_there_are_refused_in_one_line(args, says):
+    result = runner.invoke(app, ["plan", "--model", "llama-3.1-8b", *args])
+    assert result.exit_code == 2
+    assert result.output.strip().count("\n") == 0 and says in result.output
+
+
+def test_a_scenario_file_engine_is_kept_and_the_flag_replaces_it(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("model: llama-3.1-8b\nhardware: h100\ndeployment: {engine: sglang}\n"
+                    "workload:\n  arrival: {rate_per_s: 1}\n  prompt_tokens: {distribution: fixed, value: 512}\n"
+                    "  output_tokens: {distribution: fixed, value: 128}\n")
+    result = runner.invoke(app, ["plan", str(path), "--json"])
+    assert json.loads(result.output)["engine"]["engine"] == "sglang"
+    result = runner.invoke(app, ["plan", str(path), "--engine", "vllm", "--json"])
+    assert json.loads(result.output)["engine"]["engine"] == "vllm"
