@@ -279,7 +279,10 @@ def slo_rule(inp: CheckInput, sizing: Sizing, slo: SLOSection) -> RuleResult:
     if sizing.status is SizingStatus.MET:
         return RuleResult("slo", "pass", what)
     if point is not None:
-        what += f"; short by {sizing.required_share - point.share_met:.1%} of requests (binding: {point.binding})"
+        gaps = point.metrics.itl_share
+        short = (f"{sizing.required_share - point.share_met:.1%} of requests" if point.share_met < sizing.required_share
+                 else f"{sizing.required_share - gaps:.1%} of token gaps")     # only the ITL target missed
+        what += f"; short by {short} (binding: {point.binding})"
     needed = sizing.replicas_for_slo
     if needed:
         fixes = (_replicas_fix(inp, sizing, needed),)

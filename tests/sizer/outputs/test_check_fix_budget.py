@@ -1,6 +1,8 @@
 """`sizer check`'s replica fix is the sizing pipeline's own answer, explained by the simulation that decided
 it (not by the short goodput probes), and a stated budget is honoured: a fix over it says so (issue 27)."""
 
+import yaml
+
 from sizer.outputs.check import check_file
 
 LATENCY = "scenarios/deploy/fail-latency-llama-70b-h100.yaml"   # 12 req/s, TTFT 500 ms, one TP4 H100 replica, $40/hour
@@ -42,3 +44,18 @@ def test_a_memory_fix_that_adds_gpus_past_the_budget_says_so():
         in memory.fixes
     # the fixes that keep the GPU count carry no budget words
     assert not any("budget" in fix for fix in memory.fixes if "more GPUs" not in fix)
+
+
+def test_a_deployment_missing_only_the_itl_target_is_short_of_token_gaps(tmp_path):
+    # the 70B H200 scenario on 3 stated replicas (3.33 req/s each): every request meets TTFT 2 s, but fewer than 95%
+    # of the token gaps are within the 60 ms ITL target (4 replicas are the fewest that meet it)
+    data = yaml.safe_load(open("scenarios/llama-3.1-70b-h200.yaml"))
+    data["deployment"]["replicas"] = 3
+    path = tmp_path / "three.yaml"
+    path.write_text(yaml.safe_dump(data))
+    result = check_file(str(path))
+    [slo] = [rule for rule in result.rules if rule.name == "slo"]
+    point = result.sizing.operating_point
+    assert slo.status == "fail" and point.share_met >= 0.95 and point.metrics.itl_share < 0.95
+    assert f"short by {0.95 - point.metrics.itl_share:.1%} of token gaps (binding: ITL)" in slo.message
+    assert slo.fixes[0].startswith("4 replicas (+1, +4 GPUs")
