@@ -7,6 +7,9 @@ produced a token one step after their previous one, plus the few longer gaps (af
 preemption or a KV transfer) recorded on their own. TPOT is per request: (E2E - TTFT) /
 (output tokens - 1). The SLO's `tpot_ms` target is checked per request against its TPOT, and
 at the SLO percentile against the TPOT percentile (vLLM's `--goodput tpot:` is per request too).
+The `itl_ms` target is checked against the ITL itself: the share of token gaps (pooled, as above)
+within it must reach the required share, and the ITL percentile must be within it; a run's gaps
+are not kept per request, so it is the one target not scored request by request.
 
 Metrics are what a client measures unless `engine_side` is asked for (see
 `SimulationResult.columns`). A client's token gaps are the gaps between the steps' arrivals
@@ -30,6 +33,7 @@ class SLO:
     ttft_ms: float | None = None       # targets; None: not a target
     tpot_ms: float | None = None       # per request: its TPOT; in percentiles: the TPOT percentile
     e2e_ms: float | None = None
+    itl_ms: float | None = None        # the pooled token gaps: the required share within it; the ITL percentile
     percentile: float                  # the percentile each target is also read at (slo_percentiles_met)
     required_share: float              # goodput: share of requests that must meet every target
 
@@ -39,7 +43,7 @@ class SLO:
 
     @property
     def has_targets(self) -> bool:
-        return any(t is not None for t in (self.ttft_ms, self.tpot_ms, self.e2e_ms))
+        return any(t is not None for t in (self.ttft_ms, self.tpot_ms, self.e2e_ms, self.itl_ms))
 
 
 @dataclass(frozen=True)
@@ -77,10 +81,11 @@ class MetricsSummary:
     lora_holdbacks: int = 0             # steps requests waited for a LoRA adapter slot, all requests
     lora_held_requests: int = 0         # requests held back at least once
     slo: SLO | None = None
-    slo_share: float | None = None      # share of all requests meeting every target
-    slo_met: bool | None = None         # slo_share >= slo.required_share
+    slo_share: float | None = None      # share of all requests meeting every per-request target (TTFT, TPOT, E2E)
+    slo_met: bool | None = None         # slo_share (and itl_share) >= slo.required_share
     slo_percentiles_met: bool | None = None   # each metric's SLO percentile within its target
-    goodput_requests_per_s: float | None = None   # requests meeting every target, per second
+    slo_met_requests_per_s: float | None = None   # requests meeting every per-request target, per second
+    itl_share: float | None = None      # share of token gaps within slo.itl_ms (None without that target)
 
 
 def weighted_percentiles(values: np.ndarray, weights: np.ndarray, qs: tuple[float, ...]) -> list[float]:
@@ -119,6 +124,12 @@ def _latency(values_ms: np.ndarray, weights: np.ndarray | None = None) -> Latenc
 
 
 def itl_latency(result: SimulationResult, engine_side: bool = False) -> Latency:
+    return _itl(result, engine_side)[0]
+
+
+def _itl(result: SimulationResult, engine_side: bool = False,
+         within_ms: float | None = None) -> tuple[Latency, float | None]:
+    """The ITL percentiles and, given a target, the share of token gaps within it (by weight)."""
     tl = result.timeline
     gaps = result.itl_gaps_s
     # values and weights in one buffer each (a few steps' worth of memory, not a dozen): the steps' gaps,
@@ -150,8 +161,11 @@ def itl_latency(result: SimulationResult, engine_side: bool = False) -> Latency:
     # numbers, so their sum is exact in any order
     total = np.sum(weights)
     mean = float(np.sum(values * weights) / total) if total > 0 else math.nan
+    share = None
+    if within_ms is not None:
+        share = float(np.sum(weights, where=values <= within_ms) / total) if total > 0 else 1.0
     p50, p95, p99 = _select(pairs, (50.0, 95.0, 99.0))
-    return Latency(p50, p95, p99, mean)
+    return Latency(p50, p95, p99, mean), share
 
 
 def peak_concurrency(start_s: np.ndarray, end_s: np.ndarray) -> int:
@@ -198,7 +212,9 @@ def summarise(result: SimulationResult, slo: SLO | None = None, engine_side: boo
     tokens_out = float(c["output_tokens"][done].sum())
     busy = float(tl.step_s.sum())
     ttft = _latency(c[pre + "ttft_ms"])
-    itl = itl_latency(result, engine_side) if itl else Latency(math.nan, math.nan, math.nan, math.nan)
+    within = slo.itl_ms if slo is not None else None
+    itl, itl_share = (_itl(result, engine_side, within) if itl
+                      else (Latency(math.nan, math.nan, math.nan, math.nan), None))
     e2e, tpot, queue = _latency(c[pre + "e2e_ms"]), _latency(c[pre + "tpot_ms"]), _latency(c["queue_ms"])
     kv_usage = tl.kv_usage              # built here, after the ITL buffers are gone
     out = dict(
@@ -217,10 +233,11 @@ def summarise(result: SimulationResult, slo: SLO | None = None, engine_side: boo
     if slo is not None and slo.has_targets:
         met = slo_attainment(result, slo, engine_side)
         share = float(met.mean()) if n else 0.0
-        checks = [(slo.ttft_ms, ttft), (slo.tpot_ms, tpot), (slo.e2e_ms, e2e)]
+        checks = [(slo.ttft_ms, ttft), (slo.tpot_ms, tpot), (slo.e2e_ms, e2e), (slo.itl_ms, itl)]
         pct = all(_at(lat, slo.percentile, target) for target, lat in checks if target is not None)
-        out.update(slo=slo, slo_share=share, slo_met=share >= slo.required_share, slo_percentiles_met=pct,
-                   goodput_requests_per_s=per_s(float(met.sum())))
+        itl_met = itl_share is None or itl_share >= slo.required_share
+        out.update(slo=slo, slo_share=share, slo_met=share >= slo.required_share and itl_met,
+                   slo_percentiles_met=pct, slo_met_requests_per_s=per_s(float(met.sum())), itl_share=itl_share)
     return MetricsSummary(**out)
 
 

@@ -16,6 +16,7 @@ from sizer.cli.options import (
     OUTPUT_TOKENS,
     PROMPT_TOKENS,
     RATE,
+    TPOT_MS,
     TTFT_MS,
     WIDE,
     traffic_from_flags,
@@ -44,6 +45,7 @@ def command(
     output_tokens: str | None = OUTPUT_TOKENS,
     ttft_ms: float | None = TTFT_MS,
     itl_ms: float | None = ITL_MS,
+    tpot_ms: float | None = TPOT_MS,
     scenario: Path | None = typer.Option(None, "--scenario", help="side scenario YAML: its workload, SLO and price "
                                                                   "replace the `sizer:` block's (flags replace both)"),
     share: float | None = typer.Option(None, "--share", help="share of the workload's requests this deployment "
@@ -65,7 +67,7 @@ def command(
     check_range(gpus_per_replica, "--gpus-per-replica", 1, MAX_GPUS_PER_POD)
     check_gpu(gpu)
     flags = CheckFlags(model, gpu, gpus_per_replica)
-    traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms, share)
+    traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms, share, tpot_ms=tpot_ms)
     if junit:
         # first: a JUnit path that cannot be written is exit 2 before anything is checked, so a
         # failure to write it can never stand in for the verdict or for the input's own error

@@ -13,7 +13,7 @@ import typer
 from sizer.cli.flags import check_choices
 from sizer.errors import InputError
 from sizer.outputs.destination import check_destination, write_text
-from sizer.outputs.emit import FORMATS, ServingConfig, emit, serving_config
+from sizer.outputs.emit import FORMATS, MEMORY_ONLY_NOTE, ServingConfig, emit, serving_config
 from sizer.sizing.plan import Plan
 from sizer.sizing.resolve import Resolved
 
@@ -38,8 +38,20 @@ def emitted(fmt: str | None, config: Callable[[], ServingConfig]) -> str | None:
 
 
 def plan_emitted(fmt: str | None, resolved: Resolved, plan: Plan) -> str | None:
-    """--emit's text for a plan (its deployment, cost and verdict)."""
-    return emitted(fmt, lambda: serving_config(resolved, plan.cost, plan.verdict))
+    """--emit's text for a plan (its deployment, cost and verdict). Without a simulated answer (and no
+    replicas stated) the replica count is memory-only: a comment in the text and a line on stderr say so."""
+    return emitted(fmt, lambda: serving_config(resolved, plan.cost, plan.verdict, memory_only(resolved, plan)))
+
+
+def memory_only(resolved: Resolved, plan: Plan) -> bool:
+    """A plan without a simulated answer whose scenario states no replicas: its count is for memory alone."""
+    return plan.simulation is None and not resolved.scenario.deployment.replicas
+
+
+def note_memory_only(resolved: Resolved, plan: Plan) -> None:
+    """The stderr line beside the emitted comment, after the plan."""
+    if memory_only(resolved, plan):
+        typer.echo("note: " + MEMORY_ONLY_NOTE.format(replicas=plan.cost.replicas if plan.cost else 1), err=True)
 
 
 def write_emitted(text: str | None, emit_to: Path | None) -> None:

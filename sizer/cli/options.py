@@ -48,18 +48,22 @@ GPU = typer.Option(None, "--gpu", help="accelerator profile (`sizer gpus`; yours
 GPUS_PER_REPLICA = typer.Option(None, "--gpus-per-replica",
                                 help="GPUs one replica has (all its pods), in place of what the manifest says")
 TTFT_MS = typer.Option(None, "--ttft-ms", help="SLO: time to first token target, milliseconds")
-ITL_MS = typer.Option(None, "--itl-ms", help="SLO: inter-token latency target, milliseconds, checked against each "
-                                             "request's TPOT (its mean time per output token)")
+ITL_MS = typer.Option(None, "--itl-ms", help="SLO: inter-token latency target, milliseconds: the gaps between "
+                                             "consecutive tokens, pooled over requests (vllm bench serve's ITL)")
+TPOT_MS = typer.Option(None, "--tpot-ms", help="SLO: time-per-output-token target, milliseconds, checked against "
+                                               "each request's TPOT ((E2E - TTFT) / (output tokens - 1))")
 
 
 def traffic_from_flags(rate: float | None, prompt_tokens: str | None, output_tokens: str | None,
-                       ttft_ms: float | None, itl_ms: float | None, share: float | None = None) -> Traffic:
+                       ttft_ms: float | None, itl_ms: float | None, share: float | None = None,
+                       tpot_ms: float | None = None) -> Traffic:
     """The workload and SLO flags, each checked up front (one line naming the flag)."""
     check_range(rate, "--rate", MIN_RATE_PER_S, MAX_RATE_PER_S)
     check_range(ttft_ms, "--ttft-ms", 1e-9, MAX_SECONDS * 1e3)
     check_range(itl_ms, "--itl-ms", 1e-9, MAX_SECONDS * 1e3)
+    check_range(tpot_ms, "--tpot-ms", 1e-9, MAX_SECONDS * 1e3)
     return Traffic(rate, tokens_flag(prompt_tokens, "--prompt-tokens"), tokens_flag(output_tokens, "--output-tokens"),
-                   ttft_ms, itl_ms, share)
+                   ttft_ms, itl_ms, share, tpot_ms)
 
 
 def with_flags(data: object, traffic: Traffic) -> object:

@@ -24,6 +24,7 @@ from sizer.cli.options import (
     OUTPUT_TOKENS,
     PROMPT_TOKENS,
     RATE,
+    TPOT_MS,
     TTFT_MS,
     WIDE,
     closed_loop_flag,
@@ -47,6 +48,8 @@ from sizer.inputs.scenario import (
     WeightFormat,
     is_gateway,
     scenario_from_dict,
+    stated_sources,
+    with_sources,
 )
 from sizer.inputs.traffic import Traffic
 from sizer.inputs.variant import Variant
@@ -72,18 +75,26 @@ FLAGS = {"model": "--model", "gpu": "--gpu", "tensor_parallel_size": "--tp", "pi
 
 def build_scenario(scenario: Path | None, variant: Variant, traffic: Traffic = Traffic()) -> Scenario:
     """A scenario from a file (with the flags' changes) or from flags alone; `traffic`'s lengths and SLO
-    targets replace the scenario's (its rate is the variant's)."""
+    targets replace the scenario's (its rate is the variant's). Each workload and SLO value knows its source
+    (the plan's assumptions print it): a flag, the scenario, or a default."""
     if scenario is not None:
-        return scenario_with_flags(scenario, traffic, variant)
-    if variant.model is None or variant.gpu is None:
+        built = scenario_with_flags(scenario, traffic, variant)
+    elif variant.model is None or variant.gpu is None:
         raise InputError(None, "--model/--gpu", "give a scenario file, or both --model and --gpu")
-    built = scenario_from_dict(with_flags(FLAGS_ONLY_WORKLOAD, traffic), None, variant, default_name="command-line")
-    w = FLAGS_ONLY_WORKLOAD["workload"]
-    defaults = [said for said, given in (
-        (f"arrival rate {w['arrival']['rate_per_s']:g} req/s (--rate)", variant.rate_per_s or variant.concurrency),
-        (f"prompt {w['prompt_tokens']['value']:,} tokens (--prompt-tokens)", traffic.prompt_tokens),
-        (f"output {w['output_tokens']['value']:,} tokens (--output-tokens)", traffic.output_tokens)) if not given]
-    return dataclasses.replace(built, workload_defaults=tuple(defaults))
+    else:
+        built = scenario_from_dict(with_flags(FLAGS_ONLY_WORKLOAD, traffic), None, variant,
+                                   default_name="command-line")
+        built = with_sources(built, {path: "default: no scenario file"
+                                     for path, _ in stated_sources(FLAGS_ONLY_WORKLOAD)})
+    flags = {"workload.arrival.rate_per_s": "--rate" if variant.rate_per_s is not None else None,
+             "workload.arrival.concurrency": "--concurrency" if variant.concurrency is not None else None,
+             "workload.arrival.process": "--concurrency" if variant.concurrency is not None else None,
+             "workload.prompt_tokens": "--prompt-tokens" if traffic.prompt_tokens is not None else None,
+             "workload.output_tokens": "--output-tokens" if traffic.output_tokens is not None else None,
+             "slo.ttft_ms": "--ttft-ms" if traffic.ttft_ms is not None else None,
+             "slo.itl_ms": "--itl-ms" if traffic.itl_ms is not None else None,
+             "slo.tpot_ms": "--tpot-ms" if traffic.tpot_ms is not None else None}
+    return with_sources(built, {path: flag for path, flag in flags.items() if flag})
 
 
 def _gpu_or_profile(gpu: str | None, profile: Path | None) -> tuple[str | None, str | None]:
@@ -127,6 +138,7 @@ def command(
     output_tokens: str | None = OUTPUT_TOKENS,
     ttft_ms: float | None = TTFT_MS,
     itl_ms: float | None = ITL_MS,
+    tpot_ms: float | None = TPOT_MS,
     profile: Path | None = typer.Option(None, "--profile",
                                         help="a hardware profile YAML file (your own device: hardware_profiles/"
                                              "README.md; the same as --gpu FILE), or a calibrated profile folder "
@@ -151,7 +163,7 @@ def command(
                               "--ctx-size": ctx_size, "--rate": rate,
                               "--concurrency": concurrency, "--prompt-tokens": prompt_tokens,
                               "--output-tokens": output_tokens,
-                              "--ttft-ms": ttft_ms, "--itl-ms": itl_ms,
+                              "--ttft-ms": ttft_ms, "--itl-ms": itl_ms, "--tpot-ms": tpot_ms,
                               "--profile": profile, "--emit": emit, "--emit-to": emit_to})
         return gateway.plan(scenario, as_json, search=simulate, wide=wide)
     check_choices((engine,) if engine is not None else None, "--engine", typing.get_args(Engine))
@@ -164,7 +176,7 @@ def command(
                   typing.get_args(KVCacheDtype))
     check_range(max_model_len, "--max-model-len", 1, MAX_TOKENS)
     check_range(ctx_size, "--ctx-size", 1, MAX_TOKENS)
-    traffic = traffic_from_flags(None, prompt_tokens, output_tokens, ttft_ms, itl_ms)
+    traffic = traffic_from_flags(None, prompt_tokens, output_tokens, ttft_ms, itl_ms, tpot_ms=tpot_ms)
     check_range(rate, "--rate", MIN_RATE_PER_S, MAX_RATE_PER_S)
     emitter = kind("emit") if emit is not None or emit_to is not None else None
     if emitter is not None:
@@ -188,5 +200,6 @@ def command(
         render_plan(result, terminal(wide, stderr=emits_to_stdout(emit, emit_to)))
     if emitter is not None:
         emitter.write_emitted(text, emit_to)
+        emitter.note_memory_only(resolved, result)
 
 

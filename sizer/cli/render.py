@@ -305,6 +305,11 @@ def _render_slots(plan: Plan, console: Console) -> None:
     console.print()
 
 
+# A run's requests that met every target, per second: `simulate` and `plan --simulate` both print it, per
+# deployment and per replica. "goodput" is only the sizing's highest rate per replica within the SLO.
+SLO_MET_RATE = "requests within the SLO, req/s"
+
+
 def render_simulation(sim: Sizing, console: Console) -> None:
     """The sizing pipeline's answer: verdict, latency percentiles at the operating point, notes."""
     style = "bold" if sim.slo_met is None else "bold green" if sim.slo_met else "bold red"
@@ -318,10 +323,15 @@ def render_simulation(sim: Sizing, console: Console) -> None:
             (text_column if col == "ms" else number_column)(t, col)
         for name in ("ttft", "itl", "tpot", "e2e", "queue"):
             lat = getattr(m, name)
-            t.add_row(name.upper(), f"{lat.p50_ms:,.1f}", f"{lat.p95_ms:,.1f}", f"{lat.p99_ms:,.1f}")
+            t.add_row(name.upper(), *(f"{v:,.1f}" if math.isfinite(v) else "-"      # no gap: one-token replies
+                                      for v in (lat.p50_ms, lat.p95_ms, lat.p99_ms)))
         console.print(t)
         console.print(f"throughput per replica: {m.request_throughput_per_s:,.2f} req/s, "
                       f"{m.output_tokens_per_s:,.0f} output tokens/s, {m.total_tokens_per_s:,.0f} total tokens/s")
+        if m.slo_met_requests_per_s is not None:
+            console.print(f"{SLO_MET_RATE}: {m.slo_met_requests_per_s:,.2f} per replica, "
+                          f"{m.slo_met_requests_per_s * sim.replicas:,.2f} per deployment of "
+                          f"{count(sim.replicas, 'replica')}")
         if m.lora_holdbacks:
             console.print(f"LoRA hold-backs: {m.lora_holdbacks:,} request-steps waited for an adapter slot "
                           f"({m.lora_held_requests:,} requests; raise max_loras to remove them)")
@@ -332,8 +342,10 @@ def render_simulation(sim: Sizing, console: Console) -> None:
     console.print()
 
 
-def render_simulation_metrics(name: str, m: MetricsSummary, console: Console, requests_csv: Path | None) -> None:
-    """`sizer simulate`: latency percentiles, then throughput, resources and the SLO."""
+def render_simulation_metrics(name: str, m: MetricsSummary, console: Console, requests_csv: Path | None,
+                              replicas: int = 1) -> None:
+    """`sizer simulate`: latency percentiles, then throughput, resources and the SLO. Rates are the whole
+    deployment's (`replicas` of them); the SLO-met rate is given per replica too, as `plan --simulate` gives it."""
     lat = Table(title=f"sizer simulate: {name} ({m.num_finished:,} finished, {m.num_rejected:,} rejected)")
     for col in ("latency", "p50 ms", "p95 ms", "p99 ms", "mean ms"):
         (text_column if col == "latency" else number_column)(lat, col)
@@ -358,8 +370,12 @@ def render_simulation_metrics(name: str, m: MetricsSummary, console: Console, re
                      f"{m.lora_held_requests:,} requests"))
     if m.slo is not None:
         rows += [("requests meeting every SLO target", f"{m.slo_share:.1%} (need {m.slo.required_share:.0%}): "
-                  + ("met" if m.slo_met else "NOT met")),
-                 ("goodput", f"{m.goodput_requests_per_s:,.2f} requests / s")]
+                  + ("met" if m.slo_met else "NOT met"))]
+        if m.itl_share is not None:
+            rows.append(("token gaps within the ITL target", f"{m.itl_share:.1%} (need {m.slo.required_share:.0%})"))
+        rows.append((SLO_MET_RATE, f"{m.slo_met_requests_per_s:,.2f} per deployment"
+                     + (f" ({replicas} replicas: {m.slo_met_requests_per_s / replicas:,.2f} per replica)"
+                        if replicas > 1 else " (1 replica)")))
     for row in rows:
         tp.add_row(*row)
     console.print(tp)

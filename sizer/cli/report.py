@@ -21,6 +21,7 @@ from sizer.cli.options import (
     OUTPUT_TOKENS,
     PROMPT_TOKENS,
     RATE,
+    TPOT_MS,
     TTFT_MS,
     emits_to_stdout,
     read_scenario_data,
@@ -68,13 +69,14 @@ def command(
     output_tokens: str | None = OUTPUT_TOKENS,
     ttft_ms: float | None = TTFT_MS,
     itl_ms: float | None = ITL_MS,
+    tpot_ms: float | None = TPOT_MS,
 ) -> None:
     """Write a sizing report: question, answer, memory, latency against rate, timelines, search, assumptions.
 
     On a gateway document: the cheapest sizing, per pool, per class, per route, the searched configurations."""
     if sweep is not None:
         traffic_flags = {"--rate": rate, "--prompt-tokens": prompt_tokens, "--output-tokens": output_tokens,
-                         "--ttft-ms": ttft_ms, "--itl-ms": itl_ms}
+                         "--ttft-ms": ttft_ms, "--itl-ms": itl_ms, "--tpot-ms": tpot_ms}
         for flag, given in traffic_flags.items():
             if given is not None:
                 raise InputError(None, flag, "does not apply to --sweep (the sweep file states its traffic)")
@@ -86,14 +88,14 @@ def command(
                               "--workers": workers, "--emit": emit, "--emit-to": emit_to, "--csv": csv,
                               "--json": as_json, "--rate": rate, "--prompt-tokens": prompt_tokens,
                               "--output-tokens": output_tokens, "--ttft-ms": ttft_ms, "--itl-ms": itl_ms,
-                              "--slots": slots})
+                              "--tpot-ms": tpot_ms, "--slots": slots})
         return gateway_report(scenario, output, pdf, not no_search, date)
     if output is None:
         raise InputError(str(scenario), "--output", "missing; expected the HTML file to write (-o reports/NAME.html)")
     for flag, given in (("--csv", csv), ("--json", as_json)):
         if given:
             raise InputError(None, flag, "needs --sweep")
-    traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms)
+    traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms, tpot_ms=tpot_ms)
     workers = os.cpu_count() or 1 if workers is None else workers
     check_range(workers, "--workers", 1, MAX_WORKERS)
     axes = {"--gpus": gpus, "--tp": tp, "--weights": weights, "--kv-cache-dtype": kv_cache_dtype, "--slots": slots}

@@ -18,6 +18,7 @@ from sizer.cli.options import (
     OUTPUT_TOKENS,
     PROMPT_TOKENS,
     RATE,
+    TPOT_MS,
     TTFT_MS,
     WIDE,
     emits_to_stdout,
@@ -70,10 +71,11 @@ def command(
     output_tokens: str | None = OUTPUT_TOKENS,
     ttft_ms: float | None = TTFT_MS,
     itl_ms: float | None = ITL_MS,
+    tpot_ms: float | None = TPOT_MS,
     wide: bool = WIDE,
 ) -> None:
     """Find the cheapest deployment that meets the SLO: sweep GPUs, TP/PP, weight and KV formats."""
-    traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms)
+    traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms, tpot_ms=tpot_ms)
     check_range(workers, "--workers", 1, MAX_WORKERS)
     check_range(requests, "--num-requests", MIN_GOODPUT_REQUESTS, MAX_REQUESTS)
     check_range(max_replicas, "--max-replicas", 1, MAX_REPLICAS)
@@ -112,8 +114,8 @@ def recommended_config(result: SearchResult, data: dict, file: str) -> ServingCo
 
 ROW_FIELDS = ("status", "binding", "reason", "gpus_per_replica", "kv_cache_gib_per_gpu", "goodput_rate_per_s",
               "replicas", "gpus", "usd_per_hour", "usd_per_million_output_tokens", "operating_rate_per_s", "share_met",
-              "ttft_p95_ms", "tpot_p95_ms", "e2e_p95_ms", "pareto", "tokens_per_s_per_user", "slot_ttft_ms",
-              "device_memory_bytes")
+              "ttft_p95_ms", "itl_p95_ms", "tpot_p95_ms", "e2e_p95_ms", "pareto", "tokens_per_s_per_user",
+              "slot_ttft_ms", "device_memory_bytes")
 
 
 def rows(result: SearchResult) -> list[dict]:

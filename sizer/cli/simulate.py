@@ -17,6 +17,7 @@ from sizer.cli.options import (
     OUTPUT_TOKENS,
     PROMPT_TOKENS,
     RATE,
+    TPOT_MS,
     TTFT_MS,
     WIDE,
     closed_loop_flag,
@@ -54,6 +55,7 @@ def command(
     output_tokens: str | None = OUTPUT_TOKENS,
     ttft_ms: float | None = TTFT_MS,
     itl_ms: float | None = ITL_MS,
+    tpot_ms: float | None = TPOT_MS,
     wide: bool = WIDE,
 ) -> None:
     """Simulated TTFT, ITL, TPOT, E2E (p50/p95/p99), throughput, goodput and prefix-cache hits.
@@ -68,9 +70,9 @@ def command(
         gateway.refuse_flags({"--replicas": replicas, "--router": router if router != DEFAULT_ROUTER else None,
                               "--rate": rate, "--concurrency": concurrency, "--prompt-tokens": prompt_tokens,
                               "--output-tokens": output_tokens,
-                              "--ttft-ms": ttft_ms, "--itl-ms": itl_ms})
+                              "--ttft-ms": ttft_ms, "--itl-ms": itl_ms, "--tpot-ms": tpot_ms})
         return gateway.simulate(scenario, as_json, num_requests, requests_csv, wide)
-    traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms)
+    traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms, tpot_ms=tpot_ms)
     scenario_obj, result, summary = run(scenario, num_requests, replicas, router, traffic=traffic,
                                         variant=closed_loop_flag(concurrency, rate))
     if requests_csv is not None:
@@ -79,7 +81,7 @@ def command(
         typer.echo(to_json({"scenario": scenario_obj.name, **vars(summary)}))
         return
     console = terminal(wide)
-    render_simulation_metrics(scenario_obj.name, summary, console, requests_csv)
+    render_simulation_metrics(scenario_obj.name, summary, console, requests_csv, result.num_replicas)
     if scenario_obj.workload.schedule is not None:
         console.print(f"workload.schedule: simulated at workload.arrival.rate_per_s "
                         f"({scenario_obj.workload.arrival.rate_per_s:g} req/s); `sizer plan --simulate` sizes the "

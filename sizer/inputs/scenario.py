@@ -354,8 +354,12 @@ class WorkloadSection:
 class SLOSection:
     ttft_ms: float | None = field(None, gt=0, le=MAX_SECONDS * 1e3, doc="time to first token target per request")
     itl_ms: float | None = field(None, gt=0, le=MAX_SECONDS * 1e3,
-                                 doc="time-per-output-token target, checked against each request's TPOT "
-                                     "((E2E - TTFT) / (output tokens - 1)), not the per-token ITL gaps")
+                                 doc="inter-token latency target: the gaps between a request's consecutive tokens, "
+                                     "pooled over requests as vllm bench serve reports ITL; required_share of the "
+                                     "gaps must be within it")
+    tpot_ms: float | None = field(None, gt=0, le=MAX_SECONDS * 1e3,
+                                  doc="time-per-output-token target, checked against each request's TPOT "
+                                      "((E2E - TTFT) / (output tokens - 1))")
     e2e_ms: float | None = field(None, gt=0, le=MAX_SECONDS * 1e3, doc="end-to-end latency target per request")
     required_share: float = field(0.95, gt=0.0, le=1.0, doc="share of requests that must meet every target (goodput)")
 
@@ -382,8 +386,35 @@ class Scenario:
     file: str | None = dataclasses.field(default=None, metadata={"internal": True})  # where it was loaded from
     # why deployment.engine is what it is: "scenario" (or a flag), else the default's reason (`default_engine`)
     engine_source: str = dataclasses.field(default="scenario", metadata={"internal": True})
-    # workload values a command took as its defaults rather than from the user (a plan from flags alone), as stated
-    workload_defaults: tuple[str, ...] = dataclasses.field(default=(), metadata={"internal": True})
+    # where each workload and SLO value a plan states among its assumptions came from (ASSUMED_FIELDS ->
+    # "scenario", "default" or the flag that set it)
+    sources: tuple[tuple[str, str], ...] = dataclasses.field(default=(), metadata={"internal": True})
+
+    def source_of(self, path: str) -> str:
+        return dict(self.sources).get(path, "default")
+
+
+# The workload and SLO values a plan lists among its assumptions, each with where it came from.
+ASSUMED_FIELDS = ("workload.arrival.process", "workload.arrival.rate_per_s", "workload.arrival.concurrency",
+                  "workload.prompt_tokens", "workload.output_tokens", "workload.num_requests", "slo.ttft_ms",
+                  "slo.itl_ms", "slo.tpot_ms", "slo.e2e_ms", "slo.required_share")
+
+
+def stated_sources(data: dict, source: str = "scenario") -> tuple[tuple[str, str], ...]:
+    """`source` for each of ASSUMED_FIELDS that `data` states (the rest are defaults)."""
+    out = []
+    for path in ASSUMED_FIELDS:
+        node: object = data
+        for key in path.split("."):
+            node = node.get(key) if isinstance(node, dict) else None
+        if node is not None:
+            out.append((path, source))
+    return tuple(out)
+
+
+def with_sources(scenario: Scenario, sources: dict[str, str]) -> Scenario:
+    """`scenario` with some values' sources replaced (a flag that set one, a command's own default)."""
+    return replace(scenario, sources=tuple({**dict(scenario.sources), **sources}.items()))
 
 
 def is_gateway(path: str | Path) -> bool:
@@ -425,7 +456,7 @@ def scenario_from_dict(data: object, file: str | None, variant: Variant | None =
     _refuse_huge_integers(data, "", file)
     scenario = build(Scenario, data, "", file)
     default_name = default_name or (Path(file).stem if file else "scenario")
-    scenario = replace(scenario, file=file, name=scenario.name or default_name)
+    scenario = replace(scenario, file=file, name=scenario.name or default_name, sources=stated_sources(data))
     if not (isinstance(data.get("deployment"), dict) and data["deployment"].get("engine") is not None):
         engine, why = default_engine(scenario)
         scenario = replace(scenario, deployment=replace(scenario.deployment, engine=engine), engine_source=why)

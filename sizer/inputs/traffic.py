@@ -22,6 +22,7 @@ class Traffic:
     ttft_ms: float | None = None
     itl_ms: float | None = None
     share: float | None = None
+    tpot_ms: float | None = None
 
 
 _TOKEN_FLAGS = {"prompt_tokens": "--prompt-tokens", "output_tokens": "--output-tokens"}
@@ -37,7 +38,7 @@ def with_traffic(workload: dict, slo: dict, traffic: Traffic) -> tuple[dict, dic
         value = getattr(traffic, key)
         if value is not None:
             workload[key] = {"distribution": "fixed", "value": value}
-    for key in ("ttft_ms", "itl_ms"):
+    for key in ("ttft_ms", "itl_ms", "tpot_ms"):
         if getattr(traffic, key) is not None:
             slo[key] = getattr(traffic, key)
     if traffic.share is not None:

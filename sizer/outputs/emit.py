@@ -143,6 +143,7 @@ class ServingConfig:
     replicas: int
     replicas_source: str
     verdict: str
+    replicas_memory_only: bool = False  # a plan without --simulate: replicas for memory alone, not for the SLO
     slots: SlotSettings | None = None   # llama.cpp and Ollama: slots, context, cache types, batches
     n_gpu_layers: int | None = None     # llama.cpp: layers on the GPU (every layer and the output: layers + 1)
     lora: tuple[int, int, int] | None = None     # (max_loras, max_lora_rank, max_cpu_loras) with enable_lora
@@ -159,9 +160,10 @@ class ServingConfig:
         return self.tensor_parallel_size * self.pipeline_parallel_size * self.data_parallel_size
 
 
-def serving_config(r: Resolved, cost: CostSummary | None, verdict: str) -> ServingConfig:
+def serving_config(r: Resolved, cost: CostSummary | None, verdict: str, memory_only: bool = False) -> ServingConfig:
     """The plan's settings (engine defaults already applied by `resolve`) and the replica count it was costed
-    at (a plan's, or the sizing pipeline's); one replica when none was sized, as the verdict says."""
+    at (a plan's, or the sizing pipeline's); one replica when none was sized, as the verdict says.
+    `memory_only`: the count is a plan's memory estimate, not sized for the SLO (the comments say so)."""
     if not r.memory.fits:
         raise InputError(r.scenario.file, "--emit", f"nothing to emit: {verdict}")
     replicas, replicas_source = (cost.replicas, cost.replicas_source) if cost else (1, "none was sized")
@@ -183,7 +185,7 @@ def serving_config(r: Resolved, cost: CostSummary | None, verdict: str) -> Servi
         block_size_stated=not blackwell or e.sources.get("block_size") == "scenario", max_num_seqs=e.max_num_seqs,
         max_num_batched_tokens=e.max_num_batched_tokens, enable_prefix_caching=e.enable_prefix_caching,
         enable_chunked_prefill=e.enable_chunked_prefill, speculative=spec, replicas=replicas,
-        replicas_source=replicas_source, verdict=verdict, slots=r.slots,
+        replicas_source=replicas_source, verdict=verdict, replicas_memory_only=memory_only, slots=r.slots,
         n_gpu_layers=(d.n_gpu_layers if d.n_gpu_layers is not None else r.model.num_layers + 1) if r.slots else None,
         lora=(d.max_loras, d.max_lora_rank, d.max_cpu_loras or d.max_loras) if d.enable_lora else None,
         nodes=math.ceil(p.tp * p.pp * p.dp / per_node))
@@ -503,9 +505,16 @@ def _kv_dtype(kv: str, fp8: str) -> str:
     return "auto" if kv in DTYPES else fp8 if kv == "fp8" else kv
 
 
+# A plan without --simulate counts replicas for memory alone; the emitted file and stderr say so.
+MEMORY_ONLY_NOTE = ("replicas: {replicas} is memory-only (enough KV cache for the requests in flight), not sized for "
+                    "the SLO; `sizer plan --simulate` sizes it")
+
+
 def _comments(c: ServingConfig) -> list[str]:
     lines = [f"sizer: {c.name} on {c.gpus_per_replica} x {c.gpu_name} per replica; {c.verdict}",
              f"replicas: {c.replicas} ({c.replicas_source})"]
+    if c.replicas_memory_only:
+        lines.append(MEMORY_ONLY_NOTE.format(replicas=c.replicas))
     if c.slots:
         lines.append(f"weights: {c.weight_format}; point the model at a GGUF file in that format "
                      f"({gguf_file(c)} here)")

@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from sizer.sizing.cost import cost_summary, gpus_per_replica, usd_per_hour
 from sizer.sizing.goodput import Goodput, goodput_rate, probe_slo, rate_bound_per_s, replicas_for, slo_of
-from sizer.sizing.plan import Plan
+from sizer.sizing.plan import Plan, slo_targets
 from sizer.sizing.resolve import Resolved
 from sizer.sizing.result import GoodputSettings, Sizing, SizingStatus, SLOProbe
 from sizer.words import count
@@ -93,12 +93,13 @@ def _fewest_replicas(at: _OperatingPoints, goodput: Goodput, settings: GoodputSe
 
 
 def _verdict(status: SizingStatus, replicas: int | None, point: SLOProbe | None, needed: int | None,
-             goodput: Goodput | None, max_replicas: int | None, server: bool = False) -> str:
-    """One line, printed by every command. `server`: one llama.cpp or Ollama server, not replicas to size."""
+             goodput: Goodput | None, max_replicas: int | None, server: bool = False, targets: str = "") -> str:
+    """One line, printed by every command, with the targets it was judged against. `server`: one llama.cpp or
+    Ollama server, not replicas to size."""
     if status is SizingStatus.DOES_NOT_FIT:
         return "not simulated: the model does not fit in memory"
     if status is SizingStatus.NO_RATE:
-        return (f"no request rate meets the SLO on one replica: {goodput.binding} is missed even at "
+        return (f"no request rate meets the SLO ({targets}) on one replica: {goodput.binding} is missed even at "
                 f"{goodput.ceiling_per_s:.3g} req/s")
     if status is SizingStatus.TOO_MANY_REPLICAS and goodput.rate_per_s > 0:
         return (f"the SLO needs more than {max_replicas} replicas: one replica meets it up to "
@@ -109,7 +110,9 @@ def _verdict(status: SizingStatus, replicas: int | None, point: SLOProbe | None,
     where = f"at {point.rate_per_s:.3g} req/s per replica on {count(replicas, 'replica')}"
     if status is SizingStatus.NO_SLO:
         return f"no SLO targets; simulated {where}"
-    share = f"{point.share_met:.1%} of requests meet every target {where}"
+    share = f"{point.share_met:.1%} of requests meet every target ({targets} required) {where}"
+    if point.metrics.itl_share is not None:
+        share += f", {point.metrics.itl_share:.1%} of token gaps within the ITL target"
     if status is SizingStatus.MET:
         return f"SLO met: {share}"
     if server:
@@ -136,8 +139,9 @@ def _notes(goodput: Goodput | None, source: str | None, point: SLOProbe | None, 
     if goodput and goodput.rate_per_s:
         above = ("the analytic bound itself meets it" if goodput.binding == "none"
                  else f"at {goodput.ceiling_per_s:.2f} req/s {goodput.binding} binds")
-        notes.append(f"goodput: {goodput.rate_per_s:.2f} req/s per replica (simulations of {settings.num_requests} "
-                     f"requests, to {settings.rate_tolerance:.0%}); {above}")
+        notes.append(f"goodput: {goodput.rate_per_s:.2f} req/s per replica, the highest rate one replica serves within "
+                     f"the SLO (simulations of {settings.num_requests} requests, to {settings.rate_tolerance:.0%}); "
+                     f"{above}")
     if source:
         notes.append(f"replicas: {source}")
     if point is not None:
@@ -198,7 +202,7 @@ def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = Goodput
     point = at(replicas) if replicas else None
     price, per_replica = r.price_usd_per_gpu_hour, gpus_per_replica(r)
     return Sizing(
-        status, _verdict(status, replicas, point, needed, goodput, max_replicas, server),
+        status, _verdict(status, replicas, point, needed, goodput, max_replicas, server, slo_targets(s)),
         None if status is SizingStatus.NO_SLO else status is SizingStatus.MET, **common,
         goodput_per_replica_per_s=goodput.rate_per_s if goodput else None,
         binding_target=goodput.binding if goodput else None, replicas=replicas,
@@ -206,7 +210,8 @@ def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = Goodput
         # one server: no replica count to suggest (the verdict gives the rate it meets the SLO up to)
         replicas_for_slo=None if server else needed,
         usd_per_hour_for_slo=usd_per_hour(needed, per_replica, price) if needed and not server else None,
-        operating_point=point, notes=_notes(goodput, source, point, settings, plan))
+        operating_point=point, notes=_notes(goodput, source, point, settings, plan),
+        share_met_for_slo=at(needed).share_met if needed and not server else None)
 
 
 def add_simulation(plan: Plan, r: Resolved, settings: GoodputSettings = GoodputSettings(),

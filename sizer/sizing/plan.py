@@ -41,7 +41,7 @@ from sizer.analytic.weights import LayerKind, layer_kinds, parameter_count
 from sizer.inputs.hardware import profile_origin
 from sizer.inputs.layers import FULL, Attention, LatentAttention
 from sizer.inputs.model_spec import ModelSpec
-from sizer.inputs.scenario import VLLM_GPU_MEMORY_UTILIZATION, mean_length
+from sizer.inputs.scenario import VLLM_GPU_MEMORY_UTILIZATION, Distribution, Scenario, mean_length
 from sizer.kinds import kind
 from sizer.sizing.checkpoint_summary import CheckpointSummary, checkpoint_notes, summarise_checkpoint
 from sizer.sizing.cost import CostSummary, cost_summary
@@ -341,8 +341,54 @@ def make_plan(r: Resolved) -> Plan:
         engine=e, model=model, weights=weights, weight_execution=r.execution, checkpoint=summarise_checkpoint(r), kv=kv,
         kv_bytes_per_sequence_at_max_model_len=kv.sequence_bytes(e.max_model_len, e.block_size, per_gpu=False),
         kv_demand=demand, memory=budget, parallel=parallel, capacity=capacity, step_times=times, speculative=spec,
-        cost=cost, fits=fits, verdict=verdict, assumptions=assumptions(r, roofline) + slot_notes(r) + _schedule_note(r),
+        cost=cost, fits=fits, verdict=verdict,
+        assumptions=(workload_assumptions(s, rate, prompt_mean, output_mean) + assumptions(r, roofline) + slot_notes(r)
+                     + _schedule_note(r)),
         slots=slot_answers(r, step, prompt_mean, output_mean, rate) if r.slots else None, lora=r.lora)
+
+
+def _length(d: Distribution) -> str:
+    if d.distribution == "fixed":
+        return f"{d.value:,.0f} tokens, fixed"
+    return f"{d.distribution} lengths, mean {mean_length(d):,.0f} tokens"
+
+
+def slo_targets(s: Scenario, sources: bool = False) -> str:
+    """The stated targets, "TTFT <= 2,000 ms, ITL <= 60 ms; 95% of requests", each with its source if asked."""
+    slo, parts = s.slo, []
+    for name, key in (("TTFT", "ttft_ms"), ("ITL", "itl_ms"), ("TPOT", "tpot_ms"), ("E2E", "e2e_ms")):
+        target = getattr(slo, key, None)
+        if target is not None:
+            parts.append(f"{name} <= {target:,.4g} ms" + (f" ({s.source_of('slo.' + key)})" if sources else ""))
+    if not parts:
+        return "no targets"
+    share = f"{slo.required_share:.0%} of requests" + (f" ({s.source_of('slo.required_share')})" if sources else "")
+    return ", ".join(parts) + "; " + share
+
+
+def workload_assumptions(s: Scenario, rate: float, prompt_mean: float, output_mean: float) -> list[str]:
+    """The workload and SLO the plan answers, each value with where it came from (a flag, the scenario, a
+    default): a plan from flags alone assumes a workload, and says so."""
+    w, src = s.workload, s.source_of
+    if w.trace is not None:
+        arrival = (f"workload: trace {w.trace.path} ({w.trace.format}, scenario): {rate:.3g} req/s, mean prompt "
+                   f"{prompt_mean:,.0f} and output {output_mean:,.0f} tokens from it")
+        lengths = []
+    else:
+        if w.arrival.process == "closed":
+            arrival = (f"workload: a closed loop of {w.arrival.concurrency} clients "
+                       f"({src('workload.arrival.concurrency')}), think time {w.arrival.think_time_s or 0:g} s")
+        else:
+            arrival = (f"workload: {w.arrival.rate_per_s:g} req/s ({src('workload.arrival.rate_per_s')}), "
+                       f"{w.arrival.process} arrivals ({src('workload.arrival.process')})")
+        lengths = [f"workload: prompt {_length(w.prompt_tokens)} ({src('workload.prompt_tokens')}), output "
+                   f"{_length(w.output_tokens)} ({src('workload.output_tokens')})"]
+    targets = slo_targets(s, sources=True)
+    slo = (f"SLO: {targets}" if s.slo.ttft_ms or s.slo.itl_ms or getattr(s.slo, "tpot_ms", None) or s.slo.e2e_ms
+           else "SLO: no targets stated (a scenario's slo section, or --ttft-ms / --itl-ms): --simulate reports "
+                "latency and sizes no replicas for an SLO")
+    return [arrival, *lengths, slo,
+            f"simulated requests (--simulate): {w.num_requests:,} ({src('workload.num_requests')})"]
 
 
 def kv_heads_per_gpu_of(m: ModelSpec, p) -> int:
@@ -375,12 +421,9 @@ def assumptions(r: Resolved, step: RooflineStepTimeModel) -> list[str]:
 
 
 def _default_notes(r: Resolved) -> list[str]:
-    """Defaults the plan took that no other line names: the workload of a plan from flags alone, the KV cache
+    """Defaults the plan took that no other line names (the workload's: `workload_assumptions`): the KV cache
     type and vLLM's share of GPU memory."""
     s, notes = r.scenario, []
-    if s.workload_defaults:
-        notes.append("workload defaults (a plan from flags alone): " + ", ".join(s.workload_defaults)
-                     + "; no SLO targets unless --ttft-ms or --itl-ms" * (not (s.slo.ttft_ms or s.slo.itl_ms)))
     if r.slots is None:
         d = s.deployment
         notes.append(f"KV cache type {r.kv_cache_dtype} (" + ("scenario" if d.kv_cache_dtype != "auto" else

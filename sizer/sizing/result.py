@@ -35,10 +35,10 @@ class GoodputSettings:
 
 @dataclass(frozen=True)
 class SLOProbe:
-    """One replica simulated at one rate, scored against the SLO (a request's ITL is its TPOT)."""
+    """One replica simulated at one rate, scored against the SLO (each target on its own metric)."""
     rate_per_s: float
     metrics: MetricsSummary            # percentiles, throughput, slo_share (a rejected request meets no target)
-    share_by_target: dict[str, float]  # "TTFT"/"TPOT"/"E2E" -> share meeting that target alone (TPOT: slo.itl_ms)
+    share_by_target: dict[str, float]  # "TTFT"/"TPOT"/"E2E" -> share of requests meeting it alone; "ITL": of gaps
 
     @property
     def share_met(self) -> float | None:
@@ -84,6 +84,7 @@ class Sizing:
     usd_per_hour_for_slo: float | None         # their cost per hour
     operating_point: SLOProbe | None           # one replica at target rate / replicas, the scenario's request count
     notes: tuple[str, ...]
+    share_met_for_slo: float | None = None     # share meeting every target at replicas_for_slo's operating point
 
     @property
     def suggestion(self) -> str | None:

@@ -201,8 +201,13 @@ class Outcome:
         return self._point.p95_ms("ttft") if self._point else None
 
     @property
+    def itl_p95_ms(self) -> float | None:
+        """The gaps between consecutive tokens, pooled (the SLO's ITL)."""
+        return self._point.p95_ms("itl") if self._point else None
+
+    @property
     def tpot_p95_ms(self) -> float | None:
-        """A request's mean time per output token (the SLO's ITL)."""
+        """A request's mean time per output token (the SLO's TPOT)."""
         return self._point.p95_ms("tpot") if self._point else None
 
     @property
@@ -262,7 +267,7 @@ def search(data: dict, file: str | None, space: SearchSpace, settings: SearchSet
         raise InputError(file, "workload.arrival.process", "'closed': search compares configurations at one arrival "
                          "rate, and a closed loop's rate depends on the configuration; give rate_per_s")
     if not slo_of(base).has_targets:
-        raise InputError(file, "slo", "search needs at least one target (ttft_ms, itl_ms or e2e_ms)")
+        raise InputError(file, "slo", "search needs at least one target (ttft_ms, itl_ms, tpot_ms or e2e_ms)")
     todo = [(c, data, file, settings) for c in candidates(space)]
     outcomes = []
     if workers <= 1:
@@ -295,7 +300,8 @@ def search(data: dict, file: str | None, space: SearchSpace, settings: SearchSet
 
 SLOT_NOTES = (
     "llama.cpp / Ollama: judged on the plan's slot answers, analytically (no simulation): tokens/s per user with "
-    "every slot busy against 1000 / slo.itl_ms, the mean prompt's first token on an idle server against slo.ttft_ms, "
+    "every slot busy against 1000 / slo.itl_ms and 1000 / slo.tpot_ms (each slot gets one token a step), the mean "
+    "prompt's first token on an idle server against slo.ttft_ms, "
     "and busy slots at the arrival rate (rate x (TTFT + mean output / tokens/s per user), Little's law) within the "
     "slots",
     "local devices are bought, not rented: their profiles carry no price, so the smallest machine (its memory, "
@@ -340,10 +346,11 @@ def slot_outcome(c: Candidate, r: Resolved, plan: Plan, gpus_per_replica: int, k
     # (target, measured / allowed: above 1 misses, what it says)
     checks = [("load", busy / a.slots, f"{busy:.2f} slots busy on average at {w.arrival.rate_per_s:g} req/s, "
                                        f"{a.slots} available")]
-    if slo.itl_ms:
-        target = 1e3 / slo.itl_ms
-        checks.append(("TPOT", target / speed, f"{speed:.1f} tokens/s per user with {count(a.slots, 'slot')} busy, "
-                                              f"target {target:.1f}"))
+    for name, per_token_ms in (("ITL", slo.itl_ms), ("TPOT", slo.tpot_ms)):   # every busy slot: one token a step
+        if per_token_ms:
+            target = 1e3 / per_token_ms
+            checks.append((name, target / speed, f"{speed:.1f} tokens/s per user with {count(a.slots, 'slot')} "
+                                                 f"busy, target {target:.1f} ({name} {per_token_ms:g} ms)"))
     if slo.ttft_ms:
         checks.append(("TTFT", ttft_ms / slo.ttft_ms, f"first token in {ttft_ms:,.0f} ms for a "
                                                       f"{a.prompt_tokens:,}-token prompt, target {slo.ttft_ms:,.0f}"))

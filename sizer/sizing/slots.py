@@ -6,7 +6,8 @@ target speed per user.
 Per-user speed at b parallel users is one token per decode step of b sequences: 1 / period(step(b)), the
 engine loop's period around the step model's time (the simulator's own step price), at the context of a
 request halfway through its answer. The target speed is 1000 / slo.itl_ms (an inter-token latency of
-itl_ms is that many tokens a second).
+itl_ms is that many tokens a second), or 1000 / slo.tpot_ms, the tighter when both are stated: every busy slot
+gets one token a step, so its gaps and its time per output token are the same.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ def _option(r: Resolved, name: str, target: float | None, context: int, request_
 
 def _recommend(options: list[FormatOption], slots: int, target: float | None, ctx: int, unified: bool) -> str:
     if target is None:
-        return "state slo.itl_ms (1000 / tokens per second per user) for a format and slot count"
+        return "state slo.itl_ms or slo.tpot_ms (1000 / tokens per second per user) for a format and slot count"
     ok = [o for o in options if o.users_at_target >= slots]
     if ok:
         o = ok[0]
@@ -147,8 +148,8 @@ def slot_answers(r: Resolved, step, prompt_mean: float, output_mean: float, rate
     prompt = int(round(prompt_mean))
     ttft = prefill_time_s(step, prompt, sl.batch_size)
     speeds = tuple(_speed(r, step, n, context) for n in range(1, sl.slots + 1))
-    itl = r.scenario.slo.itl_ms
-    target = 1e3 / itl if itl else None
+    per_token = [t for t in (r.scenario.slo.itl_ms, r.scenario.slo.tpot_ms) if t]
+    target = 1e3 / min(per_token) if per_token else None
     request = max(1, int(round(prompt_mean + output_mean)))
     options = [o for name in FORMAT_CANDIDATES if (o := _option(r, name, target, context, request)) is not None]
     load = cold = None

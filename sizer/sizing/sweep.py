@@ -275,8 +275,8 @@ def check_axes(sweep: SweepFile, values: dict[str, list], data: dict, base: Scen
         raise InputError(sweep.file, "axes.speculative", f"the base scenario {sweep.scenario} has no "
                                                           "deployment.speculative_config to turn on")
     if not slo_of(base).has_targets and not any(values.get(k) for k in ("ttft_ms", "itl_ms", "e2e_ms")):
-        raise InputError(sweep.file, "scenario", "a sweep needs at least one SLO target (slo.ttft_ms, itl_ms or "
-                                                 "e2e_ms in the scenario, or an axis)")
+        raise InputError(sweep.file, "scenario", "a sweep needs at least one SLO target (slo.ttft_ms, itl_ms, "
+                                                 "tpot_ms or e2e_ms in the scenario, or an axis)")
 
 
 def point_hash(sweep: Sweep, point: Point) -> str:
@@ -366,8 +366,8 @@ def _pruned_by(sweep: Sweep, r: Resolved, plan: Plan) -> tuple[str, str] | None:
     spec = r.scenario.deployment.speculative_config
     per_token_floor_ms = floor_ms / (spec.num_speculative_tokens + 1) if spec else floor_ms
     slo = r.scenario.slo
-    for name, target, bound in (("TTFT", slo.ttft_ms, floor_ms), ("TPOT", slo.itl_ms, per_token_floor_ms),
-                                ("E2E", slo.e2e_ms, floor_ms)):
+    for name, target, bound in (("TTFT", slo.ttft_ms, floor_ms), ("ITL", slo.itl_ms, per_token_floor_ms),
+                                ("TPOT", slo.tpot_ms, per_token_floor_ms), ("E2E", slo.e2e_ms, floor_ms)):
         if target is not None and target < bound:
             return name, f"{name} target {target:g} ms below the {bound:.3g} ms a step takes to stream the weights"
     fewest = replicas_for(plan.capacity.arrival_rate_per_s, rate_bound_per_s(plan))

@@ -85,9 +85,10 @@ def memory_chart(bars: list[MemoryBar], chart_id: str = "memory") -> str:
 class RatePoint:
     rate_per_s: float
     ttft_ms: tuple[float, float, float]     # p50, p95, p99
-    tpot_ms: tuple[float, float, float]     # per request: mean time per output token (what slo.itl_ms is checked on)
+    tpot_ms: tuple[float, float, float]     # per request: mean time per output token (what slo.tpot_ms is checked on)
     e2e_ms: tuple[float, float, float]
     share_met: float
+    itl_ms: tuple[float, float, float]      # the gaps between tokens, pooled (what slo.itl_ms is checked on)
 
 
 def latency_chart(points: list[RatePoint], slo_ms: dict[str, float | None], goodput_rate_per_s: float | None,
@@ -95,7 +96,7 @@ def latency_chart(points: list[RatePoint], slo_ms: dict[str, float | None], good
     """p50/p95/p99 TTFT, TPOT and E2E against request rate, SLO targets dashed, the goodput rate marked.
 
     TTFT and E2E on a log scale: past the goodput rate the queue grows them by orders of magnitude."""
-    panels = (("TTFT", "ttft_ms"), ("TPOT (slo.itl_ms is checked on it)", "tpot_ms"), ("end-to-end", "e2e_ms"))
+    panels = (("TTFT", "ttft_ms"), ("TPOT", "tpot_ms"), ("end-to-end", "e2e_ms"))
     rates = [p.rate_per_s for p in points]
     plt = _pyplot()
     with plt.rc_context(STYLE):
@@ -144,7 +145,7 @@ def pareto_chart(points, slo_ms: dict[str, float | None], chart_id: str = "paret
     panel's frontier joined (blue), the chosen one starred and named, the SLO target dashed.
     `points` are `summary.ParetoPoint`s."""
     panels = (("ttft", "time to first token", "ttft_p95_ms", "front_ttft", "ttft_ms"),
-              ("tpot", "time per output token (TPOT)", "tpot_p95_ms", "front_tpot", "itl_ms"))
+              ("tpot", "time per output token (TPOT)", "tpot_p95_ms", "front_tpot", "tpot_ms"))
     plt = _pyplot()
     svgs = []
     with plt.rc_context(STYLE):

@@ -21,7 +21,16 @@ from sizer.inputs.scenario import mean_length, scenario_from_dict
 from sizer.outputs.emit import ServingConfig, serving_config
 from sizer.outputs.report.charts import MemoryBar, RatePoint, latency_chart, memory_chart, pareto_chart, timeline_chart
 from sizer.outputs.report.day import day_chart
-from sizer.outputs.report.summary import Group, Headline, ParetoPoint, headline, pareto_points, top_and_rest
+from sizer.outputs.report.summary import (
+    Group,
+    Headline,
+    ParetoPoint,
+    headline,
+    left_gpu,
+    pareto_points,
+    search_counts,
+    top_and_rest,
+)
 from sizer.sizing.cost import gpus_per_replica
 from sizer.sizing.day import plan_day
 from sizer.sizing.day_result import DayPlan
@@ -74,6 +83,8 @@ class Report:
     day: DayPlan | None = None     # workload.schedule: the answer's configuration over the day (sizer.sizing.day)
     day_svg: str | None = None
     slots: SlotAnswers | None = None   # llama.cpp / Ollama: the answer's plan in the user's terms (sizer.sizing.slots)
+    left_gpu: str | None = None    # why the answer left the scenario's GPU (summary.left_gpu)
+    counts: list[tuple[str, int]] | None = None   # the configurations searched by outcome, adding up to the total
 
 
 def build_report(data: dict, file: str | None, space: SearchSpace | None, workers: int = 1,
@@ -100,8 +111,8 @@ def build_report(data: dict, file: str | None, space: SearchSpace | None, worker
     slo = scenario.slo
     plan = make_plan(chosen)
     method = method_notes(settings.goodput, scenario.workload.num_requests)
-    slo_ms = {"ttft_ms": slo.ttft_ms, "itl_ms": slo.itl_ms, "e2e_ms": slo.e2e_ms}
-    latency_slo = {"ttft_ms": slo.ttft_ms, "tpot_ms": slo.itl_ms, "e2e_ms": slo.e2e_ms}
+    slo_ms = {"ttft_ms": slo.ttft_ms, "itl_ms": slo.itl_ms, "tpot_ms": slo.tpot_ms, "e2e_ms": slo.e2e_ms}
+    latency_slo = {"ttft_ms": slo.ttft_ms, "tpot_ms": slo.tpot_ms, "e2e_ms": slo.e2e_ms}
     front = pareto_points(result, best) if result else []
     top, not_chosen = top_and_rest(result) if result else ([], [])
     inputs = input_rows(scenario, own_resolved)
@@ -125,11 +136,14 @@ def build_report(data: dict, file: str | None, space: SearchSpace | None, worker
             *method,
             f"latency against rate: {settings.goodput.num_requests:,} requests per rate (as each goodput probe) at "
             f"{', '.join(f'{f:g}' for f in RATE_FACTORS)} x the goodput rate, the same random traffic on every run",
-            "the SLO's ITL target is checked per request against its TPOT: mean time per output token after the first",
+            "the SLO's ITL target is checked on the gaps between consecutive tokens, pooled over requests (vllm bench "
+            "serve's ITL); its TPOT target per request, on the mean time per output token after the first",
         ] + [n for n in (result.notes if result else ()) if n not in method],
         references=references([*plan.assumptions, *(v for _, v in inputs)], chosen, own_resolved),
         serving=serving_config(chosen, answer.sizing.cost, answer.sizing.verdict) if chosen.memory.fits else None,
-        slots=plan.slots, day=day, day_svg=day_chart(day) if day else None)
+        slots=plan.slots, day=day, day_svg=day_chart(day) if day else None,
+        left_gpu=left_gpu(result, scenario.hardware.gpu, best.candidate.gpu) if best is not None else None,
+        counts=search_counts(result) if result else None)
 
 
 CODE = re.compile(r"\[([A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*)\]")     # a source cited by its code: "[STAS]", "[VLLM-HW]"
@@ -188,15 +202,16 @@ def _latency_points(r: Resolved, goodput: float, num_requests: int) -> list[Rate
     points = []
     for factor in RATE_FACTORS:
         m = probe_slo(r, goodput * factor, num_requests).metrics
-        ttft, tpot, e2e = ((lat.p50_ms, lat.p95_ms, lat.p99_ms) for lat in (m.ttft, m.tpot, m.e2e))
-        points.append(RatePoint(goodput * factor, ttft, tpot, e2e, m.slo_share))
+        ttft, tpot, e2e, itl = ((lat.p50_ms, lat.p95_ms, lat.p99_ms) for lat in (m.ttft, m.tpot, m.e2e, m.itl))
+        points.append(RatePoint(goodput * factor, ttft, tpot, e2e, m.slo_share, itl))
     return points
 
 
 def question_rows(s, r: Resolved) -> list[tuple[str, str]]:
     w, d, slo = s.workload, s.deployment, s.slo
     targets = ", ".join(f"{k} <= {v:g} ms"
-                        for k, v in (("TTFT", slo.ttft_ms), ("TPOT", slo.itl_ms), ("E2E", slo.e2e_ms)) if v)
+                        for k, v in (("TTFT", slo.ttft_ms), ("ITL", slo.itl_ms), ("TPOT", slo.tpot_ms),
+                                     ("E2E", slo.e2e_ms)) if v)
     return [
         ("model", f"{r.model.name} ({r.model.architecture})"),
         ("scenario's hardware", f"{r.hardware.name}, TP {d.tensor_parallel_size} x PP {d.pipeline_parallel_size}, "

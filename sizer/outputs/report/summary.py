@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sizer.inputs.hardware import load_hardware
 from sizer.sizing.cost import HOURS_PER_MONTH
 from sizer.sizing.result import Sizing, SizingStatus
 from sizer.sizing.search import Outcome, SearchResult
@@ -14,8 +15,8 @@ from sizer.sizing.search import Outcome, SearchResult
 TOP_CONFIGURATIONS = 5             # ranked configurations in the body; the rest go to the appendix
 
 # Each SLO target in words: (scenario field, abbreviation, what it limits).
-TARGETS = (("ttft_ms", "TTFT", "first token within"), ("itl_ms", "TPOT", "time per output token within"),
-           ("e2e_ms", "E2E", "whole reply within"))
+TARGETS = (("ttft_ms", "TTFT", "first token within"), ("itl_ms", "ITL", "gaps between tokens within"),
+           ("tpot_ms", "TPOT", "time per output token within"), ("e2e_ms", "E2E", "whole reply within"))
 
 # Why a configuration was not chosen, in the order the appendix lists the groups.
 MORE_COSTLY = "Meet the targets, but cost more"
@@ -25,7 +26,8 @@ NO_FIT = "Do not fit in GPU memory"
 BAD_SPLIT = "The model cannot be split across that many GPUs"
 BAD_SETTING = "Settings the GPU or model does not support"
 MISSES = {"TTFT": "Miss the time-to-first-token target (TTFT)",
-          "TPOT": "Miss the time-per-output-token target (TPOT, slo.itl_ms)",
+          "ITL": "Miss the inter-token latency target (ITL: gaps between tokens)",
+          "TPOT": "Miss the time-per-output-token target (TPOT)",
           "E2E": "Miss the whole-reply target (E2E)",
           "load": "Too few slots for the arrival rate (busy slots, Little's law)"}
 MISSES_ANY = "Miss the latency targets"
@@ -48,7 +50,7 @@ class ParetoPoint:
     label: str
     usd_per_million_output_tokens: float
     ttft_p95_ms: float
-    tpot_p95_ms: float             # p95 of each request's time per output token (what slo.itl_ms is checked on)
+    tpot_p95_ms: float             # p95 of each request's time per output token (what slo.tpot_ms is checked on)
     chosen: bool
     front_ttft: bool               # no other configuration is both cheaper-or-equal and faster-or-equal (TTFT)
     front_tpot: bool
@@ -123,6 +125,42 @@ def top_and_rest(search: SearchResult) -> tuple[list[Outcome], list[Group]]:
     order = [MORE_COSTLY, LARGER, NO_PRICE, NO_FIT, BAD_SPLIT, BAD_SETTING, *MISSES.values(), MISSES_ANY,
              OVER_LIMIT.format(search.settings.max_replicas)]
     return top, [Group(r, tuple(by_reason[r])) for r in order if r in by_reason]
+
+
+MEET = "Meet the targets"                 # search_counts: the configurations ranked as answers
+
+
+def search_counts(search: SearchResult) -> list[tuple[str, int]]:
+    """How many configurations were searched and why each was or was not an answer: one group per outcome, so
+    the counts add up to the number searched (the ranked answers first, then `top_and_rest`'s reasons)."""
+    counts = {MEET: 0}
+    for o in search.outcomes:
+        why = MEET if search.chosen(o) else reason(o, search.settings.max_replicas)
+        counts[why] = counts.get(why, 0) + 1
+    return [(why, n) for why, n in counts.items() if n]
+
+
+def left_gpu(search: SearchResult, scenario_gpu: str, answer_gpu: str) -> str | None:
+    """Why the answer is on another GPU than the scenario's, in one sentence; None when it is not."""
+    own_id = load_hardware(scenario_gpu).id
+    if load_hardware(answer_gpu).id == own_id:
+        return None
+    own = [o for o in search.outcomes if load_hardware(o.candidate.gpu).id == own_id]
+    name = own_id.upper()
+    if not own:
+        return f"The answer is not on the scenario's GPU ({name}): it was not among the GPUs searched."
+    meeting = [o for o in own if search.chosen(o)]        # ranked: the first is the cheapest
+    if meeting:
+        best = meeting[0]
+        cost = (f"costs ${best.usd_per_hour:,.2f}/hour" if best.usd_per_hour is not None else "has no price")
+        return (f"The search left the scenario's GPU ({name}): its cheapest configuration that meets the targets, "
+                f"{best.candidate.label}, {cost}; the answer costs less.")
+    why: dict[str, int] = {}
+    for o in own:
+        r = reason(o, search.settings.max_replicas)
+        why[r] = why.get(r, 0) + 1
+    return (f"The search left the scenario's GPU ({name}): none of its {len(own)} configurations meets the targets ("
+            + "; ".join(f"{r[0].lower()}{r[1:]}: {n}" for r, n in why.items()) + ").")
 
 
 def reason(o: Outcome, max_replicas: int) -> str:

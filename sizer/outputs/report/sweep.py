@@ -1,9 +1,12 @@
 """`sizer report --sweep results.parquet`: the Pareto fronts of a sweep and its cheapest configuration per SLO.
 
-    front     per model and GPU, the points meeting the SLO that no other of the same model and GPU beats on
-              both cost per million output tokens and p95 latency (TTFT; ITL, the per-request TPOT)
-    cheapest  per model and SLO (TTFT, TPOT, E2E targets and required share), the point meeting it at the
-              lowest cost per million output tokens
+    front     per model, GPU and arrival rate, the points meeting the SLO that no other of the same model and GPU
+              both cost per million output tokens and p95 latency (TTFT; ITL, the gaps between tokens)
+    cheapest  per model, arrival rate and SLO (TTFT, ITL, E2E targets and required share), the point meeting
+              it at the lowest cost per million output tokens
+
+Cost per million output tokens falls as the rate a deployment is sized for grows, so points of different
+arrival rates are never compared: each rate is its own question.
 
 Rows come from `sizer.outputs.sweep_store.read_rows`; only points that meet the SLO and have a price count.
 """
@@ -37,6 +40,7 @@ class FrontPoint:
 class Front:
     model: str
     gpu: str
+    rate_per_s: float
     latency: str                                # the SLOProbe column: ttft_p95_ms or itl_p95_ms
     points: tuple[FrontPoint, ...]              # by cost
 
@@ -44,7 +48,8 @@ class Front:
 @dataclass(frozen=True)
 class Cheapest:
     model: str
-    slo: str                                    # "TTFT 500 ms, TPOT 50 ms, 95%" (TPOT: slo.itl_ms)
+    rate_per_s: float
+    slo: str                                    # "TTFT 500 ms, ITL 50 ms, 95%"
     points_meeting: int
     gpu: str
     label: str
@@ -84,7 +89,7 @@ def pareto(rows: list[dict], latency: str) -> list[dict]:
 
 
 def _slo(row: dict) -> str:
-    targets = [f"{name} {row[key]:g} ms" for name, key in (("TTFT", "ttft_target_ms"), ("TPOT", "itl_target_ms"),
+    targets = [f"{name} {row[key]:g} ms" for name, key in (("TTFT", "ttft_target_ms"), ("ITL", "itl_target_ms"),
                                                           ("E2E", "e2e_target_ms")) if row[key] is not None]
     return ", ".join(targets) + f", {row['required_share']:.0%} of requests"
 
@@ -114,33 +119,34 @@ def build_sweep_report(rows: list[dict], source: str, file: str | None = None) -
     by_status: dict[str, int] = {}
     for r in rows:
         by_status[r["status"]] = by_status.get(r["status"], 0) + 1
-    groups: dict[tuple[str, str], list[dict]] = {}
+    groups: dict[tuple[str, str, float], list[dict]] = {}
     for r in met:
-        groups.setdefault((r["model"], r["gpu"]), []).append(r)
-    fronts = tuple(Front(model, gpu, latency, tuple(
+        groups.setdefault((r["model"], r["gpu"], r["rate_per_s"]), []).append(r)
+    fronts = tuple(Front(model, gpu, rate, latency, tuple(
         FrontPoint(r["usd_per_million_output_tokens"], r[latency], label(r), r["point_hash"])
         for r in pareto(members, latency)))
-        for (model, gpu), members in sorted(groups.items()) for latency, _ in LATENCIES)
-    per_slo: dict[tuple[str, str], list[dict]] = {}
+        for (model, gpu, rate), members in sorted(groups.items()) for latency, _ in LATENCIES)
+    per_slo: dict[tuple[str, float, str], list[dict]] = {}
     for r in met:
-        per_slo.setdefault((r["model"], _slo(r)), []).append(r)
+        per_slo.setdefault((r["model"], r["rate_per_s"], _slo(r)), []).append(r)
     cheapest = []
-    for (model, slo), members in sorted(per_slo.items()):
+    for (model, rate, slo), members in sorted(per_slo.items()):
         best = min(members, key=lambda r: (r["usd_per_million_output_tokens"], r["ttft_p95_ms"], r["point_hash"]))
-        cheapest.append(Cheapest(model, slo, len(members), best["gpu"], label(best),
+        cheapest.append(Cheapest(model, rate, slo, len(members), best["gpu"], label(best),
                                  best["usd_per_million_output_tokens"], best["usd_per_hour"], best["replicas"],
                                  best["ttft_p95_ms"], best["itl_p95_ms"], best["point_hash"]))
     return SweepReport(source, len(rows), dict(sorted(by_status.items())), fronts, tuple(cheapest))
 
 
 def front_chart(report: SweepReport, latency: str, title: str, chart_id: str) -> str:
-    """Cost per million output tokens against p95 latency, one line per model and GPU's front."""
+    """Cost per million output tokens against p95 latency, one line per model, GPU and rate's front."""
     plt = _pyplot()
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(7.2, 3.4))
         for front in (f for f in report.fronts if f.latency == latency and f.points):
             ax.plot([p.latency_ms for p in front.points], [p.usd_per_million_output_tokens for p in front.points],
-                    marker="o", markersize=3, linewidth=1, label=f"{front.model} / {front.gpu}")
+                    marker="o", markersize=3, linewidth=1,
+                    label=f"{front.model} / {front.gpu} / {front.rate_per_s:g} req/s")
         ax.set_xlabel(title)
         ax.set_ylabel("$ per million output tokens")
         ax.legend(loc="upper right", frameon=False, fontsize=7)

@@ -37,6 +37,7 @@ FLAGS = {
     "--output-tokens": ("output length in tokens", ("output length",)),
     "--ttft-ms": ("time to first token target, ms", ("time to first token",)),
     "--itl-ms": ("inter-token latency target, ms", ("inter-token latency",)),
+    "--tpot-ms": ("time-per-output-token target, ms", ("time-per-output-token",)),
     "--num-requests": ("how many requests are simulated or replayed", ("requests",)),
     "--replicas": ("replicas behind the router", ("replicas",)),
     "--max-replicas": ("most replicas a configuration may need", ("replicas",)),

@@ -57,7 +57,8 @@ def test_no_rate_meets_the_slo_prints_the_plan_the_binding_target_and_a_fix():
     assert result.exit_code == 0, result.output                  # a plan with a verdict, not an error
     text = " ".join(result.output.split())
     assert "Memory per GPU" in text                               # the plan is printed
-    assert "no request rate meets the SLO on one replica: TTFT is missed" in text
+    assert ("no request rate meets the SLO (TTFT <= 5 ms, ITL <= 50 ms; 95% of requests) on one replica: TTFT is "
+            "missed") in text
     assert "fix: more replicas do not help: the TTFT target is missed even at low load" in text
     assert "1 GPUs" not in text and "replica(s)" not in text
 

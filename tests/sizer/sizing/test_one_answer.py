@@ -79,9 +79,13 @@ def test_plan_check_and_search_give_the_same_replicas_and_dollars(path, tmp_path
     _, found = invoke("search", scenario_file, "--json", "--workers", "1", "--num-requests", SETTINGS.num_requests,
                       "--gpus", s.hardware.gpu, "--tp", s.deployment.tensor_parallel_size,
                       "--pp", s.deployment.pipeline_parallel_size, "--weights", plan["weights"]["format"],
-                      "--kv-cache-dtype", s.deployment.kv_cache_dtype)
-    # a MoE model's split is also tried as attention DP + EP (DEP): the row of the scenario's own split
-    [row] = [c for c in found["configurations"] if c["attention_dp"] == s.deployment.enable_attention_dp]
+                      "--kv-cache-dtype", s.deployment.kv_cache_dtype,
+                      *(["--speculative"] if s.deployment.speculative_config else []))
+    # the scenario's own configuration: a MoE model's split is also tried as attention DP + EP (DEP), and with a
+    # speculative_config, search leaves it off unless --speculative (seed-speculative's ITL target binds below the
+    # bound, where the two differ): the row of the scenario's own split and speculation
+    [row] = [c for c in found["configurations"] if c["attention_dp"] == s.deployment.enable_attention_dp
+             and c["speculative"] == (s.deployment.speculative_config is not None)]
     # the same settings object, by value, in all three
     assert sim["settings"] == sizing["settings"] == found["settings"]["goodput"] == expected
     assert plan_exit == 0                            # plan prints its verdict whatever it is
@@ -119,7 +123,8 @@ def test_no_rate_meeting_the_slo_is_said_the_same_way_by_every_command(tmp_path)
     # plan: exit 0, the whole plan still there, the status and verdict in the simulated section and the verdict line
     assert plan_exit == 0 and plan["fits"] and plan["memory"]["kv_cache_bytes"] > 0
     assert sim["status"] == "no_rate" and sim["replicas"] is None and sim["goodput_per_replica_per_s"] == 0
-    assert sim["verdict"].startswith("no request rate meets the SLO on one replica: TTFT is missed even at")
+    assert sim["verdict"].startswith("no request rate meets the SLO (TTFT <= 1 ms; 95% of requests) on one replica: "
+                                     "TTFT is missed even at")
     assert plan["verdict"] == "fits; " + sim["verdict"]
     # check: exit 1 on the slo rule, in the same words, with the fix that more replicas do not help
     slo_rule = {r["name"]: r for r in check["rules"]}["slo"]

@@ -29,14 +29,15 @@ SETTINGS = GoodputSettings()        # short probes: 600 requests; the operating 
 
 
 def result_with_tpot(tpot_ms: float, n: int = 20) -> SimulationResult:
-    """n served requests with TTFT 100 ms and the given TPOT (the SLO's ITL is checked against TPOT)."""
+    """n served requests with TTFT 100 ms and the given TPOT, every token gap (ITL) that long too: one step of
+    tpot_ms whose n sequences each get a token one step after their last."""
     ttft, tpot = np.full(n, 100.0), np.full(n, tpot_ms)
     columns = {"request_id": np.arange(n), "rejected": np.zeros(n, bool), "arrival_s": np.zeros(n),
                "finished_s": np.ones(n), "prompt_tokens": np.full(n, 100), "output_tokens": np.full(n, 11),
                "cached_prompt_tokens": np.zeros(n, int), "ttft_ms": ttft, "tpot_ms": tpot, "e2e_ms": ttft + 10 * tpot,
                "queue_ms": np.zeros(n), "lora_holdbacks": np.zeros(n, int)}
     one = np.ones(1)
-    timeline = Timeline(np.zeros(1, int), one, one, one, one, one, one * 0.5, one, 1)
+    timeline = Timeline(np.zeros(1, int), one, one * tpot_ms / 1e3, one * n, one * n, one * n, one * 0.5, one, 1)
     return SimulationResult(columns, {}, timeline, np.array([]), 1, 0, BARE)
 
 
@@ -59,7 +60,8 @@ def sized(monkeypatch, short_knee: float, full_knee: float, scenario: Scenario |
 def test_replicas_start_at_ceil_target_over_goodput_when_the_full_run_agrees(monkeypatch):
     sizing, calls = sized(monkeypatch, 3.0, 3.0)
     # goodput within 5% below the 3 req/s knee -> ceil(10 / 2.9) = 4 replicas at 2.5 req/s meet; 3 at 3.33 do not
-    assert 3.0 / 1.05 <= sizing.goodput_per_replica_per_s <= 3.0 and sizing.binding_target == "TPOT"
+    # (binding: the 60 ms ITL target, checked on the token gaps)
+    assert 3.0 / 1.05 <= sizing.goodput_per_replica_per_s <= 3.0 and sizing.binding_target == "ITL"
     assert (sizing.status, sizing.replicas, sizing.replicas_for_slo, sizing.slo_met) == (SizingStatus.MET, 4, 4, True)
     assert [n for _, n in calls].count(1500) == 2                   # the operating point at 4, then 3
     assert sizing.operating_point.rate_per_s == pytest.approx(2.5)
@@ -106,14 +108,15 @@ def test_no_rate_meets_the_slo_is_a_status_not_an_error(monkeypatch):
     # the bisection went down to the analytic bound / 64 and simulated no operating point
     lowest = min(rate for rate, _ in calls)
     assert all(n == 600 for _, n in calls) and sizing.operating_point is None
-    assert sizing.verdict == f"no request rate meets the SLO on one replica: TPOT is missed even at {lowest:.3g} req/s"
+    assert sizing.verdict == ("no request rate meets the SLO (TTFT <= 2,000 ms, ITL <= 60 ms; 95% of requests) on one "
+                              f"replica: ITL is missed even at {lowest:.3g} req/s")
 
 
 def test_too_many_replicas_is_search_s_floor(monkeypatch):
     sizing, calls = sized(monkeypatch, 0.5, 0.5, max_replicas=8)
     # the knee (0.5 req/s) lies below 10 req/s / 8 replicas = 1.25 req/s: not searched, more than 8 replicas needed
     assert sizing.status is SizingStatus.TOO_MANY_REPLICAS and min(rate for rate, _ in calls) >= 1.25
-    assert sizing.verdict.startswith("the SLO needs more than 8 replicas: TPOT is missed at")
+    assert sizing.verdict.startswith("the SLO needs more than 8 replicas: ITL is missed at")
     unlimited, _ = sized(monkeypatch, 0.5, 0.5)
     # without the floor: 20 replicas run at 10 / 20 = 0.5 req/s, at the knee; 19 (0.53 req/s) miss
     assert (unlimited.status, unlimited.replicas) == (SizingStatus.MET, 20)

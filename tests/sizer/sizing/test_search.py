@@ -98,7 +98,7 @@ def knee_at(knee: float, calls: list):
 def test_goodput_bisection_brackets_the_knee(monkeypatch, knee, probes):
     calls = []
     monkeypatch.setattr(goodput_mod, "simulate_at", knee_at(knee, calls))
-    g = goodput_rate(resolved_with(SLOSection(ttft_ms=500, itl_ms=50)), 10.0,
+    g = goodput_rate(resolved_with(SLOSection(ttft_ms=500, tpot_ms=50)), 10.0,
                      GoodputSettings(rate_tolerance=0.1, low_rate_fraction=1 / 64))
     assert knee / 1.1 <= g.rate_per_s <= knee < g.ceiling_per_s <= g.rate_per_s * 1.1
     assert g.binding == "TPOT"                        # TTFT always met; TPOT 80 ms > 50 ms above the knee
@@ -108,7 +108,7 @@ def test_goodput_bisection_brackets_the_knee(monkeypatch, knee, probes):
 def test_goodput_at_the_bound_and_zero_below_the_floor(monkeypatch):
     calls = []
     monkeypatch.setattr(goodput_mod, "simulate_at", knee_at(100.0, calls))
-    assert goodput_rate(resolved_with(SLOSection(itl_ms=50)), 10.0, GoodputSettings()) == Goodput(10.0, 10.0, "none")
+    assert goodput_rate(resolved_with(SLOSection(tpot_ms=50)), 10.0, GoodputSettings()) == Goodput(10.0, 10.0, "none")
     assert calls == [10.0]                           # met at the bound: one simulation
     calls.clear()
     monkeypatch.setattr(goodput_mod, "simulate_at",
@@ -128,7 +128,7 @@ def test_goodput_between_the_floor_and_the_next_probe_is_found(monkeypatch):
     monkeypatch.setattr(goodput_mod, "simulate_at", knee_at(0.4, calls))
     # a knee at 0.4 req/s: 0.5 misses and the next quarter (0.125) lies below the floor 0.3, but the
     # floor meets the SLO, so the bisection runs in [0.3, 0.5] instead of giving up
-    g = goodput_rate(resolved_with(SLOSection(ttft_ms=500, itl_ms=50)), 8.0,
+    g = goodput_rate(resolved_with(SLOSection(ttft_ms=500, tpot_ms=50)), 8.0,
                      GoodputSettings(rate_tolerance=0.1), floor_per_s=0.3)
     assert 0.3 <= g.rate_per_s <= 0.4 < g.ceiling_per_s <= g.rate_per_s * 1.1 and calls[:4] == [8.0, 2.0, 0.5, 0.3]
 

@@ -125,7 +125,7 @@ def test_simulate_command_json_and_csv(tmp_path):
 
 def test_simulate_command_tables_and_bad_input():
     out = simulate_cli(str(CHAT), "--num-requests", "50")
-    assert out.exit_code == 0 and "TTFT" in out.stdout and "goodput" in out.stdout
+    assert out.exit_code == 0 and "TTFT" in out.stdout and "requests within the SLO" in out.stdout
     bad = simulate_cli(str(CHAT), "--router", "random")
     assert bad.exit_code == 2 and "--router" in bad.output
 

@@ -37,9 +37,9 @@ def test_svg_is_inline_deterministic_and_ids_are_prefixed():
 
 
 def test_three_charts_on_one_page_share_no_id():
-    point = RatePoint(1.0, (100, 200, 300), (20, 30, 40), (5000, 8000, 9000), 0.97)
+    point = RatePoint(1.0, (100, 200, 300), (20, 30, 40), (5000, 8000, 9000), 0.97, (18, 28, 60))
     svgs = [memory_chart([bar("a")]), latency_chart([point, RatePoint(2.0, (150, 300, 500), (25, 35, 45),
-                                                                     (6000, 9000, 9900), 0.9)],
+                                                                     (6000, 9000, 9900), 0.9, (20, 33, 70))],
                                                     {"ttft_ms": 500, "tpot_ms": 40, "e2e_ms": None}, 1.5),
             timeline_chart([0.0, 1.0, 2.0], [0.1, 0.5, 0.4], [3, 9, 7])]
     every = [i for svg in svgs for i in ids(svg)]

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 from sizer.outputs.report.summary import (
     BAD_SPLIT,
+    MEET,
     MISSES,
     MORE_COSTLY,
     NO_FIT,
@@ -15,6 +16,8 @@ from sizer.outputs.report.summary import (
     TOP_CONFIGURATIONS,
     front,
     headline,
+    left_gpu,
+    search_counts,
     top_and_rest,
 )
 from sizer.sizing.cost import CostSummary
@@ -63,7 +66,7 @@ def test_top_five_then_every_other_configuration_grouped_by_reason():
 
 
 def test_headline_when_nothing_fits_or_meets_the_targets():
-    slo = SimpleNamespace(ttft_ms=500.0, itl_ms=None, e2e_ms=8000.0)
+    slo = SimpleNamespace(ttft_ms=500.0, itl_ms=None, tpot_ms=None, e2e_ms=8000.0)
     no_fit = headline("m", "H100-SXM", 1, "bf16", sizing(SizingStatus.DOES_NOT_FIT), slo, searched=True)
     assert no_fit.sentence == ("m does not fit on 1 x H100-SXM with bf16 weights; no configuration searched meets "
                                "the targets.")
@@ -73,3 +76,38 @@ def test_headline_when_nothing_fits_or_meets_the_targets():
     assert missed.sentence == ("2 x H200 does not meet first token within 500 ms and whole reply within 8,000 ms "
                                "for 95% of requests at 1 requests/s: verdict.")
     assert not missed.met and missed.usd_per_month == 9.0 * 730                  # 730 hours a month
+
+
+def on(gpu: str, tp: int, status: str, binding: str, s: Sizing | None = None) -> Outcome:
+    return Outcome(Candidate(gpu, tp, 1, "fp8", "auto", False), status, binding, f"why {tp}", tp, None, s)
+
+
+def test_the_counts_add_up_to_the_configurations_searched():
+    # 3 meet with a price, 1 meets without one, 2 do not fit, 2 miss TTFT, 1 cannot be split: 9 searched
+    outcomes = (*(on("b200", i, "ok", "TTFT", sizing(SizingStatus.MET, 10.0 + i)) for i in (1, 2, 3)),
+                on("b200", 4, "ok", "TTFT", sizing(SizingStatus.MET)),
+                *(on("h200", 10 + i, "rejected", "memory") for i in (1, 2)),
+                *(on("h200", 20 + i, "rejected", "TTFT", sizing(SizingStatus.NO_RATE)) for i in (1, 2)),
+                on("h200", 3, "invalid", "split"))
+    result = SearchResult("s", 1.0, 100.0, 0.95, SearchSettings(max_replicas=32), outcomes)
+    counts = search_counts(result)
+    assert counts == [(MEET, 3), (NO_PRICE, 1), (NO_FIT, 2), (MISSES["TTFT"], 2), (BAD_SPLIT, 1)]
+    assert sum(n for _, n in counts) == len(outcomes) == 9
+    # the H200 scenario answered on a B200: none of the 5 H200 configurations meets the targets, and why
+    assert left_gpu(result, "h200", "b200") == (
+        "The search left the scenario's GPU (H200): none of its 5 configurations meets the targets (do not fit in "
+        "GPU memory: 2; miss the time-to-first-token target (TTFT): 2; the model cannot be split across that many "
+        "GPUs: 1).")
+    assert left_gpu(result, "b200", "b200") is None                  # the answer is on the scenario's GPU
+
+
+def test_left_gpu_names_the_cheapest_on_the_scenarios_gpu_when_one_meets():
+    # the search ranks by cost: a B200 configuration at $11/hour before an H200 one at $15/hour
+    outcomes = (on("b200", 1, "ok", "TTFT", sizing(SizingStatus.MET, 11.0)),
+                on("h200", 2, "ok", "TTFT", sizing(SizingStatus.MET, 15.0)))
+    result = SearchResult("s", 1.0, 100.0, 0.95, SearchSettings(), outcomes)
+    assert left_gpu(result, "h200", "b200") == (
+        f"The search left the scenario's GPU (H200): its cheapest configuration that meets the targets, "
+        f"{outcomes[1].candidate.label}, costs $15.00/hour; the answer costs less.")
+    # the scenario's GPU not searched at all
+    assert left_gpu(result, "a100-80gb", "b200").endswith("it was not among the GPUs searched.")

@@ -45,8 +45,20 @@ def test_fronts_keep_only_undominated_points_per_model_and_gpu():
 def test_the_cheapest_per_slo_ignores_points_missing_it():
     cheapest = {c.slo: (c.point_hash, c.points_meeting) for c in build_sweep_report([r.__dict__ for r in ROWS],
                                                                                     "r").cheapest}
-    assert cheapest == {"TTFT 500 ms, TPOT 50 ms, 95% of requests": ("a", 3),
-                        "TTFT 1000 ms, TPOT 50 ms, 95% of requests": ("d", 1)}
+    assert cheapest == {"TTFT 500 ms, ITL 50 ms, 95% of requests": ("a", 3),
+                        "TTFT 1000 ms, ITL 50 ms, 95% of requests": ("d", 1)}
+
+
+def test_cost_is_never_compared_across_arrival_rates():
+    # "f" is cheaper per token than "a" only because it is sized for 4x the traffic: another question, so each
+    # rate gets its own cheapest point and its own front
+    f = dict(row("f", "h100-sxm", 0.3, 300, 20).__dict__, rate_per_s=24.0)
+    report = build_sweep_report([r.__dict__ for r in ROWS] + [f], "r")
+    cheapest = {(c.rate_per_s, c.slo): c.point_hash for c in report.cheapest}
+    assert cheapest[6.0, "TTFT 500 ms, ITL 50 ms, 95% of requests"] == "a"
+    assert cheapest[24.0, "TTFT 500 ms, ITL 50 ms, 95% of requests"] == "f"
+    fronts = {(f.gpu, f.rate_per_s, f.latency): [p.point_hash for p in f.points] for f in report.fronts}
+    assert fronts["h100-sxm", 6.0, "ttft_p95_ms"] == ["a", "b"] and fronts["h100-sxm", 24.0, "ttft_p95_ms"] == ["f"]
 
 
 def test_pareto_on_ties_keeps_both():

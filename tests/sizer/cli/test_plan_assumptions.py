@@ -1,0 +1,73 @@
+"""Every workload and SLO value a plan uses is among its assumptions, with where it came from (a flag, the
+scenario, a default), in the terminal and in --json; --simulate's verdict names the targets (issue 27)."""
+
+import json
+
+from typer.testing import CliRunner
+
+from sizer.cli import app
+from sizer.cli.plan import FLAGS_ONLY_WORKLOAD
+
+runner = CliRunner()
+
+
+def assumptions(*argv: str) -> list[str]:
+    result = runner.invoke(app, ["plan", *argv, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["assumptions"]
+
+
+def test_a_plan_from_flags_alone_states_the_workload_it_assumed():
+    got = assumptions("--model", "llama-3.1-8b", "--gpu", "h100")
+    # FLAGS_ONLY_WORKLOAD: 1 req/s of 1,024 prompt and 256 output tokens, none of it stated by the user
+    assert FLAGS_ONLY_WORKLOAD["workload"]["arrival"]["rate_per_s"] == 1.0
+    assert "workload: 1 req/s (default: no scenario file), poisson arrivals (default)" in got
+    assert ("workload: prompt 1,024 tokens, fixed (default: no scenario file), output 256 tokens, fixed "
+            "(default: no scenario file)") in got
+    assert any(line.startswith("SLO: no targets stated") for line in got)
+    # workload.num_requests' default (sizer/inputs/scenario.py WorkloadSection)
+    assert "simulated requests (--simulate): 2,000 (default)" in got
+
+
+def test_flags_are_named_as_the_source_of_what_they_set():
+    got = assumptions("--model", "llama-3.1-8b", "--gpu", "h100", "--rate", "4", "--prompt-tokens", "2k",
+                      "--output-tokens", "100", "--ttft-ms", "500")
+    assert "workload: 4 req/s (--rate), poisson arrivals (default)" in got
+    # "2k" is 2,000 tokens (a manifest's number syntax, sizer/inputs/manifests/fields.py parse_number)
+    assert "workload: prompt 2,000 tokens, fixed (--prompt-tokens), output 100 tokens, fixed (--output-tokens)" in got
+    # slo.required_share's default is 0.95 (SLOSection)
+    assert "SLO: TTFT <= 500 ms (--ttft-ms); 95% of requests (default)" in got
+
+
+def test_a_scenario_file_is_the_source_of_its_own_values():
+    got = assumptions("scenarios/llama-3.1-70b-h200.yaml", "--rate", "4")
+    # the scenario: lognormal prompts of mean 3,000 and outputs of mean 300; TTFT 2 s and ITL 60 ms targets
+    assert "workload: 4 req/s (--rate), poisson arrivals (scenario)" in got
+    assert ("workload: prompt lognormal lengths, mean 3,000 tokens (scenario), output lognormal lengths, "
+            "mean 300 tokens (scenario)") in got
+    assert "SLO: TTFT <= 2,000 ms (scenario), ITL <= 60 ms (scenario); 95% of requests (scenario)" in got
+
+
+def test_the_terminal_plan_prints_the_same_assumptions():
+    result = runner.invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "h100"], env={"COLUMNS": "200"})
+    assert "workload: 1 req/s (default: no scenario file), poisson arrivals (default)" in result.stdout
+
+
+def test_the_simulated_verdict_names_its_targets():
+    result = runner.invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "h100", "--rate", "2", "--prompt-tokens",
+                                 "1k", "--output-tokens", "100", "--ttft-ms", "1000", "--simulate", "--json"])
+    verdict = json.loads(result.stdout)["simulation"]["verdict"]
+    # an 8B model on an H100 at 2 req/s of 1,000-token prompts answers the first token in tens of ms: met
+    assert verdict.startswith("SLO met: ")
+    assert "of requests meet every target (TTFT <= 1,000 ms; 95% of requests required) at 2 req/s" in verdict
+
+
+def test_one_token_replies_print_no_itl_rather_than_nan():
+    # a reply of one token has no gap between tokens and no time per output token: "-", not "nan" or "0.0"
+    result = runner.invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "h100", "--rate", "4", "--prompt-tokens",
+                                 "4k", "--output-tokens", "1", "--ttft-ms", "1000", "--simulate"],
+                           env={"COLUMNS": "120"})
+    rows = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if line.count("│") == 5}
+    assert rows["ITL"].split("│")[2:5] == rows["TPOT"].split("│")[2:5]
+    assert [cell.strip() for cell in rows["ITL"].split("│")[2:5]] == ["-", "-", "-"]
+    assert "nan" not in result.stdout
