@@ -242,6 +242,12 @@ def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSetting
                            per_million(day_kwh * s.energy.grid_g_co2e_per_kwh, tokens)
                            if s.energy.grid_g_co2e_per_kwh is not None else None, static_kwh)
     growth = _growth(r, profile, sch, policy, g) if sch.growth_per_month else ()
+    if s.slo.itl_ms is not None:
+        # the SLO rate per replica (mu) comes from the sizing pipeline, which scores the pooled token gaps; the
+        # windows' per-interval shares are per request, and a request keeps no gaps of its own (simulator.metrics)
+        notes.append(f"ITL target {s.slo.itl_ms:g} ms: met at the SLO rate per replica ({mu:.3g} req/s, the pooled "
+                     "token gaps of the sizing); the per-interval SLO shares count TTFT, TPOT and E2E per request, "
+                     "not the ITL")
     if r.hardware.reserved_usd_per_gpu_hour is not None:
         notes.append(f"reserved price ${r.hardware.reserved_usd_per_gpu_hour:g}/GPU-hour: "
                      f"{r.hardware.reserved_price_rule}")

@@ -45,6 +45,10 @@ def test_a_constant_schedule_gives_the_steady_plans_replicas():
     assert day.windows == () and not any(i.simulated for i in day.intervals)
     static, auto = day.policies[:2]
     assert static.gpu_hours_per_period == auto.gpu_hours_per_period == steady * 24
+    # the chat scenario's ITL target is met through the SLO rate per replica, and the day says the per-interval
+    # shares do not score it (per request, a request keeps no token gaps of its own)
+    assert s.slo.itl_ms is not None
+    assert any(n.startswith(f"ITL target {s.slo.itl_ms:g} ms") and "not the ITL" in n for n in day.notes)
 
 
 @pytest.mark.slow
