@@ -192,7 +192,7 @@ def command(
     if simulate:
         result = kind("day").add_energy(kind("simulate").add_simulation(result, resolved), resolved)
         if resolved.scenario.workload.schedule is not None:
-            result = kind("day").add_day(result, resolved)
+            result = kind("simulate").add_day(result, resolved)
     text = emitter.plan_emitted(emit, resolved, result) if emitter is not None else None
     if as_json:
         typer.echo(to_json(result))

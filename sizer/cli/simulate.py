@@ -112,3 +112,9 @@ def add_simulation(plan: Plan, resolved: Resolved) -> Plan:
     """`plan --simulate` (kind "simulate"): the sizing pipeline's answer, its simulations counted on stderr."""
     with progress("sizing", "simulations") as update:
         return pipeline.add_simulation(plan, resolved, progress=update)
+
+
+def add_day(plan: Plan, resolved: Resolved) -> Plan:
+    """`plan --simulate` on a workload.schedule: the day (sizer.sizing.day), its simulations counted on stderr."""
+    with progress("the day", "simulations") as update:
+        return kind("day").add_day(plan, resolved, progress=update)

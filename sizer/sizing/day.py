@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -175,9 +176,12 @@ def simulate_scenario_workload(r: Resolved, w: Workload):
     return simulate(simulation_config(r, 1), step_model_for(r), w, r.scenario.workload.seed)
 
 
-def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSettings()) -> tuple[DayPlan | None, str]:
+def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSettings(),
+             progress: Callable[..., None] | None = None) -> tuple[DayPlan | None, str]:
     """The scenario's schedule served by its autoscaling policy (sizer.sizing.autoscale), priced per step, and a
-    verdict; no day when no replica count meets the SLO at the schedule's peak (the verdict says why)."""
+    verdict; no day when no replica count meets the SLO at the schedule's peak (the verdict says why).
+    `progress(done, total)` counts its simulations: the peak's sizing, the curve's points, the windows."""
+    tick = _ticker(progress)
     s = r.scenario
     sch, a = s.workload.schedule, s.autoscaling or AutoscalingSection()
     profile = _profile(r)
@@ -186,12 +190,13 @@ def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSetting
     peak = max(rates)
     peak_r = _at_rate(r, peak)
     sizing = size_deployment(peak_r, make_plan(peak_r), settings)
+    tick()
     if sizing.status is not SizingStatus.MET:
         return None, f"the {sch.period} not sized: at its peak of {peak:g} req/s, {sizing.verdict}"
     n_peak = sizing.replicas
     mu = _slo_rate(r, peak, n_peak)
     ridge = ridge_tokens(r.hardware)
-    curve = tuple(_curve_point(r, mu * f, settings.num_requests, ridge) for f in CURVE_FRACTIONS)
+    curve = tuple(tick(_curve_point(r, mu * f, settings.num_requests, ridge)) for f in CURVE_FRACTIONS)
     delay = _delay(r, plan, a)
     target = mu * (a.target_utilisation if a.target == "utilisation" else 1.0)
     policy = Policy(target, a.min_replicas, a.max_replicas, a.scale_ahead, delay.total_s, a.scale_down_cooldown_s)
@@ -200,7 +205,7 @@ def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSetting
     per_replica = [x / max(1, n) for x, n in zip(rates, tl.serving, strict=True)]
     short = [x > mu * (1 + 1e-9) for x in per_replica]
     step_share = {i: _read(curve, x)[0] for i, x in enumerate(per_replica) if not short[i]}
-    windows, simulated, notes = _windows(r, per_replica, short, tl, sch.period, step_share)
+    windows, simulated, notes = _windows(r, per_replica, short, tl, sch.period, step_share, tick)
     g = gpus_per_replica(r)
     power = power_by_state(r.hardware)
     pue = s.energy.pue
@@ -261,14 +266,34 @@ def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSetting
                  + (cheapest or "none"))
 
 
+def _ticker(progress: Callable[..., None] | None) -> Callable[..., object]:
+    """`tick(value)`: one simulation done (returns `value`); `tick(total_more=n)`: n more to come. Calls
+    `progress(done, total)`; the total grows as the day learns how many windows it simulates."""
+    done, total = 0, 1 + len(CURVE_FRACTIONS)
+
+    def tick(value: object = None, total_more: int | None = None) -> object:
+        nonlocal done, total
+        if total_more is None:
+            done += 1
+        else:
+            total += total_more
+        if progress is not None:
+            progress(done, total)
+        return value
+
+    return tick
+
+
 def _windows(r: Resolved, per_replica: list[float], short: list[bool], tl: ReplicaTimeline, period: str,
-             step_share: dict[int, float]) -> tuple[list[Window], set[int], list[str]]:
+             step_share: dict[int, float], tick: Callable[..., object]) -> tuple[list[Window], set[int], list[str]]:
     """Each run of short steps simulated (its steps' SLO shares into `step_share`): the windows, the steps they
     scored, and notes on runs too long to simulate (MAX_WINDOW_STEPS, or more than MAX_REQUESTS arrivals), which
     are counted as missing the SLO."""
     k = len(per_replica)
     windows, simulated, notes = [], set(), []
-    for wa, wb in _short_runs(short):
+    runs = _short_runs(short)
+    tick(total_more=len(runs))
+    for wa, wb in runs:
         arrivals = sum(per_replica[i % k] for i in range(wa - LEAD_STEPS, wb + DRAIN_STEPS)) * STEP_S
         if wb - wa > MAX_WINDOW_STEPS or arrivals > MAX_REQUESTS:
             step_share.update(dict.fromkeys(range(wa, wb), 0.0))
@@ -277,7 +302,7 @@ def _windows(r: Resolved, per_replica: list[float], short: list[bool], tl: Repli
                          f"simulation takes ({MAX_WINDOW_STEPS} minutes, {MAX_REQUESTS:,} requests): counted as "
                          f"missing the SLO")
             continue
-        shares, count, share = _simulate_window(r, per_replica, wa, wb, k, STEP_S)
+        shares, count, share = tick(_simulate_window(r, per_replica, wa, wb, k, STEP_S))
         step_share.update(shares)
         simulated.update(shares)
         windows.append(Window(_clock(wa * STEP_S, period), _clock(wb * STEP_S, period),
@@ -333,9 +358,10 @@ def _growth(r: Resolved, profile: Profile, sch, policy: Policy, g: int) -> tuple
     return tuple(out)
 
 
-def add_day(plan: Plan, r: Resolved, settings: GoodputSettings = GoodputSettings()) -> Plan:
+def add_day(plan: Plan, r: Resolved, settings: GoodputSettings = GoodputSettings(),
+            progress: Callable[..., None] | None = None) -> Plan:
     """`plan` (simulated) with its day over the schedule (`Plan.day`) and the day's verdict."""
-    day, verdict = plan_day(r, plan, settings)
+    day, verdict = plan_day(r, plan, settings, progress)
     return dataclasses.replace(plan, day=day, verdict=f"{plan.verdict}; {verdict}")
 
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from sizer.cli import app
 from sizer.inputs.scenario import load_scenario
 from sizer.inputs.schedule import AutoscalingSection, SchedulePoint, ScheduleSection
-from sizer.sizing.day import plan_day
+from sizer.sizing.day import CURVE_FRACTIONS, plan_day
 from sizer.sizing.pipeline import add_simulation
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
@@ -37,8 +37,13 @@ def test_a_constant_schedule_gives_the_steady_plans_replicas():
     sch = ScheduleSection(points=[SchedulePoint("00:00", 40.0)])
     r = resolve(dataclasses.replace(s, workload=dataclasses.replace(w, schedule=sch),
                                     autoscaling=AutoscalingSection(scale_ahead=False)))
-    day, verdict = plan_day(r, make_plan(r), FAST)
+    calls = []
+    day, verdict = plan_day(r, make_plan(r), FAST, progress=lambda done, total: calls.append((done, total)))
     assert verdict.startswith("over the day the SLO holds autoscaled")
+    # its simulations counted for the progress display: the peak's sizing, then each point of the curve; no
+    # window to simulate, so the total stays 1 + the curve's points and the last call reaches it
+    assert calls[-1] == (1 + len(CURVE_FRACTIONS), 1 + len(CURVE_FRACTIONS))
+    assert [done for done, _ in calls] == sorted(done for done, _ in calls)
     assert day.peak_replicas == steady
     assert {i.replicas_needed for i in day.intervals} == {steady}
     assert {(i.replicas_serving_min, i.replicas_serving_max) for i in day.intervals} == {(steady, steady)}
