@@ -75,9 +75,6 @@ def test_profile_shape_and_units(path):
     assert PROFILE_KEYS <= set(p) <= PROFILE_KEYS | OPTIONAL_PROFILE_KEYS
     for key, sub in NESTED_KEYS.items():
         assert sub <= set(p[key]) <= sub | (OPTIONAL_PRICE_KEYS if key == "price" else set()), key
-    if "power" in p:         # idle <= decode-bound <= prefill-bound <= TDP, and a source
-        w = p["power"]
-        assert 0 < w["idle_w"] <= w["decode_w"] <= w["prefill_w"] <= p["tdp_w"] and w["source"]
     assert p["id"] == path.stem
     # Numbers, not strings: `3.35e12` (no exponent sign) would load as a str in PyYAML.
     assert isinstance(p["memory_bandwidth_bytes_per_s"], float)
@@ -122,6 +119,39 @@ def test_profile_price_is_the_median_of_its_quotes(path):
     assert Decimal(str(price["usd_per_gpu_hour"])) == median.quantize(Decimal("0.01"), ROUND_HALF_UP)
     for q in quotes:
         assert set(q) == {"provider", "product", "usd", "date", "source"}
+
+
+@pytest.mark.parametrize("path", PROFILE_FILES, ids=lambda p: p.stem)
+def test_profile_power_and_reserved_price(path):
+    """`power:` figures are ordered and sourced; a reserved price undercuts on demand and states its rule."""
+    p = yaml.safe_load(path.read_text())
+    if "power" in p:
+        w = p["power"]
+        assert set(w) == {"idle_w", "decode_w", "prefill_w", "source"}
+        # idle < memory-bound decode <= compute-bound prefill <= board TDP; the 5% allows a datasheet's TDP
+        # rounding against a measured peak (a GPU may briefly draw over TDP, but not by more)
+        assert 0 < w["idle_w"] < w["decode_w"] <= w["prefill_w"] <= p["tdp_w"] * 1.05
+        assert isinstance(w["source"], str) and len(w["source"]) > 20
+        # every bracketed source the power line cites is listed in the profile's sources
+        cited = {"[" + s.split("]")[0] + "]" for s in w["source"].split("[")[1:]}
+        assert cited <= {s.split(" ")[0] for s in p["sources"]}, cited
+    price = p["price"]
+    if "reserved_usd_per_gpu_hour" in price:
+        # a commitment is only worth pricing if it is cheaper than paying on demand
+        assert price["usd_per_gpu_hour"] is not None
+        assert 0 < price["reserved_usd_per_gpu_hour"] < price["usd_per_gpu_hour"]
+        assert price["reserved_rule"] and "reserved" in price["reserved_rule"]
+    else:
+        assert "reserved_rule" not in price
+
+
+def test_reserved_prices_cover_the_common_data_centre_gpus():
+    # issue 28 item 4: a 1-year reserved price, sourced and dated, beyond the H100 SXM
+    profiles = load_profiles()
+    priced = {pid for pid, p in profiles.items() if "reserved_usd_per_gpu_hour" in p["price"]}
+    assert {"h100-sxm", "h200", "b200", "a100-80gb", "a100-40gb", "l40s"} <= priced
+    # H200: $3.20 one-year reserved under the $4.50 median on demand (hardware_profiles/h200.yaml [YOBI-H200])
+    assert profiles["h200"]["price"]["reserved_usd_per_gpu_hour"] == 3.20
 
 
 def test_h100_sxm_price_example():

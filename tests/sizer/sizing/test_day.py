@@ -94,3 +94,25 @@ def test_a_steady_plans_energy_is_its_power_over_its_tokens():
     tokens_per_hour = 6.0 * plan.step_times.output_tokens_mean * 3600
     assert e.kwh_per_million_output_tokens == pytest.approx(e.kwh_per_hour / tokens_per_hour * 1e6)
     assert e.g_co2e_per_million_output_tokens is None           # no grid intensity stated
+
+
+def test_the_reserved_base_is_priced_on_an_h200(tmp_path):
+    # The bundled diurnal day on H200s: hardware_profiles/h200.yaml quotes a 1-year reserved price ($3.20) under
+    # its $4.50 median on demand, so the reserved base + burst policy is priced, not "not priced".
+    d = yaml.safe_load((ROOT / "scenarios" / "diurnal-chat-h100.yaml").read_text())
+    d["hardware"] = "h200"
+    path = tmp_path / "diurnal-chat-h200.yaml"
+    path.write_text(yaml.safe_dump(d))
+    r = resolve(load_scenario(path))
+    day, _ = plan_day(r, make_plan(r), FAST)
+    static, auto, reserved = day.policies
+    assert reserved.name == "reserved base + burst" and reserved.usd_per_month is not None
+    assert reserved.note.startswith("1 reserved at $3.2/GPU-h")
+    # One replica (1 GPU, TP 1) is reserved all day: 24 GPU-h at $3.20, and every other paid GPU-hour of the
+    # autoscaled day bursts at $4.50; min_replicas is 1, so the base never exceeds what is paid. Per month:
+    # x 730 h / 24 h (sizer/sizing/cost.py HOURS_PER_MONTH).
+    expected = (24 * 3.20 + (auto.gpu_hours_per_period - 24) * 4.50) * 730 / 24
+    assert reserved.usd_per_month == pytest.approx(expected)
+    assert reserved.usd_per_month < auto.usd_per_month < static.usd_per_month
+    # the H200's own power figures, not the H100 shares of TDP
+    assert day.energy is not None and day.energy.power.decode_w == 300 and "h200 profile" in day.energy.power.source
