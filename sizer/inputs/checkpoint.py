@@ -3,7 +3,8 @@
 A model reference is, in this order: a path (a config.json, or a checkpoint folder holding one); a
 name in the bundled catalog; or a Hugging Face model id `org/name`, found in the local Hugging
 Face cache (`$HF_HUB_CACHE`, else `$HF_HOME/hub`, else `~/.cache/huggingface/hub`; the snapshot
-that `refs/main` names). Nothing is ever downloaded. Beside config.json the folder may hold:
+that `refs/main` names), else in sizer's bundled store of HF configs (sizer.inputs.hf_store).
+Nothing is ever downloaded. Beside config.json the folder may hold:
 
 - `hf_quant_config.json`, NVIDIA ModelOpt's statement of the quantisation. vLLM reads it only when
   config.json has no `quantization_config`, and so does sizer (`Checkpoint.quantization`);
@@ -27,6 +28,7 @@ from typing import Any
 from simulator.errors import excerpt
 from sizer.errors import InputError
 from sizer.inputs.gguf_file import read_gguf
+from sizer.inputs.hf_store import BUNDLED, bundled
 from sizer.inputs.quantization import Quantization, parse_hf_quant_config
 from sizer.inputs.safe_load import load_json, loads_json, read_text
 
@@ -47,7 +49,7 @@ class Checkpoint:
     config: dict[str, Any]
     name: str
     config_file: str                   # where config.json was read (the catalog's file for a catalog name)
-    found_as: str                      # "catalog", "path", or the Hugging Face cache snapshot it resolved to
+    found_as: str                      # "catalog", "path", the Hugging Face cache snapshot or sizer's bundled copy
     quantization: Quantization | None = None   # hf_quant_config.json, when the folder has one
     stored_bytes: int | None = None    # bytes of the tensors in the checkpoint files
     stored_bytes_source: str = ""      # where stored_bytes was read
@@ -63,8 +65,9 @@ def hf_cache_dir() -> Path:
     return Path(home).expanduser() / "hub"
 
 
-def cached_snapshot(model_id: str, file: str | None, field_path: str) -> Path:
-    """The folder of `model_id`'s snapshot in the local cache: the one refs/main names, else the only one."""
+def cached_snapshot(model_id: str, file: str | None, field_path: str) -> Path | None:
+    """The folder of `model_id`'s snapshot in the local cache: the one refs/main names, else the only one;
+    None when the cache holds none."""
     cache = hf_cache_dir()
     repo = cache / ("models--" + model_id.replace("/", "--"))
     snapshots = repo / "snapshots"
@@ -80,9 +83,7 @@ def cached_snapshot(model_id: str, file: str | None, field_path: str) -> Path:
     if found:
         raise InputError(file, field_path, f"Hugging Face model {excerpt(model_id)} has {len(found)} snapshots in "
                                            f"{snapshots} and no refs/main naming one; give the snapshot folder")
-    raise InputError(file, field_path, f"Hugging Face model {excerpt(model_id)} is not in the local Hugging Face "
-                                       f"cache ({cache}; sizer never downloads); fetch it first (huggingface-cli "
-                                       f"download {model_id} --include '*.json') or give a path to its config.json")
+    return None
 
 
 def beside(reference: str, folder: Path) -> str:
@@ -118,11 +119,20 @@ def _locate(reference: str, catalog_dir: Path, file: str | None, field_path: str
         raise InputError(file, field_path, f"config file {excerpt(reference)} does not exist")
     if HF_ID.match(reference) and ".." not in reference:
         folder = cached_snapshot(reference, file, field_path)
-        return folder / "config.json", f"Hugging Face cache snapshot {folder.name[:12]} ({folder})"
+        if folder is not None:
+            return folder / "config.json", f"Hugging Face cache snapshot {folder.name[:12]} ({folder})"
+        entry = bundled(reference)
+        if entry is not None:
+            return entry.config_path, "catalog" if entry.in_catalog else entry.found_as
+        raise InputError(file, field_path, f"Hugging Face model {excerpt(reference)} is not in the local Hugging "
+                                           f"Face cache ({hf_cache_dir()}; sizer never downloads) nor in sizer's "
+                                           f"bundled HF configs (sizer/inputs/catalog/hf); fetch it first "
+                                           f"(huggingface-cli download {reference} --include '*.json') or give a "
+                                           "path to its config.json")
     known = ", ".join(sorted(p.stem for p in catalog_dir.glob("*.json")))
     raise InputError(file, field_path, f"unknown model {excerpt(reference)}; expected a catalog name ({known}), "
                                        "a path to a config.json or a checkpoint folder, or a Hugging Face id "
-                                       "(org/name) in the local cache")
+                                       "(org/name) in the local cache or sizer's bundled configs")
 
 
 def find_config(reference: str, catalog_dir: Path, file: str | None = None,
@@ -145,7 +155,7 @@ def read_checkpoint(reference: str, catalog_dir: Path, file: str | None = None,
     config = load_json(config_path)
     if not isinstance(config, dict):
         raise InputError(str(config_path), None, "expected a JSON object")
-    name = reference if HF_ID.match(reference) and found_as.startswith("Hugging Face") else (
+    name = reference if HF_ID.match(reference) and found_as.startswith(("Hugging Face", BUNDLED)) else (
         config_path.parent.name if config_path.name == "config.json" else config_path.stem)
     if found_as == "catalog" or config_path.name != "config.json":    # a lone file, not a checkpoint folder
         return Checkpoint(config, name, str(config_path), found_as)

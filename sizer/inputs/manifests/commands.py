@@ -16,6 +16,7 @@ from pathlib import Path
 from simulator.errors import excerpt
 from simulator.schema import check_key, join, key_for
 from sizer.errors import InputError
+from sizer.inputs.hf_store import bundled
 from sizer.inputs.manifests.fields import HF_ID, get, hf_repo_id, parse_number
 from sizer.inputs.model_spec import CATALOG_DIR, catalog_names
 from sizer.inputs.safe_load import load_json, loads_json
@@ -330,7 +331,8 @@ def model_reference(model_ref: str, file: str | None, field: str = "vllm serve")
     assumption made to get there, None when none was).
 
     Exact `_sizer.hf_repo` match first; then the same repo without -Instruct/-Chat/-it/-hf words and
-    a leading Meta- (a fine-tune has its base model's architecture). A path that is not here (weights
+    a leading Meta- (a fine-tune has its base model's architecture); then an HF id in sizer's bundled
+    configs (sizer.inputs.hf_store), read as itself. A path that is not here (weights
     synced into the pod: `/models/gpt-oss-120b`, `/data/Qwen/Qwen2.5-7B-Instruct`, a Hugging Face cache
     folder `models--org--name`) is read as the model its last components name, and says so.
     """
@@ -343,10 +345,13 @@ def model_reference(model_ref: str, file: str | None, field: str = "vllm serve")
     for key in (model_ref.lower(), _base_repo(model_ref)):
         if key in repos:
             return repos[key], None
+    if HF_ID.fullmatch(model_ref) and bundled(model_ref):      # read offline from sizer's bundled HF configs
+        return model_ref, None
     if not hub and "/" in model_ref.strip("/") and not HF_ID.fullmatch(model_ref) or model_ref.startswith("/"):
         for candidate in _path_candidates(model_ref):
             found = candidate.lower() if candidate.lower() in names else \
-                repos.get(candidate.lower()) or repos.get(_base_repo(candidate)) or _by_repo_name(candidate, repos)
+                repos.get(candidate.lower()) or repos.get(_base_repo(candidate)) or _by_repo_name(candidate, repos) \
+                or (candidate if HF_ID.fullmatch(candidate) and bundled(candidate) else None)
             if found:
                 return found, (f"model path {excerpt(model_ref)} is not on this machine; read as {found}, "
                                f"from its folder name {excerpt(candidate)}")

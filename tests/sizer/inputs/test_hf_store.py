@@ -1,0 +1,132 @@
+"""sizer's bundled Hugging Face configs (sizer/inputs/catalog/hf, sizer.inputs.hf_store): every entry
+resolves by its HF id, offline, to a model or to a one-line refusal naming what sizer does not model;
+published parameter counts of a few families; `plan` and `check` with an empty Hugging Face cache.
+
+The store is package data (configs copied verbatim from the aiconfigurator-core 0.12.0 wheel, listed
+with source and licence in sizer/inputs/catalog/hf/README.md), not /work/shared."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from simulator.errors import FieldError
+from sizer.analytic.weights import parameter_count
+from sizer.errors import InputError
+from sizer.inputs.hf_store import BUNDLED, STORE_DIR, bundled, bundled_ids
+from sizer.inputs.model_spec import checkpoint_model, load_config
+
+ROOT = Path(__file__).resolve().parents[3]
+INDEX = json.loads((STORE_DIR / "index.json").read_text())
+ENTRIES = {e["hf_id"]: e for e in INDEX["entries"]}
+
+
+@pytest.fixture
+def empty_hf_cache(tmp_path, monkeypatch):
+    for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def test_the_store_holds_at_least_sixty_models_each_with_source_and_licence():
+    # issue 26 item 4: "at least 60 current models and their common quantised checkpoints"
+    assert len(bundled_ids()) == len(ENTRIES) >= 60
+    for e in ENTRIES.values():
+        assert e["source"] in INDEX["sources"] and e["licence"] and e["source_files"], e["hf_id"]
+    quantised = [e for e in ENTRIES.values()
+                 if "folder" in e and (STORE_DIR / e["folder"] / "hf_quant_config.json").exists()]
+    assert len(quantised) >= 20                    # ModelOpt FP8/NVFP4 checkpoints with their hf_quant_config.json
+    size = sum(f.stat().st_size for f in STORE_DIR.rglob("*") if f.is_file())
+    assert size < 2_000_000, size                  # configs only: ~1.1 MB
+
+
+@pytest.mark.parametrize("hf_id", sorted(ENTRIES))
+def test_every_entry_resolves_offline_as_the_index_says(hf_id, empty_hf_cache):
+    e = ENTRIES[hf_id]
+    try:
+        ckpt = load_config(hf_id)
+        checkpoint_model(ckpt)
+        outcome = "yes"
+    except (InputError, FieldError) as exc:
+        line = str(exc)
+        assert "\n" not in line and line.startswith(str(bundled(hf_id).config_path)), line
+        outcome = "refused: " + line.split(": ", 1)[1][:160]
+    assert outcome == e["reads"]
+    if outcome == "yes" and "folder" in e:         # a copied folder reads as the HF id and says where it came from
+        assert ckpt.name == hf_id
+        assert ckpt.found_as.startswith(f"{BUNDLED} {hf_id} (source: aiconfigurator-core 0.12.0 wheel; licence: ")
+    if "catalog" in e:                             # a catalog model by its _sizer.hf_repo reads as that model
+        assert load_config(hf_id).name == e["catalog"]
+
+
+def test_the_refused_entries_name_a_feature_sizer_does_not_model():
+    refused = {h: e["reads"] for h, e in ENTRIES.items() if e["reads"] != "yes"}
+    # DeepSeek-V4 (expert_dtype, o_lora_rank), MiniMax-M2 (partial rotary_dim, mtp_transformer_layers),
+    # per-layer moe_layer_freq lists (MiniMax-M3, MiMo-V2-Flash), Step-3.7 (share_expert_dim), Kimi-K3
+    assert {h.split("/")[1].split("-")[0] for h in refused} <= {"DeepSeek", "MiniMax", "MiMo", "Step", "Kimi"}
+    assert all("not modelled" in r or "moe_layer_freq" in r or "num_experts_per_tok" in r for r in refused.values())
+
+
+@pytest.mark.parametrize(("hf_id", "total", "active"), [
+    # Qwen3-32B model card (huggingface.co/Qwen/Qwen3-32B): "Number of Parameters: 32.8B"
+    ("Qwen/Qwen3-32B", 32.8e9, None),
+    # Qwen3-Coder-480B-A35B-Instruct model card: "480B-parameter Mixture-of-Experts model with 35B active"
+    ("Qwen/Qwen3-Coder-480B-A35B-Instruct", 480e9, 35e9),
+    # DeepSeek-R1 model card, model table: "#Total Params 671B, #Activated Params 37B" (MTP module not counted)
+    ("deepseek-ai/DeepSeek-R1", 671e9, 37e9),
+    # Kimi-K2 model card summary: "Total Parameters 1T, Activated Parameters 32B"
+    ("moonshotai/Kimi-K2-Instruct", 1e12, 32e9),
+    # Llama 3.1 model card (meta-llama/llama-models MODEL_CARD.md): 70B
+    ("nvidia/Llama-3.1-70B-Instruct-FP8", 70e9, None),
+])
+def test_published_parameter_counts_within_three_percent(hf_id, total, active, empty_hf_cache):
+    counts = parameter_count(checkpoint_model(load_config(hf_id)))
+    assert counts.total == pytest.approx(total, rel=0.03)
+    if active:
+        assert counts.active == pytest.approx(active, rel=0.03)
+
+
+@pytest.mark.parametrize(("hf_id", "fmt"), [
+    ("nvidia/Llama-3.1-70B-Instruct-FP8", "fp8"),           # its hf_quant_config.json: quant_algo FP8
+    ("nvidia/Gemma-4-31B-IT-NVFP4", "nvfp4"),               # quant_algo NVFP4
+    ("Qwen/Qwen3-32B-FP8", "fp8"),                          # config.json quantization_config (128x128 blocks)
+])
+def test_quantised_checkpoints_read_their_quantisation(hf_id, fmt, empty_hf_cache):
+    assert checkpoint_model(load_config(hf_id)).quantization.format == fmt
+
+
+def offline(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE")}
+    env.update(HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "empty-hf-home"), PYTHONPATH=str(ROOT), COLUMNS="200")
+    return subprocess.run([sys.executable, "-m", "sizer", *args], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_plan_of_a_bundled_hf_id_with_an_empty_cache(tmp_path):
+    r = offline("plan", "--model", "Qwen/Qwen3-32B-FP8", "--gpu", "h100", "--json", tmp_path=tmp_path)
+    assert r.returncode == 0, r.stderr
+    plan = json.loads(r.stdout)
+    assert plan["checkpoint"]["found_as"].startswith("sizer's bundled copy of Qwen/Qwen3-32B-FP8 (source: ")
+    assert plan["weights"]["format"] == "fp8"
+    # 64 layers x 8 KV heads x 128 head dim x 2 (K and V) x 2 bytes (bf16 KV) = 262,144 bytes per token
+    assert plan["kv"]["bytes_per_token"] == 262_144
+
+
+def test_check_of_a_manifest_naming_a_bundled_hf_id_with_an_empty_cache(tmp_path):
+    # ai-dynamo's published agg example serves Qwen/Qwen3-0.6B (tests/data/manifests/README.md)
+    manifest = ROOT / "tests" / "data" / "manifests" / "dynamo-vllm-agg.yaml"
+    r = offline("check", str(manifest), "--gpu", "h100", tmp_path=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Qwen/Qwen3-0.6B on 1 replica" in r.stdout and "PASS" in r.stdout
+
+
+def test_an_id_in_neither_the_cache_nor_the_store_names_both(tmp_path):
+    r = offline("plan", "--model", "org/not-bundled", "--gpu", "h100", tmp_path=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+    assert "not in the local Hugging Face cache" in r.stderr and "nor in sizer's bundled HF configs" in r.stderr
