@@ -116,6 +116,10 @@ class Achieved:
     copy_fraction_of_peak: float | None = None
 
 
+# The most calls of one token op in one step a profile may state.
+MAX_CALLS_PER_STEP = 1 << 20
+
+
 @dataclass(frozen=True)
 class ProfileHeader:
     """`profile.yaml`: what was measured where, and the fitted overhead (field order is the file's)."""
@@ -129,9 +133,11 @@ class ProfileHeader:
     kernels: str                    # 'triton' or 'torch'
     model: ModelInfo
     limits: Limits
-    calls_per_step: dict[str, int] = schema.field(ge=0)  # token op -> calls in one step of the layers the engine ran
+    # token op -> calls in one step of the layers the engine ran (a step of 4,096 layers calls an op a few
+    # times each: MAX_CALLS_PER_STEP bounds it far above that, so a float of it is exact)
+    calls_per_step: dict[str, int] = schema.field(ge=0, le=MAX_CALLS_PER_STEP)
     per_layer_ops: tuple[str, ...]  # the token ops that scale with the layer count
-    allreduce_calls_per_layer: int = schema.field(ge=0)
+    allreduce_calls_per_layer: int = schema.field(ge=0, le=MAX_CALLS_PER_STEP)
     overhead: Overhead
     achieved: Achieved
 
