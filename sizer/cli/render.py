@@ -209,8 +209,12 @@ def render_plan(plan: Plan, console: Console) -> None:
         render_energy(plan.energy, console)
     console.print()
     console.print("[bold]Assumptions[/]")
+    bullets = Table.grid(padding=(0, 1))          # a wrapped assumption stays under its own text
+    bullets.add_column(no_wrap=True)
+    bullets.add_column(overflow="fold")
     for a in plan.assumptions:
-        console.print(f"  • {a}", highlight=False)
+        bullets.add_row("  •", a)
+    console.print(bullets)
 
 
 def _render_split(plan: Plan, console: Console) -> None:
