@@ -142,10 +142,10 @@ def _from_yaml(data: dict, path: Path) -> HardwareSpec:
             sources=tuple(str(s) for s in data.get("sources", [])),
             architecture=str(data.get("architecture", "")),
             tdp_w=float(data["tdp_w"]) if data.get("tdp_w") else None,
-            reserved_usd_per_gpu_hour=price.get("reserved_usd_per_gpu_hour"),
+            reserved_usd_per_gpu_hour=_reserved_price(price, path),
             reserved_price_rule=str(price.get("reserved_rule", "")),
-            power_w={k: float(v) for k, v in (data.get("power") or {}).items() if k.endswith("_w")} or None,
-            power_source=str((data.get("power") or {}).get("source", "")),
+            power_w={k: float(v) for k, v in _power(data, path).items() if k.endswith("_w")} or None,
+            power_source=str(_power(data, path).get("source", "")),
             profile_file=str(path),
             **_device(data, path),
         )
@@ -153,6 +153,26 @@ def _from_yaml(data: dict, path: Path) -> HardwareSpec:
         raise
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(str(path), None, f"malformed hardware profile ({excerpt(exc)})") from None
+
+
+def _reserved_price(price: dict, path: Path) -> float | None:
+    """`price.reserved_usd_per_gpu_hour`: a number above 0, or None when the profile quotes none."""
+    value = price.get("reserved_usd_per_gpu_hour")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e4:
+        raise InputError(str(path), "price.reserved_usd_per_gpu_hour",
+                         f"expected USD per GPU-hour above 0 and below 10,000, got {excerpt(value)}")
+    return float(value)
+
+
+def _power(data: dict, path: Path) -> dict:
+    """`power:` (idle_w, decode_w, prefill_w, source): a mapping, or empty when the profile has none."""
+    power = data.get("power") or {}
+    if not isinstance(power, dict):
+        raise InputError(str(path), "power", f"expected a mapping of idle_w, decode_w, prefill_w and source, "
+                                             f"got {excerpt(power)}")
+    return power
 
 
 def user_dir() -> Path:

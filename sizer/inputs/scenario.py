@@ -575,9 +575,9 @@ def _check_over_time(s: Scenario, f: str | None) -> None:
                         "deployment.disaggregated: sizer does not model autoscaling of separate pools")):
         if wrong:
             raise InputError(f, "workload.schedule", f"not with {why}")
-    if s.slo.ttft_ms is None and s.slo.itl_ms is None and s.slo.e2e_ms is None:
+    if all(t is None for t in (s.slo.ttft_ms, s.slo.itl_ms, s.slo.tpot_ms, s.slo.e2e_ms)):
         raise InputError(f, "slo", "missing targets; workload.schedule sizes replicas to the SLO: expected ttft_ms, "
-                                   "itl_ms or e2e_ms")
+                                   "itl_ms, tpot_ms or e2e_ms")
     if a is not None and a.min_replicas > a.max_replicas:
         raise InputError(f, "autoscaling.min_replicas", f"expected at most max_replicas ({a.max_replicas}), "
                                                         f"got {a.min_replicas}")

@@ -105,11 +105,12 @@ def _read(curve: tuple[CurvePoint, ...], x: float) -> tuple[float, float, float]
                  for f in ("slo_share", "busy_share", "compute_bound_share"))
 
 
-def _slo_rate(r: Resolved, peak: float, n: int) -> float:
+def _slo_rate(r: Resolved, peak: float, n: int, goodput_per_replica_per_s: float | None) -> float:
     """Highest rate per replica known to meet the SLO at the operating point (the scenario's request count): from
-    peak / n, which meets, towards peak / (n - 1), which misses (one replica: towards twice the peak)."""
+    peak / n, which meets, towards peak / (n - 1), which misses. One replica has no such bound: towards the sizing's
+    goodput per replica (the highest rate its search found meeting the SLO), else twice the peak."""
     lo = peak / n
-    hi = peak / (n - 1) if n > 1 else 2 * lo
+    hi = peak / (n - 1) if n > 1 else max(2 * lo, goodput_per_replica_per_s or 0.0)
     for _ in range(REFINE_STEPS if hi > lo * 1.01 else 0):
         mid = math.sqrt(lo * hi)
         if probe_slo(r, mid, r.scenario.workload.num_requests).met:
@@ -194,7 +195,7 @@ def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSetting
     if sizing.status is not SizingStatus.MET:
         return None, f"the {sch.period} not sized: at its peak of {peak:g} req/s, {sizing.verdict}"
     n_peak = sizing.replicas
-    mu = _slo_rate(r, peak, n_peak)
+    mu = _slo_rate(r, peak, n_peak, sizing.goodput_per_replica_per_s)
     ridge = ridge_tokens(r.hardware)
     curve = tuple(tick(_curve_point(r, mu * f, settings.num_requests, ridge)) for f in CURVE_FRACTIONS)
     delay = _delay(r, plan, a)
@@ -247,6 +248,11 @@ def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSetting
                            per_million(day_kwh * s.energy.grid_g_co2e_per_kwh, tokens)
                            if s.energy.grid_g_co2e_per_kwh is not None else None, static_kwh)
     growth = _growth(r, profile, sch, policy, g) if sch.growth_per_month else ()
+    capped = [m.month for m in growth if math.ceil(m.peak_rate_per_s / policy.target_per_replica_per_s - 1e-9)
+              > policy.max_replicas]
+    if capped:
+        notes.append(f"months {', '.join(map(str, capped))} ahead: the peak needs more than max_replicas "
+                     f"({policy.max_replicas}); their replicas and cost are at that cap, and the SLO is missed")
     if s.slo.itl_ms is not None:
         # the SLO rate per replica (mu) comes from the sizing pipeline, which scores the pooled token gaps; the
         # windows' per-interval shares are per request, and a request keeps no gaps of its own (simulator.metrics)

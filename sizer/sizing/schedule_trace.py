@@ -30,5 +30,7 @@ def trace_profile(s: Scenario) -> Profile:
     period = max(1, math.ceil(span / sch.interval_s)) * sch.interval_s
     bins = max(1, math.ceil(period / t.bin_s))
     counts = np.bincount(np.minimum((arrival // t.bin_s).astype(int), bins - 1), minlength=bins)
+    # the last bin ends at the period, so it may be shorter than bin_s: its rate is over its own length
+    lengths = [min(t.bin_s, period - b * t.bin_s) for b in range(bins)]
     return Profile(float(period), tuple(float(b * t.bin_s) for b in range(bins)),
-                   tuple(float(c) / t.bin_s for c in counts), linear=False)
+                   tuple(float(c) / length for c, length in zip(counts, lengths, strict=True)), linear=False)

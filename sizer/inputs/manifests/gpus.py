@@ -35,6 +35,8 @@ PRODUCT_RULES = (
     ("gh200", None), ("gb200", "gb200"), ("b300", "b300"), ("b200", "b200"),
     ("h200 nvl", None), ("h200", "h200"), ("h100 pcie", "h100-pcie"), ("h100 nvl", None), ("h100", "h100-sxm"),
     ("h20", "h20"), ("a100 pcie 40gb", None), ("a100 40gb", "a100-40gb"), ("a100 pcie", "a100-pcie-80gb"),
+    # CoreWeave's A100_NVLINK_80GB says its memory; a bare A100_NVLINK does not: refused (naming --gpu), not guessed
+    ("a100 nvlink 80gb", "a100-80gb"), ("a100 nvlink", None),
     ("a100", "a100-80gb"), ("l40s", "l40s"), ("l20", "l20"), ("l4", "l4"), ("a10g", "a10g"),
     ("v100 pcie", None), ("v100 32gb", "v100-32gb"), ("v100 16gb", "v100-16gb"),
     ("mi300x", "mi300x"), ("mi325", "mi325x"), ("mi325x", "mi325x"), ("mi355", "mi355x"), ("mi355x", "mi355x"),

@@ -82,10 +82,17 @@ def manifest(tmp_path, extra: str = "", command: str = 'command: ["vllm", "serve
     ("node.kubernetes.io/instance-type", "Standard_ND96isr_H100_v5", "h100-sxm"),
     ("karpenter.k8s.aws/instance-gpu-name", "h100", "h100-sxm"),
     ("gpu.nvidia.com/class", "H100_NVLINK_80GB", "h100-sxm"),
+    ("gpu.nvidia.com/class", "A100_NVLINK_80GB", "a100-80gb"),
 ])
 def test_gpu_labels_name_their_profile(key, value, profile):
     assert read_label(key, value, {}).profile == profile
     load_hardware(profile)                  # a profile (or slice) sizer has
+
+
+def test_a_label_that_does_not_say_which_a100_is_not_guessed():
+    # CoreWeave's bare A100_NVLINK names no memory size (its 80 GB class says 80GB): no profile, so check asks
+    # for --gpu rather than planning the 80 GB part's KV cache on what may be a 40 GB GPU
+    assert read_label("gpu.nvidia.com/class", "A100_NVLINK", {}).profile is None
 
 
 def test_instance_types_say_how_many_gpus_a_node_has():

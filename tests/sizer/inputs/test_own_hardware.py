@@ -150,3 +150,19 @@ def test_a_user_profile_folder_copy_is_independent_of_the_package(tmp_path, monk
     (tmp_path / "profiles").mkdir()
     shutil.copy(M3_MAX, tmp_path / "profiles" / "apple-m3-max.yaml")
     assert load_hardware("m3-max").profile_file == str(tmp_path / "profiles" / "apple-m3-max.yaml")
+
+
+@pytest.mark.parametrize("edit, field", [
+    ({"power": [1, 2]}, "power"),
+    ({"price": {"usd_per_gpu_hour": 3.0, "reserved_usd_per_gpu_hour": "cheap"}}, "price.reserved_usd_per_gpu_hour"),
+    ({"price": {"usd_per_gpu_hour": 3.0, "reserved_usd_per_gpu_hour": -1}}, "price.reserved_usd_per_gpu_hour"),
+])
+def test_a_profile_files_power_and_reserved_price_are_checked(tmp_path, edit, field):
+    # a user's profile file with power as a list, or a reserved price that is text or negative: one line naming
+    # the file and the field, exit 2 (a list raised AttributeError; text broke the day's cost with TypeError)
+    import yaml
+    path = own_profile(tmp_path)
+    path.write_text(yaml.safe_dump(yaml.safe_load(path.read_text()) | edit))
+    result = runner.invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", str(path), "--weights", "q4_k_m"])
+    assert result.exit_code == 2, result.output
+    assert f"{path}: {field}:" in result.output and len(result.output.strip().splitlines()) == 1

@@ -80,3 +80,30 @@ def test_a_trace_as_the_time_profile(tmp_path):
     p = trace_profile(load_scenario(path))
     assert sum(r * 60 for r in p.rates_per_s) == pytest.approx(500)
     assert p.period_s % 300 == 0 and len(p.rates_per_s) == p.period_s / 60 and not p.linear
+
+
+def test_a_tpot_target_alone_sizes_a_schedule(tmp_path):
+    # slo.tpot_ms is a target of its own (issue 27): a schedule with only it is sized, not refused as "no targets"
+    data = yaml.safe_load((ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml").read_text())
+    data["workload"]["schedule"] = {"points": [{"at": "00:00", "rate_per_s": 2}]}
+    data["slo"] = {"tpot_ms": 60}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    out = CliRunner().invoke(app, ["plan", str(path)])
+    assert out.exit_code == 0, out.output
+
+
+def test_a_trace_bin_cut_short_by_the_period_is_a_rate_over_its_own_length(tmp_path):
+    # one request a second for 5,400 s, binned by the hour, in rows of 30 minutes: the period is 5,400 s, so the
+    # second bin is 1,800 s long and holds 1,800 requests: 1 req/s, not 1,800 / 3,600 = 0.5
+    from sizer.inputs.scenario import load_scenario
+    from sizer.sizing.schedule_trace import trace_profile
+    trace = tmp_path / "t.csv"
+    trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n" + "".join(f"{i},100,10\n" for i in range(5401)))
+    data = yaml.safe_load((ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml").read_text())
+    data["workload"]["schedule"] = {"trace": {"path": str(trace), "format": "csv", "bin_s": 3600}, "interval_s": 1800}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    p = trace_profile(load_scenario(path))
+    assert p.period_s == 5400
+    assert p.rates_per_s == pytest.approx((3600 / 3600, 1801 / 1800))

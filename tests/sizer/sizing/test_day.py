@@ -116,3 +116,23 @@ def test_the_reserved_base_is_priced_on_an_h200(tmp_path):
     assert reserved.usd_per_month < auto.usd_per_month < static.usd_per_month
     # the H200's own power figures, not the H100 shares of TDP
     assert day.energy is not None and day.energy.power.decode_w == 300 and "h200 profile" in day.energy.power.source
+
+
+def test_one_replica_at_the_peak_takes_its_slo_rate_from_the_sizing_and_a_capped_month_is_said():
+    # 2 req/s of chat on one H100 needs one replica, whose goodput is far above twice the peak: the SLO rate per
+    # replica is bisected up to that goodput, not capped at 2 x 2 = 4 req/s (which sized growth months 10x too big).
+    # Traffic doubling monthly for 4 months with max_replicas 1: the months whose peak passes that rate are said
+    # to be capped, not shown as if one replica were enough.
+    s = load_scenario(ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml")
+    sch = ScheduleSection(points=[SchedulePoint("00:00", 2.0)], growth_per_month=1.0, months=4)
+    w = dataclasses.replace(s.workload, num_requests=300, schedule=sch)
+    r = resolve(dataclasses.replace(s, workload=w, autoscaling=AutoscalingSection(scale_ahead=False,
+                                                                                    max_replicas=1)))
+    day, _ = plan_day(r, make_plan(r), FAST)
+    assert day.peak_replicas == 1 and day.slo_rate_per_replica_per_s > 2 * 2.0
+    # the peaks are 4, 8, 16 and 32 req/s; the SLO rate per replica lies between 8 and 16 here (15.5 req/s when
+    # written), so months 3 and 4 pass it
+    assert 8.0 < day.target_per_replica_per_s < 16.0
+    assert [m.peak_rate_per_s for m in day.growth] == [4.0, 8.0, 16.0, 32.0]
+    assert {m.peak_replicas for m in day.growth} == {1}
+    assert any(n.startswith("months 3, 4 ahead") and "SLO is missed" in n for n in day.notes)
