@@ -52,6 +52,10 @@ def note_memory_only(resolved: Resolved, plan: Plan) -> None:
     """The stderr line beside the emitted comment, after the plan."""
     if memory_only(resolved, plan):
         typer.echo("note: " + MEMORY_ONLY_NOTE.format(replicas=plan.cost.replicas if plan.cost else 1), err=True)
+    if resolved.scenario.workload.schedule is not None:
+        typer.echo("note: workload.schedule and autoscaling are not emitted: the file holds a fixed replica count "
+                   "(no HorizontalPodAutoscaler or KEDA object); `plan --simulate` gives the day's replicas",
+                   err=True)
 
 
 def write_emitted(text: str | None, emit_to: Path | None) -> None:

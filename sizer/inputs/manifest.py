@@ -20,7 +20,7 @@ from simulator.safe_yaml import MAX_YAML_BYTES, load_yaml, load_yaml_all, loads_
 from simulator.schema import build, field, join
 from sizer.errors import InputError
 from sizer.inputs.checkpoint import find_config
-from sizer.inputs.hardware import scenario_hardware
+from sizer.inputs.hardware import is_profile_path, scenario_hardware
 from sizer.inputs.manifests.commands import (
     ENGINE_NAMES,
     SERVER_COMMANDS,
@@ -269,8 +269,10 @@ def _model_flag(name: str) -> tuple[str, str | None]:
 
 
 def _gpu_flag(name: str) -> str:
-    """--gpu: a profile id or alias, refused naming the flag."""
-    return scenario_hardware(name, None, "--gpu").id
+    """--gpu: a profile id or alias (its id), or a profile file (its absolute path, so a scenario elsewhere finds
+    it), refused naming the flag."""
+    spec = scenario_hardware(name, None, "--gpu")
+    return str(Path(name).resolve()) if is_profile_path(name) else spec.id
 
 
 def _model_of(flags: CheckFlags, block: SizerBlock, model_ref: str, file: str, field_name: str,

@@ -572,12 +572,17 @@ def _check_over_time(s: Scenario, f: str | None) -> None:
                        (w.arrival.process == "closed", "workload.arrival.process closed: a schedule sets the rate"),
                        (s.deployment.replicas is not None, "deployment.replicas: autoscaling sizes the replicas"),
                        (s.deployment.disaggregated is not None,
-                        "deployment.disaggregated: sizer does not model autoscaling of separate pools")):
+                        "deployment.disaggregated: sizer does not model autoscaling of separate pools"),
+                       (s.deployment.engine in SLOT_ENGINES,
+                        f"deployment.engine {s.deployment.engine}: one local server, which sizer does not autoscale")):
         if wrong:
             raise InputError(f, "workload.schedule", f"not with {why}")
     if all(t is None for t in (s.slo.ttft_ms, s.slo.itl_ms, s.slo.tpot_ms, s.slo.e2e_ms)):
         raise InputError(f, "slo", "missing targets; workload.schedule sizes replicas to the SLO: expected ttft_ms, "
                                    "itl_ms, tpot_ms or e2e_ms")
+    if a is not None and a.target_utilisation is not None and a.target != "utilisation":
+        raise InputError(f, "autoscaling.target_utilisation", f"applies only with target: utilisation (target is "
+                                                              f"{a.target}, the SLO rate per replica itself)")
     if a is not None and a.min_replicas > a.max_replicas:
         raise InputError(f, "autoscaling.min_replicas", f"expected at most max_replicas ({a.max_replicas}), "
                                                         f"got {a.min_replicas}")

@@ -56,13 +56,18 @@ class ScheduleSection:
     interval_s: float = field(3600.0, ge=60.0, le=86_400.0, doc="length of each row of the output (default an hour)")
 
 
+# target: utilisation's share of the SLO rate per replica when none is stated (an assumption: 20% headroom)
+DEFAULT_TARGET_UTILISATION = 0.8
+
+
 @dataclass(frozen=True)
 class AutoscalingSection:
     target: Literal["slo_goodput", "utilisation"] = field(
         "slo_goodput", doc="per-replica target: slo_goodput, the highest rate per replica meeting the SLO "
                            "(sizer's goodput at the operating point); utilisation, that rate x target_utilisation "
                            "(an HPA/KEDA target value with headroom)")
-    target_utilisation: float = field(0.8, gt=0.0, le=1.0, doc="utilisation: share of the SLO rate per replica")
+    target_utilisation: float | None = field(None, gt=0.0, le=1.0, doc="utilisation: share of the SLO rate per "
+                                             f"replica (default {DEFAULT_TARGET_UTILISATION}); only with that target")
     scale_ahead: bool = field(True, doc="scale from the schedule one scale-up delay ahead (a forecast, as a "
                                         "scheduled KEDA cron scaler does); false: react to the rate now (HPA)")
     min_replicas: int = field(1, ge=1, le=10_000, doc="fewest replicas kept")
@@ -125,6 +130,13 @@ def check_schedule(sch: ScheduleSection, file: str | None) -> None:
     if PERIOD_S[sch.period] % sch.interval_s:
         raise InputError(file, f"{where}.interval_s", f"expected a divisor of the {sch.period}'s "
                                                       f"{PERIOD_S[sch.period]:,} s, got {sch.interval_s:g}")
+    # the day is priced minute by minute (sizer.sizing.day.STEP_S): rows and trace bins are whole minutes
+    if sch.interval_s % 60:
+        raise InputError(file, f"{where}.interval_s", f"expected whole minutes (a multiple of 60 s), "
+                                                      f"got {sch.interval_s:g}")
+    if sch.trace is not None and sch.trace.bin_s % 60:
+        raise InputError(file, f"{where}.trace.bin_s", f"expected whole minutes (a multiple of 60 s), "
+                                                       f"got {sch.trace.bin_s:g}")
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from simulator.run import simulate
 from simulator.workload import Workload
 from sizer.analytic.energy import kwh, mean_power_w, per_million, power_by_state, ridge_tokens
 from sizer.inputs.scenario import MAX_REQUESTS
-from sizer.inputs.schedule import AutoscalingSection, Profile, grown, points_profile
+from sizer.inputs.schedule import DEFAULT_TARGET_UTILISATION, AutoscalingSection, Profile, grown, points_profile
 from sizer.sizing.autoscale import Policy, ReplicaTimeline, ScaleUpDelay, needed_replicas, replica_timeline
 from sizer.sizing.cost import HOURS_PER_MONTH, gpus_per_replica
 from sizer.sizing.day_result import (
@@ -199,7 +199,7 @@ def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSetting
     ridge = ridge_tokens(r.hardware)
     curve = tuple(tick(_curve_point(r, mu * f, settings.num_requests, ridge)) for f in CURVE_FRACTIONS)
     delay = _delay(r, plan, a)
-    target = mu * (a.target_utilisation if a.target == "utilisation" else 1.0)
+    target = mu * ((a.target_utilisation or DEFAULT_TARGET_UTILISATION) if a.target == "utilisation" else 1.0)
     policy = Policy(target, a.min_replicas, a.max_replicas, a.scale_ahead, delay.total_s, a.scale_down_cooldown_s)
     tl = replica_timeline(rates, STEP_S, policy)
     slo_policy = dataclasses.replace(policy, target_per_replica_per_s=mu)

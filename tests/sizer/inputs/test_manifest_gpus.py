@@ -294,3 +294,16 @@ def test_cost_fix_counts_one_replica_in_words():
     deploy = Path(__file__).resolve().parents[3] / "scenarios" / "deploy" / "pass-llama-8b-h100.yaml"
     result = CliRunner().invoke(app, ["check", str(deploy), "--gpus-per-replica", "2"])
     assert result.exit_code == 1 and "fix: 1 replica meets the SLO ($7.98/hour)" in said(result)
+
+
+def test_check_gpu_takes_a_profile_file(tmp_path):
+    # --gpu FILE.yaml on check, as on plan: the file's profile, not an id no folder holds (the scenario's
+    # hardware.gpu became "h200x" and was refused as an unknown GPU)
+    root = Path(__file__).resolve().parents[3]
+    text = (root / "hardware_profiles" / "h200.yaml").read_text().replace("id: h200", "id: h200x", 1)
+    profile = tmp_path / "mine.yaml"
+    profile.write_text(text.replace("aliases: [h200-sxm, h200-sxm-141gb, h200_sxm_141gb]", "aliases: []", 1))
+    scenario = root / "scenarios" / "llama-3.1-8b-chat-h100.yaml"
+    result = CliRunner().invoke(app, ["check", str(scenario), "--gpu", str(profile), "--json"])
+    assert result.exit_code in (0, 1), result.output
+    assert json.loads(result.stdout)["sources"]["gpu"]["from"] == "--gpu"

@@ -51,6 +51,13 @@ BAD = [
       "autoscaling": {"min_replicas": 4, "max_replicas": 2}}, "autoscaling.min_replicas"),
     ({"workload": {"schedule": {"points": [{"at": "09:00", "rate_per_s": 5}]}},
       "autoscaling": {"storage_bytes_per_s": 0}}, "autoscaling.storage_bytes_per_s"),
+    ({"workload": {"schedule": {"points": [{"at": "09:00", "rate_per_s": 5}]}},
+      "autoscaling": {"target_utilisation": 0.5}}, "autoscaling.target_utilisation"),
+    # the day is priced minute by minute: 90 s rows (a divisor of the day) and 90 s trace bins are refused
+    ({"workload": {"schedule": {"points": [{"at": "09:00", "rate_per_s": 5}], "interval_s": 90}}},
+     "workload.schedule.interval_s"),
+    ({"workload": {"schedule": {"trace": {"path": "t.csv", "format": "csv", "bin_s": 90}}}},
+     "workload.schedule.trace.bin_s"),
 ]
 
 
@@ -107,3 +114,15 @@ def test_a_trace_bin_cut_short_by_the_period_is_a_rate_over_its_own_length(tmp_p
     p = trace_profile(load_scenario(path))
     assert p.period_s == 5400
     assert p.rates_per_s == pytest.approx((3600 / 3600, 1801 / 1800))
+
+
+def test_a_local_server_is_not_autoscaled(tmp_path):
+    # llama.cpp and Ollama plan one server (sizer.sizing.pipeline): a schedule on them is named as not modelled
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({
+        "model": "llama-3.1-8b", "hardware": "h100", "deployment": {"engine": "llama.cpp"}, "slo": {"ttft_ms": 500},
+        "workload": {"arrival": {"rate_per_s": 1}, "schedule": {"points": [{"at": "00:00", "rate_per_s": 1}]},
+                     "prompt_tokens": {"distribution": "fixed", "value": 100},
+                     "output_tokens": {"distribution": "fixed", "value": 100}}}))
+    out = CliRunner().invoke(app, ["plan", str(path)])
+    assert out.exit_code == 2 and "workload.schedule: not with deployment.engine llama.cpp" in out.output

@@ -46,3 +46,12 @@ def test_stated_replicas_are_not_called_memory_only(tmp_path):
     result = runner.invoke(app, ["plan", str(path), "--emit", "k8s"])
     assert manifest(result.stdout)["spec"]["replicas"] == 2          # the scenario's, as stated
     assert "memory-only" not in result.stdout + result.stderr
+
+
+def test_a_schedule_says_its_autoscaling_is_not_emitted():
+    # the diurnal scenario's autoscaling policy has no emitted form: stderr says the file holds a fixed count
+    result = runner.invoke(app, ["plan", "scenarios/diurnal-chat-h100.yaml", "--emit", "k8s"])
+    assert result.exit_code == 0, result.output
+    assert "note: workload.schedule and autoscaling are not emitted" in result.stderr
+    plain = runner.invoke(app, ["plan", SCENARIO, "--emit", "k8s"])
+    assert "autoscaling are not emitted" not in plain.stderr
