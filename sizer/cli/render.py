@@ -398,12 +398,13 @@ def render_search(result: SearchResult, scenario_path: str, console: Console, sh
                         f"{result.target_rate_per_s:g} req/s, "
                         f"{result.required_share:.0%} of requests within the SLO", title_justify="left",
                   caption="goodput: req/s per replica; rep: replicas; $/Mtok: $ per million output tokens; TTFT, "
-                          "TPOT, E2E: p95 ms at the operating point; ◆ Pareto front of cost per hour against p95 E2E"
-                          + ("; ranked by cost (--wide: rank and GPUs per replica)" if narrow else ""),
+                          + ("ITL (token gaps), E2E" if narrow else "ITL (token gaps), TPOT, E2E")
+                          + ": p95 ms at the operating point; ◆ Pareto front of cost per hour against p95 E2E"
+                          + ("; ranked by cost (--wide: rank, GPUs per replica and TPOT)" if narrow else ""),
                   caption_justify="left", box=None if narrow else box.HEAVY_HEAD, pad_edge=not narrow)
     money = lambda v: "-" if v is None else f"{v:,.2f}"  # noqa: E731
     # (header, cell, shown in fewer than WIDE_SEARCH columns): the rank is the row's order, GPUs per replica
-    # GPUs / rep (and the label's TP x PP)
+    # GPUs / rep (and the label's TP x PP); TPOT, the per-request mean, is a wide column beside the ITL's gaps
     columns = [("#", lambda i, o: str(i), False),
                ("", lambda i, o: "◆" if o.pareto else "", True),
                ("configuration", lambda i, o: o.candidate.label, True),
@@ -413,7 +414,8 @@ def render_search(result: SearchResult, scenario_path: str, console: Console, sh
                ("$/hour", lambda i, o: money(o.usd_per_hour), True),
                ("$/Mtok", lambda i, o: money(o.usd_per_million_output_tokens), True),
                ("TTFT", lambda i, o: f"{o.ttft_p95_ms:,.0f}", True),
-               ("TPOT", lambda i, o: f"{o.tpot_p95_ms:.1f}", True),
+               ("ITL", lambda i, o: "-" if o.itl_p95_ms is None else f"{o.itl_p95_ms:.1f}", True),
+               ("TPOT", lambda i, o: f"{o.tpot_p95_ms:.1f}", False),
                ("E2E", lambda i, o: f"{o.e2e_p95_ms:,.0f}", True), ("binds", lambda i, o: o.binding, True)]
     columns = [c for c in columns if c[2] or not narrow]
     for name, _, _ in columns:

@@ -93,14 +93,15 @@ class RatePoint:
 
 def latency_chart(points: list[RatePoint], slo_ms: dict[str, float | None], goodput_rate_per_s: float | None,
                   chart_id: str = "latency") -> str:
-    """p50/p95/p99 TTFT, TPOT and E2E against request rate, SLO targets dashed, the goodput rate marked.
+    """p50/p95/p99 TTFT, ITL (the pooled token gaps), TPOT and E2E against request rate, SLO targets dashed
+    (`slo_ms` keyed ttft_ms, itl_ms, tpot_ms, e2e_ms), the goodput rate marked.
 
     TTFT and E2E on a log scale: past the goodput rate the queue grows them by orders of magnitude."""
-    panels = (("TTFT", "ttft_ms"), ("TPOT", "tpot_ms"), ("end-to-end", "e2e_ms"))
+    panels = (("TTFT", "ttft_ms"), ("ITL", "itl_ms"), ("TPOT", "tpot_ms"), ("end-to-end", "e2e_ms"))
     rates = [p.rate_per_s for p in points]
     plt = _pyplot()
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, 3, figsize=(7.4, 2.6))
+        fig, axes = plt.subplots(1, len(panels), figsize=(9.6, 2.6))
         for ax, (title, attr) in zip(axes, panels, strict=True):
             for i, (name, line, color) in enumerate(PERCENTILE_STYLES):
                 ax.plot(rates, [getattr(p, attr)[i] for p in points], line, color=color, marker="o", markersize=3,
@@ -112,8 +113,8 @@ def latency_chart(points: list[RatePoint], slo_ms: dict[str, float | None], good
                 ax.axvline(goodput_rate_per_s, color="#2ca02c", linewidth=1, label="goodput rate")
             ax.set_title(title)
             ax.set_xlabel("requests/s per replica")
-            ax.set_ylabel("ms" + (" (log scale)" if attr != "tpot_ms" else ""))
-            if attr == "tpot_ms":
+            ax.set_ylabel("ms" + (" (log scale)" if attr in ("ttft_ms", "e2e_ms") else ""))
+            if attr in ("itl_ms", "tpot_ms"):
                 ax.set_ylim(bottom=0)
             else:                        # queueing past the goodput rate spans orders of magnitude
                 ax.set_yscale("log")

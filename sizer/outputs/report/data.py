@@ -112,7 +112,7 @@ def build_report(data: dict, file: str | None, space: SearchSpace | None, worker
     plan = make_plan(chosen)
     method = method_notes(settings.goodput, scenario.workload.num_requests)
     slo_ms = {"ttft_ms": slo.ttft_ms, "itl_ms": slo.itl_ms, "tpot_ms": slo.tpot_ms, "e2e_ms": slo.e2e_ms}
-    latency_slo = {"ttft_ms": slo.ttft_ms, "tpot_ms": slo.tpot_ms, "e2e_ms": slo.e2e_ms}
+
     front = pareto_points(result, best) if result else []
     top, not_chosen = top_and_rest(result) if result else ([], [])
     inputs = input_rows(scenario, own_resolved)
@@ -122,12 +122,12 @@ def build_report(data: dict, file: str | None, space: SearchSpace | None, worker
         headline=headline(chosen.model.name, chosen.hardware.id.upper(), gpus_per_replica(chosen),
                           chosen.weight_format.name, answer.sizing, slo, result is not None),
         front_svgs=(pareto_chart(front, slo_ms) if front else
-                    [latency_chart(points, latency_slo, goodput, chart_id="front")] if points else []),
+                    [latency_chart(points, slo_ms, goodput, chart_id="front")] if points else []),
         pareto_points=front, top=top,
         not_chosen=not_chosen,
         question=question_rows(scenario, own_resolved), answer=answer, own=own,
         memory_svg=memory_chart(bars), memory_bars=bars,
-        latency_svg=latency_chart(points, latency_slo, goodput) if points else None,
+        latency_svg=latency_chart(points, slo_ms, goodput) if points else None,
         latency_points=points,
         timeline_svg=timeline_chart(*chosen_timeline) if chosen_timeline else None,
         search=result, inputs=inputs, layers=layer_rows(plan), formulas=formula_rows(plan),

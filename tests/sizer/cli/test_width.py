@@ -90,7 +90,9 @@ def test_search_at_80_columns_keeps_every_column_its_caption_explains(monkeypatc
     monkeypatch.setenv("COLUMNS", str(COLUMNS))
     out = CliRunner().invoke(app, COMMANDS["search"]).stdout
     header = next(line for line in out.splitlines() if "configuration" in line and "goodput" in line)
-    # the caption explains goodput, TTFT, TPOT and E2E: none of them is left out (issue 27 found E2E dropped)
-    assert header.split() == ["configuration", "goodput", "rep", "GPUs", "$/hour", "$/Mtok", "TTFT", "TPOT", "E2E",
+    # the caption explains goodput, TTFT, ITL and E2E: none of them is left out (issue 27 found E2E dropped); the
+    # ITL, which an itl_ms target binds on, is shown, and TPOT is one of the columns --wide adds, as it says
+    assert header.split() == ["configuration", "goodput", "rep", "GPUs", "$/hour", "$/Mtok", "TTFT", "ITL", "E2E",
                               "binds"]
-    assert "E2E: p95 ms" in " ".join(out.split())
+    said = " ".join(out.split())
+    assert "ITL (token gaps), E2E: p95 ms" in said and "--wide: rank, GPUs per replica and TPOT" in said
