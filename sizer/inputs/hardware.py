@@ -126,8 +126,7 @@ def _from_yaml(data: dict, path: Path) -> HardwareSpec:
             memory_as_printed=str(data["memory"].get("as_printed", "")),
             memory_source=str(data["memory"].get("bytes_source", "")),
             memory_bandwidth_bytes_per_s=float(data["memory_bandwidth_bytes_per_s"]),
-            peak_flops_per_s={k: (float(v) if v is not None else None)
-                              for k, v in data["peak_dense_flops_per_s"].items()},
+            peak_flops_per_s=_peak_flops(data, path),
             supported_formats=tuple(data.get("supported_formats", [])),
             compute_efficiency=float(eff["compute"]),
             compute_efficiency_source=str(eff.get("compute_source", "")),
@@ -153,6 +152,16 @@ def _from_yaml(data: dict, path: Path) -> HardwareSpec:
         raise
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(str(path), None, f"malformed hardware profile ({excerpt(exc)})") from None
+
+
+def _peak_flops(data: dict, path: Path) -> dict[str, float | None]:
+    """`peak_dense_flops_per_s` by format; a bf16 or fp16 figure is required (what every 16-bit GEMM falls back
+    to, `HardwareSpec.peak_flops`)."""
+    flops = {k: (float(v) if v is not None else None) for k, v in data["peak_dense_flops_per_s"].items()}
+    if not (flops.get("bf16") or flops.get("fp16")):
+        raise InputError(str(path), "peak_dense_flops_per_s", f"expected a bf16 or fp16 figure (FLOP/s), got "
+                                                              f"{excerpt(sorted(flops))}")
+    return flops
 
 
 def _reserved_price(price: dict, path: Path) -> float | None:

@@ -154,6 +154,7 @@ def test_a_user_profile_folder_copy_is_independent_of_the_package(tmp_path, monk
 
 @pytest.mark.parametrize("edit, field", [
     ({"power": [1, 2]}, "power"),
+    ({"peak_dense_flops_per_s": {"fp32": 1.0e13, "fp8": 4.0e14}}, "peak_dense_flops_per_s"),   # KeyError before
     ({"price": {"usd_per_gpu_hour": 3.0, "reserved_usd_per_gpu_hour": "cheap"}}, "price.reserved_usd_per_gpu_hour"),
     ({"price": {"usd_per_gpu_hour": 3.0, "reserved_usd_per_gpu_hour": -1}}, "price.reserved_usd_per_gpu_hour"),
 ])
