@@ -45,7 +45,7 @@ SIZER_KEYS = {
 }
 
 
-# Profiles of parts ../shared/reference/gpus.yaml lacks, added from vendor datasheets because real manifests
+# Profiles of parts tests/data/reference/gpus.yaml lacks, added from vendor datasheets because real manifests
 # name them (issue 26: GKE nvidia-tesla-v100, AWS p3 and p3dn, Azure NCv3 and NDv2).
 FROM_DATASHEETS = {"v100-16gb", "v100-32gb"}
 

@@ -3,7 +3,7 @@ resolves by its HF id, offline, to a model or to a one-line refusal naming what 
 published parameter counts of a few families; `plan` and `check` with an empty Hugging Face cache.
 
 The store is package data (configs copied verbatim from the aiconfigurator-core 0.12.0 wheel, listed
-with source and licence in sizer/inputs/catalog/hf/README.md), not /work/shared."""
+with source and licence in sizer/inputs/catalog/hf/README.md); the tests read only the repository."""
 
 from __future__ import annotations
 

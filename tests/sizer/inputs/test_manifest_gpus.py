@@ -271,7 +271,7 @@ def test_v100_has_no_bf16_and_vllm_refuses_it(tmp_path):
 
 
 def test_flags_on_a_scenario_file():
-    # a bundled scenario (not /work/shared): only what the flags change is asserted
+    # a bundled scenario: only what the flags change is asserted
     scenario = Path(__file__).resolve().parents[3] / "scenarios" / "llama-3.1-8b-chat-h100.yaml"
     inp = read_check_input(str(scenario), flags=CheckFlags(gpu="h200", model="qwen3-8b"))
     assert (inp.scenario_data["hardware"]["gpu"], inp.scenario_data["model"]["name"]) == ("h200", "qwen3-8b")
