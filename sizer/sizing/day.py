@@ -27,7 +27,7 @@ import numpy as np
 from simulator.metrics import slo_attainment
 from simulator.run import simulate
 from simulator.workload import Workload
-from sizer.analytic.energy import kwh, mean_power_w, per_million, power_by_state, ridge_tokens
+from sizer.analytic.energy import kwh, mean_power_w, per_million, power_by_state
 from sizer.inputs.scenario import MAX_REQUESTS
 from sizer.inputs.schedule import DEFAULT_TARGET_UTILISATION, AutoscalingSection, Profile, grown, points_profile
 from sizer.sizing.autoscale import Policy, ReplicaTimeline, ScaleUpDelay, needed_replicas, replica_timeline
@@ -42,7 +42,7 @@ from sizer.sizing.day_result import (
     SteadyEnergy,
     Window,
 )
-from sizer.sizing.goodput import probe_slo, score, simulate_at, slo_of
+from sizer.sizing.goodput import probe_slo, slo_of
 from sizer.sizing.pipeline import size_deployment
 from sizer.sizing.plan import Plan, make_plan
 from sizer.sizing.resolve import Resolved, resolve
@@ -79,19 +79,9 @@ def _profile(r: Resolved) -> Profile:
     return trace_profile(r.scenario)
 
 
-def _curve_point(r: Resolved, rate_per_s: float, n: int, ridge: float) -> CurvePoint:
-    result = simulate_at(r, rate_per_s, n)
-    probe = score(result, slo_of(r.scenario), rate_per_s)
-    return CurvePoint(rate_per_s, probe.share_met, *_busy(result, ridge))
-
-
-def _busy(result, ridge: float) -> tuple[float, float]:
-    tl = result.timeline
-    busy = float(tl.step_s.sum())
-    c = result.columns
-    span = float((c["arrival_s"] + c["e2e_ms"] / 1e3).max() - c["arrival_s"].min()) if len(c["arrival_s"]) else 0.0
-    bound = float(tl.step_s[tl.new_tokens > ridge].sum())
-    return (min(1.0, busy / span) if span > 0 else 0.0), (bound / busy if busy > 0 else 0.0)
+def _curve_point(r: Resolved, rate_per_s: float, n: int) -> CurvePoint:
+    probe = probe_slo(r, rate_per_s, n)
+    return CurvePoint(rate_per_s, probe.share_met, probe.load.busy_share, probe.load.compute_bound_share)
 
 
 def _read(curve: tuple[CurvePoint, ...], x: float) -> tuple[float, float, float]:
@@ -196,8 +186,7 @@ def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSetting
         return None, f"the {sch.period} not sized: at its peak of {peak:g} req/s, {sizing.verdict}"
     n_peak = sizing.replicas
     mu = _slo_rate(r, peak, n_peak, sizing.goodput_per_replica_per_s)
-    ridge = ridge_tokens(r.hardware)
-    curve = tuple(tick(_curve_point(r, mu * f, settings.num_requests, ridge)) for f in CURVE_FRACTIONS)
+    curve = tuple(tick(_curve_point(r, mu * f, settings.num_requests)) for f in CURVE_FRACTIONS)
     delay = _delay(r, plan, a)
     target = mu * ((a.target_utilisation or DEFAULT_TARGET_UTILISATION) if a.target == "utilisation" else 1.0)
     policy = Policy(target, a.min_replicas, a.max_replicas, a.scale_ahead, delay.total_s, a.scale_down_cooldown_s)
@@ -371,14 +360,16 @@ def add_day(plan: Plan, r: Resolved, settings: GoodputSettings = GoodputSettings
     return dataclasses.replace(plan, day=day, verdict=f"{plan.verdict}; {verdict}")
 
 
-def steady_energy(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSettings()) -> SteadyEnergy | None:
-    """Energy of a simulated steady plan: one replica at target rate / replicas (`settings.num_requests` requests),
-    every GPU of every replica at its mean power; None without replicas or a power figure."""
+def steady_energy(r: Resolved, plan: Plan) -> SteadyEnergy | None:
+    """Energy of a simulated steady plan at its operating point (the sizing's own simulation of one replica at
+    target rate / replicas, `Sizing.operating_point`), every GPU of every replica at its mean power; None
+    without replicas, an operating point or a power figure."""
     sizing, power = plan.simulation, power_by_state(r.hardware)
-    if sizing is None or not sizing.replicas or power is None:
+    point = sizing.operating_point if sizing is not None and sizing.replicas else None
+    if point is None or point.load is None or power is None:
         return None
     rate = sizing.target_rate_per_s
-    busy, bound = _busy(simulate_at(r, rate / sizing.replicas, settings.num_requests), ridge_tokens(r.hardware))
+    busy, bound = point.load.busy_share, point.load.compute_bound_share
     watts = mean_power_w(power, busy, bound)
     hour = kwh(watts * sizing.replicas * gpus_per_replica(r), 3600, r.scenario.energy.pue)
     tokens = rate * plan.step_times.output_tokens_mean * 3600
@@ -387,6 +378,6 @@ def steady_energy(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSe
                         per_million(hour * grid, tokens) if grid is not None else None)
 
 
-def add_energy(plan: Plan, r: Resolved, settings: GoodputSettings = GoodputSettings()) -> Plan:
+def add_energy(plan: Plan, r: Resolved) -> Plan:
     """`plan` (simulated) with its steady energy (`Plan.energy`)."""
-    return dataclasses.replace(plan, energy=steady_energy(r, plan, settings))
+    return dataclasses.replace(plan, energy=steady_energy(r, plan))

@@ -11,14 +11,16 @@ random over replicas stays Poisson.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from simulator.metrics import SLO, slo_attainment, summarise
+from sizer.analytic.energy import ridge_tokens
 from sizer.inputs.scenario import Scenario
 from sizer.sizing.resolve import Resolved
-from sizer.sizing.result import GoodputSettings, SLOProbe
+from sizer.sizing.result import GoodputSettings, ReplicaLoad, SLOProbe
 from sizer.sizing.simulate import simulate_replica
 
 
@@ -59,7 +61,20 @@ def simulate_at(resolved: Resolved, rate_per_s: float, num_requests: int):
 
 
 def probe_slo(resolved: Resolved, rate_per_s: float, num_requests: int) -> SLOProbe:
-    return score(simulate_at(resolved, rate_per_s, num_requests), slo_of(resolved.scenario), rate_per_s)
+    """One replica at `rate_per_s` scored against the scenario's SLO, with how busy it was (`SLOProbe.load`)."""
+    result = simulate_at(resolved, rate_per_s, num_requests)
+    return dataclasses.replace(score(result, slo_of(resolved.scenario), rate_per_s),
+                               load=replica_load(result, ridge_tokens(resolved.hardware)))
+
+
+def replica_load(result, ridge: float) -> ReplicaLoad:
+    """Step time over the run's span (first send to last token), and the share of it in steps of more new tokens
+    than `ridge` (compute-bound)."""
+    tl, c = result.timeline, result.columns
+    busy = float(tl.step_s.sum())
+    span = float((c["arrival_s"] + c["e2e_ms"] / 1e3).max() - c["arrival_s"].min()) if len(c["arrival_s"]) else 0.0
+    bound = float(tl.step_s[tl.new_tokens > ridge].sum())
+    return ReplicaLoad(min(1.0, busy / span) if span > 0 else 0.0, bound / busy if busy > 0 else 0.0)
 
 
 def rate_bound_per_s(plan) -> float:

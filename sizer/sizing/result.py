@@ -34,11 +34,19 @@ class GoodputSettings:
 
 
 @dataclass(frozen=True)
+class ReplicaLoad:
+    """How busy one simulated replica was (what its GPUs' power is priced by, sizer.analytic.energy)."""
+    busy_share: float                  # engine step time / the run's span (first send to last token), at most 1
+    compute_bound_share: float         # of the step time, in steps of more new tokens than the ridge
+
+
+@dataclass(frozen=True)
 class SLOProbe:
     """One replica simulated at one rate, scored against the SLO (each target on its own metric)."""
     rate_per_s: float
     metrics: MetricsSummary            # percentiles, throughput, slo_share (a rejected request meets no target)
     share_by_target: dict[str, float]  # "TTFT"/"TPOT"/"E2E" -> share of requests meeting it alone; "ITL": of gaps
+    load: ReplicaLoad | None = None    # the replica's busy shares (probe_slo: the sizing's operating points)
 
     @property
     def share_met(self) -> float | None:

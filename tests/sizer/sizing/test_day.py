@@ -87,7 +87,7 @@ def test_a_steady_plans_energy_is_its_power_over_its_tokens():
     s = load_scenario(ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml")
     r = resolve(dataclasses.replace(s, workload=dataclasses.replace(s.workload, num_requests=300)))
     plan = add_simulation(make_plan(r), r, FAST)
-    e = steady_energy(r, plan, FAST)
+    e = steady_energy(r, plan)
     gpus = plan.simulation.replicas
     assert 80.0 <= e.watts_per_gpu <= 700.0                     # between the H100's idle and prefill-bound power
     assert e.kwh_per_hour == pytest.approx(e.watts_per_gpu * gpus * 3600 / 3.6e6)
