@@ -119,6 +119,7 @@ def _from_yaml(data: dict, path: Path) -> HardwareSpec:
         link = data.get("interconnect") or {}
         pcie = data.get("pcie") or {}
         price = data.get("price") or {}
+        power = _power(data, path)
         return HardwareSpec(
             id=data["id"],
             name=data["name"],
@@ -143,8 +144,8 @@ def _from_yaml(data: dict, path: Path) -> HardwareSpec:
             tdp_w=float(data["tdp_w"]) if data.get("tdp_w") else None,
             reserved_usd_per_gpu_hour=_reserved_price(price, path),
             reserved_price_rule=str(price.get("reserved_rule", "")),
-            power_w={k: float(v) for k, v in _power(data, path).items() if k.endswith("_w")} or None,
-            power_source=str(_power(data, path).get("source", "")),
+            power_w={k: float(v) for k, v in power.items() if k.endswith("_w")} or None,
+            power_source=str(power.get("source", "")),
             profile_file=str(path),
             **_device(data, path),
         )

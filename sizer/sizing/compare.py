@@ -59,16 +59,12 @@ def compare(result: BenchResult, scenario: Scenario) -> Comparison:
         raise FieldError(result.file, "max_concurrency", f"{result.max_concurrency} with request_rate "
                          f"{result.request_rate_per_s:g}: arrivals at a rate held back by a client limit are not "
                          "modelled; compare a run at request_rate inf (a closed loop) or without max_concurrency")
-    base = workload_of(scenario, n)
-    if result.request_rate_per_s is None:
-        clients = min(result.max_concurrency or n, n)
-        workload = _closed(base, n, clients)
-        words = f"closed loop of {clients} clients (request_rate inf, max_concurrency {result.max_concurrency})"
-    else:
-        rate, shape = result.request_rate_per_s, result.burstiness
-        workload = _open(base, Arrivals("poisson" if shape == 1.0 else "gamma", rate, 1.0 / shape ** 0.5), n,
-                         scenario.workload.seed)
-        words = f"{'Poisson' if shape == 1.0 else f'gamma (burstiness {shape:g})'} arrivals at {rate:g} req/s"
+    rate, shape = result.request_rate_per_s, result.burstiness
+    arrivals = None if rate is None else Arrivals("poisson" if shape == 1.0 else "gamma", rate, 1.0 / shape ** 0.5)
+    workload, clients = _replayed(scenario, n, arrivals, result.max_concurrency)
+    words = (f"closed loop of {clients} clients (request_rate inf, max_concurrency {result.max_concurrency})"
+             if rate is None else
+             f"{'Poisson' if shape == 1.0 else f'gamma (burstiness {shape:g})'} arrivals at {rate:g} req/s")
     # a failed request (output 0) is simulated as asking for one token: sizer serves every request
     workload, lengths_from = _lengths(workload, result.input_lens, result.output_lens, "the result file")
     sim = _simulate(scenario, workload)
@@ -82,14 +78,10 @@ def compare_guidellm(bench: GuideLLMBenchmark, scenario: Scenario) -> Comparison
     scenario's lengths; every measured metric beside its prediction, computed as GuideLLM computes it."""
     per_request = bench.prompt_tokens is not None
     n = bench.num_successful if per_request else bench.num_requests
-    base = workload_of(scenario, n)
-    if bench.rate_per_s is None:
-        clients = min(bench.clients or n, n)
-        workload = _closed(base, n, clients)
-        words = f"closed loop of {clients} client{'s' if clients != 1 else ''} (GuideLLM {bench.strategy})"
-    else:
-        workload = _open(base, Arrivals(bench.strategy, bench.rate_per_s), n, scenario.workload.seed)
-        words = f"{'even' if bench.strategy == 'constant' else 'Poisson'} arrivals at {bench.rate_per_s:g} req/s"
+    rate = bench.rate_per_s
+    workload, clients = _replayed(scenario, n, None if rate is None else Arrivals(bench.strategy, rate), bench.clients)
+    words = (f"closed loop of {clients} client{'s' if clients != 1 else ''} (GuideLLM {bench.strategy})"
+             if rate is None else f"{'even' if bench.strategy == 'constant' else 'Poisson'} arrivals at {rate:g} req/s")
     workload, lengths_from = _lengths(workload, bench.prompt_tokens, bench.output_tokens, "the report")
     not_modelled = ((f"rampup_duration {bench.rampup_s:g} s: arrivals simulated at the full rate from the start",)
                     if bench.rampup_s else ())
@@ -100,14 +92,17 @@ def compare_guidellm(bench: GuideLLMBenchmark, scenario: Scenario) -> Comparison
     return Comparison(bench.file, scenario.name, words, n, lengths_from, rows, bench.label, not_modelled)
 
 
-def _closed(base: Workload, n: int, clients: int) -> Workload:
-    return dataclasses.replace(base, arrival_s=np.zeros(n), closed_loop=ClosedLoop(clients))
-
-
-def _open(base: Workload, arrivals: Arrivals, n: int, seed: int) -> Workload:
-    gaps = arrivals.gaps_s(n, np.random.Generator(np.random.PCG64(seed)))
-    at = np.concatenate([[0.0], np.cumsum(gaps[:-1])])          # the first request at once, then a gap each
-    return dataclasses.replace(base, arrival_s=at, closed_loop=None)
+def _replayed(scenario: Scenario, n: int, arrivals: Arrivals | None, limit: int | None) -> tuple[Workload, int]:
+    """The scenario's workload of `n` requests sent as the benchmark sent them: open `arrivals` from a first
+    request at time 0 (a gap each after it), else a closed loop of `limit` clients (all `n` at once without a
+    limit); and the clients of that loop (0 for open arrivals)."""
+    base = workload_of(scenario, n)
+    if arrivals is None:
+        clients = min(limit or n, n)
+        return dataclasses.replace(base, arrival_s=np.zeros(n), closed_loop=ClosedLoop(clients)), clients
+    gaps = arrivals.gaps_s(n, np.random.Generator(np.random.PCG64(scenario.workload.seed)))
+    at = np.concatenate([[0.0], np.cumsum(gaps[:-1])])
+    return dataclasses.replace(base, arrival_s=at, closed_loop=None), 0
 
 
 def _lengths(workload: Workload, prompts: tuple[int, ...] | None, outputs: tuple[int, ...] | None,

@@ -123,10 +123,9 @@ def test_guidellm_statistics_are_weighted_as_guidellm_weights_them():
     # recompute from a fresh simulation of the same workload: the token-weighted mean of per-request
     # (E2E - TTFT) / (n - 1) is the run's decode time over its token gaps, sum(E2E - TTFT) / sum(n - 1),
     # and the mean time per output token is sum(E2E) / sum(n)
-    from sizer.sizing.compare import _closed, _lengths, _simulate
-    from sizer.sizing.workload import workload_of
+    from sizer.sizing.compare import _lengths, _replayed, _simulate
     bench, scenario = read_guidellm_report(GUIDELLM)[0], load_scenario(SCENARIO)
-    workload, _ = _lengths(_closed(workload_of(scenario, 8), 8, 4), bench.prompt_tokens, bench.output_tokens, "")
+    workload, _ = _lengths(_replayed(scenario, 8, None, 4)[0], bench.prompt_tokens, bench.output_tokens, "")
     cols = _simulate(scenario, workload).columns
     n = cols["output_tokens"].astype(float)
     predicted = {m.metric: m.predicted for m in c.metrics}
