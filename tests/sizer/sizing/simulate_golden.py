@@ -1,6 +1,8 @@
-"""`sizer simulate --json` on every bundled scenario at two seeds, for tests/sizer/sizing/test_simulate_golden.py.
+"""`sizer simulate --json` on every bundled scenario at two seeds, and `sizer plan --json` on every bundled
+scenario plain and with flags, for tests/sizer/sizing/test_simulate_golden.py.
 
-Regenerate tests/data/simulate_golden/*.json (only where a change is a stated model fix) with
+Regenerate tests/data/simulate_golden/*.json and tests/data/plan_golden/*.json (only where a change is a
+stated model fix) with
     PYTHONPATH=$PWD python3 tests/sizer/sizing/simulate_golden.py
 """
 
@@ -18,6 +20,7 @@ from sizer.cli import app
 
 REPO = Path(__file__).resolve().parents[3]
 GOLDEN = REPO / "tests" / "data" / "simulate_golden"
+PLAN_GOLDEN = REPO / "tests" / "data" / "plan_golden"
 SCENARIOS = sorted((REPO / "scenarios").glob("*.yaml"))
 SEEDS = (None, 7)              # None: the scenario's own seed
 NUM_REQUESTS = 300             # at most this many requests a run (bundled scenarios ask for 150 to 2,000)
@@ -30,6 +33,36 @@ VARIANTS = {   # name -> (scenario, command-line flags, sections merged into the
                                                                           "decode_replicas": 3}},
                                           "workload": {"arrival": {"process": "poisson", "rate_per_s": 20}}}),
 }
+
+# plan flags that take other paths than a scenario's own settings (issue 22: a flag reaches the step-time
+# model, the split and the workload through the deployment description)
+PLAN_FLAGS = {
+    "plain": [],
+    "gpu-h200-tp2": ["--gpu", "h200", "--tp", "2"],
+    "fp8-kv-fp8-a100": ["--weights", "fp8", "--kv-cache-dtype", "fp8", "--gpu", "a100"],
+    "sglang-rate-9-slo": ["--engine", "sglang", "--rate", "9", "--ttft-ms", "800", "--tpot-ms", "40"],
+    "concurrency-16-lengths": ["--concurrency", "16", "--prompt-tokens", "2k", "--output-tokens", "300",
+                               "--max-model-len", "8192"],
+}
+PLAN_FLAG_SCENARIOS = ("llama-3.1-8b-chat-h100", "llama-3.1-70b-h200", "mixtral-8x7b-a100-tp2",
+                       "deepseek-v3-h200-tp8")
+
+
+def plan_cases() -> list[tuple[str, Path, list[str]]]:
+    """(golden name, scenario, flags): every bundled scenario plain; four of them with each set of flags."""
+    cases = [(f"{s.stem}-plain", s, []) for s in SCENARIOS]
+    for stem in PLAN_FLAG_SCENARIOS:
+        cases += [(f"{stem}-{name}", REPO / "scenarios" / f"{stem}.yaml", flags)
+                  for name, flags in PLAN_FLAGS.items() if flags]
+    return cases
+
+
+def plan_json(scenario: Path, flags: list[str]) -> dict:
+    """The parsed JSON that `sizer plan SCENARIO --json FLAGS` prints."""
+    out = CliRunner().invoke(app, ["plan", str(scenario), "--json", *flags])
+    if out.exit_code != 0:
+        raise RuntimeError(f"{scenario.name} {flags}: {out.output}")
+    return json.loads(out.stdout)
 
 
 def case_name(scenario: Path, seed: int | None) -> str:
@@ -64,6 +97,10 @@ def main() -> None:
             print(name, file=sys.stderr)
     for name, (scenario, flags, merge) in VARIANTS.items():
         (GOLDEN / f"{name}.json").write_text(json.dumps(simulate_json(scenario, None, flags, merge), indent=1) + "\n")
+        print(name, file=sys.stderr)
+    PLAN_GOLDEN.mkdir(parents=True, exist_ok=True)
+    for name, scenario, flags in plan_cases():
+        (PLAN_GOLDEN / f"{name}.json").write_text(json.dumps(plan_json(scenario, flags), indent=1) + "\n")
         print(name, file=sys.stderr)
 
 

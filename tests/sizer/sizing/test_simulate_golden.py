@@ -1,13 +1,25 @@
 """Every simulated number stays the same to the bit for a given seed (issue 21): `sizer simulate --json` on
 each bundled scenario, at its own seed and at seed 7, and on the chat scenario with several replicas and
 with disaggregated pools, against JSON stored from main at 0ce871f
-(tests/data/simulate_golden/README.md; regenerate only for a stated model fix)."""
+(tests/data/simulate_golden/README.md; regenerate only for a stated model fix); and `sizer plan --json` on
+each bundled scenario, plain and with flags (tests/data/plan_golden/README.md: issue 22's redesign moves no
+planned number)."""
 
 import json
 import math
 
 import pytest
-from simulate_golden import GOLDEN, SCENARIOS, SEEDS, VARIANTS, case_name, simulate_json
+from simulate_golden import (
+    GOLDEN,
+    PLAN_GOLDEN,
+    SCENARIOS,
+    SEEDS,
+    VARIANTS,
+    case_name,
+    plan_cases,
+    plan_json,
+    simulate_json,
+)
 
 
 def _mismatches(got, want, path="") -> list[str]:
@@ -42,3 +54,9 @@ def test_simulate_json_is_unchanged_with_replicas_and_disaggregation(name):
     scenario, flags, merge = VARIANTS[name]
     want = json.loads((GOLDEN / f"{name}.json").read_text())
     assert _mismatches(simulate_json(scenario, None, tuple(flags), merge), want) == []
+
+
+@pytest.mark.parametrize(("name", "scenario", "flags"), plan_cases(), ids=[c[0] for c in plan_cases()])
+def test_plan_json_is_unchanged(name, scenario, flags):
+    want = json.loads((PLAN_GOLDEN / f"{name}.json").read_text())
+    assert _mismatches(plan_json(scenario, flags), want) == []
