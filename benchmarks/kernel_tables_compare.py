@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sizer.inputs.kernel_tables import load_kernel_tables  # noqa: E402
-from sizer.sizing.kernel_compare import compare, elementwise_ratios  # noqa: E402
+from sizer.timing.kernel_compare import compare, elementwise_ratios  # noqa: E402
+from sizer.timing.kernel_tables import load_kernel_tables  # noqa: E402
 
 
 def main() -> None:

@@ -22,7 +22,7 @@ shape and split (experts sliced over TP, or spread whole over EP), against the G
                  the share of it the grouped GEMMs reach reading the experts their tokens touch
 
 Medians over shapes and splits, per folder and then pooled over the H100 SXM and H200 folders per expert format
-and for all formats; sizer/analytic/roofline.py carries the pooled figures (MOE_LAYER_S, MOE_GROUPED_EFFICIENCY)
+and for all formats; sizer/timing/roofline.py carries the pooled figures (MOE_LAYER_S, MOE_GROUPED_EFFICIENCY)
 for GPUs and formats without a table.
 """
 
@@ -48,7 +48,7 @@ POOLED = ("h100-sxm", "h200")     # the GPUs whose folders the roofline's figure
 
 def figures(tables, hw) -> tuple[list[float], dict[float, list[float]], list[float]]:
     """(fixed costs, grouped-GEMM efficiencies by tokens per expert, expert-streaming shares) of a folder."""
-    from sizer.analytic.roofline import WEIGHT_STREAM_EFFICIENCY
+    from sizer.timing.roofline import WEIGHT_STREAM_EFFICIENCY
 
     fixed, eff, streaming = [], {t: [] for t in TOKENS_PER_EXPERT}, []
     stream = hw.memory_bandwidth_bytes_per_s * hw.bandwidth_efficiency * WEIGHT_STREAM_EFFICIENCY
@@ -81,7 +81,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from sizer.inputs.hardware import load_hardware
-    from sizer.inputs.kernel_tables import KERNELS_DIR, load_kernel_tables
+    from sizer.timing.kernel_tables import KERNELS_DIR, load_kernel_tables
 
     print(f"{'folder':<34}{'shapes':>7}{'fixed us':>10}{'streaming':>10}" + "".join(f"{'eff t=' + f'{t:g}':>10}"
                                                               for t in TOKENS_PER_EXPERT))

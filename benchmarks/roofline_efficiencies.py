@@ -36,7 +36,7 @@ MIN_DIM = 4096
 
 
 def gemm_figures(tables, hw, dtype: str) -> dict[str, float]:
-    from sizer.analytic.kernel_step import Curve
+    from sizer.timing.kernel_step import Curve
 
     shapes = [(n, k, Curve(rows)) for (d, n, k), rows in tables.gemm.items()
               if d == dtype and n >= MIN_DIM and k >= MIN_DIM]
@@ -53,7 +53,7 @@ def gemm_figures(tables, hw, dtype: str) -> dict[str, float]:
 
 
 def attention_figures(tables, hw) -> dict[str, float]:
-    from sizer.analytic.kernel_step import attention_rows
+    from sizer.timing.kernel_step import attention_rows
 
     heads, kv_heads, dim = ATTENTION
     rows = attention_rows(tables.generation_attention, ("bfloat16", heads, kv_heads, dim))
@@ -70,7 +70,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from sizer.inputs.hardware import load_hardware
-    from sizer.inputs.kernel_tables import bundled_tables_dir, cached_kernel_tables
+    from sizer.timing.kernel_tables import bundled_tables_dir, cached_kernel_tables
 
     columns = [f"stream m={m}" for m in STREAM_M] + [f"compute m={m}" for m in COMPUTE_M]
     attention = [f"attn {b}x{n}" for b, n in ATTENTION_POINTS]

@@ -3,7 +3,7 @@
 `sizer calibrate` without `--model` measures a device once: every dense GEMM shape (n, k) it is given
 by token count, decode and prefill attention for every head shape it is given by (sequences, length),
 the all-reduce by message size when several devices are present, and the memory-bound element-wise
-cost. The rows are in the kernel-table format of `sizer/inputs/kernel_tables.py` (latencies in
+cost. The rows are in the kernel-table format of `sizer/timing/kernel_tables.py` (latencies in
 microseconds); the caller picks the shapes (the catalog's models at TP 1, 2, 4 and 8, or the models
 named) and writes them. Each operator runs exactly as `engine/model.py` calls it (`F.linear`, the
 selected attention kernels over a paged cache, the fused residual add + RMSNorm), on random data.

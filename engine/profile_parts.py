@@ -1,5 +1,5 @@
-"""The parts of a calibrated profile that the kernel-table step model shares (sizer/inputs/kernel_tables.py,
-sizer/analytic/kernel_step.py): the largest step a profile covers, what whole steps cost beyond the kernel
+"""The parts of a calibrated profile that the kernel-table step model shares (sizer/timing/kernel_tables.py,
+sizer/timing/kernel_step.py): the largest step a profile covers, what whole steps cost beyond the kernel
 tables, and a batch's split into decode and prefill attention. Without numpy, so a plan that reads neither a
 profile nor kernel tables loads none of engine/profile.py's tables.
 """

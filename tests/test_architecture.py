@@ -2,7 +2,7 @@
 
     simulator            imports numpy, simpy, PyYAML and itself only (a leaf)
     engine               imports simulator (and torch, triton), never sizer
-    sizer.inputs    ->   sizer.analytic -> sizer.sizing -> sizer.outputs -> sizer.cli
+    sizer.inputs    ->   sizer.analytic -> sizer.timing -> sizer.sizing -> sizer.outputs -> sizer.cli
                          each stage imports only the stages before it (and sizer.errors)
 
 Imports sit at module top, except the deliberate lazy path: torch, triton and the engine
@@ -22,7 +22,7 @@ from sizer.kinds import KINDS
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("sizer", "simulator", "engine", "hardware_profiles")
-STAGES = ("sizer.inputs", "sizer.analytic", "sizer.sizing", "sizer.outputs", "sizer.cli")
+STAGES = ("sizer.inputs", "sizer.analytic", "sizer.timing", "sizer.sizing", "sizer.outputs", "sizer.cli")
 LAZY_ALLOWED = ("torch", "triton", "pandas", "matplotlib", "weasyprint", "engine", "ray", "pyarrow")
 ENGINE_TORCH_FREE = ("engine.profile", "engine.profile_parts", "engine.config")     # sizer may import these at top
 
@@ -155,8 +155,8 @@ def test_no_import_cycles():
 
 # The packages between which docs/architecture.md draws every arrow ("Every arrow between packages"); the
 # longest prefix names a module's package, and `sizer` is its top-level modules.
-ARROW_UNITS = ("sizer.inputs", "sizer.analytic", "sizer.sizing", "sizer.outputs", "sizer.cli", "simulator", "engine",
-               "hardware_profiles", "sizer")
+ARROW_UNITS = ("sizer.inputs", "sizer.analytic", "sizer.timing", "sizer.sizing", "sizer.outputs", "sizer.cli",
+               "simulator", "engine", "hardware_profiles", "sizer")
 
 
 def unit_of(name: str) -> str:

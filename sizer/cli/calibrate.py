@@ -16,9 +16,9 @@ from sizer.errors import InputError
 from sizer.inputs.hardware import HOST_CPU, HardwareSpec, load_hardware, user_dir
 from sizer.inputs.model_spec import catalog_names, load_model
 from sizer.inputs.scenario import MAX_BATCH_TOKENS, MAX_SEQUENCES, MAX_TOKENS
-from sizer.sizing.aiconfigurator_import import write_tables
 from sizer.sizing.device_calibration import DeviceCalibration, calibrate_device
-from sizer.sizing.profile_kernels import KERNELS_SUBDIR, kernel_tables_from_profile
+from sizer.timing.aiconfigurator_import import write_tables
+from sizer.timing.profile_kernels import KERNELS_SUBDIR, kernel_tables_from_profile
 from sizer.words import count
 
 

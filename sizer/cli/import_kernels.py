@@ -9,8 +9,8 @@ from pathlib import Path
 import typer
 
 from sizer.errors import InputError
-from sizer.inputs.kernel_tables import KERNELS_DIR
-from sizer.sizing.aiconfigurator_import import SYSTEMS, convert, write_tables
+from sizer.timing.aiconfigurator_import import SYSTEMS, convert, write_tables
+from sizer.timing.kernel_tables import KERNELS_DIR
 
 
 def command(

@@ -4,7 +4,7 @@
 its points need (`sizer.sizing.sweep.build_sweep`), and ships them once per worker with the sweep (the
 process pool's initializer; Ray's object store). `install` puts them here; the readers look here
 first: model references (`sizer.sizing.resolve.checkpoint_of`), profiles (`hardware.load_hardware`),
-kernel tables (`sizer.sizing.step_model.kernel_tables_for`; a scenario's own folder:
+kernel tables (`sizer.timing.step_model.kernel_tables_for`; a scenario's own folder:
 `sizer.sizing.resolve`) and traces (`sizer.sizing.workload`,
 and the scenario's check that the trace file exists). A worker on a node without the driver's files
 (a model given as a path, a custom profile, the trace) therefore works, and nothing is re-read per

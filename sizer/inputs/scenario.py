@@ -39,7 +39,7 @@ LlamaCacheType = Literal["f16", "bf16", "f32", "q8_0", "q4_0"]
 #
 # Tokens of one request (any length, prefix, clip or mean): the trace reader's bound, 10 x 2^20
 # = 10,485,760, the longest context any released model advertises (simulator/trace_limits.py says why).
-# It caps the analytic prefill loop (sizer/analytic/roofline.py prefill_time_s: one step per
+# It caps the analytic prefill loop (sizer/timing/roofline.py prefill_time_s: one step per
 # chunk of the mean prompt) and keeps every length far inside float64's exact integers and int64.
 MAX_TOKENS = MAX_REQUEST_TOKENS
 # Requests one run simulates: the trace reader's bound, 1,000,000. The simulator replays a few

@@ -28,8 +28,8 @@ from sizer.inputs.guidellm_report import GuideLLMBenchmark
 from sizer.inputs.scenario import Scenario
 from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulation_config
-from sizer.sizing.step_model import step_model_for
 from sizer.sizing.workload import workload_of
+from sizer.timing.step_model import step_model_for
 
 
 @dataclass(frozen=True)

@@ -49,8 +49,8 @@ from sizer.sizing.resolve import Resolved, resolve
 from sizer.sizing.result import GoodputSettings, SizingStatus
 from sizer.sizing.schedule_trace import trace_profile
 from sizer.sizing.simulate import simulation_config
-from sizer.sizing.step_model import step_model_for
 from sizer.sizing.workload import workload_of
+from sizer.timing.step_model import step_model_for
 
 STEP_S = 60.0                        # the policy's and the pricing's step: HPA's sync period is 15 s, KEDA's 30 s
 CURVE_FRACTIONS = (0.1, 0.25, 0.5, 0.75, 0.9, 1.0)   # rates of the curve, as shares of the SLO rate per replica

@@ -3,7 +3,7 @@
 The bundled engine's operators are timed by shape on the device (engine/device_tables.py): every dense
 GEMM and lm_head (n, k) and every attention head shape of the models asked for (by default the
 catalog's) at tensor-parallel sizes 1, 2, 4 and 8, the all-reduce across the GPUs present, and the
-element-wise cost. They are written as kernel tables (`sizer/inputs/kernel_tables.py`), the format the
+element-wise cost. They are written as kernel tables (`sizer/timing/kernel_tables.py`), the format the
 bundled vLLM tables use, so a scenario on any model with those shapes is priced from them
 (`hardware.kernel_tables`). Then whole engine steps of one reference model are timed and what they
 cost beyond the tables (host work, sampling, launches) is fitted once (`BundledEngine.overhead`):
@@ -17,37 +17,22 @@ import dataclasses
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from engine.profile import TABLES_ONLY, Limits, plain
-from sizer.analytic.kernel_step import BundledEngineStepTimeModel, KernelTableStepTimeModel
-from sizer.analytic.roofline import RooflineStepTimeModel
 from sizer.inputs.hardware import HardwareSpec
-from sizer.inputs.kernel_tables import SCHEMA_VERSION, TABLES, BundledEngine, KernelTables, load_kernel_tables
 from sizer.inputs.model_spec import ModelSpec
 from sizer.inputs.scenario import scenario_from_dict
-from sizer.sizing.aiconfigurator_import import write_tables
-from sizer.sizing.kernel_shapes import model_shapes
 from sizer.sizing.resolve import Resolved, resolve
-from sizer.sizing.step_model import roofline_for
-
-ENGINE = "sizer-engine"
-
-
-def sizer_version() -> str:
-    try:
-        return version("sizer")
-    except PackageNotFoundError:
-        return "unknown"
-
-
-def tables_dir_name(device_id: str) -> str:
-    """`<device>-sizer-engine-<sizer version>`: the kernel-table folder name of sizer/inputs/kernel_tables.py."""
-    return f"{device_id}-{ENGINE}-{sizer_version()}"
+from sizer.timing.aiconfigurator_import import write_tables
+from sizer.timing.calibrated_tables import tables_dir_name, tables_header
+from sizer.timing.kernel_shapes import model_shapes
+from sizer.timing.kernel_step import BundledEngineStepTimeModel, KernelTableStepTimeModel
+from sizer.timing.kernel_tables import TABLES, BundledEngine, KernelTables, load_kernel_tables
+from sizer.timing.step_model import engine_roofline
 
 
 @dataclass(frozen=True)
@@ -64,22 +49,6 @@ class DeviceCalibration:
     seed: int = 0
 
 
-def engine_roofline(r: Resolved, tables: KernelTables) -> RooflineStepTimeModel:
-    """The roofline that prices what a device's tables lack, for the bundled engine: the GPU's datasheet, or on
-    the host CPU the ceilings calibrate measured (step_model.pricing_hardware); no per-step sampler constant
-    (the fitted overhead holds the engine's own)."""
-    return roofline_for(dataclasses.replace(r, kernel_tables=tables), step_overhead_s=0.0)
-
-
-def engine_step_model(r: Resolved, tables: KernelTables) -> BundledEngineStepTimeModel:
-    """The bundled engine's whole step on the device the tables were calibrated on."""
-    engine = tables.header.bundled_engine
-    assert engine is not None, "only tables sizer calibrate measured describe the bundled engine"
-    inner = KernelTableStepTimeModel(tables, engine_roofline(r, tables))
-    return BundledEngineStepTimeModel(inner, engine.overhead, engine.fitted_layers,
-                                      engine.limits.max_num_batched_tokens, engine.limits.max_num_seqs)
-
-
 def reference_scenario(model: str, device_id: str, limits: Limits) -> Resolved:
     """The reference model served on the device as the overhead sweep runs it (one replica, TP 1)."""
     s = scenario_from_dict({
@@ -92,18 +61,6 @@ def reference_scenario(model: str, device_id: str, limits: Limits) -> Resolved:
                      "prompt_tokens": {"distribution": "fixed", "value": 1},
                      "output_tokens": {"distribution": "fixed", "value": 1}}}, None)
     return resolve(s)
-
-
-def tables_header(gpu: str, device_name: str, kernels: str, torch_version: str, copy_bytes_per_s: float,
-                  small_kernel_s: float, files: list[str], date: str) -> dict:
-    """tables.yaml of tables `sizer calibrate` measured (a device's, or a profile's own): the bundled engine's
-    version and kernels, the element-wise cost from the measured copy bandwidth and one small kernel's time."""
-    return {"schema_version": SCHEMA_VERSION, "gpu": gpu, "device_name": device_name, "engine": ENGINE,
-            "engine_version": f"{sizer_version()} ({kernels} kernels, torch {torch_version})",
-            "elementwise": {"memory_bandwidth_bytes_per_s": copy_bytes_per_s, "bandwidth_fraction": 1.0,
-                            "latency_s": small_kernel_s},
-            "provenance": {"source": "sizer calibrate", "source_version": sizer_version(), "licence": "Apache-2.0",
-                           "files": files, "converted": date}}
 
 
 def _header(c: DeviceCalibration, ceilings: Any, engine: BundledEngine | None) -> dict:

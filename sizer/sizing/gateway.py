@@ -48,8 +48,8 @@ from sizer.sizing.goodput import SLO_PERCENTILE
 from sizer.sizing.plan import SCHEMA_VERSION
 from sizer.sizing.resolve import Resolved, resolve
 from sizer.sizing.simulate import PREFIX_BALANCE_SLACK, check_simulated_blocks, simulation_config
-from sizer.sizing.step_model import step_model_for
 from sizer.sizing.workload import _lengths
+from sizer.timing.step_model import step_model_for
 
 # Trailing window over which an external endpoint's spend is compared with its cap per hour (assumption:
 # a gateway's rate limiter looks at about the last minute).

@@ -16,9 +16,9 @@ from pathlib import Path
 from sizer.analytic.formats import FORMATS
 from sizer.analytic.memory import kv_layout, weight_memory
 from sizer.analytic.parallel import ParallelConfig
-from sizer.analytic.roofline import RooflineStepTimeModel, decode_batch, prefill_time_s
 from sizer.inputs.hardware import load_hardware
 from sizer.inputs.model_spec import load_model
+from sizer.timing.roofline import RooflineStepTimeModel, decode_batch, prefill_time_s
 
 PROMPT_TOKENS, GENERATED_TOKENS = 512, 128     # llama-bench's default tests
 

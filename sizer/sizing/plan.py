@@ -26,17 +26,6 @@ from sizer.analytic.memory import (
     WeightMemory,
 )
 from sizer.analytic.parallel import comm_per_step, kv_heads_per_gpu
-from sizer.analytic.roofline import (
-    ATTENTION_KV_EFFICIENCY,
-    COLLECTIVE_LATENCY_S,
-    LAYER_STEP_S,
-    LORA_STEP_S_PER_LAYER,
-    WEIGHT_STREAM_EFFICIENCY,
-    RooflineStepTimeModel,
-    compute_bound_batch,
-    decode_batch,
-    prefill_time_s,
-)
 from sizer.analytic.weights import LayerKind, layer_kinds, parameter_count
 from sizer.inputs.hardware import profile_origin
 from sizer.inputs.layers import FULL, Attention, LatentAttention
@@ -49,7 +38,18 @@ from sizer.sizing.presets import GRAMMAR_BACKENDS, GRAMMAR_CACHE_ENTRIES, LORA_D
 from sizer.sizing.resolve import EngineSettings, Resolved
 from sizer.sizing.result import Sizing
 from sizer.sizing.slots import SlotAnswers, slot_answers, slot_requests_held
-from sizer.sizing.step_model import kernel_tables_note, roofline_for, step_model_for, step_sources
+from sizer.timing.roofline import (
+    ATTENTION_KV_EFFICIENCY,
+    COLLECTIVE_LATENCY_S,
+    LAYER_STEP_S,
+    LORA_STEP_S_PER_LAYER,
+    WEIGHT_STREAM_EFFICIENCY,
+    RooflineStepTimeModel,
+    compute_bound_batch,
+    decode_batch,
+    prefill_time_s,
+)
+from sizer.timing.step_model import kernel_tables_note, roofline_for, step_model_for, step_sources
 from sizer.words import count
 
 if TYPE_CHECKING:      # for the annotation only: a plan without a schedule need not import the day's code

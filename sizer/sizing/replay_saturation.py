@@ -17,7 +17,7 @@ from __future__ import annotations
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulate_scenario
-from sizer.sizing.step_model import step_model_for, step_sources
+from sizer.timing.step_model import step_model_for, step_sources
 
 MODELS = {"meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b", "meta-llama/Llama-3.3-70B-Instruct": "llama-3.1-70b",
           "Qwen/Qwen3-235B-A22B": "qwen3-235b-a22b",

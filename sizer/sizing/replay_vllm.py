@@ -23,7 +23,7 @@ from simulator.workload import PromptSet, Stage, staged_arrival_s
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulation_config
-from sizer.sizing.step_model import step_model_for
+from sizer.timing.step_model import step_model_for
 
 METRICS = ("e2e_mean", "e2e_p90", "e2e_p99", "ttft_mean", "ttft_p90", "ttft_p99", "itl_mean")
 GPU_IDS = {"H100": "h100-sxm", "A100": "a100-80gb", "L40S": "l40s"}

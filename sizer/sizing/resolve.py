@@ -34,7 +34,6 @@ from sizer.analytic.memory import (
 )
 from sizer.analytic.offload import Offload, offload, on_gpu
 from sizer.analytic.parallel import ParallelConfig, validate_split
-from sizer.analytic.roofline import RooflineStepTimeModel
 from sizer.errors import InputError
 from sizer.inputs import preloaded
 from sizer.inputs.checkpoint import Checkpoint, beside
@@ -47,7 +46,6 @@ from sizer.inputs.hardware import (
     scale_up_link,
     scenario_hardware,
 )
-from sizer.inputs.kernel_tables import HEADER_FILE, TABLES, KernelTables, cached_kernel_tables, read_header
 from sizer.inputs.model_spec import ModelSpec, checkpoint_model, load_config, load_model
 from sizer.inputs.scenario import DeploymentSection, Scenario, scenario_dir
 from sizer.kinds import kind
@@ -61,6 +59,8 @@ from sizer.sizing.presets import (
     preset,
     slot_preset,
 )
+from sizer.timing.kernel_tables import HEADER_FILE, TABLES, KernelTables, cached_kernel_tables, read_header
+from sizer.timing.roofline import RooflineStepTimeModel
 
 if TYPE_CHECKING:      # the type only: a scenario without a calibrated profile loads none (sizer/kinds.py)
     from engine.profile import CalibrationProfile

@@ -9,8 +9,8 @@ from simulator.run import SimulationConfig, simulate
 from simulator.step_batch import StepTimeModel
 from sizer.errors import InputError
 from sizer.sizing.resolve import Resolved
-from sizer.sizing.step_model import step_model_for
 from sizer.sizing.workload import workload_of
+from sizer.timing.step_model import step_model_for
 
 DEFAULT_ROUTER = "least_outstanding"     # the router every command uses unless told otherwise
 PREFIX_BALANCE_SLACK = 8                 # prefix_aware: extra requests tolerated for a cache hit (assumption)

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from sizer.analytic.format_support import execution
 from sizer.analytic.formats import weight_format
 from sizer.analytic.memory import memory_budget, weight_memory
-from sizer.analytic.roofline import RooflineStepTimeModel, decode_batch, prefill_time_s
 from sizer.errors import InputError
 from sizer.inputs.scenario import MAX_SLOTS
 from sizer.sizing.resolve import Resolved, SlotSettings
+from sizer.timing.roofline import RooflineStepTimeModel, decode_batch, prefill_time_s
 
 # GGUF presets the recommendation tries, highest precision first (sizer.inputs.gguf_types.PRESETS).
 FORMAT_CANDIDATES = ("f16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q3_k_m")

@@ -32,7 +32,6 @@ from sizer.analytic.memory import GiB
 from sizer.errors import InputError
 from sizer.inputs import preloaded
 from sizer.inputs.hardware import all_profiles, load_hardware
-from sizer.inputs.kernel_tables import HEADER_FILE, TABLES
 from sizer.inputs.preloaded import Preloaded
 from sizer.inputs.scenario import Scenario, scenario_dir, scenario_from_dict
 from sizer.inputs.sweep_file import Constraint, SweepFile, SweepSettings, axis_values, parse_constraint
@@ -49,9 +48,10 @@ from sizer.sizing.resolve import (
     resolve,
 )
 from sizer.sizing.result import GoodputSettings, SizingStatus
-from sizer.sizing.step_model import bundled_header, bundled_tables
 from sizer.sizing.sweep_backends import run_local, run_ray
 from sizer.sizing.workload import read_trace, trace_limit, trace_summary
+from sizer.timing.kernel_tables import HEADER_FILE, TABLES
+from sizer.timing.step_model import bundled_header, bundled_tables
 from sizer.words import count
 
 # Bumped when a row's meaning changes: points hashed under another version are simulated again.

@@ -15,12 +15,12 @@ from simulator.errors import excerpt
 from simulator.run import SimulationConfig
 from sizer.errors import InputError
 from sizer.inputs.hardware import HOST_CPU
-from sizer.inputs.kernel_tables import HEADER_FILE, KernelTables, load_kernel_tables
 from sizer.inputs.scenario import Scenario, load_scenario
-from sizer.sizing.device_calibration import engine_step_model
 from sizer.sizing.resolve import Resolved, resolve
 from sizer.sizing.simulate import simulation_config
 from sizer.sizing.workload import workload_of
+from sizer.timing.kernel_tables import HEADER_FILE, KernelTables, load_kernel_tables
+from sizer.timing.step_model import engine_step_model
 
 DEFAULT_MAX_REQUESTS = 200          # requests replayed unless asked for more
 

@@ -1,5 +1,5 @@
 """engine/device_tables.py: the engine's operators timed by shape on this CPU, in the kernel-table rows of
-sizer/inputs/kernel_tables.py (latencies in microseconds)."""
+sizer/timing/kernel_tables.py (latencies in microseconds)."""
 
 from engine import device_tables as dt
 from engine.device import cpu_device

@@ -20,7 +20,7 @@ from engine.profile import load_profile, read_header
 from hardware_profiles import CALIBRATED_DIR
 from sizer.cli import app
 from sizer.cli.calibrate import user_calibrated_dir
-from sizer.inputs.kernel_tables import load_kernel_tables
+from sizer.timing.kernel_tables import load_kernel_tables
 
 cli = CliRunner()
 SCENARIO = "engine/scenarios/tiny-cpu.yaml"

@@ -20,7 +20,7 @@ from engine.profile import (
 from hardware_profiles import CALIBRATED_DIR
 from simulator.errors import FieldError
 from simulator.step_batch import StepBatch
-from sizer.analytic.roofline import decode_batch
+from sizer.timing.roofline import decode_batch
 
 CPU_TINY = CALIBRATED_DIR / "cpu-tiny-tp1"
 

@@ -178,7 +178,7 @@ def slots_run(p: dict, n: int, seed: int) -> tuple[list[str], tuple]:
     from sizer.inputs.scenario import load_scenario
     from sizer.sizing.resolve import resolve
     from sizer.sizing.simulate import simulation_config
-    from sizer.sizing.step_model import step_model_for
+    from sizer.timing.step_model import step_model_for
 
     r = resolve(load_scenario(REPO_SCENARIOS / f"{p['scenario']}.yaml"))
     cfg = simulation_config(r, p["replicas"], p["router"], p["fast_forward"])

@@ -272,7 +272,7 @@ def formula_rows(plan: Plan) -> list[tuple[str, str]]:
          "Little's law (Little, 1961); sizer/analytic/capacity.py"),
         ("step time = GEMMs + attention + lm_head + collectives + overhead, "
          "each max(FLOPs / compute, bytes / bandwidth)",
-         "roofline model; sizer/analytic/roofline.py"),
+         "roofline model; sizer/timing/roofline.py"),
         ("speculative tokens per step = (1 - alpha^(gamma+1)) / (1 - alpha)", "Leviathan et al. (2023)"),
         ("goodput = highest rate at which the required share of requests meets every SLO target",
          "DistServe (Zhong et al., 2024)"),

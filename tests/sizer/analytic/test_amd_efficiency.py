@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from sizer.analytic.roofline import decode_batch
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.sizing.resolve import resolve
-from sizer.sizing.step_model import step_model_for
+from sizer.timing.roofline import decode_batch
+from sizer.timing.step_model import step_model_for
 
 
 def decode_step_ms(gpu: str, batch: int = 64) -> float:

@@ -13,7 +13,6 @@ from sizer.analytic.format_support import execution
 from sizer.analytic.formats import weight_format
 from sizer.analytic.memory import kv_layout, weight_memory
 from sizer.analytic.parallel import ParallelConfig
-from sizer.analytic.roofline import ATTENTION_KV_EFFICIENCY, RooflineStepTimeModel, decode_batch
 from sizer.analytic.weights import parameter_count
 from sizer.inputs.hardware import load_hardware
 from sizer.inputs.layers import SLIDING, Attention
@@ -21,6 +20,7 @@ from sizer.inputs.model_spec import from_hf_config, load_model
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
+from sizer.timing.roofline import ATTENTION_KV_EFFICIENCY, RooflineStepTimeModel, decode_batch
 
 MODELS = Path(__file__).resolve().parents[2] / "data" / "models"
 GPT_OSS = MODELS / "gpt-oss-120b"

@@ -8,7 +8,7 @@ from sizer.analytic.memory import lora_memory
 from sizer.analytic.parallel import ParallelConfig
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.sizing.resolve import model_of, resolve
-from sizer.sizing.step_model import roofline_for
+from sizer.timing.step_model import roofline_for
 
 
 def scenario(**deployment):

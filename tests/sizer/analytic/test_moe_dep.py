@@ -10,7 +10,12 @@ import pytest
 
 from simulator.step_batch import StepBatch
 from sizer.analytic.parallel import ParallelConfig, comm_per_step, rank_batch
-from sizer.analytic.roofline import (
+from sizer.errors import InputError
+from sizer.inputs.hardware import alltoall_link, load_hardware
+from sizer.inputs.model_spec import load_model
+from sizer.inputs.scenario import scenario_from_dict
+from sizer.sizing.resolve import resolve
+from sizer.timing.roofline import (
     ALLTOALL_LATENCY_S,
     MOE_GROUPED_EFFICIENCY,
     MOE_LAYER_S,
@@ -19,12 +24,7 @@ from sizer.analytic.roofline import (
     load_imbalance,
     moe_dtype,
 )
-from sizer.errors import InputError
-from sizer.inputs.hardware import alltoall_link, load_hardware
-from sizer.inputs.model_spec import load_model
-from sizer.inputs.scenario import scenario_from_dict
-from sizer.sizing.resolve import resolve
-from sizer.sizing.step_model import roofline_for, step_model_for
+from sizer.timing.step_model import roofline_for, step_model_for
 
 QWEN3 = {"name": "qwen3-dep", "model": "qwen3-235b-a22b", "hardware": {"gpu": "h200"},
          "deployment": {"engine": "tensorrt-llm", "tensor_parallel_size": 8, "quantization": "fp8",

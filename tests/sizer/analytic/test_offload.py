@@ -9,13 +9,13 @@ from sizer.analytic.formats import FORMATS
 from sizer.analytic.memory import weight_memory
 from sizer.analytic.offload import HOST_BANDWIDTH_EFFICIENCY, offload
 from sizer.analytic.parallel import ParallelConfig
-from sizer.analytic.roofline import decode_batch
 from sizer.errors import InputError
 from sizer.inputs.hardware import load_hardware
 from sizer.inputs.model_spec import load_model
 from sizer.inputs.scenario import load_scenario
 from sizer.sizing.resolve import resolve
-from sizer.sizing.step_model import roofline_for
+from sizer.timing.roofline import decode_batch
+from sizer.timing.step_model import roofline_for
 
 SCENARIO = """
 model: {model}

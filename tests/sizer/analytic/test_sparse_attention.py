@@ -15,13 +15,13 @@ from simulator.step_batch import StepBatch
 from sizer.analytic.formats import FORMATS
 from sizer.analytic.memory import kv_layout, weight_memory
 from sizer.analytic.parallel import ParallelConfig
-from sizer.analytic.roofline import ATTENTION_KV_EFFICIENCY, RooflineStepTimeModel, decode_batch
 from sizer.cli.app import app
 from sizer.inputs.hardware import load_hardware
 from sizer.inputs.model_spec import from_hf_config, load_model
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.sizing.resolve import resolve
-from sizer.sizing.step_model import step_model_for
+from sizer.timing.roofline import ATTENTION_KV_EFFICIENCY, RooflineStepTimeModel, decode_batch
+from sizer.timing.step_model import step_model_for
 
 MODELS = Path(__file__).resolve().parents[2] / "data" / "models"
 TP8 = ParallelConfig(tp=8)

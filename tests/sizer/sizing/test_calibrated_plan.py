@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from engine.profile import CalibratedStepTimeModel, load_profile
-from sizer.analytic.roofline import decode_batch
 from sizer.cli import app
+from sizer.timing.roofline import decode_batch
 
 REPO = Path(__file__).resolve().parents[3]
 CALIBRATED = REPO / "hardware_profiles" / "calibrated"

@@ -13,14 +13,14 @@ from typer.testing import CliRunner
 
 from hardware_profiles import CALIBRATED_DIR
 from simulator.step_batch import StepBatch
-from sizer.analytic.kernel_step import KernelTableStepTimeModel
 from sizer.cli import app
-from sizer.inputs.kernel_tables import KERNELS_DIR, load_kernel_tables
 from sizer.inputs.model_spec import load_model
 from sizer.inputs.scenario import load_scenario
-from sizer.sizing.device_calibration import engine_roofline, engine_step_model
-from sizer.sizing.kernel_shapes import model_shapes
 from sizer.sizing.validate import tables_pricing, validation_config
+from sizer.timing.kernel_shapes import model_shapes
+from sizer.timing.kernel_step import KernelTableStepTimeModel
+from sizer.timing.kernel_tables import KERNELS_DIR, load_kernel_tables
+from sizer.timing.step_model import engine_roofline, engine_step_model
 
 REPO = Path(__file__).resolve().parents[3]
 WIDE = REPO / "engine" / "scenarios" / "tiny-wide-cpu.yaml"

@@ -16,10 +16,8 @@ from typer.testing import CliRunner
 from simulator.errors import FieldError, excerpt
 from simulator.safe_yaml import load_yaml
 from simulator.step_batch import StepBatch
-from sizer.analytic.kernel_step import dense_gemms, gemm_curve
 from sizer.cli import app
 from sizer.inputs.gateway import load_gateway
-from sizer.inputs.kernel_tables import bundled_tables_dir
 from sizer.inputs.preloaded import Preloaded, installed
 from sizer.inputs.scenario import load_scenario, scenario_from_dict
 from sizer.sizing.gateway import resolve_gateway
@@ -27,8 +25,10 @@ from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
 from sizer.sizing.search import Candidate
 from sizer.sizing.simulate import simulate_scenario
-from sizer.sizing.step_model import bundled_tables, step_model_for
 from sizer.sizing.sweep import tasks, variant_of
+from sizer.timing.kernel_step import dense_gemms, gemm_curve
+from sizer.timing.kernel_tables import bundled_tables_dir
+from sizer.timing.step_model import bundled_tables, step_model_for
 
 REPO = Path(__file__).resolve().parents[3]
 SCENARIO = REPO / "scenarios" / "llama-3.1-8b-chat-h100.yaml"

@@ -3,13 +3,13 @@ the assumptions a plan states when a hardware profile lacks a link figure."""
 
 import pytest
 
-from sizer.analytic.roofline import RooflineStepTimeModel
 from sizer.inputs.hardware import host_link, load_hardware, scale_up_link
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulation_config
-from sizer.sizing.step_model import roofline_for
+from sizer.timing.roofline import RooflineStepTimeModel
+from sizer.timing.step_model import roofline_for
 
 
 def scenario(gpu="h100-sxm", **deployment):

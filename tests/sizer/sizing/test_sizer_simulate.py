@@ -9,14 +9,14 @@ from typer.testing import CliRunner
 
 from simulator.metrics import summarise
 from simulator.step_batch import StepBatch
-from sizer.analytic.roofline import prefill_time_s
 from sizer.cli import app
 from sizer.inputs.scenario import load_scenario, scenario_from_dict
 from sizer.inputs.variant import Variant
 from sizer.sizing.presets import PRESETS, engine_defaults, preset
 from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulate_scenario, simulation_config
-from sizer.sizing.step_model import step_model_for
+from sizer.timing.roofline import prefill_time_s
+from sizer.timing.step_model import step_model_for
 
 REPO = Path(__file__).resolve().parents[3]
 CHAT = REPO / "scenarios" / "llama-3.1-8b-chat-h100.yaml"

@@ -22,8 +22,8 @@ from sizer.outputs.emit import emit, llamacpp_argv, serving_config
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulation_config
-from sizer.sizing.step_model import step_model_for
 from sizer.sizing.workload import workload_of
+from sizer.timing.step_model import step_model_for
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[3]

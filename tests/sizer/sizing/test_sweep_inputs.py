@@ -101,7 +101,7 @@ def test_kernel_tables_are_loaded_once_in_the_driver(tmp_path, monkeypatch):
 
     def looked_up(*args):
         raise AssertionError("a point looked for the kernel tables' files")
-    monkeypatch.setattr("sizer.sizing.step_model.bundled_tables_dir", looked_up)
+    monkeypatch.setattr("sizer.timing.step_model.bundled_tables_dir", looked_up)
     summary, table = run(sweep, tmp_path / "r.parquet", 1)
     assert summary.failed == () and set(table.column("status").to_pylist()) == {"ok"}
 

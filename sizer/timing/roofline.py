@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from simulator.step_batch import StepBatch, attention_pairs
-from sizer.analytic import llamacpp
 from sizer.analytic.format_support import execution
 from sizer.analytic.formats import WeightFormat, embedding_bytes_per_value, group_bytes
 from sizer.analytic.memory import KVLayout, LoraMemory, WeightMemory
@@ -41,6 +40,7 @@ from sizer.errors import InputError
 from sizer.inputs.hardware import HardwareSpec, alltoall_link, scale_up_link
 from sizer.inputs.layers import EXPERT, LM_HEAD, VISION
 from sizer.inputs.model_spec import ModelSpec
+from sizer.timing import llamacpp
 
 # Assumptions (replace with a calibrated profile): printed by the plan.
 STEP_OVERHEAD_S = 0.5e-3          # sampler and the step's own launches (CUDA graphs on); scheduling: the engine loop

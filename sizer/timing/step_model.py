@@ -1,15 +1,24 @@
 """What prices an engine step for a resolved scenario: a calibrated profile, kernel tables (the scenario's own
-folder or the bundled ones), or the roofline."""
+folder or the bundled ones), or the roofline; and the bundled engine's whole step on a device's own tables."""
 
 from __future__ import annotations
 
+import dataclasses
+from typing import TYPE_CHECKING, Protocol
+
 from simulator.step_batch import StepTimeModel
-from sizer.analytic.kernel_step import KernelTableStepTimeModel
-from sizer.analytic.roofline import STEP_OVERHEAD_S, RooflineStepTimeModel
+from sizer.analytic.formats import WeightFormat
+from sizer.analytic.memory import KVLayout, LoraMemory, WeightMemory
+from sizer.analytic.offload import Offload
+from sizer.analytic.parallel import ParallelConfig
 from sizer.errors import InputError
 from sizer.inputs import preloaded
 from sizer.inputs.hardware import HardwareSpec, measured_host_cpu
-from sizer.inputs.kernel_tables import (
+from sizer.inputs.model_spec import ModelSpec
+from sizer.inputs.scenario import Scenario
+from sizer.kinds import kind
+from sizer.timing.kernel_step import BundledEngineStepTimeModel, KernelTableStepTimeModel
+from sizer.timing.kernel_tables import (
     KernelTables,
     KernelTablesHeader,
     bundled_folders,
@@ -17,11 +26,35 @@ from sizer.inputs.kernel_tables import (
     cached_kernel_tables,
     read_header,
 )
-from sizer.kinds import kind
-from sizer.sizing.resolve import Resolved
+from sizer.timing.roofline import STEP_OVERHEAD_S, RooflineStepTimeModel
+
+if TYPE_CHECKING:      # the type only: a scenario without a calibrated profile loads none (sizer/kinds.py)
+    from engine.profile import CalibrationProfile
 
 
-def pricing_hardware(r: Resolved) -> HardwareSpec:
+class EngineName(Protocol):
+    engine: str                     # vllm, sglang, tensorrt-llm, llama.cpp, ...
+
+
+class Deployment(Protocol):
+    """What the step-time stage reads of a resolved deployment (sizer/sizing/resolve.py `Resolved`, a later stage,
+    has these fields)."""
+    scenario: Scenario
+    model: ModelSpec
+    hardware: HardwareSpec
+    parallel: ParallelConfig
+    weight_format: WeightFormat
+    group_size: int
+    engine: EngineName
+    weights: WeightMemory
+    kv: KVLayout
+    calibrated_profile: CalibrationProfile | None
+    offload: Offload | None
+    lora: LoraMemory | None
+    kernel_tables: KernelTables | None
+
+
+def pricing_hardware(r: Deployment) -> HardwareSpec:
     """The GPU's datasheet figures; on the host CPU, with kernel tables `sizer calibrate` measured there, the
     ceilings it measured (the roofline then prices only what the tables lack)."""
     engine = r.kernel_tables.header.bundled_engine if r.kernel_tables is not None else None
@@ -31,7 +64,7 @@ def pricing_hardware(r: Resolved) -> HardwareSpec:
                              f"measured by sizer calibrate ({r.kernel_tables.path})")
 
 
-def roofline_for(r: Resolved, step_overhead_s: float = STEP_OVERHEAD_S) -> RooflineStepTimeModel:
+def roofline_for(r: Deployment, step_overhead_s: float = STEP_OVERHEAD_S) -> RooflineStepTimeModel:
     """The roofline step-time model of a resolved scenario."""
     return RooflineStepTimeModel(r.model, pricing_hardware(r), r.weight_format, r.weights, r.kv, r.parallel,
                                  r.group_size, step_overhead_s=step_overhead_s, offload=r.offload, lora=r.lora)
@@ -47,7 +80,7 @@ TABLES_VS_ROOFLINE = {
 }
 
 
-def kernel_tables_for(r: Resolved) -> KernelTables | None:
+def kernel_tables_for(r: Deployment) -> KernelTables | None:
     """The bundled kernel tables measured on the scenario's GPU in its engine, if any (a sweep worker: as its
     driver loaded them, sizer/inputs/preloaded.py)."""
     if preloaded.has_kernel_tables(r.hardware.id, r.engine.engine):
@@ -70,7 +103,7 @@ def bundled_header(gpu: str, engine: str) -> KernelTablesHeader | None:
     return read_header(folder) if folder else None
 
 
-def step_model_for(r: Resolved, roofline: RooflineStepTimeModel | None = None) -> StepTimeModel:
+def step_model_for(r: Deployment, roofline: RooflineStepTimeModel | None = None) -> StepTimeModel:
     """What prices a step: the calibrated profile when the scenario names one (roofline outside
     its measured range); else the scenario's own kernel-tables folder (`hardware.kernel_tables`); else, unless
     `hardware.step_model: roofline`, the bundled kernel tables of the GPU and engine (roofline for what they
@@ -89,7 +122,7 @@ def step_model_for(r: Resolved, roofline: RooflineStepTimeModel | None = None) -
     return roofline
 
 
-def refuse_missing_tables(r: Resolved) -> None:
+def refuse_missing_tables(r: Deployment) -> None:
     """`hardware.step_model: kernel_tables` where no tables are bundled for the GPU and engine: refused, never
     priced otherwise."""
     if r.scenario.hardware.step_model == "kernel_tables":
@@ -104,7 +137,7 @@ def step_sources(step: StepTimeModel) -> dict[str, str]:
     return getattr(step, "sources", None) or {"all operators": step.name}
 
 
-def kernel_tables_note(r: Resolved) -> str | None:
+def kernel_tables_note(r: Deployment) -> str | None:
     """What the plan says about kernel tables: which priced the steps, or that the GPU has some unused
     (read from the header alone: a roofline plan does not load the tables)."""
     if r.calibrated_profile is not None:
@@ -126,7 +159,7 @@ def kernel_tables_note(r: Resolved) -> str | None:
     return f"{note}; {checked}" if checked else note
 
 
-def own_tables_note(r: Resolved) -> str:
+def own_tables_note(r: Deployment) -> str:
     """The scenario's own kernel-tables folder: what it is, where, and an engine it was not measured in."""
     h = r.kernel_tables.header
     note = (f"step times: {h.description}, from {r.kernel_tables.path} (hardware.kernel_tables); the roofline "
@@ -135,3 +168,19 @@ def own_tables_note(r: Resolved) -> str:
         note += (f"; measured in {h.engine}, the scenario serves {r.engine.engine}: the engines' kernels may differ "
                  "and the tables do not say by how much")
     return note
+
+
+def engine_roofline(r: Deployment, tables: KernelTables) -> RooflineStepTimeModel:
+    """The roofline that prices what a device's tables lack, for the bundled engine: the GPU's datasheet, or on
+    the host CPU the ceilings calibrate measured (pricing_hardware); no per-step sampler constant (the fitted
+    overhead holds the engine's own)."""
+    return roofline_for(dataclasses.replace(r, kernel_tables=tables), step_overhead_s=0.0)
+
+
+def engine_step_model(r: Deployment, tables: KernelTables) -> BundledEngineStepTimeModel:
+    """The bundled engine's whole step on the device the tables were calibrated on."""
+    engine = tables.header.bundled_engine
+    assert engine is not None, "only tables sizer calibrate measured describe the bundled engine"
+    inner = KernelTableStepTimeModel(tables, engine_roofline(r, tables))
+    return BundledEngineStepTimeModel(inner, engine.overhead, engine.fitted_layers,
+                                      engine.limits.max_num_batched_tokens, engine.limits.max_num_seqs)

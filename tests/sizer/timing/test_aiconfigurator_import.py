@@ -8,7 +8,7 @@ import yaml
 from typer.testing import CliRunner
 
 from sizer.cli import app
-from sizer.inputs.kernel_tables import load_kernel_tables
+from sizer.timing.kernel_tables import load_kernel_tables
 
 pd = pytest.importorskip("pandas")
 pytest.importorskip("pyarrow")

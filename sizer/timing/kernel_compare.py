@@ -12,8 +12,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from sizer.analytic.kernel_step import BatchCurves, Curve, attention_rows, gemm_curve
-from sizer.inputs.kernel_tables import KernelTables
+from sizer.timing.kernel_step import BatchCurves, Curve, attention_rows, gemm_curve
+from sizer.timing.kernel_tables import KernelTables
 
 
 @dataclass(frozen=True)

@@ -8,15 +8,15 @@ import pytest
 from engine.profile import load_profile
 from hardware_profiles import CALIBRATED_DIR
 from simulator.step_batch import StepBatch
-from sizer.analytic.kernel_step import KernelTableStepTimeModel
-from sizer.analytic.roofline import STEP_OVERHEAD_S
-from sizer.inputs.kernel_tables import load_kernel_tables
 from sizer.inputs.model_spec import load_model
 from sizer.inputs.scenario import scenario_from_dict
-from sizer.sizing.aiconfigurator_import import write_tables
-from sizer.sizing.profile_kernels import kernel_tables_from_profile
 from sizer.sizing.resolve import resolve
-from sizer.sizing.step_model import roofline_for
+from sizer.timing.aiconfigurator_import import write_tables
+from sizer.timing.kernel_step import KernelTableStepTimeModel
+from sizer.timing.kernel_tables import load_kernel_tables
+from sizer.timing.profile_kernels import kernel_tables_from_profile
+from sizer.timing.roofline import STEP_OVERHEAD_S
+from sizer.timing.step_model import roofline_for
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,13 @@ from pathlib import Path
 import pytest
 
 from simulator.step_batch import StepBatch
-from sizer.analytic.kernel_step import Curve, KernelTableStepTimeModel, dense_gemms, elementwise_ops, gemm_curve
 from sizer.analytic.parallel import ParallelConfig
-from sizer.analytic.roofline import STEP_OVERHEAD_S
-from sizer.inputs.kernel_tables import (
+from sizer.inputs.model_spec import load_model
+from sizer.inputs.scenario import scenario_from_dict
+from sizer.sizing.resolve import resolve
+from sizer.timing.kernel_shapes import model_shapes
+from sizer.timing.kernel_step import Curve, KernelTableStepTimeModel, dense_gemms, elementwise_ops, gemm_curve
+from sizer.timing.kernel_tables import (
     ElementwiseCost,
     KernelTables,
     KernelTablesHeader,
@@ -18,11 +21,8 @@ from sizer.inputs.kernel_tables import (
     bundled_tables_dir,
     load_kernel_tables,
 )
-from sizer.inputs.model_spec import load_model
-from sizer.inputs.scenario import scenario_from_dict
-from sizer.sizing.kernel_shapes import model_shapes
-from sizer.sizing.resolve import resolve
-from sizer.sizing.step_model import roofline_for
+from sizer.timing.roofline import STEP_OVERHEAD_S
+from sizer.timing.step_model import roofline_for
 
 US = 1e-6
 

@@ -63,12 +63,12 @@ import yaml
 
 from simulator.errors import FieldError, excerpt
 from simulator.safe_yaml import load_yaml
-from sizer.analytic.kernel_step import GEMM_DTYPES, KV_DTYPES, bracket
-from sizer.analytic.roofline import MOE_DTYPES
-from sizer.inputs.kernel_tables import HEADER_FILE, SCHEMA_VERSION, TABLES
 from sizer.inputs.layers import LatentAttention
 from sizer.inputs.model_spec import load_model
-from sizer.sizing.kernel_shapes import TP_SIZES, catalog_shapes
+from sizer.timing.kernel_shapes import TP_SIZES, catalog_shapes
+from sizer.timing.kernel_step import GEMM_DTYPES, KV_DTYPES, bracket
+from sizer.timing.kernel_tables import HEADER_FILE, SCHEMA_VERSION, TABLES
+from sizer.timing.roofline import MOE_DTYPES
 
 SOURCE = "aiconfigurator-core"
 LICENCE = "Apache-2.0"

@@ -3,7 +3,7 @@
 `sizer calibrate` measures one model's shard: its four dense GEMMs by tokens, the lm_head by
 sequences, decode attention by (sequences, context), prefill attention by chunk, the all-reduce by
 bytes. The same measurements keyed by shape, in the kernel-table format of
-`sizer/inputs/kernel_tables.py` (GEMM by (n, k, m), attention by (heads, KV heads, head dim,
+`sizer/timing/kernel_tables.py` (GEMM by (n, k, m), attention by (heads, KV heads, head dim,
 batch, length), all-reduce by (GPUs, bytes)), price any model with those shapes; they are written
 beside the profile, in `<profile>/kernels/`. Prefill attention keeps the chunks measured on an
 empty cache (the table's causal prefill), decode attention's KV length is the context + 1. Element-
@@ -16,7 +16,7 @@ from __future__ import annotations
 from engine.profile import ALLREDUCE_FILE, DECODE_FILE, PREFILL_FILE, SEQ_OPS_FILE, TOKEN_OPS_FILE, CalibrationProfile
 from sizer.inputs.layers import Attention
 from sizer.inputs.model_spec import ModelSpec
-from sizer.sizing.device_calibration import tables_header
+from sizer.timing.calibrated_tables import tables_header
 
 KERNELS_SUBDIR = "kernels"
 DTYPES = {"bfloat16": "bfloat16", "float16": "bfloat16", "float32": "float32"}   # torch dtype -> table dtype

@@ -1,4 +1,4 @@
-"""sizer/sizing/kernel_compare.py: two kernel-table folders compared point by point (engine/gpu_check.sh compares
+"""sizer/timing/kernel_compare.py: two kernel-table folders compared point by point (engine/gpu_check.sh compares
 a GPU's own calibration with its imported tables). The tables: the committed CPU calibration and changed copies."""
 
 import dataclasses
@@ -6,8 +6,8 @@ import dataclasses
 import pytest
 
 from hardware_profiles import CALIBRATED_DIR
-from sizer.inputs.kernel_tables import load_kernel_tables
-from sizer.sizing.kernel_compare import compare, elementwise_ratios
+from sizer.timing.kernel_compare import compare, elementwise_ratios
+from sizer.timing.kernel_tables import load_kernel_tables
 
 TABLES = load_kernel_tables(CALIBRATED_DIR / "cpu-sizer-engine-0.1.0")
 

@@ -52,15 +52,15 @@ from dataclasses import dataclass
 from engine.profile_parts import Overhead, split_attention
 from simulator.step_batch import StepBatch
 from sizer.analytic.parallel import ParallelConfig, kv_heads_per_gpu, layers_per_stage, shard_fraction
-from sizer.analytic.roofline import RooflineStepTimeModel, moe_dtype
 from sizer.analytic.weights import linear_groups
-from sizer.inputs.kernel_tables import KernelTables
 from sizer.inputs.layers import EXPERT, LM_HEAD, VISION, Attention, DenseFFN, GatedDeltaNet, LatentAttention
 from sizer.inputs.model_spec import ModelSpec
+from sizer.timing.kernel_tables import KernelTables
+from sizer.timing.roofline import RooflineStepTimeModel, moe_dtype
 
 ROW_PARALLEL = ("o_proj", "down_proj", "out_proj")   # vLLM's RowParallelLinear: the input dimension is split
 ACTIVATION_BYTES = 2                                  # the hidden state all-reduced, bf16
-# sizer's compute format -> table dtype (float32: the bundled engine on a CPU, sizer/sizing/profile_kernels.py)
+# sizer's compute format -> table dtype (float32: the bundled engine on a CPU, sizer/timing/profile_kernels.py)
 GEMM_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp32": "float32"}
 FLOAT_FORMATS = ("bf16", "fp16", "fp32")
 KV_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_e4m3": "fp8", "fp32": "float32"}
@@ -294,7 +294,7 @@ class KernelTableStepTimeModel:
                                                                        roofline.compute_format} <= {"bf16", "fp16"}
         dtype = GEMM_DTYPES.get(roofline.compute_format) if native else None
         # the bundled engine runs a 16- or 32-bit model in its one dtype (float32 on a CPU): tables it measured
-        # are looked up in that dtype (sizer/inputs/kernel_tables.py BundledEngine)
+        # are looked up in that dtype (sizer/timing/kernel_tables.py BundledEngine)
         engine = tables.header.bundled_engine
         self.ran_in = engine.dtype if engine and native and roofline.weight_format in FLOAT_FORMATS else None
         dtype = self.ran_in or dtype

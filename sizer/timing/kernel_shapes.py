@@ -1,5 +1,5 @@
 """The operator shapes a set of models needs from kernel tables: what the importer keeps of a vendor's
-tables (sizer/sizing/aiconfigurator_import.py) and what `sizer calibrate` measures on a device
+tables (sizer/timing/aiconfigurator_import.py) and what `sizer calibrate` measures on a device
 (sizer/sizing/device_calibration.py)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from simulator.errors import FieldError
-from sizer.analytic.kernel_step import attention_shapes, delta_net_shapes, dense_gemms, latent_shapes
 from sizer.analytic.parallel import ParallelConfig, validate_split
 from sizer.inputs.model_spec import ModelSpec, catalog_names, load_model
+from sizer.timing.kernel_step import attention_shapes, delta_net_shapes, dense_gemms, latent_shapes
 
 TP_SIZES = (1, 2, 4, 8)      # the tensor-parallel splits tables cover: a shard is one GPU's share
 

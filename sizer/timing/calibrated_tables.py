@@ -1,0 +1,34 @@
+"""The kernel tables `sizer calibrate` writes (a device's, or a calibrated profile's own): their folder name and
+their tables.yaml, in the format of sizer/timing/kernel_tables.py."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from sizer.timing.kernel_tables import SCHEMA_VERSION
+
+ENGINE = "sizer-engine"
+
+
+def sizer_version() -> str:
+    try:
+        return version("sizer")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def tables_dir_name(device_id: str) -> str:
+    """`<device>-sizer-engine-<sizer version>`: the kernel-table folder name of sizer/timing/kernel_tables.py."""
+    return f"{device_id}-{ENGINE}-{sizer_version()}"
+
+
+def tables_header(gpu: str, device_name: str, kernels: str, torch_version: str, copy_bytes_per_s: float,
+                  small_kernel_s: float, files: list[str], date: str) -> dict:
+    """tables.yaml of tables `sizer calibrate` measured (a device's, or a profile's own): the bundled engine's
+    version and kernels, the element-wise cost from the measured copy bandwidth and one small kernel's time."""
+    return {"schema_version": SCHEMA_VERSION, "gpu": gpu, "device_name": device_name, "engine": ENGINE,
+            "engine_version": f"{sizer_version()} ({kernels} kernels, torch {torch_version})",
+            "elementwise": {"memory_bandwidth_bytes_per_s": copy_bytes_per_s, "bandwidth_fraction": 1.0,
+                            "latency_s": small_kernel_s},
+            "provenance": {"source": "sizer calibrate", "source_version": sizer_version(), "licence": "Apache-2.0",
+                           "files": files, "converted": date}}
