@@ -43,10 +43,10 @@ def main() -> None:
 def device_reports(calibrations: int, runs: int) -> list:
     from engine.device import cpu_device
     from engine.kernels import select
-    from engine.profile import Limits
     from sizer.inputs.model_spec import load_model
     from sizer.sizing.device_calibration import DeviceCalibration, calibrate_device
     from sizer.sizing.validate import run_validation
+    from sizer.timing.profile import Limits
 
     scenario = REPO / "engine" / "scenarios" / "tiny-wide-cpu.yaml"
     models = (load_model("tiny"), load_model(str(scenario.parent / "tiny-wide" / "config.json")))
@@ -64,21 +64,16 @@ def device_reports(calibrations: int, runs: int) -> list:
 
 
 def profile_reports(args) -> list:
-    from engine.calibrate import CalibrationRequest, calibrate
-    from engine.config import engine_config
-    from engine.device import cpu_device
-    from engine.kernels import select
-    from engine.profile import Limits
     from sizer.inputs.model_spec import load_model
+    from sizer.sizing.calibrate import StepBounds, Target, calibrate_profile
     from sizer.sizing.validate import run_validation
 
     with tempfile.TemporaryDirectory() as tmp:
         profile = Path(args.profile) if args.profile else None
         if profile is None:
             start = time.perf_counter()
-            req = CalibrationRequest(engine_config(load_model("tiny")), cpu_device(), select("torch"),
-                                     Limits(256, 64, 2048, 16), "cpu")
-            profile = calibrate(req, Path(tmp))
+            profile = calibrate_profile(load_model("tiny"), Target(None, "torch", 1), 1.0, Path(tmp),
+                                        StepBounds(256, 64, 2048, 16), seed=0)
             print(f"calibrated {profile.name} in {time.perf_counter() - start:.0f} s")
         reports = []
         for i in range(args.runs):

@@ -38,6 +38,14 @@ class ModelShape(Protocol):
     is_uniform_decoder: bool        # every layer the same attention; dense layers, then one MoE kind
 
 
+class StepLimits(Protocol):
+    """The largest step a calibration measures (sizer's profile `Limits` has these fields)."""
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    max_model_len: int
+    block_size: int
+
+
 @dataclass(frozen=True)
 class EngineConfig:
     name: str

@@ -22,7 +22,6 @@ from typing import Protocol
 
 import torch
 
-from engine.profile import Versions
 from simulator.errors import FieldError
 
 CPU_THREADS = 1   # one thread: stable timings on a shared machine, and what the CPU profile assumes
@@ -146,7 +145,8 @@ def gpu_device(spec: GPUProfile) -> Device:
     return Device("cuda", name, torch.device("cuda"), torch.bfloat16)
 
 
-def versions() -> Versions:
+def versions() -> dict[str, str | None]:
+    """The versions a measurement ran with: torch, triton, CUDA, the GPU driver, Python."""
     import triton
 
     driver = None
@@ -154,8 +154,8 @@ def versions() -> Versions:
         out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                              capture_output=True, text=True, check=False)
         driver = out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
-    return Versions(torch=str(torch.__version__), triton=str(triton.__version__), cuda=torch.version.cuda,
-                    driver=driver, python=platform.python_version())
+    return {"torch": str(torch.__version__), "triton": str(triton.__version__), "cuda": torch.version.cuda,
+            "driver": driver, "python": platform.python_version()}
 
 
 def median_times_s(fns: dict[Hashable, Callable[[], object]], device: Device, rounds: int = 5,

@@ -49,6 +49,25 @@ class StepBatch(NamedTuple):
         return StepBatch(num, new, ctx, pairs, pf_seqs, pf_tokens)
 
 
+def split_attention(batch: StepBatch) -> tuple[int, float, int, float, float]:
+    """(decode seqs, context per decode seq, prefill seqs, tokens per prefill seq, context
+    per prefill seq) from a batch's totals, assuming equal prefill chunks.
+
+    Decodes contribute c + 1 pairs each, a prefill chunk of n tokens on c cached ones
+    n c + n (n + 1) / 2, so pairs - context - decodes = P c (n - 1) + P n (n + 1) / 2.
+    """
+    prefill, decode = batch.prefill_seqs, batch.num_seqs - batch.prefill_seqs
+    n = batch.prefill_tokens / prefill if prefill else 0.0
+    if prefill and n <= 1:                       # one-token chunks run as decodes
+        decode, prefill, n = decode + prefill, 0, 0.0
+    c = 0.0
+    if prefill:
+        excess = batch.attention_pairs - batch.context_tokens - decode - prefill * n * (n + 1) / 2
+        c = min(max(0.0, excess / (prefill * (n - 1))), batch.context_tokens / prefill)
+    decode_ctx = (batch.context_tokens - prefill * c) / decode if decode else 0.0
+    return decode, decode_ctx, prefill, n, c
+
+
 class StepTimeModel(Protocol):
     """Seconds for one engine step of a given batch (roofline or calibrated)."""
 

@@ -15,7 +15,7 @@ KINDS = {
     "simulate": "sizer.cli.simulate",           # plan --simulate: the sizing pipeline, the simulator, progress
     "day": "sizer.sizing.day",                  # plan --simulate: energy; with workload.schedule, the day
     "trace": "sizer.sizing.workload",           # workload.trace: the trace readers
-    "calibrated profile": "engine.profile",     # hardware.calibrated_profile: measured kernel tables
+    "calibrated profile": "sizer.timing.profile",  # hardware.calibrated_profile: measured kernel tables
 }
 
 

@@ -1,7 +1,7 @@
 """The layout's rules (docs/architecture.md), checked on the source: imports point one way.
 
     simulator            imports numpy, simpy, PyYAML and itself only (a leaf)
-    engine               imports simulator (and torch, triton), never sizer
+    engine               imports simulator (and torch, triton), never sizer; torch code only
     sizer.inputs    ->   sizer.analytic -> sizer.timing -> sizer.sizing -> sizer.outputs -> sizer.cli
                          each stage imports only the stages before it (and sizer.errors)
 
@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("sizer", "simulator", "engine", "hardware_profiles")
 STAGES = ("sizer.inputs", "sizer.analytic", "sizer.timing", "sizer.sizing", "sizer.outputs", "sizer.cli")
 LAZY_ALLOWED = ("torch", "triton", "pandas", "matplotlib", "weasyprint", "engine", "ray", "pyarrow")
-ENGINE_TORCH_FREE = ("engine.profile", "engine.profile_parts", "engine.config")     # sizer may import these at top
+ENGINE_TORCH_FREE = ("engine.config",)     # sizer may import it at top (how the engine is built: EngineBuild)
 
 
 def module_name(path: Path) -> str:
@@ -71,6 +71,21 @@ def test_the_engine_never_imports_sizer():
     found = [(m, i) for m, p in sources().items() if within(m, "engine")
              for i, _ in imports(p) if within(i, "sizer") or within(i, "hardware_profiles")]
     assert found == []
+
+
+def test_the_engine_holds_torch_code_only():
+    # engine/ runs and times the model; what reads tables or profiles to price steps lives in sizer/timing/. So
+    # every engine module imports torch or triton, directly or through another engine module, except its
+    # torch-free configuration (the shapes and build sizer hands it) and the package markers.
+    src = {m: p for m, p in sources().items() if within(m, "engine")}
+    uses_torch = {m for m, p in src.items() if any(within(i, "torch") or within(i, "triton") for i, _ in imports(p))}
+    changed = True
+    while changed:
+        reached = {m for m, p in src.items() if any(i in uses_torch for i, _ in imports(p))}
+        changed = not reached <= uses_torch
+        uses_torch |= reached
+    torch_free = {m for m, p in src.items() if m not in uses_torch and p.name != "__init__.py"}
+    assert torch_free == set(ENGINE_TORCH_FREE)
 
 
 def test_sizer_stages_import_only_earlier_stages():
@@ -195,5 +210,6 @@ def test_the_arrow_table_is_read_as_written():
     # the reader itself: a few rows as the document states them (so a parse that drops rows fails here too)
     documented = documented_arrows()
     assert documented[("engine", "simulator")] == {"top"}
-    assert documented[("sizer.cli", "engine")] == {"top", "lazy"}
+    assert documented[("sizer.sizing", "engine")] == {"top", "lazy"}
+    assert documented[("sizer.timing", "sizer.analytic")] == {"top"}
     assert ("simulator", "sizer") not in documented and len(documented) >= 25

@@ -21,8 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from engine.profile_parts import split_attention
-from simulator.step_batch import StepBatch
+from simulator.step_batch import StepBatch, split_attention
 from sizer.analytic.weights import LinearGroup
 from sizer.errors import InputError
 from sizer.inputs.layers import (

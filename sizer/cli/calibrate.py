@@ -1,24 +1,22 @@
 """`sizer calibrate`: microbenchmark the bundled engine on this machine's GPU (or CPU) and
 write a calibrated profile into a user directory, never into the installed package (see
-docs/engine.md)."""
+docs/engine.md). The flags are checked here; sizer/sizing/calibrate.py drives the engine."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import typer
 
-from engine.profile import Limits, ProfileHeader, load_profile, read_header
 from simulator.errors import excerpt
 from sizer.cli.flags import check_engine, check_model, check_range
 from sizer.errors import InputError
-from sizer.inputs.hardware import HOST_CPU, HardwareSpec, load_hardware, user_dir
+from sizer.inputs.hardware import load_hardware, user_dir
 from sizer.inputs.model_spec import catalog_names, load_model
 from sizer.inputs.scenario import MAX_BATCH_TOKENS, MAX_SEQUENCES, MAX_TOKENS
-from sizer.sizing.device_calibration import DeviceCalibration, calibrate_device
-from sizer.timing.aiconfigurator_import import write_tables
-from sizer.timing.profile_kernels import KERNELS_SUBDIR, kernel_tables_from_profile
+from sizer.sizing.calibrate import StepBounds, Target, calibrate_device_tables, calibrate_profile
+from sizer.timing.profile import read_header
+from sizer.timing.profile_kernels import KERNELS_SUBDIR
 from sizer.words import count
 
 
@@ -29,9 +27,6 @@ def user_calibrated_dir() -> Path:
 
 
 DEFAULT_REFERENCE = "llama-3.1-8b"    # a device's tables fit the engine overhead on this model's steps by default
-
-# Largest step covered: (max_num_batched_tokens, max_num_seqs, max_model_len) by device kind.
-DEFAULT_LIMITS = {"cuda": (2048, 256, 8192), "cpu": (256, 64, 2048)}
 
 
 def command(
@@ -71,22 +66,22 @@ def command(
     check_range(block_size, "--block-size", 1, MAX_TOKENS)
     target = _target(gpu, device, kernels, tp)
     destination = out or user_calibrated_dir()
+    bounds = StepBounds(max_num_batched_tokens, max_num_seqs, max_model_len, block_size)
     if model is None:
         if scale != 1.0:
             raise InputError(None, "--scale", "applies to a model's profile (--model); a device's tables time "
                                               "each shape whole")
-        _calibrate_device(target, shapes_of, destination, max_num_batched_tokens, max_num_seqs, max_model_len,
-                          block_size, seed)
+        _calibrate_device(target, shapes_of, destination, bounds, seed)
         return
     if shapes_of:
         raise InputError(None, "--shapes-of", "applies without --model (a device's kernel tables); a profile "
                                               "times the one model's shapes")
-    folder, header = _calibrate(model, target, scale, destination, max_num_batched_tokens, max_num_seqs,
-                                max_model_len, block_size, seed)
+    spec = load_model(check_model(model), None, "--model")
+    folder = calibrate_profile(spec, target, scale, destination, bounds, seed, log=_log)
+    header = read_header(folder)
     a, o = header.achieved, header.overhead
     typer.echo(f"wrote {folder}")
-    kernel_folder = _write_kernel_tables(folder, model)
-    typer.echo(f"wrote {kernel_folder} (the same measurements as kernel tables, keyed by shape)")
+    typer.echo(f"wrote {folder / KERNELS_SUBDIR} (the same measurements as kernel tables, keyed by shape)")
     typer.echo(f"  device {header.device.name}, {header.dtype}, kernels {header.kernels}, "
                f"{header.model.engine_num_layers} of {header.model.model_num_layers} layers")
     typer.echo(f"  GEMMs {a.gemm_flops_per_s / 1e12:.3g} TFLOP/s at {a.gemm_at_tokens} tokens "
@@ -105,25 +100,6 @@ def _echo_overhead(o) -> None:
                f"whole-step median error {o.step_error_p50:.1%} over {o.fit_steps} steps")
 
 
-def _write_kernel_tables(folder: Path, model_name: str) -> Path:
-    profile = load_profile(folder)
-    header, rows = kernel_tables_from_profile(profile, load_model(check_model(model_name), None, "--model"))
-    write_tables(folder / KERNELS_SUBDIR, header, rows)
-    return folder / KERNELS_SUBDIR
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where to calibrate, from the flags (checked before any measurement)."""
-    hardware: HardwareSpec | None       # the GPU's profile; None: the host CPU
-    kernels: str                        # auto, triton or torch
-    tp: int                             # devices the all-reduce is timed across
-
-    @property
-    def device_id(self) -> str:
-        return self.hardware.id if self.hardware else HOST_CPU
-
-
 def _target(gpu: str | None, device_kind: str | None, kernels_name: str, tp: int) -> Target:
     if (gpu is None) == (device_kind is None):
         raise InputError(None, "--gpu/--device", "give either --gpu NAME (the GPU here) or --device cpu")
@@ -134,51 +110,11 @@ def _target(gpu: str | None, device_kind: str | None, kernels_name: str, tp: int
     return Target(load_hardware(gpu, None, "--gpu") if gpu else None, kernels_name, tp)
 
 
-def _limits(kind: str, max_position: int | None, max_tokens, max_seqs, max_len, block_size) -> Limits:
-    d_tokens, d_seqs, d_len = DEFAULT_LIMITS[kind]
-    length = min(max_len or d_len, max_position or d_len)
-    return Limits(max_tokens or d_tokens, min(max_seqs or d_seqs, max_tokens or d_tokens), length, block_size)
-
-
-def _allreduce_rows(target: Target, dev, hidden_size: int, limits: Limits) -> list[dict] | None:
-    """The all-reduce timed across `--tp` devices, for messages up to the largest step's hidden state."""
-    if target.tp == 1:
-        return None
-    import torch
-
-    from engine.collectives import allreduce_table
-
-    if dev.kind == "cuda" and torch.cuda.device_count() < target.tp:
-        raise InputError(None, "--tp", f"timing the all-reduce of TP {target.tp} needs {target.tp} GPUs; "
-                                       f"{torch.cuda.device_count()} present")
-    max_bytes = limits.max_num_batched_tokens * hidden_size * dev.dtype.itemsize
-    return allreduce_table(target.tp, dev.kind, dev.dtype, max_bytes)
-
-
 def _log(msg: str) -> None:
     typer.echo(f"  measuring {msg}", err=True)
 
 
-def _calibrate(model_name, target: Target, scale, out: Path, max_tokens, max_seqs, max_len, block_size,
-               seed) -> tuple[Path, ProfileHeader]:
-    spec = load_model(check_model(model_name), None, "--model")
-
-    from engine.calibrate import CalibrationRequest, calibrate
-    from engine.config import engine_config
-    from engine.device import cpu_device, gpu_device
-    from engine.kernels import select
-
-    cfg = engine_config(spec, target.tp, scale, fields=("--tp", "--scale"))
-    dev = gpu_device(target.hardware) if target.hardware else cpu_device()
-    limits = _limits(dev.kind, spec.max_position_embeddings, max_tokens, max_seqs, max_len, block_size)
-    allreduce = _allreduce_rows(target, dev, cfg.hidden_size, limits)
-    req = CalibrationRequest(cfg, dev, select(target.kernels), limits, target.device_id, target.hardware, scale, seed)
-    folder = calibrate(req, out, log=_log, allreduce_rows=allreduce)
-    return folder, read_header(folder)
-
-
-def _calibrate_device(target: Target, shapes_of: list[str] | None, out: Path, max_tokens, max_seqs, max_len,
-                      block_size, seed) -> None:
+def _calibrate_device(target: Target, shapes_of: list[str] | None, out: Path, bounds: StepBounds, seed: int) -> None:
     """A device's kernel tables for the shapes of `shapes_of` (default on a GPU: the catalog's models)."""
     if not shapes_of and target.hardware is None:
         raise InputError(None, "--shapes-of", "name the models whose shapes to time on a CPU (the catalog's "
@@ -186,18 +122,7 @@ def _calibrate_device(target: Target, shapes_of: list[str] | None, out: Path, ma
     names = shapes_of or catalog_names()
     models = [load_model(check_model(name), None, "--shapes-of") for name in names]
     reference = models[0] if shapes_of else load_model(DEFAULT_REFERENCE)
-
-    from engine.config import engine_config
-    from engine.device import cpu_device, gpu_device
-    from engine.kernels import select
-
-    engine_config(reference, fields=("--shapes-of", "--scale"))   # the engine runs it: its steps fit the overhead
-    dev = gpu_device(target.hardware) if target.hardware else cpu_device()
-    limits = _limits(dev.kind, reference.max_position_embeddings, max_tokens, max_seqs, max_len, block_size)
-    allreduce = _allreduce_rows(target, dev, max(m.hidden_size for m in models), limits)
-    calibration = DeviceCalibration(tuple(models), reference, dev, target.device_id, target.hardware,
-                                     select(target.kernels), limits, tuple(allreduce or ()), target.tp, seed)
-    tables = calibrate_device(calibration, out, log=_log)
+    tables = calibrate_device_tables(models, reference, target, out, bounds, seed, log=_log)
     engine = tables.header.bundled_engine
     typer.echo(f"wrote {tables.path}")
     heads = {key[1:4] for key in tables.generation_attention}

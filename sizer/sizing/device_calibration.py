@@ -20,9 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from engine.profile import TABLES_ONLY, Limits, plain
 from sizer.inputs.hardware import HardwareSpec
 from sizer.inputs.model_spec import ModelSpec
 from sizer.inputs.scenario import scenario_from_dict
@@ -32,6 +29,8 @@ from sizer.timing.calibrated_tables import tables_dir_name, tables_header
 from sizer.timing.kernel_shapes import model_shapes
 from sizer.timing.kernel_step import BundledEngineStepTimeModel, KernelTableStepTimeModel
 from sizer.timing.kernel_tables import TABLES, BundledEngine, KernelTables, load_kernel_tables
+from sizer.timing.overhead_fit import fit_overhead, step_error
+from sizer.timing.profile import TABLES_ONLY, Limits, plain
 from sizer.timing.step_model import engine_roofline
 
 
@@ -82,7 +81,7 @@ def calibrate_device(c: DeviceCalibration, out: Path,
     import torch
 
     from engine import device_tables as dtab
-    from engine.calibrate import fit_overhead, step_sweep
+    from engine.calibrate import step_sweep
     from engine.config import engine_config
     from engine.model import Transformer
 
@@ -119,9 +118,7 @@ def calibrate_device(c: DeviceCalibration, out: Path,
     fit = fit_overhead(records, components)
     fitted = BundledEngineStepTimeModel(inner, fit, c.reference.num_layers, lim.max_num_batched_tokens,
                                         lim.max_num_seqs)
-    predicted = np.array([fitted.step_time(rec.batch) for rec in records])
-    measured = np.array([rec.duration_s for rec in records])
-    fit = dataclasses.replace(fit, step_error_p50=float(np.median(np.abs(predicted - measured) / measured)))
+    fit = dataclasses.replace(fit, step_error_p50=step_error(records, fitted))
     engine = dataclasses.replace(engine, overhead=fit)
     write_tables(folder, _header(c, ceilings, engine), {})
     return dataclasses.replace(tables, header=dataclasses.replace(tables.header, bundled_engine=engine))

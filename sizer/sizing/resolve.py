@@ -63,7 +63,7 @@ from sizer.timing.kernel_tables import HEADER_FILE, TABLES, KernelTables, cached
 from sizer.timing.roofline import RooflineStepTimeModel
 
 if TYPE_CHECKING:      # the type only: a scenario without a calibrated profile loads none (sizer/kinds.py)
-    from engine.profile import CalibrationProfile
+    from sizer.timing.profile import CalibrationProfile
 
 # Assumption: a disaggregated KV transfer costs its bytes over the link and nothing more.
 KV_TRANSFER_LATENCY_S = 0.0

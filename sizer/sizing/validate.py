@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.config import EngineBuild
-from engine.profile import PROFILE_FILE, CalibratedStepTimeModel, ProfileHeader, load_profile
 from simulator.engine_loop import BARE
 from simulator.errors import excerpt
 from simulator.run import SimulationConfig
@@ -20,6 +19,7 @@ from sizer.sizing.resolve import Resolved, resolve
 from sizer.sizing.simulate import simulation_config
 from sizer.sizing.workload import workload_of
 from sizer.timing.kernel_tables import HEADER_FILE, KernelTables, load_kernel_tables
+from sizer.timing.profile import PROFILE_FILE, CalibratedStepTimeModel, ProfileHeader, load_profile
 from sizer.timing.step_model import engine_step_model
 
 DEFAULT_MAX_REQUESTS = 200          # requests replayed unless asked for more

@@ -49,13 +49,13 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine.profile_parts import Overhead, split_attention
-from simulator.step_batch import StepBatch
+from simulator.step_batch import StepBatch, split_attention
 from sizer.analytic.parallel import ParallelConfig, kv_heads_per_gpu, layers_per_stage, shard_fraction
 from sizer.analytic.weights import linear_groups
 from sizer.inputs.layers import EXPERT, LM_HEAD, VISION, Attention, DenseFFN, GatedDeltaNet, LatentAttention
 from sizer.inputs.model_spec import ModelSpec
 from sizer.timing.kernel_tables import KernelTables
+from sizer.timing.profile_parts import Overhead
 from sizer.timing.roofline import RooflineStepTimeModel, moe_dtype
 
 ROW_PARALLEL = ("o_proj", "down_proj", "out_proj")   # vLLM's RowParallelLinear: the input dimension is split

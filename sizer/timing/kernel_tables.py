@@ -48,12 +48,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from engine.profile_parts import Limits, Overhead
 from hardware_profiles import PROFILES_DIR
 from simulator import schema
 from simulator.errors import FieldError, excerpt
 from simulator.input_files import file_kind
 from simulator.safe_yaml import load_yaml
+from sizer.timing.profile_parts import Limits, Overhead
 
 KERNELS_DIR = PROFILES_DIR / "kernels"
 HEADER_FILE = "tables.yaml"

@@ -13,10 +13,17 @@ at one token as the fixed latency of each. MoE layers (timed as one op) are not 
 
 from __future__ import annotations
 
-from engine.profile import ALLREDUCE_FILE, DECODE_FILE, PREFILL_FILE, SEQ_OPS_FILE, TOKEN_OPS_FILE, CalibrationProfile
 from sizer.inputs.layers import Attention
 from sizer.inputs.model_spec import ModelSpec
 from sizer.timing.calibrated_tables import tables_header
+from sizer.timing.profile import (
+    ALLREDUCE_FILE,
+    DECODE_FILE,
+    PREFILL_FILE,
+    SEQ_OPS_FILE,
+    TOKEN_OPS_FILE,
+    CalibrationProfile,
+)
 
 KERNELS_SUBDIR = "kernels"
 DTYPES = {"bfloat16": "bfloat16", "float16": "bfloat16", "float32": "float32"}   # torch dtype -> table dtype

@@ -29,7 +29,7 @@ from sizer.timing.kernel_tables import (
 from sizer.timing.roofline import STEP_OVERHEAD_S, RooflineStepTimeModel
 
 if TYPE_CHECKING:      # the type only: a scenario without a calibrated profile loads none (sizer/kinds.py)
-    from engine.profile import CalibrationProfile
+    from sizer.timing.profile import CalibrationProfile
 
 
 class EngineName(Protocol):

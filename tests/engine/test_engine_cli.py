@@ -15,12 +15,12 @@ import torch
 import yaml
 from typer.testing import CliRunner
 
-import engine.calibrate
-from engine.profile import load_profile, read_header
+import sizer.cli.calibrate
 from hardware_profiles import CALIBRATED_DIR
 from sizer.cli import app
 from sizer.cli.calibrate import user_calibrated_dir
 from sizer.timing.kernel_tables import load_kernel_tables
+from sizer.timing.profile import load_profile, read_header
 
 cli = CliRunner()
 SCENARIO = "engine/scenarios/tiny-cpu.yaml"
@@ -68,11 +68,11 @@ def test_calibrate_writes_to_a_user_directory_by_default(env, where, tmp_path, m
     monkeypatch.setenv("HOME", str(tmp_path / "user"))
     destinations = []
 
-    def measured(req, out_dir, log, allreduce_rows):
-        destinations.append(out_dir)
-        return Path(shutil.copytree(CALIBRATED_DIR / "cpu-tiny-tp1", out_dir / "cpu-tiny-tp1"))
+    def measured(spec, target, scale, out, bounds, seed, log):
+        destinations.append(out)
+        return Path(shutil.copytree(CALIBRATED_DIR / "cpu-tiny-tp1", out / "cpu-tiny-tp1"))
 
-    monkeypatch.setattr(engine.calibrate, "calibrate", measured)
+    monkeypatch.setattr(sizer.cli.calibrate, "calibrate_profile", measured)
     assert user_calibrated_dir() == tmp_path / where
     assert not user_calibrated_dir().is_relative_to(REPO)
     result = cli.invoke(app, ["calibrate", "--device", "cpu", "--model", "tiny"])

@@ -56,7 +56,7 @@ def test_models_and_gpus_list_the_catalogs():
 # gateway, sweep, report, search, check, --emit, --simulate, trace, calibrated-profile and manifest code,
 # which load with their command or input kind (sizer/cli/app.py COMMANDS, sizer/kinds.py KINDS)
 NOT_ON_THE_PLAN_PATH = ("torch", "triton", "jinja2", "matplotlib", "pandas", "pyarrow", "click", "numpy", "simpy",
-                        "simulator.run", "simulator.traces", "simulator.metrics", "engine.profile",
+                        "simulator.run", "simulator.traces", "simulator.metrics", "sizer.timing.profile",
                         "sizer.sizing.pipeline", "sizer.sizing.workload",
                         "sizer.cli.gateway", "sizer.inputs.gateway", "sizer.sizing.gateway", "simulator.gateway",
                         "sizer.cli.sweep", "sizer.sizing.sweep", "sizer.inputs.sweep_file", "sizer.outputs.sweep_store",

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from engine.profile import CalibratedStepTimeModel, load_profile
 from sizer.cli import app
+from sizer.timing.profile import CalibratedStepTimeModel, load_profile
 from sizer.timing.roofline import decode_batch
 
 REPO = Path(__file__).resolve().parents[3]

@@ -81,7 +81,7 @@ def test_the_host_cpu_roofline_takes_the_measured_ceilings():
 ])
 def test_the_engine_overhead_fitted_on_tiny_scales_its_forward_part_to_tiny_wides_layers(batch, decode_only):
     """A whole step = kernel factor x the tables' step + host fixed + forward fixed x 6 / 4 layers + per
-    sequence; the decode-only line for a decode-only step (engine/calibrate.py fit_overhead)."""
+    sequence; the decode-only line for a decode-only step (sizer/timing/overhead_fit.py fit_overhead)."""
     r, tables = wide_resolved()
     o = tables.header.bundled_engine.overhead
     model = engine_step_model(r, tables)

@@ -12,10 +12,10 @@ import pytest
 from timing import fastest
 from typer.testing import CliRunner
 
-from engine.profile import load_profile
 from hardware_profiles import CALIBRATED_DIR
 from simulator.errors import FieldError
 from sizer.cli import app
+from sizer.timing.profile import load_profile
 
 ROOT = Path(__file__).resolve().parents[3]
 CORPUS = ROOT / "tests" / "bad_inputs" / "profile"

@@ -20,7 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from engine.profile import (
+from simulator.schema import describe
+from sizer.cli import app
+from sizer.timing.profile import (
     DECODE_FILE,
     PREFILL_FILE,
     PROFILE_FILE,
@@ -28,8 +30,6 @@ from engine.profile import (
     TOKEN_OPS_FILE,
     ProfileHeader,
 )
-from simulator.schema import describe
-from sizer.cli import app
 
 REPO = Path(__file__).resolve().parents[3]
 BASE = REPO / "hardware_profiles" / "calibrated" / "h200-llama-3.1-8b-tp1"

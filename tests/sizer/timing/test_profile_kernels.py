@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from engine.profile import load_profile
 from hardware_profiles import CALIBRATED_DIR
 from simulator.step_batch import StepBatch
 from sizer.inputs.model_spec import load_model
@@ -14,6 +13,7 @@ from sizer.sizing.resolve import resolve
 from sizer.timing.aiconfigurator_import import write_tables
 from sizer.timing.kernel_step import KernelTableStepTimeModel
 from sizer.timing.kernel_tables import load_kernel_tables
+from sizer.timing.profile import load_profile
 from sizer.timing.profile_kernels import kernel_tables_from_profile
 from sizer.timing.roofline import STEP_OVERHEAD_S
 from sizer.timing.step_model import roofline_for

@@ -1,6 +1,6 @@
 """The calibrated step-time model: a step's time as the sum of kernel times measured on the device.
 
-`sizer calibrate` (engine/calibrate.py) writes a profile folder,
+`sizer calibrate` (sizer/sizing/calibrate.py, from what engine/calibrate.py measured) writes a profile folder,
 `<device>-<model>-tp<N>/`: `profile.yaml` (`ProfileHeader`: device, versions, date, dtype,
 model shapes, calls per step, fitted overhead, achieved fractions of peak) and CSV tables
 beside it. `step_time(batch)` sums, for the engine step that `batch` describes:
@@ -33,13 +33,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
-from engine.profile_parts import Limits, Overhead, split_attention
 from simulator import schema
 from simulator.errors import FieldError, excerpt
 from simulator.input_files import read_text
 from simulator.safe_yaml import load_yaml
-from simulator.step_batch import StepBatch, StepTimeModel
+from simulator.step_batch import StepBatch, StepTimeModel, split_attention
+from sizer.timing.profile_parts import Limits, Overhead
 
 PROFILE_FILE = "profile.yaml"
 TOKEN_OPS_FILE = "token_ops.csv"           # tokens, <op>_s ...
@@ -307,6 +308,23 @@ def load_profile(path: str | Path) -> CalibrationProfile:
         prefill_attention=_table_2d(folder / PREFILL_FILE, "chunk_tokens", "context_tokens"),
         allreduce=_table_1d(folder / ALLREDUCE_FILE, "bytes", ("time_s",)) if header.model.tp > 1 else None,
     )
+
+
+def profile_dir_name(device_id: str, model: str, tp: int) -> str:
+    """`<device>-<model>-tp<N>`: a calibrated profile's folder."""
+    return f"{device_id}-{model}-tp{tp}"
+
+
+def write_table(path: Path, rows: list[dict]) -> None:
+    """One CSV table of a profile: a header of the rows' keys, floats to 9 significant digits."""
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows({k: (f"{v:.9g}" if isinstance(v, float) else v) for k, v in r.items()} for r in rows)
+
+
+def write_header(folder: Path, header: ProfileHeader) -> None:
+    (folder / PROFILE_FILE).write_text(yaml.safe_dump(header.to_dict(), sort_keys=False))
 
 
 @dataclass

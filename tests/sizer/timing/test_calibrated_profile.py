@@ -8,18 +8,17 @@ from dataclasses import replace
 import pytest
 import yaml
 
-from engine.profile import (
+from hardware_profiles import CALIBRATED_DIR
+from simulator.errors import FieldError
+from simulator.step_batch import StepBatch, split_attention
+from sizer.timing.profile import (
     CalibratedStepTimeModel,
     DeviceInfo,
     ModelInfo,
     Overhead,
     ProfileHeader,
     load_profile,
-    split_attention,
 )
-from hardware_profiles import CALIBRATED_DIR
-from simulator.errors import FieldError
-from simulator.step_batch import StepBatch
 from sizer.timing.roofline import decode_batch
 
 CPU_TINY = CALIBRATED_DIR / "cpu-tiny-tp1"

@@ -1,7 +1,7 @@
 """The parts of a calibrated profile that the kernel-table step model shares (sizer/timing/kernel_tables.py,
-sizer/timing/kernel_step.py): the largest step a profile covers, what whole steps cost beyond the kernel
-tables, and a batch's split into decode and prefill attention. Without numpy, so a plan that reads neither a
-profile nor kernel tables loads none of engine/profile.py's tables.
+sizer/timing/kernel_step.py): the largest step a profile covers and what whole steps cost beyond the kernel
+tables (a batch's split into decode and prefill attention: simulator/step_batch.py `split_attention`). Without
+numpy, so a plan that reads neither a profile nor kernel tables loads none of sizer/timing/profile.py's tables.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class Limits:
 
 @dataclass(frozen=True)
 class Overhead:
-    """What whole steps cost beyond the kernel tables (engine/calibrate.py `fit_overhead`).
+    """What whole steps cost beyond the kernel tables (sizer/timing/overhead_fit.py `fit_overhead`).
     The fit's statistics are None before the fit; the decode-only line is None when the
     sweep had too few decode-only steps for it. A fit may give 0."""
 
@@ -51,22 +51,3 @@ class Overhead:
             host = self.host_fixed_s or 0.0
             fixed = host + (fixed - host) * layers_ratio
         return factor, fixed + self.per_seq_s * batch.num_seqs
-
-
-def split_attention(batch: StepBatch) -> tuple[int, float, int, float, float]:
-    """(decode seqs, context per decode seq, prefill seqs, tokens per prefill seq, context
-    per prefill seq) from a batch's totals, assuming equal prefill chunks.
-
-    Decodes contribute c + 1 pairs each, a prefill chunk of n tokens on c cached ones
-    n c + n (n + 1) / 2, so pairs - context - decodes = P c (n - 1) + P n (n + 1) / 2.
-    """
-    prefill, decode = batch.prefill_seqs, batch.num_seqs - batch.prefill_seqs
-    n = batch.prefill_tokens / prefill if prefill else 0.0
-    if prefill and n <= 1:                       # one-token chunks run as decodes
-        decode, prefill, n = decode + prefill, 0, 0.0
-    c = 0.0
-    if prefill:
-        excess = batch.attention_pairs - batch.context_tokens - decode - prefill * n * (n + 1) / 2
-        c = min(max(0.0, excess / (prefill * (n - 1))), batch.context_tokens / prefill)
-    decode_ctx = (batch.context_tokens - prefill * c) / decode if decode else 0.0
-    return decode, decode_ctx, prefill, n, c
