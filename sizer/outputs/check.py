@@ -102,7 +102,7 @@ def evaluate(inp: CheckInput, settings: GoodputSettings = GoodputSettings(),
     if inp.has_workload:
         sizing = size_deployment(resolved, plan, settings, progress=progress)
         replicas = sizing.replicas or inp.replicas
-        slo = slo_rule(inp, sizing, resolved.scenario.slo)
+        slo = slo_rule(inp, sizing, resolved.slo)
     else:
         sizing, replicas = None, inp.replicas
         slo = RuleResult("slo", "skip", "no workload stated (--rate, --prompt-tokens, --output-tokens, with --ttft-ms "

@@ -49,7 +49,15 @@ from sizer.inputs.hardware import (
 )
 from sizer.inputs.kernel_tables import HEADER_FILE, TABLES, KernelTables, cached_kernel_tables, read_header
 from sizer.inputs.model_spec import ModelSpec, checkpoint_model, load_config, load_model
-from sizer.inputs.scenario import DeploymentSection, Scenario, scenario_dir
+from sizer.inputs.scenario import (
+    ASSUMED_FIELDS,
+    DeploymentSection,
+    Scenario,
+    SLOSection,
+    WorkloadSection,
+    scenario_dir,
+)
+from sizer.inputs.schedule import AutoscalingSection, EnergySection
 from sizer.kinds import kind
 from sizer.sizing.presets import (
     GRAMMAR_BACKENDS,
@@ -120,18 +128,32 @@ class SlotSettings:
         return "deployment.ctx_size" if self.engine == "llama.cpp" else "deployment.num_ctx"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Resolved:
-    scenario: Scenario
+    """The deployment description: what the planner and the executors read, built once, by keyword, by `resolve`
+    from a validated scenario (its flags already made). Nothing downstream reads the scenario itself: what it
+    stated that has no resolved form here (the workload, the SLO, the deployment section as stated) is a typed
+    section of it. `source_of` says where each setting came from: a flag (`--tp`), "scenario", or a default."""
+    name: str                        # the scenario's title (reports)
+    file: str | None                 # the scenario's file, what a refusal names (None: a plan from flags alone)
+    model_name: str                  # model.name as stated: a catalog name, a path or a Hugging Face id
+    num_parameters: float | None     # model.num_parameters: a stated count in place of the architecture's
     model: ModelSpec
     hardware: HardwareSpec
+    step_model_mode: str             # hardware.step_model: auto, kernel_tables or roofline
     parallel: ParallelConfig
     checkpoint: Checkpoint           # where config.json was found; the stored bytes its folder states
     weight_format: WeightFormat
     execution: Execution             # how the engine runs the weight format on this GPU
     group_size: int                  # AWQ/GPTQ scale group: the checkpoint's, else the scenario's
     kv_cache_dtype: str
+    deployment: DeploymentSection    # the deployment section as stated (flags made); resolved values are above
+    engine_source: str               # why deployment.engine is what it is ("scenario", or the default's reason)
     engine: EngineSettings
+    workload: WorkloadSection
+    slo: SLOSection
+    energy: EnergySection
+    autoscaling: AutoscalingSection | None
     weights: WeightMemory
     kv: KVLayout
     memory: MemoryBudget             # one GPU of one replica; its kv_blocks size the pool
@@ -140,11 +162,21 @@ class Resolved:
     link_notes: tuple[str, ...]      # fallbacks for link figures the hardware profile lacks
     price_usd_per_gpu_hour: float | None
     price_source: str
+    # scenario path (model.name, deployment.tensor_parallel_size, workload.arrival.rate_per_s, ...) -> where its
+    # value came from; the engine settings' own sources are in `engine.sources` (`source_of` reads both)
+    sources: dict[str, str]
     calibrated_profile: CalibrationProfile | None = None
     offload: Offload | None = None   # llama.cpp's n_gpu_layers below all: the layers left in host memory
     slots: SlotSettings | None = None    # llama.cpp and Ollama
     lora: LoraMemory | None = None   # adapter slots per GPU (deployment.enable_lora)
     kernel_tables: KernelTables | None = None   # hardware.kernel_tables: the scenario's own folder, checked
+
+    def source_of(self, path: str) -> str:
+        """Where the setting at scenario `path` came from: a flag, "scenario", or the default's reason."""
+        if path in self.sources:
+            return self.sources[path]
+        section, _, name = path.partition(".")
+        return self.engine.sources.get(name, "default") if section == "deployment" else "default"
 
     @property
     def scheduler(self) -> SchedulerConfig:
@@ -278,9 +310,44 @@ def resolve(s: Scenario) -> Resolved:
     if hardware.unified_memory_bytes and hardware.memory_limit_source:
         notes.append(f"{hardware.name}: the GPU may use {hardware.memory_bytes / GiB:.1f} GiB of its "
                      f"{hardware.unified_memory_bytes / GiB:.0f} GiB unified memory ({hardware.memory_limit_source})")
-    return Resolved(s, model, hardware, parallel, checkpoint, fmt, runs, group_size, kv_dtype, engine, weights, kv,
-                    budget, replica, disagg, tuple(notes), price, price_source, profile, split, slots, lora,
-                    kernel_tables=tables)
+    return Resolved(
+        name=s.name, file=s.file, model_name=s.model.name, num_parameters=s.model.num_parameters, model=model,
+        hardware=hardware, step_model_mode=s.hardware.step_model, parallel=parallel, checkpoint=checkpoint,
+        weight_format=fmt, execution=runs, group_size=group_size, kv_cache_dtype=kv_dtype, deployment=d,
+        engine_source=s.engine_source, engine=engine, workload=s.workload, slo=s.slo, energy=s.energy,
+        autoscaling=s.autoscaling, weights=weights, kv=kv, memory=budget, replica=replica, disaggregation=disagg,
+        link_notes=tuple(notes), price_usd_per_gpu_hour=price, price_source=price_source,
+        sources=setting_sources(s, slots, price_source), calibrated_profile=profile, offload=split, slots=slots,
+        lora=lora, kernel_tables=tables)
+
+
+# Defaults of the settings a scenario may leave out that `setting_sources` names (the engine settings' defaults
+# are named by `engine_settings` and `slot_settings`; the workload's and SLO's are "default").
+_SETTING_DEFAULTS = {
+    "deployment.tensor_parallel_size": "default (1)", "deployment.pipeline_parallel_size": "default (1)",
+    "deployment.data_parallel_size": "default (1)", "deployment.enable_expert_parallel": "default (off)",
+    "deployment.enable_attention_dp": "default (off)",
+    "deployment.quantization": "default (auto: the checkpoint's format)",
+    "deployment.kv_cache_dtype": "kv_cache_dtype auto: the model's serving dtype",
+    "hardware.memory_gb": "hardware profile",
+}
+
+
+def setting_sources(s: Scenario, slots: SlotSettings | None, price_source: str) -> dict[str, str]:
+    """Scenario path -> where its value came from: what the scenario's loading recorded (a flag that set it, or
+    "scenario"), else its default; the engine's choice and the price with the reasons the plan prints."""
+    stated = dict(s.sources)
+    sources = {path: stated.get(path, "default") for path in ASSUMED_FIELDS}
+    sources |= {path: stated.get(path, default) for path, default in _SETTING_DEFAULTS.items()}
+    sources["model.name"], sources["hardware.gpu"] = stated.get("model.name", "scenario"), stated.get(
+        "hardware.gpu", "scenario")
+    sources["deployment.engine"] = stated.get("deployment.engine", s.engine_source)
+    if slots is not None:
+        sources["deployment.kv_cache_dtype"] = slots.sources["cache_type_k"]
+    # an engine setting a flag set: the flag (engine.sources says "scenario" for any stated value)
+    sources |= {path: source for path, source in stated.items() if path not in sources and source != "scenario"}
+    sources["cost.price_usd_per_gpu_hour"] = price_source
+    return sources
 
 
 def _check_engine_serves(s: Scenario, fmt: WeightFormat, hardware: HardwareSpec) -> None:

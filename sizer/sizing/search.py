@@ -340,7 +340,7 @@ def evaluate(c: Candidate, data: dict, file: str | None, settings: SearchSetting
 def slot_outcome(c: Candidate, r: Resolved, plan: Plan, gpus_per_replica: int, kv_gib: float) -> Outcome:
     """A slot engine's candidate that fits, judged on its slot answers (SLOT_NOTES). Binding when it passes:
     the target with the least headroom."""
-    a, slo, w = plan.slots, r.scenario.slo, r.scenario.workload
+    a, slo, w = plan.slots, r.slo, r.workload
     speed, ttft_ms = a.speeds[-1].tokens_per_s_per_user, a.ttft_s * 1e3
     busy = w.arrival.rate_per_s * (a.ttft_s + mean_length(w.output_tokens) / speed)
     # (target, measured / allowed: above 1 misses, what it says)

@@ -363,9 +363,9 @@ def _pruned_by(sweep: Sweep, r: Resolved, plan: Plan) -> tuple[str, str] | None:
     # Every step streams the weights once: no token comes sooner than this floor (gamma + 1 tokens at best
     # from one speculative step).
     floor_ms = plan.step_times.decode_bandwidth_bound_ms
-    spec = r.scenario.deployment.speculative_config
+    spec = r.deployment.speculative_config
     per_token_floor_ms = floor_ms / (spec.num_speculative_tokens + 1) if spec else floor_ms
-    slo = r.scenario.slo
+    slo = r.slo
     for name, target, bound in (("TTFT", slo.ttft_ms, floor_ms), ("ITL", slo.itl_ms, per_token_floor_ms),
                                 ("TPOT", slo.tpot_ms, per_token_floor_ms), ("E2E", slo.e2e_ms, floor_ms)):
         if target is not None and target < bound:

@@ -171,11 +171,11 @@ def _answer(r: Resolved, source: str, settings: SearchSettings, sizing: Sizing |
     """The pipeline's verdict for one configuration (sized here unless the search already did), and the KV and
     batch timeline of its operating point (the same seeded simulation again)."""
     plan = make_plan(r)
-    s, d = r.scenario, r.scenario.deployment
+    d = r.deployment
     config = (f"{plan.parallel.gpus_per_replica} x {r.hardware.name}, TP {d.tensor_parallel_size}"
               + (f" PP {d.pipeline_parallel_size}" if d.pipeline_parallel_size > 1 else "")
               + f", {r.weight_format.name} weights, {r.kv_cache_dtype} KV")
-    command = (f"sizer plan {s.file or 'scenario.yaml'} --gpu {r.hardware.id} --tp {d.tensor_parallel_size} "
+    command = (f"sizer plan {r.file or 'scenario.yaml'} --gpu {r.hardware.id} --tp {d.tensor_parallel_size} "
                f"--pp {d.pipeline_parallel_size} --weights {r.weight_format.name} "
                f"--kv-cache-dtype {r.kv_cache_dtype} --simulate")
     sizing = sizing or size_deployment(r, plan, settings.goodput)
@@ -183,7 +183,7 @@ def _answer(r: Resolved, source: str, settings: SearchSettings, sizing: Sizing |
     point = sizing.operating_point
     if point is None:
         return answer, None
-    t = simulate_at(r, point.rate_per_s, s.workload.num_requests).timeline
+    t = simulate_at(r, point.rate_per_s, r.workload.num_requests).timeline
     first = t.replica == 0
     return answer, (t.end_s[first], t.kv_usage[first], t.num_seqs[first])
 

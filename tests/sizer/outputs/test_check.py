@@ -364,9 +364,9 @@ ROUND_TRIP_FLAGS = ["--rate", "10", "--prompt-tokens", "3000", "--output-tokens"
 def _deployment(r) -> tuple:
     """What a deployment is, from a Resolved: the fields the emitted manifest must carry."""
     e = r.engine
-    return (r.scenario.model.name, r.hardware.id, r.parallel.tp, r.parallel.pp, r.parallel.dp, e.max_model_len,
+    return (r.model_name, r.hardware.id, r.parallel.tp, r.parallel.pp, r.parallel.dp, e.max_model_len,
             e.max_num_seqs, e.max_num_batched_tokens, r.weight_format.name, r.kv_cache_dtype,
-            r.scenario.deployment.gpu_memory_utilization, e.block_size, e.enable_prefix_caching,
+            r.deployment.gpu_memory_utilization, e.block_size, e.enable_prefix_caching,
             e.enable_chunked_prefill)
 
 
