@@ -1,15 +1,17 @@
-"""Turn a validated Scenario into concrete specs: model, hardware, split, formats, engine
-settings with where each came from, the memory budget, and the executors' configuration.
+"""Turn a validated Scenario (its flags made) into the deployment description, `Resolved`: model, hardware,
+split, formats, engine settings, each with where it came from, the memory budget, and the executors'
+configuration. Built once, by keyword; nothing downstream reads the scenario.
 
-`resolve` is the one place engine defaults are applied: the `SchedulerConfig` and
-`ReplicaConfig` it emits (KV blocks from the memory budget, `reserve_full_kv`, the swap link)
-are what the simulator and the bundled engine both run, so `sizer simulate`, `sizer plan`
-and `sizer validate` cannot disagree on them.
+`resolve` is the one place engine defaults are applied, and `replica_config` the one place the
+`SchedulerConfig` and `ReplicaConfig` are built from the description (KV blocks from the memory budget,
+`reserve_full_kv`, the swap link): what the simulator and the bundled engine both run, so `sizer simulate`,
+`sizer plan` and `sizer validate` cannot disagree on them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -157,7 +159,7 @@ class Resolved:
     weights: WeightMemory
     kv: KVLayout
     memory: MemoryBudget             # one GPU of one replica; its kv_blocks size the pool
-    replica: ReplicaConfig           # what the simulator and the engine run (num_blocks 0 if nothing fits)
+    speculative: SpeculativeConfig | None   # deployment.speculative_config resolved (a draft model's own roofline)
     disaggregation: DisaggregationConfig | None
     link_notes: tuple[str, ...]      # fallbacks for link figures the hardware profile lacks
     price_usd_per_gpu_hour: float | None
@@ -177,6 +179,11 @@ class Resolved:
             return self.sources[path]
         section, _, name = path.partition(".")
         return self.engine.sources.get(name, "default") if section == "deployment" else "default"
+
+    @cached_property
+    def replica(self) -> ReplicaConfig:
+        """What the simulator and the engine run (num_blocks 0 if nothing fits): `replica_config`'s, built once."""
+        return replica_config(self)
 
     @property
     def scheduler(self) -> SchedulerConfig:
@@ -254,38 +261,13 @@ def resolve(s: Scenario) -> Resolved:
         budget = _slot_budget(s, slots, gpu_kv, budget, "the GPU may use (its working-set limit)"
                               if hardware.unified_memory_bytes else "of device memory")
     scale_up, host = scale_up_link(hardware), host_link(hardware)
-    lora_config = grammar = None
-    if lora is not None:
-        # a load copies the adapter at its own rank (the workload's), into a slot sized for max_lora_rank
-        rank = s.workload.lora.rank if s.workload.lora else d.max_lora_rank
-        lora_config = LoraConfig(d.max_loras, d.max_cpu_loras or d.max_loras, lora.bytes_per_slot * rank / lora.rank,
-                                 host.bytes_per_s_per_direction, LORA_DISK_BYTES_PER_S)
-    if s.workload.structured_output is not None:
-        compile_s, mask_s = GRAMMAR_BACKENDS[s.workload.structured_output.backend]
-        grammar = GrammarConfig(compile_s, mask_s, GRAMMAR_CACHE_ENTRIES)
     try:
         speculative = _speculative(s, hardware, parallel, group_size, kv_dtype)
     except FieldError:
         raise                                       # names its own field (an unknown draft model)
     except ValueError as exc:
         raise InputError(s.file, "deployment.speculative_config", str(exc)) from None
-    try:
-        # hybrid models: no more running sequences than the recurrent state was set aside for
-        # a replica's data-parallel ranks run as one engine of their combined limits and KV pool (parallel.py)
-        ranks = parallel.dp
-        scheduler = SchedulerConfig(max(1, min(engine.max_num_seqs, budget.state_seqs)) * ranks,
-                                    engine.max_num_batched_tokens * ranks, engine.enable_chunked_prefill,
-                                    engine.preemption_mode, speculative,
-                                    engine.max_model_len, prefill_only=False, reserve_full_kv=engine.reserve_full_kv,
-                                    lora=lora_config, grammar=grammar)
-    except ValueError as exc:
-        raise InputError(s.file, "deployment", str(exc)) from None
-    swap = (SwapLink(kv.bytes_per_token_per_gpu, host.bytes_per_s_per_direction)
-            if engine.preemption_mode == "swap" else None)
-    replica = ReplicaConfig(scheduler, budget.kv_blocks * ranks, engine.block_size, engine.enable_prefix_caching,
-                            d.prefix_cache_tenant_isolation, swap, engine_loop(d.engine),
-                            slot_prompt_reuse=bool(slots and not slots.kv_unified),
-                            kv_windows=() if slots else kv.window_groups)
+    swap = engine.preemption_mode == "swap"
     disagg, g = None, d.disaggregated
     if g:
         disagg = DisaggregationConfig(g.prefill_replicas, g.decode_replicas, kv.bytes_per_token_per_gpu,
@@ -294,8 +276,8 @@ def resolve(s: Scenario) -> Resolved:
     notes = []
     if scale_up.assumed and (parallel.gpus_per_replica > 1 or (g and not g.kv_transfer_bytes_per_s)):
         notes.append(_link_note("link between GPUs (collectives, KV transfer)", scale_up))
-    if host.assumed and (swap is not None or lora is not None):
-        uses = [use for use, on in (("swap", swap), ("LoRA adapter loads", lora)) if on is not None]
+    if host.assumed and (swap or lora is not None):
+        uses = [use for use, on in (("swap", swap), ("LoRA adapter loads", lora is not None)) if on]
         notes.append(_link_note(f"host link ({', '.join(uses)})", host))
     if s.cost.price_usd_per_gpu_hour is not None:
         price, price_source = s.cost.price_usd_per_gpu_hour, "scenario"
@@ -310,15 +292,51 @@ def resolve(s: Scenario) -> Resolved:
     if hardware.unified_memory_bytes and hardware.memory_limit_source:
         notes.append(f"{hardware.name}: the GPU may use {hardware.memory_bytes / GiB:.1f} GiB of its "
                      f"{hardware.unified_memory_bytes / GiB:.0f} GiB unified memory ({hardware.memory_limit_source})")
-    return Resolved(
+    r = Resolved(
         name=s.name, file=s.file, model_name=s.model.name, num_parameters=s.model.num_parameters, model=model,
         hardware=hardware, step_model_mode=s.hardware.step_model, parallel=parallel, checkpoint=checkpoint,
         weight_format=fmt, execution=runs, group_size=group_size, kv_cache_dtype=kv_dtype, deployment=d,
         engine_source=s.engine_source, engine=engine, workload=s.workload, slo=s.slo, energy=s.energy,
-        autoscaling=s.autoscaling, weights=weights, kv=kv, memory=budget, replica=replica, disaggregation=disagg,
+        autoscaling=s.autoscaling, weights=weights, kv=kv, memory=budget, speculative=speculative,
+        disaggregation=disagg,
         link_notes=tuple(notes), price_usd_per_gpu_hour=price, price_source=price_source,
         sources=setting_sources(s, slots, price_source), calibrated_profile=profile, offload=split, slots=slots,
         lora=lora, kernel_tables=tables)
+    try:                                            # built (and kept) now: a limit the scheduler refuses is bad input
+        _ = r.replica
+    except ValueError as exc:
+        raise InputError(s.file, "deployment", str(exc)) from None
+    return r
+
+
+def replica_config(r: Resolved) -> ReplicaConfig:
+    """What the simulator and the bundled engine run, from the deployment description alone: the one place a
+    scenario's `SchedulerConfig` and `ReplicaConfig` are built (`Resolved.replica` keeps it). Raises ValueError
+    for limits the scheduler refuses."""
+    e, d, w, budget, kv, slots = r.engine, r.deployment, r.workload, r.memory, r.kv, r.slots
+    host = host_link(r.hardware)
+    lora = grammar = None
+    if r.lora is not None:
+        # a load copies the adapter at its own rank (the workload's), into a slot sized for max_lora_rank
+        rank = w.lora.rank if w.lora else d.max_lora_rank
+        lora = LoraConfig(d.max_loras, d.max_cpu_loras or d.max_loras, r.lora.bytes_per_slot * rank / r.lora.rank,
+                          host.bytes_per_s_per_direction, LORA_DISK_BYTES_PER_S)
+    if w.structured_output is not None:
+        compile_s, mask_s = GRAMMAR_BACKENDS[w.structured_output.backend]
+        grammar = GrammarConfig(compile_s, mask_s, GRAMMAR_CACHE_ENTRIES)
+    # hybrid models: no more running sequences than the recurrent state was set aside for
+    # a replica's data-parallel ranks run as one engine of their combined limits and KV pool (parallel.py)
+    ranks = r.parallel.dp
+    scheduler = SchedulerConfig(max(1, min(e.max_num_seqs, budget.state_seqs)) * ranks,
+                                e.max_num_batched_tokens * ranks, e.enable_chunked_prefill, e.preemption_mode,
+                                r.speculative, e.max_model_len, prefill_only=False, reserve_full_kv=e.reserve_full_kv,
+                                lora=lora, grammar=grammar)
+    swap = (SwapLink(kv.bytes_per_token_per_gpu, host.bytes_per_s_per_direction)
+            if e.preemption_mode == "swap" else None)
+    return ReplicaConfig(scheduler, budget.kv_blocks * ranks, e.block_size, e.enable_prefix_caching,
+                         d.prefix_cache_tenant_isolation, swap, engine_loop(d.engine),
+                         slot_prompt_reuse=bool(slots and not slots.kv_unified),
+                         kv_windows=() if slots else kv.window_groups)
 
 
 # Defaults of the settings a scenario may leave out that `setting_sources` names (the engine settings' defaults

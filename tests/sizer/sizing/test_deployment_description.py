@@ -11,7 +11,7 @@ from sizer.cli.plan import build_scenario
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.inputs.traffic import Traffic
 from sizer.inputs.variant import Variant
-from sizer.sizing.resolve import Resolved, resolve
+from sizer.sizing.resolve import Resolved, replica_config, resolve
 
 SCENARIO = {"model": "llama-3.1-8b", "hardware": "h100-sxm",
             "deployment": {"engine": "vllm", "pipeline_parallel_size": 1},
@@ -86,3 +86,17 @@ def test_another_rate_is_the_same_description_with_its_workload_changed():
     # everything but the workload and where the rate came from is the same
     same = [f.name for f in dataclasses.fields(Resolved) if f.name not in ("workload", "sources")]
     assert all(getattr(moved, n) == getattr(again, n) for n in same)
+
+
+def test_the_simulators_config_is_built_from_the_description_in_one_function():
+    # the one builder: no other sizer module constructs a SchedulerConfig or a ReplicaConfig
+    root = Path(__file__).resolve().parents[3] / "sizer"
+    builders = sorted(f"{p.relative_to(root)}:{name}" for p in root.rglob("*.py")
+                      for name in ("SchedulerConfig(", "ReplicaConfig(") if name in p.read_text())
+    assert builders == ["sizing/resolve.py:ReplicaConfig(", "sizing/resolve.py:SchedulerConfig("]
+    r = resolve(scenario_from_dict({**SCENARIO, "deployment": {"data_parallel_size": 2, "max_num_batched_tokens":
+                                                               4096, "max_num_seqs": 64}}, None))
+    assert r.replica is r.replica and r.replica == replica_config(r)   # built once, kept
+    # a replica's two data-parallel ranks run as one engine of their combined limits: 2 x 4,096 tokens, 2 x 64 seqs
+    assert (r.scheduler.max_num_batched_tokens, r.scheduler.max_num_seqs) == (8192, 128)
+    assert r.replica.num_blocks == 2 * r.memory.kv_blocks
