@@ -362,8 +362,9 @@ def setting_sources(s: Scenario, slots: SlotSettings | None, price_source: str) 
     sources["deployment.engine"] = stated.get("deployment.engine", s.engine_source)
     if slots is not None:
         sources["deployment.kv_cache_dtype"] = slots.sources["cache_type_k"]
-    # an engine setting a flag set: the flag (engine.sources says "scenario" for any stated value)
-    sources |= {path: source for path, source in stated.items() if path not in sources and source != "scenario"}
+    # any other stated setting (replicas, an engine setting): "scenario", or the flag that set it (engine.sources
+    # says "scenario" for any stated value; `source_of` reads it for the engine settings no one stated)
+    sources |= {path: source for path, source in stated.items() if path not in sources}
     sources["cost.price_usd_per_gpu_hour"] = price_source
     return sources
 

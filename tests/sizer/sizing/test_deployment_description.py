@@ -14,7 +14,7 @@ from sizer.inputs.variant import Variant
 from sizer.sizing.resolve import Resolved, replica_config, resolve
 
 SCENARIO = {"model": "llama-3.1-8b", "hardware": "h100-sxm",
-            "deployment": {"engine": "vllm", "pipeline_parallel_size": 1},
+            "deployment": {"engine": "vllm", "pipeline_parallel_size": 1, "replicas": 2},
             "workload": {"arrival": {"rate_per_s": 2},
                          "prompt_tokens": {"distribution": "fixed", "value": 1000},
                          "output_tokens": {"distribution": "fixed", "value": 100}},
@@ -31,6 +31,10 @@ def test_the_description_is_built_by_keyword_and_holds_no_scenario():
     fields = dataclasses.fields(Resolved)
     assert all(f.kw_only for f in fields)
     assert "scenario" not in {f.name for f in fields}
+    # one function builds it: no other sizer module constructs a Resolved (dataclasses.replace copies one by name)
+    root = Path(__file__).resolve().parents[3] / "sizer"
+    assert [str(p.relative_to(root)) for p in root.rglob("*.py") if "Resolved(" in p.read_text()] == [
+        "sizing/resolve.py"]
     r = resolve(scenario_from_dict(SCENARIO, None))
     with pytest.raises(TypeError):          # positional construction, as `resolve` once did, is refused
         Resolved(*(getattr(r, f.name) for f in fields))
@@ -45,7 +49,7 @@ def test_each_setting_names_its_source_flag_scenario_or_default(tmp_path):
     assert r.source_of("deployment.max_model_len") == "--max-model-len" and r.engine.max_model_len == 4096
     assert r.source_of("workload.arrival.rate_per_s") == "--rate" and r.workload.arrival.rate_per_s == 3.0
     assert r.source_of("slo.itl_ms") == "--itl-ms" and r.source_of("slo.ttft_ms") == "scenario"
-    assert r.source_of("deployment.pipeline_parallel_size") == "scenario"
+    assert r.source_of("deployment.pipeline_parallel_size") == r.source_of("deployment.replicas") == "scenario"
     assert r.source_of("deployment.data_parallel_size") == "default (1)"
     assert r.source_of("model.name") == r.source_of("hardware.gpu") == r.source_of("deployment.engine") == "scenario"
     assert r.source_of("deployment.quantization") == "default (auto: the checkpoint's format)"
