@@ -61,7 +61,7 @@ def validation_config(s: Scenario, pricing: Pricing,
     is resolve's (from the memory budget) unless `num_blocks` is given. InputError when the
     bundled engine cannot run the scenario or the pricing was measured for something else."""
     r = resolve(s)
-    f, d = s.file, s.deployment
+    f, d = r.file, r.deployment
     if pricing.model is not None and r.model.name != pricing.model:
         raise InputError(f, "model.name",
                          f"{excerpt(r.model.name)}, but {pricing.what} was calibrated for {excerpt(pricing.model)}")

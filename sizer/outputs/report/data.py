@@ -125,7 +125,7 @@ def build_report(data: dict, file: str | None, space: SearchSpace | None, worker
                     [latency_chart(points, slo_ms, goodput, chart_id="front")] if points else []),
         pareto_points=front, top=top,
         not_chosen=not_chosen,
-        question=question_rows(scenario, own_resolved), answer=answer, own=own,
+        question=question_rows(own_resolved), answer=answer, own=own,
         memory_svg=memory_chart(bars), memory_bars=bars,
         latency_svg=latency_chart(points, slo_ms, goodput) if points else None,
         latency_points=points,
@@ -207,8 +207,8 @@ def _latency_points(r: Resolved, goodput: float, num_requests: int) -> list[Rate
     return points
 
 
-def question_rows(s, r: Resolved) -> list[tuple[str, str]]:
-    w, d, slo = s.workload, s.deployment, s.slo
+def question_rows(r: Resolved) -> list[tuple[str, str]]:
+    w, d, slo = r.workload, r.deployment, r.slo
     targets = ", ".join(f"{k} <= {v:g} ms"
                         for k, v in (("TTFT", slo.ttft_ms), ("ITL", slo.itl_ms), ("TPOT", slo.tpot_ms),
                                      ("E2E", slo.e2e_ms)) if v)
