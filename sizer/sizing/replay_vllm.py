@@ -49,6 +49,7 @@ class Experiment:
     prompts: PromptSet
     itl_output_tokens: float          # the token count the measured ITL was divided by (minus one)
     measured_ms: dict[str, float]     # METRICS -> ms
+    stage_ttft_ms: tuple[tuple[float, float], ...] = ()    # measured (TTFT mean, p99) per stage, in stage order
 
     @property
     def label(self) -> str:
@@ -83,7 +84,8 @@ def load_experiments(csv_path: Path, configs: Path) -> list[Experiment]:
             prompts=PromptSet(int(groups), int(per), int(whole["system_prompt_len"]), int(whole["question_len"]),
                               output),
             itl_output_tokens=measured_out or output,
-            measured_ms={m: float(whole[f"actual_{m}_ms"]) for m in METRICS}))
+            measured_ms={m: float(whole[f"actual_{m}_ms"]) for m in METRICS},
+            stage_ttft_ms=tuple((float(r["actual_ttft_mean_ms"]), float(r["actual_ttft_p99_ms"])) for r in stages)))
     return out
 
 
@@ -104,6 +106,7 @@ class Replay:
     experiment: Experiment
     predicted_ms: dict[str, float]     # METRICS -> ms
     num_requests: int
+    stage_ttft_ms: tuple[tuple[float, float], ...] = ()    # predicted (TTFT mean, p99) per stage, by arrival
 
     def error(self, metric: str) -> float:
         """(predicted - measured) / measured."""
@@ -127,7 +130,13 @@ def replay(e: Experiment, time_scale: float = 1.0, arrivals: str = "constant", s
     itl = (float(e2e.mean()) - float(ttft.mean())) / (e.itl_output_tokens - 1)
     pct = {f"{name}_p{q}": float(np.percentile(v, q)) for name, v in (("e2e", e2e), ("ttft", ttft)) for q in (90, 99)}
     predicted = {"e2e_mean": m.e2e.mean_ms, "ttft_mean": m.ttft.mean_ms, "itl_mean": itl, **pct}
-    return Replay(e, predicted, len(workload))
+    # per stage: the requests that arrived in it (the CSV's stage rows; the tail of the first stage holds the
+    # first cycle's cold prompts: docs/fidelity.md, "What is not modelled")
+    ends = np.cumsum([s.duration_s for s in stages])
+    stage_of = np.searchsorted(ends, c["arrival_s"][done], side="right")
+    by_stage = tuple((float(ttft[stage_of == i].mean()), float(np.percentile(ttft[stage_of == i], 99)))
+                     for i in range(len(stages)) if (stage_of == i).any())
+    return Replay(e, predicted, len(workload), by_stage)
 
 
 def median_abs_error(replays: list[Replay], metric: str) -> float:
