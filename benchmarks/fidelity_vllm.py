@@ -11,7 +11,7 @@ mean/p90/p99 and ITL mean (as the CSV defines it: (E2E mean - TTFT mean) / (outp
 with the run's own token count), then the median absolute error of each, beside the best
 published simulator's on the same runs (issue 15): E2E mean 6.8%, TTFT mean 18.4%, ITL mean 6.5%.
 `--time-scale` < 1 shortens every stage (same rates, fewer requests). `--stages` then prints each stage's TTFT
-mean and p99, measured and predicted, with p99 / mean (the CSV's stage rows; docs/fidelity.md, TTFT p99).
+and E2E mean and p99, measured and predicted, with p99 / mean (the CSV's stage rows; docs/fidelity.md, TTFT p99).
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ def main() -> None:
     ap.add_argument("--step-model", choices=("auto", "kernel_tables", "roofline"), default="auto",
                     help="hardware.step_model: auto (sizer's default: the bundled kernel tables, the roofline for "
                          "what they lack), kernel_tables (refused without tables) or the roofline alone")
-    ap.add_argument("--stages", action="store_true", help="also each stage's TTFT mean and p99, measured and predicted")
+    ap.add_argument("--stages", action="store_true",
+                    help="also each stage's TTFT and E2E mean and p99, measured and predicted")
     args = ap.parse_args()
 
     from sizer.sizing.replay_vllm import METRICS, load_experiments, median_abs_error, replay
@@ -62,14 +63,16 @@ def main() -> None:
 
 
 def print_stages(replays) -> None:
-    """Each stage's TTFT mean / p99 in ms, measured and predicted, p99 / mean and the p99's error."""
-    print(f"\n{'TTFT by stage':<55}{'stage':>6}{'measured mean / p99':>24}{'predicted mean / p99':>24}"
-          f"{'p99 error':>11}")
-    for rp in replays:
-        for i, ((mm, mp), (pm, pp)) in enumerate(zip(rp.experiment.stage_ttft_ms, rp.stage_ttft_ms, strict=True)):
-            print(f"{rp.experiment.label:<55}{i:>6}{f'{mm:.1f} / {mp:.1f} ({mp / mm:.2f}x)':>24}"
-                  f"{f'{pm:.1f} / {pp:.1f} ({pp / pm:.2f}x)':>24}{(pp - mp) / mp:>+11.1%}")
-
+    """Each stage's TTFT and E2E mean / p99 in ms, measured and predicted, p99 / mean and the p99's error."""
+    for metric in ("ttft", "e2e"):
+        print(f"\n{metric.upper() + ' by stage':<55}{'stage':>6}{'measured mean / p99':>26}"
+              f"{'predicted mean / p99':>26}{'p99 error':>11}")
+        for rp in replays:
+            for i, (got, want) in enumerate(zip(rp.stage_ms, rp.experiment.stage_ms, strict=True)):
+                mm, mp = want[f"{metric}_mean"], want[f"{metric}_p99"]
+                pm, pp = got[f"{metric}_mean"], got[f"{metric}_p99"]
+                print(f"{rp.experiment.label:<55}{i:>6}{f'{mm:.1f} / {mp:.1f} ({mp / mm:.2f}x)':>26}"
+                      f"{f'{pm:.1f} / {pp:.1f} ({pp / pm:.2f}x)':>26}{(pp - mp) / mp:>+11.1%}")
 
 if __name__ == "__main__":
     main()
