@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from engine.model import Transformer
-from simulator.errors import FieldError
+from validation.errors import FieldError
 
 DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "F64": torch.float64,
           "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8}

@@ -1,7 +1,8 @@
 """The layout's rules (docs/architecture.md), checked on the source: imports point one way.
 
-    simulator            imports numpy, simpy, PyYAML and itself only (a leaf)
-    engine               imports simulator (and torch, triton), never sizer
+    validation           imports the standard library and PyYAML only (the leaf every package reads inputs through)
+    simulator            imports validation, numpy, simpy, PyYAML and itself only
+    engine               imports validation and simulator (and torch, triton), never sizer
     sizer.inputs    ->   sizer.analytic -> sizer.sizing -> sizer.outputs -> sizer.cli
                          each stage imports only the stages before it (and sizer.errors)
 
@@ -21,7 +22,7 @@ from sizer.cli.app import COMMANDS
 from sizer.kinds import KINDS
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("sizer", "simulator", "engine", "hardware_profiles")
+PACKAGES = ("sizer", "simulator", "engine", "validation", "hardware_profiles")
 STAGES = ("sizer.inputs", "sizer.analytic", "sizer.sizing", "sizer.outputs", "sizer.cli")
 LAZY_ALLOWED = ("torch", "triton", "pandas", "matplotlib", "weasyprint", "engine", "ray", "pyarrow")
 ENGINE_TORCH_FREE = ("engine.profile", "engine.profile_parts", "engine.config")     # sizer may import these at top
@@ -61,16 +62,33 @@ def within(name: str, prefix: str) -> bool:
     return name == prefix or name.startswith(prefix + ".")
 
 
-def test_the_simulator_is_a_leaf():
-    found = [(m, i) for m, p in sources().items() if within(m, "simulator")
-             for i, _ in imports(p) if first_party(i) and not within(i, "simulator")]
-    assert found == []
+def first_party_imports_outside(package: str, allowed: tuple[str, ...],
+                                files: dict[str, Path] | None = None) -> list[tuple[str, str]]:
+    """(module, import) for each first-party import of `package`'s modules outside `package` and `allowed`."""
+    return [(m, i) for m, p in (files or sources()).items() if within(m, package)
+            for i, _ in imports(p) if first_party(i) and not any(within(i, a) for a in (package, *allowed))]
 
 
-def test_the_engine_never_imports_sizer():
-    found = [(m, i) for m, p in sources().items() if within(m, "engine")
-             for i, _ in imports(p) if within(i, "sizer") or within(i, "hardware_profiles")]
-    assert found == []
+def test_validation_is_the_leaf():
+    assert first_party_imports_outside("validation", ()) == []
+
+
+def test_the_simulator_imports_validation_and_itself_only():
+    assert first_party_imports_outside("simulator", ("validation",)) == []
+
+
+def test_the_leaf_rules_find_a_forbidden_import(tmp_path):
+    # the checker itself: a validation module importing the simulator, and a simulator module importing sizer,
+    # are each found (so an empty answer above means no such import, not a checker that sees nothing)
+    (tmp_path / "v.py").write_text("from simulator.config import ReplicaConfig\nimport yaml\n")
+    (tmp_path / "s.py").write_text("import validation.schema\nfrom sizer.errors import InputError\n")
+    files = {"validation.bad": tmp_path / "v.py", "simulator.bad": tmp_path / "s.py"}
+    assert first_party_imports_outside("validation", (), files) == [("validation.bad", "simulator.config")]
+    assert first_party_imports_outside("simulator", ("validation",), files) == [("simulator.bad", "sizer.errors")]
+
+
+def test_the_engine_imports_validation_and_the_simulator_never_sizer():
+    assert first_party_imports_outside("engine", ("validation", "simulator")) == []
 
 
 def test_sizer_stages_import_only_earlier_stages():
@@ -156,7 +174,7 @@ def test_no_import_cycles():
 # The packages between which docs/architecture.md draws every arrow ("Every arrow between packages"); the
 # longest prefix names a module's package, and `sizer` is its top-level modules.
 ARROW_UNITS = ("sizer.inputs", "sizer.analytic", "sizer.sizing", "sizer.outputs", "sizer.cli", "simulator", "engine",
-               "hardware_profiles", "sizer")
+               "validation", "hardware_profiles", "sizer")
 
 
 def unit_of(name: str) -> str:
@@ -196,4 +214,6 @@ def test_the_arrow_table_is_read_as_written():
     documented = documented_arrows()
     assert documented[("engine", "simulator")] == {"top"}
     assert documented[("sizer.cli", "engine")] == {"top", "lazy"}
+    assert documented[("simulator", "validation")] == {"top"}
     assert ("simulator", "sizer") not in documented and len(documented) >= 25
+    assert not any(source == "validation" for source, _ in documented)      # the leaf imports no other package

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simulator.errors import excerpt
 from sizer.errors import InputError
 from sizer.inputs.gguf_file import read_gguf
 from sizer.inputs.hf_store import BUNDLED, bundled
 from sizer.inputs.quantization import Quantization, parse_hf_quant_config
-from sizer.inputs.safe_load import load_json, loads_json, read_text
+from validation.errors import excerpt
+from validation.safe_load import load_json, loads_json, read_text
 
 HF_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 INDEX = "model.safetensors.index.json"

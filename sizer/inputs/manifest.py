@@ -15,9 +15,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from simulator.errors import FieldError, excerpt
-from simulator.safe_yaml import MAX_YAML_BYTES, load_yaml, load_yaml_all, loads_yaml, loads_yaml_all
-from simulator.schema import build, field, join
 from sizer.errors import InputError
 from sizer.inputs.checkpoint import find_config
 from sizer.inputs.hardware import is_profile_path, scenario_hardware
@@ -37,6 +34,9 @@ from sizer.inputs.model_spec import CATALOG_DIR
 from sizer.inputs.scenario import SLOSection, WorkloadSection, load_scenario, scenario_from_dict
 from sizer.inputs.traffic import Traffic, with_traffic
 from sizer.words import count
+from validation.errors import FieldError, excerpt
+from validation.safe_yaml import MAX_YAML_BYTES, load_yaml, load_yaml_all, loads_yaml, loads_yaml_all
+from validation.schema import build, field, join
 
 
 @dataclass(frozen=True)

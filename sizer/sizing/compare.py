@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.errors import FieldError
 from simulator.metrics import summarise, weighted_percentiles
 from simulator.records import SimulationResult
 from simulator.run import simulate
@@ -30,6 +29,7 @@ from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulation_config
 from sizer.sizing.step_model import step_model_for
 from sizer.sizing.workload import workload_of
+from validation.errors import FieldError
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,6 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from simulator.errors import FieldError
 from simulator.gateway import (
     FALLBACK,
     OUTCOMES,
@@ -50,6 +49,7 @@ from sizer.sizing.resolve import Resolved, resolve
 from sizer.sizing.simulate import PREFIX_BALANCE_SLACK, check_simulated_blocks, simulation_config
 from sizer.sizing.step_model import step_model_for
 from sizer.sizing.workload import _lengths
+from validation.errors import FieldError
 
 # Trailing window over which an external endpoint's spend is compared with its cap per hour (assumption:
 # a gateway's rate limiter looks at about the last minute).

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from simulator.config import DisaggregationConfig, ReplicaConfig, SwapLink
-from simulator.errors import FieldError, excerpt
 from simulator.grammar import GrammarConfig
 from simulator.lora import LoraConfig
 from simulator.scheduler import SchedulerConfig
@@ -61,6 +60,7 @@ from sizer.sizing.presets import (
     preset,
     slot_preset,
 )
+from validation.errors import FieldError, excerpt
 
 if TYPE_CHECKING:      # the type only: a scenario without a calibrated profile loads none (sizer/kinds.py)
     from engine.profile import CalibrationProfile

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-from simulator.errors import excerpt
 from simulator.traces import MAX_TIMESTAMP_S, read_csv_trace, read_mooncake
 from simulator.workload import (
     AdapterPopularity,
@@ -21,6 +20,7 @@ from simulator.workload import (
 from sizer.errors import InputError
 from sizer.inputs import preloaded
 from sizer.inputs.scenario import Distribution, Scenario, scenario_dir
+from validation.errors import excerpt
 
 
 def _lengths(d: Distribution) -> Lengths:

@@ -12,8 +12,8 @@ from engine.kernels import TORCH
 from engine.kv_cache import PagedKVCache
 from engine.model import Transformer
 from engine.weights import load_weights, read_safetensors
-from simulator.errors import FieldError
 from sizer.inputs.model_spec import load_model
+from validation.errors import FieldError
 
 CFG = engine_config(load_model("tiny"))
 

@@ -11,13 +11,13 @@ from xml.etree import ElementTree as ET
 import pytest
 from typer.testing import CliRunner
 
-from simulator.errors import FieldError
 from sizer.cli import app
 from sizer.inputs.hardware import load_hardware
 from sizer.inputs.manifest import CheckFlags, read_check_input
 from sizer.inputs.manifests.commands import model_reference, parse_server_args
 from sizer.inputs.manifests.gpus import read_label
 from sizer.outputs.emit import ACCELERATORS, GKE_LABEL
+from validation.errors import FieldError
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "manifests"
 
