@@ -7,8 +7,7 @@ from pathlib import Path
 
 import typer
 
-from simulator.cluster import ROUTERS
-from simulator.metrics import summarise
+from simulator import ROUTERS, summarise
 from sizer.cli.flags import check_range, naming_flags
 from sizer.cli.options import (
     CONCURRENCY,

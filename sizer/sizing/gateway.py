@@ -24,22 +24,27 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from simulator.gateway import (
+from simulator import (
     FALLBACK,
     OUTCOMES,
     REJECTED,
+    SLO,
+    Arrivals,
     ExternalSpec,
     GatewayConfig,
     GatewayRecords,
     GatewayResult,
+    Latency,
     PoolSpec,
     RequestClass,
     Route,
+    SharedPrefix,
     coded,
     simulate_gateway,
+    slo_attainment,
+    summarise,
+    weighted_percentiles,
 )
-from simulator.metrics import SLO, Latency, slo_attainment, summarise, weighted_percentiles
-from simulator.workload import Arrivals, SharedPrefix
 from sizer.errors import InputError
 from sizer.inputs.gateway import ClassSection, GatewayScenario, pool_scenario
 from sizer.sizing.cost import gpus_per_replica, usd_per_hour
