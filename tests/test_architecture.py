@@ -3,6 +3,7 @@
     validation           imports the standard library and PyYAML only (the leaf every package reads inputs through)
     simulator            imports validation, numpy, simpy, PyYAML and itself only
     engine               imports validation and simulator (and torch, triton), never sizer
+    benchmarks           (not shipped) may import any of them; none of them imports it
     sizer.inputs    ->   sizer.analytic -> sizer.sizing -> sizer.outputs -> sizer.cli
                          each stage imports only the stages before it (and sizer.errors)
 
@@ -90,6 +91,12 @@ def test_the_leaf_rules_find_a_forbidden_import(tmp_path):
 
 def test_the_engine_imports_validation_and_the_simulator_never_sizer():
     assert first_party_imports_outside("engine", ("validation", "simulator")) == []
+
+
+def test_no_shipped_package_imports_the_benchmarks():
+    # benchmarks/ (scripts, and the replays of published runs only they and their tests use) is not in the wheel
+    found = [(m, i) for m, p in sources().items() for i, _ in imports(p) if within(i, "benchmarks")]
+    assert found == []
 
 
 def test_sizer_stages_import_only_earlier_stages():
