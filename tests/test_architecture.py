@@ -18,6 +18,7 @@ an optional extra). sizer's own code is deferred in two places only: the CLI's c
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 from sizer.cli.app import COMMANDS
@@ -73,6 +74,13 @@ def first_party_imports_outside(package: str, allowed: tuple[str, ...],
 
 def test_validation_is_the_leaf():
     assert first_party_imports_outside("validation", ()) == []
+
+
+def test_validation_needs_the_standard_library_and_pyyaml_only():
+    # so that every package, the torch-free engine modules and a plain plan can import it without cost
+    third_party = {i.split(".")[0] for m, p in sources().items() if within(m, "validation")
+                   for i, _ in imports(p) if not first_party(i) and i.split(".")[0] not in sys.stdlib_module_names}
+    assert third_party == {"yaml"}
 
 
 def test_the_simulator_imports_validation_and_itself_only():

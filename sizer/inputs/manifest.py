@@ -384,8 +384,8 @@ def _gpu_from_labels(docs: list, file: str, stated: tuple = ()) -> tuple[str, st
             continue
         label = read_label(str(key), str(value), beside)
         if label.profile is None:
-            raise InputError(file, where, f"no hardware profile for {label.reading}; give --gpu (`sizer gpus`) "
-                                          "or sizer.gpu")
+            raise InputError(file, where, f"no hardware profile for {excerpt(label.reading, quote=False)}; give --gpu "
+                                          "(`sizer gpus`) or sizer.gpu")
         return label.profile, f"{where} ({label.reading})"
     raise InputError(file, "--gpu", "missing: no node label names the GPU (in a node selector, node affinity or "
                                     "toleration: GPU product, GKE accelerator, instance type); give --gpu (`sizer "
