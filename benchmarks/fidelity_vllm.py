@@ -4,9 +4,9 @@
                                         [--step-model auto|kernel_tables|roofline] [--stages]
 
 Each run is replayed request by request through sizer on its defaults (the vLLM V1 engine
-loop, the H100's bundled vLLM kernel tables, the roofline for what they lack; sizer/sizing/replay_vllm.py): the server
-as the run set it, and inference-perf's shared-prefix workload with its stages. Prints each
-run's relative error (predicted - measured) / measured for E2E mean/p90/p99, TTFT
+loop, the H100's bundled vLLM kernel tables, the roofline for what they lack;
+benchmarks/published/replay_vllm.py): the server as the run set it, and inference-perf's shared-prefix
+workload with its stages. Prints each run's relative error (predicted - measured) / measured for E2E mean/p90/p99, TTFT
 mean/p90/p99 and ITL mean (as the CSV defines it: (E2E mean - TTFT mean) / (output tokens - 1),
 with the run's own token count), then the median absolute error of each, beside the best
 published simulator's on the same runs (issue 15): E2E mean 6.8%, TTFT mean 18.4%, ITL mean 6.5%.
@@ -42,7 +42,7 @@ def main() -> None:
                     help="also each stage's TTFT and E2E mean and p99, measured and predicted")
     args = ap.parse_args()
 
-    from sizer.sizing.replay_vllm import METRICS, load_experiments, median_abs_error, replay
+    from benchmarks.published.replay_vllm import METRICS, load_experiments, median_abs_error, replay
 
     experiments = [e for e in load_experiments(DATA / "trainval15.csv", DATA / "configs")
                    if not args.only or any(e.exp_id.startswith(o) for o in args.only)]

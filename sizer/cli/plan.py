@@ -12,7 +12,6 @@ from pathlib import Path
 
 import typer
 
-from simulator.errors import excerpt
 from sizer.cli.flags import check_choices, check_gpu, check_model, check_range, naming_flags
 from sizer.cli.options import (
     CONCURRENCY,
@@ -57,6 +56,7 @@ from sizer.kinds import kind
 from sizer.outputs.serialise import to_json
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
+from validation.errors import excerpt
 
 # A plan from flags alone (no scenario file) asks about this workload: 1 request/s of 1,024
 # prompt and 256 output tokens. The plan's assumptions show it like any scenario's.

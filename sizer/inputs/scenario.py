@@ -13,10 +13,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, Protocol
 
-from simulator.errors import FieldError, excerpt
-from simulator.safe_yaml import load_yaml
-from simulator.schema import build, field, join
-from simulator.trace_limits import MAX_REQUEST_TOKENS, MAX_TIMESTAMP_S, MAX_TRACE_REQUESTS
 from sizer.errors import InputError
 from sizer.inputs import preloaded
 from sizer.inputs.config_keys import MAX_LAYERS
@@ -24,6 +20,10 @@ from sizer.inputs.gguf_types import PRESETS
 from sizer.inputs.hardware import HOST_CPU, LLAMACPP_ONLY_DEVICES, HardwareOverrides, scenario_hardware
 from sizer.inputs.schedule import AutoscalingSection, EnergySection, ScheduleSection, check_schedule
 from sizer.inputs.variant import SETTABLE_PATHS, Variant
+from validation.errors import FieldError, excerpt
+from validation.safe_yaml import load_yaml
+from validation.schema import build, field, join
+from validation.trace_limits import MAX_REQUEST_TOKENS, MAX_TIMESTAMP_S, MAX_TRACE_REQUESTS
 
 WeightFormat = Literal["auto", "bf16", "fp16", "fp32", "fp8", "int8", "awq", "gptq", "nvfp4", "mxfp4",
                        # llama.cpp's GGUF presets, lower-cased (sizer.inputs.gguf_types.PRESETS)
@@ -38,7 +38,7 @@ LlamaCacheType = Literal["f16", "bf16", "f32", "q8_0", "q4_0"]
 # -- scenario is refused (one line, exit 2) before numpy, the planner or the simulator see it.
 #
 # Tokens of one request (any length, prefix, clip or mean): the trace reader's bound, 10 x 2^20
-# = 10,485,760, the longest context any released model advertises (simulator/trace_limits.py says why).
+# = 10,485,760, the longest context any released model advertises (validation/trace_limits.py says why).
 # It caps the analytic prefill loop (sizer/analytic/roofline.py prefill_time_s: one step per
 # chunk of the mean prompt) and keeps every length far inside float64's exact integers and int64.
 MAX_TOKENS = MAX_REQUEST_TOKENS

@@ -27,13 +27,13 @@ from dataclasses import dataclass, replace
 
 import yaml
 
-from simulator.errors import excerpt, printable
 from sizer.errors import InputError
 from sizer.inputs.manifests.commands import TABLES as FLAG_TABLES
 from sizer.inputs.model_spec import catalog_names, load_config
 from sizer.sizing.cost import CostSummary
 from sizer.sizing.resolve import Resolved, SlotSettings
 from sizer.words import count
+from validation.errors import excerpt, printable
 
 FORMATS = ("vllm", "k8s", "sglang", "llamacpp", "ollama", "gke")   # gke: k8s selecting GKE's accelerator label
 SLOT_FORMATS = {"llamacpp": "llama.cpp", "ollama": "ollama"}    # --emit value -> the engine it runs

@@ -24,9 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from simulator.metrics import slo_attainment
-from simulator.run import simulate
-from simulator.workload import Workload
+from simulator import Workload, simulate, slo_attainment
 from sizer.analytic.energy import kwh, mean_power_w, per_million, power_by_state
 from sizer.inputs.scenario import MAX_REQUESTS
 from sizer.inputs.schedule import DEFAULT_TARGET_UTILISATION, AutoscalingSection, Profile, grown, points_profile

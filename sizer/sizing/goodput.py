@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from simulator.metrics import SLO, slo_attainment, summarise
+from simulator import SLO, slo_attainment, summarise
 from sizer.analytic.energy import ridge_tokens
 from sizer.inputs.scenario import Scenario
 from sizer.sizing.resolve import Resolved

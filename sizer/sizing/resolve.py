@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from simulator.config import DisaggregationConfig, ReplicaConfig, SwapLink
-from simulator.errors import FieldError, excerpt
 from simulator.grammar import GrammarConfig
 from simulator.lora import LoraConfig
 from simulator.scheduler import SchedulerConfig
@@ -71,6 +70,7 @@ from sizer.sizing.presets import (
     preset,
     slot_preset,
 )
+from validation.errors import FieldError, excerpt
 
 if TYPE_CHECKING:      # the type only: a scenario without a calibrated profile loads none (sizer/kinds.py)
     from engine.profile import CalibrationProfile

@@ -23,7 +23,6 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 
-from simulator.errors import FieldError
 from sizer.analytic.memory import GiB
 from sizer.errors import InputError
 from sizer.inputs.hardware import all_profiles, load_hardware, local_profiles
@@ -37,6 +36,7 @@ from sizer.sizing.resolve import Resolved, hardware_of, model_of, resolve
 from sizer.sizing.result import GoodputSettings, Sizing, SizingStatus, SLOProbe
 from sizer.sizing.slots import FORMAT_CANDIDATES, SlotAnswers
 from sizer.words import count
+from validation.errors import FieldError
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from simulator.errors import FieldError
 from sizer.analytic.memory import GiB
 from sizer.errors import InputError
 from sizer.inputs import preloaded
@@ -53,6 +52,7 @@ from sizer.sizing.step_model import bundled_header, bundled_tables
 from sizer.sizing.sweep_backends import run_local, run_ray
 from sizer.sizing.workload import read_trace, trace_limit, trace_summary
 from sizer.words import count
+from validation.errors import FieldError
 
 # Bumped when a row's meaning changes: points hashed under another version are simulated again.
 ROW_VERSION = 1

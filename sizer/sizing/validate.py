@@ -11,7 +11,6 @@ from pathlib import Path
 from engine.config import EngineBuild
 from engine.profile import PROFILE_FILE, CalibratedStepTimeModel, ProfileHeader, load_profile
 from simulator.engine_loop import BARE
-from simulator.errors import excerpt
 from simulator.run import SimulationConfig
 from sizer.errors import InputError
 from sizer.inputs.hardware import HOST_CPU
@@ -21,6 +20,7 @@ from sizer.sizing.device_calibration import engine_step_model
 from sizer.sizing.resolve import Resolved, resolve
 from sizer.sizing.simulate import simulation_config
 from sizer.sizing.workload import workload_of
+from validation.errors import excerpt
 
 DEFAULT_MAX_REQUESTS = 200          # requests replayed unless asked for more
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import math
 
-from simulator.errors import excerpt
-from simulator.traces import MAX_TIMESTAMP_S, read_csv_trace, read_mooncake
-from simulator.workload import (
+from simulator import (
     AdapterPopularity,
     Arrivals,
     ClosedLoop,
@@ -16,11 +14,15 @@ from simulator.workload import (
     Workload,
     WorkloadSpec,
     generate,
+    read_csv_trace,
+    read_mooncake,
     with_tags,
 )
 from sizer.errors import InputError
 from sizer.inputs import preloaded
 from sizer.inputs.scenario import Distribution, StatedWorkload, scenario_dir
+from validation.errors import excerpt
+from validation.trace_limits import MAX_TIMESTAMP_S
 
 
 def _lengths(d: Distribution) -> Lengths:
@@ -86,7 +88,7 @@ def _tags(s: StatedWorkload) -> tuple[AdapterPopularity | None, SchemaUse | None
 
 
 # A time-scaled trace spans at least a nanosecond (when it spans any time at all), so that its
-# rate, (requests - 1) / span, stays a finite float; at most simulator.traces.MAX_TIMESTAMP_S.
+# rate, (requests - 1) / span, stays a finite float; at most validation.trace_limits.MAX_TIMESTAMP_S.
 MIN_SPAN_S = 1e-9
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.published.replay_vllm import STAGE_METRICS, load_experiments, median_abs_error, replay
 from simulator.workload import PromptSet, Stage, staged_arrival_s
-from sizer.sizing.replay_vllm import STAGE_METRICS, load_experiments, median_abs_error, replay
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "fidelity"
+DATA = Path(__file__).resolve().parents[1] / "data" / "fidelity"
 # One of each kind: MoE in FP8 at TP2, 70B dense at TP4, a 1024-token budget at TP2, a small
 # GQA model, and MHA at 20 req/s (the most loaded run)
 PICKED = ("17", "60", "62", "64", "20260217-231439-llama-2-7b-tp1-general")
