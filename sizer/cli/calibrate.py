@@ -8,7 +8,6 @@ from pathlib import Path
 
 import typer
 
-from simulator.errors import excerpt
 from sizer.cli.flags import check_engine, check_model, check_range
 from sizer.errors import InputError
 from sizer.inputs.hardware import load_hardware, user_dir
@@ -18,6 +17,7 @@ from sizer.sizing.calibrate import StepBounds, Target, calibrate_device_tables, 
 from sizer.timing.profile import read_header
 from sizer.timing.profile_kernels import KERNELS_SUBDIR
 from sizer.words import count
+from validation.errors import excerpt
 
 
 def user_calibrated_dir() -> Path:

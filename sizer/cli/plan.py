@@ -12,7 +12,6 @@ from pathlib import Path
 
 import typer
 
-from simulator.errors import excerpt
 from sizer.cli.flags import check_choices, check_gpu, check_model, check_range, naming_flags
 from sizer.cli.options import (
     CONCURRENCY,
@@ -57,6 +56,7 @@ from sizer.kinds import kind
 from sizer.outputs.serialise import to_json
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
+from validation.errors import excerpt
 
 # A plan from flags alone (no scenario file) asks about this workload: 1 request/s of 1,024
 # prompt and 256 output tokens. The plan's assumptions show it like any scenario's.
@@ -76,7 +76,7 @@ FLAGS = {"model": "--model", "gpu": "--gpu", "tensor_parallel_size": "--tp", "pi
 def build_scenario(scenario: Path | None, variant: Variant, traffic: Traffic = Traffic()) -> Scenario:
     """A scenario from a file (with the flags' changes) or from flags alone; `traffic`'s lengths and SLO
     targets replace the scenario's (its rate is the variant's). Each workload and SLO value knows its source
-    (the plan's assumptions print it): a flag, the scenario, or a default."""
+    (the plan's assumptions print it), and so does each setting a flag set: a flag, the scenario, or a default."""
     if scenario is not None:
         built = scenario_with_flags(scenario, traffic, variant)
     elif variant.model is None or variant.gpu is None:
@@ -86,14 +86,12 @@ def build_scenario(scenario: Path | None, variant: Variant, traffic: Traffic = T
                                    default_name="command-line")
         built = with_sources(built, {path: "default: no scenario file"
                                      for path, _ in stated_sources(FLAGS_ONLY_WORKLOAD)})
-    flags = {"workload.arrival.rate_per_s": "--rate" if variant.rate_per_s is not None else None,
-             "workload.arrival.concurrency": "--concurrency" if variant.concurrency is not None else None,
-             "workload.arrival.process": "--concurrency" if variant.concurrency is not None else None,
-             "workload.prompt_tokens": "--prompt-tokens" if traffic.prompt_tokens is not None else None,
-             "workload.output_tokens": "--output-tokens" if traffic.output_tokens is not None else None,
-             "slo.ttft_ms": "--ttft-ms" if traffic.ttft_ms is not None else None,
-             "slo.itl_ms": "--itl-ms" if traffic.itl_ms is not None else None,
-             "slo.tpot_ms": "--tpot-ms" if traffic.tpot_ms is not None else None}
+    flags = {path: FLAGS[name] for name, path in variant.fields_set().items() if name in FLAGS}
+    flags |= {"workload.prompt_tokens": "--prompt-tokens" if traffic.prompt_tokens is not None else None,
+              "workload.output_tokens": "--output-tokens" if traffic.output_tokens is not None else None,
+              "slo.ttft_ms": "--ttft-ms" if traffic.ttft_ms is not None else None,
+              "slo.itl_ms": "--itl-ms" if traffic.itl_ms is not None else None,
+              "slo.tpot_ms": "--tpot-ms" if traffic.tpot_ms is not None else None}
     return with_sources(built, {path: flag for path, flag in flags.items() if flag})
 
 
@@ -191,7 +189,7 @@ def command(
     result = make_plan(resolved)
     if simulate:
         result = kind("day").add_energy(kind("simulate").add_simulation(result, resolved), resolved)
-        if resolved.scenario.workload.schedule is not None:
+        if resolved.workload.schedule is not None:
             result = kind("simulate").add_day(result, resolved)
     text = emitter.plan_emitted(emit, resolved, result) if emitter is not None else None
     if as_json:

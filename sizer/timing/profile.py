@@ -35,12 +35,12 @@ from typing import Any
 import numpy as np
 import yaml
 
-from simulator import schema
-from simulator.errors import FieldError, excerpt
-from simulator.input_files import read_text
-from simulator.safe_yaml import load_yaml
 from simulator.step_batch import StepBatch, StepTimeModel, split_attention
 from sizer.timing.profile_parts import Limits, Overhead
+from validation import schema
+from validation.errors import FieldError, excerpt
+from validation.input_files import read_text
+from validation.safe_yaml import load_yaml
 
 PROFILE_FILE = "profile.yaml"
 TOKEN_OPS_FILE = "token_ops.csv"           # tokens, <op>_s ...

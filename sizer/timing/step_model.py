@@ -15,7 +15,6 @@ from sizer.errors import InputError
 from sizer.inputs import preloaded
 from sizer.inputs.hardware import HardwareSpec, measured_host_cpu
 from sizer.inputs.model_spec import ModelSpec
-from sizer.inputs.scenario import Scenario
 from sizer.kinds import kind
 from sizer.timing.kernel_step import BundledEngineStepTimeModel, KernelTableStepTimeModel
 from sizer.timing.kernel_tables import (
@@ -39,7 +38,8 @@ class EngineName(Protocol):
 class Deployment(Protocol):
     """What the step-time stage reads of a resolved deployment (sizer/sizing/resolve.py `Resolved`, a later stage,
     has these fields)."""
-    scenario: Scenario
+    file: str | None                # the scenario's file, what a refusal names
+    step_model_mode: str            # hardware.step_model: auto, kernel_tables or roofline
     model: ModelSpec
     hardware: HardwareSpec
     parallel: ParallelConfig
@@ -113,7 +113,7 @@ def step_model_for(r: Deployment, roofline: RooflineStepTimeModel | None = None)
         return kind("calibrated profile").CalibratedStepTimeModel(r.calibrated_profile, num_layers=r.model.num_layers,
                                                                   fallback=roofline)
     tables = r.kernel_tables
-    if tables is None and r.scenario.hardware.step_model != "roofline":
+    if tables is None and r.step_model_mode != "roofline":
         tables = kernel_tables_for(r)
         if tables is None:
             refuse_missing_tables(r)
@@ -125,8 +125,8 @@ def step_model_for(r: Deployment, roofline: RooflineStepTimeModel | None = None)
 def refuse_missing_tables(r: Deployment) -> None:
     """`hardware.step_model: kernel_tables` where no tables are bundled for the GPU and engine: refused, never
     priced otherwise."""
-    if r.scenario.hardware.step_model == "kernel_tables":
-        raise InputError(r.scenario.file, "hardware.step_model",
+    if r.step_model_mode == "kernel_tables":
+        raise InputError(r.file, "hardware.step_model",
                          f"kernel_tables: none are bundled for {r.hardware.id} in {r.engine.engine} "
                          f"(bundled for it: {', '.join(bundled_folders(r.hardware.id)) or 'none'}); use auto or "
                          "roofline, or measure them (sizer calibrate, sizer import-kernels)")
@@ -145,7 +145,7 @@ def kernel_tables_note(r: Deployment) -> str | None:
     if r.kernel_tables is not None:
         return own_tables_note(r)
     header = bundled_header(r.hardware.id, r.engine.engine)
-    mode = r.scenario.hardware.step_model
+    mode = r.step_model_mode
     if header is None:          # (kernel_tables asked for here was refused by step_model_for)
         return (f"step times: the roofline; no kernel tables are bundled for {r.hardware.id} in {r.engine.engine}"
                 + (" (hardware.step_model: auto)" if mode == "auto" else ""))

@@ -13,8 +13,6 @@ import yaml
 from sweephelp import sweep_of, write_sweep
 from typer.testing import CliRunner
 
-from simulator.errors import FieldError, excerpt
-from simulator.safe_yaml import load_yaml
 from simulator.step_batch import StepBatch
 from sizer.cli import app
 from sizer.inputs.gateway import load_gateway
@@ -29,6 +27,8 @@ from sizer.sizing.sweep import tasks, variant_of
 from sizer.timing.kernel_step import dense_gemms, gemm_curve
 from sizer.timing.kernel_tables import bundled_tables_dir
 from sizer.timing.step_model import bundled_tables, step_model_for
+from validation.errors import FieldError, excerpt
+from validation.safe_yaml import load_yaml
 
 REPO = Path(__file__).resolve().parents[3]
 SCENARIO = REPO / "scenarios" / "llama-3.1-8b-chat-h100.yaml"

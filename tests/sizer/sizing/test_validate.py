@@ -9,12 +9,12 @@ import yaml
 
 from hardware_profiles import CALIBRATED_DIR
 from simulator.engine_loop import BARE
-from simulator.errors import FieldError
 from sizer.inputs.scenario import Scenario, load_scenario, scenario_from_dict
 from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulation_config
 from sizer.sizing.validate import profile_pricing, validation_config
 from sizer.timing.profile import ProfileHeader, read_header
+from validation.errors import FieldError
 
 REPO = Path(__file__).resolve().parents[3]
 TINY_CPU = REPO / "engine" / "scenarios" / "tiny-cpu.yaml"

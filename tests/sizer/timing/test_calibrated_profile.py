@@ -9,7 +9,6 @@ import pytest
 import yaml
 
 from hardware_profiles import CALIBRATED_DIR
-from simulator.errors import FieldError
 from simulator.step_batch import StepBatch, split_attention
 from sizer.timing.profile import (
     CalibratedStepTimeModel,
@@ -20,6 +19,7 @@ from sizer.timing.profile import (
     load_profile,
 )
 from sizer.timing.roofline import decode_batch
+from validation.errors import FieldError
 
 CPU_TINY = CALIBRATED_DIR / "cpu-tiny-tp1"
 

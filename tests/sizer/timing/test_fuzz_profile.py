@@ -20,7 +20,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from simulator.schema import describe
 from sizer.cli import app
 from sizer.timing.profile import (
     DECODE_FILE,
@@ -30,6 +29,7 @@ from sizer.timing.profile import (
     TOKEN_OPS_FILE,
     ProfileHeader,
 )
+from validation.schema import describe
 
 REPO = Path(__file__).resolve().parents[3]
 BASE = REPO / "hardware_profiles" / "calibrated" / "h200-llama-3.1-8b-tp1"
