@@ -255,6 +255,17 @@ class MemoryBudget:
         return (self.usable_bytes - self.weights_bytes - self.activation_bytes - self.non_torch_bytes
                 - self.state_bytes - self.lora_bytes)
 
+    def sequences_held(self, sequence_bytes: float) -> int:
+        """Sequences of `sequence_bytes` each (`KVLayout.sequence_bytes`: KV in whole blocks and recurrent state)
+        the KV cache and the state set aside for them hold."""
+        return held(self.kv_cache_bytes + self.state_bytes, sequence_bytes)
+
+
+def held(pool_bytes: float, each_bytes: float) -> int:
+    """KV capacity, the one formula: how many whole items of `each_bytes` (a sequence, a slot's context, a token's
+    KV) a pool of `pool_bytes` holds; none when the pool is empty or overdrawn."""
+    return int(max(0.0, pool_bytes) // each_bytes)
+
 
 def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv: KVLayout, p: ParallelConfig,
                   gpu_memory_utilization: float, block_size: int, max_model_len: int,
@@ -278,7 +289,7 @@ def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv
         blocks = max_num_seqs * math.ceil(max_model_len / block_size) if kv_bytes > 0 else 0
     else:
         blocks = max(0, int(kv_bytes // block_bytes)) if kv_bytes > 0 else 0
-    max_seqs = int(max(0.0, kv_bytes + state) // seq_bytes) if seq_bytes else max_num_seqs
+    max_seqs = held(kv_bytes + state, seq_bytes) if seq_bytes else max_num_seqs
     reasons = []
     if weights.per_gpu_bytes > usable:
         reasons.append(f"weights need {weights.per_gpu_bytes / GiB:.2f} GiB per GPU, more than the "

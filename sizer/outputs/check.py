@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from simulator.errors import FieldError
-from sizer.analytic.memory import GiB
+from sizer.analytic.memory import GiB, held
 from sizer.inputs.manifest import CheckFlags, CheckInput, Source, read_check_input
 from sizer.inputs.scenario import SLOSection, scenario_from_dict
 from sizer.inputs.traffic import Traffic
@@ -186,7 +186,7 @@ def _fixes(inp: CheckInput, plan: Plan, ok, sequences: int = 1) -> tuple[str, ..
     found = []
     if not plan.kv.dtype.startswith("fp8") and (p := _plan_with(inp, Variant(kv_cache_dtype="fp8"))) and ok(p):
         found.append("FP8 KV cache (--kv-cache-dtype fp8)")
-    length = int(plan.memory.kv_cache_bytes / (sequences * plan.kv.bytes_per_token_per_gpu)) // 1024 * 1024
+    length = held(plan.memory.kv_cache_bytes, sequences * plan.kv.bytes_per_token_per_gpu) // 1024 * 1024
     longest = longest_request_tokens(inp.scenario_data) if inp.has_workload else None
     if max(1024, longest or 0) <= length < plan.memory.max_model_len:
         if (p := _plan_with(inp, Variant(max_model_len=length))) and ok(p):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from sizer.analytic.format_support import execution
 from sizer.analytic.formats import weight_format
-from sizer.analytic.memory import memory_budget, weight_memory
+from sizer.analytic.memory import held, memory_budget, weight_memory
 from sizer.analytic.roofline import RooflineStepTimeModel, decode_batch, prefill_time_s
 from sizer.errors import InputError
 from sizer.inputs.scenario import MAX_SLOTS
@@ -96,7 +96,7 @@ def _option(r: Resolved, name: str, target: float | None, context: int, request_
     budget = memory_budget(m, hw.memory_bytes, weights, r.kv, p, r.memory.gpu_memory_utilization, e.block_size,
                            e.max_model_len, sl.ubatch_size, e.max_num_seqs)
     slot_bytes = (request_tokens if sl.kv_unified else sl.ctx_per_slot_tokens) * r.kv.bytes_per_token_per_gpu
-    slots = min(MAX_SLOTS, int(budget.room_for_kv_bytes // slot_bytes)) if budget.room_for_kv_bytes > 0 else 0
+    slots = min(MAX_SLOTS, held(budget.room_for_kv_bytes, slot_bytes))
     step = RooflineStepTimeModel(m, hw, fmt, weights, r.kv, p, group)
     at_one = _speed(r, step, 1, context).tokens_per_s_per_user
     users = 0
@@ -141,7 +141,7 @@ def slot_answers(r: Resolved, step, prompt_mean: float, output_mean: float, rate
     # KV bytes per token in device memory: with n_gpu_layers below all, only the GPU layers' share
     kv_token_bytes = r.kv.bytes_per_token_per_gpu * (r.offload.gpu_kv_share if r.offload else 1.0)
     engine_bytes = b.weights_bytes + b.activation_bytes + b.non_torch_bytes + sl.ctx_total_tokens * kv_token_bytes
-    room_tokens = int(max(0.0, b.room_for_kv_bytes) // kv_token_bytes) if kv_token_bytes else sl.ctx_total_tokens
+    room_tokens = held(b.room_for_kv_bytes, kv_token_bytes) if kv_token_bytes else sl.ctx_total_tokens
     largest = room_tokens if sl.kv_unified else room_tokens // sl.slots
     if r.model.max_position_embeddings:
         largest = min(largest, r.model.max_position_embeddings)
