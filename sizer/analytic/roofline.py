@@ -54,14 +54,9 @@ ALLTOALL_LATENCY_S = 47e-6
 WEIGHT_STREAM_EFFICIENCY = 0.80   # memory-bound GEMMs stream weights at this share of the achievable bandwidth
 ATTENTION_KV_EFFICIENCY = 0.95    # paged-attention KV reads reach this share of the achievable bandwidth
 LAYER_STEP_S = 5e-6               # fixed cost per layer per step: small kernels and their launches
-# FP8 GEMMs reach less of the FP8 peak than 16-bit GEMMs reach of theirs: the share of the dense FP8 peak at
-# m = 8,192 tokens, median over the (n, k) grid points of 4,096 and more in the GPU's bundled vLLM 0.24.0 tables
-# (aiconfigurator-core 0.12.0; benchmarks/roofline_efficiencies.py prints them, and m = 512: 56%, 61%, 48%, 39%,
-# 35%). A GPU without FP8 tables (or without FP8) keeps its profile's compute efficiency; 16-bit GEMMs keep it too
-# (the same tables: H100 77%, H200 76%, A100 92%, L40S 57%, B200 69%, GB200 48% of the bf16 peak; docs/fidelity.md).
-FP8_COMPUTE_EFFICIENCY = {"h100-sxm": 0.66, "h200": 0.68, "l40s": 0.49, "b200": 0.45, "gb200": 0.45}
-FP8_COMPUTE_SOURCE = ("measured FP8 GEMMs at m = 8,192, the GPU's bundled vLLM tables "
-                      "(benchmarks/roofline_efficiencies.py)")
+# FP8 GEMMs reach less of the FP8 peak than 16-bit GEMMs reach of theirs: each profile's `fp8_gemm_efficiency`
+# (the share of the dense FP8 peak measured in its bundled GEMM tables: hardware_profiles/README.md); a GPU without
+# one keeps its profile's compute efficiency, and 16-bit GEMMs keep it too.
 # sizer's expert weight format -> the MoE tables' expert dtype (aiconfigurator-core's moe_dtype): FP8 by its scales
 # (per tensor: ModelOpt checkpoints; per 128 x 128 block: DeepSeek's), MXFP4 as the W4A16 kernels Hopper runs
 MOE_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_block": "fp8_block",
@@ -128,9 +123,10 @@ class RooflineStepTimeModel:
         self.compute_format = compute_fmt
         self.weight_format = weights_format.name
         self.weight_scales = weights_format.scheme.scales      # per tensor, channel, group or block
-        measured = FP8_COMPUTE_EFFICIENCY.get(hardware.id) if compute_fmt == "fp8" else None
+        measured = hardware.fp8_gemm_efficiency if compute_fmt == "fp8" else None
         self.gemm_compute_efficiency = measured or hardware.compute_efficiency
-        self.gemm_compute_efficiency_source = FP8_COMPUTE_SOURCE if measured else hardware.compute_efficiency_source
+        self.gemm_compute_efficiency_source = (hardware.fp8_gemm_efficiency_source if measured
+                                               else hardware.compute_efficiency_source)
         self.name = (f"roofline on {hardware.name} (efficiency: compute {self.gemm_compute_efficiency:.0%}"
                      + (" of FP8 peak" if measured else "") + f", bandwidth {hardware.bandwidth_efficiency:.0%}"
                      + ("; llama.cpp step costs" if self.llamacpp else "") + ")")

@@ -29,7 +29,7 @@ from sizer.inputs.manifests.commands import (
     parse_server_args,
 )
 from sizer.inputs.manifests.fields import MAX_GPUS_PER_POD, get
-from sizer.inputs.manifests.gpus import GKE_ACCELERATORS, GPU_LABELS, MIG_RESOURCE, product_profile, read_label
+from sizer.inputs.manifests.gpus import GPU_LABELS, MIG_RESOURCE, read_label
 from sizer.inputs.manifests.helm_charts import helm_servers
 from sizer.inputs.manifests.kubernetes import Server, kubernetes_servers
 from sizer.inputs.manifests.operators import OPERATOR_KINDS, operator_servers
@@ -365,12 +365,6 @@ def _as_dict(section) -> dict:
             return {k: clean(v) for k, v in value.items() if v is not None}
         return value
     return clean(dataclasses.asdict(section))
-
-
-def gpu_for_label(value: str) -> str | None:
-    """A node label's GPU value (`NVIDIA-H100-80GB-HBM3`, `nvidia-tesla-a100`) -> a profile id; None when none fits."""
-    low = str(value).lower()
-    return GKE_ACCELERATORS[low] if low in GKE_ACCELERATORS else product_profile(str(value))
 
 
 def _gpu_from_labels(docs: list, file: str, stated: tuple = ()) -> tuple[str, str]:
