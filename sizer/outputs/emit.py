@@ -30,6 +30,8 @@ import yaml
 from simulator.errors import excerpt, printable
 from sizer.errors import InputError
 from sizer.inputs.kubernetes_names import KubernetesNames, Schedule
+from sizer.inputs.manifests.commands import DTYPES as ENGINE_DTYPES
+from sizer.inputs.manifests.commands import EMITTED_QUANTIZATION, QUANTIZATION, SGLANG_SPECULATIVE, spelling
 from sizer.inputs.manifests.commands import TABLES as FLAG_TABLES
 from sizer.inputs.model_spec import catalog_names, load_config
 from sizer.sizing.cost import CostSummary
@@ -67,14 +69,9 @@ SGLANG_DIST_PORT = 20000                         # SGLang's --dist-init-addr por
 # `cloud.google.com/gke-accelerator` (Google's accelerator type) instead of the product label.
 GKE_LABEL = "cloud.google.com/gke-accelerator"
 
-# sizer's weight format -> vLLM's --quantization method (a format a checkpoint must already be in, except fp8,
-# which vLLM quantises on load); SGLang's where it differs. 16-bit formats are a --dtype instead.
-VLLM_QUANTIZATION = {"fp8": "fp8", "awq": "awq", "gptq": "gptq", "nvfp4": "modelopt_fp4", "mxfp4": "mxfp4"}
-SGLANG_QUANTIZATION = {**VLLM_QUANTIZATION, "int8": "w8a8_int8"}
-DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
-ONLINE_FORMATS = ("fp8",) + tuple(DTYPES)        # what an engine makes from a 16-bit checkpoint on load
-SGLANG_SPECULATIVE = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN", "draft_model": "STANDALONE",
-                      "ngram": "NGRAM"}
+# sizer's 16-bit formats (--dtype, spelt as the engines read them: commands.py DTYPES)
+WIDE_FORMATS = tuple(dict.fromkeys(fmt for fmt in ENGINE_DTYPES.values() if fmt))
+ONLINE_FORMATS = ("fp8",) + WIDE_FORMATS         # what an engine makes from a 16-bit checkpoint on load
 
 
 @dataclass(frozen=True)
@@ -233,7 +230,7 @@ def vllm_argv(c: ServingConfig) -> list[str]:
         argv += ["--distributed-executor-backend", "ray"]
     if c.enable_expert_parallel:
         argv.append(switch_for("vllm", "enable_expert_parallel", True))
-    argv += _weights_flags(c, "vllm", VLLM_QUANTIZATION)
+    argv += _weights_flags(c, "vllm")
     argv += _valued("vllm", [("kv_cache_dtype", _kv_dtype(c.kv_cache_dtype, "fp8")),
                              ("max_model_len", str(c.max_model_len)),
                              ("gpu_memory_utilization", f"{c.gpu_memory_utilization:g}")]
@@ -277,7 +274,7 @@ def sglang_argv(c: ServingConfig) -> list[str]:
         argv.append(switch_for("sglang", "enable_attention_dp", True))
     if c.enable_expert_parallel:
         argv += _valued("sglang", [("expert_parallel_size", str(tp))])
-    argv += _weights_flags(c, "sglang", SGLANG_QUANTIZATION)
+    argv += _weights_flags(c, "sglang")
     argv += _valued("sglang", [
         ("kv_cache_dtype", _kv_dtype(c.kv_cache_dtype, "fp8_e4m3")), ("max_model_len", str(c.max_model_len)),
         ("gpu_memory_utilization", f"{c.gpu_memory_utilization:g}"), ("max_num_seqs", str(c.max_num_seqs)),
@@ -290,11 +287,11 @@ def sglang_argv(c: ServingConfig) -> list[str]:
         if s.method not in SGLANG_SPECULATIVE:
             raise InputError(None, "--emit", f"SGLang has no {s.method} speculative decoding; "
                                              f"it runs {', '.join(SGLANG_SPECULATIVE)}")
-        argv += ["--speculative-algorithm", SGLANG_SPECULATIVE[s.method],
-                 "--speculative-num-steps", str(s.num_speculative_tokens), "--speculative-eagle-topk", "1",
-                 "--speculative-num-draft-tokens", str(s.num_speculative_tokens + 1)]
-        if s.model:
-            argv += ["--speculative-draft-model-path", s.model]
+        argv += _valued("sglang", [("speculative_algorithm", SGLANG_SPECULATIVE[s.method]),
+                                   ("speculative_num_steps", str(s.num_speculative_tokens)),
+                                   ("speculative_eagle_topk", "1"),
+                                   ("speculative_num_draft_tokens", str(s.num_speculative_tokens + 1))]
+                        + [("speculative_draft_model", s.model)] * bool(s.model))
     if c.lora:        # SGLang's names: adapters per batch, the rank its buffers are sized for
         # SGLang sizes its LoRA buffers from the target modules: without them and without --lora-paths it refuses
         # to start; `all` covers any adapter loaded later through /load_lora_adapter
@@ -462,19 +459,19 @@ class _PlainDumper(yaml.SafeDumper):
 # ---- shared -------------------------------------------------------------------------------------
 
 
-def _weights_flags(c: ServingConfig, engine: str, methods: dict[str, str]) -> list[str]:
+def _weights_flags(c: ServingConfig, engine: str) -> list[str]:
     """The weight format: a dtype for a 16-bit one; a quantization method unless the checkpoint states it
     (an engine refuses a method that differs from the checkpoint's quantization_config)."""
-    if c.weight_format in DTYPES:
-        return _valued(engine, [("dtype", DTYPES[c.weight_format])])
-    if c.weights_from_checkpoint or c.weight_format not in methods:
+    if c.weight_format in WIDE_FORMATS:
+        return _valued(engine, [("dtype", spelling(ENGINE_DTYPES, c.weight_format))])
+    if c.weights_from_checkpoint or c.weight_format not in EMITTED_QUANTIZATION[engine]:
         return []
-    return _valued(engine, [("quantization", methods[c.weight_format])])
+    return _valued(engine, [("quantization", spelling(QUANTIZATION, c.weight_format))])
 
 
 def _kv_dtype(kv: str, fp8: str) -> str:
     """16-bit KV is the engine's `auto` (the model's dtype); bare fp8 is the engine's own spelling."""
-    return "auto" if kv in DTYPES else fp8 if kv == "fp8" else kv
+    return "auto" if kv in WIDE_FORMATS else fp8 if kv == "fp8" else kv
 
 
 # A plan without --simulate counts replicas for memory alone; the emitted file and stderr say so.
