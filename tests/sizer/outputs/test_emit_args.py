@@ -160,7 +160,7 @@ def test_every_feature_path_emits_only_declared_flags(name):
 
 def test_multi_node_leader_runs_over_ray_and_sglang_names_its_nodes():
     c = config_of(resolve(scenario(**FEATURES["multi-node"])))
-    # 16 GPUs per replica on nodes of 8 H100s (emit.ACCELERATORS): two nodes
+    # 16 GPUs per replica on nodes of 8 H100s (h100-sxm.yaml kubernetes.schedule.gpus_per_node): two nodes
     assert c.nodes == 2
     (leader,) = kubernetes_argvs(emit("k8s", c))
     # vLLM's default multiprocessing backend stays on one node: a world size of 16 needs the Ray backend
