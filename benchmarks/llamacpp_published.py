@@ -5,7 +5,7 @@
 Reads tests/data/llamacpp/published.csv (sources in its README), prices each row with sizer's
 roofline on the device's profile (hardware_profiles/local/) and prints predicted vs published
 tokens per second, each error, and the median absolute errors. Target: tg128 median error <= 15%
-(tests/sizer/sizing/test_llamacpp_published.py asserts it).
+(tests/benchmarks/test_llamacpp_published.py asserts it).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ sys.path.insert(0, str(REPO))
 
 
 def main() -> None:
-    from sizer.sizing.llamacpp_published import median_errors, read_runs, replay
+    from benchmarks.published.llamacpp_published import median_errors, read_runs, replay
 
     rows = [replay(run) for run in read_runs(REPO / "tests" / "data" / "llamacpp" / "published.csv")]
     print(f"{'device':<14} {'model':<14} {'format':<8} {'pp512 pred':>10} {'published':>10} {'err':>6}   "

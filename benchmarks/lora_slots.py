@@ -24,10 +24,10 @@ def main() -> None:
     args = parser.parse_args()
 
     from simulator.metrics import summarise
-    from simulator.safe_yaml import load_yaml
     from sizer.inputs.scenario import scenario_from_dict
     from sizer.sizing.resolve import resolve
     from sizer.sizing.simulate import simulate_scenario
+    from validation.safe_yaml import load_yaml
 
     print(f"{'max_loras':>9} {'LoRA MiB':>9} {'KV blocks':>10} {'hold-backs':>11} {'held req':>9} "
           f"{'TTFT p50 ms':>12} {'TTFT p99 ms':>12} {'TPOT mean ms':>13}")

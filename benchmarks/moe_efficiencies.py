@@ -19,7 +19,9 @@ shape and split (experts sliced over TP, or spread whole over EP), against the G
 
   expert         where the layer is memory-bound (its FLOPs at the peak take less than its weights'
   streaming      read): that read at the roofline's weight-streaming bandwidth / (latency - fixed cost),
-                 the share of it the grouped GEMMs reach reading the experts their tokens touch
+                 the share of it the grouped GEMMs reach reading the experts their tokens touch (under the
+                 tables' balanced routing every expert once the tokens' top-k choices reach the experts; the
+                 roofline then counts the experts random routing touches, roofline.py expert_gemm_s)
 
 Medians over shapes and splits, per folder and then pooled over the H100 SXM and H200 folders per expert format
 and for all formats; sizer/analytic/roofline.py carries the pooled figures (MOE_LAYER_S, MOE_GROUPED_EFFICIENCY)
@@ -65,13 +67,19 @@ def figures(tables, hw) -> tuple[list[float], dict[float, list[float]], list[flo
         for tokens, seconds in rows.items():
             t = tokens * k / e
             flops = 2 * 3 * h * w * tokens * k / gpus
-            read = (e / ep) * (1 - (1 - k / e) ** tokens) * expert_bytes / stream
+            read = balanced_touched(tokens, k, e, ep) * expert_bytes / stream
             bucket = min(TOKENS_PER_EXPERT, key=lambda b: abs(math.log(t / b)))
             if abs(math.log(t / bucket)) < math.log(2) and flops / peak > read and seconds > fixed_s + read:
                 eff[bucket].append(flops / (seconds - fixed_s) / peak)
             elif flops / peak <= read and tokens > one and seconds > fixed_s:
                 streaming.append(read / (seconds - fixed_s))
     return fixed, eff, streaming
+
+
+def balanced_touched(tokens: int, top_k: int, experts: int, ep: int) -> float:
+    """Experts one GPU reads for `tokens` under the tables' balanced routing: the tokens' top-k choices spread
+    evenly over the experts, so every expert of the GPU is read once there are as many choices as experts."""
+    return min(experts, tokens * top_k) / ep
 
 
 def main() -> None:

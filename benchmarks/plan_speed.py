@@ -43,9 +43,9 @@ def in_process_plan_s(scenario: Path, runs: int = 5, variant=None) -> float:
 
 def models() -> None:
     """Each real config planned on 8 x H200 at max_model_len 8192 (a split and a length every fixture allows)."""
-    from simulator.errors import FieldError
     from sizer.inputs.model_spec import load_model
     from sizer.inputs.variant import Variant
+    from validation.errors import FieldError
 
     scenario = REPO / "scenarios" / "llama-3.1-8b-chat-h100.yaml"
     print(f"\n{'model config (8 x H200)':44s} {'layers':>6s} {'plan in-process ms':>20s} {'sizer plan wall ms':>20s}")

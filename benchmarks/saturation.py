@@ -3,7 +3,7 @@
     python3 benchmarks/saturation.py [--step-model auto|kernel_tables|roofline] [--only 8b 70b ...]
                                      [--scale 1.0]
 
-Each row is replayed as trtllm-bench ran it (sizer/sizing/replay_saturation.py; MoE rows with attention DP and
+Each row is replayed as trtllm-bench ran it (benchmarks/published/replay_saturation.py; MoE rows with attention DP and
 EP 8, docs/moe.md). Prints predicted against published per row, dense rows (Llama-3.1-8B, Llama-3.3-70B) and MoE
 rows (Qwen3-235B-A22B, Llama-4-Maverick) separately, with the median |error| of each and the largest.
 `--scale` < 1 replays that share of each row's requests (same lengths).
@@ -31,7 +31,7 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=1.0)
     args = ap.parse_args()
 
-    from sizer.sizing.replay_saturation import MOE, predicted_tokens_per_s
+    from benchmarks.published.replay_saturation import MOE, predicted_tokens_per_s
 
     rows = [r for r in csv.DictReader(DATA.open())
             if not args.only or any(o.lower() in r["model_hf_id"].lower() for o in args.only)]

@@ -28,10 +28,7 @@ from engine.kernels import Kernels
 from engine.kv_cache import PagedKVCache
 from engine.model import Transformer
 from engine.runner import EngineRunner, StepRecord
-from simulator.engine_loop import BARE
-from simulator.replica import ReplicaConfig
-from simulator.request import Request
-from simulator.scheduler import SchedulerConfig
+from simulator import BARE, ReplicaConfig, Request, SchedulerConfig
 
 ROTATE_LAYERS = 4     # weights cycled by the token-op benchmarks
 

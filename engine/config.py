@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from simulator.errors import FieldError
+from validation.errors import FieldError
 
 
 class ModelShape(Protocol):

@@ -23,7 +23,7 @@ from typing import Protocol
 import torch
 
 from engine.profile import Versions
-from simulator.errors import FieldError
+from validation.errors import FieldError
 
 CPU_THREADS = 1   # one thread: stable timings on a shared machine, and what the CPU profile assumes
 

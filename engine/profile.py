@@ -35,11 +35,11 @@ from typing import Any
 import numpy as np
 
 from engine.profile_parts import Limits, Overhead, split_attention
-from simulator import schema
-from simulator.errors import FieldError, excerpt
-from simulator.input_files import read_text
-from simulator.safe_yaml import load_yaml
 from simulator.step_batch import StepBatch, StepTimeModel
+from validation import schema
+from validation.errors import FieldError, excerpt
+from validation.input_files import read_text
+from validation.safe_yaml import load_yaml
 
 PROFILE_FILE = "profile.yaml"
 TOKEN_OPS_FILE = "token_ops.csv"           # tokens, <op>_s ...

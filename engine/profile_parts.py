@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simulator import schema
 from simulator.step_batch import StepBatch
+from validation import schema
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,7 @@ from engine.batch import SeqWork, build_step
 from engine.device import Device
 from engine.kv_cache import PagedKVCache
 from engine.model import Transformer, sample
-from simulator.kv_cache import KVCacheManager
-from simulator.replica import ReplicaConfig
-from simulator.request import Request
-from simulator.scheduler import Scheduler
-from simulator.step_batch import StepBatch
+from simulator import KVCacheManager, ReplicaConfig, Request, Scheduler, StepBatch
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,15 @@ from engine.kv_cache import PagedKVCache
 from engine.model import Transformer
 from engine.runner import EngineRunner, RunResult
 from engine.weights import load_weights
-from simulator.metrics import summarise, weighted_percentiles
-from simulator.records import SimulationResult
-from simulator.request import Request
-from simulator.run import SimulationConfig, simulate
-from simulator.step_batch import StepTimeModel
+from simulator import (
+    Request,
+    SimulationConfig,
+    SimulationResult,
+    StepTimeModel,
+    simulate,
+    summarise,
+    weighted_percentiles,
+)
 
 PERCENTILES = (50, 95, 99)
 # KV cache a CPU run may take: a host's RAM is no pool size (the caller's budget from it would

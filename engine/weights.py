@@ -9,37 +9,43 @@ engine's fused q/k/v and gate/up weights; Mixtral (`block_sparse_moe`) and Qwen-
 
 from __future__ import annotations
 
-import json
+import math
 import mmap
-import struct
 from pathlib import Path
 
 import torch
 
 from engine.model import Transformer
-from simulator.errors import FieldError
+from validation.errors import FieldError, excerpt
+from validation.safetensors import read_header
 
 DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "F64": torch.float64,
           "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8}
 
 
 def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
-    """All tensors of one file, on the CPU (copied out of a read-only memory map)."""
+    """All tensors of one file, on the CPU (copied out of a read-only memory map). The header is read and its
+    byte ranges checked by validation/safetensors.py; each tensor's dtype and shape are checked here against its
+    bytes before anything is allocated."""
+    header = read_header(path)
+    out = {}
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        (size,) = struct.unpack("<Q", mm[:8])
-        header = json.loads(mm[8:8 + size])
-        base = 8 + size
-        out = {}
-        for name, meta in header.items():
-            if name == "__metadata__":
-                continue
-            if meta["dtype"] not in DTYPES:
-                raise FieldError(str(path), name, f"unsupported dtype {meta['dtype']}")
-            start, end = meta["data_offsets"]
+        for name, meta in header.tensors.items():
+            dtype = DTYPES.get(meta.get("dtype")) if isinstance(meta.get("dtype"), str) else None
+            if dtype is None:
+                raise FieldError(str(path), f"header.{excerpt(name, quote=False)}.dtype",
+                                 f"unsupported dtype {excerpt(meta.get('dtype'))}; expected one of {', '.join(DTYPES)}")
+            shape = meta.get("shape")
+            start, end = header.ranges[name]
+            if not (isinstance(shape, list) and all(type(d) is int and d >= 0 for d in shape)
+                    and math.prod(shape) * dtype.itemsize == end - start):
+                raise FieldError(str(path), f"header.{excerpt(name, quote=False)}.shape",
+                                 f"expected dimensions whose product x {dtype.itemsize} bytes is the tensor's "
+                                 f"{end - start:,} bytes, got {excerpt(shape)}")
+            base = header.data_start_bytes
             raw = bytearray(mm[base + start:base + end])
-            dtype = DTYPES[meta["dtype"]]
             tensor = torch.frombuffer(raw, dtype=dtype) if raw else torch.empty(0, dtype=dtype)
-            out[name] = tensor.reshape(meta["shape"])
+            out[name] = tensor.reshape(shape)
     return out
 
 

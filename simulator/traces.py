@@ -3,7 +3,7 @@
 Both give a `Workload` with arrivals in seconds from the first request, in arrival order
 (a file out of order is sorted; with `limit`, the first `limit` requests of the file are
 taken, then sorted). Every row is checked as it is read, against the bounds of
-simulator/trace_limits.py, before anything is kept; a bad file raises
+validation/trace_limits.py, before anything is kept; a bad file raises
 `FieldError(file, "line N, field", expectation)` quoting at most a short excerpt of the bad value.
 """
 
@@ -19,9 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from simulator.errors import EXCERPT_CHARS, FieldError, excerpt
-from simulator.schema import Key, check_key, read_key
-from simulator.trace_limits import (
+from simulator.workload import Workload
+from validation.errors import EXCERPT_CHARS, FieldError, excerpt
+from validation.schema import Key, check_key, read_key
+from validation.trace_limits import (
     MAX_HASH_ID,
     MAX_LINE_BYTES,
     MAX_REQUEST_TOKENS,
@@ -30,11 +31,10 @@ from simulator.trace_limits import (
     MAX_TRACE_LINES,
     MAX_TRACE_REQUESTS,
 )
-from simulator.workload import Workload
 
 MOONCAKE_BLOCK_TOKENS = 512
 
-# -- The fields of a request row, declared once (simulator/schema.py checks them). The readers
+# -- The fields of a request row, declared once (validation/schema.py checks them). The readers
 # -- test the common row against the same declarations inline, for speed; any other row goes
 # -- through `read_key`/`check_key`, which refuse what breaks them naming line and field.
 _TOKENS = {"ge": 1, "le": MAX_REQUEST_TOKENS, "nullable": False}

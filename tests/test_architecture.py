@@ -1,7 +1,9 @@
 """The layout's rules (docs/architecture.md), checked on the source: imports point one way.
 
-    simulator            imports numpy, simpy, PyYAML and itself only (a leaf)
-    engine               imports simulator (and torch, triton), never sizer
+    validation           imports the standard library and PyYAML only (the leaf every package reads inputs through)
+    simulator            imports validation, numpy, simpy, PyYAML and itself only
+    engine               imports validation and simulator (and torch, triton), never sizer
+    benchmarks           (not shipped) may import any of them; none of them imports it
     sizer.inputs    ->   sizer.analytic -> sizer.sizing -> sizer.outputs -> sizer.cli
                          each stage imports only the stages before it (and sizer.errors)
 
@@ -9,19 +11,21 @@ Imports sit at module top, except the deliberate lazy path: torch, triton and th
 modules that import them (calibrate, validate), pandas, matplotlib and weasyprint, which
 would otherwise cost every `sizer plan` a second of start-up, and ray (`sweep --backend ray`,
 an optional extra). sizer's own code is deferred in two places only: the CLI's commands
-(sizer/cli/app.py) and the input and output kinds (sizer/kinds.py).
+(sizer/cli/app.py) and the input and output kinds (sizer/kinds.py); and the simulator's public API
+(simulator/__init__.py) loads each name's module when it is first used.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 from sizer.cli.app import COMMANDS
 from sizer.kinds import KINDS
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("sizer", "simulator", "engine", "hardware_profiles")
+PACKAGES = ("sizer", "simulator", "engine", "validation", "hardware_profiles")
 STAGES = ("sizer.inputs", "sizer.analytic", "sizer.sizing", "sizer.outputs", "sizer.cli")
 LAZY_ALLOWED = ("torch", "triton", "pandas", "matplotlib", "weasyprint", "engine", "ray", "pyarrow")
 ENGINE_TORCH_FREE = ("engine.profile", "engine.profile_parts", "engine.config")     # sizer may import these at top
@@ -61,15 +65,45 @@ def within(name: str, prefix: str) -> bool:
     return name == prefix or name.startswith(prefix + ".")
 
 
-def test_the_simulator_is_a_leaf():
-    found = [(m, i) for m, p in sources().items() if within(m, "simulator")
-             for i, _ in imports(p) if first_party(i) and not within(i, "simulator")]
-    assert found == []
+def first_party_imports_outside(package: str, allowed: tuple[str, ...],
+                                files: dict[str, Path] | None = None) -> list[tuple[str, str]]:
+    """(module, import) for each first-party import of `package`'s modules outside `package` and `allowed`."""
+    return [(m, i) for m, p in (files or sources()).items() if within(m, package)
+            for i, _ in imports(p) if first_party(i) and not any(within(i, a) for a in (package, *allowed))]
 
 
-def test_the_engine_never_imports_sizer():
-    found = [(m, i) for m, p in sources().items() if within(m, "engine")
-             for i, _ in imports(p) if within(i, "sizer") or within(i, "hardware_profiles")]
+def test_validation_is_the_leaf():
+    assert first_party_imports_outside("validation", ()) == []
+
+
+def test_validation_needs_the_standard_library_and_pyyaml_only():
+    # so that every package, the torch-free engine modules and a plain plan can import it without cost
+    third_party = {i.split(".")[0] for m, p in sources().items() if within(m, "validation")
+                   for i, _ in imports(p) if not first_party(i) and i.split(".")[0] not in sys.stdlib_module_names}
+    assert third_party == {"yaml"}
+
+
+def test_the_simulator_imports_validation_and_itself_only():
+    assert first_party_imports_outside("simulator", ("validation",)) == []
+
+
+def test_the_leaf_rules_find_a_forbidden_import(tmp_path):
+    # the checker itself: a validation module importing the simulator, and a simulator module importing sizer,
+    # are each found (so an empty answer above means no such import, not a checker that sees nothing)
+    (tmp_path / "v.py").write_text("from simulator.config import ReplicaConfig\nimport yaml\n")
+    (tmp_path / "s.py").write_text("import validation.schema\nfrom sizer.errors import InputError\n")
+    files = {"validation.bad": tmp_path / "v.py", "simulator.bad": tmp_path / "s.py"}
+    assert first_party_imports_outside("validation", (), files) == [("validation.bad", "simulator.config")]
+    assert first_party_imports_outside("simulator", ("validation",), files) == [("simulator.bad", "sizer.errors")]
+
+
+def test_the_engine_imports_validation_and_the_simulator_never_sizer():
+    assert first_party_imports_outside("engine", ("validation", "simulator")) == []
+
+
+def test_no_shipped_package_imports_the_benchmarks():
+    # benchmarks/ (scripts, and the replays of published runs only they and their tests use) is not in the wheel
+    found = [(m, i) for m, p in sources().items() for i, _ in imports(p) if within(i, "benchmarks")]
     assert found == []
 
 
@@ -116,10 +150,11 @@ def dynamic_imports(path: Path) -> list[str]:
 
 def test_sizer_defers_its_own_code_in_two_places_only():
     # the command and input-kind boundaries (docs/architecture.md): sizer/cli/app.py COMMANDS, sizer/kinds.py KINDS;
+    # and the simulator's public API, each name loading its module when used (simulator/__init__.py);
     # a standard-library module chosen by Python version (re._parser or sre_parse) is no deferral
     found = sorted(m for m, p in sources().items()
                    if any(name == "?" or any(within(name, pkg) for pkg in PACKAGES) for name in dynamic_imports(p)))
-    assert found == ["sizer.cli.app", "sizer.kinds"]
+    assert found == ["simulator", "sizer.cli.app", "sizer.kinds"]
     # and every module those tables name exists
     assert {module for module, _ in COMMANDS.values()} | set(KINDS.values()) <= set(sources())
 
@@ -156,7 +191,7 @@ def test_no_import_cycles():
 # The packages between which docs/architecture.md draws every arrow ("Every arrow between packages"); the
 # longest prefix names a module's package, and `sizer` is its top-level modules.
 ARROW_UNITS = ("sizer.inputs", "sizer.analytic", "sizer.sizing", "sizer.outputs", "sizer.cli", "simulator", "engine",
-               "hardware_profiles", "sizer")
+               "validation", "hardware_profiles", "sizer")
 
 
 def unit_of(name: str) -> str:
@@ -196,4 +231,6 @@ def test_the_arrow_table_is_read_as_written():
     documented = documented_arrows()
     assert documented[("engine", "simulator")] == {"top"}
     assert documented[("sizer.cli", "engine")] == {"top", "lazy"}
+    assert documented[("simulator", "validation")] == {"top"}
     assert ("simulator", "sizer") not in documented and len(documented) >= 25
+    assert not any(source == "validation" for source, _ in documented)      # the leaf imports no other package

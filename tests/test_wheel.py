@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios" / "llama-3.1-8b-chat-h100.yaml"
-SOURCES = ("pyproject.toml", "README.md", "sizer", "simulator", "engine", "hardware_profiles")
+SOURCES = ("pyproject.toml", "README.md", "sizer", "simulator", "engine", "validation", "hardware_profiles")
 # Package data the wheel must carry, as globs relative to the repository (= to site-packages).
 DATA = ("hardware_profiles/*.yaml", "hardware_profiles/calibrated/*/*", "hardware_profiles/local/*.yaml",
         "hardware_profiles/kernels/*/*",

@@ -66,11 +66,12 @@ MOE_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_block":
 # H200 in vLLM 0.24.0, SGLang 0.5.14 and TensorRT-LLM 1.3.0rc20, balanced routing; medians over expert shapes and
 # splits), by the experts' table format (MOE_DTYPES; None: any other): a layer's fixed cost per step (its 1-token
 # latency less its experts' weight read), the share of the roofline's weight streaming its grouped GEMMs reach
-# where memory-bound (W4A16 MXFP4's kernels half), and their share of the format's peak where compute-bound, by
+# where memory-bound (W4A16 MXFP4's kernels half; the experts a balanced row reads: every one once its tokens' top-k
+# choices reach the experts, issue 23), and their share of the format's peak where compute-bound, by
 # tokens per expert (tokens x top-k / experts; log-linear between the points, flat beyond them: below the first no
 # measured point was compute-bound). Other GPUs take these figures until measured.
 MOE_LAYER_S = {"bfloat16": 22.6e-6, "fp8": 25.8e-6, "fp8_block": 34.1e-6, "w4a16_mxfp4": 51.4e-6, None: 27.8e-6}
-MOE_STREAMING = {"bfloat16": 1.02, "fp8": 1.05, "fp8_block": 1.06, "w4a16_mxfp4": 0.50, None: 1.02}
+MOE_STREAMING = {"bfloat16": 1.12, "fp8": 1.13, "fp8_block": 1.16, "w4a16_mxfp4": 0.50, None: 1.12}
 MOE_GROUPED_EFFICIENCY = {"bfloat16": {256: 0.3669, 1024: 0.4368}, "fp8": {256: 0.3519, 1024: 0.5743},
                           "fp8_block": {256: 0.2449, 1024: 0.3042},
                           "w4a16_mxfp4": {64: 0.2647, 256: 0.2959, 1024: 0.3129},

@@ -20,7 +20,7 @@ import sys
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from simulator.errors import FieldError
+from validation.errors import FieldError
 
 # name -> (module, function): the module is imported when the command runs or its help is shown
 COMMANDS = {

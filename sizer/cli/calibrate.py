@@ -10,7 +10,6 @@ from pathlib import Path
 import typer
 
 from engine.profile import Limits, ProfileHeader, load_profile, read_header
-from simulator.errors import excerpt
 from sizer.cli.flags import check_engine, check_model, check_range
 from sizer.errors import InputError
 from sizer.inputs.hardware import HOST_CPU, HardwareSpec, load_hardware, user_dir
@@ -20,6 +19,7 @@ from sizer.sizing.aiconfigurator_import import write_tables
 from sizer.sizing.device_calibration import DeviceCalibration, calibrate_device
 from sizer.sizing.profile_kernels import KERNELS_SUBDIR, kernel_tables_from_profile
 from sizer.words import count
+from validation.errors import excerpt
 
 
 def user_calibrated_dir() -> Path:

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import typer
 
-from simulator.errors import FieldError
 from sizer.cli.flags import check_gpu, check_range
 from sizer.cli.options import (
     GPU,
@@ -29,6 +28,7 @@ from sizer.outputs.check import CheckResult, check_file
 from sizer.outputs.destination import check_destination
 from sizer.outputs.junit import write_junit, write_junit_error
 from sizer.outputs.serialise import to_json
+from validation.errors import FieldError
 
 
 def command(

@@ -12,10 +12,10 @@ from sizer.cli.render import render_comparison, terminal
 from sizer.errors import InputError
 from sizer.inputs.bench_result import bench_result
 from sizer.inputs.guidellm_report import MAX_REPORT_BYTES, guidellm_benchmarks, is_guidellm_report
-from sizer.inputs.safe_load import load_json
 from sizer.inputs.scenario import load_scenario
 from sizer.outputs.serialise import to_json
 from sizer.sizing.compare import compare, compare_guidellm
+from validation.safe_load import load_json
 
 
 def command(

@@ -45,14 +45,14 @@ def plan_emitted(fmt: str | None, resolved: Resolved, plan: Plan) -> str | None:
 
 def memory_only(resolved: Resolved, plan: Plan) -> bool:
     """A plan without a simulated answer whose scenario states no replicas: its count is for memory alone."""
-    return plan.simulation is None and not resolved.scenario.deployment.replicas
+    return plan.simulation is None and not resolved.deployment.replicas
 
 
 def note_memory_only(resolved: Resolved, plan: Plan) -> None:
     """The stderr line beside the emitted comment, after the plan."""
     if memory_only(resolved, plan):
         typer.echo("note: " + MEMORY_ONLY_NOTE.format(replicas=plan.cost.replicas if plan.cost else 1), err=True)
-    if resolved.scenario.workload.schedule is not None:
+    if resolved.workload.schedule is not None:
         typer.echo("note: workload.schedule and autoscaling are not emitted: the file holds a fixed replica count "
                    "(no HorizontalPodAutoscaler or KEDA object); `plan --simulate` gives the day's replicas",
                    err=True)

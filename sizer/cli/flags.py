@@ -8,12 +8,12 @@ import importlib.util
 import math
 from pathlib import Path
 
-from simulator.errors import FieldError, excerpt
 from sizer.errors import InputError
 from sizer.inputs.checkpoint import find_config
 from sizer.inputs.hardware import is_profile_path, scenario_hardware
 from sizer.inputs.model_spec import CATALOG_DIR
 from sizer.inputs.variant import Variant
+from validation.errors import FieldError, excerpt
 
 # Worker processes for a search: at most 1,024 (each forks a copy of sizer; more than the cores only queue).
 MAX_WORKERS = 1024

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from simulator.gateway import OUTCOMES, GatewayRecords
+from simulator import OUTCOMES, GatewayRecords
 from sizer.cli.progress import progress
 from sizer.cli.render import number_column, terminal, text_column
 from sizer.errors import InputError

@@ -6,9 +6,6 @@ from pathlib import Path
 
 import typer
 
-from simulator.errors import FieldError
-from simulator.safe_yaml import load_yaml
-from simulator.schema import Key, check_key
 from sizer.cli.flags import check_range
 from sizer.errors import InputError
 from sizer.inputs.manifests.fields import parse_number
@@ -23,6 +20,9 @@ from sizer.inputs.scenario import (
 )
 from sizer.inputs.traffic import Traffic, with_traffic
 from sizer.inputs.variant import Variant
+from validation.errors import FieldError
+from validation.safe_yaml import load_yaml
+from validation.schema import Key, check_key
 
 EMIT_HELP = "also write the recommended configuration as a `vllm serve` command, a Kubernetes manifest, an " \
             "`sglang.launch_server` command, a `llama-server` command or an Ollama Modelfile and environment: " \

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import typer
 
-from simulator.errors import excerpt
 from sizer.cli.flags import check_choices, check_gpu, check_model, check_range, naming_flags
 from sizer.cli.options import (
     CONCURRENCY,
@@ -60,6 +59,7 @@ from sizer.kinds import kind
 from sizer.outputs.serialise import to_json
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
+from validation.errors import excerpt
 
 # A plan from flags alone (no scenario file) asks about this workload: 1 request/s of 1,024
 # prompt and 256 output tokens. The plan's assumptions show it like any scenario's.
@@ -72,8 +72,8 @@ def build_scenario(scenario: Path | None, variant: Variant, traffic: Traffic = T
                    sources: dict[str, str] | None = None) -> Scenario:
     """A scenario from a file (with the flags' changes) or from flags alone; `traffic`'s lengths and SLO
     targets replace the scenario's (its rate is the variant's). Each workload and SLO value knows its source
-    (the plan's assumptions print it): a flag (`sources`: scenario path -> the flag that set it), the scenario,
-    or a default."""
+    (the plan's assumptions print it), and so does each setting a flag set: a flag (the Variant's fields by
+    FLAGS; `sources`: the lengths' and targets' scenario paths -> their flags), the scenario, or a default."""
     if scenario is not None:
         built = scenario_with_flags(scenario, traffic, variant)
     elif variant.model is None or variant.gpu is None:
@@ -83,7 +83,8 @@ def build_scenario(scenario: Path | None, variant: Variant, traffic: Traffic = T
                                    default_name="command-line")
         built = with_sources(built, {path: "default: no scenario file"
                                      for path, _ in stated_sources(FLAGS_ONLY_WORKLOAD)})
-    return with_sources(built, sources or {})
+    flags = {path: FLAGS[name] for name, path in variant.fields_set().items() if name in FLAGS}
+    return with_sources(built, flags | (sources or {}))
 
 
 def _gpu_or_profile(gpu: str | None, profile: Path | None) -> tuple[str | None, str | None]:
@@ -117,8 +118,8 @@ def _one_of(choices: object) -> Callable[[object, str], object]:
 class PlanFlag:
     """One `plan` option, declared once: the option (its flag and help, Typer's), the parameter's type, the
     Variant field it sets (None: the command reads it itself), the check its value passes first (one line naming
-    the flag), the scenario paths whose source it becomes, the other Variant fields a refusal names it for, and
-    whether a gateway document takes it."""
+    the flag), the scenario paths whose source it becomes where it sets no Variant field (a length or SLO target),
+    the other Variant fields it is named for (in refusals and sources), and whether a gateway document takes it."""
     option: typer.models.OptionInfo
     annotation: object
     field: str | None = None
@@ -167,10 +168,8 @@ PLAN_FLAGS = (
              int | None, "max_model_len", _in_range(1, MAX_TOKENS)),
     PlanFlag(typer.Option(None, "--ctx-size", help="llama.cpp: total context of all slots (-c); default the "
                                                    "model's"), int | None, "ctx_size", _in_range(1, MAX_TOKENS)),
-    PlanFlag(RATE, float | None, "rate_per_s", _in_range(MIN_RATE_PER_S, MAX_RATE_PER_S),
-             sources=("workload.arrival.rate_per_s",)),
-    PlanFlag(CONCURRENCY, int | None, sources=("workload.arrival.concurrency", "workload.arrival.process"),
-             names=("concurrency", "arrival_process")),
+    PlanFlag(RATE, float | None, "rate_per_s", _in_range(MIN_RATE_PER_S, MAX_RATE_PER_S)),
+    PlanFlag(CONCURRENCY, int | None, names=("concurrency", "arrival_process")),
     PlanFlag(PROMPT_TOKENS, str | None, sources=("workload.prompt_tokens",), traffic=True),
     PlanFlag(OUTPUT_TOKENS, str | None, sources=("workload.output_tokens",), traffic=True),
     PlanFlag(TTFT_MS, float | None, sources=("slo.ttft_ms",), traffic=True),
@@ -219,7 +218,7 @@ def command(scenario: Path | None = typer.Argument(None, help="scenario YAML (se
     result = make_plan(resolved)
     if flags["--simulate"]:
         result = kind("day").add_energy(kind("simulate").add_simulation(result, resolved), resolved)
-        if resolved.scenario.workload.schedule is not None:
+        if resolved.workload.schedule is not None:
             result = kind("simulate").add_day(result, resolved)
     text = emitter.plan_emitted(emit, resolved, result) if emitter is not None else None
     if as_json:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import typing
 
-from simulator.errors import excerpt
 from sizer.cli.flags import check_choices, check_range
 from sizer.errors import InputError
 from sizer.inputs.hardware import load_hardware, scenario_hardware
@@ -14,6 +13,7 @@ from sizer.inputs.scenario import MAX_REPLICAS, MAX_SLOTS, KVCacheDtype, Scenari
 from sizer.sizing.presets import slot_preset
 from sizer.sizing.search import SearchSpace, candidates, default_space
 from sizer.words import count
+from validation.errors import excerpt
 
 # `sizer report`'s --gpus help: why its default space is the scenario's GPU alone.
 REPORT_GPUS_HELP = ("profiles the search tries. Default: the scenario's GPU only (its TP sizes x weight x KV "

@@ -7,9 +7,7 @@ from pathlib import Path
 
 import typer
 
-from simulator.cluster import ROUTERS
-from simulator.errors import excerpt
-from simulator.metrics import summarise
+from simulator import ROUTERS, summarise
 from sizer.cli.flags import check_range, naming_flags
 from sizer.cli.options import (
     CONCURRENCY,
@@ -38,6 +36,7 @@ from sizer.sizing.goodput import slo_of
 from sizer.sizing.plan import Plan
 from sizer.sizing.resolve import Resolved, resolve
 from sizer.sizing.simulate import DEFAULT_ROUTER, simulate_scenario
+from validation.errors import excerpt
 
 
 def command(

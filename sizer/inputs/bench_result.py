@@ -17,10 +17,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from simulator.errors import FieldError, excerpt
-from simulator.schema import Key, check_key, read_key
-from sizer.inputs.safe_load import load_json
 from sizer.inputs.scenario import MAX_CONCURRENCY, MAX_RATE_PER_S, MAX_REQUESTS, MAX_TOKENS
+from validation.errors import FieldError, excerpt
+from validation.safe_load import load_json
+from validation.schema import Key, check_key, read_key
 
 # Throughputs: name in the file -> per second.
 THROUGHPUTS = ("request_throughput", "output_throughput", "total_token_throughput")

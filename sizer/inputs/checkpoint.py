@@ -19,27 +19,24 @@ from __future__ import annotations
 
 import os
 import re
-import stat
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simulator.errors import excerpt
 from sizer.errors import InputError
 from sizer.inputs.gguf_file import read_gguf
 from sizer.inputs.hf_store import BUNDLED, bundled
 from sizer.inputs.quantization import Quantization, parse_hf_quant_config
-from sizer.inputs.safe_load import load_json, loads_json, read_text
+from validation.errors import excerpt
+from validation.safe_load import load_json, read_text
+from validation.safetensors import read_header
 
 HF_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 INDEX = "model.safetensors.index.json"
 # The most bytes an index may state: 2^50 (1 PiB), a thousand times the largest checkpoint published.
 MAX_TOTAL_BYTES = 2**50
 HF_QUANT_CONFIG = "hf_quant_config.json"
-# safetensors refuses headers above 100 MB; a real one holds about 150 bytes per tensor, so a
-# checkpoint of 100,000 tensors has a header of ~15 MB. Files and tensors beyond these are refused.
-MAX_HEADER_BYTES = 100_000_000
+# Files beyond this are refused (each one's header: validation/safetensors.py).
 MAX_SAFETENSORS_FILES = 10_000
 
 
@@ -188,45 +185,4 @@ def stored_bytes(folder: Path) -> tuple[int | None, str]:
 
 def header_tensor_bytes(path: Path) -> int:
     """Bytes of the tensors a .safetensors file holds, from its header alone."""
-    file = str(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as f:
-            info = os.fstat(f.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise InputError(file, None, "not a regular file")
-            head = f.read(8)
-            if len(head) < 8:
-                raise InputError(file, "header", "shorter than the 8-byte header length of a safetensors file")
-            (length,) = struct.unpack("<Q", head)
-            if length > min(MAX_HEADER_BYTES, info.st_size - 8):
-                raise InputError(file, "header", f"states a {length:,}-byte header in a {info.st_size:,}-byte file "
-                                                 f"(at most {MAX_HEADER_BYTES:,}): not a safetensors file")
-            raw = f.read(length)
-    except OSError as exc:
-        raise InputError(file, None, f"cannot read: {exc.strerror or exc}") from None
-    try:
-        header = loads_json(raw.decode("utf-8"), file, "header")
-    except UnicodeDecodeError:
-        raise InputError(file, "header", "not UTF-8 JSON: not a safetensors file") from None
-    if not isinstance(header, dict):
-        raise InputError(file, "header", "expected a JSON object of tensors")
-    data_bytes = info.st_size - 8 - length
-    ranges = []
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
-        if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(o) is int for o in offsets)
-                and 0 <= offsets[0] <= offsets[1] <= data_bytes):
-            raise InputError(file, f"header.{excerpt(name, quote=False)}.data_offsets",
-                             f"expected [start, end] within the file's {data_bytes:,} data bytes, got "
-                             f"{excerpt(offsets)}")
-        ranges.append((offsets[0], offsets[1], name))
-    ranges.sort()
-    for (_, end, before), (start, _, name) in zip(ranges, ranges[1:], strict=False):
-        if start < end:
-            raise InputError(file, f"header.{excerpt(name, quote=False)}.data_offsets",
-                             f"overlaps {excerpt(before, quote=False)} (starts at {start:,}, before its end "
-                             f"{end:,}); expected each tensor's bytes once")
-    return sum(end - start for start, end, _ in ranges)
+    return read_header(path, InputError).tensor_bytes

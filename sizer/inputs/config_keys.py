@@ -4,7 +4,7 @@ features refused when switched on. `model_spec.from_hf_config` reads a config th
 
 from __future__ import annotations
 
-from simulator.schema import Key
+from validation.schema import Key
 
 # ---- the config.json keys sizer reads, declared once -----------------------------------------
 #

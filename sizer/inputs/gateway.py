@@ -14,9 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from simulator.errors import excerpt
-from simulator.safe_yaml import load_yaml
-from simulator.schema import build, describe, field, join
 from sizer.errors import InputError
 from sizer.inputs.scenario import (
     MAX_RATE_PER_S,
@@ -35,6 +32,9 @@ from sizer.inputs.scenario import (
     _check_distribution,
     _refuse_huge_integers,
 )
+from validation.errors import excerpt
+from validation.safe_yaml import load_yaml
+from validation.schema import build, describe, field, join
 
 # Prices per million tokens of a hosted endpoint: at most $1,000,000 (finite in every sum).
 MAX_USD_PER_MILLION_TOKENS = 1e6

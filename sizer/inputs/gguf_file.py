@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simulator.errors import excerpt
-from simulator.input_files import file_kind
 from sizer.errors import InputError
 from sizer.inputs import gguf_types as gg
 from sizer.inputs.quantization import Quantization
+from validation.errors import excerpt
+from validation.input_files import file_kind
 
 # GGUF general.architecture -> the Hugging Face architecture whose config.json keys sizer reads
 ARCHITECTURES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",

@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simulator.errors import FieldError, excerpt
-from simulator.schema import Key, check_key, read_key
-from sizer.inputs.safe_load import load_json
 from sizer.inputs.scenario import MAX_CONCURRENCY, MAX_RATE_PER_S, MAX_REQUESTS, MAX_TOKENS
+from validation.errors import FieldError, excerpt
+from validation.safe_load import load_json
+from validation.schema import Key, check_key, read_key
 
 # A report with every request's statistics runs to tens of MB for a sweep of thousands of requests.
 MAX_REPORT_BYTES = 256 << 20

@@ -13,11 +13,11 @@ from functools import lru_cache
 from pathlib import Path
 
 from hardware_profiles import LOCAL_DIR, PROFILES_DIR
-from simulator.errors import excerpt
-from simulator.safe_yaml import load_yaml
 from sizer.errors import InputError
 from sizer.inputs import preloaded
 from sizer.inputs.kubernetes_names import KubernetesNames, kubernetes_names
+from validation.errors import excerpt
+from validation.safe_yaml import load_yaml
 
 # PCIe x16, bytes per second in one direction, by generation: PCI-SIG's x16 figures are 64, 128 and
 # 256 GB/s bidirectional for PCIe 4.0 (16 GT/s per lane), 5.0 (32 GT/s) and 6.0 (64 GT/s), halved here

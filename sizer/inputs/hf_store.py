@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from sizer.inputs.safe_load import load_json
+from validation.safe_load import load_json
 
 STORE_DIR = Path(__file__).parent / "catalog" / "hf"
 MODELS_DIR = Path(__file__).parent / "catalog" / "models"

@@ -50,10 +50,10 @@ from pathlib import Path
 
 from engine.profile_parts import Limits, Overhead
 from hardware_profiles import PROFILES_DIR
-from simulator import schema
-from simulator.errors import FieldError, excerpt
-from simulator.input_files import file_kind
-from simulator.safe_yaml import load_yaml
+from validation import schema
+from validation.errors import FieldError, excerpt
+from validation.input_files import file_kind
+from validation.safe_yaml import load_yaml
 
 KERNELS_DIR = PROFILES_DIR / "kernels"
 HEADER_FILE = "tables.yaml"

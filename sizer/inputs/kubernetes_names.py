@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from simulator.errors import excerpt
 from sizer.errors import InputError
+from validation.errors import excerpt
 
 FIELDS = ("schedule", "product_names", "gke_accelerators", "karpenter_gpu", "ray_accelerator_types",
           "instance_types")

@@ -15,9 +15,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from simulator.errors import FieldError, excerpt
-from simulator.safe_yaml import MAX_YAML_BYTES, load_yaml, load_yaml_all, loads_yaml, loads_yaml_all
-from simulator.schema import build, field, join
 from sizer.errors import InputError
 from sizer.inputs.checkpoint import find_config
 from sizer.inputs.hardware import is_profile_path, scenario_hardware
@@ -37,6 +34,9 @@ from sizer.inputs.model_spec import CATALOG_DIR
 from sizer.inputs.scenario import SLOSection, WorkloadSection, load_scenario, scenario_from_dict
 from sizer.inputs.traffic import Traffic, with_traffic
 from sizer.words import count
+from validation.errors import FieldError, excerpt
+from validation.safe_yaml import MAX_YAML_BYTES, load_yaml, load_yaml_all, loads_yaml, loads_yaml_all
+from validation.schema import build, field, join
 
 
 @dataclass(frozen=True)
@@ -380,8 +380,8 @@ def _gpu_from_labels(docs: list, file: str, stated: tuple = ()) -> tuple[str, st
             continue
         label = read_label(str(key), str(value), beside)
         if label.profile is None:
-            raise InputError(file, where, f"no hardware profile for {label.reading}; give --gpu (`sizer gpus`) "
-                                          "or sizer.gpu")
+            raise InputError(file, where, f"no hardware profile for {excerpt(label.reading, quote=False)}; give --gpu "
+                                          "(`sizer gpus`) or sizer.gpu")
         return label.profile, f"{where} ({label.reading})"
     raise InputError(file, "--gpu", "missing: no node label names the GPU (in a node selector, node affinity or "
                                     "toleration: GPU product, GKE accelerator, instance type); give --gpu (`sizer "

@@ -22,7 +22,6 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from simulator.errors import excerpt
 from sizer.errors import InputError
 from sizer.inputs.layers import (
     CHUNKED,
@@ -43,6 +42,7 @@ from sizer.inputs.layers import (
     NoMixer,
     VisionTower,
 )
+from validation.errors import excerpt
 
 # layer_types entries, by the attention span they mean (Hugging Face spellings)
 LAYER_TYPES = {"full_attention": FULL, "attention": FULL, "global": FULL, "global_attention": FULL,

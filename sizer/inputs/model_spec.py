@@ -14,8 +14,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from simulator.errors import excerpt
-from simulator.schema import Key, read_key
 from sizer.errors import InputError
 from sizer.inputs.checkpoint import Checkpoint, read_checkpoint
 from sizer.inputs.config_keys import (
@@ -40,6 +38,8 @@ from sizer.inputs.config_keys import (
 from sizer.inputs.layers import FULL, Attention, DenseFFN, LatentAttention, Layer, Mixer, MoEFFN, VisionTower
 from sizer.inputs.model_layers import build_layers, nemotron_block, vision_tower
 from sizer.inputs.quantization import Quantization, parse_quantization
+from validation.errors import excerpt
+from validation.schema import Key, read_key
 
 CATALOG_DIR = Path(__file__).parent / "catalog" / "models"
 

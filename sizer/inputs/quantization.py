@@ -31,9 +31,9 @@ import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
-from simulator.errors import excerpt
-from simulator.schema import Key, read_key
 from sizer.errors import InputError
+from validation.errors import excerpt
+from validation.schema import Key, read_key
 
 # a regex's parsed form (checked for nested repetition): re._parser from Python 3.11, sre_parse before
 re_parser = importlib.import_module("re._parser" if sys.version_info >= (3, 11) else "sre_parse")

@@ -11,19 +11,19 @@ import dataclasses
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
-from simulator.errors import FieldError, excerpt
-from simulator.safe_yaml import load_yaml
-from simulator.schema import build, field, join
-from simulator.trace_limits import MAX_REQUEST_TOKENS, MAX_TIMESTAMP_S, MAX_TRACE_REQUESTS
 from sizer.errors import InputError
 from sizer.inputs import preloaded
 from sizer.inputs.config_keys import MAX_LAYERS
 from sizer.inputs.gguf_types import PRESETS
 from sizer.inputs.hardware import HOST_CPU, LLAMACPP_ONLY_DEVICES, HardwareOverrides, scenario_hardware
 from sizer.inputs.schedule import AutoscalingSection, EnergySection, ScheduleSection, check_schedule
-from sizer.inputs.variant import Variant
+from sizer.inputs.variant import SETTABLE_PATHS, Variant
+from validation.errors import FieldError, excerpt
+from validation.safe_yaml import load_yaml
+from validation.schema import build, field, join
+from validation.trace_limits import MAX_REQUEST_TOKENS, MAX_TIMESTAMP_S, MAX_TRACE_REQUESTS
 
 WeightFormat = Literal["auto", "bf16", "fp16", "fp32", "fp8", "int8", "awq", "gptq", "nvfp4", "mxfp4",
                        # llama.cpp's GGUF presets, lower-cased (sizer.inputs.gguf_types.PRESETS)
@@ -38,7 +38,7 @@ LlamaCacheType = Literal["f16", "bf16", "f32", "q8_0", "q4_0"]
 # -- scenario is refused (one line, exit 2) before numpy, the planner or the simulator see it.
 #
 # Tokens of one request (any length, prefix, clip or mean): the trace reader's bound, 10 x 2^20
-# = 10,485,760, the longest context any released model advertises (simulator/trace_limits.py says why).
+# = 10,485,760, the longest context any released model advertises (validation/trace_limits.py says why).
 # It caps the analytic prefill loop (sizer/analytic/roofline.py prefill_time_s: one step per
 # chunk of the mean prompt) and keeps every length far inside float64's exact integers and int64.
 MAX_TOKENS = MAX_REQUEST_TOKENS
@@ -386,8 +386,8 @@ class Scenario:
     file: str | None = dataclasses.field(default=None, metadata={"internal": True})  # where it was loaded from
     # why deployment.engine is what it is: "scenario" (or a flag), else the default's reason (`default_engine`)
     engine_source: str = dataclasses.field(default="scenario", metadata={"internal": True})
-    # where each workload and SLO value a plan states among its assumptions came from (ASSUMED_FIELDS ->
-    # "scenario", "default" or the flag that set it)
+    # where each workload and SLO value a plan states among its assumptions, and each setting a flag may set, came
+    # from (ASSUMED_FIELDS and SETTABLE_PATHS -> "scenario", "default" or the flag that set it)
     sources: tuple[tuple[str, str], ...] = dataclasses.field(default=(), metadata={"internal": True})
 
     def source_of(self, path: str) -> str:
@@ -401,9 +401,10 @@ ASSUMED_FIELDS = ("workload.arrival.process", "workload.arrival.rate_per_s", "wo
 
 
 def stated_sources(data: dict, source: str = "scenario") -> tuple[tuple[str, str], ...]:
-    """`source` for each of ASSUMED_FIELDS that `data` states (the rest are defaults)."""
+    """`source` for each of ASSUMED_FIELDS and of the settings a flag may set (SETTABLE_PATHS) that `data` states
+    (the rest are defaults)."""
     out = []
-    for path in ASSUMED_FIELDS:
+    for path in dict.fromkeys(ASSUMED_FIELDS + SETTABLE_PATHS):
         node: object = data
         for key in path.split("."):
             node = node.get(key) if isinstance(node, dict) else None
@@ -495,7 +496,18 @@ def _refuse_huge_integers(data: object, path: str, file: str | None) -> None:
         raise InputError(file, path or "(top level)", f"expected a value within +-2^63, got {excerpt(data)}")
 
 
-def scenario_dir(scenario: Scenario) -> Path:
+class StatedWorkload(Protocol):
+    """What the workload's readers take of a scenario: its file (its relative paths start beside it) and its
+    workload section. A `Scenario` is one, and so is the deployment description built from it
+    (sizer/sizing/resolve.py `Resolved`)."""
+    @property
+    def file(self) -> str | None: ...
+
+    @property
+    def workload(self) -> WorkloadSection: ...
+
+
+def scenario_dir(scenario: StatedWorkload) -> Path:
     return Path(scenario.file).parent if scenario.file else Path.cwd()
 
 

@@ -5,8 +5,8 @@ A test checks the committed page equals this output, so the reference never drif
 
 from __future__ import annotations
 
-from simulator.schema import describe
 from sizer.inputs.scenario import Scenario
+from validation.schema import describe
 
 HEADER = """# Scenario reference
 
@@ -23,7 +23,7 @@ value came from. Names follow vLLM's engine arguments where one exists. Shorthan
 Bad input (unknown keys, wrong types, values out of range, unknown model or GPU, a split that
 does not divide the model, a missing trace file) stops with one line naming the file, the
 field and what was expected, and exit code 2. The file itself is read safely
-(simulator/safe_yaml.py), like every YAML and JSON file sizer reads: a path that is not a
+(validation/safe_yaml.py), like every YAML and JSON file sizer reads: a path that is not a
 regular file (a folder, a device, a FIFO), a file over 1 MiB (JSON: 16 MiB), a key written
 twice in one mapping, nesting deeper than 50 levels, more than 100 aliases or aliases that
 expand to more than a million nodes are refused the same way, naming the line.

@@ -15,9 +15,9 @@ import zoneinfo
 from dataclasses import dataclass
 from typing import Literal
 
-from simulator.schema import field
-from simulator.trace_limits import MAX_TIMESTAMP_S, MAX_TRACE_REQUESTS
 from sizer.errors import InputError
+from validation.schema import field
+from validation.trace_limits import MAX_TIMESTAMP_S, MAX_TRACE_REQUESTS
 
 MAX_RATE_PER_S = 1e6                                   # as workload.arrival.rate_per_s (sizer/inputs/scenario.py)
 PERIOD_S = {"day": 86_400, "week": 7 * 86_400}

@@ -1,6 +1,6 @@
 """The sweep file: a base scenario, the axes to sweep it along, constraints and settings.
 
-Declared with the schema layer as the scenario is (`simulator/schema.py`): an unknown key, a value
+Declared with the schema layer as the scenario is (`validation/schema.py`): an unknown key, a value
 of the wrong type, an empty list, a bad range or a constraint that does not parse is one line
 naming the sweep file and the field. Each axis is a list of values or a range:
 
@@ -21,11 +21,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from simulator.errors import excerpt
-from simulator.safe_yaml import load_yaml
-from simulator.schema import build, field
 from sizer.errors import InputError
 from sizer.inputs.scenario import MAX_REPLICAS, Engine, KVCacheDtype, WeightFormat
+from validation.errors import excerpt
+from validation.safe_yaml import load_yaml
+from validation.schema import build, field
 
 # Points one sweep expands to at most: 1,000,000 (the Parquet file then holds ~1 GB of rows; a
 # cluster of a thousand cores works through it in about an hour at docs/scale.md's rate).

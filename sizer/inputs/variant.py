@@ -41,6 +41,8 @@ _PATHS = {
     "ctx_size": ("deployment", "ctx_size"),
     "num_parallel": ("deployment", "num_parallel"),
 }
+# Every scenario path a variant can set, dotted: where a flag's (or a search candidate's) value lands.
+SETTABLE_PATHS = tuple(".".join(path) for path in _PATHS.values())
 # Flags that remove a stated value, so that its default applies again.
 _CLEARS = {
     "clear_replicas": ("deployment", "replicas"),                 # the sizing pipeline chooses replicas

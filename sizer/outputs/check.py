@@ -27,7 +27,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from simulator.errors import FieldError
 from sizer.analytic.memory import GiB, held
 from sizer.inputs.manifest import CheckFlags, CheckInput, Source, read_check_input
 from sizer.inputs.scenario import SLOSection, scenario_from_dict
@@ -39,6 +38,7 @@ from sizer.sizing.plan import Plan, make_plan
 from sizer.sizing.resolve import model_of, resolve
 from sizer.sizing.result import GoodputSettings, Sizing, SizingStatus
 from sizer.words import count
+from validation.errors import FieldError
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ def evaluate(inp: CheckInput, settings: GoodputSettings = GoodputSettings(),
     if inp.has_workload:
         sizing = size_deployment(resolved, plan, settings, progress=progress)
         replicas = sizing.replicas or inp.replicas
-        slo = slo_rule(inp, sizing, resolved.scenario.slo)
+        slo = slo_rule(inp, sizing, resolved.slo)
     else:
         sizing, replicas = None, inp.replicas
         slo = RuleResult("slo", "skip", "no workload stated (--rate, --prompt-tokens, --output-tokens, with --ttft-ms "

@@ -23,8 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from simulator.input_files import file_kind
 from sizer.errors import InputError
+from validation.input_files import file_kind
 
 # The kernel's virtual file systems: a path under them is never a plain output file.
 VIRTUAL_ROOTS = (Path("/proc"), Path("/sys"), Path("/dev"))

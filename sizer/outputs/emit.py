@@ -27,7 +27,6 @@ from dataclasses import dataclass, replace
 
 import yaml
 
-from simulator.errors import excerpt, printable
 from sizer.errors import InputError
 from sizer.inputs.kubernetes_names import KubernetesNames, Schedule
 from sizer.inputs.manifests.commands import DTYPES as ENGINE_DTYPES
@@ -37,6 +36,7 @@ from sizer.inputs.model_spec import catalog_names, load_config
 from sizer.sizing.cost import CostSummary
 from sizer.sizing.resolve import Resolved, SlotSettings
 from sizer.words import count
+from validation.errors import excerpt, printable
 
 FORMATS = ("vllm", "k8s", "sglang", "llamacpp", "ollama", "gke")   # gke: k8s selecting GKE's accelerator label
 SLOT_FORMATS = {"llamacpp": "llama.cpp", "ollama": "ollama"}    # --emit value -> the engine it runs
@@ -131,19 +131,19 @@ def serving_config(r: Resolved, cost: CostSummary | None, verdict: str, memory_o
     at (a plan's, or the sizing pipeline's); one replica when none was sized, as the verdict says.
     `memory_only`: the count is a plan's memory estimate, not sized for the SLO (the comments say so)."""
     if not r.memory.fits:
-        raise InputError(r.scenario.file, "--emit", f"nothing to emit: {verdict}")
+        raise InputError(r.file, "--emit", f"nothing to emit: {verdict}")
     replicas, replicas_source = (cost.replicas, cost.replicas_source) if cost else (1, "none was sized")
-    d, e, p = r.scenario.deployment, r.engine, r.parallel
+    d, e, p = r.deployment, r.engine, r.parallel
     sc = d.speculative_config
     spec = None if sc is None else Speculative(sc.method, sc.num_speculative_tokens,
-                                               _draft_model(sc.method, sc.model, r.scenario.model.name,
-                                                            r.scenario.file))
+                                               _draft_model(sc.method, sc.model, r.model_name,
+                                                            r.file))
     blackwell = "blackwell" in r.hardware.architecture.lower()
-    model = model_reference(r.scenario.model.name, r.checkpoint.config, r.checkpoint.found_as)
+    model = model_reference(r.model_name, r.checkpoint.config, r.checkpoint.found_as)
     k8s = r.hardware.kubernetes
     per_node = k8s.schedule.gpus_per_node if k8s and k8s.schedule else p.tp * p.pp * p.dp
     return ServingConfig(
-        name=r.scenario.name, model=model,
+        name=r.name, model=model,
         gpu=r.hardware.id, gpu_name=r.hardware.name, tensor_parallel_size=p.tp, pipeline_parallel_size=p.pp,
         data_parallel_size=p.dp, enable_expert_parallel=p.expert_parallel, attention_dp=p.experts_span_dp,
         weight_format=r.weight_format.name, weights_from_checkpoint=r.weight_format.from_checkpoint,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from simulator.errors import FieldError
 from sizer.outputs.check import CheckResult
 from sizer.outputs.destination import write_with
+from validation.errors import FieldError
 
 
 def _suite(file: str, tests: int, failures: int, errors: int, skipped: int) -> tuple[ET.Element, ET.Element]:

@@ -21,11 +21,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from simulator.input_files import file_kind
 from sizer.errors import InputError
 from sizer.inputs.sweep_file import MAX_POINTS
 from sizer.outputs.destination import check_destination, frame_to_csv
 from sizer.sizing.sweep import SweepRow
+from validation.input_files import file_kind
 
 # A part is written every FLUSH_ROWS rows or FLUSH_S seconds, whichever comes first: a crash loses
 # at most that much work, and a 10,000-point sweep leaves at most a few hundred small parts.

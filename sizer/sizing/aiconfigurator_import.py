@@ -61,8 +61,6 @@ from pathlib import Path
 
 import yaml
 
-from simulator.errors import FieldError, excerpt
-from simulator.safe_yaml import load_yaml
 from sizer.analytic.kernel_step import GEMM_DTYPES, KV_DTYPES, bracket
 from sizer.analytic.roofline import MOE_DTYPES
 from sizer.inputs.hardware import load_hardware
@@ -70,6 +68,8 @@ from sizer.inputs.kernel_tables import HEADER_FILE, SCHEMA_VERSION, TABLES
 from sizer.inputs.layers import LatentAttention
 from sizer.inputs.model_spec import load_model
 from sizer.sizing.kernel_shapes import TP_SIZES, catalog_shapes
+from validation.errors import FieldError, excerpt
+from validation.safe_yaml import load_yaml
 
 SOURCE = "aiconfigurator-core"
 LICENCE = "Apache-2.0"

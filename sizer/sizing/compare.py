@@ -18,11 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.errors import FieldError
-from simulator.metrics import summarise, weighted_percentiles
-from simulator.records import SimulationResult
-from simulator.run import simulate
-from simulator.workload import Arrivals, ClosedLoop, Workload
+from simulator import Arrivals, ClosedLoop, SimulationResult, Workload, simulate, summarise, weighted_percentiles
 from sizer.inputs.bench_result import BenchResult, latency_stat
 from sizer.inputs.guidellm_report import GuideLLMBenchmark
 from sizer.inputs.scenario import Scenario
@@ -30,6 +26,7 @@ from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulation_config
 from sizer.sizing.step_model import step_model_for
 from sizer.sizing.workload import workload_of
+from validation.errors import FieldError
 
 
 @dataclass(frozen=True)

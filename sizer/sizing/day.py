@@ -24,9 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from simulator.metrics import slo_attainment
-from simulator.run import simulate
-from simulator.workload import Workload
+from simulator import Workload, simulate, slo_attainment
 from sizer.analytic.energy import kwh, mean_power_w, per_million, power_by_state
 from sizer.inputs.scenario import MAX_REQUESTS
 from sizer.inputs.schedule import DEFAULT_TARGET_UTILISATION, AutoscalingSection, Profile, grown, points_profile
@@ -45,7 +43,7 @@ from sizer.sizing.day_result import (
 from sizer.sizing.goodput import probe_slo, slo_of
 from sizer.sizing.pipeline import size_deployment
 from sizer.sizing.plan import Plan, make_plan
-from sizer.sizing.resolve import Resolved, resolve
+from sizer.sizing.resolve import Resolved
 from sizer.sizing.result import GoodputSettings, SizingStatus
 from sizer.sizing.schedule_trace import trace_profile
 from sizer.sizing.simulate import simulation_config
@@ -67,16 +65,17 @@ def _clock(t_s: float, period: str) -> str:
 
 
 def _at_rate(r: Resolved, rate_per_s: float) -> Resolved:
-    s = r.scenario
-    w = dataclasses.replace(s.workload, arrival=dataclasses.replace(s.workload.arrival, rate_per_s=rate_per_s))
-    return resolve(dataclasses.replace(s, workload=w))
+    """`r` at another arrival rate: the rate sets no setting (`resolve` reads none of it), so only the workload
+    changes."""
+    w = dataclasses.replace(r.workload, arrival=dataclasses.replace(r.workload.arrival, rate_per_s=rate_per_s))
+    return dataclasses.replace(r, workload=w)
 
 
 def _profile(r: Resolved) -> Profile:
-    sch = r.scenario.workload.schedule
+    sch = r.workload.schedule
     if sch.points is not None:
-        return points_profile(sch, r.scenario.file)
-    return trace_profile(r.scenario)
+        return points_profile(sch, r.file)
+    return trace_profile(r)
 
 
 def _curve_point(r: Resolved, rate_per_s: float, n: int) -> CurvePoint:
@@ -103,7 +102,7 @@ def _slo_rate(r: Resolved, peak: float, n: int, goodput_per_replica_per_s: float
     hi = peak / (n - 1) if n > 1 else max(2 * lo, goodput_per_replica_per_s or 0.0)
     for _ in range(REFINE_STEPS if hi > lo * 1.01 else 0):
         mid = math.sqrt(lo * hi)
-        if probe_slo(r, mid, r.scenario.workload.num_requests).met:
+        if probe_slo(r, mid, r.workload.num_requests).met:
             lo = mid
         else:
             hi = mid
@@ -142,7 +141,7 @@ def _simulate_window(r: Resolved, per_replica: list[float], a: int, b: int, k: i
     rates = np.array([per_replica[i] for i in idx])
     cum = np.concatenate([[0.0], np.cumsum(rates * step_s)])       # expected arrivals by each step boundary
     n = max(1, int(math.ceil(cum[-1] * 1.1 + 10)))
-    base = workload_of(r.scenario, n, rate_per_s=1.0)           # unit-rate Poisson: arrival i at cum-intensity
+    base = workload_of(r, n, rate_per_s=1.0)           # unit-rate Poisson: arrival i at cum-intensity
     units = base.arrival_s
     keep = units < cum[-1]
     t_s = np.interp(units[keep], cum, np.arange(len(rates) + 1) * step_s)
@@ -151,7 +150,7 @@ def _simulate_window(r: Resolved, per_replica: list[float], a: int, b: int, k: i
                  None if base.adapter is None else base.adapter[keep],
                  None if base.schema is None else base.schema[keep])
     result = simulate_scenario_workload(r, w)
-    met = slo_attainment(result, slo_of(r.scenario))
+    met = slo_attainment(result, slo_of(r))
     arrival = result.columns["arrival_s"]
     step_of = np.minimum((arrival // step_s).astype(int), len(rates) - 1)
     shares = {}
@@ -164,7 +163,7 @@ def _simulate_window(r: Resolved, per_replica: list[float], a: int, b: int, k: i
 
 def simulate_scenario_workload(r: Resolved, w: Workload):
     """One replica of `r` serving the requests of `w` as they are."""
-    return simulate(simulation_config(r, 1), step_model_for(r), w, r.scenario.workload.seed)
+    return simulate(simulation_config(r, 1), step_model_for(r), w, r.workload.seed)
 
 
 def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSettings(),
@@ -173,8 +172,7 @@ def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSetting
     verdict; no day when no replica count meets the SLO at the schedule's peak (the verdict says why).
     `progress(done, total)` counts its simulations: the peak's sizing, the curve's points, the windows."""
     tick = _ticker(progress)
-    s = r.scenario
-    sch, a = s.workload.schedule, s.autoscaling or AutoscalingSection()
+    sch, a = r.workload.schedule, r.autoscaling or AutoscalingSection()
     profile = _profile(r)
     k = int(round(profile.period_s / STEP_S))
     rates = [profile.rate_at((i + 0.5) * STEP_S) for i in range(k)]
@@ -198,7 +196,7 @@ def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSetting
     windows, simulated, notes = _windows(r, per_replica, short, tl, sch.period, step_share, tick)
     g = gpus_per_replica(r)
     power = power_by_state(r.hardware)
-    pue = s.energy.pue
+    pue = r.energy.pue
     requests = [x * STEP_S for x in rates]
     total_requests = sum(requests)
 
@@ -234,18 +232,18 @@ def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSetting
     if power is not None:
         day_kwh = sum(step_kwh)
         energy = DayEnergy(power, pue, day_kwh, per_million(day_kwh, tokens),
-                           per_million(day_kwh * s.energy.grid_g_co2e_per_kwh, tokens)
-                           if s.energy.grid_g_co2e_per_kwh is not None else None, static_kwh)
+                           per_million(day_kwh * r.energy.grid_g_co2e_per_kwh, tokens)
+                           if r.energy.grid_g_co2e_per_kwh is not None else None, static_kwh)
     growth = _growth(r, profile, sch, policy, g) if sch.growth_per_month else ()
     capped = [m.month for m in growth if math.ceil(m.peak_rate_per_s / policy.target_per_replica_per_s - 1e-9)
               > policy.max_replicas]
     if capped:
         notes.append(f"months {', '.join(map(str, capped))} ahead: the peak needs more than max_replicas "
                      f"({policy.max_replicas}); their replicas and cost are at that cap, and the SLO is missed")
-    if s.slo.itl_ms is not None:
+    if r.slo.itl_ms is not None:
         # the SLO rate per replica (mu) comes from the sizing pipeline, which scores the pooled token gaps; the
         # windows' per-interval shares are per request, and a request keeps no gaps of its own (simulator.metrics)
-        notes.append(f"ITL target {s.slo.itl_ms:g} ms: met at the SLO rate per replica ({mu:.3g} req/s, the pooled "
+        notes.append(f"ITL target {r.slo.itl_ms:g} ms: met at the SLO rate per replica ({mu:.3g} req/s, the pooled "
                      "token gaps of the sizing); the per-interval SLO shares count TTFT, TPOT and E2E per request, "
                      "not the ITL")
     if r.hardware.reserved_usd_per_gpu_hour is not None:
@@ -310,7 +308,7 @@ def _policies(r: Resolved, tl: ReplicaTimeline, n_peak: int, g: int, static_shar
     on_demand, reserved = r.price_usd_per_gpu_hour, r.hardware.reserved_usd_per_gpu_hour
     k, step_h = len(tl.paid), tl.step_s / 3600
     per_month = HOURS_PER_MONTH / (k * step_h)           # periods a month
-    required = slo_of(r.scenario).required_share
+    required = slo_of(r).required_share
     static_h = n_peak * g * k * step_h
     auto_h = sum(tl.paid) * g * step_h
 
@@ -371,10 +369,10 @@ def steady_energy(r: Resolved, plan: Plan) -> SteadyEnergy | None:
     rate = sizing.target_rate_per_s
     busy, bound = point.load.busy_share, point.load.compute_bound_share
     watts = mean_power_w(power, busy, bound)
-    hour = kwh(watts * sizing.replicas * gpus_per_replica(r), 3600, r.scenario.energy.pue)
+    hour = kwh(watts * sizing.replicas * gpus_per_replica(r), 3600, r.energy.pue)
     tokens = rate * plan.step_times.output_tokens_mean * 3600
-    grid = r.scenario.energy.grid_g_co2e_per_kwh
-    return SteadyEnergy(power, r.scenario.energy.pue, busy, bound, watts, hour, per_million(hour, tokens),
+    grid = r.energy.grid_g_co2e_per_kwh
+    return SteadyEnergy(power, r.energy.pue, busy, bound, watts, hour, per_million(hour, tokens),
                         per_million(hour * grid, tokens) if grid is not None else None)
 
 

@@ -24,23 +24,27 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from simulator.errors import FieldError
-from simulator.gateway import (
+from simulator import (
     FALLBACK,
     OUTCOMES,
     REJECTED,
+    SLO,
+    Arrivals,
     ExternalSpec,
     GatewayConfig,
     GatewayRecords,
     GatewayResult,
+    Latency,
     PoolSpec,
     RequestClass,
     Route,
+    SharedPrefix,
     coded,
     simulate_gateway,
+    slo_attainment,
+    summarise,
+    weighted_percentiles,
 )
-from simulator.metrics import SLO, Latency, slo_attainment, summarise, weighted_percentiles
-from simulator.workload import Arrivals, SharedPrefix
 from sizer.errors import InputError
 from sizer.inputs.gateway import ClassSection, GatewayScenario, pool_scenario
 from sizer.sizing.cost import gpus_per_replica, usd_per_hour
@@ -50,6 +54,7 @@ from sizer.sizing.resolve import Resolved, resolve
 from sizer.sizing.simulate import PREFIX_BALANCE_SLACK, check_simulated_blocks, simulation_config
 from sizer.sizing.step_model import step_model_for
 from sizer.sizing.workload import _lengths
+from validation.errors import FieldError
 
 # Trailing window over which an external endpoint's spend is compared with its cap per hour (assumption:
 # a gateway's rate limiter looks at about the last minute).

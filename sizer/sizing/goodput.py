@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from simulator.metrics import SLO, slo_attainment, summarise
+from simulator import SLO, slo_attainment, summarise
 from sizer.analytic.energy import ridge_tokens
 from sizer.inputs.scenario import Scenario
 from sizer.sizing.resolve import Resolved
@@ -36,7 +36,8 @@ class Goodput:
 SLO_PERCENTILE = 99.0
 
 
-def slo_of(scenario: Scenario) -> SLO:
+def slo_of(scenario: Scenario | Resolved) -> SLO:
+    """The SLO of a scenario, or of the deployment description built from it."""
     s = scenario.slo
     return SLO(ttft_ms=s.ttft_ms, tpot_ms=s.tpot_ms, e2e_ms=s.e2e_ms, itl_ms=s.itl_ms, percentile=SLO_PERCENTILE,
                required_share=s.required_share)
@@ -63,7 +64,7 @@ def simulate_at(resolved: Resolved, rate_per_s: float, num_requests: int):
 def probe_slo(resolved: Resolved, rate_per_s: float, num_requests: int) -> SLOProbe:
     """One replica at `rate_per_s` scored against the scenario's SLO, with how busy it was (`SLOProbe.load`)."""
     result = simulate_at(resolved, rate_per_s, num_requests)
-    return dataclasses.replace(score(result, slo_of(resolved.scenario), rate_per_s),
+    return dataclasses.replace(score(result, slo_of(resolved), rate_per_s),
                                load=replica_load(result, ridge_tokens(resolved.hardware)))
 
 
@@ -95,7 +96,7 @@ def goodput_rate(resolved: Resolved, upper_per_s: float, settings: GoodputSettin
     Goodput(upper, upper, "none") when the bound itself meets the SLO; rate 0 when even the lowest
     rate tried misses. `simulated` (a progress display's) is called after each simulation.
     """
-    slo = slo_of(resolved.scenario)
+    slo = slo_of(resolved)
 
     def meets(rate: float) -> tuple[bool, SLOProbe]:
         p = score(simulate_at(resolved, rate, settings.num_requests), slo, rate)

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from simulator.errors import FieldError
 from sizer.analytic.kernel_step import attention_shapes, delta_net_shapes, dense_gemms, latent_shapes
 from sizer.analytic.parallel import ParallelConfig, validate_split
 from sizer.inputs.model_spec import ModelSpec, catalog_names, load_model
+from validation.errors import FieldError
 
 TP_SIZES = (1, 2, 4, 8)      # the tensor-parallel splits tables cover: a shard is one GPU's share
 

@@ -47,7 +47,7 @@ class _OperatingPoints:
 
     def __call__(self, replicas: int) -> SLOProbe:
         if replicas not in self.seen:
-            self.seen[replicas] = probe_slo(self.r, self.rate_per_s / replicas, self.r.scenario.workload.num_requests)
+            self.seen[replicas] = probe_slo(self.r, self.rate_per_s / replicas, self.r.workload.num_requests)
             if self.simulated:
                 self.simulated()
         return self.seen[replicas]
@@ -161,9 +161,8 @@ def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = Goodput
     that would need more replicas is TOO_MANY_REPLICAS. It never changes a goodput that is found.
     `progress` (a progress display's) is told the count of simulations run after each.
     """
-    s = r.scenario
     rate = plan.capacity.arrival_rate_per_s
-    slo, stated = slo_of(s), s.deployment.replicas
+    slo, stated = slo_of(r), r.deployment.replicas
     # llama.cpp and Ollama serve on the machine they run on: one server unless the scenario states more
     server = r.slots is not None and not stated
     if server:
@@ -202,7 +201,7 @@ def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = Goodput
     point = at(replicas) if replicas else None
     price, per_replica = r.price_usd_per_gpu_hour, gpus_per_replica(r)
     return Sizing(
-        status, _verdict(status, replicas, point, needed, goodput, max_replicas, server, slo_targets(s)),
+        status, _verdict(status, replicas, point, needed, goodput, max_replicas, server, slo_targets(r)),
         None if status is SizingStatus.NO_SLO else status is SizingStatus.MET, **common,
         goodput_per_replica_per_s=goodput.rate_per_s if goodput else None,
         binding_target=goodput.binding if goodput else None, replicas=replicas,

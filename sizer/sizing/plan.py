@@ -42,7 +42,7 @@ from sizer.analytic.weights import LayerKind, layer_kinds, parameter_count
 from sizer.inputs.hardware import profile_origin
 from sizer.inputs.layers import FULL, Attention, LatentAttention
 from sizer.inputs.model_spec import ModelSpec
-from sizer.inputs.scenario import VLLM_GPU_MEMORY_UTILIZATION, Distribution, Scenario, mean_length
+from sizer.inputs.scenario import VLLM_GPU_MEMORY_UTILIZATION, Distribution, mean_length
 from sizer.kinds import kind
 from sizer.sizing.checkpoint_summary import CheckpointSummary, checkpoint_notes, summarise_checkpoint
 from sizer.sizing.cost import CostSummary, cost_summary
@@ -240,8 +240,8 @@ def _closed_loop(step: RooflineStepTimeModel, concurrency: int, think_s: float, 
 
 
 def make_plan(r: Resolved) -> Plan:
-    s, m, hw, p, e = r.scenario, r.model, r.hardware, r.parallel, r.engine
-    d, w = s.deployment, s.workload
+    m, hw, p, e = r.model, r.hardware, r.parallel, r.engine
+    d, w = r.deployment, r.workload
     weights, kv, budget = r.weights, r.kv, r.memory
     roofline = roofline_for(r)
     step = step_model_for(r, roofline)
@@ -249,7 +249,7 @@ def make_plan(r: Resolved) -> Plan:
         prompt_mean, output_mean = mean_length(w.prompt_tokens), mean_length(w.output_tokens)
         rate = w.arrival.rate_per_s
     else:
-        summary = kind("trace").trace_summary(s)
+        summary = kind("trace").trace_summary(r)
         prompt_mean, output_mean, rate = summary.prompt_tokens_mean, summary.output_tokens_mean, summary.rate_per_s
     times = _step_times(r, step, roofline, weights, budget, prompt_mean, output_mean)
 
@@ -337,13 +337,13 @@ def make_plan(r: Resolved) -> Plan:
                         f"cache of {count(replicas, 'replica')} ({capacity.requests_held_per_replica} such sequences "
                         "each)")
     return Plan(
-        schema_version=SCHEMA_VERSION, scenario=s.name, scenario_file=s.file, gpu=hw.name,
+        schema_version=SCHEMA_VERSION, scenario=r.name, scenario_file=r.file, gpu=hw.name,
         gpu_memory_bytes=hw.memory_bytes, gpu_memory_gib=hw.memory_bytes / GiB, gpu_memory_gb=hw.memory_bytes / GB,
         engine=e, model=model, weights=weights, weight_execution=r.execution, checkpoint=summarise_checkpoint(r), kv=kv,
         kv_bytes_per_sequence_at_max_model_len=kv.sequence_bytes(e.max_model_len, e.block_size, per_gpu=False),
         kv_demand=demand, memory=budget, parallel=parallel, capacity=capacity, step_times=times, speculative=spec,
         cost=cost, fits=fits, verdict=verdict,
-        assumptions=(workload_assumptions(s, rate, prompt_mean, output_mean) + assumptions(r, roofline) + slot_notes(r)
+        assumptions=(workload_assumptions(r, rate, prompt_mean, output_mean) + assumptions(r, roofline) + slot_notes(r)
                      + _schedule_note(r)),
         slots=slot_answers(r, step, prompt_mean, output_mean, rate) if r.slots else None, lora=r.lora)
 
@@ -354,23 +354,23 @@ def _length(d: Distribution) -> str:
     return f"{d.distribution} lengths, mean {mean_length(d):,.0f} tokens"
 
 
-def slo_targets(s: Scenario, sources: bool = False) -> str:
+def slo_targets(r: Resolved, sources: bool = False) -> str:
     """The stated targets, "TTFT <= 2,000 ms, ITL <= 60 ms; 95% of requests", each with its source if asked."""
-    slo, parts = s.slo, []
+    slo, parts = r.slo, []
     for name, key in (("TTFT", "ttft_ms"), ("ITL", "itl_ms"), ("TPOT", "tpot_ms"), ("E2E", "e2e_ms")):
         target = getattr(slo, key, None)
         if target is not None:
-            parts.append(f"{name} <= {target:,.4g} ms" + (f" ({s.source_of('slo.' + key)})" if sources else ""))
+            parts.append(f"{name} <= {target:,.4g} ms" + (f" ({r.source_of('slo.' + key)})" if sources else ""))
     if not parts:
         return "no targets"
-    share = f"{slo.required_share:.0%} of requests" + (f" ({s.source_of('slo.required_share')})" if sources else "")
+    share = f"{slo.required_share:.0%} of requests" + (f" ({r.source_of('slo.required_share')})" if sources else "")
     return ", ".join(parts) + "; " + share
 
 
-def workload_assumptions(s: Scenario, rate: float, prompt_mean: float, output_mean: float) -> list[str]:
+def workload_assumptions(r: Resolved, rate: float, prompt_mean: float, output_mean: float) -> list[str]:
     """The workload and SLO the plan answers, each value with where it came from (a flag, the scenario, a
     default): a plan from flags alone assumes a workload, and says so."""
-    w, src = s.workload, s.source_of
+    w, src = r.workload, r.source_of
     if w.trace is not None:
         arrival = (f"workload: trace {w.trace.path} ({w.trace.format}, scenario): {rate:.3g} req/s, mean prompt "
                    f"{prompt_mean:,.0f} and output {output_mean:,.0f} tokens from it")
@@ -384,8 +384,8 @@ def workload_assumptions(s: Scenario, rate: float, prompt_mean: float, output_me
                        f"{w.arrival.process} arrivals ({src('workload.arrival.process')})")
         lengths = [f"workload: prompt {_length(w.prompt_tokens)} ({src('workload.prompt_tokens')}), output "
                    f"{_length(w.output_tokens)} ({src('workload.output_tokens')})"]
-    targets = slo_targets(s, sources=True)
-    slo = (f"SLO: {targets}" if s.slo.ttft_ms or s.slo.itl_ms or getattr(s.slo, "tpot_ms", None) or s.slo.e2e_ms
+    targets = slo_targets(r, sources=True)
+    slo = (f"SLO: {targets}" if r.slo.ttft_ms or r.slo.itl_ms or r.slo.tpot_ms or r.slo.e2e_ms
            else "SLO: no targets stated (a scenario's slo section, or --ttft-ms / --itl-ms): --simulate reports "
                 "latency and sizes no replicas for an SLO")
     return [arrival, *lengths, slo,
@@ -400,7 +400,7 @@ def assumptions(r: Resolved, step: RooflineStepTimeModel) -> list[str]:
     hw = step.hardware          # the datasheet, or on the host CPU what sizer calibrate measured
     return [
         profile_origin(r.hardware),
-        f"engine {r.scenario.deployment.engine} ({r.scenario.engine_source})",
+        f"engine {r.deployment.engine} ({r.engine_source})",
         f"GPU memory {hw.memory_bytes / GiB:.2f} GiB ({hw.memory_bytes / GB:.2f} GB): {hw.memory_source}",
         f"peak bandwidth {hw.memory_bandwidth_bytes_per_s / 1e12:.3g} TB/s x efficiency {hw.bandwidth_efficiency} "
         f"({hw.bandwidth_efficiency_source})",
@@ -424,9 +424,9 @@ def assumptions(r: Resolved, step: RooflineStepTimeModel) -> list[str]:
 def _default_notes(r: Resolved) -> list[str]:
     """Defaults the plan took that no other line names (the workload's: `workload_assumptions`): the KV cache
     type and vLLM's share of GPU memory."""
-    s, notes = r.scenario, []
+    notes = []
     if r.slots is None:
-        d = s.deployment
+        d = r.deployment
         notes.append(f"KV cache type {r.kv_cache_dtype} (" + ("scenario" if d.kv_cache_dtype != "auto" else
                                                          "kv_cache_dtype auto: the model's serving dtype") + ")")
         if d.gpu_memory_utilization == VLLM_GPU_MEMORY_UTILIZATION:
@@ -452,9 +452,9 @@ def _memory_assumptions(r: Resolved) -> list[str]:
 
 def _serving_notes(r: Resolved) -> list[str]:
     """LoRA adapters and structured outputs: how each is priced, and what is not modelled."""
-    notes, s, lora = [], r.scenario, r.lora
+    notes, lora = [], r.lora
     if lora is not None:
-        d = s.deployment
+        d = r.deployment
         notes.append(f"LoRA: {lora.slots} GPU slots (max_loras) x rank {lora.rank} over {', '.join(lora.modules)}: "
                      f"{lora.bytes_per_slot / 2**20:,.1f} MiB per slot per GPU, taken from the KV cache; a step runs "
                      f"at most {lora.slots} adapters (others wait); an adapter not in a slot loads from the host "
@@ -467,9 +467,9 @@ def _serving_notes(r: Resolved) -> list[str]:
                          "(no slot memory, no FLOPs)")
         if r.calibrated_profile is not None:
             notes.append("LoRA: the calibrated profile does not measure LoRA kernels; their cost is not added")
-        if s.workload.lora is None:
+        if r.workload.lora is None:
             notes.append("LoRA: enabled but workload.lora names no adapters: every request runs on the base model")
-    so = s.workload.structured_output
+    so = r.workload.structured_output
     if so is not None:
         compile_s, mask_s = GRAMMAR_BACKENDS[so.backend]
         notes.append(f"structured outputs ({so.backend}): {so.share:.0%} of requests over {so.schemas} schemas; "
@@ -481,7 +481,7 @@ def _serving_notes(r: Resolved) -> list[str]:
 
 def _schedule_note(r: Resolved) -> list[str]:
     """A schedule is sized by `plan --simulate` (sizer/sizing/day.py); this plan is at the steady rate."""
-    sch = r.scenario.workload.schedule
+    sch = r.workload.schedule
     if sch is None:
         return []
     return [f"workload.schedule: this plan is at workload.arrival.rate_per_s; `plan --simulate` sizes the {sch.period} "

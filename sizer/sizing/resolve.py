@@ -1,20 +1,21 @@
-"""Turn a validated Scenario into concrete specs: model, hardware, split, formats, engine
-settings with where each came from, the memory budget, and the executors' configuration.
+"""Turn a validated Scenario (its flags made) into the deployment description, `Resolved`: model, hardware,
+split, formats, engine settings, each with where it came from, the memory budget, and the executors'
+configuration. Built once, by keyword; nothing downstream reads the scenario.
 
-`resolve` is the one place engine defaults are applied: the `SchedulerConfig` and
-`ReplicaConfig` it emits (KV blocks from the memory budget, `reserve_full_kv`, the swap link)
-are what the simulator and the bundled engine both run, so `sizer simulate`, `sizer plan`
-and `sizer validate` cannot disagree on them.
+`resolve` is the one place engine defaults are applied, and `replica_config` the one place the
+`SchedulerConfig` and `ReplicaConfig` are built from the description (KV blocks from the memory budget,
+`reserve_full_kv`, the swap link): what the simulator and the bundled engine both run, so `sizer simulate`,
+`sizer plan` and `sizer validate` cannot disagree on them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from simulator.config import DisaggregationConfig, ReplicaConfig, SwapLink
-from simulator.errors import FieldError, excerpt
 from simulator.grammar import GrammarConfig
 from simulator.lora import LoraConfig
 from simulator.scheduler import SchedulerConfig
@@ -49,7 +50,15 @@ from sizer.inputs.hardware import (
 )
 from sizer.inputs.kernel_tables import HEADER_FILE, TABLES, KernelTables, cached_kernel_tables, read_header
 from sizer.inputs.model_spec import ModelSpec, checkpoint_model, load_config, load_model
-from sizer.inputs.scenario import DeploymentSection, Scenario, scenario_dir
+from sizer.inputs.scenario import (
+    ASSUMED_FIELDS,
+    DeploymentSection,
+    Scenario,
+    SLOSection,
+    WorkloadSection,
+    scenario_dir,
+)
+from sizer.inputs.schedule import AutoscalingSection, EnergySection
 from sizer.kinds import kind
 from sizer.sizing.presets import (
     GRAMMAR_BACKENDS,
@@ -61,6 +70,7 @@ from sizer.sizing.presets import (
     preset,
     slot_preset,
 )
+from validation.errors import FieldError, excerpt
 
 if TYPE_CHECKING:      # the type only: a scenario without a calibrated profile loads none (sizer/kinds.py)
     from engine.profile import CalibrationProfile
@@ -120,31 +130,60 @@ class SlotSettings:
         return "deployment.ctx_size" if self.engine == "llama.cpp" else "deployment.num_ctx"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Resolved:
-    scenario: Scenario
+    """The deployment description: what the planner and the executors read, built once, by keyword, by `resolve`
+    from a validated scenario (its flags already made). Nothing downstream reads the scenario itself: what it
+    stated that has no resolved form here (the workload, the SLO, the deployment section as stated) is a typed
+    section of it. `source_of` says where each setting came from: a flag (`--tp`), "scenario", or a default."""
+    name: str                        # the scenario's title (reports)
+    file: str | None                 # the scenario's file, what a refusal names (None: a plan from flags alone)
+    model_name: str                  # model.name as stated: a catalog name, a path or a Hugging Face id
+    num_parameters: float | None     # model.num_parameters: a stated count in place of the architecture's
     model: ModelSpec
     hardware: HardwareSpec
+    step_model_mode: str             # hardware.step_model: auto, kernel_tables or roofline
     parallel: ParallelConfig
     checkpoint: Checkpoint           # where config.json was found; the stored bytes its folder states
     weight_format: WeightFormat
     execution: Execution             # how the engine runs the weight format on this GPU
     group_size: int                  # AWQ/GPTQ scale group: the checkpoint's, else the scenario's
     kv_cache_dtype: str
+    deployment: DeploymentSection    # the deployment section as stated (flags made); resolved values are above
+    engine_source: str               # why deployment.engine is what it is ("scenario", or the default's reason)
     engine: EngineSettings
+    workload: WorkloadSection
+    slo: SLOSection
+    energy: EnergySection
+    autoscaling: AutoscalingSection | None
     weights: WeightMemory
     kv: KVLayout
     memory: MemoryBudget             # one GPU of one replica; its kv_blocks size the pool
-    replica: ReplicaConfig           # what the simulator and the engine run (num_blocks 0 if nothing fits)
+    speculative: SpeculativeConfig | None   # deployment.speculative_config resolved (a draft model's own roofline)
     disaggregation: DisaggregationConfig | None
     link_notes: tuple[str, ...]      # fallbacks for link figures the hardware profile lacks
     price_usd_per_gpu_hour: float | None
     price_source: str
+    # scenario path (model.name, deployment.tensor_parallel_size, workload.arrival.rate_per_s, ...) -> where its
+    # value came from; the engine settings' own sources are in `engine.sources` (`source_of` reads both)
+    sources: dict[str, str]
     calibrated_profile: CalibrationProfile | None = None
     offload: Offload | None = None   # llama.cpp's n_gpu_layers below all: the layers left in host memory
     slots: SlotSettings | None = None    # llama.cpp and Ollama
     lora: LoraMemory | None = None   # adapter slots per GPU (deployment.enable_lora)
     kernel_tables: KernelTables | None = None   # hardware.kernel_tables: the scenario's own folder, checked
+
+    def source_of(self, path: str) -> str:
+        """Where the setting at scenario `path` came from: a flag, "scenario", or the default's reason."""
+        if path in self.sources:
+            return self.sources[path]
+        section, _, name = path.partition(".")
+        return self.engine.sources.get(name, "default") if section == "deployment" else "default"
+
+    @cached_property
+    def replica(self) -> ReplicaConfig:
+        """What the simulator and the engine run (num_blocks 0 if nothing fits): `replica_config`'s, built once."""
+        return replica_config(self)
 
     @property
     def scheduler(self) -> SchedulerConfig:
@@ -222,38 +261,13 @@ def resolve(s: Scenario) -> Resolved:
         budget = _slot_budget(s, slots, gpu_kv, budget, "the GPU may use (its working-set limit)"
                               if hardware.unified_memory_bytes else "of device memory")
     scale_up, host = scale_up_link(hardware), host_link(hardware)
-    lora_config = grammar = None
-    if lora is not None:
-        # a load copies the adapter at its own rank (the workload's), into a slot sized for max_lora_rank
-        rank = s.workload.lora.rank if s.workload.lora else d.max_lora_rank
-        lora_config = LoraConfig(d.max_loras, d.max_cpu_loras or d.max_loras, lora.bytes_per_slot * rank / lora.rank,
-                                 host.bytes_per_s_per_direction, LORA_DISK_BYTES_PER_S)
-    if s.workload.structured_output is not None:
-        compile_s, mask_s = GRAMMAR_BACKENDS[s.workload.structured_output.backend]
-        grammar = GrammarConfig(compile_s, mask_s, GRAMMAR_CACHE_ENTRIES)
     try:
         speculative = _speculative(s, hardware, parallel, group_size, kv_dtype)
     except FieldError:
         raise                                       # names its own field (an unknown draft model)
     except ValueError as exc:
         raise InputError(s.file, "deployment.speculative_config", str(exc)) from None
-    try:
-        # hybrid models: no more running sequences than the recurrent state was set aside for
-        # a replica's data-parallel ranks run as one engine of their combined limits and KV pool (parallel.py)
-        ranks = parallel.dp
-        scheduler = SchedulerConfig(max(1, min(engine.max_num_seqs, budget.state_seqs)) * ranks,
-                                    engine.max_num_batched_tokens * ranks, engine.enable_chunked_prefill,
-                                    engine.preemption_mode, speculative,
-                                    engine.max_model_len, prefill_only=False, reserve_full_kv=engine.reserve_full_kv,
-                                    lora=lora_config, grammar=grammar)
-    except ValueError as exc:
-        raise InputError(s.file, "deployment", str(exc)) from None
-    swap = (SwapLink(kv.bytes_per_token_per_gpu, host.bytes_per_s_per_direction)
-            if engine.preemption_mode == "swap" else None)
-    replica = ReplicaConfig(scheduler, budget.kv_blocks * ranks, engine.block_size, engine.enable_prefix_caching,
-                            d.prefix_cache_tenant_isolation, swap, engine_loop(d.engine),
-                            slot_prompt_reuse=bool(slots and not slots.kv_unified),
-                            kv_windows=() if slots else kv.window_groups)
+    swap = engine.preemption_mode == "swap"
     disagg, g = None, d.disaggregated
     if g:
         disagg = DisaggregationConfig(g.prefill_replicas, g.decode_replicas, kv.bytes_per_token_per_gpu,
@@ -262,8 +276,8 @@ def resolve(s: Scenario) -> Resolved:
     notes = []
     if scale_up.assumed and (parallel.gpus_per_replica > 1 or (g and not g.kv_transfer_bytes_per_s)):
         notes.append(_link_note("link between GPUs (collectives, KV transfer)", scale_up))
-    if host.assumed and (swap is not None or lora is not None):
-        uses = [use for use, on in (("swap", swap), ("LoRA adapter loads", lora)) if on is not None]
+    if host.assumed and (swap or lora is not None):
+        uses = [use for use, on in (("swap", swap), ("LoRA adapter loads", lora is not None)) if on]
         notes.append(_link_note(f"host link ({', '.join(uses)})", host))
     if s.cost.price_usd_per_gpu_hour is not None:
         price, price_source = s.cost.price_usd_per_gpu_hour, "scenario"
@@ -278,9 +292,81 @@ def resolve(s: Scenario) -> Resolved:
     if hardware.unified_memory_bytes and hardware.memory_limit_source:
         notes.append(f"{hardware.name}: the GPU may use {hardware.memory_bytes / GiB:.1f} GiB of its "
                      f"{hardware.unified_memory_bytes / GiB:.0f} GiB unified memory ({hardware.memory_limit_source})")
-    return Resolved(s, model, hardware, parallel, checkpoint, fmt, runs, group_size, kv_dtype, engine, weights, kv,
-                    budget, replica, disagg, tuple(notes), price, price_source, profile, split, slots, lora,
-                    kernel_tables=tables)
+    r = Resolved(
+        name=s.name, file=s.file, model_name=s.model.name, num_parameters=s.model.num_parameters, model=model,
+        hardware=hardware, step_model_mode=s.hardware.step_model, parallel=parallel, checkpoint=checkpoint,
+        weight_format=fmt, execution=runs, group_size=group_size, kv_cache_dtype=kv_dtype, deployment=d,
+        engine_source=s.engine_source, engine=engine, workload=s.workload, slo=s.slo, energy=s.energy,
+        autoscaling=s.autoscaling, weights=weights, kv=kv, memory=budget, speculative=speculative,
+        disaggregation=disagg,
+        link_notes=tuple(notes), price_usd_per_gpu_hour=price, price_source=price_source,
+        sources=setting_sources(s, slots, price_source), calibrated_profile=profile, offload=split, slots=slots,
+        lora=lora, kernel_tables=tables)
+    try:                                            # built (and kept) now: a limit the scheduler refuses is bad input
+        _ = r.replica
+    except ValueError as exc:
+        raise InputError(s.file, "deployment", str(exc)) from None
+    return r
+
+
+def replica_config(r: Resolved) -> ReplicaConfig:
+    """What the simulator and the bundled engine run, from the deployment description alone: the one place a
+    scenario's `SchedulerConfig` and `ReplicaConfig` are built (`Resolved.replica` keeps it). Raises ValueError
+    for limits the scheduler refuses."""
+    e, d, w, budget, kv, slots = r.engine, r.deployment, r.workload, r.memory, r.kv, r.slots
+    host = host_link(r.hardware)
+    lora = grammar = None
+    if r.lora is not None:
+        # a load copies the adapter at its own rank (the workload's), into a slot sized for max_lora_rank
+        rank = w.lora.rank if w.lora else d.max_lora_rank
+        lora = LoraConfig(d.max_loras, d.max_cpu_loras or d.max_loras, r.lora.bytes_per_slot * rank / r.lora.rank,
+                          host.bytes_per_s_per_direction, LORA_DISK_BYTES_PER_S)
+    if w.structured_output is not None:
+        compile_s, mask_s = GRAMMAR_BACKENDS[w.structured_output.backend]
+        grammar = GrammarConfig(compile_s, mask_s, GRAMMAR_CACHE_ENTRIES)
+    # hybrid models: no more running sequences than the recurrent state was set aside for
+    # a replica's data-parallel ranks run as one engine of their combined limits and KV pool (parallel.py)
+    ranks = r.parallel.dp
+    scheduler = SchedulerConfig(max(1, min(e.max_num_seqs, budget.state_seqs)) * ranks,
+                                e.max_num_batched_tokens * ranks, e.enable_chunked_prefill, e.preemption_mode,
+                                r.speculative, e.max_model_len, prefill_only=False, reserve_full_kv=e.reserve_full_kv,
+                                lora=lora, grammar=grammar)
+    swap = (SwapLink(kv.bytes_per_token_per_gpu, host.bytes_per_s_per_direction)
+            if e.preemption_mode == "swap" else None)
+    return ReplicaConfig(scheduler, budget.kv_blocks * ranks, e.block_size, e.enable_prefix_caching,
+                         d.prefix_cache_tenant_isolation, swap, engine_loop(d.engine),
+                         slot_prompt_reuse=bool(slots and not slots.kv_unified),
+                         kv_windows=() if slots else kv.window_groups)
+
+
+# Defaults of the settings a scenario may leave out that `setting_sources` names (the engine settings' defaults
+# are named by `engine_settings` and `slot_settings`; the workload's and SLO's are "default").
+_SETTING_DEFAULTS = {
+    "deployment.tensor_parallel_size": "default (1)", "deployment.pipeline_parallel_size": "default (1)",
+    "deployment.data_parallel_size": "default (1)", "deployment.enable_expert_parallel": "default (off)",
+    "deployment.enable_attention_dp": "default (off)",
+    "deployment.quantization": "default (auto: the checkpoint's format)",
+    "deployment.kv_cache_dtype": "kv_cache_dtype auto: the model's serving dtype",
+    "hardware.memory_gb": "hardware profile",
+}
+
+
+def setting_sources(s: Scenario, slots: SlotSettings | None, price_source: str) -> dict[str, str]:
+    """Scenario path -> where its value came from: what the scenario's loading recorded (a flag that set it, or
+    "scenario"), else its default; the engine's choice and the price with the reasons the plan prints."""
+    stated = dict(s.sources)
+    sources = {path: stated.get(path, "default") for path in ASSUMED_FIELDS}
+    sources |= {path: stated.get(path, default) for path, default in _SETTING_DEFAULTS.items()}
+    sources["model.name"], sources["hardware.gpu"] = stated.get("model.name", "scenario"), stated.get(
+        "hardware.gpu", "scenario")
+    sources["deployment.engine"] = stated.get("deployment.engine", s.engine_source)
+    if slots is not None:
+        sources["deployment.kv_cache_dtype"] = slots.sources["cache_type_k"]
+    # any other stated setting (replicas, an engine setting): "scenario", or the flag that set it (engine.sources
+    # says "scenario" for any stated value; `source_of` reads it for the engine settings no one stated)
+    sources |= {path: source for path, source in stated.items() if path not in sources}
+    sources["cost.price_usd_per_gpu_hour"] = price_source
+    return sources
 
 
 def _check_engine_serves(s: Scenario, fmt: WeightFormat, hardware: HardwareSpec) -> None:

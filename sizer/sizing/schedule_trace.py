@@ -12,11 +12,11 @@ import numpy as np
 
 from simulator.traces import read_csv_trace, read_mooncake
 from sizer.errors import InputError
-from sizer.inputs.scenario import Scenario, scenario_dir
+from sizer.inputs.scenario import StatedWorkload, scenario_dir
 from sizer.inputs.schedule import Profile
 
 
-def trace_profile(s: Scenario) -> Profile:
+def trace_profile(s: StatedWorkload) -> Profile:
     """The rate per bin of workload.schedule.trace, over a period of whole output intervals."""
     sch = s.workload.schedule
     t = sch.trace

@@ -23,7 +23,6 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 
-from simulator.errors import FieldError
 from sizer.analytic.memory import GiB
 from sizer.errors import InputError
 from sizer.inputs.hardware import all_profiles, load_hardware, local_profiles
@@ -37,6 +36,7 @@ from sizer.sizing.resolve import Resolved, hardware_of, model_of, resolve
 from sizer.sizing.result import GoodputSettings, Sizing, SizingStatus, SLOProbe
 from sizer.sizing.slots import FORMAT_CANDIDATES, SlotAnswers
 from sizer.words import count
+from validation.errors import FieldError
 
 
 @dataclass(frozen=True)
@@ -340,7 +340,7 @@ def evaluate(c: Candidate, data: dict, file: str | None, settings: SearchSetting
 def slot_outcome(c: Candidate, r: Resolved, plan: Plan, gpus_per_replica: int, kv_gib: float) -> Outcome:
     """A slot engine's candidate that fits, judged on its slot answers (SLOT_NOTES). Binding when it passes:
     the target with the least headroom."""
-    a, slo, w = plan.slots, r.scenario.slo, r.scenario.workload
+    a, slo, w = plan.slots, r.slo, r.workload
     speed, ttft_ms = a.speeds[-1].tokens_per_s_per_user, a.ttft_s * 1e3
     busy = w.arrival.rate_per_s * (a.ttft_s + mean_length(w.output_tokens) / speed)
     # (target, measured / allowed: above 1 misses, what it says)

@@ -25,10 +25,10 @@ def simulation_config(r: Resolved, replicas: int | None = None, router: str = DE
     """The resolved replica (or disaggregated pools) behind `router`: `replicas`, else the
     scenario's, else one."""
     if r.replica.num_blocks < 1:
-        raise InputError(r.scenario.file, "deployment",
+        raise InputError(r.file, "deployment",
                          f"no room for a KV cache on {r.hardware.name}: " + "; ".join(r.memory.reasons))
-    replicas = replicas or r.scenario.deployment.replicas or 1
-    check_simulated_blocks(replicas * r.replica.num_blocks, r.scenario.file, "deployment.replicas")
+    replicas = replicas or r.deployment.replicas or 1
+    check_simulated_blocks(replicas * r.replica.num_blocks, r.file, "deployment.replicas")
     return SimulationConfig(r.replica, replicas, router, PREFIX_BALANCE_SLACK, r.disaggregation,
                             fast_forward=fast_forward)
 
@@ -48,7 +48,7 @@ def simulate_scenario(r: Resolved, num_requests: int | None = None, replicas: in
     """Simulate the scenario's workload (at `rate_per_s` if given) on its deployment with its step model
     (`step`, when the caller has built it already)."""
     return simulate(simulation_config(r, replicas, router), step or step_model_for(r),
-                    workload_of(r.scenario, num_requests, rate_per_s), r.scenario.workload.seed, progress)
+                    workload_of(r, num_requests, rate_per_s), r.workload.seed, progress)
 
 
 def simulate_replica(r: Resolved, rate_per_s: float, num_requests: int):

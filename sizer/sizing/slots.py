@@ -87,11 +87,11 @@ def _option(r: Resolved, name: str, target: float | None, context: int, request_
     that fit: of the scenario's context each, or in one unified buffer, of `request_tokens` (prompt + output)."""
     sl, m, hw, p = r.slots, r.model, r.hardware, r.parallel
     try:
-        fmt, group = weight_format(m, name, r.group_size, r.scenario.file)
-        execution(fmt, hw, r.scenario.file)
+        fmt, group = weight_format(m, name, r.group_size, r.file)
+        execution(fmt, hw, r.file)
     except InputError:
         return None
-    weights = weight_memory(m, fmt, p, group, r.scenario.model.num_parameters)
+    weights = weight_memory(m, fmt, p, group, r.num_parameters)
     e = r.engine
     budget = memory_budget(m, hw.memory_bytes, weights, r.kv, p, r.memory.gpu_memory_utilization, e.block_size,
                            e.max_model_len, sl.ubatch_size, e.max_num_seqs)
@@ -148,7 +148,7 @@ def slot_answers(r: Resolved, step, prompt_mean: float, output_mean: float, rate
     prompt = int(round(prompt_mean))
     ttft = prefill_time_s(step, prompt, sl.batch_size)
     speeds = tuple(_speed(r, step, n, context) for n in range(1, sl.slots + 1))
-    per_token = [t for t in (r.scenario.slo.itl_ms, r.scenario.slo.tpot_ms) if t]
+    per_token = [t for t in (r.slo.itl_ms, r.slo.tpot_ms) if t]
     target = 1e3 / min(per_token) if per_token else None
     request = max(1, int(round(prompt_mean + output_mean)))
     options = [o for name in FORMAT_CANDIDATES if (o := _option(r, name, target, context, request)) is not None]

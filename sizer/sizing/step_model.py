@@ -80,7 +80,7 @@ def step_model_for(r: Resolved, roofline: RooflineStepTimeModel | None = None) -
         return kind("calibrated profile").CalibratedStepTimeModel(r.calibrated_profile, num_layers=r.model.num_layers,
                                                                   fallback=roofline)
     tables = r.kernel_tables
-    if tables is None and r.scenario.hardware.step_model != "roofline":
+    if tables is None and r.step_model_mode != "roofline":
         tables = kernel_tables_for(r)
         if tables is None:
             refuse_missing_tables(r)
@@ -92,8 +92,8 @@ def step_model_for(r: Resolved, roofline: RooflineStepTimeModel | None = None) -
 def refuse_missing_tables(r: Resolved) -> None:
     """`hardware.step_model: kernel_tables` where no tables are bundled for the GPU and engine: refused, never
     priced otherwise."""
-    if r.scenario.hardware.step_model == "kernel_tables":
-        raise InputError(r.scenario.file, "hardware.step_model",
+    if r.step_model_mode == "kernel_tables":
+        raise InputError(r.file, "hardware.step_model",
                          f"kernel_tables: none are bundled for {r.hardware.id} in {r.engine.engine} "
                          f"(bundled for it: {', '.join(bundled_folders(r.hardware.id)) or 'none'}); use auto or "
                          "roofline, or measure them (sizer calibrate, sizer import-kernels)")
@@ -112,7 +112,7 @@ def kernel_tables_note(r: Resolved) -> str | None:
     if r.kernel_tables is not None:
         return own_tables_note(r)
     header = bundled_header(r.hardware.id, r.engine.engine)
-    mode = r.scenario.hardware.step_model
+    mode = r.step_model_mode
     if header is None:          # (kernel_tables asked for here was refused by step_model_for)
         return (f"step times: the roofline; no kernel tables are bundled for {r.hardware.id} in {r.engine.engine}"
                 + (" (hardware.step_model: auto)" if mode == "auto" else ""))

@@ -27,7 +27,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from simulator.errors import FieldError
 from sizer.analytic.memory import GiB
 from sizer.errors import InputError
 from sizer.inputs import preloaded
@@ -53,6 +52,7 @@ from sizer.sizing.step_model import bundled_header, bundled_tables
 from sizer.sizing.sweep_backends import run_local, run_ray
 from sizer.sizing.workload import read_trace, trace_limit, trace_summary
 from sizer.words import count
+from validation.errors import FieldError
 
 # Bumped when a row's meaning changes: points hashed under another version are simulated again.
 ROW_VERSION = 1
@@ -363,9 +363,9 @@ def _pruned_by(sweep: Sweep, r: Resolved, plan: Plan) -> tuple[str, str] | None:
     # Every step streams the weights once: no token comes sooner than this floor (gamma + 1 tokens at best
     # from one speculative step).
     floor_ms = plan.step_times.decode_bandwidth_bound_ms
-    spec = r.scenario.deployment.speculative_config
+    spec = r.deployment.speculative_config
     per_token_floor_ms = floor_ms / (spec.num_speculative_tokens + 1) if spec else floor_ms
-    slo = r.scenario.slo
+    slo = r.slo
     for name, target, bound in (("TTFT", slo.ttft_ms, floor_ms), ("ITL", slo.itl_ms, per_token_floor_ms),
                                 ("TPOT", slo.tpot_ms, per_token_floor_ms), ("E2E", slo.e2e_ms, floor_ms)):
         if target is not None and target < bound:

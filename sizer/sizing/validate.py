@@ -11,7 +11,6 @@ from pathlib import Path
 from engine.config import EngineBuild
 from engine.profile import PROFILE_FILE, CalibratedStepTimeModel, ProfileHeader, load_profile
 from simulator.engine_loop import BARE
-from simulator.errors import excerpt
 from simulator.run import SimulationConfig
 from sizer.errors import InputError
 from sizer.inputs.hardware import HOST_CPU
@@ -21,6 +20,7 @@ from sizer.sizing.device_calibration import engine_step_model
 from sizer.sizing.resolve import Resolved, resolve
 from sizer.sizing.simulate import simulation_config
 from sizer.sizing.workload import workload_of
+from validation.errors import excerpt
 
 DEFAULT_MAX_REQUESTS = 200          # requests replayed unless asked for more
 
@@ -61,7 +61,7 @@ def validation_config(s: Scenario, pricing: Pricing,
     is resolve's (from the memory budget) unless `num_blocks` is given. InputError when the
     bundled engine cannot run the scenario or the pricing was measured for something else."""
     r = resolve(s)
-    f, d = s.file, s.deployment
+    f, d = r.file, r.deployment
     if pricing.model is not None and r.model.name != pricing.model:
         raise InputError(f, "model.name",
                          f"{excerpt(r.model.name)}, but {pricing.what} was calibrated for {excerpt(pricing.model)}")

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import math
 
-from simulator.errors import excerpt
-from simulator.traces import MAX_TIMESTAMP_S, read_csv_trace, read_mooncake
-from simulator.workload import (
+from simulator import (
     AdapterPopularity,
     Arrivals,
     ClosedLoop,
@@ -16,11 +14,15 @@ from simulator.workload import (
     Workload,
     WorkloadSpec,
     generate,
+    read_csv_trace,
+    read_mooncake,
     with_tags,
 )
 from sizer.errors import InputError
 from sizer.inputs import preloaded
-from sizer.inputs.scenario import Distribution, Scenario, scenario_dir
+from sizer.inputs.scenario import Distribution, StatedWorkload, scenario_dir
+from validation.errors import excerpt
+from validation.trace_limits import MAX_TIMESTAMP_S
 
 
 def _lengths(d: Distribution) -> Lengths:
@@ -36,7 +38,7 @@ def _lengths(d: Distribution) -> Lengths:
     return Lengths("empirical", values_tokens=tuple(int(v) for v in d.values), weights=tuple(d.weights or ()), **clip)
 
 
-def workload_of(s: Scenario, num_requests: int | None = None, rate_per_s: float | None = None) -> Workload:
+def workload_of(s: StatedWorkload, num_requests: int | None = None, rate_per_s: float | None = None) -> Workload:
     """The scenario's requests: a trace replay or a seeded synthetic workload. `rate_per_s`
     rescales the arrivals (a trace keeps its shape and is played faster or slower); a closed loop's
     clients are replaced by Poisson arrivals at that rate (the goodput probes size for a rate)."""
@@ -61,7 +63,7 @@ def workload_of(s: Scenario, num_requests: int | None = None, rate_per_s: float 
     return generate(spec, w.seed)
 
 
-def _check_trace_adapters(s: Scenario, trace: Workload) -> None:
+def _check_trace_adapters(s: StatedWorkload, trace: Workload) -> None:
     """A trace's adapter column is used exactly when workload.lora says `popularity: trace`."""
     lora, named = s.workload.lora, trace.adapter is not None
     from_trace = lora is not None and lora.popularity == "trace"
@@ -76,7 +78,7 @@ def _check_trace_adapters(s: Scenario, trace: Workload) -> None:
                          f"{int(trace.adapter.max())}; expected ids from 0 to adapters - 1")
 
 
-def _tags(s: Scenario) -> tuple[AdapterPopularity | None, SchemaUse | None]:
+def _tags(s: StatedWorkload) -> tuple[AdapterPopularity | None, SchemaUse | None]:
     """Which adapter and schema each request asks for: Zipf (uniform: exponent 0) over the adapters,
     a share of requests over the schemas uniformly."""
     lora, so = s.workload.lora, s.workload.structured_output
@@ -86,15 +88,15 @@ def _tags(s: Scenario) -> tuple[AdapterPopularity | None, SchemaUse | None]:
 
 
 # A time-scaled trace spans at least a nanosecond (when it spans any time at all), so that its
-# rate, (requests - 1) / span, stays a finite float; at most simulator.traces.MAX_TIMESTAMP_S.
+# rate, (requests - 1) / span, stays a finite float; at most validation.trace_limits.MAX_TIMESTAMP_S.
 MIN_SPAN_S = 1e-9
 
 
-def _trace_path(s: Scenario) -> str:
+def _trace_path(s: StatedWorkload) -> str:
     return str(scenario_dir(s) / s.workload.trace.path)
 
 
-def _trace(s: Scenario, n: int) -> Workload:
+def _trace(s: StatedWorkload, n: int) -> Workload:
     """The first `n` requests of the scenario's trace (at most trace.max_requests), time_scale applied (a sweep
     worker: as its driver read them, sizer/inputs/preloaded.py)."""
     t = s.workload.trace
@@ -108,12 +110,12 @@ def _trace(s: Scenario, n: int) -> Workload:
     return trace
 
 
-def trace_limit(s: Scenario, n: int) -> int:
+def trace_limit(s: StatedWorkload, n: int) -> int:
     """Requests read of the scenario's trace for `n` requests: at most trace.max_requests."""
     return min(n, s.workload.trace.max_requests or n)
 
 
-def read_trace(s: Scenario, n: int) -> Workload:
+def read_trace(s: StatedWorkload, n: int) -> Workload:
     """The first `n` requests of the scenario's trace file (at most trace.max_requests), as read: no time_scale."""
     t = s.workload.trace
     shipped = preloaded.trace(_trace_path(s), trace_limit(s, n))
@@ -123,7 +125,7 @@ def read_trace(s: Scenario, n: int) -> Workload:
     return reader(_trace_path(s), trace_limit(s, n))
 
 
-def _trace_rate_per_s(s: Scenario, trace: Workload, n: int) -> float:
+def _trace_rate_per_s(s: StatedWorkload, trace: Workload, n: int) -> float:
     """A trace's arrival rate: (requests - 1) / (last - first arrival), the mean rate between its
     first and last arrivals. One request, or requests all at one instant, have none (0 / 0, or
     n / 0): refused, naming the trace's timestamps, since a plan sizes for a rate."""
@@ -142,7 +144,7 @@ def _trace_rate_per_s(s: Scenario, trace: Workload, n: int) -> float:
                      f"(`sizer simulate` replays the trace as it is)")
 
 
-def trace_summary(s: Scenario):
+def trace_summary(s: StatedWorkload):
     """Requests, span, rate and mean lengths of the scenario's trace (as replayed); refused when
     the trace has no arrival rate (one request, or all at one timestamp)."""
     n = s.workload.num_requests

@@ -12,8 +12,8 @@ from engine.config import engine_config
 from engine.kernels import TORCH, TRITON
 from engine.kv_cache import PagedKVCache
 from engine.model import LayerWeights, Transformer, dense_mlp, moe_mlp
-from simulator.errors import FieldError
 from sizer.inputs.model_spec import load_model
+from validation.errors import FieldError
 
 TINY = engine_config(load_model("tiny"))
 

@@ -18,9 +18,9 @@ from engine.profile import (
     split_attention,
 )
 from hardware_profiles import CALIBRATED_DIR
-from simulator.errors import FieldError
 from simulator.step_batch import StepBatch
 from sizer.analytic.roofline import decode_batch
+from validation.errors import FieldError
 
 CPU_TINY = CALIBRATED_DIR / "cpu-tiny-tp1"
 

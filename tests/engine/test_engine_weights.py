@@ -12,8 +12,8 @@ from engine.kernels import TORCH
 from engine.kv_cache import PagedKVCache
 from engine.model import Transformer
 from engine.weights import load_weights, read_safetensors
-from simulator.errors import FieldError
 from sizer.inputs.model_spec import load_model
+from validation.errors import FieldError
 
 CFG = engine_config(load_model("tiny"))
 
@@ -84,3 +84,27 @@ def test_tied_embeddings_and_missing_tensors(tmp_path):
     write_safetensors(tmp_path / "model.safetensors", names)
     with pytest.raises(FieldError, match="model.layers.3.mlp.down_proj.weight: missing"):
         load_weights(target, tmp_path)
+
+
+def write_header(path, header, data):
+    text = json.dumps(header).encode() if isinstance(header, dict) else header
+    path.write_bytes(struct.pack("<Q", len(text)) + text + data)
+    return path
+
+
+@pytest.mark.parametrize(("header", "field", "says"), [
+    # 2x3 F32 = 24 bytes stated over 16: torch's reshape raised a RuntimeError before the check
+    ({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 16]}}, "header.w.shape", "the tensor's 16 bytes"),
+    ({"w": {"dtype": "F32", "shape": "4", "data_offsets": [0, 16]}}, "header.w.shape", "got '4'"),
+    ({"w": {"dtype": "F8_E4M3", "shape": [16], "data_offsets": [0, 16]}}, "header.w.dtype", "'F8_E4M3'"),
+    # the same name twice: json.loads kept the last one silently; the shared reader refuses it
+    (b'{"w": {"dtype": "U8", "shape": [16], "data_offsets": [0, 16]}, "w": {}}', "header", "duplicate key 'w'"),
+    # a range past the data: the memory map's slice came back short and reshape raised
+    ({"w": {"dtype": "U8", "shape": [32], "data_offsets": [0, 32]}}, "header.w.data_offsets", "16 data bytes"),
+])
+def test_a_malformed_header_is_one_field_error(tmp_path, header, field, says):
+    path = write_header(tmp_path / "model.safetensors", header, bytes(16))
+    with pytest.raises(FieldError) as caught:
+        read_safetensors(path)
+    assert (caught.value.file, caught.value.field) == (str(path), field)
+    assert says in caught.value.message

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simulator import traces
-from simulator.errors import FieldError
 from simulator.traces import read_csv_trace, read_mooncake
+from validation.errors import FieldError
 
 CORPUS = Path(__file__).resolve().parents[1] / "bad_inputs" / "trace"
 ROW = re.compile(r"^\| `([^`]+)` \| (.+) \| `([^`]+)` \|$")

@@ -8,7 +8,6 @@ import pytest
 from simhelp import DATA, LinearStepModel, scheduler_config, sim_config
 
 from simulator.config import SwapLink
-from simulator.errors import FieldError
 from simulator.grammar import GrammarConfig
 from simulator.kv_cache import KVCacheManager
 from simulator.lora import DISK, GPU, HOST, AdapterCache, LoraConfig
@@ -17,6 +16,7 @@ from simulator.run import simulate
 from simulator.scheduler import Scheduler
 from simulator.traces import read_csv_trace, read_mooncake
 from simulator.workload import AdapterPopularity, Arrivals, Lengths, SchemaUse, WorkloadSpec, generate, with_tags
+from validation.errors import FieldError
 
 # 1 GB adapters, a 10 GB/s host link, a 1 GB/s disk: 0.1 s from the host, 0.1 + 1 = 1.1 s from disk
 LINK = dict(adapter_bytes=1e9, host_bytes_per_s=1e10, disk_bytes_per_s=1e9)

@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 from simhelp import DATA
 
-from simulator.errors import FieldError
 from simulator.traces import read_csv_trace, read_mooncake
 from simulator.workload import Arrivals, Lengths, SharedPrefix, WorkloadSpec, generate
+from validation.errors import FieldError
 
 
 def spec(n=20000, **kw):

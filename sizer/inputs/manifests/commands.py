@@ -13,14 +13,14 @@ import re
 import shlex
 from pathlib import Path
 
-from simulator.errors import excerpt
-from simulator.schema import check_key, join, key_for
 from sizer.errors import InputError
 from sizer.inputs.hf_store import bundled
 from sizer.inputs.manifests.fields import HF_ID, get, hf_repo_id, parse_number
 from sizer.inputs.model_spec import CATALOG_DIR, catalog_names
-from sizer.inputs.safe_load import load_json, loads_json
 from sizer.inputs.scenario import DeploymentSection, SpeculativeSection
+from validation.errors import excerpt
+from validation.safe_load import load_json, loads_json
+from validation.schema import check_key, join, key_for
 
 SHELLS = ("sh", "bash", "dash", "ash", "zsh")
 SHELL_OPERATORS = ("&&", "||", ";", ";;", "|", "&", "(", ")", ">", "<", ">>", "|&")

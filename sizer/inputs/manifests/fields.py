@@ -1,6 +1,6 @@
 """The manifest fields sizer reads, declared once, and numbers written as text.
 
-A manifest is someone else's document: each field sizer reads is a `Key` (simulator/schema.py),
+A manifest is someone else's document: each field sizer reads is a `Key` (validation/schema.py),
 other keys are ignored. A value that sets a scenario field (a vLLM flag, the replica count) is
 checked against that field's own declaration in sizer/inputs/scenario.py (`key_for`). Numbers may
 be written as text: vLLM's flags always are, Kubernetes quantities often are ("1", "32k").
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 
-from simulator.errors import excerpt
-from simulator.schema import Key, check_key, join, key_for
 from sizer.errors import InputError
 from sizer.inputs.scenario import MAX_REPLICAS, DeploymentSection
+from validation.errors import excerpt
+from validation.schema import Key, check_key, join, key_for
 
 # GPUs one pod asks for: 1,024, the most in any one parallel dimension of a deployment.
 MAX_GPUS_PER_POD = 1024

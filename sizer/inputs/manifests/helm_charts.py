@@ -22,13 +22,13 @@ its args; each pod has `parallelism.dataLocal x tensor` GPUs unless its resource
 
 from __future__ import annotations
 
-from simulator.errors import excerpt
-from simulator.schema import check_key, join, key_for
 from sizer.errors import InputError
 from sizer.inputs.manifests.commands import VALUE_FLAGS, server_start, tokens
 from sizer.inputs.manifests.fields import get, hf_repo_id, parse_number
 from sizer.inputs.manifests.kubernetes import Server, containers, pod_gpus
 from sizer.inputs.scenario import DeploymentSection
+from validation.errors import excerpt
+from validation.schema import check_key, join, key_for
 
 # production-stack vllmConfig key -> vLLM flag (helm/templates/deployment-vllm-multi.yaml writes each so)
 VLLM_CONFIG = {"tensorParallelSize": "--tensor-parallel-size", "pipelineParallelSize": "--pipeline-parallel-size",

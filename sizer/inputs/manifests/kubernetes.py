@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simulator.errors import excerpt
-from simulator.schema import join
 from sizer.errors import InputError
 from sizer.inputs.manifests.commands import server_start, tokens
 from sizer.inputs.manifests.fields import get, hf_repo_id
 from sizer.inputs.manifests.gpus import MIG_RESOURCE
+from validation.errors import excerpt
+from validation.schema import join
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 # KServe's Hugging Face serving runtime (kserve/huggingfaceserver): vLLM behind KServe's own flags

@@ -24,14 +24,14 @@ is the prefill pool
 
 from __future__ import annotations
 
-from simulator.errors import excerpt
-from simulator.safe_yaml import loads_yaml
-from simulator.schema import join
 from sizer.errors import InputError
 from sizer.inputs.manifests.commands import container_env, server_start, shell_split, tokens
 from sizer.inputs.manifests.fields import get, hf_repo_id, parse_number
 from sizer.inputs.manifests.gpus import RAY_ACCELERATOR
 from sizer.inputs.manifests.kubernetes import Server, containers, pod_gpus
+from validation.errors import excerpt
+from validation.safe_yaml import loads_yaml
+from validation.schema import join
 
 OPERATOR_KINDS = ("LLMInferenceService", "RayService", "DynamoGraphDeployment")
 RAY_LLM_BUILDERS = ("ray.serve.llm:build_openai_app", "ray.serve.llm:build_llm_deployment")

@@ -125,7 +125,7 @@ def build_report(data: dict, file: str | None, space: SearchSpace | None, worker
                     [latency_chart(points, slo_ms, goodput, chart_id="front")] if points else []),
         pareto_points=front, top=top,
         not_chosen=not_chosen,
-        question=question_rows(scenario, own_resolved), answer=answer, own=own,
+        question=question_rows(own_resolved), answer=answer, own=own,
         memory_svg=memory_chart(bars), memory_bars=bars,
         latency_svg=latency_chart(points, slo_ms, goodput) if points else None,
         latency_points=points,
@@ -171,11 +171,11 @@ def _answer(r: Resolved, source: str, settings: SearchSettings, sizing: Sizing |
     """The pipeline's verdict for one configuration (sized here unless the search already did), and the KV and
     batch timeline of its operating point (the same seeded simulation again)."""
     plan = make_plan(r)
-    s, d = r.scenario, r.scenario.deployment
+    d = r.deployment
     config = (f"{plan.parallel.gpus_per_replica} x {r.hardware.name}, TP {d.tensor_parallel_size}"
               + (f" PP {d.pipeline_parallel_size}" if d.pipeline_parallel_size > 1 else "")
               + f", {r.weight_format.name} weights, {r.kv_cache_dtype} KV")
-    command = (f"sizer plan {s.file or 'scenario.yaml'} --gpu {r.hardware.id} --tp {d.tensor_parallel_size} "
+    command = (f"sizer plan {r.file or 'scenario.yaml'} --gpu {r.hardware.id} --tp {d.tensor_parallel_size} "
                f"--pp {d.pipeline_parallel_size} --weights {r.weight_format.name} "
                f"--kv-cache-dtype {r.kv_cache_dtype} --simulate")
     sizing = sizing or size_deployment(r, plan, settings.goodput)
@@ -183,7 +183,7 @@ def _answer(r: Resolved, source: str, settings: SearchSettings, sizing: Sizing |
     point = sizing.operating_point
     if point is None:
         return answer, None
-    t = simulate_at(r, point.rate_per_s, s.workload.num_requests).timeline
+    t = simulate_at(r, point.rate_per_s, r.workload.num_requests).timeline
     first = t.replica == 0
     return answer, (t.end_s[first], t.kv_usage[first], t.num_seqs[first])
 
@@ -207,8 +207,8 @@ def _latency_points(r: Resolved, goodput: float, num_requests: int) -> list[Rate
     return points
 
 
-def question_rows(s, r: Resolved) -> list[tuple[str, str]]:
-    w, d, slo = s.workload, s.deployment, s.slo
+def question_rows(r: Resolved) -> list[tuple[str, str]]:
+    w, d, slo = r.workload, r.deployment, r.slo
     targets = ", ".join(f"{k} <= {v:g} ms"
                         for k, v in (("TTFT", slo.ttft_ms), ("ITL", slo.itl_ms), ("TPOT", slo.tpot_ms),
                                      ("E2E", slo.e2e_ms)) if v)

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import jinja2
 
-from simulator.errors import excerpt
 from sizer.errors import InputError
 from sizer.outputs.report.charts import STYLE, _pyplot, to_svg
 from sizer.outputs.report.render import TEMPLATES
+from validation.errors import excerpt
 
 LATENCIES = (("ttft_p95_ms", "p95 TTFT (ms)"), ("itl_p95_ms", "p95 ITL (ms)"))
 CONFIG = ("engine", "quantization", "kv_cache_dtype", "tensor_parallel_size", "pipeline_parallel_size",

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from simulator.errors import FieldError
 from sizer.analytic.format_support import execution
 from sizer.analytic.formats import FORMATS, checkpoint_format
 from sizer.cli import app
 from sizer.inputs.hardware import load_hardware
 from sizer.inputs.model_spec import CATALOG_DIR
 from sizer.inputs.quantization import parse_hf_quant_config, parse_quantization
+from validation.errors import FieldError
 
 MODELS = Path(__file__).resolve().parents[2] / "data" / "models"
 NVFP4 = parse_hf_quant_config(json.loads((MODELS / "qwen3-30b-a3b-nvfp4" / "hf_quant_config.json").read_text()), "h")

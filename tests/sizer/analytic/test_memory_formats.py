@@ -8,12 +8,12 @@ lm_head 1,024,000; embedding 1,024,000; norms (2 x 2 + 1) x 1024 = 5,120.
 
 import pytest
 
-from simulator.errors import FieldError
 from sizer.analytic.formats import FORMATS
 from sizer.analytic.memory import KV_DTYPE_BYTES, kv_layout, memory_budget, weight_memory
 from sizer.analytic.parallel import ParallelConfig
 from sizer.analytic.weights import parameter_count
 from sizer.inputs.model_spec import from_hf_config
+from validation.errors import FieldError
 
 CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 1024, "intermediate_size": 4096,
           "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 1000,

@@ -2,7 +2,6 @@
 
 import pytest
 
-from simulator.errors import FieldError
 from simulator.step_batch import StepBatch
 from sizer.analytic.formats import FORMATS
 from sizer.analytic.memory import kv_layout, weight_memory
@@ -10,6 +9,7 @@ from sizer.analytic.parallel import ParallelConfig, comm_per_step, validate_spli
 from sizer.analytic.roofline import RooflineStepTimeModel, compute_bound_batch, decode_batch, prefill_time_s
 from sizer.inputs.hardware import load_hardware
 from sizer.inputs.model_spec import load_model
+from validation.errors import FieldError
 
 
 def roofline(name="llama-3.1-8b", gpu="h100", fmt="bf16", p=ParallelConfig()):

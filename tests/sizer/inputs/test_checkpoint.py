@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from simulator.errors import FieldError
 from sizer.cli import app
 from sizer.inputs.checkpoint import header_tensor_bytes, stored_bytes
 from sizer.inputs.model_spec import load_config, load_model
+from validation.errors import FieldError
 
 CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 1024, "intermediate_size": 4096,
           "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 1000,

@@ -17,13 +17,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from simulator.errors import FieldError
 from sizer.analytic.formats import scale_bytes, weight_format
 from sizer.analytic.weights import LinearGroup
 from sizer.cli import app
 from sizer.inputs.config_keys import KEYS
 from sizer.inputs.model_spec import CATALOG_DIR, catalog_names, from_hf_config, load_model
 from sizer.inputs.quantization import CT_WEIGHT_KEYS, QUANT_KEYS
+from validation.errors import FieldError
 
 ROOT = Path(__file__).resolve().parents[3]
 CORPUS = ROOT / "tests" / "bad_inputs" / "config"

@@ -14,10 +14,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simulator.errors import FieldError
 from sizer.inputs.gateway import MAX_SEARCH_CANDIDATES, load_gateway
 from sizer.inputs.kernel_tables import _read_table
 from sizer.inputs.sweep_file import MAX_POINTS, axis_values, load_sweep
+from validation.errors import FieldError
 
 ROOT = Path(__file__).resolve().parents[3]
 FAST_S = 3.0            # CPU seconds (time.process_time): the work a refusal takes, whatever the machine's load

@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from simulator.schema import describe
 from sizer.cli import app
 from sizer.inputs.manifest import ANNOTATION, SizerBlock
 from sizer.inputs.manifests.commands import VALUE_FLAGS
+from validation.schema import describe
 
 REPO = Path(__file__).resolve().parents[3]
 PER_EXAMPLE_S = 30            # a check of these documents takes well under a second

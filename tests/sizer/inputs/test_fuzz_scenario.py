@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from simulator.schema import describe
 from sizer.cli import app
 from sizer.inputs.scenario import Scenario
+from validation.schema import describe
 
 REPO = Path(__file__).resolve().parents[3]
 BASE = yaml.safe_load((REPO / "scenarios" / "llama-3.1-8b-chat-h100.yaml").read_text())

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from simulator.errors import FieldError
 from sizer.analytic.weights import parameter_count
 from sizer.errors import InputError
 from sizer.inputs.hf_store import BUNDLED, STORE_DIR, bundled, bundled_ids
 from sizer.inputs.model_spec import checkpoint_model, load_config
+from validation.errors import FieldError
 
 ROOT = Path(__file__).resolve().parents[3]
 INDEX = json.loads((STORE_DIR / "index.json").read_text())

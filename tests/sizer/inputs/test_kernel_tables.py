@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
-from simulator.errors import FieldError
 from sizer.inputs.kernel_tables import HEADER_FILE, bundled_tables_dir, cached_kernel_tables, load_kernel_tables
+from validation.errors import FieldError
 
 
 @pytest.fixture(scope="module")

@@ -11,13 +11,13 @@ from xml.etree import ElementTree as ET
 import pytest
 from typer.testing import CliRunner
 
-from simulator.errors import FieldError
 from sizer.cli import app
 from sizer.inputs.hardware import all_profiles, load_hardware
 from sizer.inputs.manifest import CheckFlags, read_check_input
 from sizer.inputs.manifests.commands import model_reference, parse_server_args
 from sizer.inputs.manifests.gpus import read_label
 from sizer.outputs.emit import GKE_LABEL
+from validation.errors import FieldError
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "manifests"
 
@@ -137,6 +137,12 @@ def test_no_gpu_anywhere_names_the_flag(tmp_path):
     unknown = manifest(tmp_path, "      nodeSelector: {nvidia.com/gpu.product: Tesla-T4}")
     result = CliRunner().invoke(app, ["check", unknown])
     assert result.exit_code == 2 and "no hardware profile for Tesla-T4; give --gpu" in said(result)
+    # a control character in the label (\x1e, which str.splitlines splits on; found by test_fuzz_manifest.py) is
+    # escaped, so the refusal stays one line
+    control = manifest(tmp_path, '      nodeSelector: {nvidia.com/gpu.product: "T4\\x1e"}')
+    result = CliRunner().invoke(app, ["check", control])
+    assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert "no hardware profile for T4\\x1e; give --gpu" in said(result)
 
 
 def test_flags_replace_block_and_manifest_and_say_so(tmp_path):

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from simulator.errors import FieldError
 from sizer.cli import app
 from sizer.inputs.manifest import read_check_input
 from sizer.inputs.manifests.commands import parse_server_args
+from validation.errors import FieldError
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "manifests"
 

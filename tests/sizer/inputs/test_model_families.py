@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from simulator.errors import FieldError
 from sizer.analytic.memory import kv_layout
 from sizer.analytic.parallel import ParallelConfig
 from sizer.analytic.weights import layer_kinds, parameter_count
@@ -18,6 +17,7 @@ from sizer.inputs.model_spec import from_hf_config
 from sizer.inputs.scenario import load_scenario
 from sizer.inputs.variant import Variant
 from sizer.sizing.resolve import resolve
+from validation.errors import FieldError
 
 MODELS = Path(__file__).resolve().parents[2] / "data" / "models"
 FACTS = {m["id"]: m for m in yaml.safe_load((MODELS / "facts.yaml").read_text())["models"]}

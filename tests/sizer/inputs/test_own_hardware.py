@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from simulator.errors import FieldError
 from sizer.cli.app import app
 from sizer.inputs.hardware import load_hardware
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.inputs.variant import Variant
 from sizer.sizing.resolve import resolve
+from validation.errors import FieldError
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[3]

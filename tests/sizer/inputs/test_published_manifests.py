@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from simulator.errors import FieldError
 from sizer.cli import app
 from sizer.inputs.manifest import CheckFlags, read_check_input
 from sizer.outputs.check import check_file
+from validation.errors import FieldError
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "manifests"
 

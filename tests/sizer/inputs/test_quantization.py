@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from simulator.errors import FieldError
 from sizer.inputs.quantization import parse_hf_quant_config, parse_quantization
+from validation.errors import FieldError
 
 MODELS = Path(__file__).resolve().parents[2] / "data" / "models"
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from simulator.errors import FieldError
 from sizer.analytic.formats import checkpoint_format, group_bytes, weight_format
 from sizer.analytic.memory import kv_layout
 from sizer.analytic.parallel import ParallelConfig
 from sizer.analytic.weights import linear_groups, parameter_count
 from sizer.inputs.model_spec import from_hf_config, load_model
+from validation.errors import FieldError
 
 MODELS = Path(__file__).resolve().parents[2] / "data" / "models"
 

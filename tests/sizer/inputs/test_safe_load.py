@@ -13,11 +13,11 @@ import pytest
 from timing import fastest
 from typer.testing import CliRunner
 
-from simulator.errors import EXCERPT_CHARS, FieldError, excerpt
-from simulator.safe_yaml import MAX_ALIASES, MAX_DEPTH, MAX_YAML_BYTES, load_yaml, loads_yaml, loads_yaml_all
 from sizer.cli import app
-from sizer.inputs import safe_load
-from sizer.inputs.safe_load import loads_json
+from validation import safe_load
+from validation.errors import EXCERPT_CHARS, FieldError, excerpt
+from validation.safe_load import loads_json
+from validation.safe_yaml import MAX_ALIASES, MAX_DEPTH, MAX_YAML_BYTES, load_yaml, loads_yaml, loads_yaml_all
 
 ROOT = Path(__file__).resolve().parents[3]
 CHAT = ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml"

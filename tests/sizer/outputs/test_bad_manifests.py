@@ -10,11 +10,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from simulator.errors import FieldError
 from sizer.cli import app
 from sizer.inputs.manifest import read_check_input
 from sizer.inputs.manifests.commands import parse_vllm_args
 from sizer.inputs.manifests.commands import tokens as _tokens
+from validation.errors import FieldError
 
 ROOT = Path(__file__).resolve().parents[3]
 CORPUS = ROOT / "tests" / "bad_inputs" / "manifest"

@@ -9,7 +9,6 @@ from xml.etree import ElementTree as ET
 import pytest
 from typer.testing import CliRunner
 
-from simulator.errors import FieldError
 from sizer.cli import app
 from sizer.inputs.manifest import NOMINAL_WORKLOAD, read_check_input
 from sizer.inputs.manifests.commands import catalog_name_for, parse_vllm_args
@@ -19,6 +18,7 @@ from sizer.inputs.traffic import Traffic
 from sizer.outputs.check import check_file, max_model_len_rule, memory_rule, sequences_required
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
+from validation.errors import FieldError
 
 ROOT = Path(__file__).resolve().parents[3]
 DEPLOY = ROOT / "scenarios" / "deploy"
@@ -365,9 +365,9 @@ ROUND_TRIP_FLAGS = ["--rate", "10", "--prompt-tokens", "3000", "--output-tokens"
 def _deployment(r) -> tuple:
     """What a deployment is, from a Resolved: the fields the emitted manifest must carry."""
     e = r.engine
-    return (r.scenario.model.name, r.hardware.id, r.parallel.tp, r.parallel.pp, r.parallel.dp, e.max_model_len,
+    return (r.model_name, r.hardware.id, r.parallel.tp, r.parallel.pp, r.parallel.dp, e.max_model_len,
             e.max_num_seqs, e.max_num_batched_tokens, r.weight_format.name, r.kv_cache_dtype,
-            r.scenario.deployment.gpu_memory_utilization, e.block_size, e.enable_prefix_caching,
+            r.deployment.gpu_memory_utilization, e.block_size, e.enable_prefix_caching,
             e.enable_chunked_prefill)
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from simulator.errors import FieldError
 from sizer.cli import app
 from sizer.inputs.manifest import read_check_input
 from sizer.inputs.traffic import Traffic
+from validation.errors import FieldError
 
 ROOT = Path(__file__).resolve().parents[3]
 PASS = ROOT / "scenarios" / "deploy" / "pass-llama-8b-h100.yaml"       # its block: 8 requests/s, ttft 1000 ms

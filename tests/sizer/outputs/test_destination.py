@@ -16,10 +16,10 @@ import pytest
 from typer.testing import CliRunner
 
 import sizer.cli.report
-from simulator.errors import FieldError
 from sizer.cli import app
 from sizer.outputs import destination, sweep_store
 from sizer.outputs.destination import check_destination, frame_to_csv, write_text
+from validation.errors import FieldError
 
 ROOT = Path(__file__).resolve().parents[3]
 CHAT = ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml"

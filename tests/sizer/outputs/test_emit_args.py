@@ -13,12 +13,12 @@ import yaml
 
 from sizer.errors import InputError
 from sizer.inputs.model_spec import CATALOG_DIR, catalog_names
-from sizer.inputs.safe_load import load_json
 from sizer.inputs.scenario import load_scenario, scenario_from_dict
 from sizer.outputs import emit as emitter
 from sizer.outputs.emit import emit, llamacpp_argv, serving_config, sglang_argv, vllm_argv
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
+from validation.safe_load import load_json
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "engine_args"
 TABLES = {name: load_json(DATA / f"{name}.json") for name in ("vllm", "sglang", "llama-server", "ollama")}

@@ -9,11 +9,11 @@ import pytest
 import yaml
 
 from sizer.inputs.hardware import load_hardware
-from sizer.inputs.safe_load import load_json
 from sizer.inputs.scenario import load_scenario, scenario_from_dict
 from sizer.outputs.emit import emit, serving_config
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
+from validation.safe_load import load_json
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "k8s_schemas"
 KUBERNETES = load_json(DATA / "kubernetes-release-1.36.json")

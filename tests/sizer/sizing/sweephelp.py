@@ -8,10 +8,10 @@ from pathlib import Path
 
 import yaml
 
-from simulator.safe_yaml import load_yaml
 from sizer.inputs.model_spec import CATALOG_DIR
 from sizer.inputs.sweep_file import load_sweep
 from sizer.sizing.sweep import Sweep, build_sweep
+from validation.safe_yaml import load_yaml
 
 REPO = Path(__file__).resolve().parents[3]
 BASE = REPO / "scenarios" / "llama-3.1-8b-chat-h100.yaml"

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from engine.profile import load_profile
 from hardware_profiles import CALIBRATED_DIR
-from simulator.errors import FieldError
 from sizer.cli import app
+from validation.errors import FieldError
 
 ROOT = Path(__file__).resolve().parents[3]
 CORPUS = ROOT / "tests" / "bad_inputs" / "profile"
@@ -86,7 +86,7 @@ def test_a_fifo_is_refused_not_read(tmp_path):
 
 
 def test_a_billion_laughs_profile_is_refused_before_it_expands(tmp_path):
-    """The engine reads profile.yaml through simulator.safe_yaml, the loader sizer's scenarios use:
+    """The engine reads profile.yaml through validation.safe_yaml, the loader sizer's scenarios use:
     nine levels of nine aliases (9^9 = 387 million nodes once expanded) are refused while parsing,
     at the line where the expansion passes MAX_NODES (about 9^7, 5 million, at `g:`, line 84), in one line,
     in no more than ten times what reading the committed CPU profile takes (both tens of milliseconds here;

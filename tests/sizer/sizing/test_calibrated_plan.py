@@ -55,7 +55,7 @@ def test_profile_for_another_device_is_refused():
 
 
 @pytest.mark.parametrize("file, text, expected", [
-    # read by simulator.safe_yaml, as a scenario is: the line, then the parser's own words in brackets, which
+    # read by validation.safe_yaml, as a scenario is: the line, then the parser's own words in brackets, which
     # PyYAML's releases word differently (so only their start is checked)
     ("profile.yaml", "model: [unclosed\n", "profile.yaml: line 2: not valid YAML ("),
     ("decode_attention.csv", "seqs,context_tokens,time_s\n1,abc,0.001\n",

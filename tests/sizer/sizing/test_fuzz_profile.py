@@ -28,8 +28,8 @@ from engine.profile import (
     TOKEN_OPS_FILE,
     ProfileHeader,
 )
-from simulator.schema import describe
 from sizer.cli import app
+from validation.schema import describe
 
 REPO = Path(__file__).resolve().parents[3]
 BASE = REPO / "hardware_profiles" / "calibrated" / "h200-llama-3.1-8b-tp1"

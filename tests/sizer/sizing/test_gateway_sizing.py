@@ -12,11 +12,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from simulator.errors import FieldError
 from simulator.gateway import FALLBACK, OUTAGE, REJECTED, RESIDENCY, SERVED
 from sizer.cli.app import app
 from sizer.inputs.gateway import load_gateway
 from sizer.sizing.gateway import cheapest, resolve_gateway, run_gateway, with_choices
+from validation.errors import FieldError
 
 ROOT = Path(__file__).resolve().parents[3]
 DIFFICULTY = ROOT / "scenarios" / "gateway-difficulty-routing.yaml"

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from simulator.errors import FieldError
 from sizer.cli.render import render_plan
 from sizer.inputs.scenario import load_scenario, scenario_from_dict
 from sizer.sizing.pipeline import add_simulation
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
+from validation.errors import FieldError
 
 REPO = Path(__file__).resolve().parents[3]
 GiB = 2 ** 30

@@ -7,9 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simulator.errors import FieldError
 from simulator.metrics import summarise
-from simulator.safe_yaml import load_yaml
 from sizer.errors import InputError
 from sizer.inputs.manifests.commands import parse_vllm_args
 from sizer.inputs.scenario import scenario_from_dict
@@ -17,6 +15,8 @@ from sizer.outputs.emit import serving_config, sglang_argv, vllm_argv
 from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulate_scenario
 from sizer.sizing.workload import workload_of
+from validation.errors import FieldError
+from validation.safe_yaml import load_yaml
 
 SCENARIO = Path(__file__).resolve().parents[3] / "scenarios" / "gateway-lora-50-adapters.yaml"
 N = 400

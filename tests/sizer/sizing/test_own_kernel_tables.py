@@ -13,8 +13,6 @@ import yaml
 from sweephelp import sweep_of, write_sweep
 from typer.testing import CliRunner
 
-from simulator.errors import FieldError, excerpt
-from simulator.safe_yaml import load_yaml
 from simulator.step_batch import StepBatch
 from sizer.analytic.kernel_step import dense_gemms, gemm_curve
 from sizer.cli import app
@@ -29,6 +27,8 @@ from sizer.sizing.search import Candidate
 from sizer.sizing.simulate import simulate_scenario
 from sizer.sizing.step_model import bundled_tables, step_model_for
 from sizer.sizing.sweep import tasks, variant_of
+from validation.errors import FieldError, excerpt
+from validation.safe_yaml import load_yaml
 
 REPO = Path(__file__).resolve().parents[3]
 SCENARIO = REPO / "scenarios" / "llama-3.1-8b-chat-h100.yaml"

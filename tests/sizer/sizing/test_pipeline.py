@@ -45,7 +45,7 @@ def fake_replica(short_knee: float, full_knee: float, calls: list):
     """Meets the 60 ms ITL target up to `short_knee` req/s in short probes and up to `full_knee` in full-length runs."""
     def simulate(resolved, rate, n):
         calls.append((rate, n))
-        knee = full_knee if n == resolved.scenario.workload.num_requests else short_knee
+        knee = full_knee if n == resolved.workload.num_requests else short_knee
         return result_with_tpot(20.0 if rate <= knee else 80.0)
     return simulate
 

@@ -29,7 +29,7 @@ def test_goodput_is_the_knee_of_slo_attainment(goodput_plan):
     r, plan = goodput_plan
     rate = plan.simulation.goodput_per_replica_per_s
     assert rate > 0
-    slo = slo_of(r.scenario)
+    slo = slo_of(r)
     # the bisection accepted `rate` and rejected a rate within 1 + tolerance above it (same request count); the
     # SLO is met when 95% of requests meet TTFT and 95% of the token gaps are within the ITL target
     at = summarise(simulate_replica(r, rate, SETTINGS.num_requests), slo)

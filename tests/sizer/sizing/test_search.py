@@ -11,13 +11,13 @@ import yaml
 
 import sizer.sizing.goodput as goodput_mod
 from simulator.engine_loop import BARE
-from simulator.errors import FieldError
 from simulator.metrics import SLO
 from sizer.inputs.scenario import SLOSection
 from sizer.sizing.cost import CostSummary
 from sizer.sizing.goodput import Goodput, goodput_rate, score
 from sizer.sizing.result import GoodputSettings, Sizing, SizingStatus
 from sizer.sizing.search import Candidate, Outcome, SearchSettings, SearchSpace, candidates, evaluate, mark_pareto, rank
+from validation.errors import FieldError
 
 ROOT = Path(__file__).resolve().parents[3]
 SCENARIO = ROOT / "scenarios" / "llama-3.1-70b-h200.yaml"
@@ -77,7 +77,7 @@ def fake_result(ttft_ms, tpot_ms, rejected=None):
 
 
 def resolved_with(slo: SLOSection):
-    return type("R", (), {"scenario": type("S", (), {"slo": slo})()})()
+    return type("R", (), {"slo": slo})()        # the deployment description's SLO section, all goodput reads
 
 
 def knee_at(knee: float, calls: list):

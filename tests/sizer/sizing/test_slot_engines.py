@@ -260,7 +260,7 @@ def test_slot_reuse_in_a_simulation_hits_shared_system_prompts_and_conserves_kv(
     r = resolve(scenario_from_dict(d, "s.yaml"))
     assert r.replica.slot_prompt_reuse and not r.replica.enable_prefix_caching
     config = replace(simulation_config(r), check_invariants=True)
-    result = simulate(config, step_model_for(r), workload_of(r.scenario, 80), seed=0)
+    result = simulate(config, step_model_for(r), workload_of(r, 80), seed=0)
     c = result.columns
     assert not c["rejected"].any()
     # one 512-token system prompt and two slots: after each slot's first request, every request reuses it

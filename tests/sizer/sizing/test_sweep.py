@@ -13,11 +13,11 @@ import pytest
 from sweephelp import sweep_of, write_sweep
 from typer.testing import CliRunner
 
-from simulator.errors import FieldError
 from sizer.cli import app
 from sizer.inputs.sweep_file import load_sweep
 from sizer.outputs.sweep_store import ResultStore
 from sizer.sizing.sweep import Point, evaluate_point, point_hash, prune, run_sweep, seed_of, tasks
+from validation.errors import FieldError
 
 runner = CliRunner()
 

@@ -8,10 +8,10 @@ import dataclasses
 import pytest
 from sweephelp import sweep_of, write_sweep
 
-from simulator.errors import FieldError
 from sizer.inputs.sweep_file import MAX_POINTS, load_sweep
 from sizer.outputs.sweep_store import ResultStore
 from sizer.sizing.sweep import SweepRow, run_sweep, tasks
+from validation.errors import FieldError
 
 
 def test_a_product_past_the_bound_is_refused_with_its_count_before_expanding(tmp_path):

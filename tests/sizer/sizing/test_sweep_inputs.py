@@ -12,14 +12,14 @@ import pyarrow.parquet as pq
 import yaml
 from sweephelp import TRACE, model_folder, sweep_of, trace_sweep, write_sweep
 
-from simulator.errors import excerpt
-from simulator.safe_yaml import load_yaml
 from sizer.inputs.hardware import all_profiles, load_hardware
 from sizer.inputs.preloaded import Preloaded, installed
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.outputs.sweep_store import ResultStore
 from sizer.sizing.sweep import evaluate_point, run_sweep, tasks, variant_of
 from sizer.sizing.workload import trace_summary
+from validation.errors import excerpt
+from validation.safe_yaml import load_yaml
 
 
 def run(sweep, results: Path, workers: int):

@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks.published.replay_vllm import load_experiments, scenario_of
 from simulator.metrics import summarise
 from simulator.run import simulate
 from simulator.workload import Stage, staged_arrival_s
 from sizer.analytic.roofline import LAYER_STEP_S, STEP_OVERHEAD_S
 from sizer.inputs.scenario import scenario_from_dict
-from sizer.sizing.replay_vllm import load_experiments, scenario_of
 from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulate_scenario, simulation_config
 from sizer.sizing.step_model import step_model_for

@@ -10,11 +10,11 @@ import yaml
 from engine.profile import ProfileHeader, read_header
 from hardware_profiles import CALIBRATED_DIR
 from simulator.engine_loop import BARE
-from simulator.errors import FieldError
 from sizer.inputs.scenario import Scenario, load_scenario, scenario_from_dict
 from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulation_config
 from sizer.sizing.validate import profile_pricing, validation_config
+from validation.errors import FieldError
 
 REPO = Path(__file__).resolve().parents[3]
 TINY_CPU = REPO / "engine" / "scenarios" / "tiny-cpu.yaml"

@@ -26,6 +26,7 @@ from sizer.sizing.simulate import simulation_config
 from sizer.sizing.step_model import step_model_for
 
 METRICS = ("e2e_mean", "e2e_p90", "e2e_p99", "ttft_mean", "ttft_p90", "ttft_p99", "itl_mean")
+STAGE_METRICS = ("ttft_mean", "ttft_p99", "e2e_mean", "e2e_p99")     # what the CSV's stage rows give, per stage
 GPU_IDS = {"H100": "h100-sxm", "A100": "a100-80gb", "L40S": "l40s"}
 # Weight format of the checkpoints by the CSV's precision (the FP8 one is RedHatAI's
 # compressed-tensors FP8-dynamic: FP8 weights per channel, FP8 activations per token).
@@ -49,6 +50,7 @@ class Experiment:
     prompts: PromptSet
     itl_output_tokens: float          # the token count the measured ITL was divided by (minus one)
     measured_ms: dict[str, float]     # METRICS -> ms
+    stage_ms: tuple[dict[str, float], ...] = ()      # measured STAGE_METRICS -> ms per stage, in stage order
 
     @property
     def label(self) -> str:
@@ -83,7 +85,8 @@ def load_experiments(csv_path: Path, configs: Path) -> list[Experiment]:
             prompts=PromptSet(int(groups), int(per), int(whole["system_prompt_len"]), int(whole["question_len"]),
                               output),
             itl_output_tokens=measured_out or output,
-            measured_ms={m: float(whole[f"actual_{m}_ms"]) for m in METRICS}))
+            measured_ms={m: float(whole[f"actual_{m}_ms"]) for m in METRICS},
+            stage_ms=tuple({m: float(r[f"actual_{m}_ms"]) for m in STAGE_METRICS} for r in stages)))
     return out
 
 
@@ -104,6 +107,7 @@ class Replay:
     experiment: Experiment
     predicted_ms: dict[str, float]     # METRICS -> ms
     num_requests: int
+    stage_ms: tuple[dict[str, float], ...] = ()      # predicted STAGE_METRICS -> ms per stage, by arrival
 
     def error(self, metric: str) -> float:
         """(predicted - measured) / measured."""
@@ -127,7 +131,14 @@ def replay(e: Experiment, time_scale: float = 1.0, arrivals: str = "constant", s
     itl = (float(e2e.mean()) - float(ttft.mean())) / (e.itl_output_tokens - 1)
     pct = {f"{name}_p{q}": float(np.percentile(v, q)) for name, v in (("e2e", e2e), ("ttft", ttft)) for q in (90, 99)}
     predicted = {"e2e_mean": m.e2e.mean_ms, "ttft_mean": m.ttft.mean_ms, "itl_mean": itl, **pct}
-    return Replay(e, predicted, len(workload))
+    # per stage: the requests that arrived in it (the CSV's stage rows; the tail of the first stage holds the
+    # first cycle's cold prompts: docs/fidelity.md, "What is not modelled")
+    ends = np.cumsum([s.duration_s for s in stages])
+    stage_of = np.searchsorted(ends, c["arrival_s"][done], side="right")
+    by_stage = tuple({"ttft_mean": float(ttft[i].mean()), "ttft_p99": float(np.percentile(ttft[i], 99)),
+                      "e2e_mean": float(e2e[i].mean()), "e2e_p99": float(np.percentile(e2e[i], 99))}
+                     for i in (stage_of == k for k in range(len(stages))) if i.any())
+    return Replay(e, predicted, len(workload), by_stage)
 
 
 def median_abs_error(replays: list[Replay], metric: str) -> float:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.published.replay_vllm import STAGE_METRICS, load_experiments, median_abs_error, replay
 from simulator.workload import PromptSet, Stage, staged_arrival_s
-from sizer.sizing.replay_vllm import load_experiments, median_abs_error, replay
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "fidelity"
+DATA = Path(__file__).resolve().parents[1] / "data" / "fidelity"
 # One of each kind: MoE in FP8 at TP2, 70B dense at TP4, a 1024-token budget at TP2, a small
 # GQA model, and MHA at 20 req/s (the most loaded run)
 PICKED = ("17", "60", "62", "64", "20260217-231439-llama-2-7b-tp1-general")
@@ -31,6 +31,12 @@ def test_the_csv_reads_as_the_runs_were_set_up(experiments):
     assert general.itl_output_tokens == pytest.approx(209.04, abs=0.01)
     scout = next(e for e in experiments if e.exp_id == "17")
     assert (scout.precision, scout.tp, scout.prompts.num_groups, scout.prompts.prompts_per_group) == ("FP8", 2, 9, 5)
+    # each stage's measured TTFT and E2E (mean, p99) from its stage row: run 61's first stage (5 req/s) has the
+    # long tails, the second (10 req/s) not (trainval15.csv, exp_id 61, stage_index 0 and 1)
+    llama70 = next(e for e in experiments if e.exp_id == "61")
+    assert [[s[m] for m in STAGE_METRICS] for s in llama70.stage_ms] == [
+        pytest.approx([54.735, 106.94, 4494.73, 5617.29], abs=0.01),
+        pytest.approx([59.803, 72.142, 5013.70, 5233.70], abs=0.01)]
 
 
 def test_shared_prefix_workload_cycles_a_fixed_set_of_prompts():
@@ -52,6 +58,16 @@ def test_shared_prefix_workload_cycles_a_fixed_set_of_prompts():
 def test_replayed_runs_stay_close_to_what_vllm_measured(experiments):
     replays = [replay(e, time_scale=0.1) for e in experiments if e.exp_id in PICKED]
     assert len(replays) == len(PICKED)
+    for rp in replays:
+        # one set per stage, split by arrival: the stage means weighted by their requests (rate x duration,
+        # each stage a tenth as long) give the whole run's means
+        stages = rp.experiment.stages
+        assert len(rp.stage_ms) == len(stages)
+        counts = [round(s.rate_per_s * s.duration_s * 0.1) for s in stages]
+        for metric in ("ttft", "e2e"):
+            weighted = sum(n * s[f"{metric}_mean"] for n, s in zip(counts, rp.stage_ms, strict=True)) / sum(counts)
+            assert weighted == pytest.approx(rp.predicted_ms[f"{metric}_mean"], rel=1e-9)
+            assert all(s[f"{metric}_p99"] >= s[f"{metric}_mean"] for s in rp.stage_ms)
     # Bounds with margin over what the model gives (benchmarks/fidelity_vllm.py at this scale:
     # E2E mean 3.2%, TTFT mean 3.6%, ITL mean 3.6% median absolute error over these five)
     assert median_abs_error(replays, "e2e_mean") < 0.10

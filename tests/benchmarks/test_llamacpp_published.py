@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sizer.sizing.llamacpp_published import median_errors, read_runs, replay
+from benchmarks.published.llamacpp_published import median_errors, read_runs, replay
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "llamacpp" / "published.csv"
+DATA = Path(__file__).resolve().parents[1] / "data" / "llamacpp" / "published.csv"
 
 
 def test_tg128_median_error_within_15_percent():

@@ -1,7 +1,7 @@
 """Reading YAML safely: every YAML file sizer and the engine read comes through here (scenarios,
 hardware profiles, manifests, Helm values, a calibrated profile's profile.yaml).
 
-The file is read by `simulator.input_files.read_text` (a regular file only, up to a size bound).
+The file is read by `validation.input_files.read_text` (a regular file only, up to a size bound).
 The document is composed from the parser's events by a loop of our own, which refuses duplicate
 keys, nesting deeper than `MAX_DEPTH`, more than `MAX_ALIASES` aliases and documents whose aliases
 expand to more than `MAX_NODES` nodes (a "billion laughs" document is refused while it is being
@@ -28,8 +28,8 @@ from yaml.events import (
 )
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
-from simulator.errors import FieldError, excerpt
-from simulator.input_files import read_text
+from validation.errors import FieldError, excerpt
+from validation.input_files import read_text
 
 # Scenarios, manifests and Helm values are a few KB (the bundled ones at most 30 KB); the largest
 # public Helm charts' values files are a few hundred KB. 1 MiB admits them all and keeps a
@@ -38,7 +38,7 @@ MAX_YAML_BYTES = 1 << 20
 # Real inputs nest less than 15 levels (a Kubernetes Deployment's container resources are 8 deep,
 # a quantization_config 4). 50 is generous, and keeps every reader that walks the data
 # recursively (the schema, the manifest search) far from Python's 1000-frame limit. JSON
-# (sizer/inputs/safe_load.py) has the same bound.
+# (validation/safe_load.py) has the same bound.
 MAX_DEPTH = 50
 # Helm values use anchors for repeated blocks (resources, tolerations): a few dozen aliases at
 # most. No bundled file uses one.

@@ -2,9 +2,9 @@
 catalog entry, a safetensors index, a manifest's --speculative-config value).
 
 A file is read only if it is a regular file and only up to a size bound
-(`simulator.input_files.read_text`); the text gets the same nesting-depth bound as YAML and
+(`validation.input_files.read_text`); the text gets the same nesting-depth bound as YAML and
 duplicate keys are refused. Every refusal is a `FieldError` naming the file (and the line or
-field), which the CLI prints as one line with exit code 2. YAML is read by `simulator.safe_yaml`,
+field), which the CLI prints as one line with exit code 2. YAML is read by `validation.safe_yaml`,
 shared with the engine's calibrated-profile reader.
 """
 
@@ -15,9 +15,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from simulator.errors import FieldError, excerpt
-from simulator.input_files import read_text
-from simulator.safe_yaml import MAX_DEPTH, located
+from validation.errors import FieldError, excerpt
+from validation.input_files import read_text
+from validation.safe_yaml import MAX_DEPTH, located
 
 # A model's config.json is under 100 KB. A safetensors index lists every tensor (about 100 bytes
 # each): the largest MoE checkpoints have about 100,000 tensors, about 10 MB. 16 MiB admits both.

@@ -8,7 +8,7 @@ import os
 import stat
 from pathlib import Path
 
-from simulator.errors import FieldError
+from validation.errors import FieldError
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
           (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))

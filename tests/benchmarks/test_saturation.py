@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from sizer.sizing.replay_saturation import predicted_tokens_per_s
+from benchmarks.published.replay_saturation import predicted_tokens_per_s
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "fidelity" / "saturation.csv"
+DATA = Path(__file__).resolve().parents[1] / "data" / "fidelity" / "saturation.csv"
 ROWS = {(r["model_hf_id"], r["gpu"], r["isl"], r["osl"]): r for r in csv.DictReader(DATA.open())}
 
 

@@ -23,7 +23,7 @@ import types
 import typing
 from typing import Any, Literal
 
-from simulator.errors import FieldError, excerpt
+from validation.errors import FieldError, excerpt
 
 
 def field(default: Any = dataclasses.MISSING, *, ge: float | None = None, gt: float | None = None,
