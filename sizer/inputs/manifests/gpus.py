@@ -99,9 +99,9 @@ def _product(value: str, names: dict[str, list]) -> tuple[str | None, str]:
         return None, ""
     (profile,) = best
     if profile is None:
-        (rule,) = [" ".join(sorted(r)) for r, p in fits if len(r) == most]
-        reason = NO_PROFILE_PRODUCTS.get(rule)
-        return None, _missing(rule, reason) if reason else ""
+        reasons = [(rule, NO_PROFILE_PRODUCTS[rule]) for rule in NO_PROFILE_PRODUCTS
+                   if len(rule.split()) == most and set(rule.split()) <= words and NO_PROFILE_PRODUCTS[rule]]
+        return None, _missing(*reasons[0]) if reasons else ""
     return profile, ""
 
 

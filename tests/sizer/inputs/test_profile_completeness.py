@@ -154,3 +154,17 @@ def test_a_bad_fact_is_one_line_naming_the_file_and_field(tmp_path, monkeypatch,
     result = CliRunner().invoke(app, ["plan", str(SCENARIO), "--gpu", "x9000"])
     assert result.exit_code == 2 and said in " ".join(result.output.split())
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("name, profile", [
+    # the rule with the most words wins: "h100 pcie" (2) over "h100" (1); "a100 nvlink 80gb" over "a100 nvlink",
+    # a part without a profile (A100 NVLink, memory unsaid)
+    ("NVIDIA-H100-PCIe", "h100-pcie"), ("A100_NVLINK_80GB", "a100-80gb"), ("A100_NVLINK", None),
+    # a tie with a part that has no profile is refused, not guessed: V100 PCIe 32GB fits "v100 32gb" (v100-32gb,
+    # the SXM2 part) and "v100 pcie" (no profile) equally
+    ("Tesla-V100-PCIE-32GB", None), ("Tesla-V100-SXM2-32GB", "v100-32gb"),
+    # a variant sizer has no profile for beats the part it varies: H100 NVL, H200 NVL
+    ("NVIDIA-H100-NVL", None), ("NVIDIA-H200-NVL", None),
+])
+def test_a_device_name_is_read_by_its_most_specific_rule(name, profile):
+    assert read_label("nvidia.com/gpu.product", name, {}).profile == profile
