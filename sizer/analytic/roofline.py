@@ -199,7 +199,7 @@ class RooflineStepTimeModel:
         stage = layers_per_stage(m, p) / m.num_layers
         # MoE layers: fixed cost, FLOPs per routed token at the format's peak (the grouped-GEMM efficiency
         # applies per step), tokens per expert per token; the busiest rank's share of a data-parallel step
-        self.ranks = p.dp
+        self.ranks, self.context_balance = p.dp, p.context_balance
         self.experts_span_dp = p.experts_span_dp
         self.load_imbalance = load_imbalance(p.ep, routing_alpha(m.architecture)) if p.expert_parallel else 1.0
         table = moe_dtype(self.weight_format, self.weight_scales)
@@ -321,7 +321,7 @@ class RooflineStepTimeModel:
     def rank_and_expert_tokens(self, batch: StepBatch) -> tuple[StepBatch, int]:
         """(the busiest data-parallel rank's share of the step, the tokens its MoE layers route: every rank's
         when the experts span the ranks)."""
-        rank = rank_batch(batch, self.ranks)
+        rank = rank_batch(batch, self.ranks, self.context_balance)
         return rank, batch.new_tokens if self.experts_span_dp else rank.new_tokens
 
     def lm_head_s(self, seqs: int) -> float:

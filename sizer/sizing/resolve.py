@@ -53,6 +53,7 @@ from sizer.inputs.model_spec import ModelSpec, checkpoint_model, load_config, lo
 from sizer.inputs.scenario import DeploymentSection, Scenario, scenario_dir
 from sizer.kinds import kind
 from sizer.sizing.presets import (
+    ATTENTION_DP_CONTEXT_BALANCE,
     GRAMMAR_BACKENDS,
     GRAMMAR_CACHE_ENTRIES,
     LORA_DISK_BYTES_PER_S,
@@ -190,13 +191,16 @@ def parallel_config(d: DeploymentSection, model: ModelSpec, file: str | None) ->
     """The deployment's split. `enable_attention_dp` (TensorRT-LLM's enable_attention_dp, SGLang's
     --enable-dp-attention) runs attention and the dense layers data-parallel on each of the tensor-parallel GPUs
     with the experts spread whole over them: as vLLM's data_parallel_size with enable_expert_parallel (DEP)."""
+    # ranks that each schedule their own prompts wait for the busiest at the MoE layers (presets)
+    balance = ATTENTION_DP_CONTEXT_BALANCE.get(d.engine, 1.0)
     if not d.enable_attention_dp:
+        spans = d.enable_expert_parallel and d.data_parallel_size > 1
         return ParallelConfig(d.tensor_parallel_size, d.pipeline_parallel_size, d.data_parallel_size,
-                              d.enable_expert_parallel)
+                              d.enable_expert_parallel, balance if spans else 1.0)
     if model.moe is None:
         raise InputError(file, "deployment.enable_attention_dp", f"{model.name} has no experts; attention data "
                                                                   "parallelism is modelled for MoE models (DEP)")
-    return ParallelConfig(1, d.pipeline_parallel_size, d.tensor_parallel_size * d.data_parallel_size, True)
+    return ParallelConfig(1, d.pipeline_parallel_size, d.tensor_parallel_size * d.data_parallel_size, True, balance)
 
 
 def resolve(s: Scenario) -> Resolved:

@@ -50,6 +50,22 @@ def test_the_busiest_rank_takes_its_share_of_decodes_and_prefill_chunks():
     assert rank_batch(batch, 1) is batch
 
 
+def test_ranks_that_schedule_their_own_prompts_wait_for_the_busiest():
+    # TensorRT-LLM's baseline attention-DP scheduling balances a step's tokens at 54.11% (mean over most per rank,
+    # its ADP Balance tech blog): the busiest of 8 ranks takes ceil(n / (8 x 0.5411)) of n prompts, at most all
+    assert rank_batch(StepBatch.from_seqs([(2048, 0)] * 8, prefill=[True] * 8), 8, 0.5411).prefill_seqs == 2
+    assert rank_batch(StepBatch.from_seqs([(2048, 0)] * 32, prefill=[True] * 32), 8, 0.5411).prefill_seqs == 8
+    assert rank_batch(StepBatch.from_seqs([(2048, 0)] * 32, prefill=[True] * 32), 8).prefill_seqs == 4
+    assert rank_batch(StepBatch.from_seqs([(2048, 0)]), 8, 0.5411).prefill_seqs == 1
+    # decodes stay spread as evenly as they go: 16 over 8 ranks, 2 on the busiest
+    assert rank_batch(StepBatch.from_seqs([(1, 100)] * 16), 8, 0.5411).num_seqs == 2
+    # the figure is TensorRT-LLM's; SGLang's DP attention is assumed balanced (no measurement)
+    assert resolved(True).parallel.context_balance == 0.5411
+    sglang = copy.deepcopy(QWEN3)
+    sglang["deployment"]["engine"] = "sglang"
+    assert resolved(True, sglang).parallel.context_balance == 1.0 and resolved(False).parallel.context_balance == 1.0
+
+
 def test_attention_dp_holds_a_full_attention_replica_and_an_eighth_of_the_experts():
     tp8, dep8 = resolved(False), resolved(True)
     assert (dep8.parallel.tp, dep8.parallel.dp, dep8.parallel.ep) == (1, 8, 8)
