@@ -10,9 +10,10 @@ For one step on one GPU of the busiest pipeline stage (times the stages, as the 
                        s = chunk + cached tokens, times the chunk's own pairs (n c + n (n + 1) / 2)
   all-reduce   2 per layer when TP > 1, of new tokens x hidden x 2 bytes (bf16): allreduce(bytes, TP)
   MoE          per MoE layer: moe(tokens; hidden, expert width, top-k, experts, TP or EP split; the expert format),
-               routing balanced, at the imbalance (roofline.EP_LOAD_IMBALANCE) times the tokens under EP; with
-               data-parallel ranks every other operator prices the busiest rank's share of the step and, with EP
-               across the ranks, the MoE layers every rank's tokens (the table's tokens: the whole EP group's)
+               routing balanced, at the imbalance (roofline.EP_LOAD_IMBALANCE, by the family's routing skew) times
+               the tokens under EP; with data-parallel ranks every other operator prices the busiest rank's share
+               of the step and, with EP across the ranks, the MoE layers every rank's tokens (the table's tokens: the
+               whole EP group's)
   MLA          per dense multi-head latent attention layer, the whole block from the module tables (its q/kv
                down- and up-projections, their norms, rotary, attention and o_proj: those matrices are then
                left out of the GEMMs above, the all-reduce after o_proj is not):
