@@ -149,7 +149,7 @@ class Replica:
                 if self.inbox:
                     self._admit()
                 run = sched.decode_run() if self.fast_forward else None
-                end_s, apply = (self._plan_decode_run(run, horizon) if run and run.max_steps > 1
+                end_s, apply = (self._plan_decode_run(run, horizon) if run
                                 else self._plan_step())
                 if end_s >= horizon:
                     self.wake_s = end_s

@@ -254,7 +254,7 @@ class Scheduler:
             if kv.slot_prompt_reuse and req.num_computed_tokens == 0 and kv.num_free_blocks:
                 num_hit = kv.claim_slot(req)        # llama.cpp: the slot's kept prompt; one block per request
             computed = req.num_computed_tokens + num_hit
-            n = req.num_tokens - computed
+            n = req.prompt_tokens + req.num_output_tokens - computed     # req.num_tokens, inline: a hot path
             decode = n == 1 and req.num_output_tokens > 0       # KV arrived from a prefill worker
             if not cfg.enable_chunked_prefill and n > step.budget:
                 return
@@ -264,10 +264,13 @@ class Scheduler:
             final = self._final_blocks(req) if cfg.reserve_full_kv else 0
             if final and final > kv.num_free_blocks - max(0, self._reserved_blocks - kv.num_used_blocks):
                 return
-            if (kv.blocks_for(computed + n) - len(req.block_ids) - hit_blocks + kv.window_need(req)
-                    > kv.num_free_blocks - hit_free):
-                return                              # short of blocks: skip building the hit list
-            if not kv.allocate_slots(req, n, kv.get_computed_blocks(req)[0] if hit_blocks else ()):
+            if hit_blocks:
+                if (kv.blocks_for(computed + n) - len(req.block_ids) - hit_blocks + kv.window_need(req)
+                        > kv.num_free_blocks - hit_free):
+                    return                          # short of blocks: skip building the hit list
+                if not kv.allocate_slots(req, n, kv.get_computed_blocks(req)[0]):
+                    return
+            elif not kv.allocate_slots(req, n):     # the same check of the pool, without hits
                 return
             self._reserved_blocks += final
             waiting.popleft()
