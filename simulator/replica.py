@@ -29,7 +29,7 @@ from simulator.request import Request
 from simulator.scheduler import Scheduler
 from simulator.speculative import Proposer
 from simulator.step import DecodeRun, ScheduledStep
-from simulator.step_batch import StepBatch, StepTimeModel
+from simulator.step_batch import StepBatch, StepTimeModel, batch_of
 
 
 class StepTimes:
@@ -63,9 +63,13 @@ class StepTimes:
         built only when the time is not memoised."""
         t = self.decodes.get((num_seqs, context_tokens))
         if t is None:
-            t = self._store(self.decodes, (num_seqs, context_tokens),
-                            StepBatch(num_seqs, num_seqs, context_tokens, context_tokens + num_seqs))
+            t = self.decode_miss(num_seqs, context_tokens)
         return t
+
+    def decode_miss(self, num_seqs: int, context_tokens: int) -> float:
+        """`decode` of a step not memoised yet (the caller looked): price it and memoise it."""
+        batch = batch_of((num_seqs, num_seqs, context_tokens, context_tokens + num_seqs, 0, 0, 0, 0, 0))
+        return self._store(self.decodes, (num_seqs, context_tokens), batch)
 
     def _store(self, memo: dict, key: tuple[int, ...], batch: StepBatch) -> float:
         t = self.model.step_time(batch)
@@ -205,9 +209,9 @@ class Replica:
             if (t - dt if lag else t) >= ready:
                 steps = 0
         n, ctx = run.decode_start()
-        memo, decode = step_times.decodes, step_times.decode
+        memo, miss = step_times.decodes, step_times.decode_miss
         for _ in range(steps if t < horizon else 0):
-            dt = memo.get((n, ctx)) or decode(n, ctx)     # a hit without a call (times are > 0)
+            dt = memo.get((n, ctx)) or miss(n, ctx)       # a hit without a call (times are > 0)
             ctx += n
             t += dt
             ends.append(t)
