@@ -100,6 +100,7 @@ class Replica:
         # and nobody looks at it then (a one-replica pool is chosen blind)
         self.sole_entry = sole_entry
         self.inbox: list[Request] = []       # submitted, not yet handed to the scheduler
+        self.inbox_ready_s = math.inf        # when the first of them reaches the engine (inf: none)
         self._wake: simpy.Event | None = None
         self._t = 0.0                        # this replica's clock: end of its last step
         self._last_start_s = 0.0             # start of its last step
@@ -113,6 +114,9 @@ class Replica:
 
     def submit(self, req: Request) -> None:
         self.inbox.append(req)
+        ready_s = req.arrival_s + self.config.engine_loop.input_s
+        if ready_s < self.inbox_ready_s:
+            self.inbox_ready_s = ready_s
         if self._wake is not None and not self._wake.triggered:
             self._wake.succeed()
 
@@ -122,6 +126,8 @@ class Replica:
         back to back, by the start of the step before it (when this one was chosen)."""
         sched, loop = self.scheduler, self.config.engine_loop
         cutoff = self._last_start_s if loop.async_scheduling and sched.has_unfinished() else self._t
+        if self.inbox_ready_s > cutoff:            # none has reached it yet: nothing to hand over
+            return
         input_s, keep = loop.input_s, []
         for req in self.inbox:
             if req.arrival_s + input_s > cutoff:      # the same sum the idle wait sleeps until
@@ -129,6 +135,7 @@ class Replica:
             elif not sched.add_request(req, req.arrival_s + input_s):
                 self.on_done(self, req)
         self.inbox = keep
+        self.inbox_ready_s = min(r.arrival_s + input_s for r in keep) if keep else math.inf
 
     def _run(self):
         env, sched = self.env, self.scheduler
@@ -137,7 +144,7 @@ class Replica:
                 self._admit()
             if not sched.has_unfinished():
                 if self.inbox:                   # on their way in (the input path): wait for the first
-                    ready_s = min(r.arrival_s for r in self.inbox) + self.config.engine_loop.input_s
+                    ready_s = self.inbox_ready_s
                     self.wake_s = ready_s
                     yield env.timeout(max(0.0, ready_s - env.now))
                     self._t = ready_s                # exactly: now + (ready - now) may round below it
@@ -195,7 +202,7 @@ class Replica:
         end time and how to apply them."""
         t, ends, durations, step_times = self._t, [], [], self.step_times
         loop = self.config.engine_loop
-        ready = min(r.arrival_s for r in self.inbox) + loop.input_s if self.inbox else math.inf
+        ready = self.inbox_ready_s
         if self.sole_entry:            # the next arrival comes here: run on until the step that would admit it
             ready, horizon = min(ready, horizon + loop.input_s), math.inf
         lag = loop.async_scheduling               # the cut-off is the step's start, t - dt (as `apply` sets it)
