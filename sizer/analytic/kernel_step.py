@@ -496,8 +496,10 @@ class KernelTableStepTimeModel:
         if self.ranks > 1:      # the busiest data-parallel rank; its MoE layers route every rank's tokens under EP
             batch, expert_tokens = self.roofline.rank_and_expert_tokens(batch)
         tokens = batch.new_tokens
-        # curves of one integer: memoised (steps repeat them)
-        per_token = _memoised(self._per_token_memo, tokens, self.per_token)
+        # curves of one integer: memoised (steps repeat them; a hit costs no call)
+        per_token = self._per_token_memo.get(tokens)
+        if per_token is None:
+            per_token = _memoised(self._per_token_memo, tokens, self.per_token)
         stage = per_token + self.attention_s(batch) + self._fixed_s + tokens * self._s_per_token
         if self.roofline_gemms:
             r = self.roofline
@@ -508,7 +510,9 @@ class KernelTableStepTimeModel:
             stage += layers * curve(self.load_imbalance * expert_tokens)
         if self._roofline_experts:
             stage += self.roofline.expert_gemm_s(expert_tokens)
-        lm_head = _memoised(self._lm_head_memo, batch.num_seqs, self._lm_head_s)
+        lm_head = self._lm_head_memo.get(batch.num_seqs)
+        if lm_head is None:
+            lm_head = _memoised(self._lm_head_memo, batch.num_seqs, self._lm_head_s)
         return stage * self.pp + lm_head + self._step_overhead_s
 
 
