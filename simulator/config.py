@@ -45,15 +45,21 @@ class ReplicaConfig:
 class DisaggregationConfig:
     num_prefill_replicas: int
     num_decode_replicas: int
-    kv_bytes_per_token: float
+    kv_bytes_per_token: float          # the layers that keep every token
     interconnect_bytes_per_s: float
     transfer_latency_s: float
+    # windowed layers: (bytes per token, window) of each group; a prompt sends at most a window of theirs
+    kv_window_bytes: tuple[tuple[float, int], ...] = ()
 
     def __post_init__(self) -> None:
         if self.num_prefill_replicas < 1 or self.num_decode_replicas < 1:
             raise ValueError("disaggregation needs at least one prefill and one decode replica")
-        if self.kv_bytes_per_token <= 0 or self.interconnect_bytes_per_s <= 0:
+        windowed = sum(b for b, _ in self.kv_window_bytes)
+        if self.kv_bytes_per_token < 0 or self.kv_bytes_per_token + windowed <= 0 or self.interconnect_bytes_per_s <= 0:
             raise ValueError("kv_bytes_per_token and interconnect_bytes_per_s must be > 0")
 
     def transfer_s(self, prompt_tokens: int) -> float:
-        return self.transfer_latency_s + prompt_tokens * self.kv_bytes_per_token / self.interconnect_bytes_per_s
+        nbytes = prompt_tokens * self.kv_bytes_per_token
+        for per_token, window in self.kv_window_bytes:
+            nbytes += min(prompt_tokens, window) * per_token
+        return self.transfer_latency_s + nbytes / self.interconnect_bytes_per_s

@@ -10,6 +10,8 @@ reads them.
 
 from __future__ import annotations
 
+from heapq import heappop, heappush
+
 from simulator.request import Request
 
 
@@ -22,6 +24,7 @@ class DecodeGroup:
         self.members: dict[Request, None] = {}        # in running order
         self._phase: list[dict[Request, None]] = [{} for _ in range(block_size)]
         self._finish_at: dict[int, list[Request]] = {}
+        self._finish_ticks: list[int] = []            # the keys of _finish_at, a heap: the first finish in O(1)
 
     def __len__(self) -> int:
         return len(self.members)
@@ -31,7 +34,13 @@ class DecodeGroup:
         req.group_tick = self.tick
         self.members[req] = None
         self._phase[(req.num_computed_tokens - self.tick) % self.block_size][req] = None
-        self._finish_at.setdefault(self.tick + req.output_tokens - req.num_output_tokens, []).append(req)
+        at = self.tick + req.output_tokens - req.num_output_tokens
+        finishing = self._finish_at.get(at)
+        if finishing is None:
+            self._finish_at[at] = [req]
+            heappush(self._finish_ticks, at)
+        else:
+            finishing.append(req)
         self.context_tokens += req.num_computed_tokens
 
     def sync(self, req: Request) -> None:
@@ -59,7 +68,7 @@ class DecodeGroup:
         return [phase[(p - j) % bs] for j in range(steps)]
 
     def steps_to_first_finish(self) -> int:
-        return min(self._finish_at) - self.tick
+        return self._finish_ticks[0] - self.tick
 
     def advance(self, steps: int, now_s: float) -> list[Request]:
         """Count `steps` decode steps ending at `now_s`; remove and return the members that
@@ -70,6 +79,7 @@ class DecodeGroup:
         done = self._finish_at.pop(self.tick, None)
         if done is None:
             return []
+        heappop(self._finish_ticks)          # this tick: a run never goes past the first finish
         for req in done:
             self._remove(req)
         return done
@@ -80,6 +90,7 @@ class DecodeGroup:
         for req in out:
             self._remove(req)
         self._finish_at.clear()
+        self._finish_ticks.clear()
         return out
 
     def _remove(self, req: Request) -> None:

@@ -29,7 +29,7 @@ from simulator.request import Request
 from simulator.scheduler import Scheduler
 from simulator.speculative import Proposer
 from simulator.step import DecodeRun, ScheduledStep
-from simulator.step_batch import StepBatch, StepTimeModel
+from simulator.step_batch import StepBatch, StepTimeModel, batch_of
 
 
 class StepTimes:
@@ -63,9 +63,13 @@ class StepTimes:
         built only when the time is not memoised."""
         t = self.decodes.get((num_seqs, context_tokens))
         if t is None:
-            t = self._store(self.decodes, (num_seqs, context_tokens),
-                            StepBatch(num_seqs, num_seqs, context_tokens, context_tokens + num_seqs))
+            t = self.decode_miss(num_seqs, context_tokens)
         return t
+
+    def decode_miss(self, num_seqs: int, context_tokens: int) -> float:
+        """`decode` of a step not memoised yet (the caller looked): price it and memoise it."""
+        batch = batch_of((num_seqs, num_seqs, context_tokens, context_tokens + num_seqs, 0, 0, 0, 0, 0))
+        return self._store(self.decodes, (num_seqs, context_tokens), batch)
 
     def _store(self, memo: dict, key: tuple[int, ...], batch: StepBatch) -> float:
         t = self.model.step_time(batch)
@@ -96,6 +100,7 @@ class Replica:
         # and nobody looks at it then (a one-replica pool is chosen blind)
         self.sole_entry = sole_entry
         self.inbox: list[Request] = []       # submitted, not yet handed to the scheduler
+        self.inbox_ready_s = math.inf        # when the first of them reaches the engine (inf: none)
         self._wake: simpy.Event | None = None
         self._t = 0.0                        # this replica's clock: end of its last step
         self._last_start_s = 0.0             # start of its last step
@@ -109,6 +114,9 @@ class Replica:
 
     def submit(self, req: Request) -> None:
         self.inbox.append(req)
+        ready_s = req.arrival_s + self.config.engine_loop.input_s
+        if ready_s < self.inbox_ready_s:
+            self.inbox_ready_s = ready_s
         if self._wake is not None and not self._wake.triggered:
             self._wake.succeed()
 
@@ -118,6 +126,8 @@ class Replica:
         back to back, by the start of the step before it (when this one was chosen)."""
         sched, loop = self.scheduler, self.config.engine_loop
         cutoff = self._last_start_s if loop.async_scheduling and sched.has_unfinished() else self._t
+        if self.inbox_ready_s > cutoff:            # none has reached it yet: nothing to hand over
+            return
         input_s, keep = loop.input_s, []
         for req in self.inbox:
             if req.arrival_s + input_s > cutoff:      # the same sum the idle wait sleeps until
@@ -125,6 +135,7 @@ class Replica:
             elif not sched.add_request(req, req.arrival_s + input_s):
                 self.on_done(self, req)
         self.inbox = keep
+        self.inbox_ready_s = min(r.arrival_s + input_s for r in keep) if keep else math.inf
 
     def _run(self):
         env, sched = self.env, self.scheduler
@@ -133,7 +144,7 @@ class Replica:
                 self._admit()
             if not sched.has_unfinished():
                 if self.inbox:                   # on their way in (the input path): wait for the first
-                    ready_s = min(r.arrival_s for r in self.inbox) + self.config.engine_loop.input_s
+                    ready_s = self.inbox_ready_s
                     self.wake_s = ready_s
                     yield env.timeout(max(0.0, ready_s - env.now))
                     self._t = ready_s                # exactly: now + (ready - now) may round below it
@@ -149,7 +160,7 @@ class Replica:
                 if self.inbox:
                     self._admit()
                 run = sched.decode_run() if self.fast_forward else None
-                end_s, apply = (self._plan_decode_run(run, horizon) if run and run.max_steps > 1
+                end_s, apply = (self._plan_decode_run(run, horizon) if run
                                 else self._plan_step())
                 if end_s >= horizon:
                     self.wake_s = end_s
@@ -191,7 +202,7 @@ class Replica:
         end time and how to apply them."""
         t, ends, durations, step_times = self._t, [], [], self.step_times
         loop = self.config.engine_loop
-        ready = min(r.arrival_s for r in self.inbox) + loop.input_s if self.inbox else math.inf
+        ready = self.inbox_ready_s
         if self.sole_entry:            # the next arrival comes here: run on until the step that would admit it
             ready, horizon = min(ready, horizon + loop.input_s), math.inf
         lag = loop.async_scheduling               # the cut-off is the step's start, t - dt (as `apply` sets it)
@@ -205,9 +216,9 @@ class Replica:
             if (t - dt if lag else t) >= ready:
                 steps = 0
         n, ctx = run.decode_start()
-        memo, decode = step_times.decodes, step_times.decode
+        memo, miss = step_times.decodes, step_times.decode_miss
         for _ in range(steps if t < horizon else 0):
-            dt = memo.get((n, ctx)) or decode(n, ctx)     # a hit without a call (times are > 0)
+            dt = memo.get((n, ctx)) or miss(n, ctx)       # a hit without a call (times are > 0)
             ctx += n
             t += dt
             ends.append(t)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from itertools import accumulate
 
 from simulator.decode_group import DecodeGroup
 from simulator.grammar import GrammarCache, GrammarConfig
@@ -68,8 +67,8 @@ class Scheduler:
         self.grammars = GrammarCache(config.grammar) if config.grammar else None
         # LoRA and grammars are counted per sequence, so their runs step each sequence explicitly
         self._tagging = bool(config.lora or config.grammar)
-        self._use_group = (config.enable_chunked_prefill and not config.num_speculative_tokens
-                           and not self._tagging)
+        self._gamma = config.num_speculative_tokens
+        self._use_group = config.enable_chunked_prefill and not self._gamma and not self._tagging
         self.num_preemptions = 0
         self.num_holdbacks = 0           # waiting requests skipped, per step, for want of an adapter slot
         self._last_update_s = float("-inf")
@@ -162,7 +161,7 @@ class Scheduler:
 
     def _schedule_running(self, step: StepBuilder) -> None:
         running, bs = self._explicit, self.kv.block_size
-        gamma = self.config.num_speculative_tokens
+        gamma = self._gamma
         decodes, contexts, prev, budget = step.decodes, step.decode_context, step.prev_s, step.budget
         plain_ctx = itl = 0                  # plain decodes (one token, no drafts), summed at the end
         i, n_running = 0, len(running)
@@ -243,7 +242,7 @@ class Scheduler:
 
     def _admit_waiting(self, step: StepBuilder, now: float, held: list[Request]) -> None:
         cfg, kv, waiting, running = self.config, self.kv, self.waiting, self._explicit
-        gamma = cfg.num_speculative_tokens
+        gamma = self._gamma
         while waiting and step.budget > 0 and len(running) + len(self._group.members) < cfg.max_num_seqs:
             req = waiting[0]
             if self._tagging and self._held(req, now):
@@ -254,7 +253,7 @@ class Scheduler:
             if kv.slot_prompt_reuse and req.num_computed_tokens == 0 and kv.num_free_blocks:
                 num_hit = kv.claim_slot(req)        # llama.cpp: the slot's kept prompt; one block per request
             computed = req.num_computed_tokens + num_hit
-            n = req.num_tokens - computed
+            n = req.prompt_tokens + req.num_output_tokens - computed     # req.num_tokens, inline: a hot path
             decode = n == 1 and req.num_output_tokens > 0       # KV arrived from a prefill worker
             if not cfg.enable_chunked_prefill and n > step.budget:
                 return
@@ -264,10 +263,13 @@ class Scheduler:
             final = self._final_blocks(req) if cfg.reserve_full_kv else 0
             if final and final > kv.num_free_blocks - max(0, self._reserved_blocks - kv.num_used_blocks):
                 return
-            if (kv.blocks_for(computed + n) - len(req.block_ids) - hit_blocks + kv.window_need(req)
-                    > kv.num_free_blocks - hit_free):
-                return                              # short of blocks: skip building the hit list
-            if not kv.allocate_slots(req, n, kv.get_computed_blocks(req)[0] if hit_blocks else ()):
+            if hit_blocks:
+                if (kv.blocks_for(computed + n) - len(req.block_ids) - hit_blocks + kv.window_need(req)
+                        > kv.num_free_blocks - hit_free):
+                    return                          # short of blocks: skip building the hit list
+                if not kv.allocate_slots(req, n, kv.get_computed_blocks(req)[0]):
+                    return
+            elif not kv.allocate_slots(req, n):     # the same check of the pool, without hits
                 return
             self._reserved_blocks += final
             waiting.popleft()
@@ -405,42 +407,47 @@ class Scheduler:
         stopping before the first step the pool cannot serve, and apply the tail's prompt
         step. Returns (steps allocated, used blocks after each); 0 steps (nothing changed)
         when the pool cannot serve the first."""
-        kv, bs, tail = self.kv, self.kv.block_size, run.tail
-        boundary = self._group.needing_blocks(len(step_end_s))
-        counts = list(map(len, boundary))
-        tail_blocks = None
-        if tail is not None:
-            tail_blocks = [0] * len(counts)
-            full = kv.blocks_for(tail.prompt_tokens)
-            tail_blocks[0] = full - len(tail.block_ids)
-            for j in range(full * bs - tail.prompt_tokens + 1, len(counts), bs):    # its decodes, steps 2..k
-                tail_blocks[j] = 1
-            counts = [c + t for c, t in zip(counts, tail_blocks, strict=True)]
-        used, free = kv.num_used_blocks, kv.num_free_blocks
-        if sum(counts) <= free:                   # the usual case: the pool serves every step
-            per_step = list(accumulate(counts, initial=used))[1:]
-        else:
-            per_step = []
-            for c in counts:
-                if c > free:
-                    break
-                free -= c
-                used += c
-                per_step.append(used)
-        k = len(per_step)
-        if k == 0:
-            return 0, []
-        for j in range(k):
-            if boundary[j]:
-                kv.append_block_each(boundary[j])
-            if tail_blocks and tail_blocks[j]:
-                kv.append_blocks(tail, tail_blocks[j])
-        if tail is not None:                       # its first token, at the end of step 1
-            tail.num_computed_tokens = tail.prompt_tokens
-            kv.cache_full_blocks(tail)
-            tail.num_output_tokens = 1
-            tail.first_token_s = tail.last_token_s = step_end_s[0]
-        return k, per_step
+        kv, tail = self.kv, run.tail
+        used = kv.num_used_blocks
+        free = kv.num_blocks - used
+        per_step: list[int] = []
+        take_each, record = kv.append_block_each, per_step.append
+        if tail is None:
+            for members in self._group.needing_blocks(len(step_end_s)):
+                if members:
+                    c = len(members)
+                    if c > free:
+                        break
+                    free -= c
+                    used += c
+                    take_each(members)
+                record(used)
+            return len(per_step), per_step
+        bs = kv.block_size
+        full = kv.blocks_for(tail.prompt_tokens)
+        extra = full - len(tail.block_ids)       # step 1: the rest of its prompt's blocks
+        next_block = full * bs - tail.prompt_tokens + 1    # its decodes, steps 2..k: a block every bs steps
+        for j, members in enumerate(self._group.needing_blocks(len(step_end_s))):
+            if j == next_block:
+                extra, next_block = 1, next_block + bs
+            c = len(members) + extra
+            if c > free:
+                break
+            free -= c
+            used += c
+            if members:
+                take_each(members)
+            if extra:
+                kv.append_blocks(tail, extra)
+                extra = 0
+            record(used)
+        if not per_step:
+            return 0, per_step
+        tail.num_computed_tokens = tail.prompt_tokens      # its first token, at the end of step 1
+        kv.cache_full_blocks(tail)
+        tail.num_output_tokens = 1
+        tail.first_token_s = tail.last_token_s = step_end_s[0]
+        return len(per_step), per_step
 
     def finish_decode_run(self, run: DecodeRun, k: int, now_s: float) -> list[Request]:
         """Apply k allocated steps of `run`, the last ending at `now_s`; returns the finished."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from simulator.request import Request
-from simulator.step_batch import StepBatch, attention_pairs
+from simulator.step_batch import StepBatch, attention_pairs, batch_of
 
 
 @dataclass(slots=True)
@@ -147,8 +147,8 @@ class StepBuilder:
 
     def build(self) -> ScheduledStep:
         d = len(self.decodes) + len(self.group)
-        batch = StepBatch(d + len(self.others), self.new + d, self.ctx, self.pairs + len(self.decodes), self.pf_seqs,
-                          self.pf_tokens, self.draft, self.lora_tokens, len(self.adapters))
+        batch = batch_of((d + len(self.others), self.new + d, self.ctx, self.pairs + len(self.decodes), self.pf_seqs,
+                          self.pf_tokens, self.draft, self.lora_tokens, len(self.adapters)))
         return ScheduledStep(self.group, self.group_tick, self.decodes, self.decode_context, self.others, batch,
                              self.preempted,
                              self.swap_out_blocks, self.swap_in_blocks, self.itl, self.spec_seqs, self.spec_ctx,

@@ -10,6 +10,7 @@ from the step it actually ran.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 from typing import NamedTuple, Protocol
 
 
@@ -47,6 +48,11 @@ class StepBatch(NamedTuple):
         pf_seqs = sum(1 for f in flags if f)
         pf_tokens = sum(n for (n, _), f in zip(seqs, flags, strict=True) if f)
         return StepBatch(num, new, ctx, pairs, pf_seqs, pf_tokens)
+
+# A StepBatch from all nine field values, in order, as one tuple: `batch_of((n, n, c, c + n, 0, 0, 0, 0, 0))` is
+# StepBatch(n, n, c, c + n) built by one C call, without the NamedTuple's Python-level __new__ (the simulator
+# builds one for each step whose time is not memoised)
+batch_of = partial(tuple.__new__, StepBatch)
 
 
 def split_attention(batch: StepBatch) -> tuple[int, float, int, float, float]:

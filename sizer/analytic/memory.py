@@ -11,6 +11,7 @@ and the CUDA context leave of that is the KV cache, in whole blocks of `block_si
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sizer.analytic.formats import WeightFormat, embedding_bytes_per_value, group_bytes, vector_bytes_per_value
@@ -148,6 +149,37 @@ class KVLayout:
             return ()
         return tuple((g.bytes_per_token_per_gpu / full, g.window_tokens) for g in self.groups if g.window_tokens)
 
+    @property
+    def windowed_bytes_per_token(self) -> tuple[tuple[float, int], ...]:
+        """(bytes per token on one GPU, window) of each windowed group: what kept_bytes caps at the window."""
+        return tuple((g.bytes_per_token_per_gpu, g.window_tokens) for g in self.groups if g.window_tokens)
+
+    @property
+    def unwindowed_bytes_per_token(self) -> float:
+        """Bytes per token on one GPU of the layers that keep every token."""
+        windowed = self.windowed_bytes_per_token
+        return self.bytes_per_token_per_gpu - sum(b for b, _ in windowed) if windowed else self.bytes_per_token_per_gpu
+
+    def kept_bytes(self, tokens: float, window_cells: Callable[[int], float] | None = None) -> float:
+        """KV bytes on one GPU of the busiest stage for `tokens` cached tokens, whole (not in blocks, no recurrent
+        state): a layer that keeps every token holds all of them, a windowed layer min(tokens, its window), or the
+        cells `window_cells(window)` an engine sets aside for its windowed layers (llama.cpp's SWA cache)."""
+        total = tokens * self.bytes_per_token_per_gpu       # every layer as if it kept every token, less the windows
+        for g in self.groups:
+            if g.window_tokens:
+                cells = window_cells(g.window_tokens) if window_cells else min(tokens, g.window_tokens)
+                total -= g.bytes_per_token_per_gpu * (tokens - cells)
+        return total
+
+    def longest_tokens(self, nbytes: float) -> int | None:
+        """The most tokens one sequence keeps in `nbytes` on one GPU (kept_bytes' inverse: windowed layers stop
+        growing at their window); None when every layer is windowed and their windows fit (no length limit)."""
+        full = sum(g.bytes_per_token_per_gpu for g in self.groups if not g.window_tokens)
+        widest = max((g.window_tokens or 0 for g in self.groups), default=0)
+        if not full and self.kept_bytes(widest) <= nbytes:
+            return None
+        return largest_fitting(nbytes, self.kept_bytes, int(nbytes / full) + 1 if full else widest)
+
     def sequence_bytes(self, tokens: int, block_size: int, per_gpu: bool = True) -> float:
         """KV and recurrent state one sequence of `tokens` holds, KV in whole blocks; windowed layers keep
         at most their window (plus the block it straddles).
@@ -160,6 +192,18 @@ class KVLayout:
             blocks = math.ceil(kept / block_size) + (1 if kept < tokens else 0)
             total += (g.bytes_per_token_per_gpu if per_gpu else g.bytes_per_token) * block_size * blocks
         return total
+
+
+def largest_fitting(nbytes: float, bytes_of: Callable[[int], float], hi: int) -> int:
+    """The largest n in [0, hi] with bytes_of(n) <= nbytes (bytes_of rising in n; 0 when none fits)."""
+    lo = 0
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if bytes_of(mid) <= nbytes:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def kv_layout(m: ModelSpec, kv_dtype: str, p: ParallelConfig) -> KVLayout:
@@ -255,6 +299,17 @@ class MemoryBudget:
         return (self.usable_bytes - self.weights_bytes - self.activation_bytes - self.non_torch_bytes
                 - self.state_bytes - self.lora_bytes)
 
+    def sequences_held(self, sequence_bytes: float) -> int:
+        """Sequences of `sequence_bytes` each (`KVLayout.sequence_bytes`: KV in whole blocks and recurrent state)
+        the KV cache and the state set aside for them hold."""
+        return held(self.kv_cache_bytes + self.state_bytes, sequence_bytes)
+
+
+def held(pool_bytes: float, each_bytes: float) -> int:
+    """KV capacity, the one formula: how many whole items of `each_bytes` (a sequence, a slot's context, a token's
+    KV) a pool of `pool_bytes` holds; none when the pool is empty or overdrawn."""
+    return int(max(0.0, pool_bytes) // each_bytes)
+
 
 def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv: KVLayout, p: ParallelConfig,
                   gpu_memory_utilization: float, block_size: int, max_model_len: int,
@@ -278,7 +333,7 @@ def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv
         blocks = max_num_seqs * math.ceil(max_model_len / block_size) if kv_bytes > 0 else 0
     else:
         blocks = max(0, int(kv_bytes // block_bytes)) if kv_bytes > 0 else 0
-    max_seqs = int(max(0.0, kv_bytes + state) // seq_bytes) if seq_bytes else max_num_seqs
+    max_seqs = held(kv_bytes + state, seq_bytes) if seq_bytes else max_num_seqs
     reasons = []
     if weights.per_gpu_bytes > usable:
         reasons.append(f"weights need {weights.per_gpu_bytes / GiB:.2f} GiB per GPU, more than the "

@@ -50,6 +50,9 @@ class ParallelConfig:
     pp: int = 1
     dp: int = 1
     expert_parallel: bool = False
+    # the data-parallel ranks' balance of a step's prompts: the mean over the busiest rank's share (1.0: spread as
+    # evenly as they go; below 1 where each rank schedules its own prompts and the step waits for the busiest)
+    context_balance: float = 1.0
 
     @property
     def gpus_per_replica(self) -> int:
@@ -66,13 +69,15 @@ class ParallelConfig:
         return self.expert_parallel and self.dp > 1
 
 
-def rank_batch(batch: StepBatch, ranks: int) -> StepBatch:
-    """The busiest of `ranks` data-parallel ranks' share of a step: decodes and prefill chunks each spread as
-    evenly as they go (ceil), each keeping its tokens, context and query-key pairs (split_attention's split)."""
+def rank_batch(batch: StepBatch, ranks: int, context_balance: float = 1.0) -> StepBatch:
+    """The busiest of `ranks` data-parallel ranks' share of a step: decodes spread as evenly as they go (ceil),
+    prefill chunks as evenly at `context_balance` 1.0, else the busiest rank takes the mean / `context_balance` of
+    them (ceil, at most all); each keeps its tokens, context and query-key pairs (split_attention's split)."""
     if ranks == 1:
         return batch
     decode, decode_ctx, prefill, n, c = split_attention(batch)
-    d, p = -(-decode // ranks), -(-prefill // ranks)
+    d = -(-decode // ranks)
+    p = -(-prefill // ranks) if context_balance == 1.0 else min(prefill, math.ceil(prefill / (ranks * context_balance)))
     decode_tokens = (batch.new_tokens - prefill * n) / decode if decode else 0.0   # > 1 when verifying drafts
     tokens = d * decode_tokens + p * n
     share = tokens / batch.new_tokens

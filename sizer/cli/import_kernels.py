@@ -9,14 +9,15 @@ from pathlib import Path
 import typer
 
 from sizer.errors import InputError
-from sizer.timing.aiconfigurator_import import SYSTEMS, convert, write_tables
+from sizer.timing.aiconfigurator_import import convert, write_tables
 from sizer.timing.kernel_tables import KERNELS_DIR
 
 
 def command(
     source: Path = typer.Argument(..., help="aiconfigurator-core's package folder (site-packages/aiconfigurator_core) "
                                             "or an unpacked wheel"),
-    gpu: str = typer.Option(..., help=f"the GPU's hardware profile id: {', '.join(SYSTEMS)}"),
+    gpu: str = typer.Option(..., help="the GPU's hardware profile id (its profile's aiconfigurator_system names "
+                                      "aiconfigurator's system: h100-sxm, h200, b200, ...)"),
     framework: str = typer.Option("vllm", help="the framework whose measurements to convert (vllm, sglang, trtllm)"),
     out: Path = typer.Option(KERNELS_DIR, "--out", help="folder the tables' folder is written into (default: the "
                                                         "bundled kernels folder, which plans read)"),

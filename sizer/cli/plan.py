@@ -7,7 +7,10 @@ where no request rate meets it, is a verdict in the plan (`sizer check` is the g
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import typing
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
@@ -65,18 +68,12 @@ FLAGS_ONLY_WORKLOAD = {"workload": {"arrival": {"rate_per_s": 1.0},
                                     "output_tokens": {"distribution": "fixed", "value": 256}}}
 
 
-# Variant field -> the flag of `plan` that sets it.
-FLAGS = {"model": "--model", "gpu": "--gpu", "tensor_parallel_size": "--tp", "pipeline_parallel_size": "--pp",
-         "quantization": "--weights", "kv_cache_dtype": "--kv-cache-dtype", "max_model_len": "--max-model-len",
-         "rate_per_s": "--rate", "calibrated_profile": "--profile", "concurrency": "--concurrency",
-         "arrival_process": "--concurrency", "engine": "--engine", "memory_gb": "--memory-gb",
-         "ctx_size": "--ctx-size", "enable_attention_dp": "--attention-dp"}
-
-
-def build_scenario(scenario: Path | None, variant: Variant, traffic: Traffic = Traffic()) -> Scenario:
+def build_scenario(scenario: Path | None, variant: Variant, traffic: Traffic = Traffic(),
+                   sources: dict[str, str] | None = None) -> Scenario:
     """A scenario from a file (with the flags' changes) or from flags alone; `traffic`'s lengths and SLO
     targets replace the scenario's (its rate is the variant's). Each workload and SLO value knows its source
-    (the plan's assumptions print it), and so does each setting a flag set: a flag, the scenario, or a default."""
+    (the plan's assumptions print it), and so does each setting a flag set: a flag (the Variant's fields by
+    FLAGS; `sources`: the lengths' and targets' scenario paths -> their flags), the scenario, or a default."""
     if scenario is not None:
         built = scenario_with_flags(scenario, traffic, variant)
     elif variant.model is None or variant.gpu is None:
@@ -87,12 +84,7 @@ def build_scenario(scenario: Path | None, variant: Variant, traffic: Traffic = T
         built = with_sources(built, {path: "default: no scenario file"
                                      for path, _ in stated_sources(FLAGS_ONLY_WORKLOAD)})
     flags = {path: FLAGS[name] for name, path in variant.fields_set().items() if name in FLAGS}
-    flags |= {"workload.prompt_tokens": "--prompt-tokens" if traffic.prompt_tokens is not None else None,
-              "workload.output_tokens": "--output-tokens" if traffic.output_tokens is not None else None,
-              "slo.ttft_ms": "--ttft-ms" if traffic.ttft_ms is not None else None,
-              "slo.itl_ms": "--itl-ms" if traffic.itl_ms is not None else None,
-              "slo.tpot_ms": "--tpot-ms" if traffic.tpot_ms is not None else None}
-    return with_sources(built, {path: flag for path, flag in flags.items() if flag})
+    return with_sources(built, flags | (sources or {}))
 
 
 def _gpu_or_profile(gpu: str | None, profile: Path | None) -> tuple[str | None, str | None]:
@@ -108,86 +100,123 @@ def _gpu_or_profile(gpu: str | None, profile: Path | None) -> tuple[str | None, 
     return str(profile), None
 
 
-def command(
-    scenario: Path | None = typer.Argument(None, help="scenario YAML (see docs/scenario.md)"),
-    as_json: bool = typer.Option(False, "--json", help="print the plan as JSON"),
-    model: str | None = MODEL,
-    gpu: str | None = GPU,
-    tp: int | None = typer.Option(None, "--tp", help="tensor_parallel_size"),
-    pp: int | None = typer.Option(None, "--pp", help="pipeline_parallel_size"),
-    memory_gb: float | None = typer.Option(None, "--memory-gb",
-                                           help="your device's memory as sold (a 64 GB M3 Max: 64), in place of the "
-                                                "profile's (hardware.memory_gb)"),
-    engine: str | None = typer.Option(None, help="serving engine: " + ", ".join(typing.get_args(Engine))
-                                      + "; default the scenario's, else llama.cpp for GGUF weights or an Apple GPU or "
-                                        "CPU, else vllm"),
-    attention_dp: bool = typer.Option(False, "--attention-dp",
-                                      help="MoE: attention data-parallel on the --tp GPUs, experts spread over them "
-                                           "(enable_attention_dp: TensorRT-LLM's DEP)"),
-    weights: str | None = typer.Option(None, help="weight format: bf16, fp16, fp8, int8, awq, gptq, nvfp4, mxfp4; "
+def _in_range(lo: float, hi: float) -> Callable[[object, str], object]:
+    def check(value, flag: str):
+        check_range(value, flag, lo, hi)
+        return value
+    return check
+
+
+def _one_of(choices: object) -> Callable[[object, str], object]:
+    def check(value, flag: str):
+        check_choices((value,) if value is not None else None, flag, typing.get_args(choices))
+        return value
+    return check
+
+
+@dataclass(frozen=True)
+class PlanFlag:
+    """One `plan` option, declared once: the option (its flag and help, Typer's), the parameter's type, the
+    Variant field it sets (None: the command reads it itself), the check its value passes first (one line naming
+    the flag), the scenario paths whose source it becomes where it sets no Variant field (a length or SLO target),
+    the other Variant fields it is named for (in refusals and sources), and whether a gateway document takes it."""
+    option: typer.models.OptionInfo
+    annotation: object
+    field: str | None = None
+    check: Callable[[object, str], object] | None = None
+    sources: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+    traffic: bool = False               # a workload length or SLO target (`traffic_from_flags`)
+    on_gateway: bool = False
+
+    @property
+    def flag(self) -> str:
+        return self.option.param_decls[0]
+
+    @property
+    def param(self) -> str:
+        """The command's parameter: the flag's name (`--kv-cache-dtype` -> kv_cache_dtype)."""
+        return self.flag.removeprefix("--").replace("-", "_")
+
+
+# Every flag of `plan`, in --help's order. A flag that changes the deployment sets its Variant field here and
+# nowhere else; --gpu and --profile (a hardware profile file or a calibrated folder), --rate and --concurrency
+# (a closed loop clears the rate) and the output flags are read by `command`.
+PLAN_FLAGS = (
+    PlanFlag(typer.Option(False, "--json", help="print the plan as JSON"), bool, on_gateway=True),
+    PlanFlag(MODEL, str | None, "model", lambda value, flag: check_model(value, flag)),
+    PlanFlag(GPU, str | None, "gpu", lambda value, flag: check_gpu(value, flag)),
+    PlanFlag(typer.Option(None, "--tp", help="tensor_parallel_size"), int | None, "tensor_parallel_size",
+             _in_range(1, MAX_REPLICAS)),
+    PlanFlag(typer.Option(None, "--pp", help="pipeline_parallel_size"), int | None, "pipeline_parallel_size",
+             _in_range(1, MAX_REPLICAS)),
+    PlanFlag(typer.Option(None, "--memory-gb", help="your device's memory as sold (a 64 GB M3 Max: 64), in place of "
+                                                    "the profile's (hardware.memory_gb)"),
+             float | None, "memory_gb", _in_range(1e-3, MAX_HARDWARE_GB)),
+    PlanFlag(typer.Option(None, "--engine", help="serving engine: " + ", ".join(typing.get_args(Engine))
+                          + "; default the scenario's, else llama.cpp for GGUF weights or an Apple GPU or CPU, else "
+                            "vllm"), str | None, "engine", _one_of(Engine)),
+    PlanFlag(typer.Option(False, "--attention-dp", help="MoE: attention data-parallel on the --tp GPUs, experts "
+                                                        "spread over them (enable_attention_dp: TensorRT-LLM's DEP)"),
+             bool, "enable_attention_dp", lambda value, flag: value or None),
+    PlanFlag(typer.Option(None, "--weights", help="weight format: bf16, fp16, fp8, int8, awq, gptq, nvfp4, mxfp4; "
                                                   "GGUF presets (q4_k_m, q8_0, ...) for llama.cpp and ollama"),
-    kv_cache_dtype: str | None = typer.Option(None, help="auto, bf16, fp16, fp8"),
-    max_model_len: int | None = typer.Option(None, help="longest context per sequence (vLLM, SGLang, ...)"),
-    ctx_size: int | None = typer.Option(None, "--ctx-size",
-                                        help="llama.cpp: total context of all slots (-c); default the model's"),
-    rate: float | None = RATE,
-    concurrency: int | None = CONCURRENCY,
-    prompt_tokens: str | None = PROMPT_TOKENS,
-    output_tokens: str | None = OUTPUT_TOKENS,
-    ttft_ms: float | None = TTFT_MS,
-    itl_ms: float | None = ITL_MS,
-    tpot_ms: float | None = TPOT_MS,
-    profile: Path | None = typer.Option(None, "--profile",
-                                        help="a hardware profile YAML file (your own device: hardware_profiles/"
-                                             "README.md; the same as --gpu FILE), or a calibrated profile folder "
-                                             "(sizer calibrate): measured step times"),
-    simulate: bool = typer.Option(False, "--simulate",
-                                  help="add simulated latency at the scenario's rate and the goodput rate "
-                                       "(a gateway: the cheapest sizing search)"),
-    emit: str | None = typer.Option(None, "--emit", help=EMIT_HELP),
-    emit_to: Path | None = typer.Option(None, "--emit-to", help=EMIT_TO_HELP),
-    wide: bool = WIDE,
-) -> None:
+             str | None, "quantization", _one_of(WeightFormat)),
+    PlanFlag(typer.Option(None, "--kv-cache-dtype", help="auto, bf16, fp16, fp8"), str | None, "kv_cache_dtype",
+             _one_of(KVCacheDtype)),
+    PlanFlag(typer.Option(None, "--max-model-len", help="longest context per sequence (vLLM, SGLang, ...)"),
+             int | None, "max_model_len", _in_range(1, MAX_TOKENS)),
+    PlanFlag(typer.Option(None, "--ctx-size", help="llama.cpp: total context of all slots (-c); default the "
+                                                   "model's"), int | None, "ctx_size", _in_range(1, MAX_TOKENS)),
+    PlanFlag(RATE, float | None, "rate_per_s", _in_range(MIN_RATE_PER_S, MAX_RATE_PER_S)),
+    PlanFlag(CONCURRENCY, int | None, names=("concurrency", "arrival_process")),
+    PlanFlag(PROMPT_TOKENS, str | None, sources=("workload.prompt_tokens",), traffic=True),
+    PlanFlag(OUTPUT_TOKENS, str | None, sources=("workload.output_tokens",), traffic=True),
+    PlanFlag(TTFT_MS, float | None, sources=("slo.ttft_ms",), traffic=True),
+    PlanFlag(ITL_MS, float | None, sources=("slo.itl_ms",), traffic=True),
+    PlanFlag(TPOT_MS, float | None, sources=("slo.tpot_ms",), traffic=True),
+    PlanFlag(typer.Option(None, "--profile", help="a hardware profile YAML file (your own device: hardware_profiles/"
+                                                  "README.md; the same as --gpu FILE), or a calibrated profile folder "
+                                                  "(sizer calibrate): measured step times"),
+             Path | None, "calibrated_profile"),
+    PlanFlag(typer.Option(False, "--simulate", help="add simulated latency at the scenario's rate and the goodput "
+                                                    "rate (a gateway: the cheapest sizing search)"),
+             bool, on_gateway=True),
+    PlanFlag(typer.Option(None, "--emit", help=EMIT_HELP), str | None),
+    PlanFlag(typer.Option(None, "--emit-to", help=EMIT_TO_HELP), Path | None),
+    PlanFlag(WIDE, bool, on_gateway=True),
+)
+# Variant field -> the flag that sets it, for refusals of the field it set (`naming_flags`).
+FLAGS = {name: f.flag for f in PLAN_FLAGS for name in (f.field, *f.names) if name}
+
+
+def command(scenario: Path | None = typer.Argument(None, help="scenario YAML (see docs/scenario.md)"),
+            **given: object) -> None:
     """Memory, parallel split, Little's-law capacity, step times and cost for a scenario.
 
     --prompt-tokens and --output-tokens replace the scenario's lengths with fixed ones, --ttft-ms and
     --itl-ms its SLO targets (with --simulate, the replicas are sized to meet them)."""
+    flags = {f.flag: given[f.param] for f in PLAN_FLAGS}
+    as_json, emit, emit_to = flags["--json"], flags["--emit"], flags["--emit-to"]
     if scenario is not None and is_gateway(scenario):
         gateway = kind("gateway")
-        gateway.refuse_flags({"--model": model, "--gpu": gpu, "--engine": engine, "--memory-gb": memory_gb,
-                              "--tp": tp, "--pp": pp,
-                              "--weights": weights, "--attention-dp": attention_dp or None,
-                              "--kv-cache-dtype": kv_cache_dtype, "--max-model-len": max_model_len,
-                              "--ctx-size": ctx_size, "--rate": rate,
-                              "--concurrency": concurrency, "--prompt-tokens": prompt_tokens,
-                              "--output-tokens": output_tokens,
-                              "--ttft-ms": ttft_ms, "--itl-ms": itl_ms, "--tpot-ms": tpot_ms,
-                              "--profile": profile, "--emit": emit, "--emit-to": emit_to})
-        return gateway.plan(scenario, as_json, search=simulate, wide=wide)
-    check_choices((engine,) if engine is not None else None, "--engine", typing.get_args(Engine))
-    gpu, calibrated = _gpu_or_profile(gpu, profile)
-    check_range(memory_gb, "--memory-gb", 1e-3, MAX_HARDWARE_GB)
-    check_range(tp, "--tp", 1, MAX_REPLICAS)
-    check_range(pp, "--pp", 1, MAX_REPLICAS)
-    check_choices((weights,) if weights is not None else None, "--weights", typing.get_args(WeightFormat))
-    check_choices((kv_cache_dtype,) if kv_cache_dtype is not None else None, "--kv-cache-dtype",
-                  typing.get_args(KVCacheDtype))
-    check_range(max_model_len, "--max-model-len", 1, MAX_TOKENS)
-    check_range(ctx_size, "--ctx-size", 1, MAX_TOKENS)
-    traffic = traffic_from_flags(None, prompt_tokens, output_tokens, ttft_ms, itl_ms, tpot_ms=tpot_ms)
-    check_range(rate, "--rate", MIN_RATE_PER_S, MAX_RATE_PER_S)
+        gateway.refuse_flags({f.flag: flags[f.flag] for f in PLAN_FLAGS if not f.on_gateway})
+        return gateway.plan(scenario, as_json, search=flags["--simulate"], wide=flags["--wide"])
+    flags["--gpu"], flags["--profile"] = _gpu_or_profile(flags["--gpu"], flags["--profile"])
+    for f in PLAN_FLAGS:
+        if f.check is not None:
+            flags[f.flag] = f.check(flags[f.flag], f.flag)
+    traffic = traffic_from_flags(None, **{f.param: flags[f.flag] for f in PLAN_FLAGS if f.traffic})
     emitter = kind("emit") if emit is not None or emit_to is not None else None
     if emitter is not None:
         emitter.check_emit(emit, emit_to, as_json)
-    variant = dataclasses.replace(
-        closed_loop_flag(concurrency, rate), model=check_model(model), gpu=check_gpu(gpu), tensor_parallel_size=tp,
-        pipeline_parallel_size=pp, quantization=weights, kv_cache_dtype=kv_cache_dtype, max_model_len=max_model_len,
-        rate_per_s=rate, calibrated_profile=calibrated, engine=engine, memory_gb=memory_gb,
-        ctx_size=ctx_size, enable_attention_dp=attention_dp or None)
+    variant = dataclasses.replace(closed_loop_flag(flags["--concurrency"], flags["--rate"]),
+                                  **{f.field: flags[f.flag] for f in PLAN_FLAGS if f.field})
+    sources = {path: f.flag for f in PLAN_FLAGS if flags[f.flag] is not None for path in f.sources}
     with naming_flags(variant, FLAGS, str(scenario) if scenario is not None else None):
-        resolved = resolve(build_scenario(scenario, variant, traffic))
+        resolved = resolve(build_scenario(scenario, variant, traffic, sources))
     result = make_plan(resolved)
-    if simulate:
+    if flags["--simulate"]:
         result = kind("day").add_energy(kind("simulate").add_simulation(result, resolved), resolved)
         if resolved.workload.schedule is not None:
             result = kind("simulate").add_day(result, resolved)
@@ -195,9 +224,14 @@ def command(
     if as_json:
         typer.echo(to_json(result))
     else:
-        render_plan(result, terminal(wide, stderr=emits_to_stdout(emit, emit_to)))
+        render_plan(result, terminal(flags["--wide"], stderr=emits_to_stdout(emit, emit_to)))
     if emitter is not None:
         emitter.write_emitted(text, emit_to)
         emitter.note_memory_only(resolved, result)
 
 
+# Typer reads a command's options from its signature: the table's, in its order, after the scenario argument.
+command.__signature__ = inspect.Signature(
+    [inspect.signature(command).parameters["scenario"]]
+    + [inspect.Parameter(f.param, inspect.Parameter.KEYWORD_ONLY, default=f.option, annotation=f.annotation)
+       for f in PLAN_FLAGS])

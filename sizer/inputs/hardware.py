@@ -15,6 +15,7 @@ from pathlib import Path
 from hardware_profiles import LOCAL_DIR, PROFILES_DIR
 from sizer.errors import InputError
 from sizer.inputs import preloaded
+from sizer.inputs.kubernetes_names import KubernetesNames, kubernetes_names
 from validation.errors import excerpt
 from validation.safe_yaml import load_yaml
 
@@ -72,6 +73,14 @@ class HardwareSpec:
     gpu_working_set_fraction: float = 1.0          # memory_bytes / the whole (unified) memory
     profile_file: str = ""                         # the YAML file the profile was read from ("" for the host CPU)
     overrides: str = ""                            # the scenario's hardware overrides, as the plan states them
+    # Facts other stages read, each from the profile (hardware_profiles/README.md, "Adding a GPU"); a user's profile
+    # without one: the default's meaning is in the README
+    kubernetes: KubernetesNames | None = None      # how clusters name and schedule it (None: no label names it)
+    mig: bool = False                              # NVIDIA Multi-Instance GPU slices (`<id>/mig-3g.40gb`)
+    scale_up_domain_gpus: int | None = None        # GPUs one NVLink / Infinity Fabric domain joins (None: assumed)
+    fp8_gemm_efficiency: float | None = None       # measured share of the FP8 peak (None: efficiency.compute)
+    fp8_gemm_efficiency_source: str = ""
+    aiconfigurator_system: str | None = None       # aiconfigurator-core's name for it (None: no tables to import)
 
     def peak_flops(self, fmt: str) -> float:
         """Dense peak for a compute format, falling back to bf16 when the format has no datapath."""
@@ -148,11 +157,37 @@ def _from_yaml(data: dict, path: Path) -> HardwareSpec:
             power_source=str(power.get("source", "")),
             profile_file=str(path),
             **_device(data, path),
+            **_facts(data, path),
         )
     except InputError:
         raise
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(str(path), None, f"malformed hardware profile ({excerpt(exc)})") from None
+
+
+def _facts(data: dict, path: Path) -> dict:
+    """The per-GPU facts beside the datasheet: Kubernetes names, MIG, the scale-up domain, the measured FP8 GEMM
+    efficiency and aiconfigurator's system name; each optional (a bundled profile states every one, null where the
+    GPU lacks it: tests/sizer/inputs/test_profile_completeness.py)."""
+    mig = data.get("mig", False)
+    if not isinstance(mig, bool):
+        raise InputError(str(path), "mig", f"expected true or false, not {excerpt(mig)}")
+    domain = data.get("scale_up_domain_gpus")
+    if domain is not None and (isinstance(domain, bool) or not isinstance(domain, int) or not 0 < domain <= 1024):
+        raise InputError(str(path), "scale_up_domain_gpus", f"expected a whole number of GPUs from 1 to 1024 or "
+                                                            f"null, not {excerpt(domain)}")
+    fp8 = data.get("fp8_gemm_efficiency")
+    if fp8 is not None and (isinstance(fp8, bool) or not isinstance(fp8, int | float) or not 0 < fp8 <= 1):
+        raise InputError(str(path), "fp8_gemm_efficiency", f"expected a share in (0, 1] or null, not {excerpt(fp8)}")
+    source = data.get("fp8_gemm_efficiency_source", "")
+    if fp8 is not None and not (isinstance(source, str) and source.strip()):
+        raise InputError(str(path), "fp8_gemm_efficiency_source", "expected where the FP8 GEMM efficiency comes from")
+    system = data.get("aiconfigurator_system")
+    if system is not None and not (isinstance(system, str) and system.strip()):
+        raise InputError(str(path), "aiconfigurator_system", f"expected a system name or null, not {excerpt(system)}")
+    return {"kubernetes": kubernetes_names(data, path), "mig": mig, "scale_up_domain_gpus": domain,
+            "fp8_gemm_efficiency": None if fp8 is None else float(fp8),
+            "fp8_gemm_efficiency_source": str(source) if fp8 is not None else "", "aiconfigurator_system": system}
 
 
 def _peak_flops(data: dict, path: Path) -> dict[str, float | None]:
@@ -347,8 +382,7 @@ def with_overrides(spec: HardwareSpec, o: HardwareOverrides, file: str | None) -
 
 # NVIDIA Multi-Instance GPU: a slice `<g>g.<m>gb` has g of the part's 7 compute slices and m GB of its memory,
 # with the memory slices' share of the bandwidth; slices do not talk over NVLink (NVIDIA MIG user guide,
-# "Supported GPUs" and "Partitioning": A100, A30, H100, H200, B200, GB200).
-MIG_PARTS = ("a100-40gb", "a100-80gb", "a100-pcie-80gb", "h100-sxm", "h100-pcie", "h200", "b200", "gb200")
+# "Partitioning"). Which parts have MIG: each profile's `mig`.
 MIG_COMPUTE_SLICES = 7
 
 
@@ -356,9 +390,10 @@ def mig_slice(parent: HardwareSpec, mig: str, file: str | None, field_path: str)
     """The slice `mig` ("3g.40gb") of `parent`: its compute and memory shares of the whole part."""
     m = re.fullmatch(r"([1-7])g\.(\d{1,3})gb", mig)
     printed_gb = float(parent.memory_as_printed.split()[0]) if parent.memory_as_printed else 0.0
-    if parent.id not in MIG_PARTS or not m or not 0 < int(m.group(2)) <= printed_gb:
+    if not parent.mig or not m or not 0 < int(m.group(2)) <= printed_gb:
+        parts = ", ".join(sorted(spec.id for spec in all_profiles().values() if spec.mig))
         raise InputError(file, field_path, f"no MIG slice {excerpt(mig)} of {parent.name}: slices are <g>g.<m>gb, "
-                                           f"g of 7 compute slices and m GB, on {', '.join(MIG_PARTS)}")
+                                           f"g of 7 compute slices and m GB, on {parts}")
     compute, memory = int(m.group(1)) / MIG_COMPUTE_SLICES, int(m.group(2)) / printed_gb
     return replace(parent, id=f"{parent.id}/mig-{mig}", name=f"{parent.name} MIG {mig}", aliases=(),
                    memory_bytes=int(parent.memory_bytes * memory), memory_as_printed=f"{m.group(2)} GB",
@@ -366,7 +401,10 @@ def mig_slice(parent: HardwareSpec, mig: str, file: str | None, field_path: str)
                    memory_bandwidth_bytes_per_s=parent.memory_bandwidth_bytes_per_s * memory,
                    peak_flops_per_s={k: v * compute if v else v for k, v in parent.peak_flops_per_s.items()},
                    interconnect_type="none", interconnect_bytes_per_s_per_direction=None,
-                   price_usd_per_gpu_hour=None, price_rule="a MIG slice has no listed price")
+                   price_usd_per_gpu_hour=None, price_rule="a MIG slice has no listed price",
+                   # a slice is no whole GPU: no node label, instance, measured table or domain names it
+                   kubernetes=None, mig=False, scale_up_domain_gpus=None, fp8_gemm_efficiency=None,
+                   fp8_gemm_efficiency_source="", aiconfigurator_system=None)
 
 
 def host_cpu() -> HardwareSpec:
@@ -434,8 +472,8 @@ def scale_up_link(hw: HardwareSpec) -> Link:
                 True)
 
 
-# GPUs one scale-up (NVLink, Infinity Fabric) domain joins: 8 on HGX and OAM boards, 72 in an NVL72 rack
-SCALE_UP_DOMAIN_GPUS = {"gb200": 72}
+# GPUs one scale-up (NVLink, Infinity Fabric) domain joins where a profile gives no `scale_up_domain_gpus`: 8, as
+# on HGX and OAM boards
 SCALE_UP_DOMAIN_DEFAULT = 8
 # Across domains: one 400 Gb/s NIC per GPU (InfiniBand NDR or RoCE; ConnectX-7 as in DGX H100/H200 and HGX B200),
 # 50 GB/s per direction
@@ -445,7 +483,7 @@ SCALE_OUT_BYTES_PER_S_PER_DIRECTION = 50e9
 def alltoall_link(hw: HardwareSpec, gpus: int) -> Link:
     """The link an all-to-all across `gpus` GPUs is bound by: the scale-up link within one domain, else each GPU's
     scale-out NIC (most of its peers then sit in other domains)."""
-    domain = SCALE_UP_DOMAIN_GPUS.get(hw.id, SCALE_UP_DOMAIN_DEFAULT)
+    domain = hw.scale_up_domain_gpus or SCALE_UP_DOMAIN_DEFAULT
     if gpus <= domain:
         return scale_up_link(hw)
     return Link(SCALE_OUT_BYTES_PER_S_PER_DIRECTION, f"{gpus} GPUs span {hw.id} scale-up domains of {domain}: a "

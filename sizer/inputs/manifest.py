@@ -26,7 +26,7 @@ from sizer.inputs.manifests.commands import (
     parse_server_args,
 )
 from sizer.inputs.manifests.fields import MAX_GPUS_PER_POD, get
-from sizer.inputs.manifests.gpus import GKE_ACCELERATORS, GPU_LABELS, MIG_RESOURCE, product_profile, read_label
+from sizer.inputs.manifests.gpus import GPU_LABELS, MIG_RESOURCE, read_label
 from sizer.inputs.manifests.helm_charts import helm_servers
 from sizer.inputs.manifests.kubernetes import Server, kubernetes_servers
 from sizer.inputs.manifests.operators import OPERATOR_KINDS, operator_servers
@@ -96,7 +96,8 @@ class SizerBlock:
     price_usd_per_gpu_hour: float | None = field(None, ge=0, doc="default: the hardware profile's price")
     budget_usd_per_hour: float | None = field(None, gt=0, doc="cost rule: most the deployment may cost per hour")
     kv_share: float = field(0.0, ge=0.0, le=1.0, doc="max_model_len rule: share of max_num_seqs to hold at full length")
-    speculative_acceptance_rate: float | None = field(None, ge=0.0, le=0.999, doc="alpha, for --speculative-config")
+    speculative_acceptance_rate: float | None = field(None, ge=0.0, le=0.999, doc="alpha, for --speculative-config "
+                                                                         "(SGLang: --speculative-algorithm)")
 
 
 def read_check_input(path: str, kv_share: float | None = None, budget_usd_per_hour: float | None = None,
@@ -222,7 +223,8 @@ def _from_manifest(docs: list, servers: list[Server], file: str, stem: str, kv_s
     if spec is not None:
         if block.speculative_acceptance_rate is None:
             raise InputError(file, "sizer.speculative_acceptance_rate",
-                             "missing; --speculative-config needs an acceptance rate")
+                             "missing; speculative decoding (vLLM's --speculative-config, SGLang's "
+                             "--speculative-algorithm) needs an acceptance rate")
         engine_fields["speculative_config"] = {**spec, "acceptance_rate": block.speculative_acceptance_rate}
     replicas = block.replicas or server.replicas or 1
     deployment = {**engine_fields, "replicas": replicas}
@@ -365,12 +367,6 @@ def _as_dict(section) -> dict:
             return {k: clean(v) for k, v in value.items() if v is not None}
         return value
     return clean(dataclasses.asdict(section))
-
-
-def gpu_for_label(value: str) -> str | None:
-    """A node label's GPU value (`NVIDIA-H100-80GB-HBM3`, `nvidia-tesla-a100`) -> a profile id; None when none fits."""
-    low = str(value).lower()
-    return GKE_ACCELERATORS[low] if low in GKE_ACCELERATORS else product_profile(str(value))
 
 
 def _gpu_from_labels(docs: list, file: str, stated: tuple = ()) -> tuple[str, str]:

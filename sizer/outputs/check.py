@@ -186,7 +186,10 @@ def _fixes(inp: CheckInput, plan: Plan, ok, sequences: int = 1) -> tuple[str, ..
     found = []
     if not plan.kv.dtype.startswith("fp8") and (p := _plan_with(inp, Variant(kv_cache_dtype="fp8"))) and ok(p):
         found.append("FP8 KV cache (--kv-cache-dtype fp8)")
-    length = int(plan.memory.kv_cache_bytes / (sequences * plan.kv.bytes_per_token_per_gpu)) // 1024 * 1024
+    # windowed layers stop growing at their window (KVLayout.longest_tokens); None: every layer is windowed and
+    # fits, so no shorter max_model_len makes room
+    longest_kept = plan.kv.longest_tokens(plan.memory.kv_cache_bytes / sequences)
+    length = (longest_kept or 0) // 1024 * 1024
     longest = longest_request_tokens(inp.scenario_data) if inp.has_workload else None
     if max(1024, longest or 0) <= length < plan.memory.max_model_len:
         if (p := _plan_with(inp, Variant(max_model_len=length))) and ok(p):

@@ -28,6 +28,9 @@ from dataclasses import dataclass, replace
 import yaml
 
 from sizer.errors import InputError
+from sizer.inputs.kubernetes_names import KubernetesNames, Schedule
+from sizer.inputs.manifests.commands import DTYPES as ENGINE_DTYPES
+from sizer.inputs.manifests.commands import EMITTED_QUANTIZATION, QUANTIZATION, SGLANG_SPECULATIVE, spelling
 from sizer.inputs.manifests.commands import TABLES as FLAG_TABLES
 from sizer.inputs.model_spec import catalog_names, load_config
 from sizer.sizing.cost import CostSummary
@@ -60,54 +63,15 @@ NEEDS_DRAFT = ("eagle", "eagle3", "medusa")      # methods that run a separate d
 SGLANG_DIST_PORT = 20000                         # SGLang's --dist-init-addr port in its multi-node examples
 
 
-@dataclass(frozen=True)
-class Accelerator:
-    """How Kubernetes schedules one accelerator: its device-plugin resource, a node label that names the
-    GPU, and the GPUs one node holds (the node-size assumption behind a single-node Deployment)."""
-    resource: str
-    label_key: str
-    label_value: str
-    gpus_per_node: int
-    gke: str | None = None      # GKE's `cloud.google.com/gke-accelerator` value (Google's accelerator type name)
-
-
-# Node labels: NVIDIA GPU feature discovery writes `nvidia.com/gpu.product` as the product name
-# nvidia-smi prints with spaces as dashes; AMD's GPU operator node labeller writes
-# `amd.com/gpu.product-name` as the product name the driver reports, underscores for spaces
-# (`AMD_Instinct_MI300X_OAM`, `AMD_Instinct_MI325_OAM`, `AMD_Instinct_MI355_OAM`: no X on the two later parts;
-# ROCm/gpu-operator docs, node labeller). 8 GPUs per node: HGX/DGX and Instinct OAM platforms, and the largest
-# L4/L40S cloud shapes; a GB200 compute tray holds 4. Profiles not here (Gaudi, TPU) have no
-# Kubernetes emitter.
-# GKE: `cloud.google.com/gke-accelerator` names Google's accelerator type (nvidia-tesla-a100 is the 40 GB A100;
-# Compute Engine's and Vertex AI's AcceleratorType lists, GKE "About GPUs")
+# What --emit k8s and gke write for a GPU (resource, node label, GPUs per node, GKE's accelerator type) is its
+# profile's `kubernetes:` section (sizer/inputs/kubernetes_names.py; sources in hardware_profiles/README.md);
+# a profile without one (Gaudi, TPU, local devices) has no Kubernetes emitter. GKE's node pools carry
+# `cloud.google.com/gke-accelerator` (Google's accelerator type) instead of the product label.
 GKE_LABEL = "cloud.google.com/gke-accelerator"
-_NVIDIA, _AMD = ("nvidia.com/gpu", "nvidia.com/gpu.product"), ("amd.com/gpu", "amd.com/gpu.product-name")
-ACCELERATORS = {
-    "a100-40gb": Accelerator(*_NVIDIA, "NVIDIA-A100-SXM4-40GB", 8, "nvidia-tesla-a100"),
-    "a100-80gb": Accelerator(*_NVIDIA, "NVIDIA-A100-SXM4-80GB", 8, "nvidia-a100-80gb"),
-    "a100-pcie-80gb": Accelerator(*_NVIDIA, "NVIDIA-A100-80GB-PCIe", 8),
-    "h100-sxm": Accelerator(*_NVIDIA, "NVIDIA-H100-80GB-HBM3", 8, "nvidia-h100-80gb"),
-    "h100-pcie": Accelerator(*_NVIDIA, "NVIDIA-H100-PCIe", 8),
-    "h200": Accelerator(*_NVIDIA, "NVIDIA-H200", 8, "nvidia-h200-141gb"),
-    "h20": Accelerator(*_NVIDIA, "NVIDIA-H20", 8),
-    "b200": Accelerator(*_NVIDIA, "NVIDIA-B200", 8, "nvidia-b200"),
-    "b300": Accelerator(*_NVIDIA, "NVIDIA-B300-SXM6-AC", 8),
-    "gb200": Accelerator(*_NVIDIA, "NVIDIA-GB200", 4, "nvidia-gb200"),
-    "l4": Accelerator(*_NVIDIA, "NVIDIA-L4", 8, "nvidia-l4"),
-    "l40s": Accelerator(*_NVIDIA, "NVIDIA-L40S", 8),
-    "mi300x": Accelerator(*_AMD, "AMD_Instinct_MI300X_OAM", 8),
-    "mi325x": Accelerator(*_AMD, "AMD_Instinct_MI325_OAM", 8),
-    "mi355x": Accelerator(*_AMD, "AMD_Instinct_MI355_OAM", 8),
-}
 
-# sizer's weight format -> vLLM's --quantization method (a format a checkpoint must already be in, except fp8,
-# which vLLM quantises on load); SGLang's where it differs. 16-bit formats are a --dtype instead.
-VLLM_QUANTIZATION = {"fp8": "fp8", "awq": "awq", "gptq": "gptq", "nvfp4": "modelopt_fp4", "mxfp4": "mxfp4"}
-SGLANG_QUANTIZATION = {**VLLM_QUANTIZATION, "int8": "w8a8_int8"}
-DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
-ONLINE_FORMATS = ("fp8",) + tuple(DTYPES)        # what an engine makes from a 16-bit checkpoint on load
-SGLANG_SPECULATIVE = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN", "draft_model": "STANDALONE",
-                      "ngram": "NGRAM"}
+# sizer's 16-bit formats (--dtype, spelt as the engines read them: commands.py DTYPES)
+WIDE_FORMATS = tuple(dict.fromkeys(fmt for fmt in ENGINE_DTYPES.values() if fmt))
+ONLINE_FORMATS = ("fp8",) + WIDE_FORMATS         # what an engine makes from a 16-bit checkpoint on load
 
 
 @dataclass(frozen=True)
@@ -148,6 +112,8 @@ class ServingConfig:
     n_gpu_layers: int | None = None     # llama.cpp: layers on the GPU (every layer and the output: layers + 1)
     lora: tuple[int, int, int] | None = None     # (max_loras, max_lora_rank, max_cpu_loras) with enable_lora
     nodes: int = 1                   # nodes one replica spans (gpus_per_node of the GPU's Kubernetes node shape)
+    kubernetes: KubernetesNames | None = None   # how clusters schedule the GPU (its profile's `kubernetes:`)
+    profile_file: str = ""           # the GPU's profile, named when it lacks what an emitter needs
     attention_dp: bool = False          # attention DP on data_parallel_size GPUs, experts spread over them (DEP)
 
     @property
@@ -174,7 +140,8 @@ def serving_config(r: Resolved, cost: CostSummary | None, verdict: str, memory_o
                                                             r.file))
     blackwell = "blackwell" in r.hardware.architecture.lower()
     model = model_reference(r.model_name, r.checkpoint.config, r.checkpoint.found_as)
-    per_node = ACCELERATORS[r.hardware.id].gpus_per_node if r.hardware.id in ACCELERATORS else p.tp * p.pp * p.dp
+    k8s = r.hardware.kubernetes
+    per_node = k8s.schedule.gpus_per_node if k8s and k8s.schedule else p.tp * p.pp * p.dp
     return ServingConfig(
         name=r.name, model=model,
         gpu=r.hardware.id, gpu_name=r.hardware.name, tensor_parallel_size=p.tp, pipeline_parallel_size=p.pp,
@@ -188,7 +155,7 @@ def serving_config(r: Resolved, cost: CostSummary | None, verdict: str, memory_o
         replicas_source=replicas_source, verdict=verdict, replicas_memory_only=memory_only, slots=r.slots,
         n_gpu_layers=(d.n_gpu_layers if d.n_gpu_layers is not None else r.model.num_layers + 1) if r.slots else None,
         lora=(d.max_loras, d.max_lora_rank, d.max_cpu_loras or d.max_loras) if d.enable_lora else None,
-        nodes=math.ceil(p.tp * p.pp * p.dp / per_node))
+        nodes=math.ceil(p.tp * p.pp * p.dp / per_node), kubernetes=k8s, profile_file=r.hardware.profile_file)
 
 
 def _draft_model(method: str, model: str | None, target: str, file: str | None) -> str | None:
@@ -263,7 +230,7 @@ def vllm_argv(c: ServingConfig) -> list[str]:
         argv += ["--distributed-executor-backend", "ray"]
     if c.enable_expert_parallel:
         argv.append(switch_for("vllm", "enable_expert_parallel", True))
-    argv += _weights_flags(c, "vllm", VLLM_QUANTIZATION)
+    argv += _weights_flags(c, "vllm")
     argv += _valued("vllm", [("kv_cache_dtype", _kv_dtype(c.kv_cache_dtype, "fp8")),
                              ("max_model_len", str(c.max_model_len)),
                              ("gpu_memory_utilization", f"{c.gpu_memory_utilization:g}")]
@@ -307,7 +274,7 @@ def sglang_argv(c: ServingConfig) -> list[str]:
         argv.append(switch_for("sglang", "enable_attention_dp", True))
     if c.enable_expert_parallel:
         argv += _valued("sglang", [("expert_parallel_size", str(tp))])
-    argv += _weights_flags(c, "sglang", SGLANG_QUANTIZATION)
+    argv += _weights_flags(c, "sglang")
     argv += _valued("sglang", [
         ("kv_cache_dtype", _kv_dtype(c.kv_cache_dtype, "fp8_e4m3")), ("max_model_len", str(c.max_model_len)),
         ("gpu_memory_utilization", f"{c.gpu_memory_utilization:g}"), ("max_num_seqs", str(c.max_num_seqs)),
@@ -320,11 +287,11 @@ def sglang_argv(c: ServingConfig) -> list[str]:
         if s.method not in SGLANG_SPECULATIVE:
             raise InputError(None, "--emit", f"SGLang has no {s.method} speculative decoding; "
                                              f"it runs {', '.join(SGLANG_SPECULATIVE)}")
-        argv += ["--speculative-algorithm", SGLANG_SPECULATIVE[s.method],
-                 "--speculative-num-steps", str(s.num_speculative_tokens), "--speculative-eagle-topk", "1",
-                 "--speculative-num-draft-tokens", str(s.num_speculative_tokens + 1)]
-        if s.model:
-            argv += ["--speculative-draft-model-path", s.model]
+        argv += _valued("sglang", [("speculative_algorithm", SGLANG_SPECULATIVE[s.method]),
+                                   ("speculative_num_steps", str(s.num_speculative_tokens)),
+                                   ("speculative_eagle_topk", "1"),
+                                   ("speculative_num_draft_tokens", str(s.num_speculative_tokens + 1))]
+                        + [("speculative_draft_model", s.model)] * bool(s.model))
     if c.lora:        # SGLang's names: adapters per batch, the rank its buffers are sized for
         # SGLang sizes its LoRA buffers from the target modules: without them and without --lora-paths it refuses
         # to start; `all` covers any adapter loaded later through /load_lora_adapter
@@ -391,11 +358,13 @@ def ollama_script(c: ServingConfig) -> str:
 # ---- Kubernetes ---------------------------------------------------------------------------------
 
 
-def accelerator(gpu: str) -> Accelerator:
-    if gpu not in ACCELERATORS:
-        raise InputError(None, "--emit", f"no Kubernetes resource known for {gpu}; k8s is emitted for "
-                                         f"{', '.join(ACCELERATORS)}")
-    return ACCELERATORS[gpu]
+def schedule(c: ServingConfig) -> Schedule:
+    """The GPU's device-plugin resource, node label and node size, from its profile."""
+    if c.kubernetes is None or c.kubernetes.schedule is None:
+        raise InputError(c.profile_file or None, "kubernetes.schedule",
+                         f"--emit: no Kubernetes resource known for {c.gpu}: its profile states no device-plugin "
+                         "resource, node label and GPUs per node (hardware_profiles/README.md)")
+    return c.kubernetes.schedule
 
 
 def k8s_name(name: str) -> str:
@@ -406,17 +375,17 @@ def k8s_name(name: str) -> str:
 def gke_manifest(c: ServingConfig) -> str:
     """The Kubernetes manifest for GKE: its node pools carry `cloud.google.com/gke-accelerator`, not GPU feature
     discovery's product label."""
-    acc = accelerator(c.gpu)
-    if acc.gke is None:
-        raise InputError(None, "--emit", f"no GKE accelerator type known for {c.gpu}; gke is emitted for "
-                                         f"{', '.join(g for g, a in ACCELERATORS.items() if a.gke)}")
-    return kubernetes_manifest(c, replace(acc, label_key=GKE_LABEL, label_value=acc.gke))
+    acc = schedule(c)
+    if not c.kubernetes.gke_accelerators:
+        raise InputError(c.profile_file or None, "kubernetes.gke_accelerators",
+                         f"--emit: no GKE accelerator type known for {c.gpu}: its profile names none")
+    return kubernetes_manifest(c, replace(acc, label_key=GKE_LABEL, label_value=c.kubernetes.gke_accelerators[0]))
 
 
-def kubernetes_manifest(c: ServingConfig, acc: Accelerator | None = None) -> str:
+def kubernetes_manifest(c: ServingConfig, acc: Schedule | None = None) -> str:
     """A Deployment of `replicas` pods, each with one replica's GPUs, on nodes labelled with the GPU; a
     LeaderWorkerSet (vLLM over Ray, as vLLM's LWS example) when one replica needs more GPUs than a node has."""
-    acc = acc or accelerator(c.gpu)
+    acc = acc or schedule(c)
     nodes = c.nodes
     if c.gpus_per_replica % nodes:
         raise InputError(None, "--emit", f"{count(c.gpus_per_replica, 'GPU')} per replica do not split evenly over "
@@ -490,19 +459,19 @@ class _PlainDumper(yaml.SafeDumper):
 # ---- shared -------------------------------------------------------------------------------------
 
 
-def _weights_flags(c: ServingConfig, engine: str, methods: dict[str, str]) -> list[str]:
+def _weights_flags(c: ServingConfig, engine: str) -> list[str]:
     """The weight format: a dtype for a 16-bit one; a quantization method unless the checkpoint states it
     (an engine refuses a method that differs from the checkpoint's quantization_config)."""
-    if c.weight_format in DTYPES:
-        return _valued(engine, [("dtype", DTYPES[c.weight_format])])
-    if c.weights_from_checkpoint or c.weight_format not in methods:
+    if c.weight_format in WIDE_FORMATS:
+        return _valued(engine, [("dtype", spelling(ENGINE_DTYPES, c.weight_format))])
+    if c.weights_from_checkpoint or c.weight_format not in EMITTED_QUANTIZATION[engine]:
         return []
-    return _valued(engine, [("quantization", methods[c.weight_format])])
+    return _valued(engine, [("quantization", spelling(QUANTIZATION, c.weight_format))])
 
 
 def _kv_dtype(kv: str, fp8: str) -> str:
     """16-bit KV is the engine's `auto` (the model's dtype); bare fp8 is the engine's own spelling."""
-    return "auto" if kv in DTYPES else fp8 if kv == "fp8" else kv
+    return "auto" if kv in WIDE_FORMATS else fp8 if kv == "fp8" else kv
 
 
 # A plan without --simulate counts replicas for memory alone; the emitted file and stderr say so.

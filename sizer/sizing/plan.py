@@ -24,6 +24,7 @@ from sizer.analytic.memory import (
     LoraMemory,
     MemoryBudget,
     WeightMemory,
+    held,
 )
 from sizer.analytic.parallel import comm_per_step, kv_heads_per_gpu
 from sizer.analytic.weights import LayerKind, layer_kinds, parameter_count
@@ -199,7 +200,8 @@ def _step_times(r: Resolved, step, roofline: RooflineStepTimeModel, weights: Wei
     bound_s = (weights.per_gpu_bytes - untouched_expert_bytes) * r.parallel.pp / bandwidth
     b1_s = step.step_time(decode_batch(1, context))
     seq_bytes = roofline.kv.sequence_bytes(int(prompt_mean + output_mean), budget.block_size)
-    rank_batch = max(1, min(e.max_num_seqs, int(budget.kv_cache_bytes // seq_bytes)))
+    # the KV cache alone, without the recurrent state set aside (MemoryBudget.sequences_held counts both)
+    rank_batch = max(1, min(e.max_num_seqs, held(budget.kv_cache_bytes, seq_bytes)))
     mem_batch = rank_batch * r.parallel.dp          # every data-parallel rank's (parallel.py)
     mem_s = step.step_time(decode_batch(mem_batch, context))
     return StepTimes(step.name, prompt_mean, output_mean, prefill_s * 1e3,
@@ -276,12 +278,11 @@ def make_plan(r: Resolved) -> Plan:
         tokens_source = "mean prompt + mean output (a request at its end)"
     if r.slots is None:
         # KV cache plus the recurrent state set aside (hybrid models), over what one request holds of both
-        held = p.dp * int((budget.kv_cache_bytes + budget.state_bytes)
-                          // kv.sequence_bytes(tokens_per_req, e.block_size))
+        requests_held = p.dp * budget.sequences_held(kv.sequence_bytes(tokens_per_req, e.block_size))
     else:
-        held = slot_requests_held(r.slots, tokens_per_req)
+        requests_held = slot_requests_held(r.slots, tokens_per_req)
     capacity = littles_law(rate, t_sys, t_source, tokens_per_req, tokens_source, kv.bytes_per_token,
-                           budget.kv_tokens * p.dp, held)
+                           budget.kv_tokens * p.dp, requests_held)
 
     sequences = w.concurrent_sequences or max(1, math.ceil(capacity.requests_in_flight))
     source = "scenario" if w.concurrent_sequences else "Little's law (requests in flight, rounded up)"

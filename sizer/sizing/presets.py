@@ -224,3 +224,13 @@ GRAMMAR_BACKENDS = {"xgrammar": (50e-3, 40e-6), "outlines": (1.0, 20e-6), "guida
 # Compiled grammars kept per engine (vLLM's xgrammar compiler cache is bounded by bytes,
 # VLLM_XGRAMMAR_CACHE_MB = 512; taken as room for 1,000 schemas).
 GRAMMAR_CACHE_ENTRIES = 1000
+
+
+# Attention DP with experts spread over the ranks: each rank schedules its own prompts (TensorRT-LLM without its ADP
+# balance strategy, attention_dp_config.enable_balance, off by default), so a step's prompts land unevenly and every
+# rank waits for the busiest at the MoE layers. TensorRT-LLM's measurement of that baseline scheduling: average
+# balance ratio (mean over most tokens per rank per iteration) 54.11%, DeepSeek-V3 at attention DP 8 + EP 8 on
+# 8 GB200, 16,000 requests (NVIDIA/TensorRT-LLM docs/source/blogs/tech_blog/blog10_ADP_Balance_Strategy.md at
+# 011cfc2cc18a24a95603f91dc53f8fc60bc80189, "Performance Summary"). Other engines: assumed balanced (no
+# measurement in reach).
+ATTENTION_DP_CONTEXT_BALANCE = {"tensorrt-llm": 0.5411}

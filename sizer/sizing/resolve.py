@@ -59,6 +59,7 @@ from sizer.inputs.scenario import (
 from sizer.inputs.schedule import AutoscalingSection, EnergySection
 from sizer.kinds import kind
 from sizer.sizing.presets import (
+    ATTENTION_DP_CONTEXT_BALANCE,
     GRAMMAR_BACKENDS,
     GRAMMAR_CACHE_ENTRIES,
     LORA_DISK_BYTES_PER_S,
@@ -68,6 +69,7 @@ from sizer.sizing.presets import (
     preset,
     slot_preset,
 )
+from sizer.timing import llamacpp
 from sizer.timing.kernel_tables import HEADER_FILE, TABLES, KernelTables, cached_kernel_tables, read_header
 from sizer.timing.roofline import RooflineStepTimeModel
 from validation.errors import FieldError, excerpt
@@ -128,6 +130,21 @@ class SlotSettings:
     def ctx_field(self) -> str:
         """The scenario field that sets the context: what a refusal names."""
         return "deployment.ctx_size" if self.engine == "llama.cpp" else "deployment.num_ctx"
+
+    @property
+    def streams(self) -> tuple[int, int]:
+        """(KV streams, sequences each holds): one buffer for every slot when unified, else one per slot."""
+        return (1, self.slots) if self.kv_unified else (self.slots, 1)
+
+    def kv_bytes(self, kv: KVLayout, stream_cells: int | None = None) -> float:
+        """KV the engine allocates on one GPU, each stream `stream_cells` long (default: a slot's context; the whole
+        context when unified). llama.cpp keeps windowed layers in its SWA cache (llamacpp.cache_bytes); Ollama is
+        counted with every layer at the whole context (its own engine's window caches are not modelled)."""
+        streams, seqs = self.streams
+        cells = self.ctx_per_slot_tokens if stream_cells is None else stream_cells
+        if self.engine != "llama.cpp":
+            return streams * cells * kv.bytes_per_token_per_gpu
+        return llamacpp.cache_bytes(kv, cells, streams, seqs, self.ubatch_size)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -213,13 +230,16 @@ def parallel_config(d: DeploymentSection, model: ModelSpec, file: str | None) ->
     """The deployment's split. `enable_attention_dp` (TensorRT-LLM's enable_attention_dp, SGLang's
     --enable-dp-attention) runs attention and the dense layers data-parallel on each of the tensor-parallel GPUs
     with the experts spread whole over them: as vLLM's data_parallel_size with enable_expert_parallel (DEP)."""
+    # ranks that each schedule their own prompts wait for the busiest at the MoE layers (presets)
+    balance = ATTENTION_DP_CONTEXT_BALANCE.get(d.engine, 1.0)
     if not d.enable_attention_dp:
+        spans = d.enable_expert_parallel and d.data_parallel_size > 1
         return ParallelConfig(d.tensor_parallel_size, d.pipeline_parallel_size, d.data_parallel_size,
-                              d.enable_expert_parallel)
+                              d.enable_expert_parallel, balance if spans else 1.0)
     if model.moe is None:
         raise InputError(file, "deployment.enable_attention_dp", f"{model.name} has no experts; attention data "
                                                                   "parallelism is modelled for MoE models (DEP)")
-    return ParallelConfig(1, d.pipeline_parallel_size, d.tensor_parallel_size * d.data_parallel_size, True)
+    return ParallelConfig(1, d.pipeline_parallel_size, d.tensor_parallel_size * d.data_parallel_size, True, balance)
 
 
 def resolve(s: Scenario) -> Resolved:
@@ -270,9 +290,10 @@ def resolve(s: Scenario) -> Resolved:
     swap = engine.preemption_mode == "swap"
     disagg, g = None, d.disaggregated
     if g:
-        disagg = DisaggregationConfig(g.prefill_replicas, g.decode_replicas, kv.bytes_per_token_per_gpu,
+        # a prompt's KV as memory.py keeps it: windowed layers send at most their window
+        disagg = DisaggregationConfig(g.prefill_replicas, g.decode_replicas, kv.unwindowed_bytes_per_token,
                                       g.kv_transfer_bytes_per_s or scale_up.bytes_per_s_per_direction,
-                                      KV_TRANSFER_LATENCY_S)
+                                      KV_TRANSFER_LATENCY_S, kv.windowed_bytes_per_token)
     notes = []
     if scale_up.assumed and (parallel.gpus_per_replica > 1 or (g and not g.kv_transfer_bytes_per_s)):
         notes.append(_link_note("link between GPUs (collectives, KV transfer)", scale_up))
@@ -514,7 +535,7 @@ def _slot_budget(s: Scenario, slots: SlotSettings, kv: KVLayout, budget: MemoryB
                  device_limit: str) -> MemoryBudget:
     """The engine allocates exactly its context's KV: refuse a context the memory cannot hold (naming the
     field that set it); otherwise the KV pool is that context, and what is left stays free."""
-    need = slots.ctx_total_tokens * kv.bytes_per_token_per_gpu
+    need = slots.kv_bytes(kv)
     if budget.weights_bytes > budget.usable_bytes:     # the plan says the weights do not fit, in the device's terms
         return replace(budget, reasons=(f"weights need {budget.weights_bytes / GiB:.2f} GiB, more than the "
                                         f"{budget.usable_bytes / GiB:.2f} GiB {device_limit}",))

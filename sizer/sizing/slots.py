@@ -13,11 +13,11 @@ gets one token a step, so its gaps and its time per output token are the same.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sizer.analytic.format_support import execution
 from sizer.analytic.formats import weight_format
-from sizer.analytic.memory import memory_budget, weight_memory
+from sizer.analytic.memory import KVLayout, largest_fitting, memory_budget, weight_memory
 from sizer.errors import InputError
 from sizer.inputs.scenario import MAX_SLOTS
 from sizer.sizing.resolve import Resolved, SlotSettings
@@ -25,6 +25,7 @@ from sizer.timing.roofline import RooflineStepTimeModel, decode_batch, prefill_t
 
 # GGUF presets the recommendation tries, highest precision first (sizer.inputs.gguf_types.PRESETS).
 FORMAT_CANDIDATES = ("f16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q3_k_m")
+LONGEST_CONTEXT = 1 << 31     # the search bound for the longest context (the model's max_position_embeddings caps it)
 
 
 @dataclass(frozen=True)
@@ -95,8 +96,7 @@ def _option(r: Resolved, name: str, target: float | None, context: int, request_
     e = r.engine
     budget = memory_budget(m, hw.memory_bytes, weights, r.kv, p, r.memory.gpu_memory_utilization, e.block_size,
                            e.max_model_len, sl.ubatch_size, e.max_num_seqs)
-    slot_bytes = (request_tokens if sl.kv_unified else sl.ctx_per_slot_tokens) * r.kv.bytes_per_token_per_gpu
-    slots = min(MAX_SLOTS, int(budget.room_for_kv_bytes // slot_bytes)) if budget.room_for_kv_bytes > 0 else 0
+    slots = _slots_fitting(sl, r.kv, budget.room_for_kv_bytes, request_tokens)
     step = RooflineStepTimeModel(m, hw, fmt, weights, r.kv, p, group)
     at_one = _speed(r, step, 1, context).tokens_per_s_per_user
     users = 0
@@ -110,6 +110,28 @@ def _option(r: Resolved, name: str, target: float | None, context: int, request_
                 hi = mid - 1
         users = lo
     return FormatOption(fmt.name, weights.per_gpu_bytes, slots >= 1, slots, users, at_one)
+
+
+def _largest_context(sl: SlotSettings, kv: KVLayout, room_bytes: float, share: float) -> int:
+    """The longest context one slot can have in `room_bytes` of device memory (the whole buffer's when unified),
+    every slot's stream that long, `share` of its KV on the device, windowed layers as the engine keeps them."""
+    if not kv.bytes_per_token_per_gpu * share:
+        return sl.ctx_per_slot_tokens
+    return largest_fitting(max(0.0, room_bytes), lambda cells: sl.kv_bytes(kv, cells) * share, LONGEST_CONTEXT)
+
+
+def _slots_fitting(sl: SlotSettings, kv: KVLayout, room_bytes: float, request_tokens: int) -> int:
+    """How many slots `room_bytes` of KV holds (at most MAX_SLOTS): slots of their own context each, or, sharing one
+    unified buffer, `request_tokens` (prompt + output) each; windowed layers as the engine keeps them (kv_bytes)."""
+    if room_bytes <= 0:
+        return 0
+    if sl.kv_unified:
+        def kv_of(n: int) -> float:
+            return replace(sl, slots=n).kv_bytes(kv, n * request_tokens)
+    else:
+        def kv_of(n: int) -> float:
+            return replace(sl, slots=n).kv_bytes(kv)
+    return largest_fitting(room_bytes, kv_of, MAX_SLOTS)
 
 
 def _recommend(options: list[FormatOption], slots: int, target: float | None, ctx: int, unified: bool) -> str:
@@ -138,11 +160,10 @@ def slot_answers(r: Resolved, step, prompt_mean: float, output_mean: float, rate
     """The user-facing answers for a llama.cpp or Ollama scenario (`r.slots` set); `step` prices steps."""
     sl, b = r.slots, r.memory
     context = int(prompt_mean + output_mean / 2)
-    # KV bytes per token in device memory: with n_gpu_layers below all, only the GPU layers' share
-    kv_token_bytes = r.kv.bytes_per_token_per_gpu * (r.offload.gpu_kv_share if r.offload else 1.0)
-    engine_bytes = b.weights_bytes + b.activation_bytes + b.non_torch_bytes + sl.ctx_total_tokens * kv_token_bytes
-    room_tokens = int(max(0.0, b.room_for_kv_bytes) // kv_token_bytes) if kv_token_bytes else sl.ctx_total_tokens
-    largest = room_tokens if sl.kv_unified else room_tokens // sl.slots
+    # KV in device memory: with n_gpu_layers below all, only the GPU layers' share
+    share = r.offload.gpu_kv_share if r.offload else 1.0
+    engine_bytes = b.weights_bytes + b.activation_bytes + b.non_torch_bytes + sl.kv_bytes(r.kv) * share
+    largest = _largest_context(sl, r.kv, b.room_for_kv_bytes, share)
     if r.model.max_position_embeddings:
         largest = min(largest, r.model.max_position_embeddings)
     prompt = int(round(prompt_mean))

@@ -61,6 +61,7 @@ from pathlib import Path
 
 import yaml
 
+from sizer.inputs.hardware import load_hardware
 from sizer.inputs.layers import LatentAttention
 from sizer.inputs.model_spec import load_model
 from sizer.timing.kernel_shapes import TP_SIZES, catalog_shapes
@@ -72,10 +73,6 @@ from validation.safe_yaml import load_yaml
 
 SOURCE = "aiconfigurator-core"
 LICENCE = "Apache-2.0"
-# sizer's hardware profile id -> aiconfigurator's system name
-SYSTEMS = {"h100-sxm": "h100_sxm", "h100-pcie": "h100_pcie", "h200": "h200_sxm", "a100-80gb": "a100_sxm",
-           "a100-40gb": "a100_sxm", "l40s": "l40s", "l4": "l4", "b200": "b200_sxm", "b300": "b300_sxm",
-           "gb200": "gb200"}
 # (our table, aiconfigurator's op folder, its file)
 FILES = {"gemm": ("gemm", "gemm_perf.parquet"),
          "context_attention": ("attention", "context_attention_perf.parquet"),
@@ -187,11 +184,14 @@ def _system(path: Path) -> dict[str, float]:
 def convert(package: Path, gpu: str, framework: str = "vllm", prune_to_catalog: bool = True
             ) -> tuple[dict, dict[str, list[tuple]]]:
     """(tables.yaml content, rows per table) for `gpu` measured in `framework`."""
-    if gpu not in SYSTEMS:
-        raise FieldError(None, "--gpu", f"expected one of {', '.join(SYSTEMS)}, got {gpu}")
+    spec = load_hardware(gpu, None, "--gpu")
+    if spec.aiconfigurator_system is None:     # aiconfigurator's name for the GPU is its profile's
+        raise FieldError(spec.profile_file or None, "aiconfigurator_system",
+                         f"--gpu {gpu}: the profile names no aiconfigurator-core system to import tables of")
+    gpu, system = spec.id, spec.aiconfigurator_system
     if framework not in ENGINES:
         raise FieldError(None, "--framework", f"expected one of {', '.join(ENGINES)}, got {framework}")
-    data, system = data_dir(package), SYSTEMS[gpu]
+    data = data_dir(package)
     versions = {t: newest_version(data, system, op, framework, f) for t, (op, f) in FILES.items()}
     if versions["gemm"] is None:
         raise FieldError(str(data / system), None, f"no {framework} GEMM table for {system}")

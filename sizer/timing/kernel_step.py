@@ -10,9 +10,10 @@ For one step on one GPU of the busiest pipeline stage (times the stages, as the 
                        s = chunk + cached tokens, times the chunk's own pairs (n c + n (n + 1) / 2)
   all-reduce   2 per layer when TP > 1, of new tokens x hidden x 2 bytes (bf16): allreduce(bytes, TP)
   MoE          per MoE layer: moe(tokens; hidden, expert width, top-k, experts, TP or EP split; the expert format),
-               routing balanced, at the imbalance (roofline.EP_LOAD_IMBALANCE) times the tokens under EP; with
-               data-parallel ranks every other operator prices the busiest rank's share of the step and, with EP
-               across the ranks, the MoE layers every rank's tokens (the table's tokens: the whole EP group's)
+               routing balanced, at the imbalance (roofline.EP_LOAD_IMBALANCE, by the family's routing skew) times
+               the tokens under EP; with data-parallel ranks every other operator prices the busiest rank's share
+               of the step and, with EP across the ranks, the MoE layers every rank's tokens (the table's tokens: the
+               whole EP group's)
   MLA          per dense multi-head latent attention layer, the whole block from the module tables (its q/kv
                down- and up-projections, their norms, rotary, attention and o_proj: those matrices are then
                left out of the GEMMs above, the all-reduce after o_proj is not):
@@ -495,8 +496,10 @@ class KernelTableStepTimeModel:
         if self.ranks > 1:      # the busiest data-parallel rank; its MoE layers route every rank's tokens under EP
             batch, expert_tokens = self.roofline.rank_and_expert_tokens(batch)
         tokens = batch.new_tokens
-        # curves of one integer: memoised (steps repeat them)
-        per_token = _memoised(self._per_token_memo, tokens, self.per_token)
+        # curves of one integer: memoised (steps repeat them; a hit costs no call)
+        per_token = self._per_token_memo.get(tokens)
+        if per_token is None:
+            per_token = _memoised(self._per_token_memo, tokens, self.per_token)
         stage = per_token + self.attention_s(batch) + self._fixed_s + tokens * self._s_per_token
         if self.roofline_gemms:
             r = self.roofline
@@ -507,7 +510,9 @@ class KernelTableStepTimeModel:
             stage += layers * curve(self.load_imbalance * expert_tokens)
         if self._roofline_experts:
             stage += self.roofline.expert_gemm_s(expert_tokens)
-        lm_head = _memoised(self._lm_head_memo, batch.num_seqs, self._lm_head_s)
+        lm_head = self._lm_head_memo.get(batch.num_seqs)
+        if lm_head is None:
+            lm_head = _memoised(self._lm_head_memo, batch.num_seqs, self._lm_head_s)
         return stage * self.pp + lm_head + self._step_overhead_s
 
 

@@ -54,14 +54,9 @@ ALLTOALL_LATENCY_S = 47e-6
 WEIGHT_STREAM_EFFICIENCY = 0.80   # memory-bound GEMMs stream weights at this share of the achievable bandwidth
 ATTENTION_KV_EFFICIENCY = 0.95    # paged-attention KV reads reach this share of the achievable bandwidth
 LAYER_STEP_S = 5e-6               # fixed cost per layer per step: small kernels and their launches
-# FP8 GEMMs reach less of the FP8 peak than 16-bit GEMMs reach of theirs: the share of the dense FP8 peak at
-# m = 8,192 tokens, median over the (n, k) grid points of 4,096 and more in the GPU's bundled vLLM 0.24.0 tables
-# (aiconfigurator-core 0.12.0; benchmarks/roofline_efficiencies.py prints them, and m = 512: 56%, 61%, 48%, 39%,
-# 35%). A GPU without FP8 tables (or without FP8) keeps its profile's compute efficiency; 16-bit GEMMs keep it too
-# (the same tables: H100 77%, H200 76%, A100 92%, L40S 57%, B200 69%, GB200 48% of the bf16 peak; docs/fidelity.md).
-FP8_COMPUTE_EFFICIENCY = {"h100-sxm": 0.66, "h200": 0.68, "l40s": 0.49, "b200": 0.45, "gb200": 0.45}
-FP8_COMPUTE_SOURCE = ("measured FP8 GEMMs at m = 8,192, the GPU's bundled vLLM tables "
-                      "(benchmarks/roofline_efficiencies.py)")
+# FP8 GEMMs reach less of the FP8 peak than 16-bit GEMMs reach of theirs: each profile's `fp8_gemm_efficiency`
+# (the share of the dense FP8 peak measured in its bundled GEMM tables: hardware_profiles/README.md); a GPU without
+# one keeps its profile's compute efficiency, and 16-bit GEMMs keep it too.
 # sizer's expert weight format -> the MoE tables' expert dtype (aiconfigurator-core's moe_dtype): FP8 by its scales
 # (per tensor: ModelOpt checkpoints; per 128 x 128 block: DeepSeek's), MXFP4 as the W4A16 kernels Hopper runs
 MOE_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_block": "fp8_block",
@@ -81,13 +76,18 @@ MOE_GROUPED_EFFICIENCY = {"bfloat16": {256: 0.3669, 1024: 0.4368}, "fp8": {256: 
                           "fp8_block": {256: 0.2449, 1024: 0.3042},
                           "w4a16_mxfp4": {64: 0.2647, 256: 0.2959, 1024: 0.3129},
                           None: {64: 0.2647, 256: 0.2837, 1024: 0.3581}}
-# Expert load imbalance under expert parallelism, by EP size: the busiest GPU's routed tokens over the mean, as the
-# cost of power-law routing (alpha 1.01, the routing aiconfigurator-core prices DeepSeek-family models with) over
-# balanced routing in its moe_perf tables: latency ratio at 1,024-16,384 tokens, experts spread whole over 2, 4 or 8
-# GPUs, median over the H100 SXM and H200 tables of TensorRT-LLM 1.3.0rc20, vLLM 0.24.0 and SGLang 0.5.14 (7,632
-# points; alpha 1.2, its figure for other MoE models: 1.21, 1.35, 1.50). Beyond 8 GPUs the figure of 8. Experts
-# sliced by TP run every expert on every GPU, so their GPUs stay balanced.
-EP_LOAD_IMBALANCE = {2: 1.156, 4: 1.247, 8: 1.349}
+# Expert load imbalance under expert parallelism, by the routing's power-law skew (alpha) and EP size: the busiest
+# GPU's routed tokens over the mean, as the cost of power-law routing over balanced routing in aiconfigurator-core's
+# moe_perf tables: latency ratio at 1,024-16,384 tokens, experts spread whole over 2, 4 or 8 GPUs, median over the
+# H100 SXM and H200 tables of TensorRT-LLM 1.3.0rc20, vLLM 0.24.0 and SGLang 0.5.14 (7,632 points). Beyond 8 GPUs the
+# figure of 8. Experts sliced by TP run every expert on every GPU, so their GPUs stay balanced.
+EP_LOAD_IMBALANCE = {1.01: {2: 1.156, 4: 1.247, 8: 1.349}, 1.2: {2: 1.21, 4: 1.35, 8: 1.50}}
+# The skew each model family routes with, as aiconfigurator-core prices it (ai-dynamo/aiconfigurator
+# src/aiconfigurator/sdk/models at 28db91233dafcff9d43efbd11f3c057dc5f5b6fc: deepseek.py and deepseek_v32.py set
+# _power_law_alpha 1.01 for its DEEPSEEK/DEEPSEEKV32 families (DeepSeek-V2/V3/R1/V3.2, GLM-5, Kimi-K2.5), moe.py 1.2
+# for every other MoE: Mixtral, Qwen2/3-MoE, gpt-oss, MiniMax; Llama-4 and MiMo as HYBRIDMOE)
+DEEPSEEK_ROUTING = frozenset({"DeepSeekForCausalLM", "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM",
+                              "DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM", "KimiK25ForConditionalGeneration"})
 # Assumption: the LoRA shrink and expand kernels (vLLM's Punica-style SGMV/BGMV Triton kernels, one pair per
 # LoRA-wrapped module, ~4 per layer) cost a fixed ~1 us each beyond their FLOPs and bytes under CUDA graphs.
 LORA_STEP_S_PER_LAYER = 8e-6
@@ -129,9 +129,10 @@ class RooflineStepTimeModel:
         self.compute_format = compute_fmt
         self.weight_format = weights_format.name
         self.weight_scales = weights_format.scheme.scales      # per tensor, channel, group or block
-        measured = FP8_COMPUTE_EFFICIENCY.get(hardware.id) if compute_fmt == "fp8" else None
+        measured = hardware.fp8_gemm_efficiency if compute_fmt == "fp8" else None
         self.gemm_compute_efficiency = measured or hardware.compute_efficiency
-        self.gemm_compute_efficiency_source = FP8_COMPUTE_SOURCE if measured else hardware.compute_efficiency_source
+        self.gemm_compute_efficiency_source = (hardware.fp8_gemm_efficiency_source if measured
+                                               else hardware.compute_efficiency_source)
         self.name = (f"roofline on {hardware.name} (efficiency: compute {self.gemm_compute_efficiency:.0%}"
                      + (" of FP8 peak" if measured else "") + f", bandwidth {hardware.bandwidth_efficiency:.0%}"
                      + ("; llama.cpp step costs" if self.llamacpp else "") + ")")
@@ -195,9 +196,9 @@ class RooflineStepTimeModel:
         stage = layers_per_stage(m, p) / m.num_layers
         # MoE layers: fixed cost, FLOPs per routed token at the format's peak (the grouped-GEMM efficiency
         # applies per step), tokens per expert per token; the busiest rank's share of a data-parallel step
-        self.ranks = p.dp
+        self.ranks, self.context_balance = p.dp, p.context_balance
         self.experts_span_dp = p.experts_span_dp
-        self.load_imbalance = load_imbalance(p.ep) if p.expert_parallel else 1.0
+        self.load_imbalance = load_imbalance(p.ep, routing_alpha(m.architecture)) if p.expert_parallel else 1.0
         table = moe_dtype(self.weight_format, self.weight_scales)
         table = table if table in MOE_LAYER_S else None
         self._moe_fixed_s = m.num_moe_layers * stage * MOE_LAYER_S[table] if moe else 0.0
@@ -317,7 +318,7 @@ class RooflineStepTimeModel:
     def rank_and_expert_tokens(self, batch: StepBatch) -> tuple[StepBatch, int]:
         """(the busiest data-parallel rank's share of the step, the tokens its MoE layers route: every rank's
         when the experts span the ranks)."""
-        rank = rank_batch(batch, self.ranks)
+        rank = rank_batch(batch, self.ranks, self.context_balance)
         return rank, batch.new_tokens if self.experts_span_dp else rank.new_tokens
 
     def lm_head_s(self, seqs: int) -> float:
@@ -367,12 +368,17 @@ def moe_dtype(weight_format: str, scales: str) -> str | None:
     return MOE_DTYPES.get("fp8_block" if weight_format == "fp8" and scales == "block" else weight_format)
 
 
-def load_imbalance(ep: int) -> float:
-    """EP_LOAD_IMBALANCE for `ep` GPUs: linear in log2(ep) between its sizes, 1.0 for one GPU, the largest size's
-    beyond it."""
+def routing_alpha(architecture: str) -> float:
+    """The power-law skew of a model's expert routing (EP_LOAD_IMBALANCE's key): DeepSeek's family 1.01, others 1.2."""
+    return 1.01 if architecture in DEEPSEEK_ROUTING else 1.2
+
+
+def load_imbalance(ep: int, alpha: float) -> float:
+    """EP_LOAD_IMBALANCE[alpha] for `ep` GPUs: linear in log2(ep) between its sizes, 1.0 for one GPU, the largest
+    size's beyond it."""
     if ep <= 1:
         return 1.0
-    points = [(1, 1.0), *sorted(EP_LOAD_IMBALANCE.items())]
+    points = [(1, 1.0), *sorted(EP_LOAD_IMBALANCE[alpha].items())]
     for (e0, f0), (e1, f1) in pairwise(points):
         if ep <= e1:
             return f0 + (f1 - f0) * math.log2(ep / e0) / math.log2(e1 / e0)

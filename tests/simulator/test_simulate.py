@@ -12,7 +12,7 @@ from simulator.engine_loop import BARE, EngineLoop
 from simulator.metrics import summarise
 from simulator.request import Request
 from simulator.run import simulate
-from simulator.step_batch import StepBatch
+from simulator.step_batch import StepBatch, batch_of
 from simulator.traces import read_mooncake
 from simulator.workload import Arrivals, Lengths, SharedPrefix, WorkloadSpec
 
@@ -168,3 +168,12 @@ def test_step_batch_from_the_scheduler_matches_from_seqs(linear):
     expected = StepBatch.from_seqs([(q.num_new_tokens, q.context_tokens) for q in step.seqs],
                                    [q.is_prefill for q in step.seqs])
     assert step.batch == expected
+
+
+def test_batch_of_builds_the_same_step_batch_as_its_constructor():
+    # batch_of is the simulator's one-C-call StepBatch; the memo keys and the model see no difference
+    built = batch_of((3, 40, 900, 1180, 1, 37, 0, 0, 0))
+    same = StepBatch(num_seqs=3, new_tokens=40, context_tokens=900, attention_pairs=1180, prefill_seqs=1,
+                     prefill_tokens=37)
+    assert type(built) is StepBatch and built == same and hash(built) == hash(same)
+    assert built.prefill_tokens == 37 and built.lora_adapters == 0

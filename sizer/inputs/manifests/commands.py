@@ -175,7 +175,18 @@ SGLANG_VALUE_FLAGS = {
     "--dtype": ("dtype", "dtype"), "--ep-size": ("expert_parallel_size", "ep"),
     "--expert-parallel-size": ("expert_parallel_size", "ep"),
     "--max-loras-per-batch": ("max_loras", _NUMBER), "--max-lora-rank": ("max_lora_rank", _NUMBER),
+    # speculative decoding as separate flags (server_args.py), gathered into speculative_config: the algorithm,
+    # its steps (the draft length), the draft model; sizer models a chain of drafts, so top-k 1 and steps + 1 draft
+    # tokens, which --emit sglang writes
+    "--speculative-algorithm": ("speculative_algorithm", "sglang_spec"),
+    "--speculative-num-steps": ("speculative_num_steps", "spec_tokens"),
+    "--speculative-eagle-topk": ("speculative_eagle_topk", "count"),
+    "--speculative-num-draft-tokens": ("speculative_num_draft_tokens", "count"),
+    "--speculative-draft-model-path": ("speculative_draft_model", "str"),
 }
+# sizer's speculative method -> SGLang's --speculative-algorithm (server_args.py; NEXTN is its MTP)
+SGLANG_SPECULATIVE = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN", "draft_model": "STANDALONE",
+                      "ngram": "NGRAM"}
 # SGLang 0.5.23 has no --enable-ep-moe (removed; --ep-size shards the experts)
 SGLANG_BOOL_FLAGS = {"--disable-radix-cache": ("enable_prefix_caching", False),
                      "--enable-lora": ("enable_lora", True), "--enable-dp-attention": ("enable_attention_dp", True)}
@@ -194,12 +205,25 @@ TRTLLM_VALUE_FLAGS = {
 }
 TABLES = {"vllm": (VALUE_FLAGS, BOOL_FLAGS), "sglang": (SGLANG_VALUE_FLAGS, SGLANG_BOOL_FLAGS),
           "tensorrt-llm": (TRTLLM_VALUE_FLAGS, {})}
+# Values, both ways: each spelling an engine's flag takes -> sizer's value; --emit writes a value's first spelling
+# (`spelling`). --quantization: the weight format (w8a8_int8, SGLang's INT8 W8A8, before vLLM's MoE-only
+# experts_int8); EMITTED_QUANTIZATION: the formats --emit names a method for on each engine (a format a checkpoint
+# must already be in, except fp8, which the engines quantise on load); 16-bit formats are a --dtype instead.
 QUANTIZATION = {"fp8": "fp8", "awq": "awq", "awq_marlin": "awq", "gptq": "gptq", "gptq_marlin": "gptq",
                 "modelopt": "fp8", "modelopt_fp4": "nvfp4", "mxfp4": "mxfp4", "compressed-tensors": "auto",
-                "fbgemm_fp8": "fp8", "experts_int8": "int8", "w8a8_int8": "int8", "w8a8_fp8": "fp8"}
+                "fbgemm_fp8": "fp8", "w8a8_int8": "int8", "experts_int8": "int8", "w8a8_fp8": "fp8"}
+EMITTED_QUANTIZATION = {"vllm": ("fp8", "awq", "gptq", "nvfp4", "mxfp4"),
+                        "sglang": ("fp8", "awq", "gptq", "nvfp4", "mxfp4", "int8")}
 KV_DTYPES = {"auto": "auto", "fp8": "fp8", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2",
              "bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "half": "fp16"}
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32", "auto": None}
+
+
+def spelling(table: dict[str, str | None], value: str) -> str:
+    """What --emit writes for sizer's `value`: the first spelling `table` reads as it."""
+    return next(spelled for spelled, meant in table.items() if meant == value)
+
+
 # --max-model-len auto (or -1): vLLM fits the longest context its KV cache holds, at most the model's
 # (vllm-project/vllm#29431).
 AUTO_LENGTHS = ("auto", "-1")
@@ -267,7 +291,8 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
             fields["max_num_batched_tokens"] = chunk
     if fields.pop("expert_parallel_size", 1) > 1:
         fields["enable_expert_parallel"] = True
-    notes = [f"{ENGINE_NAMES[engine]} flags not modelled: {' '.join(sorted(set(ignored)))}"] if ignored else []
+    notes = _sglang_speculative(fields, file)
+    notes += [f"{ENGINE_NAMES[engine]} flags not modelled: {' '.join(sorted(set(ignored)))}"] if ignored else []
     notes += [f"{ENGINE_NAMES[engine]} flag removed from the engine, not read: {r}" for r in removed]
     if fields.get("max_model_len") == "auto":
         del fields["max_model_len"]
@@ -279,6 +304,30 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
     return engine, {"engine": engine, **fields}, model, notes
 
 
+def _sglang_speculative(fields: dict, file: str) -> list[str]:
+    """SGLang's speculative flags (popped from `fields`) -> `speculative_config`, as vLLM's JSON reads; the notes on
+    what sizer does not model (a tree of drafts)."""
+    algorithm, steps = fields.pop("speculative_algorithm", None), fields.pop("speculative_num_steps", None)
+    topk, drafts = fields.pop("speculative_eagle_topk", None), fields.pop("speculative_num_draft_tokens", None)
+    draft = fields.pop("speculative_draft_model", None)
+    if algorithm is None:
+        return []
+    if steps is None:
+        raise InputError(file, "--speculative-algorithm", "expected --speculative-num-steps beside it (the draft "
+                                                          "length sizer prices)")
+    spec = {"method": algorithm, "num_speculative_tokens": steps}
+    if algorithm == "draft_model":
+        if draft is None:
+            raise InputError(file, "--speculative-algorithm", "STANDALONE: expected --speculative-draft-model-path")
+        spec["model"] = catalog_name_for(draft, file, "--speculative-draft-model-path")
+    fields["speculative_config"] = spec
+    if (topk or 1) > 1 or (drafts is not None and drafts != steps + 1):
+        return [f"SGLang --speculative-eagle-topk {topk or 1} --speculative-num-draft-tokens {drafts}: a tree of "
+                f"drafts, not modelled; sizer prices a chain of {steps} (top-k 1, {steps + 1} draft tokens)"]
+    return []
+
+
+MAX_COUNT = 1024            # SGLang's draft top-k and draft tokens: a bound on a count no server approaches
 SERVER_COMMANDS = {"vllm": "vllm serve", "sglang": "sglang.launch_server", "tensorrt-llm": "trtllm-serve"}
 SPECULATIVE_TOKENS = key_for(SpeculativeSection, "num_speculative_tokens")
 
@@ -288,6 +337,18 @@ def _flag_value(flag: str, key: str, value: str, kind: str, file: str):
         return "auto"
     if kind in (_NUMBER, "length"):
         return check_key(key_for(DeploymentSection, key, flag), parse_number(value), file, flag)
+    if kind == "spec_tokens":
+        return check_key(SPECULATIVE_TOKENS, parse_number(value), file, flag)
+    if kind == "count":
+        number = parse_number(value)
+        if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= MAX_COUNT:
+            raise InputError(file, flag, f"expected a whole number from 1 to {MAX_COUNT}, got {excerpt(value)}")
+        return number
+    if kind == "sglang_spec":
+        methods = {name: method for method, name in SGLANG_SPECULATIVE.items()}
+        if value.upper() not in methods:
+            raise InputError(file, flag, f"{excerpt(value)} is not modelled; expected one of: {', '.join(methods)}")
+        return methods[value.upper()]
     if kind in ("chunk", "ep"):                  # -1 / 0: off (SGLang's chunked prefill), else a size
         number = parse_number(value)
         if isinstance(number, bool) or not isinstance(number, int) or number < -1:

@@ -23,6 +23,7 @@ from sizer.timing.roofline import (
     grouped_gemm_efficiency,
     load_imbalance,
     moe_dtype,
+    routing_alpha,
 )
 from sizer.timing.step_model import roofline_for, step_model_for
 
@@ -47,6 +48,22 @@ def test_the_busiest_rank_takes_its_share_of_decodes_and_prefill_chunks():
     batch = StepBatch.from_seqs([(1, 100)] * 16 + [(50, 0)] * 2)
     assert rank_batch(batch, 8) == StepBatch(3, 52, 200, 1477, 1, 50)
     assert rank_batch(batch, 1) is batch
+
+
+def test_ranks_that_schedule_their_own_prompts_wait_for_the_busiest():
+    # TensorRT-LLM's baseline attention-DP scheduling balances a step's tokens at 54.11% (mean over most per rank,
+    # its ADP Balance tech blog): the busiest of 8 ranks takes ceil(n / (8 x 0.5411)) of n prompts, at most all
+    assert rank_batch(StepBatch.from_seqs([(2048, 0)] * 8, prefill=[True] * 8), 8, 0.5411).prefill_seqs == 2
+    assert rank_batch(StepBatch.from_seqs([(2048, 0)] * 32, prefill=[True] * 32), 8, 0.5411).prefill_seqs == 8
+    assert rank_batch(StepBatch.from_seqs([(2048, 0)] * 32, prefill=[True] * 32), 8).prefill_seqs == 4
+    assert rank_batch(StepBatch.from_seqs([(2048, 0)]), 8, 0.5411).prefill_seqs == 1
+    # decodes stay spread as evenly as they go: 16 over 8 ranks, 2 on the busiest
+    assert rank_batch(StepBatch.from_seqs([(1, 100)] * 16), 8, 0.5411).num_seqs == 2
+    # the figure is TensorRT-LLM's; SGLang's DP attention is assumed balanced (no measurement)
+    assert resolved(True).parallel.context_balance == 0.5411
+    sglang = copy.deepcopy(QWEN3)
+    sglang["deployment"]["engine"] = "sglang"
+    assert resolved(True, sglang).parallel.context_balance == 1.0 and resolved(False).parallel.context_balance == 1.0
 
 
 def test_attention_dp_holds_a_full_attention_replica_and_an_eighth_of_the_experts():
@@ -95,10 +112,15 @@ def test_all_to_all_bytes_latency_and_link():
 
 
 def test_load_imbalance_and_grouped_gemm_efficiency_interpolate_their_tables():
-    assert load_imbalance(1) == 1.0
-    assert load_imbalance(8) == load_imbalance(64) == 1.349
+    assert load_imbalance(1, 1.01) == load_imbalance(1, 1.2) == 1.0
+    assert load_imbalance(8, 1.01) == load_imbalance(64, 1.01) == 1.349
     # EP 3: between EP 2 (1.156) and EP 4 (1.247), linear in log2: 1.156 + 0.091 x log2(1.5)
-    assert load_imbalance(3) == pytest.approx(1.156 + 0.091 * math.log2(1.5))
+    assert load_imbalance(3, 1.01) == pytest.approx(1.156 + 0.091 * math.log2(1.5))
+    # aiconfigurator-core's skew per family (sdk/models/deepseek.py 1.01, moe.py 1.2): DeepSeek-V3 routes with 1.01,
+    # Qwen3-MoE and Llama-4 with 1.2, whose busiest of 8 GPUs sees 1.50x the mean
+    assert routing_alpha("DeepseekV3ForCausalLM") == 1.01 and routing_alpha("GlmMoeDsaForCausalLM") == 1.01
+    assert routing_alpha("Qwen3MoeForCausalLM") == routing_alpha("Llama4ForConditionalGeneration") == 1.2
+    assert load_imbalance(8, 1.2) == 1.50
     # 512 tokens per expert, FP8 experts: between 256 (35.19%) and 1,024 (57.43%), linear in log: halfway
     fp8 = MOE_GROUPED_EFFICIENCY["fp8"]
     assert grouped_gemm_efficiency(512, fp8) == pytest.approx((0.3519 + 0.5743) / 2)
@@ -130,10 +152,11 @@ def test_dep_prices_the_moe_table_at_every_ranks_tokens_times_the_imbalance():
     # 134.3 us for 1,024 tokens (aiconfigurator-core 0.12.0 moe_perf, balanced routing)
     assert (layers, curve(1024)) == (94, pytest.approx(134.3e-6))
     # decode steps of 1,024 and 1,017 sequences: the busiest rank runs ceil(n / 8) = 128 of either through
-    # attention, the dense layers and the all-to-all; the experts take all n tokens at the EP 8 imbalance
-    # (1.349 x n on the busiest GPU): the two steps differ by the experts alone
+    # attention, the dense layers and the all-to-all; the experts take all n tokens at the EP 8 imbalance of
+    # Qwen3-MoE's routing (alpha 1.2: 1.50 x n on the busiest GPU): the two steps differ by the experts alone
+    assert step.load_imbalance == 1.50
     def rest(n: int) -> float:
-        return step.step_time(StepBatch.from_seqs([(1, 1000)] * n)) - layers * curve(1.349 * n)
+        return step.step_time(StepBatch.from_seqs([(1, 1000)] * n)) - layers * curve(1.50 * n)
     assert rest(1024) == pytest.approx(rest(1017), rel=1e-9)
     assert rest(1024) != pytest.approx(rest(1016), rel=1e-3)        # 127 sequences a rank
 

@@ -26,6 +26,9 @@ PROFILE_KEYS = {
     "price", "sources", "confidence",
 }
 OPTIONAL_PROFILE_KEYS = {"power"}            # watts by state (sizer/analytic/energy.py), where a profile cites them
+# the facts beside the datasheet, which test_profile_completeness.py requires of every bundled profile
+FACT_KEYS = {"mig", "scale_up_domain_gpus", "fp8_gemm_efficiency", "fp8_gemm_efficiency_source",
+             "aiconfigurator_system", "kubernetes"}
 OPTIONAL_PRICE_KEYS = {"reserved_usd_per_gpu_hour", "reserved_rule"}
 NESTED_KEYS = {
     "memory": {"as_printed", "bytes", "bytes_source"},
@@ -72,7 +75,7 @@ def test_catalogs_are_not_empty():
 @pytest.mark.parametrize("path", PROFILE_FILES, ids=lambda p: p.stem)
 def test_profile_shape_and_units(path):
     p = yaml.safe_load(path.read_text())
-    assert PROFILE_KEYS <= set(p) <= PROFILE_KEYS | OPTIONAL_PROFILE_KEYS
+    assert PROFILE_KEYS <= set(p) <= PROFILE_KEYS | OPTIONAL_PROFILE_KEYS | FACT_KEYS
     for key, sub in NESTED_KEYS.items():
         assert sub <= set(p[key]) <= sub | (OPTIONAL_PRICE_KEYS if key == "price" else set()), key
     assert p["id"] == path.stem

@@ -12,11 +12,11 @@ import pytest
 from typer.testing import CliRunner
 
 from sizer.cli import app
-from sizer.inputs.hardware import load_hardware
+from sizer.inputs.hardware import all_profiles, load_hardware
 from sizer.inputs.manifest import CheckFlags, read_check_input
 from sizer.inputs.manifests.commands import model_reference, parse_server_args
 from sizer.inputs.manifests.gpus import read_label
-from sizer.outputs.emit import ACCELERATORS, GKE_LABEL
+from sizer.outputs.emit import GKE_LABEL
 from validation.errors import FieldError
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "manifests"
@@ -287,11 +287,14 @@ def test_flags_on_a_scenario_file():
 
 
 def test_every_label_emit_writes_reads_back_as_its_profile():
-    # --emit k8s writes these node labels (sizer/outputs/emit.py ACCELERATORS); check must read each back
-    for gpu, acc in ACCELERATORS.items():
-        assert read_label(acc.label_key, acc.label_value, {}).profile == gpu, gpu
-        if acc.gke:
-            assert read_label(GKE_LABEL, acc.gke, {}).profile == gpu, acc.gke
+    # --emit k8s writes these node labels (each profile's kubernetes.schedule, --emit gke its first GKE type); check
+    # must read each back
+    for gpu, spec in all_profiles().items():
+        if spec.kubernetes and spec.kubernetes.schedule:
+            acc = spec.kubernetes.schedule
+            assert read_label(acc.label_key, acc.label_value, {}).profile == gpu, gpu
+        for gke in spec.kubernetes.gke_accelerators if spec.kubernetes else ():
+            assert read_label(GKE_LABEL, gke, {}).profile == gpu, gke
 
 
 def test_cost_fix_counts_one_replica_in_words():

@@ -10,8 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from sizer.cli import app
-from sizer.inputs.manifest import NOMINAL_WORKLOAD, gpu_for_label, read_check_input
+from sizer.inputs.manifest import NOMINAL_WORKLOAD, read_check_input
 from sizer.inputs.manifests.commands import catalog_name_for, parse_vllm_args
+from sizer.inputs.manifests.gpus import gpu_for_label
 from sizer.inputs.scenario import load_scenario, scenario_from_dict
 from sizer.inputs.traffic import Traffic
 from sizer.outputs.check import check_file, max_model_len_rule, memory_rule, sequences_required

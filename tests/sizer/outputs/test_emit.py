@@ -13,10 +13,10 @@ from typer.testing import CliRunner
 
 from sizer.cli import app
 from sizer.inputs.hardware import all_profiles
-from sizer.inputs.manifest import gpu_for_label
 from sizer.inputs.manifests.commands import parse_vllm_args
+from sizer.inputs.manifests.gpus import gpu_for_label
 from sizer.inputs.scenario import load_scenario, scenario_from_dict
-from sizer.outputs.emit import ACCELERATORS, emit, k8s_name, serving_config, sglang_argv, vllm_argv
+from sizer.outputs.emit import emit, k8s_name, serving_config, sglang_argv, vllm_argv
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
 
@@ -159,10 +159,13 @@ def test_amd_gpus_get_amd_resources():
 
 
 def test_every_node_label_names_its_own_profile_back():
-    # sizer check finds the GPU from these labels: each must map to the profile it was written for
-    assert set(ACCELERATORS) <= set(all_profiles())
-    for gpu, acc in ACCELERATORS.items():
-        assert gpu_for_label(acc.label_value) == gpu, gpu
+    # sizer check finds the GPU from the labels --emit k8s writes (each profile's kubernetes.schedule): each must
+    # map to the profile it was written for; 15 bundled GPUs have one (NVIDIA A100 to GB200, L4, L40S, MI300X-MI355X)
+    written = {gpu: spec.kubernetes.schedule for gpu, spec in all_profiles().items()
+               if spec.kubernetes and spec.kubernetes.schedule}
+    assert len(written) == 15
+    for gpu, schedule in written.items():
+        assert gpu_for_label(schedule.label_value) == gpu, gpu
 
 
 def test_kubernetes_names():

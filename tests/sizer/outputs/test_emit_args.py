@@ -160,7 +160,7 @@ def test_every_feature_path_emits_only_declared_flags(name):
 
 def test_multi_node_leader_runs_over_ray_and_sglang_names_its_nodes():
     c = config_of(resolve(scenario(**FEATURES["multi-node"])))
-    # 16 GPUs per replica on nodes of 8 H100s (emit.ACCELERATORS): two nodes
+    # 16 GPUs per replica on nodes of 8 H100s (h100-sxm.yaml kubernetes.schedule.gpus_per_node): two nodes
     assert c.nodes == 2
     (leader,) = kubernetes_argvs(emit("k8s", c))
     # vLLM's default multiprocessing backend stays on one node: a world size of 16 needs the Ray backend
@@ -294,3 +294,35 @@ def test_what_emit_writes_check_reads_back_through_the_same_table(engine, argv_o
     assert fields["max_lora_rank"] == 16 and fields["enable_lora"] is True
     assert fields["max_num_batched_tokens"] == c.max_num_batched_tokens
     assert fields["gpu_memory_utilization"] == c.gpu_memory_utilization
+
+
+@pytest.mark.parametrize("feature, spec", [
+    ("eagle", {"method": "eagle", "num_speculative_tokens": 3}),      # the EAGLE head is the engine's, not priced
+    ("ngram", {"method": "ngram", "num_speculative_tokens": 4}),
+    ("draft", {"method": "draft_model", "num_speculative_tokens": 3, "model": "llama-3.2-1b"}),
+])
+def test_sglang_speculative_flags_are_read_back_through_the_same_table(feature, spec):
+    # --emit sglang writes speculative decoding as SGLang's separate flags (its table in commands.py); check reads
+    # them back to the scenario's speculative_config: method, draft length and, for a draft model, its catalog name
+    from sizer.inputs.manifests.commands import parse_server_args
+
+    _, fields, _, notes = parse_server_args(sglang_argv(config_of(resolve(scenario(**FEATURES[feature])))), "emitted")
+    assert fields["speculative_config"] == spec
+    assert not [n for n in notes if "speculative" in n]
+
+
+def test_sglang_speculative_flags_sizer_does_not_model_are_named():
+    from sizer.inputs.manifests.commands import parse_server_args
+
+    base = ["python3", "-m", "sglang.launch_server", "--model-path", "meta-llama/Llama-3.1-8B-Instruct"]
+    # a tree of drafts (top-k 4, 16 draft tokens for 3 steps) is noted; a chain (top-k 1, steps + 1 tokens) is not
+    _, fields, _, notes = parse_server_args(base + ["--speculative-algorithm", "EAGLE", "--speculative-num-steps", "3",
+                                                    "--speculative-eagle-topk", "4",
+                                                    "--speculative-num-draft-tokens", "16"], "m.yaml")
+    assert fields["speculative_config"] == {"method": "eagle", "num_speculative_tokens": 3}
+    assert any("a tree of drafts, not modelled" in n for n in notes)
+    # the algorithm without its draft length, or one sizer does not model, is one line naming the flag
+    with pytest.raises(InputError, match="--speculative-algorithm: expected --speculative-num-steps"):
+        parse_server_args(base + ["--speculative-algorithm", "EAGLE"], "m.yaml")
+    with pytest.raises(InputError, match="--speculative-algorithm: 'LOOKAHEAD' is not modelled"):
+        parse_server_args(base + ["--speculative-algorithm", "LOOKAHEAD", "--speculative-num-steps", "3"], "m.yaml")

@@ -8,8 +8,9 @@ import jsonschema
 import pytest
 import yaml
 
+from sizer.inputs.hardware import load_hardware
 from sizer.inputs.scenario import load_scenario, scenario_from_dict
-from sizer.outputs.emit import ACCELERATORS, emit, serving_config
+from sizer.outputs.emit import emit, serving_config
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
 from validation.safe_load import load_json
@@ -68,7 +69,7 @@ def test_the_schemas_refuse_what_the_api_server_refuses():
                                         if not p.name.startswith("gateway-")), ids=lambda p: p.stem)
 def test_every_bundled_scenarios_manifest_validates(path):
     r = resolve(load_scenario(str(path)))
-    if r.slots or not r.memory.fits or r.hardware.id not in ACCELERATORS:
+    if r.slots or not r.memory.fits or r.hardware.kubernetes is None or r.hardware.kubernetes.schedule is None:
         pytest.skip("no Kubernetes manifest for this plan (a slot engine, a plan that does not fit, or a GPU "
                     "with no known device plugin)")
     plan = make_plan(r)
@@ -93,7 +94,7 @@ def test_amd_node_labels_are_the_ones_real_nodes_show():
     # (ROCm/gpu-operator docs; the nodes show AMD_Instinct_MI325_OAM / AMD_Instinct_MI355_OAM)
     doc = emitted(gpu="mi355x", model="llama-3.1-70b", tensor_parallel_size=2)
     assert doc["spec"]["template"]["spec"]["nodeSelector"] == {"amd.com/gpu.product-name": "AMD_Instinct_MI355_OAM"}
-    assert ACCELERATORS["mi325x"].label_value == "AMD_Instinct_MI325_OAM"
+    assert load_hardware("mi325x").kubernetes.schedule.label_value == "AMD_Instinct_MI325_OAM"
 
 
 @pytest.mark.parametrize("gpu, value", [("h200", "nvidia-h200-141gb"), ("a100-40gb", "nvidia-tesla-a100"),

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sizer.cli.plan import build_scenario
+from sizer.cli.plan import PLAN_FLAGS, build_scenario
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.inputs.traffic import Traffic
 from sizer.inputs.variant import Variant
@@ -43,7 +43,9 @@ def test_the_description_is_built_by_keyword_and_holds_no_scenario():
 
 def test_each_setting_names_its_source_flag_scenario_or_default(tmp_path):
     variant = Variant(tensor_parallel_size=2, max_model_len=4096, rate_per_s=3.0)
-    r = resolve(build_scenario(_file(tmp_path), variant, Traffic(itl_ms=40.0)))
+    # the traffic flags' scenario paths, as `sizer plan` passes them (its one flag table)
+    itl_flag = {path: f.flag for f in PLAN_FLAGS if f.flag == "--itl-ms" for path in f.sources}
+    r = resolve(build_scenario(_file(tmp_path), variant, Traffic(itl_ms=40.0), itl_flag))
     # a flag that set a value names itself; a stated value says "scenario"; the rest their default
     assert r.parallel.tp == 2 and r.source_of("deployment.tensor_parallel_size") == "--tp"
     assert r.source_of("deployment.max_model_len") == "--max-model-len" and r.engine.max_model_len == 4096

@@ -7,6 +7,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from hardware_profiles import PROFILES_DIR
 from sizer.cli import app
 from sizer.timing.kernel_tables import load_kernel_tables
 
@@ -142,3 +143,24 @@ def test_mla_module_and_gdn_tables_keep_their_meaning(tmp_path):
     assert t.gdn_context[(4, 128, 8, 128, 4, 1)] == pytest.approx({512: 34e-6})
     assert list(t.gdn_generation) == [(4, 128, 8, 128, 4)]
     assert t.gdn_generation[(4, 128, 8, 128, 4)] == pytest.approx({8: 8e-6})
+
+
+def test_the_system_is_the_profiles(tmp_path, monkeypatch):
+    # aiconfigurator's name for a GPU is its profile's aiconfigurator_system (issue 22: a GPU is one YAML file): a
+    # profile of the user's naming h100_sxm imports its tables under its own id; an alias finds it too
+    source = fake_package(tmp_path / "wheel")
+    profiles = tmp_path / "home" / "profiles"
+    profiles.mkdir(parents=True)
+    data = yaml.safe_load((PROFILES_DIR / "h100-sxm.yaml").read_text())
+    data.update(id="x9000", aliases=["x9k"], kubernetes=None)
+    (profiles / "x9000.yaml").write_text(yaml.safe_dump(data))
+    monkeypatch.setenv("SIZER_HOME", str(tmp_path / "home"))
+    result = runner.invoke(app, ["import-kernels", str(source), "--gpu", "x9k", "--out", str(tmp_path / "out"),
+                                 "--all-shapes"])
+    assert result.exit_code == 0, result.output
+    assert load_kernel_tables(tmp_path / "out" / "x9000-vllm-0.9.9").header.gpu == "x9000"
+    # a GPU aiconfigurator has no system for: one line naming the profile's field
+    result = runner.invoke(app, ["import-kernels", str(source), "--gpu", "h20", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    said = " ".join(result.output.split())
+    assert "h20.yaml: aiconfigurator_system: --gpu h20: the profile names no aiconfigurator-core system" in said
