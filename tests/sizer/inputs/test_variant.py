@@ -9,7 +9,7 @@ import yaml
 
 from simulator.errors import FieldError
 from simulator.safe_yaml import load_yaml
-from sizer.inputs.scenario import StatedValueError, scenario_from_dict
+from sizer.inputs.scenario import SETTABLE, StatedValueError, scenario_from_dict
 from sizer.inputs.sweep_file import load_sweep
 from sizer.inputs.variant import Variant
 from sizer.sizing.sweep import build_sweep, tasks
@@ -37,6 +37,13 @@ def test_each_change_lands_in_its_field():
     assert s.cost.price_usd_per_gpu_hour == 2.5 and d.speculative_config is not None
     # applied to the typed scenario read from the same mapping, the same scenario
     assert v.apply(scenario_from_dict(BASE, None)) == s
+
+
+def test_every_change_has_a_field_to_land_in():
+    """A Variant field without a SETTABLE path would be ignored by apply: each names one; the clears are the rest."""
+    changes = {f.name for f in dataclasses.fields(Variant) if not f.name.startswith("clear_")}
+    assert changes == set(SETTABLE)
+    assert all(Variant(**{name: 1}).fields_set() == {name: SETTABLE[name]} for name in changes)
 
 
 def test_clears_bring_the_defaults_back_and_leave_the_mapping_alone():
