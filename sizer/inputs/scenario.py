@@ -425,6 +425,10 @@ SETTABLE = {
     "ttft_ms": "slo.ttft_ms",
     "itl_ms": "slo.itl_ms",
     "e2e_ms": "slo.e2e_ms",
+    # the workload and SLO flags of plan and simulate (sizer/inputs/traffic.py): fixed lengths, a TPOT target
+    "prompt_tokens": "workload.prompt_tokens",
+    "output_tokens": "workload.output_tokens",
+    "tpot_ms": "slo.tpot_ms",
     "seed": "workload.seed",
     "trace_time_scale": "workload.trace.time_scale",     # a sweep's rate axis on a trace
     # slot engines' slots (search): llama.cpp's --parallel and total context, Ollama's OLLAMA_NUM_PARALLEL

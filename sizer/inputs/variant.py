@@ -34,6 +34,8 @@ _CLEAR_GROUPS = {
     "clear_hardware_overrides": tuple(f"hardware.{key}" for key in
                                       ("memory_gb", "memory_bandwidth_gb_per_s", "gpu_working_set_fraction")),
 }
+# Changes that set a length distribution to one fixed length (--prompt-tokens, --output-tokens).
+_FIXED_LENGTHS = ("prompt_tokens", "output_tokens")
 # The required inputs a variant may name: a scenario from flags alone (`plan --model X --gpu Y`) is made of them.
 _REQUIRED = ("model", "gpu")
 
@@ -65,6 +67,9 @@ class Variant:
     ttft_ms: float | None = None
     itl_ms: float | None = None
     e2e_ms: float | None = None
+    prompt_tokens: int | None = None       # a fixed length (--prompt-tokens): the workload's whole distribution
+    output_tokens: int | None = None
+    tpot_ms: float | None = None
     seed: int | None = None
     trace_time_scale: float | None = None
     parallel: int | None = None
@@ -99,11 +104,9 @@ class Variant:
         back to its default; then the engine chosen again where no one named it and the cross-field rules checked
         on the result. The sources stay beside the values: a set value is stated, a cleared one a default."""
         sources = dict(scenario.sources)
-        for name, path in SETTABLE.items():
-            value = getattr(self, name)
-            if value is not None:
-                scenario = _set(scenario, path.split("."), value, "", scenario.file)
-                sources[path] = "scenario"
+        for path, value in self._changes():
+            scenario = _set(scenario, path.split("."), value, "", scenario.file)
+            sources[path] = "scenario"
         for path in self._cleared():
             scenario = _clear(scenario, path.split("."))
             sources = {p: s for p, s in sources.items() if p != path and not p.startswith(path + ".")}
@@ -116,13 +119,20 @@ class Variant:
         """A copy of the scenario mapping `data` stating these changes: a sweep point's identity, which its hash
         and seed derive from (sizer/sizing/sweep.py `point_hash`), so a stored sweep resumes under the same keys.
         The scenario itself is changed by `apply`."""
-        for name, path in SETTABLE.items():
-            value = getattr(self, name)
-            if value is not None:
-                data = _stated(data, tuple(path.split(".")), value)
+        for path, value in self._changes():
+            data = _stated(data, tuple(path.split(".")), value)
         for path in self._cleared():
             data = _stated(data, tuple(path.split(".")), None)
         return data
+
+    def _changes(self) -> list[tuple[str, Any]]:
+        """(path, value as the scenario states it) of every change this variant makes, in SETTABLE's order."""
+        out = []
+        for name, path in SETTABLE.items():
+            value = getattr(self, name)
+            if value is not None:
+                out.append((path, {"distribution": "fixed", "value": value} if name in _FIXED_LENGTHS else value))
+        return out
 
     def _cleared(self) -> list[str]:
         """The paths this variant clears, in order."""

@@ -162,3 +162,13 @@ def test_sweep_points_keep_their_hashes_and_seeds(tmp_path):
     point = dataclasses.replace(Variant(gpu="h200", rate_per_s=4.0), clear_speculative=True, clear_price=True)
     stated = point.stated_in(SWEEP_SCENARIO)
     assert scenario_from_dict(stated, None) == point.apply(scenario_from_dict(SWEEP_SCENARIO, None))
+
+
+def test_a_length_change_is_a_fixed_distribution():
+    """--prompt-tokens 3000: the whole prompt distribution becomes one fixed length (the file's lognormal gone)."""
+    lognormal = {**PLAIN, "workload": {**WORKLOAD, "prompt_tokens": {"distribution": "lognormal", "mean": 1200,
+                                                                     "sigma": 0.5}}}
+    s = Variant(prompt_tokens=3000, tpot_ms=25.0).apply(scenario_from_dict(lognormal, None))
+    p = s.workload.prompt_tokens
+    assert (p.distribution, p.value, p.mean, p.sigma) == ("fixed", 3000, None, None)
+    assert s.slo.tpot_ms == 25.0 and s.workload.output_tokens.value == 10      # the rest stays the file's
