@@ -11,7 +11,6 @@ import typing
 from dataclasses import dataclass, replace
 from typing import Any
 
-from validation.schema import build, field_value
 from sizer.inputs.scenario import (
     SETTABLE,
     Scenario,
@@ -19,6 +18,7 @@ from sizer.inputs.scenario import (
     checked_scenario,
     in_source_order,
 )
+from validation.schema import build, field_value
 
 # Flags that remove a stated value, so that its default applies again.
 _CLEARS = {

@@ -7,12 +7,12 @@ import dataclasses
 import pytest
 import yaml
 
-from validation.errors import FieldError
-from validation.safe_yaml import load_yaml
 from sizer.inputs.scenario import SETTABLE, StatedValueError, scenario_from_dict
 from sizer.inputs.sweep_file import load_sweep
 from sizer.inputs.variant import Variant
 from sizer.sizing.sweep import build_sweep, tasks
+from validation.errors import FieldError
+from validation.safe_yaml import load_yaml
 
 WORKLOAD = {"arrival": {"rate_per_s": 2.0}, "prompt_tokens": {"distribution": "fixed", "value": 100},
             "output_tokens": {"distribution": "fixed", "value": 10}}
