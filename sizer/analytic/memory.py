@@ -292,6 +292,16 @@ def fused_moe_workspace_bytes(m: ModelSpec, p: ParallelConfig, max_num_tokens: i
     return max(workspace(ffn) for ffn in moes)
 
 
+def engine_moe_workspace_bytes(m: ModelSpec, p: ParallelConfig, engine: str, max_num_tokens: int,
+                               compute: str) -> float:
+    """The fused-MoE workspace an engine's profiling pass reaches beside `activation_peak_bytes`: TensorRT-LLM's
+    (`fused_moe_workspace_bytes`, activations in `compute`); 0 for the others, whose MoE buffers that estimate's
+    top-k intermediate stands for."""
+    if engine != "tensorrt-llm":
+        return 0.0
+    return fused_moe_workspace_bytes(m, p, max_num_tokens, 1 if compute == "fp8" else 2)
+
+
 def _ffn_width(ffn: FFN) -> int:
     if isinstance(ffn, MoEFFN):
         return ffn.top_k * ffn.expert_width + ffn.shared_width

@@ -29,7 +29,7 @@ from sizer.analytic.memory import (
     LoraMemory,
     MemoryBudget,
     WeightMemory,
-    fused_moe_workspace_bytes,
+    engine_moe_workspace_bytes,
     kv_layout,
     lora_memory,
     memory_budget,
@@ -278,9 +278,9 @@ def resolve(s: Scenario) -> Resolved:
                            engine.block_size, engine.max_model_len,
                            slots.ubatch_size if slots else engine.max_num_batched_tokens, engine.max_num_seqs,
                            lora.bytes if lora else 0.0,
-                           fused_moe_workspace_bytes(model, parallel, engine.max_num_batched_tokens,
-                                                     1 if fmt.compute == "fp8" else 2)
-                           if d.engine == "tensorrt-llm" else 0.0, d.engine == "tensorrt-llm")
+                           engine_moe_workspace_bytes(model, parallel, d.engine, engine.max_num_batched_tokens,
+                                                      fmt.compute),
+                           share_of_free=d.engine == "tensorrt-llm")
     if slots:
         budget = _slot_budget(s, slots, gpu_kv, budget, "the GPU may use (its working-set limit)"
                               if hardware.unified_memory_bytes else "of device memory")

@@ -218,3 +218,14 @@ def test_tensorrt_llms_kv_fraction_is_a_share_of_what_the_profiling_pass_leaves(
     assert vllm.kv_cache_bytes == pytest.approx(0.95 * vllm.gpu_memory_bytes - vllm.weights_bytes
                                                 - vllm.activation_bytes - vllm.non_torch_bytes)
     assert trt.usable_bytes > vllm.usable_bytes
+
+
+def test_the_plan_names_tensorrt_llms_kv_share_and_its_moe_workspace():
+    # the 8 GiB derived above (8 ranks x 8,192 tokens x top-8 x 16 KiB), printed in the plan's memory assumptions
+    from sizer.sizing.plan import _memory_assumptions
+    notes = _memory_assumptions(resolved(True))
+    assert any("kv_cache_free_gpu_mem_fraction" in n and "fused-MoE workspace, 8.00 GiB for 8,192 tokens x 8 "
+               "attention-DP ranks" in n for n in notes), notes
+    data = copy.deepcopy(QWEN3)
+    data["deployment"]["engine"] = "vllm"
+    assert not any("kv_cache_free_gpu_mem_fraction" in n for n in _memory_assumptions(resolved(True, data)))
