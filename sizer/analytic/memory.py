@@ -272,12 +272,13 @@ def fused_moe_workspace_bytes(m: ModelSpec, p: ParallelConfig, max_num_tokens: i
     The MoE op sees every rank's tokens under attention DP (each rank profiles max_num_tokens of its own and
     the MoE layer gathers them: rows = max_num_tokens x DP ranks), else the rank's; it permutes every row's
     top-k copies (k x rows expanded rows) and keeps two overlapped buffers of them (CutlassMoeFCRunner::
-    getWorkspaceDeviceBufferSizes, cpp/tensorrt_llm/kernels/cutlass_kernels/moe_gemm/moe_kernels.cu): the
-    GEMM inputs, the larger of the second GEMM's 16-bit output (hidden values; the permuted input is no
-    wider) and the first's activated result (expert width at `input_bytes`: 1 for FP8 activations), and the
-    GEMM outputs, the larger of the first GEMM's 16-bit output (2 x expert width where gated) and the
-    second's; expert width /TP where experts are TP-sliced. Index and
-    scale buffers (bytes per row, not per hidden value) are left out. 0 for a model without experts."""
+    getWorkspaceDeviceBufferSizes, NVIDIA/TensorRT-LLM cpp/tensorrt_llm/kernels/cutlass_kernels/moe_gemm/
+    moe_kernels.cu at ac73e3116fb44f06ec9873d68b114a3fc11c19a7; KvCacheCreator in tensorrt_llm/_torch/pyexecutor/
+    _util.py): the GEMM inputs, the larger of the second GEMM's 16-bit output (hidden values; the permuted
+    input is no wider) and the first's activated result (expert width at `input_bytes`: 1 for FP8
+    activations), and the GEMM outputs, the larger of the first GEMM's 16-bit output (2 x expert width where
+    gated) and the second's; expert width /TP where experts are TP-sliced. Index and scale buffers (bytes per
+    row, not per hidden value) and the gathered hidden states are left out. 0 for a model without experts."""
     moes = [layer.ffn for layer in m.layers if isinstance(layer.ffn, MoEFFN)]
     if not moes:
         return 0.0
