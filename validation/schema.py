@@ -175,12 +175,23 @@ def build(cls: type, data: Any, path: str, file: str | None) -> Any:
     for name, f in fields.items():
         sub = join(path, name)
         if name in data:
-            value = convert(hints[name], data[name], sub, file)
-            _check_bounds(f, value, sub, file)
-            kwargs[name] = value
+            kwargs[name] = _checked(f, hints[name], data[name], sub, file)
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise FieldError(file, sub, f"missing; expected {_type_name(hints[name])}")
     return cls(**kwargs)
+
+
+def _checked(f: dataclasses.Field, tp: Any, value: Any, path: str, file: str | None) -> Any:
+    value = convert(tp, value, path, file)
+    _check_bounds(f, value, path, file)
+    return value
+
+
+def field_value(cls: type, name: str, value: Any, path: str, file: str | None) -> Any:
+    """`value` checked (and converted) as field `name` of dataclass `cls` declares it, as `build` checks the same
+    key of a mapping: a value set on a built object (a CLI flag's) is refused with the same one line, at `path`."""
+    f = next(f for f in dataclasses.fields(cls) if f.name == name)
+    return _checked(f, typing.get_type_hints(cls)[name], value, path, file)
 
 
 def describe(cls: type, prefix: str = "") -> list[tuple[str, str, str, str]]:

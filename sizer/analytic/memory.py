@@ -36,7 +36,7 @@ GB = 10**9
 
 # Assumptions, printed by the plan (a calibrated profile would measure them):
 CUDA_CONTEXT_BYTES = 1 * GiB          # CUDA context, cuBLAS workspace, CUDA graphs, per GPU
-NCCL_BUFFER_BYTES = GiB // 2          # extra per GPU when it talks to others (TP or PP > 1)
+NCCL_BUFFER_BYTES = GiB // 2          # extra per GPU when it talks to others (TP or PP > 1, DEP)
 KV_DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp32": 4,
                   # llama.cpp cache types (ggml blocks of 32 values: q8_0 = 32 int8 + one fp16 scale = 34 bytes,
                   # q4_0 = 16 bytes of nibbles + one fp16 scale = 18 bytes; ggml-common.h block_q8_0, block_q4_0)
@@ -264,6 +264,45 @@ def activation_peak_bytes(m: ModelSpec, p: ParallelConfig, max_num_batched_token
     return max_num_batched_tokens * per_token + logits
 
 
+def fused_moe_workspace_bytes(m: ModelSpec, p: ParallelConfig, max_num_tokens: int, input_bytes: int) -> float:
+    """TensorRT-LLM's CUTLASS fused-MoE workspace at its largest, which the profiling forward pass at
+    max_num_tokens reaches and the KV cache then does without (its KvCacheCreator sizes the cache from the
+    memory that pass leaves).
+
+    The MoE op sees every rank's tokens under attention DP (each rank profiles max_num_tokens of its own and
+    the MoE layer gathers them: rows = max_num_tokens x DP ranks), else the rank's; it permutes every row's
+    top-k copies (k x rows expanded rows) and keeps two overlapped buffers of them (CutlassMoeFCRunner::
+    getWorkspaceDeviceBufferSizes, NVIDIA/TensorRT-LLM cpp/tensorrt_llm/kernels/cutlass_kernels/moe_gemm/
+    moe_kernels.cu at ac73e3116fb44f06ec9873d68b114a3fc11c19a7; KvCacheCreator in tensorrt_llm/_torch/pyexecutor/
+    _util.py): the GEMM inputs, the larger of the second GEMM's 16-bit output (hidden values; the permuted
+    input is no wider) and the first's activated result (expert width at `input_bytes`: 1 for FP8
+    activations), and the GEMM outputs, the larger of the first GEMM's 16-bit output (2 x expert width where
+    gated) and the second's; expert width /TP where experts are TP-sliced. Index and scale buffers (bytes per
+    row, not per hidden value) and the gathered hidden states are left out. 0 for a model without experts."""
+    moes = [layer.ffn for layer in m.layers if isinstance(layer.ffn, MoEFFN)]
+    if not moes:
+        return 0.0
+    rows = max_num_tokens * (p.dp if p.experts_span_dp else 1)
+
+    def workspace(ffn: MoEFFN) -> float:
+        hidden = ffn.latent or m.hidden_size
+        width = ffn.expert_width / (1 if p.expert_parallel else p.tp)
+        inputs = max(hidden * 2, width * input_bytes)                    # fc2's output, fc1's activated result
+        outputs = max(width * (2 if ffn.gated else 1) * 2, hidden * 2)   # fc1's (gated) output, fc2's
+        return ffn.top_k * rows * (inputs + outputs)
+    return max(workspace(ffn) for ffn in moes)
+
+
+def engine_moe_workspace_bytes(m: ModelSpec, p: ParallelConfig, engine: str, max_num_tokens: int,
+                               compute: str) -> float:
+    """The fused-MoE workspace an engine's profiling pass reaches beside `activation_peak_bytes`: TensorRT-LLM's
+    (`fused_moe_workspace_bytes`, activations in `compute`); 0 for the others, whose MoE buffers that estimate's
+    top-k intermediate stands for."""
+    if engine != "tensorrt-llm":
+        return 0.0
+    return fused_moe_workspace_bytes(m, p, max_num_tokens, 1 if compute == "fp8" else 2)
+
+
 def _ffn_width(ffn: FFN) -> int:
     if isinstance(ffn, MoEFFN):
         return ffn.top_k * ffn.expert_width + ffn.shared_width
@@ -313,10 +352,21 @@ def held(pool_bytes: float, each_bytes: float) -> int:
 
 def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv: KVLayout, p: ParallelConfig,
                   gpu_memory_utilization: float, block_size: int, max_model_len: int,
-                  max_num_batched_tokens: int, max_num_seqs: int, lora_bytes: float = 0.0) -> MemoryBudget:
+                  max_num_batched_tokens: int, max_num_seqs: int, lora_bytes: float = 0.0,
+                  moe_workspace_bytes: float = 0.0, share_of_free: bool = False) -> MemoryBudget:
+    """`moe_workspace_bytes`: an engine's fused-MoE workspace at the token budget (`fused_moe_workspace_bytes`),
+    part of the activation peak. `share_of_free`: `gpu_memory_utilization` is the KV cache's share of what the
+    weights, the activation peak and the context leave of the whole GPU (TensorRT-LLM's
+    kv_cache_free_gpu_mem_fraction: its KvCacheCreator takes fraction x (total - the profiling pass's peak)),
+    not the share of the whole GPU the engine may use (vLLM's, SGLang's)."""
+    activations = activation_peak_bytes(m, p, max_num_batched_tokens, max_num_seqs) + moe_workspace_bytes
+    # attention-DP ranks whose experts span them gather every rank's tokens at each MoE layer: they talk too
+    non_torch = CUDA_CONTEXT_BYTES + (NCCL_BUFFER_BYTES if p.tp * p.pp > 1 or p.experts_span_dp else 0)
     usable = gpu_memory_bytes * gpu_memory_utilization
-    activations = activation_peak_bytes(m, p, max_num_batched_tokens, max_num_seqs)
-    non_torch = CUDA_CONTEXT_BYTES + (NCCL_BUFFER_BYTES if p.tp * p.pp > 1 else 0)
+    if share_of_free:
+        rest = weights.per_gpu_bytes + activations + non_torch + lora_bytes
+        usable = rest + gpu_memory_utilization * max(0.0, gpu_memory_bytes - rest) if rest <= gpu_memory_bytes \
+            else gpu_memory_bytes
     # vLLM's hybrid cache gives each running sequence its Mamba / linear-attention state from the same pool
     # as the KV blocks. sizer sets state aside for as many sequences as the pool holds at max_model_len
     # (at most max_num_seqs) and the scheduler runs no more than that: exact for long sequences,

@@ -12,6 +12,7 @@ from sizer.errors import InputError
 from sizer.inputs.checkpoint import find_config
 from sizer.inputs.hardware import is_profile_path, scenario_hardware
 from sizer.inputs.model_spec import CATALOG_DIR
+from sizer.inputs.scenario import StatedValueError
 from sizer.inputs.variant import Variant
 from validation.errors import FieldError, excerpt
 
@@ -67,11 +68,12 @@ def check_gpu(name: str | None, flag: str = "--gpu") -> str | None:
 def naming_flags(variant: Variant, flags: dict[str, str], scenario_file: str | None):
     """A refusal of a field of the scenario (`scenario_file`, None for one from flags alone) that a
     flag set names the flag, not the file: `flags` maps Variant fields to their flags
-    (`tensor_parallel_size` -> `--tp`). Any other error (another file's, another field's) passes."""
+    (`tensor_parallel_size` -> `--tp`). Any other error passes: another file's, another field's, and the file's own
+    value of a field a flag sets, refused as the file is read (`StatedValueError`: a flag replaces no invalid value)."""
     set_by = {path: flags[name] for name, path in variant.fields_set().items() if name in flags}
     try:
         yield
     except FieldError as error:
-        if error.file != scenario_file or error.field not in set_by:
+        if isinstance(error, StatedValueError) or error.file != scenario_file or error.field not in set_by:
             raise
         raise InputError(None, set_by[error.field], f"{error.message} (as {error.field})") from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import typer
@@ -16,6 +17,7 @@ from sizer.inputs.scenario import (
     MAX_TOKENS,
     MIN_RATE_PER_S,
     Scenario,
+    StatedValueError,
     scenario_from_dict,
 )
 from sizer.inputs.traffic import Traffic, with_traffic
@@ -74,13 +76,24 @@ def with_flags(data: object, traffic: Traffic) -> object:
     return {**data, "workload": workload, "slo": slo}
 
 
+def traffic_variant(traffic: Traffic, variant: Variant | None = None) -> Variant:
+    """`variant` with the workload and SLO flags' values among its changes (--prompt-tokens and --output-tokens
+    as fixed lengths). A share (`check --share`) scales the workload's own rate: not one of them."""
+    changes = {name: getattr(traffic, name) for name in ("rate_per_s", "prompt_tokens", "output_tokens", "ttft_ms",
+                                                         "itl_ms", "tpot_ms") if getattr(traffic, name) is not None}
+    return dataclasses.replace(variant or Variant(), **changes)
+
+
 def scenario_with_flags(path: Path, traffic: Traffic, variant: Variant | None = None) -> Scenario:
-    """load_scenario, with the workload and SLO flags' values in place of the file's. A scenario rule that
-    the --prompt-tokens length breaks (a shared prefix longer than the prompt) names the flag."""
+    """load_scenario, with the workload and SLO flags' values and `variant`'s changes made to the typed scenario
+    read from the file. A scenario rule that the --prompt-tokens length breaks (a shared prefix longer than the
+    prompt) names the flag."""
     try:
-        return scenario_from_dict(with_flags(load_yaml(path), traffic), str(path), variant, default_name=path.stem)
+        return scenario_from_dict(with_flags(load_yaml(path), Traffic(share=traffic.share)), str(path),
+                                  traffic_variant(traffic, variant), default_name=path.stem)
     except FieldError as error:
-        if traffic.prompt_tokens is None or error.field != "workload.shared_prefix.tokens":
+        if (traffic.prompt_tokens is None or error.field != "workload.shared_prefix.tokens"
+                or isinstance(error, StatedValueError)):
             raise
         raise InputError(None, "--prompt-tokens", f"{traffic.prompt_tokens} is shorter than the scenario's shared "
                                                   f"prefix (workload.shared_prefix.tokens in {path})") from None

@@ -33,7 +33,7 @@ from sizer.cli.options import (
     emits_to_stdout,
     scenario_with_flags,
     traffic_from_flags,
-    with_flags,
+    traffic_variant,
 )
 from sizer.cli.render import render_plan, terminal
 from sizer.errors import InputError
@@ -79,7 +79,7 @@ def build_scenario(scenario: Path | None, variant: Variant, traffic: Traffic = T
     elif variant.model is None or variant.gpu is None:
         raise InputError(None, "--model/--gpu", "give a scenario file, or both --model and --gpu")
     else:
-        built = scenario_from_dict(with_flags(FLAGS_ONLY_WORKLOAD, traffic), None, variant,
+        built = scenario_from_dict(FLAGS_ONLY_WORKLOAD, None, traffic_variant(traffic, variant),
                                    default_name="command-line")
         built = with_sources(built, {path: "default: no scenario file"
                                      for path, _ in stated_sources(FLAGS_ONLY_WORKLOAD)})

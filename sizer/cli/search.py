@@ -105,7 +105,8 @@ def recommended_config(result: SearchResult, data: dict, file: str) -> ServingCo
     if best is None:
         raise InputError(file, "--emit", "nothing to emit: no " + ("" if result.by_device_memory else "priced ")
                          + "configuration meets the SLO")
-    chosen = resolve(scenario_from_dict(data, file, best.candidate.variant(scenario_from_dict(data, file))))
+    base = scenario_from_dict(data, file)
+    chosen = resolve(best.candidate.variant(base).apply(base))
     # slot engines' candidates are judged without the sizing pipeline: size the one emitted
     sizing = best.sizing or size_deployment(chosen, make_plan(chosen), result.settings.goodput,
                                             result.settings.max_replicas)

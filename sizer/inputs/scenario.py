@@ -19,7 +19,6 @@ from sizer.inputs.config_keys import MAX_LAYERS
 from sizer.inputs.gguf_types import PRESETS
 from sizer.inputs.hardware import HOST_CPU, LLAMACPP_ONLY_DEVICES, HardwareOverrides, scenario_hardware
 from sizer.inputs.schedule import AutoscalingSection, EnergySection, ScheduleSection, check_schedule
-from sizer.inputs.variant import SETTABLE_PATHS, Variant
 from validation.errors import FieldError, excerpt
 from validation.safe_yaml import load_yaml
 from validation.schema import build, field, join
@@ -387,7 +386,7 @@ class Scenario:
     # why deployment.engine is what it is: "scenario" (or a flag), else the default's reason (`default_engine`)
     engine_source: str = dataclasses.field(default="scenario", metadata={"internal": True})
     # where each workload and SLO value a plan states among its assumptions, and each setting a flag may set, came
-    # from (ASSUMED_FIELDS and SETTABLE_PATHS -> "scenario", "default" or the flag that set it)
+    # from (ASSUMED_FIELDS and SETTABLE -> "scenario", "default" or the flag that set it)
     sources: tuple[tuple[str, str], ...] = dataclasses.field(default=(), metadata={"internal": True})
 
     def source_of(self, path: str) -> str:
@@ -398,19 +397,66 @@ class Scenario:
 ASSUMED_FIELDS = ("workload.arrival.process", "workload.arrival.rate_per_s", "workload.arrival.concurrency",
                   "workload.prompt_tokens", "workload.output_tokens", "workload.num_requests", "slo.ttft_ms",
                   "slo.itl_ms", "slo.tpot_ms", "slo.e2e_ms", "slo.required_share")
+# The settings a variant (sizer/inputs/variant.py: a CLI flag, a search candidate, check's fix, a sweep point) may
+# set: Variant field -> the scenario field it sets. Each keeps its source, as the assumptions do.
+SETTABLE = {
+    "model": "model.name",
+    "gpu": "hardware.gpu",
+    "calibrated_profile": "hardware.calibrated_profile",
+    "memory_gb": "hardware.memory_gb",
+    "tensor_parallel_size": "deployment.tensor_parallel_size",
+    "pipeline_parallel_size": "deployment.pipeline_parallel_size",
+    "quantization": "deployment.quantization",
+    "kv_cache_dtype": "deployment.kv_cache_dtype",
+    "max_model_len": "deployment.max_model_len",
+    "replicas": "deployment.replicas",
+    "rate_per_s": "workload.arrival.rate_per_s",
+    "num_requests": "workload.num_requests",
+    "arrival_process": "workload.arrival.process",
+    "concurrency": "workload.arrival.concurrency",
+    # sweep axes (sizer/sizing/sweep.py)
+    "engine": "deployment.engine",
+    "data_parallel_size": "deployment.data_parallel_size",
+    "enable_expert_parallel": "deployment.enable_expert_parallel",
+    "enable_attention_dp": "deployment.enable_attention_dp",
+    "max_num_seqs": "deployment.max_num_seqs",
+    "max_num_batched_tokens": "deployment.max_num_batched_tokens",
+    "num_speculative_tokens": "deployment.speculative_config.num_speculative_tokens",
+    "ttft_ms": "slo.ttft_ms",
+    "itl_ms": "slo.itl_ms",
+    "e2e_ms": "slo.e2e_ms",
+    # the workload and SLO flags of plan and simulate (sizer/inputs/traffic.py): fixed lengths, a TPOT target
+    "prompt_tokens": "workload.prompt_tokens",
+    "output_tokens": "workload.output_tokens",
+    "tpot_ms": "slo.tpot_ms",
+    "seed": "workload.seed",
+    "trace_time_scale": "workload.trace.time_scale",     # a sweep's rate axis on a trace
+    # slot engines' slots (search): llama.cpp's --parallel and total context, Ollama's OLLAMA_NUM_PARALLEL
+    "parallel": "deployment.parallel",
+    "ctx_size": "deployment.ctx_size",
+    "num_parallel": "deployment.num_parallel",
+}
+# Every path whose source a scenario keeps, in the order `sources` lists them.
+SOURCED_PATHS = tuple(dict.fromkeys(ASSUMED_FIELDS + tuple(SETTABLE.values())))
 
 
 def stated_sources(data: dict, source: str = "scenario") -> tuple[tuple[str, str], ...]:
-    """`source` for each of ASSUMED_FIELDS and of the settings a flag may set (SETTABLE_PATHS) that `data` states
+    """`source` for each of ASSUMED_FIELDS and of the settings a variant may set (SETTABLE) that `data` states
     (the rest are defaults)."""
     out = []
-    for path in dict.fromkeys(ASSUMED_FIELDS + SETTABLE_PATHS):
+    for path in SOURCED_PATHS:
         node: object = data
         for key in path.split("."):
             node = node.get(key) if isinstance(node, dict) else None
         if node is not None:
             out.append((path, source))
     return tuple(out)
+
+
+def in_source_order(sources: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """`sources` as a scenario keeps them: SOURCED_PATHS' order, then any other path in its own."""
+    return (tuple((path, sources[path]) for path in SOURCED_PATHS if path in sources)
+            + tuple((path, source) for path, source in sources.items() if path not in SOURCED_PATHS))
 
 
 def with_sources(scenario: Scenario, sources: dict[str, str]) -> Scenario:
@@ -428,16 +474,46 @@ def is_gateway(path: str | Path) -> bool:
     return isinstance(data, dict) and "gateway" in data
 
 
-def load_scenario(path: str | Path, variant: Variant | None = None) -> Scenario:
+class Change(Protocol):
+    """What `scenario_from_dict` takes of a variant (sizer/inputs/variant.py `Variant`): the required inputs it
+    names, which a scenario from flags alone is made of, and its changes to the typed scenario."""
+    def required_inputs(self) -> dict[str, dict[str, str]]: ...
+
+    def apply(self, scenario: Scenario) -> Scenario: ...
+
+
+class StatedValueError(InputError):
+    """A value the scenario file itself states, refused as it is read, before any change (a flag, a search
+    candidate) applies: the file's error, never blamed on a flag that would have replaced the value."""
+
+
+# engine_source of a scenario just read whose file names no engine: `checked_scenario` chooses it
+ENGINE_UNSTATED = "unstated"
+
+
+def load_scenario(path: str | Path, variant: Change | None = None) -> Scenario:
     """Read, type-check and sanity-check a scenario YAML file; `variant`'s changes (CLI flags,
-    search candidates) are made before validation."""
+    search candidates) are made to it before its cross-field checks."""
     path = Path(path)
     return scenario_from_dict(load_yaml(path), str(path), variant, default_name=path.stem)
 
 
-def scenario_from_dict(data: object, file: str | None, variant: Variant | None = None,
+def scenario_from_dict(data: object, file: str | None, variant: Change | None = None,
                        default_name: str | None = None) -> Scenario:
-    """A validated Scenario from a mapping; unnamed, it is named after its file (else "scenario")."""
+    """A validated Scenario from a mapping; unnamed, it is named after its file (else "scenario"). The mapping is
+    read as it is (a value it states is refused even where `variant` would replace it), `variant`'s changes are
+    made to the typed scenario, and the cross-field rules are checked on the result."""
+    try:
+        scenario = _read(data, file, default_name, variant.required_inputs() if variant is not None else {})
+    except FieldError as error:
+        raise StatedValueError(error.file, error.field, error.message) from None
+    return variant.apply(scenario) if variant is not None else checked_scenario(scenario)
+
+
+def _read(data: object, file: str | None, default_name: str | None,
+          required: dict[str, dict[str, str]]) -> Scenario:
+    """The mapping's typed sections, each field checked against its declaration; `required` fills the required
+    inputs (model.name, hardware.gpu) the mapping lacks. Not yet checked across fields, its engine not yet chosen."""
     if not isinstance(data, dict):
         raise InputError(file, "(top level)", f"expected a mapping of sections, got {type(data).__name__}")
     if "gateway" in data:
@@ -452,17 +528,25 @@ def scenario_from_dict(data: object, file: str | None, variant: Variant | None =
         if "gpu" in hardware:
             raise InputError(file, "hardware.base", "the same key as hardware.gpu; expected one of the two")
         data["hardware"] = {("gpu" if k == "base" else k): v for k, v in hardware.items()}
-    if variant is not None:
-        data = variant.apply(data)
+    for key, inputs in required.items():                       # `plan --model X --gpu Y` without a file
+        section = data.get(key)
+        if section is None or isinstance(section, dict):
+            data[key] = {**(section or {}), **{k: v for k, v in inputs.items() if (section or {}).get(k) is None}}
     _refuse_huge_integers(data, "", file)
     scenario = build(Scenario, data, "", file)
-    default_name = default_name or (Path(file).stem if file else "scenario")
-    scenario = replace(scenario, file=file, name=scenario.name or default_name, sources=stated_sources(data))
-    if not (isinstance(data.get("deployment"), dict) and data["deployment"].get("engine") is not None):
-        engine, why = default_engine(scenario)
-        scenario = replace(scenario, deployment=replace(scenario.deployment, engine=engine), engine_source=why)
-    check_scenario(scenario)
-    return scenario
+    stated_engine = isinstance(data.get("deployment"), dict) and data["deployment"].get("engine") is not None
+    return replace(scenario, file=file, name=scenario.name or default_name or (Path(file).stem if file else "scenario"),
+                   sources=stated_sources(data), engine_source="scenario" if stated_engine else ENGINE_UNSTATED)
+
+
+def checked_scenario(s: Scenario) -> Scenario:
+    """`s` with its engine chosen where no one named one (`default_engine`), checked by the cross-field rules the
+    types cannot express (`check_scenario`): the last step of making any scenario, read or changed."""
+    if s.engine_source != "scenario":
+        engine, why = default_engine(s)
+        s = replace(s, deployment=replace(s.deployment, engine=engine), engine_source=why)
+    check_scenario(s)
+    return s
 
 
 def default_engine(s: Scenario) -> tuple[str, str]:

@@ -28,6 +28,16 @@ regular file (a folder, a device, a FIFO), a file over 1 MiB (JSON: 16 MiB), a k
 twice in one mapping, nesting deeper than 50 levels, more than 100 aliases or aliases that
 expand to more than a million nodes are refused the same way, naming the line.
 
+Flags that change a scenario (`plan --tp`, `--gpu`, `--engine`, `--prompt-tokens`, `--ttft-ms`, ...;
+`simulate --rate`, `--concurrency`), and likewise search candidates, `check`'s fixes and sweep
+points, change the scenario read from the file: each value is checked by the same field
+declaration as in the table below, and a refusal names the flag (`error: --tp: ...`); the rules
+between fields are then checked again on the result.
+A value the file itself states is checked as the file is read, so an invalid one (say
+`tensor_parallel_size: 0`) is refused naming the file even when a flag would replace it: correct the
+file. A flag may create a section the file lacks only where the section has no other required field.
+`--model` and `--gpu` without a file make a scenario of their own (with a default workload).
+
 Closed-loop workloads (`workload.arrival: {process: closed, concurrency: N}`, or `--concurrency N`
 on `plan` and `simulate`) model `vllm bench serve --max-concurrency N` at its default infinite
 request rate, and GuideLLM's concurrent profile: N clients each send their first request at

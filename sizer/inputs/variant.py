@@ -1,62 +1,43 @@
-"""A variant of a scenario: the typed changes that CLI flags, search candidates and check's
-fixes make to a scenario before it is validated. This module is the one place that knows
-where each change goes in the scenario's YAML mapping.
+"""A variant of a scenario: the typed changes that CLI flags, search candidates, check's fixes and sweep points
+make to a scenario. Each change sets a field of the typed scenario (`dataclasses.replace` on its sections), checked
+by that field's own declaration, and the scenario's cross-field rules are checked again on the result. Where each
+change lands is `SETTABLE` in sizer/inputs/scenario.py; the clears are here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+import typing
+from dataclasses import dataclass, replace
+from typing import Any
 
-# Variant field -> where it goes in the scenario mapping.
-_PATHS = {
-    "model": ("model", "name"),
-    "gpu": ("hardware", "gpu"),
-    "calibrated_profile": ("hardware", "calibrated_profile"),
-    "memory_gb": ("hardware", "memory_gb"),
-    "tensor_parallel_size": ("deployment", "tensor_parallel_size"),
-    "pipeline_parallel_size": ("deployment", "pipeline_parallel_size"),
-    "quantization": ("deployment", "quantization"),
-    "kv_cache_dtype": ("deployment", "kv_cache_dtype"),
-    "max_model_len": ("deployment", "max_model_len"),
-    "replicas": ("deployment", "replicas"),
-    "rate_per_s": ("workload", "arrival", "rate_per_s"),
-    "num_requests": ("workload", "num_requests"),
-    "arrival_process": ("workload", "arrival", "process"),
-    "concurrency": ("workload", "arrival", "concurrency"),
-    # sweep axes (sizer/sizing/sweep.py)
-    "engine": ("deployment", "engine"),
-    "data_parallel_size": ("deployment", "data_parallel_size"),
-    "enable_expert_parallel": ("deployment", "enable_expert_parallel"),
-    "enable_attention_dp": ("deployment", "enable_attention_dp"),
-    "max_num_seqs": ("deployment", "max_num_seqs"),
-    "max_num_batched_tokens": ("deployment", "max_num_batched_tokens"),
-    "num_speculative_tokens": ("deployment", "speculative_config", "num_speculative_tokens"),
-    "ttft_ms": ("slo", "ttft_ms"),
-    "itl_ms": ("slo", "itl_ms"),
-    "e2e_ms": ("slo", "e2e_ms"),
-    "seed": ("workload", "seed"),
-    "trace_time_scale": ("workload", "trace", "time_scale"),     # a sweep's rate axis on a trace
-    # slot engines' slots (search): llama.cpp's --parallel and total context, Ollama's OLLAMA_NUM_PARALLEL
-    "parallel": ("deployment", "parallel"),
-    "ctx_size": ("deployment", "ctx_size"),
-    "num_parallel": ("deployment", "num_parallel"),
-}
-# Every scenario path a variant can set, dotted: where a flag's (or a search candidate's) value lands.
-SETTABLE_PATHS = tuple(".".join(path) for path in _PATHS.values())
+from sizer.inputs.scenario import (
+    SETTABLE,
+    Scenario,
+    _refuse_huge_integers,
+    checked_scenario,
+    in_source_order,
+)
+from validation.schema import build, field_value
+
 # Flags that remove a stated value, so that its default applies again.
 _CLEARS = {
-    "clear_replicas": ("deployment", "replicas"),                 # the sizing pipeline chooses replicas
-    "clear_speculative": ("deployment", "speculative_config"),    # speculative decoding off
-    "clear_price": ("cost", "price_usd_per_gpu_hour"),            # a stated price is its own GPU's
-    "clear_calibrated_profile": ("hardware", "calibrated_profile"),  # a profile prices its own GPU only
-    "clear_kernel_tables": ("hardware", "kernel_tables"),            # so do a scenario's own kernel tables
-    "clear_rate": ("workload", "arrival", "rate_per_s"),            # a closed loop's clients set the rate
+    "clear_replicas": "deployment.replicas",                    # the sizing pipeline chooses replicas
+    "clear_speculative": "deployment.speculative_config",       # speculative decoding off
+    "clear_price": "cost.price_usd_per_gpu_hour",               # a stated price is its own GPU's
+    "clear_calibrated_profile": "hardware.calibrated_profile",  # a profile prices its own GPU only
+    "clear_kernel_tables": "hardware.kernel_tables",            # so do a scenario's own kernel tables
+    "clear_rate": "workload.arrival.rate_per_s",                # a closed loop's clients set the rate
 }
 # Flags that remove several stated values: a scenario's hardware overrides describe its own device only.
 _CLEAR_GROUPS = {
-    "clear_hardware_overrides": tuple(("hardware", key) for key in
+    "clear_hardware_overrides": tuple(f"hardware.{key}" for key in
                                       ("memory_gb", "memory_bandwidth_gb_per_s", "gpu_working_set_fraction")),
 }
+# Changes that set a length distribution to one fixed length (--prompt-tokens, --output-tokens).
+_FIXED_LENGTHS = ("prompt_tokens", "output_tokens")
+# The required inputs a variant may name: a scenario from flags alone (`plan --model X --gpu Y`) is made of them.
+_REQUIRED = ("model", "gpu")
 
 
 @dataclass(frozen=True)
@@ -86,6 +67,9 @@ class Variant:
     ttft_ms: float | None = None
     itl_ms: float | None = None
     e2e_ms: float | None = None
+    prompt_tokens: int | None = None       # a fixed length (--prompt-tokens): the workload's whole distribution
+    output_tokens: int | None = None
+    tpot_ms: float | None = None
     seed: int | None = None
     trace_time_scale: float | None = None
     parallel: int | None = None
@@ -101,26 +85,102 @@ class Variant:
 
     def fields_set(self) -> dict[str, str]:
         """Variant field -> the dotted scenario path it sets, for every change this variant makes."""
-        return {name: ".".join(path) for name, path in _PATHS.items() if getattr(self, name) is not None}
+        return {name: path for name, path in SETTABLE.items() if getattr(self, name) is not None}
 
-    def apply(self, data: dict) -> dict:
-        """A copy of the scenario mapping `data` with these changes made."""
-        for name, path in _PATHS.items():
-            value = getattr(self, name)
-            if value is not None:
-                data = _set(data, path, value)
-        for name, path in _CLEARS.items():
-            if getattr(self, name):
-                data = _set(data, path, None)
-        for name, paths in _CLEAR_GROUPS.items():
-            if getattr(self, name):
-                for path in paths:
-                    data = _set(data, path, None)
+    def required_inputs(self) -> dict[str, dict[str, str]]:
+        """Section -> {key: value} of the required inputs this variant names (model.name, hardware.gpu), which fill
+        a scenario mapping that lacks them before it is read: that is making the input, not changing it."""
+        out: dict[str, dict[str, str]] = {}
+        for name in _REQUIRED:
+            if getattr(self, name) is not None:
+                section, key = SETTABLE[name].split(".")
+                out[section] = {key: getattr(self, name)}
+        return out
+
+    def apply(self, scenario: Scenario) -> Scenario:
+        """`scenario` with these changes made to its typed sections: each value checked by the declaration of the
+        field it sets (refused in one line naming that field, as the same value in the file would be), a section
+        a change needs and the scenario lacks built from that value and its declared defaults, each cleared value
+        back to its default; then the engine chosen again where no one named it and the cross-field rules checked
+        on the result. The sources stay beside the values: a set value is stated, a cleared one a default."""
+        sources = dict(scenario.sources)
+        for path, value in self._changes():
+            scenario = _set(scenario, path.split("."), value, "", scenario.file)
+            sources[path] = "scenario"
+        for path in self._cleared():
+            scenario = _clear(scenario, path.split("."))
+            sources = {p: s for p, s in sources.items() if p != path and not p.startswith(path + ".")}
+        scenario = replace(scenario, sources=in_source_order(sources))
+        if self.engine is not None:
+            scenario = replace(scenario, engine_source="scenario")
+        return checked_scenario(scenario)
+
+    def stated_in(self, data: dict) -> dict:
+        """A copy of the scenario mapping `data` stating these changes: a sweep point's identity, which its hash
+        and seed derive from (sizer/sizing/sweep.py `point_hash`), so a stored sweep resumes under the same keys.
+        The scenario itself is changed by `apply`."""
+        for path, value in self._changes():
+            data = _stated(data, tuple(path.split(".")), value)
+        for path in self._cleared():
+            data = _stated(data, tuple(path.split(".")), None)
         return data
 
+    def _changes(self) -> list[tuple[str, Any]]:
+        """(path, value as the scenario states it) of every change this variant makes, in SETTABLE's order."""
+        out = []
+        for name, path in SETTABLE.items():
+            value = getattr(self, name)
+            if value is not None:
+                out.append((path, {"distribution": "fixed", "value": value} if name in _FIXED_LENGTHS else value))
+        return out
 
-def _set(data: dict, path: tuple[str, ...], value: object) -> dict:
-    """A copy of `data` with data[k0][k1]... = value, creating sections as needed."""
+    def _cleared(self) -> list[str]:
+        """The paths this variant clears, in order."""
+        paths = [path for name, path in _CLEARS.items() if getattr(self, name)]
+        return paths + [path for name, group in _CLEAR_GROUPS.items() if getattr(self, name) for path in group]
+
+
+def _section_type(cls: type, name: str) -> type:
+    """The dataclass an optional section field of `cls` holds (DeploymentSection.speculative_config:
+    SpeculativeSection)."""
+    hint = typing.get_type_hints(cls)[name]
+    return next(a for a in (*typing.get_args(hint), hint) if dataclasses.is_dataclass(a))
+
+
+def _nested(keys: list[str], value: Any) -> Any:
+    """{k0: {k1: ... value}}: what a mapping states for `value` at keys."""
+    return {keys[0]: _nested(keys[1:], value)} if keys else value
+
+
+def _set(section: Any, keys: list[str], value: Any, path: str, file: str | None) -> Any:
+    """A copy of typed `section` with section.k0.k1... = value, the value checked by its field's declaration. An
+    absent section on the way is built from the value and its declaration's defaults, so a section that needs more
+    (a speculative_config's method) is refused as a mapping without it would be."""
+    name, *rest = keys
+    where = f"{path}.{name}" if path else name
+    if not rest:
+        _refuse_huge_integers(value, where, file)
+        return replace(section, **{name: field_value(type(section), name, value, where, file)})
+    inner = getattr(section, name)
+    if inner is None:
+        _refuse_huge_integers(value, f"{where}.{'.'.join(rest)}", file)
+        inner = build(_section_type(type(section), name), _nested(rest, value), where, file)
+    else:
+        inner = _set(inner, rest, value, where, file)
+    return replace(section, **{name: inner})
+
+
+def _clear(section: Any, keys: list[str]) -> Any:
+    """A copy of typed `section` with section.k0.k1... back to None (an absent section on the way: unchanged)."""
+    name, *rest = keys
+    if not rest:
+        return replace(section, **{name: None})
+    inner = getattr(section, name)
+    return section if inner is None else replace(section, **{name: _clear(inner, rest)})
+
+
+def _stated(data: dict, path: tuple[str, ...], value: object) -> dict:
+    """A copy of mapping `data` with data[k0][k1]... = value, creating sections as needed."""
     head, *rest = path
     inner = data.get(head)
-    return {**data, head: _set(inner if isinstance(inner, dict) else {}, tuple(rest), value) if rest else value}
+    return {**data, head: _stated(inner if isinstance(inner, dict) else {}, tuple(rest), value) if rest else value}

@@ -24,6 +24,7 @@ from sizer.analytic.memory import (
     LoraMemory,
     MemoryBudget,
     WeightMemory,
+    engine_moe_workspace_bytes,
     held,
 )
 from sizer.analytic.parallel import comm_per_step, kv_heads_per_gpu
@@ -435,13 +436,27 @@ def _default_notes(r: Resolved) -> list[str]:
     return notes
 
 
+def _trtllm_memory(r: Resolved) -> list[str]:
+    """How TensorRT-LLM's KV cache differs from vLLM's reading (memory_budget's share_of_free)."""
+    if r.engine.engine != "tensorrt-llm":
+        return []
+    workspace = engine_moe_workspace_bytes(r.model, r.parallel, r.engine.engine, r.engine.max_num_batched_tokens,
+                                           r.weight_format.compute)
+    return [f"TensorRT-LLM: the KV cache is gpu_memory_utilization {r.memory.gpu_memory_utilization} (its "
+            "kv_cache_free_gpu_mem_fraction) of what weights, the activation peak and the context leave"
+            + (f"; the peak includes its fused-MoE workspace, {workspace / GiB:.2f} GiB for "
+               f"{r.engine.max_num_batched_tokens:,} tokens" + (f" x {r.parallel.dp} attention-DP ranks"
+                                                                if r.parallel.experts_span_dp else "")
+               if workspace else "")]
+
+
 def _memory_assumptions(r: Resolved) -> list[str]:
     """What the memory budget sets aside beside weights and KV, in the engine's own terms."""
     if r.slots is None:
         return [f"CUDA context, workspaces and CUDA graphs: {CUDA_CONTEXT_BYTES / GiB:.2f} GiB per GPU; "
                 f"NCCL buffers {NCCL_BUFFER_BYTES / GiB:.2f} GiB when TP or PP > 1 (assumption)",
                 "activation peak: an estimate of vLLM's profiled forward pass at max_num_batched_tokens "
-                "(residual, q/k/v, MLP intermediate, fp32 logits)"]
+                "(residual, q/k/v, MLP intermediate, fp32 logits)"] + _trtllm_memory(r)
     runtime = {"apple-gpu": "the Metal runtime and its buffers", "cpu": "the runtime and its buffers"}.get(
         r.hardware.device_kind, "the CUDA context and ggml's buffers")
     return [f"{r.slots.engine} takes no share of the device (no gpu_memory_utilization): the memory above is its, "

@@ -28,6 +28,7 @@ from sizer.analytic.memory import (
     LoraMemory,
     MemoryBudget,
     WeightMemory,
+    engine_moe_workspace_bytes,
     kv_layout,
     lora_memory,
     memory_budget,
@@ -276,7 +277,10 @@ def resolve(s: Scenario) -> Resolved:
     budget = memory_budget(model, hardware.memory_bytes, gpu_weights, gpu_kv, parallel, utilisation,
                            engine.block_size, engine.max_model_len,
                            slots.ubatch_size if slots else engine.max_num_batched_tokens, engine.max_num_seqs,
-                           lora.bytes if lora else 0.0)
+                           lora.bytes if lora else 0.0,
+                           engine_moe_workspace_bytes(model, parallel, d.engine, engine.max_num_batched_tokens,
+                                                      fmt.compute),
+                           share_of_free=d.engine == "tensorrt-llm")
     if slots:
         budget = _slot_budget(s, slots, gpu_kv, budget, "the GPU may use (its working-set limit)"
                               if hardware.unified_memory_bytes else "of device memory")

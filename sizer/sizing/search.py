@@ -314,7 +314,7 @@ def evaluate(c: Candidate, data: dict, file: str | None, settings: SearchSetting
     """One candidate: plan, memory filter, then the sizing pipeline. Never raises FieldError."""
     try:
         base = scenario_from_dict(data, file)
-        resolved = resolve(scenario_from_dict(data, file, c.variant(base)))
+        resolved = resolve(c.variant(base).apply(base))
     except FieldError as error:
         if c.slots is not None and "KV need" in error.message:    # resolve: the slots' context does not fit
             return Outcome(c, "rejected", "memory", error.message)

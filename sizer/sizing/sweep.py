@@ -283,7 +283,7 @@ def point_hash(sweep: Sweep, point: Point) -> str:
     """SHA-256 of the point's scenario mapping (before its seed is set), the settings that change its numbers
     (not max_retries), the constraints, and the content of a trace, of a model not from the catalog and of the
     scenario's own kernel tables."""
-    mapping = variant_of(sweep, point).apply(_shorthands(sweep.data))
+    mapping = variant_of(sweep, point).stated_in(_shorthands(sweep.data))
     settings = {"num_requests": sweep.settings.num_requests, "max_replicas": sweep.settings.max_replicas}
     key = {"version": ROW_VERSION, "scenario": mapping, "settings": settings,
            "constraints": [c.text for c in sweep.constraints]}

@@ -194,8 +194,8 @@ SGLANG_BOOL_FLAGS = {"--disable-radix-cache": ("enable_prefix_caching", False),
 # --ep-size to the same value as --tp-size instead" (sglang docs/advanced_features/server_arguments.md).
 REMOVED_FLAGS = {"sglang": {"--enable-ep-moe": "--ep-size N (the --tp-size value)"}}
 # TensorRT-LLM: `trtllm-serve --help` (tensorrt_llm/commands/serve.py). --kv_cache_free_gpu_memory_fraction
-# is a share of the memory left after the weights, not of all memory: read as gpu_memory_utilization it
-# plans less KV than TensorRT-LLM allocates (a note says so).
+# is read as gpu_memory_utilization, which for engine tensorrt-llm is the KV cache's share of the memory the
+# weights and the activation peak leave (memory_budget's share_of_free), as TensorRT-LLM takes it.
 TRTLLM_VALUE_FLAGS = {
     "--model": ("model", "str"), "--tp-size": ("tensor_parallel_size", _NUMBER),
     "--pp-size": ("pipeline_parallel_size", _NUMBER), "--ep-size": ("expert_parallel_size", "ep"),
@@ -298,9 +298,6 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
         del fields["max_model_len"]
         notes.append("--max-model-len auto: vLLM fits the longest context its KV cache holds, at most the model's; "
                      "sizer checks the model's own limit, which vLLM shortens where it does not fit")
-    if engine == "tensorrt-llm" and "gpu_memory_utilization" in fields:
-        notes.append("--kv_cache_free_gpu_memory_fraction is a share of the memory left after the weights; "
-                     "sizer reads it as a share of all memory (gpu_memory_utilization), which plans less KV")
     return engine, {"engine": engine, **fields}, model, notes
 
 

@@ -95,7 +95,7 @@ def build_report(data: dict, file: str | None, space: SearchSpace | None, worker
     result = search(data, file, space, settings, workers, progress) if space else None
     best = result.recommended if result else None
     if best is not None:
-        chosen = resolve(scenario_from_dict(data, file, best.candidate.variant(scenario)))
+        chosen = resolve(best.candidate.variant(scenario).apply(scenario))
         source = "the cheapest configuration of the search that meets the SLO"
     else:
         chosen = own_resolved

@@ -166,3 +166,66 @@ def test_dep_prices_the_moe_table_at_every_ranks_tokens_times_the_imbalance():
                                                       ("nvfp4", "group", "nvfp4"), ("awq", "group", None)])
 def test_moe_tables_are_looked_up_in_the_experts_format(fmt, scales, table):
     assert moe_dtype(fmt, scales) == table
+
+
+def test_tensorrt_llms_fused_moe_workspace_is_held_back_from_the_kv_cache():
+    # TensorRT-LLM sizes its KV cache from what a profiling forward pass at max_num_tokens leaves
+    # (KvCacheCreator); under attention DP every rank profiles max_num_tokens of its own and the MoE layer
+    # gathers them, so the CUTLASS fused MoE's workspace is sized for 8 x 8,192 = 65,536 rows, each in top-k
+    # copies. Qwen3-235B-A22B (hidden 4,096, expert width 1,536, top-8): 524,288 expanded rows, each a GEMM-input
+    # buffer of max(4,096 x 2 bytes (fc2's bf16 output), 1,536 x 1 byte (fc1's FP8 result)) = 8,192 bytes and a
+    # GEMM-output buffer of max(2 x 1,536 x 2 bytes (fc1's gated bf16 output), 8,192) = 8,192 bytes:
+    # 524,288 x 16,384 = 2^33 bytes = 8 GiB
+    from sizer.analytic.memory import GiB, activation_peak_bytes, fused_moe_workspace_bytes
+    qwen3, maverick = load_model("qwen3-235b-a22b"), load_model("llama-4-maverick-17b-128e")
+    dep8 = ParallelConfig(1, 1, 8, True)
+    assert fused_moe_workspace_bytes(qwen3, dep8, 8192, 1) == 8 * GiB
+    # experts TP-sliced over 8 GPUs, no attention DP: 8,192 rows x 8 copies, width 1,536 / 8 = 192: both buffers
+    # 8,192 bytes (the hidden's bf16), 65,536 x 16,384 = 1 GiB
+    assert fused_moe_workspace_bytes(qwen3, ParallelConfig(8), 8192, 1) == 1 * GiB
+    # Llama-4-Maverick (hidden 5,120, expert width 8,192, top-1): 65,536 rows x (max(10,240, 8,192) +
+    # max(2 x 8,192 x 2, 10,240)) = 65,536 x 43,008 bytes = 2.625 GiB
+    assert fused_moe_workspace_bytes(maverick, dep8, 8192, 1) == 2.625 * GiB
+    assert fused_moe_workspace_bytes(load_model("llama-3.1-8b"), dep8, 8192, 1) == 0.0
+    # the plan's activation peak carries it for TensorRT-LLM, and the KV cache is 8 GiB smaller for it
+    r = resolved(True)
+    peak = activation_peak_bytes(r.model, r.parallel, r.engine.max_num_batched_tokens, r.engine.max_num_seqs)
+    assert r.memory.activation_bytes - peak == fused_moe_workspace_bytes(qwen3, dep8, r.engine.max_num_batched_tokens,
+                                                                         1)
+    data = copy.deepcopy(QWEN3)
+    data["deployment"]["engine"] = "vllm"
+    v = resolved(True, data)       # vLLM's profiling pass is activation_peak_bytes' estimate alone
+    assert v.memory.activation_bytes == activation_peak_bytes(v.model, v.parallel, v.engine.max_num_batched_tokens,
+                                                              v.engine.max_num_seqs)
+
+
+def test_tensorrt_llms_kv_fraction_is_a_share_of_what_the_profiling_pass_leaves():
+    # TensorRT-LLM's KvCacheCreator: KV = kv_cache_free_gpu_mem_fraction x (total - the profiling pass's peak:
+    # weights, activations with the fused-MoE workspace, CUDA context and NCCL buffers); vLLM's
+    # gpu_memory_utilization is the share of the whole GPU all of them may use. Qwen3-235B-A22B FP8 DEP8 on an
+    # H100 SXM at 0.95 (the saturation rows' fraction): the same weights, activations and context, and
+    # TensorRT-LLM's cache larger by 0.05 x their sum
+    from sizer.analytic.memory import GiB
+    data = copy.deepcopy(QWEN3)
+    data["hardware"]["gpu"] = "h100-sxm"
+    data["deployment"]["gpu_memory_utilization"] = 0.95
+    trt = resolved(True, data).memory
+    peak = trt.weights_bytes + trt.activation_bytes + trt.non_torch_bytes
+    assert trt.non_torch_bytes == 1.5 * GiB     # CUDA context 1 GiB + NCCL buffers 0.5 GiB (DEP ranks gather tokens)
+    assert trt.kv_cache_bytes == pytest.approx(0.95 * (trt.gpu_memory_bytes - peak))
+    data["deployment"]["engine"] = "vllm"
+    vllm = resolved(True, data).memory
+    assert vllm.kv_cache_bytes == pytest.approx(0.95 * vllm.gpu_memory_bytes - vllm.weights_bytes
+                                                - vllm.activation_bytes - vllm.non_torch_bytes)
+    assert trt.usable_bytes > vllm.usable_bytes
+
+
+def test_the_plan_names_tensorrt_llms_kv_share_and_its_moe_workspace():
+    # the 8 GiB derived above (8 ranks x 8,192 tokens x top-8 x 16 KiB), printed in the plan's memory assumptions
+    from sizer.sizing.plan import _memory_assumptions
+    notes = _memory_assumptions(resolved(True))
+    assert any("kv_cache_free_gpu_mem_fraction" in n and "fused-MoE workspace, 8.00 GiB for 8,192 tokens x 8 "
+               "attention-DP ranks" in n for n in notes), notes
+    data = copy.deepcopy(QWEN3)
+    data["deployment"]["engine"] = "vllm"
+    assert not any("kv_cache_free_gpu_mem_fraction" in n for n in _memory_assumptions(resolved(True, data)))

@@ -1,6 +1,7 @@
 """A value a flag gives is refused naming the flag, even when the refusal comes from the scenario's
-own rules (the flag's value is written into the scenario before it is validated); a value the
-scenario file gives is still refused naming the file and the field."""
+own rules (the flag's value is set on the scenario read from the file, and the scenario's rules run again);
+a value the scenario file gives is still refused naming the file and the field, even where a flag would
+replace it."""
 
 import shutil
 from pathlib import Path
@@ -63,3 +64,12 @@ def test_a_model_name_no_file_system_takes_is_one_line():
     line = refusal("plan", CHAT, "--model", "9" * 5000)
     assert line.startswith("error: --model: cannot look up model '999") and line.endswith(": File name too long")
     assert len(line) < 200
+
+
+def test_a_files_invalid_value_is_refused_even_with_a_flag_that_would_replace_it(tmp_path):
+    """Flags change the scenario read from the file (docs/scenario.md): the file's own tensor_parallel_size: 0 is
+    refused as the file is read, naming the file, not blamed on --tp."""
+    path = tmp_path / "s.yaml"
+    path.write_text(CHAT.read_text().replace("tensor_parallel_size: 1\n", "tensor_parallel_size: 0\n", 1))
+    assert refusal("plan", path, "--tp", "1") == (f"error: {path}: deployment.tensor_parallel_size: expected a value "
+                                                  ">= 1, got 0")

@@ -81,3 +81,14 @@ def test_search_and_report_read_the_scenario_with_the_flags():
     assert data["workload"]["output_tokens"]["distribution"] == "lognormal"          # not given: the file's
     assert data["workload"]["shared_prefix"] == {"share": 0.5, "tokens": 512, "num_prefixes": 4}
     assert (data["slo"]["ttft_ms"], data["slo"]["itl_ms"]) == (300.0, 50)
+
+
+def test_an_slo_flag_on_a_closed_loop_keeps_the_loop():
+    """--ttft-ms sets slo.ttft_ms on the scenario read from the file; it asks for no rate. (Written into the
+    mapping, the flags once demanded a workload of --rate and both lengths: "--rate: missing" for a closed loop.)"""
+    closed = ROOT / "tests" / "data" / "bench" / "scenario-llama-3.1-8b-h100.yaml"    # 16 clients, 1,000 + 200
+    result = plan(closed, "--ttft-ms", "200", "--json")
+    assert result.exit_code == 0, result.output
+    assumptions = json.loads(result.output)["assumptions"]
+    assert "workload: a closed loop of 16 clients (scenario), think time 0 s" in assumptions
+    assert "SLO: TTFT <= 200 ms (--ttft-ms); 95% of requests (default)" in assumptions

@@ -75,10 +75,13 @@ def test_an_unknown_override_key_is_one_line_and_exit_2(tmp_path):
 
 def test_a_search_on_another_gpu_drops_the_overrides():
     """The overrides describe the scenario's own device: a candidate on another GPU leaves them out."""
-    data = Variant(gpu="m4-pro", clear_hardware_overrides=True).apply(
-        {"hardware": {"gpu": "m3-max", "memory_gb": 64, "gpu_working_set_fraction": 0.9}})
-    assert data["hardware"] == {"gpu": "m4-pro", "memory_gb": None, "memory_bandwidth_gb_per_s": None,
-                                "gpu_working_set_fraction": None}
+    own = scenario_from_dict(scenario({"gpu": "m3-max", "memory_gb": 64, "memory_bandwidth_gb_per_s": 300,
+                                       "gpu_working_set_fraction": 0.9}), None)
+    hw = Variant(gpu="m4-pro", clear_hardware_overrides=True).apply(own).hardware
+    assert (hw.gpu, hw.memory_gb, hw.memory_bandwidth_gb_per_s, hw.gpu_working_set_fraction) == \
+        ("m4-pro", None, None, None)
+    assert own.source_of("hardware.memory_gb") == "scenario"     # stated in the scenario, a default once dropped
+    assert Variant(gpu="m4-pro", clear_hardware_overrides=True).apply(own).source_of("hardware.memory_gb") == "default"
 
 
 def own_profile(folder: Path, profile_id: str = "my-mac", memory_bytes: int = 64 * GiB) -> Path:

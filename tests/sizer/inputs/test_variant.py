@@ -1,14 +1,26 @@
-"""A Variant puts each change where the scenario keeps it, and its clears bring defaults back."""
+"""A Variant changes the typed scenario: each change lands in its field, checked by that field's own declaration;
+its clears bring defaults back; the engine is chosen again and the cross-field rules run on the result; a file's
+own invalid value is refused even where a change would replace it; a sweep point keeps its hash and seed."""
 
-from sizer.inputs.scenario import scenario_from_dict
+import dataclasses
+
+import pytest
+import yaml
+
+from sizer.inputs.scenario import SETTABLE, StatedValueError, scenario_from_dict
+from sizer.inputs.sweep_file import load_sweep
 from sizer.inputs.variant import Variant
+from sizer.sizing.sweep import build_sweep, tasks
+from validation.errors import FieldError
+from validation.safe_yaml import load_yaml
 
+WORKLOAD = {"arrival": {"rate_per_s": 2.0}, "prompt_tokens": {"distribution": "fixed", "value": 100},
+            "output_tokens": {"distribution": "fixed", "value": 10}}
 BASE = {"model": "llama-3.1-8b", "hardware": "h100",
         "deployment": {"replicas": 3, "speculative_config": {"method": "ngram", "num_speculative_tokens": 4,
                                                              "acceptance_rate": 0.6}},
-        "workload": {"arrival": {"rate_per_s": 2.0}, "prompt_tokens": {"distribution": "fixed", "value": 100},
-                     "output_tokens": {"distribution": "fixed", "value": 10}},
-        "cost": {"price_usd_per_gpu_hour": 2.5}}
+        "workload": WORKLOAD, "cost": {"price_usd_per_gpu_hour": 2.5}}
+PLAIN = {"model": "llama-3.1-8b", "hardware": "h100", "workload": WORKLOAD}      # no engine named
 
 
 def test_each_change_lands_in_its_field():
@@ -23,10 +35,140 @@ def test_each_change_lands_in_its_field():
             d.replicas) == (4, 2, "fp8", "fp8", 4096, 5)
     # what the variant does not name stays the scenario's
     assert s.cost.price_usd_per_gpu_hour == 2.5 and d.speculative_config is not None
+    # applied to the typed scenario read from the same mapping, the same scenario
+    assert v.apply(scenario_from_dict(BASE, None)) == s
+
+
+def test_every_change_has_a_field_to_land_in():
+    """A Variant field without a SETTABLE path would be ignored by apply: each names one; the clears are the rest."""
+    changes = {f.name for f in dataclasses.fields(Variant) if not f.name.startswith("clear_")}
+    assert changes == set(SETTABLE)
+    assert all(Variant(**{name: 1}).fields_set() == {name: SETTABLE[name]} for name in changes)
 
 
 def test_clears_bring_the_defaults_back_and_leave_the_mapping_alone():
-    s = scenario_from_dict(BASE, None, Variant(clear_replicas=True, clear_speculative=True, clear_price=True))
+    base = scenario_from_dict(BASE, None)
+    s = Variant(clear_replicas=True, clear_speculative=True, clear_price=True).apply(base)
     assert s.deployment.replicas is None and s.deployment.speculative_config is None
     assert s.cost.price_usd_per_gpu_hour is None
-    assert BASE["deployment"]["replicas"] == 3          # apply() copies; the caller's mapping is unchanged
+    assert base.deployment.replicas == 3 and BASE["deployment"]["replicas"] == 3   # nothing it was given changes
+    # a cleared value is a default again; a set one is stated (a flag's caller names itself: cli/plan.py)
+    assert (base.source_of("deployment.replicas"), s.source_of("deployment.replicas")) == ("scenario", "default")
+    assert s.source_of("deployment.speculative_config.num_speculative_tokens") == "default"
+    assert Variant(max_num_seqs=64).apply(base).source_of("deployment.max_num_seqs") == "scenario"
+
+
+@pytest.mark.parametrize("change, field, value", [
+    (Variant(tensor_parallel_size=0), "deployment.tensor_parallel_size", 0),       # ge=1
+    (Variant(rate_per_s=1e9), "workload.arrival.rate_per_s", 1e9),                  # le=MAX_RATE_PER_S (1e6)
+    (Variant(engine="vllm2"), "deployment.engine", "vllm2"),                        # not one of the Engine literals
+    (Variant(seed=2 ** 70), "workload.seed", 2 ** 70),                              # past +-2^63
+])
+def test_a_value_is_checked_by_the_declaration_of_the_field_it_sets(change, field, value):
+    """The same one line the same value in the file gets: one declaration checks both."""
+    keys = field.split(".")
+    in_file = {**PLAIN, keys[0]: {**PLAIN.get(keys[0], {})}}
+    node = in_file
+    for key in keys[:-1]:
+        node[key] = {**node.get(key, {})}
+        node = node[key]
+    node[keys[-1]] = value
+    with pytest.raises(FieldError) as from_file:
+        scenario_from_dict(in_file, "s.yaml")
+    with pytest.raises(FieldError) as from_change:
+        change.apply(scenario_from_dict(PLAIN, "s.yaml"))
+    assert from_change.value.one_line() == from_file.value.one_line()
+    assert from_change.value.field == field and not isinstance(from_change.value, StatedValueError)
+
+
+def test_a_section_a_change_needs_is_built_from_its_declaration():
+    # speculative_config needs a method and an acceptance rate besides the tokens: refused as a mapping without them
+    with pytest.raises(FieldError) as error:
+        Variant(num_speculative_tokens=3).apply(scenario_from_dict(PLAIN, None))
+    assert error.value.field == "deployment.speculative_config.method"
+    with pytest.raises(FieldError) as error:
+        Variant(trace_time_scale=0.5).apply(scenario_from_dict(PLAIN, None))
+    assert error.value.field == "workload.trace.path"
+    # present, the section keeps its other fields
+    spec = Variant(num_speculative_tokens=2).apply(scenario_from_dict(BASE, None)).deployment.speculative_config
+    assert (spec.method, spec.num_speculative_tokens, spec.acceptance_rate) == ("ngram", 2, 0.6)
+
+
+def test_the_engine_is_chosen_again_and_the_cross_field_rules_run_on_the_result():
+    s = scenario_from_dict(PLAIN, None)
+    assert (s.deployment.engine, s.engine_source) == ("vllm", "default: vLLM, sizer's engine for discrete GPUs")
+    # on an Apple GPU no engine named means llama.cpp (scenario.default_engine), chosen again for the changed GPU
+    mac = Variant(gpu="m3-max").apply(s)
+    assert mac.deployment.engine == "llama.cpp" and mac.engine_source.startswith("default on ")
+    assert Variant(engine="sglang").apply(s).engine_source == "scenario"
+    # a closed loop needs its clients: check_scenario refuses the result, as it refuses such a file
+    with pytest.raises(FieldError) as error:
+        Variant(arrival_process="closed", clear_rate=True).apply(s)
+    assert error.value.field == "workload.arrival.concurrency"
+    # max_num_seqs is a setting of the batching engines, not of llama.cpp
+    with pytest.raises(FieldError) as error:
+        Variant(engine="llama.cpp").apply(Variant(max_num_seqs=8).apply(s))
+    assert error.value.field == "deployment.max_num_seqs"
+
+
+def test_a_files_invalid_value_is_refused_even_where_a_change_would_replace_it():
+    bad = {**PLAIN, "deployment": {"tensor_parallel_size": 0}}
+    with pytest.raises(StatedValueError) as error:
+        scenario_from_dict(bad, "s.yaml", Variant(tensor_parallel_size=1))
+    assert error.value.one_line() == "s.yaml: deployment.tensor_parallel_size: expected a value >= 1, got 0"
+
+
+def test_model_and_gpu_make_a_scenario_from_flags_alone():
+    s = scenario_from_dict({"workload": WORKLOAD}, None, Variant(model="llama-3.1-8b", gpu="h200"))
+    assert (s.model.name, s.hardware.gpu) == ("llama-3.1-8b", "h200")
+    assert s.source_of("model.name") == s.source_of("hardware.gpu") == "scenario"
+    # a file's model and GPU are replaced, its other hardware fields kept
+    own = {**PLAIN, "hardware": {"gpu": "m3-max", "memory_gb": 64}}
+    assert Variant(gpu="m4-pro").apply(scenario_from_dict(own, None)).hardware.memory_gb == 64
+
+
+# Point hashes and seeds of this sweep as sizer computed them before variants applied to the typed scenario
+# (commit e8b09f0, Variant.apply on the mapping): stored sweeps resume by these keys, so they must not move.
+# h100 is h100-sxm (the same profile: price kept); h200 another GPU (price dropped); speculative off clears it.
+SWEEP_SCENARIO = {"model": "llama-3.1-8b", "hardware": "h100",
+                  "deployment": {"replicas": 2, "speculative_config": {"method": "ngram", "num_speculative_tokens": 3,
+                                                                       "acceptance_rate": 0.6}},
+                  "workload": {"arrival": {"rate_per_s": 1.0}, "num_requests": 100,
+                               "prompt_tokens": {"distribution": "fixed", "value": 512},
+                               "output_tokens": {"distribution": "fixed", "value": 64}},
+                  "slo": {"ttft_ms": 500}, "cost": {"price_usd_per_gpu_hour": 2.5}}
+HASHES = {
+    ("h100-sxm", True, 2.0): ("740a8fc5527a9bc6e667c41eed411c81c95e68fa0ef44a350c4a62c811b009c4", 522603358488865212),
+    ("h100-sxm", True, 4.0): ("32e6e54d427dd8593fa522319c3211b858c720effcd5ba17f05e99d7843f69c7", 229241941658164613),
+    ("h100-sxm", False, 2.0): ("0560bdc6cd23a074680ac4b839c84047fff6b3d109653b5bfb05900a103f2ec3", 24219889343543815),
+    ("h100-sxm", False, 4.0): ("e55a41266fa84c981d06cdabdee075247b57a34f5c47f56a3aad3757422e987a", 1032912088495457481),
+    ("h200", True, 2.0): ("352523e56cc892c884884b07267bae82f066bea5eedd36298459efc9c6bcd7be", 239344157901752620),
+    ("h200", True, 4.0): ("0a0cb43a453c052e399902791bd486e753c1a3d2b353525d49083c41b69e6a8c", 45259487653904466),
+    ("h200", False, 2.0): ("3046e96e0401730a68513c17b6e5ac20f818b28ada9681ad2718880ab049894c", 217420276307072816),
+    ("h200", False, 4.0): ("1d5e2be35ded35e56266e4a45e17cc814fdd5243fb9204dfaf7628b8f6119c0d", 132261070652756830),
+}
+
+
+def test_sweep_points_keep_their_hashes_and_seeds(tmp_path):
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(SWEEP_SCENARIO))
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump({
+        "scenario": "base.yaml", "axes": {"gpu": ["h100-sxm", "h200"], "speculative": [True, False],
+                                          "rate_per_s": [2, 4]}, "settings": {"num_requests": 50}}))
+    sweep = load_sweep(tmp_path / "sweep.yaml")
+    got = {(t.point.gpu, t.point.speculative, t.point.rate_per_s): (t.point_hash, t.seed)
+           for t in tasks(build_sweep(sweep, load_yaml(sweep.scenario_path())))}
+    assert got == HASHES
+    # and the mapping a point is keyed by states what its typed scenario holds
+    point = dataclasses.replace(Variant(gpu="h200", rate_per_s=4.0), clear_speculative=True, clear_price=True)
+    stated = point.stated_in(SWEEP_SCENARIO)
+    assert scenario_from_dict(stated, None) == point.apply(scenario_from_dict(SWEEP_SCENARIO, None))
+
+
+def test_a_length_change_is_a_fixed_distribution():
+    """--prompt-tokens 3000: the whole prompt distribution becomes one fixed length (the file's lognormal gone)."""
+    lognormal = {**PLAIN, "workload": {**WORKLOAD, "prompt_tokens": {"distribution": "lognormal", "mean": 1200,
+                                                                     "sigma": 0.5}}}
+    s = Variant(prompt_tokens=3000, tpot_ms=25.0).apply(scenario_from_dict(lognormal, None))
+    p = s.workload.prompt_tokens
+    assert (p.distribution, p.value, p.mean, p.sigma) == ("fixed", 3000, None, None)
+    assert s.slo.tpot_ms == 25.0 and s.workload.output_tokens.value == 10      # the rest stays the file's
