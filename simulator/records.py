@@ -46,7 +46,7 @@ _REQUEST_FLOATS = ("arrival_s", "scheduled_s", "first_token_s", "finished_s")
 _RUN_COLUMNS = {"replica": "b", "num_seqs": "b", "new_tokens": "b", "itl_seqs": "b", "steps": "i"}
 _COUNTS = ("replica", "num_seqs", "new_tokens", "itl_seqs")
 _WIDER = {"b": "h", "h": "i"}
-CHUNK_STEPS = 1 << 20        # steps read from the log at a time (8 MB a float column)
+CHUNK_STEPS = 1 << 18        # steps read from the log at a time (8 MB a float column)
 
 
 @dataclass(frozen=True)
