@@ -46,7 +46,8 @@ _REQUEST_FLOATS = ("arrival_s", "scheduled_s", "first_token_s", "finished_s")
 _RUN_COLUMNS = {"replica": "b", "num_seqs": "b", "new_tokens": "b", "itl_seqs": "b", "steps": "i"}
 _COUNTS = ("replica", "num_seqs", "new_tokens", "itl_seqs")
 _WIDER = {"b": "h", "h": "i"}
-CHUNK_STEPS = 1 << 18        # steps read from the log at a time (8 MB a float column)
+CHUNK_STEPS = 1 << 18        # steps read from the log at a time (2 MB a float column)
+_NUMPY_BLOCK = 128           # numpy's pairwise summation adds blocks up to this size without halving them
 
 
 @dataclass(frozen=True)
@@ -94,10 +95,11 @@ class Timeline:
 
 def _pairwise_sum(start: int, stop: int, terms: Callable[[int, int], np.ndarray]) -> float:
     """`np.sum` of the terms [start, stop), to the bit: numpy adds a float array pairwise, halving it
-    (the first half a multiple of 8) down to blocks; the halves above CHUNK_STEPS are split here the same
-    way and each piece summed by numpy (tests/simulator/test_records.py compares them)."""
+    (the first half a multiple of 8) down to blocks of at most 128 that it adds in eight lanes; the halves
+    above CHUNK_STEPS are split here the same way and each piece summed by numpy
+    (tests/simulator/test_records.py compares them)."""
     n = stop - start
-    if n <= CHUNK_STEPS:
+    if n <= CHUNK_STEPS or n <= _NUMPY_BLOCK:
         return float(np.sum(terms(start, stop))) if n else 0.0
     half = n // 2
     half -= half % 8
