@@ -213,9 +213,13 @@ class Recorder:
             self._run_columns[-1][-1] += steps
             return
         cols = self._run_columns
+        replicas, seqs, tokens, itl, lengths = cols
         try:
-            for c, v in zip(cols, (*key, steps), strict=True):
-                c.append(v)
+            replicas.append(replica)
+            seqs.append(num_seqs)
+            tokens.append(new_tokens)
+            itl.append(itl_seqs)
+            lengths.append(steps)
         except OverflowError:
             n = min(len(c) for c in cols)     # appended in order: the failed column is the first of the shortest
             name = next(k for k, c in self._runs.items() if len(c) == n)
@@ -349,8 +353,8 @@ class LoggedTimeline(Timeline):
     itl_seqs = property(lambda self: self.log.counts("itl_seqs"))
     step_s = property(lambda self: self.log.step_s)
     kv_used_blocks = property(lambda self: self.log.kv_used_blocks)
-    end_s = property(lambda self: _joined(e for _, _, e in self.log.end_chunks()))
-    client_s = property(lambda self: _joined(c for _, c in self.client_chunks()))
+    end_s = property(lambda self: _joined(len(self), (e for _, _, e in self.log.end_chunks())))
+    client_s = property(lambda self: _joined(len(self), (c for _, c in self.client_chunks())))
 
     def column(self, name: str, start: int, stop: int) -> np.ndarray:
         if name in _COUNTS:
@@ -386,9 +390,13 @@ class LoggedTimeline(Timeline):
         return outs
 
 
-def _joined(chunks: Iterator[np.ndarray]) -> np.ndarray:
-    parts = list(chunks)
-    return np.concatenate(parts) if parts else np.array([], float)
+def _joined(n: int, chunks: Iterator[np.ndarray]) -> np.ndarray:
+    """The chunks of a column of `n` steps, written into one array as they come (no list of them)."""
+    out, at = np.empty(n), 0
+    for part in chunks:
+        out[at:at + len(part)] = part
+        at += len(part)
+    return out
 
 
 def _whole(log: StepLog, num_blocks: int, loop: EngineLoop) -> Timeline:
@@ -397,7 +405,7 @@ def _whole(log: StepLog, num_blocks: int, loop: EngineLoop) -> Timeline:
     end_s = np.empty_like(step_s)
     for r in np.unique(replica).tolist():
         steps = np.flatnonzero(replica == r)
-        end_s[steps] = _joined(e for _, _, e in log.end_chunks(steps))
+        end_s[steps] = _joined(len(steps), (e for _, _, e in log.end_chunks(steps)))
     cols = {"replica": replica, "end_s": end_s, "step_s": step_s,
             **{k: log.counts(k) for k in ("num_seqs", "new_tokens", "itl_seqs")},
             "kv_used_blocks": log.kv_used_blocks}
