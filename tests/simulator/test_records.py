@@ -115,3 +115,30 @@ def test_the_log_keeps_about_nine_bytes_a_decode_step():
                                    *log.runs.values()))
     assert len(log.step_s) == 10_000 and len(log.break_at) == 1 and len(log.runs["steps"]) == 500
     assert total / 10_000 == pytest.approx(9.4 + 16 / 10_000)
+
+
+def test_summarising_one_replicas_run_builds_no_step_sized_array(monkeypatch):
+    # 40 requests of 1,000 tokens at 0.1/s (each decodes for about 6 s, 10 s apart on average): about
+    # 30,000 steps (some overlap), each of one sequence or a few. Summarised without the ITL (as a
+    # gateway's pools are), the log is read 256 steps at a time: the sums, busy time and peak KV usage
+    # allocate a few 2 KB chunks (and the per-request columns, 40 rows), never one 8-byte value a step
+    # (240 KB), which reading one column whole (the client times) does take
+    import tracemalloc
+
+    monkeypatch.setattr(records, "CHUNK_STEPS", 256)
+    spec = WorkloadSpec(40, Arrivals("poisson", 0.1), Lengths("fixed", 100), Lengths("fixed", 1000))
+    r = simulate(sim_config(), LinearStepModel(), spec, seed=1)
+    steps = len(r.timeline)
+    assert steps > 30_000
+
+    def peak_bytes(read):
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            read()
+            return tracemalloc.get_traced_memory()[1] - before
+        finally:
+            tracemalloc.stop()
+
+    assert peak_bytes(lambda: summarise(r, itl=False)) < 8 * steps / 4
+    assert peak_bytes(lambda: r.timeline.client_s) >= 8 * steps
