@@ -42,7 +42,7 @@ _REQUEST_FLOATS = ("arrival_s", "scheduled_s", "first_token_s", "finished_s")
 # Per run of steps with the same counts: how many steps, then the counts, each in the narrowest signed
 # integer its values so far fit (one byte, then two, then four: a column widens when a value does not fit,
 # the only time an append fails). Every bound on a count is below 2^31, and a value past it raises
-# OverflowError rather than wrapping. A million requests of the standard workload are 7.4 M steps.
+# OverflowError rather than wrapping. A million requests of the standard workload are about 5.2 M steps.
 _RUN_COLUMNS = {"replica": "b", "num_seqs": "b", "new_tokens": "b", "itl_seqs": "b", "steps": "i"}
 _COUNTS = ("replica", "num_seqs", "new_tokens", "itl_seqs")
 _WIDER = {"b": "h", "h": "i"}
