@@ -265,6 +265,12 @@ def _first_choices(cfg: GatewayConfig, d: _Drawn) -> tuple[list[int], list[str],
     return route_of, choice, thresholds
 
 
+def _floats(values: np.ndarray, chunk: int = 1 << 14) -> Iterator[float]:
+    """The array's values as Python floats, a chunk at a time (a million arrival times as one list are 32 MB)."""
+    for start in range(0, len(values), chunk):
+        yield from values[start:start + chunk].tolist()
+
+
 def _down_windows(pool: PoolSpec, horizon_s: float, rng: np.random.Generator) -> list[list[tuple[float, float]]]:
     """Per replica, the windows it is down: failures at `failures_per_replica_hour` (Poisson), `repair_s` each."""
     out = []
@@ -425,8 +431,7 @@ def simulate_gateway(cfg: GatewayConfig, seed: int = 0,
         one_done()
 
     def arrivals():
-        times = d.arrival_s.tolist()
-        for i, t in enumerate(times):
+        for i, t in enumerate(_floats(d.arrival_s)):
             for p in pools.values():
                 p.cluster.expect_arrival(t)
             if t > env.now:

@@ -134,7 +134,7 @@ def _itl(result: SimulationResult, engine_side: bool = False,
     gaps = result.itl_gaps_s
     # values and weights in one buffer each (a few steps' worth of memory, not a dozen): the steps' gaps,
     # then the longer gaps on their own
-    n = len(tl.end_s)
+    n = len(tl)
     pairs = np.empty(n + len(gaps), np.complex128)      # (value, weight): one buffer, sorted in place (_select)
     values, weights = pairs.real, pairs.imag
     step_s = values[:n]
@@ -143,8 +143,10 @@ def _itl(result: SimulationResult, engine_side: bool = False,
     elif result.num_replicas == 1:
         # the gap before each step's tokens as the client sees them: from the previous step's (one replica:
         # its steps are in time order already; the first step's own time before it)
+        client = tl.client_s                    # built once (a logged timeline builds it on each read)
         step_s[0] = tl.step_s[0]
-        np.subtract(tl.client_s[1:], tl.client_s[:-1], out=step_s[1:])
+        np.subtract(client[1:], client[:-1], out=step_s[1:])
+        del client
     else:
         order = np.lexsort((tl.end_s, tl.replica))
         client, replica, step = tl.client_s[order], tl.replica[order], tl.step_s[order]
@@ -216,7 +218,6 @@ def summarise(result: SimulationResult, slo: SLO | None = None, engine_side: boo
     itl, itl_share = (_itl(result, engine_side, within) if itl
                       else (Latency(math.nan, math.nan, math.nan, math.nan), None))
     e2e, tpot, queue = _latency(c[pre + "e2e_ms"]), _latency(c[pre + "tpot_ms"]), _latency(c["queue_ms"])
-    kv_usage = tl.kv_usage              # built here, after the ITL buffers are gone
     out = dict(
         num_requests=n, num_finished=n_done, num_rejected=n - n_done, duration_s=duration,
         ttft=ttft, itl=itl, tpot=tpot, e2e=e2e, queue=queue,
@@ -224,9 +225,9 @@ def summarise(result: SimulationResult, slo: SLO | None = None, engine_side: boo
         output_tokens_per_s=per_s(tokens_out), total_tokens_per_s=per_s(tokens_in + tokens_out),
         prefix_cache_hit_rate=float(c["cached_prompt_tokens"][done].sum() / tokens_in) if tokens_in else 0.0,
         num_preemptions=result.num_preemptions,
-        mean_batch_size=float(np.sum(tl.num_seqs * tl.step_s) / busy) if busy else 0.0,
-        mean_kv_usage=float(np.sum(kv_usage * tl.step_s) / busy) if busy else 0.0,
-        peak_kv_usage=float(kv_usage.max()) if len(kv_usage) else 0.0,
+        mean_batch_size=tl.time_weighted_sum("num_seqs") / busy if busy else 0.0,
+        mean_kv_usage=tl.time_weighted_sum("kv_usage") / busy if busy else 0.0,
+        peak_kv_usage=tl.peak_kv_usage,
         peak_concurrent_requests=peak_concurrency(c["arrival_s"][done], finish_s[done]),
         lora_holdbacks=int(c["lora_holdbacks"].sum()), lora_held_requests=int((c["lora_holdbacks"] > 0).sum()),
     )

@@ -1,17 +1,26 @@
-"""What a run leaves behind: one row per request and one per engine step, in flat arrays.
+"""What a run leaves behind: one row per request and a compact log of its engine steps.
 
 Rows are appended to `array.array` columns (8 bytes a float, 1 to 4 an engine step's count, no Python
-object per value) and read as numpy arrays in place at the end (`np.frombuffer`, no copy), so memory
-grows only with the records themselves.
+object per value) and read as numpy arrays in place at the end (`np.frombuffer`, no copy).
+The step log keeps what cannot be derived: each step's duration (8 bytes) and KV blocks in use (1 to 4);
+its counts (replica, batch size, new tokens, ITL sequences) once per run of equal counts, a decode run's
+steps sharing one row; and its end time only where it is not the previous step's end plus its duration
+(after an idle wait): every other end is that sum, the simulator's own addition, rebuilt in order. One
+replica's timeline is read from the log in chunks (`LoggedTimeline`): a run's sums, the API server's
+client times and the requests' first and last tokens as the client sees them never hold a step-sized
+array; a column is built whole only when it is read whole.
 The pandas DataFrame is built on first use: importing pandas costs more wall time than
 simulating a thousand requests, and summaries do not need it.
 """
 
 from __future__ import annotations
 
+import math
 from array import array
 from bisect import bisect_right
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import accumulate
 
 import numpy as np
 
@@ -30,14 +39,15 @@ _REQUEST_INTS = ("request_id", "replica", "first_token_replica", "tenant", "adap
                  "output_tokens", "generated_tokens", "cached_prompt_tokens", "preemptions", "lora_holdbacks",
                  "rejected")
 _REQUEST_FLOATS = ("arrival_s", "scheduled_s", "first_token_s", "finished_s")
-# Per step: 16 bytes of times and five counts, each in the narrowest signed integer its values so far fit
-# (one byte, then two, then four: a column widens when a value does not fit, the only time an append
-# fails), so a step of small batches is 21 bytes, not 36. Every bound on a count is below 2^31, and a
-# value past it raises OverflowError rather than wrapping. A million requests of the standard workload
-# are 7.4 M steps.
-_STEP_COLUMNS = {"replica": "b", "end_s": "d", "step_s": "d", "num_seqs": "b", "new_tokens": "b",
-                 "itl_seqs": "b", "kv_used_blocks": "b"}
+# Per run of steps with the same counts: how many steps, then the counts, each in the narrowest signed
+# integer its values so far fit (one byte, then two, then four: a column widens when a value does not fit,
+# the only time an append fails). Every bound on a count is below 2^31, and a value past it raises
+# OverflowError rather than wrapping. A million requests of the standard workload are about 5.2 M steps.
+_RUN_COLUMNS = {"replica": "b", "num_seqs": "b", "new_tokens": "b", "itl_seqs": "b", "steps": "i"}
+_COUNTS = ("replica", "num_seqs", "new_tokens", "itl_seqs")
 _WIDER = {"b": "h", "h": "i"}
+CHUNK_STEPS = 1 << 18        # steps read from the log at a time (2 MB a float column)
+_NUMPY_BLOCK = 128           # numpy's pairwise summation adds blocks up to this size without halving them
 
 
 @dataclass(frozen=True)
@@ -53,11 +63,47 @@ class Timeline:
     client_s: np.ndarray        # when the step's tokens reach the client (client_visible_s)
     num_blocks: int             # KV blocks of each replica
 
+    def __len__(self) -> int:
+        return len(self.step_s)
+
     @property
     def kv_usage(self) -> np.ndarray:
         """Fraction of the replica's KV blocks in use after scheduling, per step (built on each use:
         a step-sized array kept only while it is read)."""
         return self.kv_used_blocks / self.num_blocks
+
+    def column(self, name: str, start: int, stop: int) -> np.ndarray:
+        """Steps [start, stop) of a column (or of `kv_usage`)."""
+        if name == "kv_usage":
+            return self.column("kv_used_blocks", start, stop) / self.num_blocks
+        return getattr(self, name)[start:stop]
+
+    def time_weighted_sum(self, name: str) -> float:
+        """The sum over steps of the column times the step's duration, added as `np.sum` adds the
+        whole product (pairwise), one chunk of the product at a time."""
+        return _pairwise_sum(0, len(self), lambda a, b: self.column(name, a, b) * self.column("step_s", a, b))
+
+    @property
+    def peak_kv_usage(self) -> float:
+        """The largest `kv_usage` (dividing by the block count keeps the order: the largest count's share)."""
+        if len(self) == 0:
+            return 0.0
+        used = self.kv_used_blocks
+        i = int(np.argmax(used))
+        return float((used[i:i + 1] / self.num_blocks)[0])
+
+
+def _pairwise_sum(start: int, stop: int, terms: Callable[[int, int], np.ndarray]) -> float:
+    """`np.sum` of the terms [start, stop), to the bit: numpy adds a float array pairwise, halving it
+    (the first half a multiple of 8) down to blocks of at most 128 that it adds in eight lanes; the halves
+    above CHUNK_STEPS are split here the same way and each piece summed by numpy
+    (tests/simulator/test_records.py compares them)."""
+    n = stop - start
+    if n <= CHUNK_STEPS or n <= _NUMPY_BLOCK:
+        return float(np.sum(terms(start, stop))) if n else 0.0
+    half = n // 2
+    half -= half % 8
+    return _pairwise_sum(start, start + half, terms) + _pairwise_sum(start + half, stop, terms)
 
 
 @dataclass
@@ -91,8 +137,12 @@ class SimulationResult:
 class Recorder:
     def __init__(self) -> None:
         self._req_ints, self._req_floats = array("q"), array("d")
-        self._step = {k: array(t) for k, t in _STEP_COLUMNS.items()}
-        self._step_columns = tuple(self._step.values())      # in _STEP_COLUMNS order, for the hot paths
+        self._step_s, self._kv = array("d"), array("b")
+        self._runs = {k: array(t) for k, t in _RUN_COLUMNS.items()}
+        self._run_columns = tuple(self._runs.values())      # in _RUN_COLUMNS order, for the hot paths
+        self._run_key: tuple[int, int, int, int] | None = None
+        self._last_end: list[float] = []                     # per replica: its last step's end (NaN: none yet)
+        self._break_at, self._break_end = array("q"), array("d")
         self._reasons: dict[int, str] = {}
         self._gaps = array("d")
         self.num_done = 0
@@ -113,58 +163,73 @@ class Recorder:
 
     def step(self, replica: int, end_s: float, step_s: float, num_seqs: int, new_tokens: int, itl_seqs: int,
              kv_used_blocks: int) -> None:
-        replicas, ends, durations, seqs, tokens, itl, used = self._step_columns
+        last = self._last_end
+        if replica >= len(last):
+            last.extend([math.nan] * (replica + 1 - len(last)))
+        if end_s != last[replica] + step_s:
+            self._break_at.append(len(self._step_s))
+            self._break_end.append(end_s)
+        last[replica] = end_s
         try:
-            replicas.append(replica)
-            ends.append(end_s)
-            durations.append(step_s)
-            seqs.append(num_seqs)
-            tokens.append(new_tokens)
-            itl.append(itl_seqs)
-            used.append(kv_used_blocks)
+            self._kv.append(kv_used_blocks)
         except OverflowError:
-            self._widen()
-            self.step(replica, end_s, step_s, num_seqs, new_tokens, itl_seqs, kv_used_blocks)
+            self._append_kv([kv_used_blocks])
+        self._step_s.append(step_s)
+        self._count(replica, num_seqs, new_tokens, itl_seqs, 1)
 
     def decode_run(self, replica: int, end_s: list[float], step_s: list[float], num_seqs: int,
                    kv_used_blocks: list[int]) -> None:
-        """Record k pure-decode steps of `num_seqs` sequences at once (`fromlist`: extend's fast path for lists;
-        most runs are a step or two, so one step is appended as it is)."""
+        """Record k pure-decode steps of `num_seqs` sequences at once: one run of counts, and end times only
+        where one is not the step before's plus its duration (checked, not assumed)."""
         k = len(end_s)
-        if k <= 1:
-            if k:
-                self.step(replica, end_s[0], step_s[0], num_seqs, num_seqs, num_seqs, kv_used_blocks[0])
+        if k == 0:
             return
-        replicas, ends, durations, seqs, tokens, itl, used = self._step_columns
-        try:
-            replicas.fromlist([replica] * k)
-            ends.fromlist(end_s)
-            durations.fromlist(step_s)
-            same = [num_seqs] * k
-            seqs.fromlist(same)
-            tokens.fromlist(same)
-            itl.fromlist(same)
-            used.fromlist(kv_used_blocks)
-        except OverflowError:
-            self._widen()
-            self.decode_run(replica, end_s, step_s, num_seqs, kv_used_blocks)
+        last = self._last_end
+        if replica >= len(last):
+            last.extend([math.nan] * (replica + 1 - len(last)))
+        if list(accumulate(step_s, initial=last[replica]))[1:] != end_s:
+            prev, at = last[replica], len(self._step_s)
+            for i, (e, s) in enumerate(zip(end_s, step_s, strict=True)):
+                if e != prev + s:
+                    self._break_at.append(at + i)
+                    self._break_end.append(e)
+                prev = e
+        last[replica] = end_s[-1]
+        self._append_kv(kv_used_blocks)
+        self._step_s.fromlist(step_s)
+        self._count(replica, num_seqs, num_seqs, num_seqs, k)
 
-    def _widen(self) -> None:
-        """After a step's append failed on a value its column is too narrow for: drop what that step
-        appended to the columns before it, and widen that column one size (four bytes failing: a real
-        overflow, raised). The columns are appended in order and a failed append (or `fromlist`) leaves
-        its column as it was, so the failed one is the first of the shortest."""
-        n = min(len(c) for c in self._step_columns)
-        name = next(k for k, c in self._step.items() if len(c) == n)
-        for c in self._step_columns:
-            del c[n:]
-        code = self._step[name].typecode
-        if code not in _WIDER:
-            raise OverflowError(f"step column {name} overflows a 4-byte integer")
-        wide = array(_WIDER[code])
-        wide.frombytes(_view(self._step[name]).astype(np.dtype(_WIDER[code])).tobytes())
-        self._step[name] = wide
-        self._step_columns = tuple(self._step.values())
+    def _append_kv(self, used: list[int]) -> None:
+        try:
+            self._kv.fromlist(used)                # a failed fromlist leaves the column as it was
+        except OverflowError:
+            self._kv = _wider(self._kv, "kv_used_blocks")
+            self._append_kv(used)
+
+    def _count(self, replica: int, num_seqs: int, new_tokens: int, itl_seqs: int, steps: int) -> None:
+        """Add `steps` steps of these counts: to the last run when it has the same ones."""
+        key = (replica, num_seqs, new_tokens, itl_seqs)
+        if key == self._run_key:
+            self._run_columns[-1][-1] += steps
+            return
+        cols = self._run_columns
+        replicas, seqs, tokens, itl, lengths = cols
+        try:
+            replicas.append(replica)
+            seqs.append(num_seqs)
+            tokens.append(new_tokens)
+            itl.append(itl_seqs)
+            lengths.append(steps)
+        except OverflowError:
+            n = min(len(c) for c in cols)     # appended in order: the failed column is the first of the shortest
+            name = next(k for k, c in self._runs.items() if len(c) == n)
+            for c in cols:
+                del c[n:]
+            self._runs[name] = _wider(self._runs[name], name)
+            self._run_columns = tuple(self._runs.values())
+            self._count(replica, num_seqs, new_tokens, itl_seqs, steps)
+            return
+        self._run_key = key
 
     def result(self, num_blocks: int, num_replicas: int, num_preemptions: int,
                engine_loop: EngineLoop) -> SimulationResult:
@@ -178,18 +243,21 @@ class Recorder:
         self._req_ints, self._req_floats = array("q"), array("d")     # handed over: the columns are copies
         c = {k: split[k] for k in _REQUEST_COLUMNS}
         c["rejected"] = c["rejected"].astype(bool)
-        st = {k: _view(v) for k, v in self._step.items()}
-        if not np.all(np.diff(st["end_s"]) > 0):            # one replica's steps are in order already
-            order = np.lexsort((st["replica"], st["end_s"]))     # by time, then replica
-            st = {k: v[order] for k, v in st.items()}
-        client_s = _client_times(st["replica"], st["end_s"], st["num_seqs"], engine_loop)
-        timeline = Timeline(st["replica"], st["end_s"], st["step_s"], st["num_seqs"], st["new_tokens"],
-                            st["itl_seqs"], st["kv_used_blocks"], client_s, num_blocks)
+        log = StepLog(_view(self._step_s), _view(self._kv), {k: _view(v) for k, v in self._runs.items()},
+                      _view(self._break_at), _view(self._break_end))
+        replicas = log.runs["replica"]
+        if len(replicas) and replicas.min() == replicas.max():      # one replica: its steps in time order
+            timeline: Timeline = LoggedTimeline(log, num_blocks, engine_loop)
+            first_client, finished_client = timeline.at_client((c["first_token_s"], c["finished_s"]),
+                                                               (c["first_token_replica"], c["replica"]))
+        else:
+            timeline = _whole(log, num_blocks, engine_loop)
+            first_client = _at_client(c["first_token_s"], c["first_token_replica"], timeline)
+            finished_client = _at_client(c["finished_s"], c["replica"], timeline)
         done, ms = ~c["rejected"], 1000.0
-        first_client = _at_client(c["first_token_s"], c["first_token_replica"], timeline)
         # one stream: no later token reaches the client before the first (a disaggregated request's
         # first token comes through the prefill replica's API server, the rest through the decode one's)
-        finished_client = np.fmax(_at_client(c["finished_s"], c["replica"], timeline), first_client)
+        finished_client = np.fmax(finished_client, first_client)
         engine_arrival = c["arrival_s"] + engine_loop.input_s
         many = done & (c["output_tokens"] > 1)
         with np.errstate(invalid="ignore"):
@@ -204,9 +272,148 @@ class Recorder:
                                 num_preemptions, engine_loop)
 
 
+def _wider(column: array, name: str) -> array:
+    """The column in the next wider integer type (four bytes failing: a real overflow, raised)."""
+    if column.typecode not in _WIDER:
+        raise OverflowError(f"step column {name} overflows a 4-byte integer")
+    wide = array(_WIDER[column.typecode])
+    wide.frombytes(_view(column).astype(np.dtype(wide.typecode)).tobytes())
+    return wide
+
+
 def _view(column: array) -> np.ndarray:
     """A numpy array over an `array.array`'s buffer (no copy; the array must not grow after)."""
     return np.frombuffer(column, dtype=np.dtype(column.typecode)) if len(column) else np.array([], column.typecode)
+
+
+@dataclass(frozen=True)
+class StepLog:
+    """A run's steps as the recorder keeps them, in the order they were recorded."""
+    step_s: np.ndarray
+    kv_used_blocks: np.ndarray
+    runs: dict[str, np.ndarray]          # _RUN_COLUMNS: each run's counts and its number of steps
+    break_at: np.ndarray                 # steps whose end is not the step before's (same replica) plus theirs
+    break_end_s: np.ndarray              # ... and their ends
+
+    def counts(self, name: str, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """Per step [start, stop), a count column (one of _COUNTS), from the runs."""
+        stop = len(self.step_s) if stop is None else stop
+        steps = self.runs["steps"]
+        if start == 0 and stop == len(self.step_s):
+            return np.repeat(self.runs[name], steps)
+        run_end = np.cumsum(steps)
+        first, last = np.searchsorted(run_end, [start, stop - 1], "right").tolist()
+        ends = run_end[first:last + 1]
+        within = np.minimum(ends, stop) - np.maximum(ends - steps[first:last + 1], start)
+        return np.repeat(self.runs[name][first:last + 1], within)
+
+    def end_chunks(self, steps: np.ndarray | None = None) -> Iterator[tuple[int, int, np.ndarray]]:
+        """One replica's end times, CHUNK_STEPS at a time, as (start, stop, ends); `steps`: the replica's
+        steps (positions in the log; None: every step, one replica's log)."""
+        n = len(self.step_s) if steps is None else len(steps)
+        carry = math.nan
+        for a in range(0, n, CHUNK_STEPS):
+            b = min(a + CHUNK_STEPS, n)
+            if steps is None:
+                v = self.step_s[a:b].copy()
+                lo, hi = np.searchsorted(self.break_at, [a, b]).tolist()
+                at, ends = self.break_at[lo:hi] - a, self.break_end_s[lo:hi]
+            else:
+                mine = steps[a:b]
+                v = self.step_s[mine]
+                pos = np.searchsorted(self.break_at, mine)
+                hit = self.break_at[np.minimum(pos, len(self.break_at) - 1)] == mine if len(self.break_at) else \
+                    np.zeros(len(mine), bool)
+                at, ends = np.flatnonzero(hit), self.break_end_s[pos[hit]]
+            v[at] = ends
+            bounds = at.tolist()
+            if not bounds or bounds[0] != 0:
+                v[0] = carry + v[0]             # continues the chunk before: that step's end plus this duration
+                bounds.insert(0, 0)
+            bounds.append(b - a)
+            for s, e in zip(bounds[:-1], bounds[1:], strict=True):
+                if e - s > 1:
+                    np.cumsum(v[s:e], out=v[s:e])      # sequential: each end the one before plus a duration
+            carry = float(v[-1])
+            yield a, b, v
+
+
+class LoggedTimeline(Timeline):
+    """One replica's timeline read from its `StepLog`: a column is built when it is read (each read builds
+    it again: keep what you read), the sums and the client times go chunk by chunk."""
+
+    def __init__(self, log: StepLog, num_blocks: int, loop: EngineLoop):
+        object.__setattr__(self, "log", log)
+        object.__setattr__(self, "loop", loop)
+        object.__setattr__(self, "num_blocks", num_blocks)
+
+    replica = property(lambda self: self.log.counts("replica"))
+    num_seqs = property(lambda self: self.log.counts("num_seqs"))
+    new_tokens = property(lambda self: self.log.counts("new_tokens"))
+    itl_seqs = property(lambda self: self.log.counts("itl_seqs"))
+    step_s = property(lambda self: self.log.step_s)
+    kv_used_blocks = property(lambda self: self.log.kv_used_blocks)
+    end_s = property(lambda self: _joined(len(self), (e for _, _, e in self.log.end_chunks())))
+    client_s = property(lambda self: _joined(len(self), (c for _, c in self.client_chunks())))
+
+    def column(self, name: str, start: int, stop: int) -> np.ndarray:
+        if name in _COUNTS:
+            return self.log.counts(name, start, stop)
+        return super().column(name, start, stop)
+
+    def client_chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(end times, client times) of consecutive stretches of steps, in order."""
+        server = ApiServer(self.loop)
+        n = len(self)
+        for a, b, ends in self.log.end_chunks():
+            out = server.feed(ends, self.log.counts("num_seqs", a, b), b == n)
+            if len(out[0]):
+                yield out
+
+    def at_client(self, times_s: tuple[np.ndarray, ...], replica: tuple[np.ndarray, ...]) -> list[np.ndarray]:
+        """As `_at_client`, for each array of times (with its requests' replicas), in one pass over the steps."""
+        mine = int(self.log.runs["replica"][0])
+        outs, queries = [], []
+        for times, where in zip(times_s, replica, strict=True):
+            outs.append(times.copy())
+            sel = np.flatnonzero(where == mine)
+            order = np.argsort(times[sel], kind="stable")
+            queries.append((sel[order], times[sel][order]))
+        for ends, client in self.client_chunks():
+            for out, (sel, sorted_times) in zip(outs, queries, strict=True):
+                lo = int(np.searchsorted(sorted_times, ends[0], "left"))
+                hi = int(np.searchsorted(sorted_times, ends[-1], "right"))
+                t = sorted_times[lo:hi]
+                pos = np.searchsorted(ends, t)
+                hit = ends[pos] == t
+                out[sel[lo:hi][hit]] = client[pos[hit]]
+        return outs
+
+
+def _joined(n: int, chunks: Iterator[np.ndarray]) -> np.ndarray:
+    """The chunks of a column of `n` steps, written into one array as they come (no list of them)."""
+    out, at = np.empty(n), 0
+    for part in chunks:
+        out[at:at + len(part)] = part
+        at += len(part)
+    return out
+
+
+def _whole(log: StepLog, num_blocks: int, loop: EngineLoop) -> Timeline:
+    """Every column built from the log, ordered by time, then replica (several replicas' steps interleave)."""
+    replica, step_s = log.counts("replica"), log.step_s
+    end_s = np.empty_like(step_s)
+    for r in np.unique(replica).tolist():
+        steps = np.flatnonzero(replica == r)
+        end_s[steps] = _joined(len(steps), (e for _, _, e in log.end_chunks(steps)))
+    cols = {"replica": replica, "end_s": end_s, "step_s": step_s,
+            **{k: log.counts(k) for k in ("num_seqs", "new_tokens", "itl_seqs")},
+            "kv_used_blocks": log.kv_used_blocks}
+    if not np.all(np.diff(end_s) > 0):                      # one replica's steps are in order already
+        order = np.lexsort((replica, end_s))                # by time, then replica
+        cols = {k: v[order] for k, v in cols.items()}
+    client_s = _client_times(cols["replica"], cols["end_s"], cols["num_seqs"], loop)
+    return Timeline(**cols, client_s=client_s, num_blocks=num_blocks)
 
 
 def _client_times(replica: np.ndarray, end_s: np.ndarray, num_seqs: np.ndarray, loop: EngineLoop) -> np.ndarray:
@@ -222,7 +429,13 @@ def _client_times(replica: np.ndarray, end_s: np.ndarray, num_seqs: np.ndarray, 
 
 
 def client_visible_s(loop: EngineLoop, end_s: np.ndarray, num_seqs: np.ndarray) -> np.ndarray:
-    """When the tokens of each step (ends `end_s`, strictly ascending, one replica, loop `loop`) reach the client.
+    """When the tokens of each step (ends `end_s`, strictly ascending, one replica, loop `loop`) reach the client
+    (`ApiServer`, all the steps at once)."""
+    return ApiServer(loop).feed(np.asarray(end_s, float), num_seqs, True)[1]
+
+
+class ApiServer:
+    """The API server's passes over one replica's step outputs, fed in order, a chunk at a time.
 
     The API server, when free, takes every step output that has reached it and handles them
     in one pass of output_s_per_pass + output_s_per_token x their tokens; all of them reach
@@ -233,21 +446,58 @@ def client_visible_s(loop: EngineLoop, end_s: np.ndarray, num_seqs: np.ndarray) 
     pass. Only the stretches where a step ends while that recurrence is still busy are walked
     pass by pass: batching passes finishes no later than one step per pass, so such a stretch
     starts and ends with the server idle under both.
+
+    Fed in chunks, the running sum and maximum carry over exactly (the first element plus the carry is
+    the addition one whole-array pass makes, and the maximum is exact), and the steps from the last one
+    that ends while the server is busy are held back for the next chunk, so no walked stretch is split:
+    the times are those of one pass over every step, to the bit.
     """
-    if len(end_s) == 0:
-        return end_s.copy()
-    cost = loop.output_s_per_token * num_seqs
-    cost += loop.output_s_per_pass                          # in place: three step-sized buffers, no more
-    total = np.cumsum(cost)
-    out = np.subtract(total, cost, out=cost)
-    del cost
-    np.subtract(end_s, out, out=out)
-    np.maximum.accumulate(out, out=out)
-    out += total
-    del total
-    lagging = np.r_[False, out[:-1] > end_s[1:]]           # ends while the server is still busy
-    if not lagging.any():
-        return out
+
+    def __init__(self, loop: EngineLoop):
+        self.loop = loop
+        self.total = 0.0              # C of the last step handed out
+        self.peak = -math.inf         # max of end_j - C_(j-1) up to it
+        self.last = -math.inf         # its client time before any walk (a next step ending earlier lags)
+        self.ends, self.seqs = np.array([], float), np.array([], np.int64)     # held back
+
+    def feed(self, end_s: np.ndarray, num_seqs: np.ndarray, final: bool) -> tuple[np.ndarray, np.ndarray]:
+        """The next steps in; out, the end and client times of those settled (every one when `final`)."""
+        if len(self.ends):
+            end_s, num_seqs = np.concatenate([self.ends, end_s]), np.concatenate([self.seqs, num_seqs])
+        m = len(end_s)
+        if m == 0:
+            return end_s, end_s.copy()
+        loop = self.loop
+        cost = loop.output_s_per_token * num_seqs
+        cost += loop.output_s_per_pass
+        total = cost.copy()
+        total[0] += self.total
+        np.cumsum(total, out=total)
+        peak = np.subtract(total, cost, out=cost)
+        np.subtract(end_s, peak, out=peak)
+        peak[0] = np.maximum(self.peak, peak[0])
+        np.maximum.accumulate(peak, out=peak)
+        out = peak + total
+        lagging = np.empty(m, bool)                    # ends while the server is still busy
+        lagging[0] = self.last > end_s[0]
+        np.greater(out[:-1], end_s[1:], out=lagging[1:])
+        if final:
+            cut = m
+        else:                                          # hand out up to the last step that finds the server idle
+            idle = np.flatnonzero(~lagging[1:])
+            cut = int(idle[-1]) + 1 if len(idle) else 0
+        self.ends, self.seqs = end_s[cut:].copy(), num_seqs[cut:].copy()
+        if cut == 0:
+            return end_s[:0], out[:0]
+        self.total, self.peak, self.last = float(total[cut - 1]), float(peak[cut - 1]), float(out[cut - 1])
+        end_s, out, lagging = end_s[:cut], out[:cut], lagging[:cut]
+        if lagging.any():
+            _walk(loop, end_s, num_seqs[:cut], out, lagging)
+        return end_s, out
+
+
+def _walk(loop: EngineLoop, end_s: np.ndarray, num_seqs: np.ndarray, out: np.ndarray, lagging: np.ndarray) -> None:
+    """Client times of the stretches where steps end while the server is busy, pass by pass (in `out`)."""
     edges = np.flatnonzero(np.diff(np.r_[0, lagging.view(np.int8), 0]))
     ends, tokens = end_s.tolist(), np.r_[0, np.cumsum(num_seqs)].tolist()
     fixed, per_token = loop.output_s_per_pass, loop.output_s_per_token
@@ -259,7 +509,6 @@ def client_visible_s(loop: EngineLoop, end_s: np.ndarray, num_seqs: np.ndarray) 
             free = start + fixed + per_token * (tokens[j] - tokens[i])
             out[i:j] = free
             i = j
-    return out
 
 
 def _at_client(times_s: np.ndarray, replica: np.ndarray, tl: Timeline) -> np.ndarray:

@@ -1,0 +1,144 @@
+"""The step log: what it keeps per step, and that reading it in chunks gives the numbers one pass gives, to the bit."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from simhelp import LinearStepModel, sim_config
+
+import simulator.records as records
+from simulator.engine_loop import BARE
+from simulator.metrics import summarise
+from simulator.records import ApiServer, LoggedTimeline, Recorder, Timeline, client_visible_s
+from simulator.run import simulate
+from simulator.workload import Arrivals, Lengths, WorkloadSpec
+
+# An API server of 2 ms a pass and 0.1 ms a token beside 10 ms steps: bursts of steps ending close
+# together find it busy, so some passes handle several steps (the walked stretches).
+SERVER = dataclasses.replace(BARE, output_s_per_pass=2e-3, output_s_per_token=0.1e-3)
+
+
+def eager(tl: Timeline) -> Timeline:
+    """The same timeline with every column built whole."""
+    return Timeline(*(getattr(tl, f.name) for f in dataclasses.fields(Timeline)))
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 40, 41, 1000, 4099])
+def test_a_sum_in_pieces_is_numpys_whole_sum_to_the_bit(monkeypatch, n):
+    # numpy adds a float array pairwise (halves, the first a multiple of 8, down to blocks of at most 128
+    # added in eight lanes); with pieces of 40 steps the split above them is ours, and any other split
+    # rounds differently on random values: a half of n // 2 without the multiple of 8 fails at n = 1000
+    # and 4099, halving blocks of 128 or fewer too fails at 4099 (both tried)
+    monkeypatch.setattr(records, "CHUNK_STEPS", 40)
+    rng = np.random.default_rng(n)
+    step_s, seqs = rng.random(n) * 1e-2, rng.integers(1, 100, n).astype(np.int8)
+    tl = Timeline(np.zeros(n, np.int8), np.cumsum(step_s), step_s, seqs, seqs, seqs, seqs, step_s, 100)
+    assert tl.time_weighted_sum("num_seqs") == float(np.sum(seqs * step_s))
+    assert tl.time_weighted_sum("kv_usage") == float(np.sum(seqs / 100 * step_s))
+
+
+def bursts(n, seed):
+    """Step ends: runs of back-to-back 1-3 ms steps (the API server falls behind), then idle gaps."""
+    rng = np.random.default_rng(seed)
+    gaps = np.where(rng.random(n) < 0.1, rng.random(n) * 50e-3, 1e-3 + rng.random(n) * 2e-3)
+    return np.cumsum(gaps), rng.integers(1, 30, n)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_api_server_fed_in_chunks_gives_one_passs_times(seed):
+    ends, seqs = bursts(5000, seed)
+    whole = client_visible_s(SERVER, ends, seqs)
+    assert np.any(np.diff(whole) == 0)                 # some passes handled several steps (stretches walked)
+    server, got_ends, got = ApiServer(SERVER), [], []
+    cuts = np.sort(np.random.default_rng(seed).choice(np.arange(1, 5000), 40, replace=False)).tolist()
+    for a, b in zip([0, *cuts], [*cuts, 5000], strict=True):
+        e, c = server.feed(ends[a:b], seqs[a:b], b == 5000)
+        got_ends.append(e)
+        got.append(c)
+    assert np.array_equal(np.concatenate(got_ends), ends)       # every step handed out once, in order
+    assert np.array_equal(np.concatenate(got), whole)
+
+
+def test_the_log_rebuilds_every_end_time_and_count():
+    rec = Recorder()
+    # replica 0: a step, an idle wait (its end is not the last end plus its duration), a decode run;
+    # replica 1 interleaved; one decode run whose ends are not the running sums (kept as they are)
+    rec.step(0, 0.5, 0.5, 2, 600, 0, 3)
+    rec.step(1, 0.25, 0.25, 1, 300, 0, 300)                 # 300 blocks: the KV column widens to 2 bytes
+    rec.step(0, 2.0, 0.5, 2, 2, 2, 4)                       # after an idle wait: ends at 2.0, not 1.0
+    run = [2.0 + 0.1, 2.0 + 0.1 + 0.2, 2.0 + 0.1 + 0.2 + 0.15]    # the running sums, as the replica adds them
+    rec.decode_run(0, run, [0.1, 0.2, 0.15], 2, [4, 4, 5])
+    rec.decode_run(1, [0.5, 0.75, 1.25], [0.25, 0.25, 0.25], 1, [300, 301, 301])    # 1.25: a jump, not 1.0
+    r = rec.result(400, 2, 0, BARE)
+    tl = r.timeline
+    # by time, then replica; the log kept each replica's first end, the idle wait and the jump, and rebuilt
+    # the others as its own running sums: equal to the bit to the ends recorded
+    assert tl.end_s.tolist() == [0.25, 0.5, 0.5, 0.75, 1.25, 2.0, *run]
+    assert tl.replica.tolist() == [1, 0, 1, 1, 1, 0, 0, 0, 0]
+    assert tl.new_tokens.tolist() == [300, 600, 1, 1, 1, 2, 2, 2, 2]
+    assert tl.kv_used_blocks.dtype == np.int16 and tl.kv_used_blocks.tolist() == [300, 3, 300, 301, 301, 4, 4, 4, 5]
+    assert tl.step_s.tolist() == [0.25, 0.5, 0.25, 0.25, 0.25, 0.5, 0.1, 0.2, 0.15]
+
+
+def test_one_replicas_timeline_is_read_from_the_log_in_chunks(monkeypatch):
+    lengths = Lengths("uniform", 0, 0, 50, 400), Lengths("uniform", 0, 0, 2, 60)
+    spec = WorkloadSpec(300, Arrivals("poisson", 8.0), *lengths)
+    config = sim_config(engine_loop=SERVER)
+    model = LinearStepModel()
+    whole = simulate(config, model, spec, seed=4)
+    monkeypatch.setattr(records, "CHUNK_STEPS", 64)     # ~ 60 chunks: every carry across a chunk is used
+    chunked = simulate(config, model, spec, seed=4)
+    assert isinstance(chunked.timeline, LoggedTimeline) and len(chunked.timeline) > 20 * 64
+    for k, v in whole.columns.items():
+        assert np.array_equal(v, chunked.columns[k], equal_nan=True), k
+    for f in dataclasses.fields(Timeline):
+        assert np.array_equal(getattr(whole.timeline, f.name), getattr(chunked.timeline, f.name)), f.name
+    assert repr(summarise(whole)) == repr(summarise(chunked))
+    # and the same columns built whole (the Timeline every caller built before) give the same summary
+    assert repr(summarise(dataclasses.replace(chunked, timeline=eager(chunked.timeline)))) == repr(summarise(whole))
+
+
+def test_the_log_keeps_about_nine_bytes_a_decode_step():
+    # 10,000 decode steps of 8 or 9 sequences in runs of 20: 8 bytes of duration and 1 of KV blocks a step,
+    # a run's counts once (4 one-byte counts and a 4-byte length, 8 bytes a run: 0.4 a step), no end
+    # time but the first: 9.4 bytes a step, where one row a step of two times and five counts took 23
+    rec, t = Recorder(), 0.0
+    for run in range(500):
+        durations = [0.01 + 1e-5 * i for i in range(20)]
+        ends = []
+        for d in durations:
+            t += d
+            ends.append(t)
+        rec.decode_run(0, ends, durations, 8 + run % 2, [100 + run % 20] * 20)
+    log = rec.result(1000, 1, 0, BARE).timeline.log
+    total = sum(a.nbytes for a in (log.step_s, log.kv_used_blocks, log.break_at, log.break_end_s,
+                                   *log.runs.values()))
+    assert len(log.step_s) == 10_000 and len(log.break_at) == 1 and len(log.runs["steps"]) == 500
+    assert total / 10_000 == pytest.approx(9.4 + 16 / 10_000)
+
+
+def test_summarising_one_replicas_run_builds_no_step_sized_array(monkeypatch):
+    # 40 requests of 1,000 tokens at 0.1/s (each decodes for about 6 s, 10 s apart on average): about
+    # 30,000 steps (some overlap), each of one sequence or a few. Summarised without the ITL (as a
+    # gateway's pools are), the log is read 256 steps at a time: the sums, busy time and peak KV usage
+    # allocate a few 2 KB chunks (and the per-request columns, 40 rows), never one 8-byte value a step
+    # (240 KB), which reading one column whole (the client times) does take
+    import tracemalloc
+
+    monkeypatch.setattr(records, "CHUNK_STEPS", 256)
+    spec = WorkloadSpec(40, Arrivals("poisson", 0.1), Lengths("fixed", 100), Lengths("fixed", 1000))
+    r = simulate(sim_config(), LinearStepModel(), spec, seed=1)
+    steps = len(r.timeline)
+    assert steps > 30_000
+
+    def peak_bytes(read):
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            read()
+            return tracemalloc.get_traced_memory()[1] - before
+        finally:
+            tracemalloc.stop()
+
+    assert peak_bytes(lambda: summarise(r, itl=False)) < 8 * steps / 4
+    assert peak_bytes(lambda: r.timeline.client_s) >= 8 * steps
