@@ -333,13 +333,18 @@ def load_hardware(name: str, file: str | None = None, field_path: str = "hardwar
                                        f"file, or one in {user_profiles_dir()}")
 
 
+def is_bundled(spec: HardwareSpec) -> bool:
+    """Was the profile read from sizer's own hardware_profiles/ (not the user's folder or a file they named)?"""
+    return bool(spec.profile_file) and Path(spec.profile_file).resolve().is_relative_to(PROFILES_DIR)
+
+
 def profile_origin(spec: HardwareSpec) -> str:
     """Where a profile came from, for the plan: its file and which folder that is, and the scenario's overrides."""
     if not spec.profile_file:
         return f"{spec.name}: measured on this machine (no profile file)"
     path = Path(spec.profile_file)
     where = ("your profile folder" if path.parent.resolve() == user_profiles_dir().resolve() else
-             "bundled with sizer" if path.resolve().is_relative_to(PROFILES_DIR) else "a profile file named by path")
+             "bundled with sizer" if is_bundled(spec) else "a profile file named by path")
     said = f"; the scenario overrides {spec.overrides}" if spec.overrides else ""
     return f"hardware profile {spec.id}: {path} ({where}){said}"
 
