@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -16,7 +17,7 @@ from hardware_profiles import LOCAL_DIR, PROFILES_DIR
 from sizer.errors import InputError
 from sizer.inputs import preloaded
 from sizer.inputs.kubernetes_names import KubernetesNames, kubernetes_names
-from validation.errors import excerpt
+from validation.errors import FieldError, excerpt
 from validation.safe_yaml import load_yaml
 
 # PCIe x16, bytes per second in one direction, by generation: PCI-SIG's x16 figures are 64, 128 and
@@ -234,7 +235,7 @@ def user_profiles_dir() -> Path:
     return user_dir() / "profiles"
 
 
-def _profile_paths() -> tuple[Path, ...]:
+def profile_paths() -> tuple[Path, ...]:
     """Every profile file, the user's first; the user's folder is looked up at each call (SIZER_HOME may change)."""
     user = user_profiles_dir()
     mine = tuple(sorted(user.glob("*.yaml"))) if user.is_dir() else ()
@@ -254,10 +255,27 @@ def _read_profile(path: Path) -> HardwareSpec:
 def all_profiles() -> dict[str, HardwareSpec]:
     """id -> profile; a user profile with a bundled profile's id replaces it."""
     profiles: dict[str, HardwareSpec] = {}
-    for path in _profile_paths():
+    for path in profile_paths():
         spec = _read_profile(path)
         profiles.setdefault(spec.id, spec)
     return profiles
+
+
+def readable_profiles() -> list[HardwareSpec]:
+    """Every profile, the user's first, a user's id shadowing a bundled one; a user's profile that does not read is
+    left out with a warning line naming its file (it fails where it is asked for by id, load_hardware)."""
+    user = user_profiles_dir().resolve()
+    seen: dict[str, HardwareSpec] = {}
+    for path in profile_paths():
+        try:
+            spec = _read_profile(path)
+        except FieldError as err:
+            if path.parent.resolve() != user:
+                raise                   # a bundled profile that does not read is a bug, not input
+            print(f"warning: {err}; sizer check reads no cluster names from it", file=sys.stderr)
+            continue
+        seen.setdefault(spec.id, spec)
+    return list(seen.values())
 
 
 @lru_cache(maxsize=1)
@@ -270,7 +288,7 @@ def local_profiles() -> tuple[str, ...]:
 def profile_by_id(key: str) -> HardwareSpec | None:
     """The profile whose id is `key`, from its one file (each profile's file is named by its id; no alias
     shadows an id, tests/sizer/inputs/test_catalog_data.py): a plan need not read all of them."""
-    for path in _profile_paths():
+    for path in profile_paths():
         if path.stem == key:
             spec = _read_profile(path)
             return spec if spec.id == key else None
@@ -315,13 +333,18 @@ def load_hardware(name: str, file: str | None = None, field_path: str = "hardwar
                                        f"file, or one in {user_profiles_dir()}")
 
 
+def is_bundled(spec: HardwareSpec) -> bool:
+    """Was the profile read from sizer's own hardware_profiles/ (not the user's folder or a file they named)?"""
+    return bool(spec.profile_file) and Path(spec.profile_file).resolve().is_relative_to(PROFILES_DIR)
+
+
 def profile_origin(spec: HardwareSpec) -> str:
     """Where a profile came from, for the plan: its file and which folder that is, and the scenario's overrides."""
     if not spec.profile_file:
         return f"{spec.name}: measured on this machine (no profile file)"
     path = Path(spec.profile_file)
     where = ("your profile folder" if path.parent.resolve() == user_profiles_dir().resolve() else
-             "bundled with sizer" if path.resolve().is_relative_to(PROFILES_DIR) else "a profile file named by path")
+             "bundled with sizer" if is_bundled(spec) else "a profile file named by path")
     said = f"; the scenario overrides {spec.overrides}" if spec.overrides else ""
     return f"hardware profile {spec.id}: {path} ({where}){said}"
 

@@ -46,6 +46,12 @@ def _strings(value, path: Path, field: str) -> tuple[str, ...]:
     return tuple(v.lower() for v in value)
 
 
+def _name(value, path: Path, field: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(str(path), field, f"expected a name, not {excerpt(value)}")
+    return value.lower()
+
+
 def _count(value, path: Path, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 1024:
         raise InputError(str(path), field, f"expected a whole number of GPUs from 1 to 1024, not {excerpt(value)}")
@@ -69,8 +75,7 @@ def _schedule(value, path: Path) -> Schedule | None:
     label = _mapping(s.get("node_label"), path, f"{field}.node_label", ("key", "value"))
     texts = {"resource": s.get("resource"), "node_label.key": label.get("key"), "node_label.value": label.get("value")}
     for name, text in texts.items():
-        if not isinstance(text, str) or not text.strip():
-            raise InputError(str(path), f"{field}.{name}", f"expected a name, not {excerpt(text)}")
+        _name(text, path, f"{field}.{name}")
     return Schedule(s["resource"], label["key"], label["value"],
                     _count(s.get("gpus_per_node"), path, f"{field}.gpus_per_node"))
 
@@ -86,7 +91,7 @@ def kubernetes_names(data: dict, path: Path) -> KubernetesNames | None:
     name = memory = None
     if karpenter is not None:
         karpenter = _mapping(karpenter, path, "kubernetes.karpenter_gpu", ("name", "memory_mib"))
-        name = _strings([karpenter.get("name")], path, "kubernetes.karpenter_gpu.name")[0]
+        name = _name(karpenter.get("name"), path, "kubernetes.karpenter_gpu.name")
         memory = karpenter.get("memory_mib")
         if memory is not None and (isinstance(memory, bool) or not isinstance(memory, int) or memory <= 0):
             raise InputError(str(path), "kubernetes.karpenter_gpu.memory_mib",
@@ -95,11 +100,15 @@ def kubernetes_names(data: dict, path: Path) -> KubernetesNames | None:
     if not isinstance(instances, dict):
         raise InputError(str(path), "kubernetes.instance_types", f"expected a mapping of instance type to GPUs, "
                                                                  f"not {excerpt(instances)}")
+    for t in instances:                 # YAML reads `null:` or `8:` as a key that is not a name
+        if not isinstance(t, str) or not t.strip():
+            raise InputError(str(path), "kubernetes.instance_types", f"expected instance type names as keys, "
+                                                                     f"not {excerpt(t)}")
     return KubernetesNames(
         schedule=_schedule(k.get("schedule"), path),
         product_names=_strings(k.get("product_names", []), path, "kubernetes.product_names"),
         gke_accelerators=_strings(k.get("gke_accelerators", []), path, "kubernetes.gke_accelerators"),
         karpenter_gpu=name, karpenter_memory_mib=memory,
         ray_accelerator_types=_strings(k.get("ray_accelerator_types", []), path, "kubernetes.ray_accelerator_types"),
-        instance_types=tuple((str(t).lower(), _count(n, path, f"kubernetes.instance_types.{t}"))
+        instance_types=tuple((t.lower(), _count(n, path, f"kubernetes.instance_types.{t}"))
                              for t, n in instances.items()))

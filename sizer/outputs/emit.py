@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 import yaml
 
 from sizer.errors import InputError
+from sizer.inputs.hardware import is_bundled, readable_profiles
 from sizer.inputs.kubernetes_names import KubernetesNames, Schedule
 from sizer.inputs.manifests.commands import DTYPES as ENGINE_DTYPES
 from sizer.inputs.manifests.commands import EMITTED_QUANTIZATION, QUANTIZATION, SGLANG_SPECULATIVE, spelling
@@ -113,7 +114,8 @@ class ServingConfig:
     lora: tuple[int, int, int] | None = None     # (max_loras, max_lora_rank, max_cpu_loras) with enable_lora
     nodes: int = 1                   # nodes one replica spans (gpus_per_node of the GPU's Kubernetes node shape)
     kubernetes: KubernetesNames | None = None   # how clusters schedule the GPU (its profile's `kubernetes:`)
-    profile_file: str = ""           # the GPU's profile, named when it lacks what an emitter needs
+    user_profile_file: str = ""      # the GPU's profile when it is the user's own ("" for a bundled one), named
+                                     # when it lacks what an emitter needs
     attention_dp: bool = False          # attention DP on data_parallel_size GPUs, experts spread over them (DEP)
 
     @property
@@ -155,7 +157,8 @@ def serving_config(r: Resolved, cost: CostSummary | None, verdict: str, memory_o
         replicas_source=replicas_source, verdict=verdict, replicas_memory_only=memory_only, slots=r.slots,
         n_gpu_layers=(d.n_gpu_layers if d.n_gpu_layers is not None else r.model.num_layers + 1) if r.slots else None,
         lora=(d.max_loras, d.max_lora_rank, d.max_cpu_loras or d.max_loras) if d.enable_lora else None,
-        nodes=math.ceil(p.tp * p.pp * p.dp / per_node), kubernetes=k8s, profile_file=r.hardware.profile_file)
+        nodes=math.ceil(p.tp * p.pp * p.dp / per_node), kubernetes=k8s,
+        user_profile_file="" if is_bundled(r.hardware) else r.hardware.profile_file)
 
 
 def _draft_model(method: str, model: str | None, target: str, file: str | None) -> str | None:
@@ -358,12 +361,21 @@ def ollama_script(c: ServingConfig) -> str:
 # ---- Kubernetes ---------------------------------------------------------------------------------
 
 
+def _emit_refused(c: ServingConfig, field: str, said: str, offered: str) -> InputError:
+    """`--emit k8s`/`gke` for a GPU whose profile lacks `field`: a bundled profile is sizer's gap, named as the flag
+    with the profiles it does emit for; the user's own profile is named as its file and field."""
+    if c.user_profile_file:
+        return InputError(c.user_profile_file, field, f"--emit: {said}: its profile names none "
+                                                      f"(hardware_profiles/README.md); {offered}")
+    return InputError(None, "--emit", f"{said}; {offered}")
+
+
 def schedule(c: ServingConfig) -> Schedule:
     """The GPU's device-plugin resource, node label and node size, from its profile."""
     if c.kubernetes is None or c.kubernetes.schedule is None:
-        raise InputError(c.profile_file or None, "kubernetes.schedule",
-                         f"--emit: no Kubernetes resource known for {c.gpu}: its profile states no device-plugin "
-                         "resource, node label and GPUs per node (hardware_profiles/README.md)")
+        ids = [s.id for s in readable_profiles() if s.kubernetes and s.kubernetes.schedule]
+        raise _emit_refused(c, "kubernetes.schedule", f"no Kubernetes resource known for {c.gpu}",
+                            f"k8s is emitted for {', '.join(sorted(ids))}")
     return c.kubernetes.schedule
 
 
@@ -377,8 +389,10 @@ def gke_manifest(c: ServingConfig) -> str:
     discovery's product label."""
     acc = schedule(c)
     if not c.kubernetes.gke_accelerators:
-        raise InputError(c.profile_file or None, "kubernetes.gke_accelerators",
-                         f"--emit: no GKE accelerator type known for {c.gpu}: its profile names none")
+        ids = [s.id for s in readable_profiles() if s.kubernetes and s.kubernetes.schedule
+               and s.kubernetes.gke_accelerators]
+        raise _emit_refused(c, "kubernetes.gke_accelerators", f"no GKE accelerator type known for {c.gpu}",
+                            f"gke is emitted for {', '.join(sorted(ids))}")
     return kubernetes_manifest(c, replace(acc, label_key=GKE_LABEL, label_value=c.kubernetes.gke_accelerators[0]))
 
 

@@ -401,7 +401,7 @@ def assumptions(r: Resolved, step: RooflineStepTimeModel) -> list[str]:
     hw = step.hardware          # the datasheet, or on the host CPU what sizer calibrate measured
     return [
         profile_origin(r.hardware),
-        f"engine {r.deployment.engine} ({r.engine_source})",
+        f"engine {r.deployment.engine} ({r.source_of('deployment.engine')})",
         f"GPU memory {hw.memory_bytes / GiB:.2f} GiB ({hw.memory_bytes / GB:.2f} GB): {hw.memory_source}",
         f"peak bandwidth {hw.memory_bandwidth_bytes_per_s / 1e12:.3g} TB/s x efficiency {hw.bandwidth_efficiency} "
         f"({hw.bandwidth_efficiency_source})",
@@ -428,7 +428,8 @@ def _default_notes(r: Resolved) -> list[str]:
     notes = []
     if r.slots is None:
         d = r.deployment
-        notes.append(f"KV cache type {r.kv_cache_dtype} (" + ("scenario" if d.kv_cache_dtype != "auto" else
+        notes.append(f"KV cache type {r.kv_cache_dtype} (" + (r.source_of("deployment.kv_cache_dtype")
+                                                         if d.kv_cache_dtype != "auto" else
                                                          "kv_cache_dtype auto: the model's serving dtype") + ")")
         if d.gpu_memory_utilization == VLLM_GPU_MEMORY_UTILIZATION:
             notes.append(f"gpu_memory_utilization {d.gpu_memory_utilization} (vLLM's default; "

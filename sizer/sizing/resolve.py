@@ -168,7 +168,6 @@ class Resolved:
     group_size: int                  # AWQ/GPTQ scale group: the checkpoint's, else the scenario's
     kv_cache_dtype: str
     deployment: DeploymentSection    # the deployment section as stated (flags made); resolved values are above
-    engine_source: str               # why deployment.engine is what it is ("scenario", or the default's reason)
     engine: EngineSettings
     workload: WorkloadSection
     slo: SLOSection
@@ -321,7 +320,7 @@ def resolve(s: Scenario) -> Resolved:
         name=s.name, file=s.file, model_name=s.model.name, num_parameters=s.model.num_parameters, model=model,
         hardware=hardware, step_model_mode=s.hardware.step_model, parallel=parallel, checkpoint=checkpoint,
         weight_format=fmt, execution=runs, group_size=group_size, kv_cache_dtype=kv_dtype, deployment=d,
-        engine_source=s.engine_source, engine=engine, workload=s.workload, slo=s.slo, energy=s.energy,
+        engine=engine, workload=s.workload, slo=s.slo, energy=s.energy,
         autoscaling=s.autoscaling, weights=weights, kv=kv, memory=budget, speculative=speculative,
         disaggregation=disagg,
         link_notes=tuple(notes), price_usd_per_gpu_hour=price, price_source=price_source,

@@ -16,7 +16,7 @@ from pathlib import Path
 from sizer.errors import InputError
 from sizer.inputs.hf_store import bundled
 from sizer.inputs.manifests.fields import HF_ID, get, hf_repo_id, parse_number
-from sizer.inputs.model_spec import CATALOG_DIR, catalog_names
+from sizer.inputs.model_spec import CATALOG_DIR, catalog_names, load_config
 from sizer.inputs.scenario import DeploymentSection, SpeculativeSection
 from validation.errors import excerpt
 from validation.safe_load import load_json, loads_json
@@ -291,7 +291,7 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
             fields["max_num_batched_tokens"] = chunk
     if fields.pop("expert_parallel_size", 1) > 1:
         fields["enable_expert_parallel"] = True
-    notes = _sglang_speculative(fields, file)
+    notes = _sglang_speculative(fields, file, model)
     notes += [f"{ENGINE_NAMES[engine]} flags not modelled: {' '.join(sorted(set(ignored)))}"] if ignored else []
     notes += [f"{ENGINE_NAMES[engine]} flag removed from the engine, not read: {r}" for r in removed]
     if fields.get("max_model_len") == "auto":
@@ -301,17 +301,55 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
     return engine, {"engine": engine, **fields}, model, notes
 
 
-def _sglang_speculative(fields: dict, file: str) -> list[str]:
+# SGLang's own (steps, top-k, draft tokens) when --speculative-num-steps is not given (and neither are top-k nor
+# draft tokens: SGLang asserts all three or none): `_auto_choose_speculative_params` in
+# python/sglang/srt/arg_groups/speculative_hook.py of SGLang v0.5.23 (the release of tests/data/engine_args/
+# sglang.json), called for the EAGLE family (EAGLE, EAGLE3, NEXTN) and STANDALONE: STANDALONE (3, 1, 4); else by
+# the target's architecture, (5, 4, 8) for those below, (3, 1, 4) for any other. NGRAM chooses by its own BFS
+# breadth (`_handle_ngram`), not modelled.
+SGLANG_AUTO_SPECULATIVE = (3, 1, 4)
+SGLANG_AUTO_SPECULATIVE_WIDE = {arch: (5, 4, 8) for arch in ("LlamaForCausalLM", "Grok1ForCausalLM",
+                                                             "Grok1VForCausalLM")}
+
+
+def _sglang_auto_speculative(algorithm: str, model: str, file: str) -> tuple[tuple[int, int, int], str] | None:
+    """(SGLang's auto-chosen steps, top-k, draft tokens, why) for an algorithm given without its draft length; None
+    where sizer cannot tell which SGLang picks (NGRAM, or a target whose config.json sizer cannot read)."""
+    if algorithm == "draft_model":
+        return SGLANG_AUTO_SPECULATIVE, "for STANDALONE"
+    if algorithm == "ngram":
+        return None
+    try:
+        config = load_config(model_reference(model, file, "--model-path")[0], file, "--model-path").config
+    except InputError:                  # the model's own error is raised where the plan reads it
+        return None
+    arch = (config.get("architectures") or ["unknown"])[0]
+    return SGLANG_AUTO_SPECULATIVE_WIDE.get(arch, SGLANG_AUTO_SPECULATIVE), f"for {arch}"
+
+
+def _sglang_speculative(fields: dict, file: str, model: str) -> list[str]:
     """SGLang's speculative flags (popped from `fields`) -> `speculative_config`, as vLLM's JSON reads; the notes on
-    what sizer does not model (a tree of drafts)."""
+    what sizer does not model (a tree of drafts) and on the draft length SGLang chose itself."""
     algorithm, steps = fields.pop("speculative_algorithm", None), fields.pop("speculative_num_steps", None)
     topk, drafts = fields.pop("speculative_eagle_topk", None), fields.pop("speculative_num_draft_tokens", None)
     draft = fields.pop("speculative_draft_model", None)
     if algorithm is None:
         return []
+    notes = []
     if steps is None:
-        raise InputError(file, "--speculative-algorithm", "expected --speculative-num-steps beside it (the draft "
-                                                          "length sizer prices)")
+        name = SGLANG_SPECULATIVE[algorithm]
+        if algorithm != "ngram" and (topk is not None or drafts is not None):
+            raise InputError(file, "--speculative-num-steps", f"expected beside --speculative-eagle-topk and "
+                                                              f"--speculative-num-draft-tokens: SGLang sets all "
+                                                              f"three for {name} or chooses all three itself")
+        auto = _sglang_auto_speculative(algorithm, model, file)
+        if auto is None:
+            return [f"SGLang --speculative-algorithm {name} without --speculative-num-steps: SGLang chooses the draft "
+                    "length itself, which sizer does not model here; planned without speculative decoding"]
+        (steps, topk, drafts), why = auto
+        notes.append(f"SGLang --speculative-algorithm {name} without --speculative-num-steps: SGLang chooses "
+                     f"{steps} steps, top-k {topk}, {drafts} draft tokens {why} (_auto_choose_speculative_params, "
+                     "SGLang 0.5.23); sizer prices those")
     spec = {"method": algorithm, "num_speculative_tokens": steps}
     if algorithm == "draft_model":
         if draft is None:
@@ -319,9 +357,11 @@ def _sglang_speculative(fields: dict, file: str) -> list[str]:
         spec["model"] = catalog_name_for(draft, file, "--speculative-draft-model-path")
     fields["speculative_config"] = spec
     if (topk or 1) > 1 or (drafts is not None and drafts != steps + 1):
-        return [f"SGLang --speculative-eagle-topk {topk or 1} --speculative-num-draft-tokens {drafts}: a tree of "
-                f"drafts, not modelled; sizer prices a chain of {steps} (top-k 1, {steps + 1} draft tokens)"]
-    return []
+        given = (f"--speculative-eagle-topk {topk or 1} --speculative-num-draft-tokens {drafts}" if not notes else
+                 f"top-k {topk}, {drafts} draft tokens")
+        notes.append(f"SGLang {given}: a tree of drafts, not modelled; sizer prices a chain of {steps} (top-k 1, "
+                     f"{steps + 1} draft tokens)")
+    return notes
 
 
 MAX_COUNT = 1024            # SGLang's draft top-k and draft tokens: a bound on a count no server approaches

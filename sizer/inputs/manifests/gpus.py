@@ -1,7 +1,8 @@
 """The GPU a pod runs on, from wherever a cluster puts it: node labels (selectors, affinity,
 tolerations), cloud instance types, MIG resource names. What names a GPU sizer has a profile for is
 that profile's `kubernetes:` section (sizer/inputs/kubernetes_names.py; its sources in
-hardware_profiles/README.md), read from every profile, the user's folder first; the tables here hold
+hardware_profiles/README.md), read from every profile into one table per kind of name, a user's claim
+shadowing a bundled one (NameTables); the tables below hold
 only the parts clusters name that have no profile (the caller then asks for --gpu), with their sources.
 """
 
@@ -9,8 +10,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
-from sizer.inputs.hardware import all_profiles
+from sizer.inputs.hardware import profile_paths, readable_profiles
 
 # ---- node labels ---------------------------------------------------------------------------------
 #
@@ -63,33 +65,54 @@ class GpuLabel:
     reading: str                    # "GKE accelerator nvidia-tesla-a100", "instance type p5.48xlarge (8 x GPU)"
 
 
-def _names() -> dict[str, list]:
-    """Every profile's Kubernetes names: (name, profile id, extra) per kind, the user's profiles first."""
-    out: dict[str, list] = {"product": [], "gke": [], "karpenter": [], "ray": [], "instance": []}
-    for spec in all_profiles().values():
+@dataclass(frozen=True)
+class NameTables:
+    """Every profile's Kubernetes names, one table per kind of name, each name once: a user's profile claims a name
+    before a bundled one does (the rule all_profiles applies to ids), so a user's copy of a bundled profile under a
+    new id takes over every name the copy keeps, alike for every kind."""
+    product: dict[frozenset, str]                    # a device name's words -> profile id
+    gke: dict[str, str]                              # GKE accelerator type -> profile id
+    karpenter: dict[tuple[str, int | None], str]     # (Karpenter GPU name, MiB per GPU or None) -> profile id
+    ray: dict[str, str]                              # Ray accelerator_type -> profile id
+    instance: dict[str, tuple[str, int]]             # instance type -> (profile id, GPUs per instance)
+
+
+def _names() -> NameTables:
+    """The name tables, built once per set of profile files (the user's folder is looked up at each call)."""
+    return _tables(profile_paths())
+
+
+@lru_cache(maxsize=4)
+def _tables(paths: tuple) -> NameTables:
+    del paths                           # the cache key: the profile files readable_profiles reads
+    tables = NameTables({}, {}, {}, {}, {})
+    for spec in readable_profiles():
         k = spec.kubernetes
         if k is None:
             continue
-        out["product"] += [(frozenset(words.split()), spec.id) for words in k.product_names]
-        out["gke"] += [(value, spec.id) for value in k.gke_accelerators]
+        for words in k.product_names:
+            tables.product.setdefault(frozenset(words.split()), spec.id)
+        for value in k.gke_accelerators:
+            tables.gke.setdefault(value, spec.id)
         if k.karpenter_gpu:
-            out["karpenter"].append((k.karpenter_gpu, spec.id, k.karpenter_memory_mib))
-        out["ray"] += [(value, spec.id) for value in k.ray_accelerator_types]
-        out["instance"] += [(name, spec.id, n) for name, n in k.instance_types]
-    return out
+            tables.karpenter.setdefault((k.karpenter_gpu, k.karpenter_memory_mib), spec.id)
+        for value in k.ray_accelerator_types:
+            tables.ray.setdefault(value, spec.id)
+        for name, n in k.instance_types:
+            tables.instance.setdefault(name, (spec.id, n))
+    return tables
 
 
 def _missing(part: str, reason: str | None) -> str:
     return f": {part.upper()}, for which sizer has no profile" + (f" ({reason})" if reason else "")
 
 
-def _product(value: str, names: dict[str, list]) -> tuple[str | None, str]:
+def _product(value: str, names: NameTables) -> tuple[str | None, str]:
     """(profile, why none) for a device name: the rule with the most words that all occur wins; a tie between
     parts, or with a part that has no profile, is refused rather than guessed."""
     words = set(re.split(r"[^a-z0-9]+", value.lower()))
-    claimed = {rule for rule, _ in names["product"]}
-    rules = names["product"] + [(frozenset(w.split()), None) for w in NO_PROFILE_PRODUCTS
-                                if frozenset(w.split()) not in claimed]
+    rules = list(names.product.items()) + [(frozenset(w.split()), None) for w in NO_PROFILE_PRODUCTS
+                                           if frozenset(w.split()) not in names.product]
     fits = [(rule, profile) for rule, profile in rules if rule <= words]
     if not fits:
         return None, ""
@@ -110,12 +133,11 @@ def product_profile(value: str) -> str | None:
     return _product(value, _names())[0]
 
 
-def _gke(value: str, names: dict[str, list]) -> tuple[str | None, str]:
+def _gke(value: str, names: NameTables) -> tuple[str | None, str]:
     """(profile, why none) for a GKE accelerator type, else a device name."""
     low = value.lower()
-    gke = dict(names["gke"])
-    if low in gke:
-        return gke[low], ""
+    if low in names.gke:
+        return names.gke[low], ""
     return (None, "") if low in NO_PROFILE_GKE else _product(value, names)
 
 
@@ -138,9 +160,8 @@ def read_label(key: str, value: str, labels: dict[str, str]) -> GpuLabel | None:
         profile, why = _product(text, names)
         return GpuLabel(profile, text + why)
     if key == RAY_ACCELERATOR:
-        ray = dict(names["ray"])
-        if low in ray:
-            return GpuLabel(ray[low], f"Ray accelerator_type {text}")
+        if low in names.ray:
+            return GpuLabel(names.ray[low], f"Ray accelerator_type {text}")
         if low in NO_PROFILE_RAY:
             return GpuLabel(None, f"Ray accelerator_type {text}")
         profile, why = _product(text, names)
@@ -149,7 +170,7 @@ def read_label(key: str, value: str, labels: dict[str, str]) -> GpuLabel | None:
         profile, why = _gke(text, names)
         return GpuLabel(profile, f"GKE accelerator {text}{why}")
     if key == KARPENTER_LABEL:
-        found = [(profile, mib) for name, profile, mib in names["karpenter"] if name == low]
+        found = [(profile, mib) for (name, mib), profile in names.karpenter.items() if name == low]
         if any(mib is not None for _, mib in found):      # parts that share the name, told apart by their memory
             memory = labels.get(KARPENTER_MEMORY)
             by_memory = {mib: profile for profile, mib in found}
@@ -161,9 +182,8 @@ def read_label(key: str, value: str, labels: dict[str, str]) -> GpuLabel | None:
         reason = NO_PROFILE_KARPENTER.get(low)
         return GpuLabel(None, f"Karpenter GPU {text}" + (_missing(low, reason) if reason else ""))
     if key in INSTANCE_LABELS:
-        found = [(profile, n) for name, profile, n in names["instance"] if name == low]
-        if found:
-            profile, n = found[0]
+        if low in names.instance:
+            profile, n = names.instance[low]
             return GpuLabel(profile, f"instance type {text} ({n} x {profile} per node)")
         if low in NO_PROFILE_INSTANCES:
             n, part = NO_PROFILE_INSTANCES[low]

@@ -316,3 +316,50 @@ def test_check_gpu_takes_a_profile_file(tmp_path):
     result = CliRunner().invoke(app, ["check", str(scenario), "--gpu", str(profile), "--json"])
     assert result.exit_code in (0, 1), result.output
     assert json.loads(result.stdout)["sources"]["gpu"]["from"] == "--gpu"
+
+
+def _user_copy_of_h100(home: Path) -> None:
+    """docs/hardware.md's step: a copy of a bundled profile under a new id in $SIZER_HOME/profiles, keeping every
+    cluster name of hardware_profiles/h100-sxm.yaml's `kubernetes:` section."""
+    root = Path(__file__).resolve().parents[3]
+    text = (root / "hardware_profiles" / "h100-sxm.yaml").read_text().replace("id: h100-sxm", "id: my-h100", 1)
+    (home / "profiles").mkdir(parents=True)
+    (home / "profiles" / "my-h100.yaml").write_text(text)
+
+
+@pytest.mark.parametrize("key, value", [
+    # one label of each kind h100-sxm.yaml names (its `kubernetes:` section): product words "h100", GKE type
+    # nvidia-h100-80gb, instance type p5.48xlarge, Karpenter name h100, and Ray's "H100" read by the product words
+    ("nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"),
+    ("cloud.google.com/gke-accelerator", "nvidia-h100-80gb"),
+    ("node.kubernetes.io/instance-type", "p5.48xlarge"),
+    ("karpenter.k8s.aws/instance-gpu-name", "h100"),
+    ("ray accelerator_type", "H100"),
+])
+def test_a_users_copy_of_a_bundled_profile_takes_every_name(tmp_path, monkeypatch, key, value):
+    # hardware_profiles/README.md: a user's claim on a name shadows the bundled claim, as all_profiles lets a
+    # user's id replace a bundled one; before, a product label or Ray type was refused as a tie (None), a GKE type
+    # kept the bundled h100-sxm and an instance type or Karpenter name took the user's
+    monkeypatch.setenv("SIZER_HOME", str(tmp_path / "home"))
+    _user_copy_of_h100(tmp_path / "home")
+    assert read_label(key, value, {}).profile == "my-h100"
+
+
+def test_an_unreadable_user_profile_breaks_only_itself(tmp_path, monkeypatch):
+    # a profile of yours that does not read (hardware_profiles/README.md): check reads an H100 label from the
+    # bundled profiles with a warning naming the file; asking for the broken profile by id fails on it, exit 2
+    monkeypatch.setenv("SIZER_HOME", str(tmp_path / "home"))
+    (tmp_path / "home" / "profiles").mkdir(parents=True)
+    broken = tmp_path / "home" / "profiles" / "broken.yaml"
+    broken.write_text("id: broken\n")
+    runner = CliRunner()
+    result = runner.invoke(app, ["check", manifest(tmp_path, "      nodeSelector: "
+                                                             "{nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}"),
+                                 "--json"])
+    assert result.exit_code in (0, 1), result.output
+    assert json.loads(result.stdout)["sources"]["gpu"]["value"] == "h100-sxm"
+    assert f"warning: {broken}: " in said(result)
+    scenario = Path(__file__).resolve().parents[3] / "scenarios" / "llama-3.1-8b-chat-h100.yaml"
+    refused = runner.invoke(app, ["plan", str(scenario), "--gpu", "broken"])
+    assert refused.exit_code == 2 and f"error: {broken}: " in said(refused)
+    assert "Traceback" not in refused.output

@@ -143,6 +143,14 @@ def test_a_user_profile_without_kubernetes_names_is_planned_and_refused_for_k8s(
     ("kubernetes", {"schedule": {"resource": "nvidia.com/gpu", "gpus_per_node": 8}},
      "x9000.yaml: kubernetes.schedule.node_label: expected a mapping of key, value"),
     ("kubernetes", {"product_name": ["x9000"]}, "x9000.yaml: kubernetes.product_name: unknown key"),
+    # karpenter_gpu.name is one name (hardware_profiles/README.md), not a list: the message says so
+    ("kubernetes", {"karpenter_gpu": {"name": 5}}, "x9000.yaml: kubernetes.karpenter_gpu.name: expected a name, "
+                                                   "not 5"),
+    # an instance type is a name: YAML's `null: 8` key was read as an instance type called "none"
+    ("kubernetes", {"instance_types": {None: 8}}, "x9000.yaml: kubernetes.instance_types: expected instance type "
+                                                  "names as keys, not None"),
+    ("kubernetes", {"instance_types": {"": 8}}, "x9000.yaml: kubernetes.instance_types: expected instance type "
+                                                "names as keys"),
 ])
 def test_a_bad_fact_is_one_line_naming_the_file_and_field(tmp_path, monkeypatch, fact, value, said):
     monkeypatch.setenv("SIZER_HOME", str(tmp_path / "home"))

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from typer.testing import CliRunner
 
+from sizer.cli import app
 from sizer.errors import InputError
 from sizer.inputs.model_spec import CATALOG_DIR, catalog_names
 from sizer.inputs.scenario import load_scenario, scenario_from_dict
@@ -321,8 +323,87 @@ def test_sglang_speculative_flags_sizer_does_not_model_are_named():
                                                     "--speculative-num-draft-tokens", "16"], "m.yaml")
     assert fields["speculative_config"] == {"method": "eagle", "num_speculative_tokens": 3}
     assert any("a tree of drafts, not modelled" in n for n in notes)
-    # the algorithm without its draft length, or one sizer does not model, is one line naming the flag
-    with pytest.raises(InputError, match="--speculative-algorithm: expected --speculative-num-steps"):
-        parse_server_args(base + ["--speculative-algorithm", "EAGLE"], "m.yaml")
+    # an algorithm sizer does not model is one line naming the flag
     with pytest.raises(InputError, match="--speculative-algorithm: 'LOOKAHEAD' is not modelled"):
         parse_server_args(base + ["--speculative-algorithm", "LOOKAHEAD", "--speculative-num-steps", "3"], "m.yaml")
+
+
+# SGLang v0.5.23 chooses the draft length itself when --speculative-num-steps is not given
+# (`_auto_choose_speculative_params`, python/sglang/srt/arg_groups/speculative_hook.py): STANDALONE (3, 1, 4);
+# the EAGLE family by the target's architecture, LlamaForCausalLM (5, 4, 8), GptOssForCausalLM and
+# DeepseekV3ForCausalLM (3, 1, 4), as (steps, top-k, draft tokens). Before issue 22's merge check ran on such a
+# command; after it, check refused it.
+SGLANG_BASE = ["python3", "-m", "sglang.launch_server", "--model-path"]
+
+
+@pytest.mark.parametrize("argv, spec, tree", [
+    # mlcommons/inference language/gpt-oss/run_server.sh (commit 531c37c36dd1227c558e7e7a983f4e1f9932a9bb) passes
+    # only the algorithm and the draft: gpt-oss's (3, 1, 4) is a chain of 3
+    (["openai/gpt-oss-120b", "--speculative-draft-model-path", "lmsys/EAGLE3-gpt-oss-120b-bf16",
+      "--speculative-algorithm", "EAGLE3"], {"method": "eagle3", "num_speculative_tokens": 3}, False),
+    # Llama's (5, 4, 8) is a tree of 8 drafts: priced as a chain of 5, and said
+    (["meta-llama/Llama-3.1-8B-Instruct", "--speculative-algorithm", "EAGLE"],
+     {"method": "eagle", "num_speculative_tokens": 5}, True),
+    (["deepseek-ai/DeepSeek-V3", "--speculative-algorithm", "NEXTN"], {"method": "mtp", "num_speculative_tokens": 3},
+     False),
+    (["meta-llama/Llama-3.1-8B-Instruct", "--speculative-algorithm", "STANDALONE",
+      "--speculative-draft-model-path", "meta-llama/Llama-3.2-1B-Instruct"],
+     {"method": "draft_model", "num_speculative_tokens": 3, "model": "llama-3.2-1b"}, False),
+])
+def test_sglang_chooses_the_draft_length_when_steps_are_not_given(argv, spec, tree):
+    from sizer.inputs.manifests.commands import parse_server_args
+
+    _, fields, _, notes = parse_server_args(SGLANG_BASE + argv, "m.yaml")
+    assert fields["speculative_config"] == spec
+    assert any(f"SGLang chooses {spec['num_speculative_tokens']} steps" in n for n in notes), notes
+    assert any("a tree of drafts, not modelled" in n for n in notes) == tree
+
+
+def test_sglang_draft_length_sizer_cannot_tell_is_named_and_not_planned():
+    from sizer.inputs.manifests.commands import parse_server_args
+
+    # NGRAM picks by its own BFS breadth (SGLang's _handle_ngram), and a target whose config.json sizer cannot read
+    # has no architecture to choose by: a note, and no speculative_config (the plan runs without it)
+    for argv in (["meta-llama/Llama-3.1-8B-Instruct", "--speculative-algorithm", "NGRAM"],
+                 ["someorg/not-a-model-sizer-knows", "--speculative-algorithm", "EAGLE"]):
+        _, fields, _, notes = parse_server_args(SGLANG_BASE + argv, "m.yaml")
+        assert "speculative_config" not in fields
+        assert any("without --speculative-num-steps: SGLang chooses the draft length itself" in n for n in notes)
+    # SGLang asserts all three or none: top-k without steps does not start, and check says so naming the flag
+    with pytest.raises(InputError, match="--speculative-num-steps: expected beside --speculative-eagle-topk"):
+        parse_server_args(SGLANG_BASE + ["meta-llama/Llama-3.1-8B-Instruct", "--speculative-algorithm", "EAGLE",
+                                         "--speculative-eagle-topk", "4"], "m.yaml")
+
+
+def test_check_runs_on_an_sglang_manifest_that_leaves_the_draft_length_to_sglang(tmp_path):
+    # the mlcommons gpt-oss server's flags (above) on Llama-3.1-8B: check plans SGLang's (5, 4, 8) choice; the
+    # acceptance rate is the user's, as for any speculative command line (docs/ci.md)
+    manifest = tmp_path / "sglang.yaml"
+    manifest.write_text("""apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: sg
+  annotations:
+    sizer.dev/check: |
+      speculative_acceptance_rate: 0.6
+      workload:
+        arrival: {process: poisson, rate_per_s: 2}
+        prompt_tokens: {distribution: fixed, value: 1000}
+        output_tokens: {distribution: fixed, value: 200}
+spec:
+  replicas: 1
+  template:
+    spec:
+      nodeSelector: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}
+      containers:
+      - name: s
+        image: lmsysorg/sglang:v0.5.23
+        command: ["python3", "-m", "sglang.launch_server"]
+        args: ["--model-path", "meta-llama/Llama-3.1-8B-Instruct", "--speculative-algorithm", "EAGLE3",
+               "--speculative-draft-model-path", "jamesliu1/sglang-EAGLE3-Llama-3.1-Instruct-8B"]
+        resources: {limits: {nvidia.com/gpu: 1}}
+""")
+    result = CliRunner().invoke(app, ["check", str(manifest), "--json"])
+    assert result.exit_code in (0, 1), result.output
+    notes = json.loads(result.stdout)["notes"]
+    assert any("SGLang chooses 5 steps, top-k 4, 8 draft tokens for LlamaForCausalLM" in n for n in notes), notes

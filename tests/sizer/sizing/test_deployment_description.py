@@ -2,11 +2,14 @@
 setting's source beside it, and no way back to the raw scenario."""
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
 import yaml
+from typer.testing import CliRunner
 
+from sizer.cli import app
 from sizer.cli.plan import PLAN_FLAGS, build_scenario
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.inputs.traffic import Traffic
@@ -68,7 +71,7 @@ def test_an_engine_left_out_names_why_it_was_chosen():
     data = {**SCENARIO, "deployment": {}}
     r = resolve(scenario_from_dict(data, None))
     assert r.engine.engine == "vllm"
-    assert r.source_of("deployment.engine") == r.engine_source == "default: vLLM, sizer's engine for discrete GPUs"
+    assert r.source_of("deployment.engine") == "default: vLLM, sizer's engine for discrete GPUs"
 
 
 def test_the_description_carries_what_the_scenario_stated_typed(tmp_path):
@@ -106,3 +109,23 @@ def test_the_simulators_config_is_built_from_the_description_in_one_function():
     # a replica's two data-parallel ranks run as one engine of their combined limits: 2 x 4,096 tokens, 2 x 64 seqs
     assert (r.scheduler.max_num_batched_tokens, r.scheduler.max_num_seqs) == (8192, 128)
     assert r.replica.num_blocks == 2 * r.memory.kv_blocks
+
+
+@pytest.mark.parametrize("argv, lines", [
+    # the scenario states engine vllm and no kv_cache_dtype (scenarios/llama-3.1-8b-chat-h100.yaml): both come from
+    # the flags, so the plan names them, as `source_of` does (not "scenario", as it printed after issue 22's merge)
+    (["scenarios/llama-3.1-8b-chat-h100.yaml", "--engine", "sglang", "--kv-cache-dtype", "fp8"],
+     ["engine sglang (--engine)", "KV cache type fp8 (--kv-cache-dtype)"]),
+    # no scenario at all: the engine can only come from its flag
+    (["--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "sglang"], ["engine sglang (--engine)"]),
+    # what the scenario states is still "scenario"
+    (["scenarios/llama-3.1-8b-chat-h100.yaml"], ["engine vllm (scenario)"]),
+])
+def test_the_plan_names_the_flag_that_set_engine_and_kv_type(argv, lines):
+    root = Path(__file__).resolve().parents[3]
+    result = CliRunner().invoke(app, ["plan", *[str(root / a) if a.endswith(".yaml") else a for a in argv],
+                                      "--json"])
+    assert result.exit_code == 0, result.output
+    assumptions = json.loads(result.stdout)["assumptions"]
+    for line in lines:
+        assert line in assumptions
