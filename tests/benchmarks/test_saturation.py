@@ -2,7 +2,8 @@
 page; README there) replayed on sizer's default step model: the engine's own kernel tables. Three dense rows
 (a quarter of their requests), each within the 20% issue 23 allows any dense row; benchmarks/saturation.py
 replays all 59 (dense median 5.1%, docs/fidelity.md). MoE rows replay as the page ran them, attention DP + EP 8
-(DEP8, docs/moe.md): two decode-bound rows, whole (their batch is the KV cache's at their full request count)."""
+(DEP8, docs/moe.md): decode-bound rows, whole (their batch is the KV cache's, or the ranks' max_num_seqs, at their
+full request count)."""
 
 from __future__ import annotations
 
