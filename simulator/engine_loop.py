@@ -29,17 +29,23 @@ class EngineLoop:
     input_s: float                      # client send to engine queue: HTTP, tokenise, hand-off, per request
     output_s_per_pass: float            # API server, per pass over the step outputs waiting for it
     output_s_per_token: float           # API server, per token: detokenise and stream it
+    scheduler_ranks: int                # processes that each schedule their own share of a step's sequences
+    #                                     (data-parallel ranks run as one engine: each rank its own scheduler)
 
     def __post_init__(self) -> None:
         costs = (self.schedule_s, self.schedule_s_per_seq, self.input_s, self.output_s_per_pass,
                  self.output_s_per_token)
         if min(costs) < 0:
             raise ValueError(f"engine loop {self.name!r}: costs must be >= 0")
+        if self.scheduler_ranks < 1:
+            raise ValueError(f"engine loop {self.name!r}: scheduler_ranks must be >= 1")
 
     def period_s(self, gpu_s: float, num_seqs: int) -> float:
         """Time from one step's end to the next's, for a step whose GPU work takes `gpu_s`: the
-        loop's CPU work runs beside the GPU's (asynchronous scheduling) or before it."""
-        cpu_s = self.schedule_s + self.schedule_s_per_seq * num_seqs
+        loop's CPU work runs beside the GPU's (asynchronous scheduling) or before it. Data-parallel ranks
+        schedule side by side, the busiest its ceil(num_seqs / scheduler_ranks) sequences."""
+        per_rank = num_seqs if self.scheduler_ranks == 1 else -(-num_seqs // self.scheduler_ranks)
+        cpu_s = self.schedule_s + self.schedule_s_per_seq * per_rank
         if self.async_scheduling:
             return gpu_s if gpu_s > cpu_s else cpu_s
         return gpu_s + cpu_s
@@ -48,4 +54,4 @@ class EngineLoop:
 # The loop of the bundled engine and of runs that price steps alone: synchronous, free,
 # tokens seen as they are sampled (the simulator's behaviour before engine loops existed).
 BARE = EngineLoop("bare (steps only)", async_scheduling=False, schedule_s=0.0, schedule_s_per_seq=0.0, input_s=0.0,
-                  output_s_per_pass=0.0, output_s_per_token=0.0)
+                  output_s_per_pass=0.0, output_s_per_token=0.0, scheduler_ranks=1)

@@ -261,9 +261,16 @@ def all_profiles() -> dict[str, HardwareSpec]:
     return profiles
 
 
+@lru_cache(maxsize=64)
+def _warn_once(line: str) -> None:
+    """One warning line on stderr, once per process (a plan looks its GPU up more than once)."""
+    print(line, file=sys.stderr)
+
+
 def readable_profiles() -> list[HardwareSpec]:
     """Every profile, the user's first, a user's id shadowing a bundled one; a user's profile that does not read is
-    left out with a warning line naming its file (it fails where it is asked for by id, load_hardware)."""
+    left out with a warning line naming its file (it fails where it is asked for by id, `profile_by_id`): what
+    check's cluster names and an alias lookup read."""
     user = user_profiles_dir().resolve()
     seen: dict[str, HardwareSpec] = {}
     for path in profile_paths():
@@ -272,7 +279,7 @@ def readable_profiles() -> list[HardwareSpec]:
         except FieldError as err:
             if path.parent.resolve() != user:
                 raise                   # a bundled profile that does not read is a bug, not input
-            print(f"warning: {err}; sizer check reads no cluster names from it", file=sys.stderr)
+            _warn_once(f"warning: {err}; skipped (asked for by id it is refused)")
             continue
         seen.setdefault(spec.id, spec)
     return list(seen.values())
@@ -324,7 +331,7 @@ def load_hardware(name: str, file: str | None = None, field_path: str = "hardwar
         named = profile_by_id(key)
         if named is not None:
             return named
-        profiles = all_profiles()
+        profiles = {spec.id: spec for spec in readable_profiles()}     # one of yours that does not read: skipped
     for spec in profiles.values():
         if key == spec.id or key in spec.aliases:
             return spec

@@ -159,7 +159,7 @@ SCHEDULE_S_PER_SEQ = 20e-6            # ... per sequence in the step
 
 def _loop(name: str, async_scheduling: bool) -> EngineLoop:
     return EngineLoop(name, async_scheduling, SCHEDULE_S, SCHEDULE_S_PER_SEQ, INPUT_S, OUTPUT_S_PER_PASS,
-                      OUTPUT_S_PER_TOKEN)
+                      OUTPUT_S_PER_TOKEN, scheduler_ranks=1)
 
 
 ENGINE_LOOPS: dict[str, EngineLoop] = {
@@ -176,12 +176,19 @@ ENGINE_LOOPS: dict[str, EngineLoop] = {
 }
 
 
-def engine_loop(engine: str) -> EngineLoop:
-    """The loop around `engine`'s steps; ValueError naming the known ones."""
+def engine_loop(engine: str, data_parallel_ranks: int = 1) -> EngineLoop:
+    """The loop around `engine`'s steps; ValueError naming the known ones. A replica's data-parallel ranks each
+    schedule their own sequences side by side: TensorRT-LLM's attention-DP ranks are one PyExecutor each, new
+    requests routed to them (tensorrt_llm/_torch/pyexecutor/executor_request_queue.py,
+    `_balance_requests_across_ranks`) and each rank scheduling its own active requests; SGLang's
+    `--enable-dp-attention` runs a scheduler process per DP rank (its data_parallel_controller.py); vLLM's
+    `--data-parallel-size` an engine core per rank (vllm/v1/engine/core.py, DPEngineCoreProc). So the per-sequence
+    CPU cost is paid on the busiest rank's share, not on the whole step's sequences."""
     try:
-        return ENGINE_LOOPS[engine]
+        loop = ENGINE_LOOPS[engine]
     except KeyError:
         raise ValueError(f"no engine loop for {engine!r}; known: {', '.join(ENGINE_LOOPS)}") from None
+    return loop if data_parallel_ranks == 1 else replace(loop, scheduler_ranks=data_parallel_ranks)
 
 
 def preset(engine: str) -> EnginePreset:

@@ -28,6 +28,21 @@ def test_cpu_work_hides_behind_the_gpu_only_when_scheduling_ahead():
     assert fast.period_s(2e-3, 20) == pytest.approx(3e-3)                       # the CPU binds a 2 ms step
     with pytest.raises(ValueError, match="costs must be >= 0"):
         dataclasses.replace(BARE, input_s=-1.0)
+    with pytest.raises(ValueError, match="scheduler_ranks must be >= 1"):
+        dataclasses.replace(BARE, scheduler_ranks=0)
+
+
+def test_data_parallel_ranks_schedule_their_own_sequences_side_by_side():
+    # sizer's presets' CPU costs (0.5 ms a step, 20 us a sequence) on a 16,384-sequence decode step of 8 ranks:
+    # one scheduler would take 0.5 + 0.02 x 16,384 = 328.18 ms; each rank schedules its 2,048:
+    # 0.5 + 0.02 x 2,048 = 41.46 ms, under a 90 ms GPU step (asynchronous: the GPU's time)
+    one = dataclasses.replace(BARE, async_scheduling=True, schedule_s=0.5e-3, schedule_s_per_seq=20e-6)
+    eight = dataclasses.replace(one, scheduler_ranks=8)
+    assert one.period_s(90e-3, 16384) == pytest.approx(328.18e-3)
+    assert eight.period_s(90e-3, 16384) == pytest.approx(90e-3)
+    assert eight.period_s(10e-3, 16384) == pytest.approx(41.46e-3)
+    # the busiest rank's share rounds up: 17 sequences over 8 ranks, 3 on one
+    assert eight.period_s(0.0, 17) == pytest.approx(0.5e-3 + 3 * 20e-6)
 
 
 def test_the_api_server_handles_every_waiting_step_output_in_one_pass():

@@ -69,8 +69,8 @@ def test_same_seed_same_result_to_the_bit(linear):
 
 
 # the bare loop, and loops whose requests reach the engine late (decode runs stop at their admission cut-off)
-LOOPS = [BARE, EngineLoop("async", True, 0.004, 1e-5, 0.03, 0.001, 1e-5),
-         EngineLoop("sync", False, 0.002, 1e-5, 0.02, 0.001, 1e-5)]
+LOOPS = [BARE, EngineLoop("async", True, 0.004, 1e-5, 0.03, 0.001, 1e-5, 1),
+         EngineLoop("sync", False, 0.002, 1e-5, 0.02, 0.001, 1e-5, 1)]
 
 
 @settings(max_examples=15, deadline=None)

@@ -360,6 +360,10 @@ def test_an_unreadable_user_profile_breaks_only_itself(tmp_path, monkeypatch):
     assert json.loads(result.stdout)["sources"]["gpu"]["value"] == "h100-sxm"
     assert f"warning: {broken}: " in said(result)
     scenario = Path(__file__).resolve().parents[3] / "scenarios" / "llama-3.1-8b-chat-h100.yaml"
+    # a plan by alias (h100: h100-sxm's) does not read the broken file either
+    by_alias = runner.invoke(app, ["plan", str(scenario), "--gpu", "h100", "--json"])
+    assert by_alias.exit_code == 0, by_alias.output
+    assert json.loads(by_alias.stdout)["gpu"] == "NVIDIA H100 SXM5 80GB"
     refused = runner.invoke(app, ["plan", str(scenario), "--gpu", "broken"])
     assert refused.exit_code == 2 and f"error: {broken}: " in said(refused)
     assert "Traceback" not in refused.output

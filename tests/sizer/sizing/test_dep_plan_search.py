@@ -42,6 +42,17 @@ def test_a_dep8_plan_costs_the_all_to_all_of_each_step():
     assert "EP all-to-all" in out.output and "1 x 1 x 8 = 8 GPUs per replica; EP 8" in out.output
 
 
+
+def test_each_attention_dp_rank_schedules_its_own_sequences():
+    # TensorRT-LLM's attention-DP ranks are one executor each (presets.engine_loop's sources): a DEP8 step's
+    # per-sequence CPU cost is the busiest rank's, 0.5 ms + 20 us x ceil(1,001 / 8) = 0.5 + 20 us x 126 = 3.02 ms
+    # for 1,001 decodes; TP 8 is one scheduler: 0.5 + 20 us x 1,001 = 20.52 ms
+    dep = resolve(scenario_from_dict(r1(1, 2000, 50, attention_dp=True), None)).replica.engine_loop
+    tp = resolve(scenario_from_dict(r1(1, 2000, 50), None)).replica.engine_loop
+    assert (dep.scheduler_ranks, tp.scheduler_ranks) == (8, 1)
+    assert dep.period_s(0.0, 1001) == pytest.approx(3.02e-3)
+    assert tp.period_s(0.0, 1001) == pytest.approx(20.52e-3)
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("rate", "ttft_ms", "itl_ms", "chosen"), [
     (0.5, 2000, 22, "h200 TP8 fp8/auto KV"),          # interactive: DEP's all-to-all alone is 5.5 ms a step
