@@ -389,6 +389,10 @@ class Scenario:
     # from (ASSUMED_FIELDS and SETTABLE -> "scenario", "default" or the flag that set it)
     sources: tuple[tuple[str, str], ...] = dataclasses.field(default=(), metadata={"internal": True})
 
+    def source_of(self, path: str) -> str:
+        """Where the value at `path` came from: a flag, "scenario", or "default"."""
+        return dict(self.sources).get(path, "default")
+
 
 # The workload and SLO values a plan lists among its assumptions, each with where it came from.
 ASSUMED_FIELDS = ("workload.arrival.process", "workload.arrival.rate_per_s", "workload.arrival.concurrency",

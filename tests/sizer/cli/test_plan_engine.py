@@ -26,8 +26,8 @@ def plan(*args: str) -> dict:
                                        "engine there"),
     (("--gpu", "epyc-9654"), "llama.cpp", None),
     (("--gpu", "h100"), "vllm", "default: vLLM, sizer's engine for discrete GPUs"),
-    (("--gpu", "h100", "--engine", "sglang"), "sglang", "scenario"),
-    (("--gpu", "m3-max", "--engine", "ollama", "--weights", "q4_k_m"), "ollama", "scenario"),
+    (("--gpu", "h100", "--engine", "sglang"), "sglang", "--engine"),   # the flag that set it
+    (("--gpu", "m3-max", "--engine", "ollama", "--weights", "q4_k_m"), "ollama", "--engine"),
 ])
 def test_the_engine_and_why_are_stated(args, engine, why):
     p = plan(*args)

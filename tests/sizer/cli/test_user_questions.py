@@ -107,7 +107,7 @@ def test_what_runs_on_a_64_gb_m3_max_with_llamacpp():
     said = assumptions(out)
     for default in (f"hardware profile apple-m3-max: {PROFILES / 'local' / 'apple-m3-max.yaml'} (bundled with "
                     "sizer); the scenario overrides memory_gb 64 (68,719,476,736 B)",
-                    "engine llama.cpp (scenario)",
+                    "engine llama.cpp (--engine)",
                     "workload: prompt 1,024 tokens, fixed (default: no scenario file), output 256 tokens, fixed "
                     "(default: no scenario file)",
                     "the GPU may use 48.0 GiB of its 64 GiB unified memory (Metal's recommendedMaxWorkingSetSize",
