@@ -457,3 +457,22 @@ def lora_memory(m: ModelSpec, p: ParallelConfig, rank: int, slots: int, bytes_pe
         params += per_layer * g.count * stage
     return LoraMemory(rank, bytes_per_value, tuple(dict.fromkeys(found)), params, params * bytes_per_value, slots,
                       params * bytes_per_value * slots, tuple(sorted(skipped)))
+
+
+# llama.cpp keeps sliding-window layers in a cache of their own (ggml-org/llama.cpp src/llama-kv-cache-iswa.cpp at
+# 2aef9767d982beb7ab61b3ae359366f627eb74dd): per KV stream GGML_PAD(min(the stream's cells, n_swa x the sequences
+# the stream holds + n_ubatch), 256) cells, the whole context only under --swa-full (common/common.h: swa_full =
+# false by default). A stream per slot (-np), or one for all slots with --kv-unified.
+SWA_CACHE_PAD_CELLS = 256
+
+
+def llamacpp_swa_cells(window: int, stream_cells: int, stream_seqs: int, ubatch: int) -> int:
+    """Cells of llama.cpp's SWA cache in one KV stream of `stream_cells` holding `stream_seqs` sequences."""
+    return math.ceil(min(stream_cells, window * stream_seqs + ubatch) / SWA_CACHE_PAD_CELLS) * SWA_CACHE_PAD_CELLS
+
+
+def llamacpp_cache_bytes(kv: KVLayout, stream_cells: int, streams: int, stream_seqs: int, ubatch: int) -> float:
+    """The KV llama.cpp allocates on one GPU: `streams` streams of `stream_cells` cells, each holding `stream_seqs`
+    sequences; layers that keep every token take every cell, windowed layers their SWA cache (llamacpp_swa_cells)."""
+    return kv.kept_bytes(streams * stream_cells,
+                         lambda w: streams * llamacpp_swa_cells(w, stream_cells, stream_seqs, ubatch))

@@ -30,6 +30,7 @@ from sizer.analytic.memory import (
     WeightMemory,
     engine_moe_workspace_bytes,
     kv_layout,
+    llamacpp_cache_bytes,
     lora_memory,
     memory_budget,
     weight_memory,
@@ -70,7 +71,6 @@ from sizer.sizing.presets import (
     preset,
     slot_preset,
 )
-from sizer.timing import llamacpp
 from sizer.timing.kernel_tables import HEADER_FILE, TABLES, KernelTables, cached_kernel_tables, read_header
 from sizer.timing.roofline import RooflineStepTimeModel
 from validation.errors import FieldError, excerpt
@@ -139,13 +139,13 @@ class SlotSettings:
 
     def kv_bytes(self, kv: KVLayout, stream_cells: int | None = None) -> float:
         """KV the engine allocates on one GPU, each stream `stream_cells` long (default: a slot's context; the whole
-        context when unified). llama.cpp keeps windowed layers in its SWA cache (llamacpp.cache_bytes); Ollama is
+        context when unified). llama.cpp keeps windowed layers in its SWA cache (llamacpp_cache_bytes); Ollama is
         counted with every layer at the whole context (its own engine's window caches are not modelled)."""
         streams, seqs = self.streams
         cells = self.ctx_per_slot_tokens if stream_cells is None else stream_cells
         if self.engine != "llama.cpp":
             return streams * cells * kv.bytes_per_token_per_gpu
-        return llamacpp.cache_bytes(kv, cells, streams, seqs, self.ubatch_size)
+        return llamacpp_cache_bytes(kv, cells, streams, seqs, self.ubatch_size)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,20 +21,12 @@ tests/data/llamacpp/ (benchmarks/llamacpp_published.py prints the fit):
 
 from __future__ import annotations
 
-import math
-
 from sizer.analytic.formats import WeightFormat
-from sizer.analytic.memory import KVLayout
 from sizer.inputs import gguf_types as gg
 from sizer.inputs.hardware import HardwareSpec
 
 LAYER_STEP_S = {"gpu": 80e-6, "apple-gpu": 35e-6, "cpu": 20e-6}
 QUANTISED_PROMPT_SHARE = {"gpu": 0.78, "apple-gpu": 0.95, "cpu": 1.0}
-# llama.cpp keeps sliding-window layers in a cache of their own (ggml-org/llama.cpp src/llama-kv-cache-iswa.cpp at
-# 2aef9767d982beb7ab61b3ae359366f627eb74dd): per KV stream GGML_PAD(min(the stream's cells, n_swa x the sequences
-# the stream holds + n_ubatch), 256) cells, the whole context only under --swa-full (common/common.h: swa_full =
-# false by default). A stream per slot (-np), or one for all slots with --kv-unified.
-SWA_CACHE_PAD_CELLS = 256
 
 
 def runs_llamacpp(fmt: WeightFormat, hw: HardwareSpec) -> bool:
@@ -46,14 +38,3 @@ def prompt_share(fmt: WeightFormat, hw: HardwareSpec) -> float:
     """Share of the achievable compute a prompt keeps in `fmt` on `hw` (1.0 unless quantised GGUF blocks)."""
     quantised = fmt.gguf is not None and gg.TYPES[fmt.gguf.base].quantized
     return QUANTISED_PROMPT_SHARE[hw.device_kind] if quantised else 1.0
-
-
-def swa_cells(window: int, stream_cells: int, stream_seqs: int, ubatch: int) -> int:
-    """Cells of llama.cpp's SWA cache in one KV stream of `stream_cells` holding `stream_seqs` sequences."""
-    return math.ceil(min(stream_cells, window * stream_seqs + ubatch) / SWA_CACHE_PAD_CELLS) * SWA_CACHE_PAD_CELLS
-
-
-def cache_bytes(kv: KVLayout, stream_cells: int, streams: int, stream_seqs: int, ubatch: int) -> float:
-    """The KV llama.cpp allocates on one GPU: `streams` streams of `stream_cells` cells, each holding `stream_seqs`
-    sequences; layers that keep every token take every cell, windowed layers their SWA cache (swa_cells)."""
-    return kv.kept_bytes(streams * stream_cells, lambda w: streams * swa_cells(w, stream_cells, stream_seqs, ubatch))

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import yaml
 
+from sizer.analytic.memory import llamacpp_swa_cells
 from sizer.inputs.manifest import read_check_input
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.outputs.check import memory_rule
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulation_config
-from sizer.timing import llamacpp
 
 PER_GROUP = 12 * 2 * 8 * 64 * 2          # 24,576 B per token: the 12 full layers, or the 12 sliding ones
 WINDOW = 128
@@ -46,7 +46,7 @@ def test_the_layout_keeps_a_window_of_the_sliding_layers_and_inverts():
 def test_llama_cpp_allocates_its_swa_cache_not_the_whole_context():
     # one slot of -c 8192, n_ubatch 512: the SWA cache is GGML_PAD(min(8,192, 128 x 1 + 512), 256) = 768 cells
     # (llama.cpp src/llama-kv-cache-iswa.cpp): 24,576 x 8,192 + 24,576 x 768 = 220,200,960 B
-    assert llamacpp.swa_cells(WINDOW, 8192, 1, 512) == 768
+    assert llamacpp_swa_cells(WINDOW, 8192, 1, 512) == 768
     r = resolved("l4", engine="llama.cpp", ctx_size=8192, parallel=1)
     assert r.kv.dtype == "f16" and r.slots.ubatch_size == 512
     assert r.memory.kv_cache_bytes == PER_GROUP * 8192 + PER_GROUP * 768 == 220_200_960
