@@ -123,10 +123,6 @@ def _latency(values_ms: np.ndarray, weights: np.ndarray | None = None) -> Latenc
     return Latency(p50, p95, p99, mean)
 
 
-def itl_latency(result: SimulationResult, engine_side: bool = False) -> Latency:
-    return _itl(result, engine_side)[0]
-
-
 def _itl(result: SimulationResult, engine_side: bool = False,
          within_ms: float | None = None) -> tuple[Latency, float | None]:
     """The ITL percentiles and, given a target, the share of token gaps within it (by weight)."""

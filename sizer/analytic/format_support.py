@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from sizer.analytic.formats import PLAIN, WeightFormat
 from sizer.errors import InputError
 from sizer.inputs.hardware import HardwareSpec
+from sizer.inputs.scenario import ENGINE_NAMES
 
 # The sources the table below cites by key (the report explains each key it prints).
 SOURCES = {
@@ -63,8 +64,6 @@ MXFP4_MOE: dict[tuple[str, str], tuple[str, str]] = {
     ("tensorrt-llm", "blackwell"): ("MoE backend TRTLLM (or CUTLASS), W4A8_MXFP4_MXFP8: MXFP8 activations "
                                     "[TRTLLM-GPT-OSS]", "mxfp8"),
 }
-ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "tensorrt-llm": "TensorRT-LLM", "lmdeploy": "LMDeploy",
-                "tgi": "TGI"}
 
 # architecture families, by how the hardware profile's `architecture` begins
 FAMILIES = (("Ampere", "ampere"), ("Ada", "ada"), ("Hopper", "hopper"), ("Blackwell", "blackwell"),

@@ -20,6 +20,7 @@ import sys
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from sizer.inputs.hardware import skipped_profiles
 from validation.errors import FieldError
 
 # name -> (module, function): the module is imported when the command runs or its help is shown
@@ -53,6 +54,9 @@ def input_errors_exit_2(command):
         except FieldError as error:
             typer.echo(f"error: {error.one_line()}", err=True)
             raise typer.Exit(2) from None
+        finally:
+            for refusal in skipped_profiles():
+                typer.echo(f"warning: {refusal}; skipped (asked for by id it is refused)", err=True)
     return guarded
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -261,10 +260,16 @@ def all_profiles() -> dict[str, HardwareSpec]:
     return profiles
 
 
-@lru_cache(maxsize=64)
-def _warn_once(line: str) -> None:
-    """One warning line on stderr, once per process (a plan looks its GPU up more than once)."""
-    print(line, file=sys.stderr)
+# Your profiles that did not read, file -> its refusal: left out of the lookups by name (readable_profiles). Nothing
+# below sizer/cli/ prints: the CLI says each in a warning line when its command ends (`skipped_profiles`).
+_SKIPPED: dict[str, str] = {}
+
+
+def skipped_profiles() -> list[str]:
+    """The refusals of your profiles a lookup left out since the last call (each said once)."""
+    said = list(_SKIPPED.values())
+    _SKIPPED.clear()
+    return said
 
 
 def readable_profiles() -> list[HardwareSpec]:
@@ -279,7 +284,7 @@ def readable_profiles() -> list[HardwareSpec]:
         except FieldError as err:
             if path.parent.resolve() != user:
                 raise                   # a bundled profile that does not read is a bug, not input
-            _warn_once(f"warning: {err}; skipped (asked for by id it is refused)")
+            _SKIPPED[str(path)] = err.one_line()
             continue
         seen.setdefault(spec.id, spec)
     return list(seen.values())

@@ -19,7 +19,6 @@ from sizer.errors import InputError
 from sizer.inputs.checkpoint import find_config
 from sizer.inputs.hardware import is_profile_path, scenario_hardware
 from sizer.inputs.manifests.commands import (
-    ENGINE_NAMES,
     SERVER_COMMANDS,
     container_env,
     model_reference,
@@ -31,7 +30,7 @@ from sizer.inputs.manifests.helm_charts import helm_servers
 from sizer.inputs.manifests.kubernetes import Server, kubernetes_servers
 from sizer.inputs.manifests.operators import OPERATOR_KINDS, operator_servers
 from sizer.inputs.model_spec import CATALOG_DIR
-from sizer.inputs.scenario import SLOSection, WorkloadSection, load_scenario, scenario_from_dict
+from sizer.inputs.scenario import ENGINE_NAMES, SLOSection, WorkloadSection, load_scenario, scenario_from_dict
 from sizer.inputs.traffic import Traffic, with_traffic
 from sizer.words import count
 from validation.errors import FieldError, excerpt

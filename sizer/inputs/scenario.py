@@ -30,6 +30,9 @@ WeightFormat = Literal["auto", "bf16", "fp16", "fp32", "fp8", "int8", "awq", "gp
                        "q3_k_s", "q3_k_m", "q3_k_l", "q2_k", "iq4_nl", "iq4_xs"]
 KVCacheDtype = Literal["auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2"]
 Engine = Literal["vllm", "sglang", "tensorrt-llm", "lmdeploy", "tgi", "llama.cpp", "ollama"]
+# each engine as its project writes its name (plan notes, check notes, refusals)
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "tensorrt-llm": "TensorRT-LLM", "lmdeploy": "LMDeploy",
+                "tgi": "TGI", "llama.cpp": "llama.cpp", "ollama": "Ollama"}
 # llama.cpp KV cache element types sizer prices (`--cache-type-k/-v`; Ollama's OLLAMA_KV_CACHE_TYPE)
 LlamaCacheType = Literal["f16", "bf16", "f32", "q8_0", "q4_0"]
 
@@ -203,7 +206,10 @@ class DeploymentSection:
     max_model_len: int | None = field(None, ge=1, le=MAX_TOKENS, doc="longest context (prompt + output) per sequence; "
                                                                      "default the model's max_position_embeddings")
     gpu_memory_utilization: float = field(VLLM_GPU_MEMORY_UTILIZATION, gt=0.0, le=1.0,
-                                          doc="share of GPU memory the engine may use (vLLM default 0.9)")
+                                          doc="share of GPU memory the engine may use (vLLM default 0.9); under "
+                                              "engine `tensorrt-llm` the KV cache's share of what weights, the "
+                                              "activation peak (its fused-MoE workspace included) and the CUDA "
+                                              "context leave (its `kv_cache_free_gpu_mem_fraction`)")
     block_size: int | None = field(None, ge=1, le=MAX_TOKENS, doc="KV tokens per paged block (vLLM 16)")
     max_num_seqs: int | None = field(None, ge=1, le=MAX_SEQUENCES, doc="sequences per step at most")
     max_num_batched_tokens: int | None = field(None, ge=1, le=MAX_BATCH_TOKENS, doc="token budget per step")

@@ -387,13 +387,13 @@ def k8s_name(name: str) -> str:
 def gke_manifest(c: ServingConfig) -> str:
     """The Kubernetes manifest for GKE: its node pools carry `cloud.google.com/gke-accelerator`, not GPU feature
     discovery's product label."""
-    acc = schedule(c)
-    if not c.kubernetes.gke_accelerators:
+    if c.kubernetes is None or c.kubernetes.schedule is None or not c.kubernetes.gke_accelerators:
         ids = [s.id for s in readable_profiles() if s.kubernetes and s.kubernetes.schedule
                and s.kubernetes.gke_accelerators]
         raise _emit_refused(c, "kubernetes.gke_accelerators", f"no GKE accelerator type known for {c.gpu}",
                             f"gke is emitted for {', '.join(sorted(ids))}")
-    return kubernetes_manifest(c, replace(acc, label_key=GKE_LABEL, label_value=c.kubernetes.gke_accelerators[0]))
+    return kubernetes_manifest(c, replace(schedule(c), label_key=GKE_LABEL,
+                                          label_value=c.kubernetes.gke_accelerators[0]))
 
 
 def kubernetes_manifest(c: ServingConfig, acc: Schedule | None = None) -> str:

@@ -32,7 +32,7 @@ from sizer.analytic.weights import LayerKind, layer_kinds, parameter_count
 from sizer.inputs.hardware import profile_origin
 from sizer.inputs.layers import FULL, Attention, LatentAttention
 from sizer.inputs.model_spec import ModelSpec
-from sizer.inputs.scenario import VLLM_GPU_MEMORY_UTILIZATION, Distribution, mean_length
+from sizer.inputs.scenario import ENGINE_NAMES, VLLM_GPU_MEMORY_UTILIZATION, Distribution, mean_length
 from sizer.kinds import kind
 from sizer.sizing.checkpoint_summary import CheckpointSummary, checkpoint_notes, summarise_checkpoint
 from sizer.sizing.cost import CostSummary, cost_summary
@@ -455,8 +455,10 @@ def _memory_assumptions(r: Resolved) -> list[str]:
     """What the memory budget sets aside beside weights and KV, in the engine's own terms."""
     if r.slots is None:
         return [f"CUDA context, workspaces and CUDA graphs: {CUDA_CONTEXT_BYTES / GiB:.2f} GiB per GPU; "
-                f"NCCL buffers {NCCL_BUFFER_BYTES / GiB:.2f} GiB when TP or PP > 1 (assumption)",
-                "activation peak: an estimate of vLLM's profiled forward pass at max_num_batched_tokens "
+                f"NCCL buffers {NCCL_BUFFER_BYTES / GiB:.2f} GiB when TP or PP > 1 or attention-DP ranks share "
+                f"experts (DEP) (assumption)",
+                f"activation peak: an estimate of {ENGINE_NAMES.get(r.engine.engine, r.engine.engine)}'s profiled "
+                f"forward pass at max_num_batched_tokens "
                 "(residual, q/k/v, MLP intermediate, fp32 logits)"] + _trtllm_memory(r)
     runtime = {"apple-gpu": "the Metal runtime and its buffers", "cpu": "the runtime and its buffers"}.get(
         r.hardware.device_kind, "the CUDA context and ggml's buffers")

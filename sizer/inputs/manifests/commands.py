@@ -17,7 +17,7 @@ from sizer.errors import InputError
 from sizer.inputs.hf_store import bundled
 from sizer.inputs.manifests.fields import HF_ID, get, hf_repo_id, parse_number
 from sizer.inputs.model_spec import CATALOG_DIR, catalog_names, load_config
-from sizer.inputs.scenario import DeploymentSection, SpeculativeSection
+from sizer.inputs.scenario import ENGINE_NAMES, DeploymentSection, SpeculativeSection
 from validation.errors import excerpt
 from validation.safe_load import load_json, loads_json
 from validation.schema import check_key, join, key_for
@@ -229,7 +229,6 @@ def spelling(table: dict[str, str | None], value: str) -> str:
 AUTO_LENGTHS = ("auto", "-1")
 SPEC_METHODS = {"ngram": "ngram", "eagle": "eagle", "eagle3": "eagle3", "medusa": "medusa", "mtp": "mtp",
                 "deepseek_mtp": "mtp", "draft_model": "draft_model"}
-ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "tensorrt-llm": "TensorRT-LLM"}
 
 
 def parse_vllm_args(argv: list[str], file: str) -> tuple[dict, str, list[str]]:
@@ -357,7 +356,8 @@ def _sglang_speculative(fields: dict, file: str, model: str) -> list[str]:
         spec["model"] = catalog_name_for(draft, file, "--speculative-draft-model-path")
     fields["speculative_config"] = spec
     if (topk or 1) > 1 or (drafts is not None and drafts != steps + 1):
-        given = (f"--speculative-eagle-topk {topk or 1} --speculative-num-draft-tokens {drafts}" if not notes else
+        stated = (("--speculative-eagle-topk", topk), ("--speculative-num-draft-tokens", drafts))
+        given = (" ".join(f"{flag} {value}" for flag, value in stated if value is not None) if not notes else
                  f"top-k {topk}, {drafts} draft tokens")
         notes.append(f"SGLang {given}: a tree of drafts, not modelled; sizer prices a chain of {steps} (top-k 1, "
                      f"{steps + 1} draft tokens)")

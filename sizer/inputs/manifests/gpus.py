@@ -128,11 +128,6 @@ def _product(value: str, names: NameTables) -> tuple[str | None, str]:
     return profile, ""
 
 
-def product_profile(value: str) -> str | None:
-    """A device name (`NVIDIA-H100-80GB-HBM3`, `AMD_Instinct_MI325_OAM`) -> a profile id, None when none fits."""
-    return _product(value, _names())[0]
-
-
 def _gke(value: str, names: NameTables) -> tuple[str | None, str]:
     """(profile, why none) for a GKE accelerator type, else a device name."""
     low = value.lower()

@@ -200,6 +200,9 @@ def test_plan_emit_to_a_file(tmp_path):
                                            "h100-sxm, h20, h200, l4, l40s, mi300x, mi325x, mi355x"),
     (["--gpu", "l40s", "--emit", "gke"], "error: --emit: no GKE accelerator type known for l40s; gke is emitted "
                                          "for a100-40gb, a100-80gb, b200, gb200, h100-sxm, h200, l4"),
+    # gke asked of a GPU with no Kubernetes resource at all: the gke list, not the k8s one
+    (["--gpu", "gaudi3", "--emit", "gke"], "error: --emit: no GKE accelerator type known for gaudi3; gke is emitted "
+                                           "for a100-40gb, a100-80gb, b200, gb200, h100-sxm, h200, l4"),
 ])
 def test_bad_emit_flags_are_one_line(argv, says):
     result = runner.invoke(app, ["plan", "scenarios/llama-3.1-70b-h200.yaml", *argv])
