@@ -89,7 +89,7 @@ def test_a_70b_deployment_on_four_a100s_at_8k_context():
                     "KV cache type bf16 (kv_cache_dtype auto: the model's serving dtype)",
                     "gpu_memory_utilization 0.9 (vLLM's default",
                     "max_model_len from scenario",
-                    "NCCL buffers 0.50 GiB when TP or PP > 1 (assumption)",
+                    "NCCL buffers 0.50 GiB when TP or PP > 1 or attention-DP ranks share experts (DEP) (assumption)",
                     "price: hardware profile a100-80gb (median of listed prices)"):
         assert default in said, default
 
