@@ -28,6 +28,16 @@ GPT_OSS = MODELS / "gpt-oss-120b"
 GROUP_BYTES = 2 * 18 * 8 * 64 * 2
 
 
+def _gpt_oss_on_h200():
+    """gpt-oss-120b on one H200 in vLLM at a 131,072-token context, 8,192-token prompts and 1,024-token outputs."""
+    return resolve(scenario_from_dict({
+        "name": "gpt-oss", "model": str(GPT_OSS), "hardware": "h200",
+        "deployment": {"engine": "vllm", "max_model_len": 131072},
+        "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
+                     "prompt_tokens": {"distribution": "fixed", "value": 8192},
+                     "output_tokens": {"distribution": "fixed", "value": 1024}}}, None))
+
+
 def test_the_sinks_are_read_one_logit_per_head():
     m = load_model(str(GPT_OSS))
     assert all(a.sinks for a in m.mixers(Attention))
@@ -52,12 +62,7 @@ def test_kv_per_sequence_keeps_the_window_in_the_sliding_layers():
 
 
 def test_the_plans_capacity_counts_the_window_not_the_context():
-    r = resolve(scenario_from_dict({
-        "name": "gpt-oss", "model": str(GPT_OSS), "hardware": "h200",
-        "deployment": {"engine": "vllm", "max_model_len": 131072},
-        "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
-                     "prompt_tokens": {"distribution": "fixed", "value": 8192},
-                     "output_tokens": {"distribution": "fixed", "value": 1024}}}, None))
+    r = _gpt_oss_on_h200()
     plan = make_plan(r)
     # requests of 9,216 tokens: full layers 9,216 x 36,864 B, sliding layers 9 blocks of 16 tokens x 36,864 B
     per_request = GROUP_BYTES * 9216 + GROUP_BYTES * 9 * 16
@@ -119,12 +124,7 @@ def test_sliding_spans_are_the_window_layers():
 
 
 def test_the_kv_pool_counts_blocks_of_the_full_layers_and_the_simulator_the_windows():
-    r = resolve(scenario_from_dict({
-        "name": "gpt-oss", "model": str(GPT_OSS), "hardware": "h200",
-        "deployment": {"engine": "vllm", "max_model_len": 131072},
-        "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
-                     "prompt_tokens": {"distribution": "fixed", "value": 8192},
-                     "output_tokens": {"distribution": "fixed", "value": 1024}}}, None))
+    r = _gpt_oss_on_h200()
     # a block is 16 tokens of the 18 full-attention layers (36,864 B a token); the 18 sliding layers hold as many
     # bytes per token, so a window block is one pool block, window 128
     assert r.memory.kv_blocks == int(r.memory.kv_cache_bytes // (GROUP_BYTES * 16))
