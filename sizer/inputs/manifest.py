@@ -238,10 +238,10 @@ def _from_manifest(docs: list, servers: list[Server], file: str, stem: str, kv_s
         # all of them, each pod planned with the decode pods' split; the GPUs billed are each pod's own
         pools = {"prefill_replicas": prefill[0].replicas or 1, "decode_replicas": replicas}
         deployment = {**engine_fields, "replicas": 1, "disaggregated": pools}
-        p_requested = _gpus_of(prefill[0], flags, block, file)[0]
+        p_requested, p_from = _gpus_of(prefill[0], flags, block, file)
         used *= pools["prefill_replicas"] + pools["decode_replicas"]
         requested = requested * pools["decode_replicas"] + p_requested * pools["prefill_replicas"]
-        requested_from = f"decode and prefill pods ({requested_from}; {_gpus_of(prefill[0], flags, block, file)[1]})"
+        requested_from = f"decode and prefill pods ({requested_from}; {p_from})"
         replicas = 1
     name = server.name or stem
     workload, slo = with_traffic(side.get("workload") or _as_dict(block.workload),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import zoneinfo
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Literal
 
@@ -170,14 +171,7 @@ class Profile:
 
 def _last_at_or_before(times: tuple[float, ...], t: float) -> int:
     """Index of the last knot at or before t; before the first knot, the last one (it runs on from the last period)."""
-    lo, hi = 0, len(times)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if times[mid] <= t:
-            lo = mid + 1
-        else:
-            hi = mid
-    return (lo - 1) % len(times)
+    return (bisect_right(times, t) - 1) % len(times)
 
 
 def points_profile(sch: ScheduleSection, file: str | None) -> Profile:

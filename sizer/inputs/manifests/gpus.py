@@ -136,11 +136,6 @@ def _gke(value: str, names: NameTables) -> tuple[str | None, str]:
     return (None, "") if low in NO_PROFILE_GKE else _product(value, names)
 
 
-def gpu_for_label(value: str) -> str | None:
-    """A node label's GPU value (`NVIDIA-H100-80GB-HBM3`, `nvidia-tesla-a100`) -> a profile id; None when none fits."""
-    return _gke(str(value), _names())[0]
-
-
 def read_label(key: str, value: str, labels: dict[str, str]) -> GpuLabel | None:
     """The GPU a node label names (`labels`: the other labels beside it); None for a key that names no GPU."""
     text = str(value)

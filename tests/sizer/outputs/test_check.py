@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from sizer.cli import app
 from sizer.inputs.manifest import NOMINAL_WORKLOAD, read_check_input
 from sizer.inputs.manifests.commands import catalog_name_for, parse_vllm_args
-from sizer.inputs.manifests.gpus import gpu_for_label
+from sizer.inputs.manifests.gpus import GKE_LABEL, read_label
 from sizer.inputs.scenario import load_scenario, scenario_from_dict
 from sizer.inputs.traffic import Traffic
 from sizer.outputs.check import check_file, max_model_len_rule, memory_rule, sequences_required
@@ -92,7 +92,8 @@ def test_hf_repo_ids_map_to_the_catalog():
     ("NVIDIA-GH200-480GB", None), ("Tesla-T4", None),
 ])
 def test_gpu_labels(label, gpu):
-    assert gpu_for_label(label) == gpu
+    # a GKE accelerator label reads its own types first, then a device name (gpus.py `_gke`)
+    assert read_label(GKE_LABEL, label, {}).profile == gpu
 
 
 # ---- reading the example manifests ------------------------------------------------------------

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from sizer.cli import app
 from sizer.inputs.hardware import all_profiles
 from sizer.inputs.manifests.commands import parse_vllm_args
-from sizer.inputs.manifests.gpus import gpu_for_label
+from sizer.inputs.manifests.gpus import read_label
 from sizer.inputs.scenario import load_scenario, scenario_from_dict
 from sizer.outputs.emit import emit, k8s_name, serving_config, sglang_argv, vllm_argv
 from sizer.sizing.plan import make_plan
@@ -129,7 +129,7 @@ def test_kubernetes_deployment_is_valid_yaml_with_the_gpu_resource_and_node_labe
     pod = doc["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     assert container["resources"]["limits"] == {"nvidia.com/gpu": 4}          # TP 4 x PP 1 x DP 1
-    assert gpu_for_label(pod["nodeSelector"]["nvidia.com/gpu.product"]) == "h200"
+    assert read_label("nvidia.com/gpu.product", pod["nodeSelector"]["nvidia.com/gpu.product"], {}).profile == "h200"
     assert container["command"] + container["args"] == vllm_argv(config)
 
 
@@ -165,7 +165,7 @@ def test_every_node_label_names_its_own_profile_back():
                if spec.kubernetes and spec.kubernetes.schedule}
     assert len(written) == 15
     for gpu, schedule in written.items():
-        assert gpu_for_label(schedule.label_value) == gpu, gpu
+        assert read_label(schedule.label_key, schedule.label_value, {}).profile == gpu, gpu
 
 
 def test_kubernetes_names():
