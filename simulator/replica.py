@@ -58,16 +58,9 @@ class StepTimes:
             t = self._store(self._memo, key, StepBatch(*key))
         return t
 
-    def decode(self, num_seqs: int, context_tokens: int) -> float:
-        """A step of `num_seqs` one-token decodes on `context_tokens` in all; the StepBatch is
-        built only when the time is not memoised."""
-        t = self.decodes.get((num_seqs, context_tokens))
-        if t is None:
-            t = self.decode_miss(num_seqs, context_tokens)
-        return t
-
     def decode_miss(self, num_seqs: int, context_tokens: int) -> float:
-        """`decode` of a step not memoised yet (the caller looked): price it and memoise it."""
+        """A step of `num_seqs` one-token decodes on `context_tokens` in all, not memoised yet (the caller
+        looked): price it and memoise it."""
         batch = batch_of((num_seqs, num_seqs, context_tokens, context_tokens + num_seqs, 0, 0, 0, 0, 0))
         return self._store(self.decodes, (num_seqs, context_tokens), batch)
 

@@ -103,7 +103,7 @@ class Scheduler:
             return "prompt and output must each be at least one token"
         if cfg.max_model_len and total > cfg.max_model_len:
             return f"prompt + output = {total} tokens > max_model_len {cfg.max_model_len}"
-        need = kv.blocks_for(total - 1) + kv.window_blocks(total - 1)
+        need = self._final_blocks(req)
         if need > kv.num_blocks:
             return f"needs {need} KV blocks, the cache holds {kv.num_blocks}"
         if not cfg.enable_chunked_prefill and total - 1 > cfg.max_num_batched_tokens:

@@ -138,13 +138,18 @@ class KVLayout:
         and others everything, the latter's: the windowed layers hold their own blocks (`window_groups`)."""
         if not self.window_groups:
             return self.bytes_per_token_per_gpu
+        return self.full_bytes_per_token
+
+    @property
+    def full_bytes_per_token(self) -> float:
+        """Bytes per token on one GPU of the layers that keep every token, summed group by group."""
         return sum(g.bytes_per_token_per_gpu for g in self.groups if not g.window_tokens)
 
     @property
     def window_groups(self) -> tuple[tuple[float, int], ...]:
         """Per windowed group: (its bytes per token over a pool block's, its window), as the simulator's KV pool
         takes them (simulator.config.ReplicaConfig.kv_windows); () unless some layers also keep every token."""
-        full = sum(g.bytes_per_token_per_gpu for g in self.groups if not g.window_tokens)
+        full = self.full_bytes_per_token
         if not full:
             return ()
         return tuple((g.bytes_per_token_per_gpu / full, g.window_tokens) for g in self.groups if g.window_tokens)
@@ -174,7 +179,7 @@ class KVLayout:
     def longest_tokens(self, nbytes: float) -> int | None:
         """The most tokens one sequence keeps in `nbytes` on one GPU (kept_bytes' inverse: windowed layers stop
         growing at their window); None when every layer is windowed and their windows fit (no length limit)."""
-        full = sum(g.bytes_per_token_per_gpu for g in self.groups if not g.window_tokens)
+        full = self.full_bytes_per_token
         widest = max((g.window_tokens or 0 for g in self.groups), default=0)
         if not full and self.kept_bytes(widest) <= nbytes:
             return None

@@ -143,7 +143,7 @@ def serving_config(r: Resolved, cost: CostSummary | None, verdict: str, memory_o
     blackwell = "blackwell" in r.hardware.architecture.lower()
     model = model_reference(r.model_name, r.checkpoint.config, r.checkpoint.found_as)
     k8s = r.hardware.kubernetes
-    per_node = k8s.schedule.gpus_per_node if k8s and k8s.schedule else p.tp * p.pp * p.dp
+    per_node = k8s.schedule.gpus_per_node if k8s and k8s.schedule else p.gpus_per_replica
     return ServingConfig(
         name=r.name, model=model,
         gpu=r.hardware.id, gpu_name=r.hardware.name, tensor_parallel_size=p.tp, pipeline_parallel_size=p.pp,
@@ -157,7 +157,7 @@ def serving_config(r: Resolved, cost: CostSummary | None, verdict: str, memory_o
         replicas_source=replicas_source, verdict=verdict, replicas_memory_only=memory_only, slots=r.slots,
         n_gpu_layers=(d.n_gpu_layers if d.n_gpu_layers is not None else r.model.num_layers + 1) if r.slots else None,
         lora=(d.max_loras, d.max_lora_rank, d.max_cpu_loras or d.max_loras) if d.enable_lora else None,
-        nodes=math.ceil(p.tp * p.pp * p.dp / per_node), kubernetes=k8s,
+        nodes=math.ceil(p.gpus_per_replica / per_node), kubernetes=k8s,
         user_profile_file="" if is_bundled(r.hardware) else r.hardware.profile_file)
 
 

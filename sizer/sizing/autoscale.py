@@ -63,9 +63,9 @@ def replica_timeline(rates_per_s: list[float], step_s: float, policy: Policy) ->
     """The policy run over one period of `rates_per_s` (one rate a step), wrapped around."""
     k = len(rates_per_s)
     needed = [needed_replicas(x, policy) for x in rates_per_s]
-    ahead = math.ceil(policy.delay_s / step_s - 1e-9) if policy.scale_ahead else 0
-    wanted = [max(needed[(i + j) % k] for j in range(ahead + 1)) for i in range(k)]
     lag = math.ceil(policy.delay_s / step_s - 1e-9)
+    ahead = lag if policy.scale_ahead else 0
+    wanted = [max(needed[(i + j) % k] for j in range(ahead + 1)) for i in range(k)]
     hold = max(1, math.ceil(policy.cooldown_s / step_s - 1e-9))
     serving, starting, paid_out, serving_out = wanted[-1], [], [], []     # as the previous period ended
     history: list[int] = []

@@ -18,14 +18,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator import Arrivals, ClosedLoop, SimulationResult, Workload, simulate, summarise, weighted_percentiles
+from simulator import Arrivals, ClosedLoop, SimulationResult, Workload, summarise, weighted_percentiles
 from sizer.inputs.bench_result import BenchResult, latency_stat
 from sizer.inputs.guidellm_report import GuideLLMBenchmark
 from sizer.inputs.scenario import Scenario
 from sizer.sizing.resolve import resolve
-from sizer.sizing.simulate import simulation_config
+from sizer.sizing.simulate import simulate_scenario
 from sizer.sizing.workload import workload_of
-from sizer.timing.step_model import step_model_for
 from validation.errors import FieldError
 
 
@@ -113,8 +112,7 @@ def _lengths(workload: Workload, prompts: tuple[int, ...] | None, outputs: tuple
 
 
 def _simulate(scenario: Scenario, workload: Workload) -> SimulationResult:
-    r = resolve(scenario)
-    return simulate(simulation_config(r), step_model_for(r), workload, scenario.workload.seed)
+    return simulate_scenario(resolve(scenario), workload=workload)
 
 
 def _rows(measured: tuple[tuple[str, float], ...], predicted: dict[str, float]) -> tuple[MetricComparison, ...]:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from simulator import Workload, simulate, slo_attainment
+from simulator import Workload, slo_attainment
 from sizer.analytic.energy import kwh, mean_power_w, per_million, power_by_state
 from sizer.inputs.scenario import MAX_REQUESTS
 from sizer.inputs.schedule import DEFAULT_TARGET_UTILISATION, AutoscalingSection, Profile, grown, points_profile
@@ -46,9 +46,8 @@ from sizer.sizing.plan import Plan, make_plan
 from sizer.sizing.resolve import Resolved
 from sizer.sizing.result import GoodputSettings, SizingStatus
 from sizer.sizing.schedule_trace import trace_profile
-from sizer.sizing.simulate import simulation_config
+from sizer.sizing.simulate import simulate_scenario
 from sizer.sizing.workload import workload_of
-from sizer.timing.step_model import step_model_for
 
 STEP_S = 60.0                        # the policy's and the pricing's step: HPA's sync period is 15 s, KEDA's 30 s
 CURVE_FRACTIONS = (0.1, 0.25, 0.5, 0.75, 0.9, 1.0)   # rates of the curve, as shares of the SLO rate per replica
@@ -109,7 +108,7 @@ def _slo_rate(r: Resolved, peak: float, n: int, goodput_per_replica_per_s: float
     return lo
 
 
-def _delay(r: Resolved, plan: Plan, a: AutoscalingSection) -> ScaleUpDelay:
+def _delay(plan: Plan, a: AutoscalingSection) -> ScaleUpDelay:
     return ScaleUpDelay(a.node_provisioning_s, a.image_pull_s, plan.weights.total_bytes / a.storage_bytes_per_s,
                         a.engine_start_s, a.cuda_graph_capture_s)
 
@@ -149,7 +148,7 @@ def _simulate_window(r: Resolved, per_replica: list[float], a: int, b: int, k: i
                  [s for s, kk in zip(base.segments, keep.tolist(), strict=True) if kk], base.segment_tokens,
                  None if base.adapter is None else base.adapter[keep],
                  None if base.schema is None else base.schema[keep])
-    result = simulate_scenario_workload(r, w)
+    result = simulate_scenario(r, replicas=1, workload=w)
     met = slo_attainment(result, slo_of(r))
     arrival = result.columns["arrival_s"]
     step_of = np.minimum((arrival // step_s).astype(int), len(rates) - 1)
@@ -159,11 +158,6 @@ def _simulate_window(r: Resolved, per_replica: list[float], a: int, b: int, k: i
         shares[idx[j]] = float(met[sel].mean()) if sel.any() else 1.0
     scored = step_of >= LEAD_STEPS
     return shares, int(scored.sum()), float(met[scored].mean()) if scored.any() else 1.0
-
-
-def simulate_scenario_workload(r: Resolved, w: Workload):
-    """One replica of `r` serving the requests of `w` as they are."""
-    return simulate(simulation_config(r, 1), step_model_for(r), w, r.workload.seed)
 
 
 def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSettings(),
@@ -185,7 +179,7 @@ def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSetting
     n_peak = sizing.replicas
     mu = _slo_rate(r, peak, n_peak, sizing.goodput_per_replica_per_s)
     curve = tuple(tick(_curve_point(r, mu * f, settings.num_requests)) for f in CURVE_FRACTIONS)
-    delay = _delay(r, plan, a)
+    delay = _delay(plan, a)
     target = mu * ((a.target_utilisation or DEFAULT_TARGET_UTILISATION) if a.target == "utilisation" else 1.0)
     policy = Policy(target, a.min_replicas, a.max_replicas, a.scale_ahead, delay.total_s, a.scale_down_cooldown_s)
     tl = replica_timeline(rates, STEP_S, policy)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from simulator import Workload
 from simulator.run import SimulationConfig, simulate
 from simulator.step_batch import StepTimeModel
 from sizer.errors import InputError
@@ -44,11 +45,12 @@ def check_simulated_blocks(blocks: int, file: str | None, field: str) -> None:
 
 def simulate_scenario(r: Resolved, num_requests: int | None = None, replicas: int | None = None,
                       router: str = DEFAULT_ROUTER, progress: Callable[[int], None] | None = None,
-                      rate_per_s: float | None = None, step: StepTimeModel | None = None):
-    """Simulate the scenario's workload (at `rate_per_s` if given) on its deployment with its step model
-    (`step`, when the caller has built it already)."""
+                      rate_per_s: float | None = None, step: StepTimeModel | None = None,
+                      workload: Workload | None = None):
+    """Simulate the scenario's workload (at `rate_per_s` if given; `workload`'s requests as they are, if given) on
+    its deployment with its step model (`step`, when the caller has built it already)."""
     return simulate(simulation_config(r, replicas, router), step or step_model_for(r),
-                    workload_of(r, num_requests, rate_per_s), r.workload.seed, progress)
+                    workload or workload_of(r, num_requests, rate_per_s), r.workload.seed, progress)
 
 
 def simulate_replica(r: Resolved, rate_per_s: float, num_requests: int):

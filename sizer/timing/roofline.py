@@ -332,7 +332,7 @@ class RooflineStepTimeModel:
         """Collectives of one stage: the pipeline send and the expert all-to-all, the TP all-reduces if asked."""
         c = self.comm
         nbytes = c.pp_send_bytes_per_token + (c.tp_allreduce_bytes_per_token if allreduce else 0.0)
-        fixed = self._comm_fixed_s if allreduce else self._comm_fixed_s - c.allreduces_per_step * COLLECTIVE_LATENCY_S
+        fixed = self._comm_fixed_s if allreduce else 0.0     # the fixed cost is the all-reduces' latency alone
         return tokens * nbytes / self.link_bytes_per_s + fixed + self.alltoall_s(tokens)
 
     @property
