@@ -153,6 +153,15 @@ class Replica:
                 if self.inbox:
                     self._admit()
                 run = sched.decode_run() if self.fast_forward else None
+                if run and self.sole_entry:
+                    end_s = self._decode_through(run, horizon)
+                    if end_s is not None:            # applied already: wait for its end if it crosses the horizon
+                        if end_s >= horizon:
+                            self.wake_s = end_s
+                            yield env.timeout(max(0.0, end_s - env.now))
+                            break
+                        continue
+                    run = None
                 end_s, apply = (self._plan_decode_run(run, horizon) if run
                                 else self._plan_step())
                 if end_s >= horizon:
@@ -238,6 +247,33 @@ class Replica:
             for req in finished:
                 self.on_done(self, req)
         return t, apply
+
+    def _decode_through(self, run: DecodeRun, horizon: float) -> float | None:
+        """The only replica of known arrivals (`sole_entry`): apply the run's steps through finishes
+        (`Scheduler.decode_through`) up to the step after which the next request would be admitted (the inbox's
+        first or the next arrival's), record them and hand over the finished; return the last step's end, or
+        None when the pool cannot serve the first step (nothing changed). Nobody looks at this replica between
+        its steps (the arrival only joins its inbox), so they are applied before their ends are waited for."""
+        loop, times = self.config.engine_loop, self.step_times
+        ready = min(self.inbox_ready_s, horizon + loop.input_s)
+        tail_s = times.shape(run.tail_shape()) if run.tail is not None else 0.0
+        steps = self.scheduler.decode_through(run, self._t, tail_s, ready, loop.async_scheduling, times.decodes,
+                                              times.decode_miss)
+        if steps is None:
+            return None
+        rec, index = self.recorder, self.index
+        if steps.tail is not None:
+            t, dt, n, new_tokens, itl, used = steps.tail
+            rec.step(index, t, dt, n, new_tokens, itl, used)
+            self.last_step_seqs = n
+        for n, ends, durations, used in steps.runs:
+            rec.decode_run(index, ends, durations, n, used)
+            t, dt = ends[-1], durations[-1]
+            self.last_step_seqs = n
+        self._last_start_s, self._t = t - dt, t
+        for req in steps.finished:
+            self.on_done(self, req)
+        return t
 
     def _step_time(self, step: ScheduledStep) -> float:
         dt = self.step_times(step.batch)

@@ -13,6 +13,7 @@ let a caller apply several decode steps at once with the same outcome as steppin
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from simulator.decode_group import DecodeGroup
@@ -21,7 +22,7 @@ from simulator.kv_cache import KVCacheManager
 from simulator.lora import GPU, AdapterCache, LoraConfig
 from simulator.request import Request, Status
 from simulator.speculative import SpeculativeConfig
-from simulator.step import DecodeRun, ScheduledSeq, ScheduledStep, StepBuilder
+from simulator.step import DecodeRun, DecodeSteps, ScheduledSeq, ScheduledStep, StepBuilder
 
 __all__ = ["Scheduler", "SchedulerConfig", "ScheduledSeq", "ScheduledStep"]   # the engine's contract
 
@@ -448,6 +449,105 @@ class Scheduler:
         tail.num_output_tokens = 1
         tail.first_token_s = tail.last_token_s = step_end_s[0]
         return len(per_step), per_step
+
+    def decode_through(self, run: DecodeRun, start_s: float, tail_s: float, ready_s: float, lag: bool,
+                       memo: dict[tuple[int, int], float], miss: Callable[[int, int], float]) -> DecodeSteps | None:
+        """Apply `run`'s steps one after another from `start_s`, through finishes, and return them: a finishing
+        member leaves the group when its step is applied (its blocks freed, as `update` frees them) and the
+        steps go on with the smaller batch; each step's blocks are taken before it is priced and after the
+        previous step's frees, in stepping order, so the pool, the block ids and the LRU order are stepping's.
+        The first step runs the tail's last prompt tokens (priced `tail_s`), after which the tail joins the
+        group as `update` joins it. Plain decode steps are priced `memo[(seqs, context)]`, else `miss(seqs,
+        context)`. It stops after the step whose start (`lag`: asynchronous scheduling) or end is at or
+        after `ready_s` (the next request's admission cut-off), before a step the pool cannot serve, or when
+        the group empties. None, with nothing changed, when the pool cannot serve the first step.
+
+        Only for a caller that nobody observes between the steps (the only replica of known arrivals): the
+        state changes at once, not at each step's end."""
+        g, kv, tail = self._group, self.kv, run.tail
+        free = kv.num_free_blocks
+        used = kv.num_blocks - free
+        t, out = start_s, DecodeSteps()
+        if tail is not None:
+            members = g.needing_block()
+            extra = kv.blocks_for(tail.prompt_tokens) - len(tail.block_ids)   # the rest of its prompt's blocks
+            c = len(members) + extra
+            if c > free:
+                return None
+            if members:
+                kv.append_block_each(members)
+            if extra:
+                kv.append_blocks(tail, extra)
+            free -= c
+            used += c
+            t += tail_s
+            n = len(g.members)
+            out.tail = (t, tail_s, n + 1, n + run.tail_tokens, n, used)
+            finished = out.finished
+            for req in g.advance(1, t):
+                self._finish(req, t)
+                finished.append(req)
+            tail.num_computed_tokens = tail.prompt_tokens      # update(): its prompt done, its first token
+            kv.cache_full_blocks(tail)
+            tail.num_output_tokens = 1
+            tail.first_token_s = tail.last_token_s = t
+            if tail.output_tokens == 1:
+                self._finish(tail, t)
+                finished.append(tail)
+            if finished:
+                self._explicit = [r for r in self._explicit if r.status is Status.RUNNING]
+                free = kv.num_free_blocks
+                used = kv.num_blocks - free
+            self._last_update_s = t
+            self._join_group(t)
+            if (start_s if lag else t) >= ready_s:
+                return out
+        n, ctx = len(g.members), g.context_tokens
+        if not n:
+            return out if tail is not None else None
+        take_each, bs, phase = kv.append_block_each, kv.block_size, g.phase
+        p, done, finish_in = -g.tick, 0, g.steps_to_first_finish()
+        ends: list[float] = []
+        durations: list[float] = []
+        useds: list[int] = []
+        while True:
+            members = phase[(p - done) % bs]            # g.needing_block(done), inline
+            if members:
+                c = len(members)
+                if c > free:
+                    break
+                free -= c
+                used += c
+                take_each(members)
+            dt = memo.get((n, ctx)) or miss(n, ctx)      # a hit without a call (times are > 0)
+            ctx += n
+            t += dt
+            ends.append(t)
+            durations.append(dt)
+            useds.append(used)
+            done += 1
+            if done == finish_in:                        # members finish: they leave, the batch shrinks
+                out.runs.append((n, ends, durations, useds))
+                for req in g.advance(done, t):
+                    self._finish(req, t)
+                    out.finished.append(req)
+                self._last_update_s = t
+                n, ctx = len(g.members), g.context_tokens
+                if not n:
+                    return out
+                free = kv.num_free_blocks
+                used = kv.num_blocks - free
+                ends, durations, useds = [], [], []
+                p, done, finish_in = -g.tick, 0, g.steps_to_first_finish()
+            if (t - dt if lag else t) >= ready_s:
+                break
+        if done:
+            out.runs.append((n, ends, durations, useds))
+            g.advance(done, t)                           # no finish: the first is later
+            self._last_update_s = t
+        elif not out.runs and out.tail is None:
+            return None
+        return out
 
     def finish_decode_run(self, run: DecodeRun, k: int, now_s: float) -> list[Request]:
         """Apply k allocated steps of `run`, the last ending at `now_s`; returns the finished."""

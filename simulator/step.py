@@ -92,6 +92,17 @@ class DecodeRun:
             ctx += n
 
 
+@dataclass(slots=True)
+class DecodeSteps:
+    """The steps `Scheduler.decode_through` applied: the tail's step (end s, duration s, sequences, new tokens,
+    sequences one step after their last token, KV blocks in use), then runs of plain decode steps with the same
+    sequences (sequences, end s of each, duration s of each, KV blocks in use at each), and the requests that
+    finished, in the order they did."""
+    tail: tuple[float, float, int, int, int, int] | None = None
+    runs: list[tuple[int, list[float], list[float], list[int]]] = field(default_factory=list)
+    finished: list[Request] = field(default_factory=list)
+
+
 class StepBuilder:
     """Accumulates a step's sequences and its StepBatch sums without per-token work."""
 
