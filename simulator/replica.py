@@ -50,12 +50,12 @@ class StepTimes:
             t = self._store(self._memo, batch, batch)
         return t
 
-    def shape(self, key: tuple[int, int, int, int, int, int, int]) -> float:
-        """The time of the batch with these field values (StepBatch order); the StepBatch is
-        built only when the time is not memoised."""
+    def shape(self, key: tuple[int, int, int, int, int, int, int, int, int]) -> float:
+        """The time of the batch with these field values (all nine, StepBatch order: the key a StepBatch of them is
+        memoised under); the StepBatch is built only when the time is not memoised."""
         t = self._memo.get(key)
         if t is None:
-            t = self._store(self._memo, key, StepBatch(*key))
+            t = self._store(self._memo, key, batch_of(key))
         return t
 
     def decode_miss(self, num_seqs: int, context_tokens: int) -> float:
@@ -152,9 +152,8 @@ class Replica:
             while sched.has_unfinished():
                 if self.inbox:
                     self._admit()
-                run = sched.decode_run() if self.fast_forward else None
-                if run and self.sole_entry:
-                    end_s = self._decode_through(run, horizon)
+                if self.sole_entry:
+                    end_s = self._decode_through(horizon) if self.fast_forward else None
                     if end_s is not None:            # applied already: wait for its end if it crosses the horizon
                         if end_s >= horizon:
                             self.wake_s = end_s
@@ -162,6 +161,8 @@ class Replica:
                             break
                         continue
                     run = None
+                else:
+                    run = sched.decode_run() if self.fast_forward else None
                 end_s, apply = (self._plan_decode_run(run, horizon) if run
                                 else self._plan_step())
                 if end_s >= horizon:
@@ -248,32 +249,30 @@ class Replica:
                 self.on_done(self, req)
         return t, apply
 
-    def _decode_through(self, run: DecodeRun, horizon: float) -> float | None:
-        """The only replica of known arrivals (`sole_entry`): apply the run's steps through finishes
-        (`Scheduler.decode_through`) up to the step after which the next request would be admitted (the inbox's
-        first or the next arrival's), record them and hand over the finished; return the last step's end, or
-        None when the pool cannot serve the first step (nothing changed). Nobody looks at this replica between
-        its steps (the arrival only joins its inbox), so they are applied before their ends are waited for."""
+    def _decode_through(self, horizon: float) -> float | None:
+        """The only replica of known arrivals (`sole_entry`): apply the next steps while they are the decode
+        group's, headed by at most one admission and one prompt's last chunk (`Scheduler.decode_through`: through
+        finishes), up to the step after which the next request would be admitted (the inbox's first or the next
+        arrival's); record them and hand over the finished; return the last step's end, or None when the next step
+        is another (nothing changed). Nobody looks at this replica between its steps (the arrival only joins its
+        inbox), so they are applied before their ends are waited for."""
         loop, times = self.config.engine_loop, self.step_times
         ready = min(self.inbox_ready_s, horizon + loop.input_s)
-        tail_s = times.shape(run.tail_shape()) if run.tail is not None else 0.0
-        steps = self.scheduler.decode_through(run, self._t, tail_s, ready, loop.async_scheduling, times.decodes,
+        steps = self.scheduler.decode_through(self._t, ready, loop.async_scheduling, times.shape, times.decodes,
                                               times.decode_miss)
         if steps is None:
             return None
         rec, index = self.recorder, self.index
-        if steps.tail is not None:
-            t, dt, n, new_tokens, itl, used = steps.tail
-            rec.step(index, t, dt, n, new_tokens, itl, used)
-            self.last_step_seqs = n
-        for n, ends, durations, used in steps.runs:
-            rec.decode_run(index, ends, durations, n, used)
-            t, dt = ends[-1], durations[-1]
-            self.last_step_seqs = n
-        self._last_start_s, self._t = t - dt, t
+        for n, new_tokens, itl, ends, durations, used in steps.steps:
+            if len(ends) == 1:
+                rec.step(index, ends[0], durations[0], n, new_tokens, itl, used[0])
+            else:
+                rec.decode_run(index, ends, durations, n, used)
+        self.last_step_seqs = n
+        self._last_start_s, self._t = ends[-1] - durations[-1], ends[-1]
         for req in steps.finished:
             self.on_done(self, req)
-        return t
+        return self._t
 
     def _step_time(self, step: ScheduledStep) -> float:
         dt = self.step_times(step.batch)

@@ -23,6 +23,7 @@ from simulator.lora import GPU, AdapterCache, LoraConfig
 from simulator.request import Request, Status
 from simulator.speculative import SpeculativeConfig
 from simulator.step import DecodeRun, DecodeSteps, ScheduledSeq, ScheduledStep, StepBuilder
+from simulator.step_batch import attention_pairs
 
 __all__ = ["Scheduler", "SchedulerConfig", "ScheduledSeq", "ScheduledStep"]   # the engine's contract
 
@@ -450,61 +451,46 @@ class Scheduler:
         tail.first_token_s = tail.last_token_s = step_end_s[0]
         return len(per_step), per_step
 
-    def decode_through(self, run: DecodeRun, start_s: float, tail_s: float, ready_s: float, lag: bool,
+    def decode_through(self, start_s: float, ready_s: float, lag: bool, shape_s: Callable[[tuple[int, ...]], float],
                        memo: dict[tuple[int, int], float], miss: Callable[[int, int], float]) -> DecodeSteps | None:
-        """Apply `run`'s steps one after another from `start_s`, through finishes, and return them: a finishing
-        member leaves the group when its step is applied (its blocks freed, as `update` frees them) and the
-        steps go on with the smaller batch; each step's blocks are taken before it is priced and after the
-        previous step's frees, in stepping order, so the pool, the block ids and the LRU order are stepping's.
-        The first step runs the tail's last prompt tokens (priced `tail_s`), after which the tail joins the
-        group as `update` joins it. Plain decode steps are priced `memo[(seqs, context)]`, else `miss(seqs,
-        context)`. It stops after the step whose start (`lag`: asynchronous scheduling) or end is at or
-        after `ready_s` (the next request's admission cut-off), before a step the pool cannot serve, or when
-        the group empties. None, with nothing changed, when the pool cannot serve the first step.
+        """Apply the next steps one after another from `start_s` while they are the decode group's decodes,
+        at most headed by the admission of the one waiting request (`_head_step`) and the last chunk of the
+        newest request's prompt (`_tail_step`), and return them; None, with nothing changed, when the next step
+        is none of these (or the pool cannot serve it): `schedule` it.
+
+        Stepping's outcome to the bit: each step's blocks are taken, its time priced (`shape_s` of its
+        StepBatch fields, a plain decode step's `memo[(seqs, context)]`, else `miss(seqs, context)`) and its
+        result applied (`update`'s order: the group's finishes, then the other sequence) before the next is
+        scheduled, so a finishing member leaves the group, its blocks freed, and the steps go on with the
+        smaller batch. It stops after the step whose start (`lag`: asynchronous scheduling) or end is at or
+        after `ready_s` (the next request's admission cut-off), before a step the pool cannot serve, when the
+        group empties or the next step is not one of these.
 
         Only for a caller that nobody observes between the steps (the only replica of known arrivals): the
         state changes at once, not at each step's end."""
-        g, kv, tail = self._group, self.kv, run.tail
-        free = kv.num_free_blocks
-        used = kv.num_blocks - free
-        t, out = start_s, DecodeSteps()
-        if tail is not None:
-            members = g.needing_block()
-            extra = kv.blocks_for(tail.prompt_tokens) - len(tail.block_ids)   # the rest of its prompt's blocks
-            c = len(members) + extra
-            if c > free:
+        cfg, g, out = self.config, self._group, DecodeSteps()
+        if not self._use_group or cfg.prefill_only or len(self._explicit) > 1:
+            return None
+        t = start_s
+        if self.waiting:
+            t = self._head_step(t, shape_s, memo, miss, out)
+            if t < 0.0:
                 return None
-            if members:
-                kv.append_block_each(members)
-            if extra:
-                kv.append_blocks(tail, extra)
-            free -= c
-            used += c
-            t += tail_s
-            n = len(g.members)
-            out.tail = (t, tail_s, n + 1, n + run.tail_tokens, n, used)
-            finished = out.finished
-            for req in g.advance(1, t):
-                self._finish(req, t)
-                finished.append(req)
-            tail.num_computed_tokens = tail.prompt_tokens      # update(): its prompt done, its first token
-            kv.cache_full_blocks(tail)
-            tail.num_output_tokens = 1
-            tail.first_token_s = tail.last_token_s = t
-            if tail.output_tokens == 1:
-                self._finish(tail, t)
-                finished.append(tail)
-            if finished:
-                self._explicit = [r for r in self._explicit if r.status is Status.RUNNING]
-                free = kv.num_free_blocks
-                used = kv.num_blocks - free
-            self._last_update_s = t
-            self._join_group(t)
-            if (start_s if lag else t) >= ready_s:
+            if (start_s if lag else t) >= ready_s or self.waiting:
+                return out
+        if self._explicit:
+            start = t
+            t = self._tail_step(t, shape_s, out)
+            if t < 0.0:
+                return out if out.steps else None
+            if (start if lag else t) >= ready_s:
                 return out
         n, ctx = len(g.members), g.context_tokens
-        if not n:
-            return out if tail is not None else None
+        if not n or self._explicit:
+            return out if out.steps else None
+        kv = self.kv
+        free = kv.num_free_blocks
+        used = kv.num_blocks - free
         take_each, bs, phase = kv.append_block_each, kv.block_size, g.phase
         p, done, finish_in = -g.tick, 0, g.steps_to_first_finish()
         ends: list[float] = []
@@ -527,7 +513,7 @@ class Scheduler:
             useds.append(used)
             done += 1
             if done == finish_in:                        # members finish: they leave, the batch shrinks
-                out.runs.append((n, ends, durations, useds))
+                out.steps.append((n, n, n, ends, durations, useds))
                 for req in g.advance(done, t):
                     self._finish(req, t)
                     out.finished.append(req)
@@ -542,12 +528,106 @@ class Scheduler:
             if (t - dt if lag else t) >= ready_s:
                 break
         if done:
-            out.runs.append((n, ends, durations, useds))
+            out.steps.append((n, n, n, ends, durations, useds))
             g.advance(done, t)                           # no finish: the first is later
             self._last_update_s = t
-        elif not out.runs and out.tail is None:
-            return None
-        return out
+        return out if out.steps else None
+
+    def _head_step(self, t: float, shape_s: Callable[[tuple[int, ...]], float], memo: dict[tuple[int, int], float],
+                   miss: Callable[[int, int], float], out: DecodeSteps) -> float:
+        """The step that admits the one waiting request (new: nothing computed, nothing sampled) beside the
+        group's decodes, as `schedule` and `update` run it: the group's blocks, then the request's cache hit
+        and first chunk; its end, or -1.0 (nothing changed) when the step is another (no room in the budget,
+        the sequence cap or the pool; other waiting requests; a policy this path leaves to `schedule`)."""
+        cfg, kv, g, waiting = self.config, self.kv, self._group, self.waiting
+        req = waiting[0]
+        n = len(g.members)
+        budget = cfg.max_num_batched_tokens - n
+        if (len(waiting) > 1 or self._explicit or budget <= 0 or n >= cfg.max_num_seqs or cfg.reserve_full_kv
+                or kv.slot_prompt_reuse or req.status is not Status.WAITING or req.num_computed_tokens
+                or req.num_output_tokens):
+            return -1.0
+        members = g.needing_block()
+        if len(members) > kv.num_free_blocks:
+            return -1.0
+        kv.append_block_each(members)         # as _schedule_group: the group's blocks first
+        hit_blocks, hit_free = kv.count_computed_blocks(req)
+        computed = hit_blocks * kv.block_size
+        m = min(req.prompt_tokens - computed, budget)
+        if (kv.blocks_for(computed + m) - hit_blocks + kv.window_need(req) > kv.num_free_blocks - hit_free
+                or not kv.allocate_slots(req, m, kv.get_computed_blocks(req)[0] if hit_blocks else ())):
+            return self._group_step(t, memo, miss, out) if n else -1.0    # the pool is short: the group decodes alone
+        waiting.popleft()
+        self._explicit.append(req)
+        req.status = Status.RUNNING
+        req.num_computed_tokens = computed
+        if req.scheduled_s < 0:
+            req.scheduled_s = t
+            req.num_cached_prompt_tokens = computed
+        ctx = g.context_tokens
+        dt = shape_s((n + 1, n + m, ctx + computed, ctx + n + attention_pairs(m, computed), 1, m, 0, 0, 0))
+        t += dt
+        out.steps.append((n + 1, n + m, n, [t], [dt], [kv.num_used_blocks]))
+        self._apply_prompt_step(req, m, t, out)
+        return t
+
+    def _tail_step(self, t: float, shape_s: Callable[[tuple[int, ...]], float], out: DecodeSteps) -> float:
+        """The step that runs the rest of the one explicit request's prompt (nothing sampled yet) beside the
+        group's decodes, as `schedule` and `update` run it; its end, or -1.0 (nothing changed) when the step is
+        another (the rest does not fit the budget, the pool is short)."""
+        cfg, kv, g, tail = self.config, self.kv, self._group, self._explicit[0]
+        n = len(g.members)
+        m = tail.prompt_tokens - tail.num_computed_tokens
+        if tail.num_output_tokens or n + m > cfg.max_num_batched_tokens:
+            return -1.0
+        members = g.needing_block()
+        extra = kv.blocks_for(tail.prompt_tokens) - len(tail.block_ids)      # the rest of its prompt's blocks
+        if len(members) + extra > kv.num_free_blocks:
+            return -1.0
+        if members:
+            kv.append_block_each(members)
+        if extra:
+            kv.append_blocks(tail, extra)
+        ctx, c = g.context_tokens, tail.num_computed_tokens
+        dt = shape_s((n + 1, n + m, ctx + c, ctx + n + attention_pairs(m, c), 1, m, 0, 0, 0))
+        t += dt
+        out.steps.append((n + 1, n + m, n, [t], [dt], [kv.num_used_blocks]))
+        self._apply_prompt_step(tail, m, t, out)
+        return t
+
+    def _apply_prompt_step(self, req: Request, m: int, t: float, out: DecodeSteps) -> None:
+        """`update` of a step of the group's decodes and `m` prompt tokens of `req`, ending at `t`."""
+        finished = out.finished
+        for done in self._group.advance(1, t):
+            self._finish(done, t)
+            finished.append(done)
+        req.num_computed_tokens += m
+        self.kv.cache_full_blocks(req)
+        if req.num_computed_tokens == req.prompt_tokens:       # its prompt done: its first token
+            req.first_token_s = req.last_token_s = t
+            req.num_output_tokens = 1
+            if req.output_tokens == 1:
+                self._finish(req, t)
+                finished.append(req)
+        if finished:
+            self._explicit = [r for r in self._explicit if r.status is Status.RUNNING]
+        self._last_update_s = t
+        self._join_group(t)
+
+    def _group_step(self, t: float, memo: dict[tuple[int, int], float], miss: Callable[[int, int], float],
+                    out: DecodeSteps) -> float:
+        """The rest of a step whose group blocks are taken but that admits nobody (the pool is short): the group's
+        decodes alone, the request left waiting, as `schedule` and `update` run it; its end."""
+        g = self._group
+        n, ctx = len(g.members), g.context_tokens
+        dt = memo.get((n, ctx)) or miss(n, ctx)
+        t += dt
+        out.steps.append((n, n, n, [t], [dt], [self.kv.num_used_blocks]))
+        for req in g.advance(1, t):
+            self._finish(req, t)
+            out.finished.append(req)
+        self._last_update_s = t
+        return t
 
     def finish_decode_run(self, run: DecodeRun, k: int, now_s: float) -> list[Request]:
         """Apply k allocated steps of `run`, the last ending at `now_s`; returns the finished."""

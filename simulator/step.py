@@ -70,10 +70,10 @@ class DecodeRun:
     tail: Request | None = None
     tail_tokens: int = 0
 
-    def tail_shape(self) -> tuple[int, int, int, int, int, int, int]:
+    def tail_shape(self) -> tuple[int, int, int, int, int, int, int, int, int]:
         """The first step's StepBatch fields when it also runs the tail's last prompt tokens."""
         n, ctx, m, c = self.num_seqs, self.context_tokens, self.tail_tokens, self.tail.num_computed_tokens
-        return n + 1, n + m, ctx + c, ctx + n + attention_pairs(m, c), 1, m, 0      # n decodes: ctx + n pairs
+        return n + 1, n + m, ctx + c, ctx + n + attention_pairs(m, c), 1, m, 0, 0, 0      # n decodes: ctx + n pairs
 
     def decode_start(self) -> tuple[int, int]:
         """(sequences, context tokens) of the first plain decode step, after any tail step;
@@ -94,12 +94,10 @@ class DecodeRun:
 
 @dataclass(slots=True)
 class DecodeSteps:
-    """The steps `Scheduler.decode_through` applied: the tail's step (end s, duration s, sequences, new tokens,
-    sequences one step after their last token, KV blocks in use), then runs of plain decode steps with the same
-    sequences (sequences, end s of each, duration s of each, KV blocks in use at each), and the requests that
-    finished, in the order they did."""
-    tail: tuple[float, float, int, int, int, int] | None = None
-    runs: list[tuple[int, list[float], list[float], list[int]]] = field(default_factory=list)
+    """The steps `Scheduler.decode_through` applied, in order, each a run of steps with the same counts: (sequences,
+    new tokens, sequences whose token comes one step after their last, end s of each step, duration s of each, KV
+    blocks in use at each); and the requests that finished, in the order they did."""
+    steps: list[tuple[int, int, int, list[float], list[float], list[int]]] = field(default_factory=list)
     finished: list[Request] = field(default_factory=list)
 
 
