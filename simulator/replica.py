@@ -251,11 +251,11 @@ class Replica:
 
     def _decode_through(self, horizon: float) -> float | None:
         """The only replica of known arrivals (`sole_entry`): apply the next steps while they are the decode
-        group's, headed by at most one admission and one prompt's last chunk (`Scheduler.decode_through`: through
-        finishes), up to the step after which the next request would be admitted (the inbox's first or the next
-        arrival's); record them and hand over the finished; return the last step's end, or None when the next step
-        is another (nothing changed). Nobody looks at this replica between its steps (the arrival only joins its
-        inbox), so they are applied before their ends are waited for."""
+        group's, beside prompt chunks and admissions (`Scheduler.decode_through`: through finishes), up to the
+        step after which the next request would be admitted (the inbox's first or the next arrival's); record
+        them and hand over the finished; return the last step's end, or None when the next step is another
+        (nothing changed). Nobody looks at this replica between its steps (the arrival only joins its inbox),
+        so they are applied before their ends are waited for."""
         loop, times = self.config.engine_loop, self.step_times
         ready = min(self.inbox_ready_s, horizon + loop.input_s)
         steps = self.scheduler.decode_through(self._t, ready, loop.async_scheduling, times.shape, times.decodes,

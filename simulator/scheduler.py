@@ -454,39 +454,32 @@ class Scheduler:
     def decode_through(self, start_s: float, ready_s: float, lag: bool, shape_s: Callable[[tuple[int, ...]], float],
                        memo: dict[tuple[int, int], float], miss: Callable[[int, int], float]) -> DecodeSteps | None:
         """Apply the next steps one after another from `start_s` while they are the decode group's decodes,
-        at most headed by the admission of the one waiting request (`_head_step`) and the last chunk of the
-        newest request's prompt (`_tail_step`), and return them; None, with nothing changed, when the next step
-        is none of these (or the pool cannot serve it): `schedule` it.
+        beside prompt chunks while a prompt is under way or a request waits (`_prefill_step`), and return them;
+        None, with nothing changed, when the next step is another (or the pool cannot serve it): `schedule` it.
 
         Stepping's outcome to the bit: each step's blocks are taken, its time priced (`shape_s` of its
-        StepBatch fields, a plain decode step's `memo[(seqs, context)]`, else `miss(seqs, context)`) and its
-        result applied (`update`'s order: the group's finishes, then the other sequence) before the next is
-        scheduled, so a finishing member leaves the group, its blocks freed, and the steps go on with the
-        smaller batch. It stops after the step whose start (`lag`: asynchronous scheduling) or end is at or
-        after `ready_s` (the next request's admission cut-off), before a step the pool cannot serve, when the
-        group empties or the next step is not one of these.
+        StepBatch fields; a plain decode step's `memo[(seqs, context)]`, else `miss(seqs, context)`) and its
+        result applied (`update`'s order: the group's finishes, then the prompts) before the next is scheduled,
+        so a finishing member leaves the group, its blocks freed, and the steps go on with the smaller batch.
+        It stops after the step whose start (`lag`: asynchronous scheduling) or end is at or after `ready_s`
+        (the next request's admission cut-off), before a step the pool cannot serve or that is none of these,
+        or when the group empties.
 
         Only for a caller that nobody observes between the steps (the only replica of known arrivals): the
         state changes at once, not at each step's end."""
-        cfg, g, out = self.config, self._group, DecodeSteps()
-        if not self._use_group or cfg.prefill_only or len(self._explicit) > 1:
+        g, out = self._group, DecodeSteps()
+        if not self._use_group or self.config.prefill_only:
             return None
         t = start_s
-        if self.waiting:
-            t = self._head_step(t, shape_s, memo, miss, out)
-            if t < 0.0:
-                return None
-            if (start_s if lag else t) >= ready_s or self.waiting:
-                return out
-        if self._explicit:
+        while self.waiting or self._explicit:
             start = t
-            t = self._tail_step(t, shape_s, out)
+            t = self._prefill_step(start, shape_s, memo, miss, out)
             if t < 0.0:
                 return out if out.steps else None
             if (start if lag else t) >= ready_s:
                 return out
         n, ctx = len(g.members), g.context_tokens
-        if not n or self._explicit:
+        if not n:
             return out if out.steps else None
         kv = self.kv
         free = kv.num_free_blocks
@@ -533,100 +526,87 @@ class Scheduler:
             self._last_update_s = t
         return out if out.steps else None
 
-    def _head_step(self, t: float, shape_s: Callable[[tuple[int, ...]], float], memo: dict[tuple[int, int], float],
-                   miss: Callable[[int, int], float], out: DecodeSteps) -> float:
-        """The step that admits the one waiting request (new: nothing computed, nothing sampled) beside the
-        group's decodes, as `schedule` and `update` run it: the group's blocks, then the request's cache hit
-        and first chunk; its end, or -1.0 (nothing changed) when the step is another (no room in the budget,
-        the sequence cap or the pool; other waiting requests; a policy this path leaves to `schedule`)."""
-        cfg, kv, g, waiting = self.config, self.kv, self._group, self.waiting
-        req = waiting[0]
+    def _prefill_step(self, t: float, shape_s: Callable[[tuple[int, ...]], float], memo: dict[tuple[int, int], float],
+                      miss: Callable[[int, int], float], out: DecodeSteps) -> float:
+        """One step from `t` as `schedule` and `update` run it when it holds the group's decodes, a chunk of the
+        one explicit request's prompt (nothing sampled yet) and the first chunks of the new waiting requests it
+        admits (`_admit_waiting`'s order and checks: the group's blocks, the explicit prompt's, then each
+        admission's cache hit and blocks, until the budget, the sequence cap or the pool stops it); its end, or
+        -1.0 with nothing changed when the step would be another (a decode or more than one request outside the
+        group, a request back from preemption, a policy this path leaves to `schedule`, or a pool that cannot
+        serve the group or the explicit prompt) or empty."""
+        cfg, kv, g, waiting, explicit = self.config, self.kv, self._group, self.waiting, self._explicit
         n = len(g.members)
         budget = cfg.max_num_batched_tokens - n
-        if (len(waiting) > 1 or self._explicit or budget <= 0 or n >= cfg.max_num_seqs or cfg.reserve_full_kv
-                or kv.slot_prompt_reuse or req.status is not Status.WAITING or req.num_computed_tokens
-                or req.num_output_tokens):
+        tail = explicit[0] if explicit else None
+        if budget <= 0 or len(explicit) > 1 or (tail is not None and tail.num_output_tokens) or len(waiting) > 4:
+            return -1.0
+        if waiting and (cfg.reserve_full_kv or kv.slot_prompt_reuse or not all(
+                r.status is Status.WAITING and not r.num_computed_tokens and not r.num_output_tokens for r in waiting)):
             return -1.0
         members = g.needing_block()
-        if len(members) > kv.num_free_blocks:
+        need = len(members)
+        if tail is not None:
+            c = tail.num_computed_tokens
+            m = min(tail.prompt_tokens - c, budget)
+            need += kv.blocks_for(c + m) - len(tail.block_ids) + kv.window_need(tail)
+        if need > kv.num_free_blocks or (not n and tail is None and not waiting):
             return -1.0
-        kv.append_block_each(members)         # as _schedule_group: the group's blocks first
-        hit_blocks, hit_free = kv.count_computed_blocks(req)
-        computed = hit_blocks * kv.block_size
-        m = min(req.prompt_tokens - computed, budget)
-        if (kv.blocks_for(computed + m) - hit_blocks + kv.window_need(req) > kv.num_free_blocks - hit_free
-                or not kv.allocate_slots(req, m, kv.get_computed_blocks(req)[0] if hit_blocks else ())):
-            return self._group_step(t, memo, miss, out) if n else -1.0    # the pool is short: the group decodes alone
-        waiting.popleft()
-        self._explicit.append(req)
-        req.status = Status.RUNNING
-        req.num_computed_tokens = computed
-        if req.scheduled_s < 0:
-            req.scheduled_s = t
-            req.num_cached_prompt_tokens = computed
+        kv.append_block_each(members)                  # _schedule_group
         ctx = g.context_tokens
-        dt = shape_s((n + 1, n + m, ctx + computed, ctx + n + attention_pairs(m, computed), 1, m, 0, 0, 0))
+        seqs, new, pairs, pf_tokens = n, n, ctx + n, 0   # n decodes: attention_pairs(1, c) = c + 1 each
+        prompts: list[tuple[Request, int]] = []
+        if tail is not None:                            # _schedule_running
+            kv.allocate_slots(tail, m)
+            seqs, new, ctx, pairs, pf_tokens = seqs + 1, new + m, ctx + c, pairs + attention_pairs(m, c), m
+            budget -= m
+            prompts.append((tail, m))
+        while waiting and budget > 0 and len(explicit) + n < cfg.max_num_seqs:     # _admit_waiting
+            req = waiting[0]
+            hit_blocks, hit_free = kv.count_computed_blocks(req)
+            c = hit_blocks * kv.block_size
+            m = min(req.prompt_tokens - c, budget)
+            if hit_blocks:
+                if (kv.blocks_for(c + m) - hit_blocks + kv.window_need(req) > kv.num_free_blocks - hit_free
+                        or not kv.allocate_slots(req, m, kv.get_computed_blocks(req)[0])):
+                    break
+            elif not kv.allocate_slots(req, m):
+                break
+            waiting.popleft()
+            explicit.append(req)
+            req.status = Status.RUNNING
+            req.num_computed_tokens = c
+            if req.scheduled_s < 0:
+                req.scheduled_s = t
+                req.num_cached_prompt_tokens = c
+            seqs, new, ctx, pairs, pf_tokens = seqs + 1, new + m, ctx + c, pairs + attention_pairs(m, c), pf_tokens + m
+            budget -= m
+            prompts.append((req, m))
+        if not prompts:
+            if not n:                                   # nothing changed: the pool cannot take the waiting request
+                return -1.0
+            dt = memo.get((n, ctx)) or miss(n, ctx)     # the group decodes alone, the request waits
+        else:
+            dt = shape_s((seqs, new, ctx, pairs, len(prompts), pf_tokens, 0, 0, 0))
         t += dt
-        out.steps.append((n + 1, n + m, n, [t], [dt], [kv.num_used_blocks]))
-        self._apply_prompt_step(req, m, t, out)
-        return t
-
-    def _tail_step(self, t: float, shape_s: Callable[[tuple[int, ...]], float], out: DecodeSteps) -> float:
-        """The step that runs the rest of the one explicit request's prompt (nothing sampled yet) beside the
-        group's decodes, as `schedule` and `update` run it; its end, or -1.0 (nothing changed) when the step is
-        another (the rest does not fit the budget, the pool is short)."""
-        cfg, kv, g, tail = self.config, self.kv, self._group, self._explicit[0]
-        n = len(g.members)
-        m = tail.prompt_tokens - tail.num_computed_tokens
-        if tail.num_output_tokens or n + m > cfg.max_num_batched_tokens:
-            return -1.0
-        members = g.needing_block()
-        extra = kv.blocks_for(tail.prompt_tokens) - len(tail.block_ids)      # the rest of its prompt's blocks
-        if len(members) + extra > kv.num_free_blocks:
-            return -1.0
-        if members:
-            kv.append_block_each(members)
-        if extra:
-            kv.append_blocks(tail, extra)
-        ctx, c = g.context_tokens, tail.num_computed_tokens
-        dt = shape_s((n + 1, n + m, ctx + c, ctx + n + attention_pairs(m, c), 1, m, 0, 0, 0))
-        t += dt
-        out.steps.append((n + 1, n + m, n, [t], [dt], [kv.num_used_blocks]))
-        self._apply_prompt_step(tail, m, t, out)
-        return t
-
-    def _apply_prompt_step(self, req: Request, m: int, t: float, out: DecodeSteps) -> None:
-        """`update` of a step of the group's decodes and `m` prompt tokens of `req`, ending at `t`."""
-        finished = out.finished
-        for done in self._group.advance(1, t):
-            self._finish(done, t)
-            finished.append(done)
-        req.num_computed_tokens += m
-        self.kv.cache_full_blocks(req)
-        if req.num_computed_tokens == req.prompt_tokens:       # its prompt done: its first token
-            req.first_token_s = req.last_token_s = t
-            req.num_output_tokens = 1
-            if req.output_tokens == 1:
-                self._finish(req, t)
-                finished.append(req)
+        out.steps.append((seqs, new, n, [t], [dt], [kv.num_used_blocks]))
+        finished = out.finished                         # update()
+        for req in g.advance(1, t):
+            self._finish(req, t)
+            finished.append(req)
+        for req, m in prompts:
+            req.num_computed_tokens += m
+            kv.cache_full_blocks(req)
+            if req.num_computed_tokens == req.prompt_tokens:       # its prompt done: its first token
+                req.first_token_s = req.last_token_s = t
+                req.num_output_tokens = 1
+                if req.output_tokens == 1:
+                    self._finish(req, t)
+                    finished.append(req)
         if finished:
             self._explicit = [r for r in self._explicit if r.status is Status.RUNNING]
         self._last_update_s = t
         self._join_group(t)
-
-    def _group_step(self, t: float, memo: dict[tuple[int, int], float], miss: Callable[[int, int], float],
-                    out: DecodeSteps) -> float:
-        """The rest of a step whose group blocks are taken but that admits nobody (the pool is short): the group's
-        decodes alone, the request left waiting, as `schedule` and `update` run it; its end."""
-        g = self._group
-        n, ctx = len(g.members), g.context_tokens
-        dt = memo.get((n, ctx)) or miss(n, ctx)
-        t += dt
-        out.steps.append((n, n, n, [t], [dt], [self.kv.num_used_blocks]))
-        for req in g.advance(1, t):
-            self._finish(req, t)
-            out.finished.append(req)
-        self._last_update_s = t
         return t
 
     def finish_decode_run(self, run: DecodeRun, k: int, now_s: float) -> list[Request]:
