@@ -262,14 +262,9 @@ class Replica:
                                               times.decode_miss)
         if steps is None:
             return None
-        rec, index = self.recorder, self.index
-        for n, new_tokens, itl, ends, durations, used in steps.steps:
-            if len(ends) == 1:
-                rec.step(index, ends[0], durations[0], n, new_tokens, itl, used[0])
-            else:
-                rec.decode_run(index, ends, durations, n, used)
-        self.last_step_seqs = n
-        self._last_start_s, self._t = ends[-1] - durations[-1], ends[-1]
+        self.recorder.steps(self.index, steps.end_s, steps.step_s, steps.kv_used_blocks, steps.counts)
+        self.last_step_seqs = steps.counts[-1][0]
+        self._last_start_s, self._t = steps.end_s[-1] - steps.step_s[-1], steps.end_s[-1]
         for req in steps.finished:
             self.on_done(self, req)
         return self._t

@@ -475,20 +475,18 @@ class Scheduler:
             start = t
             t = self._prefill_step(start, shape_s, memo, miss, out)
             if t < 0.0:
-                return out if out.steps else None
+                return out if out.counts else None
             if (start if lag else t) >= ready_s:
                 return out
         n, ctx = len(g.members), g.context_tokens
         if not n:
-            return out if out.steps else None
+            return out if out.counts else None
         kv = self.kv
         free = kv.num_free_blocks
         used = kv.num_blocks - free
         take_each, bs, phase = kv.append_block_each, kv.block_size, g.phase
         p, done, finish_in = -g.tick, 0, g.steps_to_first_finish()
-        ends: list[float] = []
-        durations: list[float] = []
-        useds: list[int] = []
+        ends, durations, useds = out.end_s, out.step_s, out.kv_used_blocks
         while True:
             members = phase[(p - done) % bs]            # g.needing_block(done), inline
             if members:
@@ -506,7 +504,7 @@ class Scheduler:
             useds.append(used)
             done += 1
             if done == finish_in:                        # members finish: they leave, the batch shrinks
-                out.steps.append((n, n, n, ends, durations, useds))
+                out.counts.append((n, n, n, done))
                 for req in g.advance(done, t):
                     self._finish(req, t)
                     out.finished.append(req)
@@ -516,15 +514,14 @@ class Scheduler:
                     return out
                 free = kv.num_free_blocks
                 used = kv.num_blocks - free
-                ends, durations, useds = [], [], []
                 p, done, finish_in = -g.tick, 0, g.steps_to_first_finish()
             if (t - dt if lag else t) >= ready_s:
                 break
         if done:
-            out.steps.append((n, n, n, ends, durations, useds))
+            out.counts.append((n, n, n, done))
             g.advance(done, t)                           # no finish: the first is later
             self._last_update_s = t
-        return out if out.steps else None
+        return out if out.counts else None
 
     def _prefill_step(self, t: float, shape_s: Callable[[tuple[int, ...]], float], memo: dict[tuple[int, int], float],
                       miss: Callable[[int, int], float], out: DecodeSteps) -> float:
@@ -541,9 +538,11 @@ class Scheduler:
         tail = explicit[0] if explicit else None
         if budget <= 0 or len(explicit) > 1 or (tail is not None and tail.num_output_tokens) or len(waiting) > 4:
             return -1.0
-        if waiting and (cfg.reserve_full_kv or kv.slot_prompt_reuse or not all(
-                r.status is Status.WAITING and not r.num_computed_tokens and not r.num_output_tokens for r in waiting)):
+        if waiting and (cfg.reserve_full_kv or kv.slot_prompt_reuse):
             return -1.0
+        for r in waiting:                              # new requests only (not back from preemption, not transferred)
+            if r.status is not Status.WAITING or r.num_computed_tokens or r.num_output_tokens:
+                return -1.0
         members = g.needing_block()
         need = len(members)
         if tail is not None:
@@ -589,7 +588,10 @@ class Scheduler:
         else:
             dt = shape_s((seqs, new, ctx, pairs, len(prompts), pf_tokens, 0, 0, 0))
         t += dt
-        out.steps.append((seqs, new, n, [t], [dt], [kv.num_used_blocks]))
+        out.end_s.append(t)
+        out.step_s.append(dt)
+        out.kv_used_blocks.append(kv.num_used_blocks)
+        out.counts.append((seqs, new, n, 1))
         finished = out.finished                         # update()
         for req in g.advance(1, t):
             self._finish(req, t)

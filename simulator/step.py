@@ -94,10 +94,13 @@ class DecodeRun:
 
 @dataclass(slots=True)
 class DecodeSteps:
-    """The steps `Scheduler.decode_through` applied, in order, each a run of steps with the same counts: (sequences,
-    new tokens, sequences whose token comes one step after their last, end s of each step, duration s of each, KV
-    blocks in use at each); and the requests that finished, in the order they did."""
-    steps: list[tuple[int, int, int, list[float], list[float], list[int]]] = field(default_factory=list)
+    """The steps `Scheduler.decode_through` applied, in order: each one's end s, duration s and KV blocks in use;
+    (sequences, new tokens, sequences whose token comes one step after their last, steps) for each stretch of
+    them with the same counts; and the requests that finished, in the order they did."""
+    end_s: list[float] = field(default_factory=list)
+    step_s: list[float] = field(default_factory=list)
+    kv_used_blocks: list[int] = field(default_factory=list)
+    counts: list[tuple[int, int, int, int]] = field(default_factory=list)
     finished: list[Request] = field(default_factory=list)
 
 
