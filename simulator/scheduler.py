@@ -486,7 +486,7 @@ class Scheduler:
         used = kv.num_blocks - free
         take_each, bs, phase = kv.append_block_each, kv.block_size, g.phase
         p, done, finish_in = -g.tick, 0, g.steps_to_first_finish()
-        ends, durations, useds = out.end_s, out.step_s, out.kv_used_blocks
+        end, duration, in_use = out.end_s.append, out.step_s.append, out.kv_used_blocks.append
         while True:
             members = phase[(p - done) % bs]            # g.needing_block(done), inline
             if members:
@@ -499,9 +499,9 @@ class Scheduler:
             dt = memo.get((n, ctx)) or miss(n, ctx)      # a hit without a call (times are > 0)
             ctx += n
             t += dt
-            ends.append(t)
-            durations.append(dt)
-            useds.append(used)
+            end(t)
+            duration(dt)
+            in_use(used)
             done += 1
             if done == finish_in:                        # members finish: they leave, the batch shrinks
                 out.counts.append((n, n, n, done))
