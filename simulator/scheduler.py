@@ -7,7 +7,9 @@ it, a step is either all whole-prompt prefills or all decodes (prefill first). W
 run out the newest running request is preempted: recompute (free, requeue at the front) or
 swap (its blocks are copied to host and back, priced by the caller). Nothing here knows
 whether a step is simulated or run; `decode_run`, `allocate_decode_run` and `finish_decode_run`
-let a caller apply several decode steps at once with the same outcome as stepping.
+let a caller apply several decode steps at once with the same outcome as stepping, and
+`decode_through` a caller nobody observes between steps apply whole stretches of the decode
+group's steps, through finishes and beside prompt chunks and admissions.
 """
 
 from __future__ import annotations
@@ -452,13 +454,14 @@ class Scheduler:
         return len(per_step), per_step
 
     def decode_through(self, start_s: float, ready_s: float, lag: bool, shape_s: Callable[[tuple[int, ...]], float],
-                       memo: dict[tuple[int, int], float], miss: Callable[[int, int], float]) -> DecodeSteps | None:
+                       decode_times: Callable[[int], dict[int, float]],
+                       miss: Callable[[int, int], float]) -> DecodeSteps | None:
         """Apply the next steps one after another from `start_s` while they are the decode group's decodes,
         beside prompt chunks while a prompt is under way or a request waits (`_prefill_step`), and return them;
         None, with nothing changed, when the next step is another (or the pool cannot serve it): `schedule` it.
 
         Stepping's outcome to the bit: each step's blocks are taken, its time priced (`shape_s` of its
-        StepBatch fields; a plain decode step's `memo[(seqs, context)]`, else `miss(seqs, context)`) and its
+        StepBatch fields; a plain decode step's `decode_times(seqs)[context]`, else `miss(seqs, context)`) and its
         result applied (`update`'s order: the group's finishes, then the prompts) before the next is scheduled,
         so a finishing member leaves the group, its blocks freed, and the steps go on with the smaller batch.
         It stops after the step whose start (`lag`: asynchronous scheduling) or end is at or after `ready_s`
@@ -473,7 +476,7 @@ class Scheduler:
         t = start_s
         while self.waiting or self._explicit:
             start = t
-            t = self._prefill_step(start, shape_s, memo, miss, out)
+            t = self._prefill_step(start, shape_s, decode_times, miss, out)
             if t < 0.0:
                 return out if out.counts else None
             if (start if lag else t) >= ready_s:
@@ -486,6 +489,7 @@ class Scheduler:
         used = kv.num_blocks - free
         take_each, bs, phase = kv.append_block_each, kv.block_size, g.phase
         p, done, finish_in = -g.tick, 0, g.steps_to_first_finish()
+        times = decode_times(n)
         end, duration, in_use = out.end_s.append, out.step_s.append, out.kv_used_blocks.append
         while True:
             members = phase[(p - done) % bs]            # g.needing_block(done), inline
@@ -496,7 +500,7 @@ class Scheduler:
                 free -= c
                 used += c
                 take_each(members)
-            dt = memo.get((n, ctx)) or miss(n, ctx)      # a hit without a call (times are > 0)
+            dt = times.get(ctx) or miss(n, ctx)          # a hit without a call (times are > 0)
             ctx += n
             t += dt
             end(t)
@@ -515,6 +519,7 @@ class Scheduler:
                 free = kv.num_free_blocks
                 used = kv.num_blocks - free
                 p, done, finish_in = -g.tick, 0, g.steps_to_first_finish()
+                times = decode_times(n)
             if (t - dt if lag else t) >= ready_s:
                 break
         if done:
@@ -523,8 +528,9 @@ class Scheduler:
             self._last_update_s = t
         return out if out.counts else None
 
-    def _prefill_step(self, t: float, shape_s: Callable[[tuple[int, ...]], float], memo: dict[tuple[int, int], float],
-                      miss: Callable[[int, int], float], out: DecodeSteps) -> float:
+    def _prefill_step(self, t: float, shape_s: Callable[[tuple[int, ...]], float],
+                      decode_times: Callable[[int], dict[int, float]], miss: Callable[[int, int], float],
+                      out: DecodeSteps) -> float:
         """One step from `t` as `schedule` and `update` run it when it holds the group's decodes, a chunk of the
         one explicit request's prompt (nothing sampled yet) and the first chunks of the new waiting requests it
         admits (`_admit_waiting`'s order and checks: the group's blocks, the explicit prompt's, then each
@@ -584,7 +590,7 @@ class Scheduler:
         if not prompts:
             if not n:                                   # nothing changed: the pool cannot take the waiting request
                 return -1.0
-            dt = memo.get((n, ctx)) or miss(n, ctx)     # the group decodes alone, the request waits
+            dt = decode_times(n).get(ctx) or miss(n, ctx)     # the group decodes alone, the request waits
         else:
             dt = shape_s((seqs, new, ctx, pairs, len(prompts), pf_tokens, 0, 0, 0))
         t += dt
