@@ -22,8 +22,7 @@ class DecodeGroup:
         self.last_tick_s = float("-inf")
         self.context_tokens = 0                       # sum over members, at the current tick
         self.members: dict[Request, None] = {}        # in running order
-        # members by phase: phase[(computed - tick) % block_size] (their cache is full before the step that
-        # makes `tick` congruent to -index: `needing_block`)
+        # members by (computed tokens - tick) % block_size: `needing_block` reads which need a block next
         self.phase: list[dict[Request, None]] = [{} for _ in range(block_size)]
         self._finish_at: dict[int, list[Request]] = {}
         self._finish_ticks: list[int] = []            # the keys of _finish_at, a heap: the first finish in O(1)

@@ -29,6 +29,10 @@ from simulator.step_batch import attention_pairs
 
 __all__ = ["Scheduler", "SchedulerConfig", "ScheduledSeq", "ScheduledStep"]   # the engine's contract
 
+# `Scheduler._prefill_step` checks every waiting request before it changes anything: a longer queue (an overload)
+# goes to `schedule()`, which looks only at those it admits
+PREFILL_STEP_MAX_WAITING = 4
+
 
 @dataclass(frozen=True)
 class SchedulerConfig:
@@ -542,7 +546,8 @@ class Scheduler:
         n = len(g.members)
         budget = cfg.max_num_batched_tokens - n
         tail = explicit[0] if explicit else None
-        if budget <= 0 or len(explicit) > 1 or (tail is not None and tail.num_output_tokens) or len(waiting) > 4:
+        if (budget <= 0 or len(explicit) > 1 or (tail is not None and tail.num_output_tokens)
+                or len(waiting) > PREFILL_STEP_MAX_WAITING):
             return -1.0
         if waiting and (cfg.reserve_full_kv or kv.slot_prompt_reuse):
             return -1.0
@@ -555,7 +560,7 @@ class Scheduler:
             c = tail.num_computed_tokens
             m = min(tail.prompt_tokens - c, budget)
             need += kv.blocks_for(c + m) - len(tail.block_ids) + kv.window_need(tail)
-        if need > kv.num_free_blocks or (not n and tail is None and not waiting):
+        if need > kv.num_free_blocks:
             return -1.0
         kv.append_block_each(members)                  # _schedule_group
         ctx = g.context_tokens
