@@ -22,7 +22,8 @@ class DecodeGroup:
         self.last_tick_s = float("-inf")
         self.context_tokens = 0                       # sum over members, at the current tick
         self.members: dict[Request, None] = {}        # in running order
-        self._phase: list[dict[Request, None]] = [{} for _ in range(block_size)]
+        # members by (computed tokens - tick) % block_size: `needing_block` reads which need a block next
+        self.phase: list[dict[Request, None]] = [{} for _ in range(block_size)]
         self._finish_at: dict[int, list[Request]] = {}
         self._finish_ticks: list[int] = []            # the keys of _finish_at, a heap: the first finish in O(1)
 
@@ -33,7 +34,7 @@ class DecodeGroup:
         """Add a request whose fields are current and that decodes from the next step on."""
         req.group_tick = self.tick
         self.members[req] = None
-        self._phase[(req.num_computed_tokens - self.tick) % self.block_size][req] = None
+        self.phase[(req.num_computed_tokens - self.tick) % self.block_size][req] = None
         at = self.tick + req.output_tokens - req.num_output_tokens
         finishing = self._finish_at.get(at)
         if finishing is None:
@@ -59,12 +60,12 @@ class DecodeGroup:
     def needing_block(self, steps_ahead: int = 0) -> dict[Request, None]:
         """Members whose cache is exactly full before step `tick + steps_ahead + 1` (blocks
         fit the computed tokens exactly, so that is when the next token needs a new block)."""
-        return self._phase[-(self.tick + steps_ahead) % self.block_size]
+        return self.phase[-(self.tick + steps_ahead) % self.block_size]
 
     def needing_blocks(self, steps: int) -> list[dict[Request, None]]:
         """`needing_block(j)` for each of the next `steps` steps: the phases in reverse cyclic
         order from the current one (a run is mostly one or two steps: no cycle is built)."""
-        phase, bs, p = self._phase, self.block_size, -self.tick
+        phase, bs, p = self.phase, self.block_size, -self.tick
         return [phase[(p - j) % bs] for j in range(steps)]
 
     def steps_to_first_finish(self) -> int:
@@ -96,6 +97,6 @@ class DecodeGroup:
     def _remove(self, req: Request) -> None:
         self.sync(req)
         del self.members[req]
-        del self._phase[(req.num_computed_tokens - self.tick) % self.block_size][req]
+        del self.phase[(req.num_computed_tokens - self.tick) % self.block_size][req]
         self.context_tokens -= req.num_computed_tokens
         req.group_tick = -1

@@ -181,9 +181,13 @@ class Recorder:
                    kv_used_blocks: list[int]) -> None:
         """Record k pure-decode steps of `num_seqs` sequences at once: one run of counts, and end times only
         where one is not the step before's plus its duration (checked, not assumed)."""
-        k = len(end_s)
-        if k == 0:
-            return
+        if end_s:
+            self.steps(replica, end_s, step_s, kv_used_blocks, [(num_seqs, num_seqs, num_seqs, len(end_s))])
+
+    def steps(self, replica: int, end_s: list[float], step_s: list[float], kv_used_blocks: list[int],
+              counts: list[tuple[int, int, int, int]]) -> None:
+        """Record consecutive steps of one replica at once (at least one), as `step` records each: `counts` holds
+        (sequences, new tokens, ITL sequences, steps) for each stretch of them with the same counts, in order."""
         last = self._last_end
         if replica >= len(last):
             last.extend([math.nan] * (replica + 1 - len(last)))
@@ -197,7 +201,8 @@ class Recorder:
         last[replica] = end_s[-1]
         self._append_kv(kv_used_blocks)
         self._step_s.fromlist(step_s)
-        self._count(replica, num_seqs, num_seqs, num_seqs, k)
+        for num_seqs, new_tokens, itl_seqs, k in counts:
+            self._count(replica, num_seqs, new_tokens, itl_seqs, k)
 
     def _append_kv(self, used: list[int]) -> None:
         try:

@@ -1,16 +1,19 @@
 """One serving replica as a simpy process: schedule, take the step's time, apply the step.
 
-Stepping is one simpy event per engine step. With `fast_forward`, two shortcuts give the
-same step times, records and state as stepping, with fewer events and less work:
+Stepping is one simpy event per engine step. With `fast_forward`, shortcuts give the same step
+times, records and state as stepping, with fewer events and less work:
 - steps that end before the next moment anything can reach this replica (an arrival, a KV
   transfer: `next_event_s`) are applied without waiting for simpy, since nobody can observe
   them earlier; the step that crosses that moment is waited for as usual;
 - a run of decode steps of the scheduler's decode group is priced step by step but scheduled
   and applied in one go (`Scheduler.decode_run` and friends); its first step may also finish
   the prompt of the newest request. It stops at the step after which a request on its way in
-  would be admitted (`_admit`'s cut-off); the only replica of a cluster fed by known arrivals
-  (`sole_entry`) also runs on past the next arrival to that step, since the arrival can only
-  come to it and nobody looks at it then.
+  would be admitted (`_admit`'s cut-off), and at the group's first finish;
+- the only replica of a cluster fed by known arrivals (`sole_entry`) goes further, since an
+  arrival can only come to it and nobody looks at it between its steps: it applies the steps
+  one after another while they are the group's decodes, beside prompt chunks and admissions
+  (`Scheduler.decode_through`: through finishes, the batch shrinking as members leave), past
+  the next arrival up to the step after which it is admitted, and only then waits for simpy.
 """
 
 from __future__ import annotations
@@ -36,13 +39,17 @@ class StepTimes:
     """Memoised step times: a step-time model is a pure function of the batch, and runs of
     similar traffic repeat batch shapes often (more than half the steps of the standard
     benchmark). Keys are tuples of the batch's fields; a StepBatch is itself such a tuple
-    (a NamedTuple), so it is its own key. Bounded. A step's time is the engine loop's period
-    around the model's GPU time (`EngineLoop.period_s`), so the loop costs nothing per step."""
+    (a NamedTuple), so it is its own key. Plain decode steps are memoised apart, by their
+    sequences and then by their context tokens (`decode_times`: a run of them has the same
+    sequences, so a lookup is one dict of ints). Bounded (`max_entries` each: the batch shapes,
+    and the decode steps of all sequence counts together). A step's time is the engine loop's
+    period around the model's GPU time (`EngineLoop.period_s`), so the loop costs nothing per step."""
 
     def __init__(self, model: StepTimeModel, loop: EngineLoop, max_entries: int = 1 << 16):
         self.model, self.loop, self._max = model, loop, max_entries
         self._memo: dict[tuple[int, ...], float] = {}
-        self.decodes: dict[tuple[int, int], float] = {}     # plain decode steps: (seqs, context) -> s
+        self._decodes: dict[int, dict[int, float]] = {}      # plain decode steps: seqs -> context -> s
+        self._num_decodes = 0                                # entries of all of them
 
     def __call__(self, batch: StepBatch) -> float:
         t = self._memo.get(batch)
@@ -50,29 +57,47 @@ class StepTimes:
             t = self._store(self._memo, batch, batch)
         return t
 
-    def shape(self, key: tuple[int, int, int, int, int, int, int]) -> float:
-        """The time of the batch with these field values (StepBatch order); the StepBatch is
-        built only when the time is not memoised."""
+    def shape(self, key: tuple[int, int, int, int, int, int, int, int, int]) -> float:
+        """The time of the batch with these field values (all nine, StepBatch order: the key a StepBatch of them is
+        memoised under); the StepBatch is built only when the time is not memoised."""
         t = self._memo.get(key)
         if t is None:
-            t = self._store(self._memo, key, StepBatch(*key))
+            t = self._store(self._memo, key, batch_of(key))
         return t
+
+    def decode_times(self, num_seqs: int) -> dict[int, float]:
+        """The memoised times of steps of `num_seqs` one-token decodes, by their context tokens in all (read it;
+        `decode_miss` adds to it). The same dict for as long as this memo lives: bounding it empties it in place."""
+        times = self._decodes.get(num_seqs)
+        if times is None:
+            times = self._decodes[num_seqs] = {}
+        return times
 
     def decode_miss(self, num_seqs: int, context_tokens: int) -> float:
         """A step of `num_seqs` one-token decodes on `context_tokens` in all, not memoised yet (the caller
         looked): price it and memoise it."""
         batch = batch_of((num_seqs, num_seqs, context_tokens, context_tokens + num_seqs, 0, 0, 0, 0, 0))
-        return self._store(self.decodes, (num_seqs, context_tokens), batch)
+        t = self._time(batch)
+        if self._num_decodes >= self._max:
+            for times in self._decodes.values():
+                times.clear()
+            self._num_decodes = 0
+        self.decode_times(num_seqs)[context_tokens] = t
+        self._num_decodes += 1
+        return t
 
     def _store(self, memo: dict, key: tuple[int, ...], batch: StepBatch) -> float:
-        t = self.model.step_time(batch)
-        if not t > 0.0:
-            raise ValueError(f"step-time model returned {t!r} s; a step must take a positive time")
-        t = self.loop.period_s(t, batch.num_seqs)
+        t = self._time(batch)
         if len(memo) >= self._max:
             memo.clear()
         memo[key] = t
         return t
+
+    def _time(self, batch: StepBatch) -> float:
+        t = self.model.step_time(batch)
+        if not t > 0.0:
+            raise ValueError(f"step-time model returned {t!r} s; a step must take a positive time")
+        return self.loop.period_s(t, batch.num_seqs)
 
 
 class Replica:
@@ -152,7 +177,17 @@ class Replica:
             while sched.has_unfinished():
                 if self.inbox:
                     self._admit()
-                run = sched.decode_run() if self.fast_forward else None
+                run = None
+                if self.fast_forward and self.sole_entry:
+                    end_s = self._decode_through(horizon)
+                    if end_s is not None:            # applied already: wait for its end if it crosses the horizon
+                        if end_s >= horizon:
+                            self.wake_s = end_s
+                            yield env.timeout(max(0.0, end_s - env.now))
+                            break
+                        continue
+                elif self.fast_forward:
+                    run = sched.decode_run()
                 end_s, apply = (self._plan_decode_run(run, horizon) if run
                                 else self._plan_step())
                 if end_s >= horizon:
@@ -196,8 +231,6 @@ class Replica:
         t, ends, durations, step_times = self._t, [], [], self.step_times
         loop = self.config.engine_loop
         ready = self.inbox_ready_s
-        if self.sole_entry:            # the next arrival comes here: run on until the step that would admit it
-            ready, horizon = min(ready, horizon + loop.input_s), math.inf
         lag = loop.async_scheduling               # the cut-off is the step's start, t - dt (as `apply` sets it)
         steps = run.max_steps
         if run.tail is not None:
@@ -209,9 +242,9 @@ class Replica:
             if (t - dt if lag else t) >= ready:
                 steps = 0
         n, ctx = run.decode_start()
-        memo, miss = step_times.decodes, step_times.decode_miss
+        times, miss = step_times.decode_times(n), step_times.decode_miss
         for _ in range(steps if t < horizon else 0):
-            dt = memo.get((n, ctx)) or miss(n, ctx)       # a hit without a call (times are > 0)
+            dt = times.get(ctx) or miss(n, ctx)       # a hit without a call (times are > 0)
             ctx += n
             t += dt
             ends.append(t)
@@ -238,6 +271,26 @@ class Replica:
             for req in finished:
                 self.on_done(self, req)
         return t, apply
+
+    def _decode_through(self, horizon: float) -> float | None:
+        """The only replica of known arrivals (`sole_entry`): apply the next steps while they are the decode
+        group's, beside prompt chunks and admissions (`Scheduler.decode_through`: through finishes), up to the
+        step after which the next request would be admitted (the inbox's first or the next arrival's); record
+        them and hand over the finished; return the last step's end, or None when the next step is another
+        (nothing changed). Nobody looks at this replica between its steps (the arrival only joins its inbox),
+        so they are applied before their ends are waited for."""
+        loop, times = self.config.engine_loop, self.step_times
+        ready = min(self.inbox_ready_s, horizon + loop.input_s)
+        steps = self.scheduler.decode_through(self._t, ready, loop.async_scheduling, times.shape, times.decode_times,
+                                              times.decode_miss)
+        if steps is None:
+            return None
+        self.recorder.steps(self.index, steps.end_s, steps.step_s, steps.kv_used_blocks, steps.counts)
+        self.last_step_seqs = steps.counts[-1][0]
+        self._last_start_s, self._t = steps.end_s[-1] - steps.step_s[-1], steps.end_s[-1]
+        for req in steps.finished:
+            self.on_done(self, req)
+        return self._t
 
     def _step_time(self, step: ScheduledStep) -> float:
         dt = self.step_times(step.batch)

@@ -7,12 +7,15 @@ it, a step is either all whole-prompt prefills or all decodes (prefill first). W
 run out the newest running request is preempted: recompute (free, requeue at the front) or
 swap (its blocks are copied to host and back, priced by the caller). Nothing here knows
 whether a step is simulated or run; `decode_run`, `allocate_decode_run` and `finish_decode_run`
-let a caller apply several decode steps at once with the same outcome as stepping.
+let a caller apply several decode steps at once with the same outcome as stepping, and
+`decode_through` a caller nobody observes between steps apply whole stretches of the decode
+group's steps, through finishes and beside prompt chunks and admissions.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from simulator.decode_group import DecodeGroup
@@ -21,9 +24,14 @@ from simulator.kv_cache import KVCacheManager
 from simulator.lora import GPU, AdapterCache, LoraConfig
 from simulator.request import Request, Status
 from simulator.speculative import SpeculativeConfig
-from simulator.step import DecodeRun, ScheduledSeq, ScheduledStep, StepBuilder
+from simulator.step import DecodeRun, DecodeSteps, ScheduledSeq, ScheduledStep, StepBuilder
+from simulator.step_batch import attention_pairs
 
 __all__ = ["Scheduler", "SchedulerConfig", "ScheduledSeq", "ScheduledStep"]   # the engine's contract
+
+# `Scheduler._prefill_step` checks every waiting request before it changes anything: a longer queue (an overload)
+# goes to `schedule()`, which looks only at those it admits
+PREFILL_STEP_MAX_WAITING = 4
 
 
 @dataclass(frozen=True)
@@ -448,6 +456,171 @@ class Scheduler:
         tail.num_output_tokens = 1
         tail.first_token_s = tail.last_token_s = step_end_s[0]
         return len(per_step), per_step
+
+    def decode_through(self, start_s: float, ready_s: float, lag: bool, shape_s: Callable[[tuple[int, ...]], float],
+                       decode_times: Callable[[int], dict[int, float]],
+                       miss: Callable[[int, int], float]) -> DecodeSteps | None:
+        """Apply the next steps one after another from `start_s` while they are the decode group's decodes,
+        beside prompt chunks while a prompt is under way or a request waits (`_prefill_step`), and return them;
+        None, with nothing changed, when the next step is another (or the pool cannot serve it): `schedule` it.
+
+        Stepping's outcome to the bit: each step's blocks are taken, its time priced (`shape_s` of its
+        StepBatch fields; a plain decode step's `decode_times(seqs)[context]`, else `miss(seqs, context)`) and its
+        result applied (`update`'s order: the group's finishes, then the prompts) before the next is scheduled,
+        so a finishing member leaves the group, its blocks freed, and the steps go on with the smaller batch.
+        It stops after the step whose start (`lag`: asynchronous scheduling) or end is at or after `ready_s`
+        (the next request's admission cut-off), before a step the pool cannot serve or that is none of these,
+        or when the group empties.
+
+        Only for a caller that nobody observes between the steps (the only replica of known arrivals): the
+        state changes at once, not at each step's end."""
+        g, out = self._group, DecodeSteps()
+        if not self._use_group or self.config.prefill_only:
+            return None
+        t = start_s
+        while self.waiting or self._explicit:
+            start = t
+            t = self._prefill_step(start, shape_s, decode_times, miss, out)
+            if t < 0.0:
+                return out if out.counts else None
+            if (start if lag else t) >= ready_s:
+                return out
+        n, ctx = len(g.members), g.context_tokens
+        if not n:
+            return out if out.counts else None
+        kv = self.kv
+        free = kv.num_free_blocks
+        used = kv.num_blocks - free
+        take_each, bs, phase = kv.append_block_each, kv.block_size, g.phase
+        p, done, finish_in = -g.tick, 0, g.steps_to_first_finish()
+        times = decode_times(n)
+        end, duration, in_use = out.end_s.append, out.step_s.append, out.kv_used_blocks.append
+        while True:
+            members = phase[(p - done) % bs]            # g.needing_block(done), inline
+            if members:
+                c = len(members)
+                if c > free:
+                    break
+                free -= c
+                used += c
+                take_each(members)
+            dt = times.get(ctx) or miss(n, ctx)          # a hit without a call (times are > 0)
+            ctx += n
+            t += dt
+            end(t)
+            duration(dt)
+            in_use(used)
+            done += 1
+            if done == finish_in:                        # members finish: they leave, the batch shrinks
+                out.counts.append((n, n, n, done))
+                for req in g.advance(done, t):
+                    self._finish(req, t)
+                    out.finished.append(req)
+                self._last_update_s = t
+                n, ctx = len(g.members), g.context_tokens
+                if not n:
+                    return out
+                free = kv.num_free_blocks
+                used = kv.num_blocks - free
+                p, done, finish_in = -g.tick, 0, g.steps_to_first_finish()
+                times = decode_times(n)
+            if (t - dt if lag else t) >= ready_s:
+                break
+        if done:
+            out.counts.append((n, n, n, done))
+            g.advance(done, t)                           # no finish: the first is later
+            self._last_update_s = t
+        return out if out.counts else None
+
+    def _prefill_step(self, t: float, shape_s: Callable[[tuple[int, ...]], float],
+                      decode_times: Callable[[int], dict[int, float]], miss: Callable[[int, int], float],
+                      out: DecodeSteps) -> float:
+        """One step from `t` as `schedule` and `update` run it when it holds the group's decodes, a chunk of the
+        one explicit request's prompt (nothing sampled yet) and the first chunks of the new waiting requests it
+        admits (`_admit_waiting`'s order and checks: the group's blocks, the explicit prompt's, then each
+        admission's cache hit and blocks, until the budget, the sequence cap or the pool stops it); its end, or
+        -1.0 with nothing changed when the step would be another (a decode or more than one request outside the
+        group, a request back from preemption, a policy this path leaves to `schedule`, or a pool that cannot
+        serve the group or the explicit prompt) or empty."""
+        cfg, kv, g, waiting, explicit = self.config, self.kv, self._group, self.waiting, self._explicit
+        n = len(g.members)
+        budget = cfg.max_num_batched_tokens - n
+        tail = explicit[0] if explicit else None
+        if (budget <= 0 or len(explicit) > 1 or (tail is not None and tail.num_output_tokens)
+                or len(waiting) > PREFILL_STEP_MAX_WAITING):
+            return -1.0
+        if waiting and (cfg.reserve_full_kv or kv.slot_prompt_reuse):
+            return -1.0
+        for r in waiting:                              # new requests only (not back from preemption, not transferred)
+            if r.status is not Status.WAITING or r.num_computed_tokens or r.num_output_tokens:
+                return -1.0
+        members = g.needing_block()
+        need = len(members)
+        if tail is not None:
+            c = tail.num_computed_tokens
+            m = min(tail.prompt_tokens - c, budget)
+            need += kv.blocks_for(c + m) - len(tail.block_ids) + kv.window_need(tail)
+        if need > kv.num_free_blocks:
+            return -1.0
+        kv.append_block_each(members)                  # _schedule_group
+        ctx = g.context_tokens
+        seqs, new, pairs, pf_tokens = n, n, ctx + n, 0   # n decodes: attention_pairs(1, c) = c + 1 each
+        prompts: list[tuple[Request, int]] = []
+        if tail is not None:                            # _schedule_running
+            kv.allocate_slots(tail, m)
+            seqs, new, ctx, pairs, pf_tokens = seqs + 1, new + m, ctx + c, pairs + attention_pairs(m, c), m
+            budget -= m
+            prompts.append((tail, m))
+        while waiting and budget > 0 and len(explicit) + n < cfg.max_num_seqs:     # _admit_waiting
+            req = waiting[0]
+            hit_blocks, hit_free = kv.count_computed_blocks(req)
+            c = hit_blocks * kv.block_size
+            m = min(req.prompt_tokens - c, budget)
+            if hit_blocks:
+                if (kv.blocks_for(c + m) - hit_blocks + kv.window_need(req) > kv.num_free_blocks - hit_free
+                        or not kv.allocate_slots(req, m, kv.get_computed_blocks(req)[0])):
+                    break
+            elif not kv.allocate_slots(req, m):
+                break
+            waiting.popleft()
+            explicit.append(req)
+            req.status = Status.RUNNING
+            req.num_computed_tokens = c
+            if req.scheduled_s < 0:
+                req.scheduled_s = t
+                req.num_cached_prompt_tokens = c
+            seqs, new, ctx, pairs, pf_tokens = seqs + 1, new + m, ctx + c, pairs + attention_pairs(m, c), pf_tokens + m
+            budget -= m
+            prompts.append((req, m))
+        if not prompts:
+            if not n:                                   # nothing changed: the pool cannot take the waiting request
+                return -1.0
+            dt = decode_times(n).get(ctx) or miss(n, ctx)     # the group decodes alone, the request waits
+        else:
+            dt = shape_s((seqs, new, ctx, pairs, len(prompts), pf_tokens, 0, 0, 0))
+        t += dt
+        out.end_s.append(t)
+        out.step_s.append(dt)
+        out.kv_used_blocks.append(kv.num_used_blocks)
+        out.counts.append((seqs, new, n, 1))
+        finished = out.finished                         # update()
+        for req in g.advance(1, t):
+            self._finish(req, t)
+            finished.append(req)
+        for req, m in prompts:
+            req.num_computed_tokens += m
+            kv.cache_full_blocks(req)
+            if req.num_computed_tokens == req.prompt_tokens:       # its prompt done: its first token
+                req.first_token_s = req.last_token_s = t
+                req.num_output_tokens = 1
+                if req.output_tokens == 1:
+                    self._finish(req, t)
+                    finished.append(req)
+        if finished:
+            self._explicit = [r for r in self._explicit if r.status is Status.RUNNING]
+        self._last_update_s = t
+        self._join_group(t)
+        return t
 
     def finish_decode_run(self, run: DecodeRun, k: int, now_s: float) -> list[Request]:
         """Apply k allocated steps of `run`, the last ending at `now_s`; returns the finished."""

@@ -70,10 +70,10 @@ class DecodeRun:
     tail: Request | None = None
     tail_tokens: int = 0
 
-    def tail_shape(self) -> tuple[int, int, int, int, int, int, int]:
+    def tail_shape(self) -> tuple[int, int, int, int, int, int, int, int, int]:
         """The first step's StepBatch fields when it also runs the tail's last prompt tokens."""
         n, ctx, m, c = self.num_seqs, self.context_tokens, self.tail_tokens, self.tail.num_computed_tokens
-        return n + 1, n + m, ctx + c, ctx + n + attention_pairs(m, c), 1, m, 0      # n decodes: ctx + n pairs
+        return n + 1, n + m, ctx + c, ctx + n + attention_pairs(m, c), 1, m, 0, 0, 0      # n decodes: ctx + n pairs
 
     def decode_start(self) -> tuple[int, int]:
         """(sequences, context tokens) of the first plain decode step, after any tail step;
@@ -90,6 +90,18 @@ class DecodeRun:
         while True:
             yield StepBatch(n, n, ctx, ctx + n)        # n decodes: attention_pairs(1, c) = c + 1 each
             ctx += n
+
+
+@dataclass(slots=True)
+class DecodeSteps:
+    """The steps `Scheduler.decode_through` applied, in order: each one's end s, duration s and KV blocks in use;
+    (sequences, new tokens, sequences whose token comes one step after their last, steps) for each stretch of
+    them with the same counts; and the requests that finished, in the order they did."""
+    end_s: list[float] = field(default_factory=list)
+    step_s: list[float] = field(default_factory=list)
+    kv_used_blocks: list[int] = field(default_factory=list)
+    counts: list[tuple[int, int, int, int]] = field(default_factory=list)
+    finished: list[Request] = field(default_factory=list)
 
 
 class StepBuilder:

@@ -93,6 +93,29 @@ def test_fast_forward_is_identical_to_stepping_and_conserves_blocks(seed, rate, 
     assert stepped.timeline.kv_usage.max() <= 1.0
 
 
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), rate=st.floats(2.0, 80.0), blocks=st.integers(60, 600),
+       max_seqs=st.integers(2, 48), budget=st.integers(48, 1024), swap=st.booleans(), reserve=st.booleans(),
+       share=st.floats(0.0, 1.0), loop=st.sampled_from(LOOPS))
+def test_the_only_replicas_runs_through_finishes_and_admissions_are_identical_to_stepping(
+        seed, rate, blocks, max_seqs, budget, swap, reserve, share, loop):
+    # the only replica of known arrivals applies whole stretches of steps at once (Scheduler.decode_through:
+    # the group's decodes through finishes, beside prompt chunks and admissions); queues, a short pool
+    # (preemptions), a sequence cap, budgets below a prompt, one-token outputs and shared prefixes must all give
+    # stepping's numbers to the bit
+    w = spec(150, rate=rate, prompt=Lengths("lognormal", 300, 250, max_tokens=1200),
+             output=Lengths("uniform", min_tokens=1, max_tokens=90), shared_prefix=SharedPrefix(share, 64, 3, 2))
+    kw = dict(num_blocks=blocks, max_num_seqs=max_seqs, max_num_batched_tokens=max(budget, max_seqs),
+              enable_chunked_prefill=True, preemption_mode="swap" if swap else "recompute",
+              swap=SwapLink(1e5, 32e9) if swap else None, reserve_full_kv=reserve, engine_loop=loop,
+              check_invariants=True)
+    model = LinearStepModel()
+    stepped = simulate(sim_config(fast_forward=False, **kw), model, w, seed=seed)
+    fast = simulate(sim_config(fast_forward=True, **kw), model, w, seed=seed)
+    assert same(stepped, fast)
+    assert not fast.leaks
+
+
 def test_speculative_tokens_per_verification_match_the_formula_at_batch_one():
     from simulator.speculative import SpeculativeConfig, expected_tokens_per_step
     spec_cfg = SpeculativeConfig("ngram", num_speculative_tokens=4, acceptance_rate=0.7, draft_cost_fraction=0.0)
