@@ -251,16 +251,7 @@ def _read_profile(path: Path) -> HardwareSpec:
     return _from_yaml(load_yaml(path), path)
 
 
-def all_profiles() -> dict[str, HardwareSpec]:
-    """id -> profile; a user profile with a bundled profile's id replaces it."""
-    profiles: dict[str, HardwareSpec] = {}
-    for path in profile_paths():
-        spec = _read_profile(path)
-        profiles.setdefault(spec.id, spec)
-    return profiles
-
-
-# Your profiles that did not read, file -> its refusal: left out of the lookups by name (readable_profiles). Nothing
+# Your profiles that did not read, file -> its refusal: left out of the lookups by name (all_profiles). Nothing
 # below sizer/cli/ prints: the CLI says each in a warning line when its command ends (`skipped_profiles`).
 _SKIPPED: dict[str, str] = {}
 
@@ -272,12 +263,12 @@ def skipped_profiles() -> list[str]:
     return said
 
 
-def readable_profiles() -> list[HardwareSpec]:
-    """Every profile, the user's first, a user's id shadowing a bundled one; a user's profile that does not read is
+def all_profiles() -> dict[str, HardwareSpec]:
+    """id -> profile, the user's first, a user's id shadowing a bundled one; a user's profile that does not read is
     left out with a warning line naming its file (it fails where it is asked for by id, `profile_by_id`): what
-    check's cluster names and an alias lookup read."""
+    search's and sweep's GPUs, `sizer gpus`, check's cluster names and an alias lookup read."""
     user = user_profiles_dir().resolve()
-    seen: dict[str, HardwareSpec] = {}
+    profiles: dict[str, HardwareSpec] = {}
     for path in profile_paths():
         try:
             spec = _read_profile(path)
@@ -286,8 +277,8 @@ def readable_profiles() -> list[HardwareSpec]:
                 raise                   # a bundled profile that does not read is a bug, not input
             _SKIPPED[str(path)] = err.one_line()
             continue
-        seen.setdefault(spec.id, spec)
-    return list(seen.values())
+        profiles.setdefault(spec.id, spec)
+    return profiles
 
 
 @lru_cache(maxsize=1)
@@ -336,7 +327,7 @@ def load_hardware(name: str, file: str | None = None, field_path: str = "hardwar
         named = profile_by_id(key)
         if named is not None:
             return named
-        profiles = {spec.id: spec for spec in readable_profiles()}     # one of yours that does not read: skipped
+        profiles = all_profiles()        # one of yours that does not read: skipped
     for spec in profiles.values():
         if key == spec.id or key in spec.aliases:
             return spec
