@@ -235,10 +235,18 @@ def user_profiles_dir() -> Path:
 
 
 def profile_paths() -> tuple[Path, ...]:
-    """Every profile file, the user's first; the user's folder is looked up at each call (SIZER_HOME may change)."""
+    """Every profile file, the user's first (`.yaml` and `.yml`, as a profile named by path); the user's folder is
+    looked up at each call (SIZER_HOME may change). One id in both spellings is refused, naming both files: which
+    of the two is meant is not sizer's guess."""
     user = user_profiles_dir()
-    mine = tuple(sorted(user.glob("*.yaml"))) if user.is_dir() else ()
-    return mine + _bundled_paths()
+    mine = sorted(p for suffix in PROFILE_SUFFIXES for p in user.glob(f"*{suffix}")) if user.is_dir() else []
+    by_id: dict[str, Path] = {}
+    for path in mine:
+        first = by_id.setdefault(path.stem, path)
+        if first != path:
+            raise InputError(str(path), None, f"a second profile file for id {excerpt(path.stem)} beside "
+                                              f"{excerpt(first.name)}; keep one of the two")
+    return tuple(mine) + _bundled_paths()
 
 
 @lru_cache(maxsize=1)

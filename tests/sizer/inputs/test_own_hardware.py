@@ -212,3 +212,21 @@ def test_a_broken_user_profile_is_skipped_by_gpus_search_and_sweep(tmp_path, mon
     swept = runner.invoke(app, ["sweep", str(sweep), "--results", str(tmp_path / "r.parquet")])
     assert swept.exit_code == 2 and "stopped before the work" in swept.stderr, swept.output
     assert swept.stderr.count(warning) == 1
+
+
+def test_a_user_profile_may_end_in_yml_but_not_twice(tmp_path, monkeypatch):
+    # review leftover: the folder was globbed for *.yaml alone, so my-mac.yml was not found ("unknown GPU"), though a
+    # profile named by path may end in .yml (PROFILE_SUFFIXES); one id in both spellings is refused naming both
+    monkeypatch.setenv("SIZER_HOME", str(tmp_path))
+    folder = tmp_path / "profiles"
+    mine = own_profile(folder).rename(folder / "my-mac.yml")
+    assert load_hardware("my-mac").profile_file == str(mine)
+    plan = plan_json("--model", "llama-3.1-8b", "--gpu", "my-mac", "--weights", "q4_k_m")
+    assert f"hardware profile my-mac: {mine} (your profile folder)" in plan["assumptions"]
+    listed = runner.invoke(app, ["gpus", "--json"])
+    assert "my-mac" in [p["id"] for p in json.loads(listed.stdout)]
+    twin = own_profile(folder)                                  # my-mac.yaml beside my-mac.yml
+    refused = runner.invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "my-mac", "--weights", "q4_k_m"])
+    assert refused.exit_code == 2, refused.output
+    assert refused.stderr == (f"error: {mine}: a second profile file for id 'my-mac' beside '{twin.name}'; keep one "
+                              "of the two\n")
