@@ -689,6 +689,9 @@ def _check_over_time(s: Scenario, f: str | None) -> None:
     if a is not None and a.min_replicas > a.max_replicas:
         raise InputError(f, "autoscaling.min_replicas", f"expected at most max_replicas ({a.max_replicas}), "
                                                         f"got {a.min_replicas}")
+    if a is not None and a.reserved_replicas is not None and a.reserved_replicas > a.max_replicas:
+        raise InputError(f, "autoscaling.reserved_replicas", f"expected at most autoscaling.max_replicas "
+                                                             f"({a.max_replicas}), got {a.reserved_replicas}")
 
 
 # Deployment fields that only some engines have (every other field applies to all of them). llama.cpp and
