@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, Protocol
@@ -367,6 +368,25 @@ class SLOSection:
                                       "((E2E - TTFT) / (output tokens - 1))")
     e2e_ms: float | None = field(None, gt=0, le=MAX_SECONDS * 1e3, doc="end-to-end latency target per request")
     required_share: float = field(0.95, gt=0.0, le=1.0, doc="share of requests that must meet every target (goodput)")
+
+
+# The SLO's latency targets in the order every line states them: (the metric's name, SLOSection's field).
+SLO_TARGETS = (("TTFT", "ttft_ms"), ("ITL", "itl_ms"), ("TPOT", "tpot_ms"), ("E2E", "e2e_ms"))
+
+
+def targets_text(slo: SLOSection, number: str = "g", relation: str = " <= ",
+                 source: Callable[[str], str] | None = None) -> str:
+    """The stated latency targets, "TTFT <= 500 ms, ITL <= 50 ms" ("" when none), in SLO_TARGETS' order: each
+    number in the format `number` (the plan's ",.4g" writes 2,000), `relation` between a name and its number (a
+    sweep's group label: " "), and each target's source in brackets where `source` (a field's path -> where its
+    value came from) is given. The required share's words are the caller's, as each sentence puts it."""
+    parts = []
+    for name, key in SLO_TARGETS:
+        target = getattr(slo, key)
+        if target is not None:
+            said = f" ({source('slo.' + key)})" if source is not None else ""
+            parts.append(f"{name}{relation}{target:{number}} ms{said}")
+    return ", ".join(parts)
 
 
 @dataclass(frozen=True)
