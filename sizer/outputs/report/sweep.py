@@ -90,7 +90,8 @@ def pareto(rows: list[dict], latency: str) -> list[dict]:
 
 
 def _slo(row: dict) -> str:
-    slo = SLOSection(ttft_ms=row["ttft_target_ms"], itl_ms=row["itl_target_ms"], e2e_ms=row["e2e_target_ms"])
+    slo = SLOSection(ttft_ms=row["ttft_target_ms"], itl_ms=row["itl_target_ms"], tpot_ms=row["tpot_target_ms"],
+                     e2e_ms=row["e2e_target_ms"])
     return targets_text(slo, relation=" ") + f", {row['required_share']:.0%} of requests"
 
 
