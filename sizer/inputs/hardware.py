@@ -235,10 +235,18 @@ def user_profiles_dir() -> Path:
 
 
 def profile_paths() -> tuple[Path, ...]:
-    """Every profile file, the user's first; the user's folder is looked up at each call (SIZER_HOME may change)."""
+    """Every profile file, the user's first (`.yaml` and `.yml`, as a profile named by path); the user's folder is
+    looked up at each call (SIZER_HOME may change). One id in both spellings is refused, naming both files: which
+    of the two is meant is not sizer's guess."""
     user = user_profiles_dir()
-    mine = tuple(sorted(user.glob("*.yaml"))) if user.is_dir() else ()
-    return mine + _bundled_paths()
+    mine = sorted(p for suffix in PROFILE_SUFFIXES for p in user.glob(f"*{suffix}")) if user.is_dir() else []
+    by_id: dict[str, Path] = {}
+    for path in mine:
+        first = by_id.setdefault(path.stem, path)
+        if first != path:
+            raise InputError(str(path), None, f"a second profile file for id {excerpt(path.stem)} beside "
+                                              f"{excerpt(first.name)}; keep one of the two")
+    return tuple(mine) + _bundled_paths()
 
 
 @lru_cache(maxsize=1)
@@ -251,16 +259,7 @@ def _read_profile(path: Path) -> HardwareSpec:
     return _from_yaml(load_yaml(path), path)
 
 
-def all_profiles() -> dict[str, HardwareSpec]:
-    """id -> profile; a user profile with a bundled profile's id replaces it."""
-    profiles: dict[str, HardwareSpec] = {}
-    for path in profile_paths():
-        spec = _read_profile(path)
-        profiles.setdefault(spec.id, spec)
-    return profiles
-
-
-# Your profiles that did not read, file -> its refusal: left out of the lookups by name (readable_profiles). Nothing
+# Your profiles that did not read, file -> its refusal: left out of the lookups by name (all_profiles). Nothing
 # below sizer/cli/ prints: the CLI says each in a warning line when its command ends (`skipped_profiles`).
 _SKIPPED: dict[str, str] = {}
 
@@ -272,12 +271,12 @@ def skipped_profiles() -> list[str]:
     return said
 
 
-def readable_profiles() -> list[HardwareSpec]:
-    """Every profile, the user's first, a user's id shadowing a bundled one; a user's profile that does not read is
+def all_profiles() -> dict[str, HardwareSpec]:
+    """id -> profile, the user's first, a user's id shadowing a bundled one; a user's profile that does not read is
     left out with a warning line naming its file (it fails where it is asked for by id, `profile_by_id`): what
-    check's cluster names and an alias lookup read."""
+    search's and sweep's GPUs, `sizer gpus`, check's cluster names and an alias lookup read."""
     user = user_profiles_dir().resolve()
-    seen: dict[str, HardwareSpec] = {}
+    profiles: dict[str, HardwareSpec] = {}
     for path in profile_paths():
         try:
             spec = _read_profile(path)
@@ -286,8 +285,8 @@ def readable_profiles() -> list[HardwareSpec]:
                 raise                   # a bundled profile that does not read is a bug, not input
             _SKIPPED[str(path)] = err.one_line()
             continue
-        seen.setdefault(spec.id, spec)
-    return list(seen.values())
+        profiles.setdefault(spec.id, spec)
+    return profiles
 
 
 @lru_cache(maxsize=1)
@@ -336,7 +335,7 @@ def load_hardware(name: str, file: str | None = None, field_path: str = "hardwar
         named = profile_by_id(key)
         if named is not None:
             return named
-        profiles = {spec.id: spec for spec in readable_profiles()}     # one of yours that does not read: skipped
+        profiles = all_profiles()        # one of yours that does not read: skipped
     for spec in profiles.values():
         if key == spec.id or key in spec.aliases:
             return spec

@@ -371,8 +371,11 @@ def _as_dict(section) -> dict:
 def _gpu_from_labels(docs: list, file: str, stated: tuple = ()) -> tuple[str, str]:
     """(profile, where it was read) from the first node label that names a GPU: node selectors and node
     affinity first, then tolerations; one that names a part sizer has no profile for is refused, naming --gpu."""
-    found = [label for doc in docs for label in _labels(doc, "", file)]
-    found += [label for doc in docs for label in _tolerations(doc, "", file)] + list(stated)
+    labels: list[tuple[object, object, str]] = []
+    tolerations: list[tuple[object, object, str]] = []
+    for doc in docs:
+        _node_names(doc, "", file, labels, tolerations)
+    found = labels + tolerations + list(stated)
     beside = {str(k): str(v) for k, v, _ in found}
     for key, value, where in found:
         if key not in GPU_LABELS or value is None:
@@ -387,36 +390,19 @@ def _gpu_from_labels(docs: list, file: str, stated: tuple = ()) -> tuple[str, st
                                     "gpus`) or sizer.gpu")
 
 
-def _tolerations(node, path: str, file: str) -> list[tuple[object, object, str]]:
-    """(key, value, field path) of every toleration with a value, anywhere in a document."""
-    out = []
-    if isinstance(node, dict):
-        for key, value in node.items():
-            where = join(path, key)
-            if key == "tolerations" and isinstance(value, list):
-                out += [(t.get("key"), t.get("value"), f"{where}[{i}].value") for i, t in enumerate(value)
-                        if isinstance(t, dict) and t.get("value") is not None]
-            else:
-                out += _tolerations(value, where, file)
-    elif isinstance(node, list):
-        for i, value in enumerate(node):
-            out += _tolerations(value, f"{path}[{i}]", file)
-    return out
-
-
-def _labels(node, path: str, file: str) -> list[tuple[object, object, str]]:
-    """(key, value, field path) of every nodeSelector entry and nodeAffinity `In` expression in a document."""
-    out = []
+def _node_names(node, path: str, file: str, labels: list, tolerations: list) -> None:
+    """(key, value, field path) of every nodeSelector entry and nodeAffinity `In` expression in a document, added to
+    `labels`, and of every toleration with a value, added to `tolerations`: one walk of the document."""
     if isinstance(node, dict):
         for key, value in node.items():
             where = join(path, key)
             if key == "nodeSelector":
                 selector = get(node, "nodeSelector", path, file)
-                out += [(k, v, join(where, k)) for k, v in selector.items()]
+                labels.extend((k, v, join(where, k)) for k, v in selector.items())
             elif key == "acceleratorTypes" and isinstance(value, dict) and value.get("labelKey"):
                 # llm-d modelservice: a node affinity on labelKey In labelValues
                 values = get(value, "acceleratorTypes.labelValues", where, file) or [None]
-                out.append((value.get("labelKey"), values[0], join(where, "labelValues[0]")))
+                labels.append((value.get("labelKey"), values[0], join(where, "labelValues[0]")))
             elif key == "matchExpressions":
                 for i, e in enumerate(get(node, "matchExpressions", path, file) or []):
                     if not isinstance(e, dict):
@@ -424,10 +410,12 @@ def _labels(node, path: str, file: str) -> list[tuple[object, object, str]]:
                     if e.get("operator") != "In":
                         continue
                     values = get(e, "matchExpressions[].values", f"{where}[{i}]", file) or [None]
-                    out.append((e.get("key"), values[0], f"{where}[{i}].values[0]"))
+                    labels.append((e.get("key"), values[0], f"{where}[{i}].values[0]"))
+            elif key == "tolerations" and isinstance(value, list):
+                tolerations.extend((t.get("key"), t.get("value"), f"{where}[{i}].value") for i, t in enumerate(value)
+                                   if isinstance(t, dict) and t.get("value") is not None)
             else:
-                out += _labels(value, where, file)
+                _node_names(value, where, file, labels, tolerations)
     elif isinstance(node, list):
         for i, value in enumerate(node):
-            out += _labels(value, f"{path}[{i}]", file)
-    return out
+            _node_names(value, f"{path}[{i}]", file, labels, tolerations)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, Protocol
@@ -369,6 +370,25 @@ class SLOSection:
     required_share: float = field(0.95, gt=0.0, le=1.0, doc="share of requests that must meet every target (goodput)")
 
 
+# The SLO's latency targets in the order every line states them: (the metric's name, SLOSection's field).
+SLO_TARGETS = (("TTFT", "ttft_ms"), ("ITL", "itl_ms"), ("TPOT", "tpot_ms"), ("E2E", "e2e_ms"))
+
+
+def targets_text(slo: SLOSection, number: str = "g", relation: str = " <= ",
+                 source: Callable[[str], str] | None = None) -> str:
+    """The stated latency targets, "TTFT <= 500 ms, ITL <= 50 ms" ("" when none), in SLO_TARGETS' order: each
+    number in the format `number` (the plan's ",.4g" writes 2,000), `relation` between a name and its number (a
+    sweep's group label: " "), and each target's source in brackets where `source` (a field's path -> where its
+    value came from) is given. The required share's words are the caller's, as each sentence puts it."""
+    parts = []
+    for name, key in SLO_TARGETS:
+        target = getattr(slo, key)
+        if target is not None:
+            said = f" ({source('slo.' + key)})" if source is not None else ""
+            parts.append(f"{name}{relation}{target:{number}} ms{said}")
+    return ", ".join(parts)
+
+
 @dataclass(frozen=True)
 class CostSection:
     price_usd_per_gpu_hour: float | None = field(None, ge=0, le=MAX_PRICE_USD_PER_GPU_HOUR,
@@ -689,6 +709,9 @@ def _check_over_time(s: Scenario, f: str | None) -> None:
     if a is not None and a.min_replicas > a.max_replicas:
         raise InputError(f, "autoscaling.min_replicas", f"expected at most max_replicas ({a.max_replicas}), "
                                                         f"got {a.min_replicas}")
+    if a is not None and a.reserved_replicas is not None and a.reserved_replicas > a.max_replicas:
+        raise InputError(f, "autoscaling.reserved_replicas", f"expected at most autoscaling.max_replicas "
+                                                             f"({a.max_replicas}), got {a.reserved_replicas}")
 
 
 # Deployment fields that only some engines have (every other field applies to all of them). llama.cpp and

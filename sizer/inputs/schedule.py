@@ -84,7 +84,8 @@ class AutoscalingSection:
                                          doc="a replica is removed only after this long below the target "
                                              "(Kubernetes HPA's default scale-down stabilisation window)")
     reserved_replicas: int | None = field(None, ge=0, le=10_000,
-                                          doc="reserved base of the reserved + burst policy; default the cheapest")
+                                          doc="reserved base of the reserved + burst policy, at most max_replicas; "
+                                              "default the cheapest")
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,8 @@ class Axes:
     num_speculative_tokens: list[int] | Range | None = field(None, ge=1, doc="gamma, with speculative on")
     rate_per_s: list[float] | Range | None = field(None, gt=0, doc="arrival rates")
     ttft_ms: list[float] | Range | None = field(None, gt=0, doc="TTFT targets")
-    itl_ms: list[float] | Range | None = field(None, gt=0, doc="slo.itl_ms targets (checked against TPOT)")
+    itl_ms: list[float] | Range | None = field(None, gt=0, doc="slo.itl_ms targets (the gaps between tokens)")
+    tpot_ms: list[float] | Range | None = field(None, gt=0, doc="slo.tpot_ms targets (each request's TPOT)")
     e2e_ms: list[float] | Range | None = field(None, gt=0, doc="E2E targets")
 
 

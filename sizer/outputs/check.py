@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from sizer.analytic.memory import GiB
 from sizer.inputs.manifest import CheckFlags, CheckInput, Source, read_check_input
-from sizer.inputs.scenario import SLOSection, scenario_from_dict
+from sizer.inputs.scenario import SLOSection, scenario_from_dict, targets_text
 from sizer.inputs.traffic import Traffic
 from sizer.inputs.variant import Variant
 from sizer.sizing.cost import usd_per_hour
@@ -274,14 +274,14 @@ def slo_rule(inp: CheckInput, sizing: Sizing, slo: SLOSection) -> RuleResult:
         return RuleResult("slo", "skip", "no SLO targets stated")
     point = sizing.operating_point
     if point is None:
-        what = f"{sizing.verdict} ({_targets(slo)})"
+        what = f"{sizing.verdict} ({targets_text(slo)})"
     else:
         m = point.metrics
         what = (f"{point.share_met:.1%} of requests meet every target at {point.rate_per_s:.3g} req/s per replica "
                 f"({sizing.target_rate_per_s:g} req/s over {count(sizing.replicas, 'replica')}), "
                 f"{sizing.required_share:.0%} "
                 f"required; p95 TTFT {m.ttft.p95_ms:,.0f} ms, ITL {m.itl.p95_ms:,.1f} ms, "
-                f"TPOT {m.tpot.p95_ms:,.1f} ms, E2E {m.e2e.p95_ms:,.0f} ms ({_targets(slo)})")
+                f"TPOT {m.tpot.p95_ms:,.1f} ms, E2E {m.e2e.p95_ms:,.0f} ms ({targets_text(slo)})")
         if m.itl_share is not None:
             what += f"; {m.itl_share:.1%} of token gaps within the ITL target"
     if sizing.status is SizingStatus.MET:
@@ -325,12 +325,6 @@ def _over_budget(inp: CheckInput, gpus: int, price: float | None) -> str:
     if budget is None or cost is None or cost <= budget + 1e-9:
         return ""
     return f"; ${cost:,.2f}/hour, over the ${budget:,.2f}/hour budget"
-
-
-def _targets(slo: SLOSection) -> str:
-    """The stated targets, as "TTFT <= 500 ms, ITL <= 50 ms, TPOT <= 40 ms", each checked on its own metric."""
-    return ", ".join(f"{name} <= {target:g} ms" for name, target in (
-        ("TTFT", slo.ttft_ms), ("ITL", slo.itl_ms), ("TPOT", slo.tpot_ms), ("E2E", slo.e2e_ms)) if target is not None)
 
 
 # ---- cost --------------------------------------------------------------------------------

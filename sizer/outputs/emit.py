@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 import yaml
 
 from sizer.errors import InputError
-from sizer.inputs.hardware import is_bundled, readable_profiles
+from sizer.inputs.hardware import all_profiles, is_bundled
 from sizer.inputs.kubernetes_names import KubernetesNames, Schedule
 from sizer.inputs.manifests.commands import DTYPES as ENGINE_DTYPES
 from sizer.inputs.manifests.commands import EMITTED_QUANTIZATION, QUANTIZATION, SGLANG_SPECULATIVE, spelling
@@ -373,7 +373,7 @@ def _emit_refused(c: ServingConfig, field: str, said: str, offered: str) -> Inpu
 def schedule(c: ServingConfig) -> Schedule:
     """The GPU's device-plugin resource, node label and node size, from its profile."""
     if c.kubernetes is None or c.kubernetes.schedule is None:
-        ids = [s.id for s in readable_profiles() if s.kubernetes and s.kubernetes.schedule]
+        ids = [s.id for s in all_profiles().values() if s.kubernetes and s.kubernetes.schedule]
         raise _emit_refused(c, "kubernetes.schedule", f"no Kubernetes resource known for {c.gpu}",
                             f"k8s is emitted for {', '.join(sorted(ids))}")
     return c.kubernetes.schedule
@@ -388,7 +388,7 @@ def gke_manifest(c: ServingConfig) -> str:
     """The Kubernetes manifest for GKE: its node pools carry `cloud.google.com/gke-accelerator`, not GPU feature
     discovery's product label."""
     if c.kubernetes is None or c.kubernetes.schedule is None or not c.kubernetes.gke_accelerators:
-        ids = [s.id for s in readable_profiles() if s.kubernetes and s.kubernetes.schedule
+        ids = [s.id for s in all_profiles().values() if s.kubernetes and s.kubernetes.schedule
                and s.kubernetes.gke_accelerators]
         raise _emit_refused(c, "kubernetes.gke_accelerators", f"no GKE accelerator type known for {c.gpu}",
                             f"gke is emitted for {', '.join(sorted(ids))}")

@@ -33,6 +33,9 @@ FLUSH_ROWS = 64
 FLUSH_S = 10.0
 MAX_RESULT_BYTES = 2 << 30          # decompressed: a million points' rows are about 1 GB
 _ARROW = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
+# Columns SweepRow gained after files were written without them: such a file's rows have none of the value (the
+# tpot_ms axis and slo.tpot_ms in rows came later), read as nulls so that the file still resumes and reports.
+LATER_COLUMNS = ("tpot_target_ms",)
 
 
 def schema() -> pa.Schema:
@@ -64,6 +67,9 @@ def read_rows(path: Path, flag: str) -> pa.Table:
         table = pq.read_table(path)
     except (OSError, pa.ArrowException) as error:
         raise InputError(str(path), flag, f"expected a Parquet file written by `sizer sweep`: {error}") from None
+    for name in LATER_COLUMNS:
+        if name not in table.column_names:
+            table = table.append_column(schema().field(name), pa.nulls(table.num_rows, schema().field(name).type))
     missing = [name for name in schema().names if name not in table.column_names]
     if missing:
         raise InputError(str(path), flag, f"expected sweep result columns; missing {', '.join(missing[:5])}")

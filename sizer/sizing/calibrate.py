@@ -1,5 +1,6 @@
-"""`sizer calibrate`'s core, as sizer/sizing/validate.py is `sizer validate`'s: the bundled engine (torch,
-imported lazily) measures on this device, and what it measured is written by sizer's step-time stage.
+"""`sizer calibrate`'s core, as sizer/sizing/validate.py is `sizer validate`'s: the bundled engine (torch, loaded
+when a calibration starts: sizer/sizing/torch_engine.py) measures on this device, and what it measured is written
+by sizer's step-time stage.
 
 With a model: the engine times the model's ops and whole steps (engine/calibrate.py); they are written as a
 calibrated profile (sizer/timing/profile.py) with the steps' overhead fitted (sizer/timing/overhead_fit.py),
@@ -12,12 +13,14 @@ import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from engine.config import EngineConfig, engine_config
 from sizer.errors import InputError
 from sizer.inputs.hardware import HOST_CPU, HardwareSpec
 from sizer.inputs.model_spec import ModelSpec
 from sizer.sizing.device_calibration import DeviceCalibration, calibrate_device
+from sizer.sizing.torch_engine import TorchEngine, torch_engine
 from sizer.timing.aiconfigurator_import import write_tables
 from sizer.timing.kernel_tables import KernelTables
 from sizer.timing.overhead_fit import fit_overhead, step_error
@@ -44,9 +47,6 @@ from sizer.timing.profile import (
     write_table,
 )
 from sizer.timing.profile_kernels import KERNELS_SUBDIR, kernel_tables_from_profile
-
-if TYPE_CHECKING:      # annotations only: the torch-free engine configuration
-    from engine.config import EngineConfig
 
 # Largest step covered: (max_num_batched_tokens, max_num_seqs, max_model_len) by device kind.
 DEFAULT_LIMITS = {"cuda": (2048, 256, 8192), "cpu": (256, 64, 2048)}
@@ -80,43 +80,37 @@ class StepBounds:
                       self.block_size)
 
 
-def _device(target: Target) -> Any:
+def _device(eng: TorchEngine, target: Target) -> Any:
     """The engine's device (engine.device.Device): the GPU named, checked present, or the host CPU."""
-    from engine.device import cpu_device, gpu_device
-
-    return gpu_device(target.hardware) if target.hardware else cpu_device()
+    return eng.device.gpu_device(target.hardware) if target.hardware else eng.device.cpu_device()
 
 
-def _allreduce_rows(target: Target, dev: Any, hidden_size: int, limits: Limits) -> list[dict] | None:
+def _allreduce_rows(eng: TorchEngine, target: Target, dev: Any, hidden_size: int,
+                    limits: Limits) -> list[dict] | None:
     """The all-reduce timed across `--tp` devices, for messages up to the largest step's hidden state."""
     if target.tp == 1:
         return None
-    import torch
-
-    from engine.collectives import allreduce_table
-
-    if dev.kind == "cuda" and torch.cuda.device_count() < target.tp:
+    gpus = eng.torch.cuda.device_count()
+    if dev.kind == "cuda" and gpus < target.tp:
         raise InputError(None, "--tp", f"timing the all-reduce of TP {target.tp} needs {target.tp} GPUs; "
-                                       f"{torch.cuda.device_count()} present")
+                                       f"{gpus} present")
     max_bytes = limits.max_num_batched_tokens * hidden_size * dev.dtype.itemsize
-    return allreduce_table(target.tp, dev.kind, dev.dtype, max_bytes)
+    return eng.collectives.allreduce_table(target.tp, dev.kind, dev.dtype, max_bytes)
 
 
 def calibrate_profile(spec: ModelSpec, target: Target, scale: float, out: Path, bounds: StepBounds, seed: int,
                       log: Callable[[str], None] = lambda _: None) -> Path:
     """Measure `spec`'s shard on the target device, write its profile folder into `out` and the same
     measurements as kernel tables in its `kernels/`; the profile folder."""
-    from engine.calibrate import CalibrationRequest, calibrate
-    from engine.config import engine_config
-    from engine.kernels import select
-
     cfg = engine_config(spec, target.tp, scale, fields=("--tp", "--scale"))
-    dev = _device(target)
+    eng = torch_engine()
+    dev = _device(eng, target)
     limits = bounds.limits(dev.kind, spec.max_position_embeddings)
-    allreduce = _allreduce_rows(target, dev, cfg.hidden_size, limits)
-    req = CalibrationRequest(cfg, dev, select(target.kernels), limits, target.hardware, scale, seed)
-    folder = write_profile(calibrate(req, log=log, allreduce_rows=allreduce), cfg, target.device_id, scale, limits,
-                           out)
+    allreduce = _allreduce_rows(eng, target, dev, cfg.hidden_size, limits)
+    req = eng.calibrate.CalibrationRequest(cfg, dev, eng.kernels.select(target.kernels), limits, target.hardware,
+                                           scale, seed)
+    folder = write_profile(eng.calibrate.calibrate(req, log=log, allreduce_rows=allreduce), cfg, target.device_id,
+                           scale, limits, out)
     header, rows = kernel_tables_from_profile(load_profile(folder), spec)
     write_tables(folder / KERNELS_SUBDIR, header, rows)
     return folder
@@ -179,13 +173,11 @@ def calibrate_device_tables(models: list[ModelSpec], reference: ModelSpec, targe
                             log: Callable[[str], None] = lambda _: None) -> KernelTables:
     """A device's kernel tables for the shapes of `models`, the engine's overhead fitted on `reference`'s whole
     steps; the tables as written."""
-    from engine.config import engine_config
-    from engine.kernels import select
-
     engine_config(reference, fields=("--shapes-of", "--scale"))   # the engine runs it: its steps fit the overhead
-    dev = _device(target)
+    eng = torch_engine()
+    dev = _device(eng, target)
     limits = bounds.limits(dev.kind, reference.max_position_embeddings)
-    allreduce = _allreduce_rows(target, dev, max(m.hidden_size for m in models), limits)
+    allreduce = _allreduce_rows(eng, target, dev, max(m.hidden_size for m in models), limits)
     calibration = DeviceCalibration(tuple(models), reference, dev, target.device_id, target.hardware,
-                                    select(target.kernels), limits, tuple(allreduce or ()), target.tp, seed)
-    return calibrate_device(calibration, out, log=log)
+                                    eng.kernels.select(target.kernels), limits, tuple(allreduce or ()), target.tp, seed)
+    return calibrate_device(eng, calibration, out, log=log)

@@ -186,7 +186,10 @@ def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSetting
     slo_policy = dataclasses.replace(policy, target_per_replica_per_s=mu)
     per_replica = [x / max(1, n) for x, n in zip(rates, tl.serving, strict=True)]
     short = [x > mu * (1 + 1e-9) for x in per_replica]
-    step_share = {i: _read(curve, x)[0] for i, x in enumerate(per_replica) if not short[i]}
+    # each step's shares read once, for its SLO share and its power: the curve ends at mu, so a step not short
+    # (x <= mu, within rounding) reads at min(x, mu) what it reads at x
+    reads = [_read(curve, min(x, mu)) for x in per_replica]
+    step_share = {i: reads[i][0] for i in range(k) if not short[i]}
     windows, simulated, notes = _windows(r, per_replica, short, tl, sch.period, step_share, tick)
     g = gpus_per_replica(r)
     power = power_by_state(r.hardware)
@@ -197,15 +200,16 @@ def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSetting
     def share_of(shares: list[float]) -> float:
         return sum(q * x for q, x in zip(requests, shares, strict=True)) / total_requests
 
-    def watts(serving: int, paid: int, x: float) -> float:
+    def watts(serving: int, paid: int, read: tuple[float, float, float]) -> float:
         if power is None:
             return 0.0
-        _, busy, bound = _read(curve, min(x, mu))
+        _, busy, bound = read
         return g * (serving * mean_power_w(power, busy, bound) + (paid - serving) * power.idle_w)
 
     auto_shares = [step_share.get(i, 1.0) for i in range(k)]
-    step_kwh = [kwh(watts(tl.serving[i], tl.paid[i], per_replica[i]), STEP_S, pue) for i in range(k)]
-    static_kwh = sum(kwh(watts(n_peak, n_peak, x / n_peak), STEP_S, pue) for x in rates)
+    step_kwh = [kwh(watts(tl.serving[i], tl.paid[i], reads[i]), STEP_S, pue) for i in range(k)]
+    static_reads = [_read(curve, x / n_peak) for x in rates]       # x / n_peak <= peak / n_peak <= mu (_slo_rate)
+    static_kwh = sum(kwh(watts(n_peak, n_peak, read), STEP_S, pue) for read in static_reads)
     per_interval = int(round(sch.interval_s / STEP_S))
     intervals = []
     for start in range(0, k, per_interval):
@@ -217,7 +221,7 @@ def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSetting
             max(tl.serving[i] for i in sl), sum(tl.paid[i] for i in sl) * g * STEP_S / 3600,
             sum(requests[i] * auto_shares[i] for i in sl) / q if q else 1.0, any(i in simulated for i in sl),
             sum(step_kwh[i] for i in sl)))
-    static_shares = [_read(curve, x / n_peak)[0] for x in rates]
+    static_shares = [read[0] for read in static_reads]
     policies = _policies(r, tl, n_peak, g, share_of(static_shares), share_of(auto_shares), a)
     meeting = [p for p in policies if p.meets_slo and p.usd_per_month is not None]
     cheapest = min(meeting, key=lambda p: p.usd_per_month).name if meeting else None

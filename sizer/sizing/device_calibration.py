@@ -20,10 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.config import engine_config
 from sizer.inputs.hardware import HardwareSpec
 from sizer.inputs.model_spec import ModelSpec
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.sizing.resolve import Resolved, resolve
+from sizer.sizing.torch_engine import TorchEngine
 from sizer.timing.aiconfigurator_import import write_tables
 from sizer.timing.calibrated_tables import tables_dir_name, tables_header
 from sizer.timing.kernel_shapes import model_shapes
@@ -38,7 +40,7 @@ from sizer.timing.step_model import engine_roofline
 class DeviceCalibration:
     models: tuple[ModelSpec, ...]       # whose shapes are timed
     reference: ModelSpec                # whose whole steps the engine overhead is fitted to
-    device: Any                         # engine.device.Device (torch: the engine is imported lazily)
+    device: Any                         # engine.device.Device (torch: loaded by torch_engine())
     device_id: str                      # 'cpu' or the hardware profile id
     hardware: HardwareSpec | None       # the GPU's profile (None on the CPU)
     kernels: Any                        # engine.kernels.Kernels
@@ -62,29 +64,21 @@ def reference_scenario(model: str, device_id: str, limits: Limits) -> Resolved:
     return resolve(s)
 
 
-def _header(c: DeviceCalibration, ceilings: Any, engine: BundledEngine | None) -> dict:
+def _header(eng: TorchEngine, c: DeviceCalibration, ceilings: Any, engine: BundledEngine | None) -> dict:
     """A device's tables.yaml (`ceilings`: engine.device_tables.ElementwiseMeasured) with, once fitted, the
     bundled engine section."""
-    import torch
-
-    header = tables_header(c.device_id, c.device.name, c.kernels.name, torch.__version__, ceilings.copy_bytes_per_s,
-                           ceilings.norm_latency_s, [], dt.date.today().isoformat())
+    header = tables_header(c.device_id, c.device.name, c.kernels.name, eng.torch.__version__,
+                           ceilings.copy_bytes_per_s, ceilings.norm_latency_s, [], dt.date.today().isoformat())
     if engine is not None:
         header["bundled_engine"] = plain(engine)
     return header
 
 
-def calibrate_device(c: DeviceCalibration, out: Path,
+def calibrate_device(eng: TorchEngine, c: DeviceCalibration, out: Path,
                      log: Callable[[str], None] = lambda _: None) -> KernelTables:
     """Time the shapes, write the tables, fit the engine overhead on the reference model; the tables as
-    written (their `path`: the folder)."""
-    import torch
-
-    from engine import device_tables as dtab
-    from engine.calibrate import step_sweep
-    from engine.config import engine_config
-    from engine.model import Transformer
-
+    written (their `path`: the folder). `eng`: the torch engine (sizer/sizing/torch_engine.py)."""
+    torch, dtab = eng.torch, eng.device_tables
     shapes = model_shapes(c.models)
     lim = c.limits
     table_shapes = dtab.TableShapes(gemms=tuple(sorted(shapes.gemms)),
@@ -99,7 +93,7 @@ def calibrate_device(c: DeviceCalibration, out: Path,
     folder = out / tables_dir_name(c.device_id)
     for name in TABLES:                             # an earlier calibration's tables, which these replace
         (folder / f"{name}.csv.gz").unlink(missing_ok=True)
-    write_tables(folder, _header(c, ceilings, None), rows)
+    write_tables(folder, _header(eng, c, ceilings, None), rows)
 
     log(f"whole steps of {c.reference.name} through the runner (the engine's overhead)")
     threads = torch.get_num_threads() if c.device.kind == "cpu" else None
@@ -111,14 +105,14 @@ def calibrate_device(c: DeviceCalibration, out: Path,
     tables = dataclasses.replace(tables, header=dataclasses.replace(tables.header, bundled_engine=engine))
     r = reference_scenario(c.reference.name, c.device_id, lim)
     inner = KernelTableStepTimeModel(tables, engine_roofline(r, tables))
-    model = Transformer(engine_config(c.reference), c.device.dtype, c.device.torch_device, c.kernels,
+    model = eng.model.Transformer(engine_config(c.reference), c.device.dtype, c.device.torch_device, c.kernels,
                         lim.max_model_len, c.seed)
-    records = step_sweep(model, c.device, lim, c.seed)
+    records = eng.calibrate.step_sweep(model, c.device, lim, c.seed)
     components = [inner.step_time(rec.batch) for rec in records]
     fit = fit_overhead(records, components)
     fitted = BundledEngineStepTimeModel(inner, fit, c.reference.num_layers, lim.max_num_batched_tokens,
                                         lim.max_num_seqs)
     fit = dataclasses.replace(fit, step_error_p50=step_error(records, fitted))
     engine = dataclasses.replace(engine, overhead=fit)
-    write_tables(folder, _header(c, ceilings, engine), {})
+    write_tables(folder, _header(eng, c, ceilings, engine), {})
     return dataclasses.replace(tables, header=dataclasses.replace(tables.header, bundled_engine=engine))

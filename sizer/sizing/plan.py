@@ -32,7 +32,7 @@ from sizer.analytic.weights import LayerKind, layer_kinds, parameter_count
 from sizer.inputs.hardware import profile_origin
 from sizer.inputs.layers import FULL, Attention, LatentAttention
 from sizer.inputs.model_spec import ModelSpec
-from sizer.inputs.scenario import ENGINE_NAMES, VLLM_GPU_MEMORY_UTILIZATION, Distribution, mean_length
+from sizer.inputs.scenario import ENGINE_NAMES, VLLM_GPU_MEMORY_UTILIZATION, Distribution, mean_length, targets_text
 from sizer.kinds import kind
 from sizer.sizing.checkpoint_summary import CheckpointSummary, checkpoint_notes, summarise_checkpoint
 from sizer.sizing.cost import CostSummary, cost_summary
@@ -357,15 +357,11 @@ def _length(d: Distribution) -> str:
 
 def slo_targets(r: Resolved, sources: bool = False) -> str:
     """The stated targets, "TTFT <= 2,000 ms, ITL <= 60 ms; 95% of requests", each with its source if asked."""
-    slo, parts = r.slo, []
-    for name, key in (("TTFT", "ttft_ms"), ("ITL", "itl_ms"), ("TPOT", "tpot_ms"), ("E2E", "e2e_ms")):
-        target = getattr(slo, key, None)
-        if target is not None:
-            parts.append(f"{name} <= {target:,.4g} ms" + (f" ({r.source_of('slo.' + key)})" if sources else ""))
-    if not parts:
+    targets = targets_text(r.slo, ",.4g", source=r.source_of if sources else None)
+    if not targets:
         return "no targets"
-    share = f"{slo.required_share:.0%} of requests" + (f" ({r.source_of('slo.required_share')})" if sources else "")
-    return ", ".join(parts) + "; " + share
+    share = f"{r.slo.required_share:.0%} of requests" + (f" ({r.source_of('slo.required_share')})" if sources else "")
+    return targets + "; " + share
 
 
 def workload_assumptions(r: Resolved, rate: float, prompt_mean: float, output_mean: float) -> list[str]:

@@ -78,6 +78,7 @@ class Point:
     rate_per_s: float | None = None
     ttft_ms: float | None = None
     itl_ms: float | None = None
+    tpot_ms: float | None = None
     e2e_ms: float | None = None
 
     def variant(self, base_gpu: str, seed: int | None = None) -> Variant:
@@ -145,6 +146,7 @@ class SweepRow:
     rate_per_s: float | None
     ttft_target_ms: float | None
     itl_target_ms: float | None
+    tpot_target_ms: float | None
     e2e_target_ms: float | None
     required_share: float | None
     gpus_per_replica: int | None = None
@@ -274,7 +276,7 @@ def check_axes(sweep: SweepFile, values: dict[str, list], data: dict, base: Scen
                                                        or True in values.get("speculative", ())):
         raise InputError(sweep.file, "axes.speculative", f"the base scenario {sweep.scenario} has no "
                                                           "deployment.speculative_config to turn on")
-    if not slo_of(base).has_targets and not any(values.get(k) for k in ("ttft_ms", "itl_ms", "e2e_ms")):
+    if not slo_of(base).has_targets and not any(values.get(k) for k in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")):
         raise InputError(sweep.file, "scenario", "a sweep needs at least one SLO target (slo.ttft_ms, itl_ms, "
                                                  "tpot_ms or e2e_ms in the scenario, or an axis)")
 
@@ -449,7 +451,8 @@ def _row(sweep: Sweep, task: Task, s: Scenario | None, r: Resolved | None, statu
                   "max_num_batched_tokens": p.max_num_batched_tokens, "speculative": p.speculative,
                   "num_speculative_tokens": p.num_speculative_tokens,
                   "rate_per_s": p.rate_per_s or (sweep.trace.rate_per_s if sweep.trace else None),
-                  "ttft_target_ms": p.ttft_ms, "itl_target_ms": p.itl_ms, "e2e_target_ms": p.e2e_ms,
+                  "ttft_target_ms": p.ttft_ms, "itl_target_ms": p.itl_ms, "tpot_target_ms": p.tpot_ms,
+                  "e2e_target_ms": p.e2e_ms,
                   "required_share": None}
     else:
         d, spec = s.deployment, s.deployment.speculative_config
@@ -464,7 +467,7 @@ def _row(sweep: Sweep, task: Task, s: Scenario | None, r: Resolved | None, statu
                   "num_speculative_tokens": spec.num_speculative_tokens if spec else None,
                   "rate_per_s": s.workload.arrival.rate_per_s if sweep.trace is None else
                   p.rate_per_s or sweep.trace.rate_per_s, "ttft_target_ms": s.slo.ttft_ms,
-                  "itl_target_ms": s.slo.itl_ms, "e2e_target_ms": s.slo.e2e_ms,
+                  "itl_target_ms": s.slo.itl_ms, "tpot_target_ms": s.slo.tpot_ms, "e2e_target_ms": s.slo.e2e_ms,
                   "required_share": s.slo.required_share}
     return SweepRow(task.point_hash, task.seed, status, binding, reason, sweep.name, **config, **numbers)
 

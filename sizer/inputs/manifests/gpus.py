@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from sizer.inputs.hardware import profile_paths, readable_profiles
+from sizer.inputs.hardware import all_profiles, profile_paths
 
 # ---- node labels ---------------------------------------------------------------------------------
 #
@@ -84,9 +84,9 @@ def _names() -> NameTables:
 
 @lru_cache(maxsize=4)
 def _tables(paths: tuple) -> NameTables:
-    del paths                           # the cache key: the profile files readable_profiles reads
+    del paths                           # the cache key: the profile files all_profiles reads
     tables = NameTables({}, {}, {}, {}, {})
-    for spec in readable_profiles():
+    for spec in all_profiles().values():
         k = spec.kubernetes
         if k is None:
             continue

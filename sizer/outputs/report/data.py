@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sizer.analytic.format_support import SOURCES as FORMAT_SOURCES
-from sizer.inputs.scenario import mean_length, scenario_from_dict
+from sizer.inputs.scenario import mean_length, scenario_from_dict, targets_text
 from sizer.outputs.emit import ServingConfig, serving_config
 from sizer.outputs.report.charts import MemoryBar, RatePoint, latency_chart, memory_chart, pareto_chart, timeline_chart
 from sizer.outputs.report.day import day_chart
@@ -209,9 +209,7 @@ def _latency_points(r: Resolved, goodput: float, num_requests: int) -> list[Rate
 
 def question_rows(r: Resolved) -> list[tuple[str, str]]:
     w, d, slo = r.workload, r.deployment, r.slo
-    targets = ", ".join(f"{k} <= {v:g} ms"
-                        for k, v in (("TTFT", slo.ttft_ms), ("ITL", slo.itl_ms), ("TPOT", slo.tpot_ms),
-                                     ("E2E", slo.e2e_ms)) if v)
+    targets = targets_text(slo)
     return [
         ("model", f"{r.model.name} ({r.model.architecture})"),
         ("scenario's hardware", f"{r.hardware.name}, TP {d.tensor_parallel_size} x PP {d.pipeline_parallel_size}, "

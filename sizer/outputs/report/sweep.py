@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import jinja2
 
 from sizer.errors import InputError
+from sizer.inputs.scenario import SLOSection, targets_text
 from sizer.outputs.report.charts import STYLE, _pyplot, to_svg
 from sizer.outputs.report.render import TEMPLATES
 from validation.errors import excerpt
@@ -89,9 +90,9 @@ def pareto(rows: list[dict], latency: str) -> list[dict]:
 
 
 def _slo(row: dict) -> str:
-    targets = [f"{name} {row[key]:g} ms" for name, key in (("TTFT", "ttft_target_ms"), ("ITL", "itl_target_ms"),
-                                                          ("E2E", "e2e_target_ms")) if row[key] is not None]
-    return ", ".join(targets) + f", {row['required_share']:.0%} of requests"
+    slo = SLOSection(ttft_ms=row["ttft_target_ms"], itl_ms=row["itl_target_ms"], tpot_ms=row["tpot_target_ms"],
+                     e2e_ms=row["e2e_target_ms"])
+    return targets_text(slo, relation=" ") + f", {row['required_share']:.0%} of requests"
 
 
 # what a priced row of status ok must hold for the report (`sizer sweep` writes every one of them); a file with

@@ -7,6 +7,7 @@ from typer.testing import CliRunner
 
 from sizer.cli import app
 from sizer.cli.plan import FLAGS_ONLY_WORKLOAD
+from sizer.inputs.scenario import SLOSection, targets_text
 
 runner = CliRunner()
 
@@ -71,3 +72,14 @@ def test_one_token_replies_print_no_itl_rather_than_nan():
     assert rows["ITL"].split("│")[2:5] == rows["TPOT"].split("│")[2:5]
     assert [cell.strip() for cell in rows["ITL"].split("│")[2:5]] == ["-", "-", "-"]
     assert "nan" not in result.stdout
+
+
+def test_one_wording_of_the_targets_for_plan_check_report_and_sweep():
+    # targets_text is the one place the target list is worded (plan's verdict and assumptions, check's SLO rule,
+    # the report's question, a sweep report's group label); SLO_TARGETS' order, whatever the order stated
+    slo = SLOSection(e2e_ms=12_500, tpot_ms=40, ttft_ms=2_000)
+    assert targets_text(slo) == "TTFT <= 2000 ms, TPOT <= 40 ms, E2E <= 12500 ms"                 # check, report
+    assert targets_text(slo, ",.4g") == "TTFT <= 2,000 ms, TPOT <= 40 ms, E2E <= 1.25e+04 ms"  # plan: 4 digits
+    assert targets_text(slo, relation=" ") == "TTFT 2000 ms, TPOT 40 ms, E2E 12500 ms"           # a sweep's label
+    assert targets_text(SLOSection(itl_ms=50), source=lambda path: f"from {path}") == "ITL <= 50 ms (from slo.itl_ms)"
+    assert targets_text(SLOSection()) == ""

@@ -3,6 +3,7 @@ meet an SLO no rate meets."""
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sizer.cli import app
-from sizer.cli.options import read_scenario_data
+from sizer.cli.options import read_scenario_data, with_flags
 from sizer.inputs.traffic import Traffic
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -81,6 +82,28 @@ def test_search_and_report_read_the_scenario_with_the_flags():
     assert data["workload"]["output_tokens"]["distribution"] == "lognormal"          # not given: the file's
     assert data["workload"]["shared_prefix"] == {"share": 0.5, "tokens": 512, "num_prefixes": 4}
     assert (data["slo"]["ttft_ms"], data["slo"]["itl_ms"]) == (300.0, 50)
+
+
+@pytest.mark.parametrize("workload", [
+    {"arrival": {"process": "poisson", "rate_per_s": 4}, "prompt_tokens": {"distribution": "fixed", "value": 100},
+     "output_tokens": {"distribution": "fixed", "value": 10}},
+    {"trace": {"path": "t.csv", "format": "csv", "time_scale": 2.0}},
+])
+def test_the_flags_build_a_new_mapping_and_leave_the_callers_alone(workload):
+    # search, report and sweep share one base mapping (read_scenario_data -> with_flags -> with_traffic): every
+    # workload and SLO flag, and check's --share (which rescales a rate or a trace's time scale), lands in a new
+    # mapping; the caller's, and each section and sub-section inside it, keep their values (a copy compared after)
+    data = {"model": "llama-3.1-8b", "workload": workload, "slo": {"ttft_ms": 500, "itl_ms": 50}}
+    before = copy.deepcopy(data)
+    flags = Traffic(rate_per_s=8.0, prompt_tokens=200, output_tokens=20, ttft_ms=300.0, itl_ms=40.0, share=0.5,
+                    tpot_ms=30.0)
+    changed = with_flags(data, flags)
+    assert data == before
+    assert changed["slo"] == {"ttft_ms": 300.0, "itl_ms": 40.0, "tpot_ms": 30.0}
+    if "trace" in workload:
+        assert changed["workload"]["trace"]["time_scale"] == 4.0           # 2.0 / share 0.5
+    else:
+        assert changed["workload"]["arrival"]["rate_per_s"] == 4.0         # --rate 8 x share 0.5
 
 
 def test_an_slo_flag_on_a_closed_loop_keeps_the_loop():

@@ -53,6 +53,19 @@ SIZER_KEYS = {
 FROM_DATASHEETS = {"v100-16gb", "v100-32gb"}
 
 
+@pytest.mark.parametrize("pid, cuda_bytes, mib", [("v100-16gb", 16_945_512_448, 16160),
+                                                   ("v100-32gb", 34_089_730_048, 32510)])
+def test_v100_memory_is_what_cuda_reports(pid, cuda_bytes, mib):
+    # NVIDIA prints 16 and 32 GB; CUDA's deviceQuery reports a Tesla V100-SXM2-16GB at 16160 MBytes (16945512448
+    # bytes) and a V100-SXM2-32GB at 32510 MBytes (34089730048 bytes), the totals nvidia-smi shows in MiB: 16 and 32
+    # GiB of HBM2 less what the driver keeps (deviceQuery's MBytes are the bytes / 2^20, rounded down). The profiles
+    # once held 16e9 and 32e9 B (the printed GB x 10^9), 0.9 and 2.1 GB short of what a V100 holds; other NVIDIA
+    # profiles hold the byte count CUDA reports (a100-40gb)
+    p = load_profiles()[pid]
+    assert p["memory"]["bytes"] == cuda_bytes and cuda_bytes // 2**20 == mib
+    assert f"{mib} MBytes ({cuda_bytes} bytes)" in p["memory"]["bytes_source"]
+
+
 def load_profiles() -> dict[str, dict]:
     return {p.stem: yaml.safe_load(p.read_text()) for p in PROFILE_FILES}
 

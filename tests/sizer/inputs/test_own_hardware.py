@@ -9,8 +9,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
+import sizer.cli.search
+import sizer.cli.sweep
 from sizer.cli.app import app
 from sizer.inputs.hardware import load_hardware
 from sizer.inputs.scenario import scenario_from_dict
@@ -164,9 +167,66 @@ def test_a_user_profile_folder_copy_is_independent_of_the_package(tmp_path, monk
 def test_a_profile_files_power_and_reserved_price_are_checked(tmp_path, edit, field):
     # a user's profile file with power as a list, or a reserved price that is text or negative: one line naming
     # the file and the field, exit 2 (a list raised AttributeError; text broke the day's cost with TypeError)
-    import yaml
     path = own_profile(tmp_path)
     path.write_text(yaml.safe_dump(yaml.safe_load(path.read_text()) | edit))
     result = runner.invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", str(path), "--weights", "q4_k_m"])
     assert result.exit_code == 2, result.output
     assert f"{path}: {field}:" in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def _broken_user_profile(home: Path) -> Path:
+    """A profile of yours that does not read: no datasheet figures at all."""
+    (home / "profiles").mkdir(parents=True)
+    broken = home / "profiles" / "broken.yaml"
+    broken.write_text("id: broken\n")
+    return broken
+
+
+def _stop(*args, **kwargs):
+    raise FieldError(None, "test", "stopped before the work")
+
+
+def test_a_broken_user_profile_is_skipped_by_gpus_search_and_sweep(tmp_path, monkeypatch):
+    # review leftover: search, sweep and gpus read every profile (all_profiles), and one profile of yours that did
+    # not read refused all three (exit 2 naming it); now each leaves it out with one warning line naming the file,
+    # as plan and check do, and the broken id is offered nowhere
+    monkeypatch.setenv("SIZER_HOME", str(tmp_path / "home"))
+    broken = _broken_user_profile(tmp_path / "home")
+    warning = f"warning: {broken}: "
+    listed = runner.invoke(app, ["gpus", "--json"])
+    assert listed.exit_code == 0, listed.output
+    ids = [p["id"] for p in json.loads(listed.stdout)]
+    assert "h100-sxm" in ids and "broken" not in ids
+    assert listed.stderr.count(warning) == 1 and len(listed.stderr.splitlines()) == 1
+    # search's default space is every data-centre profile; it states them, then the stub stops it
+    monkeypatch.setattr(sizer.cli.search, "search", _stop)
+    searched = runner.invoke(app, ["search", str(REPO / "scenarios" / "llama-3.1-70b-h200.yaml")])
+    assert searched.exit_code == 2 and "stopped before the work" in searched.stderr
+    assert "h100-sxm" in searched.stderr and "broken" not in searched.stderr.replace(warning, "")
+    assert searched.stderr.count(warning) == 1
+    # sweep's driver reads every profile once for its workers (shared_inputs), before the points run
+    monkeypatch.setattr(sizer.cli.sweep, "run_sweep", _stop)
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"scenario": str(REPO / "scenarios" / "llama-3.1-8b-chat-h100.yaml"),
+                                     "axes": {"gpu": ["h100-sxm"]}}))
+    swept = runner.invoke(app, ["sweep", str(sweep), "--results", str(tmp_path / "r.parquet")])
+    assert swept.exit_code == 2 and "stopped before the work" in swept.stderr, swept.output
+    assert swept.stderr.count(warning) == 1
+
+
+def test_a_user_profile_may_end_in_yml_but_not_twice(tmp_path, monkeypatch):
+    # review leftover: the folder was globbed for *.yaml alone, so my-mac.yml was not found ("unknown GPU"), though a
+    # profile named by path may end in .yml (PROFILE_SUFFIXES); one id in both spellings is refused naming both
+    monkeypatch.setenv("SIZER_HOME", str(tmp_path))
+    folder = tmp_path / "profiles"
+    mine = own_profile(folder).rename(folder / "my-mac.yml")
+    assert load_hardware("my-mac").profile_file == str(mine)
+    plan = plan_json("--model", "llama-3.1-8b", "--gpu", "my-mac", "--weights", "q4_k_m")
+    assert f"hardware profile my-mac: {mine} (your profile folder)" in plan["assumptions"]
+    listed = runner.invoke(app, ["gpus", "--json"])
+    assert "my-mac" in [p["id"] for p in json.loads(listed.stdout)]
+    twin = own_profile(folder)                                  # my-mac.yaml beside my-mac.yml
+    refused = runner.invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "my-mac", "--weights", "q4_k_m"])
+    assert refused.exit_code == 2, refused.output
+    assert refused.stderr == (f"error: {mine}: a second profile file for id 'my-mac' beside '{twin.name}'; keep one "
+                              "of the two\n")

@@ -49,6 +49,10 @@ BAD = [
       "deployment": {"replicas": 2}}, "workload.schedule"),
     ({"workload": {"schedule": {"points": [{"at": "09:00", "rate_per_s": 5}]}},
       "autoscaling": {"min_replicas": 4, "max_replicas": 2}}, "autoscaling.min_replicas"),
+    # a reserved base above the most replicas allowed: the day never runs them, yet priced them all (day.py's
+    # reserved + burst policy pays base x GPUs every minute)
+    ({"workload": {"schedule": {"points": [{"at": "09:00", "rate_per_s": 5}]}},
+      "autoscaling": {"reserved_replicas": 5, "max_replicas": 4}}, "autoscaling.reserved_replicas"),
     ({"workload": {"schedule": {"points": [{"at": "09:00", "rate_per_s": 5}]}},
       "autoscaling": {"storage_bytes_per_s": 0}}, "autoscaling.storage_bytes_per_s"),
     ({"workload": {"schedule": {"points": [{"at": "09:00", "rate_per_s": 5}]}},

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from sizer.cli import app
 from sizer.inputs.sweep_file import load_sweep
-from sizer.outputs.sweep_store import ResultStore
+from sizer.outputs.sweep_store import ResultStore, read_rows, schema
 from sizer.sizing.sweep import Point, evaluate_point, point_hash, prune, run_sweep, seed_of, tasks
 from validation.errors import FieldError
 
@@ -48,6 +48,24 @@ def test_bad_sweep_files_are_one_line_naming_file_and_field(tmp_path, axes, extr
     result = runner.invoke(app, ["sweep", str(path), "--results", str(tmp_path / "r.parquet")])
     assert result.exit_code == 2, result.output
     assert result.stderr.count("\n") == 1 and str(path) in result.stderr and field in result.stderr, result.stderr
+
+
+def test_a_tpot_axis_sets_slo_tpot_ms_and_its_column(tmp_path):
+    # review leftover: the SLO has separate itl_ms and tpot_ms targets, and the axes lacked tpot_ms ("axes.tpot_ms"
+    # was an unknown axis). 8B bf16 on an H100 streams 16.06 GB of weights in 16.06e9 / 3.35e12 = 4.79 ms a step: a
+    # 2 ms TPOT target is pruned on TPOT before any simulation; 80 ms is not, and each row states its TPOT target
+    sweep = sweep_of(write_sweep(tmp_path, {"tpot_ms": [2, 80]}))
+    assert sorted(p.tpot_ms for p in sweep.points) == [2, 80]
+    rows = {t.point.tpot_ms: prune(sweep, t) for t in tasks(sweep)}
+    assert rows[2].binding == "TPOT" and "TPOT target 2 ms below the 4.79 ms" in rows[2].reason
+    assert rows[2].tpot_target_ms == 2 and rows[80] is None
+
+
+def test_a_results_file_from_before_the_tpot_column_still_reads(tmp_path):
+    # files written before SweepRow had tpot_target_ms (LATER_COLUMNS): their rows read with no TPOT target
+    path = tmp_path / "old.parquet"
+    pq.write_table(schema().empty_table().drop_columns(["tpot_target_ms"]), path)
+    assert "tpot_target_ms" in read_rows(path, "--results").column_names
 
 
 def test_point_hash_depends_on_the_configuration_not_order_and_sets_the_seed(tmp_path):

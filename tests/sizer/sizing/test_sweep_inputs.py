@@ -79,8 +79,6 @@ def test_a_custom_hardware_profile_known_only_to_the_driver(tmp_path, monkeypatc
     profiles = {**all_profiles(), "my-gpu": mine}
     for module in ("sizer.inputs.hardware", "sizer.sizing.sweep"):
         monkeypatch.setattr(f"{module}.all_profiles", lambda: profiles)
-    # a lookup by name reads the profiles that read (a broken one of yours skipped: readable_profiles)
-    monkeypatch.setattr("sizer.inputs.hardware.readable_profiles", lambda: list(profiles.values()))
     sweep = sweep_of(write_sweep(tmp_path, {"gpu": ["my-gpu"]}))
     monkeypatch.undo()                          # this process now knows the bundled profiles only
     summary, table = run(sweep, tmp_path / "r.parquet", 1)

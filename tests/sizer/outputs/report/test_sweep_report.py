@@ -23,7 +23,7 @@ def row(name: str, gpu: str, cost: float, ttft: float, itl: float, ttft_target: 
         pipeline_parallel_size=1, data_parallel_size=1, enable_expert_parallel=False, enable_attention_dp=False,
         max_num_seqs=256,
         max_num_batched_tokens=8192, speculative=False, num_speculative_tokens=None, rate_per_s=6.0,
-        ttft_target_ms=ttft_target, itl_target_ms=50.0, e2e_target_ms=None, required_share=0.95,
+        ttft_target_ms=ttft_target, itl_target_ms=50.0, tpot_target_ms=None, e2e_target_ms=None, required_share=0.95,
         usd_per_million_output_tokens=cost, usd_per_hour=cost * 5.4, replicas=1, ttft_p95_ms=ttft, itl_p95_ms=itl)
 
 
