@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import gc
 import importlib
-import importlib.metadata
 import sys
 
 import typer
@@ -22,6 +21,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from sizer.cli.flag_values import PlainCommand, PlainValues
 from sizer.inputs.hardware import skipped_profiles
+from sizer.kinds import kind
 from validation.errors import FieldError
 
 # name -> (module, function): the module is imported when the command runs or its help is shown
@@ -102,7 +102,7 @@ app = typer.Typer(cls=LazyCommands, no_args_is_help=True)
 
 def print_version(value: bool) -> None:
     if value:
-        typer.echo(f"sizer {importlib.metadata.version('sizer')}")
+        typer.echo(f"sizer {kind('version').sizer_version()}")
         raise typer.Exit()
 
 
