@@ -2,8 +2,8 @@
 
 Typer (0.29) turns each command-line value into its parameter's type through a pydantic TypeAdapter,
 built for every parameter of the command that runs (one given no value too): importing pydantic and
-building the adapters of `plan`'s 25 parameters was a fifth of a plan's CPU time (docs/speed.md,
-start-up). Nearly every sizer flag is a str, int, float, bool or path (optional or not; an int or float
+building the adapters of `plan`'s 25 parameters was a fifth of a plan's CPU time (docs/simulator.md,
+Speed). Nearly every sizer flag is a str, int, float, bool or path (optional or not; an int or float
 at most with a min and max), which need no pydantic: the command classes below give such a parameter
 `PlainValue`, and leave any other (a list, a parser, a path with checks) to Typer. A Typer without the
 per-parameter reader this replaces (its private `_runtime_param`) keeps its own for every parameter.
