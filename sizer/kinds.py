@@ -16,6 +16,7 @@ KINDS = {
     "day": "sizer.sizing.day",                  # plan --simulate: energy; with workload.schedule, the day
     "trace": "sizer.sizing.workload",           # workload.trace: the trace readers
     "calibrated profile": "sizer.timing.profile",  # hardware.calibrated_profile: measured kernel tables
+    "version": "sizer.version",                 # --version: the package's metadata (importlib.metadata)
 }
 
 

@@ -14,13 +14,14 @@ from __future__ import annotations
 import functools
 import gc
 import importlib
-import importlib.metadata
 import sys
 
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from sizer.cli.flag_values import PlainCommand, PlainValues
 from sizer.inputs.hardware import skipped_profiles
+from sizer.kinds import kind
 from validation.errors import FieldError
 
 # name -> (module, function): the module is imported when the command runs or its help is shown
@@ -60,7 +61,7 @@ def input_errors_exit_2(command):
     return guarded
 
 
-class LazyCommands(TyperGroup):
+class LazyCommands(PlainValues, TyperGroup):
     """The commands of COMMANDS, each built from its module on first use. A usage error (an unknown
     option, a value of the wrong type, a missing argument) is one line on stderr and exit code 2, as
     bad input is; running `sizer` alone still shows the help."""
@@ -91,7 +92,8 @@ class LazyCommands(TyperGroup):
             return None
         module_name, function = COMMANDS[name]
         single = typer.Typer(add_completion=False)     # completion is the app's, once
-        single.command(name)(input_errors_exit_2(getattr(importlib.import_module(module_name), function)))
+        run = input_errors_exit_2(getattr(importlib.import_module(module_name), function))
+        single.command(name, cls=PlainCommand)(run)     # its flags read without pydantic (flag_values.py)
         return typer.main.get_command(single)
 
 
@@ -100,7 +102,7 @@ app = typer.Typer(cls=LazyCommands, no_args_is_help=True)
 
 def print_version(value: bool) -> None:
     if value:
-        typer.echo(f"sizer {importlib.metadata.version('sizer')}")
+        typer.echo(f"sizer {kind('version').sizer_version()}")
         raise typer.Exit()
 
 

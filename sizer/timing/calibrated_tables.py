@@ -3,18 +3,10 @@ their tables.yaml, in the format of sizer/timing/kernel_tables.py."""
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
 from sizer.timing.kernel_tables import SCHEMA_VERSION
+from sizer.version import sizer_version
 
 ENGINE = "sizer-engine"
-
-
-def sizer_version() -> str:
-    try:
-        return version("sizer")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def tables_dir_name(device_id: str) -> str:

@@ -47,7 +47,7 @@ the expert all-to-all and pipeline transfers; an all-reduce across a GPU count n
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from simulator.step_batch import StepBatch, split_attention
@@ -276,8 +276,8 @@ class BatchCurves:
         return max(0.0, self.at_batch(batch)(length))
 
 
-def attention_rows(table: dict[tuple, dict[int, float]], key: tuple) -> BatchCurves | None:
-    rows = {k[-1]: v for k, v in table.items() if k[:-1] == key}
+def attention_rows(table: Mapping[tuple, dict[int, float]], key: tuple) -> BatchCurves | None:
+    rows = {k[-1]: table[k] for k in table if k[:-1] == key}     # the rows looked up only (tables read lazily)
     return BatchCurves(rows) if rows else None
 
 
@@ -321,7 +321,7 @@ class KernelTableStepTimeModel:
         if self.lm_head is None:
             missing.append("lm_head")
         calls = roofline.comm.allreduces_per_step
-        ar = {k[0]: v for k, v in tables.allreduce.items()}.get(p.tp) if calls else None
+        ar = tables.allreduce.get((p.tp,)) if calls else None
         if calls and ar is None:
             missing.append(f"all-reduce across {p.tp} GPUs")
         elif calls:

@@ -44,6 +44,7 @@ import math
 import os
 import stat
 import zlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -130,56 +131,109 @@ class KernelTablesHeader:
                 f"({p.source} {p.source_version})")
 
 
+class Table(Mapping):
+    """One table's rows, {key: {grid value: seconds}}, as `_read_table` read them. A folder read whole has
+    every row's numbers read and checked; otherwise a row's numbers are read (and checked) on its first lookup:
+    a plan looks up 28 of the H100 tables' 3,400 rows, and reading all their numbers was a sixth of its CPU
+    time. Every row's key is read with the file either way (a malformed or repeated key is refused
+    there), so iterating, `in` and `len` read no numbers."""
+
+    def __init__(self, file: str, name: str, rows: dict[tuple, dict[int, float] | tuple[int, str]]):
+        self.file, self.name = file, name
+        self._rows = rows           # key -> its {grid value: seconds}, or (line number, text) not read yet
+
+    def __getitem__(self, key: tuple) -> dict[int, float]:
+        row = self._rows[key]
+        if isinstance(row, tuple):
+            row = self._rows[key] = _row_values(self.file, self.name, *row)
+        return row
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._rows
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
 @dataclass(frozen=True)
 class KernelTables:
     path: Path
     header: KernelTablesHeader
     # each: key tuple (categorical values, then the numeric grid columns but the last) -> {last column: seconds}
-    gemm: dict[tuple, dict[int, float]]
-    context_attention: dict[tuple, dict[int, float]]
-    generation_attention: dict[tuple, dict[int, float]]
-    allreduce: dict[tuple, dict[int, float]]
-    moe: dict[tuple, dict[int, float]] = field(default_factory=dict)
-    mla_context: dict[tuple, dict[int, float]] = field(default_factory=dict)
-    mla_generation: dict[tuple, dict[int, float]] = field(default_factory=dict)
-    gdn_context: dict[tuple, dict[int, float]] = field(default_factory=dict)
-    gdn_generation: dict[tuple, dict[int, float]] = field(default_factory=dict)
+    gemm: Mapping[tuple, dict[int, float]]
+    context_attention: Mapping[tuple, dict[int, float]]
+    generation_attention: Mapping[tuple, dict[int, float]]
+    allreduce: Mapping[tuple, dict[int, float]]
+    moe: Mapping[tuple, dict[int, float]] = field(default_factory=dict)
+    mla_context: Mapping[tuple, dict[int, float]] = field(default_factory=dict)
+    mla_generation: Mapping[tuple, dict[int, float]] = field(default_factory=dict)
+    gdn_context: Mapping[tuple, dict[int, float]] = field(default_factory=dict)
+    gdn_generation: Mapping[tuple, dict[int, float]] = field(default_factory=dict)
 
 
-def _read_table(path: Path, name: str) -> dict[tuple, dict[int, float]]:
-    """{key columns: {grid value: seconds}}. One row per key: the grid column and the latencies are
-    space-separated lists of the same length (a few thousand rows, read in milliseconds)."""
+def _columns(name: str) -> str:
     categorical, numeric = TABLES[name]
+    return ",".join((*categorical, *numeric, "latency_us"))
+
+
+def _bad_row(file: str, name: str, line: int, text: str) -> FieldError:
+    return FieldError(file, f"line {line}", f"expected {_columns(name)} (the last two: lists of the same length; "
+                                            f"sizes >= 1, latencies finite and > 0), got {excerpt(text)}")
+
+
+def _row_key(file: str, name: str, line: int, text: str) -> tuple:
+    """A row's key: its categorical values, then its numeric ones but the grid column's."""
+    categorical, numeric = TABLES[name]
+    try:
+        prefix, _, _ = text.rsplit(",", 2)
+        parts = prefix.split(",")
+        key = (*parts[:len(categorical)], *map(int, parts[len(categorical):]))
+        if len(parts) != len(categorical) + len(numeric) - 1 or min(key[len(categorical):], default=1) < 1:
+            raise ValueError(text)
+    except ValueError:
+        raise _bad_row(file, name, line, text) from None
+    return key
+
+
+def _row_values(file: str, name: str, line: int, text: str) -> dict[int, float]:
+    """A row's {grid value: seconds}: the grid column and the latencies are space-separated lists of the same
+    length."""
+    _, xs, ys = text.rsplit(",", 2)         # three parts: its key was read
+    try:
+        grid, latency = list(map(int, xs.split())), list(map(float, ys.split()))
+        if not grid or len(grid) != len(latency) or min(grid) < 1 or not all(0 < t < math.inf for t in latency):
+            raise ValueError(text)
+    except ValueError:
+        raise _bad_row(file, name, line, text) from None
+    if len(set(grid)) != len(grid):
+        raise FieldError(file, f"line {line}", f"expected each {TABLES[name][1][-1]} once, got a repeated one in "
+                                               f"{excerpt(xs)}")
+    return {x: t * 1e-6 for x, t in zip(grid, latency, strict=True)}
+
+
+def _read_table(path: Path, name: str, whole: bool = True) -> Table:
+    """{key columns: {grid value: seconds}}, one row per key (a few thousand rows, read in milliseconds); with
+    `whole`, every row's numbers read and checked now, in the file's order, else each on its first lookup."""
     file = str(path)
     raw = _decompressed(path)
     lines = raw.decode("utf-8", errors="replace").splitlines()
-    columns = ",".join((*categorical, *numeric, "latency_us"))
+    columns = _columns(name)
     if not lines or lines[0] != columns:
         raise FieldError(file, "header", f"expected the columns {columns}, got {excerpt(lines[0] if lines else '')}")
     if len(lines) < 2:
         raise FieldError(file, None, "expected at least one row after the header (leave an unmeasured table out)")
-    out: dict[tuple, dict[int, float]] = {}
+    rows: dict[tuple, dict[int, float] | tuple[int, str]] = {}
     for line, text in enumerate(lines[1:], 2):
-        try:
-            prefix, xs, ys = text.rsplit(",", 2)
-            parts = prefix.split(",")
-            key = (*parts[:len(categorical)], *map(int, parts[len(categorical):]))
-            grid, latency = list(map(int, xs.split())), list(map(float, ys.split()))
-            if len(parts) != len(categorical) + len(numeric) - 1 or not grid or len(grid) != len(latency) \
-                    or min((*grid, *key[len(categorical):])) < 1 or not all(0 < t < math.inf for t in latency):
-                raise ValueError(text)
-        except ValueError:
-            raise FieldError(file, f"line {line}", f"expected {columns} (the last two: lists of the same length; "
-                                                   f"sizes >= 1, latencies finite and > 0), got {excerpt(text)}") \
-                from None
-        if len(set(grid)) != len(grid):
-            raise FieldError(file, f"line {line}", f"expected each {numeric[-1]} once, got a repeated one in "
-                                                   f"{excerpt(xs)}")
-        if key in out:
+        key = _row_key(file, name, line, text)
+        row = _row_values(file, name, line, text) if whole else (line, text)
+        if key in rows:
             raise FieldError(file, f"line {line}", f"repeats the key {excerpt(','.join(map(str, key)))} of an "
                                                    "earlier row; expected one row per key")
-        out[key] = {x: t * 1e-6 for x, t in zip(grid, latency, strict=True)}
-    return out
+        rows[key] = row
+    return Table(file, name, rows)
 
 
 def _decompressed(path: Path) -> bytes:
@@ -208,10 +262,13 @@ def read_header(folder: Path) -> KernelTablesHeader:
     return schema.build(KernelTablesHeader, data, "", str(header_file))
 
 
-def load_kernel_tables(folder: Path) -> KernelTables:
+def load_kernel_tables(folder: Path, whole: bool = True) -> KernelTables:
+    """A folder's header and tables; `whole`: every row's numbers read and checked now (a folder a user gives),
+    else each row's on its first lookup (the bundled folders, each checked whole by tests/sizer/timing/
+    test_kernel_tables.py)."""
     header = read_header(folder)
-    tables = {name: _read_table(folder / f"{name}.csv.gz", name) if os.path.lexists(folder / f"{name}.csv.gz") else {}
-              for name in TABLES}
+    tables = {name: _read_table(folder / f"{name}.csv.gz", name, whole)
+              if os.path.lexists(folder / f"{name}.csv.gz") else {} for name in TABLES}
     return KernelTables(folder, header, **tables)
 
 
@@ -229,14 +286,14 @@ def bundled_folders(gpu: str) -> list[str]:
     return sorted(h.parent.name for h in KERNELS_DIR.glob(f"{gpu}-*/{HEADER_FILE}"))
 
 
-def cached_kernel_tables(folder: Path) -> KernelTables:
+def cached_kernel_tables(folder: Path, whole: bool = True) -> KernelTables:
     """`load_kernel_tables`, read once per process while the files stay as they were (their times and sizes:
     a search or sweep resolves a scenario per candidate)."""
     files = [folder / name for name in (HEADER_FILE, *(f"{table}.csv.gz" for table in TABLES))]
     stamp = tuple((f.stat().st_mtime_ns, f.stat().st_size) if f.is_file() else None for f in files)
-    return _load(folder.resolve(), stamp)
+    return _load(folder.resolve(), stamp, whole)
 
 
 @lru_cache(maxsize=8)
-def _load(folder: Path, stamp: tuple) -> KernelTables:
-    return load_kernel_tables(folder)
+def _load(folder: Path, stamp: tuple, whole: bool) -> KernelTables:
+    return load_kernel_tables(folder, whole)

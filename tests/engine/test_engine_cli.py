@@ -1,7 +1,8 @@
 """`sizer calibrate` and `sizer validate` end to end on the CPU: calibrate the tiny model,
 replay the bundled CPU scenario (64 Poisson requests with batching, chunked prefill and
 prefix reuse) through the engine and the simulator, and check the prediction's error
-(the median over three calibrate-then-validate pairs under 30% at p50; benchmarks/fidelity.py reports figures)."""
+(the median over three calibrate-then-validate pairs under 30% at p50, with the machine's drift between
+calibrating and validating taken out: machine_speed.py; benchmarks/fidelity.py reports figures)."""
 
 import json
 import shutil
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from machine_speed import drift_free_error, sampled, slowdown
 from typer.testing import CliRunner
 
 import sizer.cli.calibrate
@@ -85,19 +87,27 @@ def test_calibrate_writes_to_a_user_directory_by_default(env, where, tmp_path, m
 
 @pytest.mark.slow
 def test_calibrate_then_validate_on_the_cpu(tmp_path, monkeypatch):
-    """Each pair calibrates into a fresh folder and validates at once (what a user runs); the
-    median over the pairs' relative errors is held to 30%, so one calibration that caught the
-    machine in a fast or slow moment does not decide the result. Calibrate writes to the
-    default destination, a fresh $SIZER_HOME per pair. Why 30%: on the shared 2-core machine the
-    CPU's speed drifts for minutes at a time: one profile priced the engine's own replayed steps at
-    0.88 and, five minutes later, 1.13 of what they measured (decode steps; 2026-12-01), and a
-    step bias compounds through batching into TTFT and E2E (three clean-clone runs there gave medians
-    of -24% to -29% on one metric each, with the other metrics within 20%)."""
-    reports, seconds = [], []
+    """Each pair calibrates into a fresh folder and validates at once (what a user runs). The prediction's error
+    is held with the machine's drift between the two taken out (tests/engine/machine_speed.py: a fixed probe
+    sampled all through the calibration and all through the validation), so a machine uniformly faster or slower
+    while validating than while calibrating does not decide it; and the median over the pairs is held to 30%, so
+    that a calibration which caught a brief fast or slow moment does not either. Before, a slow stretch failed
+    the 30% bound with ITL p50 errors of -28% to -38% (CI). Two runs at a load of 12 to 15 on the 2 cores, the
+    second with the other core busy too (2026-12-02): the probe put the validations at 0.96 to 1.12 of the
+    calibrations' speed, and moved the pairs that were -38% and -39% on ITL p50 to -31% and -32%; the drift-free
+    medians were -9% to -23% on TTFT, ITL and E2E p50. What remains under such load is not a uniform change of
+    speed (the engine's steps, cache-cold between other processes, slow more than the timed ops), and the 30%
+    keeps its room. Calibrate writes to the default destination, a fresh $SIZER_HOME per pair.
+
+    A broken calibration still fails: one that timed every op at half its time prices each step near half of what
+    the engine takes, so ITL p50 near -50% in every pair, and the correction moves that only by the machine's own
+    change of speed between the windows, which the probe measures on work the calibration does not touch."""
+    reports, seconds, slowdowns = [], [], []
     for pair in range(PAIRS):
-        start = time.perf_counter()
         monkeypatch.setenv("SIZER_HOME", str(tmp_path / f"pair{pair}"))
-        result = cli.invoke(app, ["calibrate", "--device", "cpu", "--model", "tiny"])
+        start = time.perf_counter()
+        with sampled() as calibrating:
+            result = cli.invoke(app, ["calibrate", "--device", "cpu", "--model", "tiny"])
         assert result.exit_code == 0, result.output
         calibrated = time.perf_counter()
         folder = tmp_path / f"pair{pair}" / "calibrated" / "cpu-tiny-tp1"
@@ -110,10 +120,13 @@ def test_calibrate_then_validate_on_the_cpu(tmp_path, monkeypatch):
         # the same measurements as kernel tables (docs/engine.md): the tiny model's fused QKV is 384 x 256
         tables = load_kernel_tables(folder / "kernels")
         assert tables.header.engine == "sizer-engine" and ("float32", 384, 256) in tables.gemm
-        result = cli.invoke(app, ["validate", SCENARIO, "--profile", str(folder), "--json"])
+        validating = time.perf_counter()
+        with sampled() as validated:
+            result = cli.invoke(app, ["validate", SCENARIO, "--profile", str(folder), "--json"])
         assert result.exit_code == 0, result.output
+        seconds.append((calibrated - start, time.perf_counter() - validating))
+        slowdowns.append(slowdown(calibrating, validated))
         reports.append(json.loads(result.stdout))
-        seconds.append((calibrated - start, time.perf_counter() - calibrated))
     report = reports[0]
     # The workload exercised what it should: 64 requests, prefix-cache hits, chunks mixed with decodes.
     assert report["num_requests"] == 64
@@ -125,7 +138,8 @@ def test_calibrate_then_validate_on_the_cpu(tmp_path, monkeypatch):
     assert "CPU allowance of 256 MiB" in report["num_blocks_limit"]
     for metric in ("ttft_p50_ms", "itl_p50_ms", "e2e_p50_ms"):
         errors = [next(r["relative_error"] for r in rep["rows"] if r["metric"] == metric) for rep in reports]
-        assert abs(statistics.median(errors)) < 0.30, (metric, errors)
+        drift_free = [drift_free_error(e, slow) for e, slow in zip(errors, slowdowns, strict=True)]
+        assert abs(statistics.median(drift_free)) < 0.30, (metric, errors, slowdowns, drift_free)
     # Calibrate then validate, as the issue asks, in under 3 minutes: about 30 s a pair on the quiet machine,
     # calibrating about twice as long as validating (140 s and 66 s wall, 22.8 s and 10.7 s CPU, at a load of 10
     # on the 2 cores, 2026-12-01). Held as a ratio to the validation in the same pair, which the machine's load

@@ -54,8 +54,11 @@ def test_models_and_gpus_list_the_catalogs():
 # the trace reader and all of numpy): the engine (torch, triton), the report (jinja2, matplotlib), tables
 # (pandas, pyarrow), click (typer carries its own), the simulator's machinery (numpy, simpy), and sizer's
 # gateway, sweep, report, search, check, --emit, --simulate, trace, calibrated-profile and manifest code,
-# which load with their command or input kind (sizer/cli/app.py COMMANDS, sizer/kinds.py KINDS)
-NOT_ON_THE_PLAN_PATH = ("torch", "triton", "jinja2", "matplotlib", "pandas", "pyarrow", "click", "numpy", "simpy",
+# which load with their command or input kind (sizer/cli/app.py COMMANDS, sizer/kinds.py KINDS); pydantic, which
+# Typer reads flags with where sizer/cli/flag_values.py does not (a fifth of a plan's CPU time); importlib.metadata
+# (--version's, sizer/version.py)
+NOT_ON_THE_PLAN_PATH = ("pydantic", "importlib.metadata", "torch", "triton", "jinja2", "matplotlib", "pandas",
+                        "pyarrow", "click", "numpy", "simpy",
                         "simulator.run", "simulator.traces", "simulator.metrics", "sizer.timing.profile",
                         "sizer.sizing.pipeline", "sizer.sizing.workload",
                         "sizer.cli.gateway", "sizer.inputs.gateway", "sizer.sizing.gateway", "simulator.gateway",

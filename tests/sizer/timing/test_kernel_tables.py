@@ -8,7 +8,14 @@ import shutil
 
 import pytest
 
-from sizer.timing.kernel_tables import HEADER_FILE, bundled_tables_dir, cached_kernel_tables, load_kernel_tables
+from sizer.timing.kernel_tables import (
+    HEADER_FILE,
+    KERNELS_DIR,
+    Table,
+    bundled_tables_dir,
+    cached_kernel_tables,
+    load_kernel_tables,
+)
 from validation.errors import FieldError
 
 
@@ -74,6 +81,35 @@ def test_a_table_row_that_is_not_numbers_is_refused_naming_file_and_line(tmp_pat
     with pytest.raises(FieldError) as err:
         load_kernel_tables(folder)
     assert str(table) in err.value.one_line() and "line 3" in err.value.one_line()
+
+
+@pytest.mark.parametrize("folder", sorted(p.parent.name for p in KERNELS_DIR.glob(f"*/{HEADER_FILE}")))
+def test_every_bundled_folder_reads_whole(folder):
+    # a plan reads the bundled tables' rows on first lookup (step_model.bundled_tables): every row of every bundled
+    # table is checked here instead, as a folder a user gives is when it is loaded
+    tables = load_kernel_tables(KERNELS_DIR / folder)
+    assert tables.header.gpu and len(tables.gemm) > 0
+
+
+def test_a_table_read_lazily_refuses_a_bad_row_when_it_is_looked_up(tmp_path, h100):
+    folder = copy_of(tmp_path, h100)
+    table = folder / "allreduce.csv.gz"
+    lines = gzip.decompress(table.read_bytes()).decode().splitlines()
+    lines[2] = "4,128 256,4.3 -1"                       # the 4-GPU row: a negative latency
+    table.write_bytes(gzip.compress("\n".join(lines).encode()))
+    lazy = load_kernel_tables(folder, whole=False)
+    assert isinstance(lazy.allreduce, Table) and (4,) in lazy.allreduce and len(lazy.allreduce) == 3
+    assert lazy.allreduce[(2,)][256] == pytest.approx(4.292e-6)     # the other rows read as they are
+    with pytest.raises(FieldError) as err:
+        lazy.allreduce[(4,)]
+    assert str(table) in err.value.one_line() and "line 3" in err.value.one_line()
+    with pytest.raises(FieldError, match="line 3"):              # read whole, the folder is refused up front
+        load_kernel_tables(folder)
+    # a repeated key is refused with the file, lazily too: keys are read with it
+    lines[2] = lines[1]
+    table.write_bytes(gzip.compress("\n".join(lines).encode()))
+    with pytest.raises(FieldError, match="repeats the key"):
+        load_kernel_tables(folder, whole=False)
 
 
 def test_a_header_without_provenance_is_refused_naming_the_field(tmp_path, h100):
