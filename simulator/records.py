@@ -53,7 +53,7 @@ _COUNTS = ("replica", "num_seqs", "new_tokens", "itl_seqs")
 _WIDER = {"b": "h", "h": "i"}
 _REQUEST_INT, _REQUEST_INT_WIDE = "i", "q"
 REQUEST_CHUNK_ROWS = 1 << 16     # per-request records built (and written) this many rows at a time
-CHUNK_STEPS = 1 << 18        # steps read from the log at a time (2 MB a float column)
+CHUNK_STEPS = 1 << 16        # steps read from the log at a time (0.5 MB a float column)
 _NUMPY_BLOCK = 128           # numpy's pairwise summation adds blocks up to this size without halving them
 
 
@@ -88,7 +88,14 @@ class Timeline:
     def time_weighted_sum(self, name: str) -> float:
         """The sum over steps of the column times the step's duration, added as `np.sum` adds the
         whole product (pairwise), one chunk of the product at a time."""
-        return _pairwise_sum(0, len(self), lambda a, b: self.column(name, a, b) * self.column("step_s", a, b))
+        return pairwise_sum(0, len(self), lambda a, b: self.column(name, a, b) * self.column("step_s", a, b))
+
+    def client_gaps(self, out: np.ndarray) -> None:
+        """One replica's steps: into `out`, the gap before each step's tokens as the client sees them, from the step
+        before's (the first step's own time before it)."""
+        client = self.client_s
+        out[0] = self.step_s[0]
+        np.subtract(client[1:], client[:-1], out=out[1:])
 
     @property
     def peak_kv_usage(self) -> float:
@@ -100,7 +107,7 @@ class Timeline:
         return float((used[i:i + 1] / self.num_blocks)[0])
 
 
-def _pairwise_sum(start: int, stop: int, terms: Callable[[int, int], np.ndarray]) -> float:
+def pairwise_sum(start: int, stop: int, terms: Callable[[int, int], np.ndarray]) -> float:
     """`np.sum` of the terms [start, stop), to the bit: numpy adds a float array pairwise, halving it
     (the first half a multiple of 8) down to blocks of at most 128 that it adds in eight lanes; the halves
     above CHUNK_STEPS are split here the same way and each piece summed by numpy
@@ -110,7 +117,7 @@ def _pairwise_sum(start: int, stop: int, terms: Callable[[int, int], np.ndarray]
         return float(np.sum(terms(start, stop))) if n else 0.0
     half = n // 2
     half -= half % 8
-    return _pairwise_sum(start, start + half, terms) + _pairwise_sum(start + half, stop, terms)
+    return pairwise_sum(start, start + half, terms) + pairwise_sum(start + half, stop, terms)
 
 
 @dataclass
@@ -400,15 +407,27 @@ class LoggedTimeline(Timeline):
             if len(out[0]):
                 yield out
 
+    def client_gaps(self, out: np.ndarray) -> None:
+        """As `Timeline.client_gaps`, the client times read a chunk at a time (no step-sized array of them)."""
+        at, last = 0, None
+        for _, client in self.client_chunks():
+            out[at] = self.log.step_s[0] if last is None else client[0] - last
+            np.subtract(client[1:], client[:-1], out=out[at + 1:at + len(client)])
+            at, last = at + len(client), client[-1]
+
     def at_client(self, times_s: tuple[np.ndarray, ...], replica: tuple[np.ndarray, ...]) -> list[np.ndarray]:
         """As `_at_client`, for each array of times (with its requests' replicas), in one pass over the steps."""
         mine = int(self.log.runs["replica"][0])
         outs, queries = [], []
         for times, where in zip(times_s, replica, strict=True):
             outs.append(times.copy())
-            sel = np.flatnonzero(where == mine)
-            order = np.argsort(times[sel], kind="stable")
-            queries.append((sel[order], times[sel][order]))
+            mask = where == mine
+            sel = None if mask.all() else np.flatnonzero(mask)       # None: every request (no copy of the times)
+            del mask
+            order = np.argsort(times if sel is None else times[sel], kind="stable")
+            if sel is not None:
+                order = sel[order]
+            queries.append((order, times[order]))
         for ends, client in self.client_chunks():
             for out, (sel, sorted_times) in zip(outs, queries, strict=True):
                 lo = int(np.searchsorted(sorted_times, ends[0], "left"))
