@@ -14,8 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from simulator import OUTCOMES, GatewayRecords
-from simulator.records import REQUEST_CHUNK_ROWS
+from simulator import OUTCOMES, REQUEST_CHUNK_ROWS, GatewayRecords
 from sizer.cli.progress import progress
 from sizer.cli.render import number_column, terminal, text_column
 from sizer.errors import InputError
