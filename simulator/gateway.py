@@ -30,6 +30,7 @@ after falling back, or rejected (no target left, or the pool's scheduler refused
 from __future__ import annotations
 
 import bisect
+import gc
 import math
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -42,6 +43,7 @@ from simulator.cluster import Cluster, Router
 from simulator.records import Recorder, SimulationResult
 from simulator.replica import ReplicaConfig
 from simulator.request import Request
+from simulator.run import COLLECT_AFTER_REQUESTS
 from simulator.step_batch import StepTimeModel
 from simulator.workload import Arrivals, Lengths, SharedPrefix
 
@@ -295,6 +297,12 @@ class _Pool:
                                spec.step_model, self.recorder, seed, None, fast_forward=cfg.fast_forward,
                                check_invariants=cfg.check_invariants, on_request_done=on_request_done)
 
+    def release(self) -> tuple[int, tuple[str, ...]]:
+        """At the run's end: the pool's preemptions and leaks (`Cluster.leaks`); its cluster let go."""
+        out = (self.cluster.num_preemptions, self.cluster.leaks())
+        del self.cluster
+        return out
+
     def refusal(self, now: float) -> tuple[str, list]:
         """Why this pool cannot take a request now ("" if it can), and its up replicas."""
         s = self.spec
@@ -442,10 +450,13 @@ def simulate_gateway(cfg: GatewayConfig, seed: int = 0,
 
     env.process(arrivals())
     env.run()
-    results = {name: p.recorder.result(p.spec.replica.num_blocks, p.spec.num_replicas, p.cluster.num_preemptions,
+    ends = {name: p.release() for name, p in pools.items()}
+    if n >= COLLECT_AFTER_REQUESTS:     # as `simulate`: a big run frees its clusters' cycles before reading records
+        gc.collect()
+    results = {name: p.recorder.result(p.spec.replica.num_blocks, p.spec.num_replicas, ends[name][0],
                                        p.spec.replica.engine_loop) for name, p in pools.items()}
-    for name, p in pools.items():
-        results[name].leaks = p.cluster.leaks()
+    for name, res in results.items():
+        res.leaks = ends[name][1]
     for name, res in results.items():           # a pool's own figures for the requests it took
         c = res.columns
         ids = c["request_id"]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.records import SimulationResult
+from simulator.records import SimulationResult, pairwise_sum
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,12 +137,8 @@ def _itl(result: SimulationResult, engine_side: bool = False,
     if engine_side or n == 0:
         step_s[:] = tl.step_s
     elif result.num_replicas == 1:
-        # the gap before each step's tokens as the client sees them: from the previous step's (one replica:
-        # its steps are in time order already; the first step's own time before it)
-        client = tl.client_s                    # built once (a logged timeline builds it on each read)
-        step_s[0] = tl.step_s[0]
-        np.subtract(client[1:], client[:-1], out=step_s[1:])
-        del client
+        # the gap before each step's tokens as the client sees them (one replica: its steps are in time order already)
+        tl.client_gaps(step_s)
     else:
         order = np.lexsort((tl.end_s, tl.replica))
         client, replica, step = tl.client_s[order], tl.replica[order], tl.step_s[order]
@@ -158,7 +154,8 @@ def _itl(result: SimulationResult, engine_side: bool = False,
     # the mean first, in the values' own order (its summation order, as before); the weights are whole
     # numbers, so their sum is exact in any order
     total = np.sum(weights)
-    mean = float(np.sum(values * weights) / total) if total > 0 else math.nan
+    mean = (float(pairwise_sum(0, len(pairs), lambda a, b: values[a:b] * weights[a:b]) / total) if total > 0
+            else math.nan)         # np.sum of the products, a chunk of them at a time
     share = None
     if within_ms is not None:
         share = float(np.sum(weights, where=values <= within_ms) / total) if total > 0 else 1.0

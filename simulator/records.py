@@ -1,7 +1,8 @@
 """What a run leaves behind: one row per request and a compact log of its engine steps.
 
-Rows are appended to `array.array` columns (8 bytes a float, 1 to 4 an engine step's count, no Python
-object per value) and read as numpy arrays in place at the end (`np.frombuffer`, no copy).
+Rows are appended to `array.array` columns (8 bytes a float, 4 a request's integer unless one needs 8, 1 to 4 an
+engine step's count, no Python object per value) and read as numpy arrays in place at the end (`np.frombuffer`, no
+copy).
 The step log keeps what cannot be derived: each step's duration (8 bytes) and KV blocks in use (1 to 4);
 its counts (replica, batch size, new tokens, ITL sequences) once per run of equal counts, a decode run's
 steps sharing one row; and its end time only where it is not the previous step's end plus its duration
@@ -9,8 +10,11 @@ steps sharing one row; and its end time only where it is not the previous step's
 replica's timeline is read from the log in chunks (`LoggedTimeline`): a run's sums, the API server's
 client times and the requests' first and last tokens as the client sees them never hold a step-sized
 array; a column is built whole only when it is read whole.
-The pandas DataFrame is built on first use: importing pandas costs more wall time than
-simulating a thousand requests, and summaries do not need it.
+At the end the rows become the result's columns, arrays of numbers (`SimulationResult.columns`), and the rows are
+let go: a run holds about 84 bytes a request as it goes and about 185 at the end (the metrics' columns). Per-request
+records as text exist only when asked for, a chunk of rows at a time (`SimulationResult.request_frames`): the
+pandas DataFrame is built only then, since importing pandas costs more wall time than simulating a thousand
+requests, and summaries do not need it.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ from simulator.engine_loop import EngineLoop
 from simulator.request import Request, Status
 
 # Per request: integer and float values, one row each in two flat arrays (one `fromlist` call
-# per request), split into columns in this order at the end.
+# per request), split into columns in this order at the end. The integers go in 4 bytes (`_REQUEST_INT`) until
+# one does not fit (a trace's request id past 2^31), then in 8; their columns are int64 either way.
 # `first_token_replica` is where the first token was sampled (the prefill replica, when disaggregated).
 # `adapter` (LoRA, -1 the base model) and `schema` (structured output, -1 none) say what each request
 # asked for, `lora_holdbacks` how many steps it waited for an adapter slot: a user can audit both.
@@ -46,7 +51,9 @@ _REQUEST_FLOATS = ("arrival_s", "scheduled_s", "first_token_s", "finished_s")
 _RUN_COLUMNS = {"replica": "b", "num_seqs": "b", "new_tokens": "b", "itl_seqs": "b", "steps": "i"}
 _COUNTS = ("replica", "num_seqs", "new_tokens", "itl_seqs")
 _WIDER = {"b": "h", "h": "i"}
-CHUNK_STEPS = 1 << 18        # steps read from the log at a time (2 MB a float column)
+_REQUEST_INT, _REQUEST_INT_WIDE = "i", "q"
+REQUEST_CHUNK_ROWS = 1 << 16     # per-request records built (and written) this many rows at a time
+CHUNK_STEPS = 1 << 16        # steps read from the log at a time (0.5 MB a float column)
 _NUMPY_BLOCK = 128           # numpy's pairwise summation adds blocks up to this size without halving them
 
 
@@ -81,7 +88,14 @@ class Timeline:
     def time_weighted_sum(self, name: str) -> float:
         """The sum over steps of the column times the step's duration, added as `np.sum` adds the
         whole product (pairwise), one chunk of the product at a time."""
-        return _pairwise_sum(0, len(self), lambda a, b: self.column(name, a, b) * self.column("step_s", a, b))
+        return pairwise_sum(0, len(self), lambda a, b: self.column(name, a, b) * self.column("step_s", a, b))
+
+    def client_gaps(self, out: np.ndarray) -> None:
+        """One replica's steps: into `out`, the gap before each step's tokens as the client sees them, from the step
+        before's (the first step's own time before it)."""
+        client = self.client_s
+        out[0] = self.step_s[0]
+        np.subtract(client[1:], client[:-1], out=out[1:])
 
     @property
     def peak_kv_usage(self) -> float:
@@ -93,7 +107,7 @@ class Timeline:
         return float((used[i:i + 1] / self.num_blocks)[0])
 
 
-def _pairwise_sum(start: int, stop: int, terms: Callable[[int, int], np.ndarray]) -> float:
+def pairwise_sum(start: int, stop: int, terms: Callable[[int, int], np.ndarray]) -> float:
     """`np.sum` of the terms [start, stop), to the bit: numpy adds a float array pairwise, halving it
     (the first half a multiple of 8) down to blocks of at most 128 that it adds in eight lanes; the halves
     above CHUNK_STEPS are split here the same way and each piece summed by numpy
@@ -103,7 +117,7 @@ def _pairwise_sum(start: int, stop: int, terms: Callable[[int, int], np.ndarray]
         return float(np.sum(terms(start, stop))) if n else 0.0
     half = n // 2
     half -= half % 8
-    return _pairwise_sum(start, start + half, terms) + _pairwise_sum(start + half, stop, terms)
+    return pairwise_sum(start, start + half, terms) + pairwise_sum(start + half, stop, terms)
 
 
 @dataclass
@@ -123,20 +137,32 @@ class SimulationResult:
 
     @property
     def requests(self):
-        """Per-request records as a pandas DataFrame (built once, on first use)."""
+        """Per-request records as one pandas DataFrame (built once, on first use; `request_frames` builds them a
+        chunk of rows at a time)."""
         frame = self.__dict__.get("_frame")
         if frame is None:
-            import pandas as pd
-
-            frame = pd.DataFrame(self.columns)
-            frame["reject_reason"] = [self.reject_reasons.get(i, "") for i in frame["request_id"].tolist()]
+            frame = next(self.request_frames(max(len(self.columns["request_id"]), 1)))
             self.__dict__["_frame"] = frame
+        return frame
+
+    def request_frames(self, rows: int | None = None) -> Iterator:
+        """Per-request records as pandas DataFrames of `rows` requests each (default REQUEST_CHUNK_ROWS), in request
+        order (one frame, empty, for a run of none): each built when asked for, so no frame of every request is held."""
+        rows = rows or REQUEST_CHUNK_ROWS
+        for start in range(0, max(len(self.columns["request_id"]), 1), rows):
+            yield self._request_frame(start, start + rows)
+
+    def _request_frame(self, start: int, stop: int):
+        import pandas as pd
+
+        frame = pd.DataFrame({k: v[start:stop] for k, v in self.columns.items()})
+        frame["reject_reason"] = [self.reject_reasons.get(i, "") for i in frame["request_id"].tolist()]
         return frame
 
 
 class Recorder:
     def __init__(self) -> None:
-        self._req_ints, self._req_floats = array("q"), array("d")
+        self._req_ints, self._req_floats = array(_REQUEST_INT), array("d")
         self._step_s, self._kv = array("d"), array("b")
         self._runs = {k: array(t) for k, t in _RUN_COLUMNS.items()}
         self._run_columns = tuple(self._runs.values())      # in _RUN_COLUMNS order, for the hot paths
@@ -151,9 +177,18 @@ class Recorder:
         """Record a request that finished or was rejected."""
         rejected = req.status is Status.REJECTED
         first_replica = replica if req.prefill_replica < 0 else req.prefill_replica
-        self._req_ints.fromlist([req.request_id, replica, first_replica, req.tenant, req.adapter_id, req.schema_id,
-                                 req.prompt_tokens, req.output_tokens, req.num_output_tokens,
-                                 req.num_cached_prompt_tokens, req.num_preemptions, req.num_holdbacks, rejected])
+        row = [req.request_id, replica, first_replica, req.tenant, req.adapter_id, req.schema_id, req.prompt_tokens,
+               req.output_tokens, req.num_output_tokens, req.num_cached_prompt_tokens, req.num_preemptions,
+               req.num_holdbacks, rejected]
+        try:
+            self._req_ints.fromlist(row)           # a failed fromlist leaves the rows as they were
+        except OverflowError:
+            if self._req_ints.typecode == _REQUEST_INT_WIDE:
+                raise
+            wide = array(_REQUEST_INT_WIDE)
+            wide.frombytes(_view(self._req_ints).astype(np.int64).tobytes())
+            self._req_ints = wide
+            self._req_ints.fromlist(row)
         self._req_floats.fromlist([req.arrival_s, req.scheduled_s, req.first_token_s, req.finished_s])
         if rejected:
             self._reasons[req.request_id] = req.reject_reason
@@ -242,11 +277,13 @@ class Recorder:
         ints = _view(self._req_ints).reshape(-1, len(_REQUEST_INTS))
         floats = _view(self._req_floats).reshape(-1, len(_REQUEST_FLOATS))
         order = np.argsort(ints[:, _REQUEST_INTS.index("request_id")], kind="stable")
-        split = ({k: ints[order, i] for i, k in enumerate(_REQUEST_INTS)}
-                 | {k: floats[order, i] for i, k in enumerate(_REQUEST_FLOATS)})
-        del ints, floats, order
-        self._req_ints, self._req_floats = array("q"), array("d")     # handed over: the columns are copies
-        c = {k: split[k] for k in _REQUEST_COLUMNS}
+        split = {k: ints[order, i].astype(np.int64, copy=False) for i, k in enumerate(_REQUEST_INTS)}
+        del ints
+        self._req_ints = array(_REQUEST_INT)          # handed over (the columns are copies): let go before the floats
+        split |= {k: floats[order, i] for i, k in enumerate(_REQUEST_FLOATS)}
+        del floats, order
+        self._req_floats = array("d")
+        c = {k: split.pop(k) for k in _REQUEST_COLUMNS}
         c["rejected"] = c["rejected"].astype(bool)
         log = StepLog(_view(self._step_s), _view(self._kv), {k: _view(v) for k, v in self._runs.items()},
                       _view(self._break_at), _view(self._break_end))
@@ -375,15 +412,27 @@ class LoggedTimeline(Timeline):
             if len(out[0]):
                 yield out
 
+    def client_gaps(self, out: np.ndarray) -> None:
+        """As `Timeline.client_gaps`, the client times read a chunk at a time (no step-sized array of them)."""
+        at, last = 0, None
+        for _, client in self.client_chunks():
+            out[at] = self.log.step_s[0] if last is None else client[0] - last
+            np.subtract(client[1:], client[:-1], out=out[at + 1:at + len(client)])
+            at, last = at + len(client), client[-1]
+
     def at_client(self, times_s: tuple[np.ndarray, ...], replica: tuple[np.ndarray, ...]) -> list[np.ndarray]:
         """As `_at_client`, for each array of times (with its requests' replicas), in one pass over the steps."""
         mine = int(self.log.runs["replica"][0])
         outs, queries = [], []
         for times, where in zip(times_s, replica, strict=True):
             outs.append(times.copy())
-            sel = np.flatnonzero(where == mine)
-            order = np.argsort(times[sel], kind="stable")
-            queries.append((sel[order], times[sel][order]))
+            mask = where == mine
+            sel = None if mask.all() else np.flatnonzero(mask)       # None: every request (no copy of the times)
+            del mask
+            order = np.argsort(times if sel is None else times[sel], kind="stable")
+            if sel is not None:
+                order = sel[order]
+            queries.append((order, times[order]))
         for ends, client in self.client_chunks():
             for out, (sel, sorted_times) in zip(outs, queries, strict=True):
                 lo = int(np.searchsorted(sorted_times, ends[0], "left"))

@@ -16,6 +16,7 @@ from simulator.request import Request
 
 ARRIVAL_KINDS = ("poisson", "gamma", "constant")
 LENGTH_KINDS = ("fixed", "uniform", "normal", "lognormal", "empirical")
+REQUESTS_AT_A_TIME = 1 << 14     # `Workload.requests` reads its columns this many requests at a time
 
 
 @dataclass(frozen=True)
@@ -182,16 +183,19 @@ class Workload:
         return len(self.arrival_s)
 
     def requests(self) -> Iterator[Request]:
-        """Make each request when asked, ids 0..n-1 in arrival order."""
-        n = len(self)
-        none = [-1] * n
-        adapter = self.adapter.tolist() if self.adapter is not None else none
-        schema = self.schema.tolist() if self.schema is not None else none
-        cols = zip(self.arrival_s.tolist(), self.prompt_tokens.tolist(), self.output_tokens.tolist(),
-                   self.segments, self.tenant.tolist(), adapter, schema, strict=True)
-        seg = self.segment_tokens
-        for i, (a, p, o, s, t, lora, schema_id) in enumerate(cols):
-            yield Request(i, a, p, o, s, seg, t, lora, schema_id)
+        """Make each request when asked, ids 0..n-1 in arrival order; the columns are read as Python values
+        REQUESTS_AT_A_TIME at a time (a million requests' values as lists would be about 90 MB)."""
+        n, seg = len(self), self.segment_tokens
+        for start in range(0, n, REQUESTS_AT_A_TIME):
+            part = slice(start, min(start + REQUESTS_AT_A_TIME, n))
+            none = [-1] * (part.stop - start)
+            adapter = self.adapter[part].tolist() if self.adapter is not None else none
+            schema = self.schema[part].tolist() if self.schema is not None else none
+            cols = zip(self.arrival_s[part].tolist(), self.prompt_tokens[part].tolist(),
+                       self.output_tokens[part].tolist(), self.segments[part], self.tenant[part].tolist(), adapter,
+                       schema, strict=True)
+            for i, (a, p, o, s, t, lora, schema_id) in enumerate(cols, start):
+                yield Request(i, a, p, o, s, seg, t, lora, schema_id)
 
     def summary(self) -> WorkloadSummary:
         n = len(self)

@@ -5,6 +5,8 @@ sizer/cli/report.py (`gateway_report`), so that plan and simulate do not import 
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -12,12 +14,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from simulator import OUTCOMES, GatewayRecords
+from simulator import OUTCOMES, REQUEST_CHUNK_ROWS, GatewayRecords
 from sizer.cli.progress import progress
 from sizer.cli.render import number_column, terminal, text_column
 from sizer.errors import InputError
 from sizer.inputs.gateway import load_gateway
-from sizer.outputs.destination import frame_to_csv
+from sizer.outputs.destination import frames_to_csv
 from sizer.outputs.serialise import to_json
 from sizer.sizing.gateway import GatewayAnswer, plan_gateway, resolve_gateway, run_gateway
 
@@ -46,7 +48,8 @@ def simulate(path: Path, as_json: bool, num_requests: int | None, requests_csv: 
     with progress("simulating", "requests", num_requests or rg.config.num_requests) as update:
         result, a = run_gateway(rg, num_requests, progress=update)
     if requests_csv is not None:
-        frame_to_csv(requests_csv, "--requests-csv", _records_frame(result.records))
+        with progress("writing --requests-csv", "requests", len(result.records)) as update:
+            frames_to_csv(requests_csv, "--requests-csv", records_frames(result.records), update)
     if as_json:
         typer.echo(to_json(a))
         return
@@ -56,27 +59,42 @@ def simulate(path: Path, as_json: bool, num_requests: int | None, requests_csv: 
         console.print(f"per-request records (pool, route, fallbacks): {requests_csv}")
 
 
-def _records_frame(records: GatewayRecords):
-    """One row per request, in `GatewayRecord`'s fields, built from the records' columns."""
-    import pandas as pd
-
+def records_frames(records: GatewayRecords, rows: int | None = None) -> Iterator:
+    """One row per request, in `GatewayRecord`'s fields, built from the records' columns `rows` requests at a time
+    (default REQUEST_CHUNK_ROWS; pandas DataFrames, in request order; one, empty, for no requests)."""
+    rows = rows or REQUEST_CHUNK_ROWS
     names = {k: np.array(v, object) for k, v in (("class", records.class_names), ("data", records.data_classes),
                                                   ("route", ("", *records.route_names)),
                                                   ("target", records.target_names), ("outcome", OUTCOMES))}
-    n = len(records)
-    fallbacks = np.full(n, "", object)
-    for i, skipped in records.fallbacks.items():
-        fallbacks[i] = " > ".join(f"{t}: {why}" for t, why in skipped)
-    reasons = np.full(n, "", object)
-    reasons[list(records.reject_reasons)] = list(records.reject_reasons.values())
+    ids = (list(records.fallbacks), list(records.reject_reasons))      # each filled in request order
+    for start in range(0, max(len(records), 1), rows):
+        yield _records_frame(records, names, ids, start, min(start + rows, len(records)))
+
+
+def _records_frame(records: GatewayRecords, names: dict[str, np.ndarray], ids: tuple[list[int], list[int]],
+                   start: int, stop: int):
+    """Requests [start, stop) as a pandas DataFrame; `ids`: the request ids of the fallbacks' and the reject
+    reasons' entries, in order."""
+    import pandas as pd
+
+    part = slice(start, stop)
+    fallbacks = np.full(stop - start, "", object)
+    reasons = np.full(stop - start, "", object)
+    for cells, by_id, keys, text in ((fallbacks, records.fallbacks, ids[0],
+                                      lambda skipped: " > ".join(f"{t}: {why}" for t, why in skipped)),
+                                     (reasons, records.reject_reasons, ids[1], str)):
+        mine = keys[bisect_left(keys, start):bisect_left(keys, stop)]
+        cells[[i - start for i in mine]] = [text(by_id[i]) for i in mine]
+    cls = records.cls[part]
     return pd.DataFrame({
-        "request_id": np.arange(n), "class_name": names["class"][records.cls], "data_class": names["data"][records.cls],
-        "difficulty": records.difficulty, "arrival_s": records.arrival_s, "prompt_tokens": records.prompt_tokens,
-        "output_tokens": records.output_tokens, "route": names["route"][records.route + 1],
-        "first_choice": names["target"][records.first_choice], "target": names["target"][records.target],
-        "fallbacks": fallbacks, "outcome": names["outcome"][records.outcome], "reject_reason": reasons,
-        "ttft_ms": records.ttft_ms, "tpot_ms": records.tpot_ms, "e2e_ms": records.e2e_ms,
-        "cost_usd": records.cost_usd})
+        "request_id": np.arange(start, stop), "class_name": names["class"][cls], "data_class": names["data"][cls],
+        "difficulty": records.difficulty[part], "arrival_s": records.arrival_s[part],
+        "prompt_tokens": records.prompt_tokens[part], "output_tokens": records.output_tokens[part],
+        "route": names["route"][records.route[part] + 1], "first_choice": names["target"][records.first_choice[part]],
+        "target": names["target"][records.target[part]], "fallbacks": fallbacks,
+        "outcome": names["outcome"][records.outcome[part]], "reject_reason": reasons,
+        "ttft_ms": records.ttft_ms[part], "tpot_ms": records.tpot_ms[part], "e2e_ms": records.e2e_ms[part],
+        "cost_usd": records.cost_usd[part]})
 
 
 def _ms(x: float) -> str:

@@ -29,7 +29,7 @@ from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS, is_gateway
 from sizer.inputs.traffic import Traffic
 from sizer.inputs.variant import Variant
 from sizer.kinds import kind
-from sizer.outputs.destination import check_destination, frame_to_csv
+from sizer.outputs.destination import check_destination, frames_to_csv
 from sizer.outputs.serialise import to_json
 from sizer.sizing import pipeline
 from sizer.sizing.goodput import slo_of
@@ -75,7 +75,8 @@ def command(
     scenario_obj, result, summary = run(scenario, num_requests, replicas, router, traffic=traffic,
                                         variant=closed_loop_flag(concurrency, rate))
     if requests_csv is not None:
-        frame_to_csv(requests_csv, "--requests-csv", result.requests)
+        with progress("writing --requests-csv", "requests", len(result.columns["request_id"])) as update:
+            frames_to_csv(requests_csv, "--requests-csv", result.request_frames(), update)
     if as_json:
         typer.echo(to_json({"scenario": scenario_obj.name, **vars(summary)}))
         return

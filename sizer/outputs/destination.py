@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
@@ -94,9 +94,24 @@ def neutralised(cell: object) -> object:
 
 def frame_to_csv(path: str | Path, flag: str, frame) -> None:
     """A pandas DataFrame as CSV, its text cells neutralised (`neutralised`)."""
-    text = frame.select_dtypes(include=["object", "string"]).columns
-    safe = frame.assign(**{c: frame[c].map(neutralised) for c in text})
-    write_with(path, flag, lambda f: safe.to_csv(f, index=False))
+    frames_to_csv(path, flag, [frame])
+
+
+def frames_to_csv(path: str | Path, flag: str, frames: Iterable, written: Callable[[int], None] | None = None) -> None:
+    """pandas DataFrames of the same columns as one CSV (the header once, from the first), each written as it comes
+    and let go before the next is asked for, its text cells neutralised (`neutralised`): the file `frame_to_csv`
+    writes of them concatenated, byte for byte. `written`, if given, is called with the rows written so far."""
+    def write(f: IO) -> None:
+        rows = 0
+        for i, frame in enumerate(frames):
+            text = frame.select_dtypes(include=["object", "string"]).columns
+            frame.assign(**{c: frame[c].map(neutralised) for c in text}).to_csv(f, index=False, header=i == 0)
+            rows += len(frame)
+            del frame
+            if written is not None:
+                written(rows)
+
+    write_with(path, flag, write)
 
 
 def write_with(path: str | Path, flag: str, writer: Callable[[IO], object], binary: bool = False) -> None:

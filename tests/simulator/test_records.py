@@ -142,3 +142,49 @@ def test_summarising_one_replicas_run_builds_no_step_sized_array(monkeypatch):
 
     assert peak_bytes(lambda: summarise(r, itl=False)) < 8 * steps / 4
     assert peak_bytes(lambda: r.timeline.client_s) >= 8 * steps
+
+
+def finished(request_id: int, **kw):
+    """What `Recorder.request_done` reads of a finished request."""
+    from types import SimpleNamespace
+
+    from simulator.request import Status
+
+    fields = dict(request_id=request_id, status=Status.FINISHED, prefill_replica=-1, tenant=0, adapter_id=-1,
+                  schema_id=-1, prompt_tokens=100, output_tokens=10, num_output_tokens=10,
+                  num_cached_prompt_tokens=0, num_preemptions=0, num_holdbacks=0, arrival_s=0.5 * request_id,
+                  scheduled_s=0.5 * request_id, first_token_s=0.5 * request_id + 0.1,
+                  finished_s=0.5 * request_id + 0.2, itl_gaps_s=[], reject_reason="")
+    return SimpleNamespace(**{**fields, **kw})
+
+
+def test_a_request_is_recorded_in_84_bytes_until_an_id_needs_8_byte_integers():
+    # 13 integers of 4 bytes and 4 floats of 8: 84 bytes a request as the run goes (int64 rows took 136); an id
+    # past 2^31 - 1 widens the rows to 8-byte integers, keeping every value. The result's columns are int64 either way
+    rec = Recorder()
+    for i in (3, 1, 2):
+        rec.request_done(finished(i), 0)
+    assert rec._req_ints.itemsize * len(rec._req_ints) + rec._req_floats.itemsize * len(rec._req_floats) == 3 * 84
+    big = 2**31 + 5
+    rec.request_done(finished(big, prompt_tokens=2**31), 0)
+    rec.request_done(finished(0), 0)
+    assert rec._req_ints.itemsize == 8
+    rec.step(0, 1.0, 0.5, 1, 1, 1, 10)
+    c = rec.result(1000, 1, 0, BARE).columns
+    assert c["request_id"].tolist() == [0, 1, 2, 3, big]                   # sorted by id
+    assert c["prompt_tokens"].tolist() == [100, 100, 100, 100, 2**31]
+    assert c["request_id"].dtype == c["prompt_tokens"].dtype == np.int64 and c["rejected"].dtype == bool
+    assert c["arrival_s"].tolist() == [0.0, 0.5, 1.0, 1.5, 0.5 * big]
+
+
+def test_request_frames_come_in_chunks_that_make_the_one_frame():
+    # 300 requests on a 150-block cache, some rejected (a reason each): frames of 7 rows, 43 of them (300 = 42 x 7
+    # + 6), concatenated, are the one frame of every request, and their CSVs (the header once) are its CSV
+    spec = WorkloadSpec(300, Arrivals("poisson", 20.0), Lengths("uniform", min_tokens=10, max_tokens=3000),
+                        Lengths("uniform", min_tokens=1, max_tokens=200))
+    r = simulate(sim_config(num_blocks=150, max_model_len=3000), LinearStepModel(), spec, seed=4)
+    frames = list(r.request_frames(7))
+    assert [len(f) for f in frames] == [7] * 42 + [6]
+    whole = r.requests
+    assert whole["rejected"].any() and (whole.loc[whole["rejected"], "reject_reason"].str.len() > 0).all()
+    assert "".join(f.to_csv(index=False, header=i == 0) for i, f in enumerate(frames)) == whole.to_csv(index=False)

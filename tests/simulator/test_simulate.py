@@ -200,3 +200,30 @@ def test_batch_of_builds_the_same_step_batch_as_its_constructor():
                      prefill_tokens=37)
     assert type(built) is StepBatch and built == same and hash(built) == hash(same)
     assert built.prefill_tokens == 37 and built.lora_adapters == 0
+
+
+def test_a_big_run_lets_go_of_its_replicas_before_reading_its_records(monkeypatch, linear):
+    # the replicas (block tables, step-time memos) hold reference cycles: a run of COLLECT_AFTER_REQUESTS or more
+    # (here every run) collects them once the events are done, so no Cluster is alive while the records are read
+    import weakref
+
+    import simulator.run as run
+    from simulator.cluster import Cluster
+    from simulator.records import Recorder
+
+    monkeypatch.setattr(run, "COLLECT_AFTER_REQUESTS", 0)
+    clusters, alive = [], []
+    init, result = Cluster.__init__, Recorder.result
+
+    def tracked(self, *a, **kw):
+        clusters.append(weakref.ref(self))
+        init(self, *a, **kw)
+
+    def reading(self, *a, **kw):
+        alive.append([c() is not None for c in clusters])
+        return result(self, *a, **kw)
+
+    monkeypatch.setattr(Cluster, "__init__", tracked)
+    monkeypatch.setattr(Recorder, "result", reading)
+    r = simulate(sim_config(), linear, spec(50, rate=10.0), seed=1)
+    assert alive == [[False]] and len(r.columns["request_id"]) == 50 and r.leaks == ()

@@ -81,3 +81,21 @@ def test_bad_trace_files_raise_input_errors(tmp_path):
     csv.write_text("time,in,out\n1,2,3\n")
     with pytest.raises(FieldError, match="missing column"):
         read_csv_trace(csv)
+
+
+def test_requests_are_made_from_the_columns_a_chunk_at_a_time(monkeypatch):
+    # 50 requests read 7 at a time (8 chunks, the last of 1): every request has its own row of every column, ids
+    # 0..49 in arrival order, across the chunks' edges as within them (the columns' values, compared one by one)
+    import simulator.workload as workload
+    from simulator.workload import AdapterPopularity
+
+    monkeypatch.setattr(workload, "REQUESTS_AT_A_TIME", 7)
+    w = generate(WorkloadSpec(50, Arrivals("poisson", 3.0), Lengths("uniform", min_tokens=10, max_tokens=900),
+                              Lengths("uniform", min_tokens=1, max_tokens=90), SharedPrefix(0.5, 64, 3, 4),
+                              adapters=AdapterPopularity(5, 1.0)), seed=3)
+    made = list(w.requests())
+    assert [r.request_id for r in made] == list(range(50))
+    assert [(r.arrival_s, r.prompt_tokens, r.output_tokens, r.prefix_segments, r.tenant, r.adapter_id, r.schema_id)
+            for r in made] == [(float(w.arrival_s[i]), int(w.prompt_tokens[i]), int(w.output_tokens[i]),
+                                w.segments[i], int(w.tenant[i]), int(w.adapter[i]), -1) for i in range(50)]
+    assert len(set(w.adapter.tolist())) > 1 and len(set(w.tenant.tolist())) > 1

@@ -106,6 +106,10 @@ def test_on_a_terminal_the_bar_goes_to_stderr_with_count_rate_and_eta(monkeypatc
 
 @pytest.mark.parametrize("args, line", [
     (["simulate", str(CHAT), "--num-requests", "200", "--json"], "simulating: 200/200 requests, "),
+    # a cluster of two replicas and a gateway count their requests the same way
+    (["simulate", str(CHAT), "--num-requests", "200", "--replicas", "2", "--json"], "simulating: 200/200 requests, "),
+    (["simulate", str(ROOT / "scenarios" / "gateway-residency.yaml"), "--num-requests", "100", "--json"],
+     "simulating: 100/100 requests, "),
     (["plan", str(CHAT), "--simulate", "--json"], "sizing: 1 simulations, "),
     (["check", str(ROOT / "scenarios" / "deploy" / "pass-llama-8b-h100.yaml"), "--json"], "sizing: 1 simulations, "),
     (["search", str(CHAT), "--gpus", "h100-sxm", "--tp", "1,2", "--weights", "bf16", "--kv-cache-dtype", "auto",
@@ -120,3 +124,25 @@ def test_a_command_with_stderr_captured_prints_progress_lines_and_pure_json(monk
     lines = result.stderr.splitlines()
     assert any(x.startswith(line) and x.split(", ")[1].endswith("/s") for x in lines), lines
     assert lines[-1].split(": done, ")[0] in ("simulating", "sizing", "searching"), lines
+
+
+@pytest.mark.parametrize("scenario", [CHAT, ROOT / "scenarios" / "gateway-residency.yaml"])
+def test_writing_the_requests_csv_shows_its_own_progress_after_the_simulations(monkeypatch, tmp_path, scenario):
+    # the rows are written a chunk at a time (here 32 requests): each chunk written is counted, on stderr, after the
+    # simulation's count; stdout stays pure JSON
+    import simulator.records as records
+    from sizer.cli import gateway as gateway_cli
+
+    monkeypatch.setattr(progress_module, "LINE_S", 0.0)
+    monkeypatch.setattr(records, "REQUEST_CHUNK_ROWS", 32)
+    monkeypatch.setattr(gateway_cli, "REQUEST_CHUNK_ROWS", 32)
+    result = runner.invoke(app, ["simulate", str(scenario), "--num-requests", "100", "--json",
+                                 "--requests-csv", str(tmp_path / "r.csv")])
+    assert result.exit_code == 0, result.output
+    json.loads(result.stdout)
+    lines = result.stderr.splitlines()
+    writing = [x.split(", ")[0] for x in lines if x.startswith("writing --requests-csv: ") and "done" not in x]
+    assert writing == [f"writing --requests-csv: {k}/100 requests" for k in (32, 64, 96, 100)], lines
+    assert max(i for i, x in enumerate(lines) if x.startswith("simulating")) < lines.index(
+        next(x for x in lines if x.startswith("writing")))
+    assert lines[-1].startswith("writing --requests-csv: done, 100 requests in ")
