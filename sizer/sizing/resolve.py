@@ -64,6 +64,7 @@ from sizer.sizing.presets import (
     ATTENTION_DP_CONTEXT_BALANCE,
     GRAMMAR_BACKENDS,
     GRAMMAR_CACHE_ENTRIES,
+    KEEPS_CHUNKED_KV,
     LORA_DISK_BYTES_PER_S,
     PROPOSER_COST_FRACTION,
     engine_defaults,
@@ -264,7 +265,7 @@ def resolve(s: Scenario) -> Resolved:
             else f"{slots.cache_type_k}/{slots.cache_type_v}"
     engine = engine_settings(s, model, hardware) if slots is None else slot_engine_settings(slots)
     weights = weight_memory(model, fmt, parallel, group_size, s.model.num_parameters)
-    kv = kv_layout(model, kv_dtype, parallel)
+    kv = kv_layout(model, kv_dtype, parallel, d.engine in KEEPS_CHUNKED_KV)
     split = (offload(model, fmt, hardware, d.n_gpu_layers, group_size, s.file, parallel.gpus_per_replica)
              if d.n_gpu_layers is not None else None)
     gpu_weights, gpu_kv = (replace(weights, per_gpu_bytes=split.gpu_weight_bytes), on_gpu(kv, split.gpu_kv_share)) \
