@@ -191,6 +191,11 @@ class Resolved:
     lora: LoraMemory | None = None   # adapter slots per GPU (deployment.enable_lora)
     kernel_tables: KernelTables | None = None   # hardware.kernel_tables: the scenario's own folder, checked
 
+    @property
+    def cuda_graph_batch_sizes(self) -> tuple[int, ...]:
+        """deployment.cuda_graph_batch_sizes, () when not stated (the step-time stage's `Deployment` reads it)."""
+        return tuple(self.deployment.cuda_graph_batch_sizes or ())
+
     def source_of(self, path: str) -> str:
         """Where the setting at scenario `path` came from: a flag, "scenario", or the default's reason."""
         if path in self.sources:
