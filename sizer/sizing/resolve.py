@@ -190,11 +190,7 @@ class Resolved:
     slots: SlotSettings | None = None    # llama.cpp and Ollama
     lora: LoraMemory | None = None   # adapter slots per GPU (deployment.enable_lora)
     kernel_tables: KernelTables | None = None   # hardware.kernel_tables: the scenario's own folder, checked
-
-    @property
-    def cuda_graph_batch_sizes(self) -> tuple[int, ...]:
-        """deployment.cuda_graph_batch_sizes, () when not stated (the step-time stage's `Deployment` reads it)."""
-        return tuple(self.deployment.cuda_graph_batch_sizes or ())
+    cuda_graph_batch_sizes: tuple[int, ...] = ()   # deployment.cuda_graph_batch_sizes; () when not stated
 
     def source_of(self, path: str) -> str:
         """Where the setting at scenario `path` came from: a flag, "scenario", or the default's reason."""
@@ -331,7 +327,7 @@ def resolve(s: Scenario) -> Resolved:
         disaggregation=disagg,
         link_notes=tuple(notes), price_usd_per_gpu_hour=price, price_source=price_source,
         sources=setting_sources(s, slots, price_source), calibrated_profile=profile, offload=split, slots=slots,
-        lora=lora, kernel_tables=tables)
+        lora=lora, kernel_tables=tables, cuda_graph_batch_sizes=tuple(d.cuda_graph_batch_sizes or ()))
     try:                                            # built (and kept) now: a limit the scheduler refuses is bad input
         _ = r.replica
     except ValueError as exc:
