@@ -19,12 +19,14 @@ from sizer.analytic.parallel import ParallelConfig, kv_heads_per_gpu, layers_per
 from sizer.analytic.weights import LM_HEAD, linear_groups, parameter_count
 from sizer.inputs.layers import (
     ATTENTION,
+    CHUNKED,
     FFN,
     MLP,
     REPLICATED,
     ROUTER,
     SHARED_EXPERT,
     VISION,
+    Attention,
     DenseFFN,
     LatentAttention,
     MoEFFN,
@@ -111,13 +113,19 @@ class KVGroup:
     layers: int
     bytes_per_token: float            # these layers together, whole model
     bytes_per_token_per_gpu: float    # one GPU of the busiest stage, after the TP split
-    window_tokens: int | None         # sliding window or local-attention chunk; None: every token is kept
+    window_tokens: int | None         # sliding window or local-attention chunk; None: every token is attended
     flops_per_pair_per_layer: int     # attention FLOPs per query-key pair attended in one layer, all heads
     # DeepSeek sparse attention (DSA): each query attends to at most `attended_tokens` cached tokens, chosen by an
     # indexer that scores every cached token against its own key cache (included in bytes_per_token above)
     attended_tokens: int | None = None
     index_bytes_per_token_per_gpu: float = 0.0
     index_flops_per_pair_per_layer: int = 0
+    keeps_every_token: bool = False   # the engine caches every token of a windowed layer (it attends within the window)
+
+    @property
+    def kept_window_tokens(self) -> int | None:
+        """The tokens of a sequence these layers keep in the cache: their window, or None (every token)."""
+        return None if self.keeps_every_token else self.window_tokens
 
 
 @dataclass(frozen=True)
@@ -143,7 +151,7 @@ class KVLayout:
     @property
     def full_bytes_per_token(self) -> float:
         """Bytes per token on one GPU of the layers that keep every token, summed group by group."""
-        return sum(g.bytes_per_token_per_gpu for g in self.groups if not g.window_tokens)
+        return sum(g.bytes_per_token_per_gpu for g in self.groups if not g.kept_window_tokens)
 
     @property
     def window_groups(self) -> tuple[tuple[float, int], ...]:
@@ -152,12 +160,13 @@ class KVLayout:
         full = self.full_bytes_per_token
         if not full:
             return ()
-        return tuple((g.bytes_per_token_per_gpu / full, g.window_tokens) for g in self.groups if g.window_tokens)
+        return tuple((g.bytes_per_token_per_gpu / full, g.kept_window_tokens) for g in self.groups
+                     if g.kept_window_tokens)
 
     @property
     def windowed_bytes_per_token(self) -> tuple[tuple[float, int], ...]:
         """(bytes per token on one GPU, window) of each windowed group: what kept_bytes caps at the window."""
-        return tuple((g.bytes_per_token_per_gpu, g.window_tokens) for g in self.groups if g.window_tokens)
+        return tuple((g.bytes_per_token_per_gpu, g.kept_window_tokens) for g in self.groups if g.kept_window_tokens)
 
     @property
     def unwindowed_bytes_per_token(self) -> float:
@@ -171,8 +180,8 @@ class KVLayout:
         cells `window_cells(window)` an engine sets aside for its windowed layers (llama.cpp's SWA cache)."""
         total = tokens * self.bytes_per_token_per_gpu       # every layer as if it kept every token, less the windows
         for g in self.groups:
-            if g.window_tokens:
-                cells = window_cells(g.window_tokens) if window_cells else min(tokens, g.window_tokens)
+            if g.kept_window_tokens:
+                cells = window_cells(g.kept_window_tokens) if window_cells else min(tokens, g.kept_window_tokens)
                 total -= g.bytes_per_token_per_gpu * (tokens - cells)
         return total
 
@@ -180,7 +189,7 @@ class KVLayout:
         """The most tokens one sequence keeps in `nbytes` on one GPU (kept_bytes' inverse: windowed layers stop
         growing at their window); None when every layer is windowed and their windows fit (no length limit)."""
         full = self.full_bytes_per_token
-        widest = max((g.window_tokens or 0 for g in self.groups), default=0)
+        widest = max((g.kept_window_tokens or 0 for g in self.groups), default=0)
         if not full and self.kept_bytes(widest) <= nbytes:
             return None
         return largest_fitting(nbytes, self.kept_bytes, int(nbytes / full) + 1 if full else widest)
@@ -193,7 +202,7 @@ class KVLayout:
         """
         total = self.state_bytes_per_seq_per_gpu if per_gpu else float(self.state_bytes_per_seq)
         for g in self.groups:
-            kept = min(tokens, g.window_tokens or tokens)
+            kept = min(tokens, g.kept_window_tokens or tokens)
             blocks = math.ceil(kept / block_size) + (1 if kept < tokens else 0)
             total += (g.bytes_per_token_per_gpu if per_gpu else g.bytes_per_token) * block_size * blocks
         return total
@@ -211,10 +220,11 @@ def largest_fitting(nbytes: float, bytes_of: Callable[[int], float], hi: int) ->
     return lo
 
 
-def kv_layout(m: ModelSpec, kv_dtype: str, p: ParallelConfig) -> KVLayout:
+def kv_layout(m: ModelSpec, kv_dtype: str, p: ParallelConfig, keeps_chunks: bool = False) -> KVLayout:
     """KV bytes per token by group of layers, and the Mamba-2 / linear-attention state per sequence
     (ModelSpec.state_bytes_per_seq: convolution window in the model's dtype, recurrent state in the
-    config's mamba_ssm_cache_dtype when it states one)."""
+    config's mamba_ssm_cache_dtype when it states one). `keeps_chunks`: the engine caches every token of
+    chunked-local layers (Llama-4's), attending within the chunk (`KEEPS_CHUNKED_KV` in sizer/sizing/presets.py)."""
     nbytes = kv_value_bytes(kv_dtype)
     stage = layers_per_stage(m, p) / m.num_layers
     groups: dict[object, list] = {}
@@ -242,7 +252,8 @@ def kv_layout(m: ModelSpec, kv_dtype: str, p: ParallelConfig) -> KVLayout:
         dsa = isinstance(mixer, LatentAttention) and mixer.attended_tokens
         kv_groups.append(KVGroup(mixer.label, n, per_token, per_gpu, mixer.window_tokens, mixer.flops_per_pair,
                                  mixer.attended_tokens if dsa else None, index * stage,
-                                 mixer.index_flops_per_pair if dsa else 0))
+                                 mixer.index_flops_per_pair if dsa else 0,
+                                 keeps_chunks and isinstance(mixer, Attention) and mixer.span == CHUNKED))
     stateful = [layer.mixer for layer in m.layers if layer.mixer.recurrent_state_values_per_seq]
     state = sum(m.state_bytes_per_seq(mixer) for mixer in stateful)
     return KVLayout(kv_dtype, nbytes, sum(g.bytes_per_token for g in kv_groups),

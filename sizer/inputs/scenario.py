@@ -214,6 +214,13 @@ class DeploymentSection:
     block_size: int | None = field(None, ge=1, le=MAX_TOKENS, doc="KV tokens per paged block (vLLM 16)")
     max_num_seqs: int | None = field(None, ge=1, le=MAX_SEQUENCES, doc="sequences per step at most")
     max_num_batched_tokens: int | None = field(None, ge=1, le=MAX_BATCH_TOKENS, doc="token budget per step")
+    cuda_graph_batch_sizes: list[int] | None = field(None, ge=1, le=MAX_SEQUENCES,
+                                                    doc="batch sizes the engine captured CUDA graphs for, with "
+                                                        "padding on (TensorRT-LLM's cuda_graph_config.batch_sizes and "
+                                                        "enable_padding): a step in which every attention-DP rank only "
+                                                        "decodes runs at the smallest listed size at least its busiest "
+                                                        "rank's sequences (sizes above max_num_seqs or the token "
+                                                        "budget are not captured); left out: steps run unpadded")
     enable_chunked_prefill: bool | None = field(None, doc="split long prompts into chunks mixed with decodes")
     enable_prefix_caching: bool | None = field(None, doc="reuse KV blocks of shared prompt prefixes")
     prefix_cache_tenant_isolation: bool = field(False, doc="scope the prefix cache per tenant")
@@ -721,7 +728,8 @@ SLOT_ENGINES = ("llama.cpp", "ollama")
 BATCHING_ENGINES = ("vllm", "sglang", "tensorrt-llm", "lmdeploy", "tgi")
 ENGINE_FIELDS = {
     **dict.fromkeys(("max_model_len", "block_size", "max_num_seqs", "max_num_batched_tokens", "enable_chunked_prefill",
-                     "enable_prefix_caching", "preemption_mode", "speculative_config", "disaggregated"),
+                     "enable_prefix_caching", "preemption_mode", "speculative_config", "disaggregated",
+                     "cuda_graph_batch_sizes"),
                     BATCHING_ENGINES),
     **dict.fromkeys(("parallel", "ctx_size", "kv_unified", "batch_size", "ubatch_size"), ("llama.cpp",)),
     **dict.fromkeys(("cache_type_k", "cache_type_v", "flash_attn"), SLOT_ENGINES),

@@ -543,7 +543,7 @@ def _model_notes(r: Resolved) -> list[str]:
                      f"{r.memory.state_seqs} sequences of max_model_len the pool holds (at most max_num_seqs "
                      f"{r.engine.max_num_seqs}), which caps the running sequences: conservative for shorter ones")
     if r.replica.kv_windows:
-        windows = ", ".join(f"{g.layers} layers of {g.label}" for g in kv.groups if g.window_tokens)
+        windows = ", ".join(f"{g.layers} layers of {g.label}" for g in kv.groups if g.kept_window_tokens)
         notes.append(f"windowed layers ({windows}) keep only their window: a KV block holds {r.memory.block_size} "
                      f"tokens of the layers that keep every token, and each sequence's windowed layers take blocks "
                      f"for their window beside them from the same pool (vLLM's hybrid KV cache frees what leaves "

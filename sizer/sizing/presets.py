@@ -241,3 +241,11 @@ GRAMMAR_CACHE_ENTRIES = 1000
 # 011cfc2cc18a24a95603f91dc53f8fc60bc80189, "Performance Summary"). Other engines: assumed balanced (no
 # measurement in reach).
 ATTENTION_DP_CONTEXT_BALANCE = {"tensorrt-llm": 0.5411}
+
+# Engines that cache every token of chunked-local attention layers (Llama-4's attention_chunk_size), attending within
+# the chunk: TensorRT-LLM's PyTorch backend (1.0) builds one KVCacheManager over all num_hidden_layers with a single
+# attention window (max_seq_len) unless kv_cache_config.max_attention_window lists several (its VSWA path), and
+# KvCacheCreator._get_cache_size_per_token sizes the cache by every layer's full KV heads
+# (tensorrt_llm/_torch/pyexecutor/_util.py, `_create_kv_cache_manager`); the chunk is only the attention kernel's
+# mask (`attention_chunk_size`). vLLM's hybrid KV cache frees what leaves the chunk (ChunkedLocalAttentionSpec).
+KEEPS_CHUNKED_KV = frozenset({"tensorrt-llm"})

@@ -64,6 +64,7 @@ from sizer.sizing.presets import (
     ATTENTION_DP_CONTEXT_BALANCE,
     GRAMMAR_BACKENDS,
     GRAMMAR_CACHE_ENTRIES,
+    KEEPS_CHUNKED_KV,
     LORA_DISK_BYTES_PER_S,
     PROPOSER_COST_FRACTION,
     engine_defaults,
@@ -189,6 +190,7 @@ class Resolved:
     slots: SlotSettings | None = None    # llama.cpp and Ollama
     lora: LoraMemory | None = None   # adapter slots per GPU (deployment.enable_lora)
     kernel_tables: KernelTables | None = None   # hardware.kernel_tables: the scenario's own folder, checked
+    cuda_graph_batch_sizes: tuple[int, ...] = ()   # deployment.cuda_graph_batch_sizes; () when not stated
 
     def source_of(self, path: str) -> str:
         """Where the setting at scenario `path` came from: a flag, "scenario", or the default's reason."""
@@ -264,7 +266,7 @@ def resolve(s: Scenario) -> Resolved:
             else f"{slots.cache_type_k}/{slots.cache_type_v}"
     engine = engine_settings(s, model, hardware) if slots is None else slot_engine_settings(slots)
     weights = weight_memory(model, fmt, parallel, group_size, s.model.num_parameters)
-    kv = kv_layout(model, kv_dtype, parallel)
+    kv = kv_layout(model, kv_dtype, parallel, d.engine in KEEPS_CHUNKED_KV)
     split = (offload(model, fmt, hardware, d.n_gpu_layers, group_size, s.file, parallel.gpus_per_replica)
              if d.n_gpu_layers is not None else None)
     gpu_weights, gpu_kv = (replace(weights, per_gpu_bytes=split.gpu_weight_bytes), on_gpu(kv, split.gpu_kv_share)) \
@@ -325,7 +327,7 @@ def resolve(s: Scenario) -> Resolved:
         disaggregation=disagg,
         link_notes=tuple(notes), price_usd_per_gpu_hour=price, price_source=price_source,
         sources=setting_sources(s, slots, price_source), calibrated_profile=profile, offload=split, slots=slots,
-        lora=lora, kernel_tables=tables)
+        lora=lora, kernel_tables=tables, cuda_graph_batch_sizes=tuple(d.cuda_graph_batch_sizes or ()))
     try:                                            # built (and kept) now: a limit the scheduler refuses is bad input
         _ = r.replica
     except ValueError as exc:

@@ -16,6 +16,7 @@ from sizer.inputs import preloaded
 from sizer.inputs.hardware import HardwareSpec, measured_host_cpu
 from sizer.inputs.model_spec import ModelSpec
 from sizer.kinds import kind
+from sizer.timing.cuda_graphs import CudaGraphPadding
 from sizer.timing.kernel_step import BundledEngineStepTimeModel, KernelTableStepTimeModel
 from sizer.timing.kernel_tables import (
     KernelTables,
@@ -33,6 +34,8 @@ if TYPE_CHECKING:      # the type only: a scenario without a calibrated profile 
 
 class EngineName(Protocol):
     engine: str                     # vllm, sglang, tensorrt-llm, llama.cpp, ...
+    max_num_seqs: int               # sequences a step (an attention-DP rank's share) holds at most
+    max_num_batched_tokens: int     # its token budget
 
 
 class Deployment(Protocol):
@@ -52,6 +55,7 @@ class Deployment(Protocol):
     offload: Offload | None
     lora: LoraMemory | None
     kernel_tables: KernelTables | None
+    cuda_graph_batch_sizes: tuple[int, ...]   # deployment.cuda_graph_batch_sizes; () when not stated
 
 
 def pricing_hardware(r: Deployment) -> HardwareSpec:
@@ -108,8 +112,17 @@ def step_model_for(r: Deployment, roofline: RooflineStepTimeModel | None = None)
     """What prices a step: the calibrated profile when the scenario names one (roofline outside
     its measured range); else the scenario's own kernel-tables folder (`hardware.kernel_tables`); else, unless
     `hardware.step_model: roofline`, the bundled kernel tables of the GPU and engine (roofline for what they
-    lack; `kernel_tables` refused where none are bundled); else the roofline."""
-    roofline = roofline or roofline_for(r)
+    lack; `kernel_tables` refused where none are bundled); else the roofline. Decode steps padded to the
+    CUDA-graph batch sizes the deployment states (`deployment.cuda_graph_batch_sizes`, sizer/timing/cuda_graphs.py)."""
+    step = _unpadded_step_model(r, roofline or roofline_for(r))
+    if not r.cuda_graph_batch_sizes:
+        return step
+    p = r.parallel
+    return CudaGraphPadding(step, r.cuda_graph_batch_sizes, p.dp if p.experts_span_dp else 1,
+                            r.engine.max_num_seqs, r.engine.max_num_batched_tokens)
+
+
+def _unpadded_step_model(r: Deployment, roofline: RooflineStepTimeModel) -> StepTimeModel:
     if r.calibrated_profile is not None:
         return kind("calibrated profile").CalibratedStepTimeModel(r.calibrated_profile, num_layers=r.model.num_layers,
                                                                   fallback=roofline)

@@ -229,3 +229,23 @@ def test_the_plan_names_tensorrt_llms_kv_share_and_its_moe_workspace():
     data = copy.deepcopy(QWEN3)
     data["deployment"]["engine"] = "vllm"
     assert not any("kv_cache_free_gpu_mem_fraction" in n for n in _memory_assumptions(resolved(True, data)))
+
+
+def test_tensorrt_llm_caches_every_token_of_llama4s_chunked_layers():
+    # Llama-4-Maverick: 48 layers, 8 KV heads x 128, FP8 KV; 36 RoPE layers attend within 8,192-token chunks,
+    # 12 NoPE layers attend to everything. Under attention DP a GPU holds every KV head of its own sequences:
+    # 2 x 8 x 128 x 1 B = 2,048 B per layer per token. TensorRT-LLM's KV cache keeps every token of every layer
+    # (one attention window over all layers, presets' KEEPS_CHUNKED_KV): a 22,000-token sequence in 32-token
+    # blocks (688 of them, 22,016 tokens) takes 48 x 2,048 x 22,016 B; vLLM's frees what leaves the chunk: the
+    # chunked layers keep 8,192 tokens (256 blocks) plus the block they straddle, 257 x 32 = 8,224 tokens.
+    data = copy.deepcopy(QWEN3)
+    data["model"] = "llama-4-maverick-17b-128e"
+    data["deployment"].update(max_model_len=22_000, max_num_batched_tokens=22_000)   # a whole prompt in a step
+    trt = resolved(True, data)
+    assert trt.kv.sequence_bytes(22_000, 32) == 48 * 2048 * 22_016
+    assert trt.replica.kv_windows == ()                       # no windowed blocks in its pool
+    data["deployment"]["engine"] = "vllm"
+    vllm = resolved(True, data)
+    assert vllm.kv.sequence_bytes(22_000, 32) == 12 * 2048 * 22_016 + 36 * 2048 * 8_224
+    # the attention itself stays chunked under both: the roofline's and the tables' span is the chunk
+    assert {g.window_tokens for g in trt.kv.groups} == {g.window_tokens for g in vllm.kv.groups} == {None, 8192}
