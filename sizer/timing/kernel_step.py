@@ -35,12 +35,14 @@ For one step on one GPU of the busiest pipeline stage (times the stages, as the 
 
 Tables are interpolated linearly in every numeric key (m, n, k; batch, tokens; bytes) between
 measured points and extended along the last segment beyond them (a GEMM's m past the largest
-measured, a vocabulary past the largest n); categorical keys (dtype, heads, KV heads, head
-dim, KV dtype, GPUs) must match. What the tables lack is priced by the roofline and named in
+measured, a vocabulary past the largest n); categorical keys (dtype, KV heads, head dim, KV dtype,
+GPUs) must match, and an attention's query heads too, except between two measured ones of its KV
+heads (interpolated linearly: `heads_rows`). What the tables lack is priced by the roofline and named in
 `roofline_parts`: GEMM shapes the measured grid does not bracket, and every GEMM whose weights
 are stored in a format the tables do not hold (AWQ/GPTQ 4-bit, FP8 run weight-only), one shape
 at a time; MoE experts; the KV groups of other mixers (sparse MLA: DeepSeek-V3.2's indexer) or of
-shapes not measured; the recurrent state of Mamba-2 layers and of gated delta net shapes not measured;
+head shapes neither measured nor between measured ones (Llama-2's 32 KV heads: decode is measured up to
+8); the recurrent state of Mamba-2 layers and of gated delta net shapes not measured;
 the expert all-to-all and pipeline transfers; an all-reduce across a GPU count not measured.
 """
 
