@@ -35,12 +35,14 @@ For one step on one GPU of the busiest pipeline stage (times the stages, as the 
 
 Tables are interpolated linearly in every numeric key (m, n, k; batch, tokens; bytes) between
 measured points and extended along the last segment beyond them (a GEMM's m past the largest
-measured, a vocabulary past the largest n); categorical keys (dtype, heads, KV heads, head
-dim, KV dtype, GPUs) must match. What the tables lack is priced by the roofline and named in
+measured, a vocabulary past the largest n); categorical keys (dtype, KV heads, head dim, KV dtype,
+GPUs) must match, and an attention's query heads too, except between two measured ones of its KV
+heads (interpolated linearly: `heads_rows`). What the tables lack is priced by the roofline and named in
 `roofline_parts`: GEMM shapes the measured grid does not bracket, and every GEMM whose weights
 are stored in a format the tables do not hold (AWQ/GPTQ 4-bit, FP8 run weight-only), one shape
 at a time; MoE experts; the KV groups of other mixers (sparse MLA: DeepSeek-V3.2's indexer) or of
-shapes not measured; the recurrent state of Mamba-2 layers and of gated delta net shapes not measured;
+head shapes neither measured nor between measured ones (Llama-2's 32 KV heads: decode is measured up to
+8); the recurrent state of Mamba-2 layers and of gated delta net shapes not measured;
 the expert all-to-all and pipeline transfers; an all-reduce across a GPU count not measured.
 """
 
@@ -281,6 +283,42 @@ def attention_rows(table: Mapping[tuple, dict[int, float]], key: tuple) -> Batch
     return BatchCurves(rows) if rows else None
 
 
+class HeadsBlend:
+    """Latency by (batch, length) of a query-head count between two measured ones of the same KV heads: their
+    rows weighted linearly in the heads (as aiconfigurator-core interpolates its attention tables over the heads
+    within one KV-head slice)."""
+
+    def __init__(self, parts: list[tuple[float, BatchCurves]]):
+        self.parts = parts
+
+    def longest(self, batch: float) -> int:
+        return min(rows.longest(batch) for _, rows in self.parts)
+
+    def __call__(self, batch: float, length: float) -> float:
+        return sum(w * rows(batch, length) for w, rows in self.parts)
+
+
+def heads_rows(table: dict[tuple, dict[int, float]], key: tuple) -> tuple[BatchCurves | HeadsBlend | None, str]:
+    """The rows of `key` (kv dtype, heads, KV heads, head dim), or for query heads not measured, the rows of the
+    measured heads either side with the same KV dtype, KV heads and head dim, interpolated linearly in the heads
+    (decode reads KV per KV head, its query heads packed into one tile; prefill computes per query head: both
+    nearly linear in the heads between neighbours, docs/fidelity.md "Head shapes the tables lack"); never
+    extrapolated: None outside the measured heads. The second value names the measured heads it stands between."""
+    rows = attention_rows(table, key)
+    if rows is not None:
+        return rows, ""
+    kv, heads, kv_heads, dim = key
+    measured = sorted({k[1] for k in table if k[0] == kv and k[2] == kv_heads and k[3] == dim})
+    below, above = [h for h in measured if h < heads], [h for h in measured if h > heads]
+    if not below or not above:
+        return None, ""
+    h0, h1 = below[-1], above[0]
+    w = (heads - h0) / (h1 - h0)
+    blend = HeadsBlend([(1 - w, attention_rows(table, (kv, h0, kv_heads, dim))),
+                        (w, attention_rows(table, (kv, h1, kv_heads, dim)))])
+    return blend, f"{heads} x {kv_heads} heads between the measured {h0} and {h1}"
+
+
 class KernelTableStepTimeModel:
     """`step_time(batch)` from measured kernel tables, the roofline for what they lack (module docstring)."""
 
@@ -380,6 +418,8 @@ class KernelTableStepTimeModel:
             out["attention"] = (tables if not self.roofline_groups else roof if not (self.attention or self.latent)
                                 else f"{tables}, {roof} for " + ", ".join(self.roofline.kv.groups[i].label
                                                                           for i in self.roofline_groups))
+            if self.blended_heads:
+                out["attention"] += f" ({'; '.join(sorted(self.blended_heads))})"
         if self.roofline.comm.allreduces_per_step:
             out["all-reduce"] = tables if self.allreduce_from_tables else roof
         if m.moe is not None:
@@ -434,15 +474,16 @@ class KernelTableStepTimeModel:
 
     def _attention(self, m: ModelSpec, p: ParallelConfig, kv: str | None, latent: set[str],
                    missing: list[str]) -> None:
-        found, unmeasured = [], set()
+        found, unmeasured, self.blended_heads = [], set(), set()
         for s in attention_shapes(m, p):
             key = (kv, s.heads, s.kv_heads, s.head_dim)
-            decode = attention_rows(self.tables.generation_attention, key)
-            prefill = attention_rows(self.tables.context_attention, key)
+            decode, decode_blend = heads_rows(self.tables.generation_attention, key)
+            prefill, prefill_blend = heads_rows(self.tables.context_attention, key)
             if decode is None or prefill is None:
                 unmeasured.add(s.label)
             else:
                 found.append((s.label, (s.per_stage, s.window_tokens, decode, prefill)))
+                self.blended_heads |= {note for note in (decode_blend, prefill_blend) if note}
         # a KV group (layers of one mixer kind) is priced wholly by the tables or wholly by the roofline:
         # by the roofline when any of its shapes is not measured, and for other mixers (sparse MLA, ...);
         # dense MLA groups the module tables hold (`latent`) are priced in attention_s

@@ -119,6 +119,29 @@ def test_what_the_tables_lack_is_priced_by_the_roofline_and_named():
     assert model.step_time(StepBatch.from_seqs([(1, 127)])) > STEP_OVERHEAD_S
 
 
+def test_query_heads_the_tables_lack_interpolate_between_measured_ones_of_the_same_kv_heads():
+    # the tiny model's 8 query / 2 KV heads of 32 removed; 4 and 16 query heads on 2 KV heads measured (made-up
+    # latencies): 8 heads lie a third of the way, so decode at KV length 128 is 6 + (12 - 6) / 3 = 8 us a layer,
+    # and a 64-token prefill 9 + (21 - 9) / 3 = 13 us a layer (the H100 vLLM tables' rows of one KV-head count
+    # change little with the query heads: docs/fidelity.md, "Head shapes the tables lack")
+    tables = synthetic_tables()
+    for table in (tables.generation_attention, tables.context_attention):
+        table.clear()
+    for heads, decode_us, prefill_us in ((4, 6, 9), (16, 12, 21)):
+        tables.generation_attention[("bfloat16", heads, 2, 32, 1)] = {128: decode_us * US, 256: 2 * decode_us * US}
+        tables.context_attention[("bfloat16", heads, 2, 32, 1)] = {64: prefill_us * US, 128: 2 * prefill_us * US}
+    model = KernelTableStepTimeModel(tables, roofline_for(tiny_resolved()))
+    assert model.roofline_parts == ()
+    assert "8 x 2 heads between the measured 4 and 16" in model.sources["attention"]
+    assert model.attention_s(StepBatch.from_seqs([(1, 127)])) == pytest.approx(4 * 8 * US)
+    assert model.attention_s(StepBatch.from_seqs([(64, 0)])) == pytest.approx(4 * 13 * US)
+    # never extrapolated: with 16 query heads alone measured, the roofline prices the attention and says so
+    for table in (tables.generation_attention, tables.context_attention):
+        del table[("bfloat16", 4, 2, 32, 1)]
+    model = KernelTableStepTimeModel(tables, roofline_for(tiny_resolved()))
+    assert any(p.startswith("attention of") for p in model.roofline_parts)
+
+
 def test_elementwise_ops_count_norms_rotary_kv_writes_and_gated_activations():
     ew = elementwise_ops(load_model("tiny"), ParallelConfig())
     # per layer: 2 norms, rotary and KV write (softmax attention), the SwiGLU activation; bytes as
