@@ -50,9 +50,9 @@ class PlainValue:
                 raise typer.BadParameter(f"expected {PLAIN[self.annotation]}, got {value!r}", ctx, param) from None
         elif not isinstance(value, self.annotation):
             value = self.annotation(value)
-        if self.min is not None and value < self.min:
+        if self.min is not None and not value >= self.min:   # NaN is no number at least min
             raise typer.BadParameter(f"expected at least {self.min}, got {value}", ctx, param)
-        if self.max is not None and value > self.max:
+        if self.max is not None and not value <= self.max:
             raise typer.BadParameter(f"expected at most {self.max}, got {value}", ctx, param)
         if isinstance(value, Path) and os.path.exists(value) and not os.access(value, os.R_OK):
             raise typer.BadParameter(f"expected a readable path, got {str(value)!r}", ctx, param)

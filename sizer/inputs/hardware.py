@@ -236,17 +236,28 @@ def user_profiles_dir() -> Path:
 
 def profile_paths() -> tuple[Path, ...]:
     """Every profile file, the user's first (`.yaml` and `.yml`, as a profile named by path); the user's folder is
-    looked up at each call (SIZER_HOME may change). One id in both spellings is refused, naming both files: which
-    of the two is meant is not sizer's guess."""
+    looked up at each call (SIZER_HOME may change). An id in both spellings is left out, both files: which of the
+    two is meant is not sizer's guess (`_twins`: refused where that id is asked for, a warning line elsewhere)."""
+    mine = _user_paths()
+    twins = _twins(mine)
+    return tuple(path for path in mine if path.stem not in twins) + _bundled_paths()
+
+
+def _user_paths() -> list[Path]:
     user = user_profiles_dir()
-    mine = sorted(p for suffix in PROFILE_SUFFIXES for p in user.glob(f"*{suffix}")) if user.is_dir() else []
+    return sorted(p for suffix in PROFILE_SUFFIXES for p in user.glob(f"*{suffix}")) if user.is_dir() else []
+
+
+def _twins(mine: list[Path]) -> dict[str, InputError]:
+    """id -> the refusal of its second file, for each id of the user's folder with two files."""
     by_id: dict[str, Path] = {}
+    twins: dict[str, InputError] = {}
     for path in mine:
         first = by_id.setdefault(path.stem, path)
         if first != path:
-            raise InputError(str(path), None, f"a second profile file for id {excerpt(path.stem)} beside "
-                                              f"{excerpt(first.name)}; keep one of the two")
-    return tuple(mine) + _bundled_paths()
+            twins[path.stem] = InputError(str(path), None, f"a second profile file for id {excerpt(path.stem)} "
+                                                           f"beside {excerpt(first.name)}; keep one of the two")
+    return twins
 
 
 @lru_cache(maxsize=1)
@@ -276,6 +287,8 @@ def all_profiles() -> dict[str, HardwareSpec]:
     left out with a warning line naming its file (it fails where it is asked for by id, `profile_by_id`): what
     search's and sweep's GPUs, `sizer gpus`, check's cluster names and an alias lookup read."""
     user = user_profiles_dir().resolve()
+    for stem, refusal in _twins(_user_paths()).items():
+        _SKIPPED[stem] = refusal.one_line()
     profiles: dict[str, HardwareSpec] = {}
     for path in profile_paths():
         try:
@@ -298,7 +311,11 @@ def local_profiles() -> tuple[str, ...]:
 
 def profile_by_id(key: str) -> HardwareSpec | None:
     """The profile whose id is `key`, from its one file (each profile's file is named by its id; no alias
-    shadows an id, tests/sizer/inputs/test_catalog_data.py): a plan need not read all of them."""
+    shadows an id, tests/sizer/inputs/test_catalog_data.py): a plan need not read all of them. An id of two files
+    in your folder is refused."""
+    twin = _twins(_user_paths()).get(key)
+    if twin is not None:
+        raise twin
     for path in profile_paths():
         if path.stem == key:
             spec = _read_profile(path)

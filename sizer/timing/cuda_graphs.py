@@ -39,8 +39,13 @@ class CudaGraphPadding:
     def step_time(self, batch: StepBatch) -> float:
         if batch.prefill_seqs or batch.draft_tokens or not batch.num_seqs:
             return self.model.step_time(batch)
+        plain = self.model.step_time(batch)
         extra = self.padded_sequences(batch.num_seqs) - batch.num_seqs
-        if extra:   # dummy one-token decodes, each attending to itself
-            batch = batch._replace(num_seqs=batch.num_seqs + extra, new_tokens=batch.new_tokens + extra,
-                                   attention_pairs=batch.attention_pairs + extra)
-        return self.model.step_time(batch)
+        if not extra:
+            return plain
+        # dummy one-token decodes, each attending to itself. Padding only adds work, but a model that prices
+        # decode attention at the batch's mean context (split_attention) would see the dummies' zero contexts
+        # lower that mean: the padded step is never priced below the step itself.
+        padded = batch._replace(num_seqs=batch.num_seqs + extra, new_tokens=batch.new_tokens + extra,
+                                attention_pairs=batch.attention_pairs + extra)
+        return max(plain, self.model.step_time(padded))

@@ -140,7 +140,7 @@ def test_calibrate_then_validate_on_the_cpu(tmp_path, monkeypatch):
         errors = [next(r["relative_error"] for r in rep["rows"] if r["metric"] == metric) for rep in reports]
         drift_free = [drift_free_error(e, slow) for e, slow in zip(errors, slowdowns, strict=True)]
         assert abs(statistics.median(drift_free)) < 0.30, (metric, errors, slowdowns, drift_free)
-    # Calibrate then validate, as the issue asks, in under 3 minutes: about 30 s a pair on the quiet machine,
+    # Calibrate then validate: about 30 s a pair on the quiet machine,
     # calibrating about twice as long as validating (140 s and 66 s wall, 22.8 s and 10.7 s CPU, at a load of 10
     # on the 2 cores, 2026-12-01). Held as a ratio of the process's CPU seconds to the validation's in the same
     # pair (wall time at a load of 12 put one pair at 5.3x): a calibration that measured 2.5 times more than it

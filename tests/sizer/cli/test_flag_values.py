@@ -64,6 +64,17 @@ def test_a_min_and_max_bound_the_value():
     assert [read[v][0] for v in ("0", "1", "8", "9")] == ["refused", ("int", "1"), ("int", "8"), "refused"]
 
 
+def test_nan_is_outside_any_bound():
+    # NaN compares false both ways: a float flag with bounds (check's --budget, --kv-share) must refuse it as
+    # pydantic's ge/le did, not pass it on to a traceback
+    def command(share: float = typer.Option(0.5, min=0.0, max=1.0)):
+        pass
+
+    (param,) = one_command(command).params
+    plain, typers = both_readers(param, "nan")
+    assert plain == typers == "refused"
+
+
 def test_what_is_not_plain_stays_typers():
     def command(many: list[str] | None = typer.Option(None), checked: Path = typer.Option(Path("."), exists=True),
                 parsed: str = typer.Option("a", parser=str.upper), clamped: int = typer.Option(1, min=1, clamp=True)):

@@ -230,3 +230,11 @@ def test_a_user_profile_may_end_in_yml_but_not_twice(tmp_path, monkeypatch):
     assert refused.exit_code == 2, refused.output
     assert refused.stderr == (f"error: {mine}: a second profile file for id 'my-mac' beside '{twin.name}'; keep one "
                               "of the two\n")
+    # ... only where that id is asked for: elsewhere the pair is left out with a warning line, as a profile of
+    # yours that does not read (review: the refusal stopped every command, `gpus` and a plan on an H100 too)
+    listed = runner.invoke(app, ["gpus", "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert "my-mac" not in [p["id"] for p in json.loads(listed.stdout)]
+    assert "a second profile file for id 'my-mac'" in listed.stderr
+    other = runner.invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "h100", "--json"])
+    assert other.exit_code == 0, other.output

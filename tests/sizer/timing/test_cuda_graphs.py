@@ -56,6 +56,22 @@ def test_steps_with_a_prompt_and_steps_past_the_largest_capture_run_unpadded():
     assert padded.step_time(mixed) == 301e-3
 
 
+class MeanContext:
+    """A step-time model that prices a step at its sequences' mean context (1 us a token), as a model that
+    prices decode attention at the batch's mean context does."""
+    name = "mean-context"
+
+    def step_time(self, batch: StepBatch) -> float:
+        return batch.context_tokens / batch.num_seqs * 1e-6
+
+
+def test_padding_never_prices_a_step_below_itself():
+    padded = CudaGraphPadding(MeanContext(), PAGE_SIZES, ranks=1, max_num_seqs=2048, max_num_batched_tokens=8192)
+    # 3 decodes at 2,000 tokens pad to 4; the dummy's zero context would put the mean at 1,500 (1.5 ms), below
+    # the 2 ms of the 3 real ones: the step is never cheaper for the work padding adds
+    assert padded.step_time(decodes(3, 2000)) == 2000e-6
+
+
 SCENARIO = {"name": "graphs", "model": "llama-3.1-8b", "hardware": {"gpu": "h200"},
             "deployment": {"engine": "tensorrt-llm", "quantization": "fp8", "kv_cache_dtype": "fp8",
                            "max_model_len": 4096},
