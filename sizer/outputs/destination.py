@@ -100,7 +100,9 @@ def frame_to_csv(path: str | Path, flag: str, frame) -> None:
 def frames_to_csv(path: str | Path, flag: str, frames: Iterable, written: Callable[[int], None] | None = None) -> None:
     """pandas DataFrames of the same columns as one CSV (the header once, from the first), each written as it comes
     and let go before the next is asked for, its text cells neutralised (`neutralised`): the file `frame_to_csv`
-    writes of them concatenated, byte for byte. `written`, if given, is called with the rows written so far."""
+    writes of them concatenated, byte for byte. `written`, if given, is called with the rows written so far. The frames
+    are built while the file is open: if building one fails (or the run is interrupted), the part written is removed,
+    never left looking like a whole CSV."""
     def write(f: IO) -> None:
         rows = 0
         for i, frame in enumerate(frames):
@@ -111,7 +113,11 @@ def frames_to_csv(path: str | Path, flag: str, frames: Iterable, written: Callab
             if written is not None:
                 written(rows)
 
-    write_with(path, flag, write)
+    try:
+        write_with(path, flag, write)
+    except BaseException:
+        Path(path).unlink(missing_ok=True)
+        raise
 
 
 def write_with(path: str | Path, flag: str, writer: Callable[[IO], object], binary: bool = False) -> None:

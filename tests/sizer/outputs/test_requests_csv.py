@@ -37,6 +37,23 @@ def test_frames_written_one_by_one_are_the_one_frames_csv(tmp_path):
     assert seen == [4, 7, 10]                          # rows written so far, after each chunk
 
 
+def test_a_csv_whose_frames_fail_midway_is_not_left_behind(tmp_path):
+    # review: the frames are built while the file is open, so a failure at the second chunk (memory, Ctrl-C) left
+    # a well-formed CSV of the first chunk alone; the part written is removed and the failure goes on
+    def frames():
+        yield pd.DataFrame({"id": [0, 1]})
+        raise KeyboardInterrupt
+
+    target = tmp_path / "requests.csv"
+    try:
+        frames_to_csv(target, "--requests-csv", frames())
+    except KeyboardInterrupt:
+        pass
+    else:
+        raise AssertionError("the interruption was swallowed")
+    assert not target.exists()
+
+
 def test_simulate_writes_its_requests_csv_in_chunks_byte_for_byte(tmp_path, monkeypatch):
     # 200 requests in chunks of 64: four frames of at most 64 rows reach the writer, never one of every request;
     # the file is the CSV of the one frame of the same run (same seed: the same columns to the bit)
