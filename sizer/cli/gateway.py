@@ -66,7 +66,7 @@ def records_frames(records: GatewayRecords, rows: int | None = None) -> Iterator
     names = {k: np.array(v, object) for k, v in (("class", records.class_names), ("data", records.data_classes),
                                                   ("route", ("", *records.route_names)),
                                                   ("target", records.target_names), ("outcome", OUTCOMES))}
-    ids = (sorted(records.fallbacks), sorted(records.reject_reasons))  # bisected: in request order, whatever filled them
+    ids = (sorted(records.fallbacks), sorted(records.reject_reasons))  # bisected: in request order
     for start in range(0, max(len(records), 1), rows):
         yield _records_frame(records, names, ids, start, min(start + rows, len(records)))
 
