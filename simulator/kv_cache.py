@@ -226,10 +226,17 @@ class KVCacheManager:
         adds the hits to `req.num_computed_tokens` after a successful call.
         """
         num_hit = len(computed_blocks)
+        plain = self._plain
+        if not num_hit and not self.window_groups:      # the common case: no hits, no windows, plain blocks enough
+            need = -(-(req.num_computed_tokens + num_new_tokens) // self.block_size) - len(req.block_ids)
+            if need <= len(plain):
+                if need > 0:
+                    self._take(req.block_ids, need)
+                return True
         total = req.num_computed_tokens + num_hit * self.block_size + num_new_tokens
         window = self.window_need(req)
         need = -(-total // self.block_size) - len(req.block_ids) - num_hit + window
-        free = len(self._plain) + len(self._lru)
+        free = len(plain) + len(self._lru)
         if num_hit:
             ref, lru = self._ref, self._lru
             if need > free - sum(1 for b in computed_blocks if ref[b] == 0):

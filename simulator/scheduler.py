@@ -551,18 +551,23 @@ class Scheduler:
             return -1.0
         if waiting and (cfg.reserve_full_kv or kv.slot_prompt_reuse):
             return -1.0
+        WAITING = Status.WAITING
         for r in waiting:                              # new requests only (not back from preemption, not transferred)
-            if r.status is not Status.WAITING or r.num_computed_tokens or r.num_output_tokens:
+            if r.status is not WAITING or r.num_computed_tokens or r.num_output_tokens:
                 return -1.0
-        members = g.needing_block()
+        bs, windows, prefix = kv.block_size, kv.window_groups, kv.enable_prefix_caching
+        members = g.phase[-g.tick % bs]                # g.needing_block(), inline
         need = len(members)
         if tail is not None:
             c = tail.num_computed_tokens
-            m = min(tail.prompt_tokens - c, budget)
-            need += kv.blocks_for(c + m) - len(tail.block_ids) + kv.window_need(tail)
+            m = tail.prompt_tokens - c
+            if m > budget:
+                m = budget
+            need += -(-(c + m) // bs) - len(tail.block_ids) + (kv.window_need(tail) if windows else 0)
         if need > kv.num_free_blocks:
             return -1.0
-        kv.append_block_each(members)                  # _schedule_group
+        if members:
+            kv.append_block_each(members)              # _schedule_group
         ctx = g.context_tokens
         seqs, new, pairs, pf_tokens = n, n, ctx + n, 0   # n decodes: attention_pairs(1, c) = c + 1 each
         prompts: list[tuple[Request, int]] = []
@@ -571,13 +576,19 @@ class Scheduler:
             seqs, new, ctx, pairs, pf_tokens = seqs + 1, new + m, ctx + c, pairs + attention_pairs(m, c), m
             budget -= m
             prompts.append((tail, m))
-        while waiting and budget > 0 and len(explicit) + n < cfg.max_num_seqs:     # _admit_waiting
+        max_seqs = cfg.max_num_seqs
+        while waiting and budget > 0 and len(explicit) + n < max_seqs:     # _admit_waiting
             req = waiting[0]
-            hit_blocks, hit_free = kv.count_computed_blocks(req)
-            c = hit_blocks * kv.block_size
-            m = min(req.prompt_tokens - c, budget)
+            if prefix and req.prefix_segments:
+                hit_blocks, hit_free = kv.count_computed_blocks(req)
+            else:
+                hit_blocks = 0
+            c = hit_blocks * bs
+            m = req.prompt_tokens - c
+            if m > budget:
+                m = budget
             if hit_blocks:
-                if (kv.blocks_for(c + m) - hit_blocks + kv.window_need(req) > kv.num_free_blocks - hit_free
+                if (-(-(c + m) // bs) - hit_blocks + kv.window_need(req) > kv.num_free_blocks - hit_free
                         or not kv.allocate_slots(req, m, kv.get_computed_blocks(req)[0])):
                     break
             elif not kv.allocate_slots(req, m):
@@ -608,9 +619,10 @@ class Scheduler:
             self._finish(req, t)
             finished.append(req)
         for req, m in prompts:
-            req.num_computed_tokens += m
-            kv.cache_full_blocks(req)
-            if req.num_computed_tokens == req.prompt_tokens:       # its prompt done: its first token
+            c = req.num_computed_tokens = req.num_computed_tokens + m
+            if prefix and req.prefix_segments:
+                kv.cache_full_blocks(req)
+            if c == req.prompt_tokens:                  # its prompt done: its first token
                 req.first_token_s = req.last_token_s = t
                 req.num_output_tokens = 1
                 if req.output_tokens == 1:
@@ -619,7 +631,8 @@ class Scheduler:
         if finished:
             self._explicit = [r for r in self._explicit if r.status is Status.RUNNING]
         self._last_update_s = t
-        self._join_group(t)
+        if self._explicit:
+            self._join_group(t)
         return t
 
     def finish_decode_run(self, run: DecodeRun, k: int, now_s: float) -> list[Request]:
