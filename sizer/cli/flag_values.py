@@ -18,6 +18,8 @@ from pathlib import Path
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperOption
 
+from validation.errors import excerpt
+
 PLAIN = {str: "a string", int: "an integer", float: "a number", bool: "true or false", Path: "a path"}
 # a bool's words, as Typer (pydantic) reads them from an environment variable (a flag's value is a bool already);
 # Typer reads an empty one as False
@@ -47,15 +49,16 @@ class PlainValue:
                     raise ValueError(value)
                 value = BOOL_WORDS[value.strip().lower()] if self.annotation is bool else self.annotation(value)
             except (ValueError, KeyError):
-                raise typer.BadParameter(f"expected {PLAIN[self.annotation]}, got {value!r}", ctx, param) from None
+                expected = f"expected {PLAIN[self.annotation]}, got {excerpt(value)}"
+                raise typer.BadParameter(expected, ctx, param) from None
         elif not isinstance(value, self.annotation):
             value = self.annotation(value)
         if self.min is not None and not value >= self.min:   # NaN is no number at least min
-            raise typer.BadParameter(f"expected at least {self.min}, got {value}", ctx, param)
+            raise typer.BadParameter(f"expected at least {self.min}, got {excerpt(value, quote=False)}", ctx, param)
         if self.max is not None and not value <= self.max:
-            raise typer.BadParameter(f"expected at most {self.max}, got {value}", ctx, param)
+            raise typer.BadParameter(f"expected at most {self.max}, got {excerpt(value, quote=False)}", ctx, param)
         if isinstance(value, Path) and os.path.exists(value) and not os.access(value, os.R_OK):
-            raise typer.BadParameter(f"expected a readable path, got {str(value)!r}", ctx, param)
+            raise typer.BadParameter(f"expected a readable path, got {excerpt(str(value))}", ctx, param)
         return value
 
 

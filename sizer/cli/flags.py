@@ -31,7 +31,8 @@ def check_engine(command: str) -> None:
 
 def check_range(value: float | None, flag: str, lo: float, hi: float) -> None:
     """Refuse a numeric flag outside [lo, hi] (or not finite) with one line naming it; None is not given."""
-    if value is not None and not (math.isfinite(value) and lo <= value <= hi):
+    if value is not None and not ((isinstance(value, int) or math.isfinite(value)) and lo <= value <= hi):
+        # an int is finite and compares exactly, however long (math.isfinite converts it to a float: overflow)
         raise InputError(None, flag, f"expected a value from {lo:g} to {hi:g}, got {excerpt(value)}")
 
 

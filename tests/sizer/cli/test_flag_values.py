@@ -13,6 +13,7 @@ from sizer.cli import app
 from sizer.cli.flag_values import PlainCommand, plain_value
 
 SCENARIO = str(Path(__file__).resolve().parents[3] / "scenarios" / "llama-3.1-8b-chat-h100.yaml")
+SWEEP = Path(__file__).resolve().parents[3] / "scenarios" / "sweeps" / "sweep-llama-8b.yaml"
 
 
 def one_command(function) -> typer.core.TyperCommand:
@@ -100,3 +101,12 @@ def test_a_plain_value_reaches_the_command(value):
     result = CliRunner().invoke(app, ["plan", SCENARIO, "--rate", value, "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["capacity"]["arrival_rate_per_s"] == float(value)
+
+
+def test_an_integer_too_long_for_a_float_is_refused_in_one_line():
+    # the fuzz test's example: `sweep --workers=9...9` (3,000 digits) read as an int, then check_range's
+    # math.isfinite converted it to a float: OverflowError, a traceback; the range check compares ints exactly
+    result = CliRunner().invoke(app, ["sweep", str(SWEEP), "--results", "/tmp/never.parquet", "--workers", "9" * 3000])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: --workers: expected a value from 1 to 1024, got 999")
+    assert len(result.stderr) < 300 and result.stderr.count("\n") == 1
