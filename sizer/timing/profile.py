@@ -74,13 +74,18 @@ class Versions:
 # computed with.
 
 
+# A bound above any real model's, so that what is multiplied with a float stays a float (a 400-digit layer count
+# was an OverflowError, not a refusal: tests/sizer/timing/test_fuzz_profile.py).
+MAX_MODEL_DIMENSION = 10**9
+
+
 @dataclass(frozen=True)
 class ModelInfo:
     name: str
-    tp: int = schema.field(ge=1)
-    hidden_size: int = schema.field(ge=1)
-    engine_num_layers: int = schema.field(ge=1)     # layers the engine ran
-    model_num_layers: int = schema.field(ge=1)      # layers of the model (more when calibrated with --scale)
+    tp: int = schema.field(ge=1, le=MAX_MODEL_DIMENSION)
+    hidden_size: int = schema.field(ge=1, le=MAX_MODEL_DIMENSION)
+    engine_num_layers: int = schema.field(ge=1, le=MAX_MODEL_DIMENSION)     # layers the engine ran
+    model_num_layers: int = schema.field(ge=1, le=MAX_MODEL_DIMENSION)      # layers of the model (more with --scale)
     scale: float = schema.field(gt=0)
     note: str | None
 

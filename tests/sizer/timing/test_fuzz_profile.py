@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 from fuzzhelp import HOSTILE, HOSTILE_TEXT, answered_or_refused, json_answer, wall_clock
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -71,6 +71,9 @@ def damage(draw):
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(case=damage())
+# found by hypothesis (2026-12-02): a 400-digit layer count times a float was an OverflowError traceback
+@example(case=(PROFILE_FILE, yaml.safe_dump({**HEADER, "model": {**HEADER["model"], "engine_num_layers": 10**400}}),
+               ("model", "engine_num_layers", 10**400)))
 def test_plan_answers_or_refuses_the_profile_in_one_line(tmp_path, case):
     name, text, what = case
     folder = tmp_path / "profile"
