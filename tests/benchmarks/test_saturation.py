@@ -19,17 +19,24 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "fidelity" / "saturation.c
 ROWS = {(r["model_hf_id"], r["gpu"], r["isl"], r["osl"]): r for r in csv.DictReader(DATA.open())}
 
 
+def replayed(key: tuple[str, str, str, str], scale: float = 1.0) -> tuple[float, str, tuple[float, float]]:
+    """The row's relative throughput error (predicted - published) / published, what priced its steps, and the
+    predicted and published tokens/s for the failure message."""
+    row = ROWS[key]
+    tokens_per_s, priced_by = predicted_tokens_per_s(row, scale=scale)
+    published = float(row["total_output_tok_s"])
+    return (tokens_per_s - published) / published, priced_by, (tokens_per_s, published)
+
+
 @pytest.mark.parametrize("key", [
     ("meta-llama/Llama-3.1-8B-Instruct", "h100-sxm", "2048", "128"),       # published 3,450 tokens/s
     ("meta-llama/Llama-3.1-8B-Instruct", "h200", "1000", "2000"),          # 16,828
     ("meta-llama/Llama-3.3-70B-Instruct", "h100-sxm", "5000", "500"),      # 898, TP 2
 ])
 def test_a_dense_max_load_row_is_within_20_percent_on_its_engines_tables(key):
-    row = ROWS[key]
-    tokens_per_s, priced_by = predicted_tokens_per_s(row, scale=0.25)
-    assert priced_by.startswith(f"{row['gpu']} tensorrt-llm tables")
-    published = float(row["total_output_tok_s"])
-    assert abs(tokens_per_s - published) / published < 0.20, (tokens_per_s, published)
+    error, priced_by, numbers = replayed(key, scale=0.25)
+    assert priced_by.startswith(f"{key[1]} tensorrt-llm tables")
+    assert abs(error) < 0.20, numbers
 
 
 @pytest.mark.slow
@@ -44,21 +51,17 @@ def test_a_dense_max_load_row_is_within_20_percent_on_its_engines_tables(key):
     ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", "h200", "128", "128"),
 ])
 def test_a_moe_max_load_row_replays_as_dep8_within_20_percent(key):
-    row = ROWS[key]
-    tokens_per_s, priced_by = predicted_tokens_per_s(row)
-    assert priced_by.startswith(f"{row['gpu']} tensorrt-llm tables")
-    published = float(row["total_output_tok_s"])
-    assert abs(tokens_per_s - published) / published < 0.20, (tokens_per_s, published)
+    error, priced_by, numbers = replayed(key)
+    assert priced_by.startswith(f"{key[1]} tensorrt-llm tables")
+    assert abs(error) < 0.20, numbers
 
 
 def test_a_prefill_bound_moe_row_waits_for_the_busiest_rank():
     # Qwen3-235B-A22B FP8, H200 DEP8, 3,000 x 2,048-token prompts and 128 outputs: published 3,331 tokens/s, about
     # 115 s of mostly prefill. Each TensorRT-LLM rank schedules its own prompts (54.11% balance, presets'
     # ATTENTION_DP_CONTEXT_BALANCE): with the prompts spread evenly the replay ran 50% fast (5,007 tokens/s)
-    row = ROWS[("Qwen/Qwen3-235B-A22B", "h200", "2048", "128")]
-    tokens_per_s, _ = predicted_tokens_per_s(row)
-    published = float(row["total_output_tok_s"])
-    assert abs(tokens_per_s - published) / published < 0.10, (tokens_per_s, published)
+    error, _, numbers = replayed(("Qwen/Qwen3-235B-A22B", "h200", "2048", "128"))
+    assert abs(error) < 0.10, numbers
 
 
 @pytest.mark.slow
@@ -67,10 +70,8 @@ def test_llama4s_chunked_layers_hold_their_whole_context_in_tensorrt_llms_kv_cac
     # KV-bound row. TensorRT-LLM 1.0 caches every token of the 36 chunked-attention layers (presets'
     # KEEPS_CHUNKED_KV): 98,304 B a token on a GPU instead of 24,576 beyond the 8,192-token chunk, so fewer
     # 22,000-token sequences run at once. Replayed with the chunked layers capped at their chunk: +17.4% (4,819)
-    row = ROWS[("meta-llama/Llama-4-Maverick-17B-128E-Instruct", "h200", "20000", "2000")]
-    tokens_per_s, _ = predicted_tokens_per_s(row)
-    published = float(row["total_output_tok_s"])
-    assert abs(tokens_per_s - published) / published < 0.10, (tokens_per_s, published)
+    error, _, numbers = replayed(("meta-llama/Llama-4-Maverick-17B-128E-Instruct", "h200", "20000", "2000"))
+    assert abs(error) < 0.10, numbers
 
 
 @pytest.mark.slow
@@ -79,7 +80,5 @@ def test_moe_decode_steps_run_at_the_cuda_graph_sizes_the_page_captured():
     # rank). TensorRT-LLM runs each all-decode step as the captured graph of the next listed size (the page's
     # cuda_graph_config, enable_padding; 187 -> 256 a rank, and every rank's padded tokens through the MoE layers
     # and their exchange). Replayed unpadded: +10.5% (24,379)
-    row = ROWS[("Qwen/Qwen3-235B-A22B", "h200", "1000", "2000")]
-    tokens_per_s, _ = predicted_tokens_per_s(row)
-    published = float(row["total_output_tok_s"])
-    assert abs(tokens_per_s - published) / published < 0.05, (tokens_per_s, published)
+    error, _, numbers = replayed(("Qwen/Qwen3-235B-A22B", "h200", "1000", "2000"))
+    assert abs(error) < 0.05, numbers
