@@ -451,7 +451,9 @@ def simulate_gateway(cfg: GatewayConfig, seed: int = 0,
     env.process(arrivals())
     env.run()
     ends = {name: p.release() for name, p in pools.items()}
-    if n >= COLLECT_AFTER_REQUESTS:     # as `simulate`: a big run frees its clusters' cycles before reading records
+    # a big run frees its clusters' cycles before reading records (as `simulate`, which counts finished requests;
+    # a gateway's requests all leave a record)
+    if n >= COLLECT_AFTER_REQUESTS:
         gc.collect()
     results = {name: p.recorder.result(p.spec.replica.num_blocks, p.spec.num_replicas, ends[name][0],
                                        p.spec.replica.engine_loop) for name, p in pools.items()}

@@ -474,9 +474,9 @@ class Scheduler:
 
         Only for a caller that nobody observes between the steps (the only replica of known arrivals): the
         state changes at once, not at each step's end."""
-        g, out = self._group, DecodeSteps()
         if not self._use_group or self.config.prefill_only:
             return None
+        g, out = self._group, DecodeSteps()
         t = start_s
         while self.waiting or self._explicit:
             start = t
