@@ -474,7 +474,7 @@ class KernelTableStepTimeModel:
 
     def _attention(self, m: ModelSpec, p: ParallelConfig, kv: str | None, latent: set[str],
                    missing: list[str]) -> None:
-        found, unmeasured, self.blended_heads = [], set(), set()
+        found, unmeasured = [], set()
         for s in attention_shapes(m, p):
             key = (kv, s.heads, s.kv_heads, s.head_dim)
             decode, decode_blend = heads_rows(self.tables.generation_attention, key)
@@ -482,13 +482,15 @@ class KernelTableStepTimeModel:
             if decode is None or prefill is None:
                 unmeasured.add(s.label)
             else:
-                found.append((s.label, (s.per_stage, s.window_tokens, decode, prefill)))
-                self.blended_heads |= {note for note in (decode_blend, prefill_blend) if note}
+                blends = {note for note in (decode_blend, prefill_blend) if note}
+                found.append((s.label, (s.per_stage, s.window_tokens, decode, prefill), blends))
         # a KV group (layers of one mixer kind) is priced wholly by the tables or wholly by the roofline:
         # by the roofline when any of its shapes is not measured, and for other mixers (sparse MLA, ...);
-        # dense MLA groups the module tables hold (`latent`) are priced in attention_s
-        self.attention = [entry for label, entry in found if label not in unmeasured]
-        measured = ({label for label, _ in found} - unmeasured) | latent
+        # dense MLA groups the module tables hold (`latent`) are priced in attention_s. The plan names a head
+        # interpolation only where the tables priced it.
+        self.attention = [entry for label, entry, _ in found if label not in unmeasured]
+        self.blended_heads = set().union(*(blends for label, _, blends in found if label not in unmeasured))
+        measured = ({label for label, _, _ in found} - unmeasured) | latent
         groups = self.roofline.kv.groups
         self.roofline_groups = [i for i, g in enumerate(groups) if g.label not in measured]
         if self.roofline_groups:
