@@ -381,18 +381,18 @@ class SLOSection:
 SLO_TARGETS = (("TTFT", "ttft_ms"), ("ITL", "itl_ms"), ("TPOT", "tpot_ms"), ("E2E", "e2e_ms"))
 
 
-def targets_text(slo: SLOSection, number: str = "g", relation: str = " <= ",
+def targets_text(slo: SLOSection, number: Callable[[float], str] = "{:g}".format, relation: str = " <= ",
                  source: Callable[[str], str] | None = None) -> str:
     """The stated latency targets, "TTFT <= 500 ms, ITL <= 50 ms" ("" when none), in SLO_TARGETS' order: each
-    number in the format `number` (the plan's ",.4g" writes 2,000), `relation` between a name and its number (a
-    sweep's group label: " "), and each target's source in brackets where `source` (a field's path -> where its
-    value came from) is given. The required share's words are the caller's, as each sentence puts it."""
+    number written by `number` (the plan's `significant` writes 2,000 and 12,500), `relation` between a name and
+    its number (a sweep's group label: " "), and each target's source in brackets where `source` (a field's path ->
+    where its value came from) is given. The required share's words are the caller's, as each sentence puts it."""
     parts = []
     for name, key in SLO_TARGETS:
         target = getattr(slo, key)
         if target is not None:
             said = f" ({source('slo.' + key)})" if source is not None else ""
-            parts.append(f"{name}{relation}{target:{number}} ms{said}")
+            parts.append(f"{name}{relation}{number(target)} ms{said}")
     return ", ".join(parts)
 
 

@@ -52,7 +52,7 @@ from sizer.timing.roofline import (
     prefill_time_s,
 )
 from sizer.timing.step_model import kernel_tables_note, roofline_for, step_model_for, step_sources
-from sizer.words import count
+from sizer.words import count, significant
 
 if TYPE_CHECKING:      # for the annotation only: a plan without a schedule need not import the day's code
     from sizer.sizing.day_result import DayPlan, SteadyEnergy
@@ -357,7 +357,7 @@ def _length(d: Distribution) -> str:
 
 def slo_targets(r: Resolved, sources: bool = False) -> str:
     """The stated targets, "TTFT <= 2,000 ms, ITL <= 60 ms; 95% of requests", each with its source if asked."""
-    targets = targets_text(r.slo, ",.4g", source=r.source_of if sources else None)
+    targets = targets_text(r.slo, significant, source=r.source_of if sources else None)
     if not targets:
         return "no targets"
     share = f"{r.slo.required_share:.0%} of requests" + (f" ({r.source_of('slo.required_share')})" if sources else "")

@@ -8,6 +8,7 @@ from typer.testing import CliRunner
 from sizer.cli import app
 from sizer.cli.plan import FLAGS_ONLY_WORKLOAD
 from sizer.inputs.scenario import SLOSection, targets_text
+from sizer.words import significant
 
 runner = CliRunner()
 
@@ -79,7 +80,15 @@ def test_one_wording_of_the_targets_for_plan_check_report_and_sweep():
     # the report's question, a sweep report's group label); SLO_TARGETS' order, whatever the order stated
     slo = SLOSection(e2e_ms=12_500, tpot_ms=40, ttft_ms=2_000)
     assert targets_text(slo) == "TTFT <= 2000 ms, TPOT <= 40 ms, E2E <= 12500 ms"                 # check, report
-    assert targets_text(slo, ",.4g") == "TTFT <= 2,000 ms, TPOT <= 40 ms, E2E <= 1.25e+04 ms"  # plan: 4 digits
+    # plan: 4 significant digits, but every digit of a whole part longer than that (was "1.25e+04")
+    assert targets_text(slo, significant) == "TTFT <= 2,000 ms, TPOT <= 40 ms, E2E <= 12,500 ms"
     assert targets_text(slo, relation=" ") == "TTFT 2000 ms, TPOT 40 ms, E2E 12500 ms"           # a sweep's label
     assert targets_text(SLOSection(itl_ms=50), source=lambda path: f"from {path}") == "ITL <= 50 ms (from slo.itl_ms)"
     assert targets_text(SLOSection()) == ""
+
+
+def test_significant_digits_never_in_exponent_form():
+    # four significant digits (33.333... -> 33.33, 0.12345 -> 0.1235 rounding half-even on its binary value), the
+    # whole part kept in full past four digits (1,234,567.8 -> 1,234,568), thousands grouped; negatives alike
+    assert [significant(v) for v in (33.3333, 0.12345, 2_000, 12_500, 1_234_567.8, -98_765.4)] == [
+        "33.33", "0.1235", "2,000", "12,500", "1,234,568", "-98,765"]
