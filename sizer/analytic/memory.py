@@ -319,6 +319,42 @@ def engine_moe_workspace_bytes(m: ModelSpec, p: ParallelConfig, engine: str, max
     return fused_moe_workspace_bytes(m, p, max_num_tokens, 1 if compute == "fp8" else 2)
 
 
+# TensorRT-LLM's KvCacheCreator profiles with the dummy prompts of `_create_dummy_context_requests` (max_num_tokens
+# tokens in prompts of at most max_seq_len - 1, times the ranks under attention DP) in a KV cache of their blocks, each
+# prompt's tokens plus one generated and one for the overlap scheduler (`_get_token_num_for_estimation`)
+ESTIMATION_EXTRA_TOKENS = 2
+
+
+def estimation_kv_blocks(max_num_tokens: int, max_model_len: int, block_size: int, ranks: int) -> int:
+    """Blocks of the KV cache TensorRT-LLM's KvCacheCreator builds for its profiling pass, on one rank: the blocks of
+    every dummy prompt (max_num_tokens in prompts of max_model_len - 1 tokens and the rest, each with
+    ESTIMATION_EXTRA_TOKENS), every rank's under attention DP (`_create_dummy_context_requests` repeats them per rank
+    and `_get_token_num_for_estimation` sums them all; tensorrt_llm/_torch/pyexecutor/_util.py)."""
+    longest = min(max_num_tokens, max_model_len - 1)
+    full, rest = divmod(max_num_tokens, longest)
+    blocks = full * math.ceil((longest + ESTIMATION_EXTRA_TOKENS) / block_size)
+    if rest:
+        blocks += math.ceil((rest + ESTIMATION_EXTRA_TOKENS) / block_size)
+    return blocks * ranks
+
+
+def trtllm_graph_pool_bytes(m: ModelSpec, p: ParallelConfig, largest: int, max_num_tokens: int, max_model_len: int,
+                            block_size: int, compute: str) -> float:
+    """The CUDA-graph memory pool TensorRT-LLM's profiling peak holds: its executor warms up (captures its decode
+    graphs, largest first, into one shared pool: `PyTorchModelEngine.warmup`) before KvCacheCreator's
+    `estimate_max_tokens` measures the peak, and a live graph keeps its pool, outside torch's allocated bytes, so
+    the peak counts it (`extra_cost`). The pool is the largest graph's forward: `activation_peak_bytes` and the
+    fused-MoE workspace at that batch (`largest`, a rank's sequences; 0: no graphs) on every rank. Captured only
+    when the profiling KV cache (`estimation_kv_blocks`) holds the batch a block each (`get_cuda_graph_warmup_request`;
+    warmup stops at the first size that does not fit, and the final executor then captures them from the memory the
+    KV cache leaves)."""
+    ranks = p.dp if p.experts_span_dp else 1
+    if not largest or estimation_kv_blocks(max_num_tokens, max_model_len, block_size, ranks) < largest:
+        return 0
+    return (activation_peak_bytes(m, p, largest, largest)
+            + fused_moe_workspace_bytes(m, p, largest, 1 if compute == "fp8" else 2))
+
+
 def _ffn_width(ffn: FFN) -> int:
     if isinstance(ffn, MoEFFN):
         return ffn.top_k * ffn.expert_width + ffn.shared_width
@@ -369,15 +405,18 @@ def held(pool_bytes: float, each_bytes: float) -> int:
 def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv: KVLayout, p: ParallelConfig,
                   gpu_memory_utilization: float, block_size: int, max_model_len: int,
                   max_num_batched_tokens: int, max_num_seqs: int, lora_bytes: float = 0.0,
-                  moe_workspace_bytes: float = 0.0, share_of_free: bool = False) -> MemoryBudget:
+                  moe_workspace_bytes: float = 0.0, share_of_free: bool = False,
+                  graph_pool_bytes: float = 0) -> MemoryBudget:
     """`moe_workspace_bytes`: an engine's fused-MoE workspace at the token budget (`fused_moe_workspace_bytes`),
-    part of the activation peak. `share_of_free`: `gpu_memory_utilization` is the KV cache's share of what the
-    weights, the activation peak and the context leave of the whole GPU (TensorRT-LLM's
+    part of the activation peak. `graph_pool_bytes`: CUDA graphs' memory the engine's profiling counts
+    (`trtllm_graph_pool_bytes`), beside the context's. `share_of_free`: `gpu_memory_utilization` is the KV cache's
+    share of what the weights, the activation peak and the context leave of the whole GPU (TensorRT-LLM's
     kv_cache_free_gpu_mem_fraction: its KvCacheCreator takes fraction x (total - the profiling pass's peak)),
     not the share of the whole GPU the engine may use (vLLM's, SGLang's)."""
     activations = activation_peak_bytes(m, p, max_num_batched_tokens, max_num_seqs) + moe_workspace_bytes
     # attention-DP ranks whose experts span them gather every rank's tokens at each MoE layer: they talk too
-    non_torch = CUDA_CONTEXT_BYTES + (NCCL_BUFFER_BYTES if p.tp * p.pp > 1 or p.experts_span_dp else 0)
+    non_torch = (CUDA_CONTEXT_BYTES + (NCCL_BUFFER_BYTES if p.tp * p.pp > 1 or p.experts_span_dp else 0)
+                 + graph_pool_bytes)
     usable = gpu_memory_bytes * gpu_memory_utilization
     if share_of_free:
         rest = weights.per_gpu_bytes + activations + non_torch + lora_bytes

@@ -37,7 +37,7 @@ from sizer.kinds import kind
 from sizer.sizing.checkpoint_summary import CheckpointSummary, checkpoint_notes, summarise_checkpoint
 from sizer.sizing.cost import CostSummary, cost_summary
 from sizer.sizing.presets import GRAMMAR_BACKENDS, GRAMMAR_CACHE_ENTRIES, LORA_DISK_BYTES_PER_S
-from sizer.sizing.resolve import EngineSettings, Resolved
+from sizer.sizing.resolve import EngineSettings, Resolved, trtllm_graph_pool
 from sizer.sizing.result import Sizing
 from sizer.sizing.slots import SlotAnswers, slot_answers, slot_requests_held
 from sizer.timing.roofline import (
@@ -439,12 +439,15 @@ def _trtllm_memory(r: Resolved) -> list[str]:
         return []
     workspace = engine_moe_workspace_bytes(r.model, r.parallel, r.engine.engine, r.engine.max_num_batched_tokens,
                                            r.weight_format.compute)
+    pool = trtllm_graph_pool(r.deployment, r.model, r.parallel, r.engine, r.weight_format)
     return [f"TensorRT-LLM: the KV cache is gpu_memory_utilization {r.memory.gpu_memory_utilization} (its "
             "kv_cache_free_gpu_mem_fraction) of what weights, the activation peak and the context leave"
             + (f"; the peak includes its fused-MoE workspace, {workspace / GiB:.2f} GiB for "
                f"{r.engine.max_num_batched_tokens:,} tokens" + (f" x {r.parallel.dp} attention-DP ranks"
                                                                 if r.parallel.experts_span_dp else "")
-               if workspace else "")]
+               if workspace else "")
+            + (f"; and the CUDA-graph pool its warmup captured before it, {pool / GiB:.2f} GiB (the largest "
+               "decode graph's forward)" if pool else "")]
 
 
 def _memory_assumptions(r: Resolved) -> list[str]:

@@ -33,6 +33,7 @@ from sizer.analytic.memory import (
     llamacpp_cache_bytes,
     lora_memory,
     memory_budget,
+    trtllm_graph_pool_bytes,
     weight_memory,
 )
 from sizer.analytic.offload import Offload, offload, on_gpu
@@ -72,6 +73,7 @@ from sizer.sizing.presets import (
     preset,
     slot_preset,
 )
+from sizer.timing.cuda_graphs import captured_sizes
 from sizer.timing.kernel_tables import HEADER_FILE, TABLES, KernelTables, cached_kernel_tables, read_header
 from sizer.timing.roofline import RooflineStepTimeModel
 from validation.errors import FieldError, excerpt
@@ -244,6 +246,17 @@ def parallel_config(d: DeploymentSection, model: ModelSpec, file: str | None) ->
     return ParallelConfig(1, d.pipeline_parallel_size, d.tensor_parallel_size * d.data_parallel_size, True, balance)
 
 
+def trtllm_graph_pool(d: DeploymentSection, model: ModelSpec, parallel: ParallelConfig, engine: EngineSettings,
+                       fmt: WeightFormat) -> float:
+    """The CUDA-graph pool TensorRT-LLM's KV sizing counts (`trtllm_graph_pool_bytes`): its largest captured decode
+    batch; 0 for the other engines, or without CUDA graphs stated."""
+    sizes = captured_sizes(tuple(d.cuda_graph_batch_sizes or ()), engine.max_num_seqs, engine.max_num_batched_tokens)
+    if d.engine != "tensorrt-llm" or not sizes:
+        return 0                                    # an int: the budget's bytes stay as they were without it
+    return trtllm_graph_pool_bytes(model, parallel, sizes[-1], engine.max_num_batched_tokens, engine.max_model_len,
+                                   engine.block_size, fmt.compute)
+
+
 def resolve(s: Scenario) -> Resolved:
     """Everything the planner and the executors need, with engine defaults filled in; raises FieldError."""
     checkpoint = checkpoint_of(s)
@@ -281,7 +294,8 @@ def resolve(s: Scenario) -> Resolved:
                            lora.bytes if lora else 0.0,
                            engine_moe_workspace_bytes(model, parallel, d.engine, engine.max_num_batched_tokens,
                                                       fmt.compute),
-                           share_of_free=d.engine == "tensorrt-llm")
+                           share_of_free=d.engine == "tensorrt-llm",
+                           graph_pool_bytes=trtllm_graph_pool(d, model, parallel, engine, fmt))
     if slots:
         budget = _slot_budget(s, slots, gpu_kv, budget, "the GPU may use (its working-set limit)"
                               if hardware.unified_memory_bytes else "of device memory")

@@ -5,7 +5,8 @@ when it is generation-only on every rank, at the smallest captured batch size at
 DP the largest rank's batch, gathered from every rank: `PyTorchModelEngine._get_padded_batch`,
 tensorrt_llm/_torch/pyexecutor/model_engine.py, TensorRT-LLM 1.0); the padding's dummy sequences go through every
 GEMM, the MoE layers and their token exchange like real ones. It captures the listed sizes up to its max_batch_size
-and max_num_tokens (`_filter_cuda_graph_batch_sizes`); a larger step runs eagerly, unpadded. A step with a prompt
+and max_num_tokens, and that cap where a listed size is above it (`captured_sizes`); a larger step runs eagerly,
+unpadded. A step with a prompt
 runs eagerly too.
 """
 
@@ -16,6 +17,15 @@ from bisect import bisect_left
 from simulator.step_batch import StepBatch, StepTimeModel
 
 
+def captured_sizes(sizes: tuple[int, ...], max_num_seqs: int, max_num_tokens: int) -> tuple[int, ...]:
+    """The decode batches (a rank's sequences) the engine captures graphs for, padding on: the listed sizes up to
+    min(max_batch_size, max_num_tokens), and that cap itself when a listed size is above it
+    (`_filter_cuda_graph_batch_sizes`, tensorrt_llm/_torch/pyexecutor/model_engine.py, TensorRT-LLM 1.0)."""
+    cap = min(max_num_seqs, max_num_tokens)
+    kept = {size for size in sizes if size <= cap} | ({cap} if any(size > cap for size in sizes) else set())
+    return tuple(sorted(kept))
+
+
 class CudaGraphPadding:
     """A step-time model that prices a decode-only step at its padded batch (`StepTimeModel`); other steps as
     the model it wraps. `ranks`: attention-DP ranks the replica's decodes spread evenly over (1 without)."""
@@ -23,8 +33,7 @@ class CudaGraphPadding:
     def __init__(self, model: StepTimeModel, sizes: tuple[int, ...], ranks: int, max_num_seqs: int,
                  max_num_batched_tokens: int):
         self.model, self.ranks = model, ranks
-        largest = min(max_num_seqs, max_num_batched_tokens)
-        self.sizes = sorted({size for size in sizes if size <= largest})
+        self.sizes = captured_sizes(sizes, max_num_seqs, max_num_batched_tokens)
         self.name = model.name
         # what priced each operator family, for the plan (step_model.step_sources): the wrapped model's
         self.sources = getattr(model, "sources", None)

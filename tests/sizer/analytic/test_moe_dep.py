@@ -220,6 +220,46 @@ def test_tensorrt_llms_kv_fraction_is_a_share_of_what_the_profiling_pass_leaves(
     assert trt.usable_bytes > vllm.usable_bytes
 
 
+def test_tensorrt_llms_profiling_kv_cache_holds_every_ranks_dummy_prompts():
+    # KvCacheCreator's dummy prompts (_create_dummy_context_requests): max_num_tokens 8,192 in prompts of
+    # max_seq_len - 1 = 2,499 tokens (Qwen3 500/2000's 2,500): three of 2,499 and one of 695, each with 2 more tokens
+    # (one generated, one for the overlap scheduler) in 32-token blocks: 3 x ceil(2,501 / 32) + ceil(697 / 32) =
+    # 3 x 79 + 22 = 259 blocks; under attention DP repeated for each of 8 ranks and summed: 2,072
+    from sizer.analytic.memory import estimation_kv_blocks
+    assert estimation_kv_blocks(8192, 2500, 32, 8) == 2072
+    assert estimation_kv_blocks(8192, 2500, 32, 1) == 259
+    # a budget of a whole 22,000-token sequence: dummies of 21,999 tokens (max_seq_len - 1) and 1,
+    # ceil(22,001 / 32) + ceil(3 / 32) = 688 + 1 blocks
+    assert estimation_kv_blocks(22_000, 22_000, 32, 1) == 689
+
+
+def test_tensorrt_llms_cuda_graph_pool_is_held_back_when_its_profiling_captured_it():
+    # PyTorchModelEngine.warmup captures the decode graphs, largest first, into one shared pool before
+    # KvCacheCreator measures its peak; a live graph keeps its pool, so the KV cache does without it. The pool is
+    # the largest graph's forward: Qwen3-235B-A22B DEP8 at 2,048 sequences a rank is activation_peak_bytes at
+    # 2,048 tokens plus the fused-MoE workspace for 8 x 2,048 = 16,384 gathered rows (a quarter of 8,192 tokens'
+    # 8 GiB above: 2 GiB)
+    from sizer.analytic.memory import GiB, activation_peak_bytes, trtllm_graph_pool_bytes
+    qwen3, dep8 = load_model("qwen3-235b-a22b"), ParallelConfig(1, 1, 8, True)
+    assert trtllm_graph_pool_bytes(qwen3, dep8, 2048, 8192, 2500, 32, "fp8") == \
+        activation_peak_bytes(qwen3, dep8, 2048, 2048) + 2 * GiB
+    # a 4,096 graph needs 4,096 free blocks of the profiling cache's 2,072: warmup stops there and captures none
+    # before the peak is measured (the final executor captures them from what the KV cache leaves)
+    assert trtllm_graph_pool_bytes(qwen3, dep8, 4096, 8192, 2500, 32, "fp8") == 0
+    # resolved: a TensorRT-LLM deployment that states its graphs (max_batch_size 2,048) holds the pool beside the
+    # CUDA context and NCCL buffers; vLLM's profiling is not TensorRT-LLM's, and holds none
+    data = copy.deepcopy(QWEN3)
+    data["deployment"].update(max_model_len=2500, max_num_seqs=2048, cuda_graph_batch_sizes=[1, 1024, 2048, 4096])
+    trt = resolved(True, data).memory
+    assert trt.non_torch_bytes == 1.5 * GiB + trtllm_graph_pool_bytes(qwen3, dep8, 2048, 8192, 2500, 32, "fp8")
+    from sizer.sizing.plan import _memory_assumptions
+    pool = trt.non_torch_bytes - 1.5 * GiB
+    assert any(f"CUDA-graph pool its warmup captured before it, {pool / GiB:.2f} GiB" in n
+               for n in _memory_assumptions(resolved(True, data)))
+    data["deployment"]["engine"] = "vllm"
+    assert resolved(True, data).memory.non_torch_bytes == 1.5 * GiB
+
+
 def test_the_plan_names_tensorrt_llms_kv_share_and_its_moe_workspace():
     # the 8 GiB derived above (8 ranks x 8,192 tokens x top-8 x 16 KiB), printed in the plan's memory assumptions
     from sizer.sizing.plan import _memory_assumptions

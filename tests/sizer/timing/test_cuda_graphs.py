@@ -6,7 +6,7 @@ from __future__ import annotations
 from simulator.step_batch import StepBatch
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.sizing.resolve import resolve
-from sizer.timing.cuda_graphs import CudaGraphPadding
+from sizer.timing.cuda_graphs import CudaGraphPadding, captured_sizes
 from sizer.timing.step_model import step_model_for
 
 # TensorRT-LLM's perf-overview page's llm_options.yml (docs/source/performance/perf-overview.md)
@@ -47,10 +47,20 @@ def test_attention_dp_ranks_run_the_busiest_ranks_padded_size():
     assert padded.step_time(decodes(1000)) == 1024e-3
 
 
+def test_a_listed_size_above_the_cap_captures_the_cap_itself():
+    # TensorRT-LLM's _filter_cuda_graph_batch_sizes with padding on: sizes up to min(max_batch_size, max_num_tokens)
+    # and, as a listed size (2,048) is above max_num_seqs 1,500, a graph of 1,500 too: 1,200 decodes pad to 1,500
+    assert captured_sizes(PAGE_SIZES, 1500, 8192)[-2:] == (1024, 1500)
+    assert captured_sizes(PAGE_SIZES, 2048, 8192)[-1] == 2048                 # the cap is a listed size
+    assert captured_sizes(PAGE_SIZES, 20_000, 1000)[-2:] == (512, 1000)       # max_num_tokens the cap
+    padded = CudaGraphPadding(Recorder(), PAGE_SIZES, ranks=1, max_num_seqs=1500, max_num_batched_tokens=8192)
+    assert padded.step_time(decodes(1200)) == 1500e-3
+
+
 def test_steps_with_a_prompt_and_steps_past_the_largest_capture_run_unpadded():
     inner = Recorder()
-    # max_num_seqs 1,500 leaves 1,024 the largest size captured (2,048 is above it)
-    padded = CudaGraphPadding(inner, PAGE_SIZES, ranks=1, max_num_seqs=1500, max_num_batched_tokens=8192)
+    # sizes listed up to 1,024 and max_num_seqs 1,500: none above the cap, so 1,024 is the largest graph
+    padded = CudaGraphPadding(inner, PAGE_SIZES[:12], ranks=1, max_num_seqs=1500, max_num_batched_tokens=8192)
     assert padded.step_time(decodes(1200)) == 1200e-3
     mixed = StepBatch.from_seqs([(1, 1000)] * 300 + [(512, 0)])
     assert padded.step_time(mixed) == 301e-3
