@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from benchmarks.published.replay_vllm import STAGE_METRICS, load_experiments, median_abs_error, replay
@@ -29,8 +30,9 @@ def test_the_csv_reads_as_the_runs_were_set_up(experiments):
     assert general.prompts == PromptSet(10, 10, 100, 447, 248)
     # its ITL was divided by the client's token count, 209.04 on average, not the 248 forced
     assert general.itl_output_tokens == pytest.approx(209.04, abs=0.01)
+    # run 17's preset says 9 x 5 prompts under key names its inference-perf (e8e0aa9) ignored: its defaults, 10 x 10
     scout = next(e for e in experiments if e.exp_id == "17")
-    assert (scout.precision, scout.tp, scout.prompts.num_groups, scout.prompts.prompts_per_group) == ("FP8", 2, 9, 5)
+    assert (scout.precision, scout.tp, scout.prompts.num_groups, scout.prompts.prompts_per_group) == ("FP8", 2, 10, 10)
     # each stage's measured TTFT and E2E (mean, p99) from its stage row: run 61's first stage (5 req/s) has the
     # long tails, the second (10 req/s) not (trainval15.csv, exp_id 61, stage_index 0 and 1)
     llama70 = next(e for e in experiments if e.exp_id == "61")
@@ -53,6 +55,27 @@ def test_shared_prefix_workload_cycles_a_fixed_set_of_prompts():
     assert sorted(firsts.count(f) for f in set(firsts)) == [3, 3]
     assert len({b for s in w.segments[:6] for b in s[2:]}) == 6 * 3
     assert w.prompt_tokens.tolist() == [70] * 10 and w.output_tokens.tolist() == [5] * 10
+
+
+def test_inference_perf_constant_load_is_exponential_gaps_rescaled_to_the_stage():
+    # inference-perf's ConstantLoadTimer (inference_perf/loadgen/load_timer.py, kubernetes-sigs/inference-perf
+    # 5e1649d onwards): int(rate x duration) exponential gaps, scaled so that they sum to the duration
+    stages = [Stage(8.0, 600.0), Stage(20.0, 600.0)]
+    t = staged_arrival_s(stages, "inference-perf", 0)
+    first, second = t[:4800], t[4800:]
+    assert len(first) == 8 * 600 and len(second) == 20 * 600
+    # each stage's last request is sent at the stage's end, none before its start
+    assert first[-1] == pytest.approx(600.0, abs=1e-9) and second[-1] == pytest.approx(1200.0, abs=1e-9)
+    assert first[0] > 0.0 and second[0] > 600.0 and (np.diff(t) > 0).all()
+    # the gaps stay exponential (a scale factor keeps the coefficient of variation at 1; 12,000 gaps put its
+    # standard error near 1%), where fixed gaps of 1 / rate have none
+    gaps = np.diff(second)
+    assert gaps.std() / gaps.mean() == pytest.approx(1.0, abs=0.04)
+    # the same seed draws the same times; another seed others
+    assert (staged_arrival_s(stages, "inference-perf", 0) == t).all()
+    assert not (staged_arrival_s(stages, "inference-perf", 1) == t).all()
+    with pytest.raises(ValueError, match="'inference-perf', 'constant', 'poisson'"):
+        staged_arrival_s(stages, "bursty", 0)
 
 
 def test_replayed_runs_stay_close_to_what_vllm_measured(experiments):
