@@ -92,7 +92,7 @@ def test_replayed_runs_stay_close_to_what_vllm_measured(experiments):
             assert weighted == pytest.approx(rp.predicted_ms[f"{metric}_mean"], rel=1e-9)
             assert all(s[f"{metric}_p99"] >= s[f"{metric}_mean"] for s in rp.stage_ms)
     # Bounds with margin over what the model gives (`benchmarks/fidelity_vllm.py --time-scale 0.1 --only 17 60 62 64
-    # 20260217-231439`: E2E mean 4.9%, TTFT mean 3.4%, ITL mean 5.0%, E2E p99 4.4% median absolute error over
+    # 20260217-231439`: E2E mean 6.6%, TTFT mean 3.9%, ITL mean 6.2%, E2E p99 3.4% median absolute error over
     # these five)
     assert median_abs_error(replays, "e2e_mean") < 0.10
     assert median_abs_error(replays, "itl_mean") < 0.10
