@@ -27,7 +27,7 @@ from sizer.sizing.simulate import simulation_config
 from sizer.timing.step_model import step_model_for
 
 METRICS = ("e2e_mean", "e2e_p90", "e2e_p99", "ttft_mean", "ttft_p90", "ttft_p99", "itl_mean")
-STAGE_METRICS = ("ttft_mean", "ttft_p99", "e2e_mean", "e2e_p99")     # what the CSV's stage rows give, per stage
+STAGE_METRICS = ("ttft_mean", "ttft_p99", "e2e_mean", "e2e_p99", "ttft_p90", "e2e_p90")  # the CSV's stage rows' figures
 GPU_IDS = {"H100": "h100-sxm", "A100": "a100-80gb", "L40S": "l40s"}
 # Weight format of the checkpoints by the CSV's precision (the FP8 one is RedHatAI's
 # compressed-tensors FP8-dynamic: FP8 weights per channel, FP8 activations per token).
@@ -145,13 +145,16 @@ def replay(e: Experiment, time_scale: float = 1.0, arrivals: str = "inference-pe
     itl = (float(e2e.mean()) - float(ttft.mean())) / (e.itl_output_tokens - 1)
     pct = {f"{name}_p{q}": float(np.percentile(v, q)) for name, v in (("e2e", e2e), ("ttft", ttft)) for q in (90, 99)}
     predicted = {"e2e_mean": m.e2e.mean_ms, "ttft_mean": m.ttft.mean_ms, "itl_mean": itl, **pct}
-    # per stage: the requests that arrived in it (the CSV's stage rows; the tail of the first stage holds the
+    # per stage: the requests it sent (the CSV's stage rows; the tail of the first stage holds the
     # first cycle's cold prompts: docs/fidelity.md, "What is not modelled")
     stage_of = np.repeat(np.arange(len(stages)), [len(t) for t in per_stage])[c["request_id"][done]]
-    by_stage = tuple({"ttft_mean": float(ttft[i].mean()), "ttft_p99": float(np.percentile(ttft[i], 99)),
-                      "e2e_mean": float(e2e[i].mean()), "e2e_p99": float(np.percentile(e2e[i], 99))}
+    by_stage = tuple({**_mean_p90_p99("ttft", ttft[i]), **_mean_p90_p99("e2e", e2e[i])}
                      for i in (stage_of == k for k in range(len(stages))) if i.any())
     return Replay(e, predicted, len(workload), by_stage)
+
+
+def _mean_p90_p99(name: str, ms: np.ndarray) -> dict[str, float]:
+    return {f"{name}_mean": float(ms.mean()), **{f"{name}_p{q}": float(np.percentile(ms, q)) for q in (90, 99)}}
 
 
 def median_abs_error(replays: list[Replay], metric: str) -> float:
