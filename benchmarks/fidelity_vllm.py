@@ -1,15 +1,17 @@
 """How close sizer comes to what real vLLM measured: the 15 public runs of tests/data/fidelity.
 
-    python3 benchmarks/fidelity_vllm.py [--time-scale 1.0] [--arrivals constant|poisson] [--only 17 60 ...]
-                                        [--step-model auto|kernel_tables|roofline] [--stages]
+    python3 benchmarks/fidelity_vllm.py [--time-scale 1.0] [--arrivals inference-perf|constant|poisson]
+                                        [--only 17 60 ...] [--step-model auto|kernel_tables|roofline] [--stages]
 
 Each run is replayed request by request through sizer on its defaults (the vLLM V1 engine
 loop, the H100's bundled vLLM kernel tables, the roofline for what they lack;
 benchmarks/published/replay_vllm.py): the server as the run set it, and inference-perf's shared-prefix
-workload with its stages. Prints each run's relative error (predicted - measured) / measured for E2E mean/p90/p99, TTFT
-mean/p90/p99 and ITL mean (as the CSV defines it: (E2E mean - TTFT mean) / (output tokens - 1),
-with the run's own token count), then the median absolute error of each, beside the best
-published simulator's on the same runs (issue 15): E2E mean 6.8%, TTFT mean 18.4%, ITL mean 6.5%.
+workload with its stages and its arrival times (inference-perf's `load.type: constant`: exponential gaps
+rescaled to rate x duration requests a stage; `--arrivals constant` for fixed gaps of 1 / rate). Prints each
+run's relative error (predicted - measured) / measured for E2E mean/p90/p99, TTFT mean/p90/p99 and ITL mean
+(as the CSV defines it: (E2E mean - TTFT mean) / (output tokens - 1), with the run's own token count), then the
+median absolute error of each, beside the best published simulator's on the same runs (issue 15): E2E mean
+6.8%, TTFT mean 18.4%, ITL mean 6.5%.
 `--time-scale` < 1 shortens every stage (same rates, fewer requests). `--stages` then prints each stage's TTFT
 and E2E mean and p99, measured and predicted, with p99 / mean (the CSV's stage rows; docs/fidelity.md, TTFT p99).
 """
@@ -31,9 +33,13 @@ NOTES = {"48": "KV offload on", "66": "KV offload on",
 
 
 def main() -> None:
+    from simulator.workload import STAGED_ARRIVAL_KINDS
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--time-scale", type=float, default=1.0)
-    ap.add_argument("--arrivals", choices=("constant", "poisson"), default="constant")
+    ap.add_argument("--arrivals", choices=STAGED_ARRIVAL_KINDS, default="inference-perf",
+                    help="inference-perf (what its load.type constant sends), constant gaps, or poisson cut at each "
+                         "stage's end")
     ap.add_argument("--only", nargs="*", default=[], help="experiment ids (their first characters)")
     ap.add_argument("--step-model", choices=("auto", "kernel_tables", "roofline"), default="auto",
                     help="hardware.step_model: auto (sizer's default: the bundled kernel tables, the roofline for "

@@ -264,21 +264,28 @@ class Stage:
             raise ValueError("a stage needs rate_per_s > 0 and duration_s > 0")
 
 
+STAGED_ARRIVAL_KINDS = ("inference-perf", "constant", "poisson")     # staged_arrival_s's kinds
+
+
 def staged_arrival_s(stages: Sequence[Stage], kind: str, seed: int) -> np.ndarray:
-    """Arrival times of stages run one after another, each stage rate x duration requests
-    (rounded) from its start: `constant` gaps of 1 / rate from the stage's start, or `poisson`
-    (exponential gaps, cut at the stage's end)."""
-    if kind not in ("constant", "poisson"):
-        raise ValueError(f"staged arrivals are 'constant' or 'poisson', not {kind!r}")
+    """Arrival times of stages run one after another, each from its start: `inference-perf`, what that load
+    generator's `load.type: constant` sends (its ConstantLoadTimer, inference_perf/loadgen/load_timer.py since
+    kubernetes-sigs/inference-perf 5e1649d, 2025-08: int(rate x duration) exponential gaps, rescaled so that
+    they sum to the stage's duration), `constant` gaps of 1 / rate from the stage's start (round(rate x
+    duration) requests), or `poisson` (exponential gaps, cut at the stage's end)."""
+    if kind not in STAGED_ARRIVAL_KINDS:
+        raise ValueError(f"staged arrivals are {', '.join(map(repr, STAGED_ARRIVAL_KINDS))}, not {kind!r}")
     rng = np.random.Generator(np.random.PCG64(seed))
     out, start = [], 0.0
     for st in stages:
-        n = round(st.rate_per_s * st.duration_s)
         if kind == "constant":
-            t = start + np.arange(n) / st.rate_per_s
-        else:
-            t = start + np.cumsum(rng.exponential(1.0 / st.rate_per_s, n))
+            t = start + np.arange(round(st.rate_per_s * st.duration_s)) / st.rate_per_s
+        elif kind == "poisson":
+            t = start + np.cumsum(rng.exponential(1.0 / st.rate_per_s, round(st.rate_per_s * st.duration_s)))
             t = t[t < start + st.duration_s]
+        else:
+            gaps = rng.exponential(1.0 / st.rate_per_s, int(st.rate_per_s * st.duration_s))
+            t = start + np.cumsum(gaps * (st.duration_s / gaps.sum())) if len(gaps) else gaps
         out.append(t)
         start += st.duration_s
     return np.concatenate(out)

@@ -4,7 +4,8 @@ The experiments (tests/data/fidelity/README.md) ran vLLM 0.15.1 behind inference
 shared-prefix generator with staged constant rates. Each becomes a scenario (the model's
 config.json, the GPU, TP, the engine arguments the run set) and a workload built as the load
 generator built it: a fixed set of groups x prompts per group prompts, cycled, one stage after
-another (`simulator.workload.PromptSet`, `staged_arrival_s`). The simulation reports what a
+another, at the arrival times its `load.type: constant` draws (`simulator.workload.PromptSet`,
+`staged_arrival_s`). The simulation reports what a
 client measures, as the runs did.
 """
 
@@ -26,11 +27,17 @@ from sizer.sizing.simulate import simulation_config
 from sizer.timing.step_model import step_model_for
 
 METRICS = ("e2e_mean", "e2e_p90", "e2e_p99", "ttft_mean", "ttft_p90", "ttft_p99", "itl_mean")
-STAGE_METRICS = ("ttft_mean", "ttft_p99", "e2e_mean", "e2e_p99")     # what the CSV's stage rows give, per stage
+STAGE_METRICS = ("ttft_mean", "ttft_p99", "e2e_mean", "e2e_p99", "ttft_p90", "e2e_p90")  # the CSV's stage rows' figures
 GPU_IDS = {"H100": "h100-sxm", "A100": "a100-80gb", "L40S": "l40s"}
 # Weight format of the checkpoints by the CSV's precision (the FP8 one is RedHatAI's
 # compressed-tensors FP8-dynamic: FP8 weights per channel, FP8 activations per token).
 FORMATS = {"FP16": "auto", "FP8": "fp8"}
+# Groups x prompts per group of a run whose parsed config the CSV lacks: the presets name them
+# `num_unique_system_prompts` / `num_users_per_system_prompt`, which the inference-perf these runs installed
+# ignores (tektonc-data-collection's tekton/tasks/install-inference-perf-blis.yaml pins kubernetes-sigs/
+# inference-perf e8e0aa9, 2025-10-16, whose config.py SharedPrefix has only `num_groups` and
+# `num_prompts_per_group`, both 10 by default), as the runs whose parsed config is known show (10 x 10)
+INFERENCE_PERF_PROMPTS = (10, 10)
 
 
 @dataclass(frozen=True)
@@ -70,8 +77,8 @@ def load_experiments(csv_path: Path, configs: Path) -> list[Experiment]:
     for whole in (r for r in rows if r["stage_index"] == "-1"):
         stages = sorted((r for r in rows if r["exp_id"] == whole["exp_id"] and r["stage_index"] != "-1"),
                         key=lambda r: int(r["stage_index"]))
-        groups = _float(whole, "ip_effective_num_groups") or _float(whole, "num_unique_system_prompts")
-        per = _float(whole, "ip_effective_num_prompts_per_group") or _float(whole, "num_users_per_system_prompt")
+        groups = _float(whole, "ip_effective_num_groups") or INFERENCE_PERF_PROMPTS[0]
+        per = _float(whole, "ip_effective_num_prompts_per_group") or INFERENCE_PERF_PROMPTS[1]
         output = int(whole["output_len"])
         measured_out = _float(whole, "measured_output_len_mean")
         out.append(Experiment(
@@ -115,13 +122,20 @@ class Replay:
         return (self.predicted_ms[metric] - m) / m
 
 
-def replay(e: Experiment, time_scale: float = 1.0, arrivals: str = "constant", seed: int = 0,
+def replay(e: Experiment, time_scale: float = 1.0, arrivals: str = "inference-perf", seed: int = 0,
            step_model: str = "auto") -> Replay:
-    """Simulate the run; `time_scale` < 1 shortens every stage (same rates, fewer requests); `step_model`:
-    the scenario's hardware.step_model (auto, kernel_tables or roofline)."""
+    """Simulate the run; `time_scale` < 1 shortens every stage (same rates, fewer requests); `arrivals`: a kind of
+    `staged_arrival_s` (by default what inference-perf's `load.type: constant` sends: exponential gaps rescaled to
+    the stage's rate x duration requests); `step_model`: the scenario's hardware.step_model (auto, kernel_tables or
+    roofline)."""
     r = resolve(scenario_from_dict(scenario_of(e, step_model), None))
     stages = [Stage(s.rate_per_s, s.duration_s * time_scale) for s in e.stages]
-    workload = e.prompts.workload(staged_arrival_s(stages, arrivals, seed), r.engine.block_size, seed)
+    # each stage drawn from its start, so that every request knows its stage (inference-perf sends a stage's last
+    # request at the stage's very end, where fixed gaps send the next stage's first)
+    starts = np.cumsum([0.0] + [s.duration_s for s in stages[:-1]])
+    per_stage = [start + staged_arrival_s([st], arrivals, seed + k)
+                 for k, (start, st) in enumerate(zip(starts, stages, strict=True))]
+    workload = e.prompts.workload(np.concatenate(per_stage), r.engine.block_size, seed)
     result = simulate(simulation_config(r, replicas=1), step_model_for(r), workload, seed)
     m = summarise(result)
     c = result.columns
@@ -131,14 +145,16 @@ def replay(e: Experiment, time_scale: float = 1.0, arrivals: str = "constant", s
     itl = (float(e2e.mean()) - float(ttft.mean())) / (e.itl_output_tokens - 1)
     pct = {f"{name}_p{q}": float(np.percentile(v, q)) for name, v in (("e2e", e2e), ("ttft", ttft)) for q in (90, 99)}
     predicted = {"e2e_mean": m.e2e.mean_ms, "ttft_mean": m.ttft.mean_ms, "itl_mean": itl, **pct}
-    # per stage: the requests that arrived in it (the CSV's stage rows; the tail of the first stage holds the
+    # per stage: the requests it sent (the CSV's stage rows; the tail of the first stage holds the
     # first cycle's cold prompts: docs/fidelity.md, "What is not modelled")
-    ends = np.cumsum([s.duration_s for s in stages])
-    stage_of = np.searchsorted(ends, c["arrival_s"][done], side="right")
-    by_stage = tuple({"ttft_mean": float(ttft[i].mean()), "ttft_p99": float(np.percentile(ttft[i], 99)),
-                      "e2e_mean": float(e2e[i].mean()), "e2e_p99": float(np.percentile(e2e[i], 99))}
+    stage_of = np.repeat(np.arange(len(stages)), [len(t) for t in per_stage])[c["request_id"][done]]
+    by_stage = tuple({**_mean_p90_p99("ttft", ttft[i]), **_mean_p90_p99("e2e", e2e[i])}
                      for i in (stage_of == k for k in range(len(stages))) if i.any())
     return Replay(e, predicted, len(workload), by_stage)
+
+
+def _mean_p90_p99(name: str, ms: np.ndarray) -> dict[str, float]:
+    return {f"{name}_mean": float(ms.mean()), **{f"{name}_p{q}": float(np.percentile(ms, q)) for q in (90, 99)}}
 
 
 def median_abs_error(replays: list[Replay], metric: str) -> float:
