@@ -367,14 +367,17 @@ class Scheduler:
 
     def _join_group(self, now_s: float) -> None:
         """Move steady decodes at the head of the explicit list into the group."""
-        explicit, kv = self._explicit, self.kv
-        while self._use_group and explicit:
+        if not self._use_group:
+            return
+        explicit, bs, join = self._explicit, self.kv.block_size, self._group.join
+        while explicit:
             req = explicit[0]
-            c = req.num_computed_tokens
-            if not (c + 1 == req.num_tokens and req.num_output_tokens and req.last_token_s == now_s
-                    and len(req.block_ids) == kv.blocks_for(c)):
+            c, out = req.num_computed_tokens, req.num_output_tokens
+            # c + 1 == req.num_tokens, blocks exactly kv.blocks_for(c), inline: a hot path
+            if not (out and c + 1 == req.prompt_tokens + out and req.last_token_s == now_s
+                    and len(req.block_ids) == -(-c // bs)):
                 return
-            self._group.join(explicit.pop(0))
+            join(explicit.pop(0))
 
     @staticmethod
     def _gap(req: Request, now_s: float) -> None:
