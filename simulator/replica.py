@@ -54,19 +54,19 @@ class StepTimes:
         self._decodes: dict[int, dict[int, float]] = {}      # plain decode steps: seqs -> context -> s
         self._num_decodes = 0                                # entries of all of them
 
-    def __call__(self, batch: StepBatch) -> float:
-        t = self._memo.get(batch)
-        if t is None:
-            t = self._store(self._memo, batch, batch)
-        return t
-
     def shape(self, key: tuple[int, int, int, int, int, int, int, int, int]) -> float:
         """The time of the batch with these field values (all nine, StepBatch order: the key a StepBatch of them is
         memoised under); the StepBatch is built only when the time is not memoised."""
-        t = self._memo.get(key)
+        memo = self._memo
+        t = memo.get(key)
         if t is None:
-            t = self._store(self._memo, key, batch_of(key))
+            t = self._time(batch_of(key))
+            if len(memo) >= self._max:
+                memo.clear()
+            memo[key] = t
         return t
+
+    __call__ = shape            # the time of a StepBatch: its own key (a tuple of the nine values)
 
     def decode_times(self, num_seqs: int) -> dict[int, float]:
         """The memoised times of steps of `num_seqs` one-token decodes, by their context tokens in all (read it;
@@ -87,13 +87,6 @@ class StepTimes:
             self._num_decodes = 0
         self.decode_times(num_seqs)[context_tokens] = t
         self._num_decodes += 1
-        return t
-
-    def _store(self, memo: dict, key: tuple[int, ...], batch: StepBatch) -> float:
-        t = self._time(batch)
-        if len(memo) >= self._max:
-            memo.clear()
-        memo[key] = t
         return t
 
     def _time(self, batch: StepBatch) -> float:
