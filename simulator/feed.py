@@ -5,10 +5,11 @@ until the next. When one replica takes every request and nobody else acts (`Repl
 and the replica's are the only ones, so the replica can run both itself: `KnownArrivals` is `_arrivals`
 step for step, and the replica asks it to run what simpy would run before each of the replica's own waits.
 
-Simpy runs events by time, then by creation. The arrival process's next event was always created before the
-replica's wait that follows it (the arrival process ran earlier), so at equal times the arrival goes first; its
-times are the same sums simpy makes (`now + (arrival - now)`), so the replica sees each request when it
-would have, and its clock reads what simpy's would. Nothing else reads simpy's clock in such a run.
+Simpy runs events by time, then by creation: `KnownArrivals` numbers the arrival process's sleeps and the
+replica's waits in the order they are made (which is simpy's, as both run in simpy's order) and runs an arrival
+before a wait that ends at the same time only when it was made first. Its times are the same sums simpy makes
+(`now + (arrival - now)`), so the replica sees each request when it would have, and its clock reads what
+simpy's would. Nothing else reads simpy's clock in such a run.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ class KnownArrivals:
         self.next_arrival_s = 0.0          # Cluster._next_arrival_s: the next request's arrival
         self.event_s = 0.0                 # when the process next runs: its start, then each wake (inf: ended)
         self._pending: Request | None = None     # the request it hands over then
+        self._made = 0                     # events made so far (the process's sleeps and the replica's waits)
+        self._event_order = 0              # the order in which its next event was made
 
     def advance(self) -> bool:
         """Run the process's next event; False when it has ended."""
@@ -38,9 +41,12 @@ class KnownArrivals:
         self._run()
         return True
 
-    def run_until(self, at_s: float) -> None:
-        """Run the events simpy runs before a wait of the replica that ends at `at_s` (those at `at_s` too)."""
-        while self.event_s <= at_s:
+    def wait_until(self, at_s: float) -> None:
+        """A wait of the replica, made now, that ends at `at_s`: run the events simpy runs before it ends (those
+        before `at_s`, and those at `at_s` made before it)."""
+        self._made += 1
+        order = self._made
+        while self.event_s < at_s or (self.event_s == at_s and self._event_order < order):
             self.advance()
 
     def _run(self) -> None:
@@ -49,7 +55,8 @@ class KnownArrivals:
         for req in self._requests:
             self.next_arrival_s = req.arrival_s
             if req.arrival_s > now:
-                self._pending, self.event_s = req, now + (req.arrival_s - now)
+                self._made += 1
+                self._pending, self.event_s, self._event_order = req, now + (req.arrival_s - now), self._made
                 return
             self._submit(req)
         self.next_arrival_s, self._pending, self.event_s = math.inf, None, math.inf

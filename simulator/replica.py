@@ -206,7 +206,7 @@ class Replica:
         if self.feed is None:
             return self.env.timeout(max(0.0, until_s - self.env.now))
         at_s = self._clock_s + max(0.0, until_s - self._clock_s)        # simpy's sum
-        self.feed.run_until(at_s)
+        self.feed.wait_until(at_s)
         self._clock_s = at_s
         return None
 

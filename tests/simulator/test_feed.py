@@ -3,7 +3,7 @@
 from types import SimpleNamespace
 
 import simpy
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from simhelp import LinearStepModel, sim_config
 from test_simulate import LOOPS, same
@@ -28,6 +28,10 @@ def arrivals(gaps: list[float]) -> list[Request]:
 
 @settings(max_examples=60, deadline=None)
 @given(gaps=GAPS, waits=st.lists(st.sampled_from([0.0, 0.05, 0.1, 1 / 3, 0.4, 2.0, 7.0]), max_size=40))
+# ties at 0.4: the arrival's sleep made at 0.1, after the replica's wait (made at 0): the replica goes first;
+# made at 0, before it: the arrival goes first
+@example(gaps=[0.0, 0.1, 0.3], waits=[0.4])
+@example(gaps=[0.0, 0.4], waits=[0.4])
 def test_known_arrivals_hand_over_each_request_when_the_arrival_process_does(gaps, waits):
     # simpy: Cluster._arrivals beside a replica-like process that first waits to be woken by a submission (as an
     # idle replica starts), then sleeps `waits` one after another, counting at each wake the requests handed over
@@ -62,7 +66,7 @@ def test_known_arrivals_hand_over_each_request_when_the_arrival_process_does(gap
     fed_counts.append((clock, len(fed)))
     for w in waits:
         at = clock + max(0.0, w + fed_counts[-1][0] - clock)
-        feed.run_until(at)
+        feed.wait_until(at)
         clock = at
         fed_counts.append((clock, len(fed)))
     while feed.advance():
