@@ -76,12 +76,14 @@ class Cluster:
         self.replicas: list[Replica] = []
         step_times = StepTimes(step_model, replica.engine_loop)
         sole_entry = requests is not None and closed_loop is None and not d and num_replicas == 1
+        # the sole entry, fast-forwarding, runs the arrivals itself (feed.py): no simpy event per arrival
+        fed = requests if sole_entry and fast_forward else None
         for cfg, n in pools:
             for _ in range(n):
                 i = len(self.replicas)
                 horizon = self._decode_horizon_s if d and cfg is replica else self.next_event_s
                 self.replicas.append(Replica(env, i, cfg, step_times, recorder, rngs[i], horizon,
-                                             self._done, fast_forward, check_invariants, sole_entry))
+                                             self._done, fast_forward, check_invariants, sole_entry, fed))
         self.entry_pool = self.replicas[:d.num_prefill_replicas] if d else self.replicas
         self.decode_pool = self.replicas[d.num_prefill_replicas:] if d else self.replicas
         self._decode_router = Router("least_outstanding", router.balance_slack)   # KV lands on the least busy
@@ -93,7 +95,7 @@ class Cluster:
             for req in itertools.islice(self._clients, closed_loop.concurrency):
                 req.arrival_s = 0.0
                 self.router.choose(self.entry_pool, req).submit(req)
-        elif requests is not None:        # None: fed from outside (a gateway), see `expect_arrival`
+        elif requests is not None and fed is None:    # None: fed from outside (a gateway), see `expect_arrival`
             env.process(self._arrivals(requests))
 
     def expect_arrival(self, at_s: float) -> None:

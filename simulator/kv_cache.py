@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from simulator.request import Request
 
@@ -262,10 +262,15 @@ class KVCacheManager:
         """Take `n` more blocks for `req`; the caller has checked that the pool holds them."""
         self._take(req.block_ids, n)
 
-    def append_block_each(self, reqs: Iterable[Request]) -> None:
+    def append_block_each(self, reqs: Collection[Request]) -> None:
         """Give each request one more block, in order, as `append_blocks(req, 1)` would; the
         caller has checked that the pool holds them."""
         plain = self._plain
+        if len(reqs) <= len(plain):            # plain blocks for all: `_take`'s first branch, one block each
+            pop = plain.pop
+            for req in reqs:
+                req.block_ids.append(pop())
+            return
         for req in reqs:
             if plain:
                 req.block_ids.append(plain.pop())

@@ -19,13 +19,14 @@ times, records and state as stepping, with fewer events and less work:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import simpy
 
 from simulator.config import ReplicaConfig
 from simulator.engine_loop import EngineLoop
+from simulator.feed import KnownArrivals
 from simulator.kv_cache import KVCacheManager
 from simulator.records import Recorder
 from simulator.request import Request
@@ -33,6 +34,8 @@ from simulator.scheduler import Scheduler
 from simulator.speculative import Proposer
 from simulator.step import DecodeRun, ScheduledStep
 from simulator.step_batch import StepBatch, StepTimeModel, batch_of
+
+FEED_ENDED = object()      # `Replica._idle` with a feed whose arrivals have all been handed over: the run is over
 
 
 class StepTimes:
@@ -51,19 +54,19 @@ class StepTimes:
         self._decodes: dict[int, dict[int, float]] = {}      # plain decode steps: seqs -> context -> s
         self._num_decodes = 0                                # entries of all of them
 
-    def __call__(self, batch: StepBatch) -> float:
-        t = self._memo.get(batch)
-        if t is None:
-            t = self._store(self._memo, batch, batch)
-        return t
-
     def shape(self, key: tuple[int, int, int, int, int, int, int, int, int]) -> float:
         """The time of the batch with these field values (all nine, StepBatch order: the key a StepBatch of them is
         memoised under); the StepBatch is built only when the time is not memoised."""
-        t = self._memo.get(key)
+        memo = self._memo
+        t = memo.get(key)
         if t is None:
-            t = self._store(self._memo, key, batch_of(key))
+            t = self._time(batch_of(key))
+            if len(memo) >= self._max:
+                memo.clear()
+            memo[key] = t
         return t
+
+    __call__ = shape            # the time of a StepBatch: its own key (a tuple of the nine values)
 
     def decode_times(self, num_seqs: int) -> dict[int, float]:
         """The memoised times of steps of `num_seqs` one-token decodes, by their context tokens in all (read it;
@@ -86,13 +89,6 @@ class StepTimes:
         self._num_decodes += 1
         return t
 
-    def _store(self, memo: dict, key: tuple[int, ...], batch: StepBatch) -> float:
-        t = self._time(batch)
-        if len(memo) >= self._max:
-            memo.clear()
-        memo[key] = t
-        return t
-
     def _time(self, batch: StepBatch) -> float:
         t = self.model.step_time(batch)
         if not t > 0.0:
@@ -104,7 +100,8 @@ class Replica:
     def __init__(self, env: simpy.Environment, index: int, config: ReplicaConfig,
                  step_times: StepTimes, recorder: Recorder, rng: np.random.Generator,
                  next_event_s: Callable[[], float], on_done: Callable[[Replica, Request], None],
-                 fast_forward: bool = True, check_invariants: bool = False, sole_entry: bool = False):
+                 fast_forward: bool = True, check_invariants: bool = False, sole_entry: bool = False,
+                 arrivals: Iterable[Request] | None = None):
         self.env, self.index, self.config = env, index, config
         self.kv = KVCacheManager(config.num_blocks, config.block_size, config.enable_prefix_caching,
                                  config.tenant_isolation, config.slot_prompt_reuse, config.kv_windows)
@@ -124,7 +121,13 @@ class Replica:
         self._last_start_s = 0.0             # start of its last step
         self.wake_s = math.inf               # when its process next wakes (inf: idle)
         self.last_step_seqs = 0              # sequences in its last applied step (their tokens share an output pass)
-        self.process = env.process(self._run())
+        # `arrivals`: the known arrivals of a sole entry, run by this replica's process itself (feed.py); its
+        # waits then take no simpy events, and its clock is theirs
+        self.feed = KnownArrivals(arrivals, self.submit) if arrivals is not None else None
+        if self.feed is not None:
+            self.next_event_s = self._next_arrival_s
+        self._clock_s = 0.0                  # with a feed: simpy's clock as it would read at this process's events
+        self.process = env.process(self._run() if self.feed is None else self._run_fed())
 
     @property
     def outstanding(self) -> int:
@@ -156,7 +159,7 @@ class Replica:
         self.inbox_ready_s = min(r.arrival_s + input_s for r in keep) if keep else math.inf
 
     def _run(self):
-        env, sched = self.env, self.scheduler
+        sched = self.scheduler
         while True:
             if self.inbox:
                 self._admit()
@@ -164,14 +167,12 @@ class Replica:
                 if self.inbox:                   # on their way in (the input path): wait for the first
                     ready_s = self.inbox_ready_s
                     self.wake_s = ready_s
-                    yield env.timeout(max(0.0, ready_s - env.now))
+                    yield self._sleep(ready_s)
                     self._t = ready_s                # exactly: now + (ready - now) may round below it
                 else:
                     self.wake_s = math.inf
-                    self._wake = env.event()
-                    yield self._wake
-                    self._wake = None
-                    self._t = env.now
+                    yield self._idle()
+                    self._t = self._now_s()
                 continue
             horizon = self.next_event_s() if self.fast_forward else -math.inf
             while sched.has_unfinished():
@@ -183,7 +184,7 @@ class Replica:
                     if end_s is not None:            # applied already: wait for its end if it crosses the horizon
                         if end_s >= horizon:
                             self.wake_s = end_s
-                            yield env.timeout(max(0.0, end_s - env.now))
+                            yield self._sleep(end_s)
                             break
                         continue
                 elif self.fast_forward:
@@ -192,12 +193,46 @@ class Replica:
                                 else self._plan_step())
                 if end_s >= horizon:
                     self.wake_s = end_s
-                    yield env.timeout(max(0.0, end_s - env.now))
+                    yield self._sleep(end_s)
                     apply()
                     break
                 apply()
             if self.check:
                 self.kv.check_invariants(sched.running)
+
+    # The process's waits: simpy events, or, with a feed, the feed's events run in their place (`_run_fed`).
+    def _sleep(self, until_s: float) -> simpy.Event | None:
+        """Wait until `until_s` (at once if it has passed)."""
+        if self.feed is None:
+            return self.env.timeout(max(0.0, until_s - self.env.now))
+        at_s = self._clock_s + max(0.0, until_s - self._clock_s)        # simpy's sum
+        self.feed.wait_until(at_s)
+        self._clock_s = at_s
+        return None
+
+    def _idle(self) -> simpy.Event | None:
+        """Wait for a request to be submitted; with a feed, FEED_ENDED when none ever will be."""
+        if self.feed is None:
+            self._wake = self.env.event()
+            return self._wake
+        while not self.inbox:
+            if not self.feed.advance():
+                return FEED_ENDED
+        self._clock_s = self.feed.now_s
+        return None
+
+    def _now_s(self) -> float:
+        return self.env.now if self.feed is None else self._clock_s
+
+    def _next_arrival_s(self) -> float:
+        return self.feed.next_arrival_s
+
+    def _run_fed(self):
+        """The process of a replica with a feed: `_run`, none of whose waits is simpy's, to the end at once."""
+        waits = self._run()
+        while next(waits) is not FEED_ENDED:
+            pass
+        yield from ()                   # a generator, for simpy
 
     def _plan_step(self):
         """Schedule one step; return its end time and how to apply it."""

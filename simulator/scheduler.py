@@ -81,6 +81,7 @@ class Scheduler:
         self.num_holdbacks = 0           # waiting requests skipped, per step, for want of an adapter slot
         self._last_update_s = float("-inf")
         self._reserved_blocks = 0        # reserve_full_kv: final blocks of the running requests
+        self._longest_accepted = self._longest_served()     # prompt + output: a longer request is rejected
 
     # -- queue --
     def add_request(self, req: Request, now_s: float | None = None) -> bool:
@@ -105,19 +106,33 @@ class Scheduler:
         return True
 
     def _reject_reason(self, req: Request) -> str:
-        cfg, kv = self.config, self.kv
-        total = req.prompt_tokens + req.output_tokens
         if req.prompt_tokens < 1 or req.output_tokens < 1:
             return "prompt and output must each be at least one token"
+        total = req.prompt_tokens + req.output_tokens
+        return "" if total <= self._longest_accepted else self._too_long(total)
+
+    def _too_long(self, total: int) -> str:
+        """Why a request of `total` prompt + output tokens could never be served ("" if it could); a request
+        longer than one refused is refused too."""
+        cfg, kv = self.config, self.kv
         if cfg.max_model_len and total > cfg.max_model_len:
             return f"prompt + output = {total} tokens > max_model_len {cfg.max_model_len}"
-        need = self._final_blocks(req)
+        need = self._final_blocks_of(total)
         if need > kv.num_blocks:
             return f"needs {need} KV blocks, the cache holds {kv.num_blocks}"
         if not cfg.enable_chunked_prefill and total - 1 > cfg.max_num_batched_tokens:
             return (f"prompt + output = {total} tokens > max_num_batched_tokens "
                     f"{cfg.max_num_batched_tokens} with chunked prefill off")
         return ""
+
+    def _longest_served(self) -> int:
+        """The longest prompt + output `_too_long` accepts (by bisection: it accepts a prefix of the totals), or 1
+        when it accepts none: past the cache's every token, the blocks alone refuse it."""
+        lo, hi = 1, self.kv.num_blocks * self.kv.block_size + 2        # _too_long(lo) == "" (no request has 1)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if not self._too_long(mid) else (lo, mid)
+        return lo
 
     @property
     def running(self) -> list[Request]:
@@ -297,9 +312,12 @@ class Scheduler:
             step.budget -= n
 
     def _final_blocks(self, req: Request) -> int:
-        """Blocks a request holds at its end (the last token's KV is never written), its window blocks too."""
-        last = req.prompt_tokens + req.output_tokens - 1
-        return self.kv.blocks_for(last) + self.kv.window_blocks(last)
+        return self._final_blocks_of(req.prompt_tokens + req.output_tokens)
+
+    def _final_blocks_of(self, total: int) -> int:
+        """Blocks a request of `total` prompt + output tokens holds at its end (the last token's KV is never
+        written), its window blocks too."""
+        return self.kv.blocks_for(total - 1) + self.kv.window_blocks(total - 1)
 
     def _release(self, req: Request) -> None:
         self.kv.free(req)
@@ -367,14 +385,17 @@ class Scheduler:
 
     def _join_group(self, now_s: float) -> None:
         """Move steady decodes at the head of the explicit list into the group."""
-        explicit, kv = self._explicit, self.kv
-        while self._use_group and explicit:
+        if not self._use_group:
+            return
+        explicit, bs, join = self._explicit, self.kv.block_size, self._group.join
+        while explicit:
             req = explicit[0]
-            c = req.num_computed_tokens
-            if not (c + 1 == req.num_tokens and req.num_output_tokens and req.last_token_s == now_s
-                    and len(req.block_ids) == kv.blocks_for(c)):
+            c, out = req.num_computed_tokens, req.num_output_tokens
+            # c + 1 == req.num_tokens, blocks exactly kv.blocks_for(c), inline: a hot path
+            if not (out and c + 1 == req.prompt_tokens + out and req.last_token_s == now_s
+                    and len(req.block_ids) == -(-c // bs)):
                 return
-            self._group.join(explicit.pop(0))
+            join(explicit.pop(0))
 
     @staticmethod
     def _gap(req: Request, now_s: float) -> None:
@@ -618,11 +639,13 @@ class Scheduler:
         for req in g.advance(1, t):
             self._finish(req, t)
             finished.append(req)
+        sampled = False                                 # a prompt done: only such a request can join the group
         for req, m in prompts:
             c = req.num_computed_tokens = req.num_computed_tokens + m
             if prefix and req.prefix_segments:
                 kv.cache_full_blocks(req)
             if c == req.prompt_tokens:                  # its prompt done: its first token
+                sampled = True
                 req.first_token_s = req.last_token_s = t
                 req.num_output_tokens = 1
                 if req.output_tokens == 1:
@@ -631,7 +654,7 @@ class Scheduler:
         if finished:
             self._explicit = [r for r in self._explicit if r.status is Status.RUNNING]
         self._last_update_s = t
-        if self._explicit:
+        if sampled and self._explicit:
             self._join_group(t)
         return t
 

@@ -499,12 +499,10 @@ class KernelTableStepTimeModel:
     def attention_s(self, batch: StepBatch) -> float:
         """Attention, MLA blocks and recurrent mixers of one stage: from the tables what they hold, the others
         from the roofline."""
-        total = 0.0
         if not (self.attention or self.latent or self.delta_net):     # the roofline's groups alone (no split needed)
-            r = self.roofline
-            for i in self.roofline_groups:
-                total += r.attention_group_s(i, batch)
-            return total + batch.num_seqs * self._state_s_per_seq
+            groups_s = self.roofline.attention_groups_s(self.roofline_groups, batch)
+            return groups_s + batch.num_seqs * self._state_s_per_seq
+        total = 0.0
         decode, decode_ctx, prefill, n, c = split_attention(batch)
         for layers, window, decode_t, prefill_t in self.attention:
             if decode:

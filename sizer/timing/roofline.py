@@ -296,6 +296,14 @@ class RooflineStepTimeModel:
         """Attention of the layers of KV group `index` (self.kv.groups)."""
         return self._group_s(self._attention_groups[index], batch)
 
+    def attention_groups_s(self, indices: list[int], batch: StepBatch) -> float:
+        """The attention of KV groups `indices` summed in order from 0.0 (`attention_group_s` of each, added one
+        by one)."""
+        total, groups, group_s = 0.0, self._attention_groups, self._group_s
+        for i in indices:
+            total += group_s(groups[i], batch)
+        return total
+
     def state_s(self, batch: StepBatch) -> float:
         """Mamba-2 / linear-attention state read and written once per sequence."""
         return batch.num_seqs * self._state_s_per_seq

@@ -95,6 +95,26 @@ def test_requests_that_can_never_run_are_rejected_with_a_reason():
     assert not s.has_unfinished()
 
 
+@pytest.mark.parametrize(("blocks", "windows", "cfg", "longest"), [
+    # 4 blocks of 16: 64 KV tokens; the last token's KV is never written, so 65 tokens fit
+    (4, (), {"max_model_len": 100}, 65),
+    (4, (), {"max_model_len": 50}, 50),                                        # max_model_len is the cap
+    (100, (), {"max_num_batched_tokens": 64, "enable_chunked_prefill": False}, 65),   # a whole prompt + 1
+    # a 32-token window of a group half a pool block's bytes per token: a 49-token request holds 48 tokens, 3 blocks,
+    # and ceil(0.5 x (32 / 16 + 1 straddled)) = 2 window blocks, 5 in all; 50 tokens would need 4 + 2
+    (5, ((0.5, 32),), {}, 49),
+])
+def test_the_longest_accepted_request_is_where_the_reasons_start(blocks, windows, cfg, longest):
+    # `_reject_reason` asks `_too_long` only past the bisected longest total: both must agree on every total
+    s = Scheduler(scheduler_config(max_num_seqs=8, max_num_batched_tokens=cfg.pop("max_num_batched_tokens", 64),
+                                   **cfg),
+                  KVCacheManager(blocks, 16, enable_prefix_caching=False, window_groups=windows))
+    assert s._longest_accepted == longest
+    for total in range(2, longest + 40):
+        r = Request(total, 0, total - 1, 1)
+        assert s._reject_reason(r) == s._too_long(total) and (s._too_long(total) == "") == (total <= longest)
+
+
 def test_speculative_decode_verifies_gamma_tokens_capped_by_the_output_left():
     spec = SpeculativeConfig("ngram", num_speculative_tokens=3, acceptance_rate=0.5, draft_cost_fraction=0.0)
     s = make(speculative=spec)
