@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -98,26 +99,73 @@ def frame_to_csv(path: str | Path, flag: str, frame) -> None:
 
 
 def frames_to_csv(path: str | Path, flag: str, frames: Iterable, written: Callable[[int], None] | None = None) -> None:
-    """pandas DataFrames of the same columns as one CSV (the header once, from the first), each written as it comes
-    and let go before the next is asked for, its text cells neutralised (`neutralised`): the file `frame_to_csv`
-    writes of them concatenated, byte for byte. `written`, if given, is called with the rows written so far. The frames
-    are built while the file is open: if building one fails (or the run is interrupted), the part written is removed,
-    never left looking like a whole CSV."""
-    def write(f: IO) -> None:
-        rows = 0
-        for i, frame in enumerate(frames):
-            text = frame.select_dtypes(include=["object", "string"]).columns
-            frame.assign(**{c: frame[c].map(neutralised) for c in text}).to_csv(f, index=False, header=i == 0)
-            rows += len(frame)
+    """pandas DataFrames of the same columns as one CSV (`csv_frames`: written as each comes, renamed into place at
+    the end): the file `frame_to_csv` writes of them concatenated, byte for byte. `written`, if given, is called with
+    the rows written so far. The frames are built while the file is open: if building one fails (or the run is
+    interrupted), the part written is removed and a file that was there is left as it was."""
+    with csv_frames(path, flag) as write:
+        for frame in frames:
+            rows = write(frame)
             del frame
             if written is not None:
                 written(rows)
 
+
+@contextmanager
+def csv_frames(path: str | Path, flag: str) -> Iterator[Callable[[object], int]]:
+    """For `with`: `write(frame)` appends a pandas DataFrame to the CSV (the header once, from the first; text cells
+    neutralised) and returns the rows written so far. The rows go to a temporary file beside `path` (beside the file
+    a link leads to), renamed onto it when the `with` ends: a run that fails or is interrupted part way leaves no
+    temporary file and whatever was at `path` untouched. An OSError while writing is an InputError naming `path`."""
+    target = Path(os.path.realpath(path))            # a link to a file: that file is replaced, the link stays
     try:
-        write_with(path, flag, write)
+        mode = os.stat(target).st_mode & 0o7777 if target.exists() else 0o666 & ~_umask()
+        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+        os.close(fd)
+    except OSError as exc:
+        raise InputError(str(path), flag, f"cannot write: {exc.strerror or exc}") from None
+    rows, frames = 0, 0
+
+    try:
+        with _writing(path, flag):
+            f = open(temp, "w", encoding="utf-8", newline="")
+
+        def write(frame) -> int:
+            nonlocal rows, frames
+            text = frame.select_dtypes(include=["object", "string"]).columns
+            with _writing(path, flag):
+                frame.assign(**{c: frame[c].map(neutralised) for c in text}).to_csv(f, index=False, header=not frames)
+                f.flush()                          # each chunk in the part file as it is written
+            rows, frames = rows + len(frame), frames + 1
+            return rows
+
+        try:
+            yield write
+        finally:
+            with _writing(path, flag):
+                f.close()
+        with _writing(path, flag):
+            os.chmod(temp, mode)
+            os.replace(temp, target)
     except BaseException:
-        Path(path).unlink(missing_ok=True)
+        Path(temp).unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def _writing(path: str | Path, flag: str) -> Iterator[None]:
+    """An OSError inside as the InputError of a file that cannot be written."""
+    try:
+        yield
+    except OSError as exc:
+        raise InputError(str(path), flag, f"cannot write: {exc.strerror or exc}") from None
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it, then restored): a new file's permission bits, as `open` makes it."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def write_with(path: str | Path, flag: str, writer: Callable[[IO], object], binary: bool = False) -> None:

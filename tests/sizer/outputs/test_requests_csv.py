@@ -1,15 +1,21 @@
-"""`--requests-csv` written a chunk of requests at a time (sizer/outputs/destination.py `frames_to_csv`): the file is
-the one-frame CSV, byte for byte, and no frame of every request is built."""
+"""`--requests-csv` written a chunk of requests at a time (sizer/outputs/destination.py `frames_to_csv`, `csv_frames`):
+the file is the one-frame CSV, byte for byte, no frame of every request is built, the rows are written while the run
+goes (simulator/live_rows.py), and the file is renamed into place at the end (a failed run leaves the old one)."""
 
+import contextlib
 import dataclasses
 import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
+import simulator.gateway as gateway_module
+import simulator.live_rows as live_rows
 import simulator.records as records
+import simulator.run as run_module
 from sizer.cli import gateway as gateway_cli
 from sizer.cli import simulate as simulate_cli
 from sizer.cli.app import app
@@ -54,28 +60,89 @@ def test_a_csv_whose_frames_fail_midway_is_not_left_behind(tmp_path):
     assert not target.exists()
 
 
-def test_simulate_writes_its_requests_csv_in_chunks_byte_for_byte(tmp_path, monkeypatch):
-    # 200 requests in chunks of 64: four frames of at most 64 rows reach the writer, never one of every request;
-    # the file is the CSV of the one frame of the same run (same seed: the same columns to the bit)
+def _spy_on_the_part_file(monkeypatch, tmp_path, final_name):
+    """Each time a frame is written: (its rows, the requests done by then, the part file's size after it, whether
+    the final file exists yet)."""
+    from sizer.outputs import destination
+
+    seen, done = [], [0]
+    real_csv = destination.csv_frames
+
+    class Counting(live_rows.LiveRecorder):
+        def request_done(self, req, replica):
+            super().request_done(req, replica)
+            done[0] += 1
+
+    @contextlib.contextmanager
+    def spying(path, flag):
+        with real_csv(path, flag) as write:
+            def spy(frame):
+                rows = write(frame)
+                part = [p for p in tmp_path.iterdir() if p.name.endswith(".part")]
+                assert len(part) == 1, part
+                seen.append((len(frame), done[0], part[0].stat().st_size, (tmp_path / final_name).exists()))
+                return rows
+            yield spy
+
+    for module in (run_module, gateway_module):
+        monkeypatch.setattr(module, "LiveRecorder", Counting)
+    for module in (simulate_cli, gateway_cli):
+        monkeypatch.setattr(module, "csv_frames", spying)
+    return seen
+
+
+@pytest.mark.parametrize("scenario", [CHAT, RESIDENCY])
+def test_the_rows_are_written_as_requests_finish_byte_for_byte(tmp_path, monkeypatch, scenario):
+    # chunks of 64 finished requests: rows reach the part file (beside the destination, renamed onto it at the end)
+    # while requests are still running, and the file is the CSV of the one frame of the whole run (same seed: the
+    # same columns to the bit; the gateway's rows through `records_frames` of its records at the end)
     monkeypatch.setattr(records, "REQUEST_CHUNK_ROWS", 64)
-    sizes = []
-    real = simulate_cli.frames_to_csv
-
-    def spy(path, flag, frames, written=None):
-        real(path, flag, (sizes.append(len(f)) or f for f in frames), written)
-
-    monkeypatch.setattr(simulate_cli, "frames_to_csv", spy)
+    monkeypatch.setattr(gateway_cli, "REQUEST_CHUNK_ROWS", 64)
+    seen = _spy_on_the_part_file(monkeypatch, tmp_path, "requests.csv")
     out = tmp_path / "requests.csv"
-    result = CliRunner().invoke(app, ["simulate", str(CHAT), "--num-requests", "200", "--json",
+    result = CliRunner().invoke(app, ["simulate", str(scenario), "--num-requests", "300", "--json",
                                       "--requests-csv", str(out)])
     assert result.exit_code == 0, result.output
-    assert sizes == [64, 64, 64, 8]
-    _, sim, _ = simulate_cli.run(CHAT, 200, None, "least_outstanding")
-    frame = pd.DataFrame(sim.columns)
-    frame["reject_reason"] = [sim.reject_reasons.get(i, "") for i in frame["request_id"].tolist()]
+    assert sum(rows for rows, *_ in seen) == 300 and all(rows <= 64 for rows, *_ in seen)
+    during = [s for s in seen if s[1] < 300]
+    assert len(during) >= 2, seen                                  # several chunks before the last request finished
+    assert during[1][2] > during[0][2] > 0                          # ... each one's rows in the file already
+    assert not any(exists for *_, exists in seen)                   # the destination appears only at the end
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".part")]
     reference = tmp_path / "reference.csv"
-    frame_to_csv(reference, "--requests-csv", frame)
+    if scenario == CHAT:
+        _, sim, _ = simulate_cli.run(CHAT, 300, None, "least_outstanding")
+        frame = pd.DataFrame(sim.columns)
+        frame["reject_reason"] = [sim.reject_reasons.get(i, "") for i in frame["request_id"].tolist()]
+        frame_to_csv(reference, "--requests-csv", frame)
+    else:
+        doc, name = load_gateway(RESIDENCY)
+        recs = run_gateway(resolve_gateway(doc, name, str(RESIDENCY)), 300)[0].records
+        frames_to_csv(reference, "--requests-csv", gateway_cli.records_frames(recs, 300))
     assert out.read_bytes() == reference.read_bytes()
+
+
+def test_a_run_that_fails_midway_leaves_the_old_file_and_no_part_file(tmp_path, monkeypatch):
+    # the rows go to a part file renamed at the end: an interruption after chunks were written (here, the third
+    # chunk of 32 finished requests) leaves the file that was there byte for byte, and removes the part file
+    monkeypatch.setattr(records, "REQUEST_CHUNK_ROWS", 32)
+    out = tmp_path / "requests.csv"
+    out.write_text("the old file\n")
+    calls = [0]
+    real = live_rows.InOrder.take
+
+    def take(self, rows, final):
+        real(self, rows, final)
+        calls[0] += 1
+        if calls[0] == 3:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(live_rows.InOrder, "take", take)
+    with pytest.raises(KeyboardInterrupt):
+        simulate_cli.command(CHAT, True, out, 200, None, "least_outstanding", None, None, None, None, None, None,
+                             None, False)
+    assert out.read_text() == "the old file\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["requests.csv"]
 
 
 def test_a_gateways_records_in_chunks_are_its_records_one_by_one(tmp_path):
