@@ -11,7 +11,9 @@ same one-line error.
 Outputs go only to regular files (or stdout): an existing device, FIFO or socket, and any path in
 the kernel's virtual file systems (/proc, /sys, /dev), is refused before the work, so nothing is
 ever written into, or renamed over, something that is not a file. CSV cells a spreadsheet would
-evaluate as a formula are written with a leading apostrophe (`frame_to_csv`).
+evaluate as a formula are written with a leading apostrophe (`frame_to_csv`). A CSV (`csv_frames`,
+`frames_to_csv`) is written to a temporary file beside the destination and renamed onto it at the end,
+so a run that fails part way leaves the file that was there.
 """
 
 from __future__ import annotations
