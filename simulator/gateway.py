@@ -502,6 +502,9 @@ def simulate_gateway(cfg: GatewayConfig, seed: int = 0, progress: Callable[[int]
     env.process(arrivals())
     env.run()
     ends = {name: p.release() for name, p in pools.items()}
+    if rows is not None:                        # the rows not yet written are read from the results below
+        for p in pools.values():
+            p.recorder.close()
     # a big run frees its clusters' cycles before reading records (as `simulate`, which counts finished requests;
     # a gateway's requests all leave a record)
     if n >= COLLECT_AFTER_REQUESTS:

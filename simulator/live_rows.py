@@ -212,6 +212,11 @@ class LiveRecorder(Recorder):
             self.taken = self.num_done
         return self.live.ready(final)
 
+    def close(self) -> None:
+        """At the run's end, its rows handed out (or read from its result): the API servers' pairs and the rows
+        waiting are let go before the result is built."""
+        self.live = LiveRows(self.live.loop)
+
 
 def every_chunk(progress: Callable[[int], None] | None, flush: Callable[[], None]) -> Callable[[int], None]:
     """A run's per-request callback (`progress`, told the requests done so far) that also calls `flush` after every

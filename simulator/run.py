@@ -78,6 +78,7 @@ def simulate(config: SimulationConfig, step_model: StepTimeModel,
         gc.collect()
     if rows is not None:
         in_order.take(recorder.ready(True), True)
+        recorder.close()
     result = recorder.result(config.replica.num_blocks, replicas, preemptions, config.replica.engine_loop)
     result.leaks = leaks
     return result

@@ -5,6 +5,8 @@ goes (simulator/live_rows.py), and the file is renamed into place at the end (a 
 import contextlib
 import dataclasses
 import math
+import os
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -163,3 +165,22 @@ def test_a_gateways_records_in_chunks_are_its_records_one_by_one(tmp_path):
     assert [len(f) for f in frames] == [7] * 42 + [6]
     frames_to_csv(chunked, "--requests-csv", frames)
     assert chunked.read_bytes() == reference.read_bytes()
+
+
+def test_the_rename_follows_a_link_and_keeps_the_files_permissions(tmp_path):
+    # the part file is renamed onto the file a link leads to (the link stays a link); a new file gets the umask's
+    # permissions (as open() makes it: 0o666 less the umask), a file that was there keeps its own
+    frame = pd.DataFrame({"id": [1, 2]})
+    real, link = tmp_path / "real.csv", tmp_path / "link.csv"
+    real.write_text("old\n")
+    real.chmod(0o600)
+    link.symlink_to(real)
+    frames_to_csv(link, "--requests-csv", [frame])
+    assert link.is_symlink() and real.read_text() == "id\n1\n2\n"
+    assert stat.S_IMODE(real.stat().st_mode) == 0o600
+    mask = os.umask(0o022)
+    os.umask(mask)
+    new = tmp_path / "new.csv"
+    frames_to_csv(new, "--requests-csv", [frame])
+    assert stat.S_IMODE(new.stat().st_mode) == 0o666 & ~mask
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.csv", "new.csv", "real.csv"]
