@@ -152,15 +152,21 @@ class SimulationResult:
 
 
 def request_frames(columns: dict[str, np.ndarray], reject_reasons: dict[int, str], rows: int | None = None) -> Iterator:
-    """Requests' columns (as `SimulationResult.columns`) as pandas DataFrames of `rows` requests each (default
-    REQUEST_CHUNK_ROWS), with each one's reject reason; one frame, empty, for no requests."""
+    """`request_tables` as pandas DataFrames."""
     import pandas as pd
 
+    return (pd.DataFrame(table) for table in request_tables(columns, reject_reasons, rows))
+
+
+def request_tables(columns: dict[str, np.ndarray], reject_reasons: dict[int, str],
+                   rows: int | None = None) -> Iterator[dict[str, np.ndarray]]:
+    """Requests' columns (as `SimulationResult.columns`) `rows` requests at a time (default REQUEST_CHUNK_ROWS), with
+    each one's reject reason (a text column); one table, empty, for no requests."""
     rows = rows or REQUEST_CHUNK_ROWS
     for start in range(0, max(len(columns["request_id"]), 1), rows):
-        frame = pd.DataFrame({k: v[start:start + rows] for k, v in columns.items()})
-        frame["reject_reason"] = [reject_reasons.get(i, "") for i in frame["request_id"].tolist()]
-        yield frame
+        table = {k: v[start:start + rows] for k, v in columns.items()}
+        table["reject_reason"] = np.array([reject_reasons.get(i, "") for i in table["request_id"].tolist()], object)
+        yield table
 
 
 class Recorder:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from simulator import ROUTERS, request_frames, summarise
+from simulator import ROUTERS, request_tables, summarise
 from sizer.cli.flags import check_range, naming_flags
 from sizer.cli.options import (
     CONCURRENCY,
@@ -79,12 +79,12 @@ def command(
     else:
         with csv_frames(requests_csv, "--requests-csv") as write:
             def rows(columns: dict, reasons: dict) -> None:     # a chunk of finished requests, in request order
-                for frame in request_frames(columns, reasons):
-                    write(frame)
+                for table in request_tables(columns, reasons):
+                    write(table)
             scenario_obj, result, summary = run(scenario, num_requests, replicas, router, traffic=traffic,
                                                 variant=variant, rows=rows)
             if not len(result.columns["request_id"]):         # no request: the header alone
-                write(next(result.request_frames()))
+                write(next(request_tables(result.columns, result.reject_reasons)))
     if as_json:
         typer.echo(to_json({"scenario": scenario_obj.name, **vars(summary)}))
         return

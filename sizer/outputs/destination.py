@@ -18,6 +18,7 @@ so a run that fails part way leaves the file that was there.
 
 from __future__ import annotations
 
+import csv
 import os
 import stat
 import tempfile
@@ -115,8 +116,9 @@ def frames_to_csv(path: str | Path, flag: str, frames: Iterable, written: Callab
 
 @contextmanager
 def csv_frames(path: str | Path, flag: str) -> Iterator[Callable[[object], int]]:
-    """For `with`: `write(frame)` appends a pandas DataFrame to the CSV (the header once, from the first; text cells
-    neutralised) and returns the rows written so far. The rows go to a temporary file beside `path` (beside the file
+    """For `with`: `write(frame)` appends a pandas DataFrame, or a dict of equal-length numpy columns
+    (`_write_columns`, no pandas), to the CSV (the header once, from the first; text cells neutralised) and returns
+    the rows written so far. The rows go to a temporary file beside `path` (beside the file
     a link leads to), renamed onto it when the `with` ends: a run that fails or is interrupted part way leaves no
     temporary file and whatever was at `path` untouched. An OSError while writing is an InputError naming `path`."""
     target = Path(os.path.realpath(path))            # a link to a file: that file is replaced, the link stays
@@ -134,11 +136,16 @@ def csv_frames(path: str | Path, flag: str) -> Iterator[Callable[[object], int]]
 
         def write(frame) -> int:
             nonlocal rows, frames
-            text = frame.select_dtypes(include=["object", "string"]).columns
             with _writing(path, flag):
-                frame.assign(**{c: frame[c].map(neutralised) for c in text}).to_csv(f, index=False, header=not frames)
+                if isinstance(frame, dict):
+                    rows += _write_columns(f, frame, not frames)
+                else:
+                    text = frame.select_dtypes(include=["object", "string"]).columns
+                    frame.assign(**{c: frame[c].map(neutralised) for c in text}).to_csv(f, index=False,
+                                                                                         header=not frames)
+                    rows += len(frame)
                 f.flush()                          # each chunk in the part file as it is written
-            rows, frames = rows + len(frame), frames + 1
+            frames += 1
             return rows
 
         try:
@@ -152,6 +159,28 @@ def csv_frames(path: str | Path, flag: str) -> Iterator[Callable[[object], int]]
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def _write_columns(f: IO, columns: dict, header: bool) -> int:
+    """Columns of numbers, booleans and text as CSV rows, the bytes pandas' `to_csv` writes of their DataFrame
+    without importing pandas (about 80 MB resident, which a run writing its rows as it goes would hold through its
+    metrics): floats as numpy's `astype(str)` writes them (what `to_csv` calls) and NaN empty, integers and booleans
+    as `astype(str)`, text neutralised, through `csv.writer` with `to_csv`'s defaults (minimal quoting, "\\n")."""
+    out = csv.writer(f, lineterminator="\n")
+    if header:
+        out.writerow(columns)
+    cells = []
+    for values in columns.values():
+        if values.dtype.kind == "f":
+            text = values.astype(str).astype(object)
+            text[values != values] = ""            # NaN (numpy not imported here: `plan` does not load it)
+        elif values.dtype.kind in "OU":
+            text = [neutralised(v) for v in values.tolist()]
+        else:
+            text = values.astype(str)
+        cells.append(text)
+    out.writerows(zip(*cells, strict=True))
+    return len(cells[0]) if cells else 0
 
 
 @contextmanager

@@ -45,6 +45,24 @@ def test_frames_written_one_by_one_are_the_one_frames_csv(tmp_path):
     assert seen == [4, 7, 10]                          # rows written so far, after each chunk
 
 
+def test_columns_written_without_pandas_are_pandas_csv(tmp_path):
+    # the rows of a run are written from numpy columns without pandas (destination._write_columns): the same bytes
+    # as pandas' to_csv of their frame, for floats at every scale (numpy's astype(str) is what to_csv writes them
+    # with), NaN, -0.0, booleans, wide integers, and text that needs quoting (a comma, a quote, a line break) or
+    # neutralising
+    columns = {"id": np.arange(10), "ok": np.array([True, False] * 5),
+               "t_ms": np.array([1.5, math.nan, 1e-7, 2.0 / 3.0, 1e20, math.nan, -0.0, 3.0, 0.1,
+                                 1.2345678901234567e17]),
+               "why": np.array(["", "=cmd|' /C calc'!A0", "a,b", 'q"x', "", "line\nbreak", "+1", "", "-2", "@SUM(A1)"],
+                               object),
+               "big": np.array([-1, 2 ** 40, 0, 5, 6, 7, 8, 9, 10, 2 ** 62])}
+    one, chunked = tmp_path / "one.csv", tmp_path / "chunked.csv"
+    frame_to_csv(one, "--requests-csv", pd.DataFrame(columns))
+    frames_to_csv(chunked, "--requests-csv", ({k: v[a:b] for k, v in columns.items()} for a, b in ((0, 3), (3, 10))))
+    assert chunked.read_bytes() == one.read_bytes()
+    assert '"a,b"' in one.read_text() and "'=cmd" in one.read_text()
+
+
 def test_a_csv_whose_frames_fail_midway_is_not_left_behind(tmp_path):
     # review: the frames are built while the file is open, so a failure at the second chunk (memory, Ctrl-C) left
     # a well-formed CSV of the first chunk alone; the part written is removed and the failure goes on
@@ -63,8 +81,8 @@ def test_a_csv_whose_frames_fail_midway_is_not_left_behind(tmp_path):
 
 
 def _spy_on_the_part_file(monkeypatch, tmp_path, final_name):
-    """Each time a frame is written: (its rows, the requests done by then, the part file's size after it, whether
-    the final file exists yet)."""
+    """Each time a table of rows is written: (its rows, the requests done by then, the part file's size after it,
+    whether the final file exists yet)."""
     from sizer.outputs import destination
 
     seen, done = [], [0]
@@ -78,11 +96,12 @@ def _spy_on_the_part_file(monkeypatch, tmp_path, final_name):
     @contextlib.contextmanager
     def spying(path, flag):
         with real_csv(path, flag) as write:
-            def spy(frame):
-                rows = write(frame)
+            def spy(table):
+                rows = write(table)
                 part = [p for p in tmp_path.iterdir() if p.name.endswith(".part")]
                 assert len(part) == 1, part
-                seen.append((len(frame), done[0], part[0].stat().st_size, (tmp_path / final_name).exists()))
+                seen.append((len(table["request_id"]), done[0], part[0].stat().st_size,
+                             (tmp_path / final_name).exists()))
                 return rows
             yield spy
 
@@ -96,8 +115,8 @@ def _spy_on_the_part_file(monkeypatch, tmp_path, final_name):
 @pytest.mark.parametrize("scenario", [CHAT, RESIDENCY])
 def test_the_rows_are_written_as_requests_finish_byte_for_byte(tmp_path, monkeypatch, scenario):
     # chunks of 64 finished requests: rows reach the part file (beside the destination, renamed onto it at the end)
-    # while requests are still running, and the file is the CSV of the one frame of the whole run (same seed: the
-    # same columns to the bit; the gateway's rows through `records_frames` of its records at the end)
+    # while requests are still running, written without pandas, and the file is pandas' CSV of the one frame of the
+    # whole run (same seed: the same columns to the bit; the gateway's, of its records at the end)
     monkeypatch.setattr(records, "REQUEST_CHUNK_ROWS", 64)
     monkeypatch.setattr(gateway_cli, "REQUEST_CHUNK_ROWS", 64)
     seen = _spy_on_the_part_file(monkeypatch, tmp_path, "requests.csv")
@@ -120,7 +139,7 @@ def test_the_rows_are_written_as_requests_finish_byte_for_byte(tmp_path, monkeyp
     else:
         doc, name = load_gateway(RESIDENCY)
         recs = run_gateway(resolve_gateway(doc, name, str(RESIDENCY)), 300)[0].records
-        frames_to_csv(reference, "--requests-csv", gateway_cli.records_frames(recs, 300))
+        frame_to_csv(reference, "--requests-csv", pd.DataFrame(next(gateway_cli.records_tables(recs, 300))))
     assert out.read_bytes() == reference.read_bytes()
 
 
@@ -149,7 +168,8 @@ def test_a_run_that_fails_midway_leaves_the_old_file_and_no_part_file(tmp_path, 
 
 def test_a_gateways_records_in_chunks_are_its_records_one_by_one(tmp_path):
     # gateway-residency at 300 requests has fallbacks and rejections (a reason each): its records written 7 at a
-    # time are the CSV of one frame of `GatewayRecord`s, read one by one (records[i])
+    # time (tables of columns, written without pandas) are pandas' CSV of one frame of `GatewayRecord`s, read one by
+    # one (records[i])
     doc, name = load_gateway(RESIDENCY)
     result, _ = run_gateway(resolve_gateway(doc, name, str(RESIDENCY)), 300)
     recs = result.records
@@ -161,8 +181,8 @@ def test_a_gateways_records_in_chunks_are_its_records_one_by_one(tmp_path):
         rows.append(row)
     reference, chunked = tmp_path / "reference.csv", tmp_path / "chunked.csv"
     frame_to_csv(reference, "--requests-csv", pd.DataFrame(rows))
-    frames = list(gateway_cli.records_frames(recs, 7))
-    assert [len(f) for f in frames] == [7] * 42 + [6]
+    frames = list(gateway_cli.records_tables(recs, 7))
+    assert [len(f["request_id"]) for f in frames] == [7] * 42 + [6]
     frames_to_csv(chunked, "--requests-csv", frames)
     assert chunked.read_bytes() == reference.read_bytes()
 
