@@ -32,6 +32,9 @@ from validation.input_files import file_kind
 
 # The kernel's virtual file systems: a path under them is never a plain output file.
 VIRTUAL_ROOTS = (Path("/proc"), Path("/sys"), Path("/dev"))
+# Rows of numbers made text at a time (`_write_columns`): a float's text is 128 bytes in numpy's '<U32', and a
+# Python str after, so 65,536 rows of 25 columns at once would be about 300 MB; pandas' to_csv goes 4,000 at a time.
+CSV_TEXT_ROWS = 4096
 # A CSV cell starting with one of these is a formula to Excel, LibreOffice and Google Sheets (OWASP CSV injection).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -169,18 +172,21 @@ def _write_columns(f: IO, columns: dict, header: bool) -> int:
     out = csv.writer(f, lineterminator="\n")
     if header:
         out.writerow(columns)
-    cells = []
-    for values in columns.values():
-        if values.dtype.kind == "f":
-            text = values.astype(str).astype(object)
-            text[values != values] = ""            # NaN (numpy not imported here: `plan` does not load it)
-        elif values.dtype.kind in "OU":
-            text = [neutralised(v) for v in values.tolist()]
-        else:
-            text = values.astype(str)
-        cells.append(text)
-    out.writerows(zip(*cells, strict=True))
-    return len(cells[0]) if cells else 0
+    n = len(next(iter(columns.values()))) if columns else 0
+    for start in range(0, n, CSV_TEXT_ROWS):
+        cells = []
+        for values in columns.values():
+            values = values[start:start + CSV_TEXT_ROWS]
+            if values.dtype.kind == "f":
+                text = values.astype(str).astype(object)
+                text[values != values] = ""        # NaN (numpy not imported here: `plan` does not load it)
+            elif values.dtype.kind in "OU":
+                text = [neutralised(v) for v in values.tolist()]
+            else:
+                text = values.astype(str)
+            cells.append(text)
+        out.writerows(zip(*cells, strict=True))
+    return n
 
 
 @contextmanager

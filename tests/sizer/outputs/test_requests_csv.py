@@ -45,11 +45,14 @@ def test_frames_written_one_by_one_are_the_one_frames_csv(tmp_path):
     assert seen == [4, 7, 10]                          # rows written so far, after each chunk
 
 
-def test_columns_written_without_pandas_are_pandas_csv(tmp_path):
+def test_columns_written_without_pandas_are_pandas_csv(tmp_path, monkeypatch):
     # the rows of a run are written from numpy columns without pandas (destination._write_columns): the same bytes
     # as pandas' to_csv of their frame, for floats at every scale (numpy's astype(str) is what to_csv writes them
     # with), NaN, -0.0, booleans, wide integers, and text that needs quoting (a comma, a quote, a line break) or
-    # neutralising
+    # neutralising; made text 4 rows at a time (the second chunk's 7 rows in two pieces)
+    from sizer.outputs import destination
+
+    monkeypatch.setattr(destination, "CSV_TEXT_ROWS", 4)
     columns = {"id": np.arange(10), "ok": np.array([True, False] * 5),
                "t_ms": np.array([1.5, math.nan, 1e-7, 2.0 / 3.0, 1e20, math.nan, -0.0, 3.0, 0.1,
                                  1.2345678901234567e17]),
