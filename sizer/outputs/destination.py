@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import csv
 import os
+import signal
 import stat
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -133,35 +135,36 @@ def csv_frames(path: str | Path, flag: str) -> Iterator[Callable[[object], int]]
         raise InputError(str(path), flag, f"cannot write: {exc.strerror or exc}") from None
     rows, frames = 0, 0
 
-    try:
-        with _writing(path, flag):
-            f = open(temp, "w", encoding="utf-8", newline="")
-
-        def write(frame) -> int:
-            nonlocal rows, frames
-            with _writing(path, flag):
-                if isinstance(frame, dict):
-                    rows += _write_columns(f, frame, not frames)
-                else:
-                    text = frame.select_dtypes(include=["object", "string"]).columns
-                    frame.assign(**{c: frame[c].map(neutralised) for c in text}).to_csv(f, index=False,
-                                                                                         header=not frames)
-                    rows += len(frame)
-                f.flush()                          # each chunk in the part file as it is written
-            frames += 1
-            return rows
-
+    with _terminated_as_exit():                    # a kill removes the part file too
         try:
-            yield write
-        finally:
             with _writing(path, flag):
-                f.close()
-        with _writing(path, flag):
-            os.chmod(temp, mode)
-            os.replace(temp, target)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+                f = open(temp, "w", encoding="utf-8", newline="")
+
+            def write(frame) -> int:
+                nonlocal rows, frames
+                with _writing(path, flag):
+                    if isinstance(frame, dict):
+                        rows += _write_columns(f, frame, not frames)
+                    else:
+                        text = frame.select_dtypes(include=["object", "string"]).columns
+                        frame.assign(**{c: frame[c].map(neutralised) for c in text}).to_csv(f, index=False,
+                                                                                             header=not frames)
+                        rows += len(frame)
+                    f.flush()                          # each chunk in the part file as it is written
+                frames += 1
+                return rows
+
+            try:
+                yield write
+            finally:
+                with _writing(path, flag):
+                    f.close()
+            with _writing(path, flag):
+                os.chmod(temp, mode)
+                os.replace(temp, target)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
 
 
 def _write_columns(f: IO, columns: dict, header: bool) -> int:
@@ -187,6 +190,24 @@ def _write_columns(f: IO, columns: dict, header: bool) -> int:
             cells.append(text)
         out.writerows(zip(*cells, strict=True))
     return n
+
+
+@contextmanager
+def _terminated_as_exit() -> Iterator[None]:
+    """SIGTERM (`kill`, a cancelled CI job) as SystemExit(143) inside, so that a run killed while it writes removes its
+    part file as an interrupted one does (Python's default for SIGTERM ends the process at once)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextmanager
