@@ -33,7 +33,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     # a run, its records and their summary
     "run": ("SimulationConfig", "simulate"),
     "cluster": ("ROUTERS",),
-    "records": ("REQUEST_CHUNK_ROWS", "SimulationResult"),
+    "records": ("REQUEST_CHUNK_ROWS", "SimulationResult", "request_tables"),
     "metrics": ("SLO", "Latency", "MetricsSummary", "slo_attainment", "summarise", "weighted_percentiles"),
     # pools behind a gateway
     "gateway": ("FALLBACK", "OUTCOMES", "REJECTED", "ExternalSpec", "GatewayConfig", "GatewayRecords", "GatewayResult",

@@ -40,6 +40,7 @@ import numpy as np
 import simpy
 
 from simulator.cluster import Cluster, Router
+from simulator.live_rows import LiveRecorder, Rows, every_chunk
 from simulator.records import Recorder, SimulationResult
 from simulator.replica import ReplicaConfig
 from simulator.request import Request
@@ -291,8 +292,9 @@ def _down_windows(pool: PoolSpec, horizon_s: float, rng: np.random.Generator) ->
 
 class _Pool:
     def __init__(self, env: simpy.Environment, spec: PoolSpec, seed: int, down: list[list[tuple[float, float]]],
-                 cfg: GatewayConfig, on_request_done: Callable[[int], None]):
-        self.spec, self.down, self.recorder = spec, down, Recorder()
+                 cfg: GatewayConfig, on_request_done: Callable[[int], None], live: bool):
+        self.spec, self.down = spec, down
+        self.recorder = LiveRecorder(spec.replica.engine_loop) if live else Recorder()     # live: rows as they go
         self.cluster = Cluster(env, spec.replica, spec.num_replicas, Router(spec.router, spec.balance_slack),
                                spec.step_model, self.recorder, seed, None, fast_forward=cfg.fast_forward,
                                check_invariants=cfg.check_invariants, on_request_done=on_request_done)
@@ -364,10 +366,12 @@ class _External:
         return ttft, tpot, ttft + (output_tokens - 1) * s.tpot_ms
 
 
-def simulate_gateway(cfg: GatewayConfig, seed: int = 0,
-                     progress: Callable[[int], None] | None = None) -> GatewayResult:
+def simulate_gateway(cfg: GatewayConfig, seed: int = 0, progress: Callable[[int], None] | None = None,
+                     rows: Callable[[GatewayRecords, int, int], None] | None = None) -> GatewayResult:
     """Run the gateway's traffic to completion; the same config and seed give the same result.
-    `progress`, if given, is called with the number of requests done so far (served or rejected)."""
+    `progress`, if given, is called with the number of requests done so far (served or rejected). `rows`, if given,
+    is called as the run goes with the records so far and a range [start, stop) of request ids whose records are
+    final (in order, a chunk of finished requests at a time; the last with the run's records, at its end)."""
     d = _draw(cfg, seed)
     route_of, choice, thresholds = _first_choices(cfg, d)
     env = simpy.Environment()
@@ -375,13 +379,14 @@ def simulate_gateway(cfg: GatewayConfig, seed: int = 0,
     rngs = [np.random.Generator(np.random.PCG64(s))
             for s in np.random.SeedSequence([seed, 11]).spawn(len(cfg.pools) + len(cfg.externals))]
     done = [0]
+    count = progress if rows is None else every_chunk(progress, lambda: flush())    # flush: below
 
     def one_done(_n: int = 0) -> None:
         done[0] += 1
-        if progress is not None:
-            progress(done[0])
+        if count is not None:
+            count(done[0])
 
-    pools = {p.name: _Pool(env, p, seed + i, _down_windows(p, horizon_s, rngs[i]), cfg, one_done)
+    pools = {p.name: _Pool(env, p, seed + i, _down_windows(p, horizon_s, rngs[i]), cfg, one_done, rows is not None)
              for i, p in enumerate(cfg.pools)}
     externals = {e.name: _External(e, rngs[len(cfg.pools) + i], cfg.budget_window_s)
                  for i, e in enumerate(cfg.externals)}
@@ -394,12 +399,50 @@ def simulate_gateway(cfg: GatewayConfig, seed: int = 0,
     ttft, tpot, e2e = np.full(n, nan), np.full(n, nan), np.full(n, nan)
     fallbacks: dict[int, tuple[tuple[str, str], ...]] = {}     # filled in arrival order: by request id
     reasons: dict[int, str] = {}
+    first_choice = np.array([code[c] for c in choice], np.int32)
+    outcome = np.full(n, OUTCOMES.index(SERVED), np.int8)
+    final = np.zeros(n, bool) if rows is not None else None    # live rows: whose record is final
+    written = [0]                                              # ... and how many of them were handed out
+
+    def records() -> GatewayRecords:
+        return GatewayRecords(tuple(c.name for c in cfg.classes), tuple(c.data_class for c in cfg.classes),
+                              tuple(r.name for r in cfg.routes), names, d.cls.astype(np.int32), d.difficulty,
+                              d.arrival_s, d.prompt, d.output, np.asarray(route_of, np.int32),
+                              first_choice, target, outcome, ttft, tpot, e2e,
+                              cost_usd, fallbacks, reasons)
+
+    def pool_rows(name: str, live: Rows | None) -> None:
+        """A pool's rows: their client latencies and, rejected by the pool, why."""
+        if live is None:
+            return
+        c, why = live
+        ids = c["request_id"]
+        ttft[ids], tpot[ids], e2e[ids] = c["ttft_ms"], c["tpot_ms"], c["e2e_ms"]
+        for i in ids[c["rejected"]].tolist():
+            reasons[i] = f"{name}: {why.get(i, '')}"
+            outcome[i] = OUTCOMES.index(REJECTED)
+        if final is not None:
+            final[ids] = True
+
+    def flush() -> None:
+        """Hand out the records final from the first not yet handed out up to the first not final."""
+        for name, p in pools.items():
+            pool_rows(name, p.recorder.ready(False))
+        start = written[0]
+        waiting = np.flatnonzero(~final[start:])
+        stop = start + int(waiting[0]) if len(waiting) else n
+        if stop > start:
+            rows(records(), start, stop)
+            written[0] = stop
+        if stop:        # every request not yet final (so every one a pool has not finished) arrived no earlier
+            for p in pools.values():
+                p.recorder.live.trim(float(d.arrival_s[stop - 1]))
 
     def place(i: int, now: float) -> None:
         c = cfg.classes[int(d.cls[i])]
         if route_of[i] < 0:
             reasons[i] = "no route"
-            one_done()
+            end(i, REJECTED)
             return
         r = cfg.routes[route_of[i]]
         allowed = cfg.residency.get(c.data_class)
@@ -418,6 +461,7 @@ def simulate_gateway(cfg: GatewayConfig, seed: int = 0,
                     target[i] = code[name]
                     if skipped:
                         fallbacks[i] = tuple(skipped)
+                        outcome[i] = OUTCOMES.index(FALLBACK)
                     return
             else:
                 ext = externals[name]
@@ -430,12 +474,19 @@ def simulate_gateway(cfg: GatewayConfig, seed: int = 0,
                     ttft[i], tpot[i], e2e[i] = ext.serve(now, usd, output)
                     if skipped:
                         fallbacks[i] = tuple(skipped)
-                    one_done()
+                    end(i, FALLBACK if skipped else SERVED)
                     return
             skipped.append((name, why))
         if skipped:
             fallbacks[i] = tuple(skipped)
         reasons[i] = skipped[-1][1] if skipped else "no target"
+        end(i, REJECTED)
+
+    def end(i: int, how: str) -> None:
+        """Request i ends at the gateway (an external endpoint's answer, or no target)."""
+        outcome[i] = OUTCOMES.index(how)
+        if final is not None:
+            final[i] = True
         one_done()
 
     def arrivals():
@@ -451,6 +502,9 @@ def simulate_gateway(cfg: GatewayConfig, seed: int = 0,
     env.process(arrivals())
     env.run()
     ends = {name: p.release() for name, p in pools.items()}
+    if rows is not None:                        # the rows not yet written are read from the results below
+        for p in pools.values():
+            p.recorder.close()
     # a big run frees its clusters' cycles before reading records (as `simulate`, which counts finished requests;
     # a gateway's requests all leave a record)
     if n >= COLLECT_AFTER_REQUESTS:
@@ -460,18 +514,9 @@ def simulate_gateway(cfg: GatewayConfig, seed: int = 0,
     for name, res in results.items():
         res.leaks = ends[name][1]
     for name, res in results.items():           # a pool's own figures for the requests it took
-        c = res.columns
-        ids = c["request_id"]
-        ttft[ids], tpot[ids], e2e[ids] = c["ttft_ms"], c["tpot_ms"], c["e2e_ms"]
-        for i in ids[c["rejected"]].tolist():
-            reasons[i] = f"{name}: {res.reject_reasons.get(i, '')}"
+        pool_rows(name, (res.columns, res.reject_reasons))
     reasons = dict(sorted(reasons.items()))        # by request id, as the records list them
-    outcome = np.full(n, OUTCOMES.index(SERVED), np.int8)
-    outcome[list(fallbacks)] = OUTCOMES.index(FALLBACK)
-    outcome[list(reasons)] = OUTCOMES.index(REJECTED)
-    records = GatewayRecords(tuple(c.name for c in cfg.classes), tuple(c.data_class for c in cfg.classes),
-                             tuple(r.name for r in cfg.routes), names, d.cls.astype(np.int32), d.difficulty,
-                             d.arrival_s, d.prompt, d.output, np.asarray(route_of, np.int32),
-                             np.array([code[c] for c in choice], np.int32), target, outcome, ttft, tpot, e2e,
-                             cost_usd, fallbacks, reasons)
-    return GatewayResult(records, results, thresholds)
+    whole = records()
+    if rows is not None and written[0] < n:
+        rows(whole, written[0], n)
+    return GatewayResult(whole, results, thresholds)

@@ -148,16 +148,25 @@ class SimulationResult:
     def request_frames(self, rows: int | None = None) -> Iterator:
         """Per-request records as pandas DataFrames of `rows` requests each (default REQUEST_CHUNK_ROWS), in request
         order (one frame, empty, for a run of none): each built when asked for, so no frame of every request is held."""
-        rows = rows or REQUEST_CHUNK_ROWS
-        for start in range(0, max(len(self.columns["request_id"]), 1), rows):
-            yield self._request_frame(start, start + rows)
+        return request_frames(self.columns, self.reject_reasons, rows)
 
-    def _request_frame(self, start: int, stop: int):
-        import pandas as pd
 
-        frame = pd.DataFrame({k: v[start:stop] for k, v in self.columns.items()})
-        frame["reject_reason"] = [self.reject_reasons.get(i, "") for i in frame["request_id"].tolist()]
-        return frame
+def request_frames(columns: dict[str, np.ndarray], reject_reasons: dict[int, str], rows: int | None = None) -> Iterator:
+    """`request_tables` as pandas DataFrames."""
+    import pandas as pd
+
+    return (pd.DataFrame(table) for table in request_tables(columns, reject_reasons, rows))
+
+
+def request_tables(columns: dict[str, np.ndarray], reject_reasons: dict[int, str],
+                   rows: int | None = None) -> Iterator[dict[str, np.ndarray]]:
+    """Requests' columns (as `SimulationResult.columns`) `rows` requests at a time (default REQUEST_CHUNK_ROWS), with
+    each one's reject reason (a text column); one table, empty, for no requests."""
+    rows = rows or REQUEST_CHUNK_ROWS
+    for start in range(0, max(len(columns["request_id"]), 1), rows):
+        table = {k: v[start:start + rows] for k, v in columns.items()}
+        table["reject_reason"] = np.array([reject_reasons.get(i, "") for i in table["request_id"].tolist()], object)
+        yield table
 
 
 class Recorder:
@@ -271,20 +280,19 @@ class Recorder:
             return
         self._run_key = key
 
+    def rows(self, start: int) -> tuple[dict[str, np.ndarray], dict[int, str]]:
+        """The rows of the requests done since the `start`-th, as columns sorted by request id (copies: the recorder
+        keeps its own), and the reject reasons of those rejected."""
+        ints, floats = len(_REQUEST_INTS), len(_REQUEST_FLOATS)
+        c = _columns(_view(self._req_ints[start * ints:]), _view(self._req_floats[start * floats:]))
+        return c, {i: self._reasons[i] for i in c["request_id"][c["rejected"]].tolist()}
+
     def result(self, num_blocks: int, num_replicas: int, num_preemptions: int,
                engine_loop: EngineLoop) -> SimulationResult:
         """The run's records, once, at its end: the request rows are handed over (this recorder keeps none)."""
-        ints = _view(self._req_ints).reshape(-1, len(_REQUEST_INTS))
-        floats = _view(self._req_floats).reshape(-1, len(_REQUEST_FLOATS))
-        order = np.argsort(ints[:, _REQUEST_INTS.index("request_id")], kind="stable")
-        split = {k: ints[order, i].astype(np.int64, copy=False) for i, k in enumerate(_REQUEST_INTS)}
-        del ints
-        self._req_ints = array(_REQUEST_INT)          # handed over (the columns are copies): let go before the floats
-        split |= {k: floats[order, i] for i, k in enumerate(_REQUEST_FLOATS)}
-        del floats, order
+        c = _columns(_view(self._req_ints), _view(self._req_floats),
+                     lambda: setattr(self, "_req_ints", array(_REQUEST_INT)))   # handed over (the columns are copies)
         self._req_floats = array("d")
-        c = {k: split.pop(k) for k in _REQUEST_COLUMNS}
-        c["rejected"] = c["rejected"].astype(bool)
         log = StepLog(_view(self._step_s), _view(self._kv), {k: _view(v) for k, v in self._runs.items()},
                       _view(self._break_at), _view(self._break_end))
         replicas = log.runs["replica"]
@@ -296,22 +304,47 @@ class Recorder:
             timeline = _whole(log, num_blocks, engine_loop)
             first_client = _at_client(c["first_token_s"], c["first_token_replica"], timeline)
             finished_client = _at_client(c["finished_s"], c["replica"], timeline)
-        done, ms = ~c["rejected"], 1000.0
-        # one stream: no later token reaches the client before the first (a disaggregated request's
-        # first token comes through the prefill replica's API server, the rest through the decode one's)
-        finished_client = np.fmax(finished_client, first_client)
-        engine_arrival = c["arrival_s"] + engine_loop.input_s
-        many = done & (c["output_tokens"] > 1)
-        with np.errstate(invalid="ignore"):
-            c["queue_ms"] = np.where(done, (c["scheduled_s"] - engine_arrival) * ms, np.nan)
-            for prefix, first, last, start in (("", first_client, finished_client, c["arrival_s"]),
-                                               ("engine_", c["first_token_s"], c["finished_s"], engine_arrival)):
-                c[prefix + "ttft_ms"] = np.where(done, (first - start) * ms, np.nan)
-                c[prefix + "e2e_ms"] = np.where(done, (last - start) * ms, np.nan)
-                c[prefix + "tpot_ms"] = np.where(many, (last - first) * ms / np.maximum(c["output_tokens"] - 1, 1),
-                                                 np.nan)
+        c = derived_columns(c, first_client, finished_client, engine_loop)
         return SimulationResult(c, dict(self._reasons), timeline, np.sort(np.array(self._gaps)), num_replicas,
                                 num_preemptions, engine_loop)
+
+
+def _columns(ints: np.ndarray, floats: np.ndarray, let_go: Callable[[], None] = lambda: None) -> dict[str, np.ndarray]:
+    """Request rows (`Recorder` order) as columns sorted by request id; `let_go` is called once the integers are
+    split, so that their rows can be dropped before the floats are."""
+    ints = ints.reshape(-1, len(_REQUEST_INTS))
+    floats = floats.reshape(-1, len(_REQUEST_FLOATS))
+    order = np.argsort(ints[:, _REQUEST_INTS.index("request_id")], kind="stable")
+    split = {k: ints[order, i].astype(np.int64, copy=False) for i, k in enumerate(_REQUEST_INTS)}
+    del ints
+    let_go()
+    split |= {k: floats[order, i] for i, k in enumerate(_REQUEST_FLOATS)}
+    del floats, order
+    c = {k: split.pop(k) for k in _REQUEST_COLUMNS}
+    c["rejected"] = c["rejected"].astype(bool)
+    return c
+
+
+def derived_columns(c: dict[str, np.ndarray], first_client: np.ndarray, finished_client: np.ndarray,
+                    engine_loop: EngineLoop) -> dict[str, np.ndarray]:
+    """The request columns with their latencies added (ms; NaN where they do not apply), from the client times of
+    their first and last tokens (`first_client`, `finished_client`): one formula for the result's columns and the
+    rows written while a run goes (simulator.live_rows)."""
+    done, ms = ~c["rejected"], 1000.0
+    # one stream: no later token reaches the client before the first (a disaggregated request's
+    # first token comes through the prefill replica's API server, the rest through the decode one's)
+    finished_client = np.fmax(finished_client, first_client)
+    engine_arrival = c["arrival_s"] + engine_loop.input_s
+    many = done & (c["output_tokens"] > 1)
+    with np.errstate(invalid="ignore"):
+        c["queue_ms"] = np.where(done, (c["scheduled_s"] - engine_arrival) * ms, np.nan)
+        for prefix, first, last, start in (("", first_client, finished_client, c["arrival_s"]),
+                                           ("engine_", c["first_token_s"], c["finished_s"], engine_arrival)):
+            c[prefix + "ttft_ms"] = np.where(done, (first - start) * ms, np.nan)
+            c[prefix + "e2e_ms"] = np.where(done, (last - start) * ms, np.nan)
+            c[prefix + "tpot_ms"] = np.where(many, (last - first) * ms / np.maximum(c["output_tokens"] - 1, 1),
+                                             np.nan)
+    return c
 
 
 def _wider(column: array, name: str) -> array:

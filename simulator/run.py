@@ -7,9 +7,11 @@ import gc
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import numpy as np
 import simpy
 
 from simulator.cluster import Cluster, DisaggregationConfig, Router
+from simulator.live_rows import InOrder, LiveRecorder, every_chunk
 from simulator.records import Recorder, SimulationResult
 from simulator.replica import ReplicaConfig
 from simulator.request import Request
@@ -36,12 +38,15 @@ class SimulationConfig:
 
 def simulate(config: SimulationConfig, step_model: StepTimeModel,
              requests: WorkloadSpec | Workload | Iterable[Request], seed: int = 0,
-             progress: Callable[[int], None] | None = None) -> SimulationResult:
+             progress: Callable[[int], None] | None = None,
+             rows: Callable[[dict[str, np.ndarray], dict[int, str]], None] | None = None) -> SimulationResult:
     """Run the workload to completion; the same inputs and seed give the same result to the bit.
 
     A `WorkloadSpec` is drawn with `seed`; `seed` also drives speculative acceptance draws. A
     closed-loop workload's requests are sent by its clients as their previous answers arrive.
-    `progress`, if given, is called with the number of requests done so far.
+    `progress`, if given, is called with the number of requests done so far. `rows`, if given, is handed the
+    per-request rows (`SimulationResult.columns`' values and the reject reasons) as the run goes, in request order,
+    as soon as they are final, a chunk of finished requests at a time (`simulator.live_rows`); the last at the end.
     """
     if isinstance(requests, WorkloadSpec):
         requests = generate(requests, seed)
@@ -52,10 +57,17 @@ def simulate(config: SimulationConfig, step_model: StepTimeModel,
     else:
         stream = sorted(requests, key=lambda r: r.arrival_s)
     env = simpy.Environment()
-    recorder = Recorder()
+    recorder, on_done = Recorder(), progress
+    if rows is not None:
+        recorder, in_order = LiveRecorder(config.replica.engine_loop), InOrder(rows)
+
+        def flush() -> None:
+            in_order.take(recorder.ready(False), False)
+            recorder.live.trim(in_order.floor_s)
+        on_done = every_chunk(progress, flush)
     router = Router(config.router, config.prefix_balance_slack)
     cluster = Cluster(env, config.replica, config.num_replicas, router, step_model, recorder, seed, stream,
-                      config.disaggregation, config.fast_forward, config.check_invariants, progress, closed)
+                      config.disaggregation, config.fast_forward, config.check_invariants, on_done, closed)
     env.run()
     replicas, preemptions, leaks = len(cluster.replicas), cluster.num_preemptions, cluster.leaks()
     # the replicas (block tables, step-time memos), the event loop and the workload (the caller's, if it keeps it) let
@@ -64,6 +76,9 @@ def simulate(config: SimulationConfig, step_model: StepTimeModel,
     del cluster, env, router, requests, stream
     if recorder.num_done >= COLLECT_AFTER_REQUESTS:
         gc.collect()
+    if rows is not None:
+        in_order.take(recorder.ready(True), True)
+        recorder.close()
     result = recorder.result(config.replica.num_blocks, replicas, preemptions, config.replica.engine_loop)
     result.leaks = leaks
     return result

@@ -19,7 +19,7 @@ from sizer.cli.progress import progress
 from sizer.cli.render import number_column, terminal, text_column
 from sizer.errors import InputError
 from sizer.inputs.gateway import load_gateway
-from sizer.outputs.destination import frames_to_csv
+from sizer.outputs.destination import csv_frames
 from sizer.outputs.serialise import to_json
 from sizer.sizing.gateway import GatewayAnswer, plan_gateway, resolve_gateway, run_gateway
 
@@ -46,10 +46,14 @@ def simulate(path: Path, as_json: bool, num_requests: int | None, requests_csv: 
     doc, name = load_gateway(path)
     rg = resolve_gateway(doc, name, str(path))
     with progress("simulating", "requests", num_requests or rg.config.num_requests) as update:
-        result, a = run_gateway(rg, num_requests, progress=update)
-    if requests_csv is not None:
-        with progress("writing --requests-csv", "requests", len(result.records)) as update:
-            frames_to_csv(requests_csv, "--requests-csv", records_frames(result.records), update)
+        if requests_csv is None:
+            result, a = run_gateway(rg, num_requests, progress=update)
+        else:
+            with csv_frames(requests_csv, "--requests-csv") as write:
+                def rows(records: GatewayRecords, start: int, stop: int) -> None:    # final records, in order
+                    for table in records_tables(records, start=start, stop=stop):
+                        write(table)
+                result, a = run_gateway(rg, num_requests, progress=update, rows=rows)
     if as_json:
         typer.echo(to_json(a))
         return
@@ -59,24 +63,26 @@ def simulate(path: Path, as_json: bool, num_requests: int | None, requests_csv: 
         console.print(f"per-request records (pool, route, fallbacks): {requests_csv}")
 
 
-def records_frames(records: GatewayRecords, rows: int | None = None) -> Iterator:
-    """One row per request, in `GatewayRecord`'s fields, built from the records' columns `rows` requests at a time
-    (default REQUEST_CHUNK_ROWS; pandas DataFrames, in request order; one, empty, for no requests)."""
+def records_tables(records: GatewayRecords, rows: int | None = None, start: int = 0,
+                   stop: int | None = None) -> Iterator[dict[str, np.ndarray]]:
+    """One row per request [start, stop) (default: every one), in `GatewayRecord`'s fields, built from the records'
+    columns `rows` requests at a time (default REQUEST_CHUNK_ROWS; dicts of columns, in request order; one, empty,
+    for no requests)."""
     rows = rows or REQUEST_CHUNK_ROWS
+    stop = len(records) if stop is None else stop
     names = {k: np.array(v, object) for k, v in (("class", records.class_names), ("data", records.data_classes),
                                                   ("route", ("", *records.route_names)),
                                                   ("target", records.target_names), ("outcome", OUTCOMES))}
-    ids = (sorted(records.fallbacks), sorted(records.reject_reasons))  # bisected: in request order
-    for start in range(0, max(len(records), 1), rows):
-        yield _records_frame(records, names, ids, start, min(start + rows, len(records)))
+    ids = tuple(sorted(i for i in by_id if start <= i < stop)              # bisected: in request order
+                for by_id in (records.fallbacks, records.reject_reasons))
+    for a in range(start, max(stop, start + 1), rows):
+        yield _records_table(records, names, ids, a, min(a + rows, stop))
 
 
-def _records_frame(records: GatewayRecords, names: dict[str, np.ndarray], ids: tuple[list[int], list[int]],
-                   start: int, stop: int):
-    """Requests [start, stop) as a pandas DataFrame; `ids`: the request ids of the fallbacks' and the reject
-    reasons' entries, in order."""
-    import pandas as pd
-
+def _records_table(records: GatewayRecords, names: dict[str, np.ndarray], ids: tuple[list[int], list[int]],
+                   start: int, stop: int) -> dict[str, np.ndarray]:
+    """Requests [start, stop) as columns; `ids`: the request ids of the fallbacks' and the reject reasons' entries,
+    in order."""
     part = slice(start, stop)
     fallbacks = np.full(stop - start, "", object)
     reasons = np.full(stop - start, "", object)
@@ -86,7 +92,7 @@ def _records_frame(records: GatewayRecords, names: dict[str, np.ndarray], ids: t
         mine = keys[bisect_left(keys, start):bisect_left(keys, stop)]
         cells[[i - start for i in mine]] = [text(by_id[i]) for i in mine]
     cls = records.cls[part]
-    return pd.DataFrame({
+    return {
         "request_id": np.arange(start, stop), "class_name": names["class"][cls], "data_class": names["data"][cls],
         "difficulty": records.difficulty[part], "arrival_s": records.arrival_s[part],
         "prompt_tokens": records.prompt_tokens[part], "output_tokens": records.output_tokens[part],
@@ -94,7 +100,7 @@ def _records_frame(records: GatewayRecords, names: dict[str, np.ndarray], ids: t
         "target": names["target"][records.target[part]], "fallbacks": fallbacks,
         "outcome": names["outcome"][records.outcome[part]], "reject_reason": reasons,
         "ttft_ms": records.ttft_ms[part], "tpot_ms": records.tpot_ms[part], "e2e_ms": records.e2e_ms[part],
-        "cost_usd": records.cost_usd[part]})
+        "cost_usd": records.cost_usd[part]}
 
 
 def _ms(x: float) -> str:

@@ -3,11 +3,12 @@ step times) and print latency percentiles, throughput, SLO attainment and cache 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
 
-from simulator import ROUTERS, summarise
+from simulator import ROUTERS, request_tables, summarise
 from sizer.cli.flags import check_range, naming_flags
 from sizer.cli.options import (
     CONCURRENCY,
@@ -29,7 +30,7 @@ from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS, is_gateway
 from sizer.inputs.traffic import Traffic
 from sizer.inputs.variant import Variant
 from sizer.kinds import kind
-from sizer.outputs.destination import check_destination, frames_to_csv
+from sizer.outputs.destination import check_destination, csv_frames
 from sizer.outputs.serialise import to_json
 from sizer.sizing import pipeline
 from sizer.sizing.goodput import slo_of
@@ -72,11 +73,18 @@ def command(
                               "--ttft-ms": ttft_ms, "--itl-ms": itl_ms, "--tpot-ms": tpot_ms})
         return gateway.simulate(scenario, as_json, num_requests, requests_csv, wide)
     traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms, tpot_ms=tpot_ms)
-    scenario_obj, result, summary = run(scenario, num_requests, replicas, router, traffic=traffic,
-                                        variant=closed_loop_flag(concurrency, rate))
-    if requests_csv is not None:
-        with progress("writing --requests-csv", "requests", len(result.columns["request_id"])) as update:
-            frames_to_csv(requests_csv, "--requests-csv", result.request_frames(), update)
+    variant = closed_loop_flag(concurrency, rate)
+    if requests_csv is None:
+        scenario_obj, result, summary = run(scenario, num_requests, replicas, router, traffic=traffic, variant=variant)
+    else:
+        with csv_frames(requests_csv, "--requests-csv") as write:
+            def rows(columns: dict, reasons: dict) -> None:     # a chunk of finished requests, in request order
+                for table in request_tables(columns, reasons):
+                    write(table)
+            scenario_obj, result, summary = run(scenario, num_requests, replicas, router, traffic=traffic,
+                                                variant=variant, rows=rows)
+            if not len(result.columns["request_id"]):         # no request: the header alone
+                write(next(request_tables(result.columns, result.reject_reasons)))
     if as_json:
         typer.echo(to_json({"scenario": scenario_obj.name, **vars(summary)}))
         return
@@ -89,7 +97,9 @@ def command(
 
 
 def run(path: Path, num_requests: int | None, replicas: int | None, router: str,
-        traffic: Traffic = Traffic(), variant: Variant | None = None):
+        traffic: Traffic = Traffic(), variant: Variant | None = None, rows: Callable[[dict, dict], None] | None = None):
+    """The scenario with the flags, simulated (its progress on stderr; `rows`: `simulator.simulate`'s), and its
+    summary."""
     variant = variant or Variant()
     if router not in ROUTERS:
         raise InputError(None, "--router", f"{excerpt(router)}; expected one of {', '.join(ROUTERS)}")
@@ -104,7 +114,7 @@ def run(path: Path, num_requests: int | None, replicas: int | None, router: str,
     total = min(num_requests or s.workload.num_requests, (s.workload.trace.max_requests or 1 << 62)
                 if s.workload.trace else 1 << 62)
     with progress("simulating", "requests", total) as update:
-        result = simulate_scenario(r, num_requests, replicas, router, update)
+        result = simulate_scenario(r, num_requests, replicas, router, update, rows=rows)
     return s, result, summarise(result, slo_of(s))
 
 

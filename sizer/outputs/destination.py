@@ -11,13 +11,19 @@ same one-line error.
 Outputs go only to regular files (or stdout): an existing device, FIFO or socket, and any path in
 the kernel's virtual file systems (/proc, /sys, /dev), is refused before the work, so nothing is
 ever written into, or renamed over, something that is not a file. CSV cells a spreadsheet would
-evaluate as a formula are written with a leading apostrophe (`frame_to_csv`).
+evaluate as a formula are written with a leading apostrophe (`frame_to_csv`). A CSV (`csv_frames`,
+`frames_to_csv`) is written to a temporary file beside the destination and renamed onto it at the end,
+so a run that fails part way leaves the file that was there.
 """
 
 from __future__ import annotations
 
+import csv
 import os
+import signal
 import stat
+import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +34,9 @@ from validation.input_files import file_kind
 
 # The kernel's virtual file systems: a path under them is never a plain output file.
 VIRTUAL_ROOTS = (Path("/proc"), Path("/sys"), Path("/dev"))
+# Rows of numbers made text at a time (`_write_columns`): a float's text is 128 bytes in numpy's '<U32', and a
+# Python str after, so 65,536 rows of 25 columns at once would be about 300 MB; pandas' to_csv goes 4,000 at a time.
+CSV_TEXT_ROWS = 4096
 # A CSV cell starting with one of these is a formula to Excel, LibreOffice and Google Sheets (OWASP CSV injection).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -98,26 +107,123 @@ def frame_to_csv(path: str | Path, flag: str, frame) -> None:
 
 
 def frames_to_csv(path: str | Path, flag: str, frames: Iterable, written: Callable[[int], None] | None = None) -> None:
-    """pandas DataFrames of the same columns as one CSV (the header once, from the first), each written as it comes
-    and let go before the next is asked for, its text cells neutralised (`neutralised`): the file `frame_to_csv`
-    writes of them concatenated, byte for byte. `written`, if given, is called with the rows written so far. The frames
-    are built while the file is open: if building one fails (or the run is interrupted), the part written is removed,
-    never left looking like a whole CSV."""
-    def write(f: IO) -> None:
-        rows = 0
-        for i, frame in enumerate(frames):
-            text = frame.select_dtypes(include=["object", "string"]).columns
-            frame.assign(**{c: frame[c].map(neutralised) for c in text}).to_csv(f, index=False, header=i == 0)
-            rows += len(frame)
+    """pandas DataFrames of the same columns as one CSV (`csv_frames`: written as each comes, renamed into place at
+    the end): the file `frame_to_csv` writes of them concatenated, byte for byte. `written`, if given, is called with
+    the rows written so far. The frames are built while the file is open: if building one fails (or the run is
+    interrupted), the part written is removed and a file that was there is left as it was."""
+    with csv_frames(path, flag) as write:
+        for frame in frames:
+            rows = write(frame)
             del frame
             if written is not None:
                 written(rows)
 
+
+@contextmanager
+def csv_frames(path: str | Path, flag: str) -> Iterator[Callable[[object], int]]:
+    """For `with`: `write(frame)` appends a pandas DataFrame, or a dict of equal-length numpy columns
+    (`_write_columns`, no pandas), to the CSV (the header once, from the first; text cells neutralised) and returns
+    the rows written so far. The rows go to a temporary file beside `path` (beside the file
+    a link leads to), renamed onto it when the `with` ends: a run that fails or is interrupted part way leaves no
+    temporary file and whatever was at `path` untouched. An OSError while writing is an InputError naming `path`."""
+    target = Path(os.path.realpath(path))            # a link to a file: that file is replaced, the link stays
     try:
-        write_with(path, flag, write)
-    except BaseException:
-        Path(path).unlink(missing_ok=True)
-        raise
+        mode = os.stat(target).st_mode & 0o7777 if target.exists() else 0o666 & ~_umask()
+        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+        os.close(fd)
+    except OSError as exc:
+        raise InputError(str(path), flag, f"cannot write: {exc.strerror or exc}") from None
+    rows, frames = 0, 0
+
+    with _terminated_as_exit():                    # a kill removes the part file too
+        try:
+            with _writing(path, flag):
+                f = open(temp, "w", encoding="utf-8", newline="")
+
+            def write(frame) -> int:
+                nonlocal rows, frames
+                with _writing(path, flag):
+                    if isinstance(frame, dict):
+                        rows += _write_columns(f, frame, not frames)
+                    else:
+                        text = frame.select_dtypes(include=["object", "string"]).columns
+                        frame.assign(**{c: frame[c].map(neutralised) for c in text}).to_csv(f, index=False,
+                                                                                             header=not frames)
+                        rows += len(frame)
+                    f.flush()                          # each chunk in the part file as it is written
+                frames += 1
+                return rows
+
+            try:
+                yield write
+            finally:
+                with _writing(path, flag):
+                    f.close()
+            with _writing(path, flag):
+                os.chmod(temp, mode)
+                os.replace(temp, target)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+
+
+def _write_columns(f: IO, columns: dict, header: bool) -> int:
+    """Columns of numbers, booleans and text as CSV rows, the bytes pandas' `to_csv` writes of their DataFrame
+    without importing pandas (about 80 MB resident, which a run writing its rows as it goes would hold through its
+    metrics): floats as numpy's `astype(str)` writes them (what `to_csv` calls) and NaN empty, integers and booleans
+    as `astype(str)`, text neutralised, through `csv.writer` with `to_csv`'s defaults (minimal quoting, "\\n")."""
+    out = csv.writer(f, lineterminator="\n")
+    if header:
+        out.writerow(columns)
+    n = len(next(iter(columns.values()))) if columns else 0
+    for start in range(0, n, CSV_TEXT_ROWS):
+        cells = []
+        for values in columns.values():
+            values = values[start:start + CSV_TEXT_ROWS]
+            if values.dtype.kind == "f":
+                text = values.astype(str).astype(object)
+                text[values != values] = ""        # NaN (numpy not imported here: `plan` does not load it)
+            elif values.dtype.kind in "OU":
+                text = [neutralised(v) for v in values.tolist()]
+            else:
+                text = values.astype(str)
+            cells.append(text)
+        out.writerows(zip(*cells, strict=True))
+    return n
+
+
+@contextmanager
+def _terminated_as_exit() -> Iterator[None]:
+    """SIGTERM (`kill`, a cancelled CI job) as SystemExit(143) inside, so that a run killed while it writes removes its
+    part file as an interrupted one does (Python's default for SIGTERM ends the process at once)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def _writing(path: str | Path, flag: str) -> Iterator[None]:
+    """An OSError inside as the InputError of a file that cannot be written."""
+    try:
+        yield
+    except OSError as exc:
+        raise InputError(str(path), flag, f"cannot write: {exc.strerror or exc}") from None
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it, then restored): a new file's permission bits, as `open` makes it."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def write_with(path: str | Path, flag: str, writer: Callable[[IO], object], binary: bool = False) -> None:

@@ -307,11 +307,13 @@ def _class_answer(c: ClassSection, recs: GatewayRecords, mine: np.ndarray) -> Cl
 
 
 def run_gateway(rg: ResolvedGateway, num_requests: int | None = None, config: GatewayConfig | None = None,
-                progress: Callable[[int], None] | None = None) -> tuple[GatewayResult, GatewayAnswer]:
+                progress: Callable[[int], None] | None = None,
+                rows: Callable[[GatewayRecords, int, int], None] | None = None) -> tuple[GatewayResult, GatewayAnswer]:
+    """The gateway simulated (`rows`: `simulate_gateway`'s, the records as they are final) and its answer."""
     cfg = config or rg.config
     if num_requests is not None:
         cfg = replace(cfg, num_requests=num_requests)
-    result = simulate_gateway(cfg, rg.doc.gateway.seed, progress)
+    result = simulate_gateway(cfg, rg.doc.gateway.seed, progress, rows)
     return result, answer(rg, result, cfg)
 
 

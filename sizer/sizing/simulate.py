@@ -46,11 +46,12 @@ def check_simulated_blocks(blocks: int, file: str | None, field: str) -> None:
 def simulate_scenario(r: Resolved, num_requests: int | None = None, replicas: int | None = None,
                       router: str = DEFAULT_ROUTER, progress: Callable[[int], None] | None = None,
                       rate_per_s: float | None = None, step: StepTimeModel | None = None,
-                      workload: Workload | None = None):
+                      workload: Workload | None = None, rows: Callable[[dict, dict], None] | None = None):
     """Simulate the scenario's workload (at `rate_per_s` if given; `workload`'s requests as they are, if given) on
-    its deployment with its step model (`step`, when the caller has built it already)."""
+    its deployment with its step model (`step`, when the caller has built it already); `rows`: `simulate`'s, the
+    per-request rows as they are final."""
     return simulate(simulation_config(r, replicas, router), step or step_model_for(r),
-                    workload or workload_of(r, num_requests, rate_per_s), r.workload.seed, progress)
+                    workload or workload_of(r, num_requests, rate_per_s), r.workload.seed, progress, rows)
 
 
 def simulate_replica(r: Resolved, rate_per_s: float, num_requests: int):

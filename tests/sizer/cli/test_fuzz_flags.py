@@ -86,8 +86,8 @@ def stubbed(monkeypatch):
         monkeypatch.setattr(module, function, reached)
     real = sizer.cli.simulate.simulate_scenario
 
-    def clamped(resolved, num_requests, replicas, router, *rest):
-        return real(resolved, min(num_requests or 20, 20), replicas and min(replicas, 4), router, *rest)
+    def clamped(resolved, num_requests, replicas, router, *rest, **named):
+        return real(resolved, min(num_requests or 20, 20), replicas and min(replicas, 4), router, *rest, **named)
 
     monkeypatch.setattr(sizer.cli.simulate, "simulate_scenario", clamped)
 

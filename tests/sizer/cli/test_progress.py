@@ -127,22 +127,21 @@ def test_a_command_with_stderr_captured_prints_progress_lines_and_pure_json(monk
 
 
 @pytest.mark.parametrize("scenario", [CHAT, ROOT / "scenarios" / "gateway-residency.yaml"])
-def test_writing_the_requests_csv_shows_its_own_progress_after_the_simulations(monkeypatch, tmp_path, scenario):
-    # the rows are written a chunk at a time (here 32 requests): each chunk written is counted, on stderr, after the
-    # simulation's count; stdout stays pure JSON
+def test_the_requests_csv_is_written_under_the_simulations_progress(monkeypatch, tmp_path, scenario):
+    # the rows are written as requests finish (here every 32): the simulation's own count is the CSV's progress,
+    # shown to the last request and closed once; no second display waits after it; stdout stays pure JSON
     import simulator.records as records
     from sizer.cli import gateway as gateway_cli
 
     monkeypatch.setattr(progress_module, "LINE_S", 0.0)
     monkeypatch.setattr(records, "REQUEST_CHUNK_ROWS", 32)
     monkeypatch.setattr(gateway_cli, "REQUEST_CHUNK_ROWS", 32)
-    result = runner.invoke(app, ["simulate", str(scenario), "--num-requests", "100", "--json",
-                                 "--requests-csv", str(tmp_path / "r.csv")])
+    out = tmp_path / "r.csv"
+    result = runner.invoke(app, ["simulate", str(scenario), "--num-requests", "100", "--json", "--requests-csv",
+                                 str(out)])
     assert result.exit_code == 0, result.output
     json.loads(result.stdout)
     lines = result.stderr.splitlines()
-    writing = [x.split(", ")[0] for x in lines if x.startswith("writing --requests-csv: ") and "done" not in x]
-    assert writing == [f"writing --requests-csv: {k}/100 requests" for k in (32, 64, 96, 100)], lines
-    assert max(i for i, x in enumerate(lines) if x.startswith("simulating")) < lines.index(
-        next(x for x in lines if x.startswith("writing")))
-    assert lines[-1].startswith("writing --requests-csv: done, 100 requests in ")
+    assert [x.split(", ")[0] for x in lines[-2:]] == ["simulating: 100/100 requests", "simulating: done"], lines
+    assert all(x.startswith("simulating: ") for x in lines), lines
+    assert len(out.read_text().splitlines()) == 101                 # the header and one row per request
