@@ -175,7 +175,7 @@ def test_models_and_gpus_as_json():
     assert models["llama-3.1-8b"]["hf_repo"] == "meta-llama/Llama-3.1-8B"
     assert models["llama-3.1-8b"]["layers"] == 32 and models["llama-3.1-8b"]["max_position_embeddings"] == 131072
     gpus = {g["id"]: g for g in json.loads(runner.invoke(app, ["gpus", "--json"]).stdout)}
-    assert gpus["h100-sxm"]["memory_bytes"] == 80 * 2**30          # 80 GiB, as the profile states it
+    assert gpus["h100-sxm"]["memory_bytes"] == 85_045_477_376      # deviceQuery's total on an H100 SXM, the profile's
 
 
 def test_one_gpu_is_singular():

@@ -119,8 +119,9 @@ def test_profile_memory_rule(path):
         assert "as printed" in mem["bytes_source"]
     else:
         assert str(mem["bytes"]) in mem["bytes_source"]
-        # A sourced count is within 10% above the printed figure (80 GiB = 1.074 x 80 GB).
-        assert printed_gb * 1e9 <= mem["bytes"] <= printed_gb * 1e9 * 1.1
+        # A sourced count is within 5% below and 10% above the printed figure: what CUDA reports is a little
+        # less (an L4's 22,478 MiB = 0.982 x 24 GB), a GiB figure more (80 GiB = 1.074 x 80 GB).
+        assert printed_gb * 1e9 * 0.95 <= mem["bytes"] <= printed_gb * 1e9 * 1.1
 
 
 @pytest.mark.parametrize("path", PROFILE_FILES, ids=lambda p: p.stem)

@@ -98,12 +98,12 @@ def test_a_new_gpu_is_one_yaml_file(tmp_path, monkeypatch):
     monkeypatch.setenv("SIZER_HOME", str(tmp_path / "home"))
     _new_gpu(tmp_path / "home" / "profiles")
     runner = CliRunner()
-    # plan: found by id and by alias, its figures (the H100 SXM's: 80 GiB) planned
+    # plan: found by id and by alias, its figures (the H100 SXM's 85,045,477,376 B, what CUDA reports) planned
     assert load_hardware("x9k").id == "x9000"
     result = runner.invoke(app, ["plan", str(SCENARIO), "--gpu", "x9000", "--json"])
     assert result.exit_code == 0, result.output
     plan = json.loads(result.stdout)
-    assert (plan["gpu"], plan["gpu_memory_bytes"]) == ("Example X9000", 85899345920)
+    assert (plan["gpu"], plan["gpu_memory_bytes"]) == ("Example X9000", 85_045_477_376)
     assert any(a.startswith("hardware profile x9000: ") and a.endswith("(your profile folder)")
                for a in plan["assumptions"])
     # --emit k8s writes its schedule; sizer check reads the GPU back from the node label it wrote

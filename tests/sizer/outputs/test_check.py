@@ -168,10 +168,11 @@ def test_memory_rule_says_by_how_much_and_how_to_fix():
     # half per GPU at TP 2 = 163,840 B x 131,072 = 20.0 GiB; bf16 weights 70.55e9 x 2 B / 2 = 65.7 GiB.
     assert "one sequence of max_model_len 20.0 GiB" in rule.message
     assert "weights 65.7 GiB" in rule.message
-    # FP8 KV halves the sequence to 10 GiB, still more than the 3.66 GiB left: not offered. The KV
-    # left holds 3.66 GiB / 160 KiB = 23,986 tokens -> 23,552 (a multiple of 1,024), above the
-    # workload's longest request (16,000 + 2,000 tokens).
-    assert rule.fixes == ("--max-model-len 23552 (from 131072; the workload's longest request fits)",
+    # FP8 KV halves the sequence to 10 GiB, still more than the 2.94 GiB left (0.9 x the 79.2 GiB CUDA reports
+    # of an H100, 71.3 GiB, less weights, activations and context): not offered. The KV left holds
+    # 2.94 GiB / 160 KiB = 19,290 tokens -> 18,432 (a multiple of 1,024), above the workload's longest request
+    # (16,000 + 2,000 tokens).
+    assert rule.fixes == ("--max-model-len 18432 (from 131072; the workload's longest request fits)",
                           "FP8 weights (--quantization fp8; evaluate accuracy first)",
                           # 4 GPUs x $3.99 = $15.96/hour against the values' $12/hour budget
                           "more GPUs: --tensor-parallel-size 4 (+2 GPUs per replica); $15.96/hour, over the "
@@ -185,11 +186,12 @@ def test_kv_share_rule_counts_full_length_sequences():
     inp = read_check_input(str(PASS), kv_share=1.0)
     plan = plan_of(inp)
     rule = max_model_len_rule(inp, plan, 8192, 131072)
-    # 55.3 GiB of KV per H100 / (8,192 tokens x 128 KiB) = 55 sequences; 1.0 x 128 are required.
+    # 54.5 GiB of KV per H100 (of the 79.2 GiB CUDA reports) / (8,192 tokens x 128 KiB) = 54 sequences; 1.0 x 128
+    # are required.
     assert rule.status == "fail"
-    assert "holds 55 sequences" in rule.message and "required 128" in rule.message and "short by 73" in rule.message
-    assert rule.fixes[-1].startswith("--max-num-seqs 55 ")
-    # 0.25 x 128 = 32 <= 55
+    assert "holds 54 sequences" in rule.message and "required 128" in rule.message and "short by 74" in rule.message
+    assert rule.fixes[-1].startswith("--max-num-seqs 54 ")
+    # 0.25 x 128 = 32 <= 54
     assert max_model_len_rule(read_check_input(str(PASS)), plan, 8192, 131072).status == "pass"
 
 
@@ -219,7 +221,7 @@ def test_exit_1_on_memory_with_junit_and_json(tmp_path):
     junit = tmp_path / "out.xml"
     result = run(MEMORY, "--junit", junit)
     assert result.exit_code == 1
-    assert ("✗ memory" in result.output and "fix: --max-model-len 23552" in result.output
+    assert ("✗ memory" in result.output and "fix: --max-model-len 18432" in result.output
             and "FAIL: memory" in result.output)
     suite = ET.parse(junit).getroot().find("testsuite")
     cases = {c.get("name"): c for c in suite.findall("testcase")}
@@ -302,7 +304,7 @@ def test_a_manifest_without_a_block_that_does_not_fit_exits_1(tmp_path):
     # bf16 70B on 2 x H100 does not fit whatever the traffic: the memory verdict alone is exit 1.
     assert result.exit_code == 1, result.output
     assert "✗ memory" in result.output and "skipped: no workload stated" in result.output
-    assert "fix: --max-model-len 23552" in result.output           # the fixes do not need a workload either
+    assert "fix: --max-model-len 18432" in result.output           # the fixes do not need a workload either
 
 
 def test_no_workload_plans_at_the_nominal_workload(tmp_path):
