@@ -61,9 +61,14 @@ def simulate(config: SimulationConfig, step_model: StepTimeModel,
     if rows is not None:
         recorder, in_order = LiveRecorder(config.replica.engine_loop), InOrder(rows)
 
+        # a closed loop's next request arrives one API-server pass after its sender's answer, a pass whose cost grows
+        # with the sender replica's last batch: a later id can arrive up to one such pass before an earlier one
+        loop = config.replica.engine_loop
+        skew_s = loop.output_s_per_pass + loop.output_s_per_token * config.replica.scheduler.max_num_seqs
+
         def flush() -> None:
             in_order.take(recorder.ready(False), False)
-            recorder.live.trim(in_order.floor_s)
+            recorder.live.trim(in_order.floor_s - skew_s)
         on_done = every_chunk(progress, flush)
     router = Router(config.router, config.prefix_balance_slack)
     cluster = Cluster(env, config.replica, config.num_replicas, router, step_model, recorder, seed, stream,

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 
 def count(n: int, noun: str) -> str:
     """`n` and `noun`, plural (an added s) unless n is 1."""
@@ -11,6 +13,10 @@ def count(n: int, noun: str) -> str:
 
 def significant(value: float, digits: int = 4) -> str:
     """`value` to `digits` significant digits, or every digit of its whole part where it has more (12,500 rather
-    than 1.25e+04), grouped in thousands: 33.33, 2,000, 12,500."""
-    whole_digits = len(f"{abs(value):.0f}")
-    return f"{value:,.{max(digits, whole_digits)}g}"
+    than 1.25e+04), grouped in thousands, trailing zeros of the fraction dropped, never in exponent form: 33.33,
+    2,000, 12,500, 0.00005."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
+    text = f"{value:,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text

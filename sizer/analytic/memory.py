@@ -329,8 +329,9 @@ def estimation_kv_blocks(max_num_tokens: int, max_model_len: int, block_size: in
     """Blocks of the KV cache TensorRT-LLM's KvCacheCreator builds for its profiling pass, on one rank: the blocks of
     every dummy prompt (max_num_tokens in prompts of max_model_len - 1 tokens and the rest, each with
     ESTIMATION_EXTRA_TOKENS), every rank's under attention DP (`_create_dummy_context_requests` repeats them per rank
-    and `_get_token_num_for_estimation` sums them all; tensorrt_llm/_torch/pyexecutor/_util.py)."""
-    longest = min(max_num_tokens, max_model_len - 1)
+    and `_get_token_num_for_estimation` sums them all; tensorrt_llm/_torch/pyexecutor/_util.py). A prompt has at least
+    one token, at a max_model_len of 1 too."""
+    longest = max(1, min(max_num_tokens, max_model_len - 1))
     full, rest = divmod(max_num_tokens, longest)
     blocks = full * math.ceil((longest + ESTIMATION_EXTRA_TOKENS) / block_size)
     if rest:

@@ -129,16 +129,18 @@ def csv_frames(path: str | Path, flag: str) -> Iterator[Callable[[object], int]]
     target = Path(os.path.realpath(path))            # a link to a file: that file is replaced, the link stays
     try:
         mode = os.stat(target).st_mode & 0o7777 if target.exists() else 0o666 & ~_umask()
-        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-        os.close(fd)
     except OSError as exc:
         raise InputError(str(path), flag, f"cannot write: {exc.strerror or exc}") from None
-    rows, frames = 0, 0
+    rows, frames, temp = 0, 0, None
 
-    with _terminated_as_exit():                    # a kill removes the part file too
+    with _terminated_as_exit():                    # a kill removes the part file too, from its creation on
         try:
+            try:
+                fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+            except OSError as exc:
+                raise InputError(str(path), flag, f"cannot write: {exc.strerror or exc}") from None
             with _writing(path, flag):
-                f = open(temp, "w", encoding="utf-8", newline="")
+                f = open(fd, "w", encoding="utf-8", newline="")      # the descriptor is the file's from here
 
             def write(frame) -> int:
                 nonlocal rows, frames
@@ -156,6 +158,8 @@ def csv_frames(path: str | Path, flag: str) -> Iterator[Callable[[object], int]]
 
             try:
                 yield write
+                with _writing(path, flag):
+                    os.fsync(f.fileno())               # on disk before the rename: a crash leaves the old file
             finally:
                 with _writing(path, flag):
                     f.close()
@@ -163,7 +167,8 @@ def csv_frames(path: str | Path, flag: str) -> Iterator[Callable[[object], int]]
                 os.chmod(temp, mode)
                 os.replace(temp, target)
         except BaseException:
-            Path(temp).unlink(missing_ok=True)
+            if temp is not None:
+                Path(temp).unlink(missing_ok=True)
             raise
 
 

@@ -228,6 +228,9 @@ def test_tensorrt_llms_profiling_kv_cache_holds_every_ranks_dummy_prompts():
     from sizer.analytic.memory import estimation_kv_blocks
     assert estimation_kv_blocks(8192, 2500, 32, 8) == 2072
     assert estimation_kv_blocks(8192, 2500, 32, 1) == 259
+    # max_model_len 1 (accepted by the scenario): prompts of one token, not of max_seq_len - 1 = 0 (a division by
+    # zero before): 8,192 prompts of 1 + 2 tokens, one 32-token block each
+    assert estimation_kv_blocks(8192, 1, 32, 1) == 8192
     # a budget of a whole 22,000-token sequence: dummies of 21,999 tokens (max_seq_len - 1) and 1,
     # ceil(22,001 / 32) + ceil(3 / 32) = 688 + 1 blocks
     assert estimation_kv_blocks(22_000, 22_000, 32, 1) == 689

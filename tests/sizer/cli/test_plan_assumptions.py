@@ -88,7 +88,8 @@ def test_one_wording_of_the_targets_for_plan_check_report_and_sweep():
 
 
 def test_significant_digits_never_in_exponent_form():
-    # four significant digits (33.333... -> 33.33, 0.12345 -> 0.1235 rounding half-even on its binary value), the
-    # whole part kept in full past four digits (1,234,567.8 -> 1,234,568), thousands grouped; negatives alike
-    assert [significant(v) for v in (33.3333, 0.12345, 2_000, 12_500, 1_234_567.8, -98_765.4)] == [
-        "33.33", "0.1235", "2,000", "12,500", "1,234,568", "-98,765"]
+    # four significant digits (33.333... -> 33.33, 0.12345 -> 0.1235 rounding its binary value, a little above the
+    # half), the whole part kept in full past four digits (1,234,567.8 -> 1,234,568), thousands grouped, trailing
+    # zeros dropped (2.0 -> 2), negatives alike, and tiny targets without an exponent (5e-05 before)
+    assert [significant(v) for v in (33.3333, 0.12345, 2_000, 12_500, 1_234_567.8, -98_765.4, 2.0, 0.00005, 0)] == [
+        "33.33", "0.1235", "2,000", "12,500", "1,234,568", "-98,765", "2", "0.00005", "0"]
