@@ -77,10 +77,10 @@ def roofline_for(r: Deployment, step_overhead_s: float = STEP_OVERHEAD_S) -> Roo
 # How close the tables and the roofline come, per engine (docs/fidelity.md): benchmarks/fidelity_vllm.py on the 15
 # public vLLM 0.15.1 H100 runs and benchmarks/saturation.py on TensorRT-LLM's published dense max-load rows
 TABLES_VS_ROOFLINE = {
-    "vllm": ("on the public vLLM 0.15.1 H100 runs the tables give E2E 6.1%, TTFT 8.8%, ITL 7.4% median error, the "
-             "roofline 6.1%, 5.0%, 7.4% (docs/fidelity.md)"),
-    "tensorrt-llm": ("on TensorRT-LLM's published dense maximum-load rows the tables give 5.1% median error in "
-                     "throughput, the roofline 11.5% (docs/fidelity.md)"),
+    "vllm": ("on the public vLLM 0.15.1 H100 runs the tables give E2E 6.3%, TTFT 6.4%, ITL 7.1% median error, the "
+             "roofline 8.1%, 5.4%, 7.7% (docs/fidelity.md)"),
+    "tensorrt-llm": ("on TensorRT-LLM's published dense maximum-load rows the tables give 4.5% median error in "
+                     "throughput, the roofline 11.5% when last measured (docs/fidelity.md)"),
 }
 
 
