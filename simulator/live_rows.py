@@ -27,7 +27,7 @@ import numpy as np
 
 import simulator.records as records
 from simulator.engine_loop import EngineLoop
-from simulator.records import ApiServer, Recorder, derived_columns
+from simulator.records import ApiServer, Recorder, client_time_of, derived_columns
 
 Rows = tuple[dict[str, np.ndarray], dict[int, str]]     # columns (as SimulationResult.columns) and reject reasons
 
@@ -86,8 +86,8 @@ class ClientTimes:
                 self.floor_s[r] = floor_s
 
     def lookup(self, times_s: np.ndarray, replica: np.ndarray, final: bool) -> tuple[np.ndarray, np.ndarray]:
-        """Client arrival of tokens sampled at `times_s` on `replica` (as `records._at_client`: the step ending then,
-        else the time itself), and which are settled (no later step of the replica can end at that time)."""
+        """Client arrival of tokens sampled at `times_s` on `replica` (`client_time_of`, as the result's columns), and
+        which are settled (no later step of the replica can end at that time)."""
         out, ready = times_s.copy(), np.ones(len(times_s), bool)
         real = np.flatnonzero(times_s >= 0)          # NaN and -1: no token, the time itself
         for r in np.unique(replica[real]).tolist():
@@ -102,8 +102,7 @@ class ClientTimes:
             if not final:
                 ready[idx] = t <= (ends[-1] if len(ends) else -math.inf)
             if len(ends):
-                pos = np.minimum(np.searchsorted(ends, t), len(ends) - 1)
-                out[idx] = np.where(ends[pos] == t, self.client[r][pos], t)
+                out[idx] = client_time_of(t, ends, self.client[r])
         return out, ready
 
 

@@ -598,6 +598,13 @@ def _walk(loop: EngineLoop, end_s: np.ndarray, num_seqs: np.ndarray, out: np.nda
             i = j
 
 
+def client_time_of(times_s: np.ndarray, ends_s: np.ndarray, client_s: np.ndarray) -> np.ndarray:
+    """The client time of tokens sampled at `times_s` on one replica whose steps end at `ends_s` (sorted, not empty)
+    and reach the client at `client_s`: the step ending then's, else the time itself."""
+    pos = np.minimum(np.searchsorted(ends_s, times_s), len(ends_s) - 1)
+    return np.where(ends_s[pos] == times_s, client_s[pos], times_s)
+
+
 def _at_client(times_s: np.ndarray, replica: np.ndarray, tl: Timeline) -> np.ndarray:
     """Client arrival of tokens sampled at `times_s` on `replica` (each a step's end there; NaN or
     -1 where none): that step's client time, else `times_s` itself."""
@@ -617,6 +624,5 @@ def _at_client(times_s: np.ndarray, replica: np.ndarray, tl: Timeline) -> np.nda
         lo, hi = first[idx[0]], last[idx[0]]
         if lo == hi:                                          # a replica with no step
             continue
-        pos = lo + np.minimum(np.searchsorted(step_end[lo:hi], times_s[idx]), hi - lo - 1)
-        out[idx] = np.where(step_end[pos] == times_s[idx], step_client[pos], times_s[idx])
+        out[idx] = client_time_of(times_s[idx], step_end[lo:hi], step_client[lo:hi])
     return out
