@@ -22,9 +22,11 @@ ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.slow          # the cluster takes ~10-20 s to start
 
 REPO = Path(__file__).resolve().parents[3]
-# 2 GPUs x 2 TP x 2 KV formats x 2 TTFT targets x 4 rates = 64 points, every one simulated (none pruned)
+# 2 GPUs x 2 TP x 2 KV formats x 2 TTFT targets x 2 rates = 32 points, every one simulated (none pruned): every axis
+# has two values, so a column written in another order or a point lost on either backend shows (4 rates, 64 points,
+# took 28 s of the file's 45; main 8c00154)
 AXES = {"gpu": ["h100-sxm", "h200"], "tensor_parallel_size": [1, 2], "kv_cache_dtype": ["auto", "fp8"],
-        "ttft_ms": [300, 500], "rate_per_s": [1, 2, 3, 4]}
+        "ttft_ms": [300, 500], "rate_per_s": [1, 2]}
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +50,7 @@ def run(tmp_path: Path, name: str, backend: str, axes: dict = AXES, **kw):
 def test_ray_and_local_write_the_same_rows(cluster, tmp_path):
     _, on_ray, by_ray = run(tmp_path, "ray", "ray")
     _, local, by_pool = run(tmp_path, "local", "local")
-    assert on_ray.simulated == local.simulated == 64 and by_ray.num_rows == 64
+    assert on_ray.simulated == local.simulated == 32 and by_ray.num_rows == 32
     assert by_ray.equals(by_pool)                     # every column, to the bit
     assert by_ray.column("ttft_p95_ms").null_count == 0
 
