@@ -1,6 +1,10 @@
-"""Helpers for the planner tests: run `sizer plan --json` in-process and return the dict."""
+"""Helpers for the planner tests: run `sizer plan --json` in-process and return the dict; run the simulations a
+test asks for more than once only once (`simulations_once`)."""
 
+import copy
+import hashlib
 import json
+import pickle
 from pathlib import Path
 
 import pytest
@@ -25,3 +29,35 @@ def plan_json():
         return cache[key]
 
     return run
+
+
+@pytest.fixture
+def simulations_once(monkeypatch):
+    """Within one test, a simulation the commands ask for again with the very same inputs is not run again: its
+    result is the first run's (a copy). `simulator.run.simulate` promises the same result to the bit for the same
+    inputs and seed (its docstring; the simulate goldens hold it), so every number a command prints is what it
+    would be without this; only the repeated work goes. The inputs are compared whole (the pickled simulation
+    config, step model, workload and seed): a command that asks anything different, in any field, simulates it.
+    Yields the count of runs and of repeats saved."""
+    import sizer.sizing.simulate as sizing_simulate
+
+    run, results, counts = sizing_simulate.simulate, {}, {"runs": 0, "repeats": 0}
+
+    def once(config, step_model, requests, seed=0, progress=None, rows=None):
+        try:
+            key = None if progress or rows else hashlib.sha256(
+                pickle.dumps((config, step_model, requests, seed))).digest()
+        except (pickle.PicklingError, TypeError, AttributeError):     # a generator of requests: not kept
+            key = None
+        if key is None or key not in results:
+            counts["runs"] += 1
+            result = run(config, step_model, requests, seed, progress, rows)
+            if key is None:
+                return result
+            results[key] = result
+        else:
+            counts["repeats"] += 1
+        return copy.deepcopy(results[key])
+
+    monkeypatch.setattr(sizing_simulate, "simulate", once)
+    yield counts
