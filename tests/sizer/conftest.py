@@ -31,14 +31,9 @@ def plan_json():
     return run
 
 
-@pytest.fixture
-def simulations_once(monkeypatch):
-    """Within one test, a simulation the commands ask for again with the very same inputs is not run again: its
-    result is the first run's (a copy). `simulator.run.simulate` promises the same result to the bit for the same
-    inputs and seed (its docstring; the simulate goldens hold it), so every number a command prints is what it
-    would be without this; only the repeated work goes. The inputs are compared whole (the pickled simulation
-    config, step model, workload and seed): a command that asks anything different, in any field, simulates it.
-    Yields the count of runs and of repeats saved."""
+def _run_once(monkeypatch: pytest.MonkeyPatch) -> dict:
+    """Patch the sizing's `simulate` (sizer.sizing.simulate) to run each distinct simulation once while `monkeypatch`
+    holds; the counts of runs and of repeats saved."""
     import sizer.sizing.simulate as sizing_simulate
 
     run, results, counts = sizing_simulate.simulate, {}, {"runs": 0, "repeats": 0}
@@ -60,4 +55,23 @@ def simulations_once(monkeypatch):
         return copy.deepcopy(results[key])
 
     monkeypatch.setattr(sizing_simulate, "simulate", once)
-    yield counts
+    return counts
+
+
+@pytest.fixture
+def simulations_once(monkeypatch):
+    """Within one test, a simulation the commands ask for again with the very same inputs is not run again: its
+    result is the first run's (a copy). `simulator.run.simulate` promises the same result to the bit for the same
+    inputs and seed (its docstring; the simulate goldens hold it), so every number a command prints is what it
+    would be without this; only the repeated work goes. The inputs are compared whole (the pickled simulation
+    config, step model, workload and seed): a command that asks anything different, in any field, simulates it.
+    Yields the count of runs and of repeats saved."""
+    yield _run_once(monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def module_simulations_once():
+    """`simulations_once` across the tests of one module (`pytestmark = pytest.mark.usefixtures(...)`), for modules
+    whose tests check the same deployment under different flags."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        yield _run_once(monkeypatch)
