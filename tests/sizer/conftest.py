@@ -3,6 +3,7 @@ test asks for more than once only once (`simulations_once`)."""
 
 import copy
 import hashlib
+import inspect
 import json
 import pickle
 from pathlib import Path
@@ -34,19 +35,24 @@ def plan_json():
 def _run_once(monkeypatch: pytest.MonkeyPatch) -> dict:
     """Patch the sizing's `simulate` (sizer.sizing.simulate) to run each distinct simulation once while `monkeypatch`
     holds; the counts of runs and of repeats saved."""
+    import simulator.run
     import sizer.sizing.simulate as sizing_simulate
 
-    run, results, counts = sizing_simulate.simulate, {}, {"runs": 0, "repeats": 0}
+    # the simulator's own signature names the inputs (`run` may be another test's wrapper of it)
+    run, signature = sizing_simulate.simulate, inspect.signature(simulator.run.simulate)
+    results, counts = {}, {"runs": 0, "repeats": 0}
 
-    def once(config, step_model, requests, seed=0, progress=None, rows=None):
-        try:
-            key = None if progress or rows else hashlib.sha256(
-                pickle.dumps((config, step_model, requests, seed))).digest()
+    def once(*args, **kwargs):
+        inputs = signature.bind(*args, **kwargs)
+        inputs.apply_defaults()
+        try:            # a run that reports as it goes (progress, rows) is run: its callbacks must be called
+            key = None if inputs.arguments.get("progress") or inputs.arguments.get("rows") else hashlib.sha256(
+                pickle.dumps(tuple(inputs.arguments.items()))).digest()
         except (pickle.PicklingError, TypeError, AttributeError):     # a generator of requests: not kept
             key = None
         if key is None or key not in results:
             counts["runs"] += 1
-            result = run(config, step_model, requests, seed, progress, rows)
+            result = run(*args, **kwargs)
             if key is None:
                 return result
             results[key] = result
