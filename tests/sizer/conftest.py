@@ -1,6 +1,11 @@
-"""Helpers for the planner tests: run `sizer plan --json` in-process and return the dict."""
+"""Helpers for the planner tests: run `sizer plan --json` in-process and return the dict; run the simulations a
+test asks for more than once only once (`simulations_once`)."""
 
+import copy
+import hashlib
+import inspect
 import json
+import pickle
 from pathlib import Path
 
 import pytest
@@ -25,3 +30,54 @@ def plan_json():
         return cache[key]
 
     return run
+
+
+def _run_once(monkeypatch: pytest.MonkeyPatch) -> dict:
+    """Patch the sizing's `simulate` (sizer.sizing.simulate) to run each distinct simulation once while `monkeypatch`
+    holds; the counts of runs and of repeats saved."""
+    import simulator.run
+    import sizer.sizing.simulate as sizing_simulate
+
+    # the simulator's own signature names the inputs (`run` may be another test's wrapper of it)
+    run, signature = sizing_simulate.simulate, inspect.signature(simulator.run.simulate)
+    results, counts = {}, {"runs": 0, "repeats": 0}
+
+    def once(*args, **kwargs):
+        inputs = signature.bind(*args, **kwargs)
+        inputs.apply_defaults()
+        try:            # a run that reports as it goes (progress, rows) is run: its callbacks must be called
+            key = None if inputs.arguments.get("progress") or inputs.arguments.get("rows") else hashlib.sha256(
+                pickle.dumps(tuple(inputs.arguments.items()))).digest()
+        except (pickle.PicklingError, TypeError, AttributeError):     # a generator of requests: not kept
+            key = None
+        if key is None or key not in results:
+            counts["runs"] += 1
+            result = run(*args, **kwargs)
+            if key is None:
+                return result
+            results[key] = result
+        else:
+            counts["repeats"] += 1
+        return copy.deepcopy(results[key])
+
+    monkeypatch.setattr(sizing_simulate, "simulate", once)
+    return counts
+
+
+@pytest.fixture
+def simulations_once(monkeypatch):
+    """Within one test, a simulation the commands ask for again with the very same inputs is not run again: its
+    result is the first run's (a copy). `simulator.run.simulate` promises the same result to the bit for the same
+    inputs and seed (its docstring; the simulate goldens hold it), so every number a command prints is what it
+    would be without this; only the repeated work goes. The inputs are compared whole (the pickled simulation
+    config, step model, workload and seed): a command that asks anything different, in any field, simulates it.
+    Yields the count of runs and of repeats saved."""
+    yield _run_once(monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def module_simulations_once():
+    """`simulations_once` across the tests of one module (`pytestmark = pytest.mark.usefixtures(...)`), for modules
+    whose tests check the same deployment under different flags."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        yield _run_once(monkeypatch)

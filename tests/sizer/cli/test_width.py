@@ -60,7 +60,10 @@ def test_the_check_finds_a_cut_number():
 
 
 @pytest.mark.parametrize("name", COMMANDS)
-def test_every_command_fits_80_columns_and_cuts_no_number(name, monkeypatch, tmp_path):
+def test_every_command_fits_80_columns_and_cuts_no_number(name, monkeypatch, tmp_path, simulations_once):
+    # simulations_once (tests/sizer/conftest.py): "plan a day" sizes the diurnal peak, its steady rate, twice (the
+    # plan's and the day's sizing); the same inputs give the same bits, so the second is the first's
+
     monkeypatch.setenv("COLUMNS", str(COLUMNS))
     monkeypatch.chdir(tmp_path)                     # nothing a command writes lands in the checkout
     (tmp_path / "sweep.yaml").write_text(SWEEP)

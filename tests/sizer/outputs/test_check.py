@@ -25,6 +25,9 @@ DEPLOY = ROOT / "scenarios" / "deploy"
 PASS = DEPLOY / "pass-llama-8b-h100.yaml"
 MEMORY = DEPLOY / "fail-memory-llama-70b-h100.yaml"
 LATENCY = DEPLOY / "fail-latency-llama-70b-h100.yaml"
+# Several tests check the same manifests: a simulation asked again with the very same inputs runs once for the
+# module (module_simulations_once, tests/sizer/conftest.py: the same inputs give the same bits).
+pytestmark = pytest.mark.usefixtures("module_simulations_once")
 
 def run(*args: str, input: str | None = None):
     return CliRunner().invoke(app, ["check", *(str(a) for a in args)], input=input)

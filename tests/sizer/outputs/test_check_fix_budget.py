@@ -1,9 +1,14 @@
 """`sizer check`'s replica fix is the sizing pipeline's own answer, explained by the simulation that decided
 it (not by the short goodput probes), and a stated budget is honoured: a fix over it says so (issue 27)."""
 
+import pytest
 import yaml
 
 from sizer.outputs.check import check_file
+
+# The fix tests check the same manifest under two budgets: its simulations run once for the module
+# (module_simulations_once, tests/sizer/conftest.py: the same inputs give the same bits).
+pytestmark = pytest.mark.usefixtures("module_simulations_once")
 
 LATENCY = "scenarios/deploy/fail-latency-llama-70b-h100.yaml"   # 12 req/s, TTFT 500 ms, one TP4 H100 replica, $40/hour
 

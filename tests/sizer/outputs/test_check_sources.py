@@ -55,7 +55,8 @@ def test_share_of_a_trace_stretches_its_arrival_times(tmp_path):
     assert inp.scenario_data["workload"]["trace"]["time_scale"] == 4.0
 
 
-def test_share_halves_the_replicas_the_slo_needs():
+def test_share_halves_the_replicas_the_slo_needs(simulations_once):
+    # simulations_once (tests/sizer/conftest.py): both checks bisect the same goodput, run once
     # scenarios/deploy/pass-llama-8b-h100.yaml: 2 replicas, each meeting the SLO up to about 18 requests/s
     # (the check's goodput note), so 80 requests/s fails; a 0.1 share of it, 8 requests/s, passes
     heavy = run(PASS, "--rate", "80")

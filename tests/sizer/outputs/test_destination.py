@@ -185,7 +185,8 @@ def test_writer_turns_os_errors_into_input_errors(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))
-def test_a_normal_run_still_writes_its_file(tmp_path, command):
+def test_a_normal_run_still_writes_its_file(tmp_path, command, simulations_once):
+    # simulations_once (tests/sizer/conftest.py): report -o simulates its operating point again (the timeline)
     out = tmp_path / {"report -o": "report.html", "check --junit": "junit.xml"}.get(command, "out.csv")
     result = invoke(COMMANDS[command], out)
     assert result.exit_code == 0, result.output

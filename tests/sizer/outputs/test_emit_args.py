@@ -377,7 +377,8 @@ def test_sglang_draft_length_sizer_cannot_tell_is_named_and_not_planned():
 
 def test_check_runs_on_an_sglang_manifest_that_leaves_the_draft_length_to_sglang(tmp_path):
     # the mlcommons gpt-oss server's flags (above) on Llama-3.1-8B: check plans SGLang's (5, 4, 8) choice; the
-    # acceptance rate is the user's, as for any speculative command line (docs/ci.md)
+    # acceptance rate is the user's, as for any speculative command line (docs/ci.md). 50 requests: the note is read
+    # from the command line, not from the simulation (the default 2,000 made this a 6-17 s test)
     manifest = tmp_path / "sglang.yaml"
     manifest.write_text("""apiVersion: apps/v1
 kind: Deployment
@@ -390,6 +391,7 @@ metadata:
         arrival: {process: poisson, rate_per_s: 2}
         prompt_tokens: {distribution: fixed, value: 1000}
         output_tokens: {distribution: fixed, value: 200}
+        num_requests: 50
 spec:
   replicas: 1
   template:

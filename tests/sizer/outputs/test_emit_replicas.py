@@ -27,7 +27,8 @@ def test_memory_only_replicas_are_named_in_the_file_and_on_stderr():
     assert "sizer plan --simulate" in result.stderr
 
 
-def test_simulated_replicas_are_emitted_without_the_note():
+def test_simulated_replicas_are_emitted_without_the_note(simulations_once):
+    # simulations_once (tests/sizer/conftest.py): --emit sizes with the simulations --json ran, run once
     sized = json.loads(runner.invoke(app, ["plan", SCENARIO, "--simulate", "--json"]).stdout)
     replicas = sized["simulation"]["replicas"]
     # the SLO needs more than memory does: goodput ~3.5 req/s per replica, ceil(10 / 3.5) = 3

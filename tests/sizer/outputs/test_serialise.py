@@ -74,7 +74,8 @@ def one_token_scenario(tmp_path_factory):
     return path
 
 
-def test_plan_simulate_json_is_strict_json(one_token_scenario):
+def test_plan_simulate_json_is_strict_json(one_token_scenario, simulations_once):
+    # simulations_once (tests/sizer/conftest.py): the command asks add_simulation's simulations again, run once
     r = resolve(load_scenario(one_token_scenario))
     plan = add_simulation(make_plan(r), r)
     tpot = plan.simulation.operating_point.metrics.tpot

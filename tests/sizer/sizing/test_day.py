@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[3]
 FAST = GoodputSettings(num_requests=200)
 
 
-def test_a_constant_schedule_gives_the_steady_plans_replicas():
+def test_a_constant_schedule_gives_the_steady_plans_replicas(simulations_once):
+    # simulations_once (tests/sizer/conftest.py): the day's peak sizing asks the steady sizing's simulations again
     # The chat scenario at 40 req/s (300 requests at its operating point), and the same rate as a schedule held
     # all day. The steady pipeline's replicas are the day's at every step: the SLO rate per replica is bisected
     # below peak / (n - 1), which misses, so ceil(40 / it) = n; nothing is ever short, so nothing is simulated.
@@ -57,7 +58,9 @@ def test_a_constant_schedule_gives_the_steady_plans_replicas():
 
 
 @pytest.mark.slow
-def test_the_bundled_diurnal_day(tmp_path):
+def test_the_bundled_diurnal_day(tmp_path, simulations_once):
+    # simulations_once (tests/sizer/conftest.py): the day's peak is the scenario's steady rate, so the day's sizing
+    # asks the plan's simulations again; the same inputs give the same bits, so they run once
     # Issue 28's acceptance: replicas and SLO per hour and the three policies per month in --json; autoscaled
     # cheaper than static peak; the SLO held in every hour but those of the stated scale-up windows.
     out = CliRunner().invoke(app, ["plan", str(ROOT / "scenarios" / "diurnal-chat-h100.yaml"), "--simulate", "--json"])

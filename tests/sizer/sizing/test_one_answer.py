@@ -6,6 +6,11 @@ their request count with --num-requests).
 A Kubernetes or Helm file in scenarios/deploy is checked as it is; plan and search read the scenario it describes
 (`read_check_input(...).scenario_data`). A manifest states its replicas, which plan and check keep and search
 replaces by the fewest that meet the SLO: those are the `replicas_for_slo` plan and check report.
+
+The three commands run in one test, and a simulation one asks for with the very same inputs as another did runs once
+(`simulations_once`, tests/sizer/conftest.py: the simulator gives the same result to the bit for the same inputs): check
+asks for exactly the simulations plan ran, and search for the scenario's own configuration too, so each scenario's
+sizing is simulated once, not three times; what any command asks differently is simulated and compared.
 """
 
 from __future__ import annotations
@@ -57,9 +62,9 @@ def test_every_bundled_scenario_with_a_rate_and_an_slo_is_covered():
                                  "diurnal-chat-h100.yaml"} <= names
 
 
-@pytest.mark.slow           # plan, check and search on every bundled scenario: 5-31 s each at a load of 9
+@pytest.mark.slow           # plan, check and search on every bundled scenario: 1-14 s each on a quiet machine
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
-def test_plan_check_and_search_give_the_same_replicas_and_dollars(path, tmp_path):
+def test_plan_check_and_search_give_the_same_replicas_and_dollars(path, tmp_path, simulations_once):
     scenario_file = path
     if path.parent.name == "deploy":                 # plan and search read scenarios, check reads the manifest
         scenario_file = tmp_path / "scenario.yaml"
@@ -109,7 +114,7 @@ def test_plan_check_and_search_give_the_same_replicas_and_dollars(path, tmp_path
         assert sim["cost"]["usd_per_million_output_tokens"] == row["usd_per_million_output_tokens"]
 
 
-def test_no_rate_meeting_the_slo_is_said_the_same_way_by_every_command(tmp_path):
+def test_no_rate_meeting_the_slo_is_said_the_same_way_by_every_command(tmp_path, simulations_once):
     # seed-goodput with a 1 ms TTFT target: no prefill of a ~1,000-token prompt on an H100 is that fast
     data = yaml.safe_load((ROOT / "scenarios" / "seed-goodput.yaml").read_text())
     data["slo"] = {"ttft_ms": 1, "required_share": 0.95}

@@ -35,7 +35,9 @@ def test_the_day_chart_is_inline_deterministic_and_labelled():
 
 
 @pytest.mark.slow
-def test_the_bundled_diurnal_report_shows_the_day(tmp_path):
+def test_the_bundled_diurnal_report_shows_the_day(tmp_path, simulations_once):
+    # simulations_once (tests/sizer/conftest.py): the report's sections ask the sizing's and the day's simulations
+    # again (13 of 23); the same inputs give the same bits, so each runs once
     out = tmp_path / "day.html"
     result = CliRunner().invoke(app, ["report", str(ROOT / "scenarios" / "diurnal-chat-h100.yaml"), "-o", str(out),
                                       "--no-search"])
