@@ -38,7 +38,7 @@ import yaml
 from simulator.step_batch import StepBatch, StepTimeModel, split_attention
 from sizer.timing.profile_parts import Limits, Overhead
 from validation import schema
-from validation.errors import FieldError, excerpt
+from validation.errors import FieldError, excerpt, printable
 from validation.input_files import read_text
 from validation.safe_yaml import load_yaml
 
@@ -230,8 +230,8 @@ def _read_csv(path: Path, required: tuple[str, ...]) -> dict[str, np.ndarray]:
         raise FieldError(str(path), None, "calibration table is empty")
     missing = [c for c in required if c not in header]
     if missing:
-        raise FieldError(str(path), f"column {missing[0]}",
-                         f"missing; the table has {excerpt(header)} and needs {', '.join(required)}")
+        raise FieldError(str(path), f"column {printable(missing[0])}",    # a name from calls_per_step: any text
+                         f"missing; the table has {excerpt(header)} and needs {printable(', '.join(required))}")
     columns = {}
     for line, row in enumerate(rows, 2):
         if None in row:

@@ -74,6 +74,10 @@ def damage(draw):
 # found by hypothesis (2026-12-02): a 400-digit layer count times a float was an OverflowError traceback
 @example(case=(PROFILE_FILE, yaml.safe_dump({**HEADER, "model": {**HEADER["model"], "engine_num_layers": 10**400}}),
                ("model", "engine_num_layers", 10**400)))
+# found by hypothesis (2026-12-02): an operator named by an unassigned code point (U+FDC8) in calls_per_step was
+# quoted raw into the missing-column message (its `{op}_s` column); now escaped as the rest of the line is
+@example(case=(PROFILE_FILE, yaml.safe_dump({**HEADER, "calls_per_step": {**HEADER["calls_per_step"], "\ufdc8": 1}}),
+               ("calls_per_step", "\ufdc8", 1)))
 def test_plan_answers_or_refuses_the_profile_in_one_line(tmp_path, case):
     name, text, what = case
     folder = tmp_path / "profile"
