@@ -50,6 +50,10 @@ class StepTimes:
 
     def __init__(self, model: StepTimeModel, loop: EngineLoop, max_entries: int = 1 << 16):
         self.model, self.loop, self._max = model, loop, max_entries
+        # a model whose time depends on a batch's first four sums alone may price them in one call
+        # (`KernelTableStepTimeModel.sums_step_time`); None: every miss builds its StepBatch
+        sums_step_time = getattr(model, "sums_step_time", None)
+        self._sums = sums_step_time() if sums_step_time is not None else None
         self._memo: dict[tuple[int, ...], float] = {}
         self._decodes: dict[int, dict[int, float]] = {}      # plain decode steps: seqs -> context -> s
         self._num_decodes = 0                                # entries of all of them
@@ -60,7 +64,8 @@ class StepTimes:
         memo = self._memo
         t = memo.get(key)
         if t is None:
-            t = self._time(batch_of(key))
+            sums = self._sums
+            t = self._period(sums(key[0], key[1], key[2], key[3]), key[0]) if sums else self._time(batch_of(key))
             if len(memo) >= self._max:
                 memo.clear()
             memo[key] = t
@@ -79,8 +84,11 @@ class StepTimes:
     def decode_miss(self, num_seqs: int, context_tokens: int) -> float:
         """A step of `num_seqs` one-token decodes on `context_tokens` in all, not memoised yet (the caller
         looked): price it and memoise it."""
-        batch = batch_of((num_seqs, num_seqs, context_tokens, context_tokens + num_seqs, 0, 0, 0, 0, 0))
-        t = self._time(batch)
+        sums = self._sums
+        if sums:
+            t = self._period(sums(num_seqs, num_seqs, context_tokens, context_tokens + num_seqs), num_seqs)
+        else:
+            t = self._time(batch_of((num_seqs, num_seqs, context_tokens, context_tokens + num_seqs, 0, 0, 0, 0, 0)))
         if self._num_decodes >= self._max:
             for times in self._decodes.values():
                 times.clear()
@@ -90,10 +98,12 @@ class StepTimes:
         return t
 
     def _time(self, batch: StepBatch) -> float:
-        t = self.model.step_time(batch)
-        if not t > 0.0:
-            raise ValueError(f"step-time model returned {t!r} s; a step must take a positive time")
-        return self.loop.period_s(t, batch.num_seqs)
+        return self._period(self.model.step_time(batch), batch.num_seqs)
+
+    def _period(self, gpu_s: float, num_seqs: int) -> float:
+        if not gpu_s > 0.0:
+            raise ValueError(f"step-time model returned {gpu_s!r} s; a step must take a positive time")
+        return self.loop.period_s(gpu_s, num_seqs)
 
 
 class Replica:
