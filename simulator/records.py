@@ -243,6 +243,27 @@ class Recorder:
                     self._break_end.append(e)
                 prev = e
         last[replica] = end_s[-1]
+        self._append(replica, step_s, kv_used_blocks, counts)
+
+    def stretch(self, replica: int, start_s: float, end_s: float, step_s: list[float], kv_used_blocks: list[int],
+                counts: list[tuple[int, int, int, int]]) -> None:
+        """`steps` of consecutive steps whose ends are the caller's running sum from `start_s` (each the end before
+        plus its duration, added in order), the last `end_s`: only the first end can differ from the replica's
+        previous end plus its duration (after an idle wait), so only it is compared."""
+        last = self._last_end
+        if replica >= len(last):
+            last.extend([math.nan] * (replica + 1 - len(last)))
+        prev = last[replica]
+        if start_s != prev:
+            first = start_s + step_s[0]
+            if first != prev + step_s[0]:
+                self._break_at.append(len(self._step_s))
+                self._break_end.append(first)
+        last[replica] = end_s
+        self._append(replica, step_s, kv_used_blocks, counts)
+
+    def _append(self, replica: int, step_s: list[float], kv_used_blocks: list[int],
+                counts: list[tuple[int, int, int, int]]) -> None:
         self._append_kv(kv_used_blocks)
         self._step_s.fromlist(step_s)
         for num_seqs, new_tokens, itl_seqs, k in counts:

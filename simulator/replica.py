@@ -330,9 +330,9 @@ class Replica:
                                               times.decode_miss)
         if steps is None:
             return None
-        self.recorder.steps(self.index, steps.end_s, steps.step_s, steps.kv_used_blocks, steps.counts)
+        self.recorder.stretch(self.index, steps.start_s, steps.end_s, steps.step_s, steps.kv_used_blocks, steps.counts)
         self.last_step_seqs = steps.counts[-1][0]
-        self._last_start_s, self._t = steps.end_s[-1] - steps.step_s[-1], steps.end_s[-1]
+        self._last_start_s, self._t = steps.end_s - steps.step_s[-1], steps.end_s
         for req in steps.finished:
             self.on_done(self, req)
         return self._t

@@ -497,7 +497,7 @@ class Scheduler:
         state changes at once, not at each step's end."""
         if not self._use_group or self.config.prefill_only:
             return None
-        g, out = self._group, DecodeSteps()
+        g, out = self._group, DecodeSteps(start_s)
         t = start_s
         while self.waiting or self._explicit:
             start = t
@@ -515,7 +515,7 @@ class Scheduler:
         take_each, bs, phase = kv.append_block_each, kv.block_size, g.phase
         p, done, finish_in = -g.tick, 0, g.steps_to_first_finish()
         times = decode_times(n)
-        end, duration, in_use = out.end_s.append, out.step_s.append, out.kv_used_blocks.append
+        duration, in_use = out.step_s.append, out.kv_used_blocks.append
         while True:
             members = phase[(p - done) % bs]            # g.needing_block(done), inline
             if members:
@@ -528,7 +528,6 @@ class Scheduler:
             dt = times.get(ctx) or miss(n, ctx)          # a hit without a call (times are > 0)
             ctx += n
             t += dt
-            end(t)
             duration(dt)
             in_use(used)
             done += 1
@@ -540,6 +539,7 @@ class Scheduler:
                 self._last_update_s = t
                 n, ctx = len(g.members), g.context_tokens
                 if not n:
+                    out.end_s = t
                     return out
                 free = kv.num_free_blocks
                 used = kv.num_blocks - free
@@ -551,6 +551,7 @@ class Scheduler:
             out.counts.append((n, n, n, done))
             g.advance(done, t)                           # no finish: the first is later
             self._last_update_s = t
+        out.end_s = t
         return out if out.counts else None
 
     def _prefill_step(self, t: float, shape_s: Callable[[tuple[int, ...]], float],
@@ -631,7 +632,7 @@ class Scheduler:
         else:
             dt = shape_s((seqs, new, ctx, pairs, len(prompts), pf_tokens, 0, 0, 0))
         t += dt
-        out.end_s.append(t)
+        out.end_s = t
         out.step_s.append(dt)
         out.kv_used_blocks.append(kv.num_used_blocks)
         out.counts.append((seqs, new, n, 1))
