@@ -478,15 +478,15 @@ class Scheduler:
         tail.first_token_s = tail.last_token_s = step_end_s[0]
         return len(per_step), per_step
 
-    def decode_through(self, start_s: float, ready_s: float, lag: bool, shape_s: Callable[[tuple[int, ...]], float],
+    def decode_through(self, start_s: float, ready_s: float, lag: bool, prompt_s: Callable[..., float],
                        decode_times: Callable[[int], dict[int, float]],
                        miss: Callable[[int, int], float]) -> DecodeSteps | None:
         """Apply the next steps one after another from `start_s` while they are the decode group's decodes,
         beside prompt chunks while a prompt is under way or a request waits (`_prefill_step`), and return them;
         None, with nothing changed, when the next step is another (or the pool cannot serve it): `schedule` it.
 
-        Stepping's outcome to the bit: each step's blocks are taken, its time priced (`shape_s` of its
-        StepBatch fields; a plain decode step's `decode_times(seqs)[context]`, else `miss(seqs, context)`) and its
+        Stepping's outcome to the bit: each step's blocks are taken, its time priced (`prompt_s` of its
+        StepBatch's first six fields; a plain decode step's `decode_times(seqs)[context]`, else `miss(seqs, context)`) and its
         result applied (`update`'s order: the group's finishes, then the prompts) before the next is scheduled,
         so a finishing member leaves the group, its blocks freed, and the steps go on with the smaller batch.
         It stops after the step whose start (`lag`: asynchronous scheduling) or end is at or after `ready_s`
@@ -501,7 +501,7 @@ class Scheduler:
         t = start_s
         while self.waiting or self._explicit:
             start = t
-            t = self._prefill_step(start, shape_s, decode_times, miss, out)
+            t = self._prefill_step(start, prompt_s, decode_times, miss, out)
             if t < 0.0:
                 return out if out.counts else None
             if (start if lag else t) >= ready_s:
@@ -554,7 +554,7 @@ class Scheduler:
         out.end_s = t
         return out if out.counts else None
 
-    def _prefill_step(self, t: float, shape_s: Callable[[tuple[int, ...]], float],
+    def _prefill_step(self, t: float, prompt_s: Callable[..., float],
                       decode_times: Callable[[int], dict[int, float]], miss: Callable[[int, int], float],
                       out: DecodeSteps) -> float:
         """One step from `t` as `schedule` and `update` run it when it holds the group's decodes, a chunk of the
@@ -630,7 +630,7 @@ class Scheduler:
                 return -1.0
             dt = decode_times(n).get(ctx) or miss(n, ctx)     # the group decodes alone, the request waits
         else:
-            dt = shape_s((seqs, new, ctx, pairs, len(prompts), pf_tokens, 0, 0, 0))
+            dt = prompt_s(seqs, new, ctx, pairs, len(prompts), pf_tokens)
         t += dt
         out.end_s = t
         out.step_s.append(dt)
