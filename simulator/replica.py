@@ -27,7 +27,7 @@ import simpy
 from simulator.config import ReplicaConfig
 from simulator.engine_loop import EngineLoop
 from simulator.feed import KnownArrivals
-from simulator.kv_cache import KVCacheManager
+from simulator.kv_cache import kv_cache_for
 from simulator.records import Recorder
 from simulator.request import Request
 from simulator.scheduler import Scheduler
@@ -121,10 +121,10 @@ class Replica:
                  step_times: StepTimes, recorder: Recorder, rng: np.random.Generator,
                  next_event_s: Callable[[], float], on_done: Callable[[Replica, Request], None],
                  fast_forward: bool = True, check_invariants: bool = False, sole_entry: bool = False,
-                 arrivals: Iterable[Request] | None = None):
+                 arrivals: Iterable[Request] | None = None, prefix_content: bool = True):
         self.env, self.index, self.config = env, index, config
-        self.kv = KVCacheManager(config.num_blocks, config.block_size, config.enable_prefix_caching,
-                                 config.tenant_isolation, config.slot_prompt_reuse, config.kv_windows)
+        self.kv = kv_cache_for(config.num_blocks, config.block_size, config.enable_prefix_caching and prefix_content,
+                               config.tenant_isolation, config.slot_prompt_reuse, config.kv_windows)
         self.scheduler = Scheduler(config.scheduler, self.kv)
         spec = config.scheduler.speculative
         self.proposer = Proposer(spec, rng) if spec else None

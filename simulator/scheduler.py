@@ -194,7 +194,7 @@ class Scheduler:
             out = req.num_output_tokens
             n = req.prompt_tokens + out - c
             if n == 1 and out and not gamma:
-                if c >= len(req.block_ids) * bs:
+                if c >= req.num_blocks * bs:
                     if not self._make_room(req, 1, step):
                         break
                     n_running = len(running)
@@ -287,7 +287,7 @@ class Scheduler:
             if final and final > kv.num_free_blocks - max(0, self._reserved_blocks - kv.num_used_blocks):
                 return
             if hit_blocks:
-                if (kv.blocks_for(computed + n) - len(req.block_ids) - hit_blocks + kv.window_need(req)
+                if (kv.blocks_for(computed + n) - req.num_blocks - hit_blocks + kv.window_need(req)
                         > kv.num_free_blocks - hit_free):
                     return                          # short of blocks: skip building the hit list
                 if not kv.allocate_slots(req, n, kv.get_computed_blocks(req)[0]):
@@ -328,7 +328,7 @@ class Scheduler:
 
     def _preempt(self, req: Request, step: StepBuilder) -> None:
         if self.config.preemption_mode == "swap":
-            step.swap_out_blocks += len(req.block_ids) + len(req.window_block_ids)
+            step.swap_out_blocks += req.num_blocks + len(req.window_block_ids)
             req.status = Status.SWAPPED
         else:
             req.num_computed_tokens = 0
@@ -393,7 +393,7 @@ class Scheduler:
             c, out = req.num_computed_tokens, req.num_output_tokens
             # c + 1 == req.num_tokens, blocks exactly kv.blocks_for(c), inline: a hot path
             if not (out and c + 1 == req.prompt_tokens + out and req.last_token_s == now_s
-                    and len(req.block_ids) == -(-c // bs)):
+                    and req.num_blocks == -(-c // bs)):
                 return
             join(explicit.pop(0))
 
@@ -454,7 +454,7 @@ class Scheduler:
             return len(per_step), per_step
         bs = kv.block_size
         full = kv.blocks_for(tail.prompt_tokens)
-        extra = full - len(tail.block_ids)       # step 1: the rest of its prompt's blocks
+        extra = full - tail.num_blocks       # step 1: the rest of its prompt's blocks
         next_block = full * bs - tail.prompt_tokens + 1    # its decodes, steps 2..k: a block every bs steps
         for j, members in enumerate(self._group.needing_blocks(len(step_end_s))):
             if j == next_block:
@@ -486,9 +486,10 @@ class Scheduler:
         None, with nothing changed, when the next step is another (or the pool cannot serve it): `schedule` it.
 
         Stepping's outcome to the bit: each step's blocks are taken, its time priced (`prompt_s` of its
-        StepBatch's first six fields; a plain decode step's `decode_times(seqs)[context]`, else `miss(seqs, context)`) and its
-        result applied (`update`'s order: the group's finishes, then the prompts) before the next is scheduled,
-        so a finishing member leaves the group, its blocks freed, and the steps go on with the smaller batch.
+        StepBatch's first six fields; a plain decode step's `decode_times(seqs)[context]`, else
+        `miss(seqs, context)`) and its result applied (`update`'s order: the group's finishes, then the prompts)
+        before the next is scheduled, so a finishing member leaves the group, its blocks freed, and the steps go on
+        with the smaller batch.
         It stops after the step whose start (`lag`: asynchronous scheduling) or end is at or after `ready_s`
         (the next request's admission cut-off), before a step the pool cannot serve or that is none of these,
         or when the group empties.
@@ -585,7 +586,7 @@ class Scheduler:
             m = tail.prompt_tokens - c
             if m > budget:
                 m = budget
-            need += -(-(c + m) // bs) - len(tail.block_ids) + (kv.window_need(tail) if windows else 0)
+            need += -(-(c + m) // bs) - tail.num_blocks + (kv.window_need(tail) if windows else 0)
         if need > kv.num_free_blocks:
             return -1.0
         if members:
