@@ -401,9 +401,9 @@ class BlockCounts(KVCacheManager):
         req.num_blocks += n
 
     def append_block_each(self, reqs: Collection[Request]) -> None:
+        """The pool's side only: the scheduler gives one block each to members of its decode group, whose block
+        counts the group brings up to date as it syncs them (`DecodeGroup.sync`)."""
         self._free -= len(reqs)
-        for req in reqs:
-            req.num_blocks += 1
 
     def free(self, req: Request) -> None:
         self._free += req.num_blocks

@@ -6,6 +6,7 @@ from test_simulate import same
 
 import simulator.replica as replica_module
 from simulator.config import DisaggregationConfig, SwapLink
+from simulator.decode_group import DecodeGroup
 from simulator.kv_cache import BlockCounts, KVCacheManager, kv_cache_for, prompt_block_hashes
 from simulator.request import Request
 from simulator.run import simulate
@@ -157,8 +158,9 @@ def test_block_counts_take_and_free_as_the_ids_do():
         assert ids.allocate_slots(a, n) == counts.allocate_slots(b, n)
         assert (a.num_blocks, ids.num_free_blocks) == (b.num_blocks, counts.num_free_blocks)
     assert counts.num_free_blocks == 5 and pairs[2][1].num_blocks == 0     # all or nothing
-    ids.append_block_each([pairs[0][0], pairs[1][0]])
-    counts.append_block_each([pairs[0][1], pairs[1][1]])
+    for a, b in pairs[:2]:
+        ids.append_blocks(a, 1)
+        counts.append_blocks(b, 1)
     ids.free(pairs[0][0])
     counts.free(pairs[0][1])
     assert (ids.num_free_blocks, ids.num_used_blocks) == (counts.num_free_blocks, counts.num_used_blocks) == (7, 3)
@@ -166,6 +168,22 @@ def test_block_counts_take_and_free_as_the_ids_do():
     pairs[1][1].num_blocks += 1                                              # a block held that the pool lent nobody
     with pytest.raises(AssertionError):
         counts.check_invariants([pairs[1][1]])
+
+
+def test_decode_group_members_blocks_are_counted_as_the_group_syncs_them():
+    # a pool of counts takes a member's block on its own side; the group's sync makes the member's count its
+    # computed tokens' blocks: 16 + 2 tokens on 4-token blocks = 5 blocks, 4 at its join and one taken at the boundary
+    pool, g = BlockCounts(10, 4), DecodeGroup(4)
+    r = req(0, 16, output=9)                      # its prompt computed, its first token sampled
+    assert pool.allocate_slots(r, 16)
+    r.num_computed_tokens, r.num_output_tokens = 16, 1
+    g.join(r)
+    for _ in range(2):
+        pool.append_block_each(g.needing_block())
+        g.advance(1, 0.0)
+    g.sync(r)
+    assert (r.num_computed_tokens, r.num_blocks, pool.num_used_blocks) == (18, 5, 5)
+    pool.check_invariants([r])
 
 
 def test_the_simulator_counts_blocks_only_where_no_id_is_observed():
