@@ -129,6 +129,7 @@ class Replica:
         spec = config.scheduler.speculative
         self.proposer = Proposer(spec, rng) if spec else None
         self.step_times, self.recorder = step_times, recorder
+        self._pricing = step_times.prompt_s, step_times.decode_times, step_times.decode_miss   # decode_through's
         self.next_event_s, self.on_done = next_event_s, on_done
         self.fast_forward, self.check = fast_forward, check_invariants
         # the only replica, fed only by arrivals known in advance: what next reaches it is the next arrival,
@@ -334,10 +335,9 @@ class Replica:
         them and hand over the finished; return the last step's end, or None when the next step is another
         (nothing changed). Nobody looks at this replica between its steps (the arrival only joins its inbox),
         so they are applied before their ends are waited for."""
-        loop, times = self.config.engine_loop, self.step_times
+        loop = self.config.engine_loop
         ready = min(self.inbox_ready_s, horizon + loop.input_s)
-        steps = self.scheduler.decode_through(self._t, ready, loop.async_scheduling, times.prompt_s, times.decode_times,
-                                              times.decode_miss)
+        steps = self.scheduler.decode_through(self._t, ready, loop.async_scheduling, *self._pricing)
         if steps is None:
             return None
         self.recorder.stretch(self.index, steps.start_s, steps.end_s, steps.step_s, steps.kv_used_blocks, steps.counts)
