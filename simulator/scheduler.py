@@ -642,6 +642,7 @@ class Scheduler:
             self._finish(req, t)
             finished.append(req)
         sampled = False                                 # a prompt done: only such a request can join the group
+        left = False                                    # one finished at its first token: it leaves the explicit list
         for req, m in prompts:
             c = req.num_computed_tokens = req.num_computed_tokens + m
             if prefix and req.prefix_segments:
@@ -653,7 +654,8 @@ class Scheduler:
                 if req.output_tokens == 1:
                     self._finish(req, t)
                     finished.append(req)
-        if finished:
+                    left = True
+        if left:                                        # (the group's finished members are not in it)
             self._explicit = [r for r in self._explicit if r.status is Status.RUNNING]
         self._last_update_s = t
         if sampled and self._explicit:
