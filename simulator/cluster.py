@@ -63,7 +63,9 @@ class Cluster:
                  step_model: StepTimeModel, recorder: Recorder, seed: int, requests: Iterable[Request] | None,
                  disaggregation: DisaggregationConfig | None = None, fast_forward: bool = True,
                  check_invariants: bool = False, on_request_done: Callable[[int], None] | None = None,
-                 closed_loop: ClosedLoop | None = None):
+                 closed_loop: ClosedLoop | None = None, prefix_content: bool = True):
+        """`prefix_content`: whether any request may carry prompt content (prefix segments); without any, no prefix
+        cache ever holds a block, so no block's id is observed and the replicas' pools may keep counts."""
         self.env, self.router, self.recorder = env, router, recorder
         self.disaggregation, self.on_request_done = disaggregation, on_request_done
         self._next_arrival_s = 0.0
@@ -83,7 +85,8 @@ class Cluster:
                 i = len(self.replicas)
                 horizon = self._decode_horizon_s if d and cfg is replica else self.next_event_s
                 self.replicas.append(Replica(env, i, cfg, step_times, recorder, rngs[i], horizon,
-                                             self._done, fast_forward, check_invariants, sole_entry, fed))
+                                             self._done, fast_forward, check_invariants, sole_entry, fed,
+                                             prefix_content))
         self.entry_pool = self.replicas[:d.num_prefill_replicas] if d else self.replicas
         self.decode_pool = self.replicas[d.num_prefill_replicas:] if d else self.replicas
         self._decode_router = Router("least_outstanding", router.balance_slack)   # KV lands on the least busy

@@ -45,11 +45,14 @@ class DecodeGroup:
         self.context_tokens += req.num_computed_tokens
 
     def sync(self, req: Request) -> None:
-        """Bring a member's Request fields up to the current tick."""
+        """Bring a member's Request fields up to the current tick. Its blocks cover its computed tokens exactly (it
+        joins so, and takes one more at each block boundary), so its block count is theirs (a pool of counts,
+        `BlockCounts`, counts only its own side as members take blocks)."""
         d = self.tick - req.group_tick
         if d:
-            req.num_computed_tokens += d
+            c = req.num_computed_tokens = req.num_computed_tokens + d
             req.num_output_tokens += d
+            req.num_blocks = -(-c // self.block_size)
             req.last_token_s = self.last_tick_s
             req.group_tick = self.tick
 

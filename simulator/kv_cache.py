@@ -228,14 +228,15 @@ class KVCacheManager:
         num_hit = len(computed_blocks)
         plain = self._plain
         if not num_hit and not self.window_groups:      # the common case: no hits, no windows, plain blocks enough
-            need = -(-(req.num_computed_tokens + num_new_tokens) // self.block_size) - len(req.block_ids)
+            need = -(-(req.num_computed_tokens + num_new_tokens) // self.block_size) - req.num_blocks
             if need <= len(plain):
                 if need > 0:
                     self._take(req.block_ids, need)
+                    req.num_blocks += need
                 return True
         total = req.num_computed_tokens + num_hit * self.block_size + num_new_tokens
         window = self.window_need(req)
-        need = -(-total // self.block_size) - len(req.block_ids) - num_hit + window
+        need = -(-total // self.block_size) - req.num_blocks - num_hit + window
         free = len(plain) + len(self._lru)
         if num_hit:
             ref, lru = self._ref, self._lru
@@ -248,6 +249,7 @@ class KVCacheManager:
                         self._span_free[self._span_of[b]] -= 1
                 ref[b] += 1
             req.block_ids.extend(computed_blocks)
+            req.num_blocks += num_hit
             req.num_hashed_blocks = num_hit
         elif need > free:
             return False
@@ -256,11 +258,13 @@ class KVCacheManager:
             need -= window
         if need > 0:
             self._take(req.block_ids, need)
+            req.num_blocks += need
         return True
 
     def append_blocks(self, req: Request, n: int) -> None:
         """Take `n` more blocks for `req`; the caller has checked that the pool holds them."""
         self._take(req.block_ids, n)
+        req.num_blocks += n
 
     def append_block_each(self, reqs: Collection[Request]) -> None:
         """Give each request one more block, in order, as `append_blocks(req, 1)` would; the
@@ -270,12 +274,14 @@ class KVCacheManager:
             pop = plain.pop
             for req in reqs:
                 req.block_ids.append(pop())
+                req.num_blocks += 1
             return
         for req in reqs:
             if plain:
                 req.block_ids.append(plain.pop())
             else:
                 self._take(req.block_ids, 1)
+            req.num_blocks += 1
 
     def _take(self, out: list[int], n: int) -> None:
         plain = self._plain
@@ -321,7 +327,7 @@ class KVCacheManager:
                         if span is not None:
                             self._span_free[span] = self._span_free.get(span, 0) + 1
         req.block_ids = []
-        req.num_hashed_blocks = 0
+        req.num_blocks = req.num_hashed_blocks = 0
 
     # -- checks --
     def check_invariants(self, holders: Iterable[Request] | None = None) -> None:
@@ -348,6 +354,7 @@ class KVCacheManager:
             return
         count = [0] * self.num_blocks
         for req in holders:
+            assert req.num_blocks == len(req.block_ids), f"request {req.request_id}: its block count drifted"
             for b in (*req.block_ids, *req.window_block_ids):
                 count[b] += 1
         free = set(plain) | set(lru)
@@ -358,3 +365,64 @@ class KVCacheManager:
                 assert count[b] == 1, f"unkeyed used block {b} held {count[b]} times"
             else:
                 assert count[b] == self._ref[b] >= 1, f"keyed block {b}: ref {self._ref[b]}, held {count[b]}"
+
+
+class BlockCounts(KVCacheManager):
+    """The pool as a count of free blocks, for a replica where no block's id is ever observed: no prefix cache, no
+    llama.cpp slots, no windowed layers (and not the real engine, which indexes its KV tensors with the ids). A
+    request's blocks are its `num_blocks`; taking and freeing them is arithmetic on the free count, where
+    `KVCacheManager` moves ids between lists. Every count, and so every scheduling decision, is the same as the ids
+    give (`tests/simulator/test_kv_cache.py` runs both side by side; `kv_cache_for` chooses)."""
+
+    def __init__(self, num_blocks: int, block_size: int):
+        super().__init__(num_blocks, block_size, enable_prefix_caching=False)
+        self._plain = []                     # no ids: the free blocks are a count
+        self._free = num_blocks
+
+    @property
+    def num_free_blocks(self) -> int:
+        return self._free
+
+    @property
+    def num_used_blocks(self) -> int:
+        return self.num_blocks - self._free
+
+    def allocate_slots(self, req: Request, num_new_tokens: int, computed_blocks: Sequence[int] = ()) -> bool:
+        need = -(-(req.num_computed_tokens + num_new_tokens) // self.block_size) - req.num_blocks
+        if need > self._free:
+            return False
+        if need > 0:
+            self._free -= need
+            req.num_blocks += need
+        return True
+
+    def append_blocks(self, req: Request, n: int) -> None:
+        self._free -= n
+        req.num_blocks += n
+
+    def append_block_each(self, reqs: Collection[Request]) -> None:
+        """The pool's side only: the scheduler gives one block each to members of its decode group, whose block
+        counts the group brings up to date as it syncs them (`DecodeGroup.sync`)."""
+        self._free -= len(reqs)
+
+    def free(self, req: Request) -> None:
+        self._free += req.num_blocks
+        req.num_blocks = 0
+
+    def check_invariants(self, holders: Iterable[Request] | None = None) -> None:
+        """Raise AssertionError unless the free count is within the pool and, given the requests holding blocks,
+        their blocks are the used ones."""
+        assert 0 <= self._free <= self.num_blocks, f"free count {self._free} outside 0..{self.num_blocks}"
+        if holders is not None:
+            held = sum(req.num_blocks for req in holders)
+            assert held == self.num_blocks - self._free, f"{held} blocks held, {self.num_blocks - self._free} used"
+
+
+def kv_cache_for(num_blocks: int, block_size: int, enable_prefix_caching: bool, tenant_isolation: bool,
+                 slot_prompt_reuse: bool, window_groups: tuple[tuple[float, int], ...]) -> KVCacheManager:
+    """The simulator's pool: counts of blocks where no id is ever observed (`BlockCounts`), else the ids. A caller
+    whose requests carry no prompt content passes `enable_prefix_caching` False: its cache would never hold one."""
+    if enable_prefix_caching or slot_prompt_reuse or window_groups:
+        return KVCacheManager(num_blocks, block_size, enable_prefix_caching, tenant_isolation, slot_prompt_reuse,
+                              window_groups)
+    return BlockCounts(num_blocks, block_size)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from array import array
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import accumulate
 
@@ -219,7 +219,7 @@ class Recorder:
         except OverflowError:
             self._append_kv([kv_used_blocks])
         self._step_s.append(step_s)
-        self._count(replica, num_seqs, new_tokens, itl_seqs, 1)
+        self._count(replica, ((num_seqs, new_tokens, itl_seqs, 1),))
 
     def decode_run(self, replica: int, end_s: list[float], step_s: list[float], num_seqs: int,
                    kv_used_blocks: list[int]) -> None:
@@ -243,10 +243,33 @@ class Recorder:
                     self._break_end.append(e)
                 prev = e
         last[replica] = end_s[-1]
-        self._append_kv(kv_used_blocks)
+        self._append(replica, step_s, kv_used_blocks, counts)
+
+    def stretch(self, replica: int, start_s: float, end_s: float, step_s: list[float], kv_used_blocks: list[int],
+                counts: list[tuple[int, int, int, int]]) -> None:
+        """`steps` of consecutive steps whose ends are the caller's running sum from `start_s` (each the end before
+        plus its duration, added in order), the last `end_s`: only the first end can differ from the replica's
+        previous end plus its duration (after an idle wait), so only it is compared."""
+        last = self._last_end
+        if replica >= len(last):
+            last.extend([math.nan] * (replica + 1 - len(last)))
+        prev = last[replica]
+        if start_s != prev:
+            first = start_s + step_s[0]
+            if first != prev + step_s[0]:
+                self._break_at.append(len(self._step_s))
+                self._break_end.append(first)
+        last[replica] = end_s
+        self._append(replica, step_s, kv_used_blocks, counts)
+
+    def _append(self, replica: int, step_s: list[float], kv_used_blocks: list[int],
+                counts: list[tuple[int, int, int, int]]) -> None:
+        try:
+            self._kv.fromlist(kv_used_blocks)      # a failed fromlist leaves the column as it was
+        except OverflowError:
+            self._append_kv(kv_used_blocks)
         self._step_s.fromlist(step_s)
-        for num_seqs, new_tokens, itl_seqs, k in counts:
-            self._count(replica, num_seqs, new_tokens, itl_seqs, k)
+        self._count(replica, counts)
 
     def _append_kv(self, used: list[int]) -> None:
         try:
@@ -255,30 +278,37 @@ class Recorder:
             self._kv = _wider(self._kv, "kv_used_blocks")
             self._append_kv(used)
 
-    def _count(self, replica: int, num_seqs: int, new_tokens: int, itl_seqs: int, steps: int) -> None:
-        """Add `steps` steps of these counts: to the last run when it has the same ones."""
-        key = (replica, num_seqs, new_tokens, itl_seqs)
-        if key == self._run_key:
-            self._run_columns[-1][-1] += steps
-            return
+    def _count(self, replica: int, counts: Iterable[tuple[int, int, int, int]]) -> None:
+        """Add each (sequences, new tokens, ITL sequences, steps) of `counts` in order: `steps` steps of these counts,
+        to the last run when it has the same ones."""
+        replicas, seqs, tokens, itl, lengths = self._run_columns
+        for num_seqs, new_tokens, itl_seqs, steps in counts:
+            key = (replica, num_seqs, new_tokens, itl_seqs)
+            if key == self._run_key:
+                lengths[-1] += steps
+                continue
+            try:
+                replicas.append(replica)
+                seqs.append(num_seqs)
+                tokens.append(new_tokens)
+                itl.append(itl_seqs)
+                lengths.append(steps)
+            except OverflowError:
+                self._widen_runs()
+                self._count(replica, [(num_seqs, new_tokens, itl_seqs, steps)])
+                replicas, seqs, tokens, itl, lengths = self._run_columns
+                continue
+            self._run_key = key
+
+    def _widen_runs(self) -> None:
+        """After a run's append overflowed a column: drop the run's appended part and widen that column."""
         cols = self._run_columns
-        replicas, seqs, tokens, itl, lengths = cols
-        try:
-            replicas.append(replica)
-            seqs.append(num_seqs)
-            tokens.append(new_tokens)
-            itl.append(itl_seqs)
-            lengths.append(steps)
-        except OverflowError:
-            n = min(len(c) for c in cols)     # appended in order: the failed column is the first of the shortest
-            name = next(k for k, c in self._runs.items() if len(c) == n)
-            for c in cols:
-                del c[n:]
-            self._runs[name] = _wider(self._runs[name], name)
-            self._run_columns = tuple(self._runs.values())
-            self._count(replica, num_seqs, new_tokens, itl_seqs, steps)
-            return
-        self._run_key = key
+        n = min(len(c) for c in cols)     # appended in order: the failed column is the first of the shortest
+        name = next(k for k, c in self._runs.items() if len(c) == n)
+        for c in cols:
+            del c[n:]
+        self._runs[name] = _wider(self._runs[name], name)
+        self._run_columns = tuple(self._runs.values())
 
     def rows(self, start: int) -> tuple[dict[str, np.ndarray], dict[int, str]]:
         """The rows of the requests done since the `start`-th, as columns sorted by request id (copies: the recorder

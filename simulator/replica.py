@@ -27,7 +27,7 @@ import simpy
 from simulator.config import ReplicaConfig
 from simulator.engine_loop import EngineLoop
 from simulator.feed import KnownArrivals
-from simulator.kv_cache import KVCacheManager
+from simulator.kv_cache import kv_cache_for
 from simulator.records import Recorder
 from simulator.request import Request
 from simulator.scheduler import Scheduler
@@ -50,6 +50,10 @@ class StepTimes:
 
     def __init__(self, model: StepTimeModel, loop: EngineLoop, max_entries: int = 1 << 16):
         self.model, self.loop, self._max = model, loop, max_entries
+        # a model whose time depends on a batch's first four sums alone may price them in one call
+        # (`KernelTableStepTimeModel.sums_step_time`); None: every miss builds its StepBatch
+        sums_step_time = getattr(model, "sums_step_time", None)
+        self._sums = sums_step_time() if sums_step_time is not None else None
         self._memo: dict[tuple[int, ...], float] = {}
         self._decodes: dict[int, dict[int, float]] = {}      # plain decode steps: seqs -> context -> s
         self._num_decodes = 0                                # entries of all of them
@@ -60,13 +64,24 @@ class StepTimes:
         memo = self._memo
         t = memo.get(key)
         if t is None:
-            t = self._time(batch_of(key))
+            sums = self._sums
+            t = self._period(sums(key[0], key[1], key[2], key[3]), key[0]) if sums else self._time(batch_of(key))
             if len(memo) >= self._max:
                 memo.clear()
             memo[key] = t
         return t
 
     __call__ = shape            # the time of a StepBatch: its own key (a tuple of the nine values)
+
+    def prompt_s(self, num_seqs: int, new_tokens: int, context_tokens: int, attention_pairs: int, prefill_seqs: int,
+                 prefill_tokens: int) -> float:
+        """The time of a step with these sums (a StepBatch's first six fields, no drafts or LoRA). Priced without
+        the memo when the model reads the four sums alone: a prompt step's sums rarely repeat (17% of the standard
+        workload's do), so memoising them cost more than pricing the repeats again."""
+        if self._sums:
+            return self._period(self._sums(num_seqs, new_tokens, context_tokens, attention_pairs), num_seqs)
+        return self.shape((num_seqs, new_tokens, context_tokens, attention_pairs, prefill_seqs, prefill_tokens,
+                           0, 0, 0))
 
     def decode_times(self, num_seqs: int) -> dict[int, float]:
         """The memoised times of steps of `num_seqs` one-token decodes, by their context tokens in all (read it;
@@ -79,8 +94,11 @@ class StepTimes:
     def decode_miss(self, num_seqs: int, context_tokens: int) -> float:
         """A step of `num_seqs` one-token decodes on `context_tokens` in all, not memoised yet (the caller
         looked): price it and memoise it."""
-        batch = batch_of((num_seqs, num_seqs, context_tokens, context_tokens + num_seqs, 0, 0, 0, 0, 0))
-        t = self._time(batch)
+        sums = self._sums
+        if sums:
+            t = self._period(sums(num_seqs, num_seqs, context_tokens, context_tokens + num_seqs), num_seqs)
+        else:
+            t = self._time(batch_of((num_seqs, num_seqs, context_tokens, context_tokens + num_seqs, 0, 0, 0, 0, 0)))
         if self._num_decodes >= self._max:
             for times in self._decodes.values():
                 times.clear()
@@ -90,10 +108,12 @@ class StepTimes:
         return t
 
     def _time(self, batch: StepBatch) -> float:
-        t = self.model.step_time(batch)
-        if not t > 0.0:
-            raise ValueError(f"step-time model returned {t!r} s; a step must take a positive time")
-        return self.loop.period_s(t, batch.num_seqs)
+        return self._period(self.model.step_time(batch), batch.num_seqs)
+
+    def _period(self, gpu_s: float, num_seqs: int) -> float:
+        if not gpu_s > 0.0:
+            raise ValueError(f"step-time model returned {gpu_s!r} s; a step must take a positive time")
+        return self.loop.period_s(gpu_s, num_seqs)
 
 
 class Replica:
@@ -101,14 +121,15 @@ class Replica:
                  step_times: StepTimes, recorder: Recorder, rng: np.random.Generator,
                  next_event_s: Callable[[], float], on_done: Callable[[Replica, Request], None],
                  fast_forward: bool = True, check_invariants: bool = False, sole_entry: bool = False,
-                 arrivals: Iterable[Request] | None = None):
+                 arrivals: Iterable[Request] | None = None, prefix_content: bool = True):
         self.env, self.index, self.config = env, index, config
-        self.kv = KVCacheManager(config.num_blocks, config.block_size, config.enable_prefix_caching,
-                                 config.tenant_isolation, config.slot_prompt_reuse, config.kv_windows)
+        self.kv = kv_cache_for(config.num_blocks, config.block_size, config.enable_prefix_caching and prefix_content,
+                               config.tenant_isolation, config.slot_prompt_reuse, config.kv_windows)
         self.scheduler = Scheduler(config.scheduler, self.kv)
         spec = config.scheduler.speculative
         self.proposer = Proposer(spec, rng) if spec else None
         self.step_times, self.recorder = step_times, recorder
+        self._pricing = step_times.prompt_s, step_times.decode_times, step_times.decode_miss   # decode_through's
         self.next_event_s, self.on_done = next_event_s, on_done
         self.fast_forward, self.check = fast_forward, check_invariants
         # the only replica, fed only by arrivals known in advance: what next reaches it is the next arrival,
@@ -314,15 +335,14 @@ class Replica:
         them and hand over the finished; return the last step's end, or None when the next step is another
         (nothing changed). Nobody looks at this replica between its steps (the arrival only joins its inbox),
         so they are applied before their ends are waited for."""
-        loop, times = self.config.engine_loop, self.step_times
+        loop = self.config.engine_loop
         ready = min(self.inbox_ready_s, horizon + loop.input_s)
-        steps = self.scheduler.decode_through(self._t, ready, loop.async_scheduling, times.shape, times.decode_times,
-                                              times.decode_miss)
+        steps = self.scheduler.decode_through(self._t, ready, loop.async_scheduling, *self._pricing)
         if steps is None:
             return None
-        self.recorder.steps(self.index, steps.end_s, steps.step_s, steps.kv_used_blocks, steps.counts)
+        self.recorder.stretch(self.index, steps.start_s, steps.end_s, steps.step_s, steps.kv_used_blocks, steps.counts)
         self.last_step_seqs = steps.counts[-1][0]
-        self._last_start_s, self._t = steps.end_s[-1] - steps.step_s[-1], steps.end_s[-1]
+        self._last_start_s, self._t = steps.end_s - steps.step_s[-1], steps.end_s
         for req in steps.finished:
             self.on_done(self, req)
         return self._t

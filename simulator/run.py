@@ -54,8 +54,10 @@ def simulate(config: SimulationConfig, step_model: StepTimeModel,
     if isinstance(requests, Workload):
         stream: Iterable[Request] = requests.requests()
         closed = requests.closed_loop
+        prefix_content = any(requests.segments)
     else:
         stream = sorted(requests, key=lambda r: r.arrival_s)
+        prefix_content = any(r.prefix_segments for r in stream)
     env = simpy.Environment()
     recorder, on_done = Recorder(), progress
     if rows is not None:
@@ -72,7 +74,8 @@ def simulate(config: SimulationConfig, step_model: StepTimeModel,
         on_done = every_chunk(progress, flush)
     router = Router(config.router, config.prefix_balance_slack)
     cluster = Cluster(env, config.replica, config.num_replicas, router, step_model, recorder, seed, stream,
-                      config.disaggregation, config.fast_forward, config.check_invariants, on_done, closed)
+                      config.disaggregation, config.fast_forward, config.check_invariants, on_done, closed,
+                      prefix_content)
     env.run()
     replicas, preemptions, leaks = len(cluster.replicas), cluster.num_preemptions, cluster.leaks()
     # the replicas (block tables, step-time memos), the event loop and the workload (the caller's, if it keeps it) let

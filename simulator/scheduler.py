@@ -194,7 +194,7 @@ class Scheduler:
             out = req.num_output_tokens
             n = req.prompt_tokens + out - c
             if n == 1 and out and not gamma:
-                if c >= len(req.block_ids) * bs:
+                if c >= req.num_blocks * bs:
                     if not self._make_room(req, 1, step):
                         break
                     n_running = len(running)
@@ -287,7 +287,7 @@ class Scheduler:
             if final and final > kv.num_free_blocks - max(0, self._reserved_blocks - kv.num_used_blocks):
                 return
             if hit_blocks:
-                if (kv.blocks_for(computed + n) - len(req.block_ids) - hit_blocks + kv.window_need(req)
+                if (kv.blocks_for(computed + n) - req.num_blocks - hit_blocks + kv.window_need(req)
                         > kv.num_free_blocks - hit_free):
                     return                          # short of blocks: skip building the hit list
                 if not kv.allocate_slots(req, n, kv.get_computed_blocks(req)[0]):
@@ -328,7 +328,7 @@ class Scheduler:
 
     def _preempt(self, req: Request, step: StepBuilder) -> None:
         if self.config.preemption_mode == "swap":
-            step.swap_out_blocks += len(req.block_ids) + len(req.window_block_ids)
+            step.swap_out_blocks += req.num_blocks + len(req.window_block_ids)
             req.status = Status.SWAPPED
         else:
             req.num_computed_tokens = 0
@@ -393,7 +393,7 @@ class Scheduler:
             c, out = req.num_computed_tokens, req.num_output_tokens
             # c + 1 == req.num_tokens, blocks exactly kv.blocks_for(c), inline: a hot path
             if not (out and c + 1 == req.prompt_tokens + out and req.last_token_s == now_s
-                    and len(req.block_ids) == -(-c // bs)):
+                    and req.num_blocks == -(-c // bs)):
                 return
             join(explicit.pop(0))
 
@@ -454,7 +454,7 @@ class Scheduler:
             return len(per_step), per_step
         bs = kv.block_size
         full = kv.blocks_for(tail.prompt_tokens)
-        extra = full - len(tail.block_ids)       # step 1: the rest of its prompt's blocks
+        extra = full - tail.num_blocks       # step 1: the rest of its prompt's blocks
         next_block = full * bs - tail.prompt_tokens + 1    # its decodes, steps 2..k: a block every bs steps
         for j, members in enumerate(self._group.needing_blocks(len(step_end_s))):
             if j == next_block:
@@ -478,17 +478,18 @@ class Scheduler:
         tail.first_token_s = tail.last_token_s = step_end_s[0]
         return len(per_step), per_step
 
-    def decode_through(self, start_s: float, ready_s: float, lag: bool, shape_s: Callable[[tuple[int, ...]], float],
+    def decode_through(self, start_s: float, ready_s: float, lag: bool, prompt_s: Callable[..., float],
                        decode_times: Callable[[int], dict[int, float]],
                        miss: Callable[[int, int], float]) -> DecodeSteps | None:
         """Apply the next steps one after another from `start_s` while they are the decode group's decodes,
         beside prompt chunks while a prompt is under way or a request waits (`_prefill_step`), and return them;
         None, with nothing changed, when the next step is another (or the pool cannot serve it): `schedule` it.
 
-        Stepping's outcome to the bit: each step's blocks are taken, its time priced (`shape_s` of its
-        StepBatch fields; a plain decode step's `decode_times(seqs)[context]`, else `miss(seqs, context)`) and its
-        result applied (`update`'s order: the group's finishes, then the prompts) before the next is scheduled,
-        so a finishing member leaves the group, its blocks freed, and the steps go on with the smaller batch.
+        Stepping's outcome to the bit: each step's blocks are taken, its time priced (`prompt_s` of its
+        StepBatch's first six fields; a plain decode step's `decode_times(seqs)[context]`, else
+        `miss(seqs, context)`) and its result applied (`update`'s order: the group's finishes, then the prompts)
+        before the next is scheduled, so a finishing member leaves the group, its blocks freed, and the steps go on
+        with the smaller batch.
         It stops after the step whose start (`lag`: asynchronous scheduling) or end is at or after `ready_s`
         (the next request's admission cut-off), before a step the pool cannot serve or that is none of these,
         or when the group empties.
@@ -497,11 +498,11 @@ class Scheduler:
         state changes at once, not at each step's end."""
         if not self._use_group or self.config.prefill_only:
             return None
-        g, out = self._group, DecodeSteps()
+        g, out = self._group, DecodeSteps(start_s)
         t = start_s
         while self.waiting or self._explicit:
             start = t
-            t = self._prefill_step(start, shape_s, decode_times, miss, out)
+            t = self._prefill_step(start, prompt_s, decode_times, miss, out)
             if t < 0.0:
                 return out if out.counts else None
             if (start if lag else t) >= ready_s:
@@ -515,7 +516,7 @@ class Scheduler:
         take_each, bs, phase = kv.append_block_each, kv.block_size, g.phase
         p, done, finish_in = -g.tick, 0, g.steps_to_first_finish()
         times = decode_times(n)
-        end, duration, in_use = out.end_s.append, out.step_s.append, out.kv_used_blocks.append
+        duration, in_use = out.step_s.append, out.kv_used_blocks.append
         while True:
             members = phase[(p - done) % bs]            # g.needing_block(done), inline
             if members:
@@ -528,7 +529,6 @@ class Scheduler:
             dt = times.get(ctx) or miss(n, ctx)          # a hit without a call (times are > 0)
             ctx += n
             t += dt
-            end(t)
             duration(dt)
             in_use(used)
             done += 1
@@ -540,6 +540,7 @@ class Scheduler:
                 self._last_update_s = t
                 n, ctx = len(g.members), g.context_tokens
                 if not n:
+                    out.end_s = t
                     return out
                 free = kv.num_free_blocks
                 used = kv.num_blocks - free
@@ -551,9 +552,10 @@ class Scheduler:
             out.counts.append((n, n, n, done))
             g.advance(done, t)                           # no finish: the first is later
             self._last_update_s = t
+        out.end_s = t
         return out if out.counts else None
 
-    def _prefill_step(self, t: float, shape_s: Callable[[tuple[int, ...]], float],
+    def _prefill_step(self, t: float, prompt_s: Callable[..., float],
                       decode_times: Callable[[int], dict[int, float]], miss: Callable[[int, int], float],
                       out: DecodeSteps) -> float:
         """One step from `t` as `schedule` and `update` run it when it holds the group's decodes, a chunk of the
@@ -584,7 +586,7 @@ class Scheduler:
             m = tail.prompt_tokens - c
             if m > budget:
                 m = budget
-            need += -(-(c + m) // bs) - len(tail.block_ids) + (kv.window_need(tail) if windows else 0)
+            need += -(-(c + m) // bs) - tail.num_blocks + (kv.window_need(tail) if windows else 0)
         if need > kv.num_free_blocks:
             return -1.0
         if members:
@@ -629,9 +631,9 @@ class Scheduler:
                 return -1.0
             dt = decode_times(n).get(ctx) or miss(n, ctx)     # the group decodes alone, the request waits
         else:
-            dt = shape_s((seqs, new, ctx, pairs, len(prompts), pf_tokens, 0, 0, 0))
+            dt = prompt_s(seqs, new, ctx, pairs, len(prompts), pf_tokens)
         t += dt
-        out.end_s.append(t)
+        out.end_s = t
         out.step_s.append(dt)
         out.kv_used_blocks.append(kv.num_used_blocks)
         out.counts.append((seqs, new, n, 1))
@@ -640,6 +642,7 @@ class Scheduler:
             self._finish(req, t)
             finished.append(req)
         sampled = False                                 # a prompt done: only such a request can join the group
+        left = False                                    # one finished at its first token: it leaves the explicit list
         for req, m in prompts:
             c = req.num_computed_tokens = req.num_computed_tokens + m
             if prefix and req.prefix_segments:
@@ -651,7 +654,8 @@ class Scheduler:
                 if req.output_tokens == 1:
                     self._finish(req, t)
                     finished.append(req)
-        if finished:
+                    left = True
+        if left:                                        # (the group's finished members are not in it)
             self._explicit = [r for r in self._explicit if r.status is Status.RUNNING]
         self._last_update_s = t
         if sampled and self._explicit:

@@ -94,10 +94,12 @@ class DecodeRun:
 
 @dataclass(slots=True)
 class DecodeSteps:
-    """The steps `Scheduler.decode_through` applied, in order: each one's end s, duration s and KV blocks in use;
-    (sequences, new tokens, sequences whose token comes one step after their last, steps) for each stretch of
-    them with the same counts; and the requests that finished, in the order they did."""
-    end_s: list[float] = field(default_factory=list)
+    """The steps `Scheduler.decode_through` applied, in order, from `start_s`: each one's duration s (its end is
+    the end before plus it, `start_s` the first's start, added in order; `end_s` the last end) and KV blocks in
+    use; (sequences, new tokens, sequences whose token comes one step after their last, steps) for each stretch
+    of them with the same counts; and the requests that finished, in the order they did."""
+    start_s: float
+    end_s: float = 0.0
     step_s: list[float] = field(default_factory=list)
     kv_used_blocks: list[int] = field(default_factory=list)
     counts: list[tuple[int, int, int, int]] = field(default_factory=list)

@@ -556,6 +556,40 @@ class KernelTableStepTimeModel:
             lm_head = _memoised(self._lm_head_memo, batch.num_seqs, self._lm_head_s)
         return stage * self.pp + lm_head + self._step_overhead_s
 
+    def sums_step_time(self) -> Callable[[int, int, int, int], float] | None:
+        """`step_time` as a function of a batch's first four sums (sequences, new tokens, context tokens, attention
+        pairs) where it reads no other field: one rank, attention from the roofline's plain groups alone (no
+        tables, MLA or delta-net rows, no window or top-k), no roofline GEMMs or experts; None otherwise. The
+        same additions and products in the same order as `step_time`, `attention_s`, `attention_groups_s` and
+        the roofline's `_group_s` (with `attended` 1.0, whose products are exact), flattened into one call for
+        the simulator's steps whose time is not memoised (tests/timing compare the two to the bit)."""
+        if (self.attention or self.latent or self.delta_net or self.ranks > 1 or self.roofline_gemms
+                or self._experts is not None or self._roofline_experts):
+            return None
+        groups = self.roofline.plain_groups(self.roofline_groups)
+        if groups is None:
+            return None
+        per_token_memo, per_token_curve = self._per_token_memo, self.per_token
+        lm_head_memo, lm_head_curve = self._lm_head_memo, self._lm_head_s
+        state, fixed, s_per_token = self._state_s_per_seq, self._fixed_s, self._s_per_token
+        pp, overhead = self.pp, self._step_overhead_s
+
+        def step_s(seqs: int, tokens: int, context: int, pairs: int) -> float:
+            if tokens == 0:
+                return 0.0
+            per_token = per_token_memo.get(tokens)
+            if per_token is None:
+                per_token = _memoised(per_token_memo, tokens, per_token_curve)
+            groups_s = 0.0
+            for per_pair, per_token_s in groups:
+                groups_s += max(pairs * 1.0 * per_pair, (context * 1.0 + 2 * tokens) * per_token_s)
+            stage = per_token + (groups_s + seqs * state) + fixed + tokens * s_per_token
+            lm_head = lm_head_memo.get(seqs)
+            if lm_head is None:
+                lm_head = _memoised(lm_head_memo, seqs, lm_head_curve)
+            return stage * pp + lm_head + overhead
+        return step_s
+
 
 MEMO_ENTRIES = 1 << 14      # a memo of a curve of one integer is cleared past this (a pure function: no number changes)
 

@@ -304,6 +304,14 @@ class RooflineStepTimeModel:
             total += group_s(groups[i], batch)
         return total
 
+    def plain_groups(self, indices: list[int]) -> list[tuple[float, float]] | None:
+        """(seconds per pair, seconds per token) of KV groups `indices`, in order, when each is plain (no window,
+        no top-k: `_group_s`'s last line with `attended` 1.0); None when any is not."""
+        groups = [self._attention_groups[i] for i in indices]
+        if any(window or topk for _, _, window, topk, _, _ in groups):
+            return None
+        return [(per_pair, per_token) for per_pair, per_token, _, _, _, _ in groups]
+
     def state_s(self, batch: StepBatch) -> float:
         """Mamba-2 / linear-attention state read and written once per sequence."""
         return batch.num_seqs * self._state_s_per_seq

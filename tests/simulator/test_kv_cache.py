@@ -1,7 +1,16 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from simhelp import LinearStepModel, sim_config
+from test_simulate import same
 
-from simulator.kv_cache import KVCacheManager, prompt_block_hashes
+import simulator.replica as replica_module
+from simulator.config import DisaggregationConfig, SwapLink
+from simulator.decode_group import DecodeGroup
+from simulator.kv_cache import BlockCounts, KVCacheManager, kv_cache_for, prompt_block_hashes
 from simulator.request import Request
+from simulator.run import simulate
+from simulator.workload import Arrivals, Lengths, WorkloadSpec
 
 
 def req(i, prompt, segments=(), seg=1, tenant=0, output=10):
@@ -139,3 +148,67 @@ def test_window_blocks_scale_by_the_windowed_layers_bytes():
     # a request whose window blocks do not fit is refused whole
     r = req(0, 100, output=10)
     assert not kv.allocate_slots(r, 100) and r.block_ids == [] and r.window_block_ids == []
+
+
+def test_block_counts_take_and_free_as_the_ids_do():
+    # the same requests through both pools: every count the scheduler reads is the same
+    ids, counts = KVCacheManager(10, 4, enable_prefix_caching=False), BlockCounts(10, 4)
+    pairs = [(req(i, 9), req(i, 9)) for i in range(3)]
+    for (a, b), n in zip(pairs, [9, 5, 21], strict=True):      # 3 blocks, 2, then 6: one more than the 5 left
+        assert ids.allocate_slots(a, n) == counts.allocate_slots(b, n)
+        assert (a.num_blocks, ids.num_free_blocks) == (b.num_blocks, counts.num_free_blocks)
+    assert counts.num_free_blocks == 5 and pairs[2][1].num_blocks == 0     # all or nothing
+    for a, b in pairs[:2]:
+        ids.append_blocks(a, 1)
+        counts.append_blocks(b, 1)
+    ids.free(pairs[0][0])
+    counts.free(pairs[0][1])
+    assert (ids.num_free_blocks, ids.num_used_blocks) == (counts.num_free_blocks, counts.num_used_blocks) == (7, 3)
+    counts.check_invariants([pairs[1][1]])
+    pairs[1][1].num_blocks += 1                                              # a block held that the pool lent nobody
+    with pytest.raises(AssertionError):
+        counts.check_invariants([pairs[1][1]])
+
+
+def test_decode_group_members_blocks_are_counted_as_the_group_syncs_them():
+    # a pool of counts takes a member's block on its own side; the group's sync makes the member's count its
+    # computed tokens' blocks: 16 + 2 tokens on 4-token blocks = 5 blocks, 4 at its join and one taken at the boundary
+    pool, g = BlockCounts(10, 4), DecodeGroup(4)
+    r = req(0, 16, output=9)                      # its prompt computed, its first token sampled
+    assert pool.allocate_slots(r, 16)
+    r.num_computed_tokens, r.num_output_tokens = 16, 1
+    g.join(r)
+    for _ in range(2):
+        pool.append_block_each(g.needing_block())
+        g.advance(1, 0.0)
+    g.sync(r)
+    assert (r.num_computed_tokens, r.num_blocks, pool.num_used_blocks) == (18, 5, 5)
+    pool.check_invariants([r])
+
+
+def test_the_simulator_counts_blocks_only_where_no_id_is_observed():
+    assert type(kv_cache_for(8, 4, False, False, False, ())) is BlockCounts
+    for prefix, slots, windows in [(True, False, ()), (False, True, ()), (False, False, ((0.5, 64),))]:
+        assert type(kv_cache_for(8, 4, prefix, False, slots, windows)) is KVCacheManager
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), blocks=st.sampled_from([60, 200, 4000]),
+       mode=st.sampled_from(["recompute", "swap"]), chunked=st.booleans(), replicas=st.sampled_from([1, 3]),
+       disaggregated=st.booleans(), fast_forward=st.booleans())
+def test_whole_runs_on_block_counts_are_the_runs_on_block_ids(seed, blocks, mode, chunked, replicas, disaggregated,
+                                                             fast_forward):
+    # requests without prompt content: the simulator's pools keep counts; forced to keep ids, every request column and
+    # timeline column is the same to the bit (short pools preempt, by recompute and by swap)
+    lengths = Lengths("uniform", 0, 0, 20, 700), Lengths("uniform", 0, 0, 1, 90)
+    spec = WorkloadSpec(120, Arrivals("poisson", 40.0), *lengths)
+    cfg = sim_config(num_blocks=blocks, max_num_seqs=24, preemption_mode=mode, enable_chunked_prefill=chunked,
+                     swap=SwapLink(1e5, 1e10) if mode == "swap" else None, num_replicas=replicas,
+                     disaggregation=DisaggregationConfig(1, 2, 1e5, 1e10, 1e-3) if disaggregated else None,
+                     fast_forward=fast_forward, check_invariants=True, max_model_len=4096)
+    counted = simulate(cfg, LinearStepModel(), spec, seed=seed)
+    chosen = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(replica_module, "kv_cache_for", lambda *a: chosen.append(1) or KVCacheManager(*a))
+        with_ids = simulate(cfg, LinearStepModel(), spec, seed=seed)
+    assert chosen and same(counted, with_ids) and not counted.leaks

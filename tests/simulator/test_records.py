@@ -1,6 +1,7 @@
 """The step log: what it keeps per step, and that reading it in chunks gives the numbers one pass gives, to the bit."""
 
 import dataclasses
+from itertools import accumulate
 
 import numpy as np
 import pytest
@@ -78,6 +79,28 @@ def test_the_log_rebuilds_every_end_time_and_count():
     assert tl.new_tokens.tolist() == [300, 600, 1, 1, 1, 2, 2, 2, 2]
     assert tl.kv_used_blocks.dtype == np.int16 and tl.kv_used_blocks.tolist() == [300, 3, 300, 301, 301, 4, 4, 4, 5]
     assert tl.step_s.tolist() == [0.25, 0.5, 0.25, 0.25, 0.25, 0.5, 0.1, 0.2, 0.15]
+
+
+def test_a_stretch_from_its_start_logs_what_its_ends_would():
+    # `stretch` takes the ends as the running sums from its start, so it compares only the first with the replica's
+    # previous end plus its duration: the same log as `steps` given those ends (0.1 + 0.2 != 0.3 in floats)
+    durations = [[0.1, 0.2], [0.2, 0.1, 0.3], [0.25]]
+    starts = [0.0, 0.1 + 0.2, 5.0]                # the second continues the first; the third after an idle wait
+    logs = []
+    for use_stretch in (True, False):
+        rec = Recorder()
+        for start, step_s in zip(starts, durations, strict=True):
+            ends = list(accumulate(step_s, initial=start))[1:]
+            counts = [(3, 3, 3, len(step_s))]
+            if use_stretch:
+                rec.stretch(0, start, ends[-1], step_s, [4] * len(step_s), counts)
+            else:
+                rec.steps(0, ends, step_s, [4] * len(step_s), counts)
+        tl = rec.result(10, 1, 0, BARE).timeline
+        logs.append((list(rec._break_at), list(rec._break_end), tl.end_s.tolist(), tl.num_seqs.tolist()))
+    assert logs[0] == logs[1]
+    assert logs[0][0] == [0, 5]             # the first step of the replica and the one after the idle wait
+    assert logs[0][2][-1] == 5.25
 
 
 def test_one_replicas_timeline_is_read_from_the_log_in_chunks(monkeypatch):

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simulator.step_batch import StepBatch
 from sizer.analytic.parallel import ParallelConfig
@@ -257,3 +260,36 @@ def test_the_importer_keeps_the_mla_and_gdn_shapes_of_each_tp_split():
     assert shapes.mla == {(7168, 1536, 512, 128, 64, 128, 128 // tp) for tp in (1, 2, 4, 8)}
     # Qwen3-Next: 16 key and 32 value heads of 128, a 4-wide convolution, heads split by TP
     assert shapes.gdn == {(16 // tp, 128, 32 // tp, 128, 4) for tp in (1, 2, 4, 8)}
+
+
+@functools.cache
+def standard_a100_model() -> KernelTableStepTimeModel:
+    """The standard simulated workload's model (Llama-2-7B on one A100-80GB): the bundled A100 tables hold no
+    attention of its heads, so the roofline prices its one plain KV group alone."""
+    from sizer.inputs.scenario import load_scenario
+    from sizer.timing.step_model import step_model_for
+    scenario = Path(__file__).resolve().parents[3] / "benchmarks" / "scenarios" / "llama-2-7b-a100-poisson10.yaml"
+    model = step_model_for(resolve(load_scenario(scenario)))
+    assert isinstance(model, KernelTableStepTimeModel)
+    return model
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(1, 256), st.integers(0, 8192), st.integers(0, 1 << 22), st.integers(0, 1 << 24),
+       st.integers(0, 8), st.integers(0, 4096))
+def test_a_steps_time_from_its_four_sums_is_step_time_to_the_bit(seqs, tokens, context, extra_pairs, pf_seqs,
+                                                                 pf_tokens):
+    # sums_step_time is step_time flattened (the same operations in the same order), so the floats are equal, not
+    # close; the prefill fields are not read where it applies (attention from the roofline's plain groups)
+    model = standard_a100_model()
+    sums = model.sums_step_time()
+    assert sums is not None
+    pairs = context + tokens + extra_pairs
+    batch = StepBatch(seqs, tokens, context, pairs, pf_seqs, pf_tokens)
+    assert sums(seqs, tokens, context, pairs) == model.step_time(batch)
+
+
+def test_a_step_the_tables_price_attention_of_has_no_four_sums_path():
+    # the synthetic tables hold the tiny model's attention: step_time reads the batch's prefill split
+    model = KernelTableStepTimeModel(synthetic_tables(), roofline_for(tiny_resolved()))
+    assert model.attention and model.sums_step_time() is None
