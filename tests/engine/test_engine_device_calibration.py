@@ -14,10 +14,6 @@ from sizer.timing.kernel_tables import load_kernel_tables
 cli = CliRunner()
 
 WIDE = "engine/scenarios/tiny-wide-cpu.yaml"
-# The longest context timed: the scenario's requests reach 400 + 48 = 448 tokens (tiny-wide-cpu.yaml), inside 1,024;
-# the CPU default, 2,048, times prefill attention up to 2,048 x 2,048 tokens for each of the 7 head shapes (tiny and
-# tiny-wide at TP 1, 2, 4 and 8), which took 106 s of a 138 s calibration (2026-12-02) and no step of the replay uses.
-MAX_LEN = "1024"
 
 
 @pytest.mark.slow
@@ -33,8 +29,7 @@ def test_one_device_calibration_validates_a_model_it_was_not_fitted_on(tmp_path,
     monkeypatch.setenv("SIZER_HOME", str(tmp_path))
     with sampled() as calibrating:
         result = cli.invoke(app, ["calibrate", "--device", "cpu", "--shapes-of", "tiny", "--shapes-of",
-                                  "engine/scenarios/tiny-wide/config.json", "--max-num-seqs", "16",
-                                  "--max-model-len", MAX_LEN])
+                                  "engine/scenarios/tiny-wide/config.json", "--max-num-seqs", "16"])
     assert result.exit_code == 0, result.output
     folder = tmp_path / "calibrated" / "cpu-sizer-engine-0.1.0"
     assert f"wrote {folder}" in result.stdout
