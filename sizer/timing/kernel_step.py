@@ -43,7 +43,8 @@ are stored in a format the tables do not hold (AWQ/GPTQ 4-bit, FP8 run weight-on
 at a time; MoE experts; the KV groups of other mixers (sparse MLA: DeepSeek-V3.2's indexer) or of
 head shapes neither measured nor between measured ones (Llama-2's 32 KV heads: decode is measured up to
 8); the recurrent state of Mamba-2 layers and of gated delta net shapes not measured;
-the expert all-to-all and pipeline transfers; an all-reduce across a GPU count not measured.
+the expert all-to-all and pipeline transfers; an all-reduce across a GPU count not measured; LoRA adapters'
+low-rank GEMMs (`RooflineStepTimeModel.lora_s`).
 """
 
 from __future__ import annotations
@@ -390,6 +391,8 @@ class KernelTableStepTimeModel:
             missing.append("the recurrent state (Mamba-2, linear attention)")
         if p.pp > 1 or p.experts_span_dp:
             missing.append("pipeline and expert-parallel transfers")
+        if roofline.lora is not None:
+            missing.append("LoRA adapters")
         self.roofline_parts = tuple(missing)
         self.sources = self._sources(m, p, len(curves) - bool(self.allreduce_from_tables))
         # the roofline's terms that are linear in tokens or sequences, as coefficients (step_time runs per step)
@@ -426,6 +429,8 @@ class KernelTableStepTimeModel:
             out["MoE experts"] = tables if self.experts_from_tables else roof
         if self.roofline.kv.state_layers:
             out["recurrent state"] = tables if self.delta_net else roof
+        if self.roofline.lora is not None:
+            out["LoRA adapters"] = roof
         if p.pp > 1 or p.experts_span_dp:
             out["pipeline and expert-parallel transfers"] = roof
         out["element-wise"] = "kernel tables' bandwidth model (tables.yaml)"
@@ -551,6 +556,8 @@ class KernelTableStepTimeModel:
             stage += layers * curve(self.load_imbalance * expert_tokens)
         if self._roofline_experts:
             stage += self.roofline.expert_gemm_s(expert_tokens)
+        if batch.lora_tokens:                # the adapters' low-rank GEMMs: no table holds them (the roofline's)
+            stage += self.roofline.lora_s(batch)
         lm_head = self._lm_head_memo.get(batch.num_seqs)
         if lm_head is None:
             lm_head = _memoised(self._lm_head_memo, batch.num_seqs, self._lm_head_s)
@@ -559,12 +566,13 @@ class KernelTableStepTimeModel:
     def sums_step_time(self) -> Callable[[int, int, int, int], float] | None:
         """`step_time` as a function of a batch's first four sums (sequences, new tokens, context tokens, attention
         pairs) where it reads no other field: one rank, attention from the roofline's plain groups alone (no
-        tables, MLA or delta-net rows, no window or top-k), no roofline GEMMs or experts; None otherwise. The
+        tables, MLA or delta-net rows, no window or top-k), no roofline GEMMs or experts, no LoRA adapters (their
+        tokens are a later field); None otherwise. The
         same additions and products in the same order as `step_time`, `attention_s`, `attention_groups_s` and
         the roofline's `_group_s` (with `attended` 1.0, whose products are exact), flattened into one call for
         the simulator's steps whose time is not memoised (tests/timing compare the two to the bit)."""
         if (self.attention or self.latent or self.delta_net or self.ranks > 1 or self.roofline_gemms
-                or self._experts is not None or self._roofline_experts):
+                or self._experts is not None or self._roofline_experts or self.roofline.lora is not None):
             return None
         groups = self.roofline.plain_groups(self.roofline_groups)
         if groups is None:

@@ -293,3 +293,21 @@ def test_a_step_the_tables_price_attention_of_has_no_four_sums_path():
     # the synthetic tables hold the tiny model's attention: step_time reads the batch's prefill split
     model = KernelTableStepTimeModel(synthetic_tables(), roofline_for(tiny_resolved()))
     assert model.attention and model.sums_step_time() is None
+
+
+def test_lora_adapters_are_priced_by_the_roofline_on_top_of_the_tables_and_named():
+    """The bundled LoRA scenario (Llama-3.1-8B on an H100 in vLLM, adapters at rank 16): no table holds the
+    adapters' shrink/expand GEMMs, so a step with LoRA tokens costs the tables' step plus the roofline's `lora_s`
+    (per stage; one stage here), the plan names it, and the four-sums path is off (LoRA tokens are a later field).
+    Before this, the tables priced a LoRA step as a plain one (the review of 2026-12-02 found it)."""
+    from sizer.inputs.scenario import load_scenario
+    from sizer.timing.step_model import step_model_for
+    scenario = Path(__file__).resolve().parents[3] / "scenarios" / "gateway-lora-50-adapters.yaml"
+    model = step_model_for(resolve(load_scenario(scenario)))
+    assert isinstance(model, KernelTableStepTimeModel) and model.roofline.lora is not None
+    plain, with_lora = StepBatch(8, 8, 8000, 8008), StepBatch(8, 8, 8000, 8008, lora_tokens=8, lora_adapters=2)
+    extra = model.roofline.lora_s(with_lora)
+    assert extra > 0
+    assert model.step_time(with_lora) == pytest.approx(model.step_time(plain) + extra, rel=1e-12)
+    assert model.sources["LoRA adapters"] == "roofline" and "LoRA adapters" in model.roofline_parts
+    assert model.sums_step_time() is None
