@@ -41,7 +41,8 @@ class Request:
     num_computed_tokens: int = 0          # tokens whose KV is in the cache
     num_output_tokens: int = 0            # tokens sampled so far
     num_cached_prompt_tokens: int = 0     # prompt tokens served by the prefix cache at admission
-    num_blocks: int = 0                   # KV blocks it holds (its block_ids, where the pool keeps ids)
+    num_blocks: int = 0                   # KV blocks it holds (its block_ids, where the pool keeps ids; on counts,
+                                          # a decode-group member's as of the group's last sync)
     block_ids: list[int] = field(default_factory=list)
     window_block_ids: list[int] = field(default_factory=list)   # blocks its sliding-window layers hold
     block_hashes: list[int] | None = None  # prefix-cache keys of the full prompt blocks

@@ -195,11 +195,12 @@ def test_the_simulator_counts_blocks_only_where_no_id_is_observed():
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 10_000), blocks=st.sampled_from([60, 200, 4000]),
        mode=st.sampled_from(["recompute", "swap"]), chunked=st.booleans(), replicas=st.sampled_from([1, 3]),
-       disaggregated=st.booleans(), fast_forward=st.booleans())
+       disaggregated=st.booleans(), fast_forward=st.booleans(), caching=st.booleans())
 def test_whole_runs_on_block_counts_are_the_runs_on_block_ids(seed, blocks, mode, chunked, replicas, disaggregated,
-                                                             fast_forward):
+                                                             fast_forward, caching):
     # requests without prompt content: the simulator's pools keep counts; forced to keep ids, every request column and
-    # timeline column is the same to the bit (short pools preempt, by recompute and by swap)
+    # timeline column is the same to the bit (short pools preempt, by recompute and by swap). The ids pool with its
+    # prefix cache on too (`caching`): the path such a replica took before the counts (review, 2026-12-02)
     lengths = Lengths("uniform", 0, 0, 20, 700), Lengths("uniform", 0, 0, 1, 90)
     spec = WorkloadSpec(120, Arrivals("poisson", 40.0), *lengths)
     cfg = sim_config(num_blocks=blocks, max_num_seqs=24, preemption_mode=mode, enable_chunked_prefill=chunked,
@@ -209,6 +210,7 @@ def test_whole_runs_on_block_counts_are_the_runs_on_block_ids(seed, blocks, mode
     counted = simulate(cfg, LinearStepModel(), spec, seed=seed)
     chosen = []
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(replica_module, "kv_cache_for", lambda *a: chosen.append(1) or KVCacheManager(*a))
+        mp.setattr(replica_module, "kv_cache_for",
+                   lambda n, size, _, *rest: chosen.append(1) or KVCacheManager(n, size, caching, *rest))
         with_ids = simulate(cfg, LinearStepModel(), spec, seed=seed)
     assert chosen and same(counted, with_ids) and not counted.leaks
