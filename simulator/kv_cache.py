@@ -397,12 +397,16 @@ class BlockCounts(KVCacheManager):
         return True
 
     def append_blocks(self, req: Request, n: int) -> None:
+        if n > self._free:                   # the ids pool would pop an empty list: a scheduler bug either way
+            raise RuntimeError(f"{n} KV blocks asked for, {self._free} free")
         self._free -= n
         req.num_blocks += n
 
     def append_block_each(self, reqs: Collection[Request]) -> None:
         """The pool's side only: the scheduler gives one block each to members of its decode group, whose block
         counts the group brings up to date as it syncs them (`DecodeGroup.sync`)."""
+        if len(reqs) > self._free:
+            raise RuntimeError(f"{len(reqs)} KV blocks asked for, {self._free} free")
         self._free -= len(reqs)
 
     def free(self, req: Request) -> None:
