@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Callable
+from itertools import accumulate
 
 import numpy as np
 
@@ -204,6 +205,12 @@ class LiveRecorder(Recorder):
               counts: list[tuple[int, int, int, int]]) -> None:
         super().steps(replica, end_s, step_s, kv_used_blocks, counts)
         self.live.times.steps(replica, end_s, counts)
+
+    def stretch(self, replica: int, start_s: float, end_s: float, step_s: list[float], kv_used_blocks: list[int],
+                counts: list[tuple[int, int, int, int]]) -> None:
+        super().stretch(replica, start_s, end_s, step_s, kv_used_blocks, counts)
+        # the ends as the caller summed them (each the end before plus its duration, in order): the same floats
+        self.live.times.steps(replica, list(accumulate(step_s, initial=start_s))[1:], counts)
 
     def ready(self, final: bool) -> Rows | None:
         """The rows of finished requests whose client times are settled and not handed out before (every one left
