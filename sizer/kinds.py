@@ -12,7 +12,7 @@ from types import ModuleType
 KINDS = {
     "gateway": "sizer.cli.gateway",             # a gateway document (a top-level `gateway:`): plan, simulate
     "emit": "sizer.cli.emit",                   # plan --emit / --emit-to: a serving command or a manifest
-    "simulate": "sizer.cli.simulate",           # plan --simulate: the sizing pipeline, the simulator, progress
+    "simulate": "sizer.cli.plan_simulate",      # plan --simulate: the sizing pipeline, the simulator, progress
     "day": "sizer.sizing.day",                  # plan --simulate: energy; with workload.schedule, the day
     "trace": "sizer.sizing.workload",           # workload.trace: the trace readers
     "calibrated profile": "sizer.timing.profile",  # hardware.calibrated_profile: measured kernel tables

@@ -32,10 +32,8 @@ from sizer.inputs.variant import Variant
 from sizer.kinds import kind
 from sizer.outputs.destination import check_destination, csv_frames
 from sizer.outputs.serialise import to_json
-from sizer.sizing import pipeline
 from sizer.sizing.goodput import slo_of
-from sizer.sizing.plan import Plan
-from sizer.sizing.resolve import Resolved, resolve
+from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import DEFAULT_ROUTER, simulate_scenario
 from validation.errors import excerpt
 
@@ -117,14 +115,3 @@ def run(path: Path, num_requests: int | None, replicas: int | None, router: str,
         result = simulate_scenario(r, num_requests, replicas, router, update, rows=rows)
     return s, result, summarise(result, slo_of(s))
 
-
-def add_simulation(plan: Plan, resolved: Resolved) -> Plan:
-    """`plan --simulate` (kind "simulate"): the sizing pipeline's answer, its simulations counted on stderr."""
-    with progress("sizing", "simulations") as update:
-        return pipeline.add_simulation(plan, resolved, progress=update)
-
-
-def add_day(plan: Plan, resolved: Resolved) -> Plan:
-    """`plan --simulate` on a workload.schedule: the day (sizer.sizing.day), its simulations counted on stderr."""
-    with progress("the day", "simulations") as update:
-        return kind("day").add_day(plan, resolved, progress=update)
