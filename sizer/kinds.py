@@ -17,6 +17,8 @@ KINDS = {
     "gguf": "sizer.inputs.gguf_file",           # a model given as a .gguf file: its header and tensor table
     "trace": "sizer.sizing.workload",           # workload.trace: the trace readers
     "calibrated profile": "sizer.timing.profile",  # hardware.calibrated_profile: measured kernel tables
+    "tables": "sizer.cli.render",               # simulate's terminal tables (rich); --json prints none
+    "live progress": "sizer.cli.progress_bar",  # stderr a terminal: rich's live bar (a pipe or a log: plain lines)
     "version": "sizer.version",                 # --version: the package's metadata (importlib.metadata)
 }
 

@@ -24,7 +24,6 @@ from sizer.cli.options import (
     traffic_from_flags,
 )
 from sizer.cli.progress import progress
-from sizer.cli.render import render_simulation_metrics, terminal
 from sizer.errors import InputError
 from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS, is_gateway
 from sizer.inputs.traffic import Traffic
@@ -86,8 +85,9 @@ def command(
     if as_json:
         typer.echo(to_json({"scenario": scenario_obj.name, **vars(summary)}))
         return
-    console = terminal(wide)
-    render_simulation_metrics(scenario_obj.name, summary, console, requests_csv, result.num_replicas)
+    tables = kind("tables")
+    console = tables.terminal(wide)
+    tables.render_simulation_metrics(scenario_obj.name, summary, console, requests_csv, result.num_replicas)
     if scenario_obj.workload.schedule is not None:
         console.print(f"workload.schedule: simulated at workload.arrival.rate_per_s "
                         f"({scenario_obj.workload.arrival.rate_per_s:g} req/s); `sizer plan --simulate` sizes the "
