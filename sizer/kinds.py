@@ -1,7 +1,7 @@
 """The code of an input or output kind that few runs need, loaded when a run has one: with the CLI's commands
 (sizer/cli/app.py, COMMANDS) the only deferred imports of sizer's own code. Each module keeps its imports at
-the top; a plain `sizer plan` so never imports the gateway's, --emit's, --simulate's, a trace's or a
-calibrated profile's modules, nor what they import (the simulator, simpy, numpy)."""
+the top; a plain `sizer plan` so never imports the gateway's, --emit's, --simulate's, a GGUF file's, a trace's
+or a calibrated profile's modules, nor what they import (the simulator, simpy, numpy)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,13 @@ from types import ModuleType
 KINDS = {
     "gateway": "sizer.cli.gateway",             # a gateway document (a top-level `gateway:`): plan, simulate
     "emit": "sizer.cli.emit",                   # plan --emit / --emit-to: a serving command or a manifest
-    "simulate": "sizer.cli.simulate",           # plan --simulate: the sizing pipeline, the simulator, progress
+    "simulate": "sizer.cli.plan_simulate",      # plan --simulate: the sizing pipeline, the simulator, progress
     "day": "sizer.sizing.day",                  # plan --simulate: energy; with workload.schedule, the day
+    "gguf": "sizer.inputs.gguf_file",           # a model given as a .gguf file: its header and tensor table
     "trace": "sizer.sizing.workload",           # workload.trace: the trace readers
     "calibrated profile": "sizer.timing.profile",  # hardware.calibrated_profile: measured kernel tables
+    "tables": "sizer.cli.render",               # simulate's terminal tables (rich); --json prints none
+    "live progress": "sizer.cli.progress_bar",  # stderr a terminal: rich's live bar (a pipe or a log: plain lines)
     "version": "sizer.version",                 # --version: the package's metadata (importlib.metadata)
 }
 

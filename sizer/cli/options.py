@@ -9,7 +9,7 @@ import typer
 
 from sizer.cli.flags import check_range
 from sizer.errors import InputError
-from sizer.inputs.manifests.fields import parse_number
+from sizer.inputs.number_text import parse_number
 from sizer.inputs.scenario import (
     MAX_CONCURRENCY,
     MAX_RATE_PER_S,

@@ -2,26 +2,20 @@
 simulation and search): on stderr only (stdout, and so --json output, is never touched), with the count done, the
 rate and the time left.
 
-On a terminal it is a live bar, redrawn at most ten times a second however often it is told. Anywhere else (a
-pipe, a log file, CI) it is plain lines, at most one every LINE_S seconds, the first once a run has taken that
-long, and a closing line when a run printed any: a job that ends within a few seconds prints nothing."""
+On a terminal it is a live bar, redrawn at most ten times a second however often it is told (rich's, in
+sizer/cli/progress_bar.py: an output kind, sizer/kinds.py, loaded only where stderr may be a terminal). Anywhere
+else (a pipe, a log file, CI) it is plain lines, at most one every LINE_S seconds, the first once a run has taken
+that long, and a closing line when a run printed any: a job that ends within a few seconds prints nothing."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from sizer.kinds import kind
 
 REDRAW_S = 0.1          # at most ten redraws a second: a million calls cost a few clock reads each
 LINE_S = 5.0            # not a terminal: at most one line every 5 s (a log of an hour-long report: 720 lines)
@@ -72,28 +66,25 @@ def progress(label: str, unit: str, total: int | None = None,
     if not show:
         yield None
         return
-    err = Console(stderr=True)
-    if not err.is_terminal:
-        yield from _lines(label, unit, total)
+    if not may_be_terminal():
+        yield from lines(label, unit, total)
         return
-    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
-                  TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=err, transient=True,
-                  auto_refresh=False) as bar:
-        task = bar.add_task(label, total=total, rate="")
-        start, next_s = time.monotonic(), 0.0
-
-        def update(done: int, new_total: int | None = None) -> None:
-            nonlocal next_s, total
-            now = time.monotonic()
-            if now < next_s and done != (new_total or total):
-                return
-            next_s, total = now + REDRAW_S, new_total or total
-            bar.update(task, completed=done, total=total, rate=rate_text(done, now - start, unit), refresh=True)
-
-        yield update
+    yield from kind("live progress").bar(label, unit, total)
 
 
-def _lines(label: str, unit: str, total: int | None) -> Iterator[Callable[..., None]]:
+def may_be_terminal() -> bool:
+    """Whether rich could call stderr a terminal (rich.console.Console.is_terminal: TTY_COMPATIBLE or FORCE_COLOR
+    in the environment, else stderr's isatty()). Where it could not, the plain lines need no rich, a tenth of
+    `sizer simulate --json`'s start-up; where it could, the live bar's module asks rich itself."""
+    if "TTY_COMPATIBLE" in os.environ or "FORCE_COLOR" in os.environ:
+        return True
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):         # no isatty, or a closed stream: no terminal, as rich says
+        return False
+
+
+def lines(label: str, unit: str, total: int | None) -> Iterator[Callable[..., None]]:
     """The plain-line display (stderr not a terminal): rate-limited lines, then a closing one if any was printed."""
     start = time.monotonic()
     next_s, done_so_far, printed = start + LINE_S, 0, False

@@ -14,14 +14,15 @@ from rich.table import Table
 
 from sizer.analytic.memory import GB, GiB
 from sizer.cli.render_day import render_day, render_energy
-from sizer.sizing.plan import Plan
-from sizer.sizing.result import Sizing
 from sizer.words import count
 
-if TYPE_CHECKING:      # for annotations only: `sizer plan` need not import check, search and the simulator
+# for annotations only: `sizer plan` need not import check, search and the simulator, nor `sizer simulate` the plan
+if TYPE_CHECKING:
     from simulator.metrics import MetricsSummary
     from sizer.outputs.check import CheckResult
     from sizer.sizing.compare import Comparison
+    from sizer.sizing.plan import Plan
+    from sizer.sizing.result import Sizing
     from sizer.sizing.search import Outcome, SearchResult
 
 MARKS = {"pass": "✓", "fail": "✗", "skip": "-"}      # check rule statuses

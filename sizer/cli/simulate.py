@@ -24,7 +24,6 @@ from sizer.cli.options import (
     traffic_from_flags,
 )
 from sizer.cli.progress import progress
-from sizer.cli.render import render_simulation_metrics, terminal
 from sizer.errors import InputError
 from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS, is_gateway
 from sizer.inputs.traffic import Traffic
@@ -32,10 +31,8 @@ from sizer.inputs.variant import Variant
 from sizer.kinds import kind
 from sizer.outputs.destination import check_destination, csv_frames
 from sizer.outputs.serialise import to_json
-from sizer.sizing import pipeline
 from sizer.sizing.goodput import slo_of
-from sizer.sizing.plan import Plan
-from sizer.sizing.resolve import Resolved, resolve
+from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import DEFAULT_ROUTER, simulate_scenario
 from validation.errors import excerpt
 
@@ -88,8 +85,9 @@ def command(
     if as_json:
         typer.echo(to_json({"scenario": scenario_obj.name, **vars(summary)}))
         return
-    console = terminal(wide)
-    render_simulation_metrics(scenario_obj.name, summary, console, requests_csv, result.num_replicas)
+    tables = kind("tables")
+    console = tables.terminal(wide)
+    tables.render_simulation_metrics(scenario_obj.name, summary, console, requests_csv, result.num_replicas)
     if scenario_obj.workload.schedule is not None:
         console.print(f"workload.schedule: simulated at workload.arrival.rate_per_s "
                         f"({scenario_obj.workload.arrival.rate_per_s:g} req/s); `sizer plan --simulate` sizes the "
@@ -117,14 +115,3 @@ def run(path: Path, num_requests: int | None, replicas: int | None, router: str,
         result = simulate_scenario(r, num_requests, replicas, router, update, rows=rows)
     return s, result, summarise(result, slo_of(s))
 
-
-def add_simulation(plan: Plan, resolved: Resolved) -> Plan:
-    """`plan --simulate` (kind "simulate"): the sizing pipeline's answer, its simulations counted on stderr."""
-    with progress("sizing", "simulations") as update:
-        return pipeline.add_simulation(plan, resolved, progress=update)
-
-
-def add_day(plan: Plan, resolved: Resolved) -> Plan:
-    """`plan --simulate` on a workload.schedule: the day (sizer.sizing.day), its simulations counted on stderr."""
-    with progress("the day", "simulations") as update:
-        return kind("day").add_day(plan, resolved, progress=update)

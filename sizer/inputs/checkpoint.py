@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from sizer.errors import InputError
-from sizer.inputs.gguf_file import read_gguf
 from sizer.inputs.hf_store import BUNDLED, bundled
 from sizer.inputs.quantization import Quantization, parse_hf_quant_config
+from sizer.kinds import kind
 from validation.errors import excerpt
 from validation.safe_load import load_json, read_text
 from validation.safetensors import read_header
@@ -146,7 +146,7 @@ def read_checkpoint(reference: str, catalog_dir: Path, file: str | None = None,
     """config.json of `reference`, and, beside it, ModelOpt's hf_quant_config.json and the weights' bytes."""
     config_path, found_as = find_config(reference, catalog_dir, file, field_path)
     if config_path.suffix == ".gguf":            # a GGUF file: metadata for the config, its tensor table for bytes
-        g = read_gguf(config_path)
+        g = kind("gguf").read_gguf(config_path)
         return Checkpoint(g.config, config_path.stem, str(config_path), found_as, g.quantization(), g.tensor_bytes,
                           f"GGUF tensor table ({g.type_counts})")
     config = load_json(config_path)

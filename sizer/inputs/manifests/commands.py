@@ -15,8 +15,9 @@ from pathlib import Path
 
 from sizer.errors import InputError
 from sizer.inputs.hf_store import bundled
-from sizer.inputs.manifests.fields import HF_ID, get, hf_repo_id, parse_number
+from sizer.inputs.manifests.fields import HF_ID, get, hf_repo_id
 from sizer.inputs.model_spec import CATALOG_DIR, catalog_names, load_config
+from sizer.inputs.number_text import parse_number
 from sizer.inputs.scenario import ENGINE_NAMES, DeploymentSection, SpeculativeSection
 from validation.errors import excerpt
 from validation.safe_load import load_json, loads_json

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from sizer.errors import InputError
+from sizer.inputs.number_text import parse_number
 from sizer.inputs.scenario import MAX_REPLICAS, DeploymentSection
 from validation.errors import excerpt
 from validation.schema import Key, check_key, join, key_for
@@ -88,27 +89,6 @@ def get(node: dict, schema_key: str, path: str, file: str):
     if spec.name not in node or (value is None and spec.nullable):
         return {} if spec.tp is dict else None
     return check_key(spec, parse_number(value) if spec.tp in (int, float) else value, file, join(path, spec.name))
-
-
-_SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G": 2**30}
-
-
-def parse_number(value):
-    """A number written as text ("2", "0.9", "1e4", vLLM's "32k" and "10M": decimal suffixes lower
-    case, binary upper case) as that number; anything else as it is, for its key to check."""
-    if not isinstance(value, str):
-        return value
-    text = value.strip()
-    scale = _SUFFIXES.get(text[-1:], 1)
-    digits = text[:-1] if scale > 1 else text
-    if len(digits) > 40:                  # a 5,000-digit number is no count of anything
-        return value
-    for parse in (int, float):
-        try:
-            return parse(digits) * scale
-        except ValueError:
-            continue
-    return value
 
 
 # A Hugging Face repo id: `org/name` (letters, digits, `.`, `_`, `-`; 96 characters each; no `..` or `--`),

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 from sizer.errors import InputError
 from sizer.inputs.manifests.commands import VALUE_FLAGS, server_start, tokens
-from sizer.inputs.manifests.fields import get, hf_repo_id, parse_number
+from sizer.inputs.manifests.fields import get, hf_repo_id
 from sizer.inputs.manifests.kubernetes import Server, containers, pod_gpus
+from sizer.inputs.number_text import parse_number
 from sizer.inputs.scenario import DeploymentSection
 from validation.errors import excerpt
 from validation.schema import check_key, join, key_for

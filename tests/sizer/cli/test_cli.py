@@ -2,6 +2,7 @@
 
 import gc
 import json
+import os
 import subprocess
 import sys
 
@@ -82,6 +83,27 @@ def loaded_by(*args: str) -> list[str]:
 def test_plan_loads_only_what_a_plan_needs():
     assert loaded_by("plan", "scenarios/llama-3.1-8b-chat-h100.yaml") == []
     assert loaded_by("plan", "scenarios/llama-3.1-8b-chat-h100.yaml", "--json") == []
+
+
+# What `sizer simulate --json` in a pipe must not load (issue 21, its start-up): the plan and the sizing pipeline
+# (plan --simulate's, sizer/cli/plan_simulate.py), the terminal's tables and live bar (rich: sizer/kinds.py
+# "tables", "live progress"), the GGUF reader (a model given as a .gguf file) and the manifest code
+NOT_ON_THE_SIMULATE_JSON_PATH = ("rich", "sizer.sizing.plan", "sizer.sizing.pipeline", "sizer.cli.render",
+                                 "sizer.cli.progress_bar", "sizer.inputs.gguf_file", "sizer.inputs.manifests.fields")
+
+
+def test_simulate_json_loads_no_plan_tables_nor_bar():
+    code = ("import sys; from typer.testing import CliRunner; from sizer.cli import app; "
+            "r = CliRunner().invoke(app, ['simulate', 'scenarios/llama-3.1-8b-chat-h100.yaml', '--num-requests', '20', "
+            "'--json']); assert r.exit_code == 0, r.output; "
+            f"print(' '.join(m for m in {NOT_ON_THE_SIMULATE_JSON_PATH!r} if m in sys.modules))")
+    env = {k: v for k, v in os.environ.items() if k not in ("TTY_COMPATIBLE", "FORCE_COLOR")}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == []
+    # the other side: the terminal's tables load when they are printed
+    table = runner.invoke(app, ["simulate", "scenarios/llama-3.1-8b-chat-h100.yaml", "--num-requests", "20"])
+    assert table.exit_code == 0 and "TTFT" in table.stdout
 
 
 def test_a_gateway_document_and_emit_load_their_code_when_given():

@@ -35,7 +35,7 @@ def test_flags_are_named_as_the_source_of_what_they_set():
     got = assumptions("--model", "llama-3.1-8b", "--gpu", "h100", "--rate", "4", "--prompt-tokens", "2k",
                       "--output-tokens", "100", "--ttft-ms", "500")
     assert "workload: 4 req/s (--rate), poisson arrivals (default)" in got
-    # "2k" is 2,000 tokens (a manifest's number syntax, sizer/inputs/manifests/fields.py parse_number)
+    # "2k" is 2,000 tokens (a manifest's number syntax, sizer/inputs/number_text.py parse_number)
     assert "workload: prompt 2,000 tokens, fixed (--prompt-tokens), output 100 tokens, fixed (--output-tokens)" in got
     # slo.required_share's default is 0.95 (SLOSection)
     assert "SLO: TTFT <= 500 ms (--ttft-ms); 95% of requests (default)" in got

@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from sizer.cli import app
+from sizer.cli import app, progress_bar
 from sizer.cli import progress as progress_module
 from sizer.cli.progress import duration_text, progress, rate_text
 
@@ -87,8 +87,8 @@ def test_a_failed_run_prints_no_closing_line(monkeypatch, capsys):
 
 def test_on_a_terminal_the_bar_goes_to_stderr_with_count_rate_and_eta(monkeypatch, capsys):
     screen = io.StringIO()
-    monkeypatch.setattr(progress_module, "Console",
-                        lambda stderr: Console(file=screen, force_terminal=True, width=120))
+    monkeypatch.setattr(progress_bar, "Console", lambda stderr: Console(file=screen, force_terminal=True, width=120))
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")      # stderr may be a terminal: the bar's module, and rich, decide
     monkeypatch.setattr(progress_module, "REDRAW_S", 0.0)          # draw every update
     with progress("simulating", "requests", 1000) as update:
         update(500)
