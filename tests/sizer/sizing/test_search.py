@@ -175,7 +175,7 @@ GOODPUT_REQUESTS = 100
 OPERATING_REQUESTS = 200
 
 
-@pytest.mark.slow           # 53 s at a load of 9 with 1,500 operating-point requests (--durations, 2026-12-01)
+@pytest.mark.slow           # 53 s with the scenario's 1,500 operating-point requests (2026-12-01); 17 s at 200
 def test_search_on_the_70b_scenario_ranks_four_gpus_and_recommends():
     from sizer.sizing.search import search
     space = SearchSpace(gpus=("h100-sxm", "h200", "a100-80gb", "b200"), tensor_parallel_sizes=(2, 4, 8),
