@@ -12,7 +12,7 @@ Outputs go only to regular files (or stdout): an existing device, FIFO or socket
 the kernel's virtual file systems (/proc, /sys, /dev), is refused before the work, so nothing is
 ever written into, or renamed over, something that is not a file. CSV cells a spreadsheet would
 evaluate as a formula are written with a leading apostrophe (`frame_to_csv`). A CSV (`csv_frames`,
-`frames_to_csv`) is written to a temporary file beside the destination and renamed onto it at the end,
+`csv_frames`) is written to a temporary file beside the destination and renamed onto it at the end,
 so a run that fails part way leaves the file that was there.
 """
 
@@ -24,7 +24,7 @@ import signal
 import stat
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
@@ -102,21 +102,9 @@ def neutralised(cell: object) -> object:
 
 
 def frame_to_csv(path: str | Path, flag: str, frame) -> None:
-    """A pandas DataFrame as CSV, its text cells neutralised (`neutralised`)."""
-    frames_to_csv(path, flag, [frame])
-
-
-def frames_to_csv(path: str | Path, flag: str, frames: Iterable, written: Callable[[int], None] | None = None) -> None:
-    """pandas DataFrames of the same columns as one CSV (`csv_frames`: written as each comes, renamed into place at
-    the end): the file `frame_to_csv` writes of them concatenated, byte for byte. `written`, if given, is called with
-    the rows written so far. The frames are built while the file is open: if building one fails (or the run is
-    interrupted), the part written is removed and a file that was there is left as it was."""
+    """A pandas DataFrame as CSV, its text cells neutralised (`neutralised`), written as `csv_frames` writes."""
     with csv_frames(path, flag) as write:
-        for frame in frames:
-            rows = write(frame)
-            del frame
-            if written is not None:
-                written(rows)
+        write(frame)
 
 
 @contextmanager

@@ -1,4 +1,4 @@
-"""`--requests-csv` written a chunk of requests at a time (sizer/outputs/destination.py `frames_to_csv`, `csv_frames`):
+"""`--requests-csv` written a chunk of requests at a time (sizer/outputs/destination.py `csv_frames`):
 the file is the one-frame CSV, byte for byte, no frame of every request is built, the rows are written while the run
 goes (simulator/live_rows.py), and the file is renamed into place at the end (a failed run leaves the old one)."""
 
@@ -23,10 +23,16 @@ from sizer.cli import gateway as gateway_cli
 from sizer.cli import simulate as simulate_cli
 from sizer.cli.app import app
 from sizer.inputs.gateway import load_gateway
-from sizer.outputs.destination import csv_frames, frame_to_csv, frames_to_csv
+from sizer.outputs.destination import csv_frames, frame_to_csv
 from sizer.sizing.gateway import resolve_gateway, run_gateway
 
 ROOT = Path(__file__).resolve().parents[3]
+def frames_to_csv(path, flag, frames) -> list[int]:
+    """The frames written one by one through `csv_frames`: the rows written so far after each."""
+    with csv_frames(path, flag) as write:
+        return [write(frame) for frame in frames]
+
+
 CHAT = ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml"
 RESIDENCY = ROOT / "scenarios" / "gateway-residency.yaml"
 
@@ -39,8 +45,7 @@ def test_frames_written_one_by_one_are_the_one_frames_csv(tmp_path):
                           "why": ["", "=cmd|' /C calc'!A0", "", "", "", "", "+1", "", "-2", "@SUM(A1)"]})
     one, chunked = tmp_path / "one.csv", tmp_path / "chunked.csv"
     frame_to_csv(one, "--requests-csv", whole)
-    seen = []
-    frames_to_csv(chunked, "--requests-csv", (whole.iloc[a:b] for a, b in ((0, 4), (4, 7), (7, 10))), seen.append)
+    seen = frames_to_csv(chunked, "--requests-csv", (whole.iloc[a:b] for a, b in ((0, 4), (4, 7), (7, 10))))
     assert chunked.read_bytes() == one.read_bytes()
     assert "'=cmd" in one.read_text() and "'@SUM" in one.read_text()
     assert seen == [4, 7, 10]                          # rows written so far, after each chunk
