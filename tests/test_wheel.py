@@ -17,12 +17,9 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from importlib import metadata
 from pathlib import Path
 
 import pytest
-import tomllib
-from packaging.requirements import Requirement
 
 pytestmark = pytest.mark.slow
 
@@ -44,21 +41,6 @@ def run(*args: str | Path, cwd: Path, code: int = 0) -> subprocess.CompletedProc
     return result
 
 
-def _isolation() -> tuple[str, ...]:
-    """`--no-isolation` where this interpreter has every build requirement pyproject.toml states (setuptools):
-    built with them, not in an isolated environment pip installs them into first (17 s of the fixture's 45 s on
-    2026-12-02); else isolated, as `python -m build` does by default."""
-    requires = tomllib.loads((REPO / "pyproject.toml").read_text())["build-system"]["requires"]
-    for line in requires:
-        req = Requirement(line)
-        try:
-            if not req.specifier.contains(metadata.version(req.name), prereleases=True):
-                return ()
-        except metadata.PackageNotFoundError:
-            return ()
-    return ("--no-isolation",)
-
-
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
     """A venv without system site-packages, the freshly built wheel installed with its dependencies;
@@ -71,7 +53,7 @@ def installed(tmp_path_factory) -> Path:
             shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy2(REPO / name, src / name)
-    run(sys.executable, "-m", "build", "--wheel", *_isolation(), "--outdir", tmp / "dist", src, cwd=tmp)
+    run(sys.executable, "-m", "build", "--wheel", "--outdir", tmp / "dist", src, cwd=tmp)
     (wheel,) = (tmp / "dist").glob("sizer-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     for pattern in DATA:
