@@ -88,17 +88,24 @@ def print_table(reports: list) -> None:
     print(f"\n{first.model} on {first.device}: {first.num_requests} requests, "
           f"{first.cached_prompt_tokens} cached prompt tokens, {first.mixed_steps} mixed steps, "
           f"{first.out_of_range_steps} steps outside the profile")
-    print("relative error (predicted - measured) / measured per run, its median, and the spread of the engine's own")
-    print("measurement across runs ((max - min) / median): the noise floor of this machine")
+    print("relative error (predicted - measured) / measured per run, its median, the median at the engine's step")
+    print("speed (every step priced at the run's replayed measured/priced ratio: the scheduler's and the shape's")
+    print("error alone), and the spread of the engine's own measurement across runs ((max - min) / median): the noise")
+    print("floor of this machine")
     print(f"{'metric':22} {'measured':>10} {'predicted':>10}  "
           + "  ".join(f"{'run ' + str(i + 1):>7}" for i in range(len(reports)))
-          + f"  {'median':>7}  {'spread':>7}")
+          + f"  {'median':>7}  {'at speed':>8}  {'spread':>7}")
+    replays = [r.replay for r in reports]
+    print(f"{'replayed steps (s)':22} {first.replay.measured_s:10.2f} {first.replay.predicted_s:10.2f}  "
+          + "  ".join(f"{r.relative_error:+7.1%}" for r in replays)
+          + f"  {statistics.median(r.relative_error for r in replays):+7.1%}")
     for k, row in enumerate(first.rows):
         errors = [r.rows[k].relative_error for r in reports]
+        at_speed = statistics.median(r.rows[k].at_engine_speed_error for r in reports)
         measured = [r.rows[k].measured for r in reports]
         spread = (max(measured) - min(measured)) / statistics.median(measured)
         print(f"{row.metric:22} {row.measured:10.2f} {row.predicted:10.2f}  " + "  ".join(f"{e:+7.1%}" for e in errors)
-              + f"  {statistics.median(errors):+7.1%}  {spread:7.1%}")
+              + f"  {statistics.median(errors):+7.1%}  {at_speed:+8.1%}  {spread:7.1%}")
 
 
 if __name__ == "__main__":

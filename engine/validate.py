@@ -6,7 +6,10 @@ simulator prices steps with a calibrated profile, or with a device's kernel tabl
 engine's fitted overhead. The pool is the caller's, capped by what the device holds now (the
 report says when it is).
 The report is TTFT, ITL and E2E at p50/p95/p99 and output throughput: measured, predicted,
-and the relative error (predicted - measured) / measured.
+and the relative error (predicted - measured) / measured. It parts the two sources of that error: the
+engine's own steps (the batches as it ran them) priced by the step model against their measured times
+(the pricing's error), and every row again predicted with each step priced at the engine's measured
+speed (what the scheduler model and the pricing's shape get wrong, whatever the device's speed was that minute).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from simulator import (
     Request,
     SimulationConfig,
     SimulationResult,
+    StepBatch,
     StepTimeModel,
     simulate,
     summarise,
@@ -52,15 +56,52 @@ class Metrics:
     output_tokens_per_s: float
 
 
+def relative_error(predicted: float, measured: float) -> float:
+    return (predicted - measured) / measured if measured else float("nan")
+
+
 @dataclass(frozen=True)
 class Row:
     metric: str
     measured: float
     predicted: float
+    at_engine_speed: float          # predicted with every step priced at the engine's measured speed (StepReplay)
 
     @property
     def relative_error(self) -> float:
-        return (self.predicted - self.measured) / self.measured if self.measured else float("nan")
+        return relative_error(self.predicted, self.measured)
+
+    @property
+    def at_engine_speed_error(self) -> float:
+        return relative_error(self.at_engine_speed, self.measured)
+
+
+@dataclass(frozen=True)
+class StepReplay:
+    """The engine's own steps, each batch as it ran, priced by the simulator's step model: the pricing's error
+    apart from the scheduler's (the latency rows hold both, and queueing magnifies the pricing's share)."""
+    steps: int
+    measured_s: float               # the steps' summed time on the device clock, host work between them included
+    predicted_s: float              # the step model's price of the same batches
+
+    @property
+    def relative_error(self) -> float:
+        return relative_error(self.predicted_s, self.measured_s)
+
+    @property
+    def engine_speed(self) -> float:
+        """Measured over priced: the factor on every step's price that makes the replayed steps' sum the engine's."""
+        return self.measured_s / self.predicted_s
+
+
+class AtSpeed:
+    """A step model's prices times `factor` (the engine's measured speed against the model's)."""
+
+    def __init__(self, model: StepTimeModel, factor: float):
+        self.name, self._model, self._factor = f"{model.name} x {factor:.3f}", model, factor
+
+    def step_time(self, batch: StepBatch) -> float:
+        return self._model.step_time(batch) * self._factor
 
 
 @dataclass(frozen=True)
@@ -73,6 +114,7 @@ class ValidationReport:
     num_blocks_requested: int       # the caller's (sizer's memory budget, or --num-blocks)
     num_blocks_limit: str           # why fewer were used; "" when none were cut
     rows: list[Row]
+    replay: StepReplay
     out_of_range_steps: int
     steps_predicted: int
     engine_time_s: float
@@ -88,8 +130,11 @@ class ValidationReport:
                 "out_of_range_steps": self.out_of_range_steps, "steps_predicted": self.steps_predicted,
                 "cached_prompt_tokens": self.cached_prompt_tokens, "preemptions": self.preemptions,
                 "mixed_steps": self.mixed_steps,
+                "replay": {"steps": self.replay.steps, "measured_s": self.replay.measured_s,
+                           "predicted_s": self.replay.predicted_s, "relative_error": self.replay.relative_error},
                 "rows": [{"metric": r.metric, "measured": r.measured, "predicted": r.predicted,
-                          "relative_error": r.relative_error} for r in self.rows]}
+                          "relative_error": r.relative_error, "at_engine_speed": r.at_engine_speed,
+                          "at_engine_speed_error": r.at_engine_speed_error} for r in self.rows]}
 
 
 def _pct(values_ms: np.ndarray) -> tuple[float, ...]:
@@ -115,13 +160,20 @@ def simulator_metrics(result: SimulationResult) -> Metrics:
     return Metrics(*((lat.p50_ms, lat.p95_ms, lat.p99_ms) for lat in (m.ttft, m.itl, m.e2e)), m.output_tokens_per_s)
 
 
-def compare(measured: Metrics, predicted: Metrics) -> list[Row]:
+def compare(measured: Metrics, predicted: Metrics, at_speed: Metrics) -> list[Row]:
     rows = []
     for name in ("ttft", "itl", "e2e"):
-        for p, m, q in zip(PERCENTILES, getattr(measured, f"{name}_ms"), getattr(predicted, f"{name}_ms"), strict=True):
-            rows.append(Row(f"{name}_p{p}_ms", m, q))
-    rows.append(Row("output_tokens_per_s", measured.output_tokens_per_s, predicted.output_tokens_per_s))
+        for p, m, q, a in zip(PERCENTILES, *(getattr(x, f"{name}_ms") for x in (measured, predicted, at_speed)),
+                              strict=True):
+            rows.append(Row(f"{name}_p{p}_ms", m, q, a))
+    rows.append(Row("output_tokens_per_s", measured.output_tokens_per_s, predicted.output_tokens_per_s,
+                    at_speed.output_tokens_per_s))
     return rows
+
+
+def replay_steps(run: RunResult, step_model: StepTimeModel) -> StepReplay:
+    return StepReplay(len(run.steps), sum(s.duration_s for s in run.steps),
+                      sum(step_model.step_time(s.batch) for s in run.steps))
 
 
 def device_block_limit(cfg: EngineConfig, device: Device, block_size: int, reserve_bytes: float) -> tuple[int, str]:
@@ -160,14 +212,18 @@ def validate(spec: ModelShape, build: EngineBuild, step_model: StepTimeModel, de
     runner.warm_up()
     run = runner.run(copy.deepcopy(requests))
 
-    sim = simulate(dataclasses.replace(config, replica=replica), step_model, copy.deepcopy(requests), seed)
+    config = dataclasses.replace(config, replica=replica)
+    sim = simulate(config, step_model, copy.deepcopy(requests), seed)
+    out_of_range, predicted = step_model.out_of_range_steps, step_model.steps     # the simulation's, not the replay's
+    replay = replay_steps(run, step_model)
+    at_speed = simulate(config, AtSpeed(step_model, replay.engine_speed), copy.deepcopy(requests), seed)
 
     return ValidationReport(
         device=device.name, model=spec.name, profile=str(Path(build.source).parent), num_requests=len(requests),
         num_blocks=replica.num_blocks, num_blocks_requested=requested,
         num_blocks_limit=f"capped by {rule}" if limit < requested else "",
-        rows=compare(engine_metrics(run), simulator_metrics(sim)),
-        out_of_range_steps=step_model.out_of_range_steps, steps_predicted=step_model.steps,
+        rows=compare(engine_metrics(run), simulator_metrics(sim), simulator_metrics(at_speed)), replay=replay,
+        out_of_range_steps=out_of_range, steps_predicted=predicted,
         engine_time_s=run.duration_s,
         cached_prompt_tokens=sum(r.num_cached_prompt_tokens for r in run.requests),
         preemptions=sum(r.num_preemptions for r in run.requests),

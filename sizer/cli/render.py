@@ -477,11 +477,18 @@ def _render_slot_search(result: SearchResult, scenario_path: str, console: Conso
 def render_validation(report, console: Console) -> None:
     """`sizer validate`: measured against predicted (`report` is engine.validate's ValidationReport)."""
     table = Table(title=f"sizer validate: {report.model} on {report.device}, {report.num_requests} requests")
-    for col in ("metric", "measured\n(engine)", "predicted\n(simulator)", "relative\nerror"):
+    for col in ("metric", "measured\n(engine)", "predicted\n(simulator)", "relative\nerror",
+                "at the engine's\nstep speed", "relative\nerror"):
         (text_column if col == "metric" else number_column)(table, col)
     for r in report.rows:
-        table.add_row(r.metric, f"{r.measured:,.2f}", f"{r.predicted:,.2f}", f"{r.relative_error:+.1%}")
+        table.add_row(r.metric, f"{r.measured:,.2f}", f"{r.predicted:,.2f}", f"{r.relative_error:+.1%}",
+                      f"{r.at_engine_speed:,.2f}", f"{r.at_engine_speed_error:+.1%}")
     console.print(table)
+    replay = report.replay
+    console.print(f"The engine's own {replay.steps:,} steps priced at {replay.predicted_s:.2f} s against "
+                  f"{replay.measured_s:.2f} s measured ({replay.relative_error:+.1%}: the step pricing's error); "
+                  f"the last two columns price every step {replay.engine_speed:.3f} times: the scheduler's error "
+                  "and the profile's shape alone.")
     pool = f"KV pool {report.num_blocks:,} blocks"
     if report.num_blocks_limit:
         pool += f" ({report.num_blocks_requested:,} from the memory budget or --num-blocks, {report.num_blocks_limit})"

@@ -1,6 +1,6 @@
 """`sizer calibrate --device cpu` without --model (a device's kernel tables for several models) and `sizer
 validate --kernel-tables` of a model the fit did not see, end to end on the CPU. A file of its own: the suite
-runs file by file on every core, so this calibration runs beside test_engine_cli.py's three, not after them."""
+runs file by file on every core, so this calibration runs beside test_engine_cli.py's, not after it."""
 
 import json
 
