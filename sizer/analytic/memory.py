@@ -309,14 +309,38 @@ def fused_moe_workspace_bytes(m: ModelSpec, p: ParallelConfig, max_num_tokens: i
     return max(workspace(ffn) for ffn in moes)
 
 
+def gathered_moe_bytes(m: ModelSpec, p: ParallelConfig, max_num_tokens: int, input_bytes: int) -> float:
+    """Under attention DP with the experts spread over the ranks, the rows TensorRT-LLM's fused-MoE op holds beside
+    its workspace (`fused_moe_workspace_bytes`): every rank's max_num_tokens rows allgathered to each GPU (the
+    hidden values at `input_bytes`, as the workspace reads them: FP8 per-tensor checkpoints quantize before the
+    gather, block-FP8 ones would gather 16-bit values, not told apart here; and each top-k choice's int32 expert
+    id and fp32 scale) and the op's 16-bit output for every gathered row, which is
+    reduce-scattered back only after it (CutlassFusedMoE.forward_chunk: `allgather([x, x_sf, token_selected_slots,
+    token_final_scales])`, `torch.ops.trtllm.fused_moe`, then `reducescatter_or_allreduce`; NVIDIA/TensorRT-LLM
+    tensorrt_llm/_torch/modules/fused_moe/fused_moe_cutlass.py). A rank's own rows without attention DP are
+    `activation_peak_bytes`' hidden terms; 0 there and for a model without experts."""
+    moes = [layer.ffn for layer in m.layers if isinstance(layer.ffn, MoEFFN)]
+    if not moes or not p.experts_span_dp:
+        return 0.0
+    rows = max_num_tokens * p.dp
+    return max(rows * ((ffn.latent or m.hidden_size) * (input_bytes + 2) + ffn.top_k * (4 + 4)) for ffn in moes)
+
+
+def trtllm_moe_peak_bytes(m: ModelSpec, p: ParallelConfig, max_num_tokens: int, input_bytes: int) -> float:
+    """TensorRT-LLM's fused-MoE op beyond `activation_peak_bytes` at `max_num_tokens` a rank: its CUTLASS workspace
+    and, under attention DP, the gathered rows and their output."""
+    return (fused_moe_workspace_bytes(m, p, max_num_tokens, input_bytes)
+            + gathered_moe_bytes(m, p, max_num_tokens, input_bytes))
+
+
 def engine_moe_workspace_bytes(m: ModelSpec, p: ParallelConfig, engine: str, max_num_tokens: int,
                                compute: str) -> float:
-    """The fused-MoE workspace an engine's profiling pass reaches beside `activation_peak_bytes`: TensorRT-LLM's
-    (`fused_moe_workspace_bytes`, activations in `compute`); 0 for the others, whose MoE buffers that estimate's
+    """The fused-MoE memory an engine's profiling pass reaches beside `activation_peak_bytes`: TensorRT-LLM's
+    (`trtllm_moe_peak_bytes`, activations in `compute`); 0 for the others, whose MoE buffers that estimate's
     top-k intermediate stands for."""
     if engine != "tensorrt-llm":
         return 0.0
-    return fused_moe_workspace_bytes(m, p, max_num_tokens, 1 if compute == "fp8" else 2)
+    return trtllm_moe_peak_bytes(m, p, max_num_tokens, 1 if compute == "fp8" else 2)
 
 
 # TensorRT-LLM's KvCacheCreator profiles with the dummy prompts of `_create_dummy_context_requests` (max_num_tokens
@@ -345,7 +369,8 @@ def trtllm_graph_pool_bytes(m: ModelSpec, p: ParallelConfig, largest: int, max_n
     graphs, largest first, into one shared pool: `PyTorchModelEngine.warmup`) before KvCacheCreator's
     `estimate_max_tokens` measures the peak, and a live graph keeps its pool, outside torch's allocated bytes, so
     the peak counts it (`extra_cost`). The pool is the largest graph's forward: `activation_peak_bytes` and the
-    fused-MoE workspace at that batch (`largest`, a rank's sequences; 0: no graphs) on every rank. Captured only
+    fused-MoE op's memory (`trtllm_moe_peak_bytes`) at that batch (`largest`, a rank's sequences; 0: no graphs) on
+    every rank. Captured only
     when the profiling KV cache (`estimation_kv_blocks`) holds the batch a block each (`get_cuda_graph_warmup_request`;
     warmup stops at the first size that does not fit, and the final executor then captures them from the memory the
     KV cache leaves)."""
@@ -353,7 +378,7 @@ def trtllm_graph_pool_bytes(m: ModelSpec, p: ParallelConfig, largest: int, max_n
     if not largest or estimation_kv_blocks(max_num_tokens, max_model_len, block_size, ranks) < largest:
         return 0
     return (activation_peak_bytes(m, p, largest, largest)
-            + fused_moe_workspace_bytes(m, p, largest, 1 if compute == "fp8" else 2))
+            + trtllm_moe_peak_bytes(m, p, largest, 1 if compute == "fp8" else 2))
 
 
 def _ffn_width(ffn: FFN) -> int:

@@ -442,7 +442,8 @@ def _trtllm_memory(r: Resolved) -> list[str]:
     pool = trtllm_graph_pool(r.deployment, r.model, r.parallel, r.engine, r.weight_format)
     return [f"TensorRT-LLM: the KV cache is gpu_memory_utilization {r.memory.gpu_memory_utilization} (its "
             "kv_cache_free_gpu_mem_fraction) of what weights, the activation peak and the context leave"
-            + (f"; the peak includes its fused-MoE workspace, {workspace / GiB:.2f} GiB for "
+            + ("; the peak includes its fused-MoE workspace"
+               + (" and gathered rows" if r.parallel.experts_span_dp else "") + f", {workspace / GiB:.2f} GiB for "
                f"{r.engine.max_num_batched_tokens:,} tokens" + (f" x {r.parallel.dp} attention-DP ranks"
                                                                 if r.parallel.experts_span_dp else "")
                if workspace else "")

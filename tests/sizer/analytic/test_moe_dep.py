@@ -176,7 +176,7 @@ def test_tensorrt_llms_fused_moe_workspace_is_held_back_from_the_kv_cache():
     # buffer of max(4,096 x 2 bytes (fc2's bf16 output), 1,536 x 1 byte (fc1's FP8 result)) = 8,192 bytes and a
     # GEMM-output buffer of max(2 x 1,536 x 2 bytes (fc1's gated bf16 output), 8,192) = 8,192 bytes:
     # 524,288 x 16,384 = 2^33 bytes = 8 GiB
-    from sizer.analytic.memory import GiB, activation_peak_bytes, fused_moe_workspace_bytes
+    from sizer.analytic.memory import GiB, activation_peak_bytes, fused_moe_workspace_bytes, gathered_moe_bytes
     qwen3, maverick = load_model("qwen3-235b-a22b"), load_model("llama-4-maverick-17b-128e")
     dep8 = ParallelConfig(1, 1, 8, True)
     assert fused_moe_workspace_bytes(qwen3, dep8, 8192, 1) == 8 * GiB
@@ -187,16 +187,49 @@ def test_tensorrt_llms_fused_moe_workspace_is_held_back_from_the_kv_cache():
     # max(2 x 8,192 x 2, 10,240)) = 65,536 x 43,008 bytes = 2.625 GiB
     assert fused_moe_workspace_bytes(maverick, dep8, 8192, 1) == 2.625 * GiB
     assert fused_moe_workspace_bytes(load_model("llama-3.1-8b"), dep8, 8192, 1) == 0.0
-    # the plan's activation peak carries it for TensorRT-LLM, and the KV cache is 8 GiB smaller for it
+    # the plan's activation peak carries it for TensorRT-LLM (with the gathered rows, the next test), and the KV
+    # cache is that much smaller for it
     r = resolved(True)
     peak = activation_peak_bytes(r.model, r.parallel, r.engine.max_num_batched_tokens, r.engine.max_num_seqs)
-    assert r.memory.activation_bytes - peak == fused_moe_workspace_bytes(qwen3, dep8, r.engine.max_num_batched_tokens,
-                                                                         1)
+    n = r.engine.max_num_batched_tokens
+    assert r.memory.activation_bytes - peak == fused_moe_workspace_bytes(qwen3, dep8, n, 1) + \
+        gathered_moe_bytes(qwen3, dep8, n, 1)
     data = copy.deepcopy(QWEN3)
     data["deployment"]["engine"] = "vllm"
     v = resolved(True, data)       # vLLM's profiling pass is activation_peak_bytes' estimate alone
     assert v.memory.activation_bytes == activation_peak_bytes(v.model, v.parallel, v.engine.max_num_batched_tokens,
                                                               v.engine.max_num_seqs)
+
+
+def test_tensorrt_llms_fused_moe_holds_every_ranks_gathered_rows_beside_its_workspace():
+    # Under attention DP TensorRT-LLM's CutlassFusedMoE allgathers every rank's rows before the fused-MoE op (the
+    # FP8 per-tensor checkpoint's hidden values quantized first, 1 byte each, with each top-k choice's int32 expert
+    # id and fp32 scale) and the op writes a bf16 output row for each gathered row, reduce-scattered only after it:
+    # both live beside the workspace at the profiling pass's peak. Qwen3-235B-A22B DEP8 at 8,192 tokens a rank:
+    # 65,536 rows x (4,096 x 1 + 4,096 x 2 + 8 x (4 + 4)) = 65,536 x 12,352 = 809,500,672 bytes (0.754 GiB)
+    from sizer.analytic.memory import gathered_moe_bytes
+    qwen3, maverick = load_model("qwen3-235b-a22b"), load_model("llama-4-maverick-17b-128e")
+    dep8 = ParallelConfig(1, 1, 8, True)
+    assert gathered_moe_bytes(qwen3, dep8, 8192, 1) == 809_500_672
+    # Llama-4-Maverick (hidden 5,120, top-1): 65,536 x (5,120 x 3 + 8) = 1,007,157,248 bytes
+    assert gathered_moe_bytes(maverick, dep8, 8192, 1) == 1_007_157_248
+    # experts TP-sliced, no attention DP: each rank's own rows only, already activation_peak_bytes' hidden terms
+    assert gathered_moe_bytes(qwen3, ParallelConfig(8), 8192, 1) == 0.0
+    assert gathered_moe_bytes(load_model("llama-3.1-8b"), dep8, 8192, 1) == 0.0
+    # the KV cache does without them (0.95 of what the profiling peak leaves), at the profiling pass's 8,192 tokens a
+    # rank and in the pool of the 2,048 decode graph captured before it. Qwen3 500/2000 on the H200 as the saturation
+    # replay runs it (max_num_seqs 2,048 a rank, the page's CUDA-graph sizes): 96,256 B of KV a token (94 layers x 4
+    # KV heads x 128 x 2 x 1 B) in 32-token blocks, 79 blocks a 2,500-token sequence. Without the gathered rows a
+    # rank's cache held 29,808 blocks, 377 sequences (the row's 375 a rank in one wave); with them 0.95 x
+    # (0.754 + 0.188) GiB less, 29,496 blocks: 373, so the 3,000 requests run in two waves, as the page's time says
+    data = copy.deepcopy(QWEN3)
+    data["deployment"].update(max_model_len=2500, gpu_memory_utilization=0.95, max_num_seqs=2048,
+                              cuda_graph_batch_sizes=[1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096])
+    memory = resolved(True, data).memory
+    block_bytes = 94 * 4 * 128 * 2 * 32
+    held_back = 0.95 * (gathered_moe_bytes(qwen3, dep8, 8192, 1) + gathered_moe_bytes(qwen3, dep8, 2048, 1))
+    assert int((memory.kv_cache_bytes + held_back) // block_bytes) == 29_808
+    assert memory.kv_blocks == 29_496 and memory.kv_blocks // 79 == 373
 
 
 def test_tensorrt_llms_kv_fraction_is_a_share_of_what_the_profiling_pass_leaves():
@@ -241,11 +274,11 @@ def test_tensorrt_llms_cuda_graph_pool_is_held_back_when_its_profiling_captured_
     # KvCacheCreator measures its peak; a live graph keeps its pool, so the KV cache does without it. The pool is
     # the largest graph's forward: Qwen3-235B-A22B DEP8 at 2,048 sequences a rank is activation_peak_bytes at
     # 2,048 tokens plus the fused-MoE workspace for 8 x 2,048 = 16,384 gathered rows (a quarter of 8,192 tokens'
-    # 8 GiB above: 2 GiB)
+    # 8 GiB above: 2 GiB) and those rows themselves (16,384 x 12,352 bytes, above)
     from sizer.analytic.memory import GiB, activation_peak_bytes, trtllm_graph_pool_bytes
     qwen3, dep8 = load_model("qwen3-235b-a22b"), ParallelConfig(1, 1, 8, True)
     assert trtllm_graph_pool_bytes(qwen3, dep8, 2048, 8192, 2500, 32, "fp8") == \
-        activation_peak_bytes(qwen3, dep8, 2048, 2048) + 2 * GiB
+        activation_peak_bytes(qwen3, dep8, 2048, 2048) + 2 * GiB + 16_384 * 12_352
     # a 4,096 graph needs 4,096 free blocks of the profiling cache's 2,072: warmup stops there and captures none
     # before the peak is measured (the final executor captures them from what the KV cache leaves)
     assert trtllm_graph_pool_bytes(qwen3, dep8, 4096, 8192, 2500, 32, "fp8") == 0
@@ -264,11 +297,12 @@ def test_tensorrt_llms_cuda_graph_pool_is_held_back_when_its_profiling_captured_
 
 
 def test_the_plan_names_tensorrt_llms_kv_share_and_its_moe_workspace():
-    # the 8 GiB derived above (8 ranks x 8,192 tokens x top-8 x 16 KiB), printed in the plan's memory assumptions
+    # the 8 GiB derived above (8 ranks x 8,192 tokens x top-8 x 16 KiB) and the 0.754 GiB of gathered rows,
+    # 8.75 GiB, printed in the plan's memory assumptions
     from sizer.sizing.plan import _memory_assumptions
     notes = _memory_assumptions(resolved(True))
-    assert any("kv_cache_free_gpu_mem_fraction" in n and "fused-MoE workspace, 8.00 GiB for 8,192 tokens x 8 "
-               "attention-DP ranks" in n for n in notes), notes
+    assert any("kv_cache_free_gpu_mem_fraction" in n and "fused-MoE workspace and gathered rows, 8.75 GiB for 8,192 "
+               "tokens x 8 attention-DP ranks" in n for n in notes), notes
     data = copy.deepcopy(QWEN3)
     data["deployment"]["engine"] = "vllm"
     assert not any("kv_cache_free_gpu_mem_fraction" in n for n in _memory_assumptions(resolved(True, data)))
