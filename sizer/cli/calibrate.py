@@ -8,12 +8,13 @@ from pathlib import Path
 
 import typer
 
-from sizer.cli.flags import check_engine, check_model, check_range
+from sizer.cli.flags import check_engine, check_model, check_range, parallel_sizes
 from sizer.errors import InputError
 from sizer.inputs.hardware import load_hardware, user_dir
 from sizer.inputs.model_spec import catalog_names, load_model
 from sizer.inputs.scenario import MAX_BATCH_TOKENS, MAX_SEQUENCES, MAX_TOKENS
 from sizer.sizing.calibrate import StepBounds, Target, calibrate_device_tables, calibrate_profile
+from sizer.timing.kernel_tables import TP_SIZES
 from sizer.timing.profile import read_header
 from sizer.timing.profile_kernels import KERNELS_SUBDIR
 from sizer.words import count
@@ -35,9 +36,15 @@ def command(
                                                 "for every model (--shapes-of)"),
     shapes_of: list[str] | None = typer.Option(None, "--shapes-of", metavar="MODEL",
                                                help="without --model: time the GEMM and attention shapes of these "
-                                                    "models at TP 1, 2, 4 and 8 (repeat the flag; the first one's "
+                                                    "models at each of --tp-sizes (repeat the flag; the first one's "
                                                     "whole steps fit the engine overhead); default on a GPU: the "
                                                     "catalog's models"),
+    tp_sizes: str | None = typer.Option(None, "--tp-sizes", metavar="1,2,...",
+                                        help="without --model: the tensor-parallel sizes whose shards (one GPU's "
+                                             "share of the heads and weights) are timed, comma-separated; must "
+                                             "include 1 (the overhead fit runs at TP 1); a size that does not "
+                                             "split a model is skipped for it. Default: "
+                                             f"{','.join(map(str, TP_SIZES))}; one GPU or a CPU needs only 1"),
     gpu: str | None = typer.Option(None, help="the GPU in this machine, by profile id or alias (h100, h200); "
                                               "refuses if it is absent or another"),
     device: str | None = typer.Option(None, help="'cpu' to calibrate on the CPU instead of a GPU"),
@@ -71,11 +78,14 @@ def command(
         if scale != 1.0:
             raise InputError(None, "--scale", "applies to a model's profile (--model); a device's tables time "
                                               "each shape whole")
-        _calibrate_device(target, shapes_of, destination, bounds, seed)
+        _calibrate_device(target, shapes_of, _tp_sizes(tp_sizes), destination, bounds, seed)
         return
     if shapes_of:
         raise InputError(None, "--shapes-of", "applies without --model (a device's kernel tables); a profile "
                                               "times the one model's shapes")
+    if tp_sizes is not None:
+        raise InputError(None, "--tp-sizes", "applies without --model (a device's kernel tables); a profile "
+                                             "times one split, --tp's")
     spec = load_model(check_model(model), None, "--model")
     folder = calibrate_profile(spec, target, scale, destination, bounds, seed, log=_log)
     header = read_header(folder)
@@ -110,28 +120,53 @@ def _target(gpu: str | None, device_kind: str | None, kernels_name: str, tp: int
     return Target(load_hardware(gpu, None, "--gpu") if gpu else None, kernels_name, tp)
 
 
+def _tp_sizes(text: str | None) -> tuple[int, ...]:
+    """--tp-sizes: whole numbers from 1, 1 among them (the reference model's whole steps run at TP 1, and the
+    overhead is fitted against its TP-1 shards), in increasing order without repeats; default TP_SIZES."""
+    sizes = tuple(sorted(set(parallel_sizes(text, "--tp-sizes") or TP_SIZES)))
+    if 1 not in sizes:
+        raise InputError(None, "--tp-sizes", f"expected a list that includes 1 (the engine overhead is fitted on "
+                                             f"whole steps at TP 1), got {excerpt(text)}")
+    return sizes
+
+
 def _log(msg: str) -> None:
     typer.echo(f"  measuring {msg}", err=True)
 
 
-def _calibrate_device(target: Target, shapes_of: list[str] | None, out: Path, bounds: StepBounds, seed: int) -> None:
-    """A device's kernel tables for the shapes of `shapes_of` (default on a GPU: the catalog's models)."""
+def _calibrate_device(target: Target, shapes_of: list[str] | None, tp_sizes: tuple[int, ...], out: Path,
+                      bounds: StepBounds, seed: int) -> None:
+    """A device's kernel tables for the shapes of `shapes_of` (default on a GPU: the catalog's models) at
+    `tp_sizes`."""
     if not shapes_of and target.hardware is None:
         raise InputError(None, "--shapes-of", "name the models whose shapes to time on a CPU (the catalog's "
                                               "largest would take hours there), e.g. --shapes-of tiny")
     names = shapes_of or catalog_names()
     models = [load_model(check_model(name), None, "--shapes-of") for name in names]
     reference = models[0] if shapes_of else load_model(DEFAULT_REFERENCE)
-    tables = calibrate_device_tables(models, reference, target, out, bounds, seed, log=_log)
+    tables = calibrate_device_tables(models, reference, target, out, bounds, seed, tp_sizes, log=_log)
     engine = tables.header.bundled_engine
     typer.echo(f"wrote {tables.path}")
     heads = {key[1:4] for key in tables.generation_attention}
     typer.echo(f"  kernel tables of {tables.header.device_name} ({engine.dtype}, {engine.kernels} kernels): "
                f"{len(tables.gemm)} GEMM and {len(heads)} attention shapes")
+    timed = f"TP {_and(engine.tp_sizes)}{_unsplit(tp_sizes, engine.tp_sizes)}"
+    allreduce = f"all-reduce across {count(target.tp, 'device')}" if target.tp > 1 else "no all-reduce (one device)"
     typer.echo(f"  of {', '.join(m.name for m in models) if shapes_of else f'the {len(models)} catalog models'} "
-               f"at TP 1, 2, 4 and 8; " + (f"all-reduce across {count(target.tp, 'device')}" if target.tp > 1
-                                             else "no all-reduce (one device)"))
+               f"at {timed}; {allreduce}")
     typer.echo("  price a scenario with `hardware.kernel_tables`;")
     typer.echo("  replay the engine with `sizer validate --kernel-tables`")
     typer.echo(f"  engine overhead fitted on {engine.fitted_on}'s whole steps:")
     _echo_overhead(engine.overhead)
+
+
+def _and(sizes: tuple[int, ...]) -> str:
+    """(1, 2, 4, 8) -> '1, 2, 4 and 8'."""
+    *rest, last = map(str, sizes)
+    return f"{', '.join(rest)} and {last}" if rest else last
+
+
+def _unsplit(asked: tuple[int, ...], timed: tuple[int, ...]) -> str:
+    """' (TP 3 splits none of them)' for sizes asked for that no model's heads and widths divide, else ''."""
+    skipped = [size for size in asked if size not in timed]
+    return f" (TP {_and(tuple(skipped))} {'splits' if len(skipped) == 1 else 'split'} none of them)" if skipped else ""

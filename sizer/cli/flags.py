@@ -12,7 +12,7 @@ from sizer.errors import InputError
 from sizer.inputs.checkpoint import find_config
 from sizer.inputs.hardware import is_profile_path, scenario_hardware
 from sizer.inputs.model_spec import CATALOG_DIR
-from sizer.inputs.scenario import StatedValueError
+from sizer.inputs.scenario import MAX_REPLICAS, StatedValueError
 from sizer.inputs.variant import Variant
 from validation.errors import FieldError, excerpt
 
@@ -42,6 +42,27 @@ def check_choices(values: tuple | None, flag: str, choices: tuple[str, ...]) -> 
         if value not in choices:
             raise InputError(None, flag, f"{excerpt(value)} is not one of {', '.join(choices)}")
     return values
+
+
+def parse_list(text: str | None, cast, flag: str) -> tuple | None:
+    """`1,2,4` -> (1, 2, 4); None stays None (the default applies)."""
+    if text is None:
+        return None
+    try:
+        items = tuple(cast(x.strip()) for x in text.split(",") if x.strip())
+    except ValueError:              # int's: a list of strings cannot fail
+        raise InputError(None, flag, f"expected a comma-separated list of whole numbers, got {excerpt(text)}") from None
+    if not items:
+        raise InputError(None, flag, "expected at least one value")
+    return items
+
+
+def parallel_sizes(text: str | None, flag: str) -> tuple | None:
+    """`1,2,4` as parallel degrees: whole numbers from 1 to MAX_REPLICAS."""
+    sizes = parse_list(text, int, flag)
+    for size in sizes or ():
+        check_range(size, flag, 1, MAX_REPLICAS)
+    return sizes
 
 
 def check_model(name: str | None, flag: str = "--model") -> str | None:

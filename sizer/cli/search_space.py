@@ -6,14 +6,13 @@ from __future__ import annotations
 import dataclasses
 import typing
 
-from sizer.cli.flags import check_choices, check_range
+from sizer.cli.flags import check_choices, check_range, parallel_sizes, parse_list
 from sizer.errors import InputError
 from sizer.inputs.hardware import load_hardware, scenario_hardware
-from sizer.inputs.scenario import MAX_REPLICAS, MAX_SLOTS, KVCacheDtype, Scenario, WeightFormat
+from sizer.inputs.scenario import MAX_SLOTS, KVCacheDtype, Scenario, WeightFormat
 from sizer.sizing.presets import slot_preset
 from sizer.sizing.search import SearchSpace, candidates, default_space
 from sizer.words import count
-from validation.errors import excerpt
 
 # `sizer report`'s --gpus help: why its default space is the scenario's GPU alone.
 REPORT_GPUS_HELP = ("profiles the search tries. Default: the scenario's GPU only (its TP sizes x weight x KV "
@@ -21,27 +20,6 @@ REPORT_GPUS_HELP = ("profiles the search tries. Default: the scenario's GPU only
                     "for the hardware it names in minutes; every data-centre GPU (`sizer search`'s default) "
                     "multiplies that by their number, an hour on a loaded machine. llama.cpp and Ollama: the local "
                     "devices of the scenario's kind")
-
-
-def parse_list(text: str | None, cast, flag: str) -> tuple | None:
-    """`1,2,4` -> (1, 2, 4); None stays None (the default applies)."""
-    if text is None:
-        return None
-    try:
-        items = tuple(cast(x.strip()) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise InputError(None, flag, f"expected a comma-separated list, got {excerpt(text)}") from None
-    if not items:
-        raise InputError(None, flag, "expected at least one value")
-    return items
-
-
-def parallel_sizes(text: str | None, flag: str) -> tuple | None:
-    """`1,2,4` as parallel degrees: whole numbers from 1 to MAX_REPLICAS."""
-    sizes = parse_list(text, int, flag)
-    for size in sizes or ():
-        check_range(size, flag, 1, MAX_REPLICAS)
-    return sizes
 
 
 def space_from_options(scenario: Scenario, gpus: str | None, tp: str | None, pp: str | None, weights: str | None,

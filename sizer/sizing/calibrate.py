@@ -169,15 +169,16 @@ def _header(m: Any, cfg: EngineConfig, device_id: str, scale: float, limits: Lim
 
 
 def calibrate_device_tables(models: list[ModelSpec], reference: ModelSpec, target: Target, out: Path,
-                            bounds: StepBounds, seed: int,
+                            bounds: StepBounds, seed: int, tp_sizes: tuple[int, ...],
                             log: Callable[[str], None] = lambda _: None) -> KernelTables:
-    """A device's kernel tables for the shapes of `models`, the engine's overhead fitted on `reference`'s whole
-    steps; the tables as written."""
+    """A device's kernel tables for the shapes of `models` at the tensor-parallel sizes `tp_sizes`, the engine's
+    overhead fitted on `reference`'s whole steps; the tables as written."""
     engine_config(reference, fields=("--shapes-of", "--scale"))   # the engine runs it: its steps fit the overhead
     eng = torch_engine()
     dev = _device(eng, target)
     limits = bounds.limits(dev.kind, reference.max_position_embeddings)
     allreduce = _allreduce_rows(eng, target, dev, max(m.hidden_size for m in models), limits)
     calibration = DeviceCalibration(tuple(models), reference, dev, target.device_id, target.hardware,
-                                    eng.kernels.select(target.kernels), limits, tuple(allreduce or ()), target.tp, seed)
+                                    eng.kernels.select(target.kernels), limits, tuple(allreduce or ()), target.tp, seed,
+                                    tp_sizes)
     return calibrate_device(eng, calibration, out, log=log)

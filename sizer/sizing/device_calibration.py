@@ -2,13 +2,14 @@
 
 The bundled engine's operators are timed by shape on the device (engine/device_tables.py): every dense
 GEMM and lm_head (n, k) and every attention head shape of the models asked for (by default the
-catalog's) at tensor-parallel sizes 1, 2, 4 and 8, the all-reduce across the GPUs present, and the
-element-wise cost. They are written as kernel tables (`sizer/timing/kernel_tables.py`), the format the
-bundled vLLM tables use, so a scenario on any model with those shapes is priced from them
-(`hardware.kernel_tables`). Then whole engine steps of one reference model are timed and what they
-cost beyond the tables (host work, sampling, launches) is fitted once (`BundledEngine.overhead`):
-`sizer validate --kernel-tables` replays the engine on any model with it. MoE experts are not timed
-(the roofline prices them: `KernelTableStepTimeModel.roofline_parts` names them).
+catalog's) at the tensor-parallel sizes asked for (by default 1, 2, 4 and 8: `TP_SIZES`), the
+all-reduce across the GPUs present, and the element-wise cost. They are written as kernel tables
+(`sizer/timing/kernel_tables.py`), the format the bundled vLLM tables use, so a scenario on any model
+with those shapes is priced from them (`hardware.kernel_tables`). Then whole engine steps of one
+reference model are timed and what they cost beyond the tables (host work, sampling, launches) is fitted
+once (`BundledEngine.overhead`): `sizer validate --kernel-tables` replays the engine on any model with
+it. MoE experts are not timed (the roofline prices them: `KernelTableStepTimeModel.roofline_parts` names
+them).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from sizer.timing.aiconfigurator_import import write_tables
 from sizer.timing.calibrated_tables import tables_dir_name, tables_header
 from sizer.timing.kernel_shapes import model_shapes
 from sizer.timing.kernel_step import BundledEngineStepTimeModel, KernelTableStepTimeModel
-from sizer.timing.kernel_tables import TABLES, BundledEngine, KernelTables, load_kernel_tables
+from sizer.timing.kernel_tables import TABLES, TP_SIZES, BundledEngine, KernelTables, load_kernel_tables
 from sizer.timing.overhead_fit import fit_overhead, step_error
 from sizer.timing.profile import TABLES_ONLY, Limits, plain
 from sizer.timing.step_model import engine_roofline
@@ -48,6 +49,7 @@ class DeviceCalibration:
     allreduce_rows: tuple[dict, ...] = ()   # engine.collectives.allreduce_table's rows, across `gpus`
     gpus: int = 1
     seed: int = 0
+    tp_sizes: tuple[int, ...] = TP_SIZES    # whose shards are timed (the reference's steps run at TP 1)
 
 
 def reference_scenario(model: str, device_id: str, limits: Limits) -> Resolved:
@@ -79,7 +81,7 @@ def calibrate_device(eng: TorchEngine, c: DeviceCalibration, out: Path,
     """Time the shapes, write the tables, fit the engine overhead on the reference model; the tables as
     written (their `path`: the folder). `eng`: the torch engine (sizer/sizing/torch_engine.py)."""
     torch, dtab = eng.torch, eng.device_tables
-    shapes = model_shapes(c.models)
+    shapes = model_shapes(c.models, c.tp_sizes)
     lim = c.limits
     table_shapes = dtab.TableShapes(gemms=tuple(sorted(shapes.gemms)),
                                     heads=tuple(dtab.HeadShape(*a) for a in sorted(shapes.attention)),
@@ -100,7 +102,7 @@ def calibrate_device(eng: TorchEngine, c: DeviceCalibration, out: Path,
     engine = BundledEngine(kernels=c.kernels.name, dtype=dtab.table_dtype(c.device),
                            matmul_flops_per_s=ceilings.matmul_flops_per_s, copy_bytes_per_s=ceilings.copy_bytes_per_s,
                            limits=lim, fitted_on=c.reference.name, fitted_layers=c.reference.num_layers,
-                           overhead=TABLES_ONLY, threads=threads)
+                           overhead=TABLES_ONLY, threads=threads, tp_sizes=shapes.tp_sizes)
     tables = load_kernel_tables(folder)
     tables = dataclasses.replace(tables, header=dataclasses.replace(tables.header, bundled_engine=engine))
     r = reference_scenario(c.reference.name, c.device_id, lim)

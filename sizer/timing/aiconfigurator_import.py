@@ -64,9 +64,9 @@ import yaml
 from sizer.inputs.hardware import load_hardware
 from sizer.inputs.layers import LatentAttention
 from sizer.inputs.model_spec import load_model
-from sizer.timing.kernel_shapes import TP_SIZES, catalog_shapes
+from sizer.timing.kernel_shapes import catalog_shapes
 from sizer.timing.kernel_step import GEMM_DTYPES, KV_DTYPES, bracket
-from sizer.timing.kernel_tables import HEADER_FILE, SCHEMA_VERSION, TABLES
+from sizer.timing.kernel_tables import HEADER_FILE, SCHEMA_VERSION, TABLES, TP_SIZES
 from sizer.timing.roofline import MOE_DTYPES
 from validation.errors import FieldError, excerpt
 from validation.safe_yaml import load_yaml

@@ -61,6 +61,7 @@ HEADER_FILE = "tables.yaml"
 SCHEMA_VERSION = 1
 MAX_HEADER_BYTES = 1 << 16
 MAX_TABLE_BYTES = 64 << 20           # decompressed; the bundled tables are a few MB at most
+TP_SIZES = (1, 2, 4, 8)              # the tensor-parallel splits tables cover: a shard is one GPU's share
 
 # the shape of a multi-head latent attention block (LatentAttention's fields, and the model's hidden size)
 MLA_DIMS = ("hidden", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
@@ -111,6 +112,9 @@ class BundledEngine:
     fitted_layers: int = schema.field(ge=1)            # its decoder layers (the forward's fixed part is per layer)
     overhead: Overhead               # each step beyond the tables: fixed + per sequence, and the kernels' factor
     threads: int | None = schema.field(None, ge=1)     # CPU threads the engine ran on (None on a GPU)
+    # the tensor-parallel sizes whose shards were timed (`sizer calibrate --tp-sizes`; tables written before the
+    # flag hold all of TP_SIZES): a deployment at another size finds its shapes priced by the roofline, named
+    tp_sizes: tuple[int, ...] = schema.field(TP_SIZES, ge=1)
 
 
 @dataclass(frozen=True)

@@ -174,10 +174,16 @@ def kernel_tables_note(r: Deployment) -> str | None:
 
 
 def own_tables_note(r: Deployment) -> str:
-    """The scenario's own kernel-tables folder: what it is, where, and an engine it was not measured in."""
+    """The scenario's own kernel-tables folder: what it is, where, a tensor-parallel size its shards were not
+    timed at (`sizer calibrate --tp-sizes`), and an engine it was not measured in."""
     h = r.kernel_tables.header
     note = (f"step times: {h.description}, from {r.kernel_tables.path} (hardware.kernel_tables); the roofline "
             "prices what they lack")
+    timed = h.bundled_engine.tp_sizes if h.bundled_engine is not None else None
+    if timed is not None and r.parallel.tp not in timed:
+        note += (f"; sizer calibrate timed the shards of TP {', '.join(map(str, timed))} only: TP {r.parallel.tp}'s "
+                 "are read off other shapes (interpolated, or the smallest measured below it) or priced by the "
+                 "roofline (the 'priced by' line says which)")
     if h.engine != r.engine.engine:
         note += (f"; measured in {h.engine}, the scenario serves {r.engine.engine}: the engines' kernels may differ "
                  "and the tables do not say by how much")

@@ -48,6 +48,7 @@ FLAGS = {
     "--benchmark": ("one benchmark of a GuideLLM report, by index", ("GuideLLM report",)),
     "--kernel-tables": ("a device's kernel-table folder", ("kernel-table folder",)),
     "--shapes-of": ("models whose shapes a device calibration times", ("shapes of",)),
+    "--tp-sizes": ("tensor-parallel sizes whose shards a device calibration times", ("tensor-parallel sizes",)),
     "--simulate": ("add the simulated sizing", ("simulated",)),
     "--emit": ("runnable configuration: vllm, k8s, sglang", ("vllm, k8s, sglang",)),
     "--emit-to": ("file for --emit", ("--emit",)),

@@ -5,12 +5,14 @@ host CPU's measured ceilings in place of a datasheet. The tables used are the co
 on `tiny`); the measurement itself is tested in tests/engine/."""
 
 import dataclasses
+import gzip
 from pathlib import Path
 
 import pytest
 import yaml
 from typer.testing import CliRunner
 
+import sizer.cli.calibrate
 from hardware_profiles import CALIBRATED_DIR
 from simulator.step_batch import StepBatch
 from sizer.cli import app
@@ -19,7 +21,7 @@ from sizer.inputs.scenario import load_scenario
 from sizer.sizing.validate import tables_pricing, validation_config
 from sizer.timing.kernel_shapes import model_shapes
 from sizer.timing.kernel_step import KernelTableStepTimeModel
-from sizer.timing.kernel_tables import KERNELS_DIR, load_kernel_tables
+from sizer.timing.kernel_tables import HEADER_FILE, KERNELS_DIR, load_kernel_tables
 from sizer.timing.step_model import engine_roofline, engine_step_model
 
 REPO = Path(__file__).resolve().parents[3]
@@ -122,6 +124,15 @@ def test_a_plan_on_the_host_cpu_prices_steps_from_its_tables(tmp_path):
     (["calibrate", "--device", "cpu", "--shapes-of", "tiny", "--scale", "0.5"], "--scale: applies to a model's"),
     (["calibrate", "--device", "cpu", "--shapes-of", "deepseek-v3"], "does not support MLA"),
     (["calibrate", "--device", "cpu", "--shapes-of", "no-such-model"], "unknown model"),
+    # --tp-sizes: whole numbers from 1 (sizer/cli/flags.py parallel_sizes), 1 among them (the overhead fit's)
+    (["calibrate", "--device", "cpu", "--shapes-of", "tiny", "--tp-sizes", "0"],
+     "--tp-sizes: expected a value from 1 to 10000, got 0"),
+    (["calibrate", "--device", "cpu", "--shapes-of", "tiny", "--tp-sizes", "x"],
+     "--tp-sizes: expected a comma-separated list of whole numbers, got 'x'"),
+    (["calibrate", "--device", "cpu", "--shapes-of", "tiny", "--tp-sizes", ""], "--tp-sizes: expected at least one"),
+    (["calibrate", "--device", "cpu", "--shapes-of", "tiny", "--tp-sizes", "2,4"],
+     "--tp-sizes: expected a list that includes 1"),
+    (["calibrate", "--device", "cpu", "--model", "tiny", "--tp-sizes", "1"], "--tp-sizes: applies without --model"),
     (["validate", str(TINY)], "--profile/--kernel-tables: give one"),
     (["validate", str(TINY), "--profile", str(CALIBRATED_DIR / "cpu-tiny-tp1"), "--kernel-tables", str(TABLES)],
      "--profile/--kernel-tables: give one"),
@@ -135,3 +146,89 @@ def test_device_calibration_flags_are_checked_in_one_line(args, words, tmp_path)
     assert result.exit_code == 2, result.output
     assert len(result.stderr.strip().splitlines()) == 1 and words in result.stderr, result.stderr
     assert not any(tmp_path.iterdir())
+
+
+def tables_at_tp_1(folder: Path) -> Path:
+    """A copy of the committed tables with only the TP-1 shards of tiny and tiny-wide and its header's `tp_sizes`
+    [1]: what `sizer calibrate --shapes-of tiny --shapes-of tiny-wide --tp-sizes 1` writes."""
+    shapes = model_shapes([load_model("tiny"), load_model(str(WIDE.parent / "tiny-wide" / "config.json"))], (1,))
+    keep = {"gemm": lambda row: (int(row[1]), int(row[2])) in shapes.gemms,
+            "context_attention": lambda row: tuple(map(int, row[1:4])) in shapes.attention,
+            "generation_attention": lambda row: tuple(map(int, row[1:4])) in shapes.attention}
+    folder.mkdir()
+    header = yaml.safe_load((TABLES / HEADER_FILE).read_text())
+    header["bundled_engine"]["tp_sizes"] = [1]
+    (folder / HEADER_FILE).write_text(yaml.safe_dump(header))
+    for name, kept in keep.items():
+        lines = gzip.decompress((TABLES / f"{name}.csv.gz").read_bytes()).decode().splitlines()
+        rows = [line for line in lines[1:] if kept(line.split(","))]
+        (folder / f"{name}.csv.gz").write_bytes(gzip.compress("\n".join([lines[0], *rows, ""]).encode()))
+    return folder
+
+
+def plan_output(tmp_path: Path, tables: Path, tp: int) -> str:
+    data = yaml.safe_load(WIDE.read_text())
+    data["model"] = str(WIDE.parent / "tiny-wide" / "config.json")
+    data["hardware"] = {"gpu": "cpu", "kernel_tables": str(tables)}
+    data["deployment"]["tensor_parallel_size"] = tp
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+    result = cli.invoke(app, ["plan", str(tmp_path / "s.yaml")], env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_a_shard_the_tables_lack_is_said(tmp_path):
+    """Tables timed at TP 1 only (`--tp-sizes 1`), a plan of tiny-wide at TP 4: its lm_head shard (4096 / 4 =
+    1024 rows of 384) and attention shard (12 / 4 = 3 query heads on 4 / 4 = 1 KV head, between no measured head
+    counts of 1 KV head: TP 1 has 8 x 2 and 12 x 4) are not in them and the plan names the roofline for both
+    (KernelTableStepTimeModel.roofline_parts); its dense GEMMs (QKV (3 + 2) x 32 = 160 of 384, o_proj 384 of 96,
+    ...) are read off the TP-1 rows where a bracket holds (kernel_step.gemm_curve), and the plan's note says the
+    tables timed TP 1 only. At TP 1 the same tables price every operator, with no such note; the committed tables
+    (no tp_sizes: written before the flag, all of 1, 2, 4 and 8 timed) carry none at TP 4 either."""
+    folder = tables_at_tp_1(tmp_path / "tp1")
+    tables = load_kernel_tables(folder)
+    assert tables.header.bundled_engine.tp_sizes == (1,)
+    assert ("float32", 640, 384) in tables.gemm and ("float32", 160, 384) not in tables.gemm   # TP-1 QKV only
+    note = "sizer calibrate timed the shards of TP 1 only: TP 4's are read off other shapes"
+    at_1 = plan_output(tmp_path, folder, 1)
+    assert "lm_head: kernel tables; attention: kernel tables" in at_1 and "timed the shards" not in at_1
+    at_4 = plan_output(tmp_path, folder, 4)
+    assert "lm_head: roofline; attention: roofline" in at_4 and note in at_4, at_4
+    assert "timed the shards" not in plan_output(tmp_path, TABLES, 4)
+
+
+def test_the_shapes_of_tiny_at_the_tp_sizes_asked_for():
+    """`--tp-sizes 1`: tiny's 8 x 2 heads and TP-1 GEMMs alone (the TP 2/4/8 shards of the test above gone); a
+    size that splits none of its heads (3 of 8) is skipped, as validate_split skips TP 8 of a small model's KV
+    heads elsewhere, and left out of the sizes recorded."""
+    tiny = load_model("tiny")
+    shapes = model_shapes([tiny], (1,))
+    assert shapes.attention == {(8, 2, 32)} and shapes.tp_sizes == (1,)
+    # fused QKV (8 + 2 x 2) x 32 = 384 of 256; no TP-2 shard (192 of 256) nor the lm_head's halves (2048)
+    assert (384, 256) in shapes.gemms and not {(192, 256), (2048, 256)} & shapes.gemms
+    assert model_shapes([tiny], (1, 3)) == shapes
+    assert model_shapes([tiny]).tp_sizes == (1, 2, 4, 8)
+
+
+@pytest.mark.parametrize("asked,reached,summary", [
+    ([], (1, 2, 4, 8), "of tiny at TP 1, 2, 4 and 8; no all-reduce"),
+    (["--tp-sizes", "2,1,2"], (1, 2), "of tiny at TP 1 and 2; no all-reduce"),
+    (["--tp-sizes", "1,3"], (1, 3), "of tiny at TP 1 (TP 3 splits none of them); no all-reduce"),
+])
+def test_calibrate_times_the_tp_sizes_asked_for(asked, reached, summary, tmp_path, monkeypatch):
+    """--tp-sizes reaches the calibration sorted without repeats (default 1, 2, 4, 8), and the summary prints the
+    sizes the tables' header records as timed. The measurement is stubbed: the committed tables with the
+    header's tp_sizes as calibrate_device records them (model_shapes' sizes that split a model)."""
+    asked_for = []
+
+    def measured(models, reference, target, out, bounds, seed, tp_sizes, log):
+        asked_for.append(tp_sizes)
+        tables = load_kernel_tables(TABLES)
+        engine = dataclasses.replace(tables.header.bundled_engine, tp_sizes=model_shapes(models, tp_sizes).tp_sizes)
+        return dataclasses.replace(tables, header=dataclasses.replace(tables.header, bundled_engine=engine))
+
+    monkeypatch.setattr(sizer.cli.calibrate, "calibrate_device_tables", measured)
+    result = cli.invoke(app, ["calibrate", "--device", "cpu", "--shapes-of", "tiny", "--out", str(tmp_path), *asked])
+    assert result.exit_code == 0, result.output
+    assert asked_for == [reached]
+    assert summary in result.stdout, result.stdout
