@@ -61,6 +61,7 @@ from sizer.inputs.model_spec import ModelSpec
 from sizer.timing.kernel_tables import KernelTables
 from sizer.timing.profile_parts import Overhead
 from sizer.timing.roofline import RooflineStepTimeModel, moe_dtype
+from sizer.words import count
 
 ROW_PARALLEL = ("o_proj", "down_proj", "out_proj")   # vLLM's RowParallelLinear: the input dimension is split
 ACTIVATION_BYTES = 2                                  # the hidden state all-reduced, bf16
@@ -415,7 +416,7 @@ class KernelTableStepTimeModel:
         tables, roof = "kernel tables", "roofline"
         n_roof = len(self.roofline_gemms)
         gemms = (tables if not n_roof else roof if not table_gemms
-                 else f"{tables} ({table_gemms} shapes), {roof} ({n_roof} shapes)")
+                 else f"{tables} ({count(table_gemms, 'shape')}), {roof} ({count(n_roof, 'shape')})")
         out = {"dense GEMMs": gemms, "lm_head": tables if self.lm_head is not None else roof}
         if self.attention or self.latent or self.roofline_groups:
             out["attention"] = (tables if not self.roofline_groups else roof if not (self.attention or self.latent)
