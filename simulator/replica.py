@@ -54,6 +54,10 @@ class StepTimes:
         # (`KernelTableStepTimeModel.sums_step_time`); None: every miss builds its StepBatch
         sums_step_time = getattr(model, "sums_step_time", None)
         self._sums = sums_step_time() if sums_step_time is not None else None
+        # and one whose tables price attention, a plain decode step's time from its sequences and context alone
+        # (`KernelTableStepTimeModel.decode_step_time`); None: `decode_miss` prices it as any other step
+        decode_step_time = getattr(model, "decode_step_time", None)
+        self._decode = decode_step_time() if decode_step_time is not None and not self._sums else None
         self._memo: dict[tuple[int, ...], float] = {}
         self._decodes: dict[int, dict[int, float]] = {}      # plain decode steps: seqs -> context -> s
         self._num_decodes = 0                                # entries of all of them
@@ -97,6 +101,8 @@ class StepTimes:
         sums = self._sums
         if sums:
             t = self._period(sums(num_seqs, num_seqs, context_tokens, context_tokens + num_seqs), num_seqs)
+        elif self._decode:
+            t = self._period(self._decode(num_seqs, context_tokens), num_seqs)
         else:
             t = self._time(batch_of((num_seqs, num_seqs, context_tokens, context_tokens + num_seqs, 0, 0, 0, 0, 0)))
         if self._num_decodes >= self._max:

@@ -564,6 +564,53 @@ class KernelTableStepTimeModel:
             lm_head = _memoised(self._lm_head_memo, batch.num_seqs, self._lm_head_s)
         return stage * self.pp + lm_head + self._step_overhead_s
 
+    def decode_step_time(self) -> Callable[[int, int], float] | None:
+        """`step_time` of a plain decode step, `seqs` one-token decodes on `context` tokens in all (the StepBatch
+        (seqs, seqs, context, context + seqs)), as a function of those two, where the tables price its attention on
+        one rank and the roofline prices none of it (`sums_step_time` covers the roofline's plain attention); None
+        otherwise. The same additions and products
+        in the same order as `step_time` and `attention_s` with `split_attention`'s values for such a batch (no
+        prefill: its context per decode is `(context - 0 * 0.0) / seqs`), flattened into one call for the
+        simulator's decode steps whose time is not memoised (tests/timing compare the two to the bit)."""
+        if self.ranks > 1 or self.roofline_groups or not (self.attention or self.latent or self.delta_net):
+            return None
+        attention, latent, delta_net = tuple(self.attention), tuple(self.latent), tuple(self.delta_net)
+        roofline, roofline_gemms = self.roofline, tuple(self.roofline_gemms)
+        experts, roofline_experts, load_imbalance = self._experts, self._roofline_experts, self.load_imbalance
+        per_token_memo, per_token_curve = self._per_token_memo, self.per_token
+        lm_head_memo, lm_head_curve = self._lm_head_memo, self._lm_head_s
+        state, fixed, s_per_token = self._state_s_per_seq, self._fixed_s, self._s_per_token
+        pp, overhead = self.pp, self._step_overhead_s
+
+        def step_s(seqs: int, context: int) -> float:
+            if seqs == 0:
+                return 0.0
+            per_token = per_token_memo.get(seqs)
+            if per_token is None:
+                per_token = _memoised(per_token_memo, seqs, per_token_curve)
+            total = 0.0
+            decode_ctx = (context - 0 * 0.0) / seqs
+            for layers, window, decode_t, _ in attention:
+                kv_len = decode_ctx + 1 if window is None else min(decode_ctx + 1, window)
+                total += layers * decode_t(seqs, kv_len)
+            for layers, decode_t, _ in latent:
+                total += layers * decode_t(seqs, decode_ctx + 1)
+            for layers, decode_t, _ in delta_net:
+                total += layers * decode_t(seqs)
+            stage = per_token + (total + seqs * state) + fixed + seqs * s_per_token
+            for calls, n, k in roofline_gemms:
+                stage += calls * roofline.gemm_s(seqs, n, k)
+            if experts is not None:
+                layers, curve = experts
+                stage += layers * curve(load_imbalance * seqs)
+            if roofline_experts:
+                stage += roofline.expert_gemm_s(seqs)
+            lm_head = lm_head_memo.get(seqs)
+            if lm_head is None:
+                lm_head = _memoised(lm_head_memo, seqs, lm_head_curve)
+            return stage * pp + lm_head + overhead
+        return step_s
+
     def sums_step_time(self) -> Callable[[int, int, int, int], float] | None:
         """`step_time` as a function of a batch's first four sums (sequences, new tokens, context tokens, attention
         pairs) where it reads no other field: one rank, attention from the roofline's plain groups alone (no

@@ -311,3 +311,57 @@ def test_lora_adapters_are_priced_by_the_roofline_on_top_of_the_tables_and_named
     assert model.step_time(with_lora) == pytest.approx(model.step_time(plain) + extra, rel=1e-12)
     assert model.sources["LoRA adapters"] == "roofline" and "LoRA adapters" in model.roofline_parts
     assert model.sums_step_time() is None
+
+
+
+def h100_model(model: str, tp: int, **deployment) -> KernelTableStepTimeModel:
+    r = resolve(scenario_from_dict({
+        "name": model, "model": model, "hardware": "h100-sxm",
+        "deployment": {"engine": "vllm", "tensor_parallel_size": tp, "max_model_len": 8192, **deployment},
+        "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
+                     "prompt_tokens": {"distribution": "fixed", "value": 128},
+                     "output_tokens": {"distribution": "fixed", "value": 16}}}, None))
+    return KernelTableStepTimeModel(load_kernel_tables(bundled_tables_dir("h100-sxm", "vllm")), roofline_for(r))
+
+
+# Models whose tables price attention, one for each part `decode_step_time` flattens: plain attention (Llama-3.1-70B at
+# TP 4), sliding windows with roofline GEMMs (gpt-oss-20b's MXFP4 experts), a chunked window (Llama 4 Scout), MLA
+# blocks (DeepSeek-V3 at TP 8), gated delta net beside attention with the roofline's experts (Qwen3-Next), a
+# recurrent state per sequence (nemotron-h-56b's Mamba-2), MoE experts in the per-token curve (Mixtral at TP 2) and
+# priced apart at expert parallelism's load imbalance (Mixtral at TP 2 with EP)
+DECODE_MODELS = (("llama-3.1-70b", 4, False), ("gpt-oss-20b", 1, False), ("llama-4-scout-17b-16e", 1, False),
+                 ("deepseek-v3", 8, False), ("qwen3-next-80b-a3b", 4, False), ("nemotron-h-56b", 2, False),
+                 ("mixtral-8x7b", 2, False), ("mixtral-8x7b", 2, True))
+
+
+@functools.cache
+def decode_model(name: str, tp: int, ep: bool) -> KernelTableStepTimeModel:
+    return h100_model(name, tp, enable_expert_parallel=ep)
+
+
+def test_the_decode_models_cover_every_part_of_a_decode_step():
+    models = [decode_model(*m) for m in DECODE_MODELS]
+    assert all(m.decode_step_time() is not None for m in models)
+    assert any(m.roofline_gemms for m in models) and any(m.latent for m in models)
+    assert any(m.delta_net for m in models) and any(m._roofline_experts for m in models)
+    assert any(m._experts is not None for m in models) and any(m._state_s_per_seq for m in models)
+    assert {window is None for m in models for _, window, _, _ in m.attention} == {True, False}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(DECODE_MODELS), st.integers(1, 512), st.integers(0, 1 << 22))
+def test_a_decode_steps_time_from_its_seqs_and_context_is_step_time_to_the_bit(name_tp_ep, seqs, context):
+    # decode_step_time is step_time of StepBatch(seqs, seqs, context, context + seqs) flattened (the same operations
+    # in the same order), so the floats are equal, not close; the simulator prices its decode steps with it
+    model = decode_model(*name_tp_ep)
+    assert model.decode_step_time()(seqs, context) == model.step_time(StepBatch(seqs, seqs, context, context + seqs))
+
+
+def test_no_decode_path_where_the_roofline_prices_attention_or_ranks_differ():
+    # the roofline's attention alone (gemma-2-9b's windows, DeepSeek-V3.2's sparse MLA, Llama-2-7B on an A100, which
+    # has the four-sums path) and a data-parallel model's busiest rank (another batch: rank_and_expert_tokens)
+    assert h100_model("gemma-2-9b", 1).decode_step_time() is None
+    assert h100_model("deepseek-v3.2", 8).decode_step_time() is None
+    assert standard_a100_model().decode_step_time() is None
+    dep = h100_model("deepseek-v3", 8, enable_attention_dp=True)
+    assert dep.ranks == 8 and dep.decode_step_time() is None
