@@ -90,8 +90,9 @@ class StepReplay:
 
     @property
     def engine_speed(self) -> float:
-        """Measured over priced: the factor on every step's price that makes the replayed steps' sum the engine's."""
-        return self.measured_s / self.predicted_s
+        """Measured over priced: the factor on every step's price that makes the replayed steps' sum the engine's
+        (1 when nothing was priced: no step to scale)."""
+        return self.measured_s / self.predicted_s if self.predicted_s else 1.0
 
 
 class AtSpeed:
