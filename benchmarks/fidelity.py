@@ -41,21 +41,19 @@ def main() -> None:
 
 
 def device_reports(calibrations: int, runs: int) -> list:
-    from engine.device import cpu_device
-    from engine.kernels import select
     from sizer.inputs.model_spec import load_model
-    from sizer.sizing.device_calibration import DeviceCalibration, calibrate_device
+    from sizer.sizing.calibrate import StepBounds, Target, calibrate_device_tables
     from sizer.sizing.validate import run_validation
-    from sizer.timing.profile import Limits
 
     scenario = REPO / "engine" / "scenarios" / "tiny-wide-cpu.yaml"
-    models = (load_model("tiny"), load_model(str(scenario.parent / "tiny-wide" / "config.json")))
+    models = [load_model("tiny"), load_model(str(scenario.parent / "tiny-wide" / "config.json"))]
     reports = []
     for c in range(calibrations):
         with tempfile.TemporaryDirectory() as tmp:
             start = time.perf_counter()
-            tables = calibrate_device(DeviceCalibration(models, models[0], cpu_device(), "cpu", None,
-                                                        select("torch"), Limits(256, 16, 2048, 16)), Path(tmp))
+            # as tests/engine/test_engine_device_calibration.py calibrates: 16 sequences, TP 1 (the replay's)
+            tables = calibrate_device_tables(models, models[0], Target(None, "torch", 1), Path(tmp),
+                                             StepBounds(None, 16, None, 16), seed=0, tp_sizes=(1,))
             print(f"calibration {c + 1}: {time.perf_counter() - start:.0f} s")
             for i in range(runs):
                 reports.append(run_validation(scenario, None, None, None, tables_path=tables.path))
