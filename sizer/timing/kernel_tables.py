@@ -263,7 +263,12 @@ def _decompressed(path: Path) -> bytes:
 def read_header(folder: Path) -> KernelTablesHeader:
     header_file = folder / HEADER_FILE
     data = load_yaml(header_file, MAX_HEADER_BYTES, "kernel tables header")
-    return schema.build(KernelTablesHeader, data, "", str(header_file))
+    header = schema.build(KernelTablesHeader, data, "", str(header_file))
+    engine = header.bundled_engine
+    if engine is not None and 1 not in engine.tp_sizes:     # the overhead was fitted on TP-1 steps priced from them
+        raise FieldError(str(header_file), "bundled_engine.tp_sizes",
+                         f"expected a list holding 1, got {excerpt(list(engine.tp_sizes))}")
+    return header
 
 
 def load_kernel_tables(folder: Path, whole: bool = True) -> KernelTables:

@@ -23,6 +23,7 @@ from sizer.timing.kernel_shapes import model_shapes
 from sizer.timing.kernel_step import KernelTableStepTimeModel
 from sizer.timing.kernel_tables import HEADER_FILE, KERNELS_DIR, load_kernel_tables
 from sizer.timing.step_model import engine_roofline, engine_step_model
+from validation.errors import FieldError
 
 REPO = Path(__file__).resolve().parents[3]
 WIDE = REPO / "engine" / "scenarios" / "tiny-wide-cpu.yaml"
@@ -195,6 +196,18 @@ def test_a_shard_the_tables_lack_is_said(tmp_path):
     at_4 = plan_output(tmp_path, folder, 4)
     assert "lm_head: roofline; attention: roofline" in at_4 and note in at_4, at_4
     assert "timed the shards" not in plan_output(tmp_path, TABLES, 4)
+
+
+@pytest.mark.parametrize("sizes", [[], [2, 4]])
+def test_tables_whose_header_lacks_tp_1_are_refused_in_one_line(sizes, tmp_path):
+    """The engine overhead is fitted on the reference's TP-1 steps priced from the tables' TP-1 shards: a header
+    that says none were timed is refused when read, naming the field (not a plan note reading "TP  only")."""
+    folder = tables_at_tp_1(tmp_path / "tp1")
+    header = yaml.safe_load((folder / HEADER_FILE).read_text())
+    header["bundled_engine"]["tp_sizes"] = sizes
+    (folder / HEADER_FILE).write_text(yaml.safe_dump(header))
+    with pytest.raises(FieldError, match=r"bundled_engine\.tp_sizes: expected a list holding 1, got \["):
+        load_kernel_tables(folder)
 
 
 def test_the_shapes_of_tiny_at_the_tp_sizes_asked_for():
