@@ -326,21 +326,22 @@ def gathered_moe_bytes(m: ModelSpec, p: ParallelConfig, max_num_tokens: int, inp
     return max(rows * ((ffn.latent or m.hidden_size) * (input_bytes + 2) + ffn.top_k * (4 + 4)) for ffn in moes)
 
 
-def trtllm_moe_peak_bytes(m: ModelSpec, p: ParallelConfig, max_num_tokens: int, input_bytes: int) -> float:
+def trtllm_moe_peak_bytes(m: ModelSpec, p: ParallelConfig, max_num_tokens: int, compute: str) -> float:
     """TensorRT-LLM's fused-MoE op beyond `activation_peak_bytes` at `max_num_tokens` a rank: its CUTLASS workspace
-    and, under attention DP, the gathered rows and their output."""
+    and, under attention DP, the gathered rows and their output; its inputs 1 byte a value under FP8 compute, else
+    2 (FP4 inputs are counted at 16 bits: no measurement of NVFP4's buffers here)."""
+    input_bytes = 1 if compute == "fp8" else 2
     return (fused_moe_workspace_bytes(m, p, max_num_tokens, input_bytes)
             + gathered_moe_bytes(m, p, max_num_tokens, input_bytes))
 
 
-def engine_moe_workspace_bytes(m: ModelSpec, p: ParallelConfig, engine: str, max_num_tokens: int,
-                               compute: str) -> float:
+def engine_moe_peak_bytes(m: ModelSpec, p: ParallelConfig, engine: str, max_num_tokens: int, compute: str) -> float:
     """The fused-MoE memory an engine's profiling pass reaches beside `activation_peak_bytes`: TensorRT-LLM's
     (`trtllm_moe_peak_bytes`, activations in `compute`); 0 for the others, whose MoE buffers that estimate's
     top-k intermediate stands for."""
     if engine != "tensorrt-llm":
         return 0.0
-    return trtllm_moe_peak_bytes(m, p, max_num_tokens, 1 if compute == "fp8" else 2)
+    return trtllm_moe_peak_bytes(m, p, max_num_tokens, compute)
 
 
 # TensorRT-LLM's KvCacheCreator profiles with the dummy prompts of `_create_dummy_context_requests` (max_num_tokens
@@ -378,7 +379,7 @@ def trtllm_graph_pool_bytes(m: ModelSpec, p: ParallelConfig, largest: int, max_n
     if not largest or estimation_kv_blocks(max_num_tokens, max_model_len, block_size, ranks) < largest:
         return 0
     return (activation_peak_bytes(m, p, largest, largest)
-            + trtllm_moe_peak_bytes(m, p, largest, 1 if compute == "fp8" else 2))
+            + trtllm_moe_peak_bytes(m, p, largest, compute))
 
 
 def _ffn_width(ffn: FFN) -> int:
@@ -431,15 +432,15 @@ def held(pool_bytes: float, each_bytes: float) -> int:
 def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv: KVLayout, p: ParallelConfig,
                   gpu_memory_utilization: float, block_size: int, max_model_len: int,
                   max_num_batched_tokens: int, max_num_seqs: int, lora_bytes: float = 0.0,
-                  moe_workspace_bytes: float = 0.0, share_of_free: bool = False,
+                  moe_peak_bytes: float = 0.0, share_of_free: bool = False,
                   graph_pool_bytes: float = 0) -> MemoryBudget:
-    """`moe_workspace_bytes`: an engine's fused-MoE workspace at the token budget (`fused_moe_workspace_bytes`),
-    part of the activation peak. `graph_pool_bytes`: CUDA graphs' memory the engine's profiling counts
-    (`trtllm_graph_pool_bytes`), beside the context's. `share_of_free`: `gpu_memory_utilization` is the KV cache's
-    share of what the weights, the activation peak and the context leave of the whole GPU (TensorRT-LLM's
-    kv_cache_free_gpu_mem_fraction: its KvCacheCreator takes fraction x (total - the profiling pass's peak)),
-    not the share of the whole GPU the engine may use (vLLM's, SGLang's)."""
-    activations = activation_peak_bytes(m, p, max_num_batched_tokens, max_num_seqs) + moe_workspace_bytes
+    """`moe_peak_bytes`: an engine's fused-MoE memory at the token budget (`engine_moe_peak_bytes`: TensorRT-LLM's
+    workspace and gathered rows), part of the activation peak. `graph_pool_bytes`: CUDA graphs' memory the
+    engine's profiling counts (`trtllm_graph_pool_bytes`), beside the context's. `share_of_free`:
+    `gpu_memory_utilization` is the KV cache's share of what the weights, the activation peak and the context
+    leave of the whole GPU (TensorRT-LLM's kv_cache_free_gpu_mem_fraction: its KvCacheCreator takes fraction x
+    (total - the profiling pass's peak)), not the share of the whole GPU the engine may use (vLLM's, SGLang's)."""
+    activations = activation_peak_bytes(m, p, max_num_batched_tokens, max_num_seqs) + moe_peak_bytes
     # attention-DP ranks whose experts span them gather every rank's tokens at each MoE layer: they talk too
     non_torch = (CUDA_CONTEXT_BYTES + (NCCL_BUFFER_BYTES if p.tp * p.pp > 1 or p.experts_span_dp else 0)
                  + graph_pool_bytes)

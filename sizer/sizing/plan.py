@@ -24,7 +24,7 @@ from sizer.analytic.memory import (
     LoraMemory,
     MemoryBudget,
     WeightMemory,
-    engine_moe_workspace_bytes,
+    engine_moe_peak_bytes,
     held,
 )
 from sizer.analytic.parallel import comm_per_step, kv_heads_per_gpu
@@ -437,8 +437,8 @@ def _trtllm_memory(r: Resolved) -> list[str]:
     """How TensorRT-LLM's KV cache differs from vLLM's reading (memory_budget's share_of_free)."""
     if r.engine.engine != "tensorrt-llm":
         return []
-    workspace = engine_moe_workspace_bytes(r.model, r.parallel, r.engine.engine, r.engine.max_num_batched_tokens,
-                                           r.weight_format.compute)
+    workspace = engine_moe_peak_bytes(r.model, r.parallel, r.engine.engine, r.engine.max_num_batched_tokens,
+                                      r.weight_format.compute)
     pool = trtllm_graph_pool(r.deployment, r.model, r.parallel, r.engine, r.weight_format)
     return [f"TensorRT-LLM: the KV cache is gpu_memory_utilization {r.memory.gpu_memory_utilization} (its "
             "kv_cache_free_gpu_mem_fraction) of what weights, the activation peak and the context leave"

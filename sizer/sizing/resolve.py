@@ -28,7 +28,7 @@ from sizer.analytic.memory import (
     LoraMemory,
     MemoryBudget,
     WeightMemory,
-    engine_moe_workspace_bytes,
+    engine_moe_peak_bytes,
     kv_layout,
     llamacpp_cache_bytes,
     lora_memory,
@@ -292,8 +292,8 @@ def resolve(s: Scenario) -> Resolved:
                            engine.block_size, engine.max_model_len,
                            slots.ubatch_size if slots else engine.max_num_batched_tokens, engine.max_num_seqs,
                            lora.bytes if lora else 0.0,
-                           engine_moe_workspace_bytes(model, parallel, d.engine, engine.max_num_batched_tokens,
-                                                      fmt.compute),
+                           engine_moe_peak_bytes(model, parallel, d.engine, engine.max_num_batched_tokens,
+                                                 fmt.compute),
                            share_of_free=d.engine == "tensorrt-llm",
                            graph_pool_bytes=trtllm_graph_pool(d, model, parallel, engine, fmt))
     if slots:

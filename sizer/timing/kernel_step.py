@@ -571,7 +571,7 @@ class KernelTableStepTimeModel:
         otherwise. The same additions and products
         in the same order as `step_time` and `attention_s` with `split_attention`'s values for such a batch (no
         prefill: its context per decode is `(context - 0 * 0.0) / seqs`), flattened into one call for the
-        simulator's decode steps whose time is not memoised (tests/timing compare the two to the bit)."""
+        simulator's decode steps whose time is not memoised (tests/sizer/timing compare the two to the bit)."""
         if self.ranks > 1 or self.roofline_groups or not (self.attention or self.latent or self.delta_net):
             return None
         attention, latent, delta_net = tuple(self.attention), tuple(self.latent), tuple(self.delta_net)
@@ -618,7 +618,7 @@ class KernelTableStepTimeModel:
         tokens are a later field); None otherwise. The
         same additions and products in the same order as `step_time`, `attention_s`, `attention_groups_s` and
         the roofline's `_group_s` (with `attended` 1.0, whose products are exact), flattened into one call for
-        the simulator's steps whose time is not memoised (tests/timing compare the two to the bit)."""
+        the simulator's steps whose time is not memoised (tests/sizer/timing compare the two to the bit)."""
         if (self.attention or self.latent or self.delta_net or self.ranks > 1 or self.roofline_gemms
                 or self._experts is not None or self._roofline_experts or self.roofline.lora is not None):
             return None
