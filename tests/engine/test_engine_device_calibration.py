@@ -21,9 +21,10 @@ def test_one_device_calibration_validates_a_model_it_was_not_fitted_on(tmp_path,
     """`sizer calibrate --device cpu` without --model times the shapes of `tiny` and `tiny-wide` (6 layers,
     hidden 384, 12/4 heads) and fits the engine overhead on tiny's steps only; `sizer validate --kernel-tables`
     then replays tiny-wide from them: every step inside the tables, every request served at the offered rate
-    (throughput within 10%), and no latency off by a factor of two or more (a missing layer, a wrong dtype or a
-    wrong layer scaling would be), with the machine's drift between calibrating and validating taken out
-    (machine_speed.py: a fixed probe sampled all through each). How close it comes is a benchmark's question,
+    (throughput within 10%), and neither the engine's own steps as the tables price them (with the machine's
+    drift between calibrating and validating taken out, machine_speed.py: a fixed probe sampled all through each)
+    nor the p50 latencies at the engine's measured speed off by a factor of two or more (a missing layer, a wrong
+    dtype or a wrong layer scaling would be). How close it comes is a benchmark's question,
     not this test's: one calibration on the shared CPU has put tiny-wide's ITL p50 anywhere from -23% to +65% off
     (`python3 benchmarks/fidelity.py --device --calibrations 3` prints the spread; docs/engine.md)."""
     monkeypatch.setenv("SIZER_HOME", str(tmp_path))
@@ -54,5 +55,11 @@ def test_one_device_calibration_validates_a_model_it_was_not_fitted_on(tmp_path,
     errors = {r["metric"]: r["relative_error"] for r in report["rows"]}
     # throughput is the offered rate's while the engine keeps up, whatever its speed: not drift-corrected
     assert abs(errors["output_tokens_per_s"]) < 0.10, errors
-    for metric in ("ttft_p50_ms", "itl_p50_ms", "e2e_p50_ms"):
-        assert -0.5 < drift_free_error(errors[metric], slow) < 1.0, (metric, errors, slow)
+    # the two parts of the latencies' error (engine/validate.py; test_engine_cli.py holds the same for a profile):
+    # the tables' price of the engine's own steps, drift taken out, and the p50s at the engine's measured speed,
+    # neither off by a factor of two; queueing would magnify a step error of the first into TTFT and E2E
+    step_error = drift_free_error(report["replay"]["relative_error"], slow)
+    assert -0.5 < step_error < 1.0, (report["replay"], slow)
+    for row in report["rows"]:
+        if row["metric"] in ("ttft_p50_ms", "itl_p50_ms", "e2e_p50_ms"):
+            assert -0.5 < row["at_engine_speed_error"] < 1.0, (row, report["replay"])
