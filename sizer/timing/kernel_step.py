@@ -5,9 +5,12 @@ For one step on one GPU of the busiest pipeline stage (times the stages, as the 
   GEMMs        every dense matrix of every layer, fused as vLLM fuses them (q, k and v into one
                QKV GEMM; gate and up already are), one TP shard each: gemm(m = new tokens, n, k)
   attention    per group of layers with the same heads, KV heads and head dim (per GPU):
-               decode  generation_attention(decode seqs, context per seq + 1)
+               decode  generation_attention(decode seqs, context per seq + 1); past the longest context
+                       measured for that batch, the last measured segment continued, but never faster than
+                       reading the added KV at the GPU's memory bandwidth (`KvReadFloor`)
                prefill context_attention(prefill seqs, s) per query-key pair of a causal prefill of
-                       s = chunk + cached tokens, times the chunk's own pairs (n c + n (n + 1) / 2)
+                       s = chunk + cached tokens, times the chunk's own pairs (n c + n (n + 1) / 2); past the
+                       longest measured prompt, at that prompt's cost per pair
   all-reduce   2 per layer when TP > 1, of new tokens x hidden x 2 bytes (bf16): allreduce(bytes, TP)
   MoE          per MoE layer: moe(tokens; hidden, expert width, top-k, experts, TP or EP split; the expert format),
                routing balanced, at the imbalance (roofline.EP_LOAD_IMBALANCE, by the family's routing skew) times
@@ -54,6 +57,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from simulator.step_batch import StepBatch, split_attention
+from sizer.analytic.memory import kv_value_bytes
 from sizer.analytic.parallel import ParallelConfig, kv_heads_per_gpu, layers_per_stage, shard_fraction
 from sizer.analytic.weights import linear_groups
 from sizer.inputs.layers import EXPERT, LM_HEAD, VISION, Attention, DenseFFN, GatedDeltaNet, LatentAttention
@@ -300,6 +304,31 @@ class HeadsBlend:
         return sum(w * rows(batch, length) for w, rows in self.parts)
 
 
+class KvReadFloor:
+    """Decode attention by (batch, KV length) from measured rows (`BatchCurves` or `HeadsBlend`), past the longest
+    length measured for the batch never faster than the memory delivers the KV: from that length on, each further
+    token of context costs each sequence at least its KV bytes over the GPU's memory bandwidth. The rows continue
+    their last measured segment there, which is the KV read at the rate the kernel streams it where that segment is
+    bandwidth-bound (aiconfigurator-core's tables stop at batch x context 262,144-524,288; on the H200 the last
+    segments of batches up to 128 read at about 4.4 TB/s of the 4.8); a large batch measured only to a short
+    context (2,048 sequences to 64-128 tokens) ends where its time is mostly per-sequence work, and its last
+    segment would read the KV faster than the memory can (docs/fidelity.md "Decode attention past the tables")."""
+
+    __slots__ = ("rows", "s_per_token")
+
+    def __init__(self, rows: BatchCurves | HeadsBlend, s_per_token: float):
+        self.rows = rows
+        self.s_per_token = s_per_token      # one sequence's KV bytes per token of one layer / memory bandwidth
+
+    def __call__(self, batch: float, length: float) -> float:
+        rows = self.rows
+        seconds = rows(batch, length)
+        last = rows.longest(batch)
+        if length <= last:
+            return seconds
+        return max(seconds, rows(batch, last) + (length - last) * batch * self.s_per_token)
+
+
 def heads_rows(table: dict[tuple, dict[int, float]], key: tuple) -> tuple[BatchCurves | HeadsBlend | None, str]:
     """The rows of `key` (kv dtype, heads, KV heads, head dim), or for query heads not measured, the rows of the
     measured heads either side with the same KV dtype, KV heads and head dim, interpolated linearly in the heads
@@ -422,8 +451,14 @@ class KernelTableStepTimeModel:
             out["attention"] = (tables if not self.roofline_groups else roof if not (self.attention or self.latent)
                                 else f"{tables}, {roof} for " + ", ".join(self.roofline.kv.groups[i].label
                                                                           for i in self.roofline_groups))
-            if self.blended_heads:
-                out["attention"] += f" ({'; '.join(sorted(self.blended_heads))})"
+            notes = sorted(self.blended_heads)
+            if self.attention:
+                bandwidth = self.roofline.hardware.memory_bandwidth_bytes_per_s
+                notes.append(f"past the measured lengths: decode along the last measured segment, at least the KV "
+                             f"read at {bandwidth / 1e12:.3g} TB/s; prefill at the longest measured prompt's cost "
+                             "per query-key pair")
+            if notes:
+                out["attention"] += f" ({'; '.join(notes)})"
         if self.roofline.comm.allreduces_per_step:
             out["all-reduce"] = tables if self.allreduce_from_tables else roof
         if m.moe is not None:
@@ -481,6 +516,8 @@ class KernelTableStepTimeModel:
     def _attention(self, m: ModelSpec, p: ParallelConfig, kv: str | None, latent: set[str],
                    missing: list[str]) -> None:
         found, unmeasured = [], set()
+        # one sequence's K and V of one layer per token, read at the memory bandwidth (KvReadFloor)
+        s_per_value = kv_value_bytes(self.roofline.kv.dtype) / self.roofline.hardware.memory_bandwidth_bytes_per_s
         for s in attention_shapes(m, p):
             key = (kv, s.heads, s.kv_heads, s.head_dim)
             decode, decode_blend = heads_rows(self.tables.generation_attention, key)
@@ -489,6 +526,7 @@ class KernelTableStepTimeModel:
                 unmeasured.add(s.label)
             else:
                 blends = {note for note in (decode_blend, prefill_blend) if note}
+                decode = KvReadFloor(decode, 2 * s.kv_heads * s.head_dim * s_per_value)
                 found.append((s.label, (s.per_stage, s.window_tokens, decode, prefill), blends))
         # a KV group (layers of one mixer kind) is priced wholly by the tables or wholly by the roofline:
         # by the roofline when any of its shapes is not measured, and for other mixers (sparse MLA, ...);

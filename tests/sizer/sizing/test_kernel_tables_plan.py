@@ -36,9 +36,12 @@ def test_a_bundled_h100_plan_is_priced_by_its_tables_and_names_each_source():
     assert plan["step_times"]["model"] == H100_TABLES
     note = next(a for a in plan["assumptions"] if H100_TABLES in a)
     assert "hardware.step_model: auto" in note
-    # Llama-3.1-8B on one H100: every operator family has measured rows but the sampler's fixed cost
+    # Llama-3.1-8B on one H100: every operator family has measured rows but the sampler's fixed cost; attention
+    # past the measured lengths is extended as the plan says (the H100's 3.35e12 B/s: hardware_profiles/h100-sxm.yaml)
     assert plan["step_times"]["sources"] == {
-        "dense GEMMs": "kernel tables", "lm_head": "kernel tables", "attention": "kernel tables",
+        "dense GEMMs": "kernel tables", "lm_head": "kernel tables",
+        "attention": "kernel tables (past the measured lengths: decode along the last measured segment, at least the "
+                     "KV read at 3.35 TB/s; prefill at the longest measured prompt's cost per query-key pair)",
         "element-wise": "kernel tables' bandwidth model (tables.yaml)", "step overhead": "roofline"}
 
 

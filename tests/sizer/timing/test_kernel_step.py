@@ -365,3 +365,45 @@ def test_no_decode_path_where_the_roofline_prices_attention_or_ranks_differ():
     assert standard_a100_model().decode_step_time() is None
     dep = h100_model("deepseek-v3", 8, enable_attention_dp=True)
     assert dep.ranks == 8 and dep.decode_step_time() is None
+
+
+def test_decode_past_the_measured_context_never_reads_the_kv_faster_than_the_memory():
+    # the synthetic decode row made flat past 128 tokens (7 us at 128 and at 256): its last segment continued would
+    # price any context at 7 us. The tiny model's KV per token and layer: K and V of 2 heads of 32 in bf16 = 256 B,
+    # at the H100's 3.35e12 B/s: 256 / 3.35e12 s a token; at KV length 256 + 100,000 that is 7 us + 100,000 x 256 /
+    # 3.35e12 s = 7 + 7.641791 us a layer, 4 layers
+    tables = synthetic_tables()
+    tables.generation_attention[("bfloat16", 8, 2, 32, 1)] = {128: 7 * US, 256: 7 * US}
+    model = KernelTableStepTimeModel(tables, roofline_for(tiny_resolved()))
+    expected = 4 * (7 * US + 100_000 * 256 / 3.35e12)
+    assert model.attention_s(StepBatch.from_seqs([(1, 256 + 100_000 - 1)])) == pytest.approx(expected, rel=1e-12)
+    assert model.attention_s(StepBatch.from_seqs([(1, 199)])) == pytest.approx(4 * 7 * US)   # measured: as before
+    assert "at least the KV read at 3.35 TB/s" in model.sources["attention"]
+
+
+def h200_trtllm_model(name: str, tp: int = 1) -> KernelTableStepTimeModel:
+    """`name` on H200s as the saturation rows run it (benchmarks/published/replay_saturation.py): FP8 weights and KV
+    cache, TensorRT-LLM's tables, a MoE model (tp > 1) with attention DP (each GPU all the heads)."""
+    r = resolve(scenario_from_dict({
+        "name": name, "model": name, "hardware": "h200",
+        "deployment": {"engine": "tensorrt-llm", "quantization": "fp8", "kv_cache_dtype": "fp8",
+                       "tensor_parallel_size": tp, "enable_attention_dp": tp > 1, "max_model_len": 8192},
+        "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
+                     "prompt_tokens": {"distribution": "fixed", "value": 128},
+                     "output_tokens": {"distribution": "fixed", "value": 16}}}, None))
+    return KernelTableStepTimeModel(load_kernel_tables(bundled_tables_dir("h200", "tensorrt-llm")), roofline_for(r))
+
+
+def test_the_h200_tables_decode_past_their_grid_at_the_rate_the_kernel_or_the_memory_reads_the_kv():
+    # hardware_profiles/kernels/h200-tensorrt-llm-1.3.0rc20/generation_attention.csv.gz, FP8 KV:
+    # Llama-3.1-8B (32 x 8 heads of 128: 2 x 8 x 128 x 1 B = 2,048 B a token a layer), batch 1,024 measured to 256
+    # tokens: 113.9 us at 128, 159.1 us at 256. That segment reads 1,024 x 128 x 2,048 B in 45.2 us, 5.9 TB/s, more
+    # than the H200's 4.8e12 B/s, so at 1,960 tokens: 159.1 us + (1,960 - 256) x 1,024 x 2,048 / 4.8e12 s
+    # = 159.1 + 744.448 us (its segment alone: 159.1 + 45.2 x 1,704 / 128 = 760.8 us)
+    decode = h200_trtllm_model("llama-3.1-8b").attention[0][2]
+    assert decode(1024, 1960) == pytest.approx((159.1 + 1704 * 1024 * 2048 / 4.8e12 / US) * US, rel=1e-9)
+    # Qwen3-235B-A22B (64 x 4 heads: 1,024 B a token a layer), batch 32 measured to 8,192 tokens: 55.22 us at 4,096,
+    # 85.74 us at 8,192, a segment reading 32 x 4,096 x 1,024 B in 30.52 us (4.4 TB/s, under the 4.8): continued
+    # to 21,000 tokens, 85.74 + 30.52 x 12,808 / 4,096 = 181.17 us (the KV read at 4.8e12 B/s would add 87.4 us)
+    decode = h200_trtllm_model("qwen3-235b-a22b", 8).attention[0][2]
+    assert decode(32, 21000) == pytest.approx((85.74 + 30.52 * 12808 / 4096) * US, rel=1e-9)
