@@ -7,7 +7,8 @@ For one step on one GPU of the busiest pipeline stage (times the stages, as the 
   attention    per group of layers with the same heads, KV heads and head dim (per GPU):
                decode  generation_attention(decode seqs, context per seq + 1); past the longest context
                        measured for that batch, the last measured segment continued, but never faster than
-                       reading the added KV at the GPU's memory bandwidth (`KvReadFloor`)
+                       reading the added KV at the GPU's memory bandwidth (`KvReadFloor`; softmax attention:
+                       MLA's decode rows continue their last segment without it)
                prefill context_attention(prefill seqs, s) per query-key pair of a causal prefill of
                        s = chunk + cached tokens, times the chunk's own pairs (n c + n (n + 1) / 2); past the
                        longest measured prompt, at that prompt's cost per pair
@@ -60,6 +61,7 @@ from simulator.step_batch import StepBatch, split_attention
 from sizer.analytic.memory import kv_value_bytes
 from sizer.analytic.parallel import ParallelConfig, kv_heads_per_gpu, layers_per_stage, shard_fraction
 from sizer.analytic.weights import linear_groups
+from sizer.inputs.config_keys import DTYPE_BYTES
 from sizer.inputs.layers import EXPERT, LM_HEAD, VISION, Attention, DenseFFN, GatedDeltaNet, LatentAttention
 from sizer.inputs.model_spec import ModelSpec
 from sizer.timing.kernel_tables import KernelTables
@@ -309,10 +311,10 @@ class KvReadFloor:
     length measured for the batch never faster than the memory delivers the KV: from that length on, each further
     token of context costs each sequence at least its KV bytes over the GPU's memory bandwidth. The rows continue
     their last measured segment there, which is the KV read at the rate the kernel streams it where that segment is
-    bandwidth-bound (aiconfigurator-core's tables stop at batch x context 262,144-524,288; on the H200 the last
-    segments of batches up to 128 read at about 4.4 TB/s of the 4.8); a large batch measured only to a short
-    context (2,048 sequences to 64-128 tokens) ends where its time is mostly per-sequence work, and its last
-    segment would read the KV faster than the memory can (docs/fidelity.md "Decode attention past the tables")."""
+    bandwidth-bound (aiconfigurator-core's H200 tables stop at batch x context 131,072-524,288; the last segments
+    of Qwen3's batches 8 to 128 read at 4.35-4.47 TB/s of the 4.8); a batch whose last segment ends where its time
+    is mostly per-sequence work (Llama-3.1-8B's 1,024 sequences measured to 256 tokens read at 5.9 TB/s) would
+    read the KV faster than the memory can (docs/fidelity.md "Decode attention past the tables")."""
 
     __slots__ = ("rows", "s_per_token")
 
@@ -516,8 +518,11 @@ class KernelTableStepTimeModel:
     def _attention(self, m: ModelSpec, p: ParallelConfig, kv: str | None, latent: set[str],
                    missing: list[str]) -> None:
         found, unmeasured = [], set()
-        # one sequence's K and V of one layer per token, read at the memory bandwidth (KvReadFloor)
-        s_per_value = kv_value_bytes(self.roofline.kv.dtype) / self.roofline.hardware.memory_bandwidth_bytes_per_s
+        # one sequence's K and V of one layer per token, read at the memory bandwidth (KvReadFloor): in the dtype the
+        # bundled engine ran in where its tables are read in it (float32 on a CPU), else the deployment's KV dtype
+        value_bytes = (DTYPE_BYTES[self.ran_in] if self.ran_in and kv == self.ran_in
+                       else kv_value_bytes(self.roofline.kv.dtype))
+        s_per_value = value_bytes / self.roofline.hardware.memory_bandwidth_bytes_per_s
         for s in attention_shapes(m, p):
             key = (kv, s.heads, s.kv_heads, s.head_dim)
             decode, decode_blend = heads_rows(self.tables.generation_attention, key)

@@ -381,13 +381,14 @@ def test_decode_past_the_measured_context_never_reads_the_kv_faster_than_the_mem
     assert "at least the KV read at 3.35 TB/s" in model.sources["attention"]
 
 
-def h200_trtllm_model(name: str, tp: int = 1) -> KernelTableStepTimeModel:
+def h200_trtllm_model(name: str, tp: int = 1, attention_dp: bool | None = None) -> KernelTableStepTimeModel:
     """`name` on H200s as the saturation rows run it (benchmarks/published/replay_saturation.py): FP8 weights and KV
-    cache, TensorRT-LLM's tables, a MoE model (tp > 1) with attention DP (each GPU all the heads)."""
+    cache, TensorRT-LLM's tables, a MoE model (tp > 1) with attention DP (each GPU all the heads) unless told."""
     r = resolve(scenario_from_dict({
         "name": name, "model": name, "hardware": "h200",
         "deployment": {"engine": "tensorrt-llm", "quantization": "fp8", "kv_cache_dtype": "fp8",
-                       "tensor_parallel_size": tp, "enable_attention_dp": tp > 1, "max_model_len": 8192},
+                       "tensor_parallel_size": tp, "max_model_len": 8192,
+                       "enable_attention_dp": tp > 1 if attention_dp is None else attention_dp},
         "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
                      "prompt_tokens": {"distribution": "fixed", "value": 128},
                      "output_tokens": {"distribution": "fixed", "value": 16}}}, None))
@@ -407,3 +408,7 @@ def test_the_h200_tables_decode_past_their_grid_at_the_rate_the_kernel_or_the_me
     # to 21,000 tokens, 85.74 + 30.52 x 12,808 / 4,096 = 181.17 us (the KV read at 4.8e12 B/s would add 87.4 us)
     decode = h200_trtllm_model("qwen3-235b-a22b", 8).attention[0][2]
     assert decode(32, 21000) == pytest.approx((85.74 + 30.52 * 12808 / 4096) * US, rel=1e-9)
+    # the floor reads one GPU's share of the KV heads: Llama-3.1-70B's 8 KV heads of 128 at TP 2 (no attention DP)
+    # are 4 a GPU, 2 x 4 x 128 x 1 B = 1,024 B a token a layer, over the H200's 4.8e12 B/s
+    decode = h200_trtllm_model("llama-3.1-70b", 2, attention_dp=False).attention[0][2]
+    assert decode.s_per_token == pytest.approx(1024 / 4.8e12, rel=1e-12)
