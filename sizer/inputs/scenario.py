@@ -209,8 +209,9 @@ class DeploymentSection:
     gpu_memory_utilization: float = field(VLLM_GPU_MEMORY_UTILIZATION, gt=0.0, le=1.0,
                                           doc="share of GPU memory the engine may use (vLLM default 0.9); under "
                                               "engine `tensorrt-llm` the KV cache's share of what weights, the "
-                                              "activation peak (its fused-MoE workspace included) and the CUDA "
-                                              "context leave (its `kv_cache_free_gpu_mem_fraction`)")
+                                              "activation peak (its fused-MoE workspace and gathered rows "
+                                              "included) and the CUDA context leave (its "
+                                              "`kv_cache_free_gpu_mem_fraction`)")
     block_size: int | None = field(None, ge=1, le=MAX_TOKENS, doc="KV tokens per paged block (vLLM 16)")
     max_num_seqs: int | None = field(None, ge=1, le=MAX_SEQUENCES, doc="sequences per step at most")
     max_num_batched_tokens: int | None = field(None, ge=1, le=MAX_BATCH_TOKENS, doc="token budget per step")

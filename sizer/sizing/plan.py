@@ -437,16 +437,16 @@ def _trtllm_memory(r: Resolved) -> list[str]:
     """How TensorRT-LLM's KV cache differs from vLLM's reading (memory_budget's share_of_free)."""
     if r.engine.engine != "tensorrt-llm":
         return []
-    workspace = engine_moe_peak_bytes(r.model, r.parallel, r.engine.engine, r.engine.max_num_batched_tokens,
-                                      r.weight_format.compute)
+    moe_peak = engine_moe_peak_bytes(r.model, r.parallel, r.engine.engine, r.engine.max_num_batched_tokens,
+                                     r.weight_format.compute)
     pool = trtllm_graph_pool(r.deployment, r.model, r.parallel, r.engine, r.weight_format)
     return [f"TensorRT-LLM: the KV cache is gpu_memory_utilization {r.memory.gpu_memory_utilization} (its "
             "kv_cache_free_gpu_mem_fraction) of what weights, the activation peak and the context leave"
             + ("; the peak includes its fused-MoE workspace"
-               + (" and gathered rows" if r.parallel.experts_span_dp else "") + f", {workspace / GiB:.2f} GiB for "
+               + (" and gathered rows" if r.parallel.experts_span_dp else "") + f", {moe_peak / GiB:.2f} GiB for "
                f"{r.engine.max_num_batched_tokens:,} tokens" + (f" x {r.parallel.dp} attention-DP ranks"
                                                                 if r.parallel.experts_span_dp else "")
-               if workspace else "")
+               if moe_peak else "")
             + (f"; and the CUDA-graph pool its warmup captured before it, {pool / GiB:.2f} GiB (the largest "
                "decode graph's forward)" if pool else "")]
 
