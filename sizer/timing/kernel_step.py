@@ -316,19 +316,24 @@ class KvReadFloor:
     is mostly per-sequence work (Llama-3.1-8B's 1,024 sequences measured to 256 tokens read at 5.9 TB/s) would
     read the KV faster than the memory can (docs/fidelity.md "Decode attention past the tables")."""
 
-    __slots__ = ("rows", "s_per_token")
+    __slots__ = ("rows", "s_per_token", "_edges")
 
     def __init__(self, rows: BatchCurves | HeadsBlend, s_per_token: float):
         self.rows = rows
         self.s_per_token = s_per_token      # one sequence's KV bytes per token of one layer / memory bandwidth
+        self._edges: dict[float, tuple[int, float]] = {}    # batch -> its longest measured length and time there
 
     def __call__(self, batch: float, length: float) -> float:
         rows = self.rows
         seconds = rows(batch, length)
-        last = rows.longest(batch)
+        edge = self._edges.get(batch)
+        if edge is None:
+            last = rows.longest(batch)
+            edge = self._edges[batch] = (last, rows(batch, last))
+        last, at_last = edge
         if length <= last:
             return seconds
-        return max(seconds, rows(batch, last) + (length - last) * batch * self.s_per_token)
+        return max(seconds, at_last + (length - last) * batch * self.s_per_token)
 
 
 def heads_rows(table: dict[tuple, dict[int, float]], key: tuple) -> tuple[BatchCurves | HeadsBlend | None, str]:
