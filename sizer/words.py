@@ -11,6 +11,12 @@ def count(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
+def listed(items) -> str:
+    """(1, 2, 4, 8) -> '1, 2, 4 and 8'; one item alone."""
+    *rest, last = map(str, items)
+    return f"{', '.join(rest)} and {last}" if rest else last
+
+
 def significant(value: float, digits: int = 4) -> str:
     """`value` to `digits` significant digits, or every digit of its whole part where it has more (12,500 rather
     than 1.25e+04), grouped in thousands, trailing zeros of the fraction dropped, never in exponent form: 33.33,

@@ -17,7 +17,7 @@ from sizer.sizing.calibrate import StepBounds, Target, calibrate_device_tables, 
 from sizer.timing.kernel_tables import TP_SIZES
 from sizer.timing.profile import read_header
 from sizer.timing.profile_kernels import KERNELS_SUBDIR
-from sizer.words import count
+from sizer.words import count, listed
 from validation.errors import excerpt
 
 
@@ -150,7 +150,7 @@ def _calibrate_device(target: Target, shapes_of: list[str] | None, tp_sizes: tup
     heads = {key[1:4] for key in tables.generation_attention}
     typer.echo(f"  kernel tables of {tables.header.device_name} ({engine.dtype}, {engine.kernels} kernels): "
                f"{len(tables.gemm)} GEMM and {len(heads)} attention shapes")
-    timed = f"TP {_and(engine.tp_sizes)}{_unsplit(tp_sizes, engine.tp_sizes)}"
+    timed = f"TP {listed(engine.tp_sizes)}{_unsplit(tp_sizes, engine.tp_sizes)}"
     allreduce = f"all-reduce across {count(target.tp, 'device')}" if target.tp > 1 else "no all-reduce (one device)"
     typer.echo(f"  of {', '.join(m.name for m in models) if shapes_of else f'the {len(models)} catalog models'} "
                f"at {timed}; {allreduce}")
@@ -160,13 +160,7 @@ def _calibrate_device(target: Target, shapes_of: list[str] | None, tp_sizes: tup
     _echo_overhead(engine.overhead)
 
 
-def _and(sizes: tuple[int, ...]) -> str:
-    """(1, 2, 4, 8) -> '1, 2, 4 and 8'."""
-    *rest, last = map(str, sizes)
-    return f"{', '.join(rest)} and {last}" if rest else last
-
-
 def _unsplit(asked: tuple[int, ...], timed: tuple[int, ...]) -> str:
     """' (TP 3 splits none of them)' for sizes asked for that no model's heads and widths divide, else ''."""
     skipped = [size for size in asked if size not in timed]
-    return f" (TP {_and(tuple(skipped))} {'splits' if len(skipped) == 1 else 'split'} none of them)" if skipped else ""
+    return f" (TP {listed(skipped)} {'splits' if len(skipped) == 1 else 'split'} none of them)" if skipped else ""

@@ -27,6 +27,7 @@ from sizer.timing.kernel_tables import (
     read_header,
 )
 from sizer.timing.roofline import STEP_OVERHEAD_S, RooflineStepTimeModel
+from sizer.words import listed
 
 if TYPE_CHECKING:      # the type only: a scenario without a calibrated profile loads none (sizer/kinds.py)
     from sizer.timing.profile import CalibrationProfile
@@ -181,7 +182,7 @@ def own_tables_note(r: Deployment) -> str:
             "prices what they lack")
     timed = h.bundled_engine.tp_sizes if h.bundled_engine is not None else None
     if timed is not None and r.parallel.tp not in timed:
-        note += (f"; sizer calibrate timed the shards of TP {', '.join(map(str, timed))} only: TP {r.parallel.tp}'s "
+        note += (f"; sizer calibrate timed the shards of TP {listed(timed)} only: TP {r.parallel.tp}'s "
                  "are read off other shapes (interpolated, or the smallest measured below it) or priced by the "
                  "roofline (the 'priced by' line says which)")
     if h.engine != r.engine.engine:
