@@ -13,6 +13,7 @@ from sizer.errors import InputError
 from sizer.inputs.hardware import load_hardware, user_dir
 from sizer.inputs.model_spec import catalog_names, load_model
 from sizer.inputs.scenario import MAX_BATCH_TOKENS, MAX_SEQUENCES, MAX_TOKENS
+from sizer.outputs.destination import check_folder_destination
 from sizer.sizing.calibrate import StepBounds, Target, calibrate_device_tables, calibrate_profile
 from sizer.timing.kernel_tables import TP_SIZES
 from sizer.timing.profile import read_header
@@ -72,7 +73,8 @@ def command(
     check_range(max_model_len, "--max-model-len", 2, MAX_TOKENS)
     check_range(block_size, "--block-size", 1, MAX_TOKENS)
     target = _target(gpu, device, kernels, tp)
-    destination = out or user_calibrated_dir()
+    # checked before the minutes of measuring: a file or device there was an OSError only when the profile was written
+    destination = check_folder_destination(out or user_calibrated_dir(), "--out")
     bounds = StepBounds(max_num_batched_tokens, max_num_seqs, max_model_len, block_size)
     if model is None:
         if scale != 1.0:
@@ -142,7 +144,7 @@ def _calibrate_device(target: Target, shapes_of: list[str] | None, tp_sizes: tup
         raise InputError(None, "--shapes-of", "name the models whose shapes to time on a CPU (the catalog's "
                                               "largest would take hours there), e.g. --shapes-of tiny")
     names = shapes_of or catalog_names()
-    models = [load_model(check_model(name), None, "--shapes-of") for name in names]
+    models = [load_model(check_model(name, "--shapes-of"), None, "--shapes-of") for name in names]
     reference = models[0] if shapes_of else load_model(DEFAULT_REFERENCE)
     tables = calibrate_device_tables(models, reference, target, out, bounds, seed, tp_sizes, log=_log)
     engine = tables.header.bundled_engine

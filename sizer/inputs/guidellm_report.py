@@ -176,8 +176,11 @@ def _successful(metrics: dict, name: str, file: str, at: str) -> dict | None:
 def _lengths(b: dict, successful: int, file: str, at: str) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
     """Each successful request's prompt and output tokens, when the report keeps all of them (else None)."""
     requests = b.get("requests")
-    kept = requests.get("successful") if isinstance(requests, dict) else None
-    if not isinstance(kept, list) or len(kept) != successful or not successful:
+    kept = _mapping(requests, file, f"{at}.requests").get("successful") if requests is not None else None
+    if kept is not None and not isinstance(kept, list):
+        raise FieldError(file, f"{at}.requests.successful", f"expected a list of requests (a GuideLLM report), "
+                                                            f"got {excerpt(kept)}")
+    if kept is None or len(kept) != successful or not successful:     # none kept, or a sample of them
         return None, None
     lengths: dict[str, list[int]] = {"prompt_tokens": [], "output_tokens": []}
     for j, request in enumerate(kept):

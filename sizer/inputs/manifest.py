@@ -51,7 +51,7 @@ class CheckInput:
     kv_share: float
     budget_usd_per_hour: float | None
     notes: tuple[str, ...] = ()
-    has_workload: bool = True   # False: no rate stated; scenario_data holds NOMINAL_WORKLOAD, the slo rule is skipped
+    has_workload: bool = True   # False: no workload stated; scenario_data holds NOMINAL_WORKLOAD, the slo rule skipped
     sources: tuple[Source, ...] = ()    # where the model, the GPU and the GPU count came from
 
 
@@ -246,7 +246,10 @@ def _from_manifest(docs: list, servers: list[Server], file: str, stem: str, kv_s
     name = server.name or stem
     workload, slo = with_traffic(side.get("workload") or _as_dict(block.workload),
                                  side.get("slo") or _as_dict(block.slo), traffic)
-    has_workload = bool((workload.get("arrival") or {}).get("rate_per_s") or workload.get("trace"))
+    # a workload stated is checked whole: a closed loop has no rate, and lengths without a rate are refused naming it
+    arrival = workload.get("arrival") or {}
+    has_workload = any((arrival.get("rate_per_s"), arrival.get("process") == "closed", workload.get("trace"),
+                        workload.get("prompt_tokens"), workload.get("output_tokens")))
     price = (side.get("cost") or {}).get("price_usd_per_gpu_hour", block.price_usd_per_gpu_hour)
     data = {"name": name, "model": {"name": model}, "hardware": {"gpu": gpu}, "deployment": deployment,
             "workload": workload if has_workload else NOMINAL_WORKLOAD, "slo": slo,

@@ -311,7 +311,10 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
         c["vision_config"], vision_path = read_key(KEYS["vision_config"], top, file)[0], "vision_config."
     if c["audio_config"] is None and prefix:
         c["audio_config"] = read_key(KEYS["audio_config"], top, file)[0]
-    c["model_type"] = c["model_type"] or str(top.get("model_type") or "")
+    if prefix:   # the name stated beside text_config names the model (checked as in text_config)
+        c["architectures"] = c["architectures"] or read_key(KEYS["architectures"], top, file)[0]
+        c["model_type"] = c["model_type"] or read_key(KEYS["model_type"], top, file)[0]
+    c["model_type"] = c["model_type"] or ""
 
     def where(key: str) -> str:
         return prefix + got[key][1] if key in got else prefix + key
@@ -374,7 +377,7 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
                      "counted: vLLM loads them only as a speculative-decoding draft")
     return ModelSpec(
         name=name,
-        architecture=(c["architectures"] or top.get("architectures") or [c["model_type"] or "unknown"])[0],
+        architecture=(c["architectures"] or [c["model_type"] or "unknown"])[0],
         hidden_size=hidden,
         vocab_size=c["vocab_size"],
         max_position_embeddings=c["max_position_embeddings"],

@@ -683,6 +683,9 @@ def check_scenario(s: Scenario) -> None:
     if d.max_cpu_loras is not None and d.max_cpu_loras < d.max_loras:
         raise InputError(f, "deployment.max_cpu_loras", f"expected at least max_loras ({d.max_loras}), "
                          f"got {d.max_cpu_loras}")
+    if d.cuda_graph_batch_sizes == []:   # TensorRT-LLM's CudaGraphConfig generates its own sizes for an empty list
+        raise InputError(f, "deployment.cuda_graph_batch_sizes", "expected at least one batch size, got []; "
+                                                                  "leave the field out for steps run unpadded")
     spec = d.speculative_config
     if spec and spec.method == "draft_model" and not spec.model:
         raise InputError(f, "deployment.speculative_config.model", "missing; method draft_model needs a draft model")

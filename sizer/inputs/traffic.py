@@ -55,6 +55,9 @@ def with_traffic(workload: dict, slo: dict, traffic: Traffic) -> tuple[dict, dic
             raise InputError(None, missing[0], "missing; a workload needs --rate, --prompt-tokens and "
                                                "--output-tokens (or a `sizer:` block or --scenario that states them)")
     if traffic.share is not None and not (workload.get("trace") or (workload.get("arrival") or {}).get("rate_per_s")):
+        if (workload.get("arrival") or {}).get("process") == "closed":
+            raise InputError(None, "--share", "a closed loop's clients set its rate, so it has none to take a share "
+                                              "of; state this deployment's own concurrency")
         raise InputError(None, "--share", "needs a workload to take a share of (--rate, a `sizer:` block "
                                           "or --scenario)")
     return workload, slo

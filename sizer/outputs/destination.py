@@ -41,14 +41,18 @@ CSV_TEXT_ROWS = 4096
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
+def _refuse_virtual(path: Path, flag: str, expected: str) -> None:
+    seen = (Path(os.path.abspath(path)), Path(os.path.realpath(path)))        # as written, and where links lead
+    root = next((r for r in VIRTUAL_ROOTS for p in seen if p == r or r in p.parents), None)
+    if root is not None:
+        raise InputError(str(path), flag, f"is under {root}, a virtual file system; expected {expected}")
+
+
 def check_destination(path: str | Path, flag: str) -> Path:
     """`path` if a file can be written there; otherwise an InputError(path, flag, why)."""
     path = Path(path)
     file = str(path)
-    seen = (Path(os.path.abspath(path)), Path(os.path.realpath(path)))        # as written, and where links lead
-    root = next((r for r in VIRTUAL_ROOTS for p in seen if p == r or r in p.parents), None)
-    if root is not None:
-        raise InputError(file, flag, f"is under {root}, a virtual file system; expected a regular file to write")
+    _refuse_virtual(path, flag, "a regular file to write")
     try:
         info = os.stat(path)
     except FileNotFoundError:
@@ -73,6 +77,24 @@ def check_destination(path: str | Path, flag: str) -> Path:
         raise InputError(file, flag, f"folder {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise InputError(file, flag, f"folder {parent} is not writable")
+    return path
+
+
+def check_folder_destination(path: str | Path, flag: str) -> Path:
+    """`path` if a folder is there or can be made there, and written into; otherwise an InputError(path, flag, why)."""
+    path = Path(path)
+    _refuse_virtual(path, flag, "a folder to write into")
+    found = next((p for p in (path, *path.parents) if os.path.lexists(p)), None)   # the nearest that exists
+    try:
+        mode = os.stat(found).st_mode if found is not None else None
+    except OSError as exc:
+        raise InputError(str(path), flag, f"cannot write here: {exc.strerror or exc}") from None
+    if mode is not None and not stat.S_ISDIR(mode):
+        kind = "a file" if stat.S_ISREG(mode) else file_kind(mode)
+        raise InputError(str(path), flag, f"is {kind}; expected a folder to write into" if found == path
+                         else f"{found} is {kind}, not a folder")
+    if found is not None and not os.access(found, os.W_OK | os.X_OK):
+        raise InputError(str(path), flag, f"folder {found} is not writable")
     return path
 
 

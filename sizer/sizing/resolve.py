@@ -658,7 +658,8 @@ def read_kernel_tables(s: Scenario) -> KernelTables:
         raise InputError(s.file, field_path, f"kernel-tables folder {excerpt(str(folder))} not readable "
                                              f"({exc.strerror})") from None
     if not found:
-        raise InputError(s.file, field_path, f"kernel-tables folder {excerpt(str(folder))} not found")
+        missing = "not found" if not folder.exists() else "is not a folder (tables.yaml and gzip CSVs in one)"
+        raise InputError(s.file, field_path, f"kernel-tables folder {excerpt(str(folder))} {missing}")
     if not (folder / HEADER_FILE).is_file():
         raise InputError(s.file, field_path, f"{excerpt(str(folder))} is not a kernel-tables folder: expected "
                                              f"{HEADER_FILE} in it")

@@ -14,14 +14,15 @@ import shlex
 from pathlib import Path
 
 from sizer.errors import InputError
+from sizer.inputs.config_keys import KEYS
 from sizer.inputs.hf_store import bundled
 from sizer.inputs.manifests.fields import HF_ID, get, hf_repo_id
 from sizer.inputs.model_spec import CATALOG_DIR, catalog_names, load_config
 from sizer.inputs.number_text import parse_number
 from sizer.inputs.scenario import ENGINE_NAMES, DeploymentSection, SpeculativeSection
-from validation.errors import excerpt
+from validation.errors import FieldError, excerpt
 from validation.safe_load import load_json, loads_json
-from validation.schema import check_key, join, key_for
+from validation.schema import check_key, join, key_for, read_key
 
 SHELLS = ("sh", "bash", "dash", "ash", "zsh")
 SHELL_OPERATORS = ("&&", "||", ";", ";;", "|", "&", "(", ")", ">", "<", ">>", "|&")
@@ -320,10 +321,10 @@ def _sglang_auto_speculative(algorithm: str, model: str, file: str) -> tuple[tup
     if algorithm == "ngram":
         return None
     try:
-        config = load_config(model_reference(model, file, "--model-path")[0], file, "--model-path").config
-    except InputError:                  # the model's own error is raised where the plan reads it
+        config = load_config(model_reference(model, file, "--model-path")[0], file, "--model-path")
+        arch = (read_key(KEYS["architectures"], config.config, config.config_file)[0] or ["unknown"])[0]
+    except FieldError:                  # the model's own error is raised where the plan reads it
         return None
-    arch = (config.get("architectures") or ["unknown"])[0]
     return SGLANG_AUTO_SPECULATIVE_WIDE.get(arch, SGLANG_AUTO_SPECULATIVE), f"for {arch}"
 
 

@@ -316,6 +316,38 @@ def test_no_workload_plans_at_the_nominal_workload(tmp_path):
     assert not inp.has_workload and inp.scenario_data["workload"] == NOMINAL_WORKLOAD
 
 
+CLOSED = "arrival: {process: closed, concurrency: 16}"
+POISSON = "arrival: {process: poisson, rate_per_s: 8}"
+
+
+def test_a_closed_loop_in_the_block_is_checked_not_skipped(tmp_path):
+    # a block's workload was taken as stated only when it had a rate (or a trace): a closed loop, which has none,
+    # was replaced by the nominal workload and its slo rule skipped as "no workload stated"
+    path = _write(tmp_path, PASS.read_text().replace(POISSON, CLOSED))
+    inp = read_check_input(path)
+    assert inp.has_workload and inp.scenario_data["workload"]["arrival"] == {"process": "closed", "concurrency": 16}
+    result = run(path)
+    assert result.exit_code in (0, 1) and "no workload stated" not in result.output, result.output
+
+
+def test_a_block_workload_without_its_rate_is_refused_naming_it(tmp_path):
+    # lengths and a Poisson process but no rate: it too was "no workload stated", the slo rule skipped silently
+    path = _write(tmp_path, PASS.read_text().replace(POISSON, "arrival: {process: poisson}"))
+    result = run(path)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == (f"error: {path}: workload.arrival.rate_per_s: missing; expected requests per "
+                                     "second > 0")
+
+
+def test_share_of_a_closed_loop_is_refused_naming_the_flag(tmp_path):
+    # --share scales a rate or a trace's times; a closed loop has neither: it was "needs a workload", though one
+    # was stated
+    result = run(_write(tmp_path, PASS.read_text().replace(POISSON, CLOSED)), "--share", "0.5")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("error: --share: a closed loop's clients set its rate")
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
 def test_flags_give_the_workload_and_slo(tmp_path):
     path = _write(tmp_path, _without_block(PASS.read_text()))
     inp = read_check_input(path, traffic=Traffic(2.0, 32 * 1024, 256, 1000.0, 50.0))

@@ -213,6 +213,10 @@ def test_benchmark_flag_is_checked():
     (lambda d: d["benchmarks"][0]["requests"]["successful"].__setitem__(2, "request"),
      "benchmarks[0].requests.successful[2]"),
     (lambda d: d["benchmarks"][0]["config"]["strategy"].pop("streams"), "benchmarks[0].config.strategy.streams"),
+    # the requests' section of the wrong type was read as "no requests kept": the scenario's lengths replayed
+    # in place of the report's, silently
+    (lambda d: d["benchmarks"][0].update(requests="all"), "benchmarks[0].requests"),
+    (lambda d: d["benchmarks"][0]["requests"].update(successful=7), "benchmarks[0].requests.successful"),
 ])
 def test_a_malformed_guidellm_report_is_one_line_naming_the_place(tmp_path, edit, field):
     data = json.loads(GUIDELLM.read_text())

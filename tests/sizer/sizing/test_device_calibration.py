@@ -124,7 +124,7 @@ def test_a_plan_on_the_host_cpu_prices_steps_from_its_tables(tmp_path):
     (["calibrate", "--device", "cpu", "--model", "tiny", "--shapes-of", "tiny"], "--shapes-of: applies without"),
     (["calibrate", "--device", "cpu", "--shapes-of", "tiny", "--scale", "0.5"], "--scale: applies to a model's"),
     (["calibrate", "--device", "cpu", "--shapes-of", "deepseek-v3"], "does not support MLA"),
-    (["calibrate", "--device", "cpu", "--shapes-of", "no-such-model"], "unknown model"),
+    (["calibrate", "--device", "cpu", "--shapes-of", "no-such-model"], "--shapes-of: unknown model"),  # not --model
     # --tp-sizes: whole numbers from 1 (sizer/cli/flags.py parallel_sizes), 1 among them (the overhead fit's)
     (["calibrate", "--device", "cpu", "--shapes-of", "tiny", "--tp-sizes", "0"],
      "--tp-sizes: expected a value from 1 to 10000, got 0"),
@@ -147,6 +147,24 @@ def test_device_calibration_flags_are_checked_in_one_line(args, words, tmp_path)
     assert result.exit_code == 2, result.output
     assert len(result.stderr.strip().splitlines()) == 1 and words in result.stderr, result.stderr
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("what", ["--model", "--shapes-of"])
+@pytest.mark.parametrize("out, words", [
+    ("FILE", "--out: is a file; expected a folder to write into"),
+    ("FILE/sub", "--out: {file} is a file, not a folder"),
+    ("/dev/null", "--out: is under /dev, a virtual file system; expected a folder to write into"),
+])
+def test_an_out_that_is_no_folder_is_refused_before_measuring(tmp_path, what, out, words):
+    # it was an OSError traceback when the profile or tables were written, after the minutes of measuring; now
+    # one line before the first measurement (which would print "measuring ..." on stderr: a second line)
+    file = tmp_path / "f"
+    file.write_text("")
+    out = out.replace("FILE", str(file))
+    result = cli.invoke(app, ["calibrate", "--device", "cpu", what, "tiny", "--out", out])
+    assert result.exit_code == 2, result.output
+    (line,) = result.stderr.strip().splitlines()
+    assert line == f"error: {out}: " + words.format(file=file)
 
 
 def tables_at_tp_1(folder: Path) -> Path:

@@ -109,6 +109,9 @@ def test_tables_from_another_engine_are_used_and_said_so(tmp_path):
     # paths are quoted as excerpts (at most 80 characters): a worker's tmp_path can be longer
     ({"kernel_tables": "nowhere"}, None, "hardware.kernel_tables: kernel-tables folder {nowhere} not found"),
     ({"kernel_tables": "x" * 300}, None, "not readable (File name too long)"),     # Linux NAME_MAX is 255
+    # a file where the folder goes (here the scenario itself) was "not found", which it is not
+    ({"kernel_tables": "s.yaml"}, None, "hardware.kernel_tables: kernel-tables folder {scenario} is not a folder "
+                                        "(tables.yaml and gzip CSVs in one)"),
     ({"kernel_tables": ""}, None, "is not a kernel-tables folder"),     # the scenario's own folder, not "unset"
     ({"kernel_tables": "."}, None, "hardware.kernel_tables: {tmp} is not a kernel-tables folder: expected "
                                    "tables.yaml in it"),
@@ -126,7 +129,8 @@ def test_a_bad_folder_is_one_line_naming_the_field_or_the_file(tmp_path, hardwar
     path = scenario(tmp_path, **hardware)
     result = CliRunner().invoke(app, ["plan", str(path)])
     assert result.exit_code == 2, result.output
-    quoted = {"tmp": excerpt(str(tmp_path)), "nowhere": excerpt(str(tmp_path / "nowhere"))}
+    quoted = {"tmp": excerpt(str(tmp_path)), "nowhere": excerpt(str(tmp_path / "nowhere")),
+              "scenario": excerpt(str(path))}
     assert result.output.count("\n") == 1 and expected.format(**quoted) in result.output
 
 
