@@ -11,6 +11,7 @@ replicas clamped, so an accepted value still gives a sane answer quickly.
 
 from __future__ import annotations
 
+import tempfile
 import typing
 from pathlib import Path
 
@@ -97,7 +98,10 @@ def stubbed(monkeypatch):
 @given(option=st.sampled_from(OPTIONS), value=HOSTILE_TEXT)
 def test_a_flag_answers_or_is_refused_naming_it(stubbed, tmp_path, option, value):
     name, flag = option
-    args = [str(tmp_path / "out.html") if a == "OUT" else a for a in BASES[name]] + [f"{flag}={value}"]
+    # A fresh output path per example: hypothesis reuses tmp_path, and a file one command wrote (report's -o)
+    # would be refused as another's --out folder (calibrate's), naming --out rather than the fuzzed flag.
+    out = Path(tempfile.mkdtemp(dir=tmp_path)) / "out.html"
+    args = [str(out) if a == "OUT" else a for a in BASES[name]] + [f"{flag}={value}"]
     with wall_clock(PER_EXAMPLE_S):
         result = CliRunner().invoke(app, args)
     if isinstance(result.exception, Accepted):
