@@ -22,7 +22,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "grammar": ("GrammarConfig",),
     "engine_loop": ("BARE", "EngineLoop"),
     # the step contract: a scheduled batch and what prices it
-    "step_batch": ("StepBatch", "StepTimeModel", "attention_pairs", "split_attention"),
+    "step_batch": ("StepBatch", "StepTimeModel", "attention_pairs", "split_attention", "windowed_pairs"),
     # the pieces the real engine runs on the same scheduler
     "kv_cache": ("KVCacheManager",),
     "request": ("Request",),

@@ -20,6 +20,20 @@ def attention_pairs(new_tokens: int, context_tokens: int) -> int:
     return new_tokens * context_tokens + new_tokens * (new_tokens + 1) // 2
 
 
+def windowed_pairs(new_tokens: float, context_tokens: float, window: int) -> float:
+    """Query-key pairs of a chunk of n new tokens on c cached ones when each query attends to at most the
+    `window` latest tokens (itself included): the query at position j (1-based) attends to min(window, j) keys,
+    summed over j = c + 1 ... c + n. Equal to attention_pairs(n, c) while c + n <= window, n x window once
+    c + 1 >= window. A local-attention chunk (Llama-4's) is priced by this bound: there a query attends to its
+    own chunk's tokens before it, (j - 1) mod chunk + 1 <= min(chunk, j)."""
+    first, last = context_tokens + 1, context_tokens + new_tokens
+    if last <= window:
+        return new_tokens * (first + last) / 2
+    if first >= window:
+        return new_tokens * window
+    return (first + window) * (window - first + 1) / 2 + (last - window) * window
+
+
 class StepBatch(NamedTuple):
     """Immutable sums over a step's sequences (a NamedTuple: built once per simulated step, so cheap to build)."""
 

@@ -248,7 +248,7 @@ def check_gateway(g: GatewaySection, f: str) -> None:
         for j, c in enumerate(r.classes or []):
             if c not in class_names:
                 raise InputError(f, f"{at}.classes[{j}]", f"unknown class {excerpt(c)}")
-        refs = ([(f"{at}.target", r.target)] if r.target else
+        refs = ([(f"{at}.target", r.target)] if r.target is not None else
                 [(f"{at}.by_difficulty.weak", r.by_difficulty.weak),
                  (f"{at}.by_difficulty.strong", r.by_difficulty.strong)])
         refs += [(f"{at}.fallback[{j}]", t) for j, t in enumerate(r.fallback)]

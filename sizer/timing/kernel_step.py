@@ -57,7 +57,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from simulator.step_batch import StepBatch, split_attention
+from simulator.step_batch import StepBatch, split_attention, windowed_pairs
 from sizer.analytic.memory import kv_value_bytes
 from sizer.analytic.parallel import ParallelConfig, kv_heads_per_gpu, layers_per_stage, shard_fraction
 from sizer.analytic.weights import linear_groups
@@ -66,7 +66,12 @@ from sizer.inputs.layers import EXPERT, LM_HEAD, VISION, Attention, DenseFFN, Ga
 from sizer.inputs.model_spec import ModelSpec
 from sizer.timing.kernel_tables import KernelTables
 from sizer.timing.profile_parts import Overhead
-from sizer.timing.roofline import RooflineStepTimeModel, moe_dtype
+from sizer.timing.roofline import (
+    RooflineStepTimeModel,
+    balanced_routing_share,
+    moe_dtype,
+    random_routing_share,
+)
 from sizer.words import count
 
 ROW_PARALLEL = ("o_proj", "down_proj", "out_proj")   # vLLM's RowParallelLinear: the input dimension is split
@@ -79,6 +84,18 @@ KV_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_e4m3": "
 # with block-scaled FP8 ones (DeepSeek's checkpoints' format), the FP8 that sizer's fp8 weights of an MLA model run
 MLA_DTYPES = {"bfloat16": "bfloat16", "fp8": "fp8_block"}
 MLA_MODULES = "self_attn."       # the matrices of an MLA layer its module table prices (LatentAttention.linears)
+
+
+def random_routing(rows: Mapping[int, float], top_k: int, experts: int) -> dict[int, float]:
+    """MoE rows measured with balanced routing (each row's tokens' top-k choices spread evenly, so every expert is
+    read once tokens x top-k reaches the experts) as random routing reads the experts: what a row takes beyond its
+    fewest tokens' latency (the fixed costs and the first token's experts) scales with the share of experts random
+    routing touches over the share the balanced row read. gpt-oss's 128 experts, top-4, at 32 tokens: the balanced
+    row reads all 128, random routing 81 (1 - (1 - 4/128)^32 = 63%); at 256 tokens and more both read all."""
+    first = min(rows)
+    base = rows[first]
+    return {t: base + (latency - base) * random_routing_share(t, top_k, experts)
+            / balanced_routing_share(t, top_k, experts) if t > first else latency for t, latency in rows.items()}
 
 
 class Curve:
@@ -486,11 +503,13 @@ class KernelTableStepTimeModel:
         routing."""
         f = m.moe
         split = (1, p.ep) if p.expert_parallel and p.ep > 1 else (p.tp, 1)
-        dtype = self.ran_in or moe_dtype(self.roofline.weight_format, self.roofline.weight_scales)
+        r = self.roofline
+        dtype = self.ran_in or moe_dtype(r.weight_format, r.weight_scales, r.expert_activations)
         rows = self.tables.moe.get((dtype, m.hidden_size, f.expert_width, f.top_k, f.num_experts, *split))
         if rows is None or f.latent:
             return None
-        return m.num_moe_layers * layers_per_stage(m, p) / m.num_layers, Curve(rows)
+        return m.num_moe_layers * layers_per_stage(m, p) / m.num_layers, Curve(random_routing(rows, f.top_k,
+                                                                                             f.num_experts))
 
     def _latent(self, m: ModelSpec, p: ParallelConfig, dtype: str | None, kv: str | None
                 ) -> tuple[list[LatentShape], list[tuple[float, BatchCurves, BatchCurves]]]:
@@ -563,9 +582,10 @@ class KernelTableStepTimeModel:
                 kv_len = decode_ctx + 1 if window is None else min(decode_ctx + 1, window)
                 total += layers * decode_t(decode, kv_len)
             if prefill:
-                cached = c if window is None else min(c, window)
-                s = n + cached
-                pairs = n * cached + n * (n + 1) / 2
+                # a windowed layer's chunk attends to at most `window` keys a query: the table's cost per pair at
+                # the chunk's length, times the pairs the window leaves
+                s = n + (c if window is None else min(c, window))
+                pairs = n * c + n * (n + 1) / 2 if window is None else windowed_pairs(n, c, window)
                 s_table = min(s, prefill_t.longest(prefill))   # past the longest measured prompt: its cost per pair
                 total += layers * prefill_t(prefill, s_table) * pairs / (s_table * (s_table + 1) / 2)
         for layers, decode_t, prefill_t in self.latent:

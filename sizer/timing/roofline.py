@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass
 from itertools import pairwise
 
-from simulator.step_batch import StepBatch, attention_pairs
+from simulator.step_batch import StepBatch, attention_pairs, split_attention, windowed_pairs
 from sizer.analytic.format_support import execution
 from sizer.analytic.formats import WeightFormat, embedding_bytes_per_value, group_bytes
 from sizer.analytic.memory import KVLayout, LoraMemory, WeightMemory
@@ -58,9 +58,12 @@ LAYER_STEP_S = 5e-6               # fixed cost per layer per step: small kernels
 # (the share of the dense FP8 peak measured in its bundled GEMM tables: hardware_profiles/README.md); a GPU without
 # one keeps its profile's compute efficiency, and 16-bit GEMMs keep it too.
 # sizer's expert weight format -> the MoE tables' expert dtype (aiconfigurator-core's moe_dtype): FP8 by its scales
-# (per tensor: ModelOpt checkpoints; per 128 x 128 block: DeepSeek's), MXFP4 as the W4A16 kernels Hopper runs
+# (per tensor: ModelOpt checkpoints; per 128 x 128 block: DeepSeek's), MXFP4 as the W4A16 kernels Hopper runs, and
+# as W4A8 where the engine feeds the experts MXFP8 activations (Blackwell: format_support.MXFP4_MOE), a kernel
+# whose rows sizer does not import, so no table and none of the W4A16 figures below price it
 MOE_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_block": "fp8_block",
               "mxfp4": "w4a16_mxfp4", "nvfp4": "nvfp4"}
+MXFP8_ACTIVATED_MOE_DTYPE = "w4a8_mxfp4_mxfp8"
 # A MoE layer's routed experts where no MoE table prices them, from the bundled tables that do
 # (benchmarks/moe_efficiencies.py, its "h100-sxm+h200" lines: aiconfigurator-core 0.12.0's moe_perf of H100 SXM and
 # H200 in vLLM 0.24.0, SGLang 0.5.14 and TensorRT-LLM 1.3.0rc20, balanced routing; medians over expert shapes and
@@ -125,8 +128,12 @@ class RooflineStepTimeModel:
         self.llamacpp = llamacpp.runs_llamacpp(weights_format, hardware)
         self.step_overhead_s = step_overhead_s
         self.lora = lora
-        compute_fmt = execution(weights_format, hardware).compute_format   # weight-only kernels run 16-bit GEMMs
+        runs = execution(weights_format, hardware)
+        compute_fmt = runs.compute_format       # weight-only kernels run 16-bit GEMMs
         self.compute_format = compute_fmt
+        # MXFP4 experts' activations as vLLM feeds them on this GPU (SGLang and TensorRT-LLM feed the same on each
+        # GPU family: format_support.MXFP4_MOE)
+        self.expert_activations = runs.expert_activations
         self.weight_format = weights_format.name
         self.weight_scales = weights_format.scheme.scales      # per tensor, channel, group or block
         measured = hardware.fp8_gemm_efficiency if compute_fmt == "fp8" else None
@@ -180,9 +187,7 @@ class RooflineStepTimeModel:
     def experts_touched(self, tokens: int) -> float:
         """Expected share of a GPU's experts that at least one of `tokens` routes to."""
         moe = self.model.moe
-        if moe is None:
-            return 0.0
-        return 1.0 - (1.0 - moe.top_k / moe.num_experts) ** tokens
+        return 0.0 if moe is None else random_routing_share(tokens, moe.top_k, moe.num_experts)
 
     def _coefficients(self) -> None:
         """Seconds per unit of work, computed once: step_time is called once per simulated step."""
@@ -199,7 +204,7 @@ class RooflineStepTimeModel:
         self.ranks, self.context_balance = p.dp, p.context_balance
         self.experts_span_dp = p.experts_span_dp
         self.load_imbalance = load_imbalance(p.ep, routing_alpha(m.architecture)) if p.expert_parallel else 1.0
-        table = moe_dtype(self.weight_format, self.weight_scales)
+        table = moe_dtype(self.weight_format, self.weight_scales, self.expert_activations)
         table = table if table in MOE_LAYER_S else None
         self._moe_fixed_s = m.num_moe_layers * stage * MOE_LAYER_S[table] if moe else 0.0
         self._moe_efficiency = MOE_GROUPED_EFFICIENCY[table]
@@ -268,11 +273,13 @@ class RooflineStepTimeModel:
             index = max(batch.attention_pairs * index_s_per_pair,
                         (batch.context_tokens + batch.new_tokens) * index_s_per_token)
             return max(pairs * seconds_per_pair, (read + 2 * batch.new_tokens) * seconds_per_token) + index
-        attended = 1.0       # windowed layers attend to at most a window per sequence
-        if window and batch.context_tokens:
-            attended = min(1.0, batch.num_seqs * window / batch.context_tokens)
-        return max(batch.attention_pairs * attended * seconds_per_pair,
-                   (batch.context_tokens * attended + 2 * batch.new_tokens) * seconds_per_token)
+        if window:           # each query attends to at most `window` keys; a sequence reads at most that many
+            decode, decode_ctx, prefill, n, c = split_attention(batch)
+            pairs = decode * min(window, decode_ctx + 1) + (prefill * windowed_pairs(n, c, window) if prefill else 0)
+            read = decode * min(window, decode_ctx) + prefill * min(window, c)
+            return max(pairs * seconds_per_pair, (read + 2 * batch.new_tokens) * seconds_per_token)
+        return max(batch.attention_pairs * seconds_per_pair,
+                   (batch.context_tokens + 2 * batch.new_tokens) * seconds_per_token)
 
     def _parts(self, batch: StepBatch) -> tuple[float, float, float, float, float]:
         """(GEMM compute s, GEMM memory s, attention s, lm_head s, collectives s) for one stage, the MoE
@@ -379,9 +386,24 @@ class RooflineStepTimeModel:
                 + self._layers_s + lora) * self.parallel.pp + lm_head + self.step_overhead_s
 
 
-def moe_dtype(weight_format: str, scales: str) -> str | None:
-    """The MoE tables' expert dtype of experts stored in `weight_format` with `scales` (Quantization.scales)."""
+def moe_dtype(weight_format: str, scales: str, activations: str = "") -> str | None:
+    """The MoE tables' expert dtype of experts stored in `weight_format` with `scales` (Quantization.scales), their
+    GEMMs fed `activations` (Execution.expert_activations: "mxfp8", "bf16", or "" where the format says)."""
+    if weight_format == "mxfp4" and activations == "mxfp8":
+        return MXFP8_ACTIVATED_MOE_DTYPE
     return MOE_DTYPES.get("fp8_block" if weight_format == "fp8" and scales == "block" else weight_format)
+
+
+def random_routing_share(tokens: float, top_k: int, experts: int) -> float:
+    """Expected share of the experts that at least one of `tokens` routes to when each token picks its top-k at
+    random, as real traffic spreads: 1 - (1 - k / E)^tokens."""
+    return 1.0 - (1.0 - top_k / experts) ** tokens
+
+
+def balanced_routing_share(tokens: float, top_k: int, experts: int) -> float:
+    """The share of the experts the MoE tables' balanced rows read: the tokens' top-k choices spread evenly, so every
+    expert once there are as many choices as experts (aiconfigurator-core's `balanced` distribution)."""
+    return min(1.0, tokens * top_k / experts)
 
 
 def routing_alpha(architecture: str) -> float:

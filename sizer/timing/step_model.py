@@ -80,9 +80,11 @@ def roofline_for(r: Deployment, step_overhead_s: float = STEP_OVERHEAD_S) -> Roo
 TABLES_VS_ROOFLINE = {
     "vllm": ("on the public vLLM 0.15.1 H100 runs the tables give E2E 6.3%, TTFT 6.4%, ITL 7.1% median error, the "
              "roofline 8.1%, 5.4%, 7.7%; TTFT p99 comes out low on 13 of the 15 runs (20.5% median error: the long "
-             "tails of the runs' first stages have no cause found and are not modelled) (docs/fidelity.md)"),
+             "tails of the runs' first stages have no cause found and are not modelled); on InferenceMAX's public "
+             "closed-loop gpt-oss-120b points TPOT is within 5-6% median on H100 and H200, 12% slow on B200, and "
+             "TTFT 20-45% low (docs/fidelity.md)"),
     "tensorrt-llm": ("on TensorRT-LLM's published maximum-load rows the tables give 4.2% median error in "
-                     "throughput on the dense rows (the roofline 11.5% when last measured), 4.7% on the MoE rows with "
+                     "throughput on the dense rows (the roofline 11.5% when last measured), 4.6% on the MoE rows with "
                      "attention DP, two of them beyond 20% (docs/fidelity.md, docs/moe.md)"),
 }
 

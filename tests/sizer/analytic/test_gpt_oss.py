@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from simulator.step_batch import StepBatch, windowed_pairs
 from sizer.analytic.format_support import execution
 from sizer.analytic.formats import weight_format
 from sizer.analytic.memory import kv_layout, weight_memory
@@ -20,7 +21,8 @@ from sizer.inputs.model_spec import from_hf_config, load_model
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
-from sizer.timing.roofline import ATTENTION_KV_EFFICIENCY, RooflineStepTimeModel, decode_batch
+from sizer.timing.roofline import ATTENTION_KV_EFFICIENCY, MOE_STREAMING, RooflineStepTimeModel, decode_batch
+from sizer.timing.step_model import step_model_for, step_sources
 
 MODELS = Path(__file__).resolve().parents[2] / "data" / "models"
 GPT_OSS = MODELS / "gpt-oss-120b"
@@ -86,6 +88,24 @@ def test_sliding_layers_attend_to_the_window_only():
     assert model.cost(decode_batch(16, 32_768)).attention_s == pytest.approx(full + sliding, rel=1e-12)
 
 
+def test_a_prompt_in_the_sliding_layers_attends_to_the_window_only():
+    m = load_model(str(GPT_OSS))
+    fmt, _ = weight_format(m, "auto", 128)
+    p, hw = ParallelConfig(), load_hardware("h200")
+    model = RooflineStepTimeModel(m, hw, fmt, weight_memory(m, fmt, p), kv_layout(m, "bf16", p), p)
+    windows = [g.window_tokens for g in model.kv.groups]
+    assert sorted(windows, key=str) == [128, None]
+    full, sliding = (model.attention_group_s(windows.index(w), StepBatch.from_seqs([(8192, 0)])) for w in (None, 128))
+    # one fresh 8,192-token prompt, compute-bound in both groups (18 layers each, the same heads): the full layers
+    # attend to 8,192 x 8,193 / 2 = 33,558,528 query-key pairs; a sliding layer's query j to min(128, j) keys:
+    # 128 x 129 / 2 + (8,192 - 128) x 128 = 1,040,448 pairs (it was priced as the full layers' before)
+    assert sliding / full == pytest.approx(1_040_448 / 33_558_528, rel=1e-12)
+    # a 100-token chunk on 1,000 cached tokens: every query sees the whole window, 100 x 128 pairs
+    assert windowed_pairs(100, 1000, 128) == 100 * 128
+    # within the window the pairs are the causal ones: 20 x 50 + 20 x 21 / 2
+    assert windowed_pairs(20, 50, 128) == 20 * 50 + 20 * 21 / 2
+
+
 @pytest.mark.parametrize(("engine", "gpu", "kernel", "acts"), [
     # vllm/model_executor/layers/quantization/mxfp4.py get_mxfp4_backend: sm_90 triton_kernels (Marlin fallback);
     # sm_100 FlashInfer TRT-LLM-gen MoE, MXFP8 activations with the gpt-oss recipe's environment variable
@@ -104,8 +124,28 @@ def test_each_engine_names_its_own_mxfp4_moe_kernel(engine, gpu, kernel, acts):
     runs = execution(fmt, load_hardware(gpu), engine=engine)
     assert kernel in runs.kernel and runs.expert_activations == acts
     assert ("[VLLM" in runs.kernel) == (engine == "vllm")
-    # the experts' GEMMs stay priced at the 16-bit rate: the MXFP8 activations are recorded, not priced
+    # the experts' GEMMs stay priced at the 16-bit rate (no MXFP8 peak is applied to them)
     assert runs.compute_format == "bf16"
+
+
+def test_w4a8_experts_are_not_priced_by_the_w4a16_rows():
+    # vLLM on a B200 feeds gpt-oss's MXFP4 experts MXFP8 activations (FlashInfer TRT-LLM-gen W4A8); its bundled tables
+    # (aiconfigurator-core 0.12.0, vLLM 0.24.0 on B200) hold gpt-oss's expert shape only as W4A16 MXFP4 x BF16 rows
+    # (flashinfer_trtllm_mxfp4_bf16), another kernel: the experts are the roofline's, with the figures for
+    # unmeasured expert formats (MOE_STREAMING[None], not the W4A16 kernels' half streaming share); on an H200 the
+    # tables' W4A16 rows are the kernel that runs (OpenAI triton_kernels) and price the experts
+    def priced(gpu):
+        r = resolve(scenario_from_dict({
+            "name": "gpt-oss", "model": str(GPT_OSS), "hardware": gpu, "deployment": {"engine": "vllm"},
+            "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
+                         "prompt_tokens": {"distribution": "fixed", "value": 1024},
+                         "output_tokens": {"distribution": "fixed", "value": 1024}}}, None))
+        step = step_model_for(r)
+        return step_sources(step)["MoE experts"], step.roofline
+    source, roofline = priced("b200")
+    assert source == "roofline" and roofline.expert_activations == "mxfp8"
+    assert roofline._moe_streaming == MOE_STREAMING[None]
+    assert priced("h200")[0] == "kernel tables"
 
 
 def test_other_engines_do_not_borrow_vllms_kernel_names():

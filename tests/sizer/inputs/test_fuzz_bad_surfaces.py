@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sizer.inputs.gateway import MAX_SEARCH_CANDIDATES, load_gateway
@@ -104,6 +104,8 @@ ALL_PATHS = [p for p in paths(BASE) if p]
 
 @SETTINGS
 @given(changes=st.lists(st.tuples(st.sampled_from(ALL_PATHS), leaf_values), min_size=1, max_size=4))
+# an empty target is a target (it was read as none and the route's absent by_difficulty dereferenced: a traceback)
+@example(changes=[(("gateway", "routes", 0, "target"), "")])
 def test_any_gateway_document_is_read_or_refused_in_one_line(tmp_path, changes):
     doc = copy.deepcopy(BASE)
     for where, value in changes:
