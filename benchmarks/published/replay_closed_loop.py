@@ -10,13 +10,16 @@ benchmark_lib.sh and the server script per model, GPU and framework, named below
   vllm (gptoss_fp4_{h100,h200,b200}_*.sh): `--max-num-seqs conc`, max-num-batched-tokens 8192, prefix caching
   off, async scheduling, `--gpu-memory-utilization 0.9`, max-model-len 10240 on the H100, elsewhere isl + osl +
   20 (1k/1k) or + 200; the B200 with an FP8 KV cache;
+  trt, gpt-oss (gptoss_fp4_b200_trt_*.sh): trtllm-serve with an FP8 KV cache, free_gpu_memory_fraction 0.85,
+  max_num_tokens 20000, block reuse off, attention DP and EP as the point's (its ADP balance on: enable_balance);
+  CUDA-graph padding up to conc is left at sizer's preset;
   sglang, DeepSeek-R1 FP8 (dsr1_fp8_{h200,b200,mi300x,mi325x}_*.sh): radix cache off; on the H200
   --max-running-requests 512 (1k/1k, else 256), --chunked-prefill-size 32768, --mem-fraction-static 0.82; on the
   B200 --max-running-requests 128, 32768, 0.82, an FP8 KV cache and `--ep-size` as the point's; on the MI300X
   and MI325X --chunked-prefill-size 196608, --mem-fraction-static 0.8 (--max-running-requests left to SGLang:
   at most conc run at once).
-Every other framework or checkpoint (TensorRT-LLM, AMD's ATOM, FP4 DeepSeek-R1, the MI355X's servers) is
-listed as not replayed, with why.
+Every other framework or checkpoint (AMD's ATOM, FP4 DeepSeek-R1, the MI355X's servers) is listed as not
+replayed, with why.
 Predicted: `vllm bench serve`'s metrics from the simulated run (sizer.sizing.compare.predictions): mean TTFT,
 TPOT and E2E, and throughput per GPU (input and output tokens per second over the run's span / GPUs).
 """
@@ -34,7 +37,8 @@ from sizer.timing.step_model import step_model_for, step_sources
 
 CSV = Path(__file__).resolve().parents[2] / "tests" / "data" / "fidelity" / "inferencemax.csv"
 MODELS = {"openai/gpt-oss-120b": "gpt-oss-120b", "deepseek-ai/DeepSeek-R1-0528": "deepseek-ai/DeepSeek-R1"}
-GPUS = {"h100": "h100-sxm", "h200": "h200", "b200": "b200", "mi300x": "mi300x", "mi325x": "mi325x"}
+GPUS = {"h100": "h100-sxm", "h200": "h200", "b200": "b200", "b200-trt": "b200", "mi300x": "mi300x", "mi325x": "mi325x"}
+ENGINES = {"vllm": "vllm", "sglang": "sglang", "trt": "tensorrt-llm"}
 RANGE_RATIO = 0.8              # InferenceMAX's RANDOM_RANGE_RATIO
 PROMPTS_PER_CLIENT = 10        # --num-prompts 10 x conc
 METRICS = ("mean_ttft_ms", "mean_tpot_ms", "mean_e2el_ms")
@@ -47,7 +51,7 @@ def points(path: Path = CSV) -> list[dict]:
 
 def not_replayed(row: dict) -> str | None:
     """Why sizer does not replay the point, or None."""
-    if row["framework"] not in ("vllm", "sglang"):
+    if row["framework"] not in ENGINES:
         return f"{row['framework']}: no server script of it read here"
     if row["model"] not in MODELS:
         return f"{row['model']}: not the checkpoint the replayed scripts serve"
@@ -59,7 +63,11 @@ def not_replayed(row: dict) -> str | None:
 def deployment(row: dict) -> dict:
     """The server as the point's script started it (module docstring)."""
     isl, osl, conc, hw = int(row["isl"]), int(row["osl"]), int(row["conc"]), row["hw"]
-    d = {"engine": row["framework"], "tensor_parallel_size": int(row["tp"]), "enable_prefix_caching": False}
+    d = {"engine": ENGINES[row["framework"]], "tensor_parallel_size": int(row["tp"]), "enable_prefix_caching": False}
+    if row["framework"] == "trt":
+        return d | {"kv_cache_dtype": "fp8", "gpu_memory_utilization": 0.85, "max_num_batched_tokens": 20000,
+                    "max_model_len": isl + osl + 200, "enable_attention_dp": row["dp_attention"] == "true",
+                    "enable_expert_parallel": int(row["ep"]) > 1}
     if row["framework"] == "vllm":
         d |= {"max_num_seqs": conc, "max_num_batched_tokens": 8192, "gpu_memory_utilization": 0.9,
               "max_model_len": 10240 if hw == "h100" else isl + osl + (20 if (isl, osl) == (1024, 1024) else 200)}

@@ -120,9 +120,9 @@ def execution(fmt: WeightFormat, hw: HardwareSpec, file: str | None = None, engi
     if moe:
         kernel, acts = moe
         name = ENGINE_NAMES.get(engine, engine)
-        priced = ("" if acts == "bf16" else "; no bundled MoE table holds this W4A8 kernel (the W4A16 rows are "
-                  "another kernel): the roofline prices these experts with its figures for unmeasured expert "
-                  "formats, their GEMMs at the 16-bit rate")
+        priced = ("" if acts == "bf16" else "; priced by the engine's W4A8 MoE rows where its tables measured the "
+                  "shape and split (never by the W4A16 rows, another kernel), else by the roofline with its figures "
+                  "for unmeasured expert formats, their GEMMs at the 16-bit rate")
         return replace(runs, kernel=kernel, expert_activations=acts,
                        note=f"mxfp4 MoE experts with {acts} activations on {hw.name} ({hw.architecture}) in {name}: "
                             f"{kernel}; attention and the other layers stay 16-bit{priced}")

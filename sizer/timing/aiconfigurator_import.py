@@ -67,7 +67,7 @@ from sizer.inputs.model_spec import load_model
 from sizer.timing.kernel_shapes import catalog_shapes
 from sizer.timing.kernel_step import GEMM_DTYPES, KV_DTYPES, bracket
 from sizer.timing.kernel_tables import HEADER_FILE, SCHEMA_VERSION, TABLES, TP_SIZES
-from sizer.timing.roofline import MOE_DTYPES
+from sizer.timing.roofline import MOE_DTYPES, MXFP8_ACTIVATED_MOE_DTYPE
 from validation.errors import FieldError, excerpt
 from validation.safe_yaml import load_yaml
 
@@ -90,7 +90,7 @@ ENGINES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt-llm"}
 ALLREDUCE_BACKENDS = {"vllm": "vllm_graph", "sglang": "sglang_graph"}
 TABLE_DTYPES = sorted(set(GEMM_DTYPES.values()) - {"float32"})       # aiconfigurator measures no float32
 TABLE_KV_DTYPES = sorted(set(KV_DTYPES.values()) - {"float32"})
-MOE_TABLE_DTYPES = sorted(set(MOE_DTYPES.values()))
+MOE_TABLE_DTYPES = sorted({*MOE_DTYPES.values(), MXFP8_ACTIVATED_MOE_DTYPE})
 
 
 def data_dir(package: Path) -> Path:

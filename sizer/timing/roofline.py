@@ -59,8 +59,8 @@ LAYER_STEP_S = 5e-6               # fixed cost per layer per step: small kernels
 # one keeps its profile's compute efficiency, and 16-bit GEMMs keep it too.
 # sizer's expert weight format -> the MoE tables' expert dtype (aiconfigurator-core's moe_dtype): FP8 by its scales
 # (per tensor: ModelOpt checkpoints; per 128 x 128 block: DeepSeek's), MXFP4 as the W4A16 kernels Hopper runs, and
-# as W4A8 where the engine feeds the experts MXFP8 activations (Blackwell: format_support.MXFP4_MOE), a kernel
-# whose rows sizer does not import, so no table and none of the W4A16 figures below price it
+# as W4A8 where the engine feeds the experts MXFP8 activations (Blackwell: format_support.MXFP4_MOE): its own rows
+# where an engine's tables measured the shape, else the roofline with none of the W4A16 figures below
 MOE_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_block": "fp8_block",
               "mxfp4": "w4a16_mxfp4", "nvfp4": "nvfp4"}
 MXFP8_ACTIVATED_MOE_DTYPE = "w4a8_mxfp4_mxfp8"

@@ -128,15 +128,18 @@ def test_each_engine_names_its_own_mxfp4_moe_kernel(engine, gpu, kernel, acts):
     assert runs.compute_format == "bf16"
 
 
-def test_w4a8_experts_are_not_priced_by_the_w4a16_rows():
-    # vLLM on a B200 feeds gpt-oss's MXFP4 experts MXFP8 activations (FlashInfer TRT-LLM-gen W4A8); its bundled tables
-    # (aiconfigurator-core 0.12.0, vLLM 0.24.0 on B200) hold gpt-oss's expert shape only as W4A16 MXFP4 x BF16 rows
-    # (flashinfer_trtllm_mxfp4_bf16), another kernel: the experts are the roofline's, with the figures for
-    # unmeasured expert formats (MOE_STREAMING[None], not the W4A16 kernels' half streaming share); on an H200 the
-    # tables' W4A16 rows are the kernel that runs (OpenAI triton_kernels) and price the experts
-    def priced(gpu):
+def test_w4a8_experts_are_priced_by_w4a8_rows_or_the_roofline_never_by_the_w4a16_rows():
+    # On a B200 the engines feed gpt-oss's MXFP4 experts MXFP8 activations (W4A8: format_support.MXFP4_MOE). The
+    # bundled B200 tables (aiconfigurator-core 0.12.0) hold gpt-oss's expert shape as W4A8 rows in TensorRT-LLM
+    # 1.3.0rc20 (moe_torch_flow) with the experts whole on 1-8 GPUs, but in vLLM 0.24.0 only as W4A16 MXFP4 x BF16
+    # rows (flashinfer_trtllm_mxfp4_bf16), another kernel: vLLM's are the roofline's, with the figures for unmeasured
+    # expert formats (MOE_STREAMING[None], not the W4A16 kernels' half streaming share), TensorRT-LLM's its W4A8 rows
+    # at TP 1 and the roofline's where TP 2 slices the experts (no such W4A8 rows). On an H200 the W4A16 rows are the
+    # kernel that runs (OpenAI triton_kernels) and price the experts.
+    def priced(gpu, engine="vllm", tp=1):
         r = resolve(scenario_from_dict({
-            "name": "gpt-oss", "model": str(GPT_OSS), "hardware": gpu, "deployment": {"engine": "vllm"},
+            "name": "gpt-oss", "model": str(GPT_OSS), "hardware": gpu,
+            "deployment": {"engine": engine, "tensor_parallel_size": tp, "max_model_len": 8192},
             "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
                          "prompt_tokens": {"distribution": "fixed", "value": 1024},
                          "output_tokens": {"distribution": "fixed", "value": 1024}}}, None))
@@ -145,6 +148,8 @@ def test_w4a8_experts_are_not_priced_by_the_w4a16_rows():
     source, roofline = priced("b200")
     assert source == "roofline" and roofline.expert_activations == "mxfp8"
     assert roofline._moe_streaming == MOE_STREAMING[None]
+    assert priced("b200", "tensorrt-llm")[0] == "kernel tables"
+    assert priced("b200", "tensorrt-llm", tp=2)[0] == "roofline"
     assert priced("h200")[0] == "kernel tables"
 
 
