@@ -11,8 +11,10 @@ benchmark_lib.sh and the server script per model, GPU and framework, named below
   off, async scheduling, `--gpu-memory-utilization 0.9`, max-model-len 10240 on the H100, elsewhere isl + osl +
   20 (1k/1k) or + 200; the B200 with an FP8 KV cache;
   trt, gpt-oss (gptoss_fp4_b200_trt_*.sh): trtllm-serve with an FP8 KV cache, free_gpu_memory_fraction 0.85,
-  max_num_tokens 20000, block reuse off, attention DP and EP as the point's (its ADP balance on: enable_balance);
-  CUDA-graph padding up to conc is left at sizer's preset;
+  max_num_tokens 20000, block reuse off, EP as the point's; an attention-DP point as sizer's DEP (the experts
+  spread whole with an all-to-all, also where its ep_size 1 sliced them over TP) and without its ADP balance
+  (enable_balance, not a deployment field: sizer takes unbalanced ranks); CUDA-graph padding up to conc left at
+  sizer's preset;
   sglang, DeepSeek-R1 FP8 (dsr1_fp8_{h200,b200,mi300x,mi325x}_*.sh): radix cache off; on the H200
   --max-running-requests 512 (1k/1k, else 256), --chunked-prefill-size 32768, --mem-fraction-static 0.82; on the
   B200 --max-running-requests 128, 32768, 0.82, an FP8 KV cache and `--ep-size` as the point's; on the MI300X
@@ -105,4 +107,3 @@ def predicted(row: dict, step_model: str = "auto") -> tuple[dict[str, float], st
     name = ("roofline" if set(sources.values()) == {"roofline"} else "tables"
             + (f"; roofline: {', '.join(roofline)}" if roofline else ""))
     return out, name
-

@@ -81,6 +81,8 @@ FILES = {"gemm": ("gemm", "gemm_perf.parquet"),
          "moe": ("moe", "moe_perf.parquet"),
          "mla_context": ("mla", "mla_context_module_perf.parquet"),
          "mla_generation": ("mla", "mla_generation_module_perf.parquet"),
+         "mla_kernel_context": ("mla", "context_mla_perf.parquet"),
+         "mla_kernel_generation": ("mla", "generation_mla_perf.parquet"),
          "gdn": ("linear_attention", "gdn_perf.parquet")}            # -> gdn_context and gdn_generation
 # aiconfigurator's MLA module model -> sizer's catalog entry, whose config gives the block's dimensions
 MLA_MODELS = {"deepseek-ai/DeepSeek-V3": "deepseek-v3"}
@@ -113,13 +115,15 @@ def newest_version(data: Path, system: str, op: str, framework: str, file: str) 
 # per source table: (text columns, numeric columns) the conversion reads; every table has a latency (ms)
 _ATTENTION = (("kv_cache_dtype",), ("num_heads", "num_key_value_heads", "head_dim", "batch_size", "isl"))
 _MLA = (("model", "mla_dtype", "gemm_type", "kv_cache_dtype"), ("tp_size", "num_heads", "batch_size", "isl", "step"))
+_MLA_KERNEL = (("mla_dtype", "kv_cache_dtype"), ("num_heads", "batch_size", "isl", "step"))
 COLUMNS = {"gemm": (("gemm_dtype", "device"), ("n", "k", "m")),
            "context_attention": _ATTENTION, "generation_attention": (_ATTENTION[0], (*_ATTENTION[1], "step")),
            # and `backend` where there is one (TensorRT-LLM's table has none: its one all-reduce)
            "allreduce": (("allreduce_dtype",), ("num_gpus", "message_size")),
            "moe": (("distribution", "moe_dtype"), ("hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size",
                                                    "moe_ep_size", "num_tokens")),
-           "mla_context": _MLA, "mla_generation": _MLA,
+           "mla_context": _MLA, "mla_generation": _MLA, "mla_kernel_context": _MLA_KERNEL,
+           "mla_kernel_generation": _MLA_KERNEL,
            "gdn": (("phase", "kernel_source"), ("num_k_heads", "head_k_dim", "num_v_heads", "head_v_dim", "d_conv",
                                                 "batch_size", "seq_len", "d_model"))}
 # A source table's bounds, from its footer before anything is decompressed: aiconfigurator's largest holds a few
@@ -210,6 +214,9 @@ def convert(package: Path, gpu: str, framework: str = "vllm", prune_to_catalog: 
     rows["moe"] = _moe_rows(frames["moe"], moe, framework) if "moe" in frames else []
     for t in ("mla_context", "mla_generation"):
         rows[t] = _mla_rows(frames[t], t, mla) if t in frames else []
+    if not rows["mla_context"]:            # the attention kernel alone, where no module table is measured (SGLang)
+        for t in ("mla_kernel_context", "mla_kernel_generation"):
+            rows[t] = _mla_kernel_rows(frames[t], t, mla) if t in frames else []
     rows["gdn_context"], rows["gdn_generation"] = _gdn_rows(frames["gdn"], gdn) if "gdn" in frames else ([], [])
     device = str(frames["gemm"]["device"].iloc[0])
     files = [f"aiconfigurator_core/systems/data/{system}/{FILES[t][0]}/{framework}/{v}/{FILES[t][1]}"
@@ -315,6 +322,25 @@ def _mla_rows(df, table: str, needed: frozenset[tuple[int, ...]] | None) -> list
         if needed is None or shape in needed:
             out.append((d, kv, *shape, int(b), int(n), float(t) * 1e3))
     return out
+
+
+def _mla_kernel_rows(df, table: str, needed: frozenset[tuple[int, ...]] | None) -> list[tuple]:
+    """(KV dtype, kv_lora_rank, qk_rope_head_dim, heads, batch, tokens or KV length, us), the fastest kernel. The
+    source's MLA kernel tables (SGLang's `context_mla_perf`, `generation_mla_perf`) name no model: they are
+    DeepSeek-V3's attention (aiconfigurator-core queries them for DeepSeek-V3/R1 by 128 heads / TP, its
+    `_MLA_KERNEL_TABLE_NATIVE_HEADS`), so their latent and rope dimensions are MLA_MODELS' model's; `num_heads` is
+    per GPU. Prefill rows are step 0 (no prefix); a decode row's KV length is isl + step, as generation
+    attention's."""
+    _, _, kv_lora_rank, _, rope, _ = mla_dims(next(iter(MLA_MODELS.values())))
+    df = df[(df["mla_dtype"] == "bfloat16") & df["kv_cache_dtype"].isin(TABLE_KV_DTYPES)].copy()
+    if table == "mla_kernel_context":
+        df = df[df["step"] == 0].copy()
+    df["length"] = df["isl"] if table == "mla_kernel_context" else df["isl"] + df["step"]
+    keys = ["kv_cache_dtype", "num_heads", "batch_size", "length"]
+    heads = None if needed is None else {d[-1] for d in needed if (d[2], d[4]) == (kv_lora_rank, rope)}
+    return [(kv, kv_lora_rank, rope, int(h), int(b), int(n), float(t) * 1e3)
+            for kv, h, b, n, t in _fastest(df, keys)[[*keys, "latency"]].itertuples(index=False)
+            if heads is None or h in heads]
 
 
 def _gdn_rows(df, needed: frozenset[tuple[int, ...]] | None) -> tuple[list[tuple], list[tuple]]:

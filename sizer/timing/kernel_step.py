@@ -393,9 +393,14 @@ class KernelTableStepTimeModel:
         self.ran_in = engine.dtype if engine and native and roofline.weight_format in FLOAT_FORMATS else None
         dtype = self.ran_in or dtype
         kv = self.ran_in if self.ran_in and roofline.kv.dtype in FLOAT_FORMATS else KV_DTYPES.get(roofline.kv.dtype)
-        # MLA blocks the module tables hold: their projections are priced there, not as GEMMs below
+        # MLA blocks the module tables hold: their projections are priced there, not as GEMMs below; else the MLA
+        # attention kernel's rows (SGLang's), the projections priced as GEMMs
         latent, self.latent = self._latent(m, p, dtype, kv)
         module_layers = frozenset(i for shape in latent for i in shape.layers)
+        self.latent_kernel_only = False
+        if not latent:
+            latent, self.latent = self._latent_kernels(m, p, kv)
+            self.latent_kernel_only = bool(latent)
         # GEMMs and the all-reduces depend on the step's new tokens only: one curve; shapes the tables
         # do not bracket go to the roofline one by one
         curves, self.roofline_gemms = [], []
@@ -476,6 +481,8 @@ class KernelTableStepTimeModel:
                                 else f"{tables}, {roof} for " + ", ".join(self.roofline.kv.groups[i].label
                                                                           for i in self.roofline_groups))
             notes = sorted(self.blended_heads)
+            if self.latent_kernel_only:
+                notes.append("MLA: the attention kernel's rows, its projections as GEMMs")
             if self.attention:
                 bandwidth = self.roofline.hardware.memory_bandwidth_bytes_per_s
                 notes.append(f"past the measured lengths: decode along the last measured segment, at least the KV "
@@ -520,6 +527,21 @@ class KernelTableStepTimeModel:
             key = (MLA_DTYPES.get(dtype), kv, *shape.dims)
             decode = attention_rows(self.tables.mla_generation, key)
             prefill = attention_rows(self.tables.mla_context, key)
+            if decode is None or prefill is None:
+                return [], []
+            curves.append((shape.per_stage, decode, prefill))
+        return shapes, curves
+
+    def _latent_kernels(self, m: ModelSpec, p: ParallelConfig, kv: str | None
+                        ) -> tuple[list[LatentShape], list[tuple[float, BatchCurves, BatchCurves]]]:
+        """As `_latent`, from the MLA attention kernel's tables (the kernel alone, keyed by the latent and rope
+        dimensions and the heads per GPU); none unless every dense MLA shape is there."""
+        shapes, curves = latent_shapes(m, p), []
+        for shape in shapes:
+            _, _, kv_lora_rank, _, rope, _, heads = shape.dims
+            key = (kv, kv_lora_rank, rope, heads)
+            decode = attention_rows(self.tables.mla_kernel_generation, key)
+            prefill = attention_rows(self.tables.mla_kernel_context, key)
             if decode is None or prefill is None:
                 return [], []
             curves.append((shape.per_stage, decode, prefill))

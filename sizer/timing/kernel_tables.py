@@ -24,6 +24,13 @@ column (the last before the latency) and latencies in microseconds as space-sepa
   mla_generation.csv.gz        the same key, context_tokens, latency_us (the block for batch sequences decoding one
                                token each on `context_tokens` of KV, the new token's included: projections, the
                                absorbed kv_b BMMs, attention, o_proj)
+  mla_kernel_context.csv.gz    kv_dtype, kv_lora_rank, qk_rope_head_dim, heads, batch, tokens, latency_us
+                               (the attention kernel of a multi-head latent attention layer alone, on one GPU's
+                               `heads`: the causal prefill of batch sequences of `tokens` new tokens each; its
+                               projections are GEMMs. SGLang's tables, where no module table is measured)
+  mla_kernel_generation.csv.gz the same key, context_tokens, latency_us (the absorbed decode over the latent and rope
+                               key of batch sequences decoding one token each on `context_tokens` of KV, the new
+                               token's included)
   gdn_context.csv.gz           k_heads, k_head_dim, v_heads, v_head_dim, conv_kernel, batch, tokens, latency_us
                                (gated delta net's kernels of one layer: the causal convolution and the chunked
                                delta-rule scan over batch sequences of `tokens` new tokens each; not its
@@ -76,6 +83,8 @@ TABLES = {
     "moe": (("dtype",), ("hidden", "inter", "topk", "experts", "tp", "ep", "tokens")),
     "mla_context": (("dtype", "kv_dtype"), (*MLA_DIMS, "heads", "batch", "tokens")),
     "mla_generation": (("dtype", "kv_dtype"), (*MLA_DIMS, "heads", "batch", "context_tokens")),
+    "mla_kernel_context": (("kv_dtype",), ("kv_lora_rank", "qk_rope_head_dim", "heads", "batch", "tokens")),
+    "mla_kernel_generation": (("kv_dtype",), ("kv_lora_rank", "qk_rope_head_dim", "heads", "batch", "context_tokens")),
     "gdn_context": ((), (*GDN_DIMS, "batch", "tokens")),
     "gdn_generation": ((), (*GDN_DIMS, "batch")),
 }
@@ -174,6 +183,8 @@ class KernelTables:
     moe: Mapping[tuple, dict[int, float]] = field(default_factory=dict)
     mla_context: Mapping[tuple, dict[int, float]] = field(default_factory=dict)
     mla_generation: Mapping[tuple, dict[int, float]] = field(default_factory=dict)
+    mla_kernel_context: Mapping[tuple, dict[int, float]] = field(default_factory=dict)
+    mla_kernel_generation: Mapping[tuple, dict[int, float]] = field(default_factory=dict)
     gdn_context: Mapping[tuple, dict[int, float]] = field(default_factory=dict)
     gdn_generation: Mapping[tuple, dict[int, float]] = field(default_factory=dict)
 

@@ -85,7 +85,8 @@ TABLES_VS_ROOFLINE = {
              "TTFT 20-45% low (docs/fidelity.md)"),
     "tensorrt-llm": ("on TensorRT-LLM's published maximum-load rows the tables give 4.2% median error in "
                      "throughput on the dense rows (the roofline 11.5% when last measured), 4.6% on the MoE rows with "
-                     "attention DP, two of them beyond 20% (docs/fidelity.md, docs/moe.md)"),
+                     "attention DP, two of them beyond 20%; on InferenceMAX's public closed-loop gpt-oss-120b B200 "
+                     "points TPOT is 35% slow (docs/fidelity.md, docs/moe.md)"),
 }
 
 

@@ -164,3 +164,28 @@ def test_the_system_is_the_profiles(tmp_path, monkeypatch):
     assert result.exit_code == 2
     said = " ".join(result.output.split())
     assert "h20.yaml: aiconfigurator_system: --gpu h20: the profile names no aiconfigurator-core system" in said
+
+
+def test_mla_kernel_tables_are_read_where_no_module_table_is(tmp_path):
+    # SGLang's MLA tables are the attention kernel alone (context_mla_perf, generation_mla_perf), no model named:
+    # DeepSeek-V3's attention (latent 512, rope 64: the catalog's deepseek-v3), heads per GPU
+    source = fake_package(tmp_path / "wheel")
+    folder = source / "aiconfigurator_core" / "systems" / "data" / "h100_sxm" / "mla" / "vllm" / "0.9.9"
+    folder.mkdir(parents=True)
+    row = dict(META, op_name="mla", mla_dtype="bfloat16", kv_cache_dtype="bfloat16", num_heads=16, tp_size=4,
+               batch_size=4)
+    ctx = [dict(row, kernel_source=k, isl=1024, step=0, latency=t) for k, t in (("flash_attention", 0.168),
+                                                                               ("other", 0.2))]
+    ctx.append(dict(row, kernel_source="flash_attention", isl=1024, step=512, latency=0.3))    # a prefix: not kept
+    ctx.append(dict(row, kernel_source="flash_attention", isl=1024, step=0, mla_dtype="fp8", latency=0.1))
+    pd.DataFrame(ctx).to_parquet(folder / "context_mla_perf.parquet")
+    gen = [dict(row, kernel_source="flash_attention", isl=1, step=2047, latency=0.0177)]
+    pd.DataFrame(gen).to_parquet(folder / "generation_mla_perf.parquet")
+    result = runner.invoke(app, ["import-kernels", str(source), "--gpu", "h100-sxm", "--out", str(tmp_path / "out"),
+                                 "--all-shapes"])
+    assert result.exit_code == 0, result.output
+    t = load_kernel_tables(tmp_path / "out" / "h100-sxm-vllm-0.9.9")
+    assert t.mla_context == {} and t.mla_generation == {}
+    # prefill: the faster kernel of the prefix-free row; decode: KV length isl + step = 2,048
+    assert dict(t.mla_kernel_context) == {("bfloat16", 512, 64, 16, 4): pytest.approx({1024: 168e-6})}
+    assert dict(t.mla_kernel_generation) == {("bfloat16", 512, 64, 16, 4): pytest.approx({2048: 17.7e-6})}

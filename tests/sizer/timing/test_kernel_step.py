@@ -412,3 +412,23 @@ def test_the_h200_tables_decode_past_their_grid_at_the_rate_the_kernel_or_the_me
     # are 4 a GPU, 2 x 4 x 128 x 1 B = 1,024 B a token a layer, over the H200's 4.8e12 B/s
     decode = h200_trtllm_model("llama-3.1-70b", 2, attention_dp=False).attention[0][2]
     assert decode.s_per_token == pytest.approx(1024 / 4.8e12, rel=1e-12)
+
+
+def test_sglangs_mla_is_priced_by_its_attention_kernel_rows_and_its_projections_as_gemms():
+    # SGLang's bundled H200 tables hold no MLA module rows, only the attention kernel (aiconfigurator-core 0.12.0,
+    # SGLang 0.5.14, context_mla_perf / generation_mla_perf): DeepSeek-V3 at TP 8 (16 heads a GPU, bf16 KV) prices
+    # its 61 MLA layers' attention from them, not by the roofline (the q/kv/o projections stay GEMMs: no module rows).
+    # Hand-derived from hardware_profiles/kernels/h200-sglang-0.5.14: 4 sequences decoding on 2,047 cached tokens
+    # read KV length 2,048, 17.73 us a layer; one fresh 1,024-token prompt 46.24 us a layer
+    r = resolve(scenario_from_dict({
+        "name": "dsv3", "model": "deepseek-v3", "hardware": "h200",
+        "deployment": {"engine": "sglang", "tensor_parallel_size": 8, "max_model_len": 8192},
+        "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
+                     "prompt_tokens": {"distribution": "fixed", "value": 128},
+                     "output_tokens": {"distribution": "fixed", "value": 16}}}, None))
+    model = KernelTableStepTimeModel(load_kernel_tables(bundled_tables_dir("h200", "sglang")), roofline_for(r))
+    assert model.latent_kernel_only and not model.roofline_groups
+    assert "MLA: the attention kernel's rows, its projections as GEMMs" in model.sources["attention"]
+    assert model.attention_s(StepBatch.from_seqs([(1, 2047)] * 4)) == pytest.approx(61 * 17.73e-6, rel=1e-9)
+    assert model.attention_s(StepBatch.from_seqs([(1024, 0)])) == pytest.approx(61 * 46.24e-6, rel=1e-9)
+    assert model.decode_step_time()(4, 4 * 2047) == model.step_time(StepBatch(4, 4, 4 * 2047, 4 * 2048))
