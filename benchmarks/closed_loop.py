@@ -1,5 +1,5 @@
 """How close sizer comes to InferenceMAX's published closed-loop points (tests/data/fidelity/inferencemax.csv):
-each point replayed as it ran (benchmarks/published/replay_closed_loop.py), measured against predicted mean
+each point replayed as it ran (benchmarks/published/replay_closed_loop.py), measured against predicted mean and median
 TTFT, TPOT, E2E and throughput per GPU, the error (predicted - measured) / measured, then per group (model,
 GPU, framework) the median error and median |error| of each.
 
@@ -21,7 +21,8 @@ from benchmarks.published.replay_closed_loop import METRICS, not_replayed, point
 from sizer.errors import InputError  # noqa: E402
 
 COLUMNS = METRICS + ("tput_per_gpu",)
-SHORT = {"mean_ttft_ms": "TTFT", "mean_tpot_ms": "TPOT", "mean_e2el_ms": "E2E", "tput_per_gpu": "tput/GPU"}
+SHORT = {"mean_ttft_ms": "TTFT", "median_ttft_ms": "TTFT p50", "mean_tpot_ms": "TPOT", "mean_e2el_ms": "E2E",
+         "tput_per_gpu": "tput/GPU"}
 
 
 def main() -> None:

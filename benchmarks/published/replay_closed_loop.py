@@ -22,7 +22,7 @@ benchmark_lib.sh and the server script per model, GPU and framework, named below
   at most conc run at once).
 Every other framework or checkpoint (AMD's ATOM, FP4 DeepSeek-R1, the MI355X's servers) is listed as not
 replayed, with why.
-Predicted: `vllm bench serve`'s metrics from the simulated run (sizer.sizing.compare.predictions): mean TTFT,
+Predicted: `vllm bench serve`'s metrics from the simulated run (sizer.sizing.compare.predictions): mean and median TTFT,
 TPOT and E2E, and throughput per GPU (input and output tokens per second over the run's span / GPUs).
 """
 
@@ -43,7 +43,7 @@ GPUS = {"h100": "h100-sxm", "h200": "h200", "b200": "b200", "b200-trt": "b200", 
 ENGINES = {"vllm": "vllm", "sglang": "sglang", "trt": "tensorrt-llm"}
 RANGE_RATIO = 0.8              # InferenceMAX's RANDOM_RANGE_RATIO
 PROMPTS_PER_CLIENT = 10        # --num-prompts 10 x conc
-METRICS = ("mean_ttft_ms", "mean_tpot_ms", "mean_e2el_ms")
+METRICS = ("mean_ttft_ms", "median_ttft_ms", "mean_tpot_ms", "mean_e2el_ms")
 
 
 def points(path: Path = CSV) -> list[dict]:
