@@ -21,8 +21,8 @@ from benchmarks.published.replay_closed_loop import METRICS, not_replayed, point
 from sizer.errors import InputError  # noqa: E402
 
 COLUMNS = METRICS + ("tput_per_gpu",)
-SHORT = {"mean_ttft_ms": "TTFT", "median_ttft_ms": "TTFT p50", "mean_tpot_ms": "TPOT", "mean_e2el_ms": "E2E",
-         "tput_per_gpu": "tput/GPU"}
+SHORT = {"mean_ttft_ms": "TTFT", "median_ttft_ms": "TTFT p50", "mean_tpot_ms": "TPOT", "median_itl_ms": "ITL p50",
+         "mean_e2el_ms": "E2E", "tput_per_gpu": "tput/GPU"}
 
 
 def main() -> None:

@@ -31,6 +31,7 @@ class EngineLoop:
     output_s_per_token: float           # API server, per token: detokenise and stream it
     scheduler_ranks: int                # processes that each schedule their own share of a step's sequences
     #                                     (data-parallel ranks run as one engine: each rank its own scheduler)
+    stream_interval: int = 1            # tokens per streamed message after the first, which goes alone
 
     def __post_init__(self) -> None:
         costs = (self.schedule_s, self.schedule_s_per_seq, self.input_s, self.output_s_per_pass,
@@ -39,6 +40,8 @@ class EngineLoop:
             raise ValueError(f"engine loop {self.name!r}: costs must be >= 0")
         if self.scheduler_ranks < 1:
             raise ValueError(f"engine loop {self.name!r}: scheduler_ranks must be >= 1")
+        if self.stream_interval < 1:
+            raise ValueError(f"engine loop {self.name!r}: stream_interval must be >= 1")
 
     def period_s(self, gpu_s: float, num_seqs: int) -> float:
         """Time from one step's end to the next's, for a step whose GPU work takes `gpu_s`: the

@@ -123,6 +123,20 @@ def _latency(values_ms: np.ndarray, weights: np.ndarray | None = None) -> Latenc
     return Latency(p50, p95, p99, mean)
 
 
+def _messages_apart(gaps_s: np.ndarray, starts: np.ndarray, interval: int) -> np.ndarray:
+    """The gap between a sequence's messages when the server streams `interval` tokens in each: at each step, the
+    client-visible time of the `interval` steps ending there, from the steps' own client gaps `gaps_s` in time order
+    per replica, each replica's first step at `starts` (within a replica's first `interval` steps, the steps so far
+    scaled to `interval` of them: a sequence sends its first message after the first token `interval` steps on).
+    Exact for a sequence running in every step of that stretch, as a decoding sequence does under continuous
+    batching; a request's last message (its remainder, at most `interval` tokens) is counted as a whole one."""
+    total = np.concatenate(([0.0], np.cumsum(gaps_s)))
+    index = np.arange(len(gaps_s))
+    group = np.searchsorted(starts, index, side="right") - 1
+    begin = np.maximum(index + 1 - interval, starts[group])
+    return (total[index + 1] - total[begin]) * (interval / (index + 1 - begin))
+
+
 def _itl(result: SimulationResult, engine_side: bool = False,
          within_ms: float | None = None) -> tuple[Latency, float | None]:
     """The ITL percentiles and, given a target, the share of token gaps within it (by weight)."""
@@ -134,19 +148,28 @@ def _itl(result: SimulationResult, engine_side: bool = False,
     pairs = np.empty(n + len(gaps), np.complex128)      # (value, weight): one buffer, sorted in place (_select)
     values, weights = pairs.real, pairs.imag
     step_s = values[:n]
+    interval = 1 if engine_side else result.engine_loop.stream_interval
     if engine_side or n == 0:
         step_s[:] = tl.step_s
     elif result.num_replicas == 1:
         # the gap before each step's tokens as the client sees them (one replica: its steps are in time order already)
         tl.client_gaps(step_s)
+        if interval > 1:
+            step_s[:] = _messages_apart(step_s, np.zeros(1, np.int64), interval)
     else:
         order = np.lexsort((tl.end_s, tl.replica))
         client, replica, step = tl.client_s[order], tl.replica[order], tl.step_s[order]
-        step_s[order] = np.where(np.r_[True, np.diff(replica) != 0], step, np.diff(client, prepend=client[0]))
-        del client, replica, step, order
+        first = np.r_[True, np.diff(replica) != 0]
+        ordered = np.where(first, step, np.diff(client, prepend=client[0]))
+        step_s[order] = ordered if interval == 1 else _messages_apart(ordered, np.flatnonzero(first), interval)
+        del client, replica, step, order, first, ordered
     values[n:] = gaps
     weights[:n] = tl.itl_seqs
-    if not engine_side:
+    if interval > 1:
+        # the server streams a sequence's tokens `interval` at a time (the first alone): one message every
+        # `interval` of its steps, so a step's sequences send 1 / interval of a message each on average
+        weights[:n] /= interval
+    elif not engine_side:
         # a step handled in the same pass as the one before it merged into that message: no gap of its own
         np.copyto(weights[:n], 0.0, where=~(step_s > 0))
     values *= 1000.0

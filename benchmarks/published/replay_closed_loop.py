@@ -11,11 +11,12 @@ benchmark_lib.sh and the server script per model, GPU and framework, named below
   off, async scheduling, `--gpu-memory-utilization 0.9`, max-model-len 10240 on the H100, elsewhere isl + osl +
   20 (1k/1k) or + 200; the B200 with an FP8 KV cache;
   trt, gpt-oss (gptoss_fp4_b200_trt_*.sh): trtllm-serve with an FP8 KV cache, free_gpu_memory_fraction 0.85,
-  max_num_tokens 20000, block reuse off, EP as the point's; an attention-DP point as sizer's DEP (the experts
-  spread whole with an all-to-all, also where its ep_size 1 sliced them over TP) and without its ADP balance
-  (enable_balance, not a deployment field: sizer takes unbalanced ranks); CUDA-graph padding up to conc left at
+  max_num_tokens 20000, block reuse off, stream_interval 20, EP as the point's; an attention-DP point as sizer's DEP
+  (the experts spread whole with an all-to-all, also where its ep_size 1 sliced them over TP) and without its ADP
+  balance (enable_balance, not a deployment field: sizer takes unbalanced ranks); CUDA-graph padding up to conc left at
   sizer's preset;
-  sglang, DeepSeek-R1 FP8 (dsr1_fp8_{h200,b200,mi300x,mi325x}_*.sh): radix cache off; on the H200
+  sglang, DeepSeek-R1 FP8 (dsr1_fp8_{h200,b200,mi300x,mi325x}_*.sh): radix cache off; --stream-interval 10 on the
+  H200, 30 on the B200 (the MI300X's and MI325X's scripts set none); on the H200
   --max-running-requests 512 (1k/1k, else 256), --chunked-prefill-size 32768, --mem-fraction-static 0.82; on the
   B200 --max-running-requests 128, 32768, 0.82, an FP8 KV cache and `--ep-size` as the point's; on the MI300X
   and MI325X --chunked-prefill-size 196608, --mem-fraction-static 0.8 (--max-running-requests left to SGLang:
@@ -23,7 +24,7 @@ benchmark_lib.sh and the server script per model, GPU and framework, named below
 Every other framework or checkpoint (AMD's ATOM, FP4 DeepSeek-R1, the MI355X's servers) is listed as not
 replayed, with why.
 Predicted: `vllm bench serve`'s metrics from the simulated run (sizer.sizing.compare.predictions): mean and median TTFT,
-TPOT and E2E, and throughput per GPU (input and output tokens per second over the run's span / GPUs).
+mean TPOT, median ITL, mean E2E, and throughput per GPU (input and output tokens per second over the run's span / GPUs).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ GPUS = {"h100": "h100-sxm", "h200": "h200", "b200": "b200", "b200-trt": "b200", 
 ENGINES = {"vllm": "vllm", "sglang": "sglang", "trt": "tensorrt-llm"}
 RANGE_RATIO = 0.8              # InferenceMAX's RANDOM_RANGE_RATIO
 PROMPTS_PER_CLIENT = 10        # --num-prompts 10 x conc
-METRICS = ("mean_ttft_ms", "median_ttft_ms", "mean_tpot_ms", "mean_e2el_ms")
+METRICS = ("mean_ttft_ms", "median_ttft_ms", "mean_tpot_ms", "median_itl_ms", "mean_e2el_ms")
 
 
 def points(path: Path = CSV) -> list[dict]:
@@ -69,7 +70,7 @@ def deployment(row: dict) -> dict:
     if row["framework"] == "trt":
         return d | {"kv_cache_dtype": "fp8", "gpu_memory_utilization": 0.85, "max_num_batched_tokens": 20000,
                     "max_model_len": isl + osl + 200, "enable_attention_dp": row["dp_attention"] == "true",
-                    "enable_expert_parallel": int(row["ep"]) > 1}
+                    "enable_expert_parallel": int(row["ep"]) > 1, "stream_interval": 20}
     if row["framework"] == "vllm":
         d |= {"max_num_seqs": conc, "max_num_batched_tokens": 8192, "gpu_memory_utilization": 0.9,
               "max_model_len": 10240 if hw == "h100" else isl + osl + (20 if (isl, osl) == (1024, 1024) else 200)}
@@ -79,6 +80,7 @@ def deployment(row: dict) -> dict:
     if hw in ("mi300x", "mi325x"):
         return d | {"max_num_batched_tokens": 196608, "gpu_memory_utilization": 0.8}
     d |= {"max_num_batched_tokens": 32768, "gpu_memory_utilization": 0.82,
+          "stream_interval": 30 if hw == "b200" else 10,
           "max_num_seqs": 128 if hw == "b200" else (512 if (isl, osl) == (1024, 1024) else 256)}
     if hw == "b200":   # --ep-size = TP: the experts whole across the TP GPUs
         d |= {"kv_cache_dtype": "fp8", "enable_expert_parallel": int(row["ep"]) > 1}

@@ -223,6 +223,10 @@ class DeploymentSection:
                                                         "rank's sequences (sizes above max_num_seqs or the token "
                                                         "budget are not captured); left out: steps run unpadded")
     enable_chunked_prefill: bool | None = field(None, doc="split long prompts into chunks mixed with decodes")
+    stream_interval: int | None = field(None, ge=1, le=MAX_TOKENS,
+                                        doc="tokens per streamed message after the first, which goes alone "
+                                            "(vLLM, SGLang --stream-interval; TensorRT-LLM stream_interval); "
+                                            "left out: 1, every token its own message")
     enable_prefix_caching: bool | None = field(None, doc="reuse KV blocks of shared prompt prefixes")
     prefix_cache_tenant_isolation: bool = field(False, doc="scope the prefix cache per tenant")
     preemption_mode: Literal["recompute", "swap"] | None = field(None, doc="what happens to a sequence "
@@ -735,6 +739,7 @@ ENGINE_FIELDS = {
                      "enable_prefix_caching", "preemption_mode", "speculative_config", "disaggregated",
                      "cuda_graph_batch_sizes"),
                     BATCHING_ENGINES),
+    "stream_interval": ("vllm", "sglang", "tensorrt-llm"),
     **dict.fromkeys(("parallel", "ctx_size", "kv_unified", "batch_size", "ubatch_size"), ("llama.cpp",)),
     **dict.fromkeys(("cache_type_k", "cache_type_v", "flash_attn"), SLOT_ENGINES),
     **dict.fromkeys(("num_ctx", "num_parallel", "keep_alive_s", "max_loaded_models", "load_bytes_per_s"), ("ollama",)),

@@ -117,6 +117,7 @@ class ServingConfig:
     user_profile_file: str = ""      # the GPU's profile when it is the user's own ("" for a bundled one), named
                                      # when it lacks what an emitter needs
     attention_dp: bool = False          # attention DP on data_parallel_size GPUs, experts spread over them (DEP)
+    stream_interval: int = 1            # tokens per streamed message after the first (1: every token)
 
     @property
     def gated(self) -> bool:
@@ -157,7 +158,7 @@ def serving_config(r: Resolved, cost: CostSummary | None, verdict: str, memory_o
         replicas_source=replicas_source, verdict=verdict, replicas_memory_only=memory_only, slots=r.slots,
         n_gpu_layers=(d.n_gpu_layers if d.n_gpu_layers is not None else r.model.num_layers + 1) if r.slots else None,
         lora=(d.max_loras, d.max_lora_rank, d.max_cpu_loras or d.max_loras) if d.enable_lora else None,
-        nodes=math.ceil(p.gpus_per_replica / per_node), kubernetes=k8s,
+        nodes=math.ceil(p.gpus_per_replica / per_node), kubernetes=k8s, stream_interval=d.stream_interval or 1,
         user_profile_file="" if is_bundled(r.hardware) else r.hardware.profile_file)
 
 
@@ -242,6 +243,7 @@ def vllm_argv(c: ServingConfig) -> list[str]:
                        ("max_num_batched_tokens", str(c.max_num_batched_tokens))])
     argv += [switch_for("vllm", "enable_prefix_caching", c.enable_prefix_caching),
              switch_for("vllm", "enable_chunked_prefill", c.enable_chunked_prefill)]
+    argv += _valued("vllm", [("stream_interval", str(c.stream_interval))] * (c.stream_interval > 1))
     if c.speculative:
         s = c.speculative
         spec = {"method": s.method, "num_speculative_tokens": s.num_speculative_tokens}
@@ -285,6 +287,7 @@ def sglang_argv(c: ServingConfig) -> list[str]:
         ("chunked_prefill_size", str(c.max_num_batched_tokens if c.enable_chunked_prefill else -1))])
     if not c.enable_prefix_caching:
         argv.append(switch_for("sglang", "enable_prefix_caching", False))
+    argv += _valued("sglang", [("stream_interval", str(c.stream_interval))] * (c.stream_interval > 1))
     if c.speculative:
         s = c.speculative
         if s.method not in SGLANG_SPECULATIVE:

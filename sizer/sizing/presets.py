@@ -176,19 +176,25 @@ ENGINE_LOOPS: dict[str, EngineLoop] = {
 }
 
 
-def engine_loop(engine: str, data_parallel_ranks: int = 1) -> EngineLoop:
+def engine_loop(engine: str, data_parallel_ranks: int = 1, stream_interval: int = 1) -> EngineLoop:
     """The loop around `engine`'s steps; ValueError naming the known ones. A replica's data-parallel ranks each
     schedule their own sequences side by side: TensorRT-LLM's attention-DP ranks are one PyExecutor each, new
     requests routed to them (tensorrt_llm/_torch/pyexecutor/executor_request_queue.py,
     `_balance_requests_across_ranks`) and each rank scheduling its own active requests; SGLang's
     `--enable-dp-attention` runs a scheduler process per DP rank (its data_parallel_controller.py); vLLM's
     `--data-parallel-size` an engine core per rank (vllm/v1/engine/core.py, DPEngineCoreProc). So the per-sequence
-    CPU cost is paid on the busiest rank's share, not on the whole step's sequences."""
+    CPU cost is paid on the busiest rank's share, not on the whole step's sequences. `stream_interval`: the server's
+    tokens per streamed message after the first (vLLM's and SGLang's --stream-interval, TensorRT-LLM's
+    stream_interval: vllm/v1/engine/output_processor.py RequestState.make_request_output sends the first token, then
+    once `stream_interval` tokens wait, and at the finish; SGLang's scheduler_output_processor_mixin.py when
+    len(output_ids) % interval == 1)."""
     try:
         loop = ENGINE_LOOPS[engine]
     except KeyError:
         raise ValueError(f"no engine loop for {engine!r}; known: {', '.join(ENGINE_LOOPS)}") from None
-    return loop if data_parallel_ranks == 1 else replace(loop, scheduler_ranks=data_parallel_ranks)
+    if data_parallel_ranks != 1:
+        loop = replace(loop, scheduler_ranks=data_parallel_ranks)
+    return loop if stream_interval == 1 else replace(loop, stream_interval=stream_interval)
 
 
 def preset(engine: str) -> EnginePreset:

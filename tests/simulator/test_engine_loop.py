@@ -106,6 +106,23 @@ def test_each_token_reaches_the_client_one_step_after_the_last():
     assert client.tpot.mean_ms == pytest.approx(10.0)
 
 
+def test_a_stream_interval_sends_a_sequences_tokens_that_many_at_a_time():
+    # --stream-interval 10 (vLLM's output processor sends the first token, then once 10 wait; SGLang's scheduler at
+    # len(output_ids) % 10 == 1): 41 tokens of 10 ms steps reach the client at steps 1, 11, 21, 31, 41: gaps of
+    # 100 ms, four of them (one message every tenth step: the 40 steps' weight / 10); TTFT, TPOT and E2E are the
+    # engine's as with every token streamed (the first token and the last go at once)
+    loop = dataclasses.replace(BARE, output_s_per_pass=2e-3, output_s_per_token=0.1e-3)
+    every, tens = (simulate(sim_config(engine_loop=dataclasses.replace(loop, stream_interval=k)), STEP,
+                            [Request(0, 0.0, 16, 41)]) for k in (1, 10))
+    a, b = summarise(every), summarise(tens)
+    assert b.itl.p50_ms == pytest.approx(100.0) and b.itl.p99_ms == pytest.approx(100.0)
+    assert b.itl.mean_ms == pytest.approx(100.0)
+    assert (b.ttft.mean_ms, b.tpot.mean_ms, b.e2e.mean_ms) == (a.ttft.mean_ms, a.tpot.mean_ms, a.e2e.mean_ms)
+    assert summarise(tens, engine_side=True).itl.p50_ms == pytest.approx(10.0)     # the engine's steps are unchanged
+    with pytest.raises(ValueError, match="stream_interval"):
+        dataclasses.replace(loop, stream_interval=0)
+
+
 def test_requests_on_the_input_path_reach_an_idle_engine_whatever_the_rounding():
     # arrivals whose sum with the input path rounds (0.1 + 3e-3 is not exact in binary) must
     # still be admitted when the engine wakes for them, not waited for again and again

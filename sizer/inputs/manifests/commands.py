@@ -150,7 +150,7 @@ VALUE_FLAGS = {                      # vLLM: `vllm serve --help` (vllm/engine/ar
     "--speculative-config": ("speculative_config", "json"), "--model": ("model", "str"),
     "--model-id": ("model", "str"),                   # KServe huggingfaceserver's --model_id
     "--max-loras": ("max_loras", _NUMBER), "--max-lora-rank": ("max_lora_rank", _NUMBER),
-    "--max-cpu-loras": ("max_cpu_loras", _NUMBER),
+    "--max-cpu-loras": ("max_cpu_loras", _NUMBER), "--stream-interval": ("stream_interval", _NUMBER),
 }
 BOOL_FLAGS = {"--enable-prefix-caching": ("enable_prefix_caching", True),
               "--disable-prefix-caching": ("enable_prefix_caching", False),        # vLLM 0.33
@@ -177,6 +177,7 @@ SGLANG_VALUE_FLAGS = {
     "--dtype": ("dtype", "dtype"), "--ep-size": ("expert_parallel_size", "ep"),
     "--expert-parallel-size": ("expert_parallel_size", "ep"),
     "--max-loras-per-batch": ("max_loras", _NUMBER), "--max-lora-rank": ("max_lora_rank", _NUMBER),
+    "--stream-interval": ("stream_interval", _NUMBER),
     # speculative decoding as separate flags (server_args.py), gathered into speculative_config: the algorithm,
     # its steps (the draft length), the draft model; sizer models a chain of drafts, so top-k 1 and steps + 1 draft
     # tokens, which --emit sglang writes
