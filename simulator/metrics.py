@@ -123,13 +123,17 @@ def _latency(values_ms: np.ndarray, weights: np.ndarray | None = None) -> Latenc
     return Latency(p50, p95, p99, mean)
 
 
-def _messages_apart(gaps_s: np.ndarray, starts: np.ndarray, interval: int) -> np.ndarray:
+def _messages_apart(gaps_s: np.ndarray, first: np.ndarray, itl_seqs: np.ndarray, interval: int) -> np.ndarray:
     """The gap between a sequence's messages when the server streams `interval` tokens in each: at each step, the
     client-visible time of the `interval` steps ending there, from the steps' own client gaps `gaps_s` in time order
-    per replica, each replica's first step at `starts` (within a replica's first `interval` steps, the steps so far
-    scaled to `interval` of them: a sequence sends its first message after the first token `interval` steps on).
-    Exact for a sequence running in every step of that stretch, as a decoding sequence does under continuous
-    batching; a request's last message (its remainder, at most `interval` tokens) is counted as a whole one."""
+    per replica (`first`: a replica's first step; `itl_seqs`: the steps' sequences with a token before). A stretch
+    restarts at a replica's first step and after a step no running sequence was in (`itl_seqs` 0: the engine was
+    idle or every sequence new, so no window reaches back past it); within a stretch's first `interval` steps the
+    steps so far are scaled to `interval` of them (a sequence sends its first message after the first token
+    `interval` steps on). Exact for a sequence running in every step of the window, as a decoding sequence does
+    under continuous batching; a request's last message (its remainder, at most `interval` tokens) is counted as a
+    whole one."""
+    starts = np.flatnonzero(first | np.r_[True, itl_seqs[:-1] == 0])
     total = np.concatenate(([0.0], np.cumsum(gaps_s)))
     index = np.arange(len(gaps_s))
     group = np.searchsorted(starts, index, side="right") - 1
@@ -155,25 +159,23 @@ def _itl(result: SimulationResult, engine_side: bool = False,
         # the gap before each step's tokens as the client sees them (one replica: its steps are in time order already)
         tl.client_gaps(step_s)
         if interval > 1:
-            step_s[:] = _messages_apart(step_s, np.zeros(1, np.int64), interval)
+            step_s[:] = _messages_apart(step_s, np.zeros(n, bool), tl.itl_seqs, interval)
     else:
         order = np.lexsort((tl.end_s, tl.replica))
         client, replica, step = tl.client_s[order], tl.replica[order], tl.step_s[order]
         first = np.r_[True, np.diff(replica) != 0]
         ordered = np.where(first, step, np.diff(client, prepend=client[0]))
-        step_s[order] = ordered if interval == 1 else _messages_apart(ordered, np.flatnonzero(first), interval)
+        step_s[order] = ordered if interval == 1 else _messages_apart(ordered, first, tl.itl_seqs[order], interval)
         del client, replica, step, order, first, ordered
     values[n:] = gaps
     weights[:n] = tl.itl_seqs
-    if interval > 1:
-        # the server streams a sequence's tokens `interval` at a time (the first alone): one message every
-        # `interval` of its steps, so a step's sequences send 1 / interval of a message each on average
-        weights[:n] /= interval
-    elif not engine_side:
+    if interval == 1 and not engine_side:
         # a step handled in the same pass as the one before it merged into that message: no gap of its own
         np.copyto(weights[:n], 0.0, where=~(step_s > 0))
     values *= 1000.0
-    weights[n:] = 1.0
+    # the server streams a sequence's tokens `interval` at a time (the first alone): a step's sequences send
+    # 1 / interval of a message each on average, so each longer gap (a message of its own) weighs `interval` steps'
+    weights[n:] = float(interval)
     # the mean first, in the values' own order (its summation order, as before); the weights are whole
     # numbers, so their sum is exact in any order
     total = np.sum(weights)

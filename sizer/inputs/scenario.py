@@ -687,6 +687,10 @@ def check_scenario(s: Scenario) -> None:
     if d.max_cpu_loras is not None and d.max_cpu_loras < d.max_loras:
         raise InputError(f, "deployment.max_cpu_loras", f"expected at least max_loras ({d.max_loras}), "
                          f"got {d.max_cpu_loras}")
+    if (d.stream_interval or 1) > 1 and d.speculative_config:
+        raise InputError(f, "deployment.stream_interval", "with deployment.speculative_config is not modelled: the "
+                                                          "server counts the interval in tokens, several a step "
+                                                          "under speculative decoding; leave one of them out")
     if d.cuda_graph_batch_sizes == []:   # TensorRT-LLM's CudaGraphConfig generates its own sizes for an empty list
         raise InputError(f, "deployment.cuda_graph_batch_sizes", "expected at least one batch size, got []; "
                                                                   "leave the field out for steps run unpadded")

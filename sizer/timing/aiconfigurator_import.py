@@ -325,20 +325,21 @@ def _mla_rows(df, table: str, needed: frozenset[tuple[int, ...]] | None) -> list
 
 
 def _mla_kernel_rows(df, table: str, needed: frozenset[tuple[int, ...]] | None) -> list[tuple]:
-    """(KV dtype, kv_lora_rank, qk_rope_head_dim, heads, batch, tokens or KV length, us), the fastest kernel. The
+    """(KV dtype, *kernel_tables.MLA_KERNEL_DIMS, heads, batch, tokens or KV length, us), the fastest kernel. The
     source's MLA kernel tables (SGLang's `context_mla_perf`, `generation_mla_perf`) name no model: they are
     DeepSeek-V3's attention (aiconfigurator-core queries them for DeepSeek-V3/R1 by 128 heads / TP, its
-    `_MLA_KERNEL_TABLE_NATIVE_HEADS`), so their latent and rope dimensions are MLA_MODELS' model's; `num_heads` is
-    per GPU. Prefill rows are step 0 (no prefix); a decode row's KV length is isl + step, as generation
-    attention's."""
-    _, _, kv_lora_rank, _, rope, _ = mla_dims(next(iter(MLA_MODELS.values())))
+    `_MLA_KERNEL_TABLE_NATIVE_HEADS`), so their latent, nope, rope and value dimensions are MLA_MODELS' model's;
+    `num_heads` is per GPU. Prefill rows are step 0 (no prefix); a decode row's KV length is isl + step, as
+    generation attention's."""
+    _, _, kv_lora_rank, nope, rope, v = mla_dims(next(iter(MLA_MODELS.values())))
+    dims = (kv_lora_rank, nope, rope, v)
     df = df[(df["mla_dtype"] == "bfloat16") & df["kv_cache_dtype"].isin(TABLE_KV_DTYPES)].copy()
     if table == "mla_kernel_context":
         df = df[df["step"] == 0].copy()
     df["length"] = df["isl"] if table == "mla_kernel_context" else df["isl"] + df["step"]
     keys = ["kv_cache_dtype", "num_heads", "batch_size", "length"]
-    heads = None if needed is None else {d[-1] for d in needed if (d[2], d[4]) == (kv_lora_rank, rope)}
-    return [(kv, kv_lora_rank, rope, int(h), int(b), int(n), float(t) * 1e3)
+    heads = None if needed is None else {d[-1] for d in needed if d[2:6] == dims}
+    return [(kv, *dims, int(h), int(b), int(n), float(t) * 1e3)
             for kv, h, b, n, t in _fastest(df, keys)[[*keys, "latency"]].itertuples(index=False)
             if heads is None or h in heads]
 

@@ -538,8 +538,8 @@ class KernelTableStepTimeModel:
         dimensions and the heads per GPU); none unless every dense MLA shape is there."""
         shapes, curves = latent_shapes(m, p), []
         for shape in shapes:
-            _, _, kv_lora_rank, _, rope, _, heads = shape.dims
-            key = (kv, kv_lora_rank, rope, heads)
+            _, _, kv_lora_rank, nope, rope, v, heads = shape.dims
+            key = (kv, kv_lora_rank, nope, rope, v, heads)
             decode = attention_rows(self.tables.mla_kernel_generation, key)
             prefill = attention_rows(self.tables.mla_kernel_context, key)
             if decode is None or prefill is None:

@@ -24,7 +24,8 @@ column (the last before the latency) and latencies in microseconds as space-sepa
   mla_generation.csv.gz        the same key, context_tokens, latency_us (the block for batch sequences decoding one
                                token each on `context_tokens` of KV, the new token's included: projections, the
                                absorbed kv_b BMMs, attention, o_proj)
-  mla_kernel_context.csv.gz    kv_dtype, kv_lora_rank, qk_rope_head_dim, heads, batch, tokens, latency_us
+  mla_kernel_context.csv.gz    kv_dtype, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, heads, batch,
+                               tokens, latency_us
                                (the attention kernel of a multi-head latent attention layer alone, on one GPU's
                                `heads`: the causal prefill of batch sequences of `tokens` new tokens each; its
                                projections are GEMMs. SGLang's tables, where no module table is measured)
@@ -72,6 +73,8 @@ TP_SIZES = (1, 2, 4, 8)              # the tensor-parallel splits tables cover: 
 
 # the shape of a multi-head latent attention block (LatentAttention's fields, and the model's hidden size)
 MLA_DIMS = ("hidden", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+# the shape of an MLA layer's attention kernel alone (its projections are GEMMs)
+MLA_KERNEL_DIMS = ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 # a gated delta net layer's kernel shape per GPU (GatedDeltaNet's fields, heads after the TP split)
 GDN_DIMS = ("k_heads", "k_head_dim", "v_heads", "v_head_dim", "conv_kernel")
 # table file -> (categorical key columns, numeric grid columns); every table ends in latency_us
@@ -83,8 +86,8 @@ TABLES = {
     "moe": (("dtype",), ("hidden", "inter", "topk", "experts", "tp", "ep", "tokens")),
     "mla_context": (("dtype", "kv_dtype"), (*MLA_DIMS, "heads", "batch", "tokens")),
     "mla_generation": (("dtype", "kv_dtype"), (*MLA_DIMS, "heads", "batch", "context_tokens")),
-    "mla_kernel_context": (("kv_dtype",), ("kv_lora_rank", "qk_rope_head_dim", "heads", "batch", "tokens")),
-    "mla_kernel_generation": (("kv_dtype",), ("kv_lora_rank", "qk_rope_head_dim", "heads", "batch", "context_tokens")),
+    "mla_kernel_context": (("kv_dtype",), (*MLA_KERNEL_DIMS, "heads", "batch", "tokens")),
+    "mla_kernel_generation": (("kv_dtype",), (*MLA_KERNEL_DIMS, "heads", "batch", "context_tokens")),
     "gdn_context": ((), (*GDN_DIMS, "batch", "tokens")),
     "gdn_generation": ((), (*GDN_DIMS, "batch")),
 }

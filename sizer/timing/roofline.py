@@ -275,7 +275,10 @@ class RooflineStepTimeModel:
             return max(pairs * seconds_per_pair, (read + 2 * batch.new_tokens) * seconds_per_token) + index
         if window:           # each query attends to at most `window` keys; a sequence reads at most that many
             decode, decode_ctx, prefill, n, c = split_attention(batch)
-            pairs = decode * min(window, decode_ctx + 1) + (prefill * windowed_pairs(n, c, window) if prefill else 0)
+            # a decode's new tokens: 1, more when it verifies speculative drafts
+            decode_tokens = (batch.new_tokens - prefill * n) / decode if decode else 0.0
+            pairs = (decode * windowed_pairs(decode_tokens, decode_ctx, window) if decode else 0.0) + (
+                prefill * windowed_pairs(n, c, window) if prefill else 0.0)
             read = decode * min(window, decode_ctx) + prefill * min(window, c)
             return max(pairs * seconds_per_pair, (read + 2 * batch.new_tokens) * seconds_per_token)
         return max(batch.attention_pairs * seconds_per_pair,
@@ -313,7 +316,7 @@ class RooflineStepTimeModel:
 
     def plain_groups(self, indices: list[int]) -> list[tuple[float, float]] | None:
         """(seconds per pair, seconds per token) of KV groups `indices`, in order, when each is plain (no window,
-        no top-k: `_group_s`'s last line with `attended` 1.0); None when any is not."""
+        no top-k: `_group_s`'s last line); None when any is not."""
         groups = [self._attention_groups[i] for i in indices]
         if any(window or topk for _, _, window, topk, _, _ in groups):
             return None

@@ -89,6 +89,11 @@ def test_a_stream_interval_is_a_batching_servers_setting_and_spaces_the_clients_
     # the same steps: TPOT and E2E unchanged; each message eight steps apart, so the median gap eight TPOTs
     assert eight["tpot"]["mean_ms"] == one["tpot"]["mean_ms"] and eight["e2e"]["mean_ms"] == one["e2e"]["mean_ms"]
     assert eight["itl"]["p50_ms"] == pytest.approx(8 * one["itl"]["p50_ms"], rel=0.05)
+    # under speculative decoding the server counts the interval in tokens, several a step: not modelled, refused
+    spec = "speculative_config: {method: ngram, num_speculative_tokens: 3, acceptance_rate: 0.5}"
+    path.write_text(body.format(engine="vllm", n=8).replace("stream_interval: 8}", f"stream_interval: 8, {spec}}}"))
+    result = runner.invoke(app, ["simulate", str(path)])
+    assert result.exit_code == 2 and "deployment.stream_interval: with deployment.speculative_config" in result.output
     path.write_text(body.format(engine="llama.cpp", n=8).replace("hardware: h100", "hardware: m3-max"))
     result = runner.invoke(app, ["simulate", str(path)])
     assert result.exit_code == 2

@@ -168,7 +168,7 @@ def test_the_system_is_the_profiles(tmp_path, monkeypatch):
 
 def test_mla_kernel_tables_are_read_where_no_module_table_is(tmp_path):
     # SGLang's MLA tables are the attention kernel alone (context_mla_perf, generation_mla_perf), no model named:
-    # DeepSeek-V3's attention (latent 512, rope 64: the catalog's deepseek-v3), heads per GPU
+    # DeepSeek-V3's attention (latent 512, nope 128, rope 64, value 128: the catalog's deepseek-v3), heads per GPU
     source = fake_package(tmp_path / "wheel")
     folder = source / "aiconfigurator_core" / "systems" / "data" / "h100_sxm" / "mla" / "vllm" / "0.9.9"
     folder.mkdir(parents=True)
@@ -187,5 +187,5 @@ def test_mla_kernel_tables_are_read_where_no_module_table_is(tmp_path):
     t = load_kernel_tables(tmp_path / "out" / "h100-sxm-vllm-0.9.9")
     assert t.mla_context == {} and t.mla_generation == {}
     # prefill: the faster kernel of the prefix-free row; decode: KV length isl + step = 2,048
-    assert dict(t.mla_kernel_context) == {("bfloat16", 512, 64, 16, 4): pytest.approx({1024: 168e-6})}
-    assert dict(t.mla_kernel_generation) == {("bfloat16", 512, 64, 16, 4): pytest.approx({2048: 17.7e-6})}
+    assert dict(t.mla_kernel_context) == {("bfloat16", 512, 128, 64, 128, 16, 4): pytest.approx({1024: 168e-6})}
+    assert dict(t.mla_kernel_generation) == {("bfloat16", 512, 128, 64, 128, 16, 4): pytest.approx({2048: 17.7e-6})}
