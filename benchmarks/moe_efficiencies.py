@@ -50,7 +50,7 @@ POOLED = ("h100-sxm", "h200")     # the GPUs whose folders the roofline's figure
 
 def figures(tables, hw) -> tuple[list[float], dict[float, list[float]], list[float]]:
     """(fixed costs, grouped-GEMM efficiencies by tokens per expert, expert-streaming shares) of a folder."""
-    from sizer.timing.roofline import WEIGHT_STREAM_EFFICIENCY
+    from sizer.timing.roofline import WEIGHT_STREAM_EFFICIENCY, random_routing_share
 
     fixed, eff, streaming = [], {t: [] for t in TOKENS_PER_EXPERT}, []
     stream = hw.memory_bandwidth_bytes_per_s * hw.bandwidth_efficiency * WEIGHT_STREAM_EFFICIENCY
@@ -60,7 +60,7 @@ def figures(tables, hw) -> tuple[list[float], dict[float, list[float]], list[flo
         gpus = tp * ep
         expert_bytes = 3 * h * w / tp * BYTES[dtype]
         one = min(rows)
-        touched = (e / ep) * (1 - (1 - k / e) ** one)
+        touched = (e / ep) * random_routing_share(one, k, e)
         fixed_s = rows[one] - touched * expert_bytes / stream
         fixed.append(fixed_s)
         peak = hw.peak_flops(PEAK[dtype])
@@ -79,7 +79,9 @@ def figures(tables, hw) -> tuple[list[float], dict[float, list[float]], list[flo
 def balanced_touched(tokens: int, top_k: int, experts: int, ep: int) -> float:
     """Experts one GPU reads for `tokens` under the tables' balanced routing: the tokens' top-k choices spread
     evenly over the experts, so every expert of the GPU is read once there are as many choices as experts."""
-    return min(experts, tokens * top_k) / ep
+    from sizer.timing.roofline import balanced_routing_share
+
+    return experts / ep * balanced_routing_share(tokens, top_k, experts)
 
 
 def main() -> None:

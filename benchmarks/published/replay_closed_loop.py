@@ -32,11 +32,12 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from benchmarks.published.replay_saturation import priced_by
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.sizing.compare import predictions
 from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulate_scenario
-from sizer.timing.step_model import step_model_for, step_sources
+from sizer.timing.step_model import step_model_for
 
 CSV = Path(__file__).resolve().parents[2] / "tests" / "data" / "fidelity" / "inferencemax.csv"
 MODELS = {"openai/gpt-oss-120b": "gpt-oss-120b", "deepseek-ai/DeepSeek-R1-0528": "deepseek-ai/DeepSeek-R1"}
@@ -101,11 +102,6 @@ def predicted(row: dict, step_model: str = "auto") -> tuple[dict[str, float], st
     """(the point's metrics as sizer predicts them, what priced the steps)."""
     r = resolve(scenario_from_dict(scenario_of(row, step_model), None))
     step = step_model_for(r)
-    sim = simulate_scenario(r, step=step)
-    out = predictions(sim, list(METRICS))
-    out["tput_per_gpu"] = predictions(sim, [])["total_token_throughput"] / int(row["tp"])
-    sources = step_sources(step)
-    roofline = sorted(family for family, source in sources.items() if source == "roofline")
-    name = ("roofline" if set(sources.values()) == {"roofline"} else "tables"
-            + (f"; roofline: {', '.join(roofline)}" if roofline else ""))
-    return out, name
+    out = predictions(simulate_scenario(r, step=step), list(METRICS))
+    out["tput_per_gpu"] = out["total_token_throughput"] / int(row["tp"])
+    return out, priced_by(step, "tables")

@@ -81,8 +81,14 @@ def predicted_tokens_per_s(row: dict, step_model: str = "auto", scale: float = 1
     step = step_model_for(r)
     result = simulate_scenario(r, step=step)
     done = ~result.columns["rejected"]
+    return (int(done.sum()) * int(row["osl"]) / float(result.timeline.end_s.max()),
+            priced_by(step, f"{r.hardware.id} {r.engine.engine} tables"))
+
+
+def priced_by(step, tables: str) -> str:
+    """What priced a replay's steps in a word: "roofline" when it priced everything, else `tables` and the operator
+    families the roofline priced."""
     sources = step_sources(step)
     roofline = [family for family, source in sources.items() if source == "roofline"]
-    name = ("roofline" if set(sources.values()) == {"roofline"} else f"{r.hardware.id} {r.engine.engine} tables"
-            + (f"; roofline: {', '.join(roofline)}" if roofline else ""))
-    return int(done.sum()) * int(row["osl"]) / float(result.timeline.end_s.max()), name
+    return ("roofline" if set(sources.values()) == {"roofline"}
+            else tables + (f"; roofline: {', '.join(roofline)}" if roofline else ""))

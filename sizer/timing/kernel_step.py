@@ -394,13 +394,15 @@ class KernelTableStepTimeModel:
         dtype = self.ran_in or dtype
         kv = self.ran_in if self.ran_in and roofline.kv.dtype in FLOAT_FORMATS else KV_DTYPES.get(roofline.kv.dtype)
         # MLA blocks the module tables hold: their projections are priced there, not as GEMMs below; else the MLA
-        # attention kernel's rows (SGLang's), the projections priced as GEMMs
-        latent, self.latent = self._latent(m, p, dtype, kv)
+        # attention kernel's rows (SGLang's, keyed by the kernel's dimensions: MLA_KERNEL_DIMS), the projections
+        # priced as GEMMs
+        latent, self.latent = self._latent(m, p, self.tables.mla_generation, self.tables.mla_context,
+                                           lambda dims: (MLA_DTYPES.get(dtype), kv, *dims))
         module_layers = frozenset(i for shape in latent for i in shape.layers)
-        self.latent_kernel_only = False
         if not latent:
-            latent, self.latent = self._latent_kernels(m, p, kv)
-            self.latent_kernel_only = bool(latent)
+            latent, self.latent = self._latent(m, p, self.tables.mla_kernel_generation,
+                                               self.tables.mla_kernel_context, lambda dims: (kv, *dims[2:]))
+        self.latent_kernel_only = bool(latent) and not module_layers
         # GEMMs and the all-reduces depend on the step's new tokens only: one curve; shapes the tables
         # do not bracket go to the roofline one by one
         curves, self.roofline_gemms = [], []
@@ -518,30 +520,16 @@ class KernelTableStepTimeModel:
         return m.num_moe_layers * layers_per_stage(m, p) / m.num_layers, Curve(random_routing(rows, f.top_k,
                                                                                              f.num_experts))
 
-    def _latent(self, m: ModelSpec, p: ParallelConfig, dtype: str | None, kv: str | None
+    def _latent(self, m: ModelSpec, p: ParallelConfig, generation: Mapping, context: Mapping,
+                key_of: Callable[[tuple[int, ...]], tuple]
                 ) -> tuple[list[LatentShape], list[tuple[float, BatchCurves, BatchCurves]]]:
-        """The dense MLA shapes the module tables hold in the step's linear and KV dtypes, and per shape (layers
-        per stage, decode latency by (seqs, KV length), prefill latency by (seqs, tokens)); none unless all are."""
+        """The dense MLA shapes a pair of MLA tables (decode, prefill) holds under the keys `key_of` makes of each
+        shape's dims, and per shape (layers per stage, decode latency by (seqs, KV length), prefill latency by
+        (seqs, tokens)); none unless all are."""
         shapes, curves = latent_shapes(m, p), []
         for shape in shapes:
-            key = (MLA_DTYPES.get(dtype), kv, *shape.dims)
-            decode = attention_rows(self.tables.mla_generation, key)
-            prefill = attention_rows(self.tables.mla_context, key)
-            if decode is None or prefill is None:
-                return [], []
-            curves.append((shape.per_stage, decode, prefill))
-        return shapes, curves
-
-    def _latent_kernels(self, m: ModelSpec, p: ParallelConfig, kv: str | None
-                        ) -> tuple[list[LatentShape], list[tuple[float, BatchCurves, BatchCurves]]]:
-        """As `_latent`, from the MLA attention kernel's tables (the kernel alone, keyed by the latent and rope
-        dimensions and the heads per GPU); none unless every dense MLA shape is there."""
-        shapes, curves = latent_shapes(m, p), []
-        for shape in shapes:
-            _, _, kv_lora_rank, nope, rope, v, heads = shape.dims
-            key = (kv, kv_lora_rank, nope, rope, v, heads)
-            decode = attention_rows(self.tables.mla_kernel_generation, key)
-            prefill = attention_rows(self.tables.mla_kernel_context, key)
+            decode = attention_rows(generation, key_of(shape.dims))
+            prefill = attention_rows(context, key_of(shape.dims))
             if decode is None or prefill is None:
                 return [], []
             curves.append((shape.per_stage, decode, prefill))

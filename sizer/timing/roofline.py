@@ -277,8 +277,7 @@ class RooflineStepTimeModel:
             decode, decode_ctx, prefill, n, c = split_attention(batch)
             # a decode's new tokens: 1, more when it verifies speculative drafts
             decode_tokens = (batch.new_tokens - prefill * n) / decode if decode else 0.0
-            pairs = (decode * windowed_pairs(decode_tokens, decode_ctx, window) if decode else 0.0) + (
-                prefill * windowed_pairs(n, c, window) if prefill else 0.0)
+            pairs = decode * windowed_pairs(decode_tokens, decode_ctx, window) + prefill * windowed_pairs(n, c, window)
             read = decode * min(window, decode_ctx) + prefill * min(window, c)
             return max(pairs * seconds_per_pair, (read + 2 * batch.new_tokens) * seconds_per_token)
         return max(batch.attention_pairs * seconds_per_pair,

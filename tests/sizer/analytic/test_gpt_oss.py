@@ -30,13 +30,14 @@ GPT_OSS = MODELS / "gpt-oss-120b"
 GROUP_BYTES = 2 * 18 * 8 * 64 * 2
 
 
-def _gpt_oss_on_h200():
-    """gpt-oss-120b on one H200 in vLLM at a 131,072-token context, 8,192-token prompts and 1,024-token outputs."""
+def _gpt_oss(gpu: str = "h200", engine: str = "vllm", tp: int = 1, max_model_len: int = 131072, prompt: int = 8192):
+    """gpt-oss-120b on `tp` `gpu`s in `engine` (one H200 in vLLM at a 131,072-token context by default), `prompt`-token
+    prompts and 1,024-token outputs."""
     return resolve(scenario_from_dict({
-        "name": "gpt-oss", "model": str(GPT_OSS), "hardware": "h200",
-        "deployment": {"engine": "vllm", "max_model_len": 131072},
+        "name": "gpt-oss", "model": str(GPT_OSS), "hardware": gpu,
+        "deployment": {"engine": engine, "tensor_parallel_size": tp, "max_model_len": max_model_len},
         "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
-                     "prompt_tokens": {"distribution": "fixed", "value": 8192},
+                     "prompt_tokens": {"distribution": "fixed", "value": prompt},
                      "output_tokens": {"distribution": "fixed", "value": 1024}}}, None))
 
 
@@ -64,7 +65,7 @@ def test_kv_per_sequence_keeps_the_window_in_the_sliding_layers():
 
 
 def test_the_plans_capacity_counts_the_window_not_the_context():
-    r = _gpt_oss_on_h200()
+    r = _gpt_oss()
     plan = make_plan(r)
     # requests of 9,216 tokens: full layers 9,216 x 36,864 B, sliding layers 9 blocks of 16 tokens x 36,864 B
     per_request = GROUP_BYTES * 9216 + GROUP_BYTES * 9 * 16
@@ -137,13 +138,7 @@ def test_w4a8_experts_are_priced_by_w4a8_rows_or_the_roofline_never_by_the_w4a16
     # at TP 1 and the roofline's where TP 2 slices the experts (no such W4A8 rows). On an H200 the W4A16 rows are the
     # kernel that runs (OpenAI triton_kernels) and price the experts.
     def priced(gpu, engine="vllm", tp=1):
-        r = resolve(scenario_from_dict({
-            "name": "gpt-oss", "model": str(GPT_OSS), "hardware": gpu,
-            "deployment": {"engine": engine, "tensor_parallel_size": tp, "max_model_len": 8192},
-            "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
-                         "prompt_tokens": {"distribution": "fixed", "value": 1024},
-                         "output_tokens": {"distribution": "fixed", "value": 1024}}}, None))
-        step = step_model_for(r)
+        step = step_model_for(_gpt_oss(gpu, engine, tp, max_model_len=8192, prompt=1024))
         return step_sources(step)["MoE experts"], step.roofline
     source, roofline = priced("b200")
     assert source == "roofline" and roofline.expert_activations == "mxfp8"
@@ -169,7 +164,7 @@ def test_sliding_spans_are_the_window_layers():
 
 
 def test_the_kv_pool_counts_blocks_of_the_full_layers_and_the_simulator_the_windows():
-    r = _gpt_oss_on_h200()
+    r = _gpt_oss()
     # a block is 16 tokens of the 18 full-attention layers (36,864 B a token); the 18 sliding layers hold as many
     # bytes per token, so a window block is one pool block, window 128
     assert r.memory.kv_blocks == int(r.memory.kv_cache_bytes // (GROUP_BYTES * 16))

@@ -314,14 +314,19 @@ def test_lora_adapters_are_priced_by_the_roofline_on_top_of_the_tables_and_named
 
 
 
-def h100_model(model: str, tp: int, **deployment) -> KernelTableStepTimeModel:
+def tables_model(model: str, tp: int, gpu: str, engine: str, **deployment) -> KernelTableStepTimeModel:
+    """`model` at TP `tp` on `gpu` priced by the bundled tables of `engine`."""
     r = resolve(scenario_from_dict({
-        "name": model, "model": model, "hardware": "h100-sxm",
-        "deployment": {"engine": "vllm", "tensor_parallel_size": tp, "max_model_len": 8192, **deployment},
+        "name": model, "model": model, "hardware": gpu,
+        "deployment": {"engine": engine, "tensor_parallel_size": tp, "max_model_len": 8192, **deployment},
         "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
                      "prompt_tokens": {"distribution": "fixed", "value": 128},
                      "output_tokens": {"distribution": "fixed", "value": 16}}}, None))
-    return KernelTableStepTimeModel(load_kernel_tables(bundled_tables_dir("h100-sxm", "vllm")), roofline_for(r))
+    return KernelTableStepTimeModel(load_kernel_tables(bundled_tables_dir(gpu, engine)), roofline_for(r))
+
+
+def h100_model(model: str, tp: int, **deployment) -> KernelTableStepTimeModel:
+    return tables_model(model, tp, "h100-sxm", "vllm", **deployment)
 
 
 # Models whose tables price attention, one for each part `decode_step_time` flattens: plain attention (Llama-3.1-70B at
@@ -384,15 +389,8 @@ def test_decode_past_the_measured_context_never_reads_the_kv_faster_than_the_mem
 def h200_trtllm_model(name: str, tp: int = 1, attention_dp: bool | None = None) -> KernelTableStepTimeModel:
     """`name` on H200s as the saturation rows run it (benchmarks/published/replay_saturation.py): FP8 weights and KV
     cache, TensorRT-LLM's tables, a MoE model (tp > 1) with attention DP (each GPU all the heads) unless told."""
-    r = resolve(scenario_from_dict({
-        "name": name, "model": name, "hardware": "h200",
-        "deployment": {"engine": "tensorrt-llm", "quantization": "fp8", "kv_cache_dtype": "fp8",
-                       "tensor_parallel_size": tp, "max_model_len": 8192,
-                       "enable_attention_dp": tp > 1 if attention_dp is None else attention_dp},
-        "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
-                     "prompt_tokens": {"distribution": "fixed", "value": 128},
-                     "output_tokens": {"distribution": "fixed", "value": 16}}}, None))
-    return KernelTableStepTimeModel(load_kernel_tables(bundled_tables_dir("h200", "tensorrt-llm")), roofline_for(r))
+    return tables_model(name, tp, "h200", "tensorrt-llm", quantization="fp8", kv_cache_dtype="fp8",
+                        enable_attention_dp=tp > 1 if attention_dp is None else attention_dp)
 
 
 def test_the_h200_tables_decode_past_their_grid_at_the_rate_the_kernel_or_the_memory_reads_the_kv():
@@ -420,13 +418,7 @@ def test_sglangs_mla_is_priced_by_its_attention_kernel_rows_and_its_projections_
     # its 61 MLA layers' attention from them, not by the roofline (the q/kv/o projections stay GEMMs: no module rows).
     # Hand-derived from hardware_profiles/kernels/h200-sglang-0.5.14: 4 sequences decoding on 2,047 cached tokens
     # read KV length 2,048, 17.73 us a layer; one fresh 1,024-token prompt 46.24 us a layer
-    r = resolve(scenario_from_dict({
-        "name": "dsv3", "model": "deepseek-v3", "hardware": "h200",
-        "deployment": {"engine": "sglang", "tensor_parallel_size": 8, "max_model_len": 8192},
-        "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
-                     "prompt_tokens": {"distribution": "fixed", "value": 128},
-                     "output_tokens": {"distribution": "fixed", "value": 16}}}, None))
-    model = KernelTableStepTimeModel(load_kernel_tables(bundled_tables_dir("h200", "sglang")), roofline_for(r))
+    model = tables_model("deepseek-v3", 8, "h200", "sglang")
     assert model.latent_kernel_only and not model.roofline_groups
     assert "MLA: the attention kernel's rows, its projections as GEMMs" in model.sources["attention"]
     assert model.attention_s(StepBatch.from_seqs([(1, 2047)] * 4)) == pytest.approx(61 * 17.73e-6, rel=1e-9)
