@@ -42,8 +42,12 @@ sys.path.insert(0, str(REPO))
 
 # bytes per expert weight and the peak each format's grouped GEMMs run at
 BYTES = {"bfloat16": 2.0, "fp8": 1.0, "fp8_block": 1.0 + 4 / 128 ** 2, "w4a16_mxfp4": 0.5 + 1 / 32,
-         "nvfp4": 0.5 + 1 / 16}
-PEAK = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8", "w4a16_mxfp4": "bf16", "nvfp4": "fp4"}
+         "w4a16_mxfp4_marlin": 0.5 + 1 / 32, "nvfp4": 0.5 + 1 / 16}
+PEAK = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8", "w4a16_mxfp4": "bf16", "w4a16_mxfp4_marlin": "bf16",
+        "nvfp4": "fp4"}
+# the "all formats" figures (the roofline's for unmeasured formats) pool the engines' own kernels; vLLM's Marlin
+# MoE, which an engine runs only where asked or where nothing else runs, is kept to its own figures
+OWN_FIGURES_ONLY = ("w4a16_mxfp4_marlin",)
 TOKENS_PER_EXPERT = (0.25, 1, 4, 16, 64, 256, 1024)
 POOLED = ("h100-sxm", "h200")     # the GPUs whose folders the roofline's figures pool
 
@@ -74,6 +78,11 @@ def figures(tables, hw) -> tuple[list[float], dict[float, list[float]], list[flo
             elif flops / peak <= read and tokens > one and seconds > fixed_s:
                 streaming.append(read / (seconds - fixed_s))
     return fixed, eff, streaming
+
+
+def pooled(table_dtype: str, figure: str) -> bool:
+    """Whether a row of `table_dtype` counts towards the pooled `figure` (a format, or "all formats")."""
+    return table_dtype == figure or (figure == "all formats" and table_dtype not in OWN_FIGURES_ONLY)
 
 
 def balanced_touched(tokens: int, top_k: int, experts: int, ep: int) -> float:
@@ -109,8 +118,7 @@ def main() -> None:
         show(folder.name, fixed, eff, streaming)
         if gpu in POOLED:
             for dtype in (*BYTES, "all formats"):
-                only = tables if dtype == "all formats" else replace(
-                    tables, moe={k: v for k, v in tables.moe.items() if k[0] == dtype})
+                only = replace(tables, moe={k: v for k, v in tables.moe.items() if pooled(k[0], dtype)})
                 fixed, eff, streaming = figures(only, load_hardware(gpu, None))
                 pooled_fixed.setdefault(dtype, []).extend(fixed)
                 pooled_streaming.setdefault(dtype, []).extend(streaming)

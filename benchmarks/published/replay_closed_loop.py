@@ -9,7 +9,8 @@ benchmark_lib.sh and the server script per model, GPU and framework, named below
 - the server, by framework:
   vllm (gptoss_fp4_{h100,h200,b200}_*.sh): `--max-num-seqs conc`, max-num-batched-tokens 8192, prefix caching
   off, async scheduling, `--gpu-memory-utilization 0.9`, max-model-len 10240 on the H100, elsewhere isl + osl +
-  20 (1k/1k) or + 200; the B200 with an FP8 KV cache;
+  20 (1k/1k) or + 200; the B200 with an FP8 KV cache; the H100 and H200 with VLLM_MXFP4_USE_MARLIN=1 (Marlin MoE:
+  sizer's moe_backend marlin);
   trt, gpt-oss (gptoss_fp4_b200_trt_*.sh): trtllm-serve with an FP8 KV cache, free_gpu_memory_fraction 0.85,
   max_num_tokens 20000, block reuse off, stream_interval 20, EP as the point's; an attention-DP point as sizer's DEP
   (the experts spread whole with an all-to-all, also where its ep_size 1 sliced them over TP) and without its ADP
@@ -77,6 +78,8 @@ def deployment(row: dict) -> dict:
               "max_model_len": 10240 if hw == "h100" else isl + osl + (20 if (isl, osl) == (1024, 1024) else 200)}
         if hw == "b200":
             d["kv_cache_dtype"] = "fp8"
+        else:                   # the Hopper scripts export VLLM_MXFP4_USE_MARLIN=1
+            d["moe_backend"] = "marlin"
         return d
     if hw in ("mi300x", "mi325x"):
         return d | {"max_num_batched_tokens": 196608, "gpu_memory_utilization": 0.8}

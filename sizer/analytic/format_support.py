@@ -65,6 +65,12 @@ MXFP4_MOE: dict[tuple[str, str], tuple[str, str]] = {
                                     "[TRTLLM-GPT-OSS]", "mxfp8"),
 }
 
+# vLLM's Marlin MXFP4 MoE (fused_marlin_moe, 16-bit activations): what vLLM runs below sm_90, and on Hopper and
+# Blackwell when asked for (deployment.moe_backend: marlin; VLLM_MXFP4_USE_MARLIN=1 before vLLM named it
+# --moe-backend marlin)
+MXFP4_MOE_MARLIN = "Marlin MXFP4 MoE (fused_marlin_moe), W4A16 [VLLM-MXFP4]"
+MARLIN_ONLY_FAMILIES = ("ampere", "ada")     # vLLM's get_mxfp4_backend: compute capability below 9, Marlin
+
 # architecture families, by how the hardware profile's `architecture` begins
 FAMILIES = (("Ampere", "ampere"), ("Ada", "ada"), ("Hopper", "hopper"), ("Blackwell", "blackwell"),
             ("CDNA3", "cdna3"), ("CDNA4", "cdna4"))
@@ -104,18 +110,30 @@ class Execution:
     kernel: str               # what the engine runs, with its source key
     note: str                 # the plan's line
     expert_activations: str = ""   # MXFP4 MoE experts: what their GEMMs' inputs are ("mxfp8", "bf16"), "" otherwise
+    moe_kernel: str = ""           # MXFP4 MoE experts run by Marlin: "marlin"; "" the engine's own choice
 
 
 def family(hw: HardwareSpec) -> str | None:
     return next((name for prefix, name in FAMILIES if hw.architecture.startswith(prefix)), None)
 
 
-def execution(fmt: WeightFormat, hw: HardwareSpec, file: str | None = None, engine: str = "vllm") -> Execution:
+def execution(fmt: WeightFormat, hw: HardwareSpec, file: str | None = None, engine: str = "vllm",
+              moe_backend: str = "auto") -> Execution:
     """How `engine` runs `fmt` on `hw`; raises InputError (deployment.quantization) when no kernel can. The format
     table is vLLM's: another engine's plan names its own MXFP4 MoE kernels (MXFP4_MOE) and, for other formats,
-    says that its kernels are its own rather than naming vLLM's."""
+    says that its kernels are its own rather than naming vLLM's. `moe_backend` "marlin" (vLLM's): MXFP4 experts by
+    Marlin on any NVIDIA GPU, as vLLM runs them anyway below sm_90."""
     runs = _execution(fmt, hw, file)
     fam = family(hw)
+    if (engine == "vllm" and fmt.scheme.method == "mxfp4" and fmt.gguf is None and fam not in AMD
+            and (moe_backend == "marlin" or fam in MARLIN_ONLY_FAMILIES)):
+        why = "deployment.moe_backend marlin" if moe_backend == "marlin" else "vLLM's only MXFP4 MoE kernel below sm_90"
+        return replace(runs, kernel=MXFP4_MOE_MARLIN, expert_activations="bf16", moe_kernel="marlin",
+                       note=f"mxfp4 MoE experts with bf16 activations on {hw.name} ({hw.architecture}) in vLLM: "
+                            f"{MXFP4_MOE_MARLIN} ({why}); priced by Marlin's MXFP4 rows where the tables measured the "
+                            "shape and split, else by the W4A16 rows no faster than Marlin's measured compute share, "
+                            "else by the roofline with Marlin's own figures; attention and the other layers stay "
+                            "16-bit")
     moe = MXFP4_MOE.get((engine, fam or "")) if fmt.scheme.method == "mxfp4" and fmt.gguf is None else None
     if moe:
         kernel, acts = moe

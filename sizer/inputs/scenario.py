@@ -227,6 +227,11 @@ class DeploymentSection:
                                         doc="tokens per streamed message after the first, which goes alone "
                                             "(vLLM, SGLang --stream-interval; TensorRT-LLM stream_interval); "
                                             "left out: 1, every token its own message")
+    moe_backend: Literal["auto", "marlin"] | None = field(None, doc="vLLM's MoE kernel (--moe-backend; "
+                                                                   "VLLM_MXFP4_USE_MARLIN=1 before it): marlin runs "
+                                                                   "MXFP4 experts by Marlin (W4A16) where vLLM would "
+                                                                   "pick another kernel; left out or auto: vLLM's "
+                                                                   "choice (docs/checkpoints.md)")
     enable_prefix_caching: bool | None = field(None, doc="reuse KV blocks of shared prompt prefixes")
     prefix_cache_tenant_isolation: bool = field(False, doc="scope the prefix cache per tenant")
     preemption_mode: Literal["recompute", "swap"] | None = field(None, doc="what happens to a sequence "
@@ -744,6 +749,7 @@ ENGINE_FIELDS = {
                      "cuda_graph_batch_sizes"),
                     BATCHING_ENGINES),
     "stream_interval": ("vllm", "sglang", "tensorrt-llm"),
+    "moe_backend": ("vllm",),
     **dict.fromkeys(("parallel", "ctx_size", "kv_unified", "batch_size", "ubatch_size"), ("llama.cpp",)),
     **dict.fromkeys(("cache_type_k", "cache_type_v", "flash_attn"), SLOT_ENGINES),
     **dict.fromkeys(("num_ctx", "num_parallel", "keep_alive_s", "max_loaded_models", "load_bytes_per_s"), ("ollama",)),

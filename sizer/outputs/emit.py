@@ -118,6 +118,7 @@ class ServingConfig:
                                      # when it lacks what an emitter needs
     attention_dp: bool = False          # attention DP on data_parallel_size GPUs, experts spread over them (DEP)
     stream_interval: int = 1            # tokens per streamed message after the first (1: every token)
+    moe_backend: str = "auto"           # vLLM's MoE kernel (deployment.moe_backend): marlin, or auto (vLLM's choice)
 
     @property
     def gated(self) -> bool:
@@ -159,6 +160,7 @@ def serving_config(r: Resolved, cost: CostSummary | None, verdict: str, memory_o
         n_gpu_layers=(d.n_gpu_layers if d.n_gpu_layers is not None else r.model.num_layers + 1) if r.slots else None,
         lora=(d.max_loras, d.max_lora_rank, d.max_cpu_loras or d.max_loras) if d.enable_lora else None,
         nodes=math.ceil(p.gpus_per_replica / per_node), kubernetes=k8s, stream_interval=d.stream_interval or 1,
+        moe_backend=d.moe_backend or "auto",
         user_profile_file="" if is_bundled(r.hardware) else r.hardware.profile_file)
 
 
@@ -243,7 +245,8 @@ def vllm_argv(c: ServingConfig) -> list[str]:
                        ("max_num_batched_tokens", str(c.max_num_batched_tokens))])
     argv += [switch_for("vllm", "enable_prefix_caching", c.enable_prefix_caching),
              switch_for("vllm", "enable_chunked_prefill", c.enable_chunked_prefill)]
-    argv += _valued("vllm", [("stream_interval", str(c.stream_interval))] * (c.stream_interval > 1))
+    argv += _valued("vllm", [("stream_interval", str(c.stream_interval))] * (c.stream_interval > 1)
+                    + [("moe_backend", c.moe_backend)] * (c.moe_backend != "auto"))
     if c.speculative:
         s = c.speculative
         spec = {"method": s.method, "num_speculative_tokens": s.num_speculative_tokens}

@@ -20,7 +20,7 @@ from simulator.grammar import GrammarConfig
 from simulator.lora import LoraConfig
 from simulator.scheduler import SchedulerConfig
 from simulator.speculative import SpeculativeConfig
-from sizer.analytic.format_support import Execution, execution
+from sizer.analytic.format_support import AMD, Execution, execution, family
 from sizer.analytic.formats import WeightFormat, weight_format
 from sizer.analytic.memory import (
     GiB,
@@ -266,7 +266,8 @@ def resolve(s: Scenario) -> Resolved:
     parallel = parallel_config(d, model, s.file)
     validate_split(model, parallel, s.file)
     fmt, group_size = weight_format(model, d.quantization, d.quantization_group_size, s.file)
-    runs = execution(fmt, hardware, s.file, d.engine)
+    runs = execution(fmt, hardware, s.file, d.engine, d.moe_backend or "auto")
+    _check_moe_backend(s, model, fmt, hardware)
     _check_engine_serves(s, fmt, hardware)
     kv_dtype = d.kv_cache_dtype
     if kv_dtype == "auto":
@@ -424,6 +425,21 @@ def _check_engine_serves(s: Scenario, fmt: WeightFormat, hardware: HardwareSpec)
         raise InputError(s.file, "deployment.engine", f"{d.engine} on {hardware.name} ({hardware.device_kind}): "
                                                       "sizer models batching engines on discrete GPUs only; "
                                                       "expected engine llama.cpp or ollama")
+
+
+def _check_moe_backend(s: Scenario, model: ModelSpec, fmt: WeightFormat, hardware: HardwareSpec) -> None:
+    """deployment.moe_backend marlin is priced for MXFP4 experts on NVIDIA GPUs (the Marlin rows measured); anything
+    else it would run is refused naming why."""
+    if s.deployment.moe_backend != "marlin":
+        return
+    if model.moe is None:
+        raise InputError(s.file, "deployment.moe_backend", "marlin: the model has no MoE experts to run")
+    if fmt.scheme.method != "mxfp4" or fmt.gguf is not None:
+        raise InputError(s.file, "deployment.moe_backend", f"marlin is priced for MXFP4 experts only (the Marlin MoE "
+                                                           f"rows measured); these experts are {fmt.name}")
+    if family(hardware) in AMD:
+        raise InputError(s.file, "deployment.moe_backend", f"marlin: vLLM's Marlin kernels are CUDA kernels, not "
+                                                           f"for {hardware.name}")
 
 
 def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> EngineSettings:

@@ -67,7 +67,7 @@ from sizer.inputs.model_spec import load_model
 from sizer.timing.kernel_shapes import catalog_shapes
 from sizer.timing.kernel_step import GEMM_DTYPES, KV_DTYPES, bracket
 from sizer.timing.kernel_tables import HEADER_FILE, SCHEMA_VERSION, TABLES, TP_SIZES
-from sizer.timing.roofline import MOE_DTYPES, MXFP8_ACTIVATED_MOE_DTYPE
+from sizer.timing.roofline import MARLIN_MOE_DTYPE, MOE_DTYPES, MXFP8_ACTIVATED_MOE_DTYPE
 from validation.errors import FieldError, excerpt
 from validation.safe_yaml import load_yaml
 
@@ -92,7 +92,7 @@ ENGINES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt-llm"}
 ALLREDUCE_BACKENDS = {"vllm": "vllm_graph", "sglang": "sglang_graph"}
 TABLE_DTYPES = sorted(set(GEMM_DTYPES.values()) - {"float32"})       # aiconfigurator measures no float32
 TABLE_KV_DTYPES = sorted(set(KV_DTYPES.values()) - {"float32"})
-MOE_TABLE_DTYPES = sorted({*MOE_DTYPES.values(), MXFP8_ACTIVATED_MOE_DTYPE})
+MOE_TABLE_DTYPES = sorted({*MOE_DTYPES.values(), MXFP8_ACTIVATED_MOE_DTYPE, MARLIN_MOE_DTYPE})
 
 
 def data_dir(package: Path) -> Path:
@@ -120,8 +120,8 @@ COLUMNS = {"gemm": (("gemm_dtype", "device"), ("n", "k", "m")),
            "context_attention": _ATTENTION, "generation_attention": (_ATTENTION[0], (*_ATTENTION[1], "step")),
            # and `backend` where there is one (TensorRT-LLM's table has none: its one all-reduce)
            "allreduce": (("allreduce_dtype",), ("num_gpus", "message_size")),
-           "moe": (("distribution", "moe_dtype"), ("hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size",
-                                                   "moe_ep_size", "num_tokens")),
+           "moe": (("distribution", "moe_dtype", "kernel_source"),
+                   ("hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size", "num_tokens")),
            "mla_context": _MLA, "mla_generation": _MLA, "mla_kernel_context": _MLA_KERNEL,
            "mla_kernel_generation": _MLA_KERNEL,
            "gdn": (("phase", "kernel_source"), ("num_k_heads", "head_k_dim", "num_v_heads", "head_v_dim", "d_conv",
@@ -286,8 +286,13 @@ def _moe_rows(df, needed: frozenset[tuple[int, int, int, int]] | None, framework
     MOE_TABLE_DTYPES, except vLLM's per-tensor FP8 rows: ModelOpt checkpoints' FlashInfer CUTLASS kernel, which
     measures non-monotonic in tokens there (Llama-4-Scout's shape at TP 2 on H100: 1.90 ms for 64 tokens, 0.92 ms
     for 2,048; Qwen3-235B's at EP 8 on H200: 620 us for 16 tokens, 308 us for 2,048). TensorRT-LLM's own FP8 MoE
-    (its CUTLASS kernel) rises monotonically and is kept."""
+    (its CUTLASS kernel) rises monotonically and is kept. vLLM's Marlin MXFP4 rows are their own dtype
+    (MARLIN_MOE_DTYPE: another kernel than triton_kernels' W4A16 MXFP4), kept in every shape measured (few: the
+    roofline's Marlin figures are derived from them, benchmarks/moe_efficiencies.py)."""
     dtypes = [d for d in MOE_TABLE_DTYPES if not (framework == "vllm" and d == "fp8")]
+    df = df.copy()
+    marlin = df["moe_dtype"].eq(MOE_DTYPES["mxfp4"]) & df["kernel_source"].str.contains("marlin")
+    df.loc[marlin, "moe_dtype"] = MARLIN_MOE_DTYPE
     df = df[(df["distribution"] == "balanced") & df["moe_dtype"].isin(dtypes)
             & ((df["moe_ep_size"] == 1) | (df["moe_tp_size"] == 1))]
     keys = ["moe_dtype", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size",
@@ -296,7 +301,8 @@ def _moe_rows(df, needed: frozenset[tuple[int, int, int, int]] | None, framework
     if needed is not None:
         shape = zip(df["hidden_size"], df["inter_size"], df["topk"], df["num_experts"], strict=True)
         split = zip(df["moe_tp_size"], df["moe_ep_size"], strict=True)
-        df = _rows(df, [s in needed and max(sp) in TP_SIZES for s, sp in zip(shape, split, strict=True)])
+        df = _rows(df, [(s in needed or d == MARLIN_MOE_DTYPE) and max(sp) in TP_SIZES
+                        for d, s, sp in zip(df["moe_dtype"], shape, split, strict=True)])
     return [(d, *map(int, rest), float(t) * 1e3) for d, *rest, t in df[[*keys, "latency"]].itertuples(index=False)]
 
 

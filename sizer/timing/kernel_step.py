@@ -67,8 +67,12 @@ from sizer.inputs.model_spec import ModelSpec
 from sizer.timing.kernel_tables import KernelTables
 from sizer.timing.profile_parts import Overhead
 from sizer.timing.roofline import (
+    MARLIN_MOE_DTYPE,
+    MOE_DTYPES,
+    MOE_GROUPED_EFFICIENCY,
     RooflineStepTimeModel,
     balanced_routing_share,
+    grouped_gemm_efficiency,
     moe_dtype,
     random_routing_share,
 )
@@ -96,6 +100,21 @@ def random_routing(rows: Mapping[int, float], top_k: int, experts: int) -> dict[
     base = rows[first]
     return {t: base + (latency - base) * random_routing_share(t, top_k, experts)
             / balanced_routing_share(t, top_k, experts) if t > first else latency for t, latency in rows.items()}
+
+
+def marlin_capped(rows: Mapping[int, float], flops_per_token: float, peak_flops_per_s: float, top_k: int,
+                  experts: int) -> dict[int, float]:
+    """W4A16 MXFP4 MoE rows (OpenAI triton_kernels) as vLLM's Marlin MoE runs the shape, where its own rows did not
+    measure it: no faster than the row where the layer streams its experts (the two kernels read MXFP4 experts at
+    about the same rate: 2.54 TB/s for triton_kernels on gpt-oss's 128 experts, 2.7 TB/s for Marlin on 896 experts
+    of 3,584 x 3,072, both H200 vLLM 0.24.0 at 64-384 tokens; and InferenceMAX's gpt-oss decode, run with Marlin,
+    matches the triton_kernels rows: docs/fidelity.md), and no faster than its FLOPs (`flops_per_token` of this GPU,
+    balanced) at the share of the 16-bit peak Marlin's own rows reach where compute-bound (MOE_GROUPED_EFFICIENCY's
+    Marlin curve: 19.6-19.7%, against triton_kernels' 30-31%)."""
+    curve = MOE_GROUPED_EFFICIENCY[MARLIN_MOE_DTYPE]
+    return {t: max(latency, t * flops_per_token / (peak_flops_per_s
+                                                   * grouped_gemm_efficiency(t * top_k / experts, curve)))
+            for t, latency in rows.items()}
 
 
 class Curve:
@@ -435,7 +454,7 @@ class KernelTableStepTimeModel:
         bandwidth = cost.memory_bandwidth_bytes_per_s * cost.bandwidth_fraction
         self.elementwise_s_per_token = ew.bytes_per_token / bandwidth
         self._attention(m, p, kv, {shape.label for shape in latent}, missing)
-        self.experts_from_tables = False
+        self.experts_from_tables = self.marlin_from_w4a16 = False
         self.ranks, self.load_imbalance = p.dp, roofline.load_imbalance
         self._experts: tuple[float, Curve] | None = None     # priced apart: at other tokens than the rank's
         if m.moe is not None:
@@ -496,6 +515,9 @@ class KernelTableStepTimeModel:
             out["all-reduce"] = tables if self.allreduce_from_tables else roof
         if m.moe is not None:
             out["MoE experts"] = tables if self.experts_from_tables else roof
+            if self.experts_from_tables and self.marlin_from_w4a16:
+                out["MoE experts"] += (" (Marlin: the W4A16 MXFP4 rows, no faster than its FLOPs at the share of the "
+                                       "peak Marlin's own rows reach)")
         if self.roofline.kv.state_layers:
             out["recurrent state"] = tables if self.delta_net else roof
         if self.roofline.lora is not None:
@@ -513,8 +535,15 @@ class KernelTableStepTimeModel:
         f = m.moe
         split = (1, p.ep) if p.expert_parallel and p.ep > 1 else (p.tp, 1)
         r = self.roofline
-        dtype = self.ran_in or moe_dtype(r.weight_format, r.weight_scales, r.expert_activations)
-        rows = self.tables.moe.get((dtype, m.hidden_size, f.expert_width, f.top_k, f.num_experts, *split))
+        dtype = self.ran_in or moe_dtype(r.weight_format, r.weight_scales, r.expert_activations, r.moe_kernel)
+        shape = (m.hidden_size, f.expert_width, f.top_k, f.num_experts, *split)
+        rows = self.tables.moe.get((dtype, *shape))
+        self.marlin_from_w4a16 = rows is None and dtype == MARLIN_MOE_DTYPE and (MOE_DTYPES["mxfp4"], *shape) in \
+            self.tables.moe
+        if self.marlin_from_w4a16:
+            flops = 2.0 * 3 * m.hidden_size * f.expert_width * f.top_k / (split[0] * split[1])
+            rows = marlin_capped(self.tables.moe[(MOE_DTYPES["mxfp4"], *shape)], flops,
+                                 r.hardware.peak_flops("bf16"), f.top_k, f.num_experts)
         if rows is None or f.latent:
             return None
         return m.num_moe_layers * layers_per_stage(m, p) / m.num_layers, Curve(random_routing(rows, f.top_k,

@@ -64,6 +64,10 @@ LAYER_STEP_S = 5e-6               # fixed cost per layer per step: small kernels
 MOE_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_block": "fp8_block",
               "mxfp4": "w4a16_mxfp4", "nvfp4": "nvfp4"}
 MXFP8_ACTIVATED_MOE_DTYPE = "w4a8_mxfp4_mxfp8"
+# MXFP4 experts run by vLLM's Marlin MoE kernel (W4A16, another kernel than OpenAI's triton_kernels that Hopper runs
+# by default: format_support.MXFP4_MOE_MARLIN): its own rows, which aiconfigurator-core measured for other expert
+# shapes on most GPUs, and for gpt-oss's on the L40S and the RTX PRO 6000
+MARLIN_MOE_DTYPE = "w4a16_mxfp4_marlin"
 # A MoE layer's routed experts where no MoE table prices them, from the bundled tables that do
 # (benchmarks/moe_efficiencies.py, its "h100-sxm+h200" lines: aiconfigurator-core 0.12.0's moe_perf of H100 SXM and
 # H200 in vLLM 0.24.0, SGLang 0.5.14 and TensorRT-LLM 1.3.0rc20, balanced routing; medians over expert shapes and
@@ -73,11 +77,16 @@ MXFP8_ACTIVATED_MOE_DTYPE = "w4a8_mxfp4_mxfp8"
 # choices reach the experts, issue 23), and their share of the format's peak where compute-bound, by
 # tokens per expert (tokens x top-k / experts; log-linear between the points, flat beyond them: below the first no
 # measured point was compute-bound). Other GPUs take these figures until measured.
-MOE_LAYER_S = {"bfloat16": 22.6e-6, "fp8": 25.8e-6, "fp8_block": 34.1e-6, "w4a16_mxfp4": 51.4e-6, None: 27.8e-6}
-MOE_STREAMING = {"bfloat16": 1.12, "fp8": 1.13, "fp8_block": 1.16, "w4a16_mxfp4": 0.50, None: 1.12}
+# vLLM's Marlin MXFP4 MoE (MARLIN_MOE_DTYPE) has figures of its own, from its own rows (another expert shape than
+# any catalog model's on these GPUs: 896 experts of 3,584 x 3,072, top 16), and is left out of the None figures.
+MOE_LAYER_S = {"bfloat16": 22.6e-6, "fp8": 25.8e-6, "fp8_block": 34.1e-6, "w4a16_mxfp4": 51.4e-6,
+               MARLIN_MOE_DTYPE: 66.2e-6, None: 27.8e-6}
+MOE_STREAMING = {"bfloat16": 1.12, "fp8": 1.13, "fp8_block": 1.16, "w4a16_mxfp4": 0.50, MARLIN_MOE_DTYPE: 0.82,
+                 None: 1.12}
 MOE_GROUPED_EFFICIENCY = {"bfloat16": {256: 0.3669, 1024: 0.4368}, "fp8": {256: 0.3519, 1024: 0.5743},
                           "fp8_block": {256: 0.2449, 1024: 0.3042},
                           "w4a16_mxfp4": {64: 0.2647, 256: 0.2959, 1024: 0.3129},
+                          MARLIN_MOE_DTYPE: {64: 0.1974, 256: 0.1962},
                           None: {64: 0.2647, 256: 0.2837, 1024: 0.3581}}
 # Expert load imbalance under expert parallelism, by the routing's power-law skew (alpha) and EP size: the busiest
 # GPU's routed tokens over the mean, as the cost of power-law routing over balanced routing in aiconfigurator-core's
@@ -120,7 +129,7 @@ class RooflineStepTimeModel:
     def __init__(self, model: ModelSpec, hardware: HardwareSpec, weights_format: WeightFormat, weights: WeightMemory,
                  kv: KVLayout, parallel: ParallelConfig, group_size: int = 128,
                  step_overhead_s: float = STEP_OVERHEAD_S, offload: Offload | None = None,
-                 lora: LoraMemory | None = None):
+                 lora: LoraMemory | None = None, moe_backend: str = "auto"):
         if not hardware.has_datasheet:
             raise InputError(None, "hardware.gpu", f"{hardware.name} has no datasheet figures to price steps with; "
                              "steps on it are measured (sizer calibrate, then sizer validate)")
@@ -128,12 +137,13 @@ class RooflineStepTimeModel:
         self.llamacpp = llamacpp.runs_llamacpp(weights_format, hardware)
         self.step_overhead_s = step_overhead_s
         self.lora = lora
-        runs = execution(weights_format, hardware)
+        runs = execution(weights_format, hardware, moe_backend=moe_backend)
         compute_fmt = runs.compute_format       # weight-only kernels run 16-bit GEMMs
         self.compute_format = compute_fmt
         # MXFP4 experts' activations as vLLM feeds them on this GPU (SGLang and TensorRT-LLM feed the same on each
-        # GPU family: format_support.MXFP4_MOE)
+        # GPU family: format_support.MXFP4_MOE), and whether Marlin runs them (`moe_backend`)
         self.expert_activations = runs.expert_activations
+        self.moe_kernel = runs.moe_kernel
         self.weight_format = weights_format.name
         self.weight_scales = weights_format.scheme.scales      # per tensor, channel, group or block
         measured = hardware.fp8_gemm_efficiency if compute_fmt == "fp8" else None
@@ -204,7 +214,7 @@ class RooflineStepTimeModel:
         self.ranks, self.context_balance = p.dp, p.context_balance
         self.experts_span_dp = p.experts_span_dp
         self.load_imbalance = load_imbalance(p.ep, routing_alpha(m.architecture)) if p.expert_parallel else 1.0
-        table = moe_dtype(self.weight_format, self.weight_scales, self.expert_activations)
+        table = moe_dtype(self.weight_format, self.weight_scales, self.expert_activations, self.moe_kernel)
         table = table if table in MOE_LAYER_S else None
         self._moe_fixed_s = m.num_moe_layers * stage * MOE_LAYER_S[table] if moe else 0.0
         self._moe_efficiency = MOE_GROUPED_EFFICIENCY[table]
@@ -388,11 +398,14 @@ class RooflineStepTimeModel:
                 + self._layers_s + lora) * self.parallel.pp + lm_head + self.step_overhead_s
 
 
-def moe_dtype(weight_format: str, scales: str, activations: str = "") -> str | None:
+def moe_dtype(weight_format: str, scales: str, activations: str = "", kernel: str = "") -> str | None:
     """The MoE tables' expert dtype of experts stored in `weight_format` with `scales` (Quantization.scales), their
-    GEMMs fed `activations` (Execution.expert_activations: "mxfp8", "bf16", or "" where the format says)."""
+    GEMMs fed `activations` (Execution.expert_activations: "mxfp8", "bf16", or "" where the format says) by `kernel`
+    (Execution.moe_kernel: "marlin", or "" for the engine's own choice)."""
     if weight_format == "mxfp4" and activations == "mxfp8":
         return MXFP8_ACTIVATED_MOE_DTYPE
+    if weight_format == "mxfp4" and kernel == "marlin":
+        return MARLIN_MOE_DTYPE
     return MOE_DTYPES.get("fp8_block" if weight_format == "fp8" and scales == "block" else weight_format)
 
 

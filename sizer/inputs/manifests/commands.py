@@ -151,6 +151,7 @@ VALUE_FLAGS = {                      # vLLM: `vllm serve --help` (vllm/engine/ar
     "--model-id": ("model", "str"),                   # KServe huggingfaceserver's --model_id
     "--max-loras": ("max_loras", _NUMBER), "--max-lora-rank": ("max_lora_rank", _NUMBER),
     "--max-cpu-loras": ("max_cpu_loras", _NUMBER), "--stream-interval": ("stream_interval", _NUMBER),
+    "--moe-backend": ("moe_backend", "moe_backend"),
 }
 BOOL_FLAGS = {"--enable-prefix-caching": ("enable_prefix_caching", True),
               "--disable-prefix-caching": ("enable_prefix_caching", False),        # vLLM 0.33
@@ -220,6 +221,9 @@ EMITTED_QUANTIZATION = {"vllm": ("fp8", "awq", "gptq", "nvfp4", "mxfp4"),
 KV_DTYPES = {"auto": "auto", "fp8": "fp8", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2",
              "bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "half": "fp16"}
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32", "auto": None}
+# vLLM's --moe-backend values sizer prices (its other kernels are refused naming these): auto, and Marlin for MXFP4
+# experts (deployment.moe_backend)
+MOE_BACKENDS = {"auto": "auto", "marlin": "marlin"}
 
 
 def spelling(table: dict[str, str | None], value: str) -> str:
@@ -394,7 +398,7 @@ def _flag_value(flag: str, key: str, value: str, kind: str, file: str):
         if isinstance(number, bool) or not isinstance(number, int) or number < -1:
             raise InputError(file, flag, f"expected a whole number (-1 for off), got {excerpt(value)}")
         return number
-    table = {"quantization": QUANTIZATION, "kv": KV_DTYPES, "dtype": DTYPES}.get(kind)
+    table = {"quantization": QUANTIZATION, "kv": KV_DTYPES, "dtype": DTYPES, "moe_backend": MOE_BACKENDS}.get(kind)
     if table is not None:
         if value.lower() not in table:
             raise InputError(file, flag, f"{excerpt(value)} is not modelled; expected one of: {', '.join(table)}")

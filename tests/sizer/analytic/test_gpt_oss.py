@@ -15,13 +15,21 @@ from sizer.analytic.formats import weight_format
 from sizer.analytic.memory import kv_layout, weight_memory
 from sizer.analytic.parallel import ParallelConfig
 from sizer.analytic.weights import parameter_count
+from sizer.errors import InputError
 from sizer.inputs.hardware import load_hardware
 from sizer.inputs.layers import SLIDING, Attention
 from sizer.inputs.model_spec import from_hf_config, load_model
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
-from sizer.timing.roofline import ATTENTION_KV_EFFICIENCY, MOE_STREAMING, RooflineStepTimeModel, decode_batch
+from sizer.timing.roofline import (
+    ATTENTION_KV_EFFICIENCY,
+    MARLIN_MOE_DTYPE,
+    MOE_GROUPED_EFFICIENCY,
+    MOE_STREAMING,
+    RooflineStepTimeModel,
+    decode_batch,
+)
 from sizer.timing.step_model import step_model_for, step_sources
 
 MODELS = Path(__file__).resolve().parents[2] / "data" / "models"
@@ -30,12 +38,13 @@ GPT_OSS = MODELS / "gpt-oss-120b"
 GROUP_BYTES = 2 * 18 * 8 * 64 * 2
 
 
-def _gpt_oss(gpu: str = "h200", engine: str = "vllm", tp: int = 1, max_model_len: int = 131072, prompt: int = 8192):
+def _gpt_oss(gpu: str = "h200", engine: str = "vllm", tp: int = 1, max_model_len: int = 131072, prompt: int = 8192,
+             **deployment):
     """gpt-oss-120b on `tp` `gpu`s in `engine` (one H200 in vLLM at a 131,072-token context by default), `prompt`-token
-    prompts and 1,024-token outputs."""
+    prompts and 1,024-token outputs; `deployment`: further deployment fields."""
     return resolve(scenario_from_dict({
         "name": "gpt-oss", "model": str(GPT_OSS), "hardware": gpu,
-        "deployment": {"engine": engine, "tensor_parallel_size": tp, "max_model_len": max_model_len},
+        "deployment": {"engine": engine, "tensor_parallel_size": tp, "max_model_len": max_model_len, **deployment},
         "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
                      "prompt_tokens": {"distribution": "fixed", "value": prompt},
                      "output_tokens": {"distribution": "fixed", "value": 1024}}}, None))
@@ -146,6 +155,51 @@ def test_w4a8_experts_are_priced_by_w4a8_rows_or_the_roofline_never_by_the_w4a16
     assert priced("b200", "tensorrt-llm")[0] == "kernel tables"
     assert priced("b200", "tensorrt-llm", tp=2)[0] == "roofline"
     assert priced("h200")[0] == "kernel tables"
+
+
+def test_marlin_moe_prices_prompts_at_its_compute_share_and_decodes_as_the_w4a16_rows():
+    # InferenceMAX's Hopper gpt-oss scripts export VLLM_MXFP4_USE_MARLIN=1 (sizer: moe_backend marlin). The bundled H200
+    # vLLM tables measure Marlin's MXFP4 MoE only for another expert shape, so gpt-oss's triton_kernels W4A16 rows
+    # price it, no faster than its FLOPs at the share of the bf16 peak Marlin's own rows reach (19.62% at 256 tokens
+    # an expert: MOE_GROUPED_EFFICIENCY, benchmarks/moe_efficiencies.py).
+    auto = step_model_for(_gpt_oss(max_model_len=9216))
+    marlin = step_model_for(_gpt_oss(max_model_len=9216, moe_backend="marlin"))
+    assert marlin.roofline.moe_kernel == "marlin" and auto.roofline.moe_kernel == ""
+    assert "Marlin" in step_sources(marlin)["MoE experts"] and step_sources(auto)["MoE experts"] == "kernel tables"
+    # an 8,192-token prompt: 2 x 3 x 2,880 x 2,880 x 4 FLOPs a token through a layer's routed experts = 1.631 TFLOP
+    # for 8,192 tokens; at 19.62% of the H200's bf16 peak a layer takes 8.4 ms, against the triton_kernels row's
+    # 2.905 ms (aiconfigurator-core 0.12.0, h200_sxm vllm 0.24.0, 8,192 tokens, balanced): 36 layers, +198 ms
+    peak = load_hardware("h200").peak_flops("bf16")
+    layer_s = 2 * 3 * 2880 * 2880 * 4 * 8192 / (peak * MOE_GROUPED_EFFICIENCY[MARLIN_MOE_DTYPE][256])
+    assert layer_s == pytest.approx(8.4e-3, rel=0.01)
+    prompt = StepBatch.from_seqs([(8192, 0)])
+    assert marlin.step_time(prompt) - auto.step_time(prompt) == pytest.approx(36 * (layer_s - 2.905e-3), rel=0.01)
+    # decode (32 sequences): the experts stream, where the two kernels read MXFP4 at about the same rate
+    assert marlin.step_time(decode_batch(32, 2000)) == auto.step_time(decode_batch(32, 2000))
+
+
+def test_marlin_is_what_vllm_runs_below_sm_90_and_is_priced_by_its_own_rows():
+    # vllm get_mxfp4_backend: compute capability below 9 runs Marlin; the L40S vLLM 0.24.0 tables measure gpt-oss's
+    # shape with Marlin (vllm_gptossmxfp4moe_marlin_marlinexperts), imported as MARLIN_MOE_DTYPE
+    runs = execution(weight_format(load_model(str(GPT_OSS)), "auto", 128)[0], load_hardware("l40s"))
+    assert runs.moe_kernel == "marlin" and "Marlin MXFP4 MoE" in runs.kernel
+    step = step_model_for(_gpt_oss("l40s", tp=4, max_model_len=8192, prompt=1024))
+    assert step_sources(step)["MoE experts"] == "kernel tables"
+
+
+@pytest.mark.parametrize(("model", "deployment", "says"), [
+    ("llama-3.1-8b", {}, "the model has no MoE experts"),
+    ("mixtral-8x7b", {}, "these experts are bf16"),
+    (str(GPT_OSS), {"engine": "sglang"}, "is a setting of vllm"),
+])
+def test_marlin_where_sizer_does_not_price_it_is_refused(model, deployment, says):
+    with pytest.raises(InputError, match=says) as e:
+        resolve(scenario_from_dict({"model": model, "hardware": "h200",
+                                    "deployment": {"moe_backend": "marlin", **deployment},
+                                    "workload": {"arrival": {"rate_per_s": 1},
+                                                 "prompt_tokens": {"distribution": "fixed", "value": 100},
+                                                 "output_tokens": {"distribution": "fixed", "value": 100}}}, None))
+    assert e.value.field == "deployment.moe_backend"
 
 
 def test_other_engines_do_not_borrow_vllms_kernel_names():

@@ -144,6 +144,7 @@ FEATURES = {
     "gptq": dict(model="llama-3.1-8b", gpu="a100-80gb", quantization="gptq", max_model_len=8192),
     "nvfp4-blackwell": dict(gpu="b200", quantization="nvfp4", max_model_len=8192),
     "mxfp4-checkpoint": dict(model="gpt-oss-120b", max_model_len=8192),
+    "marlin-moe": dict(model="gpt-oss-120b", max_model_len=8192, moe_backend="marlin"),
     "expert-parallel": dict(model="mixtral-8x7b", gpu="h100-sxm", tensor_parallel_size=2, enable_expert_parallel=True,
                             max_model_len=8192),
     "amd": dict(gpu="mi325x", max_model_len=8192, tensor_parallel_size=2),
@@ -296,6 +297,20 @@ def test_what_emit_writes_check_reads_back_through_the_same_table(engine, argv_o
     assert fields["max_lora_rank"] == 16 and fields["enable_lora"] is True
     assert fields["max_num_batched_tokens"] == c.max_num_batched_tokens
     assert fields["gpu_memory_utilization"] == c.gpu_memory_utilization
+
+
+def test_vllms_moe_backend_is_emitted_read_back_and_refused_where_not_modelled():
+    from sizer.inputs.manifests.commands import parse_server_args
+
+    # vLLM 0.33's --moe-backend (its choices include auto and marlin: tests/data/engine_args/vllm.json)
+    argv = vllm_argv(config_of(resolve(scenario(**FEATURES["marlin-moe"]))))
+    assert vllm_flags(argv)["--moe-backend"] == "marlin"
+    assert parse_server_args(argv, "emitted")[1]["moe_backend"] == "marlin"
+    assert "--moe-backend" not in vllm_flags(vllm_argv(config_of(resolve(scenario(**FEATURES["mxfp4-checkpoint"])))))
+    # another of vLLM's MoE kernels is not priced: named with what is, never read as vLLM's default
+    with pytest.raises(InputError, match="--moe-backend: 'flashinfer_cutlass' is not modelled; expected one of: "
+                                         "auto, marlin"):
+        parse_server_args(["vllm", "serve", "openai/gpt-oss-120b", "--moe-backend", "flashinfer_cutlass"], "m.yaml")
 
 
 @pytest.mark.parametrize("feature, spec", [

@@ -189,3 +189,28 @@ def test_mla_kernel_tables_are_read_where_no_module_table_is(tmp_path):
     # prefill: the faster kernel of the prefix-free row; decode: KV length isl + step = 2,048
     assert dict(t.mla_kernel_context) == {("bfloat16", 512, 128, 64, 128, 16, 4): pytest.approx({1024: 168e-6})}
     assert dict(t.mla_kernel_generation) == {("bfloat16", 512, 128, 64, 128, 16, 4): pytest.approx({2048: 17.7e-6})}
+
+
+def test_marlin_mxfp4_moe_rows_are_their_own_dtype_in_every_shape(tmp_path):
+    # vLLM's Marlin MXFP4 MoE and OpenAI's triton_kernels are both moe_dtype w4a16_mxfp4 in the source; the faster of
+    # the two would stand for both. Marlin's rows become `w4a16_mxfp4_marlin`, kept in shapes no catalog model has
+    # (896 experts of 3,584 x 3,072, top 16: the only shape the H100/H200 tables measure Marlin in); the others
+    # keep the catalog's shapes only (a 3,584 x 3,072 triton row is pruned)
+    source = fake_package(tmp_path / "wheel")
+    folder = source / "aiconfigurator_core" / "systems" / "data" / "h100_sxm" / "moe" / "vllm" / "0.9.9"
+    folder.mkdir(parents=True)
+    row = dict(META, op_name="moe", moe_dtype="w4a16_mxfp4", distribution="balanced", moe_tp_size=1, moe_ep_size=1,
+               num_tokens=8192)
+    gpt_oss = dict(row, hidden_size=2880, inter_size=2880, topk=4, num_experts=128)
+    other = dict(row, hidden_size=3584, inter_size=3072, topk=16, num_experts=896)
+    pd.DataFrame([dict(gpt_oss, kernel_source="vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic",
+                       latency=2.9),
+                  dict(gpt_oss, kernel_source="vllm_gptossmxfp4moe_marlin_marlinexperts", latency=7.0),
+                  dict(other, kernel_source="vllm_compressedtensorsw4a4mxfp4moe_marlin_marlinexperts", latency=44.4),
+                  dict(other, kernel_source="triton", latency=20.0)]).to_parquet(folder / "moe_perf.parquet")
+    result = runner.invoke(app, ["import-kernels", str(source), "--gpu", "h100-sxm", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    t = load_kernel_tables(tmp_path / "out" / "h100-sxm-vllm-0.9.9")
+    assert dict(t.moe) == {("w4a16_mxfp4", 2880, 2880, 4, 128, 1, 1): pytest.approx({8192: 2.9e-3}),
+                           ("w4a16_mxfp4_marlin", 2880, 2880, 4, 128, 1, 1): pytest.approx({8192: 7.0e-3}),
+                           ("w4a16_mxfp4_marlin", 3584, 3072, 16, 896, 1, 1): pytest.approx({8192: 44.4e-3})}
