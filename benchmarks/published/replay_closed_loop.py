@@ -78,7 +78,7 @@ def deployment(row: dict) -> dict:
               "max_model_len": 10240 if hw == "h100" else isl + osl + (20 if (isl, osl) == (1024, 1024) else 200)}
         if hw == "b200":
             d["kv_cache_dtype"] = "fp8"
-        else:                   # the Hopper scripts export VLLM_MXFP4_USE_MARLIN=1
+        elif hw in ("h100", "h200"):        # the Hopper scripts export VLLM_MXFP4_USE_MARLIN=1
             d["moe_backend"] = "marlin"
         return d
     if hw in ("mi300x", "mi325x"):

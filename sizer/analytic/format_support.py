@@ -69,6 +69,7 @@ MXFP4_MOE: dict[tuple[str, str], tuple[str, str]] = {
 # Blackwell when asked for (deployment.moe_backend: marlin; VLLM_MXFP4_USE_MARLIN=1 before vLLM named it
 # --moe-backend marlin)
 MXFP4_MOE_MARLIN = "Marlin MXFP4 MoE (fused_marlin_moe), W4A16 [VLLM-MXFP4]"
+MARLIN_FAMILIES = ("ampere", "ada", "hopper", "blackwell")     # CUDA compute capability 8.0 and up
 MARLIN_ONLY_FAMILIES = ("ampere", "ada")     # vLLM's get_mxfp4_backend: compute capability below 9, Marlin
 
 # architecture families, by how the hardware profile's `architecture` begins
@@ -113,6 +114,12 @@ class Execution:
     moe_kernel: str = ""           # MXFP4 MoE experts run by Marlin: "marlin"; "" the engine's own choice
 
 
+def marlin_runs(fmt: WeightFormat) -> bool:
+    """Whether sizer prices the checkpoint's MoE experts as vLLM's Marlin MXFP4 MoE runs them: an MXFP4 MoE checkpoint
+    (`quant_method: mxfp4`, gpt-oss's), the one MXFP4_MOE names each engine's kernels for."""
+    return fmt.scheme.method == "mxfp4" and fmt.gguf is None
+
+
 def family(hw: HardwareSpec) -> str | None:
     return next((name for prefix, name in FAMILIES if hw.architecture.startswith(prefix)), None)
 
@@ -125,16 +132,16 @@ def execution(fmt: WeightFormat, hw: HardwareSpec, file: str | None = None, engi
     Marlin on any NVIDIA GPU, as vLLM runs them anyway below sm_90."""
     runs = _execution(fmt, hw, file)
     fam = family(hw)
-    if (engine == "vllm" and fmt.scheme.method == "mxfp4" and fmt.gguf is None and fam not in AMD
+    if (engine == "vllm" and marlin_runs(fmt) and fam in MARLIN_FAMILIES
             and (moe_backend == "marlin" or fam in MARLIN_ONLY_FAMILIES)):
         why = "deployment.moe_backend marlin" if moe_backend == "marlin" else "vLLM's only MXFP4 MoE kernel below sm_90"
         return replace(runs, kernel=MXFP4_MOE_MARLIN, expert_activations="bf16", moe_kernel="marlin",
                        note=f"mxfp4 MoE experts with bf16 activations on {hw.name} ({hw.architecture}) in vLLM: "
                             f"{MXFP4_MOE_MARLIN} ({why}); priced by Marlin's MXFP4 rows where the tables measured the "
-                            "shape and split, else by the W4A16 rows no faster than Marlin's measured compute share, "
-                            "else by the roofline with Marlin's own figures; attention and the other layers stay "
-                            "16-bit")
-    moe = MXFP4_MOE.get((engine, fam or "")) if fmt.scheme.method == "mxfp4" and fmt.gguf is None else None
+                            "shape and split, else by the W4A16 rows no faster than Marlin's rows of another shape "
+                            "at the same tokens per expert, else by the roofline (Marlin's own figures on Hopper); "
+                            "attention and the other layers stay 16-bit")
+    moe = MXFP4_MOE.get((engine, fam or "")) if marlin_runs(fmt) else None
     if moe:
         kernel, acts = moe
         name = ENGINE_NAMES.get(engine, engine)

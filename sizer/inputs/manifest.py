@@ -313,8 +313,10 @@ def _gpus_of(server: Server, flags: CheckFlags, block: SizerBlock, file: str) ->
 # Environment variable prefixes of the engines' own settings (VLLM_ATTENTION_BACKEND, SGLANG_..., TLLM_...):
 # none sets a field sizer models, so each one set is named.
 ENGINE_ENV = ("VLLM_", "SGLANG_", "SGL_", "TRTLLM_", "TLLM_")
-# ... except those a kind's template reads as flags (sizer/inputs/manifests/operators.py)
+# ... except those a kind's template reads as flags (sizer/inputs/manifests/operators.py), and vLLM's switch to Marlin's
+# MXFP4 MoE (before --moe-backend marlin; read as deployment.moe_backend)
 READ_ENV = {"LLMInferenceService": ("VLLM_ADDITIONAL_ARGS",)}
+MARLIN_ENV = "VLLM_MXFP4_USE_MARLIN"
 
 
 def _engine(server: Server, file: str) -> tuple[dict, str, list[str]]:
@@ -325,11 +327,22 @@ def _engine(server: Server, file: str) -> tuple[dict, str, list[str]]:
         each = f", {count(server.gpus_per_pod, 'GPU')} each" if server.gpus_per_pod is not None else ""
         notes.append(f"a {server.kind} of {server.pods} pods per replica{each}")
     read = READ_ENV.get(server.kind, ())
-    env = sorted(k for k in container_env(server.container, server.path, file) if k.startswith(ENGINE_ENV)
-                 and k not in read)
+    stated = container_env(server.container, server.path, file)
+    if engine == "vllm" and MARLIN_ENV in stated:
+        fields.setdefault("moe_backend", _marlin_env(stated[MARLIN_ENV], server, file))
+        read += (MARLIN_ENV,)
+    env = sorted(k for k in stated if k.startswith(ENGINE_ENV) and k not in read)
     if env:
         notes.append(f"{ENGINE_NAMES[engine]} environment not modelled: {' '.join(env)}")
     return fields, model_ref, notes
+
+
+def _marlin_env(value: str, server: Server, file: str) -> str:
+    """VLLM_MXFP4_USE_MARLIN as vLLM reads it (vllm/envs.py: maybe_convert_bool, int(value) as a bool): 1 runs MXFP4
+    MoE experts by Marlin (deployment.moe_backend marlin), 0 leaves vLLM's choice."""
+    if value.strip() not in ("0", "1"):
+        raise InputError(file, f"{server.path}.env.{MARLIN_ENV}", f"expected 0 or 1, got {excerpt(value)}")
+    return "marlin" if value.strip() == "1" else "auto"
 
 
 def _model_field(server: Server, engine: str) -> str:

@@ -20,7 +20,7 @@ from simulator.grammar import GrammarConfig
 from simulator.lora import LoraConfig
 from simulator.scheduler import SchedulerConfig
 from simulator.speculative import SpeculativeConfig
-from sizer.analytic.format_support import AMD, Execution, execution, family
+from sizer.analytic.format_support import MARLIN_FAMILIES, Execution, execution, family, marlin_runs
 from sizer.analytic.formats import WeightFormat, weight_format
 from sizer.analytic.memory import (
     GiB,
@@ -434,12 +434,14 @@ def _check_moe_backend(s: Scenario, model: ModelSpec, fmt: WeightFormat, hardwar
         return
     if model.moe is None:
         raise InputError(s.file, "deployment.moe_backend", "marlin: the model has no MoE experts to run")
-    if fmt.scheme.method != "mxfp4" or fmt.gguf is not None:
-        raise InputError(s.file, "deployment.moe_backend", f"marlin is priced for MXFP4 experts only (the Marlin MoE "
-                                                           f"rows measured); these experts are {fmt.name}")
-    if family(hardware) in AMD:
-        raise InputError(s.file, "deployment.moe_backend", f"marlin: vLLM's Marlin kernels are CUDA kernels, not "
-                                                           f"for {hardware.name}")
+    if not marlin_runs(fmt):
+        stored = f"{fmt.name} ({fmt.scheme.method} checkpoint)" if fmt.scheme.method else f"{fmt.name}"
+        raise InputError(s.file, "deployment.moe_backend", f"marlin is priced for MXFP4 MoE checkpoints "
+                                                           f"(quant_method mxfp4) only; these weights are {stored}")
+    if family(hardware) not in MARLIN_FAMILIES:
+        raise InputError(s.file, "deployment.moe_backend", f"marlin: vLLM's Marlin kernels run on NVIDIA GPUs from "
+                                                           f"Ampere on, not on {hardware.name} "
+                                                           f"({hardware.architecture or 'architecture unknown'})")
 
 
 def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> EngineSettings:
@@ -623,7 +625,8 @@ def _speculative(s: Scenario, hardware: HardwareSpec, parallel: ParallelConfig, 
     if sc.method == "draft_model" and sc.model and sc.proposer_cost_fraction is None:
         fmt, draft_group = weight_format(m, "auto", group_size, s.file)
         draft = RooflineStepTimeModel(m, hardware, fmt, weight_memory(m, fmt, parallel, draft_group),
-                                      kv_layout(m, kv_dtype, parallel), parallel, draft_group)
+                                      kv_layout(m, kv_dtype, parallel), parallel, draft_group,
+                                      engine=s.deployment.engine, moe_backend=s.deployment.moe_backend or "auto")
     fraction = PROPOSER_COST_FRACTION[sc.method] if sc.proposer_cost_fraction is None else sc.proposer_cost_fraction
     return SpeculativeConfig(sc.method, sc.num_speculative_tokens, sc.acceptance_rate, fraction, draft)
 

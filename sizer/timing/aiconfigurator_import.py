@@ -120,8 +120,8 @@ COLUMNS = {"gemm": (("gemm_dtype", "device"), ("n", "k", "m")),
            "context_attention": _ATTENTION, "generation_attention": (_ATTENTION[0], (*_ATTENTION[1], "step")),
            # and `backend` where there is one (TensorRT-LLM's table has none: its one all-reduce)
            "allreduce": (("allreduce_dtype",), ("num_gpus", "message_size")),
-           "moe": (("distribution", "moe_dtype", "kernel_source"),
-                   ("hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size", "num_tokens")),
+           "moe": (("distribution", "moe_dtype"), ("hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size",
+                                                   "moe_ep_size", "num_tokens")),
            "mla_context": _MLA, "mla_generation": _MLA, "mla_kernel_context": _MLA_KERNEL,
            "mla_kernel_generation": _MLA_KERNEL,
            "gdn": (("phase", "kernel_source"), ("num_k_heads", "head_k_dim", "num_v_heads", "head_v_dim", "d_conv",
@@ -291,8 +291,9 @@ def _moe_rows(df, needed: frozenset[tuple[int, int, int, int]] | None, framework
     roofline's Marlin figures are derived from them, benchmarks/moe_efficiencies.py)."""
     dtypes = [d for d in MOE_TABLE_DTYPES if not (framework == "vllm" and d == "fp8")]
     df = df.copy()
-    marlin = df["moe_dtype"].eq(MOE_DTYPES["mxfp4"]) & df["kernel_source"].str.contains("marlin")
-    df.loc[marlin, "moe_dtype"] = MARLIN_MOE_DTYPE
+    if "kernel_source" in df.columns:          # without it a table cannot tell Marlin's rows from the others'
+        marlin = df["moe_dtype"].eq(MOE_DTYPES["mxfp4"]) & df["kernel_source"].astype(str).str.contains("marlin")
+        df.loc[marlin, "moe_dtype"] = MARLIN_MOE_DTYPE
     df = df[(df["distribution"] == "balanced") & df["moe_dtype"].isin(dtypes)
             & ((df["moe_ep_size"] == 1) | (df["moe_tp_size"] == 1))]
     keys = ["moe_dtype", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size",

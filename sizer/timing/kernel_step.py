@@ -69,7 +69,6 @@ from sizer.timing.profile_parts import Overhead
 from sizer.timing.roofline import (
     MARLIN_MOE_DTYPE,
     MOE_DTYPES,
-    MOE_GROUPED_EFFICIENCY,
     RooflineStepTimeModel,
     balanced_routing_share,
     grouped_gemm_efficiency,
@@ -102,18 +101,22 @@ def random_routing(rows: Mapping[int, float], top_k: int, experts: int) -> dict[
             / balanced_routing_share(t, top_k, experts) if t > first else latency for t, latency in rows.items()}
 
 
-def marlin_capped(rows: Mapping[int, float], flops_per_token: float, peak_flops_per_s: float, top_k: int,
-                  experts: int) -> dict[int, float]:
-    """W4A16 MXFP4 MoE rows (OpenAI triton_kernels) as vLLM's Marlin MoE runs the shape, where its own rows did not
-    measure it: no faster than the row where the layer streams its experts (the two kernels read MXFP4 experts at
-    about the same rate: 2.54 TB/s for triton_kernels on gpt-oss's 128 experts, 2.7 TB/s for Marlin on 896 experts
-    of 3,584 x 3,072, both H200 vLLM 0.24.0 at 64-384 tokens; and InferenceMAX's gpt-oss decode, run with Marlin,
-    matches the triton_kernels rows: docs/fidelity.md), and no faster than its FLOPs (`flops_per_token` of this GPU,
-    balanced) at the share of the 16-bit peak Marlin's own rows reach where compute-bound (MOE_GROUPED_EFFICIENCY's
-    Marlin curve: 19.6-19.7%, against triton_kernels' 30-31%)."""
-    curve = MOE_GROUPED_EFFICIENCY[MARLIN_MOE_DTYPE]
-    return {t: max(latency, t * flops_per_token / (peak_flops_per_s
-                                                   * grouped_gemm_efficiency(t * top_k / experts, curve)))
+def marlin_capped(rows: Mapping[int, float], flops_per_token: float, top_k: int, experts: int,
+                  marlin: Mapping[int, float], marlin_flops_per_token: float, marlin_top_k: int,
+                  marlin_experts: int) -> dict[int, float]:
+    """W4A16 MXFP4 MoE rows (OpenAI triton_kernels: `rows`, `flops_per_token` of this GPU, balanced) as vLLM's Marlin
+    MoE runs the shape, where its own rows did not measure it but measured another shape at the same split on the
+    same GPU (`marlin`, with its FLOPs a token, top-k and experts): no faster than the W4A16 row, and no faster
+    than Marlin's rows at the same tokens per expert (tokens x top-k / experts) do the FLOPs. At equal tokens per
+    expert two shapes read the same weight bytes per FLOP (an expert's bytes over the FLOPs of its tokens), so
+    Marlin's FLOPs per second there carry over in both regimes: where it streams the experts (about as fast as
+    triton_kernels: 2.7 against 2.54 TB/s on the H200, vLLM 0.24.0, 64-384 tokens; InferenceMAX's gpt-oss decode,
+    run with Marlin, matches the triton_kernels rows: docs/fidelity.md) and where compute-bound (220-232 TFLOPS at
+    3,072-16,384 tokens of 896 experts of 3,584 x 3,072, top 16, on the H200 against triton_kernels' 545-567 on
+    gpt-oss's). Between measured points log-linear in tokens per expert, flat beyond them."""
+    shares = sorted((t * marlin_top_k / marlin_experts, t * marlin_flops_per_token / seconds)
+                    for t, seconds in marlin.items())
+    return {t: max(latency, t * flops_per_token / grouped_gemm_efficiency(t * top_k / experts, dict(shares)))
             for t, latency in rows.items()}
 
 
@@ -516,8 +519,8 @@ class KernelTableStepTimeModel:
         if m.moe is not None:
             out["MoE experts"] = tables if self.experts_from_tables else roof
             if self.experts_from_tables and self.marlin_from_w4a16:
-                out["MoE experts"] += (" (Marlin: the W4A16 MXFP4 rows, no faster than its FLOPs at the share of the "
-                                       "peak Marlin's own rows reach)")
+                out["MoE experts"] += (" (Marlin: the W4A16 MXFP4 rows, no faster than Marlin's rows of another "
+                                       "expert shape do the FLOPs at the same tokens per expert)")
         if self.roofline.kv.state_layers:
             out["recurrent state"] = tables if self.delta_net else roof
         if self.roofline.lora is not None:
@@ -538,12 +541,16 @@ class KernelTableStepTimeModel:
         dtype = self.ran_in or moe_dtype(r.weight_format, r.weight_scales, r.expert_activations, r.moe_kernel)
         shape = (m.hidden_size, f.expert_width, f.top_k, f.num_experts, *split)
         rows = self.tables.moe.get((dtype, *shape))
-        self.marlin_from_w4a16 = rows is None and dtype == MARLIN_MOE_DTYPE and (MOE_DTYPES["mxfp4"], *shape) in \
-            self.tables.moe
+        w4a16 = self.tables.moe.get((MOE_DTYPES["mxfp4"], *shape))
+        # Marlin measured in another shape at this split (the bundled H100/H200/B200/GB200 folders: 896 experts of
+        # 3,584 x 3,072, top 16; the first such shape where a folder has several)
+        other = next((key for key in sorted(self.tables.moe) if key[0] == MARLIN_MOE_DTYPE and key[5:] == split), None)
+        self.marlin_from_w4a16 = rows is None and dtype == MARLIN_MOE_DTYPE and w4a16 is not None and other is not None
         if self.marlin_from_w4a16:
-            flops = 2.0 * 3 * m.hidden_size * f.expert_width * f.top_k / (split[0] * split[1])
-            rows = marlin_capped(self.tables.moe[(MOE_DTYPES["mxfp4"], *shape)], flops,
-                                 r.hardware.peak_flops("bf16"), f.top_k, f.num_experts)
+            _, h, w, k, e, *_ = other
+            gpus = split[0] * split[1]
+            rows = marlin_capped(w4a16, 6.0 * m.hidden_size * f.expert_width * f.top_k / gpus, f.top_k, f.num_experts,
+                                 self.tables.moe[other], 6.0 * h * w * k / gpus, k, e)
         if rows is None or f.latent:
             return None
         return m.num_moe_layers * layers_per_stage(m, p) / m.num_layers, Curve(random_routing(rows, f.top_k,

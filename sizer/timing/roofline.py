@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from simulator.step_batch import StepBatch, attention_pairs, split_attention, windowed_pairs
-from sizer.analytic.format_support import execution
+from sizer.analytic.format_support import execution, family
 from sizer.analytic.formats import WeightFormat, embedding_bytes_per_value, group_bytes
 from sizer.analytic.memory import KVLayout, LoraMemory, WeightMemory
 from sizer.analytic.offload import OP_OFFLOAD_MIN_BATCH, Offload
@@ -65,8 +65,8 @@ MOE_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_block":
               "mxfp4": "w4a16_mxfp4", "nvfp4": "nvfp4"}
 MXFP8_ACTIVATED_MOE_DTYPE = "w4a8_mxfp4_mxfp8"
 # MXFP4 experts run by vLLM's Marlin MoE kernel (W4A16, another kernel than OpenAI's triton_kernels that Hopper runs
-# by default: format_support.MXFP4_MOE_MARLIN): its own rows, which aiconfigurator-core measured for other expert
-# shapes on most GPUs, and for gpt-oss's on the L40S and the RTX PRO 6000
+# by default: format_support.MXFP4_MOE_MARLIN): its own rows, which aiconfigurator-core measured for another expert
+# shape on the H100, H200, B200 and GB200 and for gpt-oss's on the L40S
 MARLIN_MOE_DTYPE = "w4a16_mxfp4_marlin"
 # A MoE layer's routed experts where no MoE table prices them, from the bundled tables that do
 # (benchmarks/moe_efficiencies.py, its "h100-sxm+h200" lines: aiconfigurator-core 0.12.0's moe_perf of H100 SXM and
@@ -79,6 +79,10 @@ MARLIN_MOE_DTYPE = "w4a16_mxfp4_marlin"
 # measured point was compute-bound). Other GPUs take these figures until measured.
 # vLLM's Marlin MXFP4 MoE (MARLIN_MOE_DTYPE) has figures of its own, from its own rows (another expert shape than
 # any catalog model's on these GPUs: 896 experts of 3,584 x 3,072, top 16), and is left out of the None figures.
+# They are Hopper's: Marlin runs the mma.sync tensor-core instructions of Ampere, so its share of a later GPU's peak
+# is its own (at 16,384 tokens the H100's and H200's Marlin rows reach 23% of the bf16 peak, the B200's 11%) and of
+# an Ampere or Ada GPU's much higher (the L40S's rows on gpt-oss's shape: 44-45%); there the roofline keeps the W4A16
+# figures.
 MOE_LAYER_S = {"bfloat16": 22.6e-6, "fp8": 25.8e-6, "fp8_block": 34.1e-6, "w4a16_mxfp4": 51.4e-6,
                MARLIN_MOE_DTYPE: 66.2e-6, None: 27.8e-6}
 MOE_STREAMING = {"bfloat16": 1.12, "fp8": 1.13, "fp8_block": 1.16, "w4a16_mxfp4": 0.50, MARLIN_MOE_DTYPE: 0.82,
@@ -129,7 +133,7 @@ class RooflineStepTimeModel:
     def __init__(self, model: ModelSpec, hardware: HardwareSpec, weights_format: WeightFormat, weights: WeightMemory,
                  kv: KVLayout, parallel: ParallelConfig, group_size: int = 128,
                  step_overhead_s: float = STEP_OVERHEAD_S, offload: Offload | None = None,
-                 lora: LoraMemory | None = None, moe_backend: str = "auto"):
+                 lora: LoraMemory | None = None, engine: str = "vllm", moe_backend: str = "auto"):
         if not hardware.has_datasheet:
             raise InputError(None, "hardware.gpu", f"{hardware.name} has no datasheet figures to price steps with; "
                              "steps on it are measured (sizer calibrate, then sizer validate)")
@@ -137,11 +141,11 @@ class RooflineStepTimeModel:
         self.llamacpp = llamacpp.runs_llamacpp(weights_format, hardware)
         self.step_overhead_s = step_overhead_s
         self.lora = lora
-        runs = execution(weights_format, hardware, moe_backend=moe_backend)
+        runs = execution(weights_format, hardware, engine=engine, moe_backend=moe_backend)
         compute_fmt = runs.compute_format       # weight-only kernels run 16-bit GEMMs
         self.compute_format = compute_fmt
-        # MXFP4 experts' activations as vLLM feeds them on this GPU (SGLang and TensorRT-LLM feed the same on each
-        # GPU family: format_support.MXFP4_MOE), and whether Marlin runs them (`moe_backend`)
+        # MXFP4 experts' activations as `engine` feeds them on this GPU (format_support.MXFP4_MOE), and whether
+        # Marlin runs them (vLLM below sm_90, or `moe_backend` marlin)
         self.expert_activations = runs.expert_activations
         self.moe_kernel = runs.moe_kernel
         self.weight_format = weights_format.name
@@ -215,6 +219,8 @@ class RooflineStepTimeModel:
         self.experts_span_dp = p.experts_span_dp
         self.load_imbalance = load_imbalance(p.ep, routing_alpha(m.architecture)) if p.expert_parallel else 1.0
         table = moe_dtype(self.weight_format, self.weight_scales, self.expert_activations, self.moe_kernel)
+        if table == MARLIN_MOE_DTYPE and family(self.hardware) != "hopper":
+            table = MOE_DTYPES["mxfp4"]     # Marlin's figures are Hopper's: elsewhere the W4A16 ones, as before them
         table = table if table in MOE_LAYER_S else None
         self._moe_fixed_s = m.num_moe_layers * stage * MOE_LAYER_S[table] if moe else 0.0
         self._moe_efficiency = MOE_GROUPED_EFFICIENCY[table]

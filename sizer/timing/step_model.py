@@ -75,7 +75,7 @@ def roofline_for(r: Deployment, step_overhead_s: float = STEP_OVERHEAD_S) -> Roo
     """The roofline step-time model of a resolved scenario."""
     return RooflineStepTimeModel(r.model, pricing_hardware(r), r.weight_format, r.weights, r.kv, r.parallel,
                                  r.group_size, step_overhead_s=step_overhead_s, offload=r.offload, lora=r.lora,
-                                 moe_backend=r.execution.moe_kernel or "auto")
+                                 engine=r.engine.engine, moe_backend=r.execution.moe_kernel or "auto")
 
 
 # How close the tables and the roofline come, per engine (docs/fidelity.md): benchmarks/fidelity_vllm.py on the 15
@@ -85,7 +85,7 @@ TABLES_VS_ROOFLINE = {
              "roofline 8.1%, 5.4%, 7.7%; TTFT p99 comes out low on 13 of the 15 runs (20.5% median error: the long "
              "tails of the runs' first stages have no cause found and are not modelled); on InferenceMAX's public "
              "closed-loop gpt-oss-120b points TPOT is within 5% median on H100 and H200, 12% slow on B200, and "
-             "TTFT 22-28% low (docs/fidelity.md)"),
+             "TTFT 22-27% low (docs/fidelity.md)"),
     "tensorrt-llm": ("on TensorRT-LLM's published maximum-load rows the tables give 4.2% median error in "
                      "throughput on the dense rows (the roofline 11.5% when last measured), 4.6% on the MoE rows with "
                      "attention DP, two of them beyond 20%; on InferenceMAX's public closed-loop gpt-oss-120b B200 "

@@ -5,6 +5,7 @@ named with its source. Config: tests/data/models/gpt-oss-120b (aiconfigurator-co
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -24,8 +25,6 @@ from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
 from sizer.timing.roofline import (
     ATTENTION_KV_EFFICIENCY,
-    MARLIN_MOE_DTYPE,
-    MOE_GROUPED_EFFICIENCY,
     MOE_STREAMING,
     RooflineStepTimeModel,
     decode_batch,
@@ -157,21 +156,23 @@ def test_w4a8_experts_are_priced_by_w4a8_rows_or_the_roofline_never_by_the_w4a16
     assert priced("h200")[0] == "kernel tables"
 
 
-def test_marlin_moe_prices_prompts_at_its_compute_share_and_decodes_as_the_w4a16_rows():
+def test_marlin_moe_prices_prompts_at_its_measured_rate_and_decodes_as_the_w4a16_rows():
     # InferenceMAX's Hopper gpt-oss scripts export VLLM_MXFP4_USE_MARLIN=1 (sizer: moe_backend marlin). The bundled H200
-    # vLLM tables measure Marlin's MXFP4 MoE only for another expert shape, so gpt-oss's triton_kernels W4A16 rows
-    # price it, no faster than its FLOPs at the share of the bf16 peak Marlin's own rows reach (19.62% at 256 tokens
-    # an expert: MOE_GROUPED_EFFICIENCY, benchmarks/moe_efficiencies.py).
+    # vLLM tables measure Marlin's MXFP4 MoE only for another expert shape (896 experts of 3,584 x 3,072, top 16), so
+    # gpt-oss's triton_kernels W4A16 rows price it, no faster than Marlin's rows do the FLOPs at the same tokens per
+    # expert.
     auto = step_model_for(_gpt_oss(max_model_len=9216))
     marlin = step_model_for(_gpt_oss(max_model_len=9216, moe_backend="marlin"))
     assert marlin.roofline.moe_kernel == "marlin" and auto.roofline.moe_kernel == ""
     assert "Marlin" in step_sources(marlin)["MoE experts"] and step_sources(auto)["MoE experts"] == "kernel tables"
-    # an 8,192-token prompt: 2 x 3 x 2,880 x 2,880 x 4 FLOPs a token through a layer's routed experts = 1.631 TFLOP
-    # for 8,192 tokens; at 19.62% of the H200's bf16 peak a layer takes 8.4 ms, against the triton_kernels row's
-    # 2.905 ms (aiconfigurator-core 0.12.0, h200_sxm vllm 0.24.0, 8,192 tokens, balanced): 36 layers, +198 ms
-    peak = load_hardware("h200").peak_flops("bf16")
-    layer_s = 2 * 3 * 2880 * 2880 * 4 * 8192 / (peak * MOE_GROUPED_EFFICIENCY[MARLIN_MOE_DTYPE][256])
-    assert layer_s == pytest.approx(8.4e-3, rel=0.01)
+    # an 8,192-token prompt: 8,192 x 4 / 128 = 256 tokens an expert. Marlin's rows (aiconfigurator-core 0.12.0,
+    # h200_sxm vllm 0.24.0, balanced, TP 1): 58.696 ms at 12,288 tokens (219.4 an expert) and 74.670 ms at 16,384
+    # (292.6), 6 x 3,584 x 3,072 x 16 FLOPs a token: 221.3 and 231.9 TFLOPS, 227.0 at 256 (log-linear); gpt-oss's
+    # 6 x 2,880 x 2,880 x 4 x 8,192 = 1.631 TFLOP a layer then take 7.18 ms, against the triton_kernels row's 2.905
+    flops = [6 * 3584 * 3072 * 16 * t / s for t, s in ((12288, 58.696e-3), (16384, 74.670e-3))]
+    where = math.log(256 / (12288 * 16 / 896)) / math.log(16384 / 12288)
+    layer_s = 6 * 2880 * 2880 * 4 * 8192 / (flops[0] + (flops[1] - flops[0]) * where)
+    assert layer_s == pytest.approx(7.18e-3, rel=0.005)
     prompt = StepBatch.from_seqs([(8192, 0)])
     assert marlin.step_time(prompt) - auto.step_time(prompt) == pytest.approx(36 * (layer_s - 2.905e-3), rel=0.01)
     # decode (32 sequences): the experts stream, where the two kernels read MXFP4 at about the same rate
@@ -185,16 +186,23 @@ def test_marlin_is_what_vllm_runs_below_sm_90_and_is_priced_by_its_own_rows():
     assert runs.moe_kernel == "marlin" and "Marlin MXFP4 MoE" in runs.kernel
     step = step_model_for(_gpt_oss("l40s", tp=4, max_model_len=8192, prompt=1024))
     assert step_sources(step)["MoE experts"] == "kernel tables"
+    # SGLang there runs its own MXFP4 MoE: not vLLM's Marlin, in the plan or in the step model
+    sglang = _gpt_oss("l40s", "sglang", tp=4, max_model_len=8192, prompt=1024)
+    assert sglang.execution.moe_kernel == "" and step_model_for(sglang).roofline.moe_kernel == ""
 
 
 @pytest.mark.parametrize(("model", "deployment", "says"), [
     ("llama-3.1-8b", {}, "the model has no MoE experts"),
-    ("mixtral-8x7b", {}, "these experts are bf16"),
+    ("mixtral-8x7b", {}, "these weights are bf16"),
+    ("mixtral-8x7b", {"quantization": "mxfp4"}, r"MXFP4 MoE checkpoints \(quant_method mxfp4\) only; these weights "
+                                                r"are mxfp4$"),
     (str(GPT_OSS), {"engine": "sglang"}, "is a setting of vllm"),
+    (str(GPT_OSS), {"gpu": "mi300x"}, "run on NVIDIA GPUs from Ampere on, not on AMD Instinct MI300X"),
+    (str(GPT_OSS), {"gpu": "tpu-v6e"}, "run on NVIDIA GPUs from Ampere on"),
 ])
 def test_marlin_where_sizer_does_not_price_it_is_refused(model, deployment, says):
     with pytest.raises(InputError, match=says) as e:
-        resolve(scenario_from_dict({"model": model, "hardware": "h200",
+        resolve(scenario_from_dict({"model": model, "hardware": deployment.pop("gpu", "h200"),
                                     "deployment": {"moe_backend": "marlin", **deployment},
                                     "workload": {"arrival": {"rate_per_s": 1},
                                                  "prompt_tokens": {"distribution": "fixed", "value": 100},

@@ -182,3 +182,36 @@ def test_the_leaderworkerset_plan_emits_reads_back(tmp_path):
     assert (inp.replicas, inp.gpus_per_replica, inp.gpus_requested) == (1, 16, 16)
     d = inp.scenario_data["deployment"]
     assert (d["tensor_parallel_size"], d["pipeline_parallel_size"], d["max_model_len"]) == (8, 2, 16384)
+
+
+MARLIN_MANIFEST = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: gpt-oss}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: gpt-oss}}
+  template:
+    metadata: {labels: {app: gpt-oss}}
+    spec:
+      nodeSelector: {nvidia.com/gpu.product: NVIDIA-H200}
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.11.2
+          command: ["vllm", "serve", "openai/gpt-oss-120b", "--tensor-parallel-size", "2"]
+          env: [{name: VLLM_MXFP4_USE_MARLIN, value: "VALUE"}]
+          resources: {limits: {nvidia.com/gpu: 2}}
+"""
+
+
+@pytest.mark.parametrize(("value", "backend"), [("1", "marlin"), ("0", "auto")])
+def test_vllms_marlin_environment_variable_is_read_as_the_moe_backend(tmp_path, value, backend):
+    # InferenceMAX's Hopper gpt-oss scripts export VLLM_MXFP4_USE_MARLIN=1 (vllm/envs.py reads it as int(value) != 0;
+    # later vLLM releases spell it --moe-backend marlin): read, not named as unmodelled environment
+    path = tmp_path / "gpt-oss.yaml"
+    path.write_text(MARLIN_MANIFEST.replace("VALUE", value))
+    inp = read_check_input(str(path))
+    assert inp.scenario_data["deployment"]["moe_backend"] == backend
+    assert not any("VLLM_MXFP4_USE_MARLIN" in n for n in inp.notes)
+    path.write_text(MARLIN_MANIFEST.replace("VALUE", "yes"))
+    with pytest.raises(FieldError, match=r"env\.VLLM_MXFP4_USE_MARLIN: expected 0 or 1, got 'yes'"):
+        read_check_input(str(path))
