@@ -399,8 +399,12 @@ def heads_rows(table: dict[tuple, dict[int, float]], key: tuple) -> tuple[BatchC
 class KernelTableStepTimeModel:
     """`step_time(batch)` from measured kernel tables, the roofline for what they lack (module docstring)."""
 
-    def __init__(self, tables: KernelTables, roofline: RooflineStepTimeModel):
+    def __init__(self, tables: KernelTables, roofline: RooflineStepTimeModel,
+                 shared_moe: tuple[str, Mapping[tuple, dict[int, float]]] | None = None):
+        """`shared_moe`: (what measured them, MoE rows) of the same kernel in another engine's tables, for the expert
+        shapes and splits these tables lack (step_model.SHARED_MOE_KERNELS)."""
         self.tables, self.roofline = tables, roofline
+        self.shared_moe = shared_moe
         m, p = roofline.model, roofline.parallel
         self.pp = p.pp
         missing: list[str] = []
@@ -457,7 +461,7 @@ class KernelTableStepTimeModel:
         bandwidth = cost.memory_bandwidth_bytes_per_s * cost.bandwidth_fraction
         self.elementwise_s_per_token = ew.bytes_per_token / bandwidth
         self._attention(m, p, kv, {shape.label for shape in latent}, missing)
-        self.experts_from_tables = self.marlin_from_w4a16 = False
+        self.experts_from_tables = self.marlin_from_w4a16 = self.experts_shared = False
         self.ranks, self.load_imbalance = p.dp, roofline.load_imbalance
         self._experts: tuple[float, Curve] | None = None     # priced apart: at other tokens than the rank's
         if m.moe is not None:
@@ -518,6 +522,8 @@ class KernelTableStepTimeModel:
             out["all-reduce"] = tables if self.allreduce_from_tables else roof
         if m.moe is not None:
             out["MoE experts"] = tables if self.experts_from_tables else roof
+            if self.experts_from_tables and self.experts_shared:
+                out["MoE experts"] += f" (the same kernel as {self.shared_moe[0]} measured it)"
             if self.experts_from_tables and self.marlin_from_w4a16:
                 out["MoE experts"] += (" (Marlin: the W4A16 MXFP4 rows, no faster than Marlin's rows of another "
                                        "expert shape do the FLOPs at the same tokens per expert)")
@@ -541,6 +547,9 @@ class KernelTableStepTimeModel:
         dtype = self.ran_in or moe_dtype(r.weight_format, r.weight_scales, r.expert_activations, r.moe_kernel)
         shape = (m.hidden_size, f.expert_width, f.top_k, f.num_experts, *split)
         rows = self.tables.moe.get((dtype, *shape))
+        if rows is None and self.shared_moe is not None and not f.latent:
+            rows = self.shared_moe[1].get((dtype, *shape))
+            self.experts_shared = rows is not None
         w4a16 = self.tables.moe.get((MOE_DTYPES["mxfp4"], *shape))
         # Marlin measured in another shape at this split (the bundled H100/H200/B200/GB200 folders: 896 experts of
         # 3,584 x 3,072, top 16; the first such shape where a folder has several)

@@ -16,6 +16,7 @@ from sizer.errors import InputError
 from sizer.inputs import preloaded
 from sizer.inputs.hardware import HardwareSpec, measured_host_cpu
 from sizer.inputs.model_spec import ModelSpec
+from sizer.inputs.scenario import ENGINE_NAMES
 from sizer.kinds import kind
 from sizer.timing.cuda_graphs import CudaGraphPadding
 from sizer.timing.kernel_step import BundledEngineStepTimeModel, KernelTableStepTimeModel
@@ -27,7 +28,7 @@ from sizer.timing.kernel_tables import (
     cached_kernel_tables,
     read_header,
 )
-from sizer.timing.roofline import STEP_OVERHEAD_S, RooflineStepTimeModel
+from sizer.timing.roofline import MXFP8_ACTIVATED_MOE_DTYPE, STEP_OVERHEAD_S, RooflineStepTimeModel, moe_dtype
 from sizer.words import listed
 
 if TYPE_CHECKING:      # the type only: a scenario without a calibrated profile loads none (sizer/kinds.py)
@@ -84,8 +85,8 @@ TABLES_VS_ROOFLINE = {
     "vllm": ("on the public vLLM 0.15.1 H100 runs the tables give E2E 6.3%, TTFT 6.4%, ITL 7.1% median error, the "
              "roofline 8.1%, 5.4%, 7.7%; TTFT p99 comes out low on 13 of the 15 runs (20.5% median error: the long "
              "tails of the runs' first stages have no cause found and are not modelled); on InferenceMAX's public "
-             "closed-loop gpt-oss-120b points TPOT is within 5% median on H100 and H200, 12% slow on B200, and "
-             "TTFT 22-27% low (docs/fidelity.md)"),
+             "closed-loop gpt-oss-120b points TPOT is within 2% median on H100, H200 and B200 (5% median absolute "
+             "error), TTFT 24-35% low (docs/fidelity.md)"),
     "tensorrt-llm": ("on TensorRT-LLM's published maximum-load rows the tables give 4.2% median error in "
                      "throughput on the dense rows (the roofline 11.5% when last measured), 4.6% on the MoE rows with "
                      "attention DP, two of them beyond 20%; on InferenceMAX's public closed-loop gpt-oss-120b B200 "
@@ -141,8 +142,33 @@ def _unpadded_step_model(r: Deployment, roofline: RooflineStepTimeModel) -> Step
         if tables is None:
             refuse_missing_tables(r)
     if tables is not None:
-        return KernelTableStepTimeModel(tables, roofline)
+        return KernelTableStepTimeModel(tables, roofline, shared_moe_rows(r, tables))
     return roofline
+
+
+# MoE kernels an engine runs that another engine's bundled tables measured in more expert shapes, by (engine, the
+# experts' table dtype): vLLM feeds MXFP4 experts MXFP8 activations on Blackwell and runs FlashInfer's TRT-LLM-gen
+# MoE (format_support.MXFP4_MOE), as SGLang's flashinfer_mxfp4 runner does; vLLM 0.24.0's B200 tables measured it
+# for DeepSeek's and GLM's expert shapes only, SGLang 0.5.14's for gpt-oss's too. On the two shapes both measured
+# (aiconfigurator-core 0.12.0, b200_sxm, balanced, every split and token count both hold: 648 points) SGLang's
+# latency is 0.90x vLLM's (median; 0.95-1.0 at 16-1,024 tokens, 0.62-0.89 at one token).
+SHARED_MOE_KERNELS = {("vllm", MXFP8_ACTIVATED_MOE_DTYPE): "sglang"}
+
+
+def shared_moe_rows(r: Deployment, tables: KernelTables) -> tuple[str, dict] | None:
+    """(what measured them, rows) of the MoE kernel the scenario's engine shares with another engine's bundled tables
+    (SHARED_MOE_KERNELS), for the shapes its own tables lack; None where it shares none, or for tables the scenario
+    brought (hardware.kernel_tables: measured as they were)."""
+    ro = r.execution
+    dtype = moe_dtype(r.weight_format.name, r.weight_format.scheme.scales, ro.expert_activations, ro.moe_kernel)
+    other = SHARED_MOE_KERNELS.get((r.engine.engine, dtype))
+    if other is None or r.kernel_tables is not None or r.model.moe is None:
+        return None
+    shared = bundled_tables(r.hardware.id, other)
+    if shared is None:
+        return None
+    return f"{ENGINE_NAMES.get(other, other)}'s {shared.header.engine_version} tables", {
+        key: rows for key, rows in shared.moe.items() if key[0] == dtype}
 
 
 def refuse_missing_tables(r: Deployment) -> None:

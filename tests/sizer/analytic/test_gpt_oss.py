@@ -25,7 +25,6 @@ from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
 from sizer.timing.roofline import (
     ATTENTION_KV_EFFICIENCY,
-    MOE_STREAMING,
     RooflineStepTimeModel,
     decode_batch,
 )
@@ -140,17 +139,22 @@ def test_each_engine_names_its_own_mxfp4_moe_kernel(engine, gpu, kernel, acts):
 def test_w4a8_experts_are_priced_by_w4a8_rows_or_the_roofline_never_by_the_w4a16_rows():
     # On a B200 the engines feed gpt-oss's MXFP4 experts MXFP8 activations (W4A8: format_support.MXFP4_MOE). The
     # bundled B200 tables (aiconfigurator-core 0.12.0) hold gpt-oss's expert shape as W4A8 rows in TensorRT-LLM
-    # 1.3.0rc20 (moe_torch_flow) with the experts whole on 1-8 GPUs, but in vLLM 0.24.0 only as W4A16 MXFP4 x BF16
-    # rows (flashinfer_trtllm_mxfp4_bf16), another kernel: vLLM's are the roofline's, with the figures for unmeasured
-    # expert formats (MOE_STREAMING[None], not the W4A16 kernels' half streaming share), TensorRT-LLM's its W4A8 rows
-    # at TP 1 and the roofline's where TP 2 slices the experts (no such W4A8 rows). On an H200 the W4A16 rows are the
-    # kernel that runs (OpenAI triton_kernels) and price the experts.
+    # 1.3.0rc20 (moe_torch_flow) with the experts whole on 1-8 GPUs and in SGLang 0.5.14 (FlashInfer's TRT-LLM-gen
+    # MoE) sliced or spread, but in vLLM 0.24.0 only as W4A16 MXFP4 x BF16 rows (flashinfer_trtllm_mxfp4_bf16),
+    # another kernel. vLLM runs SGLang's kernel (step_model.SHARED_MOE_KERNELS), so SGLang's W4A8 rows price vLLM's
+    # experts, never the W4A16 rows; TensorRT-LLM's its own at TP 1 and the roofline's where TP 2 slices the experts
+    # (no such W4A8 rows). On an H200 the W4A16 rows are the kernel that runs (OpenAI triton_kernels).
     def priced(gpu, engine="vllm", tp=1):
         step = step_model_for(_gpt_oss(gpu, engine, tp, max_model_len=8192, prompt=1024))
-        return step_sources(step)["MoE experts"], step.roofline
-    source, roofline = priced("b200")
-    assert source == "roofline" and roofline.expert_activations == "mxfp8"
-    assert roofline._moe_streaming == MOE_STREAMING[None]
+        return step_sources(step)["MoE experts"], step
+    source, step = priced("b200")
+    assert source == "kernel tables (the same kernel as SGLang's 0.5.14 tables measured it)"
+    assert step.roofline.expert_activations == "mxfp8"
+    m = step.roofline.model
+    sglang = step_model_for(_gpt_oss("b200", "sglang", max_model_len=8192, prompt=1024))
+    ours, theirs = step._moe_curve(m, step.roofline.parallel), sglang._moe_curve(m, sglang.roofline.parallel)
+    assert (ours[1].xs, ours[1].ys) == (theirs[1].xs, theirs[1].ys)
+    assert ("w4a8_mxfp4_mxfp8", 2880, 2880, 4, 128, 1, 1) not in step.tables.moe
     assert priced("b200", "tensorrt-llm")[0] == "kernel tables"
     assert priced("b200", "tensorrt-llm", tp=2)[0] == "roofline"
     assert priced("h200")[0] == "kernel tables"
