@@ -111,12 +111,13 @@ def marlin_capped(rows: Mapping[int, float], flops_per_token: float, top_k: int,
     expert two shapes read the same weight bytes per FLOP (an expert's bytes over the FLOPs of its tokens), so
     Marlin's FLOPs per second there carry over in both regimes: where it streams the experts (about as fast as
     triton_kernels: 2.7 against 2.54 TB/s on the H200, vLLM 0.24.0, 64-384 tokens; InferenceMAX's gpt-oss decode,
-    run with Marlin, matches the triton_kernels rows: docs/fidelity.md) and where compute-bound (220-232 TFLOPS at
-    3,072-16,384 tokens of 896 experts of 3,584 x 3,072, top 16, on the H200 against triton_kernels' 545-567 on
-    gpt-oss's). Between measured points log-linear in tokens per expert, flat beyond them."""
-    shares = sorted((t * marlin_top_k / marlin_experts, t * marlin_flops_per_token / seconds)
-                    for t, seconds in marlin.items())
-    return {t: max(latency, t * flops_per_token / grouped_gemm_efficiency(t * top_k / experts, dict(shares)))
+    run with Marlin, matches the triton_kernels rows: docs/fidelity.md) and where compute-bound (221-232 TFLOPS at
+    12,288-16,384 tokens of 896 experts of 3,584 x 3,072, top 16, on the H200 against triton_kernels' 545-567 on
+    gpt-oss's). Between measured points log-linear in tokens per expert, flat beyond them (grouped_gemm_efficiency's
+    interpolation, here of FLOPs per second)."""
+    rates = dict(sorted((t * marlin_top_k / marlin_experts, t * marlin_flops_per_token / seconds)
+                        for t, seconds in marlin.items()))
+    return {t: max(latency, t * flops_per_token / grouped_gemm_efficiency(t * top_k / experts, rates))
             for t, latency in rows.items()}
 
 

@@ -159,8 +159,8 @@ def shared_moe_rows(r: Deployment, tables: KernelTables) -> tuple[str, dict] | N
     """(what measured them, rows) of the MoE kernel the scenario's engine shares with another engine's bundled tables
     (SHARED_MOE_KERNELS), for the shapes its own tables lack; None where it shares none, or for tables the scenario
     brought (hardware.kernel_tables: measured as they were)."""
-    ro = r.execution
-    dtype = moe_dtype(r.weight_format.name, r.weight_format.scheme.scales, ro.expert_activations, ro.moe_kernel)
+    runs = r.execution
+    dtype = moe_dtype(r.weight_format.name, r.weight_format.scheme.scales, runs.expert_activations, runs.moe_kernel)
     other = SHARED_MOE_KERNELS.get((r.engine.engine, dtype))
     if other is None or r.kernel_tables is not None or r.model.moe is None:
         return None
