@@ -32,7 +32,10 @@ For one step on one GPU of the busiest pipeline stage (times the stages, as the 
   element-wise per layer: a fused residual add + RMSNorm per norm (reads 2 x hidden, writes 2 x hidden
                per token), for softmax attention the rotary embedding (reads and writes q and k) and the
                KV-cache write (reads k and v, writes them to the cache: vLLM's rotary_embedding and
-               reshape_and_cache kernels), and the gated activation of a dense MLP (reads 2 x width / TP,
+               reshape_and_cache kernels), for an MLA layer whose block no module table prices (the
+               attention kernel's rows: SGLang) its own: the RMSNorms of the q and kv latents (read and write
+               them), the rotary embedding of the rope parts of q and k, and the cache write of the latent
+               and the rope key, and the gated activation of a dense MLP (reads 2 x width / TP,
                writes width / TP), 2 bytes a value: bytes / (bandwidth x fraction) + a fixed latency each
                (tables.yaml)
   step         the roofline's per-step overhead (sampler); the engine loop adds its own around the step
@@ -199,12 +202,13 @@ class Elementwise:
     bytes_per_token: float          # bytes they read and write per new token
 
 
-def elementwise_ops(m: ModelSpec, p: ParallelConfig) -> Elementwise:
+def elementwise_ops(m: ModelSpec, p: ParallelConfig, module_layers: frozenset[int] = frozenset()) -> Elementwise:
     """The residual add + norm of each norm, the rotary embedding and KV-cache write of each softmax-attention
-    layer, and the activation of each gated dense MLP (module docstring)."""
+    layer, the latents' norms, rotary embedding and cache write of each MLA layer but those in `module_layers`
+    (whose module table prices the whole block), and the activation of each gated dense MLP (module docstring)."""
     stage = layers_per_stage(m, p) / m.num_layers
     ops = values = 0.0
-    for layer in m.layers:
+    for i, layer in enumerate(m.layers):
         ops += layer.norms
         values += layer.norms * 4 * m.hidden_size
         if isinstance(layer.mixer, Attention):
@@ -212,6 +216,11 @@ def elementwise_ops(m: ModelSpec, p: ParallelConfig) -> Elementwise:
             q, kv = a.num_heads // p.tp * a.head_dim, kv_heads_per_gpu(a.num_kv_heads, p) * a.head_dim
             ops += 2
             values += 2 * (q + kv) + 4 * kv
+        if isinstance(layer.mixer, LatentAttention) and i not in module_layers:
+            a = layer.mixer
+            rope, latent = a.qk_rope_head_dim, a.kv_lora_rank
+            ops += 3 + bool(a.q_lora_rank)
+            values += 2 * (a.q_lora_rank + latent) + 2 * (a.num_heads // p.tp + 1) * rope + 2 * (latent + rope)
         if isinstance(layer.ffn, DenseFFN) and layer.ffn.gated:
             ops += 1
             values += 3 * layer.ffn.width / p.tp
@@ -457,7 +466,7 @@ class KernelTableStepTimeModel:
             curves.append((calls, ar_curve))
         self.per_token = curve_sum(curves) if curves else Curve({1: 0.0})
         self.allreduce_from_tables = bool(calls) and ar is not None
-        ew, cost = elementwise_ops(m, p), tables.header.elementwise
+        ew, cost = elementwise_ops(m, p, module_layers), tables.header.elementwise
         self.elementwise_fixed_s = ew.ops_per_stage * cost.latency_s
         bandwidth = cost.memory_bandwidth_bytes_per_s * cost.bandwidth_fraction
         self.elementwise_s_per_token = ew.bytes_per_token / bandwidth

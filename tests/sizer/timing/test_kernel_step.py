@@ -155,6 +155,23 @@ def test_elementwise_ops_count_norms_rotary_kv_writes_and_gated_activations():
     assert ew2.bytes_per_token == 4 * (2 * 4 * 256 + 2 * (128 + 32) + 4 * 32 + 3 * 384) * 2
 
 
+def test_mla_layers_count_their_latent_norms_rotary_and_cache_write_unless_a_module_table_prices_them():
+    # DeepSeek-V3 (config.json: hidden 7,168, 61 layers, 128 heads, q_lora_rank 1,536, kv_lora_rank 512, rope 64): a
+    # layer's fused add + norm twice (4 x 7,168 values each), and outside a module table its q and kv latents' norms
+    # (2 x (1,536 + 512)), the rope parts' rotary (2 x (128 / 8 + 1) x 64 at TP 8) and the cache write of latent and
+    # rope key (2 x (512 + 64)): 2 + 4 kernels a layer; the first 3 layers' dense MLP (first_k_dense_replace 3,
+    # width 18,432) its activation (3 x 18,432 / 8 values). A module table (vLLM's, TensorRT-LLM's) holds the MLA
+    # block whole.
+    m, p = load_model("deepseek-v3"), ParallelConfig(tp=8)
+    assert (m.hidden_size, m.num_layers) == (7168, 61)
+    dense = 3 * (3 * 18432 // 8)
+    kernel_only = elementwise_ops(m, p)
+    assert kernel_only.ops_per_stage == 61 * 6 + 3
+    assert kernel_only.bytes_per_token == (61 * (2 * 4 * 7168 + 2 * (1536 + 512) + 2 * 17 * 64 + 2 * 576) + dense) * 2
+    modules = elementwise_ops(m, p, frozenset(range(61)))
+    assert modules.ops_per_stage == 61 * 2 + 3 and modules.bytes_per_token == (61 * 2 * 4 * 7168 + dense) * 2
+
+
 def test_weight_only_formats_take_their_gemms_from_the_roofline():
     """AWQ streams 4-bit weights: no bf16 GEMM of the tables prices it, so each dense GEMM shape goes to
     the roofline, named; the rest of the step still comes from the tables."""
