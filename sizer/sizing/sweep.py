@@ -50,7 +50,7 @@ from sizer.sizing.result import GoodputSettings, SizingStatus
 from sizer.sizing.sweep_backends import run_local, run_ray
 from sizer.sizing.workload import read_trace, trace_limit, trace_summary
 from sizer.timing.kernel_tables import HEADER_FILE, TABLES
-from sizer.timing.step_model import bundled_header, bundled_tables
+from sizer.timing.step_model import SHARED_MOE_KERNELS, bundled_header, bundled_tables
 from sizer.words import count
 from validation.errors import FieldError
 
@@ -227,7 +227,9 @@ def shared_inputs(base: Scenario, values: dict[str, list], settings: SweepSettin
         gpu_id = load_hardware(gpu).id
         headers[gpu_id, engine] = bundled_header(gpu_id, engine)          # the plan's note on kernel tables
         if base.hardware.step_model != "roofline":
-            tables[gpu_id, engine] = bundled_tables(gpu_id, engine)
+            # and the engines whose tables price a kernel this one shares with them (SHARED_MOE_KERNELS)
+            for name in (engine, *{e for (own, _), e in SHARED_MOE_KERNELS.items() if own == engine}):
+                tables[gpu_id, name] = bundled_tables(gpu_id, name)
     traces = {}
     if base.workload.trace is not None:
         path = str(scenario_dir(base) / base.workload.trace.path)

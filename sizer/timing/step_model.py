@@ -97,9 +97,15 @@ TABLES_VS_ROOFLINE = {
 def kernel_tables_for(r: Deployment) -> KernelTables | None:
     """The bundled kernel tables measured on the scenario's GPU in its engine, if any (a sweep worker: as its
     driver loaded them, sizer/inputs/preloaded.py)."""
-    if preloaded.has_kernel_tables(r.hardware.id, r.engine.engine):
-        return preloaded.kernel_tables(r.hardware.id, r.engine.engine)
-    return bundled_tables(r.hardware.id, r.engine.engine)
+    return engine_tables(r.hardware.id, r.engine.engine)
+
+
+def engine_tables(gpu: str, engine: str) -> KernelTables | None:
+    """The bundled kernel tables of a GPU profile id and an engine, if any; a sweep worker's as its driver loaded
+    them (sizer/inputs/preloaded.py)."""
+    if preloaded.has_kernel_tables(gpu, engine):
+        return preloaded.kernel_tables(gpu, engine)
+    return bundled_tables(gpu, engine)
 
 
 def bundled_tables(gpu: str, engine: str) -> KernelTables | None:
@@ -142,20 +148,23 @@ def _unpadded_step_model(r: Deployment, roofline: RooflineStepTimeModel) -> Step
         if tables is None:
             refuse_missing_tables(r)
     if tables is not None:
-        return KernelTableStepTimeModel(tables, roofline, shared_moe_rows(r, tables))
+        return KernelTableStepTimeModel(tables, roofline, shared_moe_rows(r))
     return roofline
 
 
 # MoE kernels an engine runs that another engine's bundled tables measured in more expert shapes, by (engine, the
 # experts' table dtype): vLLM feeds MXFP4 experts MXFP8 activations on Blackwell and runs FlashInfer's TRT-LLM-gen
-# MoE (format_support.MXFP4_MOE), as SGLang's flashinfer_mxfp4 runner does; vLLM 0.24.0's B200 tables measured it
-# for DeepSeek's and GLM's expert shapes only, SGLang 0.5.14's for gpt-oss's too. On the two shapes both measured
-# (aiconfigurator-core 0.12.0, b200_sxm, balanced, every split and token count both hold: 648 points) SGLang's
-# latency is 0.90x vLLM's (median; 0.95-1.0 at 16-1,024 tokens, 0.62-0.89 at one token).
+# MoE (trtllm_fp4_block_scale_moe: format_support.MXFP4_MOE), as SGLang's flashinfer_mxfp4 runner does; vLLM
+# 0.24.0's B200 and GB200 tables measured it for DeepSeek-V4-Flash's and -Pro's expert shapes only, SGLang 0.5.14's
+# for gpt-oss's too. On those two shapes (aiconfigurator-core 0.12.0, balanced, every split and token count both
+# hold: 648 points a GPU; SGLang's rows there are its DeepSeek-V4 MXFP4 lane, sglang_mxfp4_flashinfer_trtllm_moe,
+# gpt-oss's its sglang_flashinfer_trtllm_moe) SGLang's latency is 0.90x vLLM's on the B200 and on the GB200 (median;
+# 0.89-0.97 per token count from 16 to 1,024 tokens, 0.85 from 2,048 on, 0.62-0.89 at one token): the borrowed rows
+# may price a prompt's experts some 15% fast.
 SHARED_MOE_KERNELS = {("vllm", MXFP8_ACTIVATED_MOE_DTYPE): "sglang"}
 
 
-def shared_moe_rows(r: Deployment, tables: KernelTables) -> tuple[str, dict] | None:
+def shared_moe_rows(r: Deployment) -> tuple[str, dict] | None:
     """(what measured them, rows) of the MoE kernel the scenario's engine shares with another engine's bundled tables
     (SHARED_MOE_KERNELS), for the shapes its own tables lack; None where it shares none, or for tables the scenario
     brought (hardware.kernel_tables: measured as they were)."""
@@ -164,7 +173,7 @@ def shared_moe_rows(r: Deployment, tables: KernelTables) -> tuple[str, dict] | N
     other = SHARED_MOE_KERNELS.get((r.engine.engine, dtype))
     if other is None or r.kernel_tables is not None or r.model.moe is None:
         return None
-    shared = bundled_tables(r.hardware.id, other)
+    shared = engine_tables(r.hardware.id, other)
     if shared is None:
         return None
     return f"{ENGINE_NAMES.get(other, other)}'s {shared.header.engine_version} tables", {

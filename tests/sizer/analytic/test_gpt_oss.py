@@ -23,6 +23,7 @@ from sizer.inputs.model_spec import from_hf_config, load_model
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
+from sizer.timing.kernel_tables import KERNELS_DIR
 from sizer.timing.roofline import (
     ATTENTION_KV_EFFICIENCY,
     RooflineStepTimeModel,
@@ -155,6 +156,17 @@ def test_w4a8_experts_are_priced_by_w4a8_rows_or_the_roofline_never_by_the_w4a16
     ours, theirs = step._moe_curve(m, step.roofline.parallel), sglang._moe_curve(m, sglang.roofline.parallel)
     assert (ours[1].xs, ours[1].ys) == (theirs[1].xs, theirs[1].ys)
     assert ("w4a8_mxfp4_mxfp8", 2880, 2880, 4, 128, 1, 1) not in step.tables.moe
+    # the same at TP 2 (experts sliced in two: SGLang's rows hold the split)
+    assert priced("b200", tp=2)[0] == source
+    # tables a scenario brings (hardware.kernel_tables) are its measurements alone: nothing borrowed
+    own = resolve(scenario_from_dict({
+        "name": "gpt-oss", "model": str(GPT_OSS),
+        "hardware": {"gpu": "b200", "kernel_tables": str(KERNELS_DIR / "b200-vllm-0.24.0")},
+        "deployment": {"max_model_len": 8192},
+        "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
+                     "prompt_tokens": {"distribution": "fixed", "value": 1024},
+                     "output_tokens": {"distribution": "fixed", "value": 1024}}}, None))
+    assert step_sources(step_model_for(own))["MoE experts"] == "roofline"
     assert priced("b200", "tensorrt-llm")[0] == "kernel tables"
     assert priced("b200", "tensorrt-llm", tp=2)[0] == "roofline"
     assert priced("h200")[0] == "kernel tables"

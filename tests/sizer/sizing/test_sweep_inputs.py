@@ -96,8 +96,10 @@ def test_kernel_tables_are_loaded_once_in_the_driver(tmp_path, monkeypatch):
     data["hardware"] = {"gpu": "h100-sxm", "step_model": "kernel_tables"}    # vLLM tables bundled for both GPUs
     (tmp_path / "base.yaml").write_text(yaml.safe_dump(data))
     sweep = sweep_of(path)
+    # and SGLang's, whose rows price a kernel vLLM shares with it where vLLM's lack the shape (SHARED_MOE_KERNELS)
     assert {k: v.header.gpu for k, v in sweep.inputs.kernel_tables.items()} == {
-        ("h100-sxm", "vllm"): "h100-sxm", ("h200", "vllm"): "h200"}
+        ("h100-sxm", "vllm"): "h100-sxm", ("h200", "vllm"): "h200", ("h100-sxm", "sglang"): "h100-sxm",
+        ("h200", "sglang"): "h200"}
 
     def looked_up(*args):
         raise AssertionError("a point looked for the kernel tables' files")
@@ -116,3 +118,4 @@ def test_a_changed_model_config_at_the_same_path_changes_its_points(tmp_path):
     (folder / "config.json").write_text(json.dumps(config))
     after = {t.point.model: t.point_hash for t in tasks(sweep_of(path))}
     assert after[str(folder)] != before[str(folder)] and after["llama-3.1-8b"] == before["llama-3.1-8b"]
+

@@ -25,7 +25,7 @@ from sizer.timing.kernel_tables import (
     load_kernel_tables,
 )
 from sizer.timing.roofline import STEP_OVERHEAD_S
-from sizer.timing.step_model import roofline_for
+from sizer.timing.step_model import roofline_for, step_model_for
 
 US = 1e-6
 
@@ -170,6 +170,23 @@ def test_mla_layers_count_their_latent_norms_rotary_and_cache_write_unless_a_mod
     assert kernel_only.bytes_per_token == (61 * (2 * 4 * 7168 + 2 * (1536 + 512) + 2 * 17 * 64 + 2 * 576) + dense) * 2
     modules = elementwise_ops(m, p, frozenset(range(61)))
     assert modules.ops_per_stage == 61 * 2 + 3 and modules.bytes_per_token == (61 * 2 * 4 * 7168 + dense) * 2
+
+
+def test_mla_element_wise_kernels_are_counted_where_the_attention_kernel_rows_price_the_block():
+    # DeepSeek-V3 on 8 H200s: vLLM's tables hold the MLA block whole (module tables), SGLang's the attention kernel
+    # alone; the element-wise fixed cost counts 2 norms a layer and 3 dense activations under vLLM (125 kernels), and
+    # 4 more a layer under SGLang (369), each at its folder's latency (tables.yaml)
+    def step(engine):
+        return step_model_for(resolve(scenario_from_dict({
+            "name": "dsv3", "model": "deepseek-v3", "hardware": "h200",
+            "deployment": {"engine": engine, "tensor_parallel_size": 8, "max_model_len": 8192},
+            "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
+                         "prompt_tokens": {"distribution": "fixed", "value": 1024},
+                         "output_tokens": {"distribution": "fixed", "value": 256}}}, None)))
+    vllm, sglang = step("vllm"), step("sglang")
+    assert vllm.latent and not vllm.latent_kernel_only and sglang.latent_kernel_only
+    for model, kernels in ((vllm, 125), (sglang, 369)):
+        assert model.elementwise_fixed_s == pytest.approx(kernels * model.tables.header.elementwise.latency_s)
 
 
 def test_weight_only_formats_take_their_gemms_from_the_roofline():
