@@ -32,6 +32,9 @@ class EngineLoop:
     scheduler_ranks: int                # processes that each schedule their own share of a step's sequences
     #                                     (data-parallel ranks run as one engine: each rank its own scheduler)
     stream_interval: int = 1            # tokens per streamed message after the first, which goes alone
+    recv_interval: int = 1              # decode-only steps between the scheduler's polls for new requests (SGLang's
+    #                                     --scheduler-recv-interval): a step with prompt tokens, or an idle engine,
+    #                                     polls at once
 
     def __post_init__(self) -> None:
         costs = (self.schedule_s, self.schedule_s_per_seq, self.input_s, self.output_s_per_pass,
@@ -42,6 +45,8 @@ class EngineLoop:
             raise ValueError(f"engine loop {self.name!r}: scheduler_ranks must be >= 1")
         if self.stream_interval < 1:
             raise ValueError(f"engine loop {self.name!r}: stream_interval must be >= 1")
+        if self.recv_interval < 1:
+            raise ValueError(f"engine loop {self.name!r}: recv_interval must be >= 1")
 
     def period_s(self, gpu_s: float, num_seqs: int) -> float:
         """Time from one step's end to the next's, for a step whose GPU work takes `gpu_s`: the

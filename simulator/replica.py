@@ -137,7 +137,11 @@ class Replica:
         self.step_times, self.recorder = step_times, recorder
         self._pricing = step_times.prompt_s, step_times.decode_times, step_times.decode_miss   # decode_through's
         self.next_event_s, self.on_done = next_event_s, on_done
-        self.fast_forward, self.check = fast_forward, check_invariants
+        # the shortcuts admit a request after the step it reaches the engine by; a scheduler that polls for new
+        # requests every few steps only (`EngineLoop.recv_interval`) steps one at a time
+        self.fast_forward = fast_forward and config.engine_loop.recv_interval == 1
+        self.check = check_invariants
+        self._unpolled_steps = 0              # decode-only steps since the scheduler last polled (recv_interval)
         # the only replica, fed only by arrivals known in advance: what next reaches it is the next arrival,
         # and nobody looks at it then (a one-replica pool is chosen blind)
         self.sole_entry = sole_entry
@@ -173,6 +177,14 @@ class Replica:
         about to be scheduled: by its start, or, with asynchronous scheduling while steps run
         back to back, by the start of the step before it (when this one was chosen)."""
         sched, loop = self.scheduler, self.config.engine_loop
+        if loop.recv_interval > 1 and sched.has_unfinished():
+            # SGLang's SchedulerRecvSkipper: the scheduler polls once the steps since its last poll reach the
+            # interval (whether or not anything waits), else takes nothing this step
+            if self._unpolled_steps < loop.recv_interval:
+                return
+            self._unpolled_steps = 0
+        if not self.inbox:
+            return
         cutoff = self._last_start_s if loop.async_scheduling and sched.has_unfinished() else self._t
         if self.inbox_ready_s > cutoff:            # none has reached it yet: nothing to hand over
             return
@@ -187,6 +199,7 @@ class Replica:
 
     def _run(self):
         sched = self.scheduler
+        polls_apart = self.config.engine_loop.recv_interval > 1     # each step counts towards the next poll
         while True:
             if self.inbox:
                 self._admit()
@@ -203,7 +216,7 @@ class Replica:
                 continue
             horizon = self.next_event_s() if self.fast_forward else -math.inf
             while sched.has_unfinished():
-                if self.inbox:
+                if self.inbox or polls_apart:
                     self._admit()
                 run = None
                 if self.fast_forward and self.sole_entry:
@@ -277,6 +290,10 @@ class Replica:
 
         def apply():
             accepted = self._draw_accepted(step) if step.spec_seqs else None
+            # a step with prompt tokens has the scheduler poll before the next (SchedulerRecvSkipper's weight 1,000
+            # for any mode but decode); a decode-only step counts one
+            self._unpolled_steps = (self.config.engine_loop.recv_interval if step.batch.prefill_tokens
+                                    else self._unpolled_steps + 1)
             finished = self.scheduler.update(step, t, accepted)
             self.recorder.step(self.index, t, dt, step.batch.num_seqs, step.batch.new_tokens, step.num_itl_seqs, used)
             self._last_start_s, self._t = t - dt, t

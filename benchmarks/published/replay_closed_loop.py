@@ -19,7 +19,8 @@ benchmark_lib.sh and the server script per model, GPU and framework, named below
   sglang, DeepSeek-R1 FP8 (dsr1_fp8_{h200,b200,mi300x,mi325x}_*.sh): radix cache off; --stream-interval 10 on the
   H200, 30 on the B200 (the MI300X's and MI325X's scripts set none); on the H200
   --max-running-requests 512 (1k/1k, else 256), --chunked-prefill-size 32768, --mem-fraction-static 0.82; on the
-  B200 --max-running-requests 128, 32768, 0.82, an FP8 KV cache and `--ep-size` as the point's; on the MI300X
+  B200 --max-running-requests 128, 32768, 0.82, an FP8 KV cache, `--ep-size` as the point's and
+  --scheduler-recv-interval 10 below 16 clients, else 30; on the MI300X
   and MI325X --chunked-prefill-size 196608, --mem-fraction-static 0.8 (--max-running-requests left to SGLang:
   at most conc run at once).
 Every other framework or checkpoint (AMD's ATOM, FP4 DeepSeek-R1, the MI355X's servers) is listed as not
@@ -86,8 +87,9 @@ def deployment(row: dict) -> dict:
     d |= {"max_num_batched_tokens": 32768, "gpu_memory_utilization": 0.82,
           "stream_interval": 30 if hw == "b200" else 10,
           "max_num_seqs": 128 if hw == "b200" else (512 if (isl, osl) == (1024, 1024) else 256)}
-    if hw == "b200":   # --ep-size = TP: the experts whole across the TP GPUs
-        d |= {"kv_cache_dtype": "fp8", "enable_expert_parallel": int(row["ep"]) > 1}
+    if hw == "b200":   # --ep-size = TP (the experts whole); a poll every 10 decode steps, 30 from 16 clients
+        d |= {"kv_cache_dtype": "fp8", "enable_expert_parallel": int(row["ep"]) > 1,
+              "scheduler_recv_interval": 30 if conc >= 16 else 10}
     return d
 
 

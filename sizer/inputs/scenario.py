@@ -227,6 +227,10 @@ class DeploymentSection:
                                         doc="tokens per streamed message after the first, which goes alone "
                                             "(vLLM, SGLang --stream-interval; TensorRT-LLM stream_interval); "
                                             "left out: 1, every token its own message")
+    scheduler_recv_interval: int | None = field(None, ge=1, le=MAX_TOKENS,
+                                                doc="SGLang's --scheduler-recv-interval: the scheduler polls for new "
+                                                    "requests after that many decode-only steps (at once after a "
+                                                    "step with prompt tokens, or when idle); left out: 1, every step")
     moe_backend: Literal["auto", "marlin"] | None = field(None, doc="vLLM's MoE kernel (--moe-backend; "
                                                                    "VLLM_MXFP4_USE_MARLIN=1 before it): marlin runs "
                                                                    "MXFP4 experts by Marlin (W4A16) where vLLM would "
@@ -750,6 +754,7 @@ ENGINE_FIELDS = {
                     BATCHING_ENGINES),
     "stream_interval": ("vllm", "sglang", "tensorrt-llm"),
     "moe_backend": ("vllm",),
+    "scheduler_recv_interval": ("sglang",),
     **dict.fromkeys(("parallel", "ctx_size", "kv_unified", "batch_size", "ubatch_size"), ("llama.cpp",)),
     **dict.fromkeys(("cache_type_k", "cache_type_v", "flash_attn"), SLOT_ENGINES),
     **dict.fromkeys(("num_ctx", "num_parallel", "keep_alive_s", "max_loaded_models", "load_bytes_per_s"), ("ollama",)),

@@ -119,6 +119,7 @@ class ServingConfig:
     attention_dp: bool = False          # attention DP on data_parallel_size GPUs, experts spread over them (DEP)
     stream_interval: int = 1            # tokens per streamed message after the first (1: every token)
     moe_backend: str = "auto"           # vLLM's MoE kernel (deployment.moe_backend): marlin, or auto (vLLM's choice)
+    scheduler_recv_interval: int = 1    # SGLang: decode-only steps between polls for new requests (1: every step)
 
     @property
     def gated(self) -> bool:
@@ -160,7 +161,7 @@ def serving_config(r: Resolved, cost: CostSummary | None, verdict: str, memory_o
         n_gpu_layers=(d.n_gpu_layers if d.n_gpu_layers is not None else r.model.num_layers + 1) if r.slots else None,
         lora=(d.max_loras, d.max_lora_rank, d.max_cpu_loras or d.max_loras) if d.enable_lora else None,
         nodes=math.ceil(p.gpus_per_replica / per_node), kubernetes=k8s, stream_interval=d.stream_interval or 1,
-        moe_backend=d.moe_backend or "auto",
+        moe_backend=d.moe_backend or "auto", scheduler_recv_interval=d.scheduler_recv_interval or 1,
         user_profile_file="" if is_bundled(r.hardware) else r.hardware.profile_file)
 
 
@@ -290,7 +291,8 @@ def sglang_argv(c: ServingConfig) -> list[str]:
         ("chunked_prefill_size", str(c.max_num_batched_tokens if c.enable_chunked_prefill else -1))])
     if not c.enable_prefix_caching:
         argv.append(switch_for("sglang", "enable_prefix_caching", False))
-    argv += _valued("sglang", [("stream_interval", str(c.stream_interval))] * (c.stream_interval > 1))
+    argv += _valued("sglang", [("stream_interval", str(c.stream_interval))] * (c.stream_interval > 1)
+                    + [("scheduler_recv_interval", str(c.scheduler_recv_interval))] * (c.scheduler_recv_interval > 1))
     if c.speculative:
         s = c.speculative
         if s.method not in SGLANG_SPECULATIVE:

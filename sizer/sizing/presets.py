@@ -176,7 +176,8 @@ ENGINE_LOOPS: dict[str, EngineLoop] = {
 }
 
 
-def engine_loop(engine: str, data_parallel_ranks: int = 1, stream_interval: int = 1) -> EngineLoop:
+def engine_loop(engine: str, data_parallel_ranks: int = 1, stream_interval: int = 1,
+                recv_interval: int = 1) -> EngineLoop:
     """The loop around `engine`'s steps; ValueError naming the known ones. A replica's data-parallel ranks each
     schedule their own sequences side by side: TensorRT-LLM's attention-DP ranks are one PyExecutor each, new
     requests routed to them (tensorrt_llm/_torch/pyexecutor/executor_request_queue.py,
@@ -187,14 +188,19 @@ def engine_loop(engine: str, data_parallel_ranks: int = 1, stream_interval: int 
     tokens per streamed message after the first (vLLM's and SGLang's --stream-interval, TensorRT-LLM's
     stream_interval: vllm/v1/engine/output_processor.py RequestState.make_request_output sends the first token, then
     once `stream_interval` tokens wait, and at the finish; SGLang's scheduler_output_processor_mixin.py when
-    len(output_ids) % interval == 1)."""
+    len(output_ids) % interval == 1). `recv_interval`: SGLang's --scheduler-recv-interval, its scheduler polling for new
+    requests after that many decode-only batches only, at once after any other (srt/managers/
+    scheduler_recv_skipper.py: a counter adds 1 for a decode batch, 1,000 for any other, and the scheduler receives
+    once it reaches the interval)."""
     try:
         loop = ENGINE_LOOPS[engine]
     except KeyError:
         raise ValueError(f"no engine loop for {engine!r}; known: {', '.join(ENGINE_LOOPS)}") from None
     if data_parallel_ranks != 1:
         loop = replace(loop, scheduler_ranks=data_parallel_ranks)
-    return loop if stream_interval == 1 else replace(loop, stream_interval=stream_interval)
+    if stream_interval != 1:
+        loop = replace(loop, stream_interval=stream_interval)
+    return loop if recv_interval == 1 else replace(loop, recv_interval=recv_interval)
 
 
 def preset(engine: str) -> EnginePreset:

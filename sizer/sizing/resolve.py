@@ -375,7 +375,8 @@ def replica_config(r: Resolved) -> ReplicaConfig:
     swap = (SwapLink(kv.bytes_per_token_per_gpu, host.bytes_per_s_per_direction)
             if e.preemption_mode == "swap" else None)
     return ReplicaConfig(scheduler, budget.kv_blocks * ranks, e.block_size, e.enable_prefix_caching,
-                         d.prefix_cache_tenant_isolation, swap, engine_loop(d.engine, ranks, d.stream_interval or 1),
+                         d.prefix_cache_tenant_isolation, swap,
+                         engine_loop(d.engine, ranks, d.stream_interval or 1, d.scheduler_recv_interval or 1),
                          slot_prompt_reuse=bool(slots and not slots.kv_unified),
                          kv_windows=() if slots else kv.window_groups)
 

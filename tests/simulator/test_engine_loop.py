@@ -187,3 +187,20 @@ def test_every_request_reaches_the_client_in_order(seed, gap_ms, replicas, disag
                      disaggregation=split)
     result = simulate(cfg, LinearStepModel(base_s=base_ms * 1e-3), tied_pairs(seed, 160, gap_ms * 1e-3), seed=seed)
     assert_client_order_columns(result.columns)
+
+
+def test_a_scheduler_that_polls_every_few_decode_steps_admits_a_request_at_the_next_poll():
+    # SGLang's --scheduler-recv-interval 10 (srt/managers/scheduler_recv_skipper.py): the scheduler polls for new
+    # requests once ten decode-only steps have run since its last poll, and at once after a step with prompt tokens.
+    # 10 ms steps, synchronous: A's prompt runs in [0, 10 ms], then the scheduler polls at 10 ms (nothing waits) and
+    # next at 110 ms and 210 ms (after ten decode steps each). B reaches the engine at 115 ms: polled every step it
+    # joins the step at 120 ms and has its first token at 130 ms (TTFT 15 ms); polled every tenth it waits for the poll
+    # at 210 ms, its first token at 220 ms (TTFT 105 ms). Both finish; A's tokens are unchanged in number.
+    runs = {k: simulate(sim_config(engine_loop=dataclasses.replace(BARE, recv_interval=k)), STEP,
+                        [Request(0, 0.0, 16, 100), Request(1, 0.115, 16, 20)]) for k in (1, 10)}
+    ttft = {k: dict(zip(r.columns["request_id"], r.columns["engine_ttft_ms"])) for k, r in runs.items()}
+    assert ttft[1][1] == pytest.approx(15.0) and ttft[10][1] == pytest.approx(105.0)
+    assert ttft[1][0] == ttft[10][0] == pytest.approx(10.0)
+    assert all((~r.columns["rejected"]).sum() == 2 and not r.leaks for r in runs.values())
+    with pytest.raises(ValueError, match="recv_interval"):
+        dataclasses.replace(BARE, recv_interval=0)

@@ -179,6 +179,7 @@ SGLANG_VALUE_FLAGS = {
     "--expert-parallel-size": ("expert_parallel_size", "ep"),
     "--max-loras-per-batch": ("max_loras", _NUMBER), "--max-lora-rank": ("max_lora_rank", _NUMBER),
     "--stream-interval": ("stream_interval", _NUMBER),
+    "--scheduler-recv-interval": ("scheduler_recv_interval", _NUMBER),
     # speculative decoding as separate flags (server_args.py), gathered into speculative_config: the algorithm,
     # its steps (the draft length), the draft model; sizer models a chain of drafts, so top-k 1 and steps + 1 draft
     # tokens, which --emit sglang writes

@@ -299,6 +299,19 @@ def test_what_emit_writes_check_reads_back_through_the_same_table(engine, argv_o
     assert fields["gpu_memory_utilization"] == c.gpu_memory_utilization
 
 
+def test_sglangs_scheduler_recv_interval_is_emitted_and_read_back():
+    from sizer.inputs.manifests.commands import parse_server_args
+
+    # SGLang 0.5.23's --scheduler-recv-interval (tests/data/engine_args/sglang.json): InferenceMAX's B200 DeepSeek-R1
+    # servers poll every 10th decode step below 16 clients, every 30th from 16
+    argv = sglang_argv(config_of(resolve(scenario(engine="sglang", max_model_len=8192, tensor_parallel_size=2,
+                                                  scheduler_recv_interval=30))))
+    assert sglang_flags(argv)["--scheduler-recv-interval"] == "30"
+    assert parse_server_args(argv, "emitted")[1]["scheduler_recv_interval"] == 30
+    assert "--scheduler-recv-interval" not in sglang_flags(sglang_argv(config_of(resolve(scenario(
+        engine="sglang", max_model_len=8192, tensor_parallel_size=2)))))
+
+
 def test_vllms_moe_backend_is_emitted_read_back_and_refused_where_not_modelled():
     from sizer.inputs.manifests.commands import parse_server_args
 
