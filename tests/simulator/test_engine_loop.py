@@ -198,7 +198,7 @@ def test_a_scheduler_that_polls_every_few_decode_steps_admits_a_request_at_the_n
     # at 210 ms, its first token at 220 ms (TTFT 105 ms). Both finish; A's tokens are unchanged in number.
     runs = {k: simulate(sim_config(engine_loop=dataclasses.replace(BARE, recv_interval=k)), STEP,
                         [Request(0, 0.0, 16, 100), Request(1, 0.115, 16, 20)]) for k in (1, 10)}
-    ttft = {k: dict(zip(r.columns["request_id"], r.columns["engine_ttft_ms"])) for k, r in runs.items()}
+    ttft = {k: dict(zip(r.columns["request_id"], r.columns["engine_ttft_ms"], strict=True)) for k, r in runs.items()}
     assert ttft[1][1] == pytest.approx(15.0) and ttft[10][1] == pytest.approx(105.0)
     assert ttft[1][0] == ttft[10][0] == pytest.approx(10.0)
     assert all((~r.columns["rejected"]).sum() == 2 and not r.leaks for r in runs.values())
