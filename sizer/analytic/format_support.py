@@ -114,9 +114,9 @@ class Execution:
     moe_kernel: str = ""           # MXFP4 MoE experts run by Marlin: "marlin"; "" the engine's own choice
 
 
-def marlin_runs(fmt: WeightFormat) -> bool:
-    """Whether sizer prices the checkpoint's MoE experts as vLLM's Marlin MXFP4 MoE runs them: an MXFP4 MoE checkpoint
-    (`quant_method: mxfp4`, gpt-oss's), the one MXFP4_MOE names each engine's kernels for."""
+def mxfp4_moe_checkpoint(fmt: WeightFormat) -> bool:
+    """Whether the weights are an MXFP4 MoE checkpoint (`quant_method: mxfp4`, gpt-oss's): the experts MXFP4_MOE names
+    each engine's kernels for, and Marlin's MXFP4 MoE may run."""
     return fmt.scheme.method == "mxfp4" and fmt.gguf is None
 
 
@@ -132,7 +132,7 @@ def execution(fmt: WeightFormat, hw: HardwareSpec, file: str | None = None, engi
     Marlin on any NVIDIA GPU, as vLLM runs them anyway below sm_90."""
     runs = _execution(fmt, hw, file)
     fam = family(hw)
-    if (engine == "vllm" and marlin_runs(fmt) and fam in MARLIN_FAMILIES
+    if (engine == "vllm" and mxfp4_moe_checkpoint(fmt) and fam in MARLIN_FAMILIES
             and (moe_backend == "marlin" or fam in MARLIN_ONLY_FAMILIES)):
         why = "deployment.moe_backend marlin" if moe_backend == "marlin" else "vLLM's only MXFP4 MoE kernel below sm_90"
         return replace(runs, kernel=MXFP4_MOE_MARLIN, expert_activations="bf16", moe_kernel="marlin",
@@ -141,7 +141,7 @@ def execution(fmt: WeightFormat, hw: HardwareSpec, file: str | None = None, engi
                             "shape and split, else by the W4A16 rows no faster than Marlin's rows of another shape "
                             "at the same tokens per expert, else by the roofline (Marlin's own figures on Hopper); "
                             "attention and the other layers stay 16-bit")
-    moe = MXFP4_MOE.get((engine, fam or "")) if marlin_runs(fmt) else None
+    moe = MXFP4_MOE.get((engine, fam or "")) if mxfp4_moe_checkpoint(fmt) else None
     if moe:
         kernel, acts = moe
         name = ENGINE_NAMES.get(engine, engine)

@@ -20,7 +20,7 @@ from simulator.grammar import GrammarConfig
 from simulator.lora import LoraConfig
 from simulator.scheduler import SchedulerConfig
 from simulator.speculative import SpeculativeConfig
-from sizer.analytic.format_support import MARLIN_FAMILIES, Execution, execution, family, marlin_runs
+from sizer.analytic.format_support import MARLIN_FAMILIES, Execution, execution, family, mxfp4_moe_checkpoint
 from sizer.analytic.formats import WeightFormat, weight_format
 from sizer.analytic.memory import (
     GiB,
@@ -435,7 +435,7 @@ def _check_moe_backend(s: Scenario, model: ModelSpec, fmt: WeightFormat, hardwar
         return
     if model.moe is None:
         raise InputError(s.file, "deployment.moe_backend", "marlin: the model has no MoE experts to run")
-    if not marlin_runs(fmt):
+    if not mxfp4_moe_checkpoint(fmt):
         stored = f"{fmt.name} ({fmt.scheme.method} checkpoint)" if fmt.scheme.method else f"{fmt.name}"
         raise InputError(s.file, "deployment.moe_backend", f"marlin is priced for MXFP4 MoE checkpoints "
                                                            f"(quant_method mxfp4) only; these weights are {stored}")

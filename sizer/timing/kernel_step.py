@@ -560,16 +560,17 @@ class KernelTableStepTimeModel:
         if rows is None and self.shared_moe is not None and not f.latent:
             rows = self.shared_moe[1].get((dtype, *shape))
             self.experts_shared = rows is not None
-        w4a16 = self.tables.moe.get((MOE_DTYPES["mxfp4"], *shape))
-        # Marlin measured in another shape at this split (the bundled H100/H200/B200/GB200 folders: 896 experts of
-        # 3,584 x 3,072, top 16; the first such shape where a folder has several)
-        other = next((key for key in sorted(self.tables.moe) if key[0] == MARLIN_MOE_DTYPE and key[5:] == split), None)
-        self.marlin_from_w4a16 = rows is None and dtype == MARLIN_MOE_DTYPE and w4a16 is not None and other is not None
-        if self.marlin_from_w4a16:
-            _, h, w, k, e, *_ = other
-            gpus = split[0] * split[1]
-            rows = marlin_capped(w4a16, 6.0 * m.hidden_size * f.expert_width * f.top_k / gpus, f.top_k, f.num_experts,
-                                 self.tables.moe[other], 6.0 * h * w * k / gpus, k, e)
+        if rows is None and dtype == MARLIN_MOE_DTYPE:
+            w4a16 = self.tables.moe.get((MOE_DTYPES["mxfp4"], *shape))
+            # Marlin measured in another shape at this split (the bundled H100/H200/B200/GB200 folders: 896 experts
+            # of 3,584 x 3,072, top 16; the first such shape where a folder has several)
+            other = next((key for key in sorted(self.tables.moe) if key[0] == dtype and key[5:] == split), None)
+            if w4a16 is not None and other is not None:
+                _, h, w, k, e, *_ = other
+                gpus = split[0] * split[1]
+                rows = marlin_capped(w4a16, 6.0 * m.hidden_size * f.expert_width * f.top_k / gpus, f.top_k,
+                                     f.num_experts, self.tables.moe[other], 6.0 * h * w * k / gpus, k, e)
+                self.marlin_from_w4a16 = True
         if rows is None or f.latent:
             return None
         return m.num_moe_layers * layers_per_stage(m, p) / m.num_layers, Curve(random_routing(rows, f.top_k,

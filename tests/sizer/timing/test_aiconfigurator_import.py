@@ -41,12 +41,23 @@ def fake_package(root):
     return root
 
 
+def table_folder(source, op: str):
+    """The fake package's folder of `op`'s vLLM 0.9.9 tables (made)."""
+    folder = source / "aiconfigurator_core" / "systems" / "data" / "h100_sxm" / op / "vllm" / "0.9.9"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def imported(source, out, *flags: str):
+    """`sizer import-kernels` of the fake package's h100_sxm vLLM tables into `out`, read back."""
+    result = runner.invoke(app, ["import-kernels", str(source), "--gpu", "h100-sxm", "--out", str(out), *flags])
+    assert result.exit_code == 0, result.output
+    return load_kernel_tables(out / "h100-sxm-vllm-0.9.9")
+
+
 def test_import_keeps_the_sources_meaning(tmp_path):
     source = fake_package(tmp_path / "wheel")
-    result = runner.invoke(app, ["import-kernels", str(source), "--gpu", "h100-sxm", "--out", str(tmp_path / "out"),
-                                 "--all-shapes"])
-    assert result.exit_code == 0, result.output
-    t = load_kernel_tables(tmp_path / "out" / "h100-sxm-vllm-0.9.9")
+    t = imported(source, tmp_path / "out", "--all-shapes")
     assert (t.header.device_name, t.header.engine_version) == ("Test GPU", "0.9.9")
     assert t.header.provenance.source == "aiconfigurator-core"
     # ms -> s; of the two per-tensor fp8 kernels the faster (0.014 ms); fp8_block is not per-tensor fp8
@@ -101,9 +112,7 @@ def test_an_output_folder_that_cannot_be_written_is_one_line(tmp_path):
 
 def test_mla_module_and_gdn_tables_keep_their_meaning(tmp_path):
     source = fake_package(tmp_path / "wheel")
-    data = source / "aiconfigurator_core" / "systems" / "data" / "h100_sxm"
-    for sub in ("mla", "linear_attention"):
-        (data / sub / "vllm" / "0.9.9").mkdir(parents=True)
+    mla_folder, gdn_folder = table_folder(source, "mla"), table_folder(source, "linear_attention")
     mla = dict(META, model="deepseek-ai/DeepSeek-V3", mla_dtype="bfloat16", kv_cache_dtype="bfloat16", tp_size=1,
                num_heads=16, batch_size=2)
     ctx = [dict(mla, kernel_source=k, gemm_type="fp8_block", isl=1024, step=0, latency=t)
@@ -111,9 +120,9 @@ def test_mla_module_and_gdn_tables_keep_their_meaning(tmp_path):
     ctx.append(dict(mla, kernel_source="FLASH_ATTN", gemm_type="fp8_block", isl=1024, step=0, latency=0.1,
                     model="someone/Other-MLA"))                                     # a model not in MLA_MODELS
     ctx.append(dict(mla, kernel_source="FLASH_ATTN", gemm_type="nvfp4", isl=1024, step=0, latency=0.1))
-    pd.DataFrame(ctx).to_parquet(data / "mla" / "vllm" / "0.9.9" / "mla_context_module_perf.parquet")
+    pd.DataFrame(ctx).to_parquet(mla_folder / "mla_context_module_perf.parquet")
     gen = [dict(mla, kernel_source="FLASHMLA", gemm_type="bfloat16", isl=1, step=4096, latency=0.120)]
-    pd.DataFrame(gen).to_parquet(data / "mla" / "vllm" / "0.9.9" / "mla_generation_module_perf.parquet")
+    pd.DataFrame(gen).to_parquet(mla_folder / "mla_generation_module_perf.parquet")
     shape = dict(META, op_name="gdn", d_conv=4, num_k_heads=4, head_k_dim=128, num_v_heads=8, head_v_dim=128)
     gdn = [dict(shape, phase="context", kernel_source=k, batch_size=1, seq_len=512, num_tokens=512, d_model=d,
                 latency=t)
@@ -126,11 +135,8 @@ def test_mla_module_and_gdn_tables_keep_their_meaning(tmp_path):
     # a size whose delta-rule kernel failed (out of memory): no row rather than the convolution alone
     gdn.append(dict(shape, phase="generation", kernel_source="causal_conv1d_update", batch_size=16, seq_len=1,
                     num_tokens=16, d_model=2048, latency=0.003))
-    pd.DataFrame(gdn).to_parquet(data / "linear_attention" / "vllm" / "0.9.9" / "gdn_perf.parquet")
-    result = runner.invoke(app, ["import-kernels", str(source), "--gpu", "h100-sxm", "--out", str(tmp_path / "out"),
-                                 "--all-shapes"])
-    assert result.exit_code == 0, result.output
-    t = load_kernel_tables(tmp_path / "out" / "h100-sxm-vllm-0.9.9")
+    pd.DataFrame(gdn).to_parquet(gdn_folder / "gdn_perf.parquet")
+    t = imported(source, tmp_path / "out", "--all-shapes")
     # DeepSeek-V3's block (catalog config: hidden 7168, q LoRA 1536, KV LoRA 512, qk 128 + 64, v 128), 16 heads
     dims = (7168, 1536, 512, 128, 64, 128, 16)
     assert list(t.mla_context) == [("fp8_block", "bfloat16", *dims, 2)]
@@ -170,8 +176,7 @@ def test_mla_kernel_tables_are_read_where_no_module_table_is(tmp_path):
     # SGLang's MLA tables are the attention kernel alone (context_mla_perf, generation_mla_perf), no model named:
     # DeepSeek-V3's attention (latent 512, nope 128, rope 64, value 128: the catalog's deepseek-v3), heads per GPU
     source = fake_package(tmp_path / "wheel")
-    folder = source / "aiconfigurator_core" / "systems" / "data" / "h100_sxm" / "mla" / "vllm" / "0.9.9"
-    folder.mkdir(parents=True)
+    folder = table_folder(source, "mla")
     row = dict(META, op_name="mla", mla_dtype="bfloat16", kv_cache_dtype="bfloat16", num_heads=16, tp_size=4,
                batch_size=4)
     ctx = [dict(row, kernel_source=k, isl=1024, step=0, latency=t) for k, t in (("flash_attention", 0.168),
@@ -181,10 +186,7 @@ def test_mla_kernel_tables_are_read_where_no_module_table_is(tmp_path):
     pd.DataFrame(ctx).to_parquet(folder / "context_mla_perf.parquet")
     gen = [dict(row, kernel_source="flash_attention", isl=1, step=2047, latency=0.0177)]
     pd.DataFrame(gen).to_parquet(folder / "generation_mla_perf.parquet")
-    result = runner.invoke(app, ["import-kernels", str(source), "--gpu", "h100-sxm", "--out", str(tmp_path / "out"),
-                                 "--all-shapes"])
-    assert result.exit_code == 0, result.output
-    t = load_kernel_tables(tmp_path / "out" / "h100-sxm-vllm-0.9.9")
+    t = imported(source, tmp_path / "out", "--all-shapes")
     assert t.mla_context == {} and t.mla_generation == {}
     # prefill: the faster kernel of the prefix-free row; decode: KV length isl + step = 2,048
     assert dict(t.mla_kernel_context) == {("bfloat16", 512, 128, 64, 128, 16, 4): pytest.approx({1024: 168e-6})}
@@ -197,8 +199,7 @@ def test_marlin_mxfp4_moe_rows_are_their_own_dtype_in_every_shape(tmp_path):
     # (896 experts of 3,584 x 3,072, top 16: the only shape the H100/H200 tables measure Marlin in); the others
     # keep the catalog's shapes only (a 3,584 x 3,072 triton row is pruned)
     source = fake_package(tmp_path / "wheel")
-    folder = source / "aiconfigurator_core" / "systems" / "data" / "h100_sxm" / "moe" / "vllm" / "0.9.9"
-    folder.mkdir(parents=True)
+    folder = table_folder(source, "moe")
     row = dict(META, op_name="moe", moe_dtype="w4a16_mxfp4", distribution="balanced", moe_tp_size=1, moe_ep_size=1,
                num_tokens=8192)
     gpt_oss = dict(row, hidden_size=2880, inter_size=2880, topk=4, num_experts=128)
@@ -208,9 +209,7 @@ def test_marlin_mxfp4_moe_rows_are_their_own_dtype_in_every_shape(tmp_path):
                   dict(gpt_oss, kernel_source="vllm_gptossmxfp4moe_marlin_marlinexperts", latency=7.0),
                   dict(other, kernel_source="vllm_compressedtensorsw4a4mxfp4moe_marlin_marlinexperts", latency=44.4),
                   dict(other, kernel_source="triton", latency=20.0)]).to_parquet(folder / "moe_perf.parquet")
-    result = runner.invoke(app, ["import-kernels", str(source), "--gpu", "h100-sxm", "--out", str(tmp_path / "out")])
-    assert result.exit_code == 0, result.output
-    t = load_kernel_tables(tmp_path / "out" / "h100-sxm-vllm-0.9.9")
+    t = imported(source, tmp_path / "out")
     assert dict(t.moe) == {("w4a16_mxfp4", 2880, 2880, 4, 128, 1, 1): pytest.approx({8192: 2.9e-3}),
                            ("w4a16_mxfp4_marlin", 2880, 2880, 4, 128, 1, 1): pytest.approx({8192: 7.0e-3}),
                            ("w4a16_mxfp4_marlin", 3584, 3072, 16, 896, 1, 1): pytest.approx({8192: 44.4e-3})}
