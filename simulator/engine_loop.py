@@ -5,12 +5,13 @@ applies its output; with asynchronous scheduling (vLLM V1's default, SGLang's ov
 scheduler) it schedules the next step while one runs, so that CPU work hides behind the
 GPU's, but a request that arrives while step k runs can only join step k + 2 (step k + 1 was
 chosen when step k started). A separate API-server process tokenises each prompt before the
-engine sees it, and detokenises and streams the steps' tokens after them: each token reaches
-the client in its own message, unless the API server lags, when it handles every step output
-waiting for it in one pass and a request's tokens from those steps arrive together. Nothing
-here is per token in the simulation: a step's loop cost folds into
-its time (`period_s`), admission is a cut-off time the replica applies, and what a client
-sees is computed from the per-step timeline at the end (simulator/records.py, `client_visible_s`).
+engine sees it (a fixed cost and one per prompt token), and detokenises and streams the
+steps' tokens after them: each token reaches the client in its own message, unless the API
+server lags, when it handles every step output waiting for it in one pass and a request's
+tokens from those steps arrive together. Nothing here is per token in the simulation: a
+step's loop cost folds into its time (`period_s`), admission is a cut-off time the replica
+applies, and what a client sees is computed from the per-step timeline at the end
+(simulator/records.py, `client_visible_s`).
 
 Every field is given by the caller (sizer's engine presets); the simulator has no defaults.
 """
@@ -26,7 +27,7 @@ class EngineLoop:
     async_scheduling: bool              # the next step is scheduled while one runs (one step in flight)
     schedule_s: float                   # CPU per step: schedule it and apply its output, fixed part
     schedule_s_per_seq: float           # ... and per sequence in the step
-    input_s: float                      # client send to engine queue: HTTP, tokenise, hand-off, per request
+    input_s: float                      # client send to engine queue, per request: HTTP, hand-off
     output_s_per_pass: float            # API server, per pass over the step outputs waiting for it
     output_s_per_token: float           # API server, per token: detokenise and stream it
     scheduler_ranks: int                # processes that each schedule their own share of a step's sequences
@@ -35,10 +36,16 @@ class EngineLoop:
     recv_interval: int = 1              # decode-only steps between the scheduler's polls for new requests (SGLang's
     #                                     --scheduler-recv-interval): a step with prompt tokens, or an idle engine,
     #                                     polls at once
+    input_s_per_prompt_token: float = 0.0   # ... and per prompt token: the API server tokenises the prompt's text
+
+    def input_done_s(self, arrival_s: float, prompt_tokens: int) -> float:
+        """When a request sent at `arrival_s` reaches the engine's queue: its input path, the fixed part and its
+        prompt's tokenisation (each request's own, not queued behind another's: see sizer/sizing/presets.py)."""
+        return arrival_s + self.input_s + self.input_s_per_prompt_token * prompt_tokens
 
     def __post_init__(self) -> None:
-        costs = (self.schedule_s, self.schedule_s_per_seq, self.input_s, self.output_s_per_pass,
-                 self.output_s_per_token)
+        costs = (self.schedule_s, self.schedule_s_per_seq, self.input_s, self.input_s_per_prompt_token,
+                 self.output_s_per_pass, self.output_s_per_token)
         if min(costs) < 0:
             raise ValueError(f"engine loop {self.name!r}: costs must be >= 0")
         if self.scheduler_ranks < 1:

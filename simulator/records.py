@@ -364,7 +364,7 @@ def derived_columns(c: dict[str, np.ndarray], first_client: np.ndarray, finished
     # one stream: no later token reaches the client before the first (a disaggregated request's
     # first token comes through the prefill replica's API server, the rest through the decode one's)
     finished_client = np.fmax(finished_client, first_client)
-    engine_arrival = c["arrival_s"] + engine_loop.input_s
+    engine_arrival = engine_loop.input_done_s(c["arrival_s"], c["prompt_tokens"])
     many = done & (c["output_tokens"] > 1)
     with np.errstate(invalid="ignore"):
         c["queue_ms"] = np.where(done, (c["scheduled_s"] - engine_arrival) * ms, np.nan)

@@ -166,7 +166,7 @@ class Replica:
 
     def submit(self, req: Request) -> None:
         self.inbox.append(req)
-        ready_s = req.arrival_s + self.config.engine_loop.input_s
+        ready_s = req.input_done_s = self.config.engine_loop.input_done_s(req.arrival_s, req.prompt_tokens)
         if ready_s < self.inbox_ready_s:
             self.inbox_ready_s = ready_s
         if self._wake is not None and not self._wake.triggered:
@@ -188,14 +188,14 @@ class Replica:
         cutoff = self._last_start_s if loop.async_scheduling and sched.has_unfinished() else self._t
         if self.inbox_ready_s > cutoff:            # none has reached it yet: nothing to hand over
             return
-        input_s, keep = loop.input_s, []
+        keep = []
         for req in self.inbox:
-            if req.arrival_s + input_s > cutoff:      # the same sum the idle wait sleeps until
+            if req.input_done_s > cutoff:      # the time the idle wait sleeps until
                 keep.append(req)
-            elif not sched.add_request(req, req.arrival_s + input_s):
+            elif not sched.add_request(req, req.input_done_s):
                 self.on_done(self, req)
         self.inbox = keep
-        self.inbox_ready_s = min(r.arrival_s + input_s for r in keep) if keep else math.inf
+        self.inbox_ready_s = min(r.input_done_s for r in keep) if keep else math.inf
 
     def _run(self):
         sched = self.scheduler
@@ -359,7 +359,7 @@ class Replica:
         (nothing changed). Nobody looks at this replica between its steps (the arrival only joins its inbox),
         so they are applied before their ends are waited for."""
         loop = self.config.engine_loop
-        ready = min(self.inbox_ready_s, horizon + loop.input_s)
+        ready = min(self.inbox_ready_s, horizon + loop.input_s)     # the next arrival's input path takes at least that
         steps = self.scheduler.decode_through(self._t, ready, loop.async_scheduling, *self._pricing)
         if steps is None:
             return None

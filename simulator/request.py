@@ -55,6 +55,7 @@ class Request:
     reject_reason: str = ""
 
     # -- timestamps (seconds, simulated or wall clock) --
+    input_done_s: float = -1.0            # reached the engine's queue (arrival plus the API server's input path)
     scheduled_s: float = -1.0             # first time any of it was scheduled
     first_token_s: float = -1.0
     last_token_s: float = -1.0

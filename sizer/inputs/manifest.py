@@ -23,6 +23,7 @@ from sizer.inputs.manifests.commands import (
     container_env,
     model_reference,
     parse_server_args,
+    run_time_env,
 )
 from sizer.inputs.manifests.fields import MAX_GPUS_PER_POD, get
 from sizer.inputs.manifests.gpus import GPU_LABELS, MIG_RESOURCE, read_label
@@ -334,6 +335,12 @@ def _engine(server: Server, file: str) -> tuple[dict, str, list[str]]:
     env = sorted(k for k in stated if k.startswith(ENGINE_ENV) and k not in read)
     if env:
         notes.append(f"{ENGINE_NAMES[engine]} environment not modelled: {' '.join(env)}")
+    later = sorted(k for k in run_time_env(server.container, server.path, file) if k.startswith(ENGINE_ENV))
+    if later:
+        unread = " (moe_backend taken as auto; state --moe-backend in the arguments)" if (
+            engine == "vllm" and MARLIN_ENV in later and "moe_backend" not in fields) else ""
+        notes.append(f"{ENGINE_NAMES[engine]} environment set when the pod runs (valueFrom), not read: "
+                     f"{' '.join(later)}{unread}")
     return fields, model_ref, notes
 
 

@@ -147,8 +147,17 @@ PROPOSER_COST_FRACTION = {"ngram": 0.0, "medusa": 0.03, "eagle": 0.05, "eagle3":
 #   schedules batch k + 1 while batch k runs; detokenisation runs in its own process.
 # - TensorRT-LLM (PyTorch backend): the overlap scheduler is on unless `disable_overlap_scheduler`.
 # - LMDeploy, TGI: synchronous loops (not confirmed).
-# Fitted (TTFT of the 15 runs; E2E and ITL barely move with them):
-INPUT_S = 3e-3                        # client send to engine queue: HTTP, tokenise, hand-off
+# Measured: the API server tokenises each prompt's text before the engine sees it (vLLM's serving_engine.py in a
+# one-thread executor, SGLang's TokenizerManager, trtllm-serve; all call a Hugging Face fast tokenizer), a cost per
+# prompt token. `python benchmarks/tokenize_cost.py` (its own venv; docs/fidelity.md "The input path"): a 131k-token
+# byte-level BPE (Mistral's Tekken, the tiktoken family gpt-oss's o200k belongs to) through transformers'
+# PreTrainedTokenizerFast, on the text `vllm bench serve`'s random dataset sends, 1.9-2.5 us a token here
+# (2026-12-03); public figures agree: vllm-project/vllm#10635 "a few hundred milliseconds" for 256K tokens, #45759
+# ~0.8 us a token on plain text. Not modelled: requests queueing for that one thread (vLLM tokenises one prompt at a
+# time), which matters only when prompts' tokens arrive at about 400,000 a second.
+INPUT_S_PER_PROMPT_TOKEN = 2e-6       # API server per prompt token: tokenise its text
+# Fitted (TTFT of the 15 runs; E2E and ITL barely move with them), with the tokenising above:
+INPUT_S = 1.8e-3                      # client send to engine queue, per request: HTTP, hand-off
 OUTPUT_S_PER_PASS = 2e-3              # API server per pass over the step outputs waiting (hand-off, ZMQ)
 OUTPUT_S_PER_TOKEN = 30e-6            # API server per token (detokenise, stream)
 # Assumptions: with asynchronous scheduling they hide behind the GPU in every public run, so
@@ -159,7 +168,7 @@ SCHEDULE_S_PER_SEQ = 20e-6            # ... per sequence in the step
 
 def _loop(name: str, async_scheduling: bool) -> EngineLoop:
     return EngineLoop(name, async_scheduling, SCHEDULE_S, SCHEDULE_S_PER_SEQ, INPUT_S, OUTPUT_S_PER_PASS,
-                      OUTPUT_S_PER_TOKEN, scheduler_ranks=1)
+                      OUTPUT_S_PER_TOKEN, scheduler_ranks=1, input_s_per_prompt_token=INPUT_S_PER_PROMPT_TOKEN)
 
 
 ENGINE_LOOPS: dict[str, EngineLoop] = {

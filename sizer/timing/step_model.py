@@ -82,11 +82,11 @@ def roofline_for(r: Deployment, step_overhead_s: float = STEP_OVERHEAD_S) -> Roo
 # How close the tables and the roofline come, per engine (docs/fidelity.md): benchmarks/fidelity_vllm.py on the 15
 # public vLLM 0.15.1 H100 runs and benchmarks/saturation.py on TensorRT-LLM's published max-load rows
 TABLES_VS_ROOFLINE = {
-    "vllm": ("on the public vLLM 0.15.1 H100 runs the tables give E2E 6.3%, TTFT 6.4%, ITL 7.1% median error, the "
-             "roofline 8.1%, 5.4%, 7.7%; TTFT p99 comes out low on 13 of the 15 runs (20.5% median error: the long "
+    "vllm": ("on the public vLLM 0.15.1 H100 runs the tables give E2E 6.3%, TTFT 6.9%, ITL 7.1% median error, the "
+             "roofline 8.1%, 5.5%, 7.7%; TTFT p99 comes out low on 13 of the 15 runs (19.4% median error: the long "
              "tails of the runs' first stages have no cause found and are not modelled); on InferenceMAX's public "
              "closed-loop gpt-oss-120b points TPOT is within 2% median on H100, H200 and B200 (5% median absolute "
-             "error), TTFT 24-35% low (docs/fidelity.md)"),
+             "error), TTFT 20-29% low (docs/fidelity.md)"),
     "tensorrt-llm": ("on TensorRT-LLM's published maximum-load rows the tables give 4.2% median error in "
                      "throughput on the dense rows (the roofline 11.5% when last measured), 4.6% on the MoE rows with "
                      "attention DP, two of them beyond 20%; on InferenceMAX's public closed-loop gpt-oss-120b B200 "

@@ -139,6 +139,21 @@ def test_requests_on_the_input_path_reach_an_idle_engine_whatever_the_rounding()
     assert np.allclose(c["ttft_ms"], 13.0) and np.allclose(c["e2e_ms"], 23.0)
 
 
+def test_the_api_server_tokenises_each_prompt_before_the_engine_sees_it():
+    # 3 ms a request plus 50 us a prompt token: a 100-token prompt reaches the engine 3 + 5 = 8 ms after it is sent,
+    # a 500-token one 3 + 25 = 28 ms; each alone on an idle engine then takes a 10 ms prefill step (one step: 500
+    # tokens are within sim_config's 512-token budget) and one 10 ms decode step, so TTFT 18 and 38 ms, E2E 28 and
+    # 48 ms, and the engine's own TTFT (from its queue) 10 ms for both
+    loop = dataclasses.replace(BARE, input_s=3e-3, input_s_per_prompt_token=50e-6)
+    assert loop.input_done_s(1.0, 500) == pytest.approx(1.028)
+    reqs = [Request(0, 0.0, 100, 2), Request(1, 1.0, 500, 2)]
+    c = simulate(sim_config(engine_loop=loop), STEP, reqs).columns
+    assert c["ttft_ms"] == pytest.approx([18.0, 38.0]) and c["e2e_ms"] == pytest.approx([28.0, 48.0])
+    assert c["engine_ttft_ms"] == pytest.approx([10.0, 10.0]) and c["queue_ms"] == pytest.approx([0.0, 0.0])
+    with pytest.raises(ValueError, match="costs must be >= 0"):
+        dataclasses.replace(BARE, input_s_per_prompt_token=-1e-6)
+
+
 def tied_pairs(seed: int, n: int, gap_s: float) -> list[Request]:
     """Requests two at a time at the same instant (a trace's millisecond timestamps), random lengths."""
     rng = np.random.default_rng(seed)

@@ -32,16 +32,31 @@ SHELL_OPERATORS = ("&&", "||", ";", ";;", "|", "&", "(", ")", ">", "<", ">>", "|
 
 
 def container_env(container: dict, path: str, file: str) -> dict[str, str]:
-    """The container's `env` entries that have a literal value (a `valueFrom` is known only at run time)."""
+    """The container's `env` entries known before it runs: a literal `value`, or "" for an entry with neither value
+    nor `valueFrom` (Kubernetes sets it empty); a `valueFrom` is known only at run time (`run_time_env`)."""
     out = {}
-    where = join(path, "env")
+    for name, item, where in _env_entries(container, path, file):
+        if "valueFrom" not in item:
+            value = get(item, "env[].value", where, file)
+            out[name] = "" if value is None else value
+    return out
+
+
+def run_time_env(container: dict, path: str, file: str) -> list[str]:
+    """Names of the container's `env` entries whose value comes from `valueFrom` (a secret, a config map, a field of
+    the pod): sizer cannot read them."""
+    return [name for name, item, _ in _env_entries(container, path, file) if "valueFrom" in item]
+
+
+def _env_entries(container: dict, path: str, file: str) -> list[tuple[str, dict, str]]:
+    """(name, entry, its path) of each named `env` entry."""
+    where, out = join(path, "env"), []
     for i, item in enumerate(get(container, "env", path, file) or []):
         if not isinstance(item, dict):
             raise InputError(file, f"{where}[{i}]", f"expected a mapping with name and value, got {excerpt(item)}")
         name = get(item, "env[].name", f"{where}[{i}]", file)
-        value = get(item, "env[].value", f"{where}[{i}]", file)
-        if name is not None and value is not None:
-            out[name] = value
+        if name is not None:
+            out.append((name, item, f"{where}[{i}]"))
     return out
 
 

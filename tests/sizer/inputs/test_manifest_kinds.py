@@ -215,3 +215,18 @@ def test_vllms_marlin_environment_variable_is_read_as_the_moe_backend(tmp_path, 
     path.write_text(MARLIN_MANIFEST.replace("VALUE", "yes"))
     with pytest.raises(FieldError, match=r"env\.VLLM_MXFP4_USE_MARLIN: expected 0 or 1, got 'yes'"):
         read_check_input(str(path))
+
+
+def test_engine_environment_known_only_when_the_pod_runs_is_named_not_read(tmp_path):
+    # a value from a config map (valueFrom) is not in the manifest: the plan names the variable and what it took
+    # instead; an entry with neither value nor valueFrom is set empty by Kubernetes, which vLLM's int('') refuses
+    path = tmp_path / "gpt-oss.yaml"
+    from_config_map = "valueFrom: {configMapKeyRef: {name: knobs, key: marlin}}"
+    path.write_text(MARLIN_MANIFEST.replace('value: "VALUE"', from_config_map))
+    inp = read_check_input(str(path))
+    assert "moe_backend" not in inp.scenario_data["deployment"]
+    [note] = [n for n in inp.notes if "VLLM_MXFP4_USE_MARLIN" in n]
+    assert "valueFrom" in note and "moe_backend taken as auto" in note
+    path.write_text(MARLIN_MANIFEST.replace(', value: "VALUE"', ""))
+    with pytest.raises(FieldError, match=r"env\.VLLM_MXFP4_USE_MARLIN: expected 0 or 1, got ''"):
+        read_check_input(str(path))
