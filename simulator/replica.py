@@ -359,7 +359,7 @@ class Replica:
         (nothing changed). Nobody looks at this replica between its steps (the arrival only joins its inbox),
         so they are applied before their ends are waited for."""
         loop = self.config.engine_loop
-        ready = min(self.inbox_ready_s, horizon + loop.input_s)     # the next arrival's input path takes at least that
+        ready = min(self.inbox_ready_s, loop.input_done_s(horizon, 0))     # the next arrival's, at the earliest
         steps = self.scheduler.decode_through(self._t, ready, loop.async_scheduling, *self._pricing)
         if steps is None:
             return None

@@ -627,7 +627,8 @@ def _speculative(s: Scenario, hardware: HardwareSpec, parallel: ParallelConfig, 
         fmt, draft_group = weight_format(m, "auto", group_size, s.file)
         draft = RooflineStepTimeModel(m, hardware, fmt, weight_memory(m, fmt, parallel, draft_group),
                                       kv_layout(m, kv_dtype, parallel), parallel, draft_group,
-                                      engine=s.deployment.engine, moe_backend=s.deployment.moe_backend or "auto")
+                                      runs=execution(fmt, hardware, s.file, s.deployment.engine,
+                                                     s.deployment.moe_backend or "auto"))
     fraction = PROPOSER_COST_FRACTION[sc.method] if sc.proposer_cost_fraction is None else sc.proposer_cost_fraction
     return SpeculativeConfig(sc.method, sc.num_speculative_tokens, sc.acceptance_rate, fraction, draft)
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from simulator.step_batch import StepBatch, attention_pairs, split_attention, windowed_pairs
-from sizer.analytic.format_support import execution, family
+from sizer.analytic.format_support import Execution, execution, family
 from sizer.analytic.formats import WeightFormat, embedding_bytes_per_value, group_bytes
 from sizer.analytic.memory import KVLayout, LoraMemory, WeightMemory
 from sizer.analytic.offload import OP_OFFLOAD_MIN_BATCH, Offload
@@ -133,7 +133,9 @@ class RooflineStepTimeModel:
     def __init__(self, model: ModelSpec, hardware: HardwareSpec, weights_format: WeightFormat, weights: WeightMemory,
                  kv: KVLayout, parallel: ParallelConfig, group_size: int = 128,
                  step_overhead_s: float = STEP_OVERHEAD_S, offload: Offload | None = None,
-                 lora: LoraMemory | None = None, engine: str = "vllm", moe_backend: str = "auto"):
+                 lora: LoraMemory | None = None, runs: Execution | None = None):
+        """`runs`: how the scenario's engine runs `weights_format` on `hardware` (format_support.execution, as the
+        scenario resolved it: its MXFP4 MoE kernel and those experts' activations); left out, as vLLM runs it."""
         if not hardware.has_datasheet:
             raise InputError(None, "hardware.gpu", f"{hardware.name} has no datasheet figures to price steps with; "
                              "steps on it are measured (sizer calibrate, then sizer validate)")
@@ -141,11 +143,11 @@ class RooflineStepTimeModel:
         self.llamacpp = llamacpp.runs_llamacpp(weights_format, hardware)
         self.step_overhead_s = step_overhead_s
         self.lora = lora
-        runs = execution(weights_format, hardware, engine=engine, moe_backend=moe_backend)
+        runs = runs or execution(weights_format, hardware)
         compute_fmt = runs.compute_format       # weight-only kernels run 16-bit GEMMs
         self.compute_format = compute_fmt
-        # MXFP4 experts' activations as `engine` feeds them on this GPU (format_support.MXFP4_MOE), and whether
-        # Marlin runs them (vLLM below sm_90, or `moe_backend` marlin)
+        # MXFP4 experts' activations as the engine feeds them on this GPU (format_support.MXFP4_MOE), and whether
+        # Marlin runs them (vLLM below sm_90, or deployment.moe_backend marlin)
         self.expert_activations = runs.expert_activations
         self.moe_kernel = runs.moe_kernel
         self.weight_format = weights_format.name

@@ -76,7 +76,7 @@ def roofline_for(r: Deployment, step_overhead_s: float = STEP_OVERHEAD_S) -> Roo
     """The roofline step-time model of a resolved scenario."""
     return RooflineStepTimeModel(r.model, pricing_hardware(r), r.weight_format, r.weights, r.kv, r.parallel,
                                  r.group_size, step_overhead_s=step_overhead_s, offload=r.offload, lora=r.lora,
-                                 engine=r.engine.engine, moe_backend=r.execution.moe_kernel or "auto")
+                                 runs=r.execution)
 
 
 # How close the tables and the roofline come, per engine (docs/fidelity.md): benchmarks/fidelity_vllm.py on the 15
