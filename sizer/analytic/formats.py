@@ -212,6 +212,16 @@ def scale_bytes(g: LinearGroup, fmt: WeightFormat, group_size: int) -> float:
     return (scales * (q.scale_bytes + (0.5 if q.zero_points else 0)) + per_matrix) * g.count
 
 
+def stored_shares(g: LinearGroup, fmt: WeightFormat, m: ModelSpec) -> tuple[float, float]:
+    """(share of `g`'s matrices stored in `fmt` itself, share stored in another format of a per-layer map:
+    MIXED_PRECISION's parts); the rest stay unconverted (`plain_bytes_per_value`). A GGUF preset's tensors are all
+    its own types: (1, 0)."""
+    if fmt.gguf is not None:
+        return 1.0, 0.0
+    other = sum(converted_share(g, checkpoint_format(part), m) for part in fmt.scheme.parts)
+    return converted_share(g, fmt, m), other
+
+
 def group_bytes(g: LinearGroup, fmt: WeightFormat, group_size: int, m: ModelSpec) -> tuple[float, float, float]:
     """(value bytes, scale bytes, value bytes stored in `fmt`) of group `g`: converted matrices at the format's
     bits with their scales, the rest at 16 bits. A GGUF preset's blocks hold their scales: all in the values."""

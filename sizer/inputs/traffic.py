@@ -8,6 +8,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from sizer.errors import InputError
+from sizer.inputs.scenario import MIN_RATE_PER_S
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,13 @@ def with_traffic(workload: dict, slo: dict, traffic: Traffic) -> tuple[dict, dic
             workload["trace"] = {**trace, "time_scale": (trace.get("time_scale") or 1.0) / traffic.share}
         elif (workload.get("arrival") or {}).get("rate_per_s") is not None:
             arrival = workload["arrival"]
-            workload["arrival"] = {**arrival, "rate_per_s": arrival["rate_per_s"] * traffic.share}
+            rate = arrival["rate_per_s"]
+            if _is_number(rate) and 0 < rate * traffic.share < MIN_RATE_PER_S:
+                least, scaled = MIN_RATE_PER_S / rate, rate * traffic.share
+                raise InputError(None, "--share", f"expected at least {least:.3g}: {traffic.share:g} of the "
+                                                  f"workload's {rate:g} req/s is {scaled:.3g} req/s, below the "
+                                                  f"smallest rate sizer takes ({MIN_RATE_PER_S:g} req/s)")
+            workload["arrival"] = {**arrival, "rate_per_s": rate * traffic.share}
     if dataclasses.replace(traffic, share=None) != Traffic() and not workload.get("trace"):
         missing = [flag for key, flag in (("rate_per_s", "--rate"), *_TOKEN_FLAGS.items())
                    if (workload.get("arrival") or {}).get(key) is None and workload.get(key) is None]
@@ -61,3 +68,8 @@ def with_traffic(workload: dict, slo: dict, traffic: Traffic) -> tuple[dict, dic
         raise InputError(None, "--share", "needs a workload to take a share of (--rate, a `sizer:` block "
                                           "or --scenario)")
     return workload, slo
+
+
+def _is_number(value: object) -> bool:
+    """A rate the scenario's own check will accept as a number (its other values it refuses, naming the field)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -38,7 +38,8 @@ For one step on one GPU of the busiest pipeline stage (times the stages, as the 
                and the rope key, and the gated activation of a dense MLP (reads 2 x width / TP,
                writes width / TP), 2 bytes a value: bytes / (bandwidth x fraction) + a fixed latency each
                (tables.yaml)
-  step         the roofline's per-step overhead (sampler); the engine loop adds its own around the step
+  step         a fixed time per step beside the kernels (input preparation, sampler): fitted with the tables for vLLM
+               (roofline.TABLES_STEP_OVERHEAD_S), else the roofline's; the engine loop adds its own around the step
 
 Tables are interpolated linearly in every numeric key (m, n, k; batch, tokens; bytes) between
 measured points and extended along the last segment beyond them (a GEMM's m past the largest
@@ -61,6 +62,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from simulator.step_batch import StepBatch, split_attention, windowed_pairs
+from sizer.analytic.formats import WeightFormat, stored_shares
 from sizer.analytic.memory import kv_value_bytes
 from sizer.analytic.parallel import ParallelConfig, kv_heads_per_gpu, layers_per_stage, shard_fraction
 from sizer.analytic.weights import linear_groups
@@ -169,13 +171,17 @@ class GemmShape:
     n: int                  # output features of one GPU's shard
     k: int                  # input features of one GPU's shard
     per_stage: float        # GEMMs of this shape per step on one GPU of the busiest stage
+    converted: float = 0.0  # share of them whose weights the checkpoint stores in its format (formats.stored_shares)
+    other: float = 0.0      # share stored in another format of a per-layer map (MIXED_PRECISION); the rest 16-bit
 
 
-def dense_gemms(m: ModelSpec, p: ParallelConfig, module_layers: frozenset[int] = frozenset()) -> list[GemmShape]:
+def dense_gemms(m: ModelSpec, p: ParallelConfig, module_layers: frozenset[int] = frozenset(),
+                fmt: WeightFormat | None = None) -> list[GemmShape]:
     """Every dense GEMM of a step on one GPU of the busiest stage, fused as vLLM runs them:
-    matrices of one block of a layer (self_attn, mlp) that read the same input and are split by
-    output (q, k, v) are one GEMM. `module_layers`: layers whose attention block (its self_attn
-    matrices) a module table prices whole; their matrices are left out."""
+    matrices of one block of a layer (self_attn, mlp) that read the same input, are split by
+    output (q, k, v) and are stored alike are one GEMM. `module_layers`: layers whose attention block (its
+    self_attn matrices) a module table prices whole; their matrices are left out. `fmt`: the checkpoint's weight
+    format, for the share of each GEMM stored in it (without it, every matrix counts as 16-bit)."""
     stage = layers_per_stage(m, p) / m.num_layers
     fused: dict[tuple, list] = {}
     for g in linear_groups(m):
@@ -189,11 +195,12 @@ def dense_gemms(m: ModelSpec, p: ParallelConfig, module_layers: frozenset[int] =
         row = g.name.endswith(ROW_PARALLEL)
         n = g.out_features if row else round(g.out_features * share)
         k = round(g.in_features * share) if row else g.in_features
+        stored = stored_shares(g, fmt, m) if fmt is not None else (0.0, 0.0)
         block = g.name.rsplit(".", 1)[0]                 # "self_attn", "mlp": q, k, v fuse; q and gate_up do not
-        key = (g.layers, block, k, row, g.name if row or per_layer > 1 else "")
-        entry = fused.setdefault(key, [0, k, len(layers) * stage * per_layer])
+        key = (g.layers, block, k, row, g.name if row or per_layer > 1 else "", stored)
+        entry = fused.setdefault(key, [0, k, len(layers) * stage * per_layer, *stored])
         entry[0] += n
-    return [GemmShape(n, k, count) for n, k, count in fused.values()]
+    return [GemmShape(*entry) for entry in fused.values()]
 
 
 @dataclass(frozen=True)
@@ -410,11 +417,16 @@ class KernelTableStepTimeModel:
     """`step_time(batch)` from measured kernel tables, the roofline for what they lack (module docstring)."""
 
     def __init__(self, tables: KernelTables, roofline: RooflineStepTimeModel,
-                 shared_moe: tuple[str, Mapping[tuple, dict[int, float]]] | None = None):
+                 shared_moe: tuple[str, Mapping[tuple, dict[int, float]]] | None = None,
+                 step_overhead_s: float | None = None):
         """`shared_moe`: (what measured them, MoE rows) of the same kernel in another engine's tables, for the expert
-        shapes and splits these tables lack (step_model.SHARED_MOE_KERNELS)."""
+        shapes and splits these tables lack (step_model.SHARED_MOE_KERNELS); `step_overhead_s`: a step's time beside
+        its kernels where fitted with the tables (roofline.TABLES_STEP_OVERHEAD_S; 0 for the bundled engine, whose
+        fitted overhead holds its own), else the roofline's assumption."""
         self.tables, self.roofline = tables, roofline
         self.shared_moe = shared_moe
+        self.overhead_fitted = step_overhead_s is not None
+        self.step_overhead_s = roofline.step_overhead_s if step_overhead_s is None else step_overhead_s
         m, p = roofline.model, roofline.parallel
         self.pp = p.pp
         missing: list[str] = []
@@ -441,13 +453,23 @@ class KernelTableStepTimeModel:
         self.latent_kernel_only = bool(latent) and not module_layers
         # GEMMs and the all-reduces depend on the step's new tokens only: one curve; shapes the tables
         # do not bracket go to the roofline one by one
+        # each GEMM in the dtype its weights are stored in: the checkpoint's format (above), or 16-bit for the
+        # matrices it keeps unconverted (attention and routers of most quantised MoE checkpoints: gpt-oss's MXFP4,
+        # RedHatAI's FP8 Llama-4); another format of a per-layer map has no rows: the roofline's
+        fmt = roofline.weights_format
+        plain = self.ran_in or (dtype if fmt.bits >= 16 else GEMM_DTYPES["bf16"])
         curves, self.roofline_gemms = [], []
-        for s in dense_gemms(m, p, module_layers):
-            curve = gemm_curve(tables, dtype, s.n, s.k) if dtype else None
-            if curve is None:
-                self.roofline_gemms.append((s.per_stage, s.n, s.k))
-            else:
-                curves.append((s.per_stage, curve))
+        self.plain_gemms = False         # some quantised checkpoint's matrices priced by the 16-bit rows
+        for s in dense_gemms(m, p, module_layers, fmt):
+            for share, stored_as in ((s.converted, dtype), (1.0 - s.converted - s.other, plain), (s.other, None)):
+                if share <= 0.0:
+                    continue
+                curve = gemm_curve(tables, stored_as, s.n, s.k) if stored_as else None
+                if curve is None:
+                    self.roofline_gemms.append((s.per_stage * share, s.n, s.k))
+                else:
+                    curves.append((s.per_stage * share, curve))
+                    self.plain_gemms |= stored_as == plain and stored_as != dtype
         if self.roofline_gemms:
             missing.append(f"{len(self.roofline_gemms)} of {len(curves) + len(self.roofline_gemms)} dense GEMM "
                            f"shapes ({roofline.weight_format} weights)")
@@ -502,7 +524,6 @@ class KernelTableStepTimeModel:
         self._s_per_token = self.elementwise_s_per_token + self._transfer_s_per_token
         self._roofline_experts = m.moe is not None and not self.experts_from_tables
         self._lm_head_s = self.lm_head if self.lm_head is not None else roofline.lm_head_s
-        self._step_overhead_s = roofline.step_overhead_s
         self._per_token_memo: dict[int, float] = {}      # self.per_token(tokens) by tokens
         self._lm_head_memo: dict[int, float] = {}        # self._lm_head_s(seqs) by seqs
         self.name = tables.header.description + (f"; roofline for {', '.join(missing)}" if missing else "")
@@ -513,6 +534,8 @@ class KernelTableStepTimeModel:
         n_roof = len(self.roofline_gemms)
         gemms = (tables if not n_roof else roof if not table_gemms
                  else f"{tables} ({count(table_gemms, 'shape')}), {roof} ({count(n_roof, 'shape')})")
+        if self.plain_gemms:
+            gemms += " (the matrices the checkpoint keeps 16-bit from the bfloat16 rows)"
         out = {"dense GEMMs": gemms, "lm_head": tables if self.lm_head is not None else roof}
         if self.attention or self.latent or self.roofline_groups:
             out["attention"] = (tables if not self.roofline_groups else roof if not (self.attention or self.latent)
@@ -544,7 +567,8 @@ class KernelTableStepTimeModel:
         if p.pp > 1 or p.experts_span_dp:
             out["pipeline and expert-parallel transfers"] = roof
         out["element-wise"] = "kernel tables' bandwidth model (tables.yaml)"
-        out["step overhead"] = roof
+        out["step overhead"] = (f"{self.step_overhead_s * 1e3:.2f} ms, fitted with the tables (docs/fidelity.md)"
+                                if self.overhead_fitted else roof)
         return out
 
     def _moe_curve(self, m: ModelSpec, p: ParallelConfig) -> tuple[float, Curve] | None:
@@ -696,7 +720,7 @@ class KernelTableStepTimeModel:
         lm_head = self._lm_head_memo.get(batch.num_seqs)
         if lm_head is None:
             lm_head = _memoised(self._lm_head_memo, batch.num_seqs, self._lm_head_s)
-        return stage * self.pp + lm_head + self._step_overhead_s
+        return stage * self.pp + lm_head + self.step_overhead_s
 
     def decode_step_time(self) -> Callable[[int, int], float] | None:
         """`step_time` of a plain decode step, `seqs` one-token decodes on `context` tokens in all (the StepBatch
@@ -714,7 +738,7 @@ class KernelTableStepTimeModel:
         per_token_memo, per_token_curve = self._per_token_memo, self.per_token
         lm_head_memo, lm_head_curve = self._lm_head_memo, self._lm_head_s
         state, fixed, s_per_token = self._state_s_per_seq, self._fixed_s, self._s_per_token
-        pp, overhead = self.pp, self._step_overhead_s
+        pp, overhead = self.pp, self.step_overhead_s
 
         def step_s(seqs: int, context: int) -> float:
             if seqs == 0:
@@ -762,7 +786,7 @@ class KernelTableStepTimeModel:
         per_token_memo, per_token_curve = self._per_token_memo, self.per_token
         lm_head_memo, lm_head_curve = self._lm_head_memo, self._lm_head_s
         state, fixed, s_per_token = self._state_s_per_seq, self._fixed_s, self._s_per_token
-        pp, overhead = self.pp, self._step_overhead_s
+        pp, overhead = self.pp, self.step_overhead_s
 
         def step_s(seqs: int, tokens: int, context: int, pairs: int) -> float:
             if tokens == 0:

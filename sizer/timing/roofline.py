@@ -44,6 +44,14 @@ from sizer.timing import llamacpp
 
 # Assumptions (replace with a calibrated profile): printed by the plan.
 STEP_OVERHEAD_S = 0.5e-3          # sampler and the step's own launches (CUDA graphs on); scheduling: the engine loop
+# The same beside measured kernels (the kernel-table step model, whose tables time each kernel of the forward): the
+# step's input preparation and sampler, by engine. Fitted once with vLLM's tables, never per model or run
+# (docs/fidelity.md, "The step overhead beside the tables"): the median signed ITL error of the 15 public vLLM 0.15.1
+# H100 runs is 0 at 0.15 ms, the median signed TPOT error of InferenceMAX's vLLM 0.11-0.13 gpt-oss-120b points 0 at
+# about 0.0-0.05 ms (H100, H200, B200: 150 points); the roofline's 0.5 ms leaves both 5-8% slow. SGLang and
+# TensorRT-LLM keep the roofline's assumption: their public points disagree on the direction (DeepSeek-R1 in SGLang
+# is 11-13% fast at 0.5 ms, gpt-oss in TensorRT-LLM 35% slow), for reasons other than a per-step constant.
+TABLES_STEP_OVERHEAD_S = {"vllm": 0.1e-3}
 COLLECTIVE_LATENCY_S = 8e-6       # fixed cost of one NVLink all-reduce
 # Fixed cost of one all-to-all dispatch or combine of a MoE layer: DeepEP's low-latency kernels on 8 H200s (NVLink),
 # 1-16 tokens per GPU, hidden 7,168, top-8 of 256 experts, 28-71 us each, median 47 us (aiconfigurator-core 0.12.0,
@@ -150,6 +158,7 @@ class RooflineStepTimeModel:
         # Marlin runs them (vLLM below sm_90, or deployment.moe_backend marlin)
         self.expert_activations = runs.expert_activations
         self.moe_kernel = runs.moe_kernel
+        self.weights_format = weights_format
         self.weight_format = weights_format.name
         self.weight_scales = weights_format.scheme.scales      # per tensor, channel, group or block
         measured = hardware.fp8_gemm_efficiency if compute_fmt == "fp8" else None

@@ -28,7 +28,13 @@ from sizer.timing.kernel_tables import (
     cached_kernel_tables,
     read_header,
 )
-from sizer.timing.roofline import MXFP8_ACTIVATED_MOE_DTYPE, STEP_OVERHEAD_S, RooflineStepTimeModel, moe_dtype
+from sizer.timing.roofline import (
+    MXFP8_ACTIVATED_MOE_DTYPE,
+    STEP_OVERHEAD_S,
+    TABLES_STEP_OVERHEAD_S,
+    RooflineStepTimeModel,
+    moe_dtype,
+)
 from sizer.words import listed
 
 if TYPE_CHECKING:      # the type only: a scenario without a calibrated profile loads none (sizer/kinds.py)
@@ -82,15 +88,15 @@ def roofline_for(r: Deployment, step_overhead_s: float = STEP_OVERHEAD_S) -> Roo
 # How close the tables and the roofline come, per engine (docs/fidelity.md): benchmarks/fidelity_vllm.py on the 15
 # public vLLM 0.15.1 H100 runs and benchmarks/saturation.py on TensorRT-LLM's published max-load rows
 TABLES_VS_ROOFLINE = {
-    "vllm": ("on the public vLLM 0.15.1 H100 runs the tables give E2E 6.3%, TTFT 6.9%, ITL 7.1% median error, the "
-             "roofline 8.1%, 5.5%, 7.7%; TTFT p99 comes out low on 13 of the 15 runs (19.4% median error: the long "
+    "vllm": ("on the public vLLM 0.15.1 H100 runs the tables give E2E 4.8%, TTFT 5.3%, ITL 7.0% median error, the "
+             "roofline 8.2%, 7.2%, 7.7%; TTFT p99 comes out low on 14 of the 15 runs (19.3% median error: the long "
              "tails of the runs' first stages have no cause found and are not modelled); on InferenceMAX's public "
-             "closed-loop gpt-oss-120b points TPOT is within 2% median on H100, H200 and B200 (5% median absolute "
-             "error), TTFT 20-29% low (docs/fidelity.md)"),
+             "closed-loop gpt-oss-120b points TPOT is within 3% median on H100, H200 and B200 (3-5% median absolute "
+             "error), TTFT 19-26% low (docs/fidelity.md)"),
     "tensorrt-llm": ("on TensorRT-LLM's published maximum-load rows the tables give 4.2% median error in "
-                     "throughput on the dense rows (the roofline 11.5% when last measured), 4.6% on the MoE rows with "
+                     "throughput on the dense rows (the roofline 11.5% when last measured), 3.5% on the MoE rows with "
                      "attention DP, two of them beyond 20%; on InferenceMAX's public closed-loop gpt-oss-120b B200 "
-                     "points TPOT is 35% slow (docs/fidelity.md, docs/moe.md)"),
+                     "points TPOT is 46% slow (docs/fidelity.md, docs/moe.md)"),
 }
 
 
@@ -148,7 +154,8 @@ def _unpadded_step_model(r: Deployment, roofline: RooflineStepTimeModel) -> Step
         if tables is None:
             refuse_missing_tables(r)
     if tables is not None:
-        return KernelTableStepTimeModel(tables, roofline, shared_moe_rows(r))
+        return KernelTableStepTimeModel(tables, roofline, shared_moe_rows(r),
+                                        TABLES_STEP_OVERHEAD_S.get(r.engine.engine))
     return roofline
 
 

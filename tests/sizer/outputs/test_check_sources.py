@@ -68,6 +68,9 @@ def test_share_halves_the_replicas_the_slo_needs(simulations_once):
 @pytest.mark.parametrize("args, flag", [
     (["--share", "0"], "--share"),
     (["--share", "1.5"], "--share"),
+    # 1e-6 (the smallest share) of 2 requests/s is below the smallest rate a scenario takes (1e-5: the refusal names
+    # the flag that made it, not the workload's rate_per_s)
+    (["--rate", "2", "--share", "1e-6"], "--share"),
     (["--scenario", "nope.yaml"], "nope.yaml"),
 ])
 def test_bad_sources_name_the_flag_or_file(args, flag):

@@ -364,18 +364,18 @@ def h100_model(model: str, tp: int, **deployment) -> KernelTableStepTimeModel:
 
 
 # Models whose tables price attention, one for each part `decode_step_time` flattens: plain attention (Llama-3.1-70B at
-# TP 4), sliding windows with roofline GEMMs (gpt-oss-20b's MXFP4 experts), a chunked window (Llama 4 Scout), MLA
-# blocks (DeepSeek-V3 at TP 8), gated delta net beside attention with the roofline's experts (Qwen3-Next), a
-# recurrent state per sequence (nemotron-h-56b's Mamba-2), MoE experts in the per-token curve (Mixtral at TP 2) and
-# priced apart at expert parallelism's load imbalance (Mixtral at TP 2 with EP)
-DECODE_MODELS = (("llama-3.1-70b", 4, False), ("gpt-oss-20b", 1, False), ("llama-4-scout-17b-16e", 1, False),
-                 ("deepseek-v3", 8, False), ("qwen3-next-80b-a3b", 4, False), ("nemotron-h-56b", 2, False),
-                 ("mixtral-8x7b", 2, False), ("mixtral-8x7b", 2, True))
+# TP 4), sliding windows (gpt-oss-20b), roofline GEMMs (Llama-3.1-8B's AWQ 4-bit matrices: no table holds them), a
+# chunked window (Llama 4 Scout), MLA blocks (DeepSeek-V3 at TP 8), gated delta net beside attention with the
+# roofline's experts (Qwen3-Next), a recurrent state per sequence (nemotron-h-56b's Mamba-2), MoE experts in the
+# per-token curve (Mixtral at TP 2) and priced apart at expert parallelism's load imbalance (Mixtral at TP 2 with EP)
+DECODE_MODELS = (("llama-3.1-70b", 4, False), ("gpt-oss-20b", 1, False), ("llama-3.1-8b", 1, False, "awq"),
+                 ("llama-4-scout-17b-16e", 1, False), ("deepseek-v3", 8, False), ("qwen3-next-80b-a3b", 4, False),
+                 ("nemotron-h-56b", 2, False), ("mixtral-8x7b", 2, False), ("mixtral-8x7b", 2, True))
 
 
 @functools.cache
-def decode_model(name: str, tp: int, ep: bool) -> KernelTableStepTimeModel:
-    return h100_model(name, tp, enable_expert_parallel=ep)
+def decode_model(name: str, tp: int, ep: bool, quantization: str = "auto") -> KernelTableStepTimeModel:
+    return h100_model(name, tp, enable_expert_parallel=ep, quantization=quantization)
 
 
 def test_the_decode_models_cover_every_part_of_a_decode_step():
@@ -458,3 +458,44 @@ def test_sglangs_mla_is_priced_by_its_attention_kernel_rows_and_its_projections_
     assert model.attention_s(StepBatch.from_seqs([(1, 2047)] * 4)) == pytest.approx(61 * 17.73e-6, rel=1e-9)
     assert model.attention_s(StepBatch.from_seqs([(1024, 0)])) == pytest.approx(61 * 46.24e-6, rel=1e-9)
     assert model.decode_step_time()(4, 4 * 2047) == model.step_time(StepBatch(4, 4, 4 * 2047, 4 * 2048))
+
+
+def test_a_quantised_checkpoints_16_bit_matrices_are_priced_by_the_bfloat16_rows():
+    # gpt-oss stores its experts in MXFP4 and keeps attention and the router 16-bit (its quantization_config's
+    # modules_to_not_convert). No table holds MXFP4 dense GEMMs, so these used to go to the roofline, whose weight
+    # streaming has no kernel floor: now each is looked up in the dtype its weights are stored in, the bfloat16 rows
+    model = h100_model("gpt-oss-20b", 1)
+    r = model.roofline
+    shapes = dense_gemms(r.model, r.parallel, frozenset(), r.weights_format)
+    assert shapes and all(s.converted == 0.0 and s.other == 0.0 for s in shapes)
+    assert model.roofline_gemms == []
+    assert "bfloat16 rows" in model.sources["dense GEMMs"]
+    # at 16 tokens on one GPU the per-token curve is the dense GEMMs plus the experts' (no all-reduce)
+    layers, experts = model._moe_curve(r.model, r.parallel)
+    dense = sum(s.per_stage * gemm_curve(model.tables, "bfloat16", s.n, s.k)(16) for s in shapes)
+    assert model.per_token(16) == pytest.approx(dense + layers * experts(16), rel=1e-12)
+    # the router alone (2,880 -> 32 experts) is a measured GEMM of a few microseconds a layer, not the
+    # roofline's ~0.1 us of weight streaming
+    router = next(s for s in shapes if s.n == 32)
+    assert gemm_curve(model.tables, "bfloat16", router.n, router.k)(16) > 20 * r.gemm_s(16, router.n, router.k)
+
+
+def test_an_fp8_checkpoint_prices_what_it_keeps_16_bit_by_the_bfloat16_rows():
+    # RedHatAI's Llama-4-Scout FP8-dynamic keeps attention and the router 16-bit (its compressed-tensors ignore
+    # list, tests/data/fidelity/configs): those GEMMs come from the bfloat16 rows, the FP8 shared experts from the
+    # fp8 rows, where every dense GEMM used to be looked up as FP8
+    scout = Path(__file__).resolve().parents[2] / "data/fidelity/configs" \
+        / "RedHatAI--Llama-4-Scout-17B-16E-Instruct-FP8-dynamic_config.json"
+    model = tables_model(str(scout), 2, "h100-sxm", "vllm")
+    r = model.roofline
+    shapes = dense_gemms(r.model, r.parallel, frozenset(), r.weights_format)
+    assert {s.converted for s in shapes} == {0.0, 1.0}
+    by_storage = sum(s.per_stage * gemm_curve(model.tables, "fp8" if s.converted else "bfloat16", s.n, s.k)(16)
+                     for s in shapes)
+    as_fp8 = sum(s.per_stage * gemm_curve(model.tables, "fp8", s.n, s.k)(16) for s in shapes)
+    # the per-token curve holds the dense GEMMs and the two all-reduces a layer; the latter are the same either way
+    allreduce = model.per_token(16) - by_storage
+    ar = model.tables.allreduce[(2,)]
+    assert allreduce == pytest.approx(r.comm.allreduces_per_step
+                                      * Curve({b / (r.model.hidden_size * 2): t for b, t in ar.items()})(16))
+    assert by_storage != pytest.approx(as_fp8, rel=0.01)
