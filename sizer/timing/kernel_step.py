@@ -37,7 +37,9 @@ For one step on one GPU of the busiest pipeline stage (times the stages, as the 
                them), the rotary embedding of the rope parts of q and k, and the cache write of the latent
                and the rope key, and the gated activation of a dense MLP (reads 2 x width / TP,
                writes width / TP), 2 bytes a value: bytes / (bandwidth x fraction) + a fixed latency each
-               (tables.yaml)
+               (tables.yaml); TensorRT-LLM runs the rotary embedding and the cache write inside its attention op
+               (its rows hold them) and, under TP, each norm inside an all-reduce (ROPE_AND_CACHE_IN_ATTENTION,
+               NORMS_IN_ALLREDUCE)
   step         a fixed time per step beside the kernels (input preparation, sampler): fitted with the tables for vLLM
                (roofline.TABLES_STEP_OVERHEAD_S), else the roofline's; the engine loop adds its own around the step
 
@@ -209,16 +211,32 @@ class Elementwise:
     bytes_per_token: float          # bytes they read and write per new token
 
 
-def elementwise_ops(m: ModelSpec, p: ParallelConfig, module_layers: frozenset[int] = frozenset()) -> Elementwise:
+# Engines whose attention op applies the rotary embedding and appends to the KV cache itself, so their attention rows
+# hold both kernels: TensorRT-LLM's Attention module fuses RoPE into the op wherever the backend supports it (its
+# default, tensorrt_llm/_torch/modules/attention.py: "If rope_fusion is not specified, enable if the attention backend
+# supports it"; the TRTLLM backend does) and the op writes the cache.
+ROPE_AND_CACHE_IN_ATTENTION = frozenset({"tensorrt-llm"})
+# Engines that fuse a layer's residual add and RMSNorm into its tensor-parallel all-reduces (one norm into each of the
+# two): TensorRT-LLM's decoder layers under TP, AllReduceParams(fusion_op=AllReduceFusionOp.RESIDUAL_RMS_NORM)
+# (tensorrt_llm/_torch/models/modeling_gpt_oss.py TransformerBlock.forward_tp, modeling_llama.py); under attention DP a
+# rank has no all-reduce and runs its norms alone.
+NORMS_IN_ALLREDUCE = frozenset({"tensorrt-llm"})
+
+
+def elementwise_ops(m: ModelSpec, p: ParallelConfig, module_layers: frozenset[int] = frozenset(),
+                    engine: str = "vllm") -> Elementwise:
     """The residual add + norm of each norm, the rotary embedding and KV-cache write of each softmax-attention
     layer, the latents' norms, rotary embedding and cache write of each MLA layer but those in `module_layers`
-    (whose module table prices the whole block), and the activation of each gated dense MLP (module docstring)."""
+    (whose module table prices the whole block), and the activation of each gated dense MLP (module docstring);
+    without what `engine` fuses into other kernels (ROPE_AND_CACHE_IN_ATTENTION, NORMS_IN_ALLREDUCE)."""
     stage = layers_per_stage(m, p) / m.num_layers
+    fused_norms = 2 if engine in NORMS_IN_ALLREDUCE and p.tp > 1 else 0
     ops = values = 0.0
     for i, layer in enumerate(m.layers):
-        ops += layer.norms
-        values += layer.norms * 4 * m.hidden_size
-        if isinstance(layer.mixer, Attention):
+        norms = max(0, layer.norms - fused_norms)
+        ops += norms
+        values += norms * 4 * m.hidden_size
+        if isinstance(layer.mixer, Attention) and engine not in ROPE_AND_CACHE_IN_ATTENTION:
             a = layer.mixer
             q, kv = a.num_heads // p.tp * a.head_dim, kv_heads_per_gpu(a.num_kv_heads, p) * a.head_dim
             ops += 2
@@ -488,7 +506,7 @@ class KernelTableStepTimeModel:
             curves.append((calls, ar_curve))
         self.per_token = curve_sum(curves) if curves else Curve({1: 0.0})
         self.allreduce_from_tables = bool(calls) and ar is not None
-        ew, cost = elementwise_ops(m, p, module_layers), tables.header.elementwise
+        ew, cost = elementwise_ops(m, p, module_layers, tables.header.engine), tables.header.elementwise
         self.elementwise_fixed_s = ew.ops_per_stage * cost.latency_s
         bandwidth = cost.memory_bandwidth_bytes_per_s * cost.bandwidth_fraction
         self.elementwise_s_per_token = ew.bytes_per_token / bandwidth

@@ -93,10 +93,10 @@ TABLES_VS_ROOFLINE = {
              "tails of the runs' first stages have no cause found and are not modelled); on InferenceMAX's public "
              "closed-loop gpt-oss-120b points TPOT is within 3% median on H100, H200 and B200 (3-5% median absolute "
              "error), TTFT 19-26% low (docs/fidelity.md)"),
-    "tensorrt-llm": ("on TensorRT-LLM's published maximum-load rows the tables give 4.2% median error in "
+    "tensorrt-llm": ("on TensorRT-LLM's published maximum-load rows the tables give 3.1% median error in "
                      "throughput on the dense rows (the roofline 11.5% when last measured), 3.5% on the MoE rows with "
                      "attention DP, two of them beyond 20%; on InferenceMAX's public closed-loop gpt-oss-120b B200 "
-                     "points TPOT is 46% slow (docs/fidelity.md, docs/moe.md)"),
+                     "points TPOT is 34% slow (docs/fidelity.md, docs/moe.md)"),
 }
 
 

@@ -155,6 +155,21 @@ def test_elementwise_ops_count_norms_rotary_kv_writes_and_gated_activations():
     assert ew2.bytes_per_token == 4 * (2 * 4 * 256 + 2 * (128 + 32) + 4 * 32 + 3 * 384) * 2
 
 
+def test_tensorrt_llm_runs_rotary_and_the_cache_write_in_its_attention_op_and_norms_in_its_all_reduces():
+    # TensorRT-LLM's attention op applies RoPE and appends to the KV cache (its attention rows hold both), and under
+    # TP its decoder layers fuse each residual add + RMSNorm into an all-reduce (AllReduceFusionOp.RESIDUAL_RMS_NORM):
+    # on one GPU a tiny layer keeps its 2 norms and the activation (3 kernels, 4 x (2 x 4 x 256 + 3 x 768) x 2 bytes a
+    # token), at TP 2 the activation alone (4 x 3 x 384 x 2 bytes); vLLM's count is the test above's
+    m = load_model("tiny")
+    one = elementwise_ops(m, ParallelConfig(), engine="tensorrt-llm")
+    assert one.ops_per_stage == 4 * 3 and one.bytes_per_token == 4 * (2 * 4 * 256 + 3 * 768) * 2
+    two = elementwise_ops(m, ParallelConfig(tp=2), engine="tensorrt-llm")
+    assert two.ops_per_stage == 4 * 1 and two.bytes_per_token == 4 * 3 * 384 * 2
+    # attention data parallelism: each rank runs its own attention, no all-reduce to fuse its norms into
+    ranks = elementwise_ops(m, ParallelConfig(dp=2, expert_parallel=True), engine="tensorrt-llm")
+    assert ranks.ops_per_stage == one.ops_per_stage
+
+
 def test_mla_layers_count_their_latent_norms_rotary_and_cache_write_unless_a_module_table_prices_them():
     # DeepSeek-V3 (config.json: hidden 7,168, 61 layers, 128 heads, q_lora_rank 1,536, kv_lora_rank 512, rope 64): a
     # layer's fused add + norm twice (4 x 7,168 values each), and outside a module table its q and kv latents' norms
