@@ -50,7 +50,7 @@ STEP_OVERHEAD_S = 0.5e-3          # sampler and the step's own launches (CUDA gr
 # H100 runs is 0 at 0.15 ms, the median signed TPOT error of InferenceMAX's vLLM 0.11-0.13 gpt-oss-120b points 0 at
 # about 0.0-0.05 ms (H100, H200, B200: 150 points); the roofline's 0.5 ms leaves both 5-8% slow. SGLang and
 # TensorRT-LLM keep the roofline's assumption: their public points disagree on the direction (DeepSeek-R1 in SGLang
-# is 11-13% fast at 0.5 ms, gpt-oss in TensorRT-LLM 35% slow), for reasons other than a per-step constant.
+# is 12-14% fast at 0.5 ms, gpt-oss in TensorRT-LLM 34% slow), for reasons other than a per-step constant.
 TABLES_STEP_OVERHEAD_S = {"vllm": 0.1e-3}
 COLLECTIVE_LATENCY_S = 8e-6       # fixed cost of one NVLink all-reduce
 # Fixed cost of one all-to-all dispatch or combine of a MoE layer: DeepEP's low-latency kernels on 8 H200s (NVLink),
