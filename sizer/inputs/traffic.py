@@ -49,7 +49,9 @@ def with_traffic(workload: dict, slo: dict, traffic: Traffic) -> tuple[dict, dic
         elif (workload.get("arrival") or {}).get("rate_per_s") is not None:
             arrival = workload["arrival"]
             rate = arrival["rate_per_s"]
-            if _is_number(rate) and 0 < rate * traffic.share < MIN_RATE_PER_S:
+            # (a rate of another type the scenario's own check refuses, naming its field)
+            numeric = isinstance(rate, int | float) and not isinstance(rate, bool)
+            if numeric and 0 < rate * traffic.share < MIN_RATE_PER_S:
                 least, scaled = MIN_RATE_PER_S / rate, rate * traffic.share
                 raise InputError(None, "--share", f"expected at least {least:.3g}: {traffic.share:g} of the "
                                                   f"workload's {rate:g} req/s is {scaled:.3g} req/s, below the "
@@ -68,8 +70,3 @@ def with_traffic(workload: dict, slo: dict, traffic: Traffic) -> tuple[dict, dic
         raise InputError(None, "--share", "needs a workload to take a share of (--rate, a `sizer:` block "
                                           "or --scenario)")
     return workload, slo
-
-
-def _is_number(value: object) -> bool:
-    """A rate the scenario's own check will accept as a number (its other values it refuses, naming the field)."""
-    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -345,7 +345,7 @@ def make_plan(r: Resolved) -> Plan:
         kv_demand=demand, memory=budget, parallel=parallel, capacity=capacity, step_times=times, speculative=spec,
         cost=cost, fits=fits, verdict=verdict,
         assumptions=(workload_assumptions(r, rate, prompt_mean, output_mean)
-                     + assumptions(r, roofline, getattr(step, "step_overhead_s", None)) + slot_notes(r)
+                     + assumptions(r, roofline, times.sources.get("step overhead", "roofline")) + slot_notes(r)
                      + _schedule_note(r)),
         slots=slot_answers(r, step, prompt_mean, output_mean, rate) if r.slots else None, lora=r.lora)
 
@@ -394,14 +394,12 @@ def kv_heads_per_gpu_of(m: ModelSpec, p) -> int:
     return 1 if m.is_mla or not m.num_kv_heads else kv_heads_per_gpu(m.num_kv_heads, p)
 
 
-def assumptions(r: Resolved, step: RooflineStepTimeModel, overhead_s: float | None = None) -> list[str]:
-    """`overhead_s`: the time a step costs beside its kernels in the model that prices the steps, where it is not
-    the roofline's assumption (fitted with vLLM's measured kernels: roofline.TABLES_STEP_OVERHEAD_S)."""
+def assumptions(r: Resolved, step: RooflineStepTimeModel, overhead: str = "roofline") -> list[str]:
+    """`overhead`: what prices the time a step costs beside its kernels (the step sources' "step overhead": the
+    roofline's assumption, or the kernel tables' fitted figure)."""
     hw = step.hardware          # the datasheet, or on the host CPU what sizer calibrate measured
-    overhead = (f"step overhead {step.step_overhead_s * 1e3:.2f} ms per step (assumption)"
-                if overhead_s is None or overhead_s == step.step_overhead_s else
-                f"step overhead {overhead_s * 1e3:.2f} ms per step beside the measured kernels (fitted: "
-                "docs/fidelity.md)")
+    overhead_line = (f"step overhead {step.step_overhead_s * 1e3:.2f} ms per step (assumption)"
+                     if overhead == "roofline" else f"step overhead {overhead}")
     return [
         profile_origin(r.hardware),
         f"engine {r.deployment.engine} ({r.source_of('deployment.engine')})",
@@ -411,7 +409,7 @@ def assumptions(r: Resolved, step: RooflineStepTimeModel, overhead_s: float | No
         f"peak {step.compute_format} {hw.peak_flops(step.compute_format) / 1e12:.4g} TFLOP/s dense "
         f"x efficiency {step.gemm_compute_efficiency} ({step.gemm_compute_efficiency_source})",
         *_memory_assumptions(r),
-        f"{overhead}; {COLLECTIVE_LATENCY_S * 1e6:.0f} us per collective (assumption)",
+        f"{overhead_line}; {COLLECTIVE_LATENCY_S * 1e6:.0f} us per collective (assumption)",
         f"fitted on public vLLM 0.15.1 H100 runs (docs/fidelity.md): weights stream at {WEIGHT_STREAM_EFFICIENCY:.0%} "
         f"and KV at {ATTENTION_KV_EFFICIENCY:.0%} of the achievable bandwidth, {LAYER_STEP_S * 1e6:.0f} us per layer "
         "per step",

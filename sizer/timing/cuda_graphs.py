@@ -35,10 +35,8 @@ class CudaGraphPadding:
         self.model, self.ranks = model, ranks
         self.sizes = captured_sizes(sizes, max_num_seqs, max_num_batched_tokens)
         self.name = model.name
-        # what priced each operator family and the time a step costs beside its kernels, for the plan
-        # (step_model.step_sources): the wrapped model's
+        # what priced each operator family, for the plan (step_model.step_sources): the wrapped model's
         self.sources = getattr(model, "sources", None)
-        self.step_overhead_s = getattr(model, "step_overhead_s", None)
 
     def padded_sequences(self, num_seqs: int) -> int:
         """The replica's sequences as the graph runs them: every rank at the padded size of the busiest's

@@ -450,13 +450,13 @@ class KernelTableStepTimeModel:
         missing: list[str] = []
         # the tables hold GEMMs whose weights are stored in the format they compute in (16-bit, FP8, float32);
         # weight-only formats (AWQ, GPTQ, FP8 on a GPU without FP8) stream fewer bytes than any of them
-        native = roofline.weight_format == roofline.compute_format or {roofline.weight_format,
-                                                                       roofline.compute_format} <= {"bf16", "fp16"}
+        fmt = roofline.weight_format
+        native = fmt.name == roofline.compute_format or {fmt.name, roofline.compute_format} <= {"bf16", "fp16"}
         dtype = GEMM_DTYPES.get(roofline.compute_format) if native else None
         # the bundled engine runs a 16- or 32-bit model in its one dtype (float32 on a CPU): tables it measured
         # are looked up in that dtype (sizer/timing/kernel_tables.py BundledEngine)
         engine = tables.header.bundled_engine
-        self.ran_in = engine.dtype if engine and native and roofline.weight_format in FLOAT_FORMATS else None
+        self.ran_in = engine.dtype if engine and native and fmt.name in FLOAT_FORMATS else None
         dtype = self.ran_in or dtype
         kv = self.ran_in if self.ran_in and roofline.kv.dtype in FLOAT_FORMATS else KV_DTYPES.get(roofline.kv.dtype)
         # MLA blocks the module tables hold: their projections are priced there, not as GEMMs below; else the MLA
@@ -474,7 +474,6 @@ class KernelTableStepTimeModel:
         # each GEMM in the dtype its weights are stored in: the checkpoint's format (above), or 16-bit for the
         # matrices it keeps unconverted (attention and routers of most quantised MoE checkpoints: gpt-oss's MXFP4,
         # RedHatAI's FP8 Llama-4); another format of a per-layer map has no rows: the roofline's
-        fmt = roofline.weights_format
         plain = self.ran_in or (dtype if fmt.bits >= 16 else GEMM_DTYPES["bf16"])
         curves, self.roofline_gemms = [], []
         self.plain_gemms = False         # some quantised checkpoint's matrices priced by the 16-bit rows
@@ -490,7 +489,7 @@ class KernelTableStepTimeModel:
                     self.plain_gemms |= stored_as == plain and stored_as != dtype
         if self.roofline_gemms:
             missing.append(f"{len(self.roofline_gemms)} of {len(curves) + len(self.roofline_gemms)} dense GEMM "
-                           f"shapes ({roofline.weight_format} weights)")
+                           f"shapes ({fmt.name} weights)")
         # quantised checkpoints keep the lm_head 16-bit (aiconfigurator's logits GEMM is bf16); float32 runs float32
         lm_dtype = "float32" if dtype == "float32" else "bfloat16"
         self.lm_head = gemm_curve(tables, lm_dtype, round(m.vocab_size / p.tp), m.hidden_size)
@@ -596,7 +595,8 @@ class KernelTableStepTimeModel:
         f = m.moe
         split = (1, p.ep) if p.expert_parallel and p.ep > 1 else (p.tp, 1)
         r = self.roofline
-        dtype = self.ran_in or moe_dtype(r.weight_format, r.weight_scales, r.expert_activations, r.moe_kernel)
+        dtype = self.ran_in or moe_dtype(r.weight_format.name, r.weight_format.scheme.scales, r.expert_activations,
+                                         r.moe_kernel)
         shape = (m.hidden_size, f.expert_width, f.top_k, f.num_experts, *split)
         rows = self.tables.moe.get((dtype, *shape))
         if rows is None and self.shared_moe is not None and not f.latent:

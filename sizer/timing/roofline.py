@@ -158,9 +158,7 @@ class RooflineStepTimeModel:
         # Marlin runs them (vLLM below sm_90, or deployment.moe_backend marlin)
         self.expert_activations = runs.expert_activations
         self.moe_kernel = runs.moe_kernel
-        self.weights_format = weights_format
-        self.weight_format = weights_format.name
-        self.weight_scales = weights_format.scheme.scales      # per tensor, channel, group or block
+        self.weight_format = weights_format     # its name, scales (per tensor, channel, group, block), targets
         measured = hardware.fp8_gemm_efficiency if compute_fmt == "fp8" else None
         self.gemm_compute_efficiency = measured or hardware.compute_efficiency
         self.gemm_compute_efficiency_source = (hardware.fp8_gemm_efficiency_source if measured
@@ -229,7 +227,8 @@ class RooflineStepTimeModel:
         self.ranks, self.context_balance = p.dp, p.context_balance
         self.experts_span_dp = p.experts_span_dp
         self.load_imbalance = load_imbalance(p.ep, routing_alpha(m.architecture)) if p.expert_parallel else 1.0
-        table = moe_dtype(self.weight_format, self.weight_scales, self.expert_activations, self.moe_kernel)
+        table = moe_dtype(self.weight_format.name, self.weight_format.scheme.scales, self.expert_activations,
+                          self.moe_kernel)
         if table == MARLIN_MOE_DTYPE and family(self.hardware) != "hopper":
             table = MOE_DTYPES["mxfp4"]     # Marlin's figures are Hopper's: elsewhere the W4A16 ones, as before them
         table = table if table in MOE_LAYER_S else None

@@ -481,7 +481,7 @@ def test_a_quantised_checkpoints_16_bit_matrices_are_priced_by_the_bfloat16_rows
     # streaming has no kernel floor: now each is looked up in the dtype its weights are stored in, the bfloat16 rows
     model = h100_model("gpt-oss-20b", 1)
     r = model.roofline
-    shapes = dense_gemms(r.model, r.parallel, frozenset(), r.weights_format)
+    shapes = dense_gemms(r.model, r.parallel, frozenset(), r.weight_format)
     assert shapes and all(s.converted == 0.0 and s.other == 0.0 for s in shapes)
     assert model.roofline_gemms == []
     assert "bfloat16 rows" in model.sources["dense GEMMs"]
@@ -503,7 +503,7 @@ def test_an_fp8_checkpoint_prices_what_it_keeps_16_bit_by_the_bfloat16_rows():
         / "RedHatAI--Llama-4-Scout-17B-16E-Instruct-FP8-dynamic_config.json"
     model = tables_model(str(scout), 2, "h100-sxm", "vllm")
     r = model.roofline
-    shapes = dense_gemms(r.model, r.parallel, frozenset(), r.weights_format)
+    shapes = dense_gemms(r.model, r.parallel, frozenset(), r.weight_format)
     assert {s.converted for s in shapes} == {0.0, 1.0}
     by_storage = sum(s.per_stage * gemm_curve(model.tables, "fp8" if s.converted else "bfloat16", s.n, s.k)(16)
                      for s in shapes)
