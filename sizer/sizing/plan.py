@@ -47,6 +47,7 @@ from sizer.timing.roofline import (
     LORA_STEP_S_PER_LAYER,
     WEIGHT_STREAM_EFFICIENCY,
     RooflineStepTimeModel,
+    collective_wait_s,
     compute_bound_batch,
     decode_batch,
     prefill_time_s,
@@ -409,7 +410,8 @@ def assumptions(r: Resolved, step: RooflineStepTimeModel, overhead: str = "roofl
         f"peak {step.compute_format} {hw.peak_flops(step.compute_format) / 1e12:.4g} TFLOP/s dense "
         f"x efficiency {step.gemm_compute_efficiency} ({step.gemm_compute_efficiency_source})",
         *_memory_assumptions(r),
-        f"{overhead_line}; {COLLECTIVE_LATENCY_S * 1e6:.0f} us per collective (assumption)",
+        f"{overhead_line}; {COLLECTIVE_LATENCY_S * 1e6:.1f} us per collective (the measured kernels' median) + the "
+        f"wait for the last GPU, {collective_wait_s(step.parallel.tp) * 1e6:.1f} us at TP {step.parallel.tp} (fitted)",
         f"fitted on public vLLM 0.15.1 H100 runs (docs/fidelity.md): weights stream at {WEIGHT_STREAM_EFFICIENCY:.0%} "
         f"and KV at {ATTENTION_KV_EFFICIENCY:.0%} of the achievable bandwidth, {LAYER_STEP_S * 1e6:.0f} us per layer "
         "per step",

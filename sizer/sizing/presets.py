@@ -157,9 +157,10 @@ PROPOSER_COST_FRACTION = {"ngram": 0.0, "medusa": 0.03, "eagle": 0.05, "eagle3":
 # time), which matters only when prompts' tokens arrive at about 400,000 a second.
 INPUT_S_PER_PROMPT_TOKEN = 2e-6       # API server per prompt token: tokenise its text
 # Fitted (TTFT of the 15 runs; E2E and ITL barely move with them), with the tokenising above and the kernel
-# tables' step overhead (roofline.TABLES_STEP_OVERHEAD_S): the median measured - predicted TTFT mean of the 12 runs
-# without KV offload is 0 (docs/fidelity.md, "The step overhead beside the tables")
-INPUT_S = 2.95e-3                     # client send to engine queue, per request: HTTP, hand-off
+# tables' step overhead (roofline.TABLES_STEP_OVERHEAD_S) and the collectives' wait (roofline.COLLECTIVE_SKEW_S): the
+# median measured - predicted TTFT mean of the 12 runs without KV offload is 0 (docs/fidelity.md, "The step overhead
+# beside the tables", "The wait at each collective")
+INPUT_S = 3.3e-3                     # client send to engine queue, per request: HTTP, hand-off
 OUTPUT_S_PER_PASS = 2e-3              # API server per pass over the step outputs waiting (hand-off, ZMQ)
 OUTPUT_S_PER_TOKEN = 30e-6            # API server per token (detokenise, stream)
 # Assumptions: with asynchronous scheduling they hide behind the GPU in every public run, so

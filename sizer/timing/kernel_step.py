@@ -12,7 +12,8 @@ For one step on one GPU of the busiest pipeline stage (times the stages, as the 
                prefill context_attention(prefill seqs, s) per query-key pair of a causal prefill of
                        s = chunk + cached tokens, times the chunk's own pairs (n c + n (n + 1) / 2); past the
                        longest measured prompt, at that prompt's cost per pair
-  all-reduce   2 per layer when TP > 1, of new tokens x hidden x 2 bytes (bf16): allreduce(bytes, TP)
+  all-reduce   2 per layer when TP > 1, of new tokens x hidden x 2 bytes (bf16): allreduce(bytes, TP), + what
+               each waits for the last of its TP GPUs in a forward (roofline.collective_wait_s)
   MoE          per MoE layer: moe(tokens; hidden, expert width, top-k, experts, TP or EP split; the expert format),
                routing balanced, at the imbalance (roofline.EP_LOAD_IMBALANCE, by the family's routing skew) times
                the tokens under EP; with data-parallel ranks every other operator prices the busiest rank's share
@@ -78,6 +79,7 @@ from sizer.timing.roofline import (
     MOE_DTYPES,
     RooflineStepTimeModel,
     balanced_routing_share,
+    collective_wait_s,
     grouped_gemm_efficiency,
     moe_dtype,
     random_routing_share,
@@ -505,6 +507,8 @@ class KernelTableStepTimeModel:
             curves.append((calls, ar_curve))
         self.per_token = curve_sum(curves) if curves else Curve({1: 0.0})
         self.allreduce_from_tables = bool(calls) and ar is not None
+        # the tables' all-reduces ran with their GPUs started together; in a forward each waits for the last
+        self.allreduce_wait_s = calls * collective_wait_s(p.tp) if self.allreduce_from_tables else 0.0
         ew, cost = elementwise_ops(m, p, module_layers, tables.header.engine), tables.header.elementwise
         self.elementwise_fixed_s = ew.ops_per_stage * cost.latency_s
         bandwidth = cost.memory_bandwidth_bytes_per_s * cost.bandwidth_fraction
@@ -537,7 +541,7 @@ class KernelTableStepTimeModel:
         self._transfer_s_per_token = roofline.transfer_s(1, allreduce=without) - self._transfer_fixed_s
         self._state_s_per_seq = 0.0 if self.delta_net else roofline.state_s(StepBatch(num_seqs=1))
         # step_time's terms folded once (it runs per simulated step)
-        self._fixed_s = self.elementwise_fixed_s + self._transfer_fixed_s
+        self._fixed_s = self.elementwise_fixed_s + self._transfer_fixed_s + self.allreduce_wait_s
         self._s_per_token = self.elementwise_s_per_token + self._transfer_s_per_token
         self._roofline_experts = m.moe is not None and not self.experts_from_tables
         self._lm_head_s = self.lm_head if self.lm_head is not None else roofline.lm_head_s
@@ -569,7 +573,8 @@ class KernelTableStepTimeModel:
             if notes:
                 out["attention"] += f" ({'; '.join(notes)})"
         if self.roofline.comm.allreduces_per_step:
-            out["all-reduce"] = tables if self.allreduce_from_tables else roof
+            out["all-reduce"] = (f"{tables}, + {collective_wait_s(p.tp) * 1e6:.1f} us each waiting for the last of "
+                                 f"{p.tp} GPUs (docs/fidelity.md)" if self.allreduce_from_tables else roof)
         if m.moe is not None:
             out["MoE experts"] = tables if self.experts_from_tables else roof
             if self.experts_from_tables and self.experts_shared:

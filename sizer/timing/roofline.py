@@ -10,7 +10,8 @@ A step runs, on each GPU of the busiest pipeline stage, one after another:
   attention  max(4 x query-key pairs x heads x head dim / (peak x eff),
                  KV bytes read+written / (bw x eff x attention KV efficiency))
   lm_head    for one sampled token per sequence
-  collectives  TP all-reduce / EP all-to-all bytes / link bandwidth + a fixed latency each
+  collectives  TP all-reduce / EP all-to-all bytes / link bandwidth + a fixed latency each + the wait for the
+             last GPU of the group to reach it
   layers     a fixed cost per layer (graph replay and launches of its small kernels: norms,
              rotary, KV write, activation)
   overhead   a fixed per-step cost (sampling, the step's own launches)
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
 from itertools import pairwise
 
 from simulator.step_batch import StepBatch, attention_pairs, split_attention, windowed_pairs
@@ -46,13 +48,27 @@ from sizer.timing import llamacpp
 STEP_OVERHEAD_S = 0.5e-3          # sampler and the step's own launches (CUDA graphs on); scheduling: the engine loop
 # The same beside measured kernels (the kernel-table step model, whose tables time each kernel of the forward): the
 # step's input preparation and sampler, by engine. Fitted once with vLLM's tables, never per model or run
-# (docs/fidelity.md, "The step overhead beside the tables"): the median signed ITL error of the 15 public vLLM 0.15.1
-# H100 runs is 0 at 0.15 ms, the median signed TPOT error of InferenceMAX's vLLM 0.11-0.13 gpt-oss-120b points 0 at
-# about 0.0-0.05 ms (H100, H200, B200: 150 points); the roofline's 0.5 ms leaves both 5-8% slow. SGLang and
-# TensorRT-LLM keep the roofline's assumption: their public points disagree on the direction (DeepSeek-R1 in SGLang
-# is 12-14% fast at 0.5 ms, gpt-oss in TensorRT-LLM 34% slow), for reasons other than a per-step constant.
-TABLES_STEP_OVERHEAD_S = {"vllm": 0.1e-3}
-COLLECTIVE_LATENCY_S = 8e-6       # fixed cost of one NVLink all-reduce
+# (docs/fidelity.md, "The step overhead beside the tables"), with the collectives' wait below: the median signed TPOT
+# error of InferenceMAX's vLLM 0.13 gpt-oss-120b points (H100, H200, B200: 150 points) is +2.3..+4.0% at 0 and grows
+# with it, the median signed ITL error of the 15 public vLLM 0.15.1 H100 runs -2.5% at 0 and 0 at about 0.15 ms: 0,
+# nothing beside the kernels shows. SGLang and TensorRT-LLM keep the roofline's assumption: their public points
+# disagree on the direction (DeepSeek-R1 in SGLang is 9-11% fast at 0.5 ms, gpt-oss in TensorRT-LLM 39% slow), for
+# reasons other than a per-step constant.
+TABLES_STEP_OVERHEAD_S = {"vllm": 0.0}
+# Fixed cost of one NVLink all-reduce kernel: the median of the all-reduces of at most 64 KiB in the bundled tables
+# of the NVLink GPUs (A100, H100, H200, B200, GB200; vLLM, SGLang and TensorRT-LLM; TP 2-8: 378 points, 2.3-14.8 us),
+# each measured with its GPUs started together (aiconfigurator-core 0.12.0's comm tables)
+COLLECTIVE_LATENCY_S = 4.6e-6
+# What a collective waits beyond its kernel in a forward pass: the GPUs of a group reach it at different moments (the
+# kernels before it run a little longer or shorter on each), and it starts when the last arrives. Each GPU's arrival
+# taken as normal with this standard deviation, the wait is sigma x E[max of N standard normals]: 0.56, 1.03, 1.42
+# sigma at 2, 4, 8 GPUs (`collective_wait_s`). Fitted once, on the spread between TP sizes: with the tables' measured
+# all-reduces alone, InferenceMAX's vLLM gpt-oss-120b decode at concurrency 4-8 comes out 0.4-0.5 ms a step faster
+# at TP8 than at TP4 against the measured (-5.5 / -5.2 / -4.2% at TP8, -3.1 / -1.9 / -0.8% at TP4 on B200 / H100 /
+# H200), 3.2-4.4 us a collective at 0.39 sigma a collective from TP4 to TP8; 3 us levels them (+1.2 / +0.3 / +1.1%
+# at TP8, +0.8 / +0.8 / +1.9% at TP4) and takes Llama-3.1-70B TP4's ITL on the public vLLM 0.15.1 runs from -7.0 /
+# -9.1% to -4.5 / -7.1% (docs/fidelity.md, "The wait at each collective")
+COLLECTIVE_SKEW_S = 3e-6
 # Fixed cost of one all-to-all dispatch or combine of a MoE layer: DeepEP's low-latency kernels on 8 H200s (NVLink),
 # 1-16 tokens per GPU, hidden 7,168, top-8 of 256 experts, 28-71 us each, median 47 us (aiconfigurator-core 0.12.0,
 # systems/data/h200_sxm/comm/trtllm/1.3.0rc11 and comm/vllm/0.24.0, moe_a2a_perf.parquet)
@@ -268,12 +284,13 @@ class RooflineStepTimeModel:
             self._host_upload_s = o.host_layer_bytes / o.host_link_bytes_per_s
         c = self.comm
         self._comm_s_per_token = (c.tp_allreduce_bytes_per_token + c.pp_send_bytes_per_token) / self.link_bytes_per_s
-        self._comm_fixed_s = c.allreduces_per_step * COLLECTIVE_LATENCY_S
+        self._comm_fixed_s = c.allreduces_per_step * (COLLECTIVE_LATENCY_S + collective_wait_s(p.tp))
         # the MoE layers' all-to-all (experts spread over data-parallel ranks): over NVLink within a scale-up
         # domain, else the scale-out NIC
         self.alltoall_link = alltoall_link(self.hardware, p.ep)
         self._alltoall_s_per_token = c.ep_alltoall_bytes_per_token / self.alltoall_link.bytes_per_s_per_direction
-        self._alltoall_fixed_s = (2 * math.ceil(m.num_moe_layers / p.pp) * ALLTOALL_LATENCY_S
+        self._alltoall_fixed_s = (2 * math.ceil(m.num_moe_layers / p.pp)
+                                  * (ALLTOALL_LATENCY_S + collective_wait_s(p.ep))
                                   if c.ep_alltoall_bytes_per_token else 0.0)
         layer_s = llamacpp.LAYER_STEP_S[self.hardware.device_kind] if self.llamacpp else LAYER_STEP_S
         self._layers_s = layers_per_stage(m, p) * layer_s
@@ -435,6 +452,24 @@ def balanced_routing_share(tokens: float, top_k: int, experts: int) -> float:
     """The share of the experts the MoE tables' balanced rows read: the tokens' top-k choices spread evenly, so every
     expert once there are as many choices as experts (aiconfigurator-core's `balanced` distribution)."""
     return min(1.0, tokens * top_k / experts)
+
+
+@cache
+def expected_max_of_normals(n: int) -> float:
+    """E[max of n independent standard normals], the integral of x n phi(x) Phi(x)^(n - 1) over x (midpoint rule,
+    steps of 0.01 on [-8, 8]): 1 / sqrt(pi) at 2, 3 / (2 sqrt(pi)) at 3; 0 for one."""
+    if n <= 1:
+        return 0.0
+    step, total = 1e-2, 0.0
+    for i in range(-800, 800):
+        x = (i + 0.5) * step
+        total += x * math.exp(-x * x / 2) * (0.5 * (1.0 + math.erf(x / math.sqrt(2)))) ** (n - 1)
+    return n * total * step / math.sqrt(2 * math.pi)
+
+
+def collective_wait_s(ranks: int) -> float:
+    """What a collective over `ranks` GPUs waits for the last of them beyond its measured kernel (COLLECTIVE_SKEW_S)."""
+    return COLLECTIVE_SKEW_S * expected_max_of_normals(ranks)
 
 
 def routing_alpha(architecture: str) -> float:

@@ -88,15 +88,15 @@ def roofline_for(r: Deployment, step_overhead_s: float = STEP_OVERHEAD_S) -> Roo
 # How close the tables and the roofline come, per engine (docs/fidelity.md): benchmarks/fidelity_vllm.py on the 15
 # public vLLM 0.15.1 H100 runs and benchmarks/saturation.py on TensorRT-LLM's published max-load rows
 TABLES_VS_ROOFLINE = {
-    "vllm": ("on the public vLLM 0.15.1 H100 runs the tables give E2E 4.8%, TTFT 5.3%, ITL 7.0% median error, the "
-             "roofline 8.2%, 7.2%, 7.7%; TTFT p99 comes out low on 14 of the 15 runs (19.3% median error: the long "
+    "vllm": ("on the public vLLM 0.15.1 H100 runs the tables give E2E 4.1%, TTFT 4.5%, ITL 4.8% median error, the "
+             "roofline 5.9%, 6.8%, 5.8%; TTFT p99 comes out low on 14 of the 15 runs (18.8% median error: the long "
              "tails of the runs' first stages have no cause found and are not modelled); on InferenceMAX's public "
-             "closed-loop gpt-oss-120b points TPOT is within 3% median on H100, H200 and B200 (3-5% median absolute "
-             "error), TTFT 19-26% low (docs/fidelity.md)"),
+             "closed-loop gpt-oss-120b points TPOT is 2-4% slow median on H100, H200 and B200 (3-5% median absolute "
+             "error), TTFT 18-25% low (docs/fidelity.md)"),
     "tensorrt-llm": ("on TensorRT-LLM's published maximum-load rows the tables give 3.1% median error in "
-                     "throughput on the dense rows (the roofline 11.5% when last measured), 3.5% on the MoE rows with "
+                     "throughput on the dense rows (the roofline 11.5% when last measured), 3.2% on the MoE rows with "
                      "attention DP, two of them beyond 20%; on InferenceMAX's public closed-loop gpt-oss-120b B200 "
-                     "points TPOT is 34% slow (docs/fidelity.md, docs/moe.md)"),
+                     "points TPOT is 39% slow (docs/fidelity.md, docs/moe.md)"),
 }
 
 

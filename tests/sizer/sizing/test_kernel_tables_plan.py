@@ -44,7 +44,7 @@ def test_a_bundled_h100_plan_is_priced_by_its_tables_and_names_each_source():
         "attention": "kernel tables (past the measured lengths: decode along the last measured segment, at least the "
                      "KV read at 3.35 TB/s; prefill at the longest measured prompt's cost per query-key pair)",
         "element-wise": "kernel tables' bandwidth model (tables.yaml)",
-        "step overhead": "0.10 ms, fitted with the tables (docs/fidelity.md)"}
+        "step overhead": "0.00 ms, fitted with the tables (docs/fidelity.md)"}
 
 
 def test_the_tables_price_the_steps_unless_the_roofline_is_asked_for(tmp_path):
