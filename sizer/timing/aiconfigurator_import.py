@@ -67,7 +67,13 @@ from sizer.inputs.model_spec import load_model
 from sizer.timing.kernel_shapes import catalog_shapes
 from sizer.timing.kernel_step import GEMM_DTYPES, KV_DTYPES, bracket
 from sizer.timing.kernel_tables import HEADER_FILE, SCHEMA_VERSION, TABLES, TP_SIZES
-from sizer.timing.roofline import MARLIN_MOE_DTYPE, MOE_DTYPES, MXFP8_ACTIVATED_MOE_DTYPE
+from sizer.timing.roofline import (
+    EP_LOAD_IMBALANCE,
+    MARLIN_MOE_DTYPE,
+    MOE_DTYPES,
+    MXFP8_ACTIVATED_MOE_DTYPE,
+    skewed_routing,
+)
 from validation.errors import FieldError, excerpt
 from validation.safe_yaml import load_yaml
 
@@ -93,6 +99,7 @@ ALLREDUCE_BACKENDS = {"vllm": "vllm_graph", "sglang": "sglang_graph"}
 TABLE_DTYPES = sorted(set(GEMM_DTYPES.values()) - {"float32"})       # aiconfigurator measures no float32
 TABLE_KV_DTYPES = sorted(set(KV_DTYPES.values()) - {"float32"})
 MOE_TABLE_DTYPES = sorted({*MOE_DTYPES.values(), MXFP8_ACTIVATED_MOE_DTYPE, MARLIN_MOE_DTYPE})
+SKEWED_ROUTING = tuple(skewed_routing(alpha) for alpha in EP_LOAD_IMBALANCE)   # the power-law rows moe_skewed keeps
 
 
 def data_dir(package: Path) -> Path:
@@ -212,6 +219,7 @@ def convert(package: Path, gpu: str, framework: str = "vllm", prune_to_catalog: 
         rows[t] = _attention_rows(frames[t], t, attention) if t in frames else []
     rows["allreduce"] = _allreduce_rows(frames["allreduce"], framework) if "allreduce" in frames else []
     rows["moe"] = _moe_rows(frames["moe"], moe, framework) if "moe" in frames else []
+    rows["moe_skewed"] = _moe_rows(frames["moe"], moe, framework, SKEWED_ROUTING) if "moe" in frames else []
     for t in ("mla_context", "mla_generation"):
         rows[t] = _mla_rows(frames[t], t, mla) if t in frames else []
     if not rows["mla_context"]:            # the attention kernel alone, where no module table is measured (SGLang)
@@ -281,8 +289,11 @@ def _attention_rows(df, table: str, needed: frozenset[tuple[int, int, int]] | No
             for kv, h, g, d, b, n, t in df[[*keys, "latency"]].itertuples(index=False)]
 
 
-def _moe_rows(df, needed: frozenset[tuple[int, int, int, int]] | None, framework: str) -> list[tuple]:
-    """Balanced routing; experts sliced by TP (EP 1) or spread whole over EP (TP 1); the expert formats of
+def _moe_rows(df, needed: frozenset[tuple[int, int, int, int]] | None, framework: str,
+              routing: tuple[str, ...] = ("balanced",)) -> list[tuple]:
+    """`routing` (balanced, else the power-law distributions: then each row starts with its distribution, and only
+    experts sliced by TP are kept, the split sizer reads them for); experts sliced by TP (EP 1) or spread whole over
+    EP (TP 1); the expert formats of
     MOE_TABLE_DTYPES, except vLLM's per-tensor FP8 rows: ModelOpt checkpoints' FlashInfer CUTLASS kernel, which
     measures non-monotonic in tokens there (Llama-4-Scout's shape at TP 2 on H100: 1.90 ms for 64 tokens, 0.92 ms
     for 2,048; Qwen3-235B's at EP 8 on H200: 620 us for 16 tokens, 308 us for 2,048). TensorRT-LLM's own FP8 MoE
@@ -290,21 +301,24 @@ def _moe_rows(df, needed: frozenset[tuple[int, int, int, int]] | None, framework
     (MARLIN_MOE_DTYPE: another kernel than triton_kernels' W4A16 MXFP4), kept in every shape measured (few: the
     roofline's Marlin figures are derived from them, benchmarks/moe_efficiencies.py)."""
     dtypes = [d for d in MOE_TABLE_DTYPES if not (framework == "vllm" and d == "fp8")]
+    skewed = routing != ("balanced",)
     df = df.copy()
     if "kernel_source" in df.columns:          # without it a table cannot tell Marlin's rows from the others'
         marlin = df["moe_dtype"].eq(MOE_DTYPES["mxfp4"]) & df["kernel_source"].astype(str).str.contains("marlin")
         df.loc[marlin, "moe_dtype"] = MARLIN_MOE_DTYPE
-    df = df[(df["distribution"] == "balanced") & df["moe_dtype"].isin(dtypes)
-            & ((df["moe_ep_size"] == 1) | (df["moe_tp_size"] == 1))]
-    keys = ["moe_dtype", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size",
-            "num_tokens"]
+    split = (df["moe_ep_size"] == 1) if skewed else (df["moe_ep_size"] == 1) | (df["moe_tp_size"] == 1)
+    df = df[df["distribution"].isin(routing) & df["moe_dtype"].isin(dtypes) & split]
+    keys = [*(["distribution"] if skewed else []), "moe_dtype", "hidden_size", "inter_size", "topk", "num_experts",
+            "moe_tp_size", "moe_ep_size", "num_tokens"]
     df = _fastest(df, keys)
     if needed is not None:
         shape = zip(df["hidden_size"], df["inter_size"], df["topk"], df["num_experts"], strict=True)
         split = zip(df["moe_tp_size"], df["moe_ep_size"], strict=True)
         df = _rows(df, [(s in needed or d == MARLIN_MOE_DTYPE) and max(sp) in TP_SIZES
                         for d, s, sp in zip(df["moe_dtype"], shape, split, strict=True)])
-    return [(d, *map(int, rest), float(t) * 1e3) for d, *rest, t in df[[*keys, "latency"]].itertuples(index=False)]
+    first = len(keys) - 7          # the text columns: routing where kept, the dtype
+    return [(*text[:first], *map(int, text[first:]), float(t) * 1e3)
+            for *text, t in df[[*keys, "latency"]].itertuples(index=False)]
 
 
 def mla_dims(model: str) -> tuple[int, ...]:

@@ -14,11 +14,12 @@ For one step on one GPU of the busiest pipeline stage (times the stages, as the 
                        longest measured prompt, at that prompt's cost per pair
   all-reduce   2 per layer when TP > 1, of new tokens x hidden x 2 bytes (bf16): allreduce(bytes, TP), + what
                each waits for the last of its TP GPUs in a forward (roofline.collective_wait_s)
-  MoE          per MoE layer: moe(tokens; hidden, expert width, top-k, experts, TP or EP split; the expert format),
-               routing balanced, at the imbalance (roofline.EP_LOAD_IMBALANCE, by the family's routing skew) times
-               the tokens under EP; with data-parallel ranks every other operator prices the busiest rank's share
-               of the step and, with EP across the ranks, the MoE layers every rank's tokens (the table's tokens: the
-               whole EP group's)
+  MoE          per MoE layer: moe(tokens; hidden, expert width, top-k, experts, TP or EP split; the expert format):
+               experts sliced by TP the rows measured with the family's power-law routing (moe_skewed), else the
+               balanced rows as random routing reads them; under EP the balanced rows at the imbalance
+               (roofline.EP_LOAD_IMBALANCE, by the family's routing skew) times the tokens; with data-parallel
+               ranks every other operator prices the busiest rank's share of the step and, with EP across the
+               ranks, the MoE layers every rank's tokens (the table's tokens: the whole EP group's)
   MLA          per dense multi-head latent attention layer, the whole block from the module tables (its q/kv
                down- and up-projections, their norms, rotary, attention and o_proj: those matrices are then
                left out of the GEMMs above, the all-reduce after o_proj is not):
@@ -83,6 +84,8 @@ from sizer.timing.roofline import (
     grouped_gemm_efficiency,
     moe_dtype,
     random_routing_share,
+    routing_alpha,
+    skewed_routing,
 )
 from sizer.words import count
 
@@ -128,6 +131,15 @@ def marlin_capped(rows: Mapping[int, float], flops_per_token: float, top_k: int,
                         for t, seconds in marlin.items()))
     return {t: max(latency, t * flops_per_token / grouped_gemm_efficiency(t * top_k / experts, rates))
             for t, latency in rows.items()}
+
+
+@dataclass(frozen=True)
+class SharedMoeRows:
+    """Another engine's MoE rows of a kernel the scenario's engine shares (step_model.SHARED_MOE_KERNELS), in the
+    expert format the scenario runs."""
+    measured_by: str                                  # "SGLang's 0.5.14 tables"
+    balanced: Mapping[tuple, dict[int, float]]        # its `moe` rows
+    skewed: Mapping[tuple, dict[int, float]]          # its `moe_skewed` rows
 
 
 class Curve:
@@ -437,9 +449,9 @@ class KernelTableStepTimeModel:
     """`step_time(batch)` from measured kernel tables, the roofline for what they lack (module docstring)."""
 
     def __init__(self, tables: KernelTables, roofline: RooflineStepTimeModel,
-                 shared_moe: tuple[str, Mapping[tuple, dict[int, float]]] | None = None,
+                 shared_moe: SharedMoeRows | None = None,
                  step_overhead_s: float | None = None):
-        """`shared_moe`: (what measured them, MoE rows) of the same kernel in another engine's tables, for the expert
+        """`shared_moe`: the MoE rows of the same kernel in another engine's tables, for the expert
         shapes and splits these tables lack (step_model.SHARED_MOE_KERNELS); `step_overhead_s`: a step's time beside
         its kernels where fitted with the tables (roofline.TABLES_STEP_OVERHEAD_S; 0 for the bundled engine, whose
         fitted overhead holds its own), else the roofline's assumption."""
@@ -515,6 +527,7 @@ class KernelTableStepTimeModel:
         self.elementwise_s_per_token = ew.bytes_per_token / bandwidth
         self._attention(m, p, kv, {shape.label for shape in latent}, missing)
         self.experts_from_tables = self.marlin_from_w4a16 = self.experts_shared = False
+        self.experts_skew: float | None = None   # the power law's alpha the expert rows were measured with
         self.ranks, self.load_imbalance = p.dp, roofline.load_imbalance
         self._experts: tuple[float, Curve] | None = None     # priced apart: at other tokens than the rank's
         if m.moe is not None:
@@ -576,12 +589,14 @@ class KernelTableStepTimeModel:
             out["all-reduce"] = (f"{tables}, + {collective_wait_s(p.tp) * 1e6:.1f} us each waiting for the last of "
                                  f"{p.tp} GPUs (docs/fidelity.md)" if self.allreduce_from_tables else roof)
         if m.moe is not None:
-            out["MoE experts"] = tables if self.experts_from_tables else roof
-            if self.experts_from_tables and self.experts_shared:
-                out["MoE experts"] += f" (the same kernel as {self.shared_moe[0]} measured it)"
-            if self.experts_from_tables and self.marlin_from_w4a16:
-                out["MoE experts"] += (" (Marlin: the W4A16 MXFP4 rows, no faster than Marlin's rows of another "
-                                       "expert shape do the FLOPs at the same tokens per expert)")
+            notes = [] if not self.experts_from_tables else [
+                *([f"the same kernel as {self.shared_moe.measured_by} measured it"] if self.experts_shared else []),
+                *(["Marlin: the W4A16 MXFP4 rows, no faster than Marlin's rows of another expert shape do the FLOPs "
+                   "at the same tokens per expert"] if self.marlin_from_w4a16 else []),
+                *([f"the tokens routed by a power law, alpha {self.experts_skew}, as measured"]
+                  if self.experts_skew is not None else [])]
+            out["MoE experts"] = (tables if self.experts_from_tables else roof) + (
+                f" ({'; '.join(notes)})" if notes else "")
         if self.roofline.kv.state_layers:
             out["recurrent state"] = tables if self.delta_net else roof
         if self.roofline.lora is not None:
@@ -595,33 +610,64 @@ class KernelTableStepTimeModel:
 
     def _moe_curve(self, m: ModelSpec, p: ParallelConfig) -> tuple[float, Curve] | None:
         """(MoE layers per stage, latency of one by tokens) when the tables hold the model's expert shape in its
-        expert format (`moe_dtype`) with its split (experts sliced by TP, or spread whole over EP), balanced
-        routing."""
+        expert format (`moe_dtype`) with its split (experts sliced by TP, or spread whole over EP). Experts sliced by
+        TP: the rows measured with the tokens routed by the family's power law (`moe_skewed`; how many experts a
+        step's tokens touch and how unevenly they load them, measured), else the balanced rows as random routing
+        reads the experts (`random_routing`); spread whole over EP: the balanced rows, the busiest GPU's share
+        applied at the step (roofline.EP_LOAD_IMBALANCE, by the same skew)."""
         f = m.moe
+        if f.latent:
+            return None
         split = (1, p.ep) if p.expert_parallel and p.ep > 1 else (p.tp, 1)
         r = self.roofline
         dtype = self.ran_in or moe_dtype(r.weight_format.name, r.weight_format.scheme.scales, r.expert_activations,
                                          r.moe_kernel)
         shape = (m.hidden_size, f.expert_width, f.top_k, f.num_experts, *split)
-        rows = self.tables.moe.get((dtype, *shape))
-        if rows is None and self.shared_moe is not None and not f.latent:
-            rows = self.shared_moe[1].get((dtype, *shape))
+        alpha = routing_alpha(m.architecture)
+        for routing in ((skewed_routing(alpha), None) if split[1] == 1 else (None,)):
+            rows = self._expert_rows(m, routing, dtype, shape)
+            if rows is not None:
+                self.experts_skew = alpha if routing else None
+                layers = m.num_moe_layers * layers_per_stage(m, p) / m.num_layers
+                return layers, Curve(rows if routing else random_routing(rows, f.top_k, f.num_experts))
+        return None
+
+    def _expert_rows(self, m: ModelSpec, routing: str | None, dtype: str | None, shape: tuple[int, ...]
+                     ) -> Mapping[int, float] | None:
+        """The MoE rows of `shape` in `dtype` routed so (`routing`: a power law's rows, None the balanced ones):
+        these tables', else the engine's that shares the kernel, else for Marlin the W4A16 rows no faster than
+        Marlin's rows of another shape (`_marlin_rows`)."""
+        table = self.tables.moe_skewed if routing else self.tables.moe
+        key = (routing, dtype, *shape) if routing else (dtype, *shape)
+        rows = table.get(key)
+        self.experts_shared = False
+        if rows is None and self.shared_moe is not None:
+            rows = (self.shared_moe.skewed if routing else self.shared_moe.balanced).get(key)
             self.experts_shared = rows is not None
+        self.marlin_from_w4a16 = False
         if rows is None and dtype == MARLIN_MOE_DTYPE:
-            w4a16 = self.tables.moe.get((MOE_DTYPES["mxfp4"], *shape))
-            # Marlin measured in another shape at this split (the bundled H100/H200/B200/GB200 folders: 896 experts
-            # of 3,584 x 3,072, top 16; the first such shape where a folder has several)
-            other = next((key for key in sorted(self.tables.moe) if key[0] == dtype and key[5:] == split), None)
-            if w4a16 is not None and other is not None:
-                _, h, w, k, e, *_ = other
-                gpus = split[0] * split[1]
-                rows = marlin_capped(w4a16, 6.0 * m.hidden_size * f.expert_width * f.top_k / gpus, f.top_k,
-                                     f.num_experts, self.tables.moe[other], 6.0 * h * w * k / gpus, k, e)
-                self.marlin_from_w4a16 = True
-        if rows is None or f.latent:
+            rows = self._marlin_rows(m, routing, shape)
+            self.marlin_from_w4a16 = rows is not None
+        return rows
+
+    def _marlin_rows(self, m: ModelSpec, routing: str | None, shape: tuple[int, ...]) -> dict[int, float] | None:
+        """Marlin's MXFP4 MoE where its own rows lack the shape: the W4A16 rows no faster than Marlin's rows of
+        another shape at this split do the FLOPs (`marlin_capped`, on the balanced rows, whose routing the cap's rates
+        were measured with); under a power law's `routing` times the W4A16 rows' own skewed over balanced latency at
+        each token count (the routing changes what the two kernels read alike)."""
+        f, split = m.moe, shape[4:]
+        w4a16 = self.tables.moe.get((MOE_DTYPES["mxfp4"], *shape))
+        # Marlin measured in another shape at this split (the bundled H100/H200/B200/GB200 folders: 896 experts of
+        # 3,584 x 3,072, top 16; the first such shape where a folder has several)
+        other = next((k for k in sorted(self.tables.moe) if k[0] == MARLIN_MOE_DTYPE and k[5:] == split), None)
+        skewed = self.tables.moe_skewed.get((routing, MOE_DTYPES["mxfp4"], *shape)) if routing else None
+        if w4a16 is None or other is None or (routing and skewed is None):
             return None
-        return m.num_moe_layers * layers_per_stage(m, p) / m.num_layers, Curve(random_routing(rows, f.top_k,
-                                                                                             f.num_experts))
+        _, h, w, k, e, *_ = other
+        gpus = split[0] * split[1]
+        capped = marlin_capped(w4a16, 6.0 * m.hidden_size * f.expert_width * f.top_k / gpus, f.top_k, f.num_experts,
+                               self.tables.moe[other], 6.0 * h * w * k / gpus, k, e)
+        return capped if skewed is None else {t: capped[t] * skewed[t] / w4a16[t] for t in capped if t in skewed}
 
     def _latent(self, m: ModelSpec, p: ParallelConfig, generation: Mapping, context: Mapping,
                 key_of: Callable[[tuple[int, ...]], tuple]

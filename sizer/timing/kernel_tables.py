@@ -15,6 +15,9 @@ column (the last before the latency) and latencies in microseconds as space-sepa
                                (one MoE layer's routed experts for `tokens` tokens, the whole EP group's,
                                routing balanced; each expert's width split over tp, the experts over ep;
                                dtype the experts' format: bfloat16, fp8, fp8_block, w4a16_mxfp4, nvfp4)
+  moe_skewed.csv.gz            routing, the same key, tokens, latency_us (the same layer, each expert's width split
+                               over tp (ep 1), with the tokens routed by a power law: routing power_law_1.01 or
+                               power_law_1.2, the skew aiconfigurator-core routes a model's family with)
   mla_context.csv.gz           dtype, kv_dtype, hidden, q_lora_rank, kv_lora_rank, qk_nope_head_dim,
                                qk_rope_head_dim, v_head_dim, heads, batch, tokens, latency_us
                                (one whole multi-head latent attention block, vLLM's DeepseekV2MLAAttention on one
@@ -84,6 +87,7 @@ TABLES = {
     "generation_attention": (("kv_dtype",), ("heads", "kv_heads", "head_dim", "batch", "context_tokens")),
     "allreduce": ((), ("gpus", "message_bytes")),
     "moe": (("dtype",), ("hidden", "inter", "topk", "experts", "tp", "ep", "tokens")),
+    "moe_skewed": (("routing", "dtype"), ("hidden", "inter", "topk", "experts", "tp", "ep", "tokens")),
     "mla_context": (("dtype", "kv_dtype"), (*MLA_DIMS, "heads", "batch", "tokens")),
     "mla_generation": (("dtype", "kv_dtype"), (*MLA_DIMS, "heads", "batch", "context_tokens")),
     "mla_kernel_context": (("kv_dtype",), (*MLA_KERNEL_DIMS, "heads", "batch", "tokens")),
@@ -184,6 +188,7 @@ class KernelTables:
     generation_attention: Mapping[tuple, dict[int, float]]
     allreduce: Mapping[tuple, dict[int, float]]
     moe: Mapping[tuple, dict[int, float]] = field(default_factory=dict)
+    moe_skewed: Mapping[tuple, dict[int, float]] = field(default_factory=dict)
     mla_context: Mapping[tuple, dict[int, float]] = field(default_factory=dict)
     mla_generation: Mapping[tuple, dict[int, float]] = field(default_factory=dict)
     mla_kernel_context: Mapping[tuple, dict[int, float]] = field(default_factory=dict)

@@ -477,6 +477,11 @@ def routing_alpha(architecture: str) -> float:
     return 1.01 if architecture in DEEPSEEK_ROUTING else 1.2
 
 
+def skewed_routing(alpha: float) -> str:
+    """The MoE tables' name for routing by a power law of skew `alpha` (aiconfigurator-core's distribution)."""
+    return f"power_law_{alpha}"
+
+
 def load_imbalance(ep: int, alpha: float) -> float:
     """EP_LOAD_IMBALANCE[alpha] for `ep` GPUs: linear in log2(ep) between its sizes, 1.0 for one GPU, the largest
     size's beyond it."""

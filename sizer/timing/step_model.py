@@ -19,7 +19,7 @@ from sizer.inputs.model_spec import ModelSpec
 from sizer.inputs.scenario import ENGINE_NAMES
 from sizer.kinds import kind
 from sizer.timing.cuda_graphs import CudaGraphPadding
-from sizer.timing.kernel_step import BundledEngineStepTimeModel, KernelTableStepTimeModel
+from sizer.timing.kernel_step import BundledEngineStepTimeModel, KernelTableStepTimeModel, SharedMoeRows
 from sizer.timing.kernel_tables import (
     KernelTables,
     KernelTablesHeader,
@@ -91,8 +91,8 @@ TABLES_VS_ROOFLINE = {
     "vllm": ("on the public vLLM 0.15.1 H100 runs the tables give E2E 4.1%, TTFT 4.5%, ITL 4.8% median error, the "
              "roofline 5.9%, 6.8%, 5.8%; TTFT p99 comes out low on 14 of the 15 runs (18.8% median error: the long "
              "tails of the runs' first stages have no cause found and are not modelled); on InferenceMAX's public "
-             "closed-loop gpt-oss-120b points TPOT is 2-4% slow median on H100, H200 and B200 (3-5% median absolute "
-             "error), TTFT 18-25% low (docs/fidelity.md)"),
+             "closed-loop gpt-oss-120b points TPOT is 1-3% slow median on H100, H200 and B200 (3-4% median absolute "
+             "error), TTFT 5-21% low (docs/fidelity.md)"),
     "tensorrt-llm": ("on TensorRT-LLM's published maximum-load rows the tables give 3.1% median error in "
                      "throughput on the dense rows (the roofline 11.5% when last measured), 3.2% on the MoE rows with "
                      "attention DP, two of them beyond 20%; on InferenceMAX's public closed-loop gpt-oss-120b B200 "
@@ -171,8 +171,8 @@ def _unpadded_step_model(r: Deployment, roofline: RooflineStepTimeModel) -> Step
 SHARED_MOE_KERNELS = {("vllm", MXFP8_ACTIVATED_MOE_DTYPE): "sglang"}
 
 
-def shared_moe_rows(r: Deployment) -> tuple[str, dict] | None:
-    """(what measured them, rows) of the MoE kernel the scenario's engine shares with another engine's bundled tables
+def shared_moe_rows(r: Deployment) -> SharedMoeRows | None:
+    """The rows of the MoE kernel the scenario's engine shares with another engine's bundled tables
     (SHARED_MOE_KERNELS), for the shapes its own tables lack; None where it shares none, or for tables the scenario
     brought (hardware.kernel_tables: measured as they were)."""
     runs = r.execution
@@ -183,8 +183,9 @@ def shared_moe_rows(r: Deployment) -> tuple[str, dict] | None:
     shared = engine_tables(r.hardware.id, other)
     if shared is None:
         return None
-    return f"{ENGINE_NAMES.get(other, other)}'s {shared.header.engine_version} tables", {
-        key: rows for key, rows in shared.moe.items() if key[0] == dtype}
+    return SharedMoeRows(f"{ENGINE_NAMES.get(other, other)}'s {shared.header.engine_version} tables",
+                         {key: rows for key, rows in shared.moe.items() if key[0] == dtype},
+                         {key: rows for key, rows in shared.moe_skewed.items() if key[1] == dtype})
 
 
 def refuse_missing_tables(r: Deployment) -> None:

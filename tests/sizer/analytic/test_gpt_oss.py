@@ -137,6 +137,9 @@ def test_each_engine_names_its_own_mxfp4_moe_kernel(engine, gpu, kernel, acts):
     assert runs.compute_format == "bf16"
 
 
+POWER = "the tokens routed by a power law, alpha 1.2, as measured"   # gpt-oss's rows (moe_skewed)
+
+
 def test_w4a8_experts_are_priced_by_w4a8_rows_or_the_roofline_never_by_the_w4a16_rows():
     # On a B200 the engines feed gpt-oss's MXFP4 experts MXFP8 activations (W4A8: format_support.MXFP4_MOE). The
     # bundled B200 tables (aiconfigurator-core 0.12.0) hold gpt-oss's expert shape as W4A8 rows in TensorRT-LLM
@@ -144,18 +147,20 @@ def test_w4a8_experts_are_priced_by_w4a8_rows_or_the_roofline_never_by_the_w4a16
     # MoE) sliced or spread, but in vLLM 0.24.0 only as W4A16 MXFP4 x BF16 rows (flashinfer_trtllm_mxfp4_bf16),
     # another kernel. vLLM runs SGLang's kernel (step_model.SHARED_MOE_KERNELS), so SGLang's W4A8 rows price vLLM's
     # experts, never the W4A16 rows; TensorRT-LLM's its own at TP 1 and the roofline's where TP 2 slices the experts
-    # (no such W4A8 rows). On an H200 the W4A16 rows are the kernel that runs (OpenAI triton_kernels).
+    # (no such W4A8 rows). On an H200 the W4A16 rows are the kernel that runs (OpenAI triton_kernels). Experts sliced
+    # by TP (here on one GPU) are priced by the rows measured with gpt-oss's power-law routing (moe_skewed).
     def priced(gpu, engine="vllm", tp=1):
         step = step_model_for(_gpt_oss(gpu, engine, tp, max_model_len=8192, prompt=1024))
         return step_sources(step)["MoE experts"], step
     source, step = priced("b200")
-    assert source == "kernel tables (the same kernel as SGLang's 0.5.14 tables measured it)"
+    assert source == f"kernel tables (the same kernel as SGLang's 0.5.14 tables measured it; {POWER})"
     assert step.roofline.expert_activations == "mxfp8"
     m = step.roofline.model
     sglang = step_model_for(_gpt_oss("b200", "sglang", max_model_len=8192, prompt=1024))
     ours, theirs = step._moe_curve(m, step.roofline.parallel), sglang._moe_curve(m, sglang.roofline.parallel)
     assert (ours[1].xs, ours[1].ys) == (theirs[1].xs, theirs[1].ys)
     assert ("w4a8_mxfp4_mxfp8", 2880, 2880, 4, 128, 1, 1) not in step.tables.moe
+    assert ("power_law_1.2", "w4a8_mxfp4_mxfp8", 2880, 2880, 4, 128, 1, 1) not in step.tables.moe_skewed
     # the same at TP 2 (experts sliced in two: SGLang's rows hold the split)
     assert priced("b200", tp=2)[0] == source
     # tables a scenario brings (hardware.kernel_tables) are its measurements alone: nothing borrowed
@@ -167,9 +172,9 @@ def test_w4a8_experts_are_priced_by_w4a8_rows_or_the_roofline_never_by_the_w4a16
                      "prompt_tokens": {"distribution": "fixed", "value": 1024},
                      "output_tokens": {"distribution": "fixed", "value": 1024}}}, None))
     assert step_sources(step_model_for(own))["MoE experts"] == "roofline"
-    assert priced("b200", "tensorrt-llm")[0] == "kernel tables"
+    assert priced("b200", "tensorrt-llm")[0] == f"kernel tables ({POWER})"
     assert priced("b200", "tensorrt-llm", tp=2)[0] == "roofline"
-    assert priced("h200")[0] == "kernel tables"
+    assert priced("h200")[0] == f"kernel tables ({POWER})"
 
 
 def test_marlin_moe_prices_prompts_at_its_measured_rate_and_decodes_as_the_w4a16_rows():
@@ -180,17 +185,22 @@ def test_marlin_moe_prices_prompts_at_its_measured_rate_and_decodes_as_the_w4a16
     auto = step_model_for(_gpt_oss(max_model_len=9216))
     marlin = step_model_for(_gpt_oss(max_model_len=9216, moe_backend="marlin"))
     assert marlin.roofline.moe_kernel == "marlin" and auto.roofline.moe_kernel == ""
-    assert "Marlin" in step_sources(marlin)["MoE experts"] and step_sources(auto)["MoE experts"] == "kernel tables"
+    assert "Marlin" in step_sources(marlin)["MoE experts"] and step_sources(auto)["MoE experts"] == (
+        f"kernel tables ({POWER})")
     # an 8,192-token prompt: 8,192 x 4 / 128 = 256 tokens an expert. Marlin's rows (aiconfigurator-core 0.12.0,
     # h200_sxm vllm 0.24.0, balanced, TP 1): 58.696 ms at 12,288 tokens (219.4 an expert) and 74.670 ms at 16,384
     # (292.6), 6 x 3,584 x 3,072 x 16 FLOPs a token: 221.3 and 231.9 TFLOPS, 227.0 at 256 (log-linear); gpt-oss's
-    # 6 x 2,880 x 2,880 x 4 x 8,192 = 1.631 TFLOP a layer then take 7.18 ms, against the triton_kernels row's 2.905
+    # 6 x 2,880 x 2,880 x 4 x 8,192 = 1.631 TFLOP a layer then take 7.18 ms balanced, against the triton_kernels
+    # row's 2.905 ms; both routed by gpt-oss's power law (alpha 1.2), as the triton_kernels rows measured it: 4.021 ms
+    # (h200_sxm vllm 0.24.0, power_law_1.2), Marlin's 7.18 x 4.021 / 2.905 = 9.94 ms
     flops = [6 * 3584 * 3072 * 16 * t / s for t, s in ((12288, 58.696e-3), (16384, 74.670e-3))]
     where = math.log(256 / (12288 * 16 / 896)) / math.log(16384 / 12288)
     layer_s = 6 * 2880 * 2880 * 4 * 8192 / (flops[0] + (flops[1] - flops[0]) * where)
     assert layer_s == pytest.approx(7.18e-3, rel=0.005)
     prompt = StepBatch.from_seqs([(8192, 0)])
-    assert marlin.step_time(prompt) - auto.step_time(prompt) == pytest.approx(36 * (layer_s - 2.905e-3), rel=0.01)
+    skew = 4.021e-3 / 2.905e-3
+    assert marlin.step_time(prompt) - auto.step_time(prompt) == pytest.approx(36 * (layer_s - 2.905e-3) * skew,
+                                                                              rel=0.01)
     # decode (32 sequences): the experts stream, where the two kernels read MXFP4 at about the same rate
     assert marlin.step_time(decode_batch(32, 2000)) == auto.step_time(decode_batch(32, 2000))
 
@@ -201,7 +211,7 @@ def test_marlin_is_what_vllm_runs_below_sm_90_and_is_priced_by_its_own_rows():
     runs = execution(weight_format(load_model(str(GPT_OSS)), "auto", 128)[0], load_hardware("l40s"))
     assert runs.moe_kernel == "marlin" and "Marlin MXFP4 MoE" in runs.kernel
     step = step_model_for(_gpt_oss("l40s", tp=4, max_model_len=8192, prompt=1024))
-    assert step_sources(step)["MoE experts"] == "kernel tables"
+    assert step_sources(step)["MoE experts"] == f"kernel tables ({POWER})"
     # SGLang there runs its own MXFP4 MoE: not vLLM's Marlin, in the plan or in the step model
     sglang = _gpt_oss("l40s", "sglang", tp=4, max_model_len=8192, prompt=1024)
     assert sglang.execution.moe_kernel == "" and step_model_for(sglang).roofline.moe_kernel == ""

@@ -213,3 +213,27 @@ def test_marlin_mxfp4_moe_rows_are_their_own_dtype_in_every_shape(tmp_path):
     assert dict(t.moe) == {("w4a16_mxfp4", 2880, 2880, 4, 128, 1, 1): pytest.approx({8192: 2.9e-3}),
                            ("w4a16_mxfp4_marlin", 2880, 2880, 4, 128, 1, 1): pytest.approx({8192: 7.0e-3}),
                            ("w4a16_mxfp4_marlin", 3584, 3072, 16, 896, 1, 1): pytest.approx({8192: 44.4e-3})}
+
+
+def test_power_law_moe_rows_keep_their_routing_for_experts_sliced_by_tp(tmp_path):
+    # aiconfigurator-core measures every MoE shape three ways: tokens routed evenly (balanced) and by a power law of
+    # skew 1.01 or 1.2. The balanced rows go to moe (sliced by TP or spread over EP); the power-law rows to moe_skewed
+    # with their routing, for experts sliced by TP only (the split sizer reads them for; EP takes the balanced rows
+    # and the busiest GPU's imbalance), the fastest kernel of each (ms to us)
+    source = fake_package(tmp_path / "wheel")
+    folder = table_folder(source, "moe")
+    row = dict(META, op_name="moe", moe_dtype="bfloat16", hidden_size=2048, inter_size=768, topk=8, num_experts=128,
+               num_tokens=32, kernel_source="triton")
+    pd.DataFrame([dict(row, distribution="balanced", moe_tp_size=1, moe_ep_size=1, latency=0.422),
+                  dict(row, distribution="balanced", moe_tp_size=1, moe_ep_size=2, latency=0.300),
+                  dict(row, distribution="power_law_1.2", moe_tp_size=1, moe_ep_size=1, latency=0.359),
+                  dict(row, distribution="power_law_1.2", moe_tp_size=1, moe_ep_size=1, latency=0.500,
+                       kernel_source="slower"),
+                  dict(row, distribution="power_law_1.01", moe_tp_size=2, moe_ep_size=1, latency=0.250),
+                  dict(row, distribution="power_law_1.2", moe_tp_size=1, moe_ep_size=2, latency=0.400),
+                  ]).to_parquet(folder / "moe_perf.parquet")
+    t = imported(source, tmp_path / "out")
+    shape = ("bfloat16", 2048, 768, 8, 128)
+    assert dict(t.moe) == {(*shape, 1, 1): pytest.approx({32: 422e-6}), (*shape, 1, 2): pytest.approx({32: 300e-6})}
+    assert dict(t.moe_skewed) == {("power_law_1.2", *shape, 1, 1): pytest.approx({32: 359e-6}),
+                                  ("power_law_1.01", *shape, 2, 1): pytest.approx({32: 250e-6})}

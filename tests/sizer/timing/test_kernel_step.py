@@ -235,10 +235,16 @@ def test_a_moe_models_experts_come_from_the_moe_table():
     tables = load_kernel_tables(bundled_tables_dir("h100-sxm", "vllm"))
     model = KernelTableStepTimeModel(tables, roofline_for(r))
     assert model.experts_from_tables and "MoE experts" not in model.roofline_parts
-    # a token's GEMM-like work at m = 1: every dense GEMM shape from the GEMM table, plus 48 MoE layers of
-    # one token through one layer's experts, 49.07 us each (moe_perf; no all-reduce at TP 1)
-    dense = sum(s.per_stage * gemm_curve(tables, "bfloat16", s.n, s.k)(1) for s in dense_gemms(r.model, r.parallel))
-    assert model.per_token(1) == pytest.approx(dense + 48 * 49.07e-6, rel=1e-9)
+    # a step's GEMM-like work at m tokens: every dense GEMM shape from the GEMM table, plus 48 MoE layers of the m
+    # tokens through one layer's experts as moe_perf measured them routed by Qwen's power law (alpha 1.2:
+    # moe_skewed's power_law_1.2 row, 47.8 us at one token, 359.3 us at 32; no all-reduce at TP 1). The balanced
+    # row read as random routing would give 49.07 us and 49.07 + (422.3 - 49.07) x 0.873 = 375 us at 32 (128
+    # experts, top 8: random routing touches 1 - (1 - 8/128)^32 = 87.3% of them, the balanced row all)
+    def dense(m: int) -> float:
+        return sum(s.per_stage * gemm_curve(tables, "bfloat16", s.n, s.k)(m) for s in dense_gemms(r.model, r.parallel))
+    assert model.per_token(1) == pytest.approx(dense(1) + 48 * 47.8e-6, rel=1e-9)
+    assert model.per_token(32) == pytest.approx(dense(32) + 48 * 359.3e-6, rel=1e-9)
+    assert model.sources["MoE experts"] == "kernel tables (the tokens routed by a power law, alpha 1.2, as measured)"
 
 
 def bundled_h100_model(model: str, tp: int):
@@ -539,3 +545,17 @@ def test_the_expected_largest_of_n_normals_matches_its_closed_forms_and_tables()
     assert roofline.expected_max_of_normals(3) == pytest.approx(1.5 / math.sqrt(math.pi), rel=1e-5)
     for n, expected in ((4, 1.02938), (8, 1.42360), (16, 1.76599)):
         assert roofline.expected_max_of_normals(n) == pytest.approx(expected, abs=2e-5)
+
+
+def test_experts_sliced_by_tp_take_the_power_law_rows_and_experts_spread_over_ep_the_balanced_ones():
+    # Mixtral-8x7B on two H100s: sliced by TP 2, every GPU runs every expert and the rows measured with Mixtral's
+    # routing skew (alpha 1.2) price them as they are (moe_skewed); spread whole over EP 2, the balanced rows at the
+    # busiest GPU's share of the tokens (EP_LOAD_IMBALANCE: 1.21 at EP 2 for alpha 1.2)
+    sliced, spread = decode_model("mixtral-8x7b", 2, False), decode_model("mixtral-8x7b", 2, True)
+    assert sliced.experts_skew == 1.2 and sliced.load_imbalance == 1.0
+    assert sliced.sources["MoE experts"] == "kernel tables (the tokens routed by a power law, alpha 1.2, as measured)"
+    assert spread.experts_skew is None and spread.load_imbalance == pytest.approx(1.21)
+    assert spread.sources["MoE experts"] == "kernel tables"
+    rows = sliced.tables.moe_skewed[("power_law_1.2", "bfloat16", 4096, 14336, 2, 8, 2, 1)]
+    layers, curve = sliced._moe_curve(sliced.roofline.model, sliced.roofline.parallel)
+    assert layers == 32 and all(curve(t) == pytest.approx(s, rel=1e-12) for t, s in rows.items())
