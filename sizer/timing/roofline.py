@@ -51,9 +51,9 @@ STEP_OVERHEAD_S = 0.5e-3          # sampler and the step's own launches (CUDA gr
 # (docs/fidelity.md, "The step overhead beside the tables"), with the collectives' wait below: the median signed TPOT
 # error of InferenceMAX's vLLM 0.13 gpt-oss-120b points (H100, H200, B200: 150 points) is +2.3..+4.0% at 0 and grows
 # with it, the median signed ITL error of the 15 public vLLM 0.15.1 H100 runs -2.5% at 0 and 0 at about 0.15 ms: 0,
-# nothing beside the kernels shows. SGLang and TensorRT-LLM keep the roofline's assumption: their public points
-# disagree on the direction (DeepSeek-R1 in SGLang is 9-11% fast at 0.5 ms, gpt-oss in TensorRT-LLM 39% slow), for
-# reasons other than a per-step constant.
+# nothing beside the kernels shows. SGLang and TensorRT-LLM keep the roofline's assumption: DeepSeek-R1 in SGLang
+# comes within +1..+3% median TPOT with it (H200, B200), gpt-oss in TensorRT-LLM 39% slow for reasons other than a
+# per-step constant.
 TABLES_STEP_OVERHEAD_S = {"vllm": 0.0}
 # Fixed cost of one NVLink all-reduce kernel: the median of the all-reduces of at most 64 KiB in the bundled tables
 # of the NVLink GPUs (A100, H100, H200, B200, GB200; vLLM, SGLang and TensorRT-LLM; TP 2-8: 378 points, 2.3-14.8 us),
