@@ -134,3 +134,18 @@ def test_bundled_h100_moe_entries_are_the_sources_measurements(h100):
     # vllm_unquantizedfusedmoe_triton_tritonexperts: 1 token 0.049072 ms, 64 tokens 0.431941 ms
     rows = h100.moe[("bfloat16", 2048, 768, 8, 128, 1, 1)]
     assert rows[1] == pytest.approx(49.07e-6) and rows[64] == pytest.approx(431.9e-6)
+
+
+def test_power_law_moe_rows_without_their_routing_column_are_refused_naming_the_columns(tmp_path, h100):
+    # moe_skewed.csv.gz keys each row by its routing first (power_law_1.01 / power_law_1.2): a table written with
+    # moe.csv.gz's columns would read each row's dtype as its routing and its hidden size as its dtype
+    folder = copy_of(tmp_path, h100)
+    table = folder / "moe_skewed.csv.gz"
+    lines = gzip.decompress(table.read_bytes()).decode().splitlines()
+    assert lines[0] == "routing,dtype,hidden,inter,topk,experts,tp,ep,tokens,latency_us"
+    table.write_bytes(gzip.compress("\n".join([lines[0].split(",", 1)[1], *(r.split(",", 1)[1] for r in lines[1:])])
+                                    .encode()))
+    with pytest.raises(FieldError) as err:
+        load_kernel_tables(folder)
+    assert str(table) in err.value.one_line()
+    assert "routing,dtype,hidden,inter,topk,experts,tp,ep,tokens,latency_us" in err.value.one_line()
