@@ -519,8 +519,6 @@ class KernelTableStepTimeModel:
             curves.append((calls, ar_curve))
         self.per_token = curve_sum(curves) if curves else Curve({1: 0.0})
         self.allreduce_from_tables = bool(calls) and ar is not None
-        # the tables' all-reduces ran with their GPUs started together; in a forward each waits for the last
-        self.allreduce_wait_s = calls * collective_wait_s(p.tp) if self.allreduce_from_tables else 0.0
         ew, cost = elementwise_ops(m, p, module_layers, tables.header.engine), tables.header.elementwise
         self.elementwise_fixed_s = ew.ops_per_stage * cost.latency_s
         bandwidth = cost.memory_bandwidth_bytes_per_s * cost.bandwidth_fraction
@@ -548,13 +546,14 @@ class KernelTableStepTimeModel:
             missing.append("LoRA adapters")
         self.roofline_parts = tuple(missing)
         self.sources = self._sources(m, p, len(curves) - bool(self.allreduce_from_tables))
-        # the roofline's terms that are linear in tokens or sequences, as coefficients (step_time runs per step)
+        # the roofline's terms that are linear in tokens or sequences, as coefficients (step_time runs per step); the
+        # tables' all-reduces ran with their GPUs started together, so the roofline's wait for the last one stays
         without = not self.allreduce_from_tables
         self._transfer_fixed_s = roofline.transfer_s(0, allreduce=without)
         self._transfer_s_per_token = roofline.transfer_s(1, allreduce=without) - self._transfer_fixed_s
         self._state_s_per_seq = 0.0 if self.delta_net else roofline.state_s(StepBatch(num_seqs=1))
         # step_time's terms folded once (it runs per simulated step)
-        self._fixed_s = self.elementwise_fixed_s + self._transfer_fixed_s + self.allreduce_wait_s
+        self._fixed_s = self.elementwise_fixed_s + self._transfer_fixed_s
         self._s_per_token = self.elementwise_s_per_token + self._transfer_s_per_token
         self._roofline_experts = m.moe is not None and not self.experts_from_tables
         self._lm_head_s = self.lm_head if self.lm_head is not None else roofline.lm_head_s
@@ -614,7 +613,8 @@ class KernelTableStepTimeModel:
         TP: the rows measured with the tokens routed by the family's power law (`moe_skewed`; how many experts a
         step's tokens touch and how unevenly they load them, measured), else the balanced rows as random routing
         reads the experts (`random_routing`); spread whole over EP: the balanced rows, the busiest GPU's share
-        applied at the step (roofline.EP_LOAD_IMBALANCE, by the same skew)."""
+        applied at the step (roofline.EP_LOAD_IMBALANCE, by the same skew). Each looked up in these tables, else in
+        the engine's that shares the kernel (`shared_moe`), else for Marlin in `_marlin_rows`."""
         f = m.moe
         if f.latent:
             return None
@@ -625,30 +625,19 @@ class KernelTableStepTimeModel:
         shape = (m.hidden_size, f.expert_width, f.top_k, f.num_experts, *split)
         alpha = routing_alpha(m.architecture)
         for routing in ((skewed_routing(alpha), None) if split[1] == 1 else (None,)):
-            rows = self._expert_rows(m, routing, dtype, shape)
+            key = (routing, dtype, *shape) if routing else (dtype, *shape)
+            shared = (self.shared_moe.skewed if routing else self.shared_moe.balanced) if self.shared_moe else {}
+            rows = (self.tables.moe_skewed if routing else self.tables.moe).get(key)
+            if rows is None and key in shared:          # the engine's that shares the kernel
+                rows, self.experts_shared = shared[key], True
+            if rows is None and dtype == MARLIN_MOE_DTYPE:
+                rows = self._marlin_rows(m, routing, shape)
+                self.marlin_from_w4a16 = rows is not None
             if rows is not None:
                 self.experts_skew = alpha if routing else None
                 layers = m.num_moe_layers * layers_per_stage(m, p) / m.num_layers
                 return layers, Curve(rows if routing else random_routing(rows, f.top_k, f.num_experts))
         return None
-
-    def _expert_rows(self, m: ModelSpec, routing: str | None, dtype: str | None, shape: tuple[int, ...]
-                     ) -> Mapping[int, float] | None:
-        """The MoE rows of `shape` in `dtype` routed so (`routing`: a power law's rows, None the balanced ones):
-        these tables', else the engine's that shares the kernel, else for Marlin the W4A16 rows no faster than
-        Marlin's rows of another shape (`_marlin_rows`)."""
-        table = self.tables.moe_skewed if routing else self.tables.moe
-        key = (routing, dtype, *shape) if routing else (dtype, *shape)
-        rows = table.get(key)
-        self.experts_shared = False
-        if rows is None and self.shared_moe is not None:
-            rows = (self.shared_moe.skewed if routing else self.shared_moe.balanced).get(key)
-            self.experts_shared = rows is not None
-        self.marlin_from_w4a16 = False
-        if rows is None and dtype == MARLIN_MOE_DTYPE:
-            rows = self._marlin_rows(m, routing, shape)
-            self.marlin_from_w4a16 = rows is not None
-        return rows
 
     def _marlin_rows(self, m: ModelSpec, routing: str | None, shape: tuple[int, ...]) -> dict[int, float] | None:
         """Marlin's MXFP4 MoE where its own rows lack the shape: the W4A16 rows no faster than Marlin's rows of

@@ -284,7 +284,9 @@ class RooflineStepTimeModel:
             self._host_upload_s = o.host_layer_bytes / o.host_link_bytes_per_s
         c = self.comm
         self._comm_s_per_token = (c.tp_allreduce_bytes_per_token + c.pp_send_bytes_per_token) / self.link_bytes_per_s
-        self._comm_fixed_s = c.allreduces_per_step * (COLLECTIVE_LATENCY_S + collective_wait_s(p.tp))
+        # each all-reduce's kernel latency, and the wait for the last GPU it has beyond any kernel, measured or not
+        self._allreduce_wait_s = c.allreduces_per_step * collective_wait_s(p.tp)
+        self._comm_fixed_s = c.allreduces_per_step * COLLECTIVE_LATENCY_S + self._allreduce_wait_s
         # the MoE layers' all-to-all (experts spread over data-parallel ranks): over NVLink within a scale-up
         # domain, else the scale-out NIC
         self.alltoall_link = alltoall_link(self.hardware, p.ep)
@@ -397,10 +399,11 @@ class RooflineStepTimeModel:
         return tokens * self._alltoall_s_per_token + self._alltoall_fixed_s
 
     def transfer_s(self, tokens: int, allreduce: bool = True) -> float:
-        """Collectives of one stage: the pipeline send and the expert all-to-all, the TP all-reduces if asked."""
+        """Collectives of one stage: the pipeline send and the expert all-to-all, the TP all-reduces if asked; without
+        them (kernel tables time their kernels) still each all-reduce's wait for the last GPU of its group."""
         c = self.comm
         nbytes = c.pp_send_bytes_per_token + (c.tp_allreduce_bytes_per_token if allreduce else 0.0)
-        fixed = self._comm_fixed_s if allreduce else 0.0     # the fixed cost is the all-reduces' latency alone
+        fixed = self._comm_fixed_s if allreduce else self._allreduce_wait_s    # the all-reduces' fixed costs alone
         return tokens * nbytes / self.link_bytes_per_s + fixed + self.alltoall_s(tokens)
 
     @property

@@ -184,8 +184,8 @@ def shared_moe_rows(r: Deployment) -> SharedMoeRows | None:
     if shared is None:
         return None
     return SharedMoeRows(f"{ENGINE_NAMES.get(other, other)}'s {shared.header.engine_version} tables",
-                         {key: rows for key, rows in shared.moe.items() if key[0] == dtype},
-                         {key: rows for key, rows in shared.moe_skewed.items() if key[1] == dtype})
+                         {key: shared.moe[key] for key in shared.moe if key[0] == dtype},      # only these rows read
+                         {key: shared.moe_skewed[key] for key in shared.moe_skewed if key[1] == dtype})
 
 
 def refuse_missing_tables(r: Deployment) -> None:
