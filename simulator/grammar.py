@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-NO_SCHEMA = -1
-
 
 @dataclass(frozen=True)
 class GrammarConfig:

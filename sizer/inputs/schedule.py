@@ -165,10 +165,6 @@ class Profile:
             return rs[i]
         return rs[i] + (rs[j] - rs[i]) * (t - t0) / (t1 - t0)
 
-    @property
-    def peak_per_s(self) -> float:
-        return max(self.rates_per_s)
-
 
 def _last_at_or_before(times: tuple[float, ...], t: float) -> int:
     """Index of the last knot at or before t; before the first knot, the last one (it runs on from the last period)."""
