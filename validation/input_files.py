@@ -1,6 +1,6 @@
 """Reading an input file safely: only a regular file (a FIFO or a device could block or never
 end), at most a stated size, UTF-8 text. Shared by the trace reader, the engine's profile reader
-and sizer's YAML/JSON loader, each passing its own bound and error type."""
+and sizer's YAML/JSON loader, each passing its own bound and error type; and a path as a command line gave it."""
 
 from __future__ import annotations
 
@@ -9,6 +9,20 @@ import stat
 from pathlib import Path
 
 from validation.errors import FieldError
+
+
+class GivenPath(type(Path())):
+    """A path as a command line gave it, remembering a trailing separator, which pathlib drops ('out/' and 'out'
+    are one Path): a file destination written so names a folder (sizer/outputs/destination.py)."""
+    names_folder: bool = False
+
+
+def given_path(text: str) -> Path:
+    """`text` as a path, a GivenPath that says whether `text` ended in a separator."""
+    path = GivenPath(text)
+    path.names_folder = text.endswith(("/", os.sep))
+    return path
+
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
           (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))

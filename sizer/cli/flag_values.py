@@ -19,6 +19,7 @@ import typer
 from typer.core import TyperArgument, TyperCommand, TyperOption
 
 from validation.errors import excerpt
+from validation.input_files import given_path
 
 PLAIN = {str: "a string", int: "an integer", float: "a number", bool: "true or false", Path: "a path"}
 # a bool's words, as Typer (pydantic) reads them from an environment variable (a flag's value is a bool already);
@@ -51,6 +52,8 @@ class PlainValue:
             except (ValueError, KeyError):
                 expected = f"expected {PLAIN[self.annotation]}, got {excerpt(value)}"
                 raise typer.BadParameter(expected, ctx, param) from None
+        elif isinstance(value, str) and self.annotation is Path:
+            value = given_path(value)
         elif not isinstance(value, self.annotation):
             value = self.annotation(value)
         if self.min is not None and not value >= self.min:   # NaN is no number at least min

@@ -50,6 +50,9 @@ def _refuse_virtual(path: Path, flag: str, expected: str) -> None:
 
 def check_destination(path: str | Path, flag: str) -> Path:
     """`path` if a file can be written there; otherwise an InputError(path, flag, why)."""
+    if getattr(path, "names_folder", False) or (isinstance(path, str) and path.endswith(("/", os.sep))):
+        raise InputError(os.path.join(path, ""), flag, "ends in a path separator, so names a folder; expected a "
+                                                       "file name")
     path = Path(path)
     file = str(path)
     _refuse_virtual(path, flag, "a regular file to write")

@@ -39,7 +39,7 @@ FLAG = {"simulate --requests-csv": "--requests-csv", "search --csv": "--csv", "r
         "check --junit": "--junit"}
 
 
-def invoke(args: list[str], out: Path, scenario: str | None = None):
+def invoke(args: list[str], out: Path | str, scenario: str | None = None):
     args = [str(out) if a == "OUT" else a for a in args]
     if scenario is not None:
         args[1] = scenario
@@ -53,16 +53,19 @@ def one_line_exit_2(result) -> str:
     return lines[0]
 
 
-def bad_destinations(tmp_path: Path) -> dict[str, tuple[Path, str]]:
+def bad_destinations(tmp_path: Path) -> dict[str, tuple[Path | str, str]]:
     (tmp_path / "a-file").write_text("x")
     return {
         "missing folder": (tmp_path / "missing" / "out.x", f"folder {tmp_path / 'missing'} does not exist"),
         "a directory": (tmp_path, "is a directory; expected a file name"),
         "under a regular file": (tmp_path / "a-file" / "out.x", f"{tmp_path / 'a-file'} is a file, not a folder"),
+        # pathlib drops a trailing separator ('new/' and 'new' are one Path): written so, the path names a folder,
+        # and writing a file called 'new' beside it would not be what was asked
+        "a folder name": (f"{tmp_path / 'new'}/", "ends in a path separator, so names a folder; expected a file name"),
     }
 
 
-@pytest.mark.parametrize("case", ["missing folder", "a directory", "under a regular file"])
+@pytest.mark.parametrize("case", ["missing folder", "a directory", "under a regular file", "a folder name"])
 @pytest.mark.parametrize("command", list(COMMANDS))
 def test_bad_destination_is_exit_2_before_any_work(tmp_path, command, case):
     out, why = bad_destinations(tmp_path)[case]
