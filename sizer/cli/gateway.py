@@ -17,6 +17,7 @@ from rich.table import Table
 from simulator import OUTCOMES, REQUEST_CHUNK_ROWS, GatewayRecords
 from sizer.cli.progress import progress
 from sizer.cli.render import number_column, terminal, text_column
+from sizer.cli.terminal_text import styled
 from sizer.errors import InputError
 from sizer.inputs.gateway import load_gateway
 from sizer.outputs.destination import csv_frames
@@ -148,9 +149,9 @@ def _pools(a: GatewayAnswer, console: Console) -> None:
 
 def render(a: GatewayAnswer, console: Console) -> None:
     o = a.outcomes
-    console.print(f"[bold]{a.scenario}[/]: gateway at {a.rate_per_s:g} req/s, {a.num_requests:,} requests: "
-                  f"{o.get('served', 0):,} served on the first choice, {o.get('fallback', 0):,} after a fallback, "
-                  f"{o.get('rejected', 0):,} rejected", highlight=False)
+    console.print(styled((a.scenario, "bold"), f": gateway at {a.rate_per_s:g} req/s, {a.num_requests:,} requests: "
+                         f"{o.get('served', 0):,} served on the first choice, {o.get('fallback', 0):,} after a "
+                         f"fallback, {o.get('rejected', 0):,} rejected"))
     _pools(a, console)
     t = Table(title="classes", title_justify="left")
     for col in ("class", "data", "reqs", "routed to", "fell\nback", "rejected", "E2E p99\nms", "SLO met by"):

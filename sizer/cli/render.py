@@ -14,6 +14,7 @@ from rich.table import Table
 
 from sizer.analytic.memory import GB, GiB
 from sizer.cli.render_day import render_day, render_energy
+from sizer.cli.terminal_text import Terminal, styled
 from sizer.words import count
 
 # for annotations only: `sizer plan` need not import check, search and the simulator, nor `sizer simulate` the plan
@@ -35,7 +36,7 @@ def terminal(wide: bool = False, stderr: bool = False) -> Console:
     """The console a command prints on: the terminal's width, or COLUMNS, else 80 columns (a pipe, a log; rich's
     default), which every table is designed to fit: numbers whole, labels wrapped, optional columns left out.
     `wide` (--wide): as wide as the content."""
-    return Console(stderr=stderr, width=WIDE_COLUMNS if wide else None)
+    return Terminal(stderr=stderr, width=WIDE_COLUMNS if wide else None, markup=False)
 
 
 def number_column(table: Table, header: str, **options) -> None:
@@ -80,8 +81,8 @@ def _layer_kinds(console: Console, plan: Plan) -> None:
 
 def render_plan(plan: Plan, console: Console) -> None:
     style = "bold green" if plan.fits else "bold red"
-    console.print(f"[bold]{plan.scenario}[/]: {plan.model.name} on {plan.parallel.gpus_per_replica} x {plan.gpu} "
-                  f"— [{style}]{plan.verdict}[/]")
+    console.print(styled((plan.scenario, "bold"), f": {plan.model.name} on {plan.parallel.gpus_per_replica} x "
+                         f"{plan.gpu} — ", (plan.verdict, style)))
     console.print()
 
     m = plan.model
@@ -132,7 +133,7 @@ def render_plan(plan: Plan, console: Console) -> None:
     console.print(f"KV demand: {d.sequences} sequences x {d.tokens_per_sequence:,} tokens = {d.tokens:,} tokens = "
                   f"{gb_gib(d.bytes)} ({d.sequences_source})")
     for reason in mem.reasons:
-        console.print(f"[red]✗ {reason}[/]")
+        console.print(f"✗ {reason}", style="red")
     console.print()
 
     if not plan.slots:    # llama.cpp and Ollama are planned on one device: no split to show
@@ -179,9 +180,9 @@ def render_plan(plan: Plan, console: Console) -> None:
 
     if plan.speculative:
         sp = plan.speculative
-        console.print(f"[bold]Speculative decoding[/] ({sp.method}): gamma {sp.num_speculative_tokens}, "
-                      f"alpha {sp.acceptance_rate} -> "
-                      f"{sp.expected_tokens_per_step:.2f} tokens per verification step = {sp.formula}")
+        console.print(styled(("Speculative decoding", "bold"), f" ({sp.method}): gamma {sp.num_speculative_tokens}, "
+                             f"alpha {sp.acceptance_rate} -> "
+                             f"{sp.expected_tokens_per_step:.2f} tokens per verification step = {sp.formula}"))
         console.print(f"  drafting priced as {sp.proposer_cost}", highlight=False)
         console.print()
 
@@ -195,21 +196,21 @@ def render_plan(plan: Plan, console: Console) -> None:
 
     co = plan.cost
     if co is None:
-        console.print("[bold]Cost[/]: none: no replica count was sized (see the sizing verdict)")
+        console.print(styled(("Cost", "bold"), ": none: no replica count was sized (see the sizing verdict)"))
     else:
         price = (f"${co.price_usd_per_gpu_hour:.2f}/GPU-hour ({co.price_source})"
                  if co.price_usd_per_gpu_hour is not None else "no price known")
-        line = (f"[bold]Cost[/]: {count(co.replicas, 'replica')} x {count(co.gpus // co.replicas, 'GPU')} = "
+        line = (f": {count(co.replicas, 'replica')} x {count(co.gpus // co.replicas, 'GPU')} = "
                 f"{count(co.gpus, 'GPU')} at {price}")
         if co.usd_per_hour is not None:
             line += f" = ${co.usd_per_hour:,.2f}/hour"
         if co.usd_per_million_output_tokens is not None:
             line += f"; ${co.usd_per_million_output_tokens:,.3f} per million output tokens ({co.throughput_source})"
-        console.print(line)
+        console.print(styled(("Cost", "bold"), line))
     if plan.energy:
         render_energy(plan.energy, console)
     console.print()
-    console.print("[bold]Assumptions[/]")
+    console.print("Assumptions", style="bold")
     bullets = Table.grid(padding=(0, 1))          # a wrapped assumption stays under its own text
     bullets.add_column(no_wrap=True)
     bullets.add_column(overflow="fold")
@@ -318,7 +319,7 @@ SLO_MET_RATE = "requests within the SLO, req/s"
 def render_simulation(sim: Sizing, console: Console) -> None:
     """The sizing pipeline's answer: verdict, latency percentiles at the operating point, notes."""
     style = "bold" if sim.slo_met is None else "bold green" if sim.slo_met else "bold red"
-    console.print(f"[bold]Sizing[/]: [{style}]{sim.verdict}[/]", highlight=False)
+    console.print(styled(("Sizing", "bold"), ": ", (sim.verdict, style)))
     point = sim.operating_point
     if point is not None:
         m = point.metrics
@@ -427,14 +428,13 @@ def render_search(result: SearchResult, scenario_path: str, console: Console, sh
     _render_rejected(rejected, console, show_rejected)
     best = result.recommended
     if best:
-        console.print(f"[bold green]recommended[/]: {best.replicas} x {best.candidate.label} = "
-                      f"{count(best.gpus, 'GPU')}, "
-                      f"${best.usd_per_hour:,.2f}/hour; binds on {best.binding}")
+        console.print(styled(("recommended", "bold green"), f": {best.replicas} x {best.candidate.label} = "
+                             f"{count(best.gpus, 'GPU')}, ${best.usd_per_hour:,.2f}/hour; binds on {best.binding}"))
         console.print(f"re-check: sizer plan {scenario_path} {best.candidate.plan_flags()} --simulate")
     else:
-        console.print("[bold red]no priced configuration meets the SLO[/]")
+        console.print("no priced configuration meets the SLO", style="bold red")
     for note in result.notes:
-        console.print(f"[dim]note: {note}[/]")
+        console.print(f"note: {note}", style="dim")
 
 
 def _render_rejected(rejected: list[Outcome], console: Console, show_rejected: bool) -> None:
@@ -464,14 +464,15 @@ def _render_slot_search(result: SearchResult, scenario_path: str, console: Conso
     _render_rejected(rejected, console, show_rejected)
     best = result.recommended
     if best:
-        console.print(f"[bold green]recommended[/]: {best.candidate.label}: {best.tokens_per_s_per_user:.1f} tokens/s "
-                      f"per user, first token in {best.slot_ttft_ms / 1e3:.2f} s; binds on {best.binding}")
+        console.print(styled(("recommended", "bold green"), f": {best.candidate.label}: "
+                             f"{best.tokens_per_s_per_user:.1f} tokens/s per user, first token in "
+                             f"{best.slot_ttft_ms / 1e3:.2f} s; binds on {best.binding}"))
         console.print(f"re-check: sizer plan {scenario_path} {best.candidate.plan_flags()} --simulate "
                       f"(the scenario set to {count(best.candidate.slots, 'slot')})")
     else:
-        console.print("[bold red]no configuration meets the targets[/]")
+        console.print("no configuration meets the targets", style="bold red")
     for note in result.notes:
-        console.print(f"[dim]note: {note}[/]")
+        console.print(f"note: {note}", style="dim")
 
 
 def render_validation(report, console: Console) -> None:
@@ -496,8 +497,8 @@ def render_validation(report, console: Console) -> None:
                   f"{report.cached_prompt_tokens:,} prompt tokens from the prefix cache; "
                   f"{report.mixed_steps} steps mixed prefill chunks with decodes; {report.preemptions} preemptions")
     if report.out_of_range_steps:
-        console.print(f"[yellow]warning: {report.out_of_range_steps} of {report.steps_predicted} predicted steps fell "
-                      f"outside the profile's measured range and were extrapolated[/yellow]")
+        console.print(f"warning: {report.out_of_range_steps} of {report.steps_predicted} predicted steps fell "
+                      "outside the profile's measured range and were extrapolated", style="yellow")
 
 
 SOURCE_NAMES = {"model": "model", "gpu": "GPU", "gpus_per_replica": "GPUs per replica"}

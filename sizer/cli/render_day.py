@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
+from sizer.cli.terminal_text import styled
+
 if TYPE_CHECKING:      # annotations only: rendering a plan without a schedule need not import the day's code
     from sizer.sizing.day_result import DayPlan, SteadyEnergy
 
@@ -18,9 +20,10 @@ def _usd(x: float | None) -> str:
 
 def render_day(day: DayPlan, console: Console) -> None:
     d = day.scale_up_delay
-    console.print(f"[bold]Capacity over the {day.period}[/] ({day.time_zone}): peak {day.peak_rate_per_s:g} req/s "
-                  f"needs {day.peak_replicas} replicas; SLO rate {day.slo_rate_per_replica_per_s:.2f} req/s per "
-                  f"replica, target {day.target_per_replica_per_s:.2f}", highlight=False)
+    console.print(styled((f"Capacity over the {day.period}", "bold"), f" ({day.time_zone}): peak "
+                         f"{day.peak_rate_per_s:g} req/s needs {day.peak_replicas} replicas; SLO rate "
+                         f"{day.slo_rate_per_replica_per_s:.2f} req/s per replica, target "
+                         f"{day.target_per_replica_per_s:.2f}"))
     console.print(f"scale-up delay {d.total_s:.0f} s = node {d.node_provisioning_s:.0f} + image "
                   f"{d.image_pull_s:.0f} + weights {d.weights_load_s:.0f} + engine {d.engine_start_s:.0f} + "
                   f"CUDA graphs {d.cuda_graph_capture_s:.0f}; "
@@ -55,8 +58,8 @@ def render_day(day: DayPlan, console: Console) -> None:
                  if e.kwh_per_million_output_tokens is not None else "no tokens")
         co2 = (f", {e.g_co2e_per_million_output_tokens:,.1f} gCO2e per million"
                if e.g_co2e_per_million_output_tokens is not None else "")
-        console.print(f"[bold]Energy[/]: {e.kwh_per_period:,.1f} kWh/{day.period} autoscaled (static peak "
-                      f"{e.static_peak_kwh_per_period:,.1f}) at PUE {e.pue:g}; {per_m}{co2}", highlight=False)
+        console.print(styled(("Energy", "bold"), f": {e.kwh_per_period:,.1f} kWh/{day.period} autoscaled (static "
+                             f"peak {e.static_peak_kwh_per_period:,.1f}) at PUE {e.pue:g}; {per_m}{co2}"))
         console.print(f"  power: idle {e.power.idle_w:g} W, decode-bound {e.power.decode_w:g} W, prefill-bound "
                       f"{e.power.prefill_w:g} W ({e.power.source})", highlight=False)
     if day.growth:
@@ -75,8 +78,8 @@ def render_energy(e: SteadyEnergy, console: Console) -> None:
              if e.kwh_per_million_output_tokens is not None else "no output tokens")
     co2 = (f", {e.g_co2e_per_million_output_tokens:,.1f} gCO2e per million"
            if e.g_co2e_per_million_output_tokens is not None else "")
-    console.print(f"[bold]Energy[/]: {e.watts_per_gpu:,.0f} W per GPU (busy {e.busy_share:.0%}, "
-                  f"{e.compute_bound_share:.0%} of it compute-bound) = {e.kwh_per_hour:,.2f} kWh/hour at PUE "
-                  f"{e.pue:g}; {per_m}{co2}", highlight=False)
+    console.print(styled(("Energy", "bold"), f": {e.watts_per_gpu:,.0f} W per GPU (busy {e.busy_share:.0%}, "
+                         f"{e.compute_bound_share:.0%} of it compute-bound) = {e.kwh_per_hour:,.2f} kWh/hour at PUE "
+                         f"{e.pue:g}; {per_m}{co2}"))
     console.print(f"  power: idle {e.power.idle_w:g} W, decode-bound {e.power.decode_w:g} W, prefill-bound "
                   f"{e.power.prefill_w:g} W ({e.power.source})", highlight=False)
