@@ -101,7 +101,9 @@ def latency_chart(points: list[RatePoint], slo_ms: dict[str, float | None], good
     rates = [p.rate_per_s for p in points]
     plt = _pyplot()
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, len(panels), figsize=(9.6, 2.6))
+        # constrained layout: tight_layout could not fit four log-scale panels' tick labels at this width (matplotlib
+        # warned "Tight layout not applied" and left them overlapping)
+        fig, axes = plt.subplots(1, len(panels), figsize=(9.6, 2.9), layout="constrained")
         for ax, (title, attr) in zip(axes, panels, strict=True):
             for i, (name, line, color) in enumerate(PERCENTILE_STYLES):
                 ax.plot(rates, [getattr(p, attr)[i] for p in points], line, color=color, marker="o", markersize=3,
@@ -118,10 +120,25 @@ def latency_chart(points: list[RatePoint], slo_ms: dict[str, float | None], good
                 ax.set_ylim(bottom=0)
             else:                        # queueing past the goodput rate spans orders of magnitude
                 ax.set_yscale("log")
+                # plain numbers: the default labels are mathtext ("$\\mathdefault{10^{2}}$"), which STYLE leaves
+                # unparsed (text.parse_math off, so names with "$" print as written) and would print raw
+                ax.yaxis.set_major_formatter(plain_log_labels(minor=False))
+                ax.yaxis.set_minor_formatter(plain_log_labels(minor=True))
         handles, labels = axes[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="lower center", ncol=5, frameon=False, bbox_to_anchor=(0.5, -0.08))
-        fig.tight_layout(rect=(0, 0.06, 1, 1))
+        fig.legend(handles, labels, loc="outside lower center", ncol=5, frameon=False)
         return to_svg(fig, chart_id)
+
+
+def plain_log_labels(minor: bool):
+    """A log axis's tick labels as plain numbers ("400", "2,000"), on the ticks matplotlib's own log formatter
+    labels (every decade; the minor ticks too where the axis spans few decades). Called once pyplot is imported."""
+    from matplotlib.ticker import LogFormatter
+
+    class Plain(LogFormatter):
+        def _num_to_string(self, x, vmin, vmax):      # the label of a tick LogFormatter chose (matplotlib >= 3.8)
+            return f"{x:,.0f}" if x >= 1 else f"{x:g}"
+
+    return Plain(labelOnlyBase=not minor, minor_thresholds=(2, 0.5))
 
 
 def timeline_chart(time_s, kv_usage, batch_size, chart_id: str = "timeline") -> str:

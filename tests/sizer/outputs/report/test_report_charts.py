@@ -59,3 +59,15 @@ def test_memory_bar_adds_up_to_the_gpu():
     # (0.2, 0.4, 0.6, 0.8) is 0.77 (linear interpolation), so 77% of the KV cache is drawn as in use.
     assert abs(b.reserved_bytes - 8_504_547_737.6) < 1
     assert abs(b.kv_used_bytes / (b.kv_used_bytes + b.kv_free_bytes) - 0.77) < 1e-9
+
+
+def test_log_axes_label_their_ticks_as_plain_numbers():
+    # TTFT from 40 to 400 ms and E2E from 2,000 to 20,000 ms, on log axes: STYLE leaves mathtext unparsed
+    # (text.parse_math off), so matplotlib's default labels ("$\mathdefault{10^{2}}$") would print raw; the
+    # decades are labelled 100 and 10,000, and within one decade the minor ticks are labelled too (4,000 is one)
+    points = [RatePoint(1.0, (40, 60, 80), (20, 25, 30), (2000, 2500, 3000), 1.0, (18, 20, 25)),
+              RatePoint(9.0, (200, 300, 400), (30, 40, 50), (12000, 16000, 20000), 0.5, (25, 35, 45))]
+    svg = latency_chart(points, {"ttft_ms": 300, "tpot_ms": None, "e2e_ms": None}, 4.0)
+    labels = re.findall(r">([^<>]+)</text>", svg)
+    assert not [t for t in labels if "$" in t or "mathdefault" in t]
+    assert {"100", "10,000", "4,000"} <= set(labels)
