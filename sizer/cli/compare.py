@@ -14,7 +14,7 @@ from sizer.inputs.bench_result import bench_result
 from sizer.inputs.guidellm_report import MAX_REPORT_BYTES, guidellm_benchmarks, is_guidellm_report
 from sizer.inputs.scenario import load_scenario
 from sizer.outputs.serialise import to_json
-from sizer.sizing.compare import compare, compare_guidellm
+from sizer.sizing.compare import Comparison, compare, compare_guidellm
 from validation.safe_load import load_json
 
 
@@ -31,7 +31,8 @@ def command(
     """Measured against predicted: throughput, TTFT, TPOT, ITL and E2E as the benchmark tool reports them.
 
     The simulated workload is the benchmark's (request count, rate or concurrency, per-request lengths
-    when saved); the deployment, engine and step times are the scenario's."""
+    when saved); the deployment, engine and step times are the scenario's (a scenario replaying a trace
+    is refused). Where the two disagree (another model_id, requests the engine rejects) a warning says so."""
     data = load_json(result, MAX_REPORT_BYTES)
     plan = load_scenario(scenario)
     if not is_guidellm_report(data):
@@ -39,6 +40,7 @@ def command(
             raise InputError(None, "--benchmark", f"{benchmark}: {result} is a vllm bench serve result (one run); "
                                                   "--benchmark picks one of a GuideLLM report's benchmarks")
         comparison = compare(bench_result(data, str(result)), plan)
+        _warn([comparison])
         typer.echo(to_json(comparison)) if as_json else render_comparison(comparison, terminal(wide))
         return
     runs = guidellm_benchmarks(data, str(result))
@@ -48,9 +50,18 @@ def command(
                                                   f"expected an index from 0 to {len(runs) - 1}")
         runs = (runs[benchmark],)
     comparisons = [compare_guidellm(run, plan) for run in runs]
+    _warn(comparisons)
     if as_json:
         typer.echo(to_json(comparisons))
         return
     console = terminal(wide)
     for comparison in comparisons:
         render_comparison(comparison, console)
+
+
+def _warn(comparisons: list[Comparison]) -> None:
+    """Each comparison's warnings, one line each on stderr (after every comparison is made: a refusal stays the
+    one line it prints)."""
+    for comparison in comparisons:
+        for warning in comparison.warnings:
+            typer.echo(f"warning: {warning}", err=True)

@@ -7,8 +7,11 @@ limit), with gamma gaps of shape `burstiness` (1: Poisson). Latencies are millis
 successful requests: `mean_`, `median_` and `pN_` (`--metric-percentiles`, default 99) of `ttft`,
 `tpot` ((latency - ttft) / (output tokens - 1), requests of more than one token), `itl` (every gap
 between streamed messages, pooled) and `e2el`; throughputs are per second over the benchmark's
-duration. `--save-detailed` adds per-request `input_lens` and `output_lens` (one per request sent; a
-failed request's output is 0). Other keys are ignored.
+duration. Each request sent either completed or failed (`completed + failed = num_prompts`).
+`--save-detailed` adds per-request `input_lens`, `output_lens` and `errors` (one per request sent; a
+failed request's output is 0 and its error not empty). `model_id` is checked against the scenario's
+model by `sizer compare` (a warning). A ramped rate (`ramp_up_strategy`) is refused: not modelled.
+Other keys are ignored.
 """
 
 from __future__ import annotations
@@ -29,8 +32,14 @@ _MAX_MS = 1e12
 
 COMPLETED = Key("completed", int, ge=1, le=MAX_REQUESTS, nullable=False)
 NUM_PROMPTS = Key("num_prompts", int, ge=1, le=MAX_REQUESTS)
+FAILED = Key("failed", int, ge=0, le=MAX_REQUESTS)
 MAX_CONCURRENCY_KEY = Key("max_concurrency", int, ge=1, le=MAX_CONCURRENCY)
 BURSTINESS = Key("burstiness", float, gt=0, le=1e6, default=1.0)
+MODEL_ID = Key("model_id", str)
+# --save-detailed, one entry per request sent: a prompt of at least one token (vLLM refuses an empty one), an
+# output of 0 for a failed request (its `calculate_metrics`), an error "" for a successful one.
+PER_REQUEST = (Key("input_lens", list[int], ge=1, le=MAX_TOKENS), Key("output_lens", list[int], ge=0, le=MAX_TOKENS),
+               Key("errors", list[str]))
 
 
 def latency_stat(key: str) -> tuple[str, str] | None:
@@ -45,17 +54,19 @@ class BenchResult:
     file: str
     completed: int
     num_prompts: int | None
+    failed: int                             # requests sent that failed: num_prompts - completed (else `failed`)
     request_rate_per_s: float | None        # None: "inf", every request sent at once
     max_concurrency: int | None
     burstiness: float                       # gamma shape of the gaps (1: Poisson); cv = 1 / sqrt(burstiness)
     input_lens: tuple[int, ...] | None      # per request (--save-detailed)
     output_lens: tuple[int, ...] | None
     measured: tuple[tuple[str, float], ...]  # (key as in the file, value): throughputs, then latency statistics
+    model_id: str | None = None             # the model the run asked the server for
 
     @property
     def num_requests(self) -> int:
-        """Requests the run sent (`--num-prompts`), else those that completed."""
-        return self.num_prompts or self.completed
+        """Requests the run sent (`--num-prompts`): those that completed and those that failed."""
+        return self.completed + self.failed
 
 
 def read_bench_result(path: Path) -> BenchResult:
@@ -68,31 +79,93 @@ def bench_result(data: object, file: str) -> BenchResult:
     if not isinstance(data, dict):
         raise FieldError(file, None, f"expected a JSON object (a vllm bench serve --save-result file), "
                                      f"got {type(data).__name__}")
+    completed, num_prompts, failed = _counts(data, file)
+    concurrency, _ = read_key(MAX_CONCURRENCY_KEY, data, file)
+    burstiness, _ = read_key(BURSTINESS, data, file)
+    inputs, outputs = _per_request(data, file, completed + failed, failed)
+    model_id, _ = read_key(MODEL_ID, data, file)
+    return BenchResult(file, completed, num_prompts, failed, _rate(data, file), concurrency, burstiness, inputs,
+                       outputs, _measured(data, file), model_id)
+
+
+def _counts(data: dict, file: str) -> tuple[int, int | None, int]:
+    """(completed, num_prompts, failed): vLLM counts each request sent as completed or failed, so that
+    completed + failed = num_prompts; without num_prompts, the requests sent are completed + failed."""
     completed, _ = read_key(COMPLETED, data, file)
     if completed is None:
         raise FieldError(file, "completed", "missing; expected the number of successful requests >= 1 "
                                             "(a vllm bench serve --save-result file)")
     num_prompts, _ = read_key(NUM_PROMPTS, data, file)
-    concurrency, _ = read_key(MAX_CONCURRENCY_KEY, data, file)
-    burstiness, _ = read_key(BURSTINESS, data, file)
-    lens, sent = {}, num_prompts or completed
-    for key in ("input_lens", "output_lens"):        # one per request sent, a failed one's output 0
-        value, _ = read_key(Key(key, list[int], ge=0, le=MAX_TOKENS), data, file)
+    failed, _ = read_key(FAILED, data, file)
+    if num_prompts is None:
+        if completed + (failed or 0) > MAX_REQUESTS:
+            raise FieldError(file, "failed", f"expected completed + failed <= {MAX_REQUESTS:,} requests, the most "
+                                             f"sizer simulates, got {completed:,} + {failed:,}")
+        return completed, None, failed or 0
+    if completed > num_prompts:
+        raise FieldError(file, "completed", f"expected at most num_prompts ({num_prompts:,}), the requests sent, "
+                                            f"got {completed:,}")
+    if failed is not None and completed + failed != num_prompts:
+        raise FieldError(file, "failed", f"expected num_prompts - completed = {num_prompts - completed:,} (each "
+                                         f"request sent completed or failed), got {failed:,}")
+    return completed, num_prompts, num_prompts - completed
+
+
+def _per_request(data: dict, file: str, sent: int,
+                 failed: int) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+    """--save-detailed's input and output lengths per request (None without them), checked against the counts:
+    one entry per request sent, both lists or neither, as many errors as failed requests, and an output of 0
+    tokens only for a failed request (a successful one streamed its first token)."""
+    lists = {}
+    for key in PER_REQUEST:
+        value, _ = read_key(key, data, file)
         if value is not None and len(value) != sent:
-            raise FieldError(file, key, f"{len(value)} lengths; expected one per request sent ({sent})")
-        lens[key] = tuple(value) if value is not None else None
-    measured = [(key, check_key(Key(key, float, ge=0, le=MAX_RATE_PER_S * MAX_TOKENS), data[key], file, key))
-                for key in THROUGHPUTS if data.get(key) is not None]
-    measured += [(key, check_key(Key(key, float, ge=0, le=_MAX_MS), value, file, key))
-                 for key, value in data.items() if _STAT.match(key) and value is not None]
-    if not measured:
-        raise FieldError(file, None, "no measured metric; expected request_throughput, mean_ttft_ms and the like")
-    return BenchResult(file, completed, num_prompts, _rate(data.get("request_rate"), file), concurrency, burstiness,
-                       lens["input_lens"], lens["output_lens"], tuple(measured))
+            raise FieldError(file, key.name, f"{len(value):,} entries; expected one per request sent ({sent:,})")
+        lists[key.name] = value
+    inputs, outputs, errors = lists["input_lens"], lists["output_lens"], lists["errors"]
+    if (inputs is None) != (outputs is None):
+        missing, given = ("input_lens", "output_lens") if inputs is None else ("output_lens", "input_lens")
+        raise FieldError(file, missing, f"missing or null beside {given}; expected both (vllm bench serve "
+                                        "--save-detailed writes both) or neither (the scenario's lengths)")
+    if errors is not None and (errored := sum(1 for e in errors if e)) != failed:
+        raise FieldError(file, "errors", f"expected {failed:,} non-empty, one per failed request, got {errored:,}")
+    if outputs is not None and (empty := outputs.count(0)) > failed:
+        raise FieldError(file, "output_lens", f"expected an output of 0 tokens only for a failed request "
+                                              f"({failed:,} failed), got {empty:,}")
+    return (tuple(inputs), tuple(outputs)) if inputs is not None else (None, None)
 
 
-def _rate(value: object, file: str) -> float | None:
-    """`request_rate`: requests per second, or "inf" (vLLM writes the string for an infinite rate)."""
+def _measured(data: dict, file: str) -> tuple[tuple[str, float], ...]:
+    """Every throughput and latency statistic of the file, throughputs first; a null refused (vLLM writes a
+    number for each statistic it computes), and a file without a latency statistic (nothing to time)."""
+    latencies = [(key, _latency(key, value, file)) for key, value in data.items() if _STAT.match(key)]
+    if not latencies:
+        raise FieldError(file, None, "no latency statistic; expected mean_, median_ or pN_ of ttft, tpot, itl or "
+                                     "e2el in ms (as vllm bench serve --save-result writes them)")
+    per_s = MAX_RATE_PER_S * MAX_TOKENS
+    throughputs = [(key, check_key(Key(key, float, ge=0, le=per_s, nullable=False), data[key], file, key))
+                   for key in THROUGHPUTS if key in data]
+    return tuple(throughputs + latencies)
+
+
+def _latency(key: str, value: object, file: str) -> float:
+    """A latency statistic in ms; a percentile's in (0, 100], as numpy and `--metric-percentiles` take it."""
+    stat = _STAT.match(key).group(1)
+    if stat.startswith("p") and not 0 < float(stat[1:]) <= 100:
+        raise FieldError(file, key, f"expected a percentile in (0, 100] (p99_ttft_ms, p99.9_ttft_ms: vllm bench "
+                                    f"serve --metric-percentiles), got {excerpt(stat)}")
+    return check_key(Key(key, float, ge=0, le=_MAX_MS, nullable=False), value, file, key)
+
+
+def _rate(data: dict, file: str) -> float | None:
+    """`request_rate`: requests per second, or "inf" (vLLM writes the string for an infinite rate); a ramp
+    from one rate to another (`ramp_up_strategy`) is refused."""
+    ramp, _ = read_key(Key("ramp_up_strategy", str), data, file)
+    if ramp is not None:
+        raise FieldError(file, "ramp_up_strategy", f"expected none (a ramp from ramp_up_start_rps to "
+                         f"ramp_up_end_rps is not modelled; compare a run at a fixed --request-rate), got "
+                         f"{excerpt(ramp)}")
+    value = data.get("request_rate")
     if value is None or value == "inf":
         return None
     if isinstance(value, str):

@@ -18,10 +18,12 @@ each per request and weighted as GuideLLM weights it:
   (the first token included);
 - `request_latency`: send to end, in seconds.
 
-`metrics.request_totals` counts the requests of the measured window, `duration` is its length in
-seconds, and `metrics.output_token_count.successful.total_sum` the tokens the successful requests got.
+Each benchmark is a `generative_benchmark` (its `type_`). `metrics.request_totals` counts the requests
+of the measured window, `duration` is its length in seconds, and
+`metrics.output_token_count.successful.total_sum` the tokens the successful requests got.
 `requests.successful`, when every one is kept (no `sample_size`), gives each one's `prompt_tokens`
-and `output_tokens`. Other keys are ignored.
+and `output_tokens` (at least one each: a successful request had a prompt and streamed a token).
+Other keys are ignored.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ STATISTICS = ("mean", "p50", "p90", "p95", "p99")   # its `median` is its p50
 # Throughputs sizer computes from the report's totals: successful requests (or their output tokens) / duration.
 THROUGHPUTS = ("requests_per_second", "output_tokens_per_second")
 STRATEGIES = ("synchronous", "concurrent", "throughput", "constant", "poisson")
+GENERATIVE = "generative_benchmark"     # a benchmark's `type_` (GuideLLM's GenerativeBenchmark)
 _MAX_MS = 1e12
 
 
@@ -95,6 +98,9 @@ def guidellm_benchmarks(data: Any, file: str) -> tuple[GuideLLMBenchmark, ...]:
 def _benchmark(b: Any, i: int, file: str) -> GuideLLMBenchmark:
     at = f"benchmarks[{i}]"
     b = _mapping(b, file, at)
+    if b.get("type_") != GENERATIVE:
+        raise FieldError(file, f"{at}.type_", f"expected {GENERATIVE!r} (sizer compares text generation), got "
+                                              f"{excerpt(b.get('type_'))}")
     strategy = _mapping(_mapping(b.get("config"), file, f"{at}.config").get("strategy"), file,
                         f"{at}.config.strategy")
     kind = strategy.get("type_")
@@ -186,7 +192,7 @@ def _lengths(b: dict, successful: int, file: str, at: str) -> tuple[tuple[int, .
     for j, request in enumerate(kept):
         request = _mapping(request, file, f"{at}.requests.successful[{j}]")
         for name, column in lengths.items():
-            value, _ = read_key(Key(name, int, ge=0, le=MAX_TOKENS, nullable=False), request, file,
+            value, _ = read_key(Key(name, int, ge=1, le=MAX_TOKENS, nullable=False), request, file,
                                 f"{at}.requests.successful[{j}].")
             if value is None:
                 return None, None          # a report without token counts: the scenario's lengths

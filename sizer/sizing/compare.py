@@ -7,8 +7,10 @@ its arrivals (a client limit at an infinite rate, `vllm bench serve --max-concur
 synchronous, concurrent and throughput strategies: a closed loop of N clients; every request sent at
 once: a closed loop of as many clients as requests; a finite rate: `vllm bench serve`'s gamma gaps of
 shape `burstiness`, GuideLLM's even (constant) or Poisson gaps, from a first request at time 0) and
-its per-request lengths when the file has them, else the scenario's lengths, prefixes, adapters and
-schemas. The deployment, engine and step model are the scenario's.
+its per-request lengths when the file has them, else the scenario's lengths. The scenario's arrival,
+schedule and request count give way to the benchmark's; its prefixes, adapters and schemas are drawn
+as for its own workload; a scenario replaying a trace is refused (the trace's arrivals and lengths are
+not the benchmark's). The deployment, engine and step model are the scenario's.
 """
 
 from __future__ import annotations
@@ -19,13 +21,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from simulator import Arrivals, ClosedLoop, SimulationResult, Workload, summarise, weighted_percentiles
+from sizer.errors import InputError
 from sizer.inputs.bench_result import BenchResult, latency_stat
 from sizer.inputs.guidellm_report import GuideLLMBenchmark
 from sizer.inputs.scenario import Scenario
-from sizer.sizing.resolve import resolve
+from sizer.sizing.resolve import checkpoint_of, resolve
 from sizer.sizing.simulate import simulate_scenario
 from sizer.sizing.workload import workload_of
-from validation.errors import FieldError
+from validation.errors import FieldError, excerpt
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class Comparison:
     metrics: tuple[MetricComparison, ...]
     benchmark: str = ""              # which benchmark of a file holding several (GuideLLM), else ""
     not_modelled: tuple[str, ...] = ()   # what the benchmark did that the simulation leaves out
+    warnings: tuple[str, ...] = ()   # where the inputs disagree (another model, requests the engine rejects)
 
 
 def compare(result: BenchResult, scenario: Scenario) -> Comparison:
@@ -61,11 +65,17 @@ def compare(result: BenchResult, scenario: Scenario) -> Comparison:
     words = (f"closed loop of {clients} clients (request_rate inf, max_concurrency {result.max_concurrency})"
              if rate is None else
              f"{'Poisson' if shape == 1.0 else f'gamma (burstiness {shape:g})'} arrivals at {rate:g} req/s")
-    # a failed request (output 0) is simulated as asking for one token: sizer serves every request
     workload, lengths_from = _lengths(workload, result.input_lens, result.output_lens, "the result file")
     sim = _simulate(scenario, workload)
+    rejected = _rejected(sim, scenario, result.file)
     rows = _rows(result.measured, predictions(sim, [key for key, _ in result.measured]))
-    return Comparison(result.file, scenario.name, words, n, lengths_from, rows)
+    # vllm bench serve computes its statistics over the successful requests; sizer serves every request sent
+    failed = ((f"failed: {result.failed:,} of {n:,} requests failed in the run; sizer serves them"
+               f"{' (an output of 0 tokens as 1)' if result.output_lens else ''} and counts them in its predictions, "
+               "where the measured statistics are over the successful ones",)
+              if result.failed else ())
+    return Comparison(result.file, scenario.name, words, n, lengths_from, rows, not_modelled=failed,
+                      warnings=_model_warning(result.model_id, scenario, result.file) + rejected)
 
 
 def compare_guidellm(bench: GuideLLMBenchmark, scenario: Scenario) -> Comparison:
@@ -84,14 +94,21 @@ def compare_guidellm(bench: GuideLLMBenchmark, scenario: Scenario) -> Comparison
     not_modelled += tuple(f"{phase}: GuideLLM left its {phase} requests out of its metrics; sizer simulates the "
                           "measured window's requests from an idle start" for phase in bench.transient_phases)
     sim = _simulate(scenario, workload)
+    rejected = _rejected(sim, scenario, bench.file)
     rows = _rows(bench.measured, guidellm_predictions(sim))
-    return Comparison(bench.file, scenario.name, words, n, lengths_from, rows, bench.label, not_modelled)
+    return Comparison(bench.file, scenario.name, words, n, lengths_from, rows, bench.label, not_modelled, rejected)
 
 
 def _replayed(scenario: Scenario, n: int, arrivals: Arrivals | None, limit: int | None) -> tuple[Workload, int]:
     """The scenario's workload of `n` requests sent as the benchmark sent them: open `arrivals` from a first
     request at time 0 (a gap each after it), else a closed loop of `limit` clients (all `n` at once without a
     limit); and the clients of that loop (0 for open arrivals)."""
+    trace = scenario.workload.trace
+    if trace is not None:
+        raise InputError(scenario.file, "workload.trace", "expected no trace: compare replays the benchmark's own "
+                         "arrivals and request count, with the result's per-request lengths or else the "
+                         f"scenario's prompt_tokens and output_tokens; got a trace ({excerpt(trace.path)}: "
+                         "sizer simulate replays it)")
     base = workload_of(scenario, n)
     if arrivals is None:
         clients = min(limit or n, n)
@@ -103,16 +120,55 @@ def _replayed(scenario: Scenario, n: int, arrivals: Arrivals | None, limit: int 
 
 def _lengths(workload: Workload, prompts: tuple[int, ...] | None, outputs: tuple[int, ...] | None,
              source: str) -> tuple[Workload, str]:
-    """The workload with the file's per-request lengths (at least one token each) when it has them."""
+    """The workload with the file's per-request lengths when it has them (a failed request's output of 0 tokens
+    as 1: sizer serves every request), its prefixes, adapters and schemas kept (a prefix longer than a prompt
+    covers the whole prompt)."""
     if prompts is None or outputs is None:
         return workload, "the scenario"
-    return (dataclasses.replace(workload, prompt_tokens=np.maximum(np.asarray(prompts), 1),
-                                output_tokens=np.maximum(np.asarray(outputs), 1), segments=[()] * len(prompts)),
+    return (dataclasses.replace(workload, prompt_tokens=np.asarray(prompts, np.int64),
+                                output_tokens=np.maximum(np.asarray(outputs, np.int64), 1)),
             f"{source} (per request)")
 
 
 def _simulate(scenario: Scenario, workload: Workload) -> SimulationResult:
     return simulate_scenario(resolve(scenario), workload=workload)
+
+
+def _rejected(sim: SimulationResult, scenario: Scenario, source: str) -> tuple[str, ...]:
+    """A warning naming the requests of `source` the scenario's engine rejects, if any (its predictions are over
+    the rest, though the benchmark's deployment took them all); refused when it rejects every one: nothing would
+    be left to compare."""
+    rejected = sim.columns["rejected"]
+    if not rejected.any():
+        return ()
+    first = int(sim.columns["request_id"][rejected][0])
+    why = f"request {first}: {sim.reject_reasons.get(first, 'rejected')}"
+    if rejected.all():
+        raise InputError(scenario.file, "deployment", f"expected a deployment that serves the benchmark's requests, "
+                         f"got one that rejects all {len(rejected):,} of {source} ({why})")
+    return (f"{scenario.file}: deployment: rejects {int(rejected.sum()):,} of the {len(rejected):,} requests of "
+            f"{source} ({why}); the predictions are over the rest",)
+
+
+def _model_warning(model_id: str | None, scenario: Scenario, file: str) -> tuple[str, ...]:
+    """A warning when the run's `model_id` names neither the scenario's model nor the Hugging Face repo its catalog
+    entry is read from (each compared by its last path part, without case, one containing the other:
+    meta-llama/Llama-3.1-8B-Instruct is llama-3.1-8b): the comparison assumes the benchmark ran the scenario's
+    model, and an 8B's latencies are no test of a 70B's."""
+    if not model_id:
+        return ()
+    ckpt = checkpoint_of(scenario)
+    repo = (ckpt.config.get("_sizer") or {}).get("hf_repo")
+    ran = _last_part(model_id)
+    if any(name and (_last_part(name) in ran or ran in _last_part(name)) for name in (ckpt.name, repo)):
+        return ()
+    also = f" ({repo})" if repo else ""
+    return (f"{file}: model_id: {excerpt(model_id)} is not the scenario's model, {ckpt.name}{also}; compared as "
+            "if the benchmark ran the scenario's",)
+
+
+def _last_part(name: str) -> str:
+    return name.rstrip("/").rsplit("/", 1)[-1].lower()
 
 
 def _rows(measured: tuple[tuple[str, float], ...], predicted: dict[str, float]) -> tuple[MetricComparison, ...]:

@@ -38,6 +38,9 @@ Kinds and the commands they run:
   outputs    each row of the folder's README.md table (`| `arguments` |`), with its placeholders:
              SCENARIO, GATEWAY, DEPLOY, SWEEP, RESULTS (outputs/README.md says which files), FIFO (a
              FIFO in the run's temporary folder) and TMP (that folder)
+  compare    sizer compare FILE tests/data/bench/scenario-llama-3.1-8b-h100.yaml (a vllm bench serve result or a
+             GuideLLM report); a `.yaml` FILE is a scenario: sizer compare tests/data/bench/vllm-bench-serve-c16.json
+             FILE; a `.sparse` FILE holds a size: sizer compare TMP/huge.json, a sparse file of that many bytes
 
 A kind whose folder does not exist is skipped with a note. Prints a table by kind, then every
 run that was not good; exits 1 if there was one. Importable: `run_corpus()` returns the same.
@@ -67,7 +70,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "bad_inputs"
 BASE_PROFILE = ROOT / "hardware_profiles" / "calibrated" / "h200-llama-3.1-8b-tp1"
 KINDS = ("scenario", "config", "manifest", "trace", "profile", "flags", "gguf", "checkpoint", "sweep", "results",
-         "kernels", "gateway", "outputs")
+         "kernels", "gateway", "outputs", "compare")
+BENCH = ROOT / "tests" / "data" / "bench"
 KERNEL_TABLES = ROOT / "hardware_profiles" / "kernels" / "h200-vllm-0.24.0"
 VERDICTS = ("good", "traceback", "exit 0", "hang", "memory", "other")
 TIMEOUT_S = 10.0        # CPU seconds one input may take (CPU time: the shared machine's load does not count)
@@ -80,7 +84,8 @@ class Run:
     kind: str
     case: str               # the file or folder, relative to tests/bad_inputs
     args: tuple[str, ...]   # sizer's arguments; {TMP} is replaced by the run's temporary folder
-    setup: str = ""         # "trace", "profile", "copy", "kernels" or "fifo": what to write into the temporary folder
+    setup: str = ""         # "trace", "profile", "copy", "kernels", "fifo" or "sparse": what to write into the
+                            # temporary folder
 
 
 @dataclass(frozen=True)
@@ -139,7 +144,20 @@ def runs_for(kind: str, folder: Path) -> list[Run]:
         return [Run(kind, f"outputs: {args}", tuple(re.sub(r"^TMP/", "{TMP}/", places.get(a, a)) for a in args.split()),
                     "fifo" if "FIFO" in args.split() else "")
                 for args in re.findall(r"^\| `([^`]+)` \|", (folder / "README.md").read_text(), re.M)]
+    if kind == "compare":
+        return [compare_run(rel(p), p) for p in _files(folder)]
     raise ValueError(kind)
+
+
+def compare_run(case: str, p: Path) -> Run:
+    """`sizer compare` of a result file against the fixtures' scenario, of the fixtures' c16 result against a
+    scenario (`.yaml`), or of a sparse file of the size a `.sparse` file holds."""
+    if p.suffix == ".yaml":
+        return Run("compare", case, ("compare", str(BENCH / "vllm-bench-serve-c16.json"), str(p)))
+    scenario = str(BENCH / "scenario-llama-3.1-8b-h100.yaml")
+    if p.suffix == ".sparse":
+        return Run("compare", case, ("compare", "{TMP}/huge.json", scenario), "sparse")
+    return Run("compare", case, ("compare", str(p), scenario))
 
 
 def kernel_scenario(tables: Path) -> str:
@@ -215,6 +233,9 @@ def prepare(run: Run, tmp: str) -> list[str]:
         Path(tmp, "scenario.yaml").write_text(kernel_scenario(Path(tmp, "tables")))
     elif run.setup == "fifo":
         os.mkfifo(Path(tmp, "fifo.gguf"))
+    elif run.setup == "sparse":
+        with Path(tmp, "huge.json").open("wb") as f:      # no data written: a hole of that many bytes
+            f.truncate(int(case.read_text()))
     return [a.replace("{TMP}", tmp) for a in run.args]
 
 

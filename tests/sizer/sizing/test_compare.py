@@ -226,3 +226,139 @@ def test_a_malformed_guidellm_report_is_one_line_naming_the_place(tmp_path, edit
     out = run(str(f), str(SCENARIO))
     assert out.exit_code == 2 and f"{f}: {field}:" in out.output, out.output
     assert len(out.output.strip().splitlines()) == 1
+
+
+def _edited(tmp_path: Path, source: Path, change: dict) -> Path:
+    """A copy of the result file `source` with `change`'s keys set (None: removed)."""
+    data = json.loads(source.read_text()) | change
+    f = tmp_path / "edited.json"
+    f.write_text(json.dumps({k: v for k, v in data.items() if v is not None}))
+    return f
+
+
+def _refused(out, *words: str) -> None:
+    assert out.exit_code == 2, out.output
+    assert len(out.output.strip().splitlines()) == 1 and all(w in out.output for w in words), out.output
+
+
+@pytest.mark.parametrize("source", [C16, DETAILED, GUIDELLM])
+def test_a_scenario_replaying_a_trace_is_refused(tmp_path, source):
+    # compare replays the benchmark's own arrivals and request count (and lengths): a trace's would be neither;
+    # it crashed on the trace's 500 rows against the benchmark's request count before
+    trace = DATA.parent / "traces" / "azure_conv_head500.csv"
+    scenario = tmp_path / "traced.yaml"
+    scenario.write_text(f"model: llama-3.1-8b\nhardware: h100-sxm\n"
+                        f"workload:\n  trace: {{path: {trace}, format: csv}}\n")
+    _refused(run(str(source), str(scenario)), f"{scenario}: workload.trace:", "expected no trace")
+
+
+@pytest.mark.parametrize("key", ["p999_ttft_ms", "p150_itl_ms", "p0_e2el_ms"])
+def test_a_percentile_outside_0_to_100_is_refused_naming_the_key(tmp_path, key):
+    # numpy's percentiles run from 0 to 100; a key past them crashed the prediction, p0 is no vLLM percentile
+    f = _edited(tmp_path, C16, {key: 200.0})
+    _refused(run(str(f), str(SCENARIO)), f"{f}: {key}: expected a percentile in (0, 100]")
+
+
+def test_a_fractional_percentile_is_predicted_as_numpy_computes_it(tmp_path):
+    # vLLM writes --metric-percentiles 99.9 as p99.9_ttft_ms: 99.9 is a percentile like 99, its prediction
+    # at or above p99's (a higher share of the same sorted TTFTs)
+    c = compare(read_bench_result(_edited(tmp_path, C16, {"p99.9_ttft_ms": 150.0})), load_scenario(SCENARIO))
+    predicted = {m.metric: m.predicted for m in c.metrics}
+    assert predicted["p99.9_ttft_ms"] >= predicted["p99_ttft_ms"]
+
+
+@pytest.mark.parametrize("source, change, field, words", [
+    # vllm bench serve --save-detailed writes both lists: one alone was read as neither (the scenario's lengths)
+    (DETAILED, {"output_lens": None}, "output_lens", "beside input_lens"),
+    # vLLM refuses an empty prompt: a 0 was raised to 1 token silently
+    (DETAILED, {"input_lens": [0] * 8}, "input_lens", "[1, 10485760]"),
+    # a 0-token output is a failed request's; 8 of them with 8 completed was raised to 1 token each silently
+    (DETAILED, {"output_lens": [0] * 8}, "output_lens", "(0 failed), got 8"),
+    # an error per request though all 8 completed
+    (DETAILED, {"errors": ["boom"] * 8}, "errors", "expected 0 non-empty"),
+    (C16, {"completed": 500}, "completed", "at most num_prompts (200)"),
+    # completed + failed is num_prompts in every file vLLM writes
+    (C16, {"failed": 20}, "failed", "num_prompts - completed = 0"),
+    # a statistic vLLM computes is a number: a null was skipped silently
+    (C16, {"median_ttft_ms": None}, "median_ttft_ms", "got null"),
+    (C16, {"ramp_up_strategy": "linear", "ramp_up_start_rps": 1, "ramp_up_end_rps": 10}, "ramp_up_strategy",
+     "not modelled"),
+])
+def test_an_inconsistent_result_is_refused_naming_the_key(tmp_path, source, change, field, words):
+    data = json.loads(source.read_text()) | change
+    f = tmp_path / "bad.json"
+    f.write_text(json.dumps(data))
+    _refused(run(str(f), str(SCENARIO)), f"{f}: {field}:", words)
+
+
+def test_a_result_without_a_latency_statistic_is_refused(tmp_path):
+    # throughputs alone time nothing of the engine sizer simulates: refused, not compared on three rows
+    data = {k: v for k, v in json.loads(C16.read_text()).items() if not k.endswith("_ms")}
+    f = tmp_path / "bare.json"
+    f.write_text(json.dumps(data))
+    _refused(run(str(f), str(SCENARIO)), f"{f}: no latency statistic")
+
+
+def test_failed_requests_are_served_as_one_token_and_said_so(tmp_path):
+    # requests 2 and 5 failed (output 0, an error each): sizer serves them asking for one token each, so the
+    # simulated tokens per request are the file's 3,680 prompt tokens and 6 x 20 + 2 x 1 output tokens over 8
+    lens, errors = [20, 20, 0, 20, 20, 0, 20, 20], ["", "", "timeout", "", "", "timeout", "", ""]
+    f = _edited(tmp_path, DETAILED, {"completed": 6, "failed": 2, "output_lens": lens, "errors": errors})
+    c = compare(read_bench_result(f), load_scenario(SCENARIO))
+    predicted = {m.metric: m.predicted for m in c.metrics}
+    per_request = predicted["total_token_throughput"] / predicted["request_throughput"]
+    assert per_request == pytest.approx((3680 + 6 * 20 + 2 * 1) / 8)
+    assert c.not_modelled[0].startswith("failed: 2 of 8 requests failed in the run")
+    assert "not modelled: failed: 2 of 8" in " ".join(run(str(f), str(SCENARIO)).stdout.split())
+
+
+def test_requests_the_scenario_rejects_are_counted_in_a_warning_or_refused_when_all_are(tmp_path):
+    # llama-3.1-8b's max_model_len is 131,072: a prompt of 140,000 tokens (+ 20 out) is rejected by the engine
+    f = _edited(tmp_path, DETAILED, {"input_lens": [140_000, 420, 510, 610, 300, 420, 510, 610]})
+    out = run(str(f), str(SCENARIO))
+    assert out.exit_code == 0, out.output
+    assert out.stderr.strip() == (f"warning: {SCENARIO}: deployment: rejects 1 of the 8 requests of {f} (request 0: "
+                                  "prompt + output = 140020 tokens > max_model_len 131072); the predictions are over "
+                                  "the rest")
+    # every request over it: nothing is left to predict (it printed -100% throughput and exit 0 before)
+    f = _edited(tmp_path, DETAILED, {"input_lens": [200_000] * 8})
+    _refused(run(str(f), str(SCENARIO)), f"{SCENARIO}: deployment:", "rejects all 8", "max_model_len 131072")
+
+
+def test_a_result_of_another_model_is_a_warning_naming_both(tmp_path):
+    # the fixture's meta-llama/Llama-3.1-8B-Instruct is llama-3.1-8b (its catalog repo meta-llama/Llama-3.1-8B)
+    assert run(str(C16), str(SCENARIO)).stderr == ""
+    f = _edited(tmp_path, C16, {"model_id": "meta-llama/Llama-3.1-70B-Instruct"})
+    out = run(str(f), str(SCENARIO))
+    assert out.exit_code == 0, out.output
+    assert out.stderr.strip() == (f"warning: {f}: model_id: 'meta-llama/Llama-3.1-70B-Instruct' is not the "
+                                  "scenario's model, llama-3.1-8b (meta-llama/Llama-3.1-8B); compared as if the "
+                                  "benchmark ran the scenario's")
+    assert json.loads(run(str(f), str(SCENARIO), "--json").stdout)["warnings"] == [out.stderr.strip()[9:]]
+
+
+def test_the_scenarios_shared_prefix_is_kept_with_the_files_lengths(tmp_path):
+    # every request opens with one 256-token prefix (16 blocks of 16): the first computes it and later ones find
+    # it in the prefix cache; the file's per-request lengths dropped the prefixes silently before
+    scenario = tmp_path / "prefixed.yaml"
+    scenario.write_text(SCENARIO.read_text() + "  shared_prefix: {share: 1.0, tokens: 256}\n")
+    from sizer.sizing.compare import _lengths, _replayed, _simulate
+    bench, s = read_bench_result(DETAILED), load_scenario(scenario)
+    workload, _ = _lengths(_replayed(s, 8, None, 4)[0], bench.input_lens, bench.output_lens, "")
+    cached = _simulate(s, workload).columns["cached_prompt_tokens"]
+    assert cached[0] == 0 and cached.max() == 256 and (cached == 256).sum() >= 4
+
+
+@pytest.mark.parametrize("edit, field", [
+    # an embedding benchmark's report has no generated tokens to compare
+    (lambda d: d["benchmarks"][0].update(type_="embedding_benchmark"), "benchmarks[0].type_"),
+    # a successful request had a prompt: 0 was raised to 1 token silently
+    (lambda d: d["benchmarks"][0]["requests"]["successful"][1].update(prompt_tokens=0),
+     "benchmarks[0].requests.successful[1].prompt_tokens"),
+])
+def test_a_guidellm_benchmark_sizer_cannot_replay_is_refused(tmp_path, edit, field):
+    data = json.loads(GUIDELLM.read_text())
+    edit(data)
+    f = tmp_path / "bad.json"
+    f.write_text(json.dumps(data))
+    _refused(run(str(f), str(SCENARIO)), f"{f}: {field}:")
