@@ -212,9 +212,11 @@ def check_gateway(g: GatewaySection, f: str) -> None:
     """Cross-field rules: names unique and known, shares summing to 1, every class routed."""
     names = [p.name for p in g.pools] + [e.name for e in g.external]
     for i, name in enumerate(names):
+        where = f"gateway.pools[{i}].name" if i < len(g.pools) else f"gateway.external[{i - len(g.pools)}].name"
+        if not name.strip():            # routes, fallbacks and residency name it
+            raise InputError(f, where, f"expected a name, got {excerpt(name)}")
         if name in names[:i]:
-            where = f"pools[{i}]" if i < len(g.pools) else f"external[{i - len(g.pools)}]"
-            raise InputError(f, f"gateway.{where}.name", f"{excerpt(name)} is used twice; expected unique names")
+            raise InputError(f, where, f"{excerpt(name)} is used twice; expected unique names")
     for i, p in enumerate(g.pools):
         if p.deployment.disaggregated is not None:
             raise InputError(f, f"gateway.pools[{i}].deployment.disaggregated",

@@ -28,7 +28,7 @@ from sizer.inputs.manifests.commands import (
 from sizer.inputs.manifests.fields import MAX_GPUS_PER_POD, get
 from sizer.inputs.manifests.gpus import GPU_LABELS, MIG_RESOURCE, read_label
 from sizer.inputs.manifests.helm_charts import helm_servers
-from sizer.inputs.manifests.kubernetes import Server, kubernetes_servers
+from sizer.inputs.manifests.kubernetes import KINDS, Server, kubernetes_servers
 from sizer.inputs.manifests.operators import OPERATOR_KINDS, operator_servers
 from sizer.inputs.model_spec import CATALOG_DIR
 from sizer.inputs.scenario import ENGINE_NAMES, SLOSection, WorkloadSection, load_scenario, scenario_from_dict
@@ -173,11 +173,17 @@ LOOKED_FOR = ("a container running `vllm serve`, `python -m vllm.entrypoints.ope
 
 
 def find_servers(docs: list, file: str) -> list[Server]:
-    """Every inference server in a file's documents: Kubernetes objects, then Helm values."""
+    """Every inference server in a file's documents: Kubernetes objects, then Helm values. An object of a kind sizer
+    does not read that runs a server is refused (its replicas and pods mean what that kind says, not a Deployment's);
+    other objects (a Service, a Secret) are left alone."""
     values = [d for d in docs if isinstance(d, dict) and not d.get("kind")]
     plain = [d for d in docs if not (isinstance(d, dict) and d.get("kind") in OPERATOR_KINDS)]
-    return kubernetes_servers(plain, file) + operator_servers(docs, file) + \
-        [s for doc in values for s in helm_servers(doc, file)]
+    servers = kubernetes_servers(plain, file)
+    unread = next((s.doc["kind"] for s in servers if s.doc["kind"] not in KINDS), None)
+    if unread is not None:
+        raise InputError(file, "kind", f"expected one of {', '.join(KINDS + OPERATOR_KINDS)} (the kinds sizer reads; "
+                                       f"a document without a kind is read as Helm values), got {excerpt(unread)}")
+    return servers + operator_servers(docs, file) + [s for doc in values for s in helm_servers(doc, file)]
 
 
 def _from_manifest(docs: list, servers: list[Server], file: str, stem: str, kv_share: float | None,
@@ -365,6 +371,7 @@ def _model_field(server: Server, engine: str) -> str:
 
 
 def _sizer_block(docs: list, doc: dict, file: str) -> SizerBlock:
+    _refuse_unknown_annotations(docs, file)
     raw = doc.get("sizer")
     if raw is None:
         metadata = get(doc, "metadata", "", file)
@@ -381,6 +388,21 @@ def _sizer_block(docs: list, doc: dict, file: str) -> SizerBlock:
 
 
 ANNOTATION = "sizer.dev/check"
+ANNOTATION_PREFIX = "sizer.dev/"        # sizer's own annotations: ANNOTATION is the one it reads
+
+
+def _refuse_unknown_annotations(docs: list, file: str) -> None:
+    """An annotation under sizer's prefix other than ANNOTATION, on any document of the file (a misspelt
+    `sizer.dev/check` would leave the check without its workload, SLO and budget); the annotations of a document whose
+    metadata is not a mapping are not sizer's to read."""
+    for doc in docs:
+        metadata = doc.get("metadata") if isinstance(doc, dict) else None
+        annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+        for key in annotations if isinstance(annotations, dict) else ():
+            if isinstance(key, str) and key.startswith(ANNOTATION_PREFIX) and key != ANNOTATION:
+                raise InputError(file, join("metadata.annotations", key),
+                                 f"unknown key under {ANNOTATION_PREFIX}; expected one of: {ANNOTATION}")
+
 
 def _as_dict(section) -> dict:
     """A built section back to a mapping without its unset (None) fields."""

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +27,7 @@ from sizer.errors import InputError
 from sizer.inputs.scenario import MAX_REPLICAS, Engine, KVCacheDtype, WeightFormat
 from validation.errors import excerpt
 from validation.safe_yaml import load_yaml
-from validation.schema import build, field
+from validation.schema import build, convert, field
 
 # Points one sweep expands to at most: 1,000,000 (the Parquet file then holds ~1 GB of rows; a
 # cluster of a thousand cores works through it in about an hour at docs/scale.md's rate).
@@ -93,7 +95,7 @@ class SweepFile:
 
 
 CONSTRAINT_QUANTITIES = ("gpus_per_replica", "replicas", "gpus", "usd_per_hour", "usd_per_million_output_tokens")
-_CONSTRAINT = re.compile(r"^\s*([a-z_]+)\s*(<=|<|>=|>)\s*([0-9.eE+]+)\s*$")
+_CONSTRAINT = re.compile(r"^\s*([a-z_]+)\s*(<=|<|>=|>)\s*([-+]?[0-9.eE+-]+)\s*$")
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,8 @@ def parse_constraint(text: str, file: str | None, path: str) -> Constraint:
         raise InputError(file, path, f"{expected}, got {excerpt(text)}") from None
     if not math.isfinite(bound):
         raise InputError(file, path, f"expected a finite bound, got {excerpt(text)}")
+    if bound < 0:                   # GPUs, replicas and prices: a negative bound holds always or never
+        raise InputError(file, path, f"expected a bound >= 0 ({m.group(1)} is never negative), got {excerpt(text)}")
     return Constraint(m.group(1), m.group(2), bound)
 
 
@@ -179,11 +183,29 @@ def axis_values(sweep: SweepFile) -> dict[str, list]:
     return out
 
 
+def _check_axis_shapes(data: object, file: str) -> None:
+    """Each axis checked as the shape it is written in, a list as a list of values and a mapping as a Range, so that a
+    bad one is refused for what is wrong inside it (`build` would name only the shapes an axis takes)."""
+    axes = data.get("axes") if isinstance(data, dict) else None
+    hints = typing.get_type_hints(Axes)
+    for name, value in axes.items() if isinstance(axes, dict) else ():
+        for tp in typing.get_args(hints.get(name)):
+            if isinstance(value, list) and typing.get_origin(tp) is list or isinstance(value, dict) and tp is Range:
+                convert(tp, value, f"axes.{name}", file)
+
+
 def load_sweep(path: str | Path) -> SweepFile:
-    """Read and type-check a sweep file; its constraints parsed, its ranges checked."""
+    """Read and type-check a sweep file; its constraints parsed, its ranges checked, its base scenario found."""
     path = Path(path)
-    sweep = dataclasses.replace(build(SweepFile, load_yaml(path), "", str(path)), file=str(path))
+    data = load_yaml(path)
+    _check_axis_shapes(data, str(path))
+    sweep = dataclasses.replace(build(SweepFile, data, "", str(path)), file=str(path))
     sweep = dataclasses.replace(sweep, name=sweep.name or path.stem)
+    base = sweep.scenario_path()
+    if not os.path.lexists(base):
+        raise InputError(sweep.file, "scenario", "expected a scenario YAML file (a path from the sweep file's folder), "
+                                                 f"got {excerpt(sweep.scenario)}: {excerpt(str(base), quote=False)} "
+                                                 "not found")
     for i, text in enumerate(sweep.constraints):
         parse_constraint(text, sweep.file, f"constraints[{i}]")
     axis_values(sweep)

@@ -263,6 +263,12 @@ def variant_of(sweep: Sweep, point: Point, seed: int | None = None) -> Variant:
 
 
 def check_axes(sweep: SweepFile, values: dict[str, list], data: dict, base: Scenario) -> None:
+    if base.deployment.speculative_config is None:
+        axis = next((k for k in ("num_speculative_tokens", "speculative")
+                     if values.get(k) and (k == "num_speculative_tokens" or True in values[k])), None)
+        if axis is not None:
+            raise InputError(sweep.file, f"axes.{axis}", f"the base scenario {sweep.scenario} has no "
+                                                         "deployment.speculative_config to turn on")
     for name, items in values.items():
         for i, value in enumerate(items):
             try:
@@ -272,12 +278,8 @@ def check_axes(sweep: SweepFile, values: dict[str, list], data: dict, base: Scen
                 s = scenario_from_dict(data, str(sweep.scenario_path()), point.variant(base.hardware.gpu))
                 if name == "model":
                     resolve(s)
-            except FieldError as error:
-                raise InputError(sweep.file, f"axes.{name}[{i}]", error.message) from None
-    if base.deployment.speculative_config is None and (values.get("num_speculative_tokens")
-                                                       or True in values.get("speculative", ())):
-        raise InputError(sweep.file, "axes.speculative", f"the base scenario {sweep.scenario} has no "
-                                                          "deployment.speculative_config to turn on")
+            except FieldError as error:     # with the file and field it names (a model's config.json, its key)
+                raise InputError(sweep.file, f"axes.{name}[{i}]", error.one_line()) from None
     if not slo_of(base).has_targets and not any(values.get(k) for k in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")):
         raise InputError(sweep.file, "scenario", "a sweep needs at least one SLO target (slo.ttft_ms, itl_ms, "
                                                  "tpot_ms or e2e_ms in the scenario, or an axis)")

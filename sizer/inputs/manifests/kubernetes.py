@@ -23,6 +23,9 @@ from sizer.inputs.manifests.gpus import MIG_RESOURCE
 from validation.errors import excerpt
 from validation.schema import join
 
+# The kinds read here; an object of another kind running a server is refused (sizer/inputs/manifest.py find_servers)
+KINDS = ("Deployment", "StatefulSet", "Pod", "Job", "LeaderWorkerSet", "InferenceService", "ServingRuntime",
+         "ClusterServingRuntime")
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 # KServe's Hugging Face serving runtime (kserve/huggingfaceserver): vLLM behind KServe's own flags
 # (--model_id, --model_name, --backend), with vLLM's engine flags passed through.

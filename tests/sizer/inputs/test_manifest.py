@@ -10,7 +10,8 @@ def test_swap_space_is_named_as_not_modelled():
     fields, model, notes = parse_vllm_args(["vllm", "serve", "meta-llama/Llama-3.1-8B", "--swap-space", "8",
                                             "--max-num-seqs", "64"], "deploy.yaml")
     assert model == "meta-llama/Llama-3.1-8B" and fields == {"max_num_seqs": 64}
-    assert notes == ["vLLM flags not modelled: --swap-space"]
+    assert notes == ["vLLM flags unknown to sizer, not modelled and not checked (a flag vLLM does not have stops it "
+                     "at start): --swap-space"]
 
 
 SGLANG_EAGLE_MANIFEST = """apiVersion: apps/v1

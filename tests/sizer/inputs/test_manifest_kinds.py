@@ -42,7 +42,8 @@ def test_pod_running_sglang():
     # --chunked-prefill-size -1 is SGLang's "off"; --max-prefill-tokens is its per-step token budget
     assert d == {"engine": "sglang", "tensor_parallel_size": 4, "gpu_memory_utilization": 0.85, "max_model_len": 32768,
                  "max_num_seqs": 128, "enable_chunked_prefill": False, "max_num_batched_tokens": 32768, "replicas": 1}
-    assert "SGLang flags not modelled: --host --port" in inp.notes
+    assert ("SGLang flags unknown to sizer, not modelled and not checked (a flag SGLang does not have stops it at "
+            "start): --host --port") in inp.notes
 
 
 def test_job_running_trtllm_serve():
@@ -81,7 +82,8 @@ def test_kserve_huggingface_runtime():
     assert model_and_gpu(inp) == ("llama-3.1-8b", "a100-80gb")
     assert (inp.replicas, inp.gpus_per_replica, inp.gpus_requested) == (2, 1, 1)
     assert d == {"engine": "vllm", "max_model_len": 8192, "replicas": 2}
-    assert "vLLM flags not modelled: --model_name" in inp.notes         # named as written
+    assert ("vLLM flags unknown to sizer, not modelled and not checked (a flag vLLM does not have stops it at start): "
+            "--model_name") in inp.notes         # named as written
 
 
 def test_kserve_serving_runtime_with_storage_uri():
@@ -230,3 +232,61 @@ def test_engine_environment_known_only_when_the_pod_runs_is_named_not_read(tmp_p
     path.write_text(MARLIN_MANIFEST.replace(', value: "VALUE"', ""))
     with pytest.raises(FieldError, match=r"env\.VLLM_MXFP4_USE_MARLIN: expected 0 or 1, got ''"):
         read_check_input(str(path))
+
+
+# ---- what sizer does not read: named, never passed over ------------------------------------------
+
+PASS = Path(__file__).resolve().parents[3] / "scenarios" / "deploy" / "pass-llama-8b-h100.yaml"
+KINDS_READ = ("Deployment, StatefulSet, Pod, Job, LeaderWorkerSet, InferenceService, ServingRuntime, "
+              "ClusterServingRuntime, LLMInferenceService, RayService, DynamoGraphDeployment")
+
+
+def test_a_kind_sizer_does_not_read_running_a_server_is_refused_naming_the_kinds_it_reads(tmp_path):
+    # a FrobSet's replicas and pods mean what that kind says: read as a Deployment, its 2 replicas were a guess
+    path = tmp_path / "frob.yaml"
+    path.write_text(PASS.read_text().replace("kind: Deployment", "kind: FrobSet"))
+    with pytest.raises(FieldError) as err:
+        read_check_input(str(path))
+    assert (err.value.field, err.value.message) == (
+        "kind", f"expected one of {KINDS_READ} (the kinds sizer reads; a document without a kind is read as Helm "
+                "values), got 'FrobSet'")
+
+
+def test_objects_of_other_kinds_beside_the_server_are_left_alone(tmp_path):
+    # the file's Service, and a PodDisruptionBudget, run no server: they are not sizer's to read
+    path = tmp_path / "with-pdb.yaml"
+    path.write_text(PASS.read_text() + "---\napiVersion: policy/v1\nkind: PodDisruptionBudget\n"
+                                       "metadata: {name: pdb}\nspec: {minAvailable: 1}\n")
+    assert read_check_input(str(path)).replicas == 2          # the Deployment's spec.replicas
+
+
+@pytest.mark.parametrize("doc, old, new, key", [
+    (0, "sizer.dev/check:", "sizer.dev/check-x:", "sizer.dev/check-x"),
+    (1, "metadata:\n", "metadata:\n  annotations: {sizer.dev/budget: '10'}\n", "sizer.dev/budget"),
+])
+def test_an_unknown_annotation_under_sizers_prefix_is_refused_on_any_document(tmp_path, doc, old, new, key):
+    # sizer.dev/check-x on the Deployment left the check without its workload, SLO and budget (the slo and cost rules
+    # skipped: a PASS); one on the Service (document 1) would be as silently lost
+    docs = PASS.read_text().split("---\n")
+    docs[doc] = docs[doc].replace(old, new, 1)
+    path = tmp_path / "annotated.yaml"
+    path.write_text("---\n".join(docs))
+    with pytest.raises(FieldError) as err:
+        read_check_input(str(path))
+    assert (err.value.field, err.value.message) == (
+        f"metadata.annotations.{key}", "unknown key under sizer.dev/; expected one of: sizer.dev/check")
+
+
+def test_other_annotations_are_not_sizers(tmp_path):
+    path = tmp_path / "scraped.yaml"
+    path.write_text(PASS.read_text().replace("  annotations:\n", "  annotations:\n    prometheus.io/scrape: 'true'\n",
+                                             1))
+    assert read_check_input(str(path)).budget_usd_per_hour == 10     # the sizer.dev/check block still read
+
+
+def test_a_flag_sizer_does_not_know_is_a_note_that_says_it_is_unchecked():
+    # sizer ships no list of vLLM's own flags (tests/data/engine_args/ is a test fixture), so it cannot tell a
+    # misspelt flag, which stops vLLM at start, from a real one it does not model: the note says both are unchecked
+    _, _, _, notes = parse_server_args(["vllm", "serve", "m", "--frobnicate=3", "--port", "8000"], "f.yaml")
+    assert notes == ["vLLM flags unknown to sizer, not modelled and not checked (a flag vLLM does not have stops it at "
+                     "start): --frobnicate --port"]

@@ -137,6 +137,9 @@ def write(tmp_path: Path, change) -> Path:
     (lambda g: g["routes"][0].update(classes=["chat"]), "gateway.classes[1]", "no route takes class 'code'"),
     (lambda g: g["pools"][1]["outages"][0].update(end_s=10), "gateway.pools[1].outages[0].end_s", "end_s > start_s"),
     (lambda g: g.update(budget_usd_per_hour=0), "gateway.budget_usd_per_hour", "> 0"),
+    # a blank name no route can name: refused where it is given, not later as "expected one of , large, hosted"
+    (lambda g: g["pools"][0].update(name=""), "gateway.pools[0].name", "expected a name, got ''"),
+    (lambda g: g["external"][0].update(name="  "), "gateway.external[0].name", "expected a name, got '  '"),
 ])
 def test_bad_documents_get_one_line_naming_the_field(tmp_path, change, field, words):
     path = write(tmp_path, change)

@@ -6,9 +6,10 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+import yaml
 from sweephelp import sweep_of, write_sweep
 
-from sizer.inputs.sweep_file import MAX_POINTS, load_sweep
+from sizer.inputs.sweep_file import MAX_POINTS, load_sweep, parse_constraint
 from sizer.outputs.sweep_store import ResultStore
 from sizer.sizing.sweep import SweepRow, run_sweep, tasks
 from validation.errors import FieldError
@@ -30,6 +31,35 @@ def test_ranges_that_overflow_are_one_line(tmp_path, rate):
     with pytest.raises(FieldError) as caught:
         load_sweep(write_sweep(tmp_path, {"rate_per_s": rate}))
     assert caught.value.field == "axes.rate_per_s"
+
+
+@pytest.mark.parametrize("axes, extra, field, message", [
+    # a range (a mapping) with a bad step: the step named, not "expected a list or a mapping" of a value that is one
+    ({"rate_per_s": {"start": 1, "stop": 2, "step": 0}}, {}, "axes.rate_per_s.step", "expected a value > 0, got 0.0"),
+    ({"rate_per_s": {"start": 2, "stop": 1, "step": -1}}, {}, "axes.rate_per_s.step",
+     "expected a value > 0, got -1.0"),
+    # a list with a bad item: the item named
+    ({"ttft_ms": ["fast"]}, {}, "axes.ttft_ms[0]", "expected a finite number, got 'fast'"),
+    # a bound a count or a price never reaches: out of range, not a format error
+    ({"rate_per_s": [1]}, {"constraints": ["gpus <= -1"]}, "constraints[0]",
+     "expected a bound >= 0 (gpus is never negative), got 'gpus <= -1'"),
+    # the base scenario not found: named as the `scenario` field, with what was written
+    ({"rate_per_s": [1]}, {"scenario": 5}, "scenario",
+     "expected a scenario YAML file (a path from the sweep file's folder), got '5': {tmp}/5 not found"),
+])
+def test_a_bad_value_is_named_for_what_is_wrong_with_it(tmp_path, axes, extra, field, message):
+    path = write_sweep(tmp_path, axes)
+    data = yaml.safe_load(path.read_text())
+    path.write_text(yaml.safe_dump({**data, **extra}))
+    with pytest.raises(FieldError) as caught:
+        load_sweep(path)
+    assert (caught.value.file, caught.value.field) == (str(path), field)
+    assert caught.value.message == message.format(tmp=tmp_path)
+
+
+def test_a_small_bound_written_with_an_exponent_is_read():
+    # 1e-3 has a minus sign inside: read as 0.001 (the pattern once refused it as not QUANTITY OP NUMBER)
+    assert parse_constraint("usd_per_hour >= 1e-3", "s.yaml", "constraints[0]").bound == 0.001
 
 
 def test_one_gpu_under_two_names_is_one_point(tmp_path):
