@@ -3,16 +3,19 @@
 A model reference is, in this order: a path (a config.json, or a checkpoint folder holding one); a
 name in the bundled catalog; or a Hugging Face model id `org/name`, found in the local Hugging
 Face cache (`$HF_HUB_CACHE`, else `$HF_HOME/hub`, else `~/.cache/huggingface/hub`; the snapshot
-that `refs/main` names), else in sizer's bundled store of HF configs (sizer.inputs.hf_store).
+that `refs/main` names, else the only one), else in sizer's bundled store of HF configs
+(sizer.inputs.hf_store).
 Nothing is ever downloaded. Beside config.json the folder may hold:
 
 - `hf_quant_config.json`, NVIDIA ModelOpt's statement of the quantisation. vLLM reads it only when
   config.json has no `quantization_config`, and so does sizer (`Checkpoint.quantization`);
 - a `.gguf` file instead of all of these: its metadata stands for config.json, its file type for the
   quantisation and its tensor table for the bytes (sizer.inputs.gguf_file);
-- the weights: `model.safetensors.index.json` states their bytes (`metadata.total_size`); without
-  it, each `.safetensors` file's header (an 8-byte little-endian length, then a JSON table of the
-  tensors and their byte ranges) gives them. Only headers are read, never tensors.
+- the weights: `model.safetensors.index.json` states their bytes (`metadata.total_size`) and the file
+  of each tensor (`weight_map`); without it, each `.safetensors` file's header (an 8-byte
+  little-endian length, then a JSON table of the tensors and their byte ranges) gives them. Only
+  headers are read, never tensors. An index listing no tensor, or a `.safetensors` file holding
+  none, is refused: it is not this model's weights.
 """
 
 from __future__ import annotations
@@ -63,17 +66,20 @@ def hf_cache_dir() -> Path:
 
 
 def cached_snapshot(model_id: str, file: str | None, field_path: str) -> Path | None:
-    """The folder of `model_id`'s snapshot in the local cache: the one refs/main names, else the only one;
-    None when the cache holds none."""
+    """The folder of `model_id`'s snapshot in the local cache: the one refs/main names (which must be there, as
+    huggingface_hub reads it), else the only one; None when the cache holds none."""
     cache = hf_cache_dir()
     repo = cache / ("models--" + model_id.replace("/", "--"))
     snapshots = repo / "snapshots"
     ref = repo / "refs" / "main"
     if ref.is_file():
         commit = read_text(ref, 1024, "refs file").strip()
-        folder = snapshots / commit
-        if re.fullmatch(r"[0-9a-f]{7,64}", commit) and folder.is_dir():
-            return folder
+        if not re.fullmatch(r"[0-9a-f]{7,64}", commit):
+            raise InputError(str(ref), None, f"expected a commit hash (hexadecimal), got {excerpt(commit)}")
+        if not (snapshots / commit).is_dir():
+            raise InputError(str(ref), None, f"names snapshot {commit}, which is not in {snapshots} (an interrupted "
+                                             "download?); download it again or give a snapshot folder")
+        return snapshots / commit
     found = sorted(p for p in snapshots.iterdir() if p.is_dir()) if snapshots.is_dir() else []
     if len(found) == 1:
         return found[0]
@@ -148,7 +154,7 @@ def read_checkpoint(reference: str, catalog_dir: Path, file: str | None = None,
     if config_path.suffix == ".gguf":            # a GGUF file: metadata for the config, its tensor table for bytes
         g = kind("gguf").read_gguf(config_path)
         return Checkpoint(g.config, config_path.stem, str(config_path), found_as, g.quantization(), g.tensor_bytes,
-                          f"GGUF tensor table ({g.type_counts})")
+                          g.tensor_source)
     config = load_json(config_path)
     if not isinstance(config, dict):
         raise InputError(str(config_path), None, "expected a JSON object")
@@ -170,10 +176,14 @@ def stored_bytes(folder: Path) -> tuple[int | None, str]:
         data = load_json(index)
         total = data.get("metadata", {}).get("total_size") if isinstance(data, dict) and isinstance(
             data.get("metadata"), dict) else None
-        if isinstance(total, bool) or not isinstance(total, (int, float)) or not 0 <= total < MAX_TOTAL_BYTES \
+        if isinstance(total, bool) or not isinstance(total, (int, float)) or not 0 < total < MAX_TOTAL_BYTES \
                 or total != int(total):
-            raise InputError(str(index), "metadata.total_size", f"expected a byte count (an integer from 0 to "
+            raise InputError(str(index), "metadata.total_size", f"expected a byte count (an integer from 1 to "
                                                                 f"{MAX_TOTAL_BYTES:,}), got {excerpt(total)}")
+        weights = data.get("weight_map")
+        if not (isinstance(weights, dict) and weights and all(isinstance(v, str) for v in weights.values())):
+            raise InputError(str(index), "weight_map", f"expected a mapping of each tensor's name to its .safetensors "
+                                                       f"file, got {excerpt(weights)}")
         return int(total), f"{INDEX} metadata.total_size"
     files = sorted(folder.glob("*.safetensors"))
     if not files:
@@ -185,4 +195,7 @@ def stored_bytes(folder: Path) -> tuple[int | None, str]:
 
 def header_tensor_bytes(path: Path) -> int:
     """Bytes of the tensors a .safetensors file holds, from its header alone."""
-    return read_header(path, InputError).tensor_bytes
+    header = read_header(path, InputError)
+    if not header.tensors:
+        raise InputError(str(path), "header", "no tensors; expected the model's weights")
+    return header.tensor_bytes

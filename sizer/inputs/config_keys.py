@@ -1,6 +1,7 @@
-"""The config.json keys sizer reads, declared once: types, bounds, other spellings; the keys known
-to change nothing sizer computes; the words that mark an unknown key as architectural; and the
-features refused when switched on. `model_spec.from_hf_config` reads a config through these."""
+"""The config.json keys sizer reads, declared once: types, bounds, other spellings; the model types
+(families) sizer places layers for; the keys known to change nothing sizer computes; the words that
+mark an unknown key as architectural; and the features refused when switched on.
+`model_spec.from_hf_config` reads a config through these."""
 
 from __future__ import annotations
 
@@ -37,11 +38,12 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     # null only where block_configs state the width per layer (Llama-Nemotron)
     Key("intermediate_size", int, ge=1, le=MAX_INTERMEDIATE, doc="default 4 x hidden_size"),
     Key("vocab_size", int, ge=1, le=MAX_VOCAB, nullable=False),
-    Key("max_position_embeddings", int, ge=0, le=MAX_POSITIONS, nullable=False, default=0),
+    Key("max_position_embeddings", int, ge=1, le=MAX_POSITIONS, nullable=False, default=0,
+        doc="0 when not stated: the scenario's max_model_len is then required"),
     Key("tie_word_embeddings", bool, doc="default true for Gemma, else false"),
     Key("rms_norm_eps", float, gt=0, le=1, nullable=False, default=1e-5),
     Key("rope_theta", float, gt=0, nullable=False, default=10000.0),
-    Key("torch_dtype", str, aliases=("dtype",), default="bfloat16"),
+    Key("torch_dtype", str, aliases=("dtype",), default="bfloat16", doc="one of DTYPE_BYTES"),
     Key("attention_bias", bool, doc="default true for Qwen2, else false"),
     # Mixture of experts: 0 (or no key) is a dense model
     Key("num_local_experts", int, ge=0, le=MAX_EXPERTS, aliases=("n_routed_experts", "num_experts"), default=0),
@@ -87,6 +89,8 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("hidden_size_per_layer_input", int, ge=0, le=MAX_HIDDEN, default=0),
     Key("use_double_wide_mlp", bool, default=False),
     Key("mlp_bias", bool, default=False),
+    Key("is_encoder_decoder", bool, default=False),
+    Key("add_cross_attention", bool, default=False),
     # which layers are MoE, and shared experts
     Key("moe_layer_freq", int, ge=1, le=MAX_LAYERS, default=1, doc="DeepSeek: every n-th layer after the dense ones"),
     Key("decoder_sparse_step", int, ge=1, le=MAX_LAYERS, doc="Qwen MoE: every n-th layer is MoE"),
@@ -112,7 +116,7 @@ KEYS: dict[str, Key] = {k.name: k for k in (
         doc="NemotronH: biases on the Mamba projections"),
     Key("mamba_ssm_cache_dtype", str, aliases=("mamba_ssm_dtype",),
         doc="the recurrent (SSM / delta-rule) state's dtype, as vLLM sets its mamba_ssm_cache_dtype from it; "
-            "default the model's"),
+            "one of DTYPE_BYTES, default the model's"),
     # Gated delta net (linear attention)
     Key("linear_num_key_heads", int, ge=1, le=MAX_HEADS),
     Key("linear_num_value_heads", int, ge=1, le=MAX_HEADS),
@@ -133,8 +137,33 @@ KEYS: dict[str, Key] = {k.name: k for k in (
 
 KNOWN_SPELLINGS = frozenset(spelling for key in KEYS.values() for spelling in key.keys)
 
-# Bytes per value of the torch dtypes configs name; others are taken as 16-bit
+# Bytes per value of the torch dtypes configs name (torch_dtype, mamba_ssm_cache_dtype); others are refused
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
+
+# The model_types (transformers' names: the key the family rules below and in model_layers.py go by) sizer has
+# been checked on: the families of the configs in the catalog and tests/data/models, and those the rules below
+# name. Another decoder's layers are read from its config's keys as attention and MLP (or expert) blocks, a key
+# that would change them refused, and the plan says its family was not checked (`model_spec._check_family`);
+# the families below that are no such decoder are refused by name. Expert keys in a dense family sizer knows are
+# refused: its models (vLLM's, transformers') ignore them, so a Llama stating 8 experts is not sized as a Mixtral.
+DENSE_TYPES = (
+    "llama", "mistral", "phi", "phi3", "mimo", "olmo2", "gemma", "gemma2", "gemma3", "gemma3_text", "qwen2", "qwen3",
+    "qwen3_5", "qwen3_5_text", "qwen3_vl", "qwen3_vl_text", "nemotron", "nemotron-nas", "starcoder2", "gpt_neox",
+    "gpt_bigcode", "falcon", "gpt2",
+)
+MOE_TYPES = (
+    "mixtral", "llama4", "llama4_text", "gemma4", "gemma4_text", "qwen3_moe", "qwen3_next", "qwen3_5_moe",
+    "qwen3_5_moe_text", "qwen3_vl_moe", "qwen3_vl_moe_text", "deepseek_v3", "deepseek_v32", "kimi_k2", "kimi_k25",
+    "glm_moe_dsa", "gpt_oss", "nemotron_h",
+)
+MODEL_TYPES = DENSE_TYPES + MOE_TYPES
+# Families that are not the attention-and-MLP decoders sizer places: encoders, encoder-decoders, state-space and
+# recurrent models (a Mamba config's Llama-looking keys would size it as a Llama)
+NOT_DECODER_TYPES = (
+    "bert", "roberta", "xlm-roberta", "distilbert", "deberta", "deberta-v2", "electra", "albert", "modernbert",
+    "t5", "mt5", "umt5", "bart", "mbart", "pegasus", "marian", "whisper",
+    "mamba", "mamba2", "falcon_mamba", "rwkv", "rwkv5", "rwkv6", "rwkv7", "xlstm", "recurrent_gemma",
+)
 
 # model_type prefixes whose attention has an output gate, q/k norms; MLPs without a gate (up, down only)
 GATED_ATTENTION_TYPES = ("qwen3_next", "qwen3_5")
@@ -160,7 +189,7 @@ HARMLESS_KEYS = frozenset((
     "output_router_logits", "norm_topk_prob", "routed_scaling_factor", "scoring_func", "topk_group", "n_group",
     "swiglu_limit", "initial_context_length", "aux_loss_alpha", "seq_aux", "ep_size", "pretraining_tp",
     "router_jitter_noise", "use_qk_norm", "attn_temperature_tuning", "attn_scale", "floor_scale",
-    "max_window_layers", "is_encoder_decoder", "tokenizer_class", "use_mamba_kernels", "mamba_chunk_size",
+    "max_window_layers", "tokenizer_class", "use_mamba_kernels", "mamba_chunk_size",
     "chunk_size", "time_step_min", "time_step_max", "time_step_floor", "time_step_limit", "time_step_rank",
     "rescale_prenorm_residual", "residual_in_fp32", "layer_norm_epsilon", "norm_eps", "expand",
     "num_logits_to_keep", "image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id",
@@ -174,7 +203,7 @@ HARMLESS_KEYS = frozenset((
     "vocab_size_per_layer_input", "ignore_index", "use_unified_vision_chunk", "video_placeholder",
     "vision_soft_tokens_per_image", "_attn_implementation",
     # transformers' PretrainedConfig generation and bookkeeping attributes, saved by some exporters
-    "add_cross_attention", "bad_words_ids", "begin_suppress_tokens", "chunk_size_feed_forward",
+    "bad_words_ids", "begin_suppress_tokens", "chunk_size_feed_forward",
     "cross_attention_hidden_size", "diversity_penalty", "do_sample", "early_stopping", "encoder_no_repeat_ngram_size",
     "exponential_decay_length_penalty", "finetuning_task", "id2label", "label2id", "is_decoder", "length_penalty",
     "max_length", "min_length", "no_repeat_ngram_size", "num_beam_groups", "num_beams", "num_return_sequences",
@@ -239,4 +268,6 @@ VISION_SPELLINGS = frozenset(spelling for key in VISION_KEYS.values() for spelli
 UNMODELLED = (("num_kv_shared_layers", 0, "KV shared across layers"),
               ("hidden_size_per_layer_input", 0, "per-layer input embeddings"),
               ("use_double_wide_mlp", False, "double-wide MLP layers"),
-              ("audio_config", None, "an audio encoder"))
+              ("audio_config", None, "an audio encoder"),
+              ("is_encoder_decoder", False, "an encoder-decoder model"),
+              ("add_cross_attention", False, "cross-attention layers"))

@@ -12,10 +12,18 @@ of strings walked only up to MAX_ARRAY_STRINGS, arrays of arrays refused. From i
 - the exact bytes: each tensor's element count in its GGUF type (sizer.inputs.gguf_types), which
   the plan compares with what the preset's rules give.
 
-Refused, one line each naming the file and the field: a file that is not GGUF or is truncated, a
-count or length past the bounds or the file's end, a tensor whose data runs past the end of the
-file, a tensor type sizer does not know, an architecture sizer has no config.json mapping for, and
-missing or non-positive sizes.
+A model split in shards (`split.count` > 1, llama.cpp's `gguf-split`) is read whole, as llama.cpp
+loads it: from its first shard, named `PREFIX-00001-of-0000N.gguf`, the others found beside it by the
+same naming (their tensors added; the metadata is the first shard's).
+
+Refused, one line each naming the file and the field, where llama.cpp would refuse to load the file
+or sizer would size something else: a file that is not GGUF or is truncated, a count or length past
+the bounds or the file's end, a key or tensor stated twice, a tensor whose data is not where
+llama.cpp looks for it (right after the one before, padded to the alignment: overlapping data, or
+data past the end of the file), a row its type's blocks do not divide, a tensor type sizer does not
+know, an architecture sizer has no config.json mapping for, missing or non-positive sizes, a
+vocabulary the token embedding disagrees with, a block count the tensor table disagrees with, no
+tensors at all, and a shard that is not the first or whose other shards are not beside it.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from __future__ import annotations
 import math
 import mmap
 import os
+import re
 import stat
 import struct
 from collections import Counter
@@ -36,10 +45,10 @@ from sizer.inputs.quantization import Quantization
 from validation.errors import excerpt
 from validation.input_files import file_kind
 
-# GGUF general.architecture -> the Hugging Face architecture whose config.json keys sizer reads
-ARCHITECTURES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
-                 "qwen3moe": "Qwen3MoeForCausalLM"}
-MIXTRAL = "MixtralForCausalLM"          # GGUF writes Mixtral as "llama" with an expert count
+# GGUF general.architecture -> (the Hugging Face architecture, its model_type) whose config.json keys sizer reads
+ARCHITECTURES = {"llama": ("LlamaForCausalLM", "llama"), "qwen2": ("Qwen2ForCausalLM", "qwen2"),
+                 "qwen3": ("Qwen3ForCausalLM", "qwen3"), "qwen3moe": ("Qwen3MoeForCausalLM", "qwen3_moe")}
+MIXTRAL = ("MixtralForCausalLM", "mixtral")      # GGUF writes Mixtral as "llama" with an expert count
 # config.json key <- GGUF key under the architecture's prefix ("llama.block_count")
 KEYS = {"num_hidden_layers": "block_count", "hidden_size": "embedding_length",
         "intermediate_size": "feed_forward_length", "num_attention_heads": "attention.head_count",
@@ -48,6 +57,7 @@ KEYS = {"num_hidden_layers": "block_count", "hidden_size": "embedding_length",
         "head_dim": "attention.key_length", "num_local_experts": "expert_count",
         "num_experts_per_tok": "expert_used_count", "moe_intermediate_size": "expert_feed_forward_length"}
 REQUIRED = ("num_hidden_layers", "hidden_size", "num_attention_heads", "max_position_embeddings")
+BLOCK = re.compile(r"blk\.(\d+)\.")          # a tensor of one block (layer): blk.7.attn_q.weight
 
 
 @dataclass(frozen=True)
@@ -63,16 +73,23 @@ class GGUFTensor:
 
 @dataclass(frozen=True)
 class GGUFModel:
-    path: str
+    path: str                       # the file given (a split model's first shard)
     architecture: str
     config: dict[str, Any]          # config.json-style, for sizer's model reader
     preset: gg.Preset | None        # from general.file_type; None when the file's type is not one of sizer's presets
     file_type: int | None
-    tensors: tuple[GGUFTensor, ...]
+    tensors: tuple[GGUFTensor, ...]  # every shard's
+    shards: int = 1
 
     @property
     def tensor_bytes(self) -> int:
         return int(sum(t.nbytes for t in self.tensors))
+
+    @property
+    def tensor_source(self) -> str:
+        """Where tensor_bytes was read: "GGUF tensor table (Q4_K x 193, ...)"."""
+        tables = f"tensor tables of {self.shards} shards" if self.shards > 1 else "tensor table"
+        return f"GGUF {tables} ({self.type_counts})"
 
     @property
     def type_counts(self) -> str:
@@ -107,8 +124,9 @@ DEFAULT_ALIGNMENT = 32
 
 @dataclass(frozen=True)
 class Skipped:
-    """A long array of fixed-size values, skipped: its length only."""
+    """A long array, skipped: its length and the GGUF type of its items."""
     length: int
+    item: int
 
 
 class _Header:
@@ -175,19 +193,39 @@ class _Header:
             n = self.count(field, len(self.data), size)
             if n > SMALL_ARRAY:
                 self.take(n * size, field)
-                return Skipped(n)
+                return Skipped(n, item)
             return list(struct.unpack_from(f"{self.order}{n}{_FIXED[item]}", self.data, self.take(n * size, field)))
         if item == _STRING:
             n = self.count(field, MAX_ARRAY_STRINGS, 8)
             if n <= SMALL_ARRAY:
                 return [self.string(field) for _ in range(n)]
             self.skip_strings(n, field)
-            return Skipped(n)
+            return Skipped(n, item)
         raise self.fail(field, f"an array of value type {item}; expected an array of numbers, booleans or strings")
 
 
-def _parse(data: mmap.mmap | bytes, file: str) -> tuple[dict[str, Any], list[tuple[str, int, int, int]], int]:
-    """(metadata, [(tensor name, type id, values, data offset)], start of the tensor data)."""
+@dataclass(frozen=True)
+class _Entry:
+    """One row of a tensor table, as the file states it."""
+    name: str
+    type_id: int
+    shape: tuple[int, ...]          # GGML order: shape[0] is a row's length
+    offset: int                     # within the tensor data
+
+
+@dataclass(frozen=True)
+class _File:
+    """One parsed GGUF file: its metadata, tensor table, where its tensor data starts, its size."""
+    path: str
+    fields: dict[str, Any]
+    table: list[_Entry]
+    data_start: int
+    alignment: int
+    size: int
+
+
+def _parse(data: mmap.mmap | bytes, file: str) -> _File:
+    """The header of a mapped GGUF file: metadata (each key once) and tensor table."""
     h = _Header(data, file)
     if len(data) < 24 or bytes(data[:4]) != b"GGUF":
         raise h.fail(None, "not a GGUF file (expected the magic GGUF and a header)")
@@ -203,6 +241,9 @@ def _parse(data: mmap.mmap | bytes, file: str) -> tuple[dict[str, Any], list[tup
     fields: dict[str, Any] = {}
     for i in range(keys):
         key = h.string(f"metadata[{i}].key")
+        if key in fields:
+            raise h.fail(excerpt(key, quote=False), "stated twice; expected each key once (llama.cpp refuses a "
+                                                    "duplicate key)")
         fields[key] = h.value(h.unpack("I", excerpt(key, quote=False)), excerpt(key, quote=False))
     table = []
     for i in range(tensors):
@@ -211,13 +252,44 @@ def _parse(data: mmap.mmap | bytes, file: str) -> tuple[dict[str, Any], list[tup
         dims = h.unpack("I", where)
         if dims > MAX_DIMS:
             raise h.fail(where, f"{dims:,} dimensions; expected at most {MAX_DIMS}")
-        shape = [h.unpack("Q", where) for _ in range(dims)]
+        shape = tuple(h.unpack("Q", where) for _ in range(dims))
         kind, offset = h.unpack("I", where), h.unpack("Q", where)
-        table.append((name, kind, math.prod(shape), offset))
+        table.append(_Entry(name, kind, shape, offset))
     alignment = fields.get("general.alignment", DEFAULT_ALIGNMENT)
     if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
         raise h.fail("general.alignment", f"expected a power of two, got {excerpt(alignment)}")
-    return fields, table, -(-h.at // alignment) * alignment
+    return _File(file, fields, table, -(-h.at // alignment) * alignment, alignment, len(data))
+
+
+def _tensors(f: _File, seen: set[str]) -> list[GGUFTensor]:
+    """The tensors of one file's table, each where llama.cpp looks for its data: right after the one before it
+    (padded to the alignment), within the file; a row its type's blocks divide; a name not in `seen` (the
+    tensors of the shards before), which it joins."""
+    tensors, expected = [], 0
+    for e in f.table:
+        where = f"tensors.{excerpt(e.name, quote=False)}"
+        ggml_type = gg.BY_ID.get(e.type_id)
+        if ggml_type is None:
+            raise InputError(f.path, f"{where}.type",
+                             f"GGUF type id {e.type_id} is one sizer does not know; known: {', '.join(gg.TYPES)}")
+        if e.name in seen:
+            raise InputError(f.path, where, "stated twice; expected each tensor once (llama.cpp refuses a duplicate)")
+        if e.shape and e.shape[0] % ggml_type.block_values:
+            raise InputError(f.path, where, f"rows of {e.shape[0]:,} values; {ggml_type.name} stores whole blocks of "
+                                            f"{ggml_type.block_values}")
+        if e.offset != expected:
+            raise InputError(f.path, where, f"data at offset {e.offset:,}; expected {expected:,}, where the tensor "
+                                            f"before it ends (padded to {f.alignment}): overlapping or misplaced "
+                                            "tensor data, which llama.cpp refuses")
+        nbytes = math.ceil(ggml_type.tensor_bytes(math.prod(e.shape)))
+        end = f.data_start + e.offset + nbytes
+        if end > f.size:
+            raise InputError(f.path, where, f"data ends at byte {end:,} of a {f.size:,}-byte file: the file is "
+                                            "truncated")
+        expected += -(-nbytes // f.alignment) * f.alignment
+        seen.add(e.name)
+        tensors.append(GGUFTensor(e.name, ggml_type, math.prod(e.shape)))
+    return tensors
 
 
 def _mapped(path: Path) -> mmap.mmap | bytes:
@@ -239,27 +311,23 @@ def _mapped(path: Path) -> mmap.mmap | bytes:
             raise InputError(file, None, f"cannot read: {exc}") from None
 
 
-def _length(array: Any) -> int | None:
-    return array.length if isinstance(array, Skipped) else len(array) if isinstance(array, list) else None
+def _length(tokens: Any) -> int | None:
+    """The length of an array of strings (a token list), else None."""
+    if isinstance(tokens, Skipped):
+        return tokens.length if tokens.item == _STRING else None
+    return len(tokens) if isinstance(tokens, list) and all(isinstance(t, str) for t in tokens) else None
 
 
 def read_gguf(path: Path) -> GGUFModel:
-    """The model a .gguf file describes, from its metadata and tensor table."""
-    file = str(path)
-    data = _mapped(path)
-    size = len(data)
-    fields, table, data_start = _parse(data, file)
-    tensors = []
-    for name, kind, values, offset in table:
-        ggml_type = gg.BY_ID.get(kind)
-        if ggml_type is None:
-            raise InputError(file, f"tensors.{excerpt(name, quote=False)}.type",
-                             f"GGUF type id {kind} is one sizer does not know; known: {', '.join(gg.TYPES)}")
-        end = data_start + offset + math.ceil(ggml_type.tensor_bytes(values))
-        if end > size:
-            raise InputError(file, f"tensors.{excerpt(name, quote=False)}",
-                             f"data ends at byte {end:,} of a {size:,}-byte file: the file is truncated")
-        tensors.append(GGUFTensor(name, ggml_type, values))
+    """The model a .gguf file describes (with its other shards, for a split model's first), from its metadata and
+    tensor tables."""
+    first = _parse(_mapped(path), str(path))
+    file, fields = first.path, first.fields
+    seen: set[str] = set()
+    files = _shards(path, first)
+    tensors = [t for f in files for t in _tensors(f, seen)]
+    if not tensors:
+        raise InputError(file, "tensor_count", "0: no tensors (a vocabulary-only file?); expected the model's weights")
     tokens = fields.get("tokenizer.ggml.tokens")
     fields = {name: v for name, v in fields.items() if not name.startswith("tokenizer.ggml.")}
     arch = fields.get("general.architecture")
@@ -271,19 +339,89 @@ def read_gguf(path: Path) -> GGUFModel:
     if missing:
         raise InputError(file, f"{arch}.{missing[0]}", "missing: a GGUF model file states it")
     for k in REQUIRED:
-        if not (isinstance(config[k], int) and not isinstance(config[k], bool) and config[k] > 0):
+        if not _positive(config[k]):
             raise InputError(file, f"{arch}.{KEYS[k]}", f"expected a positive integer, got {excerpt(config[k])}")
-    embd = next((t for t in tensors if t.name == "token_embd.weight"), None)
-    vocab = fields.get(f"{arch}.vocab_size") or _length(tokens) or (
-        embd.values // config["hidden_size"] if embd else None)
-    if not vocab:
-        raise InputError(file, f"{arch}.vocab_size", "missing, and no tokenizer.ggml.tokens or token_embd.weight")
-    hf_arch = MIXTRAL if arch == "llama" and config.get("num_local_experts") else ARCHITECTURES[arch]
+    _check_blocks(tensors, config["num_hidden_layers"], f"{arch}.{KEYS['num_hidden_layers']}", file)
+    hf_arch, model_type = MIXTRAL if arch == "llama" and config.get("num_local_experts") else ARCHITECTURES[arch]
     if arch == "qwen3moe":
         config["num_experts"] = config.pop("num_local_experts", None)
-    config.update(architectures=[hf_arch], model_type=hf_arch.removesuffix("ForCausalLM").lower(), vocab_size=vocab,
+    config.update(architectures=[hf_arch], model_type=model_type,
+                  vocab_size=_vocab(fields, tokens, tensors, arch, config["hidden_size"], file),
                   tie_word_embeddings=not any(t.name == "output.weight" for t in tensors), torch_dtype="bfloat16")
     file_type = fields.get("general.file_type")
     preset = gg.PRESET_BY_FILE_TYPE.get(file_type) if isinstance(file_type, int) else None
     return GGUFModel(file, arch, {k: v for k, v in config.items() if v is not None}, preset, file_type,
-                     tuple(tensors))
+                     tuple(tensors), len(files))
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _shards(path: Path, first: _File) -> list[_File]:
+    """A model's files, as llama.cpp finds them from the first (llama_split_path: PREFIX-%05d-of-%05d.gguf): the
+    one given when it is not split, else every shard, each checked to be the one its name says."""
+    count = first.fields.get("split.count", 1)
+    if not _positive(count):
+        raise InputError(first.path, "split.count", f"expected a positive integer (the shards), got {excerpt(count)}")
+    if count == 1:
+        return [first]
+    shard = first.fields.get("split.no", 0)
+    suffix = f"-{1:05d}-of-{count:05d}.gguf"
+    if shard != 0:
+        raise InputError(first.path, "split.no", f"{excerpt(shard)}: this file is a later shard of a model split in "
+                                                 f"{count}; give the first (its name ending {suffix}), as llama.cpp "
+                                                 "loads a split model")
+    if not path.name.endswith(suffix):
+        raise InputError(first.path, "split.count", f"{count}: the first shard of a split model, but not named "
+                                                    f"PREFIX{suffix}, so its other shards cannot be found (llama.cpp's "
+                                                    "naming)")
+    names = [path.name.removesuffix(suffix) + f"-{i:05d}-of-{count:05d}.gguf" for i in range(2, count + 1)]
+    missing = [name for name in names if not (path.parent / name).exists()]
+    if missing:
+        more = f" and {len(missing) - 3:,} more" if len(missing) > 3 else ""
+        raise InputError(first.path, "split.count", f"{count}: the model is split in {count} shards; not beside this "
+                                                    f"one: {', '.join(missing[:3])}{more}")
+    files = [first]
+    for i, name in enumerate(names, 1):
+        f = _parse(_mapped(path.parent / name), str(path.parent / name))
+        for key, want in (("split.no", i), ("split.count", count)):
+            if f.fields.get(key) != want:
+                raise InputError(f.path, key, f"expected {want} (shard {i + 1} of {count}, by its name), got "
+                                              f"{excerpt(f.fields.get(key))}")
+        files.append(f)
+    stated = first.fields.get("split.tensors.count")
+    held = sum(len(f.table) for f in files)
+    if stated is not None and stated != held:
+        raise InputError(first.path, "split.tensors.count", f"{excerpt(stated)} tensors stated; the {count} shards "
+                                                            f"hold {held:,}")
+    return files
+
+
+def _check_blocks(tensors: list[GGUFTensor], stated: int, key: str, file: str) -> None:
+    """The tensor table holds tensors of exactly the blocks (layers) the metadata states: blk.0 to blk.N-1."""
+    blocks = {int(m.group(1)) for t in tensors if (m := BLOCK.match(t.name))}
+    if blocks != set(range(stated)):
+        held = f"{len(blocks):,} (blk.{min(blocks)} to blk.{max(blocks)})" if blocks else "none"
+        raise InputError(file, key, f"{stated:,} blocks stated, but the tensor table holds tensors of {held}")
+
+
+def _vocab(fields: dict[str, Any], tokens: Any, tensors: list[GGUFTensor], arch: str, hidden: int, file: str) -> int:
+    """The vocabulary: {arch}.vocab_size, else the tokenizer's token list, else the token embedding's rows; the
+    token embedding, when there is one, holds a row of embedding_length values for each."""
+    key, vocab = f"{arch}.vocab_size", fields.get(f"{arch}.vocab_size")
+    if vocab is None and tokens is not None:
+        key, vocab = "tokenizer.ggml.tokens", _length(tokens)
+        if vocab is None:
+            raise InputError(file, key, f"expected an array of strings (the tokens), got {excerpt(tokens)}")
+    embd = next((t for t in tensors if t.name == "token_embd.weight"), None)
+    if vocab is None:
+        if embd is None:
+            raise InputError(file, key, "missing, and no tokenizer.ggml.tokens or token_embd.weight")
+        key, vocab = "tensors.token_embd.weight", embd.values // hidden
+    if not _positive(vocab):
+        raise InputError(file, key, f"expected a positive integer (the vocabulary), got {excerpt(vocab)}")
+    if embd is not None and embd.values != vocab * hidden:
+        raise InputError(file, "tensors.token_embd.weight", f"{embd.values:,} values; expected the vocabulary "
+                                                            f"({key}: {vocab:,}) x embedding_length ({hidden:,})")
+    return vocab

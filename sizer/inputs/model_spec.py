@@ -5,7 +5,8 @@ the checkpoint's quantization.
 
 Every key sizer reads is declared once in `KEYS` with its type and bounds; a key sizer does not
 read is refused when its name says it shapes the architecture, else listed in the plan's
-assumptions (docs/models.md).
+assumptions; a family that is no decoder (`NOT_DECODER_TYPES`) is refused, one outside `MODEL_TYPES` noted
+(docs/models.md).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from sizer.inputs.config_keys import (
     ARCHITECTURE_WORDS,
     BLOCK_ATTENTION_KEYS,
     BLOCK_FFN_KEYS,
+    DENSE_TYPES,
     DTYPE_BYTES,
     GATED_ATTENTION_TYPES,
     GATED_VISION_ACTS,
@@ -28,7 +30,9 @@ from sizer.inputs.config_keys import (
     KEYS,
     KNOWN_SPELLINGS,
     META_KEYS,
+    MODEL_TYPES,
     NON_GATED_MLP_TYPES,
+    NOT_DECODER_TYPES,
     QK_NORM_TYPES,
     SINK_TYPES,
     UNMODELLED,
@@ -69,9 +73,8 @@ class ModelSpec:
     def state_bytes_per_seq(self, mixer: Mixer) -> int:
         """A Mamba-2 / linear-attention layer's state for one sequence: the convolution window in the
         model's dtype, the recurrent state in `recurrent_state_dtype` (vLLM's mamba_ssm_cache_dtype)."""
-        return (mixer.conv_state_values_per_seq * DTYPE_BYTES.get(self.torch_dtype, 2)
-                + mixer.recurrent_state_values_per_seq
-                * DTYPE_BYTES.get(self.recurrent_state_dtype or self.torch_dtype, 2))
+        return (mixer.conv_state_values_per_seq * DTYPE_BYTES[self.torch_dtype]
+                + mixer.recurrent_state_values_per_seq * DTYPE_BYTES[self.recurrent_state_dtype or self.torch_dtype])
 
     @property
     def num_layers(self) -> int:
@@ -309,11 +312,11 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
     vision_path = prefix + "vision_config."
     if c["vision_config"] is None and prefix:
         c["vision_config"], vision_path = read_key(KEYS["vision_config"], top, file)[0], "vision_config."
-    if c["audio_config"] is None and prefix:
-        c["audio_config"] = read_key(KEYS["audio_config"], top, file)[0]
+    model_type_path = prefix + "model_type"
     if prefix:   # the name stated beside text_config names the model (checked as in text_config)
         c["architectures"] = c["architectures"] or read_key(KEYS["architectures"], top, file)[0]
-        c["model_type"] = c["model_type"] or read_key(KEYS["model_type"], top, file)[0]
+        if not c["model_type"]:
+            c["model_type"], model_type_path = read_key(KEYS["model_type"], top, file)[0], "model_type"
     c["model_type"] = c["model_type"] or ""
 
     def where(key: str) -> str:
@@ -353,7 +356,12 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
         raise InputError(file, where("intermediate_size"), "expected a positive integer (null only with "
                                                            "block_configs, which state it per layer)")
     c["intermediate_size"] = c["intermediate_size"] or 4 * hidden
-    _refuse_unmodelled(c, where, file)
+    _refuse_unmodelled(c, top if prefix else None, where, file)
+    for key in ("torch_dtype", "mamba_ssm_cache_dtype"):
+        if c[key] is not None and c[key] not in DTYPE_BYTES:
+            raise InputError(file, where(key), f"dtype {excerpt(c[key])} is not modelled; expected one of "
+                                               f"{', '.join(DTYPE_BYTES)} (a quantised checkpoint states its format "
+                                               "in quantization_config)")
     if c["attn_output_gate"] is None:
         c["attn_output_gate"] = c["model_type"].startswith(GATED_ATTENTION_TYPES)
     c["qk_norm"] = c["model_type"].startswith(QK_NORM_TYPES)
@@ -371,7 +379,10 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
         unread += _unread_keys(config, prefix, KNOWN_SPELLINGS, file)
     if towers:   # the tower's size is an estimate from its main shapes: other keys are listed, not refused
         unread += _unread_keys(c["vision_config"], vision_path, VISION_SPELLINGS, file, refuse=False)
+    family = _check_family(c, model_type_path, where, file)   # after the keys: a family's features are named first
     notes = list([meta["notes"]] if isinstance(meta.get("notes"), str) else meta.get("notes") or [])
+    if family:
+        notes.append(family)
     if c["num_nextn_predict_layers"]:
         notes.append(f"{c['num_nextn_predict_layers']} multi-token-prediction layer(s) in the checkpoint are not "
                      "counted: vLLM loads them only as a speculative-decoding draft")
@@ -398,10 +409,37 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
     )
 
 
-def _refuse_unmodelled(c: dict[str, Any], where, file: str | None) -> None:
+def _refuse_unmodelled(c: dict[str, Any], top: dict | None, where, file: str | None) -> None:
+    """Refuse the features of UNMODELLED switched on; `top`: a multimodal config, whose keys beside text_config
+    apply to the whole model."""
     for key, default, what in UNMODELLED:
-        if c[key] not in (default, None, {}):
-            raise InputError(file, where(key), f"architecture feature {what} is not modelled")
+        value, path = c[key], where(key)
+        if value in (default, None, {}) and top is not None:
+            value, path = read_key(KEYS[key], top, file)
+        if value not in (default, None, {}):
+            raise InputError(file, path, f"architecture feature {what} is not modelled")
+
+
+def _check_family(c: dict[str, Any], model_type_path: str, where, file: str | None) -> str | None:
+    """Refuse a family that is no decoder sizer places (NOT_DECODER_TYPES) and experts stated in a dense family
+    sizer knows (DENSE_TYPES); a note for a family sizer was not checked on (not in MODEL_TYPES), whose layers
+    are read from the keys."""
+    model_type = c["model_type"]
+    if model_type in NOT_DECODER_TYPES:
+        raise InputError(file, model_type_path, f"model type {excerpt(model_type)} is not modelled: sizer places "
+                                                "decoder layers (attention, Mamba-2 or linear attention, and MLP or "
+                                                "experts), not an encoder's, an encoder-decoder's or a state-space "
+                                                "or recurrent model's")
+    if c["num_local_experts"] and model_type in DENSE_TYPES:
+        raise InputError(file, where("num_local_experts"),
+                         f"{c['num_local_experts']} experts in a {model_type} model, a dense family whose models "
+                         "ignore the key; expected no experts, or the model_type of a mixture-of-experts family "
+                         "(mixtral, qwen3_moe, ...: config_keys.MOE_TYPES)")
+    if model_type in MODEL_TYPES:
+        return None
+    family = f"model_type {excerpt(model_type)} is not a family" if model_type else "no model_type: not a family"
+    return (f"{family} sizer was checked on (docs/models.md): its layers are read from the config's keys as "
+            "attention and MLP (or expert) blocks; a key that would change them is refused")
 
 
 def _check_experts(c: dict[str, Any], where, file: str | None) -> None:

@@ -120,6 +120,22 @@ def test_a_cached_hugging_face_id(tmp_path, monkeypatch):
     assert plan_json("nvidia/Tiny-FP8")["weights"]["format"] == "fp8"
 
 
+@pytest.mark.parametrize(("ref", "message"), [
+    ("0123456789abcdef", "names snapshot 0123456789abcdef, which is not in"),     # an interrupted download
+    ("../../../../etc", "expected a commit hash (hexadecimal), got '../../../../etc'"),
+])
+def test_refs_main_naming_no_snapshot_is_refused_not_passed_over(tmp_path, monkeypatch, ref, message):
+    # the cache's one snapshot is not the one refs/main names: reading it instead would size another revision
+    repo = tmp_path / "hub" / "models--org--model"
+    checkpoint(repo / "snapshots" / "fedcba9876543210")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(ref)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    with pytest.raises(FieldError) as err:
+        load_config("org/model")
+    assert err.value.file == str(repo / "refs" / "main") and message in err.value.message
+
+
 def test_hf_home_is_used_without_hf_hub_cache(tmp_path, monkeypatch):
     checkpoint(tmp_path / "home" / "hub" / "models--org--only" / "snapshots" / "abc1234")   # one snapshot, no refs
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
@@ -142,6 +158,8 @@ def test_an_id_not_in_the_cache_is_one_line_naming_it(tmp_path, monkeypatch):
     (lambda p: p.write_bytes(struct.pack("<Q", 4) + b"[1] "), "header"),                     # not an object
     (lambda p: p.write_bytes(struct.pack("<Q", 2) + b"\xff\xfe"), "header"),                 # not UTF-8
     (lambda p: p.write_bytes(struct.pack("<Q", 36) + b'{"w": {"data_offsets": [0, 9999]}}  '), "header.w.data_offsets"),
+    # no tensors: its 0 bytes were compared with the derived weights as a -100% gap
+    (lambda p: p.write_bytes(struct.pack("<Q", 2) + b"{}"), "header"),
 ])
 def test_a_broken_safetensors_file_is_one_line(tmp_path, write, field):
     folder = checkpoint(tmp_path / "ckpt")
@@ -153,6 +171,11 @@ def test_a_broken_safetensors_file_is_one_line(tmp_path, write, field):
 @pytest.mark.parametrize(("name", "text", "field"), [
     ("model.safetensors.index.json", '{"metadata": {"total_size": "big"}}', "metadata.total_size"),
     ("model.safetensors.index.json", '{"weight_map": {}}', "metadata.total_size"),
+    # no weights at all: 0 bytes, or a weight_map listing no tensor (an index vLLM could not load shards from)
+    ("model.safetensors.index.json", '{"metadata": {"total_size": 0}, "weight_map": {"a": "x"}}',
+     "metadata.total_size"),
+    ("model.safetensors.index.json", '{"metadata": {"total_size": 10}, "weight_map": {}}', "weight_map"),
+    ("model.safetensors.index.json", '{"metadata": {"total_size": 10}, "weight_map": [1, 2]}', "weight_map"),
     ("hf_quant_config.json", '{"producer": {}}', "quantization"),
     ("hf_quant_config.json", '{"quantization": {"quant_algo": "FP8", "exclude_modules": "lm_head"}}',
      "quantization.exclude_modules"),

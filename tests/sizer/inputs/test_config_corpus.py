@@ -85,7 +85,8 @@ def test_every_catalog_model_loads(name):
     {"quantization_config": {"quant_method": "compressed-tensors", "config_groups": {
         "group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "group_size": None,
                                                        "strategy": "channel"}}}}},
-    {"num_local_experts": 8, "num_experts_per_tok": 8, "first_k_dense_replace": 32},  # top-k = E, all dense
+    {"model_type": "mixtral", "num_local_experts": 8, "num_experts_per_tok": 8,
+     "first_k_dense_replace": 32},                                       # top-k = E, all dense
 ])
 def test_real_world_variants_still_load(change):
     m = from_hf_config({**BASE, **change}, "variant")
@@ -123,7 +124,8 @@ def test_a_non_json_quant_format_still_names_the_deployment():
 
 # ---- random mutations -----------------------------------------------------------------------
 
-MOE_BASE = {**BASE, "num_local_experts": 8, "num_experts_per_tok": 2, "first_k_dense_replace": 1,
+MOE_BASE = {**BASE, "model_type": "mixtral", "num_local_experts": 8, "num_experts_per_tok": 2,
+            "first_k_dense_replace": 1,
             "quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 128,
                                     "modules_to_not_convert": ["lm_head"]}}
 CT_BASE = {**BASE, "quantization_config": {"quant_method": "compressed-tensors", "config_groups": {

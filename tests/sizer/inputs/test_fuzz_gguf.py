@@ -11,48 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
+from ggufhelp import ARRAY, F32, LLAMA, Q4_K, STRING, TENSORS, U32, header, kv, model, s, tensor, u32, valid, without
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sizer.errors import InputError
 from sizer.inputs.gguf_file import MAX_ARRAY_STRINGS, MAX_TENSORS, read_gguf
-
-U32, F32, STRING, ARRAY, U64 = 4, 6, 8, 9, 10
-
-
-def s(text: str | bytes) -> bytes:
-    data = text.encode() if isinstance(text, str) else text
-    return struct.pack("<Q", len(data)) + data
-
-
-def kv(key: str, kind: int, payload: bytes) -> bytes:
-    return s(key) + struct.pack("<I", kind) + payload
-
-
-def u32(key: str, value: int) -> bytes:
-    return kv(key, U32, struct.pack("<I", value))
-
-
-def header(kvs: list[bytes], tensors: list[bytes] = (), tensor_count: int | None = None,
-           kv_count: int | None = None, version: int = 3) -> bytes:
-    return (b"GGUF" + struct.pack("<IQQ", version, len(tensors) if tensor_count is None else tensor_count,
-                                  len(kvs) if kv_count is None else kv_count) + b"".join(kvs) + b"".join(tensors))
-
-
-def tensor(name: str, dims: tuple[int, ...], kind: int = 0, offset: int = 0) -> bytes:
-    return s(name) + struct.pack(f"<I{len(dims)}QIQ", len(dims), *dims, kind, offset)
-
-
-LLAMA = [kv("general.architecture", STRING, s("llama")), u32("llama.block_count", 2),
-         u32("llama.embedding_length", 64), u32("llama.attention.head_count", 4), u32("llama.context_length", 4096),
-         u32("llama.vocab_size", 100), u32("general.file_type", 0)]
-
-
-def valid(extra: list[bytes] = (), hidden: int = 64) -> bytes:
-    kvs = [*LLAMA[:2], u32("llama.embedding_length", hidden), *LLAMA[3:], *extra]
-    body = header(kvs, [tensor("token_embd.weight", (64, 100))])
-    pad = -len(body) % 32
-    return body + b"\0" * pad + b"\0" * (64 * 100 * 4)
 
 
 def write(tmp_path: Path, data: bytes, name: str = "m.gguf") -> Path:
@@ -74,8 +38,9 @@ def refused(tmp_path: Path, data: bytes, limit_s: float = 2.0) -> InputError:
 
 def test_a_valid_header_reads(tmp_path):
     g = read_gguf(write(tmp_path, valid()))
+    # F32 tensors: the 64 x 8 token embedding and two 64-value norms, 4 bytes a value
     assert (g.architecture, g.config["hidden_size"], g.config["vocab_size"], g.tensor_bytes) == \
-        ("llama", 64, 100, 64 * 100 * 4)
+        ("llama", 64, 8, 64 * 8 * 4 + 2 * 64 * 4)
 
 
 def test_a_ten_million_element_array_in_a_small_file_is_refused_without_walking_it(tmp_path):
@@ -88,7 +53,7 @@ def test_a_long_array_of_numbers_is_skipped_by_its_length(tmp_path):
     scores = kv("tokenizer.ggml.scores", ARRAY, struct.pack("<IQ", F32, 2_000_000) + b"\0" * 8_000_000)
     start = time.process_time()
     g = read_gguf(write(tmp_path, valid([scores])))
-    assert g.config["vocab_size"] == 100 and time.process_time() - start < 2
+    assert g.config["vocab_size"] == 8 and time.process_time() - start < 2
 
 
 def test_millions_of_empty_arrays_are_refused(tmp_path):
@@ -164,9 +129,56 @@ def test_any_corruption_of_a_header_is_a_model_or_one_line(tmp_path, cut, flips)
 def test_a_long_tokenizer_is_counted_by_its_lengths(tmp_path):
     n = 300_000
     tokens = kv("tokenizer.ggml.tokens", ARRAY, struct.pack("<IQ", STRING, n) + b"".join(s(f"t{i}") for i in range(n)))
-    kvs = [k for k in LLAMA if b"vocab_size" not in k] + [tokens]
+    kvs = without(b"vocab_size") + [tokens]
     start = time.process_time()
-    assert read_gguf(write(tmp_path, header(kvs))).config["vocab_size"] == n
+    # without the token embedding, whose 8 rows would not hold the 300,000 tokens
+    assert read_gguf(write(tmp_path, model(kvs, TENSORS[1:]))).config["vocab_size"] == n
     assert time.process_time() - start < 2
     e = refused(tmp_path, header(kvs)[:-3])
     assert e.field == "tokenizer.ggml.tokens" and "run past the end" in e.message
+
+
+def test_tensors_on_the_same_bytes_are_refused_not_summed(tmp_path):
+    # 1,000 tensors of 4096 x 4096 Q4_K at offset 0 once made a 9.5 MB file report 9.44 GB of weights
+    e = refused(tmp_path, model(LLAMA, tuple((f"x{i}", (64, 64)) for i in range(1000)), offsets=[0] * 1000))
+    # the first tensor's F32 data ends at 64 x 64 x 4 = 16,384 bytes: where llama.cpp looks for the second
+    assert e.field == "tensors.x1" and "offset 0; expected 16,384" in e.message
+
+
+def test_a_gap_before_a_tensor_is_refused_as_llama_cpp_does(tmp_path):
+    # llama.cpp (gguf.cpp) requires each tensor's data at the running size of those before it, padded to 32:
+    # the embedding's 64 x 8 x 4 = 2,048 bytes, so 2,080 is a gap of one alignment
+    e = refused(tmp_path, model(LLAMA, offsets=[0, 2_080, 2_336]))
+    assert e.field == "tensors.blk.0.attn_norm.weight" and "offset 2,080; expected 2,048" in e.message
+
+
+def test_a_row_its_blocks_do_not_divide_is_refused(tmp_path):
+    e = refused(tmp_path, header(LLAMA, [tensor("token_embd.weight", (100, 64), kind=Q4_K)]))   # 256 values a block
+    assert e.field == "tensors.token_embd.weight" and "rows of 100 values" in e.message
+
+
+@pytest.mark.parametrize(("data", "field"), [
+    (header(LLAMA), "tensor_count"),                                                 # a vocabulary-only file
+    (model([*LLAMA, u32("llama.block_count", 80)]), "llama.block_count"),            # a key stated twice
+    (model(LLAMA, (*TENSORS, TENSORS[1])), "tensors.blk.0.attn_norm.weight"),        # a tensor stated twice
+    (model(without(b"vocab_size") + [u32("llama.vocab_size", 0)]), "llama.vocab_size"),
+    (model(without(b"vocab_size")
+           + [kv("tokenizer.ggml.tokens", ARRAY, struct.pack("<IQ3I", U32, 3, 1, 2, 3))]), "tokenizer.ggml.tokens"),
+])
+def test_a_model_file_that_is_not_one_model_is_refused(tmp_path, data, field):
+    assert refused(tmp_path, data).field == field
+
+
+def test_the_block_count_must_match_the_tensor_table(tmp_path):
+    kvs = without(b"block_count") + [u32("llama.block_count", 80)]
+    e = refused(tmp_path, model(kvs))
+    # TENSORS holds blk.0 and blk.1: sizer would otherwise size 80 layers of a 2-layer file
+    assert e.field == "llama.block_count" and e.message == ("80 blocks stated, but the tensor table holds tensors of "
+                                                            "2 (blk.0 to blk.1)")
+
+
+def test_the_vocabulary_must_match_the_token_embedding(tmp_path):
+    kvs = without(b"vocab_size") + [u32("llama.vocab_size", 2000)]
+    e = refused(tmp_path, model(kvs))
+    # token_embd.weight is 64 x 8 = 512 values: 8 tokens, not 2,000
+    assert e.field == "tensors.token_embd.weight" and "512 values" in e.message and "2,000" in e.message

@@ -32,10 +32,11 @@ def _quantised(rows: int, cols: int, t) -> tuple:
     return np.zeros((rows, cols // block * nbytes), np.uint8), t
 
 
-def write_llama(path: Path, attn_q_type=T.Q4_K, truncate_bytes: int = 0) -> Path:
+def write_llama(path: Path, attn_q_type=T.Q4_K, truncate_bytes: int = 0, split_max_tensors: int = 0) -> Path:
     """A 2-layer Llama in llama.cpp's Q4_K_M types: attn_v and ffn_down Q6_K where use_more_bits(i, 2) holds
-    (i >= 7 x 2 // 8 = 1: layer 1 only), output Q6_K, the rest Q4_K, norms F32."""
-    w = gguf.GGUFWriter(str(path), "llama")
+    (i >= 7 x 2 // 8 = 1: layer 1 only), output Q6_K, the rest Q4_K, norms F32. With `split_max_tensors`, split
+    in shards of that many tensors as gguf-split does (PATH-00001-of-0000N.gguf, ...)."""
+    w = gguf.GGUFWriter(str(path), "llama", split_max_tensors=split_max_tensors)
     w.add_block_count(LAYERS)
     w.add_embedding_length(HIDDEN)
     w.add_feed_forward_length(FFN)
@@ -113,3 +114,28 @@ def test_cli_exits_2_with_one_line_for_a_truncated_file(tmp_path):
     out = subprocess.run([sys.executable, "-m", "sizer", "plan", "--model", str(path), "--gpu", "rtx-4090"],
                          cwd=root, capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and str(path) in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_a_split_model_is_read_whole_from_its_first_shard(tmp_path):
+    whole = read_gguf(write_llama(tmp_path / "whole.gguf"))
+    write_llama(tmp_path / "split.gguf", split_max_tensors=8)
+    g = read_gguf(tmp_path / "split-00001-of-00003.gguf")
+    # 3 + 9 x 2 layers = 21 tensors in shards of 8, 8 and 5: the same tensors and bytes as the file written whole
+    assert (g.shards, len(g.tensors), g.tensor_bytes) == (3, 21, whole.tensor_bytes)
+    assert g.config == whole.config and "tensor tables of 3 shards" in g.tensor_source
+
+
+def test_a_split_model_without_its_other_shards_is_refused_naming_them(tmp_path):
+    write_llama(tmp_path / "split.gguf", split_max_tensors=8)
+    (tmp_path / "split-00003-of-00003.gguf").unlink()
+    with pytest.raises(InputError) as err:
+        read_gguf(tmp_path / "split-00001-of-00003.gguf")
+    # planned alone, the first shard's 8 tensors would pass for the whole model
+    assert err.value.field == "split.count" and "not beside this one: split-00003-of-00003.gguf" in err.value.message
+
+
+def test_a_later_shard_is_refused_naming_the_first(tmp_path):
+    write_llama(tmp_path / "split.gguf", split_max_tensors=8)
+    with pytest.raises(InputError) as err:
+        read_gguf(tmp_path / "split-00002-of-00003.gguf")
+    assert err.value.field == "split.no" and "-00001-of-00003.gguf" in err.value.message

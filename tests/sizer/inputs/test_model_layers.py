@@ -17,9 +17,9 @@ from sizer.inputs.model_layers import LAYER_TYPES
 from sizer.inputs.model_spec import from_hf_config
 
 cli = CliRunner()
-BASE = {"architectures": ["X"], "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
-        "head_dim": 16, "intermediate_size": 128, "vocab_size": 1000, "max_position_embeddings": 32768,
-        "num_hidden_layers": 4}
+BASE = {"architectures": ["X"], "model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 128, "vocab_size": 1000,
+        "max_position_embeddings": 32768, "num_hidden_layers": 4}
 
 
 def spec(**changes):
