@@ -7,6 +7,7 @@ line on stderr and exit code 2.
 
 from __future__ import annotations
 
+import datetime
 import reprlib
 from typing import Any
 
@@ -38,6 +39,8 @@ def excerpt(value: Any, limit: int = EXCERPT_CHARS, quote: bool = True) -> str:
     with "..." where it was cut. Never builds the full repr of a big value."""
     if isinstance(value, str) and not quote:
         text = printable(value[:limit + 1])
+    elif isinstance(value, datetime.date):       # YAML reads an unquoted 2024-01-01 as a date
+        text = f"{value.isoformat()} (a date, as YAML reads it)"
     else:
         try:
             text = _REPR.repr(value)

@@ -53,6 +53,7 @@ MAX_NODES = 1_000_000
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _STR_TAG = "tag:yaml.org,2002:str"
+_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
 
 
 class _Refused(Exception):
@@ -85,6 +86,8 @@ def _compose(parser, constructor: yaml.SafeLoader, counts: dict) -> Any:
                 tag = event.tag
                 if tag is None or tag == "!":
                     tag = constructor.resolve(ScalarNode, event.value, event.implicit)
+                    if tag in _NUMBER_TAGS and ":" in event.value:
+                        tag = _STR_TAG      # YAML 1.1's base 60 (`1:00` is 60): text, as YAML 1.2 reads it
                 node, size = ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style), 1
                 if event.anchor is not None:
                     anchors[event.anchor] = (node, 1)

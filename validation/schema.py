@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import types
 import typing
+from decimal import Decimal
 from typing import Any, Literal
 
 from validation.errors import FieldError, excerpt
@@ -101,6 +103,8 @@ def convert(tp: Any, value: Any, path: str, file: str | None) -> Any:
         if isinstance(value, bool) or not isinstance(value, int):
             if isinstance(value, float) and value.is_integer():
                 return int(value)
+            if isinstance(value, str) and (whole := _whole_number(value)) is not None:
+                return whole
             raise FieldError(file, path, f"expected an integer, got {excerpt(value)}")
         return value
     if tp is float:
@@ -125,6 +129,23 @@ def convert(tp: Any, value: Any, path: str, file: str | None) -> Any:
                 pass
         raise FieldError(file, path, f"expected a string, got {excerpt(value)}")
     raise TypeError(f"unsupported schema type {tp!r}")
+
+
+# A number in exponent form, which YAML 1.1 reads as a string unless it has a dot and a signed exponent (`8e9`,
+# `4e1`, `1.5e1`); `convert` reads it as the number it writes, for a float field and, when whole, for an integer one.
+_EXPONENT_FORM = re.compile(r"[-+]?[0-9][0-9_]*(\.[0-9_]*)?[eE][-+]?[0-9]+")
+
+
+def _whole_number(text: str) -> int | None:
+    """The integer `text` writes in exponent form (`4e1`: 40, exactly), or None: another form, a fraction, or a
+    magnitude of 2^63 or more (no field takes one)."""
+    text = text.strip()
+    if not _EXPONENT_FORM.fullmatch(text):
+        return None
+    number = Decimal(text.replace("_", ""))
+    if number.adjusted() > 18 or abs(number) >= 2 ** 63 or number != number.to_integral_value():
+        return None         # (adjusted: the power of ten of its first digit; 2^63 is 9.2e18)
+    return int(number)
 
 
 def _numbers(value: Any, path: str) -> list[tuple[str, Any]]:

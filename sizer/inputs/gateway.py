@@ -31,6 +31,7 @@ from sizer.inputs.scenario import (
     SLOSection,
     _check_distribution,
     _refuse_huge_integers,
+    check_prefix,
 )
 from validation.errors import excerpt
 from validation.safe_yaml import load_yaml
@@ -232,9 +233,7 @@ def check_gateway(g: GatewaySection, f: str) -> None:
             raise InputError(f, f"gateway.classes[{i}].name", f"{excerpt(c.name)} is used twice")
         for part in ("prompt_tokens", "output_tokens"):
             _check_distribution(getattr(c, part), f"gateway.classes[{i}].{part}", f)
-        if (c.shared_prefix and c.prompt_tokens.distribution == "fixed"
-                and c.shared_prefix.tokens > c.prompt_tokens.value):
-            raise InputError(f, f"gateway.classes[{i}].shared_prefix.tokens", "longer than the fixed prompt length")
+        check_prefix(c.shared_prefix, c.prompt_tokens, f"gateway.classes[{i}]", f)
         if c.shared_prefix and c.shared_prefix.num_tenants != 1:
             raise InputError(f, f"gateway.classes[{i}].shared_prefix.num_tenants",
                              "tenants are not modelled behind a gateway; expected 1 (each class is its own traffic)")

@@ -69,6 +69,7 @@ class ModelSpec:
     notes: tuple[str, ...] = field(default_factory=tuple)
     unread_keys: tuple[str, ...] = ()      # config keys sizer neither models nor knows to be harmless
     recurrent_state_dtype: str = ""        # Mamba-2 / delta-rule state (mamba_ssm_cache_dtype); "": torch_dtype
+    mtp_layers: int = 0                    # multi-token-prediction layers (num_nextn_predict_layers): speculative mtp
 
     def state_bytes_per_seq(self, mixer: Mixer) -> int:
         """A Mamba-2 / linear-attention layer's state for one sequence: the convolution window in the
@@ -406,6 +407,7 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
         notes=tuple(n for n in notes if n),
         unread_keys=tuple(unread),
         recurrent_state_dtype=c["mamba_ssm_cache_dtype"] or "",
+        mtp_layers=c["num_nextn_predict_layers"],
     )
 
 

@@ -359,7 +359,10 @@ class WorkloadSection:
     prompt_tokens: Distribution | None = field(None, doc="prompt length distribution")
     output_tokens: Distribution | None = field(None, doc="output length distribution")
     shared_prefix: SharedPrefixSection | None = field(None, doc="shared prompt prefixes")
-    trace: TraceSection | None = field(None, doc="replay a request trace instead of synthetic arrivals and lengths")
+    trace: TraceSection | None = field(None, doc="replay a request trace instead of synthetic arrivals and lengths "
+                                                 "(prompt_tokens, output_tokens, shared_prefix and the arrival's "
+                                                 "process, cv, concurrency and think_time_s are then refused; "
+                                                 "arrival.process may say trace)")
     schedule: ScheduleSection | None = field(None, doc="the rate through a day or week (docs/capacity-over-time.md); "
                                                        "plan --simulate then sizes the day")
     lora: LoraWorkloadSection | None = field(None, doc="LoRA adapters requests ask for (needs deployment.enable_lora)")
@@ -563,7 +566,8 @@ def _read(data: object, file: str | None, default_name: str | None,
     """The mapping's typed sections, each field checked against its declaration; `required` fills the required
     inputs (model.name, hardware.gpu) the mapping lacks. Not yet checked across fields, its engine not yet chosen."""
     if not isinstance(data, dict):
-        raise InputError(file, "(top level)", f"expected a mapping of sections, got {type(data).__name__}")
+        got = "an empty file (no YAML document, or null)" if data is None else type(data).__name__
+        raise InputError(file, "(top level)", f"expected a mapping of sections, got {got}")
     if "gateway" in data:
         raise InputError(file, "gateway", "a gateway document (several pools, docs/gateway.md): "
                                           "`sizer plan` and `sizer simulate` read it, this command reads one scenario")
@@ -643,14 +647,21 @@ def scenario_dir(scenario: StatedWorkload) -> Path:
     return Path(scenario.file).parent if scenario.file else Path.cwd()
 
 
+# Arrival fields that one process reads (any other ignores them): field -> that process.
+ARRIVAL_FIELDS = {"concurrency": "closed", "think_time_s": "closed", "cv": "gamma"}
+# The speculative methods whose engine loads no model of its own beside the target: method -> what proposes.
+UNDRAFTED_METHODS = {"ngram": "n-grams of the prompt itself", "mtp": "the model's own multi-token-prediction layers"}
+
+
 def check_scenario(s: Scenario) -> None:
     """Cross-field rules the types cannot express."""
     f = s.file
     w = s.workload
-    if w.arrival.process != "closed":
-        for key in ("concurrency", "think_time_s"):
-            if getattr(w.arrival, key) is not None:
-                raise InputError(f, f"workload.arrival.{key}", f"only for process: closed, not {w.arrival.process}")
+    if w.trace is not None:
+        _check_trace_replay(s)
+    for key, process in ARRIVAL_FIELDS.items():
+        if getattr(w.arrival, key) is not None and w.arrival.process != process:
+            raise InputError(f, f"workload.arrival.{key}", f"only for process: {process}, not {w.arrival.process}")
     if w.trace is None:
         if w.prompt_tokens is None:
             raise InputError(f, "workload.prompt_tokens", "missing; expected a length distribution (or workload.trace)")
@@ -670,17 +681,16 @@ def check_scenario(s: Scenario) -> None:
             _check_distribution(getattr(w, name), f"workload.{name}", f)
         if w.arrival.process == "gamma" and w.arrival.cv is None:
             raise InputError(f, "workload.arrival.cv", "missing; gamma arrivals need a coefficient of variation > 0")
+        check_prefix(w.shared_prefix, w.prompt_tokens, "workload", f)
     else:
-        if w.arrival.process == "closed":
-            raise InputError(f, "workload.arrival.process", "'closed' is for synthetic lengths; a trace replays "
-                             "its own arrivals")
         trace_path = scenario_dir(s) / w.trace.path
         if not trace_path.is_file() and not preloaded.has_trace(str(trace_path)):    # a sweep worker: shipped
             raise InputError(f, "workload.trace.path", f"trace file {excerpt(str(trace_path))} not found")
-    if (w.shared_prefix and w.prompt_tokens and w.prompt_tokens.distribution == "fixed"
-            and w.shared_prefix.tokens > (w.prompt_tokens.value or 0)):
-        raise InputError(f, "workload.shared_prefix.tokens", "longer than the fixed prompt length")
     d = s.deployment
+    if d.disaggregated is not None and (d.replicas or 1) > 1:     # the simulator runs one pair of pools
+        raise InputError(f, "deployment.replicas", f"expected 1 (or none) with deployment.disaggregated, whose "
+                                                   f"prefill_replicas and decode_replicas are the replicas, "
+                                                   f"got {d.replicas}")
     if w.lora is not None:
         if not d.enable_lora:
             raise InputError(f, "workload.lora", "requests ask for LoRA adapters; "
@@ -706,8 +716,36 @@ def check_scenario(s: Scenario) -> None:
     spec = d.speculative_config
     if spec and spec.method == "draft_model" and not spec.model:
         raise InputError(f, "deployment.speculative_config.model", "missing; method draft_model needs a draft model")
+    if spec and spec.model and spec.method in UNDRAFTED_METHODS:
+        raise InputError(f, "deployment.speculative_config.model", f"not for method {spec.method}, which proposes "
+                                                                   f"with {UNDRAFTED_METHODS[spec.method]}")
     _check_engine_fields(d, f, s.engine_source)
     _check_over_time(s, f)
+
+
+def _check_trace_replay(s: Scenario) -> None:
+    """A trace replays its own arrivals, lengths and prompts: the synthetic workload's fields do not apply."""
+    w, f = s.workload, s.file
+    if w.arrival.process != "trace" and s.source_of("workload.arrival.process") != "default":
+        raise InputError(f, "workload.arrival.process", f"{excerpt(w.arrival.process)} is for synthetic arrivals; "
+                                                        "a trace replays its own (expected trace, or leave it out)")
+    for key in ("rate_per_s", *ARRIVAL_FIELDS):
+        if getattr(w.arrival, key) is not None:
+            raise InputError(f, f"workload.arrival.{key}", "not with workload.trace, which replays its own arrivals "
+                                                           "(workload.trace.time_scale scales them)")
+    for key, what in (("prompt_tokens", "lengths"), ("output_tokens", "lengths"), ("shared_prefix", "prompts")):
+        if getattr(w, key) is not None:
+            raise InputError(f, f"workload.{key}", f"not with workload.trace, which replays its own {what}")
+
+
+def check_prefix(sp: SharedPrefixSection | None, prompt: Distribution, path: str, f: str | None) -> None:
+    """A shared prefix is the start of a prompt: at most the longest prompt the distribution draws."""
+    if sp is None:
+        return
+    longest = length_bounds(prompt)[1]
+    if longest is not None and sp.tokens > longest:
+        raise InputError(f, f"{path}.shared_prefix.tokens", f"expected at most the longest prompt, {longest:,} "
+                                                            f"tokens ({path}.prompt_tokens), got {sp.tokens:,}")
 
 
 def _check_over_time(s: Scenario, f: str | None) -> None:
@@ -792,9 +830,19 @@ def _check_engine_fields(d: DeploymentSection, f: str | None, engine_source: str
                                                       "(a physical batch is part of a logical one)")
 
 
+# What each length distribution reads: its parameters (each required but empirical's weights), and min and max,
+# which clip any of them (uniform's bounds).
+LENGTH_PARAMETERS = {"fixed": ("value",), "uniform": ("min", "max"), "normal": ("mean", "std"),
+                     "lognormal": ("mean", "sigma"), "empirical": ("values", "weights")}
+
+
 def _check_distribution(d: Distribution, path: str, f: str | None) -> None:
-    needs = {"fixed": ("value",), "uniform": ("min", "max"), "normal": ("mean", "std"),
-             "lognormal": ("mean", "sigma"), "empirical": ("values",)}[d.distribution]
+    reads = LENGTH_PARAMETERS[d.distribution]
+    for key in ("value", "mean", "std", "sigma", "values", "weights"):
+        if getattr(d, key) is not None and key not in reads:
+            kinds = [kind for kind, keys in LENGTH_PARAMETERS.items() if key in keys]
+            raise InputError(f, f"{path}.{key}", f"only for distribution: {', '.join(kinds)}, not {d.distribution}")
+    needs = tuple(key for key in reads if key != "weights")
     for key in needs:
         if getattr(d, key) is None:
             raise InputError(f, f"{path}.{key}", f"missing; a {d.distribution} distribution needs {', '.join(needs)}")
@@ -806,6 +854,22 @@ def _check_distribution(d: Distribution, path: str, f: str | None) -> None:
         if d.weights is not None and (len(d.weights) != len(d.values) or any(x < 0 for x in d.weights)
                                       or not 0 < sum(d.weights) < math.inf):
             raise InputError(f, f"{path}.weights", "expected one non-negative weight per value, not all zero")
+
+
+def length_bounds(d: Distribution) -> tuple[int, int | None]:
+    """The shortest and longest length `d` draws (None: no longest), as the simulator draws it (sizer/sizing/
+    workload.py `_lengths`, simulator/workload.py `Lengths.draw`): uniform's whole bounds; the others rounded to
+    whole tokens (empirical values cut to them), then clipped to [min, max], at least 1."""
+    lo, hi = max(int(d.min or 1), 1), int(d.max) if d.max else None
+    if d.distribution == "empirical":
+        weights = d.weights or [1.0] * len(d.values)
+        drawn = [int(v) for v, w in zip(d.values, weights, strict=True) if w > 0]
+    elif d.distribution == "fixed" or (d.distribution == "normal" and not d.std):
+        drawn = [round(d.value if d.distribution == "fixed" else d.mean)]
+    else:       # uniform: its bounds; normal and lognormal reach any length
+        return lo, hi
+    clipped = [max(lo, x) if hi is None else min(max(lo, x), hi) for x in drawn]
+    return min(clipped), max(clipped)
 
 
 def mean_length(d: Distribution) -> float:

@@ -15,14 +15,22 @@ deployment fields shown as `None` take the chosen engine's documented default (v
 `deployment.engine` says otherwise; see docs/engines.md), and `sizer plan` prints where each
 value came from. Names follow vLLM's engine arguments where one exists. Shorthands:
 `model: llama-3.1-8b` means `model: {name: llama-3.1-8b}`, `hardware: h100` means
-`hardware: {gpu: h100}`. Numbers like `8e9` are read as numbers. Your own device:
+`hardware: {gpu: h100}`. Numbers like `8e9` are read as numbers (in a whole-number field too:
+`num_requests: 4e1` is 40). Your own device:
 `hardware: {base: m3-max, memory_gb: 64}` (a bundled profile with your figures), a profile file
 (`hardware: ./my-gpu.yaml`, fields as hardware_profiles/README.md), or a file in
 `$SIZER_HOME/profiles` (default `~/.local/share/sizer/profiles`), searched before the bundled ones.
 
 Bad input (unknown keys, wrong types, values out of range, unknown model or GPU, a split that
 does not divide the model, a missing trace file) stops with one line naming the file, the
-field and what was expected, and exit code 2. The file itself is read safely
+field and what was expected, and exit code 2. So does a field that does not apply where it is
+given, rather than being ignored: `cv` without gamma arrivals, `mean` on a uniform distribution,
+`weights` on any but an empirical one, a speculative `model` for ngram or mtp (eagle, eagle3 and
+medusa take their head's, which `plan --emit` names), `replicas` above 1 beside `disaggregated`,
+synthetic arrivals or lengths beside a trace; and a shared prefix longer than the longest prompt.
+The engine refuses a request whose prompt + output exceed `max_model_len` (vLLM answers HTTP
+400): a workload whose every request does is refused, and where only some do, the plan states
+their share and the simulation counts them rejected. The file itself is read safely
 (validation/safe_yaml.py), like every YAML and JSON file sizer reads: a path that is not a
 regular file (a folder, a device, a FIFO), a file over 1 MiB (JSON: 16 MiB), a key written
 twice in one mapping, nesting deeper than 50 levels, more than 100 aliases or aliases that

@@ -33,6 +33,11 @@ def with_traffic(workload: dict, slo: dict, traffic: Traffic) -> tuple[dict, dic
     """`workload` and `slo` (scenario mappings) with the flags' values in place of theirs. A workload
     that a flag completes must then be whole: a rate and both lengths (or a trace)."""
     workload, slo = dict(workload), dict(slo)
+    if workload.get("trace"):
+        for key, flag in (("rate_per_s", "--rate"), *_TOKEN_FLAGS.items()):
+            if getattr(traffic, key) is not None:
+                raise InputError(None, flag, "not with the workload's trace, which replays its own arrivals and "
+                                             "lengths (--share scales its rate)")
     if traffic.rate_per_s is not None:
         workload["arrival"] = {**(workload.get("arrival") or {}), "rate_per_s": traffic.rate_per_s}
     for key in _TOKEN_FLAGS:

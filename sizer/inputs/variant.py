@@ -27,12 +27,13 @@ _CLEARS = {
     "clear_price": "cost.price_usd_per_gpu_hour",               # a stated price is its own GPU's
     "clear_calibrated_profile": "hardware.calibrated_profile",  # a profile prices its own GPU only
     "clear_kernel_tables": "hardware.kernel_tables",            # so do a scenario's own kernel tables
-    "clear_rate": "workload.arrival.rate_per_s",                # a closed loop's clients set the rate
 }
-# Flags that remove several stated values: a scenario's hardware overrides describe its own device only.
+# Flags that remove several stated values: a scenario's hardware overrides describe its own device only; a closed
+# loop's clients set the rate, and send as answers come (no gamma gaps of burstiness cv).
 _CLEAR_GROUPS = {
     "clear_hardware_overrides": tuple(f"hardware.{key}" for key in
                                       ("memory_gb", "memory_bandwidth_gb_per_s", "gpu_working_set_fraction")),
+    "clear_rate": ("workload.arrival.rate_per_s", "workload.arrival.cv"),
 }
 # Changes that set a length distribution to one fixed length (--prompt-tokens, --output-tokens).
 _FIXED_LENGTHS = ("prompt_tokens", "output_tokens")

@@ -10,9 +10,10 @@ by how much and the smallest changes that fix it):
   deployment     the split divides the model and the weight format runs on the GPU (else the
                  other rules are skipped)
   memory         weights, activations and context fit at gpu_memory_utilization
-  max_model_len  within the model's limit, and the KV cache holds ceil(kv_share x max_num_seqs)
-                 sequences of max_model_len (at least one); a note warns when it holds fewer than
-                 max_num_seqs
+  max_model_len  within the model's limit, long enough for the workload's requests (the engine
+                 refuses one whose prompt + output exceed it), and the KV cache holds
+                 ceil(kv_share x max_num_seqs) sequences of max_model_len (at least one); a note warns
+                 when it holds fewer than max_num_seqs
   slo            the stated share of requests meets every SLO target at the stated rate, on the
                  stated replicas (a scenario without them: as many as the sizing pipeline finds)
   cost           replicas x GPUs requested x price within the stated budget
@@ -29,13 +30,13 @@ from dataclasses import dataclass
 
 from sizer.analytic.memory import GiB
 from sizer.inputs.manifest import CheckFlags, CheckInput, Source, read_check_input
-from sizer.inputs.scenario import SLOSection, scenario_from_dict, targets_text
+from sizer.inputs.scenario import Scenario, SLOSection, scenario_from_dict, targets_text, with_sources
 from sizer.inputs.traffic import Traffic
 from sizer.inputs.variant import Variant
 from sizer.sizing.cost import usd_per_hour
 from sizer.sizing.pipeline import size_deployment
 from sizer.sizing.plan import Plan, make_plan
-from sizer.sizing.resolve import model_of, resolve
+from sizer.sizing.resolve import STATED_SHARE, model_of, resolve
 from sizer.sizing.result import GoodputSettings, Sizing, SizingStatus
 from sizer.words import count
 from validation.errors import FieldError
@@ -93,7 +94,7 @@ def evaluate(inp: CheckInput, settings: GoodputSettings = GoodputSettings(),
         within_limit = Variant(max_model_len=model_limit)
         notes.append(f"max_model_len {stated_len} exceeds the model's {model_limit}; the other rules use {model_limit}")
     try:
-        resolved = resolve(scenario_from_dict(data, inp.file, within_limit, default_name=inp.name))
+        resolved = resolve(_scenario(inp, within_limit))
     except FieldError as error:
         if error.field not in CANNOT_RUN:
             raise
@@ -111,7 +112,8 @@ def evaluate(inp: CheckInput, settings: GoodputSettings = GoodputSettings(),
     runs_rule = RuleResult("deployment", "pass", f"TP {p.tensor_parallel_size} x PP {p.pipeline_parallel_size} "
                            f"divides {plan.model.name}; {runs.weight_format} weights run on {plan.gpu} "
                            f"({runs.kernel})")
-    rules = [runs_rule, memory_rule(inp, plan), max_model_len_rule(inp, plan, stated_len, model_limit), slo,
+    rules = [runs_rule, memory_rule(inp, plan),
+             max_model_len_rule(inp, plan, stated_len, model_limit, resolved.too_long_share), slo,
              cost_rule(inp, plan, sizing, replicas)]
     mem = plan.memory
     held = mem.max_seqs_at_max_model_len * plan.parallel.data_parallel_size
@@ -150,10 +152,20 @@ def _model_limit(data: dict, file: str) -> int | None:
     return model_of(scenario_from_dict(data, file)).max_position_embeddings or None
 
 
+def _scenario(inp: CheckInput, variant: Variant | None) -> Scenario:
+    """The scenario checked, with `variant`'s changes. Without a stated workload its nominal one
+    (sizer/inputs/manifest.py NOMINAL_WORKLOAD) is a default: none of its lengths is the user's to be refused."""
+    s = scenario_from_dict(inp.scenario_data, inp.file, variant, default_name=inp.name)
+    if inp.has_workload:
+        return s
+    return with_sources(s, {path: "default: no workload stated" for path in ("workload.prompt_tokens",
+                                                                             "workload.output_tokens")})
+
+
 def _plan_with(inp: CheckInput, variant: Variant) -> Plan | None:
     """The plan of `variant`, or None when it is not a valid deployment."""
     try:
-        return make_plan(resolve(scenario_from_dict(inp.scenario_data, inp.file, variant, default_name=inp.name)))
+        return make_plan(resolve(_scenario(inp, variant)))
     except FieldError:
         return None
 
@@ -237,12 +249,23 @@ def sequences_required(max_num_seqs: int, kv_share: float) -> int:
     return max(1, math.ceil(kv_share * max_num_seqs - 1e-9))
 
 
-def max_model_len_rule(inp: CheckInput, plan: Plan, stated_len: int | None, model_limit: int | None) -> RuleResult:
+def max_model_len_rule(inp: CheckInput, plan: Plan, stated_len: int | None, model_limit: int | None,
+                       too_long: float = 0.0) -> RuleResult:
+    """`too_long`: the share of the workload's requests whose prompt + output exceed max_model_len (Resolved)."""
     mem = plan.memory
     if model_limit and stated_len and stated_len > model_limit:
         return RuleResult("max_model_len", "fail", f"max_model_len {stated_len:,} exceeds the model's "
                           f"max_position_embeddings {model_limit:,} (by {stated_len - model_limit:,} tokens)",
                           (f"--max-model-len {model_limit}",))
+    if inp.has_workload and too_long >= STATED_SHARE:
+        longest = longest_request_tokens(inp.scenario_data)
+        fix = (f"--max-model-len {longest} (from {mem.max_model_len:,}; the workload's longest request fits)"
+               if longest is not None and longest <= (model_limit or longest) else
+               f"requests of at most {model_limit or mem.max_model_len:,} tokens, prompt + output (the model's "
+               "context)")
+        return RuleResult("max_model_len", "fail", f"{too_long:.2%} of the workload's requests have prompt + output "
+                          f"above max_model_len {mem.max_model_len:,}: the engine refuses them (vLLM answers HTTP "
+                          "400)", (fix,))
     if not plan.memory.fits:
         return RuleResult("max_model_len", "skip", f"max_model_len {mem.max_model_len:,} is within the model's limit; "
                           "the KV share is not checked until the memory rule passes")

@@ -249,7 +249,8 @@ def make_plan(r: Resolved) -> Plan:
     step = step_model_for(r, roofline)
     if w.trace is None:
         prompt_mean, output_mean = mean_length(w.prompt_tokens), mean_length(w.output_tokens)
-        rate = w.arrival.rate_per_s
+        # the engine answers a request longer than max_model_len at once (HTTP 400): it holds no KV and no batch slot
+        rate = w.arrival.rate_per_s and w.arrival.rate_per_s * (1 - r.too_long_share)
     else:
         summary = kind("trace").trace_summary(r)
         prompt_mean, output_mean, rate = summary.prompt_tokens_mean, summary.output_tokens_mean, summary.rate_per_s

@@ -10,6 +10,7 @@ configuration. Built once, by keyword; nothing downstream reads the scenario.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -22,6 +23,7 @@ from simulator.scheduler import SchedulerConfig
 from simulator.speculative import SpeculativeConfig
 from sizer.analytic.format_support import MARLIN_FAMILIES, Execution, execution, family, mxfp4_moe_checkpoint
 from sizer.analytic.formats import WeightFormat, weight_format
+from sizer.analytic.lengths import share_longer_than
 from sizer.analytic.memory import (
     GiB,
     KVLayout,
@@ -53,10 +55,12 @@ from sizer.inputs.hardware import (
 from sizer.inputs.model_spec import ModelSpec, checkpoint_model, load_config, load_model
 from sizer.inputs.scenario import (
     ASSUMED_FIELDS,
+    ENGINE_NAMES,
     DeploymentSection,
     Scenario,
     SLOSection,
     WorkloadSection,
+    length_bounds,
     scenario_dir,
 )
 from sizer.inputs.schedule import AutoscalingSection, EnergySection
@@ -74,7 +78,14 @@ from sizer.sizing.presets import (
     slot_preset,
 )
 from sizer.timing.cuda_graphs import captured_sizes
-from sizer.timing.kernel_tables import HEADER_FILE, TABLES, KernelTables, cached_kernel_tables, read_header
+from sizer.timing.kernel_tables import (
+    CALIBRATED_ENGINE,
+    HEADER_FILE,
+    TABLES,
+    KernelTables,
+    cached_kernel_tables,
+    read_header,
+)
 from sizer.timing.roofline import RooflineStepTimeModel
 from validation.errors import FieldError, excerpt
 
@@ -181,7 +192,8 @@ class Resolved:
     memory: MemoryBudget             # one GPU of one replica; its kv_blocks size the pool
     speculative: SpeculativeConfig | None   # deployment.speculative_config resolved (a draft model's own roofline)
     disaggregation: DisaggregationConfig | None
-    link_notes: tuple[str, ...]      # fallbacks for link figures the hardware profile lacks
+    link_notes: tuple[str, ...]      # notes for the plan: fallbacks for link figures the hardware profile lacks,
+                                     # layers offloaded, a unified memory's limit, requests longer than max_model_len
     price_usd_per_gpu_hour: float | None
     price_source: str
     # scenario path (model.name, deployment.tensor_parallel_size, workload.arrival.rate_per_s, ...) -> where its
@@ -193,6 +205,7 @@ class Resolved:
     lora: LoraMemory | None = None   # adapter slots per GPU (deployment.enable_lora)
     kernel_tables: KernelTables | None = None   # hardware.kernel_tables: the scenario's own folder, checked
     cuda_graph_batch_sizes: tuple[int, ...] = ()   # deployment.cuda_graph_batch_sizes; () when not stated
+    too_long_share: float = 0.0      # requests whose prompt + output exceed max_model_len: the engine refuses them
 
     def source_of(self, path: str) -> str:
         """Where the setting at scenario `path` came from: a flag, "scenario", or the default's reason."""
@@ -220,7 +233,19 @@ def checkpoint_of(s: Scenario) -> Checkpoint:
 
 def model_of(s: Scenario) -> ModelSpec:
     """The scenario's model, with any config key overrides applied."""
-    return checkpoint_model(checkpoint_of(s), s.model.overrides)
+    return _overridden_model(s, checkpoint_of(s))
+
+
+def _overridden_model(s: Scenario, checkpoint: Checkpoint) -> ModelSpec:
+    """The checkpoint's model with the scenario's model.overrides applied: a refusal of an overridden key names the
+    scenario's model.overrides.KEY, not the config file the override was made to."""
+    try:
+        return checkpoint_model(checkpoint, s.model.overrides)
+    except FieldError as error:
+        key = re.split(r"[.\[]", error.field or "", maxsplit=1)[0]
+        if error.file != checkpoint.config_file or key not in (s.model.overrides or {}):
+            raise
+        raise InputError(s.file, f"model.overrides.{error.field}", error.message) from None
 
 
 def hardware_of(s: Scenario) -> HardwareSpec:
@@ -260,7 +285,7 @@ def trtllm_graph_pool(d: DeploymentSection, model: ModelSpec, parallel: Parallel
 def resolve(s: Scenario) -> Resolved:
     """Everything the planner and the executors need, with engine defaults filled in; raises FieldError."""
     checkpoint = checkpoint_of(s)
-    model = checkpoint_model(checkpoint, s.model.overrides)
+    model = _overridden_model(s, checkpoint)
     hardware = hardware_of(s)
     d = s.deployment
     parallel = parallel_config(d, model, s.file)
@@ -279,6 +304,7 @@ def resolve(s: Scenario) -> Resolved:
         kv_dtype = slots.cache_type_k if slots.cache_type_k == slots.cache_type_v \
             else f"{slots.cache_type_k}/{slots.cache_type_v}"
     engine = engine_settings(s, model, hardware) if slots is None else slot_engine_settings(slots)
+    too_long = too_long_share(s, engine.max_model_len) if slots is None else 0.0
     weights = weight_memory(model, fmt, parallel, group_size, s.model.num_parameters)
     kv = kv_layout(model, kv_dtype, parallel, d.engine in KEEPS_CHUNKED_KV)
     split = (offload(model, fmt, hardware, d.n_gpu_layers, group_size, s.file, parallel.gpus_per_replica)
@@ -302,7 +328,7 @@ def resolve(s: Scenario) -> Resolved:
                               if hardware.unified_memory_bytes else "of device memory")
     scale_up, host = scale_up_link(hardware), host_link(hardware)
     try:
-        speculative = _speculative(s, hardware, parallel, group_size, kv_dtype)
+        speculative = _speculative(s, model, hardware, parallel, group_size, kv_dtype)
     except FieldError:
         raise                                       # names its own field (an unknown draft model)
     except ValueError as exc:
@@ -330,6 +356,9 @@ def resolve(s: Scenario) -> Resolved:
     profile = _calibrated_profile(s, model, hardware, parallel) if s.hardware.calibrated_profile else None
     if split:
         notes.append(split.note)
+    if too_long >= STATED_SHARE:
+        notes.append(f"{too_long:.2%} of requests have prompt + output above max_model_len {engine.max_model_len:,}: "
+                     "the engine refuses them (vLLM answers HTTP 400), and the simulation counts them rejected")
     if hardware.unified_memory_bytes and hardware.memory_limit_source:
         notes.append(f"{hardware.name}: the GPU may use {hardware.memory_bytes / GiB:.1f} GiB of its "
                      f"{hardware.unified_memory_bytes / GiB:.0f} GiB unified memory ({hardware.memory_limit_source})")
@@ -342,7 +371,8 @@ def resolve(s: Scenario) -> Resolved:
         disaggregation=disagg,
         link_notes=tuple(notes), price_usd_per_gpu_hour=price, price_source=price_source,
         sources=setting_sources(s, slots, price_source), calibrated_profile=profile, offload=split, slots=slots,
-        lora=lora, kernel_tables=tables, cuda_graph_batch_sizes=tuple(d.cuda_graph_batch_sizes or ()))
+        lora=lora, kernel_tables=tables, cuda_graph_batch_sizes=tuple(d.cuda_graph_batch_sizes or ()),
+        too_long_share=too_long)
     try:                                            # built (and kept) now: a limit the scheduler refuses is bad input
         _ = r.replica
     except ValueError as exc:
@@ -490,6 +520,31 @@ def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> En
     return engine
 
 
+# A share of requests refused for their length that a plan states (and `sizer check`'s max_model_len rule fails on):
+# 0.01% or more, the precision the share is printed to.
+STATED_SHARE = 1e-4
+
+
+def too_long_share(s: Scenario, max_len: int) -> float:
+    """The share of the workload's requests whose prompt + output exceed max_model_len: the engine refuses each
+    (vLLM answers HTTP 400) and the simulator counts it rejected. A workload none of whose requests fits is refused
+    here when it states a length (a default workload's share is stated as any other's). A trace's requests are
+    counted by the simulator as it replays them (0 here)."""
+    w = s.workload
+    if w.trace is not None or w.prompt_tokens is None or w.output_tokens is None:
+        return 0.0
+    (prompt, longest_prompt), (output, longest_output) = length_bounds(w.prompt_tokens), length_bounds(w.output_tokens)
+    stated = any(not s.source_of(f"workload.{key}").startswith("default") for key in ("prompt_tokens", "output_tokens"))
+    if prompt + output > max_len and stated:
+        limit = f"deployment.max_model_len {max_len:,}" + ("" if s.deployment.max_model_len else
+                                                           " (the model's max_position_embeddings)")
+        which = "every" if (prompt, output) == (longest_prompt, longest_output) else "the shortest"
+        raise InputError(s.file, "workload.prompt_tokens",
+                         f"expected prompt + output within {limit}, got {prompt:,} + {output:,} = {prompt + output:,} "
+                         f"tokens in {which} request: {ENGINE_NAMES[s.deployment.engine]} refuses every request")
+    return share_longer_than(w.prompt_tokens, w.output_tokens, max_len)
+
+
 def slot_settings(s: Scenario, model: ModelSpec) -> SlotSettings:
     """llama.cpp's or Ollama's slots: the scenario's fields, else the engine's defaults, each with its source."""
     d, f = s.deployment, s.file
@@ -612,12 +667,16 @@ def _link_note(use: str, link: Link) -> str:
     return f"{use}: {link.bytes_per_s_per_direction / 1e9:.0f} GB/s per direction, {link.source}"
 
 
-def _speculative(s: Scenario, hardware: HardwareSpec, parallel: ParallelConfig, group_size: int,
+def _speculative(s: Scenario, model: ModelSpec, hardware: HardwareSpec, parallel: ParallelConfig, group_size: int,
                  kv_dtype: str) -> SpeculativeConfig | None:
     """The scenario's speculative decoding; a draft model without a stated cost is priced by its own roofline."""
     sc = s.deployment.speculative_config
     if sc is None:
         return None
+    if sc.method == "mtp" and not model.mtp_layers:
+        raise InputError(s.file, "deployment.speculative_config.method",
+                         f"mtp drafts with the model's multi-token-prediction layers; {model.name} has none "
+                         "(num_nextn_predict_layers 0): expected another method")
     draft = None
     if sc.method == "draft_model" and sc.model:     # the draft model is checked even when its cost is stated
         shipped = preloaded.checkpoint(str(scenario_dir(s)), sc.model)      # a sweep worker: its driver's
@@ -657,7 +716,8 @@ def kernel_tables_folder(s: Scenario) -> Path:
 
 
 def checked_kernel_tables(s: Scenario, hardware: HardwareSpec) -> KernelTables:
-    """The scenario's kernel-tables folder, checked against its GPU (a sweep worker: as its driver read it). Here,
+    """The scenario's kernel-tables folder, checked against its GPU and engine (a sweep worker: as its driver read
+    it; the tables `sizer calibrate` measured in sizer's own engine price any engine, and the plan says so). Here,
     not in the scenario's cross-field rules, so that a gateway's pools get it too."""
     if s.hardware.calibrated_profile is not None:
         raise InputError(s.file, "hardware.kernel_tables", "not together with hardware.calibrated_profile: "
@@ -667,6 +727,11 @@ def checked_kernel_tables(s: Scenario, hardware: HardwareSpec) -> KernelTables:
     if tables.header.gpu != hardware.id:
         raise InputError(s.file, "hardware.kernel_tables", f"measured on {excerpt(tables.header.gpu, quote=False)}; "
                          f"the scenario runs on {hardware.id} (tables price only the device they were measured on)")
+    engine = s.deployment.engine
+    if tables.header.engine not in (engine, CALIBRATED_ENGINE):
+        raise InputError(s.file, "hardware.kernel_tables", f"measured in {excerpt(tables.header.engine, quote=False)}; "
+                         f"the scenario serves {engine} (tables price only the engine they were measured in; sizer "
+                         f"calibrate's, engine {CALIBRATED_ENGINE}, price any)")
     return tables
 
 

@@ -32,7 +32,7 @@ from sizer.errors import InputError
 from sizer.inputs import preloaded
 from sizer.inputs.hardware import all_profiles, load_hardware
 from sizer.inputs.preloaded import Preloaded
-from sizer.inputs.scenario import Scenario, scenario_dir, scenario_from_dict
+from sizer.inputs.scenario import ArrivalSection, Scenario, scenario_dir, scenario_from_dict
 from sizer.inputs.sweep_file import Constraint, SweepFile, SweepSettings, axis_values, parse_constraint
 from sizer.inputs.variant import Variant
 from sizer.sizing.goodput import rate_bound_per_s, replicas_for, slo_of
@@ -53,6 +53,7 @@ from sizer.timing.kernel_tables import HEADER_FILE, TABLES
 from sizer.timing.step_model import SHARED_MOE_KERNELS, bundled_header, bundled_tables
 from sizer.words import count
 from validation.errors import FieldError
+from validation.schema import field_value
 
 # Bumped when a row's meaning changes: points hashed under another version are simulated again.
 ROW_VERSION = 1
@@ -274,6 +275,9 @@ def check_axes(sweep: SweepFile, values: dict[str, list], data: dict, base: Scen
             try:
                 if name == "gpu":
                     load_hardware(value)
+                if name == "rate_per_s" and base.workload.trace is not None:   # variant_of: a time scale
+                    field_value(ArrivalSection, "rate_per_s", value, "workload.arrival.rate_per_s", base.file)
+                    continue
                 point = Point(**{name: value})
                 s = scenario_from_dict(data, str(sweep.scenario_path()), point.variant(base.hardware.gpu))
                 if name == "model":

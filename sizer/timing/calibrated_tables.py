@@ -3,10 +3,10 @@ their tables.yaml, in the format of sizer/timing/kernel_tables.py."""
 
 from __future__ import annotations
 
-from sizer.timing.kernel_tables import SCHEMA_VERSION
+from sizer.timing.kernel_tables import CALIBRATED_ENGINE, SCHEMA_VERSION
 from sizer.version import sizer_version
 
-ENGINE = "sizer-engine"
+ENGINE = CALIBRATED_ENGINE
 
 
 def tables_dir_name(device_id: str) -> str:

@@ -73,6 +73,9 @@ SCHEMA_VERSION = 1
 MAX_HEADER_BYTES = 1 << 16
 MAX_TABLE_BYTES = 64 << 20           # decompressed; the bundled tables are a few MB at most
 TP_SIZES = (1, 2, 4, 8)              # the tensor-parallel splits tables cover: a shard is one GPU's share
+# the engine of the tables `sizer calibrate` measures in sizer's own engine on the user's device, which price any
+# serving engine (sizer/sizing/resolve.py checked_kernel_tables)
+CALIBRATED_ENGINE = "sizer-engine"
 
 # the shape of a multi-head latent attention block (LatentAttention's fields, and the model's hidden size)
 MLA_DIMS = ("hidden", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
@@ -138,7 +141,7 @@ class KernelTablesHeader:
     schema_version: int = schema.field(ge=1, le=SCHEMA_VERSION)
     gpu: str                         # sizer's hardware profile id ("h100-sxm")
     device_name: str                 # as the measuring machine reported it
-    engine: str                      # "vllm", ...
+    engine: str                      # "vllm", ..., or CALIBRATED_ENGINE
     engine_version: str              # the engine the GEMMs and attention were measured in
     elementwise: ElementwiseCost
     provenance: Provenance

@@ -236,7 +236,7 @@ def own_tables_note(r: Deployment) -> str:
         note += (f"; sizer calibrate timed the shards of TP {listed(timed)} only: TP {r.parallel.tp}'s "
                  "are read off other shapes (interpolated, or the smallest measured below it) or priced by the "
                  "roofline (the 'priced by' line says which)")
-    if h.engine != r.engine.engine:
+    if h.engine != r.engine.engine:         # sizer calibrate's (resolve.checked_kernel_tables)
         note += (f"; measured in {h.engine}, the scenario serves {r.engine.engine}: the engines' kernels may differ "
                  "and the tables do not say by how much")
     return note

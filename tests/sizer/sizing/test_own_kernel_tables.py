@@ -24,6 +24,7 @@ from sizer.sizing.resolve import resolve
 from sizer.sizing.search import Candidate
 from sizer.sizing.simulate import simulate_scenario
 from sizer.sizing.sweep import tasks, variant_of
+from sizer.timing.calibrated_tables import ENGINE as CALIBRATE_WRITES
 from sizer.timing.kernel_step import dense_gemms, gemm_curve
 from sizer.timing.kernel_tables import bundled_tables_dir
 from sizer.timing.step_model import bundled_tables, step_model_for
@@ -96,13 +97,15 @@ def test_the_plan_names_the_tables_and_their_folder(tmp_path):
                      "prices what they lack"]
 
 
-def test_tables_from_another_engine_are_used_and_said_so(tmp_path):
-    own_tables(tmp_path / "mine", engine="sizer", engine_version="0.1.0")
+def test_tables_sizer_calibrate_measured_price_any_engine_and_say_so(tmp_path):
+    # sizer's own engine on the user's device: the only tables of that device, so they price a vLLM scenario too
+    # (the engine as sizer calibrate writes it, which resolve's check lets through: checked_kernel_tables)
+    own_tables(tmp_path / "mine", engine=CALIBRATE_WRITES, engine_version="0.1.0")
     r = resolve(load_scenario(scenario(tmp_path, kernel_tables="mine")))
     note = next(a for a in make_plan(r).assumptions if "hardware.kernel_tables" in a)
-    assert note.endswith("; measured in sizer, the scenario serves vllm: the engines' kernels may differ and the "
-                         "tables do not say by how much")
-    assert step_model_for(r).name.startswith("kernel tables measured on NVIDIA H100 80GB HBM3 in sizer 0.1.0")
+    assert note.endswith("; measured in sizer-engine, the scenario serves vllm: the engines' kernels may differ and "
+                         "the tables do not say by how much")
+    assert step_model_for(r).name.startswith("kernel tables measured on NVIDIA H100 80GB HBM3 in sizer-engine 0.1.0")
 
 
 @pytest.mark.parametrize("hardware, make, expected", [
@@ -118,6 +121,12 @@ def test_tables_from_another_engine_are_used_and_said_so(tmp_path):
     ({"kernel_tables": "mine", "gpu": "h200"}, {},
      "hardware.kernel_tables: measured on h100-sxm; the scenario runs on h200 (tables price only the device they "
      "were measured on)"),
+    # another serving engine's tables (or an engine sizer does not know) would price vLLM's steps with SGLang's
+    # kernels: refused as another GPU's are, not used with a note
+    ({"kernel_tables": "mine"}, {"engine": "sglang"},
+     "hardware.kernel_tables: measured in sglang; the scenario serves vllm (tables price only the engine they were "
+     "measured in; sizer calibrate's, engine sizer-engine, price any)"),
+    ({"kernel_tables": "mine"}, {"engine": "foo"}, "hardware.kernel_tables: measured in foo; the scenario serves vllm"),
     ({"kernel_tables": "mine", "calibrated_profile": "mine"}, {},
      "hardware.kernel_tables: not together with hardware.calibrated_profile: expected one source of step times"),
     ({"kernel_tables": "mine"}, {"schema_version": 9},

@@ -1,0 +1,95 @@
+"""Request lengths in closed form, as the simulator draws them (simulator/workload.py `Lengths.draw`: a draw
+rounded to whole tokens, then clipped to [min, max]; sizer.inputs.scenario `length_bounds`), for the plan, which
+draws none: the chance a length is at most k, and the share of requests whose prompt + output exceed a limit.
+
+    P(prompt + output > L) = sum over prompt lengths p of P(prompt = p) x P(output > L - p)
+
+Prompt and output lengths are independent (the simulator draws them from separate random streams).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Callable
+from itertools import accumulate
+
+from sizer.inputs.scenario import Distribution, length_bounds
+
+# Lengths summed one by one at most; a wider span is summed in this many equal bins, each bin's chance taken
+# at its middle length (the other length's chance changes little across a bin of a wide span).
+MAX_STEPS = 4096
+
+
+def at_most(d: Distribution) -> Callable[[int], float]:
+    """k -> P(length <= k) of a length drawn from `d`."""
+    lo, hi = length_bounds(d)
+    atoms = _atoms(d)
+
+    def cdf(k: int) -> float:
+        if k < lo:
+            return 0.0
+        if hi is not None and k >= hi:
+            return 1.0
+        if atoms is not None:
+            lengths, chances = atoms
+            return chances[bisect.bisect_right(lengths, k) - 1] if k >= lengths[0] else 0.0
+        if d.distribution == "uniform":           # whole lengths from min to max, equally likely
+            return (k - int(d.min) + 1) / (int(d.max) - int(d.min) + 1)
+        # a draw rounds to k or less when it is below k + 0.5 (np.rint)
+        if d.distribution == "normal":
+            return _standard_normal_at_most((k + 0.5 - d.mean) / d.std)
+        mu = math.log(d.mean) - d.sigma ** 2 / 2   # lognormal: the log-mean that keeps the mean `mean`
+        return _standard_normal_at_most((math.log(k + 0.5) - mu) / d.sigma)
+
+    return cdf
+
+
+def share_longer_than(a: Distribution, b: Distribution, limit: int) -> float:
+    """P(A + B > limit) for independent lengths A and B, summed over the lengths of whichever has fewer to sum."""
+    over, other = min(((a, b), (b, a)), key=lambda pair: len(_lengths_to_sum(*pair, limit)))
+    over_cdf, other_cdf = at_most(over), at_most(other)
+    lengths = _lengths_to_sum(over, other, limit)
+    # longer than limit - the other's shortest: always over the limit
+    share = 1.0 - over_cdf(limit - length_bounds(other)[0])
+    for first, last in lengths:
+        middle = (first + last) // 2
+        share += (over_cdf(last) - over_cdf(first - 1)) * (1.0 - other_cdf(limit - middle))
+    return share
+
+
+def _lengths_to_sum(a: Distribution, b: Distribution, limit: int) -> list[tuple[int, int]]:
+    """The lengths of A (as (first, last) ranges, each one length but for wide spans) for which A + B may or may
+    not exceed `limit`: above limit - longest B and at most limit - shortest B."""
+    (a_lo, a_hi), (b_lo, b_hi) = length_bounds(a), length_bounds(b)
+    first = a_lo if b_hi is None else max(a_lo, limit - b_hi + 1)
+    last = limit - b_lo if a_hi is None else min(a_hi, limit - b_lo)
+    atoms = _atoms(a)
+    if atoms is not None:
+        return [(x, x) for x in atoms[0] if first <= x <= last]
+    width = max(1, math.ceil((last - first + 1) / MAX_STEPS))
+    return [(x, min(x + width - 1, last)) for x in range(first, last + 1, width)]
+
+
+def _atoms(d: Distribution) -> tuple[list[int], list[float]] | None:
+    """(lengths, P(length <= each)) ascending, for a distribution of a few lengths (fixed, empirical, normal
+    without spread); None for the others."""
+    if d.distribution == "empirical":
+        weights = d.weights or [1.0] * len(d.values)
+        drawn = list(zip((int(v) for v in d.values), weights, strict=True))
+    elif d.distribution == "fixed" or (d.distribution == "normal" and not d.std):
+        drawn = [(round(d.value if d.distribution == "fixed" else d.mean), 1.0)]
+    else:
+        return None
+    lo, hi = length_bounds(d)
+    chances: dict[int, float] = {}
+    for x, w in drawn:
+        x = max(lo, x) if hi is None else min(max(lo, x), hi)
+        chances[x] = chances.get(x, 0.0) + w
+    lengths = sorted(chances)
+    total = sum(chances.values())
+    return lengths, list(accumulate(chances[x] / total for x in lengths))
+
+
+def _standard_normal_at_most(z: float) -> float:
+    return 0.5 * math.erfc(-z / math.sqrt(2))

@@ -1,0 +1,64 @@
+"""Request lengths in closed form (sizer/analytic/lengths.py): the chance a length is at most k, and the share of
+requests whose prompt + output exceed a limit, as the simulator draws them."""
+
+import math
+from statistics import NormalDist
+
+import numpy as np
+import pytest
+
+from simulator import Arrivals, WorkloadSpec, generate
+from sizer.analytic.lengths import MAX_STEPS, at_most, share_longer_than
+from sizer.inputs.scenario import Distribution
+from sizer.sizing.workload import _lengths
+
+
+def test_at_most_follows_each_distribution_as_drawn():
+    # uniform 10..19: ten whole lengths equally likely, five of them at most 14
+    assert at_most(Distribution("uniform", min=10, max=19))(14) == 0.5
+    # empirical 100 (weight 3) and 300 (weight 1): 3/4 of the lengths are at most 299
+    empirical = at_most(Distribution("empirical", values=[100, 300], weights=[3, 1]))
+    assert (empirical(99), empirical(299), empirical(300)) == (0.0, 0.75, 1.0)
+    # a draw rounds to k or less below k + 0.5: normal mean 1000, std 100 is at most 1099 with chance
+    # Phi((1099.5 - 1000) / 100) = Phi(0.995) = 0.8401
+    assert at_most(Distribution("normal", mean=1000, std=100))(1099) == pytest.approx(NormalDist().cdf(0.995), 1e-12)
+    # lognormal mean 1000, sigma 1: its median is 1000 e^(-1/2) = 606.53 tokens, so half are at most 606
+    # (606.5 is 0.00005 in log below the median)
+    assert at_most(Distribution("lognormal", mean=1000, sigma=1.0))(606) == pytest.approx(0.5, abs=1e-4)
+    # clipped at [16, 2000]: nothing shorter than 16, everything at most 2000
+    clipped = at_most(Distribution("lognormal", mean=1000, sigma=1.0, min=16, max=2000))
+    assert (clipped(15), clipped(2000)) == (0.0, 1.0)
+
+
+@pytest.mark.parametrize(("prompt", "output", "limit", "share"), [
+    # uniform 1..100 + 10 above 100: prompts above 90, 10 of the 100
+    (Distribution("uniform", min=1, max=100), Distribution("fixed", value=10), 100, 0.1),
+    # uniform 1..100 twice above 100: for prompt p, outputs above 100 - p are p of 100: sum p / 100^2 = 5050 / 10^4
+    (Distribution("uniform", min=1, max=100), Distribution("uniform", min=1, max=100), 100, 0.505),
+    # a quarter of the prompts are 300 tokens, 300 + 50 > 200; 100 + 50 is not
+    (Distribution("empirical", values=[100, 300], weights=[3, 1]), Distribution("fixed", value=50), 200, 0.25),
+    # a fixed 1,000 clipped to 500, + 10: every request is 510 tokens
+    (Distribution("fixed", value=1000, max=500), Distribution("fixed", value=10), 505, 1.0),
+    (Distribution("fixed", value=1000, max=500), Distribution("fixed", value=10), 510, 0.0),
+    # normal mean 1000, std 100, + 1 above 1100: prompts of 1100 or more, 1 - Phi((1099.5 - 1000) / 100)
+    (Distribution("normal", mean=1000, std=100), Distribution("fixed", value=1), 1100, 1 - NormalDist().cdf(0.995)),
+])
+def test_share_longer_than_by_hand(prompt, output, limit, share):
+    assert share_longer_than(prompt, output, limit) == pytest.approx(share, abs=1e-12)
+    assert share_longer_than(output, prompt, limit) == pytest.approx(share, abs=1e-12)     # the sum is symmetric
+
+
+@pytest.mark.parametrize(("prompt", "output", "limit"), [
+    # the shapes a scenario states, against 400,000 requests the simulator draws: within 4 sigma of the draws
+    (Distribution("lognormal", mean=1200, sigma=0.8, min=16, max=12000),
+     Distribution("lognormal", mean=250, sigma=0.7, min=4, max=2000), 4096),
+    (Distribution("normal", mean=1000, std=400, min=50), Distribution("lognormal", mean=300, sigma=1.0), 1500),
+    # a span wider than MAX_STEPS lengths: summed in bins
+    (Distribution("lognormal", mean=1000, sigma=1.2), Distribution("lognormal", mean=300, sigma=1.0), 3 * MAX_STEPS),
+])
+def test_share_longer_than_is_what_the_simulator_draws(prompt, output, limit):
+    n = 400_000
+    w = generate(WorkloadSpec(n, Arrivals("poisson", 1.0), _lengths(prompt), _lengths(output)), 1)
+    drawn = float(np.mean(w.prompt_tokens + w.output_tokens > limit))
+    share = share_longer_than(prompt, output, limit)
+    assert abs(share - drawn) < 4 * math.sqrt(share * (1 - share) / n) + 1e-6, (share, drawn)

@@ -1,0 +1,85 @@
+"""resolve() and the workload's lengths against max_model_len: the engine refuses a request whose prompt + output
+exceed it (vLLM answers HTTP 400), so a workload none of whose requests fits is refused, and where only some do the
+plan states their share; and a refusal of a model override names the scenario's model.overrides key."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from sizer.cli import app
+from sizer.inputs.scenario import scenario_from_dict
+from sizer.sizing.plan import make_plan
+from sizer.sizing.resolve import resolve
+from validation.errors import FieldError
+
+LOGNORMAL_PROMPTS = {"distribution": "lognormal", "mean": 1200, "sigma": 0.8, "min": 16, "max": 12000}
+LOGNORMAL_OUTPUTS = {"distribution": "lognormal", "mean": 250, "sigma": 0.7, "min": 4, "max": 2000}
+
+
+def scenario(max_model_len: int | None, prompt: dict, output: dict, file: str | None = "s.yaml", **model):
+    deployment = {"max_model_len": max_model_len} if max_model_len else {}
+    return scenario_from_dict({"model": {"name": "llama-3.1-8b", **model}, "hardware": "h100",
+                               "deployment": deployment,
+                               "workload": {"arrival": {"rate_per_s": 2}, "prompt_tokens": prompt,
+                                            "output_tokens": output}}, file)
+
+
+def refusal(s) -> str:
+    with pytest.raises(FieldError) as caught:
+        resolve(s)
+    return caught.value.one_line()
+
+
+def test_a_workload_that_never_fits_max_model_len_is_refused():
+    # the shortest request: a 16-token prompt (the clip) + a 4-token answer = 20 tokens > 8
+    assert refusal(scenario(8, LOGNORMAL_PROMPTS, LOGNORMAL_OUTPUTS)) == (
+        "s.yaml: workload.prompt_tokens: expected prompt + output within deployment.max_model_len 8, got 16 + 4 = 20 "
+        "tokens in the shortest request: vLLM refuses every request")
+    # fixed lengths, against the model's own 131,072 tokens (Llama 3.1's max_position_embeddings)
+    assert refusal(scenario(None, {"distribution": "fixed", "value": 200_000}, {"distribution": "fixed",
+                                                                                 "value": 100})) == (
+        "s.yaml: workload.prompt_tokens: expected prompt + output within deployment.max_model_len 131,072 (the "
+        "model's max_position_embeddings), got 200,000 + 100 = 200,100 tokens in every request: vLLM refuses every "
+        "request")
+
+
+def test_the_plan_states_the_share_of_requests_refused():
+    # uniform prompts of 1..100 tokens + 10 output tokens in a context of 100: prompts above 90, 10% of them
+    r = resolve(scenario(100, {"distribution": "uniform", "min": 1, "max": 100}, {"distribution": "fixed",
+                                                                                  "value": 10}))
+    assert r.too_long_share == pytest.approx(0.1)
+    note = ("10.00% of requests have prompt + output above max_model_len 100: the engine refuses them (vLLM answers "
+            "HTTP 400), and the simulation counts them rejected")
+    assert note in make_plan(r).assumptions
+    # the fuzzed chat workload in 4,096 tokens: 3.22% (the simulator's own draws agree: tests/sizer/analytic/
+    # test_lengths.py); at 14,000 = 12,000 + 2,000, every request fits and nothing is stated
+    assert resolve(scenario(4096, LOGNORMAL_PROMPTS, LOGNORMAL_OUTPUTS)).too_long_share == pytest.approx(0.0322,
+                                                                                                       abs=1e-4)
+    fits = resolve(scenario(14_000, LOGNORMAL_PROMPTS, LOGNORMAL_OUTPUTS))
+    assert fits.too_long_share == 0.0 and not any("max_model_len 14,000" in n for n in fits.link_notes)
+
+
+def test_a_flag_length_is_refused_and_a_default_workload_stated():
+    # --prompt-tokens states the length: every request of 1,000,000 + 256 tokens is refused
+    result = CliRunner().invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "h100", "--prompt-tokens", "1m"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "error: workload.prompt_tokens: expected prompt + output within deployment.max_model_len 131,072 (the "
+        "model's max_position_embeddings), got 1,000,000 + 256 = 1,000,256 tokens in every request: vLLM refuses "
+        "every request")
+    # without a file or length flags the workload (1,024 + 256 tokens) is the plan's own default: stated, not refused
+    result = CliRunner().invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "h100", "--max-model-len", "1000",
+                                      "--json"])
+    assert result.exit_code == 0, result.output
+    assert ("100.00% of requests have prompt + output above max_model_len 1,000: the engine refuses them (vLLM "
+            "answers HTTP 400), and the simulation counts them rejected") in json.loads(result.stdout)["assumptions"]
+
+
+def test_a_refused_override_names_the_scenario_not_the_catalog():
+    # Llama 3.1 8B's config comes from the bundled catalog; the override is the scenario's
+    s = scenario(None, {"distribution": "fixed", "value": 100}, {"distribution": "fixed", "value": 10},
+                 overrides={"num_key_value_heads": 3})
+    assert refusal(s) == "s.yaml: model.overrides.num_key_value_heads: 3 does not divide the 32 attention heads"
