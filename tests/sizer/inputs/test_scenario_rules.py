@@ -145,3 +145,25 @@ def test_an_empty_file_is_said_to_be_empty(tmp_path):
     path.write_text("# nothing yet\n")
     with pytest.raises(FieldError, match=r"\(top level\): expected a mapping of sections, got an empty file"):
         load_scenario(path)
+
+
+@pytest.mark.parametrize("model, refused", [("llama-3.1-8b", True), ("deepseek-v3", False)])
+def test_mtp_drafts_only_with_the_models_own_prediction_layers(model, refused):
+    # DeepSeek-V3 ships one multi-token-prediction layer (num_nextn_predict_layers 1); Llama-3.1-8B none, so vLLM's
+    # mtp method has nothing to draft with
+    from sizer.errors import InputError
+    from sizer.sizing.resolve import resolve
+
+    s = scenario_from_dict({"name": "mtp", "model": model, "hardware": "h200",
+                            "deployment": {"tensor_parallel_size": 8, "max_model_len": 8192,
+                                           "speculative_config": {"method": "mtp", "num_speculative_tokens": 1,
+                                                                  "acceptance_rate": 0.8}},
+                            "workload": {"arrival": {"process": "poisson", "rate_per_s": 1},
+                                         "prompt_tokens": {"distribution": "fixed", "value": 512},
+                                         "output_tokens": {"distribution": "fixed", "value": 128}}}, None)
+    if refused:
+        with pytest.raises(InputError, match=r"speculative_config.method: mtp drafts with the model's "
+                                             r"multi-token-prediction layers; .* has none"):
+            resolve(s)
+    else:
+        assert resolve(s).speculative is not None
