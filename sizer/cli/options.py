@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -97,6 +99,21 @@ def scenario_with_flags(path: Path, traffic: Traffic, variant: Variant | None = 
             raise
         raise InputError(None, "--prompt-tokens", f"{traffic.prompt_tokens} is shorter than the scenario's shared "
                                                   f"prefix (workload.shared_prefix.tokens in {path})") from None
+
+
+@contextmanager
+def naming_length_flags(traffic: Traffic, scenario_file: str | None) -> Iterator[None]:
+    """A refusal of the workload's lengths (prompt + output beyond max_model_len: sizer/sizing/resolve.py
+    too_long_share) where --prompt-tokens or --output-tokens set them names the flag, not the file's field."""
+    try:
+        yield
+    except FieldError as error:
+        flag = ("--prompt-tokens" if traffic.prompt_tokens is not None
+                else "--output-tokens" if traffic.output_tokens is not None else None)
+        if (flag is None or isinstance(error, StatedValueError) or error.file != scenario_file
+                or error.field not in ("workload.prompt_tokens", "workload.output_tokens")):
+            raise
+        raise InputError(None, flag, f"{error.message} (as {error.field})") from None
 
 
 def tokens_flag(text: str | None, flag: str) -> int | None:

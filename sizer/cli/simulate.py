@@ -20,6 +20,7 @@ from sizer.cli.options import (
     TTFT_MS,
     WIDE,
     closed_loop_flag,
+    naming_length_flags,
     scenario_with_flags,
     traffic_from_flags,
 )
@@ -108,7 +109,8 @@ def run(path: Path, num_requests: int | None, replicas: int | None, router: str,
     if replicas is not None and s.deployment.disaggregated is not None:
         raise InputError(None, "--replicas", "does not apply to this scenario: its deployment.disaggregated "
                                              "section sets the replicas (prefill_replicas and decode_replicas)")
-    r = resolve(s)
+    with naming_length_flags(traffic, str(path)):
+        r = resolve(s)
     total = min(num_requests or s.workload.num_requests, (s.workload.trace.max_requests or 1 << 62)
                 if s.workload.trace else 1 << 62)
     with progress("simulating", "requests", total) as update:
