@@ -62,6 +62,7 @@ class BenchResult:
     output_lens: tuple[int, ...] | None
     measured: tuple[tuple[str, float], ...]  # (key as in the file, value): throughputs, then latency statistics
     model_id: str | None = None             # the model the run asked the server for
+    warnings: tuple[str, ...] = ()          # where the file's counts disagree with each other (read, not refused)
 
     @property
     def num_requests(self) -> int:
@@ -79,18 +80,19 @@ def bench_result(data: object, file: str) -> BenchResult:
     if not isinstance(data, dict):
         raise FieldError(file, None, f"expected a JSON object (a vllm bench serve --save-result file), "
                                      f"got {type(data).__name__}")
-    completed, num_prompts, failed = _counts(data, file)
+    completed, num_prompts, failed, warnings = _counts(data, file)
     concurrency, _ = read_key(MAX_CONCURRENCY_KEY, data, file)
     burstiness, _ = read_key(BURSTINESS, data, file)
-    inputs, outputs = _per_request(data, file, completed + failed, failed)
+    inputs, outputs, more = _per_request(data, file, completed + failed, failed)
     model_id, _ = read_key(MODEL_ID, data, file)
     return BenchResult(file, completed, num_prompts, failed, _rate(data, file), concurrency, burstiness, inputs,
-                       outputs, _measured(data, file), model_id)
+                       outputs, _measured(data, file), model_id, warnings + more)
 
 
-def _counts(data: dict, file: str) -> tuple[int, int | None, int]:
-    """(completed, num_prompts, failed): vLLM counts each request sent as completed or failed, so that
-    completed + failed = num_prompts; without num_prompts, the requests sent are completed + failed."""
+def _counts(data: dict, file: str) -> tuple[int, int | None, int, tuple[str, ...]]:
+    """(completed, num_prompts, failed, warnings): vLLM counts each request sent as completed or failed, and
+    writes num_prompts as asked (--num-prompts), which a dataset with fewer rows leaves short of what was sent:
+    with `failed` stated, the requests sent are completed + failed (a warning where num_prompts differs)."""
     completed, _ = read_key(COMPLETED, data, file)
     if completed is None:
         raise FieldError(file, "completed", "missing; expected the number of successful requests >= 1 "
@@ -101,21 +103,28 @@ def _counts(data: dict, file: str) -> tuple[int, int | None, int]:
         if completed + (failed or 0) > MAX_REQUESTS:
             raise FieldError(file, "failed", f"expected completed + failed <= {MAX_REQUESTS:,} requests, the most "
                                              f"sizer simulates, got {completed:,} + {failed:,}")
-        return completed, None, failed or 0
+        return completed, None, failed or 0, ()
     if completed > num_prompts:
         raise FieldError(file, "completed", f"expected at most num_prompts ({num_prompts:,}), the requests sent, "
                                             f"got {completed:,}")
-    if failed is not None and completed + failed != num_prompts:
-        raise FieldError(file, "failed", f"expected num_prompts - completed = {num_prompts - completed:,} (each "
-                                         f"request sent completed or failed), got {failed:,}")
-    return completed, num_prompts, num_prompts - completed
+    if failed is not None:
+        sent = completed + failed
+        if sent > num_prompts:
+            raise FieldError(file, "failed", f"expected completed + failed at most num_prompts ({num_prompts:,}), the "
+                                             f"requests asked for, got {completed:,} + {failed:,}")
+        return completed, num_prompts, failed, () if sent == num_prompts else (
+            f"{file}: num_prompts: {num_prompts:,} asked, but completed + failed = {sent:,} sent (a dataset with "
+            "fewer rows); the requests sent are replayed",)
+    return completed, num_prompts, num_prompts - completed, ()
 
 
 def _per_request(data: dict, file: str, sent: int,
-                 failed: int) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
-    """--save-detailed's input and output lengths per request (None without them), checked against the counts:
-    one entry per request sent, both lists or neither, as many errors as failed requests, and an output of 0
-    tokens only for a failed request (a successful one streamed its first token)."""
+                 failed: int) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None, tuple[str, ...]]:
+    """--save-detailed's input and output lengths per request (None without them) and warnings, checked against
+    the counts: one entry per request sent, both lists or neither, no more errors than failed requests (a failed
+    one's may be empty: vLLM writes the HTTP reason, or ""). Outputs of 0 tokens beyond the failed requests are
+    read with a warning: vLLM counts a successful reply without usage by tokenizing its text, which is 0 for a
+    reply of only the end-of-sequence token."""
     lists = {}
     for key in PER_REQUEST:
         value, _ = read_key(key, data, file)
@@ -127,12 +136,15 @@ def _per_request(data: dict, file: str, sent: int,
         missing, given = ("input_lens", "output_lens") if inputs is None else ("output_lens", "input_lens")
         raise FieldError(file, missing, f"missing or null beside {given}; expected both (vllm bench serve "
                                         "--save-detailed writes both) or neither (the scenario's lengths)")
-    if errors is not None and (errored := sum(1 for e in errors if e)) != failed:
-        raise FieldError(file, "errors", f"expected {failed:,} non-empty, one per failed request, got {errored:,}")
-    if outputs is not None and (empty := outputs.count(0)) > failed:
-        raise FieldError(file, "output_lens", f"expected an output of 0 tokens only for a failed request "
-                                              f"({failed:,} failed), got {empty:,}")
-    return (tuple(inputs), tuple(outputs)) if inputs is not None else (None, None)
+    if errors is not None and (errored := sum(1 for e in errors if e)) > failed:
+        raise FieldError(file, "errors", f"expected at most {failed:,} non-empty, one per failed request, got "
+                                         f"{errored:,}")
+    if inputs is None:
+        return None, None, ()
+    empty = outputs.count(0) - failed
+    warnings = (f"{file}: output_lens: {empty:,} successful requests with an output of 0 tokens (a reply without "
+                "usage, counted by the tokenizer); simulated as 1 token each",) if empty > 0 else ()
+    return tuple(inputs), tuple(outputs), warnings
 
 
 def _measured(data: dict, file: str) -> tuple[tuple[str, float], ...]:
@@ -149,10 +161,11 @@ def _measured(data: dict, file: str) -> tuple[tuple[str, float], ...]:
 
 
 def _latency(key: str, value: object, file: str) -> float:
-    """A latency statistic in ms; a percentile's in (0, 100], as numpy and `--metric-percentiles` take it."""
+    """A latency statistic in ms; a percentile's in [0, 100], as numpy takes it (`--metric-percentiles` is not
+    checked by vLLM)."""
     stat = _STAT.match(key).group(1)
-    if stat.startswith("p") and not 0 < float(stat[1:]) <= 100:
-        raise FieldError(file, key, f"expected a percentile in (0, 100] (p99_ttft_ms, p99.9_ttft_ms: vllm bench "
+    if stat.startswith("p") and not 0 <= float(stat[1:]) <= 100:
+        raise FieldError(file, key, f"expected a percentile in [0, 100] (p99_ttft_ms, p99.9_ttft_ms: vllm bench "
                                     f"serve --metric-percentiles), got {excerpt(stat)}")
     return check_key(Key(key, float, ge=0, le=_MAX_MS, nullable=False), value, file, key)
 

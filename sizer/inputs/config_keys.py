@@ -141,7 +141,7 @@ KNOWN_SPELLINGS = frozenset(spelling for key in KEYS.values() for spelling in ke
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 
 # The model_types (transformers' names: the key the family rules below and in model_layers.py go by) sizer has
-# been checked on: the families of the configs in the catalog and tests/data/models, and those the rules below
+# been checked on: the families of the catalog and tests/data/models configs sizer reads, and those the rules below
 # name. Another decoder's layers are read from its config's keys as attention and MLP (or expert) blocks, a key
 # that would change them refused, and the plan says its family was not checked (`model_spec._check_family`);
 # the families below that are no such decoder are refused by name. Expert keys in a dense family sizer knows are

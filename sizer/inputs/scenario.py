@@ -361,8 +361,8 @@ class WorkloadSection:
     shared_prefix: SharedPrefixSection | None = field(None, doc="shared prompt prefixes")
     trace: TraceSection | None = field(None, doc="replay a request trace instead of synthetic arrivals and lengths "
                                                  "(prompt_tokens, output_tokens, shared_prefix and the arrival's "
-                                                 "process, cv, concurrency and think_time_s are then refused; "
-                                                 "arrival.process may say trace)")
+                                                 "process, rate_per_s, cv, concurrency and think_time_s are then "
+                                                 "refused; arrival.process may say trace)")
     schedule: ScheduleSection | None = field(None, doc="the rate through a day or week (docs/capacity-over-time.md); "
                                                        "plan --simulate then sizes the day")
     lora: LoraWorkloadSection | None = field(None, doc="LoRA adapters requests ask for (needs deployment.enable_lora)")

@@ -30,7 +30,14 @@ from dataclasses import dataclass
 
 from sizer.analytic.memory import GiB
 from sizer.inputs.manifest import CheckFlags, CheckInput, Source, read_check_input
-from sizer.inputs.scenario import Scenario, SLOSection, scenario_from_dict, targets_text, with_sources
+from sizer.inputs.scenario import (
+    Scenario,
+    SLOSection,
+    length_bounds,
+    scenario_from_dict,
+    targets_text,
+    with_sources,
+)
 from sizer.inputs.traffic import Traffic
 from sizer.inputs.variant import Variant
 from sizer.sizing.cost import usd_per_hour
@@ -202,7 +209,7 @@ def _fixes(inp: CheckInput, plan: Plan, ok, sequences: int = 1) -> tuple[str, ..
     # fits, so no shorter max_model_len makes room
     longest_kept = plan.kv.longest_tokens(plan.memory.kv_cache_bytes / sequences)
     length = (longest_kept or 0) // 1024 * 1024
-    longest = longest_request_tokens(inp.scenario_data) if inp.has_workload else None
+    longest = longest_request_tokens(inp) if inp.has_workload else None
     if max(1024, longest or 0) <= length < plan.memory.max_model_len:
         if (p := _plan_with(inp, Variant(max_model_len=length))) and ok(p):
             found.append(f"--max-model-len {length} (from {plan.memory.max_model_len}; "
@@ -222,23 +229,14 @@ def _fixes(inp: CheckInput, plan: Plan, ok, sequences: int = 1) -> tuple[str, ..
     return tuple(found)
 
 
-def longest_request_tokens(data: dict) -> int | None:
-    """Longest prompt + output the workload can produce, when both lengths are bounded."""
-    w = data.get("workload") or {}
-    total = 0
-    for key in ("prompt_tokens", "output_tokens"):
-        d = w.get(key)
-        if not isinstance(d, dict):
-            return None
-        if d.get("distribution") == "fixed":
-            total += d.get("value") or 0
-        elif d.get("distribution") == "empirical" and d.get("values"):
-            total += max(d["values"])
-        elif d.get("max") is not None:
-            total += d["max"]
-        else:
-            return None
-    return int(total)
+def longest_request_tokens(inp: CheckInput) -> int | None:
+    """Longest prompt + output the stated workload draws (as the simulator draws it: sizer/inputs/scenario.py
+    length_bounds, its clip and rounding), when both lengths are bounded and there is no trace."""
+    w = _scenario(inp, None).workload
+    if w.trace is not None or w.prompt_tokens is None or w.output_tokens is None:
+        return None
+    (_, prompt), (_, output) = length_bounds(w.prompt_tokens), length_bounds(w.output_tokens)
+    return None if prompt is None or output is None else prompt + output
 
 
 # ---- max_model_len ------------------------------------------------------------------------
@@ -258,7 +256,7 @@ def max_model_len_rule(inp: CheckInput, plan: Plan, stated_len: int | None, mode
                           f"max_position_embeddings {model_limit:,} (by {stated_len - model_limit:,} tokens)",
                           (f"--max-model-len {model_limit}",))
     if inp.has_workload and too_long >= STATED_SHARE:
-        longest = longest_request_tokens(inp.scenario_data)
+        longest = longest_request_tokens(inp)
         fix = (f"--max-model-len {longest} (from {mem.max_model_len:,}; the workload's longest request fits)"
                if longest is not None and longest <= (model_limit or longest) else
                f"requests of at most {model_limit or mem.max_model_len:,} tokens, prompt + output (the model's "

@@ -75,7 +75,7 @@ def compare(result: BenchResult, scenario: Scenario) -> Comparison:
                "where the measured statistics are over the successful ones",)
               if result.failed else ())
     return Comparison(result.file, scenario.name, words, n, lengths_from, rows, not_modelled=failed,
-                      warnings=_model_warning(result.model_id, scenario, result.file) + rejected)
+                      warnings=result.warnings + _model_warning(result.model_id, scenario, result.file) + rejected)
 
 
 def compare_guidellm(bench: GuideLLMBenchmark, scenario: Scenario) -> Comparison:
@@ -120,9 +120,9 @@ def _replayed(scenario: Scenario, n: int, arrivals: Arrivals | None, limit: int 
 
 def _lengths(workload: Workload, prompts: tuple[int, ...] | None, outputs: tuple[int, ...] | None,
              source: str) -> tuple[Workload, str]:
-    """The workload with the file's per-request lengths when it has them (a failed request's output of 0 tokens
-    as 1: sizer serves every request), its prefixes, adapters and schemas kept (a prefix longer than a prompt
-    covers the whole prompt)."""
+    """The workload with the file's per-request lengths when it has them (an output of 0 tokens, a failed
+    request's or a reply's without usage, as 1: sizer serves every request), its prefixes, adapters and schemas
+    kept (a prefix longer than a prompt covers the whole prompt)."""
     if prompts is None or outputs is None:
         return workload, "the scenario"
     return (dataclasses.replace(workload, prompt_tokens=np.asarray(prompts, np.int64),

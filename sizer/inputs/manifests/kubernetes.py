@@ -1,7 +1,7 @@
 """Where the serving container is in Kubernetes objects, and what one replica of it is.
 
-Deployment, StatefulSet, Pod, Job and any object with a pod template: the container whose command
-line starts an inference server (sizer/inputs/manifests/commands.py), anywhere in the document;
+Deployment (and ReplicaSet, Argo Rollout, OpenShift DeploymentConfig), StatefulSet, Pod, Job: the
+container whose command line starts an inference server (sizer/inputs/manifests/commands.py), anywhere in the document;
 one replica is one pod (`spec.replicas`; a Pod 1; a Job `spec.parallelism`). LeaderWorkerSet
 (leaderworkerset.x-k8s.io/v1): one replica is a group of `leaderWorkerTemplate.size` pods, the
 leader's command line the server's, each pod with its own GPU limit, so a replica has size x
@@ -23,9 +23,11 @@ from sizer.inputs.manifests.gpus import MIG_RESOURCE
 from validation.errors import excerpt
 from validation.schema import join
 
-# The kinds read here; an object of another kind running a server is refused (sizer/inputs/manifest.py find_servers)
-KINDS = ("Deployment", "StatefulSet", "Pod", "Job", "LeaderWorkerSet", "InferenceService", "ServingRuntime",
-         "ClusterServingRuntime")
+# The kinds read here; an object of another kind running a server is refused (sizer/inputs/manifest.py find_servers).
+# A ReplicaSet, an Argo Rollout (argoproj.io) and an OpenShift DeploymentConfig (apps.openshift.io) hold a
+# Deployment's spec.replicas and pod template, and are read as one.
+KINDS = ("Deployment", "ReplicaSet", "Rollout", "DeploymentConfig", "StatefulSet", "Pod", "Job", "LeaderWorkerSet",
+         "InferenceService", "ServingRuntime", "ClusterServingRuntime")
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 # KServe's Hugging Face serving runtime (kserve/huggingfaceserver): vLLM behind KServe's own flags
 # (--model_id, --model_name, --backend), with vLLM's engine flags passed through.

@@ -123,6 +123,8 @@ def test_a_split_model_is_read_whole_from_its_first_shard(tmp_path):
     # 3 + 9 x 2 layers = 21 tensors in shards of 8, 8 and 5: the same tensors and bytes as the file written whole
     assert (g.shards, len(g.tensors), g.tensor_bytes) == (3, 21, whole.tensor_bytes)
     assert g.config == whole.config and "tensor tables of 3 shards" in g.tensor_source
+    # the model is named after the files without their shard suffix, as the file written whole is after its own
+    assert load_model(str(tmp_path / "split-00001-of-00003.gguf")).name == "split"
 
 
 def test_a_split_model_without_its_other_shards_is_refused_naming_them(tmp_path):

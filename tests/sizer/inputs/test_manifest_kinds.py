@@ -237,8 +237,9 @@ def test_engine_environment_known_only_when_the_pod_runs_is_named_not_read(tmp_p
 # ---- what sizer does not read: named, never passed over ------------------------------------------
 
 PASS = Path(__file__).resolve().parents[3] / "scenarios" / "deploy" / "pass-llama-8b-h100.yaml"
-KINDS_READ = ("Deployment, StatefulSet, Pod, Job, LeaderWorkerSet, InferenceService, ServingRuntime, "
-              "ClusterServingRuntime, LLMInferenceService, RayService, DynamoGraphDeployment")
+KINDS_READ = ("Deployment, ReplicaSet, Rollout, DeploymentConfig, StatefulSet, Pod, Job, LeaderWorkerSet, "
+              "InferenceService, ServingRuntime, ClusterServingRuntime, LLMInferenceService, RayService, "
+              "DynamoGraphDeployment")
 
 
 def test_a_kind_sizer_does_not_read_running_a_server_is_refused_naming_the_kinds_it_reads(tmp_path):
@@ -250,6 +251,18 @@ def test_a_kind_sizer_does_not_read_running_a_server_is_refused_naming_the_kinds
     assert (err.value.field, err.value.message) == (
         "kind", f"expected one of {KINDS_READ} (the kinds sizer reads; a document without a kind is read as Helm "
                 "values), got 'FrobSet'")
+
+
+@pytest.mark.parametrize("kind, api", [("Rollout", "argoproj.io/v1alpha1"),
+                                       ("DeploymentConfig", "apps.openshift.io/v1"), ("ReplicaSet", "apps/v1")])
+def test_kinds_with_a_deployments_replicas_and_pod_template_are_read_as_one(tmp_path, kind, api):
+    # an Argo Rollout, an OpenShift DeploymentConfig and a ReplicaSet keep spec.replicas and spec.template as a
+    # Deployment does: the same 2 replicas as the Deployment they replace
+    path = tmp_path / "rollout.yaml"
+    path.write_text(PASS.read_text().replace("apiVersion: apps/v1\nkind: Deployment",
+                                             f"apiVersion: {api}\nkind: {kind}"))
+    assert f"kind: {kind}" in path.read_text()
+    assert read_check_input(str(path)).replicas == 2
 
 
 def test_objects_of_other_kinds_beside_the_server_are_left_alone(tmp_path):

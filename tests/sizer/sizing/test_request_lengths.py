@@ -63,13 +63,13 @@ def test_the_plan_states_the_share_of_requests_refused():
 
 
 def test_a_flag_length_is_refused_and_a_default_workload_stated():
-    # --prompt-tokens states the length: every request of 1,000,000 + 256 tokens is refused
+    # --prompt-tokens states the length: every request of 1,000,000 + 256 tokens is refused, naming the flag
     result = CliRunner().invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "h100", "--prompt-tokens", "1m"])
     assert result.exit_code == 2
     assert result.stderr.strip() == (
-        "error: workload.prompt_tokens: expected prompt + output within deployment.max_model_len 131,072 (the "
+        "error: --prompt-tokens: expected prompt + output within deployment.max_model_len 131,072 (the "
         "model's max_position_embeddings), got 1,000,000 + 256 = 1,000,256 tokens in every request: vLLM refuses "
-        "every request")
+        "every request (as workload.prompt_tokens)")
     # without a file or length flags the workload (1,024 + 256 tokens) is the plan's own default: stated, not refused
     result = CliRunner().invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "h100", "--max-model-len", "1000",
                                       "--json"])
