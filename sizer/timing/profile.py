@@ -77,6 +77,9 @@ class Versions:
 # A bound above any real model's, so that what is multiplied with a float stays a float (a 400-digit layer count
 # was an OverflowError, not a refusal: tests/sizer/timing/test_fuzz_profile.py).
 MAX_MODEL_DIMENSION = 10**9
+# The same for a calibration table's cells: a count (tokens, sequences, context) or seconds, each far below it (a
+# latency of 2e305 s passed as finite and overflowed to infinity in the step model: test_fuzz_profile.py)
+MAX_TABLE_VALUE = 1e9
 
 
 @dataclass(frozen=True)
@@ -242,11 +245,11 @@ def _read_csv(path: Path, required: tuple[str, ...]) -> dict[str, np.ndarray]:
         except (TypeError, ValueError):
             bad = next(i for i, r in enumerate(rows, 2) if not _is_number(r[k]))
             raise FieldError(str(path), f"line {bad}, column {k}", "expected a number") from None
-        bad_rows = np.flatnonzero(~np.isfinite(values) | (values < 0))
+        bad_rows = np.flatnonzero(~np.isfinite(values) | (values < 0) | (values > MAX_TABLE_VALUE))
         if len(bad_rows):
             i = int(bad_rows[0])
             raise FieldError(str(path), f"line {i + 2}, column {k}",
-                             f"expected a finite number >= 0, got {excerpt(rows[i][k])}")
+                             f"expected a number in [0, {MAX_TABLE_VALUE:g}], got {excerpt(rows[i][k])}")
         columns[k] = values
     return columns
 

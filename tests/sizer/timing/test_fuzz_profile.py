@@ -68,6 +68,14 @@ def damage(draw):
     return name, out.getvalue(), (name, i, j, rows[i][j])
 
 
+def with_cell(name: str, row: int, column: int, value: str) -> str:
+    """The base profile's table `name` with the cell at data row `row` (1: the first), `column` set to `value`."""
+    lines = (BASE / name).read_text().splitlines()
+    cells = lines[row].split(",")
+    cells[column] = value
+    return "\n".join([*lines[:row], ",".join(cells), *lines[row + 1:]]) + "\n"
+
+
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(case=damage())
@@ -78,6 +86,10 @@ def damage(draw):
 # quoted raw into the missing-column message (its `{op}_s` column); now escaped as the rest of the line is
 @example(case=(PROFILE_FILE, yaml.safe_dump({**HEADER, "calls_per_step": {**HEADER["calls_per_step"], "\ufdc8": 1}}),
                ("calls_per_step", "\ufdc8", 1)))
+# found by hypothesis (2026-12-03): a finite 2e305 s in seq_ops.csv overflowed to infinity in the step model (an
+# OverflowError traceback); cells are now bounded (profile.MAX_TABLE_VALUE)
+@example(case=("seq_ops.csv", with_cell("seq_ops.csv", 1, 1, "2.1366816918538096e+305"),
+               ("seq_ops.csv", 1, 1, "2.1366816918538096e+305")))
 def test_plan_answers_or_refuses_the_profile_in_one_line(tmp_path, case):
     name, text, what = case
     folder = tmp_path / "profile"
