@@ -95,7 +95,7 @@ def test_calibrate_then_validate_on_the_cpu(tmp_path, monkeypatch):
 
     - the step pricing: the engine's own steps, each batch as it ran, priced by the new profile against their
       measured times, with the machine's drift between calibrating and validating taken out (machine_speed.py: a
-      fixed probe sampled all through each), within 30%. The committed profile with every op and overhead timed at
+      fixed probe sampled all through each), within 40%. The committed profile with every op and overhead timed at
       half replays at -59% (doctored, 2026-12-02).
     - the rest, at the engine's own speed: TTFT, ITL and E2E p50 predicted with every step priced at the speed the
       engine measured in this very run (the replay's ratio, taken in the same run, so no drift to take out),
@@ -140,7 +140,9 @@ def test_calibrate_then_validate_on_the_cpu(tmp_path, monkeypatch):
     assert "CPU allowance of 256 MiB" in report["num_blocks_limit"]
     slow = slowdown(calibrating, validated)
     step_error = drift_free_error(report["replay"]["relative_error"], slow)
-    assert abs(step_error) < 0.30, (report["replay"], slow, step_error)
+    # 40%: the doctored profile (every op at half) replays at -59%; a sound one's drift-free error reached +31% on a
+    # loaded CI run (2026-12-03: raw +7%, the probe 1.23x slower while validating), past the 30% held until then
+    assert abs(step_error) < 0.40, (report["replay"], slow, step_error)
     for row in report["rows"]:
         if row["metric"] in ("ttft_p50_ms", "itl_p50_ms", "e2e_p50_ms"):
             assert abs(row["at_engine_speed_error"]) < 0.30, (row, report["replay"])
