@@ -23,9 +23,10 @@ import numpy as np
 from simulator import Arrivals, ClosedLoop, SimulationResult, Workload, summarise, weighted_percentiles
 from sizer.errors import InputError
 from sizer.inputs.bench_result import BenchResult, latency_stat
+from sizer.inputs.checkpoint import Checkpoint
 from sizer.inputs.guidellm_report import GuideLLMBenchmark
 from sizer.inputs.scenario import Scenario
-from sizer.sizing.resolve import checkpoint_of, resolve
+from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulate_scenario
 from sizer.sizing.workload import workload_of
 from validation.errors import FieldError, excerpt
@@ -66,7 +67,8 @@ def compare(result: BenchResult, scenario: Scenario) -> Comparison:
              if rate is None else
              f"{'Poisson' if shape == 1.0 else f'gamma (burstiness {shape:g})'} arrivals at {rate:g} req/s")
     workload, lengths_from = _lengths(workload, result.input_lens, result.output_lens, "the result file")
-    sim = _simulate(scenario, workload)
+    r = resolve(scenario)
+    sim = simulate_scenario(r, workload=workload)
     rejected = _rejected(sim, scenario, result.file)
     rows = _rows(result.measured, predictions(sim, [key for key, _ in result.measured]))
     # vllm bench serve computes its statistics over the successful requests; sizer serves every request sent
@@ -75,7 +77,7 @@ def compare(result: BenchResult, scenario: Scenario) -> Comparison:
                "where the measured statistics are over the successful ones",)
               if result.failed else ())
     return Comparison(result.file, scenario.name, words, n, lengths_from, rows, not_modelled=failed,
-                      warnings=result.warnings + _model_warning(result.model_id, scenario, result.file) + rejected)
+                      warnings=result.warnings + _model_warning(result.model_id, r.checkpoint, result.file) + rejected)
 
 
 def compare_guidellm(bench: GuideLLMBenchmark, scenario: Scenario) -> Comparison:
@@ -93,7 +95,7 @@ def compare_guidellm(bench: GuideLLMBenchmark, scenario: Scenario) -> Comparison
                     if bench.rampup_s else ())
     not_modelled += tuple(f"{phase}: GuideLLM left its {phase} requests out of its metrics; sizer simulates the "
                           "measured window's requests from an idle start" for phase in bench.transient_phases)
-    sim = _simulate(scenario, workload)
+    sim = simulate_scenario(resolve(scenario), workload=workload)
     rejected = _rejected(sim, scenario, bench.file)
     rows = _rows(bench.measured, guidellm_predictions(sim))
     return Comparison(bench.file, scenario.name, words, n, lengths_from, rows, bench.label, not_modelled, rejected)
@@ -130,10 +132,6 @@ def _lengths(workload: Workload, prompts: tuple[int, ...] | None, outputs: tuple
             f"{source} (per request)")
 
 
-def _simulate(scenario: Scenario, workload: Workload) -> SimulationResult:
-    return simulate_scenario(resolve(scenario), workload=workload)
-
-
 def _rejected(sim: SimulationResult, scenario: Scenario, source: str) -> tuple[str, ...]:
     """A warning naming the requests of `source` the scenario's engine rejects, if any (its predictions are over
     the rest, though the benchmark's deployment took them all); refused when it rejects every one: nothing would
@@ -150,14 +148,13 @@ def _rejected(sim: SimulationResult, scenario: Scenario, source: str) -> tuple[s
             f"{source} ({why}); the predictions are over the rest",)
 
 
-def _model_warning(model_id: str | None, scenario: Scenario, file: str) -> tuple[str, ...]:
+def _model_warning(model_id: str | None, ckpt: Checkpoint, file: str) -> tuple[str, ...]:
     """A warning when the run's `model_id` names neither the scenario's model nor the Hugging Face repo its catalog
     entry is read from (each compared by its last path part, without case, one containing the other:
     meta-llama/Llama-3.1-8B-Instruct is llama-3.1-8b): the comparison assumes the benchmark ran the scenario's
     model, and an 8B's latencies are no test of a 70B's."""
     if not model_id:
         return ()
-    ckpt = checkpoint_of(scenario)
     repo = (ckpt.config.get("_sizer") or {}).get("hf_repo")
     ran = _last_part(model_id)
     if any(name and (_last_part(name) in ran or ran in _last_part(name)) for name in (ckpt.name, repo)):

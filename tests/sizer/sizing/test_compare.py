@@ -12,6 +12,8 @@ from sizer.inputs.bench_result import read_bench_result
 from sizer.inputs.guidellm_report import read_guidellm_report
 from sizer.inputs.scenario import load_scenario
 from sizer.sizing.compare import compare, compare_guidellm
+from sizer.sizing.resolve import resolve
+from sizer.sizing.simulate import simulate_scenario
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "bench"
 C16 = DATA / "vllm-bench-serve-c16.json"
@@ -123,10 +125,10 @@ def test_guidellm_statistics_are_weighted_as_guidellm_weights_them():
     # recompute from a fresh simulation of the same workload: the token-weighted mean of per-request
     # (E2E - TTFT) / (n - 1) is the run's decode time over its token gaps, sum(E2E - TTFT) / sum(n - 1),
     # and the mean time per output token is sum(E2E) / sum(n)
-    from sizer.sizing.compare import _lengths, _replayed, _simulate
+    from sizer.sizing.compare import _lengths, _replayed
     bench, scenario = read_guidellm_report(GUIDELLM)[0], load_scenario(SCENARIO)
     workload, _ = _lengths(_replayed(scenario, 8, None, 4)[0], bench.prompt_tokens, bench.output_tokens, "")
-    cols = _simulate(scenario, workload).columns
+    cols = simulate_scenario(resolve(scenario), workload=workload).columns
     n = cols["output_tokens"].astype(float)
     predicted = {m.metric: m.predicted for m in c.metrics}
     assert predicted["inter_token_latency_ms.mean"] == pytest.approx(
@@ -358,10 +360,10 @@ def test_the_scenarios_shared_prefix_is_kept_with_the_files_lengths(tmp_path):
     # it in the prefix cache; the file's per-request lengths dropped the prefixes silently before
     scenario = tmp_path / "prefixed.yaml"
     scenario.write_text(SCENARIO.read_text() + "  shared_prefix: {share: 1.0, tokens: 256}\n")
-    from sizer.sizing.compare import _lengths, _replayed, _simulate
+    from sizer.sizing.compare import _lengths, _replayed
     bench, s = read_bench_result(DETAILED), load_scenario(scenario)
     workload, _ = _lengths(_replayed(s, 8, None, 4)[0], bench.input_lens, bench.output_lens, "")
-    cached = _simulate(s, workload).columns["cached_prompt_tokens"]
+    cached = simulate_scenario(resolve(s), workload=workload).columns["cached_prompt_tokens"]
     assert cached[0] == 0 and cached.max() == 256 and (cached == 256).sum() >= 4
 
 
