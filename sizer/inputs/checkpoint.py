@@ -153,9 +153,7 @@ def read_checkpoint(reference: str, catalog_dir: Path, file: str | None = None,
     config_path, found_as = find_config(reference, catalog_dir, file, field_path)
     if config_path.suffix == ".gguf":            # a GGUF file: metadata for the config, its tensor table for bytes
         g = kind("gguf").read_gguf(config_path)
-        name = config_path.stem            # a split model's first shard: the model's name, not the shard's
-        name = name.removesuffix(f"-{1:05d}-of-{g.shards:05d}") if g.shards > 1 else name
-        return Checkpoint(g.config, name, str(config_path), found_as, g.quantization(), g.tensor_bytes,
+        return Checkpoint(g.config, g.name, str(config_path), found_as, g.quantization(), g.tensor_bytes,
                           g.tensor_source)
     config = load_json(config_path)
     if not isinstance(config, dict):

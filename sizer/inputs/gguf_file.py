@@ -86,6 +86,11 @@ class GGUFModel:
         return int(sum(t.nbytes for t in self.tensors))
 
     @property
+    def name(self) -> str:
+        """The model's name: its file's, without a split model's shard suffix ("model-00001-of-00003" -> "model")."""
+        return Path(self.path).name.removesuffix(_shard_suffix(1, self.shards) if self.shards > 1 else ".gguf")
+
+    @property
     def tensor_source(self) -> str:
         """Where tensor_bytes was read: "GGUF tensor table (Q4_K x 193, ...)"."""
         tables = f"tensor tables of {self.shards} shards" if self.shards > 1 else "tensor table"
@@ -367,7 +372,7 @@ def _shards(path: Path, first: _File) -> list[_File]:
     if count == 1:
         return [first]
     shard = first.fields.get("split.no", 0)
-    suffix = f"-{1:05d}-of-{count:05d}.gguf"
+    suffix = _shard_suffix(1, count)
     if shard != 0:
         raise InputError(first.path, "split.no", f"{excerpt(shard)}: this file is a later shard of a model split in "
                                                  f"{count}; give the first (its name ending {suffix}), as llama.cpp "
@@ -376,7 +381,7 @@ def _shards(path: Path, first: _File) -> list[_File]:
         raise InputError(first.path, "split.count", f"{count}: the first shard of a split model, but not named "
                                                     f"PREFIX{suffix}, so its other shards cannot be found (llama.cpp's "
                                                     "naming)")
-    names = [path.name.removesuffix(suffix) + f"-{i:05d}-of-{count:05d}.gguf" for i in range(2, count + 1)]
+    names = [path.name.removesuffix(suffix) + _shard_suffix(i, count) for i in range(2, count + 1)]
     missing = [name for name in names if not (path.parent / name).exists()]
     if missing:
         more = f" and {len(missing) - 3:,} more" if len(missing) > 3 else ""
@@ -396,6 +401,11 @@ def _shards(path: Path, first: _File) -> list[_File]:
         raise InputError(first.path, "split.tensors.count", f"{excerpt(stated)} tensors stated; the {count} shards "
                                                             f"hold {held:,}")
     return files
+
+
+def _shard_suffix(shard: int, count: int) -> str:
+    """The end of shard `shard` of `count`'s file name (llama_split_path: PREFIX-%05d-of-%05d.gguf)."""
+    return f"-{shard:05d}-of-{count:05d}.gguf"
 
 
 def _check_blocks(tensors: list[GGUFTensor], stated: int, key: str, file: str) -> None:
