@@ -67,11 +67,17 @@ def convert(tp: Any, value: Any, path: str, file: str | None) -> Any:
         real = [a for a in args if a is not type(None)]
         if len(real) == 1:  # Optional[X]: X's own error is the useful one
             return convert(real[0], value, path, file)
+        errors = []
         for arg in real:
             try:
                 return convert(arg, value, path, file)
-            except FieldError:
-                continue
+            except FieldError as error:
+                errors.append((arg, error))
+        # one alternative of the value's own shape (a list for `list[int] | Range`, a mapping for the Range): what
+        # is wrong inside it is the useful error, not the shapes the field takes
+        shaped = [error for arg, error in errors if _same_shape(arg, value)]
+        if len(shaped) == 1:
+            raise shaped[0]
         raise FieldError(file, path, f"expected {_type_name(tp)}, got {excerpt(value)}")
     if origin is Literal:
         if value not in typing.get_args(tp):
@@ -146,6 +152,14 @@ def _whole_number(text: str) -> int | None:
     if number.adjusted() > 18 or abs(number) >= 2 ** 63 or number != number.to_integral_value():
         return None         # (adjusted: the power of ten of its first digit; 2^63 is 9.2e18)
     return int(number)
+
+
+def _same_shape(tp: Any, value: Any) -> bool:
+    """`value` is the container `tp` is: a list for a list or tuple type, a mapping for a dict type or a dataclass."""
+    origin = typing.get_origin(tp)
+    if origin in (list, tuple) or tp is list:
+        return isinstance(value, list)
+    return isinstance(value, dict) and (origin is dict or tp is dict or dataclasses.is_dataclass(tp))
 
 
 def _numbers(value: Any, path: str) -> list[tuple[str, Any]]:

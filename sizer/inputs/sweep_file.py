@@ -19,7 +19,6 @@ import dataclasses
 import math
 import os
 import re
-import typing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from sizer.errors import InputError
 from sizer.inputs.scenario import MAX_REPLICAS, Engine, KVCacheDtype, WeightFormat
 from validation.errors import excerpt
 from validation.safe_yaml import load_yaml
-from validation.schema import build, convert, field
+from validation.schema import build, field
 
 # Points one sweep expands to at most: 1,000,000 (the Parquet file then holds ~1 GB of rows; a
 # cluster of a thousand cores works through it in about an hour at docs/scale.md's rate).
@@ -183,23 +182,10 @@ def axis_values(sweep: SweepFile) -> dict[str, list]:
     return out
 
 
-def _check_axis_shapes(data: object, file: str) -> None:
-    """Each axis checked as the shape it is written in, a list as a list of values and a mapping as a Range, so that a
-    bad one is refused for what is wrong inside it (`build` would name only the shapes an axis takes)."""
-    axes = data.get("axes") if isinstance(data, dict) else None
-    hints = typing.get_type_hints(Axes)
-    for name, value in axes.items() if isinstance(axes, dict) else ():
-        for tp in typing.get_args(hints.get(name)):
-            if isinstance(value, list) and typing.get_origin(tp) is list or isinstance(value, dict) and tp is Range:
-                convert(tp, value, f"axes.{name}", file)
-
-
 def load_sweep(path: str | Path) -> SweepFile:
     """Read and type-check a sweep file; its constraints parsed, its ranges checked, its base scenario found."""
     path = Path(path)
-    data = load_yaml(path)
-    _check_axis_shapes(data, str(path))
-    sweep = dataclasses.replace(build(SweepFile, data, "", str(path)), file=str(path))
+    sweep = dataclasses.replace(build(SweepFile, load_yaml(path), "", str(path)), file=str(path))
     sweep = dataclasses.replace(sweep, name=sweep.name or path.stem)
     base = sweep.scenario_path()
     if not os.path.lexists(base):
