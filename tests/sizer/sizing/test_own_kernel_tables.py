@@ -24,9 +24,8 @@ from sizer.sizing.resolve import resolve
 from sizer.sizing.search import Candidate
 from sizer.sizing.simulate import simulate_scenario
 from sizer.sizing.sweep import tasks, variant_of
-from sizer.timing.calibrated_tables import ENGINE as CALIBRATE_WRITES
 from sizer.timing.kernel_step import dense_gemms, gemm_curve
-from sizer.timing.kernel_tables import bundled_tables_dir
+from sizer.timing.kernel_tables import CALIBRATED_ENGINE, bundled_tables_dir
 from sizer.timing.step_model import bundled_tables, step_model_for
 from validation.errors import FieldError, excerpt
 from validation.safe_yaml import load_yaml
@@ -100,7 +99,7 @@ def test_the_plan_names_the_tables_and_their_folder(tmp_path):
 def test_tables_sizer_calibrate_measured_price_any_engine_and_say_so(tmp_path):
     # sizer's own engine on the user's device: the only tables of that device, so they price a vLLM scenario too
     # (the engine as sizer calibrate writes it, which resolve's check lets through: checked_kernel_tables)
-    own_tables(tmp_path / "mine", engine=CALIBRATE_WRITES, engine_version="0.1.0")
+    own_tables(tmp_path / "mine", engine=CALIBRATED_ENGINE, engine_version="0.1.0")
     r = resolve(load_scenario(scenario(tmp_path, kernel_tables="mine")))
     note = next(a for a in make_plan(r).assumptions if "hardware.kernel_tables" in a)
     assert note.endswith("; measured in sizer-engine, the scenario serves vllm: the engines' kernels may differ and "
