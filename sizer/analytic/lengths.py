@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 from itertools import accumulate
 
-from sizer.inputs.scenario import Distribution, length_bounds
+from sizer.inputs.scenario import Distribution, length_atoms, length_bounds
 
 # Lengths summed one by one at most; a wider span is summed in this many equal bins, each bin's chance taken
 # at its middle length (the other length's chance changes little across a bin of a wide span).
@@ -72,23 +72,13 @@ def _lengths_to_sum(a: Distribution, b: Distribution, limit: int) -> list[tuple[
 
 
 def _atoms(d: Distribution) -> tuple[list[int], list[float]] | None:
-    """(lengths, P(length <= each)) ascending, for a distribution of a few lengths (fixed, empirical, normal
-    without spread); None for the others."""
-    if d.distribution == "empirical":
-        weights = d.weights or [1.0] * len(d.values)
-        drawn = list(zip((int(v) for v in d.values), weights, strict=True))
-    elif d.distribution == "fixed" or (d.distribution == "normal" and not d.std):
-        drawn = [(round(d.value if d.distribution == "fixed" else d.mean), 1.0)]
-    else:
+    """(lengths, P(length <= each)) ascending, for a distribution of a few lengths (`length_atoms`); None for the
+    others."""
+    atoms = length_atoms(d)
+    if atoms is None:
         return None
-    lo, hi = length_bounds(d)
-    chances: dict[int, float] = {}
-    for x, w in drawn:
-        x = max(lo, x) if hi is None else min(max(lo, x), hi)
-        chances[x] = chances.get(x, 0.0) + w
-    lengths = sorted(chances)
-    total = sum(chances.values())
-    return lengths, list(accumulate(chances[x] / total for x in lengths))
+    lengths, total = sorted(atoms), sum(atoms.values())
+    return lengths, list(accumulate(atoms[x] / total for x in lengths))
 
 
 def _standard_normal_at_most(z: float) -> float:

@@ -858,18 +858,34 @@ def _check_distribution(d: Distribution, path: str, f: str | None) -> None:
 
 def length_bounds(d: Distribution) -> tuple[int, int | None]:
     """The shortest and longest length `d` draws (None: no longest), as the simulator draws it (sizer/sizing/
-    workload.py `_lengths`, simulator/workload.py `Lengths.draw`): uniform's whole bounds; the others rounded to
-    whole tokens (empirical values cut to them), then clipped to [min, max], at least 1."""
-    lo, hi = max(int(d.min or 1), 1), int(d.max) if d.max else None
+    workload.py `_lengths`, simulator/workload.py `Lengths.draw`): uniform's whole bounds, normal's and lognormal's
+    clip (they reach any length within it), the others' atoms (`length_atoms`)."""
+    atoms = length_atoms(d)
+    return _clip(d) if atoms is None else (min(atoms), max(atoms))
+
+
+def length_atoms(d: Distribution) -> dict[int, float] | None:
+    """Length -> weight of a distribution of a few lengths (fixed, empirical, normal without spread), as the
+    simulator draws them: rounded to whole tokens (empirical values cut to them), then clipped to [min, max], at
+    least 1; lengths of weight 0 left out. None for the others (uniform, normal, lognormal)."""
     if d.distribution == "empirical":
-        weights = d.weights or [1.0] * len(d.values)
-        drawn = [int(v) for v, w in zip(d.values, weights, strict=True) if w > 0]
+        drawn = zip((int(v) for v in d.values), d.weights or [1.0] * len(d.values), strict=True)
     elif d.distribution == "fixed" or (d.distribution == "normal" and not d.std):
-        drawn = [round(d.value if d.distribution == "fixed" else d.mean)]
-    else:       # uniform: its bounds; normal and lognormal reach any length
-        return lo, hi
-    clipped = [max(lo, x) if hi is None else min(max(lo, x), hi) for x in drawn]
-    return min(clipped), max(clipped)
+        drawn = [(round(d.value if d.distribution == "fixed" else d.mean), 1.0)]
+    else:
+        return None
+    lo, hi = _clip(d)
+    atoms: dict[int, float] = {}
+    for x, weight in drawn:
+        if weight > 0:
+            x = max(lo, x) if hi is None else min(max(lo, x), hi)
+            atoms[x] = atoms.get(x, 0.0) + weight
+    return atoms
+
+
+def _clip(d: Distribution) -> tuple[int, int | None]:
+    """A length distribution's clip: [min, max], at least 1 (None: no max)."""
+    return max(int(d.min or 1), 1), int(d.max) if d.max else None
 
 
 def mean_length(d: Distribution) -> float:
