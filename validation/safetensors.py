@@ -4,12 +4,17 @@ engine (loading real weights) share.
 The format: an 8-byte little-endian header length, a JSON header mapping each tensor's name to its dtype, shape
 and byte range within the data that follows (`__metadata__` aside). Only a regular file is opened (a FIFO or a
 device could block); the stated length is checked against the file's size and `MAX_HEADER_BYTES` before it is
-read; the JSON goes through `validation.safe_load` (depth bound, duplicate keys refused); every byte range must
-lie within the data and no two may overlap. Every refusal is `error(file, field, message)`.
+read; the JSON goes through `validation.safe_load` (depth bound, duplicate keys refused). The rest is refused as
+the safetensors library itself refuses it (huggingface/safetensors, safetensors/src/tensor.rs, `Metadata::validate`
+and `read_metadata`), so a file that no engine could load is not priced either: a dtype it names, a shape whose
+elements x the dtype's bits are whole bytes and the range's length, the ranges laid end to end from the data's
+start (none overlapping, none apart) and the last ending at the file's end. Every refusal is
+`error(file, field, message)`.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 import struct
@@ -23,6 +28,12 @@ from validation.safe_load import loads_json
 # safetensors refuses headers above 100 MB; a real one holds about 150 bytes per tensor, so a
 # checkpoint of 100,000 tensors has a header of ~15 MB.
 MAX_HEADER_BYTES = 100_000_000
+
+# bits an element of each dtype the safetensors library names (tensor.rs `Dtype::bitsize`, huggingface/safetensors
+# main, 2026-05-12): F4 and the F6 formats pack below a byte
+DTYPE_BITS = {"BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8,
+              "F8_E8M0": 8, "F8_E4M3FNUZ": 8, "F8_E5M2FNUZ": 8, "I16": 16, "U16": 16, "F16": 16, "BF16": 16,
+              "I32": 32, "U32": 32, "F32": 32, "C64": 64, "F64": 64, "I64": 64, "U64": 64}
 
 
 @dataclass(frozen=True)
@@ -70,18 +81,43 @@ def read_header(path: str | Path, error: type[FieldError] = FieldError) -> Safet
         raise error(file, "header", "expected a JSON object of tensors")
     data_bytes = info.st_size - 8 - length
     tensors = {name: entry for name, entry in header.items() if name != "__metadata__"}
-    ranges = {}
-    for name, entry in tensors.items():
-        offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
-        if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(o) is int for o in offsets)
-                and 0 <= offsets[0] <= offsets[1] <= data_bytes):
-            raise error(file, f"header.{excerpt(name, quote=False)}.data_offsets",
-                        f"expected [start, end] within the file's {data_bytes:,} data bytes, got {excerpt(offsets)}")
-        ranges[name] = (offsets[0], offsets[1])
+    ranges = {name: checked_range(file, name, entry, data_bytes, error) for name, entry in tensors.items()}
     ordered = sorted((start, end, name) for name, (start, end) in ranges.items())
-    for (_, end, before), (start, _, name) in zip(ordered, ordered[1:], strict=False):
-        if start < end:
-            raise error(file, f"header.{excerpt(name, quote=False)}.data_offsets",
-                        f"overlaps {excerpt(before, quote=False)} (starts at {start:,}, before its end "
-                        f"{end:,}); expected each tensor's bytes once")
+    laid_to, last = 0, None                             # where the ranges so far end, and whose ends there
+    for start, end, name in ordered:
+        field = f"header.{excerpt(name, quote=False)}.data_offsets"
+        if start < laid_to:
+            raise error(file, field, f"overlaps {excerpt(last, quote=False)} (starts at {start:,}, before its end "
+                                     f"{laid_to:,}); expected each tensor's bytes once")
+        if start > laid_to:
+            raise error(file, field, f"starts at {start:,}, where the tensors before it end at {laid_to:,}; expected "
+                                     "the tensors' bytes laid end to end, as the safetensors library reads them")
+        laid_to, last = end, name
+    if laid_to != data_bytes:
+        raise error(file, "header", f"its tensors end at byte {laid_to:,} of the {data_bytes:,} data bytes the file "
+                                    "holds; expected them to fill the file, as the safetensors library reads it")
     return SafetensorsHeader(tensors, ranges, length)
+
+
+def checked_range(file: str, name: str, entry: Any, data_bytes: int,
+                  error: type[FieldError]) -> tuple[int, int]:
+    """One tensor's (start, end) within the data, its dtype and shape agreeing with the range's length."""
+    field = f"header.{excerpt(name, quote=False)}"
+    offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(o) is int for o in offsets)
+            and 0 <= offsets[0] <= offsets[1] <= data_bytes):
+        raise error(file, f"{field}.data_offsets",
+                    f"expected [start, end] within the file's {data_bytes:,} data bytes, got {excerpt(offsets)}")
+    dtype = entry.get("dtype")
+    if not (isinstance(dtype, str) and dtype in DTYPE_BITS):
+        raise error(file, f"{field}.dtype",
+                    f"expected one of the safetensors dtypes ({', '.join(DTYPE_BITS)}), got {excerpt(dtype)}")
+    shape = entry.get("shape")
+    if not (isinstance(shape, list) and all(type(d) is int and d >= 0 for d in shape)):
+        raise error(file, f"{field}.shape", f"expected a list of dimensions (integers from 0), got {excerpt(shape)}")
+    bits = math.prod(shape) * DTYPE_BITS[dtype]
+    if bits != 8 * (offsets[1] - offsets[0]):
+        size = f"{bits // 8:,} bytes" if bits % 8 == 0 else f"{bits:,} bits, not whole bytes"
+        raise error(file, f"{field}.shape", f"{excerpt(shape)} of {dtype} is {size}, but its data_offsets hold "
+                                            f"{offsets[1] - offsets[0]:,} bytes")
+    return offsets[0], offsets[1]

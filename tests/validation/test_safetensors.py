@@ -22,6 +22,11 @@ def write(path: Path, header: dict | bytes, data: bytes = b"") -> Path:
     return path
 
 
+def u8(start: int, end: int) -> dict:
+    """A U8 tensor over [start, end): one byte an element."""
+    return {"dtype": "U8", "shape": [end - start], "data_offsets": [start, end]}
+
+
 def test_a_header_is_read_with_its_ranges(tmp_path):
     # two tensors: 2x3 F32 = 24 bytes at [0, 24), 4 U8 at [24, 28); the metadata entry is no tensor
     header = {"__metadata__": {"format": "pt"}, "a": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]},
@@ -33,6 +38,14 @@ def test_a_header_is_read_with_its_ranges(tmp_path):
     assert read.data_start_bytes == 8 + len(json.dumps(header).encode())
 
 
+def test_sub_byte_formats_are_read_by_their_bits(tmp_path):
+    # tensor.rs Dtype::bitsize: 4 F4 elements pack into 2 bytes, 4 F6_E2M3 into 3, then 2 F8_E8M0 scales
+    header = {"q": {"dtype": "F4", "shape": [2, 2], "data_offsets": [0, 2]},
+              "r": {"dtype": "F6_E2M3", "shape": [4], "data_offsets": [2, 5]},
+              "s": {"dtype": "F8_E8M0", "shape": [2], "data_offsets": [5, 7]}}
+    assert read_header(write(tmp_path / "m.safetensors", header, bytes(7))).tensor_bytes == 7
+
+
 @pytest.mark.parametrize(("header", "data", "field", "says"), [
     (b"[1]", b"", "header", "expected a JSON object of tensors"),
     (b"\xff\xfe", b"", "header", "not UTF-8 JSON"),
@@ -41,8 +54,24 @@ def test_a_header_is_read_with_its_ranges(tmp_path):
     ({"w": {"data_offsets": [4, 2]}}, bytes(4), "header.w.data_offsets", "expected [start, end]"),
     ({"w": {"data_offsets": [0.0, 2]}}, bytes(4), "header.w.data_offsets", "expected [start, end]"),
     ({"w": []}, b"", "header.w.data_offsets", "got None"),
-    ({"v": {"data_offsets": [0, 4]}, "w": {"data_offsets": [2, 6]}}, bytes(6), "header.w.data_offsets",
-     "overlaps v (starts at 2, before its end 4)"),
+    ({"v": u8(0, 4), "w": u8(2, 6)}, bytes(6), "header.w.data_offsets", "overlaps v (starts at 2, before its end 4)"),
+    # what the safetensors library refuses besides (safetensors/src/tensor.rs, Metadata::validate, read_metadata):
+    # a gap between tensors, data past the last tensor, a dtype it does not name, a shape that is not the range
+    ({"v": u8(0, 4), "w": u8(6, 8)}, bytes(8), "header.w.data_offsets",
+     "starts at 6, where the tensors before it end at 4; expected the tensors' bytes laid end to end"),
+    ({"v": u8(0, 4)}, bytes(6), "header", "its tensors end at byte 4 of the 6 data bytes the file holds"),
+    ({"w": {"dtype": "F12", "shape": [2], "data_offsets": [0, 3]}}, bytes(3), "header.w.dtype",
+     "expected one of the safetensors dtypes (BOOL, F4, F6_E2M3"),
+    ({"w": {"shape": [2], "data_offsets": [0, 2]}}, bytes(2), "header.w.dtype", "got None"),
+    ({"w": {"dtype": "F32", "shape": [2, -1], "data_offsets": [0, 8]}}, bytes(8), "header.w.shape",
+     "expected a list of dimensions (integers from 0), got [2, -1]"),
+    ({"w": {"dtype": "F32", "shape": "2x3", "data_offsets": [0, 24]}}, bytes(24), "header.w.shape",
+     "expected a list of dimensions"),
+    # 2 x 3 F32 is 24 bytes, not 20; three F4 elements are 12 bits, not whole bytes
+    ({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 20]}}, bytes(20), "header.w.shape",
+     "[2, 3] of F32 is 24 bytes, but its data_offsets hold 20 bytes"),
+    ({"w": {"dtype": "F4", "shape": [3], "data_offsets": [0, 2]}}, bytes(2), "header.w.shape",
+     "[3] of F4 is 12 bits, not whole bytes"),
 ])
 def test_a_malformed_header_is_one_error_naming_the_field(tmp_path, header, data, field, says):
     path = write(tmp_path / "m.safetensors", header, data)
