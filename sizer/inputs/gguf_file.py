@@ -7,7 +7,8 @@ fixed-size values skipped by their length (the tokenizer's scores and types, how
 of strings walked only up to MAX_ARRAY_STRINGS, arrays of arrays refused. From it:
 
 - the architecture, as a config.json-style dict that sizer's model reader checks like any other
-  (`{arch}.block_count` -> num_hidden_layers, `{arch}.embedding_length` -> hidden_size, ...);
+  (`{arch}.block_count` -> num_hidden_layers, `{arch}.embedding_length` -> hidden_size, ...); its other
+  keys read, refused or named in a note (`_other_keys`);
 - the preset (`general.file_type`, e.g. 15 = Q4_K_M) as the checkpoint's quantisation;
 - the exact bytes: each tensor's element count in its GGUF type (sizer.inputs.gguf_types), which
   the plan compares with what the preset's rules give.
@@ -57,6 +58,19 @@ KEYS = {"num_hidden_layers": "block_count", "hidden_size": "embedding_length",
         "head_dim": "attention.key_length", "num_local_experts": "expert_count",
         "num_experts_per_tok": "expert_used_count", "moe_intermediate_size": "expert_feed_forward_length"}
 REQUIRED = ("num_hidden_layers", "hidden_size", "num_attention_heads", "max_position_embeddings")
+# Other keys under the architecture's prefix, as gguf-py names them (ggml-org/llama.cpp gguf-py/gguf/constants.py,
+# Keys.LLM / Attention / Rope), by what they change:
+# - values the layers compute with, not their sizes, memory or work: read as no feature;
+NUMERICS_ONLY = ("rope.", "attention.layer_norm_epsilon", "attention.scale", "attention.clamp_kqv", "logit_scale",
+                 "embedding_scale", "residual_scale", "attn_logit_softcapping", "final_logit_softcapping",
+                 "router_logit_softcapping", "expert_weights_scale", "expert_weights_norm", "expert_gating_func",
+                 "tensor_data_layout", "vocab_size")
+# - layers the mapped family does not have, refused unless the value turns them off (issue 24: a key whose value
+#   switches a feature off is read, not refused): the value that does
+OFF_VALUES = {"expert_shared_count": 0, "expert_shared_feed_forward_length": 0, "leading_dense_block_count": 0,
+              "nextn_predict_layers": 0, "attention.q_lora_rank": 0, "attention.kv_lora_rank": 0,
+              "attention.shared_kv_layers": 0, "attention.causal": True, "pooling_type": 0,
+              "moe_every_n_layers": 0, "interleave_moe_layer_step": 0, "full_attention_interval": 0}
 BLOCK = re.compile(r"blk\.(\d+)\.")          # a tensor of one block (layer): blk.7.attn_q.weight
 
 
@@ -347,6 +361,7 @@ def read_gguf(path: Path) -> GGUFModel:
         if not _positive(config[k]):
             raise InputError(file, f"{arch}.{KEYS[k]}", f"expected a positive integer, got {excerpt(config[k])}")
     _check_blocks(tensors, config["num_hidden_layers"], f"{arch}.{KEYS['num_hidden_layers']}", file)
+    config.update(_other_keys(fields, arch, config, file))
     hf_arch, model_type = MIXTRAL if arch == "llama" and config.get("num_local_experts") else ARCHITECTURES[arch]
     if arch == "qwen3moe":
         config["num_experts"] = config.pop("num_local_experts", None)
@@ -357,6 +372,38 @@ def read_gguf(path: Path) -> GGUFModel:
     preset = gg.PRESET_BY_FILE_TYPE.get(file_type) if isinstance(file_type, int) else None
     return GGUFModel(file, arch, {k: v for k, v in config.items() if v is not None}, preset, file_type,
                      tuple(tensors), len(files))
+
+
+def _other_keys(fields: dict[str, Any], arch: str, config: dict[str, Any], file: str) -> dict[str, Any]:
+    """The config.json keys of the architecture's other GGUF keys: a sliding window as config.json states it, a
+    value head size equal to the key head size read, layers the mapped family lacks refused (OFF_VALUES), and any
+    key sizer neither reads nor knows named in a note (`_sizer.notes`), not silently dropped."""
+    prefix, mapped = f"{arch}.", set(KEYS.values())
+    out: dict[str, Any] = {}
+    unknown = []
+    for key in sorted(k.removeprefix(prefix) for k in fields if k.startswith(prefix)):
+        value, field = fields[prefix + key], prefix + key
+        if key in mapped or key.startswith(NUMERICS_ONLY):
+            continue
+        if key == "attention.sliding_window":
+            out["sliding_window"] = value
+        elif key == "attention.value_length":
+            key_length = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
+            if value != key_length:
+                raise InputError(file, field, f"{excerpt(value)} against a key length of {excerpt(key_length)}: "
+                                              "value heads of another size than the keys are not modelled for "
+                                              f"GGUF architecture {arch!r}")
+        elif key in OFF_VALUES:
+            if value != OFF_VALUES[key]:
+                raise InputError(file, field, f"{excerpt(value)}: layers that GGUF architecture {arch!r} (read as "
+                                              f"{ARCHITECTURES[arch][0]}) does not have are not modelled; expected "
+                                              f"{excerpt(OFF_VALUES[key])} (off) or no such key")
+        else:
+            unknown.append(field)
+    if unknown:
+        out["_sizer"] = {"notes": [f"GGUF keys sizer does not read, so their effect (if any) is not modelled: "
+                                   f"{', '.join(unknown)}"]}
+    return out
 
 
 def _positive(value: Any) -> bool:

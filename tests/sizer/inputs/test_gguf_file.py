@@ -17,6 +17,7 @@ from sizer.analytic.memory import weight_memory
 from sizer.analytic.parallel import ParallelConfig
 from sizer.errors import InputError
 from sizer.inputs.gguf_file import read_gguf
+from sizer.inputs.layers import SLIDING, Attention
 from sizer.inputs.model_spec import load_config, load_model
 
 gguf = pytest.importorskip("gguf")
@@ -32,11 +33,15 @@ def _quantised(rows: int, cols: int, t) -> tuple:
     return np.zeros((rows, cols // block * nbytes), np.uint8), t
 
 
-def write_llama(path: Path, attn_q_type=T.Q4_K, truncate_bytes: int = 0, split_max_tensors: int = 0) -> Path:
+def write_llama(path: Path, attn_q_type=T.Q4_K, truncate_bytes: int = 0, split_max_tensors: int = 0,
+                keys: dict[str, int | bool] | None = None) -> Path:
     """A 2-layer Llama in llama.cpp's Q4_K_M types: attn_v and ffn_down Q6_K where use_more_bits(i, 2) holds
     (i >= 7 x 2 // 8 = 1: layer 1 only), output Q6_K, the rest Q4_K, norms F32. With `split_max_tensors`, split
-    in shards of that many tensors as gguf-split does (PATH-00001-of-0000N.gguf, ...)."""
+    in shards of that many tensors as gguf-split does (PATH-00001-of-0000N.gguf, ...); `keys` adds metadata
+    (uint32 or bool values)."""
     w = gguf.GGUFWriter(str(path), "llama", split_max_tensors=split_max_tensors)
+    for key, value in (keys or {}).items():
+        (w.add_bool if isinstance(value, bool) else w.add_uint32)(key, value)
     w.add_block_count(LAYERS)
     w.add_embedding_length(HIDDEN)
     w.add_feed_forward_length(FFN)
@@ -93,6 +98,36 @@ def test_model_and_format_follow_the_file(tmp_path):
     # The file follows llama.cpp's Q4_K_M rules, so the rules' count of the same architecture is exact.
     fmt, _ = weight_format(m, "auto", 128)
     assert weight_memory(m, fmt, ParallelConfig()).total_bytes == ckpt.stored_bytes
+
+
+def test_the_architectures_other_keys_are_read_refused_or_named(tmp_path):
+    """gguf-py's keys beyond the mapped ones (llama.cpp gguf-py/gguf/constants.py): a sliding window read as
+    config.json states it, a value length equal to the key length (HIDDEN / HEADS) and a feature switched off read,
+    a rope scaling key read as numerics only; a key sizer does not know named in the plan's notes."""
+    path = write_llama(tmp_path / "tiny.gguf", keys={
+        "llama.attention.sliding_window": 64, "llama.attention.value_length": HIDDEN // HEADS,
+        "llama.expert_shared_count": 0, "llama.attention.causal": True, "llama.rope.scaling.original_context_length":
+        2048, "llama.altup.num_inputs": 4})
+    g = read_gguf(path)
+    assert g.config["sliding_window"] == 64
+    assert g.config["_sizer"] == {"notes": ["GGUF keys sizer does not read, so their effect (if any) is not "
+                                            "modelled: llama.altup.num_inputs"]}
+    m = load_model(str(path))
+    assert "llama.altup.num_inputs" in " ".join(m.notes)
+    assert {(a.span, a.window_tokens) for a in m.mixers(Attention)} == {(SLIDING, 64)}
+
+
+@pytest.mark.parametrize(("key", "value", "says"), [
+    ("llama.expert_shared_count", 2, "2: layers that GGUF architecture 'llama' (read as LlamaForCausalLM) does not "
+                                     "have are not modelled; expected 0 (off) or no such key"),
+    ("llama.attention.causal", False, "expected True (off)"),
+    ("llama.attention.value_length", 2 * HIDDEN // HEADS,
+     f"{2 * HIDDEN // HEADS} against a key length of {HIDDEN // HEADS}: value heads of another size"),
+])
+def test_a_key_that_adds_what_the_family_lacks_is_refused(tmp_path, key, value, says):
+    with pytest.raises(InputError) as err:
+        read_gguf(write_llama(tmp_path / "tiny.gguf", keys={key: value}))
+    assert err.value.field == key and says in err.value.message
 
 
 def test_a_truncated_file_is_refused(tmp_path):
