@@ -179,7 +179,7 @@ def find_servers(docs: list, file: str) -> list[Server]:
     values = [d for d in docs if isinstance(d, dict) and not d.get("kind")]
     plain = [d for d in docs if not (isinstance(d, dict) and d.get("kind") in OPERATOR_KINDS)]
     servers = kubernetes_servers(plain, file)
-    unread = next((s.doc["kind"] for s in servers if s.doc["kind"] not in KINDS), None)
+    unread = next((s.kind for s in servers if s.kind not in KINDS), None)
     if unread is not None:
         raise InputError(file, "kind", f"expected one of {', '.join(KINDS + OPERATOR_KINDS)} (the kinds sizer reads; "
                                        f"a document without a kind is read as Helm values), got {excerpt(unread)}")

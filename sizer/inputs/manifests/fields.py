@@ -20,6 +20,11 @@ from validation.schema import Key, check_key, join, key_for
 MAX_GPUS_PER_POD = 1024
 _GPUS = {"ge": 0, "le": MAX_GPUS_PER_POD, "nullable": False}      # 0: "needs N" says more
 _REPLICAS = key_for(DeploymentSection, "replicas")
+# Knative's scale bounds (knative.dev/docs/serving/autoscaling/scale-bounds: the revision template's annotations, the
+# camel-case spelling older) and Cloud Run's service-level ones (cloud.google.com/run/docs/reference/yaml/v1)
+KNATIVE_SCALE = ("autoscaling.knative.dev/min-scale", "autoscaling.knative.dev/minScale",
+                 "autoscaling.knative.dev/max-scale", "autoscaling.knative.dev/maxScale",
+                 "run.googleapis.com/minScale", "run.googleapis.com/maxScale", "run.googleapis.com/manualInstanceCount")
 # Manifest paths (relative to the document, or to the vLLM container for `resources.*`) -> the key.
 # A mapping that is absent or null reads as empty; `command` and `args` are lists of strings
 # (Kubernetes; Helm values may give one shell command line as a string).
@@ -47,6 +52,12 @@ MANIFEST_FIELDS = {
     "predictor.minReplicas": key_for(DeploymentSection, "replicas", "minReplicas"),
     "predictor.model.runtime": Key("runtime", str), "predictor.model.storageUri": Key("storageUri", str),
     "predictor.model.modelFormat": Key("modelFormat", dict), "modelFormat.name": Key("name", str),
+    # Knative Serving (serving.knative.dev/v1 Service; Google Cloud Run's service YAML is one): the revision template
+    "spec.template": Key("template", dict), "template.spec": Key("spec", dict),
+    # at most 1,000: Knative's container-concurrency-max-limit (config-defaults)
+    "containerConcurrency": Key("containerConcurrency", int, ge=0, le=1000, nullable=False),
+    **{f"annotations.{name}": Key(name, int, ge=0, le=MAX_REPLICAS, nullable=False) for name in KNATIVE_SCALE},
+    "annotations.run.googleapis.com/scalingMode": Key("run.googleapis.com/scalingMode", str),
     # vLLM production-stack chart (servingEngineSpec.modelSpec[])
     "servingEngineSpec": Key("servingEngineSpec", dict), "modelSpec": Key("modelSpec", list),
     "modelSpec[].modelURL": Key("modelURL", str), "modelSpec[].name": Key("name", str),

@@ -24,6 +24,9 @@ from sizer.inputs.hardware import all_profiles, profile_paths
 # `gpu.nvidia.com/class` ("H100_NVLINK_80GB", "A100_NVLINK_80GB"): CoreWeave docs, node selectors.
 PRODUCT_LABELS = ("nvidia.com/gpu.product", "amd.com/gpu.product-name", "gpu.nvidia.com/class")
 GKE_LABEL = "cloud.google.com/gke-accelerator"
+# Cloud Run's GPU node selector (a Knative Service's template, cloud.google.com/run/docs/configuring/services/gpu):
+# GKE's accelerator names ("nvidia-l4", "nvidia-rtx-pro-6000")
+CLOUD_RUN_LABEL = "run.googleapis.com/accelerator"
 KARPENTER_LABEL = "karpenter.k8s.aws/instance-gpu-name"
 KARPENTER_MEMORY = "karpenter.k8s.aws/instance-gpu-memory"      # MiB per GPU
 # The node's machine type: Kubernetes' well-known label (EKS, GKE, AKS set it), its deprecated beta
@@ -32,7 +35,7 @@ INSTANCE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/insta
 # Ray's `accelerator_type` (ray python/ray/util/accelerators/accelerators.py): "H100", "L4", "A10G",
 # "A100-40G", "A100-80G"; a bare "A100" or "V100" does not say which memory size.
 RAY_ACCELERATOR = "ray accelerator_type"
-GPU_LABELS = PRODUCT_LABELS + (GKE_LABEL, KARPENTER_LABEL) + INSTANCE_LABELS + (RAY_ACCELERATOR,)
+GPU_LABELS = PRODUCT_LABELS + (GKE_LABEL, CLOUD_RUN_LABEL, KARPENTER_LABEL) + INSTANCE_LABELS + (RAY_ACCELERATOR,)
 
 # ---- parts clusters name that have no profile ----------------------------------------------------
 #
@@ -156,9 +159,9 @@ def read_label(key: str, value: str, labels: dict[str, str]) -> GpuLabel | None:
             return GpuLabel(None, f"Ray accelerator_type {text}")
         profile, why = _product(text, names)
         return GpuLabel(profile, f"Ray accelerator_type {text}{why}")
-    if key == GKE_LABEL:
+    if key in (GKE_LABEL, CLOUD_RUN_LABEL):
         profile, why = _gke(text, names)
-        return GpuLabel(profile, f"GKE accelerator {text}{why}")
+        return GpuLabel(profile, f"{'GKE' if key == GKE_LABEL else 'Cloud Run'} accelerator {text}{why}")
     if key == KARPENTER_LABEL:
         found = [(profile, mib) for (name, mib), profile in names.karpenter.items() if name == low]
         if any(mib is not None for _, mib in found):      # parts that share the name, told apart by their memory

@@ -9,7 +9,11 @@ that many GPUs (vLLM's multi-node example: TP within a node, PP across). KServe
 (serving.kserve.io): an InferenceService's `spec.predictor.model` runs on the ServingRuntime it
 names (`runtime`, in the same file) or, with `modelFormat: huggingface`, KServe's Hugging Face
 server (vLLM); the model from its `storageUri` (`hf://org/name`) when the command line names the
-mounted folder; replicas `spec.predictor.minReplicas`. A ServingRuntime alone is its container.
+mounted folder; replicas `spec.predictor.minReplicas`. A ServingRuntime alone is its container. A
+Knative Service (serving.knative.dev/v1; Google Cloud Run's service YAML is one): the revision template's
+container; replicas its lower scale bound (`autoscaling.knative.dev/min-scale`, Cloud Run's service-level
+`run.googleapis.com/minScale`, or `manualInstanceCount` under manual scaling), 1 where it scales to zero,
+with the bounds and the scale from zero named as not modelled.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from validation.schema import join
 # A ReplicaSet, an Argo Rollout (argoproj.io) and an OpenShift DeploymentConfig (apps.openshift.io) hold a
 # Deployment's spec.replicas and pod template, and are read as one.
 KINDS = ("Deployment", "ReplicaSet", "Rollout", "DeploymentConfig", "StatefulSet", "Pod", "Job", "LeaderWorkerSet",
-         "InferenceService", "ServingRuntime", "ClusterServingRuntime")
+         "InferenceService", "ServingRuntime", "ClusterServingRuntime", "Service (serving.knative.dev)")
+KNATIVE_API = "serving.knative.dev/"
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 # KServe's Hugging Face serving runtime (kserve/huggingfaceserver): vLLM behind KServe's own flags
 # (--model_id, --model_name, --backend), with vLLM's engine flags passed through.
@@ -111,9 +116,54 @@ def kubernetes_servers(docs: list, file: str) -> list[Server]:
             found = [f for f in found if ".workerTemplate." not in f[0]]
         for path, container, argv, notes in found:
             gpus, where = pod_gpus(container, path, file)
-            out.append(Server(doc, path, container, str(doc["kind"]), tuple(argv), gpus, where,
-                              _replicas(doc, file), _group_size(doc, file), name=_name(doc, file), notes=notes))
+            replicas, scaling = _knative_scale(doc, file) if is_knative(doc) else (_replicas(doc, file), ())
+            out.append(Server(doc, path, container, kind_read(doc), tuple(argv), gpus, where, replicas,
+                              _group_size(doc, file), name=_name(doc, file), notes=notes + scaling))
     return out
+
+
+def is_knative(doc: dict) -> bool:
+    return doc.get("kind") == "Service" and str(doc.get("apiVersion", "")).startswith(KNATIVE_API)
+
+
+def kind_read(doc: dict) -> str:
+    """The object's kind as KINDS names it ("Service (serving.knative.dev)" for a Knative Service)."""
+    return f"Service ({KNATIVE_API.rstrip('/')})" if is_knative(doc) else str(doc.get("kind"))
+
+
+def _knative_scale(doc: dict, file: str) -> tuple[int, tuple[str, ...]]:
+    """A Knative Service's replicas, the lower scale bound, and what its autoscaling does that sizer does not model.
+    Knative's own bounds sit on the revision template, Cloud Run's service-level ones on the Service; min-scale
+    unset is 0 (scale to zero, Knative's default with enable-scale-to-zero), max-scale unset unbounded."""
+    def scale(annotations: dict, path: str, *names: str) -> int | None:
+        return next((v for name in names if (v := get(annotations, f"annotations.{name}", path, file)) is not None),
+                    None)
+
+    spec = get(doc, "spec", "", file)
+    template = get(spec, "spec.template", "spec", file)
+    tpath = "spec.template.metadata.annotations"
+    revision = get(get(template, "metadata", "spec.template", file), "metadata.annotations", "spec.template.metadata",
+                   file)
+    service = get(get(doc, "metadata", "", file), "metadata.annotations", "metadata", file)
+    if get(service, "annotations.run.googleapis.com/scalingMode", "metadata.annotations", file) == "manual":
+        count = scale(service, "metadata.annotations", "run.googleapis.com/manualInstanceCount")
+        if count:
+            return count, ()
+    low = scale(revision, tpath, "autoscaling.knative.dev/min-scale", "autoscaling.knative.dev/minScale") \
+        or scale(service, "metadata.annotations", "run.googleapis.com/minScale") or 0
+    high = scale(revision, tpath, "autoscaling.knative.dev/max-scale", "autoscaling.knative.dev/maxScale") \
+        or scale(service, "metadata.annotations", "run.googleapis.com/maxScale")
+    bounds = f"between min-scale {low} and " + (f"max-scale {high}" if high else "no max-scale")
+    notes = [f"Knative scales this service {bounds} with load (not modelled): checked at "
+             + (f"its min-scale, {low} replica(s)" if low else
+                "1 replica; it scales to zero when idle, and a start from zero (the server's start-up and model load "
+                "before the first token) is not modelled")]
+    concurrency = get(get(template, "template.spec", "spec.template", file), "containerConcurrency",
+                      "spec.template.spec", file)
+    if concurrency:
+        notes.append(f"containerConcurrency {concurrency}: Knative's queue-proxy holds a pod's requests beyond "
+                     f"{concurrency} in flight (not modelled)")
+    return max(low, 1), tuple(notes)
 
 
 # Images whose entrypoint starts the server, so that a container with only `args:` runs it: vLLM's

@@ -234,12 +234,72 @@ def test_engine_environment_known_only_when_the_pod_runs_is_named_not_read(tmp_p
         read_check_input(str(path))
 
 
+KNATIVE = DATA / "knative-cloud-run-vllm.yaml"
+
+
+def test_a_knative_service_is_read_at_its_lower_scale_bound_with_the_autoscaling_named():
+    inp, d = read("knative-cloud-run-vllm.yaml")
+    # the GPU from Cloud Run's node selector (GKE's accelerator names), the model from the vLLM image's args
+    assert model_and_gpu(inp) == ("qwen2.5-7b", "l4")
+    assert {s.setting: s.source for s in inp.sources}["gpu"] == (
+        "spec.template.spec.nodeSelector.run.googleapis.com/accelerator (Cloud Run accelerator nvidia-l4)")
+    # autoscaling.knative.dev/minScale "2": the replicas the service always has; maxScale 6 and the queue-proxy's
+    # containerConcurrency named, not modelled
+    assert (inp.replicas, inp.gpus_per_replica) == (2, 1) and d["max_model_len"] == 8192
+    assert ("Knative scales this service between min-scale 2 and max-scale 6 with load (not modelled): checked at "
+            "its min-scale, 2 replica(s)") in inp.notes
+    assert any(n.startswith("containerConcurrency 64:") for n in inp.notes)
+
+
+@pytest.mark.parametrize("old, new, replicas, says", [
+    # no min-scale: Knative scales to zero when idle; checked at one replica, the start from zero named
+    ('        autoscaling.knative.dev/minScale: "2"\n', "", 1, "it scales to zero when idle"),
+    # the current spelling; Cloud Run's service-level bound where the revision states none
+    ("autoscaling.knative.dev/minScale", "autoscaling.knative.dev/min-scale", 2, "min-scale 2"),
+    ('        autoscaling.knative.dev/minScale: "2"\n', "", 3, "min-scale 3",),
+    # Cloud Run's manual scaling: a fixed instance count, no autoscaling note
+    ("    run.googleapis.com/launch-stage: BETA\n", "    run.googleapis.com/scalingMode: manual\n"
+     "    run.googleapis.com/manualInstanceCount: '4'\n", 4, None),
+])
+def test_a_knative_services_replicas_follow_its_scale_bounds(tmp_path, old, new, replicas, says):
+    text = KNATIVE.read_text().replace(old, new, 1)
+    if replicas == 3:
+        text = text.replace("    run.googleapis.com/launch-stage: BETA\n", "    run.googleapis.com/minScale: '3'\n")
+    path = tmp_path / "svc.yaml"
+    path.write_text(text)
+    inp = read_check_input(str(path))
+    assert inp.replicas == replicas
+    scaling = [n for n in inp.notes if n.startswith("Knative scales")]
+    assert (scaling == []) if says is None else (says in scaling[0])
+
+
+@pytest.mark.parametrize("old, new, field, says", [
+    ('minScale: "2"', 'minScale: "two"', "spec.template.metadata.annotations.autoscaling.knative.dev/minScale", "two"),
+    ("containerConcurrency: 64", "containerConcurrency: 5000", "spec.template.spec.containerConcurrency", "5000"),
+])
+def test_a_knative_services_bad_scale_is_one_line_naming_the_field(tmp_path, old, new, field, says):
+    path = tmp_path / "svc.yaml"
+    path.write_text(KNATIVE.read_text().replace(old, new))
+    with pytest.raises(FieldError) as err:
+        read_check_input(str(path))
+    assert err.value.field == field and says in err.value.message
+
+
+def test_a_core_service_that_runs_a_server_is_not_read_as_knative(tmp_path):
+    # kind Service under apiVersion v1 is the network object: a container in it is nothing Kubernetes runs
+    path = tmp_path / "svc.yaml"
+    path.write_text(KNATIVE.read_text().replace("apiVersion: serving.knative.dev/v1", "apiVersion: v1"))
+    with pytest.raises(FieldError) as err:
+        read_check_input(str(path))
+    assert err.value.field == "kind" and err.value.message.endswith("got 'Service'")
+
+
 # ---- what sizer does not read: named, never passed over ------------------------------------------
 
 PASS = Path(__file__).resolve().parents[3] / "scenarios" / "deploy" / "pass-llama-8b-h100.yaml"
 KINDS_READ = ("Deployment, ReplicaSet, Rollout, DeploymentConfig, StatefulSet, Pod, Job, LeaderWorkerSet, "
-              "InferenceService, ServingRuntime, ClusterServingRuntime, LLMInferenceService, RayService, "
-              "DynamoGraphDeployment")
+              "InferenceService, ServingRuntime, ClusterServingRuntime, Service (serving.knative.dev), "
+              "LLMInferenceService, RayService, DynamoGraphDeployment")
 
 
 def test_a_kind_sizer_does_not_read_running_a_server_is_refused_naming_the_kinds_it_reads(tmp_path):
