@@ -1,8 +1,10 @@
 """Request lengths in closed form, as the simulator draws them (simulator/workload.py `Lengths.draw`: a draw
 rounded to whole tokens, then clipped to [min, max]; sizer.inputs.scenario `length_bounds`), for the plan, which
-draws none: the chance a length is at most k, and the share of requests whose prompt + output exceed a limit.
+draws none: the chance a length is at most k, the share of requests whose prompt + output exceed a limit, and the
+mean lengths of those within it (the requests an engine serves).
 
     P(prompt + output > L) = sum over prompt lengths p of P(prompt = p) x P(output > L - p)
+    E[prompt | prompt + output <= L] = sum over p of p x P(prompt = p) x P(output <= L - p) / P(prompt + output <= L)
 
 Prompt and output lengths are independent (the simulator draws them from separate random streams).
 """
@@ -56,6 +58,30 @@ def share_longer_than(a: Distribution, b: Distribution, limit: int) -> float:
         middle = (first + last) // 2
         share += (over_cdf(last) - over_cdf(first - 1)) * (1.0 - other_cdf(limit - middle))
     return share
+
+
+def served_means(a: Distribution, b: Distribution, limit: int) -> tuple[float, float]:
+    """(E[A | A + B <= limit], E[B | A + B <= limit]): the mean lengths of the requests an engine serves when it
+    refuses those longer than `limit`, each a sum over its own lengths x of x P(x) P(other <= limit - x)."""
+    return _served_mean(a, b, limit), _served_mean(b, a, limit)
+
+
+def _served_mean(x: Distribution, other: Distribution, limit: int) -> float:
+    x_cdf, other_cdf = at_most(x), at_most(other)
+    (lo, hi), other_lo = length_bounds(x), length_bounds(other)[0]
+    last = limit - other_lo if hi is None else min(hi, limit - other_lo)
+    atoms = _atoms(x)
+    if atoms is not None:
+        spans = [(k, k) for k in atoms[0] if k <= last]
+    else:
+        width = max(1, math.ceil((last - lo + 1) / MAX_STEPS))
+        spans = [(k, min(k + width - 1, last)) for k in range(lo, last + 1, width)]
+    served = weighted = 0.0
+    for first, end in spans:
+        share = (x_cdf(end) - x_cdf(first - 1)) * other_cdf(limit - (first + end) // 2)
+        served += share
+        weighted += share * (first + end) / 2
+    return weighted / served
 
 
 def _lengths_to_sum(a: Distribution, b: Distribution, limit: int) -> list[tuple[int, int]]:

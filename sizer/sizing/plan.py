@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from simulator.speculative import expected_tokens_per_step
 from sizer.analytic.capacity import Capacity, littles_law
 from sizer.analytic.format_support import Execution
+from sizer.analytic.lengths import served_means
 from sizer.analytic.memory import (
     CUDA_CONTEXT_BYTES,
     GB,
@@ -248,8 +249,11 @@ def make_plan(r: Resolved) -> Plan:
     roofline = roofline_for(r)
     step = step_model_for(r, roofline)
     if w.trace is None:
-        prompt_mean, output_mean = mean_length(w.prompt_tokens), mean_length(w.output_tokens)
-        # the engine answers a request longer than max_model_len at once (HTTP 400): it holds no KV and no batch slot
+        # the engine answers a request longer than max_model_len at once (HTTP 400): it holds no KV and no batch slot,
+        # so the rate and the mean lengths sized for are the served requests' (a default workload none of whose
+        # requests fits is stated, with a rate of 0, at its own means)
+        prompt_mean, output_mean = served_means(w.prompt_tokens, w.output_tokens, e.max_model_len) \
+            if 0 < r.too_long_share < 1 else (mean_length(w.prompt_tokens), mean_length(w.output_tokens))
         rate = w.arrival.rate_per_s and w.arrival.rate_per_s * (1 - r.too_long_share)
     else:
         summary = kind("trace").trace_summary(r)

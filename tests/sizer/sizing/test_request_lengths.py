@@ -62,6 +62,16 @@ def test_the_plan_states_the_share_of_requests_refused():
     assert fits.too_long_share == 0.0 and not any("max_model_len 14,000" in n for n in fits.link_notes)
 
 
+def test_littles_law_sizes_the_served_requests():
+    # a quarter of the prompts are 300 tokens and 300 + 50 > max_model_len 200: the engine refuses them, so the plan
+    # sizes 1.5 of the 2 req/s at the served requests' 100 + 50 tokens (the means over all requests, 150 + 50 = 200,
+    # would size KV for requests that hold none)
+    r = resolve(scenario(200, {"distribution": "empirical", "values": [100, 300], "weights": [3, 1]},
+                         {"distribution": "fixed", "value": 50}))
+    capacity = make_plan(r).capacity
+    assert (capacity.arrival_rate_per_s, capacity.kv_tokens_per_request) == (1.5, 150)
+
+
 def test_a_flag_length_is_refused_and_a_default_workload_stated():
     # --prompt-tokens states the length: every request of 1,000,000 + 256 tokens is refused, naming the flag
     result = CliRunner().invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "h100", "--prompt-tokens", "1m"])
