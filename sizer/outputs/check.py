@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from sizer.analytic.memory import GiB
 from sizer.inputs.manifest import CheckFlags, CheckInput, Source, read_check_input
+from sizer.inputs.manifests.commands import flag_for
 from sizer.inputs.scenario import (
     Scenario,
     SLOSection,
@@ -135,17 +136,20 @@ def evaluate(inp: CheckInput, settings: GoodputSettings = GoodputSettings(),
 
 
 # Scenario fields whose refusal by `resolve` means the deployment cannot run (a split that does not
-# divide the model, a weight format no kernel runs on the GPU), with the vLLM flag that set them:
-# the deployment rule fails (exit 1) rather than the input being bad (exit 2).
-CANNOT_RUN = {"deployment.tensor_parallel_size": "--tensor-parallel-size",
-              "deployment.pipeline_parallel_size": "--pipeline-parallel-size",
-              "deployment.enable_expert_parallel": "--enable-expert-parallel",
-              "deployment.quantization": "--quantization"}
+# divide the model, a weight format no kernel runs on the GPU, MTP drafting on a model without MTP layers), with
+# the engine settings (sizer/inputs/manifests/commands.py TABLES) whose flags set them: the deployment rule fails
+# (exit 1), naming the engine's flag, rather than the input being bad (exit 2).
+CANNOT_RUN = {"deployment.tensor_parallel_size": ("tensor_parallel_size",),
+              "deployment.pipeline_parallel_size": ("pipeline_parallel_size",),
+              "deployment.enable_expert_parallel": ("enable_expert_parallel", "expert_parallel_size"),
+              "deployment.quantization": ("quantization",),
+              "deployment.speculative_config.method": ("speculative_config", "speculative_algorithm")}
 
 
 def _cannot_run(inp: CheckInput, error: FieldError, notes: list[str]) -> CheckResult:
     """The deployment rule failed: the others are skipped, having no plan to read."""
-    where = error.field if inp.kind == "scenario" else CANNOT_RUN[error.field]
+    engine = (inp.scenario_data.get("deployment") or {}).get("engine", "vllm")
+    where = error.field if inp.kind == "scenario" else flag_for(engine, CANNOT_RUN[error.field]) or error.field
     rules = (RuleResult("deployment", "fail", f"{where}: {error.message}"),
              *(RuleResult(name, "skip", "the deployment cannot run") for name in ("memory", "max_model_len", "slo",
                                                                                    "cost")))

@@ -226,6 +226,13 @@ TRTLLM_VALUE_FLAGS = {
 }
 TABLES = {"vllm": (VALUE_FLAGS, BOOL_FLAGS), "sglang": (SGLANG_VALUE_FLAGS, SGLANG_BOOL_FLAGS),
           "tensorrt-llm": (TRTLLM_VALUE_FLAGS, {})}
+
+
+def flag_for(engine: str, settings: tuple[str, ...]) -> str | None:
+    """The engine's flag (its first spelling in TABLES) that sets one of `settings`; None when it has none."""
+    values, bools = TABLES.get(engine, ({}, {}))
+    return next((flag for table in (values, bools) for flag, (setting, _) in table.items() if setting in settings),
+                None)
 # Values, both ways: each spelling an engine's flag takes -> sizer's value; --emit writes a value's first spelling
 # (`spelling`). --quantization: the weight format (w8a8_int8, SGLang's INT8 W8A8, before vLLM's MoE-only
 # experts_int8); EMITTED_QUANTIZATION: the formats --emit names a method for on each engine (a format a checkpoint

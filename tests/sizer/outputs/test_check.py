@@ -11,11 +11,11 @@ from typer.testing import CliRunner
 
 from sizer.cli import app
 from sizer.inputs.manifest import NOMINAL_WORKLOAD, read_check_input
-from sizer.inputs.manifests.commands import catalog_name_for, parse_vllm_args
+from sizer.inputs.manifests.commands import catalog_name_for, flag_for, parse_vllm_args
 from sizer.inputs.manifests.gpus import GKE_LABEL, read_label
 from sizer.inputs.scenario import load_scenario, scenario_from_dict
 from sizer.inputs.traffic import Traffic
-from sizer.outputs.check import check_file, max_model_len_rule, memory_rule, sequences_required
+from sizer.outputs.check import CANNOT_RUN, check_file, max_model_len_rule, memory_rule, sequences_required
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
 from validation.errors import FieldError
@@ -458,3 +458,18 @@ def test_a_deployment_that_cannot_run_fails_the_check_not_the_input(mutate, mess
     rules = json.loads(result.stdout)["rules"]
     assert rules[0]["status"] == "fail" and rules[0]["message"].startswith(message), rules[0]
     assert [r["status"] for r in rules[1:]] == ["skip"] * 4
+
+
+
+def test_mtp_drafting_on_a_model_without_mtp_layers_fails_naming_the_engines_flag():
+    # Llama-3.1-8B has no multi-token-prediction layers: vLLM cannot draft with them, so the check fails naming
+    # --speculative-config (SGLang's would be --speculative-algorithm), not the scenario field sizer maps it to
+    text = PASS.read_text().replace("- --max-model-len=8192", "- --max-model-len=8192\n            - "
+                                    "'--speculative-config={\"method\": \"mtp\", \"num_speculative_tokens\": 1}'")
+    text = text.replace("      kv_share: 0.25\n", "      kv_share: 0.25\n      speculative_acceptance_rate: 0.7\n")
+    result = run("-", "--json", input=text)
+    assert result.exit_code == 1, result.output
+    rules = json.loads(result.stdout)["rules"]
+    assert rules[0]["status"] == "fail" and rules[0]["message"].startswith(
+        "--speculative-config: mtp drafts with the model's multi-token-prediction layers; llama-3.1-8b has none"), rules
+    assert flag_for("sglang", CANNOT_RUN["deployment.speculative_config.method"]) == "--speculative-algorithm"
