@@ -31,7 +31,7 @@ from validation.schema import join
 # A ReplicaSet, an Argo Rollout (argoproj.io) and an OpenShift DeploymentConfig (apps.openshift.io) hold a
 # Deployment's spec.replicas and pod template, and are read as one.
 KINDS = ("Deployment", "ReplicaSet", "Rollout", "DeploymentConfig", "StatefulSet", "Pod", "Job", "LeaderWorkerSet",
-         "InferenceService", "ServingRuntime", "ClusterServingRuntime", "Service (serving.knative.dev)")
+         "InferenceService", "ServingRuntime", "ClusterServingRuntime", "Knative Service")
 KNATIVE_API = "serving.knative.dev/"
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 # KServe's Hugging Face serving runtime (kserve/huggingfaceserver): vLLM behind KServe's own flags
@@ -127,8 +127,8 @@ def is_knative(doc: dict) -> bool:
 
 
 def kind_read(doc: dict) -> str:
-    """The object's kind as KINDS names it ("Service (serving.knative.dev)" for a Knative Service)."""
-    return f"Service ({KNATIVE_API.rstrip('/')})" if is_knative(doc) else str(doc.get("kind"))
+    """The object's kind as KINDS names it: "Knative Service" for a Service of serving.knative.dev."""
+    return "Knative Service" if is_knative(doc) else str(doc.get("kind"))
 
 
 def _knative_scale(doc: dict, file: str) -> tuple[int, tuple[str, ...]]:

@@ -298,7 +298,7 @@ def test_a_core_service_that_runs_a_server_is_not_read_as_knative(tmp_path):
 
 PASS = Path(__file__).resolve().parents[3] / "scenarios" / "deploy" / "pass-llama-8b-h100.yaml"
 KINDS_READ = ("Deployment, ReplicaSet, Rollout, DeploymentConfig, StatefulSet, Pod, Job, LeaderWorkerSet, "
-              "InferenceService, ServingRuntime, ClusterServingRuntime, Service (serving.knative.dev), "
+              "InferenceService, ServingRuntime, ClusterServingRuntime, Knative Service, "
               "LLMInferenceService, RayService, DynamoGraphDeployment")
 
 
