@@ -304,7 +304,7 @@ def resolve(s: Scenario) -> Resolved:
         kv_dtype = slots.cache_type_k if slots.cache_type_k == slots.cache_type_v \
             else f"{slots.cache_type_k}/{slots.cache_type_v}"
     engine = engine_settings(s, model, hardware) if slots is None else slot_engine_settings(slots)
-    too_long = too_long_share(s, engine.max_model_len) if slots is None else 0.0
+    too_long = too_long_share(s, engine.max_model_len) if slots is None else slot_overflow_share(s, slots)
     weights = weight_memory(model, fmt, parallel, group_size, s.model.num_parameters)
     kv = kv_layout(model, kv_dtype, parallel, d.engine in KEEPS_CHUNKED_KV)
     split = (offload(model, fmt, hardware, d.n_gpu_layers, group_size, s.file, parallel.gpus_per_replica)
@@ -356,9 +356,16 @@ def resolve(s: Scenario) -> Resolved:
     profile = _calibrated_profile(s, model, hardware, parallel) if s.hardware.calibrated_profile else None
     if split:
         notes.append(split.note)
-    if too_long >= STATED_SHARE:
+    if too_long >= STATED_SHARE and slots is None:
         notes.append(f"{too_long:.2%} of requests have prompt + output above max_model_len {engine.max_model_len:,}: "
                      "the engine refuses them (vLLM answers HTTP 400), and the simulation counts them rejected")
+    elif too_long >= STATED_SHARE:
+        notes.append(f"{too_long:.2%} of requests have prompt + output above a slot's context of "
+                     f"{slots.ctx_per_slot_tokens:,} tokens: the simulation rejects them, where "
+                     + ("llama.cpp refuses a prompt that fills the context (HTTP 400, exceed_context_size_error) and, "
+                        "without --context-shift, ends an output at the context's end" if slots.engine == "llama.cpp"
+                        else "Ollama truncates a prompt to num_ctx and shifts the context to go on generating")
+                     + ": their real outcome is not modelled")
     if hardware.unified_memory_bytes and hardware.memory_limit_source:
         notes.append(f"{hardware.name}: the GPU may use {hardware.memory_bytes / GiB:.1f} GiB of its "
                      f"{hardware.unified_memory_bytes / GiB:.0f} GiB unified memory ({hardware.memory_limit_source})")
@@ -523,6 +530,16 @@ def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> En
 # A share of requests refused for their length that a plan states (and `sizer check`'s max_model_len rule fails on):
 # 0.01% or more, the precision the share is printed to.
 STATED_SHARE = 1e-4
+
+
+def slot_overflow_share(s: Scenario, slots: SlotSettings) -> float:
+    """The share of the workload's requests whose prompt + output exceed a slot's context (a slot engine's
+    max_model_len: the simulation rejects them). Never a refusal: llama.cpp and Ollama serve part of such requests
+    (a truncated output or prompt), which the plan states. A trace's requests: 0, as too_long_share."""
+    w = s.workload
+    if w.trace is not None or w.prompt_tokens is None or w.output_tokens is None:
+        return 0.0
+    return share_longer_than(w.prompt_tokens, w.output_tokens, slots.ctx_per_slot_tokens)
 
 
 def too_long_share(s: Scenario, max_len: int) -> float:

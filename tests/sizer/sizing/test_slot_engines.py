@@ -146,6 +146,23 @@ def test_a_slot_is_taken_whole_and_a_request_longer_than_it_is_refused():
     assert all(len(q.block_ids) == 1 for q in running)
 
 
+@pytest.mark.parametrize("engine, deployment, says", [
+    # 4 slots of 16,384 / 4 = 4,096 tokens, prompts of 800 or 4,000 tokens (1 in 4) + 200: 4,200 > 4,096
+    ("llama.cpp", {"parallel": 4, "ctx_size": 16384}, "llama.cpp refuses a prompt that fills the context"),
+    ("ollama", {"num_parallel": 4, "num_ctx": 4096}, "Ollama truncates a prompt to num_ctx"),
+])
+def test_requests_longer_than_a_slot_are_stated_with_what_the_engine_does(engine, deployment, says):
+    d = data(engine=engine, **deployment)
+    d["workload"]["prompt_tokens"] = {"distribution": "empirical", "values": [800, 4000], "weights": [3, 1]}
+    r = resolve(scenario_from_dict(d, "s.yaml"))
+    assert r.too_long_share == pytest.approx(0.25)
+    [note] = [n for n in r.link_notes if "a slot's context of 4,096 tokens" in n]
+    assert note.startswith("25.00% of requests have prompt + output above") and says in note
+    # Little's law sizes the 3 in 4 the simulation serves, at their 800 + 200 tokens
+    capacity = make_plan(r).capacity
+    assert (capacity.arrival_rate_per_s, capacity.kv_tokens_per_request) == (0.375, 1000)
+
+
 def test_simulation_loses_no_request_and_no_kv():
     # 2 slots of 4,096 / 2 = 2,048 tokens; a mix of 1,000-token requests (800 + 200) and 2,400-token ones
     # (which no slot holds: refused, as llama-server answers them with an error)
