@@ -45,12 +45,13 @@ from simulator import (
     summarise,
     weighted_percentiles,
 )
+from sizer.analytic.lengths import share_longer_than
 from sizer.errors import InputError
-from sizer.inputs.gateway import ClassSection, GatewayScenario, pool_scenario
+from sizer.inputs.gateway import ClassSection, GatewayScenario, GatewaySection, pool_scenario
 from sizer.sizing.cost import gpus_per_replica, usd_per_hour
 from sizer.sizing.goodput import SLO_PERCENTILE
 from sizer.sizing.plan import SCHEMA_VERSION
-from sizer.sizing.resolve import Resolved, resolve
+from sizer.sizing.resolve import STATED_SHARE, Resolved, resolve
 from sizer.sizing.simulate import PREFIX_BALANCE_SLACK, check_simulated_blocks, simulation_config
 from sizer.sizing.workload import _lengths
 from sizer.timing.step_model import step_model_for
@@ -173,6 +174,7 @@ class ResolvedGateway:
     file: str | None
     pools: dict[str, Resolved]
     config: GatewayConfig
+    notes: tuple[str, ...] = ()     # what the run's figures depend on beyond ASSUMPTIONS (requests a pool refuses)
 
 
 def resolve_gateway(doc: GatewayScenario, name: str, file: str | None) -> ResolvedGateway:
@@ -209,7 +211,25 @@ def resolve_gateway(doc: GatewayScenario, name: str, file: str | None) -> Resolv
     arrivals = Arrivals(g.arrival.process, g.arrival.rate_per_s, g.arrival.cv)
     config = GatewayConfig(tuple(specs), externals, classes, routes, residency, arrivals, g.num_requests,
                            BUDGET_WINDOW_S, budget_usd_per_hour=g.budget_usd_per_hour)
-    return ResolvedGateway(doc, name, file, pools, config)
+    return ResolvedGateway(doc, name, file, pools, config, _too_long_notes(g, pools))
+
+
+def _too_long_notes(g: GatewaySection, pools: dict[str, Resolved]) -> tuple[str, ...]:
+    """For each class and each pool its route may send it to (target, weak, strong, fallbacks), the share of the
+    class's requests whose prompt + output exceed the pool's max_model_len (closed form): the pool refuses them, as
+    vLLM answers HTTP 400, and the run counts them rejected there."""
+    notes = []
+    for c in g.classes:
+        r = next(r for r in g.routes if r.classes is None or c.name in r.classes)   # the first that takes it
+        reach = (r.target, *((r.by_difficulty.weak, r.by_difficulty.strong) if r.by_difficulty else ()), *r.fallback)
+        for name in dict.fromkeys(n for n in reach if n in pools):
+            limit = pools[name].engine.max_model_len
+            share = share_longer_than(c.prompt_tokens, c.output_tokens, limit)
+            if share >= STATED_SHARE:
+                notes.append(f"class {c.name}: {share:.2%} of its requests have prompt + output above pool {name}'s "
+                             f"max_model_len {limit:,}: the pool refuses them (vLLM answers HTTP 400), and the run "
+                             "counts them rejected there")
+    return tuple(notes)
 
 
 def _shared_prefix(sp) -> SharedPrefix | None:
@@ -276,7 +296,7 @@ def answer(rg: ResolvedGateway, result: GatewayResult, config: GatewayConfig | N
         SCHEMA_VERSION, "gateway", rg.name, rate, n, _outcomes(recs.outcome), tuple(pools),
         tuple(externals), tuple(classes), tuple(routes), total, out_per_s,
         total / (out_per_s * 3600) * 1e6 if total is not None and out_per_s > 0 else None,
-        float(np.mean(scored)) if len(scored) else None, all(c.slo_met for c in classes), ASSUMPTIONS)
+        float(np.mean(scored)) if len(scored) else None, all(c.slo_met for c in classes), ASSUMPTIONS + rg.notes)
 
 
 def _outcomes(outcome: np.ndarray) -> dict[str, int]:

@@ -195,3 +195,25 @@ def test_the_quality_floor_decides_between_strong_shares(tmp_path):
     assert low.quality == pytest.approx(0.73) and high.quality == pytest.approx(0.745)
     assert not low.accepted and low.why_not == "quality below 0.74"
     assert s.best == high and high.usd_per_hour > low.usd_per_hour
+
+
+def test_requests_a_pool_refuses_for_their_length_are_stated_per_class_and_pool(tmp_path):
+    # patient records: prompts of 1,000 tokens, or 5,000 in one of four, + 100 output tokens. Their route targets
+    # onprem-70b, cut here to max_model_len 4,096 (5,100 > 4,096: a quarter refused there), then onprem-8b
+    # (16,384: none) and the hosted endpoint (no pool, no limit); public chat (at most 8,000 + 2,000) reaches both
+    # pools, 16,384 on the 8B: none, and the 70B at 4,096: a share, stated too.
+    data = yaml.safe_load(RESIDENCY_FILE.read_text())
+    g = data["gateway"]
+    g["pools"][1]["deployment"]["max_model_len"] = 4096
+    records = g["classes"][1]
+    records["prompt_tokens"] = {"distribution": "empirical", "values": [1000, 5000], "weights": [3, 1]}
+    records["output_tokens"] = {"distribution": "fixed", "value": 100}
+    path = tmp_path / "gw.yaml"
+    path.write_text(yaml.safe_dump(data))
+    notes = resolved(path).notes
+    assert notes[-1] == ("class patient-records: 25.00% of its requests have prompt + output above pool "
+                         "onprem-70b's max_model_len 4,096: the pool refuses them (vLLM answers HTTP 400), and the "
+                         "run counts them rejected there")
+    assert len(notes) == 2 and notes[0].startswith("class public-chat: ") and "pool onprem-70b's" in notes[0]
+    # the bundled document's pools hold every request: nothing stated
+    assert resolved(RESIDENCY_FILE).notes == ()
