@@ -153,6 +153,9 @@ def _knative_scale(doc: dict, file: str) -> tuple[int, tuple[str, ...]]:
         or scale(service, "metadata.annotations", "run.googleapis.com/minScale") or 0
     high = scale(revision, tpath, "autoscaling.knative.dev/max-scale", "autoscaling.knative.dev/maxScale") \
         or scale(service, "metadata.annotations", "run.googleapis.com/maxScale")
+    if high and low > high:         # Knative's webhook refuses the revision
+        raise InputError(file, f"{tpath}.autoscaling.knative.dev/min-scale", f"{low} above max-scale {high}; expected "
+                                                                              "min-scale <= max-scale")
     bounds = f"between min-scale {low} and " + (f"max-scale {high}" if high else "no max-scale")
     notes = [f"Knative scales this service {bounds} with load (not modelled): checked at "
              + (f"its min-scale, {low} replica(s)" if low else

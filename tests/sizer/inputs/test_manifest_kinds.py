@@ -276,6 +276,8 @@ def test_a_knative_services_replicas_follow_its_scale_bounds(tmp_path, old, new,
 @pytest.mark.parametrize("old, new, field, says", [
     ('minScale: "2"', 'minScale: "two"', "spec.template.metadata.annotations.autoscaling.knative.dev/minScale", "two"),
     ("containerConcurrency: 64", "containerConcurrency: 5000", "spec.template.spec.containerConcurrency", "5000"),
+    ('maxScale: "6"', 'maxScale: "1"', "spec.template.metadata.annotations.autoscaling.knative.dev/min-scale",
+     "2 above max-scale 1"),
 ])
 def test_a_knative_services_bad_scale_is_one_line_naming_the_field(tmp_path, old, new, field, says):
     path = tmp_path / "svc.yaml"
