@@ -64,7 +64,7 @@ REQUIRED = ("num_hidden_layers", "hidden_size", "num_attention_heads", "max_posi
 NUMERICS_ONLY = ("rope.", "attention.layer_norm_epsilon", "attention.scale", "attention.clamp_kqv", "logit_scale",
                  "embedding_scale", "residual_scale", "attn_logit_softcapping", "final_logit_softcapping",
                  "router_logit_softcapping", "expert_weights_scale", "expert_weights_norm", "expert_gating_func",
-                 "tensor_data_layout", "vocab_size")
+                 "tensor_data_layout")
 # - layers the mapped family does not have, refused unless the value turns them off (issue 24: a key whose value
 #   switches a feature off is read, not refused): the value that does
 OFF_VALUES = {"expert_shared_count": 0, "expert_shared_feed_forward_length": 0, "leading_dense_block_count": 0,
@@ -378,7 +378,7 @@ def _other_keys(fields: dict[str, Any], arch: str, config: dict[str, Any], file:
     """The config.json keys of the architecture's other GGUF keys: a sliding window as config.json states it, a
     value head size equal to the key head size read, layers the mapped family lacks refused (OFF_VALUES), and any
     key sizer neither reads nor knows named in a note (`_sizer.notes`), not silently dropped."""
-    prefix, mapped = f"{arch}.", set(KEYS.values())
+    prefix, mapped = f"{arch}.", {*KEYS.values(), "vocab_size"}        # vocab_size: read by _vocab
     out: dict[str, Any] = {}
     unknown = []
     for key in sorted(k.removeprefix(prefix) for k in fields if k.startswith(prefix)):
