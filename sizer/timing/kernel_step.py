@@ -16,7 +16,8 @@ For one step on one GPU of the busiest pipeline stage (times the stages, as the 
                each waits for the last of its TP GPUs in a forward (roofline.collective_wait_s)
   MoE          per MoE layer: moe(tokens; hidden, expert width, top-k, experts, TP or EP split; the expert format):
                experts sliced by TP the rows measured with the family's power-law routing (moe_skewed), else the
-               balanced rows as random routing reads them; under EP the balanced rows at the imbalance
+               balanced rows as random routing reads them, else those of the experts spread whole over as many
+               GPUs (the same bytes and FLOPs a GPU at the same tokens); under EP the balanced rows at the imbalance
                (roofline.EP_LOAD_IMBALANCE, by the family's routing skew) times the tokens; with data-parallel
                ranks every other operator prices the busiest rank's share of the step and, with EP across the
                ranks, the MoE layers every rank's tokens (the table's tokens: the whole EP group's)
@@ -524,7 +525,7 @@ class KernelTableStepTimeModel:
         bandwidth = cost.memory_bandwidth_bytes_per_s * cost.bandwidth_fraction
         self.elementwise_s_per_token = ew.bytes_per_token / bandwidth
         self._attention(m, p, kv, {shape.label for shape in latent}, missing)
-        self.experts_from_tables = self.marlin_from_w4a16 = self.experts_shared = False
+        self.experts_from_tables = self.marlin_from_w4a16 = self.experts_shared = self.experts_from_ep_rows = False
         self.experts_skew: float | None = None   # the power law's alpha the expert rows were measured with
         self.ranks, self.load_imbalance = p.dp, roofline.load_imbalance
         self._experts: tuple[float, Curve] | None = None     # priced apart: at other tokens than the rank's
@@ -593,7 +594,9 @@ class KernelTableStepTimeModel:
                 *(["Marlin: the W4A16 MXFP4 rows, no faster than Marlin's rows of another expert shape do the FLOPs "
                    "at the same tokens per expert"] if self.marlin_from_w4a16 else []),
                 *([f"the tokens routed by a power law, alpha {self.experts_skew}, as measured"]
-                  if self.experts_skew is not None else [])]
+                  if self.experts_skew is not None else []),
+                *([f"sliced over {p.tp} GPUs, priced by the rows of the experts spread whole over {p.tp} (the same "
+                   "bytes and FLOPs a GPU, no imbalance)"] if self.experts_from_ep_rows else [])]
             out["MoE experts"] = (tables if self.experts_from_tables else roof) + (
                 f" ({'; '.join(notes)})" if notes else "")
         if self.roofline.kv.state_layers:
@@ -637,6 +640,20 @@ class KernelTableStepTimeModel:
                 self.experts_skew = alpha if routing else None
                 layers = m.num_moe_layers * layers_per_stage(m, p) / m.num_layers
                 return layers, Curve(rows if routing else random_routing(rows, f.top_k, f.num_experts))
+        if split[0] > 1:
+            # Experts sliced over TP GPUs where the tables measured them only spread whole over as many (EP): at the
+            # same tokens each GPU reads the same bytes (all touched experts' 1 / TP slices, or the touched experts
+            # it holds whole: 1 / EP of them) and does the same FLOPs, and the slices need no balancing, so the EP
+            # group's balanced rows at the step's tokens, as random routing reads them (aiconfigurator-core 0.12.0
+            # measured TensorRT-LLM's MXFP4 experts at moe_tp 1 only)
+            key = (dtype, *shape[:4], 1, split[0])
+            rows = self.tables.moe.get(key)
+            if rows is None and self.shared_moe and key in self.shared_moe.balanced:
+                rows, self.experts_shared = self.shared_moe.balanced[key], True
+            if rows is not None:
+                self.experts_from_ep_rows = True
+                layers = m.num_moe_layers * layers_per_stage(m, p) / m.num_layers
+                return layers, Curve(random_routing(rows, f.top_k, f.num_experts))
         return None
 
     def _marlin_rows(self, m: ModelSpec, routing: str | None, shape: tuple[int, ...]) -> dict[int, float] | None:

@@ -559,3 +559,23 @@ def test_experts_sliced_by_tp_take_the_power_law_rows_and_experts_spread_over_ep
     rows = sliced.tables.moe_skewed[("power_law_1.2", "bfloat16", 4096, 14336, 2, 8, 2, 1)]
     layers, curve = sliced._moe_curve(sliced.roofline.model, sliced.roofline.parallel)
     assert layers == 32 and all(curve(t) == pytest.approx(s, rel=1e-12) for t, s in rows.items())
+
+
+def test_experts_sliced_over_tp_where_only_their_ep_split_was_measured_take_the_ep_rows():
+    # TensorRT-LLM's B200 tables (aiconfigurator-core 0.12.0) measured gpt-oss-120b's W4A8 MXFP4 experts spread whole
+    # over 1-8 GPUs (moe_tp 1) only. Sliced over TP 2, a GPU reads half of every touched expert where spread whole it
+    # reads the touched half of the experts whole: the same bytes and FLOPs at the same tokens, and no imbalance. So
+    # the EP 2 rows, as random routing reads the experts, price TP 2's slices: no roofline for the experts.
+    model = tables_model("gpt-oss-120b", 2, "b200", "tensorrt-llm", kv_cache_dtype="fp8")
+    assert "MoE experts" not in model.roofline_parts and model.load_imbalance == 1.0
+    assert model.sources["MoE experts"] == ("kernel tables (sliced over 2 GPUs, priced by the rows of the experts "
+                                            "spread whole over 2 (the same bytes and FLOPs a GPU, no imbalance))")
+    rows = model.tables.moe[("w4a8_mxfp4_mxfp8", 2880, 2880, 4, 128, 1, 2)]
+    layers, curve = model._moe_curve(model.roofline.model, model.roofline.parallel)
+    # 36 MoE layers; from 1,024 tokens random routing touches every expert (all but (31/32)^1024 = 1e-14 of them),
+    # as the balanced rows did
+    assert layers == 36 and all(curve(t) == pytest.approx(s, rel=1e-9) for t, s in rows.items() if t >= 1024)
+    # at 8 tokens random routing touches 1 - (1 - 4/128)^8 = 22.4% of the experts, the balanced row 8 x 4 / 128 = 25%
+    first = min(rows)
+    share = (1 - (1 - 4 / 128) ** 8) / (8 * 4 / 128)
+    assert curve(8) == pytest.approx(rows[first] + (rows[8] - rows[first]) * share, rel=1e-12)
