@@ -122,7 +122,102 @@ def _device(data: dict, path: Path) -> dict:
             "host_source": str(host.get("source", ""))}
 
 
+# A profile's keys (hardware_profiles/README.md, "Fields"; `kubernetes:` is checked by kubernetes_names) and the
+# compute formats a peak may be given for
+PROFILE_KEYS = ("id", "name", "aliases", "vendor", "architecture", "memory", "memory_bandwidth_bytes_per_s",
+                "peak_dense_flops_per_s", "supported_formats", "efficiency", "interconnect", "pcie", "tdp_w", "price",
+                "sources", "confidence", "mig", "scale_up_domain_gpus", "fp8_gemm_efficiency",
+                "fp8_gemm_efficiency_source", "aiconfigurator_system", "kubernetes", "device", "host", "power")
+SECTION_KEYS = {"memory": ("as_printed", "bytes", "bytes_source", "options_gb"),
+                "efficiency": ("compute", "compute_source", "memory_bandwidth", "memory_bandwidth_source"),
+                "interconnect": ("type", "bytes_per_s_per_direction", "note"),
+                "pcie": ("gen", "bytes_per_s_per_direction"),
+                "price": ("usd_per_gpu_hour", "rule", "quotes", "reserved_usd_per_gpu_hour", "reserved_rule"),
+                "power": ("idle_w", "decode_w", "prefill_w", "source"),
+                "device": ("kind", "unified_memory", "gpu_working_set_fraction", "gpu_working_set_source"),
+                "host": ("memory_bytes", "memory_bandwidth_bytes_per_s", "source")}
+FORMATS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
+# (field, least, most, unit): bounds wide enough for any accelerator or host, narrow enough that a typo is caught
+# (a 1 MiB to 1 PiB memory, 0.1 GB/s to 1 PB/s, a GFLOP/s to an EFLOP/s)
+PROFILE_NUMBERS = (("memory.bytes", 2**20, 2**50, "bytes"),
+                   ("memory_bandwidth_bytes_per_s", 1e8, 1e15, "B/s"),
+                   ("interconnect.bytes_per_s_per_direction", 1e6, 1e14, "B/s"),
+                   ("pcie.bytes_per_s_per_direction", 1e6, 1e13, "B/s"),
+                   ("tdp_w", 1.0, 1e5, "W"), ("power.idle_w", 0.1, 1e5, "W"), ("power.decode_w", 0.1, 1e5, "W"),
+                   ("power.prefill_w", 0.1, 1e5, "W"))
+
+
+def _check_profile(data, path: Path) -> None:
+    """What the profile's fields must be before they are read: a mapping of PROFILE_KEYS, each section's own keys,
+    every figure a finite number within its bounds (PROFILE_NUMBERS, efficiencies in (0, 1], peaks by FORMATS), the
+    supported formats those with a peak; one refusal naming the field."""
+    file = str(path)
+    if not isinstance(data, dict):
+        raise InputError(file, None, f"expected a mapping of profile fields, got {excerpt(data)}")
+    for key in data:
+        if key not in PROFILE_KEYS:
+            raise InputError(file, str(key), f"unknown profile field; expected one of {', '.join(PROFILE_KEYS)}")
+    for key in ("id", "name"):
+        if not (isinstance(data.get(key), str) and data[key].strip()):
+            raise InputError(file, key, f"expected a name, got {excerpt(data.get(key))}")
+    for section, keys in SECTION_KEYS.items():
+        value = data.get(section)
+        if value is not None and not isinstance(value, dict):
+            raise InputError(file, section, f"expected a mapping of {', '.join(keys)}, got {excerpt(value)}")
+        for key in value or {}:
+            if key not in keys:
+                raise InputError(file, f"{section}.{key}", f"unknown field; expected one of {', '.join(keys)}")
+    for field, least, most, unit in PROFILE_NUMBERS:
+        section, _, key = field.rpartition(".")
+        holder = data.get(section) or {} if section else data
+        if key in holder and (holder[key] is not None or field in ("memory.bytes", "memory_bandwidth_bytes_per_s")):
+            _number(holder[key], file, field, least, most, unit)
+    if "bytes" not in (data.get("memory") or {}):
+        raise InputError(file, "memory.bytes", "missing: the memory's capacity in bytes")
+    if "memory_bandwidth_bytes_per_s" not in data:
+        raise InputError(file, "memory_bandwidth_bytes_per_s", "missing: the peak memory bandwidth in B/s")
+    efficiency = data.get("efficiency") or {}
+    for key in ("compute", "memory_bandwidth"):
+        value = efficiency.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+            raise InputError(file, f"efficiency.{key}", f"expected a share in (0, 1], got {excerpt(value)}")
+    peaks = data.get("peak_dense_flops_per_s")
+    if not isinstance(peaks, dict):
+        raise InputError(file, "peak_dense_flops_per_s", f"expected a mapping of format to FLOP/s, got "
+                                                         f"{excerpt(peaks)}")
+    for fmt, value in peaks.items():
+        if fmt not in FORMATS:
+            raise InputError(file, f"peak_dense_flops_per_s.{fmt}", f"unknown format; expected one of "
+                                                                    f"{', '.join(FORMATS)}")
+        if value is not None:
+            _number(value, file, f"peak_dense_flops_per_s.{fmt}", 1e9, 1e18, "FLOP/s")
+    if not (peaks.get("bf16") or peaks.get("fp16")):     # what every 16-bit GEMM falls back to (peak_flops)
+        raise InputError(file, "peak_dense_flops_per_s", f"expected a bf16 or fp16 figure (FLOP/s), got "
+                                                         f"{excerpt(sorted(peaks))}")
+    formats, with_peak = data.get("supported_formats"), [fmt for fmt in FORMATS if peaks.get(fmt)]
+    if not (isinstance(formats, list) and all(isinstance(f, str) for f in formats)
+            and sorted(formats, key=str) == sorted(with_peak)):
+        raise InputError(file, "supported_formats", f"expected exactly the formats whose peak_dense_flops_per_s is a "
+                                                    f"number ({', '.join(with_peak)}), got {excerpt(formats)}")
+    price = (data.get("price") or {}).get("usd_per_gpu_hour")
+    if price is not None:
+        _number(price, file, "price.usd_per_gpu_hour", 0.0, 1e4, "USD per GPU-hour")
+    gen = (data.get("pcie") or {}).get("gen")
+    if gen is not None and (isinstance(gen, bool) or gen not in (1, 2, 3, 4, 5, 6, 7)):
+        raise InputError(file, "pcie.gen", f"expected a PCIe generation from 1 to 7 or null, got {excerpt(gen)}")
+
+
+def _number(value, file: str, field: str, least: float, most: float, unit: str) -> None:
+    """A finite number from `least` to `most` (a whole number of bytes)."""
+    whole = unit == "bytes"
+    if isinstance(value, bool) or not isinstance(value, int if whole else int | float) or not least <= value <= most:
+        bounds = f"{least:,.0f} to {most:,.0f}" if whole else f"{least:g} to {most:g}"
+        raise InputError(file, field, f"expected {'a whole number' if whole else 'a number'} from {bounds} {unit}, "
+                                      f"got {excerpt(value)}")
+
+
 def _from_yaml(data: dict, path: Path) -> HardwareSpec:
+    _check_profile(data, path)
     try:
         eff = data["efficiency"]
         link = data.get("interconnect") or {}
@@ -136,7 +231,7 @@ def _from_yaml(data: dict, path: Path) -> HardwareSpec:
             memory_as_printed=str(data["memory"].get("as_printed", "")),
             memory_source=str(data["memory"].get("bytes_source", "")),
             memory_bandwidth_bytes_per_s=float(data["memory_bandwidth_bytes_per_s"]),
-            peak_flops_per_s=_peak_flops(data, path),
+            peak_flops_per_s=_peak_flops(data),
             supported_formats=tuple(data.get("supported_formats", [])),
             compute_efficiency=float(eff["compute"]),
             compute_efficiency_source=str(eff.get("compute_source", "")),
@@ -190,14 +285,9 @@ def _facts(data: dict, path: Path) -> dict:
             "fp8_gemm_efficiency_source": str(source) if fp8 is not None else "", "aiconfigurator_system": system}
 
 
-def _peak_flops(data: dict, path: Path) -> dict[str, float | None]:
-    """`peak_dense_flops_per_s` by format; a bf16 or fp16 figure is required (what every 16-bit GEMM falls back
-    to, `HardwareSpec.peak_flops`)."""
-    flops = {k: (float(v) if v is not None else None) for k, v in data["peak_dense_flops_per_s"].items()}
-    if not (flops.get("bf16") or flops.get("fp16")):
-        raise InputError(str(path), "peak_dense_flops_per_s", f"expected a bf16 or fp16 figure (FLOP/s), got "
-                                                              f"{excerpt(sorted(flops))}")
-    return flops
+def _peak_flops(data: dict) -> dict[str, float | None]:
+    """`peak_dense_flops_per_s` by format (checked by _check_profile)."""
+    return {k: (float(v) if v is not None else None) for k, v in data["peak_dense_flops_per_s"].items()}
 
 
 def _reserved_price(price: dict, path: Path) -> float | None:

@@ -145,8 +145,8 @@ def test_w4a8_experts_are_priced_by_w4a8_rows_or_the_roofline_never_by_the_w4a16
     # 1.3.0rc20 (moe_torch_flow) with the experts whole on 1-8 GPUs and in SGLang 0.5.14 (FlashInfer's TRT-LLM-gen
     # MoE) sliced or spread, but in vLLM 0.24.0 only as W4A16 MXFP4 x BF16 rows (flashinfer_trtllm_mxfp4_bf16),
     # another kernel. vLLM runs SGLang's kernel (step_model.SHARED_MOE_KERNELS), so SGLang's W4A8 rows price vLLM's
-    # experts, never the W4A16 rows; TensorRT-LLM's its own at TP 1 and the roofline's where TP 2 slices the experts
-    # (no such W4A8 rows). On an H200 the W4A16 rows are the kernel that runs (OpenAI triton_kernels). Experts sliced
+    # experts, never the W4A16 rows; TensorRT-LLM's its own at TP 1, and where TP 2 slices the experts (no such W4A8
+    # rows) its own W4A8 rows of the experts spread whole over 2 GPUs (the same bytes and FLOPs a GPU). On an H200 the W4A16 rows are the kernel that runs (OpenAI triton_kernels). Experts sliced
     # by TP (here on one GPU) are priced by the rows measured with gpt-oss's power-law routing (moe_skewed).
     def priced(gpu, engine="vllm", tp=1):
         step = step_model_for(_gpt_oss(gpu, engine, tp, max_model_len=8192, prompt=1024))
@@ -172,7 +172,11 @@ def test_w4a8_experts_are_priced_by_w4a8_rows_or_the_roofline_never_by_the_w4a16
                      "output_tokens": {"distribution": "fixed", "value": 1024}}}, None))
     assert step_sources(step_model_for(own))["MoE experts"] == "roofline"
     assert priced("b200", "tensorrt-llm")[0] == f"kernel tables ({POWER})"
-    assert priced("b200", "tensorrt-llm", tp=2)[0] == "roofline"
+    assert priced("b200", "tensorrt-llm", tp=2)[0] == (
+        "kernel tables (sliced over 2 GPUs, priced by the rows of the experts spread whole over 2 (the same bytes and "
+        "FLOPs a GPU, no imbalance))")
+    trt = priced("b200", "tensorrt-llm", tp=2)[1]
+    assert ("w4a8_mxfp4_mxfp8", 2880, 2880, 4, 128, 1, 2) in trt.tables.moe
     assert priced("h200")[0] == f"kernel tables ({POWER})"
 
 
