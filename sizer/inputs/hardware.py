@@ -202,6 +202,15 @@ def _check_profile(data, path: Path) -> None:
     price = (data.get("price") or {}).get("usd_per_gpu_hour")
     if price is not None:
         _number(price, file, "price.usd_per_gpu_hour", 0.0, 1e4, "USD per GPU-hour")
+    reserved = (data.get("price") or {}).get("reserved_usd_per_gpu_hour")
+    if isinstance(reserved, int | float) and not isinstance(reserved, bool) and price is not None and reserved >= price:
+        raise InputError(file, "price.reserved_usd_per_gpu_hour", f"{reserved:g} is not below the on-demand "
+                                                                  f"{price:g}; expected a committed GPU-hour's price")
+    power = data.get("power") or {}
+    watts = [power.get(k) for k in ("idle_w", "decode_w", "prefill_w")]
+    if all(w is not None for w in watts) and not watts[0] < watts[1] <= watts[2]:
+        raise InputError(file, "power", f"idle {watts[0]:g} W, decode {watts[1]:g} W, prefill {watts[2]:g} W; "
+                                        "expected idle < decode <= prefill")
     gen = (data.get("pcie") or {}).get("gen")
     if gen is not None and (isinstance(gen, bool) or gen not in (1, 2, 3, 4, 5, 6, 7)):
         raise InputError(file, "pcie.gen", f"expected a PCIe generation from 1 to 7 or null, got {excerpt(gen)}")

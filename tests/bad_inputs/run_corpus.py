@@ -41,6 +41,7 @@ Kinds and the commands they run:
   compare    sizer compare FILE tests/data/bench/scenario-llama-3.1-8b-h100.yaml (a vllm bench serve result or a
              GuideLLM report); a `.yaml` FILE is a scenario: sizer compare tests/data/bench/vllm-bench-serve-c16.json
              FILE; a `.sparse` FILE holds a size: sizer compare TMP/huge.json, a sparse file of that many bytes
+  hardware   sizer plan --model llama-3.1-8b --gpu FILE (a hardware profile file)
 
 A kind whose folder does not exist is skipped with a note. Prints a table by kind, then every
 run that was not good; exits 1 if there was one. Importable: `run_corpus()` returns the same.
@@ -70,7 +71,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "bad_inputs"
 BASE_PROFILE = ROOT / "hardware_profiles" / "calibrated" / "h200-llama-3.1-8b-tp1"
 KINDS = ("scenario", "config", "manifest", "trace", "profile", "flags", "gguf", "checkpoint", "sweep", "results",
-         "kernels", "gateway", "outputs", "compare")
+         "kernels", "gateway", "outputs", "compare", "hardware")
 BENCH = ROOT / "tests" / "data" / "bench"
 KERNEL_TABLES = ROOT / "hardware_profiles" / "kernels" / "h200-vllm-0.24.0"
 VERDICTS = ("good", "traceback", "exit 0", "hang", "memory", "other")
@@ -146,6 +147,8 @@ def runs_for(kind: str, folder: Path) -> list[Run]:
                 for args in re.findall(r"^\| `([^`]+)` \|", (folder / "README.md").read_text(), re.M)]
     if kind == "compare":
         return [compare_run(rel(p), p) for p in _files(folder)]
+    if kind == "hardware":
+        return [Run(kind, rel(p), ("plan", "--model", "llama-3.1-8b", "--gpu", str(p))) for p in _files(folder)]
     raise ValueError(kind)
 
 
