@@ -149,7 +149,7 @@ CANNOT_RUN = {"deployment.tensor_parallel_size": ("tensor_parallel_size",),
 def _cannot_run(inp: CheckInput, error: FieldError, notes: list[str]) -> CheckResult:
     """The deployment rule failed: the others are skipped, having no plan to read."""
     engine = (inp.scenario_data.get("deployment") or {}).get("engine", "vllm")
-    where = error.field if inp.kind == "scenario" else flag_for(engine, CANNOT_RUN[error.field]) or error.field
+    where = error.field if inp.kind == "scenario" else flag_for(engine, *CANNOT_RUN[error.field]) or error.field
     rules = (RuleResult("deployment", "fail", f"{where}: {error.message}"),
              *(RuleResult(name, "skip", "the deployment cannot run") for name in ("memory", "max_model_len", "slo",
                                                                                    "cost")))

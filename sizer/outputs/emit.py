@@ -31,7 +31,7 @@ from sizer.errors import InputError
 from sizer.inputs.hardware import all_profiles, is_bundled
 from sizer.inputs.kubernetes_names import KubernetesNames, Schedule
 from sizer.inputs.manifests.commands import DTYPES as ENGINE_DTYPES
-from sizer.inputs.manifests.commands import EMITTED_QUANTIZATION, QUANTIZATION, SGLANG_SPECULATIVE, spelling
+from sizer.inputs.manifests.commands import EMITTED_QUANTIZATION, QUANTIZATION, SGLANG_SPECULATIVE, flag_for, spelling
 from sizer.inputs.manifests.commands import TABLES as FLAG_TABLES
 from sizer.inputs.model_spec import catalog_names, load_config
 from sizer.sizing.cost import CostSummary
@@ -180,6 +180,12 @@ def _draft_model(method: str, model: str | None, target: str, file: str | None) 
     return head
 
 
+def as_model_word(reference: str) -> str:
+    """A model reference as a word an engine reads as a model, never as one of its flags: a path that begins with
+    '-' (a folder named `--trust-remote-code` beside the scenario) as './-...' (a Hugging Face id cannot)."""
+    return f"./{reference}" if reference.startswith("-") else reference
+
+
 def model_reference(name: str, config: dict | None = None, found_as: str = "catalog") -> str:
     """What an engine loads: the catalog entry's Hugging Face repo (`_sizer.hf_repo`), else the name as given
     (a cached Hugging Face id, or a path). A draft model is looked up by name (`config` None)."""
@@ -210,13 +216,6 @@ def emit(fmt: str, c: ServingConfig) -> str:
 # ---- vLLM ---------------------------------------------------------------------------------------
 
 
-def flag_for(engine: str, field: str) -> str:
-    """The flag that sets deployment `field` on `engine`: the first of its engine's table
-    (sizer/inputs/manifests/commands.py, which `sizer check` reads command lines with)."""
-    values, _ = FLAG_TABLES[engine]
-    return next(flag for flag, (key, _) in values.items() if key == field)
-
-
 def switch_for(engine: str, field: str, on: bool) -> str:
     """The bare flag that turns deployment `field` on or off on `engine` (the same table)."""
     _, switches = FLAG_TABLES[engine]
@@ -230,7 +229,7 @@ def _valued(engine: str, pairs: list[tuple[str, str]]) -> list[str]:
 def vllm_argv(c: ServingConfig) -> list[str]:
     """`vllm serve MODEL --flag value ...` with every setting sizer relied on. A replica over several nodes runs
     on a Ray cluster (vLLM's multi-node serving: the default multiprocessing backend stays on one node)."""
-    argv = ["vllm", "serve", c.model] + _valued("vllm", [
+    argv = ["vllm", "serve", as_model_word(c.model)] + _valued("vllm", [
         ("tensor_parallel_size", str(c.tensor_parallel_size)),
         ("pipeline_parallel_size", str(c.pipeline_parallel_size)), ("data_parallel_size", str(c.data_parallel_size))])
     if c.nodes > 1:
@@ -274,7 +273,7 @@ def sglang_argv(c: ServingConfig) -> list[str]:
     # (--enable-dp-attention, python/sglang/srt/server_args.py), the experts spread over them
     tp = c.tensor_parallel_size * c.data_parallel_size if c.attention_dp else c.tensor_parallel_size
     argv = ["python3", "-m", "sglang.launch_server"] + _valued("sglang", [
-        ("model", c.model), ("tensor_parallel_size", str(tp)),
+        ("model", as_model_word(c.model)), ("tensor_parallel_size", str(tp)),
         ("pipeline_parallel_size", str(c.pipeline_parallel_size)), ("data_parallel_size", str(c.data_parallel_size))])
     if c.nodes > 1:         # this is node 0's line: each node runs it with its own --node-rank
         argv += ["--nnodes", str(c.nodes), "--node-rank", "0",
@@ -302,7 +301,7 @@ def sglang_argv(c: ServingConfig) -> list[str]:
                                    ("speculative_num_steps", str(s.num_speculative_tokens)),
                                    ("speculative_eagle_topk", "1"),
                                    ("speculative_num_draft_tokens", str(s.num_speculative_tokens + 1))]
-                        + [("speculative_draft_model", s.model)] * bool(s.model))
+                        + [("speculative_draft_model", as_model_word(s.model or ""))] * bool(s.model))
     if c.lora:        # SGLang's names: adapters per batch, the rank its buffers are sized for
         # SGLang sizes its LoRA buffers from the target modules: without them and without --lora-paths it refuses
         # to start; `all` covers any adapter loaded later through /load_lora_adapter
@@ -319,11 +318,18 @@ def sglang_script(c: ServingConfig) -> str:
 # ---- llama.cpp and Ollama -------------------------------------------------------------------------
 
 
+def modelfile_path(c: ServingConfig) -> str:
+    """The GGUF file as an Ollama Modelfile's FROM names it: Ollama reads FROM as a file path when it starts with '/',
+    './' or '../' (else as a model name to pull), so a relative one gets './'; an absolute one stays as it is."""
+    gguf = gguf_file(c)
+    return gguf if gguf.startswith(("/", "./", "../")) else f"./{gguf}"
+
+
 def gguf_file(c: ServingConfig) -> str:
     """The GGUF file the server loads: the scenario's own .gguf, else a name to replace, after the model and format."""
     if c.model.lower().endswith(".gguf"):
-        return c.model
-    return f"{c.model.rsplit('/', 1)[-1]}-{c.weight_format.upper()}.gguf"
+        return as_model_word(c.model)
+    return as_model_word(f"{c.model.rsplit('/', 1)[-1]}-{c.weight_format.upper()}.gguf")
 
 
 def llamacpp_argv(c: ServingConfig) -> list[str]:
@@ -358,7 +364,7 @@ def ollama_script(c: ServingConfig) -> str:
            "OLLAMA_FLASH_ATTENTION": "1" if sl.flash_attn else "0",
            "OLLAMA_CONTEXT_LENGTH": str(sl.ctx_per_slot_tokens)}
     serve = " \\\n    ".join([f"{k}={shlex.quote(v)}" for k, v in env.items()] + ["ollama serve &"])
-    modelfile = [f"FROM ./{gguf_file(c)}", f"PARAMETER num_ctx {sl.ctx_per_slot_tokens}",
+    modelfile = [f"FROM {modelfile_path(c)}", f"PARAMETER num_ctx {sl.ctx_per_slot_tokens}",
                  f"PARAMETER num_batch {sl.batch_size}", f"PARAMETER num_gpu {c.n_gpu_layers}"]
     lines = [_comment(line) for line in _comments(c)]
     lines += [shlex.join(["printf", "%s\\n", *modelfile]) + " > Modelfile", serve,

@@ -149,7 +149,7 @@ def server_start(argv: list[str]) -> tuple[str, int] | None:
 # checked against its declaration; "-" flags as each server's argument parser spells them, with `_`
 # read as `-` (vLLM and TensorRT-LLM accept both). One table per engine, read both ways: `sizer check`
 # reads a command line through it, and `--emit` writes each field with the first flag that sets it
-# (sizer/outputs/emit.py, `flag_for`, `switch_for`), so a flag is added or renamed here once. The first
+# (sizer/outputs/emit.py with `flag_for` below and its `switch_for`), so a flag is added or renamed here once. The first
 # spelling of each field is the pinned release's (tests/data/engine_args/, checked by
 # tests/sizer/outputs/test_emit_args.py); later ones are older or shorter spellings still read.
 
@@ -228,8 +228,9 @@ TABLES = {"vllm": (VALUE_FLAGS, BOOL_FLAGS), "sglang": (SGLANG_VALUE_FLAGS, SGLA
           "tensorrt-llm": (TRTLLM_VALUE_FLAGS, {})}
 
 
-def flag_for(engine: str, settings: tuple[str, ...]) -> str | None:
-    """The engine's flag (its first spelling in TABLES) that sets one of `settings`; None when it has none."""
+def flag_for(engine: str, *settings: str) -> str | None:
+    """The engine's flag (its first spelling in TABLES, valued flags before switches) that sets one of `settings`
+    (deployment fields); None when it has none. `sizer check` names it, `--emit` writes it."""
     values, bools = TABLES.get(engine, ({}, {}))
     return next((flag for table in (values, bools) for flag, (setting, _) in table.items() if setting in settings),
                 None)

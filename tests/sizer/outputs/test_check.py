@@ -472,4 +472,4 @@ def test_mtp_drafting_on_a_model_without_mtp_layers_fails_naming_the_engines_fla
     rules = json.loads(result.stdout)["rules"]
     assert rules[0]["status"] == "fail" and rules[0]["message"].startswith(
         "--speculative-config: mtp drafts with the model's multi-token-prediction layers; llama-3.1-8b has none"), rules
-    assert flag_for("sglang", CANNOT_RUN["deployment.speculative_config.method"]) == "--speculative-algorithm"
+    assert flag_for("sglang", *CANNOT_RUN["deployment.speculative_config.method"]) == "--speculative-algorithm"

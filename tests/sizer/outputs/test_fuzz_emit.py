@@ -21,10 +21,11 @@ from sizer.inputs.manifests.commands import expand
 from sizer.inputs.scenario import load_scenario, scenario_from_dict
 from sizer.outputs.emit import (
     Speculative,
+    as_model_word,
     emit,
-    gguf_file,
     k8s_name,
     llamacpp_argv,
+    modelfile_path,
     serving_config,
     sglang_argv,
     vllm_argv,
@@ -34,7 +35,7 @@ from sizer.sizing.resolve import resolve
 
 ROOT = Path(__file__).resolve().parents[3]
 # what breaks out of a shell comment, a heredoc, a YAML document or a Kubernetes value
-HOSTILE = ["x\n---\nkind: Secret", "x\r\nrm -rf ~", "a\u2028b", "a\u2029b", "a\x85b", "$(LWS_LEADER_ADDRESS)",
+HOSTILE = ["--trust-remote-code", "-x", "/abs/model.gguf", "x\n---\nkind: Secret", "x\r\nrm -rf ~", "a\u2028b", "a\u2029b", "a\x85b", "$(LWS_LEADER_ADDRESS)",
            "$$(X)", "'; rm -rf / #", '"; touch /tmp/pwned; "', "`id`", "EOF", "x\nEOF\nrm -rf ~\ncat <<EOF",
            "--- !!python/object:os.system", "a\\", "\\\n", "#", "model name with spaces", "ü/ñ@main", "",
            "\x00", "*", "~", "a b\tc"]
@@ -135,11 +136,17 @@ def check_one(fmt: str, kind: str, field: str, value: str) -> None:
     plain = comments_and_command(emit(fmt, with_value(base(kind), field, "x")))[0]
     assert len(ungated(comments)) == len(ungated(plain))
     if fmt in ("vllm", "sglang", "llamacpp"):
-        assert shell_words(body) == {"vllm": vllm_argv, "sglang": sglang_argv, "llamacpp": llamacpp_argv}[fmt](c)
+        words = shell_words(body)
+        assert words == {"vllm": vllm_argv, "sglang": sglang_argv, "llamacpp": llamacpp_argv}[fmt](c)
+        # the model (and an SGLang draft) is read as a model, never as a flag: `vllm serve` takes it positionally
+        models = [words[2]] if fmt == "vllm" else [words[i + 1] for i, w in enumerate(words)
+                                                   if w in ("--model-path", "--model", "--speculative-draft-model-path")]
+        assert models and not any(m.startswith("-") for m in models), models
     elif fmt == "ollama":
         printf, *env, create = body
         words = shlex.split(printf)
-        assert words[:3] == ["printf", "%s\\n", f"FROM ./{gguf_file(c)}"] and words[-2:] == [">", "Modelfile"]
+        assert words[:3] == ["printf", "%s\\n", f"FROM {modelfile_path(c)}"] and words[-2:] == [">", "Modelfile"]
+        assert modelfile_path(c).startswith(("/", "./", "../"))     # a file, not a model name Ollama would pull
         assert len(words) == 8 and all(w.startswith("PARAMETER ") for w in words[3:-2])
         words = shell_words(env)
         assert words[-2:] == ["serve", "&"] and all(re.fullmatch(r"OLLAMA_[A-Z_]+=.*", w) for w in words[:-3])
@@ -194,4 +201,5 @@ def test_the_manifest_reader_undoes_kubernetes_escaping(value):
     """`sizer check` reads the emitted Deployment's command line back to the model as planned."""
     (doc,) = yaml.safe_load_all(emit("k8s", with_value(base("vllm"), "model", value)))
     (container,) = doc["spec"]["template"]["spec"]["containers"]
-    assert [expand(w, {}, shell=False) for w in container["args"]][0] == value
+    # a value that begins with '-' is the same path written './-...' (emit.as_model_word: never read as a flag)
+    assert [expand(w, {}, shell=False) for w in container["args"]][0] == as_model_word(value)
