@@ -31,8 +31,9 @@ synthetic arrivals or lengths beside a trace; and a shared prefix longer than th
 The engine refuses a request whose prompt + output exceed `max_model_len` (vLLM answers HTTP
 400): a workload whose every request does is refused, and where only some do, the plan states
 their share, sizes Little's law for the served ones (their rate, and their mean lengths given that
-prompt + output fit: sizer/analytic/lengths.py `served_means`), and the simulation counts them rejected. The file itself is read safely
-(validation/safe_yaml.py), like every YAML and JSON file sizer reads: a path that is not a
+prompt + output fit: sizer/analytic/lengths.py `served_means`), and the simulation counts them
+rejected. The file itself is read safely (validation/safe_yaml.py), like every YAML and JSON file
+sizer reads: a path that is not a
 regular file (a folder, a device, a FIFO), a file over 1 MiB (JSON: 16 MiB), a key written
 twice in one mapping, nesting deeper than 50 levels, more than 100 aliases or aliases that
 expand to more than a million nodes are refused the same way, naming the line.

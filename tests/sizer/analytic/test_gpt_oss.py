@@ -146,8 +146,9 @@ def test_w4a8_experts_are_priced_by_w4a8_rows_or_the_roofline_never_by_the_w4a16
     # MoE) sliced or spread, but in vLLM 0.24.0 only as W4A16 MXFP4 x BF16 rows (flashinfer_trtllm_mxfp4_bf16),
     # another kernel. vLLM runs SGLang's kernel (step_model.SHARED_MOE_KERNELS), so SGLang's W4A8 rows price vLLM's
     # experts, never the W4A16 rows; TensorRT-LLM's its own at TP 1, and where TP 2 slices the experts (no such W4A8
-    # rows) its own W4A8 rows of the experts spread whole over 2 GPUs (the same bytes and FLOPs a GPU). On an H200 the W4A16 rows are the kernel that runs (OpenAI triton_kernels). Experts sliced
-    # by TP (here on one GPU) are priced by the rows measured with gpt-oss's power-law routing (moe_skewed).
+    # rows) its own W4A8 rows of the experts spread whole over 2 GPUs (the same bytes and FLOPs a GPU). On an H200
+    # the W4A16 rows are the kernel that runs (OpenAI triton_kernels). Experts sliced by TP (here on one GPU) are
+    # priced by the rows measured with gpt-oss's power-law routing (moe_skewed).
     def priced(gpu, engine="vllm", tp=1):
         step = step_model_for(_gpt_oss(gpu, engine, tp, max_model_len=8192, prompt=1024))
         return step_sources(step)["MoE experts"], step

@@ -35,7 +35,8 @@ from sizer.sizing.resolve import resolve
 
 ROOT = Path(__file__).resolve().parents[3]
 # what breaks out of a shell comment, a heredoc, a YAML document or a Kubernetes value
-HOSTILE = ["--trust-remote-code", "-x", "/abs/model.gguf", "x\n---\nkind: Secret", "x\r\nrm -rf ~", "a\u2028b", "a\u2029b", "a\x85b", "$(LWS_LEADER_ADDRESS)",
+HOSTILE = ["--trust-remote-code", "-x", "/abs/model.gguf",
+           "x\n---\nkind: Secret", "x\r\nrm -rf ~", "a\u2028b", "a\u2029b", "a\x85b", "$(LWS_LEADER_ADDRESS)",
            "$$(X)", "'; rm -rf / #", '"; touch /tmp/pwned; "', "`id`", "EOF", "x\nEOF\nrm -rf ~\ncat <<EOF",
            "--- !!python/object:os.system", "a\\", "\\\n", "#", "model name with spaces", "ü/ñ@main", "",
            "\x00", "*", "~", "a b\tc"]
@@ -139,8 +140,8 @@ def check_one(fmt: str, kind: str, field: str, value: str) -> None:
         words = shell_words(body)
         assert words == {"vllm": vllm_argv, "sglang": sglang_argv, "llamacpp": llamacpp_argv}[fmt](c)
         # the model (and an SGLang draft) is read as a model, never as a flag: `vllm serve` takes it positionally
-        models = [words[2]] if fmt == "vllm" else [words[i + 1] for i, w in enumerate(words)
-                                                   if w in ("--model-path", "--model", "--speculative-draft-model-path")]
+        flags = ("--model-path", "--model", "--speculative-draft-model-path")
+        models = [words[2]] if fmt == "vllm" else [words[i + 1] for i, w in enumerate(words) if w in flags]
         assert models and not any(m.startswith("-") for m in models), models
     elif fmt == "ollama":
         printf, *env, create = body
