@@ -72,7 +72,7 @@ def command(
     if junit:
         # first: a JUnit path that cannot be written is exit 2 before anything is checked, so a
         # failure to write it can never stand in for the verdict or for the input's own error
-        check_destination(junit, "--junit")
+        check_destination(junit, "--junit", (file, scenario))
     try:
         with progress("sizing", "simulations") as update, naming_length_flags(traffic, str(file)):
             result = check_file(str(file), kv_share, budget, traffic, scenario=str(scenario) if scenario else None,

@@ -210,7 +210,7 @@ def command(scenario: Path | None = typer.Argument(None, help="scenario YAML (se
     traffic = traffic_from_flags(None, **{f.param: flags[f.flag] for f in PLAN_FLAGS if f.traffic})
     emitter = kind("emit") if emit is not None or emit_to is not None else None
     if emitter is not None:
-        emitter.check_emit(emit, emit_to, as_json)
+        emitter.check_emit(emit, emit_to, as_json, (scenario, flags["--model"], flags["--gpu"]))
     variant = dataclasses.replace(closed_loop_flag(flags["--concurrency"], flags["--rate"]),
                                   **{f.field: flags[f.flag] for f in PLAN_FLAGS if f.field})
     sources = {path: f.flag for f in PLAN_FLAGS if flags[f.flag] is not None for path in f.sources}

@@ -80,11 +80,11 @@ def command(
     check_range(requests, "--num-requests", MIN_GOODPUT_REQUESTS, MAX_REQUESTS)
     check_range(max_replicas, "--max-replicas", 1, MAX_REPLICAS)
     if csv:
-        check_destination(csv, "--csv")
+        check_destination(csv, "--csv", (scenario,))
     data = read_scenario_data(scenario, traffic)
     space = space_from_options(scenario_from_dict(data, str(scenario)), gpus, tp, pp, weights, kv_cache_dtype,
                                speculative, slots)
-    check_emit(emit, emit_to, as_json)
+    check_emit(emit, emit_to, as_json, (scenario,))
     terminal(stderr=True).print(f"search: {describe_space(space)}", markup=False, highlight=False)
     with progress("searching", "configurations") as update:
         settings = SearchSettings(GoodputSettings(num_requests=requests), max_replicas)

@@ -61,7 +61,7 @@ def command(
     The workload and SLO flags replace the scenario's rate (or, --concurrency, its arrivals by a closed loop),
     lengths (fixed) and targets."""
     if requests_csv is not None:
-        check_destination(requests_csv, "--requests-csv")
+        check_destination(requests_csv, "--requests-csv", (scenario,))
     if is_gateway(scenario):
         check_range(num_requests, "--num-requests", 1, MAX_REQUESTS)
         gateway = kind("gateway")

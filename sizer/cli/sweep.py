@@ -43,7 +43,8 @@ def command(
     sweep_file_data = load_sweep(sweep_file)
     data = read_scenario_data(sweep_file_data.scenario_path())
     sweep = build_sweep(sweep_file_data, data)
-    store = ResultStore(results or Path(f"{sweep.name}.parquet"), "--results")
+    store = ResultStore(results or Path(f"{sweep.name}.parquet"), "--results",
+                        (sweep_file, sweep_file_data.scenario_path()))
     done = store.done()
     with progress("sweeping", "points") as update:
         try:

@@ -10,7 +10,9 @@ same one-line error.
 
 Outputs go only to regular files (or stdout): an existing device, FIFO or socket, and any path in
 the kernel's virtual file systems (/proc, /sys, /dev), is refused before the work, so nothing is
-ever written into, or renamed over, something that is not a file. CSV cells a spreadsheet would
+ever written into, or renamed over, something that is not a file; so is a file the command reads
+(`--emit-to` naming its scenario, `--junit` its manifest: `reads`), and `-` (standard input to
+sizer's readers), which would have made a file named `-`. CSV cells a spreadsheet would
 evaluate as a formula are written with a leading apostrophe (`frame_to_csv`). A CSV (`csv_frames`,
 `csv_frames`) is written to a temporary file beside the destination and renamed onto it at the end,
 so a run that fails part way leaves the file that was there.
@@ -48,11 +50,15 @@ def _refuse_virtual(path: Path, flag: str, expected: str) -> None:
         raise InputError(str(path), flag, f"is under {root}, a virtual file system; expected {expected}")
 
 
-def check_destination(path: str | Path, flag: str) -> Path:
-    """`path` if a file can be written there; otherwise an InputError(path, flag, why)."""
+def check_destination(path: str | Path, flag: str, reads: tuple[str | Path | None, ...] = ()) -> Path:
+    """`path` if a file can be written there; otherwise an InputError(path, flag, why). `reads`: the files the
+    command reads (None where not given), none of which it may overwrite (`--emit-to` naming the scenario)."""
     if getattr(path, "names_folder", False) or (isinstance(path, str) and path.endswith(("/", os.sep))):
         raise InputError(os.path.join(path, ""), flag, "ends in a path separator, so names a folder; expected a "
                                                        "file name")
+    if str(path) == "-":
+        raise InputError("-", flag, "names no file here (sizer reads '-' as standard input, and prints to standard "
+                                    "output without the flag); expected a file name")
     path = Path(path)
     file = str(path)
     _refuse_virtual(path, flag, "a regular file to write")
@@ -71,6 +77,9 @@ def check_destination(path: str | Path, flag: str) -> Path:
             raise InputError(file, flag, f"is {file_kind(info.st_mode)}; expected a regular file to write")
         if not os.access(path, os.W_OK):
             raise InputError(file, flag, "exists and is not writable")
+        read = next((r for r in reads if r is not None and os.path.isfile(r) and os.path.samefile(r, path)), None)
+        if read is not None:
+            raise InputError(file, flag, f"is {read}, which this command reads; expected another file to write")
         return path          # an existing regular file is overwritten
     parent = path.parent
     if not parent.is_dir():

@@ -84,8 +84,8 @@ def read_rows(path: Path, flag: str) -> pa.Table:
 
 
 class ResultStore:
-    def __init__(self, path: Path, flag: str = "--output"):
-        self.path, self.flag = check_destination(path, flag), flag
+    def __init__(self, path: Path, flag: str = "--output", reads: tuple[str | Path | None, ...] = ()):
+        self.path, self.flag = check_destination(path, flag, reads), flag
         self.parts = path.with_name(path.name + ".parts")
         if self.parts.exists() and not self.parts.is_dir():
             raise InputError(str(self.parts), flag, "expected the folder of this results file's parts, got a file")

@@ -69,16 +69,16 @@ def check_pdf_renderer(flag: str = "--pdf") -> None:
         raise InputError(None, flag, "weasyprint is not installed; pip install 'sizer[pdf]'")
 
 
-def check_report_destinations(output: Path, pdf: bool) -> Path:
-    """Before any work: the HTML file (and with --pdf the PDF beside it, under the same name) can be written,
-    and weasyprint is there for the PDF. Returns the PDF's path."""
-    check_destination(output, "--output")
+def check_report_destinations(output: Path, pdf: bool, reads: tuple[str | Path | None, ...] = ()) -> Path:
+    """Before any work: the HTML file (and with --pdf the PDF beside it, under the same name) can be written, none
+    of them a file the command reads (`reads`), and weasyprint is there for the PDF. Returns the PDF's path."""
+    check_destination(output, "--output", reads)
     pdf_path = output.with_suffix(".pdf")
     if pdf:
         if pdf_path == output:
             raise InputError(str(output), "--output", "with --pdf the PDF is written beside the HTML under the same "
                                                       "name with .pdf; name the HTML .html")
-        check_destination(pdf_path, "--pdf")
+        check_destination(pdf_path, "--pdf", reads)
         check_pdf_renderer("--pdf")
     return pdf_path
 

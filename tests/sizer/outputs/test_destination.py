@@ -237,3 +237,28 @@ def test_nothing_is_renamed_over_a_file_that_became_a_fifo(tmp_path):
     with pytest.raises(FieldError, match="is a FIFO"):
         store.close()
     assert (tmp_path / "r.parquet").is_fifo() and not (tmp_path / "r.parquet.tmp").exists()
+
+
+@pytest.mark.parametrize("command", [*COMMANDS, "plan --emit-to"])
+def test_an_output_is_never_a_file_the_command_reads(tmp_path, command):
+    # `--emit-to` naming the scenario replaced it with the script; `--junit` naming the manifest with JUnit XML:
+    # each command's input, given again as its output (a copy, or a hard link to it: the same file), is refused
+    # before any work and left as it was
+    source = PASS if command == "check --junit" else CHAT
+    copy = tmp_path / source.name
+    copy.write_bytes(source.read_bytes())
+    (tmp_path / "linked.yaml").hardlink_to(copy)
+    args = (["plan", str(copy), "--emit", "vllm", "--emit-to", "OUT"] if command == "plan --emit-to"
+            else COMMANDS[command])
+    flag = FLAG.get(command, "--emit-to")
+    for out in (copy, tmp_path / "linked.yaml"):
+        line = one_line_exit_2(invoke(args, out, str(copy)))
+        assert line == f"error: {out}: {flag}: is {copy}, which this command reads; expected another file to write"
+        assert copy.read_bytes() == source.read_bytes()
+
+
+def test_dash_names_no_output_file(tmp_path, monkeypatch):
+    # '-' is standard input to sizer's readers (`check -`); as an output it wrote a file named '-' in the folder
+    monkeypatch.chdir(tmp_path)
+    line = one_line_exit_2(runner.invoke(app, ["plan", str(CHAT), "--emit", "vllm", "--emit-to", "-"]))
+    assert line.startswith("error: -: --emit-to: names no file here") and not (tmp_path / "-").exists()
