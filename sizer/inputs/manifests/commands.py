@@ -26,7 +26,9 @@ from validation.safe_load import load_json, loads_json
 from validation.schema import check_key, join, key_for, read_key
 
 SHELLS = ("sh", "bash", "dash", "ash", "zsh")
-SHELL_OPERATORS = ("&&", "||", ";", ";;", "|", "&", "(", ")", ">", "<", ">>", "|&")
+SHELL_OPERATORS = ("&&", "||", ";", ";;", "|", "&", "(", ")", ">", "<", ">>", "|&", ">&", "<&", "&>", "&>>", ">|")
+# the redirections among them: a number just before one is its file descriptor (`2>&1`), not an argument
+REDIRECTIONS = (">", "<", ">>", ">&", "<&", ">|")
 
 
 # ---- argv from a container ------------------------------------------------------------------
@@ -154,6 +156,8 @@ def server_start(argv: list[str]) -> tuple[str, int] | None:
 # tests/sizer/outputs/test_emit_args.py); later ones are older or shorter spellings still read.
 
 _NUMBER = "number"
+# Words a switch would be read with as its value (`--enable-prefix-caching false`): the engines' switches take none
+SWITCH_WORDS = ("true", "false", "yes", "no", "on", "off", "0", "1")
 VALUE_FLAGS = {                      # vLLM: `vllm serve --help` (vllm/engine/arg_utils.py)
     "--tensor-parallel-size": ("tensor_parallel_size", _NUMBER), "-tp": ("tensor_parallel_size", _NUMBER),
     "--pipeline-parallel-size": ("pipeline_parallel_size", _NUMBER), "-pp": ("pipeline_parallel_size", _NUMBER),
@@ -277,15 +281,29 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
     values, bools = TABLES[engine]
     rest, model, fields, ignored, removed = argv[start:], None, {}, [], []
     # a shell script goes on after the server's command line (`vllm serve ... && echo done`)
-    rest = rest[:next((i for i, t in enumerate(rest) if t in SHELL_OPERATORS), len(rest))]
+    end = next((i for i, t in enumerate(rest) if t in SHELL_OPERATORS), len(rest))
+    if 0 < end < len(rest) and rest[end] in REDIRECTIONS and rest[end - 1].isdigit() and not (
+            end > 1 and rest[end - 2].startswith("-") and rest[end - 2].lstrip("-") and "=" not in rest[end - 2]
+            and rest[end - 2] not in bools):
+        end -= 1                            # `2>&1`: the 2 is the descriptor (after a valued flag, its value)
+    rest = rest[:end]
     if rest and not rest[0].startswith("-"):
         model, rest = rest[0], rest[1:]
+        if rest and not rest[0].startswith("-"):
+            raise InputError(file, rest[0], f"a second positional argument after the model {excerpt(model)}; "
+                                            f"{ENGINE_NAMES[engine]} takes one (its argument parser refuses another)")
     i = 0
     while i < len(rest):
         token = rest[i]
         typed, _, inline = token.partition("=")
         flag = "--" + typed[2:].replace("_", "-") if typed.startswith("--") else typed   # --max_model_len too
         if flag in bools:
+            following = rest[i + 1] if i + 1 < len(rest) else ""
+            given = inline or (following if following.lower() in SWITCH_WORDS else "")
+            if "=" in token or given:
+                raise InputError(file, typed, f"is a switch, given {excerpt(given)}: it takes no value (the "
+                                              f"engine's argument parser refuses one); write the flag alone, or "
+                                              "leave it out to keep the engine's default")
             key, value = bools[flag]
             fields[key] = value
             i += 1
@@ -300,14 +318,17 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
             i -= 1 if takes_next else 0         # a switch: what follows is the next flag
             continue
         if flag not in values:
-            if flag.startswith("-"):
-                ignored.append(typed)
+            if not flag.startswith("-"):
+                raise InputError(file, token, f"a word {ENGINE_NAMES[engine]} does not take here (a second value "
+                                              "for a flag, or a positional argument its parser refuses)")
+            ignored.append(typed)
             continue
         if value is None:
             raise InputError(file, typed, "expected a value")
         key, kind = values[flag]
         fields[key] = _flag_value(typed, key, value, kind, file)     # errors name the flag as written
-    model = stated_model or fields.pop("model", None) or model
+    # `vllm serve A --model B` serves A: the positional model_tag replaces --model (vllm/entrypoints/cli/serve.py)
+    model = stated_model or (model if engine == "vllm" and model else None) or fields.pop("model", None) or model
     fields.pop("model", None)
     if not model:
         raise InputError(file, SERVER_COMMANDS[engine],

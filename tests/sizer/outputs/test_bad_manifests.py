@@ -137,3 +137,21 @@ def test_a_key_with_a_control_character_is_one_line(tmp_path, key, case):
     (line,) = result.stderr.strip().splitlines()
     assert line.isprintable(), line                     # no escape sequence reaches the terminal
     assert f"{path}: {expected}" in line, line
+
+
+@pytest.mark.parametrize("script, fields", [
+    # a redirection's file descriptor is no argument: `2>&1` ends the command line, after a value or a switch
+    ("vllm serve m --tensor-parallel-size 2 2>&1 | tee log", {"tensor_parallel_size": 2}),
+    ("vllm serve m --enable-prefix-caching 2>&1", {"enable_prefix_caching": True}),
+    ("vllm serve m > log 2>&1", {}),
+    ("vllm serve m --max-model-len 8192 &>log", {"max_model_len": 8192}),
+])
+def test_a_shell_redirection_ends_the_command_line(script, fields):
+    argv = _tokens({"command": ["sh", "-c", script]}, "", "f.yaml")
+    assert parse_vllm_args(argv, "f.yaml")[:2] == (fields, "m")
+
+
+def test_vllm_serves_its_positional_model_over_model():
+    # vllm/entrypoints/cli/serve.py: the positional model_tag replaces --model
+    fields, model, _ = parse_vllm_args(["vllm", "serve", "A/a", "--model", "B/b", "-tp", "2"], "f.yaml")
+    assert (model, fields) == ("A/a", {"tensor_parallel_size": 2})
