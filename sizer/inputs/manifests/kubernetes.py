@@ -136,6 +136,12 @@ def _knative_scale(doc: dict, file: str) -> tuple[int, tuple[str, ...]]:
     Knative's own bounds sit on the revision template, Cloud Run's service-level ones on the Service; min-scale
     unset is 0 (scale to zero, Knative's default with enable-scale-to-zero), max-scale unset unbounded."""
     def scale(annotations: dict, path: str, *names: str) -> int | None:
+        for name in names:
+            raw = annotations.get(name)
+            if raw is not None and not (isinstance(raw, int) and not isinstance(raw, bool)
+                                        or isinstance(raw, str) and raw.strip().isdecimal()):
+                raise InputError(file, join(path, name), f"expected a whole number of replicas (Knative reads the "
+                                                         f"annotation as an integer), got {excerpt(raw)}")
         return next((v for name in names if (v := get(annotations, f"annotations.{name}", path, file)) is not None),
                     None)
 
@@ -145,10 +151,16 @@ def _knative_scale(doc: dict, file: str) -> tuple[int, tuple[str, ...]]:
     revision = get(get(template, "metadata", "spec.template", file), "metadata.annotations", "spec.template.metadata",
                    file)
     service = get(get(doc, "metadata", "", file), "metadata.annotations", "metadata", file)
-    if get(service, "annotations.run.googleapis.com/scalingMode", "metadata.annotations", file) == "manual":
+    mode = get(service, "annotations.run.googleapis.com/scalingMode", "metadata.annotations", file)
+    if mode not in (None, "automatic", "manual"):
+        raise InputError(file, "metadata.annotations.run.googleapis.com/scalingMode",
+                         f"expected automatic or manual (Cloud Run's scaling modes), got {excerpt(mode)}")
+    if mode == "manual":
         count = scale(service, "metadata.annotations", "run.googleapis.com/manualInstanceCount")
-        if count:
-            return count, ()
+        if not count:
+            raise InputError(file, "metadata.annotations.run.googleapis.com/manualInstanceCount",
+                             f"expected the instances manual scaling runs (at least 1), got {excerpt(count)}")
+        return count, ()
     low = scale(revision, tpath, "autoscaling.knative.dev/min-scale", "autoscaling.knative.dev/minScale") \
         or scale(service, "metadata.annotations", "run.googleapis.com/minScale") or 0
     high = scale(revision, tpath, "autoscaling.knative.dev/max-scale", "autoscaling.knative.dev/maxScale") \
