@@ -71,6 +71,8 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     # Sliding-window and chunked attention; per-layer kinds
     Key("sliding_window", int, ge=1, le=MAX_POSITIONS, doc="tokens; null: no window"),
     Key("use_sliding_window", bool),
+    Key("max_window_layers", int, ge=0, le=MAX_LAYERS, doc="Qwen: the layers from this index on slide (with "
+        "use_sliding_window); the first ones attend to everything"),
     Key("sliding_window_pattern", int, ge=1, le=MAX_LAYERS, doc="Gemma 3: every n-th layer is global"),
     Key("layer_types", list[str], doc="one entry per layer: full/sliding/chunked/linear attention"),
     Key("full_attention_interval", int, ge=1, le=MAX_LAYERS, doc="Qwen3-Next: every n-th layer full attention, "
@@ -189,7 +191,7 @@ HARMLESS_KEYS = frozenset((
     "output_router_logits", "norm_topk_prob", "routed_scaling_factor", "scoring_func", "topk_group", "n_group",
     "swiglu_limit", "initial_context_length", "aux_loss_alpha", "seq_aux", "ep_size", "pretraining_tp",
     "router_jitter_noise", "use_qk_norm", "attn_temperature_tuning", "attn_scale", "floor_scale",
-    "max_window_layers", "tokenizer_class", "use_mamba_kernels", "mamba_chunk_size",
+    "tokenizer_class", "use_mamba_kernels", "mamba_chunk_size",
     "chunk_size", "time_step_min", "time_step_max", "time_step_floor", "time_step_limit", "time_step_rank",
     "rescale_prenorm_residual", "residual_in_fp32", "layer_norm_epsilon", "norm_eps", "expand",
     "num_logits_to_keep", "image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id",

@@ -134,6 +134,10 @@ def _sliding_pattern(c: dict[str, Any], n: int) -> list[str]:
         return [FULL if (i + 1) % pattern == 0 else SLIDING for i in range(n)]
     if c["model_type"] == "gemma2":  # Gemma 2 alternates, starting with a sliding layer
         return [SLIDING if i % 2 == 0 else FULL for i in range(n)]
+    if c["model_type"].startswith("qwen") and c["max_window_layers"] is not None:
+        # Qwen2/Qwen3 with use_sliding_window: layers from max_window_layers on slide, the first ones are full
+        # (transformers' Qwen2Config.layer_types: sliding where i >= max_window_layers; vLLM's Qwen2 attention alike)
+        return [SLIDING if i >= c["max_window_layers"] else FULL for i in range(n)]
     if window >= c["max_position_embeddings"]:
         return [FULL] * n  # a window as long as the context is no window
     return [SLIDING] * n  # Mistral-7B-v0.1 style: every layer slides

@@ -12,7 +12,7 @@ from sizer.analytic.memory import kv_layout
 from sizer.analytic.parallel import ParallelConfig
 from sizer.analytic.weights import layer_kinds, parameter_count
 from sizer.cli.app import app
-from sizer.inputs.layers import CHUNKED, FULL, Attention, DenseFFN, GatedDeltaNet, Mamba2, MoEFFN, NoFFN, NoMixer
+from sizer.inputs.layers import CHUNKED, FULL, SLIDING, Attention, DenseFFN, GatedDeltaNet, Mamba2, MoEFFN, NoFFN, NoMixer
 from sizer.inputs.model_layers import LAYER_TYPES
 from sizer.inputs.model_spec import from_hf_config
 
@@ -94,6 +94,16 @@ def _plan(tmp_path, config):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     return cli.invoke(app, ["plan", "scenarios/llama-3.1-8b-chat-h100.yaml", "--model", str(path)]), path
+
+
+def test_qwen_slides_only_the_layers_from_max_window_layers_on():
+    # transformers' Qwen2Config: layer i slides where use_sliding_window and i >= max_window_layers; the first are full
+    # (sizer windowed all of them: KV at 4 x 4,096 tokens where the first two layers hold the whole context)
+    m = spec(model_type="qwen2", use_sliding_window=True, sliding_window=4096, max_window_layers=2)
+    assert [(a.span, a.window_tokens) for a in m.mixers(Attention)] == [(FULL, None)] * 2 + [(SLIDING, 4096)] * 2
+    # switched off (every public Qwen2.5 and Qwen3 config): no window at all, whatever max_window_layers says
+    off = spec(model_type="qwen2", use_sliding_window=False, sliding_window=4096, max_window_layers=2)
+    assert {a.span for a in off.mixers(Attention)} == {FULL}
 
 
 def test_an_invented_mixer_type_is_refused_naming_the_entry(tmp_path):
