@@ -86,7 +86,8 @@ SCENARIO_KEYS = {"model", "hardware", "deployment", "workload", "gateway"}
 @dataclass(frozen=True)
 class SizerBlock:
     """The `sizer:` block of a manifest: what Kubernetes cannot say."""
-    workload: WorkloadSection = field(doc="the traffic, as in a scenario")
+    workload: WorkloadSection = field(default_factory=WorkloadSection, doc="the traffic, as in a scenario; left "
+                                      "out, from --rate, --prompt-tokens and --output-tokens, or none")
     slo: SLOSection = field(default_factory=SLOSection, doc="latency targets, as in a scenario")
     gpu: str | None = field(None, doc="accelerator profile; default from a node-selector label")
     model: str | None = field(None, doc="catalog name or config.json path; default from the HF repo id")
@@ -383,7 +384,7 @@ def _sizer_block(docs: list, doc: dict, file: str) -> SizerBlock:
     if raw is None:
         raw = next((d["sizer"] for d in docs if isinstance(d, dict) and "sizer" in d), None)
     if raw is None:                 # a manifest as deployed: the traffic from flags, or none
-        return SizerBlock(workload=WorkloadSection())
+        return SizerBlock()
     return build(SizerBlock, raw, "sizer", file)
 
 

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sizer.analytic.memory import GiB
+from sizer.errors import InputError
 from sizer.inputs.manifest import CheckFlags, CheckInput, Source, read_check_input
 from sizer.inputs.manifests.commands import flag_for
 from sizer.inputs.scenario import (
@@ -88,7 +89,19 @@ def check_file(path: str, kv_share: float | None = None, budget_usd_per_hour: fl
     """Read `path` (scenario or manifest; `-` standard input; `scenario` a side scenario's workload, SLO and
     price) and evaluate every rule; raises FieldError on bad input. `progress`: the sizing pipeline's."""
     inp = read_check_input(path, kv_share, budget_usd_per_hour, traffic, scenario, flags)
-    return evaluate(inp, settings, progress)
+    try:
+        return evaluate(inp, settings, progress)
+    except FieldError as error:
+        # the scenario field a manifest's `sizer:` block set is named as the block's field (sizer.gpu, not
+        # hardware.gpu, which the manifest does not have)
+        stated = {SCENARIO_FIELDS[s.setting]: s.source for s in inp.sources if s.setting in SCENARIO_FIELDS}
+        if inp.kind != "scenario" and stated.get(error.field, "").startswith("sizer."):
+            raise InputError(error.file, stated[error.field], error.message) from None
+        raise
+
+
+# the scenario field each setting `check` reads from a manifest (Source.setting) becomes
+SCENARIO_FIELDS = {"model": "model.name", "gpu": "hardware.gpu"}
 
 
 def evaluate(inp: CheckInput, settings: GoodputSettings = GoodputSettings(),

@@ -12,7 +12,18 @@ from sizer.analytic.memory import kv_layout
 from sizer.analytic.parallel import ParallelConfig
 from sizer.analytic.weights import layer_kinds, parameter_count
 from sizer.cli.app import app
-from sizer.inputs.layers import CHUNKED, FULL, SLIDING, Attention, DenseFFN, GatedDeltaNet, Mamba2, MoEFFN, NoFFN, NoMixer
+from sizer.inputs.layers import (
+    CHUNKED,
+    FULL,
+    SLIDING,
+    Attention,
+    DenseFFN,
+    GatedDeltaNet,
+    Mamba2,
+    MoEFFN,
+    NoFFN,
+    NoMixer,
+)
 from sizer.inputs.model_layers import LAYER_TYPES
 from sizer.inputs.model_spec import from_hf_config
 
