@@ -290,8 +290,9 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
     if rest and not rest[0].startswith("-"):
         model, rest = rest[0], rest[1:]
         if rest and not rest[0].startswith("-"):
-            raise InputError(file, excerpt(rest[0], quote=False), f"a second positional argument after the model {excerpt(model)}; "
-                                            f"{ENGINE_NAMES[engine]} takes one (its argument parser refuses another)")
+            raise InputError(file, excerpt(rest[0], quote=False),
+                             f"a second positional argument after the model {excerpt(model)}; "
+                             f"{ENGINE_NAMES[engine]} takes one (its argument parser refuses another)")
     i = 0
     while i < len(rest):
         token = rest[i]
@@ -301,9 +302,10 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
             following = rest[i + 1] if i + 1 < len(rest) else ""
             given = inline or (following if following.lower() in SWITCH_WORDS else "")
             if "=" in token or given:
-                raise InputError(file, excerpt(typed, quote=False), f"is a switch, given {excerpt(given)}: it takes no value (the "
-                                              f"engine's argument parser refuses one); write the flag alone, or "
-                                              "leave it out to keep the engine's default")
+                raise InputError(file, excerpt(typed, quote=False),
+                                 f"is a switch, given {excerpt(given)}: it takes no value (the engine's argument "
+                                 "parser refuses one); write the flag alone, or leave it out to keep the engine's "
+                                 "default")
             key, value = bools[flag]
             fields[key] = value
             i += 1
@@ -319,8 +321,9 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
             continue
         if flag not in values:
             if not flag.startswith("-"):
-                raise InputError(file, excerpt(token, quote=False), f"a word {ENGINE_NAMES[engine]} does not take here (a second value "
-                                              "for a flag, or a positional argument its parser refuses)")
+                raise InputError(file, excerpt(token, quote=False),
+                                 f"a word {ENGINE_NAMES[engine]} does not take here (a second value for a flag, or a "
+                                 "positional argument its parser refuses)")
             ignored.append(typed)
             continue
         if value is None:
