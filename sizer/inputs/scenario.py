@@ -846,8 +846,8 @@ def _check_distribution(d: Distribution, path: str, f: str | None) -> None:
     for key in needs:
         if getattr(d, key) is None:
             raise InputError(f, f"{path}.{key}", f"missing; a {d.distribution} distribution needs {', '.join(needs)}")
-    if d.distribution == "uniform" and d.min > d.max:
-        raise InputError(f, f"{path}.min", f"expected min <= max, got {d.min} > {d.max}")
+    if d.min is not None and d.max is not None and d.min > d.max:
+        raise InputError(f, f"{path}.min", f"expected min <= max, got {d.min:g} > {d.max:g}")
     if d.distribution == "empirical":
         if not d.values or any(not 1 <= v <= MAX_TOKENS for v in d.values):
             raise InputError(f, f"{path}.values", f"expected a non-empty list of lengths from 1 to {MAX_TOKENS:,}")
@@ -889,12 +889,11 @@ def _clip(d: Distribution) -> tuple[int, int | None]:
 
 
 def mean_length(d: Distribution) -> float:
-    """Expected length of a distribution (before clipping), for the analytic plan."""
-    if d.distribution == "fixed":
-        return float(d.value)
+    """Expected length of a distribution, for the analytic plan: of a few lengths (fixed, empirical) as the simulator
+    draws them (`length_atoms`: rounded and clipped); of the others their mean before clipping."""
+    atoms = length_atoms(d)
+    if atoms is not None:
+        return sum(x * w for x, w in atoms.items()) / sum(atoms.values())
     if d.distribution == "uniform":
         return (d.min + d.max) / 2
-    if d.distribution in ("normal", "lognormal"):
-        return float(d.mean)
-    weights = d.weights or [1.0] * len(d.values)
-    return sum(v * w for v, w in zip(d.values, weights, strict=True)) / sum(weights)
+    return float(d.mean)                          # normal with a spread, lognormal

@@ -9,8 +9,9 @@ import pytest
 
 from simulator import Arrivals, WorkloadSpec, generate
 from sizer.analytic.lengths import MAX_STEPS, at_most, served_means, share_longer_than
-from sizer.inputs.scenario import Distribution
+from sizer.inputs.scenario import Distribution, mean_length, scenario_from_dict
 from sizer.sizing.workload import _lengths
+from validation.errors import FieldError
 
 
 def test_at_most_follows_each_distribution_as_drawn():
@@ -87,3 +88,29 @@ def test_served_means_are_what_the_simulator_serves():
     for mean, drawn in zip(served_means(prompt, output, 1500), (w.prompt_tokens[served], w.output_tokens[served]),
                            strict=True):
         assert abs(mean - drawn.mean()) < 4 * drawn.std() / math.sqrt(served.sum()), (mean, drawn.mean())
+
+
+@pytest.mark.parametrize(("d", "mean"), [
+    # a fixed 512 clipped at 100: the simulator draws 100, so the plan sizes 100 (it sized 512)
+    (Distribution("fixed", value=512, max=100), 100.0),
+    # empirical 100 (weight 3) and 300 (weight 1), clipped to [150, 250]: 3/4 at 150, 1/4 at 250
+    (Distribution("empirical", values=[100, 300], weights=[3, 1], min=150, max=250), 175.0),
+    # the continuous ones keep their mean before clipping (docs/scenario.md)
+    (Distribution("lognormal", mean=1000, sigma=1.0, max=5000), 1000.0),
+    (Distribution("uniform", min=10, max=20), 15.0),
+])
+def test_the_plans_mean_length_is_what_the_simulator_draws_for_a_few_lengths(d, mean):
+    assert mean_length(d) == mean
+
+
+@pytest.mark.parametrize("kind", [{"distribution": "lognormal", "mean": 500, "sigma": 0.5},
+                                  {"distribution": "normal", "mean": 500, "std": 50},
+                                  {"distribution": "fixed", "value": 500}])
+def test_a_clip_whose_min_is_above_its_max_is_refused_for_every_distribution(kind):
+    # uniform refused it already; a lognormal's [200, 100] had every request clipped to 100 while the plan sized 500
+    data = {"model": "llama-3.1-8b", "hardware": "h100",
+            "workload": {"arrival": {"rate_per_s": 1}, "prompt_tokens": {**kind, "min": 200, "max": 100},
+                         "output_tokens": {"distribution": "fixed", "value": 10}}}
+    with pytest.raises(FieldError) as caught:
+        scenario_from_dict(data, "s.yaml")
+    assert caught.value.one_line() == "s.yaml: workload.prompt_tokens.min: expected min <= max, got 200 > 100"
