@@ -11,6 +11,7 @@ The defaults of `autoscaling:` are assumptions, each with its source in docs/cap
 from __future__ import annotations
 
 import math
+import re
 import zoneinfo
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -23,6 +24,8 @@ from validation.trace_limits import MAX_TIMESTAMP_S, MAX_TRACE_REQUESTS
 MAX_RATE_PER_S = 1e6                                   # as workload.arrival.rate_per_s (sizer/inputs/scenario.py)
 PERIOD_S = {"day": 86_400, "week": 7 * 86_400}
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+DAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+TIME_DIGITS = re.compile(r"[0-9]{1,2}")                # hours or minutes: ASCII digits ('0²' is no time)
 MAX_POINTS = 10_080                                   # one a minute over a week
 MAX_GROWTH_PER_MONTH = 10.0                           # 11x a month: beyond any plan, and 36 months stay finite
 MAX_MONTHS = 36
@@ -96,15 +99,15 @@ class EnergySection:
 
 
 def point_s(at: str, period: str, file: str | None, path: str) -> float:
-    """Seconds into the period of 'HH:MM' (day) or 'Mon HH:MM' (week)."""
+    """Seconds into the period of 'HH:MM' (day) or 'Mon HH:MM' (week; the day as its three letters or its name)."""
     parts = at.strip().lower().split()
     day = 0
     if period == "week":
-        if len(parts) != 2 or parts[0][:3] not in DAYS:
+        if len(parts) != 2 or parts[0] not in DAYS + DAY_NAMES:
             raise InputError(file, path, f"expected 'Mon HH:MM' (a day of the week, then the time), got {at!r}")
         day, parts = DAYS.index(parts[0][:3]), parts[1:]
     hm = parts[0].split(":") if len(parts) == 1 else []
-    if len(hm) != 2 or not all(x.isdigit() for x in hm) or int(hm[0]) > 23 or int(hm[1]) > 59:
+    if len(hm) != 2 or not all(TIME_DIGITS.fullmatch(x) for x in hm) or int(hm[0]) > 23 or int(hm[1]) > 59:
         raise InputError(file, path, f"expected a time 'HH:MM' from 00:00 to 23:59, got {at!r}")
     return day * 86_400 + int(hm[0]) * 3600 + int(hm[1]) * 60
 

@@ -9,7 +9,8 @@ import yaml
 from typer.testing import CliRunner
 
 from sizer.cli import app
-from sizer.inputs.schedule import Profile, SchedulePoint, ScheduleSection, points_profile
+from sizer.errors import InputError
+from sizer.inputs.schedule import Profile, SchedulePoint, ScheduleSection, point_s, points_profile
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -130,3 +131,18 @@ def test_a_local_server_is_not_autoscaled(tmp_path):
                      "output_tokens": {"distribution": "fixed", "value": 100}}}))
     out = CliRunner().invoke(app, ["plan", str(path)])
     assert out.exit_code == 2 and "workload.schedule: not with deployment.engine llama.cpp" in out.output
+
+
+@pytest.mark.parametrize("at, period, seconds", [
+    ("09:30", "day", 9 * 3600 + 30 * 60), ("Tue 09:30", "week", 86_400 + 9 * 3600 + 30 * 60),
+    ("tuesday 09:30", "week", 86_400 + 9 * 3600 + 30 * 60),
+    ("0\u00b2:00", "day", None), ("\u0669:00", "day", None),   # a superscript two (int() raised), an Arabic-Indic nine
+    ("Monxyz 09:00", "week", None), ("Tues 09:00", "week", None),      # not a day's name nor its three letters
+])
+def test_a_point_is_a_time_in_ascii_digits_and_a_day_by_name(at, period, seconds):
+    if seconds is not None:
+        assert point_s(at, period, "s.yaml", "at") == seconds
+        return
+    with pytest.raises(InputError) as caught:
+        point_s(at, period, "s.yaml", "at")
+    assert caught.value.field == "at"
