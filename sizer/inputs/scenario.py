@@ -653,6 +653,12 @@ ARRIVAL_FIELDS = {"concurrency": "closed", "think_time_s": "closed", "cv": "gamm
 UNDRAFTED_METHODS = {"ngram": "n-grams of the prompt itself", "mtp": "the model's own multi-token-prediction layers"}
 
 
+# DeploymentSection's LoRA fields and their defaults (vLLM's LoRAConfig, the fields' own): any other value needs
+# enable_lora
+LORA_DEFAULTS = {"max_loras": 1, "max_lora_rank": 16, "max_cpu_loras": None, "lora_target_modules": None,
+                 "lora_dtype": "auto"}
+
+
 def check_scenario(s: Scenario) -> None:
     """Cross-field rules the types cannot express."""
     f = s.file
@@ -691,7 +697,22 @@ def check_scenario(s: Scenario) -> None:
         raise InputError(f, "deployment.replicas", f"expected 1 (or none) with deployment.disaggregated, whose "
                                                    f"prefill_replicas and decode_replicas are the replicas, "
                                                    f"got {d.replicas}")
+    if not d.enable_lora:               # a LoRA setting is vLLM's only with --enable-lora: stated without it, a mistake
+        stated = next((key for key, default in LORA_DEFAULTS.items() if getattr(d, key) != default), None)
+        if stated is not None:
+            raise InputError(f, f"deployment.{stated}", "applies to LoRA adapters; expected deployment.enable_lora: "
+                                                        "true with it, or leave it out")
+    if d.prefix_cache_tenant_isolation and d.enable_prefix_caching is False:
+        raise InputError(f, "deployment.prefix_cache_tenant_isolation", "scopes the prefix cache, which "
+                                                                       "deployment.enable_prefix_caching: false turns "
+                                                                       "off; expected one of them")
+    if w.kv_tokens_per_request is not None and d.max_model_len and w.kv_tokens_per_request > d.max_model_len:
+        raise InputError(f, "workload.kv_tokens_per_request", f"{w.kv_tokens_per_request:,} exceeds "
+                                                              f"deployment.max_model_len {d.max_model_len:,}, the "
+                                                              "most one request holds")
     if w.lora is not None:
+        if w.lora.popularity != "zipf" and w.lora.zipf_s != 1.0:
+            raise InputError(f, "workload.lora.zipf_s", f"only for popularity: zipf, not {w.lora.popularity}")
         if not d.enable_lora:
             raise InputError(f, "workload.lora", "requests ask for LoRA adapters; "
                              "expected deployment.enable_lora: true")
