@@ -12,6 +12,7 @@ message go through `excerpt`, so a huge or deeply nested value never becomes a h
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,7 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _STR_TAG = "tag:yaml.org,2002:str"
 _NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+_OCTAL = re.compile(r"[-+]?0[0-7_]+")       # YAML 1.1's octal integer: a leading 0, then digits
 
 
 class _Refused(Exception):
@@ -86,8 +88,10 @@ def _compose(parser, constructor: yaml.SafeLoader, counts: dict) -> Any:
                 tag = event.tag
                 if tag is None or tag == "!":
                     tag = constructor.resolve(ScalarNode, event.value, event.implicit)
-                    if tag in _NUMBER_TAGS and ":" in event.value:
-                        tag = _STR_TAG      # YAML 1.1's base 60 (`1:00` is 60): text, as YAML 1.2 reads it
+                    if tag in _NUMBER_TAGS and (":" in event.value or _OCTAL.fullmatch(event.value)):
+                        # YAML 1.1's base 60 (`1:00` is 60) and octal (`020000` is 8,192): text, as YAML 1.2
+                        # reads the first, and the second refused as a number by the field it sets
+                        tag = _STR_TAG
                 node, size = ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style), 1
                 if event.anchor is not None:
                     anchors[event.anchor] = (node, 1)

@@ -37,6 +37,15 @@ def test_a_base_60_number_is_read_as_the_text_it_is():
         convert(int, loads_yaml("tp: 1:00", "f.yaml")["tp"], "tp", "f.yaml")
 
 
+def test_a_leading_zero_octal_is_read_as_the_text_it_is():
+    # YAML 1.1 reads 020000 as octal 8,192, YAML 1.2 as 20,000: the text, which a number field then refuses; a plain
+    # 0, a hex 0x1F and a decimal 0.5 are read as before
+    assert loads_yaml("a: 020000\nb: 0\nc: 0x1F\nd: 0.5\ne: -017", "f.yaml") == {
+        "a": "020000", "b": 0, "c": 31, "d": 0.5, "e": "-017"}
+    with pytest.raises(FieldError, match="max_model_len: expected an integer, got '020000'"):
+        convert(int, loads_yaml("max_model_len: 020000", "f.yaml")["max_model_len"], "max_model_len", "f.yaml")
+
+
 def test_a_date_is_quoted_as_yaml_read_it():
     assert loads_yaml("seed: 2024-01-01", "f.yaml")["seed"] == datetime.date(2024, 1, 1)
     assert excerpt(datetime.date(2024, 1, 1)) == "2024-01-01 (a date, as YAML reads it)"
