@@ -128,10 +128,11 @@ class HardwareSection:
     gpu: str = field(doc="accelerator profile id or alias (`sizer gpus`; the user's folder $SIZER_HOME/profiles "
                          "first), or a profile YAML file (relative to the scenario file); `base:` is the same key, "
                          "read where the overrides below follow it")
-    memory_gb: float | None = field(None, gt=0, le=MAX_HARDWARE_GB,
+    memory_gb: float | None = field(None, ge=1e-3, le=MAX_HARDWARE_GB,      # at least --memory-gb's least
                                     doc="override: the device's whole memory as the vendor prints it (a 64 GB "
                                         "M3 Max: 64; GB as the profile counts them: Apple's are GiB)")
-    memory_bandwidth_gb_per_s: float | None = field(None, gt=0, le=MAX_HARDWARE_GB,
+    # at least 0.1 GB/s, a profile's own least (sizer/inputs/hardware.py PROFILE_NUMBERS)
+    memory_bandwidth_gb_per_s: float | None = field(None, ge=0.1, le=MAX_HARDWARE_GB,
                                                     doc="override: peak memory bandwidth, decimal GB/s")
     gpu_working_set_fraction: float | None = field(None, gt=0, le=1,
                                                    doc="override: share of unified memory the GPU may use (Apple: "
