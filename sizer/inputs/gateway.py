@@ -242,8 +242,16 @@ def check_gateway(g: GatewaySection, f: str) -> None:
     total = sum(c.share for c in g.classes)
     if not math.isclose(total, 1.0, abs_tol=1e-6):
         raise InputError(f, "gateway.classes", f"shares sum to {total:g}; expected 1")
+    if g.arrival.cv != 1.0 and g.arrival.process != "gamma":     # its default; as a scenario's arrival refuses it
+        raise InputError(f, "gateway.arrival.cv", f"only for process: gamma, not {g.arrival.process}")
+    route_names = [r.name for r in g.routes]
     for i, r in enumerate(g.routes):
         at = f"gateway.routes[{i}]"
+        if r.name in route_names[:i]:
+            raise InputError(f, f"{at}.name", f"{excerpt(r.name)} is used twice; expected unique names")
+        if r.target is not None and r.target in r.fallback:
+            raise InputError(f, f"{at}.fallback[{r.fallback.index(r.target)}]",
+                             f"{excerpt(r.target)} is the route's own target; expected pools or endpoints tried next")
         if (r.target is None) == (r.by_difficulty is None):
             raise InputError(f, at, "expected exactly one of target and by_difficulty")
         for j, c in enumerate(r.classes or []):
@@ -261,7 +269,11 @@ def check_gateway(g: GatewaySection, f: str) -> None:
             if t not in names:
                 raise InputError(f, path, f"unknown pool or endpoint {excerpt(t)}; expected one of {', '.join(names)}")
     data_classes = {c.data_class for c in g.classes}
+    ruled = [rule.data_class for rule in g.residency]
     for i, rule in enumerate(g.residency):
+        if rule.data_class in ruled[:i]:
+            raise InputError(f, f"gateway.residency[{i}].data_class", f"{excerpt(rule.data_class)} has a rule "
+                                                                      "already; expected one rule a data class")
         if rule.data_class not in data_classes:
             raise InputError(f, f"gateway.residency[{i}].data_class",
                              f"no class has data class {excerpt(rule.data_class)}")
