@@ -296,6 +296,11 @@ def check_gateway(g: GatewaySection, f: str) -> None:
                                               f"simulate, got {math.prod(sizes.values()):,} ({product})")
 
 
+# A pool's deployment is a scenario's (DeploymentSection), but where a scenario's default differs behind a gateway
+POOL_DOCS = {"gateway.pools[].deployment.replicas": "independent replicas; default 1 (gateway.search.replicas tries "
+                                                    "other counts)"}
+
+
 def render_docs() -> str:
     """The field table of docs/gateway.md."""
     rows = ["| field | type | default | meaning |", "| --- | --- | --- | --- |"]
@@ -303,6 +308,7 @@ def render_docs() -> str:
              (ClassSection, "gateway.classes[]"), (RouteSection, "gateway.routes[]"),
              (ResidencySection, "gateway.residency[]")]
     for path, type_name, default, doc in (row for cls, prefix in items for row in describe(cls, prefix)):
+        doc = POOL_DOCS.get(path, doc)
         rows.append(f"| **{path}** | section | | {doc} |" if type_name == "section"
                     else f"| `{path}` | {type_name} | {default} | {doc} |")
     return "\n".join(rows) + "\n"
