@@ -37,7 +37,7 @@ from sizer.sizing.pipeline import size_deployment
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
 from sizer.sizing.result import GoodputSettings
-from sizer.sizing.search import SearchResult, SearchSettings, search
+from sizer.sizing.search import SearchResult, SearchSettings, check_searchable, search
 
 MIN_GOODPUT_REQUESTS = 50           # fewer simulated requests per rate say nothing about a percentile
 
@@ -82,8 +82,9 @@ def command(
     if csv:
         check_destination(csv, "--csv", (scenario,))
     data = read_scenario_data(scenario, traffic)
-    space = space_from_options(scenario_from_dict(data, str(scenario)), gpus, tp, pp, weights, kv_cache_dtype,
-                               speculative, slots)
+    base = scenario_from_dict(data, str(scenario))
+    space = space_from_options(base, gpus, tp, pp, weights, kv_cache_dtype, speculative, slots)
+    check_searchable(base, space)
     check_emit(emit, emit_to, as_json, (scenario,))
     terminal(stderr=True).print(f"search: {describe_space(space)}", markup=False, highlight=False)
     with progress("searching", "configurations") as update:

@@ -252,11 +252,10 @@ def candidates(space: SearchSpace) -> list[Candidate]:
         if not (combo[-1] and combo[1] == 1)]        # attention DP across one GPU is TP 1
 
 
-def search(data: dict, file: str | None, space: SearchSpace, settings: SearchSettings = SearchSettings(),
-           workers: int = 1, progress: Callable[[int, int], None] | None = None) -> SearchResult:
-    """Evaluate every candidate of `space` for the scenario mapping `data`; raises FieldError for the scenario
-    itself."""
-    base = scenario_from_dict(data, file)
+def check_searchable(base: Scenario, space: SearchSpace) -> None:
+    """What a search of `space` needs of the scenario, refused before any work (and before the CLI says what it will
+    search): the speculative settings it sweeps, a synthetic open-loop workload, a target."""
+    file = base.file
     if any(space.speculative) and base.deployment.speculative_config is None:
         raise InputError(file, "deployment.speculative_config",
                          "missing; sweeping speculative decoding needs its settings")
@@ -268,6 +267,14 @@ def search(data: dict, file: str | None, space: SearchSpace, settings: SearchSet
                          "rate, and a closed loop's rate depends on the configuration; give rate_per_s")
     if not slo_of(base).has_targets:
         raise InputError(file, "slo", "search needs at least one target (ttft_ms, itl_ms, tpot_ms or e2e_ms)")
+
+
+def search(data: dict, file: str | None, space: SearchSpace, settings: SearchSettings = SearchSettings(),
+           workers: int = 1, progress: Callable[[int, int], None] | None = None) -> SearchResult:
+    """Evaluate every candidate of `space` for the scenario mapping `data`; raises FieldError for the scenario
+    itself."""
+    base = scenario_from_dict(data, file)
+    check_searchable(base, space)
     todo = [(c, data, file, settings) for c in candidates(space)]
     outcomes = []
     if workers <= 1:
