@@ -177,6 +177,10 @@ def find_servers(docs: list, file: str) -> list[Server]:
     """Every inference server in a file's documents: Kubernetes objects, then Helm values. An object of a kind sizer
     does not read that runs a server is refused (its replicas and pods mean what that kind says, not a Deployment's);
     other objects (a Service, a Secret) are left alone."""
+    for doc in docs:
+        if isinstance(doc, dict) and "kind" in doc and not (isinstance(doc["kind"], str) and doc["kind"].strip()):
+            raise InputError(file, "kind", f"expected the object's kind (a document without one is read as Helm "
+                                           f"values), got {excerpt(doc['kind'])}")
     values = [d for d in docs if isinstance(d, dict) and not d.get("kind")]
     plain = [d for d in docs if not (isinstance(d, dict) and d.get("kind") in OPERATOR_KINDS)]
     servers = kubernetes_servers(plain, file)
@@ -403,6 +407,16 @@ def _refuse_unknown_annotations(docs: list, file: str) -> None:
             if isinstance(key, str) and key.startswith(ANNOTATION_PREFIX) and key != ANNOTATION:
                 raise InputError(file, join("metadata.annotations", key),
                                  f"unknown key under {ANNOTATION_PREFIX}; expected one of: {ANNOTATION}")
+        spec = doc.get("spec") if isinstance(doc, dict) else None
+        template = spec.get("template") if isinstance(spec, dict) else None
+        meta = template.get("metadata") if isinstance(template, dict) else None
+        annotations = meta.get("annotations") if isinstance(meta, dict) else None
+        key = next((k for k in annotations or () if isinstance(k, str) and k.startswith(ANNOTATION_PREFIX)), None) \
+            if isinstance(annotations, dict) else None
+        if key is not None:             # its budget and workload would go unread
+            raise InputError(file, join("spec.template.metadata.annotations", key),
+                             "is on the pod template, where sizer does not read it; expected it on the object's own "
+                             "metadata.annotations")
 
 
 def _as_dict(section) -> dict:

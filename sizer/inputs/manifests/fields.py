@@ -49,7 +49,8 @@ MANIFEST_FIELDS = {
     "leaderWorkerTemplate.size": Key("size", int, ge=1, le=MAX_GPUS_PER_POD, nullable=False),
     # KServe (serving.kserve.io/v1beta1 InferenceService, v1alpha1 ServingRuntime)
     "spec.predictor": Key("predictor", dict), "predictor.model": Key("model", dict),
-    "predictor.minReplicas": key_for(DeploymentSection, "replicas", "minReplicas"),
+    # 0: KServe's serverless mode scales the predictor to zero when idle
+    "predictor.minReplicas": Key("minReplicas", int, ge=0, le=MAX_REPLICAS, nullable=False),
     "predictor.model.runtime": Key("runtime", str), "predictor.model.storageUri": Key("storageUri", str),
     "predictor.model.modelFormat": Key("modelFormat", dict), "modelFormat.name": Key("name", str),
     # Knative Serving (serving.knative.dev/v1 Service; Google Cloud Run's service YAML is one): the revision template

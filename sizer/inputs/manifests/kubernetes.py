@@ -262,6 +262,9 @@ def _inference_service(doc: dict, runtimes: dict, file: str) -> tuple[Server | N
     stated = hf_repo_id(uri, file, join(mpath, "storageUri")) if uri and uri.startswith("hf://") \
         else None
     replicas = get(predictor, "predictor.minReplicas", ppath, file)
-    return Server(doc, cpath, container, "InferenceService", argv, gpus, where, replicas, model=stated,
-                  name=_name(doc, file)), runtime_name
+    notes = () if replicas != 0 else ("minReplicas 0: KServe scales the predictor to zero when idle; checked at 1 "
+                                      "replica, and a start from zero (the server's start-up and model load before "
+                                      "the first token) is not modelled",)
+    return Server(doc, cpath, container, "InferenceService", argv, gpus, where, replicas or None, model=stated,
+                  name=_name(doc, file), notes=notes), runtime_name
 

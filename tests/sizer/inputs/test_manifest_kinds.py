@@ -365,3 +365,14 @@ def test_a_flag_sizer_does_not_know_is_a_note_that_says_it_is_unchecked():
     _, _, _, notes = parse_server_args(["vllm", "serve", "m", "--frobnicate=3", "--port", "8000"], "f.yaml")
     assert notes == ["vLLM flags unknown to sizer, not modelled and not checked (a flag vLLM does not have stops it at "
                      "start): --frobnicate --port"]
+
+
+def test_kserve_scaled_to_zero_is_checked_at_one_replica_with_the_start_from_zero_named(tmp_path):
+    # KServe's serverless mode takes minReplicas 0 (scale to zero); it was refused as below 1, where a Knative
+    # Service's min-scale 0 was read: both are checked at one replica now, the cold start named as not modelled
+    path = tmp_path / "isvc.yaml"
+    path.write_text((DATA / "kserve-huggingface.yaml").read_text().replace("minReplicas: 2", "minReplicas: 0"))
+    assert "minReplicas: 0" in path.read_text()
+    inp = read_check_input(str(path))
+    assert inp.replicas == 1
+    assert any(n.startswith("minReplicas 0: KServe scales the predictor to zero") for n in inp.notes)
