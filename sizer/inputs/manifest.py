@@ -26,7 +26,7 @@ from sizer.inputs.manifests.commands import (
     run_time_env,
 )
 from sizer.inputs.manifests.fields import MAX_GPUS_PER_POD, get
-from sizer.inputs.manifests.gpus import GPU_LABELS, MIG_RESOURCE, read_label
+from sizer.inputs.manifests.gpus import GPU_LABELS, INSTANCE_LABELS, MIG_RESOURCE, read_label
 from sizer.inputs.manifests.helm_charts import helm_servers
 from sizer.inputs.manifests.kubernetes import KINDS, Server, kubernetes_servers
 from sizer.inputs.manifests.operators import OPERATOR_KINDS, operator_servers
@@ -211,8 +211,10 @@ def _from_manifest(docs: list, servers: list[Server], file: str, stem: str, kv_s
     block = _sizer_block(docs, doc, file)
     engine_fields, model_ref, notes = _engine(server, file)
     model, model_from = _model_of(flags, block, model_ref, file, _model_field(server, engine_fields["engine"]), notes)
-    gpu, gpu_from = (_gpu_flag(flags.gpu), "--gpu") if flags.gpu else (block.gpu, "sizer.gpu") if block.gpu else \
+    gpu, gpu_from, gpu_notes = (_gpu_flag(flags.gpu), "--gpu", ()) if flags.gpu else \
+        (block.gpu, "sizer.gpu", ()) if block.gpu else \
         _gpu_from_labels([doc] + [d for d in docs if d is not doc], file, server.gpu_labels)
+    notes += gpu_notes
     mig = MIG_RESOURCE.search(server.gpus_where)
     if mig and "/mig-" not in gpu:      # the pod asks for MIG slices (mixed strategy): a slice of that GPU
         gpu, gpu_from = f"{gpu}/mig-{mig.group(1)}g.{mig.group(2)}gb", f"{gpu_from}, sliced as {server.gpus_where}"
@@ -428,9 +430,11 @@ def _as_dict(section) -> dict:
     return clean(dataclasses.asdict(section))
 
 
-def _gpu_from_labels(docs: list, file: str, stated: tuple = ()) -> tuple[str, str]:
-    """(profile, where it was read) from the first node label that names a GPU: node selectors and node
-    affinity first, then tolerations; one that names a part sizer has no profile for is refused, naming --gpu."""
+def _gpu_from_labels(docs: list, file: str, stated: tuple = ()) -> tuple[str, str, tuple[str, ...]]:
+    """(profile, where it was read, notes) from the first node label that names a GPU: node selectors and node
+    affinity first, then tolerations; one that names a part sizer has no profile for is refused, naming --gpu. Other
+    GPUs a node affinity allows beside it (`In` [H100, A100]: the pod may land on either) are named in a note: the
+    check is of the first."""
     labels: list[tuple[object, object, str]] = []
     tolerations: list[tuple[object, object, str]] = []
     for doc in docs:
@@ -444,7 +448,12 @@ def _gpu_from_labels(docs: list, file: str, stated: tuple = ()) -> tuple[str, st
         if label.profile is None:
             raise InputError(file, where, f"no hardware profile for {excerpt(label.reading, quote=False)}; give --gpu "
                                           "(`sizer gpus`) or sizer.gpu")
-        return label.profile, f"{where} ({label.reading})"
+        others = [f"{o.reading} ({w})" for k, v, w in labels if k in GPU_LABELS and v is not None and w != where
+                  for o in (read_label(str(k), str(v), beside),)
+                  if o.profile != label.profile and (o.profile or k not in INSTANCE_LABELS)]   # not any machine type
+        notes = (f"the pod's node labels also allow {', '.join(others)}: checked on {label.profile} alone; `--gpu` "
+                 "checks another",) if others else ()
+        return label.profile, f"{where} ({label.reading})", notes
     raise InputError(file, "--gpu", "missing: no node label names the GPU (in a node selector, node affinity or "
                                     "toleration: GPU product, GKE accelerator, instance type); give --gpu (`sizer "
                                     "gpus`) or sizer.gpu")
@@ -462,7 +471,8 @@ def _node_names(node, path: str, file: str, labels: list, tolerations: list) -> 
             elif key == "acceleratorTypes" and isinstance(value, dict) and value.get("labelKey"):
                 # llm-d modelservice: a node affinity on labelKey In labelValues
                 values = get(value, "acceleratorTypes.labelValues", where, file) or [None]
-                labels.append((value.get("labelKey"), values[0], join(where, "labelValues[0]")))
+                labels.extend((value.get("labelKey"), v, join(where, f"labelValues[{j}]"))
+                              for j, v in enumerate(values))
             elif key == "matchExpressions":
                 for i, e in enumerate(get(node, "matchExpressions", path, file) or []):
                     if not isinstance(e, dict):
@@ -470,7 +480,7 @@ def _node_names(node, path: str, file: str, labels: list, tolerations: list) -> 
                     if e.get("operator") != "In":
                         continue
                     values = get(e, "matchExpressions[].values", f"{where}[{i}]", file) or [None]
-                    labels.append((e.get("key"), values[0], f"{where}[{i}].values[0]"))
+                    labels.extend((e.get("key"), v, f"{where}[{i}].values[{j}]") for j, v in enumerate(values))
             elif key == "tolerations" and isinstance(value, list):
                 tolerations.extend((t.get("key"), t.get("value"), f"{where}[{i}].value") for i, t in enumerate(value)
                                    if isinstance(t, dict) and t.get("value") is not None)

@@ -376,3 +376,22 @@ def test_kserve_scaled_to_zero_is_checked_at_one_replica_with_the_start_from_zer
     inp = read_check_input(str(path))
     assert inp.replicas == 1
     assert any(n.startswith("minReplicas 0: KServe scales the predictor to zero") for n in inp.notes)
+
+
+def test_other_gpus_a_node_affinity_allows_are_named(tmp_path):
+    # `In [H100, A100-40GB]`: the pod may land on either; only values[0] was read, and the A100 never named (a model
+    # that fits the H100 and not the A100 passed)
+    affinity = ("      affinity:\n        nodeAffinity:\n          requiredDuringSchedulingIgnoredDuringExecution:\n"
+                "            nodeSelectorTerms:\n            - matchExpressions:\n"
+                "              - {key: nvidia.com/gpu.product, operator: In, values: "
+                "[NVIDIA-H100-80GB-HBM3, NVIDIA-A100-SXM4-40GB]}\n")
+    text = PASS.read_text()
+    start = text.index("      nodeSelector:")
+    end = text.index("\n", text.index("nvidia.com/gpu.product", start)) + 1
+    path = tmp_path / "affinity.yaml"
+    path.write_text(text[:start] + affinity + text[end:])
+    inp = read_check_input(str(path))
+    assert model_and_gpu(inp)[1] == "h100-sxm"
+    [note] = [n for n in inp.notes if "also allow" in n]
+    assert note.startswith("the pod's node labels also allow NVIDIA-A100-SXM4-40GB (") and note.endswith(
+        "values[1]): checked on h100-sxm alone; `--gpu` checks another")
