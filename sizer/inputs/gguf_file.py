@@ -362,6 +362,7 @@ def read_gguf(path: Path) -> GGUFModel:
             raise InputError(file, f"{arch}.{KEYS[k]}", f"expected a positive integer, got {excerpt(config[k])}")
     _check_blocks(tensors, config["num_hidden_layers"], f"{arch}.{KEYS['num_hidden_layers']}", file)
     config.update(_other_keys(fields, arch, config, file))
+    _check_shapes(tensors, config, arch, file)
     hf_arch, model_type = MIXTRAL if arch == "llama" and config.get("num_local_experts") else ARCHITECTURES[arch]
     if arch == "qwen3moe":
         config["num_experts"] = config.pop("num_local_experts", None)
@@ -404,6 +405,38 @@ def _other_keys(fields: dict[str, Any], arch: str, config: dict[str, Any], file:
         out["_sizer"] = {"notes": [f"GGUF keys sizer does not read, so their effect (if any) is not modelled: "
                                    f"{', '.join(unknown)}"]}
     return out
+
+
+def _check_shapes(tensors: list[GGUFTensor], config: dict[str, Any], arch: str, file: str) -> None:
+    """The first block's matrices hold the values its sizes say (llama.cpp's tensor names: attn_q [hidden x heads x
+    head dim], attn_k and attn_v [hidden x KV heads x head dim], attn_output, ffn_gate/up/down [hidden x width], or a
+    MoE block's ffn_*_exps [hidden x expert width x experts] and router ffn_gate_inp [hidden x experts]): a size
+    the tensors contradict is refused naming its key, as llama.cpp refuses to load the file. Tensors a block does not
+    have (another layout) are not checked."""
+    first = {t.name.removeprefix("blk.0."): t.values for t in tensors if t.name.startswith("blk.0.")}
+    h, heads = config["hidden_size"], config["num_attention_heads"]
+    kv, head = config.get("num_key_value_heads") or heads, config.get("head_dim") or h // heads
+    q_key = "attention.key_length" if "head_dim" in config else "attention.head_count"
+    expected = {"attn_q.weight": (h * heads * head, q_key), "attn_output.weight": (heads * head * h, q_key),
+                "attn_k.weight": (h * kv * head, "attention.head_count_kv"),
+                "attn_v.weight": (h * kv * head, "attention.head_count_kv")}
+    experts = config.get("num_local_experts")
+    if experts:
+        if "ffn_gate_inp.weight" not in first:
+            raise InputError(file, f"{arch}.{KEYS['num_local_experts']}", f"{experts} experts stated, but blk.0 holds "
+                                                                          "no router (ffn_gate_inp): a dense block")
+        stated = "moe_intermediate_size" if config.get("moe_intermediate_size") else "intermediate_size"
+        width, key = config.get(stated), KEYS[stated]
+        expected["ffn_gate_inp.weight"] = (h * experts, KEYS["num_local_experts"])
+        expected |= {f"ffn_{part}_exps.weight": (h * (width or 0) * experts, key) for part in ("gate", "up", "down")}
+    else:
+        expected |= {f"ffn_{part}.weight": (h * config.get("intermediate_size", 0), KEYS["intermediate_size"])
+                     for part in ("gate", "up", "down")}
+    for name, (values, key) in expected.items():
+        if name in first and first[name] != values:
+            raise InputError(file, f"{arch}.{key}", f"the sizes give blk.0.{name} {values:,} values, but the tensor "
+                                                    f"table holds {first[name]:,}: the metadata and the tensors "
+                                                    "disagree")
 
 
 def _positive(value: Any) -> bool:
