@@ -18,7 +18,7 @@ from sizer.cli.options import (
     TPOT_MS,
     TTFT_MS,
     WIDE,
-    naming_length_flags,
+    naming_traffic_flags,
     traffic_from_flags,
 )
 from sizer.cli.progress import progress
@@ -74,7 +74,7 @@ def command(
         # failure to write it can never stand in for the verdict or for the input's own error
         check_destination(junit, "--junit", (file, scenario))
     try:
-        with progress("sizing", "simulations") as update, naming_length_flags(traffic, str(file)):
+        with progress("sizing", "simulations") as update, naming_traffic_flags(traffic, str(file)):
             result = check_file(str(file), kv_share, budget, traffic, scenario=str(scenario) if scenario else None,
                                 flags=flags, progress=update)
     except FieldError as error:

@@ -102,16 +102,18 @@ def scenario_with_flags(path: Path, traffic: Traffic, variant: Variant | None = 
 
 
 @contextmanager
-def naming_length_flags(traffic: Traffic, scenario_file: str | None) -> Iterator[None]:
-    """A refusal of the workload's lengths (prompt + output beyond max_model_len: sizer/sizing/resolve.py
-    too_long_share) where --prompt-tokens or --output-tokens set them names the flag, not the file's field."""
+def naming_traffic_flags(traffic: Traffic, scenario_file: str | None) -> Iterator[None]:
+    """A refusal of a workload field that --rate, --prompt-tokens or --output-tokens set (the lengths beyond
+    max_model_len: sizer/sizing/resolve.py too_long_share; a rate or lengths beside a trace) names the flag, not the
+    file's field."""
     try:
         yield
     except FieldError as error:
-        flag = ("--prompt-tokens" if traffic.prompt_tokens is not None
-                else "--output-tokens" if traffic.output_tokens is not None else None)
-        if (flag is None or isinstance(error, StatedValueError) or error.file != scenario_file
-                or error.field not in ("workload.prompt_tokens", "workload.output_tokens")):
+        lengths = ("--prompt-tokens" if traffic.prompt_tokens is not None
+                   else "--output-tokens" if traffic.output_tokens is not None else None)
+        flag = {"workload.prompt_tokens": lengths, "workload.output_tokens": lengths,
+                "workload.arrival.rate_per_s": "--rate" if traffic.rate_per_s is not None else None}.get(error.field)
+        if flag is None or isinstance(error, StatedValueError) or error.file != scenario_file:
             raise
         raise InputError(None, flag, f"{error.message} (as {error.field})") from None
 

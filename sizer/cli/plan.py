@@ -31,7 +31,7 @@ from sizer.cli.options import (
     WIDE,
     closed_loop_flag,
     emits_to_stdout,
-    naming_length_flags,
+    naming_traffic_flags,
     scenario_with_flags,
     traffic_from_flags,
     traffic_variant,
@@ -215,7 +215,7 @@ def command(scenario: Path | None = typer.Argument(None, help="scenario YAML (se
                                   **{f.field: flags[f.flag] for f in PLAN_FLAGS if f.field})
     sources = {path: f.flag for f in PLAN_FLAGS if flags[f.flag] is not None for path in f.sources}
     file = str(scenario) if scenario is not None else None
-    with naming_flags(variant, FLAGS, file), naming_length_flags(traffic, file):
+    with naming_flags(variant, FLAGS, file), naming_traffic_flags(traffic, file):
         resolved = resolve(build_scenario(scenario, variant, traffic, sources))
     result = make_plan(resolved)
     if flags["--simulate"]:

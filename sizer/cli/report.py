@@ -24,7 +24,7 @@ from sizer.cli.options import (
     TPOT_MS,
     TTFT_MS,
     emits_to_stdout,
-    naming_length_flags,
+    naming_traffic_flags,
     read_scenario_data,
     traffic_from_flags,
 )
@@ -111,7 +111,7 @@ def command(
     terminal(stderr=True).print("report: the scenario's configuration as given (--no-search)" if space is None else
                                 f"report: searching {describe_space(space)} (--gpus to widen it, --no-search to "
                                 "skip it)", markup=False, highlight=False)
-    with progress("searching", "configurations") as update, naming_length_flags(traffic, str(scenario)):
+    with progress("searching", "configurations") as update, naming_traffic_flags(traffic, str(scenario)):
         report = build_report(data, str(scenario), space, workers, progress=update)
     text = emitted(emit, lambda: serving_of(report, str(scenario)))
     html = render_html(report, date or datetime.date.today().isoformat())

@@ -20,7 +20,7 @@ from sizer.cli.options import (
     TTFT_MS,
     WIDE,
     closed_loop_flag,
-    naming_length_flags,
+    naming_traffic_flags,
     scenario_with_flags,
     traffic_from_flags,
 )
@@ -104,12 +104,13 @@ def run(path: Path, num_requests: int | None, replicas: int | None, router: str,
         raise InputError(None, "--router", f"{excerpt(router)}; expected one of {', '.join(ROUTERS)}")
     check_range(num_requests, "--num-requests", 1, MAX_REQUESTS)
     check_range(replicas, "--replicas", 1, MAX_REPLICAS)
-    with naming_flags(variant, {"concurrency": "--concurrency", "arrival_process": "--concurrency"}, str(path)):
+    with naming_flags(variant, {"concurrency": "--concurrency", "arrival_process": "--concurrency"}, str(path)), \
+            naming_traffic_flags(traffic, str(path)):
         s = scenario_with_flags(path, traffic, variant)
     if replicas is not None and s.deployment.disaggregated is not None:
         raise InputError(None, "--replicas", "does not apply to this scenario: its deployment.disaggregated "
                                              "section sets the replicas (prefill_replicas and decode_replicas)")
-    with naming_length_flags(traffic, str(path)):
+    with naming_traffic_flags(traffic, str(path)):
         r = resolve(s)
     total = min(num_requests or s.workload.num_requests, (s.workload.trace.max_requests or 1 << 62)
                 if s.workload.trace else 1 << 62)

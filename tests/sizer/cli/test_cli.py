@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -204,3 +205,18 @@ def test_one_gpu_is_singular():
     out = runner.invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "h100", "--max-model-len", "8192"]).stdout
     assert "1 GPU per replica" in out and "1 replica x 1 GPU = 1 GPU" in out
     assert "1 GPUs" not in out and "replica(s)" not in out
+
+
+@pytest.mark.parametrize("command", ["plan", "simulate"])
+@pytest.mark.parametrize("flag, value, field", [("--rate", "4", "workload.arrival.rate_per_s"),
+                                                ("--prompt-tokens", "100", "workload.prompt_tokens")])
+def test_a_traffic_flag_on_a_trace_is_refused_naming_the_flag(tmp_path, command, flag, value, field):
+    # a trace replays its own arrivals and lengths; `simulate` named the file's field, which the file did not have
+    trace = Path(__file__).resolve().parents[2] / "data" / "traces" / "azure_conv_head500.csv"
+    scenario = tmp_path / "traced.yaml"
+    scenario.write_text(f"model: llama-3.1-8b\nhardware: h100\nworkload:\n  trace: {{path: {trace}, format: csv}}\n"
+                        "  num_requests: 20\n")
+    result = CliRunner().invoke(app, [command, str(scenario), flag, value])
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip()
+    assert line.startswith(f"error: {flag}: not with workload.trace") and line.endswith(f"(as {field})")
