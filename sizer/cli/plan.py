@@ -90,14 +90,18 @@ def build_scenario(scenario: Path | None, variant: Variant, traffic: Traffic = T
 
 def _gpu_or_profile(gpu: str | None, profile: Path | None) -> tuple[str | None, str | None]:
     """--profile is a hardware profile file (then it is the GPU) or a calibrated profile folder."""
+    if profile is not None and profile.is_dir() and not (profile / "profile.yaml").is_file():
+        raise InputError(str(profile), "--profile", "a folder without profile.yaml, so no calibrated profile "
+                                                    "(`sizer calibrate` writes one); expected one, or a hardware "
+                                                    "profile .yaml file")
     if profile is None or profile.is_dir():
         return gpu, str(profile.resolve()) if profile else None
     if gpu is not None:
         raise InputError(None, "--profile", f"a hardware profile file ({excerpt(str(profile))}) names the device, "
                                             f"and so does --gpu; expected one of the two")
-    if not is_profile_path(str(profile)):
-        raise InputError(None, "--profile", f"expected a hardware profile .yaml file or a calibrated profile folder, "
-                                            f"got {excerpt(str(profile))}")
+    if not is_profile_path(str(profile)) or not profile.is_file():
+        raise InputError(str(profile), "--profile", "expected a hardware profile .yaml file or a calibrated profile "
+                                                    "folder" + ("" if profile.exists() else ", and nothing is there"))
     return str(profile), None
 
 

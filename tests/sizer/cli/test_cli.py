@@ -220,3 +220,15 @@ def test_a_traffic_flag_on_a_trace_is_refused_naming_the_flag(tmp_path, command,
     assert result.exit_code == 2, result.output
     line = result.stderr.strip()
     assert line.startswith(f"error: {flag}: not with workload.trace") and line.endswith(f"(as {field})")
+
+
+def test_a_profile_that_is_not_there_is_refused_naming_profile(tmp_path):
+    # a folder without profile.yaml named neither the flag; a missing .yaml was blamed on --gpu, which was not given
+    result = CliRunner().invoke(app, ["plan", "--model", "llama-3.1-8b", "--profile", str(tmp_path)])
+    assert result.exit_code == 2 and result.stderr.startswith(f"error: {tmp_path}: --profile: a folder without "
+                                                              "profile.yaml")
+    missing = tmp_path / "mine.yaml"
+    result = CliRunner().invoke(app, ["plan", "--model", "llama-3.1-8b", "--profile", str(missing)])
+    assert result.exit_code == 2 and result.stderr.strip() == (
+        f"error: {missing}: --profile: expected a hardware profile .yaml file or a calibrated profile folder, and "
+        "nothing is there")
