@@ -116,10 +116,24 @@ def kubernetes_servers(docs: list, file: str) -> list[Server]:
             found = [f for f in found if ".workerTemplate." not in f[0]]
         for path, container, argv, notes in found:
             gpus, where = pod_gpus(container, path, file)
+            if doc.get("kind") == "LeaderWorkerSet":
+                _check_workers(doc, gpus, where, file)
             replicas, scaling = _knative_scale(doc, file) if is_knative(doc) else (_replicas(doc, file), ())
             out.append(Server(doc, path, container, kind_read(doc), tuple(argv), gpus, where, replicas,
                               _group_size(doc, file), name=_name(doc, file), notes=notes + scaling))
     return out
+
+
+def _check_workers(doc: dict, leader_gpus: int | None, leader_where: str, file: str) -> None:
+    """A LeaderWorkerSet's worker pods hold the GPUs the leader's pod holds: sizer counts a group as its size times the
+    leader's (TP within a pod, PP across, as vLLM's multi-node example runs), so workers with fewer, more or none
+    are refused naming the worker's resource field."""
+    workers = [pod_gpus(c, path, file) for path, c in containers(doc, "") if ".workerTemplate." in path]
+    if workers and leader_gpus is not None:
+        held = sum(n or 0 for n, _ in workers)
+        if held != leader_gpus:
+            raise InputError(file, workers[0][1], f"{held} GPUs a worker pod, where the leader's holds {leader_gpus} "
+                                                  f"({leader_where}); expected every pod of a group to hold the same")
 
 
 def is_knative(doc: dict) -> bool:
