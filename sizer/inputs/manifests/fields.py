@@ -51,6 +51,7 @@ MANIFEST_FIELDS = {
     "spec.predictor": Key("predictor", dict), "predictor.model": Key("model", dict),
     # 0: KServe's serverless mode scales the predictor to zero when idle
     "predictor.minReplicas": Key("minReplicas", int, ge=0, le=MAX_REPLICAS, nullable=False),
+    "predictor.maxReplicas": Key("maxReplicas", int, ge=0, le=MAX_REPLICAS, nullable=False),
     "predictor.model.runtime": Key("runtime", str), "predictor.model.storageUri": Key("storageUri", str),
     "predictor.model.modelFormat": Key("modelFormat", dict), "modelFormat.name": Key("name", str),
     # Knative Serving (serving.knative.dev/v1 Service; Google Cloud Run's service YAML is one): the revision template

@@ -276,6 +276,10 @@ def _inference_service(doc: dict, runtimes: dict, file: str) -> tuple[Server | N
     stated = hf_repo_id(uri, file, join(mpath, "storageUri")) if uri and uri.startswith("hf://") \
         else None
     replicas = get(predictor, "predictor.minReplicas", ppath, file)
+    most = get(predictor, "predictor.maxReplicas", ppath, file)
+    if most and replicas and replicas > most:       # maxReplicas 0: KServe's "no limit"
+        raise InputError(file, f"{ppath}.minReplicas", f"{replicas} above maxReplicas {most}; expected "
+                                                       "minReplicas <= maxReplicas")
     notes = () if replicas != 0 else ("minReplicas 0: KServe scales the predictor to zero when idle; checked at 1 "
                                       "replica, and a start from zero (the server's start-up and model load before "
                                       "the first token) is not modelled",)
