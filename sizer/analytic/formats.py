@@ -104,8 +104,9 @@ def weight_format(m: ModelSpec, requested: str, group_size: int, file: str | Non
     if requested == "auto" and q is None:
         return FORMATS[DTYPE_FORMATS.get(m.torch_dtype, "bf16")], group_size
     if requested == "auto" and not q.format:
-        raise InputError(file, "deployment.quantization", f"the checkpoint's {q.why_not}; name a format "
-                                                          f"({', '.join(FORMATS)})")
+        raise InputError(file, "deployment.quantization", f"the checkpoint's {q.why_not} (read from {q.source}); "
+                                                          "name the format to size (deployment.quantization, or "
+                                                          f"--weights): {', '.join(FORMATS)}")
     if requested != "auto" and (q is None or q.format != requested):
         return FORMATS[requested], group_size
     if q.format in GROUPED and q.scales == "channel":
