@@ -73,6 +73,14 @@ def pod_gpus(container: dict, path: str, file: str) -> tuple[int | None, str]:
     if key is None:
         return None, join(rpath, "limits.nvidia.com/gpu")
     spec = "resources.limits.nvidia.com/gpu" if key not in GPU_RESOURCES else f"resources.limits.{key}"
+    raw = limits[key]
+    if isinstance(raw, str) and raw.strip().endswith("m") and raw.strip()[:-1].isdecimal():
+        # a Kubernetes quantity in thousandths (500m is 0.5, 2000m is 2), where sizer's number text reads m as a million
+        thousandths = int(raw.strip()[:-1])
+        if thousandths % 1000:
+            raise InputError(file, join(rpath, f"limits.{key}"), f"expected whole GPUs, got {excerpt(raw)} "
+                                                                 f"(Kubernetes reads it as {thousandths / 1000:g})")
+        limits = {**limits, key: thousandths // 1000}
     return get({"nvidia.com/gpu": limits[key]} if key not in GPU_RESOURCES else limits, spec,
                join(rpath, "limits"), file), join(rpath, f"limits.{key}")
 
@@ -256,6 +264,11 @@ def _inference_service(doc: dict, runtimes: dict, file: str) -> tuple[Server | N
         if not found:
             raise InputError(file, f"{mpath}.runtime", f"ServingRuntime {excerpt(runtime_name)} has no container "
                                                        "with a command line")
+        servers = [p for p, c in found if server_start(tokens(c, p, file, runtime)) is not None]
+        if len(servers) > 1:        # the first was read, the second ignored
+            raise InputError(file, f"{mpath}.runtime", f"ServingRuntime {excerpt(runtime_name)} runs {len(servers)} "
+                                                       f"inference servers ({', '.join(servers)}); sizer check takes "
+                                                       "one deployment per file")
         rpath, rcontainer = found[0]
         prefix = tuple(tokens({k: rcontainer[k] for k in ("command", "args", "env") if k in rcontainer},
                               rpath, file, runtime))

@@ -395,3 +395,11 @@ def test_other_gpus_a_node_affinity_allows_are_named(tmp_path):
     [note] = [n for n in inp.notes if "also allow" in n]
     assert note.startswith("the pod's node labels also allow NVIDIA-A100-SXM4-40GB (") and note.endswith(
         "values[1]): checked on h100-sxm alone; `--gpu` checks another")
+
+
+def test_a_gpu_count_in_thousandths_is_read_as_kubernetes_reads_it(tmp_path):
+    # Kubernetes quantities: "1000m" is 1 (sizer's number text read m as a million); "500m" (0.5) is no whole GPU
+    path = tmp_path / "milli.yaml"
+    path.write_text(PASS.read_text().replace("nvidia.com/gpu: 1", 'nvidia.com/gpu: "1000m"'))
+    assert '"1000m"' in path.read_text()
+    assert read_check_input(str(path)).gpus_requested == 1
