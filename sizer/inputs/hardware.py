@@ -169,7 +169,7 @@ def _check_profile(data, path: Path) -> None:
                 raise InputError(file, f"{section}.{key}", f"unknown field; expected one of {', '.join(keys)}")
     for field, least, most, unit in PROFILE_NUMBERS:
         section, _, key = field.rpartition(".")
-        holder = data.get(section) or {} if section else data
+        holder = (data.get(section) or {}) if section else data
         if key in holder and (holder[key] is not None or field in ("memory.bytes", "memory_bandwidth_bytes_per_s")):
             _number(holder[key], file, field, least, most, unit)
     if "bytes" not in (data.get("memory") or {}):
