@@ -627,33 +627,29 @@ class KernelTableStepTimeModel:
                                          r.moe_kernel)
         shape = (m.hidden_size, f.expert_width, f.top_k, f.num_experts, *split)
         alpha = routing_alpha(m.architecture)
-        for routing in ((skewed_routing(alpha), None) if split[1] == 1 else (None,)):
-            key = (routing, dtype, *shape) if routing else (dtype, *shape)
-            shared = (self.shared_moe.skewed if routing else self.shared_moe.balanced) if self.shared_moe else {}
-            rows = (self.tables.moe_skewed if routing else self.tables.moe).get(key)
-            if rows is None and key in shared:          # the engine's that shares the kernel
-                rows, self.experts_shared = shared[key], True
-            if rows is None and dtype == MARLIN_MOE_DTYPE:
-                rows = self._marlin_rows(m, routing, shape)
-                self.marlin_from_w4a16 = rows is not None
-            if rows is not None:
-                self.experts_skew = alpha if routing else None
-                layers = m.num_moe_layers * layers_per_stage(m, p) / m.num_layers
-                return layers, Curve(rows if routing else random_routing(rows, f.top_k, f.num_experts))
+        candidates = [(routing, shape, False) for routing in
+                      ((skewed_routing(alpha), None) if split[1] == 1 else (None,))]
         if split[0] > 1:
             # Experts sliced over TP GPUs where the tables measured them only spread whole over as many (EP): at the
             # same tokens each GPU reads the same bytes (all touched experts' 1 / TP slices, or the touched experts
             # it holds whole: 1 / EP of them) and does the same FLOPs, and the slices need no balancing, so the EP
             # group's balanced rows at the step's tokens, as random routing reads them (aiconfigurator-core 0.12.0
             # measured TensorRT-LLM's MXFP4 experts at moe_tp 1 only)
-            key = (dtype, *shape[:4], 1, split[0])
-            rows = self.tables.moe.get(key)
-            if rows is None and self.shared_moe and key in self.shared_moe.balanced:
-                rows, self.experts_shared = self.shared_moe.balanced[key], True
+            candidates.append((None, (*shape[:4], 1, split[0]), True))
+        for routing, measured, from_ep in candidates:
+            key = (routing, dtype, *measured) if routing else (dtype, *measured)
+            shared = (self.shared_moe.skewed if routing else self.shared_moe.balanced) if self.shared_moe else {}
+            rows = (self.tables.moe_skewed if routing else self.tables.moe).get(key)
+            if rows is None and key in shared:          # the engine's that shares the kernel
+                rows, self.experts_shared = shared[key], True
+            if rows is None and dtype == MARLIN_MOE_DTYPE and not from_ep:
+                rows = self._marlin_rows(m, routing, shape)
+                self.marlin_from_w4a16 = rows is not None
             if rows is not None:
-                self.experts_from_ep_rows = True
+                self.experts_skew = alpha if routing else None
+                self.experts_from_ep_rows = from_ep
                 layers = m.num_moe_layers * layers_per_stage(m, p) / m.num_layers
-                return layers, Curve(random_routing(rows, f.top_k, f.num_experts))
+                return layers, Curve(rows if routing else random_routing(rows, f.top_k, f.num_experts))
         return None
 
     def _marlin_rows(self, m: ModelSpec, routing: str | None, shape: tuple[int, ...]) -> dict[int, float] | None:
