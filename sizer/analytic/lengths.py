@@ -49,9 +49,9 @@ def at_most(d: Distribution) -> Callable[[int], float]:
 
 def share_longer_than(a: Distribution, b: Distribution, limit: int) -> float:
     """P(A + B > limit) for independent lengths A and B, summed over the lengths of whichever has fewer to sum."""
-    over, other = min(((a, b), (b, a)), key=lambda pair: len(_lengths_to_sum(*pair, limit)))
+    over, other, lengths = min(((a, b, _lengths_to_sum(a, b, limit)), (b, a, _lengths_to_sum(b, a, limit))),
+                               key=lambda triple: len(triple[2]))
     over_cdf, other_cdf = at_most(over), at_most(other)
-    lengths = _lengths_to_sum(over, other, limit)
     # longer than limit - the other's shortest: always over the limit
     share = 1.0 - over_cdf(limit - length_bounds(other)[0])
     for first, last in lengths:
@@ -69,15 +69,8 @@ def served_means(a: Distribution, b: Distribution, limit: int) -> tuple[float, f
 def _served_mean(x: Distribution, other: Distribution, limit: int) -> float:
     x_cdf, other_cdf = at_most(x), at_most(other)
     (lo, hi), other_lo = length_bounds(x), length_bounds(other)[0]
-    last = limit - other_lo if hi is None else min(hi, limit - other_lo)
-    atoms = _atoms(x)
-    if atoms is not None:
-        spans = [(k, k) for k in atoms[0] if k <= last]
-    else:
-        width = max(1, math.ceil((last - lo + 1) / MAX_STEPS))
-        spans = [(k, min(k + width - 1, last)) for k in range(lo, last + 1, width)]
     served = weighted = 0.0
-    for first, end in spans:
+    for first, end in _spans(x, lo, limit - other_lo if hi is None else min(hi, limit - other_lo)):
         share = (x_cdf(end) - x_cdf(first - 1)) * other_cdf(limit - (first + end) // 2)
         served += share
         weighted += share * (first + end) / 2
@@ -85,12 +78,17 @@ def _served_mean(x: Distribution, other: Distribution, limit: int) -> float:
 
 
 def _lengths_to_sum(a: Distribution, b: Distribution, limit: int) -> list[tuple[int, int]]:
-    """The lengths of A (as (first, last) ranges, each one length but for wide spans) for which A + B may or may
-    not exceed `limit`: above limit - longest B and at most limit - shortest B."""
+    """The lengths of A (as (first, last) ranges) for which A + B may or may not exceed `limit`: above limit -
+    longest B and at most limit - shortest B."""
     (a_lo, a_hi), (b_lo, b_hi) = length_bounds(a), length_bounds(b)
     first = a_lo if b_hi is None else max(a_lo, limit - b_hi + 1)
-    last = limit - b_lo if a_hi is None else min(a_hi, limit - b_lo)
-    atoms = _atoms(a)
+    return _spans(a, first, limit - b_lo if a_hi is None else min(a_hi, limit - b_lo))
+
+
+def _spans(d: Distribution, first: int, last: int) -> list[tuple[int, int]]:
+    """`d`'s lengths from `first` to `last` as (first, last) ranges to sum over: its atoms one by one, else every
+    length, in MAX_STEPS equal bins for a wider span."""
+    atoms = _atoms(d)
     if atoms is not None:
         return [(x, x) for x in atoms[0] if first <= x <= last]
     width = max(1, math.ceil((last - first + 1) / MAX_STEPS))
