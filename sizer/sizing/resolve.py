@@ -304,7 +304,7 @@ def resolve(s: Scenario) -> Resolved:
         kv_dtype = slots.cache_type_k if slots.cache_type_k == slots.cache_type_v \
             else f"{slots.cache_type_k}/{slots.cache_type_v}"
     engine = engine_settings(s, model, hardware) if slots is None else slot_engine_settings(slots)
-    too_long = too_long_share(s, engine.max_model_len) if slots is None else slot_overflow_share(s, slots)
+    too_long = too_long_share(s, engine.max_model_len, refuse=slots is None)   # a slot's context, for slot engines
     weights = weight_memory(model, fmt, parallel, group_size, s.model.num_parameters)
     kv = kv_layout(model, kv_dtype, parallel, d.engine in KEEPS_CHUNKED_KV)
     split = (offload(model, fmt, hardware, d.n_gpu_layers, group_size, s.file, parallel.gpus_per_replica)
@@ -532,27 +532,18 @@ def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> En
 STATED_SHARE = 1e-4
 
 
-def slot_overflow_share(s: Scenario, slots: SlotSettings) -> float:
-    """The share of the workload's requests whose prompt + output exceed a slot's context (a slot engine's
-    max_model_len: the simulation rejects them). Never a refusal: llama.cpp and Ollama serve part of such requests
-    (a truncated output or prompt), which the plan states. A trace's requests: 0, as too_long_share."""
-    w = s.workload
-    if w.trace is not None or w.prompt_tokens is None or w.output_tokens is None:
-        return 0.0
-    return share_longer_than(w.prompt_tokens, w.output_tokens, slots.ctx_per_slot_tokens)
-
-
-def too_long_share(s: Scenario, max_len: int) -> float:
-    """The share of the workload's requests whose prompt + output exceed max_model_len: the engine refuses each
-    (vLLM answers HTTP 400) and the simulator counts it rejected. A workload none of whose requests fits is refused
-    here when it states a length (a default workload's share is stated as any other's). A trace's requests are
-    counted by the simulator as it replays them (0 here)."""
+def too_long_share(s: Scenario, max_len: int, refuse: bool = True) -> float:
+    """The share of the workload's requests whose prompt + output exceed max_model_len (a slot engine's: a slot's
+    context): the engine refuses each (vLLM answers HTTP 400) and the simulator counts it rejected. A workload none
+    of whose requests fits is refused here when it states a length and `refuse` (a default workload's share is
+    stated as any other's; llama.cpp and Ollama serve part of such requests, which their plans state). A trace's
+    requests are counted by the simulator as it replays them (0 here)."""
     w = s.workload
     if w.trace is not None or w.prompt_tokens is None or w.output_tokens is None:
         return 0.0
     (prompt, longest_prompt), (output, longest_output) = length_bounds(w.prompt_tokens), length_bounds(w.output_tokens)
     stated = any(not s.source_of(f"workload.{key}").startswith("default") for key in ("prompt_tokens", "output_tokens"))
-    if prompt + output > max_len and stated:
+    if prompt + output > max_len and stated and refuse:
         limit = f"deployment.max_model_len {max_len:,}" + ("" if s.deployment.max_model_len else
                                                            " (the model's max_position_embeddings)")
         which = "every" if (prompt, output) == (longest_prompt, longest_output) else "the shortest"
