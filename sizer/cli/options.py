@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import typer
 
-from sizer.cli.flags import check_range
+from sizer.cli.flags import check_range, naming_flags
 from sizer.errors import InputError
 from sizer.inputs.number_text import parse_number
 from sizer.inputs.scenario import (
@@ -101,21 +100,15 @@ def scenario_with_flags(path: Path, traffic: Traffic, variant: Variant | None = 
                                                   f"prefix (workload.shared_prefix.tokens in {path})") from None
 
 
-@contextmanager
-def naming_traffic_flags(traffic: Traffic, scenario_file: str | None) -> Iterator[None]:
-    """A refusal of a workload field that --rate, --prompt-tokens or --output-tokens set (the lengths beyond
-    max_model_len: sizer/sizing/resolve.py too_long_share; a rate or lengths beside a trace) names the flag, not the
-    file's field."""
-    try:
-        yield
-    except FieldError as error:
-        lengths = ("--prompt-tokens" if traffic.prompt_tokens is not None
-                   else "--output-tokens" if traffic.output_tokens is not None else None)
-        flag = {"workload.prompt_tokens": lengths, "workload.output_tokens": lengths,
-                "workload.arrival.rate_per_s": "--rate" if traffic.rate_per_s is not None else None}.get(error.field)
-        if flag is None or isinstance(error, StatedValueError) or error.file != scenario_file:
-            raise
-        raise InputError(None, flag, f"{error.message} (as {error.field})") from None
+# The Variant fields the workload flags set (traffic_variant), and the flags
+TRAFFIC_FLAGS = {"rate_per_s": "--rate", "prompt_tokens": "--prompt-tokens", "output_tokens": "--output-tokens"}
+
+
+def naming_traffic_flags(traffic: Traffic, scenario_file: str | None) -> AbstractContextManager[None]:
+    """`naming_flags` for the workload flags: a refusal of a field --rate, --prompt-tokens or --output-tokens set
+    (the lengths beyond max_model_len: sizer/sizing/resolve.py too_long_share; a rate or lengths beside a trace)
+    names that flag, not the file's field."""
+    return naming_flags(traffic_variant(traffic), TRAFFIC_FLAGS, scenario_file)
 
 
 def tokens_flag(text: str | None, flag: str) -> int | None:

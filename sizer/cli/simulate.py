@@ -107,10 +107,9 @@ def run(path: Path, num_requests: int | None, replicas: int | None, router: str,
     with naming_flags(variant, {"concurrency": "--concurrency", "arrival_process": "--concurrency"}, str(path)), \
             naming_traffic_flags(traffic, str(path)):
         s = scenario_with_flags(path, traffic, variant)
-    if replicas is not None and s.deployment.disaggregated is not None:
-        raise InputError(None, "--replicas", "does not apply to this scenario: its deployment.disaggregated "
-                                             "section sets the replicas (prefill_replicas and decode_replicas)")
-    with naming_traffic_flags(traffic, str(path)):
+        if replicas is not None and s.deployment.disaggregated is not None:
+            raise InputError(None, "--replicas", "does not apply to this scenario: its deployment.disaggregated "
+                                                 "section sets the replicas (prefill_replicas and decode_replicas)")
         r = resolve(s)
     total = min(num_requests or s.workload.num_requests, (s.workload.trace.max_requests or 1 << 62)
                 if s.workload.trace else 1 << 62)

@@ -547,7 +547,10 @@ def too_long_share(s: Scenario, max_len: int, refuse: bool = True) -> float:
         limit = f"deployment.max_model_len {max_len:,}" + ("" if s.deployment.max_model_len else
                                                            " (the model's max_position_embeddings)")
         which = "every" if (prompt, output) == (longest_prompt, longest_output) else "the shortest"
-        raise InputError(s.file, "workload.prompt_tokens",
+        # the length a flag set, if one did (naming_traffic_flags then names the flag), else the prompt's
+        field = next((f"workload.{key}" for key in ("prompt_tokens", "output_tokens")
+                      if s.source_of(f"workload.{key}").startswith("--")), "workload.prompt_tokens")
+        raise InputError(s.file, field,
                          f"expected prompt + output within {limit}, got {prompt:,} + {output:,} = {prompt + output:,} "
                          f"tokens in {which} request: {ENGINE_NAMES[s.deployment.engine]} refuses every request")
     return share_longer_than(w.prompt_tokens, w.output_tokens, max_len)
