@@ -94,6 +94,25 @@ MANIFEST_FIELDS = {
 }
 
 
+# Numbers written as text, by how the tool that reads the field reads them: Kubernetes quantities (`500m` is 0.5,
+# `2000m` is 2: resources), annotations as plain integers (Knative's `"2"`; `"1k"` is no integer there), and the
+# rest as vLLM's number text (`32k`, `1m` a million: sizer/inputs/number_text.py).
+QUANTITY_KEYS = ("resources.limits.nvidia.com/gpu", "resources.limits.amd.com/gpu", "dynamo.gpu",
+                 "modelSpec[].requestGPU")
+
+
+def _number(schema_key: str, value):
+    if not isinstance(value, str):
+        return value
+    if schema_key.startswith("annotations."):
+        return int(value) if value.strip().isdecimal() else value
+    text = value.strip()
+    if schema_key in QUANTITY_KEYS and text.endswith("m") and text[:-1].isdecimal():
+        thousandths = int(text[:-1])
+        return thousandths // 1000 if thousandths % 1000 == 0 else thousandths / 1000
+    return parse_number(value)
+
+
 def get(node: dict, schema_key: str, path: str, file: str):
     """MANIFEST_FIELDS[schema_key] of mapping `node` (at `path`), checked: None when absent, {} for an
     absent or null mapping."""
@@ -101,7 +120,8 @@ def get(node: dict, schema_key: str, path: str, file: str):
     value = node.get(spec.name)
     if spec.name not in node or (value is None and spec.nullable):
         return {} if spec.tp is dict else None
-    return check_key(spec, parse_number(value) if spec.tp in (int, float) else value, file, join(path, spec.name))
+    return check_key(spec, _number(schema_key, value) if spec.tp in (int, float) else value, file,
+                     join(path, spec.name))
 
 
 # A Hugging Face repo id: `org/name` (letters, digits, `.`, `_`, `-`; 96 characters each; no `..` or `--`),

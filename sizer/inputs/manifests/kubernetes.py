@@ -73,14 +73,6 @@ def pod_gpus(container: dict, path: str, file: str) -> tuple[int | None, str]:
     if key is None:
         return None, join(rpath, "limits.nvidia.com/gpu")
     spec = "resources.limits.nvidia.com/gpu" if key not in GPU_RESOURCES else f"resources.limits.{key}"
-    raw = limits[key]
-    if isinstance(raw, str) and raw.strip().endswith("m") and raw.strip()[:-1].isdecimal():
-        # a Kubernetes quantity in thousandths (500m is 0.5, 2000m is 2), where sizer's number text reads m as a million
-        thousandths = int(raw.strip()[:-1])
-        if thousandths % 1000:
-            raise InputError(file, join(rpath, f"limits.{key}"), f"expected whole GPUs, got {excerpt(raw)} "
-                                                                 f"(Kubernetes reads it as {thousandths / 1000:g})")
-        limits = {**limits, key: thousandths // 1000}
     return get({"nvidia.com/gpu": limits[key]} if key not in GPU_RESOURCES else limits, spec,
                join(rpath, "limits"), file), join(rpath, f"limits.{key}")
 
@@ -158,12 +150,6 @@ def _knative_scale(doc: dict, file: str) -> tuple[int, tuple[str, ...]]:
     Knative's own bounds sit on the revision template, Cloud Run's service-level ones on the Service; min-scale
     unset is 0 (scale to zero, Knative's default with enable-scale-to-zero), max-scale unset unbounded."""
     def scale(annotations: dict, path: str, *names: str) -> int | None:
-        for name in names:
-            raw = annotations.get(name)
-            if raw is not None and not (isinstance(raw, int) and not isinstance(raw, bool)
-                                        or isinstance(raw, str) and raw.strip().isdecimal()):
-                raise InputError(file, join(path, name), f"expected a whole number of replicas (Knative reads the "
-                                                         f"annotation as an integer), got {excerpt(raw)}")
         return next((v for name in names if (v := get(annotations, f"annotations.{name}", path, file)) is not None),
                     None)
 
