@@ -23,13 +23,15 @@ REQUESTS_AT_A_TIME = 1 << 14     # `Workload.requests` reads its columns this ma
 class Arrivals:
     kind: str = "poisson"          # poisson | gamma | constant
     rate_per_s: float = 1.0
-    cv: float = 1.0                # gamma: coefficient of variation of inter-arrival gaps
+    cv: float | None = None        # gamma only: coefficient of variation of inter-arrival gaps
 
     def __post_init__(self) -> None:
         if self.kind not in ARRIVAL_KINDS:
             raise ValueError(f"arrival kind must be one of {ARRIVAL_KINDS}, not {self.kind!r}")
-        if self.rate_per_s <= 0 or self.cv <= 0:
-            raise ValueError("arrival rate_per_s and cv must be > 0")
+        if self.rate_per_s <= 0:
+            raise ValueError("arrival rate_per_s must be > 0")
+        if (self.kind == "gamma") != (self.cv is not None) or (self.cv is not None and self.cv <= 0):
+            raise ValueError(f"arrival cv must be > 0 for gamma arrivals and absent otherwise, not {self.cv!r}")
 
     def gaps_s(self, n: int, rng: np.random.Generator) -> np.ndarray:
         if self.kind == "constant":

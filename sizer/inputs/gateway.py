@@ -148,7 +148,8 @@ class ResidencySection:
 class ArrivalRate:
     rate_per_s: float = field(ge=MIN_RATE_PER_S, le=MAX_RATE_PER_S, doc="requests per second at the gateway")
     process: Literal["poisson", "gamma", "constant"] = field("poisson", doc="arrival process")
-    cv: float = field(1.0, ge=0.05, le=20.0, doc="gamma: coefficient of variation of inter-arrival times")
+    cv: float | None = field(None, ge=0.05, le=20.0, doc="gamma (needed there, only there): coefficient of "
+                                                          "variation of inter-arrival times")
 
 
 @dataclass(frozen=True)
@@ -242,8 +243,10 @@ def check_gateway(g: GatewaySection, f: str) -> None:
     total = sum(c.share for c in g.classes)
     if not math.isclose(total, 1.0, abs_tol=1e-6):
         raise InputError(f, "gateway.classes", f"shares sum to {total:g}; expected 1")
-    if g.arrival.cv != 1.0 and g.arrival.process != "gamma":     # its default; as a scenario's arrival refuses it
+    if g.arrival.cv is not None and g.arrival.process != "gamma":
         raise InputError(f, "gateway.arrival.cv", f"only for process: gamma, not {g.arrival.process}")
+    if g.arrival.cv is None and g.arrival.process == "gamma":
+        raise InputError(f, "gateway.arrival.cv", "missing; gamma arrivals need a coefficient of variation > 0")
     route_names = [r.name for r in g.routes]
     for i, r in enumerate(g.routes):
         at = f"gateway.routes[{i}]"

@@ -654,10 +654,8 @@ ARRIVAL_FIELDS = {"concurrency": "closed", "think_time_s": "closed", "cv": "gamm
 UNDRAFTED_METHODS = {"ngram": "n-grams of the prompt itself", "mtp": "the model's own multi-token-prediction layers"}
 
 
-# DeploymentSection's LoRA fields and their defaults (vLLM's LoRAConfig, the fields' own): any other value needs
-# enable_lora
-LORA_DEFAULTS = {"max_loras": 1, "max_lora_rank": 16, "max_cpu_loras": None, "lora_target_modules": None,
-                 "lora_dtype": "auto"}
+# DeploymentSection's LoRA settings: a value other than the field's default (vLLM's LoRAConfig's) needs enable_lora
+LORA_FIELDS = ("max_loras", "max_lora_rank", "max_cpu_loras", "lora_target_modules", "lora_dtype")
 
 
 def check_scenario(s: Scenario) -> None:
@@ -699,7 +697,8 @@ def check_scenario(s: Scenario) -> None:
                                                    f"prefill_replicas and decode_replicas are the replicas, "
                                                    f"got {d.replicas}")
     if not d.enable_lora:               # a LoRA setting is vLLM's only with --enable-lora: stated without it, a mistake
-        stated = next((key for key, default in LORA_DEFAULTS.items() if getattr(d, key) != default), None)
+        defaults = {f.name: f.default for f in dataclasses.fields(DeploymentSection)}
+        stated = next((key for key in LORA_FIELDS if getattr(d, key) != defaults[key]), None)
         if stated is not None:
             raise InputError(f, f"deployment.{stated}", "applies to LoRA adapters; expected deployment.enable_lora: "
                                                         "true with it, or leave it out")

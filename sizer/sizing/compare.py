@@ -61,7 +61,10 @@ def compare(result: BenchResult, scenario: Scenario) -> Comparison:
                          f"{result.request_rate_per_s:g}: arrivals at a rate held back by a client limit are not "
                          "modelled; compare a run at request_rate inf (a closed loop) or without max_concurrency")
     rate, shape = result.request_rate_per_s, result.burstiness
-    arrivals = None if rate is None else Arrivals("poisson" if shape == 1.0 else "gamma", rate, 1.0 / shape ** 0.5)
+    if rate is None:
+        arrivals = None
+    else:        # vLLM's burstiness is the gamma shape: cv = 1 / sqrt(shape), Poisson at 1
+        arrivals = Arrivals("poisson", rate) if shape == 1.0 else Arrivals("gamma", rate, 1.0 / shape ** 0.5)
     workload, clients = _replayed(scenario, n, arrivals, result.max_concurrency)
     words = (f"closed loop of {clients} clients (request_rate inf, max_concurrency {result.max_concurrency})"
              if rate is None else

@@ -55,7 +55,7 @@ def workload_of(s: StatedWorkload, num_requests: int | None = None, rate_per_s: 
     a = w.arrival
     closed = a.process == "closed" and rate_per_s is None      # a rate asked for (goodput probes): open arrivals
     arrivals = (ClosedLoop(a.concurrency, a.think_time_s or 0.0) if closed else
-                Arrivals("poisson" if a.process == "closed" else a.process, rate_per_s or a.rate_per_s, a.cv or 1.0))
+                Arrivals("poisson" if a.process == "closed" else a.process, rate_per_s or a.rate_per_s, a.cv))
     spec = WorkloadSpec(n, arrivals,
                         _lengths(w.prompt_tokens), _lengths(w.output_tokens),
                         SharedPrefix(sp.share, sp.tokens, sp.num_prefixes, sp.num_tenants) if sp else None,

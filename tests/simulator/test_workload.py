@@ -32,6 +32,16 @@ def test_arrival_processes_have_their_rate_and_burstiness():
     assert np.allclose(const, 0.25 * np.arange(1, 11))
 
 
+def test_a_cv_belongs_to_gamma_arrivals_only():
+    # gamma without its cv would be a silent Poisson (cv 1); a cv beside another process would be ignored
+    with pytest.raises(ValueError, match="cv"):
+        Arrivals("gamma", 4.0)
+    with pytest.raises(ValueError, match="cv"):
+        Arrivals("poisson", 4.0, cv=2.0)
+    with pytest.raises(ValueError, match="cv"):
+        Arrivals("gamma", 4.0, cv=0.0)
+
+
 def test_length_distributions():
     w = generate(spec(prompt=Lengths("lognormal", 1000, 500), output=Lengths("uniform", min_tokens=5, max_tokens=9)), 3)
     assert w.prompt_tokens.mean() == pytest.approx(1000, rel=0.03)
