@@ -440,17 +440,19 @@ def _gpu_from_labels(docs: list, file: str, stated: tuple = ()) -> tuple[str, st
     for doc in docs:
         _node_names(doc, "", file, labels, tolerations)
     found = labels + tolerations + list(stated)
-    beside = {str(k): str(v) for k, v, _ in found}
-    for key, value, where in found:
-        if key not in GPU_LABELS or value is None:
-            continue
-        label = read_label(str(key), str(value), beside)
+    beside: dict[str, str] = {}
+    for key, value, _ in found:
+        beside.setdefault(str(key), str(value))    # a key's first value, as the first GPU label is the one checked
+    readings = [(key, where, read_label(str(key), str(value), beside)) for key, value, where in found
+                if key in GPU_LABELS and value is not None]
+    if readings:
+        _, where, label = readings[0]
         if label.profile is None:
             raise InputError(file, where, f"no hardware profile for {excerpt(label.reading, quote=False)}; give --gpu "
                                           "(`sizer gpus`) or sizer.gpu")
-        others = [f"{o.reading} ({w})" for k, v, w in labels if k in GPU_LABELS and v is not None and w != where
-                  for o in (read_label(str(k), str(v), beside),)
-                  if o.profile != label.profile and (o.profile or k not in INSTANCE_LABELS)]   # not any machine type
+        selectors = {w for _, _, w in labels}          # a toleration or a stated label allows no other node
+        others = [f"{o.reading} ({w})" for k, w, o in readings[1:] if w in selectors and o.profile != label.profile
+                  and (o.profile or k not in INSTANCE_LABELS)]    # an unmapped instance type: any machine type
         notes = (f"the pod's node labels also allow {', '.join(others)}: checked on {label.profile} alone; `--gpu` "
                  "checks another",) if others else ()
         return label.profile, f"{where} ({label.reading})", notes

@@ -110,6 +110,21 @@ def test_ambiguous_or_missing_parts_are_refused_with_the_reason():
     assert g5.profile is None and "A10G, for which sizer has no profile" in g5.reading
 
 
+def test_a_label_stated_twice_is_read_at_its_first_value(tmp_path):
+    # the node selector's GPU memory (40 GiB: an A100 40GB) comes first, a node affinity restates it as 80 GiB:
+    # the GPU is read from the first GPU label, so the memory beside it is the first one too (it was the last)
+    affinity = """      nodeSelector:
+        karpenter.k8s.aws/instance-gpu-name: a100
+        karpenter.k8s.aws/instance-gpu-memory: "40960"
+      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+            - matchExpressions:
+              - {key: karpenter.k8s.aws/instance-gpu-memory, operator: In, values: ["81920"]}"""
+    assert read_check_input(manifest(tmp_path, affinity)).scenario_data["hardware"]["gpu"] == "a100-40gb"
+
+
 def test_node_affinity_with_an_eks_instance_type(tmp_path):
     affinity = """      affinity:
         nodeAffinity:
