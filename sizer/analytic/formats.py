@@ -14,15 +14,19 @@ import math
 from dataclasses import dataclass, replace
 
 from sizer.analytic.module_names import mentions_vision, quantised_share
-from sizer.analytic.weights import LinearGroup
+from sizer.analytic.parallel import ParallelConfig
+from sizer.analytic.weights import LinearGroup, linear_groups
 from sizer.errors import InputError
 from sizer.inputs import gguf_types as gg
-from sizer.inputs.layers import LM_HEAD, ROUTER, VISION, Attention
+from sizer.inputs.layers import EXPERT, LM_HEAD, ROUTER, VISION, Attention
 from sizer.inputs.model_spec import ModelSpec
 from sizer.inputs.quantization import Quantization
 
 PLAIN = ("bf16", "fp16", "fp32")
 GROUPED = ("awq", "gptq")        # integer formats whose group size the scenario may set
+# The matrices tensor parallelism splits by their inputs (vLLM's RowParallelLinear; the experts' down_proj when TP
+# slices them): each GPU holds in_features / TP of their inputs
+ROW_PARALLEL = ("o_proj", "down_proj", "out_proj")
 # vLLM's dtype=auto serves float32 checkpoints in float16, bfloat16 ones in bfloat16.
 DTYPE_FORMATS = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp16", "half": "fp16"}
 UNCONVERTED_KINDS = {ROUTER, LM_HEAD}   # vLLM builds routers and the lm_head without a quantisation method
@@ -175,6 +179,31 @@ def plain_bytes_per_value(fmt: WeightFormat) -> float:
     """Bytes per value of what `fmt` leaves unconverted (embeddings, norms, lm_head, routers, excluded modules):
     the format's own width when it is a plain float format, else 16-bit as quantised checkpoints keep them."""
     return fmt.bits / 8 if fmt.bits >= 16 else 2
+
+
+def validate_groups(m: ModelSpec, p: ParallelConfig, fmt: WeightFormat, group_size: int, file: str | None) -> None:
+    """Refuse a split whose GPUs would hold part of a scale group: vLLM's grouped-integer layers need each GPU's
+    inputs of a matrix to be whole groups (awq.py and gptq.py create_weights: "The input size is not aligned with
+    the quantized weight shape. This can be caused by too large tensor parallel size."; the Marlin kernels'
+    marlin_utils.verify_marlin_supports_shape, where a group is shorter than the matrix's inputs). Qwen2.5-72B's
+    29,568-wide MLP at TP 8 leaves 3,696 inputs a GPU: not whole 128-groups, which is why Qwen's AWQ and GPTQ
+    checkpoints pad it to 29,696."""
+    size = group_size
+    if fmt.name not in GROUPED or size <= 0:     # -1: one group spans a matrix's inputs (per channel)
+        return
+    for g in linear_groups(m):
+        if g.kind == VISION or converted_share(g, fmt, m) == 0.0:
+            continue
+        row = g.name.rsplit(".", 1)[-1] in ROW_PARALLEL and (g.kind != EXPERT or not p.expert_parallel)
+        inputs = g.in_features // p.tp if row else g.in_features
+        if size < g.in_features and inputs % size:
+            split = f" ({g.in_features:,} / TP {p.tp})" if row and p.tp > 1 else ""
+            field = "deployment.tensor_parallel_size" if row and g.in_features % size == 0 else \
+                "deployment.quantization_group_size" if not fmt.from_checkpoint else "deployment.quantization"
+            whole = "; enable_expert_parallel keeps each expert whole" if g.kind == EXPERT and row else ""
+            raise InputError(file, field, f"{g.name} would hold {inputs:,} inputs a GPU{split}, not whole "
+                                          f"{fmt.name} groups of {size}: the engine refuses to load it (vLLM: "
+                                          f"\"The input size is not aligned with the quantized weight shape\"){whole}")
 
 
 def converted_share(g: LinearGroup, fmt: WeightFormat, m: ModelSpec) -> float:

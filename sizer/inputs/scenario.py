@@ -203,7 +203,9 @@ class DeploymentSection:
                                      "Little's-law requests in flight")
     quantization: WeightFormat = field("auto", doc="weight format; auto = the checkpoint's "
                                                    "(quantization_config, else torch_dtype)")
-    quantization_group_size: int = field(128, ge=1, le=MAX_TOKENS, doc="group size of AWQ/GPTQ scales and zeros")
+    quantization_group_size: int = field(128, ge=1, le=MAX_TOKENS,
+                                         doc="group size of AWQ/GPTQ scales and zeros; each GPU must hold whole "
+                                             "groups of every matrix's inputs (as vLLM loads them)")
     kv_cache_dtype: KVCacheDtype = field("auto", doc="KV cache element type; auto = the model dtype")
     max_model_len: int | None = field(None, ge=1, le=MAX_TOKENS, doc="longest context (prompt + output) per sequence; "
                                                                      "default the model's max_position_embeddings")

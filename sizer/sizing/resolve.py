@@ -22,7 +22,7 @@ from simulator.lora import LoraConfig
 from simulator.scheduler import SchedulerConfig
 from simulator.speculative import SpeculativeConfig
 from sizer.analytic.format_support import MARLIN_FAMILIES, Execution, execution, family, mxfp4_moe_checkpoint
-from sizer.analytic.formats import WeightFormat, weight_format
+from sizer.analytic.formats import WeightFormat, validate_groups, weight_format
 from sizer.analytic.lengths import share_longer_than
 from sizer.analytic.memory import (
     GiB,
@@ -291,6 +291,7 @@ def resolve(s: Scenario) -> Resolved:
     parallel = parallel_config(d, model, s.file)
     validate_split(model, parallel, s.file)
     fmt, group_size = weight_format(model, d.quantization, d.quantization_group_size, s.file)
+    validate_groups(model, parallel, fmt, group_size, s.file)
     runs = execution(fmt, hardware, s.file, d.engine, d.moe_backend or "auto")
     _check_moe_backend(s, model, fmt, hardware)
     _check_engine_serves(s, fmt, hardware)

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from sizer.analytic.formats import FORMATS, converted_share, scale_bytes, weight_format
+from sizer.analytic.formats import FORMATS, converted_share, scale_bytes, validate_groups, weight_format
 from sizer.analytic.memory import weight_memory
 from sizer.analytic.module_names import quantised_share, spellings
 from sizer.analytic.parallel import ParallelConfig
 from sizer.analytic.weights import LinearGroup, linear_groups
+from sizer.errors import InputError
 from sizer.inputs.model_spec import from_hf_config, load_model
 from sizer.inputs.quantization import parse_hf_quant_config, parse_quantization
 
@@ -169,3 +170,47 @@ def test_spellings_split_fused_matrices_and_index_experts():
         "experts.down_proj", "experts.0.down_proj")
     # a plain name does not reach into a sibling: Kimi's dense-MLP regex leaves the experts alone
     assert quantised_share("mlp.experts.down_proj", (3,), (r"re:.*mlp\.(gate|up|gate_up|down)_proj.*",), (), "X") == 1
+
+
+def _groups_refusal(m, requested: str, tp: int, ep: bool = False, group_size: int = 128):
+    fmt, group = weight_format(m, requested, group_size)
+    with pytest.raises(InputError) as err:
+        validate_groups(m, ParallelConfig(tp=tp, expert_parallel=ep), fmt, group, "s.yaml")
+    return err.value
+
+
+def _groups_pass(m, requested: str, tp: int, ep: bool = False, group_size: int = 128) -> None:
+    fmt, group = weight_format(m, requested, group_size)
+    validate_groups(m, ParallelConfig(tp=tp, expert_parallel=ep), fmt, group, "s.yaml")
+
+
+def test_a_split_that_cuts_a_scale_group_is_refused():
+    # vLLM's AWQ/GPTQ layers need each GPU's inputs of a matrix to be whole groups. Qwen2.5-72B's MLP is 29,568
+    # wide: at TP 4 a GPU's down_proj inputs are 7,392 = 57.75 x 128; at TP 8 3,696 = 28.875 x 128
+    m = load_model("qwen2.5-72b")
+    for tp, inputs in ((4, "7,392"), (8, "3,696")):
+        err = _groups_refusal(m, "awq", tp)
+        assert err.field == "deployment.tensor_parallel_size" and f"{inputs} inputs a GPU (29,568 / TP {tp})" in str(err)
+    _groups_pass(m, "awq", 1)
+    # Qwen/Qwen2.5-72B-Instruct-AWQ pads the MLP to 29,696 = 232 x 128 for this: 3,712 = 29 x 128 a GPU at TP 8
+    _groups_pass(replace(m, layers=tuple(replace(layer, ffn=replace(layer.ffn, width=29_696)) for layer in m.layers)),
+                 "awq", 8)
+    # Llama-3.1-70B's 28,672 / 8 = 3,584 = 28 x 128: fits; per-channel GPTQ (-1) has no groups to cut
+    _groups_pass(load_model("llama-3.1-70b"), "awq", 8)
+    _groups_pass(m, "gptq", 8, group_size=-1)
+
+
+def test_experts_cut_by_tp_are_refused_and_kept_whole_by_ep():
+    # Qwen3-235B-A22B's experts are 1,536 wide: sliced over TP 8 a GPU holds 192 inputs of each down_proj, 1.5
+    # groups; spread whole over 8 GPUs (expert parallel) each keeps 12 whole groups
+    m = load_model("qwen3-235b-a22b")
+    err = _groups_refusal(m, "gptq", 8)
+    assert "mlp.experts.down_proj would hold 192 inputs" in str(err) and "enable_expert_parallel" in str(err)
+    _groups_pass(m, "gptq", 8, ep=True)
+    _groups_pass(m, "gptq", 4)                  # 384 = 3 x 128
+
+
+def test_a_stated_group_size_that_divides_no_matrix_is_named():
+    # 4,096 inputs of Llama-3.1-8B's q_proj are not whole groups of 7 at any TP: the group size is what is wrong
+    err = _groups_refusal(load_model("llama-3.1-8b"), "awq", 1, group_size=7)
+    assert err.field == "deployment.quantization_group_size" and "4,096 inputs a GPU, not whole awq groups of 7" in str(err)
