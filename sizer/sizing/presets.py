@@ -39,6 +39,9 @@ _VLLM_SRC = (("block_size", "vLLM CacheConfig.DEFAULT_BLOCK_SIZE"),
              ("reserve_full_kv", "vLLM V1 scheduler: blocks are allocated as tokens come, "
                                  "preempting when they run out"))
 
+# The block sizes vLLM takes (vllm/config/cache.py BlockSize, the choices of --block-size)
+VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
+
 PRESETS: dict[str, EnginePreset] = {p.engine: p for p in (
     EnginePreset("vllm", 16, 2048, 256, True, True, "hashed-blocks", "recompute", sources=_VLLM_SRC),
     # SGLang pages are 1 token; simulated at 16-token blocks (docs/engines.md says why).

@@ -72,6 +72,7 @@ from sizer.sizing.presets import (
     KEEPS_CHUNKED_KV,
     LORA_DISK_BYTES_PER_S,
     PROPOSER_COST_FRACTION,
+    VLLM_BLOCK_SIZES,
     engine_defaults,
     engine_loop,
     preset,
@@ -492,6 +493,9 @@ def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> En
     if model.max_position_embeddings and max_len > model.max_position_embeddings:
         raise InputError(s.file, "deployment.max_model_len",
                          f"{max_len} exceeds the model's max_position_embeddings {model.max_position_embeddings}")
+    if d.engine == "vllm" and d.block_size is not None and d.block_size not in VLLM_BLOCK_SIZES:
+        raise InputError(s.file, "deployment.block_size", f"{d.block_size}: vLLM's --block-size takes one of "
+                                                          f"{', '.join(map(str, VLLM_BLOCK_SIZES))}")
     # The engines' device rules are about GPUs; the host CPU (validate) takes the plain preset.
     defaults = engine_defaults(d.engine, hardware.memory_bytes / GiB, hardware.name) if hardware.has_datasheet \
         else preset(d.engine)
