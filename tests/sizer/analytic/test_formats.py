@@ -190,7 +190,8 @@ def test_a_split_that_cuts_a_scale_group_is_refused():
     m = load_model("qwen2.5-72b")
     for tp, inputs in ((4, "7,392"), (8, "3,696")):
         err = _groups_refusal(m, "awq", tp)
-        assert err.field == "deployment.tensor_parallel_size" and f"{inputs} inputs a GPU (29,568 / TP {tp})" in str(err)
+        assert err.field == "deployment.tensor_parallel_size"
+        assert f"{inputs} inputs a GPU (29,568 / TP {tp})" in str(err)
     _groups_pass(m, "awq", 1)
     # Qwen/Qwen2.5-72B-Instruct-AWQ pads the MLP to 29,696 = 232 x 128 for this: 3,712 = 29 x 128 a GPU at TP 8
     _groups_pass(replace(m, layers=tuple(replace(layer, ffn=replace(layer.ffn, width=29_696)) for layer in m.layers)),
@@ -213,4 +214,5 @@ def test_experts_cut_by_tp_are_refused_and_kept_whole_by_ep():
 def test_a_stated_group_size_that_divides_no_matrix_is_named():
     # 4,096 inputs of Llama-3.1-8B's q_proj are not whole groups of 7 at any TP: the group size is what is wrong
     err = _groups_refusal(load_model("llama-3.1-8b"), "awq", 1, group_size=7)
-    assert err.field == "deployment.quantization_group_size" and "4,096 inputs a GPU, not whole awq groups of 7" in str(err)
+    assert err.field == "deployment.quantization_group_size"
+    assert "4,096 inputs a GPU, not whole awq groups of 7" in str(err)
