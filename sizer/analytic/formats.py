@@ -188,21 +188,20 @@ def validate_groups(m: ModelSpec, p: ParallelConfig, fmt: WeightFormat, group_si
     marlin_utils.verify_marlin_supports_shape, where a group is shorter than the matrix's inputs). Qwen2.5-72B's
     29,568-wide MLP at TP 8 leaves 3,696 inputs a GPU: not whole 128-groups, which is why Qwen's AWQ and GPTQ
     checkpoints pad it to 29,696."""
-    size = group_size
-    if fmt.name not in GROUPED or size <= 0:     # -1: one group spans a matrix's inputs (per channel)
+    if fmt.name not in GROUPED or group_size <= 0:     # -1: one group spans a matrix's inputs (per channel)
         return
     for g in linear_groups(m):
         if g.kind == VISION or converted_share(g, fmt, m) == 0.0:
             continue
         row = g.name.rsplit(".", 1)[-1] in ROW_PARALLEL and (g.kind != EXPERT or not p.expert_parallel)
         inputs = g.in_features // p.tp if row else g.in_features
-        if size < g.in_features and inputs % size:
+        if group_size < g.in_features and inputs % group_size:
             split = f" ({g.in_features:,} / TP {p.tp})" if row and p.tp > 1 else ""
-            field = "deployment.tensor_parallel_size" if row and g.in_features % size == 0 else \
+            field = "deployment.tensor_parallel_size" if row and g.in_features % group_size == 0 else \
                 "deployment.quantization_group_size" if not fmt.from_checkpoint else "deployment.quantization"
             whole = "; enable_expert_parallel keeps each expert whole" if g.kind == EXPERT and row else ""
             raise InputError(file, field, f"{g.name} would hold {inputs:,} inputs a GPU{split}, not whole "
-                                          f"{fmt.name} groups of {size}: the engine refuses to load it (vLLM: "
+                                          f"{fmt.name} groups of {group_size}: the engine refuses to load it (vLLM: "
                                           f"\"The input size is not aligned with the quantized weight shape\"){whole}")
 
 
