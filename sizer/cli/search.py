@@ -22,6 +22,7 @@ from sizer.cli.options import (
     TTFT_MS,
     WIDE,
     emits_to_stdout,
+    naming_traffic_flags,
     read_scenario_data,
     traffic_from_flags,
 )
@@ -87,7 +88,7 @@ def command(
     check_searchable(base, space)
     check_emit(emit, emit_to, as_json, (scenario,))
     terminal(stderr=True).print(f"search: {describe_space(space)}", markup=False, highlight=False)
-    with progress("searching", "configurations") as update:
+    with progress("searching", "configurations") as update, naming_traffic_flags(traffic, str(scenario)):
         settings = SearchSettings(GoodputSettings(num_requests=requests), max_replicas)
         result = search(data, str(scenario), space, settings, workers, update)
     if csv:

@@ -218,3 +218,26 @@ def test_speculative_sweep_needs_the_scenarios_settings():
     with pytest.raises(FieldError) as err:
         search(data(), str(SCENARIO), with_(TINY, speculative=(True, False)))
     assert err.value.field == "deployment.speculative_config"
+
+
+def test_a_workload_no_configuration_can_serve_is_the_scenarios_error():
+    # Every prompt is 40,000 tokens and max_model_len 32,768: each candidate is refused for the same input, so the
+    # search raises it as `sizer plan` does (exit 2), not "no configuration meets the SLO" (exit 0).
+    from sizer.sizing.search import search
+    prompts = {"distribution": "fixed", "value": 40000}
+    too_long = {**data(), "workload": {**data()["workload"], "prompt_tokens": prompts}}
+    space = SearchSpace(gpus=("h100-sxm", "h200"), tensor_parallel_sizes=(4, 8), weight_formats=("fp8",),
+                        kv_cache_dtypes=("auto",))
+    with pytest.raises(FieldError) as err:
+        search(too_long, str(SCENARIO), space)
+    assert err.value.field == "workload.prompt_tokens"
+    assert "32,768" in err.value.message and "40,000 + 8" in err.value.message
+
+
+def test_refusals_that_differ_by_configuration_stay_rejections():
+    from sizer.sizing.search import refuse_common_input
+    a = Outcome(Candidate("h200", 3, 1, "bf16", "auto", False), "invalid", "input", "x: 3", refused_field="f")
+    b = Outcome(Candidate("h200", 5, 1, "bf16", "auto", False), "invalid", "input", "x: 5", refused_field="f")
+    refuse_common_input([a, b], "s.yaml")                                   # two different refusals: a search's
+    with pytest.raises(FieldError):
+        refuse_common_input([a, a], "s.yaml")
