@@ -291,6 +291,16 @@ def check_gateway(g: GatewaySection, f: str) -> None:
                              f"expected replica counts from 1 to {MAX_REPLICAS}")
     if any(not 0 <= s <= 1 for s in g.search.strong_shares):
         raise InputError(f, "gateway.search.strong_shares", "expected shares from 0 to 1")
+    if g.search.strong_shares and not any(r.by_difficulty for r in g.routes):
+        raise InputError(f, "gateway.search.strong_shares", "no route routes by difficulty; expected a route with "
+                                                            "by_difficulty for the shares to vary")
+    if g.search.min_quality is not None:
+        scored = [(f"gateway.pools[{i}].quality", p.quality) for i, p in enumerate(g.pools)]
+        scored += [(f"gateway.external[{i}].quality", e.quality) for i, e in enumerate(g.external)]
+        unscored = next((path for path, quality in scored if quality is None), None)
+        if unscored:
+            raise InputError(f, unscored, "missing; gateway.search.min_quality judges the mean score of every "
+                                          "request served, so every pool and endpoint needs one")
     sizes = {join("replicas", p.name): len(g.search.replicas.get(p.name, [1])) for p in g.pools}
     sizes["strong_shares"] = len(g.search.strong_shares) or 1
     if math.prod(sizes.values()) > MAX_SEARCH_CANDIDATES:
