@@ -22,6 +22,7 @@ MAX_HEAD_DIM = 65_536
 MAX_INTERMEDIATE = 10_000_000
 MAX_VOCAB = 10_000_000
 MAX_POSITIONS = 1 << 30
+MAX_ROPE_FACTOR = 1024.0      # RoPE scaling factors: Kimi-K2.5's yarn 64 is the largest bundled
 MAX_EXPERTS = 65_536
 
 KEYS: dict[str, Key] = {k.name: k for k in (
@@ -130,6 +131,8 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     # multi-token prediction heads (vLLM loads them only for speculative decoding)
     Key("num_nextn_predict_layers", int, ge=0, le=MAX_LAYERS, aliases=("mtp_num_hidden_layers",), default=0),
     Key("quantization_config", dict, aliases=("compression_config",), doc="llm-compressor's older spelling"),
+    Key("rope_scaling", dict, aliases=("rope_parameters",), doc="transformers v5's spelling; vLLM derives the "
+        "longest context from its type and factor (model_spec.rope_scaled_positions)"),
     Key("text_config", dict),
     Key("vision_config", dict),
     Key("audio_config", dict, doc="an audio encoder: not modelled (refused when present)"),
@@ -184,7 +187,7 @@ HARMLESS_KEYS = frozenset((
     "bos_token_id", "eos_token_id", "pad_token_id",
     "initializer_range", "initializer_factor", "hidden_act", "hidden_activation", "mlp_hidden_act",
     "mamba_hidden_act", "activation_function", "attention_dropout", "hidden_dropout", "dropout",
-    "attention_probs_dropout_prob", "hidden_dropout_prob", "use_cache", "rope_scaling", "rope_parameters",
+    "attention_probs_dropout_prob", "hidden_dropout_prob", "use_cache",
     "rope_type", "partial_rotary_factor", "rope_interleave", "indexer_rope_interleave", "rope_local_base_freq",
     "attn_logit_softcapping",
     "final_logit_softcapping", "query_pre_attn_scalar", "cache_implementation", "router_aux_loss_coef",

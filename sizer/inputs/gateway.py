@@ -31,6 +31,7 @@ from sizer.inputs.scenario import (
     SLOSection,
     _check_distribution,
     _refuse_huge_integers,
+    check_arrival_fields,
     check_prefix,
 )
 from validation.errors import excerpt
@@ -243,10 +244,7 @@ def check_gateway(g: GatewaySection, f: str) -> None:
     total = sum(c.share for c in g.classes)
     if not math.isclose(total, 1.0, abs_tol=1e-6):
         raise InputError(f, "gateway.classes", f"shares sum to {total:g}; expected 1")
-    if g.arrival.cv is not None and g.arrival.process != "gamma":
-        raise InputError(f, "gateway.arrival.cv", f"only for process: gamma, not {g.arrival.process}")
-    if g.arrival.cv is None and g.arrival.process == "gamma":
-        raise InputError(f, "gateway.arrival.cv", "missing; gamma arrivals need a coefficient of variation > 0")
+    check_arrival_fields(g.arrival, "gateway.arrival", f)
     route_names = [r.name for r in g.routes]
     for i, r in enumerate(g.routes):
         at = f"gateway.routes[{i}]"

@@ -208,7 +208,8 @@ class DeploymentSection:
                                              "groups of every matrix's inputs (as vLLM loads them)")
     kv_cache_dtype: KVCacheDtype = field("auto", doc="KV cache element type; auto = the model dtype")
     max_model_len: int | None = field(None, ge=1, le=MAX_TOKENS, doc="longest context (prompt + output) per sequence; "
-                                                                     "default the model's max_position_embeddings")
+                                                                     "default the model's max_position_embeddings "
+                                                                     "(vLLM: as the config's rope_scaling scales it)")
     gpu_memory_utilization: float = field(VLLM_GPU_MEMORY_UTILIZATION, gt=0.0, le=1.0,
                                           doc="share of GPU memory the engine may use (vLLM default 0.9); under "
                                               "engine `tensorrt-llm` the KV cache's share of what weights, the "
@@ -660,15 +661,29 @@ UNDRAFTED_METHODS = {"ngram": "n-grams of the prompt itself", "mtp": "the model'
 LORA_FIELDS = ("max_loras", "max_lora_rank", "max_cpu_loras", "lora_target_modules", "lora_dtype")
 
 
+class Arrivals(Protocol):
+    """What check_arrival_fields reads: a scenario's ArrivalSection, a gateway's ArrivalRate."""
+    process: str
+    cv: float | None
+
+
+def check_arrival_fields(arrival: Arrivals, at: str, f: str | None) -> None:
+    """A field one arrival process reads (ARRIVAL_FIELDS) given to another is refused, and gamma needs its cv: a
+    scenario's arrivals (`at` workload.arrival) and a gateway's alike."""
+    for key, process in ARRIVAL_FIELDS.items():
+        if getattr(arrival, key, None) is not None and arrival.process != process:
+            raise InputError(f, f"{at}.{key}", f"only for process: {process}, not {arrival.process}")
+    if arrival.process == "gamma" and arrival.cv is None:
+        raise InputError(f, f"{at}.cv", "missing; gamma arrivals need a coefficient of variation > 0")
+
+
 def check_scenario(s: Scenario) -> None:
     """Cross-field rules the types cannot express."""
     f = s.file
     w = s.workload
     if w.trace is not None:
         _check_trace_replay(s)
-    for key, process in ARRIVAL_FIELDS.items():
-        if getattr(w.arrival, key) is not None and w.arrival.process != process:
-            raise InputError(f, f"workload.arrival.{key}", f"only for process: {process}, not {w.arrival.process}")
+    check_arrival_fields(w.arrival, "workload.arrival", f)
     if w.trace is None:
         if w.prompt_tokens is None:
             raise InputError(f, "workload.prompt_tokens", "missing; expected a length distribution (or workload.trace)")
@@ -686,8 +701,6 @@ def check_scenario(s: Scenario) -> None:
             raise InputError(f, "workload.arrival.rate_per_s", "missing; expected requests per second > 0")
         for name in ("prompt_tokens", "output_tokens"):
             _check_distribution(getattr(w, name), f"workload.{name}", f)
-        if w.arrival.process == "gamma" and w.arrival.cv is None:
-            raise InputError(f, "workload.arrival.cv", "missing; gamma arrivals need a coefficient of variation > 0")
         check_prefix(w.shared_prefix, w.prompt_tokens, "workload", f)
     else:
         trace_path = scenario_dir(s) / w.trace.path

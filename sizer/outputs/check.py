@@ -45,7 +45,7 @@ from sizer.inputs.variant import Variant
 from sizer.sizing.cost import usd_per_hour
 from sizer.sizing.pipeline import size_deployment
 from sizer.sizing.plan import Plan, make_plan
-from sizer.sizing.resolve import STATED_SHARE, model_of, resolve
+from sizer.sizing.resolve import STATED_SHARE, ContextLimit, context_limit, model_of, resolve
 from sizer.sizing.result import GoodputSettings, Sizing, SizingStatus
 from sizer.words import count
 from validation.errors import FieldError
@@ -108,12 +108,14 @@ def evaluate(inp: CheckInput, settings: GoodputSettings = GoodputSettings(),
              progress: Callable[[int], None] | None = None) -> CheckResult:
     notes = list(inp.notes)
     data = inp.scenario_data
-    model_limit = _model_limit(data, inp.file)
+    limit = _model_limit(data, inp.file)
+    model_limit = limit.tokens or None
     stated_len = (data.get("deployment") or {}).get("max_model_len")
     within_limit = None
     if model_limit and stated_len and stated_len > model_limit:
         within_limit = Variant(max_model_len=model_limit)
-        notes.append(f"max_model_len {stated_len} exceeds the model's {model_limit}; the other rules use {model_limit}")
+        notes.append(f"max_model_len {stated_len} exceeds the model's {limit.described}; the other rules use "
+                     f"{model_limit}")
     try:
         resolved = resolve(_scenario(inp, within_limit))
     except FieldError as error:
@@ -134,7 +136,7 @@ def evaluate(inp: CheckInput, settings: GoodputSettings = GoodputSettings(),
                            f"divides {plan.model.name}; {runs.weight_format} weights run on {plan.gpu} "
                            f"({runs.kernel})")
     rules = [runs_rule, memory_rule(inp, plan),
-             max_model_len_rule(inp, plan, stated_len, model_limit, resolved.too_long_share), slo,
+             max_model_len_rule(inp, plan, stated_len, model_limit, resolved.too_long_share, limit.described), slo,
              cost_rule(inp, plan, sizing, replicas)]
     mem = plan.memory
     held = mem.max_seqs_at_max_model_len * plan.parallel.data_parallel_size
@@ -172,8 +174,9 @@ def _cannot_run(inp: CheckInput, error: FieldError, notes: list[str]) -> CheckRe
     return CheckResult(inp.file, inp.kind, summary, rules, tuple(notes), None, inp.sources)
 
 
-def _model_limit(data: dict, file: str) -> int | None:
-    return model_of(scenario_from_dict(data, file)).max_position_embeddings or None
+def _model_limit(data: dict, file: str) -> ContextLimit:
+    s = scenario_from_dict(data, file)
+    return context_limit(model_of(s), s.deployment.engine)
 
 
 def _scenario(inp: CheckInput, variant: Variant | None) -> Scenario:
@@ -265,12 +268,14 @@ def sequences_required(max_num_seqs: int, kv_share: float) -> int:
 
 
 def max_model_len_rule(inp: CheckInput, plan: Plan, stated_len: int | None, model_limit: int | None,
-                       too_long: float = 0.0) -> RuleResult:
-    """`too_long`: the share of the workload's requests whose prompt + output exceed max_model_len (Resolved)."""
+                       too_long: float = 0.0, limit_described: str | None = None) -> RuleResult:
+    """`too_long`: the share of the workload's requests whose prompt + output exceed max_model_len (Resolved);
+    `limit_described`: the model's limit in words (ContextLimit.described), by default its max_position_embeddings."""
     mem = plan.memory
     if model_limit and stated_len and stated_len > model_limit:
-        return RuleResult("max_model_len", "fail", f"max_model_len {stated_len:,} exceeds the model's "
-                          f"max_position_embeddings {model_limit:,} (by {stated_len - model_limit:,} tokens)",
+        described = limit_described or f"max_position_embeddings {model_limit:,}"
+        return RuleResult("max_model_len", "fail", f"max_model_len {stated_len:,} exceeds the model's {described} "
+                          f"(by {stated_len - model_limit:,} tokens)",
                           (f"--max-model-len {model_limit}",))
     if inp.has_workload and too_long >= STATED_SHARE:
         longest = longest_request_tokens(inp)

@@ -306,7 +306,8 @@ def resolve(s: Scenario) -> Resolved:
         kv_dtype = slots.cache_type_k if slots.cache_type_k == slots.cache_type_v \
             else f"{slots.cache_type_k}/{slots.cache_type_v}"
     engine = engine_settings(s, model, hardware) if slots is None else slot_engine_settings(slots)
-    too_long = too_long_share(s, engine.max_model_len, refuse=slots is None)   # a slot's context, for slot engines
+    too_long = too_long_share(s, engine.max_model_len, refuse=slots is None,    # a slot's context, for slot engines
+                              limit_what=context_limit(model, d.engine).what)
     weights = weight_memory(model, fmt, parallel, group_size, s.model.num_parameters)
     kv = kv_layout(model, kv_dtype, parallel, d.engine in KEEPS_CHUNKED_KV)
     split = (offload(model, fmt, hardware, d.n_gpu_layers, group_size, s.file, parallel.gpus_per_replica)
@@ -484,15 +485,38 @@ def _check_moe_backend(s: Scenario, model: ModelSpec, fmt: WeightFormat, hardwar
                                                            f"({hardware.architecture or 'architecture unknown'})")
 
 
+@dataclass(frozen=True)
+class ContextLimit:
+    """The longest context an engine serves a model at."""
+    tokens: int                        # 0: the model states none
+    what: str                          # "max_position_embeddings", for messages after "the model's" and as a source
+    scaled_from: int = 0               # the max_position_embeddings the RoPE scaling scaled; 0: not scaled
+
+    @property
+    def described(self) -> str:
+        """`what` with the tokens: "max_position_embeddings 40,960"."""
+        scaled = f" (max_position_embeddings {self.scaled_from:,} scaled)" if self.scaled_from else ""
+        return f"{self.what} {self.tokens:,}{scaled}"
+
+
+def context_limit(model: ModelSpec, engine: str) -> ContextLimit:
+    """vLLM's as it derives it from the RoPE scaling (ModelSpec.rope_scaled_positions), every other engine's
+    max_position_embeddings (how SGLang and TensorRT-LLM scale it is not modelled)."""
+    if engine == "vllm" and model.rope_scaled_positions:
+        return ContextLimit(model.rope_scaled_positions, "rope_scaling context under vLLM",
+                            model.max_position_embeddings)
+    return ContextLimit(model.max_position_embeddings, "max_position_embeddings")
+
+
 def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> EngineSettings:
     """The scenario's scheduling fields, else its engine's defaults on this hardware, each with its source."""
     d = s.deployment
-    max_len = d.max_model_len or model.max_position_embeddings
+    limit = context_limit(model, d.engine)
+    max_len = d.max_model_len or limit.tokens
     if not max_len:
         raise InputError(s.file, "deployment.max_model_len", "missing and the model states no max_position_embeddings")
-    if model.max_position_embeddings and max_len > model.max_position_embeddings:
-        raise InputError(s.file, "deployment.max_model_len",
-                         f"{max_len} exceeds the model's max_position_embeddings {model.max_position_embeddings}")
+    if limit.tokens and max_len > limit.tokens:
+        raise InputError(s.file, "deployment.max_model_len", f"{max_len} exceeds the model's {limit.described}")
     if d.engine == "vllm" and d.block_size is not None and d.block_size not in VLLM_BLOCK_SIZES:
         raise InputError(s.file, "deployment.block_size", f"{d.block_size}: vLLM's --block-size takes one of "
                                                           f"{', '.join(map(str, VLLM_BLOCK_SIZES))}")
@@ -517,7 +541,7 @@ def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> En
         sources["reserve_full_kv"] = f"{d.engine} default ({defaults.source('reserve_full_kv')})"
     else:
         reserve, sources["reserve_full_kv"] = False, "scenario (preemption_mode given: the engine preempts)"
-    sources["max_model_len"] = "scenario" if d.max_model_len else "model (max_position_embeddings)"
+    sources["max_model_len"] = "scenario" if d.max_model_len else f"model ({limit.what})"
     if d.engine == "vllm" and not chunked and d.max_num_batched_tokens is None and max_num_batched_tokens < max_len:
         # vLLM without chunked prefill raises its step budget to max_model_len (vllm/config/scheduler.py,
         # SchedulerConfig: max(max_model_len, the default) when enable_chunked_prefill is off)
@@ -537,12 +561,14 @@ def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> En
 STATED_SHARE = 1e-4
 
 
-def too_long_share(s: Scenario, max_len: int, refuse: bool = True) -> float:
+def too_long_share(s: Scenario, max_len: int, refuse: bool = True,
+                   limit_what: str = "max_position_embeddings") -> float:
     """The share of the workload's requests whose prompt + output exceed max_model_len (a slot engine's: a slot's
     context): the engine refuses each (vLLM answers HTTP 400) and the simulator counts it rejected. A workload none
     of whose requests fits is refused here when it states a length and `refuse` (a default workload's share is
     stated as any other's; llama.cpp and Ollama serve part of such requests, which their plans state). A trace's
-    requests are counted by the simulator as it replays them (0 here)."""
+    requests are counted by the simulator as it replays them (0 here). `limit_what`: where a default max_len comes
+    from (ContextLimit.what)."""
     w = s.workload
     if w.trace is not None or w.prompt_tokens is None or w.output_tokens is None:
         return 0.0
@@ -550,7 +576,7 @@ def too_long_share(s: Scenario, max_len: int, refuse: bool = True) -> float:
     stated = any(not s.source_of(f"workload.{key}").startswith("default") for key in ("prompt_tokens", "output_tokens"))
     if prompt + output > max_len and stated and refuse:
         limit = f"deployment.max_model_len {max_len:,}" + ("" if s.deployment.max_model_len else
-                                                           " (the model's max_position_embeddings)")
+                                                           f" (the model's {limit_what})")
         which = "every" if (prompt, output) == (longest_prompt, longest_output) else "the shortest"
         # the length a flag set, if one did (naming_traffic_flags then names the flag), else the prompt's
         field = next((f"workload.{key}" for key in ("prompt_tokens", "output_tokens")
