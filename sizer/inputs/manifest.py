@@ -239,6 +239,7 @@ def _from_manifest(docs: list, servers: list[Server], file: str, stem: str, kv_s
                              "missing; speculative decoding (vLLM's --speculative-config, SGLang's "
                              "--speculative-algorithm) needs an acceptance rate")
         engine_fields["speculative_config"] = {**spec, "acceptance_rate": block.speculative_acceptance_rate}
+    overrides = engine_fields.pop("model_overrides", None)        # --hf-overrides, --json-model-override-args
     replicas = block.replicas or server.replicas or 1
     deployment = {**engine_fields, "replicas": replicas}
     if prefill:
@@ -265,7 +266,8 @@ def _from_manifest(docs: list, servers: list[Server], file: str, stem: str, kv_s
     has_workload = any((arrival.get("rate_per_s"), arrival.get("process") == "closed", workload.get("trace"),
                         workload.get("prompt_tokens"), workload.get("output_tokens")))
     price = (side.get("cost") or {}).get("price_usd_per_gpu_hour", block.price_usd_per_gpu_hour)
-    data = {"name": name, "model": {"name": model}, "hardware": {"gpu": gpu}, "deployment": deployment,
+    data = {"name": name, "model": {"name": model} | ({"overrides": overrides} if overrides else {}),
+            "hardware": {"gpu": gpu}, "deployment": deployment,
             "workload": workload if has_workload else NOMINAL_WORKLOAD, "slo": slo,
             "cost": {"price_usd_per_gpu_hour": price}}
     kind = "kubernetes manifest" if doc.get("kind") else server.kind

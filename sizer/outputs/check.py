@@ -97,6 +97,11 @@ def check_file(path: str, kv_share: float | None = None, budget_usd_per_hour: fl
         stated = {SCENARIO_FIELDS[s.setting]: s.source for s in inp.sources if s.setting in SCENARIO_FIELDS}
         if inp.kind != "scenario" and stated.get(error.field, "").startswith("sizer."):
             raise InputError(error.file, stated[error.field], error.message) from None
+        # a config key the server's overrides set (--hf-overrides, --json-model-override-args) under that flag
+        overrides, _, key = (error.field or "").partition("model.overrides")
+        if inp.kind != "scenario" and not overrides and key:
+            engine = inp.scenario_data["deployment"].get("engine", "vllm")
+            raise InputError(error.file, flag_for(engine, "model_overrides") + key, error.message) from None
         raise
 
 

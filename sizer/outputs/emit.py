@@ -34,6 +34,7 @@ from sizer.inputs.manifests.commands import DTYPES as ENGINE_DTYPES
 from sizer.inputs.manifests.commands import EMITTED_QUANTIZATION, QUANTIZATION, SGLANG_SPECULATIVE, flag_for, spelling
 from sizer.inputs.manifests.commands import TABLES as FLAG_TABLES
 from sizer.inputs.model_spec import catalog_names, load_config
+from sizer.inputs.scenario import ENGINE_NAMES
 from sizer.sizing.cost import CostSummary
 from sizer.sizing.resolve import Resolved, SlotSettings
 from sizer.words import count
@@ -120,6 +121,7 @@ class ServingConfig:
     stream_interval: int = 1            # tokens per streamed message after the first (1: every token)
     moe_backend: str = "auto"           # vLLM's MoE kernel (deployment.moe_backend): marlin, or auto (vLLM's choice)
     scheduler_recv_interval: int = 1    # SGLang: decode-only steps between polls for new requests (1: every step)
+    config_overrides: str = ""          # model.overrides as JSON: config.json keys the engine must change too
 
     @property
     def gated(self) -> bool:
@@ -162,6 +164,7 @@ def serving_config(r: Resolved, cost: CostSummary | None, verdict: str, memory_o
         lora=(d.max_loras, d.max_lora_rank, d.max_cpu_loras or d.max_loras) if d.enable_lora else None,
         nodes=math.ceil(p.gpus_per_replica / per_node), kubernetes=k8s, stream_interval=d.stream_interval or 1,
         moe_backend=d.moe_backend or "auto", scheduler_recv_interval=d.scheduler_recv_interval or 1,
+        config_overrides=json.dumps(r.model_overrides, separators=(",", ":")) if r.model_overrides else "",
         user_profile_file="" if is_bundled(r.hardware) else r.hardware.profile_file)
 
 
@@ -204,6 +207,10 @@ def emit(fmt: str, c: ServingConfig) -> str:
     if c.speculative and c.speculative.model:
         _check_loadable("the draft model", c.speculative.model)
     engine = c.slots.engine if c.slots else "vllm"
+    if c.config_overrides and c.slots:       # llama.cpp's --override-kv names GGUF keys, not config.json's
+        raise InputError(None, "--emit", f"{fmt}: model.overrides change config.json keys, which "
+                                         f"{ENGINE_NAMES[engine]} does not read; the emitted server would run the "
+                                         "model as its file states")
     wanted = SLOT_FORMATS.get(fmt)
     if (wanted or "vllm") != engine and (wanted or c.slots):
         expected = next((f for f, e in SLOT_FORMATS.items() if e == engine), "vllm, k8s or sglang")
@@ -256,6 +263,8 @@ def vllm_argv(c: ServingConfig) -> list[str]:
     if c.lora:
         argv += [switch_for("vllm", "enable_lora", True)] + _valued("vllm", [
             ("max_loras", str(c.lora[0])), ("max_lora_rank", str(c.lora[1])), ("max_cpu_loras", str(c.lora[2]))])
+    if c.config_overrides:          # vLLM's config overrides: a JSON mapping (vllm/config/model.py hf_overrides)
+        argv += ["--hf-overrides", c.config_overrides]
     return argv
 
 
@@ -307,6 +316,8 @@ def sglang_argv(c: ServingConfig) -> list[str]:
         # to start; `all` covers any adapter loaded later through /load_lora_adapter
         argv += [switch_for("sglang", "enable_lora", True)] + _valued("sglang", [
             ("max_loras", str(c.lora[0])), ("max_lora_rank", str(c.lora[1]))]) + ["--lora-target-modules", "all"]
+    if c.config_overrides:          # SGLang's: python/sglang/srt/server_args.py json_model_override_args
+        argv += ["--json-model-override-args", c.config_overrides]
     return argv
 
 

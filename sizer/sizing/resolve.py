@@ -173,6 +173,7 @@ class Resolved:
     file: str | None                 # the scenario's file, what a refusal names (None: a plan from flags alone)
     model_name: str                  # model.name as stated: a catalog name, a path or a Hugging Face id
     num_parameters: float | None     # model.num_parameters: a stated count in place of the architecture's
+    model_overrides: dict | None     # model.overrides: config.json keys the scenario changed (emitted for the engine)
     model: ModelSpec
     hardware: HardwareSpec
     step_model_mode: str             # hardware.step_model: auto, kernel_tables or roofline
@@ -373,7 +374,8 @@ def resolve(s: Scenario) -> Resolved:
         notes.append(f"{hardware.name}: the GPU may use {hardware.memory_bytes / GiB:.1f} GiB of its "
                      f"{hardware.unified_memory_bytes / GiB:.0f} GiB unified memory ({hardware.memory_limit_source})")
     r = Resolved(
-        name=s.name, file=s.file, model_name=s.model.name, num_parameters=s.model.num_parameters, model=model,
+        name=s.name, file=s.file, model_name=s.model.name, num_parameters=s.model.num_parameters,
+        model_overrides=s.model.overrides or None, model=model,
         hardware=hardware, step_model_mode=s.hardware.step_model, parallel=parallel, checkpoint=checkpoint,
         weight_format=fmt, execution=runs, group_size=group_size, kv_cache_dtype=kv_dtype, deployment=d,
         engine=engine, workload=s.workload, slo=s.slo, energy=s.energy,

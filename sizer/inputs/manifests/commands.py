@@ -172,6 +172,7 @@ VALUE_FLAGS = {                      # vLLM: `vllm serve --help` (vllm/engine/ar
     "--max-loras": ("max_loras", _NUMBER), "--max-lora-rank": ("max_lora_rank", _NUMBER),
     "--max-cpu-loras": ("max_cpu_loras", _NUMBER), "--stream-interval": ("stream_interval", _NUMBER),
     "--moe-backend": ("moe_backend", "moe_backend"),
+    "--hf-overrides": ("model_overrides", "overrides"),   # config.json keys changed: the scenario's model.overrides
 }
 BOOL_FLAGS = {"--enable-prefix-caching": ("enable_prefix_caching", True),
               "--disable-prefix-caching": ("enable_prefix_caching", False),        # vLLM 0.33
@@ -186,6 +187,7 @@ BOOL_FLAGS = {"--enable-prefix-caching": ("enable_prefix_caching", True),
 # --chunked-prefill-size -1 turns chunked prefill off, and --ep-size above 1 shards the experts.
 SGLANG_VALUE_FLAGS = {
     "--model-path": ("model", "str"), "--model": ("model", "str"),
+    "--json-model-override-args": ("model_overrides", "overrides"),
     "--tp-size": ("tensor_parallel_size", _NUMBER), "--tp": ("tensor_parallel_size", _NUMBER),
     "--tensor-parallel-size": ("tensor_parallel_size", _NUMBER),
     "--pp-size": ("pipeline_parallel_size", _NUMBER), "--pipeline-parallel-size": ("pipeline_parallel_size", _NUMBER),
@@ -461,6 +463,11 @@ def _flag_value(flag: str, key: str, value: str, kind: str, file: str):
         if value.lower() not in table:
             raise InputError(file, flag, f"{excerpt(value)} is not modelled; expected one of: {', '.join(table)}")
         return table[value.lower()]
+    if kind == "overrides":
+        overrides = loads_json(value, file, flag)
+        if not isinstance(overrides, dict):
+            raise InputError(file, flag, f"expected a JSON object of config.json keys, got {excerpt(overrides)}")
+        return overrides
     if kind == "json":
         spec = loads_json(value, file, flag)
         if not isinstance(spec, dict):

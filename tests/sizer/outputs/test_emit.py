@@ -19,6 +19,7 @@ from sizer.inputs.scenario import load_scenario, scenario_from_dict
 from sizer.outputs.emit import emit, k8s_name, serving_config, sglang_argv, vllm_argv
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
+from validation.errors import FieldError
 
 runner = CliRunner()
 
@@ -221,3 +222,29 @@ def test_search_emits_its_recommendation():
     assert "recommended" in result.stderr and script.startswith("# sizer: llama-3.1-70b-h200 on 4 x NVIDIA H200")
     f = flags(command_of(script)[3:])
     assert f["--tensor-parallel-size"] == "4" and f["--quantization"] == "fp8"
+
+
+def test_model_overrides_reach_the_engine_and_come_back():
+    # a plan of Qwen3-8B with the YaRN fields of its model card: vLLM serves the 131,072 tokens sized only when the
+    # same keys reach its config (--hf-overrides; SGLang's --json-model-override-args), and check reads them back
+    yarn = {"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}
+    r = resolve(scenario(model={"name": "qwen3-8b", "overrides": yarn}, gpu="h100"))
+    c = config_of(r)
+    f = flags(command_of(emit("vllm", c))[3:])
+    assert f["--max-model-len"] == "131072" and json.loads(f["--hf-overrides"]) == yarn
+    assert json.loads(flags(sglang_argv(c)[3:])["--json-model-override-args"]) == yarn
+    fields, _, notes = parse_vllm_args(vllm_argv(c), "emitted")
+    assert fields["model_overrides"] == yarn and notes == []
+    # without overrides nothing is added
+    assert "--hf-overrides" not in vllm_argv(config_of(resolve(scenario(model="qwen3-8b", gpu="h100"))))
+
+
+def test_overrides_llama_cpp_cannot_take_are_refused():
+    r = resolve(scenario_from_dict({"model": {"name": "llama-3.2-1b", "overrides": {"num_hidden_layers": 8}},
+                                    "hardware": "rtx-4090", "deployment": {"engine": "llama.cpp"},
+                                    "workload": {"arrival": {"rate_per_s": 1},
+                                                 "prompt_tokens": {"distribution": "fixed", "value": 100},
+                                                 "output_tokens": {"distribution": "fixed", "value": 10}}}, None))
+    with pytest.raises(FieldError) as err:
+        emit("llamacpp", config_of(r))
+    assert err.value.field == "--emit" and "llama.cpp does not read" in err.value.message
