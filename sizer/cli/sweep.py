@@ -17,6 +17,7 @@ from sizer.outputs.sweep_store import ResultStore
 from sizer.sizing.sweep import build_sweep, run_sweep
 from sizer.sizing.sweep_backends import check_ray
 from sizer.words import count
+from validation.errors import excerpt
 
 BACKENDS = ("local", "ray")
 
@@ -43,7 +44,7 @@ def command(
     sweep_file_data = load_sweep(sweep_file)
     data = read_scenario_data(sweep_file_data.scenario_path())
     sweep = build_sweep(sweep_file_data, data)
-    store = ResultStore(results or Path(f"{sweep.name}.parquet"), "--results",
+    store = ResultStore(results or default_results(sweep.name, sweep_file), "--results",
                         (sweep_file, sweep_file_data.scenario_path()))
     done = store.done()
     with progress("sweeping", "points") as update:
@@ -64,3 +65,13 @@ def command(
         typer.echo(f"{count(len(summary.failed), 'point')} failed every try and were not written; run the sweep "
                    "again to retry them", err=True)
         raise typer.Exit(1)
+
+
+def default_results(name: str, sweep_file: Path) -> Path:
+    """`NAME.parquet` in the working folder, when the sweep's name is a plain file name: a name with a path separator,
+    `..` or a control character would put the results elsewhere (or in a name no shell lists), so it is refused."""
+    if name in (".", "..") or any(c in name for c in "/\\") or not name.isprintable():
+        raise InputError(str(sweep_file), "name", f"{excerpt(name)} names the results file when --results is not "
+                                                  "given; expected a plain file name (no '/', '\\', '..' or control "
+                                                  "characters), or give --results")
+    return Path(f"{name}.parquet")

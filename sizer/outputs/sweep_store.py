@@ -87,6 +87,9 @@ class ResultStore:
     def __init__(self, path: Path, flag: str = "--output", reads: tuple[str | Path | None, ...] = ()):
         self.path, self.flag = check_destination(path, flag, reads), flag
         self.parts = path.with_name(path.name + ".parts")
+        if self.parts.is_symlink():          # its parts would be written, read and deleted wherever it points
+            raise InputError(str(self.parts), flag, "expected the folder of this results file's parts, got a "
+                                                    "symbolic link")
         if self.parts.exists() and not self.parts.is_dir():
             raise InputError(str(self.parts), flag, "expected the folder of this results file's parts, got a file")
         self.buffer: list[dict] = []

@@ -416,7 +416,10 @@ def _evaluate(sweep: Sweep, task: Task) -> SweepRow:
     why = _pruned_by(sweep, r, plan)
     if why:
         return dataclasses.replace(row, status="pruned", binding=why[0], reason=why[1])
-    sizing = size_deployment(r, plan, sweep.goodput, sweep.settings.max_replicas)
+    try:
+        sizing = size_deployment(r, plan, sweep.goodput, sweep.settings.max_replicas)
+    except FieldError as error:     # refused as simulated (KV blocks beyond the simulator's bound): the same each try
+        return dataclasses.replace(row, status="invalid", binding="input", reason=error.message)
     point = sizing.operating_point
     metrics = {}
     if point is not None:

@@ -231,6 +231,17 @@ def test_sweep_results_on_a_full_disk_is_one_line(tmp_path, monkeypatch):
     assert caught.value.one_line() == f"{tmp_path / 'r.parquet'}: --results: cannot write: No space left on device"
 
 
+def test_a_parts_folder_that_is_a_link_is_refused_before_anything_is_written(tmp_path):
+    # the parts are written, read back and deleted in their folder: through a link, in whatever it points at
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "part-000000.parquet").write_text("not ours")
+    (tmp_path / "r.parquet.parts").symlink_to(elsewhere)
+    with pytest.raises(FieldError, match="got a symbolic link"):
+        sweep_store.ResultStore(tmp_path / "r.parquet", "--results")
+    assert (elsewhere / "part-000000.parquet").read_text() == "not ours"
+
+
 def test_nothing_is_renamed_over_a_file_that_became_a_fifo(tmp_path):
     store = sweep_store.ResultStore(tmp_path / "r.parquet", "--results")
     os.mkfifo(tmp_path / "r.parquet")           # after the check before the work: checked again before renaming

@@ -84,3 +84,14 @@ def test_resuming_into_another_sweeps_file_is_refused_before_any_work(tmp_path):
     # the same sweep resumes: its own point is done, nothing is refused
     summary = run_sweep(first, ResultStore(tmp_path / "r.parquet", "--results").done(), calls.append, "local", 1)
     assert summary.already_done == 1 and not calls
+
+
+def test_a_point_the_simulator_refuses_is_an_invalid_row_not_a_retried_failure(tmp_path):
+    # 10,000 data-parallel replicas of Llama-3.1-8B on H100s hold ~277 million KV blocks, past the simulator's bound
+    # (its own refusal, raised while sizing): the same on every try, so the point is written invalid, once
+    sweep = sweep_of(write_sweep(tmp_path, {"data_parallel_size": [10000]}))
+    rows = []
+    summary = run_sweep(sweep, set(), rows.append, "local", 1)
+    assert summary.failed == ()
+    assert [(r.status, r.binding) for r in rows] == [("invalid", "input")]
+    assert "KV blocks" in rows[0].reason
