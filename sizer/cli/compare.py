@@ -3,15 +3,17 @@ against sizer's simulation of the same workload on the scenario's deployment, me
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
 
 from sizer.cli.options import WIDE
+from sizer.cli.progress import progress
 from sizer.cli.render import render_comparison, terminal
 from sizer.errors import InputError
 from sizer.inputs.bench_result import bench_result
-from sizer.inputs.guidellm_report import MAX_REPORT_BYTES, guidellm_benchmarks, is_guidellm_report
+from sizer.inputs.guidellm_report import MAX_REPORT_BYTES, check_simulated, guidellm_benchmarks, is_guidellm_report
 from sizer.inputs.scenario import load_scenario
 from sizer.outputs.serialise import to_json
 from sizer.sizing.compare import Comparison, compare, compare_guidellm
@@ -39,7 +41,9 @@ def command(
         if benchmark is not None:
             raise InputError(None, "--benchmark", f"{benchmark}: {result} is a vllm bench serve result (one run); "
                                                   "--benchmark picks one of a GuideLLM report's benchmarks")
-        comparison = compare(bench_result(data, str(result)), plan)
+        measured = bench_result(data, str(result))
+        with progress("simulating", "requests", measured.num_requests) as update:
+            comparison = compare(measured, plan, update)
         _warn([comparison])
         typer.echo(to_json(comparison)) if as_json else render_comparison(comparison, terminal(wide))
         return
@@ -49,7 +53,11 @@ def command(
             raise InputError(None, "--benchmark", f"{benchmark}: {result} holds {len(runs)} benchmark(s), "
                                                   f"expected an index from 0 to {len(runs) - 1}")
         runs = (runs[benchmark],)
-    comparisons = [compare_guidellm(run, plan) for run in runs]
+    check_simulated(runs, str(result))
+    comparisons = []
+    with progress("simulating", "requests", sum(run.num_simulated for run in runs)) as update:
+        for run in runs:
+            comparisons.append(compare_guidellm(run, plan, after(update, sum(c.num_requests for c in comparisons))))
     _warn(comparisons)
     if as_json:
         typer.echo(to_json(comparisons))
@@ -57,6 +65,11 @@ def command(
     console = terminal(wide)
     for comparison in comparisons:
         render_comparison(comparison, console)
+
+
+def after(update: Callable[..., None] | None, done_before: int) -> Callable[[int], None] | None:
+    """`update` told the requests of the benchmarks simulated before this one too."""
+    return None if update is None else lambda done: update(done_before + done)
 
 
 def _warn(comparisons: list[Comparison]) -> None:

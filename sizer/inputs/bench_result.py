@@ -20,7 +20,15 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from sizer.inputs.scenario import MAX_CONCURRENCY, MAX_RATE_PER_S, MAX_REQUESTS, MAX_TOKENS
+from sizer.inputs.scenario import (
+    MAX_CONCURRENCY,
+    MAX_CV,
+    MAX_RATE_PER_S,
+    MAX_REQUESTS,
+    MAX_TOKENS,
+    MIN_CV,
+    MIN_RATE_PER_S,
+)
 from validation.errors import FieldError, excerpt
 from validation.safe_load import load_json
 from validation.schema import Key, check_key, read_key
@@ -34,7 +42,8 @@ COMPLETED = Key("completed", int, ge=1, le=MAX_REQUESTS, nullable=False)
 NUM_PROMPTS = Key("num_prompts", int, ge=1, le=MAX_REQUESTS)
 FAILED = Key("failed", int, ge=0, le=MAX_REQUESTS)
 MAX_CONCURRENCY_KEY = Key("max_concurrency", int, ge=1, le=MAX_CONCURRENCY)
-BURSTINESS = Key("burstiness", float, gt=0, le=1e6, default=1.0)
+# the gamma shape's cv = 1 / sqrt(burstiness) within a scenario's workload.arrival.cv bounds
+BURSTINESS = Key("burstiness", float, ge=1 / MAX_CV**2, le=1 / MIN_CV**2, default=1.0)
 MODEL_ID = Key("model_id", str)
 # --save-detailed, one entry per request sent: a prompt of at least one token (vLLM refuses an empty one), an
 # output of 0 for a failed request (its `calculate_metrics`), an error "" for a successful one.
@@ -183,4 +192,4 @@ def _rate(data: dict, file: str) -> float | None:
         return None
     if isinstance(value, str):
         raise FieldError(file, "request_rate", f"expected requests per second > 0 or \"inf\", got {excerpt(value)}")
-    return check_key(Key("request_rate", float, gt=0, le=MAX_RATE_PER_S), value, file, "request_rate")
+    return check_key(Key("request_rate", float, ge=MIN_RATE_PER_S, le=MAX_RATE_PER_S), value, file, "request_rate")

@@ -16,10 +16,12 @@ from typing import Literal
 
 from sizer.errors import InputError
 from sizer.inputs.scenario import (
+    MAX_CV,
     MAX_RATE_PER_S,
     MAX_REPLICAS,
     MAX_REQUESTS,
     MAX_SECONDS,
+    MIN_CV,
     MIN_RATE_PER_S,
     CostSection,
     DeploymentSection,
@@ -149,7 +151,7 @@ class ResidencySection:
 class ArrivalRate:
     rate_per_s: float = field(ge=MIN_RATE_PER_S, le=MAX_RATE_PER_S, doc="requests per second at the gateway")
     process: Literal["poisson", "gamma", "constant"] = field("poisson", doc="arrival process")
-    cv: float | None = field(None, ge=0.05, le=20.0, doc="gamma (needed there, only there): coefficient of "
+    cv: float | None = field(None, ge=MIN_CV, le=MAX_CV, doc="gamma (needed there, only there): coefficient of "
                                                           "variation of inter-arrival times")
 
 

@@ -32,11 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sizer.inputs.scenario import MAX_CONCURRENCY, MAX_RATE_PER_S, MAX_REQUESTS, MAX_TOKENS
+from sizer.inputs.scenario import MAX_CONCURRENCY, MAX_RATE_PER_S, MAX_REQUESTS, MAX_TOKENS, MIN_RATE_PER_S
 from validation.errors import FieldError, excerpt
 from validation.safe_load import load_json
 from validation.schema import Key, check_key, read_key
 
+# Benchmarks in one report: GuideLLM's sweep profile runs 10 by default; each is simulated
+MAX_BENCHMARKS = 1_000
 # A report with every request's statistics runs to tens of MB for a sweep of thousands of requests.
 MAX_REPORT_BYTES = 256 << 20
 # Latency metrics: name in the report -> its unit, as GuideLLM writes it.
@@ -68,6 +70,12 @@ class GuideLLMBenchmark:
     measured: tuple[tuple[str, float], ...]  # ("time_to_first_token_ms.p99", value), throughputs first
 
     @property
+    def num_simulated(self) -> int:
+        """The requests a comparison simulates: the successful ones with their own lengths when the report keeps
+        every one, else the measured window's."""
+        return self.num_successful if self.prompt_tokens is not None else self.num_requests
+
+    @property
     def label(self) -> str:
         if self.strategy in ("constant", "poisson"):
             return f"benchmark {self.index}: {self.strategy} at {self.rate_per_s:g} req/s"
@@ -92,7 +100,17 @@ def guidellm_benchmarks(data: Any, file: str) -> tuple[GuideLLMBenchmark, ...]:
     if not isinstance(benchmarks, list) or not benchmarks:
         raise FieldError(file, "benchmarks", "expected a non-empty list of benchmarks (a GuideLLM report: "
                                              f"guidellm benchmark --output-path), got {excerpt(benchmarks)}")
+    if len(benchmarks) > MAX_BENCHMARKS:
+        raise FieldError(file, "benchmarks", f"{len(benchmarks):,} benchmarks; expected at most {MAX_BENCHMARKS:,}")
     return tuple(_benchmark(b, i, file) for i, b in enumerate(benchmarks))
+
+
+def check_simulated(runs: tuple[GuideLLMBenchmark, ...], file: str) -> None:
+    """The benchmarks compared simulate at most MAX_REQUESTS requests together (each is bounded alone)."""
+    simulated = sum(run.num_simulated for run in runs)
+    if simulated > MAX_REQUESTS:
+        raise FieldError(file, "benchmarks", f"{len(runs):,} benchmarks of {simulated:,} requests in all; expected "
+                                             f"at most {MAX_REQUESTS:,} to simulate (compare one with --benchmark)")
 
 
 def _benchmark(b: Any, i: int, file: str) -> GuideLLMBenchmark:
@@ -119,7 +137,7 @@ def _benchmark(b: Any, i: int, file: str) -> GuideLLMBenchmark:
     elif kind == "throughput":
         clients = limit
     else:
-        rate, _ = read_key(Key("rate", float, gt=0, le=MAX_RATE_PER_S, nullable=False), strategy, file, s)
+        rate, _ = read_key(Key("rate", float, ge=MIN_RATE_PER_S, le=MAX_RATE_PER_S, nullable=False), strategy, file, s)
         if rate is None:
             raise FieldError(file, s + "rate", f"missing; expected the {kind} strategy's requests per second")
         rampup, _ = read_key(Key("rampup_duration", float, ge=0, le=1e6, default=0.0), strategy, file, s)
@@ -131,13 +149,19 @@ def _benchmark(b: Any, i: int, file: str) -> GuideLLMBenchmark:
     totals = _mapping(metrics.get("request_totals"), file, f"{at}.metrics.request_totals")
     count = Key("total", int, ge=1, le=MAX_REQUESTS, nullable=False)
     total, _ = read_key(count, totals, file, f"{at}.metrics.request_totals.")
-    successful, _ = read_key(Key("successful", int, ge=0, le=MAX_REQUESTS, nullable=False), totals, file,
+    successful, _ = read_key(Key("successful", int, ge=1, le=MAX_REQUESTS, nullable=False), totals, file,
                              f"{at}.metrics.request_totals.")
     duration, _ = read_key(Key("duration", float, gt=0, le=1e9, nullable=False), b, file, f"{at}.")
     for name, value in (("metrics.request_totals.total", total), ("metrics.request_totals.successful", successful),
                         ("duration", duration)):
         if value is None:
             raise FieldError(file, f"{at}.{name}", "missing; expected a GuideLLM benchmark's measured window")
+    if successful > total:
+        raise FieldError(file, f"{at}.metrics.request_totals.successful", f"{successful:,} of {total:,} requests; "
+                                                                           "expected at most the total")
+    if successful / duration > MAX_RATE_PER_S:
+        raise FieldError(file, f"{at}.duration", f"{duration:g} s for {successful:,} requests; expected at most "
+                                                 f"{MAX_RATE_PER_S:g} requests a second")
     measured = [("requests_per_second", successful / duration)]
     tokens = _successful(metrics, "output_token_count", file, at)
     if tokens is not None and "total_sum" in tokens:

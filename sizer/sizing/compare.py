@@ -16,6 +16,7 @@ not the benchmark's). The deployment, engine and step model are the scenario's.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,8 +54,9 @@ class Comparison:
     warnings: tuple[str, ...] = ()   # where the inputs disagree (another model, requests the engine rejects)
 
 
-def compare(result: BenchResult, scenario: Scenario) -> Comparison:
-    """Simulate `result`'s workload on `scenario`'s deployment; every measured metric beside its prediction."""
+def compare(result: BenchResult, scenario: Scenario, progress: Callable[[int], None] | None = None) -> Comparison:
+    """Simulate `result`'s workload on `scenario`'s deployment; every measured metric beside its prediction.
+    `progress`: told the requests simulated so far."""
     n = result.num_requests
     if result.request_rate_per_s is not None and result.max_concurrency is not None and result.max_concurrency < n:
         raise FieldError(result.file, "max_concurrency", f"{result.max_concurrency} with request_rate "
@@ -71,7 +73,7 @@ def compare(result: BenchResult, scenario: Scenario) -> Comparison:
              f"{'Poisson' if shape == 1.0 else f'gamma (burstiness {shape:g})'} arrivals at {rate:g} req/s")
     workload, lengths_from = _lengths(workload, result.input_lens, result.output_lens, "the result file")
     r = resolve(scenario)
-    sim = simulate_scenario(r, workload=workload)
+    sim = simulate_scenario(r, workload=workload, progress=progress)
     rejected = _rejected(sim, scenario, result.file)
     rows = _rows(result.measured, predictions(sim, [key for key, _ in result.measured]))
     # vllm bench serve computes its statistics over the successful requests; sizer serves every request sent
@@ -83,12 +85,13 @@ def compare(result: BenchResult, scenario: Scenario) -> Comparison:
                       warnings=result.warnings + _model_warning(result.model_id, r.checkpoint, result.file) + rejected)
 
 
-def compare_guidellm(bench: GuideLLMBenchmark, scenario: Scenario) -> Comparison:
+def compare_guidellm(bench: GuideLLMBenchmark, scenario: Scenario,
+                     progress: Callable[[int], None] | None = None) -> Comparison:
     """Simulate one GuideLLM benchmark's workload on `scenario`'s deployment: its successful requests with
     their own lengths when the report keeps every one, else its measured window's requests with the
-    scenario's lengths; every measured metric beside its prediction, computed as GuideLLM computes it."""
-    per_request = bench.prompt_tokens is not None
-    n = bench.num_successful if per_request else bench.num_requests
+    scenario's lengths; every measured metric beside its prediction, computed as GuideLLM computes it. `progress`:
+    told the requests simulated so far."""
+    n = bench.num_simulated
     rate = bench.rate_per_s
     workload, clients = _replayed(scenario, n, None if rate is None else Arrivals(bench.strategy, rate), bench.clients)
     words = (f"closed loop of {clients} client{'s' if clients != 1 else ''} (GuideLLM {bench.strategy})"
@@ -98,7 +101,7 @@ def compare_guidellm(bench: GuideLLMBenchmark, scenario: Scenario) -> Comparison
                     if bench.rampup_s else ())
     not_modelled += tuple(f"{phase}: GuideLLM left its {phase} requests out of its metrics; sizer simulates the "
                           "measured window's requests from an idle start" for phase in bench.transient_phases)
-    sim = simulate_scenario(resolve(scenario), workload=workload)
+    sim = simulate_scenario(resolve(scenario), workload=workload, progress=progress)
     rejected = _rejected(sim, scenario, bench.file)
     rows = _rows(bench.measured, guidellm_predictions(sim))
     return Comparison(bench.file, scenario.name, words, n, lengths_from, rows, bench.label, not_modelled, rejected)
