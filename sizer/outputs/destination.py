@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import IO
 
 from sizer.errors import InputError
+from validation.errors import excerpt
 from validation.input_files import file_kind
 
 # The kernel's virtual file systems: a path under them is never a plain output file.
@@ -81,6 +82,9 @@ def check_destination(path: str | Path, flag: str, reads: tuple[str | Path | Non
         if read is not None:
             raise InputError(file, flag, f"is {read}, which this command reads; expected another file to write")
         return path          # an existing regular file is overwritten
+    if path.is_symlink():     # a link to nothing: writing would make its target, wherever it points, or fail late
+        raise InputError(file, flag, f"is a symbolic link to {excerpt(os.readlink(path))}, which does not exist; "
+                                     "expected a regular file or a new name")
     parent = path.parent
     if not parent.is_dir():
         above = next((p for p in (parent, *parent.parents) if p.exists()), None)

@@ -19,7 +19,7 @@ import sizer.cli.report
 from sizer.cli import app
 from sizer.outputs import destination, sweep_store
 from sizer.outputs.destination import check_destination, frame_to_csv, write_text
-from validation.errors import FieldError
+from validation.errors import FieldError, excerpt
 
 ROOT = Path(__file__).resolve().parents[3]
 CHAT = ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml"
@@ -62,10 +62,20 @@ def bad_destinations(tmp_path: Path) -> dict[str, tuple[Path | str, str]]:
         # pathlib drops a trailing separator ('new/' and 'new' are one Path): written so, the path names a folder,
         # and writing a file called 'new' beside it would not be what was asked
         "a folder name": (f"{tmp_path / 'new'}/", "ends in a path separator, so names a folder; expected a file name"),
+        # a link to nothing: writing through it would make its target elsewhere (or fail after the work)
+        "a dangling link": (_dangling(tmp_path), f"is a symbolic link to {excerpt(str(tmp_path / 'gone' / 'x'))}, "
+                                                 "which does not exist; expected a regular file or a new name"),
     }
 
 
-@pytest.mark.parametrize("case", ["missing folder", "a directory", "under a regular file", "a folder name"])
+def _dangling(tmp_path: Path) -> Path:
+    link = tmp_path / "link.x"
+    link.symlink_to(tmp_path / "gone" / "x")
+    return link
+
+
+@pytest.mark.parametrize("case", ["missing folder", "a directory", "under a regular file", "a folder name",
+                                  "a dangling link"])
 @pytest.mark.parametrize("command", list(COMMANDS))
 def test_bad_destination_is_exit_2_before_any_work(tmp_path, command, case):
     out, why = bad_destinations(tmp_path)[case]
