@@ -17,6 +17,7 @@ from sizer.inputs.scenario import (
     MAX_SECONDS,
     MAX_TOKENS,
     MIN_RATE_PER_S,
+    SETTABLE,
     Scenario,
     StatedValueError,
     scenario_from_dict,
@@ -102,6 +103,11 @@ def scenario_with_flags(path: Path, traffic: Traffic, variant: Variant | None = 
 
 # The Variant fields the workload flags set (traffic_variant), and the flags
 TRAFFIC_FLAGS = {"rate_per_s": "--rate", "prompt_tokens": "--prompt-tokens", "output_tokens": "--output-tokens"}
+
+
+def traffic_sources(traffic: Traffic) -> dict[str, str]:
+    """The scenario paths the workload flags set -> those flags (Scenario.sources: where a value came from)."""
+    return {SETTABLE[name]: flag for name, flag in TRAFFIC_FLAGS.items() if getattr(traffic, name) is not None}
 
 
 def naming_traffic_flags(traffic: Traffic, scenario_file: str | None) -> AbstractContextManager[None]:

@@ -23,10 +23,11 @@ from sizer.cli.options import (
     naming_traffic_flags,
     scenario_with_flags,
     traffic_from_flags,
+    traffic_sources,
 )
 from sizer.cli.progress import progress
 from sizer.errors import InputError
-from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS, is_gateway
+from sizer.inputs.scenario import MAX_REPLICAS, MAX_REQUESTS, is_gateway, with_sources
 from sizer.inputs.traffic import Traffic
 from sizer.inputs.variant import Variant
 from sizer.kinds import kind
@@ -34,7 +35,7 @@ from sizer.outputs.destination import check_destination, csv_frames
 from sizer.outputs.serialise import to_json
 from sizer.sizing.goodput import slo_of
 from sizer.sizing.resolve import resolve
-from sizer.sizing.simulate import DEFAULT_ROUTER, simulate_scenario
+from sizer.sizing.simulate import DEFAULT_ROUTER, check_simulated_blocks, simulate_scenario
 from validation.errors import excerpt
 
 
@@ -106,11 +107,13 @@ def run(path: Path, num_requests: int | None, replicas: int | None, router: str,
     check_range(replicas, "--replicas", 1, MAX_REPLICAS)
     with naming_flags(variant, {"concurrency": "--concurrency", "arrival_process": "--concurrency"}, str(path)), \
             naming_traffic_flags(traffic, str(path)):
-        s = scenario_with_flags(path, traffic, variant)
+        s = with_sources(scenario_with_flags(path, traffic, variant), traffic_sources(traffic))
         if replicas is not None and s.deployment.disaggregated is not None:
             raise InputError(None, "--replicas", "does not apply to this scenario: its deployment.disaggregated "
                                                  "section sets the replicas (prefill_replicas and decode_replicas)")
         r = resolve(s)
+    if replicas is not None and r.replica.num_blocks >= 1:    # the flag's replicas, named as the flag
+        check_simulated_blocks(replicas * r.replica.num_blocks, None, "--replicas")
     total = min(num_requests or s.workload.num_requests, (s.workload.trace.max_requests or 1 << 62)
                 if s.workload.trace else 1 << 62)
     with progress("simulating", "requests", total) as update:

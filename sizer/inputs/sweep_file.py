@@ -152,7 +152,8 @@ def range_values(r: Range, integer: bool, file: str | None, path: str) -> list:
         if any(abs(v - round(v)) > 1e-9 for v in values):
             raise InputError(file, path, "expected whole numbers: an integer start with an integer step or factor")
         return list(dict.fromkeys(int(round(v)) for v in values))
-    return [round(v, 12) for v in values]        # 0.1 x 3 is 0.30000000000000004: values as written
+    # 0.1 x 3 is 0.30000000000000004: values as written, to 12 significant digits (1e-300 stays 1e-300, not 0)
+    return [float(f"{v:.12g}") for v in values]
 
 
 def axis_values(sweep: SweepFile) -> dict[str, list]:
