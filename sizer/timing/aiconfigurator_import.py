@@ -133,16 +133,48 @@ COLUMNS = {"gemm": (("gemm_dtype", "device"), ("n", "k", "m")),
            "mla_kernel_generation": _MLA_KERNEL,
            "gdn": (("phase", "kernel_source"), ("num_k_heads", "head_k_dim", "num_v_heads", "head_v_dim", "d_conv",
                                                 "batch_size", "seq_len", "d_model"))}
+# per source table: (text columns, numeric columns) read where the table has them (older tables lack them)
+OPTIONAL_COLUMNS = {"context_attention": ((), ("window_size",)), "generation_attention": ((), ("window_size",)),
+                    "allreduce": (("backend",), ()), "moe": (("kernel_source",), ())}
+# The bounds of a source table's values, all applied by `_check_values`: text a non-empty string; every size, count
+# and shape a whole number from 1 (0 where FROM_ZERO says) to MAX_SIZE; latencies finite and > 0 (sizer's tables
+# hold them to the same, kernel_tables._row_values). aiconfigurator-core 0.12.0's tables hold no other value: no
+# null, NaN or fraction in any column read, no latency <= 0 (so no failed measurement is filtered out here).
+MAX_SIZE = 1 << 40     # its largest is an all-reduce of 2**29 elements; below 2**53: a float column's whole numbers
+                       # are exact
+# the sizes that count from 0: a prefill's `step` (no earlier tokens; generation attention's KV length is isl + step)
+# and `window_size` (0: full attention). mla_generation's step is its KV length, the new token's included: >= 1
+FROM_ZERO = {"context_attention": {"window_size"}, "generation_attention": {"step", "window_size"},
+             "mla_context": {"step"}, "mla_kernel_context": {"step"}, "mla_kernel_generation": {"step"}}
 # A source table's bounds, from its footer before anything is decompressed: aiconfigurator's largest holds a few
 # hundred thousand rows in a few MB
 MAX_PARQUET_ROWS = 10_000_000
 MAX_PARQUET_BYTES = 1 << 30           # decompressed
 MAX_SYSTEM_BYTES = 1 << 20
+# the system YAML's memory figures and their bounds: those tables.yaml holds them to (kernel_tables.ElementwiseCost)
+SYSTEM_FIGURES = {"mem_bw": (lambda v: 0 < v < float("inf"), "a finite number > 0 (bytes/s)"),
+                  "mem_bw_empirical_scaling_factor": (lambda v: 0 < v <= 1, "a fraction > 0 and <= 1"),
+                  "mem_empirical_constant_latency": (lambda v: 0 <= v < float("inf"), "a finite number >= 0 (s)")}
 
 
 def _read(path: Path, table: str):
-    """A source table: a regular Parquet file within the bounds, with the columns COLUMNS names, numbers where
-    numbers are read, and finite positive latencies; anything else one FieldError naming the file and column."""
+    """A source table: a regular Parquet file within the bounds, with the columns COLUMNS names, holding the values
+    `_check_values` allows; anything else one FieldError naming the file and column (and the row)."""
+    file = str(path)
+    df = _parquet(path)
+    text, numeric = COLUMNS[table]
+    for column in (*text, *numeric, "latency"):
+        if column not in df.columns:
+            raise FieldError(file, column, "missing; expected aiconfigurator-core's columns")
+    if df.empty:
+        raise FieldError(file, None, "no rows; expected measurements")
+    _check_values(df, file, table)
+    return df
+
+
+def _parquet(path: Path):
+    """The table of a regular Parquet file within MAX_PARQUET_ROWS and MAX_PARQUET_BYTES, its rows numbered from 0
+    in the file's order (the row an error names)."""
     file = str(path)
     try:
         import pandas  # lazily: only the importer reads parquet (pandas + pyarrow, the `kernels` extra)
@@ -158,23 +190,61 @@ def _read(path: Path, table: str):
         if meta.num_rows > MAX_PARQUET_ROWS or size > MAX_PARQUET_BYTES:
             raise FieldError(file, None, f"holds {meta.num_rows:,} rows, {size:,} bytes decompressed; expected at "
                                          f"most {MAX_PARQUET_ROWS:,} rows and {MAX_PARQUET_BYTES:,} bytes")
-        df = pandas.read_parquet(path)
+        return pandas.read_parquet(path).reset_index(drop=True)
     except (OSError, pyarrow.ArrowException) as exc:
         raise FieldError(file, None, f"expected a Parquet table ({excerpt(str(exc))})") from None
+
+
+def _check_values(df, file: str, table: str) -> None:
+    """Every column of `table` the conversion reads (COLUMNS, and OPTIONAL_COLUMNS where present) within its bounds:
+    the one check of every source table's values, so none is dropped, truncated or defaulted on its way out."""
     text, numeric = COLUMNS[table]
-    for column in (*text, *numeric, "latency"):
-        if column not in df.columns:
-            raise FieldError(file, column, "missing; expected aiconfigurator-core's columns")
-    if df.empty:
-        raise FieldError(file, None, "no rows; expected measurements")
-    for column in (*numeric, "latency"):
-        if column in df.columns and not pandas.api.types.is_numeric_dtype(df[column]):
-            raise FieldError(file, column, f"expected numbers, got {df[column].dtype} values")
-    bad = df[~((df["latency"] > 0) & (df["latency"] < float("inf")))]
-    if not bad.empty:
-        raise FieldError(file, f"latency (row {bad.index[0]})", f"expected a finite latency > 0, got "
-                                                                f"{excerpt(bad['latency'].iloc[0])}")
-    return df
+    optional_text, optional_numeric = OPTIONAL_COLUMNS.get(table, ((), ()))
+    for column in (*text, *(c for c in optional_text if c in df.columns)):
+        values = df[column].astype(object)
+        _refuse(df, file, column, ~values.map(lambda v: isinstance(v, str) and v.strip() != "").to_numpy(bool),
+                "a non-empty string")
+    for column in (*numeric, *(c for c in optional_numeric if c in df.columns)):
+        low = 0 if column in FROM_ZERO.get(table, ()) else 1
+        x = _numbers(df, file, column)
+        _refuse(df, file, column, ~((x >= low) & (x <= MAX_SIZE) & (x.round() == x)),      # NaN fails each comparison
+                f"a whole number from {low} to {MAX_SIZE:,}")
+    x = _numbers(df, file, "latency")
+    _refuse(df, file, "latency", ~((x > 0) & (x < float("inf"))), "a finite latency > 0 (milliseconds)")
+
+
+def _numbers(df, file: str, column: str):
+    """A numeric column's values as floats (NaN where null); text or booleans one FieldError."""
+    import pandas
+    values = df[column]
+    if not pandas.api.types.is_numeric_dtype(values) or pandas.api.types.is_bool_dtype(values):
+        raise FieldError(file, column, f"expected numbers, got {values.dtype} values")
+    return values.to_numpy(dtype=float, na_value=float("nan"))
+
+
+def _refuse(df, file: str, column: str, bad, expected: str) -> None:
+    """One FieldError naming the first row where `bad` is true, if there is one."""
+    if bad.any():
+        row = int(bad.nonzero()[0][0])
+        raise FieldError(file, f"{column} (row {row})", f"expected {expected}, got {_shown(df[column], row)}")
+
+
+def _shown(values, row: int) -> str:
+    """Row `row`'s value for an error message: a number as Python prints it (a float column's NaN `nan`), a missing
+    value `null`."""
+    import pandas
+    value = values.iloc[row]
+    if pandas.api.types.is_scalar(value) and pandas.isna(value) and not (
+            isinstance(value, float) and pandas.api.types.is_float_dtype(values)):
+        return "null"
+    return excerpt(value.item() if hasattr(value, "item") else value)     # numpy's scalars: the number alone
+
+
+def _require_any(df, file: str, column: str, allowed: list[str]) -> None:
+    """At least one row whose `column` is one of `allowed` (the rows of other values are not sizer's to table)."""
+    if not df[column].isin(allowed).any():
+        raise FieldError(file, column, f"expected rows of {', '.join(allowed)} (the formats sizer tables), got only "
+                                       f"{excerpt(sorted(set(df[column])))}")
 
 
 def _system(path: Path) -> dict[str, float]:
@@ -184,10 +254,10 @@ def _system(path: Path) -> dict[str, float]:
     if not isinstance(gpu, dict):
         raise FieldError(str(path), "gpu", "expected a mapping of the GPU's figures")
     out = {}
-    for key in ("mem_bw", "mem_bw_empirical_scaling_factor", "mem_empirical_constant_latency"):
+    for key, (within, expected) in SYSTEM_FIGURES.items():
         value = gpu.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
-            raise FieldError(str(path), f"gpu.{key}", f"expected a finite number >= 0, got {excerpt(value)}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not within(value):
+            raise FieldError(str(path), f"gpu.{key}", f"expected {expected}, got {excerpt(value)}")
         out[key] = float(value)
     return out
 
@@ -210,7 +280,9 @@ def convert(package: Path, gpu: str, framework: str = "vllm", prune_to_catalog: 
     # collected for: TensorRT-LLM 1.3.0rc23's holds three Nemotron-3 shapes, 1.3.0rc20's twenty-four)
     if (data / system / FILES["moe"][0] / framework / versions["gemm"] / FILES["moe"][1]).is_file():
         versions["moe"] = versions["gemm"]
-    frames = {t: _read(data / system / FILES[t][0] / framework / v / FILES[t][1], t) for t, v in versions.items() if v}
+    paths = {t: data / system / FILES[t][0] / framework / v / FILES[t][1] for t, v in versions.items() if v}
+    frames = {t: _read(path, t) for t, path in paths.items()}
+    _require_any(frames["gemm"], str(paths["gemm"]), "gemm_dtype", TABLE_DTYPES)     # GEMMs are required, as above
     shapes = catalog_shapes() if prune_to_catalog else None
     gemms, attention, moe, mla, gdn = ((shapes.gemms, shapes.attention, shapes.moe, shapes.mla, shapes.gdn)
                                        if shapes else (None,) * 5)
