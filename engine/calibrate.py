@@ -73,22 +73,42 @@ def calls_per_step(cfg: EngineConfig, ops: list[str]) -> dict[str, int]:
 SWEEP_WAVES = (1, 2, 3, 4, 6, 8, 16, 64, 128)   # requests at once in the whole-step sweep (up to max_num_seqs);
 # the small waves give the fit the small batches a trickle of traffic runs (Poisson arrivals)
 SWEEP_OUTPUT_TOKENS = (8, 48)
+# Output tokens a sweep request has at least, however short max_model_len: its prefill step, then a decode step,
+# so that every wave has a step after its first (the first waits on set-up and is dropped)
+SWEEP_MIN_OUTPUT_TOKENS = 2
 
 
-def _sweep_requests(count: int, longest: int, rng: random.Random, first_id: int) -> list[Request]:
+def _sweep_requests(count: int, longest: int, max_model_len: int, rng: random.Random,
+                    first_id: int) -> list[Request]:
     """A wave of `count` requests at t=0: prompts of longest/16 .. longest tokens (the long
     ones chunked), short outputs, half sharing one of two prefixes so that cache hits shape
     some steps."""
     prefixes = [tuple(rng.randrange(1 << 30) for _ in range(longest // 4)) for _ in range(2)]
-    return [Request(first_id + i, 0.0, rng.randint(max(1, longest // 16), longest), rng.randint(*SWEEP_OUTPUT_TOKENS),
-                    prefix_segments=prefixes[i % 2] if i % 4 < 2 else ())
+    return [_sweep_request(first_id + i, longest, max_model_len, rng, prefixes[i % 2] if i % 4 < 2 else ())
             for i in range(count)]
+
+
+def _sweep_request(request_id: int, longest: int, max_model_len: int, rng: random.Random,
+                   prefix: tuple[int, ...]) -> Request:
+    """One sweep request, its output cut to fit `max_model_len` (the scheduler refuses a longer one, so it would
+    never run); from a max_model_len of 95 on, none is cut (prompts of at most half of it, outputs of 48)."""
+    prompt = rng.randint(max(1, longest // 16), longest)
+    output = min(rng.randint(*SWEEP_OUTPUT_TOKENS), max_model_len - prompt)
+    return Request(request_id, 0.0, prompt, output, prefix_segments=prefix)
+
+
+def _sweep_longest(limits: StepLimits) -> int:
+    """The sweep's longest prompt: half of max_model_len (at most four step budgets and 2,048 tokens), at least
+    8 tokens, and short enough that each request has room for SWEEP_MIN_OUTPUT_TOKENS within max_model_len (so
+    max_model_len must be at least 1 + SWEEP_MIN_OUTPUT_TOKENS: sizer/cli/calibrate.py MIN_MAX_MODEL_LEN)."""
+    longest = max(8, min(limits.max_model_len // 2, 4 * limits.max_num_batched_tokens, 2048))
+    return min(longest, limits.max_model_len - SWEEP_MIN_OUTPUT_TOKENS)
 
 
 def step_sweep(model: Transformer, device: Device, limits: StepLimits, seed: int) -> list[StepRecord]:
     """Whole steps timed by the runner, over waves of 1, 4, 16, ... requests."""
     rng = random.Random(seed)
-    longest = max(8, min(limits.max_model_len // 2, 4 * limits.max_num_batched_tokens, 2048))
+    longest = _sweep_longest(limits)
     # the settings the profile's steps are measured under: chunked prefill, recompute, no drafts
     config = SchedulerConfig(max_num_seqs=limits.max_num_seqs, max_num_batched_tokens=limits.max_num_batched_tokens,
                              enable_chunked_prefill=True, preemption_mode="recompute", speculative=None,
@@ -101,7 +121,8 @@ def step_sweep(model: Transformer, device: Device, limits: StepLimits, seed: int
                                 swap=None, engine_loop=BARE)
         runner = EngineRunner(model, device, replica)
         runner.warm_up()
-        records += runner.run(_sweep_requests(count, longest, rng, first_id)).steps[1:]   # step 1 waits on set-up
+        wave = _sweep_requests(count, longest, limits.max_model_len, rng, first_id)
+        records += runner.run(wave).steps[1:]   # step 1 waits on set-up
         first_id += count
     return records
 

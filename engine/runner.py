@@ -85,8 +85,12 @@ class EngineRunner:
     def warm_up(self) -> None:
         """A full-budget prefill, a long decode beside a chunk, and a short decode, so that
         every kernel variant is compiled and large buffers touched before the timed run.
-        Writes only into blocks nobody owns yet."""
-        budget = min(self.scheduler.config.max_num_batched_tokens, self.kv.num_blocks * self.block_size - 1)
+        Writes only into blocks nobody owns yet, and only at positions the model has rotary tables for (its
+        max_model_len): the decode sits at position `budget`, so a budget past them (max_model_len at most
+        max_num_batched_tokens) would index beyond the tables."""
+        positions = self.model.cos.shape[0]
+        budget = min(self.scheduler.config.max_num_batched_tokens, self.kv.num_blocks * self.block_size - 1,
+                     positions - 1)
         ids = [i % self.model.cfg.vocab_size for i in range(budget)]
         blocks = list(range(-(-(budget + 1) // self.block_size)))
         for seqs in ([SeqWork(ids, 0, blocks)],

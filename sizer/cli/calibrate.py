@@ -29,6 +29,13 @@ def user_calibrated_dir() -> Path:
 
 
 DEFAULT_REFERENCE = "llama-3.1-8b"    # a device's tables fit the engine overhead on this model's steps by default
+# The shortest context the whole-step sweep runs in: a 1-token prompt and 2 output tokens, so that each wave has a
+# step after its first, which waits on set-up and is dropped (engine/calibrate.py SWEEP_MIN_OUTPUT_TOKENS); at 2
+# every wave is one step and no step is left to fit the overhead on
+MIN_MAX_MODEL_LEN = 3
+# torch's generators take an unsigned 64-bit seed (torch.manual_seed: "Overflow when unpacking long long" past it;
+# a negative one wraps around): from 0, as a scenario's workload.seed
+MAX_SEED = 2 ** 64 - 1
 
 
 def command(
@@ -59,10 +66,11 @@ def command(
     max_num_batched_tokens: int | None = typer.Option(None, min=1,
                                                       help="largest step in tokens to measure (GPU 2048, CPU 256)"),
     max_num_seqs: int | None = typer.Option(None, min=1, help="most sequences per step to measure (GPU 256, CPU 64)"),
-    max_model_len: int | None = typer.Option(None, min=2, help="longest context to measure (GPU 8192, CPU 2048)"),
+    max_model_len: int | None = typer.Option(None, min=MIN_MAX_MODEL_LEN,
+                                             help="longest context to measure (GPU 8192, CPU 2048)"),
     block_size: int = typer.Option(16, min=1, help="KV block size"),
     kernels: str = typer.Option("auto", help="auto (Triton on a GPU, torch on a CPU), triton or torch"),
-    seed: int = typer.Option(0, help="random seed for weights and inputs"),
+    seed: int = typer.Option(0, help=f"random seed for weights and inputs (0 to {MAX_SEED})"),
 ) -> None:
     """Measure the engine's kernels here: a model's profile (`<device>-<model>-tp<N>/`), or without --model
     the device's kernel tables for any model (`<device>-sizer-engine-<version>/`)."""
@@ -70,8 +78,9 @@ def command(
     # the sweep's shapes come from these: the scenario's own bounds keep them representable
     check_range(max_num_batched_tokens, "--max-num-batched-tokens", 1, MAX_BATCH_TOKENS)
     check_range(max_num_seqs, "--max-num-seqs", 1, MAX_SEQUENCES)
-    check_range(max_model_len, "--max-model-len", 2, MAX_TOKENS)
+    check_range(max_model_len, "--max-model-len", MIN_MAX_MODEL_LEN, MAX_TOKENS)
     check_range(block_size, "--block-size", 1, MAX_TOKENS)
+    _check_seed(seed)
     target = _target(gpu, device, kernels, tp)
     # checked before the minutes of measuring: a file or device there was an OSError only when the profile was written
     destination = check_folder_destination(out or user_calibrated_dir(), "--out")
@@ -120,6 +129,13 @@ def _target(gpu: str | None, device_kind: str | None, kernels_name: str, tp: int
     if kernels_name not in ("auto", "triton", "torch"):
         raise InputError(None, "--kernels", f"expected auto, triton or torch, got {excerpt(kernels_name)}")
     return Target(load_hardware(gpu, None, "--gpu") if gpu else None, kernels_name, tp)
+
+
+def _check_seed(seed: int) -> None:
+    """--seed: a whole number torch's generators take (check_range would print 2^64 as 1.84467e+19)."""
+    if not 0 <= seed <= MAX_SEED:
+        raise InputError(None, "--seed", f"expected a whole number from 0 to {MAX_SEED} (2^64 - 1: torch's "
+                                         f"generators take 64 bits), got {excerpt(seed)}")
 
 
 def _tp_sizes(text: str | None) -> tuple[int, ...]:

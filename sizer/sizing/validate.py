@@ -84,6 +84,11 @@ def validation_config(s: Scenario, pricing: Pricing,
     return r, config
 
 
+def replayed_count(s: Scenario, num_requests: int | None) -> int:
+    """The requests a validation replays: `num_requests`, else the scenario's, at most DEFAULT_MAX_REQUESTS."""
+    return num_requests or min(s.workload.num_requests, DEFAULT_MAX_REQUESTS)
+
+
 def run_validation(scenario_path: Path, profile_path: Path | None, num_requests: int | None, num_blocks: int | None,
                    weights: Path | None = None, tables_path: Path | None = None):
     """The simulator, priced by a calibrated profile or by a device's kernel tables, vs the bundled engine on
@@ -103,7 +108,7 @@ def run_validation(scenario_path: Path, profile_path: Path | None, num_requests:
         r, config = validation_config(s, pricing, num_blocks)
         step_model = engine_step_model(r, tables)
     dev = gpu_device(r.hardware) if pricing.device_kind == "cuda" else cpu_device(pricing.threads or 1)
-    count = num_requests or min(s.workload.num_requests, DEFAULT_MAX_REQUESTS)
+    count = replayed_count(s, num_requests)
     requests = list(workload_of(s, count).requests())
     return validate(r.model, pricing.build, step_model, dev, config, requests, s.workload.seed, weights,
                     r.memory.activation_bytes)

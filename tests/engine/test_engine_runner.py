@@ -71,3 +71,17 @@ def test_prefix_reuse_and_preemption_change_no_token(plain):
     assert sum(r.num_preemptions for r in preempting.requests) > 0
     assert cached.output_ids == plain.output_ids
     assert preempting.output_ids == plain.output_ids
+
+
+def test_warm_up_stays_within_max_model_len():
+    # a context shorter than the step budget (max_model_len 64, 256 tokens a step): the warm-up prefilled 256 tokens
+    # and decoded at position 256, past the model's 64 rotary positions (IndexError in validate and calibrate)
+    model = Transformer(CFG, DEVICE.dtype, DEVICE.torch_device, TORCH, 64, seed=1)
+    config = SchedulerConfig(max_num_seqs=8, max_num_batched_tokens=256, enable_chunked_prefill=True,
+                             preemption_mode="recompute", speculative=None, max_model_len=64, prefill_only=False,
+                             reserve_full_kv=False)
+    replica = ReplicaConfig(config, 100, 16, True, tenant_isolation=False, swap=None, engine_loop=BARE)
+    runner = EngineRunner(model, DEVICE, replica)
+    runner.warm_up()
+    run = runner.run([Request(0, 0.0, 40, 24)])
+    assert len(run.output_ids[0]) == 24

@@ -1,0 +1,77 @@
+"""The bounds of `sizer validate --num-blocks` and `sizer calibrate --max-model-len` / `--seed`: refused below (or
+above) them with one line naming the flag and the bound, before the engine starts; taken at them (the engine is
+replaced by a stand-in here: no measuring, no torch)."""
+
+import pytest
+from typer.testing import CliRunner
+
+import sizer.cli.calibrate
+import sizer.cli.validate
+from sizer.cli import app
+from sizer.cli.calibrate import MAX_SEED, MIN_MAX_MODEL_LEN
+
+SCENARIO = "engine/scenarios/tiny-cpu.yaml"
+PROFILE = "hardware_profiles/calibrated/cpu-tiny-tp1"
+cli = CliRunner()
+
+
+class Started(Exception):
+    """The stand-in engine ran: every flag was taken."""
+
+
+def start(*_args, **_kwargs):
+    raise Started
+
+
+@pytest.fixture(autouse=True)
+def no_engine(monkeypatch):
+    for module, name in ((sizer.cli.validate, "run_validation"), (sizer.cli.calibrate, "calibrate_profile"),
+                         (sizer.cli.calibrate, "calibrate_device_tables")):
+        monkeypatch.setattr(module, name, start)
+
+
+def refusal(args: list[str]) -> str:
+    result = cli.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and not isinstance(result.exception, Started)
+    [line] = result.stderr.strip().splitlines()
+    return line
+
+
+def started(args: list[str]) -> bool:
+    return isinstance(cli.invoke(app, args).exception, Started)
+
+
+# The first 2 requests of tiny-cpu.yaml: the longer has 346 tokens of prompt and output, 345 of them in the KV
+# cache at its end: 22 blocks of 16. All 64: 429 tokens, 27 blocks. Fewer blocks and the scheduler refused
+# every request (max() arg is an empty sequence).
+@pytest.mark.parametrize("requests,minimum", [(["--num-requests", "2"], 22), ([], 27)])
+def test_validate_num_blocks_at_least_the_longest_request(requests, minimum):
+    args = ["validate", SCENARIO, "--profile", PROFILE, *requests, "--num-blocks"]
+    for too_few in (1, minimum - 1):
+        assert refusal([*args, str(too_few)]) == (
+            f"error: --num-blocks: expected at least {minimum}: the longest of the {2 if requests else 64} requests "
+            f"replayed has {346 if requests else 429} tokens of prompt and output, {minimum} blocks of 16; "
+            f"got {too_few}")
+    assert started([*args, str(minimum)])
+    assert started(["validate", SCENARIO, "--profile", PROFILE, *requests])     # the memory budget's pool
+
+
+def test_calibrate_max_model_len_from_3(tmp_path):
+    args = ["calibrate", "--model", "tiny", "--device", "cpu", "--out", str(tmp_path), "--max-model-len"]
+    line = refusal([*args, str(MIN_MAX_MODEL_LEN - 1)])
+    assert line.startswith("error: --max-model-len: ") and "at least 3" in line
+    assert MIN_MAX_MODEL_LEN == 3
+    for length in (MIN_MAX_MODEL_LEN, 16, 256):     # at most max_num_batched_tokens (CPU 256): the warm-up crashed
+        assert started([*args, str(length)])
+
+
+@pytest.mark.parametrize("model", [["--model", "tiny"], ["--shapes-of", "tiny"]])
+def test_calibrate_seed_within_64_bits(model, tmp_path):
+    args = ["calibrate", *model, "--device", "cpu", "--out", str(tmp_path), "--seed"]
+    for seed in (-1, MAX_SEED + 1, 10 ** 23):
+        assert refusal([*args, str(seed)]) == (
+            f"error: --seed: expected a whole number from 0 to 18446744073709551615 (2^64 - 1: torch's generators "
+            f"take 64 bits), got {seed}")
+    for seed in (0, MAX_SEED):
+        assert started([*args, str(seed)])
