@@ -39,6 +39,8 @@ from simulator import (
     summarise,
     weighted_percentiles,
 )
+from simulator.kv_cache import KVCacheManager
+from validation.errors import FieldError
 
 PERCENTILES = (50, 95, 99)
 # KV cache a CPU run may take: a host's RAM is no pool size (the caller's budget from it would
@@ -209,6 +211,13 @@ def validate(spec: ModelShape, build: EngineBuild, step_model: StepTimeModel, de
     requested = config.replica.num_blocks
     limit, rule = device_block_limit(cfg, device, config.replica.block_size, reserve_bytes)
     replica = dataclasses.replace(config.replica, num_blocks=min(requested, limit))
+    longest = max(r.prompt_tokens + r.output_tokens for r in requests)
+    need = KVCacheManager(1, replica.block_size, window_groups=replica.kv_windows).final_blocks(longest)
+    if replica.num_blocks < need:        # the scheduler would refuse that request (or all of them): nothing to compare
+        why = f"capped by {rule}" if limit < requested else "as requested"
+        raise FieldError(None, "device", f"the pool holds {replica.num_blocks:,} KV blocks of {replica.block_size} "
+                                         f"({why}); the longest request replayed ({longest:,} tokens) needs "
+                                         f"{need:,}: replay shorter requests or a smaller model")
     runner = EngineRunner(model, device, replica)
     runner.warm_up()
     run = runner.run(copy.deepcopy(requests))

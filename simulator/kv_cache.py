@@ -106,6 +106,11 @@ class KVCacheManager:
     def blocks_for(self, num_tokens: int) -> int:
         return -(-num_tokens // self.block_size)
 
+    def final_blocks(self, total_tokens: int) -> int:
+        """Blocks a request of `total_tokens` prompt + output tokens holds at its end (the last token's KV is never
+        written), its window blocks too: the pool can serve it only if it has that many."""
+        return self.blocks_for(total_tokens - 1) + self.window_blocks(total_tokens - 1)
+
     def window_blocks(self, num_tokens: int) -> int:
         """Pool blocks the windowed layers of a sequence of `num_tokens` hold (0 without window groups)."""
         if not self.window_groups:

@@ -117,7 +117,7 @@ class Scheduler:
         cfg, kv = self.config, self.kv
         if cfg.max_model_len and total > cfg.max_model_len:
             return f"prompt + output = {total} tokens > max_model_len {cfg.max_model_len}"
-        need = self._final_blocks_of(total)
+        need = self.kv.final_blocks(total)
         if need > kv.num_blocks:
             return f"needs {need} KV blocks, the cache holds {kv.num_blocks}"
         if not cfg.enable_chunked_prefill and total - 1 > cfg.max_num_batched_tokens:
@@ -312,12 +312,7 @@ class Scheduler:
             step.budget -= n
 
     def _final_blocks(self, req: Request) -> int:
-        return self._final_blocks_of(req.prompt_tokens + req.output_tokens)
-
-    def _final_blocks_of(self, total: int) -> int:
-        """Blocks a request of `total` prompt + output tokens holds at its end (the last token's KV is never
-        written), its window blocks too."""
-        return self.kv.blocks_for(total - 1) + self.kv.window_blocks(total - 1)
+        return self.kv.final_blocks(req.prompt_tokens + req.output_tokens)
 
     def _release(self, req: Request) -> None:
         self.kv.free(req)

@@ -60,9 +60,7 @@ def _check_num_blocks(num_blocks: int | None, scenario: Path, num_requests: int 
     replica = resolve(s).replica
     count = replayed_count(s, num_requests)
     longest = max(r.prompt_tokens + r.output_tokens for r in workload_of(s, count).requests())
-    # the last token's KV is never written (the scheduler's _final_blocks_of)
-    kv = KVCacheManager(1, replica.block_size, window_groups=replica.kv_windows)
-    need = kv.blocks_for(longest - 1) + kv.window_blocks(longest - 1)
+    need = KVCacheManager(1, replica.block_size, window_groups=replica.kv_windows).final_blocks(longest)
     if num_blocks < need:
         raise InputError(None, "--num-blocks", f"expected at least {need:,}: the longest of the {count:,} requests "
                                                f"replayed has {longest:,} tokens of prompt and output, "

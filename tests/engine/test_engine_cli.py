@@ -161,3 +161,17 @@ def test_validate_refuses_a_profile_of_another_model(tmp_path):
     result = cli.invoke(app, ["validate", SCENARIO, "--profile", str(folder)])
     assert result.exit_code == 2
     assert "model.name: 'tiny', but the profile was calibrated for 'llama-3.1-8b'" in result.stderr
+
+
+def test_a_device_pool_too_small_for_the_longest_request_is_one_line(monkeypatch):
+    # the device's own cap (found once the weights are loaded) below the 22 blocks of 16 the longest of the first
+    # two requests needs (346 tokens: ceil(345 / 16) = 22; tests/sizer/cli/test_engine_flag_bounds.py): one line,
+    # not the scheduler refusing every request and the metrics failing on none
+    import engine.validate
+    monkeypatch.setattr(engine.validate, "device_block_limit", lambda *a: (5, "a test's cap"))
+    result = cli.invoke(app, ["validate", SCENARIO, "--profile", str(CALIBRATED_DIR / "cpu-tiny-tp1"),
+                              "--num-requests", "2"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == ("error: device: the pool holds 5 KV blocks of 16 (capped by a test's cap); the "
+                                     "longest request replayed (346 tokens) needs 22: replay shorter requests or a "
+                                     "smaller model")
