@@ -211,8 +211,12 @@ def validate(spec: ModelShape, build: EngineBuild, step_model: StepTimeModel, de
     requested = config.replica.num_blocks
     limit, rule = device_block_limit(cfg, device, config.replica.block_size, reserve_bytes)
     replica = dataclasses.replace(config.replica, num_blocks=min(requested, limit))
-    longest = max(r.prompt_tokens + r.output_tokens for r in requests)
-    need = KVCacheManager(1, replica.block_size, window_groups=replica.kv_windows).final_blocks(longest)
+    kv = KVCacheManager(1, replica.block_size, window_groups=replica.kv_windows)
+    longest, need = kv.pool_to_serve((r.prompt_tokens + r.output_tokens for r in requests),
+                                     replica.scheduler.max_model_len)
+    if not longest:
+        raise FieldError(None, "max_model_len", f"every request replayed is longer than its "
+                                                f"{replica.scheduler.max_model_len:,} tokens: nothing to compare")
     if replica.num_blocks < need:        # the scheduler would refuse that request (or all of them): nothing to compare
         why = f"capped by {rule}" if limit < requested else "as requested"
         raise FieldError(None, "device", f"the pool holds {replica.num_blocks:,} KV blocks of {replica.block_size} "

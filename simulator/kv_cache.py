@@ -111,6 +111,12 @@ class KVCacheManager:
         written), its window blocks too: the pool can serve it only if it has that many."""
         return self.blocks_for(total_tokens - 1) + self.window_blocks(total_tokens - 1)
 
+    def pool_to_serve(self, totals: Iterable[int], max_model_len: int | None) -> tuple[int, int]:
+        """(the longest of the requests of `totals` prompt + output tokens a scheduler of `max_model_len` takes, the
+        blocks it holds at its end): the smallest pool that serves every request not refused for its length."""
+        longest = max((t for t in totals if not max_model_len or t <= max_model_len), default=0)
+        return longest, self.final_blocks(longest) if longest else 0
+
     def window_blocks(self, num_tokens: int) -> int:
         """Pool blocks the windowed layers of a sequence of `num_tokens` hold (0 without window groups)."""
         if not self.window_groups:

@@ -13,7 +13,7 @@ from sizer.cli.progress import progress
 from sizer.cli.render import render_comparison, terminal
 from sizer.errors import InputError
 from sizer.inputs.bench_result import bench_result
-from sizer.inputs.guidellm_report import MAX_REPORT_BYTES, check_simulated, guidellm_benchmarks, is_guidellm_report
+from sizer.inputs.guidellm_report import MAX_REPORT_BYTES, check_compared, guidellm_benchmarks, is_guidellm_report
 from sizer.inputs.scenario import load_scenario
 from sizer.outputs.serialise import to_json
 from sizer.sizing.compare import Comparison, compare, compare_guidellm
@@ -53,7 +53,7 @@ def command(
             raise InputError(None, "--benchmark", f"{benchmark}: {result} holds {len(runs)} benchmark(s), "
                                                   f"expected an index from 0 to {len(runs) - 1}")
         runs = (runs[benchmark],)
-    check_simulated(runs, str(result))
+    check_compared(runs, str(result))
     comparisons = []
     with progress("simulating", "requests", sum(run.num_simulated for run in runs)) as update:
         for run in runs:

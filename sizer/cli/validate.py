@@ -59,9 +59,11 @@ def _check_num_blocks(num_blocks: int | None, scenario: Path, num_requests: int 
     s = load_scenario(scenario)
     replica = resolve(s).replica
     count = replayed_count(s, num_requests)
-    longest = max(r.prompt_tokens + r.output_tokens for r in workload_of(s, count).requests())
-    need = KVCacheManager(1, replica.block_size, window_groups=replica.kv_windows).final_blocks(longest)
+    kv = KVCacheManager(1, replica.block_size, window_groups=replica.kv_windows)
+    longest, need = kv.pool_to_serve((r.prompt_tokens + r.output_tokens for r in workload_of(s, count).requests()),
+                                     replica.scheduler.max_model_len)
     if num_blocks < need:
         raise InputError(None, "--num-blocks", f"expected at least {need:,}: the longest of the {count:,} requests "
-                                               f"replayed has {longest:,} tokens of prompt and output, "
+                                               f"replayed within max_model_len has {longest:,} tokens of prompt and "
+                                               "output, "
                                                f"{need:,} blocks of {replica.block_size}; got {num_blocks:,}")

@@ -42,8 +42,7 @@ COMPLETED = Key("completed", int, ge=1, le=MAX_REQUESTS, nullable=False)
 NUM_PROMPTS = Key("num_prompts", int, ge=1, le=MAX_REQUESTS)
 FAILED = Key("failed", int, ge=0, le=MAX_REQUESTS)
 MAX_CONCURRENCY_KEY = Key("max_concurrency", int, ge=1, le=MAX_CONCURRENCY)
-# the gamma shape's cv = 1 / sqrt(burstiness) within a scenario's workload.arrival.cv bounds
-BURSTINESS = Key("burstiness", float, ge=1 / MAX_CV**2, le=1 / MIN_CV**2, default=1.0)
+BURSTINESS = Key("burstiness", float, gt=0, le=1e6, default=1.0)
 MODEL_ID = Key("model_id", str)
 # --save-detailed, one entry per request sent: a prompt of at least one token (vLLM refuses an empty one), an
 # output of 0 for a failed request (its `calculate_metrics`), an error "" for a successful one.
@@ -92,9 +91,12 @@ def bench_result(data: object, file: str) -> BenchResult:
     completed, num_prompts, failed, warnings = _counts(data, file)
     concurrency, _ = read_key(MAX_CONCURRENCY_KEY, data, file)
     burstiness, _ = read_key(BURSTINESS, data, file)
+    rate = _rate(data, file)
+    if rate is not None:
+        _check_burstiness(burstiness, file)
     inputs, outputs, more = _per_request(data, file, completed + failed, failed)
     model_id, _ = read_key(MODEL_ID, data, file)
-    return BenchResult(file, completed, num_prompts, failed, _rate(data, file), concurrency, burstiness, inputs,
+    return BenchResult(file, completed, num_prompts, failed, rate, concurrency, burstiness, inputs,
                        outputs, _measured(data, file), model_id, warnings + more)
 
 
@@ -177,6 +179,15 @@ def _latency(key: str, value: object, file: str) -> float:
         raise FieldError(file, key, f"expected a percentile in [0, 100] (p99_ttft_ms, p99.9_ttft_ms: vllm bench "
                                     f"serve --metric-percentiles), got {excerpt(stat)}")
     return check_key(Key(key, float, ge=0, le=_MAX_MS, nullable=False), value, file, key)
+
+
+def _check_burstiness(shape: float, file: str) -> None:
+    """A finite rate's gamma shape whose cv = 1 / sqrt(shape) is within a scenario's workload.arrival.cv bounds (vLLM
+    ignores the shape at an infinite rate); compared as cv^2 x shape = 1, so the bounds' own shapes are in."""
+    if not MIN_CV**2 * shape <= 1 + 1e-9 or not MAX_CV**2 * shape >= 1 - 1e-9:
+        raise FieldError(file, "burstiness", f"expected a gamma shape from {1 / MAX_CV**2:g} to {1 / MIN_CV**2:g} (cv "
+                                             f"1 / sqrt(burstiness) from {MIN_CV:g} to {MAX_CV:g}, as a scenario's "
+                                             f"workload.arrival.cv), got {shape:g}")
 
 
 def _rate(data: dict, file: str) -> float | None:

@@ -132,7 +132,9 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("num_nextn_predict_layers", int, ge=0, le=MAX_LAYERS, aliases=("mtp_num_hidden_layers",), default=0),
     Key("quantization_config", dict, aliases=("compression_config",), doc="llm-compressor's older spelling"),
     Key("rope_scaling", dict, aliases=("rope_parameters",), doc="transformers v5's spelling; vLLM derives the "
-        "longest context from its type and factor (model_spec.rope_scaled_positions)"),
+        "longest context from its type and factor (model_spec.vllm_context)"),
+    Key("original_max_position_embeddings", int, ge=1, le=MAX_POSITIONS,
+        doc="the length RoPE was trained at: yarn scales it (before rope_scaling's own); LongRoPE's default context"),
     Key("text_config", dict),
     Key("vision_config", dict),
     Key("audio_config", dict, doc="an audio encoder: not modelled (refused when present)"),
@@ -266,7 +268,9 @@ VISION_KEYS: dict[str, Key] = {k.name: k for k in (
     Key("hidden_act", str),
 )}
 GATED_VISION_ACTS = ("silu", "swiglu")
-VISION_SPELLINGS = frozenset(spelling for key in VISION_KEYS.values() for spelling in key.keys)
+# and a tower's RoPE, which places its patches (the language model's context is not the tower's)
+VISION_SPELLINGS = frozenset(spelling for key in VISION_KEYS.values() for spelling in key.keys) | {
+    "rope_scaling", "rope_parameters"}
 
 
 # Features whose non-default value sizer does not model: (key, the default, what it is)

@@ -105,8 +105,14 @@ def guidellm_benchmarks(data: Any, file: str) -> tuple[GuideLLMBenchmark, ...]:
     return tuple(_benchmark(b, i, file) for i, b in enumerate(benchmarks))
 
 
-def check_simulated(runs: tuple[GuideLLMBenchmark, ...], file: str) -> None:
-    """The benchmarks compared simulate at most MAX_REQUESTS requests together (each is bounded alone)."""
+def check_compared(runs: tuple[GuideLLMBenchmark, ...], file: str) -> None:
+    """The benchmarks compared: each with a successful request (its metrics are over them), all together
+    simulating at most MAX_REQUESTS requests (each is bounded alone). Another benchmark of the report may have none
+    (a rate the server could not take): it is not compared."""
+    for run in runs:
+        if not run.num_successful:
+            raise FieldError(file, f"benchmarks[{run.index}].metrics.request_totals.successful",
+                             "0: no request succeeded, nothing measured to compare (--benchmark picks another)")
     simulated = sum(run.num_simulated for run in runs)
     if simulated > MAX_REQUESTS:
         raise FieldError(file, "benchmarks", f"{len(runs):,} benchmarks of {simulated:,} requests in all; expected "
@@ -149,7 +155,7 @@ def _benchmark(b: Any, i: int, file: str) -> GuideLLMBenchmark:
     totals = _mapping(metrics.get("request_totals"), file, f"{at}.metrics.request_totals")
     count = Key("total", int, ge=1, le=MAX_REQUESTS, nullable=False)
     total, _ = read_key(count, totals, file, f"{at}.metrics.request_totals.")
-    successful, _ = read_key(Key("successful", int, ge=1, le=MAX_REQUESTS, nullable=False), totals, file,
+    successful, _ = read_key(Key("successful", int, ge=0, le=MAX_REQUESTS, nullable=False), totals, file,
                              f"{at}.metrics.request_totals.")
     duration, _ = read_key(Key("duration", float, gt=0, le=1e9, nullable=False), b, file, f"{at}.")
     for name, value in (("metrics.request_totals.total", total), ("metrics.request_totals.successful", successful),

@@ -244,7 +244,8 @@ def _from_manifest(docs: list, servers: list[Server], file: str, stem: str, kv_s
     deployment = {**engine_fields, "replicas": replicas}
     if prefill:
         p_fields, _, p_notes = _engine(prefill[0], file)
-        differs = sorted(k for k in set(p_fields) | set(engine_fields) if p_fields.get(k) != engine_fields.get(k)
+        decode_fields = {**engine_fields, "model_overrides": overrides}       # as the decode pods' command line has it
+        differs = sorted(k for k in set(p_fields) | set(decode_fields) if p_fields.get(k) != decode_fields.get(k)
                          and k != "speculative_config")
         if differs:
             notes.append(f"prefill pods differ from decode pods in {', '.join(differs)}; sizer models both "

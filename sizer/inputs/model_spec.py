@@ -72,8 +72,9 @@ class ModelSpec:
     unread_keys: tuple[str, ...] = ()      # config keys sizer neither models nor knows to be harmless
     recurrent_state_dtype: str = ""        # Mamba-2 / delta-rule state (mamba_ssm_cache_dtype); "": torch_dtype
     mtp_layers: int = 0                    # multi-token-prediction layers (num_nextn_predict_layers): speculative mtp
-    rope_scaled_positions: int = 0         # the context vLLM derives from the RoPE scaling where it differs from
-                                           # max_position_embeddings (rope_scaled_positions); 0: it does not
+    rope_scaled_positions: int = 0         # the longest context vLLM derives from the RoPE scaling where it differs
+                                           # from max_position_embeddings (vllm_context); 0: it does not
+    rope_default_positions: int = 0        # vLLM's default max_model_len where it is shorter (LongRoPE's original)
 
     def state_bytes_per_seq(self, mixer: Mixer) -> int:
         """A Mamba-2 / linear-attention layer's state for one sequence: the convolution window in the
@@ -391,6 +392,7 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
     if c["num_nextn_predict_layers"]:
         notes.append(f"{c['num_nextn_predict_layers']} multi-token-prediction layer(s) in the checkpoint are not "
                      "counted: vLLM loads them only as a speculative-decoding draft")
+    context = vllm_context(c, where("rope_scaling"), file)
     return ModelSpec(
         name=name,
         architecture=(c["architectures"] or [c["model_type"] or "unknown"])[0],
@@ -412,45 +414,47 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
         unread_keys=tuple(unread),
         recurrent_state_dtype=c["mamba_ssm_cache_dtype"] or "",
         mtp_layers=c["num_nextn_predict_layers"],
-        rope_scaled_positions=rope_scaled_positions(c, where("rope_scaling"), file),
+        rope_scaled_positions=context[0], rope_default_positions=context[1],
     )
 
 
 # RoPE types whose max_position_embeddings already counts the scaling: vLLM derives no longer context from them
 ROPE_TYPES_PRESCALED = ("su", "longrope", "llama3")
+ROPE_FACTOR = Key("factor", float, gt=0, le=MAX_ROPE_FACTOR, nullable=False)
+ORIGINAL_POSITIONS = Key("original_max_position_embeddings", int, ge=1, le=MAX_POSITIONS, nullable=False)
 
 
-def rope_scaled_positions(c: dict[str, Any], path: str, file: str | None) -> int:
-    """The longest context vLLM derives from a config's RoPE scaling (vllm/config/model.py, _get_and_verify_max_len):
-    max_position_embeddings x factor, counted from original_max_position_embeddings for yarn (Qwen's recipe for 128k:
-    `{"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}`); no change for llama3,
-    longrope and Gemma-3, whose max_position_embeddings counts the scaling already. transformers v5's
-    rope_parameters may hold one set per layer type (one factor for all, as vLLM assumes). 0 where the result is
-    max_position_embeddings itself."""
+def vllm_context(c: dict[str, Any], path: str, file: str | None) -> tuple[int, int]:
+    """(the longest context, the default max_model_len) vLLM derives from a config's RoPE scaling where they differ
+    from max_position_embeddings, else 0 for each (vllm/config/model.py, _get_and_verify_max_len).
+    The longest: max_position_embeddings x factor, counted from original_max_position_embeddings for yarn (Qwen's
+    recipe for 128k: `{"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}`; the
+    config's top-level original_max_position_embeddings first, as transformers v5 and vLLM's patch_rope_parameters
+    take it, else the scaling's own, else max_position_embeddings); no change for llama3, longrope and Gemma-3, whose
+    max_position_embeddings counts the scaling already. transformers v5's rope_parameters may hold one set per layer
+    type (one factor for all, as vLLM assumes). The default: the longest, but LongRoPE's original length (vLLM
+    serves short contexts unscaled by default)."""
     scaling = c["rope_scaling"]
-    if not scaling or "gemma3" in c["model_type"]:
-        return 0
+    if not scaling:
+        return 0, 0
     sets = scaling.items() if all(isinstance(v, dict) for v in scaling.values()) else [("", scaling)]
-    positions, factor = c["max_position_embeddings"], 1.0
+    positions, factor, longrope = c["max_position_embeddings"], 1.0, False
     for layer_type, rope in sets:
-        at = f"{path}.{layer_type}" if layer_type else path
+        at = f"{path}.{layer_type}." if layer_type else f"{path}."
         rope_type = rope.get("rope_type", rope.get("type", "default"))
-        if rope_type in ROPE_TYPES_PRESCALED:
+        longrope |= rope_type == "longrope"
+        if rope_type in ROPE_TYPES_PRESCALED or "gemma3" in c["model_type"]:
             continue
-        factor = rope.get("factor", factor)
-        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= MAX_ROPE_FACTOR:
-            raise InputError(file, f"{at}.factor", f"expected a number above 0 and at most {MAX_ROPE_FACTOR:g}, "
-                                                   f"got {excerpt(factor)}")
+        factor = read_key(ROPE_FACTOR, rope, file, at)[0] if "factor" in rope else factor
         if rope_type == "yarn":
-            positions = rope.get("original_max_position_embeddings")
-            if isinstance(positions, bool) or not isinstance(positions, int) or positions < 1:
-                got = "missing" if positions is None else f"got {excerpt(positions)}"
-                raise InputError(file, f"{at}.original_max_position_embeddings",
-                                 f"{got}; expected a positive integer for yarn (vLLM scales it by the factor)")
-    scaled = int(positions * factor)
+            positions = c["original_max_position_embeddings"] or (
+                read_key(ORIGINAL_POSITIONS, rope, file, at)[0] if ORIGINAL_POSITIONS.name in rope else positions)
+    scaled = int(positions * factor)           # each within its bounds: within 2^40 positions
     if scaled > MAX_POSITIONS:
         raise InputError(file, path, f"scales the context to {scaled:,} positions; expected at most {MAX_POSITIONS:,}")
-    return 0 if scaled == c["max_position_embeddings"] else scaled
+    limit = 0 if scaled == c["max_position_embeddings"] else scaled
+    default = c["original_max_position_embeddings"] if longrope else 0
+    return limit, default if default and default != (limit or c["max_position_embeddings"]) else 0
 
 
 def _refuse_unmodelled(c: dict[str, Any], top: dict | None, where, file: str | None) -> None:

@@ -209,7 +209,8 @@ class DeploymentSection:
     kv_cache_dtype: KVCacheDtype = field("auto", doc="KV cache element type; auto = the model dtype")
     max_model_len: int | None = field(None, ge=1, le=MAX_TOKENS, doc="longest context (prompt + output) per sequence; "
                                                                      "default the model's max_position_embeddings "
-                                                                     "(vLLM: as the config's rope_scaling scales it)")
+                                                                     "(vLLM: as the config's rope_scaling scales it; "
+                                                                     "LongRoPE's original length)")
     gpu_memory_utilization: float = field(VLLM_GPU_MEMORY_UTILIZATION, gt=0.0, le=1.0,
                                           doc="share of GPU memory the engine may use (vLLM default 0.9); under "
                                               "engine `tensorrt-llm` the KV cache's share of what weights, the "

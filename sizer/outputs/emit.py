@@ -36,7 +36,7 @@ from sizer.inputs.manifests.commands import TABLES as FLAG_TABLES
 from sizer.inputs.model_spec import catalog_names, load_config
 from sizer.inputs.scenario import ENGINE_NAMES
 from sizer.sizing.cost import CostSummary
-from sizer.sizing.resolve import Resolved, SlotSettings
+from sizer.sizing.resolve import Resolved, SlotSettings, context_limit
 from sizer.words import count
 from validation.errors import excerpt, printable
 
@@ -122,6 +122,7 @@ class ServingConfig:
     moe_backend: str = "auto"           # vLLM's MoE kernel (deployment.moe_backend): marlin, or auto (vLLM's choice)
     scheduler_recv_interval: int = 1    # SGLang: decode-only steps between polls for new requests (1: every step)
     config_overrides: str = ""          # model.overrides as JSON: config.json keys the engine must change too
+    sglang_context: int = 0             # the longest context SGLang serves the model at (0: unstated)
 
     @property
     def gated(self) -> bool:
@@ -165,6 +166,7 @@ def serving_config(r: Resolved, cost: CostSummary | None, verdict: str, memory_o
         nodes=math.ceil(p.gpus_per_replica / per_node), kubernetes=k8s, stream_interval=d.stream_interval or 1,
         moe_backend=d.moe_backend or "auto", scheduler_recv_interval=d.scheduler_recv_interval or 1,
         config_overrides=json.dumps(r.model_overrides, separators=(",", ":")) if r.model_overrides else "",
+        sglang_context=context_limit(r.model, "sglang").tokens,
         user_profile_file="" if is_bundled(r.hardware) else r.hardware.profile_file)
 
 
@@ -264,7 +266,7 @@ def vllm_argv(c: ServingConfig) -> list[str]:
         argv += [switch_for("vllm", "enable_lora", True)] + _valued("vllm", [
             ("max_loras", str(c.lora[0])), ("max_lora_rank", str(c.lora[1])), ("max_cpu_loras", str(c.lora[2]))])
     if c.config_overrides:          # vLLM's config overrides: a JSON mapping (vllm/config/model.py hf_overrides)
-        argv += ["--hf-overrides", c.config_overrides]
+        argv += _valued("vllm", [("model_overrides", c.config_overrides)])
     return argv
 
 
@@ -281,6 +283,11 @@ def sglang_argv(c: ServingConfig) -> list[str]:
     # attention DP + EP: SGLang's TP group is every GPU, its attention split into as many DP ranks
     # (--enable-dp-attention, python/sglang/srt/server_args.py), the experts spread over them
     tp = c.tensor_parallel_size * c.data_parallel_size if c.attention_dp else c.tensor_parallel_size
+    if c.sglang_context and c.max_model_len > c.sglang_context:     # a vLLM plan's RoPE-scaled context
+        raise InputError(None, "--emit", f"sglang: max_model_len {c.max_model_len:,} is past the model's "
+                                         f"max_position_embeddings {c.sglang_context:,}, which SGLang does not extend "
+                                         "for a yarn scaling (get_context_length: a factor of 1 with "
+                                         "original_max_position_embeddings); plan with deployment.engine sglang")
     argv = ["python3", "-m", "sglang.launch_server"] + _valued("sglang", [
         ("model", as_model_word(c.model)), ("tensor_parallel_size", str(tp)),
         ("pipeline_parallel_size", str(c.pipeline_parallel_size)), ("data_parallel_size", str(c.data_parallel_size))])
@@ -317,7 +324,7 @@ def sglang_argv(c: ServingConfig) -> list[str]:
         argv += [switch_for("sglang", "enable_lora", True)] + _valued("sglang", [
             ("max_loras", str(c.lora[0])), ("max_lora_rank", str(c.lora[1]))]) + ["--lora-target-modules", "all"]
     if c.config_overrides:          # SGLang's: python/sglang/srt/server_args.py json_model_override_args
-        argv += ["--json-model-override-args", c.config_overrides]
+        argv += _valued("sglang", [("model_overrides", c.config_overrides)])
     return argv
 
 

@@ -489,10 +489,11 @@ def _check_moe_backend(s: Scenario, model: ModelSpec, fmt: WeightFormat, hardwar
 
 @dataclass(frozen=True)
 class ContextLimit:
-    """The longest context an engine serves a model at."""
+    """The longest context an engine serves a model at, and its default max_model_len."""
     tokens: int                        # 0: the model states none
     what: str                          # "max_position_embeddings", for messages after "the model's" and as a source
     scaled_from: int = 0               # the max_position_embeddings the RoPE scaling scaled; 0: not scaled
+    default_tokens: int = 0            # the engine's default max_model_len where shorter (LongRoPE's); 0: `tokens`
 
     @property
     def described(self) -> str:
@@ -502,19 +503,22 @@ class ContextLimit:
 
 
 def context_limit(model: ModelSpec, engine: str) -> ContextLimit:
-    """vLLM's as it derives it from the RoPE scaling (ModelSpec.rope_scaled_positions), every other engine's
-    max_position_embeddings (how SGLang and TensorRT-LLM scale it is not modelled)."""
-    if engine == "vllm" and model.rope_scaled_positions:
+    """vLLM's as it derives it from the RoPE scaling (ModelSpec.rope_scaled_positions, rope_default_positions), every
+    other engine's max_position_embeddings (how SGLang and TensorRT-LLM scale it is not modelled)."""
+    if engine != "vllm":
+        return ContextLimit(model.max_position_embeddings, "max_position_embeddings")
+    if model.rope_scaled_positions:
         return ContextLimit(model.rope_scaled_positions, "rope_scaling context under vLLM",
-                            model.max_position_embeddings)
-    return ContextLimit(model.max_position_embeddings, "max_position_embeddings")
+                            model.max_position_embeddings, model.rope_default_positions)
+    return ContextLimit(model.max_position_embeddings, "max_position_embeddings",
+                        default_tokens=model.rope_default_positions)
 
 
 def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> EngineSettings:
     """The scenario's scheduling fields, else its engine's defaults on this hardware, each with its source."""
     d = s.deployment
     limit = context_limit(model, d.engine)
-    max_len = d.max_model_len or limit.tokens
+    max_len = d.max_model_len or limit.default_tokens or limit.tokens
     if not max_len:
         raise InputError(s.file, "deployment.max_model_len", "missing and the model states no max_position_embeddings")
     if limit.tokens and max_len > limit.tokens:
@@ -543,7 +547,9 @@ def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> En
         sources["reserve_full_kv"] = f"{d.engine} default ({defaults.source('reserve_full_kv')})"
     else:
         reserve, sources["reserve_full_kv"] = False, "scenario (preemption_mode given: the engine preempts)"
-    sources["max_model_len"] = "scenario" if d.max_model_len else f"model ({limit.what})"
+    sources["max_model_len"] = ("scenario" if d.max_model_len else
+                                "model (vLLM's default for LongRoPE: original_max_position_embeddings)"
+                                if limit.default_tokens else f"model ({limit.what})")
     if d.engine == "vllm" and not chunked and d.max_num_batched_tokens is None and max_num_batched_tokens < max_len:
         # vLLM without chunked prefill raises its step budget to max_model_len (vllm/config/scheduler.py,
         # SchedulerConfig: max(max_model_len, the default) when enable_chunked_prefill is off)

@@ -146,7 +146,8 @@ class Outcome:
     sizing: Sizing | None = None       # the pipeline's answer, for every candidate that fits
     pareto: bool = False
     slots: SlotAnswers | None = None   # llama.cpp / Ollama: the plan's slot answers (no sizing: not simulated)
-    refused_field: str = ""            # "invalid" for its input: the scenario field refused
+    refused_field: str = ""            # "invalid" for its input: the field refused, and its file (the scenario's,
+    refused_file: str | None = None    # or a model's config.json)
 
     @property
     def tokens_per_s_per_user(self) -> float | None:
@@ -292,7 +293,7 @@ def search(data: dict, file: str | None, space: SearchSpace, settings: SearchSet
                     progress(i + 1, len(todo))
     order = {c: i for i, (c, *_) in enumerate(todo)}
     in_order = sorted(outcomes, key=lambda o: order[o.candidate])
-    refuse_common_input(in_order, file)
+    refuse_common_input(in_order)
     if slot_preset(base.deployment.engine) is not None:
         notes = SLOT_NOTES + (("the E2E target is not checked here: `sizer plan --simulate` simulates it",)
                               if base.slo.e2e_ms else ())
@@ -307,12 +308,12 @@ def search(data: dict, file: str | None, space: SearchSpace, settings: SearchSet
                         base.slo.required_share, settings, tuple(rank(mark_pareto(in_order))), notes)
 
 
-def refuse_common_input(outcomes: list[Outcome], file: str | None) -> None:
+def refuse_common_input(outcomes: list[Outcome]) -> None:
     """Every configuration refused for one and the same input (a prompt longer than max_model_len): the scenario's
     own error, raised as `sizer plan` raises it, not a search whose answer is that nothing fits."""
     if outcomes and all(o.status == "invalid" and o.binding == "input" for o in outcomes):
-        if len({(o.refused_field, o.reason) for o in outcomes}) == 1:
-            raise InputError(file, outcomes[0].refused_field or None, outcomes[0].reason)
+        if len({(o.refused_file, o.refused_field, o.reason) for o in outcomes}) == 1:
+            raise InputError(outcomes[0].refused_file, outcomes[0].refused_field or None, outcomes[0].reason)
 
 
 SLOT_NOTES = (
@@ -337,7 +338,8 @@ def evaluate(c: Candidate, data: dict, file: str | None, settings: SearchSetting
             return Outcome(c, "rejected", "memory", error.message)
         field_path = error.field or ""
         split = "parallel_size" in field_path if c.slots is not None else "parallel" in field_path  # not slots'
-        return Outcome(c, "invalid", "split" if split else "input", error.message, refused_field=field_path)
+        return Outcome(c, "invalid", "split" if split else "input", error.message, refused_field=field_path,
+                       refused_file=error.file)
     plan = make_plan(resolved)
     gpus_per_replica = plan.parallel.gpus_per_replica
     if not plan.fits:

@@ -66,7 +66,7 @@ from sizer.inputs.layers import LatentAttention
 from sizer.inputs.model_spec import load_model
 from sizer.timing.kernel_shapes import catalog_shapes
 from sizer.timing.kernel_step import GEMM_DTYPES, KV_DTYPES, bracket
-from sizer.timing.kernel_tables import HEADER_FILE, SCHEMA_VERSION, TABLES, TP_SIZES
+from sizer.timing.kernel_tables import HEADER_FILE, SCHEMA_VERSION, TABLES, TP_SIZES, ElementwiseCost
 from sizer.timing.roofline import (
     EP_LOAD_IMBALANCE,
     MARLIN_MOE_DTYPE,
@@ -76,6 +76,7 @@ from sizer.timing.roofline import (
 )
 from validation.errors import FieldError, excerpt
 from validation.safe_yaml import load_yaml
+from validation.schema import check_key, key_for
 
 SOURCE = "aiconfigurator-core"
 LICENCE = "Apache-2.0"
@@ -151,10 +152,10 @@ FROM_ZERO = {"context_attention": {"window_size"}, "generation_attention": {"ste
 MAX_PARQUET_ROWS = 10_000_000
 MAX_PARQUET_BYTES = 1 << 30           # decompressed
 MAX_SYSTEM_BYTES = 1 << 20
-# the system YAML's memory figures and their bounds: those tables.yaml holds them to (kernel_tables.ElementwiseCost)
-SYSTEM_FIGURES = {"mem_bw": (lambda v: 0 < v < float("inf"), "a finite number > 0 (bytes/s)"),
-                  "mem_bw_empirical_scaling_factor": (lambda v: 0 < v <= 1, "a fraction > 0 and <= 1"),
-                  "mem_empirical_constant_latency": (lambda v: 0 <= v < float("inf"), "a finite number >= 0 (s)")}
+# the system YAML's memory figures -> the tables.yaml fields (kernel_tables.ElementwiseCost) they become, whose
+# declarations bound them
+SYSTEM_FIGURES = {"mem_bw": "memory_bandwidth_bytes_per_s", "mem_bw_empirical_scaling_factor": "bandwidth_fraction",
+                  "mem_empirical_constant_latency": "latency_s"}
 
 
 def _read(path: Path, table: str):
@@ -248,18 +249,14 @@ def _require_any(df, file: str, column: str, allowed: list[str]) -> None:
 
 
 def _system(path: Path) -> dict[str, float]:
-    """The memory figures of aiconfigurator's system YAML (gpu.mem_bw, its scaling factor and constant latency)."""
+    """The memory figures of aiconfigurator's system YAML (gpu.mem_bw, its scaling factor and constant latency) as
+    tables.yaml's element-wise fields, each checked by its declaration there."""
     spec = load_yaml(path, MAX_SYSTEM_BYTES, "system file")
     gpu = spec.get("gpu") if isinstance(spec, dict) else None
     if not isinstance(gpu, dict):
         raise FieldError(str(path), "gpu", "expected a mapping of the GPU's figures")
-    out = {}
-    for key, (within, expected) in SYSTEM_FIGURES.items():
-        value = gpu.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not within(value):
-            raise FieldError(str(path), f"gpu.{key}", f"expected {expected}, got {excerpt(value)}")
-        out[key] = float(value)
-    return out
+    return {field: check_key(key_for(ElementwiseCost, field, key), gpu.get(key), str(path), f"gpu.{key}")
+            for key, field in SYSTEM_FIGURES.items()}
 
 
 def convert(package: Path, gpu: str, framework: str = "vllm", prune_to_catalog: bool = True
@@ -304,9 +301,7 @@ def convert(package: Path, gpu: str, framework: str = "vllm", prune_to_catalog: 
     spec = _system(data.parent / f"{system}.yaml")
     header = {"schema_version": SCHEMA_VERSION, "gpu": gpu, "device_name": device, "engine": ENGINES[framework],
               "engine_version": versions["gemm"],
-              "elementwise": {"memory_bandwidth_bytes_per_s": spec["mem_bw"],
-                              "bandwidth_fraction": spec["mem_bw_empirical_scaling_factor"],
-                              "latency_s": spec["mem_empirical_constant_latency"]},
+              "elementwise": spec,
               "provenance": {"source": SOURCE, "source_version": _package_version(data), "licence": LICENCE,
                              "files": files, "converted": datetime.date.today().isoformat()}}
     return header, rows

@@ -6,7 +6,14 @@ import random
 import pytest
 import torch
 
-from engine.calibrate import SWEEP_OUTPUT_TOKENS, _sweep_longest, _sweep_requests, calls_per_step, step_sweep
+from engine.calibrate import (
+    SWEEP_MIN_OUTPUT_TOKENS,
+    SWEEP_OUTPUT_TOKENS,
+    _sweep_longest,
+    _sweep_requests,
+    calls_per_step,
+    step_sweep,
+)
 from engine.config import engine_config
 from engine.device import cpu_device
 from engine.kernels import TORCH
@@ -37,6 +44,12 @@ def test_calls_per_step_count_layers():
 def sweep_wave(max_model_len: int, count: int = 64):
     limits = Limits(256, 64, max_model_len, 16)
     return _sweep_requests(count, _sweep_longest(limits), max_model_len, random.Random(0), 0)
+
+
+def test_the_flags_minimum_is_the_sweeps():
+    # sizer/cli/calibrate.py cannot import the engine (torch) for its flag's bound: a 1-token prompt and the sweep's
+    # fewest output tokens
+    assert MIN_MAX_MODEL_LEN == 1 + SWEEP_MIN_OUTPUT_TOKENS
 
 
 @pytest.mark.parametrize("max_model_len", [MIN_MAX_MODEL_LEN, 4, 16, 56, 94])

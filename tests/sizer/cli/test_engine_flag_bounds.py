@@ -2,6 +2,8 @@
 above) them with one line naming the flag and the bound, before the engine starts; taken at them (the engine is
 replaced by a stand-in here: no measuring, no torch)."""
 
+from pathlib import Path
+
 import pytest
 from typer.testing import CliRunner
 
@@ -51,17 +53,30 @@ def test_validate_num_blocks_at_least_the_longest_request(requests, minimum):
     for too_few in (1, minimum - 1):
         assert refusal([*args, str(too_few)]) == (
             f"error: --num-blocks: expected at least {minimum}: the longest of the {2 if requests else 64} requests "
-            f"replayed has {346 if requests else 429} tokens of prompt and output, {minimum} blocks of 16; "
+            f"replayed within max_model_len has {346 if requests else 429} tokens of prompt and output, {minimum} "
+            "blocks of 16; "
             f"got {too_few}")
     assert started([*args, str(minimum)])
     assert started(["validate", SCENARIO, "--profile", PROFILE, *requests])     # the memory budget's pool
+
+
+def test_validate_num_blocks_counts_only_requests_max_model_len_admits(tmp_path):
+    # tiny-cpu.yaml with max_model_len 400: its longest request (429 tokens, 27 blocks) is refused for its length
+    # whatever the pool; the longest it admits has 395 tokens, 394 in the cache: 25 blocks of 16
+    text = Path(SCENARIO).read_text()
+    short = tmp_path / "short.yaml"
+    short.write_text(text.replace("max_model_len: 2048", "max_model_len: 400"))
+    args = ["validate", str(short), "--profile", PROFILE, "--num-blocks"]
+    assert refusal([*args, "24"]) == ("error: --num-blocks: expected at least 25: the longest of the 64 requests "
+                                      "replayed within max_model_len has 395 tokens of prompt and output, 25 blocks "
+                                      "of 16; got 24")
+    assert started([*args, "25"])
 
 
 def test_calibrate_max_model_len_from_3(tmp_path):
     args = ["calibrate", "--model", "tiny", "--device", "cpu", "--out", str(tmp_path), "--max-model-len"]
     line = refusal([*args, str(MIN_MAX_MODEL_LEN - 1)])
     assert line.startswith("error: --max-model-len: ") and "at least 3" in line
-    assert MIN_MAX_MODEL_LEN == 3
     for length in (MIN_MAX_MODEL_LEN, 16, 256):     # at most max_num_batched_tokens (CPU 256): the warm-up crashed
         assert started([*args, str(length)])
 

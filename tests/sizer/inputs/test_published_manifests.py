@@ -160,6 +160,23 @@ def test_dynamo_sglang_prefill_and_decode_workers_are_a_disaggregated_deployment
     assert inp.gpus_requested == 2                                      # 1 decode pod + 1 prefill pod
 
 
+@pytest.mark.parametrize("decode, prefill, noted", [('{"max_window_layers": 28}', '{"max_window_layers": 28}', False),
+                                                    ('{"max_window_layers": 28}', None, True)])
+def test_prefill_pods_overriding_other_config_keys_are_noted(tmp_path, decode, prefill, noted):
+    # --json-model-override-args on both kinds of pod alike is no difference; on the decode pods alone it is one
+    text = (DATA / "dynamo-sglang-disagg.yaml").read_text()
+    pods = text.split("            - --disaggregation-mode\n")
+    overrides = [decode, prefill]
+    for i, value in enumerate(overrides):
+        if value is not None:
+            pods[i] += f"            - --json-model-override-args\n            - '{value}'\n"
+    f = tmp_path / "disagg.yaml"
+    f.write_text("            - --disaggregation-mode\n".join(pods))
+    inp = read_check_input(str(f), flags=CheckFlags(gpu="h100", model="qwen3-8b"))
+    assert inp.scenario_data["model"]["overrides"] == {"max_window_layers": 28}
+    assert any("differ from decode pods in model_overrides" in n for n in inp.notes) is noted
+
+
 # ---- Helm values -------------------------------------------------------------------------------
 
 

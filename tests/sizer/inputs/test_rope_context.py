@@ -85,12 +85,46 @@ def test_check_judges_max_model_len_by_the_engines_limit():
 
 
 def test_malformed_scalings_are_refused_at_their_key():
-    for scaling, field in [({"rope_type": "yarn", "factor": 4.0}, "rope_scaling.original_max_position_embeddings"),
+    for scaling, field in [({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 10**400},
+                            "rope_scaling.original_max_position_embeddings"),      # was an OverflowError
+                           ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": "32k"},
+                            "rope_scaling.original_max_position_embeddings"),
                            ({"rope_type": "dynamic", "factor": 0}, "rope_scaling.factor"),
                            ({"rope_type": "linear", "factor": True}, "rope_scaling.factor")]:
         with pytest.raises(FieldError) as err:
             from_hf_config(_config("qwen3-8b", rope_scaling=scaling), "bad", "config.json")
         assert err.value.field == field
+
+
+def test_yarn_takes_the_top_level_original_length_first_else_its_own_else_the_stated_context():
+    # transformers v5 (standardize_rope_params) and vLLM (patch_rope_parameters) read a top-level
+    # original_max_position_embeddings first: 32,768 x 4 = 131,072; without any, max_position_embeddings 40,960 x 4
+    top = _config("qwen3-8b", rope_scaling={"rope_type": "yarn", "factor": 4.0},
+                  original_max_position_embeddings=32768)
+    assert from_hf_config(top, "t").rope_scaled_positions == 131_072
+    assert from_hf_config(_config("qwen3-8b", rope_scaling={"rope_type": "yarn", "factor": 4.0}),
+                          "n").rope_scaled_positions == 163_840
+    assert from_hf_config(_config("qwen3-8b", rope_scaling={**QWEN_YARN, "original_max_position_embeddings": 32768.0}),
+                          "f").rope_scaled_positions == 131_072       # a whole float, read as an integer
+
+
+def test_longrope_serves_its_original_length_by_default():
+    # Phi-3-mini-128k-instruct: longrope, max_position_embeddings 131,072, original_max_position_embeddings 4,096;
+    # vLLM's default max_model_len is the original 4,096 ("to avoid performance degradation for shorter sequences"),
+    # its limit stays 131,072
+    phi = _config("qwen3-8b", max_position_embeddings=131072, original_max_position_embeddings=4096,
+                  rope_scaling={"rope_type": "longrope", "long_factor": [1.0], "short_factor": [1.0]})
+    m = from_hf_config(phi, "phi")
+    assert (m.rope_scaled_positions, m.rope_default_positions) == (0, 4096)
+    data = _data("vllm")
+    data["model"]["overrides"] = {k: phi[k] for k in ("max_position_embeddings", "original_max_position_embeddings",
+                                                      "rope_scaling")}
+    data["workload"]["prompt_tokens"] = {"distribution": "fixed", "value": 1000}
+    r = resolve(scenario_from_dict(data, "s.yaml"))
+    assert r.engine.max_model_len == 4096
+    assert r.engine.sources["max_model_len"] == "model (vLLM's default for LongRoPE: original_max_position_embeddings)"
+    data["deployment"]["max_model_len"] = 131_072
+    assert resolve(scenario_from_dict(data, "s.yaml")).engine.max_model_len == 131_072
 
 
 def test_a_request_beyond_the_scaled_context_names_it():

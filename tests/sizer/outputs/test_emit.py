@@ -232,7 +232,13 @@ def test_model_overrides_reach_the_engine_and_come_back():
     c = config_of(r)
     f = flags(command_of(emit("vllm", c))[3:])
     assert f["--max-model-len"] == "131072" and json.loads(f["--hf-overrides"]) == yarn
-    assert json.loads(flags(sglang_argv(c)[3:])["--json-model-override-args"]) == yarn
+    # SGLang does not extend the context for a yarn scaling with its original length (get_context_length: factor 1):
+    # the 131,072 vLLM serves is refused for it, a plan within its 40,960 carries the overrides
+    with pytest.raises(FieldError, match="past the model's max_position_embeddings 40,960"):
+        sglang_argv(c)
+    within = config_of(resolve(scenario(model={"name": "qwen3-8b", "overrides": yarn}, gpu="h100",
+                                        max_model_len=40960)))
+    assert json.loads(flags(sglang_argv(within)[3:])["--json-model-override-args"]) == yarn
     fields, _, notes = parse_vllm_args(vllm_argv(c), "emitted")
     assert fields["model_overrides"] == yarn and notes == []
     # without overrides nothing is added

@@ -14,6 +14,7 @@ from sizer.inputs.scenario import load_scenario
 from sizer.sizing.compare import compare, compare_guidellm
 from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulate_scenario
+from validation.errors import FieldError
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "bench"
 C16 = DATA / "vllm-bench-serve-c16.json"
@@ -198,6 +199,32 @@ def test_a_bad_guidellm_report_is_one_line_naming_the_key(tmp_path, edit, field)
     out = run(str(f), str(SCENARIO))
     assert out.exit_code == 2 and f"{f}: {field}:" in out.output, out.output
     assert len(out.output.strip().splitlines()) == 1
+
+
+def test_a_benchmark_without_successes_is_refused_only_when_compared(tmp_path):
+    # benchmark 0 of the report with no successful request: refused naming it when compared (every benchmark by
+    # default), while --benchmark 1 compares the other
+    data = json.loads(GUIDELLM.read_text())
+    data["benchmarks"][0]["metrics"]["request_totals"]["successful"] = 0
+    data["benchmarks"][0]["requests"]["successful"] = []
+    f = tmp_path / "none.json"
+    f.write_text(json.dumps(data))
+    _refused(run(str(f), str(SCENARIO)), "benchmarks[0].metrics.request_totals.successful: 0")
+    assert run(str(f), str(SCENARIO), "--benchmark", "1", "--json").exit_code == 0
+
+
+@pytest.mark.parametrize("shape, ok", [(400, True), (0.0025, True), (401, False), (0.0024, False)])
+def test_burstiness_within_a_scenarios_cv_bounds_at_a_finite_rate(tmp_path, shape, ok):
+    # cv = 1 / sqrt(shape) from 0.05 to 20 (sizer/inputs/scenario.py MIN_CV, MAX_CV): shapes 400 and 1 / 400 are
+    # the bounds themselves (1 / 0.05^2 is 399.99999999999994 in floating point: still in)
+    f = _edited(tmp_path, C16, {"request_rate": 4.0, "max_concurrency": None, "burstiness": shape})
+    if ok:
+        assert read_bench_result(f).burstiness == shape
+    else:
+        with pytest.raises(FieldError, match="burstiness"):
+            read_bench_result(f)
+    # at an infinite rate vLLM ignores the shape: not checked
+    assert read_bench_result(_edited(tmp_path, C16, {"burstiness": 1000.0})).burstiness == 1000.0
 
 
 def test_benchmark_flag_is_checked():

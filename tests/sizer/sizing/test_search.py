@@ -236,8 +236,10 @@ def test_a_workload_no_configuration_can_serve_is_the_scenarios_error():
 
 def test_refusals_that_differ_by_configuration_stay_rejections():
     from sizer.sizing.search import refuse_common_input
-    a = Outcome(Candidate("h200", 3, 1, "bf16", "auto", False), "invalid", "input", "x: 3", refused_field="f")
-    b = Outcome(Candidate("h200", 5, 1, "bf16", "auto", False), "invalid", "input", "x: 5", refused_field="f")
-    refuse_common_input([a, b], "s.yaml")                                   # two different refusals: a search's
+    a = Outcome(Candidate("h200", 3, 1, "bf16", "auto", False), "invalid", "input", "x: 3", refused_field="f",
+                refused_file="s.yaml")
+    b = Outcome(Candidate("h200", 5, 1, "bf16", "auto", False), "invalid", "input", "x: 5", refused_field="f",
+                refused_file="s.yaml")
+    refuse_common_input([a, b])                                             # two different refusals: a search's
     with pytest.raises(FieldError):
-        refuse_common_input([a, a], "s.yaml")
+        refuse_common_input([a, a])
