@@ -409,13 +409,14 @@ class MemoryBudget:
     fits: bool
     reasons: tuple[str, ...]
     lora_bytes: float = 0.0            # LoRA adapter slots (vLLM preallocates max_loras at max_lora_rank)
+    draft_weights_bytes: float = 0.0   # a speculative draft model's weights (this GPU's shard)
 
     @property
     def room_for_kv_bytes(self) -> float:
         """What the usable memory leaves for KV after weights, activations, the context, recurrent state and
         LoRA adapter slots."""
-        return (self.usable_bytes - self.weights_bytes - self.activation_bytes - self.non_torch_bytes
-                - self.state_bytes - self.lora_bytes)
+        return (self.usable_bytes - self.weights_bytes - self.draft_weights_bytes - self.activation_bytes
+                - self.non_torch_bytes - self.state_bytes - self.lora_bytes)
 
     def sequences_held(self, sequence_bytes: float) -> int:
         """Sequences of `sequence_bytes` each (`KVLayout.sequence_bytes`: KV in whole blocks and recurrent state)
@@ -433,45 +434,53 @@ def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv
                   gpu_memory_utilization: float, block_size: int, max_model_len: int,
                   max_num_batched_tokens: int, max_num_seqs: int, lora_bytes: float = 0.0,
                   moe_peak_bytes: float = 0.0, share_of_free: bool = False,
-                  graph_pool_bytes: float = 0) -> MemoryBudget:
+                  graph_pool_bytes: float = 0, draft: tuple[WeightMemory, KVLayout] | None = None) -> MemoryBudget:
     """`moe_peak_bytes`: an engine's fused-MoE memory at the token budget (`engine_moe_peak_bytes`: TensorRT-LLM's
     workspace and gathered rows), part of the activation peak. `graph_pool_bytes`: CUDA graphs' memory the
     engine's profiling counts (`trtllm_graph_pool_bytes`), beside the context's. `share_of_free`:
     `gpu_memory_utilization` is the KV cache's share of what the weights, the activation peak and the context
     leave of the whole GPU (TensorRT-LLM's kv_cache_free_gpu_mem_fraction: its KvCacheCreator takes fraction x
-    (total - the profiling pass's peak)), not the share of the whole GPU the engine may use (vLLM's, SGLang's)."""
+    (total - the profiling pass's peak)), not the share of the whole GPU the engine may use (vLLM's, SGLang's).
+    `draft`: a speculative draft model's weights and KV layout: its weights load beside the target's, and its
+    attention layers take their KV from the same blocks (vLLM's drafter registers them in the one KV cache)."""
     activations = activation_peak_bytes(m, p, max_num_batched_tokens, max_num_seqs) + moe_peak_bytes
+    draft_bytes = draft[0].per_gpu_bytes if draft else 0.0
     # attention-DP ranks whose experts span them gather every rank's tokens at each MoE layer: they talk too
     non_torch = (CUDA_CONTEXT_BYTES + (NCCL_BUFFER_BYTES if p.tp * p.pp > 1 or p.experts_span_dp else 0)
                  + graph_pool_bytes)
     usable = gpu_memory_bytes * gpu_memory_utilization
     if share_of_free:
-        rest = weights.per_gpu_bytes + activations + non_torch + lora_bytes
+        rest = weights.per_gpu_bytes + draft_bytes + activations + non_torch + lora_bytes
         usable = rest + gpu_memory_utilization * max(0.0, gpu_memory_bytes - rest) if rest <= gpu_memory_bytes \
             else gpu_memory_bytes
     # vLLM's hybrid cache gives each running sequence its Mamba / linear-attention state from the same pool
     # as the KV blocks. sizer sets state aside for as many sequences as the pool holds at max_model_len
     # (at most max_num_seqs) and the scheduler runs no more than that: exact for long sequences,
     # conservative for short ones (vLLM could run more of them at once).
-    available = usable - weights.per_gpu_bytes - activations - non_torch - lora_bytes
-    seq_bytes = kv.sequence_bytes(max_model_len, block_size)
+    available = usable - weights.per_gpu_bytes - draft_bytes - activations - non_torch - lora_bytes
+    seq_bytes = kv.sequence_bytes(max_model_len, block_size) + (draft[1].sequence_bytes(max_model_len, block_size)
+                                                                if draft else 0.0)
     state_seqs = max_num_seqs
     if kv.state_bytes_per_seq_per_gpu:
         state_seqs = max(0, min(max_num_seqs, int(available // seq_bytes))) if available > 0 else 0
     state = kv.state_bytes_per_seq_per_gpu * state_seqs
     kv_bytes = available - state
-    block_bytes = kv.pool_bytes_per_token_per_gpu * block_size     # windowed layers: blocks of the others
+    # windowed layers: blocks of the others; a draft's layers hold their KV in the same blocks
+    per_token = kv.pool_bytes_per_token_per_gpu + (draft[1].pool_bytes_per_token_per_gpu if draft else 0)
+    block_bytes = per_token * block_size
     if not block_bytes:   # no layer caches KV: blocks only count tokens, enough for every sequence's context
         blocks = max_num_seqs * math.ceil(max_model_len / block_size) if kv_bytes > 0 else 0
     else:
         blocks = max(0, int(kv_bytes // block_bytes)) if kv_bytes > 0 else 0
     max_seqs = held(kv_bytes + state, seq_bytes) if seq_bytes else max_num_seqs
     reasons = []
-    if weights.per_gpu_bytes > usable:
-        reasons.append(f"weights need {weights.per_gpu_bytes / GiB:.2f} GiB per GPU, more than the "
-                       f"{usable / GiB:.2f} GiB usable at gpu_memory_utilization {gpu_memory_utilization}")
+    if weights.per_gpu_bytes + draft_bytes > usable:
+        drafted = f" (the draft model's {draft_bytes / GiB:.2f} GiB included)" if draft_bytes else ""
+        reasons.append(f"weights need {(weights.per_gpu_bytes + draft_bytes) / GiB:.2f} GiB per GPU{drafted}, more "
+                       f"than the {usable / GiB:.2f} GiB usable at gpu_memory_utilization {gpu_memory_utilization}")
     elif kv_bytes <= 0:
-        reasons.append(f"weights, activations, CUDA context{' and LoRA slots' if lora_bytes else ''} leave no room "
+        reasons.append(f"weights{', the draft model' if draft_bytes else ''}, activations, CUDA context"
+                       f"{' and LoRA slots' if lora_bytes else ''} leave no room "
                        f"for KV cache "
                        f"({kv_bytes / GiB:.2f} GiB left of {usable / GiB:.2f} GiB usable)")
     elif max_seqs < 1 or state_seqs < 1:
@@ -480,7 +489,7 @@ def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv
                        + (", recurrent state included)" if state_seqs < max_num_seqs else ")"))
     return MemoryBudget(gpu_memory_bytes, gpu_memory_utilization, usable, weights.per_gpu_bytes, activations,
                         non_torch, state, state_seqs, max(0.0, kv_bytes), blocks, blocks * block_size, block_size,
-                        max_model_len, seq_bytes, max_seqs, not reasons, tuple(reasons), lora_bytes)
+                        max_model_len, seq_bytes, max_seqs, not reasons, tuple(reasons), lora_bytes, draft_bytes)
 
 
 

@@ -246,8 +246,10 @@ def _gpu_memory(plan: Plan, console: Console) -> None:
     """A batching engine's GPU memory: vLLM's share of it, then what takes the share, then the KV cache."""
     mem = plan.memory
     parts = [("usable at gpu_memory_utilization " + str(mem.gpu_memory_utilization), mem.usable_bytes),
-             ("weights (this GPU's shard)", mem.weights_bytes),
-             ("activation peak (estimate)", mem.activation_bytes),
+             ("weights (this GPU's shard)", mem.weights_bytes)]
+    if mem.draft_weights_bytes:
+        parts.append(("draft model weights (speculative_config.model)", mem.draft_weights_bytes))
+    parts += [("activation peak (estimate)", mem.activation_bytes),
              ("CUDA context, workspaces (assumption)", mem.non_torch_bytes)]
     if mem.state_bytes:
         parts.append((f"recurrent state, {mem.state_seqs} sequences (caps max_num_seqs)", mem.state_bytes))

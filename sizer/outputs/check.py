@@ -207,8 +207,9 @@ def _plan_with(inp: CheckInput, variant: Variant) -> Plan | None:
 
 def memory_rule(inp: CheckInput, plan: Plan) -> RuleResult:
     mem = plan.memory
-    fixed = mem.weights_bytes + mem.activation_bytes + mem.non_torch_bytes
-    parts = (f"weights {mem.weights_bytes / GiB:.1f} GiB + activations {mem.activation_bytes / GiB:.1f} GiB + "
+    fixed = mem.weights_bytes + mem.draft_weights_bytes + mem.activation_bytes + mem.non_torch_bytes
+    drafted = f" + draft model {mem.draft_weights_bytes / GiB:.1f} GiB" if mem.draft_weights_bytes else ""
+    parts = (f"weights {mem.weights_bytes / GiB:.1f} GiB{drafted} + activations {mem.activation_bytes / GiB:.1f} GiB + "
              f"context {mem.non_torch_bytes / GiB:.1f} GiB")
     if mem.fits:
         return RuleResult("memory", "pass", f"fits: {parts} leave {mem.kv_cache_bytes / GiB:.1f} GiB KV cache of "

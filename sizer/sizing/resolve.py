@@ -319,6 +319,7 @@ def resolve(s: Scenario) -> Resolved:
     lora = _lora(s, model, parallel) if d.enable_lora else None
     # llama.cpp and Ollama take no share of the device: they allocate what they need up to its limit
     utilisation = d.gpu_memory_utilization if slots is None else SLOT_ENGINE_MEMORY_SHARE
+    draft = _draft_memory(s, group_size, kv_dtype, parallel)
     budget = memory_budget(model, hardware.memory_bytes, gpu_weights, gpu_kv, parallel, utilisation,
                            engine.block_size, engine.max_model_len,
                            slots.ubatch_size if slots else engine.max_num_batched_tokens, engine.max_num_seqs,
@@ -326,13 +327,14 @@ def resolve(s: Scenario) -> Resolved:
                            engine_moe_peak_bytes(model, parallel, d.engine, engine.max_num_batched_tokens,
                                                  fmt.compute),
                            share_of_free=d.engine == "tensorrt-llm",
-                           graph_pool_bytes=trtllm_graph_pool(d, model, parallel, engine, fmt))
+                           graph_pool_bytes=trtllm_graph_pool(d, model, parallel, engine, fmt),
+                           draft=draft and (draft.weights, draft.kv))
     if slots:
         budget = _slot_budget(s, slots, gpu_kv, budget, "the GPU may use (its working-set limit)"
                               if hardware.unified_memory_bytes else "of device memory")
     scale_up, host = scale_up_link(hardware), host_link(hardware)
     try:
-        speculative = _speculative(s, model, hardware, parallel, group_size, kv_dtype)
+        speculative = _speculative(s, model, hardware, parallel, draft)
     except FieldError:
         raise                                       # names its own field (an unknown draft model)
     except ValueError as exc:
@@ -717,8 +719,31 @@ def _link_note(use: str, link: Link) -> str:
     return f"{use}: {link.bytes_per_s_per_direction / 1e9:.0f} GB/s per direction, {link.source}"
 
 
-def _speculative(s: Scenario, model: ModelSpec, hardware: HardwareSpec, parallel: ParallelConfig, group_size: int,
-                 kv_dtype: str) -> SpeculativeConfig | None:
+@dataclass(frozen=True)
+class DraftMemory:
+    """A speculative draft model as it loads beside the target (deployment.speculative_config.model)."""
+    model: ModelSpec
+    weight_format: WeightFormat
+    group_size: int
+    weights: WeightMemory              # split as the target (vLLM's draft_tensor_parallel_size: the target's TP)
+    kv: KVLayout                       # in the target's KV dtype, in the same blocks
+
+
+def _draft_memory(s: Scenario, group_size: int, kv_dtype: str, parallel: ParallelConfig) -> DraftMemory | None:
+    """The draft model of speculative_config method draft_model, checked even when its cost is stated."""
+    sc = s.deployment.speculative_config
+    if sc is None or sc.method != "draft_model" or not sc.model:
+        return None
+    shipped = preloaded.checkpoint(str(scenario_dir(s)), sc.model)      # a sweep worker: its driver's
+    m = checkpoint_model(shipped) if shipped else load_model(beside(sc.model, scenario_dir(s)), s.file,
+                                                              "deployment.speculative_config.model")
+    fmt, draft_group = weight_format(m, "auto", group_size, s.file)
+    return DraftMemory(m, fmt, draft_group, weight_memory(m, fmt, parallel, draft_group),
+                       kv_layout(m, kv_dtype, parallel))
+
+
+def _speculative(s: Scenario, model: ModelSpec, hardware: HardwareSpec, parallel: ParallelConfig,
+                 draft: DraftMemory | None) -> SpeculativeConfig | None:
     """The scenario's speculative decoding; a draft model without a stated cost is priced by its own roofline."""
     sc = s.deployment.speculative_config
     if sc is None:
@@ -727,19 +752,14 @@ def _speculative(s: Scenario, model: ModelSpec, hardware: HardwareSpec, parallel
         raise InputError(s.file, "deployment.speculative_config.method",
                          f"mtp drafts with the model's multi-token-prediction layers; {model.name} has none "
                          "(num_nextn_predict_layers 0): expected another method")
-    draft = None
-    if sc.method == "draft_model" and sc.model:     # the draft model is checked even when its cost is stated
-        shipped = preloaded.checkpoint(str(scenario_dir(s)), sc.model)      # a sweep worker: its driver's
-        m = checkpoint_model(shipped) if shipped else load_model(beside(sc.model, scenario_dir(s)), s.file,
-                                                                  "deployment.speculative_config.model")
-    if sc.method == "draft_model" and sc.model and sc.proposer_cost_fraction is None:
-        fmt, draft_group = weight_format(m, "auto", group_size, s.file)
-        draft = RooflineStepTimeModel(m, hardware, fmt, weight_memory(m, fmt, parallel, draft_group),
-                                      kv_layout(m, kv_dtype, parallel), parallel, draft_group,
-                                      runs=execution(fmt, hardware, s.file, s.deployment.engine,
-                                                     s.deployment.moe_backend or "auto"))
+    proposer = None
+    if draft is not None and sc.proposer_cost_fraction is None:
+        proposer = RooflineStepTimeModel(draft.model, hardware, draft.weight_format, draft.weights, draft.kv,
+                                         parallel, draft.group_size,
+                                         runs=execution(draft.weight_format, hardware, s.file, s.deployment.engine,
+                                                        s.deployment.moe_backend or "auto"))
     fraction = PROPOSER_COST_FRACTION[sc.method] if sc.proposer_cost_fraction is None else sc.proposer_cost_fraction
-    return SpeculativeConfig(sc.method, sc.num_speculative_tokens, sc.acceptance_rate, fraction, draft)
+    return SpeculativeConfig(sc.method, sc.num_speculative_tokens, sc.acceptance_rate, fraction, proposer)
 
 
 def _calibrated_profile(s: Scenario, model: ModelSpec, hardware: HardwareSpec,

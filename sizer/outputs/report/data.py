@@ -193,8 +193,8 @@ def _memory_bar(label: str, r: Resolved, timeline) -> MemoryBar:
     m = make_plan(r).memory
     used = (m.kv_cache_bytes * float(np.percentile(timeline[1], 95))
             if timeline is not None and len(timeline[1]) else 0.0)
-    return MemoryBar(label, m.gpu_memory_bytes, m.weights_bytes, used, m.kv_cache_bytes - used, m.activation_bytes,
-                     m.non_torch_bytes, m.gpu_memory_bytes - m.usable_bytes)
+    return MemoryBar(label, m.gpu_memory_bytes, m.weights_bytes + m.draft_weights_bytes, used, m.kv_cache_bytes - used,
+                     m.activation_bytes, m.non_torch_bytes, m.gpu_memory_bytes - m.usable_bytes)
 
 
 def _latency_points(r: Resolved, goodput: float, num_requests: int) -> list[RatePoint]:

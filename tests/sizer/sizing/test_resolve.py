@@ -65,3 +65,20 @@ def test_recompute_needs_no_swap_link_and_the_host_cpu_has_no_roofline():
     assert (r.engine.max_num_batched_tokens, r.engine.max_num_seqs) == (2048, 256)
     with pytest.raises(ValueError, match="no datasheet figures"):
         RooflineStepTimeModel(r.model, r.hardware, r.weight_format, r.weights, r.kv, r.parallel)
+
+
+def test_a_draft_model_loads_beside_the_target_and_shares_its_kv_blocks():
+    # Llama-3.1-8B drafted by Llama-3.2-1B (bf16, TP 1): the draft's weights, 1.236e9 parameters x 2 B = 2.47 GB,
+    # come out of the KV cache's room, and each block keeps both models' KV (vLLM's drafter registers its
+    # attention layers in the one KV cache): 2 x 32 x 8 x 128 x 2 B = 131,072 B a token for the target plus
+    # 2 x 16 x 8 x 64 x 2 B = 32,768 for the draft
+    spec = {"method": "draft_model", "model": "llama-3.2-1b", "num_speculative_tokens": 4, "acceptance_rate": 0.7}
+    alone = resolve(scenario()).memory
+    drafted = resolve(scenario(speculative_config=spec)).memory
+    assert drafted.draft_weights_bytes == pytest.approx(2.47e9, rel=0.01)
+    assert alone.kv_cache_bytes - drafted.kv_cache_bytes == pytest.approx(drafted.draft_weights_bytes)
+    assert drafted.kv_blocks == int(drafted.kv_cache_bytes // ((131_072 + 32_768) * 16))
+    assert alone.kv_blocks == int(alone.kv_cache_bytes // (131_072 * 16))
+    # a draft too large for the GPU: the plan does not fit, naming it
+    too_big = resolve(scenario(speculative_config={**spec, "model": "llama-3.1-70b"})).memory
+    assert not too_big.fits and "the draft model's 131.42 GiB included" in too_big.reasons[0]
