@@ -184,6 +184,7 @@ def render_plan(plan: Plan, console: Console) -> None:
                              f"alpha {sp.acceptance_rate} -> "
                              f"{sp.expected_tokens_per_step:.2f} tokens per verification step = {sp.formula}"))
         console.print(f"  drafting priced as {sp.proposer_cost}", highlight=False)
+        console.print(f"  proposer memory: {sp.proposer_memory}", highlight=False)
         console.print()
 
     if plan.slots:

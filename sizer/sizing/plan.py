@@ -126,6 +126,14 @@ class StepTimes:
     alltoall_link: str = ""
 
 
+# What a proposer's memory is taken as, by speculative method (any other: its head, not counted)
+PROPOSER_MEMORY = {"ngram": "none: n-grams of the prompt itself",
+                   "mtp": "the model's multi-token-prediction layers, which vLLM loads to draft: not counted in "
+                          "memory",
+                   "draft_model": "the draft model's weights and KV counted (Memory per GPU)",
+                   "stated cost": "no draft model named: its memory is not counted"}
+
+
 @dataclass(frozen=True)
 class SpeculativeSummary:
     method: str
@@ -134,6 +142,7 @@ class SpeculativeSummary:
     expected_tokens_per_step: float     # (1 - alpha^(gamma+1)) / (1 - alpha)
     formula: str
     proposer_cost: str                  # how drafting is priced, and where that figure comes from
+    proposer_memory: str                # what the proposer's memory is taken as
 
 
 @dataclass(frozen=True)
@@ -311,7 +320,9 @@ def make_plan(r: Resolved) -> Plan:
                        f"assumption for {sc.method}, sizer/sizing/presets.py") + ")")
         spec = SpeculativeSummary(sc.method, sc.num_speculative_tokens, sc.acceptance_rate,
                                   expected_tokens_per_step(sc.acceptance_rate, sc.num_speculative_tokens),
-                                  "(1 - alpha^(gamma+1)) / (1 - alpha)", proposer)
+                                  "(1 - alpha^(gamma+1)) / (1 - alpha)", proposer, PROPOSER_MEMORY.get(
+                                      sc.method if sc.model or sc.method != "draft_model" else "stated cost",
+                                      f"the {sc.method} head's weights and KV are not counted in memory"))
 
     comm = comm_per_step(m, p)
     parallel = ParallelSummary(p.tp, p.pp, p.dp, p.ep, p.gpus_per_replica, kv_heads_per_gpu_of(m, p),
