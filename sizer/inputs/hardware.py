@@ -6,6 +6,7 @@ CPU the bundled engine runs on (`hardware: cpu`)."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, replace
@@ -77,6 +78,7 @@ class HardwareSpec:
     # without one: the default's meaning is in the README
     kubernetes: KubernetesNames | None = None      # how clusters name and schedule it (None: no label names it)
     mig: bool = False                              # NVIDIA Multi-Instance GPU slices (`<id>/mig-3g.40gb`)
+    mig_slice: str = ""                            # this is one: "3g.40gb" (a process sees one slice alone)
     scale_up_domain_gpus: int | None = None        # GPUs one NVLink / Infinity Fabric domain joins (None: assumed)
     fp8_gemm_efficiency: float | None = None       # measured share of the FP8 peak (None: efficiency.compute)
     fp8_gemm_efficiency_source: str = ""
@@ -536,25 +538,42 @@ def with_overrides(spec: HardwareSpec, o: HardwareOverrides, file: str | None) -
 MIG_COMPUTE_SLICES = 7
 
 
+# A slice's memory slices (of the part's 8) by its compute slices: the profiles NVIDIA lists for every MIG part
+# (A100 80GB and H100: 1g.10gb, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb; H200: 1g.18gb ... 7g.141gb; MIG user
+# guide, "Supported MIG Profiles"), its GB the part's nominal memory x eighths, to the nearest GB
+MIG_MEMORY_EIGHTHS = {1: (1, 2), 2: (2,), 3: (4,), 4: (4,), 7: (8,)}
+
+
 def mig_slice(parent: HardwareSpec, mig: str, file: str | None, field_path: str) -> HardwareSpec:
     """The slice `mig` ("3g.40gb") of `parent`: its compute and memory shares of the whole part."""
-    m = re.fullmatch(r"([1-7])g\.(\d{1,3})gb", mig)
-    printed_gb = float(parent.memory_as_printed.split()[0]) if parent.memory_as_printed else 0.0
-    if not parent.mig or not m or not 0 < int(m.group(2)) <= printed_gb:
+    if not parent.mig:
         parts = ", ".join(sorted(spec.id for spec in all_profiles().values() if spec.mig))
-        raise InputError(file, field_path, f"no MIG slice {excerpt(mig)} of {parent.name}: slices are <g>g.<m>gb, "
-                                           f"g of 7 compute slices and m GB, on {parts}")
-    compute, memory = int(m.group(1)) / MIG_COMPUTE_SLICES, int(m.group(2)) / printed_gb
+        raise InputError(file, field_path, f"no MIG slice {excerpt(mig)} of {parent.name}: it has no MIG; parts "
+                                           f"with MIG: {parts}")
+    nominal_gb = _nominal_gb(parent)
+    slices = {f"{g}g.{math.floor(e * nominal_gb / 8 + 0.5)}gb": (g, e)
+              for g, eighths in MIG_MEMORY_EIGHTHS.items() for e in eighths}
+    if mig not in slices:
+        raise InputError(file, field_path, f"no MIG slice {excerpt(mig)} of {parent.name}; expected one of "
+                                           f"{', '.join(slices)}")
+    (g, e), gb = slices[mig], mig.split(".")[1].removesuffix("gb")
+    compute, memory = g / MIG_COMPUTE_SLICES, e / 8
     return replace(parent, id=f"{parent.id}/mig-{mig}", name=f"{parent.name} MIG {mig}", aliases=(),
-                   memory_bytes=int(parent.memory_bytes * memory), memory_as_printed=f"{m.group(2)} GB",
-                   memory_source=f"{parent.memory_source}; x {m.group(2)}/{printed_gb:g} for the MIG slice",
+                   memory_bytes=int(parent.memory_bytes * memory), memory_as_printed=f"{gb} GB",
+                   memory_source=f"{parent.memory_source}; x {e}/8 memory slices for the MIG slice",
                    memory_bandwidth_bytes_per_s=parent.memory_bandwidth_bytes_per_s * memory,
                    peak_flops_per_s={k: v * compute if v else v for k, v in parent.peak_flops_per_s.items()},
                    interconnect_type="none", interconnect_bytes_per_s_per_direction=None,
                    price_usd_per_gpu_hour=None, price_rule="a MIG slice has no listed price",
                    # a slice is no whole GPU: no node label, instance, measured table or domain names it
-                   kubernetes=None, mig=False, scale_up_domain_gpus=None, fp8_gemm_efficiency=None,
+                   kubernetes=None, mig=False, mig_slice=mig, scale_up_domain_gpus=None, fp8_gemm_efficiency=None,
                    fp8_gemm_efficiency_source="", aiconfigurator_system=None)
+
+
+def _nominal_gb(spec: HardwareSpec) -> float:
+    """The part's memory as the vendor prints it ("80 GB": what MIG slices are named by), else its bytes in GB."""
+    printed = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*GB\s*", spec.memory_as_printed or "")
+    return float(printed.group(1)) if printed else spec.memory_bytes / 1e9
 
 
 def host_cpu() -> HardwareSpec:

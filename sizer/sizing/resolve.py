@@ -292,6 +292,7 @@ def resolve(s: Scenario) -> Resolved:
     d = s.deployment
     parallel = parallel_config(d, model, s.file)
     validate_split(model, parallel, s.file)
+    _check_one_slice(hardware, parallel, s.file)
     fmt, group_size = weight_format(model, d.quantization, d.quantization_group_size, s.file)
     validate_groups(model, parallel, fmt, group_size, s.file)
     runs = execution(fmt, hardware, s.file, d.engine, d.moe_backend or "auto")
@@ -717,6 +718,18 @@ def _lora(s: Scenario, model: ModelSpec, parallel: ParallelConfig) -> LoraMemory
 
 def _link_note(use: str, link: Link) -> str:
     return f"{use}: {link.bytes_per_s_per_direction / 1e9:.0f} GB/s per direction, {link.source}"
+
+
+def _check_one_slice(hardware: HardwareSpec, parallel: ParallelConfig, file: str | None) -> None:
+    """A MIG slice serves a replica alone: a process sees one slice, and NCCL does not connect slices (NVIDIA MIG
+    user guide: no peer-to-peer between GPU instances), so tensor, pipeline and data parallel need whole GPUs."""
+    if not hardware.mig_slice:
+        return
+    for name, size in (("tensor_parallel_size", parallel.tp), ("pipeline_parallel_size", parallel.pp),
+                       ("data_parallel_size", parallel.dp)):
+        if size > 1:
+            raise InputError(file, f"deployment.{name}", f"{size} on MIG slices ({hardware.name}): a slice serves a "
+                                                         "replica alone (no communication between slices); expected 1")
 
 
 @dataclass(frozen=True)
