@@ -885,6 +885,11 @@ def _check_distribution(d: Distribution, path: str, f: str | None) -> None:
             raise InputError(f, f"{path}.{key}", f"missing; a {d.distribution} distribution needs {', '.join(needs)}")
     if d.min is not None and d.max is not None and d.min > d.max:
         raise InputError(f, f"{path}.min", f"expected min <= max, got {d.min:g} > {d.max:g}")
+    # a mean outside the clip is never drawn near: the plan's mean length would be one the simulation never sends
+    if d.distribution in ("normal", "lognormal") and d.mean is not None and not (
+            (d.min is None or d.mean >= d.min) and (d.max is None or d.mean <= d.max)):
+        bounds = f"[{d.min if d.min is not None else 1:g}, {f'{d.max:g}' if d.max is not None else 'inf'}]"
+        raise InputError(f, f"{path}.mean", f"expected a mean within min and max {bounds}, got {d.mean:g}")
     if d.distribution == "empirical":
         if not d.values or any(not 1 <= v <= MAX_TOKENS for v in d.values):
             raise InputError(f, f"{path}.values", f"expected a non-empty list of lengths from 1 to {MAX_TOKENS:,}")
