@@ -22,7 +22,7 @@ from simulator.lora import LoraConfig
 from simulator.scheduler import SchedulerConfig
 from simulator.speculative import SpeculativeConfig
 from sizer.analytic.format_support import MARLIN_FAMILIES, Execution, execution, family, mxfp4_moe_checkpoint
-from sizer.analytic.formats import WeightFormat, validate_groups, weight_format
+from sizer.analytic.formats import PLAIN, WeightFormat, validate_groups, weight_format
 from sizer.analytic.lengths import share_longer_than
 from sizer.analytic.memory import (
     GiB,
@@ -456,11 +456,23 @@ def setting_sources(s: Scenario, slots: SlotSettings | None, price_source: str) 
     return sources
 
 
+# Checkpoint formats llama.cpp's converter writes as GGUF types of their own (16/32-bit floats; gpt-oss's MXFP4, which
+# GGUF stores as MXFP4): other quantised checkpoints (AWQ, GPTQ, FP8) are not what llama.cpp or Ollama load
+SLOT_CHECKPOINT_FORMATS = (*PLAIN, "mxfp4")
+# The GPU families TensorRT-LLM runs on (its support matrix: Ampere, Ada Lovelace, Hopper, Blackwell)
+TENSORRT_LLM_FAMILIES = ("ampere", "ada", "hopper", "blackwell")
+
+
 def _check_engine_serves(s: Scenario, fmt: WeightFormat, hardware: HardwareSpec) -> None:
-    """A batching engine (vLLM, SGLang, ...) is planned with the formats and devices it is modelled on: GGUF
-    weights and Apple GPUs or CPUs are planned with llama.cpp or Ollama, else refused naming why."""
+    """Each engine is planned with the formats and devices it runs: GGUF weights and Apple GPUs or CPUs with llama.cpp
+    or Ollama (and those with GGUF types or what converts to them), TensorRT-LLM on NVIDIA GPUs from Ampere on;
+    anything else is refused naming why."""
     d = s.deployment
     if slot_preset(d.engine) is not None:
+        if fmt.gguf is None and fmt.name not in SLOT_CHECKPOINT_FORMATS:
+            raise InputError(s.file, "deployment.quantization", f"{fmt.name} on {ENGINE_NAMES[d.engine]}, which "
+                                                                "runs GGUF weights: a GGUF type (q4_k_m, q8_0, ...) "
+                                                                "or a 16- or 32-bit format, as converted to GGUF")
         return
     if fmt.gguf is not None:
         raise InputError(s.file, "deployment.engine", f"{d.engine} with GGUF weights ({fmt.name}): sizer plans GGUF "
@@ -471,6 +483,9 @@ def _check_engine_serves(s: Scenario, fmt: WeightFormat, hardware: HardwareSpec)
         raise InputError(s.file, "deployment.engine", f"{d.engine} on {hardware.name} ({hardware.device_kind}): "
                                                       "sizer models batching engines on discrete GPUs only; "
                                                       "expected engine llama.cpp or ollama")
+    if d.engine == "tensorrt-llm" and family(hardware) not in TENSORRT_LLM_FAMILIES:
+        raise InputError(s.file, "deployment.engine", f"tensorrt-llm on {hardware.name}: TensorRT-LLM runs on NVIDIA "
+                                                      "GPUs from Ampere on; expected another engine or GPU")
 
 
 def _check_moe_backend(s: Scenario, model: ModelSpec, fmt: WeightFormat, hardware: HardwareSpec) -> None:

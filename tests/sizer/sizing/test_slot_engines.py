@@ -34,7 +34,7 @@ LLAMA_8B_KV_VALUES = 2 * 32 * 8 * 128
 
 def data(engine="llama.cpp", gpu="l4", rate=0.5, slo=None, **deployment):
     return {"model": "llama-3.1-8b", "hardware": gpu,
-            "deployment": {"engine": engine, "quantization": deployment.pop("quantization", "awq"), **deployment},
+            "deployment": {"engine": engine, "quantization": deployment.pop("quantization", "q4_k_m"), **deployment},
             "workload": {"arrival": {"rate_per_s": rate},
                          "prompt_tokens": {"distribution": "fixed", "value": 800},
                          "output_tokens": {"distribution": "fixed", "value": 200}, "num_requests": 120},
