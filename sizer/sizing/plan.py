@@ -33,7 +33,14 @@ from sizer.analytic.weights import LayerKind, layer_kinds, parameter_count
 from sizer.inputs.hardware import profile_origin
 from sizer.inputs.layers import FULL, Attention, LatentAttention
 from sizer.inputs.model_spec import ModelSpec
-from sizer.inputs.scenario import ENGINE_NAMES, VLLM_GPU_MEMORY_UTILIZATION, Distribution, mean_length, targets_text
+from sizer.inputs.scenario import (
+    ENGINE_NAMES,
+    VLLM_GPU_MEMORY_UTILIZATION,
+    Distribution,
+    EnergySection,
+    mean_length,
+    targets_text,
+)
 from sizer.kinds import kind
 from sizer.sizing.checkpoint_summary import CheckpointSummary, checkpoint_notes, summarise_checkpoint
 from sizer.sizing.cost import CostSummary, cost_summary
@@ -520,12 +527,15 @@ def _serving_notes(r: Resolved) -> list[str]:
 
 
 def _schedule_note(r: Resolved) -> list[str]:
-    """A schedule is sized by `plan --simulate` (sizer/sizing/day.py); this plan is at the steady rate."""
-    sch = r.workload.schedule
-    if sch is None:
-        return []
-    return [f"workload.schedule: this plan is at workload.arrival.rate_per_s; `plan --simulate` sizes the {sch.period} "
-            "(docs/capacity-over-time.md)"]
+    """A schedule is sized, and energy estimated, by `plan --simulate` (sizer/sizing/day.py, the operating point's
+    busy share); this plan is at the steady rate, without them."""
+    notes = []
+    if r.workload.schedule is not None:
+        notes.append(f"workload.schedule: this plan is at workload.arrival.rate_per_s; `plan --simulate` sizes the "
+                     f"{r.workload.schedule.period} (docs/capacity-over-time.md)")
+    if r.energy != EnergySection():
+        notes.append("energy: estimated from the simulated operating point's busy share: `plan --simulate` reports it")
+    return notes
 
 
 def slot_notes(r: Resolved) -> list[str]:
