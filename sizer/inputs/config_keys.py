@@ -164,6 +164,9 @@ MOE_TYPES = (
     "glm_moe_dsa", "gpt_oss", "nemotron_h",
 )
 MODEL_TYPES = DENSE_TYPES + MOE_TYPES
+# MoE families every model of which has experts (gemma4 and nemotron_h have dense models too): one stating no
+# experts is refused, not sized dense (transformers' classes default to experts: Mixtral's 8, Qwen3-MoE's 128)
+EXPERT_ONLY_TYPES = tuple(t for t in MOE_TYPES if t not in ("gemma4", "gemma4_text", "nemotron_h"))
 # Families that are not the attention-and-MLP decoders sizer places: encoders, encoder-decoders, state-space and
 # recurrent models (a Mamba config's Llama-looking keys would size it as a Llama)
 NOT_DECODER_TYPES = (

@@ -23,6 +23,7 @@ from sizer.inputs.config_keys import (
     BLOCK_FFN_KEYS,
     DENSE_TYPES,
     DTYPE_BYTES,
+    EXPERT_ONLY_TYPES,
     GATED_ATTENTION_TYPES,
     GATED_VISION_ACTS,
     HARMLESS_KEYS,
@@ -483,6 +484,9 @@ def _check_family(c: dict[str, Any], model_type_path: str, where, file: str | No
                          f"{c['num_local_experts']} experts in a {model_type} model, a dense family whose models "
                          "ignore the key; expected no experts, or the model_type of a mixture-of-experts family "
                          "(mixtral, qwen3_moe, ...: config_keys.MOE_TYPES)")
+    if model_type in EXPERT_ONLY_TYPES and not c["num_local_experts"]:
+        raise InputError(file, where("num_local_experts"), f"missing; a {model_type} model has routed experts "
+                                                           "(num_local_experts, n_routed_experts or num_experts)")
     if model_type in MODEL_TYPES:
         return None
     family = f"model_type {excerpt(model_type)} is not a family" if model_type else "no model_type: not a family"

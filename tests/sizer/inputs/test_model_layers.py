@@ -60,7 +60,8 @@ def test_nemotron_h_pattern_places_mamba_attention_mlp_and_moe_blocks():
 
 def test_qwen3_next_interval_makes_every_fourth_layer_full_attention_with_an_output_gate():
     m = spec(model_type="qwen3_next", num_hidden_layers=8, full_attention_interval=4, linear_num_key_heads=2,
-             linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=16, linear_conv_kernel_dim=4)
+             linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=16, linear_conv_kernel_dim=4,
+             num_experts=4, num_experts_per_tok=2)              # every Qwen3-Next model routes to experts
     assert [type(layer.mixer).__name__[0] for layer in m.layers] == list("GGGAGGGA")
     full = m.layers[3].mixer
     assert full.output_gate and full.linears(64)[0].out_features == 2 * 4 * 16      # query and gate
