@@ -757,6 +757,10 @@ def check_scenario(s: Scenario) -> None:
         raise InputError(f, "deployment.speculative_config.model", f"not for method {spec.method}, which proposes "
                                                                    f"with {UNDRAFTED_METHODS[spec.method]}")
     _check_engine_fields(d, f, s.engine_source)
+    if d.engine in SLOT_ENGINES and s.workload.structured_output is not None:
+        raise InputError(f, "workload.structured_output", f"priced as vLLM's guided decoding (xgrammar); "
+                                                          f"{ENGINE_NAMES[d.engine]}'s grammar sampling is not "
+                                                          "modelled: expected none")
     _check_over_time(s, f)
 
 
@@ -859,6 +863,9 @@ def _check_engine_fields(d: DeploymentSection, f: str | None, engine_source: str
         if value != plain:
             raise InputError(f, f"deployment.{name}", f"expected {plain} for {d.engine} (sizer models one device "
                                                       "per server; its KV types are cache_type_k/cache_type_v)")
+    if d.enable_lora:       # LoRA is priced as vLLM serves it (adapter slots in GPU memory, punica kernels)
+        raise InputError(f, "deployment.enable_lora", f"vLLM's adapter slots; {ENGINE_NAMES[d.engine]}'s LoRA "
+                                                      "adapters are not modelled: expected false")
     if d.engine == "ollama" and (d.cache_type_k or "f16") != (d.cache_type_v or "f16"):
         raise InputError(f, "deployment.cache_type_v", "expected the same type as cache_type_k: Ollama sets both "
                                                        "with one OLLAMA_KV_CACHE_TYPE")
