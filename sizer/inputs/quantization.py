@@ -138,6 +138,10 @@ CT_GROUP_KEYS: dict[str, Key] = {k.name: k for k in (
 MODELOPT_ALGOS = ("FP8", "FP8_PER_CHANNEL_PER_TOKEN", "FP8_PB_WO", "NVFP4", "W4A16_NVFP4")
 # the short kv_cache_scheme strings read as a KV-cache format (the engines' --kv-cache-dtype spellings)
 KV_CACHE_SHORT = {"fp8": "fp8", "fp8_e4m3": "fp8", "float8": "fp8", "int8": "int8"}
+# ModelOpt's KV-cache algorithms (its kv_cache_quant_algo: FP8, and NVFP4 for Blackwell)
+KV_CACHE_ALGOS = ("fp8", "nvfp4")
+# fp8's activation scales: computed per step (dynamic) or stored in the checkpoint (static) (vLLM's Fp8Config)
+ACTIVATION_SCHEMES = ("dynamic", "static")
 
 
 def _read(keys: dict[str, Key], data: dict, file: str | None, prefix: str) -> dict[str, Any]:
@@ -227,7 +231,11 @@ def parse_quantization(q: dict, file: str | None, prefix: str = "quantization_co
         return Quantization(method, method, bits or 4, "channel" if group == -1 else "group",
                             group, scale_bytes=2, zero_points=zeros is not False, **common)
     if method == "fp8":
-        static = str(got["activation_scheme"] or "dynamic").lower() == "static"
+        scheme = str(got["activation_scheme"] or "dynamic").lower()
+        if scheme not in ACTIVATION_SCHEMES:
+            raise InputError(file, prefix + "activation_scheme", f"expected one of {', '.join(ACTIVATION_SCHEMES)}, "
+                                                                 f"got {excerpt(got['activation_scheme'])}")
+        static = scheme == "static"
         return Quantization(method, "fp8", 8, "block" if block else "tensor", block_size=block, activations="fp8",
                             static_activations=static, **common)
     if method == "int8":
@@ -254,6 +262,10 @@ def _kv_cache(got: dict, file: str | None, prefix: str) -> str:
     (and ModelOpt-in-config.json's) kv_cache_scheme."""
     algo = got["kv_cache_quant_algo"]
     if algo:
+        if str(algo).lower() not in KV_CACHE_ALGOS:
+            raise InputError(file, prefix + "kv_cache_quant_algo", f"expected one of "
+                                                                   f"{', '.join(a.upper() for a in KV_CACHE_ALGOS)} "
+                                                                   f"(ModelOpt's), got {excerpt(algo)}")
         return str(algo).lower()
     scheme = got["kv_cache_scheme"]
     if isinstance(scheme, str):     # the short form: the format's name
