@@ -174,8 +174,12 @@ def stored_bytes(folder: Path) -> tuple[int | None, str]:
     index = folder / INDEX
     if index.exists():
         data = load_json(index)
-        total = data.get("metadata", {}).get("total_size") if isinstance(data, dict) and isinstance(
-            data.get("metadata"), dict) else None
+        if not isinstance(data, dict):
+            raise InputError(str(index), None, f"expected a JSON object (metadata, weight_map), got {excerpt(data)}")
+        metadata = data.get("metadata")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise InputError(str(index), "metadata", f"expected a mapping with total_size, got {excerpt(metadata)}")
+        total = (metadata or {}).get("total_size")
         if isinstance(total, bool) or not isinstance(total, (int, float)) or not 0 < total < MAX_TOTAL_BYTES \
                 or total != int(total):
             raise InputError(str(index), "metadata.total_size", f"expected a byte count (an integer from 1 to "
