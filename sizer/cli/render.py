@@ -81,7 +81,7 @@ def _layer_kinds(console: Console, plan: Plan) -> None:
 
 def render_plan(plan: Plan, console: Console) -> None:
     style = "bold green" if plan.fits else "bold red"
-    console.print(styled((plan.scenario, "bold"), f": {plan.model.name} on {plan.parallel.gpus_per_replica} x "
+    console.print(styled((plan.scenario, "bold"), f": {plan.model.name} on {plan.parallel.replica_gpus} x "
                          f"{plan.gpu} — ", (plan.verdict, style)))
     console.print()
 
@@ -224,8 +224,11 @@ def _render_split(plan: Plan, console: Console) -> None:
     p = plan.parallel
     t = _table("Parallel split")
     t.add_row("TP x PP x DP", f"{p.tensor_parallel_size} x {p.pipeline_parallel_size} x {p.data_parallel_size} = "
-              f"{count(p.gpus_per_replica, 'GPU')} per replica; EP {p.expert_parallel_size}; "
+              f"{count(p.gpus_per_replica, 'GPU')} per {'pool' if p.disaggregated else 'replica'}; "
+              f"EP {p.expert_parallel_size}; "
               f"{p.kv_heads_per_gpu} KV heads per GPU")
+    if p.disaggregated:
+        t.add_row("disaggregated", p.disaggregated)
     if p.tp_allreduce_bytes_per_token or p.pp_send_bytes_per_token or p.ep_alltoall_bytes_per_token:
         t.add_row("communication", f"per token per GPU: TP all-reduce {p.tp_allreduce_bytes_per_token:,.0f} B, "
                   f"PP send {p.pp_send_bytes_per_token:,.0f} B, EP all-to-all {p.ep_alltoall_bytes_per_token:,.0f} B")

@@ -43,7 +43,7 @@ from sizer.inputs.scenario import (
 )
 from sizer.kinds import kind
 from sizer.sizing.checkpoint_summary import CheckpointSummary, checkpoint_notes, summarise_checkpoint
-from sizer.sizing.cost import CostSummary, cost_summary
+from sizer.sizing.cost import CostSummary, cost_summary, gpus_per_replica
 from sizer.sizing.presets import GRAMMAR_BACKENDS, GRAMMAR_CACHE_ENTRIES, LORA_DISK_BYTES_PER_S
 from sizer.sizing.resolve import EngineSettings, Resolved, trtllm_graph_pool
 from sizer.sizing.result import Sizing
@@ -97,6 +97,8 @@ class ParallelSummary:
     tp_allreduce_bytes_per_token: float
     pp_send_bytes_per_token: float
     ep_alltoall_bytes_per_token: float
+    replica_gpus: int = 0               # every pool of a replica together (disaggregated: its prefill and decode pools)
+    disaggregated: str = ""             # the pools and how a prompt's KV moves between them ("": one pool)
 
 
 @dataclass(frozen=True)
@@ -334,7 +336,7 @@ def make_plan(r: Resolved) -> Plan:
     comm = comm_per_step(m, p)
     parallel = ParallelSummary(p.tp, p.pp, p.dp, p.ep, p.gpus_per_replica, kv_heads_per_gpu_of(m, p),
                                comm.tp_allreduce_bytes_per_token, comm.pp_send_bytes_per_token,
-                               comm.ep_alltoall_bytes_per_token)
+                               comm.ep_alltoall_bytes_per_token, gpus_per_replica(r), _pools(r))
     counts = parameter_count(m)
     model = ModelSummary(m.name, m.architecture, counts.total, counts.active, m.params_official_total,
                          weights.parameters, weights.parameters_source, m.num_layers, attention_kind(m),
@@ -524,6 +526,16 @@ def _serving_notes(r: Resolved) -> list[str]:
                      f"added to that request's TTFT; {mask_s * 1e6:g} us of CPU per grammar token, added to the step "
                      "(sourced assumptions, sizer/sizing/presets.py); the analytic step times leave both out")
     return notes
+
+
+def _pools(r: Resolved) -> str:
+    """A disaggregated replica's pools and its KV transfer, in words ("" for one pool)."""
+    d = r.disaggregation
+    if d is None:
+        return ""
+    pool = count(r.parallel.gpus_per_replica, "GPU")
+    return (f"{d.num_prefill_replicas} prefill + {d.num_decode_replicas} decode pools of {pool} each; a prompt's KV "
+            f"({d.kv_bytes_per_token:,.0f} B a token) moves to decode at {d.interconnect_bytes_per_s / 1e9:g} GB/s")
 
 
 def _schedule_note(r: Resolved) -> list[str]:

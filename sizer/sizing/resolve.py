@@ -604,9 +604,10 @@ def too_long_share(s: Scenario, max_len: int, refuse: bool = True,
         limit = f"deployment.max_model_len {max_len:,}" + ("" if s.deployment.max_model_len else
                                                            f" (the model's {limit_what})")
         which = "every" if (prompt, output) == (longest_prompt, longest_output) else "the shortest"
-        # the length a flag set, if one did (naming_traffic_flags then names the flag), else the prompt's
+        # the length a flag set, if one did (naming_traffic_flags then names the flag), else the longer
         field = next((f"workload.{key}" for key in ("prompt_tokens", "output_tokens")
-                      if s.source_of(f"workload.{key}").startswith("--")), "workload.prompt_tokens")
+                      if s.source_of(f"workload.{key}").startswith("--")),
+                     "workload.output_tokens" if output > prompt else "workload.prompt_tokens")
         raise InputError(s.file, field,
                          f"expected prompt + output within {limit}, got {prompt:,} + {output:,} = {prompt + output:,} "
                          f"tokens in {which} request: {ENGINE_NAMES[s.deployment.engine]} refuses every request")

@@ -172,7 +172,7 @@ def _answer(r: Resolved, source: str, settings: SearchSettings, sizing: Sizing |
     batch timeline of its operating point (the same seeded simulation again)."""
     plan = make_plan(r)
     d = r.deployment
-    config = (f"{plan.parallel.gpus_per_replica} x {r.hardware.name}, TP {d.tensor_parallel_size}"
+    config = (f"{plan.parallel.replica_gpus} x {r.hardware.name}, TP {d.tensor_parallel_size}"
               + (f" PP {d.pipeline_parallel_size}" if d.pipeline_parallel_size > 1 else "")
               + f", {r.weight_format.name} weights, {r.kv_cache_dtype} KV")
     command = (f"sizer plan {r.file or 'scenario.yaml'} --gpu {r.hardware.id} --tp {d.tensor_parallel_size} "

@@ -82,3 +82,13 @@ def test_a_draft_model_loads_beside_the_target_and_shares_its_kv_blocks():
     # a draft too large for the GPU: the plan does not fit, naming it
     too_big = resolve(scenario(speculative_config={**spec, "model": "llama-3.1-70b"})).memory
     assert not too_big.fits and "the draft model's 131.42 GiB included" in too_big.reasons[0]
+
+
+def test_a_disaggregated_replica_is_all_its_pools():
+    # 2 prefill + 3 decode pools of one H100 each: 5 GPUs a replica (what the cost counts), the plan's headline
+    # and its split say so, with the KV a prompt sends: 131,072 B a token at NVLink's 450 GB/s
+    plan = make_plan(resolve(scenario(disaggregated={"prefill_replicas": 2, "decode_replicas": 3})))
+    assert (plan.parallel.gpus_per_replica, plan.parallel.replica_gpus) == (1, 5)
+    assert plan.parallel.disaggregated == ("2 prefill + 3 decode pools of 1 GPU each; a prompt's KV (131,072 B a "
+                                           "token) moves to decode at 450 GB/s")
+    assert make_plan(resolve(scenario())).parallel.disaggregated == ""
