@@ -12,7 +12,7 @@ from sizer.errors import InputError
 from sizer.inputs.checkpoint import find_config
 from sizer.inputs.hardware import is_profile_path, scenario_hardware
 from sizer.inputs.model_spec import CATALOG_DIR
-from sizer.inputs.scenario import MAX_REPLICAS, StatedValueError
+from sizer.inputs.scenario import MAX_REPLICAS, SETTABLE, StatedValueError
 from sizer.inputs.variant import Variant
 from validation.errors import FieldError, excerpt
 
@@ -89,10 +89,13 @@ def check_gpu(name: str | None, flag: str = "--gpu") -> str | None:
 @contextlib.contextmanager
 def naming_flags(variant: Variant, flags: dict[str, str], scenario_file: str | None):
     """A refusal of a field of the scenario (`scenario_file`, None for one from flags alone) that a
-    flag set names the flag, not the file: `flags` maps Variant fields to their flags
-    (`tensor_parallel_size` -> `--tp`). Any other error passes: another file's, another field's, and the file's own
-    value of a field a flag sets, refused as the file is read (`StatedValueError`: a flag replaces no invalid value)."""
+    flag set (from flags alone: that a flag sets) names the flag, not the file: `flags` maps Variant fields to their
+    flags (`tensor_parallel_size` -> `--tp`). Any other error passes: another file's, another field's, and the file's
+    own value of a field a flag sets, refused as the file is read (`StatedValueError`: a flag replaces no invalid
+    value)."""
     set_by = {path: flags[name] for name, path in variant.fields_set().items() if name in flags}
+    if scenario_file is None:       # a plan from flags alone: a field's value is a flag's, or its default
+        set_by = {SETTABLE[name]: flag for name, flag in flags.items() if name in SETTABLE} | set_by
     try:
         yield
     except FieldError as error:

@@ -314,6 +314,9 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
     got = _read({k: v for k, v in KEYS.items() if k not in ("_sizer", "text_config")}, config, file, prefix)
     c = {key: value for key, (value, _) in got.items()}
     q_path = prefix + got["quantization_config"][1]
+    stated = [key for key in KEYS["quantization_config"].keys if config.get(key) is not None]
+    if len(stated) > 1 and config[stated[0]] != config[stated[1]]:     # llm-compressor's two spellings, disagreeing
+        raise InputError(file, prefix + stated[1], f"beside {stated[0]}, stating another quantization; expected one")
     if c["quantization_config"] is None and prefix:   # quantization stated beside text_config applies to it
         c["quantization_config"], q_path = read_key(KEYS["quantization_config"], top, file)
     vision_path = prefix + "vision_config."
