@@ -247,6 +247,11 @@ def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSetting
         notes.append(f"ITL target {r.slo.itl_ms:g} ms: met at the SLO rate per replica ({mu:.3g} req/s, the pooled "
                      "token gaps of the sizing); the per-interval SLO shares count TTFT, TPOT and E2E per request, "
                      "not the ITL")
+    n = r.workload.num_requests
+    if n < settings.num_requests:       # a run shorter than the goodput search's ends before queues build
+        notes.append(f"the SLO rate per replica ({mu:.3g} req/s) is simulated over the scenario's {n:,} requests "
+                     f"(workload.num_requests), a run of {n / mu:.3g} s, fewer than the goodput search's "
+                     f"{settings.num_requests:,}: queues may not build in so short a run; raise workload.num_requests")
     if r.hardware.reserved_usd_per_gpu_hour is not None:
         notes.append(f"reserved price ${r.hardware.reserved_usd_per_gpu_hour:g}/GPU-hour: "
                      f"{r.hardware.reserved_price_rule}")

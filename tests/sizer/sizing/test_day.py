@@ -139,3 +139,9 @@ def test_one_replica_at_the_peak_takes_its_slo_rate_from_the_sizing_and_a_capped
     assert [m.peak_rate_per_s for m in day.growth] == [4.0, 8.0, 16.0, 32.0]
     assert {m.peak_replicas for m in day.growth} == {1}
     assert any(n.startswith("months 3, 4 ahead") and "SLO is missed" in n for n in day.notes)
+    # 300 requests against FAST's 200 a goodput probe: enough, so no note on a short run
+    assert not any("queues may not build" in n for n in day.notes)
+    short = dataclasses.replace(r, workload=dataclasses.replace(r.workload, num_requests=50))
+    notes = plan_day(short, make_plan(short), FAST)[0].notes
+    # 50 requests, fewer than the goodput search's 200: the SLO rate's run is said to be short
+    assert any("over the scenario's 50 requests" in n and "queues may not build" in n for n in notes)
