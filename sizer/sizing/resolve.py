@@ -737,12 +737,13 @@ def _link_note(use: str, link: Link) -> str:
 
 
 def _check_one_slice(hardware: HardwareSpec, parallel: ParallelConfig, file: str | None) -> None:
-    """A MIG slice serves a replica alone: a process sees one slice, and NCCL does not connect slices (NVIDIA MIG
-    user guide: no peer-to-peer between GPU instances), so tensor, pipeline and data parallel need whole GPUs."""
+    """A model's shard serves on one slice: a process sees one slice, and NCCL does not connect slices (NVIDIA MIG
+    user guide: no peer-to-peer between GPU instances), so tensor and pipeline parallel, and experts spread over
+    data-parallel ranks, need whole GPUs."""
     if not hardware.mig_slice:
         return
     for name, size in (("tensor_parallel_size", parallel.tp), ("pipeline_parallel_size", parallel.pp),
-                       ("data_parallel_size", parallel.dp)):
+                       ("data_parallel_size", parallel.dp if parallel.expert_parallel else 1)):
         if size > 1:
             raise InputError(file, f"deployment.{name}", f"{size} on MIG slices ({hardware.name}): a slice serves a "
                                                          "replica alone (no communication between slices); expected 1")
