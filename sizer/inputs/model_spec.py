@@ -309,6 +309,7 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
     meta = read_key(KEYS["_sizer"], config, file)[0] or {}
     _check_meta(meta, file)
     top, prefix = config, ""
+    _check_one_language_model(config, file)
     if "text_config" in config and "hidden_size" not in config:  # a multimodal config: the language model's part
         config, prefix = read_key(KEYS["text_config"], config, file)[0] or {}, "text_config."
     got = _read({k: v for k, v in KEYS.items() if k not in ("_sizer", "text_config")}, config, file, prefix)
@@ -459,6 +460,24 @@ def vllm_context(c: dict[str, Any], path: str, file: str | None) -> tuple[int, i
     limit = 0 if scaled == c["max_position_embeddings"] else scaled
     default = c["original_max_position_embeddings"] if longrope else 0
     return limit, default if default and default != (limit or c["max_position_embeddings"]) else 0
+
+
+# The language model's shape keys: a config may state them beside text_config too (Qwen2.5-VL's keep both, alike)
+SHAPE_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "intermediate_size",
+              "vocab_size")
+
+
+def _check_one_language_model(config: dict[str, Any], file: str | None) -> None:
+    """Shape keys both beside text_config and in it must agree: two language models in one config are refused,
+    not sized by whichever is read."""
+    text = config.get("text_config")
+    if not isinstance(text, dict):
+        return
+    for key in SHAPE_KEYS:
+        if key in config and key in text and config[key] != text[key]:
+            raise InputError(file, key, f"{excerpt(config[key])} here, {excerpt(text[key])} in text_config: expected "
+                                        "one language model (the same value in both, or the key in text_config "
+                                        "alone)")
 
 
 def _refuse_unmodelled(c: dict[str, Any], top: dict | None, where, file: str | None) -> None:
