@@ -54,10 +54,11 @@ def command(
                                                   f"expected an index from 0 to {len(runs) - 1}")
         runs = (runs[benchmark],)
     check_compared(runs, str(result))
-    comparisons = []
+    comparisons, done = [], 0
     with progress("simulating", "requests", sum(run.num_simulated for run in runs)) as update:
         for run in runs:
-            comparisons.append(compare_guidellm(run, plan, after(update, sum(c.num_requests for c in comparisons))))
+            comparisons.append(compare_guidellm(run, plan, after(update, done)))
+            done += run.num_simulated
     _warn(comparisons)
     if as_json:
         typer.echo(to_json(comparisons))

@@ -141,7 +141,7 @@ def evaluate(inp: CheckInput, settings: GoodputSettings = GoodputSettings(),
                            f"divides {plan.model.name}; {runs.weight_format} weights run on {plan.gpu} "
                            f"({runs.kernel})")
     rules = [runs_rule, memory_rule(inp, plan),
-             max_model_len_rule(inp, plan, stated_len, model_limit, resolved.too_long_share, limit.described), slo,
+             max_model_len_rule(inp, plan, stated_len, limit, resolved.too_long_share), slo,
              cost_rule(inp, plan, sizing, replicas)]
     mem = plan.memory
     held = mem.max_seqs_at_max_model_len * plan.parallel.data_parallel_size
@@ -273,15 +273,15 @@ def sequences_required(max_num_seqs: int, kv_share: float) -> int:
     return max(1, math.ceil(kv_share * max_num_seqs - 1e-9))
 
 
-def max_model_len_rule(inp: CheckInput, plan: Plan, stated_len: int | None, model_limit: int | None,
-                       too_long: float = 0.0, limit_described: str | None = None) -> RuleResult:
-    """`too_long`: the share of the workload's requests whose prompt + output exceed max_model_len (Resolved);
-    `limit_described`: the model's limit in words (ContextLimit.described), by default its max_position_embeddings."""
+def max_model_len_rule(inp: CheckInput, plan: Plan, stated_len: int | None, limit: ContextLimit,
+                       too_long: float = 0.0) -> RuleResult:
+    """`limit`: the longest context the engine serves the model at; `too_long`: the share of the workload's requests
+    whose prompt + output exceed max_model_len (Resolved)."""
     mem = plan.memory
+    model_limit = limit.tokens or None
     if model_limit and stated_len and stated_len > model_limit:
-        described = limit_described or f"max_position_embeddings {model_limit:,}"
-        return RuleResult("max_model_len", "fail", f"max_model_len {stated_len:,} exceeds the model's {described} "
-                          f"(by {stated_len - model_limit:,} tokens)",
+        return RuleResult("max_model_len", "fail", f"max_model_len {stated_len:,} exceeds the model's "
+                          f"{limit.described} (by {stated_len - model_limit:,} tokens)",
                           (f"--max-model-len {model_limit}",))
     if inp.has_workload and too_long >= STATED_SHARE:
         longest = longest_request_tokens(inp)

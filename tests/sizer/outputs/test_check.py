@@ -17,8 +17,11 @@ from sizer.inputs.scenario import load_scenario, scenario_from_dict
 from sizer.inputs.traffic import Traffic
 from sizer.outputs.check import CANNOT_RUN, check_file, max_model_len_rule, memory_rule, sequences_required
 from sizer.sizing.plan import make_plan
-from sizer.sizing.resolve import resolve
+from sizer.sizing.resolve import ContextLimit, resolve
 from validation.errors import FieldError
+
+# Llama-3.1-8B's context: its config's max_position_embeddings, 131,072
+LLAMA_CONTEXT = ContextLimit(131_072, "max_position_embeddings")
 
 ROOT = Path(__file__).resolve().parents[3]
 DEPLOY = ROOT / "scenarios" / "deploy"
@@ -190,14 +193,14 @@ def test_kv_share_rule_counts_full_length_sequences():
     assert sequences_required(100, 0.333) == 34      # ceil(33.3)
     inp = read_check_input(str(PASS), kv_share=1.0)
     plan = plan_of(inp)
-    rule = max_model_len_rule(inp, plan, 8192, 131072)
+    rule = max_model_len_rule(inp, plan, 8192, LLAMA_CONTEXT)
     # 54.5 GiB of KV per H100 (of the 79.2 GiB CUDA reports) / (8,192 tokens x 128 KiB) = 54 sequences; 1.0 x 128
     # are required.
     assert rule.status == "fail"
     assert "holds 54 sequences" in rule.message and "required 128" in rule.message and "short by 74" in rule.message
     assert rule.fixes[-1].startswith("--max-num-seqs 54 ")
     # 0.25 x 128 = 32 <= 54
-    assert max_model_len_rule(read_check_input(str(PASS)), plan, 8192, 131072).status == "pass"
+    assert max_model_len_rule(read_check_input(str(PASS)), plan, 8192, LLAMA_CONTEXT).status == "pass"
 
 
 def test_max_model_len_beyond_the_model_fails_the_rule_not_the_input(tmp_path):

@@ -10,7 +10,10 @@ from sizer.inputs.manifest import read_check_input
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.outputs.check import max_model_len_rule
 from sizer.sizing.plan import make_plan
-from sizer.sizing.resolve import resolve
+from sizer.sizing.resolve import ContextLimit, resolve
+
+# Llama-3.1-8B's context: its config's max_position_embeddings, 131,072
+LLAMA_CONTEXT = ContextLimit(131_072, "max_position_embeddings")
 
 PASS = Path(__file__).resolve().parents[3] / "scenarios" / "deploy" / "pass-llama-8b-h100.yaml"
 
@@ -20,7 +23,7 @@ def rule_at(tmp_path: Path, max_model_len: int):
     path.write_text(PASS.read_text().replace("--max-model-len=8192", f"--max-model-len={max_model_len}"))
     inp = read_check_input(str(path))
     r = resolve(scenario_from_dict(inp.scenario_data, inp.file))
-    return max_model_len_rule(inp, make_plan(r), max_model_len, 131072, r.too_long_share)
+    return max_model_len_rule(inp, make_plan(r), max_model_len, LLAMA_CONTEXT, r.too_long_share)
 
 
 def test_requests_longer_than_max_model_len_fail_the_rule(tmp_path):
