@@ -69,7 +69,9 @@ MXFP4_MOE: dict[tuple[str, str], tuple[str, str]] = {
 # Blackwell when asked for (deployment.moe_backend: marlin; VLLM_MXFP4_USE_MARLIN=1 before vLLM named it
 # --moe-backend marlin)
 MXFP4_MOE_MARLIN = "Marlin MXFP4 MoE (fused_marlin_moe), W4A16 [VLLM-MXFP4]"
-MARLIN_FAMILIES = ("ampere", "ada", "hopper", "blackwell")     # CUDA compute capability 8.0 and up
+AMPERE_ON = ("ampere", "ada", "hopper", "blackwell")     # NVIDIA families of CUDA compute capability 8.0 and up
+MARLIN_FAMILIES = AMPERE_ON                              # vLLM's Marlin kernels
+TENSORRT_LLM_FAMILIES = AMPERE_ON                        # TensorRT-LLM's support matrix
 MARLIN_ONLY_FAMILIES = ("ampere", "ada")     # vLLM's get_mxfp4_backend: compute capability below 9, Marlin
 
 # architecture families, by how the hardware profile's `architecture` begins

@@ -21,7 +21,14 @@ from simulator.grammar import GrammarConfig
 from simulator.lora import LoraConfig
 from simulator.scheduler import SchedulerConfig
 from simulator.speculative import SpeculativeConfig
-from sizer.analytic.format_support import MARLIN_FAMILIES, Execution, execution, family, mxfp4_moe_checkpoint
+from sizer.analytic.format_support import (
+    MARLIN_FAMILIES,
+    TENSORRT_LLM_FAMILIES,
+    Execution,
+    execution,
+    family,
+    mxfp4_moe_checkpoint,
+)
 from sizer.analytic.formats import PLAIN, WeightFormat, validate_groups, weight_format
 from sizer.analytic.lengths import share_longer_than
 from sizer.analytic.memory import (
@@ -459,8 +466,6 @@ def setting_sources(s: Scenario, slots: SlotSettings | None, price_source: str) 
 # Checkpoint formats llama.cpp's converter writes as GGUF types of their own (16/32-bit floats; gpt-oss's MXFP4, which
 # GGUF stores as MXFP4): other quantised checkpoints (AWQ, GPTQ, FP8) are not what llama.cpp or Ollama load
 SLOT_CHECKPOINT_FORMATS = (*PLAIN, "mxfp4")
-# The GPU families TensorRT-LLM runs on (its support matrix: Ampere, Ada Lovelace, Hopper, Blackwell)
-TENSORRT_LLM_FAMILIES = ("ampere", "ada", "hopper", "blackwell")
 
 
 def _check_engine_serves(s: Scenario, fmt: WeightFormat, hardware: HardwareSpec) -> None:

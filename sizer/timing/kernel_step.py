@@ -67,7 +67,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from simulator.step_batch import StepBatch, split_attention, windowed_pairs
-from sizer.analytic.formats import WeightFormat, stored_shares
+from sizer.analytic.formats import ROW_PARALLEL, WeightFormat, stored_shares
 from sizer.analytic.memory import kv_value_bytes
 from sizer.analytic.parallel import ParallelConfig, kv_heads_per_gpu, layers_per_stage, shard_fraction
 from sizer.analytic.weights import linear_groups
@@ -90,7 +90,6 @@ from sizer.timing.roofline import (
 )
 from sizer.words import count
 
-ROW_PARALLEL = ("o_proj", "down_proj", "out_proj")   # vLLM's RowParallelLinear: the input dimension is split
 ACTIVATION_BYTES = 2                                  # the hidden state all-reduced, bf16
 # sizer's compute format -> table dtype (float32: the bundled engine on a CPU, sizer/timing/profile_kernels.py)
 GEMM_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp32": "float32"}
