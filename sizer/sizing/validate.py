@@ -9,7 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.config import EngineBuild
+from simulator.config import ReplicaConfig
 from simulator.engine_loop import BARE
+from simulator.kv_cache import KVCacheManager
+from simulator.request import Request
 from simulator.run import SimulationConfig
 from sizer.errors import InputError
 from sizer.inputs.hardware import HOST_CPU
@@ -84,18 +87,10 @@ def validation_config(s: Scenario, pricing: Pricing,
     return r, config
 
 
-def replayed_count(s: Scenario, num_requests: int | None) -> int:
-    """The requests a validation replays: `num_requests`, else the scenario's, at most DEFAULT_MAX_REQUESTS."""
-    return num_requests or min(s.workload.num_requests, DEFAULT_MAX_REQUESTS)
-
-
 def run_validation(scenario_path: Path, profile_path: Path | None, num_requests: int | None, num_blocks: int | None,
                    weights: Path | None = None, tables_path: Path | None = None):
     """The simulator, priced by a calibrated profile or by a device's kernel tables, vs the bundled engine on
     the scenario's first requests: a ValidationReport."""
-    from engine.device import cpu_device, gpu_device  # the engine (torch), lazily: only validate needs it
-    from engine.validate import validate
-
     s = load_scenario(scenario_path)
     if profile_path is not None:
         profile = load_profile(profile_path)
@@ -107,8 +102,27 @@ def run_validation(scenario_path: Path, profile_path: Path | None, num_requests:
         pricing = tables_pricing(tables)
         r, config = validation_config(s, pricing, num_blocks)
         step_model = engine_step_model(r, tables)
-    dev = gpu_device(r.hardware) if pricing.device_kind == "cuda" else cpu_device(pricing.threads or 1)
-    count = replayed_count(s, num_requests)
+    count = num_requests or min(s.workload.num_requests, DEFAULT_MAX_REQUESTS)
     requests = list(workload_of(s, count).requests())
+    if num_blocks is not None:
+        _check_num_blocks(num_blocks, config.replica, requests)
+    from engine.device import cpu_device, gpu_device  # the engine (torch), lazily: only validate needs it
+    from engine.validate import validate
+
+    dev = gpu_device(r.hardware) if pricing.device_kind == "cuda" else cpu_device(pricing.threads or 1)
     return validate(r.model, pricing.build, step_model, dev, config, requests, s.workload.seed, weights,
                     r.memory.activation_bytes)
+
+
+def _check_num_blocks(num_blocks: int, replica: ReplicaConfig, requests: list[Request]) -> None:
+    """--num-blocks: at least the blocks the longest replayed request holds at its end, before the engine starts.
+    The scheduler refuses a request that could never fit the pool (simulator/scheduler.py _too_long: its final
+    blocks, the window ones too), so a smaller pool would replay a part of the workload, or none of it."""
+    kv = KVCacheManager(1, replica.block_size, window_groups=replica.kv_windows)
+    longest, need = kv.pool_to_serve((r.prompt_tokens + r.output_tokens for r in requests),
+                                     replica.scheduler.max_model_len)
+    if num_blocks < need:
+        raise InputError(None, "--num-blocks", f"expected at least {need:,}: the longest of the {len(requests):,} "
+                                               f"requests replayed within max_model_len has {longest:,} tokens of "
+                                               f"prompt and output, {need:,} blocks of {replica.block_size}; got "
+                                               f"{num_blocks:,}")

@@ -2,13 +2,14 @@
 above) them with one line naming the flag and the bound, before the engine starts; taken at them (the engine is
 replaced by a stand-in here: no measuring, no torch)."""
 
+import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from typer.testing import CliRunner
 
 import sizer.cli.calibrate
-import sizer.cli.validate
 from sizer.cli import app
 from sizer.cli.calibrate import MAX_SEED, MIN_MAX_MODEL_LEN
 
@@ -27,9 +28,11 @@ def start(*_args, **_kwargs):
 
 @pytest.fixture(autouse=True)
 def no_engine(monkeypatch):
-    for module, name in ((sizer.cli.validate, "run_validation"), (sizer.cli.calibrate, "calibrate_profile"),
-                         (sizer.cli.calibrate, "calibrate_device_tables")):
+    for module, name in ((sizer.cli.calibrate, "calibrate_profile"), (sizer.cli.calibrate, "calibrate_device_tables")):
         monkeypatch.setattr(module, name, start)
+    # validate reads the scenario and checks its flags, then imports the engine (torch): a stand-in here
+    for module in ("engine.device", "engine.validate"):
+        monkeypatch.setitem(sys.modules, module, SimpleNamespace(cpu_device=start, gpu_device=start, validate=start))
 
 
 def refusal(args: list[str]) -> str:
