@@ -19,7 +19,6 @@ KINDS = {
     "calibrated profile": "sizer.timing.profile",  # hardware.calibrated_profile: measured kernel tables
     "tables": "sizer.cli.render",               # simulate's terminal tables (rich); --json prints none
     "live progress": "sizer.cli.progress_bar",  # stderr a terminal: rich's live bar (a pipe or a log: plain lines)
-    "version": "sizer.version",                 # --version: the package's metadata (importlib.metadata)
 }
 
 

@@ -19,9 +19,9 @@ import sys
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from sizer import __version__ as sizer_version
 from sizer.cli.flag_values import PlainCommand, PlainValues
 from sizer.inputs.hardware import skipped_profiles
-from sizer.kinds import kind
 from validation.errors import FieldError
 
 # name -> (module, function): the module is imported when the command runs or its help is shown
@@ -102,7 +102,7 @@ app = typer.Typer(cls=LazyCommands, no_args_is_help=True)
 
 def print_version(value: bool) -> None:
     if value:
-        typer.echo(f"sizer {kind('version').sizer_version()}")
+        typer.echo(f"sizer {sizer_version}")
         raise typer.Exit()
 
 

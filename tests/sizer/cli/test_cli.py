@@ -58,7 +58,7 @@ def test_models_and_gpus_list_the_catalogs():
 # gateway, sweep, report, search, check, --emit, --simulate, trace, calibrated-profile and manifest code,
 # which load with their command or input kind (sizer/cli/app.py COMMANDS, sizer/kinds.py KINDS); pydantic, which
 # Typer reads flags with where sizer/cli/flag_values.py does not (a fifth of a plan's CPU time); importlib.metadata
-# (--version's, sizer/version.py)
+# (the version is sizer.__version__, not the package metadata)
 NOT_ON_THE_PLAN_PATH = ("pydantic", "importlib.metadata", "torch", "triton", "jinja2", "matplotlib", "pandas",
                         "pyarrow", "click", "numpy", "simpy",
                         "simulator.run", "simulator.traces", "simulator.metrics", "sizer.timing.profile",
