@@ -24,11 +24,11 @@ class PagedKVCache:
     def layer(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
         return self.k[index], self.v[index]
 
-    def write(self, index: int, k: torch.Tensor, v: torch.Tensor, slots: torch.Tensor) -> None:
-        """Store K/V of `[tokens, kv_heads, head_dim]` at the given slots of one layer."""
+    def slots(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """One layer's K and V viewed as `[num_blocks * block_size, kv_heads, head_dim]`: a token's K/V at its slot
+        (the rope_kv kernels write the new tokens' there)."""
         k_cache, v_cache = self.layer(index)
-        k_cache.view(-1, *k_cache.shape[2:]).index_copy_(0, slots, k)
-        v_cache.view(-1, *v_cache.shape[2:]).index_copy_(0, slots, v)
+        return k_cache.view(-1, *k_cache.shape[2:]), v_cache.view(-1, *v_cache.shape[2:])
 
     @staticmethod
     def bytes_per_block(num_layers: int, block_size: int, num_kv_heads: int, head_dim: int, dtype: torch.dtype) -> int:

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from engine.device import Device, median_time_s, median_times_s
 from engine.kernels import Kernels
 from engine.kv_cache import PagedKVCache
-from engine.model import Transformer, apply_rope, moe_mlp, sample, swiglu
+from engine.model import Transformer, moe_mlp, sample, swiglu
 
 
 def _grid(points: list[int], top: int) -> list[int]:
@@ -76,9 +76,7 @@ def _token_op_fns(model: Transformer, kv: PagedKVCache, device: Device, t: int) 
     layers = list(enumerate(model.layers))
 
     def rope_kv(i):
-        cos, sin = model.cos[pos], model.sin[pos]
-        kv.write(i, apply_rope(kk, cos, sin), kk, slots)
-        return apply_rope(q, cos, sin)
+        return k.rope_kv(q, kk, kk, model.cos[pos], model.sin[pos], *kv.slots(i), slots)
 
     ops = {
         "embed": lambda: model.embed[ids],

@@ -46,14 +46,6 @@ def rope_tables(head_dim: int, max_positions: int, theta: float, device) -> tupl
     return angles.cos(), angles.sin()
 
 
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate [tokens, heads, head_dim] by per-token cos/sin of [tokens, head_dim / 2]."""
-    half = x.shape[-1] // 2
-    x1, x2 = x[..., :half].float(), x[..., half:].float()
-    c, s = cos[:, None, :], sin[:, None, :]
-    return torch.cat((x1 * c - x2 * s, x2 * c + x1 * s), dim=-1).to(x.dtype)
-
-
 def swiglu(gate_up: torch.Tensor) -> torch.Tensor:
     gate, up = gate_up.chunk(2, dim=-1)
     return F.silu(gate) * up
@@ -160,9 +152,8 @@ class Transformer:
         for i, w in enumerate(self.layers):
             x, residual = k.rms_norm(hidden, w.input_norm, cfg.rms_norm_eps, residual)
             q, key, value = F.linear(x, w.qkv, w.qkv_bias).split([q_size, kv_size, kv_size], dim=-1)
-            q = apply_rope(q.view(t, cfg.num_heads, hd), cos, sin)
-            key = apply_rope(key.view(t, cfg.num_kv_heads, hd), cos, sin)
-            kv.write(i, key, value.reshape(t, cfg.num_kv_heads, hd), step.slots)
+            q = k.rope_kv(q.view(t, cfg.num_heads, hd), key.view(t, cfg.num_kv_heads, hd),
+                          value.view(t, cfg.num_kv_heads, hd), cos, sin, *kv.slots(i), step.slots)
             attn = attention(q, i, step, kv, k, hd ** -0.5)
             hidden = F.linear(attn.reshape(t, q_size), w.o)
             x, residual = k.rms_norm(hidden, w.post_norm, cfg.rms_norm_eps, residual)

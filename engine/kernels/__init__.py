@@ -21,6 +21,7 @@ if not torch.cuda.is_available():
 from engine.kernels.paged_decode import decode_attention, decode_attention_ref  # noqa: E402
 from engine.kernels.paged_prefill import prefill_attention, prefill_attention_ref  # noqa: E402
 from engine.kernels.rmsnorm import rms_norm, rms_norm_ref  # noqa: E402
+from engine.kernels.rope_cache import rope_kv, rope_kv_ref  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -31,10 +32,11 @@ class Kernels:
     decode_attention: Callable
     prefill_attention: Callable
     rms_norm: Callable
+    rope_kv: Callable
 
 
-TRITON = Kernels("triton", decode_attention, prefill_attention, rms_norm)
-TORCH = Kernels("torch", decode_attention_ref, prefill_attention_ref, rms_norm_ref)
+TRITON = Kernels("triton", decode_attention, prefill_attention, rms_norm, rope_kv)
+TORCH = Kernels("torch", decode_attention_ref, prefill_attention_ref, rms_norm_ref, rope_kv_ref)
 
 
 def select(backend: str) -> Kernels:

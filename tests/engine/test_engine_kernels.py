@@ -12,6 +12,7 @@ import torch
 from engine.kernels import paged_decode as dec
 from engine.kernels import paged_prefill as pre
 from engine.kernels import rmsnorm as rms
+from engine.kernels import rope_cache as rk
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 # float32 dots run in IEEE float32 on a GPU too (dot_precision; Triton's TF32 default gave 1.3e-3).
@@ -159,3 +160,40 @@ def test_rmsnorm_reference_by_hand():
     out, _ = rms.rms_norm_ref(torch.tensor([[3.0, 4.0]], dtype=torch.float64),
                               torch.tensor([1.0, 2.0], dtype=torch.float64), 0.0)
     assert out[0].tolist() == pytest.approx([3 / math.sqrt(12.5), 8 / math.sqrt(12.5)], rel=1e-12)
+
+
+def rope_inputs(tokens, heads, kv_heads, head_dim, num_slots, dtype, gen):
+    """q, k, v as the model passes them (views of one fused QKV output, rows strided by its width), the tokens'
+    cos and sin (float32, positions at random), a cache of `num_slots` slots and the tokens' distinct slots."""
+    qkv = torch.randn(tokens, (heads + 2 * kv_heads) * head_dim, generator=gen).to(dtype).to(DEVICE)
+    q, k, v = qkv.split([heads * head_dim, kv_heads * head_dim, kv_heads * head_dim], dim=-1)
+    angles = torch.rand(tokens, head_dim // 2, generator=gen) * 2 * math.pi
+    cache = [torch.randn(num_slots, kv_heads, head_dim, generator=gen).to(dtype).to(DEVICE) for _ in range(2)]
+    slots = torch.randperm(num_slots, generator=gen)[:tokens].to(DEVICE)
+    return (q.view(tokens, heads, head_dim), k.view(tokens, kv_heads, head_dim), v.view(tokens, kv_heads, head_dim),
+            angles.cos().to(DEVICE), angles.sin().to(DEVICE), cache, slots)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tokens,heads,kv_heads,head_dim", [(5, 8, 2, 32), (1, 4, 4, 64), (3, 4, 1, 24)])  # 24: masked
+def test_rope_kv_triton_matches_reference(dtype, tokens, heads, kv_heads, head_dim):
+    gen = torch.Generator().manual_seed(7)
+    q, k, v, cos, sin, (k_cache, v_cache), slots = rope_inputs(tokens, heads, kv_heads, head_dim, 40, dtype, gen)
+    ref_k, ref_v = k_cache.double(), v_cache.double()          # float64 copies, written by the reference
+    ref_q = rk.rope_kv_ref(q.double(), k.double(), v.double(), cos.double(), sin.double(), ref_k, ref_v, slots)
+    out = rk.rope_kv(q, k, v, cos, sin, k_cache, v_cache, slots)
+    assert out.shape == q.shape and rel_err(out, ref_q) < BOUND[dtype]
+    assert rel_err(k_cache, ref_k) < BOUND[dtype]
+    # values are copied, not rotated: bit for bit; the slots not written keep what they held
+    assert torch.equal(v_cache[slots], v) and torch.equal(v_cache.double(), ref_v.to(dtype).double())
+
+
+def test_rope_kv_reference_by_hand():
+    # one token, one head of dim 2 at angle 90 degrees: (x1, x2) = (1, 2) -> (x1 c - x2 s, x2 c + x1 s) = (-2, 1);
+    # its key (3, 4) -> (-4, 3) lands in slot 2 of 3, its value (5, 6) as it is; slots 0 and 1 stay zero
+    q, k, v = (torch.tensor([[[a, b]]], dtype=torch.float64) for a, b in ((1, 2), (3, 4), (5, 6)))
+    cos, sin = torch.tensor([[0.0]], dtype=torch.float64), torch.tensor([[1.0]], dtype=torch.float64)
+    k_cache, v_cache = torch.zeros(3, 1, 2, dtype=torch.float64), torch.zeros(3, 1, 2, dtype=torch.float64)
+    out = rk.rope_kv_ref(q, k, v, cos, sin, k_cache, v_cache, torch.tensor([2]))
+    assert out.flatten().tolist() == [-2.0, 1.0]
+    assert k_cache.flatten().tolist() == [0, 0, 0, 0, -4.0, 3.0] and v_cache.flatten().tolist() == [0, 0, 0, 0, 5, 6]

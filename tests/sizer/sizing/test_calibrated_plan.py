@@ -13,7 +13,7 @@ from sizer.timing.roofline import decode_batch
 
 REPO = Path(__file__).resolve().parents[3]
 CALIBRATED = REPO / "hardware_profiles" / "calibrated"
-H200 = CALIBRATED / "h200-llama-3.1-8b-tp1"     # measured on an H200 on 2026-11-30 (docs/fidelity-h200.md)
+H200 = CALIBRATED / "h200-llama-3.1-8b-tp1"     # measured on an H200 on 2026-12-04 (docs/fidelity-h200.md)
 TINY_CPU = CALIBRATED / "cpu-tiny-tp1"
 runner = CliRunner()
 
