@@ -18,7 +18,17 @@ from sizer.analytic.parallel import ParallelConfig
 from sizer.analytic.weights import LinearGroup, linear_groups
 from sizer.errors import InputError
 from sizer.inputs import gguf_types as gg
-from sizer.inputs.layers import EXPERT, LM_HEAD, ROUTER, VISION, Attention
+from sizer.inputs.layers import (
+    ATTENTION,
+    EXPERT,
+    LM_HEAD,
+    MLP,
+    ROUTER,
+    SHARED_EXPERT,
+    VISION,
+    Attention,
+    LatentAttention,
+)
 from sizer.inputs.model_spec import ModelSpec
 from sizer.inputs.quantization import Quantization
 
@@ -181,28 +191,104 @@ def plain_bytes_per_value(fmt: WeightFormat) -> float:
     return fmt.bits / 8 if fmt.bits >= 16 else 2
 
 
+def _splits_inputs(g: LinearGroup, p: ParallelConfig) -> bool:
+    """Whether tensor parallelism splits `g` by its inputs (ROW_PARALLEL), each GPU holding in_features / TP of
+    them: an expert's down_proj only where TP slices the experts (expert parallelism keeps each expert whole)."""
+    return g.name.rsplit(".", 1)[-1] in ROW_PARALLEL and (g.kind != EXPERT or not p.expert_parallel)
+
+
+def _inputs_a_gpu(g: LinearGroup, p: ParallelConfig) -> int:
+    return g.in_features // p.tp if _splits_inputs(g, p) else g.in_features
+
+
+# Matrices vLLM builds as a ColumnParallelLinear of one output, so that validate_fp8_block_shape checks each GPU's
+# out_features / TP of them: MLA's q_b_proj and kv_b_proj (q_proj where MLA has no q_lora_rank), a non-gated MLP's
+# up_proj. Merged ones (qkv_proj, gate_up_proj, Mamba-2's and Gated DeltaNet's in_proj) are not checked:
+# ColumnParallelLinear._maybe_allow_fp8_block_shape_mismatch (vllm/model_executor/layers/linear.py) lets a layer of
+# several outputs through when one is not whole blocks of its quant config's weight_block_size (Fp8Config's, the
+# `fp8` method of the block checkpoints sizer has met). Replicated ones (q_a_proj, kv_a_proj_with_mqa, the DSA
+# indexer, routers, NemotronH's latent projections: ReplicatedLinear) are whole on every GPU.
+SINGLE_COLUMN = ("q_b_proj", "kv_b_proj", "up_proj")
+
+
+def _split_outputs(g: LinearGroup, m: ModelSpec, p: ParallelConfig) -> int | None:
+    """Outputs of each logical matrix of `g` (gate and up apart) where TP splits them and vLLM checks each GPU's
+    share against FP8 blocks, else None: SINGLE_COLUMN's matrices, and the experts' gate and up where TP slices the
+    experts (vLLM's Fp8MoEMethod checks their intermediate_size_per_partition, validate_moe_block_sizes)."""
+    last = g.name.rsplit(".", 1)[-1]
+    if g.kind == EXPERT and not p.expert_parallel and last not in ROW_PARALLEL:
+        return g.out_features // 2 if last == "gate_up_proj" else g.out_features
+    mla_q = last == "q_proj" and bool(g.layers) and isinstance(m.layers[g.layers[0]].mixer, LatentAttention)
+    if g.kind in (ATTENTION, MLP, SHARED_EXPERT) and (last in SINGLE_COLUMN or mla_q):
+        return g.out_features
+    return None
+
+
 def validate_groups(m: ModelSpec, p: ParallelConfig, fmt: WeightFormat, group_size: int, file: str | None) -> None:
-    """Refuse a split whose GPUs would hold part of a scale group: vLLM's grouped-integer layers need each GPU's
-    inputs of a matrix to be whole groups (awq.py and gptq.py create_weights: "The input size is not aligned with
-    the quantized weight shape. This can be caused by too large tensor parallel size."; the Marlin kernels'
-    marlin_utils.verify_marlin_supports_shape, where a group is shorter than the matrix's inputs). Qwen2.5-72B's
-    29,568-wide MLP at TP 8 leaves 3,696 inputs a GPU: not whole 128-groups, which is why Qwen's AWQ and GPTQ
-    checkpoints pad it to 29,696."""
-    if fmt.name not in GROUPED or group_size <= 0:     # -1: one group spans a matrix's inputs (per channel)
+    """Refuse a split whose GPUs would hold part of a scale group or block, as vLLM refuses to load it (`_groups`,
+    `_blocks`): AWQ/GPTQ groups of `group_size`, and the FP8 blocks of a checkpoint's weight_block_size (its own
+    format's, or a part's of a per-layer map)."""
+    grouped = fmt.name in GROUPED and group_size > 0     # -1: one group spans a matrix's inputs (per channel)
+    blocked = [f for f in (fmt, *map(checkpoint_format, fmt.scheme.parts)) if f.scheme.scales == "block"]
+    if not grouped and not blocked:
         return
     for g in linear_groups(m):
-        if g.kind == VISION or converted_share(g, fmt, m) == 0.0:
+        if g.kind == VISION:
             continue
-        row = g.name.rsplit(".", 1)[-1] in ROW_PARALLEL and (g.kind != EXPERT or not p.expert_parallel)
-        inputs = g.in_features // p.tp if row else g.in_features
-        if group_size < g.in_features and inputs % group_size:
-            split = f" ({g.in_features:,} / TP {p.tp})" if row and p.tp > 1 else ""
-            field = "deployment.tensor_parallel_size" if row and g.in_features % group_size == 0 else \
-                "deployment.quantization_group_size" if not fmt.from_checkpoint else "deployment.quantization"
-            whole = "; enable_expert_parallel keeps each expert whole" if g.kind == EXPERT and row else ""
-            raise InputError(file, field, f"{g.name} would hold {inputs:,} inputs a GPU{split}, not whole "
-                                          f"{fmt.name} groups of {group_size}: the engine refuses to load it (vLLM: "
-                                          f"\"The input size is not aligned with the quantized weight shape\"){whole}")
+        if grouped and converted_share(g, fmt, m) > 0.0:
+            _groups(g, p, fmt, group_size, file)
+        for f in blocked:
+            if converted_share(g, f, m) > 0.0:
+                _blocks(g, m, p, f, file)
+
+
+def _groups(g: LinearGroup, p: ParallelConfig, fmt: WeightFormat, group_size: int, file: str | None) -> None:
+    """vLLM's grouped-integer layers need each GPU's inputs of a matrix to be whole groups (awq.py and gptq.py
+    create_weights: "The input size is not aligned with the quantized weight shape. This can be caused by too large
+    tensor parallel size."; the Marlin kernels' marlin_utils.verify_marlin_supports_shape, where a group is shorter
+    than the matrix's inputs). Qwen2.5-72B's 29,568-wide MLP at TP 8 leaves 3,696 inputs a GPU: not whole
+    128-groups, which is why Qwen's AWQ and GPTQ checkpoints pad it to 29,696."""
+    row, inputs = _splits_inputs(g, p), _inputs_a_gpu(g, p)
+    if group_size < g.in_features and inputs % group_size:
+        split = f" ({g.in_features:,} / TP {p.tp})" if row and p.tp > 1 else ""
+        field = "deployment.tensor_parallel_size" if row and g.in_features % group_size == 0 else \
+            "deployment.quantization_group_size" if not fmt.from_checkpoint else "deployment.quantization"
+        whole = "; enable_expert_parallel keeps each expert whole" if g.kind == EXPERT and row else ""
+        raise InputError(file, field, f"{g.name} would hold {inputs:,} inputs a GPU{split}, not whole "
+                                      f"{fmt.name} groups of {group_size}: the engine refuses to load it (vLLM: "
+                                      f"\"The input size is not aligned with the quantized weight shape\"){whole}")
+
+
+def _blocks(g: LinearGroup, m: ModelSpec, p: ParallelConfig, fmt: WeightFormat, file: str | None) -> None:
+    """vLLM's block-FP8 layers need each GPU's share of a matrix that TP splits to be whole blocks of [block_n output
+    rows, block_k input columns] (vllm/model_executor/layers/quantization/utils/fp8_utils.py
+    validate_fp8_block_shape: a row-parallel matrix's input_size_per_partition by block_k, a column-parallel one's
+    output partitions by block_n; Fp8MoEMethod for TP-sliced experts, intermediate_size_per_partition by both).
+    Nothing is checked that TP leaves whole (replicated matrices, experts under expert parallelism) or that vLLM
+    lets through (merged matrices: SINGLE_COLUMN). Qwen3-30B-A3B-FP8's 768-wide experts at TP 4: 192 a GPU, 1.5
+    blocks of 128."""
+    if p.tp == 1:
+        return
+    block_n, block_k = fmt.scheme.block_size
+    expert = g.kind == EXPERT
+    cuts = []                       # (what, whole, a GPU's share, block, vLLM's words for the share, block's name)
+    if _splits_inputs(g, p):
+        cuts.append(("inputs", g.in_features, _inputs_a_gpu(g, p), block_k,
+                     "The input_size of down's weight" if expert else "Weight input_size_per_partition", "block_k"))
+    outputs = _split_outputs(g, m, p)
+    if outputs is not None:
+        each = " of gate and of up each" if g.name.endswith("gate_up_proj") else ""
+        cuts.append((f"outputs{each}", outputs, outputs // p.tp, block_n,
+                     "The output_size of gate's and up's weight" if expert else "Weight output_partition_size",
+                     "block_n"))
+    for what, whole, share, block, said, name in cuts:
+        if share % block:
+            whole_experts = "; enable_expert_parallel keeps each expert whole" if expert else ""
+            raise InputError(file, "deployment.tensor_parallel_size",
+                             f"{g.name} would hold {share:,} {what} a GPU ({whole:,} / TP {p.tp}), not whole "
+                             f"{block_n}x{block_k} FP8 blocks (the checkpoint's weight_block_size): the engine "
+                             f"refuses to load it (vLLM: \"{said} = {share} is not divisible by weight quantization "
+                             f"{name} = {block}\"){whole_experts}")
 
 
 def converted_share(g: LinearGroup, fmt: WeightFormat, m: ModelSpec) -> float:

@@ -216,3 +216,67 @@ def test_a_stated_group_size_that_divides_no_matrix_is_named():
     err = _groups_refusal(load_model("llama-3.1-8b"), "awq", 1, group_size=7)
     assert err.field == "deployment.quantization_group_size"
     assert "4,096 inputs a GPU, not whole awq groups of 7" in str(err)
+
+
+def test_a_split_that_cuts_an_fp8_block_is_refused():
+    # Qwen/Qwen3-32B-FP8 stores [128, 128] blocks; its MLP is 25,600 wide. vLLM's row-parallel down_proj needs
+    # input_size_per_partition % block_k == 0: at TP 8 a GPU holds 3,200 = 25 x 128 inputs; at TP 16 1,600 = 12.5 x 128
+    m = load_model("Qwen/Qwen3-32B-FP8")
+    assert m.quantization.block_size == (128, 128)
+    _groups_pass(m, "auto", 8)
+    err = _groups_refusal(m, "auto", 16)
+    assert err.field == "deployment.tensor_parallel_size"
+    assert "mlp.down_proj would hold 1,600 inputs a GPU (25,600 / TP 16), not whole 128x128 FP8 blocks" in str(err)
+    assert "Weight input_size_per_partition = 1600 is not divisible by weight quantization block_k = 128" in str(err)
+    _groups_pass(m, "auto", 1)                  # nothing is split
+    # sized as another format (--weights bf16) the checkpoint's blocks are not what is loaded
+    _groups_pass(m, "bf16", 16)
+
+
+def test_fp8_experts_cut_by_tp_are_refused_and_kept_whole_by_ep():
+    # Qwen/Qwen3-30B-A3B-FP8's experts are 768 wide: sliced over TP 2 a GPU holds 384 = 3 x 128 of gate and of up; over
+    # TP 4 192 = 1.5 x 128 (vLLM's Fp8MoEMethod: "The output_size of gate's and up's weight = 192 is not divisible by
+    # weight quantization block_n = 128"); spread whole over 4 GPUs (expert parallel) each expert keeps 768 = 6 x 128
+    m = load_model("Qwen/Qwen3-30B-A3B-FP8")
+    _groups_pass(m, "auto", 2)
+    err = _groups_refusal(m, "auto", 4)
+    assert err.field == "deployment.tensor_parallel_size"
+    assert "mlp.experts.gate_up_proj would hold 192 outputs of gate and of up each a GPU (768 / TP 4)" in str(err)
+    assert "The output_size of gate's and up's weight = 192" in str(err) and "enable_expert_parallel" in str(err)
+    _groups_pass(m, "auto", 4, ep=True)
+    # Qwen/Qwen3-235B-A22B-FP8's 1,536-wide experts: 192 a GPU at TP 8 too; 384 at TP 4
+    m = load_model("Qwen/Qwen3-235B-A22B-FP8")
+    assert "192 outputs" in str(_groups_refusal(m, "auto", 8))
+    _groups_pass(m, "auto", 4)
+    _groups_pass(m, "auto", 8, ep=True)
+
+
+def test_deepseek_r1_fp8_splits_into_whole_blocks_up_to_tp_16():
+    # DeepSeek-R1 ([128, 128]): 128 heads. At TP 8 a GPU holds q_b_proj's 24,576 / 8 = 3,072 = 24 x 128 outputs,
+    # kv_b_proj's 32,768 / 8 = 4,096 = 32 x 128, o_proj's 16,384 / 8 = 2,048 = 16 x 128 inputs, the dense down_proj's
+    # 18,432 / 8 = 2,304 = 18 x 128, the experts' and the shared expert's 2,048 / 8 = 256 = 2 x 128. At TP 16: 1,536,
+    # 2,048, 1,024, 1,152 = 9 x 128 and 128. At TP 32 the dense MLP's 576 = 4.5 x 128 is cut, expert parallel or not.
+    # q_a_proj (7,168 -> 1,536) and kv_a_proj_with_mqa (7,168 -> 576 = 4.5 x 128) are whole on every GPU (vLLM's
+    # ReplicatedLinear): not checked
+    m = load_model("deepseek-ai/DeepSeek-R1")
+    for tp in (8, 16):
+        _groups_pass(m, "auto", tp)
+        _groups_pass(m, "auto", tp, ep=True)
+    for ep in (False, True):
+        assert "mlp.down_proj would hold 576 inputs a GPU (18,432 / TP 32)" in str(_groups_refusal(m, "auto", 32, ep))
+
+
+def test_fp8_single_column_matrices_are_checked_and_merged_ones_let_through():
+    # DeepSeek-R1 cut to 8 heads: at TP 8 one head a GPU, q_b_proj's 8 x 192 = 1,536 / 8 = 192 outputs = 1.5 x 128
+    # (a ColumnParallelLinear of one output: "Weight output_partition_size = 192 is not divisible by ... block_n")
+    r1 = load_model("deepseek-ai/DeepSeek-R1")
+    few = replace(r1, layers=tuple(replace(layer, mixer=replace(layer.mixer, num_heads=8)) for layer in r1.layers))
+    err = _groups_refusal(few, "auto", 8)
+    assert "self_attn.q_b_proj would hold 192 outputs a GPU (1,536 / TP 8)" in str(err)
+    assert "Weight output_partition_size = 192 is not divisible by weight quantization block_n = 128" in str(err)
+    # Qwen3-32B-FP8 with 64-wide heads at TP 8: o_proj 64 x 64 = 4,096 / 8 = 512 inputs = 4 x 128; the merged
+    # qkv_proj's k and v hold one 64-wide KV head a GPU, half a block, which vLLM's Fp8Config lets through
+    # (ColumnParallelLinear._maybe_allow_fp8_block_shape_mismatch): not refused
+    q = load_model("Qwen/Qwen3-32B-FP8")
+    narrow = replace(q, layers=tuple(replace(layer, mixer=replace(layer.mixer, head_dim=64)) for layer in q.layers))
+    _groups_pass(narrow, "auto", 8)
