@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sizer.analytic.formats import WeightFormat, embedding_bytes_per_value, group_bytes, vector_bytes_per_value
+from sizer.analytic.formats import WeightFormat, embedding_bytes_per_value, group_bytes, vector_bytes
 from sizer.analytic.parallel import ParallelConfig, kv_heads_per_gpu, layers_per_stage, shard_fraction
 from sizer.analytic.weights import LM_HEAD, linear_groups, parameter_count
 from sizer.inputs.layers import (
@@ -87,7 +87,7 @@ def weight_memory(m: ModelSpec, fmt: WeightFormat, p: ParallelConfig, group_size
         else:
             layers_gpu += nbytes * share
     embed_bytes = counts.embedding * embedding_bytes_per_value(fmt, m)
-    other_bytes = counts.norms_and_biases * vector_bytes_per_value(fmt)
+    other_bytes = vector_bytes(fmt, m, counts.norms_and_biases)
     unconverted += embed_bytes + other_bytes
     stage = layers_per_stage(m, p) / m.num_layers
     # One stage holds the embedding, the last the lm_head: with PP the busiest holds the larger one.
@@ -409,7 +409,8 @@ class MemoryBudget:
     fits: bool
     reasons: tuple[str, ...]
     lora_bytes: float = 0.0            # LoRA adapter slots (vLLM preallocates max_loras at max_lora_rank)
-    draft_weights_bytes: float = 0.0   # a speculative draft model's weights (this GPU's shard)
+    draft_weights_bytes: float = 0.0   # a speculative proposer's weights (this GPU's shard)
+    draft_what: str = ""               # what they are: "the draft model", "the MTP layers" (DraftLoad.what)
 
     @property
     def room_for_kv_bytes(self) -> float:
@@ -430,21 +431,30 @@ def held(pool_bytes: float, each_bytes: float) -> int:
     return int(max(0.0, pool_bytes) // each_bytes)
 
 
+@dataclass(frozen=True)
+class DraftLoad:
+    """What a speculative proposer loads beside the target: its weights and the KV of its attention layers."""
+    what: str                          # "the draft model", "the MTP layers": as the plan names them
+    weights: WeightMemory
+    kv: KVLayout
+
+
 def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv: KVLayout, p: ParallelConfig,
                   gpu_memory_utilization: float, block_size: int, max_model_len: int,
                   max_num_batched_tokens: int, max_num_seqs: int, lora_bytes: float = 0.0,
                   moe_peak_bytes: float = 0.0, share_of_free: bool = False,
-                  graph_pool_bytes: float = 0, draft: tuple[WeightMemory, KVLayout] | None = None) -> MemoryBudget:
+                  graph_pool_bytes: float = 0, draft: DraftLoad | None = None) -> MemoryBudget:
     """`moe_peak_bytes`: an engine's fused-MoE memory at the token budget (`engine_moe_peak_bytes`: TensorRT-LLM's
     workspace and gathered rows), part of the activation peak. `graph_pool_bytes`: CUDA graphs' memory the
     engine's profiling counts (`trtllm_graph_pool_bytes`), beside the context's. `share_of_free`:
     `gpu_memory_utilization` is the KV cache's share of what the weights, the activation peak and the context
     leave of the whole GPU (TensorRT-LLM's kv_cache_free_gpu_mem_fraction: its KvCacheCreator takes fraction x
     (total - the profiling pass's peak)), not the share of the whole GPU the engine may use (vLLM's, SGLang's).
-    `draft`: a speculative draft model's weights and KV layout: its weights load beside the target's, and its
-    attention layers take their KV from the same blocks (vLLM's drafter registers them in the one KV cache)."""
+    `draft`: a speculative proposer's weights and KV layout (a draft model, MTP layers): its weights load beside
+    the target's, and its attention layers take their KV from the same blocks (vLLM's drafter registers them in
+    the one KV cache)."""
     activations = activation_peak_bytes(m, p, max_num_batched_tokens, max_num_seqs) + moe_peak_bytes
-    draft_bytes = draft[0].per_gpu_bytes if draft else 0.0
+    draft_bytes = draft.weights.per_gpu_bytes if draft else 0.0
     # attention-DP ranks whose experts span them gather every rank's tokens at each MoE layer: they talk too
     non_torch = (CUDA_CONTEXT_BYTES + (NCCL_BUFFER_BYTES if p.tp * p.pp > 1 or p.experts_span_dp else 0)
                  + graph_pool_bytes)
@@ -458,7 +468,7 @@ def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv
     # (at most max_num_seqs) and the scheduler runs no more than that: exact for long sequences,
     # conservative for short ones (vLLM could run more of them at once).
     available = usable - weights.per_gpu_bytes - draft_bytes - activations - non_torch - lora_bytes
-    seq_bytes = kv.sequence_bytes(max_model_len, block_size) + (draft[1].sequence_bytes(max_model_len, block_size)
+    seq_bytes = kv.sequence_bytes(max_model_len, block_size) + (draft.kv.sequence_bytes(max_model_len, block_size)
                                                                 if draft else 0.0)
     state_seqs = max_num_seqs
     if kv.state_bytes_per_seq_per_gpu:
@@ -466,7 +476,7 @@ def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv
     state = kv.state_bytes_per_seq_per_gpu * state_seqs
     kv_bytes = available - state
     # windowed layers: blocks of the others; a draft's layers hold their KV in the same blocks
-    per_token = kv.pool_bytes_per_token_per_gpu + (draft[1].pool_bytes_per_token_per_gpu if draft else 0)
+    per_token = kv.pool_bytes_per_token_per_gpu + (draft.kv.pool_bytes_per_token_per_gpu if draft else 0)
     block_bytes = per_token * block_size
     if not block_bytes:   # no layer caches KV: blocks only count tokens, enough for every sequence's context
         blocks = max_num_seqs * math.ceil(max_model_len / block_size) if kv_bytes > 0 else 0
@@ -475,11 +485,11 @@ def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv
     max_seqs = held(kv_bytes + state, seq_bytes) if seq_bytes else max_num_seqs
     reasons = []
     if weights.per_gpu_bytes + draft_bytes > usable:
-        drafted = f" (the draft model's {draft_bytes / GiB:.2f} GiB included)" if draft_bytes else ""
+        drafted = f" ({draft.what}, {draft_bytes / GiB:.2f} GiB, included)" if draft_bytes else ""
         reasons.append(f"weights need {(weights.per_gpu_bytes + draft_bytes) / GiB:.2f} GiB per GPU{drafted}, more "
                        f"than the {usable / GiB:.2f} GiB usable at gpu_memory_utilization {gpu_memory_utilization}")
     elif kv_bytes <= 0:
-        reasons.append(f"weights{', the draft model' if draft_bytes else ''}, activations, CUDA context"
+        reasons.append(f"weights{', ' + draft.what if draft_bytes else ''}, activations, CUDA context"
                        f"{' and LoRA slots' if lora_bytes else ''} leave no room "
                        f"for KV cache "
                        f"({kv_bytes / GiB:.2f} GiB left of {usable / GiB:.2f} GiB usable)")
@@ -489,7 +499,8 @@ def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv
                        + (", recurrent state included)" if state_seqs < max_num_seqs else ")"))
     return MemoryBudget(gpu_memory_bytes, gpu_memory_utilization, usable, weights.per_gpu_bytes, activations,
                         non_torch, state, state_seqs, max(0.0, kv_bytes), blocks, blocks * block_size, block_size,
-                        max_model_len, seq_bytes, max_seqs, not reasons, tuple(reasons), lora_bytes, draft_bytes)
+                        max_model_len, seq_bytes, max_seqs, not reasons, tuple(reasons), lora_bytes, draft_bytes,
+                        draft.what if draft else "")
 
 
 

@@ -137,8 +137,8 @@ class StepTimes:
 
 # What a proposer's memory is taken as, by speculative method (any other: its head, not counted)
 PROPOSER_MEMORY = {"ngram": "none: n-grams of the prompt itself",
-                   "mtp": "the model's multi-token-prediction layers, which vLLM loads to draft: not counted in "
-                          "memory",
+                   "mtp": "the model's multi-token-prediction layers, which vLLM loads to draft: their weights "
+                          "and KV counted (Memory per GPU; the embedding and output head the target's)",
                    "draft_model": "the draft model's weights and KV counted (Memory per GPU)",
                    "stated cost": "no draft model named: its memory is not counted"}
 

@@ -32,6 +32,7 @@ from sizer.analytic.format_support import (
 from sizer.analytic.formats import PLAIN, WeightFormat, validate_groups, weight_format
 from sizer.analytic.lengths import share_longer_than
 from sizer.analytic.memory import (
+    DraftLoad,
     GiB,
     KVLayout,
     LoraMemory,
@@ -50,6 +51,7 @@ from sizer.analytic.parallel import ParallelConfig, validate_split
 from sizer.errors import InputError
 from sizer.inputs import preloaded
 from sizer.inputs.checkpoint import Checkpoint, beside
+from sizer.inputs.config_keys import DTYPE_BYTES
 from sizer.inputs.hardware import (
     LLAMACPP_ONLY_DEVICES,
     HardwareOverrides,
@@ -327,7 +329,7 @@ def resolve(s: Scenario) -> Resolved:
     lora = _lora(s, model, parallel) if d.enable_lora else None
     # llama.cpp and Ollama take no share of the device: they allocate what they need up to its limit
     utilisation = d.gpu_memory_utilization if slots is None else SLOT_ENGINE_MEMORY_SHARE
-    draft = _draft_memory(s, group_size, kv_dtype, parallel)
+    draft = _draft_memory(s, model, fmt, group_size, kv_dtype, parallel)
     budget = memory_budget(model, hardware.memory_bytes, gpu_weights, gpu_kv, parallel, utilisation,
                            engine.block_size, engine.max_model_len,
                            slots.ubatch_size if slots else engine.max_num_batched_tokens, engine.max_num_seqs,
@@ -336,7 +338,7 @@ def resolve(s: Scenario) -> Resolved:
                                                  fmt.compute),
                            share_of_free=d.engine == "tensorrt-llm",
                            graph_pool_bytes=trtllm_graph_pool(d, model, parallel, engine, fmt),
-                           draft=draft and (draft.weights, draft.kv))
+                           draft=draft and DraftLoad(draft.what, draft.weights, draft.kv))
     if slots:
         budget = _slot_budget(s, slots, gpu_kv, budget, "the GPU may use (its working-set limit)"
                               if hardware.unified_memory_bytes else "of device memory")
@@ -756,7 +758,9 @@ def _check_one_slice(hardware: HardwareSpec, parallel: ParallelConfig, file: str
 
 @dataclass(frozen=True)
 class DraftMemory:
-    """A speculative draft model as it loads beside the target (deployment.speculative_config.model)."""
+    """What a speculative proposer loads beside the target: a draft model (deployment.speculative_config.model), or
+    the model's own multi-token-prediction layers (method mtp)."""
+    what: str                          # "the draft model", "the MTP layers": as the plan names it
     model: ModelSpec
     weight_format: WeightFormat
     group_size: int
@@ -764,16 +768,42 @@ class DraftMemory:
     kv: KVLayout                       # in the target's KV dtype, in the same blocks
 
 
-def _draft_memory(s: Scenario, group_size: int, kv_dtype: str, parallel: ParallelConfig) -> DraftMemory | None:
-    """The draft model of speculative_config method draft_model, checked even when its cost is stated."""
+def _mtp_memory(m: ModelSpec, fmt: WeightFormat, group_size: int, kv_dtype: str,
+                parallel: ParallelConfig) -> DraftMemory:
+    """The MTP layers vLLM loads to draft (DeepSeekMTP and its kin, run by its EAGLE proposer): each a decoder layer
+    shaped as the model's last, in the checkpoint's format, with its attention's KV in the target's blocks, plus
+    enorm, hnorm and eh_proj, an unsharded nn.Linear(2 x hidden -> hidden) in the model's dtype
+    (vllm/model_executor/models/deepseek_mtp.py). The embedding and the output head are the target's:
+    vllm/v1/spec_decode/eagle.py load_model shares embed_tokens at PP 1 and the lm_head for every method but eagle3.
+    The layers sit with the last pipeline stage, sharded as the target's layers over TP."""
+    module = replace(m, name=f"{m.name} MTP", layers=(m.layers[-1],) * m.mtp_layers, vocab_size=0, towers=(),
+                     tie_word_embeddings=False, mtp_layers=0, params_official_total=None,
+                     params_official_active=None)
+    stage = replace(parallel, pp=1)
+    h, dtype = m.hidden_size, DTYPE_BYTES[m.torch_dtype]
+    fuse = m.mtp_layers * (2 * h * h + 2 * h)           # eh_proj, enorm and hnorm a layer, on every GPU
+    w = weight_memory(module, fmt, stage, group_size)
+    weights = replace(w, parameters=w.parameters + fuse, parameters_active=w.parameters_active + fuse,
+                      ideal_bytes=w.ideal_bytes + fuse * fmt.bits / 8, total_bytes=w.total_bytes + fuse * dtype,
+                      unconverted_bytes=w.unconverted_bytes + fuse * dtype,
+                      per_gpu_bytes=w.per_gpu_bytes + fuse * dtype)
+    return DraftMemory("the MTP layers", module, fmt, group_size, weights, kv_layout(module, kv_dtype, stage))
+
+
+def _draft_memory(s: Scenario, model: ModelSpec, fmt: WeightFormat, group_size: int, kv_dtype: str,
+                  parallel: ParallelConfig) -> DraftMemory | None:
+    """The draft model of speculative_config method draft_model (checked even when its cost is stated), or the
+    model's MTP layers under method mtp."""
     sc = s.deployment.speculative_config
+    if sc is not None and sc.method == "mtp" and model.mtp_layers:
+        return _mtp_memory(model, fmt, group_size, kv_dtype, parallel)
     if sc is None or sc.method != "draft_model" or not sc.model:
         return None
     shipped = preloaded.checkpoint(str(scenario_dir(s)), sc.model)      # a sweep worker: its driver's
     m = checkpoint_model(shipped) if shipped else load_model(beside(sc.model, scenario_dir(s)), s.file,
                                                               "deployment.speculative_config.model")
     fmt, draft_group = weight_format(m, "auto", group_size, s.file)
-    return DraftMemory(m, fmt, draft_group, weight_memory(m, fmt, parallel, draft_group),
+    return DraftMemory("the draft model", m, fmt, draft_group, weight_memory(m, fmt, parallel, draft_group),
                        kv_layout(m, kv_dtype, parallel))
 
 
@@ -788,7 +818,7 @@ def _speculative(s: Scenario, model: ModelSpec, hardware: HardwareSpec, parallel
                          f"mtp drafts with the model's multi-token-prediction layers; {model.name} has none "
                          "(num_nextn_predict_layers 0): expected another method")
     proposer = None
-    if draft is not None and sc.proposer_cost_fraction is None:
+    if draft is not None and sc.method == "draft_model" and sc.proposer_cost_fraction is None:
         proposer = RooflineStepTimeModel(draft.model, hardware, draft.weight_format, draft.weights, draft.kv,
                                          parallel, draft.group_size,
                                          runs=execution(draft.weight_format, hardware, s.file, s.deployment.engine,

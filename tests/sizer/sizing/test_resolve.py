@@ -81,7 +81,30 @@ def test_a_draft_model_loads_beside_the_target_and_shares_its_kv_blocks():
     assert alone.kv_blocks == int(alone.kv_cache_bytes // (131_072 * 16))
     # a draft too large for the GPU: the plan does not fit, naming it
     too_big = resolve(scenario(speculative_config={**spec, "model": "llama-3.1-70b"})).memory
-    assert not too_big.fits and "the draft model's 131.42 GiB included" in too_big.reasons[0]
+    assert not too_big.fits and "(the draft model, 131.42 GiB, included)" in too_big.reasons[0]
+
+
+def test_mtp_loads_the_models_own_prediction_layer_beside_it():
+    # DeepSeek-R1 (FP8, 128x128 blocks) on 8 x H200, method mtp: vLLM loads its one MTP layer, shaped as the last
+    # decoder layer, its embedding and output head the target's (vllm/v1/spec_decode/eagle.py load_model).
+    # By hand, per GPU at TP 8: 257 experts (256 routed + 1 shared) x 3 x 7,168 x 2,048 = 11,318,329,344 FP8
+    # values / 8 = 1.4148 GB; MLA's q_b (1,536 x 24,576), kv_b (512 x 32,768) and o (16,384 x 7,168) split, 171.9 M
+    # / 8 = 21.5 MB, its q_a (7,168 x 1,536) and kv_a (7,168 x 576) whole, 15.1 MB; the router 256 x 7,168 in bf16,
+    # 3.7 MB; eh_proj 2 x 7,168 x 7,168 in bf16 on every GPU, 205.5 MB: 1.6606 GB (block scales add 0.02%)
+    mtp = {"method": "mtp", "num_speculative_tokens": 1, "acceptance_rate": 0.8}
+    base = {"model": "deepseek-ai/DeepSeek-R1", "hardware": "h200",
+            "deployment": {"tensor_parallel_size": 8, "max_model_len": 32768},
+            "workload": {"arrival": {"rate_per_s": 1}, "prompt_tokens": {"distribution": "fixed", "value": 1000},
+                         "output_tokens": {"distribution": "fixed", "value": 200}}}
+    alone = resolve(scenario_from_dict(base, None)).memory
+    drafted = resolve(scenario_from_dict({**base, "deployment": {**base["deployment"], "speculative_config": mtp}},
+                                         None)).memory
+    assert drafted.draft_weights_bytes == pytest.approx(1.6606e9, rel=0.005)
+    assert drafted.draft_what == "the MTP layers"
+    assert alone.kv_cache_bytes - drafted.kv_cache_bytes == pytest.approx(drafted.draft_weights_bytes)
+    # its MLA layer caches 576 values a token like each of the 61 target layers: every block holds 62 layers' KV
+    per_token_target = alone.kv_cache_bytes / alone.kv_tokens
+    assert drafted.kv_cache_bytes / drafted.kv_tokens == pytest.approx(per_token_target * 62 / 61, rel=1e-3)
 
 
 def test_a_disaggregated_replica_is_all_its_pools():
