@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from rich.console import Console
 from rich.progress import (
@@ -20,16 +21,16 @@ from rich.progress import (
 from sizer.cli import progress
 
 
-def bar(label: str, unit: str, total: int | None) -> Iterator[Callable[..., None]]:
+def bar(label: str, unit: str, total: int | None) -> Iterator[progress.Display]:
     """progress.progress's display where stderr may be a terminal: rich's live bar where rich says it is one,
-    else the plain lines."""
+    else the plain lines. A part (progress.Display.part) is a second row under the job's, gone when it ends."""
     err = Console(stderr=True)
     if not err.is_terminal:
         yield from progress.lines(label, unit, total)
         return
-    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
-                  TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=err, transient=True,
-                  auto_refresh=False) as live:
+    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                  console=err, transient=True, auto_refresh=False) as live:
         task = live.add_task(label, total=total, rate="")
         start, next_s = time.monotonic(), 0.0
 
@@ -42,4 +43,24 @@ def bar(label: str, unit: str, total: int | None) -> Iterator[Callable[..., None
             rate = progress.rate_text(done, now - start, unit)
             live.update(task, completed=done, total=total, rate=rate, refresh=True)
 
-        yield update
+        @contextmanager
+        def part(name: str, part_unit: str, part_total: int | None) -> Iterator[Callable[[int], None]]:
+            row = live.add_task(f"{label}, {name}", total=part_total, rate="")
+            part_start, part_next_s = time.monotonic(), 0.0
+
+            def part_update(done: int) -> None:
+                nonlocal part_next_s
+                now = time.monotonic()
+                if now < part_next_s and done != part_total:
+                    return
+                part_next_s = now + progress.REDRAW_S
+                rate = progress.rate_text(done, now - part_start, part_unit)
+                live.update(row, completed=done, rate=rate, refresh=True)
+
+            try:
+                yield part_update
+            finally:
+                live.remove_task(row)
+                live.refresh()
+
+        yield progress.display(update, part)

@@ -56,14 +56,18 @@ def score(result, slo: SLO, rate_per_s: float) -> SLOProbe:
     return SLOProbe(rate_per_s, metrics, shares)
 
 
-def simulate_at(resolved: Resolved, rate_per_s: float, num_requests: int):
-    """One replica of `resolved` at `rate_per_s`, `num_requests` requests (the scenario's seed)."""
-    return simulate_replica(resolved, rate_per_s, num_requests)
+def simulate_at(resolved: Resolved, rate_per_s: float, num_requests: int,
+                progress: Callable[[int], None] | None = None):
+    """One replica of `resolved` at `rate_per_s`, `num_requests` requests (the scenario's seed; `progress`: told the
+    requests done so far)."""
+    return simulate_replica(resolved, rate_per_s, num_requests, progress)
 
 
-def probe_slo(resolved: Resolved, rate_per_s: float, num_requests: int) -> SLOProbe:
-    """One replica at `rate_per_s` scored against the scenario's SLO, with how busy it was (`SLOProbe.load`)."""
-    result = simulate_at(resolved, rate_per_s, num_requests)
+def probe_slo(resolved: Resolved, rate_per_s: float, num_requests: int,
+              progress: Callable[[int], None] | None = None) -> SLOProbe:
+    """One replica at `rate_per_s` scored against the scenario's SLO, with how busy it was (`SLOProbe.load`);
+    `progress`: `simulate_at`'s."""
+    result = simulate_at(resolved, rate_per_s, num_requests, progress)
     return dataclasses.replace(score(result, slo_of(resolved), rate_per_s),
                                load=replica_load(result, ridge_tokens(resolved.hardware)))
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 from sizer.sizing.cost import cost_summary, gpus_per_replica, usd_per_hour
 from sizer.sizing.goodput import Goodput, goodput_rate, probe_slo, rate_bound_per_s, replicas_for, slo_of
@@ -38,16 +39,31 @@ def method_notes(settings: GoodputSettings, num_requests: int) -> tuple[str, ...
             "cost per million output tokens at the target rate x mean output tokens")
 
 
+# An operating point of at least this many requests (the scenario's workload.num_requests) shows its own progress,
+# request by request, as a part of the sizing's display (sizer.cli.progress.Display.part): a million requests take
+# a minute or more; fewer than this take a second or so, counted as one simulation like a goodput probe
+LONG_SIMULATION_REQUESTS = 10_000
+
+
 class _OperatingPoints:
     """One replica at target rate / replicas with the scenario's request count, each count simulated once
-    (`simulated`, a progress display's, called after each)."""
+    (`simulated`, a progress display's, called after each). `part` (the display's `Display.part`, if it has one):
+    each long one's requests shown as they finish, named "operating point K (N replicas)"."""
 
-    def __init__(self, r: Resolved, rate_per_s: float, simulated: Callable[[], None] | None = None):
+    def __init__(self, r: Resolved, rate_per_s: float, simulated: Callable[[], None] | None = None,
+                 part: Callable[[str, str, int], AbstractContextManager[Callable[[int], None]]] | None = None):
         self.r, self.rate_per_s, self.seen, self.simulated = r, rate_per_s, {}, simulated
+        self.part = part if r.workload.num_requests >= LONG_SIMULATION_REQUESTS else None
 
     def __call__(self, replicas: int) -> SLOProbe:
         if replicas not in self.seen:
-            self.seen[replicas] = probe_slo(self.r, self.rate_per_s / replicas, self.r.workload.num_requests)
+            rate, n = self.rate_per_s / replicas, self.r.workload.num_requests
+            if self.part is None:
+                self.seen[replicas] = probe_slo(self.r, rate, n)
+            else:
+                with self.part(f"operating point {len(self.seen) + 1} ({count(replicas, 'replica')})", "requests",
+                               n) as requests_done:
+                    self.seen[replicas] = probe_slo(self.r, rate, n, requests_done)
             if self.simulated:
                 self.simulated()
         return self.seen[replicas]
@@ -159,7 +175,8 @@ def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = Goodput
 
     `max_replicas` (search): rates below target / max_replicas are not tried, and a deployment
     that would need more replicas is TOO_MANY_REPLICAS. It never changes a goodput that is found.
-    `progress` (a progress display's) is told the count of simulations run after each.
+    `progress` (a progress display's) is told the count of simulations run after each; a display with parts
+    (sizer.cli.progress.Display) also shows each long operating point's requests as they finish.
     """
     rate = plan.capacity.arrival_rate_per_s
     slo, stated = slo_of(r), r.deployment.replicas
@@ -174,7 +191,7 @@ def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = Goodput
                       replicas_for_slo=None, usd_per_hour_for_slo=None, operating_point=None, notes=())
     runs = itertools.count(1)
     simulated = (lambda: progress(next(runs))) if progress else None
-    at = _OperatingPoints(r, rate, simulated)
+    at = _OperatingPoints(r, rate, simulated, getattr(progress, "part", None))
     goodput = needed = None
     if not slo.has_targets:                  # the stated replicas, else enough KV for Little's law (the plan's)
         replicas, source, status = plan.cost.replicas, plan.cost.replicas_source, SizingStatus.NO_SLO

@@ -54,6 +54,8 @@ def simulate_scenario(r: Resolved, num_requests: int | None = None, replicas: in
                     workload or workload_of(r, num_requests, rate_per_s), r.workload.seed, progress, rows)
 
 
-def simulate_replica(r: Resolved, rate_per_s: float, num_requests: int):
-    """One replica (or one disaggregated pair of pools) at `rate_per_s`: for goodput searches."""
-    return simulate_scenario(r, num_requests, replicas=1, rate_per_s=rate_per_s)
+def simulate_replica(r: Resolved, rate_per_s: float, num_requests: int,
+                     progress: Callable[[int], None] | None = None):
+    """One replica (or one disaggregated pair of pools) at `rate_per_s`: for goodput searches and operating points
+    (`progress`: told the requests done so far, as `simulate_scenario`'s)."""
+    return simulate_scenario(r, num_requests, replicas=1, progress=progress, rate_per_s=rate_per_s)

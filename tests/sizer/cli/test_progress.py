@@ -145,3 +145,56 @@ def test_the_requests_csv_is_written_under_the_simulations_progress(monkeypatch,
     assert [x.split(", ")[0] for x in lines[-2:]] == ["simulating: 100/100 requests", "simulating: done"], lines
     assert all(x.startswith("simulating: ") for x in lines), lines
     assert len(out.read_text().splitlines()) == 101                 # the header and one row per request
+
+
+def test_off_a_terminal_a_part_prints_its_own_lines_within_the_one_line_every_line_s(monkeypatch, capsys):
+    # a sizing counting simulations, with two long operating points shown as parts (Display.part): a part's lines
+    # name it under the job's label, with its own count, rate and time left; one line every LINE_S (5 s) for the
+    # job and its parts together, a part's first once it has run that long; a closing line for each that printed
+    clock = Clock()
+    monkeypatch.setattr(progress_module, "time", types.SimpleNamespace(monotonic=clock.monotonic))
+    with progress("sizing", "simulations") as update:
+        clock.now = 6.0
+        update(8)                                           # a line; the next no sooner than 11 s
+        with update.part("operating point 1 (2 replicas)", "requests", 1000) as requests_done:
+            clock.now = 9.0
+            requests_done(300)                              # within the part's first 5 s: nothing
+            clock.now = 11.0
+            requests_done(500)                              # 500 in 5 s: 100/s, 500 left: 5 s
+            clock.now = 12.0
+            requests_done(600)                              # 1 s after the last line: nothing
+            clock.now = 16.0
+            requests_done(1000)
+        update(9)                                           # within 5 s of the part's last line: nothing
+        with update.part("operating point 2 (1 replica)", "requests", 1000) as requests_done:
+            clock.now = 19.0
+            requests_done(1000)                             # 3 s long: no line, no closing line
+        update(10)
+        clock.now = 22.0
+        update(10)
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [
+        "sizing: 8 simulations, 1.33 simulations/s",
+        "sizing, operating point 1 (2 replicas): 500/1,000 requests, 100 requests/s, ETA 5 s",
+        "sizing, operating point 1 (2 replicas): 1,000/1,000 requests, 100 requests/s",
+        "sizing, operating point 1 (2 replicas): done, 1,000 requests in 10 s (100 requests/s)",
+        "sizing: 10 simulations, 0.45 simulations/s",
+        "sizing: done, 10 simulations in 22 s (0.45 simulations/s)"]
+
+
+def test_on_a_terminal_a_part_is_a_second_row_gone_when_it_ends(monkeypatch, capsys):
+    screen = io.StringIO()
+    monkeypatch.setattr(progress_bar, "Console", lambda stderr: Console(file=screen, force_terminal=True, width=120))
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")
+    monkeypatch.setattr(progress_module, "REDRAW_S", 0.0)
+    with progress("sizing", "simulations") as update:
+        update(8)
+        with update.part("operating point 1 (2 replicas)", "requests", 1000) as requests_done:
+            requests_done(500)
+            drawn = screen.getvalue()
+        after = screen.getvalue()[len(drawn):]              # the redraw once the part ended
+    assert "sizing, operating point 1 (2 replicas)" in drawn and "500/1000" in drawn and "requests/s" in drawn
+    assert "sizing" in drawn.replace("sizing, operating point", "") and "8/?" in drawn      # the job's row too
+    assert "sizing" in after and "operating point" not in after
+    assert capsys.readouterr().out == ""

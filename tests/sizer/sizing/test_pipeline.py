@@ -7,6 +7,7 @@ arithmetic on the knees stated in the test.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 import yaml
 
 import sizer.sizing.goodput as goodput_mod
+import sizer.sizing.pipeline as pipeline
 from simulator.engine_loop import BARE
 from simulator.records import SimulationResult, Timeline
 from sizer.inputs.scenario import Scenario, load_scenario, scenario_from_dict
@@ -43,8 +45,10 @@ def result_with_tpot(tpot_ms: float, n: int = 20) -> SimulationResult:
 
 def fake_replica(short_knee: float, full_knee: float, calls: list):
     """Meets the 60 ms ITL target up to `short_knee` req/s in short probes and up to `full_knee` in full-length runs."""
-    def simulate(resolved, rate, n):
+    def simulate(resolved, rate, n, progress=None):
         calls.append((rate, n))
+        if progress is not None:             # a long operating point shown as it goes: to its last request
+            progress(n)
         knee = full_knee if n == resolved.workload.num_requests else short_knee
         return result_with_tpot(20.0 if rate <= knee else 80.0)
     return simulate
@@ -135,3 +139,36 @@ def test_no_slo_and_no_fit_are_statuses_too(monkeypatch):
     assert not plan.fits
     nofit = size_deployment(big, plan, SETTINGS)
     assert (nofit.status, nofit.replicas, nofit.operating_point) == (SizingStatus.DOES_NOT_FIT, None, None)
+
+
+class Display:
+    """A progress display (sizer.cli.progress.Display) that keeps what it was told: the simulations counted, and each
+    part's name, unit, total and counts."""
+    def __init__(self):
+        self.counted, self.parts = [], []
+
+    def __call__(self, done, total=None):
+        self.counted.append(done)
+
+    @contextmanager
+    def part(self, name, unit, total):
+        told = []
+        self.parts.append((name, unit, total, told))
+        yield told.append
+
+
+def test_a_long_operating_point_shows_its_requests_as_a_part_of_the_sizing_display(monkeypatch):
+    # the scenario's 1,500 requests counted long: each operating point simulated is a part, named in the order
+    # simulated (4 replicas meet, then 3 miss), its requests counted to the last; the short goodput probes are not
+    monkeypatch.setattr(pipeline, "LONG_SIMULATION_REQUESTS", 1500)
+    display = Display()
+    sizing, calls = sized(monkeypatch, 3.0, 3.0, progress=display)
+    assert sizing.replicas == 4
+    assert display.parts == [("operating point 1 (4 replicas)", "requests", 1500, [1500]),
+                             ("operating point 2 (3 replicas)", "requests", 1500, [1500])]
+    assert display.counted == list(range(1, len(calls) + 1))         # every simulation counted once, as before
+    # shorter than LONG_SIMULATION_REQUESTS (10,000): counted, no part
+    monkeypatch.undo()
+    display = Display()
+    _, calls = sized(monkeypatch, 3.0, 3.0, progress=display)
+    assert display.parts == [] and display.counted == list(range(1, len(calls) + 1))
