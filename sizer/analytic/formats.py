@@ -5,13 +5,15 @@ of its scales and zeros, what the activations run in, and which modules stay unq
 checkpoint's own format carries the checkpoint's scheme; a format named on the command line carries
 sizer's defaults for it (`FORMATS`). Matrices are counted exactly: scales per tensor, row, group or
 block, and the layers a checkpoint leaves unquantised (matched by name, sizer.analytic.module_names)
-at 16 bits, so a group of matrices partly excluded counts partly.
+at 16 bits, so a group of matrices partly excluded counts partly. A GGUF preset gives each tensor the
+type llama.cpp's quantizer rules pick; a .gguf file given as the model is counted from its own tensor
+table instead, each matrix's tensors found by llama.cpp's names (`_table_tensors`), layer by layer.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from sizer.analytic.module_names import mentions_vision, quantised_share
 from sizer.analytic.parallel import ParallelConfig
@@ -103,12 +105,27 @@ FORMATS.update(GGUF_FORMATS)
 
 
 def checkpoint_format(q: Quantization) -> WeightFormat:
-    """The checkpoint's own format: its bits, scales, activations and unquantised modules."""
-    bits = q.bits or FORMATS[q.format].bits
-    if q.method == "gguf":          # a .gguf file's preset: llama.cpp's rules give each tensor's type
-        preset = FORMATS[q.format]
-        return replace(preset, scheme=q, description=f"{preset.description} (read from {q.source})")
-    return _format(q.format, bits, f"{q.summary} (read from {q.source})", q)
+    """The checkpoint's own format: its bits, scales, activations and unquantised modules; a .gguf file's, its
+    tensors (`_gguf_file`)."""
+    if q.method == "gguf":
+        return _gguf_file(q)
+    return _format(q.format, q.bits or FORMATS[q.format].bits, f"{q.summary} (read from {q.source})", q)
+
+
+def _gguf_file(q: Quantization) -> WeightFormat:
+    """A .gguf file's own format: every tensor at the type and bytes its tensor table states (per-tensor overrides and
+    importance-matrix mixes as the file holds them, not its preset's rules), named after its preset; a file type that
+    is no preset sizer knows is "gguf", its preset then the type holding most of its bytes (for how llama.cpp runs
+    it: sizer.timing.llamacpp)."""
+    table = q.gguf_tensors
+    preset = gg.PRESETS.get(q.format)
+    if preset is None:          # file_type -1: a stand-in (the file's own, if it states one, is in q.source)
+        main = table.main_type.name
+        preset = gg.Preset(f"{main} mix", -1, main)
+    base = gg.TYPES[preset.base]
+    description = f"GGUF {preset.name}: each tensor at its own type and size, as the file's {table.source} states"
+    return WeightFormat(q.format, q.bits, "bf16" if base.quantized or base.name == "BF16" else "fp16", description, q,
+                        preset)
 
 
 def weight_format(m: ModelSpec, requested: str, group_size: int, file: str | None = None) -> tuple[WeightFormat, int]:
@@ -146,43 +163,137 @@ def gguf_category(g: LinearGroup) -> str:
     return gg.OUTPUT if g.kind == LM_HEAD else _GGUF_CATEGORIES.get(g.name.rsplit(".", 1)[-1], gg.OTHER)
 
 
-def _gguf_bytes(g: LinearGroup, p: gg.Preset, m: ModelSpec) -> tuple[float, float]:
-    """(bytes, bytes in quantised types) of group `g` stored by llama.cpp's `p` rules, layer by layer: attn_v is
-    indexed among the layers holding one, ffn_down by layer."""
+def _preset_layers(g: LinearGroup, p: gg.Preset, m: ModelSpec) -> list[tuple[int, float, float]]:
+    """(layer, bytes, bytes in quantised types) of group `g` stored by llama.cpp's `p` rules, layer by layer (layer -1:
+    a matrix outside the layers): attn_v is indexed among the layers holding one, ffn_down by layer."""
     if g.kind == ROUTER:            # ffn_gate_inp is never quantised; the converter writes it F32
-        return 4.0 * g.params, 0.0
+        return [(layer, 4.0 * (g.params // len(g.layers)), 0.0) for layer in g.layers]
     if g.kind == VISION:            # the vision tower lives in a separate mmproj file, F16 as llama.cpp writes it
-        return 2.0 * g.params, 0.0
+        return [(-1, 2.0 * g.params, 0.0)]
     category, facts = gguf_category(g), gguf_facts(m)
     if not g.layers:
         t = gg.tensor_type(p, category, 0, 1, g.in_features, facts)
-        return t.tensor_bytes(g.params), t.tensor_bytes(g.params) if t.quantized else 0.0
+        return [(-1, t.tensor_bytes(g.params), t.tensor_bytes(g.params) if t.quantized else 0.0)]
     holders = range(m.num_layers)
     if category == gg.ATTN_V:
         holders = [i for i, layer in enumerate(m.layers)
                    if any(_GGUF_CATEGORIES.get(lin.module.rsplit(".", 1)[-1]) == gg.ATTN_V
                           for lin in layer.linears(m.hidden_size))]
     per_layer = g.params // len(g.layers)
-    total = quantised = 0.0
+    rows = []
     for layer in g.layers:
         t = gg.tensor_type(p, category, list(holders).index(layer), len(holders), g.in_features, facts)
-        total += t.tensor_bytes(per_layer)
-        quantised += t.tensor_bytes(per_layer) if t.quantized else 0.0
+        rows.append((layer, t.tensor_bytes(per_layer), t.tensor_bytes(per_layer) if t.quantized else 0.0))
+    return rows
+
+
+# llama.cpp's tensor of each module within a block, blk.N.NAME.weight (src/llama-arch.cpp; gguf-py's MODEL_TENSOR
+# names), "_exps" added for routed experts and "_shexp" for shared ones; where a file holds the module merged with
+# others in one tensor (llama.cpp loads attn_qkv for q/k/v and ffn_gate_up_exps for gate and up when the file has
+# them: create_tensor_qkv, create_tensor_gate_up_exps), that tensor, of which the module holds its rows' share
+_GGUF_TENSORS = {"q_proj": ("attn_q",), "k_proj": ("attn_k",), "v_proj": ("attn_v",), "o_proj": ("attn_output",),
+                 "gate_up_proj": ("ffn_gate", "ffn_up"), "up_proj": ("ffn_up",), "down_proj": ("ffn_down",)}
+_GGUF_MERGED = {"q_proj": "attn_qkv", "k_proj": "attn_qkv", "v_proj": "attn_qkv", "gate_up_proj": "ffn_gate_up"}
+_GGUF_SUFFIX = {EXPERT: "_exps", SHARED_EXPERT: "_shexp"}
+
+
+def _table_tensors(g: LinearGroup, t: gg.TensorTable, layer: int) -> list[tuple[gg.GGUFTensor, float]]:
+    """The tensors of table `t` holding group `g`'s matrices in block `layer`, each with the share of it they are (1,
+    or a merged tensor's rows' share: its rows are all of one type). A tensor llama.cpp requires that the table lacks,
+    or one of other values than the model's matrices, is refused naming it, as llama.cpp refuses to load the file."""
+    last = g.name.rsplit(".", 1)[-1]
+    suffix = _GGUF_SUFFIX.get(g.kind, "")
+    names = ["ffn_gate_inp"] if g.kind == ROUTER else [name + suffix for name in _GGUF_TENSORS.get(last, ())]
+    if not names:
+        raise InputError(t.file, None, f"{g.name}: sizer knows no GGUF tensor name for this module, so its bytes "
+                                       "cannot be read from the tensor table")
+    want = g.params // len(g.layers)
+    held = [t.by_name.get(f"blk.{layer}.{name}.weight") for name in names]
+    if all(held):
+        values = sum(x.values for x in held)
+        if values != want:
+            raise InputError(t.file, f"tensors.blk.{layer}.{names[0]}.weight",
+                             f"{values:,} values in {' and '.join(names)}; the model read from the metadata holds "
+                             f"{want:,} in its {g.name} of layer {layer}: the sizes and the tensors disagree")
+        return [(x, 1.0) for x in held]
+    merged = t.by_name.get(f"blk.{layer}.{_GGUF_MERGED[last]}{suffix}.weight") if last in _GGUF_MERGED else None
+    if merged is not None and merged.values >= want:
+        return [(merged, want / merged.values)]
+    missing = next(name for name, x in zip(names, held, strict=True) if x is None)
+    raise InputError(t.file, f"tensors.blk.{layer}.{missing}.weight", f"missing from the tensor table: block "
+                                                                      f"{layer}'s {g.name} (llama.cpp refuses a "
+                                                                      "block without it)")
+
+
+def _table_tensor(t: gg.TensorTable, name: str) -> gg.GGUFTensor:
+    """Tensor `name` of table `t` (the token embedding, the output matrix): refused when missing, as llama.cpp does."""
+    tensor = t.by_name.get(name)
+    if tensor is None:
+        raise InputError(t.file, f"tensors.{name}", "missing from the tensor table (llama.cpp refuses a model "
+                                                    "without it)")
+    return tensor
+
+
+def _gguf_layers(g: LinearGroup, fmt: WeightFormat, m: ModelSpec) -> list[tuple[int, float, float]]:
+    """(layer, bytes, bytes in quantised types) of group `g` in GGUF format `fmt`, layer by layer (layer -1: a matrix
+    outside the layers): a .gguf file's own format, its tensors' bytes (`_table_tensors`; the output matrix is
+    output.weight); a preset, llama.cpp's rules (`_preset_layers`)."""
+    t = fmt.scheme.gguf_tensors
+    if t is None:
+        return _preset_layers(g, fmt.gguf, m)
+    held = [(-1, _table_tensor(t, "output.weight"), 1.0)] if g.kind == LM_HEAD else \
+        [(layer, x, share) for layer in g.layers for x, share in _table_tensors(g, t, layer)]
+    rows: dict[int, tuple[float, float]] = {}
+    for layer, x, share in held:
+        total, quantised = rows.get(layer, (0.0, 0.0))
+        rows[layer] = (total + x.nbytes * share, quantised + (x.nbytes * share if x.type.quantized else 0.0))
+    return [(layer, total, quantised) for layer, (total, quantised) in rows.items()]
+
+
+def _gguf_bytes(g: LinearGroup, fmt: WeightFormat, m: ModelSpec) -> tuple[float, float]:
+    """(bytes, bytes in quantised types) of group `g` in GGUF format `fmt`, its layers' summed."""
+    total = quantised = 0.0
+    for _, nbytes, in_quantised in _gguf_layers(g, fmt, m):
+        total += nbytes
+        quantised += in_quantised
     return total, quantised
+
+
+def layer_bytes(g: LinearGroup, fmt: WeightFormat, group_size: int, m: ModelSpec) -> dict[int, float]:
+    """Bytes (values and scales) of group `g`'s matrices in each layer holding them: GGUF's layer by layer (the
+    file's tensors or llama.cpp's rules: some layers' tensors at more bits than others'), other formats' the
+    group's bytes spread evenly over its layers."""
+    if fmt.gguf is not None:
+        return {layer: nbytes for layer, nbytes, _ in _gguf_layers(g, fmt, m)}
+    values, scales, _ = group_bytes(g, fmt, group_size, m)
+    return {layer: (values + scales) / len(g.layers) for layer in g.layers}
 
 
 def embedding_bytes_per_value(fmt: WeightFormat, m: ModelSpec) -> float:
     """Bytes per value of the token embedding: unconverted in sizer's formats; GGUF quantises it (to the output
-    matrix's type when the two are tied)."""
+    matrix's type when the two are tied), a .gguf file's own format to the type its token_embd has."""
     if fmt.gguf is None:
         return plain_bytes_per_value(fmt)
-    t = gg.tensor_type(fmt.gguf, gg.TOKEN_EMBD, 0, 1, m.hidden_size, gguf_facts(m), m.tie_word_embeddings)
-    return t.block_bytes / t.block_values
+    t = fmt.scheme.gguf_tensors
+    stored = _table_tensor(t, "token_embd.weight").type if t is not None else \
+        gg.tensor_type(fmt.gguf, gg.TOKEN_EMBD, 0, 1, m.hidden_size, gguf_facts(m), m.tie_word_embeddings)
+    return stored.block_bytes / stored.block_values
 
 
-def vector_bytes_per_value(fmt: WeightFormat) -> float:
-    """Bytes per value of norms, biases and other 1-D tensors: F32 in GGUF files, else as unconverted modules."""
-    return 4.0 if fmt.gguf is not None else plain_bytes_per_value(fmt)
+def vector_bytes(fmt: WeightFormat, m: ModelSpec, values: int) -> float:
+    """Bytes of the model's norms, biases and other 1-D tensors (`values` of them): a .gguf file's own format, the
+    tensors its table holds beside the matrices and the token embedding (rope frequencies too); else F32 in GGUF, and
+    elsewhere as unconverted modules."""
+    t = fmt.scheme.gguf_tensors
+    if t is None:
+        return values * (4.0 if fmt.gguf is not None else plain_bytes_per_value(fmt))
+    claimed = {"token_embd.weight"}
+    for g in linear_groups(m):
+        if g.kind == LM_HEAD:
+            claimed.add("output.weight")
+        else:
+            claimed.update(x.name for layer in g.layers for x, _ in _table_tensors(g, t, layer))
+    return sum(x.nbytes for x in t.tensors if x.name not in claimed)
 
 
 def plain_bytes_per_value(fmt: WeightFormat) -> float:
@@ -339,9 +450,9 @@ def stored_shares(g: LinearGroup, fmt: WeightFormat, m: ModelSpec) -> tuple[floa
 
 def group_bytes(g: LinearGroup, fmt: WeightFormat, group_size: int, m: ModelSpec) -> tuple[float, float, float]:
     """(value bytes, scale bytes, value bytes stored in `fmt`) of group `g`: converted matrices at the format's
-    bits with their scales, the rest at 16 bits. A GGUF preset's blocks hold their scales: all in the values."""
+    bits with their scales, the rest at 16 bits. GGUF blocks hold their scales: all in the values (`_gguf_layers`)."""
     if fmt.gguf is not None:
-        total, quantised = _gguf_bytes(g, fmt.gguf, m)
+        total, quantised = _gguf_bytes(g, fmt, m)
         return total, 0.0, quantised
     share = converted_share(g, fmt, m)
     converted = g.params * share * fmt.bits / 8

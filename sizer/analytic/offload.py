@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from sizer.analytic.formats import WeightFormat, embedding_bytes_per_value, group_bytes
+from sizer.analytic.formats import WeightFormat, embedding_bytes_per_value, group_bytes, layer_bytes
 from sizer.analytic.memory import KVLayout
-from sizer.analytic.weights import LinearGroup, linear_groups, parameter_count
+from sizer.analytic.weights import linear_groups, parameter_count
 from sizer.errors import InputError
 from sizer.inputs.hardware import HardwareSpec, host_link
 from sizer.inputs.layers import LM_HEAD, VISION
@@ -49,11 +49,6 @@ class Offload:
                 f"{self.host_read_bytes_per_s / 1e9:.0f} GB/s ({self.source})")
 
 
-def _layer_bytes(g: LinearGroup, fmt: WeightFormat, m: ModelSpec, group_size: int) -> float:
-    values, scales, _ = group_bytes(g, fmt, group_size, m)
-    return values + scales
-
-
 def offload(m: ModelSpec, fmt: WeightFormat, hw: HardwareSpec, n_gpu_layers: int, group_size: int,
             file: str | None = None, gpus: int = 1) -> Offload | None:
     """The split llama.cpp makes with `n_gpu_layers`; None when every layer and the output are on the GPU."""
@@ -78,12 +73,12 @@ def offload(m: ModelSpec, fmt: WeightFormat, hw: HardwareSpec, n_gpu_layers: int
     for g in linear_groups(m):
         if g.kind == VISION:
             continue
-        nbytes = _layer_bytes(g, fmt, m, group_size)
         if g.kind == LM_HEAD:
-            output += nbytes
+            values, scales, _ = group_bytes(g, fmt, group_size, m)
+            output += values + scales
             continue
-        for i in g.layers:
-            per_layer[i] += nbytes / len(g.layers)
+        for i, nbytes in layer_bytes(g, fmt, group_size, m).items():     # GGUF: each layer's own bytes
+            per_layer[i] += nbytes
     embedding = parameter_count(m).embedding * embedding_bytes_per_value(fmt, m)
     if m.tie_word_embeddings:           # the output matrix is the embedding, kept where the output layer runs
         output += embedding

@@ -9,9 +9,15 @@ of strings walked only up to MAX_ARRAY_STRINGS, arrays of arrays refused. From i
 - the architecture, as a config.json-style dict that sizer's model reader checks like any other
   (`{arch}.block_count` -> num_hidden_layers, `{arch}.embedding_length` -> hidden_size, ...); its other
   keys read, refused or named in a note (`_other_keys`);
-- the preset (`general.file_type`, e.g. 15 = Q4_K_M) as the checkpoint's quantisation;
-- the exact bytes: each tensor's element count in its GGUF type (sizer.inputs.gguf_types), which
-  the plan compares with what the preset's rules give.
+- the checkpoint's quantisation: the tensor table (each tensor's element count in its GGUF type,
+  sizer.inputs.gguf_types.TensorTable), from which the weights are sized tensor by tensor, layer by
+  layer (sizer.analytic.formats), named after the preset `general.file_type` states (e.g. 15 =
+  Q4_K_M) or, where that is missing or no preset sizer knows (an imatrix or MXFP4 mix), "gguf" with
+  its type mix. Per-tensor overrides (llama-quantize --tensor-type, "dynamic" quants) are sized as
+  the file holds them, not by the preset's rules;
+- the stored bytes: every tensor's, beside what the plan counts. Tensors of a vision or audio
+  encoder stored in the same file (`TOWER_PREFIXES`) are stored bytes only: llama.cpp's text model
+  does not load them, and a note names them.
 
 A model split in shards (`split.count` > 1, llama.cpp's `gguf-split`) is read whole, as llama.cpp
 loads it: from its first shard, named `PREFIX-00001-of-0000N.gguf`, the others found beside it by the
@@ -24,7 +30,10 @@ llama.cpp looks for it (right after the one before, padded to the alignment: ove
 data past the end of the file), a row its type's blocks do not divide, a tensor type sizer does not
 know, an architecture sizer has no config.json mapping for, missing or non-positive sizes, a
 vocabulary the token embedding disagrees with, a block count the tensor table disagrees with, no
-tensors at all, and a shard that is not the first or whose other shards are not beside it.
+tensors at all, and a shard that is not the first or whose other shards are not beside it. Blocks beyond
+`block_count` (multi-token-prediction layers, blk.N.nextn.*) are refused with the rest: llama.cpp's loaders for the
+architectures sizer maps create no such tensors and refuse the file (those that know MTP create them TENSOR_SKIP, not
+loaded).
 """
 
 from __future__ import annotations
@@ -35,13 +44,13 @@ import os
 import re
 import stat
 import struct
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sizer.errors import InputError
 from sizer.inputs import gguf_types as gg
+from sizer.inputs.gguf_types import GGUFTensor
 from sizer.inputs.quantization import Quantization
 from validation.errors import excerpt
 from validation.input_files import file_kind
@@ -72,17 +81,10 @@ OFF_VALUES = {"expert_shared_count": 0, "expert_shared_feed_forward_length": 0, 
               "attention.shared_kv_layers": 0, "attention.causal": True, "pooling_type": 0,
               "moe_every_n_layers": 0, "interleave_moe_layer_step": 0, "full_attention_interval": 0}
 BLOCK = re.compile(r"blk\.(\d+)\.")          # a tensor of one block (layer): blk.7.attn_q.weight
-
-
-@dataclass(frozen=True)
-class GGUFTensor:
-    name: str
-    type: gg.GGMLType
-    values: int
-
-    @property
-    def nbytes(self) -> float:
-        return self.type.tensor_bytes(self.values)
+# Tensors of a vision or audio encoder (gguf-py's V_* and A_* tensor names: v.blk.0.attn_q, v.patch_embd, mm.0,
+# a.conv1d.0, resampler.proj): llama.cpp's text model creates none of them; its multimodal library (mtmd) loads an
+# encoder from the projector file given as --mmproj
+TOWER_PREFIXES = ("v.", "a.", "mm.", "resampler.")
 
 
 @dataclass(frozen=True)
@@ -107,25 +109,25 @@ class GGUFModel:
     @property
     def tensor_source(self) -> str:
         """Where tensor_bytes was read: "GGUF tensor table (Q4_K x 193, ...)"."""
-        tables = f"tensor tables of {self.shards} shards" if self.shards > 1 else "tensor table"
-        return f"GGUF {tables} ({self.type_counts})"
+        return self._source(self.tensors)
 
-    @property
-    def type_counts(self) -> str:
-        """e.g. "Q4_K x 193, Q6_K x 33, F32 x 65"."""
-        counts = Counter(t.type.name for t in self.tensors)
-        return ", ".join(f"{name} x {n}" for name, n in counts.most_common())
+    def _source(self, tensors: tuple[GGUFTensor, ...]) -> str:
+        tables = f"tensor tables of {self.shards} shards" if self.shards > 1 else "tensor table"
+        return f"GGUF {tables} ({gg.type_counts(tensors)})"
 
     def quantization(self) -> Quantization:
-        source = f"{Path(self.path).name} general.file_type {self.file_type}"
+        """The file's format: the tensors llama.cpp loads with the model, at the types and bytes the tensor table
+        states (the weights are sized from these), named after the preset general.file_type states, or "gguf" where
+        it states none sizer knows (an imatrix or MXFP4 mix, or no file type): its type mix is its description."""
+        stated = f"general.file_type {self.file_type}" if self.file_type is not None else "no general.file_type"
+        source = f"{Path(self.path).name} {stated}"
+        loaded = tuple(t for t in self.tensors if not t.name.startswith(TOWER_PREFIXES))
+        table = gg.TensorTable(self.path, self._source(loaded), loaded)
         if self.preset is None:
-            return Quantization("gguf", "", source=source,
-                                why_not=f"GGUF file type {self.file_type} is not a llama.cpp preset sizer knows "
-                                        f"({', '.join(p.name for p in gg.PRESETS.values())}); its tensors are "
-                                        f"{self.type_counts}")
-        base = gg.TYPES[self.preset.base]
-        bits = int(base.bits_per_value) if base.quantized else 16
-        return Quantization("gguf", self.preset.key, bits, source=f"{source} ({self.preset.name})")
+            return Quantization("gguf", "gguf", int(table.main_type.bits_per_value), gguf_tensors=table,
+                                source=f"{source} (no llama.cpp preset sizer knows)")
+        return Quantization("gguf", self.preset.key, int(gg.TYPES[self.preset.base].bits_per_value),
+                            source=f"{source} ({self.preset.name})", gguf_tensors=table)
 
 
 # Bounds on what a header may declare, checked before anything is read or allocated. The largest models
@@ -369,6 +371,13 @@ def read_gguf(path: Path) -> GGUFModel:
     config.update(architectures=[hf_arch], model_type=model_type,
                   vocab_size=_vocab(fields, tokens, tensors, arch, config["hidden_size"], file),
                   tie_word_embeddings=not any(t.name == "output.weight" for t in tensors), torch_dtype="bfloat16")
+    towers = [t for t in tensors if t.name.startswith(TOWER_PREFIXES)]
+    if towers:
+        prefixes = sorted({t.name.split(".", 1)[0] + ".*" for t in towers})
+        config.setdefault("_sizer", {}).setdefault("notes", []).append(
+            f"{len(towers):,} tensors of a vision or audio encoder ({', '.join(prefixes)}: "
+            f"{sum(t.nbytes for t in towers) / 1e9:,.2f} GB) are in the file beside the text model: llama.cpp's "
+            "text model does not load them (an encoder is loaded from a --mmproj file), so the weights leave them out")
     file_type = fields.get("general.file_type")
     preset = gg.PRESET_BY_FILE_TYPE.get(file_type) if isinstance(file_type, int) else None
     return GGUFModel(file, arch, {k: v for k, v in config.items() if v is not None}, preset, file_type,

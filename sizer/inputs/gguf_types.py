@@ -14,15 +14,18 @@ Sources:
     default type), llama_tensor_get_type_impl (the per-tensor rules below), tensor_type_fallback
     (rows not divisible by the block), tensor_allows_quantization (norms, 1-D tensors and
     ffn_gate_inp are not quantised).
-Not modelled (not in the scenario's list of formats, so refused by name): the presets that need an importance matrix
-(IQ1_*, IQ2_*, IQ3_XXS, Q2_K_S), IQ3_S/XS/M, MXFP4_MOE, llama.cpp's Falcon-only rules, and
---tensor-type / --pure overrides.
+Not modelled as formats to size a model in (not in the scenario's list of formats, so refused by name): the presets
+that need an importance matrix (IQ1_*, IQ2_*, IQ3_XXS, Q2_K_S), IQ3_S/XS/M, MXFP4_MOE, llama.cpp's Falcon-only rules,
+and --tensor-type / --pure overrides. A .gguf file given as the model needs none of them: its tensor table
+(`TensorTable`) states each tensor's type, whatever its preset (sizer.analytic.formats).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,45 @@ class GGMLType:
 
     def tensor_bytes(self, values: int) -> float:
         return values / self.block_values * self.block_bytes
+
+
+@dataclass(frozen=True)
+class GGUFTensor:
+    """One row of a .gguf file's tensor table: the tensor's name, its type and how many values it holds."""
+    name: str
+    type: GGMLType
+    values: int
+
+    @property
+    def nbytes(self) -> float:
+        return self.type.tensor_bytes(self.values)
+
+
+def type_counts(tensors: tuple[GGUFTensor, ...]) -> str:
+    """The tensors' types, most frequent first: "Q4_K x 193, Q6_K x 33, F32 x 65"."""
+    return ", ".join(f"{name} x {n}" for name, n in Counter(t.type.name for t in tensors).most_common())
+
+
+@dataclass(frozen=True, eq=False)
+class TensorTable:
+    """The tensors of a .gguf file that llama.cpp loads with the model, as the file's tensor table states them: the
+    weights of a model given as a .gguf file are sized from these, tensor by tensor (sizer.analytic.formats), not from
+    a preset's rules. Compared by identity (a table is one file's)."""
+    file: str                       # the .gguf file (a split model's first shard)
+    source: str                     # "GGUF tensor table (Q4_K x 193, Q6_K x 33, F32 x 65)"
+    tensors: tuple[GGUFTensor, ...]
+
+    @cached_property
+    def by_name(self) -> dict[str, GGUFTensor]:
+        return {t.name: t for t in self.tensors}
+
+    @property
+    def main_type(self) -> GGMLType:
+        """The type holding the most bytes."""
+        held: dict[str, float] = {}
+        for t in self.tensors:
+            held[t.type.name] = held.get(t.type.name, 0.0) + t.nbytes
+        return TYPES[max(held, key=held.__getitem__)]
 
 
 PLAIN_TYPES = ("F32", "F16", "BF16", "F64", "I8", "I16", "I32", "I64")

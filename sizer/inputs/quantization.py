@@ -28,10 +28,11 @@ from __future__ import annotations
 import importlib
 import re
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sizer.errors import InputError
+from sizer.inputs.gguf_types import TensorTable
 from validation.errors import excerpt
 from validation.schema import Key, read_key
 
@@ -64,6 +65,8 @@ class Quantization:
     # ModelOpt MIXED_PRECISION: the layers stored in other formats than this one, each with its own `targets`
     # (the modules quantized_layers names for it); this scheme's own `targets` name its layers
     parts: tuple[Quantization, ...] = ()
+    # A .gguf file's tensors as its tensor table states them: the weights are sized from these (sizer.analytic.formats)
+    gguf_tensors: TensorTable | None = field(default=None, repr=False)     # compared by identity: one file's
 
     @property
     def weight_only(self) -> bool:

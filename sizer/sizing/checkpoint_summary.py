@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from sizer.analytic.memory import GB
 from sizer.sizing.resolve import Resolved
 
-# Stored and derived weight bytes further apart than this are named in the plan's assumptions.
+# Stored and derived weight bytes further apart than this are named in the plan's assumptions. A .gguf file's
+# weights are counted from its own tensor table, so they part only by the tensors llama.cpp does not load with the
+# model (an encoder's, which the model's notes name).
 STORED_GAP_FLAGGED = 0.05
 
 
@@ -27,12 +29,13 @@ class CheckpointSummary:
 
 def summarise_checkpoint(r: Resolved) -> CheckpointSummary:
     c, scheme = r.checkpoint, r.weight_format.scheme
-    quantised = r.weight_format.bits < 16
+    # a quantised format, or a .gguf file's own (16-bit too): its weights are counted from its tensor table
+    stated = r.weight_format.bits < 16 or scheme.gguf_tensors is not None
     derived = r.weights.total_bytes
     gap = (c.stored_bytes - derived) / derived if c.stored_bytes is not None and derived else None
     text = r.weight_format.description if r.weight_format.gguf else scheme.summary   # GGUF: its type mix
-    return CheckpointSummary(c.config_file, c.found_as, text if quantised else "",
-                             scheme.source if quantised else "", scheme.kv_cache, c.stored_bytes,
+    return CheckpointSummary(c.config_file, c.found_as, text if stated else "",
+                             scheme.source if stated else "", scheme.kv_cache, c.stored_bytes,
                              c.stored_bytes_source, derived, gap)
 
 

@@ -6,17 +6,21 @@ gives them); no real model file is committed.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from sizer.analytic.formats import weight_format
+from sizer.analytic.formats import FORMATS, group_bytes, weight_format
 from sizer.analytic.memory import weight_memory
+from sizer.analytic.offload import offload
 from sizer.analytic.parallel import ParallelConfig
+from sizer.analytic.weights import linear_groups
 from sizer.errors import InputError
 from sizer.inputs.gguf_file import read_gguf
+from sizer.inputs.hardware import load_hardware
 from sizer.inputs.layers import SLIDING, Attention
 from sizer.inputs.model_spec import load_config, load_model
 
@@ -26,19 +30,42 @@ np = pytest.importorskip("numpy")
 
 HIDDEN, FFN, LAYERS, VOCAB, HEADS, KV_HEADS = 256, 512, 2, 1000, 4, 2
 KV = HIDDEN // HEADS * KV_HEADS          # 128
+ROOT = Path(__file__).resolve().parents[3]
+
+
+# Bytes of `values` values by hand, blocks of (values, bytes): Q4_K (256, 144), Q6_K (256, 210), Q8_0 (32, 34)
+def q4k(values: int) -> int:
+    return values // 256 * 144
+
+
+def q6k(values: int) -> int:
+    return values // 256 * 210
+
+
+def q80(values: int) -> int:
+    return values // 32 * 34
+
+
+# Every FFN tensor in Q8_0, as `llama-quantize --tensor-type ffn=q8_0` writes a Q4_K_M file
+FFN_Q8_0 = {f"blk.{i}.ffn_{part}.weight": T.Q8_0 for i in range(LAYERS) for part in ("gate", "up", "down")}
 
 
 def _quantised(rows: int, cols: int, t) -> tuple:
+    if t == T.F16:
+        return np.zeros((rows, cols), np.float16), None
     block, nbytes = gguf.GGML_QUANT_SIZES[t]
     return np.zeros((rows, cols // block * nbytes), np.uint8), t
 
 
 def write_llama(path: Path, attn_q_type=T.Q4_K, truncate_bytes: int = 0, split_max_tensors: int = 0,
-                keys: dict[str, int | bool] | None = None) -> Path:
+                keys: dict[str, int | bool] | None = None, types: dict | None = None, file_type: int | None = 15,
+                extra: dict | None = None, drop: tuple[str, ...] = ()) -> Path:
     """A 2-layer Llama in llama.cpp's Q4_K_M types: attn_v and ffn_down Q6_K where use_more_bits(i, 2) holds
     (i >= 7 x 2 // 8 = 1: layer 1 only), output Q6_K, the rest Q4_K, norms F32. With `split_max_tensors`, split
     in shards of that many tensors as gguf-split does (PATH-00001-of-0000N.gguf, ...); `keys` adds metadata
-    (uint32 or bool values)."""
+    (uint32 or bool values); `types` gives tensors other types than the preset's (as llama-quantize --tensor-type
+    does), `file_type` another general.file_type (None: none), `extra` more tensors (name -> (rows, cols, type)),
+    `drop` leaves tensors out."""
     w = gguf.GGUFWriter(str(path), "llama", split_max_tensors=split_max_tensors)
     for key, value in (keys or {}).items():
         (w.add_bool if isinstance(value, bool) else w.add_uint32)(key, value)
@@ -50,7 +77,8 @@ def write_llama(path: Path, attn_q_type=T.Q4_K, truncate_bytes: int = 0, split_m
     w.add_context_length(4096)
     w.add_rope_freq_base(500000.0)
     w.add_layer_norm_rms_eps(1e-5)
-    w.add_file_type(15)                                  # LLAMA_FTYPE_MOSTLY_Q4_K_M
+    if file_type is not None:
+        w.add_file_type(file_type)                       # 15: LLAMA_FTYPE_MOSTLY_Q4_K_M
     w.add_token_list([f"t{i}" for i in range(VOCAB)])
     tensors = {"token_embd.weight": _quantised(VOCAB, HIDDEN, T.Q4_K),
                "output.weight": _quantised(VOCAB, HIDDEN, T.Q6_K),
@@ -65,8 +93,15 @@ def write_llama(path: Path, attn_q_type=T.Q4_K, truncate_bytes: int = 0, split_m
                     f"blk.{i}.ffn_down.weight": _quantised(HIDDEN, FFN, T.Q6_K if i == 1 else T.Q4_K),
                     f"blk.{i}.attn_norm.weight": (np.ones(HIDDEN, np.float32), None),
                     f"blk.{i}.ffn_norm.weight": (np.ones(HIDDEN, np.float32), None)}
+    shapes = {f"blk.{i}.{name}.weight": shape for i in range(LAYERS) for name, shape in (
+        ("attn_q", (HIDDEN, HIDDEN)), ("attn_k", (KV, HIDDEN)), ("attn_v", (KV, HIDDEN)),
+        ("attn_output", (HIDDEN, HIDDEN)), ("ffn_gate", (FFN, HIDDEN)), ("ffn_up", (FFN, HIDDEN)),
+        ("ffn_down", (HIDDEN, FFN)))}
+    tensors |= {name: _quantised(*shapes[name], t) for name, t in (types or {}).items()}
+    tensors |= {name: _quantised(rows, cols, t) for name, (rows, cols, t) in (extra or {}).items()}
     for name, (data, raw) in tensors.items():
-        w.add_tensor(name, data, raw_dtype=raw)
+        if name not in drop:
+            w.add_tensor(name, data, raw_dtype=raw)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -176,3 +211,147 @@ def test_a_later_shard_is_refused_naming_the_first(tmp_path):
     with pytest.raises(InputError) as err:
         read_gguf(tmp_path / "split-00002-of-00003.gguf")
     assert err.value.field == "split.no" and "-00001-of-00003.gguf" in err.value.message
+
+
+def test_tensor_types_the_preset_rules_do_not_give_are_sized_from_the_table(tmp_path):
+    """general.file_type says Q4_K_M, but every FFN tensor is Q8_0: the weights are the file's tensor bytes, not what
+    llama.cpp's Q4_K_M rules give (the FFN in Q4_K, layer 1's ffn_down in Q6_K), which sizer counted before."""
+    path = write_llama(tmp_path / "ffn-q8.gguf", types=FFN_Q8_0)
+    m = load_model(str(path))
+    fmt, _ = weight_format(m, "auto", 128)
+    attention = LAYERS * (2 * q4k(HIDDEN * HIDDEN) + q4k(KV * HIDDEN)) + q4k(KV * HIDDEN) + q6k(KV * HIDDEN)
+    ffn = LAYERS * 3 * q80(FFN * HIDDEN)                                   # 835,584 bytes
+    expected = q4k(VOCAB * HIDDEN) + q6k(VOCAB * HIDDEN) + attention + ffn + (1 + 2 * LAYERS) * HIDDEN * 4
+    w = weight_memory(m, fmt, ParallelConfig())
+    assert w.total_bytes == w.per_gpu_bytes == expected == read_gguf(path).tensor_bytes == 1_424_336
+    rules = LAYERS * 2 * q4k(FFN * HIDDEN) + q4k(HIDDEN * FFN) + q6k(HIDDEN * FFN)
+    assert weight_memory(m, FORMATS["q4_k_m"], ParallelConfig()).total_bytes == expected - ffn + rules
+    assert fmt.name == "q4_k_m" and fmt.description == ("GGUF Q4_K_M: each tensor at its own type and size, as the "
+                                                        "file's GGUF tensor table (Q4_K x 8, Q8_0 x 6, F32 x 5, Q6_K "
+                                                        "x 2) states")
+
+
+@pytest.mark.parametrize("file_type", [38, None])       # MXFP4_MOE, a preset sizer has no rules for; none at all
+def test_a_file_type_that_is_no_preset_sizer_knows_is_sized_from_its_tensors(tmp_path, file_type):
+    """Refused before ("GGUF file type 38 is not a llama.cpp preset sizer knows"): its tensors are all of types sizer
+    knows, so it is sized from them, as "gguf" with the type holding most bytes (here Q8_0) as its base."""
+    path = write_llama(tmp_path / "mix.gguf", types=FFN_Q8_0, file_type=file_type)
+    m = load_model(str(path))
+    fmt, _ = weight_format(m, "auto", 128)
+    assert (fmt.name, fmt.gguf.name, fmt.bits) == ("gguf", "Q8_0 mix", 8)
+    assert weight_memory(m, fmt, ParallelConfig()).total_bytes == read_gguf(path).tensor_bytes == 1_424_336
+
+
+def test_cli_plans_a_file_type_sizer_has_no_preset_for_and_says_where_its_bytes_came_from(tmp_path):
+    path = write_llama(tmp_path / "mix.gguf", types=FFN_Q8_0, file_type=38)
+    out = subprocess.run([sys.executable, "-m", "sizer", "plan", "--model", str(path), "--gpu", "rtx-4090", "--json"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    plan = json.loads(out.stdout)
+    c = plan["checkpoint"]
+    assert plan["weights"]["format"] == "gguf" and plan["weights"]["total_bytes"] == 1_424_336
+    assert "GGUF tensor table (Q4_K x 8, Q8_0 x 6, F32 x 5, Q6_K x 2)" in c["quantization"]
+    assert c["quantization_source"] == "mix.gguf general.file_type 38 (no llama.cpp preset sizer knows)"
+    assert c["stored_vs_derived"] == 0.0 and not any("checkpoint files hold" in a for a in plan["assumptions"])
+
+
+def test_a_layer_split_gives_each_part_its_own_layers_bytes(tmp_path):
+    """Layer 1's FFN in Q8_0, layer 0's in Q4_K; llama.cpp's layer split with -ngl 1 (sizer's llama.cpp plans are one
+    device a server: the GPU and the host are the split's two parts): the GPU holds layer 1, the host layer 0, the
+    output matrix and the token embedding, each part at its own layers' bytes (the GPU 536,832), not the mean of the
+    two layers (434,304, as each matrix's bytes were spread evenly over its layers)."""
+    path = write_llama(tmp_path / "split.gguf", types={f"blk.1.ffn_{p}.weight": T.Q8_0 for p in ("gate", "up", "down")})
+    m = load_model(str(path))
+    fmt, _ = weight_format(m, "auto", 128)
+    first = q4k(2 * HIDDEN * HIDDEN + 2 * KV * HIDDEN + 3 * FFN * HIDDEN)
+    last = q4k(2 * HIDDEN * HIDDEN + KV * HIDDEN) + q6k(KV * HIDDEN) + 3 * q80(FFN * HIDDEN)
+    o = offload(m, fmt, load_hardware("rtx-4090"), 1, 128)
+    assert (o.gpu_weight_bytes, o.host_layer_bytes) == (last, first + q6k(VOCAB * HIDDEN)) == (536_832, 541_776)
+    assert o.host_weight_bytes == o.host_layer_bytes + q4k(VOCAB * HIDDEN)
+    norms = (1 + 2 * LAYERS) * HIDDEN * 4                  # the split leaves the F32 norms out
+    assert o.gpu_weight_bytes + o.host_weight_bytes + norms == read_gguf(path).tensor_bytes
+
+
+def test_a_merged_qkv_tensor_is_shared_by_its_rows(tmp_path):
+    """llama.cpp loads attn_qkv for q, k and v where the file has it (create_tensor_qkv): each holds its rows' share
+    of it, at its one type."""
+    qkv = {f"blk.{i}.attn_qkv.weight": (HIDDEN + 2 * KV, HIDDEN, T.Q8_0) for i in range(LAYERS)}
+    separate = tuple(f"blk.{i}.attn_{x}.weight" for i in range(LAYERS) for x in "qkv")
+    path = write_llama(tmp_path / "qkv.gguf", extra=qkv, drop=separate)
+    m = load_model(str(path))
+    fmt, _ = weight_format(m, "auto", 128)
+    held = {g.name: group_bytes(g, fmt, 128, m)[0] for g in linear_groups(m)}
+    assert held["self_attn.q_proj"] == LAYERS * q80(HIDDEN * HIDDEN)
+    assert held["self_attn.k_proj"] == held["self_attn.v_proj"] == LAYERS * q80(KV * HIDDEN)
+    assert weight_memory(m, fmt, ParallelConfig()).total_bytes == read_gguf(path).tensor_bytes
+
+
+def test_a_matrix_the_table_lacks_is_refused_naming_it(tmp_path):
+    """llama.cpp refuses a block without its attn_k; sizer, which would otherwise count it as nothing, too."""
+    m = load_model(str(write_llama(tmp_path / "holed.gguf", drop=("blk.1.attn_k.weight",))))
+    fmt, _ = weight_format(m, "auto", 128)
+    with pytest.raises(InputError) as err:
+        weight_memory(m, fmt, ParallelConfig())
+    assert err.value.field == "tensors.blk.1.attn_k.weight" and "missing from the tensor table" in err.value.message
+
+
+def test_an_encoders_tensors_in_the_file_are_named_not_counted(tmp_path):
+    """A vision encoder and projector stored beside the text model (v.*, mm.*): llama.cpp's text model does not load
+    them, so the weights leave them out and a note names them; the stored bytes hold them."""
+    extra = {"v.blk.0.attn_q.weight": (64, 64, T.F16), "mm.0.weight": (HIDDEN, 64, T.F16)}
+    path = write_llama(tmp_path / "vl.gguf", extra=extra)
+    m = load_model(str(path))
+    fmt, _ = weight_format(m, "auto", 128)
+    encoder = (64 * 64 + HIDDEN * 64) * 2
+    assert weight_memory(m, fmt, ParallelConfig()).total_bytes == read_gguf(path).tensor_bytes - encoder
+    assert any(n.startswith("2 tensors of a vision or audio encoder (mm.*, v.*: 0.00 GB)") for n in m.notes)
+
+
+def write_qwen3moe(path: Path, merged: bool) -> Path:
+    """A 2-layer Qwen3-MoE of 4 experts 256 wide: experts' gate and up Q4_K (as ffn_gate_exps and ffn_up_exps, or
+    `merged` in one ffn_gate_up_exps as newer conversions write them), down Q8_0, the router F32."""
+    experts, width, head = 4, 256, HIDDEN // HEADS
+    w = gguf.GGUFWriter(str(path), "qwen3moe")
+    for add, value in ((w.add_block_count, LAYERS), (w.add_embedding_length, HIDDEN), (w.add_head_count, HEADS),
+                       (w.add_head_count_kv, KV_HEADS), (w.add_context_length, 4096), (w.add_expert_count, experts),
+                       (w.add_expert_used_count, 2), (w.add_expert_feed_forward_length, width), (w.add_file_type, 15)):
+        add(value)
+    w.add_token_list([f"t{i}" for i in range(VOCAB)])
+    ones = lambda n: (np.ones(n, np.float32), None)                     # noqa: E731
+    tensors = {"token_embd.weight": _quantised(VOCAB, HIDDEN, T.Q4_K),
+               "output.weight": _quantised(VOCAB, HIDDEN, T.Q6_K), "output_norm.weight": ones(HIDDEN)}
+    for i in range(LAYERS):
+        gate_up = {"ffn_gate_up_exps": (2 * width, T.Q4_K)} if merged else {
+            "ffn_gate_exps": (width, T.Q4_K), "ffn_up_exps": (width, T.Q4_K)}
+        tensors |= {f"blk.{i}.attn_q.weight": _quantised(HIDDEN, HIDDEN, T.Q4_K),
+                    f"blk.{i}.attn_k.weight": _quantised(KV, HIDDEN, T.Q4_K),
+                    f"blk.{i}.attn_v.weight": _quantised(KV, HIDDEN, T.Q6_K),
+                    f"blk.{i}.attn_output.weight": _quantised(HIDDEN, HIDDEN, T.Q4_K),
+                    f"blk.{i}.attn_q_norm.weight": ones(head), f"blk.{i}.attn_k_norm.weight": ones(head),
+                    f"blk.{i}.attn_norm.weight": ones(HIDDEN), f"blk.{i}.ffn_norm.weight": ones(HIDDEN),
+                    f"blk.{i}.ffn_gate_inp.weight": (np.ones((experts, HIDDEN), np.float32), None),
+                    f"blk.{i}.ffn_down_exps.weight": _quantised(experts * HIDDEN, width, T.Q8_0),
+                    **{f"blk.{i}.{name}.weight": _quantised(experts * rows, HIDDEN, t)
+                       for name, (rows, t) in gate_up.items()}}
+    for name, (data, raw) in tensors.items():
+        w.add_tensor(name, data, raw_dtype=raw)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+@pytest.mark.parametrize("merged", [False, True])
+def test_experts_and_router_are_read_from_their_tensors(tmp_path, merged):
+    """ffn_gate_exps + ffn_up_exps (or one ffn_gate_up_exps) are the experts' gate_up_proj, ffn_down_exps their
+    down_proj, ffn_gate_inp the router; by hand over 2 layers of 4 experts 256 x 256: gate and up 1,048,576 values in
+    Q4_K (589,824 bytes), down 524,288 in Q8_0 (557,056), the router 2,048 in F32 (8,192)."""
+    path = write_qwen3moe(tmp_path / "moe.gguf", merged)
+    m = load_model(str(path))
+    fmt, _ = weight_format(m, "auto", 128)
+    held = {g.name: group_bytes(g, fmt, 128, m)[0] for g in linear_groups(m)}
+    assert (held["mlp.experts.gate_up_proj"], held["mlp.experts.down_proj"], held["mlp.gate"]) == (
+        q4k(LAYERS * 4 * 2 * 256 * HIDDEN), q80(LAYERS * 4 * 256 * HIDDEN), LAYERS * 4 * HIDDEN * 4) == (
+        589_824, 557_056, 8_192)
+    assert weight_memory(m, fmt, ParallelConfig()).total_bytes == read_gguf(path).tensor_bytes
