@@ -175,9 +175,13 @@ def _answer(r: Resolved, source: str, settings: SearchSettings, sizing: Sizing |
     config = (f"{plan.parallel.replica_gpus} x {r.hardware.name}, TP {d.tensor_parallel_size}"
               + (f" PP {d.pipeline_parallel_size}" if d.pipeline_parallel_size > 1 else "")
               + f", {r.weight_format.name} weights, {r.kv_cache_dtype} KV")
-    command = (f"sizer plan {r.file or 'scenario.yaml'} --gpu {r.hardware.id} --tp {d.tensor_parallel_size} "
-               f"--pp {d.pipeline_parallel_size} --weights {r.weight_format.name} "
-               f"--kv-cache-dtype {r.kv_cache_dtype} --simulate")
+    # the checkpoint's own format is what --weights auto reads again (a .gguf file's type mix has no flag value)
+    weights = "auto" if r.weight_format.from_checkpoint else r.weight_format.name
+    # a slot engine's split and cache types are its own settings, not these flags (search's plan_flags likewise)
+    split = "" if r.slots else (f" --tp {d.tensor_parallel_size} --pp {d.pipeline_parallel_size}"
+                                f" --kv-cache-dtype {r.kv_cache_dtype}")
+    command = (f"sizer plan {r.file or 'scenario.yaml'} --gpu {r.hardware.id}{split} --weights {weights} "
+               "--simulate")
     sizing = sizing or size_deployment(r, plan, settings.goodput)
     answer = Answer(source, config, command, sizing)
     point = sizing.operating_point

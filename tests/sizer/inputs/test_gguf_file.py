@@ -355,3 +355,30 @@ def test_experts_and_router_are_read_from_their_tensors(tmp_path, merged):
         q4k(LAYERS * 4 * 2 * 256 * HIDDEN), q80(LAYERS * 4 * 256 * HIDDEN), LAYERS * 4 * HIDDEN * 4) == (
         589_824, 557_056, 8_192)
     assert weight_memory(m, fmt, ParallelConfig()).total_bytes == read_gguf(path).tensor_bytes
+
+
+def test_the_reports_recheck_command_reads_a_type_mix_again(tmp_path):
+    """A file type with no preset plans as "gguf", which --weights does not take: the report's re-check command names
+    the checkpoint's own format as --weights auto, and, llama.cpp being a slot engine, no --tp / --pp /
+    --kv-cache-dtype (its cache type f16 is no value of that flag); running it plans the same bytes."""
+    from sizer.inputs.scenario import scenario_from_dict
+    from sizer.outputs.report.data import _answer
+    from sizer.sizing.resolve import resolve
+    from sizer.sizing.search import SearchSettings
+
+    path = write_llama(tmp_path / "mix.gguf", types=FFN_Q8_0, file_type=38)
+    spec = {"model": str(path), "hardware": "rtx-4090", "deployment": {"engine": "llama.cpp"},
+            "workload": {"arrival": {"rate_per_s": 0.5}, "num_requests": 20,
+                         "prompt_tokens": {"distribution": "fixed", "value": 64},
+                         "output_tokens": {"distribution": "fixed", "value": 16}}}
+    scenario = tmp_path / "mix.yaml"
+    scenario.write_text(json.dumps(spec))
+    r = resolve(scenario_from_dict(spec, str(scenario)))
+    answer, _ = _answer(r, "the scenario's configuration", SearchSettings())
+    assert "--weights auto " in answer.plan_command
+    flags = answer.plan_command.split()[2:]          # the scenario, then the flags
+    flags = [f for f in flags if f != "--simulate"] + ["--json"]
+    out = subprocess.run([sys.executable, "-m", "sizer", "plan", *flags], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["weights"]["total_bytes"] == 1_424_336
