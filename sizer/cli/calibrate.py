@@ -16,7 +16,7 @@ from sizer.inputs.scenario import MAX_BATCH_TOKENS, MAX_SEQUENCES, MAX_TOKENS
 from sizer.outputs.destination import check_folder_destination
 from sizer.sizing.calibrate import StepBounds, Target, calibrate_device_tables, calibrate_profile
 from sizer.timing.kernel_tables import TP_SIZES
-from sizer.timing.profile import read_header
+from sizer.timing.profile import profile_dir_name, read_header
 from sizer.timing.profile_kernels import KERNELS_SUBDIR
 from sizer.words import count, listed
 from validation.errors import excerpt
@@ -98,6 +98,7 @@ def command(
         raise InputError(None, "--tp-sizes", "applies without --model (a device's kernel tables); a profile "
                                              "times one split, --tp's")
     spec = load_model(check_model(model), None, "--model")
+    check_folder_destination(destination / profile_dir_name(target.device_id, spec.name, tp), "--out")
     folder = calibrate_profile(spec, target, scale, destination, bounds, seed, log=_log)
     header = read_header(folder)
     a, o = header.achieved, header.overhead

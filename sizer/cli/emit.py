@@ -19,15 +19,16 @@ from sizer.sizing.resolve import Resolved
 
 
 def check_emit(fmt: str | None, emit_to: Path | None, as_json: bool = False,
-               reads: tuple[str | Path | None, ...] = ()) -> None:
-    """--emit and --emit-to, checked before the work (`reads`: the files the command reads, never written)."""
+               reads: tuple[str | Path | None, ...] = (), others: dict[str, Path | None] | None = None) -> None:
+    """--emit and --emit-to, checked before the work (`reads`: the files the command reads, never written;
+    `others`: the command's other outputs by flag, never the same file)."""
     if fmt is None:
         if emit_to is not None:
             raise InputError(str(emit_to), "--emit-to", f"needs --emit ({', '.join(FORMATS)})")
         return
     check_choices((fmt,), "--emit", FORMATS)
     if emit_to is not None:
-        check_destination(emit_to, "--emit-to", reads)
+        check_destination(emit_to, "--emit-to", reads, others)
     elif as_json:
         raise InputError(None, "--emit", "--json and --emit both print to stdout; write the configuration "
                                          "with --emit-to PATH")

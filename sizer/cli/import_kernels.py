@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from sizer.errors import InputError
+from sizer.outputs.destination import check_folder_destination, shown
 from sizer.timing.aiconfigurator_import import convert, write_tables
 from sizer.timing.kernel_tables import KERNELS_DIR
 
@@ -25,12 +26,15 @@ def command(
                                                                 "catalog's models need at TP 1, 2, 4, 8"),
 ) -> None:
     """Write `<gpu>-<framework>-<version>/`: tables.yaml (provenance) and gzip CSV tables."""
+    # checked before the tables are read and converted, as calibrate's --out: a file, FIFO, dangling link or a path
+    # under /dev (/dev/shm took the tables) was written into, or refused only after the work
+    check_folder_destination(out, "--out")
     header, rows = convert(source, gpu, framework, prune_to_catalog=not all_shapes)
     folder = out / f"{header['gpu']}-{header['engine']}-{header['engine_version']}"
     try:
         write_tables(folder, header, rows)
     except OSError as exc:
-        raise InputError(str(folder), "--out", f"cannot write here: {exc.strerror or exc}") from None
+        raise InputError(shown(folder), "--out", f"cannot write here: {exc.strerror or exc}") from None
     typer.echo(f"wrote {folder}")
     for name, table in rows.items():
         typer.echo(f"  {name}: {len(table):,} measured points")

@@ -107,7 +107,7 @@ def command(
     data = read_scenario_data(scenario, traffic)
     space = None if no_search else report_space(scenario_from_dict(data, str(scenario)), gpus, tp, weights,
                                                 kv_cache_dtype, slots)
-    check_emit(emit, emit_to, reads=(scenario,))
+    check_emit(emit, emit_to, reads=(scenario,), others={"--output": output, "--pdf": pdf_path if pdf else None})
     terminal(stderr=True).print("report: the scenario's configuration as given (--no-search)" if space is None else
                                 f"report: searching {describe_space(space)} (--gpus to widen it, --no-search to "
                                 "skip it)", markup=False, highlight=False)
@@ -139,7 +139,7 @@ def sweep_report(sweep: Path, scenario: Path | None, output: Path | None, csv: P
         raise InputError(str(sweep), "--sweep", "nothing to write: give -o HTML, --csv or --json")
     for path, flag in ((output, "--output"), (csv, "--csv")):
         if path is not None:
-            check_destination(path, flag, (sweep,))
+            check_destination(path, flag, (sweep,), {"--output": output} if flag == "--csv" else None)
     table = read_rows(sweep, "--sweep")
     report = build_sweep_report(table.to_pylist(), sweep.name, str(sweep))
     if output is not None:

@@ -86,7 +86,7 @@ def command(
     base = scenario_from_dict(data, str(scenario))
     space = space_from_options(base, gpus, tp, pp, weights, kv_cache_dtype, speculative, slots)
     check_searchable(base, space)
-    check_emit(emit, emit_to, as_json, (scenario,))
+    check_emit(emit, emit_to, as_json, (scenario,), {"--csv": csv})
     terminal(stderr=True).print(f"search: {describe_space(space)}", markup=False, highlight=False)
     with progress("searching", "configurations") as update, naming_traffic_flags(traffic, str(scenario)):
         settings = SearchSettings(GoodputSettings(num_requests=requests), max_replicas)

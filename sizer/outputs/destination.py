@@ -1,5 +1,7 @@
 """Every file a command writes goes through here: `simulate --requests-csv`, `search --csv`,
-`report -o` (and its `--pdf` sibling) and `check --junit`.
+`report -o` (and its `--pdf` sibling), `report --sweep --csv`, `--emit-to`, `check --junit` and
+`sweep --results` (sizer/outputs/sweep_store.py); `check_folder_destination` for the folders
+`calibrate --out` and `import-kernels --out` write into.
 
 `check_destination` is called before the command does its work, so a path that cannot be
 written (its folder missing, the path a directory, under a regular file, a folder without write
@@ -11,11 +13,16 @@ same one-line error.
 Outputs go only to regular files (or stdout): an existing device, FIFO or socket, and any path in
 the kernel's virtual file systems (/proc, /sys, /dev), is refused before the work, so nothing is
 ever written into, or renamed over, something that is not a file; so is a file the command reads
-(`--emit-to` naming its scenario, `--junit` its manifest: `reads`), and `-` (standard input to
+(`--emit-to` naming its scenario, `--junit` its manifest: `reads`), another output of the same command
+(`-o r.html --emit-to r.html`: `others`), a symbolic link another user left in a sticky shared folder
+(/tmp; as Linux's fs.protected_symlinks), and `-` (standard input to
 sizer's readers), which would have made a file named `-`. CSV cells a spreadsheet would
-evaluate as a formula are written with a leading apostrophe (`frame_to_csv`). A CSV (`csv_frames`,
-`csv_frames`) is written to a temporary file beside the destination and renamed onto it at the end,
-so a run that fails part way leaves the file that was there.
+evaluate as a formula are written with a leading apostrophe (`frame_to_csv`). Every file (`replacing`: the
+CSVs, the HTML and PDF reports, the emitted configuration, JUnit XML, a sweep's Parquet) is written to a temporary
+file beside the destination (beside the file a link leads to) and renamed onto it at the end, so a write that fails
+part way (a full disk) or is interrupted leaves the file that was there and no partial one; the destination is checked
+again just before, so a FIFO or folder made there during the work is refused, never renamed over. A path is shown in
+a message with its control characters escaped (`shown`): a name holding a newline is still one line.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from pathlib import Path
 from typing import IO
 
 from sizer.errors import InputError
-from validation.errors import excerpt
+from validation.errors import excerpt, printable
 from validation.input_files import file_kind
 
 # The kernel's virtual file systems: a path under them is never a plain output file.
@@ -42,27 +49,66 @@ VIRTUAL_ROOTS = (Path("/proc"), Path("/sys"), Path("/dev"))
 CSV_TEXT_ROWS = 4096
 # A CSV cell starting with one of these is a formula to Excel, LibreOffice and Google Sheets (OWASP CSV injection).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# Characters of the destination's name kept in its temporary file's (`.NAME.XXXXXXXX.part`): a name near the file
+# system's 255 bytes would otherwise make a temporary name too long to create
+TEMP_NAME_CHARS = 32
+
+
+def shown(path: str | Path) -> str:
+    """A path as an error message names it: control characters and line separators escaped (one line)."""
+    return printable(str(path))
 
 
 def _refuse_virtual(path: Path, flag: str, expected: str) -> None:
     seen = (Path(os.path.abspath(path)), Path(os.path.realpath(path)))        # as written, and where links lead
     root = next((r for r in VIRTUAL_ROOTS for p in seen if p == r or r in p.parents), None)
     if root is not None:
-        raise InputError(str(path), flag, f"is under {root}, a virtual file system; expected {expected}")
+        raise InputError(shown(path), flag, f"is under {root}, a virtual file system; expected {expected}")
 
 
-def check_destination(path: str | Path, flag: str, reads: tuple[str | Path | None, ...] = ()) -> Path:
+def _same_file(a: str | Path, b: str | Path) -> bool:
+    """One file under two names: the same path once links are resolved, or (existing) the same inode."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _refuse_foreign_link(path: Path, flag: str) -> None:
+    """A link the file is written through (`replacing` renames onto the file it leads to) is followed as Linux's
+    fs.protected_symlinks follows one: not when it sits in a sticky folder anyone can write to (/tmp) and is owned by
+    neither this user nor the folder's owner, the link another user leaves at a name someone will write to."""
+    try:
+        link, folder = os.lstat(path), os.stat(path.parent)
+    except OSError:
+        return
+    sticky_shared = folder.st_mode & stat.S_ISVTX and folder.st_mode & stat.S_IWOTH
+    if (stat.S_ISLNK(link.st_mode) and sticky_shared and link.st_uid not in (os.geteuid(), folder.st_uid)):
+        raise InputError(shown(path), flag, f"is a symbolic link of another user's in {shown(path.parent)}, a "
+                                            "folder anyone can write to; not written through (as Linux's "
+                                            "fs.protected_symlinks); expected a regular file or a new name")
+
+
+def check_destination(path: str | Path, flag: str, reads: tuple[str | Path | None, ...] = (),
+                      others: dict[str, str | Path | None] | None = None) -> Path:
     """`path` if a file can be written there; otherwise an InputError(path, flag, why). `reads`: the files the
-    command reads (None where not given), none of which it may overwrite (`--emit-to` naming the scenario)."""
+    command reads (None where not given), none of which it may overwrite (`--emit-to` naming the scenario).
+    `others`: the command's other outputs by flag (None where not given), none of which may be the same file (`report
+    -o r.html --emit-to r.html` wrote the report, then the manifest over it)."""
     if getattr(path, "names_folder", False) or (isinstance(path, str) and path.endswith(("/", os.sep))):
-        raise InputError(os.path.join(path, ""), flag, "ends in a path separator, so names a folder; expected a "
-                                                       "file name")
+        raise InputError(shown(os.path.join(path, "")), flag, "ends in a path separator, so names a folder; expected "
+                                                              "a file name")
     if str(path) == "-":
         raise InputError("-", flag, "names no file here (sizer reads '-' as standard input, and prints to standard "
                                     "output without the flag); expected a file name")
     path = Path(path)
-    file = str(path)
+    file = shown(path)
     _refuse_virtual(path, flag, "a regular file to write")
+    same = next((other for other, p in (others or {}).items() if p is not None and _same_file(p, path)), None)
+    if same is not None:
+        raise InputError(file, flag, f"is also {same}'s file; expected another file for each output")
     try:
         info = os.stat(path)
     except FileNotFoundError:
@@ -78,10 +124,15 @@ def check_destination(path: str | Path, flag: str, reads: tuple[str | Path | Non
             raise InputError(file, flag, f"is {file_kind(info.st_mode)}; expected a regular file to write")
         if not os.access(path, os.W_OK):
             raise InputError(file, flag, "exists and is not writable")
+        _refuse_foreign_link(path, flag)
         read = next((r for r in reads if r is not None and os.path.isfile(r) and os.path.samefile(r, path)), None)
         if read is not None:
-            raise InputError(file, flag, f"is {read}, which this command reads; expected another file to write")
-        return path          # an existing regular file is overwritten
+            raise InputError(file, flag, f"is {shown(read)}, which this command reads; expected another file to write")
+        folder = Path(os.path.realpath(path)).parent      # where `replacing` makes its temporary file
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise InputError(file, flag, f"folder {shown(folder)} is not writable (the file is replaced by a new one "
+                                         "written beside it)")
+        return path          # an existing regular file is replaced
     if path.is_symlink():     # a link to nothing: writing would make its target, wherever it points, or fail late
         raise InputError(file, flag, f"is a symbolic link to {excerpt(os.readlink(path))}, which does not exist; "
                                      "expected a regular file or a new name")
@@ -89,10 +140,10 @@ def check_destination(path: str | Path, flag: str, reads: tuple[str | Path | Non
     if not parent.is_dir():
         above = next((p for p in (parent, *parent.parents) if p.exists()), None)
         if above is not None and not above.is_dir():
-            raise InputError(file, flag, f"{above} is a file, not a folder")
-        raise InputError(file, flag, f"folder {parent} does not exist")
+            raise InputError(file, flag, f"{shown(above)} is a file, not a folder")
+        raise InputError(file, flag, f"folder {shown(parent)} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(file, flag, f"folder {parent} is not writable")
+        raise InputError(file, flag, f"folder {shown(parent)} is not writable")
     return path
 
 
@@ -100,37 +151,70 @@ def check_folder_destination(path: str | Path, flag: str) -> Path:
     """`path` if a folder is there or can be made there, and written into; otherwise an InputError(path, flag, why)."""
     path = Path(path)
     _refuse_virtual(path, flag, "a folder to write into")
-    found = next((p for p in (path, *path.parents) if os.path.lexists(p)), None)   # the nearest that exists
     try:
+        try:
+            os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):     # a new folder, or a file on the way (named below)
+            pass
+        found = next((p for p in (path, *path.parents) if os.path.lexists(p)), None)   # the nearest that exists
+        if found is not None and found.is_symlink() and not found.exists():    # a link to nothing: the folder would
+            where = "is" if found == path else f"{shown(found)} is"            # be made wherever it points
+            raise InputError(shown(path), flag, f"{where} a symbolic link to {excerpt(os.readlink(found))}, which "
+                                                "does not exist; expected a folder or a new name")
         mode = os.stat(found).st_mode if found is not None else None
-    except OSError as exc:
-        raise InputError(str(path), flag, f"cannot write here: {exc.strerror or exc}") from None
+    except OSError as exc:         # a name the file system cannot take (too long), a loop of links
+        raise InputError(shown(path), flag, f"cannot write here: {exc.strerror or exc}") from None
     if mode is not None and not stat.S_ISDIR(mode):
         kind = "a file" if stat.S_ISREG(mode) else file_kind(mode)
-        raise InputError(str(path), flag, f"is {kind}; expected a folder to write into" if found == path
-                         else f"{found} is {kind}, not a folder")
+        raise InputError(shown(path), flag, f"is {kind}; expected a folder to write into" if found == path
+                         else f"{shown(found)} is {kind}, not a folder")
     if found is not None and not os.access(found, os.W_OK | os.X_OK):
-        raise InputError(str(path), flag, f"folder {found} is not writable")
+        raise InputError(shown(path), flag, f"folder {shown(found)} is not writable")
     return path
 
 
 @contextmanager
-def opened(path: str | Path, flag: str, binary: bool = False) -> Iterator[IO]:
-    """`path` open for writing; an OSError while opening or writing becomes an InputError."""
-    try:
-        with open(path, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8", "newline": ""})) as f:
-            yield f
-    except OSError as exc:
-        raise InputError(str(path), flag, f"cannot write: {exc.strerror or exc}") from None
+def replacing(path: str | Path, flag: str, binary: bool = False) -> Iterator[IO]:
+    """For `with`: a file object to write `path`'s new content to. It is a temporary file beside `path` (beside the
+    file a link leads to), renamed onto it when the `with` ends: a write that fails (a full disk) or is interrupted
+    (Ctrl-C, SIGTERM) part way removes the temporary file and leaves whatever was at `path` untouched. `path` is
+    checked again first (`check_destination`): something made there since the check before the work (a FIFO, a
+    folder) is refused, never renamed over. An OSError while writing is an InputError naming `path` and `flag`."""
+    check_destination(path, flag)
+    target = Path(os.path.realpath(path))            # a link to a file: that file is replaced, the link stays
+    with _writing(path, flag):
+        mode = os.stat(target).st_mode & 0o7777 if target.exists() else 0o666 & ~_umask()
+    temp = None
+    with _terminated_as_exit():                    # a kill removes the part file too, from its creation on
+        try:
+            with _writing(path, flag):
+                fd, temp = tempfile.mkstemp(prefix=f".{target.name[:TEMP_NAME_CHARS]}.", suffix=".part",
+                                            dir=target.parent)
+                f = open(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8", "newline": ""}))
+            try:
+                with _writing(path, flag):
+                    yield f
+                    f.flush()
+                    os.fsync(f.fileno())               # on disk before the rename: a crash leaves the old file
+            finally:
+                with _writing(path, flag):
+                    f.close()
+            with _writing(path, flag):
+                os.chmod(temp, mode)
+                os.replace(temp, target)
+        except BaseException:
+            if temp is not None:
+                Path(temp).unlink(missing_ok=True)
+            raise
 
 
 def write_text(path: str | Path, flag: str, text: str) -> None:
-    with opened(path, flag) as f:
+    with replacing(path, flag) as f:
         f.write(text)
 
 
 def write_bytes(path: str | Path, flag: str, data: bytes) -> None:
-    with opened(path, flag, binary=True) as f:
+    with replacing(path, flag, binary=True) as f:
         f.write(data)
 
 
@@ -149,53 +233,26 @@ def frame_to_csv(path: str | Path, flag: str, frame) -> None:
 def csv_frames(path: str | Path, flag: str) -> Iterator[Callable[[object], int]]:
     """For `with`: `write(frame)` appends a pandas DataFrame, or a dict of equal-length numpy columns
     (`_write_columns`, no pandas), to the CSV (the header once, from the first; text cells neutralised) and returns
-    the rows written so far. The rows go to a temporary file beside `path` (beside the file
-    a link leads to), renamed onto it when the `with` ends: a run that fails or is interrupted part way leaves no
+    the rows written so far. Written as `replacing` writes: a run that fails or is interrupted part way leaves no
     temporary file and whatever was at `path` untouched. An OSError while writing is an InputError naming `path`."""
-    target = Path(os.path.realpath(path))            # a link to a file: that file is replaced, the link stays
-    try:
-        mode = os.stat(target).st_mode & 0o7777 if target.exists() else 0o666 & ~_umask()
-    except OSError as exc:
-        raise InputError(str(path), flag, f"cannot write: {exc.strerror or exc}") from None
-    rows, frames, temp = 0, 0, None
+    rows, frames = 0, 0
+    with replacing(path, flag) as f:
 
-    with _terminated_as_exit():                    # a kill removes the part file too, from its creation on
-        try:
-            try:
-                fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-            except OSError as exc:
-                raise InputError(str(path), flag, f"cannot write: {exc.strerror or exc}") from None
+        def write(frame) -> int:
+            nonlocal rows, frames
             with _writing(path, flag):
-                f = open(fd, "w", encoding="utf-8", newline="")      # the descriptor is the file's from here
+                if isinstance(frame, dict):
+                    rows += _write_columns(f, frame, not frames)
+                else:
+                    text = frame.select_dtypes(include=["object", "string"]).columns
+                    frame.assign(**{c: frame[c].map(neutralised) for c in text}).to_csv(f, index=False,
+                                                                                         header=not frames)
+                    rows += len(frame)
+                f.flush()                          # each chunk in the part file as it is written
+            frames += 1
+            return rows
 
-            def write(frame) -> int:
-                nonlocal rows, frames
-                with _writing(path, flag):
-                    if isinstance(frame, dict):
-                        rows += _write_columns(f, frame, not frames)
-                    else:
-                        text = frame.select_dtypes(include=["object", "string"]).columns
-                        frame.assign(**{c: frame[c].map(neutralised) for c in text}).to_csv(f, index=False,
-                                                                                             header=not frames)
-                        rows += len(frame)
-                    f.flush()                          # each chunk in the part file as it is written
-                frames += 1
-                return rows
-
-            try:
-                yield write
-                with _writing(path, flag):
-                    os.fsync(f.fileno())               # on disk before the rename: a crash leaves the old file
-            finally:
-                with _writing(path, flag):
-                    f.close()
-            with _writing(path, flag):
-                os.chmod(temp, mode)
-                os.replace(temp, target)
-        except BaseException:
-            if temp is not None:
-                Path(temp).unlink(missing_ok=True)
-            raise
+        yield write
 
 
 def _write_columns(f: IO, columns: dict, header: bool) -> int:
@@ -247,7 +304,7 @@ def _writing(path: str | Path, flag: str) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        raise InputError(str(path), flag, f"cannot write: {exc.strerror or exc}") from None
+        raise InputError(shown(path), flag, f"cannot write: {exc.strerror or exc}") from None
 
 
 def _umask() -> int:
@@ -258,6 +315,7 @@ def _umask() -> int:
 
 
 def write_with(path: str | Path, flag: str, writer: Callable[[IO], object], binary: bool = False) -> None:
-    """`writer(file object)`: for writers that take a file (pandas' to_csv, ElementTree.write)."""
-    with opened(path, flag, binary) as f:
+    """`writer(file object)`: for writers that take a file (pandas' to_csv, ElementTree.write, pyarrow's
+    write_table), written as `replacing` writes."""
+    with replacing(path, flag, binary) as f:
         writer(f)

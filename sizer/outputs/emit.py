@@ -338,9 +338,23 @@ def sglang_script(c: ServingConfig) -> str:
 
 def modelfile_path(c: ServingConfig) -> str:
     """The GGUF file as an Ollama Modelfile's FROM names it: Ollama reads FROM as a file path when it starts with '/',
-    './' or '../' (else as a model name to pull), so a relative one gets './'; an absolute one stays as it is."""
+    './' or '../' (else as a model name to pull), so a relative one gets './'; an absolute one stays as it is.
+    A path Ollama would not read back as written is refused (`modelfile_reads_back`)."""
     gguf = gguf_file(c)
-    return gguf if gguf.startswith(("/", "./", "../")) else f"./{gguf}"
+    path = gguf if gguf.startswith(("/", "./", "../")) else f"./{gguf}"
+    if not modelfile_reads_back(path):
+        raise InputError(None, "--emit", f"ollama: the GGUF path {excerpt(path)} holds a character an Ollama "
+                                         "Modelfile drops (a space other than ' ', an invisible format character) "
+                                         "or ends in a space, which it trims; FROM would name another file; rename "
+                                         "the file")
+    return path
+
+
+def modelfile_reads_back(value: str) -> bool:
+    """Ollama's Modelfile parser (parser/parser.go ParseFile) keeps a value as written: it drops every character Go's
+    strconv.IsPrint rejects (U+00A0, U+200B, U+FEFF: Python's isprintable is the same set, with ' ' printable) and
+    trims the value's spaces. A FROM naming a file it then does not find is pulled as a model name."""
+    return value.isprintable() and value == value.strip()
 
 
 def gguf_file(c: ServingConfig) -> str:
@@ -496,10 +510,26 @@ def _k8s_escaped(word: str) -> str:
 
 
 class _PlainDumper(yaml.SafeDumper):
-    """YAML without anchors: the labels appear in full wherever Kubernetes reads them."""
+    """YAML without anchors: the labels appear in full wherever Kubernetes reads them. A string Kubernetes' YAML
+    reader (kubectl, the API server: sigs.k8s.io/yaml's go-yaml v2) would read as a boolean, a number or a time is
+    quoted, though PyYAML (YAML 1.1, and `sizer check`) reads it plain as text (`_KUBERNETES_TYPED`)."""
 
     def ignore_aliases(self, data) -> bool:
         return True
+
+
+# Plain scalars go-yaml v2 types that PyYAML leaves plain: y, Y, n, N (booleans); integers in Go's prefixed spellings
+# (0o17, 0b1, 0x1F) and numbers with an exponent but no point (1e3, 1e-05), underscores allowed (go-yaml drops them);
+# a date with one-digit month or day (2024-1-2). A scenario named `y` or `1e3` made `metadata.name: y`, which kubectl
+# refused ("cannot unmarshal bool into Go struct field ObjectMeta.metadata.labels of type string"). Quoting more than
+# go-yaml types costs nothing: a quoted scalar is a string to every reader.
+_KUBERNETES_TYPED = re.compile(r"""(?x)^(?:
+    [yYnN]
+  | [-+]?0[xXoObB][0-9a-fA-F_]+
+  | [-+]?(?:\.[0-9_]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9_]+)?
+  | [0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt\s].*)?
+)$""")
+_PlainDumper.add_implicit_resolver("tag:yaml.org,2002:kubernetes-typed", _KUBERNETES_TYPED, list("yYnN+-.0123456789"))
 
 
 # ---- shared -------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from sizer.errors import InputError
 from sizer.inputs.sweep_file import MAX_POINTS
-from sizer.outputs.destination import check_destination, frame_to_csv
+from sizer.outputs.destination import check_destination, frame_to_csv, shown, write_with
 from sizer.sizing.sweep import SweepRow
 from validation.input_files import file_kind
 
@@ -34,8 +34,9 @@ FLUSH_S = 10.0
 MAX_RESULT_BYTES = 2 << 30          # decompressed: a million points' rows are about 1 GB
 _ARROW = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
 # Columns SweepRow gained after files were written without them: such a file's rows have none of the value (the
-# tpot_ms axis and slo.tpot_ms in rows came later), read as nulls so that the file still resumes and reports.
-LATER_COLUMNS = ("tpot_target_ms",)
+# tpot_ms axis and slo.tpot_ms in rows came later, then the enable_attention_dp axis), read as nulls so that the
+# file still resumes and reports.
+LATER_COLUMNS = ("tpot_target_ms", "enable_attention_dp")
 
 
 def schema() -> pa.Schema:
@@ -88,10 +89,12 @@ class ResultStore:
         self.path, self.flag = check_destination(path, flag, reads), flag
         self.parts = path.with_name(path.name + ".parts")
         if self.parts.is_symlink():          # its parts would be written, read and deleted wherever it points
-            raise InputError(str(self.parts), flag, "expected the folder of this results file's parts, got a "
-                                                    "symbolic link")
-        if self.parts.exists() and not self.parts.is_dir():
-            raise InputError(str(self.parts), flag, "expected the folder of this results file's parts, got a file")
+            raise InputError(shown(self.parts), flag, "expected the folder of this results file's parts, got a "
+                                                      "symbolic link")
+        if self.parts.exists() and not self.parts.is_dir():     # a FIFO was named "a file"
+            mode = self.parts.stat().st_mode
+            raise InputError(shown(self.parts), flag, "expected the folder of this results file's parts, got "
+                                                      f"{'a file' if stat.S_ISREG(mode) else file_kind(mode)}")
         self.buffer: list[dict] = []
         self.flushed_at = time.monotonic()
 
@@ -115,13 +118,19 @@ class ResultStore:
         self.flushed_at = time.monotonic()
         if not self.buffer:
             return
+        made = not self.parts.exists()
         try:
             self.parts.mkdir(exist_ok=True)
         except OSError as exc:
-            raise InputError(str(self.parts), self.flag, f"cannot make a folder: {exc.strerror or exc}") from None
+            raise InputError(shown(self.parts), self.flag, f"cannot make a folder: {exc.strerror or exc}") from None
         number = len(self._part_files())
         target = self.parts / f"part-{number:06d}.parquet"
-        self._write(pa.Table.from_pylist(self.buffer, schema=schema()), target)
+        try:
+            self._write(pa.Table.from_pylist(self.buffer, schema=schema()), target)
+        except BaseException:
+            if made and not any(self.parts.iterdir()):     # the folder made for the part that failed: not left empty
+                self.parts.rmdir()
+            raise
         self.buffer = []
 
     def close(self) -> int:
@@ -141,14 +150,10 @@ class ResultStore:
         return table.num_rows
 
     def _write(self, table: pa.Table, target: Path) -> None:
-        temporary = target.with_name(target.name + ".tmp")
-        for path in (temporary, target):     # checked again now: never written into, or renamed over, a non-file
-            check_destination(path, self.flag)
-        try:
-            pq.write_table(table, temporary)
-            os.replace(temporary, target)
-        except OSError as exc:
-            raise InputError(str(target), self.flag, f"cannot write: {exc.strerror or exc}") from None
+        """`table` as `target`, written as every output is (`write_with`): a temporary file of its own beside it (a
+        fixed `.tmp` name was written through when a link of that name was already there), renamed onto it, removed
+        if the write fails; `target` checked again now, never renamed over a non-file."""
+        write_with(target, self.flag, lambda f: pq.write_table(table, f), binary=True)
 
 
 def write_csv(table: pa.Table, path: Path, flag: str) -> None:

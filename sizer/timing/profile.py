@@ -50,6 +50,7 @@ PREFILL_FILE = "prefill_attention.csv"     # chunk_tokens, context_tokens, time_
 ALLREDUCE_FILE = "allreduce.csv"           # bytes, time_s
 STEPS_FILE = "steps.csv"                   # whole steps the overhead was fitted to
 SCHEMA_VERSION = 1
+NAME_BYTES = 255                           # the longest file or folder name (ext4, XFS, APFS: profile_dir_name)
 
 
 @dataclass(frozen=True)
@@ -319,8 +320,14 @@ def load_profile(path: str | Path) -> CalibrationProfile:
 
 
 def profile_dir_name(device_id: str, model: str, tp: int) -> str:
-    """`<device>-<model>-tp<N>`: a calibrated profile's folder."""
-    return f"{device_id}-{model}-tp{tp}"
+    """`<device>-<model>-tp<N>`: a calibrated profile's folder, one folder inside --out whatever the model's name
+    holds: a Hugging Face id's '/' as '--', as the Hub's cache spells it (a config's `_sizer.id` of `../../x` put
+    the profile outside --out), a '\\' or a control character as '-', and the name cut to keep the folder's name
+    within the file system's 255 bytes (a longer one was a traceback after the measurements)."""
+    tail = f"-tp{tp}"
+    room = NAME_BYTES - len(f"{device_id}-".encode()) - len(tail.encode())
+    name = "".join(c if c.isprintable() and c != "\\" else "-" for c in model.replace("/", "--"))
+    return f"{device_id}-{name.encode()[:room].decode(errors='ignore')}{tail}"
 
 
 def write_table(path: Path, rows: list[dict]) -> None:

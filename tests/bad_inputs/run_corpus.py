@@ -37,7 +37,8 @@ Kinds and the commands they run:
   gateway    sizer plan FILE (and sizer simulate FILE --num-requests 50 for files named sim-*)
   outputs    each row of the folder's README.md table (`| `arguments` |`), with its placeholders:
              SCENARIO, GATEWAY, DEPLOY, SWEEP, RESULTS (outputs/README.md says which files), FIFO (a
-             FIFO in the run's temporary folder) and TMP (that folder)
+             FIFO in the run's temporary folder), LINK (a symbolic link there to nothing) and TMP (that
+             folder)
   compare    sizer compare FILE tests/data/bench/scenario-llama-3.1-8b-h100.yaml (a vllm bench serve result or a
              GuideLLM report); a `.yaml` FILE is a scenario: sizer compare tests/data/bench/vllm-bench-serve-c16.json
              FILE; a `.sparse` FILE holds a size: sizer compare TMP/huge.json, a sparse file of that many bytes
@@ -141,9 +142,9 @@ def runs_for(kind: str, folder: Path) -> list[Run]:
                   "GATEWAY": str(ROOT / "scenarios" / "gateway-residency.yaml"),
                   "DEPLOY": str(ROOT / "scenarios" / "deploy" / "pass-llama-8b-h100.yaml"),
                   "SWEEP": str(CORPUS / "sweep" / "valid.yaml"), "RESULTS": str(folder / "results.parquet"),
-                  "FIFO": "{TMP}/fifo.gguf", "TMP": "{TMP}"}
+                  "FIFO": "{TMP}/fifo.gguf", "LINK": "{TMP}/link", "TMP": "{TMP}"}
         return [Run(kind, f"outputs: {args}", tuple(re.sub(r"^TMP/", "{TMP}/", places.get(a, a)) for a in args.split()),
-                    "fifo" if "FIFO" in args.split() else "")
+                    next((s.lower() for s in ("FIFO", "LINK") if s in args.split()), ""))
                 for args in re.findall(r"^\| `([^`]+)` \|", (folder / "README.md").read_text(), re.M)]
     if kind == "compare":
         return [compare_run(rel(p), p) for p in _files(folder)]
@@ -236,6 +237,8 @@ def prepare(run: Run, tmp: str) -> list[str]:
         Path(tmp, "scenario.yaml").write_text(kernel_scenario(Path(tmp, "tables")))
     elif run.setup == "fifo":
         os.mkfifo(Path(tmp, "fifo.gguf"))
+    elif run.setup == "link":
+        Path(tmp, "link").symlink_to(Path(tmp, "gone", "x"))
     elif run.setup == "sparse":
         with Path(tmp, "huge.json").open("wb") as f:      # no data written: a hole of that many bytes
             f.truncate(int(case.read_text()))

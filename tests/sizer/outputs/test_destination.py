@@ -283,3 +283,170 @@ def test_dash_names_no_output_file(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     line = one_line_exit_2(runner.invoke(app, ["plan", str(CHAT), "--emit", "vllm", "--emit-to", "-"]))
     assert line.startswith("error: -: --emit-to: names no file here") and not (tmp_path / "-").exists()
+
+
+# ---- a fresh adversarial pass (issue 25 follow-up): partial files, link tricks, names holding a newline ----------
+
+
+class FillsUp:
+    """A real file on a disk that fills up: the first write gets 10 bytes in, then ENOSPC."""
+
+    def __init__(self, f):
+        self.f = f
+
+    def write(self, data):
+        self.f.write(data[:10])
+        self.f.flush()
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+
+@pytest.mark.parametrize("command", ["report -o", "check --junit", "plan --emit-to"])
+def test_a_failed_write_leaves_the_old_file_and_no_part_file(tmp_path, command, monkeypatch):
+    # report -o, --emit-to and --junit truncated the file and wrote into it: a full disk left a partial HTML report
+    # or a cut-off `vllm serve ... \` script (12 KB of 30 on a 12 KB tmpfs) in place of the old file
+    monkeypatch.setattr(destination, "open", lambda *a, **k: FillsUp(open(*a, **k)), raising=False)
+    out = tmp_path / "out.txt"
+    out.write_text("OLD\n")
+    args = (["plan", str(CHAT), "--emit", "vllm", "--emit-to", "OUT"] if command == "plan --emit-to"
+            else COMMANDS[command])
+    result = invoke(args, out)
+    assert "cannot write: No space left on device" in result.stderr.strip().splitlines()[-1]
+    assert out.read_text() == "OLD\n" and [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+def test_an_interrupted_write_leaves_the_old_file_and_no_part_file(tmp_path):
+    out = tmp_path / "junit.xml"
+    out.write_text("OLD\n")
+
+    def interrupted(f):
+        f.write(b"<partial")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        destination.write_with(out, "--junit", interrupted, binary=True)
+    assert out.read_text() == "OLD\n" and [p.name for p in tmp_path.iterdir()] == ["junit.xml"]
+
+
+def test_a_name_holding_a_newline_is_named_in_one_line(tmp_path):
+    # a path is the user's to choose (a newline in it is written as asked), but a refusal naming it stays one line
+    bad = tmp_path / "no\nthere" / "x.sh"
+    line = one_line_exit_2(runner.invoke(app, ["plan", str(CHAT), "--emit", "vllm", "--emit-to", str(bad)]))
+    shown = str(bad).replace("\n", "\\n")
+    assert line == f"error: {shown}: --emit-to: folder {shown.removesuffix('/x.sh')} does not exist"
+    good = tmp_path / "a\nb.sh"
+    assert runner.invoke(app, ["plan", str(CHAT), "--emit", "vllm", "--emit-to", str(good)]).exit_code == 0
+    assert good.read_text().startswith("# sizer: ")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="makes a link owned by another user")
+def test_another_users_link_in_a_shared_sticky_folder_is_not_written_through(tmp_path):
+    # a link left in /tmp by someone else at the name a user writes to: writing through it replaced the file it leads
+    # to (the rename resolves the link itself, so fs.protected_symlinks, which guards open(), did not apply)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    link = shared / "report.html"
+    link.symlink_to(victim)
+    os.lchown(link, 65534, 65534)
+    line = one_line_exit_2(runner.invoke(app, ["plan", str(CHAT), "--emit", "vllm", "--emit-to", str(link)]))
+    assert "is a symbolic link of another user's" in line and victim.read_text() == "precious\n"
+    os.lchown(link, os.geteuid(), os.getegid())         # one's own link is followed, as the shell's `>` follows it
+    assert runner.invoke(app, ["plan", str(CHAT), "--emit", "vllm", "--emit-to", str(link)]).exit_code == 0
+    assert link.is_symlink() and victim.read_text().startswith("# sizer: ")
+
+
+def test_a_stale_part_name_that_is_a_link_is_never_written_through(tmp_path):
+    # the results were written to `r.parquet.tmp` and renamed: a link of that name already there had its target
+    # overwritten with Parquet, and the link itself renamed onto the results
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("not ours\n")
+    (tmp_path / "r.parquet.tmp").symlink_to(elsewhere)
+    store = sweep_store.ResultStore(tmp_path / "r.parquet", "--results")
+    store.close()
+    assert elsewhere.read_text() == "not ours\n"
+    assert (tmp_path / "r.parquet").is_file() and not (tmp_path / "r.parquet").is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere.txt", "r.parquet", "r.parquet.tmp"]
+
+
+def test_a_part_that_cannot_be_written_leaves_no_empty_parts_folder(tmp_path, monkeypatch):
+    def full(table, where, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(sweep_store.pq, "write_table", full)
+    store = sweep_store.ResultStore(tmp_path / "r.parquet", "--results")
+    store.buffer.append({})
+    with pytest.raises(FieldError, match="No space left on device"):
+        store.flush()
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("missing", sweep_store.LATER_COLUMNS)
+def test_results_written_before_a_later_column_still_report(tmp_path, missing):
+    # the enable_attention_dp column came after files were written without it: such a file (the outputs corpus's
+    # RESULTS among them) was refused, "expected sweep result columns; missing enable_attention_dp"
+    path = tmp_path / "old.parquet"
+    sweep_store.pq.write_table(sweep_store.schema().empty_table().drop_columns([missing]), path)
+    assert missing in sweep_store.read_rows(path, "--results").column_names
+    corpus = ROOT / "tests" / "bad_inputs" / "outputs" / "results.parquet"
+    result = runner.invoke(app, ["report", "--sweep", str(corpus), "--csv", str(tmp_path / "out.csv")])
+    assert result.exit_code == 0, result.output
+    assert len((tmp_path / "out.csv").read_text().splitlines()) == 2
+
+
+@pytest.mark.parametrize("case", ["dangling link", "name too long", "under /dev/shm"])
+def test_bad_folder_destinations_are_one_line(tmp_path, case):
+    if case == "dangling link":
+        path = tmp_path / "out"
+        path.symlink_to(tmp_path / "gone")
+        why = f"is a symbolic link to {excerpt(str(tmp_path / 'gone'))}, which does not exist; expected a folder " \
+              "or a new name"
+    elif case == "name too long":
+        path = tmp_path / ("a" * 300)
+        why = "cannot write here: File name too long"
+    else:
+        path = Path("/dev/shm/sizer-out")
+        why = "is under /dev, a virtual file system; expected a folder to write into"
+    with pytest.raises(FieldError) as caught:
+        destination.check_folder_destination(path, "--out")
+    assert caught.value.one_line() == f"{path}: --out: {why}"
+
+
+@pytest.mark.parametrize("kind", ["a file", "a FIFO"])
+def test_a_parts_folder_that_is_not_a_folder_is_named_as_what_it_is(tmp_path, kind):
+    parts = tmp_path / "r.parquet.parts"
+    parts.write_text("x") if kind == "a file" else os.mkfifo(parts)
+    with pytest.raises(FieldError) as caught:
+        sweep_store.ResultStore(tmp_path / "r.parquet", "--results")
+    assert caught.value.one_line() == (f"{parts}: --results: expected the folder of this results file's parts, "
+                                       f"got {kind}")
+
+
+@pytest.mark.parametrize(("args", "flag", "other"), [
+    (["report", str(CHAT), "--no-search", "-o", "FIRST", "--emit", "k8s", "--emit-to", "SECOND"], "--emit-to",
+     "--output"),
+    (["report", str(CHAT), "--no-search", "-o", "r.html", "--pdf", "--emit", "vllm", "--emit-to", "r.pdf"],
+     "--emit-to", "--pdf"),
+    (COMMANDS["search --csv"][:-1] + ["FIRST", "--emit", "vllm", "--emit-to", "SECOND"], "--emit-to", "--csv"),
+    (["report", "--sweep", str(ROOT / "tests" / "bad_inputs" / "outputs" / "results.parquet"), "-o", "FIRST",
+      "--csv", "SECOND"], "--csv", "--output"),
+])
+def test_two_outputs_naming_one_file_are_refused_before_the_work(tmp_path, monkeypatch, args, flag, other):
+    # the second output replaced the first: `report -o r.html --emit-to r.html` left a manifest named r.html.
+    # FIRST is a link to SECOND: one file under two names
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "second.x").write_text("")
+    (tmp_path / "first.x").symlink_to(tmp_path / "second.x")
+    args = [{"FIRST": "first.x", "SECOND": "second.x"}.get(a, a) for a in args]
+    line = one_line_exit_2(runner.invoke(app, args))
+    assert line == f"error: {args[-1]}: {flag}: is also {other}'s file; expected another file for each output"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["first.x", "second.x"]

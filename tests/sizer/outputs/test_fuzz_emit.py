@@ -8,6 +8,8 @@ import dataclasses
 import functools
 import re
 import shlex
+import shutil
+import subprocess
 import unicodedata
 from pathlib import Path
 
@@ -23,9 +25,11 @@ from sizer.outputs.emit import (
     Speculative,
     as_model_word,
     emit,
+    gguf_file,
     k8s_name,
     llamacpp_argv,
     modelfile_path,
+    modelfile_reads_back,
     serving_config,
     sglang_argv,
     vllm_argv,
@@ -122,9 +126,15 @@ def ungated(comments: list[str]) -> list[str]:
     return [line for line in comments if "is gated on Hugging Face" not in line]
 
 
+def ollama_drops(c) -> bool:
+    """The Modelfile's FROM would not read back as written (Ollama drops U+00A0, U+200B, trims spaces): refused."""
+    gguf = gguf_file(c)
+    return not modelfile_reads_back(gguf if gguf.startswith(("/", "./", "../")) else f"./{gguf}")
+
+
 def check_one(fmt: str, kind: str, field: str, value: str) -> None:
     c = with_value(base(kind), field, value)
-    if field != "name" and refused(value):
+    if field != "name" and (refused(value) or (fmt == "ollama" and field == "model" and ollama_drops(c))):
         with pytest.raises(InputError) as caught:
             emit(fmt, c)
         assert "\n" not in str(caught.value) and "\r" not in str(caught.value)
@@ -204,3 +214,44 @@ def test_the_manifest_reader_undoes_kubernetes_escaping(value):
     (container,) = doc["spec"]["template"]["spec"]["containers"]
     # a value that begins with '-' is the same path written './-...' (emit.as_model_word: never read as a flag)
     assert [expand(w, {}, shell=False) for w in container["args"]][0] == as_model_word(value)
+
+
+# Plain scalars that kubectl's YAML reader (go-yaml v2) types as a boolean or a number, each checked with kubectl
+# 1.32 (`kubectl create --dry-run=client -f`: "cannot unmarshal bool into Go struct field ObjectMeta.metadata.labels
+# of type string"), though PyYAML, and so `sizer check`, reads them as text
+KUBERNETES_TYPED = ["y", "Y", "n", "N", "0o17", "0x10", "0b101", "1_000", "1e3", "1e-05", "012", "2024-1-2", ".5"]
+
+
+@pytest.mark.parametrize("value", KUBERNETES_TYPED)
+def test_names_kubernetes_would_read_as_booleans_or_numbers_are_quoted(value):
+    # a scenario named `y` or `1e3` was emitted as `metadata.name: y`, which kubectl refused to decode; a model
+    # folder of that name as a plain `- y` argument
+    text = emit("k8s", with_value(with_value(base("vllm"), "name", value), "model", value))
+    name = k8s_name(value)             # 1_000 is named 1-000, which is text to both
+    if name == value.lower():
+        assert f"  name: '{name}'" in text and f"app.kubernetes.io/name: '{name}'" in text
+    assert f"- '{value}'" in text
+    (doc,) = yaml.safe_load_all(text)
+    assert doc["metadata"]["name"] == name and doc["spec"]["template"]["spec"]["containers"][0]["args"][0] == value
+    assert "--tensor-parallel-size" in text.split()        # flags stay plain: only what would be typed is quoted
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
+def test_kubectl_decodes_the_manifest_of_an_awkward_name(tmp_path):
+    # kubectl decodes the object's metadata before it asks a server anything: an unquoted `y` fails there, offline
+    for value in ("y", "0o17", "1e3"):
+        path = tmp_path / "m.yaml"
+        path.write_text(emit("k8s", with_value(base("vllm"), "name", value)))
+        run = subprocess.run(["kubectl", "create", "--dry-run=client", "--validate=false", "-o", "name", "-f",
+                              str(path)], capture_output=True, text=True, timeout=60)
+        assert "unable to decode" not in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize("value", ["a\u00a0b", "a\u200bb", "\ufeffmodel", "x\u2003y", "/m/x\u3000y.gguf"])
+def test_an_ollama_path_the_modelfile_would_change_is_refused(value):
+    # Ollama's parser drops what Go's strconv.IsPrint rejects and trims the value: FROM ./a<NBSP>b-Q4_K_M.gguf was
+    # read as ./ab-Q4_K_M.gguf, a file not there, which Ollama then tries to pull as a model name
+    with pytest.raises(InputError) as caught:
+        emit("ollama", with_value(base("ollama"), "model", value))
+    assert caught.value.field == "--emit" and "Ollama Modelfile drops" in caught.value.message
+    assert emit("llamacpp", with_value(base("llamacpp"), "model", value))    # argv: llama-server reads it as given

@@ -3,6 +3,7 @@ CPU profile (hardware_profiles/calibrated/cpu-tiny-tp1, which `sizer calibrate -
 the engine's rows and whole steps as engine/calibrate.py returns them, written and fitted by sizer alone (no torch)."""
 
 import csv
+import dataclasses
 import statistics
 from dataclasses import asdict
 from types import SimpleNamespace
@@ -81,3 +82,19 @@ def test_the_step_bounds_default_by_device_kind():
     assert DEFAULT_LIMITS["cpu"] == (256, 64, 2048)
     assert StepBounds(None, None, None, 16).limits("cpu", None) == Limits(256, 64, 2048, 16)
     assert StepBounds(32, None, 8192, 16).limits("cpu", 4096) == Limits(32, 32, 4096, 16)
+
+
+@pytest.mark.parametrize(("name", "folder"), [("../../escaped", "cpu-..--..--escaped-tp1"),
+                                              ("Qwen/Qwen3-0.6B", "cpu-Qwen--Qwen3-0.6B-tp1"),
+                                              ("a\nb\\c", "cpu-a-b-c-tp1"),
+                                              ("x" * 300, "cpu-" + "x" * (255 - 8) + "-tp1")])
+def test_the_profile_folder_is_one_folder_inside_out_whatever_the_model_is_called(tmp_path, name, folder):
+    # the folder is named after the model: a config's `_sizer.id` of ../../escaped wrote the profile two folders above
+    # --out; a Hugging Face id made a folder per organisation; a 300-character id was a traceback (File name too
+    # long) after the minutes of measuring
+    committed, m = measurement()
+    cfg = dataclasses.replace(engine_config(load_model("tiny")), name=name)
+    out = tmp_path / "a" / "b"
+    written = write_profile(m, cfg, "cpu", 1.0, committed.limits, out)
+    assert written == out / folder and len(folder.encode()) <= 255
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_dir()) == sorted(["a", "b", folder])

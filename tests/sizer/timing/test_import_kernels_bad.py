@@ -3,6 +3,9 @@ where numbers are read, NaN or non-positive latencies, and a missing or garbage 
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 from typer.testing import CliRunner
 
@@ -71,3 +74,27 @@ def test_a_system_file_that_is_missing(tmp_path):
     source.joinpath(*SYSTEM).unlink()
     result = runner.invoke(app, ["import-kernels", str(source), "--gpu", "h100-sxm", "--out", str(tmp_path / "out")])
     assert result.exit_code == 2 and "file not found" in result.stderr
+
+
+@pytest.mark.parametrize("case", ["a file", "a FIFO", "a dangling link", "under /dev/shm"])
+def test_a_bad_out_folder_is_refused_before_the_tables_are_read(tmp_path, monkeypatch, case):
+    # --out was first used when the tables were written: a file or FIFO there was refused after the conversion, a
+    # dangling link as "File exists", and /dev/shm (a virtual file system calibrate --out refuses) took the tables
+    import sizer.cli.import_kernels as command
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the tables were read before --out was checked")
+
+    monkeypatch.setattr(command, "convert", no_work)
+    out = {"a file": tmp_path / "file", "a FIFO": tmp_path / "fifo", "a dangling link": tmp_path / "link",
+           "under /dev/shm": Path("/dev/shm")}[case]
+    if case == "a file":
+        out.write_text("x")
+    elif case == "a FIFO":
+        os.mkfifo(out)
+    elif case == "a dangling link":
+        out.symlink_to(tmp_path / "gone")
+    result = runner.invoke(app, ["import-kernels", str(tmp_path), "--gpu", "h100-sxm", "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {out}: --out: "), result.stderr
