@@ -29,7 +29,7 @@ from sizer.analytic.format_support import (
     family,
     mxfp4_moe_checkpoint,
 )
-from sizer.analytic.formats import PLAIN, WeightFormat, validate_groups, weight_format
+from sizer.analytic.formats import FORMATS, PLAIN, WeightFormat, validate_groups, weight_format
 from sizer.analytic.lengths import share_longer_than
 from sizer.analytic.memory import (
     DraftLoad,
@@ -61,6 +61,7 @@ from sizer.inputs.hardware import (
     scale_up_link,
     scenario_hardware,
 )
+from sizer.inputs.layers import Attention, DenseFFN
 from sizer.inputs.model_spec import ModelSpec, checkpoint_model, load_config, load_model
 from sizer.inputs.scenario import (
     ASSUMED_FIELDS,
@@ -782,21 +783,58 @@ def _mtp_memory(m: ModelSpec, fmt: WeightFormat, group_size: int, kv_dtype: str,
     stage = replace(parallel, pp=1)
     h, dtype = m.hidden_size, DTYPE_BYTES[m.torch_dtype]
     fuse = m.mtp_layers * (2 * h * h + 2 * h)           # eh_proj, enorm and hnorm a layer, on every GPU
-    w = weight_memory(module, fmt, stage, group_size)
-    weights = replace(w, parameters=w.parameters + fuse, parameters_active=w.parameters_active + fuse,
-                      ideal_bytes=w.ideal_bytes + fuse * fmt.bits / 8, total_bytes=w.total_bytes + fuse * dtype,
-                      unconverted_bytes=w.unconverted_bytes + fuse * dtype,
-                      per_gpu_bytes=w.per_gpu_bytes + fuse * dtype)
+    weights = _plus_unconverted(weight_memory(module, fmt, stage, group_size), fmt, fuse, fuse, dtype)
     return DraftMemory("the MTP layers", module, fmt, group_size, weights, kv_layout(module, kv_dtype, stage))
+
+
+def _plus_unconverted(w: WeightMemory, fmt: WeightFormat, params: int, per_gpu_params: float,
+                      value_bytes: float) -> WeightMemory:
+    """`w` with `params` more parameters left in the model's dtype (`value_bytes` each), `per_gpu_params` of them on
+    each GPU: a proposer's matrices outside its decoder layers (MTP's eh_proj, EAGLE's fc)."""
+    return replace(w, parameters=w.parameters + params, parameters_active=w.parameters_active + params,
+                   ideal_bytes=w.ideal_bytes + params * fmt.bits / 8, total_bytes=w.total_bytes + params * value_bytes,
+                   unconverted_bytes=w.unconverted_bytes + params * value_bytes,
+                   per_gpu_bytes=w.per_gpu_bytes + per_gpu_params * value_bytes)
+
+
+# The inputs an EAGLE head's fc joins (2 x hidden: the token's embedding and the target's last hidden state; EAGLE-3:
+# three of the target's hidden states), vllm/model_executor/models/llama_eagle.py and llama_eagle3.py
+EAGLE_FC_INPUTS = {"eagle": 2, "eagle3": 3}
+
+
+def _eagle_memory(m: ModelSpec, method: str, kv_dtype: str, parallel: ParallelConfig) -> DraftMemory | None:
+    """The EAGLE head vLLM loads beside a dense decoder, as the published heads are built (EAGLE-LLaMA3.1-Instruct-8B,
+    EAGLE3-LLaMA3.1-Instruct-8B): one decoder layer of the target's shapes, unquantised (the model's dtype), its KV in
+    the target's blocks, and fc (EAGLE_FC_INPUTS x hidden -> hidden, an unsharded nn.Linear); EAGLE-3's layer reads 2
+    x hidden into its qkv and has its own output head, counted over the target's vocabulary (an upper bound: published
+    heads often keep a draft vocabulary of 32,000); EAGLE shares the target's output head and both its embedding at
+    PP 1 (vllm/v1/spec_decode/eagle.py load_model). None for a target whose first layer is not attention and a dense
+    MLP (a head's shape is then its own config's, which sizer does not read): the plan says it is not counted."""
+    first = m.layers[0]
+    if m.is_moe or not isinstance(first.mixer, Attention) or not isinstance(first.ffn, DenseFFN):
+        return None
+    module = replace(m, name=f"{m.name} {method} head", layers=(first,), vocab_size=0, towers=(),
+                     tie_word_embeddings=False, mtp_layers=0, quantization=None, params_official_total=None,
+                     params_official_active=None)
+    fmt = FORMATS[m.torch_dtype if m.torch_dtype in PLAIN else "bf16"]
+    stage = replace(parallel, pp=1)
+    h, a = m.hidden_size, first.mixer
+    replicated = EAGLE_FC_INPUTS[method] * h * h
+    split = (h * (a.num_heads + 2 * a.num_kv_heads) * a.head_dim + m.vocab_size * h) if method == "eagle3" else 0
+    weights = _plus_unconverted(weight_memory(module, fmt, stage), fmt, replicated + split,
+                                replicated + split / stage.tp, fmt.bits / 8)
+    return DraftMemory(f"the {method} head", module, fmt, 128, weights, kv_layout(module, kv_dtype, stage))
 
 
 def _draft_memory(s: Scenario, model: ModelSpec, fmt: WeightFormat, group_size: int, kv_dtype: str,
                   parallel: ParallelConfig) -> DraftMemory | None:
-    """The draft model of speculative_config method draft_model (checked even when its cost is stated), or the
-    model's MTP layers under method mtp."""
+    """The draft model of speculative_config method draft_model (checked even when its cost is stated), the model's
+    MTP layers under method mtp, or an EAGLE head."""
     sc = s.deployment.speculative_config
     if sc is not None and sc.method == "mtp" and model.mtp_layers:
         return _mtp_memory(model, fmt, group_size, kv_dtype, parallel)
+    if sc is not None and sc.method in EAGLE_FC_INPUTS:
+        return _eagle_memory(model, sc.method, kv_dtype, parallel)
     if sc is None or sc.method != "draft_model" or not sc.model:
         return None
     shipped = preloaded.checkpoint(str(scenario_dir(s)), sc.model)      # a sweep worker: its driver's

@@ -107,6 +107,35 @@ def test_mtp_loads_the_models_own_prediction_layer_beside_it():
     assert drafted.kv_cache_bytes / drafted.kv_tokens == pytest.approx(per_token_target * 62 / 61, rel=1e-3)
 
 
+@pytest.mark.parametrize("method, params", [
+    # Llama-3.1-8B's layer: q and o 4,096 x 4,096 each, k and v 4,096 x 1,024 each, gate_up 4,096 x 28,672, down
+    # 14,336 x 4,096, two norms = 218,112,000 + 8,192, and the final norm 4,096; EAGLE's fc 2 x 4,096 x 4,096 =
+    # 33,554,432: 251,678,720 in bf16 = 503.4 MB
+    ("eagle", 251_678_720),
+    # EAGLE-3: the same layer with its qkv reading 2 x hidden (+ 4,096 x 6,144 = 25,165,824), fc 3 x 4,096 x 4,096 =
+    # 50,331,648 and its own output head over the target's 128,256 tokens (525,336,576): 818,958,336 = 1.638 GB
+    ("eagle3", 818_958_336),
+])
+def test_an_eagle_head_is_one_layer_of_the_targets_shapes(method, params):
+    spec = {"method": method, "num_speculative_tokens": 3, "acceptance_rate": 0.7}
+    alone = resolve(scenario()).memory
+    drafted = resolve(scenario(speculative_config=spec)).memory
+    assert drafted.draft_weights_bytes == pytest.approx(2 * params, rel=1e-4)
+    assert drafted.draft_what == f"the {method} head"
+    assert alone.kv_cache_bytes - drafted.kv_cache_bytes == pytest.approx(drafted.draft_weights_bytes)
+    # its one attention layer caches as each of the target's 32: 131,072 B a token becomes 33/32 of it
+    assert drafted.kv_blocks == int(drafted.kv_cache_bytes // (131_072 * 33 / 32 * 16))
+
+
+def test_a_head_sizer_has_no_shapes_for_is_said_not_counted():
+    # Medusa's heads (and an EAGLE head beside an MoE target) are their own checkpoint's shapes, which sizer does not
+    # read: no memory is set aside, and the plan says so
+    spec = {"method": "medusa", "num_speculative_tokens": 3, "acceptance_rate": 0.7}
+    r = resolve(scenario(speculative_config=spec))
+    assert r.memory.draft_weights_bytes == 0.0
+    assert make_plan(r).speculative.proposer_memory == "the medusa head's weights and KV are not counted in memory"
+
+
 def test_a_disaggregated_replica_is_all_its_pools():
     # 2 prefill + 3 decode pools of one H100 each: 5 GPUs a replica (what the cost counts), the plan's headline
     # and its split say so, with the KV a prompt sends: 131,072 B a token at NVLink's 450 GB/s
