@@ -21,10 +21,11 @@ def test_plan_json_is_consistent(plan_json, name):
     plan = plan_json(name)
     assert plan["schema_version"] == 1
     mem = plan["memory"]
-    # the budget adds up: usable = weights + activations + CUDA context + LoRA adapter slots + KV (llama.cpp and
-    # Ollama allocate only their context's KV, and the rest is left free: what the plan says the OS keeps)
-    parts = (mem["weights_bytes"] + mem["activation_bytes"] + mem["non_torch_bytes"] + mem["lora_bytes"]
-             + mem["kv_cache_bytes"])
+    # the budget adds up: usable = weights + a speculative proposer's + activations + CUDA context + LoRA adapter
+    # slots + KV (llama.cpp and Ollama allocate only their context's KV, and the rest is left free: what the plan says
+    # the OS keeps)
+    parts = (mem["weights_bytes"] + mem["draft_weights_bytes"] + mem["activation_bytes"] + mem["non_torch_bytes"]
+             + mem["lora_bytes"] + mem["kv_cache_bytes"])
     if plan["slots"]:
         assert parts == pytest.approx(plan["slots"]["engine_bytes"]) and parts <= mem["usable_bytes"]
         assert plan["slots"]["left_bytes"] == pytest.approx(plan["slots"]["memory_bytes"] - parts)
