@@ -68,4 +68,5 @@ def _check_regular(info: os.stat_result, file: str, max_bytes: int, what: str, e
 
 
 def _too_big(file: str, max_bytes: int, what: str, error: type[FieldError]) -> FieldError:
-    return error(file, None, f"larger than {max_bytes >> 20} MiB, the most a {what} may be")
+    bound = f"{max_bytes >> 20} MiB" if max_bytes >= 1 << 20 else f"{max_bytes:,} bytes"
+    return error(file, None, f"larger than {bound}, the most a {what} may be")

@@ -14,7 +14,6 @@ start (none overlapping, none apart) and the last ending at the file's end. Ever
 
 from __future__ import annotations
 
-import math
 import os
 import stat
 import struct
@@ -28,6 +27,9 @@ from validation.safe_load import loads_json
 # safetensors refuses headers above 100 MB; a real one holds about 150 bytes per tensor, so a
 # checkpoint of 100,000 tensors has a header of ~15 MB.
 MAX_HEADER_BYTES = 100_000_000
+
+# the library counts elements in a usize (64 bits): a shape whose product overflows it is refused
+MAX_ELEMENTS = 2**64
 
 # bits an element of each dtype the safetensors library names (tensor.rs `Dtype::bitsize`, huggingface/safetensors
 # main, 2026-05-12): F4 and the F6 formats pack below a byte
@@ -80,6 +82,10 @@ def read_header(path: str | Path, error: type[FieldError] = FieldError) -> Safet
     if not isinstance(header, dict):
         raise error(file, "header", "expected a JSON object of tensors")
     data_bytes = info.st_size - 8 - length
+    metadata = header.get("__metadata__", {})
+    if not (isinstance(metadata, dict) and all(isinstance(v, str) for v in metadata.values())):
+        raise error(file, "header.__metadata__", f"expected a mapping of strings to strings, as the safetensors "
+                                                 f"library reads it, got {excerpt(metadata)}")
     tensors = {name: entry for name, entry in header.items() if name != "__metadata__"}
     ranges = {name: checked_range(file, name, entry, data_bytes, error) for name, entry in tensors.items()}
     ordered = sorted((start, end, name) for name, (start, end) in ranges.items())
@@ -113,9 +119,16 @@ def checked_range(file: str, name: str, entry: Any, data_bytes: int,
         raise error(file, f"{field}.dtype",
                     f"expected one of the safetensors dtypes ({', '.join(DTYPE_BITS)}), got {excerpt(dtype)}")
     shape = entry.get("shape")
-    if not (isinstance(shape, list) and all(type(d) is int and d >= 0 for d in shape)):
-        raise error(file, f"{field}.shape", f"expected a list of dimensions (integers from 0), got {excerpt(shape)}")
-    bits = math.prod(shape) * DTYPE_BITS[dtype]
+    if not (isinstance(shape, list) and all(type(d) is int and 0 <= d < MAX_ELEMENTS for d in shape)):
+        raise error(file, f"{field}.shape", f"expected a list of dimensions (integers from 0 to 2^64 - 1), got "
+                                            f"{excerpt(shape)}")
+    elements = 1
+    for d in shape:         # as the library multiplies them, refusing an overflow (and never a product of huge ints)
+        elements *= d
+        if elements >= MAX_ELEMENTS:
+            raise error(file, f"{field}.shape", f"{excerpt(shape)} holds 2^64 elements or more: past what the "
+                                                "safetensors library counts")
+    bits = elements * DTYPE_BITS[dtype]
     if bits != 8 * (offsets[1] - offsets[0]):
         size = f"{bits // 8:,} bytes" if bits % 8 == 0 else f"{bits:,} bits, not whole bytes"
         raise error(file, f"{field}.shape", f"{excerpt(shape)} of {dtype} is {size}, but its data_offsets hold "

@@ -39,6 +39,8 @@ INDEX = "model.safetensors.index.json"
 # The most bytes an index may state: 2^50 (1 PiB), a thousand times the largest checkpoint published.
 MAX_TOTAL_BYTES = 2**50
 HF_QUANT_CONFIG = "hf_quant_config.json"
+# An index's shard: a file of the checkpoint's folder (no folder part, no "..")
+SHARD_NAME = re.compile(r"(?!\.\.?$)[^/\\]+")
 # Files beyond this are refused (each one's header: validation/safetensors.py).
 MAX_SAFETENSORS_FILES = 10_000
 
@@ -72,7 +74,7 @@ def cached_snapshot(model_id: str, file: str | None, field_path: str) -> Path | 
     repo = cache / ("models--" + model_id.replace("/", "--"))
     snapshots = repo / "snapshots"
     ref = repo / "refs" / "main"
-    if ref.is_file():
+    if os.path.lexists(ref):      # a folder, FIFO or dangling link there is refused by read_text, not passed over
         commit = read_text(ref, 1024, "refs file").strip()
         if not re.fullmatch(r"[0-9a-f]{7,64}", commit):
             raise InputError(str(ref), None, f"expected a commit hash (hexadecimal), got {excerpt(commit)}")
@@ -188,18 +190,29 @@ def stored_bytes(folder: Path) -> tuple[int | None, str]:
         if not (isinstance(weights, dict) and weights and all(isinstance(v, str) for v in weights.values())):
             raise InputError(str(index), "weight_map", f"expected a mapping of each tensor's name to its .safetensors "
                                                        f"file, got {excerpt(weights)}")
+        for tensor, shard in weights.items():   # the shards need not be here (a config-only download), but are named
+            if not SHARD_NAME.fullmatch(shard):     # as files of this folder, as transformers joins them to it
+                raise InputError(str(index), f"weight_map.{excerpt(tensor, quote=False)}",
+                                 f"expected a file name in the checkpoint's folder, got {excerpt(shard)}")
         return int(total), f"{INDEX} metadata.total_size"
     files = sorted(folder.glob("*.safetensors"))
     if not files:
         return None, ""
     if len(files) > MAX_SAFETENSORS_FILES:
         raise InputError(str(folder), None, f"more than {MAX_SAFETENSORS_FILES} .safetensors files")
-    return sum(header_tensor_bytes(f) for f in files), f"headers of {len(files)} .safetensors file(s)"
+    seen: dict[str, str] = {}
+    return sum(header_tensor_bytes(f, seen) for f in files), f"headers of {len(files)} .safetensors file(s)"
 
 
-def header_tensor_bytes(path: Path) -> int:
-    """Bytes of the tensors a .safetensors file holds, from its header alone."""
+def header_tensor_bytes(path: Path, seen: dict[str, str] | None = None) -> int:
+    """Bytes of the tensors a .safetensors file holds, from its header alone; `seen`: the tensors of the folder's
+    files before it (name -> file), which a tensor stated again is refused against (its bytes would count twice)."""
     header = read_header(path, InputError)
     if not header.tensors:
         raise InputError(str(path), "header", "no tensors; expected the model's weights")
+    for name in header.tensors if seen is not None else ():
+        if name in seen:
+            raise InputError(str(path), f"header.{excerpt(name, quote=False)}",
+                             f"also in {excerpt(seen[name])}; expected each tensor in one file")
+        seen[name] = path.name
     return header.tensor_bytes

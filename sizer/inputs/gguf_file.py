@@ -50,10 +50,12 @@ from typing import Any
 
 from sizer.errors import InputError
 from sizer.inputs import gguf_types as gg
+from sizer.inputs.config_keys import KEYS as CONFIG_KEYS
 from sizer.inputs.gguf_types import GGUFTensor
 from sizer.inputs.quantization import Quantization
 from validation.errors import excerpt
 from validation.input_files import file_kind
+from validation.schema import check_key
 
 # GGUF general.architecture -> (the Hugging Face architecture, its model_type) whose config.json keys sizer reads
 ARCHITECTURES = {"llama": ("LlamaForCausalLM", "llama"), "qwen2": ("Qwen2ForCausalLM", "qwen2"),
@@ -277,7 +279,7 @@ def _parse(data: mmap.mmap | bytes, file: str) -> _File:
         kind, offset = h.unpack("I", where), h.unpack("Q", where)
         table.append(_Entry(name, kind, shape, offset))
     alignment = fields.get("general.alignment", DEFAULT_ALIGNMENT)
-    if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
+    if not _positive(alignment) or alignment & (alignment - 1):
         raise h.fail("general.alignment", f"expected a power of two, got {excerpt(alignment)}")
     return _File(file, fields, table, -(-h.at // alignment) * alignment, alignment, len(data))
 
@@ -362,6 +364,8 @@ def read_gguf(path: Path) -> GGUFModel:
     for k in REQUIRED:
         if not _positive(config[k]):
             raise InputError(file, f"{arch}.{KEYS[k]}", f"expected a positive integer, got {excerpt(config[k])}")
+    for k, value in config.items():     # as config.json's keys are checked (config_keys.KEYS), named as the file does
+        config[k] = _checked(k, value, f"{arch}.{KEYS[k]}", file)
     _check_blocks(tensors, config["num_hidden_layers"], f"{arch}.{KEYS['num_hidden_layers']}", file)
     config.update(_other_keys(fields, arch, config, file))
     _check_shapes(tensors, config, arch, file)
@@ -379,7 +383,9 @@ def read_gguf(path: Path) -> GGUFModel:
             f"{sum(t.nbytes for t in towers) / 1e9:,.2f} GB) are in the file beside the text model: llama.cpp's "
             "text model does not load them (an encoder is loaded from a --mmproj file), so the weights leave them out")
     file_type = fields.get("general.file_type")
-    preset = gg.PRESET_BY_FILE_TYPE.get(file_type) if isinstance(file_type, int) else None
+    if file_type is not None and not (_positive(file_type) or file_type == 0):
+        raise InputError(file, "general.file_type", f"expected llama.cpp's file type number, got {excerpt(file_type)}")
+    preset = gg.PRESET_BY_FILE_TYPE.get(file_type)
     return GGUFModel(file, arch, {k: v for k, v in config.items() if v is not None}, preset, file_type,
                      tuple(tensors), len(files))
 
@@ -396,7 +402,7 @@ def _other_keys(fields: dict[str, Any], arch: str, config: dict[str, Any], file:
         if key in mapped or key.startswith(NUMERICS_ONLY):
             continue
         if key == "attention.sliding_window":
-            out["sliding_window"] = value
+            out["sliding_window"] = _checked("sliding_window", value, field, file)
         elif key == "attention.value_length":
             key_length = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
             if value != key_length:
@@ -409,7 +415,7 @@ def _other_keys(fields: dict[str, Any], arch: str, config: dict[str, Any], file:
                                               f"{ARCHITECTURES[arch][0]}) does not have are not modelled; expected "
                                               f"{excerpt(OFF_VALUES[key])} (off) or no such key")
         else:
-            unknown.append(field)
+            unknown.append(excerpt(field, quote=False))
     if unknown:
         out["_sizer"] = {"notes": [f"GGUF keys sizer does not read, so their effect (if any) is not modelled: "
                                    f"{', '.join(unknown)}"]}
@@ -446,6 +452,15 @@ def _check_shapes(tensors: list[GGUFTensor], config: dict[str, Any], arch: str, 
             raise InputError(file, f"{arch}.{key}", f"the sizes give blk.0.{name} {values:,} values, but the tensor "
                                                     f"table holds {first[name]:,}: the metadata and the tensors "
                                                     "disagree")
+
+
+def _checked(key: str, value: Any, field: str, file: str) -> Any:
+    """A GGUF value read for config.json key `key`: a GGUF integer where the key is one (llama.cpp refuses a key of
+    another type), within the key's bounds (config_keys.KEYS), else refused naming the GGUF key."""
+    spec = CONFIG_KEYS[key]
+    if spec.tp is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise InputError(file, field, f"expected an integer, got {excerpt(value)}")
+    return check_key(spec, value, file, field)
 
 
 def _positive(value: Any) -> bool:
@@ -500,7 +515,7 @@ def _shard_suffix(shard: int, count: int) -> str:
 def _check_blocks(tensors: list[GGUFTensor], stated: int, key: str, file: str) -> None:
     """The tensor table holds tensors of exactly the blocks (layers) the metadata states: blk.0 to blk.N-1."""
     blocks = {int(m.group(1)) for t in tensors if (m := BLOCK.match(t.name))}
-    if blocks != set(range(stated)):
+    if len(blocks) != stated or blocks != set(range(stated)):     # the length first: a stated 2^40 builds no range
         held = f"{len(blocks):,} (blk.{min(blocks)} to blk.{max(blocks)})" if blocks else "none"
         raise InputError(file, key, f"{stated:,} blocks stated, but the tensor table holds tensors of {held}")
 

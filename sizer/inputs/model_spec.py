@@ -315,9 +315,9 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
     got = _read({k: v for k, v in KEYS.items() if k not in ("_sizer", "text_config")}, config, file, prefix)
     c = {key: value for key, (value, _) in got.items()}
     q_path = prefix + got["quantization_config"][1]
-    stated = [key for key in KEYS["quantization_config"].keys if config.get(key) is not None]
-    if len(stated) > 1 and config[stated[0]] != config[stated[1]]:     # llm-compressor's two spellings, disagreeing
-        raise InputError(file, prefix + stated[1], f"beside {stated[0]}, stating another quantization; expected one")
+    _one_value_per_key(config, prefix, file)
+    if prefix:
+        _one_value_per_key(top, "", file)
     if c["quantization_config"] is None and prefix:   # quantization stated beside text_config applies to it
         c["quantization_config"], q_path = read_key(KEYS["quantization_config"], top, file)
     vision_path = prefix + "vision_config."
@@ -388,6 +388,7 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
     unread = _unread_keys(top, "", KNOWN_SPELLINGS, file)
     if prefix:
         unread += _unread_keys(config, prefix, KNOWN_SPELLINGS, file)
+        unread += _beside_text_config(top, config)
     if towers:   # the tower's size is an estimate from its main shapes: other keys are listed, not refused
         unread += _unread_keys(c["vision_config"], vision_path, VISION_SPELLINGS, file, refuse=False)
     family = _check_family(c, model_type_path, where, file)   # after the keys: a family's features are named first
@@ -425,6 +426,32 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
 
 # RoPE types whose max_position_embeddings already counts the scaling: vLLM derives no longer context from them
 ROPE_TYPES_PRESCALED = ("su", "longrope", "llama3")
+# The RoPE types whose factor sizer reads as vLLM does (transformers' ROPE_INIT_FUNCTIONS, vLLM's get_rope and
+# patch_rope_scaling; Gemma-4's proportional): a factor under another type is refused, not applied as vLLM applies
+# an unknown one's
+ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "su", "llama3", "llama4", "mrope", "deepseek_yarn",
+              "ntk", "proportional")
+
+
+def _rope_type(rope: dict[str, Any], at: str, file: str | None) -> str:
+    """A RoPE set's type (rope_type, or its older spelling type; "default" when neither is stated): the two
+    spellings must agree (vLLM refuses a set where they differ), and a set that scales (a factor) must state a type
+    sizer knows (vLLM refuses a set without one)."""
+    stated = [(key, rope[key]) for key in ("rope_type", "type") if rope.get(key) is not None]
+    for key, value in stated:
+        if not isinstance(value, str):
+            raise InputError(file, at + key, f"expected a string (the RoPE type), got {excerpt(value)}")
+    if len(stated) == 2 and stated[0][1] != stated[1][1]:
+        raise InputError(file, at + "type", f"{excerpt(stated[1][1])} beside rope_type {excerpt(stated[0][1])}: "
+                                            "expected one RoPE type (vLLM refuses the two)")
+    rope_type = stated[0][1] if stated else None
+    if "factor" in rope and rope_type not in ROPE_TYPES:
+        if rope_type is None:
+            raise InputError(file, at + "rope_type", "missing beside a factor: expected the RoPE type the factor "
+                                                     f"scales ({', '.join(ROPE_TYPES)})")
+        raise InputError(file, at + stated[0][0], f"RoPE type {excerpt(rope_type)} is not modelled; expected one "
+                                                  f"of {', '.join(ROPE_TYPES)}")
+    return rope_type or "default"
 ROPE_FACTOR = Key("factor", float, gt=0, le=MAX_ROPE_FACTOR, nullable=False)
 ORIGINAL_POSITIONS = Key("original_max_position_embeddings", int, ge=1, le=MAX_POSITIONS, nullable=False)
 
@@ -442,11 +469,16 @@ def vllm_context(c: dict[str, Any], path: str, file: str | None) -> tuple[int, i
     scaling = c["rope_scaling"]
     if not scaling:
         return 0, 0
-    sets = scaling.items() if all(isinstance(v, dict) for v in scaling.values()) else [("", scaling)]
+    per_layer_type = [isinstance(v, dict) for v in scaling.values()]
+    if any(per_layer_type) and not all(per_layer_type):
+        key = next(k for k, v in scaling.items() if not isinstance(v, dict))
+        raise InputError(file, f"{path}.{excerpt(key, quote=False)}",
+                         "beside a set per layer type: expected one RoPE set or a set (a mapping) per layer type")
+    sets = scaling.items() if all(per_layer_type) else [("", scaling)]
     positions, factor, longrope = c["max_position_embeddings"], 1.0, False
     for layer_type, rope in sets:
         at = f"{path}.{layer_type}." if layer_type else f"{path}."
-        rope_type = rope.get("rope_type", rope.get("type", "default"))
+        rope_type = _rope_type(rope, at, file)
         longrope |= rope_type == "longrope"
         if rope_type in ROPE_TYPES_PRESCALED or "gemma3" in c["model_type"]:
             continue
@@ -462,22 +494,53 @@ def vllm_context(c: dict[str, Any], path: str, file: str | None) -> tuple[int, i
     return limit, default if default and default != (limit or c["max_position_embeddings"]) else 0
 
 
-# The language model's shape keys: a config may state them beside text_config too (Qwen2.5-VL's keep both, alike)
-SHAPE_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "intermediate_size",
-              "vocab_size")
+# Keys of a multimodal config that describe the whole model, not its language model: stated beside text_config
+# (the others are the language model's, which a config may state there too: Qwen2.5-VL's keep both, alike)
+WRAPPER_KEYS = ("architectures", "model_type", "text_config", "vision_config", "audio_config", "language_model_only",
+                "_sizer")
+# read from beside text_config where text_config does not state them (from_hf_config, _refuse_unmodelled)
+FROM_BESIDE = ("quantization_config", *(key for key, _, _ in UNMODELLED))
+
+
+def _stated(spec: Key, data: dict) -> tuple[str, Any] | None:
+    """(the spelling, the value) of the first spelling of `spec` that `data` states (not null), else None."""
+    return next(((key, data[key]) for key in spec.keys if data.get(key) is not None), None)
+
+
+def _one_value_per_key(data: dict[str, Any], prefix: str, file: str | None) -> None:
+    """A key stated under two of its spellings (quantization_config and llm-compressor's compression_config,
+    rope_scaling and rope_parameters, torch_dtype and dtype, ...) must state one value: the second is refused,
+    not dropped."""
+    for spec in KEYS.values():
+        stated = [key for key in spec.keys if data.get(key) is not None]
+        if len(stated) > 1 and any(data[key] != data[stated[0]] for key in stated[1:]):
+            other = next(key for key in stated[1:] if data[key] != data[stated[0]])
+            raise InputError(file, prefix + other, f"{excerpt(data[other])} beside {stated[0]} "
+                                                   f"{excerpt(data[stated[0]])}, another spelling of the same key: "
+                                                   "expected one value")
 
 
 def _check_one_language_model(config: dict[str, Any], file: str | None) -> None:
-    """Shape keys both beside text_config and in it must agree: two language models in one config are refused,
-    not sized by whichever is read."""
+    """A language-model key stated both beside text_config and in it must agree: two language models (or two
+    quantisations, RoPE scalings, windows...) in one config are refused, not sized by whichever is read."""
     text = config.get("text_config")
     if not isinstance(text, dict):
         return
-    for key in SHAPE_KEYS:
-        if key in config and key in text and config[key] != text[key]:
-            raise InputError(file, key, f"{excerpt(config[key])} here, {excerpt(text[key])} in text_config: expected "
-                                        "one language model (the same value in both, or the key in text_config "
-                                        "alone)")
+    for name, spec in KEYS.items():
+        beside, inside = _stated(spec, config), _stated(spec, text)
+        if name not in WRAPPER_KEYS and beside and inside and beside[1] != inside[1]:
+            raise InputError(file, beside[0], f"{excerpt(beside[1])} here, {excerpt(inside[1])} in text_config: "
+                                              "expected one language model (the same value in both, or the key in "
+                                              "text_config alone)")
+
+
+def _beside_text_config(top: dict[str, Any], text: dict[str, Any]) -> list[str]:
+    """Language-model keys stated beside text_config and not in it, turning something on: not read (the language
+    model's keys are text_config's, as vLLM reads them), so listed with the keys sizer does not read."""
+    return [f"{spelling} (beside text_config, which does not state it)"
+            for name, spec in KEYS.items() if name not in WRAPPER_KEYS + FROM_BESIDE
+            for spelling, value in [_stated(spec, top) or ("", None)]
+            if spelling and not switched_off(value) and _stated(spec, text) is None]
 
 
 def _refuse_unmodelled(c: dict[str, Any], top: dict | None, where, file: str | None) -> None:

@@ -41,6 +41,10 @@ re_parser = importlib.import_module("re._parser" if sys.version_info >= (3, 11) 
 re_constants = importlib.import_module("re._constants" if sys.version_info >= (3, 11) else "sre_constants")
 MAX_BITS = 32
 MAX_GROUP_SIZE = 1_000_000      # input values per scale: at most a row (config_keys.MAX_HIDDEN)
+# Module patterns in one list (targets, or the ignore lists together): the largest published lists hold about 700
+# (GLM-5-FP8's modules_to_not_convert), each a test tried on every layer's matrices; 10,000 keeps that bounded
+MAX_PATTERNS = 10_000
+NVFP4_GROUP = 16                # NVFP4 stores an FP8 scale per 16 values: the format, and vLLM's kernels, fix it
 WEIGHT_ONLY = "16-bit"          # `activations` of a weight-only scheme: the GEMMs read 16-bit inputs
 
 
@@ -130,6 +134,8 @@ CT_WEIGHT_KEYS: dict[str, Key] = {k.name: k for k in (
     Key("symmetric", bool, default=True),
     Key("block_structure", list[int]),
     Key("scale_dtype", str, doc="e.g. torch.float8_e4m3fn; null: the checkpoint's 16-bit dtype"),
+    # input_activations: scales computed per step (true), stored (false), or NVFP4's per-group "local"
+    Key("dynamic", bool | str, default=False),
 )}
 # bytes per scale value by compressed-tensors' scale_dtype (null: the weights' own 16-bit dtype)
 SCALE_DTYPE_BYTES = {"float8": 1, "float16": 2, "bfloat16": 2, "float32": 4}
@@ -164,8 +170,10 @@ def _block(value: list[int] | None, file: str | None, path: str) -> tuple[int, i
 
 
 def _patterns(values: list[str], file: str | None, path: str) -> tuple[str, ...]:
-    """Module patterns, each "re:" regex compiled once here so a bad one names its place; a regex that can
-    backtrack exponentially (a repetition holding another repetition or an alternation) is refused."""
+    """Module patterns, at most MAX_PATTERNS, each "re:" regex compiled once here so a bad one names its place; a
+    regex that can backtrack exponentially (a repetition holding another repetition or an alternation) is refused."""
+    if len(values) > MAX_PATTERNS:
+        raise InputError(file, path, f"{len(values):,} module patterns; expected at most {MAX_PATTERNS:,}")
     for i, p in enumerate(values):
         if p.startswith("re:"):
             try:
@@ -229,9 +237,13 @@ def parse_quantization(q: dict, file: str | None, prefix: str = "quantization_co
     if method == "modelopt":
         return _modelopt(got, file, prefix, common)
     if method in ("gptq", "awq"):
+        for name in ("bits", "group_size"):     # vLLM's GPTQConfig and AWQConfig require both (no default)
+            if got[name] is None:
+                raise InputError(file, prefix + QUANT_KEYS[name].name, f"missing; {method} states its "
+                                                                       f"{name.replace('_', ' ')} (vLLM requires it)")
         zeros = got["zero_point"] if method == "awq" else True      # GPTQ stores qzeros even when symmetric
         group = got["group_size"]
-        return Quantization(method, method, bits or 4, "channel" if group == -1 else "group",
+        return Quantization(method, method, bits, "channel" if group == -1 else "group",
                             group, scale_bytes=2, zero_points=zeros is not False, **common)
     if method == "fp8":
         scheme = str(got["activation_scheme"] or "dynamic").lower()
@@ -277,9 +289,17 @@ def _kv_cache(got: dict, file: str | None, prefix: str) -> str:
                                                                f"scheme object, got {excerpt(scheme)}")
         return KV_CACHE_SHORT[scheme.lower()]
     if scheme:
-        bits = read_key(CT_WEIGHT_KEYS["num_bits"], scheme, file, prefix + "kv_cache_scheme.")[0]
-        kind = read_key(CT_WEIGHT_KEYS["type"], scheme, file, prefix + "kv_cache_scheme.")[0]
-        return f"{'fp' if kind == 'float' else 'int'}{bits}" if bits else ""
+        at = prefix + "kv_cache_scheme."
+        bits = read_key(CT_WEIGHT_KEYS["num_bits"], scheme, file, at)[0]
+        kind = read_key(CT_WEIGHT_KEYS["type"], scheme, file, at)[0] or "int"
+        stated = f"{'fp' if kind == 'float' else 'int'}{bits}"
+        if bits is None:
+            raise InputError(file, at + "num_bits", "missing; expected 8 (an fp8 or int8 KV cache)")
+        if kind not in ("float", "int") or stated not in KV_CACHE_SHORT.values():
+            field = "type" if kind not in ("float", "int") else "num_bits"
+            raise InputError(file, at + field, f"a KV cache of {bits}-bit {excerpt(kind)} values is not modelled; "
+                                               "expected 8-bit float (fp8) or int (int8)")
+        return stated
     return ""
 
 
@@ -295,17 +315,21 @@ def _mixed_precision(got: dict, file: str | None, prefix: str, common: dict) -> 
     The modules of each (algo, group size) become one scheme whose targets name them; the lowest-bit one is
     the checkpoint's format, the others its `parts`. A module the map does not name stays 16-bit."""
     by_algo: dict[tuple[str, int | None], list[str]] = {}
+    first: dict[tuple[str, int | None], str] = {}     # where each (algo, group size) was first read
     path = prefix + "quantized_layers."
     for module, entry in got["quantized_layers"].items():
         where = path + excerpt(module, quote=False)
         if not isinstance(entry, dict):
             raise InputError(file, where, f"expected a JSON object with quant_algo, got {excerpt(entry)}")
         e = _read({k: QUANT_KEYS[k] for k in ("quant_algo", "group_size")}, entry, file, where + ".")
+        _group_size(e["group_size"], where + ".group_size", file)
         by_algo.setdefault((str(e["quant_algo"] or ""), e["group_size"]), []).append(module)
+        first.setdefault((str(e["quant_algo"] or ""), e["group_size"]), where + ".group_size")
     schemes = []
     for (algo, group), modules in by_algo.items():
         part = _modelopt_algo(algo.upper(), {**got, "quant_algo": algo, "group_size": group}, file, prefix,
-                              {**common, "source": f"{common['source']} quantized_layers {algo}"})
+                              {**common, "source": f"{common['source']} quantized_layers {algo}"},
+                              first[algo, group])
         if not part.format:
             return Quantization("modelopt", "", why_not=f"quantized_layers: {part.why_not}", **common)
         schemes.append(replace(part, targets=tuple(modules)))
@@ -313,7 +337,17 @@ def _mixed_precision(got: dict, file: str | None, prefix: str, common: dict) -> 
     return replace(schemes[0], source=common["source"] + " (MIXED_PRECISION, per layer)", parts=tuple(schemes[1:]))
 
 
-def _modelopt_algo(algo: str, got: dict, file: str | None, prefix: str, common: dict) -> Quantization:
+def _nvfp4_group(group: int | None, file: str | None, path: str) -> int:
+    """An NVFP4 checkpoint's values per scale: 16 (also when not stated), the format's own."""
+    if group is not None and group != NVFP4_GROUP:
+        raise InputError(file, path, f"expected NVFP4's {NVFP4_GROUP} values per scale, got {excerpt(group)}")
+    return NVFP4_GROUP
+
+
+def _modelopt_algo(algo: str, got: dict, file: str | None, prefix: str, common: dict,
+                   group_path: str | None = None) -> Quantization:
+    """One ModelOpt quant_algo's scheme; `group_path` names where its group_size was read (default the prefix's)."""
+    group_path = group_path or prefix + "group_size"
     if algo == "FP8":              # fp32 weight scale and static input scale per tensor
         return Quantization("modelopt", "fp8", 8, "tensor", activations="fp8", static_activations=True, **common)
     if algo == "FP8_PER_CHANNEL_PER_TOKEN":
@@ -321,13 +355,11 @@ def _modelopt_algo(algo: str, got: dict, file: str | None, prefix: str, common: 
     if algo == "FP8_PB_WO":        # per-block FP8 weights, 16-bit activations
         return Quantization("modelopt", "fp8", 8, "block", block_size=(128, 128), **common)
     if algo == "NVFP4":            # FP8 (E4M3) scale per 16 values, fp32 global weight and input scales
-        group = got["group_size"] or 16
-        if group < 1:
-            raise InputError(file, prefix + "group_size", f"expected NVFP4's values per scale (16), got {group}")
-        return Quantization("modelopt", "nvfp4", 4, "group", group, scale_bytes=1, activations="fp4",
-                            static_activations=True, **common)
+        return Quantization("modelopt", "nvfp4", 4, "group", _nvfp4_group(got["group_size"], file, group_path),
+                            scale_bytes=1, activations="fp4", static_activations=True, **common)
     if algo == "W4A16_NVFP4":      # NVFP4 weights (E4M3 scale per 16, fp32 global scale), 16-bit activations
-        return Quantization("modelopt", "nvfp4", 4, "group", got["group_size"] or 16, scale_bytes=1, **common)
+        return Quantization("modelopt", "nvfp4", 4, "group", _nvfp4_group(got["group_size"], file, group_path),
+                            scale_bytes=1, **common)
     why = (f"ModelOpt quant_algo {excerpt(got['quant_algo'])} is not modelled (sizer models "
            + ", ".join(MODELOPT_ALGOS) + (", and MIXED_PRECISION with its quantized_layers map"
                                           if algo == "MIXED_PRECISION" else "") + ")")
@@ -346,7 +378,7 @@ def _compressed_tensors(got: dict, file: str | None, prefix: str, common: dict) 
         if not isinstance(group, dict):
             raise InputError(file, path, f"expected a JSON object, got {excerpt(group)}")
         g = _read(CT_GROUP_KEYS, group, file, path + ".")
-        if g["weights"] is None:
+        if g["weights"] is None or g["targets"] == []:      # no scheme, or no module it applies to: switched off
             continue
         schemes.append(_ct_scheme(g["weights"], g["input_activations"], file, path))
         targets += g["targets"] or ["Linear"]
@@ -375,11 +407,17 @@ def _ct_scheme(weights: dict, acts: dict | None, file: str | None, path: str) ->
     bits, kind, strategy = w["num_bits"], str(w["type"] or "int"), str(w["strategy"] or inferred).lower()
     block = _block(w["block_structure"], file, path + ".weights.block_structure")
     act_kind = None if a is None else f"{'fp' if a['type'] == 'float' else 'int'}{a['num_bits']}"
-    dynamic = bool(acts.get("dynamic")) if acts else False
+    if a is not None and a["dynamic"] not in (True, False, "local"):
+        raise InputError(file, path + ".input_activations.dynamic",
+                         f"expected true, false or \"local\", got {excerpt(a['dynamic'])}")
+    dynamic = bool(a["dynamic"]) if a is not None else False
     scales = {"tensor": "tensor", "channel": "channel", "group": "group", "tensor_group": "group",
               "block": "block"}.get(strategy)
     if scales is None:
         return f"compressed-tensors weight strategy {excerpt(strategy)} is not modelled"
+    needs = {"group": ("group_size", w["group_size"]), "block": ("block_structure", block)}.get(scales)
+    if needs and needs[1] is None:      # compressed-tensors' QuantizationArgs refuse the strategy without it
+        raise InputError(file, f"{path}.weights.{needs[0]}", f"missing; the {strategy} strategy states it")
     common = {"scales": scales, "group_size": w["group_size"] if scales == "group" else None,
               "block_size": block if scales == "block" else None}
     scale = next((b for name, b in SCALE_DTYPE_BYTES.items() if name in str(w["scale_dtype"] or "")), 2)

@@ -64,7 +64,7 @@ def test_sub_byte_formats_are_read_by_their_bits(tmp_path):
      "expected one of the safetensors dtypes (BOOL, F4, F6_E2M3"),
     ({"w": {"shape": [2], "data_offsets": [0, 2]}}, bytes(2), "header.w.dtype", "got None"),
     ({"w": {"dtype": "F32", "shape": [2, -1], "data_offsets": [0, 8]}}, bytes(8), "header.w.shape",
-     "expected a list of dimensions (integers from 0), got [2, -1]"),
+     "expected a list of dimensions (integers from 0 to 2^64 - 1), got [2, -1]"),
     ({"w": {"dtype": "F32", "shape": "2x3", "data_offsets": [0, 24]}}, bytes(24), "header.w.shape",
      "expected a list of dimensions"),
     # 2 x 3 F32 is 24 bytes, not 20; three F4 elements are 12 bits, not whole bytes
@@ -72,6 +72,13 @@ def test_sub_byte_formats_are_read_by_their_bits(tmp_path):
      "[2, 3] of F32 is 24 bytes, but its data_offsets hold 20 bytes"),
     ({"w": {"dtype": "F4", "shape": [3], "data_offsets": [0, 2]}}, bytes(2), "header.w.shape",
      "[3] of F4 is 12 bits, not whole bytes"),
+    # the library's usize element count: 100,000 dimensions of 10^11 overflow it at the second (the product of them
+    # all, a million-digit integer, took minutes); __metadata__ is a map of strings to strings
+    ({"w": {"dtype": "F32", "shape": [10**11] * 100_000, "data_offsets": [0, 4]}}, bytes(4), "header.w.shape",
+     "holds 2^64 elements or more"),
+    ({"w": u8(0, 4), "__metadata__": ["pt"]}, bytes(4), "header.__metadata__", "expected a mapping of strings"),
+    ({"w": u8(0, 4), "__metadata__": {"format": {"pt": 1}}}, bytes(4), "header.__metadata__",
+     "expected a mapping of strings"),
 ])
 def test_a_malformed_header_is_one_error_naming_the_field(tmp_path, header, data, field, says):
     path = write(tmp_path / "m.safetensors", header, data)

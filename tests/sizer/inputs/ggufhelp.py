@@ -11,7 +11,7 @@ import math
 import struct
 from pathlib import Path
 
-U16, U32, I32, F32, STRING, ARRAY = 2, 4, 5, 6, 8, 9      # GGUF value types
+U16, U32, I32, F32, BOOL, STRING, ARRAY, U64 = 2, 4, 5, 6, 7, 8, 9, 10      # GGUF value types
 Q4_K = 12                               # GGML type id: blocks of 256 values in 144 bytes
 ALIGNMENT = 32                          # GGUF's default general.alignment
 
@@ -93,6 +93,12 @@ CASES = {
     "split-count-2-unnamed.gguf": model([*LLAMA, *_split(0)]),
     "split-missing-00001-of-00002.gguf": model([*LLAMA, *_split(0)]),
     "split-later-00002-of-00002.gguf": model([*LLAMA, *_split(1)]),
+    "block-count-2e40.gguf": model([*without(b"block_count"), kv("llama.block_count", U64, struct.pack("<Q", 2**40))]),
+    "head-count-kv-array.gguf": model([*LLAMA, kv("llama.attention.head_count_kv", ARRAY, struct.pack("<IQ2I", U32, 2,
+                                                                                                     4, 4))]),
+    "key-length-float.gguf": model([*LLAMA, kv("llama.attention.key_length", F32, struct.pack("<f", 16.0))]),
+    "file-type-text.gguf": model([*without(b"file_type"), kv("general.file_type", STRING, s("Q4_K_M"))]),
+    "alignment-true.gguf": model([*LLAMA, kv("general.alignment", BOOL, b"\x01")]),
 }
 
 

@@ -136,6 +136,23 @@ def test_refs_main_naming_no_snapshot_is_refused_not_passed_over(tmp_path, monke
     assert err.value.file == str(repo / "refs" / "main") and message in err.value.message
 
 
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda ref: ref.mkdir(), "a directory, not a regular file"),
+    (lambda ref: ref.symlink_to(ref.parent / "gone"), "file not found"),
+    (lambda ref: ref.write_text("a" * 2000), "larger than 1,024 bytes, the most a refs file may be"),
+])
+def test_a_refs_main_that_is_no_commit_file_is_refused_not_passed_over(tmp_path, monkeypatch, make, message):
+    # a refs/main there but not readable as a commit (a folder, a dangling link) was passed over for the only snapshot
+    repo = tmp_path / "hub" / "models--org--model"
+    checkpoint(repo / "snapshots" / "fedcba9876543210")
+    (repo / "refs").mkdir()
+    make(repo / "refs" / "main")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    with pytest.raises(FieldError) as err:
+        load_config("org/model")
+    assert err.value.file == str(repo / "refs" / "main") and message in err.value.message
+
+
 def test_hf_home_is_used_without_hf_hub_cache(tmp_path, monkeypatch):
     checkpoint(tmp_path / "home" / "hub" / "models--org--only" / "snapshots" / "abc1234")   # one snapshot, no refs
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)

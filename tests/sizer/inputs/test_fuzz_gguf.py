@@ -182,3 +182,15 @@ def test_the_vocabulary_must_match_the_token_embedding(tmp_path):
     e = refused(tmp_path, model(kvs))
     # token_embd.weight is 64 x 8 = 512 values: 8 tokens, not 2,000
     assert e.field == "tensors.token_embd.weight" and "512 values" in e.message and "2,000" in e.message
+
+
+def test_a_mapped_key_of_another_type_is_named_as_the_file_names_it(tmp_path):
+    """Per-layer KV heads (an array) beside the attention tensors: the shape check multiplied the list (a TypeError
+    formatting its message); the GGUF key is now checked as config.json's num_key_value_heads is, and named."""
+    data = model([*LLAMA, kv("llama.attention.head_count_kv", ARRAY, struct.pack("<IQ2I", U32, 2, 2, 2))],
+                 (*TENSORS, ("blk.0.attn_k.weight", (64, 32))))
+    path = tmp_path / "m.gguf"
+    path.write_bytes(data)
+    with pytest.raises(InputError) as e:
+        read_gguf(path)
+    assert (e.value.field, e.value.message) == ("llama.attention.head_count_kv", "expected an integer, got [2, 2]")
