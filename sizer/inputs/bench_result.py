@@ -10,12 +10,15 @@ between streamed messages, pooled) and `e2el`; throughputs are per second over t
 duration. Each request sent either completed or failed (`completed + failed = num_prompts`).
 `--save-detailed` adds per-request `input_lens`, `output_lens` and `errors` (one per request sent; a
 failed request's output is 0 and its error not empty). `model_id` is checked against the scenario's
-model by `sizer compare` (a warning). A ramped rate (`ramp_up_strategy`) is refused: not modelled.
-Other keys are ignored.
+model by `sizer compare` (a warning). A ramped rate (`ramp_up_strategy`) is refused: not modelled; so is a
+run of a pooling or transcription API (`endpoint_type`, or `backend` where an older vLLM wrote only it:
+embeddings, pooling, rerank, audio), whose requests generate no tokens from a text prompt. Each metric's
+percentiles rise with the percentile. Other keys are ignored.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,6 +94,7 @@ def bench_result(data: object, file: str) -> BenchResult:
     completed, num_prompts, failed, warnings = _counts(data, file)
     concurrency, _ = read_key(MAX_CONCURRENCY_KEY, data, file)
     burstiness, _ = read_key(BURSTINESS, data, file)
+    _check_endpoint(data, file)
     rate = _rate(data, file)
     if rate is not None:
         _check_burstiness(burstiness, file)
@@ -165,6 +169,7 @@ def _measured(data: dict, file: str) -> tuple[tuple[str, float], ...]:
     if not latencies:
         raise FieldError(file, None, "no latency statistic; expected mean_, median_ or pN_ of ttft, tpot, itl or "
                                      "e2el in ms (as vllm bench serve --save-result writes them)")
+    _check_percentiles(latencies, file)
     per_s = MAX_RATE_PER_S * MAX_TOKENS
     throughputs = [(key, check_key(Key(key, float, ge=0, le=per_s, nullable=False), data[key], file, key))
                    for key in THROUGHPUTS if key in data]
@@ -179,6 +184,37 @@ def _latency(key: str, value: object, file: str) -> float:
         raise FieldError(file, key, f"expected a percentile in [0, 100] (p99_ttft_ms, p99.9_ttft_ms: vllm bench "
                                     f"serve --metric-percentiles), got {excerpt(stat)}")
     return check_key(Key(key, float, ge=0, le=_MAX_MS, nullable=False), value, file, key)
+
+
+# vllm bench serve's --backend values (vllm/benchmarks/lib/endpoint_request_func.py ASYNC_REQUEST_FUNCS) of APIs
+# that do not generate text from a text prompt: embeddings, pooling and rerank (no output tokens), transcription
+_NOT_GENERATION = re.compile(r"embeddings|pooling|rerank|audio")
+
+
+def _check_endpoint(data: dict, file: str) -> None:
+    """A run of a text-generation API (`endpoint_type`, else `backend`); the others are not modelled."""
+    for name in ("endpoint_type", "backend"):
+        value, _ = read_key(Key(name, str), data, file)
+        if value is not None and _NOT_GENERATION.search(value):
+            raise FieldError(file, name, f"{excerpt(value)}: a run of an API that does not generate text from a text "
+                                         "prompt is not modelled; expected a completions or chat run (vllm, openai, "
+                                         "openai-chat)")
+
+
+def _check_percentiles(latencies: list[tuple[str, float]], file: str) -> None:
+    """Each metric's percentiles (its median the 50th) rise with the percentile: a p99 below the median is no
+    measurement (numpy's percentiles of one sample never fall)."""
+    ranked: dict[str, list[tuple[float, str, float]]] = {}
+    for key, value in latencies:
+        stat, metric = latency_stat(key)
+        if stat != "mean":
+            ranked.setdefault(metric, []).append((50.0 if stat == "median" else float(stat[1:]), key, value))
+    for points in ranked.values():
+        points.sort()
+        for (_, low_key, low), (_, key, value) in itertools.pairwise(points):
+            if value < low:
+                raise FieldError(file, key, f"{value:g} ms, below {low_key} {low:g} ms; expected percentiles that "
+                                            "rise with the percentile")
 
 
 def _check_burstiness(shape: float, file: str) -> None:

@@ -280,6 +280,10 @@ def check_gateway(g: GatewaySection, f: str) -> None:
         if rule.data_class not in data_classes:
             raise InputError(f, f"gateway.residency[{i}].data_class",
                              f"no class has data class {excerpt(rule.data_class)}")
+        if not rule.allowed:
+            raise InputError(f, f"gateway.residency[{i}].allowed", f"no pool or endpoint: every request of data class "
+                                                                   f"{excerpt(rule.data_class)} would be rejected; "
+                                                                   "expected at least one")
         for j, t in enumerate(rule.allowed):
             if t not in names:
                 raise InputError(f, f"gateway.residency[{i}].allowed[{j}]", f"unknown pool or endpoint {excerpt(t)}")

@@ -183,11 +183,16 @@ def _benchmark(b: Any, i: int, file: str) -> GuideLLMBenchmark:
         values = {"mean": summary.get("mean")}
         if percentiles is not None:
             values |= {p: _mapping(percentiles, file, where + "percentiles").get(p) for p in STATISTICS[1:]}
+        below = None                    # the highest percentile so far: (its name, value)
         for stat in STATISTICS:
             if values.get(stat) is not None:
                 key = where + ("percentiles." if stat != "mean" else "") + stat
-                measured.append((f"{metric}.{stat}", check_key(Key(stat, float, ge=0, le=_MAX_MS), values[stat],
-                                                                file, key)))
+                value = check_key(Key(stat, float, ge=0, le=_MAX_MS), values[stat], file, key)
+                if stat != "mean" and below is not None and value < below[1]:
+                    raise FieldError(file, key, f"{value:g}, below {below[0]} {below[1]:g}; expected percentiles "
+                                                "that rise with the percentile")
+                below = below if stat == "mean" else (stat, value)
+                measured.append((f"{metric}.{stat}", value))
     prompts, outputs = _lengths(b, successful, file, at)
     phases = tuple(p for p in ("warmup", "cooldown") if _transient(b["config"].get(p)))
     return GuideLLMBenchmark(file, i, kind, clients, rate, rampup, phases, total, successful, duration, prompts,

@@ -51,7 +51,6 @@ are plain gzip CSV, read with the standard library (no pyarrow, no aiconfigurato
 from __future__ import annotations
 
 import gzip
-import math
 import os
 import stat
 import zlib
@@ -72,6 +71,16 @@ HEADER_FILE = "tables.yaml"
 SCHEMA_VERSION = 1
 MAX_HEADER_BYTES = 1 << 16
 MAX_TABLE_BYTES = 64 << 20           # decompressed; the bundled tables are a few MB at most
+# A table's latency: at most 10^9 us (1,000 s; the bundled tables' longest is 4 s), so that sums over layers and
+# steps stay finite (10^298 us passed as finite and priced a request at 10^298 s)
+MAX_LATENCY_US = 1e9
+# Bandwidths and rates as hardware profiles bound them (sizer/inputs/hardware.py): from 100 MB/s to 1 PB/s, and
+# from 10^9 to 10^18 FLOP/s; a rate of 1e-300 overflowed a step's time to infinity (an OverflowError, not a
+# refusal). An element-wise kernel's fixed latency at most 1 s (aiconfigurator-core's is 3 us, a CPU's 44 us; 1e300
+# priced a request at 1e304 s).
+MIN_BYTES_PER_S, MAX_BYTES_PER_S = 1e8, 1e15
+MIN_FLOPS_PER_S, MAX_FLOPS_PER_S = 1e9, 1e18
+MAX_ELEMENTWISE_LATENCY_S = 1.0
 TP_SIZES = (1, 2, 4, 8)              # the tensor-parallel splits tables cover: a shard is one GPU's share
 # the engine of the tables `sizer calibrate` measures in sizer's own engine on the user's device, which price any
 # serving engine (sizer/sizing/resolve.py checked_kernel_tables)
@@ -113,9 +122,9 @@ class Provenance:
 class ElementwiseCost:
     """Element-wise kernels (residual add + norm, activation) are priced, not tabled: bytes moved over the
     memory bandwidth x a fraction, plus a fixed latency each (aiconfigurator-core's model and figures)."""
-    memory_bandwidth_bytes_per_s: float = schema.field(gt=0)
+    memory_bandwidth_bytes_per_s: float = schema.field(ge=MIN_BYTES_PER_S, le=MAX_BYTES_PER_S)
     bandwidth_fraction: float = schema.field(gt=0, le=1)
-    latency_s: float = schema.field(ge=0)
+    latency_s: float = schema.field(ge=0, le=MAX_ELEMENTWISE_LATENCY_S)
 
 
 @dataclass(frozen=True)
@@ -124,8 +133,9 @@ class BundledEngine:
     none): what `sizer validate --kernel-tables` needs to replay the engine, and the device's measured ceilings."""
     kernels: str                     # 'triton' or 'torch'
     dtype: str                       # the torch dtype every kernel ran in ('bfloat16' on a GPU, 'float32' on a CPU)
-    matmul_flops_per_s: float = schema.field(gt=0)     # a square matrix product's measured rate
-    copy_bytes_per_s: float = schema.field(gt=0)       # a large copy's bytes read + written per second
+    matmul_flops_per_s: float = schema.field(ge=MIN_FLOPS_PER_S, le=MAX_FLOPS_PER_S)  # a square matrix product's rate
+    copy_bytes_per_s: float = schema.field(ge=MIN_BYTES_PER_S, le=MAX_BYTES_PER_S)   # a large copy's bytes read +
+                                                                                       # written per second
     limits: Limits                   # the largest step in tokens and sequences, and the longest context, measured
     fitted_on: str                   # the model whose whole engine steps `overhead` was fitted to
     fitted_layers: int = schema.field(ge=1)            # its decoder layers (the forward's fixed part is per layer)
@@ -207,7 +217,8 @@ def _columns(name: str) -> str:
 
 def _bad_row(file: str, name: str, line: int, text: str) -> FieldError:
     return FieldError(file, f"line {line}", f"expected {_columns(name)} (the last two: lists of the same length; "
-                                            f"sizes >= 1, latencies finite and > 0), got {excerpt(text)}")
+                                            f"sizes >= 1, latencies > 0 and at most {MAX_LATENCY_US:g} us), got "
+                                            f"{excerpt(text)}")
 
 
 def _row_key(file: str, name: str, line: int, text: str) -> tuple:
@@ -230,7 +241,7 @@ def _row_values(file: str, name: str, line: int, text: str) -> dict[int, float]:
     _, xs, ys = text.rsplit(",", 2)         # three parts: its key was read
     try:
         grid, latency = list(map(int, xs.split())), list(map(float, ys.split()))
-        if not grid or len(grid) != len(latency) or min(grid) < 1 or not all(0 < t < math.inf for t in latency):
+        if not grid or len(grid) != len(latency) or min(grid) < 1 or not all(0 < t <= MAX_LATENCY_US for t in latency):
             raise ValueError(text)
     except ValueError:
         raise _bad_row(file, name, line, text) from None
@@ -245,7 +256,11 @@ def _read_table(path: Path, name: str, whole: bool = True) -> Table:
     `whole`, every row's numbers read and checked now, in the file's order, else each on its first lookup."""
     file = str(path)
     raw = _decompressed(path)
-    lines = raw.decode("utf-8", errors="replace").splitlines()
+    try:
+        lines = raw.decode("utf-8").splitlines()
+    except UnicodeDecodeError as e:       # a key of replaced characters would match no shape, silently
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise FieldError(file, f"line {line}", "not UTF-8 text; expected a CSV table") from None
     columns = _columns(name)
     if not lines or lines[0] != columns:
         raise FieldError(file, "header", f"expected the columns {columns}, got {excerpt(lines[0] if lines else '')}")

@@ -22,21 +22,27 @@ class Limits:
     block_size: int = schema.field(ge=1)
 
 
+# A step's fitted overhead at most a minute, per step or per sequence, and the kernels at most 100 times slower in a
+# whole step than alone (fits give milliseconds and about 1): 1e300 passed and priced a request at 1e300 s.
+MAX_OVERHEAD_S = 60.0
+MAX_KERNEL_FACTOR = 100.0
+
+
 @dataclass(frozen=True)
 class Overhead:
     """What whole steps cost beyond the kernel tables (sizer/timing/overhead_fit.py `fit_overhead`).
     The fit's statistics are None before the fit; the decode-only line is None when the
     sweep had too few decode-only steps for it. A fit may give 0."""
 
-    fixed_s: float = schema.field(ge=0)
-    per_seq_s: float = schema.field(ge=0)
-    kernel_factor: float = schema.field(ge=0)
+    fixed_s: float = schema.field(ge=0, le=MAX_OVERHEAD_S)
+    per_seq_s: float = schema.field(ge=0, le=MAX_OVERHEAD_S)
+    kernel_factor: float = schema.field(ge=0, le=MAX_KERNEL_FACTOR)
     host_fixed_s: float | None = None
     forward_fixed_s: float | None = None
     fit_steps: int | None = None
     dropped_steps: int | None = None
-    decode_fixed_s: float | None = schema.field(None, ge=0)
-    decode_kernel_factor: float | None = schema.field(None, ge=0)
+    decode_fixed_s: float | None = schema.field(None, ge=0, le=MAX_OVERHEAD_S)
+    decode_kernel_factor: float | None = schema.field(None, ge=0, le=MAX_KERNEL_FACTOR)
     step_error_p50: float | None = None
 
     def line(self, batch: StepBatch, layers_ratio: float = 1.0) -> tuple[float, float]:

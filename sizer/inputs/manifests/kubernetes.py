@@ -64,17 +64,28 @@ class Server:
 
 def pod_gpus(container: dict, path: str, file: str) -> tuple[int | None, str]:
     """GPUs one pod asks for (`resources.limits`, else `requests`; a MIG slice counts as one), and the field
-    that says so; None (with the field that would) when the pod names no GPU resource."""
+    that says so; None (with the field that would) when the pod names no GPU resource. Requests that state another
+    count than the limits are refused: Kubernetes takes an extended resource's requests equal to its limits."""
     resources = get(container, "resources", path, file)
     rpath = join(path, "resources")
-    limits = {**get(resources, "resources.requests", rpath, file), **get(resources, "resources.limits", rpath, file)}
+    requests = get(resources, "resources.requests", rpath, file)
+    limits = {**requests, **get(resources, "resources.limits", rpath, file)}
     key = next((k for k in GPU_RESOURCES if k in limits), None) \
         or next((k for k in limits if isinstance(k, str) and MIG_RESOURCE.fullmatch(k)), None)
     if key is None:
         return None, join(rpath, "limits.nvidia.com/gpu")
     spec = "resources.limits.nvidia.com/gpu" if key not in GPU_RESOURCES else f"resources.limits.{key}"
-    return get({"nvidia.com/gpu": limits[key]} if key not in GPU_RESOURCES else limits, spec,
-               join(rpath, "limits"), file), join(rpath, f"limits.{key}")
+
+    def count(source: dict, at: str) -> int:
+        return get({"nvidia.com/gpu": source[key]} if key not in GPU_RESOURCES else source, spec, join(rpath, at),
+                   file)
+
+    gpus = count(limits, "limits")
+    if key in requests and (asked := count(requests, "requests")) != gpus:
+        raise InputError(file, join(rpath, f"requests.{key}"), f"{asked}, but limits.{key} is {gpus}; expected "
+                                                               "requests equal to limits (Kubernetes refuses a GPU "
+                                                               "request other than its limit)")
+    return gpus, join(rpath, f"limits.{key}")
 
 
 def containers(node, path: str) -> list[tuple[str, dict]]:

@@ -178,11 +178,13 @@ def test_whole_numbers_stored_as_floats_and_zero_steps_import(tmp_path):
 
 
 @pytest.mark.parametrize("key, value, says", [           # the bounds of tables.yaml's ElementwiseCost fields
-    ("mem_bw", 0, "a number > 0"),
-    ("mem_bw", 10**400, "a number > 0"),                   # was an OverflowError converting it
+    ("mem_bw", 0, "a number in [100000000, 1e+15]"),
+    ("mem_bw", 10**400, "a number in [100000000, 1e+15]"),  # was an OverflowError converting it
+    ("mem_bw", 1e-300, "a number in [100000000, 1e+15]"),   # priced a kernel at infinity in a plan
     ("mem_bw_empirical_scaling_factor", 2.0, "a number > 0 and <= 1"),
     ("mem_bw_empirical_scaling_factor", 0, "a number > 0 and <= 1"),
-    ("mem_empirical_constant_latency", -1e-6, "a number >= 0"),
+    ("mem_empirical_constant_latency", -1e-6, "a number in [0, 1]"),
+    ("mem_empirical_constant_latency", 1e300, "a number in [0, 1]"),
 ])
 def test_system_figures_out_of_the_tables_bounds_are_one_line(tmp_path, key, value, says):
     # before, mem_bw 0 or a factor of 2 was written into tables.yaml, which plans then refused
