@@ -114,11 +114,9 @@ def convert(tp: Any, value: Any, path: str, file: str | None) -> Any:
             raise FieldError(file, path, f"expected an integer, got {excerpt(value)}")
         return value
     if tp is float:
-        if isinstance(value, str):  # YAML 1.1 reads `8e9` (no dot) as a string
-            try:
-                value = float(value)
-            except ValueError:
-                pass
+        # YAML 1.1 reads `8e9` (and `1.5e3`: no sign in the exponent) as a string; any other text is no number
+        if isinstance(value, str) and _EXPONENT_FORM.fullmatch(value):
+            value = float(value)
         elif isinstance(value, int) and not isinstance(value, bool):
             try:
                 value = float(value)

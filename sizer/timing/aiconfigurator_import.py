@@ -66,7 +66,14 @@ from sizer.inputs.layers import LatentAttention
 from sizer.inputs.model_spec import load_model
 from sizer.timing.kernel_shapes import catalog_shapes
 from sizer.timing.kernel_step import GEMM_DTYPES, KV_DTYPES, bracket
-from sizer.timing.kernel_tables import HEADER_FILE, SCHEMA_VERSION, TABLES, TP_SIZES, ElementwiseCost
+from sizer.timing.kernel_tables import (
+    HEADER_FILE,
+    MAX_LATENCY_US,
+    SCHEMA_VERSION,
+    TABLES,
+    TP_SIZES,
+    ElementwiseCost,
+)
 from sizer.timing.roofline import (
     EP_LOAD_IMBALANCE,
     MARLIN_MOE_DTYPE,
@@ -211,7 +218,8 @@ def _check_values(df, file: str, table: str) -> None:
         _refuse(df, file, column, ~((x >= low) & (x <= MAX_SIZE) & (x.round() == x)),      # NaN fails each comparison
                 f"a whole number from {low} to {MAX_SIZE:,}")
     x = _numbers(df, file, "latency")
-    _refuse(df, file, "latency", ~((x > 0) & (x < float("inf"))), "a finite latency > 0 (milliseconds)")
+    top_ms = MAX_LATENCY_US / 1e3            # what sizer's tables read back (kernel_tables.MAX_LATENCY_US)
+    _refuse(df, file, "latency", ~((x > 0) & (x <= top_ms)), f"a latency > 0 and at most {top_ms:g} (milliseconds)")
 
 
 def _numbers(df, file: str, column: str):
