@@ -221,6 +221,11 @@ def test_config_json_as_a_device_or_oversized(tmp_path):
 def test_json_depth_scan_skips_brackets_in_strings():
     assert loads_json('{"a": "' + "[" * 200 + '\\"]"}', "x.json") == {"a": "[" * 200 + '"]'}
     assert loads_json("[" * MAX_DEPTH + "]" * MAX_DEPTH, "x.json") is not None
+    # an escaped backslash before the closing quote ends the string: the brackets after it count again
+    with pytest.raises(FieldError, match="nested deeper"):
+        loads_json('{"a": "x\\\\", "b": ' + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "}", "x.json")
+    # an escaped quote after an escaped backslash stays inside the string with its brackets
+    assert loads_json('{"a": "\\\\\\"' + "[" * 200 + '"}', "x.json") == {"a": '\\"' + "[" * 200}
 
 
 # ---- manifests -----------------------------------------------------------------------------------
