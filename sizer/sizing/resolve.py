@@ -759,9 +759,9 @@ def _check_one_slice(hardware: HardwareSpec, parallel: ParallelConfig, file: str
 
 @dataclass(frozen=True)
 class DraftMemory:
-    """What a speculative proposer loads beside the target: a draft model (deployment.speculative_config.model), or
-    the model's own multi-token-prediction layers (method mtp)."""
-    what: str                          # "the draft model", "the MTP layers": as the plan names it
+    """What a speculative proposer loads beside the target: a draft model (deployment.speculative_config.model), the
+    model's own multi-token-prediction layers (method mtp), or an EAGLE head (methods eagle and eagle3)."""
+    what: str                          # "the draft model", "the MTP layers", "the eagle3 head": as the plan names it
     model: ModelSpec
     weight_format: WeightFormat
     group_size: int
