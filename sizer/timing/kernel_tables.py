@@ -313,9 +313,24 @@ def load_kernel_tables(folder: Path, whole: bool = True) -> KernelTables:
     else each row's on its first lookup (the bundled folders, each checked whole by tests/sizer/timing/
     test_kernel_tables.py)."""
     header = read_header(folder)
+    if whole:
+        _refuse_unread_tables(folder)
     tables = {name: _read_table(folder / f"{name}.csv.gz", name, whole)
               if os.path.lexists(folder / f"{name}.csv.gz") else {} for name in TABLES}
     return KernelTables(folder, header, **tables)
+
+
+# A file of a table's kind (these endings) that is none of TABLES' is refused, not left unread: a misspelt or an
+# uncompressed table (all_reduce.csv.gz, gemm.csv) left its operators to the roofline, said only as "what they lack"
+TABLE_ENDINGS = (".csv", ".csv.gz", ".parquet", ".gz")
+
+
+def _refuse_unread_tables(folder: Path) -> None:
+    known = {f"{name}.csv.gz" for name in TABLES}
+    for entry in sorted(os.listdir(folder)):
+        if entry.endswith(TABLE_ENDINGS) and entry not in known:
+            raise FieldError(str(folder / entry), None, "a table sizer does not read; expected tables named "
+                                                        f"{', '.join(sorted(known))} (gzip CSV)")
 
 
 def bundled_tables_dir(gpu: str, engine: str) -> Path | None:
