@@ -410,7 +410,7 @@ class MemoryBudget:
     reasons: tuple[str, ...]
     lora_bytes: float = 0.0            # LoRA adapter slots (vLLM preallocates max_loras at max_lora_rank)
     draft_weights_bytes: float = 0.0   # a speculative proposer's weights (this GPU's shard)
-    draft_what: str = ""               # what they are: "the draft model", "the MTP layers" (DraftLoad.what)
+    draft_what: str = ""               # what they are: "draft model", "MTP layers" (DraftLoad.what)
 
     @property
     def room_for_kv_bytes(self) -> float:
@@ -434,7 +434,7 @@ def held(pool_bytes: float, each_bytes: float) -> int:
 @dataclass(frozen=True)
 class DraftLoad:
     """What a speculative proposer loads beside the target: its weights and the KV of its attention layers."""
-    what: str                          # "the draft model", "the MTP layers": as the plan names them
+    what: str                          # "draft model", "MTP layers", "eagle3 head": as the plan names them
     weights: WeightMemory
     kv: KVLayout
 
@@ -485,11 +485,11 @@ def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv
     max_seqs = held(kv_bytes + state, seq_bytes) if seq_bytes else max_num_seqs
     reasons = []
     if weights.per_gpu_bytes + draft_bytes > usable:
-        drafted = f" ({draft.what}, {draft_bytes / GiB:.2f} GiB, included)" if draft_bytes else ""
+        drafted = f" (the {draft.what}, {draft_bytes / GiB:.2f} GiB, included)" if draft_bytes else ""
         reasons.append(f"weights need {(weights.per_gpu_bytes + draft_bytes) / GiB:.2f} GiB per GPU{drafted}, more "
                        f"than the {usable / GiB:.2f} GiB usable at gpu_memory_utilization {gpu_memory_utilization}")
     elif kv_bytes <= 0:
-        reasons.append(f"weights{', ' + draft.what if draft_bytes else ''}, activations, CUDA context"
+        reasons.append(f"weights{', the ' + draft.what if draft_bytes else ''}, activations, CUDA context"
                        f"{' and LoRA slots' if lora_bytes else ''} leave no room "
                        f"for KV cache "
                        f"({kv_bytes / GiB:.2f} GiB left of {usable / GiB:.2f} GiB usable)")

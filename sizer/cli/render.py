@@ -252,7 +252,7 @@ def _gpu_memory(plan: Plan, console: Console) -> None:
     parts = [("usable at gpu_memory_utilization " + str(mem.gpu_memory_utilization), mem.usable_bytes),
              ("weights (this GPU's shard)", mem.weights_bytes)]
     if mem.draft_weights_bytes:
-        parts.append((f"{mem.draft_what.removeprefix('the ')} (speculative_config)", mem.draft_weights_bytes))
+        parts.append((f"{mem.draft_what} (speculative_config)", mem.draft_weights_bytes))
     parts += [("activation peak (estimate)", mem.activation_bytes),
              ("CUDA context, workspaces (assumption)", mem.non_torch_bytes)]
     if mem.state_bytes:

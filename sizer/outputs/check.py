@@ -208,7 +208,7 @@ def _plan_with(inp: CheckInput, variant: Variant) -> Plan | None:
 def memory_rule(inp: CheckInput, plan: Plan) -> RuleResult:
     mem = plan.memory
     fixed = mem.weights_bytes + mem.draft_weights_bytes + mem.activation_bytes + mem.non_torch_bytes
-    drafted = (f" + {mem.draft_what.removeprefix('the ')} {mem.draft_weights_bytes / GiB:.1f} GiB"
+    drafted = (f" + {mem.draft_what} {mem.draft_weights_bytes / GiB:.1f} GiB"
                if mem.draft_weights_bytes else "")
     parts = (f"weights {mem.weights_bytes / GiB:.1f} GiB{drafted} + activations {mem.activation_bytes / GiB:.1f} GiB + "
              f"context {mem.non_torch_bytes / GiB:.1f} GiB")

@@ -761,7 +761,7 @@ def _check_one_slice(hardware: HardwareSpec, parallel: ParallelConfig, file: str
 class DraftMemory:
     """What a speculative proposer loads beside the target: a draft model (deployment.speculative_config.model), the
     model's own multi-token-prediction layers (method mtp), or an EAGLE head (methods eagle and eagle3)."""
-    what: str                          # "the draft model", "the MTP layers", "the eagle3 head": as the plan names it
+    what: str                          # "draft model", "MTP layers", "eagle3 head": as the plan names it
     model: ModelSpec
     weight_format: WeightFormat
     group_size: int
@@ -784,7 +784,7 @@ def _mtp_memory(m: ModelSpec, fmt: WeightFormat, group_size: int, kv_dtype: str,
     h, dtype = m.hidden_size, DTYPE_BYTES[m.torch_dtype]
     fuse = m.mtp_layers * (2 * h * h + 2 * h)           # eh_proj, enorm and hnorm a layer, on every GPU
     weights = _plus_unconverted(weight_memory(module, fmt, stage, group_size), fmt, fuse, fuse, dtype)
-    return DraftMemory("the MTP layers", module, fmt, group_size, weights, kv_layout(module, kv_dtype, stage))
+    return DraftMemory("MTP layers", module, fmt, group_size, weights, kv_layout(module, kv_dtype, stage))
 
 
 def _plus_unconverted(w: WeightMemory, fmt: WeightFormat, params: int, per_gpu_params: float,
@@ -823,7 +823,7 @@ def _eagle_memory(m: ModelSpec, method: str, kv_dtype: str, parallel: ParallelCo
     split = (h * (a.num_heads + 2 * a.num_kv_heads) * a.head_dim + m.vocab_size * h) if method == "eagle3" else 0
     weights = _plus_unconverted(weight_memory(module, fmt, stage), fmt, replicated + split,
                                 replicated + split / stage.tp, fmt.bits / 8)
-    return DraftMemory(f"the {method} head", module, fmt, 128, weights, kv_layout(module, kv_dtype, stage))
+    return DraftMemory(f"{method} head", module, fmt, 128, weights, kv_layout(module, kv_dtype, stage))
 
 
 def _draft_memory(s: Scenario, model: ModelSpec, fmt: WeightFormat, group_size: int, kv_dtype: str,
@@ -841,7 +841,7 @@ def _draft_memory(s: Scenario, model: ModelSpec, fmt: WeightFormat, group_size: 
     m = checkpoint_model(shipped) if shipped else load_model(beside(sc.model, scenario_dir(s)), s.file,
                                                               "deployment.speculative_config.model")
     fmt, draft_group = weight_format(m, "auto", group_size, s.file)
-    return DraftMemory("the draft model", m, fmt, draft_group, weight_memory(m, fmt, parallel, draft_group),
+    return DraftMemory("draft model", m, fmt, draft_group, weight_memory(m, fmt, parallel, draft_group),
                        kv_layout(m, kv_dtype, parallel))
 
 

@@ -100,7 +100,7 @@ def test_mtp_loads_the_models_own_prediction_layer_beside_it():
     drafted = resolve(scenario_from_dict({**base, "deployment": {**base["deployment"], "speculative_config": mtp}},
                                          None)).memory
     assert drafted.draft_weights_bytes == pytest.approx(1.6606e9, rel=0.005)
-    assert drafted.draft_what == "the MTP layers"
+    assert drafted.draft_what == "MTP layers"
     assert alone.kv_cache_bytes - drafted.kv_cache_bytes == pytest.approx(drafted.draft_weights_bytes)
     # its MLA layer caches 576 values a token like each of the 61 target layers: every block holds 62 layers' KV
     per_token_target = alone.kv_cache_bytes / alone.kv_tokens
@@ -121,7 +121,7 @@ def test_an_eagle_head_is_one_layer_of_the_targets_shapes(method, params):
     alone = resolve(scenario()).memory
     drafted = resolve(scenario(speculative_config=spec)).memory
     assert drafted.draft_weights_bytes == pytest.approx(2 * params, rel=1e-4)
-    assert drafted.draft_what == f"the {method} head"
+    assert drafted.draft_what == f"{method} head"
     assert alone.kv_cache_bytes - drafted.kv_cache_bytes == pytest.approx(drafted.draft_weights_bytes)
     # its one attention layer caches as each of the target's 32: 131,072 B a token becomes 33/32 of it
     assert drafted.kv_blocks == int(drafted.kv_cache_bytes // (131_072 * 33 / 32 * 16))
