@@ -24,8 +24,8 @@ def given_path(text: str) -> Path:
     return path
 
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+_KINDS = ((stat.S_ISREG, "a file"), (stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
 
 
 def read_text(path: str | Path, max_bytes: int, what: str = "file", error: type[FieldError] = FieldError) -> str:
@@ -56,7 +56,7 @@ def read_text(path: str | Path, max_bytes: int, what: str = "file", error: type[
 
 
 def file_kind(mode: int) -> str:
-    """What a file that is not a regular file is ("a FIFO", "a character device", ...), for a message."""
+    """What a file is ("a file", "a directory", "a FIFO", "a character device", ...), for a message."""
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 

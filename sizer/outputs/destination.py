@@ -165,7 +165,7 @@ def check_folder_destination(path: str | Path, flag: str) -> Path:
     except OSError as exc:         # a name the file system cannot take (too long), a loop of links
         raise InputError(shown(path), flag, f"cannot write here: {exc.strerror or exc}") from None
     if mode is not None and not stat.S_ISDIR(mode):
-        kind = "a file" if stat.S_ISREG(mode) else file_kind(mode)
+        kind = file_kind(mode)
         raise InputError(shown(path), flag, f"is {kind}; expected a folder to write into" if found == path
                          else f"{shown(found)} is {kind}, not a folder")
     if found is not None and not os.access(found, os.W_OK | os.X_OK):

@@ -92,9 +92,8 @@ class ResultStore:
             raise InputError(shown(self.parts), flag, "expected the folder of this results file's parts, got a "
                                                       "symbolic link")
         if self.parts.exists() and not self.parts.is_dir():     # a FIFO was named "a file"
-            mode = self.parts.stat().st_mode
             raise InputError(shown(self.parts), flag, "expected the folder of this results file's parts, got "
-                                                      f"{'a file' if stat.S_ISREG(mode) else file_kind(mode)}")
+                                                      f"{file_kind(self.parts.stat().st_mode)}")
         self.buffer: list[dict] = []
         self.flushed_at = time.monotonic()
 
