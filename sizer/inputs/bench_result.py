@@ -202,19 +202,23 @@ def _check_endpoint(data: dict, file: str) -> None:
 
 
 def _check_percentiles(latencies: list[tuple[str, float]], file: str) -> None:
-    """Each metric's percentiles (its median the 50th) rise with the percentile: a p99 below the median is no
-    measurement (numpy's percentiles of one sample never fall)."""
+    """Each metric's percentiles (its median the 50th) rise with the percentile (`check_rising`)."""
     ranked: dict[str, list[tuple[float, str, float]]] = {}
     for key, value in latencies:
         stat, metric = latency_stat(key)
         if stat != "mean":
             ranked.setdefault(metric, []).append((50.0 if stat == "median" else float(stat[1:]), key, value))
     for points in ranked.values():
-        points.sort()
-        for (_, low_key, low), (_, key, value) in itertools.pairwise(points):
-            if value < low:
-                raise FieldError(file, key, f"{value:g} ms, below {low_key} {low:g} ms; expected percentiles that "
-                                            "rise with the percentile")
+        check_rising([(key, value) for _, key, value in sorted(points)], file)
+
+
+def check_rising(percentiles: list[tuple[str, float]], file: str) -> None:
+    """One metric's percentiles, lowest first, as (the key that states it, ms): each at least the one before. A p99
+    below the median is no measurement (numpy's percentiles of one sample never fall); GuideLLM's reports too."""
+    for (low_key, low), (key, value) in itertools.pairwise(percentiles):
+        if value < low:
+            raise FieldError(file, key, f"{value:g} ms, below {low_key} {low:g} ms; expected percentiles that rise "
+                             "with the percentile")
 
 
 def _check_burstiness(shape: float, file: str) -> None:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sizer.inputs.bench_result import check_rising
 from sizer.inputs.scenario import MAX_CONCURRENCY, MAX_RATE_PER_S, MAX_REQUESTS, MAX_TOKENS, MIN_RATE_PER_S
 from validation.errors import FieldError, excerpt
 from validation.safe_load import load_json
@@ -183,16 +184,15 @@ def _benchmark(b: Any, i: int, file: str) -> GuideLLMBenchmark:
         values = {"mean": summary.get("mean")}
         if percentiles is not None:
             values |= {p: _mapping(percentiles, file, where + "percentiles").get(p) for p in STATISTICS[1:]}
-        below = None                    # the highest percentile so far: (its name, value)
+        ranked = []                     # (key, value) of each stated percentile, lowest first (STATISTICS' order)
         for stat in STATISTICS:
             if values.get(stat) is not None:
                 key = where + ("percentiles." if stat != "mean" else "") + stat
                 value = check_key(Key(stat, float, ge=0, le=_MAX_MS), values[stat], file, key)
-                if stat != "mean" and below is not None and value < below[1]:
-                    raise FieldError(file, key, f"{value:g}, below {below[0]} {below[1]:g}; expected percentiles "
-                                                "that rise with the percentile")
-                below = below if stat == "mean" else (stat, value)
+                if stat != "mean":
+                    ranked.append((key, value))
                 measured.append((f"{metric}.{stat}", value))
+        check_rising(ranked, file)
     prompts, outputs = _lengths(b, successful, file, at)
     phases = tuple(p for p in ("warmup", "cooldown") if _transient(b["config"].get(p)))
     return GuideLLMBenchmark(file, i, kind, clients, rate, rampup, phases, total, successful, duration, prompts,
