@@ -322,7 +322,7 @@ def load_kernel_tables(folder: Path, whole: bool = True) -> KernelTables:
 
 # A file of a table's kind (these endings) that is none of TABLES' is refused, not left unread: a misspelt or an
 # uncompressed table (all_reduce.csv.gz, gemm.csv) left its operators to the roofline, said only as "what they lack"
-TABLE_ENDINGS = (".csv", ".csv.gz", ".parquet", ".gz")
+TABLE_ENDINGS = (".csv", ".gz", ".parquet")
 
 
 def _refuse_unread_tables(folder: Path) -> None:
