@@ -128,6 +128,38 @@ def parse_constraint(text: str, file: str | None, path: str) -> Constraint:
     return Constraint(m.group(1), m.group(2), bound)
 
 
+# Constraint quantities that count things (whole numbers, at least one: a replica has a GPU, a sweep point a replica);
+# the others are prices (any number >= 0)
+COUNTED_QUANTITIES = frozenset({"gpus_per_replica", "replicas", "gpus"})
+
+
+def check_satisfiable(constraints: list[Constraint], file: str | None) -> None:
+    """Refuse constraints that no point can meet, alone (`gpus < 1`: every replica has a GPU) or together (`gpus <= 4`
+    with `gpus >= 8`), naming the one that leaves nothing: a sweep that prunes every point before it runs."""
+    for quantity in dict.fromkeys(c.quantity for c in constraints):
+        counted = quantity in COUNTED_QUANTITIES
+        low, low_strict, high, high_strict = (1.0 if counted else 0.0), False, math.inf, False
+        for i, c in enumerate(constraints):
+            if c.quantity != quantity:
+                continue
+            if c.op in (">", ">=") and (c.bound > low or (c.bound == low and c.op == ">")):
+                low, low_strict = c.bound, c.op == ">"
+            elif c.op in ("<", "<=") and (c.bound < high or (c.bound == high and c.op == "<")):
+                high, high_strict = c.bound, c.op == "<"
+            if counted:     # the whole numbers between the bounds
+                first = math.floor(low) + 1 if low_strict else math.ceil(low)
+                empty = high < first or (high == first and high_strict)
+            else:
+                empty = low > high or (low == high and (low_strict or high_strict))
+            if empty:
+                others = [o.text for o in constraints[:i] if o.quantity == quantity]
+                kind = "a whole number >= 1" if counted else "a number >= 0"
+                raise InputError(file, f"constraints[{i}]",
+                                 f"expected a bound some point can meet ({quantity} is {kind}), got {c.text!r}"
+                                 + (f" beside {', '.join(repr(o) for o in others)}" if others else "")
+                                 + f": no {quantity} meets it")
+
+
 def range_count(r: Range, file: str | None, path: str) -> int:
     """How many values a range has, refused when it is empty, ambiguous or longer than MAX_POINTS."""
     if (r.step is None) == (r.factor is None):
@@ -193,7 +225,7 @@ def load_sweep(path: str | Path) -> SweepFile:
         raise InputError(sweep.file, "scenario", "expected a scenario YAML file (a path from the sweep file's folder), "
                                                  f"got {excerpt(sweep.scenario)}: {excerpt(str(base), quote=False)} "
                                                  "not found")
-    for i, text in enumerate(sweep.constraints):
-        parse_constraint(text, sweep.file, f"constraints[{i}]")
+    check_satisfiable([parse_constraint(text, sweep.file, f"constraints[{i}]")
+                       for i, text in enumerate(sweep.constraints)], sweep.file)
     axis_values(sweep)
     return sweep

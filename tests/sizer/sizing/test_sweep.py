@@ -42,12 +42,24 @@ def test_axes_expand_to_their_product_with_ranges(tmp_path):
     ({"speculative": [True, False]}, {}, "axes.speculative"),       # the base has no speculative_config
     ({"gpu": ["h100-sxm"]}, {"constraints": ["gpus_per_replica =< 8"]}, "constraints[0]"),
     ({"gpu": ["h100-sxm"]}, {"constraints": ["watts <= 8"]}, "constraints[0]"),
+    # constraints no point meets: alone (a replica has a GPU), together, or with no whole number between them
+    ({"gpu": ["h100-sxm"]}, {"constraints": ["gpus_per_replica < 1"]}, "constraints[0]"),
+    ({"gpu": ["h100-sxm"]}, {"constraints": ["gpus <= 4", "usd_per_hour <= 9", "gpus > 4"]}, "constraints[2]"),
+    ({"gpu": ["h100-sxm"]}, {"constraints": ["replicas > 2", "replicas < 3"]}, "constraints[1]"),
+    ({"gpu": ["h100-sxm"]}, {"constraints": ["usd_per_hour >= 5", "usd_per_hour < 5"]}, "constraints[1]"),
 ])
 def test_bad_sweep_files_are_one_line_naming_file_and_field(tmp_path, axes, extra, field):
     path = write_sweep(tmp_path, axes, **extra)
     result = runner.invoke(app, ["sweep", str(path), "--results", str(tmp_path / "r.parquet")])
     assert result.exit_code == 2, result.output
     assert result.stderr.count("\n") == 1 and str(path) in result.stderr and field in result.stderr, result.stderr
+
+
+def test_constraints_that_leave_a_point_are_accepted(tmp_path):
+    # 2 is the whole number in (1.5, 2.5); a price bound equal from both sides holds at that price
+    path = write_sweep(tmp_path, {"gpu": ["h100-sxm"]},
+                       constraints=["replicas > 1.5", "replicas < 2.5", "usd_per_hour >= 5", "usd_per_hour <= 5"])
+    assert len(load_sweep(path).constraints) == 4
 
 
 def test_a_tpot_axis_sets_slo_tpot_ms_and_its_column(tmp_path):
