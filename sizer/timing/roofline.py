@@ -47,14 +47,18 @@ from sizer.timing import llamacpp
 # Assumptions (replace with a calibrated profile): printed by the plan.
 STEP_OVERHEAD_S = 0.5e-3          # sampler and the step's own launches (CUDA graphs on); scheduling: the engine loop
 # The same beside measured kernels (the kernel-table step model, whose tables time each kernel of the forward): the
-# step's input preparation and sampler, by engine. Fitted once with vLLM's tables, never per model or run
-# (docs/fidelity.md, "The step overhead beside the tables"), with the collectives' wait below: the median signed TPOT
-# error of InferenceMAX's vLLM 0.13 gpt-oss-120b points (H100, H200, B200: 150 points) is +2.3..+4.0% at 0 and grows
-# with it, the median signed ITL error of the 15 public vLLM 0.15.1 H100 runs -2.5% at 0 and 0 at about 0.15 ms: 0,
-# nothing beside the kernels shows. SGLang and TensorRT-LLM keep the roofline's assumption: DeepSeek-R1 in SGLang
-# comes within +1..+3% median TPOT with it (H200, B200), gpt-oss in TensorRT-LLM 39% slow for reasons other than a
-# per-step constant.
-TABLES_STEP_OVERHEAD_S = {"vllm": 0.0}
+# step's input preparation and sampler, by engine. Fitted once per engine with its tables where public points decide
+# it, never per model or run (docs/fidelity.md, "The step overhead beside the tables"), with the collectives' wait
+# below. vLLM: the median signed TPOT error of InferenceMAX's vLLM 0.13 gpt-oss-120b points (H100, H200, B200: 150
+# points) is +2.3..+4.0% at 0 and grows with it, the median signed ITL error of the 15 public vLLM 0.15.1 H100 runs
+# -2.5% at 0 and 0 at about 0.15 ms: 0. TensorRT-LLM (its overlap scheduler, on by default, runs a step's host work
+# beside the next step's kernels: nvidia.github.io/TensorRT-LLM features/overlap-scheduler): InferenceMAX's
+# trtllm-serve gpt-oss-120b points (B200, 60 points, 2-3 ms steps at 4-8 clients) have a median TPOT error of +24.6%
+# with the roofline's 0.5 ms and +7.9% at 0, and TensorRT-LLM's published maximum-load rows (59) a median |error| of
+# 3.0% / 3.2% (dense / MoE) with it and 3.6% / 3.1% at 0, the dense rows' largest -9.0% -> +7.5%: 0. SGLang keeps the
+# roofline's assumption: its 30 DeepSeek-R1 points do not decide it (at 0 the median |TPOT error| goes 3.6 -> 6.3% on
+# the H200 and 10.9 -> 9.7% on the B200).
+TABLES_STEP_OVERHEAD_S = {"vllm": 0.0, "tensorrt-llm": 0.0}
 # Fixed cost of one NVLink all-reduce kernel: the median of the all-reduces of at most 64 KiB in the bundled tables
 # of the NVLink GPUs (A100, H100, H200, B200, GB200; vLLM, SGLang and TensorRT-LLM; TP 2-8: 378 points, 2.3-14.8 us),
 # each measured with its GPUs started together (aiconfigurator-core 0.12.0's comm tables)
