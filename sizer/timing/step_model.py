@@ -93,10 +93,10 @@ TABLES_VS_ROOFLINE = {
              "tails of the runs' first stages have no cause found and are not modelled); on InferenceMAX's public "
              "closed-loop gpt-oss-120b points TPOT is 1-3% slow median on H100, H200 and B200 (3-4% median absolute "
              "error), TTFT 5-21% low (docs/fidelity.md)"),
-    "tensorrt-llm": ("on TensorRT-LLM's published maximum-load rows the tables give 3.1% median error in "
-                     "throughput on the dense rows (the roofline 11.5% when last measured), 3.2% on the MoE rows with "
+    "tensorrt-llm": ("on TensorRT-LLM's published maximum-load rows the tables give 3.6% median error in "
+                     "throughput on the dense rows (the roofline 11.5% when last measured), 3.1% on the MoE rows with "
                      "attention DP, two of them beyond 20%; on InferenceMAX's public closed-loop gpt-oss-120b B200 "
-                     "points TPOT is 39% slow (docs/fidelity.md, docs/moe.md)"),
+                     "points TPOT is 8% slow median (docs/fidelity.md, docs/moe.md)"),
 }
 
 

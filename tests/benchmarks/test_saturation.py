@@ -1,7 +1,7 @@
 """TensorRT-LLM's published maximum-load throughput (tests/data/fidelity/saturation.csv, NVIDIA's perf-overview
 page; README there) replayed on sizer's default step model: the engine's own kernel tables. Three dense rows
 (a quarter of their requests), each within the 20% issue 23 allows any dense row; benchmarks/saturation.py
-replays all 59 (dense median 3.1%, MoE 3.5%, docs/fidelity.md). Every row runs with the page's CUDA-graph padding
+replays all 59 (dense median 3.6%, MoE 3.1%, docs/fidelity.md). Every row runs with the page's CUDA-graph padding
 and trtllm-bench's max_batch_size (benchmarks/published/replay_saturation.py). MoE rows replay as the page ran
 them, attention DP + EP 8 (DEP8, docs/moe.md): decode-bound rows, whole (their batch is the KV cache's, or the
 ranks' max_num_seqs, at their full request count)."""
