@@ -162,7 +162,11 @@ class SpeculativeSection:
     method: Literal["draft_model", "ngram", "eagle", "eagle3", "medusa", "mtp"] = field(doc="proposer kind")
     num_speculative_tokens: int = field(ge=1, le=16, doc="gamma: tokens proposed per step")
     acceptance_rate: float = field(ge=0.0, le=0.999, doc="alpha: probability each proposed token is accepted")
-    model: str | None = field(None, doc="draft model (catalog name or config.json) for method draft_model")
+    model: str | None = field(None, doc="draft model for method draft_model; the head for eagle, eagle3 and medusa, "
+                                        "whose own config sizes its memory (else an EAGLE head is estimated from "
+                                        "the model's shapes, a Medusa one not counted): a catalog name, a "
+                                        "config.json or checkpoint folder (relative to the scenario file), or a "
+                                        "Hugging Face id in the local cache")
     proposer_cost_fraction: float | None = field(None, ge=0.0, le=1.0,
                                                  doc="proposer cost per proposed token as a fraction of a target "
                                                      "decode step; default by method")

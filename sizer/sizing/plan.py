@@ -135,20 +135,6 @@ class StepTimes:
     alltoall_link: str = ""
 
 
-# What a proposer's memory is taken as, by speculative method, where sizer counts it (resolve._draft_memory); any
-# other: not counted, and said so
-PROPOSER_MEMORY = {"ngram": "none: n-grams of the prompt itself",
-                   "mtp": "the model's multi-token-prediction layers, which vLLM loads to draft: their weights "
-                          "and KV counted (Memory per GPU; the embedding and output head the target's)",
-                   "draft_model": "the draft model's weights and KV counted (Memory per GPU)",
-                   "eagle": "one decoder layer of the target's shapes and fc (2 x hidden -> hidden), unquantised, "
-                            "as the published EAGLE heads: weights and KV counted (Memory per GPU; the embedding and "
-                            "output head the target's)",
-                   "eagle3": "one decoder layer of the target's shapes reading 2 x hidden, fc (3 x hidden -> hidden) "
-                             "and its own output head over the target's vocabulary (an upper bound: published heads "
-                             "often keep 32,000 tokens), unquantised: weights and KV counted (Memory per GPU)"}
-
-
 @dataclass(frozen=True)
 class SpeculativeSummary:
     method: str
@@ -335,9 +321,7 @@ def make_plan(r: Resolved) -> Plan:
                        f"assumption for {sc.method}, sizer/sizing/presets.py") + ")")
         spec = SpeculativeSummary(sc.method, sc.num_speculative_tokens, sc.acceptance_rate,
                                   expected_tokens_per_step(sc.acceptance_rate, sc.num_speculative_tokens),
-                                  "(1 - alpha^(gamma+1)) / (1 - alpha)", proposer,
-                                  PROPOSER_MEMORY[sc.method] if budget.draft_what or sc.method == "ngram" else
-                                  f"the {sc.method} head's weights and KV are not counted in memory")
+                                  "(1 - alpha^(gamma+1)) / (1 - alpha)", proposer, r.proposer_memory)
 
     comm = comm_per_step(m, p)
     parallel = ParallelSummary(p.tp, p.pp, p.dp, p.ep, p.gpus_per_replica, kv_heads_per_gpu_of(m, p),

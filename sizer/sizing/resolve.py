@@ -29,7 +29,7 @@ from sizer.analytic.format_support import (
     family,
     mxfp4_moe_checkpoint,
 )
-from sizer.analytic.formats import FORMATS, PLAIN, WeightFormat, validate_groups, weight_format
+from sizer.analytic.formats import PLAIN, WeightFormat, validate_groups, weight_format
 from sizer.analytic.lengths import share_longer_than
 from sizer.analytic.memory import (
     DraftLoad,
@@ -48,10 +48,16 @@ from sizer.analytic.memory import (
 )
 from sizer.analytic.offload import Offload, offload, on_gpu
 from sizer.analytic.parallel import ParallelConfig, validate_split
+from sizer.analytic.proposer import (
+    DraftMemory,
+    draft_model_memory,
+    eagle_memory,
+    medusa_memory,
+    mtp_memory,
+)
 from sizer.errors import InputError
 from sizer.inputs import preloaded
-from sizer.inputs.checkpoint import Checkpoint, beside
-from sizer.inputs.config_keys import DTYPE_BYTES
+from sizer.inputs.checkpoint import HF_ID, Checkpoint, beside, cached_snapshot, hf_cache_dir
 from sizer.inputs.hardware import (
     LLAMACPP_ONLY_DEVICES,
     HardwareOverrides,
@@ -61,8 +67,8 @@ from sizer.inputs.hardware import (
     scale_up_link,
     scenario_hardware,
 )
-from sizer.inputs.layers import Attention, DenseFFN
-from sizer.inputs.model_spec import ModelSpec, checkpoint_model, load_config, load_model
+from sizer.inputs.hf_store import bundled
+from sizer.inputs.model_spec import ModelSpec, checkpoint_model, load_config
 from sizer.inputs.scenario import (
     ASSUMED_FIELDS,
     ENGINE_NAMES,
@@ -74,6 +80,7 @@ from sizer.inputs.scenario import (
     scenario_dir,
 )
 from sizer.inputs.schedule import AutoscalingSection, EnergySection
+from sizer.inputs.spec_head import EAGLE_FC_INPUTS, MedusaHead, read_head, target_shaped
 from sizer.kinds import kind
 from sizer.sizing.presets import (
     ATTENTION_DP_CONTEXT_BALANCE,
@@ -218,6 +225,7 @@ class Resolved:
     kernel_tables: KernelTables | None = None   # hardware.kernel_tables: the scenario's own folder, checked
     cuda_graph_batch_sizes: tuple[int, ...] = ()   # deployment.cuda_graph_batch_sizes; () when not stated
     too_long_share: float = 0.0      # requests whose prompt + output exceed max_model_len: the engine refuses them
+    proposer_memory: str = ""        # what a speculative proposer's memory is taken as, and from where (the plan)
 
     def source_of(self, path: str) -> str:
         """Where the setting at scenario `path` came from: a flag, "scenario", or the default's reason."""
@@ -330,7 +338,7 @@ def resolve(s: Scenario) -> Resolved:
     lora = _lora(s, model, parallel) if d.enable_lora else None
     # llama.cpp and Ollama take no share of the device: they allocate what they need up to its limit
     utilisation = d.gpu_memory_utilization if slots is None else SLOT_ENGINE_MEMORY_SHARE
-    draft = _draft_memory(s, model, fmt, group_size, kv_dtype, parallel)
+    draft, proposer_memory = _draft_memory(s, model, fmt, group_size, kv_dtype, parallel)
     budget = memory_budget(model, hardware.memory_bytes, gpu_weights, gpu_kv, parallel, utilisation,
                            engine.block_size, engine.max_model_len,
                            slots.ubatch_size if slots else engine.max_num_batched_tokens, engine.max_num_seqs,
@@ -397,7 +405,7 @@ def resolve(s: Scenario) -> Resolved:
         link_notes=tuple(notes), price_usd_per_gpu_hour=price, price_source=price_source,
         sources=setting_sources(s, slots, price_source), calibrated_profile=profile, offload=split, slots=slots,
         lora=lora, kernel_tables=tables, cuda_graph_batch_sizes=tuple(d.cuda_graph_batch_sizes or ()),
-        too_long_share=too_long)
+        too_long_share=too_long, proposer_memory=proposer_memory)
     try:                                            # built (and kept) now: a limit the scheduler refuses is bad input
         _ = r.replica
     except ValueError as exc:
@@ -757,92 +765,72 @@ def _check_one_slice(hardware: HardwareSpec, parallel: ParallelConfig, file: str
                                                          "replica alone (no communication between slices); expected 1")
 
 
-@dataclass(frozen=True)
-class DraftMemory:
-    """What a speculative proposer loads beside the target: a draft model (deployment.speculative_config.model), the
-    model's own multi-token-prediction layers (method mtp), or an EAGLE head (methods eagle and eagle3)."""
-    what: str                          # "draft model", "MTP layers", "eagle3 head": as the plan names it
-    model: ModelSpec
-    weight_format: WeightFormat
-    group_size: int
-    weights: WeightMemory              # split as the target (vLLM's draft_tensor_parallel_size: the target's TP)
-    kv: KVLayout                       # in the target's KV dtype, in the same blocks
-
-
-def _mtp_memory(m: ModelSpec, fmt: WeightFormat, group_size: int, kv_dtype: str,
-                parallel: ParallelConfig) -> DraftMemory:
-    """The MTP layers vLLM loads to draft (DeepSeekMTP and its kin, run by its EAGLE proposer): each a decoder layer
-    shaped as the model's last, in the checkpoint's format, with its attention's KV in the target's blocks, plus
-    enorm, hnorm and eh_proj, an unsharded nn.Linear(2 x hidden -> hidden) in the model's dtype
-    (vllm/model_executor/models/deepseek_mtp.py). The embedding and the output head are the target's:
-    vllm/v1/spec_decode/eagle.py load_model shares embed_tokens at PP 1 and the lm_head for every method but eagle3.
-    The layers sit with the last pipeline stage, sharded as the target's layers over TP."""
-    module = replace(m, name=f"{m.name} MTP", layers=(m.layers[-1],) * m.mtp_layers, vocab_size=0, towers=(),
-                     tie_word_embeddings=False, mtp_layers=0, params_official_total=None,
-                     params_official_active=None)
-    stage = replace(parallel, pp=1)
-    h, dtype = m.hidden_size, DTYPE_BYTES[m.torch_dtype]
-    fuse = m.mtp_layers * (2 * h * h + 2 * h)           # eh_proj, enorm and hnorm a layer, on every GPU
-    weights = _plus_unconverted(weight_memory(module, fmt, stage, group_size), fmt, fuse, fuse, dtype)
-    return DraftMemory("MTP layers", module, fmt, group_size, weights, kv_layout(module, kv_dtype, stage))
-
-
-def _plus_unconverted(w: WeightMemory, fmt: WeightFormat, params: int, per_gpu_params: float,
-                      value_bytes: float) -> WeightMemory:
-    """`w` with `params` more parameters left in the model's dtype (`value_bytes` each), `per_gpu_params` of them on
-    each GPU: a proposer's matrices outside its decoder layers (MTP's eh_proj, EAGLE's fc)."""
-    return replace(w, parameters=w.parameters + params, parameters_active=w.parameters_active + params,
-                   ideal_bytes=w.ideal_bytes + params * fmt.bits / 8, total_bytes=w.total_bytes + params * value_bytes,
-                   unconverted_bytes=w.unconverted_bytes + params * value_bytes,
-                   per_gpu_bytes=w.per_gpu_bytes + per_gpu_params * value_bytes)
-
-
-# The inputs an EAGLE head's fc joins (2 x hidden: the token's embedding and the target's last hidden state; EAGLE-3:
-# three of the target's hidden states), vllm/model_executor/models/llama_eagle.py and llama_eagle3.py
-EAGLE_FC_INPUTS = {"eagle": 2, "eagle3": 3}
-
-
-def _eagle_memory(m: ModelSpec, method: str, kv_dtype: str, parallel: ParallelConfig) -> DraftMemory | None:
-    """The EAGLE head vLLM loads beside a dense decoder, as the published heads are built (EAGLE-LLaMA3.1-Instruct-8B,
-    EAGLE3-LLaMA3.1-Instruct-8B): one decoder layer of the target's shapes, unquantised (the model's dtype), its KV in
-    the target's blocks, and fc (EAGLE_FC_INPUTS x hidden -> hidden, an unsharded nn.Linear); EAGLE-3's layer reads 2
-    x hidden into its qkv and has its own output head, counted over the target's vocabulary (an upper bound: published
-    heads often keep a draft vocabulary of 32,000); EAGLE shares the target's output head and both its embedding at
-    PP 1 (vllm/v1/spec_decode/eagle.py load_model). None for a target whose first layer is not attention and a dense
-    MLP (a head's shape is then its own config's, which sizer does not read): the plan says it is not counted."""
-    first = m.layers[0]
-    if m.is_moe or not isinstance(first.mixer, Attention) or not isinstance(first.ffn, DenseFFN):
-        return None
-    module = replace(m, name=f"{m.name} {method} head", layers=(first,), vocab_size=0, towers=(),
-                     tie_word_embeddings=False, mtp_layers=0, quantization=None, params_official_total=None,
-                     params_official_active=None)
-    fmt = FORMATS[m.torch_dtype if m.torch_dtype in PLAIN else "bf16"]
-    stage = replace(parallel, pp=1)
-    h, a = m.hidden_size, first.mixer
-    replicated = EAGLE_FC_INPUTS[method] * h * h
-    split = (h * (a.num_heads + 2 * a.num_kv_heads) * a.head_dim + m.vocab_size * h) if method == "eagle3" else 0
-    weights = _plus_unconverted(weight_memory(module, fmt, stage), fmt, replicated + split,
-                                replicated + split / stage.tp, fmt.bits / 8)
-    return DraftMemory(f"{method} head", module, fmt, 128, weights, kv_layout(module, kv_dtype, stage))
-
-
 def _draft_memory(s: Scenario, model: ModelSpec, fmt: WeightFormat, group_size: int, kv_dtype: str,
-                  parallel: ParallelConfig) -> DraftMemory | None:
-    """The draft model of speculative_config method draft_model (checked even when its cost is stated), the model's
-    MTP layers under method mtp, or an EAGLE head."""
+                  parallel: ParallelConfig) -> tuple[DraftMemory | None, str]:
+    """What the speculative proposer loads beside the target (sizer/analytic/proposer.py), and what the plan says
+    its memory is taken as: the draft model of method draft_model (checked even when its cost is stated), the
+    model's MTP layers under method mtp, an eagle, eagle3 or medusa head from its own config
+    (speculative_config.model) where it is found here, else an EAGLE head estimated from the target's shapes."""
     sc = s.deployment.speculative_config
-    if sc is not None and sc.method == "mtp" and model.mtp_layers:
-        return _mtp_memory(model, fmt, group_size, kv_dtype, parallel)
-    if sc is not None and sc.method in EAGLE_FC_INPUTS:
-        return _eagle_memory(model, sc.method, kv_dtype, parallel)
-    if sc is None or sc.method != "draft_model" or not sc.model:
+    if sc is None:
+        return None, ""
+    if sc.method == "mtp" and model.mtp_layers:
+        return _counted(mtp_memory(model, fmt, group_size, kv_dtype, parallel))
+    if sc.method == "ngram":
+        return None, "none: n-grams of the prompt itself"
+    if sc.method == "draft_model":
+        draft = draft_checkpoint(s)
+        m = checkpoint_model(draft)
+        fmt, draft_group = weight_format(m, "auto", group_size, s.file)
+        return _counted(draft_model_memory(m, fmt, draft_group, kv_dtype, parallel))
+    ckpt = head_checkpoint(s) if sc.model else None
+    if ckpt is not None:
+        head = read_head(ckpt, sc.method, model)
+        return _counted(medusa_memory(head, model, sc.num_speculative_tokens, kv_dtype, parallel)
+                        if isinstance(head, MedusaHead) else eagle_memory(head, model, kv_dtype, parallel))
+    missing = (f"{sc.model} is not in the local Hugging Face cache ({hf_cache_dir()}; sizer never downloads)"
+               if sc.model else "speculative_config.model names no head config")
+    estimate = target_shaped(sc.method, model) if sc.method in EAGLE_FC_INPUTS else None
+    if estimate is not None:
+        return _counted(eagle_memory(estimate, model, kv_dtype, parallel, estimated=missing))
+    heads = "heads' weights are" if sc.method == "medusa" else "head's weights and KV are"
+    why = "" if sc.method == "medusa" else f", and the first layer of {model.name}, which an estimate copies, is " \
+                                           "not attention and a dense MLP"
+    return None, f"the {sc.method} {heads} not counted in memory: {missing}{why}"
+
+
+def _counted(draft: DraftMemory) -> tuple[DraftMemory, str]:
+    return draft, draft.basis
+
+
+def draft_checkpoint(s: Scenario) -> Checkpoint:
+    """speculative_config.model: a catalog name, a config or checkpoint folder (relative to the scenario file), or a
+    Hugging Face id in the local cache (a sweep worker: as its driver read it)."""
+    reference = s.deployment.speculative_config.model
+    shipped = preloaded.checkpoint(str(scenario_dir(s)), reference)
+    return shipped or load_config(beside(reference, scenario_dir(s)), s.file, "deployment.speculative_config.model")
+
+
+def head_checkpoint(s: Scenario) -> Checkpoint | None:
+    """The config of the eagle, eagle3 or medusa head speculative_config.model names, as `draft_checkpoint` finds
+    it; None for a Hugging Face id found nowhere here, which the plan then says (sizer never downloads)."""
+    reference, field_path = s.deployment.speculative_config.model, "deployment.speculative_config.model"
+    shipped = preloaded.checkpoint(str(scenario_dir(s)), reference)
+    if shipped is None and _found_nowhere(beside(reference, scenario_dir(s)), s.file, field_path):
         return None
-    shipped = preloaded.checkpoint(str(scenario_dir(s)), sc.model)      # a sweep worker: its driver's
-    m = checkpoint_model(shipped) if shipped else load_model(beside(sc.model, scenario_dir(s)), s.file,
-                                                              "deployment.speculative_config.model")
-    fmt, draft_group = weight_format(m, "auto", group_size, s.file)
-    return DraftMemory("draft model", m, fmt, draft_group, weight_memory(m, fmt, parallel, draft_group),
-                       kv_layout(m, kv_dtype, parallel))
+    return shipped or draft_checkpoint(s)
+
+
+def _found_nowhere(reference: str, file: str | None, field_path: str) -> bool:
+    """A Hugging Face id that is no path here, nor in the local cache, nor in sizer's bundled configs: what
+    sizer.inputs.checkpoint.locate refuses (a name no file system takes is left to it, to name)."""
+    try:
+        if Path(reference).exists():
+            return False
+    except (OSError, ValueError):
+        return False
+    return (bool(HF_ID.match(reference)) and ".." not in reference
+            and cached_snapshot(reference, file, field_path) is None and bundled(reference) is None)
 
 
 def _speculative(s: Scenario, model: ModelSpec, hardware: HardwareSpec, parallel: ParallelConfig,
@@ -856,10 +844,11 @@ def _speculative(s: Scenario, model: ModelSpec, hardware: HardwareSpec, parallel
                          f"mtp drafts with the model's multi-token-prediction layers; {model.name} has none "
                          "(num_nextn_predict_layers 0): expected another method")
     proposer = None
-    if draft is not None and sc.method == "draft_model" and sc.proposer_cost_fraction is None:
-        proposer = RooflineStepTimeModel(draft.model, hardware, draft.weight_format, draft.weights, draft.kv,
-                                         parallel, draft.group_size,
-                                         runs=execution(draft.weight_format, hardware, s.file, s.deployment.engine,
+    own = draft.own if draft is not None else None
+    if own is not None and sc.proposer_cost_fraction is None:
+        proposer = RooflineStepTimeModel(own.model, hardware, own.weight_format, draft.weights, draft.kv,
+                                         parallel, own.group_size,
+                                         runs=execution(own.weight_format, hardware, s.file, s.deployment.engine,
                                                         s.deployment.moe_backend or "auto"))
     fraction = PROPOSER_COST_FRACTION[sc.method] if sc.proposer_cost_fraction is None else sc.proposer_cost_fraction
     return SpeculativeConfig(sc.method, sc.num_speculative_tokens, sc.acceptance_rate, fraction, proposer)

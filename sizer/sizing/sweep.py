@@ -42,7 +42,9 @@ from sizer.sizing.resolve import (
     Resolved,
     checked_kernel_tables,
     checkpoint_of,
+    draft_checkpoint,
     hardware_of,
+    head_checkpoint,
     kernel_tables_folder,
     resolve,
 )
@@ -213,15 +215,19 @@ def _tables_sha256(folder: Path) -> str:
 
 
 def shared_inputs(base: Scenario, values: dict[str, list], settings: SweepSettings) -> Preloaded:
-    """Every file the sweep's points read, read once here: each model (and draft model) as a checkpoint, every
+    """Every file the sweep's points read, read once here: each model (and draft model or head) as a checkpoint, every
     hardware profile, the kernel tables of each GPU and engine (their headers always; the tables where the
     base prices steps by them), the base's own kernel-tables folder (checked against its GPU here, once), and
     the trace's requests as read for the goodput probes and the operating point."""
     folder = str(scenario_dir(base))
     spec = base.deployment.speculative_config
-    models = [*values.get("model", [base.model.name]), *([spec.model] if spec and spec.model else [])]
     checkpoints = {(folder, m): checkpoint_of(dataclasses.replace(base, model=dataclasses.replace(base.model, name=m)))
-                   for m in models}
+                   for m in values.get("model", [base.model.name])}
+    if spec and spec.model:
+        # a head's config found nowhere here is none: the points estimate the head, or say it is not counted
+        draft = draft_checkpoint(base) if spec.method == "draft_model" else head_checkpoint(base)
+        if draft is not None:
+            checkpoints[folder, spec.model] = draft
     tables, headers = {}, {}
     for gpu, engine in itertools.product(values.get("gpu", [base.hardware.gpu]),
                                          values.get("engine", [base.deployment.engine])):

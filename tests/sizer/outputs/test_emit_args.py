@@ -23,6 +23,7 @@ from sizer.sizing.resolve import resolve
 from validation.safe_load import load_json
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "engine_args"
+HEADS = Path(__file__).resolve().parents[2] / "data" / "spec_heads"       # a head's own config (its README)
 TABLES = {name: load_json(DATA / f"{name}.json") for name in ("vllm", "sglang", "llama-server", "ollama")}
 SCENARIOS = sorted(p for p in Path("scenarios").rglob("*.yaml") if "deploy" not in p.parts
                    if "sweeps" not in p.parts and not p.name.startswith("gateway-"))
@@ -129,7 +130,8 @@ FEATURES = {
                   speculative_config={"method": "eagle", "num_speculative_tokens": 3, "acceptance_rate": 0.7}),
     "eagle3-own-head": dict(model="llama-3.1-8b", gpu="h100-sxm", max_model_len=8192,
                             speculative_config={"method": "eagle3", "num_speculative_tokens": 3,
-                                                "acceptance_rate": 0.7, "model": "llama-3.2-1b"}),
+                                                "acceptance_rate": 0.7,
+                                                "model": str(HEADS / "eagle3-llama3.1-instruct-8b")}),
     "ngram": dict(max_model_len=8192, tensor_parallel_size=2,
                   speculative_config={"method": "ngram", "num_speculative_tokens": 4, "acceptance_rate": 0.5}),
     "draft": dict(model="llama-3.1-8b", gpu="h100-sxm", max_model_len=8192,

@@ -1,8 +1,11 @@
 """resolve(): the executors' configuration (disaggregated pools, swap and transfer links) and
 the assumptions a plan states when a hardware profile lacks a link figure."""
 
+from pathlib import Path
+
 import pytest
 
+from sizer.errors import InputError
 from sizer.inputs.hardware import host_link, load_hardware, scale_up_link
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.sizing.plan import make_plan
@@ -12,9 +15,9 @@ from sizer.timing.roofline import RooflineStepTimeModel
 from sizer.timing.step_model import roofline_for
 
 
-def scenario(gpu="h100-sxm", **deployment):
+def scenario(gpu="h100-sxm", model_name="llama-3.1-8b", **deployment):
     return scenario_from_dict({
-        "model": "llama-3.1-8b", "hardware": gpu, "deployment": {"max_model_len": 8192, **deployment},
+        "model": model_name, "hardware": gpu, "deployment": {"max_model_len": 8192, **deployment},
         "workload": {"arrival": {"rate_per_s": 1}, "prompt_tokens": {"distribution": "fixed", "value": 1000},
                      "output_tokens": {"distribution": "fixed", "value": 100}}}, None)
 
@@ -107,33 +110,152 @@ def test_mtp_loads_the_models_own_prediction_layer_beside_it():
     assert drafted.kv_cache_bytes / drafted.kv_tokens == pytest.approx(per_token_target * 62 / 61, rel=1e-3)
 
 
-@pytest.mark.parametrize("method, params", [
+@pytest.mark.parametrize("method, nbytes", [
     # Llama-3.1-8B's layer: q and o 4,096 x 4,096 each, k and v 4,096 x 1,024 each, gate_up 4,096 x 28,672, down
-    # 14,336 x 4,096, two norms = 218,112,000 + 8,192, and the final norm 4,096; EAGLE's fc 2 x 4,096 x 4,096 =
-    # 33,554,432: 251,678,720 in bf16 = 503.4 MB
-    ("eagle", 251_678_720),
-    # EAGLE-3: the same layer with its qkv reading 2 x hidden (+ 4,096 x 6,144 = 25,165,824), fc 3 x 4,096 x 4,096 =
-    # 50,331,648 and its own output head over the target's 128,256 tokens (525,336,576): 818,958,336 = 1.638 GB
-    ("eagle3", 818_958_336),
+    # 14,336 x 4,096 = 218,103,808. EAGLE (vllm/model_executor/models/llama_eagle.py): that layer without its input
+    # norm, no final norm (post-attention norm 4,096) and fc 2 x 4,096 x 4,096 = 33,554,432: 251,662,336 in bf16
+    ("eagle", 2 * 251_662_336),
+    # EAGLE-3 (llama_eagle3.py): the layer with three norms and a final one (16,384), its qkv reading 2 x hidden
+    # (+ 4,096 x 6,144 = 25,165,824), fc 3 x 4,096 x 4,096 = 50,331,648 and its own output head over the target's
+    # 128,256 tokens (525,336,576): 818,954,240 in bf16, and draft_id_to_target_id, 128,256 x 8 B
+    ("eagle3", 2 * 818_954_240 + 8 * 128_256),
 ])
-def test_an_eagle_head_is_one_layer_of_the_targets_shapes(method, params):
+def test_an_eagle_head_without_its_config_is_one_layer_of_the_targets_shapes(method, nbytes):
     spec = {"method": method, "num_speculative_tokens": 3, "acceptance_rate": 0.7}
     alone = resolve(scenario()).memory
-    drafted = resolve(scenario(speculative_config=spec)).memory
-    assert drafted.draft_weights_bytes == pytest.approx(2 * params, rel=1e-4)
+    r = resolve(scenario(speculative_config=spec))
+    drafted = r.memory
+    assert drafted.draft_weights_bytes == nbytes
     assert drafted.draft_what == f"{method} head"
     assert alone.kv_cache_bytes - drafted.kv_cache_bytes == pytest.approx(drafted.draft_weights_bytes)
     # its one attention layer caches as each of the target's 32: 131,072 B a token becomes 33/32 of it
     assert drafted.kv_blocks == int(drafted.kv_cache_bytes // (131_072 * 33 / 32 * 16))
+    assert r.proposer_memory.startswith("one decoder layer of the target's shapes")
+    assert r.proposer_memory.endswith("An estimate: speculative_config.model names no head config")
 
 
-def test_a_head_sizer_has_no_shapes_for_is_said_not_counted():
-    # Medusa's heads (and an EAGLE head beside an MoE target) are their own checkpoint's shapes, which sizer does not
-    # read: no memory is set aside, and the plan says so
+HEADS = Path(__file__).resolve().parents[2] / "data" / "spec_heads"       # published heads' configs (README there)
+EAGLE3_8B = {"method": "eagle3", "num_speculative_tokens": 3, "acceptance_rate": 0.7,
+             "model": str(HEADS / "eagle3-llama3.1-instruct-8b")}
+
+
+@pytest.mark.parametrize("folder, method, tp, nbytes", [
+    # EAGLE-LLaMA3-Instruct-8B's config: one layer of Llama-3-8B's shapes (hidden 4,096, 32 heads, 8 KV heads,
+    # intermediate 14,336), so 251,662,336 as the estimate above: the layer 218,103,808 + its one norm 4,096 + fc
+    # 2 x 4,096 x 4,096
+    ("eagle-llama3-instruct-8b", "eagle", 1, 2 * 251_662_336),
+    # EAGLE3-LLaMA3.1-Instruct-8B's: the layer 218,103,808, three norms and the final one 16,384, its qkv once more
+    # for the embedding beside the hidden state 4,096 x 6,144 = 25,165,824, fc 12,288 x 4,096 = 50,331,648, its
+    # output head over draft_vocab_size 32,000: 131,072,000 = 424,689,664 in bf16; d2t 32,000 x 8 B
+    ("eagle3-llama3.1-instruct-8b", "eagle3", 1, 2 * 424_689_664 + 8 * 32_000),
+    # at TP 2 the layer, its extra qkv and the output head split in two (109,051,904 + 12,582,912 + 65,536,000); the
+    # norms, fc (nn.Linear / ReplicatedLinear) and d2t stay whole: 237,518,848 in bf16 + 256,000 B
+    ("eagle3-llama3.1-instruct-8b", "eagle3", 2, 2 * 237_518_848 + 8 * 32_000),
+])
+def test_an_eagle_head_is_counted_from_its_own_config(folder, method, tp, nbytes):
+    spec = {"method": method, "num_speculative_tokens": 3, "acceptance_rate": 0.7, "model": str(HEADS / folder)}
+    alone = resolve(scenario(tensor_parallel_size=tp)).memory
+    r = resolve(scenario(speculative_config=spec, tensor_parallel_size=tp))
+    assert r.memory.draft_weights_bytes == nbytes and r.memory.draft_what == f"{method} head"
+    assert alone.kv_cache_bytes - r.memory.kv_cache_bytes == pytest.approx(nbytes)
+    # its one layer's KV (8 KV heads of 128, as the target's layers) joins the target's 32 in every block
+    assert r.memory.kv_blocks == int(r.memory.kv_cache_bytes // (131_072 / tp * 33 / 32 * 16))
+    assert r.proposer_memory.startswith(f"the head's own config ({HEADS / folder / 'config.json'}) as vLLM's llama_")
+    assert "estimate" not in r.proposer_memory
+
+
+def test_an_eagle_head_loads_its_own_embedding_under_pipeline_parallelism():
+    # vllm/v1/spec_decode/eagle.py load_model shares the target's embedding only at PP 1: at PP 2 the head keeps its
+    # own, 128,256 x 4,096 = 525,336,576 values in bf16
+    spec = {**EAGLE3_8B, "method": "eagle", "model": str(HEADS / "eagle-llama3-instruct-8b")}
+    r = resolve(scenario(speculative_config=spec, pipeline_parallel_size=2))
+    assert r.memory.draft_weights_bytes == 2 * (251_662_336 + 525_336_576)
+    assert "its own embedding: vLLM shares the target's only at pipeline_parallel_size 1" in r.proposer_memory
+
+
+def test_a_head_named_by_its_hugging_face_id_is_read_from_the_local_cache_or_estimated(tmp_path, monkeypatch):
+    hf_id = "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
+    spec = {**EAGLE3_8B, "model": hf_id}
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    # not in the cache: sizer never downloads; the head is estimated from the target's shapes, and the plan says so
+    estimated = resolve(scenario(speculative_config=spec))
+    assert estimated.memory.draft_weights_bytes == 2 * 818_954_240 + 8 * 128_256
+    assert estimated.proposer_memory.endswith(f"An estimate: {hf_id} is not in the local Hugging Face cache "
+                                              f"({tmp_path}; sizer never downloads)")
+    # in the cache (the snapshot refs/main names): its own config, as the same file given as a path
+    snapshot = tmp_path / "models--yuhuili--EAGLE3-LLaMA3.1-Instruct-8B" / "snapshots" / "0123abc"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_bytes((HEADS / "eagle3-llama3.1-instruct-8b" / "config.json").read_bytes())
+    (tmp_path / "models--yuhuili--EAGLE3-LLaMA3.1-Instruct-8B" / "refs").mkdir()
+    (tmp_path / "models--yuhuili--EAGLE3-LLaMA3.1-Instruct-8B" / "refs" / "main").write_text("0123abc")
+    cached = resolve(scenario(speculative_config=spec))
+    assert cached.memory.draft_weights_bytes == 2 * 424_689_664 + 8 * 32_000
+    assert cached.proposer_memory.startswith(f"the head's own config ({snapshot / 'config.json'})")
+
+
+@pytest.mark.parametrize("model, nbytes, rows", [
+    # FasterDecoding/medusa-vicuna-7b-v1.3's config (medusa_num_layers 1; no hidden_size: MedusaConfig's 4,096) beside
+    # Llama-2-7B (vicuna-7b's shapes): vLLM builds num_speculative_tokens = 3 heads, each a residual 4,096 x 4,096
+    # (no bias: medusa_fc_bias is false) and an output head over the 32,000 tokens (the config states no vocab_size;
+    # vLLM takes the target's): 3 x (16,777,216 + 131,072,000) = 443,547,648 in fp16 (Llama-2-7B's dtype)
+    ("llama-2-7b", 2 * 443_547_648, "32,000"),
+    # beside Llama-3.1-8B the output heads cover its 128,256 tokens: 3 x (16,777,216 + 525,336,576) = 1,626,341,376
+    ("llama-3.1-8b", 2 * 1_626_341_376, "128,256"),
+])
+def test_medusa_heads_are_counted_from_their_config(model, nbytes, rows):
+    spec = {"method": "medusa", "num_speculative_tokens": 3, "acceptance_rate": 0.7,
+            "model": str(HEADS / "medusa-vicuna-7b-v1.3")}
+    base = {"model": model, "hardware": "h100-sxm", "deployment": {"max_model_len": 4096},
+            "workload": {"arrival": {"rate_per_s": 1}, "prompt_tokens": {"distribution": "fixed", "value": 1000},
+                         "output_tokens": {"distribution": "fixed", "value": 100}}}
+    alone = resolve(scenario_from_dict(base, None))
+    r = resolve(scenario_from_dict({**base, "deployment": {"max_model_len": 4096, "speculative_config": spec}}, None))
+    assert r.memory.draft_weights_bytes == nbytes and r.memory.draft_what == "medusa heads"
+    # no KV of their own: the blocks are the target's alone, fewer by the heads' bytes
+    per_block = alone.memory.kv_cache_bytes / alone.memory.kv_blocks
+    assert alone.memory.kv_cache_bytes - r.memory.kv_cache_bytes == pytest.approx(nbytes)
+    assert r.memory.kv_blocks == int(r.memory.kv_cache_bytes // per_block)
+    assert f"3 heads (num_speculative_tokens; the config states 2) of 1 residual layer (hidden x hidden) and an " \
+           f"output head each over {rows} tokens" in r.proposer_memory
+    assert make_plan(r).speculative.proposer_memory == r.proposer_memory
+
+
+def test_a_head_sizer_has_no_shapes_for_is_said_not_counted(tmp_path, monkeypatch):
+    # Medusa's heads without their config, and an EAGLE head beside an MoE target whose config is not found here: no
+    # memory is set aside, and the plan says why
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
     spec = {"method": "medusa", "num_speculative_tokens": 3, "acceptance_rate": 0.7}
     r = resolve(scenario(speculative_config=spec))
     assert r.memory.draft_weights_bytes == 0.0
-    assert make_plan(r).speculative.proposer_memory == "the medusa head's weights and KV are not counted in memory"
+    assert make_plan(r).speculative.proposer_memory == ("the medusa heads' weights are not counted in memory: "
+                                                        "speculative_config.model names no head config")
+    moe = resolve(scenario_from_dict({
+        "model": "mixtral-8x7b", "hardware": "h100-sxm",
+        "deployment": {"max_model_len": 8192, "tensor_parallel_size": 2,
+                       "speculative_config": {**spec, "method": "eagle", "model": "org/eagle-head"}},
+        "workload": {"arrival": {"rate_per_s": 1}, "prompt_tokens": {"distribution": "fixed", "value": 1000},
+                     "output_tokens": {"distribution": "fixed", "value": 100}}}, None))
+    assert moe.memory.draft_weights_bytes == 0.0
+    assert moe.proposer_memory.startswith("the eagle head's weights and KV are not counted in memory: org/eagle-head "
+                                          "is not in the local Hugging Face cache")
+
+
+def test_a_head_that_cannot_serve_beside_the_target_is_refused_naming_its_field(tmp_path):
+    # EAGLE3-LLaMA3.1-Instruct-8B reads hidden states of 4,096 values; Llama-3.1-70B's are 8,192
+    with pytest.raises(InputError) as err:
+        resolve(scenario(speculative_config=EAGLE3_8B, model_name="llama-3.1-70b", tensor_parallel_size=4))
+    assert err.value.file == str(HEADS / "eagle3-llama3.1-instruct-8b" / "config.json")
+    assert err.value.field == "hidden_size" and "expected 8192" in err.value.message
+    # FasterDecoding's Medusa config states no hidden_size: MedusaConfig's 4,096, not Llama-3.1-70B's 8,192
+    medusa = {"method": "medusa", "num_speculative_tokens": 3, "acceptance_rate": 0.7,
+              "model": str(HEADS / "medusa-vicuna-7b-v1.3")}
+    with pytest.raises(InputError, match=r"hidden_size: 4096 \(not stated: MedusaConfig takes 4096\)"):
+        resolve(scenario(speculative_config=medusa, model_name="llama-3.1-70b", tensor_parallel_size=4))
+    # a Medusa config that does not say how many layers a head has
+    (tmp_path / "config.json").write_text('{"medusa_num_heads": 3, "hidden_size": 4096}')
+    with pytest.raises(InputError) as err:
+        resolve(scenario(speculative_config={**medusa, "model": str(tmp_path)}))
+    assert (err.value.file, err.value.field) == (str(tmp_path / "config.json"), "medusa_num_layers")
 
 
 def test_a_disaggregated_replica_is_all_its_pools():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import yaml
-from sweephelp import TRACE, model_folder, sweep_of, trace_sweep, write_sweep
+from sweephelp import REPO, TRACE, model_folder, sweep_of, trace_sweep, write_sweep
 
 from sizer.inputs.hardware import all_profiles, load_hardware
 from sizer.inputs.preloaded import Preloaded, installed
@@ -119,3 +119,18 @@ def test_a_changed_model_config_at_the_same_path_changes_its_points(tmp_path):
     after = {t.point.model: t.point_hash for t in tasks(sweep_of(path))}
     assert after[str(folder)] != before[str(folder)] and after["llama-3.1-8b"] == before["llama-3.1-8b"]
 
+
+
+def test_a_speculative_heads_config_is_shipped_where_found_here_and_left_out_where_not(tmp_path, monkeypatch):
+    # a head's config found here travels with the sweep; a Hugging Face id in no local cache is not an error (sizer
+    # never downloads): each point estimates the head and its plan says so
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    shutil.copytree(REPO / "tests" / "data" / "spec_heads" / "eagle3-llama3.1-instruct-8b", tmp_path / "head")
+    path = write_sweep(tmp_path, {"gpu": ["h100-sxm"]})
+    data = load_yaml(tmp_path / "base.yaml")
+    for model in ("head", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"):
+        data["deployment"]["speculative_config"] = {"method": "eagle3", "model": model, "num_speculative_tokens": 3,
+                                                    "acceptance_rate": 0.7}
+        (tmp_path / "base.yaml").write_text(yaml.safe_dump(data))
+        shipped = sweep_of(path).inputs.checkpoints
+        assert ((str(tmp_path), model) in shipped) == (model == "head")
