@@ -28,8 +28,9 @@ from sizer.inputs.manifests.commands import (
 from sizer.inputs.manifests.fields import MAX_GPUS_PER_POD, get
 from sizer.inputs.manifests.gpus import GPU_LABELS, INSTANCE_LABELS, MIG_RESOURCE, read_label
 from sizer.inputs.manifests.helm_charts import helm_servers
-from sizer.inputs.manifests.kubernetes import KINDS, Server, kubernetes_servers
+from sizer.inputs.manifests.kubernetes import KINDS, Server, kind_read, kubernetes_servers
 from sizer.inputs.manifests.operators import OPERATOR_KINDS, operator_servers
+from sizer.inputs.manifests.pod_fields import check_object_fields
 from sizer.inputs.model_spec import CATALOG_DIR
 from sizer.inputs.scenario import ENGINE_NAMES, SLOSection, WorkloadSection, load_scenario, scenario_from_dict
 from sizer.inputs.traffic import Traffic, with_traffic
@@ -188,7 +189,11 @@ def find_servers(docs: list, file: str) -> list[Server]:
     if unread is not None:
         raise InputError(file, "kind", f"expected one of {', '.join(KINDS + OPERATOR_KINDS)} (the kinds sizer reads; "
                                        f"a document without a kind is read as Helm values), got {excerpt(unread)}")
-    return servers + operator_servers(docs, file) + [s for doc in values for s in helm_servers(doc, file)]
+    servers += operator_servers(docs, file)
+    for doc in {id(s.doc): s.doc for s in servers}.values():
+        if kind_read(doc) in KINDS:         # pod templates as core/v1 types them (an operator's CRD has its own)
+            check_object_fields(doc, file)
+    return servers + [s for doc in values for s in helm_servers(doc, file)]
 
 
 def _from_manifest(docs: list, servers: list[Server], file: str, stem: str, kv_share: float | None,

@@ -102,6 +102,14 @@ def check_file(path: str, kv_share: float | None = None, budget_usd_per_hour: fl
         if inp.kind != "scenario" and not overrides and key:
             engine = inp.scenario_data["deployment"].get("engine", "vllm")
             raise InputError(error.file, flag_for(engine, "model_overrides") + key, error.message) from None
+        # a deployment field the server's flags set (`--enable-dp-attention` on a dense model, `--moe-backend marlin`
+        # without experts) under the engine's flag: the manifest has no `deployment.` section to name
+        setting = (error.field or "").removeprefix("deployment.").split(".")[0]
+        if inp.kind != "scenario" and (error.field or "").startswith("deployment.") \
+                and setting in (inp.scenario_data.get("deployment") or {}):
+            flag = flag_for(inp.scenario_data["deployment"].get("engine", "vllm"), setting)
+            if flag is not None:
+                raise InputError(error.file, flag, error.message) from None
         raise
 
 

@@ -89,9 +89,16 @@ def tokens(container: dict, path: str, file: str, doc=None) -> list[str]:
         if isinstance(value, str) and not (isinstance(doc, dict) and doc.get("kind")):
             items += [(expand(t, env, True), where, True) for t in shell_split(value, file, where)]
             continue
+        kubernetes = isinstance(doc, dict) and bool(doc.get("kind"))
         for i, item in enumerate(get(container, key, path, file)):
             if isinstance(item, bool) or not isinstance(item, (str, int, float)):
                 raise InputError(file, f"{where}[{i}]", f"expected a string, got {excerpt(item)}")
+            if kubernetes and not isinstance(item, str):
+                # Kubernetes' command and args are []string: the API server refuses a number ("cannot unmarshal
+                # number into Go struct field Container...args of type string"); Helm values are text a template
+                # quotes into the manifest
+                raise InputError(file, f"{where}[{i}]", f"expected a string, got the number {excerpt(item)} "
+                                                        f"(Kubernetes' {key} are strings: quote it, \"{item}\")")
             items.append((expand(item, env, False) if isinstance(item, str) else str(item), f"{where}[{i}]", False))
     argv: list[str] = []
     i = 0
@@ -281,7 +288,7 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
     command line loads from wherever that object puts it."""
     engine, start = server_start(argv) or ("vllm", len(argv))
     values, bools = TABLES[engine]
-    rest, model, fields, ignored, removed = argv[start:], None, {}, [], []
+    rest, model, fields, ignored, removed, notes_on_repeats = argv[start:], None, {}, [], [], []
     # a shell script goes on after the server's command line (`vllm serve ... && echo done`)
     end = next((i for i, t in enumerate(rest) if t in SHELL_OPERATORS), len(rest))
     if 0 < end < len(rest) and rest[end] in REDIRECTIONS and rest[end - 1].isdigit() and not (
@@ -295,11 +302,18 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
             raise InputError(file, excerpt(rest[0], quote=False),
                              f"a second positional argument after the model {excerpt(model)}; "
                              f"{ENGINE_NAMES[engine]} takes one (its argument parser refuses another)")
-    i = 0
+    i, stated = 0, {}                   # stated: field -> (the flag as written, its value) that set it last
     while i < len(rest):
         token = rest[i]
-        typed, _, inline = token.partition("=")
+        typed, equals, inline = token.partition("=")
         flag = "--" + typed[2:].replace("_", "-") if typed.startswith("--") else typed   # --max_model_len too
+        if typed.startswith("-") and len(typed.split()) > 1:
+            # `- --tensor-parallel-size 2` as one list item: Kubernetes passes it whole, and the engine's parser reads
+            # an argument holding a space as a positional one (argparse's _parse_optional), which it refuses
+            raise InputError(file, typed.split()[0], f"one argument holds the flag and more ({excerpt(token)}): the "
+                                                     f"server gets it as one word, which {ENGINE_NAMES[engine]}'s "
+                                                     "parser refuses; write the flag and its value as two arguments, "
+                                                     f"or as {typed.split()[0]}=VALUE")
         if flag in bools:
             following = rest[i + 1] if i + 1 < len(rest) else ""
             given = inline or (following if following.lower() in SWITCH_WORDS else "")
@@ -309,13 +323,15 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
                                  "parser refuses one); write the flag alone, or leave it out to keep the engine's "
                                  "default")
             key, value = bools[flag]
+            _restated(stated, key, typed, value, notes_on_repeats, engine)
             fields[key] = value
             i += 1
             continue
         following = rest[i + 1] if i + 1 < len(rest) else None
-        takes_next = not inline and following is not None and not (
+        # `--flag=VALUE` holds its value (`--flag=` an empty one: the next argument is not it)
+        takes_next = not equals and following is not None and not (
             following.startswith("-") and not isinstance(parse_number(following), (int, float)))
-        value = inline or (following if takes_next else None)
+        value = inline if equals else following if takes_next else None
         i += 1 + (1 if takes_next else 0)
         if flag in REMOVED_FLAGS.get(engine, {}):
             removed.append(f"{typed} (use {REMOVED_FLAGS[engine][flag]})")
@@ -328,10 +344,11 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
                                  "positional argument its parser refuses)")
             ignored.append(typed)
             continue
-        if value is None:
-            raise InputError(file, typed, "expected a value")
+        if value is None or not value.strip():
+            raise InputError(file, typed, "expected a value" + (f", got {excerpt(value)}" if value else ""))
         key, kind = values[flag]
         fields[key] = _flag_value(typed, key, value, kind, file)     # errors name the flag as written
+        _restated(stated, key, typed, fields[key], notes_on_repeats, engine)
     # `vllm serve A --model B` serves A: the positional model_tag replaces --model (vllm/entrypoints/cli/serve.py)
     model = stated_model or (model if engine == "vllm" and model else None) or fields.pop("model", None) or model
     fields.pop("model", None)
@@ -348,7 +365,7 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
             fields["max_num_batched_tokens"] = chunk
     if fields.pop("expert_parallel_size", 1) > 1:
         fields["enable_expert_parallel"] = True
-    notes = _sglang_speculative(fields, file, model)
+    notes = _sglang_speculative(fields, file, model) + notes_on_repeats
     notes += [unread_flags_note(engine, ignored)] if ignored else []
     notes += [f"{ENGINE_NAMES[engine]} flag removed from the engine, not read: {r}" for r in removed]
     if fields.get("max_model_len") == "auto":
@@ -356,6 +373,18 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
         notes.append("--max-model-len auto: vLLM fits the longest context its KV cache holds, at most the model's; "
                      "sizer checks the model's own limit, which vLLM shortens where it does not fit")
     return engine, {"engine": engine, **fields}, model, notes
+
+
+def _restated(stated: dict, key: str, typed: str, value, notes: list[str], engine: str) -> None:
+    """Record that flag `typed` set field `key` to `value`; a field set before to another value gets a note: the
+    engine's parser keeps the last (argparse, click), and so does sizer, but a command line that says two things
+    usually means one of them was not meant."""
+    if key in stated and stated[key][1] != value:
+        before, was = stated[key]
+        shown = lambda flag, v: flag if isinstance(v, bool) else f"{flag} {v}"      # noqa: E731
+        notes.append(f"{shown(before, was)} and later {shown(typed, value)} set the same setting: "
+                     f"{ENGINE_NAMES[engine]} takes the last, and so does this check")
+    stated[key] = (typed, value)
 
 
 def unread_flags_note(engine: str, flags: list[str]) -> str:
@@ -436,15 +465,56 @@ SERVER_COMMANDS = {"vllm": "vllm serve", "sglang": "sglang.launch_server", "tens
 SPECULATIVE_TOKENS = key_for(SpeculativeSection, "num_speculative_tokens")
 
 
+# vLLM's flags that take its human-readable integers (`32k`, `1M`: vllm/utils/argparse_utils.py human_readable_int;
+# docs.vllm.ai/en/latest/cli "Human-readable integer arguments"); its other integer flags, and SGLang's (argparse) and
+# trtllm-serve's (click), read the text as Python's int() does, and refuse `1k`, `64.0` or `1e3`
+HUMAN_READABLE_FLAGS = ("--max-model-len", "--max-num-batched-tokens")
+_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def engine_number(text: str, flag: str, tp: type = int):
+    """A flag's value as the engine's parser reads it (an int, a float), or the text as it is where the parser
+    refuses it (for its key to refuse, naming the flag)."""
+    try:
+        if tp is float:
+            return float(text)
+        flag = "--" + flag[2:].replace("_", "-") if flag.startswith("--") else flag
+        m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", text.strip()) if flag in HUMAN_READABLE_FLAGS else None
+        if m is None:
+            return int(text)
+        number, suffix = m.groups()
+        return int(float(number) * _DECIMAL[suffix]) if suffix in _DECIMAL else int(number) * _BINARY[suffix]
+    except ValueError:              # also a number of more digits than int() reads
+        return text
+
+
+def _engine_int(value: str, flag: str, file: str, tp: type = int):
+    """engine_number, with a number the engine's parser refuses (`1k` on --max-num-seqs, `64.0`, `1e3`: sizer's own
+    number text) refused naming the flag and why."""
+    number = engine_number(value, flag, tp)
+    if isinstance(number, str) and tp is int and isinstance(parse_number(value), (int, float)):
+        if ("--" + flag[2:].replace("_", "-")) in HUMAN_READABLE_FLAGS:
+            raise InputError(file, flag, f"expected an integer in digits or with vLLM's suffix (32k = 32,000; 32K = "
+                                         f"32,768, a binary suffix on a whole number only), got {excerpt(value)}")
+        suffixed = value.strip()[-1:] in "kKmMgGtT"
+        raise InputError(file, flag, f"expected an integer written in digits, got {excerpt(value)}: the server's "
+                                     "parser reads this flag with int() and refuses it"
+                                     + (f" (suffixes such as 32k are vLLM's on {' and '.join(HUMAN_READABLE_FLAGS)} "
+                                        "only)" if suffixed else ""))
+    return number
+
+
 def _flag_value(flag: str, key: str, value: str, kind: str, file: str):
     if kind == "length" and value.strip().lower() in AUTO_LENGTHS:
         return "auto"
     if kind in (_NUMBER, "length"):
-        return check_key(key_for(DeploymentSection, key, flag), parse_number(value), file, flag)
+        spec = key_for(DeploymentSection, key, flag)
+        return check_key(spec, _engine_int(value, flag, file, float if spec.tp is float else int), file, flag)
     if kind == "spec_tokens":
-        return check_key(SPECULATIVE_TOKENS, parse_number(value), file, flag)
+        return check_key(SPECULATIVE_TOKENS, _engine_int(value, flag, file), file, flag)
     if kind == "count":
-        number = parse_number(value)
+        number = _engine_int(value, flag, file)
         if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= MAX_COUNT:
             raise InputError(file, flag, f"expected a whole number from 1 to {MAX_COUNT}, got {excerpt(value)}")
         return number
@@ -454,7 +524,7 @@ def _flag_value(flag: str, key: str, value: str, kind: str, file: str):
             raise InputError(file, flag, f"{excerpt(value)} is not modelled; expected one of: {', '.join(methods)}")
         return methods[value.upper()]
     if kind in ("chunk", "ep"):                  # -1 / 0: off (SGLang's chunked prefill), else a size
-        number = parse_number(value)
+        number = _engine_int(value, flag, file)
         if isinstance(number, bool) or not isinstance(number, int) or number < -1:
             raise InputError(file, flag, f"expected a whole number (-1 for off), got {excerpt(value)}")
         return number

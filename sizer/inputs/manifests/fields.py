@@ -91,6 +91,7 @@ MANIFEST_FIELDS = {
     "dynamo.mainContainer": Key("mainContainer", dict), "dynamo.gpu": Key("gpu", int, **_GPUS),
     "dynamo.multinode": Key("multinode", dict),
     "dynamo.nodeCount": Key("nodeCount", int, ge=1, le=MAX_GPUS_PER_POD, nullable=False),
+    "kube.replicas": _REPLICAS,     # a custom resource's replicas (LLMInferenceService, a Dynamo service): int32
 }
 
 
@@ -99,11 +100,22 @@ MANIFEST_FIELDS = {
 # rest as vLLM's number text (`32k`, `1m` a million: sizer/inputs/number_text.py).
 QUANTITY_KEYS = ("resources.limits.nvidia.com/gpu", "resources.limits.amd.com/gpu", "dynamo.gpu",
                  "modelSpec[].requestGPU")
+# Fields of Kubernetes objects whose API type is an integer (int32): the API server (and kubectl) refuses text there
+# ("cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32"), so `replicas: "2"` is
+# refused, not read as 2. Helm values (replicaCount) are text a template writes into the manifest: read as numbers.
+KUBERNETES_INTEGERS = ("spec.replicas", "spec.parallelism", "leaderWorkerTemplate.size", "predictor.minReplicas",
+                       "predictor.maxReplicas", "containerConcurrency", "count.tensor", "count.data", "count.dataLocal",
+                       "dynamo.nodeCount", "kube.replicas")
 
 
-def _number(schema_key: str, value):
+def _number(schema_key: str, value, file: str, path: str):
     if not isinstance(value, str):
         return value
+    if schema_key in KUBERNETES_INTEGERS:
+        if isinstance(parse_number(value), (int, float)):
+            raise InputError(file, path, f"expected an integer, got the text {excerpt(value)} (Kubernetes' API takes "
+                                         "an int32 here and refuses a quoted number: write it unquoted)")
+        return value            # refused by its key, as text
     if schema_key.startswith("annotations."):
         return int(value) if value.strip().isdecimal() else value
     text = value.strip()
@@ -120,8 +132,8 @@ def get(node: dict, schema_key: str, path: str, file: str):
     value = node.get(spec.name)
     if spec.name not in node or (value is None and spec.nullable):
         return {} if spec.tp is dict else None
-    return check_key(spec, _number(schema_key, value) if spec.tp in (int, float) else value, file,
-                     join(path, spec.name))
+    where = join(path, spec.name)
+    return check_key(spec, _number(schema_key, value, file, where) if spec.tp in (int, float) else value, file, where)
 
 
 # A Hugging Face repo id: `org/name` (letters, digits, `.`, `_`, `-`; 96 characters each; no `..` or `--`),

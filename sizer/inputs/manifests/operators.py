@@ -105,7 +105,7 @@ def _llmisvc_pool(doc: dict, pool: dict, path: str, model: str, role: str | None
     gpus, where = pod_gpus(container, cpath, file) if container else (None, join(cpath, "resources"))
     if gpus is None and (tp or local):
         gpus, where = (tp or 1) * (local or 1), ppath
-    replicas = get(pool, "replicas", path, file)
+    replicas = get(pool, "kube.replicas", path, file)
     return Server(doc, cpath, container, "LLMInferenceService", tuple(argv), gpus, where, replicas, pods,
                   model=model, role=role, name=_name(doc, file), notes=notes)
 
@@ -201,7 +201,7 @@ def _dynamo(doc: dict, file: str) -> list[Server]:
             or _sglang_prefill(argv) else None
         argv = [t for t in argv if t not in PREFILL_FLAGS]
         out.append(Server(doc, cpath, main, "DynamoGraphDeployment", tuple(argv), gpus,
-                          join(path, "resources.limits.gpu"), get(service, "replicas", path, file), pods,
+                          join(path, "resources.limits.gpu"), get(service, "kube.replicas", path, file), pods,
                           role=role, name=f"{_name(doc, file)}/{name}",
                           notes=("a Dynamo worker: its engine's flags read as that engine's",)))
     return out

@@ -1,0 +1,100 @@
+"""Typed fields of a Kubernetes object sizer does not read, checked so that a manifest the API server refuses is not
+passed.
+
+`sizer check` reads a few fields of the object that runs the server (replicas, the container's command line, its GPU
+resources; sizer/inputs/manifests/fields.py). The API server decodes the whole object into Go structs first, and
+refuses a value of the wrong JSON type anywhere in it: `containerPort: "8000"`, `initialDelaySeconds: "30"`,
+`hostNetwork: "true"`, a resource quantity `memory: lots` (kubectl: "cannot unmarshal string into Go struct field
+ContainerPort.spec.template.spec.containers.ports.containerPort of type int32"). A manifest kubectl refuses does not
+deploy, so it is refused here too, naming the field, rather than checked and passed.
+
+The fields below have the one type wherever they appear in core/v1, apps/v1, batch/v1 and the pod templates the other
+kinds read (sizer/inputs/manifests/kubernetes.py KINDS) embed; free-form maps (labels, annotations, node selectors, a
+ConfigMap's data) are not walked. A number written with a point (`8000.0`) is the integer kubectl sends (its YAML to
+JSON conversion writes 8000), so it is accepted.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from sizer.errors import InputError
+from validation.errors import excerpt
+from validation.schema import join
+
+# int32 / int64 fields (PodSpec, Container, Probe, SecurityContext, ContainerPort, volume sources, DeploymentSpec,
+# StatefulSetSpec, JobSpec)
+INTEGER_FIELDS = frozenset({
+    "containerPort", "hostPort", "initialDelaySeconds", "periodSeconds", "timeoutSeconds", "successThreshold",
+    "failureThreshold", "terminationGracePeriodSeconds", "activeDeadlineSeconds", "minReadySeconds",
+    "revisionHistoryLimit", "progressDeadlineSeconds", "backoffLimit", "completions", "ttlSecondsAfterFinished",
+    "runAsUser", "runAsGroup", "fsGroup", "defaultMode", "priority",
+})
+BOOLEAN_FIELDS = frozenset({
+    "hostNetwork", "hostIPC", "hostPID", "hostUsers", "privileged", "readOnlyRootFilesystem", "runAsNonRoot",
+    "allowPrivilegeEscalation", "stdin", "stdinOnce", "tty", "readOnly", "automountServiceAccountToken",
+    "enableServiceLinks", "shareProcessNamespace", "setHostnameAsFQDN", "paused",
+})
+# IntOrString: a port number or a port's name (httpGet.port, tcpSocket.port)
+INT_OR_STRING_FIELDS = frozenset({"port", "targetPort"})
+# Maps of arbitrary keys (and, for data, values sizer does not type): not walked
+FREE_FORM = frozenset({"labels", "annotations", "matchLabels", "nodeSelector", "selector", "data", "stringData",
+                       "binaryData", "env", "envFrom", "args", "command", "serveConfigV2", "parameters"})
+# Kubernetes' resource.Quantity text: a decimal number with a binary-SI, decimal-SI or exponent suffix
+QUANTITY = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?")
+
+
+def check_object_fields(doc: dict, file: str) -> None:
+    """Every typed field above in a Kubernetes object (`doc`), refused in one line naming its path where its value is
+    of another type: text for an integer or a boolean, a quantity that is no quantity in `resources`."""
+    _walk(doc, "", file)
+
+
+def _walk(node, path: str, file: str) -> None:
+    if isinstance(node, list):
+        for i, item in enumerate(node):
+            _walk(item, f"{path}[{i}]", file)
+        return
+    if not isinstance(node, dict):
+        return
+    for key, value in node.items():
+        if not isinstance(key, str) or key in FREE_FORM:
+            continue
+        where = join(path, key)
+        if key in INTEGER_FIELDS:
+            _integer(value, where, file)
+        elif key in BOOLEAN_FIELDS:
+            if not isinstance(value, bool):
+                raise InputError(file, where, f"expected true or false, got {excerpt(value)} (Kubernetes' API takes a "
+                                              "boolean here and refuses text or a number)")
+        elif key in INT_OR_STRING_FIELDS and path.rsplit(".", 1)[-1] in ("httpGet", "tcpSocket"):
+            if not isinstance(value, str):
+                _integer(value, where, file)
+        elif key in ("limits", "requests") and path.rsplit(".", 1)[-1] == "resources" and isinstance(value, dict):
+            for name, amount in value.items():
+                _quantity(amount, join(where, str(name)), file)
+        elif key == "sizeLimit":
+            _quantity(value, where, file)
+        else:
+            _walk(value, where, file)
+
+
+def _integer(value, where: str, file: str) -> None:
+    if value is None:
+        return                  # null: the field unset
+    whole = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value) and value.is_integer())
+    if isinstance(value, bool) or not whole:
+        hint = " (Kubernetes' API takes an integer here and refuses a quoted number: write it unquoted)" \
+            if isinstance(value, str) and re.fullmatch(r"\s*[+-]?[0-9]+\s*", value) else ""
+        raise InputError(file, where, f"expected an integer, got {excerpt(value)}{hint}")
+
+
+def _quantity(value, where: str, file: str) -> None:
+    """A resource amount: a number, or text Kubernetes reads as a quantity (`500m`, `16Gi`, `1`). The GPU resources'
+    own bounds are checked where sizer reads them (sizer/inputs/manifests/kubernetes.py pod_gpus)."""
+    ok = (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)) or \
+        (isinstance(value, str) and QUANTITY.fullmatch(value.strip()) is not None)
+    if not ok:
+        raise InputError(file, where, f"expected a Kubernetes quantity (a number, or text such as 500m, 16Gi), got "
+                                      f"{excerpt(value)}")

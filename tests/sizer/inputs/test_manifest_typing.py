@@ -1,0 +1,100 @@
+"""What the corpus (tests/bad_inputs/manifest/) cannot say: the manifests and command lines that must still be
+accepted beside the refusals, and the note a flag given twice gets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sizer.inputs.manifest import read_check_input
+from sizer.inputs.manifests.commands import engine_number, parse_server_args, parse_vllm_args
+from sizer.inputs.manifests.commands import tokens as _tokens
+from sizer.inputs.manifests.pod_fields import check_object_fields
+from validation.errors import FieldError
+
+ROOT = Path(__file__).resolve().parents[3]
+PASS = ROOT / "scenarios" / "deploy" / "pass-llama-8b-h100.yaml"
+
+
+def _deployment(tmp_path: Path, change) -> Path:
+    docs = list(yaml.safe_load_all(PASS.read_text()))
+    change(docs[0], docs[0]["spec"]["template"]["spec"], docs[0]["spec"]["template"]["spec"]["containers"][0])
+    path = tmp_path / "deploy.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    return path
+
+
+@pytest.mark.parametrize("name, change", [
+    # a GPU count as a Kubernetes quantity's text, other resources as quantities
+    ("gpu text", lambda d, pod, c: c["resources"]["limits"].update({"nvidia.com/gpu": "1", "cpu": "500m",
+                                                                     "memory": "64Gi", "ephemeral-storage": 1e10})),
+    # a probe's port by name (IntOrString), its numbers as integers
+    ("probe", lambda d, pod, c: c.update(readinessProbe={"httpGet": {"path": "/health", "port": "http"},
+                                                         "initialDelaySeconds": 30, "periodSeconds": 10})),
+    # 8000.0: kubectl's YAML-to-JSON conversion writes 8000
+    ("port with a point", lambda d, pod, c: c["ports"][0].update(containerPort=8000.0)),
+    ("booleans", lambda d, pod, c: pod.update(hostIPC=True, enableServiceLinks=False)),
+    # free-form maps are not typed: a label may be called priority
+    ("labels", lambda d, pod, c: d["spec"]["template"]["metadata"]["labels"].update(priority="high", tty="yes")),
+    ("shm", lambda d, pod, c: pod.update(volumes=[{"name": "shm", "emptyDir": {"medium": "Memory",
+                                                                               "sizeLimit": "16Gi"}}])),
+    # `--flag=VALUE` may hold a space (argparse splits at `=` first)
+    ("value with a space", lambda d, pod, c: c["args"].append("--served-model-name=my model")),
+])
+def test_a_well_typed_manifest_is_still_read(tmp_path, name, change):
+    inp = read_check_input(_deployment(tmp_path, change))
+    assert inp.replicas == 2 and inp.gpus_per_replica == 1
+
+
+@pytest.mark.parametrize("value, field", [
+    ({"spec": {"replicas": 1, "template": {"spec": {"containers": [{"ports": [{"containerPort": "80"}]}]}}}},
+     "spec.template.spec.containers[0].ports[0].containerPort"),
+    ({"spec": {"template": {"spec": {"containers": [{"tty": 1}]}}}}, "spec.template.spec.containers[0].tty"),
+    ({"spec": {"template": {"spec": {"containers": [{"resources": {"requests": {"cpu": True}}}]}}}},
+     "spec.template.spec.containers[0].resources.requests.cpu"),
+    ({"spec": {"template": {"spec": {"containers": [{"livenessProbe": {"tcpSocket": {"port": 80.5}}}]}}}},
+     "spec.template.spec.containers[0].livenessProbe.tcpSocket.port"),
+])
+def test_a_mistyped_field_is_named(value, field):
+    with pytest.raises(FieldError) as err:
+        check_object_fields(value, "f.yaml")
+    assert err.value.field == field
+
+
+def test_helm_values_may_give_numbers_as_arguments():
+    # a chart's template quotes them into the manifest; a Kubernetes object's args must already be strings
+    assert _tokens({"args": ["vllm", "serve", "m", "--max-num-seqs", 64]}, "", "f.yaml")[-1] == "64"
+    with pytest.raises(FieldError) as err:
+        _tokens({"args": ["vllm", "serve", "m", "--max-num-seqs", 64]}, "c", "f.yaml", {"kind": "Pod"})
+    assert err.value.field == "c.args[4]"
+
+
+@pytest.mark.parametrize("text, flag, expected", [
+    ("32k", "--max-model-len", 32_000), ("32K", "--max-model-len", 32_768), ("25.6k", "--max_model_len", 25_600),
+    ("1M", "--max-num-batched-tokens", 2**20), ("8192", "--max-num-seqs", 8192), (" 64 ", "--max-num-seqs", 64),
+    ("1_000", "--max-num-seqs", 1000),           # Python's int() reads underscores, and so does argparse
+    ("1.5K", "--max-model-len", "1.5K"),         # vLLM: a binary suffix on a whole number only
+    ("1k", "--max-num-seqs", "1k"), ("64.0", "-tp", "64.0"), ("1e3", "--max-model-len", "1e3"),
+])
+def test_numbers_read_as_the_engines_parser_reads_them(text, flag, expected):
+    assert engine_number(text, flag) == expected
+
+
+def test_a_setting_given_twice_is_named():
+    fields, _, notes = parse_vllm_args(["vllm", "serve", "m", "--max-num-seqs=128", "--max-num-seqs", "64",
+                                        "--enable-prefix-caching", "--no-enable-prefix-caching"], "f.yaml")
+    assert fields["max_num_seqs"] == 64 and fields["enable_prefix_caching"] is False      # the last, as argparse
+    assert any("--max-num-seqs 128 and later --max-num-seqs 64" in n for n in notes), notes
+    assert any("--enable-prefix-caching and later --no-enable-prefix-caching" in n for n in notes), notes
+    # the same value twice, or two spellings of one value, say nothing
+    *_, notes = parse_server_args(["python", "-m", "sglang.launch_server", "--model-path", "m", "--tp", "2",
+                                  "--tp-size", "2"], "f.yaml")
+    assert not any("later" in n for n in notes), notes
+
+
+def test_an_empty_value_is_not_taken_from_the_next_argument():
+    with pytest.raises(FieldError) as err:
+        parse_vllm_args(["vllm", "serve", "m", "--max-model-len=", "8192"], "f.yaml")
+    assert err.value.field == "--max-model-len"
