@@ -134,6 +134,10 @@ def weight_format(m: ModelSpec, requested: str, group_size: int, file: str | Non
     q = m.quantization
     if requested == "auto" and q is None:
         return FORMATS[DTYPE_FORMATS.get(m.torch_dtype, "bf16")], group_size
+    if requested == "auto" and q.needs_flag:     # a sidecar vLLM reads only with --quantization (parse_sidecar)
+        raise InputError(q.source, None, f"{q.why_not}; name the format to size it as vLLM --quantization "
+                                         f"{q.needs_flag} serves it (--weights {q.needs_flag}, or "
+                                         f"deployment.quantization: {q.needs_flag})")
     if requested == "auto" and not q.format:
         raise InputError(file, "deployment.quantization", f"the checkpoint's {q.why_not} (read from {q.source}); "
                                                           "name the format to size (deployment.quantization, or "

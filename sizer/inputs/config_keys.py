@@ -43,7 +43,8 @@ KEYS: dict[str, Key] = {k.name: k for k in (
         doc="0 when not stated: the scenario's max_model_len is then required"),
     Key("tie_word_embeddings", bool, doc="default true for Gemma, else false"),
     Key("rms_norm_eps", float, gt=0, le=1, nullable=False, default=1e-5),
-    Key("rope_theta", float, gt=0, nullable=False, default=10000.0),
+    # null only where rope_parameters states it (transformers v5 moved it there: model_spec._rope_theta)
+    Key("rope_theta", float, gt=0, default=10000.0),
     Key("torch_dtype", str, aliases=("dtype",), default="bfloat16", doc="one of DTYPE_BYTES"),
     Key("attention_bias", bool, doc="default true for Qwen2, else false"),
     # Mixture of experts: 0 (or no key) is a dense model
@@ -143,6 +144,17 @@ KEYS: dict[str, Key] = {k.name: k for k in (
 )}
 
 KNOWN_SPELLINGS = frozenset(spelling for key in KEYS.values() for spelling in key.keys)
+
+# Routing keys: experts per token, in every spelling configs use (KEYS' num_experts_per_tok and its aliases;
+# Hunyuan's moe_topk, Ernie's moe_k)
+TOP_K_KEYS = (*KEYS["num_experts_per_tok"].keys, "moe_topk", "moe_k")
+# Mixture-of-experts keys sizer reads or knows: stated on a model with no experts, they are named in the plan's notes
+# (model_spec._unused_expert_keys)
+EXPERT_KEYS = (*KEYS["num_local_experts"].keys, *TOP_K_KEYS, *(spelling for name in (
+    "moe_intermediate_size", "moe_latent_size", "n_shared_experts", "first_k_dense_replace", "moe_layer_freq",
+    "decoder_sparse_step", "mlp_only_layers", "interleave_moe_layer_step", "moe_layers", "mlp_layer_types",
+    "shared_expert_intermediate_size", "moe_shared_expert_intermediate_size", "topk_method", "enable_moe_block")
+    for spelling in KEYS[name].keys))
 
 # Bytes per value of the torch dtypes configs name (torch_dtype, mamba_ssm_cache_dtype); others are refused
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}

@@ -23,6 +23,7 @@ from sizer.inputs.config_keys import (
     BLOCK_FFN_KEYS,
     DENSE_TYPES,
     DTYPE_BYTES,
+    EXPERT_KEYS,
     EXPERT_ONLY_TYPES,
     GATED_ATTENTION_TYPES,
     GATED_VISION_ACTS,
@@ -38,6 +39,7 @@ from sizer.inputs.config_keys import (
     NOT_DECODER_TYPES,
     QK_NORM_TYPES,
     SINK_TYPES,
+    TOP_K_KEYS,
     UNMODELLED,
     VISION_KEYS,
     VISION_SPELLINGS,
@@ -204,12 +206,18 @@ def checkpoint_model(ckpt: Checkpoint, overrides: dict[str, Any] | None = None) 
     config = {**ckpt.config, **overrides} if overrides else ckpt.config
     name = ckpt.name + (" (with overrides)" if overrides else "")
     m = from_hf_config(config, name=name, file=ckpt.config_file)
-    if ckpt.quantization is None:
-        return m
-    if m.quantization is None:
-        return replace(m, quantization=ckpt.quantization)
-    return replace(m, notes=m.notes + (f"the checkpoint folder's hf_quant_config.json ({ckpt.quantization.summary}) "
-                                       "is not used: config.json's quantization_config comes first, as in vLLM",))
+    m = replace(m, notes=m.notes + ckpt.notes)
+    if ckpt.quantization is not None and m.quantization is not None:
+        m = replace(m, notes=m.notes + (f"the checkpoint folder's hf_quant_config.json ({ckpt.quantization.summary}) "
+                                        "is not used: config.json's quantization_config comes first, as in vLLM",))
+    q = m.quantization or ckpt.quantization or ckpt.sidecar    # the sidecar is read only where neither states one
+    if q is None and ckpt.packed:     # packed integer weights, and no word of how: vLLM would build a 16-bit model
+        tensor, file = ckpt.packed.split(" in ", 1)
+        q = Quantization("", "", source=file, why_not=(
+            f"safetensors hold packed integer weights ({tensor}) but config.json states no quantization_config "
+            "and no quantize_config.json or quant_config.json is beside it: vLLM would build the model unquantised "
+            "and fail to load them"))
+    return replace(m, quantization=q, notes=m.notes + (q.notes if q is not m.quantization and q else ()))
 
 
 def load_model(reference: str, file: str | None = None, field_path: str = "model") -> ModelSpec:
@@ -310,7 +318,9 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
     _check_meta(meta, file)
     top, prefix = config, ""
     _check_one_language_model(config, file)
-    if "text_config" in config and "hidden_size" not in config:  # a multimodal config: the language model's part
+    # a multimodal config: the language model's part (vLLM's get_hf_text_config takes text_config whenever there is
+    # one; a config stating the language model beside it too must agree: _check_one_language_model)
+    if "text_config" in config and not ("hidden_size" in config and "num_attention_heads" in config):
         config, prefix = read_key(KEYS["text_config"], config, file)[0] or {}, "text_config."
     got = _read({k: v for k, v in KEYS.items() if k not in ("_sizer", "text_config")}, config, file, prefix)
     c = {key: value for key, (value, _) in got.items()}
@@ -361,8 +371,11 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
                                                      f"got {excerpt(c['qk_head_dim'])}")
     quantization = (parse_quantization(c["quantization_config"], file, q_path + ".")
                     if c["quantization_config"] is not None else None)
-    if c["use_sliding_window"] is False and c["model_type"].startswith("qwen"):
-        c["sliding_window"] = None  # Qwen configs carry a window value that is switched off
+    if c["use_sliding_window"] is False:
+        # Qwen configs carry a window value that is switched off; vLLM reads the switch for every family
+        # (ModelConfig.get_hf_config_sliding_window: use_sliding_window false -> no window)
+        c["sliding_window"] = None
+    c["rope_theta"] = _rope_theta(config, c, prefix, file)
     if c["intermediate_size"] is None and "intermediate_size" in config and c["block_configs"] is None:
         raise InputError(file, where("intermediate_size"), "expected a positive integer (null only with "
                                                            "block_configs, which state it per layer)")
@@ -385,9 +398,11 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
     layers = build_layers(c, _blocks(config, c, file, prefix), where, file)
     towers = () if c["language_model_only"] or read_key(KEYS["language_model_only"], top, file)[0] \
         else _towers(c, file, vision_path)
-    unread = _unread_keys(top, "", KNOWN_SPELLINGS, file)
+    # a dense family's routing keys in other spellings (Hunyuan's moe_topk) are named with the others it states
+    known = KNOWN_SPELLINGS | (frozenset(TOP_K_KEYS) if c["model_type"] in DENSE_TYPES else frozenset())
+    unread = _unread_keys(top, "", known, file)
     if prefix:
-        unread += _unread_keys(config, prefix, KNOWN_SPELLINGS, file)
+        unread += _unread_keys(config, prefix, known, file)
         unread += _beside_text_config(top, config)
     if towers:   # the tower's size is an estimate from its main shapes: other keys are listed, not refused
         unread += _unread_keys(c["vision_config"], vision_path, VISION_SPELLINGS, file, refuse=False)
@@ -395,6 +410,9 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
     notes = list([meta["notes"]] if isinstance(meta.get("notes"), str) else meta.get("notes") or [])
     if family:
         notes.append(family)
+    notes += quantization.notes if quantization else ()
+    if not any(isinstance(layer.ffn, MoEFFN) for layer in layers):
+        notes += _unused_expert_keys(config, prefix, c["model_type"], c["architectures"], file)
     if c["num_nextn_predict_layers"]:
         notes.append(f"{c['num_nextn_predict_layers']} multi-token-prediction layer(s) in the checkpoint are not "
                      "counted: vLLM loads them only as a speculative-decoding draft")
@@ -453,6 +471,27 @@ def _rope_type(rope: dict[str, Any], at: str, file: str | None) -> str:
                                                   f"of {', '.join(ROPE_TYPES)}")
     return rope_type or "default"
 ROPE_FACTOR = Key("factor", float, gt=0, le=MAX_ROPE_FACTOR, nullable=False)
+ROPE_THETA = Key("rope_theta", float, gt=0, nullable=False)
+# RoPE types whose scaling needs a factor: transformers' rope_config_validation refuses them without one (and so
+# vLLM, which validates the config through it); a null factor is no factor
+ROPE_TYPES_WITH_FACTOR = ("linear", "dynamic", "yarn", "llama3", "deepseek_yarn")
+
+
+def _rope_theta(config: dict[str, Any], c: dict[str, Any], prefix: str, file: str | None) -> float:
+    """The RoPE base: rope_theta, or, where the config states none (transformers v5 moved it), its RoPE set's
+    (rope_parameters.rope_theta; the first set's where there is one per layer type); 10,000 where neither does."""
+    sets = c["rope_scaling"] if isinstance(c["rope_scaling"], dict) else {}
+    if config.get("rope_theta") is not None:
+        return c["rope_theta"]
+    at = next((k for k in KEYS["rope_scaling"].keys if isinstance(config.get(k), dict)), "rope_parameters")
+    if sets and all(isinstance(v, dict) for v in sets.values()):
+        layer_type, sets = next(iter(sets.items()))
+        at = f"{at}.{excerpt(layer_type, quote=False)}"
+    if "rope_theta" in config and sets.get("rope_theta") is None:      # null here and not stated there
+        raise InputError(file, prefix + "rope_theta", "expected a number > 0, got null (and no rope_parameters "
+                                                      "rope_theta stands for it)")
+    return read_key(ROPE_THETA, sets, file, f"{prefix}{at}.")[0] if sets.get("rope_theta") is not None \
+        else c["rope_theta"]
 ORIGINAL_POSITIONS = Key("original_max_position_embeddings", int, ge=1, le=MAX_POSITIONS, nullable=False)
 
 
@@ -482,7 +521,11 @@ def vllm_context(c: dict[str, Any], path: str, file: str | None) -> tuple[int, i
         longrope |= rope_type == "longrope"
         if rope_type in ROPE_TYPES_PRESCALED or "gemma3" in c["model_type"]:
             continue
-        factor = read_key(ROPE_FACTOR, rope, file, at)[0] if "factor" in rope else factor
+        if rope.get("factor") is not None:
+            factor = read_key(ROPE_FACTOR, rope, file, at)[0]
+        elif rope_type in ROPE_TYPES_WITH_FACTOR:
+            raise InputError(file, at + "factor", f"missing; a {rope_type} RoPE scaling states its factor "
+                                                  "(transformers' rope_config_validation requires it)")
         if rope_type == "yarn":
             positions = c["original_max_position_embeddings"] or (
                 read_key(ORIGINAL_POSITIONS, rope, file, at)[0] if ORIGINAL_POSITIONS.name in rope else positions)
@@ -577,6 +620,30 @@ def _check_family(c: dict[str, Any], model_type_path: str, where, file: str | No
     family = f"model_type {excerpt(model_type)} is not a family" if model_type else "no model_type: not a family"
     return (f"{family} sizer was checked on (docs/models.md): its layers are read from the config's keys as "
             "attention and MLP (or expert) blocks; a key that would change them is refused")
+
+
+def _unused_expert_keys(config: dict[str, Any], prefix: str, model_type: str, architectures: list[str] | None,
+                        file: str | None) -> list[str]:
+    """Mixture-of-experts keys (top-k routing, expert widths, which layers are MoE) on a model sized with no experts:
+    named in a note for a dense family sizer knows (vLLM's model class for it, e.g. LlamaForCausalLM, reads none of
+    them, so they route nothing); a top-k stated with no expert count in a family sizer was not checked on is
+    refused (its config class may default to experts, as transformers' MixtralConfig does to 8)."""
+    stated = [(key, config[key]) for key in EXPERT_KEYS if key in config]
+    routing = [(key, value) for key, value in stated if key in TOP_K_KEYS and not switched_off(value) and value != 0]
+    counted = any(config.get(key) is not None for key in KEYS["num_local_experts"].keys)    # 0 states dense
+    if routing and not counted and model_type not in MODEL_TYPES:
+        key, value = routing[0]
+        raise InputError(file, prefix + key, f"{excerpt(value)} experts per token but no expert count, in a "
+                                             f"model_type ({excerpt(model_type)}) sizer was not checked on, whose "
+                                             "config may default to experts: expected the expert count "
+                                             "(num_local_experts, num_experts or n_routed_experts; 0: dense)")
+    if not stated:
+        return []
+    model = (architectures or [model_type or "this"])[0]
+    listed = ", ".join(f"{prefix}{k} = {'null' if v is None else excerpt(v)}" for k, v in stated)
+    why = (f"vLLM's {model} reads none of them" if model_type in DENSE_TYPES
+           else "with no experts they route nothing")
+    return [f"mixture-of-experts keys on a model with no experts, not used: {listed} ({why}; sized as a dense model)"]
 
 
 def _check_experts(c: dict[str, Any], where, file: str | None) -> None:

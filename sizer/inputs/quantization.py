@@ -26,6 +26,7 @@ Malformed keys raise InputError naming the file and the key.
 from __future__ import annotations
 
 import importlib
+import json
 import re
 import sys
 from dataclasses import dataclass, field, replace
@@ -69,6 +70,12 @@ class Quantization:
     # ModelOpt MIXED_PRECISION: the layers stored in other formats than this one, each with its own `targets`
     # (the modules quantized_layers names for it); this scheme's own `targets` name its layers
     parts: tuple[Quantization, ...] = ()
+    # A sidecar vLLM reads only when told the method (AutoGPTQ's quantize_config.json, AutoAWQ's quant_config.json,
+    # and no quantization_config in config.json): the `--quantization` it needs ("gptq", "awq"), "" otherwise.
+    # Sized when that format is named; refused for `auto` (vLLM builds the model unquantised and fails on the
+    # checkpoint's packed qweight tensors).
+    needs_flag: str = ""
+    notes: tuple[str, ...] = ()      # what the plan names about the scheme (keys read and not modelled)
     # A .gguf file's tensors as its tensor table states them: the weights are sized from these (sizer.analytic.formats)
     gguf_tensors: TensorTable | None = field(default=None, repr=False)     # compared by identity: one file's
 
@@ -113,6 +120,9 @@ QUANT_KEYS: dict[str, Key] = {k.name: k for k in (
     Key("group_size", int, ge=-1, le=MAX_GROUP_SIZE, aliases=("q_group_size",), doc="-1 or >= 1"),
     Key("zero_point", bool, doc="AWQ: asymmetric (a zero per group), default true"),
     Key("sym", bool, doc="GPTQ: symmetric weights (zeros are stored all the same)"),
+    Key("desc_act", bool, doc="GPTQ act-order: vLLM keeps a row-parallel matrix's scales whole on every GPU"),
+    Key("lm_head", bool, default=False, doc="GPTQ: the lm_head quantised too (vLLM's GPTQConfig lm_head_quantized)"),
+    Key("dynamic", dict, doc="GPTQModel: per-module overrides of bits and group size (vLLM's GPTQConfig dynamic)"),
     Key("weight_block_size", list[int]),
     Key("activation_scheme", str, doc="fp8: static or dynamic"),
     Key("quant_algo", str),
@@ -243,8 +253,16 @@ def parse_quantization(q: dict, file: str | None, prefix: str = "quantization_co
                                                                        f"{name.replace('_', ' ')} (vLLM requires it)")
         zeros = got["zero_point"] if method == "awq" else True      # GPTQ stores qzeros even when symmetric
         group = got["group_size"]
+        unmodelled = [f"{what} ({prefix}{key})" for key, what in (
+            ("lm_head", "a quantised lm_head"), ("dynamic", "per-module overrides of bits and group size"))
+            if got[key]]
+        if unmodelled:
+            return Quantization(method, "", why_not=f"{' and '.join(unmodelled)} not modelled", **common)
+        notes = (f"{prefix}desc_act = true (GPTQ act-order): vLLM keeps the whole scales and zeros of a "
+                 "row-parallel matrix on every GPU when TP splits it; not modelled (a share of the scales, about "
+                 "1-2% of the 4-bit weights, counted once)",) if got["desc_act"] else ()
         return Quantization(method, method, bits, "channel" if group == -1 else "group",
-                            group, scale_bytes=2, zero_points=zeros is not False, **common)
+                            group, scale_bytes=2, zero_points=zeros is not False, notes=notes, **common)
     if method == "fp8":
         scheme = str(got["activation_scheme"] or "dynamic").lower()
         if scheme not in ACTIVATION_SCHEMES:
@@ -270,6 +288,50 @@ def parse_hf_quant_config(data: Any, file: str) -> Quantization:
         raise InputError(file, "quantization", f"expected a JSON object (ModelOpt's quant_algo, exclude_modules), "
                                                f"got {excerpt(q)}")
     return parse_quantization({**q, "quant_method": "modelopt"}, file, "quantization.", "hf_quant_config.json")
+
+
+# The quantisation sidecars vLLM reads from a checkpoint's folder only when told the method (`--quantization`) and
+# config.json states no quantization_config (vllm/model_executor/model_loader/weight_utils.py get_quant_config: the
+# folder's *.json files ending in one of the method's get_config_filenames): AutoGPTQ's quantize_config.json
+# (GPTQConfig: ["quantize_config.json"]), AutoAWQ's quant_config.json (AWQConfig: ["quant_config.json",
+# "quantize_config.json"]). The keys each method's from_config requires (get_from_keys: no default).
+GPTQ_SIDECAR, AWQ_SIDECAR = "quantize_config.json", "quant_config.json"
+SIDECAR_REQUIRED = {"gptq": (("bits",), ("group_size",), ("desc_act",)),
+                    "awq": (("w_bit", "bits"), ("q_group_size", "group_size"), ("zero_point",))}
+# keys only AutoAWQ (and llm-awq) write: a quantize_config.json holding them is an AWQ sidecar
+AWQ_ONLY_KEYS = ("w_bit", "q_group_size", "zero_point", "version")
+
+
+def parse_sidecar(data: Any, file: str) -> Quantization:
+    """AutoGPTQ's quantize_config.json or AutoAWQ's quant_config.json, as vLLM's `--quantization gptq|awq` reads
+    it: the scheme, with `needs_flag` set (vLLM does not read it by itself)."""
+    name = file.replace("\\", "/").rsplit("/", 1)[-1]
+    if not isinstance(data, dict):
+        raise InputError(file, None, f"expected a JSON object (the quantisation: bits, group_size, ...), "
+                                     f"got {excerpt(data)}")
+    stated = read_key(QUANT_KEYS["quant_method"], data, file)[0]
+    method = (str(stated).lower().removesuffix("_marlin") if stated
+              else "awq" if name == AWQ_SIDECAR or any(k in data for k in AWQ_ONLY_KEYS) else "gptq")
+    if method not in SIDECAR_REQUIRED:
+        raise InputError(file, "quant_method", f"expected gptq or awq (the methods vLLM reads {name} for), "
+                                               f"got {excerpt(stated)}")
+    for spellings in SIDECAR_REQUIRED[method]:
+        if all(data.get(key) is None for key in spellings):
+            raise InputError(file, spellings[0], f"missing; vLLM's {method.upper()}Config requires it (its from_config "
+                                                 f"reads {' or '.join(spellings)}, with no default)")
+    q = parse_quantization({**data, "quant_method": method}, file, "", file)
+    known = {k for spec in QUANT_KEYS.values() for k in spec.keys}
+    unread = [f"{k} = {excerpt(json.dumps(v), quote=False)}" for k, v in data.items() if k not in known]
+    notes = tuple(f"{name} {n}" for n in q.notes)
+    if unread:
+        notes += (f"{name} keys sizer does not read (taken not to change the weights' bytes): " + ", ".join(unread),)
+    bits = f"int{q.bits}" if q.bits else method
+    why = (f"states {method} {bits} weights, but config.json states no quantization_config: vLLM reads {name} only "
+           f"when told the method (--quantization {method}), and without it builds the model unquantised and fails "
+           "to load the packed qweight tensors")
+    if not q.format:      # a scheme sizer does not model (lm_head, dynamic): that first
+        why = q.why_not + f"; and vLLM reads {name} only with --quantization {method}"
+    return replace(q, needs_flag=method, why_not=why, notes=notes)
 
 
 def _kv_cache(got: dict, file: str | None, prefix: str) -> str:

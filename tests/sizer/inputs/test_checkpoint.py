@@ -214,3 +214,141 @@ def test_a_lone_config_file_is_not_a_checkpoint_folder(tmp_path):
 def test_unknown_references_name_every_kind_accepted():
     with pytest.raises(FieldError, match="a Hugging Face id"):
         load_config("no-such-model")
+
+
+# ---- AutoGPTQ / AutoAWQ sidecars, packed weights, and the index checked against its shards ----------------------
+#
+# A GPTQ checkpoint of CONFIG as AutoGPTQ writes it: per linear layer (in_features x out_features) an int32 qweight
+# [in/8, out] (eight 4-bit values an int32), int32 qzeros [in/128, out/8], fp16 scales [in/128, out] and an int32
+# g_idx [in]; quantize_config.json as AutoGPTQ's BaseQuantizeConfig.save_pretrained writes it (TheBloke's GPTQ
+# repositories ship this file, with no quantization_config in config.json before transformers' GPTQ integration).
+GPTQ_SIDECAR = {"bits": 4, "group_size": 128, "damp_percent": 0.01, "desc_act": False, "static_groups": False,
+                "sym": True, "true_sequential": True, "model_name_or_path": None, "model_file_base_name": "model"}
+AWQ_SIDECAR = {"zero_point": True, "q_group_size": 128, "w_bit": 4, "version": "GEMM"}   # AutoAWQ's quant_config.json
+MATRICES = {"self_attn.q_proj": (1024, 1024), "self_attn.k_proj": (1024, 256), "self_attn.v_proj": (1024, 256),
+            "self_attn.o_proj": (1024, 1024), "mlp.gate_proj": (1024, 4096), "mlp.up_proj": (1024, 4096),
+            "mlp.down_proj": (4096, 1024)}
+DTYPE_BYTES = {"F16": 2, "I32": 4}
+
+
+def gptq_tensors(g_idx: bool = True) -> dict[str, tuple[str, list[int]]]:
+    t = {"model.embed_tokens.weight": ("F16", [1000, 1024]), "lm_head.weight": ("F16", [1000, 1024]),
+         "model.norm.weight": ("F16", [1024])}
+    for layer in range(2):
+        p = f"model.layers.{layer}."
+        t[p + "input_layernorm.weight"] = t[p + "post_attention_layernorm.weight"] = ("F16", [1024])
+        for m, (i, o) in MATRICES.items():
+            t[p + m + ".qweight"] = ("I32", [i // 8, o])
+            t[p + m + ".qzeros"] = ("I32", [i // 128, o // 8])
+            t[p + m + ".scales"] = ("F16", [i // 128, o])
+            if g_idx:
+                t[p + m + ".g_idx"] = ("I32", [i])
+    return t
+
+
+def write_typed_safetensors(path: Path, tensors: dict[str, tuple[str, list[int]]]) -> int:
+    """A safetensors file with these (dtype, shape) tensors, its data a hole of zeros (a sparse file); its bytes."""
+    header, offset = {"__metadata__": {"format": "pt"}}, 0
+    for name, (dtype, shape) in tensors.items():
+        nbytes = DTYPE_BYTES[dtype]
+        for d in shape:
+            nbytes *= d
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
+    raw = json.dumps(header).encode()
+    with path.open("wb") as f:
+        f.write(struct.pack("<Q", len(raw)) + raw)
+        f.truncate(8 + len(raw) + offset)
+    return offset
+
+
+# sizer's GPTQ int4, group 128: LINEAR values at half a byte (15,204,352), a 2-byte scale and a 4-bit zero per 128
+# inputs (LINEAR / 128 = 237,568 groups x 2.5 B = 593,920), embedding, lm_head and norms at 2 bytes (4,106,240)
+GPTQ_DERIVED = LINEAR // 2 + LINEAR // 128 * 5 // 2 + UNCONVERTED * 2
+# the files add AutoGPTQ's g_idx, 4 bytes per input row of each matrix: (6 x 1024 + 4096) x 4 B x 2 layers = 81,920
+GPTQ_STORED = GPTQ_DERIVED + (6 * 1024 + 4096) * 4 * 2
+
+
+def test_the_hand_derived_gptq_bytes():
+    assert (GPTQ_DERIVED, GPTQ_STORED) == (19_904_512, 19_986_432)
+
+
+def test_a_gptq_sidecar_is_refused_without_the_flag_and_sized_with_it(tmp_path):
+    # vLLM reads quantize_config.json only with --quantization gptq (weight_utils.get_quant_config, run when
+    # ModelConfig.quantization is set); without it the model is built unquantised and qweight fails to load
+    folder = checkpoint(tmp_path / "gptq", {**CONFIG, "torch_dtype": "float16"})
+    (folder / "quantize_config.json").write_text(json.dumps(GPTQ_SIDECAR))
+    assert write_typed_safetensors(folder / "model.safetensors", gptq_tensors()) == GPTQ_STORED
+    line = one_line_error(["plan", "--model", str(folder), "--gpu", "h100"])
+    assert line.startswith(f"error: {folder / 'quantize_config.json'}: states gptq int4 weights, but config.json "
+                           "states no quantization_config"), line
+    assert "--quantization gptq" in line and "--weights gptq" in line
+    result = CliRunner().invoke(app, ["plan", "--model", str(folder), "--gpu", "h100", "--weights", "gptq", "--json"])
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    c = plan["checkpoint"]
+    assert plan["weights"]["format"] == "gptq" and c["quantization_source"] == str(folder / "quantize_config.json")
+    assert (c["stored_bytes"], c["derived_bytes"]) == (GPTQ_STORED, GPTQ_DERIVED)     # +0.4%: g_idx, not flagged
+    assert any("quantize_config.json keys sizer does not read" in a and "damp_percent = 0.01" in a
+               for a in plan["assumptions"])
+
+
+def test_an_awq_sidecar_is_read_as_vllm_awq_reads_it(tmp_path):
+    folder = checkpoint(tmp_path / "awq")
+    (folder / "quant_config.json").write_text(json.dumps(AWQ_SIDECAR))
+    q = load_model(str(folder)).quantization
+    assert (q.format, q.bits, q.group_size, q.zero_points, q.needs_flag) == ("awq", 4, 128, True, "awq")
+
+
+def test_a_sidecar_beside_a_quantization_config_is_named_not_read(tmp_path):
+    # vLLM's get_quant_config takes config.json's quantization_config and looks for no file then
+    gptq = {**CONFIG, "quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": True}}
+    folder = checkpoint(tmp_path / "both", gptq)
+    (folder / "quantize_config.json").write_text("{not even JSON")
+    m = load_model(str(folder))
+    assert m.quantization.format == "gptq" and not m.quantization.needs_flag
+    assert any("quantize_config.json is not read: quantization_config comes first" in n for n in m.notes)
+    assert any("desc_act = true" in n for n in m.notes)     # act-order: whole scales on every GPU, named
+
+
+def test_packed_weights_without_a_quantisation_are_refused_not_sized_as_bf16(tmp_path):
+    folder = checkpoint(tmp_path / "packed")
+    write_typed_safetensors(folder / "model.safetensors", gptq_tensors())
+    line = one_line_error(["plan", "--model", str(folder), "--gpu", "h100"])
+    assert "packed integer weights (model.layers.0.self_attn.q_proj.qweight (I32))" in line
+    assert str(folder / "model.safetensors") in line
+
+
+def index(folder: Path, total: int, weight_map: dict[str, str]) -> None:
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": total},
+                                                                     "weight_map": weight_map}))
+
+
+def test_the_index_is_checked_against_its_shards(tmp_path):
+    from sizer.inputs.checkpoint import read_weights
+    write_safetensors(tmp_path / "a.safetensors", {"x": 100})
+    write_safetensors(tmp_path / "b.safetensors", {"y": 28})
+    files = sum((tmp_path / f).stat().st_size for f in ("a.safetensors", "b.safetensors"))
+    for total in (128, files):      # the tensors' bytes, or the files' (headers counted): as stated
+        index(tmp_path, total, {"x": "a.safetensors", "y": "b.safetensors"})
+        w = read_weights(tmp_path)
+        assert (w.bytes, w.notes) == (128, ()) and w.source.startswith("headers of the 2 .safetensors file(s)")
+    index(tmp_path, files + 1, {"x": "a.safetensors", "y": "b.safetensors"})
+    (note,) = read_weights(tmp_path).notes     # beyond the headers: named, the headers' bytes kept
+    assert f"states {files + 1:,} bytes, but the 2 shards' headers hold 128 bytes" in note
+    index(tmp_path, 5000, {"x": "a.safetensors", "y": "b.safetensors", "z": "c.safetensors"})
+    w = read_weights(tmp_path)           # a shard missing: total_size, and the missing one named
+    assert w.bytes == 5000 and "1 of the 3 shard files" in w.notes[0] and "'c.safetensors'" in w.notes[0]
+    index(tmp_path, 128, {"x": "a.safetensors", "y": "b.safetensors", "w": "b.safetensors"})
+    with pytest.raises(FieldError) as err:     # listed, in no shard: vLLM leaves it unloaded and refuses
+        read_weights(tmp_path)
+    assert err.value.field == "weight_map.w"
+
+
+def test_routing_keys_on_a_dense_llama_are_named(tmp_path):
+    # vLLM's LlamaForCausalLM (and transformers' LlamaConfig) read no expert key: a top-k there routes nothing
+    for key in ("num_experts_per_tok", "moe_topk"):
+        m = load_model(str(checkpoint(tmp_path / key, {**CONFIG, key: 2})))
+        assert not m.is_moe
+        assert any(n.startswith(f"mixture-of-experts keys on a model with no experts, not used: {key} = 2")
+                   for n in m.notes), m.notes
