@@ -43,6 +43,10 @@ FREE_FORM = frozenset({"labels", "annotations", "matchLabels", "nodeSelector", "
                        "binaryData", "env", "envFrom", "args", "command", "serveConfigV2", "parameters"})
 # Kubernetes' resource.Quantity text: a decimal number with a binary-SI, decimal-SI or exponent suffix
 QUANTITY = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?")
+# Integers in YAML 1.1's other bases, which kubectl's YAML reader (sigs.k8s.io/yaml over go-yaml, YAML 1.1) decodes
+# as numbers and sizer's reader (YAML 1.2's core schema) keeps as text: octal `0644` (a volume's defaultMode), `0o644`,
+# hexadecimal `0x1A4`, binary `0b1010`. Accepted as written: the text alone cannot tell them from a quoted "0644".
+YAML11_INTEGER = re.compile(r"[+-]?(?:0[0-7_]+|0o[0-7_]+|0x[0-9a-fA-F_]+|0b[01_]+)")
 
 
 def check_object_fields(doc: dict, file: str) -> None:
@@ -81,8 +85,8 @@ def _walk(node, path: str, file: str) -> None:
 
 
 def _integer(value, where: str, file: str) -> None:
-    if value is None:
-        return                  # null: the field unset
+    if value is None or (isinstance(value, str) and YAML11_INTEGER.fullmatch(value.strip())):
+        return                  # null: the field unset; an octal or hexadecimal integer as kubectl reads it
     whole = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value) and value.is_integer())
     if isinstance(value, bool) or not whole:
         hint = " (Kubernetes' API takes an integer here and refuses a quoted number: write it unquoted)" \

@@ -48,6 +48,18 @@ def test_a_well_typed_manifest_is_still_read(tmp_path, name, change):
     assert inp.replicas == 2 and inp.gpus_per_replica == 1
 
 
+@pytest.mark.parametrize("mode", ["0644", "0o644", "0x1A4"])
+def test_a_volume_mode_in_another_base_is_read_as_kubectl_reads_it(tmp_path, mode):
+    # review leftover: `defaultMode: 0644` is octal 420 to kubectl's YAML 1.1 reader, text to sizer's (YAML 1.2):
+    # refused as "a quoted number" before; written unquoted here, as a manifest has it
+    path = _deployment(tmp_path, lambda d, pod, c: pod.update(
+        volumes=[{"name": "cfg", "secret": {"secretName": "s", "defaultMode": "MODE"}}]))
+    path.write_text(path.read_text().replace("defaultMode: MODE", f"defaultMode: {mode}"))
+    assert f"defaultMode: {mode}\n" in path.read_text()
+    inp = read_check_input(path)
+    assert inp.replicas == 2
+
+
 @pytest.mark.parametrize("value, field", [
     ({"spec": {"replicas": 1, "template": {"spec": {"containers": [{"ports": [{"containerPort": "80"}]}]}}}},
      "spec.template.spec.containers[0].ports[0].containerPort"),
