@@ -133,6 +133,12 @@ def beside(reference: str, folder: Path) -> str:
         return reference
 
 
+class NotCachedError(InputError):
+    """A Hugging Face id that is neither in the local cache nor among sizer's bundled configs (sizer never downloads):
+    bad input where the model is needed, what a caller that can do without it (a speculative head, estimated
+    instead) catches."""
+
+
 def locate(reference: str, catalog_dir: Path, file: str | None, field_path: str) -> tuple[Path, str]:
     """(the config.json to read, how it was found) for a path, a catalog name or a cached Hugging Face id."""
     try:
@@ -162,11 +168,11 @@ def _locate(reference: str, catalog_dir: Path, file: str | None, field_path: str
         entry = bundled(reference)
         if entry is not None:
             return entry.config_path, "catalog" if entry.in_catalog else entry.found_as
-        raise InputError(file, field_path, f"Hugging Face model {excerpt(reference)} is not in the local Hugging "
-                                           f"Face cache ({hf_cache_dir()}; sizer never downloads) nor in sizer's "
-                                           f"bundled HF configs (sizer/inputs/catalog/hf); fetch it first "
-                                           f"(huggingface-cli download {reference} --include '*.json') or give a "
-                                           "path to its config.json")
+        raise NotCachedError(file, field_path, f"Hugging Face model {excerpt(reference)} is not in the local "
+                                               f"Hugging Face cache ({hf_cache_dir()}; sizer never downloads) nor in "
+                                               "sizer's bundled HF configs (sizer/inputs/catalog/hf); fetch it first "
+                                               f"(huggingface-cli download {reference} --include '*.json') or give a "
+                                               "path to its config.json")
     known = ", ".join(sorted(p.stem for p in catalog_dir.glob("*.json")))
     raise InputError(file, field_path, f"unknown model {excerpt(reference)}; expected a catalog name ({known}), "
                                        "a path to a config.json or a checkpoint folder, or a Hugging Face id "
@@ -235,12 +241,6 @@ def read_sidecar(folder: Path, config: dict[str, Any], modelopt: bool) -> tuple[
     return sidecar, notes
 
 
-def stored_bytes(folder: Path) -> tuple[int | None, str]:
-    """Bytes of the tensors in the folder's safetensors files, and where they were read (read_weights)."""
-    w = read_weights(folder)
-    return w.bytes, w.source
-
-
 def read_weights(folder: Path) -> StoredWeights:
     """The folder's safetensors files: the index's shards' headers where all are there (checked against its
     weight_map and total_size), its total_size where some or all are not, else every .safetensors file's header."""
@@ -264,14 +264,14 @@ def _indexed_weights(folder: Path, index: Path) -> StoredWeights:
     if len(shards) > MAX_SAFETENSORS_FILES:
         raise InputError(str(index), "weight_map", f"names more than {MAX_SAFETENSORS_FILES} .safetensors files")
     from_index = StoredWeights(total, f"{INDEX} metadata.total_size")
-    present = [folder / s for s in shards if os.path.lexists(folder / s)]
+    present = [folder / s for s in shards if os.path.exists(folder / s)]   # a dangling link: missing
     if not present:            # a config-only download: the index's word is all there is
         return from_index
     seen: dict[str, str] = {}
     headers = [_header(f, seen) for f in present]
     packed = _packed(present, headers)
     if len(present) < len(shards):
-        missing = [s for s in shards if not os.path.lexists(folder / s)]
+        missing = [s for s in shards if not os.path.exists(folder / s)]
         return replace(from_index, packed=packed, notes=(
             f"{len(missing)} of the {len(shards)} shard files {INDEX} names are not in the folder "
             f"({', '.join(excerpt(m) for m in missing[:3])}{', ...' if len(missing) > 3 else ''}): an interrupted "
@@ -323,12 +323,6 @@ def _read_index(index: Path) -> tuple[int, dict[str, str]]:
             raise InputError(str(index), f"weight_map.{excerpt(tensor, quote=False)}",
                              f"expected a file name in the checkpoint's folder, got {excerpt(shard)}")
     return int(total), weights
-
-
-def header_tensor_bytes(path: Path, seen: dict[str, str] | None = None) -> int:
-    """Bytes of the tensors a .safetensors file holds, from its header alone; `seen`: the tensors of the folder's
-    files before it (name -> file), which a tensor stated again is refused against (its bytes would count twice)."""
-    return _header(path, seen).tensor_bytes
 
 
 def _header(path: Path, seen: dict[str, str] | None = None) -> SafetensorsHeader:

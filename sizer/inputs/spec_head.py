@@ -101,8 +101,9 @@ def read_head(ckpt: Checkpoint, method: str, target: ModelSpec) -> SpecHead:
     aux = got["eagle_config"] is None or read_key(USE_AUX, got["eagle_config"], file, "eagle_config.")[0]
     biased = bool(got["bias"] or read_key(KEYS["attention_bias"], config, file)[0])
     body_config = {k: v for k, v in config.items() if k not in EAGLE_KEYS}
-    if method == "eagle":       # EAGLE's layers are vLLM's LlamaDecoderLayer: `bias` puts biases on q, k and v too
-        body_config["attention_bias"] = biased
+    # both heads' layers are vLLM's LlamaDecoderLayer (llama_eagle3.py's subclasses it), which reads `bias` as
+    # attention_bias: biases on q, k and v too
+    body_config["attention_bias"] = biased
     body = from_hf_config(body_config, name=ckpt.name, file=file)
     if body.quantization is not None:
         raise InputError(file, "quantization_config", f"a quantised {method} head is not modelled; expected an "

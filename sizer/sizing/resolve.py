@@ -57,7 +57,7 @@ from sizer.analytic.proposer import (
 )
 from sizer.errors import InputError
 from sizer.inputs import preloaded
-from sizer.inputs.checkpoint import HF_ID, Checkpoint, beside, cached_snapshot, hf_cache_dir
+from sizer.inputs.checkpoint import Checkpoint, NotCachedError, beside, hf_cache_dir
 from sizer.inputs.hardware import (
     LLAMACPP_ONLY_DEVICES,
     HardwareOverrides,
@@ -67,7 +67,6 @@ from sizer.inputs.hardware import (
     scale_up_link,
     scenario_hardware,
 )
-from sizer.inputs.hf_store import bundled
 from sizer.inputs.model_spec import ModelSpec, checkpoint_model, load_config
 from sizer.inputs.scenario import (
     ASSUMED_FIELDS,
@@ -814,23 +813,10 @@ def draft_checkpoint(s: Scenario) -> Checkpoint:
 def head_checkpoint(s: Scenario) -> Checkpoint | None:
     """The config of the eagle, eagle3 or medusa head speculative_config.model names, as `draft_checkpoint` finds
     it; None for a Hugging Face id found nowhere here, which the plan then says (sizer never downloads)."""
-    reference, field_path = s.deployment.speculative_config.model, "deployment.speculative_config.model"
-    shipped = preloaded.checkpoint(str(scenario_dir(s)), reference)
-    if shipped is None and _found_nowhere(beside(reference, scenario_dir(s)), s.file, field_path):
-        return None
-    return shipped or draft_checkpoint(s)
-
-
-def _found_nowhere(reference: str, file: str | None, field_path: str) -> bool:
-    """A Hugging Face id that is no path here, nor in the local cache, nor in sizer's bundled configs: what
-    sizer.inputs.checkpoint.locate refuses (a name no file system takes is left to it, to name)."""
     try:
-        if Path(reference).exists():
-            return False
-    except (OSError, ValueError):
-        return False
-    return (bool(HF_ID.match(reference)) and ".." not in reference
-            and cached_snapshot(reference, file, field_path) is None and bundled(reference) is None)
+        return draft_checkpoint(s)
+    except NotCachedError:
+        return None
 
 
 def _speculative(s: Scenario, model: ModelSpec, hardware: HardwareSpec, parallel: ParallelConfig,

@@ -1,6 +1,7 @@
 """resolve(): the executors' configuration (disaggregated pools, swap and transfer links) and
 the assumptions a plan states when a hardware profile lacks a link figure."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -162,6 +163,21 @@ def test_an_eagle_head_is_counted_from_its_own_config(folder, method, tp, nbytes
     assert r.memory.kv_blocks == int(r.memory.kv_cache_bytes // (131_072 / tp * 33 / 32 * 16))
     assert r.proposer_memory.startswith(f"the head's own config ({HEADS / folder / 'config.json'}) as vLLM's llama_")
     assert "estimate" not in r.proposer_memory
+
+
+@pytest.mark.parametrize("folder, method", [("eagle-llama3-instruct-8b", "eagle"),
+                                            ("eagle3-llama3.1-instruct-8b", "eagle3")])
+def test_a_heads_bias_key_puts_biases_on_its_attention(tmp_path, folder, method):
+    # review leftover: both heads' layers are vLLM's LlamaDecoderLayer, which reads `bias` as attention_bias: q, k, v
+    # and o biases of 4,096 + 1,024 + 1,024 + 4,096 = 10,240 values (EAGLE-3 counted o_proj's alone), in bf16
+    head = tmp_path / folder
+    head.mkdir()
+    head.joinpath("config.json").write_text(json.dumps(
+        {**json.loads((HEADS / folder / "config.json").read_text()), "bias": True}))
+    spec = {**EAGLE3_8B, "method": method}
+    plain = resolve(scenario(speculative_config={**spec, "model": str(HEADS / folder)})).memory
+    biased = resolve(scenario(speculative_config={**spec, "model": str(head)})).memory
+    assert biased.draft_weights_bytes - plain.draft_weights_bytes == 2 * 10_240
 
 
 def test_an_eagle_head_loads_its_own_embedding_under_pipeline_parallelism():
