@@ -158,7 +158,8 @@ def render(a: GatewayAnswer, console: Console) -> None:
         (text_column if col in ("class", "data", "routed to", "SLO met by") else number_column)(t, col)
     for c in a.classes:
         got = f"{c.served / max(c.requests, 1):.1%} served" if c.slo_share is None else f"{c.slo_share:.1%}"
-        slo = f"{got} (need {c.required_share:.0%}) " + ("met" if c.slo_met else "NOT met")
+        slo = (f"{got} (need {c.required_share:.0%}) " + ("met" if c.slo_met else "NOT met") if c.requests
+               else "no requests: not judged")
         t.add_row(c.name, c.data_class, f"{c.requests:,}", ", ".join(f"{k} {v:.0%}" for k, v in c.share_routed.items()),
                   f"{c.fallback_rate:.1%}", f"{c.rejected:,}", _ms(c.e2e.p99_ms), slo)
     console.print(t)

@@ -81,7 +81,14 @@ def command(
         for flag, given in traffic_flags.items():
             if given is not None:
                 raise InputError(None, flag, "does not apply to --sweep (the sweep file states its traffic)")
-        return sweep_report(sweep, scenario, output, csv, as_json, date)
+        search_flags = {"--no-search": no_search, "--gpus": gpus, "--tp": tp, "--weights": weights, "--slots": slots,
+                        "--kv-cache-dtype": kv_cache_dtype, "--workers": workers, "--emit": emit,
+                        "--emit-to": emit_to}
+        for flag, given in search_flags.items():
+            if given not in (None, False):
+                raise InputError(None, flag, "does not apply to --sweep (a report on results already sized: the "
+                                             "sweep file states its axes)")
+        return sweep_report(sweep, scenario, output, csv, as_json, date, pdf)
     if scenario is None:
         raise InputError(None, "SCENARIO", "missing; expected a scenario YAML (or --sweep results.parquet)")
     if is_gateway(scenario):
@@ -131,20 +138,33 @@ def serving_of(report: Report, file: str) -> ServingConfig:
 
 
 def sweep_report(sweep: Path, scenario: Path | None, output: Path | None, csv: Path | None, as_json: bool,
-                 date: str | None) -> None:
-    """`report --sweep`: the HTML (-o), one CSV row per point (--csv), the fronts and cheapest as JSON (--json)."""
+                 date: str | None, pdf: bool = False) -> None:
+    """`report --sweep`: the HTML (-o; with --pdf the PDF beside it), one CSV row per point (--csv), the fronts and
+    cheapest as JSON (--json)."""
     if scenario is not None:
         raise InputError(str(scenario), "--sweep", "reports on the sweep's results alone; leave out the scenario")
     if output is None and csv is None and not as_json:
         raise InputError(str(sweep), "--sweep", "nothing to write: give -o HTML, --csv or --json")
-    for path, flag in ((output, "--output"), (csv, "--csv")):
-        if path is not None:
-            check_destination(path, flag, (sweep,), {"--output": output} if flag == "--csv" else None)
+    if pdf and output is None:
+        raise InputError(None, "--pdf", "writes the HTML report as PDF beside it; expected -o HTML with it")
+    pdf_path = None
+    if output is not None:
+        pdf_path = check_report_destinations(output, pdf, (sweep,)) if pdf else None
+        check_destination(output, "--output", (sweep,))
+    if csv is not None:
+        check_destination(csv, "--csv", (sweep,), {"--output": output, "--pdf": pdf_path})
     table = read_rows(sweep, "--sweep")
+    if not table.num_rows:          # a sweep writes a row a point: none is a sweep whose every point failed
+        raise InputError(str(sweep), "--sweep", "holds no rows, nothing to report; expected a sweep's results (a "
+                                                "point that failed every try has no row: run the sweep again)")
     report = build_sweep_report(table.to_pylist(), sweep.name, str(sweep))
     if output is not None:
-        write_text(output, "--output", render_sweep_html(report, date or datetime.date.today().isoformat()))
+        html = render_sweep_html(report, date or datetime.date.today().isoformat())
+        write_text(output, "--output", html)
         typer.echo(f"wrote {output}", err=as_json)
+        if pdf_path is not None:
+            write_pdf(html, pdf_path, "--pdf")
+            typer.echo(f"wrote {pdf_path}", err=as_json)
     if csv is not None:
         write_csv(table, csv, "--csv")
         typer.echo(f"wrote {csv}", err=as_json)
@@ -156,7 +176,7 @@ def gateway_report(path: Path, output: Path | None, pdf: bool, search: bool, dat
     """`sizer report` on a gateway document: the same answer as `plan [--simulate]`, as HTML (and PDF)."""
     if output is None:
         raise InputError(str(path), "--output", "missing; expected the HTML file to write (-o reports/NAME.html)")
-    pdf_path = check_report_destinations(output, pdf)
+    pdf_path = check_report_destinations(output, pdf, (path,))
     doc, name = load_gateway(path)
     with progress("searching", "configurations", show=search) as update:
         a = plan_gateway(resolve_gateway(doc, name, str(path)), search, update)

@@ -47,11 +47,18 @@ def command(
     store = ResultStore(results or default_results(sweep.name, sweep_file), "--results",
                         (sweep_file, sweep_file_data.scenario_path()))
     done = store.done()
+    fresh = store.untouched
     with progress("sweeping", "points") as update:
         try:
             summary = run_sweep(sweep, done, store.add, backend, workers, address, update)
-        finally:
-            rows = store.close()
+        except InputError:
+            if not (fresh and store.untouched):     # refused before its first row: no empty results file left
+                store.close()
+            raise
+        except BaseException:
+            store.close()
+            raise
+        rows = store.close()
     pruned = sum(summary.pruned.values())
     by = ", ".join(f"{k} {v}" for k, v in sorted(summary.pruned.items()))
     terminal().print(f"{sweep.name}: {count(summary.points, 'point')}; {summary.already_done} already in "

@@ -233,6 +233,9 @@ def check_gateway(g: GatewaySection, f: str) -> None:
     if not g.classes:
         raise InputError(f, "gateway.classes", "expected at least one request class")
     for i, c in enumerate(g.classes):
+        for key in ("name", "data_class"):         # routes and residency rules name them; the answers print them
+            if not getattr(c, key).strip():
+                raise InputError(f, f"gateway.classes[{i}].{key}", f"expected a name, got {excerpt(getattr(c, key))}")
         if c.name in class_names[:i]:
             raise InputError(f, f"gateway.classes[{i}].name", f"{excerpt(c.name)} is used twice")
         for part in ("prompt_tokens", "output_tokens"):
@@ -250,6 +253,8 @@ def check_gateway(g: GatewaySection, f: str) -> None:
     route_names = [r.name for r in g.routes]
     for i, r in enumerate(g.routes):
         at = f"gateway.routes[{i}]"
+        if not r.name.strip():
+            raise InputError(f, f"{at}.name", f"expected a name, got {excerpt(r.name)}")
         if r.name in route_names[:i]:
             raise InputError(f, f"{at}.name", f"{excerpt(r.name)} is used twice; expected unique names")
         if r.target is not None and r.target in r.fallback:
@@ -260,6 +265,18 @@ def check_gateway(g: GatewaySection, f: str) -> None:
         for j, c in enumerate(r.classes or []):
             if c not in class_names:
                 raise InputError(f, f"{at}.classes[{j}]", f"unknown class {excerpt(c)}")
+            if c in r.classes[:j]:
+                raise InputError(f, f"{at}.classes[{j}]", f"{excerpt(c)} is listed twice; expected each class once")
+        if r.classes == []:
+            raise InputError(f, f"{at}.classes", "takes no class; expected at least one (or leave it out: every class)")
+        if not any(_first_route(g, c) is r for c in class_names):
+            raise InputError(f, at, f"takes no class: an earlier route takes every class it names "
+                                    f"({', '.join(c for c in (r.classes or class_names))}); expected each route to "
+                                    "take one first (routes match in order)")
+        if r.by_difficulty is not None and r.by_difficulty.weak == r.by_difficulty.strong:
+            raise InputError(f, f"{at}.by_difficulty.strong", f"{excerpt(r.by_difficulty.strong)} is the weak target "
+                                                              "too, so the strong share changes nothing; expected two "
+                                                              "targets (or `target:` for one)")
         refs = ([(f"{at}.target", r.target)] if r.target is not None else
                 [(f"{at}.by_difficulty.weak", r.by_difficulty.weak),
                  (f"{at}.by_difficulty.strong", r.by_difficulty.strong)])
@@ -287,14 +304,23 @@ def check_gateway(g: GatewaySection, f: str) -> None:
         for j, t in enumerate(rule.allowed):
             if t not in names:
                 raise InputError(f, f"gateway.residency[{i}].allowed[{j}]", f"unknown pool or endpoint {excerpt(t)}")
+        for c in g.classes:
+            r = _first_route(g, c.name)
+            reach = [r.target] if r.target is not None else [r.by_difficulty.weak, r.by_difficulty.strong]
+            if c.data_class == rule.data_class and not set(reach + r.fallback) & set(rule.allowed):
+                raise InputError(f, f"gateway.residency[{i}].allowed", f"none of them is on route {excerpt(r.name)} "
+                                 f"of class {excerpt(c.name)} ({', '.join(reach + r.fallback)}): every request of "
+                                 "the class would be rejected; expected a target or fallback of the route allowed")
     for name, counts in g.search.replicas.items():
         if name not in [p.name for p in g.pools]:
             raise InputError(f, join("gateway.search.replicas", name), "unknown pool")
         if not counts or any(not 1 <= n <= MAX_REPLICAS for n in counts):
             raise InputError(f, join("gateway.search.replicas", name),
                              f"expected replica counts from 1 to {MAX_REPLICAS}")
+        _refuse_repeats(counts, join("gateway.search.replicas", name), "replica count", f)
     if any(not 0 <= s <= 1 for s in g.search.strong_shares):
         raise InputError(f, "gateway.search.strong_shares", "expected shares from 0 to 1")
+    _refuse_repeats(g.search.strong_shares, "gateway.search.strong_shares", "share", f)
     if g.search.strong_shares and not any(r.by_difficulty for r in g.routes):
         raise InputError(f, "gateway.search.strong_shares", "no route routes by difficulty; expected a route with "
                                                             "by_difficulty for the shares to vary")
@@ -311,6 +337,18 @@ def check_gateway(g: GatewaySection, f: str) -> None:
         product = " x ".join(f"{k} {n:,}" for k, n in sizes.items() if n > 1)
         raise InputError(f, "gateway.search", f"expected at most {MAX_SEARCH_CANDIDATES:,} configurations to "
                                               f"simulate, got {math.prod(sizes.values()):,} ({product})")
+
+
+def _first_route(g: GatewaySection, class_name: str) -> RouteSection | None:
+    """The route that takes a class: the first naming it (or naming no classes)."""
+    return next((r for r in g.routes if r.classes is None or class_name in r.classes), None)
+
+
+def _refuse_repeats(values: list, where: str, what: str, f: str) -> None:
+    """A search list names each value once (a repeat is the same configuration simulated again)."""
+    for j, v in enumerate(values):
+        if v in values[:j]:
+            raise InputError(f, f"{where}[{j}]", f"{what} {v:g} is listed twice; expected each once")
 
 
 # A pool's deployment is a scenario's (DeploymentSection), but where a scenario's default differs behind a gateway

@@ -19,12 +19,14 @@ import typing
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sizer.errors import InputError
 from sizer.inputs.sweep_file import MAX_POINTS
 from sizer.outputs.destination import check_destination, frame_to_csv, shown, write_with
-from sizer.sizing.sweep import SweepRow
+from sizer.sizing.sweep import STATUSES, SweepRow
+from validation.errors import excerpt
 from validation.input_files import file_kind
 
 # A part is written every FLUSH_ROWS rows or FLUSH_S seconds, whichever comes first: a crash loses
@@ -74,14 +76,42 @@ def read_rows(path: Path, flag: str) -> pa.Table:
     missing = [name for name in schema().names if name not in table.column_names]
     if missing:
         raise InputError(str(path), flag, f"expected sweep result columns; missing {', '.join(missing[:5])}")
+    extra = [name for name in table.column_names if name not in schema().names]
+    if extra:       # not read, and not written back: a resumed sweep's merge would drop it
+        raise InputError(str(path), f"{flag} column {excerpt(extra[0], quote=False)}",
+                         f"not a column `sizer sweep` writes ({len(extra)} such); expected its columns only")
     table = table.select(schema().names)
     for want, got in zip(schema(), table.schema, strict=True):
         if got.type != want.type and not pa.types.is_null(got.type):
             raise InputError(str(path), f"{flag} column {want.name}", f"expected {want.type} values as `sizer sweep` "
                                                                       f"writes them, got {got.type}")
-    if table.column("point_hash").null_count:
-        raise InputError(str(path), f"{flag} column point_hash", "expected a point hash in every row, got nulls")
-    return table.cast(schema())
+    table = table.cast(schema())
+    check_keys(table, str(path), flag)
+    return table
+
+
+def check_keys(table: pa.Table, file: str, flag: str) -> None:
+    """Each row a point of its own (a point hash, none twice: a resumed sweep skips a hash, and a report counted
+    a repeated row twice) and a status `sizer sweep` writes (one it does not was counted under its own name)."""
+    hashes = table.column("point_hash")
+    if hashes.null_count:
+        raise InputError(file, f"{flag} column point_hash", "expected a point hash in every row, got nulls")
+    empty = pc.index(hashes, "").as_py()
+    if empty >= 0:
+        raise InputError(file, f"{flag} row {empty} point_hash", "expected a point hash, got ''")
+    if len(pc.unique(hashes)) < table.num_rows:
+        seen: dict[str, int] = {}
+        for i, h in enumerate(hashes.to_pylist()):
+            if h in seen:
+                raise InputError(file, f"{flag} row {i} point_hash", f"{excerpt(h[:12])}... repeats row {seen[h]}; "
+                                                                     "expected one row a point")
+            seen[h] = i
+    status = table.column("status")
+    bad = pc.invert(pc.fill_null(pc.is_in(status, value_set=pa.array(STATUSES)), False))
+    if pc.any(bad).as_py():
+        i = pc.index(bad, True).as_py()
+        raise InputError(file, f"{flag} row {i} status", f"expected one of {', '.join(STATUSES)}, got "
+                                                         f"{excerpt(status[i].as_py())}")
 
 
 class ResultStore:
@@ -96,6 +126,11 @@ class ResultStore:
                                                       f"{file_kind(self.parts.stat().st_mode)}")
         self.buffer: list[dict] = []
         self.flushed_at = time.monotonic()
+
+    @property
+    def untouched(self) -> bool:
+        """No results file, no parts and no row added: `close` would write a file of no rows."""
+        return not self.buffer and not os.path.lexists(self.path) and not os.path.lexists(self.parts)
 
     def _part_files(self) -> list[Path]:
         return sorted(self.parts.glob("part-*.parquet")) if self.parts.is_dir() else []

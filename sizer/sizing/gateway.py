@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -114,7 +115,8 @@ class ClassAnswer:
     share_routed: dict[str, float]     # target -> share of the class's requests it served
     slo_share: float | None            # share meeting every target; None without targets
     required_share: float
-    slo_met: bool                      # slo_share >= required_share; without targets, the share served does
+    slo_met: bool                      # slo_share >= required_share; without targets, the share served does;
+                                       # False for a class of no requests in the run (not judged)
     e2e: Latency
 
 
@@ -284,7 +286,8 @@ def answer(rg: ResolvedGateway, result: GatewayResult, config: GatewayConfig | N
                                   _finite(result.thresholds.get(route.name)),
                                   dict(Counter(f"{t}: {why}" for i, skipped in recs.fallbacks.items() if mine[i]
                                                for t, why in skipped)),
-                                  dict(Counter(why for i, why in recs.reject_reasons.items() if mine[i]))))
+                                  dict(Counter(reason_kind(why) for i, why in recs.reject_reasons.items()
+                                               if mine[i]))))
     costs = [p.usd_per_hour for p in pools]
     total = None if None in costs else sum(costs) + sum(e.usd_per_hour for e in externals)
     served = recs.outcome != OUTCOMES.index(REJECTED)
@@ -296,7 +299,29 @@ def answer(rg: ResolvedGateway, result: GatewayResult, config: GatewayConfig | N
         SCHEMA_VERSION, "gateway", rg.name, rate, n, _outcomes(recs.outcome), tuple(pools),
         tuple(externals), tuple(classes), tuple(routes), total, out_per_s,
         total / (out_per_s * 3600) * 1e6 if total is not None and out_per_s > 0 else None,
-        float(np.mean(scored)) if len(scored) else None, all(c.slo_met for c in classes), ASSUMPTIONS + rg.notes)
+        float(np.mean(scored)) if len(scored) else None, all(c.slo_met for c in classes),
+        ASSUMPTIONS + rg.notes + _undrawn_notes(g, classes, n))
+
+
+def _undrawn_notes(g: GatewaySection, classes: list[ClassAnswer], n: int) -> tuple[str, ...]:
+    """A note for each class the run drew no request of (too few requests for its share): its SLO not judged."""
+    return tuple(f"class {c.name}: none of the run's {n:,} requests drew it (share {s.share:g}); its SLO is not "
+                 "judged and counts as not met: simulate more requests (gateway.num_requests, --num-requests, "
+                 "gateway.search.num_requests)"
+                 for c, s in zip(classes, g.classes, strict=True) if c.requests == 0)
+
+
+# A scheduler's refusal names the request's own length (`simulator/scheduler.py`); a route's rejections are counted
+# by the refusal, not by each length (one entry a distinct length was one row a request)
+_REQUEST_LENGTH = re.compile(r"prompt \+ output = \d+ tokens > ")
+_REQUEST_BLOCKS = re.compile(r"needs \d+ KV blocks, the cache holds (\d+)")
+
+
+def reason_kind(why: str) -> str:
+    """A rejection's reason without the request's own figures: "small: prompt + output = 9000 tokens >
+    max_model_len 8192" is "small: prompt + output > max_model_len 8192"."""
+    why = _REQUEST_LENGTH.sub("prompt + output > ", why)
+    return _REQUEST_BLOCKS.sub(r"needs more KV blocks than the cache's \1", why)
 
 
 def _outcomes(outcome: np.ndarray) -> dict[str, int]:
@@ -318,8 +343,9 @@ def _class_answer(c: ClassSection, recs: GatewayRecords, mine: np.ndarray) -> Cl
     share = float(slo_attainment(SimpleNamespace(columns=columns), slo).mean()) if slo.has_targets and n else None
     served = int((~columns["rejected"]).sum())
     fell = int((outcome == OUTCOMES.index(FALLBACK)).sum())
-    # without targets, the class is met when its required share is served at all (not rejected)
-    met = (share if share is not None else served / n if n else 1.0) >= slo.required_share
+    # without targets, the class is met when its required share is served at all (not rejected); a class the run
+    # drew no request of is not judged, so not met (its SLO was never tried: `answer` says so)
+    met = n > 0 and (share if share is not None else served / n) >= slo.required_share
     codes, counts = np.unique(recs.target[mine][~columns["rejected"]], return_counts=True)
     routed = sorted((recs.target_names[int(t)], int(k)) for t, k in zip(codes, counts, strict=True))
     return ClassAnswer(c.name, c.data_class, n, served, fell, n - served, fell / n if n else 0.0,
@@ -360,7 +386,8 @@ def cheapest(rg: ResolvedGateway, progress: Callable[[int, int], None] | None = 
         replicas = dict(zip(names, counts, strict=True))
         for share in shares:
             _, a = run_gateway(rg, n, with_choices(cfg, replicas, share))
-            misses = [f"{c.name} SLO" for c in a.classes if not c.slo_met]
+            misses = [f"{c.name} SLO" if c.requests else f"{c.name}: no requests" for c in a.classes
+                      if not c.slo_met]
             if s.min_quality is not None and (a.quality is None or a.quality < s.min_quality):
                 misses.append(f"quality below {s.min_quality:g}")
             tried.append(Candidate(replicas, share, a.usd_per_hour, not misses, ", ".join(misses), a.quality,

@@ -54,7 +54,7 @@ from sizer.sizing.workload import read_trace, trace_limit, trace_summary
 from sizer.timing.kernel_tables import HEADER_FILE, TABLES
 from sizer.timing.step_model import SHARED_MOE_KERNELS, bundled_header, bundled_tables
 from sizer.words import count
-from validation.errors import FieldError
+from validation.errors import FieldError, excerpt
 from validation.schema import field_value
 
 # Bumped when a row's meaning changes: points hashed under another version are simulated again.
@@ -117,10 +117,16 @@ class Sweep:
     trace: SweepTrace | None = None
     model_sha256: dict[str, str] = dataclasses.field(default_factory=dict)   # model.name -> its config's hash
     kernel_tables_sha256: str | None = None   # the content of the base's hardware.kernel_tables folder
+    file: str | None = None            # the sweep file (named by a refusal of its axes)
 
     @property
     def goodput(self) -> GoodputSettings:
         return GoodputSettings(num_requests=self.settings.num_requests)
+
+
+# A row's status: met (ok), sized but refused (rejected: SLO, constraint, replicas), settled before simulation
+# (pruned), or not a configuration the engine runs (invalid)
+STATUSES = ("ok", "rejected", "pruned", "invalid")
 
 
 @dataclass(frozen=True)
@@ -193,7 +199,9 @@ def build_sweep(sweep: SweepFile, data: dict) -> Sweep:
     if "gpu" in values:          # one profile named twice (an alias and its id) is one GPU, simulated once
         values["gpu"] = list(dict.fromkeys(load_hardware(g).id for g in values["gpu"]))
     names = list(values)
-    points = tuple(Point(**dict(zip(names, combo, strict=True))) for combo in itertools.product(*values.values()))
+    # speculative off leaves no num_speculative_tokens to vary: those points are one (each simulated once)
+    points = tuple(dict.fromkeys(_normal(Point(**dict(zip(names, combo, strict=True))))
+                                 for combo in itertools.product(*values.values())))
     constraints = tuple(parse_constraint(t, sweep.file, f"constraints[{i}]") for i, t in enumerate(sweep.constraints))
     inputs = shared_inputs(base, values, sweep.settings)
     # a model given as a path (or a cached Hugging Face snapshot) may change under the same name: its config's
@@ -202,7 +210,14 @@ def build_sweep(sweep: SweepFile, data: dict) -> Sweep:
               for (_, name), c in inputs.checkpoints.items() if c.found_as != "catalog"}
     tables = _tables_sha256(kernel_tables_folder(base)) if base.hardware.kernel_tables is not None else None
     return Sweep(sweep.name, str(sweep.scenario_path()), data, points, constraints, sweep.settings, inputs,
-                 _trace_of(base, inputs), models, tables)
+                 _trace_of(base, inputs), models, tables, sweep.file)
+
+
+def _normal(point: Point) -> Point:
+    """The point as it sizes: speculative decoding off has no speculative tokens."""
+    if point.speculative is False and point.num_speculative_tokens is not None:
+        return dataclasses.replace(point, num_speculative_tokens=None)
+    return point
 
 
 def _tables_sha256(folder: Path) -> str:
@@ -270,6 +285,17 @@ def variant_of(sweep: Sweep, point: Point, seed: int | None = None) -> Variant:
 
 
 def check_axes(sweep: SweepFile, values: dict[str, list], data: dict, base: Scenario) -> None:
+    if base.workload.trace is None and base.workload.arrival.process == "closed":
+        # each point is sized for an arrival rate (its row's rate_per_s, the report's question); a closed loop's
+        # rate follows from the configuration, as `search` refuses it too
+        raise InputError(sweep.file, "scenario", f"{excerpt(sweep.scenario)} has workload.arrival.process: closed, "
+                                                 "whose rate depends on each configuration; expected a base scenario "
+                                                 "with workload.arrival.rate_per_s (points are sized for a rate)")
+    if base.workload.schedule is not None:     # each point is sized at the steady rate: the day would go unsized
+        raise InputError(sweep.file, "scenario", f"{excerpt(sweep.scenario)} has workload.schedule, which a sweep "
+                                                 "does not size (each point at workload.arrival.rate_per_s alone); "
+                                                 "expected a scenario without it (`plan --simulate` sizes the day; "
+                                                 "an axis rate_per_s sizes the rates it names)")
     if base.deployment.speculative_config is None:
         axis = next((k for k in ("num_speculative_tokens", "speculative")
                      if values.get(k) and (k == "num_speculative_tokens" or True in values[k])), None)
@@ -527,7 +553,7 @@ def _run(sweep: Sweep, done: set[str], sink: Callable[[SweepRow], None], backend
                                             "changed)")
     todo = [t for t in every if t.point_hash not in done]
     pruned: dict[str, int] = {}
-    simulate = []
+    simulate, settled = [], []
     for task in todo:
         row = prune(sweep, task)
         if row is None:
@@ -535,6 +561,13 @@ def _run(sweep: Sweep, done: set[str], sink: Callable[[SweepRow], None], backend
             continue
         key = "invalid" if row.status == "invalid" else row.binding
         pruned[key] = pruned.get(key, 0) + 1
+        settled.append(row)
+    if settled and not done and len(settled) == len(every) == pruned.get("invalid"):
+        # axis values each valid alone, never together (or never with the base scenario): nothing to size
+        raise InputError(sweep.file, "axes", f"every one of the sweep's {count(len(every), 'point')} is invalid "
+                                             f"(point {settled[0].point_hash[:12]}: {settled[0].reason}); expected "
+                                             "axes some configuration of which the engine runs")
+    for row in settled:
         sink(row)
     failed: list[tuple[str, str]] = []
     finished = 0

@@ -98,19 +98,44 @@ def _slo(row: dict) -> str:
 # what a priced row of status ok must hold for the report (`sizer sweep` writes every one of them); a file with
 # nulls or non-finite numbers there was not written by it
 PRICED_ROW = ("model", "gpu", "rate_per_s", "required_share", "usd_per_million_output_tokens", "usd_per_hour",
-              "ttft_p95_ms", "itl_p95_ms")
+              "ttft_p95_ms", "itl_p95_ms", "replicas", "engine", "quantization", "kv_cache_dtype",
+              "tensor_parallel_size", "max_num_seqs")
+SLO_TARGETS = ("ttft_target_ms", "itl_target_ms", "tpot_target_ms", "e2e_target_ms")
+# the numbers among them, and the least each may be (a rate, a share and a replica count are positive; a cost and a
+# latency are not negative), the most (a share is at most 1)
+PRICED_RANGES = {"rate_per_s": (0.0, False, None), "required_share": (0.0, False, 1.0),
+                 "usd_per_million_output_tokens": (0.0, True, None), "usd_per_hour": (0.0, True, None),
+                 "ttft_p95_ms": (0.0, True, None), "itl_p95_ms": (0.0, True, None), "replicas": (1, True, None),
+                 "tensor_parallel_size": (1, True, None), "max_num_seqs": (1, True, None)}
 
 
 def check_rows(rows: list[dict], file: str | None) -> None:
-    """Every priced row of status ok holds what the report reads, numbers finite; otherwise one line naming it."""
+    """Every priced row of status ok holds what the report reads, numbers finite and in range; otherwise one line
+    naming it."""
     for i, r in enumerate(rows):
         if r["status"] != "ok" or r["usd_per_million_output_tokens"] is None or r["ttft_p95_ms"] is None:
             continue
         for column in PRICED_ROW:
             value = r[column]
+            where = f"row {i} ({r['point_hash'][:12]}) {column}"
             if value is None or (isinstance(value, float) and not math.isfinite(value)):
+                raise InputError(file, where, f"{excerpt(value)} in a row of status ok; expected what `sizer sweep` "
+                                              "writes")
+            if column in PRICED_RANGES:
+                low, inclusive, high = PRICED_RANGES[column]
+                if value < low or (value == low and not inclusive) or (high is not None and value > high):
+                    span = (f"{'>=' if inclusive else '>'} {low:g}" + (f" and <= {high:g}" if high is not None else ""))
+                    raise InputError(file, where, f"{value:g} in a row of status ok; expected a value {span}, as "
+                                                  "`sizer sweep` writes")
+        targets = {t: r[t] for t in SLO_TARGETS if r[t] is not None}
+        for column, value in targets.items():       # the SLO the row met, in words: each target a latency
+            if not (math.isfinite(value) and value > 0):
                 raise InputError(file, f"row {i} ({r['point_hash'][:12]}) {column}",
-                                 f"{excerpt(value)} in a row of status ok; expected what `sizer sweep` writes")
+                                 f"{value:g} in a row of status ok; expected a target > 0 ms, as `sizer sweep` writes")
+        if not targets:
+            raise InputError(file, f"row {i} ({r['point_hash'][:12]})", f"no SLO target in a row of status ok; "
+                                                                        f"expected one of {', '.join(SLO_TARGETS)} "
+                                                                        "(a sweep needs one)")
 
 
 def build_sweep_report(rows: list[dict], source: str, file: str | None = None) -> SweepReport:

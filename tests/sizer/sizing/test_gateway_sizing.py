@@ -217,3 +217,33 @@ def test_requests_a_pool_refuses_for_their_length_are_stated_per_class_and_pool(
     assert len(notes) == 2 and notes[0].startswith("class public-chat: ") and "pool onprem-70b's" in notes[0]
     # the bundled document's pools hold every request: nothing stated
     assert resolved(RESIDENCY_FILE).notes == ()
+
+
+def test_a_class_the_run_drew_no_request_of_is_not_judged_met(residency):
+    # one request: one of the two classes gets none; its SLO was never tried, so it is not met, and the answer says
+    _, a = run_gateway(residency, 1)
+    empty = next(c for c in a.classes if c.requests == 0)
+    assert not empty.slo_met and not a.all_met
+    assert any(line.startswith(f"class {empty.name}: none of the run's 1 requests drew it") for line in a.assumptions)
+    s = cheapest(replace(residency, doc=replace(residency.doc, gateway=replace(
+        residency.doc.gateway, search=replace(residency.doc.gateway.search, replicas={}, num_requests=1)))))
+    assert not s.tried[0].accepted and f"{empty.name}: no requests" in s.tried[0].why_not and s.best is None
+
+
+def test_a_route_counts_its_rejections_by_reason_not_by_each_request_length(tmp_path):
+    # every public-chat request (fixed 20,000 + 100 tokens) is longer than both pools' max_model_len: rejected by
+    # the pool's scheduler with its own length in the per-request reason, counted under one reason per pool
+    data = yaml.safe_load(RESIDENCY_FILE.read_text())
+    chat = data["gateway"]["classes"][0]
+    chat["prompt_tokens"] = {"distribution": "uniform", "min": 20000, "max": 30000}
+    chat["output_tokens"] = {"distribution": "fixed", "value": 100}
+    data["gateway"]["routes"][1]["fallback"] = []
+    path = tmp_path / "gw.yaml"
+    path.write_text(yaml.safe_dump(data))
+    result, a = run_gateway(resolved(path), 200)
+    public = next(r for r in a.routes if r.name == "public")
+    too_long = {k: v for k, v in public.rejected.items() if k != "outage"}     # the 70B's window: no fallback
+    assert set(too_long) <= {"onprem-8b: prompt + output > max_model_len 16384",
+                             "onprem-70b: prompt + output > max_model_len 16384"}
+    assert sum(public.rejected.values()) == public.requests and sum(too_long.values()) > 1
+    assert len({result.records.reject_reasons[i] for i in result.records.reject_reasons}) > 2   # per request: each

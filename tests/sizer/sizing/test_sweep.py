@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from sweephelp import sweep_of, write_sweep
+import yaml
+from sweephelp import BASE, sweep_of, write_sweep
 from typer.testing import CliRunner
 
 from sizer.cli import app
@@ -204,3 +205,32 @@ def test_load_sweep_refuses_a_non_mapping(tmp_path):
     path.write_text("[1, 2]\n")
     with pytest.raises(FieldError, match="expected a mapping"):
         load_sweep(path)
+
+
+def test_speculative_off_is_one_point_whatever_the_speculative_tokens(tmp_path):
+    # speculative off clears num_speculative_tokens: off x {2, 4} were two points of one hash, simulated twice and
+    # counted as two ("4 points ... 3 rows")
+    data = yaml.safe_load(BASE.read_text())
+    data["deployment"]["speculative_config"] = {"method": "ngram", "num_speculative_tokens": 3,
+                                                "acceptance_rate": 0.6}
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(data))
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump({"scenario": "base.yaml", "settings": {"num_requests": 50},
+                                    "axes": {"speculative": [True, False], "num_speculative_tokens": [2, 4]}}))
+    sweep = sweep_of(path)
+    assert sorted((p.speculative, p.num_speculative_tokens or 0) for p in sweep.points) == [
+        (False, 0), (True, 2), (True, 4)]
+    assert len({t.point_hash for t in tasks(sweep)}) == 3
+
+
+def test_a_sweep_refused_before_its_first_row_leaves_no_results_file(tmp_path):
+    # every point invalid (max_num_batched_tokens below the default max_num_seqs): refused, and no empty file left
+    path = write_sweep(tmp_path, {"max_num_batched_tokens": [16, 32]})
+    result = runner.invoke(app, ["sweep", str(path), "--results", str(tmp_path / "r.parquet"), "--workers", "1"])
+    assert result.exit_code == 2 and "axes: every one of the sweep's 2 points is invalid" in result.stderr
+    assert not (tmp_path / "r.parquet").exists() and not (tmp_path / "r.parquet.parts").exists()
+    # one valid point among them: the invalid ones are rows of their own
+    path = write_sweep(tmp_path, {"max_num_batched_tokens": [16, 8192]})
+    result = runner.invoke(app, ["sweep", str(path), "--results", str(tmp_path / "r.parquet"), "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    assert sorted(read_rows(tmp_path / "r.parquet", "--results").column("status").to_pylist()) == ["invalid", "ok"]

@@ -4,8 +4,10 @@ from hand-made rows whose answers can be read off."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from sizer.cli import app
@@ -113,3 +115,25 @@ def test_an_ok_row_with_a_null_rate_is_one_line(tmp_path):
     assert result.exit_code == 2
     assert result.stderr.strip() == (f"error: {tmp_path / 'r.parquet'}: row 0 (a) rate_per_s: None in a row of "
                                      "status ok; expected what `sizer sweep` writes")
+
+
+def test_report_sweep_pdf_is_written_beside_the_html(tmp_path):
+    # --pdf with --sweep was taken and ignored: no PDF, exit 0
+    pytest.importorskip("weasyprint")
+    store = ResultStore(tmp_path / "r.parquet")
+    for r in ROWS:
+        store.add(r)
+    store.close()
+    result = runner.invoke(app, ["report", "--sweep", str(tmp_path / "r.parquet"), "-o", str(tmp_path / "r.html"),
+                                 "--pdf"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "r.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_a_gateway_report_never_overwrites_its_document(tmp_path):
+    doc = tmp_path / "gw.yaml"
+    doc.write_text((Path(__file__).resolve().parents[4] / "scenarios" / "gateway-residency.yaml").read_text())
+    before = doc.read_text()
+    result = runner.invoke(app, ["report", str(doc), "--no-search", "-o", str(doc)])
+    assert result.exit_code == 2 and "which this command reads" in result.stderr, result.output
+    assert doc.read_text() == before
