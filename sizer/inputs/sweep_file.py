@@ -133,31 +133,66 @@ def parse_constraint(text: str, file: str | None, path: str) -> Constraint:
 COUNTED_QUANTITIES = frozenset({"gpus_per_replica", "replicas", "gpus"})
 
 
+@dataclass
+class _Bounds:
+    """What a quantity's constraints so far allow: (low, high), each strict or not, and the constraint that set it."""
+    counted: bool
+    low: float
+    high: float = math.inf
+    low_strict: bool = False
+    high_strict: bool = False
+    low_by: Constraint | None = None
+    high_by: Constraint | None = None
+
+    def add(self, c: Constraint) -> Constraint | None:
+        """Tighten by `c`; the constraint holding the other side (when `least` is then None, the one `c` crosses)."""
+        if c.op in (">", ">=") and (c.bound > self.low or (c.bound == self.low and c.op == ">")):
+            self.low, self.low_strict, self.low_by = c.bound, c.op == ">", c
+        elif c.op in ("<", "<=") and (c.bound < self.high or (c.bound == self.high and c.op == "<")):
+            self.high, self.high_strict, self.high_by = c.bound, c.op == "<", c
+        return self.high_by if c is self.low_by else self.low_by
+
+    def least(self) -> float | None:
+        """The least value allowed (a whole number for a count), None when none is."""
+        if self.counted:
+            first = math.floor(self.low) + 1 if self.low_strict else math.ceil(self.low)
+            return None if self.high < first or (self.high == first and self.high_strict) else first
+        return None if self.low > self.high or (self.low == self.high and (self.low_strict or self.high_strict)) \
+            else self.low
+
+    def most(self) -> float:
+        """The most a count may be (`least` is not None): infinity when nothing bounds it above."""
+        if math.isinf(self.high):
+            return math.inf
+        return math.ceil(self.high) - 1 if self.high_strict else math.floor(self.high)
+
+
 def check_satisfiable(constraints: list[Constraint], file: str | None) -> None:
-    """Refuse constraints that no point can meet, alone (`gpus < 1`: every replica has a GPU) or together (`gpus <= 4`
-    with `gpus >= 8`), naming the one that leaves nothing: a sweep that prunes every point before it runs."""
-    for quantity in dict.fromkeys(c.quantity for c in constraints):
-        counted = quantity in COUNTED_QUANTITIES
-        low, low_strict, high, high_strict = (1.0 if counted else 0.0), False, math.inf, False
-        for i, c in enumerate(constraints):
-            if c.quantity != quantity:
-                continue
-            if c.op in (">", ">=") and (c.bound > low or (c.bound == low and c.op == ">")):
-                low, low_strict = c.bound, c.op == ">"
-            elif c.op in ("<", "<=") and (c.bound < high or (c.bound == high and c.op == "<")):
-                high, high_strict = c.bound, c.op == "<"
-            if counted:     # the whole numbers between the bounds
-                first = math.floor(low) + 1 if low_strict else math.ceil(low)
-                empty = high < first or (high == first and high_strict)
-            else:
-                empty = low > high or (low == high and (low_strict or high_strict))
-            if empty:
-                others = [o.text for o in constraints[:i] if o.quantity == quantity]
-                kind = "a whole number >= 1" if counted else "a number >= 0"
-                raise InputError(file, f"constraints[{i}]",
-                                 f"expected a bound some point can meet ({quantity} is {kind}), got {c.text!r}"
-                                 + (f" beside {', '.join(repr(o) for o in others)}" if others else "")
-                                 + f": no {quantity} meets it")
+    """Refuse constraints that no point can meet, naming the one that leaves nothing: alone (`gpus < 1`: every
+    replica has a GPU), beside another of the same quantity (`gpus <= 4` with `gpus >= 8`), or through gpus =
+    gpus_per_replica x replicas (`gpus >= 8` with `gpus_per_replica <= 4` and `replicas <= 1`): a sweep that would
+    prune every point before it runs."""
+    bounds: dict[str, _Bounds] = {}
+    for i, c in enumerate(constraints):
+        b = bounds.setdefault(c.quantity, _Bounds(c.quantity in COUNTED_QUANTITIES,
+                                                  1.0 if c.quantity in COUNTED_QUANTITIES else 0.0))
+        other = b.add(c)
+        if b.least() is None:
+            kind = "a whole number >= 1" if b.counted else "a number >= 0"
+            beside = f" beside {other.text!r}" if other is not None else ""
+            raise InputError(file, f"constraints[{i}]", f"expected a bound some point can meet ({c.quantity} is "
+                                                        f"{kind}), got {c.text!r}{beside}: no {c.quantity} meets it")
+        if not b.counted:
+            continue
+        gpus, per_replica, replicas = (bounds.get(q) or _Bounds(True, 1.0) for q in ("gpus", "gpus_per_replica",
+                                                                                     "replicas"))
+        fewest, most = per_replica.least() * replicas.least(), per_replica.most() * replicas.most()
+        if gpus.most() < fewest or gpus.least() > most:
+            stated = ", ".join(repr(by.text) for q in (gpus, per_replica, replicas) for by in (q.low_by, q.high_by)
+                               if by is not None and by is not c)
+            raise InputError(file, f"constraints[{i}]", f"expected bounds some point can meet, got {c.text!r} beside "
+                                                        f"{stated}: gpus = gpus_per_replica x replicas is "
+                                                        f"{fewest:g} to {most:g} under them")
 
 
 def range_count(r: Range, file: str | None, path: str) -> int:

@@ -48,6 +48,10 @@ def test_axes_expand_to_their_product_with_ranges(tmp_path):
     ({"gpu": ["h100-sxm"]}, {"constraints": ["gpus <= 4", "usd_per_hour <= 9", "gpus > 4"]}, "constraints[2]"),
     ({"gpu": ["h100-sxm"]}, {"constraints": ["replicas > 2", "replicas < 3"]}, "constraints[1]"),
     ({"gpu": ["h100-sxm"]}, {"constraints": ["usd_per_hour >= 5", "usd_per_hour < 5"]}, "constraints[1]"),
+    # through gpus = gpus_per_replica x replicas: at most 4 x 1 = 4 GPUs, or at least 4 beside at most 2
+    ({"gpu": ["h100-sxm"]}, {"constraints": ["gpus >= 8", "gpus_per_replica <= 4", "replicas <= 1"]},
+     "constraints[2]"),
+    ({"gpu": ["h100-sxm"]}, {"constraints": ["gpus < 3", "gpus_per_replica >= 4"]}, "constraints[1]"),
 ])
 def test_bad_sweep_files_are_one_line_naming_file_and_field(tmp_path, axes, extra, field):
     path = write_sweep(tmp_path, axes, **extra)
@@ -58,9 +62,11 @@ def test_bad_sweep_files_are_one_line_naming_file_and_field(tmp_path, axes, extr
 
 def test_constraints_that_leave_a_point_are_accepted(tmp_path):
     # 2 is the whole number in (1.5, 2.5); a price bound equal from both sides holds at that price
+    # 2 x 4 = 8 GPUs meets gpus >= 8 beside gpus_per_replica <= 4 and replicas <= 2
     path = write_sweep(tmp_path, {"gpu": ["h100-sxm"]},
-                       constraints=["replicas > 1.5", "replicas < 2.5", "usd_per_hour >= 5", "usd_per_hour <= 5"])
-    assert len(load_sweep(path).constraints) == 4
+                       constraints=["replicas > 1.5", "replicas < 2.5", "usd_per_hour >= 5", "usd_per_hour <= 5",
+                                    "gpus >= 8", "gpus_per_replica <= 4"])
+    assert len(load_sweep(path).constraints) == 6
 
 
 def test_a_tpot_axis_sets_slo_tpot_ms_and_its_column(tmp_path):
