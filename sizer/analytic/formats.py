@@ -412,8 +412,8 @@ def converted_share(g: LinearGroup, fmt: WeightFormat, m: ModelSpec) -> float:
     q = fmt.scheme
     if fmt.bits >= 16:
         return 0.0
-    if g.kind in UNCONVERTED_KINDS:     # unless a per-layer map (MIXED_PRECISION) names the lm_head itself
-        return 1.0 if g.kind == LM_HEAD and "lm_head" in q.targets else 0.0
+    if g.kind in UNCONVERTED_KINDS:     # unless a per-layer map (MIXED_PRECISION) or GPTQ's lm_head: true names it
+        return 1.0 if g.kind == LM_HEAD and ("lm_head" in q.targets or q.quantized_lm_head) else 0.0
     if g.kind == VISION:
         named = mentions_vision(q.ignore) or (q.targets and not mentions_vision(q.targets))
         return 0.0 if named else 1.0

@@ -65,6 +65,7 @@ class Quantization:
     kv_cache: str = ""               # the KV-cache format the checkpoint states ("fp8"), "" when none
     targets: tuple[str, ...] = ()    # module patterns the scheme quantises; () = every linear layer
     ignore: tuple[str, ...] = ()     # module patterns left unquantised: names, globs, "re:" regexes
+    quantized_lm_head: bool = False  # GPTQ's lm_head: true: the output head stored in the scheme too
     source: str = ""                 # where it was read, e.g. "config.json quantization_config"
     why_not: str = ""                # format "": what sizer does not model
     # ModelOpt MIXED_PRECISION: the layers stored in other formats than this one, each with its own `targets`
@@ -104,6 +105,8 @@ class Quantization:
             text += f"; only modules matching {len(self.targets)} target pattern(s) quantised"
         if self.ignore:
             text += f"; {len(self.ignore)} module pattern(s) left unquantised"
+        if self.quantized_lm_head:
+            text += "; the lm_head quantised too"
         for part in self.parts:
             text += f"; {len(part.targets)} module(s) in {part.format} ({part.method_algo})"
         return text + (f"; KV cache stated as {self.kv_cache}" if self.kv_cache else "")
@@ -253,16 +256,16 @@ def parse_quantization(q: dict, file: str | None, prefix: str = "quantization_co
                                                                        f"{name.replace('_', ' ')} (vLLM requires it)")
         zeros = got["zero_point"] if method == "awq" else True      # GPTQ stores qzeros even when symmetric
         group = got["group_size"]
-        unmodelled = [f"{what} ({prefix}{key})" for key, what in (
-            ("lm_head", "a quantised lm_head"), ("dynamic", "per-module overrides of bits and group size"))
-            if got[key]]
-        if unmodelled:
-            return Quantization(method, "", why_not=f"{' and '.join(unmodelled)} not modelled", **common)
+        if got["dynamic"]:
+            return Quantization(method, "", why_not=f"per-module overrides of bits and group size ({prefix}dynamic) "
+                                                    "not modelled", **common)
         notes = (f"{prefix}desc_act = true (GPTQ act-order): vLLM keeps the whole scales and zeros of a "
                  "row-parallel matrix on every GPU when TP splits it; not modelled (a share of the scales, about "
                  "1-2% of the 4-bit weights, counted once)",) if got["desc_act"] else ()
+        # lm_head: true (GPTQ): vLLM's GPTQConfig lm_head_quantized builds the ParallelLMHead with the GPTQ method
         return Quantization(method, method, bits, "channel" if group == -1 else "group",
-                            group, scale_bytes=2, zero_points=zeros is not False, notes=notes, **common)
+                            group, scale_bytes=2, zero_points=zeros is not False, notes=notes,
+                            quantized_lm_head=method == "gptq" and bool(got["lm_head"]), **common)
     if method == "fp8":
         scheme = str(got["activation_scheme"] or "dynamic").lower()
         if scheme not in ACTIVATION_SCHEMES:
@@ -329,7 +332,7 @@ def parse_sidecar(data: Any, file: str) -> Quantization:
     why = (f"states {method} {bits} weights, but config.json states no quantization_config: vLLM reads {name} only "
            f"when told the method (--quantization {method}), and without it builds the model unquantised and fails "
            "to load the packed qweight tensors")
-    if not q.format:      # a scheme sizer does not model (lm_head, dynamic): that first
+    if not q.format:      # a scheme sizer does not model (dynamic): that first
         why = q.why_not + f"; and vLLM reads {name} only with --quantization {method}"
     return replace(q, needs_flag=method, why_not=why, notes=notes)
 

@@ -294,6 +294,20 @@ def test_a_gptq_sidecar_is_refused_without_the_flag_and_sized_with_it(tmp_path):
                for a in plan["assumptions"])
 
 
+def test_a_gptq_lm_head_true_stores_the_lm_head_in_int4(tmp_path):
+    # vLLM's GPTQConfig lm_head_quantized builds the ParallelLMHead with the GPTQ method: the lm_head's 1,000 x 1,024
+    # = 1,024,000 values at half a byte and 8,000 groups of 128 x 2.5 B, where they were 2 bytes each:
+    # GPTQ_DERIVED - 2,048,000 + 512,000 + 20,000
+    gptq = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True}
+    sized = {}
+    for lm_head in (False, True):
+        folder = checkpoint(tmp_path / f"lm-{lm_head}", {**CONFIG, "quantization_config": {**gptq, "lm_head": lm_head}})
+        result = CliRunner().invoke(app, ["plan", "--model", str(folder), "--gpu", "h100", "--json"])
+        assert result.exit_code == 0, result.output
+        sized[lm_head] = json.loads(result.stdout)["checkpoint"]["derived_bytes"]
+    assert sized == {False: GPTQ_DERIVED, True: GPTQ_DERIVED - 2_048_000 + 512_000 + 20_000}
+
+
 def test_an_awq_sidecar_is_read_as_vllm_awq_reads_it(tmp_path):
     folder = checkpoint(tmp_path / "awq")
     (folder / "quant_config.json").write_text(json.dumps(AWQ_SIDECAR))
