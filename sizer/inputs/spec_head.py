@@ -112,6 +112,13 @@ def read_head(ckpt: Checkpoint, method: str, target: ModelSpec) -> SpecHead:
                               for layer in body.layers):
         raise InputError(file, "architectures", f"expected the Llama decoder layers of an {method} head (attention "
                                                 "and a dense MLP each, vLLM's llama_eagle)")
+    if len(body.layers) >= target.num_layers:
+        # a head drafts with a layer or two beside the target; a model as deep as it is a draft model (or the target
+        # itself, named by mistake)
+        raise InputError(file, "num_hidden_layers", f"{len(body.layers)}: as many decoder layers as {target.name} "
+                                                    f"({target.num_layers}), a whole model, not an {method} head; "
+                                                    "expected the head's own config (or method draft_model for a "
+                                                    "draft model)")
     h, width = body.hidden_size, target.hidden_size
     eagle3 = method == "eagle3"
     # EAGLE-3's fc reads the target's hidden states at target_hidden_size, its layers their own width (then it keeps

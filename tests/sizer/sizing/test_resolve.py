@@ -272,6 +272,10 @@ def test_a_head_that_cannot_serve_beside_the_target_is_refused_naming_its_field(
     with pytest.raises(InputError) as err:
         resolve(scenario(speculative_config={**medusa, "model": str(tmp_path)}))
     assert (err.value.file, err.value.field) == (str(tmp_path / "config.json"), "medusa_num_layers")
+    # the served model named as its own head: 32 decoder layers, a whole model (it was sized as a 14 GB head)
+    with pytest.raises(InputError) as err:
+        resolve(scenario(speculative_config={**EAGLE3_8B, "model": "llama-3.1-8b"}))
+    assert err.value.field == "num_hidden_layers" and "as many decoder layers as" in err.value.message
 
 
 def test_a_disaggregated_replica_is_all_its_pools():
