@@ -303,7 +303,10 @@ def search(data: dict, file: str | None, space: SearchSpace, settings: SearchSet
         f"configurations needing more than {settings.max_replicas} replicas are rejected",
         "a stated price applies to the scenario's GPU only") + (
         (f"hardware.kernel_tables price {base.hardware.gpu} only; other GPUs' steps are priced as "
-         f"hardware.step_model ({base.hardware.step_model}) says",) if base.hardware.kernel_tables is not None else ())
+         f"hardware.step_model ({base.hardware.step_model}) says",) if base.hardware.kernel_tables is not None else ()
+    ) + ((f"workload.schedule is not searched: each configuration is sized at workload.arrival.rate_per_s "
+          f"({base.workload.arrival.rate_per_s:g} req/s) alone; `sizer plan --simulate` sizes the day's replicas "
+          "hour by hour",) if base.workload.schedule is not None else ())
     return SearchResult(base.name, base.workload.arrival.rate_per_s, mean_length(base.workload.output_tokens),
                         base.slo.required_share, settings, tuple(rank(mark_pareto(in_order))), notes)
 

@@ -243,3 +243,16 @@ def test_refusals_that_differ_by_configuration_stay_rejections():
     refuse_common_input([a, b])                                             # two different refusals: a search's
     with pytest.raises(FieldError):
         refuse_common_input([a, a])
+
+
+def test_a_scheduled_workload_is_searched_at_its_steady_rate_and_says_so():
+    # left by the gateway pass: search sized each configuration at rate_per_s (48 req/s, the day's peak) and did not
+    # say that the schedule went unsearched
+    from sizer.sizing.search import search
+    path = ROOT / "scenarios" / "diurnal-chat-h100.yaml"
+    space = SearchSpace(gpus=("h100-sxm",), tensor_parallel_sizes=(1,), weight_formats=("fp8",),
+                        kv_cache_dtypes=("fp8",))
+    result = search(yaml.safe_load(path.read_text()), str(path), space)
+    assert result.target_rate_per_s == 48
+    assert any(n.startswith("workload.schedule is not searched: each configuration is sized at "
+                            "workload.arrival.rate_per_s (48 req/s) alone") for n in result.notes)
