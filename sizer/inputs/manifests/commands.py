@@ -282,6 +282,11 @@ def parse_vllm_args(argv: list[str], file: str) -> tuple[dict, str, list[str]]:
     return {k: v for k, v in fields.items() if k != "engine"}, model, notes
 
 
+def dashed(flag: str) -> str:
+    """A long flag as the tables spell it: argparse and click take `--max_model_len` for `--max-model-len`."""
+    return "--" + flag[2:].replace("_", "-") if flag.startswith("--") else flag
+
+
 def parse_server_args(argv: list[str], file: str, stated_model: str | None = None) -> tuple[str, dict, str, list[str]]:
     """A server's command line -> (engine, deployment fields, model reference, notes on flags not modelled).
     `stated_model`: the model its object names (a KServe storageUri, a chart's model), which the
@@ -306,7 +311,7 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
     while i < len(rest):
         token = rest[i]
         typed, equals, inline = token.partition("=")
-        flag = "--" + typed[2:].replace("_", "-") if typed.startswith("--") else typed   # --max_model_len too
+        flag = dashed(typed)                                        # --max_model_len too
         if typed.startswith("-") and len(typed.split()) > 1:
             # `- --tensor-parallel-size 2` as one list item: Kubernetes passes it whole, and the engine's parser reads
             # an argument holding a space as a positional one (argparse's _parse_optional), which it refuses
@@ -479,7 +484,7 @@ def engine_number(text: str, flag: str, tp: type = int):
     try:
         if tp is float:
             return float(text)
-        flag = "--" + flag[2:].replace("_", "-") if flag.startswith("--") else flag
+        flag = dashed(flag)
         m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", text.strip()) if flag in HUMAN_READABLE_FLAGS else None
         if m is None:
             return int(text)
@@ -494,7 +499,7 @@ def _engine_int(value: str, flag: str, file: str, tp: type = int):
     number text) refused naming the flag and why."""
     number = engine_number(value, flag, tp)
     if isinstance(number, str) and tp is int and isinstance(parse_number(value), (int, float)):
-        if ("--" + flag[2:].replace("_", "-")) in HUMAN_READABLE_FLAGS:
+        if dashed(flag) in HUMAN_READABLE_FLAGS:
             raise InputError(file, flag, f"expected an integer in digits or with vLLM's suffix (32k = 32,000; 32K = "
                                          f"32,768, a binary suffix on a whole number only), got {excerpt(value)}")
         suffixed = value.strip()[-1:] in "kKmMgGtT"
