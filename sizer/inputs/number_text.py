@@ -3,7 +3,11 @@ that the CLI's flags read it without the manifest code (sizer/inputs/manifests/f
 
 from __future__ import annotations
 
-_SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G": 2**30}
+import re
+
+# vLLM's suffixes (vllm/utils/argparse_utils.py human_readable_int): decimal lower case, binary upper case
+_SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+_SUFFIXED = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
 
 
 def parse_number(value):
@@ -22,3 +26,15 @@ def parse_number(value):
         except ValueError:
             continue
     return value
+
+
+def human_readable_int(text: str) -> int:
+    """An integer as vLLM's human_readable_int reads it: digits, or digits with a suffix (a decimal one after a
+    fraction too: 25.6k is 25,600; a binary one after whole digits only); ValueError for anything else."""
+    m = _SUFFIXED.fullmatch(text.strip())
+    if m is None:
+        return int(text)
+    number, suffix = m.groups()
+    if suffix.islower():
+        return int(float(number) * _SUFFIXES[suffix])
+    return int(number) * _SUFFIXES[suffix]

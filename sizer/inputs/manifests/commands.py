@@ -19,7 +19,7 @@ from sizer.inputs.config_keys import KEYS
 from sizer.inputs.hf_store import bundled
 from sizer.inputs.manifests.fields import HF_ID, get, hf_repo_id
 from sizer.inputs.model_spec import CATALOG_DIR, catalog_names, load_config
-from sizer.inputs.number_text import parse_number
+from sizer.inputs.number_text import human_readable_int, parse_number
 from sizer.inputs.scenario import ENGINE_NAMES, DeploymentSection, SpeculativeSection
 from validation.errors import FieldError, excerpt
 from validation.safe_load import load_json, loads_json
@@ -474,8 +474,6 @@ SPECULATIVE_TOKENS = key_for(SpeculativeSection, "num_speculative_tokens")
 # docs.vllm.ai/en/latest/cli "Human-readable integer arguments"); its other integer flags, and SGLang's (argparse) and
 # trtllm-serve's (click), read the text as Python's int() does, and refuse `1k`, `64.0` or `1e3`
 HUMAN_READABLE_FLAGS = ("--max-model-len", "--max-num-batched-tokens")
-_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
-_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 
 def engine_number(text: str, flag: str, tp: type = int):
@@ -484,12 +482,7 @@ def engine_number(text: str, flag: str, tp: type = int):
     try:
         if tp is float:
             return float(text)
-        flag = dashed(flag)
-        m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", text.strip()) if flag in HUMAN_READABLE_FLAGS else None
-        if m is None:
-            return int(text)
-        number, suffix = m.groups()
-        return int(float(number) * _DECIMAL[suffix]) if suffix in _DECIMAL else int(number) * _BINARY[suffix]
+        return human_readable_int(text) if dashed(flag) in HUMAN_READABLE_FLAGS else int(text)
     except ValueError:              # also a number of more digits than int() reads
         return text
 
