@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from sizer.errors import InputError
+from sizer.inputs.manifests.pod_fields import check_integer
 from sizer.inputs.number_text import parse_number
 from sizer.inputs.scenario import MAX_REPLICAS, DeploymentSection
 from validation.errors import excerpt
@@ -112,10 +113,8 @@ def _number(schema_key: str, value, file: str, path: str):
     if not isinstance(value, str):
         return value
     if schema_key in KUBERNETES_INTEGERS:
-        if isinstance(parse_number(value), (int, float)):
-            raise InputError(file, path, f"expected an integer, got the text {excerpt(value)} (Kubernetes' API takes "
-                                         "an int32 here and refuses a quoted number: write it unquoted)")
-        return value            # refused by its key, as text
+        check_integer(value, path, file)    # text: refused as the API server refuses it
+        return value
     if schema_key.startswith("annotations."):
         return int(value) if value.strip().isdecimal() else value
     text = value.strip()

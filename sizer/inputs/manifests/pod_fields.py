@@ -67,14 +67,14 @@ def _walk(node, path: str, file: str) -> None:
             continue
         where = join(path, key)
         if key in INTEGER_FIELDS:
-            _integer(value, where, file)
+            check_integer(value, where, file)
         elif key in BOOLEAN_FIELDS:
             if not isinstance(value, bool):
                 raise InputError(file, where, f"expected true or false, got {excerpt(value)} (Kubernetes' API takes a "
                                               "boolean here and refuses text or a number)")
         elif key in INT_OR_STRING_FIELDS and path.rsplit(".", 1)[-1] in ("httpGet", "tcpSocket"):
             if not isinstance(value, str):
-                _integer(value, where, file)
+                check_integer(value, where, file)
         elif key in ("limits", "requests") and path.rsplit(".", 1)[-1] == "resources" and isinstance(value, dict):
             for name, amount in value.items():
                 _quantity(amount, join(where, str(name)), file)
@@ -84,7 +84,9 @@ def _walk(node, path: str, file: str) -> None:
             _walk(value, where, file)
 
 
-def _integer(value, where: str, file: str) -> None:
+def check_integer(value, where: str, file: str) -> None:
+    """An int32 / int64 field as the API server decodes it: refused in one line, naming `where`, unless an integer
+    (or null, or an integer in YAML 1.1's other bases, which kubectl reads as one)."""
     if value is None or (isinstance(value, str) and YAML11_INTEGER.fullmatch(value.strip())):
         return                  # null: the field unset; an octal or hexadecimal integer as kubectl reads it
     whole = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value) and value.is_integer())
