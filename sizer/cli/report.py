@@ -147,12 +147,9 @@ def sweep_report(sweep: Path, scenario: Path | None, output: Path | None, csv: P
         raise InputError(str(sweep), "--sweep", "nothing to write: give -o HTML, --csv or --json")
     if pdf and output is None:
         raise InputError(None, "--pdf", "writes the HTML report as PDF beside it; expected -o HTML with it")
-    pdf_path = None
-    if output is not None:
-        pdf_path = check_report_destinations(output, pdf, (sweep,)) if pdf else None
-        check_destination(output, "--output", (sweep,))
+    pdf_path = check_report_destinations(output, pdf, (sweep,)) if output is not None else None
     if csv is not None:
-        check_destination(csv, "--csv", (sweep,), {"--output": output, "--pdf": pdf_path})
+        check_destination(csv, "--csv", (sweep,), {"--output": output, "--pdf": pdf_path if pdf else None})
     table = read_rows(sweep, "--sweep")
     if not table.num_rows:          # a sweep writes a row a point: none is a sweep whose every point failed
         raise InputError(str(sweep), "--sweep", "holds no rows, nothing to report; expected a sweep's results (a "
@@ -162,7 +159,7 @@ def sweep_report(sweep: Path, scenario: Path | None, output: Path | None, csv: P
         html = render_sweep_html(report, date or datetime.date.today().isoformat())
         write_text(output, "--output", html)
         typer.echo(f"wrote {output}", err=as_json)
-        if pdf_path is not None:
+        if pdf:
             write_pdf(html, pdf_path, "--pdf")
             typer.echo(f"wrote {pdf_path}", err=as_json)
     if csv is not None:
