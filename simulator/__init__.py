@@ -16,7 +16,7 @@ from typing import Any
 _EXPORTS: dict[str, tuple[str, ...]] = {
     # configuration of a replica, a disaggregated cluster and their parts
     "config": ("DisaggregationConfig", "ReplicaConfig", "SwapLink"),
-    "scheduler": ("Scheduler", "SchedulerConfig"),
+    "scheduler": ("Scheduler", "SchedulerConfig", "reason_kind"),
     "speculative": ("SpeculativeConfig", "expected_tokens_per_step"),
     "lora": ("LoraConfig",),
     "grammar": ("GrammarConfig",),

@@ -14,6 +14,7 @@ group's steps, through finishes and beside prompt chunks and admissions.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -675,3 +676,16 @@ class Scheduler:
         self._last_update_s = now_s
         self._join_group(now_s)
         return finished
+
+
+# `Scheduler._too_long`'s refusals name the request's own length and blocks: a count of rejections by reason counts
+# them by the refusal, not by each request's figures
+_REQUEST_LENGTH = re.compile(r"prompt \+ output = \d+ tokens > ")
+_REQUEST_BLOCKS = re.compile(r"needs \d+ KV blocks, the cache holds (\d+)")
+
+
+def reason_kind(why: str) -> str:
+    """A rejection's reason without the request's own figures: "prompt + output = 9000 tokens > max_model_len 8192"
+    is "prompt + output > max_model_len 8192" (anything before it, a gateway's target, kept)."""
+    why = _REQUEST_LENGTH.sub("prompt + output > ", why)
+    return _REQUEST_BLOCKS.sub(r"needs more KV blocks than the cache's \1", why)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -41,6 +40,7 @@ from simulator import (
     Route,
     SharedPrefix,
     coded,
+    reason_kind,
     simulate_gateway,
     slo_attainment,
     summarise,
@@ -309,19 +309,6 @@ def _undrawn_notes(g: GatewaySection, classes: list[ClassAnswer], n: int) -> tup
                  "judged and counts as not met: simulate more requests (gateway.num_requests, --num-requests, "
                  "gateway.search.num_requests)"
                  for c, s in zip(classes, g.classes, strict=True) if c.requests == 0)
-
-
-# A scheduler's refusal names the request's own length (`simulator/scheduler.py`); a route's rejections are counted
-# by the refusal, not by each length (one entry a distinct length was one row a request)
-_REQUEST_LENGTH = re.compile(r"prompt \+ output = \d+ tokens > ")
-_REQUEST_BLOCKS = re.compile(r"needs \d+ KV blocks, the cache holds (\d+)")
-
-
-def reason_kind(why: str) -> str:
-    """A rejection's reason without the request's own figures: "small: prompt + output = 9000 tokens >
-    max_model_len 8192" is "small: prompt + output > max_model_len 8192"."""
-    why = _REQUEST_LENGTH.sub("prompt + output > ", why)
-    return _REQUEST_BLOCKS.sub(r"needs more KV blocks than the cache's \1", why)
 
 
 def _outcomes(outcome: np.ndarray) -> dict[str, int]:
