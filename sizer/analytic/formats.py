@@ -57,6 +57,12 @@ class WeightFormat:
     def from_checkpoint(self) -> bool:
         return bool(self.scheme.method)
 
+    @property
+    def read_by_engine(self) -> bool:
+        """The checkpoint states the format where the engine reads it unasked (not a GPTQ/AWQ sidecar, which vLLM
+        reads only when `--quantization` names the method: Quantization.needs_flag)."""
+        return self.from_checkpoint and not self.scheme.needs_flag
+
 
 def _format(name: str, bits: int, description: str, scheme: Quantization) -> WeightFormat:
     compute = name if name in PLAIN else "bf16" if scheme.weight_only else scheme.activations

@@ -138,14 +138,18 @@ def shard_fraction(g: LinearGroup, m: ModelSpec, p: ParallelConfig) -> float:
         return 1.0 / p.tp
     stage = layers_per_stage(m, p) / m.num_layers
     if g.kind in (ATTENTION, MLP, SHARED_EXPERT, RECURRENT):
-        if g.kv_heads and p.tp > g.kv_heads:
-            return stage / g.kv_heads       # one replicated KV head per rank
-        return stage / p.tp
+        return stage / tp_ways(g.kv_heads, p.tp)
     if g.kind == EXPERT:
         return stage / (p.ep if p.expert_parallel else p.tp)
     if g.kind in (ROUTER, REPLICATED):
         return stage
     raise ValueError(g.kind)
+
+
+def tp_ways(kv_heads: int | None, tp: int) -> int:
+    """How many ways TP splits a linear layer: `tp`, but a K or V projection of fewer KV heads than `tp` only as many
+    ways as it has heads (one replicated KV head per rank); `kv_heads` None or 0: not a K or V projection."""
+    return min(tp, kv_heads) if kv_heads else tp
 
 
 def kv_heads_per_gpu(num_kv_heads: int, p: ParallelConfig) -> int:

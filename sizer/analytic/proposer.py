@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from sizer.analytic.formats import FORMATS, WeightFormat
 from sizer.analytic.memory import KVLayout, WeightMemory, kv_layout, kv_value_bytes, weight_memory
-from sizer.analytic.parallel import ParallelConfig
+from sizer.analytic.parallel import ParallelConfig, tp_ways
 from sizer.inputs.config_keys import DTYPE_BYTES
 from sizer.inputs.model_spec import ModelSpec
 from sizer.inputs.spec_head import EagleHead, MedusaHead
@@ -92,12 +92,13 @@ def eagle_memory(head: EagleHead, target: ModelSpec, kv_dtype: str, parallel: Pa
     qkv = [lin for lin in head.layers[0].mixer.linears(h) if lin.module != "self_attn.o_proj"] if eagle3 else []
     own_embedding = head.vocab_size * h if head.own_embedding or parallel.pp > 1 else 0
     split = sum(lin.params for lin in qkv) + head.output_vocab * h + own_embedding
-    split_per_gpu = (sum(lin.params / min(stage.tp, lin.kv_heads or stage.tp) for lin in qkv)
+    split_per_gpu = (sum(lin.params / tp_ways(lin.kv_heads, stage.tp) for lin in qkv)
                      + (head.output_vocab * h + own_embedding) / stage.tp)
     weights = _plus_unconverted(_plus_unconverted(weight_memory(module, fmt, stage), fmt, replicated + split,
                                                   replicated + split_per_gpu, fmt.bits / 8),
                                 fmt, head.output_vocab, head.output_vocab, D2T_BYTES)
-    embedding = ("its own embedding, of its own width" if head.own_embedding else
+    embedding = (f"its own embedding ({head.vocab_size:,} x {h:,}: not the target's shape, so not shared)"
+                 if head.own_embedding else
                  "its own embedding: vLLM shares the target's only at pipeline_parallel_size 1" if own_embedding
                  else "the embedding the target's")
     if head.config_file is None:

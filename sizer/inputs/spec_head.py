@@ -72,7 +72,9 @@ class EagleHead:
     output_vocab: int            # EAGLE-3: its own output head's rows (draft_vocab_size); 0: EAGLE's is the target's
     o_proj_bias: bool            # attention biases: o_proj's besides q, k and v's
     input_norms: bool            # HASS (add_para_norm): a norm each on the embedding and on the target's hidden state
-    own_embedding: bool          # EAGLE-3 head of another width than the target's: it cannot share its embedding
+    # an embedding of another shape than the target's (another width, EAGLE-3's, or another vocabulary): vLLM's
+    # eagle.py load_model shares the target's only where the shapes match, else the head loads its own
+    own_embedding: bool
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,7 @@ def read_head(ckpt: Checkpoint, method: str, target: ModelSpec) -> SpecHead:
     return EagleHead(method, file, body.layers, h, body.vocab_size,
                      EAGLE_FC_INPUTS[method] * reads if aux or not eagle3 else 0,
                      (got["draft_vocab_size"] or body.vocab_size) if eagle3 else 0,
-                     biased, got["add_para_norm"], h != width)
+                     biased, got["add_para_norm"], h != width or body.vocab_size != target.vocab_size)
 
 
 def target_shaped(method: str, target: ModelSpec) -> EagleHead | None:

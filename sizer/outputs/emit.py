@@ -95,7 +95,8 @@ class ServingConfig:
     data_parallel_size: int
     enable_expert_parallel: bool
     weight_format: str               # sizer's format name
-    weights_from_checkpoint: bool    # the checkpoint states the format (the engine reads it from there)
+    weights_from_checkpoint: bool    # the checkpoint holds the weights in that format
+    weights_read_by_engine: bool     # ... and states it where the engine reads it unasked (no --quantization needed)
     kv_cache_dtype: str              # resolved: bf16, fp16, fp8, fp8_e4m3, fp8_e5m2
     max_model_len: int
     gpu_memory_utilization: float
@@ -155,6 +156,7 @@ def serving_config(r: Resolved, cost: CostSummary | None, verdict: str, memory_o
         gpu=r.hardware.id, gpu_name=r.hardware.name, tensor_parallel_size=p.tp, pipeline_parallel_size=p.pp,
         data_parallel_size=p.dp, enable_expert_parallel=p.expert_parallel, attention_dp=p.experts_span_dp,
         weight_format=r.weight_format.name, weights_from_checkpoint=r.weight_format.from_checkpoint,
+        weights_read_by_engine=r.weight_format.read_by_engine,
         kv_cache_dtype=r.kv_cache_dtype, max_model_len=e.max_model_len,
         gpu_memory_utilization=d.gpu_memory_utilization, block_size=e.block_size,
         block_size_stated=not blackwell or e.sources.get("block_size") == "scenario", max_num_seqs=e.max_num_seqs,
@@ -536,11 +538,12 @@ _PlainDumper.add_implicit_resolver("tag:yaml.org,2002:kubernetes-typed", _KUBERN
 
 
 def _weights_flags(c: ServingConfig, engine: str) -> list[str]:
-    """The weight format: a dtype for a 16-bit one; a quantization method unless the checkpoint states it
-    (an engine refuses a method that differs from the checkpoint's quantization_config)."""
+    """The weight format: a dtype for a 16-bit one; a quantization method unless the checkpoint states it where the
+    engine reads it (an engine refuses a method that differs from the checkpoint's quantization_config; a GPTQ/AWQ
+    sidecar, quantize_config.json or quant_config.json, is read only when the method is named)."""
     if c.weight_format in WIDE_FORMATS:
         return _valued(engine, [("dtype", spelling(ENGINE_DTYPES, c.weight_format))])
-    if c.weights_from_checkpoint or c.weight_format not in EMITTED_QUANTIZATION[engine]:
+    if c.weights_read_by_engine or c.weight_format not in EMITTED_QUANTIZATION[engine]:
         return []
     return _valued(engine, [("quantization", spelling(QUANTIZATION, c.weight_format))])
 

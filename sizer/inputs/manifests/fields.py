@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from sizer.errors import InputError
-from sizer.inputs.manifests.pod_fields import check_integer
+from sizer.inputs.manifests.pod_fields import check_integer, yaml11_integer
 from sizer.inputs.number_text import parse_number
 from sizer.inputs.scenario import MAX_REPLICAS, DeploymentSection
 from validation.errors import excerpt
@@ -113,8 +113,9 @@ def _number(schema_key: str, value, file: str, path: str):
     if not isinstance(value, str):
         return value
     if schema_key in KUBERNETES_INTEGERS:
-        check_integer(value, path, file)    # text: refused as the API server refuses it
-        return value
+        check_integer(value, path, file)    # text: refused as the API server refuses it, but YAML 1.1's other bases
+        whole = yaml11_integer(value)       # (`010`), which kubectl reads as integers
+        return value if whole is None else whole
     if schema_key.startswith("annotations."):
         return int(value) if value.strip().isdecimal() else value
     text = value.strip()

@@ -24,12 +24,25 @@ from validation.errors import excerpt
 from validation.schema import join
 
 # int32 / int64 fields (PodSpec, Container, Probe, SecurityContext, ContainerPort, volume sources, DeploymentSpec,
-# StatefulSetSpec, JobSpec)
+# StatefulSetSpec, JobSpec); the int64 ones (their Go types in k8s.io/api)
 INTEGER_FIELDS = frozenset({
     "containerPort", "hostPort", "initialDelaySeconds", "periodSeconds", "timeoutSeconds", "successThreshold",
     "failureThreshold", "terminationGracePeriodSeconds", "activeDeadlineSeconds", "minReadySeconds",
     "revisionHistoryLimit", "progressDeadlineSeconds", "backoffLimit", "completions", "ttlSecondsAfterFinished",
     "runAsUser", "runAsGroup", "fsGroup", "defaultMode", "priority",
+})
+INT64_FIELDS = frozenset({"terminationGracePeriodSeconds", "activeDeadlineSeconds", "runAsUser", "runAsGroup",
+                          "fsGroup"})
+INT32_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1
+# A container's ports, as the API server validates them (ValidateContainerPorts: containerPort 1-65535, hostPort
+# 0-65535 where given); GRPCAction.port is an int32, not an IntOrString as httpGet's and tcpSocket's
+PORT_RANGES = {"containerPort": (1, 65535), "hostPort": (0, 65535)}
+# Fields whose Go type is a string wherever they appear in these objects: a number or a boolean there is refused
+# ("cannot unmarshal number into Go struct field ContainerPort.protocol of type string")
+STRING_FIELDS = frozenset({
+    "name", "image", "imagePullPolicy", "protocol", "mountPath", "subPath", "restartPolicy", "dnsPolicy",
+    "serviceAccountName", "schedulerName", "priorityClassName", "claimName", "medium", "scheme", "operator",
+    "effect", "workingDir", "terminationMessagePath", "terminationMessagePolicy",
 })
 BOOLEAN_FIELDS = frozenset({
     "hostNetwork", "hostIPC", "hostPID", "hostUsers", "privileged", "readOnlyRootFilesystem", "runAsNonRoot",
@@ -49,6 +62,19 @@ QUANTITY = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[KMGTPE]i|[numkM
 YAML11_INTEGER = re.compile(r"[+-]?(?:0[0-7_]+|0o[0-7_]+|0x[0-9a-fA-F_]+|0b[01_]+)")
 
 
+def yaml11_integer(text: str) -> int | None:
+    """The integer kubectl reads `text` as when it is one in YAML 1.1's other bases (YAML11_INTEGER: `010` is 8,
+    `0x1A` 26, underscores ignored); None otherwise."""
+    t = text.strip()
+    if not YAML11_INTEGER.fullmatch(t):
+        return None
+    body = t.lstrip("+-").replace("_", "")
+    base, digits = {"0x": (16, body[2:]), "0o": (8, body[2:]), "0b": (2, body[2:])}.get(body[:2], (8, body))
+    if not digits:
+        return None
+    return (-1 if t.startswith("-") else 1) * int(digits, base)
+
+
 def check_object_fields(doc: dict, file: str) -> None:
     """Every typed field above in a Kubernetes object (`doc`), refused in one line naming its path where its value is
     of another type: text for an integer or a boolean, a quantity that is no quantity in `resources`."""
@@ -66,13 +92,22 @@ def _walk(node, path: str, file: str) -> None:
         if not isinstance(key, str) or key in FREE_FORM:
             continue
         where = join(path, key)
+        parent = path.rsplit(".", 1)[-1]
         if key in INTEGER_FIELDS:
             check_integer(value, where, file)
+            _check_range(key, value, where, file)
+        elif key == "port" and parent == "grpc":
+            check_integer(value, where, file)
+            _check_range(key, value, where, file)
+        elif key in STRING_FIELDS:
+            if value is not None and not isinstance(value, str):
+                raise InputError(file, where, f"expected text, got {excerpt(value)} (Kubernetes' API takes a string "
+                                              "here and refuses a number or a boolean: quote it)")
         elif key in BOOLEAN_FIELDS:
             if not isinstance(value, bool):
                 raise InputError(file, where, f"expected true or false, got {excerpt(value)} (Kubernetes' API takes a "
                                               "boolean here and refuses text or a number)")
-        elif key in INT_OR_STRING_FIELDS and path.rsplit(".", 1)[-1] in ("httpGet", "tcpSocket"):
+        elif key in INT_OR_STRING_FIELDS and parent in ("httpGet", "tcpSocket"):
             if not isinstance(value, str):
                 check_integer(value, where, file)
         elif key in ("limits", "requests") and path.rsplit(".", 1)[-1] == "resources" and isinstance(value, dict):
@@ -94,6 +129,21 @@ def check_integer(value, where: str, file: str) -> None:
         hint = " (Kubernetes' API takes an integer here and refuses a quoted number: write it unquoted)" \
             if isinstance(value, str) and re.fullmatch(r"\s*[+-]?[0-9]+\s*", value) else ""
         raise InputError(file, where, f"expected an integer, got {excerpt(value)}{hint}")
+
+
+def _check_range(key: str, value, where: str, file: str) -> None:
+    """An integer field's value within its Go type (int32 unless INT64_FIELDS) and, for a port, the API server's
+    range; text kubectl reads as an integer in another base (`010`) is read so first."""
+    number = yaml11_integer(value) if isinstance(value, str) else value
+    if number is None:
+        return
+    top = INT64_MAX if key in INT64_FIELDS else INT32_MAX
+    low, high = PORT_RANGES.get(key, (-top - 1, top))
+    if key == "port":
+        low, high = 1, 65535
+    if not low <= number <= high:
+        kind = "a port" if key in PORT_RANGES or key == "port" else "an int64" if key in INT64_FIELDS else "an int32"
+        raise InputError(file, where, f"expected an integer in [{low}, {high}] ({kind}), got {excerpt(value)}")
 
 
 def _quantity(value, where: str, file: str) -> None:

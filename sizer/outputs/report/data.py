@@ -175,8 +175,9 @@ def _answer(r: Resolved, source: str, settings: SearchSettings, sizing: Sizing |
     config = (f"{plan.parallel.replica_gpus} x {r.hardware.name}, TP {d.tensor_parallel_size}"
               + (f" PP {d.pipeline_parallel_size}" if d.pipeline_parallel_size > 1 else "")
               + f", {r.weight_format.name} weights, {r.kv_cache_dtype} KV")
-    # the checkpoint's own format is what --weights auto reads again (a .gguf file's type mix has no flag value)
-    weights = "auto" if r.weight_format.from_checkpoint else r.weight_format.name
+    # the checkpoint's own format is what --weights auto reads again (a .gguf file's type mix has no flag value);
+    # a GPTQ/AWQ sidecar's is named, as auto refuses it
+    weights = "auto" if r.weight_format.read_by_engine else r.weight_format.name
     # a slot engine's split and cache types are its own settings, not these flags (search's plan_flags likewise)
     split = "" if r.slots else (f" --tp {d.tensor_parallel_size} --pp {d.pipeline_parallel_size}"
                                 f" --kv-cache-dtype {r.kv_cache_dtype}")

@@ -294,6 +294,23 @@ def test_a_gptq_sidecar_is_refused_without_the_flag_and_sized_with_it(tmp_path):
                for a in plan["assumptions"])
 
 
+def test_a_sidecar_checkpoint_is_emitted_with_the_method_it_needs(tmp_path):
+    # review finding: the emitted command left --quantization out (the format was the checkpoint's), so vLLM would
+    # build the model unquantised and `sizer check` refused sizer's own command; a checkpoint stating its
+    # quantization_config still gets none (an engine refuses a method that differs from it)
+    folder = checkpoint(tmp_path / "gptq", {**CONFIG, "torch_dtype": "float16"})
+    (folder / "quantize_config.json").write_text(json.dumps(GPTQ_SIDECAR))
+    write_typed_safetensors(folder / "model.safetensors", gptq_tensors())
+    stated = checkpoint(tmp_path / "stated", {**CONFIG, "quantization_config": {"quant_method": "gptq", "bits": 4,
+                                                                                "group_size": 128, "desc_act": False}})
+    for model, weights, flagged in ((folder, "gptq", True), (stated, "auto", False)):
+        out = tmp_path / f"{model.name}.sh"
+        result = CliRunner().invoke(app, ["plan", "--model", str(model), "--gpu", "h100", "--weights", weights,
+                                          "--emit", "vllm", "--emit-to", str(out)])
+        assert result.exit_code == 0, result.output
+        assert ("--quantization gptq" in out.read_text()) is flagged, out.read_text()
+
+
 def test_a_gptq_lm_head_true_stores_the_lm_head_in_int4(tmp_path):
     # vLLM's GPTQConfig lm_head_quantized builds the ParallelLMHead with the GPTQ method: the lm_head's 1,000 x 1,024
     # = 1,024,000 values at half a byte and 8,000 groups of 128 x 2.5 B, where they were 2 bytes each:

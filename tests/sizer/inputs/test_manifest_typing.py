@@ -36,6 +36,10 @@ def _deployment(tmp_path: Path, change) -> Path:
     # 8000.0: kubectl's YAML-to-JSON conversion writes 8000
     ("port with a point", lambda d, pod, c: c["ports"][0].update(containerPort=8000.0)),
     ("booleans", lambda d, pod, c: pod.update(hostIPC=True, enableServiceLinks=False)),
+    # an int64 beyond int32, a port's name and protocol as text, a gRPC probe's port
+    ("int64", lambda d, pod, c: pod.update(securityContext={"runAsUser": 2**40})),
+    ("named port", lambda d, pod, c: c["ports"][0].update(name="http", protocol="TCP", hostPort=0)),
+    ("grpc probe", lambda d, pod, c: c.update(livenessProbe={"grpc": {"port": 8000}})),
     # free-form maps are not typed: a label may be called priority
     ("labels", lambda d, pod, c: d["spec"]["template"]["metadata"]["labels"].update(priority="high", tty="yes")),
     ("shm", lambda d, pod, c: pod.update(volumes=[{"name": "shm", "emptyDir": {"medium": "Memory",
@@ -48,7 +52,8 @@ def test_a_well_typed_manifest_is_still_read(tmp_path, name, change):
     assert inp.replicas == 2 and inp.gpus_per_replica == 1
 
 
-@pytest.mark.parametrize("mode", ["0644", "0o644", "0x1A4"])
+# (0x and 0b integers are read as numbers by sizer's own YAML reader already: not this path)
+@pytest.mark.parametrize("mode", ["0644", "0o644", "0_644"])
 def test_a_volume_mode_in_another_base_is_read_as_kubectl_reads_it(tmp_path, mode):
     # review leftover: `defaultMode: 0644` is octal 420 to kubectl's YAML 1.1 reader, text to sizer's (YAML 1.2):
     # refused as "a quoted number" before; written unquoted here, as a manifest has it
@@ -60,9 +65,33 @@ def test_a_volume_mode_in_another_base_is_read_as_kubectl_reads_it(tmp_path, mod
     assert inp.replicas == 2
 
 
+@pytest.mark.parametrize("replicas, expected", [("010", 8), ("0o12", 10), ("0_10", 8)])
+def test_replicas_in_another_base_are_read_as_kubectl_reads_them(tmp_path, replicas, expected):
+    # kubectl's YAML 1.1 reader takes `replicas: 010` as octal 8; sizer's own reader keeps it as text
+    path = _deployment(tmp_path, lambda d, pod, c: d["spec"].update(replicas="N"))
+    path.write_text(path.read_text().replace("replicas: N", f"replicas: {replicas}"))
+    assert read_check_input(path).replicas == expected
+
+
+def _port(**fields) -> dict:
+    return {"spec": {"template": {"spec": {"containers": [{"ports": [fields]}]}}}}
+
+
 @pytest.mark.parametrize("value, field", [
     ({"spec": {"replicas": 1, "template": {"spec": {"containers": [{"ports": [{"containerPort": "80"}]}]}}}},
      "spec.template.spec.containers[0].ports[0].containerPort"),
+    # int32: kubectl cannot unmarshal 99999999999 into ContainerPort.containerPort; the API server's port range
+    (_port(containerPort=99999999999), "spec.template.spec.containers[0].ports[0].containerPort"),
+    (_port(containerPort=70000), "spec.template.spec.containers[0].ports[0].containerPort"),
+    (_port(containerPort=8000, hostPort=-1), "spec.template.spec.containers[0].ports[0].hostPort"),
+    ({"spec": {"template": {"spec": {"containers": [{"readinessProbe": {"periodSeconds": 2**31}}]}}}},
+     "spec.template.spec.containers[0].readinessProbe.periodSeconds"),
+    # string fields: ContainerPort.protocol and .name are Go strings
+    (_port(containerPort=8000, protocol=6), "spec.template.spec.containers[0].ports[0].protocol"),
+    (_port(containerPort=8000, name=8080), "spec.template.spec.containers[0].ports[0].name"),
+    # GRPCAction.port is an int32, not an IntOrString as httpGet's
+    ({"spec": {"template": {"spec": {"containers": [{"readinessProbe": {"grpc": {"port": "8000"}}}]}}}},
+     "spec.template.spec.containers[0].readinessProbe.grpc.port"),
     ({"spec": {"template": {"spec": {"containers": [{"tty": 1}]}}}}, "spec.template.spec.containers[0].tty"),
     ({"spec": {"template": {"spec": {"containers": [{"resources": {"requests": {"cpu": True}}}]}}}},
      "spec.template.spec.containers[0].resources.requests.cpu"),

@@ -189,6 +189,22 @@ def test_an_eagle_head_loads_its_own_embedding_under_pipeline_parallelism():
     assert "its own embedding: vLLM shares the target's only at pipeline_parallel_size 1" in r.proposer_memory
 
 
+def test_an_eagle3_head_of_another_vocabulary_loads_its_own_embedding(tmp_path):
+    # review finding: vLLM's eagle.py load_model shares the target's embed_tokens only where the shapes match, the
+    # vocabulary included; a head of 32,000 rows keeps its own, split over TP as the target's: 32,000 x 4,096 =
+    # 131,072,000 values in bf16 more than the published head (vocab_size 128,256, the target's)
+    head = tmp_path / "eagle3-small-vocab"
+    head.mkdir()
+    published = HEADS / "eagle3-llama3.1-instruct-8b"
+    head.joinpath("config.json").write_text(json.dumps(
+        {**json.loads((published / "config.json").read_text()), "vocab_size": 32_000}))
+    shared = resolve(scenario(speculative_config={**EAGLE3_8B, "model": str(published)}))
+    own = resolve(scenario(speculative_config={**EAGLE3_8B, "model": str(head)}))
+    assert own.memory.draft_weights_bytes - shared.memory.draft_weights_bytes == 2 * 131_072_000
+    assert "its own embedding (32,000 x 4,096: not the target's shape, so not shared)" in own.proposer_memory
+    assert "the embedding the target's" in shared.proposer_memory
+
+
 def test_a_head_named_by_its_hugging_face_id_is_read_from_the_local_cache_or_estimated(tmp_path, monkeypatch):
     hf_id = "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
     spec = {**EAGLE3_8B, "model": hf_id}
