@@ -801,9 +801,10 @@ def _check_over_time(s: Scenario, f: str | None) -> None:
             raise InputError(f, "autoscaling", "needs workload.schedule (the rate replicas follow)")
         return
     check_schedule(w.schedule, f)
+    if w.arrival.process == "closed":       # named as the process (which --concurrency may have set)
+        raise InputError(f, "workload.arrival.process", "'closed': not with workload.schedule, which sets the rate")
     for wrong, why in ((w.trace is not None, "workload.trace: replay or schedule, not both (a trace as the time "
                                              "profile is workload.schedule.trace)"),
-                       (w.arrival.process == "closed", "workload.arrival.process closed: a schedule sets the rate"),
                        (s.deployment.replicas is not None, "deployment.replicas: autoscaling sizes the replicas"),
                        (s.deployment.disaggregated is not None,
                         "deployment.disaggregated: sizer does not model autoscaling of separate pools"),

@@ -100,6 +100,13 @@ def read_head(ckpt: Checkpoint, method: str, target: ModelSpec) -> SpecHead:
     if method == "medusa":
         return _medusa(config, file, target)
     got = {name: read_key(key, config, file)[0] for name, key in EAGLE_KEYS.items()}
+    if method == "eagle":
+        # EAGLE-3's own keys: its draft vocabulary, the target's width its fc reads, its auxiliary hidden states;
+        # vLLM's llama_eagle.py builds none of them, and an EAGLE-3 checkpoint does not load into it
+        for key in ("draft_vocab_size", "target_hidden_size", "eagle_config"):
+            if got[key] is not None:
+                raise InputError(file, key, "an EAGLE-3 head's key: this is an eagle3 head; expected "
+                                            "speculative_config.method eagle3 for it (or an EAGLE head's config)")
     aux = got["eagle_config"] is None or read_key(USE_AUX, got["eagle_config"], file, "eagle_config.")[0]
     biased = bool(got["bias"] or read_key(KEYS["attention_bias"], config, file)[0])
     body_config = {k: v for k, v in config.items() if k not in EAGLE_KEYS}
@@ -123,6 +130,10 @@ def read_head(ckpt: Checkpoint, method: str, target: ModelSpec) -> SpecHead:
                                                     "draft model)")
     h, width = body.hidden_size, target.hidden_size
     eagle3 = method == "eagle3"
+    if eagle3 and (got["draft_vocab_size"] or 0) > body.vocab_size:
+        raise InputError(file, "draft_vocab_size", f"{got['draft_vocab_size']} is above vocab_size {body.vocab_size}; "
+                                                   f"expected at most {body.vocab_size} (the draft vocabulary is a "
+                                                   "subset of the target's, mapped back by d2t)")
     # EAGLE-3's fc reads the target's hidden states at target_hidden_size, its layers their own width (then it keeps
     # its own embedding); EAGLE's fc reads the embedding beside them at its own width
     field, reads = ("target_hidden_size", got["target_hidden_size"]) if eagle3 and got["target_hidden_size"] \
@@ -150,6 +161,9 @@ def target_shaped(method: str, target: ModelSpec) -> EagleHead | None:
 
 
 def _medusa(config: dict[str, Any], file: str, target: ModelSpec) -> MedusaHead:
+    if config.get("quantization_config") is not None:
+        raise InputError(file, "quantization_config", "quantised Medusa heads are not modelled; expected unquantised "
+                                                      "heads (their weights in the target's dtype)")
     got = {name: read_key(key, config, file)[0] for name, key in MEDUSA_KEYS.items()}
     for name in ("medusa_num_heads", "medusa_num_layers"):
         if got[name] is None:

@@ -43,7 +43,7 @@ from sizer.inputs.scenario import (
 from sizer.inputs.traffic import Traffic
 from sizer.inputs.variant import Variant
 from sizer.sizing.cost import usd_per_hour
-from sizer.sizing.pipeline import size_deployment
+from sizer.sizing.pipeline import closed_loop_note, size_deployment
 from sizer.sizing.plan import Plan, make_plan
 from sizer.sizing.resolve import STATED_SHARE, ContextLimit, context_limit, model_of, resolve
 from sizer.sizing.result import GoodputSettings, Sizing, SizingStatus
@@ -140,6 +140,9 @@ def evaluate(inp: CheckInput, settings: GoodputSettings = GoodputSettings(),
         sizing = size_deployment(resolved, plan, settings, progress=progress)
         replicas = sizing.replicas or inp.replicas
         slo = slo_rule(inp, sizing, resolved.slo)
+        note = closed_loop_note(resolved, sizing.target_rate_per_s)
+        if note and sizing.goodput_per_replica_per_s is not None:
+            notes.append(note)
     else:
         sizing, replicas = None, inp.replicas
         slo = RuleResult("slo", "skip", "no workload stated (--rate, --prompt-tokens, --output-tokens, with --ttft-ms "

@@ -149,9 +149,20 @@ def _source(rate_per_s: float, goodput: Goodput, replicas: int, met: bool) -> st
     return text + f"; {replicas} at the operating point ({why})"
 
 
+def closed_loop_note(r: Resolved, rate_per_s: float) -> str | None:
+    """How a closed loop is sized (the goodput probes and replica counts are rates), None for open arrivals."""
+    a = r.workload.arrival
+    if r.workload.trace is not None or a.process != "closed":
+        return None
+    return (f"closed loop of {a.concurrency:,} clients sized as Poisson arrivals at the rate they would send, "
+            f"{rate_per_s:.3g} req/s (concurrency / (time in system + think time), the plan's Little's-law "
+            "estimate): goodput, replicas and the SLO's verdict are for that open-loop rate; `sizer simulate` runs the "
+            "loop itself")
+
+
 def _notes(goodput: Goodput | None, source: str | None, point: SLOProbe | None, settings: GoodputSettings,
-           plan: Plan) -> tuple[str, ...]:
-    notes = []
+           plan: Plan, r: Resolved) -> tuple[str, ...]:
+    notes = [note] if (note := closed_loop_note(r, plan.capacity.arrival_rate_per_s)) and goodput else []
     if goodput and goodput.rate_per_s:
         above = ("the analytic bound itself meets it" if goodput.binding == "none"
                  else f"at {goodput.ceiling_per_s:.2f} req/s {goodput.binding} binds")
@@ -226,7 +237,7 @@ def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = Goodput
         # one server: no replica count to suggest (the verdict gives the rate it meets the SLO up to)
         replicas_for_slo=None if server else needed,
         usd_per_hour_for_slo=usd_per_hour(needed, per_replica, price) if needed and not server else None,
-        operating_point=point, notes=_notes(goodput, source, point, settings, plan),
+        operating_point=point, notes=_notes(goodput, source, point, settings, plan, r),
         share_met_for_slo=at(needed).share_met if needed and not server else None)
 
 

@@ -30,11 +30,13 @@ from sizer.analytic.memory import (
 )
 from sizer.analytic.parallel import comm_per_step, kv_heads_per_gpu
 from sizer.analytic.weights import LayerKind, layer_kinds, parameter_count
+from sizer.errors import InputError
 from sizer.inputs.hardware import profile_origin
 from sizer.inputs.layers import FULL, Attention, LatentAttention
 from sizer.inputs.model_spec import ModelSpec
 from sizer.inputs.scenario import (
     ENGINE_NAMES,
+    MAX_RATE_PER_S,
     VLLM_GPU_MEMORY_UTILIZATION,
     Distribution,
     EnergySection,
@@ -288,6 +290,11 @@ def make_plan(r: Resolved) -> Plan:
         else:
             t_sys = _time_in_system_s(step, rate, times.prefill_ms / 1e3, output_mean, context,
                                       times.memory_limited_batch)
+    if closed and rate > MAX_RATE_PER_S:      # the rate a scenario may state, so the one its clients may send
+        given = "workload.time_in_system_s" if w.time_in_system_s is not None else "workload.arrival.concurrency"
+        raise InputError(r.file, given, f"{a.concurrency:,} clients would send {rate:.3g} req/s (concurrency / "
+                                        f"(time in system {t_sys:.3g} s + think time {think_s:g} s)); expected at "
+                                        f"most {MAX_RATE_PER_S:g} req/s, as rate_per_s")
     if w.kv_tokens_per_request:
         tokens_per_req, tokens_source = w.kv_tokens_per_request, "scenario"
     else:

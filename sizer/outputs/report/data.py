@@ -219,11 +219,25 @@ def question_rows(r: Resolved) -> list[tuple[str, str]]:
         ("model", f"{r.model.name} ({r.model.architecture})"),
         ("scenario's hardware", f"{r.hardware.name}, TP {d.tensor_parallel_size} x PP {d.pipeline_parallel_size}, "
                                 f"{r.weight_format.name} weights, {r.kv_cache_dtype} KV, engine {d.engine}"),
-        ("traffic", f"{w.arrival.process} arrivals at {w.arrival.rate_per_s:g} requests/s; "
-                    f"prompts {_dist(w.prompt_tokens)}; outputs {_dist(w.output_tokens)}"),
+        ("traffic", _traffic(w)),
         ("context", f"max_model_len {r.engine.max_model_len:,} tokens"),
         ("latency targets", f"{targets or 'none'}, met by {slo.required_share:.0%} of requests"),
     ]
+
+
+def _traffic(w) -> str:
+    """The workload as given: a trace replayed, a closed loop of clients, or arrivals at a rate, with its lengths."""
+    a = w.arrival
+    if w.trace is not None:
+        scale = f", inter-arrival times x {w.trace.time_scale:g}" if w.trace.time_scale != 1 else ""
+        return f"the {w.trace.format} trace {w.trace.path} replayed (its arrivals and lengths{scale})"
+    if a.process == "closed":
+        think = f", {a.think_time_s:g} s think time" if a.think_time_s else ""
+        head = (f"a closed loop of {a.concurrency} clients{think} (the latency charts probe rates: Poisson arrivals "
+                "at each)")
+    else:
+        head = f"{a.process} arrivals at {a.rate_per_s:g} requests/s"
+    return f"{head}; prompts {_dist(w.prompt_tokens)}; outputs {_dist(w.output_tokens)}"
 
 
 def _dist(d) -> str:

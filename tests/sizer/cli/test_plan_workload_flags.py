@@ -117,3 +117,26 @@ def test_an_slo_flag_on_a_closed_loop_keeps_the_loop():
     assumptions = json.loads(result.output)["assumptions"]
     assert "workload: a closed loop of 16 clients (scenario), think time 0 s" in assumptions
     assert "SLO: TTFT <= 200 ms (--ttft-ms); 95% of requests (default)" in assumptions
+
+
+def test_a_closed_loop_sending_past_the_rate_bound_is_refused(tmp_path):
+    # review finding: concurrency / (time in system + think time) is a rate like rate_per_s, whose bound (1e6 req/s)
+    # a closed loop bypassed: 8 clients over a stated 1e-9 s in the system sized 8e9 req/s
+    path = tmp_path / "closed.yaml"
+    path.write_text("model: llama-3.1-8b\nhardware: h100\nworkload:\n"
+                    "  arrival: {process: closed, concurrency: 8}\n  time_in_system_s: 1e-9\n"
+                    "  prompt_tokens: {distribution: fixed, value: 512}\n"
+                    "  output_tokens: {distribution: fixed, value: 128}\n")
+    result = plan(path)
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (f"error: {path}: workload.time_in_system_s: 8 clients would send 8e+09 req/s "
+                                     "(concurrency / (time in system 1e-09 s + think time 0 s)); expected at most "
+                                     "1e+06 req/s, as rate_per_s")
+
+
+def test_concurrency_on_a_schedule_is_refused_naming_the_flag():
+    # the file has no closed loop; --concurrency made one, and a schedule sets the rate
+    result = plan(ROOT / "scenarios" / "diurnal-chat-h100.yaml", "--concurrency", "8")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == ("error: --concurrency: 'closed': not with workload.schedule, which sets the rate "
+                                     "(as workload.arrival.process)")

@@ -333,6 +333,9 @@ def test_a_closed_loop_in_the_block_is_checked_not_skipped(tmp_path):
     assert inp.has_workload and inp.scenario_data["workload"]["arrival"] == {"process": "closed", "concurrency": 16}
     result = run(path)
     assert result.exit_code in (0, 1) and "no workload stated" not in result.output, result.output
+    # the slo rule sizes the loop as Poisson arrivals at the rate its clients would send: said, not silent
+    assert "closed loop of 16 clients sized as Poisson arrivals at the rate they would send" in \
+        " ".join(result.output.split()), result.output
 
 
 def test_a_block_workload_without_its_rate_is_refused_naming_it(tmp_path):

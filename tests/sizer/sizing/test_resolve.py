@@ -205,6 +205,30 @@ def test_an_eagle3_head_of_another_vocabulary_loads_its_own_embedding(tmp_path):
     assert "the embedding the target's" in shared.proposer_memory
 
 
+@pytest.mark.parametrize("folder, method, change, field", [
+    # an EAGLE-3 head given as method eagle: vLLM's llama_eagle.py builds none of its draft vocabulary, fc over the
+    # target's hidden states or auxiliary states (and its checkpoint would not load), so its keys are refused
+    ("eagle3-llama3.1-instruct-8b", "eagle", {}, "draft_vocab_size"),
+    ("eagle3-llama3.1-instruct-8b", "eagle", {"draft_vocab_size": None, "target_hidden_size": 4096},
+     "target_hidden_size"),
+    ("eagle-llama3-instruct-8b", "eagle", {"eagle_config": {"use_aux_hidden_state": True}}, "eagle_config"),
+    # the draft vocabulary is a subset of the vocabulary (d2t maps it back)
+    ("eagle3-llama3.1-instruct-8b", "eagle3", {"draft_vocab_size": 1_000_000}, "draft_vocab_size"),
+    # a quantised head is not modelled, Medusa's as EAGLE's
+    ("medusa-vicuna-7b-v1.3", "medusa", {"hidden_size": 4096, "quantization_config": {"quant_method": "fp8"}},
+     "quantization_config"),
+])
+def test_a_head_config_the_method_does_not_build_is_refused(tmp_path, folder, method, change, field):
+    head = tmp_path / folder
+    head.mkdir()
+    config = {k: v for k, v in {**json.loads((HEADS / folder / "config.json").read_text()), **change}.items()
+              if v is not None}
+    head.joinpath("config.json").write_text(json.dumps(config))
+    with pytest.raises(InputError) as err:
+        resolve(scenario(speculative_config={**EAGLE3_8B, "method": method, "model": str(head)}))
+    assert (err.value.file, err.value.field) == (str(head / "config.json"), field)
+
+
 def test_a_head_named_by_its_hugging_face_id_is_read_from_the_local_cache_or_estimated(tmp_path, monkeypatch):
     hf_id = "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
     spec = {**EAGLE3_8B, "model": hf_id}
