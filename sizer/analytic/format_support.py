@@ -31,6 +31,13 @@ SOURCES = {
     "VLLM-FP4-MARLIN": "vllm/model_executor/layers/quantization/utils/marlin_utils_fp4.py: "
                        "is_fp4_marlin_supported() is CUDA with compute capability >= 7.5; NVFP4 and MXFP4 without "
                        'FP4 tensor cores run as "Weight-only FP4 compression ... leveraging the Marlin kernel"',
+    "VLLM-MARLIN-COMPAT": "vllm/model_executor/layers/quantization/gptq_marlin.py and awq_marlin.py: "
+                          "is_gptq_marlin_compatible (bits 4 or 8 and sym true) and is_awq_marlin_compatible (bits 4 "
+                          "or 8), both with group_size -1, 32, 64 or 128 on CUDA sm_80 and up; otherwise GPTQConfig's "
+                          "ExLlama kernel (gptq_gemm) or AWQConfig's awq_gemm. override_quantization_method: a "
+                          "checkpoint is upgraded to Marlin unless --quantization names gptq or awq itself "
+                          "(\"forcing gptq. Use quantization=gptq_marlin for faster inference\"); SGLang's gptq.py "
+                          "and awq.py alike",
     "VLLM-ROCM": "vllm/platforms/rocm.py, RocmPlatform.supported_quantization: awq, gptq, fp8, compressed-tensors, "
                  "fbgemm_fp8, gguf, quark, mxfp4, petit_nvfp4, torchao, bitsandbytes. No modelopt: a ModelOpt "
                  "checkpoint loads on ROCm only as NVFP4, which petit_nvfp4 (weight-only NVFP4 kernels for AMD GPUs) "
@@ -90,12 +97,17 @@ NATIVE: dict[str, dict[str, str]] = {
     "cdna3": {"fp8": "FP8 W8A8 [VLLM-HW]"},
     "cdna4": {"fp8": "FP8 W8A8 [VLLM-HW]", "mxfp4": "MXFP4 W4A4 [AMD-CDNA4]"},
 }
-_MARLIN = {"awq": "AWQ Marlin [VLLM-HW]", "gptq": "GPTQ Marlin [VLLM-HW]", "fp8": "FP8 Marlin [VLLM-FP8-MARLIN]",
+MARLIN_KERNELS = {"awq": "AWQ Marlin [VLLM-HW]", "gptq": "GPTQ Marlin [VLLM-HW]", "fp8": "FP8 Marlin [VLLM-FP8-MARLIN]",
            "nvfp4": "NVFP4 Marlin [VLLM-FP4-MARLIN]", "mxfp4": "MXFP4 Marlin [VLLM-FP4-MARLIN]"}
 _ROCM = {"awq": "Triton AWQ [VLLM-ROCM]", "gptq": "ROCm GPTQ [VLLM-ROCM]", "nvfp4": "Petit NVFP4 [VLLM-ROCM]",
          "mxfp4": "MXFP4 weight-only [VLLM-ROCM]"}
+# GPTQ and AWQ checkpoints vLLM's Marlin kernels cannot run (marlin_ready): its own kernels instead
+NOT_MARLIN = {"gptq": "GPTQ ExLlama (gptq_gemm) [VLLM-MARLIN-COMPAT]",
+              "awq": "AWQ GEMM (awq_gemm) [VLLM-MARLIN-COMPAT]"}
+MARLIN_GROUP_SIZES = (-1, 32, 64, 128)
 # formats whose quantised weights the family's kernels read with 16-bit activations
-WEIGHT_ONLY: dict[str, dict[str, str]] = {"ampere": _MARLIN, "ada": _MARLIN, "hopper": _MARLIN, "blackwell": _MARLIN,
+WEIGHT_ONLY: dict[str, dict[str, str]] = {"ampere": MARLIN_KERNELS, "ada": MARLIN_KERNELS, "hopper": MARLIN_KERNELS,
+                                          "blackwell": MARLIN_KERNELS,
                                           "cdna3": _ROCM, "cdna4": _ROCM}
 
 
@@ -120,6 +132,23 @@ def mxfp4_moe_checkpoint(fmt: WeightFormat) -> bool:
     """Whether the weights are an MXFP4 MoE checkpoint (`quant_method: mxfp4`, gpt-oss's): the experts MXFP4_MOE names
     each engine's kernels for, and Marlin's MXFP4 MoE may run."""
     return fmt.scheme.method == "mxfp4" and fmt.gguf is None
+
+
+def marlin_ready(fmt: WeightFormat) -> bool:
+    """A GPTQ or AWQ format vLLM (and SGLang) run with Marlin on NVIDIA sm_80 and up [VLLM-MARLIN-COMPAT]: 4 or 8
+    bits, a group size Marlin takes, GPTQ's weights symmetric as stated (an unstated `sym` fails the check), AWQ's
+    with zero points. An AWQ sidecar is read only by `--quantization awq` (AWQMarlinConfig reads quantize_config.json
+    alone, and `bits`, not AutoAWQ's `w_bit`), so AWQ's own kernel runs it. sizer's own defaults (no checkpoint) are
+    taken as a Marlin-ready checkpoint of the format, and other methods storing such weights (compressed-tensors'
+    W4A16) run their own Marlin path."""
+    q = fmt.scheme
+    if q.method not in NOT_MARLIN:
+        return True
+    group = -1 if q.scales == "channel" else q.group_size
+    shape = q.bits in (4, 8) and group in MARLIN_GROUP_SIZES
+    if q.method == "gptq":
+        return shape and q.symmetric is True
+    return shape and q.zero_points and q.needs_flag != "awq"
 
 
 def family(hw: HardwareSpec) -> str | None:
@@ -188,6 +217,8 @@ def _execution(fmt: WeightFormat, hw: HardwareSpec, file: str | None) -> Executi
                          f"{fmt.name} weights and {fmt.compute} activations run natively on {where}: {kernel}")
     if fmt.name in WEIGHT_ONLY[fam]:
         kernel = WEIGHT_ONLY[fam][fmt.name]
+        if fmt.name in NOT_MARLIN and fam in MARLIN_FAMILIES and not marlin_ready(fmt):
+            kernel = NOT_MARLIN[fmt.name]
         if scheme.weight_only:
             return Execution(fmt.name, "bf16", True, kernel, f"{fmt.name} weights with 16-bit activations on "
                                                              f"{where}: {kernel}")

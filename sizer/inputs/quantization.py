@@ -66,6 +66,7 @@ class Quantization:
     targets: tuple[str, ...] = ()    # module patterns the scheme quantises; () = every linear layer
     ignore: tuple[str, ...] = ()     # module patterns left unquantised: names, globs, "re:" regexes
     quantized_lm_head: bool = False  # GPTQ's lm_head: true: the output head stored in the scheme too
+    symmetric: bool | None = None    # GPTQ's `sym` as stated (None: not stated); Marlin runs only symmetric GPTQ
     source: str = ""                 # where it was read, e.g. "config.json quantization_config"
     why_not: str = ""                # format "": what sizer does not model
     # ModelOpt MIXED_PRECISION: the layers stored in other formats than this one, each with its own `targets`
@@ -265,7 +266,8 @@ def parse_quantization(q: dict, file: str | None, prefix: str = "quantization_co
         # lm_head: true (GPTQ): vLLM's GPTQConfig lm_head_quantized builds the ParallelLMHead with the GPTQ method
         return Quantization(method, method, bits, "channel" if group == -1 else "group",
                             group, scale_bytes=2, zero_points=zeros is not False, notes=notes,
-                            quantized_lm_head=method == "gptq" and bool(got["lm_head"]), **common)
+                            quantized_lm_head=method == "gptq" and bool(got["lm_head"]),
+                            symmetric=got["sym"] if method == "gptq" else None, **common)
     if method == "fp8":
         scheme = str(got["activation_scheme"] or "dynamic").lower()
         if scheme not in ACTIVATION_SCHEMES:

@@ -27,6 +27,8 @@ from dataclasses import dataclass, replace
 
 import yaml
 
+from sizer.analytic.format_support import MARLIN_KERNELS as WEIGHT_ONLY_KERNELS
+from sizer.analytic.format_support import NOT_MARLIN
 from sizer.errors import InputError
 from sizer.inputs.hardware import all_profiles, is_bundled
 from sizer.inputs.kubernetes_names import KubernetesNames, Schedule
@@ -97,6 +99,9 @@ class ServingConfig:
     weight_format: str               # sizer's format name
     weights_from_checkpoint: bool    # the checkpoint holds the weights in that format
     weights_read_by_engine: bool     # ... and states it where the engine reads it unasked (no --quantization needed)
+    # GPTQ / AWQ run by Marlin (as the plan priced them): --quantization names gptq_marlin / awq_marlin, since an
+    # explicit gptq or awq makes vLLM and SGLang force their slower kernels (format_support [VLLM-MARLIN-COMPAT])
+    marlin: bool
     kv_cache_dtype: str              # resolved: bf16, fp16, fp8, fp8_e4m3, fp8_e5m2
     max_model_len: int
     gpu_memory_utilization: float
@@ -157,6 +162,7 @@ def serving_config(r: Resolved, cost: CostSummary | None, verdict: str, memory_o
         data_parallel_size=p.dp, enable_expert_parallel=p.expert_parallel, attention_dp=p.experts_span_dp,
         weight_format=r.weight_format.name, weights_from_checkpoint=r.weight_format.from_checkpoint,
         weights_read_by_engine=r.weight_format.read_by_engine,
+        marlin=r.weight_format.name in NOT_MARLIN and r.execution.kernel == WEIGHT_ONLY_KERNELS[r.weight_format.name],
         kv_cache_dtype=r.kv_cache_dtype, max_model_len=e.max_model_len,
         gpu_memory_utilization=d.gpu_memory_utilization, block_size=e.block_size,
         block_size_stated=not blackwell or e.sources.get("block_size") == "scenario", max_num_seqs=e.max_num_seqs,
@@ -545,7 +551,8 @@ def _weights_flags(c: ServingConfig, engine: str) -> list[str]:
         return _valued(engine, [("dtype", spelling(ENGINE_DTYPES, c.weight_format))])
     if c.weights_read_by_engine or c.weight_format not in EMITTED_QUANTIZATION[engine]:
         return []
-    return _valued(engine, [("quantization", spelling(QUANTIZATION, c.weight_format))])
+    method = f"{c.weight_format}_marlin" if c.marlin else spelling(QUANTIZATION, c.weight_format)
+    return _valued(engine, [("quantization", method)])
 
 
 def _kv_dtype(kv: str, fp8: str) -> str:

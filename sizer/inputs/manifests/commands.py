@@ -254,6 +254,12 @@ def flag_for(engine: str, *settings: str) -> str | None:
 QUANTIZATION = {"fp8": "fp8", "awq": "awq", "awq_marlin": "awq", "gptq": "gptq", "gptq_marlin": "gptq",
                 "modelopt": "fp8", "modelopt_fp4": "nvfp4", "mxfp4": "mxfp4", "compressed-tensors": "auto",
                 "fbgemm_fp8": "fp8", "w8a8_int8": "int8", "experts_int8": "int8", "w8a8_fp8": "fp8"}
+# An explicit `--quantization gptq` or `awq` keeps vLLM's and SGLang's own slower kernels where Marlin runs the
+# checkpoint (override_quantization_method; sizer/analytic/format_support.py [VLLM-MARLIN-COMPAT])
+FORCED_KERNELS = {m: (f"{ENGINE_NAMES['vllm']} and SGLang then run their {k} kernel even where Marlin could "
+                      f"(only {m}_marlin, or no --quantization for a checkpoint that states it, asks for Marlin); "
+                      f"sizer prices the {m.upper()} weights as the plan's kernel line says, not that kernel's speed")
+                  for m, k in (("gptq", "ExLlama gptq_gemm"), ("awq", "awq_gemm"))}
 EMITTED_QUANTIZATION = {"vllm": ("fp8", "awq", "gptq", "nvfp4", "mxfp4"),
                         "sglang": ("fp8", "awq", "gptq", "nvfp4", "mxfp4", "int8")}
 KV_DTYPES = {"auto": "auto", "fp8": "fp8", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2",
@@ -354,6 +360,8 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
         key, kind = values[flag]
         fields[key] = _flag_value(typed, key, value, kind, file)     # errors name the flag as written
         _restated(stated, key, typed, fields[key], notes_on_repeats, engine)
+        if key == "quantization" and value.strip() in FORCED_KERNELS and engine in ("vllm", "sglang"):
+            notes_on_repeats.append(f"{typed} {value.strip()}: {FORCED_KERNELS[value.strip()]}")
     # `vllm serve A --model B` serves A: the positional model_tag replaces --model (vllm/entrypoints/cli/serve.py)
     model = stated_model or (model if engine == "vllm" and model else None) or fields.pop("model", None) or model
     fields.pop("model", None)

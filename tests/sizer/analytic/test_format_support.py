@@ -16,7 +16,7 @@ from sizer.analytic.formats import FORMATS, checkpoint_format
 from sizer.cli import app
 from sizer.inputs.hardware import load_hardware
 from sizer.inputs.model_spec import CATALOG_DIR
-from sizer.inputs.quantization import parse_hf_quant_config, parse_quantization
+from sizer.inputs.quantization import parse_hf_quant_config, parse_quantization, parse_sidecar
 from validation.errors import FieldError
 
 MODELS = Path(__file__).resolve().parents[2] / "data" / "models"
@@ -49,6 +49,27 @@ def test_how_vllm_runs_each_format(fmt, gpu, compute, native, kernel):
     run = execution(fmt, load_hardware(gpu))
     assert (run.compute_format, run.native) == (compute, native)
     assert kernel in run.kernel
+
+
+GPTQ = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True}
+
+
+@pytest.mark.parametrize("stated, kernel", [
+    # vLLM's is_gptq_marlin_compatible: (bits, sym) in {(4, True), (8, True)}, group_size -1, 32, 64 or 128
+    ({}, "GPTQ Marlin"),
+    ({"bits": 8, "group_size": -1}, "GPTQ Marlin"),
+    ({"sym": False}, "GPTQ ExLlama"),
+    ({"sym": None}, "GPTQ ExLlama"),          # GPTQConfig reads no sym; Marlin's check wants it true
+    ({"bits": 3}, "GPTQ ExLlama"),
+    ({"group_size": 256}, "GPTQ ExLlama"),
+    # is_awq_marlin_compatible: 4 or 8 bits, the same group sizes
+    ({"quant_method": "awq", "zero_point": True, "sym": None}, "AWQ Marlin"),
+    ({"quant_method": "awq", "zero_point": True, "sym": None, "group_size": 256}, "AWQ GEMM"),
+    ({"quant_method": "awq", "zero_point": False, "sym": None}, "AWQ GEMM"),      # Marlin's uint4 needs the zeros
+])
+def test_gptq_and_awq_run_by_marlin_only_where_its_check_passes(stated, kernel):
+    q = parse_quantization({k: v for k, v in {**GPTQ, **stated}.items() if v is not None}, "config.json")
+    assert kernel in execution(checkpoint_format(q), load_hardware("h100")).kernel
 
 
 @pytest.mark.parametrize(("fmt", "gpu", "why"), [
@@ -106,3 +127,11 @@ def test_llama_70b_fp8_checkpoint_fits_two_h100_and_runs_weight_only_on_a100():
                                                "--json"]).stdout)
     assert (a100["weight_execution"]["kernel"], a100["step_times"]["gemm_compute_format"]) == (
         "FP8 Marlin [VLLM-FP8-MARLIN]", "bf16")
+
+
+def test_an_awq_sidecar_runs_awqs_own_kernel():
+    # AutoAWQ's quant_config.json is read only by --quantization awq (AWQConfig's file names and w_bit / q_group_size
+    # spellings; AWQMarlinConfig reads quantize_config.json's bits), and with no quantization_config to convert
+    # from, vLLM keeps AWQConfig's awq_gemm
+    q = parse_sidecar({"zero_point": True, "q_group_size": 128, "w_bit": 4, "version": "GEMM"}, "m/quant_config.json")
+    assert "AWQ GEMM" in execution(checkpoint_format(q), load_hardware("h100")).kernel

@@ -297,7 +297,9 @@ def test_a_gptq_sidecar_is_refused_without_the_flag_and_sized_with_it(tmp_path):
 def test_a_sidecar_checkpoint_is_emitted_with_the_method_it_needs(tmp_path):
     # review finding: the emitted command left --quantization out (the format was the checkpoint's), so vLLM would
     # build the model unquantised and `sizer check` refused sizer's own command; a checkpoint stating its
-    # quantization_config still gets none (an engine refuses a method that differs from it)
+    # quantization_config still gets none (an engine refuses a method that differs from it). Spelled gptq_marlin:
+    # the sidecar's 4 symmetric bits in groups of 128 are what Marlin runs, and an explicit `gptq` would force
+    # vLLM's ExLlama kernel (format_support [VLLM-MARLIN-COMPAT])
     folder = checkpoint(tmp_path / "gptq", {**CONFIG, "torch_dtype": "float16"})
     (folder / "quantize_config.json").write_text(json.dumps(GPTQ_SIDECAR))
     write_typed_safetensors(folder / "model.safetensors", gptq_tensors())
@@ -308,7 +310,8 @@ def test_a_sidecar_checkpoint_is_emitted_with_the_method_it_needs(tmp_path):
         result = CliRunner().invoke(app, ["plan", "--model", str(model), "--gpu", "h100", "--weights", weights,
                                           "--emit", "vllm", "--emit-to", str(out)])
         assert result.exit_code == 0, result.output
-        assert ("--quantization gptq" in out.read_text()) is flagged, out.read_text()
+        assert ("--quantization gptq_marlin " in out.read_text()) is flagged, out.read_text()
+        assert "--quantization gptq " not in out.read_text()
 
 
 def test_a_gptq_lm_head_true_stores_the_lm_head_in_int4(tmp_path):

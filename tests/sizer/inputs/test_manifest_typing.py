@@ -139,3 +139,12 @@ def test_an_empty_value_is_not_taken_from_the_next_argument():
     with pytest.raises(FieldError) as err:
         parse_vllm_args(["vllm", "serve", "m", "--max-model-len=", "8192"], "f.yaml")
     assert err.value.field == "--max-model-len"
+
+
+@pytest.mark.parametrize("method, noted", [("gptq", True), ("awq", True), ("gptq_marlin", False),
+                                           ("awq_marlin", False)])
+def test_an_explicit_gptq_or_awq_method_names_the_kernel_it_forces(method, noted):
+    # vLLM's GPTQMarlinConfig.override_quantization_method keeps `--quantization gptq` on the ExLlama kernel
+    # ("forcing gptq. Use quantization=gptq_marlin for faster inference"); sizer prices Marlin
+    *_, notes = parse_vllm_args(["vllm", "serve", "m", "--quantization", method], "f.yaml")
+    assert any(n.startswith(f"--quantization {method}: vLLM and SGLang then run their") for n in notes) is noted, notes
