@@ -75,7 +75,6 @@ def after(update: Callable[..., None] | None, done_before: int) -> Callable[[int
 
 def _warn(comparisons: list[Comparison]) -> None:
     """Each comparison's warnings, one line each on stderr (after every comparison is made: a refusal stays the
-    one line it prints)."""
-    for comparison in comparisons:
-        for warning in comparison.warnings:
-            typer.echo(f"warning: {warning}", err=True)
+    one line it prints); a warning several benchmarks share (a report's model) once."""
+    for warning in dict.fromkeys(w for comparison in comparisons for w in comparison.warnings):
+        typer.echo(f"warning: {warning}", err=True)

@@ -231,15 +231,20 @@ def _check_burstiness(shape: float, file: str) -> None:
 
 
 def _rate(data: dict, file: str) -> float | None:
-    """`request_rate`: requests per second, or "inf" (vLLM writes the string for an infinite rate); a ramp
-    from one rate to another (`ramp_up_strategy`) is refused."""
+    """`request_rate`: requests per second, or "inf" (vLLM writes the string for an infinite rate: `main_async`,
+    `args.request_rate if args.request_rate < float("inf") else "inf"`, always, so a file without it, or with
+    null, is refused rather than read as "inf"); a ramp from one rate to another (`ramp_up_strategy`) is refused."""
     ramp, _ = read_key(Key("ramp_up_strategy", str), data, file)
     if ramp is not None:
         raise FieldError(file, "ramp_up_strategy", f"expected none (a ramp from ramp_up_start_rps to "
                          f"ramp_up_end_rps is not modelled; compare a run at a fixed --request-rate), got "
                          f"{excerpt(ramp)}")
     value = data.get("request_rate")
-    if value is None or value == "inf":
+    if value is None:
+        raise FieldError(file, "request_rate", f"{'null' if 'request_rate' in data else 'missing'}; expected "
+                         "requests per second > 0 or \"inf\" (vllm bench serve --save-result writes the run's "
+                         "--request-rate)")
+    if value == "inf":
         return None
     if isinstance(value, str):
         raise FieldError(file, "request_rate", f"expected requests per second > 0 or \"inf\", got {excerpt(value)}")

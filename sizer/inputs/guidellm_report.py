@@ -19,8 +19,20 @@ each per request and weighted as GuideLLM weights it:
 - `request_latency`: send to end, in seconds.
 
 Each benchmark is a `generative_benchmark` (its `type_`). `metrics.request_totals` counts the requests
-of the measured window, `duration` is its length in seconds, and
-`metrics.output_token_count.successful.total_sum` the tokens the successful requests got.
+of the measured window (`total` = `successful` + `incomplete` + `errored`: GuideLLM's
+`GenerativeMetrics.compile`), `duration` is its length in seconds, and
+`metrics.output_token_count.successful.total_sum` the tokens the successful requests got; a benchmark
+without a latency metric is refused (its throughput alone times nothing). `config.warmup` and
+`config.cooldown` are GuideLLM's `TransientPhaseConfig` (`percent` in [0, 1), `value` >= 0, each or
+both null). `config.strategy.max_concurrency` is the cap GuideLLM's scheduler resolved and wrote back
+(`WorkerGroup.create_processes`: the strategy's and the backend's request limits, else its
+`max_concurrency` setting, 10240 by default; `SchedulingStrategy.init_processes_timings` stores it on the
+strategy the report keeps): a concurrent strategy's in-flight requests are at most it, so its clients are
+min(streams, max_concurrency); a constant or Poisson rate's is read as never reached when it is at least
+the benchmark's requests, else refused (not modelled). The model benchmarked is the benchmark's
+`config.backend.model` (its backend's settings), else the report's `config.spec.backend.model`
+(GuideLLM 0.7+), `args.model` (0.5, 0.6) or `config.model`; `sizer compare` warns when it is not the
+scenario's.
 `requests.successful`, when every one is kept (no `sample_size`), gives each one's `prompt_tokens`
 and `output_tokens` (at least one each: a successful request had a prompt and streamed a token).
 Other keys are ignored.
@@ -69,6 +81,9 @@ class GuideLLMBenchmark:
     prompt_tokens: tuple[int, ...] | None    # per successful request, when the report keeps every one
     output_tokens: tuple[int, ...] | None
     measured: tuple[tuple[str, float], ...]  # ("time_to_first_token_ms.p99", value), throughputs first
+    model: str | None = None                 # the model benchmarked, as the report states it (None: not stated)
+    model_key: str = ""                      # where the report states it: "benchmarks[0].config.backend.model"
+    streams: int | None = None               # concurrent: the strategy's streams, of which max_concurrency ran
 
     @property
     def num_simulated(self) -> int:
@@ -82,6 +97,8 @@ class GuideLLMBenchmark:
             return f"benchmark {self.index}: {self.strategy} at {self.rate_per_s:g} req/s"
         if self.strategy == "throughput" and self.clients is None:
             return f"benchmark {self.index}: throughput (every request at once)"
+        if self.streams is not None and self.streams != self.clients:
+            return f"benchmark {self.index}: concurrent, {self.streams} streams held to {self.clients} in flight"
         return f"benchmark {self.index}: {self.strategy}, {self.clients} client{'s' if self.clients != 1 else ''}"
 
 
@@ -103,7 +120,24 @@ def guidellm_benchmarks(data: Any, file: str) -> tuple[GuideLLMBenchmark, ...]:
                                              f"guidellm benchmark --output-path), got {excerpt(benchmarks)}")
     if len(benchmarks) > MAX_BENCHMARKS:
         raise FieldError(file, "benchmarks", f"{len(benchmarks):,} benchmarks; expected at most {MAX_BENCHMARKS:,}")
-    return tuple(_benchmark(b, i, file) for i, b in enumerate(benchmarks))
+    model = _model(data, ("config", "spec", "backend", "model"), file) or _model(data, ("args", "model"), file) or \
+        _model(data, ("config", "model"), file)
+    return tuple(_benchmark(b, i, file, model) for i, b in enumerate(benchmarks))
+
+
+def _model(data: dict, path: tuple[str, ...], file: str, at: str = "") -> tuple[str, str] | None:
+    """(the model's name, the key that states it) at `path` in `data`, keys under `at`; None where the report does
+    not state it (a mapping on the way or the name null or absent, or the name empty: GuideLLM's "the server's
+    first model")."""
+    node: Any = data
+    for depth, key in enumerate(path):
+        if node is None:
+            return None
+        node = _mapping(node, file, at + ".".join(path[:depth])).get(key)
+    if node is not None and not isinstance(node, str):
+        raise FieldError(file, at + ".".join(path), f"expected the benchmarked model's name (a string), got "
+                                                   f"{excerpt(node)}")
+    return (node, at + ".".join(path)) if node else None
 
 
 def check_compared(runs: tuple[GuideLLMBenchmark, ...], file: str) -> None:
@@ -120,7 +154,7 @@ def check_compared(runs: tuple[GuideLLMBenchmark, ...], file: str) -> None:
                                              f"at most {MAX_REQUESTS:,} to simulate (compare one with --benchmark)")
 
 
-def _benchmark(b: Any, i: int, file: str) -> GuideLLMBenchmark:
+def _benchmark(b: Any, i: int, file: str, report_model: tuple[str, str] | None = None) -> GuideLLMBenchmark:
     at = f"benchmarks[{i}]"
     b = _mapping(b, file, at)
     if b.get("type_") != GENERATIVE:
@@ -134,13 +168,15 @@ def _benchmark(b: Any, i: int, file: str) -> GuideLLMBenchmark:
                          f"{excerpt(kind)} (a trace replay is compared with a scenario of the trace: sizer simulate)")
     s = f"{at}.config.strategy."
     limit, _ = read_key(Key("max_concurrency", int, ge=1, le=MAX_CONCURRENCY), strategy, file, s)
-    rate, rampup = None, 0.0
+    rate, rampup, streams = None, 0.0, None
     if kind == "synchronous":
         clients = 1
     elif kind == "concurrent":
-        clients, _ = read_key(Key("streams", int, ge=1, le=MAX_CONCURRENCY, nullable=False), strategy, file, s)
-        if clients is None:
+        streams, _ = read_key(Key("streams", int, ge=1, le=MAX_CONCURRENCY, nullable=False), strategy, file, s)
+        if streams is None:
             raise FieldError(file, s + "streams", "missing; expected the concurrent strategy's number of clients")
+        # GuideLLM holds the streams' requests in flight to the cap it resolved (max_concurrency, as written back)
+        clients = min(streams, limit) if limit is not None else streams
     elif kind == "throughput":
         clients = limit
     else:
@@ -148,9 +184,6 @@ def _benchmark(b: Any, i: int, file: str) -> GuideLLMBenchmark:
         if rate is None:
             raise FieldError(file, s + "rate", f"missing; expected the {kind} strategy's requests per second")
         rampup, _ = read_key(Key("rampup_duration", float, ge=0, le=1e6, default=0.0), strategy, file, s)
-        if limit is not None:
-            raise FieldError(file, s + "max_concurrency", f"{limit} with a {kind} rate: arrivals at a rate held "
-                             "back by a client limit are not modelled; compare a benchmark without max_concurrency")
         clients = None
     metrics = _mapping(b.get("metrics"), file, f"{at}.metrics")
     totals = _mapping(metrics.get("request_totals"), file, f"{at}.metrics.request_totals")
@@ -166,6 +199,12 @@ def _benchmark(b: Any, i: int, file: str) -> GuideLLMBenchmark:
     if successful > total:
         raise FieldError(file, f"{at}.metrics.request_totals.successful", f"{successful:,} of {total:,} requests; "
                                                                            "expected at most the total")
+    _check_totals(totals, successful, total, file, f"{at}.metrics.request_totals")
+    if rate is not None and limit is not None and limit < total:
+        raise FieldError(file, s + "max_concurrency", f"{limit} with a {kind} rate, below the benchmark's {total:,} "
+                         "requests: arrivals at a rate held back by a client limit are not modelled; compare a "
+                         "benchmark whose max_concurrency is null or at least its requests (GuideLLM's default is "
+                         "10240)")
     if successful / duration > MAX_RATE_PER_S:
         raise FieldError(file, f"{at}.duration", f"{duration:g} s for {successful:,} requests; expected at most "
                                                  f"{MAX_RATE_PER_S:g} requests a second")
@@ -193,16 +232,46 @@ def _benchmark(b: Any, i: int, file: str) -> GuideLLMBenchmark:
                     ranked.append((key, value))
                 measured.append((f"{metric}.{stat}", value))
         check_rising(ranked, file)
+    if not any("." in key for key, _ in measured):
+        raise FieldError(file, f"{at}.metrics", f"no latency metric; expected one of {', '.join(LATENCIES)} with its "
+                         "successful requests' mean or percentiles (a GuideLLM generative benchmark's metrics): a "
+                         "throughput alone times nothing")
     prompts, outputs = _lengths(b, successful, file, at)
-    phases = tuple(p for p in ("warmup", "cooldown") if _transient(b["config"].get(p)))
+    phases = tuple(p for p in ("warmup", "cooldown") if _transient(b["config"].get(p), file, f"{at}.config.{p}"))
+    model, model_key = _model(b, ("config", "backend", "model"), file, f"{at}.") or report_model or (None, "")
     return GuideLLMBenchmark(file, i, kind, clients, rate, rampup, phases, total, successful, duration, prompts,
-                             outputs, tuple(measured))
+                             outputs, tuple(measured), model, model_key, streams)
 
 
-def _transient(phase: Any) -> bool:
-    """A warm-up or cool-down set to a share (`percent`) or an amount (`value`) above 0."""
-    return isinstance(phase, dict) and any(isinstance(phase.get(k), int | float) and phase[k] > 0
-                                           for k in ("percent", "value"))
+def _check_totals(totals: dict, successful: int, total: int, file: str, at: str) -> None:
+    """GuideLLM counts each request of the measured window once: total = successful + incomplete + errored (each
+    of those stated; with one missing, the others at most the total)."""
+    parts = {"successful": successful}
+    for name in ("incomplete", "errored"):
+        value, _ = read_key(Key(name, int, ge=0, le=MAX_REQUESTS, nullable=False), totals, file, at + ".")
+        if value is not None:
+            parts[name] = value
+    counted = sum(parts.values())
+    if counted > total or (len(parts) == 3 and counted != total):
+        raise FieldError(file, at, f"{' + '.join(f'{k} {v:,}' for k, v in parts.items())} = {counted:,} requests, "
+                         f"but total {total:,}; expected total = successful + incomplete + errored")
+
+
+def _transient(phase: Any, file: str, at: str) -> bool:
+    """A warm-up or cool-down (GuideLLM's TransientPhaseConfig) set to a share (`percent`, in [0, 1)) or an amount
+    (`value`, seconds or requests) above 0; absent or null: none."""
+    if phase is None:
+        return False
+    if not isinstance(phase, dict):
+        raise FieldError(file, at, f"expected a mapping of percent, value and mode (GuideLLM's TransientPhaseConfig) "
+                                   f"or null, got {excerpt(phase)}")
+    percent = phase.get("percent")
+    if percent is not None and (isinstance(percent, bool) or not isinstance(percent, int | float)
+                                or not 0 <= percent < 1):
+        raise FieldError(file, at + ".percent", f"expected a share of the benchmark in [0, 1) or null (GuideLLM's "
+                                                f"TransientPhaseConfig), got {excerpt(percent)}")
+    value, _ = read_key(Key("value", float, ge=0, le=1e9), phase, file, at + ".")
+    return bool(percent or value)
 
 
 def _successful(metrics: dict, name: str, file: str, at: str) -> dict | None:

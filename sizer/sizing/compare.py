@@ -32,6 +32,10 @@ from sizer.sizing.simulate import simulate_scenario
 from sizer.sizing.workload import workload_of
 from validation.errors import FieldError, excerpt
 
+# The ITL statistics sizer predicts: its pooled ITL summary (the simulator's mean, p50, p95 and p99; vLLM's median
+# is the p50). Another ITL percentile is shown unpredicted.
+ITL_STATISTICS = ("mean", "median", "p50", "p95", "p99")
+
 
 @dataclass(frozen=True)
 class MetricComparison:
@@ -62,6 +66,7 @@ def compare(result: BenchResult, scenario: Scenario, progress: Callable[[int], N
         raise FieldError(result.file, "max_concurrency", f"{result.max_concurrency} with request_rate "
                          f"{result.request_rate_per_s:g}: arrivals at a rate held back by a client limit are not "
                          "modelled; compare a run at request_rate inf (a closed loop) or without max_concurrency")
+    _check_predicted(result)
     rate, shape = result.request_rate_per_s, result.burstiness
     if rate is None:
         arrivals = None
@@ -85,6 +90,17 @@ def compare(result: BenchResult, scenario: Scenario, progress: Callable[[int], N
                       warnings=result.warnings + _model_warning(result.model_id, r.checkpoint, result.file) + rejected)
 
 
+def _check_predicted(result: BenchResult) -> None:
+    """A result with a latency statistic sizer predicts: one whose only latency statistics are ITL percentiles
+    sizer does not compute (all but ITL_STATISTICS) would compare throughputs alone, timing nothing, as a file
+    without a latency statistic would (refused when read)."""
+    latencies = [(key, parsed) for key, _ in result.measured if (parsed := latency_stat(key)) is not None]
+    if latencies and not any(metric != "itl" or stat in ITL_STATISTICS for _, (stat, metric) in latencies):
+        raise FieldError(result.file, latencies[0][0], "an ITL percentile sizer does not predict, and the file has no "
+                         "other latency statistic: nothing to time; expected mean_, median_ or pN_ of ttft, tpot or "
+                         "e2el, or mean_, median_, p50_, p95_ or p99_ of itl (in ms)")
+
+
 def compare_guidellm(bench: GuideLLMBenchmark, scenario: Scenario,
                      progress: Callable[[int], None] | None = None) -> Comparison:
     """Simulate one GuideLLM benchmark's workload on `scenario`'s deployment: its successful requests with
@@ -94,17 +110,21 @@ def compare_guidellm(bench: GuideLLMBenchmark, scenario: Scenario,
     n = bench.num_simulated
     rate = bench.rate_per_s
     workload, clients = _replayed(scenario, n, None if rate is None else Arrivals(bench.strategy, rate), bench.clients)
-    words = (f"closed loop of {clients} client{'s' if clients != 1 else ''} (GuideLLM {bench.strategy})"
+    capped = (f", {bench.streams} streams held to max_concurrency {bench.clients}"
+              if bench.streams is not None and bench.streams != bench.clients else "")
+    words = (f"closed loop of {clients} client{'s' if clients != 1 else ''} (GuideLLM {bench.strategy}{capped})"
              if rate is None else f"{'even' if bench.strategy == 'constant' else 'Poisson'} arrivals at {rate:g} req/s")
     workload, lengths_from = _lengths(workload, bench.prompt_tokens, bench.output_tokens, "the report")
     not_modelled = ((f"rampup_duration {bench.rampup_s:g} s: arrivals simulated at the full rate from the start",)
                     if bench.rampup_s else ())
     not_modelled += tuple(f"{phase}: GuideLLM left its {phase} requests out of its metrics; sizer simulates the "
                           "measured window's requests from an idle start" for phase in bench.transient_phases)
-    sim = simulate_scenario(resolve(scenario), workload=workload, progress=progress)
+    r = resolve(scenario)
+    sim = simulate_scenario(r, workload=workload, progress=progress)
     rejected = _rejected(sim, scenario, bench.file)
     rows = _rows(bench.measured, guidellm_predictions(sim))
-    return Comparison(bench.file, scenario.name, words, n, lengths_from, rows, bench.label, not_modelled, rejected)
+    return Comparison(bench.file, scenario.name, words, n, lengths_from, rows, bench.label, not_modelled,
+                      _model_warning(bench.model, r.checkpoint, bench.file, bench.model_key) + rejected)
 
 
 def _replayed(scenario: Scenario, n: int, arrivals: Arrivals | None, limit: int | None) -> tuple[Workload, int]:
@@ -154,11 +174,11 @@ def _rejected(sim: SimulationResult, scenario: Scenario, source: str) -> tuple[s
             f"{source} ({why}); the predictions are over the rest",)
 
 
-def _model_warning(model_id: str | None, ckpt: Checkpoint, file: str) -> tuple[str, ...]:
-    """A warning when the run's `model_id` names neither the scenario's model nor the Hugging Face repo its catalog
-    entry is read from (each compared by its last path part, without case, one containing the other:
-    meta-llama/Llama-3.1-8B-Instruct is llama-3.1-8b): the comparison assumes the benchmark ran the scenario's
-    model, and an 8B's latencies are no test of a 70B's."""
+def _model_warning(model_id: str | None, ckpt: Checkpoint, file: str, key: str = "model_id") -> tuple[str, ...]:
+    """A warning when the run's `model_id` (a GuideLLM report's model, stated at `key`) names neither the scenario's
+    model nor the Hugging Face repo its catalog entry is read from (each compared by its last path part, without
+    case, one containing the other: meta-llama/Llama-3.1-8B-Instruct is llama-3.1-8b): the comparison assumes the
+    benchmark ran the scenario's model, and an 8B's latencies are no test of a 70B's."""
     if not model_id:
         return ()
     repo = (ckpt.config.get("_sizer") or {}).get("hf_repo")
@@ -166,7 +186,7 @@ def _model_warning(model_id: str | None, ckpt: Checkpoint, file: str) -> tuple[s
     if any(name and (_last_part(name) in ran or ran in _last_part(name)) for name in (ckpt.name, repo)):
         return ()
     also = f" ({repo})" if repo else ""
-    return (f"{file}: model_id: {excerpt(model_id)} is not the scenario's model, {ckpt.name}{also}; compared as "
+    return (f"{file}: {key}: {excerpt(model_id)} is not the scenario's model, {ckpt.name}{also}; compared as "
             "if the benchmark ran the scenario's",)
 
 
@@ -192,7 +212,7 @@ def predictions(sim: SimulationResult, keys: list[str]) -> dict[str, float]:
     out = {"request_throughput": s.request_throughput_per_s, "output_throughput": s.output_tokens_per_s,
            "total_token_throughput": s.total_tokens_per_s}
     itl = s.itl
-    pooled = {"mean": itl.mean_ms, "median": itl.p50_ms, "p50": itl.p50_ms, "p95": itl.p95_ms, "p99": itl.p99_ms}
+    pooled = dict(zip(ITL_STATISTICS, (itl.mean_ms, itl.p50_ms, itl.p50_ms, itl.p95_ms, itl.p99_ms), strict=True))
     done = ~sim.columns["rejected"]
     for key in keys:
         parsed = latency_stat(key)

@@ -79,6 +79,8 @@ def test_an_open_loop_run_is_replayed_at_its_rate(tmp_path):
     ({"request_rate": 4.0, "max_concurrency": 16}, "max_concurrency"),
     ({"mean_ttft_ms": -1}, "mean_ttft_ms"),
     ({"max_concurrency": 0}, "max_concurrency"),
+    # vllm bench serve always writes request_rate ("inf" or a number): a null was read as "inf" silently
+    ({"request_rate": None}, "request_rate"),
 ])
 def test_a_bad_result_file_is_one_line_naming_the_key(tmp_path, change, field):
     data = json.loads(C16.read_text()) | change
@@ -203,9 +205,10 @@ def test_a_bad_guidellm_report_is_one_line_naming_the_key(tmp_path, edit, field)
 
 def test_a_benchmark_without_successes_is_refused_only_when_compared(tmp_path):
     # benchmark 0 of the report with no successful request: refused naming it when compared (every benchmark by
-    # default), while --benchmark 1 compares the other
+    # default), while --benchmark 1 compares the other; its 8 requests errored (total = successful + incomplete +
+    # errored, as GuideLLM counts them: 0 of 8 with none errored is refused for its totals instead)
     data = json.loads(GUIDELLM.read_text())
-    data["benchmarks"][0]["metrics"]["request_totals"]["successful"] = 0
+    data["benchmarks"][0]["metrics"]["request_totals"].update(successful=0, errored=8)
     data["benchmarks"][0]["requests"]["successful"] = []
     f = tmp_path / "none.json"
     f.write_text(json.dumps(data))
@@ -407,3 +410,81 @@ def test_a_guidellm_benchmark_sizer_cannot_replay_is_refused(tmp_path, edit, fie
     f = tmp_path / "bad.json"
     f.write_text(json.dumps(data))
     _refused(run(str(f), str(SCENARIO)), f"{f}: {field}:")
+
+
+def test_an_unpredicted_itl_percentile_is_refused_only_when_it_is_the_only_latency_statistic(tmp_path):
+    # sizer predicts ITL's mean, median, p50, p95 and p99 (its pooled summary): a p37 alone timed nothing and exited
+    # 0 with a "-" row; beside a statistic sizer predicts it is shown, unpredicted
+    alone = tmp_path / "alone.json"
+    alone.write_text(json.dumps({k: v for k, v in json.loads(C16.read_text()).items() if not k.endswith("_ms")}
+                                | {"p37_itl_ms": 10.0}))
+    _refused(run(str(alone), str(SCENARIO)), f"{alone}: p37_itl_ms:", "does not predict")
+    beside = _edited(tmp_path, C16, {"p37_itl_ms": 10.0})
+    rows = {m.metric: m for m in compare(read_bench_result(beside), load_scenario(SCENARIO)).metrics}
+    assert rows["p37_itl_ms"].predicted is None and rows["p99_itl_ms"].predicted is not None
+
+
+def test_a_guidellm_report_of_another_model_is_a_warning_naming_where_it_says_so(tmp_path):
+    # the fixture's config.model, meta-llama/Llama-3.1-8B-Instruct, is llama-3.1-8b: no warning
+    assert run(str(GUIDELLM), str(SCENARIO)).stderr == ""
+    data = json.loads(GUIDELLM.read_text())
+    data["config"]["model"] = "meta-llama/Llama-3.1-70B-Instruct"
+    f = tmp_path / "70b.json"
+    f.write_text(json.dumps(data))
+    out = run(str(f), str(SCENARIO))
+    assert out.exit_code == 0, out.output
+    # the report's model is both benchmarks': one line, not one per benchmark
+    assert out.stderr.strip() == (f"warning: {f}: config.model: 'meta-llama/Llama-3.1-70B-Instruct' is not the "
+                                  "scenario's model, llama-3.1-8b (meta-llama/Llama-3.1-8B); compared as if the "
+                                  "benchmark ran the scenario's")
+    # a benchmark's own backend settings say what it ran (GuideLLM writes its backend's model there), before the
+    # report's; GuideLLM 0.7+ states the report's under config.spec.backend
+    data["benchmarks"][1]["config"]["backend"] = {"model": "meta-llama/Llama-3.1-8B-Instruct"}
+    data["config"] = {"spec": {"backend": {"model": "Qwen/Qwen3-0.6B"}}}
+    f.write_text(json.dumps(data))
+    first, second = read_guidellm_report(f)
+    assert (first.model, first.model_key) == ("Qwen/Qwen3-0.6B", "config.spec.backend.model")
+    assert (second.model, second.model_key) == ("meta-llama/Llama-3.1-8B-Instruct",
+                                                 "benchmarks[1].config.backend.model")
+    warnings = [w for c in json.loads(run(str(f), str(SCENARIO), "--json").stdout) for w in c["warnings"]]
+    assert warnings == [f"{f}: config.spec.backend.model: 'Qwen/Qwen3-0.6B' is not the scenario's model, llama-3.1-8b "
+                        "(meta-llama/Llama-3.1-8B); compared as if the benchmark ran the scenario's"]
+
+
+def test_a_concurrent_benchmark_runs_at_most_max_concurrency_clients(tmp_path):
+    # GuideLLM's scheduler holds a strategy's requests in flight to the cap it resolves and writes back as
+    # max_concurrency (WorkerGroup.create_processes: min of the strategy's and the backend's request limits; a
+    # concurrent strategy's is its streams, so a real report writes streams 4 with max_concurrency 4): 4 streams held
+    # to 2 are 2 clients, not 4
+    data = json.loads(GUIDELLM.read_text())
+    data["benchmarks"][0]["config"]["strategy"]["max_concurrency"] = 4
+    f = tmp_path / "cap.json"
+    f.write_text(json.dumps(data))
+    four = compare_guidellm(read_guidellm_report(f)[0], load_scenario(SCENARIO))
+    assert four.workload == "closed loop of 4 clients (GuideLLM concurrent)"
+    data["benchmarks"][0]["config"]["strategy"]["max_concurrency"] = 2
+    f.write_text(json.dumps(data))
+    bench = read_guidellm_report(f)[0]
+    assert (bench.clients, bench.streams) == (2, 4)
+    assert bench.label == "benchmark 0: concurrent, 4 streams held to 2 in flight"
+    two = compare_guidellm(bench, load_scenario(SCENARIO))
+    assert two.workload == "closed loop of 2 clients (GuideLLM concurrent, 4 streams held to max_concurrency 2)"
+    # the same 8 requests through half the clients: the batch is at most 2, so fewer requests finish a second
+    rps = lambda c: {m.metric: m.predicted for m in c.metrics}["requests_per_second"]     # noqa: E731
+    assert rps(two) < rps(four)
+
+
+@pytest.mark.parametrize("limit, ok", [(10240, True), (60, True), (59, False)])
+def test_a_rate_benchmarks_max_concurrency_is_refused_only_where_it_could_hold_requests_back(tmp_path, limit, ok):
+    # GuideLLM writes the cap it resolved back to every strategy: 10240 (its max_concurrency setting) for a rate with
+    # no --max-concurrency, so a refusal of any cap refused every real Poisson and constant benchmark. A cap of at least
+    # the benchmark's 60 requests is never reached; 59 could be (not modelled)
+    data = json.loads(GUIDELLM.read_text())
+    data["benchmarks"][1]["config"]["strategy"]["max_concurrency"] = limit
+    f = tmp_path / "limit.json"
+    f.write_text(json.dumps(data))
+    out = run(str(f), str(SCENARIO), "--benchmark", "1", "--json")
+    if ok:
+        assert out.exit_code == 0 and json.loads(out.stdout)[0]["workload"] == "Poisson arrivals at 2 req/s"
+    else:
+        _refused(out, f"{f}: benchmarks[1].config.strategy.max_concurrency: 59 with a poisson rate")
