@@ -15,7 +15,10 @@ cache frees their blocks outside the window. With `window_groups` a pool block h
 tokens of the layers that keep everything, and a request also holds, from its first allocation to its
 end, `window_blocks(prompt + output - 1)` plain blocks for its windowed layers: per group, the blocks of
 its window (and the one the window straddles) scaled by that group's bytes per token over a pool
-block's. Exact at the request's end; held from the start (vLLM grows them as tokens come).
+block's. Exact at the request's end; held from the start (vLLM grows them as tokens come). A group of
+window 0 is a hybrid model's recurrent (Mamba / linear-attention) state: its share is the state's bytes
+over a pool token's, and a request holds that many tokens' worth of blocks whatever its length (vLLM
+gives each running request its state blocks from the same pool).
 """
 
 from __future__ import annotations
@@ -70,7 +73,8 @@ class KVCacheManager:
             raise ValueError("slot prompt reuse replaces the shared prefix cache; enable only one")
         self.num_blocks = num_blocks
         self.block_size = block_size
-        self.window_groups = window_groups      # (pool blocks per block of the group's tokens, window tokens)
+        # (pool blocks per block of the group's tokens, window tokens); window 0: a recurrent state
+        self.window_groups = window_groups
         self.enable_prefix_caching = enable_prefix_caching
         self.tenant_isolation = tenant_isolation
         # llama.cpp slots (each block one slot's whole context): a slot keeps its last prompt, and a request
@@ -123,6 +127,9 @@ class KVCacheManager:
             return 0
         bs, total = self.block_size, 0.0
         for share, window in self.window_groups:
+            if not window:                  # a recurrent state: `share` tokens' worth of blocks, whatever the length
+                total += share / bs
+                continue
             kept = min(num_tokens, window)
             total += share * (-(-kept // bs) + (kept < num_tokens))
         return math.ceil(total - 1e-9)

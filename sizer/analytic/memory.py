@@ -155,13 +155,23 @@ class KVLayout:
 
     @property
     def window_groups(self) -> tuple[tuple[float, int], ...]:
-        """Per windowed group: (its bytes per token over a pool block's, its window), as the simulator's KV pool
-        takes them (simulator.config.ReplicaConfig.kv_windows); () unless some layers also keep every token."""
+        """Per windowed group: (its bytes per token over a pool block's, its window), and for a hybrid model's
+        recurrent state (its bytes a sequence over a pool token's, window 0: that many tokens' worth of pool blocks
+        a sequence, whatever its length), as the simulator's KV pool takes them
+        (simulator.config.ReplicaConfig.kv_windows); () unless some layers also keep every token."""
         full = self.full_bytes_per_token
         if not full:
             return ()
-        return tuple((g.bytes_per_token_per_gpu / full, g.kept_window_tokens) for g in self.groups
-                     if g.kept_window_tokens)
+        windows = tuple((g.bytes_per_token_per_gpu / full, g.kept_window_tokens) for g in self.groups
+                        if g.kept_window_tokens)
+        return windows + (((self.state_bytes_per_seq_per_gpu / full, 0),) if self.state_bytes_per_seq_per_gpu else ())
+
+    @property
+    def state_in_pool(self) -> bool:
+        """A hybrid model's recurrent state comes from the KV blocks' pool, a fixed share a running sequence (vLLM's
+        hybrid KV cache: each Mamba / linear-attention group takes a block a request from the one block pool); a
+        model of recurrent layers alone has it set aside for the sequences it runs (`memory_budget`)."""
+        return bool(self.state_bytes_per_seq_per_gpu and self.full_bytes_per_token)
 
     @property
     def windowed_bytes_per_token(self) -> tuple[tuple[float, int], ...]:
@@ -464,16 +474,17 @@ def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv
         usable = rest + gpu_memory_utilization * max(0.0, gpu_memory_bytes - rest) if rest <= gpu_memory_bytes \
             else gpu_memory_bytes
     # vLLM's hybrid cache gives each running sequence its Mamba / linear-attention state from the same pool
-    # as the KV blocks. sizer sets state aside for as many sequences as the pool holds at max_model_len
-    # (at most max_num_seqs) and the scheduler runs no more than that: exact for long sequences,
-    # conservative for short ones (vLLM could run more of them at once).
+    # as the KV blocks: where attention layers make that pool (`KVLayout.state_in_pool`), each sequence takes its
+    # state's blocks from it as the simulator runs (kv_windows). A model of recurrent layers alone has no KV
+    # blocks: its state is set aside for as many sequences as fit at max_model_len (at most max_num_seqs), and
+    # the scheduler runs no more.
     available = usable - weights.per_gpu_bytes - draft_bytes - activations - non_torch - lora_bytes
     seq_bytes = kv.sequence_bytes(max_model_len, block_size) + (draft.kv.sequence_bytes(max_model_len, block_size)
                                                                 if draft else 0.0)
     state_seqs = max_num_seqs
-    if kv.state_bytes_per_seq_per_gpu:
+    if kv.state_bytes_per_seq_per_gpu and not kv.state_in_pool:
         state_seqs = max(0, min(max_num_seqs, int(available // seq_bytes))) if available > 0 else 0
-    state = kv.state_bytes_per_seq_per_gpu * state_seqs
+    state = 0.0 if kv.state_in_pool else kv.state_bytes_per_seq_per_gpu * state_seqs
     kv_bytes = available - state
     # windowed layers: blocks of the others; a draft's layers hold their KV in the same blocks
     per_token = kv.pool_bytes_per_token_per_gpu + (draft.kv.pool_bytes_per_token_per_gpu if draft else 0)

@@ -582,12 +582,17 @@ def _model_notes(r: Resolved) -> list[str]:
     m, kv = r.model, r.kv
     notes = list(m.notes) + checkpoint_notes(r, summarise_checkpoint(r))
     if kv.state_layers:
+        kept = (f"each running sequence takes it from the KV blocks' pool "
+                f"({kv.state_bytes_per_seq_per_gpu / 2**20:,.1f} MiB a GPU, as vLLM's hybrid KV cache gives every "
+                "request its state blocks beside its KV blocks)"
+                if kv.state_in_pool else
+                f"set aside for the {r.memory.state_seqs} sequences of max_model_len the memory holds (at most "
+                f"max_num_seqs {r.engine.max_num_seqs}), which caps the running sequences: conservative for shorter "
+                "ones")
         notes.append(f"recurrent state: {kv.state_layers} Mamba-2 / linear-attention layers keep "
                      f"{kv.state_bytes_per_seq / 2**20:,.1f} MiB per sequence (convolution window in {m.torch_dtype}, "
-                     f"recurrent state in {m.recurrent_state_dtype or m.torch_dtype}); set aside for the "
-                     f"{r.memory.state_seqs} sequences of max_model_len the pool holds (at most max_num_seqs "
-                     f"{r.engine.max_num_seqs}), which caps the running sequences: conservative for shorter ones")
-    if r.replica.kv_windows:
+                     f"recurrent state in {m.recurrent_state_dtype or m.torch_dtype}); {kept}")
+    if any(g.kept_window_tokens for g in kv.groups) and r.replica.kv_windows:
         windows = ", ".join(f"{g.layers} layers of {g.label}" for g in kv.groups if g.kept_window_tokens)
         notes.append(f"windowed layers ({windows}) keep only their window: a KV block holds {r.memory.block_size} "
                      f"tokens of the layers that keep every token, and each sequence's windowed layers take blocks "

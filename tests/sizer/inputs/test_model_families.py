@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from simulator.kv_cache import KVCacheManager
 from sizer.analytic.memory import kv_layout
 from sizer.analytic.parallel import ParallelConfig
 from sizer.analytic.weights import layer_kinds, parameter_count
@@ -143,13 +144,40 @@ def test_real_configs_leave_no_architecture_key_unread():
                    for k in unread), (path, unread)
 
 
-def test_a_hybrid_plan_sets_state_aside_and_caps_running_sequences():
+def test_a_hybrid_plan_takes_each_sequences_state_from_the_kv_pool():
+    # review finding: the state was set aside for the sequences that fit at max_model_len (73 here) and the
+    # scheduler ran no more, where vLLM's hybrid KV cache gives each running request its state blocks from the one
+    # pool: short requests run up to max_num_seqs (Qwen3-Next at 262,144 tokens: 10 where vLLM runs 1,024)
     s = load_scenario(MODELS.parents[2] / "scenarios" / "llama-3.1-8b-chat-h100.yaml",
                       Variant(model=str(MODELS / "nemotron-3-nano-30b-a3b")))
     r = resolve(s)
+    mem, kv = r.memory, r.kv
+    available = mem.usable_bytes - mem.weights_bytes - mem.activation_bytes - mem.non_torch_bytes
+    assert kv.state_in_pool and mem.state_bytes == 0 and mem.kv_cache_bytes == pytest.approx(available)
+    assert r.replica.scheduler.max_num_seqs == r.engine.max_num_seqs == 1024
+    # the pool's blocks hold the attention layers' tokens; a sequence's state is its bytes over a pool token's,
+    # in blocks: ceil(state / (attention bytes a token x block size)) from its start to its end
+    block = mem.block_size
+    state_blocks = -(-kv.state_bytes_per_seq_per_gpu // (kv.full_bytes_per_token * block))
+    pool = KVCacheManager(mem.kv_blocks, block, window_groups=r.replica.kv_windows)
+    assert pool.final_blocks(1001) == -(-1000 // block) + state_blocks
+    # as many max_model_len sequences as memory holds, KV and state together
+    assert mem.max_seqs_at_max_model_len == int(available // mem.sequence_bytes_at_max_model_len) < 1024
+
+
+def test_a_model_of_recurrent_layers_alone_sets_state_aside_and_caps_running_sequences(tmp_path):
+    # no attention layer, so no KV blocks for the state to come from: it is set aside for as many max_model_len
+    # sequences as fit (at most max_num_seqs), and the scheduler runs no more
+    config = json.loads((MODELS / "nemotron-3-nano-30b-a3b" / "config.json").read_text())
+    pattern = config["hybrid_override_pattern"].replace("*", "M")
+    model = tmp_path / "nemotron-no-attention"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({**config, "hybrid_override_pattern": pattern}))
+    s = load_scenario(MODELS.parents[2] / "scenarios" / "llama-3.1-8b-chat-h100.yaml", Variant(model=str(model)))
+    r = resolve(s)
     mem = r.memory
     available = mem.usable_bytes - mem.weights_bytes - mem.activation_bytes - mem.non_torch_bytes
-    # as many max_model_len sequences (KV + 46.8 MiB of state each) as the pool holds, below max_num_seqs 1024
-    assert mem.state_seqs == int(available // mem.sequence_bytes_at_max_model_len) < r.engine.max_num_seqs
+    assert not r.kv.state_in_pool
+    assert mem.state_seqs == min(1024, int(available // mem.sequence_bytes_at_max_model_len))
     assert mem.state_bytes == mem.state_seqs * r.kv.state_bytes_per_seq_per_gpu
     assert r.replica.scheduler.max_num_seqs == mem.state_seqs

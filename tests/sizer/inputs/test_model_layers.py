@@ -146,9 +146,9 @@ def test_a_hybrid_plan_shows_state_per_sequence_and_what_it_allows(tmp_path):
     state = (256 * 3 + 8 * 16 * 32) * 2                      # one Mamba-2 block, bf16 (see the first test)
     assert plan["model"]["state_bytes_per_sequence"] == state
     mem = plan["memory"]
-    assert mem["state_bytes"] == state * plan["engine"]["max_num_seqs"]
-    # sequences of max_model_len the KV cache and state memory hold: (KV + state) // (KV per sequence + state)
-    assert mem["max_seqs_at_max_model_len"] == int((mem["kv_cache_bytes"] + mem["state_bytes"])
-                                                   // mem["sequence_bytes_at_max_model_len"])
+    # the attention layer makes a KV pool, from which each running sequence takes its state: none set aside
+    assert mem["state_bytes"] == 0
+    # sequences of max_model_len the pool holds: KV // (KV per sequence + state)
+    assert mem["max_seqs_at_max_model_len"] == int(mem["kv_cache_bytes"] // mem["sequence_bytes_at_max_model_len"])
     kinds = {r["kind"]: r for r in plan["model"]["layer_kinds"]}
     assert kinds["Mamba-2"]["layers"] == 1 and kinds["full attention"]["layers"] == 1
