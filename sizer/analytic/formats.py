@@ -42,6 +42,9 @@ ROW_PARALLEL = ("o_proj", "down_proj", "out_proj")
 # vLLM's dtype=auto serves float32 checkpoints in float16, bfloat16 ones in bfloat16.
 DTYPE_FORMATS = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp16", "half": "fp16"}
 UNCONVERTED_KINDS = {ROUTER, LM_HEAD}   # vLLM builds routers and the lm_head without a quantisation method
+# Other modules vLLM builds without one, whatever the scheme: DSA's indexer weights_proj (vllm/model_executor/models/
+# deepseek_v2.py, Indexer: ReplicatedLinear(..., quant_config=None), "weight_proj is not quantized")
+UNCONVERTED_MODULES = ("self_attn.indexer.weights_proj",)
 
 
 @dataclass(frozen=True)
@@ -420,6 +423,8 @@ def converted_share(g: LinearGroup, fmt: WeightFormat, m: ModelSpec) -> float:
         return 0.0
     if g.kind in UNCONVERTED_KINDS:     # unless a per-layer map (MIXED_PRECISION) or GPTQ's lm_head: true names it
         return 1.0 if g.kind == LM_HEAD and ("lm_head" in q.targets or q.quantized_lm_head) else 0.0
+    if g.name in UNCONVERTED_MODULES:
+        return 0.0
     if g.kind == VISION:
         named = mentions_vision(q.ignore) or (q.targets and not mentions_vision(q.targets))
         return 0.0 if named else 1.0

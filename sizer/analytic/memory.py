@@ -230,6 +230,16 @@ def largest_fitting(nbytes: float, bytes_of: Callable[[int], float], hi: int) ->
     return lo
 
 
+FP8_DS_MLA_GROUP = 128       # fp8_ds_mla: latent values per fp32 scale
+
+
+def fp8_ds_mla_bytes(mixer: LatentAttention) -> int:
+    """One token of one layer in vLLM's fp8_ds_mla cache (DSA models with an fp8 KV cache): the latent's FP8
+    values, an fp32 scale per 128 of them, the RoPE dims in 16 bits (vllm/v1/kv_cache_interface.py MLAAttentionSpec:
+    656 B for DeepSeek-V3.2)."""
+    return mixer.kv_lora_rank + -(-mixer.kv_lora_rank // FP8_DS_MLA_GROUP) * 4 + mixer.qk_rope_head_dim * 2
+
+
 def kv_layout(m: ModelSpec, kv_dtype: str, p: ParallelConfig, keeps_chunks: bool = False) -> KVLayout:
     """KV bytes per token by group of layers, and the Mamba-2 / linear-attention state per sequence
     (ModelSpec.state_bytes_per_seq: convolution window in the model's dtype, recurrent state in the
@@ -249,12 +259,21 @@ def kv_layout(m: ModelSpec, kv_dtype: str, p: ParallelConfig, keeps_chunks: bool
         index = 0.0
         if isinstance(mixer, LatentAttention):   # the latent (and DSA's index keys) are replicated on every TP rank
             index = mixer.index_key_bytes_per_token * n
+            if mixer.attended_tokens and kv_dtype.startswith("fp8"):
+                # vLLM's DeepseekV32ForCausalLM.verify_and_update_config turns an fp8 cache of a DSA model into
+                # fp8_ds_mla (FlashMLA sparse's layout): the latent in FP8 with an fp32 scale per 128 values, the
+                # RoPE dims in 16 bits (656 B a layer for DeepSeek-V3.2's 512 + 64)
+                per_token = fp8_ds_mla_bytes(mixer) * n
+                terms.append(f"fp8_ds_mla (kv_lora_rank {mixer.kv_lora_rank} x 1 B + "
+                             f"{-(-mixer.kv_lora_rank // FP8_DS_MLA_GROUP)} fp32 scales + qk_rope_head_dim "
+                             f"{mixer.qk_rope_head_dim} x 2 B) x {n} layers")
+            else:
+                terms.append(f"(kv_lora_rank {mixer.kv_lora_rank} + qk_rope_head_dim {mixer.qk_rope_head_dim}) "
+                             f"x {n} layers x {nbytes:g} B")
             per_token += index
             per_gpu = per_token * stage
-            terms.append(f"(kv_lora_rank {mixer.kv_lora_rank} + qk_rope_head_dim {mixer.qk_rope_head_dim}) "
-                         f"x {n} layers x {nbytes:g} B"
-                         + (f" + indexer key {mixer.index_key_bytes_per_token} B (FP8 + scale) x {n} layers"
-                            if index else ""))
+            if index:
+                terms[-1] += f" + indexer key {mixer.index_key_bytes_per_token} B (FP8 + scale) x {n} layers"
         else:
             per_gpu = 2 * kv_heads_per_gpu(mixer.num_kv_heads, p) * mixer.head_dim * n * nbytes * stage
             terms.append(f"2 x {n} layers x {mixer.num_kv_heads} KV heads x {mixer.head_dim} head dim x {nbytes:g} B"

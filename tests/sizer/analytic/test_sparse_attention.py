@@ -12,7 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from simulator.step_batch import StepBatch
-from sizer.analytic.formats import FORMATS
+from sizer.analytic import formats
+from sizer.analytic.formats import FORMATS, weight_format
 from sizer.analytic.memory import kv_layout, weight_memory
 from sizer.analytic.parallel import ParallelConfig
 from sizer.cli.app import app
@@ -110,6 +111,25 @@ def test_the_plan_prices_decode_attention_from_the_top_k_and_says_so():
 
 def test_kv_per_token_holds_the_latent_and_the_indexer_key():
     m = load_model("deepseek-v3.2")
-    # 61 x (576 x 2 bytes in bf16 + 132 indexer bytes) = 78,324 B; in FP8 KV the latent halves, the indexer key stays
+    # 61 x (576 x 2 bytes in bf16 + 132 indexer bytes) = 78,324 B
     assert kv_layout(m, "bf16", TP8).bytes_per_token == 61 * (1152 + 132) == 78_324
-    assert kv_layout(m, "fp8", TP8).bytes_per_token == 61 * (576 + 132)
+    # an fp8 cache is vLLM's fp8_ds_mla for a DSA model (DeepseekV32ForCausalLM.verify_and_update_config): 512 FP8
+    # latent values + 4 fp32 scales + 64 RoPE dims in bf16 = 656 B a layer (MLAAttentionSpec), the indexer key
+    # beside it: 61 x (656 + 132) = 48,068 B (it was 61 x (576 + 132), the latent and RoPE both in FP8)
+    layout = kv_layout(m, "fp8", TP8)
+    assert layout.bytes_per_token == 61 * (656 + 132) == 48_068
+    assert "fp8_ds_mla (kv_lora_rank 512 x 1 B + 4 fp32 scales + qk_rope_head_dim 64 x 2 B) x 61 layers" in \
+        layout.formula
+    # a dense MLA model keeps plain FP8: DeepSeek-V3's 61 x 576
+    assert kv_layout(load_model("deepseek-v3"), "fp8", TP8).bytes_per_token == 61 * 576
+
+
+def test_the_indexers_weights_proj_stays_16_bit_in_an_fp8_checkpoint(monkeypatch):
+    # vLLM builds the indexer's weights_proj with quant_config=None ("weight_proj is not quantized"): 61 layers of a
+    # 7,168 x 64 matrix, replicated on every GPU, at 2 bytes (55,967,744 B) where FP8 counted 1 byte and a fp32
+    # scale per 128 x 128 block (27,983,872 + 61 x 56 x 4 = 27,997,536 B): 27,970,208 B more on each GPU
+    m = load_model("deepseek-v3.2")
+    fmt, group = weight_format(m, "auto", 128)
+    kept = weight_memory(m, fmt, TP8, group).per_gpu_bytes
+    monkeypatch.setattr(formats, "UNCONVERTED_MODULES", ())
+    assert kept - weight_memory(m, fmt, TP8, group).per_gpu_bytes == 61 * 7168 * 64 * 2 - 61 * (7168 * 64 + 56 * 4)
