@@ -21,6 +21,7 @@ from dataclasses import replace
 import numpy as np
 import simpy
 
+from simulator.api_passes import ApiPasses
 from simulator.config import DisaggregationConfig
 from simulator.records import Recorder
 from simulator.replica import Replica, ReplicaConfig, StepTimes
@@ -95,6 +96,8 @@ class Cluster:
             # nothing says when a client sends next until an answer comes: replicas step in time with
             # the clients (one event per step) instead of running ahead to the next known arrival
             self._clients, self._think_s, self._next_arrival_s = iter(requests), closed_loop.think_time_s, -math.inf
+            for r in self.replicas:
+                r.api = ApiPasses(env, r.config.engine_loop)
             for req in itertools.islice(self._clients, closed_loop.concurrency):
                 req.arrival_s = 0.0
                 self.router.choose(self.entry_pool, req).submit(req)
@@ -156,20 +159,22 @@ class Cluster:
 
     def _send_next(self, replica: Replica, req: Request) -> None:
         """The client of `req` sends its next request once the answer has reached it (think time
-        later): the last token one API-server pass after its step, a refusal at once."""
+        later): its last token when the API server's pass over its step ends (api_passes.py), a refusal at
+        once."""
         nxt = next(self._clients, None)
         if nxt is None:
             return
-        if req.status is Status.FINISHED:
-            loop = replica.config.engine_loop
-            answered_s = req.finished_s + loop.output_s_per_pass + loop.output_s_per_token * replica.last_step_seqs
-        else:
-            answered_s = self.env.now
-        nxt.arrival_s = answered_s + self._think_s
+
+        def answered(answered_s: float) -> None:
+            nxt.arrival_s = answered_s + self._think_s
+            self.env.timeout(max(0.0, nxt.arrival_s - self.env.now)).callbacks.append(send)
 
         def send(_event) -> None:
             self.router.choose(self.entry_pool, nxt).submit(nxt)
-        self.env.timeout(max(0.0, nxt.arrival_s - self.env.now)).callbacks.append(send)
+        if req.status is Status.FINISHED:
+            replica.api.when_answered(answered)
+        else:
+            answered(self.env.now)
 
     def _start_transfer(self, req: Request) -> None:
         t = req.finished_s + self.disaggregation.transfer_s(req.prompt_tokens)

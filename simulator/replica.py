@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import simpy
 
+from simulator.api_passes import ApiPasses
 from simulator.config import ReplicaConfig
 from simulator.engine_loop import EngineLoop
 from simulator.feed import KnownArrivals
@@ -151,7 +152,9 @@ class Replica:
         self._t = 0.0                        # this replica's clock: end of its last step
         self._last_start_s = 0.0             # start of its last step
         self.wake_s = math.inf               # when its process next wakes (inf: idle)
-        self.last_step_seqs = 0              # sequences in its last applied step (their tokens share an output pass)
+        # a closed loop's: the API server's passes as the run goes (api_passes.py), fed every step before its
+        # finished requests are handed over
+        self.api: ApiPasses | None = None
         # `arrivals`: the known arrivals of a sole entry, run by this replica's process itself (feed.py); its
         # waits then take no simpy events, and its clock is theirs
         self.feed = KnownArrivals(arrivals, self.submit) if arrivals is not None else None
@@ -297,7 +300,8 @@ class Replica:
             finished = self.scheduler.update(step, t, accepted)
             self.recorder.step(self.index, t, dt, step.batch.num_seqs, step.batch.new_tokens, step.num_itl_seqs, used)
             self._last_start_s, self._t = t - dt, t
-            self.last_step_seqs = step.batch.num_seqs
+            if self.api is not None:
+                self.api.step_ended(t, step.batch.num_seqs)
             for req in finished:
                 self.on_done(self, req)
         return t, apply
@@ -346,7 +350,9 @@ class Replica:
             n = run.num_seqs + (run.tail is not None)
             rec.decode_run(self.index, ends[start:], durations[start:], n, used[start:])
             self._last_start_s, self._t = t - durations[-1], t
-            self.last_step_seqs = n
+            if self.api is not None:                # the tail's step holds n sequences too
+                for end in ends:
+                    self.api.step_ended(end, n)
             for req in finished:
                 self.on_done(self, req)
         return t, apply
@@ -364,7 +370,6 @@ class Replica:
         if steps is None:
             return None
         self.recorder.stretch(self.index, steps.start_s, steps.end_s, steps.step_s, steps.kv_used_blocks, steps.counts)
-        self.last_step_seqs = steps.counts[-1][0]
         self._last_start_s, self._t = steps.end_s - steps.step_s[-1], steps.end_s
         for req in steps.finished:
             self.on_done(self, req)
