@@ -85,8 +85,7 @@ def eagle_memory(head: EagleHead, target: ModelSpec, kv_dtype: str, parallel: Pa
                        tuple(replace(layer, norms=n) for layer, n in zip(head.layers, norms, strict=True)),
                        torch_dtype=target.torch_dtype)
     # beyond what weight_memory counts (the layers and one final norm, which EAGLE lacks), on every GPU ...
-    replicated = (head.fc_input_size * h + (h * len(head.layers) if head.o_proj_bias else 0)
-                  + (2 * h if head.input_norms else 0) - (0 if eagle3 else h))
+    replicated = head.fc_input_size * h + (2 * h if head.input_norms else 0) - (0 if eagle3 else h)
     # ... and split over TP: EAGLE-3's first qkv_proj reading the embedding beside the hidden state (its q, k and v
     # once more, sharded as they are), its output head, an embedding of its own
     qkv = [lin for lin in head.layers[0].mixer.linears(h) if lin.module != "self_attn.o_proj"] if eagle3 else []

@@ -190,9 +190,16 @@ NOT_DECODER_TYPES = (
 # model_type prefixes whose attention has an output gate, q/k norms; MLPs without a gate (up, down only)
 GATED_ATTENTION_TYPES = ("qwen3_next", "qwen3_5")
 QK_NORM_TYPES = ("qwen3", "gemma3", "olmo2")
+# model_types whose decoder layers hold four hidden-size norms, the attention's and the MLP's each before and after
+# (transformers Gemma2DecoderLayer / Gemma3DecoderLayer: input, post_attention, pre_feedforward and
+# post_feedforward layernorms; vLLM's gemma2.py and gemma3.py alike), where the others hold two
+SANDWICH_NORM_TYPES = ("gemma2", "gemma3", "gemma3_text")
 # model_types whose attention adds a learned sink logit per head (weights `self_attn.sinks`, not a config key):
 # gpt-oss (transformers models/gpt_oss/modeling_gpt_oss.py GptOssAttention.sinks; vLLM models/gpt_oss.py)
 SINK_TYPES = ("gpt_oss",)
+# model_types whose routed experts and router carry biases (transformers GptOssExperts gate_up_proj_bias and
+# down_proj_bias, GptOssTopKRouter bias; vLLM models/gpt_oss.py loads them)
+EXPERT_BIAS_TYPES = ("gpt_oss",)
 NON_GATED_MLP_TYPES = ("nemotron", "starcoder2", "phi", "gpt_neox", "gpt_bigcode", "falcon", "gpt2")
 
 # Keys of real configs that change no parameter, memory or FLOP figure sizer gives (token ids,

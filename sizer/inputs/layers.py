@@ -57,6 +57,7 @@ class Attention:
     head_dim: int
     window_tokens: int | None = None
     bias: bool = False           # q/k/v biases (Qwen2)
+    o_bias: bool = False         # o_proj's bias too (attention_bias in Llama, gpt-oss, Qwen3; never Qwen2's)
     output_gate: bool = False    # q_proj also yields a per-head sigmoid gate (Qwen3-Next, Qwen3.5)
     qk_norm: bool = False        # RMSNorm over q and k per head (Qwen3, Gemma 3)
     k_eq_v: bool = False         # no v_proj: K serves as V (Gemma-4's global layers); the cache still holds both
@@ -81,6 +82,7 @@ class Attention:
 
     def extra_params(self, hidden: int) -> int:
         biases = (self.num_heads + 2 * self.num_kv_heads) * self.head_dim if self.bias else 0
+        biases += hidden if self.o_bias else 0
         return biases + (2 * self.head_dim if self.qk_norm else 0) + (self.num_heads if self.sinks else 0)
 
     @property
@@ -333,6 +335,7 @@ class MoEFFN:
     gated: bool = True
     router_bias: bool = False    # per-expert correction bias (DeepSeek-V3's e_score_correction_bias)
     latent: int = 0              # routed experts work in this width, projected from and to hidden (NemotronH Ultra)
+    biases: bool = False         # the routed experts' and the router's biases (gpt-oss)
 
     @property
     def label(self) -> str:
@@ -358,7 +361,10 @@ class MoEFFN:
         return out
 
     def extra_params(self, hidden: int) -> int:
-        return self.num_experts if self.router_bias else 0
+        biases = 0
+        if self.biases:     # gate_up_proj_bias, down_proj_bias per expert and the router's own (transformers GptOssMLP)
+            biases = self.num_experts * ((2 if self.gated else 1) * self.expert_width + (self.latent or hidden) + 1)
+        return biases + (self.num_experts if self.router_bias else 0)
 
 
 @dataclass(frozen=True)

@@ -62,8 +62,8 @@ def attention_for(c: dict[str, Any], span: str, window: int | None, kv_heads: in
         head_dim, kv = c["global_head_dim"], c["num_global_key_value_heads"] or kv
         k_eq_v = c["attention_k_eq_v"]
     return Attention(span, c["num_attention_heads"], kv, head_dim, window if span != FULL else None,
-                     bias=c["attention_bias"], output_gate=c["attn_output_gate"], qk_norm=c["qk_norm"], k_eq_v=k_eq_v,
-                     sinks=c["attention_sinks"])
+                     bias=c["attention_bias"], o_bias=c["o_proj_bias"], output_gate=c["attn_output_gate"],
+                     qk_norm=c["qk_norm"], k_eq_v=k_eq_v, sinks=c["attention_sinks"])
 
 
 def _mixers(c: dict[str, Any], n: int, where, file: str | None) -> list[Mixer] | None:
@@ -183,7 +183,8 @@ def moe_ffn(c: dict[str, Any], gated: bool = True) -> MoEFFN:
         shared = c["intermediate_size"]
     return MoEFFN(c["num_local_experts"], c["num_experts_per_tok"], width, shared,
                   shared_gate=bool(c["shared_expert_intermediate_size"]), gated=gated,
-                  router_bias=c["topk_method"] == "noaux_tc", latent=c["moe_latent_size"] or 0)
+                  router_bias=c["topk_method"] == "noaux_tc", latent=c["moe_latent_size"] or 0,
+                  biases=c["expert_biases"])
 
 
 def _per_layer(c: dict[str, Any], key: str, allowed: tuple[str, ...], n: int, where, file: str | None) -> list | None:
@@ -254,7 +255,8 @@ def build_layers(c: dict[str, Any], blocks: list[tuple[Mixer, FFN]] | None, wher
                              f"expected {n} entries (num_hidden_layers), got {len(blocks)}")
         return [Layer(mixer, ffn) for mixer, ffn in blocks]
     mixers = _mixers(c, n, where, file)
-    return [Layer(mixer, ffn) for mixer, ffn in zip(mixers, _ffns(c, n, where, file), strict=True)]
+    return [Layer(mixer, ffn, norms=c["norms_per_layer"]) for mixer, ffn in zip(mixers, _ffns(c, n, where, file),
+                                                                                  strict=True)]
 
 
 def nemotron_block(c: dict[str, Any], attention: dict[str, Any], ffn: dict[str, Any]) -> tuple[Mixer, FFN]:

@@ -23,6 +23,7 @@ from sizer.inputs.config_keys import (
     BLOCK_FFN_KEYS,
     DENSE_TYPES,
     DTYPE_BYTES,
+    EXPERT_BIAS_TYPES,
     EXPERT_KEYS,
     EXPERT_ONLY_TYPES,
     GATED_ATTENTION_TYPES,
@@ -38,6 +39,7 @@ from sizer.inputs.config_keys import (
     NON_GATED_MLP_TYPES,
     NOT_DECODER_TYPES,
     QK_NORM_TYPES,
+    SANDWICH_NORM_TYPES,
     SINK_TYPES,
     TOP_K_KEYS,
     UNMODELLED,
@@ -390,7 +392,11 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
         c["attn_output_gate"] = c["model_type"].startswith(GATED_ATTENTION_TYPES)
     c["qk_norm"] = c["model_type"].startswith(QK_NORM_TYPES)
     c["attention_sinks"] = c["model_type"] in SINK_TYPES
+    c["norms_per_layer"] = 4 if c["model_type"] in SANDWICH_NORM_TYPES else 2
+    c["expert_biases"] = c["model_type"] in EXPERT_BIAS_TYPES
     c["non_gated_mlp"] = c["model_type"] in NON_GATED_MLP_TYPES
+    # attention_bias biases o_proj too (Llama's, gpt-oss's, Qwen3's attention), but Qwen2's q/k/v alone, always
+    c["o_proj_bias"] = bool(c["attention_bias"]) and c["model_type"] != "qwen2"
     if c["attention_bias"] is None:
         c["attention_bias"] = c["model_type"] == "qwen2"
     if c["mlp_bias"]:

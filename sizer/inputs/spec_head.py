@@ -19,7 +19,7 @@ and the field, as is a Medusa config that does not say what it is.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sizer.errors import InputError
@@ -70,7 +70,6 @@ class EagleHead:
     vocab_size: int              # its embedding's rows, where it loads one of its own
     fc_input_size: int           # fc: this many values -> hidden_size; 0: no fc
     output_vocab: int            # EAGLE-3: its own output head's rows (draft_vocab_size); 0: EAGLE's is the target's
-    o_proj_bias: bool            # attention biases: o_proj's besides q, k and v's
     input_norms: bool            # HASS (add_para_norm): a norm each on the embedding and on the target's hidden state
     # an embedding of another shape than the target's (another width, EAGLE-3's, or another vocabulary): vLLM's
     # eagle.py load_model shares the target's only where the shapes match, else the head loads its own
@@ -141,10 +140,12 @@ def read_head(ckpt: Checkpoint, method: str, target: ModelSpec) -> SpecHead:
     if reads != width:
         raise InputError(file, field, f"{reads}: the head reads the hidden states of {target.name}, whose "
                                       f"hidden_size is {width}; expected {width} (a head trained for this model)")
-    return EagleHead(method, file, body.layers, h, body.vocab_size,
+    # vLLM's LlamaDecoderLayer biases o_proj with q, k and v whatever the head's model_type says
+    layers = tuple(replace(layer, mixer=replace(layer.mixer, o_bias=biased)) for layer in body.layers)
+    return EagleHead(method, file, layers, h, body.vocab_size,
                      EAGLE_FC_INPUTS[method] * reads if aux or not eagle3 else 0,
                      (got["draft_vocab_size"] or body.vocab_size) if eagle3 else 0,
-                     biased, got["add_para_norm"], h != width or body.vocab_size != target.vocab_size)
+                     got["add_para_norm"], h != width or body.vocab_size != target.vocab_size)
 
 
 def target_shaped(method: str, target: ModelSpec) -> EagleHead | None:
@@ -157,7 +158,7 @@ def target_shaped(method: str, target: ModelSpec) -> EagleHead | None:
         return None
     h = target.hidden_size
     return EagleHead(method, None, (first,), h, target.vocab_size, EAGLE_FC_INPUTS[method] * h,
-                     target.vocab_size if method == "eagle3" else 0, False, False, False)
+                     target.vocab_size if method == "eagle3" else 0, False, False)
 
 
 def _medusa(config: dict[str, Any], file: str, target: ModelSpec) -> MedusaHead:

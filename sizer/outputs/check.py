@@ -246,12 +246,16 @@ def _fixes(inp: CheckInput, plan: Plan, ok, sequences: int = 1) -> tuple[str, ..
     # windowed layers stop growing at their window (KVLayout.longest_tokens); None: every layer is windowed and
     # fits, so no shorter max_model_len makes room
     longest_kept = plan.kv.longest_tokens(plan.memory.kv_cache_bytes / sequences)
-    length = (longest_kept or 0) // 1024 * 1024
+    estimate = (longest_kept or 0) // 1024 * 1024
     longest = longest_request_tokens(inp) if inp.has_workload else None
-    if max(1024, longest or 0) <= length < plan.memory.max_model_len:
+    # whole blocks (and a window's straddled one) can leave the estimate a block short: the next multiple down
+    for length in (estimate, estimate - 1024):
+        if not max(1024, longest or 0) <= length < plan.memory.max_model_len:
+            break
         if (p := _plan_with(inp, Variant(max_model_len=length))) and ok(p):
             found.append(f"--max-model-len {length} (from {plan.memory.max_model_len}; "
                          "the workload's longest request fits)")
+            break
     if plan.weights.format in ("bf16", "fp16", "fp32"):
         if (p := _plan_with(inp, Variant(quantization="fp8"))) and ok(p):
             found.append("FP8 weights (--quantization fp8; evaluate accuracy first)")

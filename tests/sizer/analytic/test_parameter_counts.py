@@ -69,3 +69,24 @@ def test_gqa_mqa_and_sliding_layers():
     # a 32k sequence: global layers hold 32,768 tokens, sliding ones 4,096 + one block
     per_layer_token = kv.bytes_per_token / 42
     assert kv.sequence_bytes(32768, 16, per_gpu=False) == per_layer_token * (21 * 32768 + 21 * (4096 + 16))
+
+
+def test_gemma_2_layers_hold_four_norms():
+    # review finding: Gemma 2's decoder layer norms the attention's and the MLP's input and output (input,
+    # post_attention, pre_feedforward and post_feedforward layernorms), where sizer counted two. By hand:
+    # embedding 256,000 x 3,584 = 917,504,000; a layer's q and o 3,584 x 4,096 each, k and v 3,584 x 2,048 each
+    # (44,040,192), its MLP 3 x 3,584 x 14,336 (154,140,672) and 4 norms of 3,584: 198,195,200, x 42 layers;
+    # the final norm 3,584: 9,241,705,984 (the checkpoint's safetensors hold as many)
+    assert parameter_count(load_model("gemma-2-9b")).total == 917_504_000 + 42 * 198_195_200 + 3_584 \
+        == 9_241_705_984
+
+
+def test_gpt_oss_counts_its_attention_output_and_expert_biases():
+    # review finding: gpt-oss biases o_proj (attention_bias, as q, k and v), each expert's gate_up and down
+    # projections and its router (transformers GptOssAttention, GptOssExperts, GptOssTopKRouter): per layer 2,880
+    # + experts x (5,760 + 2,880) + experts, 1,108,928 a layer of 128 experts over 36 layers (gpt-oss-120b) and
+    # 279,392 of 32 experts over 24 (20b), where sizer counted q, k and v's alone. OpenAI's model card: 116.83B
+    # and 20.91B; by hand 116,829,156,672 and 20,914,757,184
+    assert 128 * (5760 + 2880 + 1) + 2880 == 1_108_928 and 32 * (5760 + 2880 + 1) + 2880 == 279_392
+    assert parameter_count(load_model("gpt-oss-120b")).total == 116_789_235_264 + 36 * 1_108_928 == 116_829_156_672
+    assert parameter_count(load_model("gpt-oss-20b")).total == 20_908_051_776 + 24 * 279_392 == 20_914_757_184

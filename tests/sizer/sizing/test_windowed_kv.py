@@ -87,8 +87,9 @@ def test_check_offers_the_max_model_len_the_windowed_kv_leaves(tmp_path):
     kv = plan.memory.kv_cache_bytes
     rule = memory_rule(inp, plan)
     assert rule.status == "fail"
-    # one sequence of L tokens keeps 24,576 x L + 24,576 x 128 B: the longest that fits, down to a multiple of 1,024
-    # (about twice what counting the sliding layers at full context, kv / 49,152, would offer)
-    longest = int((kv - PER_GROUP * WINDOW) // PER_GROUP) // 1024 * 1024
+    # one sequence of L tokens keeps, in whole 16-token blocks, L / 16 blocks of the full layers and the sliding
+    # ones' 128-token window plus the block it straddles (9 blocks), 16 x 24,576 B a block: the longest multiple of
+    # 1,024 that fits (about twice what counting the sliding layers at full context, kv / 49,152, would offer)
+    longest = max(n for n in range(1024, 131072, 1024) if (n // 16 + WINDOW // 16 + 1) * 16 * PER_GROUP <= kv)
     assert longest > 2 * (int(kv // (2 * PER_GROUP)) // 1024 * 1024) - 1024
     assert rule.fixes[0].startswith(f"--max-model-len {longest} (from 131072")
