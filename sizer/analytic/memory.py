@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sizer.analytic.formats import WeightFormat, embedding_bytes_per_value, group_bytes, vector_bytes
 from sizer.analytic.parallel import ParallelConfig, kv_heads_per_gpu, layers_per_stage, shard_fraction
@@ -121,6 +121,14 @@ class KVGroup:
     index_bytes_per_token_per_gpu: float = 0.0
     index_flops_per_pair_per_layer: int = 0
     keeps_every_token: bool = False   # the engine caches every token of a windowed layer (it attends within the window)
+    # layer slots the engine's allocator gives these layers, padding included (vLLM's hybrid KV cache groups every
+    # kind of layer in groups of one size: `hybrid_group_slots`); 0: as many as they are
+    allocated_layers: int = 0
+
+    @property
+    def allocated_bytes_per_token_per_gpu(self) -> float:
+        """What these layers take of the KV pool a token, on one GPU: their bytes, with the allocator's padding."""
+        return self.bytes_per_token_per_gpu * (self.allocated_layers or self.layers) / self.layers
 
     @property
     def kept_window_tokens(self) -> int | None:
@@ -151,7 +159,7 @@ class KVLayout:
     @property
     def full_bytes_per_token(self) -> float:
         """Bytes per token on one GPU of the layers that keep every token, summed group by group."""
-        return sum(g.bytes_per_token_per_gpu for g in self.groups if not g.kept_window_tokens)
+        return sum(g.allocated_bytes_per_token_per_gpu for g in self.groups if not g.kept_window_tokens)
 
     @property
     def window_groups(self) -> tuple[tuple[float, int], ...]:
@@ -162,7 +170,7 @@ class KVLayout:
         full = self.full_bytes_per_token
         if not full:
             return ()
-        windows = tuple((g.bytes_per_token_per_gpu / full, g.kept_window_tokens) for g in self.groups
+        windows = tuple((g.allocated_bytes_per_token_per_gpu / full, g.kept_window_tokens) for g in self.groups
                         if g.kept_window_tokens)
         return windows + (((self.state_bytes_per_seq_per_gpu / full, 0),) if self.state_bytes_per_seq_per_gpu else ())
 
@@ -214,7 +222,8 @@ class KVLayout:
         for g in self.groups:
             kept = min(tokens, g.kept_window_tokens or tokens)
             blocks = math.ceil(kept / block_size) + (1 if kept < tokens else 0)
-            total += (g.bytes_per_token_per_gpu if per_gpu else g.bytes_per_token) * block_size * blocks
+            padded = (g.allocated_layers or g.layers) / g.layers
+            total += (g.bytes_per_token_per_gpu if per_gpu else g.bytes_per_token) * padded * block_size * blocks
         return total
 
 
@@ -240,7 +249,20 @@ def fp8_ds_mla_bytes(mixer: LatentAttention) -> int:
     return mixer.kv_lora_rank + -(-mixer.kv_lora_rank // FP8_DS_MLA_GROUP) * 4 + mixer.qk_rope_head_dim * 2
 
 
-def kv_layout(m: ModelSpec, kv_dtype: str, p: ParallelConfig, keeps_chunks: bool = False) -> KVLayout:
+def hybrid_group_slots(layers: list[int]) -> list[int]:
+    """The layer slots vLLM's hybrid KV cache gives each kind of layer when every kind has the same page size
+    (vllm/v1/core/kv_cache_utils.py, _get_kv_cache_groups_uniform_page_size): groups of one size, the fewest
+    layers of a kind (the most, where that is under 1.5 x the fewest), each kind padded up to whole groups; a
+    block holds a page of every slot of a group. Gemma-3-27B's 52 sliding and 10 full layers: groups of 10, the
+    sliding layers in 6 (60 slots, 8 of them padding)."""
+    size = min(layers)
+    if max(layers) < 1.5 * size:
+        size = max(layers)
+    return [-(-n // size) * size for n in layers]
+
+
+def kv_layout(m: ModelSpec, kv_dtype: str, p: ParallelConfig, keeps_chunks: bool = False,
+              hybrid_groups: bool = False) -> KVLayout:
     """KV bytes per token by group of layers, and the Mamba-2 / linear-attention state per sequence
     (ModelSpec.state_bytes_per_seq: convolution window in the model's dtype, recurrent state in the
     config's mamba_ssm_cache_dtype when it states one). `keeps_chunks`: the engine caches every token of
@@ -285,9 +307,18 @@ def kv_layout(m: ModelSpec, kv_dtype: str, p: ParallelConfig, keeps_chunks: bool
                                  keeps_chunks and isinstance(mixer, Attention) and mixer.span == CHUNKED))
     stateful = [layer.mixer for layer in m.layers if layer.mixer.recurrent_state_values_per_seq]
     state = sum(m.state_bytes_per_seq(mixer) for mixer in stateful)
+    pages = {g.bytes_per_token_per_gpu / g.layers for g in kv_groups}
+    padding = ""
+    if hybrid_groups and len(kv_groups) > 1 and len(pages) == 1 and not stateful:
+        slots = hybrid_group_slots([g.layers for g in kv_groups])
+        kv_groups = [replace(g, allocated_layers=n) for g, n in zip(kv_groups, slots, strict=True)]
+        padded = [g for g in kv_groups if g.allocated_layers != g.layers]
+        if padded:
+            padding = ("; in the pool, vLLM's hybrid KV cache pads each kind of layer to whole groups: "
+                       + ", ".join(f"{g.allocated_layers} slots for the {g.layers} {g.label} layers" for g in padded))
     return KVLayout(kv_dtype, nbytes, sum(g.bytes_per_token for g in kv_groups),
                     sum(g.bytes_per_token_per_gpu for g in kv_groups), tuple(kv_groups), len(stateful), state,
-                    state * stage / p.tp, " + ".join(terms) or "no layer caches KV")
+                    state * stage / p.tp, (" + ".join(terms) or "no layer caches KV") + padding)
 
 
 def activation_peak_bytes(m: ModelSpec, p: ParallelConfig, max_num_batched_tokens: int, max_num_seqs: int,

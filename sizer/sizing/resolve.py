@@ -328,7 +328,7 @@ def resolve(s: Scenario) -> Resolved:
     too_long = too_long_share(s, engine.max_model_len, refuse=slots is None,    # a slot's context, for slot engines
                               limit_what=context_limit(model, d.engine).what)
     weights = weight_memory(model, fmt, parallel, group_size, s.model.num_parameters)
-    kv = kv_layout(model, kv_dtype, parallel, d.engine in KEEPS_CHUNKED_KV)
+    kv = kv_layout(model, kv_dtype, parallel, d.engine in KEEPS_CHUNKED_KV, hybrid_groups=d.engine == "vllm")
     split = (offload(model, fmt, hardware, d.n_gpu_layers, group_size, s.file, parallel.gpus_per_replica)
              if d.n_gpu_layers is not None else None)
     gpu_weights, gpu_kv = (replace(weights, per_gpu_bytes=split.gpu_weight_bytes), on_gpu(kv, split.gpu_kv_share)) \

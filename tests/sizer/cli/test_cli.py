@@ -159,10 +159,11 @@ def test_littles_law_counts_the_tokens_requests_really_hold():
     # Gemma 3 slides a 1,024-token window on 52 of 62 layers: a 1,280-token request needs 1,280 tokens on the
     # 10 global layers but only 1,024 + 16 on the sliding ones. Per layer and token 2 x 16 KV heads x 128 x 2 B
     # = 8,192 B: the pool's blocks hold the global layers' 16 tokens (10 x 8,192 B each), the sliding layers' window
-    # comes out of the same bytes
+    # comes out of the same bytes, in vLLM's groups of 10 layers: 6 of them, 60 slots for the 52 layers
+    # (kv_cache_utils._get_kv_cache_groups_uniform_page_size)
     kv_bytes = plan["memory"]["kv_cache_bytes"]
     assert cap["kv_capacity_tokens"] == int(kv_bytes // (10 * 8192 * 16)) * 16
-    assert cap["requests_held_per_replica"] == int(kv_bytes // (1280 * 10 * 8192 + 1040 * 52 * 8192))
+    assert cap["requests_held_per_replica"] == int(kv_bytes // (1280 * 10 * 8192 + 1040 * 60 * 8192))
     assert cap["replicas_for_memory"] == 1 and plan["verdict"] == "fits"
 
 

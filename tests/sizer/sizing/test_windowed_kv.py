@@ -9,9 +9,10 @@ the 12 full layers keep 24,576 B of every token and the 12 sliding layers 24,576
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
-from sizer.analytic.memory import llamacpp_swa_cells
+from sizer.analytic.memory import hybrid_group_slots, llamacpp_swa_cells
 from sizer.inputs.manifest import read_check_input
 from sizer.inputs.scenario import scenario_from_dict
 from sizer.outputs.check import memory_rule
@@ -93,3 +94,28 @@ def test_check_offers_the_max_model_len_the_windowed_kv_leaves(tmp_path):
     longest = max(n for n in range(1024, 131072, 1024) if (n // 16 + WINDOW // 16 + 1) * 16 * PER_GROUP <= kv)
     assert longest > 2 * (int(kv // (2 * PER_GROUP)) // 1024 * 1024) - 1024
     assert rule.fixes[0].startswith(f"--max-model-len {longest} (from 131072")
+
+
+WORKLOAD = {"arrival": {"rate_per_s": 1}, "prompt_tokens": {"distribution": "fixed", "value": 1000},
+            "output_tokens": {"distribution": "fixed", "value": 200}}
+
+
+def test_vllm_pads_each_kind_of_layer_to_whole_groups():
+    # vllm/v1/core/kv_cache_utils.py _get_kv_cache_groups_uniform_page_size: groups as large as the fewest layers
+    # of a kind (the most, under 1.5 x the fewest), every kind padded to whole groups
+    assert hybrid_group_slots([52, 10]) == [60, 10]       # Gemma-3-27B: 6 sliding groups of 10
+    assert hybrid_group_slots([18, 18]) == [18, 18]       # gpt-oss-120b: no padding
+    assert hybrid_group_slots([12, 13]) == [13, 13]       # gpt-oss-20b + an EAGLE layer: groups of 13
+    assert hybrid_group_slots([36, 12]) == [36, 12]       # Llama-4: 3 chunked groups of 12
+    # Gemma-3-27B in vLLM at 8,192 tokens: a block holds 16 tokens of 10 layers at 2 x 16 x 128 x 2 B (1,310,720 B);
+    # 512 blocks of the full layers and 6 sliding groups x (1,024 / 16 + 1) blocks: 902 blocks, 1,182,269,440 B
+    # (was 1,114,112,000: the 52 sliding layers counted as 5.2 groups)
+    r = resolve(scenario_from_dict({"model": "gemma-3-27b", "hardware": "h100",
+                                    "deployment": {"max_model_len": 8192}, "workload": WORKLOAD}, None))
+    assert r.kv.sequence_bytes(8192, 16) == 902 * 1_310_720 == 1_182_269_440
+    assert r.memory.max_seqs_at_max_model_len == int(r.memory.kv_cache_bytes // 1_182_269_440)
+    # another engine's allocator keeps its own layers' bytes: SGLang's
+    sglang = resolve(scenario_from_dict({"model": "gemma-3-27b", "hardware": "h100", "workload": WORKLOAD,
+                                         "deployment": {"max_model_len": 8192, "engine": "sglang"}}, None))
+    assert sglang.kv.sequence_bytes(8192, sglang.memory.block_size) == pytest.approx(
+        10 * 8192 * 8192 + 52 * 8192 * (1024 + sglang.memory.block_size))
