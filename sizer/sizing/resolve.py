@@ -67,6 +67,7 @@ from sizer.inputs.hardware import (
     scale_up_link,
     scenario_hardware,
 )
+from sizer.inputs.layers import LatentAttention
 from sizer.inputs.model_spec import ModelSpec, checkpoint_model, load_config
 from sizer.inputs.scenario import (
     ASSUMED_FIELDS,
@@ -89,6 +90,7 @@ from sizer.sizing.presets import (
     LORA_DISK_BYTES_PER_S,
     PROPOSER_COST_FRACTION,
     VLLM_BLOCK_SIZES,
+    VLLM_MLA_BLOCK_SIZES,
     engine_defaults,
     engine_loop,
     preset,
@@ -573,6 +575,11 @@ def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> En
         return getattr(defaults, name)
 
     block_size, max_num_seqs = pick("block_size"), pick("max_num_seqs")
+    mla_block = VLLM_MLA_BLOCK_SIZES.get(family(hardware) or "") if hardware.has_datasheet else None
+    if d.engine == "vllm" and d.block_size is None and mla_block and model.mixers(LatentAttention):
+        block_size = mla_block
+        sources["block_size"] = (f"vllm default for MLA on {family(hardware).title()} ({mla_block}: "
+                                 "vllm/platforms/cuda.py, its MLA attention backend's page size)")
     max_num_batched_tokens, chunked = pick("max_num_batched_tokens"), pick("enable_chunked_prefill")
     prefix_caching, preemption = pick("enable_prefix_caching"), pick("preemption_mode")
     if d.preemption_mode is None:       # an engine that never preempts, unless told how to

@@ -326,3 +326,22 @@ def test_a_disaggregated_replica_is_all_its_pools():
     assert plan.parallel.disaggregated == ("2 prefill + 3 decode pools of 1 GPU each; a prompt's KV (131,072 B a "
                                            "token) moves to decode at 450 GB/s")
     assert make_plan(resolve(scenario())).parallel.disaggregated == ""
+
+
+@pytest.mark.parametrize("gpu, engine, stated, expected", [
+    ("h200", "vllm", None, 64),       # FlashMLA's page: vLLM forces it on Hopper
+    ("b200", "vllm", None, 128),      # CUTLASS MLA's on Blackwell
+    ("a100", "vllm", None, 16),       # Triton MLA: the default
+    ("h200", "vllm", 128, 128),       # a stated size is the user's (a multiple of the page)
+])
+def test_vllm_runs_an_mla_model_in_its_mla_backends_blocks(gpu, engine, stated, expected):
+    # review finding: vllm/platforms/cuda.py check_and_update_config forces an MLA model's KV block size to its MLA
+    # backend's page ("Forcing kv cache block size to 64 for FlashMLA backend"); sizer kept 16
+    deployment = {"engine": engine, "tensor_parallel_size": 8, "max_model_len": 32768}
+    if stated:
+        deployment["block_size"] = stated
+    r = resolve(scenario_from_dict({"model": "deepseek-v3", "hardware": gpu, "deployment": deployment,
+                                    "workload": {"arrival": {"rate_per_s": 1},
+                                                 "prompt_tokens": {"distribution": "fixed", "value": 1000},
+                                                 "output_tokens": {"distribution": "fixed", "value": 200}}}, None))
+    assert r.engine.block_size == expected == r.memory.block_size
