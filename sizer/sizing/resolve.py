@@ -576,10 +576,11 @@ def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> En
 
     block_size, max_num_seqs = pick("block_size"), pick("max_num_seqs")
     mla_block = VLLM_MLA_BLOCK_SIZES.get(family(hardware) or "") if hardware.has_datasheet else None
-    if d.engine == "vllm" and d.block_size is None and mla_block and model.mixers(LatentAttention):
+    if d.engine == "vllm" and mla_block and block_size % mla_block and model.mixers(LatentAttention):
+        stated = f"; the scenario's {block_size} is not a multiple of it" if d.block_size is not None else ""
         block_size = mla_block
-        sources["block_size"] = (f"vllm default for MLA on {family(hardware).title()} ({mla_block}: "
-                                 "vllm/platforms/cuda.py, its MLA attention backend's page size)")
+        sources["block_size"] = (f"vllm for MLA on {family(hardware).title()} ({mla_block}: vllm/platforms/cuda.py "
+                                 f"forces its MLA attention backend's page size{stated})")
     max_num_batched_tokens, chunked = pick("max_num_batched_tokens"), pick("enable_chunked_prefill")
     prefix_caching, preemption = pick("enable_prefix_caching"), pick("preemption_mode")
     if d.preemption_mode is None:       # an engine that never preempts, unless told how to

@@ -332,7 +332,8 @@ def test_a_disaggregated_replica_is_all_its_pools():
     ("h200", "vllm", None, 64),       # FlashMLA's page: vLLM forces it on Hopper
     ("b200", "vllm", None, 128),      # CUTLASS MLA's on Blackwell
     ("a100", "vllm", None, 16),       # Triton MLA: the default
-    ("h200", "vllm", 128, 128),       # a stated size is the user's (a multiple of the page)
+    ("h200", "vllm", 128, 128),       # a stated multiple of the page is kept
+    ("h200", "vllm", 16, 64),         # another is forced to the page ("block_size % 64 != 0")
 ])
 def test_vllm_runs_an_mla_model_in_its_mla_backends_blocks(gpu, engine, stated, expected):
     # review finding: vllm/platforms/cuda.py check_and_update_config forces an MLA model's KV block size to its MLA
