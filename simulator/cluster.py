@@ -98,6 +98,7 @@ class Cluster:
             self._clients, self._think_s, self._next_arrival_s = iter(requests), closed_loop.think_time_s, -math.inf
             for r in self.replicas:
                 r.api = ApiPasses(env, r.config.engine_loop)
+            self._awaiting_first: dict[int, Callable[[], None]] = {}    # request id -> its client's next send
             for req in itertools.islice(self._clients, closed_loop.concurrency):
                 req.arrival_s = 0.0
                 self.router.choose(self.entry_pool, req).submit(req)
@@ -149,6 +150,8 @@ class Cluster:
         if (req.status is Status.FINISHED and replica.scheduler.config.prefill_only
                 and req.num_output_tokens < req.output_tokens):      # its first token was not its last
             req.prefill_replica = replica.index
+            if self._clients is not None:       # the client's stream: its first token through this API server
+                replica.api.when_answered(lambda answered_s: self._first_answered(req, answered_s))
             self._start_transfer(req)
             return
         self.recorder.request_done(req, replica.index)
@@ -166,7 +169,12 @@ class Cluster:
             return
 
         def answered(answered_s: float) -> None:
-            nxt.arrival_s = answered_s + self._think_s
+            if req.prefill_replica >= 0 and req.first_answer_s < 0:     # its first token's pass has not ended
+                self._awaiting_first[req.request_id] = lambda: answered(answered_s)
+                return
+            # one stream: no later token before the first (records.derived_columns), which a disaggregated request's
+            # prefill replica's API server sent
+            nxt.arrival_s = max(answered_s, req.first_answer_s) + self._think_s
             self.env.timeout(max(0.0, nxt.arrival_s - self.env.now)).callbacks.append(send)
 
         def send(_event) -> None:
@@ -175,6 +183,13 @@ class Cluster:
             replica.api.when_answered(answered)
         else:
             answered(self.env.now)
+
+    def _first_answered(self, req: Request, answered_s: float) -> None:
+        """A disaggregated request's first token reached its client: a send waiting for it goes on."""
+        req.first_answer_s = answered_s
+        waiting = self._awaiting_first.pop(req.request_id, None)
+        if waiting is not None:
+            waiting()
 
     def _start_transfer(self, req: Request) -> None:
         t = req.finished_s + self.disaggregation.transfer_s(req.prompt_tokens)

@@ -11,10 +11,10 @@ to come can have a token. `LiveRows` holds the rows of finished requests until b
 hands them out with the same derived columns as `SimulationResult.columns` (`derived_columns`, one formula).
 
 The floor: every request not yet finished arrives no earlier than the last request before it in id order (ids
-0..n-1 in arrival order: `Workload.requests`, the gateway's draws), less, in a closed loop, one API-server pass (a
-client sends when its answer has reached it, one pass after its replica's step, and passes differ by replica: the
-caller's `skew_s`), and its tokens come after its arrival. A lookup below the floor (ids further out of arrival
-order) raises rather than writing a wrong time.
+0..n-1 in arrival order: `Workload.requests`, the gateway's draws), less the caller's `skew_s` (a closed loop's:
+unbounded, as a client sends when its answer has reached it, however far its replica's API server lags: nothing
+is let go), and its tokens come after its arrival. A lookup below the floor (ids further out of arrival order)
+raises rather than writing a wrong time.
 """
 
 from __future__ import annotations

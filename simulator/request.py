@@ -60,6 +60,9 @@ class Request:
     first_token_s: float = -1.0
     last_token_s: float = -1.0
     finished_s: float = -1.0
+    # a closed loop's disaggregated request: when its first token reached the client through the prefill replica's
+    # API server (simulator/api_passes.py); -1 until that pass ends
+    first_answer_s: float = -1.0
     # Inter-token gaps that are not one step long (after a preemption or a skipped step).
     itl_gaps_s: list[float] | None = None
 

@@ -4,6 +4,7 @@ per-request records and per-step timelines out."""
 from __future__ import annotations
 
 import gc
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -63,10 +64,11 @@ def simulate(config: SimulationConfig, step_model: StepTimeModel,
     if rows is not None:
         recorder, in_order = LiveRecorder(config.replica.engine_loop), InOrder(rows)
 
-        # a closed loop's next request arrives one API-server pass after its sender's answer, a pass whose cost grows
-        # with the sender replica's last batch: a later id can arrive up to one such pass before an earlier one
-        loop = config.replica.engine_loop
-        skew_s = loop.output_s_per_pass + loop.output_s_per_token * config.replica.scheduler.max_num_seqs
+        # a closed loop's next request is numbered when its sender finishes on the engine and arrives when the answer
+        # reaches the client, after as many API-server passes as that replica's server lags (api_passes.py: no
+        # bound where it falls behind short steps), so a later id can arrive before an earlier one by any lag: no
+        # client time is let go; arrivals known ahead come in id order
+        skew_s = math.inf if closed is not None else 0.0
 
         def flush() -> None:
             in_order.take(recorder.ready(False), False)

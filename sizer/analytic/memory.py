@@ -147,6 +147,9 @@ class KVLayout:
     state_bytes_per_seq: int          # whole model
     state_bytes_per_seq_per_gpu: float
     formula: str
+    # the engine takes a running sequence's recurrent state from the KV blocks' pool (vLLM's hybrid KV cache);
+    # others (llama.cpp's per-sequence cells, SGLang's and TensorRT-LLM's own Mamba pools) have it set aside
+    pooled_state: bool = False
 
     @property
     def pool_bytes_per_token_per_gpu(self) -> float:
@@ -172,14 +175,15 @@ class KVLayout:
             return ()
         windows = tuple((g.allocated_bytes_per_token_per_gpu / full, g.kept_window_tokens) for g in self.groups
                         if g.kept_window_tokens)
-        return windows + (((self.state_bytes_per_seq_per_gpu / full, 0),) if self.state_bytes_per_seq_per_gpu else ())
+        return windows + (((self.state_bytes_per_seq_per_gpu / full, 0),) if self.state_in_pool else ())
 
     @property
     def state_in_pool(self) -> bool:
         """A hybrid model's recurrent state comes from the KV blocks' pool, a fixed share a running sequence (vLLM's
         hybrid KV cache: each Mamba / linear-attention group takes a block a request from the one block pool); a
-        model of recurrent layers alone has it set aside for the sequences it runs (`memory_budget`)."""
-        return bool(self.state_bytes_per_seq_per_gpu and self.full_bytes_per_token)
+        model of recurrent layers alone, or another engine, has it set aside for the sequences it runs
+        (`memory_budget`)."""
+        return bool(self.pooled_state and self.state_bytes_per_seq_per_gpu and self.full_bytes_per_token)
 
     @property
     def windowed_bytes_per_token(self) -> tuple[tuple[float, int], ...]:
@@ -266,7 +270,9 @@ def kv_layout(m: ModelSpec, kv_dtype: str, p: ParallelConfig, keeps_chunks: bool
     """KV bytes per token by group of layers, and the Mamba-2 / linear-attention state per sequence
     (ModelSpec.state_bytes_per_seq: convolution window in the model's dtype, recurrent state in the
     config's mamba_ssm_cache_dtype when it states one). `keeps_chunks`: the engine caches every token of
-    chunked-local layers (Llama-4's), attending within the chunk (`KEEPS_CHUNKED_KV` in sizer/sizing/presets.py)."""
+    chunked-local layers (Llama-4's), attending within the chunk (`KEEPS_CHUNKED_KV` in sizer/sizing/presets.py).
+    `hybrid_groups`: vLLM's hybrid KV cache (kinds of layer padded to whole groups, a hybrid model's recurrent
+    state taken from the KV pool), else another engine's allocator (each layer's own bytes, the state set aside)."""
     nbytes = kv_value_bytes(kv_dtype)
     stage = layers_per_stage(m, p) / m.num_layers
     groups: dict[object, list] = {}
@@ -318,7 +324,8 @@ def kv_layout(m: ModelSpec, kv_dtype: str, p: ParallelConfig, keeps_chunks: bool
                        + ", ".join(f"{g.allocated_layers} slots for the {g.layers} {g.label} layers" for g in padded))
     return KVLayout(kv_dtype, nbytes, sum(g.bytes_per_token for g in kv_groups),
                     sum(g.bytes_per_token_per_gpu for g in kv_groups), tuple(kv_groups), len(stateful), state,
-                    state * stage / p.tp, (" + ".join(terms) or "no layer caches KV") + padding)
+                    state * stage / p.tp, (" + ".join(terms) or "no layer caches KV") + padding,
+                    pooled_state=hybrid_groups)
 
 
 def activation_peak_bytes(m: ModelSpec, p: ParallelConfig, max_num_batched_tokens: int, max_num_seqs: int,

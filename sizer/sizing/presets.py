@@ -42,9 +42,11 @@ _VLLM_SRC = (("block_size", "vLLM CacheConfig.DEFAULT_BLOCK_SIZE"),
 # The block sizes vLLM takes (vllm/config/cache.py BlockSize, the choices of --block-size)
 VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
 # vLLM forces the KV block size of an MLA model to its MLA backend's page (vllm/platforms/cuda.py,
-# check_and_update_config: "Forcing kv cache block size to 64 for FlashMLA backend" on Hopper, FlashMLA sparse for
-# DeepSeek sparse attention too; 128 for CUTLASS MLA on Blackwell); other GPUs keep the default
+# check_and_update_config: a block size not a multiple of 64, "Forcing kv cache block size to 64 for FlashMLA
+# backend", on Hopper; of 128 for CUTLASS MLA on Blackwell); other GPUs keep the default. DeepSeek sparse attention
+# (FlashMLA sparse) takes exactly 64 on both ("if use_sparse and cache_config.block_size != 64")
 VLLM_MLA_BLOCK_SIZES = {"hopper": 64, "blackwell": 128}
+VLLM_SPARSE_MLA_BLOCK_SIZE = 64
 
 PRESETS: dict[str, EnginePreset] = {p.engine: p for p in (
     EnginePreset("vllm", 16, 2048, 256, True, True, "hashed-blocks", "recompute", sources=_VLLM_SRC),

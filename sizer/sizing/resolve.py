@@ -91,6 +91,7 @@ from sizer.sizing.presets import (
     PROPOSER_COST_FRACTION,
     VLLM_BLOCK_SIZES,
     VLLM_MLA_BLOCK_SIZES,
+    VLLM_SPARSE_MLA_BLOCK_SIZE,
     engine_defaults,
     engine_loop,
     preset,
@@ -575,12 +576,19 @@ def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> En
         return getattr(defaults, name)
 
     block_size, max_num_seqs = pick("block_size"), pick("max_num_seqs")
-    mla_block = VLLM_MLA_BLOCK_SIZES.get(family(hardware) or "") if hardware.has_datasheet else None
-    if d.engine == "vllm" and mla_block and block_size % mla_block and model.mixers(LatentAttention):
-        stated = f"; the scenario's {block_size} is not a multiple of it" if d.block_size is not None else ""
+    mla = model.mixers(LatentAttention) if d.engine == "vllm" and hardware.has_datasheet else []
+    mla_block = VLLM_MLA_BLOCK_SIZES.get(family(hardware) or "") if mla else None
+    sparse = any(a.attended_tokens for a in mla)
+    if mla_block and sparse and block_size != VLLM_SPARSE_MLA_BLOCK_SIZE:
+        mla_block = VLLM_SPARSE_MLA_BLOCK_SIZE        # FlashMLA sparse takes exactly its page, on Blackwell too
+    elif mla_block and not block_size % mla_block:
+        mla_block = None                              # a multiple of the backend's page is kept
+    if mla_block:
+        stated = f"; the scenario's {block_size} is not what it takes" if d.block_size is not None else ""
         block_size = mla_block
-        sources["block_size"] = (f"vllm for MLA on {family(hardware).title()} ({mla_block}: vllm/platforms/cuda.py "
-                                 f"forces its MLA attention backend's page size{stated})")
+        kind = "sparse MLA" if sparse else "MLA"
+        sources["block_size"] = (f"vllm for {kind} on {family(hardware).title()} ({mla_block}: vllm/platforms/"
+                                 f"cuda.py forces its {kind} attention backend's page size{stated})")
     max_num_batched_tokens, chunked = pick("max_num_batched_tokens"), pick("enable_chunked_prefill")
     prefix_caching, preemption = pick("enable_prefix_caching"), pick("preemption_mode")
     if d.preemption_mode is None:       # an engine that never preempts, unless told how to

@@ -336,12 +336,22 @@ def test_a_disaggregated_replica_is_all_its_pools():
     ("h200", "vllm", 16, 64),         # another is forced to the page ("block_size % 64 != 0")
 ])
 def test_vllm_runs_an_mla_model_in_its_mla_backends_blocks(gpu, engine, stated, expected):
+    _check_block("deepseek-v3", gpu, engine, stated, expected)
+
+
+@pytest.mark.parametrize("gpu, stated", [("b200", None), ("h200", 128), ("h200", None)])
+def test_vllm_runs_sparse_mla_in_blocks_of_exactly_64(gpu, stated):
+    # FlashMLA sparse: "if use_sparse and cache_config.block_size != 64", on Blackwell too and over a stated 128
+    _check_block("deepseek-v3.2", gpu, "vllm", stated, 64)
+
+
+def _check_block(model, gpu, engine, stated, expected):
     # review finding: vllm/platforms/cuda.py check_and_update_config forces an MLA model's KV block size to its MLA
     # backend's page ("Forcing kv cache block size to 64 for FlashMLA backend"); sizer kept 16
     deployment = {"engine": engine, "tensor_parallel_size": 8, "max_model_len": 32768}
     if stated:
         deployment["block_size"] = stated
-    r = resolve(scenario_from_dict({"model": "deepseek-v3", "hardware": gpu, "deployment": deployment,
+    r = resolve(scenario_from_dict({"model": model, "hardware": gpu, "deployment": deployment,
                                     "workload": {"arrival": {"rate_per_s": 1},
                                                  "prompt_tokens": {"distribution": "fixed", "value": 1000},
                                                  "output_tokens": {"distribution": "fixed", "value": 200}}}, None))
