@@ -197,6 +197,10 @@ SANDWICH_NORM_TYPES = ("gemma2", "gemma3", "gemma3_text")
 # model_types whose attention adds a learned sink logit per head (weights `self_attn.sinks`, not a config key):
 # gpt-oss (transformers models/gpt_oss/modeling_gpt_oss.py GptOssAttention.sinks; vLLM models/gpt_oss.py)
 SINK_TYPES = ("gpt_oss",)
+# model_types whose attention_bias biases o_proj as well as q, k and v (transformers LlamaAttention, GptOssAttention,
+# Qwen3Attention, Qwen3MoeAttention, Olmo2Attention: o_proj bias=config.attention_bias); Qwen2's never does, and a
+# family not checked keeps q, k and v's alone (GLM-4.5's attention_bias leaves o_proj unbiased)
+O_PROJ_BIAS_TYPES = ("llama", "gpt_oss", "qwen3", "qwen3_moe", "olmo2")
 # model_types whose routed experts and router carry biases (transformers GptOssExperts gate_up_proj_bias and
 # down_proj_bias, GptOssTopKRouter bias; vLLM models/gpt_oss.py loads them)
 EXPERT_BIAS_TYPES = ("gpt_oss",)

@@ -38,6 +38,7 @@ from sizer.inputs.config_keys import (
     MODEL_TYPES,
     NON_GATED_MLP_TYPES,
     NOT_DECODER_TYPES,
+    O_PROJ_BIAS_TYPES,
     QK_NORM_TYPES,
     SANDWICH_NORM_TYPES,
     SINK_TYPES,
@@ -395,8 +396,7 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
     c["norms_per_layer"] = 4 if c["model_type"] in SANDWICH_NORM_TYPES else 2
     c["expert_biases"] = c["model_type"] in EXPERT_BIAS_TYPES
     c["non_gated_mlp"] = c["model_type"] in NON_GATED_MLP_TYPES
-    # attention_bias biases o_proj too (Llama's, gpt-oss's, Qwen3's attention), but Qwen2's q/k/v alone, always
-    c["o_proj_bias"] = bool(c["attention_bias"]) and c["model_type"] != "qwen2"
+    c["o_proj_bias"] = bool(c["attention_bias"]) and c["model_type"] in O_PROJ_BIAS_TYPES
     if c["attention_bias"] is None:
         c["attention_bias"] = c["model_type"] == "qwen2"
     if c["mlp_bias"]:
