@@ -300,13 +300,18 @@ def make_plan(r: Resolved) -> Plan:
     else:
         tokens_per_req = min(e.max_model_len, int(round(prompt_mean + output_mean)))
         tokens_source = "mean prompt + mean output (a request at its end)"
+    # a disaggregated replica's requests hold their KV on its decode pools, each a KV cache of its own
+    pools = r.disaggregation.num_decode_replicas if r.disaggregation else 1
     if r.slots is None:
         # KV cache plus the recurrent state set aside (hybrid models), over what one request holds of both
-        requests_held = p.dp * budget.sequences_held(kv.sequence_bytes(tokens_per_req, e.block_size))
+        requests_held = pools * p.dp * budget.sequences_held(kv.sequence_bytes(tokens_per_req, e.block_size))
     else:
         requests_held = slot_requests_held(r.slots, tokens_per_req)
+    # the rate memory allows: that many requests in flight over their time in system at the batch they make
+    t_full = None if w.time_in_system_s is not None else \
+        (times.prefill_ms + output_mean * times.decode_memory_limited_batch_ms) / 1e3
     capacity = littles_law(rate, t_sys, t_source, tokens_per_req, tokens_source, kv.bytes_per_token,
-                           budget.kv_tokens * p.dp, requests_held)
+                           budget.kv_tokens * p.dp * pools, requests_held, t_full)
 
     sequences = w.concurrent_sequences or max(1, math.ceil(capacity.requests_in_flight))
     source = "scenario" if w.concurrent_sequences else "Little's law (requests in flight, rounded up)"

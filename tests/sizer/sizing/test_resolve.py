@@ -356,3 +356,24 @@ def _check_block(model, gpu, engine, stated, expected):
                                                  "prompt_tokens": {"distribution": "fixed", "value": 1000},
                                                  "output_tokens": {"distribution": "fixed", "value": 200}}}, None))
     assert r.engine.block_size == expected == r.memory.block_size
+
+
+def test_the_rate_memory_allows_is_at_the_batch_memory_holds_and_counts_every_decode_pool():
+    # review finding: the rate memory allows was the requests memory holds over the time in system at the stated
+    # rate's batch (1 req/s: a few sequences), where holding them makes every decode step the memory-limited
+    # batch's: Llama-3.1-70B at TP 4 said 88 req/s at 1 req/s and 34 at 88 req/s. Now both say
+    # held / (prefill + outputs x the memory-limited batch's decode step)
+    plans = [make_plan(resolve(scenario_from_dict(
+        {"model": "llama-3.1-70b", "hardware": "h100", "deployment": {"tensor_parallel_size": 4},
+         "workload": {"arrival": {"rate_per_s": rate}, "prompt_tokens": {"distribution": "fixed", "value": 1024},
+                      "output_tokens": {"distribution": "fixed", "value": 256}}}, None))) for rate in (1, 88)]
+    for plan in plans:
+        c, st = plan.capacity, plan.step_times
+        full_s = (st.prefill_ms + 256 * st.decode_memory_limited_batch_ms) / 1e3
+        assert c.max_arrival_rate_for_memory_per_s == pytest.approx(c.requests_held_per_replica / full_s)
+    assert plans[0].capacity.max_arrival_rate_for_memory_per_s == plans[1].capacity.max_arrival_rate_for_memory_per_s
+    # a disaggregated replica's requests hold their KV on each of its decode pools: 3 of them hold 3 x one's
+    one = make_plan(resolve(scenario()))
+    three = make_plan(resolve(scenario(disaggregated={"prefill_replicas": 2, "decode_replicas": 3})))
+    assert three.capacity.requests_held_per_replica == 3 * one.capacity.requests_held_per_replica
+    assert three.capacity.kv_capacity_tokens == 3 * one.capacity.kv_capacity_tokens
