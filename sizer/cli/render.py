@@ -395,12 +395,14 @@ def render_simulation_metrics(name: str, m: MetricsSummary, console: Console, re
         console.print(f"per-request records: {requests_csv}")
 
 
-def render_search(result: SearchResult, scenario_path: str, console: Console, show_rejected: bool) -> None:
-    """`sizer search`: the ranked configurations, the rejected, the recommendation."""
+def render_search(result: SearchResult, scenario_path: str, console: Console, show_rejected: bool,
+                  traffic_flags: str) -> None:
+    """`sizer search`: the ranked configurations, the rejected, the recommendation; `traffic_flags`: the workload and
+    SLO flags the search was given, which its re-check command repeats."""
     ok = [o for o in result.outcomes if o.status == "ok"]
     rejected = [o for o in result.outcomes if o.status != "ok"]
     if result.by_device_memory:
-        return _render_slot_search(result, scenario_path, console, show_rejected, ok, rejected)
+        return _render_slot_search(result, scenario_path, console, show_rejected, ok, rejected, traffic_flags)
     narrow = console.width < WIDE_SEARCH
     table = Table(title=f"{result.scenario}: {len(result.outcomes)} configurations for "
                         f"{result.target_rate_per_s:g} req/s, "
@@ -436,7 +438,7 @@ def render_search(result: SearchResult, scenario_path: str, console: Console, sh
     if best:
         console.print(styled(("recommended", "bold green"), f": {best.replicas} x {best.candidate.label} = "
                              f"{count(best.gpus, 'GPU')}, ${best.usd_per_hour:,.2f}/hour; binds on {best.binding}"))
-        console.print(f"re-check: sizer plan {scenario_path} {best.candidate.plan_flags()} --simulate")
+        console.print(f"re-check: sizer plan {scenario_path} {_rechecked(best, traffic_flags)} --simulate")
     else:
         console.print("no priced configuration meets the SLO", style="bold red")
     for note in result.notes:
@@ -452,8 +454,13 @@ def _render_rejected(rejected: list[Outcome], console: Console, show_rejected: b
             console.print(f"  ✗ {o.candidate.label}: {o.binding}: {o.reason}")
 
 
+def _rechecked(best: Outcome, traffic_flags: str) -> str:
+    """The plan flags of the recommended configuration, and the search's own workload and SLO flags."""
+    return " ".join(f for f in (best.candidate.plan_flags(), traffic_flags) if f)
+
+
 def _render_slot_search(result: SearchResult, scenario_path: str, console: Console, show_rejected: bool,
-                        ok: list[Outcome], rejected: list[Outcome]) -> None:
+                        ok: list[Outcome], rejected: list[Outcome], traffic_flags: str) -> None:
     """llama.cpp / Ollama: the passing configurations smallest machine first, in the slot answers' terms."""
     table = Table(title=f"{result.scenario}: {len(result.outcomes)} configurations for {result.target_rate_per_s:g} "
                         "req/s", title_justify="left",
@@ -473,7 +480,7 @@ def _render_slot_search(result: SearchResult, scenario_path: str, console: Conso
         console.print(styled(("recommended", "bold green"), f": {best.candidate.label}: "
                              f"{best.tokens_per_s_per_user:.1f} tokens/s per user, first token in "
                              f"{best.slot_ttft_ms / 1e3:.2f} s; binds on {best.binding}"))
-        console.print(f"re-check: sizer plan {scenario_path} {best.candidate.plan_flags()} --simulate "
+        console.print(f"re-check: sizer plan {scenario_path} {_rechecked(best, traffic_flags)} --simulate "
                       f"(the scenario set to {count(best.candidate.slots, 'slot')})")
     else:
         console.print("no configuration meets the targets", style="bold red")

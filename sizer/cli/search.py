@@ -97,7 +97,8 @@ def command(
     if as_json:
         typer.echo(to_json(to_dict(result)))
     else:
-        render_search(result, str(scenario), terminal(wide, stderr=emits_to_stdout(emit, emit_to)), show_rejected)
+        render_search(result, str(scenario), terminal(wide, stderr=emits_to_stdout(emit, emit_to)), show_rejected,
+                      traffic.flags())
     write_emitted(text, emit_to)
 
 

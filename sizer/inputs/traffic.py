@@ -25,6 +25,13 @@ class Traffic:
     share: float | None = None
     tpot_ms: float | None = None
 
+    def flags(self) -> str:
+        """The flags given, as a command line writes them again (a re-check with the same workload and SLO)."""
+        given = (("--rate", self.rate_per_s), ("--prompt-tokens", self.prompt_tokens),
+                 ("--output-tokens", self.output_tokens), ("--ttft-ms", self.ttft_ms), ("--itl-ms", self.itl_ms),
+                 ("--tpot-ms", self.tpot_ms), ("--share", self.share))
+        return " ".join(f"{flag} {value:g}" for flag, value in given if value is not None)
+
 
 _TOKEN_FLAGS = {"prompt_tokens": "--prompt-tokens", "output_tokens": "--output-tokens"}
 

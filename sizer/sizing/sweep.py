@@ -2,8 +2,10 @@
 
     expand     the sweep file's axes (sizer/inputs/sweep_file.py) -> points, their product
     hash       each point's key: SHA-256 of the base scenario with the point's changes made
-               (sizer/inputs/variant.py) and the settings that change its numbers; its seed derives
-               from that hash, so a point's result does not depend on order, worker or backend
+               (sizer/inputs/variant.py) and the settings that change its numbers; every point simulates
+               with the base scenario's seed, as `plan --simulate` would the same configuration (the same
+               draws for every point: rows differ by their configuration alone, not by their luck), so a
+               point's result does not depend on order, worker, backend or the constraints beside it
     prune      before any simulation: points that do not fit in memory, whose SLO targets lie below the
                per-token floor (weights streamed once per step), that break a constraint at their
                analytic bound, or that need more than max_replicas by it
@@ -57,8 +59,9 @@ from sizer.words import count
 from validation.errors import FieldError, excerpt
 from validation.schema import field_value
 
-# Bumped when a row's meaning changes: points hashed under another version are simulated again.
-ROW_VERSION = 1
+# Bumped when a row's meaning changes: points hashed under another version are simulated again (2: each point's
+# seed is the base scenario's, not one derived from its hash).
+ROW_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -340,11 +343,6 @@ def point_hash(sweep: Sweep, point: Point) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 
-def seed_of(digest: str) -> int:
-    """The point's simulation seed: the hash's first 60 bits (below the scenario's 2^63 bound)."""
-    return int(digest[:15], 16)
-
-
 def scenario_gpu(sweep: Sweep) -> str:
     gpu = sweep.data.get("hardware")
     return gpu if isinstance(gpu, str) else gpu.get("gpu", gpu.get("base"))    # `base:` is `gpu:` by another name
@@ -358,18 +356,16 @@ def _shorthands(data: dict) -> dict:
 
 @dataclass(frozen=True)
 class Task:
-    """What a worker needs besides the shared sweep: the point, its hash and its seed."""
+    """What a worker needs besides the shared sweep: the point, its hash and its seed (the base scenario's)."""
     point: Point
     point_hash: str
     seed: int
 
 
 def tasks(sweep: Sweep) -> list[Task]:
-    out = []
-    for p in sweep.points:
-        digest = point_hash(sweep, p)
-        out.append(Task(p, digest, seed_of(digest)))
-    return out
+    # the base scenario's seed (validated as it was read; 0 by default, as a scenario's), the same for every point
+    seed = (sweep.data.get("workload") or {}).get("seed") or 0
+    return [Task(p, point_hash(sweep, p), seed) for p in sweep.points]
 
 
 def _prepare(sweep: Sweep, task: Task) -> tuple[SweepRow, Resolved | None, Plan | None]:

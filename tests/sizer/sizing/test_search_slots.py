@@ -103,3 +103,16 @@ def test_emit_writes_the_recommended_slot_count():
                                       "--slots", "4", "--workers", "1", "--num-requests", "50", "--emit", "ollama"])
     assert result.exit_code == 0, result.output
     assert "OLLAMA_NUM_PARALLEL=4" in result.stdout
+
+
+def test_the_re_check_command_repeats_the_searchs_workload_and_slo_flags():
+    # review finding: the re-check line dropped --rate and the SLO flags, so it re-checked the scenario's own
+    # workload (6 req/s: 1 replica) where the search had sized --rate 40 (2 replicas)
+    ollama = ROOT / "scenarios" / "ollama-jetson-orin-edge.yaml"
+    result = CliRunner().invoke(app, ["search", str(ollama), "--gpus", "jetson-agx-orin-64gb", "--weights", "q4_k_m",
+                                      "--slots", "4", "--workers", "1", "--num-requests", "50", "--rate", "0.05",
+                                      "--ttft-ms", "60000"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())        # the line as the terminal wraps it, joined
+    assert ("re-check: sizer plan " + str(ollama) + " --gpu jetson-agx-orin-64gb --weights q4_k_m --rate 0.05 "
+            "--ttft-ms 60000 --simulate") in text, text

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from sizer.cli import app
 from sizer.inputs.sweep_file import load_sweep
 from sizer.outputs.sweep_store import ResultStore, read_rows, schema
-from sizer.sizing.sweep import Point, evaluate_point, point_hash, prune, run_sweep, seed_of, tasks
+from sizer.sizing.sweep import Point, evaluate_point, point_hash, prune, run_sweep, tasks
 from validation.errors import FieldError
 
 runner = CliRunner()
@@ -87,15 +87,23 @@ def test_a_results_file_from_before_the_tpot_column_still_reads(tmp_path):
     assert "tpot_target_ms" in read_rows(path, "--results").column_names
 
 
-def test_point_hash_depends_on_the_configuration_not_order_and_sets_the_seed(tmp_path):
+def test_point_hash_depends_on_the_configuration_not_order_and_every_point_takes_the_base_seed(tmp_path):
     a = sweep_of(write_sweep(tmp_path, {"gpu": ["h100-sxm", "h200"], "rate_per_s": [2, 4]}))
     b = sweep_of(write_sweep(tmp_path, {"rate_per_s": [4, 2], "gpu": ["h200", "h100-sxm"]}))
     assert {t.point_hash for t in tasks(a)} == {t.point_hash for t in tasks(b)}
     assert len({t.point_hash for t in tasks(a)}) == 4
     # the base scenario's own GPU and rate restated hash as the base itself
     assert point_hash(a, Point(gpu="h100-sxm", rate_per_s=6)) == point_hash(a, Point())
-    t = tasks(a)[0]
-    assert t.seed == int(t.point_hash[:15], 16) == seed_of(t.point_hash)
+    # review finding: each point's seed came from its hash, which holds the constraints, so a constraint no point
+    # came near changed an L40S point from 12 replicas to 11 (where `plan --simulate` needs 12), and a looser TTFT
+    # target needed more replicas than a tighter one; every point now draws the base scenario's workload, as
+    # `plan --simulate` does (the scenario's seed, 0 unless stated)
+    assert {t.seed for t in tasks(a)} == {0}
+    path = write_sweep(tmp_path, {"gpu": ["h100-sxm", "h200"]})
+    base = yaml.safe_load((tmp_path / "base.yaml").read_text())
+    base["workload"]["seed"] = 11
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(base))
+    assert {t.seed for t in tasks(sweep_of(path))} == {11}
 
 
 def test_pruning_by_memory_slo_floor_and_constraints(tmp_path):
