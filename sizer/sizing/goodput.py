@@ -82,11 +82,19 @@ def replica_load(result, ridge: float) -> ReplicaLoad:
     return ReplicaLoad(min(1.0, busy / span) if span > 0 else 0.0, bound / busy if busy > 0 else 0.0)
 
 
-def rate_bound_per_s(plan) -> float:
-    """An optimistic rate one replica can sustain: 1.5 / (mean prefill + mean output / decode tokens/s at the
-    largest batch the KV cache holds). 1.5: chunked prefill overlaps prefill with decodes in a step."""
-    st = plan.step_times
-    return 1.5 / (st.prefill_ms / 1e3 + st.output_tokens_mean / st.decode_memory_limited_tokens_per_s)
+def rate_bound_per_s(plan, r: Resolved) -> float:
+    """An optimistic rate one replica can sustain: 1.5 / (mean prefill of what the prefix cache may not hold +
+    mean output / decode tokens/s at the largest batch the KV cache holds). 1.5: chunked prefill overlaps prefill
+    with decodes in a step. A shared prefix is taken as always cached (its share of the prompt's prefill saved:
+    the prefill is near linear in its tokens, less where the new tokens attend to the cached ones, so the bound
+    stays above the rate); a Mooncake trace's blocks may all repeat, so its prefill is not counted."""
+    st, w = plan.step_times, r.workload
+    uncached = 1.0
+    if r.engine.enable_prefix_caching and w.trace is not None and w.trace.format == "mooncake":
+        uncached = 0.0
+    elif r.engine.enable_prefix_caching and w.shared_prefix is not None and st.prompt_tokens_mean > 0:
+        uncached = 1.0 - w.shared_prefix.share * min(1.0, w.shared_prefix.tokens / st.prompt_tokens_mean)
+    return 1.5 / (uncached * st.prefill_ms / 1e3 + st.output_tokens_mean / st.decode_memory_limited_tokens_per_s)
 
 
 def goodput_rate(resolved: Resolved, upper_per_s: float, settings: GoodputSettings,

@@ -208,7 +208,7 @@ def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = Goodput
         replicas, source, status = plan.cost.replicas, plan.cost.replicas_source, SizingStatus.NO_SLO
     else:
         replicas, source = (stated, plan.cost.replicas_source if server else "scenario") if stated else (None, None)
-        upper = rate_bound_per_s(plan)
+        upper = rate_bound_per_s(plan, r)
         floor = rate / max_replicas if max_replicas else 0.0
         goodput = goodput_rate(r, upper, settings, floor, simulated)
         if goodput.rate_per_s > 0:

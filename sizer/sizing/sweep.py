@@ -408,7 +408,7 @@ def _pruned_by(sweep: Sweep, r: Resolved, plan: Plan) -> tuple[str, str] | None:
                                 ("TPOT", slo.tpot_ms, per_token_floor_ms), ("E2E", slo.e2e_ms, floor_ms)):
         if target is not None and target < bound:
             return name, f"{name} target {target:g} ms below the {bound:.3g} ms a step takes to stream the weights"
-    fewest = replicas_for(plan.capacity.arrival_rate_per_s, rate_bound_per_s(plan))
+    fewest = replicas_for(plan.capacity.arrival_rate_per_s, rate_bound_per_s(plan, r))
     if fewest > sweep.settings.max_replicas:
         return "replicas", (f"needs at least {fewest} replicas at the analytic rate bound, more than "
                             f"max_replicas {sweep.settings.max_replicas}")
@@ -461,7 +461,8 @@ def _evaluate(sweep: Sweep, task: Task) -> SweepRow:
                     "operating_rate_per_replica_per_s": point.rate_per_s}
     cost = sizing.cost
     row = dataclasses.replace(
-        row, kv_cache_gib_per_gpu=plan.memory.kv_cache_bytes / GiB, rate_bound_per_replica_per_s=rate_bound_per_s(plan),
+        row, kv_cache_gib_per_gpu=plan.memory.kv_cache_bytes / GiB,
+        rate_bound_per_replica_per_s=rate_bound_per_s(plan, r),
         goodput_per_replica_per_s=sizing.goodput_per_replica_per_s, sizing_status=sizing.status.value,
         replicas=sizing.replicas, gpus=cost.gpus if cost else None, usd_per_hour=cost.usd_per_hour if cost else None,
         usd_per_million_output_tokens=cost.usd_per_million_output_tokens if cost else None, **metrics)

@@ -127,18 +127,19 @@ def test_one_replica_at_the_peak_takes_its_slo_rate_from_the_sizing_and_a_capped
     # Traffic doubling monthly for 4 months with max_replicas 1: the months whose peak passes that rate are said
     # to be capped, not shown as if one replica were enough.
     s = load_scenario(ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml")
-    sch = ScheduleSection(points=[SchedulePoint("00:00", 2.0)], growth_per_month=1.0, months=4)
+    sch = ScheduleSection(points=[SchedulePoint("00:00", 1.5)], growth_per_month=1.0, months=4)
     w = dataclasses.replace(s.workload, num_requests=300, schedule=sch)
     r = resolve(dataclasses.replace(s, workload=w, autoscaling=AutoscalingSection(scale_ahead=False,
                                                                                     max_replicas=1)))
     day, _ = plan_day(r, make_plan(r), FAST)
-    assert day.peak_replicas == 1 and day.slo_rate_per_replica_per_s > 2 * 2.0
-    # the peaks are 4, 8, 16 and 32 req/s; the SLO rate per replica lies between 8 and 16 here (15.5 req/s when
-    # written), so months 3 and 4 pass it
-    assert 8.0 < day.target_per_replica_per_s < 16.0
-    assert [m.peak_rate_per_s for m in day.growth] == [4.0, 8.0, 16.0, 32.0]
+    assert day.peak_replicas == 1 and day.slo_rate_per_replica_per_s > 2 * 1.5
+    # the peaks are 3, 6, 12 and 24 req/s; the SLO rate per replica lies between 12 and 24 here (15.5 req/s when
+    # written, 16.1 since the rate bound the goodput bisection starts from counts the cached system prompt), so
+    # month 4 passes it
+    assert 12.0 < day.target_per_replica_per_s < 24.0
+    assert [m.peak_rate_per_s for m in day.growth] == [3.0, 6.0, 12.0, 24.0]
     assert {m.peak_replicas for m in day.growth} == {1}
-    assert any(n.startswith("months 3, 4 ahead") and "SLO is missed" in n for n in day.notes)
+    assert any(n.startswith("months 4 ahead") and "SLO is missed" in n for n in day.notes)
     # 300 requests against FAST's 200 a goodput probe: enough, so no note on a short run
     assert not any("queues may not build" in n for n in day.notes)
     short = dataclasses.replace(r, workload=dataclasses.replace(r.workload, num_requests=50))

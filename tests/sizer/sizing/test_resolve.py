@@ -9,6 +9,7 @@ import pytest
 from sizer.errors import InputError
 from sizer.inputs.hardware import host_link, load_hardware, scale_up_link
 from sizer.inputs.scenario import scenario_from_dict
+from sizer.sizing.goodput import rate_bound_per_s
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulation_config
@@ -377,3 +378,19 @@ def test_the_rate_memory_allows_is_at_the_batch_memory_holds_and_counts_every_de
     three = make_plan(resolve(scenario(disaggregated={"prefill_replicas": 2, "decode_replicas": 3})))
     assert three.capacity.requests_held_per_replica == 3 * one.capacity.requests_held_per_replica
     assert three.capacity.kv_capacity_tokens == 3 * one.capacity.kv_capacity_tokens
+
+
+def test_the_rate_bound_prunes_only_what_no_cache_hit_could_save():
+    # review finding: a sweep pruned an H100 point as needing 2 replicas "at the analytic rate bound" when one met
+    # the SLO: the bound priced the whole prompt's prefill where a shared 1,000-token system prompt is served from
+    # the prefix cache. The bound takes the cached share as saved: prefill x (1 - share x prefix / prompt)
+    base = {"model": "llama-3.1-8b", "hardware": "h100",
+            "workload": {"arrival": {"rate_per_s": 1}, "prompt_tokens": {"distribution": "fixed", "value": 2000},
+                         "output_tokens": {"distribution": "fixed", "value": 100}}}
+    plain = resolve(scenario_from_dict(base, None))
+    cached = resolve(scenario_from_dict({**base, "workload": {**base["workload"], "shared_prefix": {
+        "share": 1.0, "tokens": 1000}}}, None))
+    st = make_plan(plain).step_times
+    decode_s = st.output_tokens_mean / st.decode_memory_limited_tokens_per_s
+    assert rate_bound_per_s(make_plan(plain), plain) == pytest.approx(1.5 / (st.prefill_ms / 1e3 + decode_s))
+    assert rate_bound_per_s(make_plan(cached), cached) == pytest.approx(1.5 / (0.5 * st.prefill_ms / 1e3 + decode_s))
