@@ -35,7 +35,8 @@ def method_notes(settings: GoodputSettings, num_requests: int) -> tuple[str, ...
             f"{settings.rate_tolerance:.0%}",
             f"replicas: the fewest whose operating point meets the SLO (one replica at target rate / replicas, the "
             f"scenario's {num_requests:,} requests; Poisson traffic split at random stays Poisson), from "
-            f"ceil(target rate / goodput); at most {settings.max_extra_replicas} more",
+            f"ceil(target rate / goodput); {settings.max_extra_replicas} more one by one, then doubled to "
+            f"{settings.max_replica_growth}x that, while the SLO is missed",
             "cost per million output tokens at the target rate x mean output tokens")
 
 
@@ -89,10 +90,12 @@ def _fewest_meeting(at: _OperatingPoints, meeting: int) -> int:
 
 def _fewest_replicas(at: _OperatingPoints, goodput: Goodput, settings: GoodputSettings) -> int:
     """The fewest replicas whose operating point meets the SLO, searched from ceil(target / goodput): one fewer
-    while that still meets (bisected after LINEAR_STEPS), one more while it misses (at most
-    `settings.max_extra_replicas` more; the last tried then). The short probes only choose where to start,
-    so the count does not depend on their settings."""
-    replicas = replicas_for(at.rate_per_s, goodput.rate_per_s)
+    while that still meets (bisected after LINEAR_STEPS), one more while it misses (`settings.max_extra_replicas`
+    more), then doubled while it still misses, to `settings.max_replica_growth` x the start, and bisected back
+    (the last tried when none meets). The short probes only choose where to start, so the count does not depend on
+    their settings; where they are optimistic (a goodput probe shorter than the operating point), the doubling
+    still finds the count."""
+    start = replicas = replicas_for(at.rate_per_s, goodput.rate_per_s)
     if at(replicas).met:
         steps = 0
         while replicas > 1 and at(replicas - 1).met:
@@ -100,11 +103,20 @@ def _fewest_replicas(at: _OperatingPoints, goodput: Goodput, settings: GoodputSe
             steps += 1
             if steps == LINEAR_STEPS:             # far above the fewest: bisect the rest
                 return _fewest_meeting(at, replicas)
-    else:
-        for _ in range(settings.max_extra_replicas):
-            replicas += 1
-            if at(replicas).met:
-                break
+        return replicas
+    for _ in range(settings.max_extra_replicas):
+        replicas += 1
+        if at(replicas).met:
+            return replicas
+    cap = max(replicas, settings.max_replica_growth * start)
+    while replicas < cap:
+        missed, replicas = replicas, min(cap, 2 * replicas)
+        if at(replicas).met:                      # between the last that missed and this one
+            lo, hi = missed, replicas
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (lo, mid) if at(mid).met else (mid, hi)
+            return hi
     return replicas
 
 

@@ -30,7 +30,8 @@ class GoodputSettings:
     num_requests: int = 600            # simulated requests per probed rate
     rate_tolerance: float = 0.05       # bisection stops when the bracket's ratio is within 1 + this
     low_rate_fraction: float = 1 / 64  # the lowest rate tried, as a share of the analytic bound
-    max_extra_replicas: int = 5        # most replicas added above ceil(target / goodput) while the SLO is missed
+    max_extra_replicas: int = 5        # most replicas added one by one above ceil(target / goodput) while missed
+    max_replica_growth: int = 4        # then doubled, to this many times ceil(target / goodput), while still missed
 
 
 @dataclass(frozen=True)

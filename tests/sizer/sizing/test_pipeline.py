@@ -88,10 +88,19 @@ def test_fewer_replicas_while_the_full_run_still_meets(monkeypatch):
     assert "fewer also meet" in sizing.cost.replicas_source
 
 
-def test_missed_when_no_count_within_the_extra_replicas_meets(monkeypatch):
+def test_past_the_extra_replicas_the_count_doubles_then_bisects(monkeypatch):
+    # review finding: the search stopped 5 replicas above ceil(target / goodput), so where the short probes were
+    # optimistic a looser SLO came out missed on 40 replicas where a tighter one met on 52. Here 4 ... 9 replicas
+    # all run above the 1 req/s full-length knee; 16 (4 x the start, at 0.625 req/s) meets; bisected in (9, 16]:
+    # 12 meets, 10 (1.0 req/s) meets, so 10
     sizing, _ = sized(monkeypatch, 3.0, 1.0)
-    # 4 ... 4 + max_extra_replicas = 9 replicas all run above 1 req/s: the last tried (9) is reported, missing
-    assert (sizing.status, sizing.replicas, sizing.replicas_for_slo) == (SizingStatus.MISSED, 9, None)
+    assert (sizing.status, sizing.replicas, sizing.replicas_for_slo) == (SizingStatus.MET, 10, 10)
+
+
+def test_missed_when_no_count_up_to_the_growth_meets(monkeypatch):
+    sizing, _ = sized(monkeypatch, 3.0, 0.5)
+    # 4 ... 9, then 16 (max_replica_growth 4 x 4) all run above 0.5 req/s: the last tried (16) is reported, missing
+    assert (sizing.status, sizing.replicas, sizing.replicas_for_slo) == (SizingStatus.MISSED, 16, None)
     assert sizing.slo_met is False
     assert sizing.verdict.startswith("SLO missed") and "more replicas than tried needed" in sizing.verdict
 
