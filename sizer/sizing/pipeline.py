@@ -228,6 +228,13 @@ def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = Goodput
             needed = tried if at(tried).met else None
             if not stated:
                 replicas, source = tried, _source(rate, goodput, tried, needed is not None)
+        if (max_replicas and not stated and (needed is None or needed > max_replicas)
+                and floor > upper * settings.low_rate_fraction and at(max_replicas).met):
+            # the short probes missed at target / max_replicas (or started above it), yet the operating point of
+            # max_replicas meets: the count is the operating point's, as without the cap
+            needed = replicas = _fewest_meeting(at, max_replicas)
+            source = (f"{replicas} at the operating point, the fewest of at most max_replicas {max_replicas} (the "
+                      "goodput probes missed at target / max_replicas)")
         if max_replicas and not stated and (replicas or 0) > max_replicas:
             status, replicas, source = SizingStatus.TOO_MANY_REPLICAS, None, None
         elif replicas and at(replicas).met:

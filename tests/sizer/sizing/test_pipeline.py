@@ -181,3 +181,12 @@ def test_a_long_operating_point_shows_its_requests_as_a_part_of_the_sizing_displ
     display = Display()
     _, calls = sized(monkeypatch, 3.0, 3.0, progress=display)
     assert display.parts == [] and display.counted == list(range(1, len(calls) + 1))
+
+
+def test_max_replicas_keeps_a_count_the_operating_point_meets_at_the_cap(monkeypatch):
+    # review finding: search rejected a configuration that met the SLO on exactly max_replicas (plan --simulate
+    # met it on 12; search --max-replicas 12 said "needs more than 12"): the short probes miss at target /
+    # max_replicas = 10 / 8 = 1.25 req/s (their knee 1.2), the operating point of 8 replicas meets (its knee 1.3)
+    sizing, _ = sized(monkeypatch, 1.2, 1.3, max_replicas=8)
+    assert (sizing.status, sizing.replicas, sizing.replicas_for_slo) == (SizingStatus.MET, 8, 8)
+    assert "the fewest of at most max_replicas 8" in sizing.cost.replicas_source
