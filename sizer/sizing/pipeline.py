@@ -132,9 +132,9 @@ def _verdict(status: SizingStatus, replicas: int | None, point: SLOProbe | None,
     if status is SizingStatus.TOO_MANY_REPLICAS and goodput.rate_per_s > 0:
         return (f"the SLO needs more than {max_replicas} replicas: one replica meets it up to "
                 f"{goodput.rate_per_s:.3g} req/s")
-    if status is SizingStatus.TOO_MANY_REPLICAS:
-        return (f"the SLO needs more than {max_replicas} replicas: {goodput.binding} is missed at "
-                f"{goodput.ceiling_per_s:.3g} req/s per replica")
+    if status is SizingStatus.TOO_MANY_REPLICAS:       # lower rates were not tried: whether more replicas help is open
+        return (f"the SLO is not met on {max_replicas} replicas or fewer: {goodput.binding} is missed at "
+                f"{goodput.ceiling_per_s:.3g} req/s per replica (lower rates not tried)")
     where = f"at {point.rate_per_s:.3g} req/s per replica on {count(replicas, 'replica')}"
     if status is SizingStatus.NO_SLO:
         return f"no SLO targets; simulated {where}"
