@@ -30,7 +30,9 @@ class Traffic:
         given = (("--rate", self.rate_per_s), ("--prompt-tokens", self.prompt_tokens),
                  ("--output-tokens", self.output_tokens), ("--ttft-ms", self.ttft_ms), ("--itl-ms", self.itl_ms),
                  ("--tpot-ms", self.tpot_ms), ("--share", self.share))
-        return " ".join(f"{flag} {value:g}" for flag, value in given if value is not None)
+        # every digit (a whole number without its point)
+        return " ".join(f"{flag} {int(value) if float(value).is_integer() else repr(value)}"
+                        for flag, value in given if value is not None)
 
 
 _TOKEN_FLAGS = {"prompt_tokens": "--prompt-tokens", "output_tokens": "--output-tokens"}

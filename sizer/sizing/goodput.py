@@ -82,19 +82,28 @@ def replica_load(result, ridge: float) -> ReplicaLoad:
     return ReplicaLoad(min(1.0, busy / span) if span > 0 else 0.0, bound / busy if busy > 0 else 0.0)
 
 
-def rate_bound_per_s(plan, r: Resolved) -> float:
-    """An optimistic rate one replica can sustain: 1.5 / (mean prefill of what the prefix cache may not hold +
+def rate_bound_per_s(plan, cached_share: float = 0.0) -> float:
+    """An optimistic rate one replica can sustain: 1.5 / (mean prefill of the share of the prompt not cached +
     mean output / decode tokens/s at the largest batch the KV cache holds). 1.5: chunked prefill overlaps prefill
-    with decodes in a step. A shared prefix is taken as always cached (its share of the prompt's prefill saved:
-    the prefill is near linear in its tokens, less where the new tokens attend to the cached ones, so the bound
-    stays above the rate); a Mooncake trace's blocks may all repeat, so its prefill is not counted."""
-    st, w = plan.step_times, r.workload
-    uncached = 1.0
-    if r.engine.enable_prefix_caching and w.trace is not None and w.trace.format == "mooncake":
-        uncached = 0.0
-    elif r.engine.enable_prefix_caching and w.shared_prefix is not None and st.prompt_tokens_mean > 0:
-        uncached = 1.0 - w.shared_prefix.share * min(1.0, w.shared_prefix.tokens / st.prompt_tokens_mean)
-    return 1.5 / (uncached * st.prefill_ms / 1e3 + st.output_tokens_mean / st.decode_memory_limited_tokens_per_s)
+    with decodes in a step. The goodput bisection starts from it with nothing cached (its lowest rate tried is a
+    share of it, so an optimistic start could skip the goodput); a sweep prunes by it with `cached_prefill_share`."""
+    st = plan.step_times
+    prefill_s = (1.0 - cached_share) * st.prefill_ms / 1e3
+    return 1.5 / (prefill_s + st.output_tokens_mean / st.decode_memory_limited_tokens_per_s)
+
+
+def cached_prefill_share(r: Resolved, plan) -> float:
+    """The share of a mean prompt a shared prefix may serve from the prefix cache, at most: its share of requests x
+    its share of the prompt, where the prefix cache is on and every prefix fits the KV cache at once (the prefill is
+    near linear in its tokens, less where the new tokens attend to the cached ones, so the bound stays above the
+    rate); 0 otherwise (a trace's reuse is not known before it is replayed)."""
+    w, st = r.workload, plan.step_times
+    sp = w.shared_prefix
+    if not r.engine.enable_prefix_caching or sp is None or st.prompt_tokens_mean <= 0:
+        return 0.0
+    if sp.num_prefixes * sp.num_tenants * sp.tokens > plan.capacity.kv_capacity_tokens:
+        return 0.0
+    return sp.share * min(1.0, sp.tokens / st.prompt_tokens_mean)
 
 
 def goodput_rate(resolved: Resolved, upper_per_s: float, settings: GoodputSettings,

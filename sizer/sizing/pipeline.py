@@ -88,13 +88,14 @@ def _fewest_meeting(at: _OperatingPoints, meeting: int) -> int:
     return hi
 
 
-def _fewest_replicas(at: _OperatingPoints, goodput: Goodput, settings: GoodputSettings) -> int:
+def _fewest_replicas(at: _OperatingPoints, goodput: Goodput, settings: GoodputSettings,
+                     max_replicas: int | None = None) -> int:
     """The fewest replicas whose operating point meets the SLO, searched from ceil(target / goodput): one fewer
     while that still meets (bisected after LINEAR_STEPS), one more while it misses (`settings.max_extra_replicas`
     more), then doubled while it still misses, to `settings.max_replica_growth` x the start, and bisected back
-    (the last tried when none meets). The short probes only choose where to start, so the count does not depend on
-    their settings; where they are optimistic (a goodput probe shorter than the operating point), the doubling
-    still finds the count."""
+    (the last tried when none meets; no further than `max_replicas`). The short probes only choose where to start,
+    so the count does not depend on their settings; where they are optimistic (a goodput probe shorter than the
+    operating point), the doubling still finds the count."""
     start = replicas = replicas_for(at.rate_per_s, goodput.rate_per_s)
     if at(replicas).met:
         steps = 0
@@ -104,11 +105,15 @@ def _fewest_replicas(at: _OperatingPoints, goodput: Goodput, settings: GoodputSe
             if steps == LINEAR_STEPS:             # far above the fewest: bisect the rest
                 return _fewest_meeting(at, replicas)
         return replicas
+    cap = max(start + settings.max_extra_replicas, settings.max_replica_growth * start)
+    if max_replicas:                              # search: a count above its cap is refused anyway
+        cap = min(cap, max_replicas)
     for _ in range(settings.max_extra_replicas):
+        if replicas >= cap:
+            return replicas
         replicas += 1
         if at(replicas).met:
             return replicas
-    cap = max(replicas, settings.max_replica_growth * start)
     while replicas < cap:
         missed, replicas = replicas, min(cap, 2 * replicas)
         if at(replicas).met:                      # between the last that missed and this one
@@ -220,19 +225,21 @@ def size_deployment(r: Resolved, plan: Plan, settings: GoodputSettings = Goodput
         replicas, source, status = plan.cost.replicas, plan.cost.replicas_source, SizingStatus.NO_SLO
     else:
         replicas, source = (stated, plan.cost.replicas_source if server else "scenario") if stated else (None, None)
-        upper = rate_bound_per_s(plan, r)
+        upper = rate_bound_per_s(plan)
         floor = rate / max_replicas if max_replicas else 0.0
         goodput = goodput_rate(r, upper, settings, floor, simulated)
         if goodput.rate_per_s > 0:
-            tried = _fewest_replicas(at, goodput, settings)
+            tried = _fewest_replicas(at, goodput, settings, max_replicas)
             needed = tried if at(tried).met else None
             if not stated:
                 replicas, source = tried, _source(rate, goodput, tried, needed is not None)
-        if (max_replicas and not stated and (needed is None or needed > max_replicas)
+        if (max_replicas and not stated and goodput.rate_per_s == 0
                 and floor > upper * settings.low_rate_fraction and at(max_replicas).met):
-            # the short probes missed at target / max_replicas (or started above it), yet the operating point of
-            # max_replicas meets: the count is the operating point's, as without the cap
+            # the short probes missed at target / max_replicas, the lowest rate search tries, yet the operating point
+            # of max_replicas meets: the count is the operating point's, as without the cap (whose goodput search
+            # would have gone lower); one replica meets the SLO at least at that point's rate
             needed = replicas = _fewest_meeting(at, max_replicas)
+            goodput = dataclasses.replace(goodput, rate_per_s=rate / replicas)
             source = (f"{replicas} at the operating point, the fewest of at most max_replicas {max_replicas} (the "
                       "goodput probes missed at target / max_replicas)")
         if max_replicas and not stated and (replicas or 0) > max_replicas:

@@ -37,7 +37,7 @@ from sizer.inputs.preloaded import Preloaded
 from sizer.inputs.scenario import ArrivalSection, Scenario, scenario_dir, scenario_from_dict
 from sizer.inputs.sweep_file import Constraint, SweepFile, SweepSettings, axis_values, parse_constraint
 from sizer.inputs.variant import Variant
-from sizer.sizing.goodput import rate_bound_per_s, replicas_for, slo_of
+from sizer.sizing.goodput import cached_prefill_share, rate_bound_per_s, replicas_for, slo_of
 from sizer.sizing.pipeline import size_deployment
 from sizer.sizing.plan import Plan, make_plan
 from sizer.sizing.resolve import (
@@ -408,7 +408,7 @@ def _pruned_by(sweep: Sweep, r: Resolved, plan: Plan) -> tuple[str, str] | None:
                                 ("TPOT", slo.tpot_ms, per_token_floor_ms), ("E2E", slo.e2e_ms, floor_ms)):
         if target is not None and target < bound:
             return name, f"{name} target {target:g} ms below the {bound:.3g} ms a step takes to stream the weights"
-    fewest = replicas_for(plan.capacity.arrival_rate_per_s, rate_bound_per_s(plan, r))
+    fewest = replicas_for(plan.capacity.arrival_rate_per_s, rate_bound_per_s(plan, cached_prefill_share(r, plan)))
     if fewest > sweep.settings.max_replicas:
         return "replicas", (f"needs at least {fewest} replicas at the analytic rate bound, more than "
                             f"max_replicas {sweep.settings.max_replicas}")
@@ -462,7 +462,7 @@ def _evaluate(sweep: Sweep, task: Task) -> SweepRow:
     cost = sizing.cost
     row = dataclasses.replace(
         row, kv_cache_gib_per_gpu=plan.memory.kv_cache_bytes / GiB,
-        rate_bound_per_replica_per_s=rate_bound_per_s(plan, r),
+        rate_bound_per_replica_per_s=rate_bound_per_s(plan, cached_prefill_share(r, plan)),
         goodput_per_replica_per_s=sizing.goodput_per_replica_per_s, sizing_status=sizing.status.value,
         replicas=sizing.replicas, gpus=cost.gpus if cost else None, usd_per_hour=cost.usd_per_hour if cost else None,
         usd_per_million_output_tokens=cost.usd_per_million_output_tokens if cost else None, **metrics)

@@ -134,8 +134,7 @@ def test_one_replica_at_the_peak_takes_its_slo_rate_from_the_sizing_and_a_capped
     day, _ = plan_day(r, make_plan(r), FAST)
     assert day.peak_replicas == 1 and day.slo_rate_per_replica_per_s > 2 * 1.5
     # the peaks are 3, 6, 12 and 24 req/s; the SLO rate per replica lies between 12 and 24 here (15.5 req/s when
-    # written, 16.1 since the rate bound the goodput bisection starts from counts the cached system prompt), so
-    # month 4 passes it
+    # written), so month 4 passes it
     assert 12.0 < day.target_per_replica_per_s < 24.0
     assert [m.peak_rate_per_s for m in day.growth] == [3.0, 6.0, 12.0, 24.0]
     assert {m.peak_replicas for m in day.growth} == {1}

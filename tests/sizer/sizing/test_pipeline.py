@@ -191,3 +191,15 @@ def test_max_replicas_keeps_a_count_the_operating_point_meets_at_the_cap(monkeyp
     sizing, _ = sized(monkeypatch, 1.2, 1.3, max_replicas=8)
     assert (sizing.status, sizing.replicas, sizing.replicas_for_slo) == (SizingStatus.MET, 8, 8)
     assert "the fewest of at most max_replicas 8" in sizing.cost.replicas_source
+    # one replica meets the SLO at least at the operating point's 10 / 8 req/s (not "up to 0 req/s")
+    assert sizing.goodput_per_replica_per_s == pytest.approx(1.25)
+
+
+def test_a_search_cap_answers_as_plan_does_when_goodput_was_found(monkeypatch):
+    # review finding: the cap's rescue also fired after a goodput was found, so search met on 20 replicas where plan
+    # (no cap) reported 16 missed; now both report the same, and no count above the cap is simulated
+    plan, _ = sized(monkeypatch, 3.0, 0.5)
+    search, calls = sized(monkeypatch, 3.0, 0.5, max_replicas=32)
+    assert (plan.status, plan.replicas) == (search.status, search.replicas) == (SizingStatus.MISSED, 16)
+    capped, calls = sized(monkeypatch, 1.3, 0.3, max_replicas=8)
+    assert max(10 / rate for rate, n in calls if n == 1500) <= 8 + 1e-9
