@@ -49,7 +49,7 @@ class ApiPasses:
         if not busy:
             if self.waiters is not None:                     # the pass before has not started: start it now
                 self._next_pass()
-            self.free_s = end_s + loop.output_s_per_pass + loop.output_s_per_token * num_seqs
+            self.free_s = loop.pass_end_s(end_s, num_seqs)
             self.last_answer_s = max(self.out, self.free_s)
             return
         if self.waiters is None:
@@ -69,9 +69,7 @@ class ApiPasses:
     def _next_pass(self) -> None:
         waiters, self.waiters = self.waiters or [], None
         self.passes += 1
-        loop = self.loop
-        start_s = max(self.free_s, self.first_end_s)
-        self.free_s = start_s + loop.output_s_per_pass + loop.output_s_per_token * self.pending_seqs
+        self.free_s = self.loop.pass_end_s(max(self.free_s, self.first_end_s), self.pending_seqs)
         self.pending_seqs = 0
         for callback in waiters:
             callback(self.free_s)

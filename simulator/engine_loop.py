@@ -55,6 +55,11 @@ class EngineLoop:
         if self.recv_interval < 1:
             raise ValueError(f"engine loop {self.name!r}: recv_interval must be >= 1")
 
+    def pass_end_s(self, start_s: float, num_seqs: int) -> float:
+        """When an API-server pass started at `start_s` over step outputs of `num_seqs` sequences ends (the one sum,
+        in this order, that records' walk and a closed loop's live passes both take)."""
+        return start_s + self.output_s_per_pass + self.output_s_per_token * num_seqs
+
     def period_s(self, gpu_s: float, num_seqs: int) -> float:
         """Time from one step's end to the next's, for a step whose GPU work takes `gpu_s`: the
         loop's CPU work runs beside the GPU's (asynchronous scheduling) or before it. Data-parallel ranks

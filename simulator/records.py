@@ -617,13 +617,12 @@ def _walk(loop: EngineLoop, end_s: np.ndarray, num_seqs: np.ndarray, out: np.nda
     """Client times of the stretches where steps end while the server is busy, pass by pass (in `out`)."""
     edges = np.flatnonzero(np.diff(np.r_[0, lagging.view(np.int8), 0]))
     ends, tokens = end_s.tolist(), np.r_[0, np.cumsum(num_seqs)].tolist()
-    fixed, per_token = loop.output_s_per_pass, loop.output_s_per_token
     for first, stop in zip(edges[0::2].tolist(), edges[1::2].tolist(), strict=True):
         i, free = first - 1, ends[first - 1]                # the step before the stretch finds it idle
         while i < stop:
             start = max(free, ends[i])
             j = bisect_right(ends, start, i + 1, stop)      # every output waiting at `start`
-            free = start + fixed + per_token * (tokens[j] - tokens[i])
+            free = loop.pass_end_s(start, tokens[j] - tokens[i])
             out[i:j] = free
             i = j
 

@@ -126,9 +126,14 @@ class KVGroup:
     allocated_layers: int = 0
 
     @property
+    def padding(self) -> float:
+        """The allocator's layer slots over these layers (1: no padding)."""
+        return (self.allocated_layers or self.layers) / self.layers
+
+    @property
     def allocated_bytes_per_token_per_gpu(self) -> float:
         """What these layers take of the KV pool a token, on one GPU: their bytes, with the allocator's padding."""
-        return self.bytes_per_token_per_gpu * (self.allocated_layers or self.layers) / self.layers
+        return self.bytes_per_token_per_gpu * self.padding
 
     @property
     def kept_window_tokens(self) -> int | None:
@@ -226,8 +231,7 @@ class KVLayout:
         for g in self.groups:
             kept = min(tokens, g.kept_window_tokens or tokens)
             blocks = math.ceil(kept / block_size) + (1 if kept < tokens else 0)
-            padded = (g.allocated_layers or g.layers) / g.layers
-            total += (g.bytes_per_token_per_gpu if per_gpu else g.bytes_per_token) * padded * block_size * blocks
+            total += (g.bytes_per_token_per_gpu if per_gpu else g.bytes_per_token) * g.padding * block_size * blocks
         return total
 
 

@@ -75,10 +75,10 @@ class _OperatingPoints:
 LINEAR_STEPS = 16
 
 
-def _fewest_meeting(at: _OperatingPoints, meeting: int) -> int:
-    """The fewest replicas in [1, meeting] that meet, bisected (meeting meets; fewer replicas each
-    see a higher rate, so meeting is taken as monotone): log2(meeting) probes, not meeting."""
-    lo, hi = 0, meeting                # lo misses (or is 0), hi meets
+def _fewest_meeting(at: _OperatingPoints, meeting: int, missing: int = 0) -> int:
+    """The fewest replicas in (missing, meeting] that meet, bisected (meeting meets, missing misses or is 0; fewer
+    replicas each see a higher rate, so meeting is taken as monotone): log2(meeting - missing) probes."""
+    lo, hi = missing, meeting
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if at(mid).met:
@@ -117,11 +117,7 @@ def _fewest_replicas(at: _OperatingPoints, goodput: Goodput, settings: GoodputSe
     while replicas < cap:
         missed, replicas = replicas, min(cap, 2 * replicas)
         if at(replicas).met:                      # between the last that missed and this one
-            lo, hi = missed, replicas
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                lo, hi = (lo, mid) if at(mid).met else (mid, hi)
-            return hi
+            return _fewest_meeting(at, replicas, missed)
     return replicas
 
 

@@ -36,7 +36,7 @@ INT64_FIELDS = frozenset({"terminationGracePeriodSeconds", "activeDeadlineSecond
 INT32_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1
 # A container's ports, as the API server validates them (ValidateContainerPorts: containerPort 1-65535, hostPort
 # 0-65535 where given); GRPCAction.port is an int32, not an IntOrString as httpGet's and tcpSocket's
-PORT_RANGES = {"containerPort": (1, 65535), "hostPort": (0, 65535)}
+PORT_RANGES = {"containerPort": (1, 65535), "hostPort": (0, 65535), "port": (1, 65535)}
 # Fields whose Go type is a string wherever they appear in these objects: a number or a boolean there is refused
 # ("cannot unmarshal number into Go struct field ContainerPort.protocol of type string")
 STRING_FIELDS = frozenset({
@@ -139,10 +139,8 @@ def _check_range(key: str, value, where: str, file: str) -> None:
         return
     top = INT64_MAX if key in INT64_FIELDS else INT32_MAX
     low, high = PORT_RANGES.get(key, (-top - 1, top))
-    if key == "port":
-        low, high = 1, 65535
     if not low <= number <= high:
-        kind = "a port" if key in PORT_RANGES or key == "port" else "an int64" if key in INT64_FIELDS else "an int32"
+        kind = "a port" if key in PORT_RANGES else "an int64" if key in INT64_FIELDS else "an int32"
         raise InputError(file, where, f"expected an integer in [{low}, {high}] ({kind}), got {excerpt(value)}")
 
 
