@@ -155,6 +155,15 @@ class KVLayout:
     # the engine takes a running sequence's recurrent state from the KV blocks' pool (vLLM's hybrid KV cache);
     # others (llama.cpp's per-sequence cells, SGLang's and TensorRT-LLM's own Mamba pools) have it set aside
     pooled_state: bool = False
+    # vLLM's hybrid KV cache gives every kind of layer one page size (`hybrid_pages`): the KV block it takes (0: the
+    # engine's own) and a sequence's recurrent state as the pool holds it, padded to those pages (0: its own bytes)
+    block_tokens: int = 0
+    padded_state_bytes_per_seq_per_gpu: float = 0.0
+
+    @property
+    def pool_state_bytes_per_seq_per_gpu(self) -> float:
+        """A sequence's recurrent state on one GPU as its memory holds it: padded to the pool's pages, or its bytes."""
+        return self.padded_state_bytes_per_seq_per_gpu or self.state_bytes_per_seq_per_gpu
 
     @property
     def pool_bytes_per_token_per_gpu(self) -> float:
@@ -180,7 +189,7 @@ class KVLayout:
             return ()
         windows = tuple((g.allocated_bytes_per_token_per_gpu / full, g.kept_window_tokens) for g in self.groups
                         if g.kept_window_tokens)
-        return windows + (((self.state_bytes_per_seq_per_gpu / full, 0),) if self.state_in_pool else ())
+        return windows + (((self.pool_state_bytes_per_seq_per_gpu / full, 0),) if self.state_in_pool else ())
 
     @property
     def state_in_pool(self) -> bool:
@@ -227,7 +236,7 @@ class KVLayout:
 
         `per_gpu`: on one GPU of the busiest stage after the split; else for the whole model.
         """
-        total = self.state_bytes_per_seq_per_gpu if per_gpu else float(self.state_bytes_per_seq)
+        total = self.pool_state_bytes_per_seq_per_gpu if per_gpu else float(self.state_bytes_per_seq)
         for g in self.groups:
             kept = min(tokens, g.kept_window_tokens or tokens)
             blocks = math.ceil(kept / block_size) + (1 if kept < tokens else 0)
@@ -269,14 +278,30 @@ def hybrid_group_slots(layers: list[int]) -> list[int]:
     return [-(-n // size) * size for n in layers]
 
 
+# vLLM's attention backends' smallest kernel page, tokens (FlashAttention's get_supported_kernel_block_sizes:
+# MultipleOf(16); FlashInfer's [16, 32, 64]; Triton's MultipleOf(16))
+KERNEL_BLOCK_ALIGNMENT = 16
+
+
+def hybrid_block_tokens(state_page_bytes: float, token_page_bytes: float, block_size: int) -> int:
+    """The KV block vLLM takes for a hybrid (attention + Mamba / linear-attention) model: the fewest tokens, a
+    multiple of max(16, block_size), whose page in one attention layer holds one layer's recurrent state, or
+    `block_size` when that is more (vllm/platforms/interface.py `_align_hybrid_block_size`, mamba_cache_mode none
+    and align; the state is then padded to that page). Qwen3-Next at TP 2 in bf16: 548,864 B of state over 1,024 B
+    a token, 16 x ceil(548,864 / 16,384) = 544 tokens."""
+    align = max(KERNEL_BLOCK_ALIGNMENT, block_size)
+    return max(block_size, align * math.ceil(state_page_bytes / (align * token_page_bytes) - 1e-9))
+
+
 def kv_layout(m: ModelSpec, kv_dtype: str, p: ParallelConfig, keeps_chunks: bool = False,
-              hybrid_groups: bool = False) -> KVLayout:
+              hybrid_groups: bool = False, block_size: int = KERNEL_BLOCK_ALIGNMENT) -> KVLayout:
     """KV bytes per token by group of layers, and the Mamba-2 / linear-attention state per sequence
     (ModelSpec.state_bytes_per_seq: convolution window in the model's dtype, recurrent state in the
     config's mamba_ssm_cache_dtype when it states one). `keeps_chunks`: the engine caches every token of
     chunked-local layers (Llama-4's), attending within the chunk (`KEEPS_CHUNKED_KV` in sizer/sizing/presets.py).
     `hybrid_groups`: vLLM's hybrid KV cache (kinds of layer padded to whole groups, a hybrid model's recurrent
-    state taken from the KV pool), else another engine's allocator (each layer's own bytes, the state set aside)."""
+    state taken from the KV pool in pages of one attention layer's block, `block_size` tokens or the more that
+    `hybrid_block_tokens` needs), else another engine's allocator (each layer's own bytes, the state set aside)."""
     nbytes = kv_value_bytes(kv_dtype)
     stage = layers_per_stage(m, p) / m.num_layers
     groups: dict[object, list] = {}
@@ -318,9 +343,17 @@ def kv_layout(m: ModelSpec, kv_dtype: str, p: ParallelConfig, keeps_chunks: bool
     stateful = [layer.mixer for layer in m.layers if layer.mixer.recurrent_state_values_per_seq]
     state = sum(m.state_bytes_per_seq(mixer) for mixer in stateful)
     pages = {g.bytes_per_token_per_gpu / g.layers for g in kv_groups}
-    padding = ""
-    if hybrid_groups and len(kv_groups) > 1 and len(pages) == 1 and not stateful:
-        slots = hybrid_group_slots([g.layers for g in kv_groups])
+    padding, block_tokens, padded_state = "", 0, 0.0
+    if hybrid_groups and kv_groups and len(pages) == 1 and (stateful or len(kv_groups) > 1):
+        kinds = [g.layers for g in kv_groups]
+        if stateful:
+            token_page = next(iter(pages)) / stage                      # one attention layer, one token, one GPU
+            block_tokens = hybrid_block_tokens(max(m.state_bytes_per_seq(x) for x in stateful) / p.tp, token_page,
+                                               block_size)
+            kinds.append(len(stateful))
+        slots = hybrid_group_slots(kinds)
+        if stateful:
+            padded_state = slots.pop() * stage * block_tokens * token_page
         kv_groups = [replace(g, allocated_layers=n) for g, n in zip(kv_groups, slots, strict=True)]
         padded = [g for g in kv_groups if g.allocated_layers != g.layers]
         if padded:
@@ -329,7 +362,9 @@ def kv_layout(m: ModelSpec, kv_dtype: str, p: ParallelConfig, keeps_chunks: bool
     return KVLayout(kv_dtype, nbytes, sum(g.bytes_per_token for g in kv_groups),
                     sum(g.bytes_per_token_per_gpu for g in kv_groups), tuple(kv_groups), len(stateful), state,
                     state * stage / p.tp, (" + ".join(terms) or "no layer caches KV") + padding,
-                    pooled_state=hybrid_groups)
+                    pooled_state=hybrid_groups, block_tokens=block_tokens,
+                    padded_state_bytes_per_seq_per_gpu=padded_state)
+
 
 
 def activation_peak_bytes(m: ModelSpec, p: ParallelConfig, max_num_batched_tokens: int, max_num_seqs: int,

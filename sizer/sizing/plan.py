@@ -587,9 +587,12 @@ def _model_notes(r: Resolved) -> list[str]:
     m, kv = r.model, r.kv
     notes = list(m.notes) + checkpoint_notes(r, summarise_checkpoint(r))
     if kv.state_layers:
+        padded = (f"; padded to pages of {r.memory.block_size}-token attention blocks: "
+                  f"{kv.pool_state_bytes_per_seq_per_gpu / 2**20:,.1f} MiB a GPU in the pool"
+                  if kv.padded_state_bytes_per_seq_per_gpu else "")
         kept = (f"each running sequence takes it from the KV blocks' pool "
-                f"({kv.state_bytes_per_seq_per_gpu / 2**20:,.1f} MiB a GPU, as vLLM's hybrid KV cache gives every "
-                "request its state blocks beside its KV blocks)"
+                f"({kv.state_bytes_per_seq_per_gpu / 2**20:,.1f} MiB a GPU{padded}, as vLLM's hybrid KV cache gives "
+                "every request its state blocks beside its KV blocks)"
                 if kv.state_in_pool else
                 f"set aside for the {r.memory.state_seqs} sequences of max_model_len the memory holds (at most "
                 f"max_num_seqs {r.engine.max_num_seqs}), which caps the running sequences: conservative for shorter "
@@ -597,6 +600,11 @@ def _model_notes(r: Resolved) -> list[str]:
         notes.append(f"recurrent state: {kv.state_layers} Mamba-2 / linear-attention layers keep "
                      f"{kv.state_bytes_per_seq / 2**20:,.1f} MiB per sequence (convolution window in {m.torch_dtype}, "
                      f"recurrent state in {m.recurrent_state_dtype or m.torch_dtype}); {kept}")
+        if kv.padded_state_bytes_per_seq_per_gpu and r.engine.enable_prefix_caching:
+            notes.append(f"prefix cache of a hybrid model: vLLM (mamba_cache_mode align) keeps the recurrent state "
+                         f"only at {r.memory.block_size}-token block boundaries where a step ended, and a hit needs "
+                         "it; the simulator counts a hit on every cached block (not modelled: optimistic for shared "
+                         "prefixes shorter than the prompt), and does not align prefill chunks to the blocks")
     if any(g.kept_window_tokens for g in kv.groups) and r.replica.kv_windows:
         windows = ", ".join(f"{g.layers} layers of {g.label}" for g in kv.groups if g.kept_window_tokens)
         notes.append(f"windowed layers ({windows}) keep only their window: a KV block holds {r.memory.block_size} "

@@ -331,7 +331,15 @@ def resolve(s: Scenario) -> Resolved:
     too_long = too_long_share(s, engine.max_model_len, refuse=slots is None,    # a slot's context, for slot engines
                               limit_what=context_limit(model, d.engine).what)
     weights = weight_memory(model, fmt, parallel, group_size, s.model.num_parameters)
-    kv = kv_layout(model, kv_dtype, parallel, d.engine in KEEPS_CHUNKED_KV, hybrid_groups=d.engine == "vllm")
+    kv = kv_layout(model, kv_dtype, parallel, d.engine in KEEPS_CHUNKED_KV, hybrid_groups=d.engine == "vllm",
+                   block_size=engine.block_size)
+    if kv.block_tokens > engine.block_size:
+        stated = f"; the scenario's {engine.block_size} is less" if d.block_size is not None else ""
+        state_page = kv.state_bytes_per_seq / kv.state_layers / parallel.tp
+        engine = replace(engine, block_size=kv.block_tokens, sources={**engine.sources, "block_size": (
+            f"vllm for a hybrid model ({kv.block_tokens}: the fewest tokens, a multiple of 16, whose page in one "
+            f"attention layer holds one layer's recurrent state, {state_page:,.0f} B a GPU; "
+            f"vllm/platforms/interface.py{stated})")})
     split = (offload(model, fmt, hardware, d.n_gpu_layers, group_size, s.file, parallel.gpus_per_replica)
              if d.n_gpu_layers is not None else None)
     gpu_weights, gpu_kv = (replace(weights, per_gpu_bytes=split.gpu_weight_bytes), on_gpu(kv, split.gpu_kv_share)) \

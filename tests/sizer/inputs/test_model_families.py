@@ -4,6 +4,7 @@ the count facts.yaml derives by hand from each config, and the per-layer structu
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -155,14 +156,49 @@ def test_a_hybrid_plan_takes_each_sequences_state_from_the_kv_pool():
     available = mem.usable_bytes - mem.weights_bytes - mem.activation_bytes - mem.non_torch_bytes
     assert kv.state_in_pool and mem.state_bytes == 0 and mem.kv_cache_bytes == pytest.approx(available)
     assert r.replica.scheduler.max_num_seqs == r.engine.max_num_seqs == 1024
-    # the pool's blocks hold the attention layers' tokens; a sequence's state is its bytes over a pool token's,
-    # in blocks: ceil(state / (attention bytes a token x block size)) from its start to its end
+    # the pool's blocks hold the attention layers' tokens; a sequence's state takes pages of one attention layer's
+    # block, one per layer slot: 23 Mamba-2 layers padded to the 6 attention layers' group size, 24 slots, so 24 / 6
+    # = 4 blocks from its start to its end (and one block for a 1,001-token sequence's 1,000 cached tokens)
     block = mem.block_size
-    state_blocks = -(-kv.state_bytes_per_seq_per_gpu // (kv.full_bytes_per_token * block))
     pool = KVCacheManager(mem.kv_blocks, block, window_groups=r.replica.kv_windows)
-    assert pool.final_blocks(1001) == -(-1000 // block) + state_blocks
+    assert pool.final_blocks(1001) == -(-1000 // block) + 4 == 5
+    assert kv.pool_state_bytes_per_seq_per_gpu == 24 * block * 1024
     # as many max_model_len sequences as memory holds, KV and state together
     assert mem.max_seqs_at_max_model_len == int(available // mem.sequence_bytes_at_max_model_len) < 1024
+
+
+def test_vllm_takes_a_hybrid_models_block_whose_attention_page_holds_a_layers_state():
+    # vllm/platforms/interface.py (_align_hybrid_block_size): every layer kind gets one page size, so the attention
+    # block grows to the fewest tokens, a multiple of 16, whose page in one layer holds one layer's recurrent state.
+    # Nemotron-3-Nano (config above): Mamba-2 state 3 x (64 x 64 + 2 x 8 x 128) x 2 B (conv, bf16) + 64 x 64 x 128 x 4 B
+    # (ssm, mamba_ssm_cache_dtype float32) = 2,134,016 B; attention 2 x 2 KV heads x 128 x 2 B = 1,024 B a token:
+    # 16 x ceil(2,134,016 / 16,384) = 2,096 tokens
+    s = load_scenario(MODELS.parents[2] / "scenarios" / "llama-3.1-8b-chat-h100.yaml",
+                      Variant(model=str(MODELS / "nemotron-3-nano-30b-a3b")))
+    r = resolve(s)
+    assert r.engine.block_size == r.memory.block_size == r.replica.block_size == 2096
+    assert "hybrid model (2096" in r.engine.sources["block_size"]
+    # Qwen3-Next (GatedDeltaNet): state 3 x (2 x 16 x 128 + 32 x 128) + 32 x 128 x 128 values x 2 B = 1,097,728 B,
+    # 2 KV heads x 256: at TP 2 (548,864 B over 1,024 B a token) 544 tokens; at TP 4 the one KV head stays (1,024 B)
+    # and the state halves: 16 x ceil(274,432 / 16,384) = 272; a scenario block of 32 aligns to 32: 32 x 9 = 288;
+    # with an fp8 cache at TP 2 (512 B a token) 16 x ceil(548,864 / 8,192) = 1,072
+    qwen = str(MODELS / "qwen3-next-80b-a3b-thinking")
+    for tp, kv_dtype, block, expected in ((2, None, None, 544), (4, None, None, 272), (4, None, 32, 288),
+                                          (2, "fp8", None, 1072)):
+        s = load_scenario(MODELS.parents[2] / "scenarios" / "llama-3.1-8b-chat-h100.yaml",
+                          Variant(model=qwen, gpu="h200", tensor_parallel_size=tp, kv_cache_dtype=kv_dtype))
+        if block:
+            s = replace(s, deployment=replace(s.deployment, block_size=block))
+        r = resolve(s)
+        assert r.engine.block_size == expected, (tp, kv_dtype, block)
+        # the state padded to one page a layer (36 GatedDeltaNet layers, 12 attention: groups of 12, no padding)
+        token_page = 2 * max(1, 2 // tp) * 256 * (1 if kv_dtype else 2)
+        assert r.kv.pool_state_bytes_per_seq_per_gpu == 36 * expected * token_page
+    # SGLang keeps its own Mamba pool and its page
+    s = load_scenario(MODELS.parents[2] / "scenarios" / "llama-3.1-8b-chat-h100.yaml",
+                      Variant(model=qwen, gpu="h200", tensor_parallel_size=2, engine="sglang"))
+    r = resolve(s)
+    assert r.engine.block_size < 544 and not r.kv.padded_state_bytes_per_seq_per_gpu
 
 
 def test_a_model_of_recurrent_layers_alone_sets_state_aside_and_caps_running_sequences(tmp_path):
