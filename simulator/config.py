@@ -50,6 +50,7 @@ class DisaggregationConfig:
     transfer_latency_s: float
     # windowed layers: (bytes per token, window) of each group; a prompt sends at most a window of theirs
     kv_window_bytes: tuple[tuple[float, int], ...] = ()
+    state_bytes_per_seq: float = 0.0   # a hybrid model's recurrent state: sent once a prompt, whatever its length
 
     def __post_init__(self) -> None:
         if self.num_prefill_replicas < 1 or self.num_decode_replicas < 1:
@@ -59,7 +60,7 @@ class DisaggregationConfig:
             raise ValueError("kv_bytes_per_token and interconnect_bytes_per_s must be > 0")
 
     def transfer_s(self, prompt_tokens: int) -> float:
-        nbytes = prompt_tokens * self.kv_bytes_per_token
+        nbytes = prompt_tokens * self.kv_bytes_per_token + self.state_bytes_per_seq
         for per_token, window in self.kv_window_bytes:
             nbytes += min(prompt_tokens, window) * per_token
         return self.transfer_latency_s + nbytes / self.interconnect_bytes_per_s

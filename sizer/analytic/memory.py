@@ -517,6 +517,7 @@ class MemoryBudget:
     lora_bytes: float = 0.0            # LoRA adapter slots (vLLM preallocates max_loras at max_lora_rank)
     draft_weights_bytes: float = 0.0   # a speculative proposer's weights (this GPU's shard)
     draft_what: str = ""               # what they are: "draft model", "MTP layers" (DraftLoad.what)
+    pool_bytes_per_token: float = 0.0  # what one token of a KV block holds on this GPU (a draft's layers included)
 
     @property
     def room_for_kv_bytes(self) -> float:
@@ -607,7 +608,7 @@ def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv
     return MemoryBudget(gpu_memory_bytes, gpu_memory_utilization, usable, weights.per_gpu_bytes, activations,
                         non_torch, state, state_seqs, max(0.0, kv_bytes), blocks, blocks * block_size, block_size,
                         max_model_len, seq_bytes, max_seqs, not reasons, tuple(reasons), lora_bytes, draft_bytes,
-                        draft.what if draft else "")
+                        draft.what if draft else "", per_token)
 
 
 

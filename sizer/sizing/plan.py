@@ -536,8 +536,10 @@ def _pools(r: Resolved) -> str:
     if d is None:
         return ""
     pool = count(r.parallel.gpus_per_replica, "GPU")
+    state = f" and its recurrent state ({d.state_bytes_per_seq / 2**20:,.1f} MiB)" if d.state_bytes_per_seq else ""
     return (f"{d.num_prefill_replicas} prefill + {d.num_decode_replicas} decode pools of {pool} each; a prompt's KV "
-            f"({d.kv_bytes_per_token:,.0f} B a token) moves to decode at {d.interconnect_bytes_per_s / 1e9:g} GB/s")
+            f"({d.kv_bytes_per_token:,.0f} B a token){state} moves to decode at "
+            f"{d.interconnect_bytes_per_s / 1e9:g} GB/s")
 
 
 def _schedule_note(r: Resolved) -> list[str]:

@@ -371,10 +371,11 @@ def resolve(s: Scenario) -> Resolved:
     swap = engine.preemption_mode == "swap"
     disagg, g = None, d.disaggregated
     if g:
-        # a prompt's KV as memory.py keeps it: windowed layers send at most their window
+        # a prompt's KV as memory.py keeps it: windowed layers send at most their window, a hybrid its state
         disagg = DisaggregationConfig(g.prefill_replicas, g.decode_replicas, kv.unwindowed_bytes_per_token,
                                       g.kv_transfer_bytes_per_s or scale_up.bytes_per_s_per_direction,
-                                      KV_TRANSFER_LATENCY_S, kv.windowed_bytes_per_token)
+                                      KV_TRANSFER_LATENCY_S, kv.windowed_bytes_per_token,
+                                      kv.state_bytes_per_seq_per_gpu)
     notes = []
     if scale_up.assumed and (parallel.gpus_per_replica > 1 or (g and not g.kv_transfer_bytes_per_s)):
         notes.append(_link_note("link between GPUs (collectives, KV transfer)", scale_up))
@@ -445,7 +446,8 @@ def replica_config(r: Resolved) -> ReplicaConfig:
                                 e.max_num_batched_tokens * ranks, e.enable_chunked_prefill, e.preemption_mode,
                                 r.speculative, e.max_model_len, prefill_only=False, reserve_full_kv=e.reserve_full_kv,
                                 lora=lora, grammar=grammar)
-    swap = (SwapLink(kv.bytes_per_token_per_gpu, host.bytes_per_s_per_direction)
+    # a swapped block moves what a pool block holds: windowed layers' and a hybrid's state blocks are pool blocks
+    swap = (SwapLink(budget.pool_bytes_per_token, host.bytes_per_s_per_direction)
             if e.preemption_mode == "swap" else None)
     return ReplicaConfig(scheduler, budget.kv_blocks * ranks, e.block_size, e.enable_prefix_caching,
                          d.prefix_cache_tenant_isolation, swap,

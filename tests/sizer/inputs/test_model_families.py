@@ -16,9 +16,10 @@ from sizer.analytic.parallel import ParallelConfig
 from sizer.analytic.weights import layer_kinds, parameter_count
 from sizer.inputs.layers import CHUNKED, FULL, SLIDING, Attention, GatedDeltaNet, LatentAttention, Mamba2, MoEFFN
 from sizer.inputs.model_spec import from_hf_config
-from sizer.inputs.scenario import load_scenario
+from sizer.inputs.scenario import load_scenario, scenario_from_dict
 from sizer.inputs.variant import Variant
 from sizer.sizing.resolve import resolve
+from sizer.sizing.simulate import simulation_config
 from validation.errors import FieldError
 
 MODELS = Path(__file__).resolve().parents[2] / "data" / "models"
@@ -199,6 +200,18 @@ def test_vllm_takes_a_hybrid_models_block_whose_attention_page_holds_a_layers_st
                       Variant(model=qwen, gpu="h200", tensor_parallel_size=2, engine="sglang"))
     r = resolve(s)
     assert r.engine.block_size < 544 and not r.kv.padded_state_bytes_per_seq_per_gpu
+
+
+def test_a_disaggregated_hybrid_prompt_sends_its_recurrent_state_with_its_kv():
+    # Qwen3-Next at TP 2: 12 attention layers x 1 KV head x 256 x 2 (K, V) x 2 B = 12,288 B a token, and the 36
+    # GatedDeltaNet layers' state, 36 x 548,864 B = 19,759,104 B a GPU, once a prompt, over the H200's NVLink (450 GB/s)
+    r = resolve(scenario_from_dict({
+        "model": str(MODELS / "qwen3-next-80b-a3b-thinking"), "hardware": "h200",
+        "deployment": {"tensor_parallel_size": 2, "disaggregated": {"prefill_replicas": 1, "decode_replicas": 1}},
+        "workload": {"arrival": {"rate_per_s": 1}, "prompt_tokens": {"distribution": "fixed", "value": 1000},
+                     "output_tokens": {"distribution": "fixed", "value": 100}}}, None))
+    d = simulation_config(r).disaggregation
+    assert d.transfer_s(1000) == pytest.approx(d.transfer_latency_s + (12_288 * 1000 + 19_759_104) / 450e9)
 
 
 def test_a_model_of_recurrent_layers_alone_sets_state_aside_and_caps_running_sequences(tmp_path):

@@ -80,6 +80,13 @@ def test_disaggregated_prompts_send_a_window_of_the_sliding_layers():
     assert d.transfer_s(100) == 2 * PER_GROUP * 100 / 450e9
 
 
+def test_a_swapped_block_moves_what_a_pool_block_holds():
+    # review finding: a swap priced every layer at every token (49,152 B a token), where a pool block holds the full
+    # layers' tokens (24,576 B) and the sliding layers' window blocks are pool blocks of their own, swapped with them
+    r = resolved(max_model_len=8192, preemption_mode="swap")
+    assert r.replica.swap.kv_bytes_per_token == r.memory.pool_bytes_per_token == PER_GROUP
+
+
 def test_check_offers_the_max_model_len_the_windowed_kv_leaves(tmp_path):
     path = tmp_path / "gpt-oss.yaml"
     path.write_text(yaml.safe_dump(data("l4", max_model_len=131072, gpu_memory_utilization=0.65)))
