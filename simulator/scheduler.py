@@ -153,18 +153,12 @@ class Scheduler:
         """Choose the next step. `now_s` (its start) stamps requests scheduled for the first time."""
         now = self._last_update_s if now_s is None else now_s
         step = StepBuilder(self.config.max_num_batched_tokens, self._last_update_s, self._tagging)
-        if self.config.enable_chunked_prefill:
-            if self._group.members:
-                self._schedule_group(step)
-            if self._explicit:
-                self._schedule_running(step)
-            if self.waiting and not step.preempted:
-                self._schedule_waiting(step, now)
-        else:
-            if self.waiting:
-                self._schedule_waiting(step, now)
-            if not step.others and not step.decodes and self._explicit:
-                self._schedule_running(step)
+        if self._group.members:
+            self._schedule_group(step)
+        if self._explicit:
+            self._schedule_running(step)
+        if self.waiting and not step.preempted:
+            self._schedule_waiting(step, now)
         return step.build()
 
     def _schedule_group(self, step: StepBuilder) -> None:

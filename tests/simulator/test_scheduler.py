@@ -36,15 +36,29 @@ def test_chunked_prefill_runs_decodes_first_then_fills_the_budget():
     assert step.seqs[2].num_new_tokens == 38 and step.seqs[2].samples_token
 
 
-def test_without_chunking_a_step_is_all_prefill_or_all_decode():
+def test_without_chunking_decodes_run_beside_whole_prompts_that_fit():
+    # vLLM V1 (Scheduler.schedule: running requests first, then waiting ones, a prompt taken only whole when chunked
+    # prefill is off) and TensorRT-LLM (its scheduler returns context and generation requests for one forward pass)
+    # mix decodes with whole prompts; a prompt the rest of the budget cannot hold waits. Before, a step with a new
+    # prompt paused every decode (vLLM V0's prefill-first steps), which stalled a disaggregated decode pool at each
+    # arriving request
+    s = make(max_num_batched_tokens=64, enable_chunked_prefill=False)
+    for i in range(4):
+        s.add_request(Request(10 + i, 0, 10, 5))
+    run_step(s, 0.0)
+    decodes = [(10 + i, 1) for i in range(4)]
+    s.add_request(Request(1, 1.0, 61, 2))     # prompt + output - 1 = 62 <= 64: served, but not beside 4 decodes
+    step, _ = run_step(s, 1.0)
+    assert [(q.request.request_id, q.num_new_tokens) for q in step.seqs] == decodes      # 61 > 64 - 4: it waits
+    s.add_request(Request(2, 2.0, 30, 5))
+    step, _ = run_step(s, 2.0)                # FCFS: request 1 at the head still does not fit, so 2 waits behind it
+    assert [(q.request.request_id, q.num_new_tokens) for q in step.seqs] == decodes
     s = make(max_num_batched_tokens=256, enable_chunked_prefill=False)
     s.add_request(Request(0, 0, 40, 5))
     run_step(s, 0.0)
     s.add_request(Request(1, 1.0, 50, 5))
-    step, _ = run_step(s, 1.0)
-    assert [(q.request.request_id, q.num_new_tokens) for q in step.seqs] == [(1, 50)]   # request 0 waits
-    step, _ = run_step(s, 2.0)
-    assert [q.num_new_tokens for q in step.seqs] == [1, 1]
+    step, _ = run_step(s, 1.0)                # the decode, then the whole 50-token prompt beside it
+    assert [(q.request.request_id, q.num_new_tokens) for q in step.seqs] == [(0, 1), (1, 50)]
 
 
 def test_recompute_preemption_frees_the_newest_and_requeues_it_first():
