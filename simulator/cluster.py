@@ -7,7 +7,10 @@ clients, each when the answer to its client's previous request has reached it. W
 disaggregation, a prefill-pool replica finishes a
 request at its first token. A request asking for one token is then done, there; any other's
 KV travels to a decode-pool replica in `latency + prompt tokens x bytes per token / bandwidth`
-seconds.
+seconds, and the decode replica streams every output token to the client, the first included: as vLLM's
+disaggregated serving runs it (the proxy sends the prefill with max_tokens 1 and streams the decode instance's answer;
+the decode instance recomputes the last prompt token, whose KV it does not load, and samples the first token itself,
+as its scheduler always computes at least one token of a request).
 """
 
 from __future__ import annotations
@@ -98,7 +101,6 @@ class Cluster:
             self._clients, self._think_s, self._next_arrival_s = iter(requests), closed_loop.think_time_s, -math.inf
             for r in self.replicas:
                 r.api = ApiPasses(env, r.config.engine_loop)
-            self._awaiting_first: dict[int, Callable[[], None]] = {}    # request id -> its client's next send
             for req in itertools.islice(self._clients, closed_loop.concurrency):
                 req.arrival_s = 0.0
                 self.router.choose(self.entry_pool, req).submit(req)
@@ -149,9 +151,6 @@ class Cluster:
     def _done(self, replica: Replica, req: Request) -> None:
         if (req.status is Status.FINISHED and replica.scheduler.config.prefill_only
                 and req.num_output_tokens < req.output_tokens):      # its first token was not its last
-            req.prefill_replica = replica.index
-            if self._clients is not None:       # the client's stream: its first token through this API server
-                replica.api.when_answered(lambda answered_s: self._first_answered(req, answered_s))
             self._start_transfer(req)
             return
         self.recorder.request_done(req, replica.index)
@@ -169,12 +168,7 @@ class Cluster:
             return
 
         def answered(answered_s: float) -> None:
-            if req.prefill_replica >= 0 and req.first_answer_s < 0:     # its first token's pass has not ended
-                self._awaiting_first[req.request_id] = lambda: answered(answered_s)
-                return
-            # one stream: no later token before the first (records.derived_columns), which a disaggregated request's
-            # prefill replica's API server sent
-            nxt.arrival_s = max(answered_s, req.first_answer_s) + self._think_s
+            nxt.arrival_s = answered_s + self._think_s
             self.env.timeout(max(0.0, nxt.arrival_s - self.env.now)).callbacks.append(send)
 
         def send(_event) -> None:
@@ -184,19 +178,16 @@ class Cluster:
         else:
             answered(self.env.now)
 
-    def _first_answered(self, req: Request, answered_s: float) -> None:
-        """A disaggregated request's first token reached its client: a send waiting for it goes on."""
-        req.first_answer_s = answered_s
-        waiting = self._awaiting_first.pop(req.request_id, None)
-        if waiting is not None:
-            waiting()
-
     def _start_transfer(self, req: Request) -> None:
         t = req.finished_s + self.disaggregation.transfer_s(req.prompt_tokens)
         heapq.heappush(self._transfers, t)
         self.env.timeout(max(0.0, t - self.env.now)).callbacks.append(lambda _e: self._arrive_decode(req))
 
     def _arrive_decode(self, req: Request) -> None:
+        """The prompt's KV has reached the decode pool: the prefill's token is dropped, and the decode replica
+        computes the last prompt token again and samples the first output token (module docstring)."""
         heapq.heappop(self._transfers)
         req.status, req.finished_s = Status.WAITING, -1.0
+        req.num_computed_tokens, req.num_output_tokens = req.prompt_tokens - 1, 0
+        req.first_token_s = req.last_token_s = -1.0
         self._decode_router.choose(self.decode_pool, req).submit(req)

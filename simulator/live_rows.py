@@ -131,7 +131,7 @@ class LiveRows:
         c = self.pending
         if c is None or not len(c["request_id"]):
             return None
-        first, ok_first = self.times.lookup(c["first_token_s"], c["first_token_replica"], final)
+        first, ok_first = self.times.lookup(c["first_token_s"], c["replica"], final)
         last, ok_last = self.times.lookup(c["finished_s"], c["replica"], final)
         ok = ok_first & ok_last
         if not ok.any():

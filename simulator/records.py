@@ -11,7 +11,7 @@ replica's timeline is read from the log in chunks (`LoggedTimeline`): a run's su
 client times and the requests' first and last tokens as the client sees them never hold a step-sized
 array; a column is built whole only when it is read whole.
 At the end the rows become the result's columns, arrays of numbers (`SimulationResult.columns`), and the rows are
-let go: a run holds about 84 bytes a request as it goes and about 185 at the end (the metrics' columns). Per-request
+let go: a run holds about 80 bytes a request as it goes and about 185 at the end (the metrics' columns). Per-request
 records as text exist only when asked for, a chunk of rows at a time (`SimulationResult.request_frames`): the
 pandas DataFrame is built only then, since importing pandas costs more wall time than simulating a thousand
 requests, and summaries do not need it.
@@ -34,13 +34,12 @@ from simulator.request import Request, Status
 # Per request: integer and float values, one row each in two flat arrays (one `fromlist` call
 # per request), split into columns in this order at the end. The integers go in 4 bytes (`_REQUEST_INT`) until
 # one does not fit (a trace's request id past 2^31), then in 8; their columns are int64 either way.
-# `first_token_replica` is where the first token was sampled (the prefill replica, when disaggregated).
 # `adapter` (LoRA, -1 the base model) and `schema` (structured output, -1 none) say what each request
 # asked for, `lora_holdbacks` how many steps it waited for an adapter slot: a user can audit both.
-_REQUEST_COLUMNS = ("request_id", "replica", "first_token_replica", "tenant", "adapter", "schema", "arrival_s",
+_REQUEST_COLUMNS = ("request_id", "replica", "tenant", "adapter", "schema", "arrival_s",
                     "prompt_tokens", "output_tokens", "generated_tokens", "cached_prompt_tokens", "scheduled_s",
                     "first_token_s", "finished_s", "preemptions", "lora_holdbacks", "rejected")
-_REQUEST_INTS = ("request_id", "replica", "first_token_replica", "tenant", "adapter", "schema", "prompt_tokens",
+_REQUEST_INTS = ("request_id", "replica", "tenant", "adapter", "schema", "prompt_tokens",
                  "output_tokens", "generated_tokens", "cached_prompt_tokens", "preemptions", "lora_holdbacks",
                  "rejected")
 _REQUEST_FLOATS = ("arrival_s", "scheduled_s", "first_token_s", "finished_s")
@@ -185,8 +184,7 @@ class Recorder:
     def request_done(self, req: Request, replica: int) -> None:
         """Record a request that finished or was rejected."""
         rejected = req.status is Status.REJECTED
-        first_replica = replica if req.prefill_replica < 0 else req.prefill_replica
-        row = [req.request_id, replica, first_replica, req.tenant, req.adapter_id, req.schema_id, req.prompt_tokens,
+        row = [req.request_id, replica, req.tenant, req.adapter_id, req.schema_id, req.prompt_tokens,
                req.output_tokens, req.num_output_tokens, req.num_cached_prompt_tokens, req.num_preemptions,
                req.num_holdbacks, rejected]
         try:
@@ -329,10 +327,10 @@ class Recorder:
         if len(replicas) and replicas.min() == replicas.max():      # one replica: its steps in time order
             timeline: Timeline = LoggedTimeline(log, num_blocks, engine_loop)
             first_client, finished_client = timeline.at_client((c["first_token_s"], c["finished_s"]),
-                                                               (c["first_token_replica"], c["replica"]))
+                                                               (c["replica"], c["replica"]))
         else:
             timeline = _whole(log, num_blocks, engine_loop)
-            first_client = _at_client(c["first_token_s"], c["first_token_replica"], timeline)
+            first_client = _at_client(c["first_token_s"], c["replica"], timeline)
             finished_client = _at_client(c["finished_s"], c["replica"], timeline)
         c = derived_columns(c, first_client, finished_client, engine_loop)
         return SimulationResult(c, dict(self._reasons), timeline, np.sort(np.array(self._gaps)), num_replicas,

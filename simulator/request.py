@@ -50,7 +50,6 @@ class Request:
     num_preemptions: int = 0
     num_holdbacks: int = 0                # steps it waited only because its adapter had no slot
     grammar_ready_s: float = -1.0         # when its schema is compiled (-1: not asked yet)
-    prefill_replica: int = -1             # disaggregated: the prefill replica that sampled its first token
     group_tick: int = -1                  # in the scheduler's decode group since this tick (-1: not)
     reject_reason: str = ""
 
@@ -60,9 +59,6 @@ class Request:
     first_token_s: float = -1.0
     last_token_s: float = -1.0
     finished_s: float = -1.0
-    # a closed loop's disaggregated request: when its first token reached the client through the prefill replica's
-    # API server (simulator/api_passes.py); -1 until that pass ends
-    first_answer_s: float = -1.0
     # Inter-token gaps that are not one step long (after a preemption or a skipped step).
     itl_gaps_s: list[float] | None = None
 

@@ -142,17 +142,21 @@ def test_speculative_speed_up_falls_as_the_rate_rises():
 
 
 def test_disaggregated_transfer_is_priced_at_the_interconnect(linear):
-    # one request: prefill step (a + b x 1000), then 1000 tokens x 1e6 B / 1e11 B/s = 10 ms, then decodes
+    # one request: prefill step (a + b x 1000), then 1000 tokens x 1e6 B / 1e11 B/s = 10 ms, then the decode replica
+    # computes the last prompt token again (context 999) and samples the first token, the one the client sees first
+    # (vLLM's disaggregated serving: cluster.py), then two decodes
     d = DisaggregationConfig(1, 1, kv_bytes_per_token=1e6, interconnect_bytes_per_s=1e11, transfer_latency_s=1e-3)
     r = simulate(sim_config(num_blocks=400, max_num_batched_tokens=1024, disaggregation=d), linear,
                  [Request(0, 0.0, 1000, 3)], seed=0)
     a, b, k = linear.base_s, linear.per_token_s, linear.per_context_s
     prefill, transfer = a + b * 1000, 1e-3 + 1000 * 1e6 / 1e11
+    first = a + b + k * 999
     decodes = (a + b + k * 1000) + (a + b + k * 1001)
-    assert r.columns["ttft_ms"][0] == pytest.approx(prefill * 1000)
-    assert r.columns["e2e_ms"][0] == pytest.approx((prefill + transfer + decodes) * 1000)
-    assert r.columns["replica"][0] == 1                      # finished on the decode replica
-    assert r.itl_gaps_s[0] == pytest.approx(transfer + a + b + k * 1000)   # first decode token waits the transfer
+    assert r.columns["ttft_ms"][0] == pytest.approx((prefill + transfer + first) * 1000)
+    assert r.columns["e2e_ms"][0] == pytest.approx((prefill + transfer + first + decodes) * 1000)
+    assert r.columns["replica"][0] == 1                      # streamed and finished by the decode replica
+    assert r.columns["generated_tokens"][0] == 3            # the prefill's token is not the client's
+    assert not len(r.itl_gaps_s)                            # every gap the client sees is one decode step
 
 
 def test_mooncake_slice_hit_rate_is_higher_with_the_prefix_aware_router():
