@@ -84,12 +84,16 @@ def replica_load(result, ridge: float) -> ReplicaLoad:
 
 def rate_bound_per_s(plan, cached_share: float = 0.0) -> float:
     """An optimistic rate one replica can sustain: 1.5 / (mean prefill of the share of the prompt not cached +
-    mean output / decode tokens/s at the largest batch the KV cache holds). 1.5: chunked prefill overlaps prefill
-    with decodes in a step. The goodput bisection starts from it with nothing cached (its lowest rate tried is a
-    share of it, so an optimistic start could skip the goodput); a sweep prunes by it with `cached_prefill_share`."""
+    mean output / (decode tokens/s at the largest batch the KV cache holds x E)). 1.5: chunked prefill overlaps
+    prefill with decodes in a step. E: the tokens a speculative verification yields on average
+    (`SpeculativeSummary.expected_tokens_per_step`; 1 without speculation), each verification taken as cheap as a
+    one-token decode step and drafting as free, so the bound stays above the rate. The goodput bisection starts
+    from it with nothing cached (its lowest rate tried is a share of it, so an optimistic start could skip the
+    goodput); a sweep prunes by it with `cached_prefill_share`."""
     st = plan.step_times
     prefill_s = (1.0 - cached_share) * st.prefill_ms / 1e3
-    return 1.5 / (prefill_s + st.output_tokens_mean / st.decode_memory_limited_tokens_per_s)
+    per_step = plan.speculative.expected_tokens_per_step if plan.speculative else 1.0
+    return 1.5 / (prefill_s + st.output_tokens_mean / (st.decode_memory_limited_tokens_per_s * per_step))
 
 
 def cached_prefill_share(r: Resolved, plan) -> float:

@@ -9,7 +9,7 @@ import pytest
 from sizer.errors import InputError
 from sizer.inputs.hardware import host_link, load_hardware, scale_up_link
 from sizer.inputs.scenario import scenario_from_dict
-from sizer.sizing.goodput import cached_prefill_share, rate_bound_per_s
+from sizer.sizing.goodput import cached_prefill_share, probe_slo, rate_bound_per_s
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulation_config
@@ -401,3 +401,24 @@ def test_the_rate_bound_prunes_only_what_no_cache_hit_could_save():
     many = resolve(scenario_from_dict({**base, "workload": {**base["workload"], "shared_prefix": {
         "share": 1.0, "tokens": 1000, "num_prefixes": 2000}}}, None))
     assert cached_prefill_share(many, make_plan(many)) == 0.0
+
+
+def test_the_rate_bound_stays_above_a_rate_speculation_meets():
+    # audit finding: with speculation the bound took one token per decode step, 1.5 / (7.2 ms + 4,000 / 589
+    # tokens/s) = 0.22 req/s, yet one replica meets the SLO at 0.5: goodput reported 0.22 ("the bound itself meets
+    # it") and a sweep pruned the point. A verification yields E = (1 - 0.9^5) / (1 - 0.9) = 4.0951 tokens on
+    # average and costs no less than a one-token step, so the decode rate is at most 589 x 4.0951 tokens/s:
+    # 1.5 / (7.2 ms + 4,000 / 2,411) = 0.90 req/s
+    s = scenario_from_dict({
+        "model": "llama-3.1-8b", "hardware": "h100-sxm",
+        "deployment": {"max_model_len": 4200, "gpu_memory_utilization": 0.25, "speculative_config": {
+            "method": "eagle", "num_speculative_tokens": 4, "acceptance_rate": 0.9}},
+        "workload": {"arrival": {"rate_per_s": 0.5}, "prompt_tokens": {"distribution": "fixed", "value": 100},
+                     "output_tokens": {"distribution": "fixed", "value": 4000}},
+        "slo": {"ttft_ms": 60000, "e2e_ms": 600000}}, None)
+    r = resolve(s)
+    plan = make_plan(r)
+    st = plan.step_times
+    assert rate_bound_per_s(plan) == pytest.approx(
+        1.5 / (st.prefill_ms / 1e3 + st.output_tokens_mean / (st.decode_memory_limited_tokens_per_s * 4.0951)))
+    assert rate_bound_per_s(plan) > 0.5 and probe_slo(r, 0.5, 40).met
