@@ -51,8 +51,9 @@ class StepTimes:
 
     def __init__(self, model: StepTimeModel, loop: EngineLoop, max_entries: int = 1 << 16):
         self.model, self.loop, self._max = model, loop, max_entries
-        # a model whose time depends on a batch's first four sums alone may price them in one call
-        # (`KernelTableStepTimeModel.sums_step_time`); None: every miss builds its StepBatch
+        # a model whose time depends on a batch's first four sums alone, where it verifies no drafts (their logits
+        # rows are a later field), may price them in one call (`KernelTableStepTimeModel.sums_step_time`); None:
+        # every miss builds its StepBatch
         sums_step_time = getattr(model, "sums_step_time", None)
         self._sums = sums_step_time() if sums_step_time is not None else None
         # and one whose tables price attention, a plain decode step's time from its sequences and context alone
@@ -70,7 +71,8 @@ class StepTimes:
         t = memo.get(key)
         if t is None:
             sums = self._sums
-            t = self._period(sums(key[0], key[1], key[2], key[3]), key[0]) if sums else self._time(batch_of(key))
+            t = (self._period(sums(key[0], key[1], key[2], key[3]), key[0]) if sums and not key[6]
+                 else self._time(batch_of(key)))
             if len(memo) >= self._max:
                 memo.clear()
             memo[key] = t

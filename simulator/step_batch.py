@@ -43,9 +43,16 @@ class StepBatch(NamedTuple):
     attention_pairs: int = 0       # query-key pairs: sum of attention_pairs(n, c) per sequence
     prefill_seqs: int = 0          # sequences with more than one new token that are prefilling
     prefill_tokens: int = 0        # new tokens of those sequences
-    draft_tokens: int = 0          # speculative tokens proposed this step (priced by the proposer)
+    draft_tokens: int = 0          # speculative tokens verified this step (a logits row each; drafting: the proposer)
     lora_tokens: int = 0           # new tokens of sequences running a LoRA adapter
     lora_adapters: int = 0         # distinct LoRA adapters in the step (their weights are read)
+
+    @property
+    def logits_rows(self) -> int:
+        """Rows the lm_head computes: one a sequence, and one more for each draft token a verification scores (vLLM
+        v1 gpu_model_runner._calc_spec_decode_metadata: `logits_indices` holds a verifying sequence's γ draft
+        positions and its bonus token's)."""
+        return self.num_seqs + self.draft_tokens
 
     @staticmethod
     def from_seqs(seqs: Iterable[tuple[int, int]], prefill: Iterable[bool] | None = None) -> StepBatch:

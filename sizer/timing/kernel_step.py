@@ -31,7 +31,8 @@ For one step on one GPU of the busiest pipeline stage (times the stages, as the 
   GDN          per gated delta net layer, its convolution and delta-rule kernels (its projections are GEMMs
                above): decode gdn_generation(decode seqs); prefill gdn_context(prefill seqs, chunk tokens n)
                (the recurrent state carries the prefix: the cached tokens cost nothing)
-  lm_head      gemm(m = sequences, n = vocab / TP, k = hidden), once per step
+  lm_head      gemm(m = logits rows, n = vocab / TP, k = hidden), once per step: a row a sequence and one a draft
+               token verified (StepBatch.logits_rows)
   element-wise per layer: a fused residual add + RMSNorm per norm (reads 2 x hidden, writes 2 x hidden
                per token), for softmax attention the rotary embedding (reads and writes q and k) and the
                KV-cache write (reads k and v, writes them to the cache: vLLM's rotary_embedding and
@@ -558,7 +559,7 @@ class KernelTableStepTimeModel:
         self._roofline_experts = m.moe is not None and not self.experts_from_tables
         self._lm_head_s = self.lm_head if self.lm_head is not None else roofline.lm_head_s
         self._per_token_memo: dict[int, float] = {}      # self.per_token(tokens) by tokens
-        self._lm_head_memo: dict[int, float] = {}        # self._lm_head_s(seqs) by seqs
+        self._lm_head_memo: dict[int, float] = {}        # self._lm_head_s(rows) by logits rows
         self.name = tables.header.description + (f"; roofline for {', '.join(missing)}" if missing else "")
 
     def _sources(self, m: ModelSpec, p: ParallelConfig, table_gemms: int) -> dict[str, str]:
@@ -787,9 +788,10 @@ class KernelTableStepTimeModel:
             stage += self.roofline.expert_gemm_s(expert_tokens)
         if batch.lora_tokens:                # the adapters' low-rank GEMMs: no table holds them (the roofline's)
             stage += self.roofline.lora_s(batch)
-        lm_head = self._lm_head_memo.get(batch.num_seqs)
+        rows = batch.logits_rows
+        lm_head = self._lm_head_memo.get(rows)
         if lm_head is None:
-            lm_head = _memoised(self._lm_head_memo, batch.num_seqs, self._lm_head_s)
+            lm_head = _memoised(self._lm_head_memo, rows, self._lm_head_s)
         return stage * self.pp + lm_head + self.step_overhead_s
 
     def decode_step_time(self) -> Callable[[int, int], float] | None:
@@ -843,7 +845,8 @@ class KernelTableStepTimeModel:
         """`step_time` as a function of a batch's first four sums (sequences, new tokens, context tokens, attention
         pairs) where it reads no other field: one rank, attention from the roofline's plain groups alone (no
         tables, MLA or delta-net rows, no window or top-k), no roofline GEMMs or experts, no LoRA adapters (their
-        tokens are a later field); None otherwise. The
+        tokens are a later field); None otherwise. It prices a batch without drafts (their logits rows, a later
+        field, are left out: the simulator sends it no other). The
         same additions and products in the same order as `step_time`, `attention_s`, `attention_groups_s` and
         the roofline's `_group_s` (with `attended` 1.0, whose products are exact), flattened into one call for
         the simulator's steps whose time is not memoised (tests/sizer/timing compare the two to the bit)."""

@@ -7,7 +7,8 @@ beside it. `step_time(batch)` sums, for the engine step that `batch` describes:
 
   token ops      per-layer GEMMs, norms, RoPE + KV write, activation: tables by new tokens,
                  times the calls per step (layers x calls per layer)
-  seq ops        lm_head and sampling, by sequences (logits are taken for every sequence)
+  seq ops        lm_head by logits rows (one a sequence, one a draft token verified: StepBatch.logits_rows) and
+                 sampling by sequences
   attention      decode: a table by (decode sequences, context per sequence); prefill: a
                  table by (chunk tokens, context) for one sequence, times the prefill
                  sequences; both times the layer count
@@ -375,8 +376,8 @@ class CalibratedStepTimeModel:
             factor = self._layer_factor if op in h.per_layer_ops else 1.0
             parts[op] = calls * factor * t
             ok &= inside
-        for op in ("lm_head", "sampling"):
-            t, inside = p.seq_ops.at(f"{op}_s", batch.num_seqs)
+        for op, rows in (("lm_head", batch.logits_rows), ("sampling", batch.num_seqs)):
+            t, inside = p.seq_ops.at(f"{op}_s", rows)
             parts[op] = t
             ok &= inside
         decode, decode_ctx, prefill, n, c = split_attention(batch)

@@ -9,7 +9,7 @@ A step runs, on each GPU of the busiest pipeline stage, one after another:
              expert, not as one dense GEMM
   attention  max(4 x query-key pairs x heads x head dim / (peak x eff),
                  KV bytes read+written / (bw x eff x attention KV efficiency))
-  lm_head    for one sampled token per sequence
+  lm_head    a logits row per sequence, and one per draft token a speculative verification scores
   collectives  TP all-reduce / EP all-to-all bytes / link bandwidth + a fixed latency each + the wait for the
              last GPU of the group to reach it
   layers     a fixed cost per layer (graph replay and launches of its small kernels: norms,
@@ -276,7 +276,7 @@ class RooflineStepTimeModel:
                 group.index_bytes_per_token_per_gpu / kv_bytes_per_s))
         # Mamba-2 / linear attention: each sequence's state is read and written once per step
         self._state_s_per_seq = 2 * self.kv.state_bytes_per_seq_per_gpu / self.bytes_per_s
-        self._lm_s_per_seq = 2.0 * self.lm_params / self.gemm_flops_per_s
+        self._lm_s_per_row = 2.0 * self.lm_params / self.gemm_flops_per_s
         self._lm_read_s = self.lm_bytes / weight_bytes_per_s
         # Partial offload: the GPU reads its layers; host layers are read by the CPU (decode) or copied to the GPU
         # over the host link (prompt batches of OP_OFFLOAD_MIN_BATCH tokens and more)
@@ -341,7 +341,7 @@ class RooflineStepTimeModel:
         attention = batch.num_seqs * self._state_s_per_seq
         for group in self._attention_groups:
             attention += self._group_s(group, batch)
-        lm_head = max(batch.num_seqs * self._lm_s_per_seq, self._lm_read_s)
+        lm_head = self.lm_head_s(batch.logits_rows)
         comm = tokens * self._comm_s_per_token + self._comm_fixed_s
         if self._alltoall_fixed_s:
             comm += self.alltoall_s(tokens)
@@ -395,8 +395,9 @@ class RooflineStepTimeModel:
         rank = rank_batch(batch, self.ranks, self.context_balance)
         return rank, batch.new_tokens if self.experts_span_dp else rank.new_tokens
 
-    def lm_head_s(self, seqs: int) -> float:
-        return max(seqs * self._lm_s_per_seq, self._lm_read_s)
+    def lm_head_s(self, rows: int) -> float:
+        """The lm_head over `rows` logits rows (StepBatch.logits_rows): their FLOPs or its weights' read."""
+        return max(rows * self._lm_s_per_row, self._lm_read_s)
 
     def alltoall_s(self, tokens: int) -> float:
         """The MoE layers' dispatch and combine of one stage for a rank's `tokens` (0 unless experts span ranks)."""

@@ -90,6 +90,13 @@ def test_step_time_is_the_sum_of_the_tables(profile):
     assert "test CPU" in model.name
 
 
+def test_a_verification_looks_the_lm_head_up_at_its_logits_rows(profile):
+    # two sequences verifying 3 drafts each: 2 + 6 = 8 logits rows (vLLM's logits_indices: the draft positions and
+    # the bonus tokens), lm_head 1e-4 + 1e-5 x 7 = 1.7e-4 s where 2 rows cost 1.1e-4; sampling stays by sequences
+    parts, _ = CalibratedStepTimeModel(profile).breakdown(StepBatch(2, 8, 200, 2 * (4 * 100 + 10), 0, 0, 6))
+    assert parts["lm_head"] == pytest.approx(1.7e-4) and parts["sampling"] == pytest.approx(1e-5)
+
+
 def test_more_layers_scale_the_per_layer_parts(profile):
     # 4 layers instead of 2 double qkv (+1.24e-3), decode (+3.8e-5) and prefill (+5.4e-5)
     four = CalibratedStepTimeModel(profile, num_layers=4)

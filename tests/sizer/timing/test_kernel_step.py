@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.step_batch import StepBatch
+from simulator.step_batch import StepBatch, attention_pairs
 from sizer.analytic.parallel import ParallelConfig
 from sizer.inputs.model_spec import load_model
 from sizer.inputs.scenario import scenario_from_dict
@@ -89,6 +89,25 @@ def test_a_prefill_chunk_on_a_prefix_pays_its_own_share_of_the_causal_pairs():
     elementwise = 20 + 64 * 0.041984
     expected = (376 + 30 + attention + elementwise) * US + STEP_OVERHEAD_S
     assert model.step_time(StepBatch.from_seqs([(64, 64)])) == pytest.approx(expected, rel=1e-9)
+
+
+def test_a_verification_takes_logits_at_every_draft_position_and_the_bonus_token():
+    # audit finding: a step verifying drafts priced the lm_head for one row a sequence; vLLM computes logits at
+    # each of a verifying sequence's gamma draft positions and its bonus token (spec_decode_metadata.logits_indices)
+    model = KernelTableStepTimeModel(synthetic_tables(), roofline_for(tiny_resolved()))
+    # one sequence verifying 4 drafts on 127 cached tokens: 5 rows, not 1. The lm_head curve (4096, 256) runs
+    # 30 us at m = 1 and 60 us at m = 64, so 5 rows cost 30 x 4 / 63 = 1.905 us more; nothing else reads the field
+    verify = StepBatch(1, 5, 127, attention_pairs(5, 127), 0, 0, 4)
+    extra = model.step_time(verify) - model.step_time(verify._replace(draft_tokens=0))
+    assert extra == pytest.approx(30 * 4 / 63 * US, rel=1e-9)
+    # the roofline: 100 sequences verifying 4 drafts each are 500 rows of 2 x 4,096 x 256 FLOPs at the H100's
+    # 989.4 TFLOP/s bf16 x 0.8 (its profile) = 1.325 us, above the 0.92 us read of the 2 MiB lm_head (3.35 TB/s
+    # x 0.85 bandwidth efficiency x 0.8 weight streaming, roofline.WEIGHT_STREAM_EFFICIENCY) that 100 rows cost
+    # (their FLOPs take 0.265 us)
+    r = model.roofline
+    batch = StepBatch(100, 500, 100 * 127, 100 * attention_pairs(5, 127), 0, 0, 400)
+    assert r.cost(batch).lm_head_s == pytest.approx(2 * 4096 * 256 * 500 / (989.4e12 * 0.8), rel=1e-9)
+    assert r.cost(batch._replace(draft_tokens=0)).lm_head_s == pytest.approx(4096 * 256 * 2 / (3.35e12 * 0.85 * 0.8))
 
 
 def test_curves_pass_through_measured_points_and_rise_between_them():
@@ -344,6 +363,17 @@ def test_a_steps_time_from_its_four_sums_is_step_time_to_the_bit(seqs, tokens, c
     pairs = context + tokens + extra_pairs
     batch = StepBatch(seqs, tokens, context, pairs, pf_seqs, pf_tokens)
     assert sums(seqs, tokens, context, pairs) == model.step_time(batch)
+
+
+def test_the_simulators_memo_prices_a_verification_with_its_logits_rows_not_by_the_four_sums():
+    # the four sums leave out the drafts' logits rows: a verification of 64 sequences x 4 drafts on 1,000 cached
+    # tokens each is 320 rows, which the memo must price as step_time does (the lm_head of 320 rows costs more than
+    # that of 64 on the A100 tables, so the four sums alone would come out lower)
+    from simulator.engine_loop import BARE
+    from simulator.replica import StepTimes
+    model = standard_a100_model()
+    verify = StepBatch(64, 320, 64_000, 64 * attention_pairs(5, 1000), 0, 0, 256)
+    assert StepTimes(model, BARE)(verify) == model.step_time(verify) > model.step_time(verify._replace(draft_tokens=0))
 
 
 def test_a_step_the_tables_price_attention_of_has_no_four_sums_path():
