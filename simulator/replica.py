@@ -379,8 +379,8 @@ class Replica:
 
     def _step_time(self, step: ScheduledStep) -> float:
         dt = self.step_times(step.batch)
-        if step.spec_seqs:
-            dt += self.proposer.draft_time_s(step.spec_seqs, step.spec_context_tokens, self.step_times.model)
+        if self.proposer is not None:
+            dt += self.proposer.config.draft_time_s(step.batch, self.step_times.model)
         swapped = step.swap_out_blocks + step.swap_in_blocks
         if swapped:
             cfg = self.config

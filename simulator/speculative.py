@@ -4,7 +4,8 @@ A proposer guesses γ tokens per decoding sequence; the target model verifies th
 pass of γ+1 tokens per sequence (priced by the step-time model like any other batch). Each
 draft token is accepted with probability α until the first rejection, so a verification
 yields min(G, γ) + 1 tokens with G geometric, whose mean is (1 - α^(γ+1)) / (1 - α)
-(Leviathan et al., 2023).
+(Leviathan et al., 2023). Drafting runs beside every step, as vLLM v1 runs it
+(`SpeculativeConfig.draft_time_s`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,11 @@ if TYPE_CHECKING:      # the generator's type only: a plan reads SpeculativeConf
     import numpy as np
 
 METHODS = ("ngram", "medusa", "eagle", "eagle3", "mtp", "draft_model")
+# The proposers that run a model with a KV cache of its own over the step's tokens: vLLM v1's
+# SpecDecodeBaseProposer (vllm/v1/spec_decode/eagle.py; EagleProposer serves eagle, eagle3 and mtp,
+# DraftModelProposer in draft_model.py inherits it). Medusa's heads read one hidden state a sequence
+# (vllm/v1/spec_decode/medusa.py), n-gram matching runs on the CPU.
+KV_DRAFTERS = ("eagle", "eagle3", "mtp", "draft_model")
 
 
 def expected_tokens_per_step(acceptance_rate: float, num_speculative_tokens: int) -> float:
@@ -31,7 +37,7 @@ class SpeculativeConfig:
     method: str                     # 'ngram' | 'medusa' | 'eagle' | 'eagle3' | 'mtp' | 'draft_model'
     num_speculative_tokens: int     # γ
     acceptance_rate: float          # α, per draft token
-    draft_cost_fraction: float      # cost of proposing one token, as a share of one target decode step
+    draft_cost_fraction: float      # a drafting pass as a share of the target's step over the same tokens
     draft_step_model: StepTimeModel | None = None  # prices a draft model's own steps instead
 
     def __post_init__(self) -> None:
@@ -42,25 +48,36 @@ class SpeculativeConfig:
         if not 0.0 <= self.acceptance_rate <= 1.0:
             raise ValueError("acceptance_rate must be in [0, 1]")
 
+    def draft_time_s(self, batch: StepBatch, target: StepTimeModel) -> float:
+        """Drafting beside a step of `batch`, which vLLM v1 runs for every sequence of every step (the drafts of
+        a sequence still prefilling are dropped). A drafter with a KV cache (KV_DRAFTERS) takes every token the
+        step scheduled (vllm/v1/worker/gpu_model_runner.py, GPUModelRunner.propose_draft_token_ids:
+        input_ids[:num_scheduled_tokens]), so its first pass runs over the prefill chunks, building its KV of
+        them, and over each verification's 1 + γ tokens, with one logits row a sequence; then γ - 1 passes of one
+        token a sequence (SpecDecodeBaseProposer.propose, vllm/v1/spec_decode/eagle.py). Medusa's γ heads and
+        the other proposers: γ one-token passes over the sequences. A draft model is priced by its own step
+        model; a proposer without one at `draft_cost_fraction` x the target's step over the same tokens (a head
+        is a share of the target's layers for a prefill chunk as for a decode: FLOPs and bytes a token alike)."""
+        if self.draft_step_model is not None:
+            model, share = self.draft_step_model, 1.0
+        elif self.draft_cost_fraction == 0.0:
+            return 0.0
+        else:
+            model, share = target, self.draft_cost_fraction
+        seqs, context = batch.num_seqs, batch.context_tokens + batch.new_tokens
+        one_token = model.step_time(StepBatch(seqs, seqs, context, context + seqs))
+        if self.method not in KV_DRAFTERS:
+            return share * self.num_speculative_tokens * one_token
+        first = batch._replace(draft_tokens=0, lora_tokens=0, lora_adapters=0)
+        return share * (model.step_time(first) + (self.num_speculative_tokens - 1) * one_token)
+
 
 class Proposer:
-    """Prices the drafting of a step and draws how many drafts each sequence keeps."""
+    """Draws how many drafts each sequence keeps (its drafting is priced by `SpeculativeConfig.draft_time_s`)."""
 
     def __init__(self, config: SpeculativeConfig, rng: np.random.Generator):
         self.config = config
         self._rng = rng
-
-    def draft_time_s(self, spec_seqs: int, spec_context_tokens: int, target: StepTimeModel) -> float:
-        """γ sequential one-token passes over the drafting sequences."""
-        if spec_seqs == 0:
-            return 0.0
-        cfg = self.config
-        one = StepBatch(spec_seqs, spec_seqs, spec_context_tokens, spec_context_tokens + spec_seqs)
-        if cfg.draft_step_model is not None:
-            return cfg.num_speculative_tokens * cfg.draft_step_model.step_time(one)
-        if cfg.draft_cost_fraction == 0.0:
-            return 0.0
-        return cfg.num_speculative_tokens * cfg.draft_cost_fraction * target.step_time(one)
 
     def draw_accepted(self, caps: list[int]) -> list[int]:
         """Accepted drafts per sequence: leading successes of Bernoulli(α) trials, capped."""

@@ -37,8 +37,7 @@ class ScheduledStep:
     swap_out_blocks: int = 0
     swap_in_blocks: int = 0
     num_itl_seqs: int = 0        # seqs whose token this step comes one step after their last
-    spec_seqs: int = 0           # seqs verifying draft tokens, and their context (for pricing drafts)
-    spec_context_tokens: int = 0
+    spec_seqs: int = 0           # seqs verifying draft tokens
     adapter_loads: tuple[str, ...] = ()   # where each adapter loaded for this step came from (simulator/lora.py)
     grammar_seqs: int = 0        # seqs sampling a token under a grammar (a token mask each)
     _seqs: list[ScheduledSeq] | None = None
@@ -112,7 +111,7 @@ class StepBuilder:
     __slots__ = ("budget", "prev_s", "group", "group_tick", "decodes", "decode_context", "others", "preempted",
                  "swap_out_blocks",
                  "swap_in_blocks", "new", "ctx", "pairs", "pf_seqs", "pf_tokens", "draft", "itl", "spec_seqs",
-                 "spec_ctx", "tagging", "lora_tokens", "adapters", "adapter_loads", "grammar_seqs")
+                 "tagging", "lora_tokens", "adapters", "adapter_loads", "grammar_seqs")
 
     def __init__(self, budget: int, prev_s: float, tagging: bool = False):
         self.budget, self.prev_s, self.tagging = budget, prev_s, tagging
@@ -124,7 +123,7 @@ class StepBuilder:
         self.preempted: list[Request] = []
         self.swap_out_blocks = self.swap_in_blocks = 0
         self.new = self.ctx = self.pairs = self.pf_seqs = self.pf_tokens = 0
-        self.draft = self.itl = self.spec_seqs = self.spec_ctx = 0
+        self.draft = self.itl = self.spec_seqs = 0
         self.lora_tokens = self.grammar_seqs = 0
         self.adapters: set[int] = set()
         self.adapter_loads: list[str] = []
@@ -154,7 +153,6 @@ class StepBuilder:
             if spec:
                 self.draft += spec
                 self.spec_seqs += 1
-                self.spec_ctx += c
         else:
             self.pf_seqs += 1
             self.pf_tokens += n
@@ -165,5 +163,5 @@ class StepBuilder:
                           self.pf_tokens, self.draft, self.lora_tokens, len(self.adapters)))
         return ScheduledStep(self.group, self.group_tick, self.decodes, self.decode_context, self.others, batch,
                              self.preempted,
-                             self.swap_out_blocks, self.swap_in_blocks, self.itl, self.spec_seqs, self.spec_ctx,
+                             self.swap_out_blocks, self.swap_in_blocks, self.itl, self.spec_seqs,
                              tuple(self.adapter_loads), self.grammar_seqs)

@@ -168,8 +168,11 @@ class SpeculativeSection:
                                         "config.json or checkpoint folder (relative to the scenario file), or a "
                                         "Hugging Face id in the local cache")
     proposer_cost_fraction: float | None = field(None, ge=0.0, le=1.0,
-                                                 doc="proposer cost per proposed token as a fraction of a target "
-                                                     "decode step; default by method")
+                                                 doc="cost of one drafting pass as a fraction of the target's "
+                                                     "step over the same tokens (eagle, eagle3, mtp and "
+                                                     "draft_model: a first pass over every token of the step, "
+                                                     "prefill chunks too, then one token a sequence); default by "
+                                                     "method")
 
 
 @dataclass(frozen=True)

@@ -328,7 +328,7 @@ def make_plan(r: Resolved) -> Plan:
         sc = d.speculative_config
         resolved_spec = r.scheduler.speculative
         proposer = ("the draft model's own roofline step time" if resolved_spec.draft_step_model is not None else
-                    f"{resolved_spec.draft_cost_fraction:g} x a target decode step per proposed token ("
+                    f"{resolved_spec.draft_cost_fraction:g} x the target's step over the same tokens a drafting pass ("
                     + ("scenario" if sc.proposer_cost_fraction is not None else
                        f"assumption for {sc.method}, sizer/sizing/presets.py") + ")")
         spec = SpeculativeSummary(sc.method, sc.num_speculative_tokens, sc.acceptance_rate,

@@ -125,8 +125,9 @@ def slot_preset(engine: str) -> SlotPreset | None:
     return SLOT_PRESETS.get(engine)
 
 
-# Cost of proposing one speculative token, as a fraction of one target decode step at the same
-# batch, when the scenario states none (`speculative_config.proposer_cost_fraction`). Modelling
+# Cost of one drafting pass, as a fraction of the target's step over the same tokens
+# (simulator/speculative.py `SpeculativeConfig.draft_time_s`), when the scenario states none
+# (`speculative_config.proposer_cost_fraction`). Modelling
 # assumptions, not measurements: n-gram lookup is a table search on the CPU; EAGLE/Medusa/MTP
 # heads are one small layer on the target's hidden state; a draft model is a separate small model
 # (about a tenth of the target's weights is typical; a named draft model is priced by its own roofline).

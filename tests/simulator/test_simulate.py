@@ -127,6 +127,30 @@ def test_speculative_tokens_per_verification_match_the_formula_at_batch_one():
     assert r.timeline.new_tokens[1] == 5                     # 1 + gamma tokens through the model
 
 
+@pytest.mark.parametrize(("method", "fraction", "own_model", "ttft_ms"), [
+    # a draft model priced by its own step model (base 1 ms, 10 us a token, 0.01 us a cached token): its first
+    # pass over the 800-token prompt, 1 + 0.01 x 800 = 9 ms, then 3 one-token passes on 800 cached tokens,
+    # 3 x (1 + 0.01 + 0.008) = 3.054 ms, beside the target's prefill 5 + 0.05 x 800 = 45 ms
+    ("draft_model", 0.0, True, 45 + 9 + 3.054),
+    # an EAGLE head at 0.05 of the target: 0.05 x the target's 45 ms pass over the prompt, then 3 one-token passes
+    # at 0.05 x (5 + 0.05 + 0.0001 x 800 = 5.13 ms)
+    ("eagle", 0.05, False, 45 * 1.05 + 3 * 0.05 * 5.13),
+    # Medusa's heads read one hidden state a sequence: 4 x 0.03 x 5.13 ms, nothing a prompt token
+    ("medusa", 0.03, False, 45 + 4 * 0.03 * 5.13),
+])
+def test_drafting_runs_beside_every_step_and_a_drafter_with_a_kv_over_the_prompt(method, fraction, own_model, ttft_ms):
+    # audit finding: drafting was priced for verifying sequences only, so a draft model's TTFT left out its pass
+    # over the prompt (vLLM's propose_draft_token_ids feeds the drafter every scheduled token: its KV must be built)
+    from simulator.speculative import SpeculativeConfig
+    draft = LinearStepModel(base_s=1e-3, per_token_s=1e-5, per_context_s=1e-8) if own_model else None
+    spec_cfg = SpeculativeConfig(method, num_speculative_tokens=4, acceptance_rate=0.0, draft_cost_fraction=fraction,
+                                 draft_step_model=draft)
+    # the target: 5 ms + 50 us a token + 0.1 us a cached token (LinearStepModel's defaults)
+    r = simulate(sim_config(max_num_batched_tokens=1024, speculative=spec_cfg), LinearStepModel(),
+                 [Request(0, 0.0, 800, 3)], seed=0)
+    assert r.columns["ttft_ms"][0] == pytest.approx(ttft_ms)
+
+
 def test_speculative_speed_up_falls_as_the_rate_rises():
     from simulator.speculative import SpeculativeConfig
     spec_cfg = SpeculativeConfig("eagle", num_speculative_tokens=4, acceptance_rate=0.7, draft_cost_fraction=0.05)
