@@ -17,7 +17,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     # configuration of a replica, a disaggregated cluster and their parts
     "config": ("DisaggregationConfig", "ReplicaConfig", "SwapLink"),
     "scheduler": ("Scheduler", "SchedulerConfig", "reason_kind"),
-    "speculative": ("SpeculativeConfig", "expected_tokens_per_step"),
+    "speculative": ("SpeculativeConfig", "expected_tokens_per_step", "with_drafting"),
     "lora": ("LoraConfig",),
     "grammar": ("GrammarConfig",),
     "engine_loop": ("BARE", "EngineLoop"),

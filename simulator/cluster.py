@@ -29,6 +29,7 @@ from simulator.config import DisaggregationConfig
 from simulator.records import Recorder
 from simulator.replica import Replica, ReplicaConfig, StepTimes
 from simulator.request import Request, Status
+from simulator.speculative import with_drafting
 from simulator.step_batch import StepTimeModel
 from simulator.workload import ClosedLoop
 
@@ -80,7 +81,7 @@ class Cluster:
         rngs = [np.random.Generator(np.random.PCG64(s))
                 for s in np.random.SeedSequence([seed, 1]).spawn(sum(n for _, n in pools))]
         self.replicas: list[Replica] = []
-        step_times = StepTimes(step_model, replica.engine_loop)
+        step_times = StepTimes(with_drafting(step_model, replica.scheduler.speculative), replica.engine_loop)
         sole_entry = requests is not None and closed_loop is None and not d and num_replicas == 1
         # the sole entry, fast-forwarding, runs the arrivals itself (feed.py): no simpy event per arrival
         fed = requests if sole_entry and fast_forward else None

@@ -379,8 +379,6 @@ class Replica:
 
     def _step_time(self, step: ScheduledStep) -> float:
         dt = self.step_times(step.batch)
-        if self.proposer is not None:
-            dt += self.proposer.config.draft_time_s(step.batch, self.step_times.model)
         swapped = step.swap_out_blocks + step.swap_in_blocks
         if swapped:
             cfg = self.config

@@ -72,8 +72,24 @@ class SpeculativeConfig:
         return share * (model.step_time(first) + (self.num_speculative_tokens - 1) * one_token)
 
 
+class DraftingStepModel:
+    """A step with the drafting vLLM runs beside it: the target's step + `SpeculativeConfig.draft_time_s`. The
+    simulator's replicas price their steps by it, and the plan its prefill and verification steps."""
+
+    def __init__(self, target: StepTimeModel, config: SpeculativeConfig):
+        self.target, self.config, self.name = target, config, target.name
+
+    def step_time(self, batch: StepBatch) -> float:
+        return self.target.step_time(batch) + self.config.draft_time_s(batch, self.target)
+
+
+def with_drafting(model: StepTimeModel, config: SpeculativeConfig | None) -> StepTimeModel:
+    """`model`, with the drafting beside each step where speculative decoding is on."""
+    return model if config is None else DraftingStepModel(model, config)
+
+
 class Proposer:
-    """Draws how many drafts each sequence keeps (its drafting is priced by `SpeculativeConfig.draft_time_s`)."""
+    """Draws how many drafts each sequence keeps (its drafting is priced by `DraftingStepModel`)."""
 
     def __init__(self, config: SpeculativeConfig, rng: np.random.Generator):
         self.config = config

@@ -12,7 +12,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from simulator.speculative import expected_tokens_per_step
+from simulator.speculative import expected_tokens_per_step, with_drafting
+from simulator.step_batch import StepTimeModel
 from sizer.analytic.capacity import Capacity, littles_law
 from sizer.analytic.format_support import Execution
 from sizer.analytic.lengths import served_means
@@ -201,14 +202,46 @@ def attention_kind(m: ModelSpec) -> str:
     return ", ".join(f"{text} x {n}" for text, n in parts.items())
 
 
+@dataclass(frozen=True)
+class RequestSteps:
+    """A request's steps as the plan's Little's law prices them, as the simulator does: its prompt in budget-sized
+    chunks, then its output in decode steps; with speculative decoding output / E verifications of 1 + gamma
+    tokens a sequence, every step with the drafting beside it (simulator/speculative.py `DraftingStepModel`)."""
+    model: StepTimeModel          # the plan's step model, with the drafting where speculation is on
+    prefill_s: float              # the mean prompt's steps
+    output_tokens: float          # the mean output
+    tokens_per_step: float        # E = (1 - alpha^(gamma+1)) / (1 - alpha) a verification; 1 without speculation
+    drafts_per_step: int          # gamma a sequence; 0 without speculation
+
+    def time_in_system_s(self, batch: int, context: int) -> float:
+        """prefill + output / E x the step of `batch` sequences on `context` tokens each."""
+        step_s = self.model.step_time(decode_batch(batch, context, self.drafts_per_step))
+        return self.prefill_s + self.output_tokens / self.tokens_per_step * step_s
+
+
+def _request_steps(r: Resolved, step: StepTimeModel, prompt_mean: float, output_mean: float) -> RequestSteps:
+    spec = r.scheduler.speculative
+    model = with_drafting(step, spec)
+    prefill_s = prefill_time_s(model, int(round(prompt_mean)), _chunk(r.engine))
+    if spec is None:
+        return RequestSteps(model, prefill_s, output_mean, 1.0, 0)
+    return RequestSteps(model, prefill_s, output_mean,
+                        expected_tokens_per_step(spec.acceptance_rate, spec.num_speculative_tokens),
+                        spec.num_speculative_tokens)
+
+
+def _chunk(e: EngineSettings) -> int | None:
+    """The most prompt tokens a step takes: the token budget under chunked prefill, else the whole prompt."""
+    return e.max_num_batched_tokens if e.enable_chunked_prefill else None
+
+
 def _step_times(r: Resolved, step, roofline: RooflineStepTimeModel, weights: WeightMemory, budget: MemoryBudget,
                 prompt_mean: float, output_mean: float) -> StepTimes:
-    """Step times from `step` (calibrated or roofline); the bandwidth bound and the compute-bound
-    batch are roofline properties."""
+    """Step times from `step` (calibrated or roofline), without speculative decoding's drafting; the bandwidth
+    bound and the compute-bound batch are roofline properties."""
     e = r.engine
     context = int(prompt_mean + output_mean / 2)
-    chunk = e.max_num_batched_tokens if e.enable_chunked_prefill else None
-    prefill_s = prefill_time_s(step, int(round(prompt_mean)), chunk)
+    prefill_s = prefill_time_s(step, int(round(prompt_mean)), _chunk(e))
     # The seeds' bound: every weight read once per token (for MoE, only the experts one token routes to).
     untouched_expert_bytes = roofline.expert_bytes * (1 - roofline.experts_touched(1))
     bandwidth = roofline.hardware.memory_bandwidth_bytes_per_s      # the datasheet's, or on the host CPU measured
@@ -228,26 +261,25 @@ def _step_times(r: Resolved, step, roofline: RooflineStepTimeModel, weights: Wei
                      roofline.alltoall_link.source if r.parallel.experts_span_dp else "")
 
 
-def _time_in_system_s(step: RooflineStepTimeModel, rate: float, prefill_s: float, output_mean: float, context: int,
-                      max_batch: int) -> float:
-    """Fixed point of T = prefill + outputs x step(batch = rate x T), batch capped by what fits."""
-    t = prefill_s + output_mean * step.step_time(decode_batch(1, context))
+def _time_in_system_s(steps: RequestSteps, rate: float, context: int, max_batch: int) -> float:
+    """Fixed point of T = prefill + outputs / E x step(batch = rate x T), batch capped by what fits."""
+    t = steps.time_in_system_s(1, context)
     for _ in range(50):
         batch = max(1, min(max_batch, round(rate * t)))
-        t_next = prefill_s + output_mean * step.step_time(decode_batch(batch, context))
+        t_next = steps.time_in_system_s(batch, context)
         if abs(t_next - t) < 1e-6:
             break
         t = t_next
     return t
 
 
-def _closed_loop(step: RooflineStepTimeModel, concurrency: int, think_s: float, prefill_s: float,
-                 output_mean: float, context: int, max_batch: int) -> tuple[float, float]:
+def _closed_loop(steps: RequestSteps, concurrency: int, think_s: float, context: int,
+                 max_batch: int) -> tuple[float, float]:
     """A closed loop's time in system T and the rate its clients send at, N / (T + think) (Little's law
     over a client's cycle): the fixed point of T at the batch that rate makes."""
-    t = _time_in_system_s(step, concurrency / (think_s + prefill_s), prefill_s, output_mean, context, max_batch)
+    t = _time_in_system_s(steps, concurrency / (think_s + steps.prefill_s), context, max_batch)
     for _ in range(50):
-        t_next = _time_in_system_s(step, concurrency / (think_s + t), prefill_s, output_mean, context, max_batch)
+        t_next = _time_in_system_s(steps, concurrency / (think_s + t), context, max_batch)
         if abs(t_next - t) < 1e-6:
             break
         t = t_next
@@ -271,6 +303,7 @@ def make_plan(r: Resolved) -> Plan:
         summary = kind("trace").trace_summary(r)
         prompt_mean, output_mean, rate = summary.prompt_tokens_mean, summary.output_tokens_mean, summary.rate_per_s
     times = _step_times(r, step, roofline, weights, budget, prompt_mean, output_mean)
+    steps = _request_steps(r, step, prompt_mean, output_mean)
 
     # Little's law.
     a = w.arrival
@@ -281,15 +314,17 @@ def make_plan(r: Resolved) -> Plan:
         if closed:
             rate = a.concurrency / (think_s + t_sys)
     else:
-        t_source = "estimated: prefill + outputs x decode step (the plan's step model) at the Little's-law batch"
+        t_source = ("estimated: prefill + outputs x decode step (the plan's step model) at the Little's-law batch"
+                    if steps.drafts_per_step == 0 else
+                    f"estimated: prefill + outputs / {steps.tokens_per_step:.2f} tokens a verification x the step "
+                    f"verifying {steps.drafts_per_step} drafts a sequence (the plan's step model), drafting beside "
+                    "each step, at the Little's-law batch")
         if closed:
-            t_sys, rate = _closed_loop(step, a.concurrency, think_s, times.prefill_ms / 1e3, output_mean, context,
-                                       times.memory_limited_batch)
+            t_sys, rate = _closed_loop(steps, a.concurrency, think_s, context, times.memory_limited_batch)
             t_source += (f"; closed loop of {a.concurrency} clients: they send at concurrency / (time in system + "
                          f"think time {think_s:g} s) = {rate:.3g} req/s, the rate sized for")
         else:
-            t_sys = _time_in_system_s(step, rate, times.prefill_ms / 1e3, output_mean, context,
-                                      times.memory_limited_batch)
+            t_sys = _time_in_system_s(steps, rate, context, times.memory_limited_batch)
     if closed and rate > MAX_RATE_PER_S:      # the rate a scenario may state, so the one its clients may send
         given = "workload.time_in_system_s" if w.time_in_system_s is not None else "workload.arrival.concurrency"
         raise InputError(r.file, given, f"{a.concurrency:,} clients would send {rate:.3g} req/s (concurrency / "
@@ -308,8 +343,7 @@ def make_plan(r: Resolved) -> Plan:
     else:
         requests_held = slot_requests_held(r.slots, tokens_per_req)
     # the rate memory allows: that many requests in flight over their time in system at the batch they make
-    t_full = None if w.time_in_system_s is not None else \
-        (times.prefill_ms + output_mean * times.decode_memory_limited_batch_ms) / 1e3
+    t_full = None if w.time_in_system_s is not None else steps.time_in_system_s(times.memory_limited_batch, context)
     capacity = littles_law(rate, t_sys, t_source, tokens_per_req, tokens_source, kv.bytes_per_token,
                            budget.kv_tokens * p.dp * pools, requests_held, t_full)
 

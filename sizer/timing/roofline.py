@@ -524,10 +524,13 @@ def prefill_time_s(model: RooflineStepTimeModel, prompt_tokens: int, chunk_token
     return total
 
 
-def decode_batch(batch_size: int, context_tokens: int) -> StepBatch:
-    """`batch_size` sequences each decoding one token on `context_tokens` of context."""
-    return StepBatch(num_seqs=batch_size, new_tokens=batch_size, context_tokens=batch_size * context_tokens,
-                     attention_pairs=batch_size * attention_pairs(1, context_tokens))
+def decode_batch(batch_size: int, context_tokens: int, drafts: int = 0) -> StepBatch:
+    """`batch_size` sequences each decoding one token on `context_tokens` of context, and verifying `drafts`
+    speculative tokens beside it (1 + drafts new tokens a sequence, as the simulator's scheduler builds it)."""
+    return StepBatch(num_seqs=batch_size, new_tokens=batch_size * (1 + drafts),
+                     context_tokens=batch_size * context_tokens,
+                     attention_pairs=batch_size * attention_pairs(1 + drafts, context_tokens),
+                     draft_tokens=batch_size * drafts)
 
 
 def compute_bound_batch(model: RooflineStepTimeModel, context_tokens: int, limit: int = 1 << 16) -> int | None:

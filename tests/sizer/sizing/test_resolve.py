@@ -6,15 +6,16 @@ from pathlib import Path
 
 import pytest
 
+from simulator.step_batch import StepBatch, attention_pairs
 from sizer.errors import InputError
 from sizer.inputs.hardware import host_link, load_hardware, scale_up_link
-from sizer.inputs.scenario import scenario_from_dict
+from sizer.inputs.scenario import load_scenario, scenario_from_dict
 from sizer.sizing.goodput import cached_prefill_share, probe_slo, rate_bound_per_s
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulation_config
 from sizer.timing.roofline import RooflineStepTimeModel
-from sizer.timing.step_model import roofline_for
+from sizer.timing.step_model import roofline_for, step_model_for
 
 
 def scenario(gpu="h100-sxm", model_name="llama-3.1-8b", **deployment):
@@ -422,3 +423,31 @@ def test_the_rate_bound_stays_above_a_rate_speculation_meets():
     assert rate_bound_per_s(plan) == pytest.approx(
         1.5 / (st.prefill_ms / 1e3 + st.output_tokens_mean / (st.decode_memory_limited_tokens_per_s * 4.0951)))
     assert rate_bound_per_s(plan) > 0.5 and probe_slo(r, 0.5, 40).met
+
+
+def test_the_plans_time_in_system_decodes_the_output_in_verification_steps():
+    # audit finding: the plan priced seed-speculative's 256 output tokens at one a step, a time in system of 1.67 s
+    # with speculation as without, where the simulation's E2E p50 is 0.78 s. A verification yields E = (1 - 0.7^5)
+    # / (1 - 0.7) = 2.7731 tokens and costs the target's step over 1 + 4 tokens a sequence plus the EAGLE head's
+    # drafting (0.05 x the target's step over the same tokens, then 3 one-token passes), as the simulator prices it
+    r = resolve(load_scenario(Path(__file__).resolve().parents[3] / "scenarios" / "seed-speculative.yaml"))
+    plan, target = make_plan(r), step_model_for(r)
+
+    def drafted_s(batch, seqs, context):         # a step and its drafting: context + the step's tokens, a sequence
+        one = StepBatch(seqs, seqs, seqs * context, seqs * (context + 1))
+        return target.step_time(batch) + 0.05 * (target.step_time(batch._replace(draft_tokens=0))
+                                                 + 3 * target.step_time(one))
+
+    def verify_s(seqs):      # sequences at the mean context 512 + 256 / 2 = 640, each verifying 4 drafts
+        return drafted_s(StepBatch(seqs, 5 * seqs, 640 * seqs, seqs * attention_pairs(5, 640), 0, 0, 4 * seqs),
+                         seqs, 645)
+    # the 512-token prompt in one step (the budget is 8,192), drafted over
+    prefill_s = drafted_s(StepBatch(1, 512, 0, attention_pairs(512, 0), 1, 512), 1, 512)
+    # at 1 req/s the fixed point holds round(1 x T) = 1 sequence
+    t = plan.capacity.time_in_system_s
+    assert t == pytest.approx(prefill_s + 256 / 2.7731 * verify_s(1), rel=1e-4)
+    assert t == pytest.approx(0.78, rel=0.05)     # the simulated E2E p50 (tests/data/simulate_golden)
+    # the rate memory allows: the requests the KV cache holds over T at the batch memory allows
+    full = prefill_s + 256 / 2.7731 * verify_s(plan.step_times.memory_limited_batch)
+    assert plan.capacity.max_arrival_rate_for_memory_per_s == pytest.approx(
+        plan.capacity.requests_held_per_replica / full, rel=1e-4)
