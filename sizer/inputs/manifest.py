@@ -98,8 +98,10 @@ class SizerBlock:
     price_usd_per_gpu_hour: float | None = field(None, ge=0, doc="default: the hardware profile's price")
     budget_usd_per_hour: float | None = field(None, gt=0, doc="cost rule: most the deployment may cost per hour")
     kv_share: float = field(0.0, ge=0.0, le=1.0, doc="max_model_len rule: share of max_num_seqs to hold at full length")
-    speculative_acceptance_rate: float | None = field(None, ge=0.0, le=0.999, doc="alpha, for --speculative-config "
-                                                                         "(SGLang: --speculative-algorithm)")
+    speculative_acceptance_rate: float | None = field(
+        None, ge=0.0, le=0.999, doc="alpha, for --speculative-config (SGLang: --speculative-algorithm), as a "
+                                    "scenario's speculative_config.acceptance_rate: solved from vLLM's logged 'Mean "
+                                    "acceptance length', not its 'Avg Draft acceptance rate' (docs/scenario.md)")
 
 
 def read_check_input(path: str, kv_share: float | None = None, budget_usd_per_hour: float | None = None,
