@@ -23,8 +23,8 @@ class GoodputSettings:
 
     The replica count is decided by simulations of the scenario's own request count at the
     operating point; these settings give the goodput shown and the count the search starts from.
-    600 requests and a 5% bracket: 300-request probes put deepseek-v3-h200-tp8's goodput 19%
-    above 600-request ones (6.9 vs 5.8 req/s), and a 96-configuration search still runs in under
+    600 requests and a 5% bracket: 300-request probes put deepseek-v3-h200-tp8's goodput 9%
+    above 600-request ones (1.72 vs 1.58 req/s, docs/reports.md), and a 96-configuration search still runs in under
     a minute on 2 cores (benchmarks/search_speed.py).
     """
     num_requests: int = 600            # simulated requests per probed rate
