@@ -130,8 +130,8 @@ def render_plan(plan: Plan, console: Console) -> None:
     else:
         _gpu_memory(plan, console)
     d = plan.kv_demand
-    console.print(f"KV demand: {d.sequences} sequences x {d.tokens_per_sequence:,} tokens = {d.tokens:,} tokens = "
-                  f"{gb_gib(d.bytes)} ({d.sequences_source})")
+    console.print(f"KV demand: {count(d.sequences, 'sequence')} x {d.tokens_per_sequence:,} tokens = "
+                  f"{d.tokens:,} tokens = {gb_gib(d.bytes)} ({d.sequences_source})")
     for reason in mem.reasons:
         console.print(f"✗ {reason}", style="red")
     console.print()
@@ -153,7 +153,7 @@ def render_plan(plan: Plan, console: Console) -> None:
                   "(requests at once / time in system)")
     else:
         t.add_row("KV capacity", f"{c.kv_capacity_tokens:,} tokens per replica, "
-                  f"{c.requests_held_per_replica:,} such requests; "
+                  f"{count(c.requests_held_per_replica, 'such request')}; "
                   f"memory alone allows {c.max_arrival_rate_for_memory_per_s:,.2f} req/s per replica; "
                   f"replicas for memory: {c.replicas_for_memory}")
     console.print(t)
@@ -256,13 +256,13 @@ def _gpu_memory(plan: Plan, console: Console) -> None:
     parts += [("activation peak (estimate)", mem.activation_bytes),
              ("CUDA context, workspaces (assumption)", mem.non_torch_bytes)]
     if mem.state_bytes:
-        parts.append((f"recurrent state, {mem.state_seqs} sequences (caps max_num_seqs)", mem.state_bytes))
+        parts.append((f"recurrent state, {count(mem.state_seqs, 'sequence')} (caps max_num_seqs)", mem.state_bytes))
     if plan.lora is not None:
         parts.append((f"LoRA adapters: {plan.lora.slots} slots (max_loras) at rank {plan.lora.rank}", mem.lora_bytes))
     console.print(_memory_table(f"Memory per GPU ({plan.gpu}, {gb_gib(mem.gpu_memory_bytes)})",
                                 parts + [("KV cache", mem.kv_cache_bytes)]))
     console.print(f"KV cache: {mem.kv_blocks:,} blocks x {mem.block_size} tokens = {mem.kv_tokens:,} tokens per GPU; "
-                  f"{mem.max_seqs_at_max_model_len:,} sequences at max_model_len {mem.max_model_len:,}")
+                  f"{count(mem.max_seqs_at_max_model_len, 'sequence')} at max_model_len {mem.max_model_len:,}")
 
 
 def _slot_memory(plan: Plan, console: Console) -> None:

@@ -157,7 +157,7 @@ def evaluate(inp: CheckInput, settings: GoodputSettings = GoodputSettings(),
     mem = plan.memory
     held = mem.max_seqs_at_max_model_len * plan.parallel.data_parallel_size
     if mem.fits and held < plan.engine.max_num_seqs:
-        notes.append(f"warning: the KV cache holds {held:,} sequences of max_model_len {mem.max_model_len:,}, "
+        notes.append(f"warning: the KV cache holds {count(held, 'sequence')} of max_model_len {mem.max_model_len:,}, "
                      f"fewer than max_num_seqs {plan.engine.max_num_seqs:,}; when that many run at full length, "
                      "the engine preempts some")
     summary = (f"{plan.model.name} on {count(replicas, 'replica')} × {inp.gpus_per_replica} {plan.gpu} "
@@ -316,7 +316,7 @@ def max_model_len_rule(inp: CheckInput, plan: Plan, stated_len: int | None, limi
     have = mem.max_seqs_at_max_model_len * plan.parallel.data_parallel_size
     required = (f"ceil({inp.kv_share:g} x max_num_seqs {max_seqs:,}), at least 1" if inp.kv_share > 0 else
                 "at least one; --kv-share or sizer.kv_share asks for a share of max_num_seqs")
-    what = (f"KV cache holds {have:,} sequences of max_model_len {mem.max_model_len:,} per replica; "
+    what = (f"KV cache holds {count(have, 'sequence')} of max_model_len {mem.max_model_len:,} per replica; "
             f"required {need:,} ({required})")
     if have >= need:
         return RuleResult("max_model_len", "pass", what)
@@ -324,7 +324,7 @@ def max_model_len_rule(inp: CheckInput, plan: Plan, stated_len: int | None, limi
                         math.ceil(need / plan.parallel.data_parallel_size)))
     if inp.kv_share > 0 and have >= 1:
         fixes.append(f"--max-num-seqs {int(have / inp.kv_share)} (from {max_seqs:,}; fewer sequences per step)")
-    return RuleResult("max_model_len", "fail", what + f"; short by {need - have:,} sequences", tuple(fixes))
+    return RuleResult("max_model_len", "fail", what + f"; short by {count(need - have, 'sequence')}", tuple(fixes))
 
 
 # ---- SLO ---------------------------------------------------------------------------------

@@ -48,6 +48,7 @@ from sizer.sizing.result import GoodputSettings, SizingStatus
 from sizer.sizing.schedule_trace import trace_profile
 from sizer.sizing.simulate import simulate_scenario
 from sizer.sizing.workload import workload_of
+from sizer.words import count
 
 STEP_S = 60.0                        # the policy's and the pricing's step: HPA's sync period is 15 s, KEDA's 30 s
 CURVE_FRACTIONS = (0.1, 0.25, 0.5, 0.75, 0.9, 1.0)   # rates of the curve, as shares of the SLO rate per replica
@@ -261,8 +262,8 @@ def plan_day(r: Resolved, plan: Plan, settings: GoodputSettings = GoodputSetting
     auto = policies[1]
     held = "holds" if auto.meets_slo else "is missed"
     return day, (f"over the {sch.period} the SLO {held} autoscaled ({auto.slo_share:.1%} of requests"
-                 + (f"; {len(windows)} scale-up windows simulated" if windows else "") + "); cheapest meeting it: "
-                 + (cheapest or "none"))
+                 + (f"; {count(len(windows), 'scale-up window')} simulated" if windows else "")
+                 + "); cheapest meeting it: " + (cheapest or "none"))
 
 
 def _ticker(progress: Callable[..., None] | None) -> Callable[..., object]:

@@ -390,15 +390,15 @@ def make_plan(r: Resolved) -> Plan:
     verdict = ("fits" if fits else "does not fit: " + "; ".join(budget.reasons))
     if fits and demand.sequences > capacity.requests_held_per_replica * replicas:
         if r.slots is not None:
-            verdict += (f"; but Little's law puts {demand.sequences} requests in flight and "
+            verdict += (f"; but Little's law puts {count(demand.sequences, 'request')} in flight and "
                         f"{count(replicas, 'server')} with {count(r.slots.slots, 'slot')} "
                         f"{'holds' if replicas == 1 else 'hold'} {capacity.requests_held_per_replica * replicas} at "
                         "once: requests queue (about "
                         f"{capacity.max_arrival_rate_for_memory_per_s * replicas:.3g} req/s at most)")
         else:
-            verdict += (f"; but {demand.sequences} sequences x {demand.tokens_per_sequence} tokens exceed the KV "
-                        f"cache of {count(replicas, 'replica')} ({capacity.requests_held_per_replica} such sequences "
-                        "each)")
+            held = count(capacity.requests_held_per_replica, "such sequence")
+            verdict += (f"; but {count(demand.sequences, 'sequence')} x {demand.tokens_per_sequence} tokens exceed "
+                        f"the KV cache of {count(replicas, 'replica')} ({held} each)")
     return Plan(
         schema_version=SCHEMA_VERSION, scenario=r.name, scenario_file=r.file, gpu=hw.name,
         gpu_memory_bytes=hw.memory_bytes, gpu_memory_gib=hw.memory_bytes / GiB, gpu_memory_gb=hw.memory_bytes / GB,
@@ -630,9 +630,9 @@ def _model_notes(r: Resolved) -> list[str]:
                 f"({kv.state_bytes_per_seq_per_gpu / 2**20:,.1f} MiB a GPU{padded}, as vLLM's hybrid KV cache gives "
                 "every request its state blocks beside its KV blocks)"
                 if kv.state_in_pool else
-                f"set aside for the {r.memory.state_seqs} sequences of max_model_len the memory holds (at most "
-                f"max_num_seqs {r.engine.max_num_seqs}), which caps the running sequences: conservative for shorter "
-                "ones")
+                f"set aside for the {count(r.memory.state_seqs, 'sequence')} of max_model_len the memory holds "
+                f"(at most max_num_seqs {r.engine.max_num_seqs}), which caps the running sequences: conservative "
+                "for shorter ones")
         notes.append(f"recurrent state: {kv.state_layers} Mamba-2 / linear-attention layers keep "
                      f"{kv.state_bytes_per_seq / 2**20:,.1f} MiB per sequence (convolution window in {m.torch_dtype}, "
                      f"recurrent state in {m.recurrent_state_dtype or m.torch_dtype}); {kept}")
