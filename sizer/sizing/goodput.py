@@ -68,18 +68,18 @@ def probe_slo(resolved: Resolved, rate_per_s: float, num_requests: int,
     """One replica at `rate_per_s` scored against the scenario's SLO, with how busy it was (`SLOProbe.load`);
     `progress`: `simulate_at`'s."""
     result = simulate_at(resolved, rate_per_s, num_requests, progress)
-    return dataclasses.replace(score(result, slo_of(resolved), rate_per_s),
-                               load=replica_load(result, ridge_tokens(resolved.hardware)))
+    probe = score(result, slo_of(resolved), rate_per_s)
+    return dataclasses.replace(probe, load=replica_load(result, ridge_tokens(resolved.hardware),
+                                                        probe.metrics.duration_s))
 
 
-def replica_load(result, ridge: float) -> ReplicaLoad:
-    """Step time over the run's span (first send to last token), and the share of it in steps of more new tokens
-    than `ridge` (compute-bound)."""
-    tl, c = result.timeline, result.columns
+def replica_load(result, ridge: float, span_s: float) -> ReplicaLoad:
+    """Step time over the run's span `span_s` (first send to the last token of a finished request:
+    `MetricsSummary.duration_s`), and the share of it in steps of more new tokens than `ridge` (compute-bound)."""
+    tl = result.timeline
     busy = float(tl.step_s.sum())
-    span = float((c["arrival_s"] + c["e2e_ms"] / 1e3).max() - c["arrival_s"].min()) if len(c["arrival_s"]) else 0.0
     bound = float(tl.step_s[tl.new_tokens > ridge].sum())
-    return ReplicaLoad(min(1.0, busy / span) if span > 0 else 0.0, bound / busy if busy > 0 else 0.0)
+    return ReplicaLoad(min(1.0, busy / span_s) if span_s > 0 else 0.0, bound / busy if busy > 0 else 0.0)
 
 
 def rate_bound_per_s(plan, cached_share: float = 0.0) -> float:

@@ -37,7 +37,7 @@ class GoodputSettings:
 @dataclass(frozen=True)
 class ReplicaLoad:
     """How busy one simulated replica was (what its GPUs' power is priced by, sizer.analytic.energy)."""
-    busy_share: float                  # engine step time / the run's span (first send to last token), at most 1
+    busy_share: float                  # engine step time / the run's span (first send to last finished token), <= 1
     compute_bound_share: float         # of the step time, in steps of more new tokens than the ridge
 
 
