@@ -78,8 +78,9 @@ def render_energy(e: SteadyEnergy, console: Console) -> None:
              if e.kwh_per_million_output_tokens is not None else "no output tokens")
     co2 = (f", {e.g_co2e_per_million_output_tokens:,.1f} gCO2e per million"
            if e.g_co2e_per_million_output_tokens is not None else "")
-    console.print(styled(("Energy", "bold"), f": {e.watts_per_gpu:,.0f} W per GPU (busy {e.busy_share:.0%}, "
-                         f"{e.compute_bound_share:.0%} of it compute-bound) = {e.kwh_per_hour:,.2f} kWh/hour at PUE "
-                         f"{e.pue:g}; {per_m}{co2}"))
+    busy = "; ".join(f"{'' if p.pool == 'replica' else p.pool + ' pool '}busy {p.busy_share:.0%}, "
+                     f"{p.compute_bound_share:.0%} of it compute-bound" for p in e.pools)
+    console.print(styled(("Energy", "bold"), f": {e.watts_per_gpu:,.0f} W per GPU ({busy}) = {e.kwh_per_hour:,.2f} "
+                         f"kWh/hour at PUE {e.pue:g}; {per_m}{co2}"))
     console.print(f"  power: idle {e.power.idle_w:g} W, decode-bound {e.power.decode_w:g} W, prefill-bound "
                   f"{e.power.prefill_w:g} W ({e.power.source})", highlight=False)

@@ -80,7 +80,8 @@ def _profile(r: Resolved) -> Profile:
 
 def _curve_point(r: Resolved, rate_per_s: float, n: int) -> CurvePoint:
     probe = probe_slo(r, rate_per_s, n)
-    return CurvePoint(rate_per_s, probe.share_met, probe.load.busy_share, probe.load.compute_bound_share)
+    (load,) = probe.load                 # one pool: a schedule is refused with deployment.disaggregated
+    return CurvePoint(rate_per_s, probe.share_met, load.busy_share, load.compute_bound_share)
 
 
 def _read(curve: tuple[CurvePoint, ...], x: float) -> tuple[float, float, float]:
@@ -367,20 +368,21 @@ def add_day(plan: Plan, r: Resolved, settings: GoodputSettings = GoodputSettings
 
 def steady_energy(r: Resolved, plan: Plan) -> SteadyEnergy | None:
     """Energy of a simulated steady plan at its operating point (the sizing's own simulation of one replica at
-    target rate / replicas, `Sizing.operating_point`), every GPU of every replica at its mean power; None
+    target rate / replicas, `Sizing.operating_point`): each pool's GPUs at the mean power of its own busy and
+    compute-bound shares (a disaggregated replica's prefill and decode pools apart), every replica alike; None
     without replicas, an operating point or a power figure."""
     sizing, power = plan.simulation, power_by_state(r.hardware)
     point = sizing.operating_point if sizing is not None and sizing.replicas else None
     if point is None or point.load is None or power is None:
         return None
     rate = sizing.target_rate_per_s
-    busy, bound = point.load.busy_share, point.load.compute_bound_share
-    watts = mean_power_w(power, busy, bound)
-    hour = kwh(watts * sizing.replicas * gpus_per_replica(r), 3600, r.energy.pue)
+    replica_w = sum(mean_power_w(power, p.busy_share, p.compute_bound_share) * p.engine_replicas
+                    for p in point.load) * r.parallel.gpus_per_replica
+    hour = kwh(replica_w * sizing.replicas, 3600, r.energy.pue)
     tokens = rate * plan.step_times.output_tokens_mean * 3600
     grid = r.energy.grid_g_co2e_per_kwh
-    return SteadyEnergy(power, r.energy.pue, busy, bound, watts, hour, per_million(hour, tokens),
-                        per_million(hour * grid, tokens) if grid is not None else None)
+    return SteadyEnergy(power, r.energy.pue, point.load, replica_w / gpus_per_replica(r), hour,
+                        per_million(hour, tokens), per_million(hour * grid, tokens) if grid is not None else None)
 
 
 def add_energy(plan: Plan, r: Resolved) -> Plan:

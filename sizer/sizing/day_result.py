@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from sizer.analytic.energy import PowerByState
 from sizer.sizing.autoscale import ScaleUpDelay
+from sizer.sizing.result import PoolLoad
 
 
 @dataclass(frozen=True)
@@ -95,12 +96,11 @@ class DayPlan:
 @dataclass(frozen=True)
 class SteadyEnergy:
     """A steady plan's energy at its operating point (`plan --simulate`): one replica simulated at target rate /
-    replicas, its busy and compute-bound shares priced by sizer.analytic.energy."""
+    replicas, each pool's busy and compute-bound shares priced by sizer.analytic.energy."""
     power: PowerByState
     pue: float
-    busy_share: float
-    compute_bound_share: float
-    watts_per_gpu: float
+    pools: tuple[PoolLoad, ...]                 # the replica's one pool, or its prefill and decode pools
+    watts_per_gpu: float                        # the mean over the replica's GPUs
     kwh_per_hour: float                         # every GPU of every replica, PUE included
     kwh_per_million_output_tokens: float | None
     g_co2e_per_million_output_tokens: float | None

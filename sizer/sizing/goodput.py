@@ -17,10 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from simulator import SLO, slo_attainment, summarise
+from simulator.config import DisaggregationConfig
 from sizer.analytic.energy import ridge_tokens
 from sizer.inputs.scenario import Scenario
 from sizer.sizing.resolve import Resolved
-from sizer.sizing.result import GoodputSettings, ReplicaLoad, SLOProbe
+from sizer.sizing.result import GoodputSettings, PoolLoad, SLOProbe
 from sizer.sizing.simulate import simulate_replica
 
 
@@ -69,17 +70,29 @@ def probe_slo(resolved: Resolved, rate_per_s: float, num_requests: int,
     `progress`: `simulate_at`'s."""
     result = simulate_at(resolved, rate_per_s, num_requests, progress)
     probe = score(result, slo_of(resolved), rate_per_s)
-    return dataclasses.replace(probe, load=replica_load(result, ridge_tokens(resolved.hardware),
-                                                        probe.metrics.duration_s))
+    return dataclasses.replace(probe, load=pool_loads(result, ridge_tokens(resolved.hardware), probe.metrics.duration_s,
+                                                      resolved.disaggregation))
 
 
-def replica_load(result, ridge: float, span_s: float) -> ReplicaLoad:
-    """Step time over the run's span `span_s` (first send to the last token of a finished request:
-    `MetricsSummary.duration_s`), and the share of it in steps of more new tokens than `ridge` (compute-bound)."""
+def pool_loads(result, ridge: float, span_s: float, d: DisaggregationConfig | None) -> tuple[PoolLoad, ...]:
+    """Per pool of one simulated replica (its one pool; disaggregated, its prefill pool, the simulator's engine
+    replicas 0 to P - 1, and its decode pool after them): the pool's step time over its engine replicas x the run's
+    span `span_s` (first send to the last token of a finished request: `MetricsSummary.duration_s`), and the share
+    of that step time in steps of more new tokens than `ridge` (compute-bound)."""
     tl = result.timeline
-    busy = float(tl.step_s.sum())
-    bound = float(tl.step_s[tl.new_tokens > ridge].sum())
-    return ReplicaLoad(min(1.0, busy / span_s) if span_s > 0 else 0.0, bound / busy if busy > 0 else 0.0)
+    if d is None:
+        return (_pool_load("replica", 1, tl.step_s, tl.new_tokens, ridge, span_s),)
+    step_s, new_tokens = tl.step_s, tl.new_tokens
+    prefill = tl.replica < d.num_prefill_replicas
+    return (_pool_load("prefill", d.num_prefill_replicas, step_s[prefill], new_tokens[prefill], ridge, span_s),
+            _pool_load("decode", d.num_decode_replicas, step_s[~prefill], new_tokens[~prefill], ridge, span_s))
+
+
+def _pool_load(pool: str, engine_replicas: int, step_s, new_tokens, ridge: float, span_s: float) -> PoolLoad:
+    busy = float(step_s.sum())
+    bound = float(step_s[new_tokens > ridge].sum())
+    return PoolLoad(pool, engine_replicas, min(1.0, busy / (engine_replicas * span_s)) if span_s > 0 else 0.0,
+                    bound / busy if busy > 0 else 0.0)
 
 
 def rate_bound_per_s(plan, cached_share: float = 0.0) -> float:

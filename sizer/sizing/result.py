@@ -35,10 +35,14 @@ class GoodputSettings:
 
 
 @dataclass(frozen=True)
-class ReplicaLoad:
-    """How busy one simulated replica was (what its GPUs' power is priced by, sizer.analytic.energy)."""
-    busy_share: float                  # engine step time / the run's span (first send to last finished token), <= 1
-    compute_bound_share: float         # of the step time, in steps of more new tokens than the ridge
+class PoolLoad:
+    """How busy one pool of a simulated replica was, per engine replica of it (what its GPUs' power is priced by,
+    sizer.analytic.energy): the replica's one pool, or a disaggregated replica's prefill or decode pool."""
+    pool: str                          # "replica" (one pool), "prefill" or "decode"
+    engine_replicas: int               # of the pool, each on the deployment's GPUs per engine (TP x PP x DP)
+    busy_share: float                  # the pool's step time / (engine_replicas x the run's span: first send to
+                                       # last finished token), at most 1
+    compute_bound_share: float         # of the pool's step time, in steps of more new tokens than the ridge
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,7 @@ class SLOProbe:
     rate_per_s: float
     metrics: MetricsSummary            # percentiles, throughput, slo_share (a rejected request meets no target)
     share_by_target: dict[str, float]  # "TTFT"/"TPOT"/"E2E" -> share of requests meeting it alone; "ITL": of gaps
-    load: ReplicaLoad | None = None    # the replica's busy shares (probe_slo: the sizing's operating points)
+    load: tuple[PoolLoad, ...] | None = None   # per pool of the replica (probe_slo: the sizing's operating points)
 
     @property
     def share_met(self) -> float | None:
