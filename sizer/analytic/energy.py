@@ -46,6 +46,14 @@ def power_by_state(hw: HardwareSpec) -> PowerByState | None:
     return None
 
 
+def no_power_reason(hw: HardwareSpec) -> str:
+    """Why `power_by_state(hw)` is None, in the words the plan prints."""
+    if hw.mig_slice:
+        return (f"NVIDIA publishes no power for a MIG slice, and {hw.id} is one (its board's figures are not "
+                f"the slice's)")
+    return f"the {hw.id} profile gives no power figures and no tdp_w (its power: section or tdp_w sets them)"
+
+
 def ridge_tokens(hw: HardwareSpec) -> float:
     """Tokens per step above which a step is compute-bound (bf16 weights): peak FLOP/s / bandwidth."""
     return hw.peak_flops("bf16") / hw.memory_bandwidth_bytes_per_s

@@ -210,6 +210,8 @@ def render_plan(plan: Plan, console: Console) -> None:
         console.print(styled(("Cost", "bold"), line))
     if plan.energy:
         render_energy(plan.energy, console)
+    elif plan.energy_unknown:
+        console.print(styled(("Energy", "bold"), f": unknown: {plan.energy_unknown}"))
     console.print()
     console.print("Assumptions", style="bold")
     bullets = Table.grid(padding=(0, 1))          # a wrapped assumption stays under its own text

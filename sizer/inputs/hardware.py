@@ -545,7 +545,8 @@ MIG_MEMORY_EIGHTHS = {1: (1, 2), 2: (2,), 3: (4,), 4: (4,), 7: (8,)}
 
 
 def mig_slice(parent: HardwareSpec, mig: str, file: str | None, field_path: str) -> HardwareSpec:
-    """The slice `mig` ("3g.40gb") of `parent`: its compute and memory shares of the whole part."""
+    """The slice `mig` ("3g.40gb") of `parent`: its compute and memory shares of the whole part; no price and no
+    power figures (none is published per slice)."""
     if not parent.mig:
         parts = ", ".join(sorted(spec.id for spec in all_profiles().values() if spec.mig))
         raise InputError(file, field_path, f"no MIG slice {excerpt(mig)} of {parent.name}: it has no MIG; parts "
@@ -565,6 +566,9 @@ def mig_slice(parent: HardwareSpec, mig: str, file: str | None, field_path: str)
                    peak_flops_per_s={k: v * compute if v else v for k, v in parent.peak_flops_per_s.items()},
                    interconnect_type="none", interconnect_bytes_per_s_per_direction=None,
                    price_usd_per_gpu_hour=None, price_rule="a MIG slice has no listed price",
+                   reserved_usd_per_gpu_hour=None, reserved_price_rule="",
+                   # NVIDIA publishes no power per slice: the board's figures are not the slice's (energy unknown)
+                   tdp_w=None, power_w=None, power_source="",
                    # a slice is no whole GPU: no node label, instance, measured table or domain names it
                    kubernetes=None, mig=False, mig_slice=mig, scale_up_domain_gpus=None, fp8_gemm_efficiency=None,
                    fp8_gemm_efficiency_source="", aiconfigurator_system=None)

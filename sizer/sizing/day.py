@@ -25,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 from simulator import Workload, slo_attainment
-from sizer.analytic.energy import kwh, mean_power_w, per_million, power_by_state
+from sizer.analytic.energy import kwh, mean_power_w, no_power_reason, per_million, power_by_state
 from sizer.inputs.scenario import MAX_REQUESTS
 from sizer.inputs.schedule import DEFAULT_TARGET_UTILISATION, AutoscalingSection, Profile, grown, points_profile
 from sizer.sizing.autoscale import Policy, ReplicaTimeline, ScaleUpDelay, needed_replicas, replica_timeline
@@ -386,5 +386,8 @@ def steady_energy(r: Resolved, plan: Plan) -> SteadyEnergy | None:
 
 
 def add_energy(plan: Plan, r: Resolved) -> Plan:
-    """`plan` (simulated) with its steady energy (`Plan.energy`)."""
-    return dataclasses.replace(plan, energy=steady_energy(r, plan))
+    """`plan` (simulated) with its steady energy (`Plan.energy`), or why the GPU's power is unknown
+    (`Plan.energy_unknown`, where replicas were sized)."""
+    sized = plan.simulation is not None and plan.simulation.replicas
+    unknown = no_power_reason(r.hardware) if sized and power_by_state(r.hardware) is None else None
+    return dataclasses.replace(plan, energy=steady_energy(r, plan), energy_unknown=unknown)

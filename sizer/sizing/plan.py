@@ -180,6 +180,7 @@ class Plan:
     lora: LoraMemory | None = None       # LoRA adapter slots per GPU (taken from the KV cache: memory.lora_bytes)
     day: DayPlan | None = None           # workload.schedule with --simulate: sizer.sizing.day.add_day
     energy: SteadyEnergy | None = None   # --simulate: energy at the operating point (sizer.sizing.day.add_energy)
+    energy_unknown: str | None = None    # --simulate, replicas sized, no power figures for the GPU: why
 
 
 def attention_kind(m: ModelSpec) -> str:
