@@ -131,6 +131,9 @@ def goodput_rate(resolved: Resolved, upper_per_s: float, settings: GoodputSettin
     while its low end misses, to upper x low_rate_fraction (and not below `floor_per_s`); then
     halves the bracket's log-ratio until it is within 1 + rate_tolerance. Low rates are the
     slow ones to simulate (steps grow as 1 / rate), so they are tried only when needed.
+    A floor inside the bracket that meets the SLO is not simulated below: the bracket stays the one a run without
+    the floor bisects, its midpoints at or below the floor taken as meeting (a lower rate meets where a higher one
+    does), so the floor never changes a goodput found.
     Goodput(upper, upper, "none") when the bound itself meets the SLO; rate 0 when even the lowest
     rate tried misses. `simulated` (a progress display's) is called after each simulation.
     """
@@ -146,6 +149,7 @@ def goodput_rate(resolved: Resolved, upper_per_s: float, settings: GoodputSettin
     if ok:
         return Goodput(upper_per_s, upper_per_s, "none")      # met at the bound: the goodput is at least this
     hi, lowest = upper_per_s, upper_per_s * settings.low_rate_fraction * (1 - 1e-9)
+    met_below = 0.0                                # rates at or below this meet, unsimulated
     while True:
         lo = hi / 4
         if lo < max(lowest, floor_per_s):
@@ -154,7 +158,7 @@ def goodput_rate(resolved: Resolved, upper_per_s: float, settings: GoodputSettin
             ok, p = meets(floor_per_s)             # the floor lies in the bracket: the last rate worth trying
             if not ok:
                 return Goodput(0.0, floor_per_s, p.binding)
-            lo = floor_per_s
+            met_below, lo = floor_per_s, lo if lo >= lowest else floor_per_s
             break
         ok, p = meets(lo)
         if ok:
@@ -162,6 +166,9 @@ def goodput_rate(resolved: Resolved, upper_per_s: float, settings: GoodputSettin
         hi, failing = lo, p
     while hi / lo > 1 + settings.rate_tolerance:
         mid = math.sqrt(lo * hi)
+        if mid <= met_below:
+            lo = mid
+            continue
         ok, p = meets(mid)
         if ok:
             lo = mid

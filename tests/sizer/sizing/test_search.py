@@ -133,6 +133,23 @@ def test_goodput_between_the_floor_and_the_next_probe_is_found(monkeypatch):
     assert 0.3 <= g.rate_per_s <= 0.4 < g.ceiling_per_s <= g.rate_per_s * 1.1 and calls[:4] == [8.0, 2.0, 0.5, 0.3]
 
 
+def test_a_floor_that_meets_does_not_change_the_goodput(monkeypatch):
+    # search's floor (target / max_replicas: 12 / 32 = 0.375 req/s) below a knee at 0.43, bound 7.3: without the
+    # floor, 7.3, 1.825 and 0.456 miss and 0.114 meets, then [0.114, 0.456] is bisected (0.228, 0.323, 0.384,
+    # 0.418 meet; 0.437 misses: 0.418 within 5%). With it, the floor is tried in 0.114's place and meets; the same
+    # bracket is bisected, its midpoints 0.228 and 0.323 (at or below the floor) taken as met unsimulated, so plan
+    # (no floor) and search (the floor) find the same goodput (they found 0.437 and 0.424 on
+    # fail-latency-llama-70b-h100, bisecting [0.375, 0.456] from the floor)
+    slo, settings = resolved_with(SLOSection(ttft_ms=500, tpot_ms=50)), GoodputSettings()
+    plain, floored = [], []
+    monkeypatch.setattr(goodput_mod, "simulate_at", knee_at(0.43, plain))
+    without = goodput_rate(slo, 7.3, settings)
+    monkeypatch.setattr(goodput_mod, "simulate_at", knee_at(0.43, floored))
+    assert goodput_rate(slo, 7.3, settings, floor_per_s=0.375) == without
+    assert without.rate_per_s == pytest.approx(7.3 / 4 ** 3 * 2 ** (1 + 1 / 2 + 1 / 4 + 1 / 8))   # 0.4181
+    assert min(floored) == 0.375 and len(floored) == len(plain) - 2      # 0.375 for 0.114; no 0.228 or 0.323
+
+
 def test_score_counts_every_target_and_rejections():
     result = fake_result([100.0, 200.0, 300.0, np.nan], [10.0, 60.0, 70.0, np.nan], [False, False, False, True])
     probe = score(result, SLO(ttft_ms=250, tpot_ms=50, percentile=99.0, required_share=0.95), 2.0)
