@@ -1,7 +1,7 @@
 """Request lengths in closed form, as the simulator draws them (simulator/workload.py `Lengths.draw`: a draw
 rounded to whole tokens, then clipped to [min, max]; sizer.inputs.scenario `length_bounds`), for the plan, which
-draws none: the chance a length is at most k, the share of requests whose prompt + output exceed a limit, and the
-mean lengths of those within it (the requests an engine serves).
+draws none: the chance a length is at most k, the mean length, the share of requests whose prompt + output exceed
+a limit, and the mean lengths of those within it (the requests an engine serves).
 
     P(prompt + output > L) = sum over prompt lengths p of P(prompt = p) x P(output > L - p)
     E[prompt | prompt + output <= L] = sum over p of p x P(prompt = p) x P(output <= L - p) / P(prompt + output <= L)
@@ -41,10 +41,53 @@ def at_most(d: Distribution) -> Callable[[int], float]:
         # a draw rounds to k or less when it is below k + 0.5 (np.rint)
         if d.distribution == "normal":
             return _standard_normal_at_most((k + 0.5 - d.mean) / d.std)
-        mu = math.log(d.mean) - d.sigma ** 2 / 2   # lognormal: the log-mean that keeps the mean `mean`
-        return _standard_normal_at_most((math.log(k + 0.5) - mu) / d.sigma)
+        return _standard_normal_at_most((math.log(k + 0.5) - _log_mean(d)) / d.sigma)
 
     return cdf
+
+
+def mean_length(d: Distribution) -> float:
+    """The mean length as the simulator draws it (rounded, then clipped to [min, max]): of a few lengths their
+    weighted mean; uniform's, the middle of its whole bounds; normal's and lognormal's, with L the length and X the
+    draw before rounding,
+        lo x P(L <= lo) + hi x P(L >= hi) + E[X; lo + 0.5 <= X < hi - 0.5]
+    (a draw under lo + 0.5 rounds to lo or below, one from hi - 0.5 to hi or above; between, a length is taken as
+    its draw, which rounding moves by under half a token either way)."""
+    atoms = length_atoms(d)
+    if atoms is not None:
+        return sum(x * w for x, w in atoms.items()) / sum(atoms.values())
+    lo, hi = length_bounds(d)
+    if d.distribution == "uniform":
+        return (lo + hi) / 2
+    if hi == lo:
+        return float(lo)
+    cdf = at_most(d)
+    clipped_high = 0.0 if hi is None else hi * (1.0 - cdf(hi - 1))
+    return lo * cdf(lo) + clipped_high + _partial_mean(d, lo + 0.5, math.inf if hi is None else hi - 0.5)
+
+
+def mean_text(d: Distribution) -> str:
+    """The mean length as drawn, in words, with the stated mean where rounding and the clip move it."""
+    drawn = mean_length(d)
+    stated = f" ({d.mean:,g} before the clip)" if d.mean is not None and round(drawn) != round(d.mean) else ""
+    return f"mean {drawn:,.0f} tokens{stated}"
+
+
+def _partial_mean(d: Distribution, a: float, b: float) -> float:
+    """E[X; a <= X < b] of a normal or lognormal draw X (0 < a <= b, b may be inf)."""
+    if d.distribution == "normal":
+        alpha, beta = (a - d.mean) / d.std, (b - d.mean) / d.std
+        return (d.mean * (_standard_normal_at_most(beta) - _standard_normal_at_most(alpha))
+                - d.std * (_standard_normal_density(beta) - _standard_normal_density(alpha)))
+    # lognormal: E[X; X < c] = mean x P(Z < (ln c - mu) / sigma - sigma)
+    mu, sigma = _log_mean(d), d.sigma
+    upper = 1.0 if b == math.inf else _standard_normal_at_most((math.log(b) - mu) / sigma - sigma)
+    return d.mean * (upper - _standard_normal_at_most((math.log(a) - mu) / sigma - sigma))
+
+
+def _log_mean(d: Distribution) -> float:
+    """A lognormal's log-mean: the mu that keeps its mean `mean` at its sigma."""
+    return math.log(d.mean) - d.sigma ** 2 / 2
 
 
 def share_longer_than(a: Distribution, b: Distribution, limit: int) -> float:
@@ -107,3 +150,7 @@ def _atoms(d: Distribution) -> tuple[list[int], list[float]] | None:
 
 def _standard_normal_at_most(z: float) -> float:
     return 0.5 * math.erfc(-z / math.sqrt(2))
+
+
+def _standard_normal_density(z: float) -> float:
+    return 0.0 if math.isinf(z) else math.exp(-z * z / 2) / math.sqrt(2 * math.pi)

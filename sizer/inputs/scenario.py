@@ -311,7 +311,9 @@ class Distribution:
     value: float | None = field(None, ge=1, le=MAX_TOKENS, doc="fixed: the length")
     min: float | None = field(None, ge=1, le=MAX_TOKENS, doc="uniform: lower bound; any: clip")
     max: float | None = field(None, ge=1, le=MAX_TOKENS, doc="uniform: upper bound; any: clip")
-    mean: float | None = field(None, ge=1, le=MAX_TOKENS, doc="normal/lognormal: mean length")
+    mean: float | None = field(None, ge=1, le=MAX_TOKENS,
+                               doc="normal/lognormal: mean length before rounding and the clip (the plan sizes for "
+                                   "the mean as drawn)")
     std: float | None = field(None, ge=0, le=MAX_TOKENS, doc="normal: standard deviation")
     sigma: float | None = field(None, gt=0, le=MAX_SIGMA, doc="lognormal: sigma of log length")
     values: list[float] | None = field(None, doc="empirical: observed lengths")
@@ -948,14 +950,3 @@ def length_atoms(d: Distribution) -> dict[int, float] | None:
 def _clip(d: Distribution) -> tuple[int, int | None]:
     """A length distribution's clip: [min, max], at least 1 (None: no max)."""
     return max(int(d.min or 1), 1), int(d.max) if d.max else None
-
-
-def mean_length(d: Distribution) -> float:
-    """Expected length of a distribution, for the analytic plan: of a few lengths (fixed, empirical) as the simulator
-    draws them (`length_atoms`: rounded and clipped); of the others their mean before clipping."""
-    atoms = length_atoms(d)
-    if atoms is not None:
-        return sum(x * w for x, w in atoms.items()) / sum(atoms.values())
-    if d.distribution == "uniform":
-        return (d.min + d.max) / 2
-    return float(d.mean)                          # normal with a spread, lognormal

@@ -16,7 +16,7 @@ from simulator.speculative import expected_tokens_per_step, with_drafting
 from simulator.step_batch import StepTimeModel
 from sizer.analytic.capacity import Capacity, littles_law
 from sizer.analytic.format_support import Execution
-from sizer.analytic.lengths import served_means
+from sizer.analytic.lengths import mean_length, mean_text, served_means
 from sizer.analytic.memory import (
     CUDA_CONTEXT_BYTES,
     GB,
@@ -41,7 +41,6 @@ from sizer.inputs.scenario import (
     VLLM_GPU_MEMORY_UTILIZATION,
     Distribution,
     EnergySection,
-    mean_length,
     targets_text,
 )
 from sizer.kinds import kind
@@ -416,7 +415,7 @@ def make_plan(r: Resolved) -> Plan:
 def _length(d: Distribution) -> str:
     if d.distribution == "fixed":
         return f"{d.value:,.0f} tokens, fixed"
-    return f"{d.distribution} lengths, mean {mean_length(d):,.0f} tokens"
+    return f"{d.distribution} lengths, {mean_text(d)}"
 
 
 def slo_targets(r: Resolved, sources: bool = False) -> str:

@@ -23,10 +23,11 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 
+from sizer.analytic.lengths import mean_length
 from sizer.analytic.memory import GiB
 from sizer.errors import InputError
 from sizer.inputs.hardware import all_profiles, load_hardware, local_profiles
-from sizer.inputs.scenario import Scenario, mean_length, scenario_from_dict
+from sizer.inputs.scenario import Scenario, scenario_from_dict
 from sizer.inputs.variant import Variant
 from sizer.sizing.goodput import slo_of
 from sizer.sizing.pipeline import method_notes, size_deployment

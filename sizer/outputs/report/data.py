@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from sizer.analytic.format_support import SOURCES as FORMAT_SOURCES
-from sizer.inputs.scenario import mean_length, scenario_from_dict, targets_text
+from sizer.analytic.lengths import mean_text
+from sizer.inputs.scenario import scenario_from_dict, targets_text
 from sizer.outputs.emit import ServingConfig, serving_config
 from sizer.outputs.report.charts import MemoryBar, RatePoint, latency_chart, memory_chart, pareto_chart, timeline_chart
 from sizer.outputs.report.day import day_chart
@@ -244,7 +245,7 @@ def _dist(d) -> str:
     if d.distribution == "fixed":
         return f"{d.value:g} tokens"
     bounds = f" (clipped to {d.min:g}-{d.max:g})" if d.min is not None and d.max is not None else ""
-    return f"{d.distribution}, mean {mean_length(d):,.0f} tokens{bounds}"
+    return f"{d.distribution}, {mean_text(d)}{bounds}"
 
 
 def input_rows(s, r: Resolved) -> list[tuple[str, str]]:

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from simulator import Arrivals, WorkloadSpec, generate
-from sizer.analytic.lengths import MAX_STEPS, at_most, served_means, share_longer_than
-from sizer.inputs.scenario import Distribution, mean_length, scenario_from_dict
+from sizer.analytic.lengths import MAX_STEPS, at_most, mean_length, served_means, share_longer_than
+from sizer.inputs.scenario import Distribution, scenario_from_dict
 from sizer.sizing.workload import _lengths
 from validation.errors import FieldError
 
@@ -95,12 +95,36 @@ def test_served_means_are_what_the_simulator_serves():
     (Distribution("fixed", value=512, max=100), 100.0),
     # empirical 100 (weight 3) and 300 (weight 1), clipped to [150, 250]: 3/4 at 150, 1/4 at 250
     (Distribution("empirical", values=[100, 300], weights=[3, 1], min=150, max=250), 175.0),
-    # the continuous ones keep their mean before clipping (docs/scenario.md)
-    (Distribution("lognormal", mean=1000, sigma=1.0, max=5000), 1000.0),
     (Distribution("uniform", min=10, max=20), 15.0),
 ])
 def test_the_plans_mean_length_is_what_the_simulator_draws_for_a_few_lengths(d, mean):
     assert mean_length(d) == mean
+
+
+@pytest.mark.parametrize(("d", "mean"), [
+    # lognormal mean 800, sigma 1.2, clipped to [1, 1000] (the plan sized 800): mu = ln 800 - 1.2^2 / 2 = 5.96461;
+    #   at 1000: P(draw >= 999.5) = 1 - Phi((ln 999.5 - mu) / 1.2) = 1 - Phi(0.78554) = 0.21607 -> 216.07 tokens
+    #   at 1: P(draw < 1.5) = Phi((ln 1.5 - mu) / 1.2) = Phi(-4.6326) = 1.8e-6 -> 0.000002 tokens
+    #   between: 800 x (Phi(0.78554 - 1.2) - Phi(-4.6326 - 1.2)) = 800 x (0.339267 - 0.000000003) = 271.41 tokens
+    #   487.48 tokens
+    (Distribution("lognormal", mean=800, sigma=1.2, min=1, max=1000), 487.4834),
+    # normal mean 3, std 1.5 clipped to [2, 3]: 2 below a draw of 2.5, Phi(-1/3) = 0.369441 of them, else 3:
+    # 3 - 0.369441 = 2.630559 (the plan sized 3)
+    (Distribution("normal", mean=3, std=1.5, min=2, max=3), 2.630559),
+])
+def test_the_plans_mean_length_is_the_clipped_one_by_hand(d, mean):
+    assert mean_length(d) == pytest.approx(mean, abs=1e-4)
+
+
+@pytest.mark.parametrize("d", [
+    Distribution("lognormal", mean=250, sigma=0.7, min=4, max=2000),      # the chat scenario's outputs
+    Distribution("lognormal", mean=300, sigma=1.5),                        # no max: the tail in closed form
+    Distribution("normal", mean=100, std=200),                             # half the draws clipped up to 1
+])
+def test_the_plans_mean_length_is_what_the_simulator_draws(d):
+    # against 400,000 draws: within 4 standard errors (rounding inside the clip moves the mean by far less)
+    x = _lengths(d).draw(400_000, np.random.default_rng(1))
+    assert abs(mean_length(d) - x.mean()) < 4 * x.std() / math.sqrt(len(x)), (mean_length(d), x.mean())
 
 
 @pytest.mark.parametrize("kind", [{"distribution": "lognormal", "mean": 500, "sigma": 0.5},

@@ -43,10 +43,12 @@ def test_flags_are_named_as_the_source_of_what_they_set():
 
 def test_a_scenario_file_is_the_source_of_its_own_values():
     got = assumptions("scenarios/llama-3.1-70b-h200.yaml", "--rate", "4")
-    # the scenario: lognormal prompts of mean 3,000 and outputs of mean 300; TTFT 2 s and ITL 60 ms targets
+    # the scenario: lognormal prompts of mean 3,000 and outputs of mean 300; TTFT 2 s and ITL 60 ms targets. The
+    # prompts' clip to [64, 24,000] takes their mean as drawn to 2,998 (sizer/analytic/lengths.py mean_length); the
+    # outputs' stays 300 to the token
     assert "workload: 4 req/s (--rate), poisson arrivals (scenario)" in got
-    assert ("workload: prompt lognormal lengths, mean 3,000 tokens (scenario), output lognormal lengths, "
-            "mean 300 tokens (scenario)") in got
+    assert ("workload: prompt lognormal lengths, mean 2,998 tokens (3,000 before the clip) (scenario), output "
+            "lognormal lengths, mean 300 tokens (scenario)") in got
     assert "SLO: TTFT <= 2,000 ms (scenario), ITL <= 60 ms (scenario); 95% of requests (scenario)" in got
 
 

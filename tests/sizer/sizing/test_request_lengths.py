@@ -93,3 +93,16 @@ def test_a_refused_override_names_the_scenario_not_the_catalog():
     s = scenario(None, {"distribution": "fixed", "value": 100}, {"distribution": "fixed", "value": 10},
                  overrides={"num_key_value_heads": 3})
     assert refusal(s) == "s.yaml: model.overrides.num_key_value_heads: 3 does not divide the 32 attention heads"
+
+
+def test_the_cost_per_million_tokens_is_over_the_clipped_mean_output():
+    # outputs lognormal mean 800, sigma 1.2 clipped to [1, 1000] average 487.48 tokens as drawn
+    # (tests/sizer/analytic/test_lengths.py derives it): at 2 req/s that is 974.97 output tokens/s, and one H100 at
+    # $3.99/GPU-hour (hardware_profiles/h100-sxm.yaml) costs 3.99 / (974.97 x 3,600) x 1e6 = $1.1368 per million
+    # output tokens, not 3.99 / (1,600 x 3,600) x 1e6 = $0.6927 (the mean before the clip: 64% more tokens)
+    output = {"distribution": "lognormal", "mean": 800, "sigma": 1.2, "min": 1, "max": 1000}
+    plan = make_plan(resolve(scenario(None, {"distribution": "fixed", "value": 500}, output)))
+    assert plan.step_times.output_tokens_mean == pytest.approx(487.48, abs=0.01)
+    assert plan.cost.price_usd_per_gpu_hour == 3.99 and plan.cost.gpus == 1
+    assert plan.cost.usd_per_million_output_tokens == pytest.approx(3.99 / (2 * 487.4834 * 3600) * 1e6, rel=1e-5)
+    assert plan.cost.usd_per_million_output_tokens == pytest.approx(1.1368, abs=1e-4)

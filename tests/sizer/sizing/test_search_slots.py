@@ -9,10 +9,11 @@ from pathlib import Path
 import yaml
 from typer.testing import CliRunner
 
+from sizer.analytic.lengths import mean_length
 from sizer.cli import app
 from sizer.inputs.gguf_types import PRESETS
 from sizer.inputs.hardware import load_hardware, local_profiles
-from sizer.inputs.scenario import load_scenario, mean_length, scenario_from_dict
+from sizer.inputs.scenario import load_scenario, scenario_from_dict
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
 from sizer.sizing.search import BY_DEVICE_MEMORY, Candidate, SearchSpace, default_space, search
