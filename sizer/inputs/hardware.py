@@ -544,6 +544,13 @@ MIG_COMPUTE_SLICES = 7
 MIG_MEMORY_EIGHTHS = {1: (1, 2), 2: (2,), 3: (4,), 4: (4,), 7: (8,)}
 
 
+def other_device(gpu: str | None, scenario_gpu: str, file: str | None = None) -> bool:
+    """Whether `gpu` (a flag's, a search candidate's or a sweep point's; None: unchanged) names another device than
+    `scenario_gpu`, a scenario's hardware.gpu (a profile file relative to the scenario `file`): what a scenario
+    states for its own device (a price, a calibrated profile, kernel tables, hardware overrides) is not another's."""
+    return gpu is not None and load_hardware(gpu).id != load_hardware(scenario_gpu, file).id
+
+
 def mig_slice(parent: HardwareSpec, mig: str, file: str | None, field_path: str) -> HardwareSpec:
     """The slice `mig` ("3g.40gb") of `parent`: its compute and memory shares of the whole part; no price and no
     power figures (none is published per slice)."""

@@ -435,7 +435,9 @@ def targets_text(slo: SLOSection, number: Callable[[float], str] = "{:g}".format
 @dataclass(frozen=True)
 class CostSection:
     price_usd_per_gpu_hour: float | None = field(None, ge=0, le=MAX_PRICE_USD_PER_GPU_HOUR,
-                                                 doc="default: the hardware profile's price")
+                                                 doc="default: the hardware profile's price; a stated price is the "
+                                                     "scenario GPU's only (on another GPU, named by `plan --gpu`, "
+                                                     "a search or a sweep, that GPU's profile price applies)")
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import typing
 from dataclasses import dataclass, replace
 from typing import Any
 
+from sizer.inputs.hardware import other_device
 from sizer.inputs.scenario import (
     SETTABLE,
     Scenario,
@@ -24,7 +25,6 @@ from validation.schema import build, field_value
 _CLEARS = {
     "clear_replicas": "deployment.replicas",                    # the sizing pipeline chooses replicas
     "clear_speculative": "deployment.speculative_config",       # speculative decoding off
-    "clear_price": "cost.price_usd_per_gpu_hour",               # a stated price is its own GPU's
     "clear_calibrated_profile": "hardware.calibrated_profile",  # a profile prices its own GPU only
     "clear_kernel_tables": "hardware.kernel_tables",            # so do a scenario's own kernel tables
 }
@@ -35,6 +35,9 @@ _CLEAR_GROUPS = {
                                       ("memory_gb", "memory_bandwidth_gb_per_s", "gpu_working_set_fraction")),
     "clear_rate": ("workload.arrival.rate_per_s", "workload.arrival.cv"),
 }
+# A stated price is its own GPU's: every variant onto another device (plan --gpu, a search candidate, a sweep point)
+# clears it, and the profile's price applies (docs/sizing.md, "Cost").
+PRICE = "cost.price_usd_per_gpu_hour"
 # Changes that set a length distribution to one fixed length (--prompt-tokens, --output-tokens).
 _FIXED_LENGTHS = ("prompt_tokens", "output_tokens")
 # The required inputs a variant may name: a scenario from flags alone (`plan --model X --gpu Y`) is made of them.
@@ -78,7 +81,6 @@ class Variant:
     num_parallel: int | None = None
     clear_replicas: bool = False
     clear_speculative: bool = False
-    clear_price: bool = False
     clear_calibrated_profile: bool = False
     clear_kernel_tables: bool = False
     clear_rate: bool = False
@@ -104,25 +106,28 @@ class Variant:
         a change needs and the scenario lacks built from that value and its declared defaults, each cleared value
         back to its default; then the engine chosen again where no one named it and the cross-field rules checked
         on the result. The sources stay beside the values: a set value is stated, a cleared one a default."""
-        sources = dict(scenario.sources)
+        sources, own_gpu, price = dict(scenario.sources), scenario.hardware.gpu, scenario.cost.price_usd_per_gpu_hour
+        cleared = self._cleared(own_gpu, scenario.file)
         for path, value in self._changes():
             scenario = _set(scenario, path.split("."), value, "", scenario.file)
             sources[path] = "scenario"
-        for path in self._cleared():
+        for path in cleared:
             scenario = _clear(scenario, path.split("."))
             sources = {p: s for p, s in sources.items() if p != path and not p.startswith(path + ".")}
+        if PRICE in cleared and price is not None:
+            sources[PRICE] = f"not the scenario's ${price:g}, stated for its {own_gpu}"
         scenario = replace(scenario, sources=in_source_order(sources))
         if self.engine is not None:
             scenario = replace(scenario, engine_source="scenario")
         return checked_scenario(scenario)
 
-    def stated_in(self, data: dict) -> dict:
-        """A copy of the scenario mapping `data` stating these changes: a sweep point's identity, which its hash
-        and seed derive from (sizer/sizing/sweep.py `point_hash`), so a stored sweep resumes under the same keys.
-        The scenario itself is changed by `apply`."""
+    def stated_in(self, data: dict, own_gpu: str) -> dict:
+        """A copy of the scenario mapping `data` (whose hardware.gpu is `own_gpu`) stating these changes: a sweep
+        point's identity, which its hash and seed derive from (sizer/sizing/sweep.py `point_hash`), so a stored sweep
+        resumes under the same keys. The scenario itself is changed by `apply`."""
         for path, value in self._changes():
             data = _stated(data, tuple(path.split(".")), value)
-        for path in self._cleared():
+        for path in self._cleared(own_gpu, None):
             data = _stated(data, tuple(path.split(".")), None)
         return data
 
@@ -135,9 +140,10 @@ class Variant:
                 out.append((path, {"distribution": "fixed", "value": value} if name in _FIXED_LENGTHS else value))
         return out
 
-    def _cleared(self) -> list[str]:
-        """The paths this variant clears, in order."""
+    def _cleared(self, own_gpu: str, file: str | None) -> list[str]:
+        """The paths this variant clears, in order, of a scenario on `own_gpu` (read relative to `file`)."""
         paths = [path for name, path in _CLEARS.items() if getattr(self, name)]
+        paths += [PRICE] if other_device(self.gpu, own_gpu, file) else []
         return paths + [path for name, group in _CLEAR_GROUPS.items() if getattr(self, name) for path in group]
 
 

@@ -81,6 +81,7 @@ from sizer.inputs.scenario import (
 )
 from sizer.inputs.schedule import AutoscalingSection, EnergySection
 from sizer.inputs.spec_head import EAGLE_FC_INPUTS, MedusaHead, read_head, target_shaped
+from sizer.inputs.variant import PRICE
 from sizer.kinds import kind
 from sizer.sizing.presets import (
     ATTENTION_DP_CONTEXT_BALANCE,
@@ -388,6 +389,8 @@ def resolve(s: Scenario) -> Resolved:
         price, price_source = hardware.price_usd_per_gpu_hour, (
             f"hardware profile {hardware.id} ({hardware.price_rule})" if hardware.price_usd_per_gpu_hour is not None
             else f"none: the {hardware.id} profile lists no price (cost.price_usd_per_gpu_hour sets one)")
+        if s.source_of(PRICE) != "default":          # a stated price left behind with its GPU (sizer.inputs.variant)
+            price_source += f"; {s.source_of(PRICE)}"
     tables = checked_kernel_tables(s, hardware) if s.hardware.kernel_tables is not None else None
     profile = _calibrated_profile(s, model, hardware, parallel) if s.hardware.calibrated_profile else None
     if split:
@@ -482,7 +485,7 @@ def setting_sources(s: Scenario, slots: SlotSettings | None, price_source: str) 
     # any other stated setting (replicas, an engine setting): "scenario", or the flag that set it (engine.sources
     # says "scenario" for any stated value; `source_of` reads it for the engine settings no one stated)
     sources |= {path: source for path, source in stated.items() if path not in sources}
-    sources["cost.price_usd_per_gpu_hour"] = price_source
+    sources[PRICE] = price_source
     return sources
 
 

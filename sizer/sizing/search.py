@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from sizer.analytic.lengths import mean_length
 from sizer.analytic.memory import GiB
 from sizer.errors import InputError
-from sizer.inputs.hardware import all_profiles, load_hardware, local_profiles
+from sizer.inputs.hardware import all_profiles, load_hardware, local_profiles, other_device
 from sizer.inputs.scenario import Scenario, scenario_from_dict
 from sizer.inputs.variant import Variant
 from sizer.sizing.goodput import slo_of
@@ -95,13 +95,14 @@ class Candidate:
 
     def variant(self, scenario: Scenario) -> Variant:
         """The scenario with this configuration; replicas left to the sizing pipeline."""
-        other_gpu = load_hardware(self.gpu).id != load_hardware(scenario.hardware.gpu).id
+        other_gpu = other_device(self.gpu, scenario.hardware.gpu, scenario.file)
         return Variant(gpu=self.gpu, tensor_parallel_size=self.tensor_parallel_size,
                        pipeline_parallel_size=self.pipeline_parallel_size, quantization=self.quantization,
                        kv_cache_dtype=self.kv_cache_dtype, clear_replicas=True, clear_speculative=not self.speculative,
                        enable_attention_dp=self.attention_dp or None,
-                       # a stated price, a calibrated profile and kernel tables are the scenario GPU's
-                       clear_price=other_gpu, clear_calibrated_profile=other_gpu, clear_kernel_tables=other_gpu,
+                       # a calibrated profile, kernel tables and hardware overrides are the scenario GPU's (so is a
+                       # stated price, which a variant onto another GPU clears itself)
+                       clear_calibrated_profile=other_gpu, clear_kernel_tables=other_gpu,
                        clear_hardware_overrides=other_gpu, **self._slot_fields(scenario))
 
     def _slot_fields(self, scenario: Scenario) -> dict:

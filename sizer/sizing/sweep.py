@@ -32,7 +32,7 @@ from pathlib import Path
 from sizer.analytic.memory import GiB
 from sizer.errors import InputError
 from sizer.inputs import preloaded
-from sizer.inputs.hardware import all_profiles, load_hardware
+from sizer.inputs.hardware import all_profiles, load_hardware, other_device
 from sizer.inputs.preloaded import Preloaded
 from sizer.inputs.scenario import ArrivalSection, Scenario, scenario_dir, scenario_from_dict
 from sizer.inputs.sweep_file import Constraint, SweepFile, SweepSettings, axis_values, parse_constraint
@@ -88,14 +88,14 @@ class Point:
     e2e_ms: float | None = None
 
     def variant(self, base_gpu: str, seed: int | None = None) -> Variant:
-        """The changes this point makes; a price, calibrated profile or kernel-tables folder stays with its own GPU
-        only."""
-        other_gpu = self.gpu is not None and load_hardware(self.gpu).id != load_hardware(base_gpu).id
+        """The changes this point makes; a price (Variant clears it), calibrated profile, kernel-tables folder or
+        hardware override stays with its own GPU only."""
+        other_gpu = other_device(self.gpu, base_gpu)
         changes = {k: v for k, v in dataclasses.asdict(self).items() if k != "speculative"}
         if self.speculative is False:
             changes["num_speculative_tokens"] = None
         return Variant(**changes, seed=seed, clear_replicas=True, clear_speculative=self.speculative is False,
-                       clear_price=other_gpu, clear_calibrated_profile=other_gpu, clear_kernel_tables=other_gpu,
+                       clear_calibrated_profile=other_gpu, clear_kernel_tables=other_gpu,
                        clear_hardware_overrides=other_gpu)
 
 
@@ -328,7 +328,7 @@ def point_hash(sweep: Sweep, point: Point) -> str:
     """SHA-256 of the point's scenario mapping (before its seed is set), the settings that change its numbers
     (not max_retries), the constraints, and the content of a trace, of a model not from the catalog and of the
     scenario's own kernel tables."""
-    mapping = variant_of(sweep, point).stated_in(_shorthands(sweep.data))
+    mapping = variant_of(sweep, point).stated_in(_shorthands(sweep.data), scenario_gpu(sweep))
     settings = {"num_requests": sweep.settings.num_requests, "max_replicas": sweep.settings.max_replicas}
     key = {"version": ROW_VERSION, "scenario": mapping, "settings": settings,
            "constraints": [c.text for c in sweep.constraints]}

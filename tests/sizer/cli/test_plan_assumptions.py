@@ -95,3 +95,18 @@ def test_significant_digits_never_in_exponent_form():
     # zeros dropped (2.0 -> 2), negatives alike, and tiny targets without an exponent (5e-05 before)
     assert [significant(v) for v in (33.3333, 0.12345, 2_000, 12_500, 1_234_567.8, -98_765.4, 2.0, 0.00005, 0)] == [
         "33.33", "0.1235", "2,000", "12,500", "1,234,568", "-98,765", "2", "0.00005", "0"]
+
+
+def test_a_stated_price_is_the_scenarios_gpus_only(tmp_path):
+    # the chat scenario on H100s states $2.50 a GPU-hour; `plan --gpu h200` prices the H200 at its profile's $4.50
+    # (hardware_profiles/h200.yaml, the median of listed prices), as search and sweep do, and says which price it
+    # used and why; --gpu h100 (an alias of the scenario's h100-sxm) keeps the stated price
+    scenario = tmp_path / "chat-priced.yaml"
+    scenario.write_text(open("scenarios/llama-3.1-8b-chat-h100.yaml").read()
+                        + "cost: {price_usd_per_gpu_hour: 2.5}\n")
+    other = json.loads(runner.invoke(app, ["plan", str(scenario), "--gpu", "h200", "--json"]).stdout)
+    assert other["cost"]["price_usd_per_gpu_hour"] == 4.5 and other["cost"]["usd_per_hour"] == 4.5
+    why = "hardware profile h200 (median of listed prices); not the scenario's $2.5, stated for its h100-sxm"
+    assert other["cost"]["price_source"] == why and f"price: {why}" in other["assumptions"]
+    same = json.loads(runner.invoke(app, ["plan", str(scenario), "--gpu", "h100", "--json"]).stdout)
+    assert (same["cost"]["price_usd_per_gpu_hour"], same["cost"]["price_source"]) == (2.5, "scenario")

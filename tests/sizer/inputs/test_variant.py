@@ -9,7 +9,7 @@ import yaml
 
 from sizer.inputs.scenario import SETTABLE, StatedValueError, scenario_from_dict
 from sizer.inputs.sweep_file import load_sweep
-from sizer.inputs.variant import Variant
+from sizer.inputs.variant import PRICE, Variant
 from sizer.sizing.sweep import build_sweep, tasks
 from validation.errors import FieldError
 from validation.safe_yaml import load_yaml
@@ -33,8 +33,9 @@ def test_each_change_lands_in_its_field():
         ("llama-3.1-70b", "h200", 7.5, 123)
     assert (d.tensor_parallel_size, d.pipeline_parallel_size, d.quantization, d.kv_cache_dtype, d.max_model_len,
             d.replicas) == (4, 2, "fp8", "fp8", 4096, 5)
-    # what the variant does not name stays the scenario's
-    assert s.cost.price_usd_per_gpu_hour == 2.5 and d.speculative_config is not None
+    # what the variant does not name stays the scenario's, but for the price stated for its h100: not the h200's
+    assert s.cost.price_usd_per_gpu_hour is None and d.speculative_config is not None
+    assert scenario_from_dict(BASE, None, Variant(gpu="h100-sxm")).cost.price_usd_per_gpu_hour == 2.5   # the same GPU
     # applied to the typed scenario read from the same mapping, the same scenario
     assert v.apply(scenario_from_dict(BASE, None)) == s
 
@@ -48,9 +49,8 @@ def test_every_change_has_a_field_to_land_in():
 
 def test_clears_bring_the_defaults_back_and_leave_the_mapping_alone():
     base = scenario_from_dict(BASE, None)
-    s = Variant(clear_replicas=True, clear_speculative=True, clear_price=True).apply(base)
+    s = Variant(clear_replicas=True, clear_speculative=True).apply(base)
     assert s.deployment.replicas is None and s.deployment.speculative_config is None
-    assert s.cost.price_usd_per_gpu_hour is None
     assert base.deployment.replicas == 3 and BASE["deployment"]["replicas"] == 3   # nothing it was given changes
     # a cleared value is a default again; a set one is stated (a flag's caller names itself: cli/plan.py)
     assert (base.source_of("deployment.replicas"), s.source_of("deployment.replicas")) == ("scenario", "default")
@@ -161,9 +161,13 @@ def test_sweep_points_keep_their_hashes_and_seeds(tmp_path):
            for t in tasks(build_sweep(sweep, load_yaml(sweep.scenario_path())))}
     assert got == {k: (h, 0) for k, h in HASHES.items()}      # the base scenario's seed, 0 by default
     # and the mapping a point is keyed by states what its typed scenario holds
-    point = dataclasses.replace(Variant(gpu="h200", rate_per_s=4.0), clear_speculative=True, clear_price=True)
-    stated = point.stated_in(SWEEP_SCENARIO)
-    assert scenario_from_dict(stated, None) == point.apply(scenario_from_dict(SWEEP_SCENARIO, None))
+    point = dataclasses.replace(Variant(gpu="h200", rate_per_s=4.0), clear_speculative=True)
+    stated = scenario_from_dict(point.stated_in(SWEEP_SCENARIO, "h100"), None)
+    applied = point.apply(scenario_from_dict(SWEEP_SCENARIO, None))
+    # the same values; the applied one also says why its price is the profile's (the plan's price source)
+    assert stated.cost.price_usd_per_gpu_hour is None
+    assert applied.source_of(PRICE) == "not the scenario's $2.5, stated for its h100"
+    assert dataclasses.replace(applied, sources=tuple((p, s) for p, s in applied.sources if p != PRICE)) == stated
 
 
 def test_a_length_change_is_a_fixed_distribution():

@@ -42,10 +42,12 @@ def test_stated_price_applies_only_to_the_scenario_gpu():
     base = scenario_from_dict(base_data, str(SCENARIO))
     same = Candidate("h200-sxm", 4, 1, "fp8", "auto", False).variant(base)          # an alias of h200
     other = Candidate("h100-sxm", 4, 1, "fp8", "auto", False).variant(base)
-    assert not same.clear_price and other.clear_price
     assert other.clear_speculative and other.clear_replicas
     assert scenario_from_dict(base_data, str(SCENARIO), same).cost.price_usd_per_gpu_hour == 2.0
-    assert scenario_from_dict(base_data, str(SCENARIO), other).cost.price_usd_per_gpu_hour is None
+    moved = scenario_from_dict(base_data, str(SCENARIO), other)
+    assert moved.cost.price_usd_per_gpu_hour is None
+    why = f"not the scenario's $2, stated for its {base.hardware.gpu}"
+    assert moved.source_of("cost.price_usd_per_gpu_hour") == why
 
 
 def test_invalid_split_and_memory_are_rejected_without_simulating(monkeypatch):
