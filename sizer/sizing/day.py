@@ -338,8 +338,9 @@ def _policies(r: Resolved, tl: ReplicaTimeline, n_peak: int, g: int, static_shar
 
     bases = [a.reserved_replicas] if a.reserved_replicas is not None else range(max(tl.paid) + 1)
     base = min(bases, key=cost)
-    out.append(PolicyCost("reserved base + burst", max(auto_h, base * g * k * step_h), cost(base) * per_month,
-                          auto_share, auto_share >= required,
+    # the base is paid every step, serving or not; what the policy pays above it, on demand
+    paid_h = sum(max(p, base) for p in tl.paid) * g * step_h
+    out.append(PolicyCost("reserved base + burst", paid_h, cost(base) * per_month, auto_share, auto_share >= required,
                           f"{base} reserved at ${reserved:g}/GPU-h, the rest on demand"))
     return tuple(out)
 

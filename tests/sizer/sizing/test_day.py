@@ -145,3 +145,23 @@ def test_one_replica_at_the_peak_takes_its_slo_rate_from_the_sizing_and_a_capped
     notes = plan_day(short, make_plan(short), FAST)[0].notes
     # 50 requests, fewer than the goodput search's 200: the SLO rate's run is said to be short
     assert any("over the scenario's 50 requests" in n and "queues may not build" in n for n in notes)
+
+
+def test_the_reserved_base_is_paid_every_step():
+    # Four one-hour steps paying 1, 1, 3 and 2 replicas of 1 GPU, 2 of them reserved at $2/GPU-h, on demand $4:
+    #   GPU-hours: the base's 2 every hour, serving or not, + what is paid above it: 2 + 2 + 3 + 2 = 9 a period
+    #   (the autoscaled policy pays 1 + 1 + 3 + 2 = 7); cost: 2 x 4 h x $2 + (3 - 2) x 1 h x $4 = $20 a period;
+    #   per month: x 730 h / 4 h = $3,650 = 9 GPU-h of which 8 reserved ($16) and 1 on demand ($4), x 182.5
+    from types import SimpleNamespace
+
+    from sizer.inputs.scenario import SLOSection
+    from sizer.sizing.autoscale import ReplicaTimeline
+    from sizer.sizing.day import _policies
+    r = SimpleNamespace(price_usd_per_gpu_hour=4.0, slo=SLOSection(ttft_ms=500),
+                        hardware=SimpleNamespace(id="gpu", reserved_usd_per_gpu_hour=2.0))
+    tl = ReplicaTimeline(3600.0, (1, 1, 3, 2), (1, 1, 3, 2), (1, 1, 3, 2))
+    static, auto, reserved = _policies(r, tl, 3, 1, 1.0, 1.0, AutoscalingSection(reserved_replicas=2))
+    assert (static.gpu_hours_per_period, auto.gpu_hours_per_period) == (12.0, 7.0)
+    assert reserved.gpu_hours_per_period == 9.0
+    assert reserved.usd_per_month == pytest.approx(20 * 730 / 4)
+    assert reserved.note == "2 reserved at $2/GPU-h, the rest on demand"
