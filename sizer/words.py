@@ -26,3 +26,11 @@ def significant(value: float, digits: int = 4) -> str:
     decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
     text = f"{value:,.{decimals}f}"
     return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def dollars(value: float) -> str:
+    """Dollars to the cent, or with every digit a price has below a cent (0.125, not 0.12; at most 6 significant
+    digits), so that a line multiplying a price out shows the price it used: 3.99, 2.50, 0.125, 1,234.50."""
+    if abs(value - round(value, 2)) < 1e-9 * max(1.0, abs(value)):
+        return f"{value:,.2f}"
+    return significant(value, 6)

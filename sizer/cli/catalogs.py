@@ -17,6 +17,7 @@ from sizer.inputs.model_spec import ModelSpec, catalog_names, checkpoint_model, 
 from sizer.outputs.emit import model_reference
 from sizer.outputs.serialise import to_json
 from sizer.sizing.plan import attention_kind
+from sizer.words import dollars
 
 JSON_HELP = "print the catalog as JSON"
 FULL_CATALOG = 120      # narrower (80 in a pipe): the listings leave out names and shapes, which --wide prints
@@ -108,7 +109,7 @@ def gpus(as_json: bool = typer.Option(False, "--json", help=JSON_HELP), wide: bo
         text_column(table, "aliases")
     for spec in all_profiles().values():
         fp8 = spec.peak_flops_per_s.get("fp8")
-        price = f"{spec.price_usd_per_gpu_hour:.2f}" if spec.price_usd_per_gpu_hour is not None else "-"
+        price = dollars(spec.price_usd_per_gpu_hour) if spec.price_usd_per_gpu_hour is not None else "-"
         table.add_row(spec.id, *((spec.name,) if full else ()), f"{spec.memory_bytes / GB:,.1f}",
                       f"{spec.memory_bytes / GiB:,.1f}", f"{spec.memory_bandwidth_bytes_per_s / 1e12:.2f}",
                       f"{spec.peak_flops('bf16') / 1e12:,.0f}", f"{fp8 / 1e12:,.0f}" if fp8 else "-", price,

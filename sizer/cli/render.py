@@ -15,7 +15,7 @@ from rich.table import Table
 from sizer.analytic.memory import GB, GiB
 from sizer.cli.render_day import render_day, render_energy
 from sizer.cli.terminal_text import Terminal, styled
-from sizer.words import count
+from sizer.words import count, dollars
 
 # for annotations only: `sizer plan` need not import check, search and the simulator, nor `sizer simulate` the plan
 if TYPE_CHECKING:
@@ -199,12 +199,12 @@ def render_plan(plan: Plan, console: Console) -> None:
     if co is None:
         console.print(styled(("Cost", "bold"), ": none: no replica count was sized (see the sizing verdict)"))
     else:
-        price = (f"${co.price_usd_per_gpu_hour:.2f}/GPU-hour ({co.price_source})"
+        price = (f"${dollars(co.price_usd_per_gpu_hour)}/GPU-hour ({co.price_source})"
                  if co.price_usd_per_gpu_hour is not None else "no price known")
         line = (f": {count(co.replicas, 'replica')} x {count(co.gpus // co.replicas, 'GPU')} = "
                 f"{count(co.gpus, 'GPU')} at {price}")
         if co.usd_per_hour is not None:
-            line += f" = ${co.usd_per_hour:,.2f}/hour"
+            line += f" = ${dollars(co.usd_per_hour)}/hour"
         if co.usd_per_million_output_tokens is not None:
             line += f"; ${co.usd_per_million_output_tokens:,.3f} per million output tokens ({co.throughput_source})"
         console.print(styled(("Cost", "bold"), line))

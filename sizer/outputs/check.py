@@ -47,7 +47,7 @@ from sizer.sizing.pipeline import closed_loop_note, size_deployment
 from sizer.sizing.plan import Plan, make_plan
 from sizer.sizing.resolve import STATED_SHARE, ContextLimit, context_limit, model_of, resolve
 from sizer.sizing.result import GoodputSettings, Sizing, SizingStatus
-from sizer.words import count
+from sizer.words import count, dollars
 from validation.errors import FieldError
 
 
@@ -404,8 +404,8 @@ def cost_rule(inp: CheckInput, plan: Plan, sizing: Sizing | None, replicas: int)
         return RuleResult("cost", "fail", f"no price for {plan.gpu}; state sizer.price_usd_per_gpu_hour",
                           ("sizer.price_usd_per_gpu_hour: <USD per GPU-hour>",))
     per_hour = usd_per_hour(replicas, inp.gpus_requested, price)
-    what = (f"{count(replicas, 'replica')} x {count(inp.gpus_requested, 'GPU')} x ${price:.2f}/GPU-hour = "
-            f"${per_hour:,.2f}/hour; "
+    what = (f"{count(replicas, 'replica')} x {count(inp.gpus_requested, 'GPU')} x ${dollars(price)}/GPU-hour = "
+            f"${dollars(per_hour)}/hour; "
             f"budget ${inp.budget_usd_per_hour:,.2f}/hour")
     if per_hour <= inp.budget_usd_per_hour + 1e-9:
         return RuleResult("cost", "pass", what)

@@ -110,3 +110,16 @@ def test_a_stated_price_is_the_scenarios_gpus_only(tmp_path):
     assert other["cost"]["price_source"] == why and f"price: {why}" in other["assumptions"]
     same = json.loads(runner.invoke(app, ["plan", str(scenario), "--gpu", "h100", "--json"]).stdout)
     assert (same["cost"]["price_usd_per_gpu_hour"], same["cost"]["price_source"]) == (2.5, "scenario")
+
+
+def test_the_cost_line_shows_every_digit_of_its_price(tmp_path):
+    # $0.125 a GPU-hour on 2 GPUs (TP 2) is $0.25 an hour: the line shows the price it multiplied, not $0.12
+    # (to the cent it read "2 GPUs at $0.12/GPU-hour = $0.25/hour"); a price in cents keeps two decimals
+    from sizer.words import dollars
+    assert (dollars(0.125), dollars(2.5), dollars(3.99), dollars(1234.5), dollars(1 / 3)) == \
+        ("0.125", "2.50", "3.99", "1,234.50", "0.333333")
+    scenario = tmp_path / "chat-cheap.yaml"
+    scenario.write_text(open("scenarios/llama-3.1-8b-chat-h100.yaml").read()
+                        + "cost: {price_usd_per_gpu_hour: 0.125}\n")
+    out = runner.invoke(app, ["plan", str(scenario), "--tp", "2"], env={"COLUMNS": "200"}).stdout
+    assert "Cost: 1 replica x 2 GPUs = 2 GPUs at $0.125/GPU-hour (scenario) = $0.25/hour;" in out
