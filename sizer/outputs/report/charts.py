@@ -157,17 +157,16 @@ def timeline_chart(time_s, kv_usage, batch_size, chart_id: str = "timeline") -> 
         return to_svg(fig, chart_id)
 
 
-def pareto_chart(points, slo_ms: dict[str, float | None], chart_id: str = "pareto") -> list[str]:
-    """Cost per million output tokens against p95 TTFT and p95 time per output token: one SVG per panel,
-    so a narrow screen stacks them at full width. Every configuration that meets the SLO (grey), the
-    panel's frontier joined (blue), the chosen one starred and named, the SLO target dashed.
-    `points` are `summary.ParetoPoint`s."""
-    panels = (("ttft", "time to first token", "ttft_p95_ms", "front_ttft", "ttft_ms"),
-              ("tpot", "time per output token (TPOT)", "tpot_p95_ms", "front_tpot", "tpot_ms"))
+def pareto_chart(points, panels, chart_id: str = "pareto") -> list[str]:
+    """Cost per million output tokens against each panel's p95 latency (`summary.pareto_panels`: TTFT and the
+    per-token latency the SLO targets): one SVG per panel, so a narrow screen stacks them at full width. Every
+    configuration that meets the SLO (grey), the panel's frontier joined (blue), the chosen one starred and named,
+    the SLO target dashed. `points` are `summary.ParetoPoint`s."""
     plt = _pyplot()
     svgs = []
     with plt.rc_context(STYLE):
-        for key, title, attr, on_front, target_key in panels:
+        for panel in panels:
+            attr, on_front = f"{panel.metric}_p95_ms", f"front_{panel.metric}"
             fig, ax = plt.subplots(figsize=(3.7, 3.3))
             others = [p for p in points if not getattr(p, on_front)]
             ax.scatter([p.usd_per_million_output_tokens for p in others], [getattr(p, attr) for p in others],
@@ -184,13 +183,12 @@ def pareto_chart(points, slo_ms: dict[str, float | None], chart_id: str = "paret
                                 textcoords="offset points", fontsize=8, fontweight="bold", zorder=5,
                                 bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none",
                                       "alpha": 0.85})
-            target = slo_ms.get(target_key)
-            if target:
-                ax.axhline(target, color="black", linestyle=(0, (4, 2)), linewidth=1, label="target")
+            if panel.target_ms:
+                ax.axhline(panel.target_ms, color="black", linestyle=(0, (4, 2)), linewidth=1, label="target")
             ax.set_ylim(bottom=0)
-            ax.set_title(f"p95 {title}")
+            ax.set_title(f"p95 {panel.title}")
             ax.set_xlabel("$ per million output tokens")
             ax.set_ylabel("ms")
             ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False, fontsize=8)
-            svgs.append(to_svg(fig, f"{chart_id}-{key}"))
+            svgs.append(to_svg(fig, f"{chart_id}-{panel.metric}"))
     return svgs

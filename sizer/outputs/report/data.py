@@ -28,6 +28,7 @@ from sizer.outputs.report.summary import (
     ParetoPoint,
     headline,
     left_gpu,
+    pareto_panels,
     pareto_points,
     search_counts,
     top_and_rest,
@@ -60,7 +61,9 @@ class Report:
     scenario_file: str | None
     headline: Headline             # the first page: the answer in one sentence and its cost
     front_svgs: list[str]          # the first page's chart: cost against latency (`pareto_points`, a panel each
-                                   # for TTFT and ITL) when a search found configurations, else latency against rate
+                                   # for TTFT and the per-token latency the SLO targets, `pareto_panels`) when a
+                                   # search found configurations, else latency against rate
+    front_notes: list[str]         # a cost-latency panel left out, and why (no configuration has its latency)
     pareto_points: list[ParetoPoint]
     top: list[Outcome]             # the cheapest configurations that meet the SLO
     not_chosen: list[Group]        # every other configuration searched, by why it was not chosen
@@ -115,6 +118,7 @@ def build_report(data: dict, file: str | None, space: SearchSpace | None, worker
     slo_ms = {"ttft_ms": slo.ttft_ms, "itl_ms": slo.itl_ms, "tpot_ms": slo.tpot_ms, "e2e_ms": slo.e2e_ms}
 
     front = pareto_points(result, best) if result else []
+    panels, front_notes = pareto_panels(front, slo) if front else ([], [])
     top, not_chosen = top_and_rest(result) if result else ([], [])
     inputs = input_rows(scenario, own_resolved)
     day = plan_day(chosen, plan, settings.goodput)[0] if scenario.workload.schedule is not None else None
@@ -122,9 +126,9 @@ def build_report(data: dict, file: str | None, space: SearchSpace | None, worker
         title=scenario.name, scenario_file=file,
         headline=headline(chosen.model.name, chosen.hardware.id.upper(), gpus_per_replica(chosen),
                           chosen.weight_format.name, answer.sizing, slo, result is not None),
-        front_svgs=(pareto_chart(front, slo_ms) if front else
+        front_svgs=(pareto_chart(front, panels) if front else
                     [latency_chart(points, slo_ms, goodput, chart_id="front")] if points else []),
-        pareto_points=front, top=top,
+        front_notes=front_notes, pareto_points=front, top=top,
         not_chosen=not_chosen,
         question=question_rows(own_resolved), answer=answer, own=own,
         memory_svg=memory_chart(bars), memory_bars=bars,

@@ -5,6 +5,7 @@ table and the rest grouped by why they were not chosen.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from sizer.inputs.hardware import load_hardware
@@ -46,14 +47,31 @@ class Headline:
 
 @dataclass(frozen=True)
 class ParetoPoint:
-    """One priced configuration that meets the SLO, at its operating point."""
+    """One priced configuration that meets the SLO, at its operating point (a p95 is NaN where the run has none)."""
     label: str
     usd_per_million_output_tokens: float
     ttft_p95_ms: float
+    itl_p95_ms: float              # p95 of the gaps between tokens as a client receives them (slo.itl_ms)
     tpot_p95_ms: float             # p95 of each request's time per output token (what slo.tpot_ms is checked on)
     chosen: bool
     front_ttft: bool               # no other configuration is both cheaper-or-equal and faster-or-equal (TTFT)
+    front_itl: bool
     front_tpot: bool
+
+
+@dataclass(frozen=True)
+class ParetoPanel:
+    """One panel of the cost-latency chart: a p95 (`ParetoPoint`'s `<metric>_p95_ms`, its frontier
+    `front_<metric>`) against cost, with the SLO's target for it (None: not a target)."""
+    metric: str                    # "ttft", "itl" or "tpot"
+    title: str
+    target_ms: float | None
+
+
+# The chart's latencies: (metric, title, SLO field). TTFT always; per token, what the SLO targets (ITL, TPOT or both;
+# TPOT where it targets neither).
+PARETO_LATENCIES = (("ttft", "time to first token", "ttft_ms"), ("itl", "inter-token latency (ITL)", "itl_ms"),
+                    ("tpot", "time per output token (TPOT)", "tpot_ms"))
 
 
 @dataclass(frozen=True)
@@ -119,10 +137,28 @@ def pareto_points(search: SearchResult, chosen: Outcome | None) -> list[ParetoPo
     passing = [o for o in search.outcomes if o.priced and o.usd_per_million_output_tokens is not None
                and o.ttft_p95_ms is not None]
     cost = [o.usd_per_million_output_tokens for o in passing]
-    on_ttft = front([(c, o.ttft_p95_ms) for c, o in zip(cost, passing, strict=True)])
-    on_tpot = front([(c, o.tpot_p95_ms) for c, o in zip(cost, passing, strict=True)])
-    return [ParetoPoint(o.candidate.label, o.usd_per_million_output_tokens, o.ttft_p95_ms, o.tpot_p95_ms,
-                        o is chosen, a, b) for o, a, b in zip(passing, on_ttft, on_tpot, strict=True)]
+    on = {m: front([(c, getattr(o, f"{m}_p95_ms")) for c, o in zip(cost, passing, strict=True)])
+          for m, _, _ in PARETO_LATENCIES}
+    return [ParetoPoint(o.candidate.label, o.usd_per_million_output_tokens, o.ttft_p95_ms, o.itl_p95_ms,
+                        o.tpot_p95_ms, o is chosen, on["ttft"][i], on["itl"][i], on["tpot"][i])
+            for i, o in enumerate(passing)]
+
+
+def pareto_panels(points: list[ParetoPoint], slo) -> tuple[list[ParetoPanel], list[str]]:
+    """The cost-latency chart's panels: TTFT, and the per-token latency the SLO targets (ITL where slo.itl_ms is
+    set, TPOT where slo.tpot_ms is, both where both are; TPOT where neither is), each with its target; a panel no
+    configuration has a value for is left out, and a note for the report says so."""
+    per_token = [m for m, _, target in PARETO_LATENCIES[1:] if getattr(slo, target)] or ["tpot"]
+    panels, notes = [], []
+    for metric, title, target in PARETO_LATENCIES:
+        if metric != "ttft" and metric not in per_token:
+            continue
+        if all(math.isnan(getattr(p, f"{metric}_p95_ms")) for p in points):
+            notes.append(f"No chart of p95 {title}: no configuration's simulation has one (a reply of one token "
+                         "has no gap between tokens and no time per output token).")
+        else:
+            panels.append(ParetoPanel(metric, title, getattr(slo, target)))
+    return panels, notes
 
 
 def top_and_rest(search: SearchResult) -> tuple[list[Outcome], list[Group]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from types import SimpleNamespace
 
+from sizer.outputs.report.charts import pareto_chart
 from sizer.outputs.report.summary import (
     BAD_SPLIT,
     MEET,
@@ -15,9 +16,11 @@ from sizer.outputs.report.summary import (
     NO_PRICE,
     OVER_LIMIT,
     TOP_CONFIGURATIONS,
+    ParetoPoint,
     front,
     headline,
     left_gpu,
+    pareto_panels,
     search_counts,
     top_and_rest,
 )
@@ -128,3 +131,32 @@ def test_the_goodput_row_says_what_the_probes_found_and_where_the_operating_poin
     below = dataclasses.replace(s, operating_point=SimpleNamespace(met=True, rate_per_s=5.0, metrics=point.metrics))
     assert goodput_in_words(below) == ("the goodput probes (600 requests a rate) found one replica meets the SLO up "
                                        "to 5.50 requests/s")
+
+
+def point(label: str, usd: float, ttft: float, itl: float, tpot: float) -> ParetoPoint:
+    return ParetoPoint(label, usd, ttft, itl, tpot, label == "a", True, True, True)
+
+
+def test_the_cost_latency_chart_plots_the_per_token_latency_the_slo_targets():
+    # an ITL target (slo.itl_ms 50): the second panel is p95 ITL with its 50 ms target dashed, not TPOT without one
+    points = [point("a", 1.0, 200.0, 30.0, 25.0), point("b", 2.0, 150.0, 20.0, 18.0)]
+    panels, notes = pareto_panels(points, SimpleNamespace(ttft_ms=500, itl_ms=50, tpot_ms=None))
+    assert [(p.metric, p.target_ms) for p in panels] == [("ttft", 500), ("itl", 50)] and notes == []
+    svgs = pareto_chart(points, panels)
+    assert "p95 inter-token latency (ITL)" in svgs[1] and "target" in svgs[1]
+    # a TPOT target: TPOT; both targets: both; neither: TPOT, with no target line
+    for slo, metrics in (((None, 40), ["ttft", "tpot"]), ((50, 40), ["ttft", "itl", "tpot"]),
+                         ((None, None), ["ttft", "tpot"])):
+        got, _ = pareto_panels(points, SimpleNamespace(ttft_ms=500, itl_ms=slo[0], tpot_ms=slo[1]))
+        assert [p.metric for p in got] == metrics
+
+
+def test_a_panel_with_no_values_is_left_out_with_a_note():
+    # one-token replies: no gap between tokens and no TPOT in any configuration's run (NaN); the ITL panel would be
+    # an empty axis, so there is none, and the report says why
+    nan = float("nan")
+    points = [point("a", 1.0, 200.0, nan, nan), point("b", 2.0, 150.0, nan, nan)]
+    panels, notes = pareto_panels(points, SimpleNamespace(ttft_ms=500, itl_ms=50, tpot_ms=None))
+    assert [p.metric for p in panels] == ["ttft"] and len(pareto_chart(points, panels)) == 1
+    assert notes == ["No chart of p95 inter-token latency (ITL): no configuration's simulation has one (a reply of "
+                     "one token has no gap between tokens and no time per output token)."]
