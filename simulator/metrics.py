@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
 from simulator.records import SimulationResult, pairwise_sum
+from simulator.scheduler import reason_kind
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,6 +88,8 @@ class MetricsSummary:
     slo_percentiles_met: bool | None = None   # each metric's SLO percentile within its target
     slo_met_requests_per_s: float | None = None   # requests meeting every per-request target, per second
     itl_share: float | None = None      # share of token gaps within slo.itl_ms (None without that target)
+    # the rejected requests by why, without each request's own figures (scheduler.reason_kind), most first
+    rejections: tuple[tuple[str, int], ...] = ()
 
 
 def weighted_percentiles(values: np.ndarray, weights: np.ndarray, qs: tuple[float, ...]) -> list[float]:
@@ -248,6 +252,7 @@ def summarise(result: SimulationResult, slo: SLO | None = None, engine_side: boo
         peak_kv_usage=tl.peak_kv_usage,
         peak_concurrent_requests=peak_concurrency(c["arrival_s"][done], finish_s[done]),
         lora_holdbacks=int(c["lora_holdbacks"].sum()), lora_held_requests=int((c["lora_holdbacks"] > 0).sum()),
+        rejections=tuple(Counter(reason_kind(why) for why in result.reject_reasons.values()).most_common()),
     )
     if slo is not None and slo.has_targets:
         met = slo_attainment(result, slo, engine_side)

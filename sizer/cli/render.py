@@ -349,11 +349,20 @@ def render_simulation(sim: Sizing, console: Console) -> None:
         if m.lora_holdbacks:
             console.print(f"LoRA hold-backs: {m.lora_holdbacks:,} request-steps waited for an adapter slot "
                           f"({m.lora_held_requests:,} requests; raise max_loras to remove them)")
+        if m.num_rejected:
+            console.print(rejections_line(m), highlight=False)
     if sim.suggestion:
         console.print(f"  fix: {sim.suggestion}", highlight=False)
     for line in sim.notes:
         console.print(f"  {line}", highlight=False)
     console.print()
+
+
+def rejections_line(m: MetricsSummary) -> str:
+    """How many requests the replica refused and why (they meet no SLO target; the latencies are the others')."""
+    return (f"rejected: {count(m.num_rejected, 'request')} of {m.num_requests:,} "
+            f"({m.num_rejected / m.num_requests:.1%}; they meet no target, the latencies are the others'): "
+            + "; ".join(f"{why} ({n:,})" for why, n in m.rejections))
 
 
 def render_simulation_metrics(name: str, m: MetricsSummary, console: Console, requests_csv: Path | None,
@@ -367,6 +376,8 @@ def render_simulation_metrics(name: str, m: MetricsSummary, console: Console, re
         values = (lat_pct.p50_ms, lat_pct.p95_ms, lat_pct.p99_ms, lat_pct.mean_ms)
         lat.add_row(label, *(f"{v:,.1f}" if math.isfinite(v) else "-" for v in values))
     console.print(lat)
+    if m.num_rejected:
+        console.print(rejections_line(m), highlight=False)
     tp = Table(title="throughput and resources")
     text_column(tp, "measure")
     text_column(tp, "value", justify="right")       # a number, or a number with its words (the SLO's share)

@@ -44,6 +44,18 @@ def test_rejected_requests_miss_the_slo():
     assert np.array_equal(met, ~r.columns["rejected"]) and r.columns["rejected"].any()
 
 
+def test_the_summary_counts_rejections_by_why():
+    # review finding: `simulate` printed "0 finished, 3 rejected" and no reason. 100 blocks of 16 tokens hold 1,600
+    # tokens: every 9,000-token prompt is refused for its blocks, and the summary says so once, with the count
+    model = LinearStepModel()
+    w = WorkloadSpec(40, Arrivals("constant", 1.0), Lengths("empirical", values_tokens=(100, 9000)),
+                     Lengths("fixed", 5))
+    r = simulate(sim_config(num_blocks=100), model, w, seed=1)
+    m = summarise(r)
+    assert m.num_rejected == int(r.columns["rejected"].sum()) > 0
+    assert m.rejections == (("needs more KV blocks than the cache's 100", m.num_rejected),)
+
+
 def test_the_itl_target_is_checked_on_the_token_gaps_not_on_tpot():
     # the known run above: each request alone, 20 decode steps of 5 + 0.05 + ~0.02 ms = ~5.07 ms, so every
     # token gap (ITL) is ~5.07 ms, and so is every TPOT ((E2E - TTFT) / 20)

@@ -11,7 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from sizer.cli import app
+from sizer.analytic.lengths import mean_length
 from sizer.cli.options import read_scenario_data, with_flags
+from sizer.inputs.scenario import load_scenario
 from sizer.inputs.traffic import Traffic
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -28,7 +30,12 @@ def test_token_flags_replace_the_scenario_lengths():
     # Little's law holds each request at its end: 4k = 4,000 (decimal, as vLLM reads it) + 500 = 4,500 tokens
     assert json.loads(result.output)["capacity"]["kv_tokens_per_request"] == 4500
     unchanged = json.loads(plan(CHAT, "--json").output)["capacity"]["kv_tokens_per_request"]
-    assert unchanged == 1200 + 250           # the scenario's means, without the flags
+    # without the flags, the scenario's means as its lengths are drawn (lognormal 1,200 clipped to [16, 12,000] and
+    # 250 clipped to [4, 2,000]: sizer.analytic.lengths.mean_length), rounded to whole tokens
+    s = load_scenario(CHAT)
+    w = s.workload
+    assert unchanged == round(mean_length(w.prompt_tokens) + mean_length(w.output_tokens))
+    assert 1440 < unchanged < 1450                       # a few tokens under 1,200 + 250: the clips take the tails
 
 
 def test_flags_alone_give_the_whole_workload():
