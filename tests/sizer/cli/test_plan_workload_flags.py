@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sizer.cli import app
 from sizer.analytic.lengths import mean_length
+from sizer.cli import app
 from sizer.cli.options import read_scenario_data, with_flags
 from sizer.inputs.scenario import load_scenario
 from sizer.inputs.traffic import Traffic
