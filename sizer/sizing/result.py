@@ -100,6 +100,19 @@ class Sizing:
     share_met_for_slo: float | None = None     # share meeting every target at replicas_for_slo's operating point
 
     @property
+    def goodput_words(self) -> str:
+        """What the goodput probes found, and where the operating point (the scenario's own request count, a longer
+        run) meets the SLO at a higher rate per replica, that too: never a goodput the answer's replicas run above
+        without saying so."""
+        text = (f"the goodput probes ({self.settings.num_requests:,} requests a rate) found one replica meets the "
+                f"SLO up to {self.goodput_per_replica_per_s:,.2f} requests/s")
+        p = self.operating_point
+        if p is not None and p.met and p.rate_per_s > self.goodput_per_replica_per_s:
+            text += (f"; the operating point ({p.metrics.num_requests:,} requests) meets it at {p.rate_per_s:,.2f} "
+                     "requests/s per replica")
+        return text
+
+    @property
     def suggestion(self) -> str | None:
         """What would meet the SLO when it is missed, in the words every command prints; None otherwise."""
         if self.status is SizingStatus.NO_RATE:

@@ -355,8 +355,8 @@ def evaluate(c: Candidate, data: dict, file: str | None, settings: SearchSetting
     sizing = size_deployment(resolved, plan, settings.goodput, settings.max_replicas)
     if sizing.status is SizingStatus.MET:
         return Outcome(c, "ok", sizing.binding_target, f"{count(sizing.replicas, 'replica')} at "
-                       f"{sizing.operating_point.rate_per_s:.3g} req/s each; one meets the SLO up to "
-                       f"{sizing.goodput_per_replica_per_s:.3g} req/s", gpus_per_replica, kv_gib, sizing)
+                       f"{sizing.operating_point.rate_per_s:.3g} req/s each; {sizing.goodput_words}",
+                       gpus_per_replica, kv_gib, sizing)
     binding = sizing.operating_point.binding if sizing.status is SizingStatus.MISSED else sizing.binding_target
     return Outcome(c, "rejected", binding, sizing.verdict, gpus_per_replica, kv_gib, sizing)
 

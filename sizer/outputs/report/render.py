@@ -15,7 +15,7 @@ import jinja2
 from sizer.errors import InputError
 from sizer.outputs.destination import check_destination, write_bytes
 from sizer.outputs.report.data import Report
-from sizer.outputs.report.summary import HOURS_PER_MONTH, goodput_in_words
+from sizer.outputs.report.summary import HOURS_PER_MONTH
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -51,7 +51,6 @@ def environment() -> jinja2.Environment:
     env.filters["num"] = _num
     env.filters["money0"] = lambda v: "n/a (no price)" if v is None else f"${v:,.0f}"
     env.filters["command"] = _command
-    env.filters["goodput_in_words"] = goodput_in_words
     env.filters["pct"] = lambda v: "-" if v is None else f"{100 * v:.1f}%"
     env.filters["gib"] = lambda v: f"{v / 2**30:,.1f}"
     return env

@@ -112,19 +112,6 @@ def headline(model: str, gpu: str, gpus_per_replica: int, weights: str, sizing: 
                     True, *costs)
 
 
-def goodput_in_words(sizing: Sizing) -> str:
-    """The binding row's words for a goodput below the analytic bound: what the goodput probes found, and where the
-    operating point (the scenario's own request count, a longer run) meets the SLO at a higher rate per replica,
-    that too, rather than a goodput the answer's own replicas run above."""
-    text = (f"the goodput probes ({sizing.settings.num_requests:,} requests a rate) found one replica meets the SLO "
-            f"up to {sizing.goodput_per_replica_per_s:,.2f} requests/s")
-    p = sizing.operating_point
-    if p is not None and p.met and p.rate_per_s > sizing.goodput_per_replica_per_s:
-        text += (f"; the operating point ({p.metrics.num_requests:,} requests) meets it at {p.rate_per_s:,.2f} "
-                 "requests/s per replica")
-    return text
-
-
 def front(points: list[tuple[float, float]]) -> list[bool]:
     """For each (cost, latency) point: True when no other point is at most as costly and at most as slow,
     and better in one (lower is better on both axes)."""

@@ -121,15 +121,14 @@ def test_the_goodput_row_says_what_the_probes_found_and_where_the_operating_poin
     # 600-request probes put one replica's goodput at 5.5 requests/s; the 2,000-request operating point of 2 replicas
     # at 12 requests/s (6 each) meets the SLO: the row says both, not "meets the SLO up to 5.5" beside an answer
     # whose replicas each run at 6
-    from sizer.outputs.report.summary import goodput_in_words
     point = SimpleNamespace(met=True, rate_per_s=6.0, metrics=SimpleNamespace(num_requests=2000))
     s = dataclasses.replace(sizing(SizingStatus.MET, 10.0), goodput_per_replica_per_s=5.5, operating_point=point)
-    assert goodput_in_words(s) == ("the goodput probes (600 requests a rate) found one replica meets the SLO up to "
+    assert s.goodput_words == ("the goodput probes (600 requests a rate) found one replica meets the SLO up to "
                                    "5.50 requests/s; the operating point (2,000 requests) meets it at 6.00 requests/s "
                                    "per replica")
     # an operating point at or below the goodput: the probes' finding alone
     below = dataclasses.replace(s, operating_point=SimpleNamespace(met=True, rate_per_s=5.0, metrics=point.metrics))
-    assert goodput_in_words(below) == ("the goodput probes (600 requests a rate) found one replica meets the SLO up "
+    assert below.goodput_words == ("the goodput probes (600 requests a rate) found one replica meets the SLO up "
                                        "to 5.50 requests/s")
 
 
