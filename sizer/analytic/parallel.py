@@ -177,9 +177,10 @@ def comm_per_step(m: ModelSpec, p: ParallelConfig, activation_bytes: int = 2) ->
         # dispatch and combine as the engines run them by default: every rank's tokens gathered to every GPU and
         # the experts' outputs reduce-scattered back (TensorRT-LLM on Hopper: NCCL all-gather and reduce-scatter;
         # vLLM's all2all_backend allgather_reducescatter; SGLang's DP attention without --moe-a2a-backend deepep),
-        # (EP - 1) rank shares of the hidden state each way. With TP inside the ranks the tokens are already on
-        # every GPU of a rank and the TP all-reduce combines them
+        # (DP - 1) rank shares of the hidden state each way: the gather runs over the data-parallel group (vLLM's
+        # get_dp_group().all_gatherv), and with TP inside the ranks a rank's tokens are already on each of its GPUs
+        # (after the TP all-reduce), so TP x DP GPUs receive no more than DP ranks' shares
         moe_layers = math.ceil(m.num_moe_layers / p.pp)
-        ep = 2 * moe_layers * (p.ep - 1) * h * activation_bytes
+        ep = 2 * moe_layers * (p.dp - 1) * h * activation_bytes
     return CommPerStep(tp, pp, ep, 2 * layers if p.tp > 1 else 0)
 

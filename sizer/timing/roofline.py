@@ -296,7 +296,7 @@ class RooflineStepTimeModel:
         self.alltoall_link = alltoall_link(self.hardware, p.ep)
         self._alltoall_s_per_token = c.ep_alltoall_bytes_per_token / self.alltoall_link.bytes_per_s_per_direction
         self._alltoall_fixed_s = (2 * math.ceil(m.num_moe_layers / p.pp)
-                                  * (ALLTOALL_LATENCY_S + collective_wait_s(p.ep))
+                                  * (ALLTOALL_LATENCY_S + collective_wait_s(p.dp))     # over the DP group
                                   if c.ep_alltoall_bytes_per_token else 0.0)
         layer_s = llamacpp.LAYER_STEP_S[self.hardware.device_kind] if self.llamacpp else LAYER_STEP_S
         self._layers_s = layers_per_stage(m, p) * layer_s

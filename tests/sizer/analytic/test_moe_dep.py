@@ -102,6 +102,9 @@ def test_all_to_all_bytes_latency_and_link():
     assert comm_per_step(m, ParallelConfig(1, 1, 8, True)).ep_alltoall_bytes_per_token == 2 * 94 * 7 * 4096 * 2
     # TP 8 with EP: every GPU already holds every token; the TP all-reduce combines them, no all-to-all
     assert comm_per_step(m, ParallelConfig(8, 1, 1, True)).ep_alltoall_bytes_per_token == 0
+    # TP 2 inside 4 DP ranks, EP 8: the gather runs over the DP group (vLLM's get_dp_group().all_gatherv); a rank's
+    # tokens are on both its GPUs already, so each GPU receives the other 3 ranks' shares, not 7 (the EP size less 1)
+    assert comm_per_step(m, ParallelConfig(2, 1, 4, True)).ep_alltoall_bytes_per_token == 2 * 94 * 3 * 4096 * 2
     roofline = roofline_for(resolved(True))
     # one step of 100 tokens a rank: 100 x bytes / NVLink 4's 450 GB/s + 2 x 94 x (47 us + the wait for the last of 8
     # GPUs: 3 us x 1.4236, the expected largest of 8 standard normals, Harter's 1961 tables)
