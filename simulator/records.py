@@ -11,7 +11,7 @@ replica's timeline is read from the log in chunks (`LoggedTimeline`): a run's su
 client times and the requests' first and last tokens as the client sees them never hold a step-sized
 array; a column is built whole only when it is read whole.
 At the end the rows become the result's columns, arrays of numbers (`SimulationResult.columns`), and the rows are
-let go: a run holds about 80 bytes a request as it goes and about 185 at the end (the metrics' columns). Per-request
+let go: a run holds about 80 bytes a request as it goes and about 177 at the end (the metrics' columns). Per-request
 records as text exist only when asked for, a chunk of rows at a time (`SimulationResult.request_frames`): the
 pandas DataFrame is built only then, since importing pandas costs more wall time than simulating a thousand
 requests, and summaries do not need it.

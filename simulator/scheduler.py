@@ -3,7 +3,8 @@
 Each `schedule()` picks the next step under a token budget and a sequence cap; `update()`
 applies what the step produced. With chunked prefill, running requests go first (decodes and
 unfinished prefill chunks), then waiting requests fill what is left of the budget. Without
-it, a step is either all whole-prompt prefills or all decodes (prefill first). When blocks
+it the same, but a prompt is taken only whole, and one the rest of the budget cannot hold waits
+with the queue behind it (vLLM V1, TensorRT-LLM). When blocks
 run out the newest running request is preempted: recompute (free, requeue at the front) or
 swap (its blocks are copied to host and back, priced by the caller). Nothing here knows
 whether a step is simulated or run; `decode_run`, `allocate_decode_run` and `finish_decode_run`
@@ -89,9 +90,9 @@ class Scheduler:
         """Queue the request, or mark it REJECTED (with why) if it could never be served. `now_s`
         (when it reached the engine) starts its schema's compilation; without it, the first
         schedule that considers the request does. A request
-        must have output left to produce (a KV transfer's request has produced its first token):
-        every step of it samples one, so a finished one would over-generate, and with drafts the
-        cap below (output left - 1) would go negative."""
+        must have output left to produce (a KV transfer's request arrives with none produced and its last prompt
+        token to compute again: cluster.py): every step of it samples one, so a finished one would over-generate, and
+        with drafts the cap below (output left - 1) would go negative."""
         if req.num_output_tokens >= req.output_tokens > 0:
             raise ValueError(f"request {req.request_id} has already produced its {req.output_tokens} output "
                              "tokens; there is nothing left to schedule")

@@ -166,6 +166,13 @@ class KVLayout:
         return self.padded_state_bytes_per_seq_per_gpu or self.state_bytes_per_seq_per_gpu
 
     @property
+    def pool_state_bytes_per_seq(self) -> float:
+        """The same for the whole model: its state's bytes, padded as one GPU's pages pad them."""
+        if not self.padded_state_bytes_per_seq_per_gpu:
+            return float(self.state_bytes_per_seq)
+        return self.state_bytes_per_seq * self.padded_state_bytes_per_seq_per_gpu / self.state_bytes_per_seq_per_gpu
+
+    @property
     def pool_bytes_per_token_per_gpu(self) -> float:
         """What one token of a KV block holds on one GPU: every layer's KV; or, when some layers keep only a window
         and others everything, the latter's: the windowed layers hold their own blocks (`window_groups`)."""
@@ -236,7 +243,7 @@ class KVLayout:
 
         `per_gpu`: on one GPU of the busiest stage after the split; else for the whole model.
         """
-        total = self.pool_state_bytes_per_seq_per_gpu if per_gpu else float(self.state_bytes_per_seq)
+        total = self.pool_state_bytes_per_seq_per_gpu if per_gpu else self.pool_state_bytes_per_seq
         for g in self.groups:
             kept = min(tokens, g.kept_window_tokens or tokens)
             blocks = math.ceil(kept / block_size) + (1 if kept < tokens else 0)

@@ -38,6 +38,7 @@ from sizer.inputs.manifests.commands import TABLES as FLAG_TABLES
 from sizer.inputs.model_spec import catalog_names, load_config
 from sizer.inputs.scenario import ENGINE_NAMES
 from sizer.sizing.cost import CostSummary
+from sizer.sizing.presets import VLLM_BLOCK_SIZES
 from sizer.sizing.resolve import Resolved, SlotSettings, context_limit
 from sizer.words import count
 from validation.errors import excerpt, printable
@@ -165,7 +166,9 @@ def serving_config(r: Resolved, cost: CostSummary | None, verdict: str, memory_o
         marlin=r.weight_format.name in NOT_MARLIN and r.execution.kernel == WEIGHT_ONLY_KERNELS[r.weight_format.name],
         kv_cache_dtype=r.kv_cache_dtype, max_model_len=e.max_model_len,
         gpu_memory_utilization=d.gpu_memory_utilization, block_size=e.block_size,
-        block_size_stated=not blackwell or e.sources.get("block_size") == "scenario", max_num_seqs=e.max_num_seqs,
+        # a hybrid model's block (544 tokens for Qwen3-Next at TP 2) is not one --block-size takes: vLLM aligns it
+        block_size_stated=e.block_size in VLLM_BLOCK_SIZES
+        and (not blackwell or e.sources.get("block_size") == "scenario"), max_num_seqs=e.max_num_seqs,
         max_num_batched_tokens=e.max_num_batched_tokens, enable_prefix_caching=e.enable_prefix_caching,
         enable_chunked_prefill=e.enable_chunked_prefill, speculative=spec, replicas=replicas,
         replicas_source=replicas_source, verdict=verdict, replicas_memory_only=memory_only, slots=r.slots,
@@ -588,8 +591,9 @@ def _comments(c: ServingConfig) -> list[str]:
                      f"runs this line on each node with --node-rank 0..{c.nodes - 1} and node 0's address "
                      "for LEADER_ADDRESS")
     if not c.block_size_stated:
-        lines.append(f"--block-size left to the engine on {c.gpu_name} (its attention kernels pick the page size; "
-                     f"sized at {c.block_size}-token blocks)")
+        why = (f"on {c.gpu_name} (its attention kernels pick the page size" if c.block_size in VLLM_BLOCK_SIZES
+               else "(it aligns a hybrid model's block to its recurrent state's page")
+        lines.append(f"--block-size left to the engine {why}; sized at {c.block_size}-token blocks)")
     return lines
 
 

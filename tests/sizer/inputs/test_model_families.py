@@ -195,6 +195,11 @@ def test_vllm_takes_a_hybrid_models_block_whose_attention_page_holds_a_layers_st
         # the state padded to one page a layer (36 GatedDeltaNet layers, 12 attention: groups of 12, no padding)
         token_page = 2 * max(1, 2 // tp) * 256 * (1 if kv_dtype else 2)
         assert r.kv.pool_state_bytes_per_seq_per_gpu == 36 * expected * token_page
+        # the whole model's figure pads alike (review finding: it took the state unpadded beside padded KV): at TP 2,
+        # where each GPU holds one of the 2 KV heads and half the state, twice one GPU's
+        if tp == 2:
+            assert r.kv.sequence_bytes(1100, expected, per_gpu=False) == pytest.approx(
+                2 * r.kv.sequence_bytes(1100, expected))
     # SGLang keeps its own Mamba pool and its page
     s = load_scenario(MODELS.parents[2] / "scenarios" / "llama-3.1-8b-chat-h100.yaml",
                       Variant(model=qwen, gpu="h200", tensor_parallel_size=2, engine="sglang"))

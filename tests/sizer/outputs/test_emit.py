@@ -87,6 +87,18 @@ def test_sizer_check_reads_the_vllm_command_back_to_the_same_deployment():
                       "speculative_config": {"method": "ngram", "num_speculative_tokens": 4}}
 
 
+def test_a_hybrid_models_block_is_left_to_vllm_which_aligns_it():
+    # review finding: Qwen3-Next at TP 2 takes 544-token blocks (vLLM's hybrid alignment, memory.hybrid_block_tokens);
+    # writing --block-size 544 gave a command vLLM refuses (its --block-size takes 1, 8, ..., 256) and check refused
+    r = resolve(scenario(model="qwen3-next-80b-a3b", tensor_parallel_size=2))
+    assert r.engine.block_size == 544
+    c = config_of(r)
+    fields, _, notes = parse_vllm_args(vllm_argv(c), "emitted")
+    assert "block_size" not in fields and notes == []
+    assert any("left to the engine (it aligns a hybrid model's block" in line and "544-token" in line
+               for line in emit("vllm", c).splitlines())
+
+
 def test_speculative_config_is_json_vllm_parses():
     r = resolve(scenario(speculative_config={"method": "draft_model", "model": "llama-3.2-1b",
                                              "num_speculative_tokens": 3, "acceptance_rate": 0.7}, max_model_len=8192,
