@@ -34,7 +34,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "run": ("SimulationConfig", "simulate"),
     "cluster": ("ROUTERS",),
     "records": ("REQUEST_CHUNK_ROWS", "SimulationResult", "request_tables"),
-    "metrics": ("SLO", "Latency", "MetricsSummary", "slo_attainment", "summarise", "weighted_percentiles"),
+    "metrics": ("SLO", "Latency", "MetricsSummary", "itl_as_numpy", "slo_attainment", "summarise",
+                "weighted_percentiles"),
     # pools behind a gateway
     "gateway": ("FALLBACK", "OUTCOMES", "REJECTED", "ExternalSpec", "GatewayConfig", "GatewayRecords", "GatewayResult",
                 "PoolSpec", "RequestClass", "Route", "coded", "simulate_gateway"),

@@ -119,6 +119,27 @@ def _select(pairs: np.ndarray, qs: tuple[float, ...]) -> list[float]:
     return [float(pairs[min(bisect_left(weights, q / 100.0 * total), last)].real) for q in qs]
 
 
+def _select_linear(pairs: np.ndarray, qs: tuple[float, ...]) -> list[float]:
+    """numpy's linear percentiles (np.percentile's default) of the sample the (value, whole-number weight) pairs
+    stand for, each value repeated its weight's times: at rank h = (N - 1) q / 100 of the N values, between the
+    values at floor(h) and ceil(h). Sorted and summed in place as `_select`; zero weights hold no value."""
+    weights = pairs.imag
+    if not (weights > 0).any():
+        return [math.nan] * len(qs)
+    pairs.sort()
+    np.cumsum(weights, out=weights)
+    total, last = float(weights[-1]), len(pairs) - 1
+
+    def at(k: int) -> float:                # the k-th value (0-based): the first pair whose running count passes k
+        return float(pairs[min(int(np.searchsorted(weights, k, side="right")), last)].real)
+    out = []
+    for q in qs:
+        h = (total - 1) * q / 100.0
+        lo, hi = at(math.floor(h)), at(math.ceil(h))
+        out.append(lo + (h - math.floor(h)) * (hi - lo))
+    return out
+
+
 def _latency(values_ms: np.ndarray, weights: np.ndarray | None = None) -> Latency:
     v = values_ms[~np.isnan(values_ms)] if weights is None else values_ms
     w = np.ones(len(v)) if weights is None else weights
@@ -146,8 +167,9 @@ def _messages_apart(gaps_s: np.ndarray, first: np.ndarray, itl_seqs: np.ndarray,
 
 
 def _itl(result: SimulationResult, engine_side: bool = False,
-         within_ms: float | None = None) -> tuple[Latency, float | None]:
-    """The ITL percentiles and, given a target, the share of token gaps within it (by weight)."""
+         within_ms: float | None = None, linear: bool = False) -> tuple[Latency, float | None]:
+    """The ITL percentiles and, given a target, the share of token gaps within it (by weight); `linear`: numpy's
+    linear percentiles of the gaps (vllm bench serve's), else the smallest gap reaching the share."""
     tl = result.timeline
     gaps = result.itl_gaps_s
     # values and weights in one buffer each (a few steps' worth of memory, not a dozen): the steps' gaps,
@@ -188,8 +210,14 @@ def _itl(result: SimulationResult, engine_side: bool = False,
     share = None
     if within_ms is not None:
         share = float(np.sum(weights, where=values <= within_ms) / total) if total > 0 else 1.0
-    p50, p95, p99 = _select(pairs, (50.0, 95.0, 99.0))
+    p50, p95, p99 = (_select_linear if linear else _select)(pairs, (50.0, 95.0, 99.0))
     return Latency(p50, p95, p99, mean), share
+
+
+def itl_as_numpy(result: SimulationResult) -> Latency:
+    """The client's ITL over every gap pooled, its percentiles numpy's linear ones (as vllm bench serve's
+    calculate_metrics takes them: np.percentile and np.median of the pooled gaps)."""
+    return _itl(result, linear=True)[0]
 
 
 def peak_concurrency(start_s: np.ndarray, end_s: np.ndarray) -> int:

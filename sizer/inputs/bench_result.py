@@ -13,12 +13,15 @@ failed request's output is 0 and its error not empty). `model_id` is checked aga
 model by `sizer compare` (a warning). A ramped rate (`ramp_up_strategy`) is refused: not modelled; so is a
 run of a pooling or transcription API (`endpoint_type`, or `backend` where an older vLLM wrote only it:
 embeddings, pooling, rerank, audio), whose requests generate no tokens from a text prompt. Each metric's
-percentiles rise with the percentile. Other keys are ignored.
+percentiles rise with the percentile. `total_input_tokens` and `total_output_tokens` are checked against the
+lengths compare simulates; the statistics and counters it does not compare are named (`_UNREAD`); other keys are
+ignored.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +50,14 @@ FAILED = Key("failed", int, ge=0, le=MAX_REQUESTS)
 MAX_CONCURRENCY_KEY = Key("max_concurrency", int, ge=1, le=MAX_CONCURRENCY)
 BURSTINESS = Key("burstiness", float, gt=0, le=1e6, default=1.0)
 MODEL_ID = Key("model_id", str)
+# the successful requests' prompt and output tokens (serve.py calculate_metrics: total_input, sum(actual_output_lens))
+TOTAL_INPUT = Key("total_input_tokens", int, ge=0, le=MAX_REQUESTS * MAX_TOKENS)
+TOTAL_OUTPUT = Key("total_output_tokens", int, ge=0, le=MAX_REQUESTS * MAX_TOKENS)
+# what serve.py writes that sizer does not compare: standard deviations, the client's own queueing
+# (process_one_metric's client_queue_time and e2el_including_client_queue), goodput against its own SLOs, the
+# probe requests of --probe-request-rate, speculative decoding's counters, the real send times and the duration
+_UNREAD = re.compile(r"^(std_\w+_ms|\w*client_queue\w*|request_goodput|probe_\w+|spec_decode_\w+|start_times"
+                     r"|duration)$")
 # --save-detailed, one entry per request sent: a prompt of at least one token (vLLM refuses an empty one), an
 # output of 0 for a failed request (its `calculate_metrics`), an error "" for a successful one.
 PER_REQUEST = (Key("input_lens", list[int], ge=1, le=MAX_TOKENS), Key("output_lens", list[int], ge=0, le=MAX_TOKENS),
@@ -74,6 +85,9 @@ class BenchResult:
     measured: tuple[tuple[str, float], ...]  # (key as in the file, value): throughputs, then latency statistics
     model_id: str | None = None             # the model the run asked the server for
     warnings: tuple[str, ...] = ()          # where the file's counts disagree with each other (read, not refused)
+    total_input_tokens: int | None = None   # over the completed requests
+    total_output_tokens: int | None = None
+    unread: tuple[str, ...] = ()            # keys of the file sizer reads but does not compare (`_UNREAD`)
 
     @property
     def num_requests(self) -> int:
@@ -93,15 +107,20 @@ def bench_result(data: object, file: str) -> BenchResult:
                                      f"got {type(data).__name__}")
     completed, num_prompts, failed, warnings = _counts(data, file)
     concurrency, _ = read_key(MAX_CONCURRENCY_KEY, data, file)
-    burstiness, _ = read_key(BURSTINESS, data, file)
+    # vLLM's get_request takes burstiness inf as even gaps of 1 / rate (json.dump writes Infinity)
+    even = data.get("burstiness") == math.inf
+    burstiness = math.inf if even else read_key(BURSTINESS, data, file)[0]
     _check_endpoint(data, file)
     rate = _rate(data, file)
-    if rate is not None:
+    if rate is not None and not even:
         _check_burstiness(burstiness, file)
     inputs, outputs, more = _per_request(data, file, completed + failed, failed)
     model_id, _ = read_key(MODEL_ID, data, file)
+    total_in, _ = read_key(TOTAL_INPUT, data, file)
+    total_out, _ = read_key(TOTAL_OUTPUT, data, file)
+    unread = tuple(key for key in data if _UNREAD.match(key))
     return BenchResult(file, completed, num_prompts, failed, rate, concurrency, burstiness, inputs,
-                       outputs, _measured(data, file), model_id, warnings + more)
+                       outputs, _measured(data, file), model_id, warnings + more, total_in, total_out, unread)
 
 
 def _counts(data: dict, file: str) -> tuple[int, int | None, int, tuple[str, ...]]:

@@ -16,12 +16,13 @@ not the benchmark's). The deployment, engine and step model are the scenario's.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from simulator import Arrivals, ClosedLoop, SimulationResult, Workload, summarise, weighted_percentiles
+from simulator import Arrivals, ClosedLoop, SimulationResult, Workload, itl_as_numpy, summarise, weighted_percentiles
 from sizer.errors import InputError
 from sizer.inputs.bench_result import BenchResult, latency_stat
 from sizer.inputs.checkpoint import Checkpoint
@@ -70,24 +71,54 @@ def compare(result: BenchResult, scenario: Scenario, progress: Callable[[int], N
     rate, shape = result.request_rate_per_s, result.burstiness
     if rate is None:
         arrivals = None
+    elif math.isinf(shape):        # vLLM's get_request: even gaps of 1 / rate
+        arrivals = Arrivals("constant", rate)
     else:        # vLLM's burstiness is the gamma shape: cv = 1 / sqrt(shape), Poisson at 1
         arrivals = Arrivals("poisson", rate) if shape == 1.0 else Arrivals("gamma", rate, 1.0 / shape ** 0.5)
-    workload, clients = _replayed(scenario, n, arrivals, result.max_concurrency)
+    workload, clients = _replayed(scenario, n, arrivals, result.max_concurrency, scaled=True)
     words = (f"closed loop of {clients} clients (request_rate inf, max_concurrency {result.max_concurrency})"
-             if rate is None else
-             f"{'Poisson' if shape == 1.0 else f'gamma (burstiness {shape:g})'} arrivals at {rate:g} req/s")
+             if rate is None else f"even arrivals at {rate:g} req/s (burstiness inf)" if math.isinf(shape) else
+             f"{'Poisson' if shape == 1.0 else f'gamma (burstiness {shape:g})'} arrivals at {rate:g} req/s, the last "
+             f"sent at {n:,} / {rate:g} s as vllm bench serve scales them")
     workload, lengths_from = _lengths(workload, result.input_lens, result.output_lens, "the result file")
     r = resolve(scenario)
     sim = simulate_scenario(r, workload=workload, progress=progress)
     rejected = _rejected(sim, scenario, result.file)
     rows = _rows(result.measured, predictions(sim, [key for key, _ in result.measured]))
+    lengths = () if result.input_lens is not None else _length_warnings(result, sim)
     # vllm bench serve computes its statistics over the successful requests; sizer serves every request sent
     failed = ((f"failed: {result.failed:,} of {n:,} requests failed in the run; sizer serves them"
                f"{' (an output of 0 tokens as 1)' if result.output_lens else ''} and counts them in its predictions, "
                "where the measured statistics are over the successful ones",)
               if result.failed else ())
-    return Comparison(result.file, scenario.name, words, n, lengths_from, rows, not_modelled=failed,
-                      warnings=result.warnings + _model_warning(result.model_id, r.checkpoint, result.file) + rejected)
+    unread = ((f"{', '.join(result.unread)}: in the file, not compared (sizer does not predict them)",)
+              if result.unread else ())
+    return Comparison(result.file, scenario.name, words, n, lengths_from, rows, not_modelled=failed + unread,
+                      warnings=result.warnings + _model_warning(result.model_id, r.checkpoint, result.file) + rejected
+                      + lengths)
+
+
+# how far the scenario's mean lengths may sit from the run's before compare says so
+LENGTH_TOLERANCE = 0.03
+
+
+def _length_warnings(result: BenchResult, sim: SimulationResult) -> tuple[str, ...]:
+    """A warning for each of the run's mean prompt and output lengths (its total_input_tokens and
+    total_output_tokens over its completed requests) that the scenario's lengths, simulated in their place, miss by
+    more than LENGTH_TOLERANCE: the throughputs and latencies then compare different requests."""
+    c = sim.columns
+    done = ~c["rejected"]
+    out = []
+    for key, stated, column in (("total_input_tokens", result.total_input_tokens, "prompt_tokens"),
+                                ("total_output_tokens", result.total_output_tokens, "output_tokens")):
+        if stated is None or not done.any():
+            continue
+        run, simulated = stated / result.completed, float(np.mean(c[column][done]))
+        if abs(simulated - run) > LENGTH_TOLERANCE * run:
+            out.append(f"{result.file}: {key}: the run's requests averaged {run:,.0f} tokens, the scenario's "
+                       f"simulated in their place {simulated:,.0f} ({simulated / run - 1:+.0%}); state its lengths "
+                       "in the scenario, or save the run with --save-detailed (per-request lengths)")
+    return tuple(out)
 
 
 def _check_predicted(result: BenchResult) -> None:
@@ -127,10 +158,13 @@ def compare_guidellm(bench: GuideLLMBenchmark, scenario: Scenario,
                       _model_warning(bench.model, r.checkpoint, bench.file, bench.model_key) + rejected)
 
 
-def _replayed(scenario: Scenario, n: int, arrivals: Arrivals | None, limit: int | None) -> tuple[Workload, int]:
+def _replayed(scenario: Scenario, n: int, arrivals: Arrivals | None, limit: int | None,
+              scaled: bool = False) -> tuple[Workload, int]:
     """The scenario's workload of `n` requests sent as the benchmark sent them: open `arrivals` from a first
-    request at time 0 (a gap each after it), else a closed loop of `limit` clients (all `n` at once without a
-    limit); and the clients of that loop (0 for open arrivals)."""
+    request at time 0 (a gap each after it), or with `scaled` as vllm bench serve sends them (its get_request: each
+    request a gap after the one before, the first a gap after the start, all scaled so that the last goes at n /
+    rate); else a closed loop of `limit` clients (all `n` at once without a limit); and the clients of that loop (0
+    for open arrivals)."""
     trace = scenario.workload.trace
     if trace is not None:
         raise InputError(scenario.file, "workload.trace", "expected no trace: compare replays the benchmark's own "
@@ -142,7 +176,11 @@ def _replayed(scenario: Scenario, n: int, arrivals: Arrivals | None, limit: int 
         clients = min(limit or n, n)
         return dataclasses.replace(base, arrival_s=np.zeros(n), closed_loop=ClosedLoop(clients)), clients
     gaps = arrivals.gaps_s(n, np.random.Generator(np.random.PCG64(scenario.workload.seed)))
-    at = np.concatenate([[0.0], np.cumsum(gaps[:-1])])
+    if scaled:
+        at = np.cumsum(gaps)
+        at *= n / arrivals.rate_per_s / at[-1]
+    else:
+        at = np.concatenate([[0.0], np.cumsum(gaps[:-1])])
     return dataclasses.replace(base, arrival_s=at, closed_loop=None), 0
 
 
@@ -206,14 +244,18 @@ def _rows(measured: tuple[tuple[str, float], ...], predicted: dict[str, float]) 
 def predictions(sim: SimulationResult, keys: list[str]) -> dict[str, float]:
     """The simulated run's metrics under the result file's `keys`, as `vllm bench serve` computes them:
     per-request latencies by numpy's mean, median and linear percentiles over the successful requests,
-    ITL pooled over every gap (sizer's weighted p50, p95, p99 and mean of it), throughputs over the
-    run's span. A key sizer cannot compute (an ITL percentile but those three) is left out."""
-    s = summarise(sim)
-    out = {"request_throughput": s.request_throughput_per_s, "output_throughput": s.output_tokens_per_s,
-           "total_token_throughput": s.total_tokens_per_s}
-    itl = s.itl
+    ITL pooled over every gap (its mean, and numpy's linear p50, p95 and p99 of the gaps), throughputs over the
+    benchmark's duration, from its start (time 0, before the first send) to the last finish. A key sizer cannot
+    compute (an ITL percentile but those three) is left out."""
+    c = sim.columns
+    done = ~c["rejected"]
+    span = float((c["arrival_s"] + c["e2e_ms"] / 1000.0)[done].max()) if done.any() else 0.0
+    per_s = (lambda x: float(x) / span) if span > 0 else (lambda x: 0.0)
+    tokens_in, tokens_out = c["prompt_tokens"][done].sum(), c["output_tokens"][done].sum()
+    out = {"request_throughput": per_s(done.sum()), "output_throughput": per_s(tokens_out),
+           "total_token_throughput": per_s(tokens_in + tokens_out)}
+    itl = itl_as_numpy(sim)
     pooled = dict(zip(ITL_STATISTICS, (itl.mean_ms, itl.p50_ms, itl.p50_ms, itl.p95_ms, itl.p99_ms), strict=True))
-    done = ~sim.columns["rejected"]
     for key in keys:
         parsed = latency_stat(key)
         if parsed is None:

@@ -7,15 +7,18 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from simulator import Arrivals
+from simulator.metrics import _select_linear
 from sizer.cli import app
 from sizer.inputs.bench_result import read_bench_result
 from sizer.inputs.guidellm_report import read_guidellm_report
 from sizer.inputs.scenario import load_scenario
-from sizer.sizing.compare import compare, compare_guidellm
+from sizer.sizing.compare import _replayed, compare, compare_guidellm, predictions
 from sizer.sizing.resolve import resolve
 from sizer.sizing.simulate import simulate_scenario
 from validation.errors import FieldError
 
+ROOT = Path(__file__).resolve().parents[3]
 DATA = Path(__file__).resolve().parents[2] / "data" / "bench"
 C16 = DATA / "vllm-bench-serve-c16.json"
 DETAILED = DATA / "vllm-bench-serve-detailed-c4.json"
@@ -67,9 +70,57 @@ def test_an_open_loop_run_is_replayed_at_its_rate(tmp_path):
     f = tmp_path / "rate.json"
     f.write_text(json.dumps(data))
     c = compare(read_bench_result(f), load_scenario(SCENARIO))
-    assert c.workload == "Poisson arrivals at 4 req/s"
+    assert c.workload == "Poisson arrivals at 4 req/s, the last sent at 200 / 4 s as vllm bench serve scales them"
     # 200 requests at 4 req/s: about 50 s, so about 4 req/s finish per second
     assert dict((m.metric, m.predicted) for m in c.metrics)["request_throughput"] == pytest.approx(4.0, rel=0.15)
+
+
+def test_arrivals_are_scaled_as_vllm_bench_serve_scales_them():
+    # audit finding: vLLM's get_request adds every gap, the first included (the first request goes a gap after the
+    # benchmark starts), and scales them so that the last goes at num_prompts / request_rate; sizer sent the first at
+    # 0 and the last wherever the draws put it (12.78 s for 20 requests at 2 req/s, not 10)
+    scenario = load_scenario(SCENARIO)
+    workload, clients = _replayed(scenario, 20, Arrivals("poisson", 2.0), None, scaled=True)
+    at = workload.arrival_s
+    assert clients == 0 and at[-1] == pytest.approx(10.0) and at[0] > 0 and (np.diff(at) > 0).all()
+    # burstiness inf: vLLM's even gaps of 1 / rate, read from json.dump's Infinity
+    even, _ = _replayed(scenario, 8, Arrivals("constant", 4.0), None, scaled=True)
+    assert even.arrival_s == pytest.approx([0.25 * k for k in range(1, 9)])
+
+
+def test_burstiness_inf_is_read_as_even_arrivals(tmp_path):
+    data = json.loads(C16.read_text()) | {"request_rate": 4.0, "max_concurrency": None, "burstiness": float("inf")}
+    f = tmp_path / "even.json"
+    f.write_text(json.dumps(data))                       # writes Infinity, as vLLM's json.dump does
+    c = compare(read_bench_result(f), load_scenario(SCENARIO))
+    assert c.workload == "even arrivals at 4 req/s (burstiness inf)"
+
+
+def test_the_throughputs_run_from_the_benchmarks_start_and_the_itl_percentiles_are_numpys():
+    # vllm bench serve's duration runs from its start (before the first send) to the last finish, and its ITL
+    # percentiles are np.percentile's linear ones over the pooled gaps (serve.py calculate_metrics)
+    sim = simulate_scenario(resolve(load_scenario(SCENARIO)))
+    p = predictions(sim, ["p99_itl_ms", "median_itl_ms"])
+    c = sim.columns
+    done = ~c["rejected"]
+    assert p["request_throughput"] == pytest.approx(done.sum() / (c["arrival_s"] + c["e2e_ms"] / 1e3)[done].max())
+    # a hand sample for the linear rule: gaps 1, 1, 4 ms (weights 2 and 1) have np.percentile 50 = 1 and 75 = 2.5
+    pairs = np.array([4 + 1j, 1 + 2j])
+    assert _select_linear(pairs, (50.0, 75.0)) == [1.0, pytest.approx(2.5)]
+    pairs = np.array([1 + 1j, 2 + 1j, 3 + 1j, 10 + 1j, 7 + 0j])          # a zero weight holds no value
+    assert _select_linear(pairs, (50.0, 99.0)) == pytest.approx(list(np.percentile([1, 2, 3, 10], [50, 99])))
+
+
+def test_lengths_other_than_the_runs_and_keys_not_compared_are_said():
+    # audit finding: the file's total_input_tokens / total_output_tokens (1,000 and 200 a request here) were not read,
+    # and the chat scenario's own lengths (lognormal 1,200 / 250) simulated in their place without a word; and the
+    # std_ statistics, request_goodput and duration of the file dropped silently
+    c = compare(read_bench_result(C16), load_scenario(ROOT / "scenarios" / "llama-3.1-8b-chat-h100.yaml"))
+    assert any("total_input_tokens: the run's requests averaged 1,000 tokens" in w for w in c.warnings)
+    assert any("total_output_tokens: the run's requests averaged 200 tokens" in w for w in c.warnings)
+    same = compare(read_bench_result(C16), load_scenario(SCENARIO))          # fixed 1,000 / 200: as the run's
+    assert not any("total_" in w for w in same.warnings)
+    assert any("std_ttft_ms" in n and "request_goodput" in n and "duration" in n for n in same.not_modelled)
 
 
 @pytest.mark.parametrize("change, field", [
