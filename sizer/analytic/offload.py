@@ -36,6 +36,7 @@ class Offload:
     host_weight_bytes: float           # embedding, the first layers, and the output layer unless offloaded
     host_layer_bytes: float            # what a step reads on the host: its layers and the output matrix if there
     gpu_kv_share: float                # share of the KV cache on the GPU (its layers' share)
+    host_kv_bytes: float               # the host layers' KV: each layer's K and V sit with the layer
     host_memory_bytes: int
     host_read_bytes_per_s: float       # host bandwidth x HOST_BANDWIDTH_EFFICIENCY
     host_link_bytes_per_s: float       # prompt steps copy host weights to the GPU over this link
@@ -45,13 +46,16 @@ class Offload:
     def note(self) -> str:
         return (f"partial offload: {self.gpu_layers} of {self.layers} layers on the GPU"
                 f"{' with the output layer' if self.output_on_gpu else ''} ({self.gpu_weight_bytes / 1e9:.2f} GB); "
-                f"{self.host_weight_bytes / 1e9:.2f} GB of weights in host memory, read at "
+                f"{self.host_weight_bytes / 1e9:.2f} GB of weights and {self.host_kv_bytes / 1e9:.2f} GB of KV "
+                f"in host memory ({self.host_memory_bytes / 1e9:.2f} GB), the weights read at "
                 f"{self.host_read_bytes_per_s / 1e9:.0f} GB/s ({self.source})")
 
 
 def offload(m: ModelSpec, fmt: WeightFormat, hw: HardwareSpec, n_gpu_layers: int, group_size: int,
-            file: str | None = None, gpus: int = 1) -> Offload | None:
-    """The split llama.cpp makes with `n_gpu_layers`; None when every layer and the output are on the GPU."""
+            file: str | None = None, gpus: int = 1, kv_bytes: float = 0.0) -> Offload | None:
+    """The split llama.cpp makes with `n_gpu_layers`; None when every layer and the output are on the GPU.
+    `kv_bytes`: the KV cache the server allocates, every layer's; the host layers' share of it stays in host memory
+    (llama-kv-cache.cpp: each layer's K and V in the buffer of model.dev_layer(il))."""
     n = m.num_layers
     if hw.device_kind == "cpu":
         raise InputError(file, "deployment.n_gpu_layers", f"{hw.id} is a CPU: there is no GPU to put layers on")
@@ -85,12 +89,15 @@ def offload(m: ModelSpec, fmt: WeightFormat, hw: HardwareSpec, n_gpu_layers: int
     gpu = sum(per_layer[first_gpu:])
     host_layers = sum(per_layer[:first_gpu]) + output
     host = host_layers + (0.0 if m.tie_word_embeddings else embedding)
-    if host > hw.host_memory_bytes:
+    share = n_gpu_layers / n
+    host_kv = kv_bytes * (1 - share)
+    if host + host_kv > hw.host_memory_bytes:
         raise InputError(file, "deployment.n_gpu_layers", f"{n - n_gpu_layers} layers left on the host need "
-                                                          f"{host / 2**30:.2f} GiB of weights; the host has "
+                                                          f"{host / 2**30:.2f} GiB of weights and "
+                                                          f"{host_kv / 2**30:.2f} GiB of their KV; the host has "
                                                           f"{hw.host_memory_bytes / 2**30:.2f} GiB ({hw.host_source})")
     link = host_link(hw)
-    return Offload(n_gpu_layers, n, False, gpu, host, host_layers, n_gpu_layers / n, hw.host_memory_bytes,
+    return Offload(n_gpu_layers, n, False, gpu, host, host_layers, share, host_kv, hw.host_memory_bytes,
                    hw.host_memory_bandwidth_bytes_per_s * HOST_BANDWIDTH_EFFICIENCY, link.bytes_per_s_per_direction,
                    hw.host_source)
 

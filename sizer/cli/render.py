@@ -285,6 +285,14 @@ def _slot_memory(plan: Plan, console: Console) -> None:
              (runtime, mem.non_torch_bytes),
              ("left on the device", mem.gpu_memory_bytes - mem.weights_bytes - mem.kv_cache_bytes
               - mem.activation_bytes - mem.non_torch_bytes)]
+    if a.host_weights_bytes or a.host_kv_bytes:
+        if a.host_memory_bytes:
+            parts.append(("host memory", a.host_memory_bytes))
+        parts.append(("  weights in host memory", a.host_weights_bytes))
+        if a.host_kv_bytes:
+            parts.append(("  KV cache of the host layers", a.host_kv_bytes))
+        if a.host_memory_bytes:
+            parts.append(("  left in host memory", a.host_memory_bytes - a.host_weights_bytes - a.host_kv_bytes))
     console.print(_memory_table(f"Memory ({plan.gpu})", parts))
 
 

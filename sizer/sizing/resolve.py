@@ -341,8 +341,8 @@ def resolve(s: Scenario) -> Resolved:
             f"vllm for a hybrid model ({kv.block_tokens}: the fewest tokens, a multiple of 16, whose page in one "
             f"attention layer holds one layer's recurrent state, {state_page:,.0f} B a GPU; "
             f"vllm/platforms/interface.py{stated})")})
-    split = (offload(model, fmt, hardware, d.n_gpu_layers, group_size, s.file, parallel.gpus_per_replica)
-             if d.n_gpu_layers is not None else None)
+    split = (offload(model, fmt, hardware, d.n_gpu_layers, group_size, s.file, parallel.gpus_per_replica,
+                     slots.kv_bytes(kv) if slots else 0.0) if d.n_gpu_layers is not None else None)
     gpu_weights, gpu_kv = (replace(weights, per_gpu_bytes=split.gpu_weight_bytes), on_gpu(kv, split.gpu_kv_share)) \
         if split else (weights, kv)
     # llama.cpp's compute buffer is sized for one physical batch (ubatch), not the logical one

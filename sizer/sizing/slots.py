@@ -68,6 +68,9 @@ class SlotAnswers:
     cold_start_share: float | None    # Ollama: share of requests that arrive after keep_alive of idleness
     device_kind: str = "gpu"          # the device's kind (hardware.DEVICE_KINDS): its memory's own terms
     partial_offload: bool = False     # n_gpu_layers below all: the memory above is the GPU's layers only
+    host_weights_bytes: float = 0.0   # weights llama.cpp keeps in host memory (partial offload: the host layers)
+    host_kv_bytes: float = 0.0        # the host layers' KV (partial offload)
+    host_memory_bytes: int | None = None   # the host's memory (hardware profile host.memory_bytes)
 
 
 def slot_requests_held(sl: SlotSettings, tokens_per_request: int) -> int:
@@ -184,4 +187,6 @@ def slot_answers(r: Resolved, step, prompt_mean: float, output_mean: float, rate
                        whole - engine_bytes,
                        sl.slots, sl.kv_unified, sl.ctx_per_slot_tokens, largest, prompt, context, ttft, speeds, target,
                        tuple(options), _recommend(options, sl.slots, target, sl.ctx_per_slot_tokens, sl.kv_unified),
-                       load, cold, hw.device_kind, r.offload is not None)
+                       load, cold, hw.device_kind, r.offload is not None,
+                       r.offload.host_weight_bytes if r.offload else 0.0, r.offload.host_kv_bytes if r.offload else 0.0,
+                       hw.host_memory_bytes)

@@ -72,3 +72,14 @@ def test_a_context_larger_than_memory_is_refused(tmp_path):
     with pytest.raises(InputError) as err:
         resolve(scenario(tmp_path, model="llama-3.1-8b", context=131072, ngl=33, weights="q8_0"))
     assert err.value.field == "deployment.ctx_size" and "16.00 GiB" in str(err.value)
+
+
+def test_the_host_layers_kv_is_counted_in_host_memory(tmp_path):
+    """llama.cpp keeps each layer's K and V with the layer (src/llama-kv-cache.cpp: buft of model.dev_layer(il)).
+    70B (80 layers, 320 KiB of f16 KV a token) with 4 layers on a 4090: 76/80 of 131072 x 320 KiB = 38 GiB of KV in
+    host memory besides 37.56 GiB of weights: more than the profile's 64 GiB host. At 32768 tokens: 9.5 GiB."""
+    with pytest.raises(InputError) as err:
+        resolve(scenario(tmp_path, context=131072, ngl=4))
+    assert err.value.field == "deployment.n_gpu_layers" and "38.00 GiB of their KV" in str(err.value)
+    o = resolve(scenario(tmp_path, context=32768, ngl=4)).offload
+    assert o.host_kv_bytes == pytest.approx(76 / 80 * 32768 * 327680)
