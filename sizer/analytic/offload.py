@@ -40,6 +40,7 @@ class Offload:
     host_memory_bytes: int
     host_read_bytes_per_s: float       # host bandwidth x HOST_BANDWIDTH_EFFICIENCY
     host_link_bytes_per_s: float       # prompt steps copy host weights to the GPU over this link
+    ubatch_tokens: int                 # a step runs as graphs of this many tokens (llama.cpp's n_ubatch) each
     source: str
 
     @property
@@ -52,10 +53,12 @@ class Offload:
 
 
 def offload(m: ModelSpec, fmt: WeightFormat, hw: HardwareSpec, n_gpu_layers: int, group_size: int,
-            file: str | None = None, gpus: int = 1, kv_bytes: float = 0.0) -> Offload | None:
+            file: str | None = None, gpus: int = 1, kv_bytes: float = 0.0,
+            ubatch_tokens: int = 512) -> Offload | None:
     """The split llama.cpp makes with `n_gpu_layers`; None when every layer and the output are on the GPU.
     `kv_bytes`: the KV cache the server allocates, every layer's; the host layers' share of it stays in host memory
-    (llama-kv-cache.cpp: each layer's K and V in the buffer of model.dev_layer(il))."""
+    (llama-kv-cache.cpp: each layer's K and V in the buffer of model.dev_layer(il)); `ubatch_tokens`: llama.cpp's
+    n_ubatch (llama_decode runs each ubatch as its own graph, uploading the host weights for each)."""
     n = m.num_layers
     if hw.device_kind == "cpu":
         raise InputError(file, "deployment.n_gpu_layers", f"{hw.id} is a CPU: there is no GPU to put layers on")
@@ -99,7 +102,7 @@ def offload(m: ModelSpec, fmt: WeightFormat, hw: HardwareSpec, n_gpu_layers: int
     link = host_link(hw)
     return Offload(n_gpu_layers, n, False, gpu, host, host_layers, share, host_kv, hw.host_memory_bytes,
                    hw.host_memory_bandwidth_bytes_per_s * HOST_BANDWIDTH_EFFICIENCY, link.bytes_per_s_per_direction,
-                   hw.host_source)
+                   ubatch_tokens, hw.host_source)
 
 
 def on_gpu(kv: KVLayout, share: float) -> KVLayout:

@@ -341,18 +341,19 @@ def resolve(s: Scenario) -> Resolved:
             f"vllm for a hybrid model ({kv.block_tokens}: the fewest tokens, a multiple of 16, whose page in one "
             f"attention layer holds one layer's recurrent state, {state_page:,.0f} B a GPU; "
             f"vllm/platforms/interface.py{stated})")})
+    # llama.cpp runs a step in graphs of one physical batch (ubatch) each: its compute buffer and offload uploads
+    ubatch = slots.ubatch_size if slots else engine.max_num_batched_tokens
     split = (offload(model, fmt, hardware, d.n_gpu_layers, group_size, s.file, parallel.gpus_per_replica,
-                     slots.kv_bytes(kv) if slots else 0.0) if d.n_gpu_layers is not None else None)
+                     slots.kv_bytes(kv) if slots else 0.0, ubatch) if d.n_gpu_layers is not None else None)
     gpu_weights, gpu_kv = (replace(weights, per_gpu_bytes=split.gpu_weight_bytes), on_gpu(kv, split.gpu_kv_share)) \
         if split else (weights, kv)
-    # llama.cpp's compute buffer is sized for one physical batch (ubatch), not the logical one
     lora = _lora(s, model, parallel) if d.enable_lora else None
     # llama.cpp and Ollama take no share of the device: they allocate what they need up to its limit
     utilisation = d.gpu_memory_utilization if slots is None else SLOT_ENGINE_MEMORY_SHARE
     draft, proposer_memory = _draft_memory(s, model, fmt, group_size, kv_dtype, parallel)
     budget = memory_budget(model, hardware.memory_bytes, gpu_weights, gpu_kv, parallel, utilisation,
                            engine.block_size, engine.max_model_len,
-                           slots.ubatch_size if slots else engine.max_num_batched_tokens, engine.max_num_seqs,
+                           ubatch, engine.max_num_seqs,
                            lora.bytes if lora else 0.0,
                            engine_moe_peak_bytes(model, parallel, d.engine, engine.max_num_batched_tokens,
                                                  fmt.compute),

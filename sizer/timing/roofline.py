@@ -346,8 +346,17 @@ class RooflineStepTimeModel:
         if self._alltoall_fixed_s:
             comm += self.alltoall_s(tokens)
         if self.offload:        # host layers: a transfer on top of the GPU's work, counted with the collectives
-            comm += self._host_upload_s if tokens >= OP_OFFLOAD_MIN_BATCH else self._host_read_s
+            comm += self._host_layers_s(tokens)
         return gemm_compute, gemm_memory, attention, lm_head, comm
+
+    def _host_layers_s(self, tokens: int) -> float:
+        """The host layers' part of a step of `tokens`: llama_decode runs each ubatch (n_ubatch tokens, the last
+        the rest) as its own graph, and ggml's op offload copies the host weights to the GPU for each ubatch of
+        OP_OFFLOAD_MIN_BATCH tokens or more; a smaller one runs them on the CPU, which reads them."""
+        def one(n: int) -> float:
+            return self._host_upload_s if n >= OP_OFFLOAD_MIN_BATCH else self._host_read_s
+        full, rest = divmod(max(tokens, 1), self.offload.ubatch_tokens)
+        return full * one(self.offload.ubatch_tokens) + (one(rest) if rest else 0.0)
 
     # The parts one at a time, for the kernel-table model to price what its tables lack (one stage each).
     def attention_group_s(self, index: int, batch: StepBatch) -> float:

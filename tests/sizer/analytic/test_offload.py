@@ -83,3 +83,17 @@ def test_the_host_layers_kv_is_counted_in_host_memory(tmp_path):
     assert err.value.field == "deployment.n_gpu_layers" and "38.00 GiB of their KV" in str(err.value)
     o = resolve(scenario(tmp_path, context=32768, ngl=4)).offload
     assert o.host_kv_bytes == pytest.approx(76 / 80 * 32768 * 327680)
+
+
+def test_a_prompt_step_uploads_the_host_layers_once_per_ubatch(tmp_path):
+    """llama_decode runs each ubatch (n_ubatch, default 512: tools/server -ub) as its own graph, and ggml's op offload
+    copies the host weights to the GPU for each of 32 tokens or more (ggml-cuda.cu offload_op, min_batch_size 32).
+    2048 tokens: 4 uploads; 2058: 4 and a ubatch of 10 the CPU runs (one host read); 100: 1 upload."""
+    r = resolve(scenario(tmp_path))
+    o, model = r.offload, roofline_for(r)
+    upload, read = o.host_layer_bytes / o.host_link_bytes_per_s, o.host_layer_bytes / o.host_read_bytes_per_s
+    assert o.ubatch_tokens == 512
+    assert model._host_layers_s(2048) == pytest.approx(4 * upload)
+    assert model._host_layers_s(2058) == pytest.approx(4 * upload + read)
+    assert model._host_layers_s(100) == pytest.approx(upload)
+    assert model._host_layers_s(1) == pytest.approx(read)
