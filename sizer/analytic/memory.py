@@ -557,7 +557,8 @@ def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv
                   gpu_memory_utilization: float, block_size: int, max_model_len: int,
                   max_num_batched_tokens: int, max_num_seqs: int, lora_bytes: float = 0.0,
                   moe_peak_bytes: float = 0.0, share_of_free: bool = False,
-                  graph_pool_bytes: float = 0, draft: DraftLoad | None = None) -> MemoryBudget:
+                  graph_pool_bytes: float = 0, draft: DraftLoad | None = None,
+                  all_outputs: bool = False) -> MemoryBudget:
     """`moe_peak_bytes`: an engine's fused-MoE memory at the token budget (`engine_moe_peak_bytes`: TensorRT-LLM's
     workspace and gathered rows), part of the activation peak. `graph_pool_bytes`: CUDA graphs' memory the
     engine's profiling counts (`trtllm_graph_pool_bytes`), beside the context's. `share_of_free`:
@@ -566,8 +567,11 @@ def memory_budget(m: ModelSpec, gpu_memory_bytes: int, weights: WeightMemory, kv
     (total - the profiling pass's peak)), not the share of the whole GPU the engine may use (vLLM's, SGLang's).
     `draft`: a speculative proposer's weights and KV layout (a draft model, MTP layers): its weights load beside
     the target's, and its attention layers take their KV from the same blocks (vLLM's drafter registers them in
-    the one KV cache)."""
-    activations = activation_peak_bytes(m, p, max_num_batched_tokens, max_num_seqs) + moe_peak_bytes
+    the one KV cache). `all_outputs`: the engine reserves its worst-case graph with every one of the
+    `max_num_batched_tokens` tokens an output, so as many rows of logits (llama.cpp and Ollama: src/llama-context.cpp
+    reserves graph_reserve(n_tokens, n_seqs, n_tokens) at n_tokens = min(n_ctx, n_ubatch) outputs)."""
+    activations = (activation_peak_bytes(m, p, max_num_batched_tokens,
+                                         max_num_batched_tokens if all_outputs else max_num_seqs) + moe_peak_bytes)
     draft_bytes = draft.weights.per_gpu_bytes if draft else 0.0
     # attention-DP ranks whose experts span them gather every rank's tokens at each MoE layer: they talk too
     non_torch = (CUDA_CONTEXT_BYTES + (NCCL_BUFFER_BYTES if p.tp * p.pp > 1 or p.experts_span_dp else 0)

@@ -359,7 +359,7 @@ def resolve(s: Scenario) -> Resolved:
                                                  fmt.compute),
                            share_of_free=d.engine == "tensorrt-llm",
                            graph_pool_bytes=trtllm_graph_pool(d, model, parallel, engine, fmt),
-                           draft=draft and DraftLoad(draft.what, draft.weights, draft.kv))
+                           draft=draft and DraftLoad(draft.what, draft.weights, draft.kv), all_outputs=bool(slots))
     if slots:
         budget = _slot_budget(s, slots, gpu_kv, budget, "the GPU may use (its working-set limit)"
                               if hardware.unified_memory_bytes else "of device memory")

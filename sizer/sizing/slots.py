@@ -98,7 +98,7 @@ def _option(r: Resolved, name: str, target: float | None, context: int, request_
     weights = weight_memory(m, fmt, p, group, r.num_parameters)
     e = r.engine
     budget = memory_budget(m, hw.memory_bytes, weights, r.kv, p, r.memory.gpu_memory_utilization, e.block_size,
-                           e.max_model_len, sl.ubatch_size, e.max_num_seqs)
+                           e.max_model_len, sl.ubatch_size, e.max_num_seqs, all_outputs=True)
     slots = _slots_fitting(sl, r.kv, budget.room_for_kv_bytes, request_tokens)
     step = RooflineStepTimeModel(m, hw, fmt, weights, r.kv, p, group)
     at_one = _speed(r, step, 1, context).tokens_per_s_per_user

@@ -166,3 +166,13 @@ def test_the_simulated_sizing_keeps_one_server():
     assert sizing.verdict.endswith(f"one server meets it up to {sizing.goodput_per_replica_per_s:.3g} req/s")
     assert 0 < sizing.goodput_per_replica_per_s < 2.0
     assert sizing.suggestion == "`sizer search` finds faster configurations"
+
+
+def test_the_compute_buffer_holds_logits_for_every_ubatch_token():
+    """llama.cpp reserves its worst-case graph with n_outputs = n_tokens = min(n_ctx, n_ubatch) (src/llama-context.cpp:
+    graph_reserve(n_tokens, n_seqs, n_tokens)): 512 rows of 128,256 fp32 logits = 262,668,288 B whatever -np is (a
+    public log of Llama-3.1-8B at -ub 512: "CUDA0 compute buffer size = 258.50 MiB"). Beside them the hidden terms
+    of one ubatch: 512 x (3 x 4096 + 6144 (q, k, v) + 2 x 14336) x 2 B = 48,234,496 B."""
+    for parallel in (1, 4):
+        r, _ = planned(ctx_size=8192, parallel=parallel)
+        assert r.memory.activation_bytes == 512 * 128256 * 4 + 512 * (3 * 4096 + 6144 + 2 * 14336) * 2
