@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from sizer.analytic.formats import WeightFormat, embedding_bytes_per_value, group_bytes, layer_bytes
-from sizer.analytic.memory import KVLayout
+from sizer.analytic.memory import KVLayout, WeightMemory
 from sizer.analytic.weights import linear_groups, parameter_count
 from sizer.errors import InputError
 from sizer.inputs.hardware import HardwareSpec, host_link
@@ -86,7 +86,7 @@ def offload(m: ModelSpec, fmt: WeightFormat, hw: HardwareSpec, n_gpu_layers: int
             continue
         for i, nbytes in layer_bytes(g, fmt, group_size, m).items():     # GGUF: each layer's own bytes
             per_layer[i] += nbytes
-    embedding = parameter_count(m).embedding * embedding_bytes_per_value(fmt, m)
+    embedding = input_layer_bytes(m, fmt)
     if m.tie_word_embeddings:           # the output matrix is the embedding, kept where the output layer runs
         output += embedding
     gpu = sum(per_layer[first_gpu:])
@@ -103,6 +103,21 @@ def offload(m: ModelSpec, fmt: WeightFormat, hw: HardwareSpec, n_gpu_layers: int
     return Offload(n_gpu_layers, n, False, gpu, host, host_layers, share, host_kv, hw.host_memory_bytes,
                    hw.host_memory_bandwidth_bytes_per_s * HOST_BANDWIDTH_EFFICIENCY, link.bytes_per_s_per_direction,
                    ubatch_tokens, hw.host_source)
+
+
+def input_layer_bytes(m: ModelSpec, fmt: WeightFormat) -> float:
+    """The token embedding: llama.cpp keeps it in host memory whatever n_gpu_layers (src/llama-model.cpp
+    load_tensors: dev_input = cpu_dev, "very little benefit to offloading the input layer"), as Ollama's own
+    engine does (ml/backend/ggml/ggml.go: "inputs always use cpu")."""
+    return parameter_count(m).embedding * embedding_bytes_per_value(fmt, m)
+
+
+def all_layers_on_gpu(m: ModelSpec, fmt: WeightFormat, weights: WeightMemory) -> WeightMemory:
+    """The GPU's weights with every layer and the output there: all but the input layer; a tied embedding stays,
+    as the output layer's own copy (llama-model-loader.cpp: TENSOR_DUPLICATED, placed with dev_output)."""
+    if m.tie_word_embeddings:
+        return weights
+    return replace(weights, per_gpu_bytes=weights.per_gpu_bytes - input_layer_bytes(m, fmt))
 
 
 def on_gpu(kv: KVLayout, share: float) -> KVLayout:

@@ -288,7 +288,8 @@ def _slot_memory(plan: Plan, console: Console) -> None:
     if a.host_weights_bytes or a.host_kv_bytes:
         if a.host_memory_bytes:
             parts.append(("host memory", a.host_memory_bytes))
-        parts.append(("  weights in host memory", a.host_weights_bytes))
+        parts.append(("  weights in host memory" + ("" if a.partial_offload else " (the token embedding)"),
+                      a.host_weights_bytes))
         if a.host_kv_bytes:
             parts.append(("  KV cache of the host layers", a.host_kv_bytes))
         if a.host_memory_bytes:

@@ -46,7 +46,7 @@ from sizer.analytic.memory import (
     trtllm_graph_pool_bytes,
     weight_memory,
 )
-from sizer.analytic.offload import Offload, offload, on_gpu
+from sizer.analytic.offload import Offload, all_layers_on_gpu, input_layer_bytes, offload, on_gpu
 from sizer.analytic.parallel import ParallelConfig, validate_split
 from sizer.analytic.proposer import (
     DraftMemory,
@@ -223,6 +223,7 @@ class Resolved:
     sources: dict[str, str]
     calibrated_profile: CalibrationProfile | None = None
     offload: Offload | None = None   # llama.cpp's n_gpu_layers below all: the layers left in host memory
+    host_weight_bytes: float = 0.0   # llama.cpp / Ollama: weights in host memory (the input layer, offload's layers)
     slots: SlotSettings | None = None    # llama.cpp and Ollama
     lora: LoraMemory | None = None   # adapter slots per GPU (deployment.enable_lora)
     kernel_tables: KernelTables | None = None   # hardware.kernel_tables: the scenario's own folder, checked
@@ -346,7 +347,8 @@ def resolve(s: Scenario) -> Resolved:
     split = (offload(model, fmt, hardware, d.n_gpu_layers, group_size, s.file, parallel.gpus_per_replica,
                      slots.kv_bytes(kv) if slots else 0.0, ubatch) if d.n_gpu_layers is not None else None)
     gpu_weights, gpu_kv = (replace(weights, per_gpu_bytes=split.gpu_weight_bytes), on_gpu(kv, split.gpu_kv_share)) \
-        if split else (weights, kv)
+        if split else (all_layers_on_gpu(model, fmt, weights) if slots else weights, kv)
+    host_weights = split.host_weight_bytes if split else input_layer_bytes(model, fmt) if slots else 0.0
     lora = _lora(s, model, parallel) if d.enable_lora else None
     # llama.cpp and Ollama take no share of the device: they allocate what they need up to its limit
     utilisation = d.gpu_memory_utilization if slots is None else SLOT_ENGINE_MEMORY_SHARE
@@ -418,7 +420,8 @@ def resolve(s: Scenario) -> Resolved:
         autoscaling=s.autoscaling, weights=weights, kv=kv, memory=budget, speculative=speculative,
         disaggregation=disagg,
         link_notes=tuple(notes), price_usd_per_gpu_hour=price, price_source=price_source,
-        sources=setting_sources(s, slots, price_source), calibrated_profile=profile, offload=split, slots=slots,
+        sources=setting_sources(s, slots, price_source), calibrated_profile=profile, offload=split,
+        host_weight_bytes=host_weights, slots=slots,
         lora=lora, kernel_tables=tables, cuda_graph_batch_sizes=tuple(d.cuda_graph_batch_sizes or ()),
         too_long_share=too_long, proposer_memory=proposer_memory)
     try:                                            # built (and kept) now: a limit the scheduler refuses is bad input

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from sizer.analytic.format_support import execution
 from sizer.analytic.formats import weight_format
 from sizer.analytic.memory import KVLayout, largest_fitting, memory_budget, weight_memory
+from sizer.analytic.offload import all_layers_on_gpu
 from sizer.errors import InputError
 from sizer.inputs.scenario import MAX_SLOTS
 from sizer.sizing.resolve import Resolved, SlotSettings
@@ -97,8 +98,9 @@ def _option(r: Resolved, name: str, target: float | None, context: int, request_
         return None
     weights = weight_memory(m, fmt, p, group, r.num_parameters)
     e = r.engine
-    budget = memory_budget(m, hw.memory_bytes, weights, r.kv, p, r.memory.gpu_memory_utilization, e.block_size,
-                           e.max_model_len, sl.ubatch_size, e.max_num_seqs, all_outputs=True)
+    budget = memory_budget(m, hw.memory_bytes, all_layers_on_gpu(m, fmt, weights), r.kv, p,
+                           r.memory.gpu_memory_utilization, e.block_size, e.max_model_len, sl.ubatch_size,
+                           e.max_num_seqs, all_outputs=True)
     slots = _slots_fitting(sl, r.kv, budget.room_for_kv_bytes, request_tokens)
     step = RooflineStepTimeModel(m, hw, fmt, weights, r.kv, p, group)
     at_one = _speed(r, step, 1, context).tokens_per_s_per_user
@@ -165,7 +167,10 @@ def slot_answers(r: Resolved, step, prompt_mean: float, output_mean: float, rate
     context = int(prompt_mean + output_mean / 2)
     # KV in device memory: with n_gpu_layers below all, only the GPU layers' share
     share = r.offload.gpu_kv_share if r.offload else 1.0
-    engine_bytes = b.weights_bytes + b.activation_bytes + b.non_torch_bytes + sl.kv_bytes(r.kv) * share
+    hw = r.hardware
+    # unified memory: the weights llama.cpp keeps in host memory take the same memory
+    engine_bytes = (b.weights_bytes + b.activation_bytes + b.non_torch_bytes + sl.kv_bytes(r.kv) * share
+                    + (r.host_weight_bytes if hw.unified_memory_bytes else 0.0))
     largest = _largest_context(sl, r.kv, b.room_for_kv_bytes, share)
     if r.model.max_position_embeddings:
         largest = min(largest, r.model.max_position_embeddings)
@@ -181,12 +186,11 @@ def slot_answers(r: Resolved, step, prompt_mean: float, output_mean: float, rate
         load = r.weights.total_bytes / sl.load_bytes_per_s
         # Poisson arrivals: a gap longer than keep_alive finds the model unloaded
         cold = math.exp(-rate_per_s * sl.keep_alive_s) if rate_per_s else 1.0
-    hw = r.hardware
     whole = hw.unified_memory_bytes or hw.memory_bytes
     return SlotAnswers(sl.engine, whole, hw.unified_memory_bytes is not None, hw.memory_bytes, engine_bytes,
                        whole - engine_bytes,
                        sl.slots, sl.kv_unified, sl.ctx_per_slot_tokens, largest, prompt, context, ttft, speeds, target,
                        tuple(options), _recommend(options, sl.slots, target, sl.ctx_per_slot_tokens, sl.kv_unified),
                        load, cold, hw.device_kind, r.offload is not None,
-                       r.offload.host_weight_bytes if r.offload else 0.0, r.offload.host_kv_bytes if r.offload else 0.0,
+                       r.host_weight_bytes, r.offload.host_kv_bytes if r.offload else 0.0,
                        hw.host_memory_bytes)

@@ -176,3 +176,27 @@ def test_the_compute_buffer_holds_logits_for_every_ubatch_token():
     for parallel in (1, 4):
         r, _ = planned(ctx_size=8192, parallel=parallel)
         assert r.memory.activation_bytes == 512 * 128256 * 4 + 512 * (3 * 4096 + 6144 + 2 * 14336) * 2
+
+
+def test_the_token_embedding_stays_in_host_memory():
+    """llama.cpp keeps the input layer on the CPU (src/llama-model.cpp load_tensors: dev_input = cpu_dev): 8B Q4_K_M's
+    token embedding, 128,256 x 4,096 values in Q4_K (144 B a 256), is 295,501,824 B = 281.81 MiB off the GPU (a public
+    Metal log: "CPU_Mapped model buffer size = 281.81 MiB", "Metal_Mapped model buffer size = 4403.49 MiB")."""
+    r, plan = planned(ctx_size=8192, parallel=1)
+    embedding = 128256 * 4096 // 256 * 144
+    assert r.host_weight_bytes == embedding
+    assert r.memory.weights_bytes == pytest.approx(r.weights.per_gpu_bytes - embedding)
+    assert r.memory.weights_bytes / 2**20 == pytest.approx(4403.49, rel=0.003)
+    # unified memory (m3-max): the host's part takes the same memory
+    assert plan.slots.engine_bytes == pytest.approx(r.memory.weights_bytes + embedding + r.memory.activation_bytes
+                                                    + r.memory.non_torch_bytes + r.memory.kv_cache_bytes)
+
+
+def test_a_tied_embedding_is_on_both():
+    """Llama-3.2-1B ties its output to the embedding: llama.cpp loads the output as a second tensor of the same data
+    (llama-model-loader.cpp TENSOR_DUPLICATED), placed with the output layer on the GPU, while token_embd stays on
+    the CPU: the GPU keeps every weight and the host holds the embedding besides."""
+    r, _ = planned(model="llama-3.2-1b", ctx_size=8192, parallel=1)
+    assert r.memory.weights_bytes == pytest.approx(r.weights.per_gpu_bytes)
+    # 128,256 x 2,048 values in Q6_K (210 B a 256: a tied embedding takes the output rule, llama-quant.cpp)
+    assert r.host_weight_bytes == 128256 * 2048 // 256 * 210
