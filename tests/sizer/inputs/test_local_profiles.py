@@ -35,7 +35,8 @@ def test_every_figure_has_a_source(path):
 
 
 def test_apple_gpu_plans_with_the_metal_working_set():
-    """64 GiB M1 Max: Metal's default working set is 0.75 of it (51539.61 MiB logged on a 64 GiB M2 Max) = 48 GiB."""
+    """64 GiB M1 Max: Metal's default working set is 0.75 of it (51539.61 MB of 1e6 B logged on a 64 GiB M2 Max)
+    = 48 GiB."""
     hw = load_hardware("m1-max")
     assert hw.unified_memory_bytes == 64 * GiB and hw.memory_bytes == 48 * GiB
     assert "recommendedMaxWorkingSetSize" in hw.memory_limit_source
@@ -71,3 +72,11 @@ def test_bad_device_section_is_refused_naming_the_field(section, value, field):
     with pytest.raises(InputError) as err:
         _from_yaml(data, LOCAL[0])
     assert err.value.field == field
+
+
+def test_a_16_gib_mac_plans_with_two_thirds():
+    """ggml-metal logs recommendedMaxWorkingSetSize / 1e6 as MB (ggml-metal-device.m): 11453.25 MB on 16 GiB Macs
+    = 11,453,250,000 B = 2/3 of 17,179,869,184 B (11,453,246,123 B), not 0.70 (which read the MB as MiB)."""
+    hw = load_hardware("apple-m4")
+    assert hw.unified_memory_bytes == 16 * GiB
+    assert hw.memory_bytes == pytest.approx(11453.25e6, abs=5e3)
