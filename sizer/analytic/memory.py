@@ -41,8 +41,11 @@ CUDA_CONTEXT_BYTES = 1 * GiB          # CUDA context, cuBLAS workspace, CUDA gra
 NCCL_BUFFER_BYTES = GiB // 2          # extra per GPU when it talks to others (TP or PP > 1, DEP)
 KV_DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp32": 4,
                   # llama.cpp cache types (ggml blocks of 32 values: q8_0 = 32 int8 + one fp16 scale = 34 bytes,
-                  # q4_0 = 16 bytes of nibbles + one fp16 scale = 18 bytes; ggml-common.h block_q8_0, block_q4_0)
-                  "f16": 2, "f32": 4, "q8_0": 34 / 32, "q4_0": 18 / 32}
+                  # q4_0 = 16 bytes of nibbles + one fp16 scale = 18 bytes, q4_1 + an fp16 min = 20, q5_0 = q4_0 +
+                  # 4 bytes of fifth bits = 22, q5_1 = 24, iq4_nl = 16 bytes of 4-bit indices + fp16 scale = 18;
+                  # ggml-common.h block_q8_0, block_q4_0, block_q4_1, block_q5_0, block_q5_1, block_iq4_nl)
+                  "f16": 2, "f32": 4, "q8_0": 34 / 32, "q4_0": 18 / 32, "q4_1": 20 / 32, "q5_0": 22 / 32,
+                  "q5_1": 24 / 32, "iq4_nl": 18 / 32}
 
 
 def kv_value_bytes(kv_dtype: str) -> float:

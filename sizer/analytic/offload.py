@@ -60,16 +60,13 @@ def offload(m: ModelSpec, fmt: WeightFormat, hw: HardwareSpec, n_gpu_layers: int
     (llama-kv-cache.cpp: each layer's K and V in the buffer of model.dev_layer(il)); `ubatch_tokens`: llama.cpp's
     n_ubatch (llama_decode runs each ubatch as its own graph, uploading the host weights for each)."""
     n = m.num_layers
+    if n_gpu_layers >= n + 1:           # llama.cpp takes min(n_gpu_layers, n_layer + 1) (llama-model.cpp load_tensors)
+        return None
     if hw.device_kind == "cpu":
         raise InputError(file, "deployment.n_gpu_layers", f"{hw.id} is a CPU: there is no GPU to put layers on")
     if gpus > 1:
         raise InputError(file, "deployment.n_gpu_layers", f"partial offload across {gpus} GPUs (llama.cpp's "
                                                           "--tensor-split) is not modelled; one GPU per replica")
-    if n_gpu_layers > n + 1:
-        raise InputError(file, "deployment.n_gpu_layers", f"{n_gpu_layers} is more than the model has: {n} layers "
-                                                          f"and the output layer, so at most {n + 1}")
-    if n_gpu_layers == n + 1:
-        return None
     if hw.host_memory_bytes is None or hw.host_memory_bandwidth_bytes_per_s is None:
         raise InputError(file, "deployment.n_gpu_layers", f"partial offload needs the host's memory; the {hw.id} "
                                                           "profile states none (host.memory_bytes, "

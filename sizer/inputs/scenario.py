@@ -35,7 +35,9 @@ Engine = Literal["vllm", "sglang", "tensorrt-llm", "lmdeploy", "tgi", "llama.cpp
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "tensorrt-llm": "TensorRT-LLM", "lmdeploy": "LMDeploy",
                 "tgi": "TGI", "llama.cpp": "llama.cpp", "ollama": "Ollama"}
 # llama.cpp KV cache element types sizer prices (`--cache-type-k/-v`; Ollama's OLLAMA_KV_CACHE_TYPE)
-LlamaCacheType = Literal["f16", "bf16", "f32", "q8_0", "q4_0"]
+# Ollama's OLLAMA_KV_CACHE_TYPE (docs.ollama.com/faq: f16, q8_0, q4_0)
+OLLAMA_CACHE_TYPES = ("f16", "q8_0", "q4_0")
+LlamaCacheType = Literal["f16", "bf16", "f32", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl"]
 
 # -- Resource bounds: every number that sizes an allocation or a loop is bounded here, so a
 # -- scenario is refused (one line, exit 2) before numpy, the planner or the simulator see it.
@@ -274,7 +276,8 @@ class DeploymentSection:
     cache_type_k: LlamaCacheType | None = field(None, doc="llama.cpp/Ollama: K cache type (`-ctk`, default f16)")
     cache_type_v: LlamaCacheType | None = field(None, doc="llama.cpp/Ollama: V cache type (`-ctv`, default f16; "
                                                           "a quantised V needs flash_attn)")
-    flash_attn: bool | None = field(None, doc="llama.cpp/Ollama: flash attention (`-fa`; llama.cpp default auto)")
+    flash_attn: bool | Literal["auto"] | None = field(None, doc="llama.cpp/Ollama: flash attention (`-fa` on, off "
+                                                                 "or auto; llama.cpp default auto)")
     num_ctx: int | None = field(None, ge=1, le=MAX_TOKENS, doc="Ollama: context per request (`num_ctx`, "
                                                                 "default 4096)")
     num_parallel: int | None = field(None, ge=1, le=MAX_SLOTS, doc="Ollama: requests one model serves at once "
@@ -883,6 +886,9 @@ def _check_engine_fields(d: DeploymentSection, f: str | None, engine_source: str
     if d.enable_lora:       # LoRA is priced as vLLM serves it (adapter slots in GPU memory, punica kernels)
         raise InputError(f, "deployment.enable_lora", f"vLLM's adapter slots; {ENGINE_NAMES[d.engine]}'s LoRA "
                                                       "adapters are not modelled: expected false")
+    if d.engine == "ollama" and (d.cache_type_k or "f16") not in OLLAMA_CACHE_TYPES:
+        raise InputError(f, "deployment.cache_type_k", f"expected one of {', '.join(OLLAMA_CACHE_TYPES)}: Ollama's "
+                                                       f"OLLAMA_KV_CACHE_TYPE takes no {d.cache_type_k}")
     if d.engine == "ollama" and (d.cache_type_k or "f16") != (d.cache_type_v or "f16"):
         raise InputError(f, "deployment.cache_type_v", "expected the same type as cache_type_k: Ollama sets both "
                                                        "with one OLLAMA_KV_CACHE_TYPE")

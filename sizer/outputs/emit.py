@@ -404,8 +404,9 @@ def ollama_script(c: ServingConfig) -> str:
     name = k8s_name(c.name)
     env = {"OLLAMA_NUM_PARALLEL": str(sl.slots), "OLLAMA_MAX_LOADED_MODELS": str(sl.max_loaded_models),
            "OLLAMA_KEEP_ALIVE": f"{sl.keep_alive_s:g}s", "OLLAMA_KV_CACHE_TYPE": sl.cache_type_k,
-           "OLLAMA_FLASH_ATTENTION": "1" if sl.flash_attn else "0",
            "OLLAMA_CONTEXT_LENGTH": str(sl.ctx_per_slot_tokens)}
+    if sl.flash_attn is not None:       # auto: unset (Ollama chooses per GPU, llm/llama_server.go)
+        env["OLLAMA_FLASH_ATTENTION"] = "1" if sl.flash_attn else "0"
     serve = " \\\n    ".join([f"{k}={shlex.quote(v)}" for k, v in env.items()] + ["ollama serve &"])
     modelfile = [f"FROM {modelfile_path(c)}", f"PARAMETER num_ctx {sl.ctx_per_slot_tokens}",
                  f"PARAMETER num_batch {sl.batch_size}", f"PARAMETER num_gpu {c.n_gpu_layers}"]

@@ -117,7 +117,7 @@ if TYPE_CHECKING:      # the type only: a scenario without a calibrated profile 
 KV_TRANSFER_LATENCY_S = 0.0
 # A quantised V cache needs flash attention: llama.cpp refuses it without ("V cache quantization requires
 # flash_attn", src/llama-context.cpp); Ollama's FAQ: KV cache quantisation needs OLLAMA_FLASH_ATTENTION.
-QUANTISED_CACHE_TYPES = ("q8_0", "q4_0")
+QUANTISED_CACHE_TYPES = ("q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
 # llama.cpp's unified KV buffer is cells of one token; simulated in blocks of this many (a request's last
 # block may hold up to 15 unused cells).
 UNIFIED_KV_BLOCK_TOKENS = 16
@@ -398,6 +398,9 @@ def resolve(s: Scenario) -> Resolved:
     profile = _calibrated_profile(s, model, hardware, parallel) if s.hardware.calibrated_profile else None
     if split:
         notes.append(split.note)
+    elif d.n_gpu_layers is not None and d.n_gpu_layers > model.num_layers + 1:
+        notes.append(f"n_gpu_layers {d.n_gpu_layers}: llama.cpp takes at most the model's {model.num_layers} layers "
+                     f"and the output layer, so {model.num_layers + 1}: every layer on the GPU")
     if too_long >= STATED_SHARE and slots is None:
         notes.append(f"{too_long:.2%} of requests have prompt + output above max_model_len {engine.max_model_len:,}: "
                      "the engine refuses them (vLLM answers HTTP 400), and the simulation counts them rejected")
@@ -676,6 +679,11 @@ def slot_settings(s: Scenario, model: ModelSpec) -> SlotSettings:
     cache_k, cache_v = pick("cache_type_k", "cache_type_k", p.cache_type), pick("cache_type_v", "cache_type_v",
                                                                                 p.cache_type)
     flash = pick("flash_attn", "flash_attn", p.flash_attn)
+    if flash == "auto":
+        flash, sources["flash_attn"] = None, (
+            "scenario: auto (llama.cpp's default): flash attention on where each layer's device runs it, as CUDA, "
+            "Metal and the CPU do (src/llama-context.cpp logs 'Flash Attention was auto, set to enabled'); Ollama "
+            "passes auto where its GPUs support it (llm/llama_server.go)")
     if cache_v in QUANTISED_CACHE_TYPES and flash is False:
         raise InputError(f, "deployment.cache_type_v", f"{cache_v} needs flash_attn: true ({d.engine} refuses a "
                                                        "quantised V cache without flash attention)")

@@ -58,10 +58,12 @@ def test_all_layers_and_the_output_is_no_offload():
     assert offload(load_model("llama-3.1-8b"), FORMATS["q4_k_m"], load_hardware("rtx-4090"), 33, 128) is None
 
 
-def test_more_gpu_layers_than_the_model_has_is_refused(tmp_path):
-    with pytest.raises(InputError) as err:
-        resolve(scenario(tmp_path, ngl=82))              # 80 layers + the output layer = 81
-    assert err.value.field == "deployment.n_gpu_layers" and "at most 81" in str(err.value)
+def test_more_gpu_layers_than_the_model_has_is_all_of_them(tmp_path):
+    """-ngl 99, the usual spelling of "all": llama.cpp takes min(n_gpu_layers, n_layer + 1) (llama-model.cpp
+    load_tensors, act_gpu_layers): 80 layers + the output layer = 81, no offload, and the plan says so."""
+    r = resolve(scenario(tmp_path, ngl=99))
+    assert r.offload is None
+    assert any("n_gpu_layers 99" in note and "so 81" in note for note in r.link_notes)
 
 
 def test_a_context_larger_than_memory_is_refused(tmp_path):

@@ -200,3 +200,21 @@ def test_a_tied_embedding_is_on_both():
     assert r.memory.weights_bytes == pytest.approx(r.weights.per_gpu_bytes)
     # 128,256 x 2,048 values in Q6_K (210 B a 256: a tied embedding takes the output rule, llama-quant.cpp)
     assert r.host_weight_bytes == 128256 * 2048 // 256 * 210
+
+
+@pytest.mark.parametrize("cache, row_bytes", [
+    ("q4_1", 1024 // 32 * 20),      # fp16 scale + fp16 min + 16 B of nibbles (ggml-common.h block_q4_1)
+    ("q5_0", 1024 // 32 * 22),      # fp16 scale + 4 B of fifth bits + 16 B (block_q5_0)
+    ("q5_1", 1024 // 32 * 24),      # block_q5_1: q5_0 + an fp16 min
+    ("iq4_nl", 1024 // 32 * 18),    # fp16 scale + 16 B of 4-bit indices (block_iq4_nl)
+])
+def test_the_other_llamacpp_cache_types(cache, row_bytes):
+    """llama.cpp's -ctk/-ctv take q4_1, q5_0, q5_1 and iq4_nl too (common/arg.cpp kv_cache_types)."""
+    r, _ = planned(ctx_size=8192, parallel=1, cache_type_k=cache, cache_type_v=cache, flash_attn=True)
+    assert r.kv.bytes_per_token == 2 * LAYERS * row_bytes
+
+
+def test_flash_attn_auto_is_llamacpp_s_default():
+    """`flash_attn: auto` is -fa auto, llama.cpp's default: a quantised V is accepted and the plan says why."""
+    r, _ = planned(ctx_size=8192, parallel=1, cache_type_k="q8_0", cache_type_v="q8_0", flash_attn="auto")
+    assert r.slots.flash_attn is None and "auto" in r.slots.sources["flash_attn"]

@@ -293,3 +293,15 @@ def test_partial_offload_keeps_only_the_gpu_layers_kv_in_device_memory_and_is_em
     plan = make_plan(r)
     argv = llamacpp_argv(serving_config(r, plan.cost, plan.verdict))
     assert argv[argv.index("--n-gpu-layers") + 1] == "20"
+
+
+def test_ollama_refuses_a_cache_type_it_does_not_take(tmp_path):
+    """OLLAMA_KV_CACHE_TYPE takes f16, q8_0 and q4_0 (docs.ollama.com/faq); llama.cpp's q5_1 is not one."""
+    data = {"model": "llama-3.1-8b", "hardware": "rtx-4090",
+            "deployment": {"engine": "ollama", "quantization": "q4_k_m", "cache_type_k": "q5_1",
+                           "cache_type_v": "q5_1", "flash_attn": True},
+            "workload": {"arrival": {"rate_per_s": 0.1}, "prompt_tokens": {"distribution": "fixed", "value": 100},
+                         "output_tokens": {"distribution": "fixed", "value": 10}}}
+    with pytest.raises(InputError) as err:
+        scenario_from_dict(data, "s.yaml")
+    assert err.value.field == "deployment.cache_type_k"
