@@ -92,6 +92,12 @@ class SlotPreset:
 
 
 _LLAMA_SERVER = "llama.cpp tools/server/README.md"
+# llama.cpp pads the context: n_ctx = GGML_PAD(n_ctx, 256), then, with a KV stream per sequence (not unified),
+# n_ctx_seq = GGML_PAD(n_ctx / n_seq_max, 256) and n_ctx = n_ctx_seq x n_seq_max (src/llama-context.cpp,
+# llama_context::llama_context; unified: n_ctx_seq = n_ctx). Ollama launches llama-server with -c num_ctx x
+# num_parallel -np num_parallel (llm/llama_server.go), so its slots are padded the same way.
+LLAMACPP_CTX_PAD = 256
+LLAMACPP_CTX_PAD_SOURCE = "GGML_PAD to 256, src/llama-context.cpp"
 _OLLAMA_FAQ = "Ollama FAQ (docs.ollama.com/faq)"
 SLOT_PRESETS: dict[str, SlotPreset] = {p.engine: p for p in (
     # -np -1 (auto) becomes 4 slots with a unified KV buffer (llama-server logs "n_parallel is set to auto,

@@ -88,6 +88,8 @@ from sizer.sizing.presets import (
     GRAMMAR_BACKENDS,
     GRAMMAR_CACHE_ENTRIES,
     KEEPS_CHUNKED_KV,
+    LLAMACPP_CTX_PAD,
+    LLAMACPP_CTX_PAD_SOURCE,
     LORA_DISK_BYTES_PER_S,
     PROPOSER_COST_FRACTION,
     VLLM_BLOCK_SIZES,
@@ -152,6 +154,7 @@ class SlotSettings:
     kv_unified: bool
     ctx_total_tokens: int            # KV cells allocated (llama.cpp -c; Ollama num_ctx x num_parallel)
     ctx_per_slot_tokens: int         # the longest request (prompt + output) one slot serves
+    slot_cells: int                  # KV cells of one slot's stream, llama.cpp's padded n_ctx_seq (unified: n_ctx)
     batch_size: int
     ubatch_size: int
     cache_type_k: str
@@ -177,7 +180,7 @@ class SlotSettings:
         context when unified). llama.cpp keeps windowed layers in its SWA cache (llamacpp_cache_bytes); Ollama is
         counted with every layer at the whole context (its own engine's window caches are not modelled)."""
         streams, seqs = self.streams
-        cells = self.ctx_per_slot_tokens if stream_cells is None else stream_cells
+        cells = self.slot_cells if stream_cells is None else stream_cells
         if self.engine != "llama.cpp":
             return streams * cells * kv.bytes_per_token_per_gpu
         return llamacpp_cache_bytes(kv, cells, streams, seqs, self.ubatch_size)
@@ -665,6 +668,19 @@ def too_long_share(s: Scenario, max_len: int, refuse: bool = True,
     return share_longer_than(w.prompt_tokens, w.output_tokens, max_len)
 
 
+def llamacpp_context(n_ctx: int, n_seq_max: int, unified: bool) -> tuple[int, int]:
+    """(n_ctx, n_ctx_seq) as llama.cpp pads them (src/llama-context.cpp, llama_context::llama_context):
+    n_ctx = GGML_PAD(n_ctx, 256); unified, one stream of n_ctx; else n_ctx_seq = GGML_PAD(n_ctx / n_seq_max, 256)
+    (integer division) and n_ctx = n_ctx_seq x n_seq_max."""
+    def pad(x: int) -> int:
+        return -(-x // LLAMACPP_CTX_PAD) * LLAMACPP_CTX_PAD
+    n_ctx = pad(n_ctx)
+    if unified:
+        return n_ctx, n_ctx
+    n_ctx_seq = pad(n_ctx // n_seq_max)
+    return n_ctx_seq * n_seq_max, n_ctx_seq
+
+
 def slot_settings(s: Scenario, model: ModelSpec) -> SlotSettings:
     """llama.cpp's or Ollama's slots: the scenario's fields, else the engine's defaults, each with its source."""
     d, f = s.deployment, s.file
@@ -704,10 +720,15 @@ def slot_settings(s: Scenario, model: ModelSpec) -> SlotSettings:
         total = pick("ctx_size", "ctx_size", max_pos)
         if max_pos and total > max_pos:
             raise InputError(f, "deployment.ctx_size", f"{total} exceeds the model's max_position_embeddings {max_pos}")
-        if not unified and total % slots:
-            raise InputError(f, "deployment.ctx_size", f"{total} is not divisible by parallel {slots}: each slot "
-                                                       "gets ctx_size / parallel tokens (or set kv_unified)")
-        per_slot = total if unified else total // slots
+        stated = total
+        total, cells = llamacpp_context(total, slots, unified)
+        # llama-server caps each slot's context at the model's training context (tools/server/server-context.cpp)
+        per_slot = min(cells, max_pos) if max_pos else cells
+        if cells != (stated if unified else stated / slots):
+            what = "the unified context" if unified else "each slot's context"
+            over = "" if unified else f" over {slots} slot" + "s" * (slots > 1)
+            sources["ctx_size"] += (f"; ctx_size {stated:,}{over}: llama.cpp pads {what} to {cells:,} tokens "
+                                    f"({LLAMACPP_CTX_PAD_SOURCE})")
         keep = loaded = load = None
     else:
         slots = pick("parallel", "num_parallel", p.parallel)
@@ -718,15 +739,20 @@ def slot_settings(s: Scenario, model: ModelSpec) -> SlotSettings:
         if max_pos and per_slot > max_pos:
             raise InputError(f, "deployment.num_ctx", f"{per_slot} exceeds the model's max_position_embeddings "
                                                       f"{max_pos}")
-        total = per_slot * slots             # Ollama allocates num_ctx x OLLAMA_NUM_PARALLEL
+        # Ollama starts llama-server with -c num_ctx x num_parallel -np num_parallel (llm/llama_server.go): llama.cpp
+        # pads each slot's stream; Ollama still truncates a prompt to num_ctx (llm/llama_server.go s.options.NumCtx)
+        total, cells = llamacpp_context(per_slot * slots, slots, False)
+        if cells != per_slot:
+            sources["ctx_per_slot"] += (f"; num_ctx {per_slot:,}: llama.cpp pads each slot's KV to {cells:,} tokens "
+                                        f"({LLAMACPP_CTX_PAD_SOURCE})")
         keep = pick("keep_alive_s", "keep_alive_s", p.keep_alive_s)
         loaded = pick("max_loaded_models_per_gpu", "max_loaded_models", p.max_loaded_models_per_gpu)
         load = pick("load_bytes_per_s", "load_bytes_per_s", p.load_bytes_per_s)
     if batch < slots:
         name = "deployment.batch_size" if d.engine == "llama.cpp" else "deployment.num_parallel"
         raise InputError(f, name, f"a batch of {batch} tokens cannot hold one decode token for each of {slots} slots")
-    return SlotSettings(d.engine, slots, unified, total, per_slot, batch, ubatch, cache_k, cache_v, flash, keep, loaded,
-                        load, sources)
+    return SlotSettings(d.engine, slots, unified, total, per_slot, cells, batch, ubatch, cache_k, cache_v, flash, keep,
+                        loaded, load, sources)
 
 
 def slot_engine_settings(slots: SlotSettings) -> EngineSettings:
@@ -737,7 +763,7 @@ def slot_engine_settings(slots: SlotSettings) -> EngineSettings:
     src = slots.sources
     block = UNIFIED_KV_BLOCK_TOKENS if slots.kv_unified else slots.ctx_per_slot_tokens
     sources = {"block_size": "unified KV buffer, simulated in 16-token blocks" if slots.kv_unified
-               else "one block per slot: ctx_size / parallel tokens of contiguous KV",
+               else "one block per slot: the slot's context of contiguous KV",
                "max_num_seqs": src["parallel"], "max_num_batched_tokens": src["batch_size"],
                "enable_chunked_prefill": f"{slots.engine}: continuous batching splits prompts by batch_size",
                "enable_prefix_caching": f"{slots.engine}: no shared prefix cache; a slot keeps its own last prompt "
@@ -764,7 +790,8 @@ def _slot_budget(s: Scenario, slots: SlotSettings, kv: KVLayout, budget: MemoryB
                          f"{max(room, 0) / GiB:.2f} GiB of the {budget.gpu_memory_bytes / GiB:.2f} GiB "
                          f"{device_limit} is left after the weights, compute buffer and runtime context: a smaller "
                          "context, cache type or weight format")
-    blocks = slots.ctx_total_tokens // budget.block_size
+    # a slot per block (each holds its padded stream), or the unified buffer in blocks
+    blocks = slots.slots if not slots.kv_unified else slots.ctx_total_tokens // budget.block_size
     return replace(budget, kv_cache_bytes=need, kv_blocks=blocks, kv_tokens=blocks * budget.block_size,
                    max_seqs_at_max_model_len=slots.slots if not slots.kv_unified else 1)
 

@@ -78,6 +78,39 @@ def test_explicit_parallel_splits_the_context_into_one_contiguous_block_per_slot
     assert r.memory.kv_cache_bytes == 16384 * LLAMA_8B_KV_VALUES * 34 / 32
 
 
+@pytest.mark.parametrize("kw, slot, total", [
+    # llama.cpp src/llama-context.cpp (llama_context::llama_context): n_ctx = GGML_PAD(n_ctx, 256); not unified:
+    # n_ctx_seq = GGML_PAD(n_ctx / n_seq_max, 256), n_ctx = n_ctx_seq x n_seq_max
+    (dict(parallel=3, ctx_size=10000), 3584, 3 * 3584),    # pad 10,240; 10,240 // 3 = 3,413 -> 3,584
+    (dict(parallel=8, ctx_size=8000), 1024, 8192),         # pad 8,192; / 8 = 1,024
+    (dict(parallel=1, ctx_size=4000), 4096, 4096),         # pad 4,096
+    (dict(ctx_size=10000), 10240, 10240),                  # auto parallel, unified: n_ctx_seq = n_ctx = 10,240
+])
+def test_llama_cpp_pads_each_slots_context_to_256(kw, slot, total):
+    r = resolve(scenario(cache_type_k="q8_0", cache_type_v="q8_0", **kw))
+    sl = r.slots
+    assert (sl.ctx_per_slot_tokens, sl.slot_cells, sl.ctx_total_tokens) == (slot, slot, total)
+    assert r.scheduler.max_model_len == slot
+    # every padded cell is allocated: n_ctx cells x 65,536 values x 34/32 B (q8_0)
+    assert r.memory.kv_cache_bytes == total * LLAMA_8B_KV_VALUES * 34 / 32
+
+
+def test_the_plan_says_when_llama_cpp_padded_the_context():
+    notes = " ".join(make_plan(resolve(scenario(parallel=3, ctx_size=10000))).assumptions)
+    assert "ctx_size 10,000 over 3 slots: llama.cpp pads each slot's context to 3,584 tokens (GGML_PAD to 256" in notes
+    assert "pads" not in " ".join(make_plan(resolve(scenario(parallel=4, ctx_size=16384))).assumptions)
+
+
+def test_ollama_slots_are_padded_by_the_llama_server_it_starts():
+    # Ollama: -c num_ctx x num_parallel -np num_parallel (llm/llama_server.go); llama.cpp pads 12,000 to 12,288,
+    # / 3 = 4,096 cells a slot; Ollama still truncates a prompt to num_ctx 4,000 (s.options.NumCtx)
+    r = resolve(scenario(engine="ollama", num_ctx=4000, num_parallel=3))
+    sl = r.slots
+    assert (sl.ctx_per_slot_tokens, sl.slot_cells, sl.ctx_total_tokens) == (4000, 4096, 12288)
+    assert r.memory.kv_cache_bytes == 12288 * LLAMA_8B_KV_VALUES * 2        # f16
+    assert "num_ctx 4,000: llama.cpp pads each slot's KV to 4,096 tokens" in " ".join(make_plan(r).assumptions)
+
+
 def test_ollama_allocates_num_ctx_for_each_parallel_request():
     r = resolve(scenario(engine="ollama", num_parallel=2))
     sl = r.slots
@@ -87,7 +120,6 @@ def test_ollama_allocates_num_ctx_for_each_parallel_request():
 
 
 @pytest.mark.parametrize("kw, field", [
-    (dict(parallel=3, ctx_size=10000), "deployment.ctx_size"),            # 10000 / 3 is no whole slot
     # 16 GiB of f16 KV + 14.96 GiB of bf16 weights > the L4's 24 GiB (llama.cpp takes no utilisation share)
     (dict(ctx_size=131072, quantization="bf16"), "deployment.ctx_size"),
     (dict(ctx_size=262144), "deployment.ctx_size"),                        # beyond max_position_embeddings 131072
@@ -120,7 +152,7 @@ def test_fields_of_another_engine_are_refused_in_one_line(kw, field):
 
 def test_the_cli_exits_2_naming_the_field(tmp_path):
     path = tmp_path / "bad.yaml"
-    path.write_text(yaml.safe_dump(data(parallel=3, ctx_size=10000)))
+    path.write_text(yaml.safe_dump(data(ctx_size=262144)))           # beyond max_position_embeddings 131072
     result = runner.invoke(app, ["plan", str(path)])
     assert result.exit_code == 2 and "deployment.ctx_size" in result.output
 
