@@ -60,10 +60,10 @@ def offload(m: ModelSpec, fmt: WeightFormat, hw: HardwareSpec, n_gpu_layers: int
     (llama-kv-cache.cpp: each layer's K and V in the buffer of model.dev_layer(il)); `ubatch_tokens`: llama.cpp's
     n_ubatch (llama_decode runs each ubatch as its own graph, uploading the host weights for each)."""
     n = m.num_layers
-    if n_gpu_layers >= n + 1:           # llama.cpp takes min(n_gpu_layers, n_layer + 1) (llama-model.cpp load_tensors)
-        return None
     if hw.device_kind == "cpu":
         raise InputError(file, "deployment.n_gpu_layers", f"{hw.id} is a CPU: there is no GPU to put layers on")
+    if n_gpu_layers >= n + 1:           # llama.cpp takes min(n_gpu_layers, n_layer + 1) (llama-model.cpp load_tensors)
+        return None
     if gpus > 1:
         raise InputError(file, "deployment.n_gpu_layers", f"partial offload across {gpus} GPUs (llama.cpp's "
                                                           "--tensor-split) is not modelled; one GPU per replica")

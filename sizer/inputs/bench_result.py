@@ -55,9 +55,10 @@ TOTAL_INPUT = Key("total_input_tokens", int, ge=0, le=MAX_REQUESTS * MAX_TOKENS)
 TOTAL_OUTPUT = Key("total_output_tokens", int, ge=0, le=MAX_REQUESTS * MAX_TOKENS)
 # what serve.py writes that sizer does not compare: standard deviations, the client's own queueing
 # (process_one_metric's client_queue_time and e2el_including_client_queue), goodput against its own SLOs, the
-# probe requests of --probe-request-rate, speculative decoding's counters, the real send times and the duration
+# probe requests of --probe-request-rate, speculative decoding's counters, the real send times, the duration and
+# the peaks (max_output_tokens_per_s, max_concurrent_requests)
 _UNREAD = re.compile(r"^(std_\w+_ms|\w*client_queue\w*|request_goodput|probe_\w+|spec_decode_\w+|start_times"
-                     r"|duration)$")
+                     r"|duration|max_output_tokens_per_s|max_concurrent_requests|queue_times)$")
 # --save-detailed, one entry per request sent: a prompt of at least one token (vLLM refuses an empty one), an
 # output of 0 for a failed request (its `calculate_metrics`), an error "" for a successful one.
 PER_REQUEST = (Key("input_lens", list[int], ge=1, le=MAX_TOKENS), Key("output_lens", list[int], ge=0, le=MAX_TOKENS),

@@ -39,7 +39,7 @@ from sizer.inputs.model_spec import catalog_names, load_config
 from sizer.inputs.scenario import ENGINE_NAMES
 from sizer.sizing.cost import CostSummary
 from sizer.sizing.presets import VLLM_BLOCK_SIZES
-from sizer.sizing.resolve import Resolved, SlotSettings, context_limit
+from sizer.sizing.resolve import QUANTISED_CACHE_TYPES, Resolved, SlotSettings, context_limit
 from sizer.words import count
 from validation.errors import excerpt, printable
 
@@ -405,8 +405,10 @@ def ollama_script(c: ServingConfig) -> str:
     env = {"OLLAMA_NUM_PARALLEL": str(sl.slots), "OLLAMA_MAX_LOADED_MODELS": str(sl.max_loaded_models),
            "OLLAMA_KEEP_ALIVE": f"{sl.keep_alive_s:g}s", "OLLAMA_KV_CACHE_TYPE": sl.cache_type_k,
            "OLLAMA_CONTEXT_LENGTH": str(sl.ctx_per_slot_tokens)}
-    if sl.flash_attn is not None:       # auto: unset (Ollama chooses per GPU, llm/llama_server.go)
-        env["OLLAMA_FLASH_ATTENTION"] = "1" if sl.flash_attn else "0"
+    # auto: unset (Ollama chooses per GPU, llm/llama_server.go), but for a quantised cache, which needs flash
+    # attention where Ollama before 0.12.4 leaves it off unless set: on, as the plan sized the cache
+    if sl.flash_attn is not None or sl.cache_type_v in QUANTISED_CACHE_TYPES:
+        env["OLLAMA_FLASH_ATTENTION"] = "0" if sl.flash_attn is False else "1"
     serve = " \\\n    ".join([f"{k}={shlex.quote(v)}" for k, v in env.items()] + ["ollama serve &"])
     modelfile = [f"FROM {modelfile_path(c)}", f"PARAMETER num_ctx {sl.ctx_per_slot_tokens}",
                  f"PARAMETER num_batch {sl.batch_size}", f"PARAMETER num_gpu {c.n_gpu_layers}"]

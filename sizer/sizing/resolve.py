@@ -349,9 +349,11 @@ def resolve(s: Scenario) -> Resolved:
     ubatch = slots.ubatch_size if slots else engine.max_num_batched_tokens
     split = (offload(model, fmt, hardware, d.n_gpu_layers, group_size, s.file, parallel.gpus_per_replica,
                      slots.kv_bytes(kv) if slots else 0.0, ubatch) if d.n_gpu_layers is not None else None)
+    # llama.cpp keeps the input layer in host memory, apart from a GPU's: on a CPU device every weight is the device's
+    input_on_host = bool(slots) and hardware.device_kind != "cpu"
     gpu_weights, gpu_kv = (replace(weights, per_gpu_bytes=split.gpu_weight_bytes), on_gpu(kv, split.gpu_kv_share)) \
-        if split else (all_layers_on_gpu(model, fmt, weights) if slots else weights, kv)
-    host_weights = split.host_weight_bytes if split else input_layer_bytes(model, fmt) if slots else 0.0
+        if split else (all_layers_on_gpu(model, fmt, weights) if input_on_host else weights, kv)
+    host_weights = split.host_weight_bytes if split else input_layer_bytes(model, fmt) if input_on_host else 0.0
     lora = _lora(s, model, parallel) if d.enable_lora else None
     # llama.cpp and Ollama take no share of the device: they allocate what they need up to its limit
     utilisation = d.gpu_memory_utilization if slots is None else SLOT_ENGINE_MEMORY_SHARE

@@ -1,5 +1,6 @@
 """`sizer compare`: a vllm bench serve result file against sizer's simulation of the same workload."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -83,6 +84,12 @@ def test_arrivals_are_scaled_as_vllm_bench_serve_scales_them():
     workload, clients = _replayed(scenario, 20, Arrivals("poisson", 2.0), None, scaled=True)
     at = workload.arrival_s
     assert clients == 0 and at[-1] == pytest.approx(10.0) and at[0] > 0 and (np.diff(at) > 0).all()
+    # review finding: a gamma of shape 1 / 20^2 draws exactly 0 now and then; one request whose gap is 0 was scaled
+    # by 0 / 0 into a NaN arrival and the simulation never ended; vLLM rescales only a total above 0 (get_request)
+    for seed in range(40):
+        alone, _ = _replayed(dataclasses.replace(scenario, workload=dataclasses.replace(scenario.workload, seed=seed)),
+                             1, Arrivals("gamma", 1.0, 20.0), None, scaled=True)
+        assert np.isfinite(alone.arrival_s).all()
     # burstiness inf: vLLM's even gaps of 1 / rate, read from json.dump's Infinity
     even, _ = _replayed(scenario, 8, Arrivals("constant", 4.0), None, scaled=True)
     assert even.arrival_s == pytest.approx([0.25 * k for k in range(1, 9)])

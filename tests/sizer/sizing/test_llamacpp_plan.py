@@ -192,6 +192,16 @@ def test_the_token_embedding_stays_in_host_memory():
                                                     + r.memory.non_torch_bytes + r.memory.kv_cache_bytes)
 
 
+def test_on_a_cpu_the_embedding_is_the_devices_like_every_weight():
+    # review finding: on a CPU device the embedding was taken off the device's weights and counted in a host memory
+    # the plan subtracts from nothing (the CPU's memory is the host's): every weight is the device's
+    r, _ = planned(hardware="epyc-9654", ctx_size=8192, parallel=1)
+    assert r.host_weight_bytes == 0 and r.memory.weights_bytes == pytest.approx(r.weights.per_gpu_bytes)
+    # and n_gpu_layers on a CPU is refused however many layers it names (no GPU to put them on)
+    with pytest.raises(FieldError, match="is a CPU"):
+        planned(hardware="epyc-9654", ctx_size=8192, parallel=1, n_gpu_layers=99)
+
+
 def test_a_tied_embedding_is_on_both():
     """Llama-3.2-1B ties its output to the embedding: llama.cpp loads the output as a second tensor of the same data
     (llama-model-loader.cpp TENSOR_DUPLICATED), placed with the output layer on the GPU, while token_embd stays on

@@ -119,6 +119,18 @@ def test_ollama_allocates_num_ctx_for_each_parallel_request():
     assert (sl.keep_alive_s, sl.max_loaded_models, sl.batch_size) == (300.0, 3, 512)
 
 
+def test_ollama_with_flash_attention_auto_and_a_quantised_cache_is_emitted_with_it_on():
+    # review finding: flash_attn auto left OLLAMA_FLASH_ATTENTION unset beside OLLAMA_KV_CACHE_TYPE=q8_0, which an
+    # Ollama before 0.12.4 (flash attention off unless set) serves as f16, twice the KV the plan sized: set it on
+    r = resolve(scenario(engine="ollama", cache_type_k="q8_0", cache_type_v="q8_0", flash_attn="auto"))
+    plan = make_plan(r)
+    text = emit("ollama", serving_config(r, plan.cost, plan.verdict))
+    assert "OLLAMA_KV_CACHE_TYPE=q8_0" in text and "OLLAMA_FLASH_ATTENTION=1" in text
+    plain = resolve(scenario(engine="ollama", flash_attn="auto"))          # f16: auto stays Ollama's to choose
+    plan = make_plan(plain)
+    assert "OLLAMA_FLASH_ATTENTION" not in emit("ollama", serving_config(plain, plan.cost, plan.verdict))
+
+
 @pytest.mark.parametrize("kw, field", [
     # 16 GiB of f16 KV + 14.96 GiB of bf16 weights > the L4's 24 GiB (llama.cpp takes no utilisation share)
     (dict(ctx_size=131072, quantization="bf16"), "deployment.ctx_size"),
