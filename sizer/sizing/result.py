@@ -104,8 +104,9 @@ class Sizing:
         """What the goodput probes found, and where the operating point (the scenario's own request count, a longer
         run) meets the SLO at a higher rate per replica, that too: never a goodput the answer's replicas run above
         without saying so."""
-        text = (f"the goodput probes ({self.settings.num_requests:,} requests a rate) found one replica meets the "
-                f"SLO up to {self.goodput_per_replica_per_s:,.2f} requests/s")
+        probes = f"the goodput probes ({self.settings.num_requests:,} requests a rate) found "
+        text = probes + (f"one replica meets the SLO up to {self.goodput_per_replica_per_s:,.2f} requests/s"
+                         if self.goodput_per_replica_per_s else "no rate one replica serves within the SLO")
         p = self.operating_point
         if p is not None and p.met and p.rate_per_s > self.goodput_per_replica_per_s:
             text += (f"; the operating point ({p.metrics.num_requests:,} requests) meets it at {p.rate_per_s:,.2f} "

@@ -130,6 +130,11 @@ def test_the_goodput_row_says_what_the_probes_found_and_where_the_operating_poin
     below = dataclasses.replace(s, operating_point=SimpleNamespace(met=True, rate_per_s=5.0, metrics=point.metrics))
     assert below.goodput_words == ("the goodput probes (600 requests a rate) found one replica meets the SLO up "
                                        "to 5.50 requests/s")
+    # probes that found no rate, beside stated replicas whose operating point meets: not "up to 0.00 requests/s"
+    none = dataclasses.replace(s, goodput_per_replica_per_s=0.0)
+    assert none.goodput_words == ("the goodput probes (600 requests a rate) found no rate one replica serves within "
+                                  "the SLO; the operating point (2,000 requests) meets it at 6.00 requests/s per "
+                                  "replica")
 
 
 def point(label: str, usd: float, ttft: float, itl: float, tpot: float) -> ParetoPoint:
