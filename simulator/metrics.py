@@ -103,32 +103,25 @@ def weighted_percentiles(values: np.ndarray, weights: np.ndarray, qs: tuple[floa
     return _select(pairs, qs)
 
 
-def _select(pairs: np.ndarray, qs: tuple[float, ...]) -> list[float]:
+def _select(pairs: np.ndarray, qs: tuple[float, ...], linear: bool = False) -> list[float]:
     """`weighted_percentiles` over (value, weight) pairs held as complex numbers (value the real part,
     weight the imaginary one), sorted and summed in place: numpy sorts complex numbers by real part,
     then imaginary, so the pairs sort by value carrying their weights, with no permutation array.
     Pairs of equal value may order differently than a stable argsort of the values, but each run of
     equal values ends at the same cumulative weight, and the first value reaching a target lies in the
-    same run. Weights are whole numbers, so their running sums are exact in any order."""
+    same run. Weights are whole numbers, so their running sums are exact in any order.
+
+    `linear`: numpy's linear percentiles (np.percentile's default) of the sample the pairs stand for, each value
+    repeated its weight's times: at rank h = (N - 1) q / 100 of the N values, between the values at floor(h) and
+    ceil(h) (zero weights hold no value)."""
     weights = pairs.imag
     if not (weights > 0).any():
         return [math.nan] * len(qs)
     pairs.sort()
     np.cumsum(weights, out=weights)
     total, last = float(weights[-1]), len(pairs) - 1
-    return [float(pairs[min(bisect_left(weights, q / 100.0 * total), last)].real) for q in qs]
-
-
-def _select_linear(pairs: np.ndarray, qs: tuple[float, ...]) -> list[float]:
-    """numpy's linear percentiles (np.percentile's default) of the sample the (value, whole-number weight) pairs
-    stand for, each value repeated its weight's times: at rank h = (N - 1) q / 100 of the N values, between the
-    values at floor(h) and ceil(h). Sorted and summed in place as `_select`; zero weights hold no value."""
-    weights = pairs.imag
-    if not (weights > 0).any():
-        return [math.nan] * len(qs)
-    pairs.sort()
-    np.cumsum(weights, out=weights)
-    total, last = float(weights[-1]), len(pairs) - 1
+    if not linear:
+        return [float(pairs[min(bisect_left(weights, q / 100.0 * total), last)].real) for q in qs]
 
     def at(k: int) -> float:                # the k-th value (0-based): the first pair whose running count passes k
         return float(pairs[min(int(np.searchsorted(weights, k, side="right")), last)].real)
@@ -210,7 +203,7 @@ def _itl(result: SimulationResult, engine_side: bool = False,
     share = None
     if within_ms is not None:
         share = float(np.sum(weights, where=values <= within_ms) / total) if total > 0 else 1.0
-    p50, p95, p99 = (_select_linear if linear else _select)(pairs, (50.0, 95.0, 99.0))
+    p50, p95, p99 = _select(pairs, (50.0, 95.0, 99.0), linear)
     return Latency(p50, p95, p99, mean), share
 
 

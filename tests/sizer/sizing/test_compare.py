@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simulator import Arrivals
-from simulator.metrics import _select_linear
+from simulator.metrics import _select
 from sizer.cli import app
 from sizer.inputs.bench_result import read_bench_result
 from sizer.inputs.guidellm_report import read_guidellm_report
@@ -113,9 +113,9 @@ def test_the_throughputs_run_from_the_benchmarks_start_and_the_itl_percentiles_a
     assert p["request_throughput"] == pytest.approx(done.sum() / (c["arrival_s"] + c["e2e_ms"] / 1e3)[done].max())
     # a hand sample for the linear rule: gaps 1, 1, 4 ms (weights 2 and 1) have np.percentile 50 = 1 and 75 = 2.5
     pairs = np.array([4 + 1j, 1 + 2j])
-    assert _select_linear(pairs, (50.0, 75.0)) == [1.0, pytest.approx(2.5)]
+    assert _select(pairs, (50.0, 75.0), linear=True) == [1.0, pytest.approx(2.5)]
     pairs = np.array([1 + 1j, 2 + 1j, 3 + 1j, 10 + 1j, 7 + 0j])          # a zero weight holds no value
-    assert _select_linear(pairs, (50.0, 99.0)) == pytest.approx(list(np.percentile([1, 2, 3, 10], [50, 99])))
+    assert _select(pairs, (50.0, 99.0), linear=True) == pytest.approx(list(np.percentile([1, 2, 3, 10], [50, 99])))
 
 
 def test_lengths_other_than_the_runs_and_keys_not_compared_are_said():
