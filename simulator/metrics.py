@@ -241,17 +241,19 @@ def slo_attainment(result: SimulationResult, slo: SLO, engine_side: bool = False
 
 
 def summarise(result: SimulationResult, slo: SLO | None = None, engine_side: bool = False,
-              itl: bool = True) -> MetricsSummary:
+              itl: bool = True, start_s: float | None = None) -> MetricsSummary:
     """The run's metrics as a client measures them, or as the engine's own metrics report them.
 
     `itl=False` leaves the ITL out (NaN) for a caller that does not read it (a gateway's pool figures):
-    its buffers, 24 bytes an engine step, are the largest the metrics take."""
+    its buffers, 24 bytes an engine step, are the largest the metrics take. `start_s`: when the run's span starts
+    (a benchmark's own start, before its first send); None: at the first send."""
     c, tl, pre = result.columns, result.timeline, "engine_" if engine_side else ""
     done = ~c["rejected"]
     n, n_done = len(done), int(done.sum())
-    # the run spans the first send to the last token as seen (by the client, or by the engine)
+    # the run spans the first send (or `start_s`) to the last token as seen (by the client, or by the engine)
     finish_s = c["finished_s"] if engine_side else c["arrival_s"] + c["e2e_ms"] / 1000.0
-    duration = float(finish_s[done].max() - c["arrival_s"].min()) if n_done else 0.0
+    start = c["arrival_s"].min() if start_s is None or not n else start_s
+    duration = float(finish_s[done].max() - start) if n_done else 0.0
     per_s = (lambda x: x / duration) if duration > 0 else (lambda x: 0.0)
     tokens_in = float(c["prompt_tokens"][done].sum())
     tokens_out = float(c["output_tokens"][done].sum())

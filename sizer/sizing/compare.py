@@ -248,14 +248,11 @@ def predictions(sim: SimulationResult, keys: list[str]) -> dict[str, float]:
     ITL pooled over every gap (its mean, and numpy's linear p50, p95 and p99 of the gaps), throughputs over the
     benchmark's duration, from its start (time 0, before the first send) to the last finish. A key sizer cannot
     compute (an ITL percentile but those three) is left out."""
-    c = sim.columns
-    done = ~c["rejected"]
-    span = float((c["arrival_s"] + c["e2e_ms"] / 1000.0)[done].max()) if done.any() else 0.0
-    per_s = (lambda x: float(x) / span) if span > 0 else (lambda x: 0.0)
-    tokens_in, tokens_out = c["prompt_tokens"][done].sum(), c["output_tokens"][done].sum()
-    out = {"request_throughput": per_s(done.sum()), "output_throughput": per_s(tokens_out),
-           "total_token_throughput": per_s(tokens_in + tokens_out)}
+    s = summarise(sim, itl=False, start_s=0.0)
+    out = {"request_throughput": s.request_throughput_per_s, "output_throughput": s.output_tokens_per_s,
+           "total_token_throughput": s.total_tokens_per_s}
     itl = itl_as_numpy(sim)
+    done = ~sim.columns["rejected"]
     pooled = dict(zip(ITL_STATISTICS, (itl.mean_ms, itl.p50_ms, itl.p50_ms, itl.p95_ms, itl.p99_ms), strict=True))
     for key in keys:
         parsed = latency_stat(key)
