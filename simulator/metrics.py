@@ -252,8 +252,9 @@ def summarise(result: SimulationResult, slo: SLO | None = None, engine_side: boo
     n, n_done = len(done), int(done.sum())
     # the run spans the first send (or `start_s`) to the last token as seen (by the client, or by the engine)
     finish_s = c["finished_s"] if engine_side else c["arrival_s"] + c["e2e_ms"] / 1000.0
-    start = c["arrival_s"].min() if start_s is None or not n else start_s
-    duration = float(finish_s[done].max() - start) if n_done else 0.0
+    duration = 0.0
+    if n_done:
+        duration = float(finish_s[done].max() - (c["arrival_s"].min() if start_s is None else start_s))
     per_s = (lambda x: x / duration) if duration > 0 else (lambda x: 0.0)
     tokens_in = float(c["prompt_tokens"][done].sum())
     tokens_out = float(c["output_tokens"][done].sum())
