@@ -168,7 +168,7 @@ DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 DENSE_TYPES = (
     "llama", "mistral", "phi", "phi3", "mimo", "olmo2", "gemma", "gemma2", "gemma3", "gemma3_text", "qwen2", "qwen3",
     "qwen3_5", "qwen3_5_text", "qwen3_vl", "qwen3_vl_text", "nemotron", "nemotron-nas", "starcoder2", "gpt_neox",
-    "gpt_bigcode", "falcon", "gpt2",
+    "gpt_bigcode", "falcon", "gpt2", "apertus",
 )
 MOE_TYPES = (
     "mixtral", "llama4", "llama4_text", "gemma4", "gemma4_text", "qwen3_moe", "qwen3_next", "qwen3_5_moe",
@@ -189,7 +189,7 @@ NOT_DECODER_TYPES = (
 
 # model_type prefixes whose attention has an output gate, q/k norms; MLPs without a gate (up, down only)
 GATED_ATTENTION_TYPES = ("qwen3_next", "qwen3_5")
-QK_NORM_TYPES = ("qwen3", "gemma3", "olmo2")
+QK_NORM_TYPES = ("qwen3", "gemma3", "olmo2", "apertus")
 # model_types whose decoder layers hold four hidden-size norms, the attention's and the MLP's each before and after
 # (transformers Gemma2DecoderLayer / Gemma3DecoderLayer: input, post_attention, pre_feedforward and
 # post_feedforward layernorms; vLLM's gemma2.py and gemma3.py alike), where the others hold two
@@ -204,7 +204,9 @@ O_PROJ_BIAS_TYPES = ("llama", "gpt_oss", "qwen3", "qwen3_moe", "olmo2")
 # model_types whose routed experts and router carry biases (transformers GptOssExperts gate_up_proj_bias and
 # down_proj_bias, GptOssTopKRouter bias; vLLM models/gpt_oss.py loads them)
 EXPERT_BIAS_TYPES = ("gpt_oss",)
-NON_GATED_MLP_TYPES = ("nemotron", "starcoder2", "phi", "gpt_neox", "gpt_bigcode", "falcon", "gpt2")
+# Apertus: up_proj and down_proj around xIELU (transformers models/apertus/modular_apertus.py ApertusMLP(NemotronMLP);
+# vLLM models/apertus.py ApertusMLP), and q_norm / k_norm over each head (QK_NORM_TYPES)
+NON_GATED_MLP_TYPES = ("nemotron", "starcoder2", "phi", "gpt_neox", "gpt_bigcode", "falcon", "gpt2", "apertus")
 
 # Keys of real configs that change no parameter, memory or FLOP figure sizer gives (token ids,
 # activations, dropout, initialisation, RoPE variants, router training losses, softcapping, and the
