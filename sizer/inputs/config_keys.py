@@ -252,6 +252,10 @@ ARCHITECTURE_WORDS = ("layer", "expert", "head", "hidden_size", "intermediate", 
                       "mamba", "ssm", "window", "chunk", "moe", "kv_", "lora", "rank", "mlp", "ffn", "vocab",
                       "conv", "state", "_dim", "num_", "shared", "sparse", "dense", "tower", "_config")
 
+# Words that mark a key as a count or a width (a size, a number of layers, experts or modules, a dimension): its
+# integer 0 states that the feature is not there, as false does for a flag (model_spec.switched_off)
+COUNT_WORDS = ("size", "num_", "_layers", "_experts", "_modules", "_dim", "count")
+
 META_KEYS: dict[str, Key] = {k.name: k for k in (
     Key("id", str),
     Key("params_official_total", float, ge=0),

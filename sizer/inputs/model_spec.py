@@ -21,6 +21,7 @@ from sizer.inputs.config_keys import (
     ARCHITECTURE_WORDS,
     BLOCK_ATTENTION_KEYS,
     BLOCK_FFN_KEYS,
+    COUNT_WORDS,
     DENSE_TYPES,
     DTYPE_BYTES,
     EXPERT_BIAS_TYPES,
@@ -297,7 +298,7 @@ def _unread_keys(data: dict, prefix: str, known: frozenset, file: str | None, re
     for key in data:
         if not isinstance(key, str) or key in known or key in HARMLESS_KEYS or key.endswith(HARMLESS_SUFFIXES):
             continue
-        if switched_off(data[key]):      # e.g. "qkv_bias": false: a feature turned off shapes nothing
+        if switched_off(data[key], key):  # e.g. "qkv_bias": false: a feature turned off shapes nothing
             unread.append(f"{prefix}{key} = {excerpt(data[key])} (switched off)")
             continue
         if refuse and (everything or any(word in key.lower() for word in ARCHITECTURE_WORDS)):
@@ -308,10 +309,15 @@ def _unread_keys(data: dict, prefix: str, known: frozenset, file: str | None, re
     return unread
 
 
-def switched_off(value: Any) -> bool:
-    """A value that turns a feature off or states nothing: false, null, or an empty string, list or mapping.
-    Whatever the key, such a value adds no layer, parameter or cache, so sizer reads it and notes it."""
-    return value is False or value is None or (isinstance(value, (str, list, dict)) and not value)
+def switched_off(value: Any, key: str = "") -> bool:
+    """A value that turns a feature off or states nothing: false, null, or an empty string, list or mapping; and the
+    integer 0 for a key whose name marks a count or a width (COUNT_WORDS: MiniMax-M2's "shared_intermediate_size": 0,
+    no shared expert). Whatever the key, such a value adds no layer, parameter or cache, so sizer reads it and notes
+    it. A 0 under another name (a flag, an index, a ratio) is no such statement: it is read as any other value."""
+    if value is False or value is None or (isinstance(value, (str, list, dict)) and not value):
+        return True
+    return (type(value) is int and value == 0 and isinstance(key, str)
+            and any(word in key.lower() for word in COUNT_WORDS))
 
 
 def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -> ModelSpec:
@@ -589,7 +595,7 @@ def _beside_text_config(top: dict[str, Any], text: dict[str, Any]) -> list[str]:
     return [f"{spelling} (beside text_config, which does not state it)"
             for name, spec in KEYS.items() if name not in WRAPPER_KEYS + FROM_BESIDE
             for spelling, value in [_stated(spec, top) or ("", None)]
-            if spelling and not switched_off(value) and _stated(spec, text) is None]
+            if spelling and not switched_off(value, spelling) and _stated(spec, text) is None]
 
 
 def _refuse_unmodelled(c: dict[str, Any], top: dict | None, where, file: str | None) -> None:

@@ -140,3 +140,26 @@ def test_glm52_reads_its_per_layer_mlp_and_indexer_lists():
         from_hf_config({**_config("glm-5.2"), "indexer_types": ["full"] * 3 + ["half"] + ["full"] * 74}, "x")
     with pytest.raises(FieldError, match="mlp_layer_types: expected 78 entries"):
         from_hf_config({**_config("glm-5.2"), "mlp_layer_types": ["dense"]}, "x")
+
+
+def test_a_zero_count_or_width_is_switched_off_but_not_a_zero_flag_or_a_one():
+    # MiniMax-M2's "shared_intermediate_size": 0 states no shared expert: a width of 0 adds nothing to count. Any key
+    # whose name marks a count or a width (config_keys.COUNT_WORDS) reads the integer 0 so, and the model is the one
+    # without the key: Qwen3-Coder-480B-A35B-Instruct's 480,154,875,392 parameters (its model card: 480B, the first
+    # test above)
+    base = _config("qwen3-coder-480b-a35b-instruct")
+    plain = parameter_count(from_hf_config(base, "x")).total
+    for key in ("shared_intermediate_size", "extra_layers", "vision_experts", "num_extra_blocks", "router_dim"):
+        m = from_hf_config({**base, key: 0}, "x")
+        assert f"{key} = 0 (switched off)" in m.unread_keys
+        assert parameter_count(m).total == plain == 480_154_875_392
+        # a width or count stated on is still refused: sizer cannot count it
+        with pytest.raises(FieldError, match=f"{key}: architecture feature not modelled"):
+            from_hf_config({**base, key: 1}, "x")
+    # a 0 that is no count (a layer index, a flag as an integer) says nothing is off: refused as before
+    for key in ("shared_layer_index", "use_shared_mlp"):
+        with pytest.raises(FieldError, match=f"{key}: architecture feature not modelled"):
+            from_hf_config({**base, key: 0}, "x")
+    # true is no zero (True == 1 in Python: a bool is not read as a count)
+    with pytest.raises(FieldError, match="num_extra_heads: architecture feature not modelled"):
+        from_hf_config({**base, "num_extra_heads": True}, "x")
