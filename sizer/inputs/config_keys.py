@@ -235,6 +235,10 @@ HARMLESS_KEYS = frozenset((
     "sliding_window_size",
     "moe_shared_expert_overlap", "mtp_layers_block_type", "mtp_hybrid_override_pattern", "mtp_use_dedicated_embeddings",
     "use_bidirectional_attention", "output_gate_type",
+    # a LayerNorm's epsilon (phi-2, Cohere's Command-R7B and Command-A; layer_norm_epsilon's other spelling), and the
+    # width RoPE rotates in each head (MiniMax-M2's rotary_dim 64 of 128; partial_rotary_factor's other form): no
+    # weight, cache or FLOP count changes with either
+    "layer_norm_eps", "rotary_dim",
     "vocab_size_per_layer_input", "ignore_index", "use_unified_vision_chunk", "video_placeholder",
     "vision_soft_tokens_per_image", "_attn_implementation",
     # transformers' PretrainedConfig generation and bookkeeping attributes, saved by some exporters

@@ -163,3 +163,33 @@ def test_a_zero_count_or_width_is_switched_off_but_not_a_zero_flag_or_a_one():
     # true is no zero (True == 1 in Python: a bool is not read as a count)
     with pytest.raises(FieldError, match="num_extra_heads: architecture feature not modelled"):
         from_hf_config({**base, "num_extra_heads": True}, "x")
+
+
+# microsoft/phi-2 config.json, as sdpython/experimental-experiment's get_phi2_untrained copies it (key for key, as a
+# Python dict; no verbatim JSON copy found): LayerNorms with layer_norm_eps, partial RoPE
+PHI_2 = {
+    "_name_or_path": "microsoft/phi-2", "architectures": ["PhiForCausalLM"], "attention_dropout": 0.0,
+    "bos_token_id": 50256, "embd_pdrop": 0.0, "eos_token_id": 50256, "hidden_act": "gelu_new", "hidden_size": 2560,
+    "initializer_range": 0.02, "intermediate_size": 10240, "layer_norm_eps": 1e-05, "max_position_embeddings": 2048,
+    "model_type": "phi", "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 32,
+    "partial_rotary_factor": 0.4, "qk_layernorm": False, "resid_pdrop": 0.1, "rope_scaling": None,
+    "rope_theta": 10000.0, "tie_word_embeddings": False, "torch_dtype": "float16", "transformers_version": "4.37.0",
+    "use_cache": True, "vocab_size": 51200,
+}
+
+
+def test_a_norm_epsilon_and_the_rotated_width_change_no_count():
+    # layer_norm_eps (phi-2; Cohere's Command-R7B and Command-A) and rotary_dim (MiniMax-M2) were refused for the
+    # words "layer" and "_dim" in their names; neither shapes a weight or the cache
+    m = from_hf_config(PHI_2, "phi-2")
+    assert not any("layer_norm_eps" in k for k in m.unread_keys)
+    # embedding + lm_head 2 x 51,200 x 2,560 = 262,144,000; a layer: q, k, v, dense 4 x 2,560^2 (26,214,400), fc1 and
+    # fc2 2 x 2,560 x 10,240 (52,428,800), 2 norms of 2,560: 78,648,320; x 32 = 2,516,746,240; final norm 2,560:
+    # 2,778,892,800. phi-2 model card: "Phi-2 is a Transformer with 2.7 billion parameters"
+    counts = parameter_count(m)
+    assert counts.total == 2_778_892_800 and counts.total == pytest.approx(2.7e9, rel=0.03)
+    # KV per token: 2 (K, V) x 32 layers x 32 KV heads x 80 head dim x 2 bytes = 327,680 B
+    assert kv_layout(m, "bf16", ParallelConfig()).bytes_per_token == 327_680
+    base = _config("qwen3-coder-480b-a35b-instruct")
+    plain = parameter_count(from_hf_config(base, "x")).total
+    assert parameter_count(from_hf_config({**base, "rotary_dim": 64, "layer_norm_eps": 1e-5}, "x")).total == plain
