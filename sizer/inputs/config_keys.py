@@ -75,7 +75,8 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("use_sliding_window", bool),
     Key("max_window_layers", int, ge=0, le=MAX_LAYERS, doc="Qwen: the layers from this index on slide (with "
         "use_sliding_window); the first ones attend to everything"),
-    Key("sliding_window_pattern", int, ge=1, le=MAX_LAYERS, doc="Gemma 3: every n-th layer is global"),
+    Key("sliding_window_pattern", int | str, ge=1, le=MAX_LAYERS, doc="Gemma 3, Cohere2: every n-th layer is global; "
+        "EXAONE-4: a string of L (local) and G (global) letters, repeated (model_layers.pattern_spans)"),
     Key("layer_types", list[str], doc="one entry per layer: full/sliding/chunked/linear attention"),
     Key("full_attention_interval", int, ge=1, le=MAX_LAYERS, doc="Qwen3-Next: every n-th layer full attention, "
         "the rest linear attention"),
@@ -168,7 +169,7 @@ DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 DENSE_TYPES = (
     "llama", "mistral", "phi", "phi3", "mimo", "olmo2", "gemma", "gemma2", "gemma3", "gemma3_text", "qwen2", "qwen3",
     "qwen3_5", "qwen3_5_text", "qwen3_vl", "qwen3_vl_text", "nemotron", "nemotron-nas", "starcoder2", "gpt_neox",
-    "gpt_bigcode", "falcon", "gpt2", "apertus",
+    "gpt_bigcode", "falcon", "gpt2", "apertus", "exaone4",
 )
 MOE_TYPES = (
     "mixtral", "llama4", "llama4_text", "gemma4", "gemma4_text", "qwen3_moe", "qwen3_next", "qwen3_5_moe",
@@ -189,7 +190,7 @@ NOT_DECODER_TYPES = (
 
 # model_type prefixes whose attention has an output gate, q/k norms; MLPs without a gate (up, down only)
 GATED_ATTENTION_TYPES = ("qwen3_next", "qwen3_5")
-QK_NORM_TYPES = ("qwen3", "gemma3", "olmo2", "apertus")
+QK_NORM_TYPES = ("qwen3", "gemma3", "olmo2", "apertus", "exaone4")
 # model_types whose decoder layers hold four hidden-size norms, the attention's and the MLP's each before and after
 # (transformers Gemma2DecoderLayer / Gemma3DecoderLayer: input, post_attention, pre_feedforward and
 # post_feedforward layernorms; vLLM's gemma2.py and gemma3.py alike), where the others hold two

@@ -7,7 +7,8 @@ returns one `Layer` per decoder layer. Families and the keys that place their la
                  (Qwen3-Next), `hybrid_override_pattern` / `layers_block_type` (NemotronH: Mamba-2,
                  attention, MLP and MoE blocks), `block_configs` (Llama-Nemotron: per-layer heads,
                  no-op and linear replacements), `no_rope_layers` + `attention_chunk_size` (Llama-4:
-                 RoPE layers attend within their chunk), `sliding_window` patterns (Mistral, Gemma);
+                 RoPE layers attend within their chunk), `sliding_window` patterns (Mistral, Gemma,
+                 Cohere2; EXAONE-4's letters);
 - which FFN:     `first_k_dense_replace` + `moe_layer_freq` (DeepSeek), `decoder_sparse_step` +
                  `mlp_only_layers` (Qwen MoE), `interleave_moe_layer_step` / `moe_layers` (Llama-4);
                  shared experts from `n_shared_experts`, `shared_expert_intermediate_size` or
@@ -48,6 +49,8 @@ from validation.errors import excerpt
 LAYER_TYPES = {"full_attention": FULL, "attention": FULL, "global": FULL, "global_attention": FULL,
                "sliding_attention": SLIDING, "local": SLIDING, "local_attention": SLIDING,
                "chunked_attention": CHUNKED, "linear_attention": "linear"}
+# sliding_window_pattern's letters (EXAONE-4): L a local (sliding-window) layer, G a global one
+PATTERN_LETTERS = {"L": SLIDING, "G": FULL}
 # GLM-5.x per-layer lists: indexer_types (full: the layer's own DSA indexer; shared: an earlier layer's top-k) and
 # mlp_layer_types (dense MLP or sparse MoE)
 INDEXER_TYPES, MLP_LAYER_TYPES = ("full", "shared"), ("dense", "sparse")
@@ -109,6 +112,14 @@ def _spans(c: dict[str, Any], n: int, where, file: str | None) -> list[str]:
         if CHUNKED in spans and not c["attention_chunk_size"]:
             raise InputError(file, where("attention_chunk_size"),
                              "expected a chunk size for the chunked_attention layers")
+        # a pattern stated beside layer_types (Gemma 3, Cohere2, EXAONE-4 state both) must place the layers alike:
+        # vLLM reads layer_types, TensorRT-LLM's EXAONE-4 the pattern; two placements in one config are refused
+        placed = pattern_spans(c, n, where, file) if c["sliding_window"] else None
+        if placed is not None and placed != spans:
+            i = next(i for i, (a, b) in enumerate(zip(placed, spans, strict=True)) if a != b)
+            raise InputError(file, where("sliding_window_pattern"),
+                             f"{excerpt(c['sliding_window_pattern'])} makes layer {i} {placed[i]} where "
+                             f"layer_types[{i}] is {excerpt(layer_types[i])}: expected the two to agree")
         return spans
     if c["full_attention_interval"]:   # Qwen3-Next: every interval-th layer full, the rest linear attention
         return [FULL if (i + 1) % c["full_attention_interval"] == 0 else "linear" for i in range(n)]
@@ -121,17 +132,36 @@ def _spans(c: dict[str, Any], n: int, where, file: str | None) -> list[str]:
         if len(flags) != n:
             raise InputError(file, where("no_rope_layers"), f"expected {n} entries, got {len(flags)}")
         return [CHUNKED if flag else FULL for flag in flags]
-    return _sliding_pattern(c, n)
+    return _sliding_pattern(c, n, where, file)
 
 
-def _sliding_pattern(c: dict[str, Any], n: int) -> list[str]:
-    """Which layers slide: Gemma's every-n-th-global pattern, Gemma 2's alternation, or all/none."""
+def pattern_spans(c: dict[str, Any], n: int, where, file: str | None) -> list[str] | None:
+    """The spans `sliding_window_pattern` places, None when not stated. An integer p (Gemma 3, Cohere2): every p-th
+    layer is global, the rest slide (transformers' Gemma3TextConfig / Cohere2Config layer_types). A string of L (local,
+    sliding) and G (global) letters (EXAONE-4's "LLLG"): layer i takes letter i mod its length, and the last layer is
+    global whatever its letter (TensorRT-LLM models/modeling_exaone4.py check_is_sliding; transformers'
+    Exaone4Config documents the same and derives layer_types from an integer only)."""
+    pattern = c["sliding_window_pattern"]
+    if not pattern:
+        return None
+    if isinstance(pattern, int):
+        return [FULL if (i + 1) % pattern == 0 else SLIDING for i in range(n)]
+    if set(pattern) - set(PATTERN_LETTERS):
+        raise InputError(file, where("sliding_window_pattern"), "expected a positive integer or a string of L "
+                                                                "(local) and G (global) letters, got "
+                                                                f"{excerpt(pattern)}")
+    return [SLIDING if PATTERN_LETTERS[pattern[i % len(pattern)]] == SLIDING and i != n - 1 else FULL
+            for i in range(n)]
+
+
+def _sliding_pattern(c: dict[str, Any], n: int, where, file: str | None) -> list[str]:
+    """Which layers slide: sliding_window_pattern (`pattern_spans`), Gemma 2's alternation, or all/none."""
     window = c["sliding_window"]
     if not window:
         return [FULL] * n
-    pattern = c["sliding_window_pattern"]
-    if pattern:  # Gemma 3: every pattern-th layer is global, the rest slide
-        return [FULL if (i + 1) % pattern == 0 else SLIDING for i in range(n)]
+    placed = pattern_spans(c, n, where, file)
+    if placed is not None:
+        return placed
     if c["model_type"] == "gemma2":  # Gemma 2 alternates, starting with a sliding layer
         return [SLIDING if i % 2 == 0 else FULL for i in range(n)]
     if c["model_type"].startswith("qwen") and c["max_window_layers"] is not None:
