@@ -5,6 +5,9 @@ mark an unknown key as architectural; and the features refused when switched on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from validation.schema import Key
 
 # ---- the config.json keys sizer reads, declared once -----------------------------------------
@@ -41,7 +44,7 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("vocab_size", int, ge=1, le=MAX_VOCAB, nullable=False),
     Key("max_position_embeddings", int, ge=1, le=MAX_POSITIONS, nullable=False, default=0,
         doc="0 when not stated: the scenario's max_model_len is then required"),
-    Key("tie_word_embeddings", bool, doc="default true for Gemma, else false"),
+    Key("tie_word_embeddings", bool, doc="default true for Gemma and Cohere (TIED_EMBEDDING_TYPES), else false"),
     Key("rms_norm_eps", float, gt=0, le=1, nullable=False, default=1e-5),
     # null only where rope_parameters states it (transformers v5 moved it there: model_spec._rope_theta)
     Key("rope_theta", float, gt=0, default=10000.0),
@@ -75,8 +78,10 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("use_sliding_window", bool),
     Key("max_window_layers", int, ge=0, le=MAX_LAYERS, doc="Qwen: the layers from this index on slide (with "
         "use_sliding_window); the first ones attend to everything"),
-    Key("sliding_window_pattern", int | str, ge=1, le=MAX_LAYERS, doc="Gemma 3, Cohere2: every n-th layer is global; "
-        "EXAONE-4: a string of L (local) and G (global) letters, repeated (model_layers.pattern_spans)"),
+    Key("sliding_window_pattern", int | str, ge=1, le=MAX_LAYERS, aliases=("layer_switch",),
+        doc="Gemma 3, Cohere2: every n-th layer is global (layer_switch: Cohere2's older spelling, which Command-A's "
+            "config states beside it); EXAONE-4: a string of L (local) and G (global) letters, repeated "
+            "(model_layers.pattern_spans)"),
     Key("layer_types", list[str], doc="one entry per layer: full/sliding/chunked/linear attention"),
     Key("full_attention_interval", int, ge=1, le=MAX_LAYERS, doc="Qwen3-Next: every n-th layer full attention, "
         "the rest linear attention"),
@@ -169,7 +174,7 @@ DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 DENSE_TYPES = (
     "llama", "mistral", "phi", "phi3", "mimo", "olmo2", "gemma", "gemma2", "gemma3", "gemma3_text", "qwen2", "qwen3",
     "qwen3_5", "qwen3_5_text", "qwen3_vl", "qwen3_vl_text", "nemotron", "nemotron-nas", "starcoder2", "gpt_neox",
-    "gpt_bigcode", "falcon", "gpt2", "apertus", "exaone4",
+    "gpt_bigcode", "falcon", "gpt2", "apertus", "exaone4", "cohere", "cohere2",
 )
 MOE_TYPES = (
     "mixtral", "llama4", "llama4_text", "gemma4", "gemma4_text", "qwen3_moe", "qwen3_next", "qwen3_5_moe",
@@ -208,6 +213,13 @@ EXPERT_BIAS_TYPES = ("gpt_oss",)
 # Apertus: up_proj and down_proj around xIELU (transformers models/apertus/modular_apertus.py ApertusMLP(NemotronMLP);
 # vLLM models/apertus.py ApertusMLP), and q_norm / k_norm over each head (QK_NORM_TYPES)
 NON_GATED_MLP_TYPES = ("nemotron", "starcoder2", "phi", "gpt_neox", "gpt_bigcode", "falcon", "gpt2", "apertus")
+# model_type prefixes whose output head is the input embedding unless the config says otherwise: transformers'
+# Gemma configs and CohereConfig / Cohere2Config default tie_word_embeddings to true, and vLLM's Cohere model
+# (models/commandr.py) computes the logits through model.embed_tokens (Command-A's config states no tie)
+TIED_EMBEDDING_TYPES = ("gemma", "cohere")
+# model_types whose decoder layer runs attention and the MLP side by side from one norm (vLLM models/commandr.py
+# CohereDecoderLayer: input_layernorm only; transformers' CohereDecoderLayer alike), where the others hold two
+PARALLEL_BLOCK_TYPES = ("cohere", "cohere2")
 
 # Keys of real configs that change no parameter, memory or FLOP figure sizer gives (token ids,
 # activations, dropout, initialisation, RoPE variants, router training losses, softcapping, and the
@@ -260,6 +272,40 @@ ARCHITECTURE_WORDS = ("layer", "expert", "head", "hidden_size", "intermediate", 
 # Words that mark a key as a count or a width (a size, a number of layers, experts or modules, a dimension): its
 # integer 0 states that the feature is not there, as false does for a flag (model_spec.switched_off)
 COUNT_WORDS = ("size", "num_", "_layers", "_experts", "_modules", "_dim", "count")
+
+# Keys sizer does not read (nor does vLLM) whose usual value describes the model sizer builds, in the families named
+# (None: any): that value is listed with the keys not read, as the usual one; another is listed there with what it
+# would change, not refused (model_spec._usual_value): key -> (families, the usual value, what it is, what another
+# value means, given the value)
+USUAL_VALUES: dict[str, tuple[tuple[str, ...] | None, Any, str, Callable[[Any], str]]] = {
+    "order_of_interleaved_layers": (
+        ("cohere2",), "local_attn_first", "Cohere2's order of each group's layers: the sliding ones first, then the "
+        "global one, as sliding_window_pattern and layer_types place them",
+        lambda value: "not read: sizer places the layers as sliding_window_pattern or layer_types say, as vLLM's "
+                      "commandr.py does; the counts are the same, the global layer's place in each group is not"),
+    "use_parallel_block": (
+        ("cohere", "cohere2"), True, "Cohere's decoder layer: attention and the MLP side by side from one norm",
+        lambda value: "not read: vLLM's commandr.py builds the parallel layer whatever this says, and sizer counts "
+                      "it so"),
+    # LLaVA-style multimodal configs (mistral3's Mistral-Small-3.1 and 3.2 state -1): the tower layer whose output
+    # the projector takes; vLLM builds the tower up to that layer only (models/llava.py _get_num_hidden_layers)
+    "vision_feature_layer": (
+        None, -1, "the vision tower's last layer feeds the projector, so vLLM builds the whole tower, as sizer "
+        "counts it", lambda value: _vision_layers_past(value)),
+}
+
+
+def _vision_layers_past(value: Any) -> str:
+    """What sizer counts too many of a tower whose features come from layer `value` (vLLM's _get_layer_index: a
+    negative index counts from the end, -1 the last layer; a list, its deepest)."""
+    layers = value if isinstance(value, list) else [value]
+    if layers and all(isinstance(i, int) and not isinstance(i, bool) and i < 0 for i in layers):
+        past = -1 - max(layers)
+        return (f"not read: vLLM builds the vision tower only up to its layer {max(layers)}, so sizer, which counts "
+                f"the whole tower, counts {past} ViT layer{'s' if past != 1 else ''} too many")
+    return ("not read: vLLM builds the vision tower only up to the layer this names, so sizer, which counts the "
+            "whole tower, counts the layers past it too")
+
 
 META_KEYS: dict[str, Key] = {k.name: k for k in (
     Key("id", str),

@@ -40,11 +40,14 @@ from sizer.inputs.config_keys import (
     NON_GATED_MLP_TYPES,
     NOT_DECODER_TYPES,
     O_PROJ_BIAS_TYPES,
+    PARALLEL_BLOCK_TYPES,
     QK_NORM_TYPES,
     SANDWICH_NORM_TYPES,
     SINK_TYPES,
+    TIED_EMBEDDING_TYPES,
     TOP_K_KEYS,
     UNMODELLED,
+    USUAL_VALUES,
     VISION_KEYS,
     VISION_SPELLINGS,
 )
@@ -290,13 +293,18 @@ def _towers(c: dict[str, Any], file: str | None, path: str) -> tuple[VisionTower
 
 
 def _unread_keys(data: dict, prefix: str, known: frozenset, file: str | None, refuse: bool = True,
-                 everything: bool = False) -> list[str]:
+                 everything: bool = False, model_type: str | None = None) -> list[str]:
     """Keys of `data` sizer does not read: refused when their name says they shape the architecture
     (sizer would be silently wrong) and `refuse` (every unknown key when `everything`), unless their value
-    switches the feature off (`switched_off`); else returned for the plan's assumptions."""
+    switches the feature off (`switched_off`) or the key is one of USUAL_VALUES in the family `model_type`
+    (`_usual_value`); else returned for the plan's assumptions."""
     unread = []
     for key in data:
         if not isinstance(key, str) or key in known or key in HARMLESS_KEYS or key.endswith(HARMLESS_SUFFIXES):
+            continue
+        usual = _usual_value(key, data[key], model_type) if model_type is not None else None
+        if usual:
+            unread.append(prefix + usual)
             continue
         if switched_off(data[key], key):  # e.g. "qkv_bias": false: a feature turned off shapes nothing
             unread.append(f"{prefix}{key} = {excerpt(data[key])} (switched off)")
@@ -307,6 +315,19 @@ def _unread_keys(data: dict, prefix: str, known: frozenset, file: str | None, re
                              "change parameters, memory or FLOPs)")
         unread.append(prefix + key)
     return unread
+
+
+def _usual_value(key: str, value: Any, model_type: str) -> str | None:
+    """A key of USUAL_VALUES in one of its families as the keys not read list it: its usual value named as such,
+    another with what it would change (not refused: vLLM does not read it either); None for any other key."""
+    if key not in USUAL_VALUES:
+        return None
+    families, usual, what, otherwise = USUAL_VALUES[key]
+    if families is not None and model_type not in families:
+        return None
+    if value == usual and type(value) is type(usual):
+        return f"{key} = {excerpt(value)} (the usual value: {what})"
+    return f"{key} = {excerpt(value)} ({otherwise(value)}; the usual {excerpt(usual)}: {what})"
 
 
 def switched_off(value: Any, key: str = "") -> bool:
@@ -399,7 +420,8 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
         c["attn_output_gate"] = c["model_type"].startswith(GATED_ATTENTION_TYPES)
     c["qk_norm"] = c["model_type"].startswith(QK_NORM_TYPES)
     c["attention_sinks"] = c["model_type"] in SINK_TYPES
-    c["norms_per_layer"] = 4 if c["model_type"] in SANDWICH_NORM_TYPES else 2
+    c["norms_per_layer"] = (4 if c["model_type"] in SANDWICH_NORM_TYPES
+                            else 1 if c["model_type"] in PARALLEL_BLOCK_TYPES else 2)
     c["expert_biases"] = c["model_type"] in EXPERT_BIAS_TYPES
     c["non_gated_mlp"] = c["model_type"] in NON_GATED_MLP_TYPES
     c["o_proj_bias"] = bool(c["attention_bias"]) and c["model_type"] in O_PROJ_BIAS_TYPES
@@ -412,9 +434,9 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
         else _towers(c, file, vision_path)
     # a dense family's routing keys in other spellings (Hunyuan's moe_topk) are named with the others it states
     known = KNOWN_SPELLINGS | (frozenset(TOP_K_KEYS) if c["model_type"] in DENSE_TYPES else frozenset())
-    unread = _unread_keys(top, "", known, file)
+    unread = _unread_keys(top, "", known, file, model_type=c["model_type"])
     if prefix:
-        unread += _unread_keys(config, prefix, known, file)
+        unread += _unread_keys(config, prefix, known, file, model_type=c["model_type"])
         unread += _beside_text_config(top, config)
     if towers:   # the tower's size is an estimate from its main shapes: other keys are listed, not refused
         unread += _unread_keys(c["vision_config"], vision_path, VISION_SPELLINGS, file, refuse=False)
@@ -438,7 +460,7 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
         layers=tuple(layers),
         towers=towers,
         tie_word_embeddings=(c["tie_word_embeddings"] if c["tie_word_embeddings"] is not None
-                             else c["model_type"].startswith("gemma")),
+                             else c["model_type"].startswith(TIED_EMBEDDING_TYPES)),
         rms_norm_eps=c["rms_norm_eps"],
         rope_theta=c["rope_theta"],
         torch_dtype=c["torch_dtype"] or "bfloat16",
