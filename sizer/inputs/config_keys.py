@@ -58,7 +58,8 @@ KEYS: dict[str, Key] = {k.name: k for k in (
         doc="0: intermediate_size"),
     Key("moe_latent_size", int, ge=1, le=MAX_HIDDEN, doc="NemotronH: routed experts work in this latent width"),
     Key("enable_moe_block", bool, doc="Gemma-4: routed experts beside each layer's dense MLP"),
-    Key("n_shared_experts", int, ge=0, le=MAX_EXPERTS, default=0),
+    # num_shared_experts: Ling's spelling (vLLM models/bailing_moe.py reads config.num_shared_experts)
+    Key("n_shared_experts", int, ge=0, le=MAX_EXPERTS, aliases=("num_shared_experts",), default=0),
     Key("first_k_dense_replace", int, ge=0, le=MAX_LAYERS, default=0, doc="at most num_hidden_layers"),
     # Multi-head latent attention: kv_lora_rank 0 (or no key) is standard attention
     Key("kv_lora_rank", int, ge=0, le=MAX_HIDDEN, default=0),
@@ -111,7 +112,7 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("intermediate_size_mlp", int, ge=1, le=MAX_INTERMEDIATE, doc="Llama-4: the dense layers' width"),
     Key("shared_expert_intermediate_size", int, ge=0, le=MAX_INTERMEDIATE, doc="Qwen MoE: the shared expert's width"),
     Key("moe_shared_expert_intermediate_size", int, ge=0, le=MAX_INTERMEDIATE,
-        doc="NemotronH: the shared expert's width"),
+        doc="NemotronH: the shared expert's width; Ling: each shared expert's (PER_SHARED_EXPERT_WIDTH_TYPES)"),
     Key("topk_method", str),
     # NemotronH (Mamba-2 hybrid)
     Key("hybrid_override_pattern", str, doc="one character per block: M Mamba-2, * attention, - MLP, E MoE"),
@@ -179,7 +180,7 @@ DENSE_TYPES = (
 MOE_TYPES = (
     "mixtral", "llama4", "llama4_text", "gemma4", "gemma4_text", "qwen3_moe", "qwen3_next", "qwen3_5_moe",
     "qwen3_5_moe_text", "qwen3_vl_moe", "qwen3_vl_moe_text", "deepseek_v3", "deepseek_v32", "kimi_k2", "kimi_k25",
-    "glm_moe_dsa", "gpt_oss", "nemotron_h",
+    "glm_moe_dsa", "gpt_oss", "nemotron_h", "bailing_moe",
 )
 MODEL_TYPES = DENSE_TYPES + MOE_TYPES
 # MoE families every model of which has experts (gemma4 and nemotron_h have dense models too): one stating no
@@ -207,6 +208,10 @@ SINK_TYPES = ("gpt_oss",)
 # Qwen3Attention, Qwen3MoeAttention, Olmo2Attention: o_proj bias=config.attention_bias); Qwen2's never does, and a
 # family not checked keeps q, k and v's alone (GLM-4.5's attention_bias leaves o_proj unbiased)
 O_PROJ_BIAS_TYPES = ("llama", "gpt_oss", "qwen3", "qwen3_moe", "olmo2")
+# model_types whose shared experts are one MLP num_shared_experts times as wide as one shared expert,
+# moe_shared_expert_intermediate_size (else moe_intermediate_size) each: Ling (vLLM models/bailing_moe.py
+# BailingMoE); NemotronH's moe_shared_expert_intermediate_size is the whole width
+PER_SHARED_EXPERT_WIDTH_TYPES = ("bailing_moe",)
 # model_types whose routed experts and router carry biases (transformers GptOssExperts gate_up_proj_bias and
 # down_proj_bias, GptOssTopKRouter bias; vLLM models/gpt_oss.py loads them)
 EXPERT_BIAS_TYPES = ("gpt_oss",)
@@ -230,7 +235,8 @@ HARMLESS_KEYS = frozenset((
     "bos_token_id", "eos_token_id", "pad_token_id",
     "initializer_range", "initializer_factor", "hidden_act", "hidden_activation", "mlp_hidden_act",
     "mamba_hidden_act", "activation_function", "attention_dropout", "hidden_dropout", "dropout",
-    "attention_probs_dropout_prob", "hidden_dropout_prob", "use_cache",
+    "attention_probs_dropout_prob", "hidden_dropout_prob", "embedding_dropout", "output_dropout", "embd_pdrop",
+    "resid_pdrop", "use_cache",
     "rope_type", "partial_rotary_factor", "rope_interleave", "indexer_rope_interleave", "rope_local_base_freq",
     "attn_logit_softcapping",
     "final_logit_softcapping", "query_pre_attn_scalar", "cache_implementation", "router_aux_loss_coef",

@@ -11,8 +11,9 @@ returns one `Layer` per decoder layer. Families and the keys that place their la
                  Cohere2; EXAONE-4's letters);
 - which FFN:     `first_k_dense_replace` + `moe_layer_freq` (DeepSeek), `decoder_sparse_step` +
                  `mlp_only_layers` (Qwen MoE), `interleave_moe_layer_step` / `moe_layers` (Llama-4);
-                 shared experts from `n_shared_experts`, `shared_expert_intermediate_size` or
-                 `moe_shared_expert_intermediate_size`; Llama-4's dense layers are `intermediate_size_mlp`
+                 shared experts from `n_shared_experts` (Ling's `num_shared_experts`),
+                 `shared_expert_intermediate_size` or `moe_shared_expert_intermediate_size` (Ling: each
+                 shared expert's width); Llama-4's dense layers are `intermediate_size_mlp`
                  wide and its one shared expert is as wide as a routed one.
 An entry naming a layer kind sizer does not model is refused, naming the key and the entry.
 """
@@ -24,6 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from sizer.errors import InputError
+from sizer.inputs.config_keys import PER_SHARED_EXPERT_WIDTH_TYPES
 from sizer.inputs.layers import (
     CHUNKED,
     FFN,
@@ -207,6 +209,8 @@ def moe_ffn(c: dict[str, Any], gated: bool = True) -> MoEFFN:
     width = c["moe_intermediate_size"] or c["intermediate_size"]
     shared = (c["shared_expert_intermediate_size"] or c["moe_shared_expert_intermediate_size"]
               or c["n_shared_experts"] * width)
+    if c["model_type"] in PER_SHARED_EXPERT_WIDTH_TYPES:     # Ling: n shared experts of their own width each
+        shared = c["n_shared_experts"] * (c["moe_shared_expert_intermediate_size"] or width)
     if c["model_type"].startswith("llama4"):   # one shared expert, as wide as a routed one
         shared = width
     if c["enable_moe_block"]:                  # Gemma-4: the layer's dense MLP runs beside the experts

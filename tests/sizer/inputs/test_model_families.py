@@ -235,3 +235,21 @@ def test_a_model_of_recurrent_layers_alone_sets_state_aside_and_caps_running_seq
     assert mem.state_seqs == min(1024, int(available // mem.sequence_bytes_at_max_model_len))
     assert mem.state_bytes == mem.state_seqs * r.kv.state_bytes_per_seq_per_gpu
     assert r.replica.scheduler.max_num_seqs == mem.state_seqs
+
+
+def test_ling_shared_experts_are_num_shared_experts_wide():
+    # inclusionAI/Ling-lite-1.5 (bailing_moe): "num_shared_experts": 2, Ling's spelling of DeepSeek's n_shared_experts;
+    # vLLM's BailingMoE builds one shared MLP of moe_intermediate_size x num_shared_experts = 1,408 x 2 = 2,816 (the
+    # checkpoint's mlp.shared_experts.gate_proj is [2816, 2048])
+    config = json.loads((MODELS / "ling-lite-1.5" / "config.json").read_text())
+    moe = from_hf_config(config, "ling").moe
+    assert (moe.num_experts, moe.top_k, moe.expert_width, moe.shared_width) == (64, 6, 1408, 2816)
+    # a layer: attention 2,048 x (2,048 + 2 x 512) + 2,048 x 2,048 = 10,485,760; 64 experts of 3 x 2,048 x 1,408
+    # (553,648,128), router 2,048 x 64, shared 3 x 2,048 x 2,816 (17,301,504), 2 norms: 581,570,560; x 28 layers,
+    # final norm, embedding + lm_head 2 x 126,464 x 2,048: 16,801,974,272 (README: 16.8 billion); active, 6 experts
+    # of the 64: 2,753,153,024 (2.75 billion)
+    counts = parameter_count(from_hf_config(config, "ling"))
+    assert (counts.total, counts.active) == (16_801_974_272, 2_753_153_024)
+    # a stated moe_shared_expert_intermediate_size is each shared expert's width in this family (Ling-mini-2.0's
+    # form): 2 x 512 = 1,024
+    assert from_hf_config({**config, "moe_shared_expert_intermediate_size": 512}, "x").moe.shared_width == 1024
