@@ -84,6 +84,8 @@ KEYS: dict[str, Key] = {k.name: k for k in (
             "config states beside it); EXAONE-4: a string of L (local) and G (global) letters, repeated "
             "(model_layers.pattern_spans)"),
     Key("layer_types", list[str], doc="one entry per layer: full/sliding/chunked/linear attention"),
+    Key("attn_type_list", list[int], doc="MiniMax: one entry per layer, 1 softmax attention, 0 lightning (linear) "
+                                         "attention (not modelled: refused)"),
     Key("full_attention_interval", int, ge=1, le=MAX_LAYERS, doc="Qwen3-Next: every n-th layer full attention, "
         "the rest linear attention"),
     Key("attention_chunk_size", int, ge=1, le=MAX_POSITIONS, doc="Llama-4: RoPE layers attend within chunks"),
@@ -114,6 +116,8 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("moe_shared_expert_intermediate_size", int, ge=0, le=MAX_INTERMEDIATE,
         doc="NemotronH: the shared expert's width; Ling: each shared expert's (PER_SHARED_EXPERT_WIDTH_TYPES)"),
     Key("topk_method", str),
+    Key("use_routing_bias", bool, default=False, doc="MiniMax: the router's per-expert correction bias "
+                                                     "(e_score_correction_bias, as DeepSeek's noaux_tc)"),
     # NemotronH (Mamba-2 hybrid)
     Key("hybrid_override_pattern", str, doc="one character per block: M Mamba-2, * attention, - MLP, E MoE"),
     Key("layers_block_type", list[str], doc="one word per block: mamba, attention, mlp, moe"),
@@ -138,6 +142,10 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("block_configs", list[dict], doc="one entry per layer: attention and ffn blocks"),
     # multi-token prediction heads (vLLM loads them only for speculative decoding)
     Key("num_nextn_predict_layers", int, ge=0, le=MAX_LAYERS, aliases=("mtp_num_hidden_layers",), default=0),
+    # MiniMax-M2: num_mtp_modules modules of mtp_transformer_layers layers each, beside the decoder layers (vLLM's
+    # MiniMaxM2ForCausalLM builds the num_hidden_layers decoder layers only): not counted, as the above
+    Key("num_mtp_modules", int, ge=0, le=MAX_LAYERS, default=0),
+    Key("mtp_transformer_layers", int, ge=0, le=MAX_LAYERS, default=1),
     Key("quantization_config", dict, aliases=("compression_config",), doc="llm-compressor's older spelling"),
     Key("rope_scaling", dict, aliases=("rope_parameters",), doc="transformers v5's spelling; vLLM derives the "
         "longest context from its type and factor (model_spec.vllm_context)"),
@@ -180,7 +188,7 @@ DENSE_TYPES = (
 MOE_TYPES = (
     "mixtral", "llama4", "llama4_text", "gemma4", "gemma4_text", "qwen3_moe", "qwen3_next", "qwen3_5_moe",
     "qwen3_5_moe_text", "qwen3_vl_moe", "qwen3_vl_moe_text", "deepseek_v3", "deepseek_v32", "kimi_k2", "kimi_k25",
-    "glm_moe_dsa", "gpt_oss", "nemotron_h", "bailing_moe",
+    "glm_moe_dsa", "gpt_oss", "nemotron_h", "bailing_moe", "minimax_m2",
 )
 MODEL_TYPES = DENSE_TYPES + MOE_TYPES
 # MoE families every model of which has experts (gemma4 and nemotron_h have dense models too): one stating no
@@ -196,7 +204,10 @@ NOT_DECODER_TYPES = (
 
 # model_type prefixes whose attention has an output gate, q/k norms; MLPs without a gate (up, down only)
 GATED_ATTENTION_TYPES = ("qwen3_next", "qwen3_5")
-QK_NORM_TYPES = ("qwen3", "gemma3", "olmo2", "apertus", "exaone4")
+QK_NORM_TYPES = ("qwen3", "gemma3", "olmo2", "apertus", "exaone4", "minimax_m2")
+# model_types whose q / k norms span every head (one weight per q and per k channel), not one head: MiniMax-M2
+# (vLLM models/minimax_m2.py: q_norm over head_dim x num_attention_heads, k_norm over head_dim x num_key_value_heads)
+QK_NORM_ACROSS_HEADS_TYPES = ("minimax_m2",)
 # model_types whose decoder layers hold four hidden-size norms, the attention's and the MLP's each before and after
 # (transformers Gemma2DecoderLayer / Gemma3DecoderLayer: input, post_attention, pre_feedforward and
 # post_feedforward layernorms; vLLM's gemma2.py and gemma3.py alike), where the others hold two

@@ -60,6 +60,7 @@ class Attention:
     o_bias: bool = False         # o_proj's bias too (attention_bias in Llama, gpt-oss, Qwen3; never Qwen2's)
     output_gate: bool = False    # q_proj also yields a per-head sigmoid gate (Qwen3-Next, Qwen3.5)
     qk_norm: bool = False        # RMSNorm over q and k per head (Qwen3, Gemma 3)
+    qk_norm_across_heads: bool = False   # ... over all of q and all of k instead, a weight a channel (MiniMax-M2)
     k_eq_v: bool = False         # no v_proj: K serves as V (Gemma-4's global layers); the cache still holds both
     sinks: bool = False          # a learned sink logit per head in the softmax (gpt-oss): parameters, no cache
 
@@ -83,7 +84,11 @@ class Attention:
     def extra_params(self, hidden: int) -> int:
         biases = (self.num_heads + 2 * self.num_kv_heads) * self.head_dim if self.bias else 0
         biases += hidden if self.o_bias else 0
-        return biases + (2 * self.head_dim if self.qk_norm else 0) + (self.num_heads if self.sinks else 0)
+        qk_norms = 0
+        if self.qk_norm:
+            qk_norms = (self.num_heads + self.num_kv_heads) * self.head_dim if self.qk_norm_across_heads \
+                else 2 * self.head_dim
+        return biases + qk_norms + (self.num_heads if self.sinks else 0)
 
     @property
     def kv_values_per_token(self) -> int:

@@ -68,7 +68,8 @@ def attention_for(c: dict[str, Any], span: str, window: int | None, kv_heads: in
         k_eq_v = c["attention_k_eq_v"]
     return Attention(span, c["num_attention_heads"], kv, head_dim, window if span != FULL else None,
                      bias=c["attention_bias"], o_bias=c["o_proj_bias"], output_gate=c["attn_output_gate"],
-                     qk_norm=c["qk_norm"], k_eq_v=k_eq_v, sinks=c["attention_sinks"])
+                     qk_norm=c["qk_norm"], qk_norm_across_heads=c["qk_norm_across_heads"], k_eq_v=k_eq_v,
+                     sinks=c["attention_sinks"])
 
 
 def _mixers(c: dict[str, Any], n: int, where, file: str | None) -> list[Mixer] | None:
@@ -98,6 +99,14 @@ def _mixers(c: dict[str, Any], n: int, where, file: str | None) -> list[Mixer] |
 
 
 def _spans(c: dict[str, Any], n: int, where, file: str | None) -> list[str]:
+    if c["attn_type_list"] is not None:   # MiniMax: 1 softmax attention (as the window keys place it), 0 lightning
+        kinds = c["attn_type_list"]
+        if len(kinds) != n:
+            raise InputError(file, where("attn_type_list"), f"expected {n} entries, got {len(kinds)}")
+        for i, kind in enumerate(kinds):
+            if kind != 1:
+                raise InputError(file, f"{where('attn_type_list')}[{i}]", f"attention type {excerpt(kind)} is not "
+                                 "modelled; expected 1 (softmax attention; 0 is MiniMax's lightning attention)")
     layer_types = c["layer_types"]
     if layer_types:
         if len(layer_types) != n:
@@ -217,7 +226,7 @@ def moe_ffn(c: dict[str, Any], gated: bool = True) -> MoEFFN:
         shared = c["intermediate_size"]
     return MoEFFN(c["num_local_experts"], c["num_experts_per_tok"], width, shared,
                   shared_gate=bool(c["shared_expert_intermediate_size"]), gated=gated,
-                  router_bias=c["topk_method"] == "noaux_tc", latent=c["moe_latent_size"] or 0,
+                  router_bias=c["topk_method"] == "noaux_tc" or c["use_routing_bias"], latent=c["moe_latent_size"] or 0,
                   biases=c["expert_biases"])
 
 

@@ -41,6 +41,7 @@ from sizer.inputs.config_keys import (
     NOT_DECODER_TYPES,
     O_PROJ_BIAS_TYPES,
     PARALLEL_BLOCK_TYPES,
+    QK_NORM_ACROSS_HEADS_TYPES,
     QK_NORM_TYPES,
     SANDWICH_NORM_TYPES,
     SINK_TYPES,
@@ -419,6 +420,7 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
     if c["attn_output_gate"] is None:
         c["attn_output_gate"] = c["model_type"].startswith(GATED_ATTENTION_TYPES)
     c["qk_norm"] = c["model_type"].startswith(QK_NORM_TYPES)
+    c["qk_norm_across_heads"] = c["model_type"] in QK_NORM_ACROSS_HEADS_TYPES
     c["attention_sinks"] = c["model_type"] in SINK_TYPES
     c["norms_per_layer"] = (4 if c["model_type"] in SANDWICH_NORM_TYPES
                             else 1 if c["model_type"] in PARALLEL_BLOCK_TYPES else 2)
@@ -447,9 +449,8 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
     notes += quantization.notes if quantization else ()
     if not any(isinstance(layer.ffn, MoEFFN) for layer in layers):
         notes += _unused_expert_keys(config, prefix, c["model_type"], c["architectures"], file)
-    if c["num_nextn_predict_layers"]:
-        notes.append(f"{c['num_nextn_predict_layers']} multi-token-prediction layer(s) in the checkpoint are not "
-                     "counted: vLLM loads them only as a speculative-decoding draft")
+    mtp = mtp_note(c)
+    notes += [mtp] if mtp else []
     context = vllm_context(c, where("rope_scaling"), file)
     return ModelSpec(
         name=name,
@@ -474,6 +475,20 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
         mtp_layers=c["num_nextn_predict_layers"],
         rope_scaled_positions=context[0], rope_default_positions=context[1],
     )
+
+
+def mtp_note(c: dict[str, Any]) -> str:
+    """The multi-token-prediction layers a checkpoint holds beside its decoder layers, not counted (vLLM builds the
+    num_hidden_layers decoder layers; DeepSeek's MTP layers load only as a speculative draft, method mtp): DeepSeek's
+    num_nextn_predict_layers, or MiniMax-M2's num_mtp_modules modules of mtp_transformer_layers layers; "" for none."""
+    layers, stated = c["num_nextn_predict_layers"], ""
+    if not layers and c["num_mtp_modules"]:
+        layers = c["num_mtp_modules"] * c["mtp_transformer_layers"]
+        stated = f" (num_mtp_modules {c['num_mtp_modules']} x mtp_transformer_layers {c['mtp_transformer_layers']})"
+    if not layers:
+        return ""
+    return (f"{layers} multi-token-prediction layer(s) in the checkpoint{stated} are not counted: vLLM loads them "
+            "only as a speculative-decoding draft")
 
 
 # RoPE types whose max_position_embeddings already counts the scaling: vLLM derives no longer context from them

@@ -13,8 +13,12 @@ from sizer.inputs.config_keys import (
     MODEL_TYPES,
     MOE_TYPES,
     NON_GATED_MLP_TYPES,
+    PARALLEL_BLOCK_TYPES,
+    PER_SHARED_EXPERT_WIDTH_TYPES,
+    QK_NORM_ACROSS_HEADS_TYPES,
     QK_NORM_TYPES,
     SINK_TYPES,
+    TIED_EMBEDDING_TYPES,
 )
 from sizer.inputs.model_spec import from_hf_config
 
@@ -81,5 +85,6 @@ def test_a_decoder_of_a_family_sizer_was_not_checked_on_is_read_and_said_so(mode
 def test_the_family_rules_name_only_model_types_sizer_reads():
     # a rule for a model_type outside MODEL_TYPES would name a family sizer notes as unchecked; the prefixes (qwen3,
     # gemma3) name families too
-    assert {*GATED_ATTENTION_TYPES, *QK_NORM_TYPES, *SINK_TYPES, *NON_GATED_MLP_TYPES} <= set(MODEL_TYPES)
+    assert {*GATED_ATTENTION_TYPES, *QK_NORM_TYPES, *SINK_TYPES, *NON_GATED_MLP_TYPES, *PARALLEL_BLOCK_TYPES,
+            *PER_SHARED_EXPERT_WIDTH_TYPES, *QK_NORM_ACROSS_HEADS_TYPES, *TIED_EMBEDDING_TYPES} <= set(MODEL_TYPES)
     assert not set(DENSE_TYPES) & set(MOE_TYPES) and len(set(MODEL_TYPES)) == len(MODEL_TYPES)

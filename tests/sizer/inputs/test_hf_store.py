@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from sizer.analytic.memory import kv_layout
+from sizer.analytic.parallel import ParallelConfig
 from sizer.analytic.weights import parameter_count
 from sizer.errors import InputError
 from sizer.inputs.hf_store import BUNDLED, STORE_DIR, bundled, bundled_ids
-from sizer.inputs.model_spec import checkpoint_model, load_config
+from sizer.inputs.model_spec import checkpoint_model, from_hf_config, load_config
 from validation.errors import FieldError
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -67,8 +69,8 @@ def test_every_entry_resolves_offline_as_the_index_says(hf_id, empty_hf_cache):
 
 def test_the_refused_entries_name_a_feature_sizer_does_not_model():
     refused = {h: e["reads"] for h, e in ENTRIES.items() if e["reads"] != "yes"}
-    # DeepSeek-V4 (expert_dtype, o_lora_rank), MiniMax-M2 (partial rotary_dim, mtp_transformer_layers),
-    # per-layer moe_layer_freq lists (MiniMax-M3, MiMo-V2-Flash), Step-3.7 (share_expert_dim), Kimi-K3
+    # DeepSeek-V4 (expert_dtype, o_lora_rank), per-layer moe_layer_freq lists (MiniMax-M3, MiMo-V2-Flash),
+    # Step-3.7 (share_expert_dim), Kimi-K3; MiniMax-M2.5 and M2.7 (and their NVFP4 checkpoints) read
     assert {h.split("/")[1].split("-")[0] for h in refused} <= {"DeepSeek", "MiniMax", "MiMo", "Step", "Kimi"}
     assert all("not modelled" in r or "moe_layer_freq" in r or "num_experts_per_tok" in r for r in refused.values())
 
@@ -84,6 +86,10 @@ def test_the_refused_entries_name_a_feature_sizer_does_not_model():
     ("moonshotai/Kimi-K2-Instruct", 1e12, 32e9),
     # Llama 3.1 model card (meta-llama/llama-models MODEL_CARD.md): 70B
     ("nvidia/Llama-3.1-70B-Instruct-FP8", 70e9, None),
+    # vllm-project/recipes MiniMax/MiniMax-M2.md: "10B activated parameters (230B total)"; the active figure is held
+    # below without the embedding and lm_head
+    ("MiniMaxAI/MiniMax-M2.5", 230e9, None),
+    ("MiniMaxAI/MiniMax-M2.7", 230e9, None),
 ])
 def test_published_parameter_counts_within_three_percent(hf_id, total, active, empty_hf_cache):
     counts = parameter_count(checkpoint_model(load_config(hf_id)))
@@ -130,3 +136,30 @@ def test_an_id_in_neither_the_cache_nor_the_store_names_both(tmp_path):
     r = offline("plan", "--model", "org/not-bundled", "--gpu", "h100", tmp_path=tmp_path)
     assert r.returncode == 2 and r.stderr.count("\n") == 1
     assert "not in the local Hugging Face cache" in r.stderr and "nor in sizer's bundled HF configs" in r.stderr
+
+
+def test_minimax_m2_is_read_with_its_multi_token_prediction_modules_left_out(empty_hf_cache):
+    m = checkpoint_model(load_config("MiniMaxAI/MiniMax-M2.5"))
+    # rotary_dim 64 (RoPE's width) and shared_intermediate_size 0 (no shared expert) change no count; the 3 MTP
+    # modules of 1 layer each are not counted, as num_nextn_predict_layers' are (vLLM's MiniMaxM2ForCausalLM skips
+    # their weights), and no speculative mtp is offered for them
+    assert "shared_intermediate_size = 0 (switched off)" in m.unread_keys and m.mtp_layers == 0
+    assert "3 multi-token-prediction layer(s) in the checkpoint (num_mtp_modules 3 x mtp_transformer_layers 1) are " \
+           "not counted: vLLM loads them only as a speculative-decoding draft" in m.notes
+    # a layer: q 3,072 x 6,144, k and v 3,072 x 1,024 each, o 6,144 x 3,072 (44,040,192), q / k norms over all 48 and
+    # 8 heads (7,168: vLLM's MiniMaxText01RMSNormTP over head_dim x heads), 256 experts of 3 x 3,072 x 1,536
+    # (3,623,878,656), router 3,072 x 256 and its correction bias 256 (use_routing_bias), 2 norms (6,144):
+    # 3,668,718,848; x 62 = 227,460,568,576; the final norm 3,072; embedding + lm_head 2 x 200,064 x 3,072 =
+    # 1,229,193,216: 228,689,764,864 (230B published). Active, 8 experts of the 256: 11,030,553,088, of which
+    # 9,801,359,872 are neither the embedding nor the lm_head (10B published)
+    counts = parameter_count(m)
+    assert (counts.total, counts.active) == (228_689_764_864, 11_030_553_088)
+    assert counts.active - 2 * 200_064 * 3_072 == pytest.approx(10e9, rel=0.03)
+    # KV per token: 2 (K, V) x 62 layers x 8 KV heads x 128 head dim x 2 bytes = 253,952 B
+    assert kv_layout(m, "bf16", ParallelConfig()).bytes_per_token == 253_952
+    # MiniMax-M2.7 states attn_type_list, all 1 (softmax attention); a 0 (MiniMax's lightning attention) is refused
+    assert checkpoint_model(load_config("MiniMaxAI/MiniMax-M2.7")).num_sliding_layers == 0
+    config = {**load_config("MiniMaxAI/MiniMax-M2.7").config}
+    config["attn_type_list"] = [0] + config["attn_type_list"][1:]
+    with pytest.raises(FieldError, match="attn_type_list\\[0\\]: attention type 0 is not modelled"):
+        from_hf_config(config, "x")
