@@ -105,7 +105,9 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("is_encoder_decoder", bool, default=False),
     Key("add_cross_attention", bool, default=False),
     # which layers are MoE, and shared experts
-    Key("moe_layer_freq", int, ge=1, le=MAX_LAYERS, default=1, doc="DeepSeek: every n-th layer after the dense ones"),
+    Key("moe_layer_freq", int | list[int], ge=0, le=MAX_LAYERS, default=1,
+        doc="DeepSeek: every n-th layer after the dense ones (at least 1); MiniMax-M3, MiMo-V2-Flash: a 0 or 1 a "
+            "layer, 1 where the layer is MoE (model_layers.moe_layer_flags)"),
     Key("decoder_sparse_step", int, ge=1, le=MAX_LAYERS, doc="Qwen MoE: every n-th layer is MoE"),
     Key("mlp_only_layers", list[int], doc="Qwen MoE: layers with a dense MLP"),
     Key("interleave_moe_layer_step", int, ge=1, le=MAX_LAYERS, doc="Llama-4: every n-th layer is MoE"),
@@ -265,10 +267,10 @@ HARMLESS_KEYS = frozenset((
     "sliding_window_size",
     "moe_shared_expert_overlap", "mtp_layers_block_type", "mtp_hybrid_override_pattern", "mtp_use_dedicated_embeddings",
     "use_bidirectional_attention", "output_gate_type",
-    # a LayerNorm's epsilon (phi-2, Cohere's Command-R7B and Command-A; layer_norm_epsilon's other spelling), and the
-    # width RoPE rotates in each head (MiniMax-M2's rotary_dim 64 of 128; partial_rotary_factor's other form): no
-    # weight, cache or FLOP count changes with either
-    "layer_norm_eps", "rotary_dim",
+    # a LayerNorm's epsilon (phi-2, Cohere's Command-R7B and Command-A, MiMo-V2-Flash: layer_norm_epsilon's other
+    # spellings), and the width RoPE rotates in each head (MiniMax-M2's rotary_dim 64 of 128; partial_rotary_factor's
+    # other form): no weight, cache or FLOP count changes with either
+    "layer_norm_eps", "layernorm_epsilon", "rotary_dim",
     "vocab_size_per_layer_input", "ignore_index", "use_unified_vision_chunk", "video_placeholder",
     "vision_soft_tokens_per_image", "_attn_implementation",
     # transformers' PretrainedConfig generation and bookkeeping attributes, saved by some exporters

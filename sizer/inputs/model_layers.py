@@ -9,7 +9,8 @@ returns one `Layer` per decoder layer. Families and the keys that place their la
                  no-op and linear replacements), `no_rope_layers` + `attention_chunk_size` (Llama-4:
                  RoPE layers attend within their chunk), `sliding_window` patterns (Mistral, Gemma,
                  Cohere2; EXAONE-4's letters);
-- which FFN:     `first_k_dense_replace` + `moe_layer_freq` (DeepSeek), `decoder_sparse_step` +
+- which FFN:     `first_k_dense_replace` + `moe_layer_freq` (DeepSeek; a 0 / 1 a layer: MiniMax-M3,
+                 MiMo-V2-Flash), `decoder_sparse_step` +
                  `mlp_only_layers` (Qwen MoE), `interleave_moe_layer_step` / `moe_layers` (Llama-4);
                  shared experts from `n_shared_experts` (Ling's `num_shared_experts`),
                  `shared_expert_intermediate_size` or `moe_shared_expert_intermediate_size` (Ling: each
@@ -201,9 +202,32 @@ def _mamba(c: dict[str, Any], where, file: str | None) -> Mamba2:
     return Mamba2(*(c[key] for key in keys), conv_bias=c["use_conv_bias"], proj_bias=c["use_bias"])
 
 
+def moe_layer_flags(c: dict[str, Any], n: int, where, file: str | None) -> list[bool] | None:
+    """moe_layer_freq as a list (MiniMax-M3, MiMo-V2-Flash): one 0 or 1 a layer, 1 where the layer is MoE (vLLM's
+    mimo_v2_flash.py and transformers' MiMoV2Flash: `config.moe_layer_freq[layer_idx]`), its leading dense layers
+    agreeing with first_k_dense_replace; None for the integer form (every n-th layer, at least 1: DeepSeek's)."""
+    freq = c["moe_layer_freq"]
+    if not isinstance(freq, list):
+        if freq is not None and freq < 1:
+            raise InputError(file, where("moe_layer_freq"), f"expected an integer >= 1 or a list of 0 and 1 a layer, "
+                                                            f"got {excerpt(freq)}")
+        return None
+    if len(freq) != n:
+        raise InputError(file, where("moe_layer_freq"), f"expected {n} entries (num_hidden_layers), got {len(freq)}")
+    for i, flag in enumerate(freq):
+        if flag not in (0, 1):
+            raise InputError(file, f"{where('moe_layer_freq')}[{i}]", f"expected 0 (dense) or 1 (MoE), got "
+                                                                       f"{excerpt(flag)}")
+        if flag and i < c["first_k_dense_replace"]:
+            raise InputError(file, f"{where('moe_layer_freq')}[{i}]", f"1 (MoE) where first_k_dense_replace "
+                             f"{c['first_k_dense_replace']} makes layer {i} dense: expected the two to agree")
+    return [flag == 1 for flag in freq]
+
+
 def _is_moe_layer(c: dict[str, Any], i: int) -> bool:
     """DeepSeek (first_k_dense_replace, moe_layer_freq), Qwen (decoder_sparse_step, mlp_only_layers),
-    Llama-4 (interleave_moe_layer_step or an explicit moe_layers list)."""
+    Llama-4 (interleave_moe_layer_step or an explicit moe_layers list); moe_layer_freq's list form is read by
+    `moe_layer_flags`."""
     if c["moe_layers"] is not None:
         return i in c["moe_layers"]
     if i < c["first_k_dense_replace"] or i in (c["mlp_only_layers"] or ()):
@@ -251,6 +275,9 @@ def _ffns(c: dict[str, Any], n: int, where, file: str | None) -> list[FFN]:
     kinds = _per_layer(c, "mlp_layer_types", MLP_LAYER_TYPES, n, where, file)
     if kinds is not None:      # GLM-5.x: each layer's MLP named, dense or sparse (MoE)
         return [moe if kind == "sparse" else dense for kind in kinds]
+    flags = moe_layer_flags(c, n, where, file)
+    if flags is not None:      # MiniMax-M3, MiMo-V2-Flash: each layer's 0 (dense) or 1 (MoE)
+        return [moe if flag else dense for flag in flags]
     return [moe if _is_moe_layer(c, i) else dense for i in range(n)]
 
 

@@ -396,6 +396,11 @@ def from_hf_config(config: dict[str, Any], name: str, file: str | None = None) -
     _check_experts(c, where, file)
     if c["kv_lora_rank"] and not c["v_head_dim"]:
         raise InputError(file, where("v_head_dim"), "expected an integer >= 1 with kv_lora_rank (MLA)")
+    if not c["kv_lora_rank"] and c["v_head_dim"] and c["v_head_dim"] != c["head_dim"]:
+        # MiMo-V2-Flash: keys and queries of 192, values of 128 a head; sizer's attention has one head size
+        raise InputError(file, where("v_head_dim"), f"value heads of {c['v_head_dim']} beside query and key heads of "
+                                                    f"{c['head_dim']} are not modelled without kv_lora_rank (MLA): "
+                                                    "expected v_head_dim equal to head_dim, or none")
     qk = c["qk_nope_head_dim"] + c["qk_rope_head_dim"]
     if c["qk_head_dim"] is not None and c["qk_head_dim"] != qk:
         raise InputError(file, where("qk_head_dim"), f"expected qk_nope_head_dim + qk_rope_head_dim = {qk}, "

@@ -69,8 +69,9 @@ def test_every_entry_resolves_offline_as_the_index_says(hf_id, empty_hf_cache):
 
 def test_the_refused_entries_name_a_feature_sizer_does_not_model():
     refused = {h: e["reads"] for h, e in ENTRIES.items() if e["reads"] != "yes"}
-    # DeepSeek-V4 (expert_dtype, o_lora_rank), per-layer moe_layer_freq lists (MiniMax-M3, MiMo-V2-Flash),
-    # Step-3.7 (share_expert_dim), Kimi-K3; MiniMax-M2.5 and M2.7 (and their NVFP4 checkpoints) read
+    # DeepSeek-V4 (expert_dtype, o_lora_rank), MiniMax-M3 (dense_intermediate_size, then its sparse attention),
+    # MiMo-V2-Flash (value heads narrower than its query heads, then its sliding layers' own heads), Step-3.7
+    # (share_expert_dim), Kimi-K3; MiniMax-M2.5 and M2.7 (and their NVFP4 checkpoints) read
     assert {h.split("/")[1].split("-")[0] for h in refused} <= {"DeepSeek", "MiniMax", "MiMo", "Step", "Kimi"}
     assert all("not modelled" in r or "moe_layer_freq" in r or "num_experts_per_tok" in r for r in refused.values())
 

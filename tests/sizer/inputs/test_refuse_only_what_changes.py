@@ -193,3 +193,43 @@ def test_a_norm_epsilon_and_the_rotated_width_change_no_count():
     base = _config("qwen3-coder-480b-a35b-instruct")
     plain = parameter_count(from_hf_config(base, "x")).total
     assert parameter_count(from_hf_config({**base, "rotary_dim": 64, "layer_norm_eps": 1e-5}, "x")).total == plain
+
+
+def test_moe_layer_freq_as_a_list_marks_each_moe_layer():
+    # MiniMax-M3 and MiMo-V2-Flash state moe_layer_freq as one 0 or 1 a layer (vLLM's mimo_v2_flash.py and
+    # transformers' MiMoV2Flash: layer i is MoE where moe_layer_freq[i] is 1). On GLM-5 (78 layers, the first 3
+    # dense: first_k_dense_replace 3) the list [0, 0, 0, 1, ...] is the same model, 743.9B (its model card: 744B)
+    base = _config("glm-5")
+    plain = from_hf_config(base, "x")
+    listed = from_hf_config({**base, "moe_layer_freq": [0] * 3 + [1] * 75}, "x")
+    assert parameter_count(listed).total == parameter_count(plain).total == pytest.approx(744e9, rel=0.03)
+    assert listed.layers == plain.layers
+    # a 0 at layer 40 makes that layer dense: the count drops by one MoE block less one dense MLP
+    flags = [0] * 3 + [1] * 75
+    flags[40] = 0
+    one_dense = from_hf_config({**base, "moe_layer_freq": flags}, "x")
+    moe, dense = plain.layers[40].ffn, plain.layers[0].ffn
+    hidden = plain.hidden_size
+    drop = (sum(x.params for x in moe.linears(hidden)) + moe.extra_params(hidden)
+            - sum(x.params for x in dense.linears(hidden)))
+    assert parameter_count(plain).total - parameter_count(one_dense).total == drop
+    assert one_dense.num_moe_layers == 74
+    # an entry neither 0 nor 1, a list of the wrong length, a 1 among first_k_dense_replace's dense layers, and the
+    # integer 0 are refused
+    for bad, message in (([2] + [1] * 77, "moe_layer_freq\\[0\\]: expected 0 \\(dense\\) or 1 \\(MoE\\), got 2"),
+                         ([1] * 77, "moe_layer_freq: expected 78 entries"),
+                         ([1] * 78, "moe_layer_freq\\[0\\]: 1 \\(MoE\\) where first_k_dense_replace 3 makes layer 0 "
+                                    "dense"),
+                         (0, "moe_layer_freq: expected an integer >= 1 or a list of 0 and 1 a layer, got 0")):
+        with pytest.raises(FieldError, match=message):
+            from_hf_config({**base, "moe_layer_freq": bad}, "x")
+
+
+def test_value_heads_narrower_than_query_heads_are_refused_without_mla():
+    # MiMo-V2-Flash: head_dim 192 (queries and keys), v_head_dim 128 (values), no kv_lora_rank; sizer's attention
+    # has one head size, so its KV (2 x 192 where the cache holds 192 + 128) would be silently wrong: refused
+    base = _config("qwen3-coder-480b-a35b-instruct")
+    with pytest.raises(FieldError, match="v_head_dim: value heads of 96 beside query and key heads of 128"):
+        from_hf_config({**base, "v_head_dim": 96}, "x")
+    # the same width as head_dim states nothing new
+    assert parameter_count(from_hf_config({**base, "v_head_dim": 128}, "x")).total == 480_154_875_392
