@@ -33,7 +33,14 @@ from sizer.errors import InputError
 from sizer.inputs.hardware import all_profiles, is_bundled
 from sizer.inputs.kubernetes_names import KubernetesNames, Schedule
 from sizer.inputs.manifests.commands import DTYPES as ENGINE_DTYPES
-from sizer.inputs.manifests.commands import EMITTED_QUANTIZATION, QUANTIZATION, SGLANG_SPECULATIVE, flag_for, spelling
+from sizer.inputs.manifests.commands import (
+    EMITTED_QUANTIZATION,
+    QUANTIZATION,
+    SGLANG_SERVER_WIDE,
+    SGLANG_SPECULATIVE,
+    flag_for,
+    spelling,
+)
 from sizer.inputs.manifests.commands import TABLES as FLAG_TABLES
 from sizer.inputs.model_spec import catalog_names, load_config
 from sizer.inputs.scenario import ENGINE_NAMES
@@ -310,11 +317,16 @@ def sglang_argv(c: ServingConfig) -> list[str]:
     if c.enable_expert_parallel:
         argv += _valued("sglang", [("expert_parallel_size", str(tp))])
     argv += _weights_flags(c, "sglang")
+    # under attention DP SGLang divides its whole-server limits by the ranks (SGLANG_SERVER_WIDE): one rank's times them
+    ranks = c.data_parallel_size if c.attention_dp else 1
+    limits = {"max_num_seqs": c.max_num_seqs,
+              "chunked_prefill_size": c.max_num_batched_tokens if c.enable_chunked_prefill else -1}
+    limits = {field: n * ranks if field in SGLANG_SERVER_WIDE and n > 0 else n for field, n in limits.items()}
     argv += _valued("sglang", [
         ("kv_cache_dtype", _kv_dtype(c.kv_cache_dtype, "fp8_e4m3")), ("max_model_len", str(c.max_model_len)),
-        ("gpu_memory_utilization", f"{c.gpu_memory_utilization:g}"), ("max_num_seqs", str(c.max_num_seqs)),
+        ("gpu_memory_utilization", f"{c.gpu_memory_utilization:g}"), ("max_num_seqs", str(limits["max_num_seqs"])),
         ("max_num_batched_tokens", str(c.max_num_batched_tokens)),
-        ("chunked_prefill_size", str(c.max_num_batched_tokens if c.enable_chunked_prefill else -1))])
+        ("chunked_prefill_size", str(limits["chunked_prefill_size"]))])
     if not c.enable_prefix_caching:
         argv.append(switch_for("sglang", "enable_prefix_caching", False))
     argv += _valued("sglang", [("stream_interval", str(c.stream_interval))] * (c.stream_interval > 1)
@@ -340,8 +352,12 @@ def sglang_argv(c: ServingConfig) -> list[str]:
 
 
 def sglang_script(c: ServingConfig) -> str:
+    chunks = f" and {c.max_num_batched_tokens}-token chunks" if c.enable_chunked_prefill else ""
+    dp = (f"; under --enable-dp-attention SGLang divides --max-running-requests and --chunked-prefill-size by "
+          f"--dp-size {c.data_parallel_size}: {c.max_num_seqs} sequences{chunks} per rank, as planned"
+          ) if c.attention_dp else ""
     return _script(c, sglang_argv(c), "SGLang (--mem-fraction-static is the share of memory for weights and "
-                                      "the KV pool, vLLM's gpu_memory_utilization)")
+                                      f"the KV pool, vLLM's gpu_memory_utilization{dp})")
 
 
 # ---- llama.cpp and Ollama -------------------------------------------------------------------------

@@ -224,6 +224,16 @@ SGLANG_SPECULATIVE = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN", "dra
 # SGLang 0.5.23 has no --enable-ep-moe (removed; --ep-size shards the experts)
 SGLANG_BOOL_FLAGS = {"--disable-radix-cache": ("enable_prefix_caching", False),
                      "--enable-lora": ("enable_lora", True), "--enable-dp-attention": ("enable_attention_dp", True)}
+# SGLang under attention DP (`--dp-size N --enable-dp-attention`, v0.5.23's `--attn-dp-size N`) reads these two as
+# the whole server's and gives each of its N ranks value // N, where sizer's deployment fields (and vLLM's flags) are
+# one rank's. SGLang v0.5.23 (the release of tests/data/engine_args/sglang.json), python/sglang/srt/arg_groups/
+# parallel_hook.py `_handle_data_parallelism`: "chunked_prefill_size=cfg.chunked_prefill_size // cfg.attn_dp_size"
+# ("DP attention is enabled. chunked prefill size is adjusted from ..."); python/sglang/srt/mem_cache/
+# kv_cache_configurator.py `resolve_max_num_reqs` ("max concurrent requests (per dp worker)"): "requested_per_worker =
+# max(1, max_num_reqs // self.attn_dp_size)". --max-prefill-tokens is not divided: each rank's scheduler takes it
+# whole (scheduler.py, tp_worker.py get_schedule().max_prefill_tokens). --emit sglang writes these fields times the
+# ranks; `sizer check` divides them back (`_sglang_attention_dp`).
+SGLANG_SERVER_WIDE = ("max_num_seqs", "chunked_prefill_size")
 # Flags an engine has removed, with what replaced them: named, never read. SGLang's --enable-ep-moe: "set
 # --ep-size to the same value as --tp-size instead" (sglang docs/advanced_features/server_arguments.md).
 REMOVED_FLAGS = {"sglang": {"--enable-ep-moe": "--ep-size N (the --tp-size value)"}}
@@ -371,6 +381,8 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
     dtype = fields.pop("dtype", None)
     if dtype and "quantization" not in fields:
         fields["quantization"] = dtype
+    if engine == "sglang":
+        notes_on_repeats += _sglang_attention_dp(fields, stated, file)
     chunk = fields.pop("chunked_prefill_size", None)
     if chunk is not None:
         fields["enable_chunked_prefill"] = chunk > 0
@@ -386,6 +398,40 @@ def parse_server_args(argv: list[str], file: str, stated_model: str | None = Non
         notes.append("--max-model-len auto: vLLM fits the longest context its KV cache holds, at most the model's; "
                      "sizer checks the model's own limit, which vLLM shortens where it does not fit")
     return engine, {"engine": engine, **fields}, model, notes
+
+
+def _sglang_attention_dp(fields: dict, stated: dict, file: str) -> list[str]:
+    """SGLang's `--tp-size T --dp-size N --enable-dp-attention` in sizer's fields (docs/moe.md): T GPUs in N
+    attention-DP ranks of T / N GPUs each, the experts spread over all T; its whole-server limits
+    (SGLANG_SERVER_WIDE) as one rank's. N = T is sizer's `enable_attention_dp` on T GPUs; N < T keeps T / N GPUs of
+    tensor parallelism in each rank: data_parallel_size N with enable_expert_parallel. Notes on what SGLang changed."""
+    if not fields.pop("enable_attention_dp", False):
+        return []
+    switch = stated["enable_attention_dp"][0]
+    gpus, ranks = fields.get("tensor_parallel_size", 1), fields.get("data_parallel_size", 1)
+    if ranks == 1:          # parallel_hook.py: attention DP runs only with more than one rank (attn_dp_enabled_of)
+        return [f"{switch} with one data-parallel rank: SGLang runs no attention DP"]
+    if gpus % ranks:
+        flag = stated["data_parallel_size"][0]
+        tp = stated.get("tensor_parallel_size", ("--tp-size (default 1)",))[0]
+        raise InputError(file, flag, f"{ranks} attention-DP ranks ({switch}) do not divide the {gpus} GPUs of {tp} "
+                                     f"(SGLang asserts tp_size % dp_size == 0); expected a divisor of {gpus}")
+    notes = []
+    for field in SGLANG_SERVER_WIDE:
+        whole = fields.get(field)
+        if whole is None or whole <= 0:             # -1: SGLang's chunked prefill off
+            continue
+        fields[field] = whole // ranks if field == "chunked_prefill_size" else max(1, whole // ranks)
+        if fields[field] == 0:
+            notes.append(f"{stated[field][0]} {whole} under {switch} gives each of {ranks} ranks {whole} // "
+                         f"{ranks} = 0 tokens: SGLang turns chunked prefill off")
+    if gpus == ranks:
+        fields["enable_attention_dp"] = True
+        fields.pop("data_parallel_size")
+    else:
+        fields["tensor_parallel_size"] = gpus // ranks
+        fields["enable_expert_parallel"] = True
+    return notes
 
 
 def _restated(stated: dict, key: str, typed: str, value, notes: list[str], engine: str) -> None:
