@@ -60,8 +60,12 @@ def offload(m: ModelSpec, fmt: WeightFormat, hw: HardwareSpec, n_gpu_layers: int
     (llama-kv-cache.cpp: each layer's K and V in the buffer of model.dev_layer(il)); `ubatch_tokens`: llama.cpp's
     n_ubatch (llama_decode runs each ubatch as its own graph, uploading the host weights for each)."""
     n = m.num_layers
-    if hw.device_kind == "cpu":
-        raise InputError(file, "deployment.n_gpu_layers", f"{hw.id} is a CPU: there is no GPU to put layers on")
+    if hw.device_kind == "cpu":         # 0 layers on a GPU is what a CPU runs: every layer where it is
+        if n_gpu_layers:
+            raise InputError(file, "deployment.n_gpu_layers", f"{n_gpu_layers}: {hw.id} is a CPU: there is no GPU to "
+                                                              "put layers on; expected 0 (every layer on the CPU) "
+                                                              "or leave it out")
+        return None
     if n_gpu_layers >= n + 1:           # llama.cpp takes min(n_gpu_layers, n_layer + 1) (llama-model.cpp load_tensors)
         return None
     if gpus > 1:
@@ -100,6 +104,13 @@ def offload(m: ModelSpec, fmt: WeightFormat, hw: HardwareSpec, n_gpu_layers: int
     return Offload(n_gpu_layers, n, False, gpu, host, host_layers, share, host_kv, hw.host_memory_bytes,
                    hw.host_memory_bandwidth_bytes_per_s * HOST_BANDWIDTH_EFFICIENCY, link.bytes_per_s_per_direction,
                    ubatch_tokens, hw.host_source)
+
+
+def all_gpu_layers(m: ModelSpec, hw: HardwareSpec) -> int:
+    """llama.cpp's --n-gpu-layers (Ollama's num_gpu) for the plan sizer makes when the scenario names none: every
+    repeating layer and the output layer on a GPU (layers + 1), none on a CPU device (there is no GPU: 0 keeps a
+    llama.cpp built with a GPU backend from putting them on one)."""
+    return 0 if hw.device_kind == "cpu" else m.num_layers + 1
 
 
 def input_layer_bytes(m: ModelSpec, fmt: WeightFormat) -> float:

@@ -292,7 +292,8 @@ class DeploymentSection:
                                                "(default 2e9, an NVMe SSD)")
     n_gpu_layers: int | None = field(None, ge=0, le=MAX_LAYERS + 1,
                                      doc="llama.cpp -ngl: the last N layers on the GPU, the rest in host memory "
-                                         "(the output layer too at layers + 1); default all")
+                                         "(the output layer too at layers + 1); default all (0 on a CPU device, "
+                                         "which takes only 0)")
     # Multi-LoRA serving: vLLM's engine arguments and their defaults (vllm/config/lora.py LoRAConfig:
     # max_loras 1, max_lora_rank 16, max_cpu_loras None = max_loras, lora_dtype "auto").
     enable_lora: bool = field(False, doc="serve LoRA adapters on the base model (docs/lora.md)")

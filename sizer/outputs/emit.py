@@ -29,6 +29,7 @@ import yaml
 
 from sizer.analytic.format_support import MARLIN_KERNELS as WEIGHT_ONLY_KERNELS
 from sizer.analytic.format_support import NOT_MARLIN
+from sizer.analytic.offload import all_gpu_layers
 from sizer.errors import InputError
 from sizer.inputs.hardware import all_profiles, is_bundled
 from sizer.inputs.kubernetes_names import KubernetesNames, Schedule
@@ -125,7 +126,7 @@ class ServingConfig:
     verdict: str
     replicas_memory_only: bool = False  # a plan without --simulate: replicas for memory alone, not for the SLO
     slots: SlotSettings | None = None   # llama.cpp and Ollama: slots, context, cache types, batches
-    n_gpu_layers: int | None = None     # llama.cpp: layers on the GPU (every layer and the output: layers + 1)
+    n_gpu_layers: int | None = None     # llama.cpp: layers on the GPU (all_gpu_layers: layers + 1; 0 on a CPU)
     lora: tuple[int, int, int] | None = None     # (max_loras, max_lora_rank, max_cpu_loras) with enable_lora
     nodes: int = 1                   # nodes one replica spans (gpus_per_node of the GPU's Kubernetes node shape)
     kubernetes: KubernetesNames | None = None   # how clusters schedule the GPU (its profile's `kubernetes:`)
@@ -179,7 +180,8 @@ def serving_config(r: Resolved, cost: CostSummary | None, verdict: str, memory_o
         max_num_batched_tokens=e.max_num_batched_tokens, enable_prefix_caching=e.enable_prefix_caching,
         enable_chunked_prefill=e.enable_chunked_prefill, speculative=spec, replicas=replicas,
         replicas_source=replicas_source, verdict=verdict, replicas_memory_only=memory_only, slots=r.slots,
-        n_gpu_layers=(d.n_gpu_layers if d.n_gpu_layers is not None else r.model.num_layers + 1) if r.slots else None,
+        n_gpu_layers=(d.n_gpu_layers if d.n_gpu_layers is not None else all_gpu_layers(r.model, r.hardware))
+        if r.slots else None,
         lora=(d.max_loras, d.max_lora_rank, d.max_cpu_loras or d.max_loras) if d.enable_lora else None,
         nodes=math.ceil(p.gpus_per_replica / per_node), kubernetes=k8s, stream_interval=d.stream_interval or 1,
         moe_backend=d.moe_backend or "auto", scheduler_recv_interval=d.scheduler_recv_interval or 1,

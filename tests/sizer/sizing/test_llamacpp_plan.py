@@ -18,6 +18,7 @@ from rich.console import Console
 
 from sizer.cli.render import render_plan
 from sizer.inputs.scenario import load_scenario, scenario_from_dict
+from sizer.outputs.emit import emit, serving_config
 from sizer.sizing.pipeline import add_simulation
 from sizer.sizing.plan import make_plan
 from sizer.sizing.resolve import resolve
@@ -200,6 +201,22 @@ def test_on_a_cpu_the_embedding_is_the_devices_like_every_weight():
     # and n_gpu_layers on a CPU is refused however many layers it names (no GPU to put them on)
     with pytest.raises(FieldError, match="is a CPU"):
         planned(hardware="epyc-9654", ctx_size=8192, parallel=1, n_gpu_layers=99)
+
+
+def test_a_cpu_takes_zero_gpu_layers_and_emits_zero():
+    # audit: n_gpu_layers 0 on a CPU was refused, though 0 layers on a GPU is exactly what a CPU runs; and a CPU plan
+    # emitted --n-gpu-layers 33 (Llama-3.1-8B's 32 layers + the output layer), putting every layer on a GPU wherever
+    # a llama.cpp built with a GPU backend runs it
+    zero, _ = planned(hardware="epyc-9654", ctx_size=8192, parallel=1, n_gpu_layers=0)
+    unset, _ = planned(hardware="epyc-9654", ctx_size=8192, parallel=1)
+    assert zero.offload is None and zero.memory == unset.memory       # the same plan as leaving it out
+    for r in (zero, unset):
+        assert "--n-gpu-layers 0 " in emit("llamacpp", serving_config(r, None, "fits"))
+    # Ollama's Modelfile: num_gpu is its layer count on the GPU (api/types.go Runner.NumGPU)
+    assert "PARAMETER num_gpu 0" in emit("ollama", serving_config(planned(
+        hardware="epyc-9654", engine="ollama", num_parallel=1)[0], None, "fits"))
+    # on a GPU, left out, every layer and the output: 32 + 1
+    assert "--n-gpu-layers 33 " in emit("llamacpp", serving_config(planned(ctx_size=8192, parallel=1)[0], None, "fits"))
 
 
 def test_a_tied_embedding_is_on_both():
