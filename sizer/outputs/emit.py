@@ -52,7 +52,13 @@ from sizer.words import count
 from validation.errors import excerpt, printable
 
 FORMATS = ("vllm", "k8s", "sglang", "llamacpp", "ollama", "gke")   # gke: k8s selecting GKE's accelerator label
-SLOT_FORMATS = {"llamacpp": "llama.cpp", "ollama": "ollama"}    # --emit value -> the engine it runs
+# --emit value -> the engine it runs, then the deployment.engine values whose plans it writes. vLLM's and SGLang's
+# plans are each other's (every setting is written out, and both read them alike); another engine's plan rests on
+# that engine's defaults (TensorRT-LLM's 32-token blocks and 2,048 sequences, its gpu_memory_utilization a share of
+# the memory left free) and is refused, not written into a vLLM or SGLang command.
+EMIT_ENGINES = {"vllm": ("vllm", "vllm", "sglang"), "k8s": ("vllm", "vllm", "sglang"),
+                "gke": ("vllm", "vllm", "sglang"), "sglang": ("sglang", "sglang", "vllm"),
+                "llamacpp": ("llama.cpp", "llama.cpp"), "ollama": ("ollama", "ollama")}
 
 # The engine releases whose argument tables the emitted flags are checked against (tests/data/engine_args/):
 # the image is pinned to the same release, and every default sizer assumed is written out explicitly, so a
@@ -98,6 +104,7 @@ class Speculative:
 class ServingConfig:
     """Every setting a plan relied on, in engine terms."""
     name: str
+    engine: str                      # deployment.engine: the engine the plan is for (EMIT_ENGINES)
     model: str                       # Hugging Face repo id where the catalog knows it, else the path or name
     gpu: str                         # hardware profile id
     gpu_name: str
@@ -166,7 +173,7 @@ def serving_config(r: Resolved, cost: CostSummary | None, verdict: str, memory_o
     k8s = r.hardware.kubernetes
     per_node = k8s.schedule.gpus_per_node if k8s and k8s.schedule else p.gpus_per_replica
     return ServingConfig(
-        name=r.name, model=model,
+        name=r.name, engine=d.engine, model=model,
         gpu=r.hardware.id, gpu_name=r.hardware.name, tensor_parallel_size=p.tp, pipeline_parallel_size=p.pp,
         data_parallel_size=p.dp, enable_expert_parallel=p.expert_parallel, attention_dp=p.experts_span_dp,
         weight_format=r.weight_format.name, weights_from_checkpoint=r.weight_format.from_checkpoint,
@@ -228,16 +235,19 @@ def emit(fmt: str, c: ServingConfig) -> str:
     _check_loadable("the model", c.model)
     if c.speculative and c.speculative.model:
         _check_loadable("the draft model", c.speculative.model)
-    engine = c.slots.engine if c.slots else "vllm"
+    runs, *takes = EMIT_ENGINES[fmt]
+    if c.engine not in takes:
+        targets = [f for f, (_, *engines) in EMIT_ENGINES.items() if c.engine in engines]
+        to_do = (f"emit {', '.join(targets[:-1])} or {targets[-1]}" if len(targets) > 1 else f"emit {targets[0]}"
+                 if targets else f"sizer writes no {ENGINE_NAMES[c.engine]} configuration: plan with "
+                                 f"deployment.engine {' or '.join(takes)} (--engine) to emit {fmt}")
+        raise InputError(None, "--emit", f"{fmt} runs {ENGINE_NAMES[runs]}, but the plan is for deployment.engine "
+                                         f"{c.engine}, whose defaults and memory rules {ENGINE_NAMES[runs]} does not "
+                                         f"share; {to_do}")
     if c.config_overrides and c.slots:       # llama.cpp's --override-kv names GGUF keys, not config.json's
         raise InputError(None, "--emit", f"{fmt}: model.overrides change config.json keys, which "
-                                         f"{ENGINE_NAMES[engine]} does not read; the emitted server would run the "
+                                         f"{ENGINE_NAMES[c.engine]} does not read; the emitted server would run the "
                                          "model as its file states")
-    wanted = SLOT_FORMATS.get(fmt)
-    if (wanted or "vllm") != engine and (wanted or c.slots):
-        expected = next((f for f, e in SLOT_FORMATS.items() if e == engine), "vllm, k8s or sglang")
-        raise InputError(None, "--emit", f"{fmt} does not run what was planned for deployment.engine "
-                                         f"{c.slots.engine if c.slots else 'vllm-like engines'}; emit {expected}")
     return {"vllm": vllm_script, "k8s": kubernetes_manifest, "sglang": sglang_script, "llamacpp": llamacpp_script,
             "ollama": ollama_script, "gke": gke_manifest}[fmt](c)
 

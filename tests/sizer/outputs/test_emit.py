@@ -224,6 +224,31 @@ def test_bad_emit_flags_are_one_line(argv, says):
     assert "hardware_profiles" not in result.stderr
 
 
+@pytest.mark.parametrize("engine", ["tensorrt-llm", "lmdeploy", "tgi"])
+@pytest.mark.parametrize("fmt", ["vllm", "k8s", "gke", "sglang"])
+def test_another_engines_plan_is_not_written_as_a_vllm_or_sglang_configuration(engine, fmt):
+    # audit: a TensorRT-LLM plan emitted as `vllm serve` carried TensorRT-LLM's defaults (--block-size 32,
+    # --max-num-seqs 2048 and its gpu_memory_utilization, a share of the memory left free there) without a word
+    # --max-model-len 8192: TensorRT-LLM's own step budget (8,192, chunking off) takes a whole prompt that long
+    result = runner.invoke(app, ["plan", "scenarios/llama-3.1-70b-h200.yaml", "--engine", engine, "--max-model-len",
+                                 "8192", "--emit", fmt])
+    assert result.exit_code == 2 and not result.stdout, result.output
+    (line,) = result.stderr.strip().splitlines()
+    line = " ".join(line.split())
+    assert line.startswith("error: --emit: ") and f"deployment.engine {engine}" in line
+    assert "plan with deployment.engine" in line and "(--engine)" in line
+
+
+def test_vllm_and_sglang_plans_emit_as_each_other_and_slot_plans_only_as_their_own():
+    # vLLM's and SGLang's plans write every setting out, which both engines read alike (EMIT_ENGINES)
+    for engine, fmt in (("sglang", "vllm"), ("vllm", "sglang")):
+        result = runner.invoke(app, ["plan", "scenarios/llama-3.1-70b-h200.yaml", "--engine", engine, "--emit", fmt])
+        assert result.exit_code == 0, result.output
+    laptop = runner.invoke(app, ["plan", "scenarios/llamacpp-laptop-m4-pro.yaml", "--emit", "ollama"])
+    assert laptop.exit_code == 2 and "deployment.engine llama.cpp" in laptop.stderr
+    assert " ".join(laptop.stderr.split()).endswith("; emit llamacpp")
+
+
 def test_search_emits_its_recommendation():
     result = runner.invoke(app, ["search", "scenarios/llama-3.1-70b-h200.yaml", "--gpus", "h200", "--tp", "4",
                                  "--weights", "fp8", "--kv-cache-dtype", "auto", "--workers", "1",
