@@ -632,10 +632,34 @@ def engine_settings(s: Scenario, model: ModelSpec, hardware: HardwareSpec) -> En
     engine = EngineSettings(d.engine, block_size, max_num_seqs, max_num_batched_tokens, chunked, prefix_caching,
                             defaults.prefix_cache_kind, preemption, reserve, max_len, sources)
     if not engine.enable_chunked_prefill and engine.max_num_batched_tokens < max_len:
-        raise InputError(s.file, "deployment.max_num_batched_tokens",
-                         f"{engine.max_num_batched_tokens} is below max_model_len {max_len}; "
-                         "without chunked prefill a whole prompt must fit one step")
+        raise _prompt_beyond_a_step(s, engine, limit)
     return engine
+
+
+def _prompt_beyond_a_step(s: Scenario, engine: EngineSettings, limit: ContextLimit) -> InputError:
+    """A step budget below max_model_len with chunked prefill off: the engine takes no prompt longer than one step
+    (TensorRT-LLM: a context request of more than max_num_tokens). The refusal says where each number came from, a
+    default the user never wrote among them, and the three ways out, with the flag for the length when the
+    command line named the engine or the length."""
+    d = s.deployment
+    name, chosen = ENGINE_NAMES[d.engine], s.source_of("deployment.engine")
+
+    def origin(field: str) -> str:
+        if getattr(d, field) is None:
+            return f"{name}'s default"
+        source = s.source_of(f"deployment.{field}")
+        return f"from {source}" if source.startswith("--") else "stated"
+    tokens, max_len = engine.max_num_batched_tokens, engine.max_model_len
+    length = origin("max_model_len") if d.max_model_len else f"the model's context: {limit.what}" \
+        if max_len == limit.tokens else engine.sources["max_model_len"]
+    by_flag = chosen.startswith("--") or s.source_of("deployment.max_model_len").startswith("--")
+    return InputError(s.file, "deployment.max_num_batched_tokens",
+                      f"{tokens:,} ({origin('max_num_batched_tokens')}) is below max_model_len {max_len:,} ({length}) "
+                      f"with chunked prefill off ({origin('enable_chunked_prefill')}): {name}"
+                      + (f" ({chosen} {d.engine})" if chosen.startswith("--") else "")
+                      + " takes no prompt longer than one step; set deployment.enable_chunked_prefill: true, raise "
+                      f"deployment.max_num_batched_tokens to {max_len:,}, or lower deployment.max_model_len to "
+                      f"{tokens:,}" + (f" (--max-model-len {tokens})" if by_flag else ""))
 
 
 # A share of requests refused for their length that a plan states (and `sizer check`'s max_model_len rule fails on):

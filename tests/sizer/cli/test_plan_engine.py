@@ -98,3 +98,27 @@ def test_a_stream_interval_is_a_batching_servers_setting_and_spaces_the_clients_
     result = runner.invoke(app, ["simulate", str(path)])
     assert result.exit_code == 2
     assert "deployment.stream_interval: is a setting of vllm, sglang, tensorrt-llm" in result.output
+
+
+def test_tensorrt_llm_at_its_defaults_says_where_each_number_came_from_and_the_ways_out():
+    # audit: `plan scenarios/llama-3.1-8b-chat-h100.yaml --engine tensorrt-llm` was refused as "deployment.
+    # max_num_batched_tokens: 8192 is below max_model_len ...": a field the file does not have, at a default the
+    # user never wrote. TensorRT-LLM's defaults (sizer/sizing/presets.py): max_num_tokens 8,192, chunking off; a
+    # prompt longer than one step cannot run, so exit 2 stays, with where each number came from and what to set
+    result = runner.invoke(app, ["plan", "scenarios/llama-3.1-8b-chat-h100.yaml", "--engine", "tensorrt-llm"])
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    line = " ".join(line.split())
+    # the scenario states max_model_len 16,384; the engine came from --engine
+    assert ("deployment.max_num_batched_tokens: 8,192 (TensorRT-LLM's default) is below max_model_len 16,384 "
+            "(stated) with chunked prefill off (TensorRT-LLM's default): TensorRT-LLM (--engine tensorrt-llm) takes "
+            "no prompt longer than one step; set deployment.enable_chunked_prefill: true, raise "
+            "deployment.max_num_batched_tokens to 16,384, or lower deployment.max_model_len to 8,192 "
+            "(--max-model-len 8192)") in line
+    # from flags alone the length is the model's: Llama-3.1-8B's max_position_embeddings 131,072
+    alone = runner.invoke(app, ["plan", "--model", "llama-3.1-8b", "--gpu", "h100", "--engine", "tensorrt-llm"])
+    assert alone.exit_code == 2 and "below max_model_len 131,072 (the model's context: max_position_embeddings)" in \
+        " ".join(alone.stderr.split())
+    # and a way out passes: the length within the step
+    assert plan("--gpu", "h100", "--engine", "tensorrt-llm", "--max-model-len", "8192")["engine"]["engine"] == \
+        "tensorrt-llm"
