@@ -152,6 +152,11 @@ class ServingConfig:
         return self.model.startswith(GATED_REPOS)
 
     @property
+    def own_gguf(self) -> bool:
+        """The scenario's model is a GGUF file, which llama.cpp and Ollama load as it is (`gguf_file`)."""
+        return self.model.lower().endswith(".gguf")
+
+    @property
     def gpus_per_replica(self) -> int:
         return self.tensor_parallel_size * self.pipeline_parallel_size * self.data_parallel_size
 
@@ -398,7 +403,7 @@ def modelfile_reads_back(value: str) -> bool:
 
 def gguf_file(c: ServingConfig) -> str:
     """The GGUF file the server loads: the scenario's own .gguf, else a name to replace, after the model and format."""
-    if c.model.lower().endswith(".gguf"):
+    if c.own_gguf:
         return as_model_word(c.model)
     return as_model_word(f"{c.model.rsplit('/', 1)[-1]}-{c.weight_format.upper()}.gguf")
 
@@ -604,7 +609,9 @@ def _comments(c: ServingConfig) -> list[str]:
              f"replicas: {c.replicas} ({c.replicas_source})"]
     if c.replicas_memory_only:
         lines.append(MEMORY_ONLY_NOTE.format(replicas=c.replicas))
-    if c.slots:
+    if c.slots and c.own_gguf:
+        lines.append(f"weights: {c.weight_format}, the GGUF file {gguf_file(c)}")
+    elif c.slots:
         lines.append(f"weights: {c.weight_format}; point the model at a GGUF file in that format "
                      f"({gguf_file(c)} here)")
     elif not c.weights_from_checkpoint and c.weight_format not in ONLINE_FORMATS:
@@ -612,7 +619,7 @@ def _comments(c: ServingConfig) -> list[str]:
                      f"model at a checkpoint already in {c.weight_format}")
     if c.speculative and c.speculative.model and c.speculative.method in NEEDS_DRAFT:
         lines.append(f"speculative decoding: draft head {c.speculative.model}")
-    if c.gated:
+    if c.gated and not c.slots:     # llama.cpp and Ollama load a GGUF file (gguf_file), never the Hugging Face repo
         lines.append(f"{c.model} is gated on Hugging Face: accept its licence there and give the server HF_TOKEN")
     if c.lora:
         lines.append("LoRA: load adapters at run time (vLLM: POST /v1/load_lora_adapter with "
@@ -621,7 +628,7 @@ def _comments(c: ServingConfig) -> list[str]:
         lines.append(f"one replica spans {c.nodes} nodes: vLLM runs it on a Ray cluster of those nodes; SGLang "
                      f"runs this line on each node with --node-rank 0..{c.nodes - 1} and node 0's address "
                      "for LEADER_ADDRESS")
-    if not c.block_size_stated:
+    if not c.block_size_stated and not c.slots:      # llama-server and Ollama have no paged blocks to size
         why = (f"on {c.gpu_name} (its attention kernels pick the page size" if c.block_size in VLLM_BLOCK_SIZES
                else "(it aligns a hybrid model's block to its recurrent state's page")
         lines.append(f"--block-size left to the engine {why}; sized at {c.block_size}-token blocks)")

@@ -282,6 +282,30 @@ def test_emit_ollama_writes_the_environment_and_modelfile():
         assert line in text
 
 
+@pytest.mark.parametrize("scenario_file, fmt", [("llamacpp-rtx4090-slots.yaml", "llamacpp"),
+                                                ("llamacpp-laptop-m4-pro.yaml", "llamacpp"),
+                                                ("ollama-jetson-orin-edge.yaml", "ollama")])
+def test_slot_engine_comments_are_only_those_that_apply(scenario_file, fmt):
+    # audit: llama.cpp and Ollama scripts said "--block-size left to the engine (it aligns a hybrid model's block
+    # ...)", a flag llama-server does not have, for a plain Llama, and that meta-llama/Llama-3.1-8B "is gated on Hugging
+    # Face ... give the server HF_TOKEN", though the server loads a local GGUF file and downloads nothing
+    result = runner.invoke(app, ["plan", str(REPO / "scenarios" / scenario_file), "--emit", fmt])
+    assert result.exit_code == 0, result.output
+    comments = [line for line in result.stdout.splitlines() if line.startswith("#")]
+    assert not [line for line in comments if "block-size" in line or "HF_TOKEN" in line or "gated" in line]
+    # the one on the weights stays: the GGUF file to put in place of the name sizer made up
+    assert ("# weights: q4_k_m; point the model at a GGUF file in that format (Llama-3.1-8B-Q4_K_M.gguf here)"
+            in comments)
+
+
+def test_a_scenarios_own_gguf_file_is_named_as_the_weights_not_as_a_file_to_find():
+    r = resolve(scenario())
+    c = replace(serving_config(r, None, "fits"), model="/models/llama-8b-q4.gguf")
+    comments = [line for line in emit("llamacpp", c).splitlines() if line.startswith("#")]
+    assert "# weights: q4_k_m, the GGUF file /models/llama-8b-q4.gguf" in comments
+    assert not [line for line in comments if "point the model at" in line]
+
+
 def test_plan_prints_the_answers_and_emit_refuses_another_engine():
     laptop = REPO / "scenarios" / "llamacpp-laptop-m4-pro.yaml"
     result = runner.invoke(app, ["plan", str(laptop)])
