@@ -24,6 +24,7 @@ import re
 import shlex
 import unicodedata
 from dataclasses import dataclass, replace
+from decimal import Decimal
 
 import yaml
 
@@ -283,7 +284,7 @@ def vllm_argv(c: ServingConfig) -> list[str]:
     argv += _weights_flags(c, "vllm")
     argv += _valued("vllm", [("kv_cache_dtype", _kv_dtype(c.kv_cache_dtype, "fp8")),
                              ("max_model_len", str(c.max_model_len)),
-                             ("gpu_memory_utilization", f"{c.gpu_memory_utilization:g}")]
+                             ("gpu_memory_utilization", exact(c.gpu_memory_utilization))]
                     + [("block_size", str(c.block_size))] * c.block_size_stated
                     + [("max_num_seqs", str(c.max_num_seqs)),
                        ("max_num_batched_tokens", str(c.max_num_batched_tokens))])
@@ -341,7 +342,7 @@ def sglang_argv(c: ServingConfig) -> list[str]:
     limits = {field: n * ranks if field in SGLANG_SERVER_WIDE and n > 0 else n for field, n in limits.items()}
     argv += _valued("sglang", [
         ("kv_cache_dtype", _kv_dtype(c.kv_cache_dtype, "fp8_e4m3")), ("max_model_len", str(c.max_model_len)),
-        ("gpu_memory_utilization", f"{c.gpu_memory_utilization:g}"), ("max_num_seqs", str(limits["max_num_seqs"])),
+        ("gpu_memory_utilization", exact(c.gpu_memory_utilization)), ("max_num_seqs", str(limits["max_num_seqs"])),
         ("max_num_batched_tokens", str(c.max_num_batched_tokens)),
         ("chunked_prefill_size", str(limits["chunked_prefill_size"]))])
     if not c.enable_prefix_caching:
@@ -436,7 +437,7 @@ def ollama_script(c: ServingConfig) -> str:
     sl = c.slots
     name = k8s_name(c.name)
     env = {"OLLAMA_NUM_PARALLEL": str(sl.slots), "OLLAMA_MAX_LOADED_MODELS": str(sl.max_loaded_models),
-           "OLLAMA_KEEP_ALIVE": f"{sl.keep_alive_s:g}s", "OLLAMA_KV_CACHE_TYPE": sl.cache_type_k,
+           "OLLAMA_KEEP_ALIVE": f"{exact(sl.keep_alive_s)}s", "OLLAMA_KV_CACHE_TYPE": sl.cache_type_k,
            "OLLAMA_CONTEXT_LENGTH": str(sl.ctx_per_slot_tokens)}
     # auto: unset (Ollama chooses per GPU, llm/llama_server.go), but for a quantised cache, which needs flash
     # attention where Ollama before 0.12.4 leaves it off unless set: on, as the plan sized the cache
@@ -592,6 +593,14 @@ def _weights_flags(c: ServingConfig, engine: str) -> list[str]:
         return []
     method = f"{c.weight_format}_marlin" if c.marlin else spelling(QUANTIZATION, c.weight_format)
     return _valued(engine, [("quantization", method)])
+
+
+def exact(x: float) -> str:
+    """A planned number as an engine is given it: the shortest decimal that reads back as the same float (`:g` kept 6
+    digits: 0.9999999 became 1), never in exponent form (Go's time.ParseDuration, which reads Ollama's
+    OLLAMA_KEEP_ALIVE, takes none: 1234567 s was 1.23457e+06s), a whole number without '.0'."""
+    text = format(Decimal(repr(float(x))), "f")
+    return text.removesuffix(".0")
 
 
 def _kv_dtype(kv: str, fp8: str) -> str:

@@ -291,3 +291,26 @@ def test_overrides_llama_cpp_cannot_take_are_refused():
     with pytest.raises(FieldError) as err:
         emit("llamacpp", config_of(r))
     assert err.value.field == "--emit" and "llama.cpp does not read" in err.value.message
+
+
+@pytest.mark.parametrize("utilisation", [0.9, 0.9999999, 0.523456789, 1.0])
+def test_gpu_memory_utilization_is_written_as_planned(utilisation):
+    # audit: `:g` kept 6 significant digits, so a plan at 0.9999999 was emitted as 1 (a different KV pool);
+    # the shortest decimal that reads back as the same float is written, and check reads back the planned value
+    c = config_of(resolve(scenario(model="llama-3.1-8b", gpu_memory_utilization=utilisation, max_model_len=4096)))
+    argv = vllm_argv(c)
+    written = flags(argv[3:])["--gpu-memory-utilization"]
+    assert float(written) == utilisation and "e" not in written
+    assert parse_vllm_args(argv, "x.yaml")[0]["gpu_memory_utilization"] == utilisation
+    assert float(flags(sglang_argv(c)[3:])["--mem-fraction-static"]) == utilisation
+
+
+def test_ollama_keep_alive_is_a_duration_go_parses():
+    # `:g` wrote 1,234,567 s as 1.23457e+06s, which Go's time.ParseDuration (Ollama's envconfig) refuses
+    r = resolve(scenario_from_dict({"model": "llama-3.1-8b", "hardware": "l4",
+                                    "deployment": {"engine": "ollama", "quantization": "q4_k_m",
+                                                   "keep_alive_s": 1234567},
+                                    "workload": {"arrival": {"rate_per_s": 0.1},
+                                                 "prompt_tokens": {"distribution": "fixed", "value": 100},
+                                                 "output_tokens": {"distribution": "fixed", "value": 10}}}, None))
+    assert "OLLAMA_KEEP_ALIVE=1234567s" in emit("ollama", config_of(r))
