@@ -23,13 +23,20 @@ from sizer.cli.options import (
 )
 from sizer.cli.progress import progress
 from sizer.cli.render import check_summary, terminal
-from sizer.inputs.manifest import CheckFlags
+from sizer.inputs.manifest import CheckFlags, SizerBlock
 from sizer.inputs.manifests.fields import MAX_GPUS_PER_POD
 from sizer.outputs.check import CheckResult, check_file
 from sizer.outputs.destination import check_destination
 from sizer.outputs.junit import write_junit, write_junit_error
 from sizer.outputs.serialise import to_json
 from validation.errors import FieldError
+from validation.schema import check_key, key_for
+
+
+def as_block(value: float | None, field: str, flag: str) -> float | None:
+    """A flag that replaces a `sizer:` block field, held to that field's declaration (SizerBlock): what the file
+    refuses, the flag refuses (`--budget inf` and `--budget 0` were taken where `budget_usd_per_hour: 0` was not)."""
+    return None if value is None else check_key(key_for(SizerBlock, field, flag), value, None, flag)
 
 
 def command(
@@ -38,9 +45,9 @@ def command(
                                           "Helm values; docs/deploy.md); - reads standard input"),
     junit: Path | None = typer.Option(None, "--junit", help="write JUnit XML here (one testcase per rule)"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON instead of the summary"),
-    kv_share: float | None = typer.Option(None, "--kv-share", min=0.0, max=1.0,
-                                             help="share of max_num_seqs the KV cache must hold at max_model_len"),
-    budget: float | None = typer.Option(None, "--budget", min=0.0, help="most the deployment may cost, USD per hour"),
+    kv_share: float | None = typer.Option(None, "--kv-share", help="share of max_num_seqs the KV cache must hold at "
+                                                                     "max_model_len, 0 to 1"),
+    budget: float | None = typer.Option(None, "--budget", help="most the deployment may cost, USD per hour (> 0)"),
     rate: float | None = RATE,
     prompt_tokens: str | None = PROMPT_TOKENS,
     output_tokens: str | None = OUTPUT_TOKENS,
@@ -64,6 +71,7 @@ def command(
     behind a router that splits the workload. --model, --gpu and --gpus-per-replica replace what the
     `sizer:` block and the manifest say (the GPU type is rarely in a manifest); each value's source is
     printed."""
+    kv_share, budget = as_block(kv_share, "kv_share", "--kv-share"), as_block(budget, "budget_usd_per_hour", "--budget")
     check_range(share, "--share", MIN_SHARE, 1.0)
     check_range(gpus_per_replica, "--gpus-per-replica", 1, MAX_GPUS_PER_POD)
     check_gpu(gpu)

@@ -1,9 +1,13 @@
 """`sizer check`'s replica fix is the sizing pipeline's own answer, explained by the simulation that decided
 it (not by the short goodput probes), and a stated budget is honoured: a fix over it says so (issue 27)."""
 
+from pathlib import Path
+
 import pytest
 import yaml
+from typer.testing import CliRunner
 
+from sizer.cli import app
 from sizer.outputs.check import check_file
 
 # The fix tests check the same manifest under two budgets: its simulations run once for the module
@@ -11,6 +15,7 @@ from sizer.outputs.check import check_file
 pytestmark = pytest.mark.usefixtures("module_simulations_once")
 
 LATENCY = "scenarios/deploy/fail-latency-llama-70b-h100.yaml"   # 12 req/s, TTFT 500 ms, one TP4 H100 replica, $40/hour
+PASS = Path(__file__).resolve().parents[3] / "scenarios" / "deploy" / "pass-llama-8b-h100.yaml"   # budget $10/hour
 
 
 def test_the_slo_fix_is_the_pipelines_count_and_says_when_it_is_over_the_budget():
@@ -64,3 +69,23 @@ def test_a_deployment_missing_only_the_itl_target_is_short_of_token_gaps(tmp_pat
     assert slo.status == "fail" and point.share_met >= 0.95 and point.metrics.itl_share < 0.95
     assert f"short by {0.95 - point.metrics.itl_share:.1%} of token gaps (binding: ITL)" in slo.message
     assert slo.fixes[0].startswith("4 replicas (+1, +4 GPUs")
+
+
+@pytest.mark.parametrize("value, got", [("inf", "inf"), ("0", "0.0"), ("-1", "-1.0"), ("nan", "nan"),
+                                        ("1e400", "inf")])
+def test_the_budget_flag_takes_what_the_block_takes(value, got):
+    # audit: `--budget inf` and `--budget 0` were accepted (Typer's min=0) while the block's budget_usd_per_hour: 0
+    # is refused ("expected a number > 0"): the flag is now held to the block field's declaration (SizerBlock,
+    # gt=0, finite: sizer/cli/check.py as_block)
+    result = CliRunner().invoke(app, ["check", str(PASS), "--budget", value])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"error: --budget: expected a number > 0, got {got}"
+
+
+def test_the_block_refuses_the_same_budget(tmp_path):
+    # the rule the flag now follows: the `sizer:` block's own budget of 0, refused naming the block's field
+    text = PASS.read_text().replace("budget_usd_per_hour: 10", "budget_usd_per_hour: 0")
+    assert "budget_usd_per_hour: 0" in text
+    (tmp_path / "deploy.yaml").write_text(text)
+    result = CliRunner().invoke(app, ["check", str(tmp_path / "deploy.yaml")])
+    assert result.exit_code == 2 and "sizer.budget_usd_per_hour: expected a value > 0, got 0.0" in result.stderr
