@@ -65,6 +65,10 @@ EMIT_ENGINES = {"vllm": ("vllm", "vllm", "sglang"), "k8s": ("vllm", "vllm", "sgl
 # the image is pinned to the same release, and every default sizer assumed is written out explicitly, so a
 # later release's defaults cannot change what was sized.
 VLLM_RELEASE = "0.33.0"
+# sizer's speculative methods that release's --speculative-config takes (vllm/config/speculative.py SpeculativeMethod
+# in the 0.33.0 wheel: ngram, draft_model, suffix, custom_class and the EAGLE/MTP kinds; Medusa and MLP speculators
+# were removed before it: tests/data/engine_args/vllm.json)
+VLLM_SPECULATIVE = ("draft_model", "ngram", "eagle", "eagle3", "mtp")
 VLLM_IMAGE = f"vllm/vllm-openai:v{VLLM_RELEASE}"            # vLLM's published OpenAI-compatible server image
 VLLM_ROCM_IMAGE = f"vllm/vllm-openai-rocm:v{VLLM_RELEASE}"  # its ROCm build, same release
 PORT = 8000                                      # vLLM's default port
@@ -294,6 +298,9 @@ def vllm_argv(c: ServingConfig) -> list[str]:
                     + [("moe_backend", c.moe_backend)] * (c.moe_backend != "auto"))
     if c.speculative:
         s = c.speculative
+        if s.method not in VLLM_SPECULATIVE:
+            raise InputError(None, "--emit", f"vLLM {VLLM_RELEASE} has no {s.method} speculative decoding; "
+                                             f"it runs {', '.join(VLLM_SPECULATIVE)}")
         spec = {"method": s.method, "num_speculative_tokens": s.num_speculative_tokens}
         if s.model:
             spec["model"] = s.model

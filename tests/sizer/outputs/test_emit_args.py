@@ -106,9 +106,10 @@ def every_emitted(r) -> None:
         names = ollama_names(emit("ollama", c))
         assert names and names <= set(TABLES["ollama"]["options"]), names - set(TABLES["ollama"]["options"])
         return
+    if c.speculative and c.speculative.method == "medusa":      # neither vLLM 0.33.0 nor SGLang runs Medusa
+        return
     vllm_flags(vllm_argv(c))
-    if not (c.speculative and c.speculative.method == "medusa"):        # SGLang runs no Medusa
-        sglang_flags(sglang_argv(c))
+    sglang_flags(sglang_argv(c))
     try:
         text = emit("k8s", c)
     except InputError:              # a GPU with no Kubernetes device plugin known (TPU, Gaudi, laptops)
@@ -185,6 +186,19 @@ def test_eagle_is_emitted_with_its_draft_head():
     f = sglang_flags(sglang_argv(c))
     assert f["--speculative-algorithm"] == "EAGLE"
     assert f["--speculative-draft-model-path"] == "yuhuili/EAGLE-LLaMA3.1-Instruct-8B"
+
+
+def test_medusa_is_refused_for_the_vllm_release_the_image_pins():
+    # the pinned vLLM's --speculative-config methods (tests/data/engine_args/vllm.json, read from the 0.33.0 wheel's
+    # SpeculativeMethod) hold no "medusa": a command naming it would not start
+    assert "medusa" not in TABLES["vllm"]["options"]["--speculative-config"]["json_choices"]["method"]
+    c = config_of(resolve(scenario(model="llama-2-7b", max_model_len=4096, speculative_config={
+        "method": "medusa", "num_speculative_tokens": 3, "acceptance_rate": 0.7,
+        "model": str(HEADS / "medusa-vicuna-7b-v1.3")})))
+    with pytest.raises(InputError) as err:
+        vllm_argv(c)
+    line = str(err.value)
+    assert line.startswith("--emit: vLLM 0.33.0 has no medusa speculative decoding") and "\n" not in line
 
 
 def test_eagle_without_a_known_head_is_refused_in_one_line():
