@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -924,9 +925,25 @@ def _check_distribution(d: Distribution, path: str, f: str | None) -> None:
     if d.distribution == "empirical":
         if not d.values or any(not 1 <= v <= MAX_TOKENS for v in d.values):
             raise InputError(f, f"{path}.values", f"expected a non-empty list of lengths from 1 to {MAX_TOKENS:,}")
-        if d.weights is not None and (len(d.weights) != len(d.values) or any(x < 0 for x in d.weights)
-                                      or not 0 < sum(d.weights) < math.inf):
-            raise InputError(f, f"{path}.weights", "expected one non-negative weight per value, not all zero")
+        if d.weights is not None:
+            _check_weights(d.weights, len(d.values), f"{path}.weights", f)
+
+
+def _check_weights(weights: list[float], values: int, path: str, f: str | None) -> None:
+    """An empirical distribution's weights: one a value, none negative, summing to a number above 0 that is finite
+    (the simulator draws value i with chance weight i / sum: a sum past float's largest, 1.8e308, is inf and every
+    chance 0)."""
+    if len(weights) != values or any(x < 0 for x in weights):
+        raise InputError(f, path, f"expected one non-negative weight per value ({values}), got "
+                                  f"{excerpt(weights)}")
+    total = sum(weights)
+    if total == 0:
+        raise InputError(f, path, "expected weights that are not all zero (each value is drawn with chance weight / "
+                                  "sum of weights)")
+    if not math.isfinite(total):
+        raise InputError(f, path, f"expected weights that sum to a finite number (at most {sys.float_info.max:.3g}: "
+                                  f"each value is drawn with chance weight / sum of weights), got a sum past it: "
+                                  f"{excerpt(weights)}")
 
 
 def length_bounds(d: Distribution) -> tuple[int, int | None]:

@@ -167,3 +167,24 @@ def test_mtp_drafts_only_with_the_models_own_prediction_layers(model, refused):
             resolve(s)
     else:
         assert resolve(s).speculative is not None
+
+
+@pytest.mark.parametrize(("weights", "expected"), [
+    # 1e308 + 1e308 is inf in float64 (the largest float is 1.8e308): every chance weight / sum would be 0; the
+    # refusal names the overflow, not "all zero"
+    ([1e308, 1e308], "expected weights that sum to a finite number (at most 1.8e+308: each value is drawn with "
+                     "chance weight / sum of weights), got a sum past it: [1e+308, 1e+308]"),
+    ([0, 0], "expected weights that are not all zero (each value is drawn with chance weight / sum of weights)"),
+    ([1, -2], "expected one non-negative weight per value (2), got [1.0, -2.0]"),
+    ([1], "expected one non-negative weight per value (2), got [1.0]"),
+])
+def test_empirical_weights_are_refused_for_what_is_wrong_with_them(weights, expected):
+    data = with_("workload.prompt_tokens", {"distribution": "empirical", "values": [100, 200], "weights": weights})
+    assert refusal(data) == f"s.yaml: workload.prompt_tokens.weights: {expected}"
+
+
+def test_tiny_weights_that_sum_above_zero_are_read():
+    # 1e-320 + 1e-320 = 2e-320 > 0 (denormal, finite): each value is drawn with chance 1e-320 / 2e-320 = 1/2
+    data = with_("workload.prompt_tokens", {"distribution": "empirical", "values": [100, 200],
+                                            "weights": [1e-320, 1e-320]})
+    assert scenario_from_dict(data, None).workload.prompt_tokens.weights == [1e-320, 1e-320]
