@@ -314,8 +314,12 @@ class DeploymentSection:
 class Distribution:
     distribution: Literal["fixed", "uniform", "normal", "lognormal", "empirical"] = field(doc="length distribution")
     value: float | None = field(None, ge=1, le=MAX_TOKENS, doc="fixed: the length")
-    min: float | None = field(None, ge=1, le=MAX_TOKENS, doc="uniform: lower bound; any: clip")
-    max: float | None = field(None, ge=1, le=MAX_TOKENS, doc="uniform: upper bound; any: clip")
+    min: float | None = field(None, ge=1, le=MAX_TOKENS, doc="uniform: lower bound; normal, lognormal: clip; fixed, "
+                                                             "empirical: a bound the stated lengths must keep "
+                                                             "(one outside is refused, not clipped)")
+    max: float | None = field(None, ge=1, le=MAX_TOKENS, doc="uniform: upper bound; normal, lognormal: clip; fixed, "
+                                                             "empirical: a bound the stated lengths must keep "
+                                                             "(one outside is refused, not clipped)")
     mean: float | None = field(None, ge=1, le=MAX_TOKENS,
                                doc="normal/lognormal: mean length before rounding and the clip (the plan sizes for "
                                    "the mean as drawn)")
@@ -927,6 +931,26 @@ def _check_distribution(d: Distribution, path: str, f: str | None) -> None:
             raise InputError(f, f"{path}.values", f"expected a non-empty list of lengths from 1 to {MAX_TOKENS:,}")
         if d.weights is not None:
             _check_weights(d.weights, len(d.values), f"{path}.weights", f)
+    _check_within_clip(d, path, f)
+
+
+def _check_within_clip(d: Distribution, path: str, f: str | None) -> None:
+    """A fixed length, and every empirical value, within the distribution's own min and max: the clip would send
+    another length than the one stated (fixed 1,000 with max 500 sends 500), so the plan's lengths would not be the
+    ones the simulation sends. Each as the simulator takes it: a fixed value rounded (np.rint, half to even), an
+    empirical one cut to whole tokens. One outside is refused, even of weight 0: a list the clip changes is not the
+    list the user meant."""
+    if d.distribution not in ("fixed", "empirical") or (d.min is None and d.max is None):
+        return
+    lo, hi = _clip(d)
+    bounds = f"[{lo:,}, {f'{hi:,}' if hi is not None else 'inf'}]"
+    stated = [("value", round(d.value), d.value)] if d.distribution == "fixed" else \
+        [(f"values[{i}]", int(v), v) for i, v in enumerate(d.values)]
+    for key, length, value in stated:
+        if length < lo or (hi is not None and length > hi):
+            sent = lo if length < lo else hi
+            raise InputError(f, f"{path}.{key}", f"expected a length within min and max {bounds}, got {value:,g}: "
+                                                 f"the clip would send {sent:,} tokens, not the length stated")
 
 
 def _check_weights(weights: list[float], values: int, path: str, f: str | None) -> None:

@@ -27,7 +27,9 @@ field and what was expected, and exit code 2. So does a field that does not appl
 given, rather than being ignored: `cv` without gamma arrivals, `mean` on a uniform distribution,
 `weights` on any but an empirical one, a speculative `model` for ngram or mtp (eagle, eagle3 and
 medusa take their head's, which `plan --emit` names), `replicas` above 1 beside `disaggregated`,
-synthetic arrivals or lengths beside a trace; and a shared prefix longer than the longest prompt.
+synthetic arrivals or lengths beside a trace; a shared prefix longer than the longest prompt; and
+a length its own `min` and `max` would change: a normal or lognormal `mean`, a `fixed` value or any
+`empirical` value outside them (the plan's lengths are the ones the simulation sends).
 The engine refuses a request whose prompt + output exceed `max_model_len` (vLLM answers HTTP
 400): a workload whose every request does is refused, and where only some do, the plan states
 their share, sizes Little's law for the served ones (their rate, and their mean lengths given that

@@ -63,10 +63,10 @@ def test_a_field_that_does_not_apply_is_refused(path, value, line):
 
 
 def test_what_applies_is_read():
-    # min and max clip any distribution; an EAGLE head is the engine's to load (plan --emit names it); one replica
-    # of disaggregated pools is the pair (manifests state it so, sizer/inputs/manifest.py)
-    clipped = with_("workload.output_tokens", {"distribution": "fixed", "value": 100, "max": 80})
-    assert length_bounds(scenario_from_dict(clipped, None).workload.output_tokens) == (80, 80)
+    # a fixed length within its own min and max is read as it is; an EAGLE head is the engine's to load (plan --emit
+    # names it); one replica of disaggregated pools is the pair (manifests state it so, sizer/inputs/manifest.py)
+    within = with_("workload.output_tokens", {"distribution": "fixed", "value": 100, "min": 100, "max": 120})
+    assert length_bounds(scenario_from_dict(within, None).workload.output_tokens) == (100, 100)
     eagle = {"method": "eagle", "num_speculative_tokens": 3, "acceptance_rate": 0.7, "model": "some/eagle-head"}
     assert scenario_from_dict(with_("deployment.speculative_config", eagle), None).deployment.speculative_config
     pair = {"replicas": 1, "disaggregated": {"prefill_replicas": 1, "decode_replicas": 2}}
@@ -188,3 +188,37 @@ def test_tiny_weights_that_sum_above_zero_are_read():
     data = with_("workload.prompt_tokens", {"distribution": "empirical", "values": [100, 200],
                                             "weights": [1e-320, 1e-320]})
     assert scenario_from_dict(data, None).workload.prompt_tokens.weights == [1e-320, 1e-320]
+
+
+@pytest.mark.parametrize(("d", "line"), [
+    # fixed 1,000 with max 500: the simulator clips every draw to 500 while the plan's assumptions said 1,000
+    ({"distribution": "fixed", "value": 1000, "max": 500},
+     "workload.output_tokens.value: expected a length within min and max [1, 500], got 1,000: the clip would send "
+     "500 tokens, not the length stated"),
+    # 511.5 rounds half to even (np.rint) to 512, above max 511
+    ({"distribution": "fixed", "value": 511.5, "max": 511},
+     "workload.output_tokens.value: expected a length within min and max [1, 511], got 511.5: the clip would send "
+     "511 tokens, not the length stated"),
+    # every value below min 100: all would be sent as 100; the first outside is named
+    ({"distribution": "empirical", "values": [10, 20, 30], "min": 100},
+     "workload.output_tokens.values[0]: expected a length within min and max [100, inf], got 10: the clip would "
+     "send 100 tokens, not the length stated"),
+    # one value outside is enough: 30,000 would be sent as 1,000, and the mean the plan states would be
+    # (100 + 200 + 1,000) / 3 = 433, not the list's
+    ({"distribution": "empirical", "values": [100, 200, 30000], "max": 1000},
+     "workload.output_tokens.values[2]: expected a length within min and max [1, 1,000], got 30,000: the clip "
+     "would send 1,000 tokens, not the length stated"),
+    # even a value never drawn (weight 0) is outside the list the user meant
+    ({"distribution": "empirical", "values": [100, 5000], "weights": [1, 0], "max": 1000},
+     "workload.output_tokens.values[1]: expected a length within min and max [1, 1,000], got 5,000: the clip would "
+     "send 1,000 tokens, not the length stated"),
+])
+def test_a_fixed_or_empirical_length_outside_its_clip_is_refused(d, line):
+    assert refusal(with_("workload.output_tokens", d)) == f"s.yaml: {line}"
+
+
+def test_empirical_values_within_the_clip_are_read_as_stated():
+    # 99.9 is cut to 99 tokens (int), within [99, 200]: the values drawn are the values stated
+    d = {"distribution": "empirical", "values": [99.9, 200], "min": 99, "max": 200}
+    assert length_bounds(scenario_from_dict(with_("workload.output_tokens", d), None).workload.output_tokens) == \
+        (99, 200)
