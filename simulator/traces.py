@@ -21,6 +21,7 @@ import numpy as np
 
 from simulator.workload import Workload
 from validation.errors import EXCERPT_CHARS, FieldError, excerpt
+from validation.input_files import file_kind
 from validation.schema import Key, check_key, read_key
 from validation.trace_limits import (
     MAX_HASH_ID,
@@ -87,8 +88,9 @@ def _open(path: str):
     """The trace file, opened for reading in binary; only a regular file (a FIFO or a device
     could block or never end)."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise FieldError(path, None, "not a regular file (a directory, FIFO or device); expected a trace file")
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):
+            raise FieldError(path, None, f"{file_kind(mode)}, not a regular file; expected a trace file")
         return open(path, "rb")
     except OSError as e:
         raise FieldError(path, None, f"cannot read the trace ({e.strerror or e})") from None

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -22,6 +24,7 @@ from sizer.inputs.gguf_types import PRESETS
 from sizer.inputs.hardware import HOST_CPU, LLAMACPP_ONLY_DEVICES, HardwareOverrides, scenario_hardware
 from sizer.inputs.schedule import AutoscalingSection, EnergySection, ScheduleSection, check_schedule
 from validation.errors import FieldError, excerpt
+from validation.input_files import file_kind
 from validation.safe_yaml import load_yaml
 from validation.schema import build, field, join
 from validation.trace_limits import MAX_REQUEST_TOKENS, MAX_TIMESTAMP_S, MAX_TRACE_REQUESTS
@@ -728,10 +731,8 @@ def check_scenario(s: Scenario) -> None:
         for name in ("prompt_tokens", "output_tokens"):
             _check_distribution(getattr(w, name), f"workload.{name}", f)
         check_prefix(w.shared_prefix, w.prompt_tokens, "workload", f)
-    else:
-        trace_path = scenario_dir(s) / w.trace.path
-        if not trace_path.is_file() and not preloaded.has_trace(str(trace_path)):    # a sweep worker: shipped
-            raise InputError(f, "workload.trace.path", f"trace file {excerpt(str(trace_path))} not found")
+    elif not preloaded.has_trace(str(scenario_dir(s) / w.trace.path)):       # a sweep worker: shipped
+        check_trace_file(scenario_dir(s) / w.trace.path, f, "workload.trace.path")
     d = s.deployment
     if d.disaggregated is not None and (d.replicas or 1) > 1:     # the simulator runs one pair of pools
         raise InputError(f, "deployment.replicas", f"expected 1 (or none) with deployment.disaggregated, whose "
@@ -804,6 +805,21 @@ def _check_trace_replay(s: Scenario) -> None:
             raise InputError(f, f"workload.{key}", f"not with workload.trace, which replays its own {what}")
 
 
+def check_trace_file(path: Path, f: str | None, field_path: str) -> None:
+    """A trace file the scenario names exists and is a regular file (a directory, a FIFO or a device is named as
+    what it is: the trace reader would refuse it, or block on it)."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise InputError(f, field_path, f"trace file {excerpt(str(path))} not found") from None
+    except OSError as exc:
+        raise InputError(f, field_path, f"trace file {excerpt(str(path))}: cannot read it "
+                                        f"({exc.strerror or exc})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(f, field_path, f"trace file {excerpt(str(path))} is {file_kind(info.st_mode)}, not a regular "
+                                        "file; expected a trace file")
+
+
 def check_prefix(sp: SharedPrefixSection | None, prompt: Distribution, path: str, f: str | None) -> None:
     """A shared prefix is the start of a prompt: at most the longest prompt the distribution draws."""
     if sp is None:
@@ -822,6 +838,8 @@ def _check_over_time(s: Scenario, f: str | None) -> None:
             raise InputError(f, "autoscaling", "needs workload.schedule (the rate replicas follow)")
         return
     check_schedule(w.schedule, f)
+    if w.schedule.trace is not None:        # read by plan --simulate; a plan, or simulate, refuses it as it would
+        check_trace_file(scenario_dir(s) / w.schedule.trace.path, f, "workload.schedule.trace.path")
     if w.arrival.process == "closed":       # named as the process (which --concurrency may have set)
         raise InputError(f, "workload.arrival.process", "'closed': not with workload.schedule, which sets the rate")
     for wrong, why in ((w.trace is not None, "workload.trace: replay or schedule, not both (a trace as the time "

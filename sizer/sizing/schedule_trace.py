@@ -11,8 +11,7 @@ import math
 import numpy as np
 
 from simulator.traces import read_csv_trace, read_mooncake
-from sizer.errors import InputError
-from sizer.inputs.scenario import StatedWorkload, scenario_dir
+from sizer.inputs.scenario import StatedWorkload, check_trace_file, scenario_dir
 from sizer.inputs.schedule import Profile
 
 
@@ -21,8 +20,7 @@ def trace_profile(s: StatedWorkload) -> Profile:
     sch = s.workload.schedule
     t = sch.trace
     path = scenario_dir(s) / t.path
-    if not path.is_file():
-        raise InputError(s.file, "workload.schedule.trace.path", f"trace file {str(path)!r} not found")
+    check_trace_file(path, s.file, "workload.schedule.trace.path")     # checked as read; it may have gone since
     reader = read_mooncake if t.format == "mooncake" else read_csv_trace
     arrival = reader(str(path), t.max_requests).arrival_s
     arrival = arrival - arrival.min()

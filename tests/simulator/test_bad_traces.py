@@ -199,7 +199,7 @@ def test_fuzzed_csv_cells(tmp_path, column, cell, row):
 def test_only_a_regular_file_is_read(tmp_path):
     fifo = tmp_path / "trace.jsonl"
     os.mkfifo(fifo)                                        # reading it would block forever
-    for path, why in ((fifo, "not a regular file"), (tmp_path, "not a regular file"),
+    for path, why in ((fifo, "a FIFO, not a regular file"), (tmp_path, "a directory, not a regular file"),
                       (tmp_path / "missing.csv", "cannot read")):
         with pytest.raises(FieldError, match=why) as info:
             read_mooncake(path) if path.suffix != ".csv" else read_csv_trace(path)

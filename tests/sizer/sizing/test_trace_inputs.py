@@ -5,12 +5,14 @@ plan sizes for the trace's rate): `plan` and `plan --simulate` refuse it naming 
 timestamps; `simulate` replays it as it is.
 """
 
+import os
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from sizer.cli import app
+from validation.errors import excerpt
 
 CORPUS = Path(__file__).resolve().parents[2] / "bad_inputs" / "trace"
 GOOD = '{"timestamp": %d, "input_length": 1000, "output_length": 20, "hash_ids": [0, 1]}\n'
@@ -95,3 +97,39 @@ def test_a_trace_with_a_span_still_plans_and_simulates(tmp_path):
     trace.write_text("".join(GOOD % (500 * i) for i in range(20)))
     result = runner.invoke(app, ["plan", "--simulate", "--json", str(scenario(tmp_path, trace, "mooncake"))])
     assert result.exit_code == 0, result.output
+
+
+def _fifo(tmp_path: Path) -> Path:
+    fifo = tmp_path / "fifo.csv"
+    os.mkfifo(fifo)                     # reading it would block until a writer came
+    return fifo
+
+
+@pytest.mark.parametrize(("make", "what"), [
+    (lambda tmp: tmp, "is a directory, not a regular file"),
+    (_fifo, "is a FIFO, not a regular file"),
+    (lambda tmp: Path("/dev/null"), "is a character device, not a regular file"),
+    (lambda tmp: tmp / "missing.csv", "not found"),
+])
+@pytest.mark.parametrize("command", [["plan"], ["simulate"]])
+def test_a_trace_path_that_is_not_a_file_is_named_for_what_it_is(tmp_path, make, what, command):
+    # it was "trace file ... not found" for a directory, a FIFO and a device alike
+    trace = make(tmp_path)
+    result = runner.invoke(app, [*command, str(scenario(tmp_path, trace, "csv"))])
+    one_line_exit_2(result, ": workload.trace.path: ", f"trace file {excerpt(str(trace))} {what}")
+
+
+@pytest.mark.parametrize(("make", "what"), [
+    (lambda tmp: tmp / "missing.csv", "not found"),
+    (lambda tmp: tmp, "is a directory, not a regular file"),
+])
+def test_plan_checks_the_schedules_trace_too(tmp_path, make, what):
+    # only plan --simulate read workload.schedule.trace, so a plain plan of a missing one said nothing
+    trace = make(tmp_path)
+    path = tmp_path / "s.yaml"
+    path.write_text("model: llama-3.1-8b\nhardware: h100-sxm\nslo: {ttft_ms: 1000}\nworkload:\n"
+                    "  arrival: {rate_per_s: 2}\n  prompt_tokens: {distribution: fixed, value: 100}\n"
+                    "  output_tokens: {distribution: fixed, value: 10}\n"
+                    f"  schedule: {{trace: {{path: {trace}, format: csv, bin_s: 60}}}}\n")
+    one_line_exit_2(runner.invoke(app, ["plan", str(path)]), ": workload.schedule.trace.path: ",
+                    f"trace file {excerpt(str(trace))} {what}")
