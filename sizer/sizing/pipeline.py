@@ -23,7 +23,7 @@ from contextlib import AbstractContextManager
 
 from sizer.sizing.cost import cost_summary, gpus_per_replica, usd_per_hour
 from sizer.sizing.goodput import Goodput, goodput_rate, probe_slo, rate_bound_per_s, replicas_for, slo_of
-from sizer.sizing.plan import Plan, slo_targets
+from sizer.sizing.plan import Plan, closed_loop_clients, slo_targets
 from sizer.sizing.resolve import Resolved
 from sizer.sizing.result import GoodputSettings, Sizing, SizingStatus, SLOProbe
 from sizer.words import count
@@ -167,8 +167,8 @@ def closed_loop_note(r: Resolved, rate_per_s: float) -> str | None:
     a = r.workload.arrival
     if r.workload.trace is not None or a.process != "closed":
         return None
-    return (f"closed loop of {a.concurrency:,} clients sized as Poisson arrivals at the rate they would send, "
-            f"{rate_per_s:.3g} req/s (concurrency / (time in system + think time), the plan's Little's-law "
+    return (f"closed loop of {closed_loop_clients(r.workload):,} clients sized as Poisson arrivals at the rate they "
+            f"would send, {rate_per_s:.3g} req/s (concurrency / (time in system + think time), the plan's Little's-law "
             "estimate): goodput, replicas and the SLO's verdict are for that open-loop rate; `sizer simulate` runs the "
             "loop itself")
 

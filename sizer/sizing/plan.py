@@ -9,6 +9,7 @@ Field names carry their units.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -41,6 +42,7 @@ from sizer.inputs.scenario import (
     VLLM_GPU_MEMORY_UTILIZATION,
     Distribution,
     EnergySection,
+    WorkloadSection,
     targets_text,
 )
 from sizer.kinds import kind
@@ -286,6 +288,24 @@ def _closed_loop(steps: RequestSteps, concurrency: int, think_s: float, context:
     return t, concurrency / (think_s + t)
 
 
+def closed_loop_clients(w: WorkloadSection) -> int:
+    """The clients of a closed loop that can ever be in flight: min(concurrency, num_requests). The loop sends
+    num_requests requests in all (vllm bench serve --max-concurrency N sends --num-prompts), so clients beyond them
+    never send one: 100,000 clients of 300 requests hold at most 300 in flight, as the simulation runs them."""
+    return min(w.arrival.concurrency, w.num_requests)
+
+
+def clients_cut(w: WorkloadSection, source: Callable[[str], str]) -> str:
+    """Why a closed loop is sized for fewer clients than stated ("" when it is not): `source` says where
+    workload.num_requests came from."""
+    a = w.arrival
+    if closed_loop_clients(w) == a.concurrency:
+        return ""
+    return (f"; only {w.num_requests:,} of the {a.concurrency:,} clients send a request (workload.num_requests "
+            f"{w.num_requests:,}, {source('workload.num_requests')}, is all the loop sends, as vllm bench serve "
+            f"--num-prompts is): sized for {w.num_requests:,} clients")
+
+
 def make_plan(r: Resolved) -> Plan:
     m, hw, p, e = r.model, r.hardware, r.parallel, r.engine
     d, w = r.deployment, r.workload
@@ -308,11 +328,12 @@ def make_plan(r: Resolved) -> Plan:
     # Little's law.
     a = w.arrival
     closed, think_s = w.trace is None and a.process == "closed", a.think_time_s or 0.0
+    clients = closed_loop_clients(w) if closed else 0
     context = int(prompt_mean + output_mean / 2)
     if w.time_in_system_s is not None:
         t_sys, t_source = w.time_in_system_s, "scenario"
         if closed:
-            rate = a.concurrency / (think_s + t_sys)
+            rate = clients / (think_s + t_sys)
     else:
         t_source = ("estimated: prefill + outputs x decode step (the plan's step model) at the Little's-law batch"
                     if steps.drafts_per_step == 0 else
@@ -320,14 +341,14 @@ def make_plan(r: Resolved) -> Plan:
                     f"verifying {steps.drafts_per_step} drafts a sequence (the plan's step model), drafting beside "
                     "each step, at the Little's-law batch")
         if closed:
-            t_sys, rate = _closed_loop(steps, a.concurrency, think_s, context, times.memory_limited_batch)
-            t_source += (f"; closed loop of {a.concurrency} clients: they send at concurrency / (time in system + "
+            t_sys, rate = _closed_loop(steps, clients, think_s, context, times.memory_limited_batch)
+            t_source += (f"; closed loop of {clients} clients: they send at concurrency / (time in system + "
                          f"think time {think_s:g} s) = {rate:.3g} req/s, the rate sized for")
         else:
             t_sys = _time_in_system_s(steps, rate, context, times.memory_limited_batch)
     if closed and rate > MAX_RATE_PER_S:      # the rate a scenario may state, so the one its clients may send
         given = "workload.time_in_system_s" if w.time_in_system_s is not None else "workload.arrival.concurrency"
-        raise InputError(r.file, given, f"{a.concurrency:,} clients would send {rate:.3g} req/s (concurrency / "
+        raise InputError(r.file, given, f"{clients:,} clients would send {rate:.3g} req/s (concurrency / "
                                         f"(time in system {t_sys:.3g} s + think time {think_s:g} s)); expected at "
                                         f"most {MAX_RATE_PER_S:g} req/s, as rate_per_s")
     if w.kv_tokens_per_request:
@@ -438,7 +459,8 @@ def workload_assumptions(r: Resolved, rate: float, prompt_mean: float, output_me
     else:
         if w.arrival.process == "closed":
             arrival = (f"workload: a closed loop of {w.arrival.concurrency} clients "
-                       f"({src('workload.arrival.concurrency')}), think time {w.arrival.think_time_s or 0:g} s")
+                       f"({src('workload.arrival.concurrency')}), think time {w.arrival.think_time_s or 0:g} s"
+                       + clients_cut(w, src))
         else:
             arrival = (f"workload: {w.arrival.rate_per_s:g} req/s ({src('workload.arrival.rate_per_s')}), "
                        f"{w.arrival.process} arrivals ({src('workload.arrival.process')})")

@@ -147,3 +147,30 @@ def test_concurrency_on_a_schedule_is_refused_naming_the_flag():
     assert result.exit_code == 2
     assert result.stderr.strip() == ("error: --concurrency: 'closed': not with workload.schedule, which sets the rate "
                                      "(as workload.arrival.process)")
+
+
+def _closed(tmp_path, concurrency: int, num_requests: int):
+    path = tmp_path / "closed.yaml"
+    path.write_text(f"model: llama-3.1-8b\nhardware: h100-sxm\ndeployment: {{max_model_len: 16384}}\nworkload:\n"
+                    f"  arrival: {{process: closed, concurrency: {concurrency}}}\n  num_requests: {num_requests}\n"
+                    "  prompt_tokens: {distribution: fixed, value: 1000}\n"
+                    "  output_tokens: {distribution: fixed, value: 200}\n")
+    result = plan(path, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_a_closed_loop_is_sized_for_the_clients_that_send(tmp_path):
+    # 100,000 clients of a 300-request loop: the loop sends 300 requests in all (vllm bench serve --max-concurrency
+    # 100000 --num-prompts 300), so at most 300 are ever in flight, as the simulation holds them; the plan sized
+    # 100,000 in flight (and 329 replicas for memory)
+    big = _closed(tmp_path, 100_000, 300)
+    assert big["capacity"]["requests_in_flight"] == pytest.approx(300)      # Little's law: N clients, no think time
+    assert big["capacity"]["replicas_for_memory"] == 1      # 300 x 1,200 tokens = 360,000 of 443,328 KV tokens
+    assert ("workload: a closed loop of 100000 clients (scenario), think time 0 s; only 300 of the 100,000 clients "
+            "send a request (workload.num_requests 300, scenario, is all the loop sends, as vllm bench serve "
+            "--num-prompts is): sized for 300 clients") in big["assumptions"]
+    # 300 clients of the same loop are the same plan, and no cut is stated
+    same = _closed(tmp_path, 300, 300)
+    assert same["capacity"] == big["capacity"]
+    assert "workload: a closed loop of 300 clients (scenario), think time 0 s" in same["assumptions"]
