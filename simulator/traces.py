@@ -59,6 +59,9 @@ CSV_COLUMNS = tuple(k.name for k in CSV_FIELDS)
 MAX_ADAPTER_ID = 2 ** 31 - 1
 ADAPTER_KEY = Key("adapter", int, ge=-1, le=MAX_ADAPTER_ID, doc="LoRA adapter id, -1 the base model (optional)")
 CSV_ADAPTER_COLUMN = "Adapter"
+# A CSV cell has no null: an empty Adapter cell is the base model, said so in a refusal of any other
+CSV_ADAPTER_KEY = Key(CSV_ADAPTER_COLUMN, int, ge=-1, le=MAX_ADAPTER_ID, nullable=False,
+                      doc="LoRA adapter id, -1 or empty the base model (optional)")
 
 
 def _lines(path: str, f) -> Iterator[tuple[int, str]]:
@@ -201,8 +204,21 @@ def _mooncake_record(path: str, lineno: int, rec) -> tuple[float, int, int, tupl
     return t * 1e-3, p, o, tuple(h or ())
 
 
+def _plain(text: str) -> bool:
+    """Does `text` hold only ASCII, and no digit-group underscore? Python's int() and float() also read '1_000' and
+    other scripts' digits ('１００', '٣٠٠'), which are no trace's numbers."""
+    return text.isascii() and "_" not in text
+
+
+def _blank(row: list[str]) -> bool:
+    """A CSV line of nothing but whitespace (csv reads it as one cell of spaces), skipped as an empty line is."""
+    return not row or (len(row) == 1 and not row[0].strip())
+
+
 def _number(cell: str):
-    """A CSV cell as an int, else a float; the cell itself when it is neither."""
+    """A CSV cell as an int, else a float; the cell itself when it is neither (or not `_plain`)."""
+    if not _plain(cell):
+        return cell
     try:
         return int(cell)
     except ValueError:
@@ -226,7 +242,7 @@ def read_csv_trace(path: str | Path, limit: int | None = None) -> Workload:
         lines = _lines(path, f)
         reader = csv.reader(text for _, text in lines)
         try:
-            header = next((row for row in reader if row), None)
+            header = next((row for row in reader if not _blank(row)), None)
             if header is None:
                 raise FieldError(path, "line 1", f"empty; expected a header {','.join(CSV_COLUMNS)} and one row a "
                                  f"request")
@@ -245,7 +261,7 @@ def read_csv_trace(path: str | Path, limit: int | None = None) -> Workload:
             t_key, p_key, _ = CSV_FIELDS
             t_lo, t_hi, least, most = t_key.ge, t_key.le, p_key.ge, p_key.le
             for row in reader:
-                if not row:
+                if _blank(row):
                     continue
                 lineno = reader.line_num
                 if len(prompt) >= cap:
@@ -262,6 +278,8 @@ def read_csv_trace(path: str | Path, limit: int | None = None) -> Workload:
                 # bound); any other row goes through _csv_row.
                 stamp = row[ti].strip()
                 try:
+                    if not _plain(row[pi] + row[oi] + stamp):
+                        raise ValueError
                     p, o = int(row[pi]), int(row[oi])
                     t = float(stamp) if numeric else stamp
                 except ValueError:
@@ -274,8 +292,7 @@ def read_csv_trace(path: str | Path, limit: int | None = None) -> Workload:
                 lines_of.append(lineno)
                 if ai is not None:
                     cell = row[ai].strip()
-                    adapters.append(check_key(ADAPTER_KEY, _number(cell), path, f"line {lineno:,}, "
-                                              f"{CSV_ADAPTER_COLUMN}") if cell else -1)
+                    adapters.append(_csv_adapter(path, lineno, cell) if cell else -1)
         except csv.Error as e:
             raise FieldError(path, f"line {reader.line_num:,}", f"not CSV ({e})") from None
     if not prompt:
@@ -300,6 +317,14 @@ def _csv_row(path: str, lineno: int, row: list[str], at: tuple[int, int, int], n
     o = check_key(o_key, _number(cells[2]), path, f"{where}, {o_key.name}")
     _request_tokens(path, where, p, o, o_key.name)
     return t, p, o
+
+
+def _csv_adapter(path: str, lineno: int, cell: str) -> int:
+    """An Adapter cell that is not empty: an id from -1 (the base model, as an empty cell is) up."""
+    try:
+        return check_key(CSV_ADAPTER_KEY, _number(cell), path, f"line {lineno:,}, {CSV_ADAPTER_COLUMN}")
+    except FieldError as e:
+        raise FieldError(e.file, e.field, f"{e.message}; an empty cell is the base model") from None
 
 
 def _datetimes_s(path: str, stamps: list[str], lines_of: list[int]) -> np.ndarray:

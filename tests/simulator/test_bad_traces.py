@@ -204,3 +204,41 @@ def test_only_a_regular_file_is_read(tmp_path):
         with pytest.raises(FieldError, match=why) as info:
             read_mooncake(path) if path.suffix != ".csv" else read_csv_trace(path)
         assert_one_line(info.value, path)
+
+
+# -- Blank lines and numbers in CSV cells.
+
+def test_whitespace_only_lines_are_skipped_in_both_formats(tmp_path):
+    # a line of spaces or tabs is no request: Mooncake skipped it, CSV read it as a row of one cell and refused it
+    # ("1 cell(s); expected 3"); before the header, between rows and at the end alike
+    c = tmp_path / "ws.csv"
+    c.write_text("   \nTIMESTAMP,ContextTokens,GeneratedTokens\n0,100,10\n \t \n1,200,20\n   \n")
+    w = read_csv_trace(c)
+    assert w.prompt_tokens.tolist() == [100, 200] and np.allclose(w.arrival_s, [0.0, 1.0])
+    m = tmp_path / "ws.jsonl"
+    m.write_text(GOOD % 0 + " \t \n" + GOOD % 1000 + "   \n")
+    assert len(read_mooncake(m)) == 2
+
+
+@pytest.mark.parametrize(("rows", "field", "cell"), [
+    ("0,1_000,10\n", "line 2, ContextTokens", "'1_000'"),           # int('1_000') is 1000
+    ("0,\uff11\uff10\uff10,10\n", "line 2, ContextTokens", "'１００'"),   # full-width digits: int() reads 100
+    ("0,100,\u0663\u0660\u0660\n", "line 2, GeneratedTokens", "'٣٠٠'"),  # Arabic-Indic digits: int() reads 300
+    ("0,100,10\n1_0,100,10\n", "line 3, TIMESTAMP", "'1_0'"),        # float('1_0') is 10.0
+])
+def test_only_ascii_decimal_numbers_are_read_from_csv_cells(tmp_path, rows, field, cell):
+    c = tmp_path / "n.csv"
+    c.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n" + rows, encoding="utf-8")
+    with pytest.raises(FieldError) as info:
+        read_csv_trace(c)
+    assert info.value.field == field and info.value.message.endswith(f"got {cell}"), info.value.one_line()
+
+
+def test_a_bad_adapter_cell_names_the_empty_cell_not_null(tmp_path):
+    # CSV has no null: the expectation said "or null"; an empty Adapter cell is the base model
+    c = tmp_path / "a.csv"
+    c.write_text("TIMESTAMP,ContextTokens,GeneratedTokens,Adapter\n0,100,10,\n1,100,10,x\n")
+    with pytest.raises(FieldError) as info:
+        read_csv_trace(c)
+    assert info.value.one_line() == (f"{c}: line 3, Adapter: expected an integer in [-1, 2147483647], got 'x'; an "
+                                     "empty cell is the base model")
