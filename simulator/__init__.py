@@ -28,7 +28,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "request": ("Request",),
     # workloads and traces
     "workload": ("AdapterPopularity", "Arrivals", "ClosedLoop", "Lengths", "PromptSet", "SchemaUse", "SharedPrefix",
-                 "Stage", "Workload", "WorkloadSpec", "generate", "staged_arrival_s", "with_tags"),
+                 "Stage", "Workload", "WorkloadSpec", "WorkloadSummary", "generate", "staged_arrival_s", "with_tags"),
     "traces": ("read_csv_trace", "read_mooncake"),
     # a run, its records and their summary
     "run": ("SimulationConfig", "simulate"),

@@ -3,6 +3,7 @@ step times) and print latency percentiles, throughput, SLO attainment and cache 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
@@ -35,7 +36,8 @@ from sizer.outputs.destination import check_destination, csv_frames
 from sizer.outputs.serialise import to_json
 from sizer.sizing.goodput import slo_of
 from sizer.sizing.resolve import resolve
-from sizer.sizing.simulate import DEFAULT_ROUTER, check_simulated_blocks, simulate_scenario
+from sizer.sizing.simulate import DEFAULT_ROUTER, check_simulated_blocks, simulate_notes, simulate_scenario
+from sizer.sizing.workload import workload_of
 from validation.errors import excerpt
 
 
@@ -74,49 +76,53 @@ def command(
     traffic = traffic_from_flags(rate, prompt_tokens, output_tokens, ttft_ms, itl_ms, tpot_ms=tpot_ms)
     variant = closed_loop_flag(concurrency, rate)
     if requests_csv is None:
-        scenario_obj, result, summary = run(scenario, num_requests, replicas, router, traffic=traffic, variant=variant)
+        scenario_obj, result, summary, notes = run(scenario, num_requests, replicas, router, traffic=traffic,
+                                                   variant=variant)
     else:
         with csv_frames(requests_csv, "--requests-csv") as write:
             def rows(columns: dict, reasons: dict) -> None:     # a chunk of finished requests, in request order
                 for table in request_tables(columns, reasons):
                     write(table)
-            scenario_obj, result, summary = run(scenario, num_requests, replicas, router, traffic=traffic,
-                                                variant=variant, rows=rows)
+            scenario_obj, result, summary, notes = run(scenario, num_requests, replicas, router, traffic=traffic,
+                                                       variant=variant, rows=rows)
             if not len(result.columns["request_id"]):         # no request: the header alone
                 write(next(request_tables(result.columns, result.reject_reasons)))
     if as_json:
-        typer.echo(to_json({"scenario": scenario_obj.name, **vars(summary)}))
+        typer.echo(to_json({"scenario": scenario_obj.name, **vars(summary), "notes": notes}))
         return
     tables = kind("tables")
     console = tables.terminal(wide)
     tables.render_simulation_metrics(scenario_obj.name, summary, console, requests_csv, result.num_replicas)
-    if scenario_obj.workload.schedule is not None:
-        console.print(f"workload.schedule: simulated at workload.arrival.rate_per_s "
-                        f"({scenario_obj.workload.arrival.rate_per_s:g} req/s); `sizer plan --simulate` sizes the "
-                      f"{scenario_obj.workload.schedule.period}", highlight=False)
+    for note in notes:
+        console.print(f"note: {note}", highlight=False)
 
 
 def run(path: Path, num_requests: int | None, replicas: int | None, router: str,
         traffic: Traffic = Traffic(), variant: Variant | None = None, rows: Callable[[dict, dict], None] | None = None):
-    """The scenario with the flags, simulated (its progress on stderr; `rows`: `simulator.simulate`'s), and its
-    summary."""
+    """The scenario with the flags, simulated (its progress on stderr; `rows`: `simulator.simulate`'s), its
+    summary, and the notes on what of it the run left out or cut (`simulate_notes`). --num-requests states
+    workload.num_requests, as the file may: it cuts a trace as that field does."""
     variant = variant or Variant()
     if router not in ROUTERS:
         raise InputError(None, "--router", f"{excerpt(router)}; expected one of {', '.join(ROUTERS)}")
     check_range(num_requests, "--num-requests", 1, MAX_REQUESTS)
     check_range(replicas, "--replicas", 1, MAX_REPLICAS)
-    with naming_flags(variant, {"concurrency": "--concurrency", "arrival_process": "--concurrency"}, str(path)), \
+    sources = traffic_sources(traffic)
+    if num_requests is not None:
+        variant = dataclasses.replace(variant, num_requests=num_requests)
+        sources["workload.num_requests"] = "--num-requests"
+    with naming_flags(variant, {"concurrency": "--concurrency", "arrival_process": "--concurrency",
+                                "num_requests": "--num-requests"}, str(path)), \
             naming_traffic_flags(traffic, str(path)):
-        s = with_sources(scenario_with_flags(path, traffic, variant), traffic_sources(traffic))
+        s = with_sources(scenario_with_flags(path, traffic, variant), sources)
         if replicas is not None and s.deployment.disaggregated is not None:
             raise InputError(None, "--replicas", "does not apply to this scenario: its deployment.disaggregated "
                                                  "section sets the replicas (prefill_replicas and decode_replicas)")
         r = resolve(s)
     if replicas is not None and r.replica.num_blocks >= 1:    # the flag's replicas, named as the flag
         check_simulated_blocks(replicas * r.replica.num_blocks, None, "--replicas")
-    total = min(num_requests or s.workload.num_requests, (s.workload.trace.max_requests or 1 << 62)
-                if s.workload.trace else 1 << 62)
-    with progress("simulating", "requests", total) as update:
-        result = simulate_scenario(r, num_requests, replicas, router, update, rows=rows)
-    return s, result, summarise(result, slo_of(s))
+    workload = workload_of(r)
+    with progress("simulating", "requests", len(workload)) as update:
+        result = simulate_scenario(r, None, replicas, router, update, workload=workload, rows=rows)
+    return s, result, summarise(result, slo_of(s)), simulate_notes(r, workload)
 

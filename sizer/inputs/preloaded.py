@@ -26,7 +26,8 @@ class Preloaded:
     checkpoints: dict[tuple[str, str], Any] = field(default_factory=dict)  # (scenario folder, model) -> Checkpoint
     profiles: dict[str, Any] | None = None                                  # all_profiles(): id -> HardwareSpec
     kernel_tables: dict[tuple[str, str], Any] = field(default_factory=dict)  # (GPU id, engine) -> KernelTables | None
-    traces: dict[tuple[str, int], Any] = field(default_factory=dict)         # (path, requests read) -> Workload
+    # (path, requests read; None: all of them) -> Workload
+    traces: dict[tuple[str, int | None], Any] = field(default_factory=dict)
     kernel_headers: dict[tuple[str, str], Any] = field(default_factory=dict)  # (GPU id, engine) -> header | None
     kernel_folders: dict[str, Any] = field(default_factory=dict)    # hardware.kernel_tables folder -> KernelTables
 
@@ -87,7 +88,7 @@ def kernel_folder(folder: str) -> Any | None:
     return p.kernel_folders.get(folder) if p else None
 
 
-def trace(path: str, limit: int) -> Any | None:
+def trace(path: str, limit: int | None) -> Any | None:
     p = current()
     return p.traces.get((path, limit)) if p else None
 

@@ -362,7 +362,9 @@ class TraceSection:
     format: Literal["mooncake", "csv"] = field(doc="mooncake JSONL (hash_ids of 512-token blocks) "
                                                    "or CSV (timestamp, input, output tokens)")
     time_scale: float = field(1.0, gt=0, doc="multiply inter-arrival times (0.5 = twice the rate)")
-    max_requests: int | None = field(None, ge=1, le=MAX_REQUESTS, doc="replay only the first N requests")
+    max_requests: int | None = field(None, ge=1, le=MAX_REQUESTS,
+                                     doc="replay only the first N requests (with a stated workload.num_requests, the "
+                                         "smaller of the two; left out, the whole trace)")
 
 
 @dataclass(frozen=True)
@@ -398,7 +400,10 @@ class WorkloadSection:
                                                        "plan --simulate then sizes the day")
     lora: LoraWorkloadSection | None = field(None, doc="LoRA adapters requests ask for (needs deployment.enable_lora)")
     structured_output: StructuredOutputSection | None = field(None, doc="requests with a JSON schema")
-    num_requests: int = field(2000, ge=1, le=MAX_REQUESTS, doc="requests to simulate")
+    num_requests: int = field(2000, ge=1, le=MAX_REQUESTS,
+                              doc="requests to simulate; a trace replays whole unless it is stated (by the scenario or "
+                                  "`simulate --num-requests`): then its first N (with trace.max_requests, the smaller "
+                                  "of the two); plan and simulate name the cut")
     time_in_system_s: float | None = field(None, gt=0, le=MAX_SECONDS,
                                            doc="Little's law: seconds a request spends in the system; "
                                                "default estimated from step times")
@@ -666,14 +671,16 @@ def _refuse_huge_integers(data: object, path: str, file: str | None) -> None:
 
 
 class StatedWorkload(Protocol):
-    """What the workload's readers take of a scenario: its file (its relative paths start beside it) and its
-    workload section. A `Scenario` is one, and so is the deployment description built from it
-    (sizer/sizing/resolve.py `Resolved`)."""
+    """What the workload's readers take of a scenario: its file (its relative paths start beside it), its
+    workload section and where each workload value came from (a stated workload.num_requests cuts a trace). A
+    `Scenario` is one, and so is the deployment description built from it (sizer/sizing/resolve.py `Resolved`)."""
     @property
     def file(self) -> str | None: ...
 
     @property
     def workload(self) -> WorkloadSection: ...
+
+    def source_of(self, path: str) -> str: ...
 
 
 def scenario_dir(scenario: StatedWorkload) -> Path:

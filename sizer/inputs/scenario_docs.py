@@ -34,7 +34,9 @@ The engine refuses a request whose prompt + output exceed `max_model_len` (vLLM 
 400): a workload whose every request does is refused, and where only some do, the plan states
 their share, sizes Little's law for the served ones (their rate, and their mean lengths given that
 prompt + output fit: sizer/analytic/lengths.py `served_means`), and the simulation counts them
-rejected. The file itself is read safely (validation/safe_yaml.py), like every YAML and JSON file
+rejected. A trace follows the same rule, counted over the requests it replays (all of them, unless
+`workload.trace.max_requests` or a stated `workload.num_requests` cuts it to its first N).
+The file itself is read safely (validation/safe_yaml.py), like every YAML and JSON file
 sizer reads: a path that is not a
 regular file (a folder, a device, a FIFO), a file over 1 MiB (JSON: 16 MiB), a key written
 twice in one mapping, nesting deeper than 50 levels, more than 100 aliases or aliases that

@@ -57,14 +57,14 @@ def score(result, slo: SLO, rate_per_s: float) -> SLOProbe:
     return SLOProbe(rate_per_s, metrics, shares)
 
 
-def simulate_at(resolved: Resolved, rate_per_s: float, num_requests: int,
+def simulate_at(resolved: Resolved, rate_per_s: float, num_requests: int | None,
                 progress: Callable[[int], None] | None = None):
-    """One replica of `resolved` at `rate_per_s`, `num_requests` requests (the scenario's seed; `progress`: told the
-    requests done so far)."""
+    """One replica of `resolved` at `rate_per_s`, `num_requests` requests (None: the scenario's own, a trace's
+    replayed ones; the scenario's seed; `progress`: told the requests done so far)."""
     return simulate_replica(resolved, rate_per_s, num_requests, progress)
 
 
-def probe_slo(resolved: Resolved, rate_per_s: float, num_requests: int,
+def probe_slo(resolved: Resolved, rate_per_s: float, num_requests: int | None,
               progress: Callable[[int], None] | None = None) -> SLOProbe:
     """One replica at `rate_per_s` scored against the scenario's SLO, with how busy it was (`SLOProbe.load`);
     `progress`: `simulate_at`'s."""

@@ -26,6 +26,7 @@ from sizer.sizing.goodput import Goodput, goodput_rate, probe_slo, rate_bound_pe
 from sizer.sizing.plan import Plan, closed_loop_clients, slo_targets
 from sizer.sizing.resolve import Resolved
 from sizer.sizing.result import GoodputSettings, Sizing, SizingStatus, SLOProbe
+from sizer.sizing.workload import requests_of
 from sizer.words import count
 
 
@@ -54,17 +55,20 @@ class _OperatingPoints:
     def __init__(self, r: Resolved, rate_per_s: float, simulated: Callable[[], None] | None = None,
                  part: Callable[[str, str, int], AbstractContextManager[Callable[[int], None]]] | None = None):
         self.r, self.rate_per_s, self.seen, self.simulated = r, rate_per_s, {}, simulated
-        self.part = part if r.workload.num_requests >= LONG_SIMULATION_REQUESTS else None
+        self.requests = requests_of(r)          # workload.num_requests, or the requests a trace replays
+        # a trace's run: the requests it replays (None), read as the plan read them (a sweep worker's shipped trace)
+        self.n = None if r.workload.trace is not None else self.requests
+        self.part = part if self.requests >= LONG_SIMULATION_REQUESTS else None
 
     def __call__(self, replicas: int) -> SLOProbe:
         if replicas not in self.seen:
-            rate, n = self.rate_per_s / replicas, self.r.workload.num_requests
+            rate = self.rate_per_s / replicas
             if self.part is None:
-                self.seen[replicas] = probe_slo(self.r, rate, n)
+                self.seen[replicas] = probe_slo(self.r, rate, self.n)
             else:
                 with self.part(f"operating point {len(self.seen) + 1} ({count(replicas, 'replica')})", "requests",
-                               n) as requests_done:
-                    self.seen[replicas] = probe_slo(self.r, rate, n, requests_done)
+                               self.requests) as requests_done:
+                    self.seen[replicas] = probe_slo(self.r, rate, self.n, requests_done)
             if self.simulated:
                 self.simulated()
         return self.seen[replicas]

@@ -67,8 +67,9 @@ from sizer.timing.roofline import (
 from sizer.timing.step_model import kernel_tables_note, roofline_for, step_model_for, step_sources
 from sizer.words import count, significant
 
-if TYPE_CHECKING:      # for the annotation only: a plan without a schedule need not import the day's code
+if TYPE_CHECKING:      # for the annotations only: a plan without a schedule or a trace need not import their code
     from sizer.sizing.day_result import DayPlan, SteadyEnergy
+    from sizer.sizing.workload import ServedTrace
 
 SCHEMA_VERSION = 1
 
@@ -312,6 +313,7 @@ def make_plan(r: Resolved) -> Plan:
     weights, kv, budget = r.weights, r.kv, r.memory
     roofline = roofline_for(r)
     step = step_model_for(r, roofline)
+    served = None
     if w.trace is None:
         # the engine answers a request longer than max_model_len at once (HTTP 400): it holds no KV and no batch slot,
         # so the rate and the mean lengths sized for are the served requests' (a default workload none of whose
@@ -320,8 +322,9 @@ def make_plan(r: Resolved) -> Plan:
             if 0 < r.too_long_share < 1 else (mean_length(w.prompt_tokens), mean_length(w.output_tokens))
         rate = w.arrival.rate_per_s and w.arrival.rate_per_s * (1 - r.too_long_share)
     else:
-        summary = kind("trace").trace_summary(r)
-        prompt_mean, output_mean, rate = summary.prompt_tokens_mean, summary.output_tokens_mean, summary.rate_per_s
+        # the same rule over the requests the trace replays: their rate x the share served, the served ones' means
+        served = kind("trace").served_trace(r, e.max_model_len)
+        prompt_mean, output_mean, rate = served.prompt_tokens_mean, served.output_tokens_mean, served.rate_per_s
     times = _step_times(r, step, roofline, weights, budget, prompt_mean, output_mean)
     steps = _request_steps(r, step, prompt_mean, output_mean)
 
@@ -427,7 +430,7 @@ def make_plan(r: Resolved) -> Plan:
         kv_bytes_per_sequence_at_max_model_len=kv.sequence_bytes(e.max_model_len, e.block_size, per_gpu=False),
         kv_demand=demand, memory=budget, parallel=parallel, capacity=capacity, step_times=times, speculative=spec,
         cost=cost, fits=fits, verdict=verdict,
-        assumptions=(workload_assumptions(r, rate, prompt_mean, output_mean)
+        assumptions=(workload_assumptions(r, rate, prompt_mean, output_mean, served)
                      + assumptions(r, roofline, times.sources.get("step overhead", "roofline")) + slot_notes(r)
                      + _schedule_note(r)),
         slots=slot_answers(r, step, prompt_mean, output_mean, rate) if r.slots else None, lora=r.lora)
@@ -448,13 +451,18 @@ def slo_targets(r: Resolved, sources: bool = False) -> str:
     return targets + "; " + share
 
 
-def workload_assumptions(r: Resolved, rate: float, prompt_mean: float, output_mean: float) -> list[str]:
+def workload_assumptions(r: Resolved, rate: float, prompt_mean: float, output_mean: float,
+                         served: ServedTrace | None = None) -> list[str]:
     """The workload and SLO the plan answers, each value with where it came from (a flag, the scenario, a
-    default): a plan from flags alone assumes a workload, and says so."""
+    default): a plan from flags alone assumes a workload, and says so. `served`: a trace's replayed requests."""
     w, src = r.workload, r.source_of
     if w.trace is not None:
-        arrival = (f"workload: trace {w.trace.path} ({w.trace.format}, scenario): {rate:.3g} req/s, mean prompt "
-                   f"{prompt_mean:,.0f} and output {output_mean:,.0f} tokens from it")
+        which = ("them" if served.served == served.requests else
+                 f"the {served.served:,} of them within max_model_len {r.engine.max_model_len:,} "
+                 "(the rest refused)" if served.served else
+                 f"all of them (none within max_model_len {r.engine.max_model_len:,}: the rate served is 0)")
+        arrival = (f"workload: trace {w.trace.path} ({w.trace.format}, scenario), {served.words}: {rate:.3g} req/s, "
+                   f"mean prompt {prompt_mean:,.0f} and output {output_mean:,.0f} tokens from {which}")
         lengths = []
     else:
         if w.arrival.process == "closed":
@@ -470,8 +478,9 @@ def workload_assumptions(r: Resolved, rate: float, prompt_mean: float, output_me
     slo = (f"SLO: {targets}" if r.slo.ttft_ms or r.slo.itl_ms or r.slo.tpot_ms or r.slo.e2e_ms
            else "SLO: no targets stated (a scenario's slo section, or --ttft-ms / --itl-ms): --simulate reports "
                 "latency and sizes no replicas for an SLO")
-    return [arrival, *lengths, slo,
-            f"simulated requests (--simulate): {w.num_requests:,} ({src('workload.num_requests')})"]
+    simulated = (f"{served.requests:,}, the trace's replayed" if served is not None else
+                 f"{w.num_requests:,} ({src('workload.num_requests')})")
+    return [arrival, *lengths, slo, f"simulated requests (--simulate): {simulated}"]
 
 
 def kv_heads_per_gpu_of(m: ModelSpec, p) -> int:

@@ -673,10 +673,12 @@ def too_long_share(s: Scenario, max_len: int, refuse: bool = True,
     context): the engine refuses each (vLLM answers HTTP 400) and the simulator counts it rejected. A workload none
     of whose requests fits is refused here when it states a length and `refuse` (a default workload's share is
     stated as any other's; llama.cpp and Ollama serve part of such requests, which their plans state). A trace's
-    requests are counted by the simulator as it replays them (0 here). `limit_what`: where a default max_len comes
-    from (ContextLimit.what)."""
+    share is counted over the requests it replays, and a trace none of whose requests fits is refused alike.
+    `limit_what`: where a default max_len comes from (ContextLimit.what)."""
     w = s.workload
-    if w.trace is not None or w.prompt_tokens is None or w.output_tokens is None:
+    if w.trace is not None:
+        return _trace_too_long_share(s, max_len, refuse, limit_what)
+    if w.prompt_tokens is None or w.output_tokens is None:
         return 0.0
     (prompt, longest_prompt), (output, longest_output) = length_bounds(w.prompt_tokens), length_bounds(w.output_tokens)
     stated = any(not s.source_of(f"workload.{key}").startswith("default") for key in ("prompt_tokens", "output_tokens"))
@@ -692,6 +694,25 @@ def too_long_share(s: Scenario, max_len: int, refuse: bool = True,
                          f"expected prompt + output within {limit}, got {prompt:,} + {output:,} = {prompt + output:,} "
                          f"tokens in {which} request: {ENGINE_NAMES[s.deployment.engine]} refuses every request")
     return share_longer_than(w.prompt_tokens, w.output_tokens, max_len)
+
+
+def _trace_too_long_share(s: Scenario, max_len: int, refuse: bool, limit_what: str) -> float:
+    """`too_long_share` of a trace: the share of the requests it replays whose prompt + output exceed max_len, each
+    as the simulator rejects it (sizer/sizing/workload.py `too_long`)."""
+    replayed, longer, trace = kind("trace").too_long(s, max_len)
+    if longer == replayed and refuse:
+        limit = f"deployment.max_model_len {max_len:,}" + ("" if s.deployment.max_model_len else
+                                                           f" (the model's {limit_what})")
+        shortest = int((trace.prompt_tokens + trace.output_tokens).argmin())
+        prompt, output = int(trace.prompt_tokens[shortest]), int(trace.output_tokens[shortest])
+        raise InputError(s.file, "workload.trace.path",
+                         f"expected requests whose prompt + output fit {limit}; "
+                         + ("the 1 request" if replayed == 1 else f"all {replayed:,} requests")
+                         + f" replayed of the trace {excerpt(s.workload.trace.path)} "
+                         + ("exceeds" if replayed == 1 else "exceed") + " it, the shortest "
+                         f"{prompt:,} + {output:,} = {prompt + output:,} tokens: {ENGINE_NAMES[s.deployment.engine]} "
+                         "refuses every request")
+    return longer / replayed
 
 
 def llamacpp_context(n_ctx: int, n_seq_max: int, unified: bool) -> tuple[int, int]:

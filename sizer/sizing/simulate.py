@@ -10,7 +10,7 @@ from simulator.run import SimulationConfig, simulate
 from simulator.step_batch import StepTimeModel
 from sizer.errors import InputError
 from sizer.sizing.resolve import Resolved
-from sizer.sizing.workload import workload_of
+from sizer.sizing.workload import replay_words, workload_of
 from sizer.timing.step_model import step_model_for
 
 DEFAULT_ROUTER = "least_outstanding"     # the router every command uses unless told otherwise
@@ -54,7 +54,19 @@ def simulate_scenario(r: Resolved, num_requests: int | None = None, replicas: in
                     workload or workload_of(r, num_requests, rate_per_s), r.workload.seed, progress, rows)
 
 
-def simulate_replica(r: Resolved, rate_per_s: float, num_requests: int,
+def simulate_notes(r: Resolved, workload: Workload) -> list[str]:
+    """What `sizer simulate` says beside its figures: which of a trace's requests it replayed, and what of the
+    scenario it did not run (a schedule's day)."""
+    w, notes = r.workload, []
+    if w.trace is not None:
+        notes.append(f"trace {w.trace.path}: {replay_words(r, workload)} replayed")
+    if w.schedule is not None:
+        notes.append(f"workload.schedule: simulated at workload.arrival.rate_per_s ({w.arrival.rate_per_s:g} req/s); "
+                     f"`sizer plan --simulate` sizes the {w.schedule.period}")
+    return notes
+
+
+def simulate_replica(r: Resolved, rate_per_s: float, num_requests: int | None,
                      progress: Callable[[int], None] | None = None):
     """One replica (or one disaggregated pair of pools) at `rate_per_s`: for goodput searches and operating points
     (`progress`: told the requests done so far, as `simulate_scenario`'s)."""

@@ -52,7 +52,7 @@ from sizer.sizing.resolve import (
 )
 from sizer.sizing.result import GoodputSettings, SizingStatus
 from sizer.sizing.sweep_backends import run_local, run_ray
-from sizer.sizing.workload import read_trace, trace_limit, trace_summary
+from sizer.sizing.workload import read_limit, read_trace, trace_summary
 from sizer.timing.kernel_tables import HEADER_FILE, TABLES
 from sizer.timing.step_model import SHARED_MOE_KERNELS, bundled_header, bundled_tables
 from sizer.words import count
@@ -104,7 +104,7 @@ class SweepTrace:
     """The base scenario's trace: its content's hash (part of every point's key) and the rate it plays at."""
     sha256: str
     time_scale: float                  # the base scenario's workload.trace.time_scale
-    rate_per_s: float                  # (requests - 1) / span of its first workload.num_requests, time_scale applied
+    rate_per_s: float                  # (requests - 1) / span of the requests it replays, time_scale applied
 
 
 @dataclass(frozen=True)
@@ -258,8 +258,8 @@ def shared_inputs(base: Scenario, values: dict[str, list], settings: SweepSettin
     traces = {}
     if base.workload.trace is not None:
         path = str(scenario_dir(base) / base.workload.trace.path)
-        for n in (settings.num_requests, base.workload.num_requests):
-            traces[path, trace_limit(base, n)] = read_trace(base, n)
+        for n in (settings.num_requests, None):         # a goodput probe's requests, and the replay's own
+            traces[path, read_limit(base, n)] = read_trace(base, n)
     folders = {}
     if base.hardware.kernel_tables is not None:
         hardware = hardware_of(base)

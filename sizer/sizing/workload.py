@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
+from dataclasses import dataclass
+
+import numpy as np
 
 from simulator import (
     AdapterPopularity,
@@ -13,6 +17,7 @@ from simulator import (
     SharedPrefix,
     Workload,
     WorkloadSpec,
+    WorkloadSummary,
     generate,
     read_csv_trace,
     read_mooncake,
@@ -21,6 +26,7 @@ from simulator import (
 from sizer.errors import InputError
 from sizer.inputs import preloaded
 from sizer.inputs.scenario import Distribution, StatedWorkload, scenario_dir
+from sizer.words import count
 from validation.errors import excerpt
 from validation.trace_limits import MAX_TIMESTAMP_S
 
@@ -39,16 +45,17 @@ def _lengths(d: Distribution) -> Lengths:
 
 
 def workload_of(s: StatedWorkload, num_requests: int | None = None, rate_per_s: float | None = None) -> Workload:
-    """The scenario's requests: a trace replay or a seeded synthetic workload. `rate_per_s`
+    """The scenario's requests: a trace replay or a seeded synthetic workload; `num_requests` of them (a goodput
+    probe's; a trace's first, at most those it replays), else the scenario's own (`requests_of`). `rate_per_s`
     rescales the arrivals (a trace keeps its shape and is played faster or slower); a closed loop's
     clients are replaced by Poisson arrivals at that rate (the goodput probes size for a rate)."""
     w = s.workload
     n = num_requests or w.num_requests
     adapters, schemas = _tags(s)
     if w.trace is not None:
-        trace = _trace(s, n)
+        trace = _trace(s, num_requests)
         if rate_per_s is not None:
-            trace = trace.time_scaled(rate_per_s / _trace_rate_per_s(s, trace, n))
+            trace = trace.time_scaled(rate_per_s / _trace_rate_per_s(s, trace))
         _check_trace_adapters(s, trace)
         return with_tags(trace, adapters, schemas, w.seed) if adapters or schemas else trace
     sp = w.shared_prefix
@@ -96,9 +103,9 @@ def _trace_path(s: StatedWorkload) -> str:
     return str(scenario_dir(s) / s.workload.trace.path)
 
 
-def _trace(s: StatedWorkload, n: int) -> Workload:
-    """The first `n` requests of the scenario's trace (at most trace.max_requests), time_scale applied (a sweep
-    worker: as its driver read them, sizer/inputs/preloaded.py)."""
+def _trace(s: StatedWorkload, n: int | None = None) -> Workload:
+    """The requests a run replays of the scenario's trace (`replay_limit`; the first `n` of them, if given: a goodput
+    probe's), time_scale applied (a sweep worker: as its driver read them, sizer/inputs/preloaded.py)."""
     t = s.workload.trace
     raw = read_trace(s, n)
     trace = raw.time_scaled(1.0 / t.time_scale)
@@ -110,22 +117,82 @@ def _trace(s: StatedWorkload, n: int) -> Workload:
     return trace
 
 
-def trace_limit(s: StatedWorkload, n: int) -> int:
-    """Requests read of the scenario's trace for `n` requests: at most trace.max_requests."""
-    return min(n, s.workload.trace.max_requests or n)
+def replay_cuts(s: StatedWorkload) -> list[tuple[str, int, str]]:
+    """The stated limits on the requests a run replays of the scenario's trace, as (field, requests, where it was
+    stated): workload.trace.max_requests, and workload.num_requests where the scenario or a flag states it (its
+    default, 2,000, is a synthetic workload's size, not a cut of a trace). None stated: the whole trace replays."""
+    t, w = s.workload.trace, s.workload
+    cuts = [("workload.trace.max_requests", t.max_requests, "scenario")] if t.max_requests is not None else []
+    source = s.source_of("workload.num_requests")
+    if source != "default":
+        cuts.append(("workload.num_requests", w.num_requests, source))
+    return cuts
 
 
-def read_trace(s: StatedWorkload, n: int) -> Workload:
-    """The first `n` requests of the scenario's trace file (at most trace.max_requests), as read: no time_scale."""
+def replay_limit(s: StatedWorkload) -> int | None:
+    """The requests a run replays of the scenario's trace: the first N, N the smaller stated limit (`replay_cuts`),
+    None (the whole trace) when none is stated."""
+    return min((n for _, n, _ in replay_cuts(s)), default=None)
+
+
+def read_limit(s: StatedWorkload, n: int | None = None) -> int | None:
+    """Requests read of the scenario's trace: `replay_limit`, at most `n` (a goodput probe's) if given."""
+    limit = replay_limit(s)
+    return limit if n is None else n if limit is None else min(n, limit)
+
+
+# Traces read in this process, the last few kept: (path, requests read, the file's identity) -> Workload. A plan
+# reads its trace for the share too long (resolve), its rate and lengths (plan) and each simulation; a file
+# changed on disk since is read again.
+_READ: dict[tuple, Workload] = {}
+_READ_KEPT = 4
+
+
+def read_trace(s: StatedWorkload, n: int | None = None) -> Workload:
+    """The requests replayed of the scenario's trace file (`read_limit`), as read: no time_scale."""
     t = s.workload.trace
-    shipped = preloaded.trace(_trace_path(s), trace_limit(s, n))
+    path, limit = _trace_path(s), read_limit(s, n)
+    shipped = preloaded.trace(path, limit)
     if shipped is not None:
         return shipped
+    try:
+        info = os.stat(path)
+        key = (path, limit, t.format, info.st_ino, info.st_size, info.st_mtime_ns)
+    except OSError:
+        key = None                                  # the reader says why it cannot read it
+    if key is not None and key in _READ:
+        return _READ[key]
     reader = read_mooncake if t.format == "mooncake" else read_csv_trace
-    return reader(_trace_path(s), trace_limit(s, n))
+    trace = reader(path, limit)
+    if key is not None:
+        while len(_READ) >= _READ_KEPT:
+            del _READ[next(iter(_READ))]
+        _READ[key] = trace
+    return trace
 
 
-def _trace_rate_per_s(s: StatedWorkload, trace: Workload, n: int) -> float:
+def replay_words(s: StatedWorkload, trace: Workload) -> str:
+    """Which of the trace's requests a run replays, in words: all of them, the first N and the field that cuts it
+    (the smaller, when both are stated), or all of them where a stated limit asks for more than the trace holds."""
+    k, cuts = len(trace), replay_cuts(s)
+    if not cuts:
+        return f"all {count(k, 'request')} of it"
+    field, limit, source = min(cuts, key=lambda cut: cut[1])
+    if k < limit:
+        asked = "; ".join(f"{f} {n:,} ({src})" for f, n, src in cuts)
+        return f"all {count(k, 'request')} of it ({asked}: more than the trace holds)"
+    other = [f"{f} {n:,}" for f, n, _ in cuts if f != field]
+    smaller = f", the smaller of it and {other[0]}" if other else ""
+    return f"the first {count(k, 'request')} of it ({field} {limit:,}, {source}{smaller})"
+
+
+def requests_of(s: StatedWorkload) -> int:
+    """The requests a run of the scenario simulates: its trace's replayed ones (`replay_limit`), else
+    workload.num_requests."""
+    return len(read_trace(s)) if s.workload.trace is not None else s.workload.num_requests
+
+
+def _trace_rate_per_s(s: StatedWorkload, trace: Workload) -> float:
     """A trace's arrival rate: (requests - 1) / (last - first arrival), the mean rate between its
     first and last arrivals. One request, or requests all at one instant, have none (0 / 0, or
     n / 0): refused, naming the trace's timestamps, since a plan sizes for a rate."""
@@ -135,8 +202,8 @@ def _trace_rate_per_s(s: StatedWorkload, trace: Workload, n: int) -> float:
     t = s.workload.trace
     field = "timestamp" if t.format == "mooncake" else "TIMESTAMP"
     k = len(trace)
-    replayed = (f" (workload.num_requests and workload.trace.max_requests replay at most the first {k:,})"
-                if k == min(n, t.max_requests or n) else "")
+    cut = min(replay_cuts(s), key=lambda c: c[1], default=None)
+    replayed = f" ({cut[0]} {cut[1]:,} replays at most the first {cut[1]:,})" if cut and k == cut[1] else ""
     what = "1 request: a single arrival" if k == 1 else f"{k:,} requests, all at one timestamp: a burst"
     raise InputError(_trace_path(s), field,
                      f"{what} has no arrival rate{replayed}; a plan sizes for the trace's rate, (requests - 1) / "
@@ -144,10 +211,41 @@ def _trace_rate_per_s(s: StatedWorkload, trace: Workload, n: int) -> float:
                      f"(`sizer simulate` replays the trace as it is)")
 
 
-def trace_summary(s: StatedWorkload):
-    """Requests, span, rate and mean lengths of the scenario's trace (as replayed); refused when
+def trace_summary(s: StatedWorkload) -> WorkloadSummary:
+    """Requests, span, rate and mean lengths of the scenario's trace as replayed (`replay_limit`); refused when
     the trace has no arrival rate (one request, or all at one timestamp)."""
-    n = s.workload.num_requests
-    trace = _trace(s, n)
-    _trace_rate_per_s(s, trace, n)
+    trace = _trace(s)
+    _trace_rate_per_s(s, trace)
     return trace.summary()
+
+
+@dataclass(frozen=True)
+class ServedTrace:
+    """The replayed trace as a plan sizes for it: the requests an engine of `max_len` serves (prompt + output at
+    most max_len; the longer it refuses at once, as the simulator rejects them)."""
+    requests: int                     # replayed
+    served: int                       # of them, within max_len
+    rate_per_s: float                 # the trace's arrival rate x served / requests
+    prompt_tokens_mean: float         # over the served (over all, when none is served)
+    output_tokens_mean: float
+    words: str                        # which requests are replayed (`replay_words`)
+
+
+def too_long(s: StatedWorkload, max_len: int) -> tuple[int, int, Workload]:
+    """(requests replayed, of them longer than `max_len`, the replayed trace) of the scenario's trace."""
+    trace = read_trace(s)
+    longer = int(np.count_nonzero(trace.prompt_tokens + trace.output_tokens > max_len))
+    return len(trace), longer, trace
+
+
+def served_trace(s: StatedWorkload, max_len: int) -> ServedTrace:
+    """The trace's rate and mean lengths over the requests an engine of `max_len` serves: as a distribution's
+    (sizer/analytic/lengths.py `served_means`), refused without an arrival rate."""
+    summary = trace_summary(s)
+    trace = read_trace(s)
+    fits = trace.prompt_tokens + trace.output_tokens <= max_len
+    served = int(np.count_nonzero(fits))
+    prompt, output = (trace.prompt_tokens[fits], trace.output_tokens[fits]) if served else \
+        (trace.prompt_tokens, trace.output_tokens)
+    return ServedTrace(len(trace), served, summary.rate_per_s * served / len(trace), float(prompt.mean()),
+                       float(output.mean()), replay_words(s, trace))

@@ -43,6 +43,7 @@ from sizer.sizing.resolve import Resolved, resolve
 from sizer.sizing.result import Sizing
 from sizer.sizing.search import Outcome, SearchResult, SearchSettings, SearchSpace, search
 from sizer.sizing.slots import SlotAnswers
+from sizer.sizing.workload import requests_of
 
 RATE_FACTORS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)     # latency sweep, as multiples of the goodput rate
 
@@ -114,7 +115,7 @@ def build_report(data: dict, file: str | None, space: SearchSpace | None, worker
     points = _latency_points(chosen, goodput, settings.goodput.num_requests) if goodput else []
     slo = scenario.slo
     plan = make_plan(chosen)
-    method = method_notes(settings.goodput, scenario.workload.num_requests)
+    method = method_notes(settings.goodput, requests_of(own_resolved))
     slo_ms = {"ttft_ms": slo.ttft_ms, "itl_ms": slo.itl_ms, "tpot_ms": slo.tpot_ms, "e2e_ms": slo.e2e_ms}
 
     front = pareto_points(result, best) if result else []
@@ -193,7 +194,8 @@ def _answer(r: Resolved, source: str, settings: SearchSettings, sizing: Sizing |
     point = sizing.operating_point
     if point is None:
         return answer, None
-    t = simulate_at(r, point.rate_per_s, r.workload.num_requests).timeline
+    # the operating point's run: the scenario's requests (a trace's: those it replays, None)
+    t = simulate_at(r, point.rate_per_s, None if r.workload.trace is not None else r.workload.num_requests).timeline
     first = t.replica == 0
     return answer, (t.end_s[first], t.kv_usage[first], t.num_seqs[first])
 

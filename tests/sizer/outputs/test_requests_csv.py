@@ -141,7 +141,7 @@ def test_the_rows_are_written_as_requests_finish_byte_for_byte(tmp_path, monkeyp
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".part")]
     reference = tmp_path / "reference.csv"
     if scenario == CHAT:
-        _, sim, _ = simulate_cli.run(CHAT, 300, None, "least_outstanding")
+        _, sim, _, _ = simulate_cli.run(CHAT, 300, None, "least_outstanding")
         frame = pd.DataFrame(sim.columns)
         frame["reject_reason"] = [sim.reject_reasons.get(i, "") for i in frame["request_id"].tolist()]
         frame_to_csv(reference, "--requests-csv", frame)
