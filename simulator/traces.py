@@ -59,6 +59,11 @@ CSV_COLUMNS = tuple(k.name for k in CSV_FIELDS)
 MAX_ADAPTER_ID = 2 ** 31 - 1
 ADAPTER_KEY = Key("adapter", int, ge=-1, le=MAX_ADAPTER_ID, doc="LoRA adapter id, -1 the base model (optional)")
 CSV_ADAPTER_COLUMN = "Adapter"
+# The keys and columns a reader uses; any other is kept by name (Workload.unread) for sizer to name as not modelled,
+# at most MAX_UNREAD_NAMES of them (a file whose every line has keys of its own holds no more than that many names)
+MOONCAKE_KEYS = frozenset(k.name for k in MOONCAKE_FIELDS) | {ADAPTER_KEY.name}
+CSV_KEYS = frozenset(CSV_COLUMNS) | {CSV_ADAPTER_COLUMN}
+MAX_UNREAD_NAMES = 100
 # A CSV cell has no null: an empty Adapter cell is the base model, said so in a refusal of any other
 CSV_ADAPTER_KEY = Key(CSV_ADAPTER_COLUMN, int, ge=-1, le=MAX_ADAPTER_ID, nullable=False,
                       doc="LoRA adapter id, -1 or empty the base model (optional)")
@@ -124,10 +129,11 @@ _MOONCAKE_KEYS = tuple(k.name for k in MOONCAKE_FIELDS if not k.nullable)      #
 
 def read_mooncake(path: str | Path, limit: int | None = None) -> Workload:
     """One JSON object a line: timestamp (ms), input_length, output_length, hash_ids (optional),
-    adapter (optional: a LoRA adapter id, -1 the base model)."""
+    adapter (optional: a LoRA adapter id, -1 the base model); any other key is named in `Workload.unread`."""
     path = str(path)
     cap = MAX_TRACE_REQUESTS if limit is None else min(limit, MAX_TRACE_REQUESTS)
     arrival, prompt, output, segments, adapters = [], [], [], [], []
+    unread: dict[str, None] = {}        # in the order first seen
     num_hash_ids = 0
     t_key, p_key, o_key, h_key = MOONCAKE_FIELDS
     t_lo, t_hi, least, most, h_lo, h_hi = t_key.ge, t_key.le, p_key.ge, p_key.le, h_key.ge, h_key.le
@@ -164,11 +170,14 @@ def read_mooncake(path: str | Path, limit: int | None = None) -> Workload:
             prompt.append(p)
             output.append(o)
             segments.append(h)
+            if not rec.keys() <= MOONCAKE_KEYS and len(unread) < MAX_UNREAD_NAMES:
+                unread.update(dict.fromkeys(k for k in rec if k not in MOONCAKE_KEYS))
             a = rec.get(ADAPTER_KEY.name, -1) if type(rec) is dict else -1
             if not (type(a) is int and -1 <= a <= MAX_ADAPTER_ID):
                 a = check_key(ADAPTER_KEY, a, path, f"line {lineno:,}, {ADAPTER_KEY.name}")
             adapters.append(a)
-    return _workload(path, arrival, prompt, output, segments, MOONCAKE_BLOCK_TOKENS, adapters)
+    return _workload(path, arrival, prompt, output, segments, MOONCAKE_BLOCK_TOKENS, adapters,
+                     tuple(unread)[:MAX_UNREAD_NAMES])
 
 
 _NUMBER = (int, float)
@@ -231,7 +240,7 @@ def _number(cell: str):
 
 def read_csv_trace(path: str | Path, limit: int | None = None) -> Workload:
     """Header TIMESTAMP,ContextTokens,GeneratedTokens, optionally Adapter (a LoRA adapter id; empty or
-    -1: the base model); other columns are ignored. Timestamps as
+    -1: the base model); any other column is named in `Workload.unread`. Timestamps as
     date-times (Azure: `2023-11-16 18:17:03.9799600`) or, when the first row's is a number, as
     seconds. No prompt content, so no prefix sharing."""
     path = str(path)
@@ -299,7 +308,8 @@ def read_csv_trace(path: str | Path, limit: int | None = None) -> Workload:
         raise FieldError(path, f"line {reader.line_num + 1:,}", f"no requests after the header; expected one row a "
                          f"request ({','.join(CSV_COLUMNS)})")
     t = stamps if numeric else _datetimes_s(path, stamps, lines_of)
-    return _workload(path, t, prompt, output, [()] * len(prompt), 1, adapters)
+    unread = tuple(dict.fromkeys(n for n in names if n not in CSV_KEYS))[:MAX_UNREAD_NAMES]
+    return _workload(path, t, prompt, output, [()] * len(prompt), 1, adapters, unread)
 
 
 def _csv_row(path: str, lineno: int, row: list[str], at: tuple[int, int, int], numeric: bool):
@@ -343,7 +353,8 @@ def _datetimes_s(path: str, stamps: list[str], lines_of: list[int]) -> np.ndarra
     return (dt - dt.iloc[0]).dt.total_seconds().to_numpy()
 
 
-def _workload(path: str, arrival, prompt, output, segments, segment_tokens: int, adapters: list[int]) -> Workload:
+def _workload(path: str, arrival, prompt, output, segments, segment_tokens: int, adapters: list[int],
+              unread: tuple[str, ...] = ()) -> Workload:
     arrival_s = np.asarray(arrival, float)
     if len(arrival_s) == 0:
         raise FieldError(path, "line 1", "no requests; expected one JSON object a line")
@@ -352,4 +363,4 @@ def _workload(path: str, arrival, prompt, output, segments, segment_tokens: int,
     segs = [segments[i] for i in order.tolist()]
     adapter = np.asarray(adapters, np.int64)[order] if any(a >= 0 for a in adapters) else None
     return Workload(arrival_s, np.asarray(prompt, np.int64)[order], np.asarray(output, np.int64)[order],
-                    np.zeros(len(arrival_s), np.int64), segs, segment_tokens, adapter)
+                    np.zeros(len(arrival_s), np.int64), segs, segment_tokens, adapter, unread=unread)

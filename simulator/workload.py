@@ -180,6 +180,7 @@ class Workload:
     adapter: np.ndarray | None = None      # LoRA adapter per request, -1 the base model (None: all base)
     schema: np.ndarray | None = None       # structured-output schema per request, -1 none (None: none)
     closed_loop: ClosedLoop | None = None  # sent by clients as their answers come (arrival_s then unused)
+    unread: tuple[str, ...] = ()           # a trace's columns (CSV) or keys (Mooncake) the reader does not use
 
     def __len__(self) -> int:
         return len(self.arrival_s)
@@ -208,7 +209,8 @@ class Workload:
     def time_scaled(self, rate_factor: float) -> Workload:
         """The same requests arriving `rate_factor` times as fast (for rate sweeps of a trace)."""
         return Workload(self.arrival_s / rate_factor, self.prompt_tokens, self.output_tokens,
-                        self.tenant, self.segments, self.segment_tokens, self.adapter, self.schema, self.closed_loop)
+                        self.tenant, self.segments, self.segment_tokens, self.adapter, self.schema, self.closed_loop,
+                        self.unread)
 
 
 def generate(spec: WorkloadSpec, seed: int) -> Workload:
@@ -252,7 +254,7 @@ def with_tags(workload: Workload, adapters: AdapterPopularity | None, schemas: S
     return Workload(workload.arrival_s, workload.prompt_tokens, workload.output_tokens, workload.tenant,
                     workload.segments, workload.segment_tokens,
                     workload.adapter if adapter is None else adapter, workload.schema if schema is None else schema,
-                    workload.closed_loop)
+                    workload.closed_loop, workload.unread)
 
 
 @dataclass(frozen=True)

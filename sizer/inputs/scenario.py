@@ -360,7 +360,9 @@ class SharedPrefixSection:
 class TraceSection:
     path: str = field(doc="trace file, relative to the scenario file")
     format: Literal["mooncake", "csv"] = field(doc="mooncake JSONL (hash_ids of 512-token blocks) "
-                                                   "or CSV (timestamp, input, output tokens)")
+                                                   "or CSV (timestamp, input, output tokens); any other key or "
+                                                   "column is read past and named by plan and simulate as not "
+                                                   "modelled")
     time_scale: float = field(1.0, gt=0, doc="multiply inter-arrival times (0.5 = twice the rate)")
     max_requests: int | None = field(None, ge=1, le=MAX_REQUESTS,
                                      doc="replay only the first N requests (with a stated workload.num_requests, the "

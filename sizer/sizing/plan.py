@@ -478,6 +478,8 @@ def workload_assumptions(r: Resolved, rate: float, prompt_mean: float, output_me
     slo = (f"SLO: {targets}" if r.slo.ttft_ms or r.slo.itl_ms or r.slo.tpot_ms or r.slo.e2e_ms
            else "SLO: no targets stated (a scenario's slo section, or --ttft-ms / --itl-ms): --simulate reports "
                 "latency and sizes no replicas for an SLO")
+    if served is not None and served.unread:
+        lengths = [served.unread]
     simulated = (f"{served.requests:,}, the trace's replayed" if served is not None else
                  f"{w.num_requests:,} ({src('workload.num_requests')})")
     return [arrival, *lengths, slo, f"simulated requests (--simulate): {simulated}"]

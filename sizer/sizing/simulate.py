@@ -10,7 +10,7 @@ from simulator.run import SimulationConfig, simulate
 from simulator.step_batch import StepTimeModel
 from sizer.errors import InputError
 from sizer.sizing.resolve import Resolved
-from sizer.sizing.workload import replay_words, workload_of
+from sizer.sizing.workload import replay_words, unread_words, workload_of
 from sizer.timing.step_model import step_model_for
 
 DEFAULT_ROUTER = "least_outstanding"     # the router every command uses unless told otherwise
@@ -60,6 +60,8 @@ def simulate_notes(r: Resolved, workload: Workload) -> list[str]:
     w, notes = r.workload, []
     if w.trace is not None:
         notes.append(f"trace {w.trace.path}: {replay_words(r, workload)} replayed")
+        if (unread := unread_words(r, workload)) is not None:
+            notes.append(unread)
     if w.schedule is not None:
         notes.append(f"workload.schedule: simulated at workload.arrival.rate_per_s ({w.arrival.rate_per_s:g} req/s); "
                      f"`sizer plan --simulate` sizes the {w.schedule.period}")

@@ -186,6 +186,26 @@ def replay_words(s: StatedWorkload, trace: Workload) -> str:
     return f"the first {count(k, 'request')} of it ({field} {limit:,}, {source}{smaller})"
 
 
+# Unread columns or keys a note lists by name at most; the rest are counted
+UNREAD_LISTED = 10
+
+
+def unread_words(s: StatedWorkload, trace: Workload) -> str | None:
+    """The trace's columns (CSV) or keys (Mooncake) sizer does not model, named (None: there are none): read, and
+    left out of the replay."""
+    if not trace.unread:
+        return None
+    t = s.workload.trace
+    kind_of = "column" if t.format == "csv" else "key"
+    names = ", ".join(excerpt(n, quote=False) for n in trace.unread[:UNREAD_LISTED])
+    more = len(trace.unread) - UNREAD_LISTED
+    names += f" and {more:,} more" if more > 0 else ""
+    used = ("TIMESTAMP, ContextTokens, GeneratedTokens and Adapter" if t.format == "csv" else
+            "timestamp, input_length, output_length, hash_ids and adapter")
+    return (f"trace {t.path}: {kind_of}{'s' if len(trace.unread) > 1 else ''} {names} not modelled: sizer replays "
+            f"each request's {used} alone, as if the rest were absent")
+
+
 def requests_of(s: StatedWorkload) -> int:
     """The requests a run of the scenario simulates: its trace's replayed ones (`replay_limit`), else
     workload.num_requests."""
@@ -229,6 +249,7 @@ class ServedTrace:
     prompt_tokens_mean: float         # over the served (over all, when none is served)
     output_tokens_mean: float
     words: str                        # which requests are replayed (`replay_words`)
+    unread: str | None                # the columns or keys not modelled (`unread_words`)
 
 
 def too_long(s: StatedWorkload, max_len: int) -> tuple[int, int, Workload]:
@@ -248,4 +269,4 @@ def served_trace(s: StatedWorkload, max_len: int) -> ServedTrace:
     prompt, output = (trace.prompt_tokens[fits], trace.output_tokens[fits]) if served else \
         (trace.prompt_tokens, trace.output_tokens)
     return ServedTrace(len(trace), served, summary.rate_per_s * served / len(trace), float(prompt.mean()),
-                       float(output.mean()), replay_words(s, trace))
+                       float(output.mean()), replay_words(s, trace), unread_words(s, trace))

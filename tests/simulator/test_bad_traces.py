@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simulator import traces
+from simulator import SchemaUse, traces, with_tags
 from simulator.traces import read_csv_trace, read_mooncake
 from validation.errors import FieldError
 
@@ -140,11 +140,13 @@ def test_well_formed_variants_read(tmp_path):
     assert np.allclose(w.arrival_s, [0.0, 1.5005, 3.0])
     assert w.prompt_tokens.tolist() == [10485759, 1, 600] and w.output_tokens.tolist() == [1, 1, 20]
     assert w.segments == [(), (), (9007199254740993, 1)]
+    assert w.unread == ("extra",)               # read and named (sizer says it is not modelled), not used
     c = tmp_path / "ok.csv"
     c.write_bytes(b"\xef\xbb\xbfTIMESTAMP, ContextTokens ,GeneratedTokens,Other\r\n"
                   b"1700000000.25,374,44,x\r\n\r\n1700000001,396.0,109,y")
     w = read_csv_trace(c)
     assert np.allclose(w.arrival_s, [0.0, 0.75]) and w.prompt_tokens.tolist() == [374, 396]
+    assert w.unread == ("Other",)
     d = tmp_path / "tz.csv"
     d.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16T18:15:46+01:00,1,1\n2023-11-16 17:15:47Z,1,1\n")
     assert np.allclose(read_csv_trace(d).arrival_s, [0.0, 1.0])
@@ -242,3 +244,21 @@ def test_a_bad_adapter_cell_names_the_empty_cell_not_null(tmp_path):
         read_csv_trace(c)
     assert info.value.one_line() == (f"{c}: line 3, Adapter: expected an integer in [-1, 2147483647], got 'x'; an "
                                      "empty cell is the base model")
+
+
+def test_unread_keys_and_columns_are_named_in_order_and_bounded(tmp_path, monkeypatch):
+    # every key no request field uses, in the order first seen over all records (a key on line 3 alone too); the
+    # used ones (adapter included) are not; time scaling and tags keep the names
+    m = tmp_path / "x.jsonl"
+    m.write_text('{"timestamp": 0, "input_length": 5, "output_length": 1, "session_id": "a", "adapter": 0}\n'
+                 '{"timestamp": 1, "input_length": 5, "output_length": 1, "priority": 2, "session_id": "a"}\n'
+                 '{"timestamp": 2, "input_length": 5, "output_length": 1, "hash_ids": [], "model": "m"}\n')
+    w = read_mooncake(m)
+    assert w.unread == ("session_id", "priority", "model")
+    assert w.time_scaled(2.0).unread == w.unread and with_tags(w, None, SchemaUse(0.5, 2), 0).unread == w.unread
+    c = tmp_path / "x.csv"
+    c.write_text("TIMESTAMP,HashIds,ContextTokens,GeneratedTokens,Priority,Adapter\n0,1,5,1,high,\n")
+    assert read_csv_trace(c).unread == ("HashIds", "Priority")
+    # at most MAX_UNREAD_NAMES names are kept, however many keys the lines hold
+    monkeypatch.setattr(traces, "MAX_UNREAD_NAMES", 2)
+    assert read_mooncake(m).unread == ("session_id", "priority")

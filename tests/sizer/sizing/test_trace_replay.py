@@ -143,3 +143,24 @@ def test_a_trace_none_of_whose_requests_fits_is_refused(tmp_path):
     refused = runner.invoke(app, ["plan", str(one)])
     assert refused.exit_code == 2
     assert "the 1 request replayed of the trace 't.csv' exceeds it, the shortest 9,000 + 100" in refused.stderr
+
+
+def test_trace_columns_and_keys_sizer_does_not_model_are_named(tmp_path):
+    # HashIds and Priority were read past in silence: named in the plan's assumptions and simulate's notes, the
+    # trace still replayed (not refused)
+    trace = tmp_path / "t.csv"
+    trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens,HashIds,Priority\n0,100,10,1,high\n1,200,20,1,low\n")
+    path = scenario(tmp_path, trace)
+    note = ("trace t.csv: columns HashIds, Priority not modelled: sizer replays each request's TIMESTAMP, "
+            "ContextTokens, GeneratedTokens and Adapter alone, as if the rest were absent")
+    assert note in plan_json(path)["assumptions"]
+    sim = simulate_json(path)
+    assert sim["num_finished"] == 2 and sim["notes"] == ["trace t.csv: all 2 requests of it replayed", note]
+    # Mooncake keys likewise, in the order first seen
+    moon = tmp_path / "m.jsonl"
+    moon.write_text('{"timestamp": 0, "input_length": 1000, "output_length": 10, "hash_ids": [1], "session_id": "a"}\n'
+                    '{"timestamp": 1000, "input_length": 1000, "output_length": 10, "priority": 1, "model": "y"}\n')
+    path.write_text(path.read_text().replace("{path: t.csv, format: csv}", "{path: m.jsonl, format: mooncake}"))
+    assert ("trace m.jsonl: keys session_id, priority, model not modelled: sizer replays each request's timestamp, "
+            "input_length, output_length, hash_ids and adapter alone, as if the rest were absent") in \
+        simulate_json(path)["notes"]
