@@ -12,6 +12,7 @@ from sizer.errors import InputError
 from sizer.sizing.resolve import Resolved
 from sizer.sizing.workload import replay_words, unread_words, workload_of
 from sizer.timing.step_model import step_model_for
+from sizer.words import listed
 
 DEFAULT_ROUTER = "least_outstanding"     # the router every command uses unless told otherwise
 PREFIX_BALANCE_SLACK = 8                 # prefix_aware: extra requests tolerated for a cache hit (assumption)
@@ -54,9 +55,14 @@ def simulate_scenario(r: Resolved, num_requests: int | None = None, replicas: in
                     workload or workload_of(r, num_requests, rate_per_s), r.workload.seed, progress, rows)
 
 
+# The workload fields only the plan reads (its Little's law and memory check): a simulation measures what they state
+PLAN_ONLY_FIELDS = ("time_in_system_s", "kv_tokens_per_request", "concurrent_sequences")
+
+
 def simulate_notes(r: Resolved, workload: Workload) -> list[str]:
-    """What `sizer simulate` says beside its figures: which of a trace's requests it replayed, and what of the
-    scenario it did not run (a schedule's day)."""
+    """What `sizer simulate` says beside its figures: which of a trace's requests it replayed and what of them it
+    does not model, and what of the scenario it did not run or read (a schedule's day, the plan's own inputs, a
+    seed nothing draws with)."""
     w, notes = r.workload, []
     if w.trace is not None:
         notes.append(f"trace {w.trace.path}: {replay_words(r, workload)} replayed")
@@ -65,7 +71,24 @@ def simulate_notes(r: Resolved, workload: Workload) -> list[str]:
     if w.schedule is not None:
         notes.append(f"workload.schedule: simulated at workload.arrival.rate_per_s ({w.arrival.rate_per_s:g} req/s); "
                      f"`sizer plan --simulate` sizes the {w.schedule.period}")
+    stated = [f"workload.{key} {getattr(w, key):,g}" for key in PLAN_ONLY_FIELDS if getattr(w, key) is not None]
+    if stated:
+        notes.append(f"{listed(stated)}: {'inputs' if len(stated) > 1 else 'an input'} of the plan's Little's law and "
+                     "memory check, not read here: the simulation measures each request's time in system and the KV "
+                     "cache it holds")
+    if w.trace is not None and r.source_of("workload.seed") != "default" and not _draws(r):
+        notes.append(f"workload.seed {w.seed} ({r.source_of('workload.seed')}): nothing in this run is drawn at random "
+                     "(the trace's arrivals and lengths are replayed as they are; no LoRA adapters, structured output "
+                     "or speculative acceptance to draw), so the seed changes nothing")
     return notes
+
+
+def _draws(r: Resolved) -> bool:
+    """Does a run of this trace draw anything with the seed: each request's LoRA adapter (a popularity other than
+    the trace's own column) or schema, or speculative acceptances?"""
+    w = r.workload
+    return ((w.lora is not None and w.lora.popularity != "trace") or w.structured_output is not None
+            or r.deployment.speculative_config is not None)
 
 
 def simulate_replica(r: Resolved, rate_per_s: float, num_requests: int | None,

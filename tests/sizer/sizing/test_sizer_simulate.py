@@ -153,3 +153,41 @@ def test_simulate_a_closed_loop_from_the_command_line():
     assert many["peak_concurrent_requests"] == 64 and many["num_finished"] == 400
     bad = simulate_cli(str(CHAT), "--concurrency", "4", "--rate", "2")
     assert bad.exit_code == 2 and "--concurrency" in bad.output
+
+
+def _simulate_notes(tmp_path, text: str) -> list[str]:
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    result = CliRunner().invoke(app, ["simulate", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["notes"]
+
+
+def test_simulate_names_the_plan_only_fields_it_does_not_read(tmp_path):
+    # time in system, KV tokens a request and sequences held are the plan's Little's-law and memory-check inputs:
+    # the simulation measures them, so a stated value changes no simulated figure, and simulate says so
+    notes = _simulate_notes(tmp_path, "model: llama-3.1-8b\nhardware: h100-sxm\nworkload:\n"
+                                      "  arrival: {rate_per_s: 2}\n  num_requests: 20\n  time_in_system_s: 100\n"
+                                      "  kv_tokens_per_request: 500\n  concurrent_sequences: 3\n"
+                                      "  prompt_tokens: {distribution: fixed, value: 100}\n"
+                                      "  output_tokens: {distribution: fixed, value: 10}\n")
+    assert notes == ["workload.time_in_system_s 100, workload.kv_tokens_per_request 500 and "
+                     "workload.concurrent_sequences 3: inputs of the plan's Little's law and memory check, not read "
+                     "here: the simulation measures each request's time in system and the KV cache it holds"]
+
+
+def test_simulate_names_a_seed_nothing_draws_with(tmp_path):
+    # a trace replays its own arrivals and lengths: without LoRA adapters, schemas or speculative decoding to draw,
+    # the seed is read by nothing; with structured output it draws each request's schema, and no note is made
+    trace = tmp_path / "t.csv"
+    trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n0,100,10\n1,200,20\n")
+    head = "model: llama-3.1-8b\nhardware: h100-sxm\nworkload:\n  trace: {path: t.csv, format: csv}\n  seed: 5\n"
+    assert _simulate_notes(tmp_path, head) == [
+        "trace t.csv: all 2 requests of it replayed",
+        "workload.seed 5 (scenario): nothing in this run is drawn at random (the trace's arrivals and lengths are "
+        "replayed as they are; no LoRA adapters, structured output or speculative acceptance to draw), so the seed "
+        "changes nothing"]
+    assert _simulate_notes(tmp_path, head + "  structured_output: {share: 0.5}\n") == [
+        "trace t.csv: all 2 requests of it replayed"]
+    # a seed left at its default is no statement to name
+    assert _simulate_notes(tmp_path, head.replace("  seed: 5\n", "")) == ["trace t.csv: all 2 requests of it replayed"]
