@@ -261,9 +261,11 @@ def too_long(s: StatedWorkload, max_len: int) -> tuple[int, int, Workload]:
 
 def served_trace(s: StatedWorkload, max_len: int) -> ServedTrace:
     """The trace's rate and mean lengths over the requests an engine of `max_len` serves: as a distribution's
-    (sizer/analytic/lengths.py `served_means`), refused without an arrival rate."""
+    (sizer/analytic/lengths.py `served_means`), refused without an arrival rate, or with an adapter column
+    workload.lora does not replay (as `workload_of` refuses it)."""
     summary = trace_summary(s)
     trace = read_trace(s)
+    _check_trace_adapters(s, trace)         # an adapter column is replayed exactly as `simulate` replays it
     fits = trace.prompt_tokens + trace.output_tokens <= max_len
     served = int(np.count_nonzero(fits))
     prompt, output = (trace.prompt_tokens[fits], trace.output_tokens[fits]) if served else \

@@ -164,3 +164,17 @@ def test_trace_columns_and_keys_sizer_does_not_model_are_named(tmp_path):
     assert ("trace m.jsonl: keys session_id, priority, model not modelled: sizer replays each request's timestamp, "
             "input_length, output_length, hash_ids and adapter alone, as if the rest were absent") in \
         simulate_json(path)["notes"]
+
+
+def test_plan_refuses_an_adapter_column_simulate_would_refuse(tmp_path):
+    # the trace names each request's adapter but workload.lora does not say popularity: trace: simulate refused it
+    # while the plan sized the trace as if the column were absent
+    trace = tmp_path / "t.csv"
+    trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens,Adapter\n0,100,10,0\n1,200,20,1\n")
+    path = scenario(tmp_path, trace)
+    for command in ("plan", "simulate"):
+        result = runner.invoke(app, [command, str(path)])
+        assert result.exit_code == 2
+        assert result.stderr.strip() == (f"error: {path}: workload.lora.popularity: the trace names each request's "
+                                         "LoRA adapter; expected popularity: trace (with deployment.enable_lora) to "
+                                         "replay them")
