@@ -144,7 +144,8 @@ def read_mooncake(path: str | Path, limit: int | None = None) -> Workload:
             if len(arrival) >= cap:
                 if limit is None or limit > MAX_TRACE_REQUESTS:
                     raise FieldError(path, f"line {lineno:,}", f"more than {MAX_TRACE_REQUESTS:,} requests; a trace "
-                                     f"holds at most that many (replay a slice of a longer one)")
+                                     f"replays at most that many (workload.trace.max_requests or "
+                                     f"workload.num_requests cuts a longer one)")
                 break
             rec = _json(path, lineno, text)
             # The common record, checked inline against MOONCAKE_FIELDS (input and output lengths
@@ -276,7 +277,8 @@ def read_csv_trace(path: str | Path, limit: int | None = None) -> Workload:
                 if len(prompt) >= cap:
                     if limit is None or limit > MAX_TRACE_REQUESTS:
                         raise FieldError(path, f"line {lineno:,}", f"more than {MAX_TRACE_REQUESTS:,} requests; a "
-                                         f"trace holds at most that many (replay a slice of a longer one)")
+                                         f"trace replays at most that many (workload.trace.max_requests or "
+                                         f"workload.num_requests cuts a longer one)")
                     break
                 if len(row) != len(names):
                     raise FieldError(path, f"line {lineno:,}", f"{len(row)} cell(s); expected {len(names)}, one for "
@@ -308,7 +310,9 @@ def read_csv_trace(path: str | Path, limit: int | None = None) -> Workload:
         raise FieldError(path, f"line {reader.line_num + 1:,}", f"no requests after the header; expected one row a "
                          f"request ({','.join(CSV_COLUMNS)})")
     t = stamps if numeric else _datetimes_s(path, stamps, lines_of)
-    unread = tuple(dict.fromkeys(n for n in names if n not in CSV_KEYS))[:MAX_UNREAD_NAMES]
+    # a column with no header name (a pandas index, a trailing comma) is named by its place
+    unread = tuple(dict.fromkeys(n or f"{i + 1} (no name)" for i, n in enumerate(names)
+                                 if n not in CSV_KEYS))[:MAX_UNREAD_NAMES]
     return _workload(path, t, prompt, output, [()] * len(prompt), 1, adapters, unread)
 
 

@@ -337,7 +337,10 @@ def _json_kind_ok(tp: Any, value: Any) -> bool:
 
 def _expectation(spec: Key) -> str:
     """`an integer in [1, 1000]`, `a number > 0`, `a list of strings`: what the key must hold."""
-    if spec.tp is int or spec.tp is float:
+    if typing.get_origin(spec.tp) in (typing.Union, types.UnionType):     # each form with its bounds
+        forms = [a for a in typing.get_args(spec.tp) if a is not type(None)]
+        text = " or ".join(_expectation(dataclasses.replace(spec, tp=form, nullable=False)) for form in forms)
+    elif spec.tp is int or spec.tp is float:
         text = _type_name(spec.tp) + _bounds_text(spec)
     elif typing.get_origin(spec.tp) in (list, tuple) or spec.tp is list:
         (item, *_) = typing.get_args(spec.tp) or (Any,)

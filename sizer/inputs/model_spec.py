@@ -27,6 +27,7 @@ from sizer.inputs.config_keys import (
     EXPERT_BIAS_TYPES,
     EXPERT_KEYS,
     EXPERT_ONLY_TYPES,
+    FAMILY_NOTES,
     GATED_ATTENTION_TYPES,
     GATED_VISION_ACTS,
     HARMLESS_KEYS,
@@ -486,14 +487,14 @@ def mtp_note(c: dict[str, Any]) -> str:
     """The multi-token-prediction layers a checkpoint holds beside its decoder layers, not counted (vLLM builds the
     num_hidden_layers decoder layers; DeepSeek's MTP layers load only as a speculative draft, method mtp): DeepSeek's
     num_nextn_predict_layers, or MiniMax-M2's num_mtp_modules modules of mtp_transformer_layers layers; "" for none."""
-    layers, stated = c["num_nextn_predict_layers"], ""
+    layers, stated, loads = c["num_nextn_predict_layers"], "", "loads them only as a speculative-decoding draft"
     if not layers and c["num_mtp_modules"]:
         layers = c["num_mtp_modules"] * c["mtp_transformer_layers"]
         stated = f" (num_mtp_modules {c['num_mtp_modules']} x mtp_transformer_layers {c['mtp_transformer_layers']})"
+        loads = "does not load them (it has no mtp draft for this model)"
     if not layers:
         return ""
-    return (f"{layers} multi-token-prediction layer(s) in the checkpoint{stated} are not counted: vLLM loads them "
-            "only as a speculative-decoding draft")
+    return f"{layers} multi-token-prediction layer(s) in the checkpoint{stated} are not counted: vLLM {loads}"
 
 
 # RoPE types whose max_position_embeddings already counts the scaling: vLLM derives no longer context from them
@@ -654,7 +655,7 @@ def _refuse_unmodelled(c: dict[str, Any], top: dict | None, where, file: str | N
 def _check_family(c: dict[str, Any], model_type_path: str, where, file: str | None) -> str | None:
     """Refuse a family that is no decoder sizer places (NOT_DECODER_TYPES) and experts stated in a dense family
     sizer knows (DENSE_TYPES); a note for a family sizer was not checked on (not in MODEL_TYPES), whose layers
-    are read from the keys."""
+    are read from the keys, or for what a checked family's count leaves out (FAMILY_NOTES)."""
     model_type = c["model_type"]
     if model_type in NOT_DECODER_TYPES:
         raise InputError(file, model_type_path, f"model type {excerpt(model_type)} is not modelled: sizer places "
@@ -670,7 +671,7 @@ def _check_family(c: dict[str, Any], model_type_path: str, where, file: str | No
         raise InputError(file, where("num_local_experts"), f"missing; a {model_type} model has routed experts "
                                                            "(num_local_experts, n_routed_experts or num_experts)")
     if model_type in MODEL_TYPES:
-        return None
+        return FAMILY_NOTES.get(model_type)
     family = f"model_type {excerpt(model_type)} is not a family" if model_type else "no model_type: not a family"
     return (f"{family} sizer was checked on (docs/models.md): its layers are read from the config's keys as "
             "attention and MLP (or expert) blocks; a key that would change them is refused")

@@ -200,8 +200,8 @@ def unread_words(s: StatedWorkload, trace: Workload) -> str | None:
     names = ", ".join(excerpt(n, quote=False) for n in trace.unread[:UNREAD_LISTED])
     more = len(trace.unread) - UNREAD_LISTED
     names += f" and {more:,} more" if more > 0 else ""
-    used = ("TIMESTAMP, ContextTokens, GeneratedTokens and Adapter" if t.format == "csv" else
-            "timestamp, input_length, output_length, hash_ids and adapter")
+    used = ("TIMESTAMP, ContextTokens and GeneratedTokens (and Adapter, where the trace has it)" if t.format == "csv"
+            else "timestamp, input_length and output_length (and hash_ids and adapter, where the trace has them)")
     return (f"trace {t.path}: {kind_of}{'s' if len(trace.unread) > 1 else ''} {names} not modelled: sizer replays "
             f"each request's {used} alone, as if the rest were absent")
 

@@ -94,7 +94,7 @@ def test_a_pattern_of_letters_places_the_layers_without_layer_types():
     ({"sliding_window_pattern": "LLGG"}, "sliding_window_pattern: 'LLGG' makes layer 2 full where layer_types\\[2\\] "
                                          "is 'sliding_attention': expected the two to agree"),
     ({"sliding_window_pattern": 3}, "sliding_window_pattern: 3 makes layer 2 full where layer_types\\[2\\]"),
-    ({"sliding_window_pattern": True}, "sliding_window_pattern: expected an integer or a string"),
+    ({"sliding_window_pattern": True}, "sliding_window_pattern: expected an integer in \\[1, 1000\\] or a string"),
 ])
 def test_a_bad_or_disagreeing_pattern_is_one_line(change, message):
     with pytest.raises(FieldError, match=message):

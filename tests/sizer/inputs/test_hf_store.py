@@ -146,7 +146,7 @@ def test_minimax_m2_is_read_with_its_multi_token_prediction_modules_left_out(emp
     # their weights), and no speculative mtp is offered for them
     assert "shared_intermediate_size = 0 (switched off)" in m.unread_keys and m.mtp_layers == 0
     assert "3 multi-token-prediction layer(s) in the checkpoint (num_mtp_modules 3 x mtp_transformer_layers 1) are " \
-           "not counted: vLLM loads them only as a speculative-decoding draft" in m.notes
+           "not counted: vLLM does not load them (it has no mtp draft for this model)" in m.notes
     # a layer: q 3,072 x 6,144, k and v 3,072 x 1,024 each, o 6,144 x 3,072 (44,040,192), q / k norms over all 48 and
     # 8 heads (7,168: vLLM's MiniMaxText01RMSNormTP over head_dim x heads), 256 experts of 3 x 3,072 x 1,536
     # (3,623,878,656), router 3,072 x 256 and its correction bias 256 (use_routing_bias), 2 norms (6,144):

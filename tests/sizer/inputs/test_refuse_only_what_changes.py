@@ -185,9 +185,12 @@ def test_a_norm_epsilon_and_the_rotated_width_change_no_count():
     assert not any("layer_norm_eps" in k for k in m.unread_keys)
     # embedding + lm_head 2 x 51,200 x 2,560 = 262,144,000; a layer: q, k, v, dense 4 x 2,560^2 (26,214,400), fc1 and
     # fc2 2 x 2,560 x 10,240 (52,428,800), 2 norms of 2,560: 78,648,320; x 32 = 2,516,746,240; final norm 2,560:
-    # 2,778,892,800. phi-2 model card: "Phi-2 is a Transformer with 2.7 billion parameters"
+    # 2,778,892,800. phi-2 model card: "Phi-2 is a Transformer with 2.7 billion parameters". Not counted, and said
+    # (config_keys.FAMILY_NOTES): phi's biases, 32 x (3 x 2,560 + 2,560 + 10,240 + 2,560) + 51,200 (lm_head) + 2,560
+    # (final LayerNorm) = 791,040, and its one LayerNorm a layer holds a bias where sizer counts a second norm
     counts = parameter_count(m)
     assert counts.total == 2_778_892_800 and counts.total == pytest.approx(2.7e9, rel=0.03)
+    assert any(n.startswith("phi's biases") and "not counted" in n for n in m.notes)
     # KV per token: 2 (K, V) x 32 layers x 32 KV heads x 80 head dim x 2 bytes = 327,680 B
     assert kv_layout(m, "bf16", ParallelConfig()).bytes_per_token == 327_680
     base = _config("qwen3-coder-480b-a35b-instruct")

@@ -152,7 +152,7 @@ def test_trace_columns_and_keys_sizer_does_not_model_are_named(tmp_path):
     trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens,HashIds,Priority\n0,100,10,1,high\n1,200,20,1,low\n")
     path = scenario(tmp_path, trace)
     note = ("trace t.csv: columns HashIds, Priority not modelled: sizer replays each request's TIMESTAMP, "
-            "ContextTokens, GeneratedTokens and Adapter alone, as if the rest were absent")
+            "ContextTokens and GeneratedTokens (and Adapter, where the trace has it) alone, as if the rest were absent")
     assert note in plan_json(path)["assumptions"]
     sim = simulate_json(path)
     assert sim["num_finished"] == 2 and sim["notes"] == ["trace t.csv: all 2 requests of it replayed", note]
@@ -162,8 +162,18 @@ def test_trace_columns_and_keys_sizer_does_not_model_are_named(tmp_path):
                     '{"timestamp": 1000, "input_length": 1000, "output_length": 10, "priority": 1, "model": "y"}\n')
     path.write_text(path.read_text().replace("{path: t.csv, format: csv}", "{path: m.jsonl, format: mooncake}"))
     assert ("trace m.jsonl: keys session_id, priority, model not modelled: sizer replays each request's timestamp, "
-            "input_length, output_length, hash_ids and adapter alone, as if the rest were absent") in \
-        simulate_json(path)["notes"]
+            "input_length and output_length (and hash_ids and adapter, where the trace has them) alone, as if the "
+            "rest were absent") in simulate_json(path)["notes"]
+
+
+def test_trace_columns_without_a_header_name_are_named_by_their_place(tmp_path):
+    # a pandas export's index column and a trailing comma leave two header cells empty: two columns, each named by
+    # its place (1st and 5th), not one column with an empty name
+    trace = tmp_path / "t.csv"
+    trace.write_text(",TIMESTAMP,ContextTokens,GeneratedTokens,\n0,0,100,10,\n1,1,200,20,\n")
+    path = scenario(tmp_path, trace)
+    assert any(a.startswith("trace t.csv: columns 1 (no name), 5 (no name) not modelled")
+               for a in plan_json(path)["assumptions"])
 
 
 def test_plan_refuses_an_adapter_column_simulate_would_refuse(tmp_path):
