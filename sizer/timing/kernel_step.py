@@ -49,10 +49,11 @@ For one step on one GPU of the busiest pipeline stage (times the stages, as the 
 
 Tables are interpolated linearly in every numeric key (m, n, k; batch, tokens; bytes) between
 measured points and extended along the last segment beyond them (a GEMM's m past the largest
-measured, a vocabulary past the largest n); categorical keys (dtype, KV heads, head dim, KV dtype,
-GPUs) must match, and an attention's query heads too, except between two measured ones of its KV
-heads (interpolated linearly: `heads_rows`). What the tables lack is priced by the roofline and named in
-`roofline_parts`: GEMM shapes the measured grid does not bracket, and every GEMM whose weights
+measured, a vocabulary past the largest n), never below the value at the last measured point (`at_least`: a
+table whose latency falls as a key grows is not extended below its edge, nor to zero or less); categorical keys
+(dtype, KV heads, head dim, KV dtype, GPUs) must match, and an attention's query heads too, except between two
+measured ones of its KV heads (interpolated linearly: `heads_rows`). What the tables lack is priced by the
+roofline and named in `roofline_parts`: GEMM shapes the measured grid does not bracket, and every GEMM whose weights
 are stored in a format the tables do not hold (AWQ/GPTQ 4-bit, FP8 run weight-only), one shape
 at a time; MoE experts; the KV groups of other mixers (sparse MLA: DeepSeek-V3.2's indexer) or of
 head shapes neither measured nor between measured ones (Llama-2's 32 KV heads: decode is measured up to
@@ -173,6 +174,16 @@ def bracket(values: list[int], x: float) -> tuple[int, int, float]:
         return values[0], values[0], 0.0
     lo, hi = (values[-2], values[-1]) if i == len(values) else (values[i - 1], values[i])
     return lo, hi, (x - lo) / (hi - lo)
+
+
+def at_least(curve: Curve, floor: Curve) -> Curve:
+    """`curve` raised to `floor` at each of its points, where `floor`'s points are among them: never below `floor`
+    anywhere (both are linear between those points, and past the last `curve` keeps at least its last value).
+    Beyond a table's measured grid in a key (a weight above 1 on the last point: `bracket`) the last segment
+    extended may fall below the last measured value, even below zero (a latency that falls as n grows, extended
+    to a larger n); with the value at the grid's edge as its floor the extension keeps Curve's rule, never below
+    the last value, in every key (a larger shape is never faster than the largest measured)."""
+    return Curve({x: max(y, floor(x)) for x, y in zip(curve.xs, curve.ys, strict=True)})
 
 
 def curve_sum(curves: list[tuple[float, Curve]]) -> Curve:
@@ -345,7 +356,11 @@ def gemm_curve(tables: KernelTables, dtype: str, n: int, k: int) -> Curve | None
                (wn * wk, (n1, k1))]
     if any((dtype, *nk) not in tables.gemm for w, nk in corners if w):
         return None
-    return curve_sum([(w, Curve(tables.gemm[(dtype, *nk)])) for w, nk in corners if w])
+    curve = curve_sum([(w, Curve(tables.gemm[(dtype, *nk)])) for w, nk in corners if w])
+    if wn > 1 or wk > 1:                # past the grid's largest n or k: never below the curve at its edge
+        edge = gemm_curve(tables, dtype, min(n, n1), min(k, k1))
+        curve = at_least(curve, edge)
+    return curve
 
 
 class BatchCurves:
@@ -362,6 +377,8 @@ class BatchCurves:
         if curve is None:
             b0, b1, w = bracket(self.batches, batch)
             curve = self.rows[b0] if not w else curve_sum([(1 - w, self.rows[b0]), (w, self.rows[b1])])
+            if w > 1:                   # past the largest measured batch: never below its row (`at_least`)
+                curve = at_least(curve, self.rows[b1])
             self._by_batch[batch] = curve
         return curve
 

@@ -134,6 +134,66 @@ def test_gemm_shapes_between_measured_ones_interpolate_bilinearly():
     assert gemm_curve(tables, "fp8", 384, 320) is None        # a dtype not measured: the roofline prices it
 
 
+def test_gemm_shapes_past_the_grid_are_never_faster_than_its_edge():
+    # audit finding: a table whose latency falls as n grows (n 1: 1,000 us, n 2: 1 us, at k 4,096), extended along
+    # its last segment to n 4,096, priced the GEMM at 1 - 999 x 4,094 us (a prefill of -1,502,746 ms; the
+    # simulator stopped on a negative step). Past the largest n or k the curve is at least the edge's
+    tables = synthetic_tables()
+    tables.gemm.clear()
+    tables.gemm.update({("bfloat16", 1, 4096): {1: 1000 * US, 8192: 1000 * US},
+                        ("bfloat16", 2, 4096): {1: 1 * US, 8192: 1 * US}})
+    curve = gemm_curve(tables, "bfloat16", 4096, 4096)
+    assert [curve(m) for m in (1, 100, 8192, 1 << 20)] == [1 * US] * 4
+    # in n and k at once: falling from the corner (1, 1) at 1,000 us to 3 us at the other three, extended to
+    # (4,096, 14,336): along n at k 1 and along k at n 1 the extension falls below zero, but the product term
+    # (bilinear: a GEMM's work grows as n x k) rises; at the edge (2, 2) the floor is 3 us, and 5 us at m 64
+    tables.gemm.clear()
+    tables.gemm.update({("bfloat16", n, k): {1: (1000 if (n, k) == (1, 1) else 3) * US, 64: 5 * US}
+                        for n in (1, 2) for k in (1, 2)})
+    for n, k in ((4096, 14336), (4096, 1), (1, 14336), (4096, 2)):
+        curve = gemm_curve(tables, "bfloat16", n, k)
+        assert curve(1) >= 3 * US and curve(64) >= 5 * US and curve(1 << 16) >= 5 * US
+    assert gemm_curve(tables, "bfloat16", 4096, 2)(1) == pytest.approx(3 * US)
+    # a table rising with n is extended along its last segment as before: 256 -> 512 adds 256 us, so 1,024 is 1,280
+    tables.gemm.clear()
+    tables.gemm.update({("bfloat16", n, k): {1: (n + k) * US, 64: 2 * (n + k) * US}
+                        for n in (256, 512) for k in (256, 512)})
+    assert gemm_curve(tables, "bfloat16", 1024, 256)(1) == pytest.approx(1280 * US)
+
+
+def test_the_bundled_h200_tensorrt_llm_lm_head_of_a_128k_vocabulary_is_never_negative():
+    # the bundled tables' largest n is 65,536; Llama-3's 128,256-row lm_head extends the 51,200 -> 65,536 segment
+    # 4.375 times over. At m 161 the 51,200 row measured a kernel-selection spike (364.6 us against 285.0 us at
+    # 65,536), and the extension priced the lm_head at 285.0 - 4.375 x 79.6 = -63.3 us; now at least 285.0 us
+    tables = load_kernel_tables(bundled_tables_dir("h200", "tensorrt-llm"), whole=False)
+    lm_head = gemm_curve(tables, "bfloat16", 128256, 8192)
+    edge = gemm_curve(tables, "bfloat16", 65536, 8192)
+    assert lm_head(161) == pytest.approx(edge(161)) and edge(161) == pytest.approx(285.0 * US)
+    assert all(lm_head(m) >= edge(m) > 0 for m in range(1, 4097))
+    assert lm_head(160) > edge(160)                # where the segment rises, the extension as before
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(1e-3, 1e6), min_size=8, max_size=8), st.integers(1, 1 << 20), st.integers(1, 1 << 20),
+       st.integers(1, 1 << 20))
+def test_any_positive_gemm_table_prices_any_shape_above_zero(latencies, n, k, m):
+    tables = synthetic_tables()
+    tables.gemm.clear()
+    corners = [(n_, k_) for n_ in (64, 128) for k_ in (64, 128)]
+    tables.gemm.update({("bfloat16", *nk): {1: latencies[2 * i] * US, 64: latencies[2 * i + 1] * US}
+                        for i, nk in enumerate(corners)})
+    assert gemm_curve(tables, "bfloat16", n, k)(m) >= min(latencies) * US * (1 - 1e-12)
+
+
+def test_attention_past_the_largest_measured_batch_is_never_faster_than_that_batch():
+    from sizer.timing.kernel_step import BatchCurves
+    # batch 1 at 1,000 us, batch 2 at 1 us: extended to batch 64 the last segment ran to -62,937 us, priced as 0
+    rows = BatchCurves({1: {1: 1000 * US, 100_000: 1000 * US}, 2: {1: 1 * US, 100_000: 1 * US}})
+    assert rows(64, 5000) == pytest.approx(1 * US)
+    rising = BatchCurves({1: {1: 1 * US, 100: 2 * US}, 2: {1: 2 * US, 100: 4 * US}})
+    assert rising(4, 100) == pytest.approx(8 * US)            # the last segment extended, as before
+
+
 def test_what_the_tables_lack_is_priced_by_the_roofline_and_named():
     r = tiny_resolved(tp=2)                       # the synthetic tables hold no TP2 shapes nor an all-reduce
     model = KernelTableStepTimeModel(synthetic_tables(), roofline_for(r))
