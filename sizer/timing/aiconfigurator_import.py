@@ -69,6 +69,7 @@ from sizer.timing.kernel_step import GEMM_DTYPES, KV_DTYPES, bracket
 from sizer.timing.kernel_tables import (
     HEADER_FILE,
     MAX_LATENCY_US,
+    MIN_LATENCY_US,
     SCHEMA_VERSION,
     TABLES,
     TP_SIZES,
@@ -145,9 +146,10 @@ COLUMNS = {"gemm": (("gemm_dtype", "device"), ("n", "k", "m")),
 OPTIONAL_COLUMNS = {"context_attention": ((), ("window_size",)), "generation_attention": ((), ("window_size",)),
                     "allreduce": (("backend",), ()), "moe": (("kernel_source",), ())}
 # The bounds of a source table's values, all applied by `_check_values`: text a non-empty string; every size, count
-# and shape a whole number from 1 (0 where FROM_ZERO says) to MAX_SIZE; latencies finite and > 0 (sizer's tables
-# hold them to the same, kernel_tables._row_values). aiconfigurator-core 0.12.0's tables hold no other value: no
-# null, NaN or fraction in any column read, no latency <= 0 (so no failed measurement is filtered out here).
+# and shape a whole number from 1 (0 where FROM_ZERO says) to MAX_SIZE; latencies finite, from 1 ns to 1,000 s
+# (sizer's tables hold them to the same, kernel_tables._row_values). aiconfigurator-core 0.12.0's tables hold no
+# other value: no null, NaN or fraction in any column read, no latency <= 0 (so no failed measurement is filtered
+# out here).
 MAX_SIZE = 1 << 40     # its largest is an all-reduce of 2**29 elements; below 2**53: a float column's whole numbers
                        # are exact
 # the sizes that count from 0: a prefill's `step` (no earlier tokens; generation attention's KV length is isl + step)
@@ -218,8 +220,10 @@ def _check_values(df, file: str, table: str) -> None:
         _refuse(df, file, column, ~((x >= low) & (x <= MAX_SIZE) & (x.round() == x)),      # NaN fails each comparison
                 f"a whole number from {low} to {MAX_SIZE:,}")
     x = _numbers(df, file, "latency")
-    top_ms = MAX_LATENCY_US / 1e3            # what sizer's tables read back (kernel_tables.MAX_LATENCY_US)
-    _refuse(df, file, "latency", ~((x > 0) & (x <= top_ms)), f"a latency > 0 and at most {top_ms:g} (milliseconds)")
+    # what sizer's tables read back (kernel_tables.MIN_LATENCY_US, MAX_LATENCY_US)
+    low_ms, top_ms = MIN_LATENCY_US / 1e3, MAX_LATENCY_US / 1e3
+    _refuse(df, file, "latency", ~((x >= low_ms) & (x <= top_ms)),
+            f"a latency of at least {low_ms:g} and at most {top_ms:g} (milliseconds)")
 
 
 def _numbers(df, file: str, column: str):

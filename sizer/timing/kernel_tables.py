@@ -74,6 +74,12 @@ MAX_TABLE_BYTES = 64 << 20           # decompressed; the bundled tables are a fe
 # A table's latency: at most 10^9 us (1,000 s; the bundled tables' longest is 4 s), so that sums over layers and
 # steps stay finite (10^298 us passed as finite and priced a request at 10^298 s)
 MAX_LATENCY_US = 1e9
+# ... and at least 10^-3 us (1 ns): a kernel reads its inputs from device memory, one access of which takes hundreds
+# of nanoseconds on any GPU or CPU, and its launch microseconds (the bundled tables' shortest is 1.7 us, a CPU's
+# calibrated 5.5 us); 1 ns, a few clock cycles, is below any of them by two orders of magnitude. A latency under it
+# is a unit error or garbage (1e-300 us priced a step at its table-free terms alone)
+MIN_LATENCY_US = 1e-3
+LATENCY_BOUNDS = f"latencies of at least {MIN_LATENCY_US:g} and at most {MAX_LATENCY_US:g} us"
 # Bandwidths and rates as hardware profiles bound them (sizer/inputs/hardware.py): from 100 MB/s to 1 PB/s, and
 # from 10^9 to 10^18 FLOP/s; a rate of 1e-300 overflowed a step's time to infinity (an OverflowError, not a
 # refusal). An element-wise kernel's fixed latency at most 1 s (aiconfigurator-core's is 3 us, a CPU's 44 us; 1e300
@@ -217,8 +223,7 @@ def _columns(name: str) -> str:
 
 def _bad_row(file: str, name: str, line: int, text: str) -> FieldError:
     return FieldError(file, f"line {line}", f"expected {_columns(name)} (the last two: lists of the same length; "
-                                            f"sizes >= 1, latencies > 0 and at most {MAX_LATENCY_US:g} us), got "
-                                            f"{excerpt(text)}")
+                                            f"sizes >= 1, {LATENCY_BOUNDS}), got {excerpt(text)}")
 
 
 def _row_key(file: str, name: str, line: int, text: str) -> tuple:
@@ -241,10 +246,15 @@ def _row_values(file: str, name: str, line: int, text: str) -> dict[int, float]:
     _, xs, ys = text.rsplit(",", 2)         # three parts: its key was read
     try:
         grid, latency = list(map(int, xs.split())), list(map(float, ys.split()))
-        if not grid or len(grid) != len(latency) or min(grid) < 1 or not all(0 < t <= MAX_LATENCY_US for t in latency):
+        if not grid or len(grid) != len(latency) or min(grid) < 1:
             raise ValueError(text)
     except ValueError:
         raise _bad_row(file, name, line, text) from None
+    # NaN fails both comparisons
+    bad = next((i for i, t in enumerate(latency) if not MIN_LATENCY_US <= t <= MAX_LATENCY_US), None)
+    if bad is not None:
+        raise FieldError(file, f"line {line}", f"latency_us: expected {LATENCY_BOUNDS}, got "
+                                               f"{excerpt(ys.split()[bad])} at {TABLES[name][1][-1]} {grid[bad]}")
     if len(set(grid)) != len(grid):
         raise FieldError(file, f"line {line}", f"expected each {TABLES[name][1][-1]} once, got a repeated one in "
                                                f"{excerpt(xs)}")

@@ -38,8 +38,8 @@ CASES = {
     "missing column": (GEMM, gemm_frame(n=None), "n", "missing"),
     "no rows": (GEMM, gemm_frame().iloc[0:0], None, "no rows"),
     "text in a number": (GEMM, gemm_frame(k=["4096", "big"]), "k", "expected numbers"),
-    "NaN latency": (GEMM, gemm_frame(latency=[0.015, float("nan")]), "latency (row 1)", "a latency > 0"),
-    "negative latency": (GEMM, gemm_frame(latency=[-1.0, 0.015]), "latency (row 0)", "a latency > 0"),
+    "NaN latency": (GEMM, gemm_frame(latency=[0.015, float("nan")]), "latency (row 1)", "a latency of at least 1e-06"),
+    "negative latency": (GEMM, gemm_frame(latency=[-1.0, 0.015]), "latency (row 0)", "a latency of at least 1e-06"),
     # past what sizer's tables read back (10^9 us = 10^6 ms), infinity among them
     "huge latency": (GEMM, gemm_frame(latency=[0.015, 2e6]), "latency (row 1)", "at most 1e+06 (milliseconds)"),
     "system garbage": (SYSTEM, b"gpu: [unclosed", None, "not valid YAML"),
