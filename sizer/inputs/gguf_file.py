@@ -19,9 +19,10 @@ of strings walked only up to MAX_ARRAY_STRINGS, arrays of arrays refused. From i
   encoder stored in the same file (`TOWER_PREFIXES`) are stored bytes only: llama.cpp's text model
   does not load them, and a note names them.
 
-A model split in shards (`split.count` > 1, llama.cpp's `gguf-split`) is read whole, as llama.cpp
-loads it: from its first shard, named `PREFIX-00001-of-0000N.gguf`, the others found beside it by the
-same naming (their tensors added; the metadata is the first shard's).
+A model split in shards (`split.count` > 1, a uint16 as llama.cpp reads it, llama.cpp's `gguf-split`) is read
+whole, as llama.cpp loads it: from its first shard, named `PREFIX-00001-of-0000N.gguf`, the others found beside it
+by the same naming, one after another up to the first missing (their tensors added; the metadata is the first
+shard's).
 
 Refused, one line each naming the file and the field, where llama.cpp would refuse to load the file
 or sizer would size something else: a file that is not GGUF or is truncated, a count or length past
@@ -142,6 +143,9 @@ MAX_STRING_BYTES = 1 << 24
 SMALL_ARRAY = 1 << 12                    # fixed-size arrays up to this long are kept as values; longer, skipped
 _FIXED = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
 _STRING, _ARRAY = 8, 9
+_UINT16 = 2
+TYPE_NAMES = {0: "uint8", 1: "int8", 2: "uint16", 3: "int16", 4: "uint32", 5: "int32", 6: "float32", 7: "bool",
+              8: "string", 9: "array", 10: "uint64", 11: "int64", 12: "float64"}
 DEFAULT_ALIGNMENT = 32
 
 
@@ -241,6 +245,7 @@ class _File:
     """One parsed GGUF file: its metadata, tensor table, where its tensor data starts, its size."""
     path: str
     fields: dict[str, Any]
+    types: dict[str, int]           # each key's GGUF value type
     table: list[_Entry]
     data_start: int
     alignment: int
@@ -262,12 +267,14 @@ def _parse(data: mmap.mmap | bytes, file: str) -> _File:
     tensors = h.count("tensor_count", MAX_TENSORS, 8 + 4 + 4 + 8)
     keys = h.count("metadata_kv_count", MAX_KEYS, 8 + 4)
     fields: dict[str, Any] = {}
+    types: dict[str, int] = {}
     for i in range(keys):
         key = h.string(f"metadata[{i}].key")
         if key in fields:
             raise h.fail(excerpt(key, quote=False), "stated twice; expected each key once (llama.cpp refuses a "
                                                     "duplicate key)")
-        fields[key] = h.value(h.unpack("I", excerpt(key, quote=False)), excerpt(key, quote=False))
+        types[key] = h.unpack("I", excerpt(key, quote=False))
+        fields[key] = h.value(types[key], excerpt(key, quote=False))
     table = []
     for i in range(tensors):
         name = h.string(f"tensors[{i}].name")
@@ -281,7 +288,7 @@ def _parse(data: mmap.mmap | bytes, file: str) -> _File:
     alignment = fields.get("general.alignment", DEFAULT_ALIGNMENT)
     if not _positive(alignment) or alignment & (alignment - 1):
         raise h.fail("general.alignment", f"expected a power of two, got {excerpt(alignment)}")
-    return _File(file, fields, table, -(-h.at // alignment) * alignment, alignment, len(data))
+    return _File(file, fields, types, table, -(-h.at // alignment) * alignment, alignment, len(data))
 
 
 def _tensors(f: _File, seen: set[str]) -> list[GGUFTensor]:
@@ -471,8 +478,14 @@ def _shards(path: Path, first: _File) -> list[_File]:
     """A model's files, as llama.cpp finds them from the first (llama_split_path: PREFIX-%05d-of-%05d.gguf): the
     one given when it is not split, else every shard, each checked to be the one its name says."""
     count = first.fields.get("split.count", 1)
-    if not _positive(count):
-        raise InputError(first.path, "split.count", f"expected a positive integer (the shards), got {excerpt(count)}")
+    kind = first.types.get("split.count", _UINT16)
+    # llama.cpp reads split.count as a uint16 (llama_model_loader: `uint16_t n_split; get_key(LLM_KV_SPLIT_COUNT,
+    # n_split)`, which refuses a key of another type: "key split.count has wrong type"); gguf-split and gguf-py's
+    # writer store it so. A uint32 of 4,294,967,295 made sizer list that many shard names
+    if kind != _UINT16 or not _positive(count):
+        got = f"{excerpt(count)} ({TYPE_NAMES.get(kind, kind)})" if kind != _UINT16 else excerpt(count)
+        raise InputError(first.path, "split.count", f"expected a uint16 from 1 to 65,535 (the shards; llama.cpp "
+                                                    f"reads no other type), got {got}")
     if count == 1:
         return [first]
     shard = first.fields.get("split.no", 0)
@@ -485,14 +498,12 @@ def _shards(path: Path, first: _File) -> list[_File]:
         raise InputError(first.path, "split.count", f"{count}: the first shard of a split model, but not named "
                                                     f"PREFIX{suffix}, so its other shards cannot be found (llama.cpp's "
                                                     "naming)")
-    names = [path.name.removesuffix(suffix) + _shard_suffix(i, count) for i in range(2, count + 1)]
-    missing = [name for name in names if not (path.parent / name).exists()]
-    if missing:
-        more = f" and {len(missing) - 3:,} more" if len(missing) > 3 else ""
-        raise InputError(first.path, "split.count", f"{count}: the model is split in {count} shards; not beside this "
-                                                    f"one: {', '.join(missing[:3])}{more}")
     files = [first]
-    for i, name in enumerate(names, 1):
+    for i in range(1, count):           # each read before the next is looked for: the first missing one stops it
+        name = path.name.removesuffix(suffix) + _shard_suffix(i + 1, count)
+        if not os.path.lexists(path.parent / name):
+            raise InputError(first.path, "split.count", f"{count}: the model is split in {count} shards; shard "
+                                                        f"{i + 1} is not beside this one: {name}")
         f = _parse(_mapped(path.parent / name), str(path.parent / name))
         for key, want in (("split.no", i), ("split.count", count)):
             if f.fields.get(key) != want:

@@ -93,6 +93,8 @@ CASES = {
     "split-count-2-unnamed.gguf": model([*LLAMA, *_split(0)]),
     "split-missing-00001-of-00002.gguf": model([*LLAMA, *_split(0)]),
     "split-later-00002-of-00002.gguf": model([*LLAMA, *_split(1)]),
+    "split-count-u32-max-00001-of-4294967295.gguf": model([*LLAMA, u16("split.no", 0), u32("split.count", 2**32 - 1)]),
+    "split-count-65535-00001-of-65535.gguf": model([*LLAMA, *_split(0, 65535)]),
     "block-count-2e40.gguf": model([*without(b"block_count"), kv("llama.block_count", U64, struct.pack("<Q", 2**40))]),
     "head-count-kv-array.gguf": model([*LLAMA, kv("llama.attention.head_count_kv", ARRAY, struct.pack("<IQ2I", U32, 2,
                                                                                                      4, 4))]),
