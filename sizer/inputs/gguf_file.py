@@ -329,10 +329,11 @@ def _mapped(path: Path) -> mmap.mmap | bytes:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         raise InputError(file, None, f"cannot read: {exc.strerror or exc}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):     # before os.fdopen, which raises IsADirectoryError on a folder
+        os.close(fd)
+        raise InputError(file, None, f"{file_kind(info.st_mode)}, not a regular file")
     with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise InputError(file, None, f"{file_kind(info.st_mode)}, not a regular file")
         if info.st_size == 0:
             return b""
         try:

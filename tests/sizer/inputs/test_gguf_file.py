@@ -206,6 +206,22 @@ def test_a_split_model_without_its_other_shards_is_refused_naming_them(tmp_path)
     assert err.value.field == "split.count" and "not beside this one: split-00003-of-00003.gguf" in err.value.message
 
 
+def test_a_later_shard_that_is_a_folder_or_a_link_loop_is_refused_naming_it(tmp_path):
+    # audit finding: a folder where shard 2 goes raised IsADirectoryError from os.fdopen (a traceback)
+    write_llama(tmp_path / "split.gguf", split_max_tensors=8)
+    second = tmp_path / "split-00002-of-00003.gguf"
+    second.unlink()
+    second.mkdir()
+    with pytest.raises(InputError) as err:
+        read_gguf(tmp_path / "split-00001-of-00003.gguf")
+    assert err.value.file == str(second) and err.value.message == "a directory, not a regular file"
+    second.rmdir()
+    second.symlink_to(second.name)
+    with pytest.raises(InputError) as err:
+        read_gguf(tmp_path / "split-00001-of-00003.gguf")
+    assert err.value.file == str(second) and "Too many levels of symbolic links" in err.value.message
+
+
 def test_a_later_shard_is_refused_naming_the_first(tmp_path):
     write_llama(tmp_path / "split.gguf", split_max_tensors=8)
     with pytest.raises(InputError) as err:
