@@ -14,7 +14,7 @@ from sizer.cli.render import terminal
 from sizer.errors import InputError
 from sizer.inputs.sweep_file import load_sweep
 from sizer.outputs.sweep_store import ResultStore
-from sizer.sizing.sweep import build_sweep, run_sweep
+from sizer.sizing.sweep import build_sweep, check_resumable, run_sweep
 from sizer.sizing.sweep_backends import check_ray
 from sizer.words import count
 from validation.errors import excerpt
@@ -47,12 +47,12 @@ def command(
     store = ResultStore(results or default_results(sweep.name, sweep_file), "--results",
                         (sweep_file, sweep_file_data.scenario_path()))
     done = store.done()
-    fresh = store.untouched
+    check_resumable(sweep, done)        # before anything is written: a refusal leaves the file and its parts alone
     with progress("sweeping", "points") as update:
         try:
             summary = run_sweep(sweep, done, store.add, backend, workers, address, update)
         except InputError:
-            if not (fresh and store.untouched):     # refused before its first row: no empty results file left
+            if store.added:         # refused after rows of this run: they are kept; before any, nothing is written
                 store.close()
             raise
         except BaseException:

@@ -125,12 +125,8 @@ class ResultStore:
             raise InputError(shown(self.parts), flag, "expected the folder of this results file's parts, got "
                                                       f"{file_kind(self.parts.stat().st_mode)}")
         self.buffer: list[dict] = []
+        self.added = 0                  # rows added through this store (a run that added none has nothing to merge)
         self.flushed_at = time.monotonic()
-
-    @property
-    def untouched(self) -> bool:
-        """No results file, no parts and no row added: `close` would write a file of no rows."""
-        return not self.buffer and not os.path.lexists(self.path) and not os.path.lexists(self.parts)
 
     def _part_files(self) -> list[Path]:
         return sorted(self.parts.glob("part-*.parquet")) if self.parts.is_dir() else []
@@ -145,6 +141,7 @@ class ResultStore:
 
     def add(self, row: SweepRow) -> None:
         self.buffer.append(dataclasses.asdict(row))
+        self.added += 1
         if len(self.buffer) >= FLUSH_ROWS or time.monotonic() - self.flushed_at >= FLUSH_S:
             self.flush()
 

@@ -537,17 +537,24 @@ def run_sweep(sweep: Sweep, done: set[str], sink: Callable[[SweepRow], None], ba
         return _run(sweep, done, sink, backend, workers, address, progress, evaluate)
 
 
+def check_resumable(sweep: Sweep, done: set[str], every: list[Task] | None = None) -> None:
+    """Refused when `done` (the point hashes of a results file and its parts) holds a point not in `sweep`: resuming
+    into another sweep's file (or one of this sweep before its inputs changed). `sizer sweep` asks before it
+    writes anything (a refusal leaves the file and its parts as they were); `run_sweep` asks again."""
+    stray = done - {t.point_hash for t in (tasks(sweep) if every is None else every)}
+    if stray:
+        raise InputError(None, "--results", f"expected this sweep's results file; it holds rows of "
+                                            f"{count(len(stray), 'point')} not in sweep {sweep.name} (another "
+                                            "sweep's, or written before its scenario, axes, settings or inputs "
+                                            "changed)")
+
+
 def _run(sweep: Sweep, done: set[str], sink: Callable[[SweepRow], None], backend: str, workers: int,
          address: str | None, progress: Callable[[int, int], None] | None,
          evaluate: Callable[[Sweep, Task], SweepRow] | None) -> SweepSummary:
     start = time.monotonic()
     every = tasks(sweep)
-    stray = done - {t.point_hash for t in every}
-    if stray:        # resuming into another sweep's file (or one of this sweep before its inputs changed)
-        raise InputError(None, "--results", f"expected this sweep's results file; it holds rows of "
-                                            f"{count(len(stray), 'point')} not in sweep {sweep.name} (another "
-                                            "sweep's, or written before its scenario, axes, settings or inputs "
-                                            "changed)")
+    check_resumable(sweep, done, every)
     todo = [t for t in every if t.point_hash not in done]
     pruned: dict[str, int] = {}
     simulate, settled = [], []

@@ -237,6 +237,24 @@ def test_speculative_off_is_one_point_whatever_the_speculative_tokens(tmp_path):
     assert len({t.point_hash for t in tasks(sweep)}) == 3
 
 
+def test_refusing_another_sweeps_results_writes_nothing(tmp_path):
+    # audit finding: the refusal (raised inside run_sweep) closed the store first, which merged the file and its
+    # parts into a new file (a new inode and owner: renamed over it) and deleted the parts folder
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    out = tmp_path / "r.parquet"
+    first = write_sweep(tmp_path / "a", {"gpu": ["h100-sxm"], "ttft_ms": [4]})     # pruned: no simulation
+    assert runner.invoke(app, ["sweep", str(first), "--results", str(out), "--workers", "1"]).exit_code == 0
+    parts = tmp_path / "r.parquet.parts"
+    parts.mkdir()
+    (parts / "part-000000.parquet").write_bytes(out.read_bytes())     # a crashed run's part, left to resume
+    before = {p: (os.stat(p).st_ino, os.stat(p).st_mtime_ns, p.read_bytes()) for p in (out, *parts.iterdir())}
+    other = write_sweep(tmp_path / "b", {"gpu": ["h100-sxm"], "ttft_ms": [5]})
+    result = runner.invoke(app, ["sweep", str(other), "--results", str(out), "--workers", "1"])
+    assert result.exit_code == 2 and "not in sweep" in result.stderr and result.stderr.count("\n") == 1
+    assert {p: (os.stat(p).st_ino, os.stat(p).st_mtime_ns, p.read_bytes()) for p in (out, *parts.iterdir())} == before
+
+
 def test_a_sweep_refused_before_its_first_row_leaves_no_results_file(tmp_path):
     # every point invalid (max_num_batched_tokens below the default max_num_seqs): refused, and no empty file left
     path = write_sweep(tmp_path, {"max_num_batched_tokens": [16, 32]})
