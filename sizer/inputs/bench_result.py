@@ -13,9 +13,9 @@ failed request's output is 0 and its error not empty). `model_id` is checked aga
 model by `sizer compare` (a warning). A ramped rate (`ramp_up_strategy`) is refused: not modelled; so is a
 run of a pooling or transcription API (`endpoint_type`, or `backend` where an older vLLM wrote only it:
 embeddings, pooling, rerank, audio), whose requests generate no tokens from a text prompt. Each metric's
-percentiles rise with the percentile. `total_input_tokens` and `total_output_tokens` are checked against the
-lengths compare simulates; the statistics and counters it does not compare are named (`_UNREAD`); other keys are
-ignored.
+percentiles rise with the percentile. `total_input_tokens` (at least a token a completed request's prompt) and
+`total_output_tokens` are checked against the lengths compare simulates; the statistics and counters it does not
+compare are named (`_UNREAD`); other keys are ignored.
 """
 
 from __future__ import annotations
@@ -118,6 +118,10 @@ def bench_result(data: object, file: str) -> BenchResult:
     inputs, outputs, more = _per_request(data, file, completed + failed, failed)
     model_id, _ = read_key(MODEL_ID, data, file)
     total_in, _ = read_key(TOTAL_INPUT, data, file)
+    if total_in is not None and total_in < completed:     # as input_lens, each >= 1
+        raise FieldError(file, "total_input_tokens", f"expected at least {completed:,}, a token for each completed "
+                                                     f"request's prompt (vLLM refuses an empty prompt), got "
+                                                     f"{total_in:,}")
     total_out, _ = read_key(TOTAL_OUTPUT, data, file)
     unread = tuple(key for key in data if _UNREAD.match(key))
     return BenchResult(file, completed, num_prompts, failed, rate, concurrency, burstiness, inputs,

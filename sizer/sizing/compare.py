@@ -115,9 +115,11 @@ def _length_warnings(result: BenchResult, sim: SimulationResult) -> tuple[str, .
             continue
         run, simulated = stated / result.completed, float(np.mean(c[column][done]))
         if abs(simulated - run) > LENGTH_TOLERANCE * run:
+            # a run's outputs can total 0 tokens (empty texts, re-tokenised): no ratio to it
+            ratio = f" ({simulated / run - 1:+.0%})" if run else ""
             out.append(f"{result.file}: {key}: the run's requests averaged {run:,.0f} tokens, the scenario's "
-                       f"simulated in their place {simulated:,.0f} ({simulated / run - 1:+.0%}); state its lengths "
-                       "in the scenario, or save the run with --save-detailed (per-request lengths)")
+                       f"simulated in their place {simulated:,.0f}{ratio}; state its lengths in the scenario, or "
+                       "save the run with --save-detailed (per-request lengths)")
     return tuple(out)
 
 

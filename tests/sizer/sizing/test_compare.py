@@ -130,6 +130,17 @@ def test_lengths_other_than_the_runs_and_keys_not_compared_are_said():
     assert any("std_ttft_ms" in n and "request_goodput" in n and "duration" in n for n in same.not_modelled)
 
 
+def test_a_run_whose_outputs_total_zero_tokens_is_warned_without_a_ratio(tmp_path):
+    # audit finding: total_output_tokens 0 divided the simulated mean by the run's 0 (a ZeroDivisionError)
+    data = json.loads(C16.read_text())
+    data["total_output_tokens"] = 0
+    f = tmp_path / "zero.json"
+    f.write_text(json.dumps(data))
+    c = compare(read_bench_result(f), load_scenario(SCENARIO))
+    assert any("total_output_tokens: the run's requests averaged 0 tokens, the scenario's simulated in their place "
+               "200;" in w for w in c.warnings)
+
+
 @pytest.mark.parametrize("change, field", [
     ({"completed": None}, "completed"),
     ({"completed": "200"}, "completed"),
