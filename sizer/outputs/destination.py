@@ -15,7 +15,8 @@ the kernel's virtual file systems (/proc, /sys, /dev), is refused before the wor
 ever written into, or renamed over, something that is not a file; so is a file the command reads
 (`--emit-to` naming its scenario, `--junit` its manifest: `reads`), another output of the same command
 (`-o r.html --emit-to r.html`: `others`), a symbolic link another user left in a sticky shared folder
-(/tmp; as Linux's fs.protected_symlinks), and `-` (standard input to
+(/tmp; as Linux's fs.protected_symlinks), a regular file of another user's (or a link to one: replacing it would
+make it this user's, a new inode and owner; root may write it, os.access says nothing), and `-` (standard input to
 sizer's readers), which would have made a file named `-`. CSV cells a spreadsheet would
 evaluate as a formula are written with a leading apostrophe (`frame_to_csv`). Every file (`replacing`: the
 CSVs, the HTML and PDF reports, the emitted configuration, JUnit XML, a sweep's Parquet) is written to a temporary
@@ -124,6 +125,10 @@ def check_destination(path: str | Path, flag: str, reads: tuple[str | Path | Non
             raise InputError(file, flag, f"is {file_kind(info.st_mode)}; expected a regular file to write")
         if not os.access(path, os.W_OK):
             raise InputError(file, flag, "exists and is not writable")
+        if info.st_uid != os.geteuid():     # os.access is always true for root
+            raise InputError(file, flag, f"is a file of another user's (uid {info.st_uid}); replacing it (a new file "
+                                         "renamed onto it) would make it this user's; expected a file of one's own "
+                                         "or a new name")
         _refuse_foreign_link(path, flag)
         read = next((r for r in reads if r is not None and os.path.isfile(r) and os.path.samefile(r, path)), None)
         if read is not None:

@@ -366,6 +366,38 @@ def test_another_users_link_in_a_shared_sticky_folder_is_not_written_through(tmp
     assert link.is_symlink() and victim.read_text().startswith("# sizer: ")
 
 
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_a_file_of_another_user_is_not_replaced(tmp_path, command, monkeypatch):
+    # audit finding: os.access(W_OK) is always true for root, so another user's file was renamed over (a new inode,
+    # owned by root); a file (or a link to one) whose owner is not this user is refused, one's own replaced as before
+    out = tmp_path / "theirs.out"
+    out.write_text("theirs\n")
+    real = os.geteuid()
+    monkeypatch.setattr(os, "geteuid", lambda: real + 1)     # the file is now another user's
+    line = one_line_exit_2(invoke(COMMANDS[command], out))
+    assert line == (f"error: {out}: {FLAG[command]}: is a file of another user's (uid {real}); replacing it (a new "
+                    "file renamed onto it) would make it this user's; expected a file of one's own or a new name")
+    link = tmp_path / "mine.out"
+    link.symlink_to(out)
+    assert "is a file of another user's" in one_line_exit_2(invoke(COMMANDS[command], link))
+    assert out.read_text() == "theirs\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="makes a file owned by another user")
+def test_root_never_replaces_another_users_file(tmp_path):
+    out = tmp_path / "r.sh"
+    out.write_text("theirs\n")
+    os.chown(out, 12345, 12345)
+    before = os.stat(out)
+    line = one_line_exit_2(runner.invoke(app, ["plan", str(CHAT), "--emit", "vllm", "--emit-to", str(out)]))
+    assert "--emit-to: is a file of another user's (uid 12345)" in line
+    after = os.stat(out)
+    assert (after.st_ino, after.st_uid, after.st_mtime_ns) == (before.st_ino, 12345, before.st_mtime_ns)
+    os.chown(out, 0, 0)                                   # one's own: replaced as before
+    assert runner.invoke(app, ["plan", str(CHAT), "--emit", "vllm", "--emit-to", str(out)]).exit_code == 0
+    assert out.read_text().startswith("# sizer: ")
+
+
 def test_a_stale_part_name_that_is_a_link_is_never_written_through(tmp_path):
     # the results were written to `r.parquet.tmp` and renamed: a link of that name already there had its target
     # overwritten with Parquet, and the link itself renamed onto the results
