@@ -245,7 +245,7 @@ def read_weights(folder: Path) -> StoredWeights:
     """The folder's safetensors files: the index's shards' headers where all are there (checked against its
     weight_map and total_size), its total_size where some or all are not, else every .safetensors file's header."""
     index = folder / INDEX
-    if index.exists():
+    if _exists(index):
         return _indexed_weights(folder, index)
     files = sorted(folder.glob("*.safetensors"))
     if not files:
@@ -258,20 +258,33 @@ def read_weights(folder: Path) -> StoredWeights:
                          packed=_packed(files, headers))
 
 
+def _exists(path: Path) -> bool:
+    """Whether `path` is there: False for nothing or a link to nothing (a file not downloaded: the Hugging Face cache
+    links each file to its blob); a link loop, or a path that cannot be looked at, refused as reading it would be
+    (Path.exists() is False on a loop, which left an index or a shard silently unread)."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as exc:
+        raise InputError(str(path), None, f"cannot read: {exc.strerror or exc}") from None
+    return True
+
+
 def _indexed_weights(folder: Path, index: Path) -> StoredWeights:
     total, weights = _read_index(index)
     shards = sorted(set(weights.values()))
     if len(shards) > MAX_SAFETENSORS_FILES:
         raise InputError(str(index), "weight_map", f"names more than {MAX_SAFETENSORS_FILES} .safetensors files")
     from_index = StoredWeights(total, f"{INDEX} metadata.total_size")
-    present = [folder / s for s in shards if os.path.exists(folder / s)]   # a dangling link: missing
+    present = [folder / s for s in shards if _exists(folder / s)]   # a dangling link: missing
     if not present:            # a config-only download: the index's word is all there is
         return from_index
     seen: dict[str, str] = {}
     headers = [_header(f, seen) for f in present]
     packed = _packed(present, headers)
     if len(present) < len(shards):
-        missing = [s for s in shards if not os.path.exists(folder / s)]
+        missing = [s for s in shards if not _exists(folder / s)]
         return replace(from_index, packed=packed, notes=(
             f"{len(missing)} of the {len(shards)} shard files {INDEX} names are not in the folder "
             f"({', '.join(excerpt(m) for m in missing[:3])}{', ...' if len(missing) > 3 else ''}): an interrupted "

@@ -385,6 +385,24 @@ def test_the_index_is_checked_against_its_shards(tmp_path):
     assert err.value.field == "weight_map.w"
 
 
+def test_an_index_or_shard_that_is_a_link_loop_is_refused_not_passed_over(tmp_path):
+    # audit finding: Path.exists() is False on a link loop, so an index that was one was passed over silently (the
+    # .safetensors files read without it) and a shard that was one counted as not downloaded; a loop elsewhere (a
+    # .safetensors file, a sidecar) was "cannot read: Too many levels of symbolic links"
+    write_safetensors(tmp_path / "a.safetensors", {"x": 100})
+    loop = tmp_path / "model.safetensors.index.json"
+    loop.symlink_to(loop.name)
+    with pytest.raises(FieldError) as err:
+        read_weights(tmp_path)
+    assert err.value.file == str(loop) and err.value.message == "cannot read: Too many levels of symbolic links"
+    loop.unlink()
+    index(tmp_path, 5000, {"x": "a.safetensors", "y": "b.safetensors"})
+    (tmp_path / "b.safetensors").symlink_to("b.safetensors")
+    with pytest.raises(FieldError) as err:
+        read_weights(tmp_path)
+    assert err.value.file == str(tmp_path / "b.safetensors") and "Too many levels" in err.value.message
+
+
 def test_routing_keys_on_a_dense_llama_are_named(tmp_path):
     # vLLM's LlamaForCausalLM (and transformers' LlamaConfig) read no expert key: a top-k there routes nothing
     for key in ("num_experts_per_tok", "moe_topk"):
