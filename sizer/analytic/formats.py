@@ -300,6 +300,7 @@ def vector_bytes(fmt: WeightFormat, m: ModelSpec, values: int) -> float:
     t = fmt.scheme.gguf_tensors
     if t is None:
         return values * (4.0 if fmt.gguf is not None else plain_bytes_per_value(fmt))
+    _table_tensor(t, "output_norm.weight")       # llama.cpp's loaders for the GGUF architectures sizer maps require it
     claimed = {"token_embd.weight"}
     for g in linear_groups(m):
         if g.kind == LM_HEAD:

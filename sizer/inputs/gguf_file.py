@@ -30,7 +30,9 @@ the bounds or the file's end, a key or tensor stated twice, a tensor whose data 
 llama.cpp looks for it (right after the one before, padded to the alignment: overlapping data, or
 data past the end of the file), a row its type's blocks do not divide, a tensor type sizer does not
 know, an architecture sizer has no config.json mapping for, missing or non-positive sizes, a
-vocabulary the token embedding disagrees with, a block count the tensor table disagrees with, no
+vocabulary the token embedding disagrees with, a token embedding, output matrix or norm of another shape than
+llama.cpp creates it (check_tensor_dims), a tensor llama.cpp's loader for the architecture does not create
+(`KNOWN_TENSOR`: done_getting_tensors' "wrong number of tensors"), a block count the tensor table disagrees with, no
 tensors at all, and a shard that is not the first or whose other shards are not beside it. Blocks beyond
 `block_count` (multi-token-prediction layers, blk.N.nextn.*) are refused with the rest: llama.cpp's loaders for the
 architectures sizer maps create no such tensors and refuse the file (those that know MTP create them TENSOR_SKIP, not
@@ -88,6 +90,18 @@ BLOCK = re.compile(r"blk\.(\d+)\.")          # a tensor of one block (layer): bl
 # a.conv1d.0, resampler.proj): llama.cpp's text model creates none of them; its multimodal library (mtmd) loads an
 # encoder from the projector file given as --mmproj
 TOWER_PREFIXES = ("v.", "a.", "mm.", "resampler.")
+# The tensors llama.cpp's loaders for the architectures sizer maps create (src/models/llama.cpp, qwen2.cpp, qwen3.cpp,
+# qwen3moe.cpp load_arch_tensors; names from gguf-py's TENSOR_NAMES), each a .weight or a .bias: outside the blocks
+# the token embedding, the output norm and matrix, Llama 3's rope frequencies and Qwen3's reranking head; within
+# blk.N its norms, attention (q/k/v apart or fused, Qwen3's q/k norms), dense MLP and routed experts (apart, or gate
+# and up fused). A tensor of any other name is one llama.cpp does not create, and its loader refuses the file
+# (llama_model_loader::done_getting_tensors: "wrong number of tensors; expected N, got M")
+GLOBAL_TENSORS = ("token_embd", "output_norm", "output", "rope_freqs", "cls.output")
+BLOCK_TENSORS = ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_qkv", "attn_output", "attn_q_norm", "attn_k_norm",
+                 "ffn_norm", "ffn_gate", "ffn_up", "ffn_down", "ffn_gate_inp", "ffn_gate_exps", "ffn_up_exps",
+                 "ffn_down_exps", "ffn_gate_up_exps")
+KNOWN_TENSOR = re.compile(rf"(?:(?:{'|'.join(map(re.escape, GLOBAL_TENSORS))})|blk\.\d+\.(?:{'|'.join(BLOCK_TENSORS)})"
+                          r")\.(?:weight|bias)")
 
 
 @dataclass(frozen=True)
@@ -318,7 +332,7 @@ def _tensors(f: _File, seen: set[str]) -> list[GGUFTensor]:
                                             "truncated")
         expected += -(-nbytes // f.alignment) * f.alignment
         seen.add(e.name)
-        tensors.append(GGUFTensor(e.name, ggml_type, math.prod(e.shape)))
+        tensors.append(GGUFTensor(e.name, ggml_type, math.prod(e.shape), e.shape))
     return tensors
 
 
@@ -374,6 +388,7 @@ def read_gguf(path: Path) -> GGUFModel:
             raise InputError(file, f"{arch}.{KEYS[k]}", f"expected a positive integer, got {excerpt(config[k])}")
     for k, value in config.items():     # as config.json's keys are checked (config_keys.KEYS), named as the file does
         config[k] = _checked(k, value, f"{arch}.{KEYS[k]}", file)
+    _check_names(tensors, arch, file)
     _check_blocks(tensors, config["num_hidden_layers"], f"{arch}.{KEYS['num_hidden_layers']}", file)
     config.update(_other_keys(fields, arch, config, file))
     _check_shapes(tensors, config, arch, file)
@@ -383,6 +398,7 @@ def read_gguf(path: Path) -> GGUFModel:
     config.update(architectures=[hf_arch], model_type=model_type,
                   vocab_size=_vocab(fields, tokens, tensors, arch, config["hidden_size"], file),
                   tie_word_embeddings=not any(t.name == "output.weight" for t in tensors), torch_dtype="bfloat16")
+    _check_vectors_and_head(tensors, config["hidden_size"], config["vocab_size"], file)
     towers = [t for t in tensors if t.name.startswith(TOWER_PREFIXES)]
     if towers:
         prefixes = sorted({t.name.split(".", 1)[0] + ".*" for t in towers})
@@ -460,6 +476,38 @@ def _check_shapes(tensors: list[GGUFTensor], config: dict[str, Any], arch: str, 
             raise InputError(file, f"{arch}.{key}", f"the sizes give blk.0.{name} {values:,} values, but the tensor "
                                                     f"table holds {first[name]:,}: the metadata and the tensors "
                                                     "disagree")
+
+
+def _check_names(tensors: list[GGUFTensor], arch: str, file: str) -> None:
+    """Every tensor one llama.cpp's loader for the architecture creates (KNOWN_TENSOR), or one of an encoder stored
+    beside the model (TOWER_PREFIXES, named in a note); another is refused naming it, with how many there are and
+    their bytes, as llama.cpp refuses the file (its bytes were counted as the model's norms)."""
+    unknown = [t for t in tensors if not t.name.startswith(TOWER_PREFIXES) and not KNOWN_TENSOR.fullmatch(t.name)]
+    if unknown:
+        first, size = unknown[0], sum(t.nbytes for t in unknown)
+        more = f" (of {len(unknown):,} such tensors, {size:,.0f} bytes in all)" if len(unknown) > 1 else ""
+        raise InputError(file, f"tensors.{excerpt(first.name, quote=False)}" if first.name else "tensors",
+                         f"{excerpt(first.name)}, {first.nbytes:,.0f} bytes{more}: not a tensor llama.cpp's "
+                         f"{arch} model has, so llama.cpp refuses the file (done_getting_tensors: 'wrong number of "
+                         "tensors'); expected only the model's tensors")
+
+
+def _check_vectors_and_head(tensors: list[GGUFTensor], hidden: int, vocab: int, file: str) -> None:
+    """The token embedding and the output matrix of [embedding_length, vocabulary] values, and the norms of
+    [embedding_length], dimension by dimension, as llama.cpp's loader checks each tensor it creates
+    (llama_model_loader::check_tensor_dims: 'tensor has wrong shape')."""
+    for t in tensors:
+        if t.name in ("token_embd.weight", "output.weight"):
+            want, what = (hidden, vocab), "embedding_length x the vocabulary"
+        elif t.name == "output_norm.weight" or re.fullmatch(r"blk\.\d+\.(?:attn|ffn)_norm\.weight", t.name):
+            want, what = (hidden,), "embedding_length"
+        else:
+            continue
+        got = t.shape + (1,) * (MAX_DIMS - len(t.shape))
+        if got != want + (1,) * (MAX_DIMS - len(want)):
+            shape, expected = (", ".join(f"{d:,}" for d in dims) for dims in (t.shape, want))
+            raise InputError(file, f"tensors.{t.name}", f"shape [{shape}]; expected [{expected}] ({what}), as "
+                                                        "llama.cpp checks it")
 
 
 def _checked(key: str, value: Any, field: str, file: str) -> Any:

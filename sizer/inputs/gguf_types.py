@@ -49,10 +49,12 @@ class GGMLType:
 
 @dataclass(frozen=True)
 class GGUFTensor:
-    """One row of a .gguf file's tensor table: the tensor's name, its type and how many values it holds."""
+    """One row of a .gguf file's tensor table: the tensor's name, its type, how many values it holds and its shape
+    (GGML order: shape[0] is a row's length; () where not read from a file)."""
     name: str
     type: GGMLType
     values: int
+    shape: tuple[int, ...] = ()
 
     @property
     def nbytes(self) -> float:

@@ -311,6 +311,35 @@ def test_a_matrix_the_table_lacks_is_refused_naming_it(tmp_path):
     assert err.value.field == "tensors.blk.1.attn_k.weight" and "missing from the tensor table" in err.value.message
 
 
+def test_a_file_without_its_output_norm_is_refused_as_llama_cpp_refuses_it(tmp_path):
+    # audit finding: output_norm.weight, which llama.cpp's loaders create as required, was not looked for
+    m = load_model(str(write_llama(tmp_path / "no-norm.gguf", drop=("output_norm.weight",))))
+    fmt, _ = weight_format(m, "auto", 128)
+    with pytest.raises(InputError) as err:
+        weight_memory(m, fmt, ParallelConfig())
+    assert err.value.field == "tensors.output_norm.weight" and "missing from the tensor table" in err.value.message
+
+
+@pytest.mark.parametrize("extra, field, message", [
+    # the output matrix of another vocabulary than the header's (a million rows beside 1,000): its values were summed
+    ({"output.weight": (1_000_000, HIDDEN, T.Q6_K)}, "tensors.output.weight",
+     "shape [256, 1,000,000]; expected [256, 1,000] (embedding_length x the vocabulary), as llama.cpp checks it"),
+    ({"output.weight": (HIDDEN, VOCAB, T.F16)}, "tensors.output.weight", "shape [1,000, 256]; expected [256, 1,000]"),
+    ({"blk.0.ffn_norm.weight": (2, HIDDEN // 2, T.F16)}, "tensors.blk.0.ffn_norm.weight",
+     "shape [128, 2]; expected [256] (embedding_length)"),
+    # a tensor no llama.cpp loader of the architecture creates (its 256 MB were counted as the model's norms)
+    ({"junk.weight": (1000, HIDDEN, T.F16)}, "tensors.junk.weight",
+     "'junk.weight', 512,000 bytes: not a tensor llama.cpp's llama model has, so llama.cpp refuses the file "
+     "(done_getting_tensors: 'wrong number of tensors')"),
+    ({"blk.0.scalar": (1, 256, T.F16), "blk.1.extra.weight": (1, 256, T.F16)}, "tensors.blk.0.scalar",
+     "'blk.0.scalar', 512 bytes (of 2 such tensors, 1,024 bytes in all): not a tensor"),
+])
+def test_tensors_llama_cpp_would_refuse_are_refused_naming_them(tmp_path, extra, field, message):
+    with pytest.raises(InputError) as err:
+        read_gguf(write_llama(tmp_path / "bad.gguf", extra=extra))
+    assert err.value.field == field and message in err.value.message
+
+
 def test_an_encoders_tensors_in_the_file_are_named_not_counted(tmp_path):
     """A vision encoder and projector stored beside the text model (v.*, mm.*): llama.cpp's text model does not load
     them, so the weights leave them out and a note names them; the stored bytes hold them."""
