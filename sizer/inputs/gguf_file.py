@@ -12,9 +12,9 @@ of strings walked only up to MAX_ARRAY_STRINGS, arrays of arrays refused. From i
 - the checkpoint's quantisation: the tensor table (each tensor's element count in its GGUF type,
   sizer.inputs.gguf_types.TensorTable), from which the weights are sized tensor by tensor, layer by
   layer (sizer.analytic.formats), named after the preset `general.file_type` states (e.g. 15 =
-  Q4_K_M) or, where that is missing or no preset sizer knows (an imatrix or MXFP4 mix), "gguf" with
-  its type mix. Per-tensor overrides (llama-quantize --tensor-type, "dynamic" quants) are sized as
-  the file holds them, not by the preset's rules;
+  Q4_K_M) or, where that is missing, no preset sizer knows (an imatrix or MXFP4 mix) or a preset whose base type
+  no tensor has (an all-F32 file stating Q4_K_M: a note says so), "gguf" with its type mix. Per-tensor overrides
+  (llama-quantize --tensor-type, "dynamic" quants) are sized as the file holds them, not by the preset's rules;
 - the stored bytes: every tensor's, beside what the plan counts. Tensors of a vision or audio
   encoder stored in the same file (`TOWER_PREFIXES`) are stored bytes only: llama.cpp's text model
   does not load them, and a note names them.
@@ -141,8 +141,11 @@ class GGUFModel:
         loaded = tuple(t for t in self.tensors if not t.name.startswith(TOWER_PREFIXES))
         table = gg.TensorTable(self.path, self._source(loaded), loaded)
         if self.preset is None:
+            named = gg.PRESET_BY_FILE_TYPE.get(self.file_type)
+            why = (f"{named.name}, but no tensor is {named.base}: named from the tensors" if named is not None
+                   else "no llama.cpp preset sizer knows")
             return Quantization("gguf", "gguf", int(table.main_type.bits_per_value), gguf_tensors=table,
-                                source=f"{source} (no llama.cpp preset sizer knows)")
+                                source=f"{source} ({why})")
         return Quantization("gguf", self.preset.key, int(gg.TYPES[self.preset.base].bits_per_value),
                             source=f"{source} ({self.preset.name})", gguf_tensors=table)
 
@@ -410,6 +413,14 @@ def read_gguf(path: Path) -> GGUFModel:
     if file_type is not None and not (_positive(file_type) or file_type == 0):
         raise InputError(file, "general.file_type", f"expected llama.cpp's file type number, got {excerpt(file_type)}")
     preset = gg.PRESET_BY_FILE_TYPE.get(file_type)
+    loaded = [t for t in tensors if not t.name.startswith(TOWER_PREFIXES)]
+    if preset is not None and not any(t.type.name == preset.base for t in loaded):
+        # llama.cpp prints the stated type and runs each tensor at its own; sizer names the format from the tensors
+        config.setdefault("_sizer", {}).setdefault("notes", []).append(
+            f"general.file_type {file_type} states {preset.name} ({preset.base} tensors), but none of the file's "
+            f"tensors is {preset.base} ({gg.type_counts(tuple(loaded))}): the format is named from the tensors, "
+            "not the stated file type")
+        preset = None
     return GGUFModel(file, arch, {k: v for k, v in config.items() if v is not None}, preset, file_type,
                      tuple(tensors), len(files))
 

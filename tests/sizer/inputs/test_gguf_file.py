@@ -340,6 +340,28 @@ def test_tensors_llama_cpp_would_refuse_are_refused_naming_them(tmp_path, extra,
     assert err.value.field == field and message in err.value.message
 
 
+def test_a_file_type_no_tensor_holds_is_not_the_formats_name(tmp_path):
+    # audit finding: general.file_type 15 (Q4_K_M) over tensors none of which is Q4_K was sized and timed as Q4_K_M
+    f16 = {name: (rows, cols, T.F16) for name, (rows, cols) in {
+        "token_embd.weight": (VOCAB, HIDDEN), "output.weight": (VOCAB, HIDDEN),
+        **{f"blk.{i}.{n}.weight": shape for i in range(LAYERS) for n, shape in (
+            ("attn_q", (HIDDEN, HIDDEN)), ("attn_k", (KV, HIDDEN)), ("attn_v", (KV, HIDDEN)),
+            ("attn_output", (HIDDEN, HIDDEN)), ("ffn_gate", (FFN, HIDDEN)), ("ffn_up", (FFN, HIDDEN)),
+            ("ffn_down", (HIDDEN, FFN)))}}.items()}
+    path = write_llama(tmp_path / "f16.gguf", extra=f16)
+    g = read_gguf(path)
+    q = g.quantization()
+    assert g.preset is None and q.format == "gguf" and "(Q4_K_M, but no tensor is Q4_K: named from the tensors)" in \
+        q.source
+    m = load_model(str(path))
+    assert any("general.file_type 15 states Q4_K_M (Q4_K tensors), but none of the file's tensors is Q4_K" in n
+               for n in m.notes)
+    fmt, _ = weight_format(m, "auto", 128)
+    assert fmt.name == "gguf" and fmt.description.startswith("GGUF F16 mix")
+    # a Q4_K_M file (the Q4_K tensors there) keeps its name
+    assert read_gguf(write_llama(tmp_path / "q4.gguf")).preset.name == "Q4_K_M"
+
+
 def test_an_encoders_tensors_in_the_file_are_named_not_counted(tmp_path):
     """A vision encoder and projector stored beside the text model (v.*, mm.*): llama.cpp's text model does not load
     them, so the weights leave them out and a note names them; the stored bytes hold them."""
