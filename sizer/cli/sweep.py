@@ -14,7 +14,7 @@ from sizer.cli.render import terminal
 from sizer.errors import InputError
 from sizer.inputs.sweep_file import load_sweep
 from sizer.outputs.sweep_store import ResultStore
-from sizer.sizing.sweep import build_sweep, check_resumable, run_sweep
+from sizer.sizing.sweep import build_sweep, check_resumable, run_sweep, tasks
 from sizer.sizing.sweep_backends import check_ray
 from sizer.words import count
 from validation.errors import excerpt
@@ -43,14 +43,16 @@ def command(
         check_ray()
     sweep_file_data = load_sweep(sweep_file)
     data = read_scenario_data(sweep_file_data.scenario_path())
-    sweep = build_sweep(sweep_file_data, data)
-    store = ResultStore(results or default_results(sweep.name, sweep_file), "--results",
+    # the results file checked (and its rows read) before the axes are: a million values take minutes to check
+    store = ResultStore(results or default_results(sweep_file_data.name, sweep_file), "--results",
                         (sweep_file, sweep_file_data.scenario_path()))
     done = store.done()
-    check_resumable(sweep, done)        # before anything is written: a refusal leaves the file and its parts alone
     with progress("sweeping", "points") as update:
+        sweep = build_sweep(sweep_file_data, data, update)
+        every = tasks(sweep, update)
+        check_resumable(sweep, done, every)     # before anything is written: a refusal leaves the file and parts alone
         try:
-            summary = run_sweep(sweep, done, store.add, backend, workers, address, update)
+            summary = run_sweep(sweep, done, store.add, backend, workers, address, update, every=every)
         except InputError:
             if store.added:         # refused after rows of this run: they are kept; before any, nothing is written
                 store.close()

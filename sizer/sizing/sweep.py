@@ -25,7 +25,8 @@ import hashlib
 import itertools
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -193,12 +194,28 @@ class SweepRow:
     peak_kv_usage: float | None = None
 
 
-def build_sweep(sweep: SweepFile, data: dict) -> Sweep:
+@contextmanager
+def _part(progress: object, name: str, unit: str, total: int) -> Iterator[Callable[[int], None] | None]:
+    """One long piece of the sweep shown in `progress`'s display (sizer.cli.progress.Display.part: 'sweeping,
+    pruning: 12,000/1,000,000 points, ... ETA'), its count told to the callable yielded; None where `progress` has
+    no parts (a plain callable, or none)."""
+    part = getattr(progress, "part", None)
+    if part is None:
+        yield None
+        return
+    with part(name, unit, total) as tick:
+        yield tick
+
+
+def build_sweep(sweep: SweepFile, data: dict, progress: object = None) -> Sweep:
     """Expand a checked sweep file over the base scenario mapping `data`; each axis value is checked against
-    the scenario field it sets, and refused naming the sweep file and the axis."""
+    the scenario field it sets, and refused naming the sweep file and the axis. `progress`: a display
+    (sizer.cli.progress) the checking of many values is shown in (a scenario each: a range of a million rates takes
+    half an hour)."""
     values = axis_values(sweep)
     base = scenario_from_dict(data, str(sweep.scenario_path()))
-    check_axes(sweep, values, data, base)
+    with _part(progress, "checking axis values", "values", sum(map(len, values.values()))) as tick:
+        check_axes(sweep, values, data, base, tick)
     if "gpu" in values:          # one profile named twice (an alias and its id) is one GPU, simulated once
         values["gpu"] = list(dict.fromkeys(load_hardware(g).id for g in values["gpu"]))
     names = list(values)
@@ -287,7 +304,8 @@ def variant_of(sweep: Sweep, point: Point, seed: int | None = None) -> Variant:
                                trace_time_scale=sweep.trace.time_scale * sweep.trace.rate_per_s / point.rate_per_s)
 
 
-def check_axes(sweep: SweepFile, values: dict[str, list], data: dict, base: Scenario) -> None:
+def check_axes(sweep: SweepFile, values: dict[str, list], data: dict, base: Scenario,
+               tick: Callable[[int], None] | None = None) -> None:
     if base.workload.trace is None and base.workload.arrival.process == "closed":
         # each point is sized for an arrival rate (its row's rate_per_s, the report's question); a closed loop's
         # rate follows from the configuration, as `search` refuses it too
@@ -305,8 +323,12 @@ def check_axes(sweep: SweepFile, values: dict[str, list], data: dict, base: Scen
         if axis is not None:
             raise InputError(sweep.file, f"axes.{axis}", f"the base scenario {sweep.scenario} has no "
                                                          "deployment.speculative_config to turn on")
+    checked = 0
     for name, items in values.items():
         for i, value in enumerate(items):
+            if tick is not None:
+                tick(checked)
+            checked += 1
             try:
                 if name == "gpu":
                     load_hardware(value)
@@ -319,6 +341,8 @@ def check_axes(sweep: SweepFile, values: dict[str, list], data: dict, base: Scen
                     resolve(s)
             except FieldError as error:     # with the file and field it names (a model's config.json, its key)
                 raise InputError(sweep.file, f"axes.{name}[{i}]", error.one_line()) from None
+    if tick is not None:
+        tick(checked)
     if not slo_of(base).has_targets and not any(values.get(k) for k in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")):
         raise InputError(sweep.file, "scenario", "a sweep needs at least one SLO target (slo.ttft_ms, itl_ms, "
                                                  "tpot_ms or e2e_ms in the scenario, or an axis)")
@@ -362,10 +386,19 @@ class Task:
     seed: int
 
 
-def tasks(sweep: Sweep) -> list[Task]:
+def tasks(sweep: Sweep, progress: object = None) -> list[Task]:
+    """Each point with its hash and seed; `progress` a display the hashing is shown in (a million points: a minute)."""
     # the base scenario's seed (validated as it was read; 0 by default, as a scenario's), the same for every point
     seed = (sweep.data.get("workload") or {}).get("seed") or 0
-    return [Task(p, point_hash(sweep, p), seed) for p in sweep.points]
+    with _part(progress, "hashing points", "points", len(sweep.points)) as tick:
+        if tick is None:
+            return [Task(p, point_hash(sweep, p), seed) for p in sweep.points]
+        out = []
+        for i, p in enumerate(sweep.points):
+            tick(i)
+            out.append(Task(p, point_hash(sweep, p), seed))
+        tick(len(out))
+        return out
 
 
 def _prepare(sweep: Sweep, task: Task) -> tuple[SweepRow, Resolved | None, Plan | None]:
@@ -529,12 +562,15 @@ class SweepSummary:
 
 def run_sweep(sweep: Sweep, done: set[str], sink: Callable[[SweepRow], None], backend: str, workers: int = 1,
               address: str | None = None, progress: Callable[[int, int], None] | None = None,
-              evaluate: Callable[[Sweep, Task], SweepRow] | None = None) -> SweepSummary:
+              evaluate: Callable[[Sweep, Task], SweepRow] | None = None,
+              every: list[Task] | None = None) -> SweepSummary:
     """Every point of `sweep` not in `done`: pruned here (no simulation), the rest evaluated on `backend`
     ("local": `workers` processes; "ray": the cluster at `address`, else a local one of `workers` CPUs);
-    each row handed to `sink` as it arrives. `evaluate` is evaluate_point (tests pass a failing one)."""
+    each row handed to `sink` as it arrives. `evaluate` is evaluate_point (tests pass a failing one); `every`: the
+    sweep's `tasks`, where the caller has them; `progress`: told the simulations done, and where it is a display
+    (sizer.cli.progress) with parts, the pruning shown in it too."""
     with preloaded.installed(sweep.inputs):      # the driver prunes with the inputs its workers get
-        return _run(sweep, done, sink, backend, workers, address, progress, evaluate)
+        return _run(sweep, done, sink, backend, workers, address, progress, evaluate, every)
 
 
 def check_resumable(sweep: Sweep, done: set[str], every: list[Task] | None = None) -> None:
@@ -551,21 +587,26 @@ def check_resumable(sweep: Sweep, done: set[str], every: list[Task] | None = Non
 
 def _run(sweep: Sweep, done: set[str], sink: Callable[[SweepRow], None], backend: str, workers: int,
          address: str | None, progress: Callable[[int, int], None] | None,
-         evaluate: Callable[[Sweep, Task], SweepRow] | None) -> SweepSummary:
+         evaluate: Callable[[Sweep, Task], SweepRow] | None, every: list[Task] | None = None) -> SweepSummary:
     start = time.monotonic()
-    every = tasks(sweep)
+    every = tasks(sweep, progress) if every is None else every
     check_resumable(sweep, done, every)
     todo = [t for t in every if t.point_hash not in done]
     pruned: dict[str, int] = {}
     simulate, settled = [], []
-    for task in todo:
-        row = prune(sweep, task)
-        if row is None:
-            simulate.append(task)
-            continue
-        key = "invalid" if row.status == "invalid" else row.binding
-        pruned[key] = pruned.get(key, 0) + 1
-        settled.append(row)
+    with _part(progress, "pruning", "points", len(todo)) as tick:    # a resolved plan a point: ~5-10 ms each
+        for i, task in enumerate(todo):
+            if tick is not None:
+                tick(i)
+            row = prune(sweep, task)
+            if row is None:
+                simulate.append(task)
+                continue
+            key = "invalid" if row.status == "invalid" else row.binding
+            pruned[key] = pruned.get(key, 0) + 1
+            settled.append(row)
+        if tick is not None:
+            tick(len(todo))
     if settled and not done and len(settled) == len(every) == pruned.get("invalid"):
         # axis values each valid alone, never together (or never with the base scenario): nothing to size
         raise InputError(sweep.file, "axes", f"every one of the sweep's {count(len(every), 'point')} is invalid "

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from sizer.cli import app
 from sizer.inputs.sweep_file import load_sweep
 from sizer.outputs.sweep_store import ResultStore, read_rows, schema
-from sizer.sizing.sweep import Point, evaluate_point, point_hash, prune, run_sweep, tasks
+from sizer.sizing.sweep import Point, build_sweep, evaluate_point, point_hash, prune, run_sweep, tasks
 from validation.errors import FieldError
 
 runner = CliRunner()
@@ -253,6 +253,34 @@ def test_refusing_another_sweeps_results_writes_nothing(tmp_path):
     result = runner.invoke(app, ["sweep", str(other), "--results", str(out), "--workers", "1"])
     assert result.exit_code == 2 and "not in sweep" in result.stderr and result.stderr.count("\n") == 1
     assert {p: (os.stat(p).st_ino, os.stat(p).st_mtime_ns, p.read_bytes()) for p in (out, *parts.iterdir())} == before
+
+
+def test_checking_hashing_and_pruning_are_shown_as_parts_of_the_progress_display(tmp_path):
+    # audit finding: a sweep of a million points said nothing for its first minutes (each axis value checked
+    # against a scenario, each point hashed, then pruned in the driver at ~5-10 ms a point) and refused an
+    # all-invalid one only after hours of that
+    from contextlib import contextmanager
+
+    seen: dict[str, list] = {}
+
+    def update(done, total=None):
+        seen.setdefault("sweeping", []).append((done, total))
+
+    @contextmanager
+    def part(name, unit, total):
+        seen[name] = [unit, total]
+        yield seen[name].append
+
+    update.part = part
+    path = write_sweep(tmp_path, {"max_num_batched_tokens": [16, 32], "max_num_seqs": [64, 128]})
+    s = load_sweep(path)
+    with pytest.raises(FieldError, match="every one of the sweep's 4 points is invalid"):
+        sweep = build_sweep(s, yaml.safe_load((tmp_path / "base.yaml").read_text()), update)
+        run_sweep(sweep, set(), lambda row: None, "local", 1, progress=update)
+    assert seen["checking axis values"] == ["values", 4, 0, 1, 2, 3, 4]
+    assert seen["hashing points"] == ["points", 4, 0, 1, 2, 3, 4]
+    assert seen["pruning"] == ["points", 4, 0, 1, 2, 3, 4]
+    assert "sweeping" not in seen                      # nothing simulated: the job's own count never started
 
 
 def test_a_sweep_refused_before_its_first_row_leaves_no_results_file(tmp_path):
