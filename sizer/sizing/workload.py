@@ -252,11 +252,16 @@ class ServedTrace:
     unread: str | None                # the columns or keys not modelled (`unread_words`)
 
 
+def _fits(trace: Workload, max_len: int) -> np.ndarray:
+    """Which of the trace's requests an engine of `max_len` serves: prompt + output at most it (the simulator's
+    rule for a request's rejection)."""
+    return trace.prompt_tokens + trace.output_tokens <= max_len
+
+
 def too_long(s: StatedWorkload, max_len: int) -> tuple[int, int, Workload]:
     """(requests replayed, of them longer than `max_len`, the replayed trace) of the scenario's trace."""
     trace = read_trace(s)
-    longer = int(np.count_nonzero(trace.prompt_tokens + trace.output_tokens > max_len))
-    return len(trace), longer, trace
+    return len(trace), len(trace) - int(np.count_nonzero(_fits(trace, max_len))), trace
 
 
 def served_trace(s: StatedWorkload, max_len: int) -> ServedTrace:
@@ -266,7 +271,7 @@ def served_trace(s: StatedWorkload, max_len: int) -> ServedTrace:
     summary = trace_summary(s)
     trace = read_trace(s)
     _check_trace_adapters(s, trace)         # an adapter column is replayed exactly as `simulate` replays it
-    fits = trace.prompt_tokens + trace.output_tokens <= max_len
+    fits = _fits(trace, max_len)
     served = int(np.count_nonzero(fits))
     prompt, output = (trace.prompt_tokens[fits], trace.output_tokens[fits]) if served else \
         (trace.prompt_tokens, trace.output_tokens)
